@@ -1,0 +1,118 @@
+package authz
+
+import (
+	"github.com/tenantd/tenantd/internal/errs"
+)
+
+// Identity is the caller, as a verified bearer token describes them.
+type Identity struct {
+	UserID string // the token's sub
+	Email  string // optional email claim
+	Name   string // optional name claim
+}
+
+// Principal is a caller acting inside one org, with the role the
+// authorization read found on their OrgUser edge.
+type Principal struct {
+	Identity
+	OrgID   string
+	OrgRole Role
+}
+
+// Action is something a principal may attempt on an org's resources.
+type Action string
+
+// Every action of the API. The README's role matrix lists the same rules.
+const (
+	OrgRead       Action = "org.read"
+	OrgUpdate     Action = "org.update"
+	OrgDelete     Action = "org.delete"
+	UserRead      Action = "user.read"
+	UserAdd       Action = "user.add"
+	UserUpdate    Action = "user.update"
+	UserRemove    Action = "user.remove"
+	TeamRead      Action = "team.read"
+	TeamCreate    Action = "team.create"
+	TeamUpdate    Action = "team.update"
+	TeamDelete    Action = "team.delete"
+	MemberWrite   Action = "member.write"
+	TicketRead    Action = "ticket.read"
+	TicketCreate  Action = "ticket.create"
+	TicketUpdate  Action = "ticket.update"
+	TicketDelete  Action = "ticket.delete"
+	CommentCreate Action = "comment.create"
+)
+
+// Facts are what the rules need to know about the target beyond the
+// caller's org role. Services fill only what the action's rule reads.
+type Facts struct {
+	Self       bool // the target user is the caller
+	OwnerRole  bool // the change grants, removes or touches an owner role
+	TeamRole   Role // the caller's role on the target team ("" if none)
+	Requester  bool // the caller requested the ticket
+	Assignee   bool // the caller is assigned the ticket
+	TeamMember bool // the caller is a member of the ticket's team
+}
+
+// Rule is one row of the matrix: the org role that always suffices, and
+// what else lets a lesser role through.
+type Rule struct {
+	Min    Role
+	Also   func(p Principal, f Facts) bool
+	Reason string // for the 403 message and the README
+}
+
+// Matrix is tenantd's authorization policy, encoded once.
+var Matrix = map[Action]Rule{
+	OrgRead:   {Min: Member, Reason: "any member may read the organization"},
+	OrgUpdate: {Min: Admin, Reason: "only admins and owners may change the organization"},
+	OrgDelete: {Min: Owner, Reason: "only owners may delete the organization"},
+	UserRead:  {Min: Member, Reason: "any member may read the organization's users"},
+	UserAdd:   {Min: Admin, Reason: "only admins and owners may add users; only owners may add owners"},
+	UserUpdate: {Min: Admin, Reason: "only admins and owners may change users; only owners may grant or change an owner"},
+	UserRemove: {Min: Admin, Also: func(_ Principal, f Facts) bool { return f.Self },
+		Reason: "only admins and owners may remove users (members may remove themselves); only owners may remove owners"},
+	TeamRead:   {Min: Member, Reason: "any member may read teams"},
+	TeamCreate: {Min: Admin, Reason: "only organization admins and owners may create teams"},
+	TeamUpdate: {Min: Admin, Also: teamManager, Reason: "only team owners/admins or organization admins may change the team"},
+	TeamDelete: {Min: Admin, Also: teamManager, Reason: "only team owners/admins or organization admins may delete the team"},
+	MemberWrite: {Min: Admin, Also: teamManager,
+		Reason: "only team owners/admins or organization admins may change the team's members"},
+	TicketRead:   {Min: Member, Reason: "any member may read tickets"},
+	TicketCreate: {Min: Member, Reason: "any member may create tickets"},
+	TicketUpdate: {Min: Admin, Also: func(_ Principal, f Facts) bool { return f.Requester || f.Assignee || f.TeamMember },
+		Reason: "only the requester, the assignee, a member of the ticket's team or an organization admin may change the ticket"},
+	TicketDelete: {Min: Admin, Also: func(_ Principal, f Facts) bool { return f.Requester },
+		Reason: "only the requester or an organization admin may delete the ticket"},
+	CommentCreate: {Min: Member, Reason: "any member may comment"},
+}
+
+func teamManager(_ Principal, f Facts) bool { return f.TeamRole.AtLeast(Admin) }
+
+// Authorize returns nil if p may do a with facts f, otherwise a Forbidden
+// error. Touching an owner role always takes an owner: whatever else the
+// rule allows, only owners make or unmake owners.
+func Authorize(p Principal, a Action, f Facts) error {
+	rule, ok := Matrix[a]
+	if !ok {
+		return errs.E(errs.Internal, "unknown_action", "no rule for action %s", a)
+	}
+	if !p.OrgRole.Valid() {
+		return errs.E(errs.Forbidden, "forbidden", "%s", rule.Reason)
+	}
+	allowed := p.OrgRole.AtLeast(rule.Min) || (rule.Also != nil && rule.Also(p, f))
+	if allowed && f.OwnerRole && !p.OrgRole.AtLeast(Owner) {
+		allowed = false
+	}
+	if !allowed {
+		return errs.E(errs.Forbidden, "forbidden", "%s", rule.Reason)
+	}
+	return nil
+}
+
+// NeedsTeamRole reports whether deciding a for p may need the caller's
+// team role: only when the org role alone does not settle it. Services use
+// it to skip the team edge GetItem for org admins.
+func NeedsTeamRole(p Principal, a Action) bool {
+	return !p.OrgRole.AtLeast(Matrix[a].Min)
+}

@@ -1,0 +1,47 @@
+// Package authz holds who is calling (Identity, from a verified bearer token),
+// what they may do in an org (Role, on the membership edge), the one
+// authorization matrix of tenantd, and the Echo middleware that loads a
+// caller's role with a single GetItem.
+package authz
+
+import (
+	"github.com/tenantd/tenantd/internal/errs"
+)
+
+// Role is a role on an org or a team membership edge. Owner > Admin > Member.
+type Role string
+
+// The roles, shared by org users and team members.
+const (
+	Owner  Role = "owner"
+	Admin  Role = "admin"
+	Member Role = "member"
+)
+
+func (r Role) rank() int {
+	switch r {
+	case Owner:
+		return 3
+	case Admin:
+		return 2
+	case Member:
+		return 1
+	}
+	return 0
+}
+
+// Valid reports whether r is one of the known roles.
+func (r Role) Valid() bool { return r.rank() > 0 }
+
+// AtLeast reports whether r grants at least what min grants. An unknown or
+// empty role grants nothing.
+func (r Role) AtLeast(min Role) bool { return r.rank() > 0 && r.rank() >= min.rank() }
+
+// ParseRole validates a role from input.
+func ParseRole(field, s string) (Role, error) {
+	r := Role(s)
+	if !r.Valid() {
+		return "", errs.InvalidField(field, "invalid_role", "must be one of owner, admin, member")
+	}
+	return r, nil
+}

@@ -1,0 +1,252 @@
+package membership
+
+import (
+	"context"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/validate"
+)
+
+// Service applies team and membership rules on top of a Storer.
+type Service struct {
+	store Storer
+	ids   *ids.Generator
+	now   clock.Clock
+}
+
+// NewService returns a Service; now may be nil for the system clock.
+func NewService(s Storer, now clock.Clock) *Service {
+	now = clock.Or(now)
+	return &Service{store: s, ids: ids.NewGenerator(now), now: now}
+}
+
+// TeamPatch is a partial update of a team; nil fields stay as they are.
+type TeamPatch struct {
+	Name        *string
+	Description *string
+}
+
+func validateTeam(t Team) error {
+	if err := validate.Name("name", t.Name, MaxNameLen); err != nil {
+		return err
+	}
+	return validate.Text("description", t.Description, 0, MaxDescriptionLen, true)
+}
+
+// authorizeTeam decides a team-scoped action. The caller's team edge is
+// read (one consistent GetItem, AP3) only when the org role does not settle
+// it already.
+func (s *Service) authorizeTeam(ctx context.Context, p authz.Principal, a authz.Action, teamID string) error {
+	var f authz.Facts
+	if authz.NeedsTeamRole(p, a) {
+		m, err := s.store.GetMember(ctx, p.OrgID, teamID, p.UserID)
+		switch {
+		case err == nil:
+			f.TeamRole = m.Role
+		case !errs.Is(err, errs.NotFound):
+			return err
+		}
+	}
+	return authz.Authorize(p, a, f)
+}
+
+// CreateTeam creates a team whose owner is the caller (org admin+).
+func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, name, description string) (Team, error) {
+	if err := authz.Authorize(p, authz.TeamCreate, authz.Facts{}); err != nil {
+		return Team{}, err
+	}
+	now := s.now()
+	t := Team{OrgID: p.OrgID, ID: s.ids.New(), Name: name, Description: description, MemberCount: 1,
+		Version: 1, CreatedAt: now, UpdatedAt: now}
+	if err := validateTeam(t); err != nil {
+		return Team{}, err
+	}
+	owner := Member{OrgID: p.OrgID, TeamID: t.ID, UserID: p.UserID, Role: authz.Owner, JoinedAt: now, UpdatedAt: now, Version: 1}
+	if err := s.store.CreateTeam(ctx, t, owner); err != nil {
+		return Team{}, err
+	}
+	return t, nil
+}
+
+// GetTeam reads a team; withMembers adds its first members from the same
+// Query (AP4).
+func (s *Service) GetTeam(ctx context.Context, p authz.Principal, teamID string, withMembers bool) (Team, []Member, error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+		return Team{}, nil, err
+	}
+	if err := ids.Resource("teamId", teamID); err != nil {
+		return Team{}, nil, err
+	}
+	if withMembers {
+		return s.store.GetTeamWithMembers(ctx, p.OrgID, teamID, page.MaxLimit)
+	}
+	t, err := s.store.GetTeam(ctx, p.OrgID, teamID)
+	return t, nil, err
+}
+
+// ListTeams pages through the org's teams.
+func (s *Service) ListTeams(ctx context.Context, p authz.Principal, pr page.Request) (page.Result[Team], error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+		return page.Result[Team]{}, err
+	}
+	return s.store.ListTeams(ctx, p.OrgID, pr)
+}
+
+// UpdateTeam changes a team's name or description.
+func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID string, patch TeamPatch, ifMatch int64) (Team, error) {
+	if err := ids.Resource("teamId", teamID); err != nil {
+		return Team{}, err
+	}
+	if patch.Name == nil && patch.Description == nil {
+		return Team{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
+	}
+	if err := s.authorizeTeam(ctx, p, authz.TeamUpdate, teamID); err != nil {
+		return Team{}, err
+	}
+	prev, err := s.store.GetTeam(ctx, p.OrgID, teamID)
+	if err != nil {
+		return Team{}, err
+	}
+	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
+		return Team{}, err
+	}
+	next := prev
+	if patch.Name != nil {
+		next.Name = *patch.Name
+	}
+	if patch.Description != nil {
+		next.Description = *patch.Description
+	}
+	if err := validateTeam(next); err != nil {
+		return Team{}, err
+	}
+	next.Version, next.UpdatedAt = prev.Version+1, s.now()
+	if err := s.store.UpdateTeam(ctx, prev, next); err != nil {
+		return Team{}, err
+	}
+	return next, nil
+}
+
+// DeleteTeam deletes a team and its memberships.
+func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID string, ifMatch int64) error {
+	if err := ids.Resource("teamId", teamID); err != nil {
+		return err
+	}
+	if err := s.authorizeTeam(ctx, p, authz.TeamDelete, teamID); err != nil {
+		return err
+	}
+	return s.store.DeleteTeam(ctx, p.OrgID, teamID, ifMatch)
+}
+
+// ListMembers pages through a team's members (AP1).
+func (s *Service) ListMembers(ctx context.Context, p authz.Principal, teamID string, pr page.Request) (page.Result[Member], error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+		return page.Result[Member]{}, err
+	}
+	if err := ids.Resource("teamId", teamID); err != nil {
+		return page.Result[Member]{}, err
+	}
+	return s.store.ListMembers(ctx, p.OrgID, teamID, pr)
+}
+
+// ListUserTeams pages through a user's teams in the org (AP2).
+func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID string, pr page.Request) (page.Result[Member], error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+		return page.Result[Member]{}, err
+	}
+	if err := ids.User("userId", userID); err != nil {
+		return page.Result[Member]{}, err
+	}
+	r, err := s.store.ListUserTeams(ctx, p.OrgID, userID, pr)
+	if err != nil || len(r.Items) == 0 {
+		return r, err
+	}
+	teamIDs := make([]string, len(r.Items))
+	for i, m := range r.Items {
+		teamIDs[i] = m.TeamID
+	}
+	teams, err := s.store.BatchGetTeams(ctx, p.OrgID, teamIDs)
+	if err != nil {
+		return page.Result[Member]{}, err
+	}
+	for i := range r.Items {
+		r.Items[i].TeamName = teams[r.Items[i].TeamID].Name
+	}
+	return r, nil
+}
+
+// GetMember reads one membership (AP3).
+func (s *Service) GetMember(ctx context.Context, p authz.Principal, teamID, userID string) (Member, error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+		return Member{}, err
+	}
+	if err := ids.Resource("teamId", teamID); err != nil {
+		return Member{}, err
+	}
+	if err := ids.User("userId", userID); err != nil {
+		return Member{}, err
+	}
+	return s.store.GetMember(ctx, p.OrgID, teamID, userID)
+}
+
+// PutMember adds the user to the team with role, or changes their role.
+// created tells which happened.
+func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, userID string, role authz.Role, ifMatch int64) (m Member, created bool, err error) {
+	if err := ids.Resource("teamId", teamID); err != nil {
+		return Member{}, false, err
+	}
+	if err := ids.User("userId", userID); err != nil {
+		return Member{}, false, err
+	}
+	if !role.Valid() {
+		return Member{}, false, errs.InvalidField("role", "invalid_role", "must be one of owner, admin, member")
+	}
+	if err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID); err != nil {
+		return Member{}, false, err
+	}
+	now := s.now()
+	prev, err := s.store.GetMember(ctx, p.OrgID, teamID, userID)
+	switch {
+	case errs.Is(err, errs.NotFound):
+		if ifMatch != 0 {
+			return Member{}, false, errs.ErrVersion
+		}
+		m = Member{OrgID: p.OrgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: now, UpdatedAt: now, Version: 1}
+		if err := s.store.AddMember(ctx, m); err != nil {
+			return Member{}, false, err
+		}
+		return m, true, nil
+	case err != nil:
+		return Member{}, false, err
+	}
+	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
+		return Member{}, false, err
+	}
+	if prev.Role == role {
+		return prev, false, nil
+	}
+	next := prev
+	next.Role, next.Version, next.UpdatedAt = role, prev.Version+1, now
+	if err := s.store.UpdateMember(ctx, prev, next); err != nil {
+		return Member{}, false, err
+	}
+	return next, false, nil
+}
+
+// RemoveMember removes the user from the team (AP5).
+func (s *Service) RemoveMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch int64) error {
+	if err := ids.Resource("teamId", teamID); err != nil {
+		return err
+	}
+	if err := ids.User("userId", userID); err != nil {
+		return err
+	}
+	if err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID); err != nil {
+		return err
+	}
+	return s.store.RemoveMember(ctx, p.OrgID, teamID, userID, ifMatch)
+}

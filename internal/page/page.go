@@ -1,0 +1,38 @@
+// Package page carries pagination between the HTTP layer and the store.
+//
+// The store speaks in opaque start keys (its own encoding of DynamoDB's
+// LastEvaluatedKey); the HTTP layer wraps them in signed cursors bound to the
+// tenant and the listing. Neither the domain nor clients ever see key strings.
+package page
+
+import "github.com/tenantd/tenantd/internal/errs"
+
+// Limits of a page size.
+const (
+	DefaultLimit = 25
+	MaxLimit     = 100
+)
+
+// Request asks for up to Limit items after the position After ("" = start).
+type Request struct {
+	Limit int
+	After string
+}
+
+// Result is one page of items and the position to continue from ("" when
+// this is the last page).
+type Result[T any] struct {
+	Items []T
+	Next  string
+}
+
+// Check validates the limit, applying DefaultLimit when it is zero.
+func (r Request) Check() (Request, error) {
+	if r.Limit == 0 {
+		r.Limit = DefaultLimit
+	}
+	if r.Limit < 1 || r.Limit > MaxLimit {
+		return r, errs.InvalidField("limit", "invalid_limit", "must be between 1 and %d", MaxLimit)
+	}
+	return r, nil
+}

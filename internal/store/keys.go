@@ -1,0 +1,115 @@
+package store
+
+// This file is the only place that builds DynamoDB key strings. Every
+// tenant-owned item's partition key starts with ORG#<orgId>, so tenant
+// isolation holds by construction (and IAM dynamodb:LeadingKeys can enforce
+// it). Callers validate IDs before they get here (see checkIDs); '#' is the
+// delimiter and never appears inside an ID.
+
+import "strings"
+
+// Attribute names of the keys.
+const (
+	attrPK = "pk"
+	attrSK = "sk"
+)
+
+// Index names and their key attributes.
+const (
+	gsi1 = "GSI1" // overloaded: a user's orgs, an org's teams and tickets, a user's teams
+	gsi2 = "GSI2" // org -> user -> tickets (user item last)
+	gsi3 = "GSI3" // org ticket queue by status
+	gsi4 = "GSI4" // sparse: tickets by assignee
+	gsi5 = "GSI5" // sparse: org -> team -> status -> ticket
+)
+
+// Entity type discriminators, stored in attribute "type" on every item.
+const (
+	typeOrg        = "Org"
+	typeOrgUser    = "OrgUser"
+	typeEmailClaim = "EmailClaim"
+	typeTeam       = "Team"
+	typeMembership = "Membership"
+	typeTicket     = "Ticket"
+	typeComment    = "Comment"
+)
+
+// Sort key constants and prefixes.
+const (
+	skMetadata = "#METADATA"
+	skClaim    = "#CLAIM"
+
+	prefixOrg     = "ORG#"
+	prefixUser    = "USER#"
+	prefixTeam    = "TEAM#"
+	prefixMember  = "MEMBER#"
+	prefixTicket  = "TICKET#"
+	prefixStatus  = "STATUS#"
+	prefixComment = "COMMENT#"
+)
+
+// key is a primary key.
+type key struct{ PK, SK string }
+
+func orgPK(orgID string) string  { return prefixOrg + orgID }
+func orgKey(orgID string) key    { return key{orgPK(orgID), skMetadata} }
+func userSK(userID string) string { return prefixUser + userID }
+func orgUserKey(orgID, userID string) key {
+	return key{orgPK(orgID), userSK(userID)}
+}
+
+// userPK is the GSI1 partition of everything a user belongs to.
+func userPK(userID string) string { return prefixUser + userID }
+
+// orgUserPK is the GSI2 partition of a user and the tickets they requested.
+func orgUserPK(orgID, userID string) string { return orgPK(orgID) + "#USER#" + userID }
+
+func claimKey(orgID, normalizedEmail string) key {
+	return key{orgPK(orgID) + "#EMAIL#" + normalizedEmail, skClaim}
+}
+
+func teamPK(orgID, teamID string) string { return orgPK(orgID) + "#TEAM#" + teamID }
+func teamKey(orgID, teamID string) key   { return key{teamPK(orgID, teamID), skMetadata} }
+func teamSK(teamID string) string         { return prefixTeam + teamID }
+func memberSK(userID string) string       { return prefixMember + userID }
+func memberKey(orgID, teamID, userID string) key {
+	return key{teamPK(orgID, teamID), memberSK(userID)}
+}
+
+// userTeamSK is a membership's GSI1 sort key; a user's teams in one org
+// share the prefix userTeamsPrefix(orgID).
+func userTeamSK(orgID, teamID string) string { return userTeamsPrefix(orgID) + teamID }
+func userTeamsPrefix(orgID string) string    { return prefixTeam + orgID + "#" }
+
+func ticketPK(orgID, ticketID string) string { return orgPK(orgID) + "#TICKET#" + ticketID }
+func ticketKey(orgID, ticketID string) key   { return key{ticketPK(orgID, ticketID), skMetadata} }
+func ticketSK(ticketID string) string         { return prefixTicket + ticketID }
+func statusSK(status, ticketID string) string {
+	return statusPrefix(status) + ticketID
+}
+
+// statusPrefix is "STATUS#<status>#", or "STATUS#" for every status.
+func statusPrefix(status string) string {
+	if status == "" {
+		return prefixStatus
+	}
+	return prefixStatus + status + "#"
+}
+func assigneePK(orgID, userID string) string { return orgPK(orgID) + "#ASSIGNEE#" + userID }
+
+// teamTicketsPK is a ticket's GSI5 partition: the same string as the team's
+// base-table partition, but in another index, so it never mixes with it.
+func teamTicketsPK(orgID, teamID string) string { return teamPK(orgID, teamID) }
+
+func commentSK(commentID string) string { return prefixComment + commentID }
+func commentKey(orgID, ticketID, commentID string) key {
+	return key{ticketPK(orgID, ticketID), commentSK(commentID)}
+}
+
+// trimPrefix returns s without prefix, and whether it had it.
+func trimPrefix(s, prefix string) (string, bool) {
+	if !strings.HasPrefix(s, prefix) {
+		return "", false
+	}
+	return s[len(prefix):], true
+}

@@ -1,0 +1,175 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/guregu/dynamo/v2"
+
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/page"
+)
+
+var errCursor = errs.InvalidField("cursor", "invalid_cursor", "the cursor is malformed or does not belong to this listing")
+
+// keyAttrs are the attributes of a LastEvaluatedKey on idx ("" = base table).
+func keyAttrs(idx string) []string {
+	for _, ix := range Schema.Indexes {
+		if ix.Name == idx {
+			return []string{attrPK, attrSK, ix.PK, ix.SK}
+		}
+	}
+	return []string{attrPK, attrSK}
+}
+
+// partitionAttr is the partition key attribute of idx.
+func partitionAttr(idx string) string {
+	if a := keyAttrs(idx); len(a) == 4 {
+		return a[2]
+	}
+	return attrPK
+}
+
+// listing is one paginated Query: an index (or the base table), a partition,
+// and an optional sort key prefix that every start key must also carry.
+type listing struct {
+	index     string
+	partition string
+	prefix    string
+	desc      bool
+}
+
+// query runs l for one page. It asks DynamoDB for one item more than the
+// page so that "is there a next page" is known without an empty last page,
+// and builds the next start key from the last item returned (no
+// DescribeTable, no LastEvaluatedKey guessing).
+// The caller has checked the limit (page.Request.Check).
+func (d *DB) query(ctx context.Context, l listing, limit int, after string) ([]dynamo.Item, string, error) {
+	q := d.table.Get(partitionAttr(l.index), l.partition)
+	if l.prefix != "" {
+		q = q.Range(sortAttr(l.index), dynamo.BeginsWith, l.prefix)
+	}
+	if l.index != "" {
+		q = q.Index(l.index)
+	}
+	if l.desc {
+		q = q.Order(dynamo.Descending)
+	}
+	if after != "" {
+		start, err := decodeStart(after, l)
+		if err != nil {
+			return nil, "", err
+		}
+		q = q.StartFrom(start)
+	}
+	var items []dynamo.Item
+	if err := q.Limit(limit+1).All(ctx, &items); err != nil {
+		return nil, "", fmt.Errorf("query: %w", translate(err))
+	}
+	if len(items) <= limit {
+		return items, "", nil
+	}
+	items = items[:limit]
+	next, err := encodeStart(items[len(items)-1], l.index)
+	return items, next, err
+}
+
+func sortAttr(idx string) string {
+	if a := keyAttrs(idx); len(a) == 4 {
+		return a[3]
+	}
+	return attrSK
+}
+
+func encodeStart(item dynamo.Item, idx string) (string, error) {
+	m := map[string]string{}
+	for _, a := range keyAttrs(idx) {
+		s, ok := item[a].(*types.AttributeValueMemberS)
+		if !ok {
+			return "", fmt.Errorf("paging: item lacks key attribute %s", a)
+		}
+		m[a] = s.Value
+	}
+	b, err := json.Marshal(m) // map keys are marshalled sorted: deterministic
+	if err != nil {
+		return "", err
+	}
+	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// decodeStart parses a start key and proves it lies inside the listing: the
+// exact key attributes, the listing's partition and sort key prefix. A key
+// from another partition, index or tenant is refused, never followed.
+func decodeStart(s string, l listing) (dynamo.PagingKey, error) {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return nil, errCursor
+	}
+	var m map[string]string
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, errCursor
+	}
+	want := keyAttrs(l.index)
+	got := make([]string, 0, len(m))
+	for k := range m {
+		got = append(got, k)
+	}
+	sort.Strings(got)
+	sort.Strings(want)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		return nil, errCursor
+	}
+	if m[partitionAttr(l.index)] != l.partition {
+		return nil, errCursor
+	}
+	if sk := m[sortAttr(l.index)]; len(sk) < len(l.prefix) || sk[:len(l.prefix)] != l.prefix {
+		return nil, errCursor
+	}
+	key := dynamo.PagingKey{}
+	for k, v := range m {
+		key[k] = &types.AttributeValueMemberS{Value: v}
+	}
+	return key, nil
+}
+
+// entityType reads an item's type discriminator.
+func entityType(item dynamo.Item) string {
+	if s, ok := item["type"].(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
+
+// list runs one page of l and converts its items, all of entity type I.
+func list[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, conv func(I) T) (page.Result[T], error) {
+	p, err := p.Check()
+	if err != nil {
+		return page.Result[T]{}, err
+	}
+	items, next, err := d.query(ctx, l, p.Limit, p.After)
+	if err != nil {
+		return page.Result[T]{}, err
+	}
+	out, err := unmarshalAll(items, conv)
+	if err != nil {
+		return page.Result[T]{}, err
+	}
+	return page.Result[T]{Items: out, Next: next}, nil
+}
+
+// unmarshalAll decodes items of one entity type, converting each with conv.
+func unmarshalAll[I any, T any](items []dynamo.Item, conv func(I) T) ([]T, error) {
+	out := make([]T, 0, len(items))
+	for _, it := range items {
+		var v I
+		if err := dynamo.UnmarshalItem(it, &v); err != nil {
+			return nil, fmt.Errorf("unmarshal %s: %w", entityType(it), err)
+		}
+		out = append(out, conv(v))
+	}
+	return out, nil
+}

@@ -1,0 +1,151 @@
+// Package store is tenantd's persistence: one DynamoDB table holding orgs,
+// their users, teams, memberships, tickets and comments, laid out as the
+// seed documents describe (see docs/data-model.md). It is the only package
+// that knows DynamoDB keys; it implements the small Storer interfaces the
+// domain packages declare and translates DynamoDB failures into errs kinds.
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/guregu/dynamo/v2"
+
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
+)
+
+// DB is a handle on tenantd's table. The per-domain stores (Tenants, Teams,
+// Tickets) share one.
+type DB struct {
+	client *dynamodb.Client
+	db     *dynamo.DB
+	table  dynamo.Table
+}
+
+// Options tune how the client reaches DynamoDB.
+type Options struct {
+	// Endpoint overrides the service endpoint (DynamoDB Local). When set,
+	// response checksum validation is off: DynamoDB Local omits the CRC32
+	// header on errors and the SDK would log a warning for each 4xx.
+	Endpoint string
+	// APIOptions are extra smithy middleware (metrics, operation recording).
+	APIOptions []func(*middleware.Stack) error
+}
+
+// NewClient builds the DynamoDB client tenantd uses. Transaction conflicts
+// are retried by the SDK's standard retryer, as throttling is.
+func NewClient(cfg aws.Config, opts Options) *dynamodb.Client {
+	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
+		if opts.Endpoint != "" {
+			o.BaseEndpoint = aws.String(opts.Endpoint)
+			o.DisableValidateResponseChecksum = true
+		}
+		o.Retryer = retry.NewStandard(dynamo.RetryTxConflicts)
+		o.APIOptions = append(o.APIOptions, opts.APIOptions...)
+	})
+}
+
+// Open returns a DB on the named table through client.
+func Open(client *dynamodb.Client, table string) *DB {
+	db := dynamo.NewFromIface(client)
+	return &DB{client: client, db: db, table: db.Table(table)}
+}
+
+// Client returns the underlying SDK client (for Migrate and health checks).
+func (d *DB) Client() *dynamodb.Client { return d.client }
+
+// TableName is the name of the table in use.
+func (d *DB) TableName() string { return d.table.Name() }
+
+// Ping checks that the table exists and is ACTIVE.
+func (d *DB) Ping(ctx context.Context) error {
+	out, err := d.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(d.table.Name())})
+	if err != nil {
+		return fmt.Errorf("describe table: %w", translate(err))
+	}
+	if out.Table.TableStatus != types.TableStatusActive {
+		return fmt.Errorf("table %s is %s", d.table.Name(), out.Table.TableStatus)
+	}
+	return nil
+}
+
+// checkIDs validates IDs before they reach a key: pairs of (field, value),
+// where fields ending in "userId" hold user IDs and the rest ULIDs.
+func checkIDs(pairs ...string) error {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		field, v := pairs[i], pairs[i+1]
+		var err error
+		if isUserField(field) {
+			err = ids.User(field, v)
+		} else {
+			err = ids.Resource(field, v)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isUserField(field string) bool {
+	switch field {
+	case "userId", "requesterId", "assigneeId", "authorId":
+		return true
+	}
+	return false
+}
+
+// condFailed reports whether err is a failed condition of a single-item
+// write, and whether the item existed (read from ALL_OLD).
+func condFailed(err error) (failed, existed bool) {
+	var cfe *types.ConditionalCheckFailedException
+	if errors.As(err, &cfe) {
+		return true, cfe.Item != nil
+	}
+	return false, false
+}
+
+// translate maps SDK errors that are not conditional failures: throttling
+// and exhausted retries become Unavailable so clients see 503, not 500.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	if _, ok := errs.As(err); ok {
+		return err
+	}
+	var (
+		api smithy.APIError
+		max *retry.MaxAttemptsError
+	)
+	if errors.As(err, &api) {
+		switch api.ErrorCode() {
+		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
+			"TransactionConflictException", "InternalServerError", "ServiceUnavailable", "LimitExceededException":
+			return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy; retry later", Err: err}
+		}
+	}
+	var tce *types.TransactionCanceledException
+	if errors.As(err, &tce) {
+		for _, r := range tce.CancellationReasons {
+			if c := aws.ToString(r.Code); c == "TransactionConflict" || c == "ThrottlingError" || c == "ProvisionedThroughputExceeded" {
+				return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy; retry later", Err: err}
+			}
+		}
+	}
+	switch {
+	case errors.As(err, &max):
+		return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy; retry later", Err: err}
+	case errors.Is(err, context.DeadlineExceeded):
+		return &errs.Error{Kind: errs.Unavailable, Code: "timeout", Message: "the request took too long; retry later", Err: err}
+	}
+	return err
+}

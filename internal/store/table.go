@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// DefaultTableName is the table's name unless DYNAMODB_TABLE says otherwise.
+const DefaultTableName = "tenantd"
+
+// Index is a global secondary index of the table: string keys, ALL projection.
+type Index struct {
+	Name, PK, SK string
+}
+
+// Schema is the single definition of tenantd's table. Migrate creates it;
+// deploy/ declares the same table and a test keeps the two from drifting.
+var Schema = struct {
+	PK, SK  string
+	Indexes []Index
+	// TTLAttribute holds an epoch-seconds expiry on items that expire.
+	TTLAttribute string
+}{
+	PK: attrPK, SK: attrSK,
+	Indexes: []Index{
+		{gsi1, "gsi1pk", "gsi1sk"},
+		{gsi2, "gsi2pk", "gsi2sk"},
+		{gsi3, "gsi3pk", "gsi3sk"},
+		{gsi4, "gsi4pk", "gsi4sk"},
+		{gsi5, "gsi5pk", "gsi5sk"},
+	},
+	TTLAttribute: "expiresAt",
+}
+
+// CreateTableInput is the CreateTable request for the schema: on-demand
+// billing, string keys, every GSI projecting ALL attributes.
+func CreateTableInput(name string) *dynamodb.CreateTableInput {
+	attrs := []types.AttributeDefinition{
+		{AttributeName: aws.String(Schema.PK), AttributeType: types.ScalarAttributeTypeS},
+		{AttributeName: aws.String(Schema.SK), AttributeType: types.ScalarAttributeTypeS},
+	}
+	var gsis []types.GlobalSecondaryIndex
+	for _, ix := range Schema.Indexes {
+		attrs = append(attrs,
+			types.AttributeDefinition{AttributeName: aws.String(ix.PK), AttributeType: types.ScalarAttributeTypeS},
+			types.AttributeDefinition{AttributeName: aws.String(ix.SK), AttributeType: types.ScalarAttributeTypeS})
+		gsis = append(gsis, types.GlobalSecondaryIndex{
+			IndexName: aws.String(ix.Name),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(ix.PK), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(ix.SK), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
+		})
+	}
+	return &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		BillingMode:          types.BillingModePayPerRequest,
+		AttributeDefinitions: attrs,
+		KeySchema: []types.KeySchemaElement{
+			{AttributeName: aws.String(Schema.PK), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(Schema.SK), KeyType: types.KeyTypeRange},
+		},
+		GlobalSecondaryIndexes: gsis,
+	}
+}
+
+// Migrate creates the table if it does not exist and waits until it is
+// ACTIVE. An existing table is fine as long as it has every index.
+func Migrate(ctx context.Context, client *dynamodb.Client, name string) error {
+	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+	var nf *types.ResourceNotFoundException
+	switch {
+	case errors.As(err, &nf):
+		if _, err := client.CreateTable(ctx, CreateTableInput(name)); err != nil {
+			var inUse *types.ResourceInUseException
+			if !errors.As(err, &inUse) { // lost a race with another migrate: fine
+				return fmt.Errorf("create table %s: %w", name, err)
+			}
+		}
+	case err != nil:
+		return fmt.Errorf("describe table %s: %w", name, err)
+	default:
+		if err := checkIndexes(desc.Table); err != nil {
+			return fmt.Errorf("table %s: %w", name, err)
+		}
+	}
+	w := dynamodb.NewTableExistsWaiter(client, func(o *dynamodb.TableExistsWaiterOptions) {
+		o.MinDelay, o.MaxDelay = 100*time.Millisecond, 2*time.Second
+	})
+	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 2*time.Minute); err != nil {
+		return fmt.Errorf("wait for table %s: %w", name, err)
+	}
+	return nil
+}
+
+func checkIndexes(t *types.TableDescription) error {
+	have := map[string]bool{}
+	for _, g := range t.GlobalSecondaryIndexes {
+		have[aws.ToString(g.IndexName)] = true
+	}
+	for _, ix := range Schema.Indexes {
+		if !have[ix.Name] {
+			return fmt.Errorf("exists but lacks index %s: it was created by another version; recreate it or add the index", ix.Name)
+		}
+	}
+	return nil
+}

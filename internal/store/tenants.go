@@ -1,0 +1,422 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/guregu/dynamo/v2"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
+)
+
+// Tenants stores orgs and their users: one item collection per org
+// (composite primary key + Query, seed 001 strategy 3), with each user's
+// email claimed by its own item so emails are unique per org.
+type Tenants struct{ *DB }
+
+var _ tenant.Storer = (*Tenants)(nil)
+
+var (
+	errOrgNotFound  = errs.E(errs.NotFound, "org_not_found", "organization not found")
+	errUserNotFound = errs.E(errs.NotFound, "user_not_found", "user not found in this organization")
+	errUserExists   = errs.E(errs.Conflict, "user_exists", "the user is already in this organization")
+	errEmailTaken   = errs.E(errs.Conflict, "email_taken", "another user of this organization has that email")
+	errLastOwner    = errs.E(errs.Conflict, "last_owner", "an organization must keep at least one owner")
+)
+
+type orgItem struct {
+	PK         string    `dynamo:"pk,hash"`
+	SK         string    `dynamo:"sk,range"`
+	Type       string    `dynamo:"type"`
+	ID         string    `dynamo:"orgId"`
+	Name       string    `dynamo:"name"`
+	OwnerCount int       `dynamo:"ownerCount"` // kept by transactions: the last owner cannot leave
+	Version    int64     `dynamo:"version"`
+	CreatedAt  time.Time `dynamo:"createdAt"`
+	UpdatedAt  time.Time `dynamo:"updatedAt"`
+}
+
+func toOrgItem(o tenant.Org, owners int) orgItem {
+	k := orgKey(o.ID)
+	return orgItem{PK: k.PK, SK: k.SK, Type: typeOrg, ID: o.ID, Name: o.Name, OwnerCount: owners,
+		Version: o.Version, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
+}
+
+func fromOrgItem(it orgItem) tenant.Org {
+	return tenant.Org{ID: it.ID, Name: it.Name, Version: it.Version, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
+}
+
+type orgUserItem struct {
+	PK        string    `dynamo:"pk,hash"`
+	SK        string    `dynamo:"sk,range"`
+	Type      string    `dynamo:"type"`
+	GSI1PK    string    `dynamo:"gsi1pk"` // USER#<userId>: a user's orgs
+	GSI1SK    string    `dynamo:"gsi1sk"` // ORG#<orgId>
+	GSI2PK    string    `dynamo:"gsi2pk"` // ORG#<orgId>#USER#<userId>: user + their tickets
+	GSI2SK    string    `dynamo:"gsi2sk"` // USER#<userId>: sorts after TICKET#, read first backwards
+	OrgID     string    `dynamo:"orgId"`
+	UserID    string    `dynamo:"userId"`
+	Email     string    `dynamo:"email"`
+	Name      string    `dynamo:"name"`
+	Role      string    `dynamo:"role"`
+	Version   int64     `dynamo:"version"`
+	JoinedAt  time.Time `dynamo:"joinedAt"`
+	UpdatedAt time.Time `dynamo:"updatedAt"`
+}
+
+func toOrgUserItem(u tenant.User) orgUserItem {
+	k := orgUserKey(u.OrgID, u.UserID)
+	return orgUserItem{PK: k.PK, SK: k.SK, Type: typeOrgUser,
+		GSI1PK: userPK(u.UserID), GSI1SK: orgPK(u.OrgID),
+		GSI2PK: orgUserPK(u.OrgID, u.UserID), GSI2SK: userSK(u.UserID),
+		OrgID: u.OrgID, UserID: u.UserID, Email: u.Email, Name: u.Name, Role: string(u.Role),
+		Version: u.Version, JoinedAt: u.JoinedAt, UpdatedAt: u.UpdatedAt}
+}
+
+func fromOrgUserItem(it orgUserItem) tenant.User {
+	return tenant.User{OrgID: it.OrgID, UserID: it.UserID, Email: it.Email, Name: it.Name,
+		Role: authz.Role(it.Role), Version: it.Version, JoinedAt: it.JoinedAt, UpdatedAt: it.UpdatedAt}
+}
+
+// claimItem reserves an email within an org: its key is the email, so a
+// conditional put is a uniqueness check.
+type claimItem struct {
+	PK     string `dynamo:"pk,hash"`
+	SK     string `dynamo:"sk,range"`
+	Type   string `dynamo:"type"`
+	OrgID  string `dynamo:"orgId"`
+	UserID string `dynamo:"userId"`
+	Email  string `dynamo:"email"`
+}
+
+func toClaimItem(u tenant.User) claimItem {
+	k := claimKey(u.OrgID, tenant.NormalizeEmail(u.Email))
+	return claimItem{PK: k.PK, SK: k.SK, Type: typeEmailClaim, OrgID: u.OrgID, UserID: u.UserID, Email: tenant.NormalizeEmail(u.Email)}
+}
+
+func checkUser(u tenant.User) error {
+	if err := checkIDs("orgId", u.OrgID, "userId", u.UserID); err != nil {
+		return err
+	}
+	if u.Email == "" {
+		return errs.InvalidField("email", "required", "must not be empty")
+	}
+	for _, c := range u.Email {
+		if c == '#' || c < 0x20 {
+			return errs.InvalidField("email", "invalid_email", "must not contain '#' or control characters")
+		}
+	}
+	return nil
+}
+
+const notExists = "attribute_not_exists(pk)"
+const exists = "attribute_exists(pk)"
+
+// CreateOrg writes the org, its owner and the owner's email claim in one
+// transaction.
+func (s *Tenants) CreateOrg(ctx context.Context, org tenant.Org, owner tenant.User) error {
+	if err := checkIDs("orgId", org.ID); err != nil {
+		return err
+	}
+	if err := checkUser(owner); err != nil {
+		return err
+	}
+	t := s.newTx().
+		put(s.table.Put(toOrgItem(org, 1)).If(notExists), failWith(errs.E(errs.Conflict, "org_exists", "organization ID already taken"))).
+		put(s.table.Put(toOrgUserItem(owner)).If(notExists), failWith(errUserExists)).
+		put(s.table.Put(toClaimItem(owner)).If(notExists), failWith(errEmailTaken))
+	return t.run(ctx, "create org")
+}
+
+// GetOrg reads the org item.
+func (s *Tenants) GetOrg(ctx context.Context, orgID string) (tenant.Org, error) {
+	if err := checkIDs("orgId", orgID); err != nil {
+		return tenant.Org{}, err
+	}
+	k := orgKey(orgID)
+	var it orgItem
+	if err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).One(ctx, &it); err != nil {
+		if errors.Is(err, dynamo.ErrNotFound) {
+			return tenant.Org{}, errOrgNotFound
+		}
+		return tenant.Org{}, fmt.Errorf("get org: %w", translate(err))
+	}
+	return fromOrgItem(it), nil
+}
+
+// GetOrgWithUsers reads the org's item collection: the #METADATA item sorts
+// before USER#, so one Query returns the org and its first users.
+func (s *Tenants) GetOrgWithUsers(ctx context.Context, orgID string, limit int) (tenant.Org, []tenant.User, error) {
+	if err := checkIDs("orgId", orgID); err != nil {
+		return tenant.Org{}, nil, err
+	}
+	items, _, err := s.query(ctx, listing{partition: orgPK(orgID)}, limit+1, "")
+	if err != nil {
+		return tenant.Org{}, nil, fmt.Errorf("get org with users: %w", err)
+	}
+	if len(items) == 0 || entityType(items[0]) != typeOrg {
+		return tenant.Org{}, nil, errOrgNotFound
+	}
+	var org orgItem
+	if err := dynamo.UnmarshalItem(items[0], &org); err != nil {
+		return tenant.Org{}, nil, fmt.Errorf("get org with users: %w", err)
+	}
+	users, err := unmarshalAll(items[1:], fromOrgUserItem)
+	if err != nil {
+		return tenant.Org{}, nil, fmt.Errorf("get org with users: %w", err)
+	}
+	return fromOrgItem(org), users, nil
+}
+
+// UpdateOrg sets the org's name if its version is still prev.Version.
+func (s *Tenants) UpdateOrg(ctx context.Context, prev, next tenant.Org) error {
+	if err := checkIDs("orgId", prev.ID); err != nil {
+		return err
+	}
+	k := orgKey(prev.ID)
+	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+		Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
+		If("attribute_exists(pk) AND version = ?", prev.Version).
+		IncludeItemInCondCheckFail(true).Run(ctx)
+	if failed, existed := condFailed(err); failed {
+		return versioned(errOrgNotFound)(existed)
+	}
+	if err != nil {
+		return fmt.Errorf("update org: %w", translate(err))
+	}
+	return nil
+}
+
+// GetUser reads one OrgUser edge with a consistent GetItem: it is the
+// authorization read, so a removal is seen by the very next request.
+func (s *Tenants) GetUser(ctx context.Context, orgID, userID string) (tenant.User, error) {
+	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
+		return tenant.User{}, err
+	}
+	k := orgUserKey(orgID, userID)
+	var it orgUserItem
+	err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(true).One(ctx, &it)
+	if errors.Is(err, dynamo.ErrNotFound) {
+		return tenant.User{}, errUserNotFound
+	}
+	if err != nil {
+		return tenant.User{}, fmt.Errorf("get user: %w", translate(err))
+	}
+	return fromOrgUserItem(it), nil
+}
+
+// ListUsers pages through the org's users: Query begins_with(sk, USER#).
+func (s *Tenants) ListUsers(ctx context.Context, orgID string, p page.Request) (page.Result[tenant.User], error) {
+	if err := checkIDs("orgId", orgID); err != nil {
+		return page.Result[tenant.User]{}, err
+	}
+	r, err := list(ctx, s.DB, listing{partition: orgPK(orgID), prefix: prefixUser}, p, fromOrgUserItem)
+	if err != nil {
+		return r, fmt.Errorf("list users: %w", err)
+	}
+	return r, nil
+}
+
+// ListUserOrgs pages through a user's OrgUser edges: one Query on GSI1
+// (USER#<userId>, begins_with ORG#). The orgs' names are not on the edges
+// (an org rename would have to rewrite every edge); BatchGetOrgs reads them.
+func (s *Tenants) ListUserOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.Membership], error) {
+	var none page.Result[tenant.Membership]
+	if err := checkIDs("userId", userID); err != nil {
+		return none, err
+	}
+	r, err := list(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: prefixOrg}, p,
+		func(it orgUserItem) tenant.Membership {
+			return tenant.Membership{OrgID: it.OrgID, Role: authz.Role(it.Role), JoinedAt: it.JoinedAt}
+		})
+	if err != nil {
+		return none, fmt.Errorf("list user orgs: %w", err)
+	}
+	return r, nil
+}
+
+// BatchGetOrgs reads many orgs with BatchGetItem (100 keys per request).
+func (s *Tenants) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]tenant.Org, error) {
+	keys := make([]dynamo.Keyed, 0, len(orgIDs))
+	seen := map[string]bool{}
+	for _, id := range orgIDs {
+		if seen[id] {
+			continue
+		}
+		if err := checkIDs("orgId", id); err != nil {
+			return nil, err
+		}
+		seen[id] = true
+		k := orgKey(id)
+		keys = append(keys, dynamo.Keys{k.PK, k.SK})
+	}
+	var items []orgItem
+	if err := s.batchGet(ctx, keys, &items); err != nil {
+		return nil, fmt.Errorf("batch get orgs: %w", err)
+	}
+	out := make(map[string]tenant.Org, len(items))
+	for _, it := range items {
+		out[it.ID] = fromOrgItem(it)
+	}
+	return out, nil
+}
+
+// batchGet reads keys with BatchGetItem; guregu/dynamo splits them into
+// requests of 100 keys and re-requests UnprocessedKeys until none are left.
+func (s *DB) batchGet(ctx context.Context, keys []dynamo.Keyed, out any) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	err := s.table.Batch(attrPK, attrSK).Get(keys...).All(ctx, out)
+	if err != nil && !errors.Is(err, dynamo.ErrNotFound) {
+		return fmt.Errorf("batch get: %w", translate(err))
+	}
+	return nil
+}
+
+// BatchGetUsers reads many OrgUsers of one org: one BatchGetItem per 100
+// distinct IDs (seed 002's DataLoader lesson).
+func (s *Tenants) BatchGetUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error) {
+	if err := checkIDs("orgId", orgID); err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var keys []dynamo.Keyed
+	for _, id := range userIDs {
+		if id == "" || seen[id] {
+			continue
+		}
+		if err := checkIDs("userId", id); err != nil {
+			return nil, err
+		}
+		seen[id] = true
+		k := orgUserKey(orgID, id)
+		keys = append(keys, dynamo.Keys{k.PK, k.SK})
+	}
+	var items []orgUserItem
+	if err := s.batchGet(ctx, keys, &items); err != nil {
+		return nil, fmt.Errorf("batch get users: %w", err)
+	}
+	out := make(map[string]tenant.User, len(items))
+	for _, it := range items {
+		out[it.UserID] = fromOrgUserItem(it)
+	}
+	return out, nil
+}
+
+// AddUser writes the OrgUser and its email claim in one transaction that
+// also checks the org exists (and counts a new owner).
+func (s *Tenants) AddUser(ctx context.Context, u tenant.User) error {
+	if err := checkUser(u); err != nil {
+		return err
+	}
+	t := s.newTx()
+	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
+	t.put(s.table.Put(toOrgUserItem(u)).If(notExists), failWith(errUserExists)).
+		put(s.table.Put(toClaimItem(u)).If(notExists), failWith(errEmailTaken))
+	return t.run(ctx, "add user")
+}
+
+// ownerDelta is how the org's owner count changes when a role moves from
+// `from` to `to` ("" = not a user).
+func ownerDelta(from, to authz.Role) int {
+	d := 0
+	if from == authz.Owner {
+		d--
+	}
+	if to == authz.Owner {
+		d++
+	}
+	return d
+}
+
+// orgGuard adds to t the org item's part of a user change: a check that the
+// org exists, or an update of its owner count that refuses to drop the last
+// owner.
+func (s *Tenants) orgGuard(t *txn, orgID string, delta int) {
+	k := orgKey(orgID)
+	switch {
+	case delta == 0:
+		t.check(s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errOrgNotFound))
+	case delta > 0:
+		t.update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).If(exists), failWith(errOrgNotFound))
+	default:
+		t.update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).
+			If("attribute_exists(pk) AND ownerCount > ?", -delta), func(existed bool) error {
+			if existed {
+				return errLastOwner
+			}
+			return errOrgNotFound
+		})
+	}
+}
+
+// UpdateUser replaces prev with next in one transaction: the OrgUser
+// (conditional on its version), the email claims when the email changes,
+// and the org's owner count when the role crosses owner.
+func (s *Tenants) UpdateUser(ctx context.Context, prev, next tenant.User) error {
+	if err := checkUser(next); err != nil {
+		return err
+	}
+	if prev.OrgID != next.OrgID || prev.UserID != next.UserID {
+		return fmt.Errorf("update user: prev and next are different users")
+	}
+	k := orgUserKey(next.OrgID, next.UserID)
+	t := s.newTx()
+	t.update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+		Set("email", next.Email).Set("name", next.Name).Set("role", string(next.Role)).
+		Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
+		If("attribute_exists(pk) AND version = ?", prev.Version), versioned(errUserNotFound))
+	if tenant.NormalizeEmail(prev.Email) != tenant.NormalizeEmail(next.Email) {
+		old := toClaimItem(prev)
+		t.delete(s.table.Delete(attrPK, old.PK).Range(attrSK, old.SK), nil)
+		t.put(s.table.Put(toClaimItem(next)).If(notExists), failWith(errEmailTaken))
+	}
+	if d := ownerDelta(prev.Role, next.Role); d != 0 {
+		s.orgGuard(t, next.OrgID, d)
+	}
+	return t.run(ctx, "update user")
+}
+
+// RemoveUser deletes the OrgUser, its claim, and every team membership the
+// user has in the org (with each team's memberCount). A user in more teams
+// than one transaction holds loses the memberships first, in transactions
+// of their own; a crash in between leaves a user with fewer teams, and a
+// retry finishes the job.
+func (s *Tenants) RemoveUser(ctx context.Context, u tenant.User) error {
+	if err := checkUser(u); err != nil {
+		return err
+	}
+	teams := &Teams{s.DB}
+	edges, err := teams.allUserTeams(ctx, u.OrgID, u.UserID)
+	if err != nil {
+		return fmt.Errorf("remove user: %w", err)
+	}
+	fixed := 3 // user, claim, org guard
+	for len(edges)*2+fixed > maxTxItems {
+		n := min(len(edges), maxTxItems/2)
+		t := s.newTx()
+		for _, m := range edges[:n] {
+			teams.removeEdge(t, m.OrgID, m.TeamID, m.UserID, 0)
+		}
+		if err := t.run(ctx, "remove user's memberships"); err != nil && !errs.Is(err, errs.NotFound) {
+			return err
+		}
+		edges = edges[n:]
+	}
+	k := orgUserKey(u.OrgID, u.UserID)
+	claim := toClaimItem(u)
+	t := s.newTx()
+	t.delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("attribute_exists(pk) AND version = ?", u.Version), versioned(errUserNotFound))
+	t.delete(s.table.Delete(attrPK, claim.PK).Range(attrSK, claim.SK), nil)
+	s.orgGuard(t, u.OrgID, ownerDelta(u.Role, ""))
+	for _, m := range edges {
+		teams.removeEdge(t, m.OrgID, m.TeamID, m.UserID, 0)
+	}
+	return t.run(ctx, "remove user")
+}

@@ -1,0 +1,409 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/guregu/dynamo/v2"
+
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/ticket"
+)
+
+// Tickets stores tickets, each in its own partition with its comments
+// (seed 002: a child that is fetched by ID lives on its own; comments are
+// only read through their ticket, so they live in its partition). Indexes
+// place each ticket in one hierarchy each: org (GSI1), org -> requester
+// (GSI2, with the user item), org -> status (GSI3), assignee (GSI4, sparse),
+// org -> team -> status (GSI5, sparse, composite sort key).
+type Tickets struct{ *DB }
+
+var _ ticket.Storer = (*Tickets)(nil)
+
+var (
+	errTicketNotFound   = errs.E(errs.NotFound, "ticket_not_found", "ticket not found")
+	errAssigneeNotFound = &errs.Error{Kind: errs.Conflict, Code: "assignee_not_org_member", Field: "assigneeId", Message: "the assignee is not a user of this organization"}
+	errTicketTeam       = &errs.Error{Kind: errs.Conflict, Code: "team_not_found", Field: "teamId", Message: "no such team in this organization"}
+	errRequesterGone    = errs.E(errs.NotFound, "user_not_found", "the requester is not a user of this organization")
+)
+
+type ticketItem struct {
+	PK           string    `dynamo:"pk,hash"`
+	SK           string    `dynamo:"sk,range"`
+	Type         string    `dynamo:"type"`
+	GSI1PK       string    `dynamo:"gsi1pk"` // ORG#<orgId>
+	GSI1SK       string    `dynamo:"gsi1sk"` // TICKET#<ticketId>
+	GSI2PK       string    `dynamo:"gsi2pk"` // ORG#<orgId>#USER#<requesterId>
+	GSI2SK       string    `dynamo:"gsi2sk"` // TICKET#<ticketId>
+	GSI3PK       string    `dynamo:"gsi3pk"` // ORG#<orgId>
+	GSI3SK       string    `dynamo:"gsi3sk"` // STATUS#<status>#<ticketId>
+	GSI4PK       string    `dynamo:"gsi4pk"` // ORG#<orgId>#ASSIGNEE#<userId>, absent when unassigned
+	GSI4SK       string    `dynamo:"gsi4sk"` // TICKET#<ticketId>
+	GSI5PK       string    `dynamo:"gsi5pk"` // ORG#<orgId>#TEAM#<teamId>, absent without a team
+	GSI5SK       string    `dynamo:"gsi5sk"` // STATUS#<status>#<ticketId>
+	OrgID        string    `dynamo:"orgId"`
+	ID           string    `dynamo:"ticketId"`
+	Title        string    `dynamo:"title"`
+	Description  string    `dynamo:"description"`
+	Status       string    `dynamo:"status"`
+	Priority     string    `dynamo:"priority"`
+	RequesterID  string    `dynamo:"requesterId"`
+	AssigneeID   string    `dynamo:"assigneeId"`
+	TeamID       string    `dynamo:"teamId"`
+	Tags         []string  `dynamo:"tags"` // bounded list (<= 20): a complex attribute, never a key
+	CommentCount int       `dynamo:"commentCount"`
+	Version      int64     `dynamo:"version"`
+	CreatedAt    time.Time `dynamo:"createdAt"`
+	UpdatedAt    time.Time `dynamo:"updatedAt"`
+}
+
+func toTicketItem(t ticket.Ticket) ticketItem {
+	k := ticketKey(t.OrgID, t.ID)
+	it := ticketItem{PK: k.PK, SK: k.SK, Type: typeTicket,
+		GSI1PK: orgPK(t.OrgID), GSI1SK: ticketSK(t.ID),
+		GSI2PK: orgUserPK(t.OrgID, t.RequesterID), GSI2SK: ticketSK(t.ID),
+		GSI3PK: orgPK(t.OrgID), GSI3SK: statusSK(string(t.Status), t.ID),
+		OrgID: t.OrgID, ID: t.ID, Title: t.Title, Description: t.Description, Status: string(t.Status),
+		Priority: string(t.Priority), RequesterID: t.RequesterID, AssigneeID: t.AssigneeID, TeamID: t.TeamID,
+		Tags: t.Tags, CommentCount: t.CommentCount, Version: t.Version, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+	if t.AssigneeID != "" {
+		it.GSI4PK, it.GSI4SK = assigneePK(t.OrgID, t.AssigneeID), ticketSK(t.ID)
+	}
+	if t.TeamID != "" {
+		it.GSI5PK, it.GSI5SK = teamTicketsPK(t.OrgID, t.TeamID), statusSK(string(t.Status), t.ID)
+	}
+	return it
+}
+
+func fromTicketItem(it ticketItem) ticket.Ticket {
+	tags := it.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return ticket.Ticket{OrgID: it.OrgID, ID: it.ID, Title: it.Title, Description: it.Description,
+		Status: ticket.Status(it.Status), Priority: ticket.Priority(it.Priority), RequesterID: it.RequesterID,
+		AssigneeID: it.AssigneeID, TeamID: it.TeamID, Tags: tags, CommentCount: it.CommentCount,
+		Version: it.Version, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
+}
+
+type commentItem struct {
+	PK        string    `dynamo:"pk,hash"`
+	SK        string    `dynamo:"sk,range"`
+	Type      string    `dynamo:"type"`
+	OrgID     string    `dynamo:"orgId"`
+	TicketID  string    `dynamo:"ticketId"`
+	ID        string    `dynamo:"commentId"`
+	AuthorID  string    `dynamo:"authorId"`
+	Body      string    `dynamo:"body"`
+	CreatedAt time.Time `dynamo:"createdAt"`
+	UpdatedAt time.Time `dynamo:"updatedAt"`
+}
+
+func toCommentItem(c ticket.Comment) commentItem {
+	k := commentKey(c.OrgID, c.TicketID, c.ID)
+	return commentItem{PK: k.PK, SK: k.SK, Type: typeComment, OrgID: c.OrgID, TicketID: c.TicketID, ID: c.ID,
+		AuthorID: c.AuthorID, Body: c.Body, CreatedAt: c.CreatedAt, UpdatedAt: c.CreatedAt}
+}
+
+func fromCommentItem(it commentItem) ticket.Comment {
+	return ticket.Comment{OrgID: it.OrgID, TicketID: it.TicketID, ID: it.ID, AuthorID: it.AuthorID, Body: it.Body, CreatedAt: it.CreatedAt}
+}
+
+func checkTicket(t ticket.Ticket) error {
+	if err := checkIDs("orgId", t.OrgID, "ticketId", t.ID, "requesterId", t.RequesterID); err != nil {
+		return err
+	}
+	if t.AssigneeID != "" {
+		if err := checkIDs("assigneeId", t.AssigneeID); err != nil {
+			return err
+		}
+	}
+	if t.TeamID != "" {
+		if err := checkIDs("teamId", t.TeamID); err != nil {
+			return err
+		}
+	}
+	if !t.Status.Valid() {
+		return errs.InvalidField("status", "invalid_status", "unknown status")
+	}
+	return nil
+}
+
+// referenceChecks adds to tx the checks that the ticket's assignee and team
+// exist in its org.
+func (s *Tickets) referenceChecks(tx *txn, t ticket.Ticket, assignee, team bool) {
+	if assignee && t.AssigneeID != "" {
+		tx.check(s.orgUserCheck(t.OrgID, t.AssigneeID, errAssigneeNotFound))
+	}
+	if team && t.TeamID != "" {
+		k := teamKey(t.OrgID, t.TeamID)
+		tx.check(s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errTicketTeam))
+	}
+}
+
+// CreateTicket writes the ticket in one transaction with checks that its
+// requester, assignee and team exist in the org.
+func (s *Tickets) CreateTicket(ctx context.Context, t ticket.Ticket) error {
+	if err := checkTicket(t); err != nil {
+		return err
+	}
+	tx := s.newTx().put(s.table.Put(toTicketItem(t)).If(notExists), failWith(errs.E(errs.Conflict, "ticket_exists", "ticket ID already taken")))
+	tx.check(s.orgUserCheck(t.OrgID, t.RequesterID, errRequesterGone))
+	s.referenceChecks(tx, t, true, true)
+	return tx.run(ctx, "create ticket")
+}
+
+// GetTicket reads the ticket's #METADATA item.
+func (s *Tickets) GetTicket(ctx context.Context, orgID, ticketID string) (ticket.Ticket, error) {
+	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {
+		return ticket.Ticket{}, err
+	}
+	k := ticketKey(orgID, ticketID)
+	var it ticketItem
+	err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).One(ctx, &it)
+	if errors.Is(err, dynamo.ErrNotFound) {
+		return ticket.Ticket{}, errTicketNotFound
+	}
+	if err != nil {
+		return ticket.Ticket{}, fmt.Errorf("get ticket: %w", translate(err))
+	}
+	return fromTicketItem(it), nil
+}
+
+// GetTicketWithComments queries the ticket's partition: #METADATA sorts
+// before COMMENT#, so the ticket comes first, then comments oldest first.
+func (s *Tickets) GetTicketWithComments(ctx context.Context, orgID, ticketID string, limit int) (ticket.Ticket, []ticket.Comment, error) {
+	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {
+		return ticket.Ticket{}, nil, err
+	}
+	items, _, err := s.query(ctx, listing{partition: ticketPK(orgID, ticketID)}, limit+1, "")
+	if err != nil {
+		return ticket.Ticket{}, nil, fmt.Errorf("get ticket with comments: %w", err)
+	}
+	if len(items) == 0 || entityType(items[0]) != typeTicket {
+		return ticket.Ticket{}, nil, errTicketNotFound
+	}
+	var t ticketItem
+	if err := dynamo.UnmarshalItem(items[0], &t); err != nil {
+		return ticket.Ticket{}, nil, fmt.Errorf("get ticket with comments: %w", err)
+	}
+	comments, err := unmarshalAll(items[1:], fromCommentItem)
+	if err != nil {
+		return ticket.Ticket{}, nil, fmt.Errorf("get ticket with comments: %w", err)
+	}
+	return fromTicketItem(t), comments, nil
+}
+
+// UpdateTicket rewrites the ticket's mutable fields and index keys with one
+// UpdateItem conditional on the version (commentCount is left alone: a
+// comment may land concurrently). New assignee or team references are
+// checked in the same transaction.
+func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket) error {
+	if err := checkTicket(next); err != nil {
+		return err
+	}
+	it := toTicketItem(next)
+	k := ticketKey(next.OrgID, next.ID)
+	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+		Set("title", it.Title).Set("status", it.Status).Set("priority", it.Priority).
+		Set("gsi3sk", it.GSI3SK).Set("updatedAt", it.UpdatedAt).Set("version", it.Version).
+		If("attribute_exists(pk) AND version = ?", prev.Version)
+	setOrRemove := func(attr, v string) {
+		if v == "" {
+			u = u.Remove(attr)
+		} else {
+			u = u.Set(attr, v)
+		}
+	}
+	setOrRemove("description", it.Description)
+	setOrRemove("assigneeId", it.AssigneeID)
+	setOrRemove("teamId", it.TeamID)
+	setOrRemove("gsi4pk", it.GSI4PK)
+	setOrRemove("gsi4sk", it.GSI4SK)
+	setOrRemove("gsi5pk", it.GSI5PK)
+	setOrRemove("gsi5sk", it.GSI5SK)
+	if len(it.Tags) == 0 {
+		u = u.Remove("tags")
+	} else {
+		u = u.Set("tags", it.Tags)
+	}
+	newAssignee := next.AssigneeID != prev.AssigneeID
+	newTeam := next.TeamID != prev.TeamID
+	if (newAssignee && next.AssigneeID != "") || (newTeam && next.TeamID != "") {
+		tx := s.newTx().update(u, versioned(errTicketNotFound))
+		s.referenceChecks(tx, next, newAssignee, newTeam)
+		return tx.run(ctx, "update ticket")
+	}
+	err := u.IncludeItemInCondCheckFail(true).Run(ctx)
+	if failed, existed := condFailed(err); failed {
+		return versioned(errTicketNotFound)(existed)
+	}
+	if err != nil {
+		return fmt.Errorf("update ticket: %w", translate(err))
+	}
+	return nil
+}
+
+// DeleteTicket deletes the ticket item (conditionally) and then its
+// comments with BatchWriteItem. The ticket disappears atomically; comments
+// left by a crash in between are unreachable and removed with the org.
+func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64) error {
+	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {
+		return err
+	}
+	k := ticketKey(orgID, ticketID)
+	d := s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("attribute_exists(pk)")
+	if ifVersion > 0 {
+		d = s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("attribute_exists(pk) AND version = ?", ifVersion)
+	}
+	err := d.IncludeItemInCondCheckFail(true).Run(ctx)
+	if failed, existed := condFailed(err); failed {
+		return versioned(errTicketNotFound)(existed)
+	}
+	if err != nil {
+		return fmt.Errorf("delete ticket: %w", translate(err))
+	}
+	return s.deletePartition(ctx, k.PK)
+}
+
+// deletePartition removes every item of one partition with BatchWriteItem.
+func (s *DB) deletePartition(ctx context.Context, pk string) error {
+	var keys []dynamo.Keyed
+	itr := s.table.Get(attrPK, pk).Project(attrPK, attrSK).Iter()
+	var it struct {
+		PK string `dynamo:"pk"`
+		SK string `dynamo:"sk"`
+	}
+	for itr.Next(ctx, &it) {
+		keys = append(keys, dynamo.Keys{it.PK, it.SK})
+	}
+	if err := itr.Err(); err != nil {
+		return fmt.Errorf("delete partition: %w", translate(err))
+	}
+	if err := s.batchDelete(ctx, keys); err != nil {
+		return fmt.Errorf("delete partition: %w", err)
+	}
+	return nil
+}
+
+// ListTickets pages through an org's tickets newest first: GSI1 descending
+// (ticket IDs are ULIDs), or GSI3 begins_with STATUS#<status># for a queue.
+func (s *Tickets) ListTickets(ctx context.Context, orgID string, status ticket.Status, p page.Request) (page.Result[ticket.Ticket], error) {
+	if err := checkIDs("orgId", orgID); err != nil {
+		return page.Result[ticket.Ticket]{}, err
+	}
+	l := listing{index: gsi1, partition: orgPK(orgID), prefix: prefixTicket, desc: true}
+	if status != "" {
+		l = listing{index: gsi3, partition: orgPK(orgID), prefix: statusPrefix(string(status)), desc: true}
+	}
+	r, err := list(ctx, s.DB, l, p, fromTicketItem)
+	if err != nil {
+		return r, fmt.Errorf("list tickets: %w", err)
+	}
+	return r, nil
+}
+
+// ListTeamTickets pages through GSI5 ORG#<orgId>#TEAM#<teamId>: descending,
+// so grouped by status and newest first within each; or one status.
+func (s *Tickets) ListTeamTickets(ctx context.Context, orgID, teamID string, status ticket.Status, p page.Request) (page.Result[ticket.Ticket], error) {
+	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
+		return page.Result[ticket.Ticket]{}, err
+	}
+	l := listing{index: gsi5, partition: teamTicketsPK(orgID, teamID), prefix: statusPrefix(string(status)), desc: true}
+	r, err := list(ctx, s.DB, l, p, fromTicketItem)
+	if err != nil {
+		return r, fmt.Errorf("list team tickets: %w", err)
+	}
+	return r, nil
+}
+
+// ListAssignedTickets pages through GSI4 (sparse) newest first.
+func (s *Tickets) ListAssignedTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[ticket.Ticket], error) {
+	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
+		return page.Result[ticket.Ticket]{}, err
+	}
+	l := listing{index: gsi4, partition: assigneePK(orgID, userID), prefix: prefixTicket, desc: true}
+	r, err := list(ctx, s.DB, l, p, fromTicketItem)
+	if err != nil {
+		return r, fmt.Errorf("list assigned tickets: %w", err)
+	}
+	return r, nil
+}
+
+// ListRequestedTickets pages through GSI2 ORG#<orgId>#USER#<userId>
+// descending. The OrgUser item (sk USER#...) sorts after TICKET#, so with
+// withUser the first page's Query meets it first, then the newest tickets.
+func (s *Tickets) ListRequestedTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[ticket.Ticket], *tenant.User, error) {
+	var none page.Result[ticket.Ticket]
+	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
+		return none, nil, err
+	}
+	p, err := p.Check()
+	if err != nil {
+		return none, nil, err
+	}
+	l := listing{index: gsi2, partition: orgUserPK(orgID, userID), prefix: prefixTicket, desc: true}
+	if !withUser || p.After != "" {
+		r, err := list(ctx, s.DB, l, p, fromTicketItem)
+		if err != nil {
+			return r, nil, fmt.Errorf("list requested tickets: %w", err)
+		}
+		return r, nil, nil
+	}
+	whole := l
+	whole.prefix = ""
+	items, next, err := s.query(ctx, whole, p.Limit+1, "")
+	if err != nil {
+		return none, nil, fmt.Errorf("list requested tickets: %w", err)
+	}
+	var user *tenant.User
+	if len(items) > 0 && entityType(items[0]) == typeOrgUser {
+		var u orgUserItem
+		if err := dynamo.UnmarshalItem(items[0], &u); err != nil {
+			return none, nil, fmt.Errorf("list requested tickets: %w", err)
+		}
+		uu := fromOrgUserItem(u)
+		user, items = &uu, items[1:]
+	}
+	if len(items) > p.Limit { // no user item: one ticket too many
+		items = items[:p.Limit]
+		if next, err = encodeStart(items[len(items)-1], l.index); err != nil {
+			return none, nil, err
+		}
+	}
+	tickets, err := unmarshalAll(items, fromTicketItem)
+	if err != nil {
+		return none, nil, fmt.Errorf("list requested tickets: %w", err)
+	}
+	return page.Result[ticket.Ticket]{Items: tickets, Next: next}, user, nil
+}
+
+// AddComment writes the comment into its ticket's partition and bumps the
+// ticket's commentCount in one transaction (seed 002: counts kept on write).
+func (s *Tickets) AddComment(ctx context.Context, c ticket.Comment) error {
+	if err := checkIDs("orgId", c.OrgID, "ticketId", c.TicketID, "commentId", c.ID, "authorId", c.AuthorID); err != nil {
+		return err
+	}
+	k := ticketKey(c.OrgID, c.TicketID)
+	tx := s.newTx().
+		put(s.table.Put(toCommentItem(c)).If(notExists), failWith(errs.E(errs.Conflict, "comment_exists", "comment ID already taken"))).
+		update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("commentCount", 1).Set("updatedAt", c.CreatedAt).If(exists),
+			failWith(errTicketNotFound))
+	return tx.run(ctx, "add comment")
+}
+
+// ListComments pages through a ticket's comments, oldest first.
+func (s *Tickets) ListComments(ctx context.Context, orgID, ticketID string, p page.Request) (page.Result[ticket.Comment], error) {
+	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {
+		return page.Result[ticket.Comment]{}, err
+	}
+	r, err := list(ctx, s.DB, listing{partition: ticketPK(orgID, ticketID), prefix: prefixComment}, p, fromCommentItem)
+	if err != nil {
+		return r, fmt.Errorf("list comments: %w", err)
+	}
+	return r, nil
+}

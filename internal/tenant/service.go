@@ -1,0 +1,267 @@
+package tenant
+
+import (
+	"context"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/validate"
+)
+
+// Service applies tenant rules on top of a Storer.
+type Service struct {
+	store Storer
+	ids   *ids.Generator
+	now   clock.Clock
+}
+
+// NewService returns a Service; now may be nil for the system clock.
+func NewService(s Storer, now clock.Clock) *Service {
+	now = clock.Or(now)
+	return &Service{store: s, ids: ids.NewGenerator(now), now: now}
+}
+
+// UserPatch is a partial update of an OrgUser; nil fields stay as they are.
+type UserPatch struct {
+	Name  *string
+	Email *string
+	Role  *authz.Role
+}
+
+// NewUser is an existing identity being added to an org.
+type NewUser struct {
+	UserID, Email, Name string
+	Role                authz.Role
+}
+
+func validateUser(u User) error {
+	if err := ids.User("userId", u.UserID); err != nil {
+		return err
+	}
+	if err := validate.Email("email", u.Email, MaxEmailLen); err != nil {
+		return err
+	}
+	if err := validate.Name("name", u.Name, MaxNameLen); err != nil {
+		return err
+	}
+	if !u.Role.Valid() {
+		return errs.InvalidField("role", "invalid_role", "must be one of owner, admin, member")
+	}
+	return nil
+}
+
+// CreateOrg creates an org whose first owner is the caller. The owner's
+// email and name come from the token's claims.
+func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, name string) (Org, User, error) {
+	if err := validate.Name("name", name, MaxNameLen); err != nil {
+		return Org{}, User{}, err
+	}
+	if id.Email == "" {
+		return Org{}, User{}, errs.E(errs.Invalid, "email_claim_required", "the token has no email claim; the owner of a new organization needs one")
+	}
+	now := s.now()
+	org := Org{ID: s.ids.New(), Name: name, Version: 1, CreatedAt: now, UpdatedAt: now}
+	owner := User{OrgID: org.ID, UserID: id.UserID, Email: id.Email, Name: id.Name, Role: authz.Owner,
+		JoinedAt: now, UpdatedAt: now, Version: 1}
+	if owner.Name == "" {
+		owner.Name = id.UserID
+	}
+	if err := validateUser(owner); err != nil {
+		return Org{}, User{}, &errs.Error{Kind: errs.Invalid, Code: "invalid_identity", Message: "the token's claims are not a valid user", Err: err}
+	}
+	if err := s.store.CreateOrg(ctx, org, owner); err != nil {
+		return Org{}, User{}, err
+	}
+	return org, owner, nil
+}
+
+// ListMyOrgs lists the orgs the caller belongs to, with their role.
+// Names come from one BatchGetItem for the whole page.
+func (s *Service) ListMyOrgs(ctx context.Context, id authz.Identity, p page.Request) (page.Result[Membership], error) {
+	r, err := s.store.ListUserOrgs(ctx, id.UserID, p)
+	if err != nil || len(r.Items) == 0 {
+		return r, err
+	}
+	orgIDs := make([]string, len(r.Items))
+	for i, m := range r.Items {
+		orgIDs[i] = m.OrgID
+	}
+	orgs, err := s.store.BatchGetOrgs(ctx, orgIDs)
+	if err != nil {
+		return page.Result[Membership]{}, err
+	}
+	kept := r.Items[:0]
+	for _, m := range r.Items {
+		if o, ok := orgs[m.OrgID]; ok { // absent: the org is being deleted
+			m.Name = o.Name
+			kept = append(kept, m)
+		}
+	}
+	r.Items = kept
+	return r, nil
+}
+
+// GetOrg reads the org; withUsers adds its first users from the same Query.
+func (s *Service) GetOrg(ctx context.Context, p authz.Principal, withUsers bool) (Org, []User, error) {
+	if err := authz.Authorize(p, authz.OrgRead, authz.Facts{}); err != nil {
+		return Org{}, nil, err
+	}
+	if withUsers {
+		return s.store.GetOrgWithUsers(ctx, p.OrgID, page.MaxLimit)
+	}
+	org, err := s.store.GetOrg(ctx, p.OrgID)
+	return org, nil, err
+}
+
+// RenameOrg changes the org's name (admin+).
+func (s *Service) RenameOrg(ctx context.Context, p authz.Principal, name string, ifMatch int64) (Org, error) {
+	if err := authz.Authorize(p, authz.OrgUpdate, authz.Facts{}); err != nil {
+		return Org{}, err
+	}
+	if err := validate.Name("name", name, MaxNameLen); err != nil {
+		return Org{}, err
+	}
+	prev, err := s.store.GetOrg(ctx, p.OrgID)
+	if err != nil {
+		return Org{}, err
+	}
+	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
+		return Org{}, err
+	}
+	next := prev
+	next.Name, next.Version, next.UpdatedAt = name, prev.Version+1, s.now()
+	if err := s.store.UpdateOrg(ctx, prev, next); err != nil {
+		return Org{}, err
+	}
+	return next, nil
+}
+
+// DeleteOrg deletes the org and everything in it (owner only).
+func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch int64) error {
+	if err := authz.Authorize(p, authz.OrgDelete, authz.Facts{}); err != nil {
+		return err
+	}
+	if ifMatch != 0 {
+		org, err := s.store.GetOrg(ctx, p.OrgID)
+		if err != nil {
+			return err
+		}
+		if err := errs.CheckVersion(ifMatch, org.Version); err != nil {
+			return err
+		}
+	}
+	return s.store.DeleteOrg(ctx, p.OrgID)
+}
+
+// ListUsers pages through the org's users.
+func (s *Service) ListUsers(ctx context.Context, p authz.Principal, pr page.Request) (page.Result[User], error) {
+	if err := authz.Authorize(p, authz.UserRead, authz.Facts{}); err != nil {
+		return page.Result[User]{}, err
+	}
+	return s.store.ListUsers(ctx, p.OrgID, pr)
+}
+
+// GetUser reads one of the org's users.
+func (s *Service) GetUser(ctx context.Context, p authz.Principal, userID string) (User, error) {
+	if err := authz.Authorize(p, authz.UserRead, authz.Facts{}); err != nil {
+		return User{}, err
+	}
+	if err := ids.User("userId", userID); err != nil {
+		return User{}, err
+	}
+	return s.store.GetUser(ctx, p.OrgID, userID)
+}
+
+// BatchGetUsers reads many of the org's users at once (for ?expand=).
+func (s *Service) BatchGetUsers(ctx context.Context, p authz.Principal, userIDs []string) (map[string]User, error) {
+	if err := authz.Authorize(p, authz.UserRead, authz.Facts{}); err != nil {
+		return nil, err
+	}
+	return s.store.BatchGetUsers(ctx, p.OrgID, userIDs)
+}
+
+// AddUser adds an existing identity to the org (admin+; owner to add an owner).
+func (s *Service) AddUser(ctx context.Context, p authz.Principal, in NewUser) (User, error) {
+	if err := authz.Authorize(p, authz.UserAdd, authz.Facts{OwnerRole: in.Role == authz.Owner}); err != nil {
+		return User{}, err
+	}
+	now := s.now()
+	u := User{OrgID: p.OrgID, UserID: in.UserID, Email: in.Email, Name: in.Name, Role: in.Role,
+		JoinedAt: now, UpdatedAt: now, Version: 1}
+	if err := validateUser(u); err != nil {
+		return User{}, err
+	}
+	if err := s.store.AddUser(ctx, u); err != nil {
+		return User{}, err
+	}
+	return u, nil
+}
+
+// UpdateUser changes a user's name, email or role.
+func (s *Service) UpdateUser(ctx context.Context, p authz.Principal, userID string, patch UserPatch, ifMatch int64) (User, error) {
+	if err := ids.User("userId", userID); err != nil {
+		return User{}, err
+	}
+	if patch.Name == nil && patch.Email == nil && patch.Role == nil {
+		return User{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
+	}
+	if err := authz.Authorize(p, authz.UserUpdate, authz.Facts{Self: userID == p.UserID}); err != nil {
+		return User{}, err
+	}
+	prev, err := s.store.GetUser(ctx, p.OrgID, userID)
+	if err != nil {
+		return User{}, err
+	}
+	next := prev
+	if patch.Name != nil {
+		next.Name = *patch.Name
+	}
+	if patch.Email != nil {
+		next.Email = *patch.Email
+	}
+	if patch.Role != nil {
+		next.Role = *patch.Role
+	}
+	touchesOwner := next.Role != prev.Role && (prev.Role == authz.Owner || next.Role == authz.Owner)
+	if err := authz.Authorize(p, authz.UserUpdate, authz.Facts{Self: userID == p.UserID, OwnerRole: touchesOwner}); err != nil {
+		return User{}, err
+	}
+	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
+		return User{}, err
+	}
+	if err := validateUser(next); err != nil {
+		return User{}, err
+	}
+	next.Version, next.UpdatedAt = prev.Version+1, s.now()
+	if err := s.store.UpdateUser(ctx, prev, next); err != nil {
+		return User{}, err
+	}
+	return next, nil
+}
+
+// RemoveUser removes a user from the org with their team memberships.
+// Admins remove anyone but owners, owners anyone, members themselves; the
+// last owner stays.
+func (s *Service) RemoveUser(ctx context.Context, p authz.Principal, userID string, ifMatch int64) error {
+	if err := ids.User("userId", userID); err != nil {
+		return err
+	}
+	self := userID == p.UserID
+	if err := authz.Authorize(p, authz.UserRemove, authz.Facts{Self: self}); err != nil {
+		return err
+	}
+	u, err := s.store.GetUser(ctx, p.OrgID, userID)
+	if err != nil {
+		return err
+	}
+	if err := authz.Authorize(p, authz.UserRemove, authz.Facts{Self: self, OwnerRole: u.Role == authz.Owner}); err != nil {
+		return err
+	}
+	if err := errs.CheckVersion(ifMatch, u.Version); err != nil {
+		return err
+	}
+	return s.store.RemoveUser(ctx, u)
+}

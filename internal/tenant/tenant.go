@@ -1,0 +1,93 @@
+// Package tenant holds organizations (the tenants of tenantd) and the users
+// that belong to them: their types, the rules that keep them valid, and the
+// Service the HTTP layer calls.
+package tenant
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/page"
+)
+
+// Org is a tenant.
+type Org struct {
+	ID        string
+	Name      string
+	Version   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// User is an identity's membership in one org: the role lives on this edge,
+// so the same person can be an owner in one org and a member in another.
+type User struct {
+	OrgID     string
+	UserID    string
+	Email     string
+	Name      string
+	Role      authz.Role
+	JoinedAt  time.Time
+	UpdatedAt time.Time
+	Version   int64
+}
+
+// Membership is one of a user's orgs, as listed by "my orgs".
+type Membership struct {
+	OrgID    string
+	Name     string
+	Role     authz.Role
+	JoinedAt time.Time
+}
+
+// Storer is what the tenant service needs from persistence.
+type Storer interface {
+	// CreateOrg writes the org, its owner and the owner's email claim
+	// atomically. Returns Conflict if the org ID is taken.
+	CreateOrg(ctx context.Context, org Org, owner User) error
+	// GetOrg returns NotFound if the org does not exist.
+	GetOrg(ctx context.Context, orgID string) (Org, error)
+	// GetOrgWithUsers reads the org and up to limit of its users in one
+	// Query. Returns NotFound if the org does not exist.
+	GetOrgWithUsers(ctx context.Context, orgID string, limit int) (Org, []User, error)
+	// UpdateOrg replaces the org's mutable fields if its version is still
+	// prev.Version. Returns NotFound or PreconditionFailed.
+	UpdateOrg(ctx context.Context, prev, next Org) error
+	// DeleteOrg removes the org and everything it owns.
+	DeleteOrg(ctx context.Context, orgID string) error
+
+	// GetUser returns NotFound if the user is not in the org.
+	GetUser(ctx context.Context, orgID, userID string) (User, error)
+	// ListUsers pages through an org's users, ordered by user ID.
+	ListUsers(ctx context.Context, orgID string, p page.Request) (page.Result[User], error)
+	// ListUserOrgs pages through the orgs a user belongs to, without
+	// their names (Membership.Name is empty).
+	ListUserOrgs(ctx context.Context, userID string, p page.Request) (page.Result[Membership], error)
+	// BatchGetOrgs reads many orgs; absent ones are left out.
+	BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]Org, error)
+	// BatchGetUsers reads many users of one org; absent ones are left out.
+	BatchGetUsers(ctx context.Context, orgID string, userIDs []string) (map[string]User, error)
+	// AddUser writes the user and their email claim atomically. Returns
+	// NotFound if the org does not exist, Conflict (code user_exists or
+	// email_taken) if either clashes.
+	AddUser(ctx context.Context, u User) error
+	// UpdateUser replaces prev by next if prev.Version is current, swapping
+	// the email claim and the org's owner count as needed. Returns
+	// NotFound, PreconditionFailed, Conflict (email_taken, last_owner).
+	UpdateUser(ctx context.Context, prev, next User) error
+	// RemoveUser deletes the user, their claim and their team memberships
+	// in the org. Returns NotFound, PreconditionFailed or Conflict
+	// (last_owner).
+	RemoveUser(ctx context.Context, u User) error
+}
+
+// Limits of text fields.
+const (
+	MaxNameLen  = 200
+	MaxEmailLen = 254
+)
+
+// NormalizeEmail is the form an email is compared and claimed in.
+func NormalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }

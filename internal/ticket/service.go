@@ -1,0 +1,306 @@
+package ticket
+
+import (
+	"context"
+	"slices"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/validate"
+)
+
+// TeamMembers answers "is this user on that team" with one GetItem (AP3).
+type TeamMembers interface {
+	// GetMember returns NotFound if the user is not a member of the team.
+	GetMember(ctx context.Context, orgID, teamID, userID string) (membership.Member, error)
+}
+
+// Service applies ticket rules on top of a Storer.
+type Service struct {
+	store Storer
+	teams TeamMembers
+	ids   *ids.Generator
+	now   clock.Clock
+}
+
+// NewService returns a Service; now may be nil for the system clock.
+func NewService(s Storer, teams TeamMembers, now clock.Clock) *Service {
+	now = clock.Or(now)
+	return &Service{store: s, teams: teams, ids: ids.NewGenerator(now), now: now}
+}
+
+// NewTicket is what a caller supplies to open a ticket.
+type NewTicket struct {
+	Title, Description string
+	Priority           Priority // "" = normal
+	TeamID, AssigneeID string   // optional
+	Tags               []string
+}
+
+// Patch is a partial update of a ticket. For AssigneeID and TeamID a
+// pointer to "" clears the field.
+type Patch struct {
+	Title, Description *string
+	Status             *Status
+	Priority           *Priority
+	AssigneeID, TeamID *string
+	Tags               *[]string
+}
+
+func validateTicket(t Ticket) error {
+	if err := validate.Text("title", t.Title, 1, MaxTitleLen, false); err != nil {
+		return err
+	}
+	if err := validate.Text("description", t.Description, 0, MaxDescriptionLen, true); err != nil {
+		return err
+	}
+	if !t.Status.Valid() {
+		return errs.InvalidField("status", "invalid_status", "must be one of new, open, pending, solved, closed")
+	}
+	if !t.Priority.Valid() {
+		return errs.InvalidField("priority", "invalid_priority", "must be one of low, normal, high, urgent")
+	}
+	if t.AssigneeID != "" {
+		if err := ids.User("assigneeId", t.AssigneeID); err != nil {
+			return err
+		}
+	}
+	if t.TeamID != "" {
+		if err := ids.Resource("teamId", t.TeamID); err != nil {
+			return err
+		}
+	}
+	if len(t.Tags) > MaxTags {
+		return errs.InvalidField("tags", "too_many_tags", "at most %d tags", MaxTags)
+	}
+	for _, tag := range t.Tags {
+		if err := validate.Name("tags", tag, MaxTagLen); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// normalizeTags drops duplicates, keeping first occurrences in order.
+func normalizeTags(tags []string) []string {
+	out := make([]string, 0, len(tags))
+	for _, t := range tags {
+		if !slices.Contains(out, t) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Create opens a ticket requested by the caller.
+func (s *Service) Create(ctx context.Context, p authz.Principal, in NewTicket) (Ticket, error) {
+	if err := authz.Authorize(p, authz.TicketCreate, authz.Facts{}); err != nil {
+		return Ticket{}, err
+	}
+	if in.Priority == "" {
+		in.Priority = PriorityNormal
+	}
+	now := s.now()
+	t := Ticket{OrgID: p.OrgID, ID: s.ids.New(), Title: in.Title, Description: in.Description, Status: StatusNew,
+		Priority: in.Priority, RequesterID: p.UserID, AssigneeID: in.AssigneeID, TeamID: in.TeamID,
+		Tags: normalizeTags(in.Tags), Version: 1, CreatedAt: now, UpdatedAt: now}
+	if err := validateTicket(t); err != nil {
+		return Ticket{}, err
+	}
+	if err := s.store.CreateTicket(ctx, t); err != nil {
+		return Ticket{}, err
+	}
+	return t, nil
+}
+
+// Get reads a ticket; withComments adds its first comments from the same Query.
+func (s *Service) Get(ctx context.Context, p authz.Principal, ticketID string, withComments bool) (Ticket, []Comment, error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
+		return Ticket{}, nil, err
+	}
+	if err := ids.Resource("ticketId", ticketID); err != nil {
+		return Ticket{}, nil, err
+	}
+	if withComments {
+		return s.store.GetTicketWithComments(ctx, p.OrgID, ticketID, page.MaxLimit)
+	}
+	t, err := s.store.GetTicket(ctx, p.OrgID, ticketID)
+	return t, nil, err
+}
+
+func checkStatus(status Status) error {
+	if status != "" && !status.Valid() {
+		return errs.InvalidField("status", "invalid_status", "must be one of new, open, pending, solved, closed")
+	}
+	return nil
+}
+
+// List pages through the org's tickets newest first, optionally one status.
+func (s *Service) List(ctx context.Context, p authz.Principal, status Status, pr page.Request) (page.Result[Ticket], error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	if err := checkStatus(status); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	return s.store.ListTickets(ctx, p.OrgID, status, pr)
+}
+
+// ListTeam pages through a team's queue.
+func (s *Service) ListTeam(ctx context.Context, p authz.Principal, teamID string, status Status, pr page.Request) (page.Result[Ticket], error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	if err := ids.Resource("teamId", teamID); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	if err := checkStatus(status); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	return s.store.ListTeamTickets(ctx, p.OrgID, teamID, status, pr)
+}
+
+// ListAssigned pages through the tickets assigned to a user.
+func (s *Service) ListAssigned(ctx context.Context, p authz.Principal, userID string, pr page.Request) (page.Result[Ticket], error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	if err := ids.User("userId", userID); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	return s.store.ListAssignedTickets(ctx, p.OrgID, userID, pr)
+}
+
+// ListRequested pages through the tickets a user requested, newest first;
+// withUser adds the user from the same Query (first page only).
+func (s *Service) ListRequested(ctx context.Context, p authz.Principal, userID string, withUser bool, pr page.Request) (page.Result[Ticket], *tenant.User, error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
+		return page.Result[Ticket]{}, nil, err
+	}
+	if err := ids.User("userId", userID); err != nil {
+		return page.Result[Ticket]{}, nil, err
+	}
+	return s.store.ListRequestedTickets(ctx, p.OrgID, userID, withUser, pr)
+}
+
+// facts gathers what the ticket rules need; the team edge is read only when
+// nothing cheaper already decides.
+func (s *Service) facts(ctx context.Context, p authz.Principal, a authz.Action, t Ticket) (authz.Facts, error) {
+	f := authz.Facts{Requester: t.RequesterID == p.UserID, Assignee: t.AssigneeID != "" && t.AssigneeID == p.UserID}
+	if a == authz.TicketUpdate && t.TeamID != "" && !f.Requester && !f.Assignee && authz.NeedsTeamRole(p, a) {
+		_, err := s.teams.GetMember(ctx, p.OrgID, t.TeamID, p.UserID)
+		switch {
+		case err == nil:
+			f.TeamMember = true
+		case !errs.Is(err, errs.NotFound):
+			return f, err
+		}
+	}
+	return f, nil
+}
+
+// Update changes a ticket; changing status, team or assignee moves it
+// between the queues (index keys) in the same write.
+func (s *Service) Update(ctx context.Context, p authz.Principal, ticketID string, patch Patch, ifMatch int64) (Ticket, error) {
+	if err := ids.Resource("ticketId", ticketID); err != nil {
+		return Ticket{}, err
+	}
+	if patch == (Patch{}) {
+		return Ticket{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
+	}
+	prev, err := s.store.GetTicket(ctx, p.OrgID, ticketID)
+	if err != nil {
+		return Ticket{}, err
+	}
+	f, err := s.facts(ctx, p, authz.TicketUpdate, prev)
+	if err != nil {
+		return Ticket{}, err
+	}
+	if err := authz.Authorize(p, authz.TicketUpdate, f); err != nil {
+		return Ticket{}, err
+	}
+	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
+		return Ticket{}, err
+	}
+	next := prev
+	next.Tags = slices.Clone(prev.Tags)
+	set(&next.Title, patch.Title)
+	set(&next.Description, patch.Description)
+	set(&next.Status, patch.Status)
+	set(&next.Priority, patch.Priority)
+	set(&next.AssigneeID, patch.AssigneeID)
+	set(&next.TeamID, patch.TeamID)
+	if patch.Tags != nil {
+		next.Tags = normalizeTags(*patch.Tags)
+	}
+	if err := validateTicket(next); err != nil {
+		return Ticket{}, err
+	}
+	next.Version, next.UpdatedAt = prev.Version+1, s.now()
+	if err := s.store.UpdateTicket(ctx, prev, next); err != nil {
+		return Ticket{}, err
+	}
+	return next, nil
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// Delete deletes a ticket and its comments (requester or org admin+).
+func (s *Service) Delete(ctx context.Context, p authz.Principal, ticketID string, ifMatch int64) error {
+	if err := ids.Resource("ticketId", ticketID); err != nil {
+		return err
+	}
+	t, err := s.store.GetTicket(ctx, p.OrgID, ticketID)
+	if err != nil {
+		return err
+	}
+	f, err := s.facts(ctx, p, authz.TicketDelete, t)
+	if err != nil {
+		return err
+	}
+	if err := authz.Authorize(p, authz.TicketDelete, f); err != nil {
+		return err
+	}
+	if err := errs.CheckVersion(ifMatch, t.Version); err != nil {
+		return err
+	}
+	return s.store.DeleteTicket(ctx, p.OrgID, ticketID, t.Version)
+}
+
+// AddComment adds the caller's comment to a ticket.
+func (s *Service) AddComment(ctx context.Context, p authz.Principal, ticketID, body string) (Comment, error) {
+	if err := authz.Authorize(p, authz.CommentCreate, authz.Facts{}); err != nil {
+		return Comment{}, err
+	}
+	if err := ids.Resource("ticketId", ticketID); err != nil {
+		return Comment{}, err
+	}
+	if err := validate.Text("body", body, 1, MaxBodyLen, true); err != nil {
+		return Comment{}, err
+	}
+	c := Comment{OrgID: p.OrgID, TicketID: ticketID, ID: s.ids.New(), AuthorID: p.UserID, Body: body, CreatedAt: s.now()}
+	if err := s.store.AddComment(ctx, c); err != nil {
+		return Comment{}, err
+	}
+	return c, nil
+}
+
+// ListComments pages through a ticket's comments, oldest first.
+func (s *Service) ListComments(ctx context.Context, p authz.Principal, ticketID string, pr page.Request) (page.Result[Comment], error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
+		return page.Result[Comment]{}, err
+	}
+	if err := ids.Resource("ticketId", ticketID); err != nil {
+		return page.Result[Comment]{}, err
+	}
+	return s.store.ListComments(ctx, p.OrgID, ticketID, pr)
+}

@@ -1,0 +1,134 @@
+// Package ticket holds support tickets and their comments: types, the
+// rules of their fields and the Service the HTTP layer calls.
+package ticket
+
+import (
+	"context"
+	"time"
+
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
+)
+
+// Status is where a ticket is in its life.
+type Status string
+
+// Ticket statuses, as Zendesk names them.
+const (
+	StatusNew     Status = "new"
+	StatusOpen    Status = "open"
+	StatusPending Status = "pending"
+	StatusSolved  Status = "solved"
+	StatusClosed  Status = "closed"
+)
+
+// Statuses lists every status in workflow order.
+var Statuses = []Status{StatusNew, StatusOpen, StatusPending, StatusSolved, StatusClosed}
+
+// Valid reports whether s is a known status.
+func (s Status) Valid() bool {
+	for _, v := range Statuses {
+		if s == v {
+			return true
+		}
+	}
+	return false
+}
+
+// Priority orders tickets by urgency.
+type Priority string
+
+// Ticket priorities.
+const (
+	PriorityLow    Priority = "low"
+	PriorityNormal Priority = "normal"
+	PriorityHigh   Priority = "high"
+	PriorityUrgent Priority = "urgent"
+)
+
+// Valid reports whether p is a known priority.
+func (p Priority) Valid() bool {
+	switch p {
+	case PriorityLow, PriorityNormal, PriorityHigh, PriorityUrgent:
+		return true
+	}
+	return false
+}
+
+// Ticket is a support request raised by an org user.
+type Ticket struct {
+	OrgID        string
+	ID           string
+	Title        string
+	Description  string
+	Status       Status
+	Priority     Priority
+	RequesterID  string
+	AssigneeID   string // "" when unassigned
+	TeamID       string // "" when no team
+	Tags         []string
+	CommentCount int
+	Version      int64
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+}
+
+// Comment is a reply on a ticket.
+type Comment struct {
+	OrgID     string
+	TicketID  string
+	ID        string
+	AuthorID  string
+	Body      string
+	CreatedAt time.Time
+}
+
+// Limits of ticket fields. Tags are a bounded complex attribute (seed 001,
+// strategy 1): never queried by value, capped so the item stays small.
+const (
+	MaxTitleLen       = 200
+	MaxDescriptionLen = 20000
+	MaxBodyLen        = 20000
+	MaxTags           = 20
+	MaxTagLen         = 50
+)
+
+// Storer is what the ticket service needs from persistence.
+type Storer interface {
+	// CreateTicket writes the ticket if its requester (and assignee and
+	// team, when set) exist in the org. Returns NotFound (user_not_found)
+	// for a requester who left, Conflict (assignee_not_org_member,
+	// team_not_found) for bad references.
+	CreateTicket(ctx context.Context, t Ticket) error
+	// GetTicket returns NotFound if the ticket does not exist.
+	GetTicket(ctx context.Context, orgID, ticketID string) (Ticket, error)
+	// GetTicketWithComments reads the ticket and up to limit comments,
+	// oldest first, in one Query. Returns NotFound.
+	GetTicketWithComments(ctx context.Context, orgID, ticketID string, limit int) (Ticket, []Comment, error)
+	// UpdateTicket replaces prev by next if prev.Version is current,
+	// moving its index keys. Returns NotFound, PreconditionFailed, or
+	// Conflict (assignee_not_org_member, team_not_found) for new references.
+	UpdateTicket(ctx context.Context, prev, next Ticket) error
+	// DeleteTicket removes the ticket and its comments. Returns NotFound
+	// or PreconditionFailed (when ifVersion > 0).
+	DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64) error
+	// ListTickets pages through an org's tickets newest first, or only
+	// those with status (when non-empty).
+	ListTickets(ctx context.Context, orgID string, status Status, p page.Request) (page.Result[Ticket], error)
+	// ListTeamTickets pages through a team's tickets newest first within
+	// each status, or only those with status.
+	ListTeamTickets(ctx context.Context, orgID, teamID string, status Status, p page.Request) (page.Result[Ticket], error)
+	// ListAssignedTickets pages through tickets assigned to a user, newest first.
+	ListAssignedTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[Ticket], error)
+	// ListRequestedTickets pages through tickets a user requested, newest
+	// first. With withUser, the same Query also reads the user's OrgUser
+	// item (it sorts after their tickets, so a descending read meets it
+	// first); user is nil without withUser, after the first page, or when
+	// the user is not in the org.
+	ListRequestedTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[Ticket], *tenant.User, error)
+	// AddComment writes the comment and increments commentCount
+	// atomically. Returns NotFound if the ticket does not exist.
+	AddComment(ctx context.Context, c Comment) error
+	// ListComments pages through a ticket's comments, oldest first.
+	ListComments(ctx context.Context, orgID, ticketID string, p page.Request) (page.Result[Comment], error)
+}
