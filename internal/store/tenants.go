@@ -420,3 +420,12 @@ func (s *Tenants) RemoveUser(ctx context.Context, u tenant.User) error {
 	}
 	return t.run(ctx, "remove user")
 }
+
+// OrgRole is the authorization read: the caller's role on their OrgUser
+// edge, from one consistent GetItem.
+func (s *Tenants) OrgRole(ctx context.Context, orgID, userID string) (authz.Role, error) {
+	u, err := s.GetUser(ctx, orgID, userID)
+	return u.Role, err
+}
+
+var _ authz.RoleReader = (*Tenants)(nil)

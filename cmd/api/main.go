@@ -1,0 +1,226 @@
+// Command api runs tenantd: `api serve` (the HTTP API), `api migrate`
+// (create the DynamoDB table idempotently) and `api token` (mint a dev
+// bearer token with the HS256 secret).
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/httpapi"
+	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/ticket"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "api:", err)
+		os.Exit(1)
+	}
+}
+
+// Config is every setting, read from the environment with these defaults.
+type Config struct {
+	Addr             string        // ADDR
+	DynamoDBEndpoint string        // DYNAMODB_ENDPOINT (DynamoDB Local); empty = AWS
+	DynamoDBTable    string        // DYNAMODB_TABLE
+	AWSRegion        string        // AWS_REGION
+	AuthHS256Secret  string        // AUTH_HS256_SECRET (secret)
+	AuthJWKSURL      string        // AUTH_JWKS_URL
+	AuthIssuer       string        // AUTH_ISSUER
+	AuthAudience     string        // AUTH_AUDIENCE
+	CursorSecret     string        // CURSOR_SECRET (secret)
+	ShutdownTimeout  time.Duration // SHUTDOWN_TIMEOUT
+	LogLevel         slog.Level    // LOG_LEVEL
+}
+
+func configFromEnv() (Config, error) {
+	c := Config{
+		Addr:             env("ADDR", "127.0.0.1:8080"),
+		DynamoDBEndpoint: os.Getenv("DYNAMODB_ENDPOINT"),
+		DynamoDBTable:    env("DYNAMODB_TABLE", store.DefaultTableName),
+		AWSRegion:        env("AWS_REGION", "us-east-1"),
+		AuthHS256Secret:  os.Getenv("AUTH_HS256_SECRET"),
+		AuthJWKSURL:      os.Getenv("AUTH_JWKS_URL"),
+		AuthIssuer:       os.Getenv("AUTH_ISSUER"),
+		AuthAudience:     os.Getenv("AUTH_AUDIENCE"),
+		CursorSecret:     os.Getenv("CURSOR_SECRET"),
+	}
+	var err error
+	if c.ShutdownTimeout, err = time.ParseDuration(env("SHUTDOWN_TIMEOUT", "15s")); err != nil {
+		return c, fmt.Errorf("SHUTDOWN_TIMEOUT: %w", err)
+	}
+	if err := c.LogLevel.UnmarshalText([]byte(env("LOG_LEVEL", "info"))); err != nil {
+		return c, fmt.Errorf("LOG_LEVEL: %w", err)
+	}
+	return c, nil
+}
+
+// LogValue masks the secrets when the config is logged.
+func (c Config) LogValue() slog.Value {
+	mask := func(s string) string {
+		if s == "" {
+			return ""
+		}
+		return "***"
+	}
+	return slog.GroupValue(
+		slog.String("addr", c.Addr), slog.String("dynamodbEndpoint", c.DynamoDBEndpoint),
+		slog.String("dynamodbTable", c.DynamoDBTable), slog.String("awsRegion", c.AWSRegion),
+		slog.String("authHS256Secret", mask(c.AuthHS256Secret)), slog.String("authJWKSURL", c.AuthJWKSURL),
+		slog.String("authIssuer", c.AuthIssuer), slog.String("authAudience", c.AuthAudience),
+		slog.String("cursorSecret", mask(c.CursorSecret)), slog.Duration("shutdownTimeout", c.ShutdownTimeout),
+		slog.String("logLevel", c.LogLevel.String()))
+}
+
+func env(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok && v != "" {
+		return v
+	}
+	return def
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	cfg, err := configFromEnv()
+	if err != nil {
+		return err
+	}
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, cfg)
+	case "migrate":
+		client, err := dynamoClient(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		if err := store.Migrate(ctx, client, cfg.DynamoDBTable); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "table %s is ACTIVE\n", cfg.DynamoDBTable)
+		return nil
+	case "token":
+		return token(cfg, args, stdout)
+	default:
+		return fmt.Errorf("unknown command %q (want serve, migrate or token)", cmd)
+	}
+}
+
+func dynamoClient(ctx context.Context, cfg Config) (*dynamodb.Client, error) {
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(cfg.AWSRegion)}
+	if cfg.DynamoDBEndpoint != "" && os.Getenv("AWS_ACCESS_KEY_ID") == "" {
+		// DynamoDB Local accepts any credentials; don't go looking for real ones.
+		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))
+	}
+	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("aws config: %w", err)
+	}
+	return store.NewClient(awsCfg, store.Options{Endpoint: cfg.DynamoDBEndpoint}), nil
+}
+
+func serve(ctx context.Context, cfg Config) error {
+	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	log.Info("starting tenantd", "config", cfg)
+	verifier, err := authz.NewVerifier(ctx, authz.VerifierConfig{HS256Secret: cfg.AuthHS256Secret, JWKSURL: cfg.AuthJWKSURL,
+		Issuer: cfg.AuthIssuer, Audience: cfg.AuthAudience, Leeway: 30 * time.Second})
+	if err != nil {
+		return err
+	}
+	cursorKey := []byte(cfg.CursorSecret)
+	if len(cursorKey) == 0 {
+		cursorKey = make([]byte, 32)
+		_, _ = rand.Read(cursorKey)
+		log.Warn("CURSOR_SECRET is not set: cursors are signed with a random key and break on restart")
+	}
+	client, err := dynamoClient(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	db := store.Open(client, cfg.DynamoDBTable)
+	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
+	e, err := httpapi.New(httpapi.Deps{
+		Tenants:   tenant.NewService(tenants, nil),
+		Teams:     membership.NewService(teams, nil),
+		Tickets:   ticket.NewService(tickets, teams, nil),
+		Roles:     tenants,
+		Verifier:  verifier,
+		CursorKey: cursorKey,
+		Logger:    log,
+	})
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: cfg.Addr, Handler: e, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	log.Info("listening", "addr", cfg.Addr)
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+func token(cfg Config, args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("token", flag.ContinueOnError)
+	sub := fs.String("sub", "", "user ID (required)")
+	email := fs.String("email", "", "email claim")
+	name := fs.String("name", "", "name claim")
+	ttl := fs.Duration("ttl", time.Hour, "lifetime")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *sub == "" {
+		return errors.New("token: --sub is required")
+	}
+	if cfg.AuthHS256Secret == "" {
+		return errors.New("token: AUTH_HS256_SECRET is not set")
+	}
+	now := time.Now()
+	c := authz.Claims{Email: *email, Name: *name, RegisteredClaims: jwt.RegisteredClaims{
+		Subject: *sub, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(*ttl)), Issuer: cfg.AuthIssuer}}
+	if cfg.AuthAudience != "" {
+		c.Audience = jwt.ClaimStrings{cfg.AuthAudience}
+	}
+	tok, err := authz.MintHS256(cfg.AuthHS256Secret, c)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, tok)
+	return nil
+}
+
