@@ -62,6 +62,10 @@ if [[ -z "${AUTH_HS256_SECRET:-}" ]]; then
 	echo "run: AUTH_HS256_SECRET not set: using the dev-only default \"$AUTH_HS256_SECRET\" (never use it in production)" >&2
 fi
 
+if [[ -z "${CURSOR_SECRET:-}" ]]; then
+	export CURSOR_SECRET="dev-cursor-secret-change-me-0123456789"
+fi
+
 echo "run: building bin/api" >&2
 go build -o bin/api ./cmd/api
 
@@ -69,6 +73,28 @@ bin/api migrate
 
 bin/api serve &
 api_pid=$!
+
+addr="${ADDR:-127.0.0.1:8080}"
+for _ in $(seq 1 100); do
+	if (exec 3<>"/dev/tcp/${addr%:*}/${addr##*:}") 2>/dev/null; then
+		token="$(bin/api token --sub dev-user --email dev@example.com --name "Dev User" --ttl 24h)"
+		cat >&2 <<MSG
+
+tenantd is up on http://$addr. A dev token (24 h) for user dev-user:
+
+  export TOKEN=$token
+
+Create an org and list yours:
+
+  curl -s -X POST http://$addr/v1/orgs -H "Authorization: Bearer \$TOKEN" -H 'Content-Type: application/json' -d '{"name":"Acme"}'
+  curl -s http://$addr/v1/orgs -H "Authorization: Bearer \$TOKEN"
+
+Ctrl-C stops the API and DynamoDB Local; the data stays in ./.data.
+MSG
+		break
+	fi
+	sleep 0.1
+done
 # Returns when the server exits, or early when INT/TERM arrives (the trap
 # then stops both).
 set +e

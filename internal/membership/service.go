@@ -208,33 +208,45 @@ func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, user
 	if err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID); err != nil {
 		return Member{}, false, err
 	}
-	now := s.now()
-	prev, err := s.store.GetMember(ctx, p.OrgID, teamID, userID)
-	switch {
-	case errs.Is(err, errs.NotFound):
-		if ifMatch != 0 {
-			return Member{}, false, errs.ErrVersion
-		}
-		m = Member{OrgID: p.OrgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: now, UpdatedAt: now, Version: 1}
-		if err := s.store.AddMember(ctx, m); err != nil {
+	// Two tries: a concurrent PUT may create the edge between our read and
+	// our add; the loser then changes the role like any later PUT.
+	for try := 0; ; try++ {
+		now := s.now()
+		prev, err := s.store.GetMember(ctx, p.OrgID, teamID, userID)
+		switch {
+		case errs.Is(err, errs.NotFound):
+			if ifMatch != 0 {
+				return Member{}, false, errs.ErrVersion
+			}
+			m = Member{OrgID: p.OrgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: now, UpdatedAt: now, Version: 1}
+			err := s.store.AddMember(ctx, m)
+			if errs.CodeOf(err) == "already_member" && try == 0 {
+				continue
+			}
+			if err != nil {
+				return Member{}, false, err
+			}
+			return m, true, nil
+		case err != nil:
 			return Member{}, false, err
 		}
-		return m, true, nil
-	case err != nil:
-		return Member{}, false, err
+		if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
+			return Member{}, false, err
+		}
+		if prev.Role == role {
+			return prev, false, nil
+		}
+		next := prev
+		next.Role, next.Version, next.UpdatedAt = role, prev.Version+1, now
+		err = s.store.UpdateMember(ctx, prev, next)
+		if errs.Is(err, errs.PreconditionFailed) && ifMatch == 0 && try == 0 {
+			continue // changed under us without If-Match: apply ours on top
+		}
+		if err != nil {
+			return Member{}, false, err
+		}
+		return next, false, nil
 	}
-	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
-		return Member{}, false, err
-	}
-	if prev.Role == role {
-		return prev, false, nil
-	}
-	next := prev
-	next.Role, next.Version, next.UpdatedAt = role, prev.Version+1, now
-	if err := s.store.UpdateMember(ctx, prev, next); err != nil {
-		return Member{}, false, err
-	}
-	return next, false, nil
 }
 
 // RemoveMember removes the user from the team (AP5).

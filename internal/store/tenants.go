@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/tenant"
 )
@@ -387,27 +388,33 @@ func (s *Tenants) UpdateUser(ctx context.Context, prev, next tenant.User) error 
 // user has in the org (with each team's memberCount). A user in more teams
 // than one transaction holds loses the memberships first, in transactions
 // of their own; a crash in between leaves a user with fewer teams, and a
-// retry finishes the job.
+// retry finishes the job. The memberships are found on GSI1, which is
+// eventually consistent: an edge already gone makes its chunk fail, and the
+// chunk is retried from a fresh read.
 func (s *Tenants) RemoveUser(ctx context.Context, u tenant.User) error {
 	if err := checkUser(u); err != nil {
 		return err
 	}
 	teams := &Teams{s.DB}
-	edges, err := teams.allUserTeams(ctx, u.OrgID, u.UserID)
-	if err != nil {
-		return fmt.Errorf("remove user: %w", err)
-	}
-	fixed := 3 // user, claim, org guard
-	for len(edges)*2+fixed > maxTxItems {
+	const fixed = 3 // user, claim, org guard
+	var edges []membership.Member
+	for attempt := 0; ; attempt++ {
+		var err error
+		if edges, err = teams.allUserTeams(ctx, u.OrgID, u.UserID); err != nil {
+			return fmt.Errorf("remove user: %w", err)
+		}
+		if len(edges)*2+fixed <= maxTxItems {
+			break
+		}
 		n := min(len(edges), maxTxItems/2)
 		t := s.newTx()
 		for _, m := range edges[:n] {
 			teams.removeEdge(t, m.OrgID, m.TeamID, m.UserID, 0)
 		}
-		if err := t.run(ctx, "remove user's memberships"); err != nil && !errs.Is(err, errs.NotFound) {
+		err = t.run(ctx, "remove user's memberships")
+		if err != nil && (!errs.Is(err, errs.NotFound) || attempt >= 10) {
 			return err
 		}
-		edges = edges[n:]
 	}
 	k := orgUserKey(u.OrgID, u.UserID)
 	claim := toClaimItem(u)

@@ -248,26 +248,39 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket) er
 	return nil
 }
 
-// DeleteTicket deletes the ticket item (conditionally) and then its
-// comments with BatchWriteItem. The ticket disappears atomically; comments
-// left by a crash in between are unreachable and removed with the org.
+// DeleteTicket deletes the ticket and its comments. Up to 99 comments it
+// is one transaction. Beyond, the comments go first (BatchWriteItem) and the
+// conditional ticket delete last, so a crash leaves a ticket that a retried
+// DELETE finishes, never comments nobody can reach.
 func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64) error {
 	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {
 		return err
 	}
 	k := ticketKey(orgID, ticketID)
-	d := s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("attribute_exists(pk)")
+	cond, args := "attribute_exists(pk)", []any{}
 	if ifVersion > 0 {
-		d = s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("attribute_exists(pk) AND version = ?", ifVersion)
+		cond, args = "attribute_exists(pk) AND version = ?", []any{ifVersion}
 	}
-	err := d.IncludeItemInCondCheckFail(true).Run(ctx)
-	if failed, existed := condFailed(err); failed {
-		return versioned(errTicketNotFound)(existed)
-	}
+	var comments []commentItem
+	err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.BeginsWith, prefixComment).Project(attrPK, attrSK).All(ctx, &comments)
 	if err != nil {
 		return fmt.Errorf("delete ticket: %w", translate(err))
 	}
-	return s.deletePartition(ctx, k.PK)
+	if len(comments) >= maxTxItems {
+		keys := make([]dynamo.Keyed, len(comments))
+		for i, c := range comments {
+			keys[i] = dynamo.Keys{c.PK, c.SK}
+		}
+		if err := s.batchDelete(ctx, keys); err != nil {
+			return fmt.Errorf("delete ticket comments: %w", err)
+		}
+		comments = nil
+	}
+	t := s.newTx().delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(cond, args...), versioned(errTicketNotFound))
+	for _, c := range comments {
+		t.delete(s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK), nil)
+	}
+	return t.run(ctx, "delete ticket")
 }
 
 // deletePartition removes every item of one partition with BatchWriteItem.
