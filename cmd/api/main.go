@@ -11,20 +11,27 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/caarlos0/env/v11"
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
@@ -39,39 +46,31 @@ func main() {
 	}
 }
 
-// Config is every setting, read from the environment with these defaults.
+// Config is every setting, read from the environment (see README).
 type Config struct {
-	Addr             string        // ADDR
-	DynamoDBEndpoint string        // DYNAMODB_ENDPOINT (DynamoDB Local); empty = AWS
-	DynamoDBTable    string        // DYNAMODB_TABLE
-	AWSRegion        string        // AWS_REGION
-	AuthHS256Secret  string        // AUTH_HS256_SECRET (secret)
-	AuthJWKSURL      string        // AUTH_JWKS_URL
-	AuthIssuer       string        // AUTH_ISSUER
-	AuthAudience     string        // AUTH_AUDIENCE
-	CursorSecret     string        // CURSOR_SECRET (secret)
-	ShutdownTimeout  time.Duration // SHUTDOWN_TIMEOUT
-	LogLevel         slog.Level    // LOG_LEVEL
+	Addr             string        `env:"ADDR" envDefault:"127.0.0.1:8080"`
+	DynamoDBEndpoint string        `env:"DYNAMODB_ENDPOINT"` // DynamoDB Local; empty = AWS
+	DynamoDBTable    string        `env:"DYNAMODB_TABLE" envDefault:"tenantd"`
+	AWSRegion        string        `env:"AWS_REGION" envDefault:"us-east-1"`
+	AuthHS256Secret  string        `env:"AUTH_HS256_SECRET"`
+	AuthJWKSURL      string        `env:"AUTH_JWKS_URL"`
+	AuthIssuer       string        `env:"AUTH_ISSUER"`
+	AuthAudience     string        `env:"AUTH_AUDIENCE"`
+	CursorSecret     string        `env:"CURSOR_SECRET"`
+	ShutdownTimeout  time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s"`
+	LogLevel         slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
 }
 
 func configFromEnv() (Config, error) {
-	c := Config{
-		Addr:             env("ADDR", "127.0.0.1:8080"),
-		DynamoDBEndpoint: os.Getenv("DYNAMODB_ENDPOINT"),
-		DynamoDBTable:    env("DYNAMODB_TABLE", store.DefaultTableName),
-		AWSRegion:        env("AWS_REGION", "us-east-1"),
-		AuthHS256Secret:  os.Getenv("AUTH_HS256_SECRET"),
-		AuthJWKSURL:      os.Getenv("AUTH_JWKS_URL"),
-		AuthIssuer:       os.Getenv("AUTH_ISSUER"),
-		AuthAudience:     os.Getenv("AUTH_AUDIENCE"),
-		CursorSecret:     os.Getenv("CURSOR_SECRET"),
+	c, err := env.ParseAs[Config]()
+	if err != nil {
+		return c, fmt.Errorf("config: %w", err)
 	}
-	var err error
-	if c.ShutdownTimeout, err = time.ParseDuration(env("SHUTDOWN_TIMEOUT", "15s")); err != nil {
-		return c, fmt.Errorf("SHUTDOWN_TIMEOUT: %w", err)
+	if c.ShutdownTimeout <= 0 {
+		return c, errors.New("config: SHUTDOWN_TIMEOUT must be positive")
 	}
-	if err := c.LogLevel.UnmarshalText([]byte(env("LOG_LEVEL", "info"))); err != nil {
-		return c, fmt.Errorf("LOG_LEVEL: %w", err)
+	if c.CursorSecret != "" && len(c.CursorSecret) < 32 {
+		return c, errors.New("config: CURSOR_SECRET must be at least 32 bytes")
 	}
 	return c, nil
 }
@@ -89,15 +88,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("dynamodbTable", c.DynamoDBTable), slog.String("awsRegion", c.AWSRegion),
 		slog.String("authHS256Secret", mask(c.AuthHS256Secret)), slog.String("authJWKSURL", c.AuthJWKSURL),
 		slog.String("authIssuer", c.AuthIssuer), slog.String("authAudience", c.AuthAudience),
-		slog.String("cursorSecret", mask(c.CursorSecret)), slog.Duration("shutdownTimeout", c.ShutdownTimeout),
+		slog.String("cursorSecret", mask(c.CursorSecret)), slog.String("shutdownTimeout", c.ShutdownTimeout.String()),
 		slog.String("logLevel", c.LogLevel.String()))
-}
-
-func env(key, def string) string {
-	if v, ok := os.LookupEnv(key); ok && v != "" {
-		return v
-	}
-	return def
 }
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
@@ -124,12 +116,41 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return nil
 	case "token":
 		return token(cfg, args, stdout)
+	case "healthcheck":
+		return healthcheck(ctx, cfg)
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate or token)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, migrate, token or healthcheck)", cmd)
 	}
 }
 
-func dynamoClient(ctx context.Context, cfg Config) (*dynamodb.Client, error) {
+// healthcheck exits 0 when the local server's /readyz answers 200: the
+// container healthcheck of a distroless image, which has no curl.
+func healthcheck(ctx context.Context, cfg Config) error {
+	host, port, err := net.SplitHostPort(cfg.Addr)
+	if err != nil {
+		return err
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+net.JoinHostPort(host, port)+"/readyz", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("readyz: %s", resp.Status)
+	}
+	return nil
+}
+
+func dynamoClient(ctx context.Context, cfg Config, apiOptions ...func(*middleware.Stack) error) (*dynamodb.Client, error) {
 	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(cfg.AWSRegion)}
 	if cfg.DynamoDBEndpoint != "" && os.Getenv("AWS_ACCESS_KEY_ID") == "" {
 		// DynamoDB Local accepts any credentials; don't go looking for real ones.
@@ -139,7 +160,7 @@ func dynamoClient(ctx context.Context, cfg Config) (*dynamodb.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("aws config: %w", err)
 	}
-	return store.NewClient(awsCfg, store.Options{Endpoint: cfg.DynamoDBEndpoint}), nil
+	return store.NewClient(awsCfg, store.Options{Endpoint: cfg.DynamoDBEndpoint, APIOptions: apiOptions}), nil
 }
 
 func serve(ctx context.Context, cfg Config) error {
@@ -156,11 +177,21 @@ func serve(ctx context.Context, cfg Config) error {
 		_, _ = rand.Read(cursorKey)
 		log.Warn("CURSOR_SECRET is not set: cursors are signed with a random key and break on restart")
 	}
-	client, err := dynamoClient(ctx, cfg)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	metrics := obs.NewMetrics(reg)
+	client, err := dynamoClient(ctx, cfg, metrics.DynamoDB)
 	if err != nil {
 		return err
 	}
 	db := store.Open(client, cfg.DynamoDBTable)
+	var draining atomic.Bool
+	ready := func(ctx context.Context) error {
+		if draining.Load() {
+			return errors.New("shutting down")
+		}
+		return db.Ping(ctx)
+	}
 	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
 	e, err := httpapi.New(httpapi.Deps{
 		Tenants:   tenant.NewService(tenants, nil),
@@ -170,6 +201,9 @@ func serve(ctx context.Context, cfg Config) error {
 		Verifier:  verifier,
 		CursorKey: cursorKey,
 		Logger:    log,
+		Ready:     ready,
+		Registry:  reg,
+		Metrics:   metrics,
 	})
 	if err != nil {
 		return err
@@ -183,7 +217,10 @@ func serve(ctx context.Context, cfg Config) error {
 		return err
 	case <-ctx.Done():
 	}
-	log.Info("shutting down", "timeout", cfg.ShutdownTimeout)
+	// Readiness flips first, so load balancers stop routing here; then
+	// in-flight requests finish within the deadline.
+	draining.Store(true)
+	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(sctx); err != nil {

@@ -1,7 +1,13 @@
 package httpapi
 
 import (
+	"bytes"
 	"context"
+	"strings"
+
+	"github.com/prometheus/common/expfmt"
+
+	"github.com/tenantd/tenantd"
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
@@ -50,6 +56,37 @@ func (h *handlers) pageIn(scope, listing string, limit *int, cursor *string) (pa
 // GetHealth serves GET /healthz: liveness only, no dependencies.
 func (h *handlers) GetHealth(ctx context.Context, _ oapi.GetHealthRequestObject) (oapi.GetHealthResponseObject, error) {
 	return oapi.GetHealth200JSONResponse{Status: oapi.HealthStatusOk}, nil
+}
+
+// GetReady serves GET /readyz: DynamoDB reachable and not shutting down.
+func (h *handlers) GetReady(ctx context.Context, _ oapi.GetReadyRequestObject) (oapi.GetReadyResponseObject, error) {
+	if h.Ready != nil {
+		if err := h.Ready(ctx); err != nil {
+			return nil, &errs.Error{Kind: errs.Unavailable, Code: "not_ready", Message: "the service is not ready for traffic", Err: err}
+		}
+	}
+	return oapi.GetReady200JSONResponse{Status: oapi.HealthStatusOk}, nil
+}
+
+// GetMetrics serves GET /metrics in the Prometheus text format.
+func (h *handlers) GetMetrics(ctx context.Context, _ oapi.GetMetricsRequestObject) (oapi.GetMetricsResponseObject, error) {
+	mfs, err := h.Registry.Gather()
+	if err != nil {
+		return nil, err
+	}
+	var b strings.Builder
+	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return nil, err
+		}
+	}
+	return oapi.GetMetrics200TextResponse(b.String()), nil
+}
+
+// GetOpenAPI serves GET /openapi.yaml: the contract the server was built from.
+func (h *handlers) GetOpenAPI(ctx context.Context, _ oapi.GetOpenAPIRequestObject) (oapi.GetOpenAPIResponseObject, error) {
+	return oapi.GetOpenAPI200ApplicationyamlResponse{Body: bytes.NewReader(tenantd.OpenAPISpec), ContentLength: int64(len(tenantd.OpenAPISpec))}, nil
 }
 
 // GetMe serves GET /v1/me.

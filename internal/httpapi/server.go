@@ -17,13 +17,16 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo-contrib/echoprometheus"
 	"github.com/labstack/echo/v4/middleware"
 	echomw "github.com/oapi-codegen/echo-middleware"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
@@ -44,6 +47,16 @@ type Deps struct {
 	CursorTTL time.Duration
 	Logger    *slog.Logger
 	Now       clock.Clock
+	// Ready reports whether the server should get traffic (DynamoDB
+	// reachable, not shutting down); nil means always ready.
+	Ready func(context.Context) error
+	// Registry collects the Prometheus metrics served on /metrics; nil
+	// means a fresh registry.
+	Registry *prometheus.Registry
+	// Metrics, when set, counts each request's DynamoDB calls (attach
+	// Metrics.DynamoDB to the SDK client) and writes one log line per
+	// request.
+	Metrics *obs.Metrics
 }
 
 // New returns the Echo server with every route of openapi.yaml.
@@ -64,15 +77,26 @@ func New(d Deps) (*echo.Echo, error) {
 	spec.Servers = nil
 	openapi3.DefineStringFormat("email", openapi3.FormatOfStringForEmail)
 
+	if d.Registry == nil {
+		d.Registry = prometheus.NewRegistry()
+	}
+	public := publicPaths(spec)
+
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(d.Logger)
 	e.Use(middleware.RequestID())
+	if d.Metrics != nil {
+		e.Use(d.Metrics.RequestLog(d.Logger))
+	}
+	e.Use(echoprometheus.NewMiddlewareWithConfig(echoprometheus.MiddlewareConfig{
+		Subsystem: "tenantd", Registerer: d.Registry,
+		Skipper: func(c echo.Context) bool { return c.Path() == "/metrics" },
+	}))
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "K"))
 	e.Use(withURL)
-	public := func(c echo.Context) bool { return c.Path() == "/healthz" }
-	e.Use(authz.Authenticate(d.Verifier, public))
+	e.Use(authz.Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] }))
 	e.Use(echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
 		Options: openapi3filter.Options{
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // Authenticate already ran
@@ -89,6 +113,19 @@ func New(d Deps) (*echo.Echo, error) {
 	h := &handlers{Deps: d, cursors: cursors{key: d.CursorKey, ttl: d.CursorTTL, now: clock.Or(d.Now)}}
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
 	return e, nil
+}
+
+// publicPaths are the Echo paths of operations the spec marks `security: []`.
+func publicPaths(spec *openapi3.T) map[string]bool {
+	out := map[string]bool{}
+	for path, item := range spec.Paths.Map() {
+		for _, op := range item.Operations() {
+			if op.Security != nil && len(*op.Security) == 0 {
+				out[path] = true
+			}
+		}
+	}
+	return out
 }
 
 type urlKey struct{}

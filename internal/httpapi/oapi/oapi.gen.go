@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"path"
@@ -829,9 +830,18 @@ type UpdateOrgUserJSONRequestBody = OrgUserUpdate
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
-	// GetHealth Health check
+	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
+	// GetMetrics Prometheus metrics
+	// (GET /metrics)
+	GetMetrics(ctx echo.Context) error
+	// GetOpenAPI This contract
+	// (GET /openapi.yaml)
+	GetOpenAPI(ctx echo.Context) error
+	// GetReady Readiness
+	// (GET /readyz)
+	GetReady(ctx echo.Context) error
 	// GetMe Get the caller
 	// (GET /v1/me)
 	GetMe(ctx echo.Context) error
@@ -938,6 +948,33 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetHealth(ctx)
+	return err
+}
+
+// GetMetrics converts echo context to params.
+func (w *ServerInterfaceWrapper) GetMetrics(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetMetrics(ctx)
+	return err
+}
+
+// GetOpenAPI converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOpenAPI(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOpenAPI(ctx)
+	return err
+}
+
+// GetReady converts echo context to params.
+func (w *ServerInterfaceWrapper) GetReady(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetReady(ctx)
 	return err
 }
 
@@ -2090,6 +2127,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	}
 
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
+	router.GET(options.BaseURL+"/readyz", wrapper.GetReady, options.OperationMiddlewares["getReady"]...)
+	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
+	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPI, options.OperationMiddlewares["getOpenAPI"]...)
 	router.GET(options.BaseURL+"/v1/me", wrapper.GetMe, options.OperationMiddlewares["getMe"]...)
 	router.GET(options.BaseURL+"/v1/orgs", wrapper.ListOrgs, options.OperationMiddlewares["listOrgs"]...)
 	router.POST(options.BaseURL+"/v1/orgs", wrapper.CreateOrg, options.OperationMiddlewares["createOrg"]...)
@@ -2182,6 +2222,91 @@ type GetHealth503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetHealth503ApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMetricsRequestObject struct {
+}
+
+type GetMetricsResponseObject interface {
+	VisitGetMetricsResponse(w http.ResponseWriter) error
+}
+
+type GetMetrics200TextResponse string
+
+func (response GetMetrics200TextResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(200)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type GetOpenAPIRequestObject struct {
+}
+
+type GetOpenAPIResponseObject interface {
+	VisitGetOpenAPIResponse(w http.ResponseWriter) error
+}
+
+type GetOpenAPI200ApplicationyamlResponse struct {
+	Body          io.Reader
+	ContentLength int64
+}
+
+func (response GetOpenAPI200ApplicationyamlResponse) VisitGetOpenAPIResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/yaml")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetReadyRequestObject struct {
+}
+
+type GetReadyResponseObject interface {
+	VisitGetReadyResponse(w http.ResponseWriter) error
+}
+
+type GetReady200JSONResponse Health
+
+func (response GetReady200JSONResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReady503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetReady503ApplicationProblemPlusJSONResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -5839,9 +5964,18 @@ func (response ListUserTickets500ApplicationProblemPlusJSONResponse) VisitListUs
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
-	// GetHealth Health check
+	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
+	// GetMetrics Prometheus metrics
+	// (GET /metrics)
+	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
+	// GetOpenAPI This contract
+	// (GET /openapi.yaml)
+	GetOpenAPI(ctx context.Context, request GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error)
+	// GetReady Readiness
+	// (GET /readyz)
+	GetReady(ctx context.Context, request GetReadyRequestObject) (GetReadyResponseObject, error)
 	// GetMe Get the caller
 	// (GET /v1/me)
 	GetMe(ctx context.Context, request GetMeRequestObject) (GetMeResponseObject, error)
@@ -5966,6 +6100,75 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetHealthResponseObject); ok {
 		return validResponse.VisitGetHealthResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetMetrics operation middleware
+func (sh *strictHandler) GetMetrics(ctx echo.Context) error {
+	var request GetMetricsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMetrics(ctx.Request().Context(), request.(GetMetricsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMetrics")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetMetricsResponseObject); ok {
+		return validResponse.VisitGetMetricsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOpenAPI operation middleware
+func (sh *strictHandler) GetOpenAPI(ctx echo.Context) error {
+	var request GetOpenAPIRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOpenAPI(ctx.Request().Context(), request.(GetOpenAPIRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOpenAPI")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOpenAPIResponseObject); ok {
+		return validResponse.VisitGetOpenAPIResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetReady operation middleware
+func (sh *strictHandler) GetReady(ctx echo.Context) error {
+	var request GetReadyRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetReady(ctx.Request().Context(), request.(GetReadyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetReady")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetReadyResponseObject); ok {
+		return validResponse.VisitGetReadyResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -7022,136 +7225,142 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7D1rc9s2tn8Fw92Z2F1Klh0nTeTJ3HXzaJPmdRNns9Mqt4TJIwkNCagAaFvNen/7HRwAfIikJDt+xB1/",
-	"SWQJJICD837hSxCLbCY4cK2C4ZdgCjQBiR+fHtCJ+T8BFUs200zwYBg85ZrpOdF0QsSY6CkQCTqXHBIi",
-	"QYlcxkCOQComeJ+8B54QpgnjJHo+7r2iOp5GRAuS0c9AKFH5oYI/cuCaHEumgcSCJ8zMRNN+EAYS/siZ",
-	"hCQYaplDGKh4Chk1i9LzGQTDQGnJ+CQ4PQ2Dl4x/bi733bPH5MHOgwckZfyzmdmsmMOJJjM6gZBAf9In",
-	"0SgfDO7GU61nari1RWesDyc0m6XQj0W2dbS9JeREbX0RcvI8Od3SLP4MWv1PnEsl5KN+v2+e37mfsozp",
-	"Rzv38G2wRySkj0aBmWwURH2yf6jMRgXHNaRU2TWYfS7b1zvQct7bH2uQze29BwMxRaj5mRxPWTx1Z/JH",
-	"DkqTjM7JIR6RZJDUp8oYZ1meBcNB6KdlXMMEJM778ePH3n6up8A1i6mG5uQ/AJUgCS0HMcFJPKVpCnwC",
-	"ZMMA//739waby8/Swbp8owSaZo9GgQZOuU5GQUhASiEfjQLGj2jKkt+0+Ax8FARhA2KnYTCjkmagHR7b",
-	"Y2ou/82M/pEDsT+TsRQZoWQm4YiJXOHR3FEkMsf3GIdEZENIEhk8i4ilk80+eZMxbfBqAhohP2bSHyyx",
-	"zylCJZCfXu0/7ik2MYRCeUIORc4Tj5BCTihnf1oAml9TpjTjE6KnVBOmVA6JGZjtEUoykbAxg4SYVQsJ",
-	"bML9JpgiEn6HWENCjpmekt3BwMCemf3+kYOcB2HAaWYA5sBSwwh68hL4RE+D4c5g90HYgo1sjETcwhcO",
-	"So7g6B8/x1NqcIEpckiVWTTvk+eecVh+cUeZ9UtDHPiWhI3HIFVYw+QxZalym9reQSBxoacGSEy5WZJi",
-	"r/Z4ys165tO53Xv323aLFN3c6yt6YiiH8Dw7BGl2zTRkypymZYZkwyAAUexP2OyCv313dT0JjGmearOa",
-	"0CzOUuf2YBCWtLrdSqvImFowvIpWLCEbH14+f1IuaEb1tFyPfcd6dDrYfvHwl7v/+v5/H/x75+fdV/df",
-	"P3g7eLdzsPvxfmCoT2uQZoL/+3XQe7jf++nFz69ev+0d/Kv3y6cvO/dP/x60wVppqnP1jKWtjO4NT+ce",
-	"uI7/WmTQU6aIfbYL0vbXGqj/LmEcDIO/bZXSb8v+qrYO8PXv7UNmZRpo1gbeA6DZSrC6h88C148/3Hv8",
-	"/ZOHT7ef3f3x3k/fv3j48/ar88PVQuvpyYzylj08FllGewoMyzRcwzAeg9ASUvw7VyARsSE7hMQIcqBG",
-	"xuBLhyRy5AkyIjRJVPWLkERUIccD/2P598bxFCyDsK8yROx+TTb75KkFyZBEgAt/VLw2LN5hAA4ns1Qk",
-	"EAzHNFXQfvz2DbXjR3JdDw8QcIabBacFdKmU1EyQc/ZHDs/ty8ypIhrP8SjHQmZBAf5W9HEbX4VA/gVn",
-	"QaF/P9l5uvvs/o8Pfhq88BR6fhQySNC2gw8KJGHJEM8xUvlhROKUsszLAfPcHYM9n4GrPtnube88MKxa",
-	"0tgIZytzo/3eL4T2/iSD3kPSJ7+R/5Ih+Sf5D/kHeUR6UQdU3JLWg4nRUAb/uTf+Pn4A8ffx3bvx/Xgw",
-	"2D08pGN4sBOEVUmwvfOgDqf93i+09+eg97D/23+H//zPPx71Pn3ZDrd3HrQC69SsSM0EV4AI9gNN3lnU",
-	"RVVEcA0cP9LZLHUq09ZMisMUsn/8rgxYv6zJp97ap+ykC6hVEZxMkYymBh2dyoCCFLUoKxg2nE5FDIRD",
-	"gtRjBloZSgplKiR+oJAk55+5OObkUCRzMpNiBlLPyxFWudjsk2cM0qSXwhGkJAGNcxt1yPAZy08iVO1U",
-	"1DfU8ljwccriawNW7OYvhAsUqomRIkA20GBIcrseCAlNJdBkbvQywyJlaDV7cczNZwljkMBjo74ZaWEg",
-	"Z4gmEaCM/kLgxDBcxr0auIlgeCbkIUsS4FcNh9jo7qhH+v14Wq6pqIc5KrtMEilSKHdD01QcW5FsMAIH",
-	"44aec0NPNH1qzvoqN/WBw8nMKsQK5BFIa0n0yUGnlbRH/siFBsvU3JDnSURQYkmYCYmqOdO4s9dCPzOq",
-	"/NVjrDO266gUGhTTtZPEg1l2mhsoho8FiakCS56MJ9YCyZma0sMUyOGcJGAkr8XQt3SeCpocCPGSyglc",
-	"F70i+4GTGCBRuDGnNltMNIfO/gS7YAmFc+EZZSlc6YlVvB8JQ8uFZObPZXbQXu1HckxVafopxmMgTOO3",
-	"hgH1yTvomQ/mS2McGWSe487fgzxiMXzg9Iiy1BzmVZ+WsiswyKghmwlJJUvnJOeIWVqQKeVJClV7b89u",
-	"gBgtVIZkKrjIjYglUcUf4mhyJkEB10ZTqLivFvwmbct3o7eqQ3ELH7hRGYRkf8KVE/ah9YGg0oTCmynF",
-	"+CQspXhI4GRmdB5D607iLmy+zXmzDAKN8ae4Ordk87QxFBwInLhnVsOxkLLq4YI2FAaGPlt/iCUY+2If",
-	"X2i2RXUwDBKqoadZBk3NKgxYh/li6KWmRDeerOrgTe221CB/NXOEVY272JzbSnXhn4qZxOHvEGurv+B6",
-	"HuMghE7i/ZlvK1Bz1kodkB5WNS/MwFn/hXoartgBvmXJ0l4y1XKIhUG0lmXkcWHRIjoNg9Jd1nJY1knl",
-	"RFDhhN0jtNszuuK4cLVtu0W9s9A26psdm99aXAzjMfDE8BgcMCSUvHj/5jWZCWa0lx5TU1SRCePObYfS",
-	"x2qEkaYTtXU32vTyt1CbibFY/Ch0+kTtWJqBUtSK0uW7tusvH2jb/09AUz1t7t35Qox5xPPMvE18rryg",
-	"Y0b3VNtEr6A5iZAT1YTvfprW9A5V1VMOIRV8YmxFNPjWwcJX8EZO2nCwy1wtFdw7yqrhhm1YRqty3NHm",
-	"apwrLE/cZTtIzMIaULGWawsvLLx3jV+Mdr0KDO/MmMVFemcezune075UoxWqKZu1nJe337NikDFUKFoy",
-	"BuOBZq9pBpGRUgq0UREjY9d9UCAPgGYq2iOReUdkVUz7njvKYAG+e9M86aQ3ETydW6vL+3zso4Lbt5o3",
-	"uuWiU6AO3N8F42cTJ+vDtuoBbMoWB4Um/My3ntmh8bfRDqR2bmA2v2p5b+TEvKaO88uxt3BHlg4Us8ew",
-	"BOByNLkI8VFBum9YgrTS8AWpLd2O+cbjnVwjnyVnXQo6c9v5opATxxTVXhtJMh6neQJIk5b+1jrqCoYu",
-	"nrMLErVEVwQXWnAW+zhSSBiPJRiVAwNIBI5Azl3Mxyyl2D3j+v5u0BoiaWh5jjX6ZVQ1uypwO1DjXBqe",
-	"P8u6hnc2/Q7f0bEoT5yLfByDUWK8IH03zCnLI0j2LEd6IycqcjEWRaI3clIne8uovobwO+T1N0TxS+Uh",
-	"r7tNWrWXsOI49KqG4bAXIbGuW4FYISQaCPO1cqJ+Ht824nxAhvGN8YMPToeozwoZZWkN6+w3LRh3gTh6",
-	"FnWrU5mpSY2zcv1C4/Hb7cDtcpIlYD0X/++GfC0VYXcJXM+EKueF+sWFw85wAkuAfUHMpEsT+ZbYiAK5",
-	"JivJGK9+u32TkO20ZffeLdqawvdw9973xLlbfRyxKVJjTAVo5MhpdDNnNJ4ybp3k+AUGgoh5pk9+kJTH",
-	"U3OaTJMNyhN/sNbzsUkk1VOQRE8pR4tUM51CRIQkkV2OS0fwIWcu9G9jjAu1AMo+0VzpT3lGeWWBJ7OU",
-	"cqtsIAIyRURsQwQx1OdzWRRcaNI5rQ20Nqd9C7KHPqVqVNgOJhu7gwHaAZtr6/wV11sLsRUBteY6nidl",
-	"SikOCslYSKLy2UxIG9VIxYTEQmJ2CsYWW7ZZurgWoHtw8Nadpz31KgB3B7tNARIGeMwtKDUVUodkWj8v",
-	"lWcZlXO/CY+u5q31w3otNHnWdUr2i0aqxbvnZTCZsAS4ZuO5TRGsT0U2Inoocj08TCn/7EIkBnnBBgNJ",
-	"JiQQNYOYjVmMj2zWjKhcsl4x1Up2hr96QIVlrpXD8dASZfXc21jfO9EG5jdygu5UoJlVoslbyY5YChMX",
-	"phQyAQkJiTDcHhGbeUsimmSMl39ax5OlUO/1NA8EYYAj0ZdqhrR4QkNM87oQT0Btc4t7fSYBiIYTvUcg",
-	"m+k5sc/Z4zNkrUD31/UvNDPTWrzNZsOPRW5jOk3Ud16/dneBOZKaZ3C51yCr+O0uwkV0gT6Rr1Aoq26E",
-	"KojqwD2fi8Gc4Ll0zAUkWwgmXZSwX9cIMdu4CO0NafAbVt1K5/TbXJ/xxM5to3eqzWY1F6RFXhk6NTeB",
-	"Gk2bO8srBFbn6ZMotvFIFXXEEzwbKsbt1RNXeVJLTfXhCbXpXmITf+z4pBajiFBZtHpK+YrQPlLmszY0",
-	"VT/0DFaLf6RNc9p3M+GyCwTHReTcL6NVDDiQLJEDHmgteuMakF6b4y+JKX/borYli7fx4EwyIZmer5dy",
-	"/NaPLtXlM8WCimc6c3aPp4KIGXBbVeIJabkyvX7KfBhoOqnz9qb6QU9c3vTOoHniSzPu60njUuSGKLWo",
-	"oz0XHDpyQZxG/y0oD15rrmsPhQ5doE39TB18F4j3nHoGAvJcmkadIV2YzyhcIXMGK+iLpumbcTD89WyU",
-	"9iksy28Cbs4yDRazs57YAVgOEdkxNmu5ge6VJd9b7TdZQgvtNQYleZwnob9CA1+j89mXdONUWThRSTYp",
-	"2Vkp0NqNLnzHqoCWqwTq19IMvPg2XE5BUS1UZp1vrlAT6nkHGKi374i+NgDmdJqrV2TPmE+wvt5bJ6PK",
-	"Safi2FhHnpKmbDI12CwnRsh3n/j7DufNSzaGeB6n1iMHQxJxOI7Ixu+50k6UbYYkMp8isnEIKM+F/IwB",
-	"Y/PLzOZ2RWTjmDJM4HZgK1DSjFIiPYIkCkkUp0JBUvMZcDBbMlMYNLDvM+wanzFcFx9ZsrkL0smXaYKv",
-	"4djrnbBHIp6naVTogGpB2i/ybDPa5gfbWppr4+Fn05G+TkdZcDbDLKUxWEiN8zTFSncFeo9Ev36KSJwC",
-	"lQqT/8Nr4PfNwza/FQctIRNHUD1mW2PFjNACmplFLzvkKxAhCyzEHB/EuTnK9+agXCos5kDv5zaD0f71",
-	"zCtYLz4eNETzi48HtcTpPnmuVa0kjal6UL7I/1PgSj1sdCqqZG6OXS5nUUww55qebBZl9GYjdtYSRFOt",
-	"Zza1m/GxaJ6Zq2l3JTZ5qlnPfkWmkM56CajPPl++T97UEzZGmHM4CjaJOOYjjjZqiAer0Ih1om7PJcgU",
-	"pQOHkIpjEi02MjDm8ogzJWypJya1Ul1LcuiP+Ij/7W9kv1bjP+JPcQLzxqis9CFOZpid1bLYN158PNh0",
-	"RU4jHu273Hp8aEhc0b/twWDr+tFv64vsba1OLU1z8TQtLAhL+mR/VcK80FOQx0xBUaxmXz1nkCZqxKPd",
-	"wTapFgBEVj2gJFrMkvdrj8qmB/0Rj358ekC2ppiA+ye6JHJe6ZEAiQfqO5GCPbgjptghS5mej/hTGk8r",
-	"1ToUs07IlCoCJzTW6ZwIbpUcKbBCdpnve8QL5zfBbEMypUfgarfEMa/mdkpcTq58UEHRDMgRTXNQ/RF/",
-	"Z88WrXrUpRIR5y4la2aW6rFgDysM3UuyKljvkqKuLeoTVxapkMrcLpcXLm0IOeI4ukRtxhVLgDC9aWci",
-	"0e5glxQBligsoEYVYUXx04j7MhxXNaVK5Ldf2TiLXUTClJXthkZErs2U0gDlOSdqKqQeku++M/NmQLki",
-	"o6AIw2E51lzkCLFmIZadcBR8953HCYybqRG3/xsuRbrin2Qj6ipGiTYNfNP5iJdhzNYYaBSLBKwHzI2s",
-	"RMn2ijAn5cmI+0An7mUh9GVekNEiJ4/8qwwkGmzIDVPY2B0MNkccK8xnRcjRLVvVSkGJ5S9+wzGVklmx",
-	"NuLVkrx6uNAX7jG9WKvnJ/FQfksnjDtW9pJZDVI6Lmt2Z8tXezM7DJIic59sbPe2B4OQOGOR7NzbtK08",
-	"1IjbtH/X96FPPpo1YLBNgkK70RZ7uqourBH2WxvxWqMRA05qW40MHWN0XWYafWV8ma41dj68e0nGoOOp",
-	"h1bFWlg0E8ihMGxNgrMj6v1KBHZHCUe82rjEVnKv3bsE5uQYJBgZgx1MxkIOSSKQEGZUKghJLLjSMo8N",
-	"IdjytjnyDcPINc1mGN6zxxGOuGHfHEj5OkI58nOk28qfbg1hoyMKMqIB+YEmngFFffIzwKxkeWNsQVGq",
-	"Acpi01gYLcBsjI6467eC9qbrCGNA74uBEwFq0yPbm5lmmVlPbHbrwvfzEX/P+MTQZG5p07M0hQ7osDBj",
-	"rYC3/1bYdeik/eaIU1lpwmRlFSfR0wM6KUWo78R0SOPPC+2YDBFEb/cPHv9k7J63Hw5sWsOTpy+fHjwt",
-	"uzWZrTaaNA0dTx3xgiO7Viy+ptmwRM0y6GjmYs5je4dUqzOJLc+MFnu8+OLHfnXxRoMRM7uYPXyjyLXZ",
-	"aLlcFMCVNZMNJAH8UZJjxsujeleWlSJR1v9GusCSIKu9qj754MrgSwMtdNWXNOkJbjhw+RNReTw1cihi",
-	"aGI6f535iAqZ+VDx85ljKOQ3+viikNizrrb4acHnH+xyUyonLmfFMidXAY2srPVN23eJK+wlB0IQLO2N",
-	"+iNeuCpL/XX/7fOKy3EYbPcH/QEmo86A0xkLhsHd/qB/13admKJa75Ui83nSFtt5yY6Ag1JbBn7MfELW",
-	"DUaa2bTkncHALfbLyBl+o2A4CsTnUXBaJjsUJacx5XbbREs6HrM4JPcGd0slsE+e+Pppp70u9LPqW5Pf",
-	"SgdjhJmVu+qqhV4PO4PBkmLRsxWJuhlWF9RakNpK33uDu13vLRa61VIOXLXCguGvn8LApbIEQ1dIRuIp",
-	"xJ+953n4a2CnDT6ZR41dYYN+rYfqjw4tqaoe3DTGDOlY22Ux03rucqxrKda+/4DrStN6VK/gMo/pFSzv",
-	"pIDHsmsnXH4slUYh+Mj26kdqVcr40O7qh4p+BYgvayys3roBUaVAjh9d0zO72Qp6ZFCihq8G7KB4YwIs",
-	"6hFqwRKoaM2hbUDUnmWPCPS7MKKHZdD3eh44M79U+zabuOJLIIJ6/7iOOEI5ZMs28joNVw50HddOP10i",
-	"QjaT8Fvws+JAr0KwRnOV1J6F2nLfaHFZPTmOwZn/usj/0ivzrQBUFWqwlaKnYTATbfEMG30zWM7huO5+",
-	"Ift8vsA0kVeirYWPGYV4r16LEosMFPr8bDNC5yFoorx9wxs5KQOMP7gi9ItCRhdZPK2HFJxfc4EKti9y",
-	"4i6+XEPyY6ocGBcbKPjmp8uQHMdcMZKvIeDL5kHnIYvdwcPVDxRtmswD22usabFdzEXQn0Ut5zoqzrRJ",
-	"dhUx5D2flgZTaOtq+gS/b8okosUE0Li0JlaaIolVnbBhGWzkCfE5MH3yXEpATfkwBev4Qi+p9+F1E6hd",
-	"oyXQswkl36ezRdjsdlaA1gnDTp5csQpz+Qi+vbMGvja7BV0EylrcWo2y4WpNuikmnIpkRINrBNQnH1uK",
-	"d+sOKOzrWLzS1wCji8AN37DuGqdJYZ7vGGRRM/rBjhoLaQ3OuhTcbFXKWzF6oZ8s9pv0bSgL50i/WFb7",
-	"wrt6gDoQ1LpA+riuLYtuaYJxyYraOiLqhoil6zA81qCis/FMW/NqTn3W3uP4HRhsaqO/Fp7u4jBCdrN3",
-	"m5r19ez9UjQ3l6ywluZ2JWThEtluInl8y0Lt2vQ3i2Dn0t+2UN1az6lwx6Y+qIaQTJ39llX8BO1uAYyc",
-	"3my/QFGIsdwdgIC6Nfe7zX2HCR5F7d9fJWpWuAQw7IMWBxfeKbOmvMFAiu+ZP3hI2Lj2viLghQ3KMDap",
-	"Kp1ou9wFWIpzOVKnUvR0xQ4DW1/ULncsxG49BTffU4BH2UK9nRJm64tNvVvbYYC4QjHUWquO7BOXQlzW",
-	"K1TGSyCfYaYrZF2UvBbpPVhghCSOOSVn0jPtyh3hXrYfoSCXW//BpfkPuhB5Db+Bbd63nr/Al+0WD9ZL",
-	"fhFx0QxPXCv34oFlPoNqI7+K2wD30O4uaMfchQ7LxdwVx0BzzefxD/hK6Cv2EKySSbeugW7XQDeBnEtP",
-	"W63DuxTtJc6Dx5gXU8NLVLwoT7aEJJXBlyYHrAV9AXLgclS/6/E4LCMz73K4QeR262pY4mo4vwK4VWmH",
-	"scLn0CJ0qvK2vIFh0Qvxsdn8FspkcMzRrju9Xd6Mc9VHa/kxnORdKU7d/Ha+yjIq7XsrMwdrX71Udbq3",
-	"Np6+WX6VsyRb3KZUrO1j8bC6FhG+PjfY+mKLhpbah+8qRVlINliSVerilyTsbS1YSfJXYPpVGJW9l8Ss",
-	"4NYAvEAD0OKSd+Nl/mDPYQe29nb3SLlHdge7vlzGsvr2e4Qa1uSCdPOGZZdVV6DmFTDoLiWvBMGtRbXC",
-	"oqrA6jo48+qRrsMommG5bmsxCNlMGKxK50SBrtFCpc9cmW6+XeaU26YCVBGKDo+aC48nNjUd+/5w601n",
-	"fLLIEr1BsSFkUSwypYktBTNTb9pqR5vklytdjDqEtku8yMbu4GGZzb55adJklusLEyWXYz2W7beu2IBc",
-	"zWFWYMNXsZ2LjIKs3kk3Cdyax+eOitw8e3o/SeoSwfAOd9N3WZdxPkPbpVCuY2h3hlRC4mvC0rmr54ME",
-	"r16xJUPRmhb5Gva0i+ucmSXWrrteRwZWr3G+aVZypZvP8vwD18/n1jrutI6p9y/pAvHqRObvr7tGW3lt",
-	"CnbpOXb82Yj2jJR6S6W3VHqVPqwmcX4tUXbmCr2ZAcdMIdvwB3N7XJtzbJLVWR1U1Bo3CMuVFpXt1Sy9",
-	"R9YksWErd6F1KTtrbVTNYGrVxSXWSleKkW2Tdkm2QrXj4VWnGbn+bx1BXXeAt6lGf4VUI4/DTQawRGZu",
-	"ffGXz66fcmSxxicdlVVH+65rle9iZQfeqdA9PjR2rgDnBbC1S84PoDpzifzuLj2bqKSJ23yiS8wn6sbW",
-	"dXKKXCPu9bKKym7dNaz0XzezisoHlqUVPS5GYU4R9gqYmiV0JRV1oPBCHLScvJpXtLjo86QVFY21zxUF",
-	"rWual68WLhdat57zZZ7zZcR1WQaav8N8SUbSWyo1Q2vLOiKruL1HRMY0Nncr+9dgC10Ya5Jz1+WnT96D",
-	"rmt9QpbqIjZKxs6UWhRdSN1l2RGR1V6bx1ORgm+2uY7wClHc+ZlD71stIlP+AesPwg5nnVLu6hRcl4J1",
-	"EeLzslTja0rDWsplikSsm8Rtbn3NF5u79bUa9Vb1Kou1fMt3avr0eZ1PXjO52RVkbher3UNVnejWP9Tp",
-	"xV1EsApil5rhVSkIrY6l/SRRhPoFEgs465ItPUpN35Ed3iePqwo9y1yfwy6fj7//5XIkm3v79Xh9iqtt",
-	"OjqFOfjW/D5/NRv3utwxDraCtwmQCp21SZDiuvy1ohi2/cT5pYRvpXHj+48VN/YulRLFJVu3YqJbTNR6",
-	"8uSqnhDr2pZceDwB2X6Z+GevGmUuFOeb5GPnW9+N3RpAzLV7V5uV1sBlqfGEHQEv0qtWly/v2atZKC/y",
-	"lww90SQpmvwuqXOu5i36DCqfPtUkP5ok/uqTy2unUV4afvXN0NytLmuk9NyaVjct4mBzcfAUWzpyt/CL",
-	"TlH3ldns3kWCX9A0NWzBXzyi1qV5uuhCxnxnI0AVpOM+edPCE9wgygl+aabKxJG/xgCbPUvIKON4648Z",
-	"UmlAbThGWZ1d7Kq87rGozu7IsC85x2XHQgpK/asm1l+hO+PiMvEbRLCM9lYEU/zNHmZ4Zzilo6FaIb4u",
-	"V7Nb0rTMLvs2ErBmwzIE18Xpc2dLjl9eo0x9SjynGYTEMM/UFyp79r1uE5o2jj2RlNveuf5bfLyWROq+",
-	"GtfS6R2DfwKZ0Gdh8N2t1y6Ad1+avnhtLdiW6otlG7abRPC3zvjL69nWxclWa5pb/nLq3tnTvu1NKvZq",
-	"p+J+mkKD+wpPjL9N+7xJo7dJoLfem0oSaA09aTutXEnSdiH/16DLdRss2ssHC7PJXtKBNyRjOSlD5SAk",
-	"tN44KKZSzo2wxrj7a5rB1yR34w29N79F41nvbWhU8N4S49KIW7XKswK0Nlq87ILWM1HimQWjvQquzPJk",
-	"JYGGhMMx3sDFpNLLaO5jy5XYtcbhNFWiejNf0RIElyJmvRSOIPU3c7ssovl6xNwleFt7lFDvr3Y7NnwF",
-	"10JVYx3nbQ9+ETl6f21FYAGzbjnRSrWgdDEezr8RvaB+D1j9HuZfPxl0c8tr1KDULyq2l8TZxFtHYdjM",
-	"2Sym/uCrMmtvwaioPGth0XzY3mjrroBdtEnwQmSMSi1ISPdSy+SbL32fz2ZC6qqC659wR9F8pkh1ELzl",
-	"uSLM3LKDjjvRKk9n0LZIdwGcvYatMtrdy3b66fT/AwAA//8=",
+	"7H1rcxs3suhfQXFPVaTdEUXJsmNLlbpH8WPjrB372vL61Ia+O9BMk0Q8AzAARjLj9fntt9ANzIMzQ1Ky",
+	"JNspfbEpEs9Gv9Hd+DhIVD5XEqQ1g8OPgxnwFDR+fHzCp+7/FEyixdwKJQeHg8fSCrtglk+ZmjA7A6bB",
+	"FlpCyjQYVegE2BloI5QcstcgUyYsE5LFTyc7z7lNZjGziuX8PTDOTHFq4PcCpGXnWlhgiZKpcDPxbDiI",
+	"Bhp+L4SGdHBodQHRwCQzyLlblF3MYXA4MFYLOR18+hQNngn5vr3cV08esvv79++zTMj3bma3YgkfLJvz",
+	"KUQMhtMhi8fFaHQnmVk7N4e7u3wuhvCB5/MMhonKd8/2dpWemt2PSk+fpp92rUjegzX/Jym0UfqH4XDo",
+	"+u/fy0Qu7A/7d3E0OGIash/GAzfZeBAP2fGpcRtVEteQcUNrcPtcta9XYPVi53hiQbe39xocxAzj7md2",
+	"PhPJzJ/J7wUYy3K+YKd4RFpA2pwqF1LkRT44HEVhWiEtTEHjvG/fvt05LuwMpBUJt9Ce/EfgGjTjVSOh",
+	"JEtmPMtAToFtOeDf+/7uaHv1WXpYVyNq4Fn+w3hgQXJp0/EgYqC10j+MB0Ke8Uyk/7bqPcjxYBC1IPYp",
+	"Gsy55jlYj8d0TO3lv5jz3wtg9DObaJUzzuYazoQqDB7Nd4bF7vgeYpOYbSnNYodnMSM62R6yF7mwDq+m",
+	"YBHyE6HDwTLqZxjXwH56fvxwx4ipIxQuU3aqCpkGhFR6yqX4gwDofs2EsUJOmZ1xy4QxBaSuYX7EOMtV",
+	"KiYCUuZWrTSIqQybEIZp+A0SCyk7F3bGDkYjB3vh9vt7AXoxiAaS5w5gHiwNjOAfnoGc2tngcH90cD/q",
+	"wEYxQSLu4AsnFUfw9I+fkxl3uCAMO+XGLVoO2dPAOIhffGfc+rUjDhwlFZMJaBM1MHnCRWb8pvb2EUhS",
+	"2ZkDkjB+lrTcKx1PtdnAfHq3e/de126Rott7fc4/OMphsshPQbtdCwu5cadJzJBtOQRgRvwB233wp7Hr",
+	"60lhwovMutVEbnFEnXujUVTR6l4nrSJj6sDwOlqJlG29efb0UbWgObezaj00xmZ0Otr7+cG/7vzz+/97",
+	"/3/2/3Hw/N4v91+OXu2fHLy9N3DUZy1oN8H/+3W08+B456ef//H8l5c7J//c+de7j/v3Pv3XoAvWxnJb",
+	"mCci62R0L2S2CMD1/JeQwc6EYdS3D9L0awPU/6VhMjgc/GW3kn679KvZPcHhX1MntzILPO8C7wnwfC1Y",
+	"feeLwPXtj3cffv/oweO9J3f+fven739+8I+955eHK0Hr8Yc5lx17eKjynO8YcCzTcQ3HeBxCa8jw78KA",
+	"RsSG/BRSJ8iBOxmDgx6y2JMn6JjxNDX1LyIWc4McD8KP1d9b5zMgBkFDOSL2v6bbQ/aYQHLIYsCF/1AO",
+	"G5VjOIDDh3mmUhgcTnhmoPv4aYTG8SO5boYHCDjHzQafSuhyrbmboJDi9wKe0mDuVBGNF3iUE6XzQQn+",
+	"TvTxG1+HQGGAi6DQ/zzaf3zw5N7f7/80+jlQ6OVRyCFB1w7eGNBMpId4jrEpTmOWZFzkQQ64ft857HkP",
+	"0gzZ3s7e/n3HqjVPnHAmmRsf7/yL8Z0/2GjnARuyf7P/ZYfsv9l/2N/YD2wn7oGKX9JmMHEayug/dyff",
+	"J/ch+T65cye5l4xGB6enfAL39wdRXRLs7d9vwul4519854/RzoPhv//38L//87cfdt593Iv29u93AuuT",
+	"W5GZK2kAEexHnr4i1EVVREkLEj/y+TzzKtPuXKvTDPK//WYcWD9uyKdeUi+adAm1aoJTGJbzzKGjVxlQ",
+	"kKIWRYJhy+tUzEE4Ykg9riHJUFYqUxELDZVmhXwv1blkpypdsLlWc9B2UbUg5WJ7yJ4IyNKdDM4gYylY",
+	"nNupQ47PED+JUbUz8dBRy0MlJ5lIvhiwEj9/KVygVE2cFAG2hQZDWtB6IGI808DThdPLHIvUEWn26ly6",
+	"zxomoEEmTn1z0sJBzhFNqsA4/YXBB8dwhQxq4DaC4YnSpyJNQd40HBKnu6MeGfYTaLmhop4WqOwKzbTK",
+	"oNoNzzJ1TiLZYQQ2xg09lY6eePbYnfVNbuqNhA9zUogN6DPQZEkM2UmvlXTEfi+UBWJqvsnTNGYosTTM",
+	"lUbVXFjc2S/KPnGq/M1jrDe2m6gUORSzjZPEg1l1mlsohs8VS7gBIk8hU7JACmFm/DQDdrpgKTjJSxj6",
+	"ki8yxdMTpZ5xPYUvRa/IfuBDApAa3JhXmwkT3aGLP4AWrKF0LjzhIoMbPbGa9yMVaLmw3P25yg46avzI",
+	"zrmpTD8jZAJMWPzWMaAhewU77oP70hlHDpkXuPPXoM9EAm8kP+Mic4d506dlaAUOGS3kc6W5FtmCFRIx",
+	"yyo24zLNoG7vHdEGmNNCdcRmSqrCiVgW1/whnibnGgxI6zSFmvtqyW/StXzferfeFLfwRjqVQWnxB9w4",
+	"YZ+SDwSVJhTewhghp1ElxSMGH+ZO53G07iXu0ua7nDerINBq/wlX55fsejtDwYPAi3tBGg5BitTDJW0o",
+	"Gjj67Pwh0eDsi2Mc0G2L28HhIOUWdqzIoa1ZRQPRY744emko0a2edR28rd1WGuSvbo6ornGXm/NbqS/8",
+	"XTmTOv0NEkv6C67nITZC6KTBn/myBjVvrTQBGWDV8MKMvPVfqqfRmh3gKCuW9kyYjkMsDaKNLKOAC8sW",
+	"0adoULnLOg6LnFReBJVO2CPG+z2ja44LV9u1W9Q7S22judmJ+63DxTCZgEwdj8EGh4yzn1+/+IXNlXDa",
+	"y44wM1SRmZDebYfShzTC2PKp2b0Tbwf5W6rNzFksoRU6feJuLM3BGE6idPWuaf1Vh679/wQ8s7P23r0v",
+	"xJlHssjdaOp9bYCeGX2vromeQ3sSpaemDd/jLGvoHaaup5xCpuTU2Ypo8G2Chc/hhZ524WCfuVopuN8Z",
+	"UsMd2yBGawrc0fZ6nCstT9xlN0jcwlpQIcu1gxeW3rvWL067XgeGV67N8iKDMw/n9ON0L9VphWYm5h3n",
+	"Fez3vGzkDBWOlozDeOD5LzyH2EkpA9apiLGz694Y0CfAcxMfsdiNEZOKSeN8ZxwW4NjbrqeX3kzJbEFW",
+	"V/D5UFclaVQ3ol8uOgWawP1NCXkxcbI5bOsewLZs8VBow899G5gdGn9b3UDq5gZu8+uW90JP3TBNnF+N",
+	"vaU7snKguD1GFQBXo8lViI8a0n3FEqSThq9Ibel3zLe693KNYp5edCnozO3mi0pPPVM0R10kKWSSFSkg",
+	"TRL9bXTUNQxdPmd/SdRxu6KkskqKJNwjRUzIRINTOfACicEZ6IW/83FLKXcvpL13MOi8ImlpeZ41hmXU",
+	"Nbs6cHtQ41IaXjjLpoZ3Mf0Ox+hZVCDOZT6Ol1FqsiR9t9wp6zNIj4gjvdBTE/s7FsPiF3raJHtiVJ9D",
+	"+D3y+iui+JXyUDbdJp3aS1RzHAZVw3HYq5BYX1qBWCMkWgjzuXKieR5fN+K8QYbxlfGDN16HaM4KORdZ",
+	"A+vomw6Mu0IcvYi61avMNKTGRbl+qfGE7fbgdjXJCrBeiv/3Q74RinCwAq4XQpXLQv3qrsMucAIrgH1F",
+	"zKRPE/ma2IgBvSEryYWsf7v3LSHbp47dB7doZwjfg4O73zPvbg33iG2RmmAoQCtGzqKbOefJTEhykuMX",
+	"eBHEXJ8h+1FzmczcaQrLtrhMw8GS52ObaW5noJmdcYkWqRU2g5gpzWJajg9HCFfOUtl/T/BeqANQ1KO9",
+	"0p+KnMvaAj/MMy5J2UAEFIaphK4IEmjO56MopLKsd1q6aG1P+xL0DvqU6rfC1JhtHYxGaAdsb6zz11xv",
+	"HcRWXqi11/E0rUJKsVHEJkozU8znStOtRqamLFEao1PwbrFjm5WLawm6Jycv/XnSqdcBeDA6aAuQaIDH",
+	"3IFSM6VtxGbN8zJFnnO9CJsI6OpGbR7WL8qyJ32nRF+0Qi1ePa0uk5lIQVoxWVCIYHMqthXzU1XYw9OM",
+	"y/f+isQhL9BlIMuVBmbmkIiJSLDLdsOIKrTYKaday87w1wCoqIq18jgeEVHWz72L9b1SXWB+oafoTgWe",
+	"kxLNXmpxJjKY+mtKpVPQkLIYr9tjRpG3LOZpLmT1JzmeiEKD19N1GEQDbIm+VNekwxMaYZjXlXgCGptb",
+	"3usTDcAsfLBHDPK5XTDqR8fnyNqAHW7qX2hHpnV4m92GH6qC7nTaqO+9ft3uAnckDc/gaq9BXvPbXYWL",
+	"6Ap9Ip+hUNbdCHUQNYF7OReDO8FL6ZhLSLZ0mXRVwn5TI8Rt4yq0N6TBr1h1q5zTLwt7wRO7tI3eqza7",
+	"1VyRFnlj6NTeBGo0Xe6soBCQzjNkcUL3kSbuuU8IbKhsd9QMXJVpIzQ1XE+YbT8IBf5Q+7RxRxGjskh6",
+	"SjVERF2qeNaWphqaXsBqCV26NKdjPxMuu0RwXEQhwzI6xYAHyQo5EIDWoTduAOmNOf6KO+WvW9R2RPG2",
+	"Os61UFrYxWYhxy9D60pdvtBdUNmnN2b3fKaYmoOkrJJASKuV6c1D5qOB5dMmb2+rH/yDj5veH7VPfGXE",
+	"fTNoXKvCEaVVTbSXSkJPLIjX6L8G5SFozU3todShS7RpnqmH7xLxXlLPQEBeStNoMqQr8xlFa2TOaA19",
+	"8Sx7MRkc/noxSnsXVek3A+nOMhssR2c9ogaYDhFTG4pabqF7bcl31/tNVtBCd45BRR6XCeiv0cDn6Hw0",
+	"SD9OVYkTtWCTip1VAq3b6MIx1l1o+UygYSPMIIhvx+UMlNlCVdT59ho1oRl3gBf1NEb8uRdgXqe5eUX2",
+	"gvEEm+u9TTKqnXSmzp11FChpJqYzh8166oR8/4m/7nHePBMTSBZJRh45OGSxhPOYbf1WGOtF2XbEYvcp",
+	"ZlungPJc6fd4Yex+mVNsV8y2zrnAAG4PthIlXSujsjNI44jFSaYMpA2fgQS3JTeFQwMaz7Fr7OO4LnZZ",
+	"sbkr0slXaYK/wHnQO+GIxbLIsrjUAc2StF/m2a41xQdTLs0X4+EX05E+T0dZcjbDPOMJEKQmRZZhprsB",
+	"e8TiX9/FLMmAa4PB/9EX4Pftw3a/lQetIVdnUD9myrESTmgBz92iVx3yDYiQJRbijg+Swh3la3dQPhQW",
+	"Y6CPC4pgpL+eBAXr57cnLdH889uTRuD0kD21ppGSJkzzUr6M/zPgUz3odiquRW5OfCxnmUywkJZ/2C7T",
+	"6N1GaNYKRDNr5xTaLeREtc/M57T7FJsis2KHvmIzyOY7KZj3IV5+yF40AzbGGHM4HmwzdS7HEm3UCA/W",
+	"oBHrRd2RD5ApUwdOIVPnLF4uZODM5bEURlGqJwa1ctsIchiO5Vj+5S/suJHjP5aPcQI3Ylxl+jAvM9zO",
+	"GlHsWz+/Pdn2SU5jGR/72HrsdMh80j/VYKC8fvTbhiR7ytVphGkunybBgol0yI7XBcwrOwN9LgyUyWo0",
+	"9EJAlpqxjA9Ge6yeABCTesBZvBwlH9YeV0UPhmMZ//3xCdudYQDuH+iSKGStRgKkAaivVAZ0cGfCiFOR",
+	"CbsYy8c8mdWydThGnbAZNww+8MRmC6YkKTlaYYbsKt/3WJbOb4bRhmzGz8DnbqlzWY/t1LicwoRLBcNz",
+	"YGc8K8AMx/IVnS1a9ahLpSopfEjW3C01YMERZhj6QfI6WO+wMq8tHjKfFmmQyvwuVycubSk9lti6Qm0h",
+	"jUiBCbtNM7H4YHTAyguWOCqhxg0TZfLTWIY0HJ81ZSrkp6/onoUWkQpDst3RiCqsm1I7oDyVzMyUtofs",
+	"r3918+bApWHjQXkNh+lYC1UgxNqJWDThePDXvwacwHszM5b0v+NSrO/+k23Ffcko8baDb7YYy+oas/MO",
+	"NE5UCuQB8y1rt2RH5TUnl+lYhotO3MvS1ZcbIOdlTB77Z3WR6LChcExh62A02h5LzDCfl1eOftmmkQrK",
+	"iL+EDSdca0FibSzrKXnN68KQuCfscq5emCRA+SWfCulZ2TNBGqT2XNbtjtJXd+bUDNIycp9t7e3sjUYR",
+	"88Yi27+7TaU8zFhS2L+v+zBkb90a8LJNg0G7kZI9fVYX5giHrY1lo9CIAyenUiOHnjH6KjOtujIhTZeM",
+	"nTevnrEJ2GQWoFWzFpbNBHaqHFvT4O2IZr0ShdVRorGsFy6hTO6Na5fAgp2DBidjsILJROlDliokhDnX",
+	"BiKWKGmsLhJHCJTetkC+4Ri55fkcr/foOKKxdOxbAquGY1wiP0e6rf3p1xC1KqIgIxqxH3kaGFA8ZP8A",
+	"mFcsb4IlKCo1wBA2TZTTAtzG+Fj6eitob/qKMA70IRk4VWC2A7K9mFuRu/Ukbrf++n4xlq+FnDqaLIg2",
+	"A0sz6ICOSjOWBDz9W2PXkZf222PJda0IE8kqyeLHJ3xaidBQiemUJ++XyjE5IohfHp88/MnZPS/fnFBY",
+	"w6PHzx6fPK6qNbmttoo0HXqeOpYlR/alWEJOs2OJVuTQU8zFncfePqtnZzJKz4yXa7yE5MdhffFOg1Fz",
+	"WswRjqgK6zZaLRcFcG3NbAtJAH/U7FzI6qheVWmlSJTNv5EuMCWItFczZG98GnxloEU++5KnO0o6Dlz9",
+	"xEyRzJwcigWamN5f5z6iQuY+1Px87hhK+Y0+vjhidNb1Ej8d+PwjLTfjeupjVog5+QxoZGWdI+3dYT6x",
+	"l50oxTC1Nx6OZemqrPTX45dPay7Hw8HecDQcYTDqHCSfi8Hh4M5wNLxDVSdmqNYHpch9nnbd7TwTZyDB",
+	"GGTYcMj2RyO/tI9jb+aNB4fjgXo/HnyK2flM+KzRuVaJ64c7NCjEnAnAkhkk7zHqIQVnsTvKQ2HP2aOF",
+	"5Ll69KMT6I4bSqc0sylY0xhRg7Fcowx4FDKtvZ67VPlqSM4BkiPOXHN79HlYS1Uh9kejFWmlF0sn9TP0",
+	"ZJOGbThzIxNnlAt9d3Snb9RymbsdacN1a21w+Ou7aOBDXmpHF7zTh78O6LQH71y33RysFonpPfrn9Htg",
+	"Gy+1ysHOoDB4U+MUeGWIPZCn/ZA0lTKFn7pH1bE6PRLTh/HIKbeftG0nc4rcyRU+54mwC3a6qDQAIuDG",
+	"ML5baD3HEmWeMyzoBmItdhzRFlA7QZ+jVU4x1Mwkms9Bd2KPB8p69HEw2p1nXCwhTkd5kjaOeNgNV55v",
+	"7UDyclWdJ+0ZwHDB86z3uN28L+Ygj18+LS0JVuNR59yw00Jk5MDoBI7vfjHaCou6IIiWl7oaViczYRyW",
+	"Wc0T2wcm1BT6WeEr4Klo8UKniJSoyaU5d+oJmv7OREY9Qhh2/PDk6T8fH7G7ozvURdiyTAShN3qFUDwr",
+	"hDxnU80TmBQZM7PCpk6mId8zbMsohhLhlGdcJm5CY9WcGZ8sazWfTETCTmHidN3aGbpmZvtyfNNtf/Fl",
+	"2CZOTb4f2tq18czyjPtw5Gxvl6IpelCEUnXQRVV3MLS9XO7MySm0nMKy8MkrjdyVUNjFl/vq4U3XeTzP",
+	"YXWJGjyTA5pw9ZnUKjBhl731XRrlH7DTwfpOZSEYRJYNFtasiYN4UmLG3301SdpsDT1yqFAjpFn3qFLG",
+	"azK9OdfNKj8RVXbrTl9CBPpNOeEschgGAxq8/7Syp7fbuBJyywbNwpw9F7RVk12qkPgpWtvQl7L89O4a",
+	"EbKd3dSBn7WbyToEGzRXi5lcKtoRKtiuKtSBbXDmPy/yPwtekk4A1pklpeB/igZz1XVRTGENDsslnDf9",
+	"2uxYLpaYJvJKdGJhN6YkHDWT/BKVg8HLFKry6l2vbZSnEV7oaRW58aOv7nFVyOhDNj4172r9hdESFexd",
+	"5cR9fLmB5E5980EoS0geqkqvQnJsc8NIvoF0r6qyXYYsDkYP1nco69+5DnsbrGm5DtdV0B+hlvfJl2fa",
+	"JruaGApXSkSDGXSVi36E37dlErNqCui1I99VliGJ1W+3oiqKA+03Ci4csqdaA7ogTjOgGwW8fgqXI/0E",
+	"SmskAr2YUAoFkDuEzUFvan2TMGjy9IZVmOtH8L39DfC1XYbtKlCWcGs9ykbrNem2mPAqkhMNvsLakL3t",
+	"qIrQ9OxjwdxyyFBcAX2vvvkW+cG9JoUJFBPQZTL+G2rlDBH05DWl4Ha3TdyF0UuFurGQb6jvW3qdh+Wy",
+	"uhfeV1zZg6BRXjcEzFC9iY7qQtesqG0ior4RsfQlDI8NqOhiPJOKCbhTn3cXj38FDpu66K+Dp/sLbqX7",
+	"2TvFvH4+e78Wzc1HgW2kud0IWfgI4W+RPL5mofbF9DdCsEvpb7uobm3mVPiOYspMS0hm3n7La36CbrcA",
+	"hqR8236BMsNttTsAAXVr7veb+x4TAorS358lata4BPA+HS0OqYJTZkN5gzfU4TGS0QMmJo3xykgCrPyI",
+	"QR+mVuK7z12AOY7XI3Vq2aQ37DCgxM1uuUMQu/UUfPueAjzKDurtlTC7HymmeWOHAeIKxxiWRtr5kPnc",
+	"jCoRrNZeA3sPc1sj67KWQBk3iZmbSOIYrHchPZNW7gn3uv0IJbnc+g+uzX/Qh8gb+A2oKupm/oJQD6Hs",
+	"2KylgIiLZnjq38goO6zyGdQrpNbcBriHbndBN+Yula4v5645Btprvox/IJSYuGEPwTqZdOsa6HcN9BPI",
+	"pfS09Tq8z31Z4Tx4iAGHDbxExYvLdFdpVmt8bXKALOgrkAPXo/p9GY/DKjILLodviNxuXQ0rXA2XVwB3",
+	"a3WG1vgcOoROXd5WT9sseyHetquKQ5Vlg8kvTae3j5vxrvp4Iz+Gl7xrxamfn+arLaNWF70282DjN+3q",
+	"TvfOiv7fll/lIsEWtyEVG/tYAqy+iAjfnBvsfqRszJX24atatiuSTRnVSLr4NQl7SrKtSP4GTL8ao6IH",
+	"n9wKbg3AKzQACZeCGy8PB3sJO7Dz0YyAlEfsYHQQ8hCJ1Xc/0NayJpekWzAs+6y6EjVvgEH3x5WHFrcW",
+	"1RqLqgarL8GZ17f0pZvRDCtsV+1WyOfKYVW2YCYk0YQHYKsCnoFS9kd7ZWVSX62FG8bR4dFw4cm0inzn",
+	"krzpQk6XWWIwKLaULrPwZjylHFs39TalkVOQX2Fs2eoUul5HZFsHowdVrvj2tUmTeWGvTJRcj/VY1TW8",
+	"YQNyPYdZgw2fxXau8hZk/U76SeDWPL70rci3Z08fp2lTIjjeQRm1tbyMyxnaPoRyE0O790olYiHZNlv4",
+	"RGlI8U0rys6MN7TIN7Cn/b3OhVkiLeQJrm0jGVh/H/9bs5JrZdJWxx/4Qmm31nGvdcyDf8mWiNcksvAw",
+	"6Be0lTemYB+eQ+0vRrQXpNRbKr2l0pv0YbWJ83OJsjdW6MUcJEYKUSU1jO3x70dg9cHe7KCyiEOLsHxq",
+	"UVW3kug9JpOErq1I/NdkZ6M+tWvMSV1cYa30hRhR/clrshXqpWRvOszIF9bsudT1B3gbavRnCDUKONxm",
+	"ACtk5u7H8Kr35iFHhDUh6KjKOjr25QBDeUBq+F2N7inH3rsCvBeAcpe8H8D0xhKF3V17NFFFE7fxRNcY",
+	"T9SPrZvEFPkXDjaLKqqeQWhgZfi6HVVUdVgVVvSwbIUxRVgrYOaW0BdU1IPCS/eg1eT1uKLlRV8mrKh8",
+	"seBSt6BNTfP61cLVQuvWc77Kc76KuK7LQPNiZFVE0kuurUBrixyRddw+YioXFqtmVoXBsDY5TCwrpC+f",
+	"NmSvwTa1PqUrdREr0GPJX6vK8s5OneT0hm+tiPH5TGUQqhhvIrwiFHdh5ij4VsubqdCB/EFYOrJXyt2c",
+	"gutDsK5CfF6XavyFwrBWcpkyEOtb4ja3vuarjd36XI16t/5G0Ea+5e8a+vRlnU9BM/m2M8j8Lta7h+o6",
+	"0a1/qNeLu4xgNcSuNMObUhA6HUvHaWoYDwtkBDhyyVYepbbviJoP2cO6Qi9yX0C2z+cTHta6HsnmR/8y",
+	"Xp/yzbCeSmEevg2/z5/Nxv1S7hgPWyW7BEiNzrokCNWF2PQWg8pPXF5KhFIa33z9sfIp9JVSony98FZM",
+	"9IuJRk2ewjQDYn3Zkiu/T0C2XwX+0RvOwl/FhddHsKR4eOaCDCDh39Ew27Wa61Wq8VScgSzDq9anLx9R",
+	"/Vkuy/glR088Tcvq6SvynOtxiyGCKoRPtcmPp2l4U+r6ymkY0F+sGJp/LmuDkJ5b0+pbu3GgWBw8xY6n",
+	"Djr4Ra+o+8xo9uAiwS94ljm2EF50MpvSPF92IWO8sxOgBrLJkL3o4Am+EZcMv3RT5eosvA+DVfQ15FxI",
+	"fE7NNalV9ncco8rOLndVvaNbZmf3RNhXnOO670JKSv2zBtbfoDvj6iLxW0SwivbWXKaEJ5Nc897rlJ6C",
+	"aqX4ul7NbkXRMlr27U3AhgXLEFxXp89dLDh+dY4yDyHxkucQMcc8s5CoHNj3pkVoujj2VHNfRz98i90b",
+	"QaT+q0kjnN4z+EeQK3sRBt9feu0KePe16YtfrATbSn2xKsP2LRH8rTP++mq29XGy9Zrmbnj1f+fiYd/0",
+	"RBW9mVc+/FVqcJ/hiTn2w102aPQ2CPTWe1MLAm2gJ++mlRsJ2i7l/wZ0uWmBRXrVtTSb6JEOfHoe00kF",
+	"KgcR483CQQnXeuGENd67/8Jz+Jzgbnz6/Nsv0XjRdxtaGby3xLjyxq2e5VkDWhctXndC64Uo8cKCkd7Y",
+	"rKI8RUWgEZNwjk8bCm3sKpprVw5fKhzOM6PqT56WJUFwKWq+k8EZZL5ASIgiWmxGzH2Ct7NGCQ/+ar9j",
+	"x1dwLdy01nHZ8uBXEaP351YEljDrlhOtVQsqF+Pp4ivRC5qPgDUfuP/1nUM3v7xWDkrzBXh6fZMCbz2F",
+	"YTFnt5jl9xTLqL0lo6LWl2DR7kxPhfu3tZdtEv/cnNDLEtIPSky+PejrYj5X2tYV3NDDH0W7TxnqoGRH",
+	"v/KauWMHPW+i1Xrn0LVIesGN0TNstdb+XbZP7z79/wAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -1,0 +1,230 @@
+// Package obs is tenantd's observability: what each request cost in
+// DynamoDB calls, retries and capacity (counted by an SDK middleware), the
+// Prometheus metrics built from it, and the one structured log line per
+// request.
+package obs
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tenantd/tenantd/internal/authz"
+)
+
+// Calls is what one request spent on DynamoDB.
+type Calls struct {
+	mu       sync.Mutex
+	Calls    int     // logical API calls
+	Attempts int     // HTTP attempts, retries included
+	Capacity float64 // consumed capacity units, as DynamoDB reported them
+}
+
+func (c *Calls) add(calls, attempts int, capacity float64) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.Calls += calls
+	c.Attempts += attempts
+	c.Capacity += capacity
+}
+
+// Snapshot returns the counts so far.
+func (c *Calls) Snapshot() (calls, attempts int, capacity float64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Calls, c.Attempts, c.Capacity
+}
+
+type callsKey struct{}
+
+// WithCalls returns ctx carrying a fresh Calls to count into.
+func WithCalls(ctx context.Context) (context.Context, *Calls) {
+	c := &Calls{}
+	return context.WithValue(ctx, callsKey{}, c), c
+}
+
+func callsFrom(ctx context.Context) *Calls {
+	c, _ := ctx.Value(callsKey{}).(*Calls)
+	return c
+}
+
+// Metrics are tenantd's Prometheus collectors.
+type Metrics struct {
+	dynamoSeconds   *prometheus.HistogramVec
+	dynamoCapacity  *prometheus.CounterVec
+	dynamoRetries   *prometheus.CounterVec
+	callsPerRequest *prometheus.HistogramVec
+	capPerRequest   *prometheus.HistogramVec
+}
+
+// NewMetrics registers the collectors with reg.
+func NewMetrics(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		dynamoSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "tenantd_dynamodb_call_duration_seconds", Help: "DynamoDB API calls by operation, retries included.",
+			Buckets: []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"operation"}),
+		dynamoCapacity: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenantd_dynamodb_consumed_capacity_units_total", Help: "Capacity units DynamoDB reported as consumed, by operation.",
+		}, []string{"operation"}),
+		dynamoRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tenantd_dynamodb_retries_total", Help: "DynamoDB attempts beyond the first, by operation.",
+		}, []string{"operation"}),
+		callsPerRequest: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "tenantd_request_dynamodb_calls", Help: "DynamoDB calls made by one HTTP request, by route.",
+			Buckets: []float64{0, 1, 2, 3, 4, 6, 10, 20},
+		}, []string{"route"}),
+		capPerRequest: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "tenantd_request_dynamodb_capacity_units", Help: "DynamoDB capacity consumed by one HTTP request, by route.",
+			Buckets: []float64{0, .5, 1, 2, 4, 8, 16, 32},
+		}, []string{"route"}),
+	}
+	reg.MustRegister(m.dynamoSeconds, m.dynamoCapacity, m.dynamoRetries, m.callsPerRequest, m.capPerRequest)
+	return m
+}
+
+// DynamoDB is the smithy API option that times every call, asks DynamoDB
+// for the capacity it consumed, and counts both into the request's Calls.
+func (m *Metrics) DynamoDB(stack *middleware.Stack) error {
+	err := stack.Initialize.Add(middleware.InitializeMiddlewareFunc("tenantd.obs",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			requestCapacity(in.Parameters)
+			op := middleware.GetOperationName(ctx)
+			start := time.Now()
+			attempts := &attemptCounter{}
+			out, md, err := next.HandleInitialize(context.WithValue(ctx, attemptsKey{}, attempts), in)
+			capacity := consumed(out.Result)
+			m.dynamoSeconds.WithLabelValues(op).Observe(time.Since(start).Seconds())
+			m.dynamoCapacity.WithLabelValues(op).Add(capacity)
+			if n := attempts.n; n > 1 {
+				m.dynamoRetries.WithLabelValues(op).Add(float64(n - 1))
+			}
+			callsFrom(ctx).add(1, max(attempts.n, 1), capacity)
+			return out, md, err
+		}), middleware.Before)
+	if err != nil {
+		return err
+	}
+	return stack.Finalize.Insert(middleware.FinalizeMiddlewareFunc("tenantd.obs.attempts",
+		func(ctx context.Context, in middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+			if a, ok := ctx.Value(attemptsKey{}).(*attemptCounter); ok {
+				a.n++
+			}
+			return next.HandleFinalize(ctx, in)
+		}), "Retry", middleware.After)
+}
+
+type attemptsKey struct{}
+type attemptCounter struct{ n int }
+
+// requestCapacity asks for ConsumedCapacity on every read and write.
+func requestCapacity(params any) {
+	const total = types.ReturnConsumedCapacityTotal
+	switch in := params.(type) {
+	case *dynamodb.GetItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.QueryInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.PutItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.UpdateItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.DeleteItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.BatchGetItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.BatchWriteItemInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.TransactWriteItemsInput:
+		in.ReturnConsumedCapacity = total
+	case *dynamodb.TransactGetItemsInput:
+		in.ReturnConsumedCapacity = total
+	}
+}
+
+func sum(ccs ...types.ConsumedCapacity) float64 {
+	var t float64
+	for _, c := range ccs {
+		if c.CapacityUnits != nil {
+			t += *c.CapacityUnits
+		}
+	}
+	return t
+}
+
+func one(c *types.ConsumedCapacity) float64 {
+	if c == nil {
+		return 0
+	}
+	return sum(*c)
+}
+
+func consumed(result any) float64 {
+	switch out := result.(type) {
+	case *dynamodb.GetItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.QueryOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.PutItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.UpdateItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.DeleteItemOutput:
+		return one(out.ConsumedCapacity)
+	case *dynamodb.BatchGetItemOutput:
+		return sum(out.ConsumedCapacity...)
+	case *dynamodb.BatchWriteItemOutput:
+		return sum(out.ConsumedCapacity...)
+	case *dynamodb.TransactWriteItemsOutput:
+		return sum(out.ConsumedCapacity...)
+	case *dynamodb.TransactGetItemsOutput:
+		return sum(out.ConsumedCapacity...)
+	}
+	return 0
+}
+
+// RequestLog is the Echo middleware that counts a request's DynamoDB calls
+// and writes one log line for it: request id, route, status, latency, org,
+// user and the DynamoDB calls, attempts and capacity it cost. It never logs
+// headers, so tokens stay out of the logs.
+func (m *Metrics) RequestLog(log *slog.Logger) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			ctx, calls := WithCalls(c.Request().Context())
+			c.SetRequest(c.Request().WithContext(ctx))
+			err := next(c)
+			if err != nil {
+				c.Error(err) // write the response now, so its status is logged
+			}
+			n, attempts, capacity := calls.Snapshot()
+			route := c.Path()
+			m.callsPerRequest.WithLabelValues(route).Observe(float64(n))
+			m.capPerRequest.WithLabelValues(route).Observe(capacity)
+			attrs := []any{
+				"requestId", c.Response().Header().Get(echo.HeaderXRequestID),
+				"method", c.Request().Method, "route", route, "status", c.Response().Status,
+				"latencyMs", float64(time.Since(start).Microseconds()) / 1000,
+				"dynamodbCalls", n, "dynamodbAttempts", attempts, "dynamodbCapacity", capacity,
+			}
+			if org := c.Param("orgId"); org != "" {
+				attrs = append(attrs, "orgId", org)
+			}
+			if id, ok := authz.IdentityFrom(c.Request().Context()); ok {
+				attrs = append(attrs, "userId", id.UserID)
+			}
+			log.Info("request", attrs...)
+			return nil
+		}
+	}
+}
