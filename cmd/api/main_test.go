@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/store"
+)
+
+func TestMain(m *testing.M) { dynamotest.Main(m) }
+
+func TestConfig(t *testing.T) {
+	t.Run("OK defaults", func(t *testing.T) {
+		for _, k := range []string{"ADDR", "DYNAMODB_TABLE", "AWS_REGION", "SHUTDOWN_TIMEOUT", "LOG_LEVEL", "CURSOR_SECRET"} {
+			t.Setenv(k, "")
+		}
+		c, err := configFromEnv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := c.Addr, "127.0.0.1:8080"; got != want {
+			t.Errorf("Addr: got %q, want %q", got, want)
+		}
+		if got, want := c.DynamoDBTable, store.DefaultTableName; got != want {
+			t.Errorf("DynamoDBTable: got %q, want %q", got, want)
+		}
+	})
+	t.Run("OK secrets masked in logs", func(t *testing.T) {
+		t.Setenv("AUTH_HS256_SECRET", "super-secret-value-0123456789abcdef")
+		t.Setenv("CURSOR_SECRET", "cursor-secret-value-0123456789abcdef")
+		c, err := configFromEnv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var buf bytes.Buffer
+		slog.New(slog.NewJSONHandler(&buf, nil)).Info("x", "config", c)
+		if strings.Contains(buf.String(), "super-secret") || strings.Contains(buf.String(), "cursor-secret") {
+			t.Errorf("a secret reached the log: %s", buf.String())
+		}
+		if !strings.Contains(buf.String(), `"authHS256Secret":"***"`) {
+			t.Errorf("masked secret missing from the log: %s", buf.String())
+		}
+	})
+	t.Run("ErrBadDuration", func(t *testing.T) {
+		t.Setenv("SHUTDOWN_TIMEOUT", "soon")
+		if _, err := configFromEnv(); err == nil {
+			t.Error("want an error for SHUTDOWN_TIMEOUT=soon")
+		}
+	})
+	t.Run("ErrShortCursorSecret", func(t *testing.T) {
+		t.Setenv("CURSOR_SECRET", "short")
+		if _, err := configFromEnv(); err == nil {
+			t.Error("want an error for a short CURSOR_SECRET")
+		}
+	})
+}
+
+func TestToken(t *testing.T) {
+	const secret = "token-test-secret-0123456789abcdef"
+	var out bytes.Buffer
+	cfg := Config{AuthHS256Secret: secret}
+	if err := token(cfg, []string{"--sub", "u_ada", "--email", "ada@example.com"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	v, err := authz.NewVerifier(context.Background(), authz.VerifierConfig{HS256Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, err := v.Verify(strings.TrimSpace(out.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := id, (authz.Identity{UserID: "u_ada", Email: "ada@example.com"}); got != want {
+		t.Errorf("identity: got %+v, want %+v", got, want)
+	}
+	if err := token(Config{}, []string{"--sub", "x"}, &out); err == nil {
+		t.Error("want an error without AUTH_HS256_SECRET")
+	}
+}
+
+// TestSeed proves `api seed` is idempotent: a second run adds nothing.
+func TestSeed(t *testing.T) {
+	ctx := context.Background()
+	client := store.NewClient(dynamotest.Config(t), store.Options{Endpoint: dynamotest.Endpoint()})
+	name := dynamotest.TableName(t)
+	if err := store.Migrate(ctx, client, name); err != nil {
+		t.Fatal(err)
+	}
+	count := func() int32 {
+		out, err := client.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(name), Select: "COUNT"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out.Count
+	}
+	var log bytes.Buffer
+	if err := seed(ctx, store.Open(client, name), &log); err != nil {
+		t.Fatal(err)
+	}
+	first := count()
+	if first == 0 {
+		t.Fatal("seed wrote nothing")
+	}
+	log.Reset()
+	if err := seed(ctx, store.Open(client, name), &log); err != nil {
+		t.Fatal(err)
+	}
+	if got := count(); got != first {
+		t.Errorf("second seed changed the item count: %d -> %d", first, got)
+	}
+	if strings.Contains(log.String(), "added") {
+		t.Errorf("second seed added something:\n%s", log.String())
+	}
+}

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/oklog/ulid/v2"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/ticket"
+)
+
+// seedID returns the n-th fixed demo ID: the same on every run, so seeding
+// twice writes nothing new.
+func seedID(n int) string {
+	t := time.Date(2026, 1, 1, 0, 0, n, 0, time.UTC)
+	return ulid.MustNew(ulid.Timestamp(t), bytes.NewReader(make([]byte, 16))).String()
+}
+
+// seed loads seed 000's demo tenant (Alice owns Engineering and is an admin
+// of Design; Bob is in Engineering) with a few tickets and comments.
+// Existing items are left alone, so it is idempotent and resumes a
+// partial run.
+func seed(ctx context.Context, db *store.DB, out io.Writer) error {
+	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
+	now := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
+	org := tenant.Org{ID: seedID(0), Name: "Acme (demo)", Version: 1, CreatedAt: now, UpdatedAt: now}
+	user := func(id, email, name string, r authz.Role) tenant.User {
+		return tenant.User{OrgID: org.ID, UserID: id, Email: email, Name: name, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
+	}
+	alice, bob := user("u_alice", "alice@example.com", "Alice Chen", authz.Owner), user("u_bob", "bob@example.com", "Bob Park", authz.Member)
+	team := func(id, name string) membership.Team {
+		return membership.Team{OrgID: org.ID, ID: id, Name: name, MemberCount: 1, Version: 1, CreatedAt: now, UpdatedAt: now}
+	}
+	member := func(t membership.Team, uid string, r authz.Role) membership.Member {
+		return membership.Member{OrgID: org.ID, TeamID: t.ID, UserID: uid, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
+	}
+	eng, design := team(seedID(1), "Engineering"), team(seedID(2), "Design")
+	tk := func(n int, title string, s ticket.Status, requester, assignee, teamID string, tags ...string) ticket.Ticket {
+		at := now.Add(time.Duration(n) * time.Hour)
+		return ticket.Ticket{OrgID: org.ID, ID: seedID(10 + n), Title: title, Status: s, Priority: ticket.PriorityNormal,
+			RequesterID: requester, AssigneeID: assignee, TeamID: teamID, Tags: tags, Version: 1, CreatedAt: at, UpdatedAt: at}
+	}
+	demo := []ticket.Ticket{
+		tk(1, "Login page times out", ticket.StatusOpen, "u_bob", "u_alice", eng.ID, "auth", "bug"),
+		tk(2, "Dark mode for the dashboard", ticket.StatusNew, "u_bob", "", design.ID, "feature"),
+		tk(3, "Invoice total is wrong", ticket.StatusPending, "u_alice", "u_bob", "", "billing"),
+	}
+	steps := []struct {
+		what string
+		run  func() error
+	}{
+		{"org Acme (demo) with owner Alice", func() error { return tenants.CreateOrg(ctx, org, alice) }},
+		{"user Bob", func() error { return tenants.AddUser(ctx, bob) }},
+		{"team Engineering", func() error { return teams.CreateTeam(ctx, eng, member(eng, "u_alice", authz.Owner)) }},
+		{"Bob in Engineering", func() error { return teams.AddMember(ctx, member(eng, "u_bob", authz.Member)) }},
+		{"team Design", func() error { return teams.CreateTeam(ctx, design, member(design, "u_alice", authz.Admin)) }},
+	}
+	for i, t := range demo {
+		steps = append(steps, struct {
+			what string
+			run  func() error
+		}{"ticket " + t.Title, func() error { return tickets.CreateTicket(ctx, t) }})
+		c := ticket.Comment{OrgID: org.ID, TicketID: t.ID, ID: seedID(20 + i), AuthorID: "u_alice", Body: "Looking into it.", CreatedAt: t.CreatedAt.Add(time.Minute)}
+		steps = append(steps, struct {
+			what string
+			run  func() error
+		}{"comment on " + t.Title, func() error { return tickets.AddComment(ctx, c) }})
+	}
+	for _, s := range steps {
+		err := s.run()
+		switch {
+		case err == nil:
+			fmt.Fprintln(out, "seed: added", s.what)
+		case errs.Is(err, errs.Conflict):
+			fmt.Fprintln(out, "seed: kept", s.what)
+		default:
+			return fmt.Errorf("seed %s: %w", s.what, err)
+		}
+	}
+	fmt.Fprintf(out, "seed: org %s; mint a token with: go run ./cmd/api token --sub u_alice --email alice@example.com\n", org.ID)
+	return nil
+}
