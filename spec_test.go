@@ -64,7 +64,7 @@ func TestOpenAPISpecValid(t *testing.T) {
 func TestOpenAPIOperationIDs(t *testing.T) {
 	doc := loadSpec(t)
 	want := []string{
-		"getHealth", "getMe",
+		"getHealth", "getReady", "getMetrics", "getOpenAPI", "getMe",
 		"createOrg", "listOrgs", "getOrg", "updateOrg", "deleteOrg",
 		"listOrgUsers", "addOrgUser", "getOrgUser", "updateOrgUser", "removeOrgUser",
 		"listUserTeams", "listUserTickets", "listAssignedTickets",
@@ -102,7 +102,7 @@ func TestOpenAPISecurity(t *testing.T) {
 		if o.op.Security != nil {
 			effective = *o.op.Security
 		}
-		if o.path == "/healthz" {
+		if !strings.HasPrefix(o.path, "/v1/") {
 			if o.op.Security == nil || len(*o.op.Security) != 0 {
 				t.Errorf("%s %s: must declare `security: []`", o.method, o.path)
 			}
@@ -132,11 +132,17 @@ func TestOpenAPIErrorResponses(t *testing.T) {
 	for _, o := range allOps(doc) {
 		id := o.op.OperationID
 		resp := o.op.Responses
-		if o.path == "/healthz" {
-			if !isProblem(resp.Value("503")) {
+		if !strings.HasPrefix(o.path, "/v1/") {
+			// Operational endpoints: only the probes can be unavailable.
+			if (id == "getHealth" || id == "getReady") && !isProblem(resp.Value("503")) {
 				t.Errorf("%s: 503 problem response missing", id)
 			}
 			continue
+		}
+		for _, code := range []string{"429", "503"} {
+			if !isProblem(resp.Value(code)) {
+				t.Errorf("%s: missing %s problem response", id, code)
+			}
 		}
 
 		has4xx := false

@@ -33,6 +33,7 @@ import (
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/obs"
+	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
@@ -59,6 +60,9 @@ type Config struct {
 	AuthAudience     string        `env:"AUTH_AUDIENCE"`
 	CursorSecret     string        `env:"CURSOR_SECRET"`
 	ShutdownTimeout  time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s"`
+	RequestTimeout   time.Duration `env:"REQUEST_TIMEOUT" envDefault:"10s"`
+	RateLimitRPS     float64       `env:"RATE_LIMIT_RPS" envDefault:"100"` // per org; 0 = off
+	RateLimitBurst   int           `env:"RATE_LIMIT_BURST" envDefault:"200"`
 	LogLevel         slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
 }
 
@@ -67,8 +71,11 @@ func configFromEnv() (Config, error) {
 	if err != nil {
 		return c, fmt.Errorf("config: %w", err)
 	}
-	if c.ShutdownTimeout <= 0 {
-		return c, errors.New("config: SHUTDOWN_TIMEOUT must be positive")
+	if c.ShutdownTimeout <= 0 || c.RequestTimeout <= 0 {
+		return c, errors.New("config: SHUTDOWN_TIMEOUT and REQUEST_TIMEOUT must be positive")
+	}
+	if c.RateLimitRPS < 0 || c.RateLimitBurst < 1 {
+		return c, errors.New("config: RATE_LIMIT_RPS must be >= 0 and RATE_LIMIT_BURST >= 1")
 	}
 	if c.CursorSecret != "" && len(c.CursorSecret) < 32 {
 		return c, errors.New("config: CURSOR_SECRET must be at least 32 bytes")
@@ -90,6 +97,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("authHS256Secret", mask(c.AuthHS256Secret)), slog.String("authJWKSURL", c.AuthJWKSURL),
 		slog.String("authIssuer", c.AuthIssuer), slog.String("authAudience", c.AuthAudience),
 		slog.String("cursorSecret", mask(c.CursorSecret)), slog.String("shutdownTimeout", c.ShutdownTimeout.String()),
+		slog.String("requestTimeout", c.RequestTimeout.String()), slog.Float64("rateLimitRPS", c.RateLimitRPS),
+		slog.Int("rateLimitBurst", c.RateLimitBurst),
 		slog.String("logLevel", c.LogLevel.String()))
 }
 
@@ -211,6 +220,10 @@ func serve(ctx context.Context, cfg Config) error {
 		Ready:     ready,
 		Registry:  reg,
 		Metrics:   metrics,
+		RateLimit: ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst}),
+
+		Idempotency:    &store.Idempotency{DB: db},
+		RequestTimeout: cfg.RequestTimeout,
 	})
 	if err != nil {
 		return err
@@ -267,4 +280,3 @@ func token(cfg Config, args []string, stdout io.Writer) error {
 	fmt.Fprintln(stdout, tok)
 	return nil
 }
-

@@ -64,11 +64,11 @@ type Rule struct {
 
 // Matrix is tenantd's authorization policy, encoded once.
 var Matrix = map[Action]Rule{
-	OrgRead:   {Min: Member, Reason: "any member may read the organization"},
-	OrgUpdate: {Min: Admin, Reason: "only admins and owners may change the organization"},
-	OrgDelete: {Min: Owner, Reason: "only owners may delete the organization"},
-	UserRead:  {Min: Member, Reason: "any member may read the organization's users"},
-	UserAdd:   {Min: Admin, Reason: "only admins and owners may add users; only owners may add owners"},
+	OrgRead:    {Min: Member, Reason: "any member may read the organization"},
+	OrgUpdate:  {Min: Admin, Reason: "only admins and owners may change the organization"},
+	OrgDelete:  {Min: Owner, Reason: "only owners may delete the organization"},
+	UserRead:   {Min: Member, Reason: "any member may read the organization's users"},
+	UserAdd:    {Min: Admin, Reason: "only admins and owners may add users; only owners may add owners"},
 	UserUpdate: {Min: Admin, Reason: "only admins and owners may change users; only owners may grant or change an owner"},
 	UserRemove: {Min: Admin, Also: func(_ Principal, f Facts) bool { return f.Self },
 		Reason: "only admins and owners may remove users (members may remove themselves); only owners may remove owners"},

@@ -26,9 +26,12 @@ const (
 	Conflict                       // the write clashes with existing state
 	PreconditionFailed             // If-Match / version did not match
 	Unavailable                    // a dependency is overloaded or down; retry later
+	Unprocessable                  // well-formed but cannot be applied (a reused idempotency key)
+	TooManyRequests                // the tenant exceeded its rate limit
 )
 
-var kindNames = [...]string{"internal", "invalid", "unauthenticated", "forbidden", "not_found", "conflict", "precondition_failed", "unavailable"}
+var kindNames = [...]string{"internal", "invalid", "unauthenticated", "forbidden", "not_found", "conflict",
+	"precondition_failed", "unavailable", "unprocessable", "too_many_requests"}
 
 func (k Kind) String() string {
 	if int(k) < len(kindNames) {

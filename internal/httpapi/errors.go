@@ -24,6 +24,8 @@ var kindStatus = map[errs.Kind]int{
 	errs.Conflict:           http.StatusConflict,
 	errs.PreconditionFailed: http.StatusPreconditionFailed,
 	errs.Unavailable:        http.StatusServiceUnavailable,
+	errs.Unprocessable:      http.StatusUnprocessableEntity,
+	errs.TooManyRequests:    http.StatusTooManyRequests,
 }
 
 // httpCodes gives a stable code to errors Echo or the request validator

@@ -16,8 +16,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo-contrib/echoprometheus"
+	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	echomw "github.com/oapi-codegen/echo-middleware"
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,8 +25,10 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
+	"github.com/tenantd/tenantd/internal/idempotency"
 	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/obs"
+	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
@@ -57,6 +59,14 @@ type Deps struct {
 	// Metrics.DynamoDB to the SDK client) and writes one log line per
 	// request.
 	Metrics *obs.Metrics
+	// RateLimit, when set, limits each tenant's request rate.
+	RateLimit *ratelimit.Limiter
+	// Idempotency, when set, keeps replayable responses of creating POSTs
+	// sent with an Idempotency-Key.
+	Idempotency idempotency.Storer
+	// RequestTimeout bounds each request, DynamoDB calls included
+	// (default 10 s); a request that runs out answers 503.
+	RequestTimeout time.Duration
 }
 
 // New returns the Echo server with every route of openapi.yaml.
@@ -69,6 +79,9 @@ func New(d Deps) (*echo.Echo, error) {
 	}
 	if d.CursorTTL == 0 {
 		d.CursorTTL = 24 * time.Hour
+	}
+	if d.RequestTimeout == 0 {
+		d.RequestTimeout = 10 * time.Second
 	}
 	spec, err := oapi.GetSwagger()
 	if err != nil {
@@ -96,6 +109,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "K"))
 	e.Use(withURL)
+	e.Use(timeout(d.RequestTimeout))
 	e.Use(authz.Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] }))
 	e.Use(echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
 		Options: openapi3filter.Options{
@@ -109,6 +123,14 @@ func New(d Deps) (*echo.Echo, error) {
 		},
 	}))
 	e.Use(authz.AuthorizeOrg(d.Roles))
+	if d.RateLimit != nil {
+		// After the authorization read: only an org's members spend its
+		// quota, so nobody can exhaust another tenant's limit.
+		e.Use(d.RateLimit.Middleware())
+	}
+	if d.Idempotency != nil {
+		e.Use(idempotency.Middleware(d.Idempotency, idempotency.Options{Now: d.Now}))
+	}
 
 	h := &handlers{Deps: d, cursors: cursors{key: d.CursorKey, ttl: d.CursorTTL, now: clock.Or(d.Now)}}
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
@@ -126,6 +148,18 @@ func publicPaths(spec *openapi3.T) map[string]bool {
 		}
 	}
 	return out
+}
+
+// timeout gives each request a deadline that DynamoDB calls honour.
+func timeout(d time.Duration) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			ctx, cancel := context.WithTimeout(c.Request().Context(), d)
+			defer cancel()
+			c.SetRequest(c.Request().WithContext(ctx))
+			return next(c)
+		}
+	}
 }
 
 type urlKey struct{}

@@ -6,7 +6,11 @@ package store
 // it). Callers validate IDs before they get here (see checkIDs); '#' is the
 // delimiter and never appears inside an ID.
 
-import "strings"
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+)
 
 // Attribute names of the keys.
 const (
@@ -32,6 +36,7 @@ const (
 	typeMembership = "Membership"
 	typeTicket     = "Ticket"
 	typeComment    = "Comment"
+	typeIdempotent = "IdempotencyRecord"
 )
 
 // Sort key constants and prefixes.
@@ -51,8 +56,8 @@ const (
 // key is a primary key.
 type key struct{ PK, SK string }
 
-func orgPK(orgID string) string  { return prefixOrg + orgID }
-func orgKey(orgID string) key    { return key{orgPK(orgID), skMetadata} }
+func orgPK(orgID string) string   { return prefixOrg + orgID }
+func orgKey(orgID string) key     { return key{orgPK(orgID), skMetadata} }
 func userSK(userID string) string { return prefixUser + userID }
 func orgUserKey(orgID, userID string) key {
 	return key{orgPK(orgID), userSK(userID)}
@@ -70,8 +75,8 @@ func claimKey(orgID, normalizedEmail string) key {
 
 func teamPK(orgID, teamID string) string { return orgPK(orgID) + "#TEAM#" + teamID }
 func teamKey(orgID, teamID string) key   { return key{teamPK(orgID, teamID), skMetadata} }
-func teamSK(teamID string) string         { return prefixTeam + teamID }
-func memberSK(userID string) string       { return prefixMember + userID }
+func teamSK(teamID string) string        { return prefixTeam + teamID }
+func memberSK(userID string) string      { return prefixMember + userID }
 func memberKey(orgID, teamID, userID string) key {
 	return key{teamPK(orgID, teamID), memberSK(userID)}
 }
@@ -83,7 +88,7 @@ func userTeamsPrefix(orgID string) string    { return prefixTeam + orgID + "#" }
 
 func ticketPK(orgID, ticketID string) string { return orgPK(orgID) + "#TICKET#" + ticketID }
 func ticketKey(orgID, ticketID string) key   { return key{ticketPK(orgID, ticketID), skMetadata} }
-func ticketSK(ticketID string) string         { return prefixTicket + ticketID }
+func ticketSK(ticketID string) string        { return prefixTicket + ticketID }
 func statusSK(status, ticketID string) string {
 	return statusPrefix(status) + ticketID
 }
@@ -112,4 +117,17 @@ func trimPrefix(s, prefix string) (string, bool) {
 		return "", false
 	}
 	return s[len(prefix):], true
+}
+
+// idempotencyKey is where a replayable response is kept: under the tenant
+// (or, for requests outside any org, under the caller), keyed by a hash of
+// the caller and their Idempotency-Key, so the client's key never reaches a
+// key string as is and two callers never share a record.
+func idempotencyKey(orgID, userID, clientKey string) key {
+	h := sha256.Sum256([]byte(userID + "\x00" + clientKey))
+	scope := userPK(userID)
+	if orgID != "" {
+		scope = orgPK(orgID)
+	}
+	return key{scope + "#IDEMPOTENCY#" + hex.EncodeToString(h[:]), "#IDEMPOTENCY"}
 }

@@ -99,9 +99,9 @@ func (f *fixture) mustUnchanged(tb testing.TB, fn func() error) error {
 // sample is seed 000's data inside one org: Alice owns Engineering and is
 // an admin of Design; Bob is a member of Engineering.
 type sample struct {
-	Org          tenant.Org
-	Alice, Bob   tenant.User
-	Eng, Design  membership.Team
+	Org         tenant.Org
+	Alice, Bob  tenant.User
+	Eng, Design membership.Team
 }
 
 func (f *fixture) user(orgID, id, email, name string, role authz.Role) tenant.User {

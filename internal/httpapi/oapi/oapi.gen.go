@@ -534,6 +534,9 @@ type TicketUpdate struct {
 	Title  *string                   `json:"title,omitempty"`
 }
 
+// IdempotencyKey defines model for IdempotencyKey.
+type IdempotencyKey = string
+
 // Cursor defines model for cursor.
 type Cursor = string
 
@@ -585,8 +588,14 @@ type PreconditionFailed = Problem
 // ServiceUnavailable RFC 9457 problem details.
 type ServiceUnavailable = Problem
 
+// TooManyRequests RFC 9457 problem details.
+type TooManyRequests = Problem
+
 // Unauthorized RFC 9457 problem details.
 type Unauthorized = Problem
+
+// UnprocessableEntity RFC 9457 problem details.
+type UnprocessableEntity = Problem
 
 // ListOrgsParams defines parameters for ListOrgs.
 type ListOrgsParams struct {
@@ -595,6 +604,12 @@ type ListOrgsParams struct {
 
 	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateOrgParams defines parameters for CreateOrg.
+type CreateOrgParams struct {
+	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteOrgParams defines parameters for DeleteOrg.
@@ -625,6 +640,12 @@ type ListTeamsParams struct {
 
 	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateTeamParams defines parameters for CreateTeam.
+type CreateTeamParams struct {
+	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // DeleteTeamParams defines parameters for DeleteTeam.
@@ -705,6 +726,12 @@ type ListTicketsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// CreateTicketParams defines parameters for CreateTicket.
+type CreateTicketParams struct {
+	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // DeleteTicketParams defines parameters for DeleteTicket.
 type DeleteTicketParams struct {
 	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
@@ -738,6 +765,12 @@ type ListCommentsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// CreateCommentParams defines parameters for CreateComment.
+type CreateCommentParams struct {
+	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListOrgUsersParams defines parameters for ListOrgUsers.
 type ListOrgUsersParams struct {
 	// Limit Maximum number of items to return (page size).
@@ -745,6 +778,12 @@ type ListOrgUsersParams struct {
 
 	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// AddOrgUserParams defines parameters for AddOrgUser.
+type AddOrgUserParams struct {
+	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // RemoveOrgUserParams defines parameters for RemoveOrgUser.
@@ -850,7 +889,7 @@ type ServerInterface interface {
 	ListOrgs(ctx echo.Context, params ListOrgsParams) error
 	// CreateOrg Create an organization
 	// (POST /v1/orgs)
-	CreateOrg(ctx echo.Context) error
+	CreateOrg(ctx echo.Context, params CreateOrgParams) error
 	// DeleteOrg Delete an organization
 	// (DELETE /v1/orgs/{orgId})
 	DeleteOrg(ctx echo.Context, orgId OrgId, params DeleteOrgParams) error
@@ -865,7 +904,7 @@ type ServerInterface interface {
 	ListTeams(ctx echo.Context, orgId OrgId, params ListTeamsParams) error
 	// CreateTeam Create a team
 	// (POST /v1/orgs/{orgId}/teams)
-	CreateTeam(ctx echo.Context, orgId OrgId) error
+	CreateTeam(ctx echo.Context, orgId OrgId, params CreateTeamParams) error
 	// DeleteTeam Delete a team
 	// (DELETE /v1/orgs/{orgId}/teams/{teamId})
 	DeleteTeam(ctx echo.Context, orgId OrgId, teamId TeamId, params DeleteTeamParams) error
@@ -895,7 +934,7 @@ type ServerInterface interface {
 	ListTickets(ctx echo.Context, orgId OrgId, params ListTicketsParams) error
 	// CreateTicket Create a ticket
 	// (POST /v1/orgs/{orgId}/tickets)
-	CreateTicket(ctx echo.Context, orgId OrgId) error
+	CreateTicket(ctx echo.Context, orgId OrgId, params CreateTicketParams) error
 	// DeleteTicket Delete a ticket
 	// (DELETE /v1/orgs/{orgId}/tickets/{ticketId})
 	DeleteTicket(ctx echo.Context, orgId OrgId, ticketId TicketId, params DeleteTicketParams) error
@@ -910,13 +949,13 @@ type ServerInterface interface {
 	ListComments(ctx echo.Context, orgId OrgId, ticketId TicketId, params ListCommentsParams) error
 	// CreateComment Comment on a ticket
 	// (POST /v1/orgs/{orgId}/tickets/{ticketId}/comments)
-	CreateComment(ctx echo.Context, orgId OrgId, ticketId TicketId) error
+	CreateComment(ctx echo.Context, orgId OrgId, ticketId TicketId, params CreateCommentParams) error
 	// ListOrgUsers List organization users
 	// (GET /v1/orgs/{orgId}/users)
 	ListOrgUsers(ctx echo.Context, orgId OrgId, params ListOrgUsersParams) error
 	// AddOrgUser Add a user to the organization
 	// (POST /v1/orgs/{orgId}/users)
-	AddOrgUser(ctx echo.Context, orgId OrgId) error
+	AddOrgUser(ctx echo.Context, orgId OrgId, params AddOrgUserParams) error
 	// RemoveOrgUser Remove a user from the organization
 	// (DELETE /v1/orgs/{orgId}/users/{userId})
 	RemoveOrgUser(ctx echo.Context, orgId OrgId, userId UserId, params RemoveOrgUserParams) error
@@ -1016,8 +1055,28 @@ func (w *ServerInterfaceWrapper) ListOrgs(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) CreateOrg(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateOrgParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateOrg(ctx)
+	err = w.Handler.CreateOrg(ctx, params)
 	return err
 }
 
@@ -1161,8 +1220,28 @@ func (w *ServerInterfaceWrapper) CreateTeam(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTeamParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateTeam(ctx, orgId)
+	err = w.Handler.CreateTeam(ctx, orgId, params)
 	return err
 }
 
@@ -1581,8 +1660,28 @@ func (w *ServerInterfaceWrapper) CreateTicket(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateTicketParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateTicket(ctx, orgId)
+	err = w.Handler.CreateTicket(ctx, orgId, params)
 	return err
 }
 
@@ -1773,8 +1872,28 @@ func (w *ServerInterfaceWrapper) CreateComment(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter ticketId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateCommentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateComment(ctx, orgId, ticketId)
+	err = w.Handler.CreateComment(ctx, orgId, ticketId, params)
 	return err
 }
 
@@ -1821,8 +1940,28 @@ func (w *ServerInterfaceWrapper) AddOrgUser(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AddOrgUserParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.AddOrgUser(ctx, orgId)
+	err = w.Handler.AddOrgUser(ctx, orgId, params)
 	return err
 }
 
@@ -2187,6 +2326,18 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 	Headers ServiceUnavailableResponseHeaders
 }
 
+type TooManyRequestsResponseHeaders struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+type TooManyRequestsApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers TooManyRequestsResponseHeaders
+}
+
 type UnauthorizedResponseHeaders struct {
 	WWWAuthenticate string
 }
@@ -2195,6 +2346,8 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 
 	Headers UnauthorizedResponseHeaders
 }
+
+type UnprocessableEntityApplicationProblemPlusJSONResponse Problem
 
 type GetHealthRequestObject struct {
 }
@@ -2391,6 +2544,34 @@ func (response GetMe404ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w 
 	return err
 }
 
+type GetMe429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetMe429ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMe500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -2403,6 +2584,25 @@ func (response GetMe500ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w 
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetMe503ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2488,6 +2688,34 @@ func (response ListOrgs404ApplicationProblemPlusJSONResponse) VisitListOrgsRespo
 	return err
 }
 
+type ListOrgs429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgs429ApplicationProblemPlusJSONResponse) VisitListOrgsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListOrgs500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -2504,8 +2732,28 @@ func (response ListOrgs500ApplicationProblemPlusJSONResponse) VisitListOrgsRespo
 	return err
 }
 
+type ListOrgs503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgs503ApplicationProblemPlusJSONResponse) VisitListOrgsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateOrgRequestObject struct {
-	Body *CreateOrgJSONRequestBody
+	Params CreateOrgParams
+	Body   *CreateOrgJSONRequestBody
 }
 
 type CreateOrgResponseObject interface {
@@ -2631,6 +2879,50 @@ func (response CreateOrg413ApplicationProblemPlusJSONResponse) VisitCreateOrgRes
 	return err
 }
 
+type CreateOrg422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateOrg422ApplicationProblemPlusJSONResponse) VisitCreateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrg429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateOrg429ApplicationProblemPlusJSONResponse) VisitCreateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateOrg500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -2643,6 +2935,25 @@ func (response CreateOrg500ApplicationProblemPlusJSONResponse) VisitCreateOrgRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrg503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateOrg503ApplicationProblemPlusJSONResponse) VisitCreateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2745,6 +3056,34 @@ func (response DeleteOrg412ApplicationProblemPlusJSONResponse) VisitDeleteOrgRes
 	return err
 }
 
+type DeleteOrg429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteOrg429ApplicationProblemPlusJSONResponse) VisitDeleteOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteOrg500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -2757,6 +3096,25 @@ func (response DeleteOrg500ApplicationProblemPlusJSONResponse) VisitDeleteOrgRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOrg503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteOrg503ApplicationProblemPlusJSONResponse) VisitDeleteOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2841,6 +3199,34 @@ func (response GetOrg404ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(
 	return err
 }
 
+type GetOrg429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetOrg429ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOrg500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -2853,6 +3239,25 @@ func (response GetOrg500ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrg503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetOrg503ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -2986,6 +3391,34 @@ func (response UpdateOrg413ApplicationProblemPlusJSONResponse) VisitUpdateOrgRes
 	return err
 }
 
+type UpdateOrg429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateOrg429ApplicationProblemPlusJSONResponse) VisitUpdateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateOrg500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -2998,6 +3431,25 @@ func (response UpdateOrg500ApplicationProblemPlusJSONResponse) VisitUpdateOrgRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrg503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateOrg503ApplicationProblemPlusJSONResponse) VisitUpdateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3084,6 +3536,34 @@ func (response ListTeams404ApplicationProblemPlusJSONResponse) VisitListTeamsRes
 	return err
 }
 
+type ListTeams429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeams429ApplicationProblemPlusJSONResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTeams500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -3100,9 +3580,29 @@ func (response ListTeams500ApplicationProblemPlusJSONResponse) VisitListTeamsRes
 	return err
 }
 
+type ListTeams503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeams503ApplicationProblemPlusJSONResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTeamRequestObject struct {
-	OrgId OrgId `json:"orgId"`
-	Body  *CreateTeamJSONRequestBody
+	OrgId  OrgId `json:"orgId"`
+	Params CreateTeamParams
+	Body   *CreateTeamJSONRequestBody
 }
 
 type CreateTeamResponseObject interface {
@@ -3228,6 +3728,50 @@ func (response CreateTeam413ApplicationProblemPlusJSONResponse) VisitCreateTeamR
 	return err
 }
 
+type CreateTeam422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTeam422ApplicationProblemPlusJSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTeam429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTeam429ApplicationProblemPlusJSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTeam500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -3240,6 +3784,25 @@ func (response CreateTeam500ApplicationProblemPlusJSONResponse) VisitCreateTeamR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTeam503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTeam503ApplicationProblemPlusJSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3343,6 +3906,34 @@ func (response DeleteTeam412ApplicationProblemPlusJSONResponse) VisitDeleteTeamR
 	return err
 }
 
+type DeleteTeam429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTeam429ApplicationProblemPlusJSONResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteTeam500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -3355,6 +3946,25 @@ func (response DeleteTeam500ApplicationProblemPlusJSONResponse) VisitDeleteTeamR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTeam503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTeam503ApplicationProblemPlusJSONResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3440,6 +4050,34 @@ func (response GetTeam404ApplicationProblemPlusJSONResponse) VisitGetTeamRespons
 	return err
 }
 
+type GetTeam429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTeam429ApplicationProblemPlusJSONResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTeam500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -3452,6 +4090,25 @@ func (response GetTeam500ApplicationProblemPlusJSONResponse) VisitGetTeamRespons
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeam503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTeam503ApplicationProblemPlusJSONResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3586,6 +4243,34 @@ func (response UpdateTeam413ApplicationProblemPlusJSONResponse) VisitUpdateTeamR
 	return err
 }
 
+type UpdateTeam429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTeam429ApplicationProblemPlusJSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateTeam500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -3598,6 +4283,25 @@ func (response UpdateTeam500ApplicationProblemPlusJSONResponse) VisitUpdateTeamR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTeam503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTeam503ApplicationProblemPlusJSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3685,6 +4389,34 @@ func (response ListTeamMembers404ApplicationProblemPlusJSONResponse) VisitListTe
 	return err
 }
 
+type ListTeamMembers429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeamMembers429ApplicationProblemPlusJSONResponse) VisitListTeamMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTeamMembers500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -3697,6 +4429,25 @@ func (response ListTeamMembers500ApplicationProblemPlusJSONResponse) VisitListTe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeamMembers503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeamMembers503ApplicationProblemPlusJSONResponse) VisitListTeamMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3801,6 +4552,34 @@ func (response RemoveTeamMember412ApplicationProblemPlusJSONResponse) VisitRemov
 	return err
 }
 
+type RemoveTeamMember429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveTeamMember429ApplicationProblemPlusJSONResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RemoveTeamMember500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -3813,6 +4592,25 @@ func (response RemoveTeamMember500ApplicationProblemPlusJSONResponse) VisitRemov
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveTeamMember503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveTeamMember503ApplicationProblemPlusJSONResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3898,6 +4696,34 @@ func (response GetTeamMember404ApplicationProblemPlusJSONResponse) VisitGetTeamM
 	return err
 }
 
+type GetTeamMember429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTeamMember429ApplicationProblemPlusJSONResponse) VisitGetTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTeamMember500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -3910,6 +4736,25 @@ func (response GetTeamMember500ApplicationProblemPlusJSONResponse) VisitGetTeamM
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeamMember503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTeamMember503ApplicationProblemPlusJSONResponse) VisitGetTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4083,6 +4928,34 @@ func (response PutTeamMember413ApplicationProblemPlusJSONResponse) VisitPutTeamM
 	return err
 }
 
+type PutTeamMember429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response PutTeamMember429ApplicationProblemPlusJSONResponse) VisitPutTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PutTeamMember500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4095,6 +4968,25 @@ func (response PutTeamMember500ApplicationProblemPlusJSONResponse) VisitPutTeamM
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTeamMember503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response PutTeamMember503ApplicationProblemPlusJSONResponse) VisitPutTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4182,6 +5074,34 @@ func (response ListTeamTickets404ApplicationProblemPlusJSONResponse) VisitListTe
 	return err
 }
 
+type ListTeamTickets429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeamTickets429ApplicationProblemPlusJSONResponse) VisitListTeamTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTeamTickets500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4194,6 +5114,25 @@ func (response ListTeamTickets500ApplicationProblemPlusJSONResponse) VisitListTe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeamTickets503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeamTickets503ApplicationProblemPlusJSONResponse) VisitListTeamTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4280,6 +5219,34 @@ func (response ListTickets404ApplicationProblemPlusJSONResponse) VisitListTicket
 	return err
 }
 
+type ListTickets429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListTickets429ApplicationProblemPlusJSONResponse) VisitListTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTickets500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4296,9 +5263,29 @@ func (response ListTickets500ApplicationProblemPlusJSONResponse) VisitListTicket
 	return err
 }
 
+type ListTickets503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListTickets503ApplicationProblemPlusJSONResponse) VisitListTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTicketRequestObject struct {
-	OrgId OrgId `json:"orgId"`
-	Body  *CreateTicketJSONRequestBody
+	OrgId  OrgId `json:"orgId"`
+	Params CreateTicketParams
+	Body   *CreateTicketJSONRequestBody
 }
 
 type CreateTicketResponseObject interface {
@@ -4424,6 +5411,50 @@ func (response CreateTicket413ApplicationProblemPlusJSONResponse) VisitCreateTic
 	return err
 }
 
+type CreateTicket422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTicket422ApplicationProblemPlusJSONResponse) VisitCreateTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTicket429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTicket429ApplicationProblemPlusJSONResponse) VisitCreateTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTicket500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4436,6 +5467,25 @@ func (response CreateTicket500ApplicationProblemPlusJSONResponse) VisitCreateTic
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTicket503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTicket503ApplicationProblemPlusJSONResponse) VisitCreateTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4539,6 +5589,34 @@ func (response DeleteTicket412ApplicationProblemPlusJSONResponse) VisitDeleteTic
 	return err
 }
 
+type DeleteTicket429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTicket429ApplicationProblemPlusJSONResponse) VisitDeleteTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteTicket500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4551,6 +5629,25 @@ func (response DeleteTicket500ApplicationProblemPlusJSONResponse) VisitDeleteTic
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTicket503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTicket503ApplicationProblemPlusJSONResponse) VisitDeleteTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4636,6 +5733,34 @@ func (response GetTicket404ApplicationProblemPlusJSONResponse) VisitGetTicketRes
 	return err
 }
 
+type GetTicket429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetTicket429ApplicationProblemPlusJSONResponse) VisitGetTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetTicket500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4648,6 +5773,25 @@ func (response GetTicket500ApplicationProblemPlusJSONResponse) VisitGetTicketRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTicket503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetTicket503ApplicationProblemPlusJSONResponse) VisitGetTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4798,6 +5942,34 @@ func (response UpdateTicket413ApplicationProblemPlusJSONResponse) VisitUpdateTic
 	return err
 }
 
+type UpdateTicket429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTicket429ApplicationProblemPlusJSONResponse) VisitUpdateTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateTicket500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4810,6 +5982,25 @@ func (response UpdateTicket500ApplicationProblemPlusJSONResponse) VisitUpdateTic
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTicket503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTicket503ApplicationProblemPlusJSONResponse) VisitUpdateTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4897,6 +6088,34 @@ func (response ListComments404ApplicationProblemPlusJSONResponse) VisitListComme
 	return err
 }
 
+type ListComments429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListComments429ApplicationProblemPlusJSONResponse) VisitListCommentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListComments500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4913,9 +6132,29 @@ func (response ListComments500ApplicationProblemPlusJSONResponse) VisitListComme
 	return err
 }
 
+type ListComments503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListComments503ApplicationProblemPlusJSONResponse) VisitListCommentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateCommentRequestObject struct {
 	OrgId    OrgId    `json:"orgId"`
 	TicketId TicketId `json:"ticketId"`
+	Params   CreateCommentParams
 	Body     *CreateCommentJSONRequestBody
 }
 
@@ -5018,6 +6257,50 @@ func (response CreateComment413ApplicationProblemPlusJSONResponse) VisitCreateCo
 	return err
 }
 
+type CreateComment422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateComment422ApplicationProblemPlusJSONResponse) VisitCreateCommentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateComment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateComment429ApplicationProblemPlusJSONResponse) VisitCreateCommentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateComment500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5030,6 +6313,25 @@ func (response CreateComment500ApplicationProblemPlusJSONResponse) VisitCreateCo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateComment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateComment503ApplicationProblemPlusJSONResponse) VisitCreateCommentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5116,6 +6418,34 @@ func (response ListOrgUsers404ApplicationProblemPlusJSONResponse) VisitListOrgUs
 	return err
 }
 
+type ListOrgUsers429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgUsers429ApplicationProblemPlusJSONResponse) VisitListOrgUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListOrgUsers500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5132,9 +6462,29 @@ func (response ListOrgUsers500ApplicationProblemPlusJSONResponse) VisitListOrgUs
 	return err
 }
 
+type ListOrgUsers503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgUsers503ApplicationProblemPlusJSONResponse) VisitListOrgUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AddOrgUserRequestObject struct {
-	OrgId OrgId `json:"orgId"`
-	Body  *AddOrgUserJSONRequestBody
+	OrgId  OrgId `json:"orgId"`
+	Params AddOrgUserParams
+	Body   *AddOrgUserJSONRequestBody
 }
 
 type AddOrgUserResponseObject interface {
@@ -5260,6 +6610,50 @@ func (response AddOrgUser413ApplicationProblemPlusJSONResponse) VisitAddOrgUserR
 	return err
 }
 
+type AddOrgUser422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response AddOrgUser422ApplicationProblemPlusJSONResponse) VisitAddOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddOrgUser429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response AddOrgUser429ApplicationProblemPlusJSONResponse) VisitAddOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AddOrgUser500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5272,6 +6666,25 @@ func (response AddOrgUser500ApplicationProblemPlusJSONResponse) VisitAddOrgUserR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddOrgUser503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response AddOrgUser503ApplicationProblemPlusJSONResponse) VisitAddOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5391,6 +6804,34 @@ func (response RemoveOrgUser412ApplicationProblemPlusJSONResponse) VisitRemoveOr
 	return err
 }
 
+type RemoveOrgUser429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveOrgUser429ApplicationProblemPlusJSONResponse) VisitRemoveOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RemoveOrgUser500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5403,6 +6844,25 @@ func (response RemoveOrgUser500ApplicationProblemPlusJSONResponse) VisitRemoveOr
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveOrgUser503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveOrgUser503ApplicationProblemPlusJSONResponse) VisitRemoveOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5487,6 +6947,34 @@ func (response GetOrgUser404ApplicationProblemPlusJSONResponse) VisitGetOrgUserR
 	return err
 }
 
+type GetOrgUser429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetOrgUser429ApplicationProblemPlusJSONResponse) VisitGetOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOrgUser500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5499,6 +6987,25 @@ func (response GetOrgUser500ApplicationProblemPlusJSONResponse) VisitGetOrgUserR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrgUser503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetOrgUser503ApplicationProblemPlusJSONResponse) VisitGetOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5649,6 +7156,34 @@ func (response UpdateOrgUser413ApplicationProblemPlusJSONResponse) VisitUpdateOr
 	return err
 }
 
+type UpdateOrgUser429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateOrgUser429ApplicationProblemPlusJSONResponse) VisitUpdateOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateOrgUser500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5661,6 +7196,25 @@ func (response UpdateOrgUser500ApplicationProblemPlusJSONResponse) VisitUpdateOr
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrgUser503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateOrgUser503ApplicationProblemPlusJSONResponse) VisitUpdateOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5748,6 +7302,34 @@ func (response ListAssignedTickets404ApplicationProblemPlusJSONResponse) VisitLi
 	return err
 }
 
+type ListAssignedTickets429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListAssignedTickets429ApplicationProblemPlusJSONResponse) VisitListAssignedTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAssignedTickets500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5760,6 +7342,25 @@ func (response ListAssignedTickets500ApplicationProblemPlusJSONResponse) VisitLi
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAssignedTickets503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListAssignedTickets503ApplicationProblemPlusJSONResponse) VisitListAssignedTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5847,6 +7448,34 @@ func (response ListUserTeams404ApplicationProblemPlusJSONResponse) VisitListUser
 	return err
 }
 
+type ListUserTeams429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListUserTeams429ApplicationProblemPlusJSONResponse) VisitListUserTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListUserTeams500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5859,6 +7488,25 @@ func (response ListUserTeams500ApplicationProblemPlusJSONResponse) VisitListUser
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserTeams503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListUserTeams503ApplicationProblemPlusJSONResponse) VisitListUserTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5946,6 +7594,34 @@ func (response ListUserTickets404ApplicationProblemPlusJSONResponse) VisitListUs
 	return err
 }
 
+type ListUserTickets429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListUserTickets429ApplicationProblemPlusJSONResponse) VisitListUserTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListUserTickets500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5958,6 +7634,25 @@ func (response ListUserTickets500ApplicationProblemPlusJSONResponse) VisitListUs
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserTickets503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListUserTickets503ApplicationProblemPlusJSONResponse) VisitListUserTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6224,8 +7919,10 @@ func (sh *strictHandler) ListOrgs(ctx echo.Context, params ListOrgsParams) error
 }
 
 // CreateOrg operation middleware
-func (sh *strictHandler) CreateOrg(ctx echo.Context) error {
+func (sh *strictHandler) CreateOrg(ctx echo.Context, params CreateOrgParams) error {
 	var request CreateOrgRequestObject
+
+	request.Params = params
 
 	var body CreateOrgJSONRequestBody
 	var err error
@@ -6397,10 +8094,11 @@ func (sh *strictHandler) ListTeams(ctx echo.Context, orgId OrgId, params ListTea
 }
 
 // CreateTeam operation middleware
-func (sh *strictHandler) CreateTeam(ctx echo.Context, orgId OrgId) error {
+func (sh *strictHandler) CreateTeam(ctx echo.Context, orgId OrgId, params CreateTeamParams) error {
 	var request CreateTeamRequestObject
 
 	request.OrgId = orgId
+	request.Params = params
 
 	var body CreateTeamJSONRequestBody
 	var err error
@@ -6735,10 +8433,11 @@ func (sh *strictHandler) ListTickets(ctx echo.Context, orgId OrgId, params ListT
 }
 
 // CreateTicket operation middleware
-func (sh *strictHandler) CreateTicket(ctx echo.Context, orgId OrgId) error {
+func (sh *strictHandler) CreateTicket(ctx echo.Context, orgId OrgId, params CreateTicketParams) error {
 	var request CreateTicketRequestObject
 
 	request.OrgId = orgId
+	request.Params = params
 
 	var body CreateTicketJSONRequestBody
 	var err error
@@ -6914,11 +8613,12 @@ func (sh *strictHandler) ListComments(ctx echo.Context, orgId OrgId, ticketId Ti
 }
 
 // CreateComment operation middleware
-func (sh *strictHandler) CreateComment(ctx echo.Context, orgId OrgId, ticketId TicketId) error {
+func (sh *strictHandler) CreateComment(ctx echo.Context, orgId OrgId, ticketId TicketId, params CreateCommentParams) error {
 	var request CreateCommentRequestObject
 
 	request.OrgId = orgId
 	request.TicketId = ticketId
+	request.Params = params
 
 	var body CreateCommentJSONRequestBody
 	var err error
@@ -6989,10 +8689,11 @@ func (sh *strictHandler) ListOrgUsers(ctx echo.Context, orgId OrgId, params List
 }
 
 // AddOrgUser operation middleware
-func (sh *strictHandler) AddOrgUser(ctx echo.Context, orgId OrgId) error {
+func (sh *strictHandler) AddOrgUser(ctx echo.Context, orgId OrgId, params AddOrgUserParams) error {
 	var request AddOrgUserRequestObject
 
 	request.OrgId = orgId
+	request.Params = params
 
 	var body AddOrgUserJSONRequestBody
 	var err error
@@ -7225,142 +8926,152 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1rcxs3suhfQXFPVaTdEUXJsmNLlbpH8WPjrB372vL61Ia+O9BMk0Q8AzAARjLj9fntt9ANzIMzQ1Ky",
-	"JNspfbEpEs9Gv9Hd+DhIVD5XEqQ1g8OPgxnwFDR+fHzCp+7/FEyixdwKJQeHg8fSCrtglk+ZmjA7A6bB",
-	"FlpCyjQYVegE2BloI5QcstcgUyYsE5LFTyc7z7lNZjGziuX8PTDOTHFq4PcCpGXnWlhgiZKpcDPxbDiI",
-	"Bhp+L4SGdHBodQHRwCQzyLlblF3MYXA4MFYLOR18+hQNngn5vr3cV08esvv79++zTMj3bma3YgkfLJvz",
-	"KUQMhtMhi8fFaHQnmVk7N4e7u3wuhvCB5/MMhonKd8/2dpWemt2PSk+fpp92rUjegzX/Jym0UfqH4XDo",
-	"+u/fy0Qu7A/7d3E0OGIash/GAzfZeBAP2fGpcRtVEteQcUNrcPtcta9XYPVi53hiQbe39xocxAzj7md2",
-	"PhPJzJ/J7wUYy3K+YKd4RFpA2pwqF1LkRT44HEVhWiEtTEHjvG/fvt05LuwMpBUJt9Ce/EfgGjTjVSOh",
-	"JEtmPMtAToFtOeDf+/7uaHv1WXpYVyNq4Fn+w3hgQXJp0/EgYqC10j+MB0Ke8Uyk/7bqPcjxYBC1IPYp",
-	"Gsy55jlYj8d0TO3lv5jz3wtg9DObaJUzzuYazoQqDB7Nd4bF7vgeYpOYbSnNYodnMSM62R6yF7mwDq+m",
-	"YBHyE6HDwTLqZxjXwH56fvxwx4ipIxQuU3aqCpkGhFR6yqX4gwDofs2EsUJOmZ1xy4QxBaSuYX7EOMtV",
-	"KiYCUuZWrTSIqQybEIZp+A0SCyk7F3bGDkYjB3vh9vt7AXoxiAaS5w5gHiwNjOAfnoGc2tngcH90cD/q",
-	"wEYxQSLu4AsnFUfw9I+fkxl3uCAMO+XGLVoO2dPAOIhffGfc+rUjDhwlFZMJaBM1MHnCRWb8pvb2EUhS",
-	"2ZkDkjB+lrTcKx1PtdnAfHq3e/de126Rott7fc4/OMphsshPQbtdCwu5cadJzJBtOQRgRvwB233wp7Hr",
-	"60lhwovMutVEbnFEnXujUVTR6l4nrSJj6sDwOlqJlG29efb0UbWgObezaj00xmZ0Otr7+cG/7vzz+/97",
-	"/3/2/3Hw/N4v91+OXu2fHLy9N3DUZy1oN8H/+3W08+B456ef//H8l5c7J//c+de7j/v3Pv3XoAvWxnJb",
-	"mCci62R0L2S2CMD1/JeQwc6EYdS3D9L0awPU/6VhMjgc/GW3kn679KvZPcHhX1MntzILPO8C7wnwfC1Y",
-	"feeLwPXtj3cffv/oweO9J3f+fven739+8I+955eHK0Hr8Yc5lx17eKjynO8YcCzTcQ3HeBxCa8jw78KA",
-	"RsSG/BRSJ8iBOxmDgx6y2JMn6JjxNDX1LyIWc4McD8KP1d9b5zMgBkFDOSL2v6bbQ/aYQHLIYsCF/1AO",
-	"G5VjOIDDh3mmUhgcTnhmoPv4aYTG8SO5boYHCDjHzQafSuhyrbmboJDi9wKe0mDuVBGNF3iUE6XzQQn+",
-	"TvTxG1+HQGGAi6DQ/zzaf3zw5N7f7/80+jlQ6OVRyCFB1w7eGNBMpId4jrEpTmOWZFzkQQ64ft857HkP",
-	"0gzZ3s7e/n3HqjVPnHAmmRsf7/yL8Z0/2GjnARuyf7P/ZYfsv9l/2N/YD2wn7oGKX9JmMHEayug/dyff",
-	"J/ch+T65cye5l4xGB6enfAL39wdRXRLs7d9vwul4519854/RzoPhv//38L//87cfdt593Iv29u93AuuT",
-	"W5GZK2kAEexHnr4i1EVVREkLEj/y+TzzKtPuXKvTDPK//WYcWD9uyKdeUi+adAm1aoJTGJbzzKGjVxlQ",
-	"kKIWRYJhy+tUzEE4Ykg9riHJUFYqUxELDZVmhXwv1blkpypdsLlWc9B2UbUg5WJ7yJ4IyNKdDM4gYylY",
-	"nNupQ47PED+JUbUz8dBRy0MlJ5lIvhiwEj9/KVygVE2cFAG2hQZDWtB6IGI808DThdPLHIvUEWn26ly6",
-	"zxomoEEmTn1z0sJBzhFNqsA4/YXBB8dwhQxq4DaC4YnSpyJNQd40HBKnu6MeGfYTaLmhop4WqOwKzbTK",
-	"oNoNzzJ1TiLZYQQ2xg09lY6eePbYnfVNbuqNhA9zUogN6DPQZEkM2UmvlXTEfi+UBWJqvsnTNGYosTTM",
-	"lUbVXFjc2S/KPnGq/M1jrDe2m6gUORSzjZPEg1l1mlsohs8VS7gBIk8hU7JACmFm/DQDdrpgKTjJSxj6",
-	"ki8yxdMTpZ5xPYUvRa/IfuBDApAa3JhXmwkT3aGLP4AWrKF0LjzhIoMbPbGa9yMVaLmw3P25yg46avzI",
-	"zrmpTD8jZAJMWPzWMaAhewU77oP70hlHDpkXuPPXoM9EAm8kP+Mic4d506dlaAUOGS3kc6W5FtmCFRIx",
-	"yyo24zLNoG7vHdEGmNNCdcRmSqrCiVgW1/whnibnGgxI6zSFmvtqyW/StXzferfeFLfwRjqVQWnxB9w4",
-	"YZ+SDwSVJhTewhghp1ElxSMGH+ZO53G07iXu0ua7nDerINBq/wlX55fsejtDwYPAi3tBGg5BitTDJW0o",
-	"Gjj67Pwh0eDsi2Mc0G2L28HhIOUWdqzIoa1ZRQPRY744emko0a2edR28rd1WGuSvbo6ornGXm/NbqS/8",
-	"XTmTOv0NEkv6C67nITZC6KTBn/myBjVvrTQBGWDV8MKMvPVfqqfRmh3gKCuW9kyYjkMsDaKNLKOAC8sW",
-	"0adoULnLOg6LnFReBJVO2CPG+z2ja44LV9u1W9Q7S22judmJ+63DxTCZgEwdj8EGh4yzn1+/+IXNlXDa",
-	"y44wM1SRmZDebYfShzTC2PKp2b0Tbwf5W6rNzFksoRU6feJuLM3BGE6idPWuaf1Vh679/wQ8s7P23r0v",
-	"xJlHssjdaOp9bYCeGX2vromeQ3sSpaemDd/jLGvoHaaup5xCpuTU2Ypo8G2Chc/hhZ524WCfuVopuN8Z",
-	"UsMd2yBGawrc0fZ6nCstT9xlN0jcwlpQIcu1gxeW3rvWL067XgeGV67N8iKDMw/n9ON0L9VphWYm5h3n",
-	"Fez3vGzkDBWOlozDeOD5LzyH2EkpA9apiLGz694Y0CfAcxMfsdiNEZOKSeN8ZxwW4NjbrqeX3kzJbEFW",
-	"V/D5UFclaVQ3ol8uOgWawP1NCXkxcbI5bOsewLZs8VBow899G5gdGn9b3UDq5gZu8+uW90JP3TBNnF+N",
-	"vaU7snKguD1GFQBXo8lViI8a0n3FEqSThq9Ibel3zLe693KNYp5edCnozO3mi0pPPVM0R10kKWSSFSkg",
-	"TRL9bXTUNQxdPmd/SdRxu6KkskqKJNwjRUzIRINTOfACicEZ6IW/83FLKXcvpL13MOi8ImlpeZ41hmXU",
-	"Nbs6cHtQ41IaXjjLpoZ3Mf0Ox+hZVCDOZT6Ol1FqsiR9t9wp6zNIj4gjvdBTE/s7FsPiF3raJHtiVJ9D",
-	"+D3y+iui+JXyUDbdJp3aS1RzHAZVw3HYq5BYX1qBWCMkWgjzuXKieR5fN+K8QYbxlfGDN16HaM4KORdZ",
-	"A+vomw6Mu0IcvYi61avMNKTGRbl+qfGE7fbgdjXJCrBeiv/3Q74RinCwAq4XQpXLQv3qrsMucAIrgH1F",
-	"zKRPE/ma2IgBvSEryYWsf7v3LSHbp47dB7doZwjfg4O73zPvbg33iG2RmmAoQCtGzqKbOefJTEhykuMX",
-	"eBHEXJ8h+1FzmczcaQrLtrhMw8GS52ObaW5noJmdcYkWqRU2g5gpzWJajg9HCFfOUtl/T/BeqANQ1KO9",
-	"0p+KnMvaAj/MMy5J2UAEFIaphK4IEmjO56MopLKsd1q6aG1P+xL0DvqU6rfC1JhtHYxGaAdsb6zz11xv",
-	"HcRWXqi11/E0rUJKsVHEJkozU8znStOtRqamLFEao1PwbrFjm5WLawm6Jycv/XnSqdcBeDA6aAuQaIDH",
-	"3IFSM6VtxGbN8zJFnnO9CJsI6OpGbR7WL8qyJ32nRF+0Qi1ePa0uk5lIQVoxWVCIYHMqthXzU1XYw9OM",
-	"y/f+isQhL9BlIMuVBmbmkIiJSLDLdsOIKrTYKaday87w1wCoqIq18jgeEVHWz72L9b1SXWB+oafoTgWe",
-	"kxLNXmpxJjKY+mtKpVPQkLIYr9tjRpG3LOZpLmT1JzmeiEKD19N1GEQDbIm+VNekwxMaYZjXlXgCGptb",
-	"3usTDcAsfLBHDPK5XTDqR8fnyNqAHW7qX2hHpnV4m92GH6qC7nTaqO+9ft3uAnckDc/gaq9BXvPbXYWL",
-	"6Ap9Ip+hUNbdCHUQNYF7OReDO8FL6ZhLSLZ0mXRVwn5TI8Rt4yq0N6TBr1h1q5zTLwt7wRO7tI3eqza7",
-	"1VyRFnlj6NTeBGo0Xe6soBCQzjNkcUL3kSbuuU8IbKhsd9QMXJVpIzQ1XE+YbT8IBf5Q+7RxRxGjskh6",
-	"SjVERF2qeNaWphqaXsBqCV26NKdjPxMuu0RwXEQhwzI6xYAHyQo5EIDWoTduAOmNOf6KO+WvW9R2RPG2",
-	"Os61UFrYxWYhxy9D60pdvtBdUNmnN2b3fKaYmoOkrJJASKuV6c1D5qOB5dMmb2+rH/yDj5veH7VPfGXE",
-	"fTNoXKvCEaVVTbSXSkJPLIjX6L8G5SFozU3todShS7RpnqmH7xLxXlLPQEBeStNoMqQr8xlFa2TOaA19",
-	"8Sx7MRkc/noxSnsXVek3A+nOMhssR2c9ogaYDhFTG4pabqF7bcl31/tNVtBCd45BRR6XCeiv0cDn6Hw0",
-	"SD9OVYkTtWCTip1VAq3b6MIx1l1o+UygYSPMIIhvx+UMlNlCVdT59ho1oRl3gBf1NEb8uRdgXqe5eUX2",
-	"gvEEm+u9TTKqnXSmzp11FChpJqYzh8166oR8/4m/7nHePBMTSBZJRh45OGSxhPOYbf1WGOtF2XbEYvcp",
-	"ZlungPJc6fd4Yex+mVNsV8y2zrnAAG4PthIlXSujsjNI44jFSaYMpA2fgQS3JTeFQwMaz7Fr7OO4LnZZ",
-	"sbkr0slXaYK/wHnQO+GIxbLIsrjUAc2StF/m2a41xQdTLs0X4+EX05E+T0dZcjbDPOMJEKQmRZZhprsB",
-	"e8TiX9/FLMmAa4PB/9EX4Pftw3a/lQetIVdnUD9myrESTmgBz92iVx3yDYiQJRbijg+Swh3la3dQPhQW",
-	"Y6CPC4pgpL+eBAXr57cnLdH889uTRuD0kD21ppGSJkzzUr6M/zPgUz3odiquRW5OfCxnmUywkJZ/2C7T",
-	"6N1GaNYKRDNr5xTaLeREtc/M57T7FJsis2KHvmIzyOY7KZj3IV5+yF40AzbGGHM4HmwzdS7HEm3UCA/W",
-	"oBHrRd2RD5ApUwdOIVPnLF4uZODM5bEURlGqJwa1ctsIchiO5Vj+5S/suJHjP5aPcQI3Ylxl+jAvM9zO",
-	"GlHsWz+/Pdn2SU5jGR/72HrsdMh80j/VYKC8fvTbhiR7ytVphGkunybBgol0yI7XBcwrOwN9LgyUyWo0",
-	"9EJAlpqxjA9Ge6yeABCTesBZvBwlH9YeV0UPhmMZ//3xCdudYQDuH+iSKGStRgKkAaivVAZ0cGfCiFOR",
-	"CbsYy8c8mdWydThGnbAZNww+8MRmC6YkKTlaYYbsKt/3WJbOb4bRhmzGz8DnbqlzWY/t1LicwoRLBcNz",
-	"YGc8K8AMx/IVnS1a9ahLpSopfEjW3C01YMERZhj6QfI6WO+wMq8tHjKfFmmQyvwuVycubSk9lti6Qm0h",
-	"jUiBCbtNM7H4YHTAyguWOCqhxg0TZfLTWIY0HJ81ZSrkp6/onoUWkQpDst3RiCqsm1I7oDyVzMyUtofs",
-	"r3918+bApWHjQXkNh+lYC1UgxNqJWDThePDXvwacwHszM5b0v+NSrO/+k23Ffcko8baDb7YYy+oas/MO",
-	"NE5UCuQB8y1rt2RH5TUnl+lYhotO3MvS1ZcbIOdlTB77Z3WR6LChcExh62A02h5LzDCfl1eOftmmkQrK",
-	"iL+EDSdca0FibSzrKXnN68KQuCfscq5emCRA+SWfCulZ2TNBGqT2XNbtjtJXd+bUDNIycp9t7e3sjUYR",
-	"88Yi27+7TaU8zFhS2L+v+zBkb90a8LJNg0G7kZI9fVYX5giHrY1lo9CIAyenUiOHnjH6KjOtujIhTZeM",
-	"nTevnrEJ2GQWoFWzFpbNBHaqHFvT4O2IZr0ShdVRorGsFy6hTO6Na5fAgp2DBidjsILJROlDliokhDnX",
-	"BiKWKGmsLhJHCJTetkC+4Ri55fkcr/foOKKxdOxbAquGY1wiP0e6rf3p1xC1KqIgIxqxH3kaGFA8ZP8A",
-	"mFcsb4IlKCo1wBA2TZTTAtzG+Fj6eitob/qKMA70IRk4VWC2A7K9mFuRu/Ukbrf++n4xlq+FnDqaLIg2",
-	"A0sz6ICOSjOWBDz9W2PXkZf222PJda0IE8kqyeLHJ3xaidBQiemUJ++XyjE5IohfHp88/MnZPS/fnFBY",
-	"w6PHzx6fPK6qNbmttoo0HXqeOpYlR/alWEJOs2OJVuTQU8zFncfePqtnZzJKz4yXa7yE5MdhffFOg1Fz",
-	"WswRjqgK6zZaLRcFcG3NbAtJAH/U7FzI6qheVWmlSJTNv5EuMCWItFczZG98GnxloEU++5KnO0o6Dlz9",
-	"xEyRzJwcigWamN5f5z6iQuY+1Px87hhK+Y0+vjhidNb1Ej8d+PwjLTfjeupjVog5+QxoZGWdI+3dYT6x",
-	"l50oxTC1Nx6OZemqrPTX45dPay7Hw8HecDQcYTDqHCSfi8Hh4M5wNLxDVSdmqNYHpch9nnbd7TwTZyDB",
-	"GGTYcMj2RyO/tI9jb+aNB4fjgXo/HnyK2flM+KzRuVaJ64c7NCjEnAnAkhkk7zHqIQVnsTvKQ2HP2aOF",
-	"5Ll69KMT6I4bSqc0sylY0xhRg7Fcowx4FDKtvZ67VPlqSM4BkiPOXHN79HlYS1Uh9kejFWmlF0sn9TP0",
-	"ZJOGbThzIxNnlAt9d3Snb9RymbsdacN1a21w+Ou7aOBDXmpHF7zTh78O6LQH71y33RysFonpPfrn9Htg",
-	"Gy+1ysHOoDB4U+MUeGWIPZCn/ZA0lTKFn7pH1bE6PRLTh/HIKbeftG0nc4rcyRU+54mwC3a6qDQAIuDG",
-	"ML5baD3HEmWeMyzoBmItdhzRFlA7QZ+jVU4x1Mwkms9Bd2KPB8p69HEw2p1nXCwhTkd5kjaOeNgNV55v",
-	"7UDyclWdJ+0ZwHDB86z3uN28L+Ygj18+LS0JVuNR59yw00Jk5MDoBI7vfjHaCou6IIiWl7oaViczYRyW",
-	"Wc0T2wcm1BT6WeEr4Klo8UKniJSoyaU5d+oJmv7OREY9Qhh2/PDk6T8fH7G7ozvURdiyTAShN3qFUDwr",
-	"hDxnU80TmBQZM7PCpk6mId8zbMsohhLhlGdcJm5CY9WcGZ8sazWfTETCTmHidN3aGbpmZvtyfNNtf/Fl",
-	"2CZOTb4f2tq18czyjPtw5Gxvl6IpelCEUnXQRVV3MLS9XO7MySm0nMKy8MkrjdyVUNjFl/vq4U3XeTzP",
-	"YXWJGjyTA5pw9ZnUKjBhl731XRrlH7DTwfpOZSEYRJYNFtasiYN4UmLG3301SdpsDT1yqFAjpFn3qFLG",
-	"azK9OdfNKj8RVXbrTl9CBPpNOeEschgGAxq8/7Syp7fbuBJyywbNwpw9F7RVk12qkPgpWtvQl7L89O4a",
-	"EbKd3dSBn7WbyToEGzRXi5lcKtoRKtiuKtSBbXDmPy/yPwtekk4A1pklpeB/igZz1XVRTGENDsslnDf9",
-	"2uxYLpaYJvJKdGJhN6YkHDWT/BKVg8HLFKry6l2vbZSnEV7oaRW58aOv7nFVyOhDNj4172r9hdESFexd",
-	"5cR9fLmB5E5980EoS0geqkqvQnJsc8NIvoF0r6qyXYYsDkYP1nco69+5DnsbrGm5DtdV0B+hlvfJl2fa",
-	"JruaGApXSkSDGXSVi36E37dlErNqCui1I99VliGJ1W+3oiqKA+03Ci4csqdaA7ogTjOgGwW8fgqXI/0E",
-	"SmskAr2YUAoFkDuEzUFvan2TMGjy9IZVmOtH8L39DfC1XYbtKlCWcGs9ykbrNem2mPAqkhMNvsLakL3t",
-	"qIrQ9OxjwdxyyFBcAX2vvvkW+cG9JoUJFBPQZTL+G2rlDBH05DWl4Ha3TdyF0UuFurGQb6jvW3qdh+Wy",
-	"uhfeV1zZg6BRXjcEzFC9iY7qQtesqG0ior4RsfQlDI8NqOhiPJOKCbhTn3cXj38FDpu66K+Dp/sLbqX7",
-	"2TvFvH4+e78Wzc1HgW2kud0IWfgI4W+RPL5mofbF9DdCsEvpb7uobm3mVPiOYspMS0hm3n7La36CbrcA",
-	"hqR8236BMsNttTsAAXVr7veb+x4TAorS358lata4BPA+HS0OqYJTZkN5gzfU4TGS0QMmJo3xykgCrPyI",
-	"QR+mVuK7z12AOY7XI3Vq2aQ37DCgxM1uuUMQu/UUfPueAjzKDurtlTC7HymmeWOHAeIKxxiWRtr5kPnc",
-	"jCoRrNZeA3sPc1sj67KWQBk3iZmbSOIYrHchPZNW7gn3uv0IJbnc+g+uzX/Qh8gb+A2oKupm/oJQD6Hs",
-	"2KylgIiLZnjq38goO6zyGdQrpNbcBriHbndBN+Yula4v5645Btprvox/IJSYuGEPwTqZdOsa6HcN9BPI",
-	"pfS09Tq8z31Z4Tx4iAGHDbxExYvLdFdpVmt8bXKALOgrkAPXo/p9GY/DKjILLodviNxuXQ0rXA2XVwB3",
-	"a3WG1vgcOoROXd5WT9sseyHetquKQ5Vlg8kvTae3j5vxrvp4Iz+Gl7xrxamfn+arLaNWF70282DjN+3q",
-	"TvfOiv7fll/lIsEWtyEVG/tYAqy+iAjfnBvsfqRszJX24atatiuSTRnVSLr4NQl7SrKtSP4GTL8ao6IH",
-	"n9wKbg3AKzQACZeCGy8PB3sJO7Dz0YyAlEfsYHQQ8hCJ1Xc/0NayJpekWzAs+6y6EjVvgEH3x5WHFrcW",
-	"1RqLqgarL8GZ17f0pZvRDCtsV+1WyOfKYVW2YCYk0YQHYKsCnoFS9kd7ZWVSX62FG8bR4dFw4cm0inzn",
-	"krzpQk6XWWIwKLaULrPwZjylHFs39TalkVOQX2Fs2eoUul5HZFsHowdVrvj2tUmTeWGvTJRcj/VY1TW8",
-	"YQNyPYdZgw2fxXau8hZk/U76SeDWPL70rci3Z08fp2lTIjjeQRm1tbyMyxnaPoRyE0O790olYiHZNlv4",
-	"RGlI8U0rys6MN7TIN7Cn/b3OhVkiLeQJrm0jGVh/H/9bs5JrZdJWxx/4Qmm31nGvdcyDf8mWiNcksvAw",
-	"6Be0lTemYB+eQ+0vRrQXpNRbKr2l0pv0YbWJ83OJsjdW6MUcJEYKUSU1jO3x70dg9cHe7KCyiEOLsHxq",
-	"UVW3kug9JpOErq1I/NdkZ6M+tWvMSV1cYa30hRhR/clrshXqpWRvOszIF9bsudT1B3gbavRnCDUKONxm",
-	"ACtk5u7H8Kr35iFHhDUh6KjKOjr25QBDeUBq+F2N7inH3rsCvBeAcpe8H8D0xhKF3V17NFFFE7fxRNcY",
-	"T9SPrZvEFPkXDjaLKqqeQWhgZfi6HVVUdVgVVvSwbIUxRVgrYOaW0BdU1IPCS/eg1eT1uKLlRV8mrKh8",
-	"seBSt6BNTfP61cLVQuvWc77Kc76KuK7LQPNiZFVE0kuurUBrixyRddw+YioXFqtmVoXBsDY5TCwrpC+f",
-	"NmSvwTa1PqUrdREr0GPJX6vK8s5OneT0hm+tiPH5TGUQqhhvIrwiFHdh5ij4VsubqdCB/EFYOrJXyt2c",
-	"gutDsK5CfF6XavyFwrBWcpkyEOtb4ja3vuarjd36XI16t/5G0Ea+5e8a+vRlnU9BM/m2M8j8Lta7h+o6",
-	"0a1/qNeLu4xgNcSuNMObUhA6HUvHaWoYDwtkBDhyyVYepbbviJoP2cO6Qi9yX0C2z+cTHta6HsnmR/8y",
-	"Xp/yzbCeSmEevg2/z5/Nxv1S7hgPWyW7BEiNzrokCNWF2PQWg8pPXF5KhFIa33z9sfIp9JVSony98FZM",
-	"9IuJRk2ewjQDYn3Zkiu/T0C2XwX+0RvOwl/FhddHsKR4eOaCDCDh39Ew27Wa61Wq8VScgSzDq9anLx9R",
-	"/Vkuy/glR088Tcvq6SvynOtxiyGCKoRPtcmPp2l4U+r6ymkY0F+sGJp/LmuDkJ5b0+pbu3GgWBw8xY6n",
-	"Djr4Ra+o+8xo9uAiwS94ljm2EF50MpvSPF92IWO8sxOgBrLJkL3o4Am+EZcMv3RT5eosvA+DVfQ15FxI",
-	"fE7NNalV9ncco8rOLndVvaNbZmf3RNhXnOO670JKSv2zBtbfoDvj6iLxW0SwivbWXKaEJ5Nc897rlJ6C",
-	"aqX4ul7NbkXRMlr27U3AhgXLEFxXp89dLDh+dY4yDyHxkucQMcc8s5CoHNj3pkVoujj2VHNfRz98i90b",
-	"QaT+q0kjnN4z+EeQK3sRBt9feu0KePe16YtfrATbSn2xKsP2LRH8rTP++mq29XGy9Zrmbnj1f+fiYd/0",
-	"RBW9mVc+/FVqcJ/hiTn2w102aPQ2CPTWe1MLAm2gJ++mlRsJ2i7l/wZ0uWmBRXrVtTSb6JEOfHoe00kF",
-	"KgcR483CQQnXeuGENd67/8Jz+Jzgbnz6/Nsv0XjRdxtaGby3xLjyxq2e5VkDWhctXndC64Uo8cKCkd7Y",
-	"rKI8RUWgEZNwjk8bCm3sKpprVw5fKhzOM6PqT56WJUFwKWq+k8EZZL5ASIgiWmxGzH2Ct7NGCQ/+ar9j",
-	"x1dwLdy01nHZ8uBXEaP351YEljDrlhOtVQsqF+Pp4ivRC5qPgDUfuP/1nUM3v7xWDkrzBXh6fZMCbz2F",
-	"YTFnt5jl9xTLqL0lo6LWl2DR7kxPhfu3tZdtEv/cnNDLEtIPSky+PejrYj5X2tYV3NDDH0W7TxnqoGRH",
-	"v/KauWMHPW+i1Xrn0LVIesGN0TNstdb+XbZP7z79/wAAAP//",
+	"7L15cxs3tjf8VVCcWxVppkVRspzYUqXeq3iZOLFjv7Y8vjWhnzTUfUgi6gYYAC2J8fh+9qfOAdAL2c1F",
+	"lmU5j/6xRRKNxnI2/M6CD71E5VMlQVrTO/zQmwBPQdOfT074GP9PwSRaTK1QsnfYeyKtsDNm+ZipEbMT",
+	"YBpsoSWkTINRhU6AnYM2Qsk+ewMyZcIyIVn8bLTzgttkEjOrWM7PgHFmilMDfxQgLbvQwgJLlEwFvoln",
+	"/V7U0/BHITSkvUOrC4h6JplAznFQdjaF3mHPWC3kuPfxY9R7LuTZ4nBfP33EHuw/eMAyIc/wzThiCZeW",
+	"TfkYIgb9cZ/Fw2IwuJdMrJ2aw91dPhV9uOT5NIN+ovLd871dpcdm94PS42fpx10rkjOw5v9LCm2U/r7f",
+	"7+Pz+99mIhf2+/371BscMQ3Z98MevmzYi/vs+NTgRJWkMWTcuDHgPJfN6zW38Bx73qF/W6aIK2isYTzL",
+	"1AWkbAqaGcClZCOl6W0WJJeWbT17cvKUlT0yt9tsJCBLDUs1H9nt1vEIaWEMem5AryHnQuJAuweVwYj2",
+	"H0eRFFrTXguZqou5wW30XgMtC/GG5mxYIa3Iaj1/Y9gfhbKcCcM0TDOQwkwgXf1CsHq2czyyoLtfxvFn",
+	"djERycRzA02c5XzGTok5tJh/Vy6kyIu8dziI2t777t27nePCTkBakXALiy//AbgGzXjVSCjJkgnPMpBj",
+	"YFtI9t9+d3+wvZyLPJVXPWrgWf79sOcWLh32IgZaK/39sCfkOc9E+ptVZyCHvV60QKsfo96Ua56D9RLk",
+	"WQr5VFmQyexnmC1O4wU/A8M4SzRwK+SYvXr55oQZPgLkVFy6Gdt6Y7WYAjOQc5yq2e6zkwmwkdDGlqt9",
+	"IeyEcXYGM6YLaY6YsLjXZqqkAbZlLLeFYVym7FSls22khDOYWiLB/QM2UYV2PyN98BmkkesyLqeAVOd+",
+	"OmS4jHGEY+Ry5sdJzZEADM+BBoLdlV/4gbqxl038sFMxGgFxRpjPGKxhB/v7R4yH/iciA+qvOXNhmLEi",
+	"y3DeyIr+0cHDPvsZZoZxDcwkagppkH5Kj7kUfzqaCYNMkHQ0Smx9DtptumFb9y8vt6kLqSytWMSM6wWH",
+	"n3A5R+MCt9VJlV7UkzxHAqmRwQ7SQYMV+OVzkGM76R3u378fIWuEz3tITtaCxj7/z6/D4eX+3s5wePnd",
+	"k/f/+K8W8ot6TiAv0tnLKf+jIPFjlGYjrXLG2VTDuVCFISH8jWExCupH1CRmW0qzGDVK7GXkdp+9RIlp",
+	"FS5wbR9IhDP3nFvtH18cP9oxYowq0VFcIbsXPxOGSN9OOG6mKYA2JMedz1UqRgJShqNWGsRYhkmQKPsd",
+	"Egupo6KDwaDcgD8K0LNq/f2ydC374OBB22KKEanrFgvgpNL9XtM7EppwlD3CsFNucNCyz54FE8FZBt+Y",
+	"UgdQL47wTdSQnCMuMuMntbdPiySVneAiCePfsoTYvJnRTWXfts02a9etL/glSmomi/wUNM5aWMiNF0+F",
+	"lmwLCYAZ8Sdsd62/67s+nhRGvMgsjibCwTltsDcYRJVu2GvVDWSCtFB4naxEyrbePn/2uBrQlNtJNR7X",
+	"x3p6YbD308N/3/vXd///g//Z//ngxbe/PHg1eL1/cvDu216TPQc7D493fvzp5xe/vNo5+dfOv99/2P/2",
+	"YzubOmn8VGStivWlzGZhcb2lFYQryTp8tmul3a+Npf4vDaPeYe9vu5Wdu+t+Nbsn1P0b9xCOzALP25b3",
+	"BHi+cln9w5us67sf7j/67vHDJ3tP7/3z/o/f/fTw570XV19Xt1pPLqdctszhkcpzvmMAVTRKDRQ8SNAa",
+	"MvpcGNBE2JCfQoomG3C0aajTQxZ79gQdM56mpv5FxGJuSOJB+LH6vHUxAScgXFfIxP7XdLvPnrglOWQx",
+	"0MC/L7uNyj5wweFymqkUeocjnhlo337XQ2P7iV3XowNaOJRmvY/l6nKtOb6gkOKPAp65znBXiYxntJUj",
+	"pfNeufyt5OMnvoqAQgebkND/PN5/cvD0238++HHwU+DQq5MQEkHbDN4a0Eyg6TMBFpviNGZJxkUe9AA+",
+	"9w1SzxlI02d7O3v7D1BUa56gMeh0bny882/Gd/5kg52HrM9+Y//LDtl/s/+wf7Dv2U7csSp+SOutCVrE",
+	"g//cH32XPIDku+TeveTbZDA4OD3lI3iw34vqmmBv/0FznY53/s13/hzsPOz/9r+H//2ff3y/8/7DXrS3",
+	"/6B1sT7iiJyBSQT2A0/9oQc/JUqi0Yh/8uk08yb67lSr0wzyf/xucFk/rCmnXrmn3EvnSKumOIVhOc+Q",
+	"HL3JQIqUrHanGLa8Dc9whSNG3IMN/TGwNN4jFhoqzQp5JtWFJMOZTbWagrazqoUzLrb77CkeIncyOIeM",
+	"pWDp3WgOoZxx8iR2VmXcR255pOQoE8kXW6zEv99UlnswTVCLANsiaCAt3HggYjzTwNMZ2mUoInXkzvDq",
+	"QuLfGsiET9B8Q22BK4dMkyowZD3DJQpcfxJWerxNy/BU6VORpiBveh2cwU/C2M8n8HLDRD0tyNgVmmmV",
+	"QTUbwhqcSkaKoMY0oWcS+YlnT3Cvb3JSbyVcTp1BbGqHGHfiaj+VHxEu4E5VQZ09S2NGGkvDVGkyzYWl",
+	"mf2i7FM05W+eYj2s1iSliHn4pNpJ2phlu7lFavhCsYQbcOwpZOpOIIUwE36aATudsRRQ8zoKfcVnmeLp",
+	"iVLPuR7Dl+JXEj9wmQCkhibmzeYS9UIT3A1YQwkjPuUigxvdsRrOmQo6ubAcPy47Bx01fmQX3FRHPyNk",
+	"AkxY+hYFUJ+9hh38A790kIXVM5o5Ht5FAm8lP+ciw8286d0ybgRIjBYP/Zprkc1YIYmyrGITLlOPY/id",
+	"PfIAB1qhOmITJVWBKpbFNfzN8+RUgwEHFdaA6jmcrm34vvVuvSlN4USpF1zOAlx50+vlcVlH16glCbZy",
+	"FK9JCyUqReHELfxG50hI420kAVwyhz0218kBv6bPCCp1PD5FcdCQA/gNqSdVWCNSYFw2WmwTzqMkMKmE",
+	"mYVxSjh3DxpWTBnHYznaffP7sYhYL92TuebdEPN6vVSPtIPG6/aCzRdR4I2o661Eg1Rp8SfcuNo4dYgu",
+	"meRkGgpjhBxHlY0YMbicokWNmsTbc3Nb2QZFL1uBhfZ+GaZaJWAMSgHnQLrp1YjnQMiY5Gkw6QoTYLQ2",
+	"MNbzoKh6+O0MZr9pwMeQG98aYJxJuCBUdKS0/xRAX4d6uIHiPPAo7ifuDWrhzhCOWtwBbO68EfVQA7b+",
+	"QPA5pMfUIW4tt73DXsot7FiRw+LZJeqJDoAAp904pi48WT/lLp4fqzPar/iOqH6mLSfnp1If+PvyTer0",
+	"d0isOyHQeB5RI1qdNPgGX9VWzeMBzYUMa9XAOQceX6sBzMtnQL0sGdpzYVo2sYQc1sIeAi3MYw4fo14F",
+	"SLdsloOBvZFXOjSPGO/2Mq7YLhpt22zpZFfa883JkuuwBcQbjUCmqMWpwSHj7Kc3L39hUyXwfLAjzIQO",
+	"oUxID4yTfefOXLHlY7N7L94OFm55MGWS5+FkFpM6jNupNEdh44zV5bN2468eaJv/j8AzO1mcu0cbDz/0",
+	"QBY59qbOah10vNE/1faiF7D4EqXHZnF9j7Osoa9N/SRwCpmSY8OsIkhlHSp8AS/1uI0GuwCh6gj5jXGW",
+	"BIoNp2xMQTPaXk1zJbZDs2xfEhzYwqo4bKhFFpb4+MIveH5dtQyvsc38IANcTu/0/bQPFc9dZiKmLfsV",
+	"ELK8bMSEZJywAqR44PkvPIeY/Hlg8RAWZ8LYtwb0CfDcxEcsxj5id4hz/XxjkAqob/JpevuYKZl552JA",
+	"Vd2jSrpesUc/XILdmov7uxJyM3Wy/trWMfZF3eJXYXH98Nsg7Ahe2WpfpHZpgJNfNbyXeozdNGl+OfWW",
+	"gH8FUeIco2oBl5PJdaiPGtHdYg3SysPXZLZ0u74WHu+UGsU03XQo5C5pl4tKj71QNEdtLClkkhUpEE86",
+	"/ltrq2sUOr/P3g3b4r9UUlklRRI8tRETMtGAJge5aBme6Gbeq4pDKWcvpP32oNfqhFyw8rxoDMOoW3b1",
+	"xe0gjStZeGEvmxbeZvYd9dExqMCc83Kc3L1qNKd9t3CX9TmkR04ivdRjE3svpmHxSz1usr0TVJ/C+B36",
+	"+hZx/FJ92IQb2q2XqAbNB1MDJex1aKwvbUCsUBILBPOpeqK5H7ebcN6SwLhl8uCttyGab4Wci6xBde6b",
+	"Foq7RhrdxNzqNGYaWmNTqV9aPGG6HbRdvWTJsl5J/nevfCPY52DJum5EKldd9etzOG+wA0sW+5qESZcl",
+	"cpvEiAG9pijJhax/u/c1EdvHltkHMLQ1HP7hwf3vmAdZg6d+UaUmFGyzEPVsyZGT82QipHND0RfkamX4",
+	"TJ/9oLlMJribwrItLtOwsQ752Gaa2wloZidc0onUCptBzJRmsRuOD/gJQR1S2d9G5HltWSj3xOJIfyxy",
+	"LmsDvJxmXDpjgwhQGKYS54RLoPk+H6cklWWdr3WhDIuvfQV6hzCletxFiKY9GAzoHLC9ts1fg95amK10",
+	"WS+O41lapWdQo4hwaVNMp0o7v2GmxixRmuK/yHvfMs0K4ppb3ZOTV34/3a7XF/BgcLCoQKIebXMLSU2U",
+	"thGbNPfLFHnO9SxMIpAr9trcrF+UZU+7dsl9sRDM9PpZFa7BRArSitHMBeE2X8W2Yn6qCnt4mnF55p2Q",
+	"SLzg3O0sVxqYmUIiRiKhR7Ybh6hCi53yVSvFGf0aFiqqohk9jUeOKev73ib6Xqu2ZX6pxwSnAs+dEc1e",
+	"aXEuMhj7QAClU9CQspgCWmLmslhYzNNcyOqjA54chwbUEx/oRT1qSVgqNmlBQiMKpLwWJKAxufm5PtUA",
+	"zMKlPWKQT+2Muefc9iFbG7D9dfGFxdjPFrQZJ/xIFc6ns0j6HvVrhwtwSxrI4HLUIK/hdtcBEV0jJvIJ",
+	"BmUdRqgvUXNxrwYx4A5eycacI7I5Z9J1Kft1DyE4jeuw3ogHb7HpVoHTrwq74Y5d+YzeaTbjaK7Jirwx",
+	"clqcBFk0bXBWMAiczdNnceL8kSbu8CcEMVS2O2qGhsu0Efwd3BNm23fiQutc+7Tho4jJWHR2StVF5B6p",
+	"IsYXLNXQdINTS3ikzXI69m+iYZcEToMoZBhGqxrwS7JED4RFa7Eb11jptSX+Ep/y7Va1LXHyCw9OtVDa",
+	"R5CsDup/FVpX5vJGvqDymc6o+IuJYmoK0uVtBUZabkyvn5QS9SwfN2X7ovnBL31mwv5gcceX5rQ00zK0",
+	"KizlCTbJXioJHbEg3qK/DcZDsJqb1kNpQ5dk09xTv75zzHtFO4MW8kqWRlMgXRtmFK3QOYMV/MWz7OWo",
+	"d/jrZpz2PqoS3HoS9zLrzcdkPXYNKOEodm1cXsACudeGfH81brKEF9qzeCr2uErKTI0HPsXmc51001SV",
+	"mlQLNqnEWaXQ2g9d1Mcqh5bPtes3wgyC+kYpZ6DMx6vyOrZXmAnNuANy1Ls+4k91gHmb5uYN2Q3jCda3",
+	"e5tsVNvpTF3g6Shw0kSMJ0jNeoxKvnvH33SAN8/FCJJZkjlEDg5ZLOEiZlu/F8Z6VbYdsRj/itnWKZA+",
+	"V/qMHMb4y9TFdsVs64ILSpHwy1aSJLYyKjuHNI5YnGTKQNrADCTglPAVSAauPxTX9AxKXXpkyeSuySZf",
+	"Zgn+AhfB7oQjFssiy+LSBjRz2n5eZmNrF4HvstW+mAzfzEb6NBtlvgbINOMJuJUaFVlGVWMM2CMW//o+",
+	"ZkkGXBtKr4m+gLxf3Gz8rdxoDbk6h/o2uyxGgUoLeI6DXrbJN6BC5kQIbh8kBW7lG9woHwpLceDHhYtg",
+	"dJ+eBgPrp3cnC6r5p3cnjeDxPntmTSPpU5imU76M/zPgk6mcdyquRW6GYi9lus5MWn5ZVZvBibi3Vks0",
+	"sXbqArqFHKnFPfNVSnwSW5FZseMTFSaQTXdSMGchI6XPXjYDNoYUczjsbTN1IYeSzqgRbawrBOJV3ZEP",
+	"kCmTc04hUxcsni8KhMfloRRGuWRqCmrlthHk0B/Kofzb39hxo2rLUD6hF2CPcZVLx7zOwJk1Ivm3fnp3",
+	"su3TCIcyPvb5BfTQIfNlXFw9I1ephXDbUMbCZcM1wjTnd9OtBRNpnx2vShqg/I8LYaBMB3Vdz6ig0FDG",
+	"B4M9Vk+CiEOUfTyfKRDGHldlbPpDGf/zyQnbnVAA7p8ESRSyVvUG0rCor1UGbuPOhRGnIhN2NpRPeDKp",
+	"5cO5JBc24YbBJU9sNqMUF/xOK8pBX4Z9D2UJfjOKNmQTfg4+O1JdyHpsp6bhFCY4FajiyznPCjD9oXzt",
+	"9pZO9WRLpSopfEgW5eoEKjiiHF7fSV5f1nuszByN+6ystkS5B26Wy1MDt5QeSpepUJK2kJQKJOy2exOL",
+	"DwYHrHSwxFG5atwwUaYXDmVIdPN5iaYifveV87O4QaTCON2OPOKzjzQuyjPJzERpe8j+/nd8bw5cGjbs",
+	"lW44SnicqaKsR9NMdXQvHPb+/vdAE+Q3M0Pp/kcpxbr8n2wr7kpBcelW2WwoKzdmqw80TlQKDgHzLWte",
+	"sqPSzcllOpTB0UlzmXN9YQc5L2Py2L8qRyJSQ4FCYetgMNgeSqrhMC1djn7YppFszZx8CRNOuNbCqbWh",
+	"rCe9Nt2FITVW2Pls2PCSsMqv+FhIL8qeC2dBai9lcXYuQXxn6ppBWkbus629nb3BIGL+sMj272+7Yjlm",
+	"KF3Yv6+s0mfvcAzkbNNg6Nzo0ql93qQr8+SnNpSNUj64nNwV8zn0gtFXbFuo0RYS4d1h5+3r52wENpmE",
+	"1aqdFuaPCexUoVjT4M8RzYpAiuoPRUNZLw3kaiWsXR0IZuwCNKCOoRpBI6UPWaqIEaZcG4hYoqSxukiQ",
+	"EVwC6YzkBgpyy/MpuffcdkRDieJbAqu6C/l8xLe1j34M0ULNIRJEA/YDT4MAivvsZ4BpJfJGVOSlMgOM",
+	"o6aRQisAJ8aH0lc0ovOmr7mESx9ys1IFZjsQ28upFTmOJ8HZevf9bCjfCDlGniwcbwaRZgiAjspjrFPw",
+	"7t+auI68tt8eSq5rBQ2drpIsfnLCx5UKDVUNT3lyNlfaEJkgfnV88uhHPPe8enviwhoeP3n+5ORJVfkQ",
+	"p7pQ8PDQy9ShLCWyL3YUqgagSLQih45ySbgfe/usnv/MXAJ0PF9FKaQX9+uDRwtGTd1gjqhHVVicaDVc",
+	"UsC1MbMtYgH6UbMLIautel0lbhNTNj8TX1BKkLNeTZ+99YUmqgNa5PObebqjJErg6idmimSCeigWdMT0",
+	"eB3+SQYZ/lHD+XAbSv1NGF8cMbfX9SJaLfT8gxtuxvXYx6w44eRrDJAoa+1p7x7zqfPsRClGyfNxfyhL",
+	"qLKyX49fPatBjoe9vf6gP6Bg1ClIPhW9w969/qB/z9V1mZBZH4wi/Hvc5tt5Ls5BgjEksOGQ7Q8Gfmgf",
+	"hv6YN+wdDnvqbNj7GNfqy/lcTTdDQ0oMjwAsmUByRlEPKeCJHTmPlD1nj2eS5+rxD6jQURq6PGGqRFfv",
+	"UYOxXJMOeBxqGXg7d66WYd+BA06P4HEN5+jzsObqruwPBkuSSTdLIvVv6MghDdPA40Ymzl21gfuDe129",
+	"lsPcbUnMr5/Weoe/vo96PuSltnUBnT78ted2u/ceH9vNwWqRmM6tf+F+D2LjlVY52AkUhjw1aMAr48SD",
+	"Q9oPnaVSFslwj0fVtqIdSQn6tOWueoaztlHnFDnqFT7libAzdjqrLADHwI1u/GOh9ZSKTnrJMHMeiJXU",
+	"ceSmQNYJYY5WoWGomUk0n4JupR6/KKvJB9dod5pxMUc4LQWAFmnEr11/6f7WNiQvR9W6014A9Gc8zzq3",
+	"G9/7cgry+NWz8iTBajLqght2WojMARiti+Mf34y3wqA2XKL5oS5fq5OJMEhlVvPEdi0TWQrdovA18FQs",
+	"yEI0RErS5NJcgK8BSogP2RHCsONHJ8/+9eSI3R/cc48IWxZiceRNqBCpZ0Urz9lY8wRGRcbMpLAp6jSS",
+	"e4ZtGcVII5zyjMsEX2ismjLjk2Wt5qORSNgpjNDWre0hNjPbV5ObOP3ZlxGb9GqH/bipfTaZWe5xF42c",
+	"7+26aIoOEnGpOgRR1QGGRZQL99yBQvMpLDOfvNLIXQmlk3xBvQ7Z9Dm35wUsLwJFe3LgXrh8T2o1zuiR",
+	"vdWPNEpg0EMHqx8qSy3hA/sPVz8wX8aFiGyNCTWrVX0qaZbE+E9fItatb40ic6ioMWR2d1hvxhtPnWne",
+	"zdJdkSvX2J4xRTT7u0J7QOTQD2d28JBtdYTfXiTPkM7Wa1Z37vAJV012M1/NZWVDX5/24/vPyAOLCVUt",
+	"LFFzhtZXsMHmtTDNuVopoQD9svoo1IbefMdv18hvzwMW1LpndZXgCg18jHpT1eYOd8EbxtdvaaD37FjO",
+	"5lQDaQSC6ugxpiQcNVMZE5WDIZeRqxbtAeZFLnM9vNTjjdlsrsi64yLalh98EZTrYiAf2fKx6dL2frU5",
+	"zt27zhd3qa8GY6KV62N15hgzXGSxjDGpzQ0z5hqUX5WHvBIrD9Zg5bIQJz6wt8aY5gsCkszYX2cBFqtA",
+	"faXyxnHCfNG0RTFT0/TBUehkTgZt1zo8pu8X1T6zagyExTpEMstIpNR9llEVm0Onchcy2mfPtAYClk4z",
+	"cH4icioGl1e3QHJjvIpACoXjW/T5QWfBhCYfu5enN2yYfn5+3FuDTVrKV36lXOLIeTWXRKuPZIua2Bu+",
+	"qH19Mcw+e9dSXqPpIqLa5mWXoUoHgfi++ZZzqHj7mDJxRqDLqg5vXSs80RIk3DQ0ttvBlTYmmrtTgWqu",
+	"h1LspfuiXw6rfeBddfD9EjQqoYfIK1e4pKVM1Wc2v9dR4l+J4v5/5AS7BuNuphlcIQwktGn71SKvAQm4",
+	"jeVbNJcPzlC6W4m5eO1PV2KfxZz2EYxrmdM3wok+uv1r5MhbrbqvbFR/fWLD0fSVDONdsmPXA8S+cSGY",
+	"ZsEUyDwQkNcwrnZIiyK4vm5Mq0wIXQ5l0ULdQVW3CqryxBe4wn3+JIW6As6iiBc6PUoVMMw1tSrFkIQL",
+	"uQYPmRg1+itjfag2K4Vlmdo1F11QF2Uh31Ksq5YwfsNgl8vN7qoVj0t+h3LdoVw3jHIR5bVIq04lvvvB",
+	"ZVmsDXYRaXPp7j+oe1iYzxarUlNr7TXQlZQ1MVZWNykjuSmXnEQahQ9vdHpwI7+SoNocAyu5+w77+ith",
+	"X128swbm5UpDr4d1haIw5YPNgjLEKwQhpf4qrvKBZXhXvUx0DfKiObRDXe3MMndDTvnuGqi1OOarYFuh",
+	"zs4No1urtPYdrHWrYK1unryS9b36MOhzDpcAX48o0LvBCmROc5nuKs1qjT+btnPozzVou89jj38ZtGwZ",
+	"Zwe47Cvi8DuY7HbBZFe3rHdrJeVW4GUtqrVuVVT3BM4jaO8WL5CAKqGS8hybbikfIumdafFaGJy3L1Ya",
+	"Df797n21YdSuwKi9ubf2BcF1t1jr5S1fFya4SZDbXSjbbcYHw/Z8EUNlfQG0+8Hl+i8967+u1VIgTi1j",
+	"5t0h5zOZNK6EQyVlbuAYX5ON7sJOHMHdYf7rPsw78g2odx5o6Qpn+tZboAIfHLGDwUFIrHcKrf1O3wVk",
+	"YE6HB5Cg64RecsMNqKHuRKnQ4u50fPtOx7Xt+RL6Z3VLf/0BHakL21b/3HuKbDZjJiSievarFcEOzLk/",
+	"2Cure/uKZ9wwTnhZA3SWaZU9xqXzdwk5nhf84XC4pXSZyT7hqatTga/edqVYXAh5YWzZ6hTa7vBmWweD",
+	"h1W9le3PpjOnhb02hfl5kICqNvANgwGrhdoKavgkSXedbsbVM+lmgTuo48puxztsZA0ldJymTSWE4soV",
+	"wqilU14NNPEx8uuAJp1+x4iFGhnZzNc3gZSuonRFFeI10ZU1sBHv/NxYCruBPKWxraV2qyKjaynf2xUF",
+	"VVU3XR4H5eub3iEdtwnp4AGetCWtN/k6XCH+BXGPtYWGj0x07TeTExsKhzvBcCcY/uIQ6KI8+FQ50Bkm",
+	"+XIKkoIkXZlXCmv0l1tRaeTOpN6ywtQCL/uM4KqothMxsTvrOd+uM3JqFkLj8gxszJ0dvuQY2BVd6Ypj",
+	"39b4ynqh/JuOsPRlwzuiNTwF3EVZ3kVZ3niUZeDZRYG3xCzZ/eD+2CTa0hF5iLeskoWPfW3mUKvZNfym",
+	"JudcwSOPKXk4yaUce0DJdIZRXk0iXSGQsmLhu1DKv1YoZTeDrBNO6W+4Wi+gsroGq8EI4evFgMrqgWUR",
+	"lY/KVhROSbWiJjiErnjKDq6ZC46oXl4PqZwf9FUiKssbq64UGtE8P3x+Y3+5Wr9zNN0yR9Myfv5cJ32v",
+	"LJcFY77i2go6tjvcvs5OR0zlwlKh9qoWLV2HAyPLCukr9vbZG7BNW17p6hBAlx7RLRNWlTeK4CGBj03M",
+	"dP3ejIuJyiBcnLGOio5IqYc3R8EVUfqOwwMOy6Rq5Z26/OaOLT769DqMhM91XvlCEahLBVsZg/o1Cbg7",
+	"18xXH7b6qUeV3fpNmGu5Yr5pHFSuCpwG++vrTvz2s1gNbdYtvzts8zY5PeZpusZLlcl9U2ZQKyh6nKaG",
+	"8TBA5vbKeTAqNHQR93TN++xR/aQkcn8zQxdeGW6svaWApR/el0Esy9t8O2r4+g1qYJZ/NcDjDkpcC0r0",
+	"pKBkm46uyZU2Je3qgq3r5HTlx66uiEMpta++qjDOYrUiLq9Bv9PEt0oTNypPFqaZbuEr5V27u5E0axXj",
+	"nYK0dBkPBQeEmxPpOqRwRZ87SQt/B6DZrt0XVRVhGYtzkGVY6+rCLkfu7gwuy7hRZGGepuXNT0sqwNRD",
+	"1EPkaghbXeR4nqbhPtzbW94Yh/fFShz7u4LXiMW8O+TfOSRvIACTiK7lWroW+dhpTXxibljAFukLnmUo",
+	"BsPtu2ZdGcfn3T2UyoM2ioFs1GcvW2Sgb8Qloy/xVbk6D3d50o1nGnIuJF19jU1qt7ChhKzq1pSzCvhs",
+	"WtWt6chXu6qk3NxVWgqWv2qa2k3igF9zXtsC3y1j9xW+1nCjLjbv9LZ2lEn2dP+57fUlpYjdsO8chbe3",
+	"DDHt0PVZ6Zulmi2v3sJDgpnkOUQMVUQWSrgEJbVu0cU2vTTW3N/sFr6lxxv5Ef6rUSM5zauxx5Aru4ka",
+	"6y6ofA0a6rMZ8V+ssPJSI74qrvw1yZg7X91fqhJzl/BcbcLvegd/urN5EpW7p9ldHF/efl2axp+AIh77",
+	"7q6aD3GX33CHPH7Z/IYGR/B29ryRFKjSyllDFKxbqZ3aVUdgdzmmwZlS1QtBJlDEeLNWZcK1nqFJQsFH",
+	"v/AcPiVVCnXyX6DW+6aXFy4UGrnj/9sWA1AvRlHbpzb2/9x1NzZi/o3V/8VEGajlEIhKJkRMwgUY665H",
+	"XMbmi3c7zV3txDOjSHaIOpgYyuuo6U4G55D5AnEhenO2nvzoMi9aa9Tx4N7xM0ZRRmPhZmEcV73A6TrC",
+	"sf/a5s4cZd0Jv9to/FSg+Onsllg/zSvGP/ROgWvQx4Wd9A5/fY8U7oe3kETauKd5y4Lk0rq0Ds/UdPcN",
+	"Dqb54IsqQHvutFZ71q3F4sNk2jAhjUgXD3v+Mnuh5+0A36nTK4udvimmU6Vt/eQQnvBbsfhMGe+lZMtz",
+	"ZexJyww6blyvPZ1D2yAdpTF3yXuttb/1/eP7j/83AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
