@@ -131,7 +131,7 @@ func (s *Tenants) CreateOrg(ctx context.Context, org tenant.Org, owner tenant.Us
 		put(s.table.Put(toOrgItem(org, 1)).If(notExists), failWith(errs.E(errs.Conflict, "org_exists", "organization ID already taken"))).
 		put(s.table.Put(toOrgUserItem(owner)).If(notExists), failWith(errUserExists)).
 		put(s.table.Put(toClaimItem(owner)).If(notExists), failWith(errEmailTaken))
-	return t.run(ctx, "create org")
+	return s.audited(ctx, t).run(ctx, "create org")
 }
 
 // GetOrg reads the org item.
@@ -180,17 +180,10 @@ func (s *Tenants) UpdateOrg(ctx context.Context, prev, next tenant.Org) error {
 		return err
 	}
 	k := orgKey(prev.ID)
-	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+	t := s.newTx().update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
-		If("attribute_exists(pk) AND version = ?", prev.Version).
-		IncludeItemInCondCheckFail(true).Run(ctx)
-	if failed, existed := condFailed(err); failed {
-		return versioned(errOrgNotFound)(existed)
-	}
-	if err != nil {
-		return fmt.Errorf("update org: %w", translate(err))
-	}
-	return nil
+		If("attribute_exists(pk) AND version = ?", prev.Version), versioned(errOrgNotFound))
+	return s.audited(ctx, t).run(ctx, "update org")
 }
 
 // GetUser reads one OrgUser edge with a consistent GetItem: it is the
@@ -320,7 +313,7 @@ func (s *Tenants) AddUser(ctx context.Context, u tenant.User) error {
 	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
 	t.put(s.table.Put(toOrgUserItem(u)).If(notExists), failWith(errUserExists)).
 		put(s.table.Put(toClaimItem(u)).If(notExists), failWith(errEmailTaken))
-	return t.run(ctx, "add user")
+	return s.audited(ctx, t).run(ctx, "add user")
 }
 
 // ownerDelta is how the org's owner count changes when a role moves from
@@ -381,7 +374,7 @@ func (s *Tenants) UpdateUser(ctx context.Context, prev, next tenant.User) error 
 	if d := ownerDelta(prev.Role, next.Role); d != 0 {
 		s.orgGuard(t, next.OrgID, d)
 	}
-	return t.run(ctx, "update user")
+	return s.audited(ctx, t).run(ctx, "update user")
 }
 
 // RemoveUser deletes the OrgUser, its claim, and every team membership the
@@ -406,8 +399,24 @@ func (s *Tenants) RemoveUser(ctx context.Context, u tenant.User) error {
 		if len(edges)*2+fixed <= maxTxItems {
 			break
 		}
-		n := min(len(edges), maxTxItems/2)
+		// Every chunk re-checks the final transaction's preconditions, so a
+		// removal that must fail (stale version, last owner) fails before
+		// it has touched a single membership.
 		t := s.newTx()
+		uk := orgUserKey(u.OrgID, u.UserID)
+		t.check(s.table.Check(attrPK, uk.PK).Range(attrSK, uk.SK).If("attribute_exists(pk) AND version = ?", u.Version),
+			versioned(errUserNotFound))
+		if u.Role == authz.Owner {
+			ok := orgKey(u.OrgID)
+			t.check(s.table.Check(attrPK, ok.PK).Range(attrSK, ok.SK).If("attribute_exists(pk) AND ownerCount > ?", 1),
+				func(existed bool) error {
+					if existed {
+						return errLastOwner
+					}
+					return errOrgNotFound
+				})
+		}
+		n := min(len(edges), (maxTxItems-t.len())/2)
 		for _, m := range edges[:n] {
 			teams.removeEdge(t, m.OrgID, m.TeamID, m.UserID, 0)
 		}
@@ -425,7 +434,7 @@ func (s *Tenants) RemoveUser(ctx context.Context, u tenant.User) error {
 	for _, m := range edges {
 		teams.removeEdge(t, m.OrgID, m.TeamID, m.UserID, 0)
 	}
-	return t.run(ctx, "remove user")
+	return s.audited(ctx, t).run(ctx, "remove user")
 }
 
 // OrgRole is the authorization read: the caller's role on their OrgUser
