@@ -2,7 +2,9 @@ package membership
 
 import (
 	"context"
+	"time"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
@@ -66,6 +68,8 @@ func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, name, descr
 		return Team{}, err
 	}
 	owner := Member{OrgID: p.OrgID, TeamID: t.ID, UserID: p.UserID, Role: authz.Owner, JoinedAt: now, UpdatedAt: now, Version: 1}
+	ctx = s.event(ctx, p, "team.create", "team", t.ID, now, audit.Diff(
+		audit.F("name", nil, t.Name), audit.F("description", nil, t.Description)))
 	if err := s.store.CreateTeam(ctx, t, owner); err != nil {
 		return Team{}, err
 	}
@@ -125,6 +129,8 @@ func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID stri
 		return Team{}, err
 	}
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
+	ctx = s.event(ctx, p, "team.update", "team", teamID, next.UpdatedAt, audit.Diff(
+		audit.F("name", prev.Name, next.Name), audit.F("description", prev.Description, next.Description)))
 	if err := s.store.UpdateTeam(ctx, prev, next); err != nil {
 		return Team{}, err
 	}
@@ -139,6 +145,7 @@ func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID stri
 	if err := s.authorizeTeam(ctx, p, authz.TeamDelete, teamID); err != nil {
 		return err
 	}
+	ctx = s.event(ctx, p, "team.delete", "team", teamID, s.now(), nil)
 	return s.store.DeleteTeam(ctx, p.OrgID, teamID, ifMatch)
 }
 
@@ -219,7 +226,8 @@ func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, user
 				return Member{}, false, errs.ErrVersion
 			}
 			m = Member{OrgID: p.OrgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: now, UpdatedAt: now, Version: 1}
-			err := s.store.AddMember(ctx, m)
+			err := s.store.AddMember(s.event(ctx, p, "member.add", "member", teamID+"/"+userID, now,
+				audit.Diff(audit.F("role", nil, string(role)))), m)
 			if errs.CodeOf(err) == "already_member" && try == 0 {
 				continue
 			}
@@ -238,7 +246,8 @@ func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, user
 		}
 		next := prev
 		next.Role, next.Version, next.UpdatedAt = role, prev.Version+1, now
-		err = s.store.UpdateMember(ctx, prev, next)
+		err = s.store.UpdateMember(s.event(ctx, p, "member.update", "member", teamID+"/"+userID, now,
+			audit.Diff(audit.F("role", string(prev.Role), string(role)))), prev, next)
 		if errs.Is(err, errs.PreconditionFailed) && ifMatch == 0 && try == 0 {
 			continue // changed under us without If-Match: apply ours on top
 		}
@@ -260,5 +269,13 @@ func (s *Service) RemoveMember(ctx context.Context, p authz.Principal, teamID, u
 	if err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID); err != nil {
 		return err
 	}
+	ctx = s.event(ctx, p, "member.remove", "member", teamID+"/"+userID, s.now(), nil)
 	return s.store.RemoveMember(ctx, p.OrgID, teamID, userID, ifMatch)
+}
+
+// event attaches the audit event of a change to ctx; the store writes it in
+// the change's transaction.
+func (s *Service) event(ctx context.Context, p authz.Principal, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
+	return audit.With(ctx, audit.Event{OrgID: p.OrgID, ID: s.ids.New(), ActorID: p.UserID, Action: action,
+		TargetType: targetType, TargetID: targetID, At: at, Changes: changes})
 }

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strings"
+	"time"
 )
 
 // Attribute names of the keys.
@@ -37,6 +38,7 @@ const (
 	typeTicket     = "Ticket"
 	typeComment    = "Comment"
 	typeIdempotent = "IdempotencyRecord"
+	typeAudit      = "AuditEvent"
 )
 
 // Sort key constants and prefixes.
@@ -131,3 +133,15 @@ func idempotencyKey(orgID, userID, clientKey string) key {
 	}
 	return key{scope + "#IDEMPOTENCY#" + hex.EncodeToString(h[:]), "#IDEMPOTENCY"}
 }
+
+// auditPK is the org's audit bucket for the month of t: buckets keep any
+// one partition bounded however long the org lives.
+func auditPK(orgID string, t time.Time) string {
+	return orgPK(orgID) + "#AUDIT#" + auditBucket(t)
+}
+
+func auditBucket(t time.Time) string { return t.UTC().Format("2006-01") }
+
+const prefixEvent = "EVENT#"
+
+func auditSK(eventID string) string { return prefixEvent + eventID }

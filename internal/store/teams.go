@@ -107,7 +107,7 @@ func (s *Teams) CreateTeam(ctx context.Context, t membership.Team, owner members
 		put(s.table.Put(toTeamItem(t)).If(notExists), failWith(errs.E(errs.Conflict, "team_exists", "team ID already taken"))).
 		put(s.table.Put(toMemberItem(owner)).If(notExists), failWith(errAlreadyMember))
 	tx.check(s.orgUserCheck(owner.OrgID, owner.UserID, errNotOrgMember))
-	return tx.run(ctx, "create team")
+	return s.audited(ctx, tx).run(ctx, "create team")
 }
 
 // GetTeam reads the team's #METADATA item.
@@ -176,14 +176,8 @@ func (s *Teams) UpdateTeam(ctx context.Context, prev, next membership.Team) erro
 	} else {
 		u = u.Set("description", next.Description)
 	}
-	err := u.If("attribute_exists(pk) AND version = ?", prev.Version).IncludeItemInCondCheckFail(true).Run(ctx)
-	if failed, existed := condFailed(err); failed {
-		return versioned(errTeamNotFound)(existed)
-	}
-	if err != nil {
-		return fmt.Errorf("update team: %w", translate(err))
-	}
-	return nil
+	t := s.newTx().update(u.If("attribute_exists(pk) AND version = ?", prev.Version), versioned(errTeamNotFound))
+	return s.audited(ctx, t).run(ctx, "update team")
 }
 
 // DeleteTeam removes the team and its edges. Up to 99 members this is one
@@ -225,7 +219,7 @@ func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion 
 	for _, e := range edges {
 		t.delete(s.table.Delete(attrPK, e.PK).Range(attrSK, e.SK), nil)
 	}
-	return t.run(ctx, "delete team")
+	return s.audited(ctx, t).run(ctx, "delete team")
 }
 
 // GetMember is AP3: one GetItem with ConsistentRead on the edge, so a role
@@ -323,7 +317,7 @@ func (s *Teams) AddMember(ctx context.Context, m membership.Member) error {
 		put(s.table.Put(toMemberItem(m)).If(notExists), failWith(errAlreadyMember)).
 		update(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1).If(exists), failWith(errTeamNotFound))
 	t.check(s.orgUserCheck(m.OrgID, m.UserID, errNotOrgMember))
-	return t.run(ctx, "add member")
+	return s.audited(ctx, t).run(ctx, "add member")
 }
 
 // UpdateMember changes an edge's role if its version is still prev's.
@@ -332,16 +326,10 @@ func (s *Teams) UpdateMember(ctx context.Context, prev, next membership.Member) 
 		return err
 	}
 	k := memberKey(next.OrgID, next.TeamID, next.UserID)
-	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+	t := s.newTx().update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("role", string(next.Role)).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
-		If("attribute_exists(pk) AND version = ?", prev.Version).IncludeItemInCondCheckFail(true).Run(ctx)
-	if failed, existed := condFailed(err); failed {
-		return versioned(errMemberNotFound)(existed)
-	}
-	if err != nil {
-		return fmt.Errorf("update member: %w", translate(err))
-	}
-	return nil
+		If("attribute_exists(pk) AND version = ?", prev.Version), versioned(errMemberNotFound))
+	return s.audited(ctx, t).run(ctx, "update member")
 }
 
 // RemoveMember is AP5: DeleteItem on the edge (its GSI1 row goes with it)
@@ -352,7 +340,7 @@ func (s *Teams) RemoveMember(ctx context.Context, orgID, teamID, userID string, 
 	}
 	t := s.newTx()
 	s.removeEdge(t, orgID, teamID, userID, ifVersion)
-	return t.run(ctx, "remove member")
+	return s.audited(ctx, t).run(ctx, "remove member")
 }
 
 // removeEdge adds to t the deletion of one edge and its count decrement.

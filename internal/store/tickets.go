@@ -154,7 +154,7 @@ func (s *Tickets) CreateTicket(ctx context.Context, t ticket.Ticket) error {
 	tx := s.newTx().put(s.table.Put(toTicketItem(t)).If(notExists), failWith(errs.E(errs.Conflict, "ticket_exists", "ticket ID already taken")))
 	tx.check(s.orgUserCheck(t.OrgID, t.RequesterID, errRequesterGone))
 	s.referenceChecks(tx, t, true, true)
-	return tx.run(ctx, "create ticket")
+	return s.audited(ctx, tx).run(ctx, "create ticket")
 }
 
 // GetTicket reads the ticket's #METADATA item.
@@ -198,10 +198,10 @@ func (s *Tickets) GetTicketWithComments(ctx context.Context, orgID, ticketID str
 	return fromTicketItem(t), comments, nil
 }
 
-// UpdateTicket rewrites the ticket's mutable fields and index keys with one
-// UpdateItem conditional on the version (commentCount is left alone: a
-// comment may land concurrently). New assignee or team references are
-// checked in the same transaction.
+// UpdateTicket rewrites the ticket's mutable fields and index keys with an
+// update conditional on the version (commentCount is left alone: a comment
+// may land concurrently), in one transaction with the checks of new
+// assignee or team references and the audit event.
 func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket) error {
 	if err := checkTicket(next); err != nil {
 		return err
@@ -233,19 +233,9 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket) er
 	}
 	newAssignee := next.AssigneeID != prev.AssigneeID
 	newTeam := next.TeamID != prev.TeamID
-	if (newAssignee && next.AssigneeID != "") || (newTeam && next.TeamID != "") {
-		tx := s.newTx().update(u, versioned(errTicketNotFound))
-		s.referenceChecks(tx, next, newAssignee, newTeam)
-		return tx.run(ctx, "update ticket")
-	}
-	err := u.IncludeItemInCondCheckFail(true).Run(ctx)
-	if failed, existed := condFailed(err); failed {
-		return versioned(errTicketNotFound)(existed)
-	}
-	if err != nil {
-		return fmt.Errorf("update ticket: %w", translate(err))
-	}
-	return nil
+	tx := s.newTx().update(u, versioned(errTicketNotFound))
+	s.referenceChecks(tx, next, newAssignee, newTeam)
+	return s.audited(ctx, tx).run(ctx, "update ticket")
 }
 
 // DeleteTicket deletes the ticket and its comments. Up to 99 comments it
@@ -280,7 +270,7 @@ func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVe
 	for _, c := range comments {
 		t.delete(s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK), nil)
 	}
-	return t.run(ctx, "delete ticket")
+	return s.audited(ctx, t).run(ctx, "delete ticket")
 }
 
 // deletePartition removes every item of one partition with BatchWriteItem.
@@ -406,7 +396,7 @@ func (s *Tickets) AddComment(ctx context.Context, c ticket.Comment) error {
 		put(s.table.Put(toCommentItem(c)).If(notExists), failWith(errs.E(errs.Conflict, "comment_exists", "comment ID already taken"))).
 		update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("commentCount", 1).Set("updatedAt", c.CreatedAt).If(exists),
 			failWith(errTicketNotFound))
-	return tx.run(ctx, "add comment")
+	return s.audited(ctx, tx).run(ctx, "add comment")
 }
 
 // ListComments pages through a ticket's comments, oldest first.

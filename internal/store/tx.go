@@ -24,6 +24,7 @@ type onFail func(existed bool) error
 type txn struct {
 	tx    *dynamo.WriteTx
 	fails []onFail
+	err   error // set while building: run returns it without a call
 }
 
 func (d *DB) newTx() *txn {
@@ -58,6 +59,9 @@ func (t *txn) len() int { return len(t.fails) }
 
 // run executes the transaction; op names it in wrapped errors.
 func (t *txn) run(ctx context.Context, op string) error {
+	if t.err != nil {
+		return fmt.Errorf("%s: %w", op, t.err)
+	}
 	if len(t.fails) > maxTxItems {
 		return fmt.Errorf("%s: %d items exceed the transaction limit of %d", op, len(t.fails), maxTxItems)
 	}

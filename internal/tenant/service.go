@@ -2,7 +2,9 @@ package tenant
 
 import (
 	"context"
+	"time"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
@@ -72,6 +74,8 @@ func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, name string)
 	if err := validateUser(owner); err != nil {
 		return Org{}, User{}, &errs.Error{Kind: errs.Invalid, Code: "invalid_identity", Message: "the token's claims are not a valid user", Err: err}
 	}
+	ctx = s.event(ctx, org.ID, id.UserID, "org.create", "org", org.ID, now,
+		audit.Diff(audit.F("name", nil, org.Name)))
 	if err := s.store.CreateOrg(ctx, org, owner); err != nil {
 		return Org{}, User{}, err
 	}
@@ -133,6 +137,8 @@ func (s *Service) RenameOrg(ctx context.Context, p authz.Principal, name string,
 	}
 	next := prev
 	next.Name, next.Version, next.UpdatedAt = name, prev.Version+1, s.now()
+	ctx = s.event(ctx, p.OrgID, p.UserID, "org.update", "org", p.OrgID, next.UpdatedAt,
+		audit.Diff(audit.F("name", prev.Name, next.Name)))
 	if err := s.store.UpdateOrg(ctx, prev, next); err != nil {
 		return Org{}, err
 	}
@@ -194,6 +200,8 @@ func (s *Service) AddUser(ctx context.Context, p authz.Principal, in NewUser) (U
 	if err := validateUser(u); err != nil {
 		return User{}, err
 	}
+	ctx = s.event(ctx, p.OrgID, p.UserID, "user.add", "user", u.UserID, now, audit.Diff(
+		audit.F("email", nil, u.Email), audit.F("name", nil, u.Name), audit.F("role", nil, string(u.Role))))
 	if err := s.store.AddUser(ctx, u); err != nil {
 		return User{}, err
 	}
@@ -236,6 +244,9 @@ func (s *Service) UpdateUser(ctx context.Context, p authz.Principal, userID stri
 		return User{}, err
 	}
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
+	ctx = s.event(ctx, p.OrgID, p.UserID, "user.update", "user", userID, next.UpdatedAt, audit.Diff(
+		audit.F("email", prev.Email, next.Email), audit.F("name", prev.Name, next.Name),
+		audit.F("role", string(prev.Role), string(next.Role))))
 	if err := s.store.UpdateUser(ctx, prev, next); err != nil {
 		return User{}, err
 	}
@@ -263,5 +274,14 @@ func (s *Service) RemoveUser(ctx context.Context, p authz.Principal, userID stri
 	if err := errs.CheckVersion(ifMatch, u.Version); err != nil {
 		return err
 	}
+	ctx = s.event(ctx, p.OrgID, p.UserID, "user.remove", "user", userID, s.now(), audit.Diff(
+		audit.F("email", u.Email, nil), audit.F("role", string(u.Role), nil)))
 	return s.store.RemoveUser(ctx, u)
+}
+
+// event attaches the audit event of a change to ctx; the store writes it in
+// the change's transaction.
+func (s *Service) event(ctx context.Context, orgID, actor, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
+	return audit.With(ctx, audit.Event{OrgID: orgID, ID: s.ids.New(), ActorID: actor, Action: action,
+		TargetType: targetType, TargetID: targetID, At: at, Changes: changes})
 }

@@ -3,7 +3,9 @@ package ticket
 import (
 	"context"
 	"slices"
+	"time"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
@@ -112,6 +114,9 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in NewTicket) (
 	if err := validateTicket(t); err != nil {
 		return Ticket{}, err
 	}
+	ctx = s.event(ctx, p, "ticket.create", "ticket", t.ID, now, audit.Diff(
+		audit.F("title", nil, t.Title), audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)),
+		audit.F("assigneeId", nil, str(t.AssigneeID)), audit.F("teamId", nil, str(t.TeamID))))
 	if err := s.store.CreateTicket(ctx, t); err != nil {
 		return Ticket{}, err
 	}
@@ -242,6 +247,11 @@ func (s *Service) Update(ctx context.Context, p authz.Principal, ticketID string
 		return Ticket{}, err
 	}
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
+	ctx = s.event(ctx, p, "ticket.update", "ticket", ticketID, next.UpdatedAt, audit.Diff(
+		audit.F("title", prev.Title, next.Title), audit.F("description", prev.Description, next.Description),
+		audit.F("status", string(prev.Status), string(next.Status)), audit.F("priority", string(prev.Priority), string(next.Priority)),
+		audit.F("assigneeId", str(prev.AssigneeID), str(next.AssigneeID)), audit.F("teamId", str(prev.TeamID), str(next.TeamID)),
+		audit.F("tags", prev.Tags, next.Tags)))
 	if err := s.store.UpdateTicket(ctx, prev, next); err != nil {
 		return Ticket{}, err
 	}
@@ -273,7 +283,23 @@ func (s *Service) Delete(ctx context.Context, p authz.Principal, ticketID string
 	if err := errs.CheckVersion(ifMatch, t.Version); err != nil {
 		return err
 	}
+	ctx = s.event(ctx, p, "ticket.delete", "ticket", ticketID, s.now(), audit.Diff(audit.F("title", t.Title, nil)))
 	return s.store.DeleteTicket(ctx, p.OrgID, ticketID, t.Version)
+}
+
+// event attaches the audit event of a change to ctx; the store writes it in
+// the change's transaction.
+func (s *Service) event(ctx context.Context, p authz.Principal, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
+	return audit.With(ctx, audit.Event{OrgID: p.OrgID, ID: s.ids.New(), ActorID: p.UserID, Action: action,
+		TargetType: targetType, TargetID: targetID, At: at, Changes: changes})
+}
+
+// str renders an optional ID for the audit log: nil when empty.
+func str(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
 }
 
 // AddComment adds the caller's comment to a ticket.
@@ -288,6 +314,7 @@ func (s *Service) AddComment(ctx context.Context, p authz.Principal, ticketID, b
 		return Comment{}, err
 	}
 	c := Comment{OrgID: p.OrgID, TicketID: ticketID, ID: s.ids.New(), AuthorID: p.UserID, Body: body, CreatedAt: s.now()}
+	ctx = s.event(ctx, p, "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, nil)
 	if err := s.store.AddComment(ctx, c); err != nil {
 		return Comment{}, err
 	}
