@@ -27,8 +27,9 @@ lint: ## go vet and staticcheck
 	go vet ./...
 	go tool staticcheck ./...
 
-generate: ## Regenerate code (go generate)
+generate: ## Regenerate the Go server/client and the TypeScript schema from openapi.yaml
 	go generate ./...
+	cd clients/typescript && { [[ -d node_modules ]] || $(NPM_CI); } && npm run --silent generate
 
 check-generate: generate ## Fail when committed generated files differ from a fresh generate
 	@stale=$$( { git diff --name-only HEAD --; git ls-files --others --exclude-standard; } | sort -u | \

@@ -1039,7 +1039,7 @@ type ClientInterface interface {
 
 	// CreateTeamWithBody Create a team
 	//
-	// Creates a team with no members. Requires org role `admin` or `owner`. Fails with 409 if a team with the same name exists in the org.
+	// Creates a team whose first member, with team role `owner`, is the caller (so `memberCount` starts at 1). Requires org role `admin` or `owner`. Team names need not be unique.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1048,7 +1048,7 @@ type ClientInterface interface {
 
 	// CreateTeam Create a team
 	//
-	// Creates a team with no members. Requires org role `admin` or `owner`. Fails with 409 if a team with the same name exists in the org.
+	// Creates a team whose first member, with team role `owner`, is the caller (so `memberCount` starts at 1). Requires org role `admin` or `owner`. Team names need not be unique.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1525,7 +1525,7 @@ func (c *Client) ListTeams(ctx context.Context, orgId OrgId, params *ListTeamsPa
 
 // CreateTeamWithBody Create a team
 //
-// Creates a team with no members. Requires org role `admin` or `owner`. Fails with 409 if a team with the same name exists in the org.
+// Creates a team whose first member, with team role `owner`, is the caller (so `memberCount` starts at 1). Requires org role `admin` or `owner`. Team names need not be unique.
 //
 // Takes any type of body and a specified content type.
 //
@@ -1544,7 +1544,7 @@ func (c *Client) CreateTeamWithBody(ctx context.Context, orgId OrgId, params *Cr
 
 // CreateTeam Create a team
 //
-// Creates a team with no members. Requires org role `admin` or `owner`. Fails with 409 if a team with the same name exists in the org.
+// Creates a team whose first member, with team role `owner`, is the caller (so `memberCount` starts at 1). Requires org role `admin` or `owner`. Team names need not be unique.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4491,7 +4491,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateTeamWithBodyWithResponse Create a team
 	//
-	// Creates a team with no members. Requires org role `admin` or `owner`. Fails with 409 if a team with the same name exists in the org.
+	// Creates a team whose first member, with team role `owner`, is the caller (so `memberCount` starts at 1). Requires org role `admin` or `owner`. Team names need not be unique.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -4500,7 +4500,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateTeamWithResponse Create a team
 	//
-	// Creates a team with no members. Requires org role `admin` or `owner`. Fails with 409 if a team with the same name exists in the org.
+	// Creates a team whose first member, with team role `owner`, is the caller (so `memberCount` starts at 1). Requires org role `admin` or `owner`. Team names need not be unique.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -8960,7 +8960,7 @@ func (c *ClientWithResponses) ListTeamsWithResponse(ctx context.Context, orgId O
 
 // CreateTeamWithBodyWithResponse Create a team
 //
-// Creates a team with no members. Requires org role `admin` or `owner`. Fails with 409 if a team with the same name exists in the org.
+// Creates a team whose first member, with team role `owner`, is the caller (so `memberCount` starts at 1). Requires org role `admin` or `owner`. Team names need not be unique.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -8975,7 +8975,7 @@ func (c *ClientWithResponses) CreateTeamWithBodyWithResponse(ctx context.Context
 
 // CreateTeamWithResponse Create a team
 //
-// Creates a team with no members. Requires org role `admin` or `owner`. Fails with 409 if a team with the same name exists in the org.
+// Creates a team whose first member, with team role `owner`, is the caller (so `memberCount` starts at 1). Requires org role `admin` or `owner`. Team names need not be unique.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
