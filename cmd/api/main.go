@@ -210,7 +210,7 @@ func serve(ctx context.Context, cfg Config) error {
 	}
 	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
 	e, err := httpapi.New(httpapi.Deps{
-		Tenants:   tenant.NewService(tenants, nil),
+		Tenants:   tenant.NewService(tenants, nil).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}),
 		Teams:     membership.NewService(teams, nil),
 		Tickets:   ticket.NewService(tickets, teams, nil),
 		Roles:     tenants,

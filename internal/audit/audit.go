@@ -37,11 +37,28 @@ type Change struct {
 func Diff(fields ...Field) []Change {
 	var out []Change
 	for _, f := range fields {
+		f.Before, f.After = unsetIfEmpty(f.Before), unsetIfEmpty(f.After)
 		if !reflect.DeepEqual(f.Before, f.After) {
 			out = append(out, Change{Field: f.Name, Before: f.Before, After: f.After})
 		}
 	}
 	return out
+}
+
+// unsetIfEmpty treats an empty string or list as absent, so "no
+// description" before and after is no change.
+func unsetIfEmpty(v any) any {
+	switch x := v.(type) {
+	case string:
+		if x == "" {
+			return nil
+		}
+	case []string:
+		if len(x) == 0 {
+			return nil
+		}
+	}
+	return v
 }
 
 // Field is one field of a Diff.

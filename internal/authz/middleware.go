@@ -2,6 +2,7 @@ package authz
 
 import (
 	"context"
+	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -13,8 +14,9 @@ import (
 // RoleReader reads a user's role in an org: the authorization read.
 type RoleReader interface {
 	// OrgRole returns the role on the OrgUser edge with one consistent
-	// GetItem. Returns NotFound if the user is not in the org.
-	OrgRole(ctx context.Context, orgID, userID string) (Role, error)
+	// GetItem, and whether the org is being deleted (the edge of the owner
+	// deleting it is marked). Returns NotFound if the user is not in the org.
+	OrgRole(ctx context.Context, orgID, userID string) (role Role, deleting bool, err error)
 }
 
 // Authenticate verifies the bearer token of every request that skip does
@@ -65,12 +67,17 @@ func AuthorizeOrg(roles RoleReader) echo.MiddlewareFunc {
 			if !ok {
 				return errToken
 			}
-			role, err := roles.OrgRole(req.Context(), orgID, id.UserID)
+			role, deleting, err := roles.OrgRole(req.Context(), orgID, id.UserID)
 			if errs.Is(err, errs.NotFound) {
 				return errNoOrg
 			}
 			if err != nil {
 				return err
+			}
+			// An org being offboarded exists for nobody, except that the
+			// owner deleting it may repeat the DELETE to finish the job.
+			if deleting && !(req.Method == http.MethodDelete && c.Path() == "/v1/orgs/:orgId") {
+				return errNoOrg
 			}
 			p := Principal{Identity: id, OrgID: orgID, OrgRole: role}
 			c.SetRequest(req.WithContext(WithPrincipal(req.Context(), p)))

@@ -41,6 +41,9 @@ const (
 	TicketUpdate  Action = "ticket.update"
 	TicketDelete  Action = "ticket.delete"
 	CommentCreate Action = "comment.create"
+
+	InvitationManage Action = "invitation.manage"
+	AuditRead        Action = "audit.read"
 )
 
 // Facts are what the rules need to know about the target beyond the
@@ -85,6 +88,9 @@ var Matrix = map[Action]Rule{
 	TicketDelete: {Min: Admin, Also: func(_ Principal, f Facts) bool { return f.Requester },
 		Reason: "only the requester or an organization admin may delete the ticket"},
 	CommentCreate: {Min: Member, Reason: "any member may comment"},
+
+	InvitationManage: {Min: Admin, Reason: "only admins and owners may manage invitations; only owners may invite owners"},
+	AuditRead:        {Min: Admin, Reason: "only admins and owners may read the audit log"},
 }
 
 func teamManager(_ Principal, f Facts) bool { return f.TeamRole.AtLeast(Admin) }

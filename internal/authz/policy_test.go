@@ -84,6 +84,10 @@ var policyRows = []matrixRow{
 	{authz.TicketDelete, authz.Facts{TeamMember: true}, adminOrOwner},
 	{authz.TicketDelete, authz.Facts{Assignee: true, TeamMember: true, TeamRole: authz.Owner}, adminOrOwner},
 	{authz.CommentCreate, authz.Facts{}, anyRole},
+	{authz.InvitationManage, authz.Facts{}, adminOrOwner},
+	{authz.InvitationManage, authz.Facts{Self: true, Requester: true}, adminOrOwner},
+	{authz.AuditRead, authz.Facts{}, adminOrOwner},
+	{authz.AuditRead, authz.Facts{Self: true, TeamRole: authz.Owner}, adminOrOwner},
 
 	// OwnerRole is checked for every action, whatever the rule allows.
 	{authz.OrgRead, authz.Facts{OwnerRole: true}, ownerChange},

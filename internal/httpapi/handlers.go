@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"strings"
+	"time"
 
 	"github.com/prometheus/common/expfmt"
 
 	"github.com/tenantd/tenantd"
 
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/membership"
@@ -24,6 +26,8 @@ type handlers struct {
 	Deps
 	cursors cursors
 }
+
+func (h *handlers) now() time.Time { return clock.Or(h.Now)() }
 
 var _ oapi.StrictServerInterface = (*handlers)(nil)
 

@@ -22,6 +22,7 @@ import (
 	echomw "github.com/oapi-codegen/echo-middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
@@ -99,6 +100,13 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(d.Logger)
 	e.Use(middleware.RequestID())
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc { // request id for audit events
+		return func(c echo.Context) error {
+			r := c.Request()
+			c.SetRequest(r.WithContext(audit.WithRequestID(r.Context(), c.Response().Header().Get(echo.HeaderXRequestID))))
+			return next(c)
+		}
+	})
 	if d.Metrics != nil {
 		e.Use(d.Metrics.RequestLog(d.Logger))
 	}

@@ -39,6 +39,8 @@ const (
 	typeComment    = "Comment"
 	typeIdempotent = "IdempotencyRecord"
 	typeAudit      = "AuditEvent"
+	typeInvitation = "Invitation"
+	typeInviteMail = "InvitationEmail"
 )
 
 // Sort key constants and prefixes.
@@ -145,3 +147,17 @@ func auditBucket(t time.Time) string { return t.UTC().Format("2006-01") }
 const prefixEvent = "EVENT#"
 
 func auditSK(eventID string) string { return prefixEvent + eventID }
+
+// invitationKey is an invitation's own partition: outside the org's user
+// collection, so pending invitations never slow the org + users Query.
+func invitationKey(orgID, invitationID string) key {
+	return key{orgPK(orgID) + "#INVITE#" + invitationID, "#INVITE"}
+}
+
+const prefixInvite = "INVITE#"
+
+// invitationEmailKey points from an email to its pending invitation, so a
+// new invitation for the same email replaces the old one.
+func invitationEmailKey(orgID, normalizedEmail string) key {
+	return key{orgPK(orgID) + "#INVITEEMAIL#" + normalizedEmail, "#INVITE"}
+}

@@ -3,26 +3,65 @@ package store
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/guregu/dynamo/v2"
+
 )
 
-// DeleteOrg removes the org and everything it owns, in bounded batches:
-// first its users and their email claims (so nobody is authorized in it
-// any more), then each team's and ticket's partition (found on GSI1), and
-// the org item last. Each step is idempotent, so a DELETE retried after a
-// crash continues where the last one stopped.
-func (s *Tenants) DeleteOrg(ctx context.Context, orgID string) error {
-	if err := checkIDs("orgId", orgID); err != nil {
+// DeleteOrg offboards a tenant: it deletes every item the org owns, in
+// bounded batches, resumably.
+//
+//  1. One transaction marks the org and the acting owner's edge as deleting.
+//     From then on the actor's edge authorizes only this DELETE (every other
+//     request of theirs gets 404), so a crash can be resumed by retrying it.
+//  2. Every other user's edge and email claim goes (BatchWriteItem, 25 at a
+//     time), cutting everyone else off.
+//  3. Each partition GSI1 lists under ORG#<orgId> goes: teams with their
+//     memberships, tickets with their comments, invitations and their email
+//     pointers, idempotency records.
+//  4. The audit log's monthly buckets go, from the org's creation to now.
+//  5. Last, the actor's edge and claim and the org item.
+//
+// Every step deletes what is there and skips what is gone, so running it
+// again after any crash finishes the job.
+func (s *Tenants) DeleteOrg(ctx context.Context, orgID, actorID string) error {
+	if err := checkIDs("orgId", orgID, "userId", actorID); err != nil {
 		return err
 	}
-	if _, err := s.GetOrg(ctx, orgID); err != nil {
-		return err
+	var org orgItem
+	ok := orgKey(orgID)
+	if err := s.table.Get(attrPK, ok.PK).Range(attrSK, dynamo.Equal, ok.SK).Consistent(true).One(ctx, &org); err != nil {
+		if err == dynamo.ErrNotFound {
+			return errOrgNotFound
+		}
+		return fmt.Errorf("delete org: %w", translate(err))
 	}
+	ak := orgUserKey(orgID, actorID)
+	var actor orgUserItem
+	if err := s.table.Get(attrPK, ak.PK).Range(attrSK, dynamo.Equal, ak.SK).Consistent(true).One(ctx, &actor); err != nil {
+		if err == dynamo.ErrNotFound {
+			return errUserNotFound
+		}
+		return fmt.Errorf("delete org: %w", translate(err))
+	}
+	if !org.Deleting || !actor.Deleting {
+		t := s.newTx().
+			update(s.table.Update(attrPK, ok.PK).Range(attrSK, ok.SK).Set("deleting", true).If(exists), failWith(errOrgNotFound)).
+			update(s.table.Update(attrPK, ak.PK).Range(attrSK, ak.SK).Set("deleting", true).If(exists), failWith(errUserNotFound))
+		if err := t.run(ctx, "mark org deleting"); err != nil {
+			return err
+		}
+	}
+
+	// 2. Everyone else's access.
 	var keys []dynamo.Keyed
 	itr := s.table.Get(attrPK, orgPK(orgID)).Range(attrSK, dynamo.BeginsWith, prefixUser).Iter()
 	var u orgUserItem
 	for itr.Next(ctx, &u) {
+		if u.UserID == actorID {
+			continue
+		}
 		c := toClaimItem(fromOrgUserItem(u))
 		keys = append(keys, dynamo.Keys{u.PK, u.SK}, dynamo.Keys{c.PK, c.SK})
 	}
@@ -32,10 +71,12 @@ func (s *Tenants) DeleteOrg(ctx context.Context, orgID string) error {
 	if err := s.batchDelete(ctx, keys); err != nil {
 		return fmt.Errorf("delete org: users: %w", err)
 	}
+
+	// 3. Everything GSI1 lists under the org, partition by partition.
 	var owned struct {
 		PK string `dynamo:"pk"`
 	}
-	itr = s.table.Get("gsi1pk", orgPK(orgID)).Index(gsi1).Iter()
+	itr = s.table.Get("gsi1pk", orgPK(orgID)).Index(gsi1).Project(attrPK).Iter()
 	for itr.Next(ctx, &owned) {
 		if err := s.deletePartition(ctx, owned.PK); err != nil {
 			return fmt.Errorf("delete org: %w", err)
@@ -44,14 +85,33 @@ func (s *Tenants) DeleteOrg(ctx context.Context, orgID string) error {
 	if err := itr.Err(); err != nil {
 		return fmt.Errorf("delete org: %w", translate(err))
 	}
-	return s.deletePartition(ctx, orgPK(orgID))
+
+	// 4. The audit log, one monthly bucket at a time.
+	for m := org.CreatedAt.UTC(); !m.After(time.Now().UTC().AddDate(0, 1, 0)); m = m.AddDate(0, 1, 0) {
+		if err := s.deletePartition(ctx, auditPK(orgID, m)); err != nil {
+			return fmt.Errorf("delete org: audit log: %w", err)
+		}
+	}
+
+	// 5. The actor and the org itself.
+	c := toClaimItem(fromOrgUserItem(actor))
+	if err := s.batchDelete(ctx, []dynamo.Keyed{dynamo.Keys{c.PK, c.SK}, dynamo.Keys{ak.PK, ak.SK}}); err != nil {
+		return fmt.Errorf("delete org: %w", err)
+	}
+	if err := s.deletePartition(ctx, orgPK(orgID)); err != nil {
+		return fmt.Errorf("delete org: %w", err)
+	}
+	return nil
 }
 
-func (s *DB) batchDelete(ctx context.Context, keys []dynamo.Keyed) error {
+
+// batchDelete deletes keys with BatchWriteItem: 25 keys per request,
+// unprocessed ones retried by guregu/dynamo.
+func (d *DB) batchDelete(ctx context.Context, keys []dynamo.Keyed) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if _, err := s.table.Batch(attrPK, attrSK).Write().Delete(keys...).Run(ctx); err != nil {
+	if _, err := d.table.Batch(attrPK, attrSK).Write().Delete(keys...).Run(ctx); err != nil {
 		return translate(err)
 	}
 	return nil

@@ -37,6 +37,7 @@ type orgItem struct {
 	ID         string    `dynamo:"orgId"`
 	Name       string    `dynamo:"name"`
 	OwnerCount int       `dynamo:"ownerCount"` // kept by transactions: the last owner cannot leave
+	Deleting   bool      `dynamo:"deleting,omitempty"` // offboarding has started
 	Version    int64     `dynamo:"version"`
 	CreatedAt  time.Time `dynamo:"createdAt"`
 	UpdatedAt  time.Time `dynamo:"updatedAt"`
@@ -68,6 +69,9 @@ type orgUserItem struct {
 	Version   int64     `dynamo:"version"`
 	JoinedAt  time.Time `dynamo:"joinedAt"`
 	UpdatedAt time.Time `dynamo:"updatedAt"`
+	// Deleting marks the edge of the owner offboarding the org: it only
+	// authorizes continuing the deletion.
+	Deleting bool `dynamo:"deleting,omitempty"`
 }
 
 func toOrgUserItem(u tenant.User) orgUserItem {
@@ -438,10 +442,21 @@ func (s *Tenants) RemoveUser(ctx context.Context, u tenant.User) error {
 }
 
 // OrgRole is the authorization read: the caller's role on their OrgUser
-// edge, from one consistent GetItem.
-func (s *Tenants) OrgRole(ctx context.Context, orgID, userID string) (authz.Role, error) {
-	u, err := s.GetUser(ctx, orgID, userID)
-	return u.Role, err
+// edge, and whether the org is being deleted, from one consistent GetItem.
+func (s *Tenants) OrgRole(ctx context.Context, orgID, userID string) (authz.Role, bool, error) {
+	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
+		return "", false, err
+	}
+	k := orgUserKey(orgID, userID)
+	var it orgUserItem
+	err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(true).One(ctx, &it)
+	if errors.Is(err, dynamo.ErrNotFound) {
+		return "", false, errUserNotFound
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("authorization read: %w", translate(err))
+	}
+	return authz.Role(it.Role), it.Deleting, nil
 }
 
 var _ authz.RoleReader = (*Tenants)(nil)

@@ -15,15 +15,40 @@ import (
 
 // Service applies tenant rules on top of a Storer.
 type Service struct {
-	store Storer
-	ids   *ids.Generator
-	now   clock.Clock
+	store       Storer
+	invitations InvitationStorer
+	audit       audit.Storer
+	ids         *ids.Generator
+	now         clock.Clock
 }
 
 // NewService returns a Service; now may be nil for the system clock.
 func NewService(s Storer, now clock.Clock) *Service {
 	now = clock.Or(now)
 	return &Service{store: s, ids: ids.NewGenerator(now), now: now}
+}
+
+// WithInvitations enables invitations, stored by inv.
+func (s *Service) WithInvitations(inv InvitationStorer) *Service {
+	s.invitations = inv
+	return s
+}
+
+// WithAuditLog enables reading the audit log from a.
+func (s *Service) WithAuditLog(a audit.Storer) *Service {
+	s.audit = a
+	return s
+}
+
+// ListAuditEvents reads the org's audit log, newest first (admin+).
+func (s *Service) ListAuditEvents(ctx context.Context, p authz.Principal, since, until time.Time, pr page.Request) (page.Result[audit.Event], error) {
+	if err := authz.Authorize(p, authz.AuditRead, authz.Facts{}); err != nil {
+		return page.Result[audit.Event]{}, err
+	}
+	if s.audit == nil {
+		return page.Result[audit.Event]{}, errs.E(errs.Internal, "no_audit", "the audit log is not configured")
+	}
+	return s.audit.ListEvents(ctx, audit.Query{OrgID: p.OrgID, Since: since, Until: until, Page: pr})
 }
 
 // UserPatch is a partial update of an OrgUser; nil fields stay as they are.
@@ -159,7 +184,7 @@ func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch int6
 			return err
 		}
 	}
-	return s.store.DeleteOrg(ctx, p.OrgID)
+	return s.store.DeleteOrg(ctx, p.OrgID, p.UserID)
 }
 
 // ListUsers pages through the org's users.

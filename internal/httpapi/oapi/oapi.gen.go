@@ -203,6 +203,37 @@ func (e ListUserTicketsParamsInclude) Valid() bool {
 	}
 }
 
+// AuditChange defines model for AuditChange.
+type AuditChange struct {
+	// After The value after the change (absent when the field was removed).
+	After nullable.Nullable[interface{}] `json:"after,omitempty"`
+
+	// Before The value before the change (absent when the field was unset).
+	Before nullable.Nullable[interface{}] `json:"before,omitempty"`
+	Field  string                         `json:"field"`
+}
+
+// AuditEvent defines model for AuditEvent.
+type AuditEvent struct {
+	// Action Example: ticket.update
+	Action    string        `json:"action"`
+	ActorId   string        `json:"actorId"`
+	At        time.Time     `json:"at"`
+	Changes   []AuditChange `json:"changes"`
+	Id        string        `json:"id"`
+	RequestId string        `json:"requestId"`
+	TargetId  string        `json:"targetId"`
+
+	// TargetType Example: ticket
+	TargetType string `json:"targetType"`
+}
+
+// AuditEventList defines model for AuditEventList.
+type AuditEventList struct {
+	Items      []AuditEvent `json:"items"`
+	NextCursor *string      `json:"nextCursor,omitempty"`
+}
+
 // Comment defines model for Comment.
 type Comment struct {
 	AuthorId  string    `json:"authorId"`
@@ -241,6 +272,62 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// Invitation defines model for Invitation.
+type Invitation struct {
+	CreatedAt time.Time `json:"createdAt"`
+	Email     string    `json:"email"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	Id        string    `json:"id"`
+
+	// InvitedBy User ID of the inviter.
+	InvitedBy string `json:"invitedBy"`
+
+	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
+	Role    Role     `json:"role"`
+	TeamIds []string `json:"teamIds"`
+}
+
+// InvitationAccepted defines model for InvitationAccepted.
+type InvitationAccepted struct {
+	OrgId   string   `json:"orgId"`
+	TeamIds []string `json:"teamIds"`
+	User    OrgUser  `json:"user"`
+}
+
+// InvitationCreate defines model for InvitationCreate.
+type InvitationCreate struct {
+	Email         string `json:"email"`
+	ExpiresInDays *int   `json:"expiresInDays,omitempty"`
+
+	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
+	Role    Role      `json:"role"`
+	TeamIds *[]string `json:"teamIds,omitempty"`
+}
+
+// InvitationCreated defines model for InvitationCreated.
+type InvitationCreated struct {
+	CreatedAt time.Time `json:"createdAt"`
+	Email     string    `json:"email"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	Id        string    `json:"id"`
+
+	// InvitedBy User ID of the inviter.
+	InvitedBy string `json:"invitedBy"`
+
+	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
+	Role    Role     `json:"role"`
+	TeamIds []string `json:"teamIds"`
+
+	// Token One-time secret for POST /v1/invitations/{token}/accept. Shown only in this response.
+	Token string `json:"token"`
+}
+
+// InvitationList defines model for InvitationList.
+type InvitationList struct {
+	Items      []Invitation `json:"items"`
+	NextCursor *string      `json:"nextCursor,omitempty"`
+}
 
 // Me defines model for Me.
 type Me struct {
@@ -543,6 +630,9 @@ type Cursor = string
 // IfMatch defines model for ifMatch.
 type IfMatch = string
 
+// InvitationId defines model for invitationId.
+type InvitationId = string
+
 // Limit defines model for limit.
 type Limit = int
 
@@ -597,6 +687,12 @@ type Unauthorized = Problem
 // UnprocessableEntity RFC 9457 problem details.
 type UnprocessableEntity = Problem
 
+// AcceptInvitationParams defines parameters for AcceptInvitation.
+type AcceptInvitationParams struct {
+	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
 // ListOrgsParams defines parameters for ListOrgs.
 type ListOrgsParams struct {
 	// Limit Maximum number of items to return (page size).
@@ -631,6 +727,33 @@ type GetOrgParamsInclude string
 type UpdateOrgParams struct {
 	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListAuditEventsParams defines parameters for ListAuditEvents.
+type ListAuditEventsParams struct {
+	Since *time.Time `form:"since,omitempty" json:"since,omitempty"`
+	Until *time.Time `form:"until,omitempty" json:"until,omitempty"`
+
+	// Limit Maximum number of items to return (page size).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// ListInvitationsParams defines parameters for ListInvitations.
+type ListInvitationsParams struct {
+	// Limit Maximum number of items to return (page size).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateInvitationParams defines parameters for CreateInvitation.
+type CreateInvitationParams struct {
+	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
 }
 
 // ListTeamsParams defines parameters for ListTeams.
@@ -843,6 +966,9 @@ type CreateOrgJSONRequestBody = OrgCreate
 // UpdateOrgJSONRequestBody defines body for UpdateOrg for application/json ContentType.
 type UpdateOrgJSONRequestBody = OrgUpdate
 
+// CreateInvitationJSONRequestBody defines body for CreateInvitation for application/json ContentType.
+type CreateInvitationJSONRequestBody = InvitationCreate
+
 // CreateTeamJSONRequestBody defines body for CreateTeam for application/json ContentType.
 type CreateTeamJSONRequestBody = TeamCreate
 
@@ -881,6 +1007,9 @@ type ServerInterface interface {
 	// GetReady Readiness
 	// (GET /readyz)
 	GetReady(ctx echo.Context) error
+	// AcceptInvitation Accept an invitation
+	// (POST /v1/invitations/{token}/accept)
+	AcceptInvitation(ctx echo.Context, token string, params AcceptInvitationParams) error
 	// GetMe Get the caller
 	// (GET /v1/me)
 	GetMe(ctx echo.Context) error
@@ -899,6 +1028,18 @@ type ServerInterface interface {
 	// UpdateOrg Update an organization
 	// (PATCH /v1/orgs/{orgId})
 	UpdateOrg(ctx echo.Context, orgId OrgId, params UpdateOrgParams) error
+	// ListAuditEvents Read the audit log
+	// (GET /v1/orgs/{orgId}/audit-log)
+	ListAuditEvents(ctx echo.Context, orgId OrgId, params ListAuditEventsParams) error
+	// ListInvitations List pending invitations
+	// (GET /v1/orgs/{orgId}/invitations)
+	ListInvitations(ctx echo.Context, orgId OrgId, params ListInvitationsParams) error
+	// CreateInvitation Invite someone by email
+	// (POST /v1/orgs/{orgId}/invitations)
+	CreateInvitation(ctx echo.Context, orgId OrgId, params CreateInvitationParams) error
+	// RevokeInvitation Revoke an invitation
+	// (DELETE /v1/orgs/{orgId}/invitations/{invitationId})
+	RevokeInvitation(ctx echo.Context, orgId OrgId, invitationId InvitationId) error
 	// ListTeams List teams
 	// (GET /v1/orgs/{orgId}/teams)
 	ListTeams(ctx echo.Context, orgId OrgId, params ListTeamsParams) error
@@ -1014,6 +1155,42 @@ func (w *ServerInterfaceWrapper) GetReady(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetReady(ctx)
+	return err
+}
+
+// AcceptInvitation converts echo context to params.
+func (w *ServerInterfaceWrapper) AcceptInvitation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "token" -------------
+	var token string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "token", ctx.Param("token"), &token, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter token: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params AcceptInvitationParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.AcceptInvitation(ctx, token, params)
 	return err
 }
 
@@ -1174,6 +1351,144 @@ func (w *ServerInterfaceWrapper) UpdateOrg(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateOrg(ctx, orgId, params)
+	return err
+}
+
+// ListAuditEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) ListAuditEvents(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListAuditEventsParams
+	// ------------- Optional query parameter "since" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "since", ctx.QueryParams(), &params.Since, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter since: %s", err))
+	}
+
+	// ------------- Optional query parameter "until" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "until", ctx.QueryParams(), &params.Until, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter until: %s", err))
+	}
+
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListAuditEvents(ctx, orgId, params)
+	return err
+}
+
+// ListInvitations converts echo context to params.
+func (w *ServerInterfaceWrapper) ListInvitations(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListInvitationsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListInvitations(ctx, orgId, params)
+	return err
+}
+
+// CreateInvitation converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateInvitation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateInvitationParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateInvitation(ctx, orgId, params)
+	return err
+}
+
+// RevokeInvitation converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokeInvitation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "invitationId" -------------
+	var invitationId InvitationId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "invitationId", ctx.Param("invitationId"), &invitationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter invitationId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokeInvitation(ctx, orgId, invitationId)
 	return err
 }
 
@@ -2275,6 +2590,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/v1/orgs/:orgId", wrapper.DeleteOrg, options.OperationMiddlewares["deleteOrg"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId", wrapper.GetOrg, options.OperationMiddlewares["getOrg"]...)
 	router.PATCH(options.BaseURL+"/v1/orgs/:orgId", wrapper.UpdateOrg, options.OperationMiddlewares["updateOrg"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/invitations", wrapper.ListInvitations, options.OperationMiddlewares["listInvitations"]...)
+	router.POST(options.BaseURL+"/v1/orgs/:orgId/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
+	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/invitations/:invitationId", wrapper.RevokeInvitation, options.OperationMiddlewares["revokeInvitation"]...)
+	router.POST(options.BaseURL+"/v1/invitations/:token/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/audit-log", wrapper.ListAuditEvents, options.OperationMiddlewares["listAuditEvents"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId/users", wrapper.ListOrgUsers, options.OperationMiddlewares["listOrgUsers"]...)
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/users", wrapper.AddOrgUser, options.OperationMiddlewares["addOrgUser"]...)
 	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/users/:userId", wrapper.RemoveOrgUser, options.OperationMiddlewares["removeOrgUser"]...)
@@ -2460,6 +2780,173 @@ type GetReady503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetReady503ApplicationProblemPlusJSONResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitationRequestObject struct {
+	Token  string `json:"token"`
+	Params AcceptInvitationParams
+}
+
+type AcceptInvitationResponseObject interface {
+	VisitAcceptInvitationResponse(w http.ResponseWriter) error
+}
+
+type AcceptInvitation201JSONResponse InvitationAccepted
+
+func (response AcceptInvitation201JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptInvitation400ApplicationProblemPlusJSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptInvitation401ApplicationProblemPlusJSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptInvitation404ApplicationProblemPlusJSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptInvitation409ApplicationProblemPlusJSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptInvitation422ApplicationProblemPlusJSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptInvitation429ApplicationProblemPlusJSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptInvitation500ApplicationProblemPlusJSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptInvitation503ApplicationProblemPlusJSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3440,6 +3927,673 @@ type UpdateOrg503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response UpdateOrg503ApplicationProblemPlusJSONResponse) VisitUpdateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEventsRequestObject struct {
+	OrgId  OrgId `json:"orgId"`
+	Params ListAuditEventsParams
+}
+
+type ListAuditEventsResponseObject interface {
+	VisitListAuditEventsResponse(w http.ResponseWriter) error
+}
+
+type ListAuditEvents200ResponseHeaders struct {
+	Link *string
+}
+
+type ListAuditEvents200JSONResponse struct {
+	Body    AuditEventList
+	Headers ListAuditEvents200ResponseHeaders
+}
+
+func (response ListAuditEvents200JSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListAuditEvents400ApplicationProblemPlusJSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListAuditEvents401ApplicationProblemPlusJSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEvents403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListAuditEvents403ApplicationProblemPlusJSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEvents404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListAuditEvents404ApplicationProblemPlusJSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEvents429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListAuditEvents429ApplicationProblemPlusJSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEvents500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListAuditEvents500ApplicationProblemPlusJSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEvents503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListAuditEvents503ApplicationProblemPlusJSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitationsRequestObject struct {
+	OrgId  OrgId `json:"orgId"`
+	Params ListInvitationsParams
+}
+
+type ListInvitationsResponseObject interface {
+	VisitListInvitationsResponse(w http.ResponseWriter) error
+}
+
+type ListInvitations200ResponseHeaders struct {
+	Link *string
+}
+
+type ListInvitations200JSONResponse struct {
+	Body    InvitationList
+	Headers ListInvitations200ResponseHeaders
+}
+
+func (response ListInvitations200JSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListInvitations400ApplicationProblemPlusJSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListInvitations401ApplicationProblemPlusJSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListInvitations403ApplicationProblemPlusJSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListInvitations404ApplicationProblemPlusJSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListInvitations429ApplicationProblemPlusJSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListInvitations500ApplicationProblemPlusJSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListInvitations503ApplicationProblemPlusJSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitationRequestObject struct {
+	OrgId  OrgId `json:"orgId"`
+	Params CreateInvitationParams
+	Body   *CreateInvitationJSONRequestBody
+}
+
+type CreateInvitationResponseObject interface {
+	VisitCreateInvitationResponse(w http.ResponseWriter) error
+}
+
+type CreateInvitation201JSONResponse InvitationCreated
+
+func (response CreateInvitation201JSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation400ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation401ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation403ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation404ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation409ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation413ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation422ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation429ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation500ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation503ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitationRequestObject struct {
+	OrgId        OrgId        `json:"orgId"`
+	InvitationId InvitationId `json:"invitationId"`
+}
+
+type RevokeInvitationResponseObject interface {
+	VisitRevokeInvitationResponse(w http.ResponseWriter) error
+}
+
+type RevokeInvitation204Response struct {
+}
+
+func (response RevokeInvitation204Response) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type RevokeInvitation400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeInvitation400ApplicationProblemPlusJSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeInvitation401ApplicationProblemPlusJSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeInvitation403ApplicationProblemPlusJSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeInvitation404ApplicationProblemPlusJSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeInvitation429ApplicationProblemPlusJSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeInvitation500ApplicationProblemPlusJSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeInvitation503ApplicationProblemPlusJSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -7671,6 +8825,9 @@ type StrictServerInterface interface {
 	// GetReady Readiness
 	// (GET /readyz)
 	GetReady(ctx context.Context, request GetReadyRequestObject) (GetReadyResponseObject, error)
+	// AcceptInvitation Accept an invitation
+	// (POST /v1/invitations/{token}/accept)
+	AcceptInvitation(ctx context.Context, request AcceptInvitationRequestObject) (AcceptInvitationResponseObject, error)
 	// GetMe Get the caller
 	// (GET /v1/me)
 	GetMe(ctx context.Context, request GetMeRequestObject) (GetMeResponseObject, error)
@@ -7689,6 +8846,18 @@ type StrictServerInterface interface {
 	// UpdateOrg Update an organization
 	// (PATCH /v1/orgs/{orgId})
 	UpdateOrg(ctx context.Context, request UpdateOrgRequestObject) (UpdateOrgResponseObject, error)
+	// ListAuditEvents Read the audit log
+	// (GET /v1/orgs/{orgId}/audit-log)
+	ListAuditEvents(ctx context.Context, request ListAuditEventsRequestObject) (ListAuditEventsResponseObject, error)
+	// ListInvitations List pending invitations
+	// (GET /v1/orgs/{orgId}/invitations)
+	ListInvitations(ctx context.Context, request ListInvitationsRequestObject) (ListInvitationsResponseObject, error)
+	// CreateInvitation Invite someone by email
+	// (POST /v1/orgs/{orgId}/invitations)
+	CreateInvitation(ctx context.Context, request CreateInvitationRequestObject) (CreateInvitationResponseObject, error)
+	// RevokeInvitation Revoke an invitation
+	// (DELETE /v1/orgs/{orgId}/invitations/{invitationId})
+	RevokeInvitation(ctx context.Context, request RevokeInvitationRequestObject) (RevokeInvitationResponseObject, error)
 	// ListTeams List teams
 	// (GET /v1/orgs/{orgId}/teams)
 	ListTeams(ctx context.Context, request ListTeamsRequestObject) (ListTeamsResponseObject, error)
@@ -7864,6 +9033,32 @@ func (sh *strictHandler) GetReady(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetReadyResponseObject); ok {
 		return validResponse.VisitGetReadyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// AcceptInvitation operation middleware
+func (sh *strictHandler) AcceptInvitation(ctx echo.Context, token string, params AcceptInvitationParams) error {
+	var request AcceptInvitationRequestObject
+
+	request.Token = token
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.AcceptInvitation(ctx.Request().Context(), request.(AcceptInvitationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "AcceptInvitation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(AcceptInvitationResponseObject); ok {
+		return validResponse.VisitAcceptInvitationResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -8061,6 +9256,133 @@ func (sh *strictHandler) UpdateOrg(ctx echo.Context, orgId OrgId, params UpdateO
 		return err
 	} else if validResponse, ok := response.(UpdateOrgResponseObject); ok {
 		return validResponse.VisitUpdateOrgResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListAuditEvents operation middleware
+func (sh *strictHandler) ListAuditEvents(ctx echo.Context, orgId OrgId, params ListAuditEventsParams) error {
+	var request ListAuditEventsRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListAuditEvents(ctx.Request().Context(), request.(ListAuditEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListAuditEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListAuditEventsResponseObject); ok {
+		return validResponse.VisitListAuditEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListInvitations operation middleware
+func (sh *strictHandler) ListInvitations(ctx echo.Context, orgId OrgId, params ListInvitationsParams) error {
+	var request ListInvitationsRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListInvitations(ctx.Request().Context(), request.(ListInvitationsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListInvitations")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListInvitationsResponseObject); ok {
+		return validResponse.VisitListInvitationsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateInvitation operation middleware
+func (sh *strictHandler) CreateInvitation(ctx echo.Context, orgId OrgId, params CreateInvitationParams) error {
+	var request CreateInvitationRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	var body CreateInvitationJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateInvitation(ctx.Request().Context(), request.(CreateInvitationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateInvitation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateInvitationResponseObject); ok {
+		return validResponse.VisitCreateInvitationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RevokeInvitation operation middleware
+func (sh *strictHandler) RevokeInvitation(ctx echo.Context, orgId OrgId, invitationId InvitationId) error {
+	var request RevokeInvitationRequestObject
+
+	request.OrgId = orgId
+	request.InvitationId = invitationId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeInvitation(ctx.Request().Context(), request.(RevokeInvitationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeInvitation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokeInvitationResponseObject); ok {
+		return validResponse.VisitRevokeInvitationResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -8926,152 +10248,175 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L15cxs3tjf8VVCcWxVppkVRspzYUqXeq3iZOLFjv7Y8vjWhnzTUfUgi6gYYAC2J8fh+9qdwDtAL2c1F",
-	"lmU5j/6xRRKNxnI2/M6CD71E5VMlQVrTO/zQmwBPQeOfT0742P2fgkm0mFqhZO+w90RaYWfM8jFTI2Yn",
-	"wDTYQktImQajCp0AOwdthJJ99gZkyoRlQrL42WjnBbfJJGZWsZyfAePMFKcG/ihAWnahhQWWKJkK9yae",
-	"9XtRT8MfhdCQ9g6tLiDqmWQCOXeDsrMp9A57xmohx72PH6PecyHPFof7+ukj9mD/wQOWCXnm3uxGLOHS",
-	"sikfQ8SgP+6zeFgMBveSibVTc7i7y6eiD5c8n2bQT1S+e763q/TY7H5Qevws/bhrRXIG1vx/SaGN0t/3",
-	"+333/P63mciF/X7/PvYGR0xD9v2w51427MV9dnxq3ESVxDFk3NAY3DyXzes1t/Dc9byD/7ZM0a2gsYbx",
-	"LFMXkLIpaGbALSUbKY1vsyC5tGzr2ZOTp6zskdFus5GALDUs1Xxkt1vHI6SFMei5Ab2GnAvpBto9qAxG",
-	"uP9uFEmhNe61kKm6mBvcRu810LIQb3DOhhXSiqzW8zeG/VEoy5kwTMM0AynMBNLVLwSrZzvHIwu6+2Xc",
-	"/cwuJiKZeG7AibOcz9gpMocW8+/KhRR5kfcOB1Hbe9+9e7dzXNgJSCsSbmHx5T8A16AZrxoJJVky4VkG",
-	"cgxsy5H9t9/dH2wv5yJP5VWPGniWfz/s0cKlw17EQGulvx/2hDznmUh/s+oM5LDXixZo9WPUm3LNc7Be",
-	"gjxLIZ8qCzKZ/QyzxWm84GdgGGeJBm6FHLNXL9+cMMNH4DjVLd2Mbb2xWkyBGci5m6rZ7rOTCbCR0MaW",
-	"q30h7IRxdgYzpgtpjpiwbq/NVEkDbMtYbgvDuEzZqUpn244SzmBqkQT3D9hEFZp+dvTBZ5BG1GVcTsFR",
-	"Hf10yNwyxpEbI5czP05s7gjA8BxwIK678gs/UBp72cQPOxWjESBnhPmMwRp2sL9/xHjofyIywP6aMxeG",
-	"GSuyzM3bsaJ/dPCwz36GmWFcAzOJmkIapJ/SYy7Fn0QzYZCJIx3tJLY+B02bbtjW/cvLbexCKosrFjFD",
-	"vbjhJ1zO0bhw20pSpRf1JM8dgdTIYMfRQYMV+OVzkGM76R3u378fOdYIn/ccOVkL2vX5f34dDi/393aG",
-	"w8vvnrz/x3+1kF/UI4G8SGcvp/yPAsWPUZqNtMoZZ1MN50IVBoXwN4bFTlA/wiYx21KaxU6jxF5GbvfZ",
-	"SycxrXILXNsHFOGMnqPV/vHF8aMdI8ZOJRLFFbJ78TNhkPTthLvNNAXghuRu53OVipGAlLlRKw1iLMMk",
-	"UJT9DomFlKjoYDAoN+CPAvSsWn+/LF3LPjh40LaYYoTqusUCOKl0v9f0REIT7mSPMOyUGzdo2WfPgolA",
-	"lsE3ptQB2AsRvokaknPERWb8pPb2cZGkshO3SML4tywhNm9mdFPZt22zzdp16wt+6SQ1k0V+CtrNWljI",
-	"jRdPhZZsyxEAM+JP2O5af+q7Pp4URrzIrBtN5AZH2mBvMIgq3bDXqhvQBGmh8DpZiZRtvX3+7HE1oCm3",
-	"k2o81Md6emGw99PDf9/713f//4P/2f/54MW3vzx4NXi9f3Lw7ttekz0HOw+Pd3786ecXv7zaOfnXzr/f",
-	"f9j/9mM7m5I0fiqyVsX6UmazsLje0grCFWWde7ZrpenXxlL/l4ZR77D3t93Kzt2lX83uCXb/hh5yI7PA",
-	"87blPQGer1xW//Am6/ruh/uPvnv88Mne03v/vP/jdz89/HnvxdXXlVbryeWUy5Y5PFJ5zncMOBXtpIYT",
-	"PI6gNWT4uTCgkbAhP4XUmWzAnU2DnR6y2LMn6JjxNDX1LyIWc4MSD8KP1eetiwmQgKCuHBP7X9PtPntC",
-	"S3LIYsCBf192G5V9uAWHy2mmUugdjnhmoH37qYfG9iO7rkcHuHBOmvU+lqvLtebuBYUUfxTwjDpzu4pk",
-	"PMOtHCmd98rlbyUfP/FVBBQ62ISE/ufx/pODp9/+88GPg58Ch16dhBwRtM3grQHNhDN9JsBiU5zGLMm4",
-	"yIMecM9946jnDKTps72dvf0HTlRrnjhjkHRufLzzb8Z3/mSDnYesz35j/8sO2X+z/7B/sO/ZTtyxKn5I",
-	"662Js4gH/7k/+i55AMl3yb17ybfJYHBwespH8GC/F9U1wd7+g+Y6He/8m+/8Odh52P/tfw//+z//+H7n",
-	"/Ye9aG//QetifXQjIgMTCewHnvpDj/uUKOmMRvcnn04zb6LvTrU6zSD/x+/GLeuHNeXUK3qKXjpHWjXF",
-	"KQzLeebI0ZsMqEjRaifFsOVteOZWOGLIPa6hPwaWxnvEQkOlWSHPpLqQaDizqVZT0HZWtSDjYrvPnrpD",
-	"5E4G55CxFCy+25lDTs6QPInJqoz7jlseKTnKRPLFFivx7zeV5R5ME6dFgG0hNJAWNB6IGM808HTm7DIn",
-	"InVEZ3h1Id3fGtCET5z55rSFWznHNKkCg9YzXDqB60/CSo+3cRmeKn0q0hTkTa8DGfwojP18Ai83TNTT",
-	"Ao1doZlWGVSzQayBVLKjCGyME3omHT/x7Inb65uc1FsJl1MyiE3tEEMnrvZT+RHiAnSqCursWRoz1Fga",
-	"pkqjaS4szuwXZZ86U/7mKdbDak1SipiHT6qdxI1ZtptbqIYvFEu4AWJPIVM6gRTCTPhpBux0xlJwmpco",
-	"9BWfZYqnJ0o953oMX4pfUfzAZQKQGpyYN5tL1MuZ4DRgDSWM+JSLDG50x2o4Zyrw5MJy93HZOeio8SO7",
-	"4KY6+hkhE2DC4rdOAPXZa9hxf7gvCbKweoYzd4d3kcBbyc+5yNxm3vRuGRqBI0brDv2aa5HNWCGRsqxi",
-	"Ey5Tj2P4nT3yAIezQnXEJkqqwqlYFtfwN8+TUw0GCCqsAdVzOF3b8H3r3XpTnMKJUi+4nAW48qbXy+Oy",
-	"RNdOSyJsRRSvUQslKnXCiVv4Dc+RkMbbjgTckhH22FwnAn5NnyFUSjw+deKgIQfcN6ieVGGNSIFx2Wix",
-	"jTiPksCkEmYWxinhnB40rJgy7o7lzu6b349FxHrpnsw174aY1+uleqQdNF63F9d8EQXeiLreSmeQKi3+",
-	"hBtXG6eE6KJJjqahMEbIcVTZiBGDy6mzqJ0m8fbc3Fa2QdHLVmChvV+GqVYJGOOkADmQbno14jkQMkZ5",
-	"Gky6wgQYrQ2M9Twoqh5+O4PZbxrcY44b3xpgnEm4QFR0pLT/FEBfQj1ooG4e7ijuJ+4NakFnCKIWOoDN",
-	"nTeintOArT8gfA7pMXbotpbb3mEv5RZ2rMhh8ewS9UQHQOCm3TimLjxZP+Uunh+rM9qv7h1R/UxbTs5P",
-	"pT7w9+Wb1OnvkFg6IeB4HmEjXJ00+AZf1VbN4wHNhQxr1cA5Bx5fqwHMy2eAvSwZ2nNhWjaxhBzWwh4C",
-	"LcxjDh+jXgVIt2wWwcDeyCsdmkeMd3sZV2wXjrZttniyK+355mTRddgC4o1GIFOnxbHBIePspzcvf2FT",
-	"Jdz5YEeYCR5CmZAeGEf7js5cseVjs3sv3g4WbnkwZZLn4WQWozqM26k0d8KGjNXls6bxVw+0zf9H4Jmd",
-	"LM7do42HH3ogi9z1ps5qHXS80T/V9qIXsPgSpcdmcX2Ps6yhr039JHAKmZJjw6xCSGUdKnwBL/W4jQa7",
-	"AKHqCPmNIUvCiQ1SNqbAGW2vprkS28FZti+JG9jCqhA21CILS3x84Rd3fl21DK9dm/lBBrgc3+n7aR+q",
-	"O3eZiZi27FdAyPKyEROSccQKHMUDz3/hOcTozwPrDmFxJox9a0CfAM9NfMRi10dMhzjq5xvjqAD7Rp+m",
-	"t4+Zkpl3LgZUlR5Vknp1PfrhIuzWXNzflZCbqZP117aOsS/qFr8Ki+vnvg3CDuGVrfZFapcGbvKrhvdS",
-	"j103TZpfTr0l4F9BlG6OUbWAy8nkOtRHjehusQZp5eFrMlu6XV8Lj3dKjWKabjoUdJe0y0Wlx14omqM2",
-	"lhQyyYoUkCeJ/9ba6hqFzu+zd8O2+C+VVFZJkQRPbcSETDQ4kwNdtMyd6Gbeq+qGUs5eSPvtQa/VCblg",
-	"5XnRGIZRt+zqi9tBGley8MJeNi28zew77KNjUIE55+U4unvVaE77brld1ueQHpFEeqnHJvZeTMPil3rc",
-	"ZHsSVJ/C+B36+hZx/FJ92IQb2q2XqAbNB1PDSdjr0Fhf2oBYoSQWCOZT9URzP2434bxFgXHL5MFbb0M0",
-	"3wo5F1mD6uibFoq7RhrdxNzqNGYaWmNTqV9aPGG6HbRdvWTJsl5J/nevfCPY52DJum5EKldd9etzOG+w",
-	"A0sW+5qESZclcpvEiAG9pijJhax/u/c1EdvHltkHMLQ1HP7hwf3vmAdZg6d+UaUmGGyzEPVs0ZGT82Qi",
-	"JLmh8At0tTL3TJ/9oLlMJm43hWVbXKZhYwn52Gaa2wloZidc4onUCptBzJRmMQ3HB/yEoA6p7G8j9Ly2",
-	"LBQ9sTjSH4ucy9oAL6cZl2RsIAEKw1RCTrgEmu/zcUpSWdb5WgplWHztK9A7iCnV4y5CNO3BYIDngO21",
-	"bf4a9NbCbKXLenEcz9IqPQMbRYhLm2I6VZr8hpkas0RpjP9C733LNCuIa251T05e+f2kXa8v4MHgYFGB",
-	"RD3c5haSmihtIzZp7pcp8pzrWZhEIFfXa3OzflGWPe3aJfpiIZjp9bMqXIOJFKQVoxkF4TZfxbZifqoK",
-	"e3iacXnmnZCOeIHc7SxXGpiZQiJGIsFHthuHqEKLnfJVK8UZ/hoWKqqiGT2NR8SU9X1vE32vVdsyv9Rj",
-	"hFOB52REs1danIsMxj4QQOkUNKQsxoCWmFEWC4t5mgtZfSTgiTg0oJ7ugV7Uw5aIpbomLUhohIGU14IE",
-	"NCY3P9enGoBZuLRHDPKpnTF6jrbPsbUB218XX1iM/WxBm92EH6mCfDqLpO9Rv3a4wG1JAxlcjhrkNdzu",
-	"OiCia8REPsGgrMMI9SVqLu7VIAa3g1eyMeeIbM6ZdF3Kft1DiJvGdVhvyIO32HSrwOlXhd1wx658Ru80",
-	"m91orsmKvDFyWpwEWjRtcFYwCMjm6bM4IX+kiTv8CUEMle2OmqHhMm0Efwf3hNn2nVBoHbVPGz6KGI1F",
-	"slOqLiJ6pIoYX7BUQ9MNTi3hkTbL6di/CYddEjgOopBhGK1qwC/JEj0QFq3FblxjpdeW+Et8yrdb1bbE",
-	"yS88ONVCaR9Bsjqo/1VoXZnLG/mCymc6o+IvJoqpKUjK2wqMtNyYXj8pJepZPm7K9kXzg1/6zIT9weKO",
-	"L81paaZlaFVYzBNskr1UEjpiQbxFfxuMh2A1N62H0oYuyaa5p35955j3inYGLuSVLI2mQLo2zChaoXMG",
-	"K/iLZ9nLUe/w18047X1UJbj1pNvLrDcfk/WYGmDCUUxtKC9ggdxrQ76/GjdZwgvtWTwVe1wlZabGA59i",
-	"81En3TRVpSbVgk0qcVYptPZDF/axyqHlc+36jTCDoL6dlDNQ5uNVeR3bK8yEZtwBOuqpj/hTHWDeprl5",
-	"Q3bDeIL17d4mG9V2OlMX7nQUOGkixhNHzXrslHz3jr/pAG+eixEksyQjRA4OWSzhImZbvxfGelW2HbHY",
-	"/RWzrVNAfa70GTqM3S9Tiu2K2dYFF5gi4ZetJEnXyqjsHNI4YnGSKQNpAzOQ4KbkXuHIgPpz4hqfcVIX",
-	"H1kyuWuyyZdZgr/ARbA74YjFssiyuLQBzZy2n5fZrjVF4FO22heT4ZvZSJ9mo8zXAJlmPAFaqVGRZVg1",
-	"xoA9YvGv72OWZMC1wfSa6AvI+8XNdr+VG60hV+dQ32bKYhROaQHP3aCXbfINqJA5EeK2D5LCbeUbt1E+",
-	"FBbjwI8LimCkT0+DgfXTu5MF1fzTu5NG8HifPbOmkfQpTNMpX8b/GfDJVOSdimuRm6HYS5muM5OWX1bV",
-	"ZtxE6K3VEk2snVJAt5AjtbhnvkqJT2IrMit2fKLCBLLpTgrmLGSk9NnLZsDGEGMOh71tpi7kUOIZNcKN",
-	"pUIgXtUd+QCZMjnnFDJ1weL5okDuuDyUwihKpsagVm4bQQ79oRzKv/2NHTeqtgzlE3yB6zGucumY1xlu",
-	"Zo1I/q2f3p1s+zTCoYyPfX4BPnTIfBkXqmdElVoQtw1lLCgbrhGmOb+btBZMpH12vCppAPM/LoSBMh2U",
-	"up5hQaGhjA8Ge6yeBBGHKPt4PlMgjD2uytj0hzL+55MTtjvBANw/EZIoZK3qDaRhUV+rDGjjzoURpyIT",
-	"djaUT3gyqeXDUZILm3DD4JInNpthiov7TivMQV+GfQ9lCX4zjDZkE34OPjtSXch6bKfG4RQmOBWw4ss5",
-	"zwow/aF8TXuLp3q0pVKVFD4kC3N1AhUcYQ6v7ySvL+s9VmaOxn1WVlvC3AOa5fLUwC2lh5IyFUrSFhJT",
-	"gYTdpjex+GBwwEoHSxyVq8YNE2V64VCGRDefl2gq4qevyM9Cg0iFId3ueMRnH2m3KM8kMxOl7SH7+9/d",
-	"e3Pg0rBhr3TDYcLjTBVlPZpmqiO9cNj7+98DTaDfzAwl/e+kFOvyf7KtuCsFhdKtstlQVm7MVh9onKgU",
-	"CAHzLWtesqPSzcllOpTB0YlzmXN9uQ5yXsbksX9VjkRHDYUTClsHg8H2UGINh2npcvTDNo1ka0byJUw4",
-	"4VoLUmtDWU96bboLQ2qssPPZsOElYZVf8bGQXpQ9F2RBai9l3ewoQXxnSs0gLSP32dbezt5gEDF/WGT7",
-	"97epWI4ZSgr795VV+uydGwM62zQYPDdSOrXPm6QyT35qQ9ko5eOWk1Mxn0MvGH3FtoUabSERng47b18/",
-	"ZyOwySSsVu20MH9MYKfKiTUN/hzRrAiksP5QNJT10kBUK2Ht6kAwYxegwekYrBE0UvqQpQoZYcq1gYgl",
-	"Shqri8QxAiWQzlBuOEFueT5F9x5tRzSUTnxLYFV3IZ8P+bb20Y8hWqg5hIJowH7gaRBAcZ/9DDCtRN4I",
-	"i7xUZoAhahopZwW4ifGh9BWN8Lzpay65pQ+5WakCsx2I7eXUityNJ3Gz9e772VC+EXLseLIg3gwizSAA",
-	"HZXHWFLw9G9NXEde228PJde1goakqySLn5zwcaVCQ1XDU56czZU2dEwQvzo+efSjO/e8entCYQ2Pnzx/",
-	"cvKkqnzoprpQ8PDQy9ShLCWyL3YUqgY4kWhFDh3lktx+7O2zev4zowToeL6KUkgv7tcH7ywYNaXBHGGP",
-	"qrBuotVwUQHXxsy2kAXwR80uhKy26nWVuI1M2fyMfIEpQWS9mj576wtNVAe0yOc383RHSSeBq5+YKZKJ",
-	"00OxwCOmx+vcn2iQuT9qOJ/bhlJ/I8YXR4z2ul5Eq4Wef6DhZlyPfcwKCSdfYwBFWWtPe/eYT51nJ0ox",
-	"TJ6P+0NZQpWV/Xr86lkNcjzs7fUH/QEGo05B8qnoHfbu9Qf9e1TXZYJmfTCK3N/jNt/Oc3EOEoxBgQ2H",
-	"bH8w8EP7MPTHvGHvcNhTZ8Pex7hWX87natIMDSoxdwRgyQSSM4x6SMGd2B3nobLn7PFM8lw9/sEpdCcN",
-	"KU8YK9HVe9RgLNeoAx6HWgbezp2rZdgncID0iDuuuTn6PKy5uiv7g8GSZNLNkkj9GzpySMM03HEjE+dU",
-	"beD+4F5Xr+Uwd1sS8+untd7hr++jng95qW1dQKcPf+3Rbvfeu8d2c7BaJKZz61/Q70FsvNIqBzuBwqCn",
-	"xhnwypB4IKT9kCyVskgGPR5V2+rsSEzQxy2n6hlkbTudU+ROr/ApT4SdsdNZZQEQAze68Y+F1lMsOukl",
-	"w4w8ECup44imgNYJYo5WOcNQM5NoPgXdSj1+UVaTj1uj3WnGxRzhtBQAWqQRv3b9pftb25C8HFXrTnsB",
-	"0J/xPOvcbvfel1OQx6+elScJVpNRF9yw00JkBGC0Lo5/fDPeCoPacInmh7p8rU4mwjgqs5ontmuZ0FLo",
-	"FoWvgadiQRY6Q6QkTS7NBfgaoIj4oB0hDDt+dPLsX0+O2P3BPXpE2LIQC5E3okKonhWuPGdjzRMYFRkz",
-	"k8KmTqeh3DNsyyiGGuGUZ1wm7oXGqikzPlnWaj4aiYSdwsjZurU9dM3M9tXkppv+7MuITXw1YT80tc8m",
-	"M8s97qKR871diqboIBFK1UGIqg4wLKJcbs8JFJpPYZn55JVG7kooneQL6nXIps+5PS9geREo3JMDeuHy",
-	"PanVOMNH9lY/0iiBgQ8drH6oLLXkHth/uPqB+TIuSGRrTKhZrepTSbMkxn/6ErG0vjWKzKGixpDZ3WG9",
-	"GW88daZ5N0t3RVSusT1jCmn2d+XsAZFDP5zZwUO21RF+e5E8Qzpbr1nducMnXDXZzXw1l5UNfX3aj+8/",
-	"Iw8sJlS1sETNGVpfwQab18I052qlhAL0y+qjYBt88x2/XSO/PQ9YUOue1VUCFRr4GPWmqs0dTsEbxtdv",
-	"aaD37FjO5lQDagSE6vAxpiQcNVMZE5WDQZcRVYv2APMil1EPL/V4YzabK7JOXITb8oMvgnJdDOQjWz42",
-	"XdrerzbHuXvX+eIu9dVgTGfl+lidOcYMF1ksY0xsc8OMuQblV+Uhr8TKgzVYuSzE6R7YW2NM8wUBUWbs",
-	"r7MAi1WgvlJ5Q5wwXzRtUczUNH1wFJLMyaDtWofH+P2i2mdWjQGxWEIkswxFSt1nGVWxOXgqp5DRPnum",
-	"NSCwdJoB+YnQqRhcXt0CicZ4FYEUCse36PODzoIJTT6ml6c3bJh+fn7cW4NNWspXfqVcQuS8mkui1Uey",
-	"RU3sDV+nfX0xzD5711Jeo+kiwtrmZZehSgeC+L75FjlUvH2MmTgj0GVVh7fUyp1oERJuGhrb7eBKGxPN",
-	"3amANddDKfbSfdEvh9U+8K46+H4JGpXQQ+QVFS5pKVP1mc3vdZT4V6K4/x85wa7BuJtpBiqE4Qht2n61",
-	"yGtwBNzG8i2aywdnKN2txChe+9OV2Gcxp30E41rm9I1woo9u/xo58lar7isb1V+f2CCavpJhvIt27HqA",
-	"2DcUgmkWTIHMAwF5DeNqh7QwguvrxrTKhNDlUBYu1B1UdaugKk98gSvo8ycp1BVwFka8UFwTIVHhDgsC",
-	"jENVgKBKo2ZUKDquGtETwaPFLdvbXlM9Y9QkIw0vAShm8BQYhWl3YWKYrnxLQbFaZvkNo2KUxN1VVN7t",
-	"9R0cdgeH3TAchpTXItY6tf3uB0rHWBsVQ9Lmki5KqLtimE8rq3JYa+014N2VNTG1IPBQTpHIwjjjjY4Z",
-	"NPIrCarNwbKSu+9Asr8SSNbFO2uAY1RDej1QLFSPKR9sVp5BXkGsKfV3dpUPLAPG6vWka9gYzqEdE2tn",
-	"lrmrdMp319CvxTFfBQQLBXluGAZbpbXv8K9bhX918+SVzPTVp0afnLgEIXuEEeENVsA7EbhMd5Vmtcaf",
-	"TdsRTHQN2u7z2ONfBlZbxtkBV/uKOPwOT7tdeNrVLevdWu25FcBai2qtWxXVhYLzUNu7xZsmoMq8xITI",
-	"pv/Kx1J6r1u8Fljn7YuVRoN/P72vNozaXRm1N/fWvkm47j9rveXl6wIPN4mGu4t5u81AYtieL2KorC+A",
-	"dj9QUYClZ/3XtaILyKllcD0dcj6TSUO1HiopcwPH+JpspJs93QjuDvNf92GeyDfA7XmgpSuc6Vuviwp8",
-	"cMQOBgchA58UWvvlvwvIwJwODyBB1wm95IYbUEPdGVWhxd3p+Padjmvb8yX0z+qW/p4EPFIXtq1QuvcU",
-	"2WzGTMhY9exXq5YdmHN/sFeWAfel0bhhHPGyBugs0yrNjEuqVyDkeF7wh8PhltJlyvuEp1TQwr16m2q2",
-	"UKx5YWzZ6hTaLvtmWweDh1Vhlu3PpjOnhb02hfl5kICqiPANgwGrhdoKavgkSXedbsbVM+lmgTuo48pu",
-	"xztsZA0ldJymTSXkxBVVzKjlXV4NNPHB9OuAJp1+x4iFYhrZzBdCgRTvrKTqC/Ga6Moa2Ih3fm4shWkg",
-	"T3Fsa6ndqhrpWsr3doVLVWVQlwdM+UKod0jHbUI6eIAnbUnrTb4Od41/QdxjbaHhQxip/WZyYkPhcCcY",
-	"7gTDXxwCXZQHnyoHOuMpX05BYjQl1YPF2El/CxbWUO7M/i1LUS3wsk8drqpvk4iJ6axHvl0ycmoWQuOW",
-	"DdeYkx2+5BjYFV1JVbRva3xlvaL+TUdY+vriHdEangLuoizvoixvPMoy8OyiwFtilux+oD82ibYkIg/x",
-	"llVW8bEv4hyKOlPDb2pyjiojeUzJw0mUm+wBJdMZRnk1iXSFQMqKhe9CKf9aoZTdDLJOOKW/Cmu9gMrq",
-	"vqwGI4SvFwMqqweWRVQ+KlthOCUWlZq4IXTFU3ZwzVxwRPXyekjl/KCvElFZXm11pdCI5vnh8xv7y9X6",
-	"naPpljmalvHz5zrpe2W5LBjzFddW4LGdcPs6Ox0xlQuLFd2rorV4bw6MLCukL+3bZ2/ANm15patDAN6O",
-	"hNdRWFVePeIOCXxsYqbrF2xcTFQG4YaNdVR0hEo9vDkKrojSdxweICwTy5p36vKbO7b46NPrMBI+13nl",
-	"C0WgLhVsZQzq1yTg7lwzX33Y6qceVXbrV2au5Yr5pnFQuSpwGuyvrztD3M9iNbRZt/zusM3b5PSYp+ka",
-	"L1Um902ZQa2g6HGaGsbDABntFXkwKjR0Efek5n32qH5SErm/wqELrwxX295SwNIP78sgluW1vx3Ffv0G",
-	"NTDLvxrgcQclrgUlelJQsk1H1+RKm5KmAmLrOjmpTtnVFXGoufbVlx92s1itiMv70u808a3SxI0SlYVp",
-	"plv4knrX7m5EzVrFeKcgLd7ag8EB4YpFvDcp3OVHJ2nhLws027WLparS4GNxDrIMa11duOWILtngsowb",
-	"dSzM07S8Iqqs8PK0vIyIuYP8XIh6iFwNYauLHM/TNFyce3vrILvhfbFayP5S4TViMe8O+XcOyRsIwESi",
-	"a7m/rkU+dloTn5gbFrBF/IJnmROD4Zpes66M4/PuHkzlcTaKgWzUZy9bZKBvxCXDL92rcnUeLv3Eq9E0",
-	"5FxIvCPbNald1+YkZFW3ppxVwGfTqm5NR77aVSXl5q7SUrD8VdPUbhIH/Jrz2hb4bhm7r/C1hqt3XfNO",
-	"b2tHPWVP95/bXl9Ss5iGfecovL31inGHrs9K3yzVbHn1Fh4SzCTPIWJORWShhEtQUusWVWzTS2PN/RVw",
-	"4Vt8vJEf4b8aNZLTvBp7DLmym6ix7srL16ChPpsR/8UqMC814qsqzF+TjLnz1f2lSjZ3Cc/VJvyud/Cn",
-	"O5snUdGFznTDfHlNdmkafwKKeOy7u2o+xF1+wx3y+GXzGxocwdvZ80ZSoEorZw1RsG5Jd2xXHYHpFk3j",
-	"ZopVLwSaQBHjzVqVCdd65kwSDD76hefwKalSTif/BYrCb3rL4UKhkTv+v20xAPViFLV9amP/z113YyPm",
-	"31j9U336KodAVDIhYhIuwFiqXr+MzRcvgZq7A4pnRqHsEHUwMZTXUdOdDM4h8wXiQvTmbD350WVetNao",
-	"48G942fsRBmOhZuFcVz1pqfrCMf+a5s7c5R1J/xuo/FTgeKns1ti/TTvIv/QOwWuQR8XdtI7/PW9o3A/",
-	"vIUk0saFzlsWJJeW0jo8U+MlOW4wzQdfVAHac6e12rO0FosPo2nDhDQiXTzs+VvvhZ63A3ynpFcWO31T",
-	"TKdK2/rJITzht2LxmTLeS8mW58rYk5YZdFzNXns6h7ZBEqUxug2+1tpfD//x/cf/GwAA//8=",
+	"7H1pc9s4tuhfQWluVaQZWpYdpzuxq+tdd5ZpdyedvMSZ3JpWXgiRkIQ2CagB0I46k1vvR7xf+H7JLZwD",
+	"cBFJbbEdO+MviSWRWA7OhrN+6kQynUnBhNGdw0+dKaMxU/Dn01M6sf/HTEeKzwyXonPYeSoMN3Ni6ITI",
+	"MTFTRhQzmRIsJoppmamIkXOmNJeiT94wERNuCBckPBnvvKAmmobESJLSM0Yo0dlIsz8yJgy5UNwwEkkR",
+	"czsTTfqdoKPYHxlXLO4cGpWxoKOjKUupXZSZz1jnsKON4mLS+fw56Dzn4qy+3NfPHpOH+w8fkoSLMzuz",
+	"XbFgHw2Z0QkLCOtP+iQcZoPB/WhqzEwf7u7SGe+zjzSdJawfyXT3fG9Xqone/STV5CT+vGt4dMaM/l9R",
+	"prRUP/T7ffv+/ncJT7n5Yf8BjMaOiGLJD8OOnWzYCfvkeKTtRqWANSRU4xrsPpft6zU17LkdeQf+bdii",
+	"haA2mtAkkRcsJjOmiGYWlGQsFcxmmKDCkO7J09NnJB+R4GmTMWdJrEms6Nj0GtfDhWETphYW9JqllAu7",
+	"0PZFJWwM529XEWVKwVlzEcuLhcVtNK9mDYB4A3vWJBOGJ6WR72nyRyYNJVwTxWYJE1xPWbx6QmbUfOd4",
+	"bJhqn4zan8nFlEdTRw2wcZLSORkBcSi+OFfKBU+ztHM4CJrmfffu3c5xZqZMGB5Rw+qT/8ioYorQ4iEu",
+	"BYmmNEmYmDDStWj/3fcPBr3lVOSwvBhRMZqkPww7CLh42AkIU0qqH4YdLs5pwuMPRp4xMex0ghqufg46",
+	"M6poyozjICcxS2fSMBHNf2Hz+jZe0DOmCSWRYtRwMSGvXr45JZqOmaVUC7o56b4xis8Y0Syldqu61yen",
+	"U0bGXGmTQ/uCmymh5IzNicqEPiLc2LPWMyk0I11tqMk0oSImIxnPexYTztjMAAruH5CpzBT+bPGDzlkc",
+	"4JBhvgWLdfjTIbFgDAO7Rirmbp3wuEUATVMGC7HD5V+4heLa80fcsmM+HjOgDL+fCTOaHOzvHxHqx5/y",
+	"hMF41Z1zTbThSWL3bUnRvTp41Ce/sLkmVDGiIzljsed+Uk2o4H8izvhFRhZ1lOXY6pwpPHRNug8+fuzB",
+	"EEIagFhANI5ilx9RsYDj3B4rcpVO0BE0tQhSQoMdiwcVUqAfnzMxMdPO4f6DB4ElDf95z6KTMUzZMf/P",
+	"b8Phx/29neHw4/dP3//tPxrQL+ggQ67j2csZ/SMD9qOlImMlU0LJTLFzLjMNTPieJqFl1I/hkZB0pSKh",
+	"lSih45G9PnlpOaaRFsClcwAWTvA9hPZPL44f72g+sSIRMS4T7cBPuAbUN1NqD1NnDA4ktSefypiPOYuJ",
+	"XbVUjE+E3wSwst9ZZFiMWHQwGOQH8EfG1LyAvwNLG9gHBw+bgMnHIK4bNIDTQvY7SY8oNKWW93BNRlTb",
+	"RYs+OfEqAmoG93QuA2AURHwdVDjnmPJEu03t7QOQhDRTCySu3SxLkM2pGe1Y9l3jbsU5N3AqJ7F9A8ae",
+	"UTMtRq48soyrlrF2sPPoeOenn3958eurndN/7Pzz/af97z43Y2/SLN5f0I9WWBCRpSOmLOC5Yal2HDJT",
+	"gnQtDhLN/2S9NhTAscuLjNmYZomxAAksfFAg7Q0GQSGe9hrFE2hBDURWxmwek+7b5ydPigVVYYljrCea",
+	"Bns/P/rn/X98/78f/tf+Lwcvvvv14avB6/3Tg3ffdYJtYY0C4RlPGmX7S5HMPXCdsuf5O7Bb+24bpPHX",
+	"Cqj/Q7Fx57Dzl91C1d7FX/XuKQz/Bl+yKzOMpk3gPWU0XQlW9/ImcH3344PH3z959HTv2f2/P/jp+58f",
+	"/bL3Ynu4IrSefpxR0bCHxzJN6Y5mVkuwjMvyPovQiiXwOdNMAWKzdMRiqzUyatUqGPSQhI5DMBUSGse6",
+	"/EVAQqqB6TL/Y/G5ezFlyKNwKMtH3K9xr0+eIkgOSchg4T/kwwb5GBbg7OMskTHrHI5polnz8eMIleMH",
+	"cl0PDwBwlqF2PufQpUpRO0Em+B8ZO8HB7KkCGs/hKMdSpZ0c/I3o4za+CoH8AJug0H892X968Oy7vz/8",
+	"afCzp9DtUcgiQdMO3mqmCLfa15SRUGejkEQJ5akXRfa9exZ7zpjQfbK3s7f/0EoLRSOrj6LYD493/kno",
+	"zp9ksPOI9MkH8t/kkPwn+Rf5G/mB7IQtUHFLWg8mVikf/OvB+PvoIYu+j+7fj76LBoOD0YiO2cP9TlAW",
+	"Rnv7D6twOt75J935c7DzqP/hvw//819/+2Hn/ae9YG//YSOwPtsVoY4LCPYjjd29y36KpLB6q/2TzmaJ",
+	"uyXszpQcJSz92+/agvXTmnzqFb6Fky6gVkl2c01Smlh0dFoLyHK4OKBg6LprBLEQDghQj33Q3UTz+0NA",
+	"/INSkUycCXkhQHcnMyVnTJl58QTqN70+eWbvsTsJO2cJiZmBua1GZvkM8pMQFduwb6nlsRTjhEdfDViR",
+	"m18XlwevHVkpwkgXrBNxhuthAaGJYjSeW9XQskgVoBlBXgj7t2Jwi4isBmmlhYWcJZpYMg0KPPtoGa67",
+	"jEs16QEYnkk14nHMxHXDAe8cwIzdfjwtV7TkUQb6NldEyYQVuwFzB4pkixHwMGzoRFh6oslTe9bXuam3",
+	"gn2coU6uS/covPQ1GwaOwDSBFzsvzk7ikIDEUmwmFdwOuIGd/SrNM3ubuH6MdZa9KioFxFlwipOEg1l2",
+	"ml0QwxeSRFQzJE8uYrwEZVxP6ShhZDQnMbOSFzH0FZ0nksanUj6nasK+Fr0C+2EfI8ZiDRtzanNueLMq",
+	"OC5YsdyS+YzyhF3riZVMrTGHyxNJ7cdlV7Gjyo/kguri9qm5iBjhBr61DKhPXrMd+4f9Eq0mRs1h52+Y",
+	"OucReyvoOeWJPczrPi2NK7DIaFg6k4oqnsxJJgCzjCRTKmJnSnEne+RsLFYLVQGZSiEzK2JJWDIBOpqc",
+	"KaYZWitLtvIFU2HT8t3Tu+VHYQunUr6gYu4tptcNL2caRry2UhIsZ4jxCqRQJGPLnKhhH+AeyeKwZ1HA",
+	"ggzNn1U4oe1Z9wlYa5HGZ5YdVPiA/QbEk8yM5jEjVFSe6IGpSQpGhOR67tcp2Dm+qEk2I1RIM7V63+J5",
+	"1I3mS89k4fF2K/d6oxSvNNut1x3FPl43RG+EXW+FVUil4n+yaxcbIzQqg0oOqiHXmotJUOiIAWEfZ1aj",
+	"tpLE6XMLR9lkDV8GgdrzDgwzJSOmteUC6MO6bmiEC3bQEPipV+ky7S15TfZgR4O8GOHDGZt/UMy+Zqnx",
+	"rWaEEsEuwDA7lsp98nZntHrgQu0+jrOYm8dgSwOTFSrVHO8RtNnlYTdxTpOMOaovGf26FJ1b+UUbXEpO",
+	"YKTy3N6z7X0qS5xMcBfYERtLxZZNhU+sOVcmNDPNM8FDzR624lb3m3vsfX7XkqPfWQRECBB7eu6wZQFg",
+	"Ea67fA/Eq3Q/m8UWCWuXt8C+JN1Nt/4bTGJpxP7VsUPsGJ42joNg0WubGspHv2hm+Bx0ePOKct208Vdj",
+	"9bLlP57C13UINRoBykfC7c3bAyvwsK4MW1pAeaUAxwJAy0/1OdcNJ5tDdH3QIo40QLZwMKzGQ5yuacWP",
+	"ZZo2IyHw+ZYzsLpr4w/ge2Px8QYIx1tMe5YoKwamOiaU7FNrHHrJGpVvzm2lvPAlUHoMDwF0Yh9Y8KoE",
+	"NWfJqwLSw6riJBk4y3jJO7V8BzDKkqVdBr55XFiJbAuHhT4kdz3LoyGOCG0PUdgWXcEmk9/Eq5vNefKC",
+	"+X08ZiK2+jc8cEgo+fnNy1/JTHJ7s9/hegrmI8KF86rBzQytJaGhE717P+z5u2luUiKCpt6mEoIiGzZj",
+	"aWrVBJSL6wiL4oWm/f/EaGKm9b07P4FliCJL7WjyrDRAy4zuraaJTnL3VH2yLYjcarBJI8dAjU1vzjHq",
+	"X9sls/jHeYu19+SJx1F8UjUel5IJW0Uor+0zuXelSmB1LlUhpSbGhMBxUxejlndUZlBlmC0/uuMoYjOD",
+	"mnr1CHOvW325m+8JreyrgPZSTewx1EDgnXcwRjH/8p1txYlzJMzRzEO+4tE9CFqx9EQ8oXNdcXh+X/J3",
+	"3l/h7vxy7NrGCwILdJ6e/cEanqCFA6qg5zrHAohFk+TluHP42/K9ltjM52ARSeGm1+RPRdZANIsUw6gb",
+	"CPXZPd/bLdzqevcTDPB5lwIZ9MmbqbwQRIpkjlZrXgT1rJZJuJj69t9XAHAZYrgCkytS+16wRp6g69A+",
+	"TpKKIUWXTbQjlkgx0cRI8HWts7sX7KVq5SGNvsZ8unsaTTxWK0QrgM5gR73Vx5c73WCXzSCxC6tBBZ12",
+	"DTywnYWuT+QtrBDmXEJwL8Agrqd81nBe3nWZ5g9ZbKfgxLEKDaPprzRlIcR6MUNGc6u/aGOZ8ymjqQ6P",
+	"SGjHCNG6juPc0xYLYGyId3OGS6QmDG5z7m58VQoc1Y7olgv+0Cpwf5dcbKZIbM5AW6Xcr+5kq/Cz33o9",
+	"Afxe3WYgNSt7GwnCMs6vYD4+EqPwHaOukANwOZpcBlsqId0NviA00vAl3UrbY5Jqr7dyDTTgbLQUiGNp",
+	"5otSTRxT1EdNJMlFlGQxA5pE+lvrqEsYunjOLkSvIbBMCmmk4JGP4gsIF5Fi9kYJ4XuEnTM1d2Y3u5R8",
+	"91yY7w46jdFhNV3ZsUa/jKpeXAC3BTW2Uhv9WVYv8Jtd32GMlkV54lzk4xCHJ8cL0rdrT1mds/gIOdJL",
+	"NdGhCy/TJHypJlWyR0b1JYTfIq9vEMUvlYdVP1Cz9hKUYia8qmE57GVIrK+tQKwQEjWE+VI5UT2Pm404",
+	"b9GcfrP4wVunQ6x7ea2hzyXi6CbqVqsyU5Eam3L9XOPx223B7WKSJWC9brPBVqiyLdQvLxJwgxNYAuxL",
+	"YiZtmshNYiOaqTVZScpF+du924Rsnxt2773UjamSjw4efE+c99uHUNZFagRR0LWMOAMRNimNplxgfBB8",
+	"ATFwxL7TJz8qKqKpPU1uSJeK2B8sGrZ7RFEzBdcyFXAjNdwkLCRSkRCX4yKxvQ9RSPNhDCFxDYDCN+or",
+	"/SlLqSgt8OMsoQKVDUBAromMMDoqYtX5XAC5kIa0TosxpvVpXzG1g77qUkCsz7Q6GAzgHtBbW+cveVYa",
+	"iK3ir62u4yQuUnfhoQAscjqbzaTCgK5ETkgkFQTmQ1hlwzYLD8YCdE9PX7nzxFMvA/BgcNBkZYVjbkCp",
+	"qVQmINPqeeksTama+014dLWjVg/rV2nIs7ZTMs4fveB3eH1SxNESHjNh+HiOCVrVqUg3pCOZmcNRQsVZ",
+	"mIcjKIZxkCSVihE9YxEf8whe6VUuUZniO/lUq62Zzs8NgAqKNBOH4wESZfncm1jfa9kE5pdqAt4yRlNU",
+	"oskrxc95wiYuQlOqmCkWkxAijUOCGc4kpHHKRfERDU9Iod6pZV/oBB14Elxl9pEGR1cAGS6XYgmobG5x",
+	"r88UY8Swj+aIsHRm5gTfw+OzZK2Z6a9rX6gn5TQ4E+2GH8sMXfZ11HdWv2ZzgT2SimVwudUgLdntLsNE",
+	"dIk2kS9QKMtmhDKIqsDdzsRgT3ArHXMByRZiBS5L2K97CbHbuAztDWjwBqtuhXH6VWY2PLGt7+itarNd",
+	"zSVpkdeGTvVNYBRWgznLKwQuko2EEYab6LDFn+DZUP7cUTVnT8SVrDzvntA9NwjmPODzccVHEYKyiHpK",
+	"MUSArxSpfDVN1T+6wa3Fv9KkOR27mWDZOYLDIjLhl9EoBhxIlsgBD7QGvXENSK/N8ZeEDN1sUduQwFh7",
+	"caa4VC60d3W25Sv/dKEub+QLyt9pTVe8mEoiZ0xgTr8npOXK9PrZwkHH0MmKuI8lgQSrko2r+bJKZgZq",
+	"SFTRXkjBWkL9nEZ/E5QHrzVXtYdch87RpnqmDr4LxLulngGA3ErTqDKkS7MZBStkzmAFfa0XLrJIae+D",
+	"IhCnI+xZJp3FYPkn+ABkgof4DCZs1tC9tOQHq+0mGwbVlMljuyienAa+ROfDQdpxqsgZL8USFuysEGjN",
+	"ly4YY5VDyxVB6FfCDLz4tlxOs7xQQpFw21uhJlTjDsBRj2OEX+oAczrN9SuyXxZYt0TvrZJR6aQTeWFv",
+	"R56SpnwytdisJlbIt5/4mxbjzXM+ZtE8StAixw5JKNhFSLq/Z9o4UdYLSGj/Ckl3xECeS3UGDmP7ywxD",
+	"d0PSvaAcclcd2HKUtE9pmZyzOAxIGCVSs7hiMxDMbslOYdEAx7PsGt6xXBdeWbK5S9LJl2mCv7ILr3ey",
+	"IxKKLEnCXAfUC9J+kWdXk1O+Ig/fTEf6Mh1lsT7cLKERQ0iNsySBioKamSMS/vY+JFHCqNKQ9xx8BX5f",
+	"P2z7W37QmNNUPmYsL8Gt0GI0rWcgBdctQhZYiD0+FmX2KN/Yg3KZDpCgd5xhgDp+euYVrJ/fndZE88/v",
+	"TitZfX1yYnSlGgfXVad8Hv+nmctyR+9UWArM94UA8zzquTD0Y1GJ0G4EZy1ANDVmhpl2XIxl/cxcBTtX",
+	"XSBLDN9xGaRTlsx2YqbPfKpwn7ysBmwMIeZw2OkReSGGAu6oARwsFolzou7IBcjkWdMjlsgLEi4WjLTX",
+	"5aHgWmKVG8hZoKYS5NAfiqH4y1/IcaWi31A8hQnsiGFR5IA4mWF3Vkmx7P787rTn6jsMRXjsEj/hpUPi",
+	"SvxhrUus4gd2W1/iDMsUVMI0F08TYUF43CfHq7I5ITH3gmuW1+nAoedQbHIowoPBHilnp4Y+/TFcTOH0",
+	"aw+LEof9oQj//vSU7E4hv+JPMElkolQRkcUeqK9lwvDgzrnmI55wMx+KpzSalgoVYPYxmVJN2EcamWQO",
+	"ucf2OyWhONAy2/dQ5MZvAtGGZErPmStbIS9EObZTwXIy7Z0KUA0Qkh11fyhe49nCrR50qVhGmQvJgiRq",
+	"jwVHUFzFDZKWwXqf5CU9wj7JK3FCUijucnnNhq5UQ4EppDlqcwE52tz0cCYSHgwOSO5gCYMcalQTntd9",
+	"GApfgcAVjNAF8uNX6GfBRcRco2y3NOLSwpUFyokgeiqVOSR//audN2VUaDLs5G44qEQxl1leq7BagwIn",
+	"HHb++lePE+A300OB/1suRdr8n6QbtuUGYx58Mh+Kwo3Z6AMNIxkztIC5J0tesqPczUlFPBTe0Ql7WXB9",
+	"2QFSmsfkkX8UjkSLDZllCt2DwaA3FFBca5a7HN2ydaUKDkH+4jccUaU4irWhKFcjqboLfc0SbhbLlPhJ",
+	"PJRf0QkXjpU956hBKsdl7e6wcs/ODB9jcZ6YRbp7O3uDQUDcZZHsP+hhIUU9FJjV5Ure9ck7uwZwtimm",
+	"4d6IdW5cQQssAeq2NhSVMo8WnBQLPR46xuiq+dbq9/oKRXjZefv6ORkzE009tEq3hcVrAhlJy9YUc/eI",
+	"arVICbUpg6Eol43EIlZrV45kc3LBFLMyBupHjqU6JLEEQphRpVlAIim0UVlkCQEre8yBb1hGbmg6A/ce",
+	"HkcwFJZ9C0aK4XyhBaDb0ke3hqBWjxIY0YD8SGPPgMI++YWxWcHyxlB9r1ADNGLTWFotwG6MDoWrdgn3",
+	"TVeP04LeJ83HkumeR7aXM8NTu57I7ta57+dD8YaLiaXJDGnTszQNBuggv8aigMd/S+w6cNK+NxRUlYpd",
+	"o6wSJHx6SieFCPUVr0c0Olsoe22JIHx1fPr4J3vvefX2FMManjx9/vT0aVEV2261Vgz70PHUocg5siuE",
+	"6cs5WZYIOTbNpTTteeztk3JhGoKVacLFCpu+7ku/vHirwcgZLuYIRpSZsRstlgsCuLRm0gUSgB8VueCi",
+	"OKrXRUUdIMrqZ6ALyPhE7VX3yVtXAay4oAWu8AyNd6SwHLj4iegsmlo5FHK4Yjp7nf0TFDL7R8nOZ48h",
+	"l99g4wsDgmddLrDagM8/4nITqiYuZgWZkyv+BKyscaS9+8TVNCKnUhKoahT2hyI3VRb66/Grk5LJ8bCz",
+	"1x/0BxCMOmOCznjnsHO/P+jfx4J7U1DrvVJk/540+Xae83MmmNbAsNkh2R8M3NI+Dd01b9g5HHbk2bDz",
+	"OSzVHnZFNHCHGoSYvQKQaMqiM4h6iJm9sVvKA2FPyZO5oKl88qMV6JYbYgEXqFJcHlExbagCGfDEF5ly",
+	"eu5Cnes+GgdUXq3V7tGl2S4UxNsfDJZU+disuoeboaW4h9+GvW4k/BzLQD0Y3G8bNV/mbkPFpPJtrXP4",
+	"2/ug40JeSkfnrdOHv3XwtDvv7Wu7KTOKR7r16F/g755tvFIyZWbKMg2eGqvAS43sAS3th6ip5NXL8PWg",
+	"OFarR0LlJDhyLGuG2raVOVlq5Qqd0YibORnNCw0ACbgyjHvNPz2DguSOM8zRA7ESO45wC6CdgM3RSKsY",
+	"KqIjRWeYQlzDHgeU1ehjYbQ7SyhfQJyGyox1HHGw6y8939KBpPmqGk/aMYD+nKZJ63HbeV/OmDh+dZLf",
+	"JEiJR11QTUYZT9CA0Qgc9/pmtOUXtSGIFpe6HFanU64tlhlFI9MGJtAU2lnha0ZjXuOFVhHJUZMKfcFc",
+	"fXiw+IAewTU5fnx68o+nR+TB4D6+wk1eIQ/RG6xCIJ4lQJ6SiaIRG2cJ0dPMxFamAd/TpKslAYkwogkV",
+	"kZ1QGzkj2tVCMIqOxzwqF8RxZ2gf073t+Kbd/vzrsE2YGm0/uLUr45n5GbfhyNI0ZPT/FH0NfmvM6/Ip",
+	"zmjkgHNH72CRHNxWcxfylJcVl11i+9sftJqPd5rL5L8POjPZ6O6J40qqMFZqtIu750x8PX8XKYDlskxB",
+	"eYDKcdLdUiEIGonAyNwwqgMreOzdwigqNNbyCUoWl4gdEuq7lyD87SDesGQFzLk8QwuTQhtyXFpOgJeT",
+	"vGIsnoaVUEjE5GBwQLqLBSfnvT45GDzydotSXdK83ipWqsvtGqQLZswPcNPURbER2DUwVUPtzFYrR+2p",
+	"G8JvH+B7TPGqEiNutpRKHixiXRNNFI/sLnTbsAe9QNV7l0bVDRUrlhd5xawPDz6g9APkMsspvVTSGF7Z",
+	"W/1KpeIdvHSw+qW8siq88Gj1C3nxYPvC/v46y6pXoIN315hssUQk8Mk1oFethPul3DXnp3jmls54GV09",
+	"ay2x0oK/YrRaiwjGVEhwAZQNuHUvAnCWc6wZXU0RnLvkwEpuoK8Z7CrJt+h+Vyn+XrDlhHHDKeEWIuff",
+	"XXsWhG8JLVNWYKOvnNFyO9buctpaRqNaszrAPgXNGamAs5b9Easf9L1NlDmXWGEibZAJPl14Y1mQuDKm",
+	"Kx90vWEahMXl0UA9YbWBJErBJmUIVsi8FAa/UCTUN39bVhgUnoGZ7+jtEuntube1N55ZWeXGQi6f2/RP",
+	"DI7TrnBpxTtKjsV8QTSARABXCLxmdcqjaqp4JFOmQfPETk3OgVenMhzhpZpcjsoFx/KjqyF4WQTkIgc/",
+	"V0OGXNzClal5UEigWXxVCNMqvC4WcoEwfRPJZYQJz1wzYa6B+UVfhOtRIvfWWNNiJfx/Q+UTKWGxWnid",
+	"zZQkvQ/EQJ6TsKaWik/g+7rYJ0ZOGPi60OOTJMBSyjEhQRH7CFZPDMnvkxOlGBjuRwlDPzwEbfiQgnaG",
+	"hGvchiH5pm0N8vygtSBNlY5x8viaFdOrp8e9NcikoW/DLaUSROfVVBKsvpLVJbFTfK30dV0g+uRdQ/mi",
+	"qgsemnrlQ/oqSOAkdY930WHt9GPIdBwzlVfNeYtPjaVCl1tV0eg1G6+biGihnyE0G/M9yHL3cD9fVvPC",
+	"2xrAORBUWoD5yFYsDPW+0Sh3ler3OkL8lgjuf5Mb7BqEu5lkwEJDYP1tbuv5mlkEbiL5Bsnlgt+kahdi",
+	"mA/z5ULsStRpFyG+ljp9LZTosoduI0XeaNG9tVJ9+9gG4vRWivEuzWJudhI5aTWKYaRgmhns1F0EIxft",
+	"5AJ7cYewI3vfPoTsx27oOjeEvYBcTKnBb1w4TtHCofjkH2Wi2hbYWX+LRiCx71vvPKIQzDc2TEFYow+f",
+	"vVDcGJYvEyLPSr4nQnVpyD4JodlV6OMOIQeNkjmjyk8TQnv5kHTdI4dEyIteZU5oLc4FSaUw02RORpmL",
+	"F6do5MIQGD2jQmPgIpS7oWTMLpwBLIXgGY7d4qYyie1vTPnWv/ZxHyn5///v/3Mxc9UW1tgFn2OzUxd4",
+	"uB0nt+pX0dmiwRjZ2AeXY1WTgjOuk+r5OWgeDTaz1Wi3yVC60IxkqZUUKJYwOJFbYgy9ekFxC7n2a3uB",
+	"Qs+XPVDLgguODd99gbLXxOrL3rm1PCD3NHFJeKSbidwRnwnqXL/2b+eW75U8gjogMolzeRDkUaPomPON",
+	"etfiScQh/mp2CHE4Pg2ltBiIkCb6jM9m9mrZwDGbGd9JCVy32guzUPJ+KXMpwe2Ot9xy14ynXV5B5GZf",
+	"/RdcKpe7dMqRAljEBaJhIOodfaMurgajkC0b8CVffNR5Mg/yEu9oNXLtNkLQ4UpR+z3fcLea+4Fz+Dit",
+	"EPgPqk95UD8EjE6Zcq4kF193xthMuy4URpMp1VOcobQn127E98OsdB8pdEXyfUCoIanUhtwf9CxbE+xi",
+	"ETa5norRRKqcKutPUwq2Hus8woVbDukS2CwPxT41pW/zAKh6qJMPgpo6VRlX5ToSVoKaIPgKj2Kh53QX",
+	"DutDXq2xKQBqMVzupnrjaj1trtkpV2/e0mJTKIfF5QF61UDFb87Kf+d1uxpRcoIMQ8uUSQENuvNi1sui",
+	"vto0z91PxYcVjrnXoFlqe3euSbJDDCzFlGUjZxpqUUDumIFg0m2vvKjOVnjRancarvTb85zdyluVPYo1",
+	"IxS31HpWq/VlHG+5jYE2s/Y9DJ6u+eASF4GTloLLmi8zkJp+u68xeaXL5TFkAKi7GLEbFSPmkM8TIX6+",
+	"wksHaqKYsI0hYEg0Pj7Ylzv2YiColruAjJxKWqhP1aGG7PXWtVxALT10rQnGsBjCiBGsP9OmBUMd1huq",
+	"/5ZK5l6z5ovVaZuVXTzruzi0O434muPQAPMa2FqrtN/9hIaLtcPRALUp1BWolALvE1cvryjOWXre+aFK",
+	"bKrG8IBPIcuCxKmNVGRc+VaMavMotZy676LTvqXotDbaWSMqDZtjrheN5svi5y9WS+oDrUCQV4z1NML8",
+	"hWURaeVGmaWgNNhDczBaM7FU91jMXQo7q695m+gz32ngmuPPVkntu8CzGxV41k6TV3RLdlUXl4SmPYbg",
+	"jAopQC9/KuJdqUjp4SuTdhifdQnS7mr08a8Tz7aMsn1A2y2i8LtAtpsVyLa9Zr1baqqzwrDWIFrLWkXJ",
+	"D7ZgantXb6HNipKSUOmxGjjukphduHu4lrHO6RcrlQY3P85XWkapCXhp5hbdAffSGrjepDfcsgCrTdJQ",
+	"75JNb7Ih0R/PV1FU1mdAu5+w2vEKD1dRTRooNa8ahJecK1JpsIh1wWWu4Rpf4o32Mo8ruLvM3+7LPKKv",
+	"N7enHpe2uNNb5K/IYh+1jcXXDwYHvkQPCjTdUOq3wTKwIMO9kaDthp5TwzWIofZScf6Ju9vxzbsdl47n",
+	"a8if1U+6BtBwpc5MUwdY5ykyyZxoX4rTkV+pDagnzv3BXt7f1PV8oZpQsJdVjM4iLurnQdUuV6N4gfH7",
+	"y2FXqlJ4WYyVuu3ULoQPizxk2uRPjViN3qEc18HgUVFxvndlMnOWmUsTmFdjCSi6I16zMWA1U1uBDV/E",
+	"6S7Tzbh6J+0kcGfq2NrteGcbWaf0WhxXhZBlV5i8Vip4tp3RxFWxWMdo0up3LMdruwrvLCajOQmxrHS4",
+	"pnVlDduIc35uzIVxIc9gbWuJ3aLN2lrC92aFSxX93ZYHTLkOb3eWjptk6aDePGlyXK/SddDxv3w1u8fa",
+	"TMOFMOLzm/GJDZnDHWO4YwzfuAm0zg++lA+0xlO+nDEB0ZTY6A5iJ5FUsDlka9m9vMdGjZZdzb6irSiy",
+	"mBDveujbRSWnnIdUbh9uH26oyrxwDWyLrsT2oDc1vrLcKvi6Iyxd49SWaA2HAXdRlndRltceZelpts7w",
+	"lqglu5/wj02iLRHJfbxlUc7v2HWn9Cma+OC9Ep/Dlg/OpuTMSVgU0BmUdGsY5XYcaYtAyoKE70Ipv61Q",
+	"ynYCWSecEpsVrxlQ6YkirBKC/7oeUFm8sCyi8nH+FIRTQjX3qV1CWzxlC9UsBEcUk5dDKhcXvU1EpX93",
+	"u9CI6v3h6pX95WL9ztF0wxxNy+j5qm76TlguC8Z8RZXhcG1Hu32ZnI6ITLmBVrVFNz7LDBI2NiQTrnBX",
+	"n7xhpqrLS1VcAoz0fbaNzHuq20sCneiwWg7hYioT5luHryOiAxDqfubAuyJy37F/AW2Z0K+1VZZf37XF",
+	"RZ9ehpJwVfeVrxSBupSx5TGot4nB3blmbn3Y6pdeVXZzvWJdV8y9ykVlW8Op179ud4a428Vq02ZZ87uz",
+	"bd4kp8ciTpdoqVC5r0sNam+WR/0CCZ4VejAKa2jd7omP98nj8k2Jp643dZu90j19Uw2Wbnlfx2LpYdPW",
+	"ZcsdUMVm+a0ZPO5MiWuZEh0qSNEko0t8pUlIY+X+dZ2c2CBge0Hsmx3c+r5fdherBbFPUbmTxDdLEld6",
+	"w2S6mm7hellcursxb0Prej4yYfiYu+AADGwNsTetzka/s8i4m3ReUjbvUpvXk7QfJvyciTysddu6iTSO",
+	"CRVwVS8qvNjrjsaZSl1kfYh60UMWWUFD59c4dqRygxuQ2eV9tSZkAJu1YjHvLvl3DslrCMAEpCvYTFO3",
+	"Bc8fW7WJL8wN87ZF+IImCdRtNnmNuPV4HF1090Aqj9VRNEvGffKygQe6h6gg8KWdKpXn0KJ+ykhCtbGP",
+	"UC6gTq19hIwrHLKoW5Pvyttn46JuTUu+2raccnNXac5YvtU0teu0A97mvLYa3S0j9xW+VimKXPBWb2tL",
+	"IzOH91etry9pFobLvnMU3txGYXBCl6elb5Zqtrx6C/UJZoKmLHBlxF0JFy+k1i2q2CSXJooK7ETsv4XX",
+	"K/kR7qtxJTnNibEnLJVmEzHW3vLsEiTUlSnxX6312VIlvmh/dpt4zJ2v7pvqldbGPFer8LvOwR/vbJ5E",
+	"FWVKYSauH8TfLBqVhPWtiMduuG3zIe7yG+4sj183v6FCEbSZPK8lBSrXctZgBeuWdMdGNvkVeMQSKSbQ",
+	"cBCqXnCNPRVptVZlRJWaW5UEgo9+pSn7klQpK5O/gaLwm9R1aiw0ckf/Ny0GoFyMonROTeR/1XU3NiL+",
+	"jcU/1qcvcgh4wROqDVWXkXm9+/pC83WaaFlphOVLwsFS5GwnYecscQXifPTmfD3+0aZeNNaoo96943Zs",
+	"WRmsheraOrZtsX4Z4djftrqzgFl3zO8mKj+FUXw0vyHaj10sizLFzRxmGDGqmDrOzLRz+Nt7i+FuebUk",
+	"0tI1S5OuYYIKg2kdjqihO7VdTPXFF0WA9sJtrfQuwqL+8qnrFah5XL/suW7SXC3qAW5QlCv1Qd9ks5lU",
+	"pnxz8G+4o6i/k8d7SdHwXh570rAD6AxrpkwYyxhY7EPLirdT1vBeqW1p3mOxHX7lfkjNayi/eE8XzWpL",
+	"g2Cz2gZ4IdKTKaOJmZZewC8sWv1PAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -1,0 +1,208 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/guregu/dynamo/v2"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
+)
+
+var _ tenant.InvitationStorer = (*Tenants)(nil)
+
+var (
+	errInvitationNotFound = errs.E(errs.NotFound, "invitation_not_found", "no pending invitation matches")
+	errInvitationRace     = errs.E(errs.Conflict, "invitation_conflict", "another invitation for this email was created at the same time; retry")
+)
+
+type invitationItem struct {
+	PK        string    `dynamo:"pk,hash"`
+	SK        string    `dynamo:"sk,range"`
+	Type      string    `dynamo:"type"`
+	GSI1PK    string    `dynamo:"gsi1pk"` // ORG#<orgId>: pending invitations, and found by offboarding
+	GSI1SK    string    `dynamo:"gsi1sk"` // INVITE#<invitationId>
+	OrgID     string    `dynamo:"orgId"`
+	ID        string    `dynamo:"invitationId"`
+	Email     string    `dynamo:"email"`
+	Role      string    `dynamo:"role"`
+	TeamIDs   []string  `dynamo:"teamIds"`
+	InvitedBy string    `dynamo:"invitedBy"`
+	TokenHash string    `dynamo:"tokenHash"`
+	CreatedAt time.Time `dynamo:"createdAt"`
+	ExpiresAt int64     `dynamo:"expiresAt"` // TTL attribute, epoch seconds
+}
+
+type invitationEmailItem struct {
+	PK           string `dynamo:"pk,hash"`
+	SK           string `dynamo:"sk,range"`
+	Type         string `dynamo:"type"`
+	GSI1PK       string `dynamo:"gsi1pk"` // ORG#<orgId>, so offboarding finds it
+	GSI1SK       string `dynamo:"gsi1sk"` // EMAILINVITE#<email>
+	OrgID        string `dynamo:"orgId"`
+	InvitationID string `dynamo:"invitationId"`
+	ExpiresAt    int64  `dynamo:"expiresAt"`
+}
+
+func toInvitationItem(inv tenant.Invitation) invitationItem {
+	k := invitationKey(inv.OrgID, inv.ID)
+	return invitationItem{PK: k.PK, SK: k.SK, Type: typeInvitation, GSI1PK: orgPK(inv.OrgID), GSI1SK: prefixInvite + inv.ID,
+		OrgID: inv.OrgID, ID: inv.ID, Email: inv.Email, Role: string(inv.Role), TeamIDs: inv.TeamIDs, InvitedBy: inv.InvitedBy,
+		TokenHash: inv.TokenHash, CreatedAt: inv.CreatedAt, ExpiresAt: inv.ExpiresAt.Unix()}
+}
+
+func fromInvitationItem(it invitationItem) tenant.Invitation {
+	teams := it.TeamIDs
+	if teams == nil {
+		teams = []string{}
+	}
+	return tenant.Invitation{OrgID: it.OrgID, ID: it.ID, Email: it.Email, Role: authz.Role(it.Role), TeamIDs: teams,
+		InvitedBy: it.InvitedBy, TokenHash: it.TokenHash, CreatedAt: it.CreatedAt, ExpiresAt: time.Unix(it.ExpiresAt, 0).UTC()}
+}
+
+func checkInvitation(inv tenant.Invitation) error {
+	if err := checkIDs("orgId", inv.OrgID, "invitationId", inv.ID); err != nil {
+		return err
+	}
+	for _, t := range inv.TeamIDs {
+		if err := checkIDs("teamId", t); err != nil {
+			return err
+		}
+	}
+	return checkUser(tenant.User{OrgID: inv.OrgID, UserID: "x", Email: inv.Email})
+}
+
+// CreateInvitation writes the invitation and points its email at it, in one
+// transaction that also removes the invitation it replaces, checks no user
+// of the org has the email, and checks the org and teams exist.
+func (s *Tenants) CreateInvitation(ctx context.Context, inv tenant.Invitation) error {
+	if err := checkInvitation(inv); err != nil {
+		return err
+	}
+	email := tenant.NormalizeEmail(inv.Email)
+	ek := invitationEmailKey(inv.OrgID, email)
+	var old invitationEmailItem
+	err := s.table.Get(attrPK, ek.PK).Range(attrSK, dynamo.Equal, ek.SK).Consistent(true).One(ctx, &old)
+	if err != nil && !errors.Is(err, dynamo.ErrNotFound) {
+		return fmt.Errorf("create invitation: %w", translate(err))
+	}
+	t := s.newTx().put(s.table.Put(toInvitationItem(inv)).If(notExists), failWith(errs.E(errs.Conflict, "invitation_exists", "invitation ID already taken")))
+	ptr := invitationEmailItem{PK: ek.PK, SK: ek.SK, Type: typeInviteMail, GSI1PK: orgPK(inv.OrgID), GSI1SK: "EMAILINVITE#" + email,
+		OrgID: inv.OrgID, InvitationID: inv.ID, ExpiresAt: inv.ExpiresAt.Unix()}
+	if old.InvitationID == "" {
+		t.put(s.table.Put(ptr).If(notExists), failWith(errInvitationRace))
+	} else {
+		t.put(s.table.Put(ptr).If("invitationId = ?", old.InvitationID), failWith(errInvitationRace))
+		ok := invitationKey(inv.OrgID, old.InvitationID)
+		t.delete(s.table.Delete(attrPK, ok.PK).Range(attrSK, ok.SK), nil)
+	}
+	ck := claimKey(inv.OrgID, email)
+	t.check(s.table.Check(attrPK, ck.PK).Range(attrSK, ck.SK).If(notExists), failWith(errEmailTaken))
+	s.orgGuard(t, inv.OrgID, 0)
+	for _, team := range inv.TeamIDs {
+		tk := teamKey(inv.OrgID, team)
+		t.check(s.table.Check(attrPK, tk.PK).Range(attrSK, tk.SK).If(exists), failWith(errTicketTeam))
+	}
+	return s.audited(ctx, t).run(ctx, "create invitation")
+}
+
+// GetInvitation reads one invitation with a consistent GetItem.
+func (s *Tenants) GetInvitation(ctx context.Context, orgID, invitationID string) (tenant.Invitation, error) {
+	if err := checkIDs("orgId", orgID, "invitationId", invitationID); err != nil {
+		return tenant.Invitation{}, err
+	}
+	k := invitationKey(orgID, invitationID)
+	var it invitationItem
+	err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(true).One(ctx, &it)
+	if errors.Is(err, dynamo.ErrNotFound) {
+		return tenant.Invitation{}, errInvitationNotFound
+	}
+	if err != nil {
+		return tenant.Invitation{}, fmt.Errorf("get invitation: %w", translate(err))
+	}
+	return fromInvitationItem(it), nil
+}
+
+// ListInvitations pages through GSI1 ORG#<orgId>, begins_with INVITE#,
+// leaving out invitations that expired but TTL has not removed yet.
+func (s *Tenants) ListInvitations(ctx context.Context, orgID string, now time.Time, p page.Request) (page.Result[tenant.Invitation], error) {
+	if err := checkIDs("orgId", orgID); err != nil {
+		return page.Result[tenant.Invitation]{}, err
+	}
+	r, err := list(ctx, s.DB, listing{index: gsi1, partition: orgPK(orgID), prefix: prefixInvite}, p, fromInvitationItem)
+	if err != nil {
+		return r, fmt.Errorf("list invitations: %w", err)
+	}
+	kept := r.Items[:0]
+	for _, inv := range r.Items {
+		if now.Before(inv.ExpiresAt) {
+			kept = append(kept, inv)
+		}
+	}
+	r.Items = kept
+	return r, nil
+}
+
+// RevokeInvitation deletes the invitation and its email pointer.
+func (s *Tenants) RevokeInvitation(ctx context.Context, orgID, invitationID string) error {
+	inv, err := s.GetInvitation(ctx, orgID, invitationID)
+	if err != nil {
+		return err
+	}
+	k, ek := invitationKey(orgID, invitationID), invitationEmailKey(orgID, tenant.NormalizeEmail(inv.Email))
+	t := s.newTx().
+		delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errInvitationNotFound)).
+		delete(s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", invitationID), failWith(errInvitationNotFound))
+	return s.audited(ctx, t).run(ctx, "revoke invitation")
+}
+
+// AcceptInvitation consumes the invitation (conditional on its token hash
+// and expiry: exactly once) and writes the OrgUser, its email claim, the
+// org's owner count and the memberships of the invited teams that still
+// exist, all in one transaction.
+func (s *Tenants) AcceptInvitation(ctx context.Context, inv tenant.Invitation, u tenant.User) ([]string, error) {
+	if err := checkInvitation(inv); err != nil {
+		return nil, err
+	}
+	if err := checkUser(u); err != nil {
+		return nil, err
+	}
+	teams := &Teams{s.DB}
+	existing, err := teams.BatchGetTeams(ctx, inv.OrgID, inv.TeamIDs)
+	if err != nil {
+		return nil, fmt.Errorf("accept invitation: %w", err)
+	}
+	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, tenant.NormalizeEmail(inv.Email))
+	t := s.newTx().
+		delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("tokenHash = ? AND expiresAt > ?", inv.TokenHash, u.JoinedAt.Unix()),
+			failWith(errInvitationNotFound)).
+		delete(s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound)).
+		put(s.table.Put(toOrgUserItem(u)).If(notExists), failWith(errUserExists)).
+		put(s.table.Put(toClaimItem(u)).If(notExists), failWith(errEmailTaken))
+	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
+	var joined []string
+	for _, team := range inv.TeamIDs {
+		if _, ok := existing[team]; !ok {
+			continue // deleted since the invitation: nothing to join
+		}
+		m := membership.Member{OrgID: u.OrgID, TeamID: team, UserID: u.UserID, Role: authz.Member,
+			JoinedAt: u.JoinedAt, UpdatedAt: u.JoinedAt, Version: 1}
+		tk := teamKey(u.OrgID, team)
+		t.put(s.table.Put(toMemberItem(m)).If(notExists), failWith(errAlreadyMember)).
+			update(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1).If(exists), failWith(errTicketTeam))
+		joined = append(joined, team)
+	}
+	if err := s.audited(ctx, t).run(ctx, "accept invitation"); err != nil {
+		return nil, err
+	}
+	if joined == nil {
+		joined = []string{}
+	}
+	return joined, nil
+}
