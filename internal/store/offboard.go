@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/guregu/dynamo/v2"
-
 )
 
 // DeleteOrg offboards a tenant: it deletes every item the org owns, in
@@ -103,7 +102,6 @@ func (s *Tenants) DeleteOrg(ctx context.Context, orgID, actorID string) error {
 	}
 	return nil
 }
-
 
 // batchDelete deletes keys with BatchWriteItem: 25 keys per request,
 // unprocessed ones retried by guregu/dynamo.

@@ -36,7 +36,7 @@ type orgItem struct {
 	Type       string    `dynamo:"type"`
 	ID         string    `dynamo:"orgId"`
 	Name       string    `dynamo:"name"`
-	OwnerCount int       `dynamo:"ownerCount"` // kept by transactions: the last owner cannot leave
+	OwnerCount int       `dynamo:"ownerCount"`         // kept by transactions: the last owner cannot leave
 	Deleting   bool      `dynamo:"deleting,omitempty"` // offboarding has started
 	Version    int64     `dynamo:"version"`
 	CreatedAt  time.Time `dynamo:"createdAt"`
