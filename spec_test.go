@@ -23,7 +23,7 @@ import (
 
 const problemJSON = "application/problem+json"
 
-func loadSpec(t *testing.T) *openapi3.T {
+func loadSpec(t testing.TB) *openapi3.T {
 	t.Helper()
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(tenantd.OpenAPISpec)
