@@ -1,0 +1,540 @@
+package httpapi_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/smithy-go/middleware"
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/golang-jwt/jwt/v5"
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tenantd/tenantd"
+	"github.com/tenantd/tenantd/client"
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/httpapi"
+	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/obs"
+	"github.com/tenantd/tenantd/internal/ratelimit"
+	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/ticket"
+)
+
+func TestMain(m *testing.M) {
+	// Register the email format (what openapi3.DefineStringFormat("email",
+	// openapi3.FormatOfStringForEmail) does, without the deprecated name)
+	// before any goroutine validates anything: the registry is a plain
+	// package-level map in kin-openapi.
+	openapi3.DefineStringFormatValidator("email", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForEmail))
+	dynamotest.Main(m)
+}
+
+const (
+	// testSecret is the HS256 secret of every test server (>= 32 bytes).
+	testSecret  = "tenantd-httpapi-test-secret-0123456789"
+	problemJSON = "application/problem+json"
+)
+
+var cursorKey = []byte("tenantd-httpapi-test-cursor-key-0123456789")
+
+// testClock is the injectable clock of a test server: every reading moves
+// it one millisecond on, so timestamps and ULIDs are distinct and ordered.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// Now returns the current test time and ticks.
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.t
+	c.t = c.t.Add(time.Millisecond)
+	return now
+}
+
+// Advance moves the clock forward by d.
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// testServer is the real tenantd server over its own DynamoDB table.
+type testServer struct {
+	URL   string
+	Echo  *echo.Echo
+	Rec   *dynamotest.Recorder // every DynamoDB call the server makes (Reset freely)
+	Clock *testClock
+	scans atomic.Int64 // Scan calls ever made through the client (never reset)
+	seq   atomic.Int64
+	http  *http.Client
+
+	mu   sync.Mutex
+	seen map[string]map[int]bool // operationId -> statuses answered
+}
+
+// record notes that the server answered op with status.
+func (ts *testServer) record(op string, status int) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.seen == nil {
+		ts.seen = map[string]map[int]bool{}
+	}
+	if ts.seen[op] == nil {
+		ts.seen[op] = map[int]bool{}
+	}
+	ts.seen[op][status] = true
+}
+
+// requireCovered fails tb unless every operation of the spec that
+// documents status was answered with it by this server.
+func (ts *testServer) requireCovered(tb testing.TB, status int) {
+	tb.Helper()
+	doc, _ := loadSpec(tb)
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	for _, op := range specOperations(doc) {
+		item := doc.Paths.Value(op.Path)
+		o := item.GetOperation(op.Method)
+		if o == nil || o.Responses.Status(status) == nil {
+			continue
+		}
+		if !ts.seen[op.ID][status] {
+			tb.Errorf("%s (%s %s) documents %d but no subtest got it", op.ID, op.Method, op.Path, status)
+		}
+	}
+}
+
+var (
+	specOnce   sync.Once
+	specDoc    *openapi3.T
+	specRouter routers.Router
+	specErr    error
+)
+
+// loadSpec parses openapi.yaml (tenantd.OpenAPISpec) once for the package.
+func loadSpec(tb testing.TB) (*openapi3.T, routers.Router) {
+	tb.Helper()
+	specOnce.Do(func() {
+		doc, err := openapi3.NewLoader().LoadFromData(tenantd.OpenAPISpec)
+		if err != nil {
+			specErr = fmt.Errorf("load openapi.yaml: %w", err)
+			return
+		}
+		if err := doc.Validate(context.Background()); err != nil {
+			specErr = fmt.Errorf("openapi.yaml is invalid: %w", err)
+			return
+		}
+		doc.Servers = nil
+		r, err := gorillamux.NewRouter(doc)
+		if err != nil {
+			specErr = fmt.Errorf("router: %w", err)
+			return
+		}
+		specDoc, specRouter = doc, r
+	})
+	if specErr != nil {
+		tb.Fatal(specErr)
+	}
+	return specDoc, specRouter
+}
+
+// MustServer creates a table, wires the server exactly as cmd/api does
+// (with a test HS256 secret, a test cursor key and an injectable clock) and
+// serves it. Every DynamoDB call is recorded in ts.Rec; the test fails at
+// cleanup if the server ever issued a Scan.
+func MustServer(tb testing.TB) *testServer {
+	tb.Helper()
+	loadSpec(tb)
+	ts := &testServer{Rec: &dynamotest.Recorder{},
+		Clock: &testClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}}
+	scanGuard := func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("httpapi_test.scanGuard",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if middleware.GetOperationName(ctx) == "Scan" {
+					ts.scans.Add(1)
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+	}
+	ctx := context.Background()
+	reg := prometheus.NewRegistry()
+	metrics := obs.NewMetrics(reg)
+	dbc := store.NewClient(dynamotest.Config(tb), store.Options{
+		Endpoint:   dynamotest.Endpoint(),
+		APIOptions: []func(*middleware.Stack) error{metrics.DynamoDB, ts.Rec.Middleware, scanGuard},
+	})
+	name := dynamotest.TableName(tb)
+	if err := store.Migrate(ctx, dbc, name); err != nil {
+		tb.Fatalf("migrate: %v", err)
+	}
+	tb.Cleanup(func() {
+		_, _ = dbc.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
+
+	verifier, err := authz.NewVerifier(ctx, authz.VerifierConfig{HS256Secret: testSecret, Leeway: 30 * time.Second, Now: ts.Clock.Now})
+	if err != nil {
+		tb.Fatalf("verifier: %v", err)
+	}
+	db := store.Open(dbc, name)
+	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
+	e, err := httpapi.New(httpapi.Deps{
+		Tenants:   tenant.NewService(tenants, ts.Clock.Now).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}),
+		Teams:     membership.NewService(teams, ts.Clock.Now),
+		Tickets:   ticket.NewService(tickets, teams, ts.Clock.Now),
+		Roles:     tenants,
+		Verifier:  verifier,
+		CursorKey: cursorKey,
+		Now:       ts.Clock.Now,
+		Ready:     db.Ping,
+		Registry:  reg,
+		Metrics:   metrics,
+		// cmd/api's limiter, with a budget no test exhausts.
+		RateLimit:   ratelimit.New(ratelimit.Options{PerSecond: 100_000, Burst: 100_000}),
+		Idempotency: &store.Idempotency{DB: db},
+	})
+	if err != nil {
+		tb.Fatalf("httpapi.New: %v", err)
+	}
+	srv := httptest.NewServer(e)
+	tb.Cleanup(srv.Close)
+	tb.Cleanup(func() {
+		if n := ts.scans.Load(); n > 0 {
+			tb.Errorf("the server issued %d DynamoDB Scan call(s): tenantd must never scan", n)
+		}
+	})
+	ts.URL, ts.Echo, ts.http = srv.URL, e, srv.Client()
+	ts.Rec.Reset()
+	return ts
+}
+
+// UniqueID returns a user ID unique within the server, e.g. "owner.3".
+func (ts *testServer) UniqueID(prefix string) string {
+	return fmt.Sprintf("%s.%d", prefix, ts.seq.Add(1))
+}
+
+// Token mints a valid HS256 bearer token (one hour) for sub.
+func (ts *testServer) Token(tb testing.TB, sub, email, name string) string {
+	tb.Helper()
+	now := ts.Clock.Now()
+	return ts.mint(tb, authz.Claims{Email: email, Name: name, RegisteredClaims: jwt.RegisteredClaims{
+		Subject: sub, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
+}
+
+func (ts *testServer) mint(tb testing.TB, c authz.Claims) string {
+	tb.Helper()
+	tok, err := authz.MintHS256(testSecret, c)
+	if err != nil {
+		tb.Fatalf("mint: %v", err)
+	}
+	return tok
+}
+
+// HTTPClient returns an http.Client that sends token (when not empty) and
+// validates every response against openapi.yaml.
+func (ts *testServer) HTTPClient(tb testing.TB, token string) *http.Client {
+	_, router := loadSpec(tb)
+	return &http.Client{Transport: &validatingTransport{tb: tb, ts: ts, base: ts.http.Transport, router: router, token: token}}
+}
+
+// Client returns the generated client for the server, acting with token
+// ("" sends no Authorization header). Every response is validated against
+// openapi.yaml; a mismatch fails tb.
+func (ts *testServer) Client(tb testing.TB, token string) *client.ClientWithResponses {
+	tb.Helper()
+	c, err := client.NewClientWithResponses(ts.URL, client.WithHTTPClient(ts.HTTPClient(tb, token)))
+	if err != nil {
+		tb.Fatalf("client: %v", err)
+	}
+	return c
+}
+
+// validatingTransport checks each response with kin-openapi's
+// openapi3filter.ValidateResponse (undocumented statuses included), and
+// every problem for the fields the API promises.
+type validatingTransport struct {
+	tb     testing.TB
+	ts     *testServer
+	base   http.RoundTripper
+	router routers.Router
+	token  string
+}
+
+// tbKey carries, in a request's context, the test to fail instead of the
+// one the client was made for (a subtest, for precise reports).
+type tbKey struct{}
+
+func (v *validatingTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	tb := v.tb
+	if t, ok := req.Context().Value(tbKey{}).(testing.TB); ok {
+		tb = t
+	}
+	if v.token != "" && req.Header.Get("Authorization") == "" {
+		req = req.Clone(req.Context())
+		req.Header.Set("Authorization", "Bearer "+v.token)
+	}
+	resp, err := v.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
+	}
+	body, err := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	resp.Body = io.NopCloser(bytes.NewReader(body))
+	if err != nil {
+		return resp, err
+	}
+	what := fmt.Sprintf("%s %s -> %d", req.Method, req.URL.RequestURI(), resp.StatusCode)
+	if resp.StatusCode >= 400 {
+		checkProblem(tb, what, resp, body)
+	}
+	route, params, err := v.router.FindRoute(req)
+	if err != nil {
+		// Not an operation of the spec (a routing test): only Echo's own
+		// not-found/method-not-allowed answers are acceptable.
+		if resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
+			tb.Errorf("%s: request matches no operation of openapi.yaml (%v) but was answered", what, err)
+		}
+		return resp, nil
+	}
+	v.ts.record(route.Operation.OperationID, resp.StatusCode)
+	in := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: route},
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	in.SetBodyBytes(body)
+	if err := openapi3filter.ValidateResponse(req.Context(), in); err != nil {
+		tb.Errorf("%s (%s): response does not match openapi.yaml: %v\nbody: %s", what, route.Operation.OperationID, err, truncate(body))
+	}
+	return resp, nil
+}
+
+// checkProblem asserts an error response is RFC 9457 problem+json with
+// every field the API promises.
+func checkProblem(tb testing.TB, what string, resp *http.Response, body []byte) {
+	tb.Helper()
+	mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	if mt != problemJSON {
+		tb.Errorf("%s: content type %q, want %s", what, resp.Header.Get("Content-Type"), problemJSON)
+		return
+	}
+	var p map[string]any
+	if err := json.Unmarshal(body, &p); err != nil {
+		tb.Errorf("%s: problem is not JSON: %v: %s", what, err, truncate(body))
+		return
+	}
+	for _, f := range []string{"type", "title", "detail", "code", "requestId"} {
+		if s, _ := p[f].(string); s == "" {
+			tb.Errorf("%s: problem field %q is missing or empty: %s", what, f, truncate(body))
+		}
+	}
+	if got, want := p["status"], float64(resp.StatusCode); got != want {
+		tb.Errorf("%s: problem status %v, want %v", what, got, want)
+	}
+	if got, want := p["requestId"], resp.Header.Get(echo.HeaderXRequestID); got != want {
+		tb.Errorf("%s: problem requestId %v, want the X-Request-Id header %q", what, got, want)
+	}
+}
+
+func truncate(b []byte) string {
+	if len(b) > 2000 {
+		return string(b[:2000]) + "..."
+	}
+	return string(b)
+}
+
+// problemOf decodes a problem body.
+func problemOf(tb testing.TB, body []byte) client.Problem {
+	tb.Helper()
+	var p client.Problem
+	if err := json.Unmarshal(body, &p); err != nil {
+		tb.Fatalf("problem: %v: %s", err, body)
+	}
+	return p
+}
+
+// statusCoder is what every generated response has.
+type statusCoder interface {
+	StatusCode() int
+	GetBody() []byte
+}
+
+// mustStatus fails now unless r has status want. r is a generated response.
+func mustStatus(tb testing.TB, r statusCoder, err error, want int) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatalf("request: %v", err)
+	}
+	if got := r.StatusCode(); got != want {
+		tb.Fatalf("status: got %d, want %d; body: %s", got, want, bodyOf(r))
+	}
+}
+
+// wantProblem asserts status and problem code of a generated response.
+func wantProblem(tb testing.TB, r statusCoder, err error, status int, code string) {
+	tb.Helper()
+	mustStatus(tb, r, err, status)
+	p := problemOf(tb, bodyOf(r))
+	if code != "" && p.Code != code {
+		tb.Errorf("problem code: got %q, want %q (detail %q)", p.Code, code, p.Detail)
+	}
+}
+
+func bodyOf(r statusCoder) []byte { return r.GetBody() }
+
+// actor is a user with a token and a client.
+type actor struct {
+	ID, Email, Name string
+	C               *client.ClientWithResponses
+	HTTP            *http.Client
+	Token           string
+}
+
+// Actor returns a new user with a unique ID (prefix.N) and a client.
+func (ts *testServer) Actor(tb testing.TB, prefix string) actor {
+	tb.Helper()
+	return ts.ActorWithID(tb, ts.UniqueID(prefix))
+}
+
+// ActorWithID returns the user id with a unique email and a client.
+func (ts *testServer) ActorWithID(tb testing.TB, id string) actor {
+	tb.Helper()
+	a := actor{ID: id, Email: fmt.Sprintf("user-%d@example.com", ts.seq.Add(1)), Name: "Name of " + id}
+	a.Token = ts.Token(tb, a.ID, a.Email, a.Name)
+	a.C = ts.Client(tb, a.Token)
+	a.HTTP = ts.HTTPClient(tb, a.Token)
+	return a
+}
+
+// MustOrg creates an org as c's user (who becomes its owner).
+func MustOrg(tb testing.TB, c *client.ClientWithResponses, name string) client.Org {
+	tb.Helper()
+	r, err := c.CreateOrgWithResponse(context.Background(), nil, client.OrgCreate{Name: name})
+	mustStatus(tb, r, err, http.StatusCreated)
+	return *r.JSON201
+}
+
+// MustUser adds a to the org with role, as c's user.
+func MustUser(tb testing.TB, c *client.ClientWithResponses, orgID string, a actor, role client.Role) client.OrgUser {
+	tb.Helper()
+	r, err := c.AddOrgUserWithResponse(context.Background(), orgID, nil, client.OrgUserCreate{UserId: a.ID, Email: a.Email, Name: a.Name, Role: role})
+	mustStatus(tb, r, err, http.StatusCreated)
+	return *r.JSON201
+}
+
+// MustTeam creates a team as c's user (who becomes its owner).
+func MustTeam(tb testing.TB, c *client.ClientWithResponses, orgID, name string) client.Team {
+	tb.Helper()
+	desc := "about " + name
+	r, err := c.CreateTeamWithResponse(context.Background(), orgID, nil, client.TeamCreate{Name: name, Description: &desc})
+	mustStatus(tb, r, err, http.StatusCreated)
+	return *r.JSON201
+}
+
+// MustMember puts userID into the team with role, as c's user.
+func MustMember(tb testing.TB, c *client.ClientWithResponses, orgID, teamID, userID string, role client.Role) client.Membership {
+	tb.Helper()
+	r, err := c.PutTeamMemberWithResponse(context.Background(), orgID, teamID, userID, nil, client.TeamMemberPut{Role: role})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	switch r.StatusCode() {
+	case http.StatusCreated:
+		return *r.JSON201
+	case http.StatusOK:
+		return *r.JSON200
+	}
+	tb.Fatalf("put member: status %d: %s", r.StatusCode(), r.Body)
+	return client.Membership{}
+}
+
+// MustTicket opens a ticket as c's user.
+func MustTicket(tb testing.TB, c *client.ClientWithResponses, orgID string, in client.TicketCreate) client.Ticket {
+	tb.Helper()
+	r, err := c.CreateTicketWithResponse(context.Background(), orgID, nil, in)
+	mustStatus(tb, r, err, http.StatusCreated)
+	return *r.JSON201
+}
+
+// MustComment comments on a ticket as c's user.
+func MustComment(tb testing.TB, c *client.ClientWithResponses, orgID, ticketID, body string) client.Comment {
+	tb.Helper()
+	r, err := c.CreateCommentWithResponse(context.Background(), orgID, ticketID, nil, client.CommentCreate{Body: body})
+	mustStatus(tb, r, err, http.StatusCreated)
+	return *r.JSON201
+}
+
+// MustInvitation invites email to the org as c's user.
+func MustInvitation(tb testing.TB, c *client.ClientWithResponses, orgID, email string, role client.Role, teamIDs ...string) client.InvitationCreated {
+	tb.Helper()
+	in := client.InvitationCreate{Email: email, Role: role}
+	if len(teamIDs) > 0 {
+		in.TeamIds = &teamIDs
+	}
+	r, err := c.CreateInvitationWithResponse(context.Background(), orgID, nil, in)
+	mustStatus(tb, r, err, http.StatusCreated)
+	return *r.JSON201
+}
+
+// world is one org with a user in every role the policy knows:
+// Owner/Admin/Member by org role; TeamOwner/TeamAdmin/TeamMember are org
+// members with that role on Team; Requester opened Ticket (routed to Team)
+// and Assignee is assigned it (both org members, in no team).
+type world struct {
+	Org    client.Org
+	Team   client.Team
+	Ticket client.Ticket
+
+	Owner, Admin, Member             actor
+	TeamOwner, TeamAdmin, TeamMember actor
+	Requester, Assignee              actor
+}
+
+// MustWorld builds a world named name in ts.
+func MustWorld(tb testing.TB, ts *testServer, name string) *world {
+	tb.Helper()
+	w := &world{
+		Owner: ts.Actor(tb, "owner"), Admin: ts.Actor(tb, "admin"), Member: ts.Actor(tb, "member"),
+		TeamOwner: ts.Actor(tb, "towner"), TeamAdmin: ts.Actor(tb, "tadmin"), TeamMember: ts.Actor(tb, "tmember"),
+		Requester: ts.Actor(tb, "req"), Assignee: ts.Actor(tb, "asg"),
+	}
+	oc := w.Owner.C
+	w.Org = MustOrg(tb, oc, name)
+	MustUser(tb, oc, w.Org.Id, w.Admin, client.RoleAdmin)
+	for _, a := range []actor{w.Member, w.TeamOwner, w.TeamAdmin, w.TeamMember, w.Requester, w.Assignee} {
+		MustUser(tb, oc, w.Org.Id, a, client.RoleMember)
+	}
+	w.Team = MustTeam(tb, oc, w.Org.Id, name+" Support")
+	MustMember(tb, oc, w.Org.Id, w.Team.Id, w.TeamOwner.ID, client.RoleOwner)
+	MustMember(tb, oc, w.Org.Id, w.Team.Id, w.TeamAdmin.ID, client.RoleAdmin)
+	MustMember(tb, oc, w.Org.Id, w.Team.Id, w.TeamMember.ID, client.RoleMember)
+	w.Ticket = MustTicket(tb, w.Requester.C, w.Org.Id, client.TicketCreate{Title: name + " printer on fire",
+		TeamId: &w.Team.Id, AssigneeId: &w.Assignee.ID, Tags: &[]string{"hardware"}})
+	return w
+}
+
+// ptr returns a pointer to v.
+func ptr[T any](v T) *T { return &v }
+
+// etagOf is the ETag the API promises for a version.
+func etagOf(version int64) string { return fmt.Sprintf("%q", fmt.Sprint(version)) }

@@ -1,0 +1,367 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/tenantd/tenantd/client"
+)
+
+// orgScoped is the path prefix of every tenant-owned resource.
+const orgScoped = "/v1/orgs/{orgId}"
+
+// specOp is one operation of openapi.yaml.
+type specOp struct {
+	ID, Method, Path string
+}
+
+// specOperations lists the spec's operations, sorted by path and method.
+func specOperations(doc *openapi3.T) []specOp {
+	var ops []specOp
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			ops = append(ops, specOp{ID: op.OperationID, Method: method, Path: path})
+		}
+	}
+	sort.Slice(ops, func(i, j int) bool {
+		if ops[i].Path != ops[j].Path {
+			return ops[i].Path < ops[j].Path
+		}
+		return ops[i].Method < ops[j].Method
+	})
+	return ops
+}
+
+// tourOrder puts reads first, then creates and updates, then deletes
+// (deepest resources first, the org last), so that running every
+// operation once in that order succeeds.
+func tourOrder(ops []specOp) []specOp {
+	rank := map[string]int{http.MethodGet: 0, http.MethodPost: 1, http.MethodPut: 2, http.MethodPatch: 3, http.MethodDelete: 4}
+	out := slices.Clone(ops)
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if rank[a.Method] != rank[b.Method] {
+			return rank[a.Method] < rank[b.Method]
+		}
+		if a.Method == http.MethodDelete {
+			return strings.Count(a.Path, "/") > strings.Count(b.Path, "/")
+		}
+		return false
+	})
+	return out
+}
+
+// opIDs are the IDs a request is built from.
+type opIDs struct {
+	OrgID, TeamID, TicketID, UserID string
+	InvitationID, Token             string
+}
+
+func idsOf(w *world) opIDs {
+	return opIDs{OrgID: w.Org.Id, TeamID: w.Team.Id, TicketID: w.Ticket.Id, UserID: w.TeamMember.ID}
+}
+
+func noBody(opIDs) string { return "" }
+
+func body(s string) func(opIDs) string { return func(opIDs) string { return s } }
+
+// requests holds a request builder for EVERY operation of openapi.yaml: the
+// JSON body of a valid request ("" for none); the path comes from the spec
+// with the IDs filled in. A new operation without a row here fails
+// TestCrossTenant and TestNoScan.
+var requests = map[string]func(ids opIDs) string{
+	"getHealth":  noBody,
+	"getReady":   noBody,
+	"getMetrics": noBody,
+	"getOpenAPI": noBody,
+	"getMe":      noBody,
+	"listOrgs":   noBody,
+	"createOrg":  body(`{"name":"Org made by a request builder"}`),
+
+	"getOrg":    noBody,
+	"updateOrg": body(`{"name":"Renamed by a request builder"}`),
+	"deleteOrg": noBody,
+
+	"listOrgUsers":        noBody,
+	"addOrgUser":          body(`{"userId":"built.user","email":"built.user@example.com","name":"Built User","role":"member"}`),
+	"getOrgUser":          noBody,
+	"updateOrgUser":       body(`{"name":"Renamed by a request builder"}`),
+	"removeOrgUser":       noBody,
+	"listUserTeams":       noBody,
+	"listUserTickets":     noBody,
+	"listAssignedTickets": noBody,
+
+	"listTeams":        noBody,
+	"createTeam":       body(`{"name":"Team made by a request builder","description":"built"}`),
+	"getTeam":          noBody,
+	"updateTeam":       body(`{"description":"changed by a request builder"}`),
+	"deleteTeam":       noBody,
+	"listTeamMembers":  noBody,
+	"getTeamMember":    noBody,
+	"putTeamMember":    body(`{"role":"member"}`),
+	"removeTeamMember": noBody,
+	"listTeamTickets":  noBody,
+
+	"listTickets": noBody,
+	"createTicket": func(ids opIDs) string {
+		return fmt.Sprintf(`{"title":"Ticket made by a request builder","teamId":%q,"assigneeId":%q}`, ids.TeamID, ids.UserID)
+	},
+	"getTicket":     noBody,
+	"updateTicket":  body(`{"priority":"high","tags":["built"]}`),
+	"deleteTicket":  noBody,
+	"listComments":  noBody,
+	"createComment": body(`{"body":"comment made by a request builder"}`),
+
+	"listInvitations": noBody,
+	"createInvitation": func(ids opIDs) string {
+		return fmt.Sprintf(`{"email":"built.invitee@example.com","role":"member","teamIds":[%q],"expiresInDays":3}`, ids.TeamID)
+	},
+	"revokeInvitation": noBody,
+	"acceptInvitation": noBody,
+	"listAuditEvents":  noBody,
+}
+
+// pathOf fills the spec path's parameters with ids.
+func pathOf(op specOp, ids opIDs) string {
+	return strings.NewReplacer("{orgId}", ids.OrgID, "{teamId}", ids.TeamID, "{ticketId}", ids.TicketID, "{userId}", ids.UserID,
+		"{invitationId}", ids.InvitationID, "{token}", ids.Token).Replace(op.Path)
+}
+
+// do sends op with ids and body through hc and returns the response and
+// its body.
+func do(t *testing.T, hc *http.Client, base string, op specOp, ids opIDs, body string) (*http.Response, []byte) {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(context.WithValue(context.Background(), tbKey{}, t), op.Method, base+pathOf(op, ids), rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", op.Method, req.URL.Path, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, b
+}
+
+// leaks returns what of A's data a response shows: any secret (names,
+// titles, emails, bodies) and any of A's IDs that the request did not
+// itself carry.
+func leaks(respBody []byte, secrets, ids []string, request string) []string {
+	var out []string
+	s := string(respBody)
+	for _, v := range secrets {
+		if strings.Contains(s, v) {
+			out = append(out, fmt.Sprintf("secret %q", v))
+		}
+	}
+	for _, id := range ids {
+		if strings.Contains(s, id) && !strings.Contains(request, id) {
+			out = append(out, fmt.Sprintf("id %q", id))
+		}
+	}
+	return out
+}
+
+// TestCrossTenant runs every operation of openapi.yaml as a user who
+// belongs only to org B, with org A's real IDs: every org-scoped operation
+// is a 404 that reads nothing but the caller's (missing) membership and
+// shows nothing of A, and A is unchanged. The operations outside any org
+// never show A's data to B.
+func TestCrossTenant(t *testing.T) {
+	ts := MustServer(t)
+	a := MustWorld(t, ts, "Aperture Sekrit Labs")
+	comment := MustComment(t, a.Member.C, a.Org.Id, a.Ticket.Id, "the cake is a lie (sekrit)")
+	inv := MustInvitation(t, a.Owner.C, a.Org.Id, "sekrit-invitee@example.com", client.RoleAdmin, a.Team.Id)
+	bee := ts.Actor(t, "bee")
+	bOrg := MustOrg(t, bee.C, "Black Mesa")
+	bTeam := MustTeam(t, bee.C, bOrg.Id, "Black Mesa Science")
+	MustTicket(t, bee.C, bOrg.Id, client.TicketCreate{Title: "Resonance cascade"})
+
+	secrets := []string{a.Org.Name, a.Team.Name, a.Ticket.Title, comment.Body, inv.Email, inv.Token}
+	aIDs := []string{a.Org.Id, a.Team.Id, a.Ticket.Id, comment.Id, inv.Id}
+	for _, u := range []actor{a.Owner, a.Admin, a.Member, a.TeamOwner, a.TeamAdmin, a.TeamMember, a.Requester, a.Assignee} {
+		secrets = append(secrets, u.Email, u.Name)
+		aIDs = append(aIDs, u.ID)
+	}
+	snapshotA := func(t *testing.T) string {
+		t.Helper()
+		c := a.Owner.C
+		var parts []string
+		add := func(r statusCoder, err error) {
+			mustStatus(t, r, err, http.StatusOK)
+			parts = append(parts, string(r.GetBody()))
+		}
+		add(c.GetOrgWithResponse(bg, a.Org.Id, &client.GetOrgParams{Include: ptr(client.GetOrgParamsIncludeUsers)}))
+		add(c.GetTeamWithResponse(bg, a.Org.Id, a.Team.Id, &client.GetTeamParams{Include: ptr(client.GetTeamParamsIncludeMembers)}))
+		add(c.GetTicketWithResponse(bg, a.Org.Id, a.Ticket.Id, &client.GetTicketParams{Include: ptr(client.GetTicketParamsIncludeComments)}))
+		add(c.ListTeamsWithResponse(bg, a.Org.Id, nil))
+		add(c.ListTicketsWithResponse(bg, a.Org.Id, nil))
+		add(c.ListUserTeamsWithResponse(bg, a.Org.Id, a.TeamMember.ID, nil))
+		add(c.ListInvitationsWithResponse(bg, a.Org.Id, nil))
+		return strings.Join(parts, "\n")
+	}
+	before := snapshotA(t)
+
+	doc, _ := loadSpec(t)
+	ops := specOperations(doc)
+	for _, op := range ops {
+		if _, ok := requests[op.ID]; !ok {
+			t.Errorf("operation %s (%s %s) has no request builder in matrix_test.go: add a row to `requests`", op.ID, op.Method, op.Path)
+		}
+	}
+	known := map[string]bool{}
+	for _, op := range ops {
+		known[op.ID] = true
+	}
+	for id := range requests {
+		if !known[id] {
+			t.Errorf("request builder %s names no operation of openapi.yaml", id)
+		}
+	}
+
+	// A's org with A's IDs: 404, one read (the missing membership), no data.
+	aIDsForReq := idsOf(a)
+	aIDsForReq.InvitationID = inv.Id
+	for _, op := range ops {
+		build, ok := requests[op.ID]
+		if !ok || !strings.HasPrefix(op.Path, orgScoped) {
+			continue
+		}
+		t.Run("A's org/"+op.ID, func(t *testing.T) {
+			reqBody := build(aIDsForReq)
+			ts.Rec.Reset()
+			resp, b := do(t, bee.HTTP, ts.URL, op, aIDsForReq, reqBody)
+			if got, want := resp.StatusCode, http.StatusNotFound; got != want {
+				t.Errorf("%s %s as an outsider: status %d, want %d: %s", op.Method, pathOf(op, aIDsForReq), got, want, b)
+			}
+			if got, want := ts.Rec.Names(), "GetItem+consistent"; got != want {
+				t.Errorf("DynamoDB calls: got %q, want only the authorization read %q", got, want)
+			}
+			if l := leaks(b, secrets, aIDs, pathOf(op, aIDsForReq)+reqBody); len(l) > 0 {
+				t.Errorf("the response shows A's data %v: %s", l, b)
+			}
+		})
+	}
+
+	// B's own org with A's IDs inside it: nothing of A is found, listed or
+	// touched.
+	mixed := opIDs{OrgID: bOrg.Id, TeamID: a.Team.Id, TicketID: a.Ticket.Id, UserID: a.Member.ID, InvitationID: inv.Id}
+	idParam := regexp.MustCompile(`\{(teamId|ticketId|userId|invitationId)\}`)
+	for _, op := range tourOrder(ops) {
+		build, ok := requests[op.ID]
+		if !ok || !strings.HasPrefix(op.Path, orgScoped) || (!idParam.MatchString(op.Path) && op.ID != "createTicket") {
+			continue
+		}
+		t.Run("B's org with A's IDs/"+op.ID, func(t *testing.T) {
+			reqBody := build(mixed)
+			resp, b := do(t, bee.HTTP, ts.URL, op, mixed, reqBody)
+			switch resp.StatusCode {
+			case http.StatusNotFound, http.StatusConflict:
+			case http.StatusOK:
+				var list struct {
+					Items *[]json.RawMessage `json:"items"`
+				}
+				if op.Method != http.MethodGet || json.Unmarshal(b, &list) != nil || list.Items == nil {
+					t.Errorf("%s %s: 200 for a resource of another org: %s", op.Method, pathOf(op, mixed), b)
+				} else if len(*list.Items) != 0 {
+					t.Errorf("%s %s lists %d items of another org: %s", op.Method, pathOf(op, mixed), len(*list.Items), b)
+				}
+			default:
+				t.Errorf("%s %s: status %d, want 404, 409 or an empty list: %s", op.Method, pathOf(op, mixed), resp.StatusCode, b)
+			}
+			if l := leaks(b, secrets, aIDs, pathOf(op, mixed)+reqBody); len(l) > 0 {
+				t.Errorf("the response shows A's data %v: %s", l, b)
+			}
+		})
+	}
+	_ = bTeam
+
+	// Outside any org: B sees only B. B's invitation token names A's org
+	// and A's real invitation, but B does not know its secret.
+	forged := a.Org.Id + "." + inv.Id + "." + strings.Repeat("x", 43)
+	bIDs := opIDs{OrgID: bOrg.Id, TeamID: bTeam.Id, Token: forged}
+	for _, op := range ops {
+		build, ok := requests[op.ID]
+		if !ok || strings.HasPrefix(op.Path, orgScoped) {
+			continue
+		}
+		t.Run("outside orgs/"+op.ID, func(t *testing.T) {
+			reqBody := build(bIDs)
+			resp, b := do(t, bee.HTTP, ts.URL, op, bIDs, reqBody)
+			want := resp.StatusCode < 300
+			if op.ID == "acceptInvitation" {
+				want = resp.StatusCode == http.StatusNotFound
+			}
+			if !want {
+				t.Errorf("%s %s: status %d: %s", op.Method, op.Path, resp.StatusCode, b)
+			}
+			request := ""
+			if op.ID == "acceptInvitation" {
+				request = forged
+			}
+			if l := leaks(b, secrets, aIDs, request); len(l) > 0 {
+				t.Errorf("%s %s shows A's data to B %v: %s", op.Method, op.Path, l, truncate(b))
+			}
+		})
+	}
+
+	t.Run("A is unchanged", func(t *testing.T) {
+		if after := snapshotA(t); after != before {
+			t.Errorf("A changed:\nbefore %s\nafter  %s", before, after)
+		}
+	})
+}
+
+// echoParam turns Echo's :name path parameters into the spec's {name}.
+var echoParam = regexp.MustCompile(`:([A-Za-z0-9_]+)`)
+
+// TestRoutesMatchSpec: every route the server has is an operation of the
+// spec, and every operation of the spec is routed.
+func TestRoutesMatchSpec(t *testing.T) {
+	ts := MustServer(t)
+	doc, _ := loadSpec(t)
+	routed := map[string]bool{}
+	for _, r := range ts.Echo.Routes() {
+		if strings.HasPrefix(r.Method, "echo_") || r.Path == "" || strings.HasSuffix(r.Path, "*") {
+			continue // Echo's own not-found and any-method routes
+		}
+		routed[r.Method+" "+echoParam.ReplaceAllString(r.Path, "{$1}")] = true
+	}
+	inSpec := map[string]bool{}
+	for _, op := range specOperations(doc) {
+		k := op.Method + " " + op.Path
+		inSpec[k] = true
+		if !routed[k] {
+			t.Errorf("%s (%s) is in openapi.yaml but not routed", k, op.ID)
+		}
+	}
+	for k := range routed {
+		if !inSpec[k] {
+			t.Errorf("route %s is not an operation of openapi.yaml", k)
+		}
+	}
+	if len(inSpec) == 0 || len(routed) == 0 {
+		t.Fatalf("nothing compared: %d spec operations, %d routes", len(inSpec), len(routed))
+	}
+}

@@ -1,0 +1,162 @@
+package httpapi_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/tenantd/tenantd/client"
+)
+
+// TestOperations pins the DynamoDB calls behind the access patterns whose
+// cost the design promises: the authorization read is one consistent
+// GetItem on the caller's OrgUser edge, and each pattern adds a constant
+// number of calls whatever the size of the data.
+func TestOperations(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Ops")
+	org, c := w.Org.Id, w.Member.C
+	// A team bigger than one small page.
+	for range 5 {
+		a := ts.Actor(t, "extra")
+		MustUser(t, w.Owner.C, org, a, client.RoleMember)
+		MustMember(t, w.Owner.C, org, w.Team.Id, a.ID, client.RoleMember)
+	}
+	const authzRead = "GetItem+consistent"
+	cases := []struct {
+		name  string
+		want  string
+		items int // keys of the BatchGetItem, when there is one
+		do    func() (statusCoder, error)
+	}{
+		{"getTicket", authzRead + ", GetItem", 0, func() (statusCoder, error) {
+			return c.GetTicketWithResponse(bg, org, w.Ticket.Id, nil)
+		}},
+		{"getTeamMember (AP3)", authzRead + ", GetItem+consistent", 0, func() (statusCoder, error) {
+			return c.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.TeamAdmin.ID)
+		}},
+		{"listTeamMembers (AP1)", authzRead + ", Query", 0, func() (statusCoder, error) {
+			return c.ListTeamMembersWithResponse(bg, org, w.Team.Id, nil)
+		}},
+		{"listTeamMembers expand=user limit=2", authzRead + ", Query, BatchGetItem", 2, func() (statusCoder, error) {
+			return c.ListTeamMembersWithResponse(bg, org, w.Team.Id, &client.ListTeamMembersParams{Limit: ptr(2), Expand: ptr(client.ListTeamMembersParamsExpandUser)})
+		}},
+		{"listTeamMembers expand=user limit=5", authzRead + ", Query, BatchGetItem", 5, func() (statusCoder, error) {
+			return c.ListTeamMembersWithResponse(bg, org, w.Team.Id, &client.ListTeamMembersParams{Limit: ptr(5), Expand: ptr(client.ListTeamMembersParamsExpandUser)})
+		}},
+		{"listTeamMembers expand=user limit=100", authzRead + ", Query, BatchGetItem", 9, func() (statusCoder, error) {
+			return c.ListTeamMembersWithResponse(bg, org, w.Team.Id, &client.ListTeamMembersParams{Limit: ptr(100), Expand: ptr(client.ListTeamMembersParamsExpandUser)})
+		}},
+	}
+	for _, cs := range cases {
+		t.Run(cs.name, func(t *testing.T) {
+			ts.Rec.Reset()
+			r, err := cs.do()
+			mustStatus(t, r, err, http.StatusOK)
+			if got, want := ts.Rec.Names(), cs.want; got != want {
+				t.Errorf("DynamoDB calls:\ngot  %s\nwant %s", got, want)
+			}
+			if cs.items > 0 {
+				ops := ts.Rec.Ops()
+				if got, want := ops[len(ops)-1].Items, cs.items; got != want {
+					t.Errorf("BatchGetItem keys: got %d, want %d (one per member on the page)", got, want)
+				}
+			}
+		})
+	}
+
+	// Every org-scoped read starts with the one authorization read, and
+	// costs a small constant number of calls.
+	reads := []struct {
+		name string
+		do   func() (statusCoder, error)
+	}{
+		{"getOrg", func() (statusCoder, error) { return c.GetOrgWithResponse(bg, org, nil) }},
+		{"getOrg include=users", func() (statusCoder, error) {
+			return c.GetOrgWithResponse(bg, org, &client.GetOrgParams{Include: ptr(client.GetOrgParamsIncludeUsers)})
+		}},
+		{"listOrgUsers", func() (statusCoder, error) { return c.ListOrgUsersWithResponse(bg, org, nil) }},
+		{"getOrgUser", func() (statusCoder, error) { return c.GetOrgUserWithResponse(bg, org, w.Admin.ID) }},
+		{"listUserTeams", func() (statusCoder, error) { return c.ListUserTeamsWithResponse(bg, org, w.TeamOwner.ID, nil) }},
+		{"listUserTickets include=user", func() (statusCoder, error) {
+			return c.ListUserTicketsWithResponse(bg, org, w.Requester.ID, &client.ListUserTicketsParams{Include: ptr(client.ListUserTicketsParamsIncludeUser)})
+		}},
+		{"listAssignedTickets", func() (statusCoder, error) { return c.ListAssignedTicketsWithResponse(bg, org, w.Assignee.ID, nil) }},
+		{"listTeams", func() (statusCoder, error) { return c.ListTeamsWithResponse(bg, org, nil) }},
+		{"getTeam include=members", func() (statusCoder, error) {
+			return c.GetTeamWithResponse(bg, org, w.Team.Id, &client.GetTeamParams{Include: ptr(client.GetTeamParamsIncludeMembers)})
+		}},
+		{"listTeamTickets status=new", func() (statusCoder, error) {
+			return c.ListTeamTicketsWithResponse(bg, org, w.Team.Id, &client.ListTeamTicketsParams{Status: ptr(client.TicketStatusNew)})
+		}},
+		{"listTickets expand=requester,assignee", func() (statusCoder, error) {
+			return c.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Expand: &client.TicketExpand{client.TicketExpansionRequester, client.TicketExpansionAssignee}})
+		}},
+		{"getTicket include=comments", func() (statusCoder, error) {
+			return c.GetTicketWithResponse(bg, org, w.Ticket.Id, &client.GetTicketParams{Include: ptr(client.GetTicketParamsIncludeComments)})
+		}},
+		{"listComments", func() (statusCoder, error) { return c.ListCommentsWithResponse(bg, org, w.Ticket.Id, nil) }},
+	}
+	for _, rd := range reads {
+		t.Run("authz read first/"+rd.name, func(t *testing.T) {
+			ts.Rec.Reset()
+			r, err := rd.do()
+			mustStatus(t, r, err, http.StatusOK)
+			ops := ts.Rec.Ops()
+			if len(ops) == 0 || ops[0].String() != authzRead {
+				t.Fatalf("DynamoDB calls %q: want the authorization read %q first", ts.Rec.Names(), authzRead)
+			}
+			if len(ops) > 3 {
+				t.Errorf("DynamoDB calls %q: more than 3 for one read", ts.Rec.Names())
+			}
+			for _, op := range ops {
+				if op.Name == "Scan" {
+					t.Errorf("a Scan: %s", ts.Rec.Names())
+				}
+			}
+		})
+	}
+}
+
+// TestNoScan runs every operation of the spec once (the tour of
+// TestCrossTenant's request builders, as the org's owner, deletes last) and
+// asserts no call was a Scan. MustServer's cleanup asserts the same for
+// every server of every test in the package.
+func TestNoScan(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Tour")
+	MustComment(t, w.Member.C, w.Org.Id, w.Ticket.Id, "hello")
+	doc, _ := loadSpec(t)
+	ids := idsOf(w)
+	ids.InvitationID = MustInvitation(t, w.Owner.C, w.Org.Id, "tour-revoked@example.com", client.RoleMember).Id
+	ids.Token = MustInvitation(t, w.Owner.C, w.Org.Id, "tour-accepted@example.com", client.RoleMember, w.Team.Id).Token
+	invitee := ts.Actor(t, "invitee")
+	ts.Rec.Reset()
+	for _, op := range tourOrder(specOperations(doc)) {
+		build, ok := requests[op.ID]
+		if !ok {
+			t.Errorf("%s: no request builder in matrix_test.go", op.ID)
+			continue
+		}
+		t.Run(op.ID, func(t *testing.T) {
+			hc := w.Owner.HTTP
+			if op.ID == "acceptInvitation" {
+				hc = invitee.HTTP
+			}
+			resp, body := do(t, hc, ts.URL, op, ids, build(ids))
+			if resp.StatusCode >= 300 {
+				t.Errorf("%s %s: status %d: %s", op.Method, op.Path, resp.StatusCode, body)
+			}
+		})
+	}
+	var scans []string
+	for _, op := range ts.Rec.Ops() {
+		if op.Name == "Scan" {
+			scans = append(scans, op.String())
+		}
+	}
+	if len(scans) > 0 || ts.scans.Load() > 0 {
+		t.Errorf("Scan calls: %s", strings.Join(scans, ", "))
+	}
+	t.Logf("%d DynamoDB calls for %d operations", ts.Rec.Count(), len(specOperations(doc)))
+}
