@@ -1140,7 +1140,7 @@ type ClientInterface interface {
 
 	// GetOrg Get an organization
 	//
-	// Returns the organization. Any member may read it. With `include=users` the response embeds the org's users in `users` (not paginated; prefer `listOrgUsers` for large organizations).
+	// Returns the organization. Any member may read it. With `include=users` the response embeds the org's first 100 users in `users`, read with the org in one Query (use `listOrgUsers` to page through all of them).
 	//
 	// Corresponds with GET /v1/orgs/{orgId} (the `GetOrg` operationId).
 	GetOrg(ctx context.Context, orgId OrgId, params *GetOrgParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1236,7 +1236,7 @@ type ClientInterface interface {
 
 	// GetTeam Get a team
 	//
-	// Returns the team. Any member may read it. With `include=members` the team's memberships are embedded in `members` (not paginated; prefer `listTeamMembers` for large teams).
+	// Returns the team. Any member may read it. With `include=members` the team's first 100 memberships are embedded in `members`, read with the team in one Query (AP4; use `listTeamMembers` to page through all of them).
 	//
 	// Corresponds with GET /v1/orgs/{orgId}/teams/{teamId} (the `GetTeam` operationId).
 	GetTeam(ctx context.Context, orgId OrgId, teamId TeamId, params *GetTeamParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1339,7 +1339,7 @@ type ClientInterface interface {
 
 	// GetTicket Get a ticket
 	//
-	// Returns the ticket. Any member may read it. With `include=comments` the ticket's comments are embedded in `comments` (not paginated; prefer `listComments` for long threads).
+	// Returns the ticket. Any member may read it. With `include=comments` the ticket's first 100 comments, oldest first, are embedded in `comments`, read with the ticket in one Query (use `listComments` to page through all of them).
 	//
 	// Corresponds with GET /v1/orgs/{orgId}/tickets/{ticketId} (the `GetTicket` operationId).
 	GetTicket(ctx context.Context, orgId OrgId, ticketId TicketId, params *GetTicketParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1460,7 +1460,7 @@ type ClientInterface interface {
 
 	// ListUserTickets List tickets requested by a user
 	//
-	// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the response also carries the user in the top-level `user` property. Paginated.
+	// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, read by the same Query as the tickets (the user sorts after them). Paginated.
 	//
 	// Corresponds with GET /v1/orgs/{orgId}/users/{userId}/tickets (the `ListUserTickets` operationId).
 	ListUserTickets(ctx context.Context, orgId OrgId, userId UserId, params *ListUserTicketsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1642,7 +1642,7 @@ func (c *Client) DeleteOrg(ctx context.Context, orgId OrgId, params *DeleteOrgPa
 
 // GetOrg Get an organization
 //
-// Returns the organization. Any member may read it. With `include=users` the response embeds the org's users in `users` (not paginated; prefer `listOrgUsers` for large organizations).
+// Returns the organization. Any member may read it. With `include=users` the response embeds the org's first 100 users in `users`, read with the org in one Query (use `listOrgUsers` to page through all of them).
 //
 // Corresponds with GET /v1/orgs/{orgId} (the `GetOrg` operationId).
 func (c *Client) GetOrg(ctx context.Context, orgId OrgId, params *GetOrgParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1858,7 +1858,7 @@ func (c *Client) DeleteTeam(ctx context.Context, orgId OrgId, teamId TeamId, par
 
 // GetTeam Get a team
 //
-// Returns the team. Any member may read it. With `include=members` the team's memberships are embedded in `members` (not paginated; prefer `listTeamMembers` for large teams).
+// Returns the team. Any member may read it. With `include=members` the team's first 100 memberships are embedded in `members`, read with the team in one Query (AP4; use `listTeamMembers` to page through all of them).
 //
 // Corresponds with GET /v1/orgs/{orgId}/teams/{teamId} (the `GetTeam` operationId).
 func (c *Client) GetTeam(ctx context.Context, orgId OrgId, teamId TeamId, params *GetTeamParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2091,7 +2091,7 @@ func (c *Client) DeleteTicket(ctx context.Context, orgId OrgId, ticketId TicketI
 
 // GetTicket Get a ticket
 //
-// Returns the ticket. Any member may read it. With `include=comments` the ticket's comments are embedded in `comments` (not paginated; prefer `listComments` for long threads).
+// Returns the ticket. Any member may read it. With `include=comments` the ticket's first 100 comments, oldest first, are embedded in `comments`, read with the ticket in one Query (use `listComments` to page through all of them).
 //
 // Corresponds with GET /v1/orgs/{orgId}/tickets/{ticketId} (the `GetTicket` operationId).
 func (c *Client) GetTicket(ctx context.Context, orgId OrgId, ticketId TicketId, params *GetTicketParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2362,7 +2362,7 @@ func (c *Client) ListUserTeams(ctx context.Context, orgId OrgId, userId UserId, 
 
 // ListUserTickets List tickets requested by a user
 //
-// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the response also carries the user in the top-level `user` property. Paginated.
+// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, read by the same Query as the tickets (the user sorts after them). Paginated.
 //
 // Corresponds with GET /v1/orgs/{orgId}/users/{userId}/tickets (the `ListUserTickets` operationId).
 func (c *Client) ListUserTickets(ctx context.Context, orgId OrgId, userId UserId, params *ListUserTicketsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5064,7 +5064,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetOrgWithResponse Get an organization
 	//
-	// Returns the organization. Any member may read it. With `include=users` the response embeds the org's users in `users` (not paginated; prefer `listOrgUsers` for large organizations).
+	// Returns the organization. Any member may read it. With `include=users` the response embeds the org's first 100 users in `users`, read with the org in one Query (use `listOrgUsers` to page through all of them).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5172,7 +5172,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetTeamWithResponse Get a team
 	//
-	// Returns the team. Any member may read it. With `include=members` the team's memberships are embedded in `members` (not paginated; prefer `listTeamMembers` for large teams).
+	// Returns the team. Any member may read it. With `include=members` the team's first 100 memberships are embedded in `members`, read with the team in one Query (AP4; use `listTeamMembers` to page through all of them).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5289,7 +5289,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetTicketWithResponse Get a ticket
 	//
-	// Returns the ticket. Any member may read it. With `include=comments` the ticket's comments are embedded in `comments` (not paginated; prefer `listComments` for long threads).
+	// Returns the ticket. Any member may read it. With `include=comments` the ticket's first 100 comments, oldest first, are embedded in `comments`, read with the ticket in one Query (use `listComments` to page through all of them).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5424,7 +5424,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListUserTicketsWithResponse List tickets requested by a user
 	//
-	// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the response also carries the user in the top-level `user` property. Paginated.
+	// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, read by the same Query as the tickets (the user sorts after them). Paginated.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5525,11 +5525,11 @@ type GetOpenAPIResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
-	YAML200 *string
+	YAML200 *map[string]interface{}
 }
 
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
-func (r GetOpenAPIResponse) GetYAML200() *string {
+func (r GetOpenAPIResponse) GetYAML200() *map[string]interface{} {
 	return r.YAML200
 }
 
@@ -10174,7 +10174,7 @@ func (c *ClientWithResponses) DeleteOrgWithResponse(ctx context.Context, orgId O
 
 // GetOrgWithResponse Get an organization
 //
-// Returns the organization. Any member may read it. With `include=users` the response embeds the org's users in `users` (not paginated; prefer `listOrgUsers` for large organizations).
+// Returns the organization. Any member may read it. With `include=users` the response embeds the org's first 100 users in `users`, read with the org in one Query (use `listOrgUsers` to page through all of them).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10354,7 +10354,7 @@ func (c *ClientWithResponses) DeleteTeamWithResponse(ctx context.Context, orgId 
 
 // GetTeamWithResponse Get a team
 //
-// Returns the team. Any member may read it. With `include=members` the team's memberships are embedded in `members` (not paginated; prefer `listTeamMembers` for large teams).
+// Returns the team. Any member may read it. With `include=members` the team's first 100 memberships are embedded in `members`, read with the team in one Query (AP4; use `listTeamMembers` to page through all of them).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10549,7 +10549,7 @@ func (c *ClientWithResponses) DeleteTicketWithResponse(ctx context.Context, orgI
 
 // GetTicketWithResponse Get a ticket
 //
-// Returns the ticket. Any member may read it. With `include=comments` the ticket's comments are embedded in `comments` (not paginated; prefer `listComments` for long threads).
+// Returns the ticket. Any member may read it. With `include=comments` the ticket's first 100 comments, oldest first, are embedded in `comments`, read with the ticket in one Query (use `listComments` to page through all of them).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10774,7 +10774,7 @@ func (c *ClientWithResponses) ListUserTeamsWithResponse(ctx context.Context, org
 
 // ListUserTicketsWithResponse List tickets requested by a user
 //
-// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the response also carries the user in the top-level `user` property. Paginated.
+// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, read by the same Query as the tickets (the user sorts after them). Paginated.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10864,7 +10864,7 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
-		var dest string
+		var dest map[string]interface{}
 		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

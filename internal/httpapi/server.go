@@ -7,11 +7,13 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
+	"sync"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -33,6 +35,10 @@ import (
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
+
+// defineFormats registers kin-openapi's (global) string formats once, so
+// building several servers in one process never races with validation.
+var defineFormats sync.Once
 
 // MaxBodyBytes is the largest request body accepted.
 const MaxBodyBytes = 64 << 10
@@ -89,7 +95,7 @@ func New(d Deps) (*echo.Echo, error) {
 		return nil, fmt.Errorf("httpapi: load spec: %w", err)
 	}
 	spec.Servers = nil
-	openapi3.DefineStringFormat("email", openapi3.FormatOfStringForEmail)
+	defineFormats.Do(func() { openapi3.DefineStringFormat("email", openapi3.FormatOfStringForEmail) })
 
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()
@@ -127,6 +133,11 @@ func New(d Deps) (*echo.Echo, error) {
 		},
 		DoNotValidateServers: true,
 		ErrorHandler: func(c echo.Context, err *echo.HTTPError) error {
+			// Reading a chunked body past the limit surfaces inside the
+			// validator; it is still a 413, not whatever status wraps it.
+			if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) || errors.Is(err.Internal, echo.ErrStatusRequestEntityTooLarge) {
+				return echo.ErrStatusRequestEntityTooLarge
+			}
 			return err
 		},
 	}))

@@ -153,7 +153,9 @@ func (s *Tickets) CreateTicket(ctx context.Context, t ticket.Ticket) error {
 	}
 	tx := s.newTx().put(s.table.Put(toTicketItem(t)).If(notExists), failWith(errs.E(errs.Conflict, "ticket_exists", "ticket ID already taken")))
 	tx.check(s.orgUserCheck(t.OrgID, t.RequesterID, errRequesterGone))
-	s.referenceChecks(tx, t, true, true)
+	// A self-assigned ticket's assignee is already checked as requester (and
+	// one transaction may not touch an item twice).
+	s.referenceChecks(tx, t, t.AssigneeID != t.RequesterID, true)
 	return s.audited(ctx, tx).run(ctx, "create ticket")
 }
 

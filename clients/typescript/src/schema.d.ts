@@ -140,7 +140,7 @@ export interface paths {
         };
         /**
          * Get an organization
-         * @description Returns the organization. Any member may read it. With `include=users` the response embeds the org's users in `users` (not paginated; prefer `listOrgUsers` for large organizations).
+         * @description Returns the organization. Any member may read it. With `include=users` the response embeds the org's first 100 users in `users`, read with the org in one Query (use `listOrgUsers` to page through all of them).
          */
         get: operations["getOrg"];
         put?: never;
@@ -157,6 +157,103 @@ export interface paths {
          * @description Renames the organization. Requires org role `admin` or `owner`.
          */
         patch: operations["updateOrg"];
+        trace?: never;
+    };
+    "/v1/orgs/{orgId}/invitations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List pending invitations
+         * @description Lists the org's pending (unexpired, unaccepted, unrevoked) invitations, oldest first, without their tokens. Requires org role `admin` or `owner`. A page may hold fewer items than `limit` when expired invitations were skipped; follow `nextCursor`.
+         */
+        get: operations["listInvitations"];
+        put?: never;
+        /**
+         * Invite someone by email
+         * @description Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+         */
+        post: operations["createInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{orgId}/invitations/{invitationId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+                invitationId: components["parameters"]["invitationId"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an invitation
+         * @description Revokes a pending invitation: its token stops working at once. Requires org role `admin` or `owner`.
+         */
+        delete: operations["revokeInvitation"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/invitations/{token}/accept": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The one-time token from createInvitation. */
+                token: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Accept an invitation
+         * @description Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+         */
+        post: operations["acceptInvitation"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{orgId}/audit-log": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Read the audit log
+         * @description Every mutating operation in the org, newest first: who (`actorId`), what (`action`, `targetType`, `targetId`), when, the request id and the changed fields before and after. Events are written in the same transaction as the change. `since` defaults to a year before `until` (default: now). Events are kept in monthly buckets; a page never spans more than a few of them, so it may hold fewer items than `limit` — follow `nextCursor` until it is absent. Requires org role `admin` or `owner`.
+         */
+        get: operations["listAuditEvents"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/orgs/{orgId}/users": {
@@ -258,7 +355,7 @@ export interface paths {
         };
         /**
          * List tickets requested by a user
-         * @description Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the response also carries the user in the top-level `user` property. Paginated.
+         * @description Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, read by the same Query as the tickets (the user sorts after them). Paginated.
          */
         get: operations["listUserTickets"];
         put?: never;
@@ -335,7 +432,7 @@ export interface paths {
         };
         /**
          * Get a team
-         * @description Returns the team. Any member may read it. With `include=members` the team's memberships are embedded in `members` (not paginated; prefer `listTeamMembers` for large teams).
+         * @description Returns the team. Any member may read it. With `include=members` the team's first 100 memberships are embedded in `members`, read with the team in one Query (AP4; use `listTeamMembers` to page through all of them).
          */
         get: operations["getTeam"];
         put?: never;
@@ -480,7 +577,7 @@ export interface paths {
         };
         /**
          * Get a ticket
-         * @description Returns the ticket. Any member may read it. With `include=comments` the ticket's comments are embedded in `comments` (not paginated; prefer `listComments` for long threads).
+         * @description Returns the ticket. Any member may read it. With `include=comments` the ticket's first 100 comments, oldest first, are embedded in `comments`, read with the ticket in one Query (use `listComments` to page through all of them).
          */
         get: operations["getTicket"];
         put?: never;
@@ -760,6 +857,63 @@ export interface components {
             /** @description Cursor of the next page; absent on the last page. */
             nextCursor?: string;
         };
+        InvitationCreate: {
+            /** Format: email */
+            email: string;
+            role: components["schemas"]["Role"];
+            teamIds?: string[];
+            /** @default 7 */
+            expiresInDays?: number;
+        };
+        Invitation: {
+            id: string;
+            email: string;
+            role: components["schemas"]["Role"];
+            teamIds: string[];
+            /** @description User ID of the inviter. */
+            invitedBy: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** Format: date-time */
+            expiresAt: string;
+        };
+        InvitationCreated: components["schemas"]["Invitation"] & {
+            /** @description One-time secret for POST /v1/invitations/{token}/accept. Shown only in this response. */
+            token: string;
+        };
+        InvitationList: {
+            items: components["schemas"]["Invitation"][];
+            nextCursor?: string;
+        };
+        InvitationAccepted: {
+            orgId: string;
+            user: components["schemas"]["OrgUser"];
+            teamIds: string[];
+        };
+        AuditChange: {
+            field: string;
+            /** @description The value before the change (absent when the field was unset). */
+            before?: unknown;
+            /** @description The value after the change (absent when the field was removed). */
+            after?: unknown;
+        };
+        AuditEvent: {
+            id: string;
+            actorId: string;
+            /** @example ticket.update */
+            action: string;
+            /** @example ticket */
+            targetType: string;
+            targetId: string;
+            requestId: string;
+            /** Format: date-time */
+            at: string;
+            changes: components["schemas"]["AuditChange"][];
+        };
+        AuditEventList: {
+            items: components["schemas"]["AuditEvent"][];
+            nextCursor?: string;
+        };
         OrgMembershipList: {
             items: components["schemas"]["OrgMembership"][];
             /** @description Cursor of the next page; absent on the last page. */
@@ -901,6 +1055,7 @@ export interface components {
         };
     };
     parameters: {
+        invitationId: string;
         /** @description Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried. */
         IdempotencyKey: string;
         /** @description Organization id (ULID). */
@@ -1020,7 +1175,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/yaml": string;
+                    "application/yaml": Record<string, never>;
                 };
             };
         };
@@ -1221,6 +1376,183 @@ export interface operations {
             404: components["responses"]["NotFound"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listInvitations: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of items to return (page size). */
+                limit?: components["parameters"]["limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400. */
+                cursor?: components["parameters"]["cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of invitations. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InvitationCreate"];
+            };
+        };
+        responses: {
+            /** @description The invitation, with its one-time token. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeInvitation: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+                invitationId: components["parameters"]["invitationId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    acceptInvitation: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried. */
+                "Idempotency-Key"?: components["parameters"]["IdempotencyKey"];
+            };
+            path: {
+                /** @description The one-time token from createInvitation. */
+                token: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller joined the org. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationAccepted"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
+            422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listAuditEvents: {
+        parameters: {
+            query?: {
+                since?: string;
+                until?: string;
+                /** @description Maximum number of items to return (page size). */
+                limit?: components["parameters"]["limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400. */
+                cursor?: components["parameters"]["cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of audit events. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AuditEventList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
