@@ -5,8 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
@@ -33,7 +37,13 @@ func TestAccessPatterns(t *testing.T) {
 		must(t, f.Tickets.CreateTicket(ctx, tk))
 	}
 	c1 := ticket.Comment{OrgID: org, TicketID: t1.ID, ID: f.ids.New(), AuthorID: "u_bob", Body: "Same here", CreatedAt: f.now}
-	must(t, f.Tickets.AddComment(ctx, c1))
+	// The comment is audited, as every mutation made through a service is.
+	audited := audit.With(ctx, audit.Event{OrgID: org, ID: f.ids.New(), ActorID: "u_bob", Action: "comment.create",
+		TargetType: "comment", TargetID: t1.ID + "/" + c1.ID, At: f.now})
+	must(t, f.Tickets.AddComment(audited, c1))
+	inv := tenant.Invitation{OrgID: org, ID: f.ids.New(), Email: "carol@example.com", Role: authz.Member,
+		TeamIDs: []string{s.Design.ID}, InvitedBy: "u_alice", TokenHash: "h", CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}
+	must(t, f.Tenants.CreateInvitation(ctx, inv))
 	all := page.Request{Limit: 100}
 
 	rows := []struct {
@@ -152,6 +162,26 @@ func TestAccessPatterns(t *testing.T) {
 			m, err := f.Tenants.BatchGetUsers(ctx, org, []string{"u_bob", "u_alice", "u_bob", "u_nobody"})
 			return fmt.Sprint(len(m), " ", m["u_alice"].Name), err
 		}},
+		{"pending invitations", "Query(GSI1)", func() (string, error) {
+			r, err := f.Tenants.ListInvitations(ctx, org, f.now, all)
+			var out []string
+			for _, i := range r.Items {
+				out = append(out, i.Email)
+			}
+			return fmt.Sprint(out), err
+		}},
+		{"an invitation (accept reads it)", "GetItem+consistent", func() (string, error) {
+			i, err := f.Tenants.GetInvitation(ctx, org, inv.ID)
+			return i.Email, err
+		}},
+		{"audit log newest first", "Query+desc", func() (string, error) {
+			r, err := (&store.Audit{DB: f.DB}).ListEvents(ctx, audit.Query{OrgID: org, Since: f.now.Add(-time.Hour), Until: f.now.Add(time.Minute), Page: all})
+			var out []string
+			for _, e := range r.Items {
+				out = append(out, e.Action)
+			}
+			return fmt.Sprint(out), err
+		}},
 		{"AP5 remove a member", "TransactWriteItems", func() (string, error) {
 			err := f.Teams.RemoveMember(ctx, org, s.Eng.ID, "u_bob", 0)
 			return "", err
@@ -181,6 +211,9 @@ func TestAccessPatterns(t *testing.T) {
 		"team tickets of one status":         "Login broken",
 		"tickets assigned to a user":         "Invoice wrong",
 		"org users by ID (no N+1)":           "2 Alice Chen",
+		"pending invitations":                "[carol@example.com]",
+		"an invitation (accept reads it)":    "carol@example.com",
+		"audit log newest first":             "[comment.create]",
 		"AP5 remove a member":                "",
 	}
 	for _, row := range rows {
