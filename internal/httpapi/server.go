@@ -74,6 +74,9 @@ type Deps struct {
 	// RequestTimeout bounds each request, DynamoDB calls included
 	// (default 10 s); a request that runs out answers 503.
 	RequestTimeout time.Duration
+	// OffboardTimeout bounds DELETE /v1/orgs/{orgId}, which deletes a whole
+	// tenant (default 5 min). A DELETE cut short is resumed by repeating it.
+	OffboardTimeout time.Duration
 }
 
 // New returns the Echo server with every route of openapi.yaml.
@@ -89,6 +92,9 @@ func New(d Deps) (*echo.Echo, error) {
 	}
 	if d.RequestTimeout == 0 {
 		d.RequestTimeout = 10 * time.Second
+	}
+	if d.OffboardTimeout == 0 {
+		d.OffboardTimeout = 5 * time.Minute
 	}
 	spec, err := oapi.GetSwagger()
 	if err != nil {
@@ -123,7 +129,12 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "K"))
 	e.Use(withURL)
-	e.Use(timeout(d.RequestTimeout))
+	e.Use(timeout(func(c echo.Context) time.Duration {
+		if c.Request().Method == http.MethodDelete && c.Path() == "/v1/orgs/:orgId" {
+			return d.OffboardTimeout
+		}
+		return d.RequestTimeout
+	}))
 	e.Use(authz.Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] }))
 	e.Use(echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
 		Options: openapi3filter.Options{
@@ -170,10 +181,10 @@ func publicPaths(spec *openapi3.T) map[string]bool {
 }
 
 // timeout gives each request a deadline that DynamoDB calls honour.
-func timeout(d time.Duration) echo.MiddlewareFunc {
+func timeout(d func(echo.Context) time.Duration) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			ctx, cancel := context.WithTimeout(c.Request().Context(), d)
+			ctx, cancel := context.WithTimeout(c.Request().Context(), d(c))
 			defer cancel()
 			c.SetRequest(c.Request().WithContext(ctx))
 			return next(c)

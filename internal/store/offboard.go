@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/guregu/dynamo/v2"
+	"golang.org/x/sync/errgroup"
 )
 
 // DeleteOrg offboards a tenant: it deletes every item the org owns, in
@@ -24,7 +25,7 @@ import (
 //
 // Every step deletes what is there and skips what is gone, so running it
 // again after any crash finishes the job.
-func (s *Tenants) DeleteOrg(ctx context.Context, orgID, actorID string) error {
+func (s *Tenants) DeleteOrg(ctx context.Context, orgID, actorID string, now time.Time) error {
 	if err := checkIDs("orgId", orgID, "userId", actorID); err != nil {
 		return err
 	}
@@ -71,25 +72,50 @@ func (s *Tenants) DeleteOrg(ctx context.Context, orgID, actorID string) error {
 		return fmt.Errorf("delete org: users: %w", err)
 	}
 
-	// 3. Everything GSI1 lists under the org, partition by partition.
-	var owned struct {
-		PK string `dynamo:"pk"`
-	}
-	itr = s.table.Get("gsi1pk", orgPK(orgID)).Index(gsi1).Project(attrPK).Iter()
-	for itr.Next(ctx, &owned) {
-		if err := s.deletePartition(ctx, owned.PK); err != nil {
-			return fmt.Errorf("delete org: %w", err)
+	// 3 and 4. Everything GSI1 lists under the org, and the audit log's
+	// monthly buckets (from the first of the creation month to now).
+	parts := make(chan string)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		defer close(parts)
+		var owned struct {
+			PK string `dynamo:"pk"`
 		}
-	}
-	if err := itr.Err(); err != nil {
-		return fmt.Errorf("delete org: %w", translate(err))
-	}
-
-	// 4. The audit log, one monthly bucket at a time.
-	for m := org.CreatedAt.UTC(); !m.After(time.Now().UTC().AddDate(0, 1, 0)); m = m.AddDate(0, 1, 0) {
-		if err := s.deletePartition(ctx, auditPK(orgID, m)); err != nil {
-			return fmt.Errorf("delete org: audit log: %w", err)
+		itr := s.table.Get("gsi1pk", orgPK(orgID)).Index(gsi1).Project(attrPK).Iter()
+		for itr.Next(gctx, &owned) {
+			select {
+			case parts <- owned.PK:
+			case <-gctx.Done():
+				return gctx.Err()
+			}
 		}
+		if err := itr.Err(); err != nil {
+			return fmt.Errorf("delete org: %w", translate(err))
+		}
+		c := org.CreatedAt.UTC()
+		for m := time.Date(c.Year(), c.Month(), 1, 0, 0, 0, 0, time.UTC); !m.After(now.UTC()); m = m.AddDate(0, 1, 0) {
+			select {
+			case parts <- auditPK(orgID, m):
+			case <-gctx.Done():
+				return gctx.Err()
+			}
+		}
+		return nil
+	})
+	// A few partitions at a time: each is a Query for its keys and then
+	// BatchWriteItem deletes, so the work is bound by round trips, not CPU.
+	for range offboardWorkers {
+		g.Go(func() error {
+			for pk := range parts {
+				if err := s.deletePartition(gctx, pk); err != nil {
+					return fmt.Errorf("delete org: %w", err)
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
 	}
 
 	// 5. The actor and the org itself.
@@ -102,6 +128,9 @@ func (s *Tenants) DeleteOrg(ctx context.Context, orgID, actorID string) error {
 	}
 	return nil
 }
+
+// offboardWorkers is how many partitions DeleteOrg empties at once.
+const offboardWorkers = 8
 
 // batchDelete deletes keys with BatchWriteItem: 25 keys per request,
 // unprocessed ones retried by guregu/dynamo.

@@ -97,6 +97,25 @@ func Migrate(ctx context.Context, client *dynamodb.Client, name string) error {
 	if err := w.Wait(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)}, 2*time.Minute); err != nil {
 		return fmt.Errorf("wait for table %s: %w", name, err)
 	}
+	return enableTTL(ctx, client, name)
+}
+
+// enableTTL turns on expiry by Schema.TTLAttribute (invitations and
+// idempotency records), as deploy/cloudformation.yaml does in production.
+func enableTTL(ctx context.Context, client *dynamodb.Client, name string) error {
+	d, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
+	if err != nil {
+		return fmt.Errorf("describe TTL of %s: %w", name, err)
+	}
+	if t := d.TimeToLiveDescription; t != nil && aws.ToString(t.AttributeName) == Schema.TTLAttribute &&
+		(t.TimeToLiveStatus == types.TimeToLiveStatusEnabled || t.TimeToLiveStatus == types.TimeToLiveStatusEnabling) {
+		return nil
+	}
+	_, err = client.UpdateTimeToLive(ctx, &dynamodb.UpdateTimeToLiveInput{TableName: aws.String(name),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(Schema.TTLAttribute), Enabled: aws.Bool(true)}})
+	if err != nil {
+		return fmt.Errorf("enable TTL on %s: %w", name, err)
+	}
 	return nil
 }
 

@@ -230,11 +230,21 @@ func (s *Tenants) ListUserOrgs(ctx context.Context, userID string, p page.Reques
 	}
 	r, err := list(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: prefixOrg}, p,
 		func(it orgUserItem) tenant.Membership {
+			if it.Deleting {
+				return tenant.Membership{} // the org is being offboarded: dropped below
+			}
 			return tenant.Membership{OrgID: it.OrgID, Role: authz.Role(it.Role), JoinedAt: it.JoinedAt}
 		})
 	if err != nil {
 		return none, fmt.Errorf("list user orgs: %w", err)
 	}
+	kept := r.Items[:0]
+	for _, m := range r.Items {
+		if m.OrgID != "" {
+			kept = append(kept, m)
+		}
+	}
+	r.Items = kept
 	return r, nil
 }
 

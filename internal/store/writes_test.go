@@ -1299,7 +1299,7 @@ func TestDeleteOrg(t *testing.T) {
 
 	t.Run("OK", func(t *testing.T) {
 		f.Rec.Reset()
-		must(t, f.Tenants.DeleteOrg(ctx, doomed.ID, "u_alice"))
+		must(t, f.Tenants.DeleteOrg(ctx, doomed.ID, "u_alice", f.now))
 		for _, op := range f.Rec.Ops() {
 			if op.Name == "Scan" {
 				t.Errorf("DeleteOrg made a Scan")
@@ -1329,7 +1329,7 @@ func TestDeleteOrg(t *testing.T) {
 	})
 
 	t.Run("ErrOrgNotFound", func(t *testing.T) {
-		err := f.mustUnchanged(t, func() error { return f.Tenants.DeleteOrg(ctx, doomed.ID, "u_alice") })
+		err := f.mustUnchanged(t, func() error { return f.Tenants.DeleteOrg(ctx, doomed.ID, "u_alice", f.now) })
 		wantErr(t, err, errs.NotFound, "org_not_found")
 	})
 }
@@ -1402,7 +1402,7 @@ func TestInvalidIDsNeverReachDynamoDB(t *testing.T) {
 	resourceCalls := []call{
 		{"GetOrg", func(b string) error { _, err := f.Tenants.GetOrg(ctx, b); return err }},
 		{"GetOrgWithUsers", func(b string) error { _, _, err := f.Tenants.GetOrgWithUsers(ctx, b, 10); return err }},
-		{"DeleteOrg", func(b string) error { return f.Tenants.DeleteOrg(ctx, b, "u_alice") }},
+		{"DeleteOrg", func(b string) error { return f.Tenants.DeleteOrg(ctx, b, "u_alice", f.now) }},
 		{"ListUsers", func(b string) error { _, err := f.Tenants.ListUsers(ctx, b, all); return err }},
 		{"GetUser org", func(b string) error { _, err := f.Tenants.GetUser(ctx, b, "u_alice"); return err }},
 		{"BatchGetOrgs", func(b string) error { _, err := f.Tenants.BatchGetOrgs(ctx, []string{org, b}); return err }},

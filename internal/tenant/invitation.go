@@ -124,7 +124,7 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 	}
 	now := s.now()
 	inv := Invitation{OrgID: p.OrgID, ID: s.ids.New(), Email: in.Email, Role: in.Role, TeamIDs: teams, InvitedBy: p.UserID,
-		CreatedAt: now, ExpiresAt: now.Add(time.Duration(in.ExpiresInDays) * 24 * time.Hour)}
+		CreatedAt: now, ExpiresAt: now.Add(time.Duration(in.ExpiresInDays) * 24 * time.Hour).Truncate(time.Second)}
 	token := inv.OrgID + "." + inv.ID + "." + base64.RawURLEncoding.EncodeToString(secret)
 	inv.TokenHash = HashToken(token)
 	ctx = s.event(ctx, p.OrgID, p.UserID, "invitation.create", "invitation", inv.ID, now, audit.Diff(

@@ -199,7 +199,7 @@ func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch int6
 			return err
 		}
 	}
-	return s.store.DeleteOrg(ctx, p.OrgID, p.UserID)
+	return s.store.DeleteOrg(ctx, p.OrgID, p.UserID, s.now())
 }
 
 // ListUsers pages through the org's users.
@@ -322,6 +322,6 @@ func (s *Service) RemoveUser(ctx context.Context, p authz.Principal, userID stri
 // event attaches the audit event of a change to ctx; the store writes it in
 // the change's transaction.
 func (s *Service) event(ctx context.Context, orgID, actor, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
-	return audit.With(ctx, audit.Event{OrgID: orgID, ID: s.ids.New(), ActorID: actor, Action: action,
+	return audit.With(ctx, audit.Event{OrgID: orgID, ID: s.ids.NewAt(at), ActorID: actor, Action: action,
 		TargetType: targetType, TargetID: targetID, At: at, Changes: changes})
 }

@@ -55,10 +55,11 @@ type Storer interface {
 	// UpdateOrg replaces the org's mutable fields if its version is still
 	// prev.Version. Returns NotFound or PreconditionFailed.
 	UpdateOrg(ctx context.Context, prev, next Org) error
-	// DeleteOrg removes the org and everything it owns, on behalf of
-	// actorID, who keeps access (to retry) until the very end. Resumable:
-	// a repeated call continues where an interrupted one stopped.
-	DeleteOrg(ctx context.Context, orgID, actorID string) error
+	// DeleteOrg removes the org and everything it owns (audit buckets up
+	// to now included), on behalf of actorID, who keeps access (to retry)
+	// until the very end. Resumable: a repeated call continues where an
+	// interrupted one stopped.
+	DeleteOrg(ctx context.Context, orgID, actorID string, now time.Time) error
 
 	// GetUser returns NotFound if the user is not in the org.
 	GetUser(ctx context.Context, orgID, userID string) (User, error)

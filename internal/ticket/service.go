@@ -290,7 +290,7 @@ func (s *Service) Delete(ctx context.Context, p authz.Principal, ticketID string
 // event attaches the audit event of a change to ctx; the store writes it in
 // the change's transaction.
 func (s *Service) event(ctx context.Context, p authz.Principal, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
-	return audit.With(ctx, audit.Event{OrgID: p.OrgID, ID: s.ids.New(), ActorID: p.UserID, Action: action,
+	return audit.With(ctx, audit.Event{OrgID: p.OrgID, ID: s.ids.NewAt(at), ActorID: p.UserID, Action: action,
 		TargetType: targetType, TargetID: targetID, At: at, Changes: changes})
 }
 
