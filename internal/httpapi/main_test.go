@@ -84,6 +84,10 @@ type testServer struct {
 	Echo  *echo.Echo
 	Rec   *dynamotest.Recorder // every DynamoDB call the server makes (Reset freely)
 	Clock *testClock
+	// Raw reaches the server's table directly: not recorded, never faulty
+	// (see hWithTransport), for reading back what a request really wrote.
+	Raw   *dynamodb.Client
+	Table string
 	scans atomic.Int64 // Scan calls ever made through the client (never reset)
 	seq   atomic.Int64
 	http  *http.Client
@@ -158,12 +162,63 @@ func loadSpec(tb testing.TB) (*openapi3.T, routers.Router) {
 	return specDoc, specRouter
 }
 
+// hOptions are MustServer's optional settings; see the hWith* options.
+type hOptions struct {
+	transport      func(http.RoundTripper) http.RoundTripper
+	apiOptions     []func(*middleware.Stack) error
+	requestTimeout time.Duration
+	rateLimit      *ratelimit.Options
+	verifier       *authz.VerifierConfig
+	maxHeaderBytes int
+}
+
+// hOption changes one of MustServer's settings.
+type hOption func(*hOptions)
+
+// hWithTransport wraps the HTTP transport of the server's DynamoDB client
+// (not of ts.Raw), e.g. to inject faults under the SDK's real retryer.
+func hWithTransport(wrap func(http.RoundTripper) http.RoundTripper) hOption {
+	return func(o *hOptions) { o.transport = wrap }
+}
+
+// hWithAPIOptions adds smithy middleware to the server's DynamoDB client.
+func hWithAPIOptions(fns ...func(*middleware.Stack) error) hOption {
+	return func(o *hOptions) { o.apiOptions = append(o.apiOptions, fns...) }
+}
+
+// hWithRequestTimeout sets Deps.RequestTimeout (default: the server's 10 s).
+func hWithRequestTimeout(d time.Duration) hOption {
+	return func(o *hOptions) { o.requestTimeout = d }
+}
+
+// hWithRateLimit replaces the harness's unreachable rate limit.
+func hWithRateLimit(ro ratelimit.Options) hOption {
+	return func(o *hOptions) { o.rateLimit = &ro }
+}
+
+// hWithVerifier replaces the HS256 test verifier (e.g. with a JWKS one).
+// Its Now defaults to the server's clock; ts.Token then no longer works.
+func hWithVerifier(cfg authz.VerifierConfig) hOption {
+	return func(o *hOptions) { o.verifier = &cfg }
+}
+
+// hWithMaxHeaderBytes serves with http.Server.MaxHeaderBytes set, as
+// cmd/api does (64 KiB), instead of net/http's default of 1 MiB.
+func hWithMaxHeaderBytes(n int) hOption {
+	return func(o *hOptions) { o.maxHeaderBytes = n }
+}
+
 // MustServer creates a table, wires the server exactly as cmd/api does
 // (with a test HS256 secret, a test cursor key and an injectable clock) and
 // serves it. Every DynamoDB call is recorded in ts.Rec; the test fails at
-// cleanup if the server ever issued a Scan.
-func MustServer(tb testing.TB) *testServer {
+// cleanup if the server ever issued a Scan. Options (hWith*) change the
+// wiring for hardening tests; without them the server is the default one.
+func MustServer(tb testing.TB, opts ...hOption) *testServer {
 	tb.Helper()
+	var o hOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
 	loadSpec(tb)
 	ts := &testServer{Rec: &dynamotest.Recorder{},
 		Clock: &testClock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}}
@@ -179,21 +234,38 @@ func MustServer(tb testing.TB) *testServer {
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
 	metrics := obs.NewMetrics(reg)
-	dbc := store.NewClient(dynamotest.Config(tb), store.Options{
+	cfg := dynamotest.Config(tb)
+	if o.transport != nil {
+		cfg.HTTPClient = &http.Client{Transport: o.transport(http.DefaultTransport.(*http.Transport).Clone())}
+	}
+	dbc := store.NewClient(cfg, store.Options{
 		Endpoint:   dynamotest.Endpoint(),
-		APIOptions: []func(*middleware.Stack) error{metrics.DynamoDB, ts.Rec.Middleware, scanGuard},
+		APIOptions: append([]func(*middleware.Stack) error{metrics.DynamoDB, ts.Rec.Middleware, scanGuard}, o.apiOptions...),
 	})
+	ts.Raw = store.NewClient(dynamotest.Config(tb), store.Options{Endpoint: dynamotest.Endpoint()})
 	name := dynamotest.TableName(tb)
-	if err := store.Migrate(ctx, dbc, name); err != nil {
+	ts.Table = name
+	if err := store.Migrate(ctx, ts.Raw, name); err != nil {
 		tb.Fatalf("migrate: %v", err)
 	}
 	tb.Cleanup(func() {
-		_, _ = dbc.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+		_, _ = ts.Raw.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 	})
 
-	verifier, err := authz.NewVerifier(ctx, authz.VerifierConfig{HS256Secret: testSecret, Leeway: 30 * time.Second, Now: ts.Clock.Now})
+	vcfg := authz.VerifierConfig{HS256Secret: testSecret, Leeway: 30 * time.Second, Now: ts.Clock.Now}
+	if o.verifier != nil {
+		vcfg = *o.verifier
+		if vcfg.Now == nil {
+			vcfg.Now = ts.Clock.Now
+		}
+	}
+	verifier, err := authz.NewVerifier(ctx, vcfg)
 	if err != nil {
 		tb.Fatalf("verifier: %v", err)
+	}
+	limit := ratelimit.Options{PerSecond: 100_000, Burst: 100_000}
+	if o.rateLimit != nil {
+		limit = *o.rateLimit
 	}
 	db := store.Open(dbc, name)
 	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
@@ -208,14 +280,20 @@ func MustServer(tb testing.TB) *testServer {
 		Ready:     db.Ping,
 		Registry:  reg,
 		Metrics:   metrics,
-		// cmd/api's limiter, with a budget no test exhausts.
-		RateLimit:   ratelimit.New(ratelimit.Options{PerSecond: 100_000, Burst: 100_000}),
-		Idempotency: &store.Idempotency{DB: db},
+		// cmd/api's limiter, with a budget no test exhausts (unless
+		// hWithRateLimit says otherwise).
+		RateLimit:      ratelimit.New(limit),
+		Idempotency:    &store.Idempotency{DB: db},
+		RequestTimeout: o.requestTimeout,
 	})
 	if err != nil {
 		tb.Fatalf("httpapi.New: %v", err)
 	}
-	srv := httptest.NewServer(e)
+	srv := httptest.NewUnstartedServer(e)
+	if o.maxHeaderBytes > 0 {
+		srv.Config.MaxHeaderBytes = o.maxHeaderBytes
+	}
+	srv.Start()
 	tb.Cleanup(srv.Close)
 	tb.Cleanup(func() {
 		if n := ts.scans.Load(); n > 0 {

@@ -1,0 +1,566 @@
+package httpapi_test
+
+// Item 10: faults from DynamoDB, injected at the SDK's HTTP layer, so the
+// SDK's real retryer (standard, with RetryTxConflicts) runs.
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/tenantd/tenantd/client"
+)
+
+// hFault is what hFaultTransport does with one HTTP attempt of a
+// DynamoDB call.
+type hFault int
+
+const (
+	hPass            hFault = iota // forward to DynamoDB Local
+	hThrottle                      // 400 ProvisionedThroughputExceededException
+	hInternal                      // 500 InternalServerError (DynamoDB's own 5xx type)
+	hInternalFailure               // 500 InternalFailure (the AWS common error)
+	hUnavailableBare               // 503 with an empty body (a proxy or load balancer)
+	hHang                          // no answer until the request's context ends
+	hTxThrottled                   // 400 TransactionCanceledException, ThrottlingError in the middle
+	hTxConflict                    // 400 TransactionCanceledException, TransactionConflict in the middle
+	hLostResponse                  // forward (the write happens), then answer 500 InternalServerError
+)
+
+// hFaultTransport answers the DynamoDB client's HTTP attempts as decide
+// says, with responses shaped like DynamoDB's own.
+type hFaultTransport struct {
+	base http.RoundTripper
+	// decide gets the operation (e.g. "TransactWriteItems") and the SDK's
+	// attempt number of the call (1 for the first try, 2 for the first
+	// retry...).
+	decide   atomic.Pointer[func(op string, attempt int) hFault]
+	attempts atomic.Int64 // every attempt
+	injected atomic.Int64 // attempts answered with a fault
+	hanging  atomic.Int64 // attempts hanging right now
+	// hangCap bounds a hang whose context never ends (default 3 s).
+	hangCap time.Duration
+}
+
+func hNewFaults() *hFaultTransport { return &hFaultTransport{} }
+
+// set changes the decision for the next attempts (nil: pass everything).
+func (f *hFaultTransport) set(decide func(op string, attempt int) hFault) { f.decide.Store(&decide) }
+
+// wrap is the hWithTransport option.
+func (f *hFaultTransport) wrap(base http.RoundTripper) http.RoundTripper { f.base = base; return f }
+
+func (f *hFaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	f.attempts.Add(1)
+	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
+	attempt := 1
+	if v, ok := strings.CutPrefix(req.Header.Get("Amz-Sdk-Request"), "attempt="); ok {
+		n, _, _ := strings.Cut(v, ";")
+		attempt, _ = strconv.Atoi(n)
+	}
+	fault := hPass
+	if d := f.decide.Load(); d != nil && *d != nil {
+		fault = (*d)(op, attempt)
+	}
+	if fault == hPass {
+		return f.base.RoundTrip(req)
+	}
+	f.injected.Add(1)
+	var body []byte
+	if req.Body != nil {
+		body, _ = io.ReadAll(req.Body)
+		_ = req.Body.Close()
+	}
+	switch fault {
+	case hThrottle:
+		return hAWSError(req, 400, "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+			"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.", nil), nil
+	case hInternal:
+		return hAWSError(req, 500, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error", nil), nil
+	case hInternalFailure:
+		return hAWSError(req, 500, "com.amazon.coral.service#InternalFailure", "", nil), nil
+	case hUnavailableBare:
+		return &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{"Content-Length": {"0"}}, Body: io.NopCloser(bytes.NewReader(nil)), Request: req}, nil
+	case hHang:
+		f.hanging.Add(1)
+		defer f.hanging.Add(-1)
+		limit := f.hangCap
+		if limit == 0 {
+			limit = 3 * time.Second
+		}
+		select {
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		case <-time.After(limit):
+			return nil, fmt.Errorf("hFaultTransport: %s hung for %v and its context never ended", op, limit)
+		}
+	case hTxThrottled, hTxConflict:
+		var in struct{ TransactItems []json.RawMessage }
+		_ = json.Unmarshal(body, &in)
+		code, msg := "ThrottlingError", "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is automatically scaling your index so please try again shortly."
+		if fault == hTxConflict {
+			code, msg = "TransactionConflict", "Transaction is ongoing for the item"
+		}
+		reasons := make([]map[string]string, max(len(in.TransactItems), 2))
+		codes := make([]string, len(reasons))
+		for i := range reasons {
+			reasons[i], codes[i] = map[string]string{"Code": "None"}, "None"
+		}
+		mid := len(reasons) / 2
+		reasons[mid], codes[mid] = map[string]string{"Code": code, "Message": msg}, code
+		return hAWSError(req, 400, "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+			"Transaction cancelled, please refer cancellation reasons for specific reasons ["+strings.Join(codes, ", ")+"]",
+			map[string]any{"CancellationReasons": reasons}), nil
+	case hLostResponse:
+		req2 := req.Clone(req.Context())
+		req2.Body = io.NopCloser(bytes.NewReader(body))
+		req2.ContentLength = int64(len(body))
+		resp, err := f.base.RoundTrip(req2)
+		if err != nil {
+			return nil, err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		return hAWSError(req, 500, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error", nil), nil
+	}
+	return nil, fmt.Errorf("hFaultTransport: unknown fault %d", fault)
+}
+
+// hAWSError is an error response as DynamoDB sends it (awsJson1_0).
+func hAWSError(req *http.Request, status int, typ, msg string, extra map[string]any) *http.Response {
+	m := map[string]any{"__type": typ}
+	if msg != "" {
+		m["message"] = msg
+	}
+	for k, v := range extra {
+		m[k] = v
+	}
+	b, _ := json.Marshal(m)
+	short := typ[strings.LastIndex(typ, "#")+1:]
+	h := http.Header{
+		"Content-Type":     {"application/x-amz-json-1.0"},
+		"Content-Length":   {strconv.Itoa(len(b))},
+		"X-Amzn-Requestid": {fmt.Sprintf("HFAULT%026d", time.Now().UnixNano())},
+		"X-Amzn-Errortype": {short + ":"},
+	}
+	return &http.Response{StatusCode: status, Status: fmt.Sprintf("%d %s", status, http.StatusText(status)), Proto: "HTTP/1.1",
+		ProtoMajor: 1, ProtoMinor: 1, Header: h, Body: io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b)), Request: req}
+}
+
+// hWant503 asserts the answer to a database that does not answer well.
+func hWant503(t *testing.T, what string, r hResp) {
+	t.Helper()
+	if r.Status != http.StatusServiceUnavailable {
+		t.Errorf("%s: status %d, want 503: %s", what, r.Status, truncate(r.Body))
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, problemJSON) {
+		t.Errorf("%s: content type %q, want %s", what, ct, problemJSON)
+	}
+	if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
+		t.Errorf("%s: Retry-After %q, want a number of seconds", what, r.Header.Get("Retry-After"))
+	}
+	if c := hProblemCode(r.Body); c == "" || c == "internal" {
+		t.Errorf("%s: problem code %q", what, c)
+	}
+}
+
+// only returns a decision that applies fault to the operations named (all
+// when none) on every attempt.
+func only(fault hFault, ops ...string) func(string, int) hFault {
+	return func(op string, _ int) hFault {
+		if len(ops) == 0 {
+			return fault
+		}
+		for _, o := range ops {
+			if o == op {
+				return fault
+			}
+		}
+		return hPass
+	}
+}
+
+// TestHardeningFaults injects DynamoDB's failures under the SDK's real
+// retryer and checks what the API answers and what the table holds.
+func TestHardeningFaults(t *testing.T) {
+	faults := hNewFaults()
+	ts := MustServer(t, hWithTransport(faults.wrap))
+	w := MustWorld(t, ts, "Faulty")
+	org := w.Org.Id
+	hc := &http.Client{}
+	get := func() hResp { return hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, w.Member.Token, nil, "") }
+	post := func(title string, h http.Header) hResp {
+		return hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", w.Member.Token, h, `{"title":"`+title+`","teamId":"`+w.Team.Id+`"}`)
+	}
+	tickets := func(title string) int {
+		n := 0
+		for _, it := range hItems(t, ts, "Ticket", org) {
+			if it.hS("title") == title {
+				n++
+			}
+		}
+		return n
+	}
+	defer faults.set(nil)
+
+	t.Run("transient throttling is retried", func(t *testing.T) {
+		faults.set(func(op string, attempt int) hFault {
+			if attempt == 1 {
+				return hThrottle
+			}
+			return hPass
+		})
+		ts.Rec.Reset()
+		before := faults.attempts.Load()
+		r := get()
+		if r.Status != http.StatusOK {
+			t.Fatalf("GET with every first attempt throttled: %d %s", r.Status, r.Body)
+		}
+		calls, attempts := int64(ts.Rec.Count()), faults.attempts.Load()-before
+		if calls == 0 || attempts != 2*calls {
+			t.Errorf("%d DynamoDB calls made %d attempts, want %d (each retried once)", calls, attempts, 2*calls)
+		}
+	})
+	t.Run("transient 5xx and transaction conflicts are retried", func(t *testing.T) {
+		faults.set(func(op string, attempt int) hFault {
+			switch {
+			case attempt == 1 && op == "TransactWriteItems":
+				return hTxConflict
+			case attempt == 1:
+				return hInternal
+			}
+			return hPass
+		})
+		ts.Rec.Reset()
+		before := faults.attempts.Load()
+		r := post("retried", nil)
+		faults.set(nil)
+		if r.Status != http.StatusCreated {
+			t.Fatalf("POST with every first attempt failing: %d %s", r.Status, r.Body)
+		}
+		if calls, attempts := int64(ts.Rec.Count()), faults.attempts.Load()-before; attempts != 2*calls {
+			t.Errorf("%d calls, %d attempts; want each retried once", calls, attempts)
+		}
+		if n := tickets("retried"); n != 1 {
+			t.Errorf("tickets created: %d, want 1", n)
+		}
+	})
+	t.Run("persistent throttling is a 503", func(t *testing.T) {
+		faults.set(only(hThrottle))
+		before := faults.attempts.Load()
+		hWant503(t, "GET, always throttled", get())
+		if a := faults.attempts.Load() - before; a != 3 {
+			t.Errorf("attempts: %d, want the standard retryer's 3", a)
+		}
+		faults.set(only(hThrottle, "TransactWriteItems"))
+		hWant503(t, "POST, writes always throttled", post("throttled", nil))
+		faults.set(only(hTxThrottled, "TransactWriteItems"))
+		hWant503(t, "POST, transactions always cancelled for throttling", post("throttled", nil))
+		faults.set(nil)
+		if n := tickets("throttled"); n != 0 {
+			t.Errorf("refused creates left %d ticket(s)", n)
+		}
+	})
+	t.Run("persistent 5xx of every shape is a 503", func(t *testing.T) {
+		for name, f := range map[string]hFault{"InternalServerError": hInternal, "InternalFailure": hInternalFailure, "bare 503": hUnavailableBare} {
+			faults.set(only(f))
+			hWant503(t, name+" on the authorization read", get())
+			faults.set(only(f, "TransactWriteItems"))
+			hWant503(t, name+" on the write", post("failing "+name, nil))
+			faults.set(nil)
+			if n := tickets("failing " + name); n != 0 {
+				t.Errorf("%s: %d ticket(s) created", name, n)
+			}
+		}
+	})
+
+	t.Run("a cancelled transaction writes nothing", func(t *testing.T) {
+		// A ticket: item, GSI keys, the team's listing, the audit event,
+		// all or nothing.
+		before := hTenantItems(t, ts, org)
+		auditsBefore := len(hItems(t, ts, "AuditEvent", org))
+		faults.set(only(hTxThrottled, "TransactWriteItems"))
+		hWant503(t, "createTicket", post("half-written", nil))
+		hWant503(t, "createComment", hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets/"+w.Ticket.Id+"/comments", w.Member.Token, nil, `{"body":"half-written"}`))
+		hWant503(t, "putTeamMember", hDo(t, hc, http.MethodPut, ts.URL+"/v1/orgs/"+org+"/teams/"+w.Team.Id+"/members/"+w.Member.ID, w.Owner.Token, nil, `{"role":"member"}`))
+		hWant503(t, "removeOrgUser", hDo(t, hc, http.MethodDelete, ts.URL+"/v1/orgs/"+org+"/users/"+w.Assignee.ID, w.Owner.Token, nil, ""))
+		faults.set(nil)
+		if after := hTenantItems(t, ts, org); after != before {
+			t.Errorf("cancelled transactions changed the table:\n%s", hDiff(before, after))
+		}
+		if n := len(hItems(t, ts, "AuditEvent", org)); n != auditsBefore {
+			t.Errorf("cancelled transactions wrote %d audit event(s)", n-auditsBefore)
+		}
+	})
+
+	t.Run("a failed create with an Idempotency-Key leaves the key retryable", func(t *testing.T) {
+		key := http.Header{"Idempotency-Key": {"fault-key-1"}}
+		faults.set(only(hTxThrottled, "TransactWriteItems"))
+		hWant503(t, "createTicket with a key", post("keyed", key))
+		faults.set(nil)
+		if recs := hItems(t, ts, "IdempotencyRecord", org); len(recs) != 0 {
+			t.Errorf("a failed request left %d idempotency record(s): %s", len(recs), hDump(recs))
+		}
+		r := post("keyed", key)
+		if r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("retry after the failure: %d replayed=%q %s", r.Status, r.Header.Get("Idempotent-Replayed"), r.Body)
+		}
+		if r := post("keyed", key); r.Header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("second retry: not a replay: %d %s", r.Status, r.Body)
+		}
+		if n := tickets("keyed"); n != 1 {
+			t.Errorf("tickets: %d, want 1", n)
+		}
+	})
+
+	t.Run("a response lost after the commit", func(t *testing.T) {
+		// DynamoDB committed, the answer was lost (500): the SDK retries
+		// the same transaction (same ClientRequestToken). The client must
+		// get the created item, and exactly one must exist.
+		faults.set(func(op string, attempt int) hFault {
+			if op == "TransactWriteItems" && attempt == 1 {
+				return hLostResponse
+			}
+			return hPass
+		})
+		auditsBefore := len(hItems(t, ts, "AuditEvent", org))
+		r := post("committed once", nil)
+		c := hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets/"+w.Ticket.Id+"/comments", w.Member.Token, nil, `{"body":"committed once"}`)
+		faults.set(nil)
+		if r.Status != http.StatusCreated {
+			t.Errorf("createTicket: %d %s, want 201", r.Status, r.Body)
+		}
+		if c.Status != http.StatusCreated {
+			t.Errorf("createComment: %d %s, want 201", c.Status, c.Body)
+		}
+		if n := tickets("committed once"); n != 1 {
+			t.Errorf("tickets: %d, want 1", n)
+		}
+		if n := len(hItems(t, ts, "AuditEvent", org)) - auditsBefore; n != 2 {
+			t.Errorf("audit events of the two creates: %d, want 2", n)
+		}
+		tk := hGet(t, ts, "ORG#"+org+"#TICKET#"+w.Ticket.Id, "#METADATA")
+		comments := 0
+		for _, it := range hItems(t, ts, "Comment", org) {
+			if strings.HasPrefix(it.hS("pk"), "ORG#"+org+"#TICKET#"+w.Ticket.Id) {
+				comments++
+			}
+		}
+		if got := tk.hN(t, "commentCount"); got != int64(comments) {
+			t.Errorf("commentCount %d, but %d comments", got, comments)
+		}
+	})
+	t.Run("an idempotency record whose response was lost", func(t *testing.T) {
+		// The record's conditional PutItem committed, its answer was lost:
+		// the SDK's retry finds the record. The request is still the first
+		// one with its key and must run, not be told it is in progress.
+		faults.set(func(op string, attempt int) hFault {
+			if op == "PutItem" && attempt == 1 {
+				return hLostResponse
+			}
+			return hPass
+		})
+		r := post("lost record", http.Header{"Idempotency-Key": {"fault-key-2"}})
+		faults.set(nil)
+		if r.Status != http.StatusCreated {
+			t.Errorf("first request with a key whose record's answer was lost: %d %s, want 201", r.Status, r.Body)
+		}
+		if n := tickets("lost record"); n > 1 {
+			t.Errorf("tickets: %d", n)
+		}
+	})
+
+	t.Run("a removal in steps, failing mid-way, is consistent and resumable", func(t *testing.T) {
+		// A user in 50 teams: 2 x 50 + 3 items do not fit one transaction,
+		// so the memberships go first, in a transaction of their own.
+		u := ts.Actor(t, "many-teams")
+		MustUser(t, w.Owner.C, org, u, client.RoleMember)
+		teams := make([]string, 50)
+		var mu sync.Mutex
+		hRunJobs(t, &hReqRecorder{}, 8, func() []hJob {
+			var jobs []hJob
+			for i := range teams {
+				jobs = append(jobs, hJob{what: "team", method: http.MethodPost, url: ts.URL + "/v1/orgs/" + org + "/teams", token: w.Owner.Token,
+					body: fmt.Sprintf(`{"name":"step team %d"}`, i), check: func(t *testing.T, r hResp, _ []string) {
+						var tm client.Team
+						if r.Status != http.StatusCreated || json.Unmarshal(r.Body, &tm) != nil {
+							t.Fatalf("team: %d %s", r.Status, r.Body)
+						}
+						mu.Lock()
+						teams[i] = tm.Id
+						mu.Unlock()
+					}})
+			}
+			return jobs
+		}())
+		var jobs []hJob
+		for _, tm := range teams {
+			jobs = append(jobs, hJob{what: "member", method: http.MethodPut, url: ts.URL + "/v1/orgs/" + org + "/teams/" + tm + "/members/" + u.ID,
+				token: w.Owner.Token, body: `{"role":"member"}`, check: func(t *testing.T, r hResp, _ []string) {
+					if r.Status != http.StatusCreated {
+						t.Errorf("member: %d %s", r.Status, r.Body)
+					}
+				}})
+		}
+		hRunJobs(t, &hReqRecorder{}, 8, jobs)
+		var txs atomic.Int64
+		faults.set(func(op string, attempt int) hFault {
+			if op != "TransactWriteItems" {
+				return hPass
+			}
+			if attempt == 1 && txs.Add(1) >= 2 { // the second transaction, and its retries
+				return hTxThrottled
+			}
+			if attempt > 1 && txs.Load() >= 2 {
+				return hTxThrottled
+			}
+			return hPass
+		})
+		hWant503(t, "remove a user in 50 teams, second step failing", hDo(t, hc, http.MethodDelete, ts.URL+"/v1/orgs/"+org+"/users/"+u.ID, w.Owner.Token, nil, ""))
+		faults.set(nil)
+		if hGet(t, ts, "ORG#"+org, "USER#"+u.ID) == nil {
+			t.Error("the user is gone although the removal failed")
+		}
+		hWantTeamsCounts(t, hScan(t, ts), org, teams, nil)
+		d := hDo(t, hc, http.MethodDelete, ts.URL+"/v1/orgs/"+org+"/users/"+u.ID, w.Owner.Token, nil, "")
+		if d.Status != http.StatusNoContent {
+			t.Fatalf("retried removal: %d %s", d.Status, d.Body)
+		}
+		hWantTeamsCounts(t, hScan(t, ts), org, teams, map[string]int{w.Owner.ID: 1})
+	})
+}
+
+// TestHardeningHungDynamoDB: DynamoDB stops answering. Each request ends at
+// its deadline (RequestTimeout) with a 503, whatever it was doing, and
+// leaves no goroutine behind.
+func TestHardeningHungDynamoDB(t *testing.T) {
+	// Short, but long enough for the setup's own requests on a busy
+	// machine under -race.
+	const deadline = time.Second
+	faults := hNewFaults()
+	faults.hangCap = deadline + deadline/2 // a hang that outlives its request's deadline
+	ts := MustServer(t, hWithTransport(faults.wrap), hWithRequestTimeout(deadline))
+	owner := ts.Actor(t, "hung-owner")
+	org := MustOrg(t, owner.C, "Hung").Id
+	w := struct{ Member actor }{owner}
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+	// Warm up what starts lazily, then take the goroutines as they are.
+	hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, w.Member.Token, nil, "")
+	// Idle keep-alive connections (to DynamoDB Local, opened by calls the
+	// faults let through) are no leak; a hung call would be.
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
+		goleak.IgnoreAnyFunction("net/http.(*persistConn).readLoop"), goleak.IgnoreAnyFunction("net/http.(*persistConn).writeLoop"))
+
+	cases := []struct {
+		name, method, path, body string
+		header                   http.Header
+		hang                     func(string, int) hFault
+	}{
+		{"every call hangs: GET", http.MethodGet, "/v1/orgs/" + org, "", nil, only(hHang)},
+		{"every call hangs: POST", http.MethodPost, "/v1/orgs/" + org + "/tickets", `{"title":"hung"}`, nil, only(hHang)},
+		{"the write hangs", http.MethodPost, "/v1/orgs/" + org + "/tickets", `{"title":"hung write"}`, nil, only(hHang, "TransactWriteItems")},
+		{"a listing hangs", http.MethodGet, "/v1/orgs/" + org + "/tickets", "", nil, only(hHang, "Query")},
+		// With an Idempotency-Key: the record is written, then DynamoDB
+		// hangs; the request must still end at its deadline.
+		{"the write hangs, with an Idempotency-Key", http.MethodPost, "/v1/orgs/" + org + "/tickets", `{"title":"hung keyed"}`,
+			http.Header{"Idempotency-Key": {"hung-key"}}, func(op string, _ int) hFault {
+				if op == "GetItem" || op == "PutItem" {
+					return hPass
+				}
+				return hHang
+			}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			faults.set(c.hang)
+			defer faults.set(nil)
+			const n = 5
+			var wg sync.WaitGroup
+			for range n {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					began := time.Now()
+					h := http.Header{}
+					for k, v := range c.header {
+						h[k] = []string{v[0] + "-" + hNewRequestID()} // one key per request
+					}
+					r := hDoE(hc, c.method, ts.URL+c.path, w.Member.Token, h, c.body)
+					took := time.Since(began)
+					if r.Err != nil {
+						t.Errorf("%v", r.Err)
+						return
+					}
+					hWant503(t, c.name, r.hResp)
+					if took > deadline+time.Second {
+						t.Errorf("answered after %v, the deadline is %v", took.Round(time.Millisecond), deadline)
+					}
+				}()
+			}
+			wg.Wait()
+		})
+	}
+	// Nothing hangs on: every hung call saw its context end.
+	settled := time.Now().Add(5 * time.Second)
+	for faults.hanging.Load() > 0 && time.Now().Before(settled) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := faults.hanging.Load(); n > 0 {
+		t.Errorf("%d DynamoDB call(s) still hanging after every request ended", n)
+	}
+	// And the server is fine once DynamoDB answers again.
+	if r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, w.Member.Token, nil, ""); r.Status != http.StatusOK {
+		t.Errorf("after the hang: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestHardeningRetryQuota: when DynamoDB keeps failing, the SDK's retry
+// quota (500 tokens per client) runs out and calls fail at once, with the
+// quota error joined to DynamoDB's. Every answer stays a 503, never a 500,
+// whatever the 5xx looked like.
+func TestHardeningRetryQuota(t *testing.T) {
+	// (Throttling retries cost 5 tokens and back off for a second or more:
+	// exhausting the quota with them would take minutes. The quota's error
+	// is the same whatever spent it; the 5xx shapes spend it fast.)
+	for name, f := range map[string]hFault{"InternalServerError": hInternal, "InternalFailure": hInternalFailure, "bare 503": hUnavailableBare} {
+		t.Run(name, func(t *testing.T) {
+			faults := hNewFaults()
+			ts := MustServer(t, hWithTransport(faults.wrap))
+			a := ts.Actor(t, "quota")
+			o := MustOrg(t, a.C, "Quota")
+			faults.set(only(f))
+			hc := &http.Client{}
+			var counts hStatusCounts
+			exhausted := false
+			for i := range 40 {
+				before := faults.attempts.Load()
+				r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+o.Id, a.Token, nil, "")
+				counts.add(r.Status)
+				if faults.attempts.Load()-before == 1 {
+					exhausted = true // no retry: the quota is spent
+				}
+				if r.Status != http.StatusServiceUnavailable && counts.get(r.Status) == 1 {
+					t.Errorf("request %d (quota spent: %v): %d %s", i, exhausted, r.Status, truncate(r.Body))
+				}
+			}
+			if counts.get(http.StatusServiceUnavailable) != 40 {
+				t.Errorf("statuses: %s; want 40 x 503", &counts)
+			}
+			if !exhausted {
+				t.Errorf("the retry quota was never exhausted (statuses %s): the test proves nothing", &counts)
+			}
+		})
+	}
+}

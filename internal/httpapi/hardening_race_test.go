@@ -1,0 +1,307 @@
+package httpapi_test
+
+// Item 7: races. Run with -race (make test does): concurrent requests on
+// the same item must leave exactly one winner and exact counters, read
+// back from the table.
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tenantd/tenantd/client"
+)
+
+// hRaceClient is an HTTP client for n concurrent requests.
+func hRaceClient(t *testing.T, n int) *http.Client {
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: 0}}
+	t.Cleanup(hc.CloseIdleConnections)
+	return hc
+}
+
+const hRaceN = 50
+
+// TestHardeningRaces: 50 concurrent adds of one email, 50 concurrent PUTs
+// of one member, concurrent PATCHes with one If-Match, 50 concurrent
+// comments, and membership changes racing a removal from the org.
+func TestHardeningRaces(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Racing")
+	org := w.Org.Id
+	hc := hRaceClient(t, hRaceN)
+	base := ts.URL + "/v1/orgs/" + org
+
+	t.Run("50 adds of the same email", func(t *testing.T) {
+		var counts hStatusCounts
+		winner := make([]string, hRaceN)
+		hParallel(hRaceN, func(i int) {
+			uid := fmt.Sprintf("racer.%d", i)
+			r := hDoE(hc, http.MethodPost, base+"/users", w.Owner.Token, nil,
+				hJSON(map[string]any{"userId": uid, "email": "Contested@Example.com", "name": "Racer", "role": "member"}))
+			if r.Err != nil {
+				t.Errorf("add %s: %v", uid, r.Err)
+				return
+			}
+			counts.add(r.Status)
+			switch r.Status {
+			case http.StatusCreated:
+				winner[i] = uid
+			case http.StatusConflict:
+				if c := hProblemCode(r.Body); c != "email_taken" {
+					t.Errorf("add %s: 409 %s, want email_taken", uid, c)
+				}
+			}
+		})
+		if counts.get(http.StatusCreated) != 1 || counts.get(http.StatusConflict) != hRaceN-1 {
+			t.Errorf("statuses: %s; want one 201 and %d 409", &counts, hRaceN-1)
+		}
+		var claims, users []hItem
+		for _, it := range hScan(t, ts) {
+			if it.hS("orgId") != org || !strings.EqualFold(it.hS("email"), "contested@example.com") {
+				continue
+			}
+			switch it.hS("type") {
+			case "EmailClaim":
+				claims = append(claims, it)
+			case "OrgUser":
+				users = append(users, it)
+			}
+		}
+		if len(claims) != 1 || len(users) != 1 {
+			t.Fatalf("items with the email: %d claims, %d users; want 1 and 1", len(claims), len(users))
+		}
+		won := strings.Join(winner, "")
+		if claims[0].hS("userId") != won || users[0].hS("userId") != won {
+			t.Errorf("claim of %s, user %s; the 201 went to %s", claims[0].hS("userId"), users[0].hS("userId"), won)
+		}
+	})
+
+	t.Run("50 PUTs of the same member", func(t *testing.T) {
+		team := MustTeam(t, w.Owner.C, org, "Race team")
+		u := ts.Actor(t, "contended")
+		MustUser(t, w.Owner.C, org, u, client.RoleMember)
+		var counts hStatusCounts
+		hParallel(hRaceN, func(i int) {
+			r := hDoE(hc, http.MethodPut, base+"/teams/"+team.Id+"/members/"+u.ID, w.Owner.Token, nil, `{"role":"member"}`)
+			if r.Err != nil {
+				t.Errorf("put: %v", r.Err)
+				return
+			}
+			counts.add(r.Status)
+		})
+		// The product's answer: the PUT that created the edge is a 201,
+		// every other one found it and is a 200 (nothing to change).
+		if counts.get(http.StatusCreated) != 1 || counts.get(http.StatusOK) != hRaceN-1 {
+			t.Errorf("statuses: %s; want one 201 and %d 200", &counts, hRaceN-1)
+		}
+		hWantTeamCounts(t, ts, org, team.Id, map[string]int{u.ID: 1, w.Owner.ID: 1})
+	})
+
+	t.Run("50 PUTs of one member with alternating roles", func(t *testing.T) {
+		team := MustTeam(t, w.Owner.C, org, "Role race team")
+		u := ts.Actor(t, "flipper")
+		MustUser(t, w.Owner.C, org, u, client.RoleMember)
+		var counts hStatusCounts
+		hParallel(hRaceN, func(i int) {
+			role := []string{"admin", "member"}[i%2]
+			r := hDoE(hc, http.MethodPut, base+"/teams/"+team.Id+"/members/"+u.ID, w.Owner.Token, nil, `{"role":"`+role+`"}`)
+			if r.Err != nil {
+				t.Errorf("put: %v", r.Err)
+				return
+			}
+			counts.add(r.Status)
+		})
+		// Without If-Match a PUT is last-writer-wins: never a 412 (the
+		// client asked for no precondition), never a 5xx.
+		if counts.get(http.StatusCreated) != 1 || counts.get(http.StatusOK) != hRaceN-1 {
+			t.Errorf("statuses: %s; want one 201 and %d 200", &counts, hRaceN-1)
+		}
+		hWantTeamCounts(t, ts, org, team.Id, map[string]int{u.ID: 1, w.Owner.ID: 1})
+	})
+
+	t.Run("PATCHes with the same If-Match", func(t *testing.T) {
+		targets := []struct {
+			name, path, body string
+			get              func() string // the current ETag
+		}{
+			{"ticket", base + "/tickets/" + w.Ticket.Id, `{"title":"patched %d"}`, func() string {
+				g, err := w.Owner.C.GetTicketWithResponse(bg, org, w.Ticket.Id, nil)
+				mustStatus(t, g, err, http.StatusOK)
+				return g.HTTPResponse.Header.Get("ETag")
+			}},
+			{"org", base, `{"name":"patched %d"}`, func() string {
+				g, err := w.Owner.C.GetOrgWithResponse(bg, org, nil)
+				mustStatus(t, g, err, http.StatusOK)
+				return g.HTTPResponse.Header.Get("ETag")
+			}},
+			{"team", base + "/teams/" + w.Team.Id, `{"description":"patched %d"}`, func() string {
+				g, err := w.Owner.C.GetTeamWithResponse(bg, org, w.Team.Id, nil)
+				mustStatus(t, g, err, http.StatusOK)
+				return g.HTTPResponse.Header.Get("ETag")
+			}},
+			{"org user", base + "/users/" + w.Member.ID, `{"name":"patched %d"}`, func() string {
+				g, err := w.Owner.C.GetOrgUserWithResponse(bg, org, w.Member.ID)
+				mustStatus(t, g, err, http.StatusOK)
+				return g.HTTPResponse.Header.Get("ETag")
+			}},
+		}
+		for _, tg := range targets {
+			for round, n := range []int{2, 2, 2, 10} {
+				tag := tg.get()
+				var counts hStatusCounts
+				var mu sync.Mutex
+				var winnerTag string
+				hParallel(n, func(i int) {
+					r := hDoE(hc, http.MethodPatch, tg.path, w.Owner.Token, http.Header{"If-Match": {tag}}, fmt.Sprintf(tg.body, round*100+i))
+					if r.Err != nil {
+						t.Errorf("patch: %v", r.Err)
+						return
+					}
+					counts.add(r.Status)
+					if r.Status == http.StatusOK {
+						mu.Lock()
+						winnerTag = r.Header.Get("ETag")
+						mu.Unlock()
+					} else if c := hProblemCode(r.Body); r.Status == http.StatusPreconditionFailed && c != "version_mismatch" {
+						t.Errorf("%s: 412 with code %q", tg.name, c)
+					}
+				})
+				if counts.get(http.StatusOK) != 1 || counts.get(http.StatusPreconditionFailed) != n-1 {
+					t.Errorf("%s, %d PATCHes with If-Match %s: %s; want one 200 and %d 412", tg.name, n, tag, &counts, n-1)
+				}
+				if now := tg.get(); now != winnerTag {
+					t.Errorf("%s: ETag now %s, the winner's %s", tg.name, now, winnerTag)
+				}
+			}
+		}
+	})
+
+	t.Run("50 concurrent comments", func(t *testing.T) {
+		tk := MustTicket(t, w.Member.C, org, client.TicketCreate{Title: "Popular"})
+		var counts hStatusCounts
+		hParallel(hRaceN, func(i int) {
+			a := []actor{w.Member, w.Owner, w.Requester, w.Assignee, w.TeamMember}[i%5]
+			r := hDoE(hc, http.MethodPost, base+"/tickets/"+tk.Id+"/comments", a.Token, nil, fmt.Sprintf(`{"body":"comment %d"}`, i))
+			if r.Err != nil {
+				t.Errorf("comment: %v", r.Err)
+				return
+			}
+			counts.add(r.Status)
+		})
+		if counts.get(http.StatusCreated) != hRaceN {
+			t.Errorf("statuses: %s; want %d 201", &counts, hRaceN)
+		}
+		item := hGet(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA")
+		if got := item.hN(t, "commentCount"); got != hRaceN {
+			t.Errorf("commentCount in the table: %d, want %d", got, hRaceN)
+		}
+		seen := map[string]bool{}
+		for _, it := range hItems(t, ts, "Comment", org) {
+			if strings.HasPrefix(it.hS("pk"), "ORG#"+org+"#TICKET#"+tk.Id) {
+				seen[it.hS("body")] = true
+			}
+		}
+		if len(seen) != hRaceN {
+			t.Errorf("comment items: %d distinct, want %d", len(seen), hRaceN)
+		}
+		g, err := w.Member.C.GetTicketWithResponse(bg, org, tk.Id, nil)
+		mustStatus(t, g, err, http.StatusOK)
+		if g.JSON200.CommentCount != hRaceN {
+			t.Errorf("commentCount served: %d, want %d", g.JSON200.CommentCount, hRaceN)
+		}
+	})
+
+	t.Run("members added and removed concurrently", func(t *testing.T) {
+		team := MustTeam(t, w.Owner.C, org, "Churn team")
+		us := make([]actor, 10)
+		for i := range us {
+			us[i] = ts.Actor(t, "churn")
+			MustUser(t, w.Owner.C, org, us[i], client.RoleMember)
+		}
+		hParallel(2*hRaceN, func(i int) {
+			u := us[i%len(us)]
+			method, body := http.MethodPut, `{"role":"member"}`
+			if i%3 == 0 {
+				method, body = http.MethodDelete, ""
+			}
+			r := hDoE(hc, method, base+"/teams/"+team.Id+"/members/"+u.ID, w.Owner.Token, nil, body)
+			if r.Err != nil || r.Status >= 500 {
+				t.Errorf("%s member: %v %d %s", method, r.Err, r.Status, r.Body)
+			}
+		})
+		hWantTeamCounts(t, ts, org, team.Id, nil)
+	})
+
+	// A user removed from the org while being added to a team must not
+	// stay a member of that team: the edge would outlive the user and,
+	// once they are added back to the org, hand them their old team role.
+	t.Run("team membership racing a removal from the org", func(t *testing.T) {
+		team := MustTeam(t, w.Owner.C, org, "Orphan team")
+		for round := range 30 { // the window is narrow: enough rounds to hit it
+			u := ts.Actor(t, "orphan")
+			MustUser(t, w.Owner.C, org, u, client.RoleMember)
+			hParallel(2, func(i int) {
+				if i == 0 {
+					hDoE(hc, http.MethodPut, base+"/teams/"+team.Id+"/members/"+u.ID, w.Owner.Token, nil, `{"role":"admin"}`)
+				} else {
+					hDoE(hc, http.MethodDelete, base+"/users/"+u.ID, w.Owner.Token, nil, "")
+				}
+			})
+			if hGet(t, ts, "ORG#"+org, "USER#"+u.ID) == nil && hGet(t, ts, "ORG#"+org+"#TEAM#"+team.Id, "MEMBER#"+u.ID) != nil {
+				t.Errorf("round %d: %s was removed from the org but is still a member of team %s", round, u.ID, team.Id)
+			}
+		}
+		hWantTeamCounts(t, ts, org, team.Id, nil)
+	})
+}
+
+// hWantTeamCounts reads the team's items from the table: memberCount must
+// equal the number of membership edges, each user (of want, if not nil)
+// having exactly that many edges.
+func hWantTeamCounts(t *testing.T, ts *testServer, org, team string, want map[string]int) {
+	t.Helper()
+	hWantTeamsCounts(t, hScan(t, ts), org, []string{team}, want)
+}
+
+// hWantTeamsCounts is hWantTeamCounts for several teams, on items already
+// scanned.
+func hWantTeamsCounts(t *testing.T, items []hItem, org string, teams []string, want map[string]int) {
+	t.Helper()
+	for _, team := range teams {
+		pk := "ORG#" + org + "#TEAM#" + team
+		var meta hItem
+		edges := map[string]int{}
+		total := 0
+		for _, it := range items {
+			if it.hS("pk") != pk {
+				continue
+			}
+			switch it.hS("type") {
+			case "Team":
+				meta = it
+			case "Membership":
+				edges[it.hS("userId")]++
+				total++
+			}
+		}
+		if meta == nil {
+			t.Errorf("team %s is gone", team)
+			continue
+		}
+		if got := meta.hN(t, "memberCount"); got != int64(total) {
+			t.Errorf("team %s: memberCount %d, but %d membership edges", team, got, total)
+		}
+		if want != nil {
+			for u, n := range want {
+				if edges[u] != n {
+					t.Errorf("team %s: %d edges of %s, want %d", team, edges[u], u, n)
+				}
+			}
+			if len(edges) != len(want) {
+				t.Errorf("team %s: edges of %v, want those of %v", team, edges, want)
+			}
+		}
+	}
+}

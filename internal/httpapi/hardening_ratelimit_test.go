@@ -1,0 +1,117 @@
+package httpapi_test
+
+// Item 12: per-tenant rate limiting.
+
+import (
+	"net/http"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenantd/tenantd/internal/ratelimit"
+)
+
+// TestHardeningRateLimit: with 5 requests per second (burst 5) per org,
+// org A hammered from many goroutines gets 429 problem+json with
+// Retry-After and RateLimit-* headers, while org B's requests, sent at the
+// same time, all succeed; strangers hammering A's org ID spend nothing of
+// A's quota (they are refused before the limiter); and each 429 costs no
+// more than the authorization read.
+func TestHardeningRateLimit(t *testing.T) {
+	const rps, burst = 5, 5
+	rr := &hReqRecorder{}
+	ts := MustServer(t, hWithRateLimit(ratelimit.Options{PerSecond: rps, Burst: burst}), hWithAPIOptions(rr.Middleware))
+	// Set up through the limiter: slowly enough (one org each, 3 requests
+	// each) to stay within the burst.
+	a, b := ts.Actor(t, "noisy"), ts.Actor(t, "quiet")
+	orgA, orgB := MustOrg(t, a.C, "Noisy").Id, MustOrg(t, b.C, "Quiet").Id
+	stranger := ts.Actor(t, "stranger")
+	hc := hRaceClient(t, 32)
+
+	// Strangers first: 30 requests on A's org ID, all 404, none limited
+	// (so A's bucket is still full afterwards).
+	var sc hStatusCounts
+	hParallel(30, func(int) {
+		r := hDoE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+orgA, stranger.Token, nil, "")
+		if r.Err == nil {
+			sc.add(r.Status)
+		}
+	})
+	if sc.get(http.StatusNotFound) != 30 {
+		t.Errorf("strangers on A's org: %s; want 30 x 404", &sc)
+	}
+
+	var mu sync.Mutex
+	var aCounts, bCounts hStatusCounts
+	var limited []hResp
+	var wg sync.WaitGroup
+	stormStart := time.Now()
+	wg.Add(2)
+	go func() { // A: 60 requests from 12 goroutines
+		defer wg.Done()
+		hParallel(12, func(int) {
+			for range 5 {
+				id := hNewRequestID()
+				r := hDoE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+orgA+"/tickets", a.Token, http.Header{"X-Request-Id": {id}}, "")
+				if r.Err != nil {
+					t.Errorf("A: %v", r.Err)
+					continue
+				}
+				aCounts.add(r.Status)
+				if r.Status == http.StatusTooManyRequests {
+					if ops := rr.Of(id); len(ops) != 1 || ops[0] != "GetItem" {
+						t.Errorf("a 429 made DynamoDB calls %v, want only the authorization read", ops)
+					}
+					mu.Lock()
+					limited = append(limited, r.hResp)
+					mu.Unlock()
+				}
+			}
+		})
+	}()
+	go func() { // B, meanwhile: within its own burst
+		defer wg.Done()
+		hParallel(burst-1, func(i int) {
+			r := hDoE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+orgB+"/tickets", b.Token, nil, "")
+			if r.Err != nil {
+				t.Errorf("B: %v", r.Err)
+				return
+			}
+			bCounts.add(r.Status)
+		})
+	}()
+	wg.Wait()
+	storm := time.Since(stormStart)
+	if bCounts.get(http.StatusOK) != burst-1 {
+		t.Errorf("org B while A was hammered: %s; want %d x 200", &bCounts, burst-1)
+	}
+	// A got its burst (and what refilled meanwhile), no more, and 429s.
+	ok := aCounts.get(http.StatusOK)
+	if refill := int(storm.Seconds()*rps) + 1; ok < burst || ok > burst+refill || aCounts.get(http.StatusTooManyRequests) == 0 || ok+aCounts.get(http.StatusTooManyRequests) != 60 {
+		t.Errorf("org A: %s; want about %d x 200 and the rest 429", &aCounts, burst)
+	}
+	for _, r := range limited[:min(len(limited), 5)] {
+		if c := hProblemCode(r.Body); c != "rate_limited" {
+			t.Errorf("429 code %q", c)
+		}
+		if ct := r.Header.Get("Content-Type"); ct != problemJSON {
+			t.Errorf("429 content type %q", ct)
+		}
+		if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
+			t.Errorf("429 Retry-After %q", r.Header.Get("Retry-After"))
+		}
+		if r.Header.Get("RateLimit-Limit") != strconv.Itoa(rps) || r.Header.Get("RateLimit-Remaining") != "0" || r.Header.Get("RateLimit-Reset") == "" {
+			t.Errorf("429 RateLimit headers: limit %q remaining %q reset %q", r.Header.Get("RateLimit-Limit"),
+				r.Header.Get("RateLimit-Remaining"), r.Header.Get("RateLimit-Reset"))
+		}
+	}
+	// B still has room after the storm, and successes carry the headers too.
+	r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+orgB, b.Token, nil, "")
+	if r.Status != http.StatusOK {
+		t.Errorf("B after the storm: %d %s", r.Status, r.Body)
+	}
+	if got := r.Header.Get("RateLimit-Limit"); got != strconv.Itoa(rps) {
+		t.Errorf("a 200 carries RateLimit-Limit %q", got)
+	}
+}
