@@ -61,6 +61,7 @@ type Config struct {
 	CursorSecret     string        `env:"CURSOR_SECRET"`
 	ShutdownTimeout  time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s"`
 	RequestTimeout   time.Duration `env:"REQUEST_TIMEOUT" envDefault:"10s"`
+	DrainDelay       time.Duration `env:"DRAIN_DELAY" envDefault:"2s"`     // /readyz fails this long before the listener closes
 	RateLimitRPS     float64       `env:"RATE_LIMIT_RPS" envDefault:"100"` // per org; 0 = off
 	RateLimitBurst   int           `env:"RATE_LIMIT_BURST" envDefault:"200"`
 	LogLevel         slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
@@ -97,7 +98,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("authHS256Secret", mask(c.AuthHS256Secret)), slog.String("authJWKSURL", c.AuthJWKSURL),
 		slog.String("authIssuer", c.AuthIssuer), slog.String("authAudience", c.AuthAudience),
 		slog.String("cursorSecret", mask(c.CursorSecret)), slog.String("shutdownTimeout", c.ShutdownTimeout.String()),
-		slog.String("requestTimeout", c.RequestTimeout.String()), slog.Float64("rateLimitRPS", c.RateLimitRPS),
+		slog.String("requestTimeout", c.RequestTimeout.String()), slog.String("drainDelay", c.DrainDelay.String()), slog.Float64("rateLimitRPS", c.RateLimitRPS),
 		slog.Int("rateLimitBurst", c.RateLimitBurst),
 		slog.String("logLevel", c.LogLevel.String()))
 }
@@ -237,12 +238,18 @@ func serve(ctx context.Context, cfg Config) error {
 		return err
 	case <-ctx.Done():
 	}
-	// Readiness flips first, so load balancers stop routing here; then
-	// in-flight requests finish within the deadline.
+	// Readiness flips first and the server keeps serving for a moment, so
+	// load balancers see /readyz fail and stop routing here; then in-flight
+	// requests finish. Both happen within SHUTDOWN_TIMEOUT.
 	draining.Store(true)
 	log.Info("shutting down", "timeout", cfg.ShutdownTimeout.String())
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
+	select {
+	case <-time.After(min(cfg.DrainDelay, cfg.ShutdownTimeout/2)):
+	case err := <-errc:
+		return err
+	}
 	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

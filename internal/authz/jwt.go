@@ -89,8 +89,15 @@ func (v *Verifier) Verify(raw string) (Identity, error) {
 		return Identity{}, errToken
 	}
 	var c Claims
-	if _, err := v.parser.ParseWithClaims(raw, &c, v.keyFunc); err != nil {
+	tok, err := v.parser.ParseWithClaims(raw, &c, v.keyFunc)
+	if err != nil {
 		return Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message, Err: err}
+	}
+	if _, ok := tok.Header["crit"]; ok {
+		// RFC 7515 4.1.11: extensions we do not understand must be refused,
+		// and we understand none.
+		return Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message,
+			Err: errors.New("crit header")}
 	}
 	if !ids.ValidUser(c.Subject) {
 		return Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message,

@@ -127,7 +127,7 @@ func New(d Deps) (*echo.Echo, error) {
 		Skipper: func(c echo.Context) bool { return c.Path() == "/metrics" },
 	}))
 	e.Use(middleware.Recover())
-	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "K"))
+	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "KiB")) // "K" would be 64,000 bytes
 	e.Use(withURL)
 	e.Use(timeout(func(c echo.Context) time.Duration {
 		if c.Request().Method == http.MethodDelete && c.Path() == "/v1/orgs/:orgId" {

@@ -10,6 +10,7 @@ package idempotency
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -33,6 +34,7 @@ const MaxKeyLen = 255
 type Record struct {
 	OrgID, UserID, Key string
 	Fingerprint        string // hash of method, route, path and body
+	Owner              string // random per attempt: recognizes our own write when its response was lost
 	Done               bool
 	Status             int
 	ContentType        string
@@ -112,8 +114,10 @@ func Middleware(s Storer, o Options) echo.MiddlewareFunc {
 			}
 			h.Write(body)
 			t := now()
+			owner := make([]byte, 16)
+			_, _ = rand.Read(owner)
 			rec := Record{OrgID: c.Param("orgId"), UserID: id.UserID, Key: k[0], Fingerprint: hex.EncodeToString(h.Sum(nil)),
-				CreatedAt: t, ExpiresAt: t.Add(o.TTL)}
+				Owner: hex.EncodeToString(owner), CreatedAt: t, ExpiresAt: t.Add(o.TTL)}
 			existing, started, err := s.Begin(req.Context(), rec)
 			if err != nil {
 				return err
@@ -135,20 +139,41 @@ func Middleware(s Storer, o Options) echo.MiddlewareFunc {
 			}
 			status := c.Response().Status
 			if status >= 500 || status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-				// Nothing durable happened, or we cannot tell: let the key be retried.
-				_ = s.Abandon(context.WithoutCancel(req.Context()), rec)
+				// Nothing durable happened, or we cannot tell: let the key be
+				// retried. If the request ran out of time the database may be
+				// what hangs, and the late answer must not wait for it: then
+				// the record is released in the background.
+				abandon := func() {
+					ctx, cancel := bookkeeping(req.Context())
+					defer cancel()
+					_ = s.Abandon(ctx, rec)
+				}
+				if req.Context().Err() != nil {
+					go abandon()
+				} else {
+					abandon()
+				}
 				return nil
 			}
 			rec.Done, rec.Status = true, status
 			rec.ContentType = c.Response().Header().Get(echo.HeaderContentType)
 			rec.ETag = c.Response().Header().Get("ETag")
 			rec.Body = w.body.Bytes()
-			if err := s.Complete(context.WithoutCancel(req.Context()), rec); err != nil {
+			ctx, cancel := bookkeeping(req.Context())
+			defer cancel()
+			if err := s.Complete(ctx, rec); err != nil {
 				c.Logger().Errorf("idempotency: complete: %v", err)
 			}
 			return nil
 		}
 	}
+}
+
+// bookkeeping is the context of the record's last write: it outlives a
+// cancelled request (the response is already written) but is bounded, so a
+// hung database cannot hold the request open.
+func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 }
 
 func replay(c echo.Context, r Record) error {

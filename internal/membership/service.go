@@ -145,8 +145,16 @@ func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID stri
 	if err := s.authorizeTeam(ctx, p, authz.TeamDelete, teamID); err != nil {
 		return err
 	}
-	ctx = s.event(ctx, p, "team.delete", "team", teamID, s.now(), nil)
-	return s.store.DeleteTeam(ctx, p.OrgID, teamID, ifMatch)
+	prev, err := s.store.GetTeam(ctx, p.OrgID, teamID)
+	if err != nil {
+		return err
+	}
+	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
+		return err
+	}
+	ctx = s.event(ctx, p, "team.delete", "team", teamID, s.now(), audit.Diff(
+		audit.F("name", prev.Name, nil), audit.F("memberCount", prev.MemberCount, nil)))
+	return s.store.DeleteTeam(ctx, p.OrgID, teamID, prev.Version)
 }
 
 // ListMembers pages through a team's members (AP1).
@@ -215,9 +223,12 @@ func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, user
 	if err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID); err != nil {
 		return Member{}, false, err
 	}
-	// Two tries: a concurrent PUT may create the edge between our read and
-	// our add; the loser then changes the role like any later PUT.
+	// A concurrent PUT may create the edge between our read and our add, or
+	// change the role between our read and our update: without If-Match the
+	// caller asked for "this role, whatever it was", so read again and retry
+	// (bounded); with If-Match, a change is a 412.
 	for try := 0; ; try++ {
+		retry := try < maxPutTries-1
 		now := s.now()
 		prev, err := s.store.GetMember(ctx, p.OrgID, teamID, userID)
 		switch {
@@ -228,7 +239,7 @@ func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, user
 			m = Member{OrgID: p.OrgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: now, UpdatedAt: now, Version: 1}
 			err := s.store.AddMember(s.event(ctx, p, "member.add", "member", teamID+"/"+userID, now,
 				audit.Diff(audit.F("role", nil, string(role)))), m)
-			if errs.CodeOf(err) == "already_member" && try == 0 {
+			if errs.CodeOf(err) == "already_member" && retry {
 				continue
 			}
 			if err != nil {
@@ -248,7 +259,7 @@ func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, user
 		next.Role, next.Version, next.UpdatedAt = role, prev.Version+1, now
 		err = s.store.UpdateMember(s.event(ctx, p, "member.update", "member", teamID+"/"+userID, now,
 			audit.Diff(audit.F("role", string(prev.Role), string(role)))), prev, next)
-		if errs.Is(err, errs.PreconditionFailed) && ifMatch == 0 && try == 0 {
+		if errs.Is(err, errs.PreconditionFailed) && ifMatch == 0 && retry {
 			continue // changed under us without If-Match: apply ours on top
 		}
 		if err != nil {
@@ -257,6 +268,9 @@ func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, user
 		return next, false, nil
 	}
 }
+
+// maxPutTries bounds PutMember's read-and-write attempts under contention.
+const maxPutTries = 8
 
 // RemoveMember removes the user from the team (AP5).
 func (s *Service) RemoveMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch int64) error {
@@ -269,8 +283,15 @@ func (s *Service) RemoveMember(ctx context.Context, p authz.Principal, teamID, u
 	if err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID); err != nil {
 		return err
 	}
-	ctx = s.event(ctx, p, "member.remove", "member", teamID+"/"+userID, s.now(), nil)
-	return s.store.RemoveMember(ctx, p.OrgID, teamID, userID, ifMatch)
+	prev, err := s.store.GetMember(ctx, p.OrgID, teamID, userID)
+	if err != nil {
+		return err
+	}
+	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
+		return err
+	}
+	ctx = s.event(ctx, p, "member.remove", "member", teamID+"/"+userID, s.now(), audit.Diff(audit.F("role", string(prev.Role), nil)))
+	return s.store.RemoveMember(ctx, p.OrgID, teamID, userID, prev.Version)
 }
 
 // event attaches the audit event of a change to ctx; the store writes it in

@@ -25,6 +25,7 @@ type idempotencyItem struct {
 	OrgID       string    `dynamo:"orgId"`
 	UserID      string    `dynamo:"userId"`
 	Fingerprint string    `dynamo:"fingerprint"`
+	Owner       string    `dynamo:"owner"`
 	Done        bool      `dynamo:"done"`
 	Status      int       `dynamo:"status"`
 	ContentType string    `dynamo:"contentType"`
@@ -44,7 +45,7 @@ const staleAfter = time.Minute
 func toIdempotencyItem(r idempotency.Record) idempotencyItem {
 	k := idempotencyKey(r.OrgID, r.UserID, r.Key)
 	it := idempotencyItem{PK: k.PK, SK: k.SK, Type: typeIdempotent, OrgID: r.OrgID, UserID: r.UserID,
-		Fingerprint: r.Fingerprint, Done: r.Done, Status: r.Status, ContentType: r.ContentType, ETag: r.ETag,
+		Fingerprint: r.Fingerprint, Owner: r.Owner, Done: r.Done, Status: r.Status, ContentType: r.ContentType, ETag: r.ETag,
 		Body: r.Body, CreatedAt: r.CreatedAt, StartedAt: r.CreatedAt.Unix(), ExpiresAt: r.ExpiresAt.Unix()}
 	if r.OrgID != "" {
 		it.GSI1PK, it.GSI1SK = orgPK(r.OrgID), k.PK
@@ -90,6 +91,11 @@ func (s *Idempotency) Begin(ctx context.Context, r idempotency.Record) (idempote
 	if err != nil {
 		return idempotency.Record{}, false, fmt.Errorf("read idempotent request: %w", translate(err))
 	}
+	if !cur.Done && cur.Owner == r.Owner {
+		// Our own put committed but its response was lost and the SDK
+		// retried it: the request is ours to run.
+		return r, true, nil
+	}
 	return fromIdempotencyItem(cur, r), false, nil
 }
 
@@ -110,7 +116,7 @@ func (s *Idempotency) Abandon(ctx context.Context, r idempotency.Record) error {
 		return err
 	}
 	k := idempotencyKey(r.OrgID, r.UserID, r.Key)
-	if err := s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("done = ?", false).Run(ctx); err != nil {
+	if err := s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("done = ? AND $ = ?", false, "owner", r.Owner).Run(ctx); err != nil {
 		if failed, _ := condFailed(err); failed {
 			return nil
 		}

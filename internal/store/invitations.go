@@ -150,11 +150,11 @@ func (s *Tenants) ListInvitations(ctx context.Context, orgID string, now time.Ti
 }
 
 // RevokeInvitation deletes the invitation and its email pointer.
-func (s *Tenants) RevokeInvitation(ctx context.Context, orgID, invitationID string) error {
-	inv, err := s.GetInvitation(ctx, orgID, invitationID)
-	if err != nil {
+func (s *Tenants) RevokeInvitation(ctx context.Context, inv tenant.Invitation) error {
+	if err := checkInvitation(inv); err != nil {
 		return err
 	}
+	orgID, invitationID := inv.OrgID, inv.ID
 	k, ek := invitationKey(orgID, invitationID), invitationEmailKey(orgID, tenant.NormalizeEmail(inv.Email))
 	t := s.newTx().
 		delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errInvitationNotFound)).
@@ -178,12 +178,20 @@ func (s *Tenants) AcceptInvitation(ctx context.Context, inv tenant.Invitation, u
 	if err != nil {
 		return nil, fmt.Errorf("accept invitation: %w", err)
 	}
+	// The user's team set holds the teams joined here, in the same
+	// transaction as their edges.
+	userItem := toOrgUserItem(u)
+	for _, team := range inv.TeamIDs {
+		if _, ok := existing[team]; ok {
+			userItem.TeamIDs = append(userItem.TeamIDs, team)
+		}
+	}
 	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, tenant.NormalizeEmail(inv.Email))
 	t := s.newTx().
 		delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("tokenHash = ? AND expiresAt > ?", inv.TokenHash, u.JoinedAt.Unix()),
 			failWith(errInvitationNotFound)).
 		delete(s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound)).
-		put(s.table.Put(toOrgUserItem(u)).If(notExists), failWith(errUserExists)).
+		put(s.table.Put(userItem).If(notExists), failWith(errUserExists)).
 		put(s.table.Put(toClaimItem(u)).If(notExists), failWith(errEmailTaken))
 	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
 	var joined []string

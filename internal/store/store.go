@@ -11,11 +11,13 @@ import (
 	"fmt"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
 	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
+	smithyhttp "github.com/aws/smithy-go/transport/http"
 	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/errs"
@@ -141,7 +143,16 @@ func translate(err error) error {
 			}
 		}
 	}
+	var (
+		quota *ratelimit.QuotaExceededError
+		resp  *smithyhttp.ResponseError
+	)
 	switch {
+	case errors.As(err, &quota):
+		return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy; retry later", Err: err}
+	case errors.As(err, &resp) && resp.HTTPStatusCode() >= 500:
+		// Any server-side failure of DynamoDB, whatever its error code.
+		return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy; retry later", Err: err}
 	case errors.As(err, &max):
 		return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy; retry later", Err: err}
 	case errors.Is(err, context.DeadlineExceeded):

@@ -106,7 +106,7 @@ func (s *Teams) CreateTeam(ctx context.Context, t membership.Team, owner members
 	tx := s.newTx().
 		put(s.table.Put(toTeamItem(t)).If(notExists), failWith(errs.E(errs.Conflict, "team_exists", "team ID already taken"))).
 		put(s.table.Put(toMemberItem(owner)).If(notExists), failWith(errAlreadyMember))
-	tx.check(s.orgUserCheck(owner.OrgID, owner.UserID, errNotOrgMember))
+	tx.update(s.userTeams(owner.OrgID, owner.UserID).AddStringsToSet("teamIds", t.ID), failWith(errNotOrgMember))
 	return s.audited(ctx, tx).run(ctx, "create team")
 }
 
@@ -180,44 +180,48 @@ func (s *Teams) UpdateTeam(ctx context.Context, prev, next membership.Team) erro
 	return s.audited(ctx, t).run(ctx, "update team")
 }
 
-// DeleteTeam removes the team and its edges. Up to 99 members this is one
-// transaction; beyond, the edges go first in transactions of their own and
-// the team item last, so a retry after a crash finds and finishes it.
+// DeleteTeam removes the team and its edges (and the team from each
+// member's team set). Up to 49 members this is one transaction; beyond, the
+// edges go first in transactions of their own, each guarded by a check of
+// the team's version, and the team item last, so a retry after a crash finds
+// and finishes it.
 func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64) error {
 	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
 		return err
 	}
-	team, err := s.GetTeam(ctx, orgID, teamID)
-	if err != nil {
-		return err
-	}
-	if ifVersion > 0 && team.Version != ifVersion {
-		return errVersion
-	}
-	var edges []memberItem
-	err = s.table.Get(attrPK, teamPK(orgID, teamID)).Range(attrSK, dynamo.BeginsWith, prefixMember).All(ctx, &edges)
-	if err != nil {
-		return fmt.Errorf("delete team: %w", translate(err))
-	}
-	for len(edges) >= maxTxItems {
-		t := s.newTx()
-		for _, e := range edges[:maxTxItems] {
-			t.delete(s.table.Delete(attrPK, e.PK).Range(attrSK, e.SK), nil)
-		}
-		if err := t.run(ctx, "delete team members"); err != nil {
-			return err
-		}
-		edges = edges[maxTxItems:]
-	}
 	k := teamKey(orgID, teamID)
-	t := s.newTx()
 	cond, args := "attribute_exists(pk)", []any{}
 	if ifVersion > 0 {
 		cond, args = "attribute_exists(pk) AND version = ?", []any{ifVersion}
 	}
+	var edges []memberItem
+	err := s.table.Get(attrPK, teamPK(orgID, teamID)).Range(attrSK, dynamo.BeginsWith, prefixMember).
+		Project(attrPK, attrSK, "userId").All(ctx, &edges)
+	if err != nil {
+		return fmt.Errorf("delete team: %w", translate(err))
+	}
+	// Each edge goes with the team's removal from its user's team set: two
+	// items per member. The final transaction also holds the team and the
+	// audit event.
+	dropEdge := func(t *txn, e memberItem) {
+		t.delete(s.table.Delete(attrPK, e.PK).Range(attrSK, e.SK), nil)
+		t.update(s.userTeams(orgID, e.UserID).DeleteStringsFromSet("teamIds", teamID), failWith(errUserNotFound))
+	}
+	for len(edges)*2+2 > maxTxItems {
+		t := s.newTx().check(s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(cond, args...), versioned(errTeamNotFound))
+		n := (maxTxItems - t.len()) / 2
+		for _, e := range edges[:n] {
+			dropEdge(t, e)
+		}
+		if err := t.run(ctx, "delete team members"); err != nil {
+			return err
+		}
+		edges = edges[n:]
+	}
+	t := s.newTx()
 	t.delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(cond, args...), versioned(errTeamNotFound))
 	for _, e := range edges {
-		t.delete(s.table.Delete(attrPK, e.PK).Range(attrSK, e.SK), nil)
+		dropEdge(t, e)
 	}
 	return s.audited(ctx, t).run(ctx, "delete team")
 }
@@ -316,7 +320,7 @@ func (s *Teams) AddMember(ctx context.Context, m membership.Member) error {
 	t := s.newTx().
 		put(s.table.Put(toMemberItem(m)).If(notExists), failWith(errAlreadyMember)).
 		update(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1).If(exists), failWith(errTeamNotFound))
-	t.check(s.orgUserCheck(m.OrgID, m.UserID, errNotOrgMember))
+	t.update(s.userTeams(m.OrgID, m.UserID).AddStringsToSet("teamIds", m.TeamID), failWith(errNotOrgMember))
 	return s.audited(ctx, t).run(ctx, "add member")
 }
 
@@ -339,12 +343,14 @@ func (s *Teams) RemoveMember(ctx context.Context, orgID, teamID, userID string, 
 		return err
 	}
 	t := s.newTx()
-	s.removeEdge(t, orgID, teamID, userID, ifVersion)
+	s.removeEdge(t, orgID, teamID, userID, ifVersion, true)
 	return s.audited(ctx, t).run(ctx, "remove member")
 }
 
-// removeEdge adds to t the deletion of one edge and its count decrement.
-func (s *Teams) removeEdge(t *txn, orgID, teamID, userID string, ifVersion int64) {
+// removeEdge adds to t the deletion of one edge and its count decrement,
+// and, with touchUser, the removal of the team from the user's team set
+// (left out when the OrgUser itself is being deleted in t).
+func (s *Teams) removeEdge(t *txn, orgID, teamID, userID string, ifVersion int64, touchUser bool) {
 	k, tk := memberKey(orgID, teamID, userID), teamKey(orgID, teamID)
 	cond, args := "attribute_exists(pk)", []any{}
 	if ifVersion > 0 {
@@ -352,4 +358,14 @@ func (s *Teams) removeEdge(t *txn, orgID, teamID, userID string, ifVersion int64
 	}
 	t.delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(cond, args...), versioned(errMemberNotFound))
 	t.update(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", -1).If(exists), failWith(errTeamNotFound))
+	if touchUser {
+		t.update(s.userTeams(orgID, userID).DeleteStringsFromSet("teamIds", teamID), failWith(errUserNotFound))
+	}
+}
+
+// userTeams starts the update of a user's team set (and edge sequence)
+// that goes with every membership edge written or deleted.
+func (s *DB) userTeams(orgID, userID string) *dynamo.Update {
+	k := orgUserKey(orgID, userID)
+	return s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("edgeSeq", 1).If(exists)
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
-	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/tenant"
 )
@@ -72,6 +71,13 @@ type orgUserItem struct {
 	// Deleting marks the edge of the owner offboarding the org: it only
 	// authorizes continuing the deletion.
 	Deleting bool `dynamo:"deleting,omitempty"`
+	// TeamIDs are the teams the user is a member of in this org, kept in
+	// the same transactions as the membership edges. It makes removing the
+	// user from the org exact: the edges are read from this item with a
+	// consistent read, not from GSI1, which may lag. EdgeSeq counts edge
+	// changes, so a removal can require that none happened since it read.
+	TeamIDs []string `dynamo:"teamIds,set,omitempty"`
+	EdgeSeq int64    `dynamo:"edgeSeq,omitempty"`
 }
 
 func toOrgUserItem(u tenant.User) orgUserItem {
@@ -392,34 +398,64 @@ func (s *Tenants) UpdateUser(ctx context.Context, prev, next tenant.User) error 
 }
 
 // RemoveUser deletes the OrgUser, its claim, and every team membership the
-// user has in the org (with each team's memberCount). A user in more teams
-// than one transaction holds loses the memberships first, in transactions
-// of their own; a crash in between leaves a user with fewer teams, and a
-// retry finishes the job. The memberships are found on GSI1, which is
-// eventually consistent: an edge already gone makes its chunk fail, and the
-// chunk is retried from a fresh read.
+// user has in the org (with each team's memberCount). The memberships are
+// the OrgUser's own team set, read consistently; every transaction that
+// touches them is conditional on the OrgUser's version and edge sequence,
+// so a membership added concurrently makes the removal read again instead
+// of leaving an orphan edge. A user in more teams than one transaction
+// holds loses the memberships first, in transactions of their own (each
+// also checking the last-owner rule, so a removal that must fail fails
+// before touching anything); a crash in between leaves a user with fewer
+// teams, and a retry finishes the job.
 func (s *Tenants) RemoveUser(ctx context.Context, u tenant.User) error {
 	if err := checkUser(u); err != nil {
 		return err
 	}
+	k := orgUserKey(u.OrgID, u.UserID)
+	for range maxRemoveAttempts {
+		var cur orgUserItem
+		err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(true).One(ctx, &cur)
+		if errors.Is(err, dynamo.ErrNotFound) {
+			return errUserNotFound
+		}
+		if err != nil {
+			return fmt.Errorf("remove user: %w", translate(err))
+		}
+		if cur.Version != u.Version {
+			return errVersion
+		}
+		err = s.removeUser(ctx, u, cur.EdgeSeq, cur.TeamIDs)
+		if err != errRetryRemoval {
+			return err
+		}
+	}
+	return errs.E(errs.Conflict, "concurrent_update", "the user's team memberships keep changing; retry")
+}
+
+// maxRemoveAttempts bounds RemoveUser's re-reads under concurrent
+// membership changes.
+const maxRemoveAttempts = 5
+
+// errRetryRemoval: the OrgUser changed after RemoveUser read it.
+var errRetryRemoval = errs.E(errs.Conflict, "concurrent_update", "the user changed while being removed")
+
+// removeUser runs the removal's transactions for the state read at seq.
+func (s *Tenants) removeUser(ctx context.Context, u tenant.User, seq int64, edges []string) error {
 	teams := &Teams{s.DB}
-	const fixed = 3 // user, claim, org guard
-	var edges []membership.Member
-	for attempt := 0; ; attempt++ {
-		var err error
-		if edges, err = teams.allUserTeams(ctx, u.OrgID, u.UserID); err != nil {
-			return fmt.Errorf("remove user: %w", err)
+	k := orgUserKey(u.OrgID, u.UserID)
+	changed := func(existed bool) error {
+		if existed {
+			return errRetryRemoval
 		}
-		if len(edges)*2+fixed <= maxTxItems {
-			break
-		}
-		// Every chunk re-checks the final transaction's preconditions, so a
-		// removal that must fail (stale version, last owner) fails before
-		// it has touched a single membership.
+		return errUserNotFound
+	}
+	const fixed = 4 // user, claim, org guard, audit event
+	for len(edges)*2+fixed > maxTxItems {
 		t := s.newTx()
-		uk := orgUserKey(u.OrgID, u.UserID)
-		t.check(s.table.Check(attrPK, uk.PK).Range(attrSK, uk.SK).If("attribute_exists(pk) AND version = ?", u.Version),
-			versioned(errUserNotFound))
+		n := min(len(edges), (maxTxItems-2)/2) // the user guard and the owner check
+		chunk := edges[:n]
+		t.update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).DeleteStringsFromSet("teamIds", chunk...).Add("edgeSeq", 1).
+			If("attribute_exists(pk) AND version = ? AND edgeSeq = ?", u.Version, seq), changed)
 		if u.Role == authz.Owner {
 			ok := orgKey(u.OrgID)
 			t.check(s.table.Check(attrPK, ok.PK).Range(attrSK, ok.SK).If("attribute_exists(pk) AND ownerCount > ?", 1),
@@ -430,23 +466,23 @@ func (s *Tenants) RemoveUser(ctx context.Context, u tenant.User) error {
 					return errOrgNotFound
 				})
 		}
-		n := min(len(edges), (maxTxItems-t.len())/2)
-		for _, m := range edges[:n] {
-			teams.removeEdge(t, m.OrgID, m.TeamID, m.UserID, 0)
+		for _, team := range chunk {
+			teams.removeEdge(t, u.OrgID, team, u.UserID, 0, false)
 		}
-		err = t.run(ctx, "remove user's memberships")
-		if err != nil && (!errs.Is(err, errs.NotFound) || attempt >= 10) {
+		if err := t.run(ctx, "remove user's memberships"); err != nil {
 			return err
 		}
+		seq++
+		edges = edges[n:]
 	}
-	k := orgUserKey(u.OrgID, u.UserID)
 	claim := toClaimItem(u)
 	t := s.newTx()
-	t.delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("attribute_exists(pk) AND version = ?", u.Version), versioned(errUserNotFound))
+	t.delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
+		If("attribute_exists(pk) AND version = ? AND (attribute_not_exists(edgeSeq) OR edgeSeq = ?)", u.Version, seq), changed)
 	t.delete(s.table.Delete(attrPK, claim.PK).Range(attrSK, claim.SK), nil)
 	s.orgGuard(t, u.OrgID, ownerDelta(u.Role, ""))
-	for _, m := range edges {
-		teams.removeEdge(t, m.OrgID, m.TeamID, m.UserID, 0)
+	for _, team := range edges {
+		teams.removeEdge(t, u.OrgID, team, u.UserID, 0, false)
 	}
 	return s.audited(ctx, t).run(ctx, "remove user")
 }

@@ -240,7 +240,7 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket) er
 	return s.audited(ctx, tx).run(ctx, "update ticket")
 }
 
-// DeleteTicket deletes the ticket and its comments. Up to 99 comments it
+// DeleteTicket deletes the ticket and its comments. Up to 98 comments it
 // is one transaction. Beyond, the comments go first (BatchWriteItem) and the
 // conditional ticket delete last, so a crash leaves a ticket that a retried
 // DELETE finishes, never comments nobody can reach.
@@ -258,7 +258,7 @@ func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVe
 	if err != nil {
 		return fmt.Errorf("delete ticket: %w", translate(err))
 	}
-	if len(comments) >= maxTxItems {
+	if len(comments)+2 > maxTxItems { // + the ticket and the audit event
 		keys := make([]dynamo.Keyed, len(comments))
 		for i, c := range comments {
 			keys[i] = dynamo.Keys{c.PK, c.SK}

@@ -49,8 +49,9 @@ type InvitationStorer interface {
 	// ListInvitations pages through the org's invitations, oldest first,
 	// leaving out those expired at now.
 	ListInvitations(ctx context.Context, orgID string, now time.Time, p page.Request) (page.Result[Invitation], error)
-	// RevokeInvitation deletes a pending invitation. Returns NotFound.
-	RevokeInvitation(ctx context.Context, orgID, invitationID string) error
+	// RevokeInvitation deletes a pending invitation, as read by
+	// GetInvitation. Returns NotFound if it is gone.
+	RevokeInvitation(ctx context.Context, inv Invitation) error
 	// AcceptInvitation turns inv into u (and memberships of the teams that
 	// still exist) in one transaction that consumes inv, so it succeeds
 	// once. Returns the teams joined; NotFound (invitation_not_found) if
@@ -122,12 +123,16 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 	if _, err := rand.Read(secret); err != nil {
 		return Invitation{}, "", err
 	}
-	now := s.now()
+	// Whole seconds, as the TTL attribute stores the expiry: the lifetime
+	// is then exactly the days asked for. (The audit event keeps the
+	// precise time, which orders it among the others.)
+	at := s.now()
+	now := at.Truncate(time.Second)
 	inv := Invitation{OrgID: p.OrgID, ID: s.ids.New(), Email: in.Email, Role: in.Role, TeamIDs: teams, InvitedBy: p.UserID,
-		CreatedAt: now, ExpiresAt: now.Add(time.Duration(in.ExpiresInDays) * 24 * time.Hour).Truncate(time.Second)}
+		CreatedAt: now, ExpiresAt: now.Add(time.Duration(in.ExpiresInDays) * 24 * time.Hour)}
 	token := inv.OrgID + "." + inv.ID + "." + base64.RawURLEncoding.EncodeToString(secret)
 	inv.TokenHash = HashToken(token)
-	ctx = s.event(ctx, p.OrgID, p.UserID, "invitation.create", "invitation", inv.ID, now, audit.Diff(
+	ctx = s.event(ctx, p.OrgID, p.UserID, "invitation.create", "invitation", inv.ID, at, audit.Diff(
 		audit.F("email", nil, inv.Email), audit.F("role", nil, string(inv.Role)), audit.F("teamIds", nil, inv.TeamIDs)))
 	if err := s.invitations.CreateInvitation(ctx, inv); err != nil {
 		return Invitation{}, "", err
@@ -160,8 +165,13 @@ func (s *Service) RevokeInvitation(ctx context.Context, p authz.Principal, invit
 	if err := ids.Resource("invitationId", invitationID); err != nil {
 		return err
 	}
-	ctx = s.event(ctx, p.OrgID, p.UserID, "invitation.revoke", "invitation", invitationID, s.now(), nil)
-	return s.invitations.RevokeInvitation(ctx, p.OrgID, invitationID)
+	inv, err := s.invitations.GetInvitation(ctx, p.OrgID, invitationID)
+	if err != nil {
+		return err
+	}
+	ctx = s.event(ctx, p.OrgID, p.UserID, "invitation.revoke", "invitation", invitationID, s.now(), audit.Diff(
+		audit.F("email", inv.Email, nil), audit.F("role", string(inv.Role), nil)))
+	return s.invitations.RevokeInvitation(ctx, inv)
 }
 
 // AcceptInvitation adds the caller to the invitation's org and teams. Any

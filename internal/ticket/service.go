@@ -314,7 +314,7 @@ func (s *Service) AddComment(ctx context.Context, p authz.Principal, ticketID, b
 		return Comment{}, err
 	}
 	c := Comment{OrgID: p.OrgID, TicketID: ticketID, ID: s.ids.New(), AuthorID: p.UserID, Body: body, CreatedAt: s.now()}
-	ctx = s.event(ctx, p, "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, nil)
+	ctx = s.event(ctx, p, "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
 	if err := s.store.AddComment(ctx, c); err != nil {
 		return Comment{}, err
 	}
