@@ -10,7 +10,7 @@ import (
 func TestDiff(t *testing.T) {
 	got := audit.Diff(
 		audit.F("name", "Acme", "Acme Inc"),
-		audit.F("description", "", nil),        // empty both ways: no change
+		audit.F("description", "", nil),         // empty both ways: no change
 		audit.F("tags", []string{}, []string{}), // same
 		audit.F("role", "member", "admin"),
 		audit.F("teamId", nil, "T1"),
