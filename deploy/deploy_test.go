@@ -108,7 +108,7 @@ func loadCompose(t *testing.T) *types.Project {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := cli.ProjectFromOptions(t.Context(), opts)
+	p, err := opts.LoadProject(t.Context())
 	if err != nil {
 		t.Fatalf("load docker-compose.yml: %v", err)
 	}

@@ -111,7 +111,7 @@ type lcFault struct {
 	calls atomic.Int64
 }
 
-var lcErrCrash = errors.New("injected crash")
+var errLcCrash = errors.New("injected crash")
 
 // arm makes the nth call from now on (and every later one) fail.
 func (f *lcFault) arm(n int64) { f.calls.Store(0); f.n.Store(n) }
@@ -122,7 +122,7 @@ func (f *lcFault) middleware(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("lifecycle_test.fault",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			if n := f.n.Load(); n > 0 && middleware.GetOperationName(ctx) == f.op && f.calls.Add(1) >= n {
-				return middleware.InitializeOutput{}, middleware.Metadata{}, lcErrCrash
+				return middleware.InitializeOutput{}, middleware.Metadata{}, errLcCrash
 			}
 			return next.HandleInitialize(ctx, in)
 		}), middleware.Before)

@@ -96,12 +96,14 @@ func New(d Deps) (*echo.Echo, error) {
 	if d.OffboardTimeout == 0 {
 		d.OffboardTimeout = 5 * time.Minute
 	}
-	spec, err := oapi.GetSwagger()
+	spec, err := oapi.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("httpapi: load spec: %w", err)
 	}
 	spec.Servers = nil
-	defineFormats.Do(func() { openapi3.DefineStringFormat("email", openapi3.FormatOfStringForEmail) })
+	defineFormats.Do(func() {
+		openapi3.DefineStringFormatValidator("email", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForEmail))
+	})
 
 	if d.Registry == nil {
 		d.Registry = prometheus.NewRegistry()

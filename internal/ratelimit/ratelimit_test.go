@@ -15,7 +15,7 @@ import (
 )
 
 // serve runs one request for org through the limiter.
-func serve(t *testing.T, l *ratelimit.Limiter, org string) (error, http.Header) {
+func serve(t *testing.T, l *ratelimit.Limiter, org string) (http.Header, error) {
 	t.Helper()
 	e := echo.New()
 	req := httptest.NewRequest(http.MethodGet, "/v1/orgs/"+org, nil)
@@ -25,7 +25,7 @@ func serve(t *testing.T, l *ratelimit.Limiter, org string) (error, http.Header) 
 	c.SetParamNames("orgId")
 	c.SetParamValues(org)
 	err := l.Middleware()(func(echo.Context) error { return nil })(c)
-	return err, rec.Header()
+	return rec.Header(), err
 }
 
 func TestLimiter(t *testing.T) {
@@ -34,11 +34,11 @@ func TestLimiter(t *testing.T) {
 
 	t.Run("OK burst then 429", func(t *testing.T) {
 		for i := range 3 {
-			if err, _ := serve(t, l, "A"); err != nil {
+			if _, err := serve(t, l, "A"); err != nil {
 				t.Fatalf("request %d refused: %v", i, err)
 			}
 		}
-		err, h := serve(t, l, "A")
+		h, err := serve(t, l, "A")
 		if got, want := errs.KindOf(err), errs.TooManyRequests; got != want {
 			t.Fatalf("4th request: got %v, want %v", got, want)
 		}
@@ -50,25 +50,25 @@ func TestLimiter(t *testing.T) {
 		}
 	})
 	t.Run("OK another tenant is unaffected", func(t *testing.T) {
-		if err, h := serve(t, l, "B"); err != nil || h.Get("RateLimit-Remaining") != "2" {
+		if h, err := serve(t, l, "B"); err != nil || h.Get("RateLimit-Remaining") != "2" {
 			t.Errorf("org B: err %v, remaining %q", err, h.Get("RateLimit-Remaining"))
 		}
 	})
 	t.Run("OK refills with time", func(t *testing.T) {
 		now = now.Add(time.Second) // 2 tokens back
 		for i := range 2 {
-			if err, _ := serve(t, l, "A"); err != nil {
+			if _, err := serve(t, l, "A"); err != nil {
 				t.Fatalf("request %d after refill refused: %v", i, err)
 			}
 		}
-		if err, _ := serve(t, l, "A"); errs.KindOf(err) != errs.TooManyRequests {
+		if _, err := serve(t, l, "A"); errs.KindOf(err) != errs.TooManyRequests {
 			t.Errorf("third request after a 2-token refill: got %v, want 429", err)
 		}
 	})
 	t.Run("OK zero rate is no limit", func(t *testing.T) {
 		off := ratelimit.New(ratelimit.Options{})
 		for range 100 {
-			if err, _ := serve(t, off, "A"); err != nil {
+			if _, err := serve(t, off, "A"); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -295,20 +295,6 @@ func (s *Teams) BatchGetTeams(ctx context.Context, orgID string, teamIDs []strin
 	return out, nil
 }
 
-// allUserTeams reads every edge of a user in one org (all pages of AP2).
-func (s *Teams) allUserTeams(ctx context.Context, orgID, userID string) ([]membership.Member, error) {
-	var items []memberItem
-	err := s.table.Get("gsi1pk", userPK(userID)).Range("gsi1sk", dynamo.BeginsWith, userTeamsPrefix(orgID)).
-		Index(gsi1).All(ctx, &items)
-	if err != nil {
-		return nil, fmt.Errorf("user teams: %w", translate(err))
-	}
-	out := make([]membership.Member, len(items))
-	for i, it := range items {
-		out[i] = fromMemberItem(it)
-	}
-	return out, nil
-}
 
 // AddMember writes a new edge, bumps the team's memberCount and checks the
 // user belongs to the org, in one transaction.
