@@ -185,6 +185,21 @@ func (e GetTicketParamsInclude) Valid() bool {
 	}
 }
 
+// Defines values for ListUserTeamsParamsExpand.
+const (
+	ListUserTeamsParamsExpandTeam ListUserTeamsParamsExpand = "team"
+)
+
+// Valid indicates whether the value is a known member of the ListUserTeamsParamsExpand enum.
+func (e ListUserTeamsParamsExpand) Valid() bool {
+	switch e {
+	case ListUserTeamsParamsExpandTeam:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ListUserTicketsParamsInclude.
 const (
 	ListUserTicketsParamsIncludeUser ListUserTicketsParamsInclude = "user"
@@ -932,12 +947,17 @@ type ListAssignedTicketsParams struct {
 
 // ListUserTeamsParams defines parameters for ListUserTeams.
 type ListUserTeamsParams struct {
+	Expand *ListUserTeamsParamsExpand `form:"expand,omitempty" json:"expand,omitempty"`
+
 	// Limit Maximum number of items to return (page size).
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// ListUserTeamsParamsExpand defines parameters for ListUserTeams.
+type ListUserTeamsParamsExpand string
 
 // ListUserTicketsParams defines parameters for ListUserTickets.
 type ListUserTicketsParams struct {
@@ -1453,7 +1473,7 @@ type ClientInterface interface {
 
 	// ListUserTeams List a user's team memberships
 	//
-	// Lists the teams the user belongs to in this org, as memberships carrying `teamName`. Any member may list them. Paginated.
+	// Lists the teams the user belongs to in this org (AP2: one Query of the membership edges). With `expand=team` each membership also carries `teamName`, read with one BatchGetItem for the page (names live on the teams, not copied onto every edge). Any member may list them. Paginated.
 	//
 	// Corresponds with GET /v1/orgs/{orgId}/users/{userId}/teams (the `ListUserTeams` operationId).
 	ListUserTeams(ctx context.Context, orgId OrgId, userId UserId, params *ListUserTeamsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2345,7 +2365,7 @@ func (c *Client) ListAssignedTickets(ctx context.Context, orgId OrgId, userId Us
 
 // ListUserTeams List a user's team memberships
 //
-// Lists the teams the user belongs to in this org, as memberships carrying `teamName`. Any member may list them. Paginated.
+// Lists the teams the user belongs to in this org (AP2: one Query of the membership edges). With `expand=team` each membership also carries `teamName`, read with one BatchGetItem for the page (names live on the teams, not copied onto every edge). Any member may list them. Paginated.
 //
 // Corresponds with GET /v1/orgs/{orgId}/users/{userId}/teams (the `ListUserTeams` operationId).
 func (c *Client) ListUserTeams(ctx context.Context, orgId OrgId, userId UserId, params *ListUserTeamsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4786,6 +4806,18 @@ func NewListUserTeamsRequest(server string, orgId OrgId, userId UserId, params *
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
+		if params.Expand != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "expand", *params.Expand, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
@@ -5415,7 +5447,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListUserTeamsWithResponse List a user's team memberships
 	//
-	// Lists the teams the user belongs to in this org, as memberships carrying `teamName`. Any member may list them. Paginated.
+	// Lists the teams the user belongs to in this org (AP2: one Query of the membership edges). With `expand=team` each membership also carries `teamName`, read with one BatchGetItem for the page (names live on the teams, not copied onto every edge). Any member may list them. Paginated.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10759,7 +10791,7 @@ func (c *ClientWithResponses) ListAssignedTicketsWithResponse(ctx context.Contex
 
 // ListUserTeamsWithResponse List a user's team memberships
 //
-// Lists the teams the user belongs to in this org, as memberships carrying `teamName`. Any member may list them. Paginated.
+// Lists the teams the user belongs to in this org (AP2: one Query of the membership edges). With `expand=team` each membership also carries `teamName`, read with one BatchGetItem for the page (names live on the teams, not copied onto every edge). Any member may list them. Paginated.
 //
 // Returns a wrapper object for the known response body format(s).
 //

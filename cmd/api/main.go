@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -168,7 +169,12 @@ func healthcheck(ctx context.Context, cfg Config) error {
 }
 
 func dynamoClient(ctx context.Context, cfg Config, apiOptions ...func(*middleware.Stack) error) (*dynamodb.Client, error) {
-	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(cfg.AWSRegion)}
+	// The SDK keeps 10 idle connections per host by default: under load
+	// that means new (TLS) connections per request to DynamoDB.
+	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
+		t.MaxIdleConns, t.MaxIdleConnsPerHost = 256, 128
+	})
+	opts := []func(*awsconfig.LoadOptions) error{awsconfig.WithRegion(cfg.AWSRegion), awsconfig.WithHTTPClient(httpClient)}
 	if cfg.DynamoDBEndpoint != "" && os.Getenv("AWS_ACCESS_KEY_ID") == "" {
 		// DynamoDB Local accepts any credentials; don't go looking for real ones.
 		opts = append(opts, awsconfig.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("local", "local", "")))

@@ -188,7 +188,13 @@ func TestStatus200(t *testing.T) {
 		mustStatus(t, rr, err, http.StatusNoContent)
 	})
 	t.Run("listUserTeams", func(t *testing.T) {
-		r, err := w.Member.C.ListUserTeamsWithResponse(bg, org, w.TeamAdmin.ID, nil)
+		plain, err := w.Member.C.ListUserTeamsWithResponse(bg, org, w.TeamAdmin.ID, nil)
+		mustStatus(t, plain, err, http.StatusOK)
+		if got := plain.JSON200.Items; len(got) != 1 || got[0].TeamName != nil {
+			t.Errorf("without expand: got %+v, want one membership without teamName", got)
+		}
+		expand := client.ListUserTeamsParamsExpandTeam
+		r, err := w.Member.C.ListUserTeamsWithResponse(bg, org, w.TeamAdmin.ID, &client.ListUserTeamsParams{Expand: &expand})
 		mustStatus(t, r, err, http.StatusOK)
 		if got, want := len(r.JSON200.Items), 1; got != want {
 			t.Fatalf("items: got %d, want %d", got, want)
@@ -765,7 +771,8 @@ func testPagination(t *testing.T, ts *testServer, w *world) {
 			return ids, r.JSON200.NextCursor, r.HTTPResponse.Header
 		}, false},
 		{"listUserTeams", 3, func(t *testing.T, n int, c *string) ([]string, *string, http.Header) {
-			r, err := w.Member.C.ListUserTeamsWithResponse(bg, org, w.TeamOwner.ID, &client.ListUserTeamsParams{Limit: &n, Cursor: c})
+			expand := client.ListUserTeamsParamsExpandTeam
+			r, err := w.Member.C.ListUserTeamsWithResponse(bg, org, w.TeamOwner.ID, &client.ListUserTeamsParams{Expand: &expand, Limit: &n, Cursor: c})
 			mustStatus(t, r, err, http.StatusOK)
 			var ids []string
 			for _, m := range r.JSON200.Items {

@@ -295,7 +295,8 @@ func (h *handlers) ListUserTeams(ctx context.Context, req oapi.ListUserTeamsRequ
 	if err != nil {
 		return nil, err
 	}
-	r, err := h.Teams.ListUserTeams(ctx, p, req.UserId, pr)
+	withNames := req.Params.Expand != nil && *req.Params.Expand == oapi.ListUserTeamsParamsExpandTeam
+	r, err := h.Teams.ListUserTeams(ctx, p, req.UserId, withNames, pr)
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,13 @@ func TestOperations(t *testing.T) {
 		{"getTeamMember (AP3)", authzRead + ", GetItem+consistent", 0, func() (statusCoder, error) {
 			return c.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.TeamAdmin.ID)
 		}},
+		{"listUserTeams (AP2)", authzRead + ", Query(GSI1)", 0, func() (statusCoder, error) {
+			return c.ListUserTeamsWithResponse(bg, org, w.TeamOwner.ID, nil)
+		}},
+		{"listUserTeams (AP2) expand=team", authzRead + ", Query(GSI1), BatchGetItem", 0, func() (statusCoder, error) {
+			expand := client.ListUserTeamsParamsExpandTeam
+			return c.ListUserTeamsWithResponse(bg, org, w.TeamOwner.ID, &client.ListUserTeamsParams{Expand: &expand})
+		}},
 		{"listTeamMembers (AP1)", authzRead + ", Query", 0, func() (statusCoder, error) {
 			return c.ListTeamMembersWithResponse(bg, org, w.Team.Id, nil)
 		}},

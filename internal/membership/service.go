@@ -168,8 +168,9 @@ func (s *Service) ListMembers(ctx context.Context, p authz.Principal, teamID str
 	return s.store.ListMembers(ctx, p.OrgID, teamID, pr)
 }
 
-// ListUserTeams pages through a user's teams in the org (AP2).
-func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID string, pr page.Request) (page.Result[Member], error) {
+// ListUserTeams pages through a user's teams in the org (AP2); withNames
+// fills TeamName with one BatchGetItem for the page.
+func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID string, withNames bool, pr page.Request) (page.Result[Member], error) {
 	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
 		return page.Result[Member]{}, err
 	}
@@ -177,7 +178,7 @@ func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID s
 		return page.Result[Member]{}, err
 	}
 	r, err := s.store.ListUserTeams(ctx, p.OrgID, userID, pr)
-	if err != nil || len(r.Items) == 0 {
+	if err != nil || len(r.Items) == 0 || !withNames {
 		return r, err
 	}
 	teamIDs := make([]string, len(r.Items))

@@ -81,13 +81,13 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tenantd_dynamodb_retries_total", Help: "DynamoDB attempts beyond the first, by operation.",
 		}, []string{"operation"}),
 		callsPerRequest: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "tenantd_request_dynamodb_calls", Help: "DynamoDB calls made by one HTTP request, by route.",
+			Name: "tenantd_request_dynamodb_calls", Help: "DynamoDB calls made by one HTTP request, by method and route.",
 			Buckets: []float64{0, 1, 2, 3, 4, 6, 10, 20},
-		}, []string{"route"}),
+		}, []string{"method", "route"}),
 		capPerRequest: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "tenantd_request_dynamodb_capacity_units", Help: "DynamoDB capacity consumed by one HTTP request, by route.",
+			Name: "tenantd_request_dynamodb_capacity_units", Help: "DynamoDB capacity consumed by one HTTP request, by method and route.",
 			Buckets: []float64{0, .5, 1, 2, 4, 8, 16, 32},
-		}, []string{"route"}),
+		}, []string{"method", "route"}),
 	}
 	reg.MustRegister(m.dynamoSeconds, m.dynamoCapacity, m.dynamoRetries, m.callsPerRequest, m.capPerRequest)
 	return m
@@ -209,8 +209,9 @@ func (m *Metrics) RequestLog(log *slog.Logger) echo.MiddlewareFunc {
 			}
 			n, attempts, capacity := calls.Snapshot()
 			route := c.Path()
-			m.callsPerRequest.WithLabelValues(route).Observe(float64(n))
-			m.capPerRequest.WithLabelValues(route).Observe(capacity)
+			method := c.Request().Method
+			m.callsPerRequest.WithLabelValues(method, route).Observe(float64(n))
+			m.capPerRequest.WithLabelValues(method, route).Observe(capacity)
 			attrs := []any{
 				"requestId", c.Response().Header().Get(echo.HeaderXRequestID),
 				"method", c.Request().Method, "route", route, "status", c.Response().Status,

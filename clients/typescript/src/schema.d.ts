@@ -330,7 +330,7 @@ export interface paths {
         };
         /**
          * List a user's team memberships
-         * @description Lists the teams the user belongs to in this org, as memberships carrying `teamName`. Any member may list them. Paginated.
+         * @description Lists the teams the user belongs to in this org (AP2: one Query of the membership edges). With `expand=team` each membership also carries `teamName`, read with one BatchGetItem for the page (names live on the teams, not copied onto every edge). Any member may list them. Paginated.
          */
         get: operations["listUserTeams"];
         put?: never;
@@ -1747,6 +1747,7 @@ export interface operations {
     listUserTeams: {
         parameters: {
             query?: {
+                expand?: "team";
                 /** @description Maximum number of items to return (page size). */
                 limit?: components["parameters"]["limit"];
                 /** @description Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400. */
