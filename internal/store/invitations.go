@@ -117,16 +117,8 @@ func (s *Tenants) GetInvitation(ctx context.Context, orgID, invitationID string)
 	if err := checkIDs("orgId", orgID, "invitationId", invitationID); err != nil {
 		return tenant.Invitation{}, err
 	}
-	k := invitationKey(orgID, invitationID)
-	var it invitationItem
-	err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(true).One(ctx, &it)
-	if errors.Is(err, dynamo.ErrNotFound) {
-		return tenant.Invitation{}, errInvitationNotFound
-	}
-	if err != nil {
-		return tenant.Invitation{}, fmt.Errorf("get invitation: %w", translate(err))
-	}
-	return fromInvitationItem(it), nil
+	it, err := getItem[invitationItem](ctx, s.DB, invitationKey(orgID, invitationID), true, errInvitationNotFound, "get invitation")
+	return fromInvitationItem(it), err
 }
 
 // ListInvitations pages through GSI1 ORG#<orgId>, begins_with INVITE#,

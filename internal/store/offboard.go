@@ -29,21 +29,14 @@ func (s *Tenants) DeleteOrg(ctx context.Context, orgID, actorID string, now time
 	if err := checkIDs("orgId", orgID, "userId", actorID); err != nil {
 		return err
 	}
-	var org orgItem
-	ok := orgKey(orgID)
-	if err := s.table.Get(attrPK, ok.PK).Range(attrSK, dynamo.Equal, ok.SK).Consistent(true).One(ctx, &org); err != nil {
-		if err == dynamo.ErrNotFound {
-			return errOrgNotFound
-		}
-		return fmt.Errorf("delete org: %w", translate(err))
+	ok, ak := orgKey(orgID), orgUserKey(orgID, actorID)
+	org, err := getItem[orgItem](ctx, s.DB, ok, true, errOrgNotFound, "delete org")
+	if err != nil {
+		return err
 	}
-	ak := orgUserKey(orgID, actorID)
-	var actor orgUserItem
-	if err := s.table.Get(attrPK, ak.PK).Range(attrSK, dynamo.Equal, ak.SK).Consistent(true).One(ctx, &actor); err != nil {
-		if err == dynamo.ErrNotFound {
-			return errUserNotFound
-		}
-		return fmt.Errorf("delete org: %w", translate(err))
+	actor, err := getItem[orgUserItem](ctx, s.DB, ak, true, errUserNotFound, "delete org")
+	if err != nil {
+		return err
 	}
 	if !org.Deleting || !actor.Deleting {
 		t := s.newTx().

@@ -79,6 +79,20 @@ func (d *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
+// getItem reads one item by its key with GetItem, returning notFound when
+// there is none (never a zero item and a nil error).
+func getItem[I any](ctx context.Context, d *DB, k key, consistent bool, notFound error, op string) (I, error) {
+	var it I
+	err := d.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(consistent).One(ctx, &it)
+	if errors.Is(err, dynamo.ErrNotFound) {
+		return it, notFound
+	}
+	if err != nil {
+		return it, fmt.Errorf("%s: %w", op, translate(err))
+	}
+	return it, nil
+}
+
 // checkIDs validates IDs before they reach a key: pairs of (field, value),
 // where fields ending in "userId" hold user IDs and the rest ULIDs.
 func checkIDs(pairs ...string) error {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -115,16 +114,8 @@ func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (membership.T
 	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
 		return membership.Team{}, err
 	}
-	k := teamKey(orgID, teamID)
-	var it teamItem
-	err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).One(ctx, &it)
-	if errors.Is(err, dynamo.ErrNotFound) {
-		return membership.Team{}, errTeamNotFound
-	}
-	if err != nil {
-		return membership.Team{}, fmt.Errorf("get team: %w", translate(err))
-	}
-	return fromTeamItem(it), nil
+	it, err := getItem[teamItem](ctx, s.DB, teamKey(orgID, teamID), false, errTeamNotFound, "get team")
+	return fromTeamItem(it), err
 }
 
 // GetTeamWithMembers is AP4: one Query of the team's partition returns the
@@ -232,16 +223,8 @@ func (s *Teams) GetMember(ctx context.Context, orgID, teamID, userID string) (me
 	if err := checkIDs("orgId", orgID, "teamId", teamID, "userId", userID); err != nil {
 		return membership.Member{}, err
 	}
-	k := memberKey(orgID, teamID, userID)
-	var it memberItem
-	err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(true).One(ctx, &it)
-	if errors.Is(err, dynamo.ErrNotFound) {
-		return membership.Member{}, errMemberNotFound
-	}
-	if err != nil {
-		return membership.Member{}, fmt.Errorf("get member: %w", translate(err))
-	}
-	return fromMemberItem(it), nil
+	it, err := getItem[memberItem](ctx, s.DB, memberKey(orgID, teamID, userID), true, errMemberNotFound, "get member")
+	return fromMemberItem(it), err
 }
 
 // ListMembers is AP1: Query the team's partition, begins_with(sk, MEMBER#).

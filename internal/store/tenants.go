@@ -149,15 +149,8 @@ func (s *Tenants) GetOrg(ctx context.Context, orgID string) (tenant.Org, error) 
 	if err := checkIDs("orgId", orgID); err != nil {
 		return tenant.Org{}, err
 	}
-	k := orgKey(orgID)
-	var it orgItem
-	if err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).One(ctx, &it); err != nil {
-		if errors.Is(err, dynamo.ErrNotFound) {
-			return tenant.Org{}, errOrgNotFound
-		}
-		return tenant.Org{}, fmt.Errorf("get org: %w", translate(err))
-	}
-	return fromOrgItem(it), nil
+	it, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), false, errOrgNotFound, "get org")
+	return fromOrgItem(it), err
 }
 
 // GetOrgWithUsers reads the org's item collection: the #METADATA item sorts
@@ -202,16 +195,8 @@ func (s *Tenants) GetUser(ctx context.Context, orgID, userID string) (tenant.Use
 	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
 		return tenant.User{}, err
 	}
-	k := orgUserKey(orgID, userID)
-	var it orgUserItem
-	err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(true).One(ctx, &it)
-	if errors.Is(err, dynamo.ErrNotFound) {
-		return tenant.User{}, errUserNotFound
-	}
-	if err != nil {
-		return tenant.User{}, fmt.Errorf("get user: %w", translate(err))
-	}
-	return fromOrgUserItem(it), nil
+	it, err := getItem[orgUserItem](ctx, s.DB, orgUserKey(orgID, userID), true, errUserNotFound, "get user")
+	return fromOrgUserItem(it), err
 }
 
 // ListUsers pages through the org's users: Query begins_with(sk, USER#).
@@ -413,13 +398,9 @@ func (s *Tenants) RemoveUser(ctx context.Context, u tenant.User) error {
 	}
 	k := orgUserKey(u.OrgID, u.UserID)
 	for range maxRemoveAttempts {
-		var cur orgUserItem
-		err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(true).One(ctx, &cur)
-		if errors.Is(err, dynamo.ErrNotFound) {
-			return errUserNotFound
-		}
+		cur, err := getItem[orgUserItem](ctx, s.DB, k, true, errUserNotFound, "remove user")
 		if err != nil {
-			return fmt.Errorf("remove user: %w", translate(err))
+			return err
 		}
 		if cur.Version != u.Version {
 			return errVersion
@@ -493,16 +474,8 @@ func (s *Tenants) OrgRole(ctx context.Context, orgID, userID string) (authz.Role
 	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
 		return "", false, err
 	}
-	k := orgUserKey(orgID, userID)
-	var it orgUserItem
-	err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(true).One(ctx, &it)
-	if errors.Is(err, dynamo.ErrNotFound) {
-		return "", false, errUserNotFound
-	}
-	if err != nil {
-		return "", false, fmt.Errorf("authorization read: %w", translate(err))
-	}
-	return authz.Role(it.Role), it.Deleting, nil
+	it, err := getItem[orgUserItem](ctx, s.DB, orgUserKey(orgID, userID), true, errUserNotFound, "authorization read")
+	return authz.Role(it.Role), it.Deleting, err
 }
 
 var _ authz.RoleReader = (*Tenants)(nil)

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -164,16 +163,8 @@ func (s *Tickets) GetTicket(ctx context.Context, orgID, ticketID string) (ticket
 	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {
 		return ticket.Ticket{}, err
 	}
-	k := ticketKey(orgID, ticketID)
-	var it ticketItem
-	err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).One(ctx, &it)
-	if errors.Is(err, dynamo.ErrNotFound) {
-		return ticket.Ticket{}, errTicketNotFound
-	}
-	if err != nil {
-		return ticket.Ticket{}, fmt.Errorf("get ticket: %w", translate(err))
-	}
-	return fromTicketItem(it), nil
+	it, err := getItem[ticketItem](ctx, s.DB, ticketKey(orgID, ticketID), false, errTicketNotFound, "get ticket")
+	return fromTicketItem(it), err
 }
 
 // GetTicketWithComments queries the ticket's partition: #METADATA sorts
