@@ -241,8 +241,7 @@ func (r *report) endpointTable(p func(string, ...any)) {
 				routes = append(routes, fmt.Sprintf("%s `%s`", s.ep.name, s.hc.route))
 			}
 		}
-		p("Routes (the `route` label of the metrics; it has no method, so GET and POST `/v1/orgs/:orgId/tickets` share one")
-		p("series, which the bench can only tell apart because it runs one endpoint at a time): %s.", strings.Join(routes, "; "))
+		p("Routes (the `route` label of the per-request metrics, which also carry the method): %s.", strings.Join(routes, "; "))
 		p("")
 		p("Allocations: one `/metrics` scrape allocates %.0f objects (%.0f KiB) in the API (calibrated at start); each diff is", scrapeCost.mallocs, scrapeCost.bytes/1024)
 		p("corrected by one scrape.")
