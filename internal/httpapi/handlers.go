@@ -49,6 +49,22 @@ func identity(ctx context.Context) (authz.Identity, error) {
 	return id, nil
 }
 
+// fetchPage runs one page of a listing: it opens the request's cursor
+// (bound to scope and listing), fetches the page, and signs the cursor of
+// the next one ("" on the last page).
+func fetchPage[T any](h *handlers, scope, listing string, limit *int, cursor *string,
+	fetch func(page.Request) (page.Result[T], error)) (page.Result[T], string, error) {
+	pr, err := h.pageIn(scope, listing, limit, cursor)
+	if err != nil {
+		return page.Result[T]{}, "", err
+	}
+	r, err := fetch(pr)
+	if err != nil {
+		return page.Result[T]{}, "", err
+	}
+	return r, h.cursors.encode(scope, listing, r.Next), nil
+}
+
 // pageIn decodes a list request's cursor for the listing.
 func (h *handlers) pageIn(scope, listing string, limit *int, cursor *string) (page.Request, error) {
 	p := pageReq(limit, cursor)
@@ -117,11 +133,9 @@ func (h *handlers) ListOrgs(ctx context.Context, req oapi.ListOrgsRequestObject)
 		return nil, err
 	}
 	scope := "user:" + id.UserID
-	pr, err := h.pageIn(scope, "listOrgs", req.Params.Limit, req.Params.Cursor)
-	if err != nil {
-		return nil, err
-	}
-	r, err := h.Tenants.ListMyOrgs(ctx, id, pr)
+	r, next, err := fetchPage(h, scope, "listOrgs", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.Membership], error) {
+		return h.Tenants.ListMyOrgs(ctx, id, pr)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +143,6 @@ func (h *handlers) ListOrgs(ctx context.Context, req oapi.ListOrgsRequestObject)
 	for i, m := range r.Items {
 		items[i] = oapi.OrgMembership{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role), JoinedAt: m.JoinedAt}
 	}
-	next := h.cursors.encode(scope, "listOrgs", r.Next)
 	return oapi.ListOrgs200JSONResponse{Body: oapi.OrgMembershipList{Items: items, NextCursor: nextPtr(next)},
 		Headers: oapi.ListOrgs200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
@@ -206,15 +219,12 @@ func (h *handlers) ListOrgUsers(ctx context.Context, req oapi.ListOrgUsersReques
 		return nil, err
 	}
 	const listing = "listOrgUsers"
-	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.User], error) {
+		return h.Tenants.ListUsers(ctx, p, pr)
+	})
 	if err != nil {
 		return nil, err
 	}
-	r, err := h.Tenants.ListUsers(ctx, p, pr)
-	if err != nil {
-		return nil, err
-	}
-	next := h.cursors.encode(p.OrgID, listing, r.Next)
 	return oapi.ListOrgUsers200JSONResponse{Body: oapi.OrgUserList{Items: toOrgUsers(r.Items), NextCursor: nextPtr(next)},
 		Headers: oapi.ListOrgUsers200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
@@ -290,17 +300,14 @@ func (h *handlers) ListUserTeams(ctx context.Context, req oapi.ListUserTeamsRequ
 	if err != nil {
 		return nil, err
 	}
-	listing := "listUserTeams:" + req.UserId
-	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
-	if err != nil {
-		return nil, err
-	}
 	withNames := req.Params.Expand != nil && *req.Params.Expand == oapi.ListUserTeamsParamsExpandTeam
-	r, err := h.Teams.ListUserTeams(ctx, p, req.UserId, withNames, pr)
+	r, next, err := fetchPage(h, p.OrgID, "listUserTeams:"+req.UserId, req.Params.Limit, req.Params.Cursor,
+		func(pr page.Request) (page.Result[membership.Member], error) {
+			return h.Teams.ListUserTeams(ctx, p, req.UserId, withNames, pr)
+		})
 	if err != nil {
 		return nil, err
 	}
-	next := h.cursors.encode(p.OrgID, listing, r.Next)
 	return oapi.ListUserTeams200JSONResponse{Body: oapi.MembershipList{Items: toMemberships(r.Items), NextCursor: nextPtr(next)},
 		Headers: oapi.ListUserTeams200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
@@ -321,7 +328,8 @@ func (h *handlers) ListUserTickets(ctx context.Context, req oapi.ListUserTickets
 	if err != nil {
 		return nil, err
 	}
-	body, next, err := h.ticketList(ctx, p, listing, r, req.Params.Expand)
+	next := h.cursors.encode(p.OrgID, listing, r.Next)
+	body, err := h.ticketList(ctx, p, r, next, req.Params.Expand)
 	if err != nil {
 		return nil, err
 	}
@@ -339,15 +347,13 @@ func (h *handlers) ListAssignedTickets(ctx context.Context, req oapi.ListAssigne
 		return nil, err
 	}
 	listing := "listAssignedTickets:" + req.UserId
-	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+		return h.Tickets.ListAssigned(ctx, p, req.UserId, pr)
+	})
 	if err != nil {
 		return nil, err
 	}
-	r, err := h.Tickets.ListAssigned(ctx, p, req.UserId, pr)
-	if err != nil {
-		return nil, err
-	}
-	body, next, err := h.ticketList(ctx, p, listing, r, req.Params.Expand)
+	body, err := h.ticketList(ctx, p, r, next, req.Params.Expand)
 	if err != nil {
 		return nil, err
 	}
@@ -361,11 +367,9 @@ func (h *handlers) ListTeams(ctx context.Context, req oapi.ListTeamsRequestObjec
 		return nil, err
 	}
 	const listing = "listTeams"
-	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
-	if err != nil {
-		return nil, err
-	}
-	r, err := h.Teams.ListTeams(ctx, p, pr)
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[membership.Team], error) {
+		return h.Teams.ListTeams(ctx, p, pr)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -373,7 +377,6 @@ func (h *handlers) ListTeams(ctx context.Context, req oapi.ListTeamsRequestObjec
 	for i, t := range r.Items {
 		items[i] = toTeam(t)
 	}
-	next := h.cursors.encode(p.OrgID, listing, r.Next)
 	return oapi.ListTeams200JSONResponse{Body: oapi.TeamList{Items: items, NextCursor: nextPtr(next)},
 		Headers: oapi.ListTeams200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
@@ -454,11 +457,9 @@ func (h *handlers) ListTeamMembers(ctx context.Context, req oapi.ListTeamMembers
 		return nil, err
 	}
 	listing := "listTeamMembers:" + req.TeamId
-	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
-	if err != nil {
-		return nil, err
-	}
-	r, err := h.Teams.ListMembers(ctx, p, req.TeamId, pr)
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[membership.Member], error) {
+		return h.Teams.ListMembers(ctx, p, req.TeamId, pr)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -479,7 +480,6 @@ func (h *handlers) ListTeamMembers(ctx context.Context, req oapi.ListTeamMembers
 			}
 		}
 	}
-	next := h.cursors.encode(p.OrgID, listing, r.Next)
 	return oapi.ListTeamMembers200JSONResponse{Body: oapi.MembershipList{Items: items, NextCursor: nextPtr(next)},
 		Headers: oapi.ListTeamMembers200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
@@ -541,15 +541,13 @@ func (h *handlers) ListTeamTickets(ctx context.Context, req oapi.ListTeamTickets
 	}
 	status := statusOf(req.Params.Status)
 	listing := "listTeamTickets:" + req.TeamId + ":" + string(status)
-	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+		return h.Tickets.ListTeam(ctx, p, req.TeamId, status, pr)
+	})
 	if err != nil {
 		return nil, err
 	}
-	r, err := h.Tickets.ListTeam(ctx, p, req.TeamId, status, pr)
-	if err != nil {
-		return nil, err
-	}
-	body, next, err := h.ticketList(ctx, p, listing, r, req.Params.Expand)
+	body, err := h.ticketList(ctx, p, r, next, req.Params.Expand)
 	if err != nil {
 		return nil, err
 	}
@@ -564,15 +562,13 @@ func (h *handlers) ListTickets(ctx context.Context, req oapi.ListTicketsRequestO
 	}
 	status := statusOf(req.Params.Status)
 	listing := "listTickets:" + string(status)
-	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+		return h.Tickets.List(ctx, p, status, pr)
+	})
 	if err != nil {
 		return nil, err
 	}
-	r, err := h.Tickets.List(ctx, p, status, pr)
-	if err != nil {
-		return nil, err
-	}
-	body, next, err := h.ticketList(ctx, p, listing, r, req.Params.Expand)
+	body, err := h.ticketList(ctx, p, r, next, req.Params.Expand)
 	if err != nil {
 		return nil, err
 	}
@@ -691,15 +687,12 @@ func (h *handlers) ListComments(ctx context.Context, req oapi.ListCommentsReques
 		return nil, err
 	}
 	listing := "listComments:" + req.TicketId
-	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Comment], error) {
+		return h.Tickets.ListComments(ctx, p, req.TicketId, pr)
+	})
 	if err != nil {
 		return nil, err
 	}
-	r, err := h.Tickets.ListComments(ctx, p, req.TicketId, pr)
-	if err != nil {
-		return nil, err
-	}
-	next := h.cursors.encode(p.OrgID, listing, r.Next)
 	return oapi.ListComments200JSONResponse{Body: oapi.CommentList{Items: toComments(r.Items), NextCursor: nextPtr(next)},
 		Headers: oapi.ListComments200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
@@ -718,16 +711,15 @@ func (h *handlers) CreateComment(ctx context.Context, req oapi.CreateCommentRequ
 }
 
 // ticketList encodes a page of tickets with the requested expansions.
-func (h *handlers) ticketList(ctx context.Context, p authz.Principal, listing string, r page.Result[ticket.Ticket], expand *oapi.TicketExpand) (oapi.TicketList, string, error) {
+func (h *handlers) ticketList(ctx context.Context, p authz.Principal, r page.Result[ticket.Ticket], next string, expand *oapi.TicketExpand) (oapi.TicketList, error) {
 	items := make([]oapi.Ticket, len(r.Items))
 	for i, t := range r.Items {
 		items[i] = toTicket(t)
 	}
 	if err := h.expand(ctx, p, items, r.Items, expand); err != nil {
-		return oapi.TicketList{}, "", err
+		return oapi.TicketList{}, err
 	}
-	next := h.cursors.encode(p.OrgID, listing, r.Next)
-	return oapi.TicketList{Items: items, NextCursor: nextPtr(next)}, next, nil
+	return oapi.TicketList{Items: items, NextCursor: nextPtr(next)}, nil
 }
 
 // expand embeds requesters and assignees, read with one BatchGetItem per

@@ -9,6 +9,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
+	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/tenant"
 )
 
@@ -50,11 +51,9 @@ func (h *handlers) ListInvitations(ctx context.Context, req oapi.ListInvitations
 		return nil, err
 	}
 	const listing = "listInvitations"
-	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
-	if err != nil {
-		return nil, err
-	}
-	r, err := h.Tenants.ListInvitations(ctx, p, pr)
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.Invitation], error) {
+		return h.Tenants.ListInvitations(ctx, p, pr)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +61,6 @@ func (h *handlers) ListInvitations(ctx context.Context, req oapi.ListInvitations
 	for i, inv := range r.Items {
 		items[i] = toInvitation(inv)
 	}
-	next := h.cursors.encode(p.OrgID, listing, r.Next)
 	return oapi.ListInvitations200JSONResponse{Body: oapi.InvitationList{Items: items, NextCursor: nextPtr(next)},
 		Headers: oapi.ListInvitations200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
@@ -113,11 +111,9 @@ func (h *handlers) ListAuditEvents(ctx context.Context, req oapi.ListAuditEvents
 	if req.Params.Until == nil {
 		listing = "listAuditEvents:" + since.UTC().Format(time.RFC3339Nano) + ":now"
 	}
-	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
-	if err != nil {
-		return nil, err
-	}
-	r, err := h.Tenants.ListAuditEvents(ctx, p, since, until, pr)
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[audit.Event], error) {
+		return h.Tenants.ListAuditEvents(ctx, p, since, until, pr)
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +121,6 @@ func (h *handlers) ListAuditEvents(ctx context.Context, req oapi.ListAuditEvents
 	for i, ev := range r.Items {
 		items[i] = toAuditEvent(ev)
 	}
-	next := h.cursors.encode(p.OrgID, listing, r.Next)
 	return oapi.ListAuditEvents200JSONResponse{Body: oapi.AuditEventList{Items: items, NextCursor: nextPtr(next)},
 		Headers: oapi.ListAuditEvents200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
