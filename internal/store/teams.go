@@ -278,7 +278,6 @@ func (s *Teams) BatchGetTeams(ctx context.Context, orgID string, teamIDs []strin
 	return out, nil
 }
 
-
 // AddMember writes a new edge, bumps the team's memberCount and checks the
 // user belongs to the org, in one transaction.
 func (s *Teams) AddMember(ctx context.Context, m membership.Member) error {

@@ -334,6 +334,15 @@ func ownerDelta(from, to authz.Role) int {
 	return d
 }
 
+// lastOwner reads a failed "ownerCount > n" condition on the org: the org
+// exists, so the change would remove its last owner; or it is gone.
+func lastOwner(existed bool) error {
+	if existed {
+		return errLastOwner
+	}
+	return errOrgNotFound
+}
+
 // orgGuard adds to t the org item's part of a user change: a check that the
 // org exists, or an update of its owner count that refuses to drop the last
 // owner.
@@ -346,12 +355,7 @@ func (s *Tenants) orgGuard(t *txn, orgID string, delta int) {
 		t.update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).If(exists), failWith(errOrgNotFound))
 	default:
 		t.update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).
-			If("attribute_exists(pk) AND ownerCount > ?", -delta), func(existed bool) error {
-			if existed {
-				return errLastOwner
-			}
-			return errOrgNotFound
-		})
+			If("attribute_exists(pk) AND ownerCount > ?", -delta), lastOwner)
 	}
 }
 
@@ -439,13 +443,7 @@ func (s *Tenants) removeUser(ctx context.Context, u tenant.User, seq int64, edge
 			If("attribute_exists(pk) AND version = ? AND edgeSeq = ?", u.Version, seq), changed)
 		if u.Role == authz.Owner {
 			ok := orgKey(u.OrgID)
-			t.check(s.table.Check(attrPK, ok.PK).Range(attrSK, ok.SK).If("attribute_exists(pk) AND ownerCount > ?", 1),
-				func(existed bool) error {
-					if existed {
-						return errLastOwner
-					}
-					return errOrgNotFound
-				})
+			t.check(s.table.Check(attrPK, ok.PK).Range(attrSK, ok.SK).If("attribute_exists(pk) AND ownerCount > ?", 1), lastOwner)
 		}
 		for _, team := range chunk {
 			teams.removeEdge(t, u.OrgID, team, u.UserID, 0, false)
