@@ -67,6 +67,7 @@ func TestOpenAPIOperationIDs(t *testing.T) {
 		"getHealth", "getReady", "getMetrics", "getOpenAPI", "getMe",
 		"createInvitation", "listInvitations", "revokeInvitation", "acceptInvitation", "listAuditEvents",
 		"createOrg", "listOrgs", "getOrg", "updateOrg", "deleteOrg",
+		"getOffboarding",
 		"listOrgUsers", "addOrgUser", "getOrgUser", "updateOrgUser", "removeOrgUser",
 		"listUserTeams", "listUserTickets", "listAssignedTickets",
 		"listTeams", "createTeam", "getTeam", "updateTeam", "deleteTeam",

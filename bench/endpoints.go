@@ -107,7 +107,7 @@ func (e *env) token(userID string) string {
 	return t
 }
 
-// authz is the authorization read of (org, user): Tenants.OrgRole's GetItem.
+// authz is the authorization read of (org, user): Tenants.OrgAccess BatchGetItem.
 func (e *env) authz(orgID, userID string) any {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -116,7 +116,7 @@ func (e *env) authz(orgID, userID string) any {
 		return in
 	}
 	tenants := &store.Tenants{DB: e.capDB}
-	in := one(capture(func(ctx context.Context) error { _, _, err := tenants.OrgRole(ctx, orgID, userID); return err }))
+	in := one(capture(func(ctx context.Context) error { _, err := tenants.OrgAccess(ctx, orgID, userID); return err }))
 	e.authzIn[k] = in
 	return in
 }

@@ -35,6 +35,48 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for OffboardingPhase.
+const (
+	OffboardingPhaseAudit   OffboardingPhase = "audit"
+	OffboardingPhaseContent OffboardingPhase = "content"
+	OffboardingPhaseCutoff  OffboardingPhase = "cutoff"
+	OffboardingPhaseFinal   OffboardingPhase = "final"
+	OffboardingPhaseSweep   OffboardingPhase = "sweep"
+)
+
+// Valid indicates whether the value is a known member of the OffboardingPhase enum.
+func (e OffboardingPhase) Valid() bool {
+	switch e {
+	case OffboardingPhaseAudit:
+		return true
+	case OffboardingPhaseContent:
+		return true
+	case OffboardingPhaseCutoff:
+		return true
+	case OffboardingPhaseFinal:
+		return true
+	case OffboardingPhaseSweep:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OffboardingState.
+const (
+	OffboardingStateRunning OffboardingState = "running"
+)
+
+// Valid indicates whether the value is a known member of the OffboardingState enum.
+func (e OffboardingState) Valid() bool {
+	switch e {
+	case OffboardingStateRunning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Role.
 const (
 	RoleAdmin  Role = "admin"
@@ -380,6 +422,27 @@ type MembershipList struct {
 	// NextCursor Cursor of the next page; absent on the last page.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
+
+// Offboarding An organization's offboarding under way.
+type Offboarding struct {
+	OrgId string `json:"orgId"`
+
+	// Phase How far it got: `cutoff` (deleting members' access), `content` (teams, tickets, invitations...), `audit` (the audit log), `sweep` (a last pass for writes that raced the cut-off), `final` (the organization itself).
+	Phase     OffboardingPhase `json:"phase"`
+	StartedAt time.Time        `json:"startedAt"`
+
+	// StartedBy The owner who started it.
+	StartedBy string `json:"startedBy"`
+
+	// State Always `running`; a finished offboarding leaves nothing behind (404).
+	State OffboardingState `json:"state"`
+}
+
+// OffboardingPhase How far it got: `cutoff` (deleting members' access), `content` (teams, tickets, invitations...), `audit` (the audit log), `sweep` (a last pass for writes that raced the cut-off), `final` (the organization itself).
+type OffboardingPhase string
+
+// OffboardingState Always `running`; a finished offboarding leaves nothing behind (404).
+type OffboardingState string
 
 // Org defines model for Org.
 type Org struct {
@@ -1114,7 +1177,7 @@ type ClientInterface interface {
 
 	// AcceptInvitation Accept an invitation
 	//
-	// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+	// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (compared case-insensitively), otherwise 403 `invitation_email_mismatch` (a server setting, `INVITATION_ANY_EMAIL`, may relax this). 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
 	//
 	// Corresponds with POST /v1/invitations/{token}/accept (the `AcceptInvitation` operationId).
 	AcceptInvitation(ctx context.Context, token string, params *AcceptInvitationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1151,9 +1214,9 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/orgs (the `CreateOrg` operationId).
 	CreateOrg(ctx context.Context, params *CreateOrgParams, body CreateOrgJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// DeleteOrg Delete an organization
+	// DeleteOrg Delete an organization (offboarding)
 	//
-	// Deletes the organization together with all its users, teams, tickets and comments. Irreversible. Requires org role `owner`.
+	// Offboards the organization: deletes it together with all its users, teams, memberships, tickets, comments, invitations and audit log. Irreversible. Requires org role `owner`. From the moment the DELETE is accepted, the organization answers 404 to every member (only the owner who started it may repeat the DELETE or read the offboarding's progress), nobody can join it, and no member's write commits; the answer comes once every member is cut off. The rest of the work runs in the background, and survives a crash of the server: any replica resumes an offboarding whose run died. The answer is `204` when everything was deleted within the request, otherwise `202` with the offboarding's progress and a `Location` to follow it (`getOffboarding`, which answers 404 once nothing of the organization is left). Repeating the DELETE while the offboarding runs answers `202` again.
 	//
 	// Corresponds with DELETE /v1/orgs/{orgId} (the `DeleteOrg` operationId).
 	DeleteOrg(ctx context.Context, orgId OrgId, params *DeleteOrgParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1222,6 +1285,13 @@ type ClientInterface interface {
 	// Corresponds with DELETE /v1/orgs/{orgId}/invitations/{invitationId} (the `RevokeInvitation` operationId).
 	RevokeInvitation(ctx context.Context, orgId OrgId, invitationId InvitationId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetOffboarding Follow an organization's offboarding
+	//
+	// The progress of the organization's offboarding, for the owner who started it (`deleteOrg`). 404 when the organization is not being offboarded, including once its offboarding has finished and nothing of it is left.
+	//
+	// Corresponds with GET /v1/orgs/{orgId}/offboarding (the `GetOffboarding` operationId).
+	GetOffboarding(ctx context.Context, orgId OrgId, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListTeams List teams
 	//
 	// Lists the org's teams. Any member may list them. Paginated.
@@ -1288,7 +1358,7 @@ type ClientInterface interface {
 
 	// RemoveTeamMember Remove a team member
 	//
-	// Removes the user from the team. Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+	// Removes the user from the team. Requires team role `owner` or `admin`, or org role `admin` or `owner`; removing a team owner requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: removing its last owner is 409 `last_team_owner`.
 	//
 	// Corresponds with DELETE /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (the `RemoveTeamMember` operationId).
 	RemoveTeamMember(ctx context.Context, orgId OrgId, teamId TeamId, userId UserId, params *RemoveTeamMemberParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1302,7 +1372,7 @@ type ClientInterface interface {
 
 	// PutTeamMemberWithBody Add a team member or change their role
 	//
-	// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+	// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`; granting the `owner` role, or changing a team owner's role, requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: demoting its last owner is 409 `last_team_owner`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1311,7 +1381,7 @@ type ClientInterface interface {
 
 	// PutTeamMember Add a team member or change their role
 	//
-	// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+	// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`; granting the `owner` role, or changing a team owner's role, requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: demoting its last owner is 409 `last_team_owner`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1434,7 +1504,7 @@ type ClientInterface interface {
 
 	// RemoveOrgUser Remove a user from the organization
 	//
-	// Removes the user from the org and from all of its teams. Requires org role `admin` or `owner`; any member may remove themself. Only an `owner` may remove an owner. Removing the last remaining owner fails with 409. Tickets the user requested are kept.
+	// Removes the user from the org and from all of its teams. Requires org role `admin` or `owner`; any member may remove themself. Only an `owner` may remove an owner. Removing the last remaining owner fails with 409 (`last_owner`), and so does removing the last owner of one of its teams (`last_team_owner`: make another member owner of that team first, or delete it). Tickets the user requested are kept.
 	//
 	// Corresponds with DELETE /v1/orgs/{orgId}/users/{userId} (the `RemoveOrgUser` operationId).
 	RemoveOrgUser(ctx context.Context, orgId OrgId, userId UserId, params *RemoveOrgUserParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1448,7 +1518,7 @@ type ClientInterface interface {
 
 	// UpdateOrgUserWithBody Update an organization user
 	//
-	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change the role of an existing owner. Demoting the last remaining owner fails with 409.
+	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1457,7 +1527,7 @@ type ClientInterface interface {
 
 	// UpdateOrgUser Update an organization user
 	//
-	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change the role of an existing owner. Demoting the last remaining owner fails with 409.
+	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1556,7 +1626,7 @@ func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*
 
 // AcceptInvitation Accept an invitation
 //
-// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (compared case-insensitively), otherwise 403 `invitation_email_mismatch` (a server setting, `INVITATION_ANY_EMAIL`, may relax this). 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
 //
 // Corresponds with POST /v1/invitations/{token}/accept (the `AcceptInvitation` operationId).
 func (c *Client) AcceptInvitation(ctx context.Context, token string, params *AcceptInvitationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1643,9 +1713,9 @@ func (c *Client) CreateOrg(ctx context.Context, params *CreateOrgParams, body Cr
 	return c.Client.Do(req)
 }
 
-// DeleteOrg Delete an organization
+// DeleteOrg Delete an organization (offboarding)
 //
-// Deletes the organization together with all its users, teams, tickets and comments. Irreversible. Requires org role `owner`.
+// Offboards the organization: deletes it together with all its users, teams, memberships, tickets, comments, invitations and audit log. Irreversible. Requires org role `owner`. From the moment the DELETE is accepted, the organization answers 404 to every member (only the owner who started it may repeat the DELETE or read the offboarding's progress), nobody can join it, and no member's write commits; the answer comes once every member is cut off. The rest of the work runs in the background, and survives a crash of the server: any replica resumes an offboarding whose run died. The answer is `204` when everything was deleted within the request, otherwise `202` with the offboarding's progress and a `Location` to follow it (`getOffboarding`, which answers 404 once nothing of the organization is left). Repeating the DELETE while the offboarding runs answers `202` again.
 //
 // Corresponds with DELETE /v1/orgs/{orgId} (the `DeleteOrg` operationId).
 func (c *Client) DeleteOrg(ctx context.Context, orgId OrgId, params *DeleteOrgParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1804,6 +1874,23 @@ func (c *Client) RevokeInvitation(ctx context.Context, orgId OrgId, invitationId
 	return c.Client.Do(req)
 }
 
+// GetOffboarding Follow an organization's offboarding
+//
+// The progress of the organization's offboarding, for the owner who started it (`deleteOrg`). 404 when the organization is not being offboarded, including once its offboarding has finished and nothing of it is left.
+//
+// Corresponds with GET /v1/orgs/{orgId}/offboarding (the `GetOffboarding` operationId).
+func (c *Client) GetOffboarding(ctx context.Context, orgId OrgId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOffboardingRequest(c.Server, orgId)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListTeams List teams
 //
 // Lists the org's teams. Any member may list them. Paginated.
@@ -1950,7 +2037,7 @@ func (c *Client) ListTeamMembers(ctx context.Context, orgId OrgId, teamId TeamId
 
 // RemoveTeamMember Remove a team member
 //
-// Removes the user from the team. Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+// Removes the user from the team. Requires team role `owner` or `admin`, or org role `admin` or `owner`; removing a team owner requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: removing its last owner is 409 `last_team_owner`.
 //
 // Corresponds with DELETE /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (the `RemoveTeamMember` operationId).
 func (c *Client) RemoveTeamMember(ctx context.Context, orgId OrgId, teamId TeamId, userId UserId, params *RemoveTeamMemberParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1984,7 +2071,7 @@ func (c *Client) GetTeamMember(ctx context.Context, orgId OrgId, teamId TeamId, 
 
 // PutTeamMemberWithBody Add a team member or change their role
 //
-// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`; granting the `owner` role, or changing a team owner's role, requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: demoting its last owner is 409 `last_team_owner`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2003,7 +2090,7 @@ func (c *Client) PutTeamMemberWithBody(ctx context.Context, orgId OrgId, teamId 
 
 // PutTeamMember Add a team member or change their role
 //
-// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`; granting the `owner` role, or changing a team owner's role, requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: demoting its last owner is 409 `last_team_owner`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2276,7 +2363,7 @@ func (c *Client) AddOrgUser(ctx context.Context, orgId OrgId, params *AddOrgUser
 
 // RemoveOrgUser Remove a user from the organization
 //
-// Removes the user from the org and from all of its teams. Requires org role `admin` or `owner`; any member may remove themself. Only an `owner` may remove an owner. Removing the last remaining owner fails with 409. Tickets the user requested are kept.
+// Removes the user from the org and from all of its teams. Requires org role `admin` or `owner`; any member may remove themself. Only an `owner` may remove an owner. Removing the last remaining owner fails with 409 (`last_owner`), and so does removing the last owner of one of its teams (`last_team_owner`: make another member owner of that team first, or delete it). Tickets the user requested are kept.
 //
 // Corresponds with DELETE /v1/orgs/{orgId}/users/{userId} (the `RemoveOrgUser` operationId).
 func (c *Client) RemoveOrgUser(ctx context.Context, orgId OrgId, userId UserId, params *RemoveOrgUserParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2310,7 +2397,7 @@ func (c *Client) GetOrgUser(ctx context.Context, orgId OrgId, userId UserId, req
 
 // UpdateOrgUserWithBody Update an organization user
 //
-// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change the role of an existing owner. Demoting the last remaining owner fails with 409.
+// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2329,7 +2416,7 @@ func (c *Client) UpdateOrgUserWithBody(ctx context.Context, orgId OrgId, userId 
 
 // UpdateOrgUser Update an organization user
 //
-// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change the role of an existing owner. Demoting the last remaining owner fails with 409.
+// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3140,6 +3227,40 @@ func NewRevokeInvitationRequest(server string, orgId OrgId, invitationId Invitat
 	}
 
 	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetOffboardingRequest constructs an http.Request for the GetOffboarding method
+func NewGetOffboardingRequest(server string, orgId OrgId) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "orgId", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/orgs/%s/offboarding", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -5042,7 +5163,7 @@ type ClientWithResponsesInterface interface {
 
 	// AcceptInvitationWithResponse Accept an invitation
 	//
-	// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+	// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (compared case-insensitively), otherwise 403 `invitation_email_mismatch` (a server setting, `INVITATION_ANY_EMAIL`, may relax this). 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5085,9 +5206,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/orgs (the `CreateOrg` operationId).
 	CreateOrgWithResponse(ctx context.Context, params *CreateOrgParams, body CreateOrgJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateOrgResponse, error)
 
-	// DeleteOrgWithResponse Delete an organization
+	// DeleteOrgWithResponse Delete an organization (offboarding)
 	//
-	// Deletes the organization together with all its users, teams, tickets and comments. Irreversible. Requires org role `owner`.
+	// Offboards the organization: deletes it together with all its users, teams, memberships, tickets, comments, invitations and audit log. Irreversible. Requires org role `owner`. From the moment the DELETE is accepted, the organization answers 404 to every member (only the owner who started it may repeat the DELETE or read the offboarding's progress), nobody can join it, and no member's write commits; the answer comes once every member is cut off. The rest of the work runs in the background, and survives a crash of the server: any replica resumes an offboarding whose run died. The answer is `204` when everything was deleted within the request, otherwise `202` with the offboarding's progress and a `Location` to follow it (`getOffboarding`, which answers 404 once nothing of the organization is left). Repeating the DELETE while the offboarding runs answers `202` again.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5166,6 +5287,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with DELETE /v1/orgs/{orgId}/invitations/{invitationId} (the `RevokeInvitation` operationId).
 	RevokeInvitationWithResponse(ctx context.Context, orgId OrgId, invitationId InvitationId, reqEditors ...RequestEditorFn) (*RevokeInvitationResponse, error)
 
+	// GetOffboardingWithResponse Follow an organization's offboarding
+	//
+	// The progress of the organization's offboarding, for the owner who started it (`deleteOrg`). 404 when the organization is not being offboarded, including once its offboarding has finished and nothing of it is left.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/orgs/{orgId}/offboarding (the `GetOffboarding` operationId).
+	GetOffboardingWithResponse(ctx context.Context, orgId OrgId, reqEditors ...RequestEditorFn) (*GetOffboardingResponse, error)
+
 	// ListTeamsWithResponse List teams
 	//
 	// Lists the org's teams. Any member may list them. Paginated.
@@ -5240,7 +5370,7 @@ type ClientWithResponsesInterface interface {
 
 	// RemoveTeamMemberWithResponse Remove a team member
 	//
-	// Removes the user from the team. Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+	// Removes the user from the team. Requires team role `owner` or `admin`, or org role `admin` or `owner`; removing a team owner requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: removing its last owner is 409 `last_team_owner`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5258,7 +5388,7 @@ type ClientWithResponsesInterface interface {
 
 	// PutTeamMemberWithBodyWithResponse Add a team member or change their role
 	//
-	// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+	// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`; granting the `owner` role, or changing a team owner's role, requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: demoting its last owner is 409 `last_team_owner`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5267,7 +5397,7 @@ type ClientWithResponsesInterface interface {
 
 	// PutTeamMemberWithResponse Add a team member or change their role
 	//
-	// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+	// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`; granting the `owner` role, or changing a team owner's role, requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: demoting its last owner is 409 `last_team_owner`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5402,7 +5532,7 @@ type ClientWithResponsesInterface interface {
 
 	// RemoveOrgUserWithResponse Remove a user from the organization
 	//
-	// Removes the user from the org and from all of its teams. Requires org role `admin` or `owner`; any member may remove themself. Only an `owner` may remove an owner. Removing the last remaining owner fails with 409. Tickets the user requested are kept.
+	// Removes the user from the org and from all of its teams. Requires org role `admin` or `owner`; any member may remove themself. Only an `owner` may remove an owner. Removing the last remaining owner fails with 409 (`last_owner`), and so does removing the last owner of one of its teams (`last_team_owner`: make another member owner of that team first, or delete it). Tickets the user requested are kept.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5420,7 +5550,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateOrgUserWithBodyWithResponse Update an organization user
 	//
-	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change the role of an existing owner. Demoting the last remaining owner fails with 409.
+	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5429,7 +5559,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateOrgUserWithResponse Update an organization user
 	//
-	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change the role of an existing owner. Demoting the last remaining owner fails with 409.
+	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5676,6 +5806,8 @@ type AcceptInvitationResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -5709,6 +5841,11 @@ func (r AcceptInvitationResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r AcceptInvitationResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r AcceptInvitationResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -6133,6 +6270,11 @@ func (r CreateOrgResponse) ContentType() string {
 	return ""
 }
 
+// DeleteOrgResponse202Headers the declared response headers of an HTTP 202 response for DeleteOrg
+type DeleteOrgResponse202Headers struct {
+	Location *string
+}
+
 // DeleteOrgResponse401Headers the declared response headers of an HTTP 401 response for DeleteOrg
 type DeleteOrgResponse401Headers struct {
 	WWWAuthenticate string
@@ -6154,6 +6296,8 @@ type DeleteOrgResponse503Headers struct {
 type DeleteOrgResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON202 the response for an HTTP 202 `application/json` response
+	JSON202 *Offboarding
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -6170,12 +6314,19 @@ type DeleteOrgResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers202 the parsed response headers for an HTTP 202 response
+	Headers202 *DeleteOrgResponse202Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *DeleteOrgResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteOrgResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *DeleteOrgResponse503Headers
+}
+
+// GetJSON202 returns the response for an HTTP 202 `application/json` response
+func (r DeleteOrgResponse) GetJSON202() *Offboarding {
+	return r.JSON202
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
@@ -6980,6 +7131,120 @@ func (r RevokeInvitationResponse) ContentType() string {
 	return ""
 }
 
+// GetOffboardingResponse401Headers the declared response headers of an HTTP 401 response for GetOffboarding
+type GetOffboardingResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GetOffboardingResponse429Headers the declared response headers of an HTTP 429 response for GetOffboarding
+type GetOffboardingResponse429Headers struct {
+	RateLimitLimit     *int
+	RateLimitRemaining *int
+	RateLimitReset     *int
+	RetryAfter         *int
+}
+
+// GetOffboardingResponse503Headers the declared response headers of an HTTP 503 response for GetOffboarding
+type GetOffboardingResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetOffboardingResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Offboarding
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetOffboardingResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GetOffboardingResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetOffboardingResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetOffboardingResponse) GetJSON200() *Offboarding {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetOffboardingResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetOffboardingResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetOffboardingResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetOffboardingResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetOffboardingResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetOffboardingResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GetOffboardingResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetOffboardingResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetOffboardingResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetOffboardingResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetOffboardingResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListTeamsResponse200Headers the declared response headers of an HTTP 200 response for ListTeams
 type ListTeamsResponse200Headers struct {
 	Link *string
@@ -7742,6 +8007,8 @@ type RemoveTeamMemberResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
 	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -7776,6 +8043,11 @@ func (r RemoveTeamMemberResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RemoveTeamMemberResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RemoveTeamMemberResponse) GetApplicationproblemJSON409() *Conflict {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
@@ -10116,7 +10388,7 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 
 // AcceptInvitationWithResponse Accept an invitation
 //
-// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (compared case-insensitively), otherwise 403 `invitation_email_mismatch` (a server setting, `INVITATION_ANY_EMAIL`, may relax this). 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10189,9 +10461,9 @@ func (c *ClientWithResponses) CreateOrgWithResponse(ctx context.Context, params 
 	return ParseCreateOrgResponse(rsp)
 }
 
-// DeleteOrgWithResponse Delete an organization
+// DeleteOrgWithResponse Delete an organization (offboarding)
 //
-// Deletes the organization together with all its users, teams, tickets and comments. Irreversible. Requires org role `owner`.
+// Offboards the organization: deletes it together with all its users, teams, memberships, tickets, comments, invitations and audit log. Irreversible. Requires org role `owner`. From the moment the DELETE is accepted, the organization answers 404 to every member (only the owner who started it may repeat the DELETE or read the offboarding's progress), nobody can join it, and no member's write commits; the answer comes once every member is cut off. The rest of the work runs in the background, and survives a crash of the server: any replica resumes an offboarding whose run died. The answer is `204` when everything was deleted within the request, otherwise `202` with the offboarding's progress and a `Location` to follow it (`getOffboarding`, which answers 404 once nothing of the organization is left). Repeating the DELETE while the offboarding runs answers `202` again.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10324,6 +10596,21 @@ func (c *ClientWithResponses) RevokeInvitationWithResponse(ctx context.Context, 
 	return ParseRevokeInvitationResponse(rsp)
 }
 
+// GetOffboardingWithResponse Follow an organization's offboarding
+//
+// The progress of the organization's offboarding, for the owner who started it (`deleteOrg`). 404 when the organization is not being offboarded, including once its offboarding has finished and nothing of it is left.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/orgs/{orgId}/offboarding (the `GetOffboarding` operationId).
+func (c *ClientWithResponses) GetOffboardingWithResponse(ctx context.Context, orgId OrgId, reqEditors ...RequestEditorFn) (*GetOffboardingResponse, error) {
+	rsp, err := c.GetOffboarding(ctx, orgId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetOffboardingResponse(rsp)
+}
+
 // ListTeamsWithResponse List teams
 //
 // Lists the org's teams. Any member may list them. Paginated.
@@ -10446,7 +10733,7 @@ func (c *ClientWithResponses) ListTeamMembersWithResponse(ctx context.Context, o
 
 // RemoveTeamMemberWithResponse Remove a team member
 //
-// Removes the user from the team. Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+// Removes the user from the team. Requires team role `owner` or `admin`, or org role `admin` or `owner`; removing a team owner requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: removing its last owner is 409 `last_team_owner`.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10476,7 +10763,7 @@ func (c *ClientWithResponses) GetTeamMemberWithResponse(ctx context.Context, org
 
 // PutTeamMemberWithBodyWithResponse Add a team member or change their role
 //
-// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`; granting the `owner` role, or changing a team owner's role, requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: demoting its last owner is 409 `last_team_owner`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10491,7 +10778,7 @@ func (c *ClientWithResponses) PutTeamMemberWithBodyWithResponse(ctx context.Cont
 
 // PutTeamMemberWithResponse Add a team member or change their role
 //
-// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+// Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`; granting the `owner` role, or changing a team owner's role, requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: demoting its last owner is 409 `last_team_owner`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10716,7 +11003,7 @@ func (c *ClientWithResponses) AddOrgUserWithResponse(ctx context.Context, orgId 
 
 // RemoveOrgUserWithResponse Remove a user from the organization
 //
-// Removes the user from the org and from all of its teams. Requires org role `admin` or `owner`; any member may remove themself. Only an `owner` may remove an owner. Removing the last remaining owner fails with 409. Tickets the user requested are kept.
+// Removes the user from the org and from all of its teams. Requires org role `admin` or `owner`; any member may remove themself. Only an `owner` may remove an owner. Removing the last remaining owner fails with 409 (`last_owner`), and so does removing the last owner of one of its teams (`last_team_owner`: make another member owner of that team first, or delete it). Tickets the user requested are kept.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10746,7 +11033,7 @@ func (c *ClientWithResponses) GetOrgUserWithResponse(ctx context.Context, orgId 
 
 // UpdateOrgUserWithBodyWithResponse Update an organization user
 //
-// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change the role of an existing owner. Demoting the last remaining owner fails with 409.
+// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10761,7 +11048,7 @@ func (c *ClientWithResponses) UpdateOrgUserWithBodyWithResponse(ctx context.Cont
 
 // UpdateOrgUserWithResponse Update an organization user
 //
-// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change the role of an existing owner. Demoting the last remaining owner fails with 409.
+// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -10987,6 +11274,13 @@ func ParseAcceptInvitationResponse(rsp *http.Response) (*AcceptInvitationRespons
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -11517,6 +11811,13 @@ func ParseDeleteOrgResponse(rsp *http.Response) (*DeleteOrgResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 202:
+		var dest Offboarding
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON202 = &dest
+
 	case rsp.StatusCode == 204:
 		break // No content-type
 
@@ -11579,6 +11880,16 @@ func ParseDeleteOrgResponse(rsp *http.Response) (*DeleteOrgResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 202:
+		var headers DeleteOrgResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = &value
+		}
+		response.Headers202 = &headers
 	case rsp.StatusCode == 401:
 		var headers DeleteOrgResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -12460,6 +12771,135 @@ func ParseRevokeInvitationResponse(rsp *http.Response) (*RevokeInvitationRespons
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers RevokeInvitationResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetOffboardingResponse parses an HTTP response from a GetOffboardingWithResponse call
+func ParseGetOffboardingResponse(rsp *http.Response) (*GetOffboardingResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetOffboardingResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Offboarding
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetOffboardingResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GetOffboardingResponse429Headers
+		if values := rsp.Header.Values("RateLimit-Limit"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Limit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Remaining"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Remaining", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitRemaining = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Reset"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Reset", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitReset = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetOffboardingResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -13358,6 +13798,13 @@ func ParseRemoveTeamMemberResponse(rsp *http.Response) (*RemoveTeamMemberRespons
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Conflict
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed

@@ -31,6 +31,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/obs"
@@ -65,7 +66,13 @@ type Config struct {
 	DrainDelay       time.Duration `env:"DRAIN_DELAY" envDefault:"2s"`     // /readyz fails this long before the listener closes
 	RateLimitRPS     float64       `env:"RATE_LIMIT_RPS" envDefault:"100"` // per org; 0 = off
 	RateLimitBurst   int           `env:"RATE_LIMIT_BURST" envDefault:"200"`
-	LogLevel         slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
+	// Offboarding and other deletions that outlive a request.
+	OffboardWait       time.Duration `env:"OFFBOARD_WAIT" envDefault:"2s"`   // DELETE org waits this long for the rest before 202
+	OffboardGrace      time.Duration `env:"OFFBOARD_GRACE" envDefault:"10s"` // cut-off -> last GSI1 sweep (index lag)
+	DeletionLease      time.Duration `env:"DELETION_LEASE" envDefault:"30s"` // a run's hold on a deletion
+	DeletionPoll       time.Duration `env:"DELETION_POLL" envDefault:"15s"`  // how often the worker looks for dead runs
+	InvitationAnyEmail bool          `env:"INVITATION_ANY_EMAIL"`            // accept invitations whatever the token's email
+	LogLevel           slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
 }
 
 func configFromEnv() (Config, error) {
@@ -75,6 +82,9 @@ func configFromEnv() (Config, error) {
 	}
 	if c.ShutdownTimeout <= 0 || c.RequestTimeout <= 0 {
 		return c, errors.New("config: SHUTDOWN_TIMEOUT and REQUEST_TIMEOUT must be positive")
+	}
+	if c.OffboardWait < 0 || c.OffboardGrace < 0 || c.DeletionLease < time.Second || c.DeletionPoll <= 0 {
+		return c, errors.New("config: OFFBOARD_WAIT and OFFBOARD_GRACE must be >= 0, DELETION_LEASE >= 1s, DELETION_POLL > 0")
 	}
 	if c.RateLimitRPS < 0 || c.RateLimitBurst < 1 {
 		return c, errors.New("config: RATE_LIMIT_RPS must be >= 0 and RATE_LIMIT_BURST >= 1")
@@ -101,6 +111,9 @@ func (c Config) LogValue() slog.Value {
 		slog.String("cursorSecret", mask(c.CursorSecret)), slog.String("shutdownTimeout", c.ShutdownTimeout.String()),
 		slog.String("requestTimeout", c.RequestTimeout.String()), slog.String("drainDelay", c.DrainDelay.String()), slog.Float64("rateLimitRPS", c.RateLimitRPS),
 		slog.Int("rateLimitBurst", c.RateLimitBurst),
+		slog.String("offboardWait", c.OffboardWait.String()), slog.String("offboardGrace", c.OffboardGrace.String()),
+		slog.String("deletionLease", c.DeletionLease.String()), slog.String("deletionPoll", c.DeletionPoll.String()),
+		slog.Bool("invitationAnyEmail", c.InvitationAnyEmail),
 		slog.String("logLevel", c.LogLevel.String()))
 }
 
@@ -208,6 +221,12 @@ func serve(ctx context.Context, cfg Config) error {
 		return err
 	}
 	db := store.Open(client, cfg.DynamoDBTable)
+	db.SetDeletionTiming(cfg.DeletionLease, cfg.OffboardGrace)
+	// Deletions that outlive a request (offboardings, large teams and
+	// tickets) are finished by this worker, here or on any replica.
+	deletions := deletion.NewWorker(&store.Deletions{DB: db}, deletion.Options{Poll: cfg.DeletionPoll, Log: log})
+	defer deletions.Close()
+	go deletions.Run(ctx)
 	var draining atomic.Bool
 	ready := func(ctx context.Context) error {
 		if draining.Load() {
@@ -216,8 +235,10 @@ func serve(ctx context.Context, cfg Config) error {
 		return db.Ping(ctx)
 	}
 	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
+	tenantSvc := tenant.NewService(tenants, nil).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}).WithDeletions(deletions)
+	tenantSvc.AnyEmailAccepts = cfg.InvitationAnyEmail
 	e, err := httpapi.New(httpapi.Deps{
-		Tenants:   tenant.NewService(tenants, nil).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}),
+		Tenants:   tenantSvc,
 		Teams:     membership.NewService(teams, nil),
 		Tickets:   ticket.NewService(tickets, teams, nil),
 		Roles:     tenants,
@@ -231,6 +252,7 @@ func serve(ctx context.Context, cfg Config) error {
 
 		Idempotency:    &store.Idempotency{DB: db},
 		RequestTimeout: cfg.RequestTimeout,
+		OffboardWait:   cfg.OffboardWait,
 	})
 	if err != nil {
 		return err

@@ -25,7 +25,8 @@ func seedID(n int) string {
 }
 
 // seed loads seed 000's demo tenant (Alice owns Engineering and is an admin
-// of Design; Bob is in Engineering) with a few tickets and comments.
+// of Design; Bob is in Engineering; a team keeps an owner in tenantd, so
+// Dana owns Design) with a few tickets and comments.
 // Existing items are left alone, so it is idempotent and resumes a
 // partial run.
 func seed(ctx context.Context, db *store.DB, out io.Writer) error {
@@ -36,6 +37,7 @@ func seed(ctx context.Context, db *store.DB, out io.Writer) error {
 		return tenant.User{OrgID: org.ID, UserID: id, Email: email, Name: name, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
 	}
 	alice, bob := user("u_alice", "alice@example.com", "Alice Chen", authz.Owner), user("u_bob", "bob@example.com", "Bob Park", authz.Member)
+	dana := user("u_dana", "dana@example.com", "Dana Reyes", authz.Member)
 	team := func(id, name string) membership.Team {
 		return membership.Team{OrgID: org.ID, ID: id, Name: name, MemberCount: 1, Version: 1, CreatedAt: now, UpdatedAt: now}
 	}
@@ -59,9 +61,11 @@ func seed(ctx context.Context, db *store.DB, out io.Writer) error {
 	}{
 		{"org Acme (demo) with owner Alice", func() error { return tenants.CreateOrg(ctx, org, alice) }},
 		{"user Bob", func() error { return tenants.AddUser(ctx, bob) }},
+		{"user Dana", func() error { return tenants.AddUser(ctx, dana) }},
 		{"team Engineering", func() error { return teams.CreateTeam(ctx, eng, member(eng, "u_alice", authz.Owner)) }},
 		{"Bob in Engineering", func() error { return teams.AddMember(ctx, member(eng, "u_bob", authz.Member)) }},
-		{"team Design", func() error { return teams.CreateTeam(ctx, design, member(design, "u_alice", authz.Admin)) }},
+		{"team Design", func() error { return teams.CreateTeam(ctx, design, member(design, "u_dana", authz.Owner)) }},
+		{"Alice in Design", func() error { return teams.AddMember(ctx, member(design, "u_alice", authz.Admin)) }},
 	}
 	for i, t := range demo {
 		steps = append(steps, struct {

@@ -14,9 +14,15 @@ import (
 
 // Event is one audited change.
 type Event struct {
-	OrgID      string
-	ID         string // ULID: time-ordered
-	ActorID    string
+	OrgID   string
+	ID      string // ULID: time-ordered
+	ActorID string
+	// ActorFloor is the lowest org role with which the actor would still
+	// be allowed the change ("" when the actor acted from outside the org:
+	// creating it, accepting an invitation). The store fences the write on
+	// it: the change commits only while the actor's membership still exists
+	// with at least that role. Not stored.
+	ActorFloor string
 	Action     string // e.g. "ticket.update"
 	TargetType string // "org", "user", "team", "member", "ticket", "comment", "invitation"
 	TargetID   string

@@ -11,12 +11,27 @@ import (
 	"github.com/tenantd/tenantd/internal/ids"
 )
 
-// RoleReader reads a user's role in an org: the authorization read.
-type RoleReader interface {
-	// OrgRole returns the role on the OrgUser edge with one consistent
-	// GetItem, and whether the org is being deleted (the edge of the owner
-	// deleting it is marked). Returns NotFound if the user is not in the org.
-	OrgRole(ctx context.Context, orgID, userID string) (role Role, deleting bool, err error)
+// Access is what the authorization read finds about a caller in an org.
+type Access struct {
+	Role         Role // on the caller's OrgUser edge
+	OrgDeleting  bool // the org is being offboarded
+	EdgeDeleting bool // the caller is the owner offboarding it
+}
+
+// AccessReader reads a user's access to an org: the authorization read.
+type AccessReader interface {
+	// OrgAccess reads the org item and the caller's OrgUser edge with ONE
+	// consistent BatchGetItem. Returns NotFound if the org or the user's
+	// membership of it does not exist.
+	OrgAccess(ctx context.Context, orgID, userID string) (Access, error)
+}
+
+// OffboardingRoutes are the only routes of an org being offboarded that
+// answer anything but 404, and only to its owners: repeating the DELETE and
+// reading the offboarding's progress.
+var OffboardingRoutes = map[string]string{
+	"/v1/orgs/:orgId":             http.MethodDelete,
+	"/v1/orgs/:orgId/offboarding": http.MethodGet,
 }
 
 // Authenticate verifies the bearer token of every request that skip does
@@ -49,10 +64,10 @@ func Authenticate(v *Verifier, skip func(echo.Context) bool) echo.MiddlewareFunc
 var errNoOrg = errs.E(errs.NotFound, "org_not_found", "organization not found")
 
 // AuthorizeOrg loads the caller's role in the org named by the route's
-// :orgId with ONE consistent GetItem on the OrgUser edge, and stores the
-// Principal in the request context. Routes without :orgId pass through.
-// The ID is validated before any key is built.
-func AuthorizeOrg(roles RoleReader) echo.MiddlewareFunc {
+// :orgId with ONE consistent BatchGetItem (the org item and the caller's
+// OrgUser edge), and stores the Principal in the request context. Routes
+// without :orgId pass through. The ID is validated before any key is built.
+func AuthorizeOrg(roles AccessReader) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			orgID := c.Param("orgId")
@@ -67,19 +82,20 @@ func AuthorizeOrg(roles RoleReader) echo.MiddlewareFunc {
 			if !ok {
 				return errToken
 			}
-			role, deleting, err := roles.OrgRole(req.Context(), orgID, id.UserID)
+			a, err := roles.OrgAccess(req.Context(), orgID, id.UserID)
 			if errs.Is(err, errs.NotFound) {
 				return errNoOrg
 			}
 			if err != nil {
 				return err
 			}
-			// An org being offboarded exists for nobody, except that the
-			// owner deleting it may repeat the DELETE to finish the job.
-			if deleting && !(req.Method == http.MethodDelete && c.Path() == "/v1/orgs/:orgId") {
+			// An org being offboarded exists for nobody, from the moment it
+			// started, except that its owners may repeat the DELETE and
+			// read its progress.
+			if (a.OrgDeleting || a.EdgeDeleting) && !(OffboardingRoutes[c.Path()] == req.Method && a.Role == Owner) {
 				return errNoOrg
 			}
-			p := Principal{Identity: id, OrgID: orgID, OrgRole: role}
+			p := Principal{Identity: id, OrgID: orgID, OrgRole: a.Role}
 			c.SetRequest(req.WithContext(WithPrincipal(req.Context(), p)))
 			return next(c)
 		}

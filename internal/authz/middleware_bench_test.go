@@ -11,11 +11,11 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 )
 
-// memRoles is a RoleReader that answers from memory.
+// memRoles is an AccessReader that answers from memory.
 type memRoles struct{ role authz.Role }
 
-func (m memRoles) OrgRole(context.Context, string, string) (authz.Role, bool, error) {
-	return m.role, false, nil
+func (m memRoles) OrgAccess(context.Context, string, string) (authz.Access, error) {
+	return authz.Access{Role: m.role}, nil
 }
 
 // benchContext is one reusable Echo context on an org route.

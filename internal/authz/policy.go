@@ -49,12 +49,15 @@ const (
 // Facts are what the rules need to know about the target beyond the
 // caller's org role. Services fill only what the action's rule reads.
 type Facts struct {
-	Self       bool // the target user is the caller
-	OwnerRole  bool // the change grants, removes or touches an owner role
-	TeamRole   Role // the caller's role on the target team ("" if none)
-	Requester  bool // the caller requested the ticket
-	Assignee   bool // the caller is assigned the ticket
-	TeamMember bool // the caller is a member of the ticket's team
+	Self      bool // the target user is the caller
+	OwnerRole bool // the change grants, removes or touches an org owner (or changes an owner's user)
+	// TeamOwnerRole: the change grants, removes or changes a team owner's
+	// role. Only a team owner or an org admin (and above) may.
+	TeamOwnerRole bool
+	TeamRole      Role // the caller's role on the target team ("" if none)
+	Requester     bool // the caller requested the ticket
+	Assignee      bool // the caller is assigned the ticket
+	TeamMember    bool // the caller is a member of the ticket's team
 }
 
 // Rule is one row of the matrix: the org role that always suffices, and
@@ -72,7 +75,7 @@ var Matrix = map[Action]Rule{
 	OrgDelete:  {Min: Owner, Reason: "only owners may delete the organization"},
 	UserRead:   {Min: Member, Reason: "any member may read the organization's users"},
 	UserAdd:    {Min: Admin, Reason: "only admins and owners may add users; only owners may add owners"},
-	UserUpdate: {Min: Admin, Reason: "only admins and owners may change users; only owners may grant or change an owner"},
+	UserUpdate: {Min: Admin, Reason: "only admins and owners may change users; only owners may grant an owner role or change an owner"},
 	UserRemove: {Min: Admin, Also: func(_ Principal, f Facts) bool { return f.Self },
 		Reason: "only admins and owners may remove users (members may remove themselves); only owners may remove owners"},
 	TeamRead:   {Min: Member, Reason: "any member may read teams"},
@@ -80,7 +83,7 @@ var Matrix = map[Action]Rule{
 	TeamUpdate: {Min: Admin, Also: teamManager, Reason: "only team owners/admins or organization admins may change the team"},
 	TeamDelete: {Min: Admin, Also: teamManager, Reason: "only team owners/admins or organization admins may delete the team"},
 	MemberWrite: {Min: Admin, Also: teamManager,
-		Reason: "only team owners/admins or organization admins may change the team's members"},
+		Reason: "only team owners/admins or organization admins may change the team's members; only team owners or organization admins may grant, change or remove a team owner"},
 	TicketRead:   {Min: Member, Reason: "any member may read tickets"},
 	TicketCreate: {Min: Member, Reason: "any member may create tickets"},
 	TicketUpdate: {Min: Admin, Also: func(_ Principal, f Facts) bool { return f.Requester || f.Assignee || f.TeamMember },
@@ -97,7 +100,8 @@ func teamManager(_ Principal, f Facts) bool { return f.TeamRole.AtLeast(Admin) }
 
 // Authorize returns nil if p may do a with facts f, otherwise a Forbidden
 // error. Touching an owner role always takes an owner: whatever else the
-// rule allows, only owners make or unmake owners.
+// rule allows, only owners make, unmake or edit owners. Likewise a team
+// owner's role is only for team owners and org admins (and above).
 func Authorize(p Principal, a Action, f Facts) error {
 	rule, ok := Matrix[a]
 	if !ok {
@@ -110,10 +114,48 @@ func Authorize(p Principal, a Action, f Facts) error {
 	if allowed && f.OwnerRole && !p.OrgRole.AtLeast(Owner) {
 		allowed = false
 	}
+	if allowed && f.TeamOwnerRole && !p.OrgRole.AtLeast(Admin) && f.TeamRole != Owner {
+		allowed = false
+	}
 	if !allowed {
 		return errs.E(errs.Forbidden, "forbidden", "%s", rule.Reason)
 	}
 	return nil
+}
+
+// Grant is a decision that p may do an action. Floor is the lowest org role
+// with which the same request would still be allowed: a write made on the
+// grant commits only while the actor's OrgUser edge still exists with at
+// least that role (the actor fence, checked in the write's transaction), so
+// a member removed or demoted a moment earlier cannot write.
+type Grant struct {
+	Floor Role
+}
+
+// Permit is Authorize returning the Grant of an allowed action.
+func Permit(p Principal, a Action, f Facts) (Grant, error) {
+	if err := Authorize(p, a, f); err != nil {
+		return Grant{}, err
+	}
+	for _, r := range []Role{Member, Admin, Owner} {
+		q := p
+		q.OrgRole = r
+		if Authorize(q, a, f) == nil {
+			return Grant{Floor: r}, nil
+		}
+	}
+	return Grant{Floor: Owner}, nil
+}
+
+// RolesFrom lists the roles at least r, lowest first.
+func RolesFrom(r Role) []Role {
+	var out []Role
+	for _, x := range []Role{Member, Admin, Owner} {
+		if x.AtLeast(r) {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // NeedsTeamRole reports whether deciding a for p may need the caller's

@@ -63,8 +63,10 @@ func describe(name string, params any) Op {
 	case *dynamodb.ScanInput:
 		op.Index = aws.ToString(in.IndexName)
 	case *dynamodb.BatchGetItemInput:
+		op.Consistent = len(in.RequestItems) > 0
 		for _, ka := range in.RequestItems {
 			op.Items += len(ka.Keys)
+			op.Consistent = op.Consistent && aws.ToBool(ka.ConsistentRead)
 		}
 	case *dynamodb.TransactWriteItemsInput:
 		op.Items = len(in.TransactItems)

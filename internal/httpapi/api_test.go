@@ -35,7 +35,9 @@ func wantETag(tb testing.TB, h http.Header, version int64) {
 }
 
 func TestStatus200(t *testing.T) {
-	ts := MustServer(t)
+	// An offboarding waits a second before its last sweep, so that one is
+	// still under way when getOffboarding reads it.
+	ts := MustServer(t, hWithOffboarding(time.Second, time.Millisecond))
 	w := MustWorld(t, ts, "Acme")
 	org, owner := w.Org.Id, w.Owner.C
 
@@ -58,6 +60,16 @@ func TestStatus200(t *testing.T) {
 		mustStatus(t, r, err, http.StatusOK)
 		if !bytes.Contains(r.Body, []byte("tenantd_request_dynamodb_calls")) {
 			t.Errorf("metrics lack tenantd_request_dynamodb_calls:\n%s", truncate(r.Body))
+		}
+	})
+	t.Run("getOffboarding", func(t *testing.T) {
+		doomed := MustWorld(t, ts, "Doomed while read")
+		d, err := doomed.Owner.C.DeleteOrgWithResponse(bg, doomed.Org.Id, nil)
+		mustStatus(t, d, err, http.StatusAccepted)
+		r, err := doomed.Owner.C.GetOffboardingWithResponse(bg, doomed.Org.Id)
+		mustStatus(t, r, err, http.StatusOK)
+		if got := r.JSON200; got.OrgId != doomed.Org.Id || got.StartedBy != doomed.Owner.ID || got.State != client.OffboardingStateRunning {
+			t.Errorf("offboarding: got %+v", got)
 		}
 	})
 	t.Run("getOpenAPI", func(t *testing.T) {
@@ -1038,7 +1050,7 @@ func TestStatus201(t *testing.T) {
 			inv.InvitedBy != w.Admin.ID || len(inv.Token) < 20 || !inv.ExpiresAt.Equal(inv.CreatedAt.Add(3*24*time.Hour)) {
 			t.Errorf("invitation: got %+v", inv)
 		}
-		newbie := ts.Actor(t, "newbie")
+		newbie := ts.Invitee(t, "newbie", "newbie@example.com")
 		a, err := newbie.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		mustStatus(t, a, err, http.StatusCreated)
 		if got := a.JSON201; got.OrgId != org || got.User.UserId != newbie.ID || got.User.Email != "newbie@example.com" ||
@@ -1055,7 +1067,7 @@ func TestStatus201(t *testing.T) {
 		if got, want := tm.JSON200.MemberCount, 6; got != want {
 			t.Errorf("memberCount: got %d, want %d", got, want)
 		}
-		again, err := ts.Actor(t, "late").C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+		again, err := ts.Invitee(t, "late", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		wantProblem(t, again, err, http.StatusNotFound, "")
 	})
 	t.Run("acceptInvitation/a team deleted meanwhile", func(t *testing.T) {
@@ -1063,7 +1075,7 @@ func TestStatus201(t *testing.T) {
 		inv := MustInvitation(t, w.Owner.C, org, "two-teams@example.com", client.RoleMember, w.Team.Id, gone.Id)
 		d, err := w.Owner.C.DeleteTeamWithResponse(bg, org, gone.Id, nil)
 		mustStatus(t, d, err, http.StatusNoContent)
-		a, err := ts.Actor(t, "two-teams").C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+		a, err := ts.Invitee(t, "two-teams", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		mustStatus(t, a, err, http.StatusCreated)
 		if got, want := a.JSON201.TeamIds, []string{w.Team.Id}; !slices.Equal(got, want) {
 			t.Errorf("teams joined: got %v, want %v", got, want)
@@ -1073,7 +1085,7 @@ func TestStatus201(t *testing.T) {
 		boss := ts.Actor(t, "boss")
 		o := MustOrg(t, boss.C, "Two owners")
 		inv := MustInvitation(t, boss.C, o.Id, "co-owner@example.com", client.RoleOwner)
-		co := ts.Actor(t, "co-owner")
+		co := ts.Invitee(t, "co-owner", "co-owner@example.com")
 		a, err := co.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		mustStatus(t, a, err, http.StatusCreated)
 		// Two owners now: either may step down, but not both.
@@ -1165,7 +1177,7 @@ func TestStatus204(t *testing.T) {
 		inv := MustInvitation(t, w.Admin.C, org, "revoked@example.com", client.RoleMember)
 		r, err := w.Admin.C.RevokeInvitationWithResponse(bg, org, inv.Id)
 		mustStatus(t, r, err, http.StatusNoContent)
-		a, err := ts.Actor(t, "too-late").C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+		a, err := ts.Invitee(t, "too-late", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		wantProblem(t, a, err, http.StatusNotFound, "")
 		l, err := w.Admin.C.ListInvitationsWithResponse(bg, org, nil)
 		mustStatus(t, l, err, http.StatusOK)
@@ -1898,9 +1910,9 @@ func TestStatus404(t *testing.T) {
 		}},
 		{"accept twice", func() (statusCoder, error) {
 			inv := MustInvitation(t, w.Owner.C, org, "twice@example.com", client.RoleMember)
-			r, err := ts.Actor(t, "first").C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			r, err := ts.Invitee(t, "first", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 			mustStatus(t, r, err, http.StatusCreated)
-			return ts.Actor(t, "second").C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			return ts.Invitee(t, "second", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		}},
 		{"accept a replaced invitation", func() (statusCoder, error) {
 			old := MustInvitation(t, w.Owner.C, org, "replaced@example.com", client.RoleMember)
@@ -1912,7 +1924,7 @@ func TestStatus404(t *testing.T) {
 			inv := MustInvitation(t, stranger.C, o.Id, "vanishing@example.com", client.RoleMember)
 			d, err := stranger.C.DeleteOrgWithResponse(bg, o.Id, nil)
 			mustStatus(t, d, err, http.StatusNoContent)
-			return ts.Actor(t, "latecomer").C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			return ts.Invitee(t, "latecomer", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		}},
 		{"orgs of a deleted org", func() (statusCoder, error) {
 			o := MustOrg(t, stranger.C, "Short-lived")
@@ -1950,7 +1962,7 @@ func TestStatus404(t *testing.T) {
 	t.Run("accept an expired invitation", func(t *testing.T) {
 		inv := MustInvitation(t, w.Owner.C, org, "expired@example.com", client.RoleMember)
 		ts.Clock.Advance(8 * 24 * time.Hour)
-		late := ts.Actor(t, "late") // a token minted after the jump
+		late := ts.Invitee(t, "late", inv.Email) // a token minted after the jump
 		r, err := late.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		wantProblem(t, r, err, http.StatusNotFound, "")
 	})
@@ -2010,15 +2022,21 @@ func TestStatus409(t *testing.T) {
 				TeamIds: &[]string{"01ARZ3NDEKTSV4RRFFQ69G5FAV"}})
 		}},
 		{"accepting while already a user", "user_exists", func(t *testing.T) (statusCoder, error) {
+			// A user of the org whose org email is not their token's: the
+			// invitation to their token's email is theirs, but they are in.
+			joined := ts.Invitee(t, "joined", "already@example.com")
+			inOrg := joined
+			inOrg.Email = "already-in-org@example.com"
+			MustUser(t, owner, org, inOrg, client.RoleMember)
 			inv := MustInvitation(t, owner, org, "already@example.com", client.RoleMember)
-			return w.Member.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			return joined.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		}},
 		{"accepting an email taken meanwhile", "email_taken", func(t *testing.T) (statusCoder, error) {
 			inv := MustInvitation(t, owner, org, "contested@example.com", client.RoleMember)
 			first := ts.Actor(t, "first")
 			first.Email = "contested@example.com"
 			MustUser(t, owner, org, first, client.RoleMember)
-			return ts.Actor(t, "second").C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			return ts.Invitee(t, "second", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		}},
 	}
 	for _, c := range cases {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/membership"
@@ -196,7 +197,8 @@ func (h *handlers) UpdateOrg(ctx context.Context, req oapi.UpdateOrgRequestObjec
 	return oapi.UpdateOrg200JSONResponse{Body: toOrg(org), Headers: oapi.UpdateOrg200ResponseHeaders{ETag: etag(org.Version)}}, nil
 }
 
-// DeleteOrg serves DELETE /v1/orgs/{orgId}.
+// DeleteOrg serves DELETE /v1/orgs/{orgId}: 204 when the offboarding
+// finished within OffboardWait, otherwise 202 with its progress.
 func (h *handlers) DeleteOrg(ctx context.Context, req oapi.DeleteOrgRequestObject) (oapi.DeleteOrgResponseObject, error) {
 	p, err := principal(ctx)
 	if err != nil {
@@ -206,10 +208,36 @@ func (h *handlers) DeleteOrg(ctx context.Context, req oapi.DeleteOrgRequestObjec
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Tenants.DeleteOrg(ctx, p, v); err != nil {
+	j, done, err := h.Tenants.DeleteOrg(ctx, p, v, h.OffboardWait)
+	if err != nil {
 		return nil, err
 	}
-	return oapi.DeleteOrg204Response{}, nil
+	if done {
+		return oapi.DeleteOrg204Response{}, nil
+	}
+	loc := "/v1/orgs/" + p.OrgID + "/offboarding"
+	return oapi.DeleteOrg202JSONResponse{Body: toOffboarding(j), Headers: oapi.DeleteOrg202ResponseHeaders{Location: &loc}}, nil
+}
+
+// GetOffboarding serves GET /v1/orgs/{orgId}/offboarding.
+func (h *handlers) GetOffboarding(ctx context.Context, _ oapi.GetOffboardingRequestObject) (oapi.GetOffboardingResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j, err := h.Tenants.GetOffboarding(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return oapi.GetOffboarding200JSONResponse(toOffboarding(j)), nil
+}
+
+func toOffboarding(j deletion.Job) oapi.Offboarding {
+	phase := j.Phase
+	if phase == "" {
+		phase = "cutoff"
+	}
+	return oapi.Offboarding{OrgId: j.OrgID, State: oapi.OffboardingStateRunning, Phase: oapi.OffboardingPhase(phase), StartedAt: j.Since, StartedBy: j.By}
 }
 
 // ListOrgUsers serves GET /v1/orgs/{orgId}/users.

@@ -127,16 +127,17 @@ func TestHardeningIdempotency(t *testing.T) {
 
 	for _, op := range hCreateOps(ts, w) {
 		t.Run(op.id, func(t *testing.T) {
-			// Who sends it: the owner, except accepting (a newcomer).
-			caller := func() actor {
+			// Who sends variant v: the owner, except accepting (a newcomer
+			// with the invited email).
+			caller := func(v int) actor {
 				if op.id == "acceptInvitation" {
-					return ts.Actor(t, "joiner")
+					return ts.Invitee(t, "joiner", fmt.Sprintf("accept-%d@example.com", v))
 				}
 				return w.Owner
 			}
 			v := 1
 			t.Run("replay", func(t *testing.T) {
-				a, key := caller(), newKey()
+				a, key := caller(v), newKey()
 				first := send(op, a, org, v, key)
 				if first.Status != http.StatusCreated {
 					t.Fatalf("first: %d %s", first.Status, first.Body)
@@ -173,7 +174,7 @@ func TestHardeningIdempotency(t *testing.T) {
 				}
 			})
 			t.Run("concurrent duplicates", func(t *testing.T) {
-				a, key := caller(), newKey()
+				a, key := caller(3), newKey()
 				const n = 10
 				var mu sync.Mutex
 				var fresh, replays, inProgress int
@@ -211,14 +212,17 @@ func TestHardeningIdempotency(t *testing.T) {
 				}
 			})
 			t.Run("other scopes never see it", func(t *testing.T) {
-				a, key := caller(), newKey()
+				a, key := caller(5), newKey()
 				first := send(op, a, org, 5, key)
 				if first.Status != http.StatusCreated {
 					t.Fatalf("first: %d %s", first.Status, first.Body)
 				}
 				// Another caller with the same key and request.
 				b := w.Admin
-				if op.id == "acceptInvitation" || op.id == "createOrg" {
+				switch op.id {
+				case "acceptInvitation":
+					b = caller(6)
+				case "createOrg":
 					b = ts.Actor(t, "other-caller")
 				}
 				if op.id == "acceptInvitation" {

@@ -60,7 +60,7 @@ func TestHardeningRateLimit(t *testing.T) {
 				}
 				aCounts.add(r.Status)
 				if r.Status == http.StatusTooManyRequests {
-					if ops := rr.Of(id); len(ops) != 1 || ops[0] != "GetItem" {
+					if ops := rr.Of(id); len(ops) != 1 || ops[0] != "BatchGetItem" {
 						t.Errorf("a 429 made DynamoDB calls %v, want only the authorization read", ops)
 					}
 					mu.Lock()

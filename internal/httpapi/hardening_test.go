@@ -498,7 +498,7 @@ func TestHardeningKeyInjection(t *testing.T) {
 	jobs = append(jobs, hJob{what: "addOrgUser with a '#' in the email", method: http.MethodPost, url: ts.URL + "/v1/orgs/" + org + "/users",
 		token: w.Owner.Token, body: hJSON(map[string]any{"userId": "evil.user", "email": "a#b@example.com", "name": "Evil", "role": "member"}),
 		check: func(t *testing.T, r hResp, ops []string) {
-			if r.Status != http.StatusBadRequest || !slices.Equal(ops, []string{"GetItem"}) {
+			if r.Status != http.StatusBadRequest || !slices.Equal(ops, []string{"BatchGetItem"}) {
 				t.Errorf("email with '#': status %d, DynamoDB calls %v; want 400 after the authorization read only: %s", r.Status, ops, truncate(r.Body))
 			}
 		}})
@@ -629,7 +629,7 @@ func TestHardeningMassAssignment(t *testing.T) {
 	}
 	// acceptInvitation has no body: one sent anyway changes nothing of the
 	// invitation's role.
-	joiner := ts.Actor(t, "joiner")
+	joiner := ts.Invitee(t, "joiner", "mass-invitee@example.com")
 	a := hDo(t, hc, http.MethodPost, ts.URL+"/v1/invitations/"+inv.Token+"/accept", joiner.Token, nil, `{"role":"owner","orgId":"`+other.Id+`"}`)
 	switch a.Status {
 	case http.StatusBadRequest:
@@ -687,13 +687,13 @@ func TestHardeningRevocation(t *testing.T) {
 			ts.Rec.Reset()
 			r, err := u.C.CreateTeamWithResponse(bg, org, nil, client.TeamCreate{Name: fmt.Sprintf("after removal %d", i)})
 			wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
-			if got := ts.Rec.Names(); got != "GetItem+consistent" {
+			if got := ts.Rec.Names(); got != "BatchGetItem+consistent" {
 				t.Errorf("DynamoDB calls: %s, want exactly the consistent authorization read", got)
 			}
 			ts.Rec.Reset()
 			l, err := u.C.ListTicketsWithResponse(bg, org, nil)
 			wantProblem(t, l, err, http.StatusNotFound, "org_not_found")
-			wantOps(t, "GetItem+consistent")
+			wantOps(t, "BatchGetItem+consistent")
 		}
 	})
 	t.Run("user removes themself", func(t *testing.T) {
@@ -713,7 +713,7 @@ func TestHardeningRevocation(t *testing.T) {
 		ts.Rec.Reset()
 		r, err := u.C.CreateTeamWithResponse(bg, org, nil, client.TeamCreate{Name: "made after demotion"})
 		wantProblem(t, r, err, http.StatusForbidden, "forbidden")
-		wantOps(t, "GetItem+consistent")
+		wantOps(t, "BatchGetItem+consistent")
 		// Still a member: reads go on.
 		g, err := u.C.GetOrgWithResponse(bg, org, nil)
 		mustStatus(t, g, err, http.StatusOK)
@@ -730,7 +730,7 @@ func TestHardeningRevocation(t *testing.T) {
 		r, err := u.C.PutTeamMemberWithResponse(bg, org, w.Team.Id, w.Member.ID, nil, client.TeamMemberPut{Role: client.RoleMember})
 		wantProblem(t, r, err, http.StatusForbidden, "forbidden")
 		// The org edge, then the team edge: both consistent reads.
-		wantOps(t, "GetItem+consistent", "GetItem+consistent")
+		wantOps(t, "BatchGetItem+consistent", "GetItem+consistent")
 		g, err := w.Owner.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.Member.ID)
 		wantProblem(t, g, err, http.StatusNotFound, "")
 	})
@@ -880,7 +880,7 @@ func TestHardeningLimits(t *testing.T) {
 			}
 			// A repeated parameter is refused by the handler's binding,
 			// after the authorization read; everything else before it.
-			if n := ts.Rec.Count(); n != 0 && !(q == "limit=1&limit=2" && ts.Rec.Names() == "GetItem+consistent") {
+			if n := ts.Rec.Count(); n != 0 && !(q == "limit=1&limit=2" && ts.Rec.Names() == "BatchGetItem+consistent") {
 				t.Errorf("%s: %d DynamoDB calls (%s), want 0", q, n, ts.Rec.Names())
 			}
 		})

@@ -28,6 +28,7 @@ import (
 	"github.com/tenantd/tenantd"
 	"github.com/tenantd/tenantd/client"
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/membership"
@@ -88,9 +89,12 @@ type testServer struct {
 	// (see hWithTransport), for reading back what a request really wrote.
 	Raw   *dynamodb.Client
 	Table string
-	scans atomic.Int64 // Scan calls ever made through the client (never reset)
-	seq   atomic.Int64
-	http  *http.Client
+	// Deletions finishes the offboardings (and large deletes) the server
+	// starts; its poll loop does not run unless a test runs it (RunOnce).
+	Deletions *deletion.Worker
+	scans     atomic.Int64 // Scan calls ever made through the client (never reset)
+	seq       atomic.Int64
+	http      *http.Client
 
 	mu   sync.Mutex
 	seen map[string]map[int]bool // operationId -> statuses answered
@@ -170,6 +174,9 @@ type hOptions struct {
 	rateLimit      *ratelimit.Options
 	verifier       *authz.VerifierConfig
 	maxHeaderBytes int
+	deletionLease  time.Duration
+	offboardGrace  time.Duration
+	offboardWait   time.Duration
 }
 
 // hOption changes one of MustServer's settings.
@@ -200,6 +207,20 @@ func hWithRateLimit(ro ratelimit.Options) hOption {
 // Its Now defaults to the server's clock; ts.Token then no longer works.
 func hWithVerifier(cfg authz.VerifierConfig) hOption {
 	return func(o *hOptions) { o.verifier = &cfg }
+}
+
+// hWithDeletionLease sets how long a run of a deletion holds its lease
+// (default 30 s), so a test can let a dead run's lease expire.
+func hWithDeletionLease(d time.Duration) hOption {
+	return func(o *hOptions) { o.deletionLease = d }
+}
+
+// hWithOffboarding sets how long an offboarding waits before its last
+// sweep (default 0 with DynamoDB Local) and how long DELETE org waits for it
+// before answering 202 (default: the server's 2 s), so that a test can see
+// an offboarding under way.
+func hWithOffboarding(grace, wait time.Duration) hOption {
+	return func(o *hOptions) { o.offboardGrace, o.offboardWait = grace, wait }
 }
 
 // hWithMaxHeaderBytes serves with http.Server.MaxHeaderBytes set, as
@@ -268,9 +289,13 @@ func MustServer(tb testing.TB, opts ...hOption) *testServer {
 		limit = *o.rateLimit
 	}
 	db := store.Open(dbc, name)
+	// DynamoDB Local's indexes never lag: offboardings need no grace.
+	db.SetDeletionTiming(o.deletionLease, o.offboardGrace)
+	ts.Deletions = deletion.NewWorker(&store.Deletions{DB: db}, deletion.Options{})
+	tb.Cleanup(ts.Deletions.Close)
 	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
 	e, err := httpapi.New(httpapi.Deps{
-		Tenants:   tenant.NewService(tenants, ts.Clock.Now).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}),
+		Tenants:   tenant.NewService(tenants, ts.Clock.Now).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}).WithDeletions(ts.Deletions),
 		Teams:     membership.NewService(teams, ts.Clock.Now),
 		Tickets:   ticket.NewService(tickets, teams, ts.Clock.Now),
 		Roles:     tenants,
@@ -285,6 +310,7 @@ func MustServer(tb testing.TB, opts ...hOption) *testServer {
 		RateLimit:      ratelimit.New(limit),
 		Idempotency:    &store.Idempotency{DB: db},
 		RequestTimeout: o.requestTimeout,
+		OffboardWait:   o.offboardWait,
 	})
 	if err != nil {
 		tb.Fatalf("httpapi.New: %v", err)
@@ -498,6 +524,18 @@ func (ts *testServer) Actor(tb testing.TB, prefix string) actor {
 func (ts *testServer) ActorWithID(tb testing.TB, id string) actor {
 	tb.Helper()
 	a := actor{ID: id, Email: fmt.Sprintf("user-%d@example.com", ts.seq.Add(1)), Name: "Name of " + id}
+	a.Token = ts.Token(tb, a.ID, a.Email, a.Name)
+	a.C = ts.Client(tb, a.Token)
+	a.HTTP = ts.HTTPClient(tb, a.Token)
+	return a
+}
+
+// Invitee returns a new actor whose token carries email: the one an
+// invitation was sent to, which accepting it requires.
+func (ts *testServer) Invitee(tb testing.TB, prefix, email string) actor {
+	tb.Helper()
+	a := actor{ID: ts.UniqueID(prefix), Email: email}
+	a.Name = "Name of " + a.ID
 	a.Token = ts.Token(tb, a.ID, a.Email, a.Name)
 	a.C = ts.Client(tb, a.Token)
 	a.HTTP = ts.HTTPClient(tb, a.Token)

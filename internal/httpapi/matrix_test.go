@@ -92,6 +92,8 @@ var requests = map[string]func(ids opIDs) string{
 	"updateOrg": body(`{"name":"Renamed by a request builder"}`),
 	"deleteOrg": noBody,
 
+	"getOffboarding": noBody,
+
 	"listOrgUsers":        noBody,
 	"addOrgUser":          body(`{"userId":"built.user","email":"built.user@example.com","name":"Built User","role":"member"}`),
 	"getOrgUser":          noBody,
@@ -255,7 +257,7 @@ func TestCrossTenant(t *testing.T) {
 			if got, want := resp.StatusCode, http.StatusNotFound; got != want {
 				t.Errorf("%s %s as an outsider: status %d, want %d: %s", op.Method, pathOf(op, aIDsForReq), got, want, b)
 			}
-			if got, want := ts.Rec.Names(), "GetItem+consistent"; got != want {
+			if got, want := ts.Rec.Names(), "BatchGetItem+consistent"; got != want {
 				t.Errorf("DynamoDB calls: got %q, want only the authorization read %q", got, want)
 			}
 			if l := leaks(b, secrets, aIDs, pathOf(op, aIDsForReq)+reqBody); len(l) > 0 {

@@ -22,7 +22,7 @@ func TestOperations(t *testing.T) {
 		MustUser(t, w.Owner.C, org, a, client.RoleMember)
 		MustMember(t, w.Owner.C, org, w.Team.Id, a.ID, client.RoleMember)
 	}
-	const authzRead = "GetItem+consistent"
+	const authzRead = "BatchGetItem+consistent"
 	cases := []struct {
 		name  string
 		want  string
@@ -137,7 +137,7 @@ func TestNoScan(t *testing.T) {
 	ids := idsOf(w)
 	ids.InvitationID = MustInvitation(t, w.Owner.C, w.Org.Id, "tour-revoked@example.com", client.RoleMember).Id
 	ids.Token = MustInvitation(t, w.Owner.C, w.Org.Id, "tour-accepted@example.com", client.RoleMember, w.Team.Id).Token
-	invitee := ts.Actor(t, "invitee")
+	invitee := ts.Invitee(t, "invitee", "tour-accepted@example.com")
 	ts.Rec.Reset()
 	for _, op := range tourOrder(specOperations(doc)) {
 		build, ok := requests[op.ID]
@@ -151,6 +151,11 @@ func TestNoScan(t *testing.T) {
 				hc = invitee.HTTP
 			}
 			resp, body := do(t, hc, ts.URL, op, ids, build(ids))
+			// No offboarding runs before the tour's deleteOrg (and that one
+			// finishes within the request): getOffboarding has nothing.
+			if op.ID == "getOffboarding" && resp.StatusCode == http.StatusNotFound {
+				return
+			}
 			if resp.StatusCode >= 300 {
 				t.Errorf("%s %s: status %d: %s", op.Method, op.Path, resp.StatusCode, body)
 			}

@@ -30,6 +30,16 @@ func (w *world) actor(r role) actor {
 		teamAdmin: w.TeamAdmin, teamMember: w.TeamMember, requester: w.Requester, assignee: w.Assignee}[r]
 }
 
+// actorOf is the actor of the world whose client c is.
+func (w *world) actorOf(c *client.ClientWithResponses) actor {
+	for _, r := range roles {
+		if a := w.actor(r); a.C == c {
+			return a
+		}
+	}
+	panic("no actor of the world has this client")
+}
+
 // principal is what the policy knows of r: their org role.
 func principal(r role) authz.Principal {
 	switch r {
@@ -196,12 +206,13 @@ var roleOps = map[string]roleOp{
 		}
 		return st
 	}},
-	// Accepting is governed by the token, not by a role: whoever holds one
-	// joins (here: another org, which none of the roles is in yet).
+	// Accepting is governed by the token and its email, not by a role:
+	// whoever holds one sent to their email joins (here: another org, which
+	// none of the roles is in yet).
 	"acceptInvitation": {"", http.StatusCreated, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
 		inviter := ts.Actor(t, "inviter")
 		o := MustOrg(t, inviter.C, ts.UniqueID("inviting"))
-		inv := MustInvitation(t, inviter.C, o.Id, ts.UniqueID("joiner")+"@example.com", client.RoleMember)
+		inv := MustInvitation(t, inviter.C, o.Id, w.actorOf(c).Email, client.RoleMember)
 		r, err := c.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		return status(t, r, err)
 	}},

@@ -48,7 +48,7 @@ type Deps struct {
 	Tenants  *tenant.Service
 	Teams    *membership.Service
 	Tickets  *ticket.Service
-	Roles    authz.RoleReader // the authorization read
+	Roles    authz.AccessReader // the authorization read
 	Verifier *authz.Verifier
 	// CursorKey signs pagination cursors (at least 32 bytes).
 	CursorKey []byte
@@ -74,9 +74,13 @@ type Deps struct {
 	// RequestTimeout bounds each request, DynamoDB calls included
 	// (default 10 s); a request that runs out answers 503.
 	RequestTimeout time.Duration
-	// OffboardTimeout bounds DELETE /v1/orgs/{orgId}, which deletes a whole
-	// tenant (default 5 min). A DELETE cut short is resumed by repeating it.
+	// OffboardTimeout bounds DELETE /v1/orgs/{orgId}, which cuts every
+	// member of a tenant off before it answers (default 2 min).
 	OffboardTimeout time.Duration
+	// OffboardWait is how long DELETE /v1/orgs/{orgId} waits, once the
+	// members are cut off, for the rest of the offboarding before it
+	// answers 202 and lets it finish in the background (default 2 s).
+	OffboardWait time.Duration
 }
 
 // New returns the Echo server with every route of openapi.yaml.
@@ -94,7 +98,10 @@ func New(d Deps) (*echo.Echo, error) {
 		d.RequestTimeout = 10 * time.Second
 	}
 	if d.OffboardTimeout == 0 {
-		d.OffboardTimeout = 5 * time.Minute
+		d.OffboardTimeout = 2 * time.Minute
+	}
+	if d.OffboardWait == 0 {
+		d.OffboardWait = 2 * time.Second
 	}
 	spec, err := oapi.GetSpec()
 	if err != nil {
@@ -161,7 +168,7 @@ func New(d Deps) (*echo.Echo, error) {
 		e.Use(d.RateLimit.Middleware())
 	}
 	if d.Idempotency != nil {
-		e.Use(idempotency.Middleware(d.Idempotency, idempotency.Options{Now: d.Now}))
+		e.Use(idempotency.Middleware(d.Idempotency, idempotency.Options{Now: d.Now, Authorize: authorizeReplay}))
 	}
 
 	h := &handlers{Deps: d, cursors: cursors{key: d.CursorKey, ttl: d.CursorTTL, now: clock.Or(d.Now)}}

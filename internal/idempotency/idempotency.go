@@ -10,6 +10,8 @@ package idempotency
 import (
 	"bytes"
 	"context"
+	"crypto/aes"
+	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
@@ -33,23 +35,29 @@ const MaxKeyLen = 255
 // Record is a request seen under one key, and once done, its response.
 type Record struct {
 	OrgID, UserID, Key string
-	Fingerprint        string // hash of method, route, path and body
-	Owner              string // random per attempt: recognizes our own write when its response was lost
-	Done               bool
-	Status             int
-	ContentType        string
-	ETag               string
-	Body               []byte
-	CreatedAt          time.Time
-	ExpiresAt          time.Time
+	// Role is the caller's org role (when OrgID is set): the record is
+	// written only while the caller still belongs to the org with it, as
+	// every write of a member is (the actor fence).
+	Role        string
+	Fingerprint string // hash of method, route, path and body
+	Owner       string // random per attempt: recognizes our own write when its response was lost
+	Done        bool
+	Status      int
+	ContentType string
+	ETag        string
+	Body        []byte
+	CreatedAt   time.Time
+	ExpiresAt   time.Time
 }
 
 // Storer keeps records.
 type Storer interface {
 	// Begin stores r unless a live record exists for its key; then it
-	// returns that record and started=false.
+	// returns that record and started=false. Returns NotFound (org_not_found)
+	// if the caller no longer belongs to the org with r.Role.
 	Begin(ctx context.Context, r Record) (existing Record, started bool, err error)
-	// Complete stores the response of a begun record.
+	// Complete stores the response of a begun record, only if the begun
+	// record is still there (an offboarding may have deleted it).
 	Complete(ctx context.Context, r Record) error
 	// Abandon removes a begun record so that the key can be retried (after
 	// a server error).
@@ -60,13 +68,57 @@ type Storer interface {
 type Options struct {
 	TTL time.Duration // how long a response is replayable (default 24 h)
 	Now clock.Clock
+	// Authorize decides whether the caller may still make the request, as
+	// the handler would decide it now (body is the request's): a replay is
+	// authorized like a new request, so a caller demoted since the first
+	// one does not get its response (which may hold a secret, such as an
+	// invitation's token). nil allows every replay.
+	Authorize func(c echo.Context, body []byte) error
 }
 
 var (
 	errKeyInvalid = errs.InvalidField(Header, "invalid_idempotency_key", "must be 1-255 printable ASCII characters")
 	errReused     = errs.E(errs.Unprocessable, "idempotency_key_reused", "this Idempotency-Key was used with a different request")
 	errInProgress = errs.E(errs.Conflict, "idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry later")
+	errUnreadable = errs.E(errs.Conflict, "idempotency_unreadable", "the response kept for this Idempotency-Key cannot be replayed; use a new key")
 )
+
+// bodyKey is the AES-256 key a record's response is sealed with: derived
+// from the caller and their Idempotency-Key, which the table never holds
+// (its key is another hash of them), so reading the table is not enough to
+// read a kept response.
+func bodyKey(r Record) []byte {
+	h := sha256.Sum256([]byte("tenantd/idempotency/body/v1\x00" + r.UserID + "\x00" + r.Key))
+	return h[:]
+}
+
+func seal(r Record, plain []byte) []byte {
+	if len(plain) == 0 {
+		return nil
+	}
+	gcm := newGCM(bodyKey(r))
+	nonce := make([]byte, gcm.NonceSize())
+	_, _ = rand.Read(nonce)
+	return gcm.Seal(nonce, nonce, plain, []byte(r.Fingerprint))
+}
+
+func open(r Record, sealed []byte) ([]byte, error) {
+	if len(sealed) == 0 {
+		return nil, nil
+	}
+	gcm := newGCM(bodyKey(r))
+	n := gcm.NonceSize()
+	if len(sealed) < n {
+		return nil, errUnreadable
+	}
+	return gcm.Open(nil, sealed[:n], sealed[n:], []byte(r.Fingerprint))
+}
+
+func newGCM(key []byte) cipher.AEAD {
+	b, _ := aes.NewCipher(key) // 32 bytes: never fails
+	gcm, _ := cipher.NewGCM(b)
+	return gcm
+}
 
 func validKey(k string) bool {
 	if len(k) == 0 || len(k) > MaxKeyLen {
@@ -118,6 +170,9 @@ func Middleware(s Storer, o Options) echo.MiddlewareFunc {
 			_, _ = rand.Read(owner)
 			rec := Record{OrgID: c.Param("orgId"), UserID: id.UserID, Key: k[0], Fingerprint: hex.EncodeToString(h.Sum(nil)),
 				Owner: hex.EncodeToString(owner), CreatedAt: t, ExpiresAt: t.Add(o.TTL)}
+			if p, ok := authz.PrincipalFrom(req.Context()); ok {
+				rec.Role = string(p.OrgRole)
+			}
 			existing, started, err := s.Begin(req.Context(), rec)
 			if err != nil {
 				return err
@@ -129,6 +184,19 @@ func Middleware(s Storer, o Options) echo.MiddlewareFunc {
 				case !existing.Done:
 					return errInProgress
 				}
+				// A kept success holds what the request made (an invitation's
+				// token, say): it is only for a caller still allowed to make
+				// it. A kept refusal reveals nothing new and replays as is.
+				if o.Authorize != nil && existing.Status < 300 {
+					if err := o.Authorize(c, body); err != nil {
+						return err
+					}
+				}
+				plain, err := open(rec, existing.Body)
+				if err != nil {
+					return errUnreadable
+				}
+				existing.Body = plain
 				return replay(c, existing)
 			}
 			w := &recorder{ResponseWriter: c.Response().Writer}
@@ -158,7 +226,10 @@ func Middleware(s Storer, o Options) echo.MiddlewareFunc {
 			rec.Done, rec.Status = true, status
 			rec.ContentType = c.Response().Header().Get(echo.HeaderContentType)
 			rec.ETag = c.Response().Header().Get("ETag")
-			rec.Body = w.body.Bytes()
+			// The response may hold a secret (an invitation's token): it is
+			// stored sealed with a key only the client's Idempotency-Key
+			// gives, never in clear.
+			rec.Body = seal(rec, w.body.Bytes())
 			ctx, cancel := bookkeeping(req.Context())
 			defer cancel()
 			if err := s.Complete(ctx, rec); err != nil {

@@ -18,6 +18,7 @@ type Team struct {
 	Name        string
 	Description string
 	MemberCount int
+	OwnerCount  int // members with role owner: never 0 while the team exists
 	Version     int64
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
@@ -58,8 +59,10 @@ type Storer interface {
 	// UpdateTeam replaces the team's mutable fields if prev.Version is
 	// current. Returns NotFound or PreconditionFailed.
 	UpdateTeam(ctx context.Context, prev, next Team) error
-	// DeleteTeam removes the team and all its member edges. Returns
-	// NotFound or PreconditionFailed (version, when ifVersion > 0).
+	// DeleteTeam removes the team and all its member edges, and the team
+	// from each member's team set; no edge outlives the team, even when
+	// members are added or removed concurrently. Returns NotFound or
+	// PreconditionFailed (version, when ifVersion > 0).
 	DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64) error
 
 	// GetMember reads one edge with a consistent GetItem (AP3). Returns
@@ -72,14 +75,18 @@ type Storer interface {
 	ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[Member], error)
 	// BatchGetTeams reads many teams of one org; absent ones are left out.
 	BatchGetTeams(ctx context.Context, orgID string, teamIDs []string) (map[string]Team, error)
-	// AddMember writes a new edge and increments the team's memberCount.
-	// Returns NotFound (team_not_found) or Conflict (not_org_member,
-	// already_member).
+	// AddMember writes a new edge and increments the team's memberCount
+	// (and ownerCount for an owner). Returns NotFound (team_not_found, also
+	// for a team being deleted) or Conflict (not_org_member, already_member).
 	AddMember(ctx context.Context, m Member) error
-	// UpdateMember changes an edge's role if prev.Version is current.
-	// Returns NotFound or PreconditionFailed.
+	// UpdateMember changes an edge's role if prev.Version is current, and
+	// the team's ownerCount when owner is gained or lost. Returns NotFound,
+	// PreconditionFailed, or Conflict (last_team_owner) when the team's
+	// last owner would lose the role.
 	UpdateMember(ctx context.Context, prev, next Member) error
-	// RemoveMember deletes an edge and decrements memberCount (AP5).
-	// Returns NotFound or PreconditionFailed (when ifVersion > 0).
-	RemoveMember(ctx context.Context, orgID, teamID, userID string, ifVersion int64) error
+	// RemoveMember deletes the edge m, as read (its version and role), and
+	// decrements the team's counts (AP5). Returns NotFound (member_not_found,
+	// team_not_found), PreconditionFailed if the edge changed, or Conflict
+	// (last_team_owner) for the team's last owner.
+	RemoveMember(ctx context.Context, m Member) error
 }

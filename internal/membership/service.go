@@ -39,10 +39,10 @@ func validateTeam(t Team) error {
 	return validate.Text("description", t.Description, 0, MaxDescriptionLen, true)
 }
 
-// authorizeTeam decides a team-scoped action. The caller's team edge is
-// read (one consistent GetItem, AP3) only when the org role does not settle
-// it already.
-func (s *Service) authorizeTeam(ctx context.Context, p authz.Principal, a authz.Action, teamID string) error {
+// authorizeTeam decides a team-scoped action and returns the facts it
+// used and the grant. The caller's team edge is read (one consistent
+// GetItem, AP3) only when the org role does not settle it already.
+func (s *Service) authorizeTeam(ctx context.Context, p authz.Principal, a authz.Action, teamID string) (authz.Facts, authz.Grant, error) {
 	var f authz.Facts
 	if authz.NeedsTeamRole(p, a) {
 		m, err := s.store.GetMember(ctx, p.OrgID, teamID, p.UserID)
@@ -50,15 +50,17 @@ func (s *Service) authorizeTeam(ctx context.Context, p authz.Principal, a authz.
 		case err == nil:
 			f.TeamRole = m.Role
 		case !errs.Is(err, errs.NotFound):
-			return err
+			return f, authz.Grant{}, err
 		}
 	}
-	return authz.Authorize(p, a, f)
+	g, err := authz.Permit(p, a, f)
+	return f, g, err
 }
 
 // CreateTeam creates a team whose owner is the caller (org admin+).
 func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, name, description string) (Team, error) {
-	if err := authz.Authorize(p, authz.TeamCreate, authz.Facts{}); err != nil {
+	g, err := authz.Permit(p, authz.TeamCreate, authz.Facts{})
+	if err != nil {
 		return Team{}, err
 	}
 	now := s.now()
@@ -68,7 +70,7 @@ func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, name, descr
 		return Team{}, err
 	}
 	owner := Member{OrgID: p.OrgID, TeamID: t.ID, UserID: p.UserID, Role: authz.Owner, JoinedAt: now, UpdatedAt: now, Version: 1}
-	ctx = s.event(ctx, p, "team.create", "team", t.ID, now, audit.Diff(
+	ctx = s.event(ctx, p, g, "team.create", "team", t.ID, now, audit.Diff(
 		audit.F("name", nil, t.Name), audit.F("description", nil, t.Description)))
 	if err := s.store.CreateTeam(ctx, t, owner); err != nil {
 		return Team{}, err
@@ -108,7 +110,8 @@ func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID stri
 	if patch.Name == nil && patch.Description == nil {
 		return Team{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
-	if err := s.authorizeTeam(ctx, p, authz.TeamUpdate, teamID); err != nil {
+	_, g, err := s.authorizeTeam(ctx, p, authz.TeamUpdate, teamID)
+	if err != nil {
 		return Team{}, err
 	}
 	prev, err := s.store.GetTeam(ctx, p.OrgID, teamID)
@@ -129,7 +132,7 @@ func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID stri
 		return Team{}, err
 	}
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ctx = s.event(ctx, p, "team.update", "team", teamID, next.UpdatedAt, audit.Diff(
+	ctx = s.event(ctx, p, g, "team.update", "team", teamID, next.UpdatedAt, audit.Diff(
 		audit.F("name", prev.Name, next.Name), audit.F("description", prev.Description, next.Description)))
 	if err := s.store.UpdateTeam(ctx, prev, next); err != nil {
 		return Team{}, err
@@ -142,7 +145,8 @@ func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID stri
 	if err := ids.Resource("teamId", teamID); err != nil {
 		return err
 	}
-	if err := s.authorizeTeam(ctx, p, authz.TeamDelete, teamID); err != nil {
+	_, g, err := s.authorizeTeam(ctx, p, authz.TeamDelete, teamID)
+	if err != nil {
 		return err
 	}
 	prev, err := s.store.GetTeam(ctx, p.OrgID, teamID)
@@ -152,7 +156,7 @@ func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID stri
 	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
 		return err
 	}
-	ctx = s.event(ctx, p, "team.delete", "team", teamID, s.now(), audit.Diff(
+	ctx = s.event(ctx, p, g, "team.delete", "team", teamID, s.now(), audit.Diff(
 		audit.F("name", prev.Name, nil), audit.F("memberCount", prev.MemberCount, nil)))
 	return s.store.DeleteTeam(ctx, p.OrgID, teamID, prev.Version)
 }
@@ -221,7 +225,16 @@ func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, user
 	if !role.Valid() {
 		return Member{}, false, errs.InvalidField("role", "invalid_role", "must be one of owner, admin, member")
 	}
-	if err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID); err != nil {
+	f, _, err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID)
+	if err != nil {
+		return Member{}, false, err
+	}
+	// Granting the owner role, or changing an owner's, is for team owners
+	// and org admins only (the role matrix); a team admin may manage the
+	// other members.
+	f.TeamOwnerRole = role == authz.Owner
+	g, err := authz.Permit(p, authz.MemberWrite, f)
+	if err != nil {
 		return Member{}, false, err
 	}
 	// A concurrent PUT may create the edge between our read and our add, or
@@ -238,7 +251,7 @@ func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, user
 				return Member{}, false, errs.ErrVersion
 			}
 			m = Member{OrgID: p.OrgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: now, UpdatedAt: now, Version: 1}
-			err := s.store.AddMember(s.event(ctx, p, "member.add", "member", teamID+"/"+userID, now,
+			err := s.store.AddMember(s.event(ctx, p, g, "member.add", "member", teamID+"/"+userID, now,
 				audit.Diff(audit.F("role", nil, string(role)))), m)
 			if errs.CodeOf(err) == "already_member" && retry {
 				continue
@@ -250,6 +263,12 @@ func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, user
 		case err != nil:
 			return Member{}, false, err
 		}
+		if prev.Role == authz.Owner && role != authz.Owner {
+			f.TeamOwnerRole = true
+			if g, err = authz.Permit(p, authz.MemberWrite, f); err != nil {
+				return Member{}, false, err
+			}
+		}
 		if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
 			return Member{}, false, err
 		}
@@ -258,7 +277,7 @@ func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, user
 		}
 		next := prev
 		next.Role, next.Version, next.UpdatedAt = role, prev.Version+1, now
-		err = s.store.UpdateMember(s.event(ctx, p, "member.update", "member", teamID+"/"+userID, now,
+		err = s.store.UpdateMember(s.event(ctx, p, g, "member.update", "member", teamID+"/"+userID, now,
 			audit.Diff(audit.F("role", string(prev.Role), string(role)))), prev, next)
 		if errs.Is(err, errs.PreconditionFailed) && ifMatch == 0 && retry {
 			continue // changed under us without If-Match: apply ours on top
@@ -281,23 +300,30 @@ func (s *Service) RemoveMember(ctx context.Context, p authz.Principal, teamID, u
 	if err := ids.User("userId", userID); err != nil {
 		return err
 	}
-	if err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID); err != nil {
+	f, g, err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID)
+	if err != nil {
 		return err
 	}
 	prev, err := s.store.GetMember(ctx, p.OrgID, teamID, userID)
 	if err != nil {
 		return err
 	}
+	if prev.Role == authz.Owner {
+		f.TeamOwnerRole = true
+		if g, err = authz.Permit(p, authz.MemberWrite, f); err != nil {
+			return err
+		}
+	}
 	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
 		return err
 	}
-	ctx = s.event(ctx, p, "member.remove", "member", teamID+"/"+userID, s.now(), audit.Diff(audit.F("role", string(prev.Role), nil)))
-	return s.store.RemoveMember(ctx, p.OrgID, teamID, userID, prev.Version)
+	ctx = s.event(ctx, p, g, "member.remove", "member", teamID+"/"+userID, s.now(), audit.Diff(audit.F("role", string(prev.Role), nil)))
+	return s.store.RemoveMember(ctx, prev)
 }
 
 // event attaches the audit event of a change to ctx; the store writes it in
 // the change's transaction.
-func (s *Service) event(ctx context.Context, p authz.Principal, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
-	return audit.With(ctx, audit.Event{OrgID: p.OrgID, ID: s.ids.NewAt(at), ActorID: p.UserID, Action: action,
+func (s *Service) event(ctx context.Context, p authz.Principal, g authz.Grant, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
+	return audit.With(ctx, audit.Event{OrgID: p.OrgID, ID: s.ids.NewAt(at), ActorID: p.UserID, ActorFloor: string(g.Floor), Action: action,
 		TargetType: targetType, TargetID: targetID, At: at, Changes: changes})
 }

@@ -53,20 +53,6 @@ func fromAuditItem(it auditItem) audit.Event {
 	return ev
 }
 
-// audited adds to t the audit event carried by ctx, if any: the event then
-// commits or fails with the change.
-func (d *DB) audited(ctx context.Context, t *txn) *txn {
-	ev, ok := audit.From(ctx)
-	if !ok {
-		return t
-	}
-	if ev.OrgID == "" || !ulidOK(ev.ID) {
-		t.err = fmt.Errorf("audit event lacks org or ID")
-		return t
-	}
-	return t.put(d.table.Put(toAuditItem(ev)).If(notExists), nil)
-}
-
 func ulidOK(id string) bool { return checkIDs("eventId", id) == nil }
 
 // maxAuditRange bounds how far back one listing reaches by default.

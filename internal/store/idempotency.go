@@ -8,6 +8,8 @@ import (
 
 	"github.com/guregu/dynamo/v2"
 
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/idempotency"
 )
 
@@ -75,13 +77,31 @@ func (s *Idempotency) Begin(ctx context.Context, r idempotency.Record) (idempote
 		return idempotency.Record{}, false, err
 	}
 	it := toIdempotencyItem(r)
-	err := s.table.Put(it).If("attribute_not_exists(pk) OR expiresAt < ? OR (done = ? AND startedAt < ?)",
-		r.CreatedAt.Unix(), false, r.CreatedAt.Add(-staleAfter).Unix()).Run(ctx)
-	if err == nil {
-		return r, true, nil
-	}
-	if failed, _ := condFailed(err); !failed && !dynamo.IsCondCheckFailed(err) {
-		return idempotency.Record{}, false, fmt.Errorf("begin idempotent request: %w", translate(err))
+	put := s.table.Put(it).If("attribute_not_exists(pk) OR expiresAt < ? OR (done = ? AND startedAt < ?)",
+		r.CreatedAt.Unix(), false, r.CreatedAt.Add(-staleAfter).Unix())
+	var err error
+	if r.OrgID != "" && r.Role != "" {
+		// Under an org, the record is a write of a member like any other:
+		// fenced on their edge, so none lands once the org's offboarding
+		// has cut its members off.
+		errTaken := errs.E(errs.Conflict, "idempotency_taken", "taken")
+		t := s.newTx().put(key{it.PK, it.SK}, put, failWith(errTaken))
+		s.fence(t, r.OrgID, r.UserID, string(authz.Member))
+		err = t.run(ctx, "begin idempotent request")
+		if err == nil {
+			return r, true, nil
+		}
+		if err != errTaken {
+			return idempotency.Record{}, false, err
+		}
+	} else {
+		err = put.Run(ctx)
+		if err == nil {
+			return r, true, nil
+		}
+		if failed, _ := condFailed(err); !failed && !dynamo.IsCondCheckFailed(err) {
+			return idempotency.Record{}, false, fmt.Errorf("begin idempotent request: %w", translate(err))
+		}
 	}
 	var cur idempotencyItem
 	err = s.table.Get(attrPK, it.PK).Range(attrSK, dynamo.Equal, it.SK).Consistent(true).One(ctx, &cur)
@@ -99,12 +119,17 @@ func (s *Idempotency) Begin(ctx context.Context, r idempotency.Record) (idempote
 	return fromIdempotencyItem(cur, r), false, nil
 }
 
-// Complete stores the response.
+// Complete stores the response in the record Begin wrote, if it is still
+// ours: it never brings back a record an offboarding deleted.
 func (s *Idempotency) Complete(ctx context.Context, r idempotency.Record) error {
 	if err := checkRecord(r); err != nil {
 		return err
 	}
-	if err := s.table.Put(toIdempotencyItem(r)).Run(ctx); err != nil {
+	err := s.table.Put(toIdempotencyItem(r)).If("attribute_exists(pk) AND $ = ?", "owner", r.Owner).Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return errs.E(errs.Conflict, "idempotency_record_gone", "the idempotency record is gone or was taken over")
+	}
+	if err != nil {
 		return fmt.Errorf("complete idempotent request: %w", translate(err))
 	}
 	return nil

@@ -92,22 +92,22 @@ func (s *Tenants) CreateInvitation(ctx context.Context, inv tenant.Invitation) e
 	if err != nil && !errors.Is(err, dynamo.ErrNotFound) {
 		return fmt.Errorf("create invitation: %w", translate(err))
 	}
-	t := s.newTx().put(s.table.Put(toInvitationItem(inv)).If(notExists), failWith(errs.E(errs.Conflict, "invitation_exists", "invitation ID already taken")))
+	t := s.newTx().put(invitationKey(inv.OrgID, inv.ID), s.table.Put(toInvitationItem(inv)).If(notExists),
+		failWith(errs.E(errs.Conflict, "invitation_exists", "invitation ID already taken")))
 	ptr := invitationEmailItem{PK: ek.PK, SK: ek.SK, Type: typeInviteMail, GSI1PK: orgPK(inv.OrgID), GSI1SK: "EMAILINVITE#" + email,
 		OrgID: inv.OrgID, InvitationID: inv.ID, ExpiresAt: inv.ExpiresAt.Unix()}
 	if old.InvitationID == "" {
-		t.put(s.table.Put(ptr).If(notExists), failWith(errInvitationRace))
+		t.put(ek, s.table.Put(ptr).If(notExists), failWith(errInvitationRace))
 	} else {
-		t.put(s.table.Put(ptr).If("invitationId = ?", old.InvitationID), failWith(errInvitationRace))
+		t.put(ek, s.table.Put(ptr).If("invitationId = ?", old.InvitationID), failWith(errInvitationRace))
 		ok := invitationKey(inv.OrgID, old.InvitationID)
-		t.delete(s.table.Delete(attrPK, ok.PK).Range(attrSK, ok.SK), nil)
+		t.delete(ok, s.table.Delete(attrPK, ok.PK).Range(attrSK, ok.SK), nil)
 	}
 	ck := claimKey(inv.OrgID, email)
-	t.check(s.table.Check(attrPK, ck.PK).Range(attrSK, ck.SK).If(notExists), failWith(errEmailTaken))
+	t.check(ck, s.table.Check(attrPK, ck.PK).Range(attrSK, ck.SK).If(notExists), failWith(errEmailTaken))
 	s.orgGuard(t, inv.OrgID, 0)
 	for _, team := range inv.TeamIDs {
-		tk := teamKey(inv.OrgID, team)
-		t.check(s.table.Check(attrPK, tk.PK).Range(attrSK, tk.SK).If(exists), failWith(errTicketTeam))
+		s.teamCheck(t, inv.OrgID, team, errTicketTeam)
 	}
 	return s.audited(ctx, t).run(ctx, "create invitation")
 }
@@ -149,8 +149,8 @@ func (s *Tenants) RevokeInvitation(ctx context.Context, inv tenant.Invitation) e
 	orgID, invitationID := inv.OrgID, inv.ID
 	k, ek := invitationKey(orgID, invitationID), invitationEmailKey(orgID, tenant.NormalizeEmail(inv.Email))
 	t := s.newTx().
-		delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errInvitationNotFound)).
-		delete(s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", invitationID), failWith(errInvitationNotFound))
+		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errInvitationNotFound)).
+		delete(ek, s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", invitationID), failWith(errInvitationNotFound))
 	return s.audited(ctx, t).run(ctx, "revoke invitation")
 }
 
@@ -165,8 +165,7 @@ func (s *Tenants) AcceptInvitation(ctx context.Context, inv tenant.Invitation, u
 	if err := checkUser(u); err != nil {
 		return nil, err
 	}
-	teams := &Teams{s.DB}
-	existing, err := teams.BatchGetTeams(ctx, inv.OrgID, inv.TeamIDs)
+	existing, err := s.batchGetTeams(ctx, inv.OrgID, inv.TeamIDs, true)
 	if err != nil {
 		return nil, fmt.Errorf("accept invitation: %w", err)
 	}
@@ -179,12 +178,13 @@ func (s *Tenants) AcceptInvitation(ctx context.Context, inv tenant.Invitation, u
 		}
 	}
 	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, tenant.NormalizeEmail(inv.Email))
+	c := toClaimItem(u)
 	t := s.newTx().
-		delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("tokenHash = ? AND expiresAt > ?", inv.TokenHash, u.JoinedAt.Unix()),
+		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("tokenHash = ? AND expiresAt > ?", inv.TokenHash, u.JoinedAt.Unix()),
 			failWith(errInvitationNotFound)).
-		delete(s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound)).
-		put(s.table.Put(userItem).If(notExists), failWith(errUserExists)).
-		put(s.table.Put(toClaimItem(u)).If(notExists), failWith(errEmailTaken))
+		delete(ek, s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound)).
+		put(orgUserKey(u.OrgID, u.UserID), s.table.Put(userItem).If(notExists), failWith(errUserExists)).
+		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
 	var joined []string
 	for _, team := range inv.TeamIDs {
@@ -193,9 +193,9 @@ func (s *Tenants) AcceptInvitation(ctx context.Context, inv tenant.Invitation, u
 		}
 		m := membership.Member{OrgID: u.OrgID, TeamID: team, UserID: u.UserID, Role: authz.Member,
 			JoinedAt: u.JoinedAt, UpdatedAt: u.JoinedAt, Version: 1}
-		tk := teamKey(u.OrgID, team)
-		t.put(s.table.Put(toMemberItem(m)).If(notExists), failWith(errAlreadyMember)).
-			update(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1).If(exists), failWith(errTicketTeam))
+		tk, mi := teamKey(u.OrgID, team), toMemberItem(m)
+		t.put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember)).
+			update(tk, s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1).If(liveItem), failWith(errTicketTeam))
 		joined = append(joined, team)
 	}
 	if err := s.audited(ctx, t).run(ctx, "accept invitation"); err != nil {

@@ -77,6 +77,22 @@ func claimKey(orgID, normalizedEmail string) key {
 	return key{orgPK(orgID) + "#EMAIL#" + normalizedEmail, skClaim}
 }
 
+// claimSK is a claim's GSI1 sort key under ORG#<orgId>: offboarding finds
+// every claim of the org there, even one written while it ran.
+func claimSK(normalizedEmail string) string { return "EMAIL#" + normalizedEmail }
+
+// deletionsPK is the GSI3 partition of unfinished deletions: an org being
+// offboarded, a large team or ticket being deleted. It is the one GSI3
+// partition that spans tenants; only the deletion worker reads it.
+const deletionsPK = "DELETING"
+
+// Sort keys of unfinished deletions in deletionsPK, by kind.
+func orgDeletionSK(orgID string) string          { return prefixOrg + orgID }
+func teamDeletionSK(orgID, teamID string) string { return prefixTeam + orgID + "#" + teamID }
+func ticketDeletionSK(orgID, ticketID string) string {
+	return prefixTicket + orgID + "#" + ticketID
+}
+
 func teamPK(orgID, teamID string) string { return orgPK(orgID) + "#TEAM#" + teamID }
 func teamKey(orgID, teamID string) key   { return key{teamPK(orgID, teamID), skMetadata} }
 func teamSK(teamID string) string        { return prefixTeam + teamID }

@@ -52,6 +52,8 @@ func MustFixture(tb testing.TB) *fixture {
 		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 	})
 	db := store.Open(client, name)
+	// DynamoDB Local's indexes never lag: an offboarding needs no grace.
+	db.SetDeletionTiming(store.DefaultDeletionLease, 0)
 	rec.Reset()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	return &fixture{DB: db, Tenants: &store.Tenants{DB: db}, Teams: &store.Teams{DB: db}, Tickets: &store.Tickets{DB: db},
@@ -97,11 +99,13 @@ func (f *fixture) mustUnchanged(tb testing.TB, fn func() error) error {
 }
 
 // sample is seed 000's data inside one org: Alice owns Engineering and is
-// an admin of Design; Bob is a member of Engineering.
+// an admin of Design; Bob is a member of Engineering. One departure: a team
+// keeps an owner in tenantd, so Design is owned by Dana (a member of the
+// org in no other team).
 type sample struct {
-	Org         tenant.Org
-	Alice, Bob  tenant.User
-	Eng, Design membership.Team
+	Org              tenant.Org
+	Alice, Bob, Dana tenant.User
+	Eng, Design      membership.Team
 }
 
 func (f *fixture) user(orgID, id, email, name string, role authz.Role) tenant.User {
@@ -123,14 +127,18 @@ func (f *fixture) MustSample(tb testing.TB) sample {
 	org := tenant.Org{ID: f.ids.New(), Name: "Acme", Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
 	s := sample{Org: org,
 		Alice: f.user(org.ID, "u_alice", "alice@example.com", "Alice Chen", authz.Owner),
-		Bob:   f.user(org.ID, "u_bob", "bob@example.com", "Bob Park", authz.Member)}
+		Bob:   f.user(org.ID, "u_bob", "bob@example.com", "Bob Park", authz.Member),
+		Dana:  f.user(org.ID, "u_dana", "dana@example.com", "Dana Reyes", authz.Member)}
 	must(tb, f.Tenants.CreateOrg(ctx, org, s.Alice))
 	must(tb, f.Tenants.AddUser(ctx, s.Bob))
+	must(tb, f.Tenants.AddUser(ctx, s.Dana))
 	s.Eng, s.Design = f.team(org.ID, "Engineering"), f.team(org.ID, "Design")
 	must(tb, f.Teams.CreateTeam(ctx, s.Eng, f.member(s.Eng, "u_alice", authz.Owner)))
 	must(tb, f.Teams.AddMember(ctx, f.member(s.Eng, "u_bob", authz.Member)))
-	s.Eng.MemberCount = 2
-	must(tb, f.Teams.CreateTeam(ctx, s.Design, f.member(s.Design, "u_alice", authz.Admin)))
+	s.Eng.MemberCount, s.Eng.OwnerCount = 2, 1
+	must(tb, f.Teams.CreateTeam(ctx, s.Design, f.member(s.Design, "u_dana", authz.Owner)))
+	must(tb, f.Teams.AddMember(ctx, f.member(s.Design, "u_alice", authz.Admin)))
+	s.Design.MemberCount, s.Design.OwnerCount = 2, 1
 	f.Rec.Reset()
 	return s
 }
@@ -146,4 +154,21 @@ func must(tb testing.TB, err error) {
 	if err != nil {
 		tb.Fatal(err)
 	}
+}
+
+// offboard runs an org's whole offboarding as the API does: start (the
+// mark), cut-off, and the rest (Deletions.Finish), as actor.
+func (f *fixture) offboard(tb testing.TB, orgID, actor string) {
+	tb.Helper()
+	ctx := context.Background()
+	owner := "test-" + orgID
+	j, started, err := f.Tenants.StartOffboarding(ctx, orgID, actor, 0, owner, time.Now())
+	if err != nil {
+		tb.Fatalf("start offboarding: %v", err)
+	}
+	if !started {
+		tb.Fatalf("start offboarding: not started (%+v)", j)
+	}
+	must(tb, f.Tenants.CutOff(ctx, orgID, owner))
+	must(tb, (&store.Deletions{DB: f.DB}).Finish(ctx, j, owner))
 }

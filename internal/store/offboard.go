@@ -7,66 +7,290 @@ import (
 
 	"github.com/guregu/dynamo/v2"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/deletion"
+	"github.com/tenantd/tenantd/internal/errs"
 )
 
-// DeleteOrg offboards a tenant: it deletes every item the org owns, in
-// bounded batches, resumably.
+// Offboarding deletes every item an org owns, in phases recorded on the org
+// item (offboardPhase), so that any run, after any crash, continues where
+// the last one stopped:
 //
-//  1. One transaction marks the org and the acting owner's edge as deleting.
-//     From then on the actor's edge authorizes only this DELETE (every other
-//     request of theirs gets 404), so a crash can be resumed by retrying it.
-//  2. Every other user's edge and email claim goes (BatchWriteItem, 25 at a
-//     time), cutting everyone else off.
-//  3. Each partition GSI1 lists under ORG#<orgId> goes: teams with their
-//     memberships, tickets with their comments, invitations and their email
-//     pointers, idempotency records.
-//  4. The audit log's monthly buckets go, from the org's creation to now.
-//  5. Last, the actor's edge and claim and the org item.
-//
-// Every step deletes what is there and skips what is gone, so running it
-// again after any crash finishes the job.
-func (s *Tenants) DeleteOrg(ctx context.Context, orgID, actorID string, now time.Time) error {
+//	start   One transaction marks the org deleting (the authorization read
+//	        now answers 404 to every member, and the org guard refuses new
+//	        users) and the acting owner's edge deleting (their writes are
+//	        fenced off; only they may repeat the DELETE or read progress);
+//	        it puts the org in the DELETING partition with a lease.
+//	cutoff  A consistent Query of the org partition finds every other
+//	        OrgUser; they and their claims go (BatchWriteItem). From then on
+//	        no member's write can commit: every write carries the actor
+//	        fence on the caller's edge, and those edges are gone.
+//	content Every partition GSI1 lists under ORG#<orgId> goes: teams with
+//	        their edges, tickets with their comments, invitations and their
+//	        email pointers, claims, idempotency records.
+//	audit   The audit log's monthly buckets go, from the org's creation to
+//	        a month past now.
+//	sweep   After the grace period since the cut-off (GSI replication lag),
+//	        GSI1 is read once more and whatever it lists goes.
+//	final   The remaining edges (the acting owner's) and claims, then the
+//	        org item last: its disappearance is the end of the job.
+const (
+	phaseCutoff  = "cutoff"
+	phaseContent = "content"
+	phaseAudit   = "audit"
+	phaseSweep   = "sweep"
+	phaseFinal   = "final"
+)
+
+var errNoOffboarding = errs.E(errs.NotFound, "offboarding_not_found", "this organization is not being offboarded")
+
+// StartOffboarding marks the org as being offboarded by actorID, an owner,
+// and takes the job's lease for owner. With ifVersion > 0 the org must be
+// at that version. If the org is being offboarded already, it returns that
+// job unchanged with started false; and when that job's lease has expired
+// (its run died) it takes the lease over for owner, with started true.
+func (s *Tenants) StartOffboarding(ctx context.Context, orgID, actorID string, ifVersion int64, owner string, now time.Time) (deletion.Job, bool, error) {
 	if err := checkIDs("orgId", orgID, "userId", actorID); err != nil {
-		return err
+		return deletion.Job{}, false, err
 	}
 	ok, ak := orgKey(orgID), orgUserKey(orgID, actorID)
-	org, err := getItem[orgItem](ctx, s.DB, ok, true, errOrgNotFound, "delete org")
+	org, err := getItem[orgItem](ctx, s.DB, ok, true, errOrgNotFound, "start offboarding")
 	if err != nil {
-		return err
+		return deletion.Job{}, false, err
 	}
-	actor, err := getItem[orgUserItem](ctx, s.DB, ak, true, errUserNotFound, "delete org")
-	if err != nil {
-		return err
-	}
-	if !org.Deleting || !actor.Deleting {
-		t := s.newTx().
-			update(s.table.Update(attrPK, ok.PK).Range(attrSK, ok.SK).Set("deleting", true).If(exists), failWith(errOrgNotFound)).
-			update(s.table.Update(attrPK, ak.PK).Range(attrSK, ak.SK).Set("deleting", true).If(exists), failWith(errUserNotFound))
-		if err := t.run(ctx, "mark org deleting"); err != nil {
-			return err
+	if org.Deleting {
+		j := orgJob(org)
+		if j.LeaseOwner != "" && now.Before(j.LeaseUntil) {
+			return j, false, nil
 		}
+		got, err := (&Deletions{s.DB}).Acquire(ctx, j, owner, now)
+		if err != nil || !got {
+			return j, false, err
+		}
+		j.LeaseOwner, j.LeaseUntil = owner, now.Add(s.lease)
+		return j, true, nil
 	}
+	if ifVersion > 0 && org.Version != ifVersion {
+		return deletion.Job{}, false, errVersion
+	}
+	t := s.newTx().
+		update(ok, s.table.Update(attrPK, ok.PK).Range(attrSK, ok.SK).
+			Set("deleting", true).Set("deletingSince", now).Set("offboardBy", actorID).Set("offboardPhase", phaseCutoff).
+			Set("gsi3pk", deletionsPK).Set("gsi3sk", orgDeletionSK(orgID)).
+			Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
+			If(liveItem+" AND version = ?", org.Version), liveVersioned(errOrgNotFound)).
+		update(ak, s.table.Update(attrPK, ak.PK).Range(attrSK, ak.SK).Set("deleting", true).If(exists), nil)
+	s.fence(t, orgID, actorID, string(authz.Owner))
+	if err := t.run(ctx, "start offboarding"); err != nil {
+		if err == errVersion && ifVersion == 0 {
+			err = errs.E(errs.Conflict, "concurrent_update", "the organization changed while its offboarding started; retry")
+		}
+		return deletion.Job{}, false, err
+	}
+	org.Deleting, org.Since, org.OffboardBy, org.Phase, org.LeaseOwner, org.LeaseUntilMs = true, now, actorID, phaseCutoff, owner, now.Add(s.lease).UnixMilli()
+	return orgJob(org), true, nil
+}
 
-	// 2. Everyone else's access.
+func orgJob(o orgItem) deletion.Job {
+	j := deletion.Job{Kind: deletion.Org, OrgID: o.ID, Since: o.Since, By: o.OffboardBy, Phase: o.Phase, LeaseOwner: o.LeaseOwner}
+	if o.LeaseUntilMs > 0 {
+		j.LeaseUntil = time.UnixMilli(o.LeaseUntilMs)
+	}
+	return j
+}
+
+// GetOffboarding reads the offboarding of an org (consistently). Returns
+// NotFound (offboarding_not_found) when the org is not being offboarded or
+// is gone, its offboarding finished.
+func (s *Tenants) GetOffboarding(ctx context.Context, orgID string) (deletion.Job, error) {
+	if err := checkIDs("orgId", orgID); err != nil {
+		return deletion.Job{}, err
+	}
+	org, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), true, errNoOffboarding, "get offboarding")
+	if err != nil {
+		return deletion.Job{}, err
+	}
+	if !org.Deleting {
+		return deletion.Job{}, errNoOffboarding
+	}
+	return orgJob(org), nil
+}
+
+// ReleaseOffboarding gives up owner's lease on the org's offboarding (after
+// its run failed), so that a repeated DELETE or the worker takes over at
+// once rather than when the lease expires.
+func (s *Tenants) ReleaseOffboarding(ctx context.Context, orgID, owner string) error {
+	return (&Deletions{s.DB}).Release(ctx, deletion.Job{Kind: deletion.Org, OrgID: orgID}, owner)
+}
+
+// CutOff runs the cutoff phase of an offboarding owner holds, if it has not
+// run yet: when it returns nil, no member of the org other than the owner
+// offboarding it has an edge, so no member's write can commit any more.
+func (s *Tenants) CutOff(ctx context.Context, orgID, owner string) error {
+	if err := checkIDs("orgId", orgID); err != nil {
+		return err
+	}
+	org, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), true, errNoOffboarding, "cut off org")
+	if err != nil {
+		return err
+	}
+	if !org.Deleting {
+		return errNoOffboarding
+	}
+	if org.LeaseOwner != owner {
+		return errLeaseLost
+	}
+	if org.Phase != phaseCutoff {
+		return nil
+	}
+	return s.cutoff(ctx, orgID, owner)
+}
+
+func (d *DB) cutoff(ctx context.Context, orgID, owner string) error {
 	var keys []dynamo.Keyed
-	itr := s.table.Get(attrPK, orgPK(orgID)).Range(attrSK, dynamo.BeginsWith, prefixUser).Iter()
+	itr := d.table.Get(attrPK, orgPK(orgID)).Range(attrSK, dynamo.BeginsWith, prefixUser).Consistent(true).Iter()
 	var u orgUserItem
 	for itr.Next(ctx, &u) {
-		if u.UserID == actorID {
-			continue
+		if u.Deleting {
+			continue // the owner offboarding it: removed last
 		}
 		c := toClaimItem(fromOrgUserItem(u))
 		keys = append(keys, dynamo.Keys{u.PK, u.SK}, dynamo.Keys{c.PK, c.SK})
+		u = orgUserItem{}
 	}
 	if err := itr.Err(); err != nil {
-		return fmt.Errorf("delete org: users: %w", translate(err))
+		return fmt.Errorf("offboard cutoff: %w", translate(err))
 	}
-	if err := s.batchDelete(ctx, keys); err != nil {
-		return fmt.Errorf("delete org: users: %w", err)
+	if err := d.batchDelete(ctx, keys); err != nil {
+		return fmt.Errorf("offboard cutoff: %w", err)
 	}
+	return d.setPhase(ctx, orgID, owner, phaseContent, true)
+}
 
-	// 3 and 4. Everything GSI1 lists under the org, and the audit log's
-	// monthly buckets (from the first of the creation month to now).
+// setPhase records that an offboarding reached phase (and renews owner's
+// lease); cutoff also records when the members were cut off.
+func (d *DB) setPhase(ctx context.Context, orgID, owner, phase string, cutoff bool) error {
+	k := orgKey(orgID)
+	u := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("offboardPhase", phase).
+		Set("leaseUntil", time.Now().Add(d.lease).UnixMilli())
+	if cutoff {
+		u = u.Set("cutoffAt", time.Now())
+	}
+	err := u.If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return errLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("offboard %s: %w", phase, translate(err))
+	}
+	return nil
+}
+
+// finishOrg runs the offboarding's remaining phases under owner's lease.
+func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
+	ok := orgKey(orgID)
+	org, err := getItem[orgItem](ctx, d, ok, true, nil, "offboard")
+	if err == nil && org.ID == "" {
+		return nil // gone: finished
+	}
+	if err != nil {
+		return err
+	}
+	if !org.Deleting {
+		return fmt.Errorf("offboard: org %s is not being offboarded", orgID)
+	}
+	if org.LeaseOwner != owner {
+		return errLeaseLost
+	}
+	lk := &leaseKeeper{d: d, k: ok, owner: owner, last: time.Now()}
+	phase := org.Phase
+	if phase == phaseCutoff {
+		if err := d.cutoff(ctx, orgID, owner); err != nil {
+			return err
+		}
+		phase, org.CutoffAt = phaseContent, time.Now()
+	}
+	if phase == phaseContent {
+		if err := d.deleteOrgPartitions(ctx, orgID, lk); err != nil {
+			return err
+		}
+		if err := d.setPhase(ctx, orgID, owner, phaseAudit, false); err != nil {
+			return err
+		}
+		phase = phaseAudit
+	}
+	if phase == phaseAudit {
+		c, now := org.CreatedAt.UTC(), time.Now().UTC()
+		for m := time.Date(c.Year(), c.Month(), 1, 0, 0, 0, 0, time.UTC); !m.After(now.AddDate(0, 1, 0)); m = m.AddDate(0, 1, 0) {
+			if err := lk.keep(ctx); err != nil {
+				return err
+			}
+			if err := d.deletePartition(ctx, auditPK(orgID, m)); err != nil {
+				return fmt.Errorf("offboard audit: %w", err)
+			}
+		}
+		if err := d.setPhase(ctx, orgID, owner, phaseSweep, false); err != nil {
+			return err
+		}
+		phase = phaseSweep
+	}
+	if phase == phaseSweep {
+		for wait := time.Until(org.CutoffAt.Add(d.grace)); wait > 0; wait = time.Until(org.CutoffAt.Add(d.grace)) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(min(wait, d.lease/3)):
+			}
+			if err := lk.keep(ctx); err != nil {
+				return err
+			}
+		}
+		if err := d.deleteOrgPartitions(ctx, orgID, lk); err != nil {
+			return err
+		}
+		if err := d.setPhase(ctx, orgID, owner, phaseFinal, false); err != nil {
+			return err
+		}
+	}
+	// final: everything left in the org partition, the org item last.
+	var keys []dynamo.Keyed
+	itr := d.table.Get(attrPK, orgPK(orgID)).Consistent(true).Iter()
+	var it dynamo.Item
+	for itr.Next(ctx, &it) {
+		switch entityType(it) {
+		case typeOrg:
+		case typeOrgUser:
+			var u orgUserItem
+			if err := dynamo.UnmarshalItem(it, &u); err != nil {
+				return err
+			}
+			c := toClaimItem(fromOrgUserItem(u))
+			keys = append(keys, dynamo.Keys{u.PK, u.SK}, dynamo.Keys{c.PK, c.SK})
+		default:
+			keys = append(keys, dynamo.Keys{attrS(it, attrPK), attrS(it, attrSK)})
+		}
+		it = nil
+	}
+	if err := itr.Err(); err != nil {
+		return fmt.Errorf("offboard final: %w", translate(err))
+	}
+	if err := d.batchDelete(ctx, keys); err != nil {
+		return fmt.Errorf("offboard final: %w", err)
+	}
+	err = d.table.Delete(attrPK, ok.PK).Range(attrSK, ok.SK).If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return errLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("offboard final: %w", translate(err))
+	}
+	return nil
+}
+
+// deleteOrgPartitions deletes every partition GSI1 lists under the org, a
+// few at a time, renewing the lease between them.
+func (d *DB) deleteOrgPartitions(ctx context.Context, orgID string, lk *leaseKeeper) error {
 	parts := make(chan string)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -74,8 +298,16 @@ func (s *Tenants) DeleteOrg(ctx context.Context, orgID, actorID string, now time
 		var owned struct {
 			PK string `dynamo:"pk"`
 		}
-		itr := s.table.Get("gsi1pk", orgPK(orgID)).Index(gsi1).Project(attrPK).Iter()
+		seen := map[string]bool{}
+		itr := d.table.Get("gsi1pk", orgPK(orgID)).Index(gsi1).Project(attrPK).Iter()
 		for itr.Next(gctx, &owned) {
+			if seen[owned.PK] {
+				continue
+			}
+			seen[owned.PK] = true
+			if err := lk.keep(gctx); err != nil {
+				return err
+			}
 			select {
 			case parts <- owned.PK:
 			case <-gctx.Done():
@@ -83,15 +315,7 @@ func (s *Tenants) DeleteOrg(ctx context.Context, orgID, actorID string, now time
 			}
 		}
 		if err := itr.Err(); err != nil {
-			return fmt.Errorf("delete org: %w", translate(err))
-		}
-		c := org.CreatedAt.UTC()
-		for m := time.Date(c.Year(), c.Month(), 1, 0, 0, 0, 0, time.UTC); !m.After(now.UTC()); m = m.AddDate(0, 1, 0) {
-			select {
-			case parts <- auditPK(orgID, m):
-			case <-gctx.Done():
-				return gctx.Err()
-			}
+			return fmt.Errorf("offboard: list partitions: %w", translate(err))
 		}
 		return nil
 	})
@@ -100,29 +324,17 @@ func (s *Tenants) DeleteOrg(ctx context.Context, orgID, actorID string, now time
 	for range offboardWorkers {
 		g.Go(func() error {
 			for pk := range parts {
-				if err := s.deletePartition(gctx, pk); err != nil {
-					return fmt.Errorf("delete org: %w", err)
+				if err := d.deletePartition(gctx, pk); err != nil {
+					return fmt.Errorf("offboard: %w", err)
 				}
 			}
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return err
-	}
-
-	// 5. The actor and the org itself.
-	c := toClaimItem(fromOrgUserItem(actor))
-	if err := s.batchDelete(ctx, []dynamo.Keyed{dynamo.Keys{c.PK, c.SK}, dynamo.Keys{ak.PK, ak.SK}}); err != nil {
-		return fmt.Errorf("delete org: %w", err)
-	}
-	if err := s.deletePartition(ctx, orgPK(orgID)); err != nil {
-		return fmt.Errorf("delete org: %w", err)
-	}
-	return nil
+	return g.Wait()
 }
 
-// offboardWorkers is how many partitions DeleteOrg empties at once.
+// offboardWorkers is how many partitions an offboarding empties at once.
 const offboardWorkers = 8
 
 // batchDelete deletes keys with BatchWriteItem: 25 keys per request,

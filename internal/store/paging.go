@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sort"
 
@@ -154,7 +155,14 @@ func list[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, c
 	if err != nil {
 		return page.Result[T]{}, err
 	}
-	out, err := unmarshalAll(items, conv)
+	// An item under deletion (a large team or ticket) is gone for readers.
+	live := items[:0]
+	for _, it := range items {
+		if it["deleting"] == nil {
+			live = append(live, it)
+		}
+	}
+	out, err := unmarshalAll(live, conv)
 	if err != nil {
 		return page.Result[T]{}, err
 	}
@@ -172,4 +180,25 @@ func unmarshalAll[I any, T any](items []dynamo.Item, conv func(I) T) ([]T, error
 		out = append(out, conv(v))
 	}
 	return out, nil
+}
+
+// listUnder runs one page of l, a listing of a parent's children, and when
+// the page is empty checks that the parent (the item at parent) exists and
+// is not under deletion: a listing under a resource that does not exist is
+// NotFound like the resource itself. The existence read happens only for an
+// empty page, so the common path stays one Query.
+func listUnder[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, parent key, notFound error, conv func(I) T) (page.Result[T], error) {
+	r, err := list(ctx, d, l, p, conv)
+	if err != nil || len(r.Items) > 0 {
+		return r, err
+	}
+	var it dynamo.Item
+	err = d.table.Get(attrPK, parent.PK).Range(attrSK, dynamo.Equal, parent.SK).Consistent(true).Project(attrPK, "deleting").One(ctx, &it)
+	if errors.Is(err, dynamo.ErrNotFound) || (err == nil && it["deleting"] != nil) {
+		return r, notFound
+	}
+	if err != nil {
+		return r, translate(err)
+	}
+	return r, nil
 }

@@ -183,14 +183,19 @@ func TestAccessPatterns(t *testing.T) {
 			return fmt.Sprint(out), err
 		}},
 		{"AP5 remove a member", "TransactWriteItems", func() (string, error) {
-			err := f.Teams.RemoveMember(ctx, org, s.Eng.ID, "u_bob", 0)
+			m, err := f.Teams.GetMember(ctx, org, s.Eng.ID, "u_bob")
+			if err != nil {
+				return "", err
+			}
+			f.Rec.Reset()
+			err = f.Teams.RemoveMember(ctx, m)
 			return "", err
 		}},
 	}
 	want := map[string]string{
 		"get org":                            "Acme",
-		"get org + users":                    "Acme[u_alice u_bob]",
-		"org users only":                     "[u_alice u_bob]",
+		"get org + users":                    "Acme[u_alice u_bob u_dana]",
+		"org users only":                     "[u_alice u_bob u_dana]",
 		"get one org user (authz read)":      "Bob Park member",
 		"a user's orgs":                      "true owner",
 		"orgs by ID (names)":                 "Acme",

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/ratelimit"
@@ -30,6 +31,8 @@ type DB struct {
 	client *dynamodb.Client
 	db     *dynamo.DB
 	table  dynamo.Table
+	lease  time.Duration // of an unfinished deletion (deletion.go)
+	grace  time.Duration // before an offboarding's last sweep (offboard.go)
 }
 
 // Options tune how the client reaches DynamoDB.
@@ -58,7 +61,20 @@ func NewClient(cfg aws.Config, opts Options) *dynamodb.Client {
 // Open returns a DB on the named table through client.
 func Open(client *dynamodb.Client, table string) *DB {
 	db := dynamo.NewFromIface(client)
-	return &DB{client: client, db: db, table: db.Table(table)}
+	return &DB{client: client, db: db, table: db.Table(table), lease: DefaultDeletionLease, grace: DefaultDeletionGrace}
+}
+
+// SetDeletionTiming sets how long a run of an unfinished deletion holds its
+// lease, and how long an offboarding waits after cutting the org's members
+// off before its last sweep (0 with DynamoDB Local, whose indexes never
+// lag). Call it before use.
+func (d *DB) SetDeletionTiming(lease, grace time.Duration) {
+	if lease > 0 {
+		d.lease = lease
+	}
+	if grace >= 0 {
+		d.grace = grace
+	}
 }
 
 // Client returns the underlying SDK client (for Migrate and health checks).

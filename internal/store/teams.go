@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/authz"
@@ -25,6 +26,7 @@ var (
 	errMemberNotFound = errs.E(errs.NotFound, "member_not_found", "the user is not a member of this team")
 	errAlreadyMember  = errs.E(errs.Conflict, "already_member", "the user is already a member of this team")
 	errNotOrgMember   = errs.E(errs.Conflict, "not_org_member", "the user is not a user of this organization; add them to it first")
+	errLastTeamOwner  = errs.E(errs.Conflict, "last_team_owner", "a team must keep at least one owner: make another member owner first, or delete the team")
 )
 
 type teamItem struct {
@@ -37,22 +39,27 @@ type teamItem struct {
 	ID          string    `dynamo:"teamId"`
 	Name        string    `dynamo:"name"`
 	Description string    `dynamo:"description"`
-	MemberCount int       `dynamo:"memberCount"`
+	MemberCount int       `dynamo:"memberCount"` // kept by transactions: the team's MEMBER# edges
+	OwnerCount  int       `dynamo:"ownerCount"`  // kept by transactions: edges with role owner (>= 1)
 	Version     int64     `dynamo:"version"`
 	CreatedAt   time.Time `dynamo:"createdAt"`
 	UpdatedAt   time.Time `dynamo:"updatedAt"`
+	// Deleting marks a team whose deletion did not fit one transaction and
+	// is under way (see DeleteTeam); to every reader it no longer exists.
+	Deleting   bool   `dynamo:"deleting,omitempty"`
+	LeaseOwner string `dynamo:"leaseOwner,omitempty"` // who finishes that deletion
 }
 
 func toTeamItem(t membership.Team) teamItem {
 	k := teamKey(t.OrgID, t.ID)
 	return teamItem{PK: k.PK, SK: k.SK, Type: typeTeam, GSI1PK: orgPK(t.OrgID), GSI1SK: teamSK(t.ID),
 		OrgID: t.OrgID, ID: t.ID, Name: t.Name, Description: t.Description, MemberCount: t.MemberCount,
-		Version: t.Version, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+		OwnerCount: t.OwnerCount, Version: t.Version, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
 func fromTeamItem(it teamItem) membership.Team {
 	return membership.Team{OrgID: it.OrgID, ID: it.ID, Name: it.Name, Description: it.Description,
-		MemberCount: it.MemberCount, Version: it.Version, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
+		MemberCount: it.MemberCount, OwnerCount: it.OwnerCount, Version: it.Version, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
 }
 
 type memberItem struct {
@@ -87,13 +94,46 @@ func checkMember(m membership.Member) error {
 }
 
 // orgUserCheck is a transaction item proving the user belongs to the org.
-func (s *DB) orgUserCheck(orgID, userID string, notFound error) (*dynamo.ConditionCheck, onFail) {
+func (s *DB) orgUserCheck(t *txn, orgID, userID string, notFound error) {
 	k := orgUserKey(orgID, userID)
-	return s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(notFound)
+	t.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(notFound))
 }
 
-// CreateTeam writes the team with memberCount 1 and its creator's owner
-// edge, checking the creator is a user of the org, in one transaction.
+// teamCheck is a transaction item proving the team exists and is not being
+// deleted: a child written under it (an edge, a routed ticket) then never
+// outlives it.
+func (s *DB) teamCheck(t *txn, orgID, teamID string, notFound error) {
+	k := teamKey(orgID, teamID)
+	t.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(liveItem), failWith(notFound))
+}
+
+// ownerDeltaCond is the condition of a change of a team's ownerCount by d:
+// a decrement must leave an owner, unless the team is being deleted.
+func ownerDeltaCond(u *dynamo.Update, d int) *dynamo.Update {
+	if d == 0 {
+		return u
+	}
+	u = u.Add("ownerCount", d)
+	if d < 0 {
+		u = u.If("ownerCount > ? OR attribute_exists(deleting)", -d)
+	}
+	return u
+}
+
+// teamOwnerFail reads a failed team update that may have removed the last
+// owner: the team is gone or being deleted, or its last owner would go.
+func teamOwnerFail(notFound error) onFail {
+	return func(old map[string]types.AttributeValue) error {
+		if gone(old) {
+			return notFound
+		}
+		return errLastTeamOwner
+	}
+}
+
+// CreateTeam writes the team with memberCount and ownerCount 1 and its
+// creator's owner edge, checking the creator is a user of the org, in one
+// transaction. A team is born with its owner.
 func (s *Teams) CreateTeam(ctx context.Context, t membership.Team, owner membership.Member) error {
 	if err := checkIDs("orgId", t.OrgID, "teamId", t.ID); err != nil {
 		return err
@@ -101,20 +141,28 @@ func (s *Teams) CreateTeam(ctx context.Context, t membership.Team, owner members
 	if err := checkMember(owner); err != nil {
 		return err
 	}
-	t.MemberCount = 1
+	if owner.Role != authz.Owner || owner.TeamID != t.ID || owner.OrgID != t.OrgID {
+		return fmt.Errorf("create team: the creator's edge must be the team's owner edge")
+	}
+	t.MemberCount, t.OwnerCount = 1, 1
+	ti, mi := toTeamItem(t), toMemberItem(owner)
 	tx := s.newTx().
-		put(s.table.Put(toTeamItem(t)).If(notExists), failWith(errs.E(errs.Conflict, "team_exists", "team ID already taken"))).
-		put(s.table.Put(toMemberItem(owner)).If(notExists), failWith(errAlreadyMember))
-	tx.update(s.userTeams(owner.OrgID, owner.UserID).AddStringsToSet("teamIds", t.ID), failWith(errNotOrgMember))
+		put(key{ti.PK, ti.SK}, s.table.Put(ti).If(notExists), failWith(errs.E(errs.Conflict, "team_exists", "team ID already taken"))).
+		put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember))
+	s.userTeams(tx, owner.OrgID, owner.UserID, func(u *dynamo.Update) *dynamo.Update { return u.AddStringsToSet("teamIds", t.ID) },
+		failWith(errNotOrgMember))
 	return s.audited(ctx, tx).run(ctx, "create team")
 }
 
-// GetTeam reads the team's #METADATA item.
+// GetTeam reads the team's #METADATA item. A team being deleted is not found.
 func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (membership.Team, error) {
 	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
 		return membership.Team{}, err
 	}
 	it, err := getItem[teamItem](ctx, s.DB, teamKey(orgID, teamID), false, errTeamNotFound, "get team")
+	if err == nil && it.Deleting {
+		err = errTeamNotFound
+	}
 	return fromTeamItem(it), err
 }
 
@@ -128,7 +176,7 @@ func (s *Teams) GetTeamWithMembers(ctx context.Context, orgID, teamID string, li
 	if err != nil {
 		return membership.Team{}, nil, fmt.Errorf("get team with members: %w", err)
 	}
-	if len(items) == 0 || entityType(items[0]) != typeTeam {
+	if len(items) == 0 || entityType(items[0]) != typeTeam || items[0]["deleting"] != nil {
 		return membership.Team{}, nil, errTeamNotFound
 	}
 	var team teamItem
@@ -167,54 +215,201 @@ func (s *Teams) UpdateTeam(ctx context.Context, prev, next membership.Team) erro
 	} else {
 		u = u.Set("description", next.Description)
 	}
-	t := s.newTx().update(u.If("attribute_exists(pk) AND version = ?", prev.Version), versioned(errTeamNotFound))
+	t := s.newTx().update(k, u.If(liveItem+" AND version = ?", prev.Version), liveVersioned(errTeamNotFound))
 	return s.audited(ctx, t).run(ctx, "update team")
 }
 
-// DeleteTeam removes the team and its edges (and the team from each
-// member's team set). Up to 49 members this is one transaction; beyond, the
-// edges go first in transactions of their own, each guarded by a check of
-// the team's version, and the team item last, so a retry after a crash finds
-// and finishes it.
+// teamPartition is a consistent read of a team's partition: the team item
+// and its edges. Consistent, and from the base table: after a write that
+// fences new edges, it sees every edge that committed before.
+func (s *DB) teamPartition(ctx context.Context, orgID, teamID string) (*teamItem, []memberItem, error) {
+	var items []dynamo.Item
+	err := s.table.Get(attrPK, teamPK(orgID, teamID)).Consistent(true).
+		Project(attrPK, attrSK, "type", "userId", "role", "version", "memberCount", "ownerCount", "deleting", "leaseOwner").All(ctx, &items)
+	if err != nil {
+		return nil, nil, translate(err)
+	}
+	var team *teamItem
+	var edges []memberItem
+	for _, it := range items {
+		switch entityType(it) {
+		case typeTeam:
+			var t teamItem
+			if err := dynamo.UnmarshalItem(it, &t); err != nil {
+				return nil, nil, err
+			}
+			team = &t
+		case typeMembership:
+			var m memberItem
+			if err := dynamo.UnmarshalItem(it, &m); err != nil {
+				return nil, nil, err
+			}
+			edges = append(edges, m)
+		}
+	}
+	return team, edges, nil
+}
+
+// maxDeleteAttempts bounds how often a delete reads again after a
+// concurrent change made its transaction fail. After singleTxAttempts
+// failures of the one-transaction delete (children keep being added, or a
+// count is off), it marks the parent deleting first: that stops new
+// children, and the parts that follow never depend on a count.
+const (
+	maxDeleteAttempts = 8
+	singleTxAttempts  = 3
+)
+
+// errBusy: a delete kept meeting concurrent changes.
+var errBusy = errs.E(errs.Unavailable, "busy", "the resource is being changed by many requests at once; retry")
+
+// errRetry: a transaction failed because something it read changed; read
+// again and retry. It never leaves the store.
+var errRetry = errs.E(errs.Conflict, "concurrent_update", "the resource keeps changing; retry")
+
+// retryOn is an onFail for conditions that only a concurrent change breaks.
+func retryOn(map[string]types.AttributeValue) error { return errRetry }
+
+// DeleteTeam removes the team, its edges and the team from each member's
+// team set. It reads the team partition consistently and deletes it in one
+// transaction conditioned on the memberCount it read: an edge added since
+// (AddMember bumps memberCount) or removed since makes the transaction fail
+// and the delete read again, so no edge outlives its team.
+//
+// A team with more edges than one transaction holds is first marked
+// deleting (one transaction with the audit event): from then on it is gone
+// for every reader and AddMember can no longer commit under it; then its
+// edges go in transactions of their own, each decrementing memberCount, and
+// the team item last. A crash in between leaves a marked team that the
+// deletion worker finishes once its lease has expired (FinishDeletion).
 func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64) error {
 	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
 		return err
 	}
 	k := teamKey(orgID, teamID)
-	cond, args := "attribute_exists(pk)", []any{}
-	if ifVersion > 0 {
-		cond, args = "attribute_exists(pk) AND version = ?", []any{ifVersion}
-	}
-	var edges []memberItem
-	err := s.table.Get(attrPK, teamPK(orgID, teamID)).Range(attrSK, dynamo.BeginsWith, prefixMember).
-		Project(attrPK, attrSK, "userId").All(ctx, &edges)
-	if err != nil {
-		return fmt.Errorf("delete team: %w", translate(err))
-	}
-	// Each edge goes with the team's removal from its user's team set: two
-	// items per member. The final transaction also holds the team and the
-	// audit event.
-	dropEdge := func(t *txn, e memberItem) {
-		t.delete(s.table.Delete(attrPK, e.PK).Range(attrSK, e.SK), nil)
-		t.update(s.userTeams(orgID, e.UserID).DeleteStringsFromSet("teamIds", teamID), failWith(errUserNotFound))
-	}
-	for len(edges)*2+2 > maxTxItems {
-		t := s.newTx().check(s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(cond, args...), versioned(errTeamNotFound))
-		n := (maxTxItems - t.len()) / 2
-		for _, e := range edges[:n] {
-			dropEdge(t, e)
+	goneUsers := map[string]bool{}
+	for attempt := range maxDeleteAttempts {
+		team, edges, err := s.teamPartition(ctx, orgID, teamID)
+		if err != nil {
+			return fmt.Errorf("delete team: %w", err)
 		}
-		if err := t.run(ctx, "delete team members"); err != nil {
+		switch {
+		case team == nil:
+			return errTeamNotFound
+		case team.Deleting:
+			return errTeamNotFound // deleted already: the worker finishes it
+		case ifVersion > 0 && team.Version != ifVersion:
+			return errVersion
+		}
+		const fixed = 3 // the team, the audit event, the actor fence
+		if attempt < singleTxAttempts && len(edges)*2+fixed <= maxTxItems {
+			t := s.newTx()
+			t.delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
+				If(liveItem+" AND version = ? AND memberCount = ?", team.Version, len(edges)), retryOn)
+			for _, e := range edges {
+				s.dropEdge(t, orgID, e, teamID, goneUsers)
+			}
+			err := s.audited(ctx, t).run(ctx, "delete team")
+			if err == errRetry {
+				continue
+			}
 			return err
 		}
-		edges = edges[n:]
+		// Too large for one transaction: mark it, then delete in parts.
+		owner := newLeaseOwner()
+		now := time.Now()
+		t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+			Set("deleting", true).Set("gsi3pk", deletionsPK).Set("gsi3sk", teamDeletionSK(orgID, teamID)).
+			Set("deletingSince", now).Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
+			If(liveItem+" AND version = ?", team.Version), retryOn)
+		err = s.audited(ctx, t).run(ctx, "mark team deleting")
+		if err == errRetry {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return s.finishTeam(ctx, orgID, teamID, owner)
 	}
-	t := s.newTx()
-	t.delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(cond, args...), versioned(errTeamNotFound))
-	for _, e := range edges {
-		dropEdge(t, e)
+	return errBusy
+}
+
+// dropEdge adds to t the deletion of edge e of team teamID and the team's
+// removal from its user's team set. A user found gone (an orphan edge left
+// by a bug of the past, or a user removed meanwhile) is noted in goneUsers,
+// and the next attempt deletes only the edge, checking the user is gone.
+func (s *DB) dropEdge(t *txn, orgID string, e memberItem, teamID string, goneUsers map[string]bool) {
+	t.delete(key{e.PK, e.SK}, s.table.Delete(attrPK, e.PK).Range(attrSK, e.SK).If(exists), retryOn)
+	if goneUsers[e.UserID] {
+		uk := orgUserKey(orgID, e.UserID)
+		t.check(uk, s.table.Check(attrPK, uk.PK).Range(attrSK, uk.SK).If(notExists), func(map[string]types.AttributeValue) error {
+			delete(goneUsers, e.UserID)
+			return errRetry
+		})
+		return
 	}
-	return s.audited(ctx, t).run(ctx, "delete team")
+	s.userTeams(t, orgID, e.UserID, func(u *dynamo.Update) *dynamo.Update { return u.DeleteStringsFromSet("teamIds", teamID) },
+		func(old map[string]types.AttributeValue) error {
+			if old == nil {
+				goneUsers[e.UserID] = true
+			}
+			return errRetry
+		})
+}
+
+// finishTeam deletes a team marked deleting, under owner's lease: its edges
+// in transactions that each decrement the counts (and renew the lease), the
+// team item last, once its memberCount is 0.
+func (s *DB) finishTeam(ctx context.Context, orgID, teamID, owner string) error {
+	k := teamKey(orgID, teamID)
+	goneUsers := map[string]bool{}
+	for attempts := 0; ; {
+		team, edges, err := s.teamPartition(ctx, orgID, teamID)
+		if err != nil {
+			return fmt.Errorf("finish team deletion: %w", err)
+		}
+		if team == nil {
+			return nil
+		}
+		if !team.Deleting {
+			return fmt.Errorf("finish team deletion: team %s is not being deleted", teamID)
+		}
+		if team.LeaseOwner != owner {
+			return errLeaseLost
+		}
+		t := s.newTx()
+		if len(edges) == 0 {
+			// No edge is left (a consistent read, and AddMember cannot
+			// commit under a team being deleted): the team goes last.
+			t.delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
+		} else {
+			chunk := edges[:min(len(edges), (maxTxItems-1)/2)]
+			owners := 0
+			for _, e := range chunk {
+				if e.Role == string(authz.Owner) {
+					owners++
+				}
+			}
+			t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("memberCount", -len(chunk)).Add("ownerCount", -owners).
+				Set("leaseUntil", time.Now().Add(s.lease).UnixMilli()).
+				If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
+			for _, e := range chunk {
+				s.dropEdge(t, orgID, e, teamID, goneUsers)
+			}
+		}
+		err = t.run(ctx, "delete team members")
+		switch {
+		case err == errRetry:
+			attempts++
+			if attempts > maxDeleteAttempts*4 {
+				return err
+			}
+		case err != nil:
+			return err
+		case len(edges) == 0:
+			return nil
+		}
+	}
 }
 
 // GetMember is AP3: one GetItem with ConsistentRead on the edge, so a role
@@ -232,7 +427,8 @@ func (s *Teams) ListMembers(ctx context.Context, orgID, teamID string, p page.Re
 	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
 		return page.Result[membership.Member]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{partition: teamPK(orgID, teamID), prefix: prefixMember}, p, fromMemberItem)
+	r, err := listUnder(ctx, s.DB, listing{partition: teamPK(orgID, teamID), prefix: prefixMember}, p,
+		teamKey(orgID, teamID), errTeamNotFound, fromMemberItem)
 	if err != nil {
 		return r, fmt.Errorf("list members: %w", err)
 	}
@@ -245,15 +441,21 @@ func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.
 	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
 		return page.Result[membership.Member]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p, fromMemberItem)
+	r, err := listUnder(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p,
+		orgUserKey(orgID, userID), errUserNotFound, fromMemberItem)
 	if err != nil {
 		return r, fmt.Errorf("list user teams: %w", err)
 	}
 	return r, nil
 }
 
-// BatchGetTeams reads many teams of one org with BatchGetItem.
+// BatchGetTeams reads many teams of one org with BatchGetItem. Teams being
+// deleted are left out, like absent ones.
 func (s *Teams) BatchGetTeams(ctx context.Context, orgID string, teamIDs []string) (map[string]membership.Team, error) {
+	return s.batchGetTeams(ctx, orgID, teamIDs, false)
+}
+
+func (s *DB) batchGetTeams(ctx context.Context, orgID string, teamIDs []string, consistent bool) (map[string]membership.Team, error) {
 	keys := make([]dynamo.Keyed, 0, len(teamIDs))
 	seen := map[string]bool{}
 	for _, id := range teamIDs {
@@ -268,72 +470,78 @@ func (s *Teams) BatchGetTeams(ctx context.Context, orgID string, teamIDs []strin
 		keys = append(keys, dynamo.Keys{k.PK, k.SK})
 	}
 	var items []teamItem
-	if err := s.batchGet(ctx, keys, &items); err != nil {
+	if err := s.batchGet(ctx, keys, consistent, &items); err != nil {
 		return nil, fmt.Errorf("batch get teams: %w", err)
 	}
 	out := make(map[string]membership.Team, len(items))
 	for _, it := range items {
-		out[it.ID] = fromTeamItem(it)
+		if !it.Deleting {
+			out[it.ID] = fromTeamItem(it)
+		}
 	}
 	return out, nil
 }
 
-// AddMember writes a new edge, bumps the team's memberCount and checks the
-// user belongs to the org, in one transaction.
+// AddMember writes a new edge, bumps the team's memberCount (and ownerCount
+// for an owner) and adds the team to the user's team set, in one
+// transaction that needs the team to exist and not be under deletion.
 func (s *Teams) AddMember(ctx context.Context, m membership.Member) error {
 	if err := checkMember(m); err != nil {
 		return err
 	}
-	tk := teamKey(m.OrgID, m.TeamID)
+	tk, mi := teamKey(m.OrgID, m.TeamID), toMemberItem(m)
+	u := s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1)
+	if m.Role == authz.Owner {
+		u = u.Add("ownerCount", 1)
+	}
 	t := s.newTx().
-		put(s.table.Put(toMemberItem(m)).If(notExists), failWith(errAlreadyMember)).
-		update(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1).If(exists), failWith(errTeamNotFound))
-	t.update(s.userTeams(m.OrgID, m.UserID).AddStringsToSet("teamIds", m.TeamID), failWith(errNotOrgMember))
+		put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember)).
+		update(tk, u.If(liveItem), failWith(errTeamNotFound))
+	s.userTeams(t, m.OrgID, m.UserID, func(u *dynamo.Update) *dynamo.Update { return u.AddStringsToSet("teamIds", m.TeamID) },
+		failWith(errNotOrgMember))
 	return s.audited(ctx, t).run(ctx, "add member")
 }
 
-// UpdateMember changes an edge's role if its version is still prev's.
+// UpdateMember changes an edge's role if its version is still prev's, in
+// one transaction with the team (which must not be under deletion): its
+// ownerCount follows a role that gains or loses owner, and never drops to 0.
 func (s *Teams) UpdateMember(ctx context.Context, prev, next membership.Member) error {
 	if err := checkMember(next); err != nil {
 		return err
 	}
-	k := memberKey(next.OrgID, next.TeamID, next.UserID)
-	t := s.newTx().update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+	k, tk := memberKey(next.OrgID, next.TeamID, next.UserID), teamKey(next.OrgID, next.TeamID)
+	t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("role", string(next.Role)).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
 		If("attribute_exists(pk) AND version = ?", prev.Version), versioned(errMemberNotFound))
+	if d := ownerDelta(prev.Role, next.Role); d != 0 {
+		t.update(tk, ownerDeltaCond(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK), d).If(liveItem), teamOwnerFail(errTeamNotFound))
+	} else {
+		s.teamCheck(t, next.OrgID, next.TeamID, errTeamNotFound)
+	}
 	return s.audited(ctx, t).run(ctx, "update member")
 }
 
 // RemoveMember is AP5: DeleteItem on the edge (its GSI1 row goes with it)
-// in one transaction with the memberCount decrement.
-func (s *Teams) RemoveMember(ctx context.Context, orgID, teamID, userID string, ifVersion int64) error {
-	if err := checkIDs("orgId", orgID, "teamId", teamID, "userId", userID); err != nil {
+// in one transaction with the count decrements and the user's team set. The
+// team's last owner cannot be removed.
+func (s *Teams) RemoveMember(ctx context.Context, m membership.Member) error {
+	if err := checkMember(m); err != nil {
 		return err
 	}
-	t := s.newTx()
-	s.removeEdge(t, orgID, teamID, userID, ifVersion, true)
+	k, tk := memberKey(m.OrgID, m.TeamID, m.UserID), teamKey(m.OrgID, m.TeamID)
+	t := s.newTx().delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
+		If("attribute_exists(pk) AND version = ?", m.Version), versioned(errMemberNotFound))
+	u := s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", -1)
+	t.update(tk, ownerDeltaCond(u, ownerDelta(m.Role, "")).If(liveItem), teamOwnerFail(errTeamNotFound))
+	s.userTeams(t, m.OrgID, m.UserID, func(u *dynamo.Update) *dynamo.Update { return u.DeleteStringsFromSet("teamIds", m.TeamID) },
+		failWith(errUserNotFound))
 	return s.audited(ctx, t).run(ctx, "remove member")
 }
 
-// removeEdge adds to t the deletion of one edge and its count decrement,
-// and, with touchUser, the removal of the team from the user's team set
-// (left out when the OrgUser itself is being deleted in t).
-func (s *Teams) removeEdge(t *txn, orgID, teamID, userID string, ifVersion int64, touchUser bool) {
-	k, tk := memberKey(orgID, teamID, userID), teamKey(orgID, teamID)
-	cond, args := "attribute_exists(pk)", []any{}
-	if ifVersion > 0 {
-		cond, args = "attribute_exists(pk) AND version = ?", []any{ifVersion}
-	}
-	t.delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(cond, args...), versioned(errMemberNotFound))
-	t.update(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", -1).If(exists), failWith(errTeamNotFound))
-	if touchUser {
-		t.update(s.userTeams(orgID, userID).DeleteStringsFromSet("teamIds", teamID), failWith(errUserNotFound))
-	}
-}
-
-// userTeams starts the update of a user's team set (and edge sequence)
-// that goes with every membership edge written or deleted.
-func (s *DB) userTeams(orgID, userID string) *dynamo.Update {
+// userTeams adds to t the update of a user's team set (and edge sequence)
+// that goes with every membership edge written or deleted; change says
+// what happens to the set.
+func (s *DB) userTeams(t *txn, orgID, userID string, change func(*dynamo.Update) *dynamo.Update, f onFail) {
 	k := orgUserKey(orgID, userID)
-	return s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("edgeSeq", 1).If(exists)
+	t.update(k, change(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("edgeSeq", 1)).If(exists), f)
 }

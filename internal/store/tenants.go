@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/authz"
@@ -35,11 +36,21 @@ type orgItem struct {
 	Type       string    `dynamo:"type"`
 	ID         string    `dynamo:"orgId"`
 	Name       string    `dynamo:"name"`
-	OwnerCount int       `dynamo:"ownerCount"`         // kept by transactions: the last owner cannot leave
-	Deleting   bool      `dynamo:"deleting,omitempty"` // offboarding has started
+	OwnerCount int       `dynamo:"ownerCount"` // kept by transactions: the last owner cannot leave
 	Version    int64     `dynamo:"version"`
 	CreatedAt  time.Time `dynamo:"createdAt"`
 	UpdatedAt  time.Time `dynamo:"updatedAt"`
+
+	// Offboarding (see offboard.go). Deleting is set by the transaction
+	// that starts it: from then on the authorization read answers 404 to
+	// every member and the org takes no new user.
+	Deleting     bool      `dynamo:"deleting,omitempty"`
+	OffboardBy   string    `dynamo:"offboardBy,omitempty"`
+	Since        time.Time `dynamo:"deletingSince,omitempty"`
+	Phase        string    `dynamo:"offboardPhase,omitempty"`
+	CutoffAt     time.Time `dynamo:"cutoffAt,omitempty"`
+	LeaseOwner   string    `dynamo:"leaseOwner,omitempty"`
+	LeaseUntilMs int64     `dynamo:"leaseUntil,omitempty"`
 }
 
 func toOrgItem(o tenant.Org, owners int) orgItem {
@@ -100,15 +111,21 @@ type claimItem struct {
 	PK     string `dynamo:"pk,hash"`
 	SK     string `dynamo:"sk,range"`
 	Type   string `dynamo:"type"`
+	GSI1PK string `dynamo:"gsi1pk"` // ORG#<orgId>: offboarding finds every claim
+	GSI1SK string `dynamo:"gsi1sk"` // EMAIL#<normalizedEmail>
 	OrgID  string `dynamo:"orgId"`
 	UserID string `dynamo:"userId"`
 	Email  string `dynamo:"email"`
 }
 
 func toClaimItem(u tenant.User) claimItem {
-	k := claimKey(u.OrgID, tenant.NormalizeEmail(u.Email))
-	return claimItem{PK: k.PK, SK: k.SK, Type: typeEmailClaim, OrgID: u.OrgID, UserID: u.UserID, Email: tenant.NormalizeEmail(u.Email)}
+	email := tenant.NormalizeEmail(u.Email)
+	k := claimKey(u.OrgID, email)
+	return claimItem{PK: k.PK, SK: k.SK, Type: typeEmailClaim, GSI1PK: orgPK(u.OrgID), GSI1SK: claimSK(email),
+		OrgID: u.OrgID, UserID: u.UserID, Email: email}
 }
+
+func (c claimItem) key() key { return key{c.PK, c.SK} }
 
 func checkUser(u tenant.User) error {
 	if err := checkIDs("orgId", u.OrgID, "userId", u.UserID); err != nil {
@@ -137,10 +154,11 @@ func (s *Tenants) CreateOrg(ctx context.Context, org tenant.Org, owner tenant.Us
 	if err := checkUser(owner); err != nil {
 		return err
 	}
+	c := toClaimItem(owner)
 	t := s.newTx().
-		put(s.table.Put(toOrgItem(org, 1)).If(notExists), failWith(errs.E(errs.Conflict, "org_exists", "organization ID already taken"))).
-		put(s.table.Put(toOrgUserItem(owner)).If(notExists), failWith(errUserExists)).
-		put(s.table.Put(toClaimItem(owner)).If(notExists), failWith(errEmailTaken))
+		put(orgKey(org.ID), s.table.Put(toOrgItem(org, 1)).If(notExists), failWith(errs.E(errs.Conflict, "org_exists", "organization ID already taken"))).
+		put(orgUserKey(owner.OrgID, owner.UserID), s.table.Put(toOrgUserItem(owner)).If(notExists), failWith(errUserExists)).
+		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	return s.audited(ctx, t).run(ctx, "create org")
 }
 
@@ -150,6 +168,9 @@ func (s *Tenants) GetOrg(ctx context.Context, orgID string) (tenant.Org, error) 
 		return tenant.Org{}, err
 	}
 	it, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), false, errOrgNotFound, "get org")
+	if err == nil && it.Deleting {
+		err = errOrgNotFound
+	}
 	return fromOrgItem(it), err
 }
 
@@ -163,7 +184,7 @@ func (s *Tenants) GetOrgWithUsers(ctx context.Context, orgID string, limit int) 
 	if err != nil {
 		return tenant.Org{}, nil, fmt.Errorf("get org with users: %w", err)
 	}
-	if len(items) == 0 || entityType(items[0]) != typeOrg {
+	if len(items) == 0 || entityType(items[0]) != typeOrg || items[0]["deleting"] != nil {
 		return tenant.Org{}, nil, errOrgNotFound
 	}
 	var org orgItem
@@ -183,9 +204,9 @@ func (s *Tenants) UpdateOrg(ctx context.Context, prev, next tenant.Org) error {
 		return err
 	}
 	k := orgKey(prev.ID)
-	t := s.newTx().update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+	t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
-		If("attribute_exists(pk) AND version = ?", prev.Version), versioned(errOrgNotFound))
+		If(liveItem+" AND version = ?", prev.Version), liveVersioned(errOrgNotFound))
 	return s.audited(ctx, t).run(ctx, "update org")
 }
 
@@ -255,23 +276,25 @@ func (s *Tenants) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string
 		keys = append(keys, dynamo.Keys{k.PK, k.SK})
 	}
 	var items []orgItem
-	if err := s.batchGet(ctx, keys, &items); err != nil {
+	if err := s.batchGet(ctx, keys, false, &items); err != nil {
 		return nil, fmt.Errorf("batch get orgs: %w", err)
 	}
 	out := make(map[string]tenant.Org, len(items))
 	for _, it := range items {
-		out[it.ID] = fromOrgItem(it)
+		if !it.Deleting { // being offboarded: gone for its members
+			out[it.ID] = fromOrgItem(it)
+		}
 	}
 	return out, nil
 }
 
 // batchGet reads keys with BatchGetItem; guregu/dynamo splits them into
 // requests of 100 keys and re-requests UnprocessedKeys until none are left.
-func (s *DB) batchGet(ctx context.Context, keys []dynamo.Keyed, out any) error {
+func (s *DB) batchGet(ctx context.Context, keys []dynamo.Keyed, consistent bool, out any) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	err := s.table.Batch(attrPK, attrSK).Get(keys...).All(ctx, out)
+	err := s.table.Batch(attrPK, attrSK).Get(keys...).Consistent(consistent).All(ctx, out)
 	if err != nil && !errors.Is(err, dynamo.ErrNotFound) {
 		return fmt.Errorf("batch get: %w", translate(err))
 	}
@@ -298,7 +321,7 @@ func (s *Tenants) BatchGetUsers(ctx context.Context, orgID string, userIDs []str
 		keys = append(keys, dynamo.Keys{k.PK, k.SK})
 	}
 	var items []orgUserItem
-	if err := s.batchGet(ctx, keys, &items); err != nil {
+	if err := s.batchGet(ctx, keys, false, &items); err != nil {
 		return nil, fmt.Errorf("batch get users: %w", err)
 	}
 	out := make(map[string]tenant.User, len(items))
@@ -316,8 +339,9 @@ func (s *Tenants) AddUser(ctx context.Context, u tenant.User) error {
 	}
 	t := s.newTx()
 	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
-	t.put(s.table.Put(toOrgUserItem(u)).If(notExists), failWith(errUserExists)).
-		put(s.table.Put(toClaimItem(u)).If(notExists), failWith(errEmailTaken))
+	c := toClaimItem(u)
+	t.put(orgUserKey(u.OrgID, u.UserID), s.table.Put(toOrgUserItem(u)).If(notExists), failWith(errUserExists)).
+		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	return s.audited(ctx, t).run(ctx, "add user")
 }
 
@@ -335,27 +359,28 @@ func ownerDelta(from, to authz.Role) int {
 }
 
 // lastOwner reads a failed "ownerCount > n" condition on the org: the org
-// exists, so the change would remove its last owner; or it is gone.
-func lastOwner(existed bool) error {
-	if existed {
-		return errLastOwner
+// is live, so the change would remove its last owner; or it is gone.
+func lastOwner(old map[string]types.AttributeValue) error {
+	if gone(old) {
+		return errOrgNotFound
 	}
-	return errOrgNotFound
+	return errLastOwner
 }
 
-// orgGuard adds to t the org item's part of a user change: a check that the
-// org exists, or an update of its owner count that refuses to drop the last
-// owner.
+// orgGuard adds to t the org item's part of a change of the org's users: a
+// check that the org exists and is not being offboarded (so no user joins
+// an org while it is cut off), or an update of its owner count that also
+// refuses to drop the last owner.
 func (s *Tenants) orgGuard(t *txn, orgID string, delta int) {
 	k := orgKey(orgID)
 	switch {
 	case delta == 0:
-		t.check(s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errOrgNotFound))
+		t.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(liveItem), failWith(errOrgNotFound))
 	case delta > 0:
-		t.update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).If(exists), failWith(errOrgNotFound))
+		t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).If(liveItem), failWith(errOrgNotFound))
 	default:
-		t.update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).
-			If("attribute_exists(pk) AND ownerCount > ?", -delta), lastOwner)
+		t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).
+			If(liveItem+" AND ownerCount > ?", -delta), lastOwner)
 	}
 }
 
@@ -371,14 +396,14 @@ func (s *Tenants) UpdateUser(ctx context.Context, prev, next tenant.User) error 
 	}
 	k := orgUserKey(next.OrgID, next.UserID)
 	t := s.newTx()
-	t.update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+	t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("email", next.Email).Set("name", next.Name).Set("role", string(next.Role)).
 		Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
 		If("attribute_exists(pk) AND version = ?", prev.Version), versioned(errUserNotFound))
 	if tenant.NormalizeEmail(prev.Email) != tenant.NormalizeEmail(next.Email) {
-		old := toClaimItem(prev)
-		t.delete(s.table.Delete(attrPK, old.PK).Range(attrSK, old.SK), nil)
-		t.put(s.table.Put(toClaimItem(next)).If(notExists), failWith(errEmailTaken))
+		old, c := toClaimItem(prev), toClaimItem(next)
+		t.delete(old.key(), s.table.Delete(attrPK, old.PK).Range(attrSK, old.SK), nil)
+		t.put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	}
 	if d := ownerDelta(prev.Role, next.Role); d != 0 {
 		s.orgGuard(t, next.OrgID, d)
@@ -387,15 +412,23 @@ func (s *Tenants) UpdateUser(ctx context.Context, prev, next tenant.User) error 
 }
 
 // RemoveUser deletes the OrgUser, its claim, and every team membership the
-// user has in the org (with each team's memberCount). The memberships are
-// the OrgUser's own team set, read consistently; every transaction that
-// touches them is conditional on the OrgUser's version and edge sequence,
-// so a membership added concurrently makes the removal read again instead
-// of leaving an orphan edge. A user in more teams than one transaction
-// holds loses the memberships first, in transactions of their own (each
-// also checking the last-owner rule, so a removal that must fail fails
-// before touching anything); a crash in between leaves a user with fewer
-// teams, and a retry finishes the job.
+// user has in the org (with each team's memberCount and ownerCount). The
+// memberships are the OrgUser's own team set, read consistently with each
+// team and edge; every transaction that touches them is conditional on the
+// OrgUser's version and edge sequence and on each edge's role as read, so
+// a membership added, removed or changed concurrently makes the removal read
+// again instead of leaving an orphan edge or a wrong count.
+//
+// A user who is a team's last owner is refused (last_team_owner) before
+// anything is written. A team in the set that no longer exists, or an edge
+// whose team is gone (left by a bug of the past), never blocks the removal:
+// the stale entry or orphan edge goes with the user, so no user can become
+// unremovable.
+//
+// A user in more teams than one transaction holds loses the memberships
+// first, in transactions of their own (each also checking the last-owner
+// rule, so a removal that must fail fails before touching anything); a
+// crash in between leaves a user with fewer teams, and a retry finishes.
 func (s *Tenants) RemoveUser(ctx context.Context, u tenant.User) error {
 	if err := checkUser(u); err != nil {
 		return err
@@ -409,44 +442,138 @@ func (s *Tenants) RemoveUser(ctx context.Context, u tenant.User) error {
 		if cur.Version != u.Version {
 			return errVersion
 		}
-		err = s.removeUser(ctx, u, cur.EdgeSeq, cur.TeamIDs)
-		if err != errRetryRemoval {
+		if u.Role == authz.Owner {
+			// The org's own last-owner rule first (the transactions check
+			// it too): it is the error that explains the refusal.
+			org, err := getItem[orgItem](ctx, s.DB, orgKey(u.OrgID), true, errOrgNotFound, "remove user")
+			if err != nil {
+				return err
+			}
+			if org.OwnerCount <= 1 {
+				return errLastOwner
+			}
+		}
+		edges, err := s.userEdges(ctx, u.OrgID, u.UserID, cur.TeamIDs)
+		if err != nil {
+			return fmt.Errorf("remove user: %w", err)
+		}
+		for _, e := range edges {
+			if e.lastOwner() {
+				return errs.E(errs.Conflict, "last_team_owner",
+					"the user is the last owner of team %s: make another member owner first, or delete the team", e.teamID)
+			}
+		}
+		err = s.removeUser(ctx, u, cur.EdgeSeq, edges)
+		if err != errRetry {
 			return err
 		}
 	}
-	return errs.E(errs.Conflict, "concurrent_update", "the user's team memberships keep changing; retry")
+	return errRetry
 }
 
 // maxRemoveAttempts bounds RemoveUser's re-reads under concurrent
 // membership changes.
-const maxRemoveAttempts = 5
+const maxRemoveAttempts = 8
 
-// errRetryRemoval: the OrgUser changed after RemoveUser read it.
-var errRetryRemoval = errs.E(errs.Conflict, "concurrent_update", "the user changed while being removed")
+// userEdge is one team in a user's team set, as read for their removal.
+type userEdge struct {
+	teamID string
+	team   *teamItem   // nil: the team is gone
+	edge   *memberItem // nil: no edge (a stale team set entry)
+}
+
+func (e userEdge) lastOwner() bool {
+	return e.team != nil && !e.team.Deleting && e.edge != nil && e.edge.Role == string(authz.Owner) && e.team.OwnerCount <= 1
+}
+
+// userEdges reads, consistently and in one BatchGetItem per 50 teams, each
+// team of teamIDs and the user's edge in it.
+func (s *DB) userEdges(ctx context.Context, orgID, userID string, teamIDs []string) ([]userEdge, error) {
+	keys := make([]dynamo.Keyed, 0, 2*len(teamIDs))
+	for _, t := range teamIDs {
+		if err := checkIDs("teamId", t); err != nil {
+			return nil, err
+		}
+		tk, mk := teamKey(orgID, t), memberKey(orgID, t, userID)
+		keys = append(keys, dynamo.Keys{tk.PK, tk.SK}, dynamo.Keys{mk.PK, mk.SK})
+	}
+	var items []dynamo.Item
+	if err := s.batchGet(ctx, keys, true, &items); err != nil {
+		return nil, err
+	}
+	teams, edges := map[string]*teamItem{}, map[string]*memberItem{}
+	for _, it := range items {
+		switch entityType(it) {
+		case typeTeam:
+			var t teamItem
+			if err := dynamo.UnmarshalItem(it, &t); err != nil {
+				return nil, err
+			}
+			teams[t.ID] = &t
+		case typeMembership:
+			var m memberItem
+			if err := dynamo.UnmarshalItem(it, &m); err != nil {
+				return nil, err
+			}
+			edges[m.TeamID] = &m
+		}
+	}
+	out := make([]userEdge, len(teamIDs))
+	for i, t := range teamIDs {
+		out[i] = userEdge{teamID: t, team: teams[t], edge: edges[t]}
+	}
+	return out, nil
+}
+
+// dropUserEdge adds to t what removing the user from one of their teams
+// takes: the edge (as read: same role) and the team's counts; for an edge
+// whose team is gone, the edge alone, with a check that the team is still
+// gone. A stale set entry without an edge needs nothing.
+func (s *DB) dropUserEdge(t *txn, orgID, userID string, e userEdge) {
+	if e.edge == nil {
+		return
+	}
+	mk, tk := memberKey(orgID, e.teamID, userID), teamKey(orgID, e.teamID)
+	t.delete(mk, s.table.Delete(attrPK, mk.PK).Range(attrSK, mk.SK).If("attribute_exists(pk) AND $ = ?", "role", e.edge.Role), retryOn)
+	if e.team == nil {
+		t.check(tk, s.table.Check(attrPK, tk.PK).Range(attrSK, tk.SK).If(notExists), retryOn)
+		return
+	}
+	u := s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", -1)
+	t.update(tk, ownerDeltaCond(u, ownerDelta(authz.Role(e.edge.Role), "")).If(exists), func(old map[string]types.AttributeValue) error {
+		if old != nil && old["deleting"] == nil && e.edge.Role == string(authz.Owner) {
+			return errLastTeamOwner
+		}
+		return errRetry
+	})
+}
 
 // removeUser runs the removal's transactions for the state read at seq.
-func (s *Tenants) removeUser(ctx context.Context, u tenant.User, seq int64, edges []string) error {
-	teams := &Teams{s.DB}
+func (s *Tenants) removeUser(ctx context.Context, u tenant.User, seq int64, edges []userEdge) error {
 	k := orgUserKey(u.OrgID, u.UserID)
-	changed := func(existed bool) error {
-		if existed {
-			return errRetryRemoval
+	changed := func(old map[string]types.AttributeValue) error {
+		if old == nil {
+			return errUserNotFound
 		}
-		return errUserNotFound
+		return errRetry
 	}
-	const fixed = 4 // user, claim, org guard, audit event
+	const fixed = 5 // user, claim, org guard, audit event, actor fence
 	for len(edges)*2+fixed > maxTxItems {
 		t := s.newTx()
 		n := min(len(edges), (maxTxItems-2)/2) // the user guard and the owner check
 		chunk := edges[:n]
-		t.update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).DeleteStringsFromSet("teamIds", chunk...).Add("edgeSeq", 1).
+		ids := make([]string, n)
+		for i, e := range chunk {
+			ids[i] = e.teamID
+		}
+		t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).DeleteStringsFromSet("teamIds", ids...).Add("edgeSeq", 1).
 			If("attribute_exists(pk) AND version = ? AND edgeSeq = ?", u.Version, seq), changed)
 		if u.Role == authz.Owner {
 			ok := orgKey(u.OrgID)
-			t.check(s.table.Check(attrPK, ok.PK).Range(attrSK, ok.SK).If("attribute_exists(pk) AND ownerCount > ?", 1), lastOwner)
+			t.check(ok, s.table.Check(attrPK, ok.PK).Range(attrSK, ok.SK).If(liveItem+" AND ownerCount > ?", 1), lastOwner)
 		}
-		for _, team := range chunk {
-			teams.removeEdge(t, u.OrgID, team, u.UserID, 0, false)
+		for _, e := range chunk {
+			s.dropUserEdge(t, u.OrgID, u.UserID, e)
 		}
 		if err := t.run(ctx, "remove user's memberships"); err != nil {
 			return err
@@ -456,24 +583,49 @@ func (s *Tenants) removeUser(ctx context.Context, u tenant.User, seq int64, edge
 	}
 	claim := toClaimItem(u)
 	t := s.newTx()
-	t.delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
+	t.delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
 		If("attribute_exists(pk) AND version = ? AND (attribute_not_exists(edgeSeq) OR edgeSeq = ?)", u.Version, seq), changed)
-	t.delete(s.table.Delete(attrPK, claim.PK).Range(attrSK, claim.SK), nil)
+	t.delete(claim.key(), s.table.Delete(attrPK, claim.PK).Range(attrSK, claim.SK), nil)
 	s.orgGuard(t, u.OrgID, ownerDelta(u.Role, ""))
-	for _, team := range edges {
-		teams.removeEdge(t, u.OrgID, team, u.UserID, 0, false)
+	for _, e := range edges {
+		s.dropUserEdge(t, u.OrgID, u.UserID, e)
 	}
 	return s.audited(ctx, t).run(ctx, "remove user")
 }
 
-// OrgRole is the authorization read: the caller's role on their OrgUser
-// edge, and whether the org is being deleted, from one consistent GetItem.
-func (s *Tenants) OrgRole(ctx context.Context, orgID, userID string) (authz.Role, bool, error) {
+// OrgAccess is the authorization read: the org item and the caller's
+// OrgUser edge in ONE consistent BatchGetItem. The role is on the edge; the
+// org item says whether the org is being offboarded, so that from the
+// moment its offboarding starts no member reads or writes it, even if the
+// offboarding crashes before it deleted their edges.
+func (s *Tenants) OrgAccess(ctx context.Context, orgID, userID string) (authz.Access, error) {
 	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
-		return "", false, err
+		return authz.Access{}, err
 	}
-	it, err := getItem[orgUserItem](ctx, s.DB, orgUserKey(orgID, userID), true, errUserNotFound, "authorization read")
-	return authz.Role(it.Role), it.Deleting, err
+	ok, uk := orgKey(orgID), orgUserKey(orgID, userID)
+	var items []dynamo.Item
+	if err := s.batchGet(ctx, []dynamo.Keyed{dynamo.Keys{ok.PK, ok.SK}, dynamo.Keys{uk.PK, uk.SK}}, true, &items); err != nil {
+		return authz.Access{}, fmt.Errorf("authorization read: %w", err)
+	}
+	var a authz.Access
+	var org, edge bool
+	for _, it := range items {
+		switch entityType(it) {
+		case typeOrg:
+			org = true
+			a.OrgDeleting = it["deleting"] != nil
+		case typeOrgUser:
+			edge = true
+			if r, ok := it["role"].(*types.AttributeValueMemberS); ok {
+				a.Role = authz.Role(r.Value)
+			}
+			a.EdgeDeleting = it["deleting"] != nil
+		}
+	}
+	if !org || !edge {
+		return authz.Access{}, errUserNotFound
+	}
+	return a, nil
 }
 
-var _ authz.RoleReader = (*Tenants)(nil)
+var _ authz.AccessReader = (*Tenants)(nil)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/errs"
@@ -58,6 +59,10 @@ type ticketItem struct {
 	Version      int64     `dynamo:"version"`
 	CreatedAt    time.Time `dynamo:"createdAt"`
 	UpdatedAt    time.Time `dynamo:"updatedAt"`
+	// Deleting marks a ticket whose deletion did not fit one transaction
+	// and is under way (see DeleteTicket); to every reader it is gone.
+	Deleting   bool   `dynamo:"deleting,omitempty"`
+	LeaseOwner string `dynamo:"leaseOwner,omitempty"`
 }
 
 func toTicketItem(t ticket.Ticket) ticketItem {
@@ -133,14 +138,14 @@ func checkTicket(t ticket.Ticket) error {
 }
 
 // referenceChecks adds to tx the checks that the ticket's assignee and team
-// exist in its org.
+// exist in its org (a team under deletion does not). When the assignee is
+// the acting user, the check merges with the actor fence.
 func (s *Tickets) referenceChecks(tx *txn, t ticket.Ticket, assignee, team bool) {
-	if assignee && t.AssigneeID != "" {
-		tx.check(s.orgUserCheck(t.OrgID, t.AssigneeID, errAssigneeNotFound))
+	if assignee && t.AssigneeID != "" && tx.op(orgUserKey(t.OrgID, t.AssigneeID)) == nil {
+		s.orgUserCheck(tx, t.OrgID, t.AssigneeID, errAssigneeNotFound)
 	}
 	if team && t.TeamID != "" {
-		k := teamKey(t.OrgID, t.TeamID)
-		tx.check(s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errTicketTeam))
+		s.teamCheck(tx, t.OrgID, t.TeamID, errTicketTeam)
 	}
 }
 
@@ -150,11 +155,12 @@ func (s *Tickets) CreateTicket(ctx context.Context, t ticket.Ticket) error {
 	if err := checkTicket(t); err != nil {
 		return err
 	}
-	tx := s.newTx().put(s.table.Put(toTicketItem(t)).If(notExists), failWith(errs.E(errs.Conflict, "ticket_exists", "ticket ID already taken")))
-	tx.check(s.orgUserCheck(t.OrgID, t.RequesterID, errRequesterGone))
+	it := toTicketItem(t)
+	tx := s.newTx().put(key{it.PK, it.SK}, s.table.Put(it).If(notExists), failWith(errs.E(errs.Conflict, "ticket_exists", "ticket ID already taken")))
+	s.orgUserCheck(tx, t.OrgID, t.RequesterID, errRequesterGone)
 	// A self-assigned ticket's assignee is already checked as requester (and
 	// one transaction may not touch an item twice).
-	s.referenceChecks(tx, t, t.AssigneeID != t.RequesterID, true)
+	s.referenceChecks(tx, t, true, true)
 	return s.audited(ctx, tx).run(ctx, "create ticket")
 }
 
@@ -164,6 +170,9 @@ func (s *Tickets) GetTicket(ctx context.Context, orgID, ticketID string) (ticket
 		return ticket.Ticket{}, err
 	}
 	it, err := getItem[ticketItem](ctx, s.DB, ticketKey(orgID, ticketID), false, errTicketNotFound, "get ticket")
+	if err == nil && it.Deleting {
+		err = errTicketNotFound
+	}
 	return fromTicketItem(it), err
 }
 
@@ -177,7 +186,7 @@ func (s *Tickets) GetTicketWithComments(ctx context.Context, orgID, ticketID str
 	if err != nil {
 		return ticket.Ticket{}, nil, fmt.Errorf("get ticket with comments: %w", err)
 	}
-	if len(items) == 0 || entityType(items[0]) != typeTicket {
+	if len(items) == 0 || entityType(items[0]) != typeTicket || items[0]["deleting"] != nil {
 		return ticket.Ticket{}, nil, errTicketNotFound
 	}
 	var t ticketItem
@@ -204,7 +213,7 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket) er
 	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("title", it.Title).Set("status", it.Status).Set("priority", it.Priority).
 		Set("gsi3sk", it.GSI3SK).Set("updatedAt", it.UpdatedAt).Set("version", it.Version).
-		If("attribute_exists(pk) AND version = ?", prev.Version)
+		If(liveItem+" AND version = ?", prev.Version)
 	setOrRemove := func(attr, v string) {
 		if v == "" {
 			u = u.Remove(attr)
@@ -226,44 +235,145 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket) er
 	}
 	newAssignee := next.AssigneeID != prev.AssigneeID
 	newTeam := next.TeamID != prev.TeamID
-	tx := s.newTx().update(u, versioned(errTicketNotFound))
+	tx := s.newTx().update(k, u, liveVersioned(errTicketNotFound))
 	s.referenceChecks(tx, next, newAssignee, newTeam)
 	return s.audited(ctx, tx).run(ctx, "update ticket")
 }
 
-// DeleteTicket deletes the ticket and its comments. Up to 98 comments it
-// is one transaction. Beyond, the comments go first (BatchWriteItem) and the
-// conditional ticket delete last, so a crash leaves a ticket that a retried
-// DELETE finishes, never comments nobody can reach.
+// DeleteTicket deletes the ticket and its comments. It reads the ticket's
+// partition consistently and deletes it in one transaction conditioned on
+// the commentCount it read: a comment added since (AddComment bumps
+// commentCount, and needs the ticket live) makes the transaction fail and
+// the delete read again, so no comment outlives its ticket.
+//
+// A ticket with more comments than one transaction holds is first marked
+// deleting (with the audit event): from then on it is gone for every reader
+// and no comment can commit under it; then its comments go in transactions
+// that each decrement commentCount, and the ticket last. A crash in between
+// leaves a marked ticket that the deletion worker finishes.
 func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64) error {
 	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {
 		return err
 	}
 	k := ticketKey(orgID, ticketID)
-	cond, args := "attribute_exists(pk)", []any{}
-	if ifVersion > 0 {
-		cond, args = "attribute_exists(pk) AND version = ?", []any{ifVersion}
+	for attempt := range maxDeleteAttempts {
+		tk, comments, err := s.ticketPartition(ctx, orgID, ticketID)
+		if err != nil {
+			return fmt.Errorf("delete ticket: %w", err)
+		}
+		switch {
+		case tk == nil || tk.Deleting:
+			return errTicketNotFound
+		case ifVersion > 0 && tk.Version != ifVersion:
+			return errVersion
+		}
+		const fixed = 3 // the ticket, the audit event, the actor fence
+		if attempt < singleTxAttempts && len(comments)+fixed <= maxTxItems {
+			t := s.newTx().delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
+				If(liveItem+" AND version = ? AND commentCount = ?", tk.Version, len(comments)), retryOn)
+			for _, c := range comments {
+				t.delete(c, s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK), nil)
+			}
+			err := s.audited(ctx, t).run(ctx, "delete ticket")
+			if err == errRetry {
+				continue
+			}
+			return err
+		}
+		owner := newLeaseOwner()
+		now := time.Now()
+		t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+			Set("deleting", true).Set("gsi3pk", deletionsPK).Set("gsi3sk", ticketDeletionSK(orgID, ticketID)).
+			Set("deletingSince", now).Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
+			If(liveItem+" AND version = ?", tk.Version), retryOn)
+		err = s.audited(ctx, t).run(ctx, "mark ticket deleting")
+		if err == errRetry {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return s.finishTicket(ctx, orgID, ticketID, owner)
 	}
-	var comments []commentItem
-	err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.BeginsWith, prefixComment).Project(attrPK, attrSK).All(ctx, &comments)
+	return errBusy
+}
+
+// ticketPartition is a consistent read of a ticket's partition: the ticket
+// (without its text) and its comments' keys.
+func (s *DB) ticketPartition(ctx context.Context, orgID, ticketID string) (*ticketItem, []key, error) {
+	var items []dynamo.Item
+	err := s.table.Get(attrPK, ticketPK(orgID, ticketID)).Consistent(true).
+		Project(attrPK, attrSK, "type", "version", "commentCount", "deleting", "leaseOwner").All(ctx, &items)
 	if err != nil {
-		return fmt.Errorf("delete ticket: %w", translate(err))
+		return nil, nil, translate(err)
 	}
-	if len(comments)+2 > maxTxItems { // + the ticket and the audit event
-		keys := make([]dynamo.Keyed, len(comments))
-		for i, c := range comments {
-			keys[i] = dynamo.Keys{c.PK, c.SK}
+	var tk *ticketItem
+	var comments []key
+	for _, it := range items {
+		switch entityType(it) {
+		case typeTicket:
+			var t ticketItem
+			if err := dynamo.UnmarshalItem(it, &t); err != nil {
+				return nil, nil, err
+			}
+			tk = &t
+		case typeComment:
+			pk, _ := it[attrPK].(*types.AttributeValueMemberS)
+			sk, _ := it[attrSK].(*types.AttributeValueMemberS)
+			if pk != nil && sk != nil {
+				comments = append(comments, key{pk.Value, sk.Value})
+			}
 		}
-		if err := s.batchDelete(ctx, keys); err != nil {
-			return fmt.Errorf("delete ticket comments: %w", err)
+	}
+	return tk, comments, nil
+}
+
+// finishTicket deletes a ticket marked deleting, under owner's lease: its
+// comments in transactions that each decrement commentCount (and renew the
+// lease), the ticket last, once commentCount is 0.
+func (s *DB) finishTicket(ctx context.Context, orgID, ticketID, owner string) error {
+	k := ticketKey(orgID, ticketID)
+	for attempts := 0; ; {
+		tk, comments, err := s.ticketPartition(ctx, orgID, ticketID)
+		if err != nil {
+			return fmt.Errorf("finish ticket deletion: %w", err)
 		}
-		comments = nil
+		if tk == nil {
+			return nil
+		}
+		if !tk.Deleting {
+			return fmt.Errorf("finish ticket deletion: ticket %s is not being deleted", ticketID)
+		}
+		if tk.LeaseOwner != owner {
+			return errLeaseLost
+		}
+		t := s.newTx()
+		if len(comments) == 0 {
+			// No comment is left (a consistent read, and AddComment cannot
+			// commit under a ticket being deleted): the ticket goes last.
+			t.delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
+		} else {
+			chunk := comments[:min(len(comments), maxTxItems-1)]
+			t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("commentCount", -len(chunk)).
+				Set("leaseUntil", time.Now().Add(s.lease).UnixMilli()).
+				If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
+			for _, c := range chunk {
+				t.delete(c, s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK).If(exists), retryOn)
+			}
+		}
+		err = t.run(ctx, "delete ticket comments")
+		switch {
+		case err == errRetry:
+			attempts++
+			if attempts > maxDeleteAttempts*4 {
+				return err
+			}
+		case err != nil:
+			return err
+		case len(comments) == 0:
+			return nil
+		}
 	}
-	t := s.newTx().delete(s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(cond, args...), versioned(errTicketNotFound))
-	for _, c := range comments {
-		t.delete(s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK), nil)
-	}
-	return s.audited(ctx, t).run(ctx, "delete ticket")
 }
 
 // deletePartition removes every item of one partition with BatchWriteItem.
@@ -310,7 +420,7 @@ func (s *Tickets) ListTeamTickets(ctx context.Context, orgID, teamID string, sta
 		return page.Result[ticket.Ticket]{}, err
 	}
 	l := listing{index: gsi5, partition: teamTicketsPK(orgID, teamID), prefix: statusPrefix(string(status)), desc: true}
-	r, err := list(ctx, s.DB, l, p, fromTicketItem)
+	r, err := listUnder(ctx, s.DB, l, p, teamKey(orgID, teamID), errTeamNotFound, fromTicketItem)
 	if err != nil {
 		return r, fmt.Errorf("list team tickets: %w", err)
 	}
@@ -323,7 +433,7 @@ func (s *Tickets) ListAssignedTickets(ctx context.Context, orgID, userID string,
 		return page.Result[ticket.Ticket]{}, err
 	}
 	l := listing{index: gsi4, partition: assigneePK(orgID, userID), prefix: prefixTicket, desc: true}
-	r, err := list(ctx, s.DB, l, p, fromTicketItem)
+	r, err := listUnder(ctx, s.DB, l, p, orgUserKey(orgID, userID), errUserNotFound, fromTicketItem)
 	if err != nil {
 		return r, fmt.Errorf("list assigned tickets: %w", err)
 	}
@@ -344,7 +454,7 @@ func (s *Tickets) ListRequestedTickets(ctx context.Context, orgID, userID string
 	}
 	l := listing{index: gsi2, partition: orgUserPK(orgID, userID), prefix: prefixTicket, desc: true}
 	if !withUser || p.After != "" {
-		r, err := list(ctx, s.DB, l, p, fromTicketItem)
+		r, err := listUnder(ctx, s.DB, l, p, orgUserKey(orgID, userID), errUserNotFound, fromTicketItem)
 		if err != nil {
 			return r, nil, fmt.Errorf("list requested tickets: %w", err)
 		}
@@ -375,6 +485,9 @@ func (s *Tickets) ListRequestedTickets(ctx context.Context, orgID, userID string
 	if err != nil {
 		return none, nil, fmt.Errorf("list requested tickets: %w", err)
 	}
+	if user == nil && len(tickets) == 0 {
+		return none, nil, errUserNotFound
+	}
 	return page.Result[ticket.Ticket]{Items: tickets, Next: next}, user, nil
 }
 
@@ -384,10 +497,10 @@ func (s *Tickets) AddComment(ctx context.Context, c ticket.Comment) error {
 	if err := checkIDs("orgId", c.OrgID, "ticketId", c.TicketID, "commentId", c.ID, "authorId", c.AuthorID); err != nil {
 		return err
 	}
-	k := ticketKey(c.OrgID, c.TicketID)
+	k, ci := ticketKey(c.OrgID, c.TicketID), toCommentItem(c)
 	tx := s.newTx().
-		put(s.table.Put(toCommentItem(c)).If(notExists), failWith(errs.E(errs.Conflict, "comment_exists", "comment ID already taken"))).
-		update(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("commentCount", 1).Set("updatedAt", c.CreatedAt).If(exists),
+		put(key{ci.PK, ci.SK}, s.table.Put(ci).If(notExists), failWith(errs.E(errs.Conflict, "comment_exists", "comment ID already taken"))).
+		update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("commentCount", 1).Set("updatedAt", c.CreatedAt).If(liveItem),
 			failWith(errTicketNotFound))
 	return s.audited(ctx, tx).run(ctx, "add comment")
 }
@@ -397,7 +510,8 @@ func (s *Tickets) ListComments(ctx context.Context, orgID, ticketID string, p pa
 	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {
 		return page.Result[ticket.Comment]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{partition: ticketPK(orgID, ticketID), prefix: prefixComment}, p, fromCommentItem)
+	r, err := listUnder(ctx, s.DB, listing{partition: ticketPK(orgID, ticketID), prefix: prefixComment}, p,
+		ticketKey(orgID, ticketID), errTicketNotFound, fromCommentItem)
 	if err != nil {
 		return r, fmt.Errorf("list comments: %w", err)
 	}

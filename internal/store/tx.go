@@ -4,79 +4,129 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 )
 
 // maxTxItems is DynamoDB's limit of items in one TransactWriteItems.
 const maxTxItems = 100
 
-// onFail says what a failed condition of one transaction item means; existed
-// tells whether the item was there (its old image came back).
-type onFail func(existed bool) error
+// onFail says what a failed condition of one transaction item means; old is
+// the item as it was when the condition failed (nil when it did not exist),
+// returned because every transaction asks for ALL_OLD on failure.
+type onFail func(old map[string]types.AttributeValue) error
+
+// txOp is one item of a transaction under construction. Exactly one of the
+// four requests is set. Requests are added to the WriteTx only in run, so a
+// condition can still be ANDed onto an item already in the transaction
+// (guregu/dynamo combines repeated If calls with AND).
+type txOp struct {
+	k    key
+	put  *dynamo.Put
+	upd  *dynamo.Update
+	del  *dynamo.Delete
+	chk  *dynamo.ConditionCheck
+	fail onFail
+}
+
+func (o *txOp) and(expr string, args ...any) {
+	switch {
+	case o.put != nil:
+		o.put.If(expr, args...)
+	case o.upd != nil:
+		o.upd.If(expr, args...)
+	case o.del != nil:
+		o.del.If(expr, args...)
+	case o.chk != nil:
+		o.chk.If(expr, args...)
+	}
+}
 
 // txn is a TransactWriteItems under construction that remembers, for each
-// item, what its failed condition means, so a cancelled transaction turns
-// into the domain error that names the condition.
+// item, its key and what its failed condition means, so a cancelled
+// transaction turns into the domain error that names the condition.
 type txn struct {
-	tx    *dynamo.WriteTx
-	fails []onFail
-	err   error // set while building: run returns it without a call
+	d   *DB
+	ops []*txOp
+	err error // set while building: run returns it without a call
 }
 
-func (d *DB) newTx() *txn {
-	return &txn{tx: d.db.WriteTx().IncludeAllItemsInCondCheckFail(true)}
-}
+func (d *DB) newTx() *txn { return &txn{d: d} }
 
-func (t *txn) put(p *dynamo.Put, f onFail) *txn {
-	t.tx.Put(p)
-	t.fails = append(t.fails, f)
+func (t *txn) add(o *txOp) *txn {
+	for _, prev := range t.ops {
+		if prev.k == o.k && t.err == nil {
+			// DynamoDB refuses a transaction that names an item twice: a
+			// bug in the caller, never something to send.
+			t.err = fmt.Errorf("transaction touches %s/%s twice", o.k.PK, o.k.SK)
+		}
+	}
+	t.ops = append(t.ops, o)
 	return t
 }
 
-func (t *txn) update(u *dynamo.Update, f onFail) *txn {
-	t.tx.Update(u)
-	t.fails = append(t.fails, f)
-	return t
+func (t *txn) put(k key, p *dynamo.Put, f onFail) *txn { return t.add(&txOp{k: k, put: p, fail: f}) }
+func (t *txn) update(k key, u *dynamo.Update, f onFail) *txn {
+	return t.add(&txOp{k: k, upd: u, fail: f})
+}
+func (t *txn) delete(k key, del *dynamo.Delete, f onFail) *txn {
+	return t.add(&txOp{k: k, del: del, fail: f})
+}
+func (t *txn) check(k key, c *dynamo.ConditionCheck, f onFail) *txn {
+	return t.add(&txOp{k: k, chk: c, fail: f})
 }
 
-func (t *txn) delete(del *dynamo.Delete, f onFail) *txn {
-	t.tx.Delete(del)
-	t.fails = append(t.fails, f)
-	return t
+// op returns the item of t that writes or checks k, if any.
+func (t *txn) op(k key) *txOp {
+	for _, o := range t.ops {
+		if o.k == k {
+			return o
+		}
+	}
+	return nil
 }
 
-func (t *txn) check(c *dynamo.ConditionCheck, f onFail) *txn {
-	t.tx.Check(c)
-	t.fails = append(t.fails, f)
-	return t
-}
-
-func (t *txn) len() int { return len(t.fails) }
+func (t *txn) len() int { return len(t.ops) }
 
 // run executes the transaction; op names it in wrapped errors.
 func (t *txn) run(ctx context.Context, op string) error {
 	if t.err != nil {
 		return fmt.Errorf("%s: %w", op, t.err)
 	}
-	if len(t.fails) > maxTxItems {
-		return fmt.Errorf("%s: %d items exceed the transaction limit of %d", op, len(t.fails), maxTxItems)
+	if len(t.ops) > maxTxItems {
+		return fmt.Errorf("%s: %d items exceed the transaction limit of %d", op, len(t.ops), maxTxItems)
 	}
-	err := t.tx.Run(ctx)
+	tx := t.d.db.WriteTx().IncludeAllItemsInCondCheckFail(true)
+	for _, o := range t.ops {
+		switch {
+		case o.put != nil:
+			tx.Put(o.put)
+		case o.upd != nil:
+			tx.Update(o.upd)
+		case o.del != nil:
+			tx.Delete(o.del)
+		case o.chk != nil:
+			tx.Check(o.chk)
+		}
+	}
+	err := tx.Run(ctx)
 	if err == nil {
 		return nil
 	}
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
 		for i, r := range tce.CancellationReasons {
-			if r.Code == nil || *r.Code != "ConditionalCheckFailed" || i >= len(t.fails) {
+			if r.Code == nil || *r.Code != "ConditionalCheckFailed" || i >= len(t.ops) {
 				continue
 			}
-			if t.fails[i] != nil {
-				if derr := t.fails[i](r.Item != nil); derr != nil {
+			if t.ops[i].fail != nil {
+				if derr := t.ops[i].fail(r.Item); derr != nil {
 					return derr
 				}
 			}
@@ -87,13 +137,13 @@ func (t *txn) run(ctx context.Context, op string) error {
 }
 
 // failWith returns an onFail that always reports e.
-func failWith(e error) onFail { return func(bool) error { return e } }
+func failWith(e error) onFail { return func(map[string]types.AttributeValue) error { return e } }
 
 // versioned reports a missing item as notFound and an existing one (whose
 // version moved on) as a failed precondition.
 func versioned(notFound error) onFail {
-	return func(existed bool) error {
-		if existed {
+	return func(old map[string]types.AttributeValue) error {
+		if old != nil {
 			return errVersion
 		}
 		return notFound
@@ -101,3 +151,120 @@ func versioned(notFound error) onFail {
 }
 
 var errVersion = errs.ErrVersion
+
+// liveItem is the condition of a write that needs its item (an org, team
+// or ticket) to exist and not be under deletion: a child written under a
+// parent then never outlives it, because every delete of a parent either
+// changes what such writes condition on first (the deleting mark) or
+// conditions itself on the children's count.
+const liveItem = "attribute_exists(pk) AND attribute_not_exists(deleting)"
+
+// gone reports whether an item's old image is absent or marked deleting:
+// to every caller, an item under deletion no longer exists.
+func gone(old map[string]types.AttributeValue) bool { return old == nil || old["deleting"] != nil }
+
+// liveVersioned is versioned for a liveItem condition: an item under
+// deletion is not found.
+func liveVersioned(notFound error) onFail {
+	return func(old map[string]types.AttributeValue) error {
+		if gone(old) {
+			return notFound
+		}
+		return errVersion
+	}
+}
+
+// Errors of the actor fence.
+var (
+	// errActorGone: the caller's membership ended (removed, or the org is
+	// being offboarded) while the request ran. It reads as the
+	// authorization read would now answer.
+	errActorGone = errs.E(errs.NotFound, "org_not_found", "organization not found")
+	// errActorDemoted: the caller's org role changed, while the request
+	// ran, to one that does not allow it.
+	errActorDemoted = errs.E(errs.Forbidden, "forbidden", "your role in this organization no longer allows this")
+)
+
+// fenceCond is the actor fence for roles (those at least the floor): the
+// caller's OrgUser edge still exists, is not the edge of an owner
+// offboarding the org, and has one of roles.
+func fenceCond(roles []string) (string, []any) {
+	expr := "attribute_exists(pk) AND attribute_not_exists(deleting) AND $ IN ("
+	args := []any{"role"}
+	for i, r := range roles {
+		if i > 0 {
+			expr += ", "
+		}
+		expr += "?"
+		args = append(args, r)
+	}
+	return expr + ")", args
+}
+
+// fenced wraps the onFail of an item that carries the actor fence: a
+// failure is the fence's when the edge is gone, deleting, or has a role
+// outside roles; otherwise the item's own condition failed.
+func fenced(roles []string, inner onFail) onFail {
+	return func(old map[string]types.AttributeValue) error {
+		if old == nil {
+			return errActorGone
+		}
+		if _, ok := old["deleting"]; ok {
+			return errActorGone
+		}
+		if r, ok := old["role"].(*types.AttributeValueMemberS); !ok || !slices.Contains(roles, r.Value) {
+			return errActorDemoted
+		}
+		if inner != nil {
+			return inner(old)
+		}
+		return nil
+	}
+}
+
+// audited adds to t the audit event carried by ctx, if any, so the event
+// commits or fails with the change; and, when the event's actor acted as a
+// member of the org (ActorRole set), the actor fence on their OrgUser edge,
+// so the write commits only while the actor still belongs to the org with
+// the role they were authorized with, and never once the org's offboarding
+// has cut its members off (see docs/data-model.md, "Fences"). When t already
+// touches the actor's edge, the fence is ANDed onto that item.
+func (d *DB) audited(ctx context.Context, t *txn) *txn {
+	ev, ok := audit.From(ctx)
+	if !ok {
+		return t
+	}
+	if ev.OrgID == "" || !ulidOK(ev.ID) {
+		t.err = fmt.Errorf("audit event lacks org or ID")
+		return t
+	}
+	if ev.ActorFloor != "" {
+		d.fence(t, ev.OrgID, ev.ActorID, ev.ActorFloor)
+	}
+	return t.put(key{auditPK(ev.OrgID, ev.At), auditSK(ev.ID)}, d.table.Put(toAuditItem(ev)).If(notExists), nil)
+}
+
+// fence adds to t the actor fence of userID in orgID: their edge must
+// still exist, outside any offboarding, with a role at least floor.
+func (d *DB) fence(t *txn, orgID, userID, floor string) {
+	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
+		t.err = err
+		return
+	}
+	var roles []string
+	for _, r := range authz.RolesFrom(authz.Role(floor)) {
+		roles = append(roles, string(r))
+	}
+	if len(roles) == 0 {
+		t.err = fmt.Errorf("actor fence: unknown role %q", floor)
+		return
+	}
+	expr, args := fenceCond(roles)
+	k := orgUserKey(orgID, userID)
+	if o := t.op(k); o != nil {
+		o.and(expr, args...)
+		o.fail = fenced(roles, o.fail)
+		return
+	}
+	t.check(k, d.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(expr, args...), fenced(roles, nil))
+}

@@ -89,7 +89,8 @@ func parseToken(token string) (orgID, invitationID string, err error) {
 // CreateInvitation invites in.Email (admin+; an owner to invite an owner)
 // and returns the invitation and its one-time token.
 func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in NewInvitation) (Invitation, string, error) {
-	if err := authz.Authorize(p, authz.InvitationManage, authz.Facts{OwnerRole: in.Role == authz.Owner}); err != nil {
+	g, err := authz.Permit(p, authz.InvitationManage, authz.Facts{OwnerRole: in.Role == authz.Owner})
+	if err != nil {
 		return Invitation{}, "", err
 	}
 	if s.invitations == nil {
@@ -132,7 +133,7 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 		CreatedAt: now, ExpiresAt: now.Add(time.Duration(in.ExpiresInDays) * 24 * time.Hour)}
 	token := inv.OrgID + "." + inv.ID + "." + base64.RawURLEncoding.EncodeToString(secret)
 	inv.TokenHash = HashToken(token)
-	ctx = s.event(ctx, p.OrgID, p.UserID, "invitation.create", "invitation", inv.ID, at, audit.Diff(
+	ctx = s.event(ctx, p, g, "invitation.create", "invitation", inv.ID, at, audit.Diff(
 		audit.F("email", nil, inv.Email), audit.F("role", nil, string(inv.Role)), audit.F("teamIds", nil, inv.TeamIDs)))
 	if err := s.invitations.CreateInvitation(ctx, inv); err != nil {
 		return Invitation{}, "", err
@@ -159,7 +160,8 @@ func (s *Service) ListInvitations(ctx context.Context, p authz.Principal, pr pag
 
 // RevokeInvitation deletes a pending invitation (admin+).
 func (s *Service) RevokeInvitation(ctx context.Context, p authz.Principal, invitationID string) error {
-	if err := authz.Authorize(p, authz.InvitationManage, authz.Facts{}); err != nil {
+	g, err := authz.Permit(p, authz.InvitationManage, authz.Facts{})
+	if err != nil {
 		return err
 	}
 	if err := ids.Resource("invitationId", invitationID); err != nil {
@@ -169,7 +171,7 @@ func (s *Service) RevokeInvitation(ctx context.Context, p authz.Principal, invit
 	if err != nil {
 		return err
 	}
-	ctx = s.event(ctx, p.OrgID, p.UserID, "invitation.revoke", "invitation", invitationID, s.now(), audit.Diff(
+	ctx = s.event(ctx, p, g, "invitation.revoke", "invitation", invitationID, s.now(), audit.Diff(
 		audit.F("email", inv.Email, nil), audit.F("role", string(inv.Role), nil)))
 	return s.invitations.RevokeInvitation(ctx, inv)
 }
@@ -193,6 +195,12 @@ func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token
 	if inv.TokenHash != HashToken(token) || !now.Before(inv.ExpiresAt) {
 		return User{}, nil, errInvitation
 	}
+	// An invitation is for its email: a token forwarded to, or stolen by,
+	// someone else is worth nothing to them.
+	if !s.AnyEmailAccepts && NormalizeEmail(id.Email) != NormalizeEmail(inv.Email) {
+		return User{}, nil, errs.E(errs.Forbidden, "invitation_email_mismatch",
+			"this invitation is for another email address than your token's")
+	}
 	name := id.Name
 	if name == "" {
 		name = id.UserID
@@ -201,7 +209,7 @@ func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token
 	if err := validateUser(u); err != nil {
 		return User{}, nil, err
 	}
-	ctx = s.event(ctx, orgID, id.UserID, "invitation.accept", "user", id.UserID, now, audit.Diff(
+	ctx = s.event(ctx, authz.Principal{Identity: id, OrgID: orgID}, authz.Grant{}, "invitation.accept", "user", id.UserID, now, audit.Diff(
 		audit.F("invitationId", nil, inv.ID), audit.F("email", nil, u.Email), audit.F("role", nil, string(u.Role))))
 	teams, err := s.invitations.AcceptInvitation(ctx, inv, u)
 	if err != nil {

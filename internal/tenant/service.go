@@ -7,6 +7,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/page"
@@ -18,8 +19,12 @@ type Service struct {
 	store       Storer
 	invitations InvitationStorer
 	audit       audit.Storer
+	deletions   *deletion.Worker
 	ids         *ids.Generator
 	now         clock.Clock
+	// AnyEmailAccepts lets a caller accept an invitation whatever the email
+	// in their token (by default the token's email must be the invited one).
+	AnyEmailAccepts bool
 }
 
 // NewService returns a Service; now may be nil for the system clock.
@@ -31,6 +36,13 @@ func NewService(s Storer, now clock.Clock) *Service {
 // WithInvitations enables invitations, stored by inv.
 func (s *Service) WithInvitations(inv InvitationStorer) *Service {
 	s.invitations = inv
+	return s
+}
+
+// WithDeletions runs offboardings on w (in the background once the
+// members are cut off).
+func (s *Service) WithDeletions(w *deletion.Worker) *Service {
+	s.deletions = w
 	return s
 }
 
@@ -114,7 +126,7 @@ func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, name string)
 	if err := validateUser(owner); err != nil {
 		return Org{}, User{}, &errs.Error{Kind: errs.Invalid, Code: "invalid_identity", Message: "the token's claims are not a valid user", Err: err}
 	}
-	ctx = s.event(ctx, org.ID, id.UserID, "org.create", "org", org.ID, now,
+	ctx = s.event(ctx, authz.Principal{Identity: id, OrgID: org.ID}, authz.Grant{}, "org.create", "org", org.ID, now,
 		audit.Diff(audit.F("name", nil, org.Name)))
 	if err := s.store.CreateOrg(ctx, org, owner); err != nil {
 		return Org{}, User{}, err
@@ -162,7 +174,8 @@ func (s *Service) GetOrg(ctx context.Context, p authz.Principal, withUsers bool)
 
 // RenameOrg changes the org's name (admin+).
 func (s *Service) RenameOrg(ctx context.Context, p authz.Principal, name string, ifMatch int64) (Org, error) {
-	if err := authz.Authorize(p, authz.OrgUpdate, authz.Facts{}); err != nil {
+	g, err := authz.Permit(p, authz.OrgUpdate, authz.Facts{})
+	if err != nil {
 		return Org{}, err
 	}
 	if err := validate.Name("name", name, MaxNameLen); err != nil {
@@ -177,7 +190,7 @@ func (s *Service) RenameOrg(ctx context.Context, p authz.Principal, name string,
 	}
 	next := prev
 	next.Name, next.Version, next.UpdatedAt = name, prev.Version+1, s.now()
-	ctx = s.event(ctx, p.OrgID, p.UserID, "org.update", "org", p.OrgID, next.UpdatedAt,
+	ctx = s.event(ctx, p, g, "org.update", "org", p.OrgID, next.UpdatedAt,
 		audit.Diff(audit.F("name", prev.Name, next.Name)))
 	if err := s.store.UpdateOrg(ctx, prev, next); err != nil {
 		return Org{}, err
@@ -185,21 +198,60 @@ func (s *Service) RenameOrg(ctx context.Context, p authz.Principal, name string,
 	return next, nil
 }
 
-// DeleteOrg deletes the org and everything in it (owner only).
-func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch int64) error {
+// DeleteOrg offboards the org (owner only): it marks the org deleting, so
+// that from then on no member reads or writes it, and cuts every member
+// off; then the rest (teams, tickets, invitations, the audit log...) is
+// deleted in the background. It returns once the members are cut off and
+// either the offboarding finished (done) or wait has passed. A repeated
+// DELETE returns the offboarding under way (and resumes it if its run
+// died).
+func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch int64, wait time.Duration) (j deletion.Job, done bool, err error) {
 	if err := authz.Authorize(p, authz.OrgDelete, authz.Facts{}); err != nil {
-		return err
+		return j, false, err
 	}
-	if ifMatch != 0 {
-		org, err := s.store.GetOrg(ctx, p.OrgID)
-		if err != nil {
-			return err
-		}
-		if err := errs.CheckVersion(ifMatch, org.Version); err != nil {
-			return err
-		}
+	if s.deletions == nil {
+		return j, false, errs.E(errs.Internal, "no_deletions", "offboarding is not configured")
 	}
-	return s.store.DeleteOrg(ctx, p.OrgID, p.UserID, s.now())
+	owner := deletion.NewOwner()
+	j, started, err := s.store.StartOffboarding(ctx, p.OrgID, p.UserID, ifMatch, owner, s.now())
+	if err != nil || !started {
+		return j, false, err
+	}
+	// Cut the members off before answering: once the DELETE is answered,
+	// no member's write can commit any more.
+	if err := s.store.CutOff(ctx, p.OrgID, owner); err != nil {
+		// Let a repeated DELETE (or the worker) take over at once.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = s.store.ReleaseOffboarding(rctx, p.OrgID, owner)
+		return j, false, err
+	}
+	result := s.deletions.Go(j, owner)
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case err := <-result:
+		if err == nil {
+			return j, true, nil
+		}
+		// It failed in part: a worker takes it over; it is under way.
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	if cur, err := s.store.GetOffboarding(ctx, p.OrgID); err == nil {
+		j = cur // how far it got
+	} else if errs.Is(err, errs.NotFound) {
+		return j, true, nil // it just finished
+	}
+	return j, false, nil
+}
+
+// GetOffboarding reads the progress of the org's offboarding (owner only).
+func (s *Service) GetOffboarding(ctx context.Context, p authz.Principal) (deletion.Job, error) {
+	if err := authz.Authorize(p, authz.OrgDelete, authz.Facts{}); err != nil {
+		return deletion.Job{}, err
+	}
+	return s.store.GetOffboarding(ctx, p.OrgID)
 }
 
 // ListUsers pages through the org's users.
@@ -231,7 +283,8 @@ func (s *Service) BatchGetUsers(ctx context.Context, p authz.Principal, userIDs 
 
 // AddUser adds an existing identity to the org (admin+; owner to add an owner).
 func (s *Service) AddUser(ctx context.Context, p authz.Principal, in NewUser) (User, error) {
-	if err := authz.Authorize(p, authz.UserAdd, authz.Facts{OwnerRole: in.Role == authz.Owner}); err != nil {
+	g, err := authz.Permit(p, authz.UserAdd, authz.Facts{OwnerRole: in.Role == authz.Owner})
+	if err != nil {
 		return User{}, err
 	}
 	now := s.now()
@@ -240,7 +293,7 @@ func (s *Service) AddUser(ctx context.Context, p authz.Principal, in NewUser) (U
 	if err := validateUser(u); err != nil {
 		return User{}, err
 	}
-	ctx = s.event(ctx, p.OrgID, p.UserID, "user.add", "user", u.UserID, now, audit.Diff(
+	ctx = s.event(ctx, p, g, "user.add", "user", u.UserID, now, audit.Diff(
 		audit.F("email", nil, u.Email), audit.F("name", nil, u.Name), audit.F("role", nil, string(u.Role))))
 	if err := s.store.AddUser(ctx, u); err != nil {
 		return User{}, err
@@ -273,8 +326,10 @@ func (s *Service) UpdateUser(ctx context.Context, p authz.Principal, userID stri
 	if patch.Role != nil {
 		next.Role = *patch.Role
 	}
-	touchesOwner := next.Role != prev.Role && (prev.Role == authz.Owner || next.Role == authz.Owner)
-	if err := authz.Authorize(p, authz.UserUpdate, authz.Facts{Self: userID == p.UserID, OwnerRole: touchesOwner}); err != nil {
+	// Only an owner grants the owner role, or changes anything of an owner.
+	touchesOwner := prev.Role == authz.Owner || next.Role == authz.Owner
+	g, err := authz.Permit(p, authz.UserUpdate, authz.Facts{Self: userID == p.UserID, OwnerRole: touchesOwner})
+	if err != nil {
 		return User{}, err
 	}
 	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
@@ -284,7 +339,7 @@ func (s *Service) UpdateUser(ctx context.Context, p authz.Principal, userID stri
 		return User{}, err
 	}
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ctx = s.event(ctx, p.OrgID, p.UserID, "user.update", "user", userID, next.UpdatedAt, audit.Diff(
+	ctx = s.event(ctx, p, g, "user.update", "user", userID, next.UpdatedAt, audit.Diff(
 		audit.F("email", prev.Email, next.Email), audit.F("name", prev.Name, next.Name),
 		audit.F("role", string(prev.Role), string(next.Role))))
 	if err := s.store.UpdateUser(ctx, prev, next); err != nil {
@@ -308,20 +363,23 @@ func (s *Service) RemoveUser(ctx context.Context, p authz.Principal, userID stri
 	if err != nil {
 		return err
 	}
-	if err := authz.Authorize(p, authz.UserRemove, authz.Facts{Self: self, OwnerRole: u.Role == authz.Owner}); err != nil {
+	g, err := authz.Permit(p, authz.UserRemove, authz.Facts{Self: self, OwnerRole: u.Role == authz.Owner})
+	if err != nil {
 		return err
 	}
 	if err := errs.CheckVersion(ifMatch, u.Version); err != nil {
 		return err
 	}
-	ctx = s.event(ctx, p.OrgID, p.UserID, "user.remove", "user", userID, s.now(), audit.Diff(
+	ctx = s.event(ctx, p, g, "user.remove", "user", userID, s.now(), audit.Diff(
 		audit.F("email", u.Email, nil), audit.F("role", string(u.Role), nil)))
 	return s.store.RemoveUser(ctx, u)
 }
 
-// event attaches the audit event of a change to ctx; the store writes it in
-// the change's transaction.
-func (s *Service) event(ctx context.Context, orgID, actor, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
-	return audit.With(ctx, audit.Event{OrgID: orgID, ID: s.ids.NewAt(at), ActorID: actor, Action: action,
-		TargetType: targetType, TargetID: targetID, At: at, Changes: changes})
+// event attaches the audit event of a change by p, allowed by g, to ctx;
+// the store writes it in the change's transaction, fenced on g (a zero
+// Grant for a caller acting from outside the org: creating it, accepting
+// an invitation).
+func (s *Service) event(ctx context.Context, p authz.Principal, g authz.Grant, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
+	return audit.With(ctx, audit.Event{OrgID: p.OrgID, ID: s.ids.NewAt(at), ActorID: p.UserID, ActorFloor: string(g.Floor),
+		Action: action, TargetType: targetType, TargetID: targetID, At: at, Changes: changes})
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/page"
 )
 
@@ -55,11 +56,22 @@ type Storer interface {
 	// UpdateOrg replaces the org's mutable fields if its version is still
 	// prev.Version. Returns NotFound or PreconditionFailed.
 	UpdateOrg(ctx context.Context, prev, next Org) error
-	// DeleteOrg removes the org and everything it owns (audit buckets up
-	// to now included), on behalf of actorID, who keeps access (to retry)
-	// until the very end. Resumable: a repeated call continues where an
-	// interrupted one stopped.
-	DeleteOrg(ctx context.Context, orgID, actorID string, now time.Time) error
+	// StartOffboarding marks the org as being offboarded by actorID (an
+	// owner, who alone keeps access, to repeat the DELETE or read its
+	// progress) and takes the job's lease for owner: from then on every
+	// other member gets 404, no user can join, and no member's write
+	// commits. On an org already being offboarded it returns that job, with
+	// started true only if its lease had expired and owner took it over.
+	// Returns NotFound, PreconditionFailed (ifVersion > 0).
+	StartOffboarding(ctx context.Context, orgID, actorID string, ifVersion int64, owner string, now time.Time) (j deletion.Job, started bool, err error)
+	// CutOff deletes every member's edge but the actor's, if owner's run
+	// has not done it yet. Returns Conflict (lease_lost).
+	CutOff(ctx context.Context, orgID, owner string) error
+	// ReleaseOffboarding gives up owner's lease on the offboarding.
+	ReleaseOffboarding(ctx context.Context, orgID, owner string) error
+	// GetOffboarding reads an org's offboarding. Returns NotFound
+	// (offboarding_not_found) if the org is not being offboarded.
+	GetOffboarding(ctx context.Context, orgID string) (deletion.Job, error)
 
 	// GetUser returns NotFound if the user is not in the org.
 	GetUser(ctx context.Context, orgID, userID string) (User, error)
@@ -73,7 +85,7 @@ type Storer interface {
 	// BatchGetUsers reads many users of one org; absent ones are left out.
 	BatchGetUsers(ctx context.Context, orgID string, userIDs []string) (map[string]User, error)
 	// AddUser writes the user and their email claim atomically. Returns
-	// NotFound if the org does not exist, Conflict (code user_exists or
+	// NotFound if the org does not exist or is being offboarded, Conflict (code user_exists or
 	// email_taken) if either clashes.
 	AddUser(ctx context.Context, u User) error
 	// UpdateUser replaces prev by next if prev.Version is current, swapping
@@ -81,8 +93,9 @@ type Storer interface {
 	// NotFound, PreconditionFailed, Conflict (email_taken, last_owner).
 	UpdateUser(ctx context.Context, prev, next User) error
 	// RemoveUser deletes the user, their claim and their team memberships
-	// in the org. Returns NotFound, PreconditionFailed or Conflict
-	// (last_owner).
+	// in the org (with the teams' counts). Returns NotFound,
+	// PreconditionFailed or Conflict (last_owner, last_team_owner). A team
+	// that no longer exists never blocks it.
 	RemoveUser(ctx context.Context, u User) error
 }
 

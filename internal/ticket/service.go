@@ -101,7 +101,8 @@ func normalizeTags(tags []string) []string {
 
 // Create opens a ticket requested by the caller.
 func (s *Service) Create(ctx context.Context, p authz.Principal, in NewTicket) (Ticket, error) {
-	if err := authz.Authorize(p, authz.TicketCreate, authz.Facts{}); err != nil {
+	g, err := authz.Permit(p, authz.TicketCreate, authz.Facts{})
+	if err != nil {
 		return Ticket{}, err
 	}
 	if in.Priority == "" {
@@ -114,7 +115,7 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in NewTicket) (
 	if err := validateTicket(t); err != nil {
 		return Ticket{}, err
 	}
-	ctx = s.event(ctx, p, "ticket.create", "ticket", t.ID, now, audit.Diff(
+	ctx = s.event(ctx, p, g, "ticket.create", "ticket", t.ID, now, audit.Diff(
 		audit.F("title", nil, t.Title), audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)),
 		audit.F("assigneeId", nil, str(t.AssigneeID)), audit.F("teamId", nil, str(t.TeamID))))
 	if err := s.store.CreateTicket(ctx, t); err != nil {
@@ -226,7 +227,8 @@ func (s *Service) Update(ctx context.Context, p authz.Principal, ticketID string
 	if err != nil {
 		return Ticket{}, err
 	}
-	if err := authz.Authorize(p, authz.TicketUpdate, f); err != nil {
+	g, err := authz.Permit(p, authz.TicketUpdate, f)
+	if err != nil {
 		return Ticket{}, err
 	}
 	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
@@ -247,7 +249,7 @@ func (s *Service) Update(ctx context.Context, p authz.Principal, ticketID string
 		return Ticket{}, err
 	}
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ctx = s.event(ctx, p, "ticket.update", "ticket", ticketID, next.UpdatedAt, audit.Diff(
+	ctx = s.event(ctx, p, g, "ticket.update", "ticket", ticketID, next.UpdatedAt, audit.Diff(
 		audit.F("title", prev.Title, next.Title), audit.F("description", prev.Description, next.Description),
 		audit.F("status", string(prev.Status), string(next.Status)), audit.F("priority", string(prev.Priority), string(next.Priority)),
 		audit.F("assigneeId", str(prev.AssigneeID), str(next.AssigneeID)), audit.F("teamId", str(prev.TeamID), str(next.TeamID)),
@@ -277,20 +279,21 @@ func (s *Service) Delete(ctx context.Context, p authz.Principal, ticketID string
 	if err != nil {
 		return err
 	}
-	if err := authz.Authorize(p, authz.TicketDelete, f); err != nil {
+	g, err := authz.Permit(p, authz.TicketDelete, f)
+	if err != nil {
 		return err
 	}
 	if err := errs.CheckVersion(ifMatch, t.Version); err != nil {
 		return err
 	}
-	ctx = s.event(ctx, p, "ticket.delete", "ticket", ticketID, s.now(), audit.Diff(audit.F("title", t.Title, nil)))
+	ctx = s.event(ctx, p, g, "ticket.delete", "ticket", ticketID, s.now(), audit.Diff(audit.F("title", t.Title, nil)))
 	return s.store.DeleteTicket(ctx, p.OrgID, ticketID, t.Version)
 }
 
 // event attaches the audit event of a change to ctx; the store writes it in
 // the change's transaction.
-func (s *Service) event(ctx context.Context, p authz.Principal, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
-	return audit.With(ctx, audit.Event{OrgID: p.OrgID, ID: s.ids.NewAt(at), ActorID: p.UserID, Action: action,
+func (s *Service) event(ctx context.Context, p authz.Principal, g authz.Grant, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
+	return audit.With(ctx, audit.Event{OrgID: p.OrgID, ID: s.ids.NewAt(at), ActorID: p.UserID, ActorFloor: string(g.Floor), Action: action,
 		TargetType: targetType, TargetID: targetID, At: at, Changes: changes})
 }
 
@@ -304,7 +307,8 @@ func str(s string) any {
 
 // AddComment adds the caller's comment to a ticket.
 func (s *Service) AddComment(ctx context.Context, p authz.Principal, ticketID, body string) (Comment, error) {
-	if err := authz.Authorize(p, authz.CommentCreate, authz.Facts{}); err != nil {
+	g, err := authz.Permit(p, authz.CommentCreate, authz.Facts{})
+	if err != nil {
 		return Comment{}, err
 	}
 	if err := ids.Resource("ticketId", ticketID); err != nil {
@@ -314,7 +318,7 @@ func (s *Service) AddComment(ctx context.Context, p authz.Principal, ticketID, b
 		return Comment{}, err
 	}
 	c := Comment{OrgID: p.OrgID, TicketID: ticketID, ID: s.ids.New(), AuthorID: p.UserID, Body: body, CreatedAt: s.now()}
-	ctx = s.event(ctx, p, "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
+	ctx = s.event(ctx, p, g, "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
 	if err := s.store.AddComment(ctx, c); err != nil {
 		return Comment{}, err
 	}

@@ -146,8 +146,8 @@ export interface paths {
         put?: never;
         post?: never;
         /**
-         * Delete an organization
-         * @description Deletes the organization together with all its users, teams, tickets and comments. Irreversible. Requires org role `owner`.
+         * Delete an organization (offboarding)
+         * @description Offboards the organization: deletes it together with all its users, teams, memberships, tickets, comments, invitations and audit log. Irreversible. Requires org role `owner`. From the moment the DELETE is accepted, the organization answers 404 to every member (only the owner who started it may repeat the DELETE or read the offboarding's progress), nobody can join it, and no member's write commits; the answer comes once every member is cut off. The rest of the work runs in the background, and survives a crash of the server: any replica resumes an offboarding whose run died. The answer is `204` when everything was deleted within the request, otherwise `202` with the offboarding's progress and a `Location` to follow it (`getOffboarding`, which answers 404 once nothing of the organization is left). Repeating the DELETE while the offboarding runs answers `202` again.
          */
         delete: operations["deleteOrg"];
         options?: never;
@@ -157,6 +157,29 @@ export interface paths {
          * @description Renames the organization. Requires org role `admin` or `owner`.
          */
         patch: operations["updateOrg"];
+        trace?: never;
+    };
+    "/v1/orgs/{orgId}/offboarding": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Follow an organization's offboarding
+         * @description The progress of the organization's offboarding, for the owner who started it (`deleteOrg`). 404 when the organization is not being offboarded, including once its offboarding has finished and nothing of it is left.
+         */
+        get: operations["getOffboarding"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
         trace?: never;
     };
     "/v1/orgs/{orgId}/invitations": {
@@ -224,7 +247,7 @@ export interface paths {
         put?: never;
         /**
          * Accept an invitation
-         * @description Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+         * @description Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (compared case-insensitively), otherwise 403 `invitation_email_mismatch` (a server setting, `INVITATION_ANY_EMAIL`, may relax this). 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
          */
         post: operations["acceptInvitation"];
         delete?: never;
@@ -304,14 +327,14 @@ export interface paths {
         post?: never;
         /**
          * Remove a user from the organization
-         * @description Removes the user from the org and from all of its teams. Requires org role `admin` or `owner`; any member may remove themself. Only an `owner` may remove an owner. Removing the last remaining owner fails with 409. Tickets the user requested are kept.
+         * @description Removes the user from the org and from all of its teams. Requires org role `admin` or `owner`; any member may remove themself. Only an `owner` may remove an owner. Removing the last remaining owner fails with 409 (`last_owner`), and so does removing the last owner of one of its teams (`last_team_owner`: make another member owner of that team first, or delete it). Tickets the user requested are kept.
          */
         delete: operations["removeOrgUser"];
         options?: never;
         head?: never;
         /**
          * Update an organization user
-         * @description Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change the role of an existing owner. Demoting the last remaining owner fails with 409.
+         * @description Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
          */
         patch: operations["updateOrgUser"];
         trace?: never;
@@ -497,13 +520,13 @@ export interface paths {
         get: operations["getTeamMember"];
         /**
          * Add a team member or change their role
-         * @description Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+         * @description Idempotently sets the user's team role. Returns 201 when the user was added to the team and 200 when an existing membership was updated (or already had that role). The user must already be a member of the org (409 otherwise). Requires team role `owner` or `admin`, or org role `admin` or `owner`; granting the `owner` role, or changing a team owner's role, requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: demoting its last owner is 409 `last_team_owner`.
          */
         put: operations["putTeamMember"];
         post?: never;
         /**
          * Remove a team member
-         * @description Removes the user from the team. Requires team role `owner` or `admin`, or org role `admin` or `owner`.
+         * @description Removes the user from the team. Requires team role `owner` or `admin`, or org role `admin` or `owner`; removing a team owner requires team role `owner` or org role `admin` or `owner`. A team keeps at least one owner: removing its last owner is 409 `last_team_owner`.
          */
         delete: operations["removeTeamMember"];
         options?: never;
@@ -704,6 +727,24 @@ export interface components {
         };
         OrgCreate: {
             name: string;
+        };
+        /** @description An organization's offboarding under way. */
+        Offboarding: {
+            orgId: string;
+            /**
+             * @description Always `running`; a finished offboarding leaves nothing behind (404).
+             * @enum {string}
+             */
+            state: "running";
+            /**
+             * @description How far it got: `cutoff` (deleting members' access), `content` (teams, tickets, invitations...), `audit` (the audit log), `sweep` (a last pass for writes that raced the cut-off), `final` (the organization itself).
+             * @enum {string}
+             */
+            phase: "cutoff" | "content" | "audit" | "sweep" | "final";
+            /** Format: date-time */
+            startedAt: string;
+            /** @description The owner who started it. */
+            startedBy: string;
         };
         OrgUpdate: {
             name: string;
@@ -1324,7 +1365,18 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The organization was deleted. */
+            /** @description The organization is cut off and being deleted in the background. */
+            202: {
+                headers: {
+                    /** @description The offboarding's progress (`getOffboarding`). */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Offboarding"];
+                };
+            };
+            /** @description The organization was deleted, completely. */
             204: {
                 headers: {
                     [name: string]: unknown;
@@ -1376,6 +1428,36 @@ export interface operations {
             404: components["responses"]["NotFound"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getOffboarding: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The offboarding under way. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Offboarding"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -1512,6 +1594,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["Conflict"];
             422: components["responses"]["UnprocessableEntity"];
@@ -2207,6 +2290,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];

@@ -38,6 +38,48 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for OffboardingPhase.
+const (
+	OffboardingPhaseAudit   OffboardingPhase = "audit"
+	OffboardingPhaseContent OffboardingPhase = "content"
+	OffboardingPhaseCutoff  OffboardingPhase = "cutoff"
+	OffboardingPhaseFinal   OffboardingPhase = "final"
+	OffboardingPhaseSweep   OffboardingPhase = "sweep"
+)
+
+// Valid indicates whether the value is a known member of the OffboardingPhase enum.
+func (e OffboardingPhase) Valid() bool {
+	switch e {
+	case OffboardingPhaseAudit:
+		return true
+	case OffboardingPhaseContent:
+		return true
+	case OffboardingPhaseCutoff:
+		return true
+	case OffboardingPhaseFinal:
+		return true
+	case OffboardingPhaseSweep:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for OffboardingState.
+const (
+	OffboardingStateRunning OffboardingState = "running"
+)
+
+// Valid indicates whether the value is a known member of the OffboardingState enum.
+func (e OffboardingState) Valid() bool {
+	switch e {
+	case OffboardingStateRunning:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for Role.
 const (
 	RoleAdmin  Role = "admin"
@@ -383,6 +425,27 @@ type MembershipList struct {
 	// NextCursor Cursor of the next page; absent on the last page.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
+
+// Offboarding An organization's offboarding under way.
+type Offboarding struct {
+	OrgId string `json:"orgId"`
+
+	// Phase How far it got: `cutoff` (deleting members' access), `content` (teams, tickets, invitations...), `audit` (the audit log), `sweep` (a last pass for writes that raced the cut-off), `final` (the organization itself).
+	Phase     OffboardingPhase `json:"phase"`
+	StartedAt time.Time        `json:"startedAt"`
+
+	// StartedBy The owner who started it.
+	StartedBy string `json:"startedBy"`
+
+	// State Always `running`; a finished offboarding leaves nothing behind (404).
+	State OffboardingState `json:"state"`
+}
+
+// OffboardingPhase How far it got: `cutoff` (deleting members' access), `content` (teams, tickets, invitations...), `audit` (the audit log), `sweep` (a last pass for writes that raced the cut-off), `final` (the organization itself).
+type OffboardingPhase string
+
+// OffboardingState Always `running`; a finished offboarding leaves nothing behind (404).
+type OffboardingState string
 
 // Org defines model for Org.
 type Org struct {
@@ -1039,7 +1102,7 @@ type ServerInterface interface {
 	// CreateOrg Create an organization
 	// (POST /v1/orgs)
 	CreateOrg(ctx echo.Context, params CreateOrgParams) error
-	// DeleteOrg Delete an organization
+	// DeleteOrg Delete an organization (offboarding)
 	// (DELETE /v1/orgs/{orgId})
 	DeleteOrg(ctx echo.Context, orgId OrgId, params DeleteOrgParams) error
 	// GetOrg Get an organization
@@ -1060,6 +1123,9 @@ type ServerInterface interface {
 	// RevokeInvitation Revoke an invitation
 	// (DELETE /v1/orgs/{orgId}/invitations/{invitationId})
 	RevokeInvitation(ctx echo.Context, orgId OrgId, invitationId InvitationId) error
+	// GetOffboarding Follow an organization's offboarding
+	// (GET /v1/orgs/{orgId}/offboarding)
+	GetOffboarding(ctx echo.Context, orgId OrgId) error
 	// ListTeams List teams
 	// (GET /v1/orgs/{orgId}/teams)
 	ListTeams(ctx echo.Context, orgId OrgId, params ListTeamsParams) error
@@ -1509,6 +1575,22 @@ func (w *ServerInterfaceWrapper) RevokeInvitation(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.RevokeInvitation(ctx, orgId, invitationId)
+	return err
+}
+
+// GetOffboarding converts echo context to params.
+func (w *ServerInterfaceWrapper) GetOffboarding(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetOffboarding(ctx, orgId)
 	return err
 }
 
@@ -2617,6 +2699,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.DELETE(options.BaseURL+"/v1/orgs/:orgId", wrapper.DeleteOrg, options.OperationMiddlewares["deleteOrg"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId", wrapper.GetOrg, options.OperationMiddlewares["getOrg"]...)
 	router.PATCH(options.BaseURL+"/v1/orgs/:orgId", wrapper.UpdateOrg, options.OperationMiddlewares["updateOrg"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/offboarding", wrapper.GetOffboarding, options.OperationMiddlewares["getOffboarding"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId/invitations", wrapper.ListInvitations, options.OperationMiddlewares["listInvitations"]...)
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/invitations/:invitationId", wrapper.RevokeInvitation, options.OperationMiddlewares["revokeInvitation"]...)
@@ -2873,6 +2956,22 @@ func (response AcceptInvitation401ApplicationProblemPlusJSONResponse) VisitAccep
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptInvitation403ApplicationProblemPlusJSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3479,6 +3578,30 @@ type DeleteOrgRequestObject struct {
 
 type DeleteOrgResponseObject interface {
 	VisitDeleteOrgResponse(w http.ResponseWriter) error
+}
+
+type DeleteOrg202ResponseHeaders struct {
+	Location *string
+}
+
+type DeleteOrg202JSONResponse struct {
+	Body    Offboarding
+	Headers DeleteOrg202ResponseHeaders
+}
+
+func (response DeleteOrg202JSONResponse) VisitDeleteOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Location != nil {
+		w.Header().Set("Location", fmt.Sprint(*response.Headers.Location))
+	}
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type DeleteOrg204Response struct {
@@ -4635,6 +4758,156 @@ func (response RevokeInvitation503ApplicationProblemPlusJSONResponse) VisitRevok
 	return err
 }
 
+type GetOffboardingRequestObject struct {
+	OrgId OrgId `json:"orgId"`
+}
+
+type GetOffboardingResponseObject interface {
+	VisitGetOffboardingResponse(w http.ResponseWriter) error
+}
+
+type GetOffboarding200JSONResponse Offboarding
+
+func (response GetOffboarding200JSONResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOffboarding400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetOffboarding400ApplicationProblemPlusJSONResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOffboarding401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetOffboarding401ApplicationProblemPlusJSONResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOffboarding403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetOffboarding403ApplicationProblemPlusJSONResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOffboarding404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetOffboarding404ApplicationProblemPlusJSONResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOffboarding429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetOffboarding429ApplicationProblemPlusJSONResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimitLimit != nil {
+		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	}
+	if response.Headers.RateLimitRemaining != nil {
+		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
+	}
+	if response.Headers.RateLimitReset != nil {
+		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOffboarding500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetOffboarding500ApplicationProblemPlusJSONResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOffboarding503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetOffboarding503ApplicationProblemPlusJSONResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTeamsRequestObject struct {
 	OrgId  OrgId `json:"orgId"`
 	Params ListTeamsParams
@@ -5713,6 +5986,22 @@ func (response RemoveTeamMember404ApplicationProblemPlusJSONResponse) VisitRemov
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveTeamMember409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveTeamMember409ApplicationProblemPlusJSONResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8864,7 +9153,7 @@ type StrictServerInterface interface {
 	// CreateOrg Create an organization
 	// (POST /v1/orgs)
 	CreateOrg(ctx context.Context, request CreateOrgRequestObject) (CreateOrgResponseObject, error)
-	// DeleteOrg Delete an organization
+	// DeleteOrg Delete an organization (offboarding)
 	// (DELETE /v1/orgs/{orgId})
 	DeleteOrg(ctx context.Context, request DeleteOrgRequestObject) (DeleteOrgResponseObject, error)
 	// GetOrg Get an organization
@@ -8885,6 +9174,9 @@ type StrictServerInterface interface {
 	// RevokeInvitation Revoke an invitation
 	// (DELETE /v1/orgs/{orgId}/invitations/{invitationId})
 	RevokeInvitation(ctx context.Context, request RevokeInvitationRequestObject) (RevokeInvitationResponseObject, error)
+	// GetOffboarding Follow an organization's offboarding
+	// (GET /v1/orgs/{orgId}/offboarding)
+	GetOffboarding(ctx context.Context, request GetOffboardingRequestObject) (GetOffboardingResponseObject, error)
 	// ListTeams List teams
 	// (GET /v1/orgs/{orgId}/teams)
 	ListTeams(ctx context.Context, request ListTeamsRequestObject) (ListTeamsResponseObject, error)
@@ -9410,6 +9702,31 @@ func (sh *strictHandler) RevokeInvitation(ctx echo.Context, orgId OrgId, invitat
 		return err
 	} else if validResponse, ok := response.(RevokeInvitationResponseObject); ok {
 		return validResponse.VisitRevokeInvitationResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetOffboarding operation middleware
+func (sh *strictHandler) GetOffboarding(ctx echo.Context, orgId OrgId) error {
+	var request GetOffboardingRequestObject
+
+	request.OrgId = orgId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetOffboarding(ctx.Request().Context(), request.(GetOffboardingRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetOffboarding")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetOffboardingResponseObject); ok {
+		return validResponse.VisitGetOffboardingResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -10275,177 +10592,193 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1rc9s4suhfQWlPVaRdWpYdZ5LYNXWPJ48dzyQTn8TZnNpRbgiRkIQxCWgA0I4mm1P3R9xfeH/JLXQD",
-	"fIikHn7FnvWXxJJIPBr97kb3l04k05kUTBjd2f/SmTIaMwV/vjihE/t/zHSk+MxwKTr7nRfCcDMnhk6I",
-	"HBMzZUQxkynBYqKYlpmKGDljSnMp+uQdEzHhhnBBwqPx1mtqomlIjCQpPWWEEp2NNPs9Y8KQc8UNI5EU",
-	"Mbcz0aTfCTqK/Z5xxeLOvlEZCzo6mrKU2kWZ+Yx19jvaKC4mna9fg84rLk7ry3378hl5svvkCUm4OLUz",
-	"2xUL9tmQGZ2wgLD+pE/CYTYYPIymxsz0/vY2nfE++0zTWcL6kUy3z3a2pZro7S9STY7ir9uGR6fM6P8V",
-	"ZUpL9X2/37fv736X8JSb73cfwWjsgCiWfD/s2MmGnbBPDkfablQKWENCNa7B7nPZvt5Sw17Zkbfg34Yt",
-	"WghqowlNEnnOYjJjimhmQUnGUsFshgkqDOkevTh5SfIRCZ42GXOWxJrEio5Nr3E9XBg2YWphQW9ZSrmw",
-	"C21fVMLGcP52FVGmFJw1F7E8X1jcRvNq1gCId7BnTTJheFIa+YEmv2fSUMI1UWyWMMH1lMWrJ2RGzbcO",
-	"x4ap9smo/ZmcT3k0ddQAGycpnZMREIfii3OlXPA0Szv7g6Bp3g8fPmwdZmbKhOERNaw++Q+MKqYILR7i",
-	"UpBoSpOEiQkjXYv23z1+NOgtpyKH5cWIitEk/X7YQcDFw05AmFJSfT/scHFGEx5/MvKUiWGnE9Rw9WvQ",
-	"mVFFU2YcBzmKWTqTholo/jOb17fxmp4yTSiJFKOGiwk5fvPuhGg6ZpZSLejmpPvOKD5jRLOU2q3qXp+c",
-	"TBkZc6VNDu1zbqaEklM2JyoT+oBwY89az6TQjHS1oSbThIqYjGQ871lMOGUzAyi4u0emMlP4s8UPOmdx",
-	"gEOG+RYs1uFP+8SCMQzsGqmYu3XC4xYBNE0ZLMQOl3/hFoprzx9xy475eMyAMvx+Jsxosre7e0CoH3/K",
-	"EwbjVXfONdGGJ4ndtyVF9+rgaZ/8zOaaUMWIjuSMxZ77STWhgv+BOOMXGVnUUZZjqzOm8NA16T76/LkH",
-	"QwhpAGIB0TiKXX5ExQKOc3usyFU6QUfQ1CJICQ22LB5USIF+fsXExEw7+7uPHgWWNPznHYtOxjBlx/zf",
-	"vw6Hn3d3tobDz49ffPzbfzSgX9BBhlzHszcz+nsG7EdLRcZKpoSSmWJnXGYamPADTULLqJ/BIyHpSkVC",
-	"K1FCxyN7ffLGckwjLYBL5wAsnOB7CO0fXx8+29J8YkUiYlwm2oGfcA2ob6bUHqbOGBxIak8+lTEfcxYT",
-	"u2qpGJ8IvwlgZb+xyLAYsWhvMMgP4PeMqXkBfweWNrAP9p40AZOPQVw3aAAnhex3kh5RaEot7+GajKi2",
-	"ixZ9cuRVBNQMHuhcBsAoiPg6qHDOMeWJdpva2QUgCWmmFkhcu1mWIJtTM9qx7LvG3YozbuBUjmL7Bow9",
-	"o2ZajFx5ZBlXLWPtYOvxx18HW08Pt3786efXvxxvnfxj658fv+w++tqMwkmzjH9NP1uJQUSWjpiy0OeG",
-	"pdqxyUwJ0rWISDT/g/Xa8ADHLq80ZmOaJcZCJbBAQqm0MxgEhYzaaZRRoAo1UFoZvXlMuu9fHT0vFlQF",
-	"KI6xnnwa7Pz09J8P//H4v5789+7Pe6+/++XJ8eDt7sneh+86waUAjqLhJU8apfwbkcw9hJ3a5zk9MF77",
-	"bhu48dcKvP9DsXFnv/OX7ULp3sZf9fYJDP8OX7IrM4ymTTA+YTRdCVv38ibA/fDDo2ePnz99sfPy4d8f",
-	"/fj4p6c/77y+JHARZC8+z6ho2MgzmaZ0SzOrNFg+ZlmhRW3FEvicaaYAxVk6YrFVIhm1WhYMuk9CxzCY",
-	"CgmNY13+IiAh1cCDmf+x+Nw9nzJkWTiUZSvu17jXJy8QLvskZLDw7/Nhg3wMC3X2eZbImHX2xzTRrBkH",
-	"cIQKDgDhrocMADjLXztfc+hSpaidIBP894wd4WD2aAGX53CeY6nSTg7+RhxyG1+FRX6ATfDov5/vvth7",
-	"+d3fn/w4+MnT6iXxyGJC0zbea6YItxrZlJFQZ6OQRAnlqRdP9r0HFoVOmdB9srO1s/vEShBFI6ujoioQ",
-	"Hm79k9CtP8hg6ynpk0/kf8g++U/yL/I38j3ZCltA45a0HmCsoj7416Px4+gJix5HDx9G30WDwd5oRMfs",
-	"yW4nKAuond0nVWAdbv2Tbv0x2Hra//Q/+//5r799v/Xxy06ws/ukEVhf7YpQ7wUs+4HGzhaznyIprC5r",
-	"/6SzWeIsh+2ZkqOEpX/7TVuwflmTYx3jWzjpAn6V5DnXJKWJxUmnyYB8B2MC5UTXmRbEQjggQEL2QWed",
-	"5jZFQPyDUpFMnAp5LkCfJzMlZ0yZefEE6jy9PnlpbduthJ2xhMTMwNxWS7PMBplKiMpu2Lck80yKccKj",
-	"bwasyM2vC4PCa0xWnjDSBY9FnOF6WEBoohiN51ZdtHxSBehakOfC/q0YWBaR1Sqt3LCQs0QTS6ZBqWef",
-	"Ldd1BrpUkx6A4aVUIx7HTNw0HNAOAY7s9uNpuaI5jzLQwbkiSias2A24QFA4W4yAh2FDR8LSE01e2LO+",
-	"yU29F+zzDPV0XbKt0BBsdhYcgLsCjT0v047ikIDYUmwmFVgM3MDOfpHmpbUwbh5jnbevikoBcV6d4iTh",
-	"YJadZhdk8bkkEdUMyZOLGA2jjOspHSWMjOYkZlb8IoYe03kiaXwi5SuqJuxb0SuwH/Y5YizWsDGnRefO",
-	"OKuR44IVy72bLylP2I2eWMn9GnMwqEhqPy4zzw4qP5JzqguLVHMRMcINfGsZUJ+8ZVv2D/slelKMmsPO",
-	"3zF1xiP2XtAzyhN7mDd9WhpXYJHRsHQmFVU8mZNMAGYZSaZUxM694k72wPldrCqqAjKVQmZWxJKw5BZ0",
-	"NDlTTDP0YJb85wvuw6blu6e3y4/CFk6kfE3F3HtRbxpezl2MeG2lJHjTEOMVSKFIxpY5UcM+gVnJ4rBn",
-	"UcCCDF2iVTihP1r3CXhwkcZnlh1U+ID9BsSTzIzmMSNUVJ7ogftJCkaE5Hru1ynYGb6oSTYjVEgztXrf",
-	"4nnUHelLz2Th8XbP93qjFK80+7LXHcU+XndOb4Rd74VVSKXif7AbFxsjdDSDSg6qIdeai0lQ6IgBYZ9n",
-	"VqO2ksTpcwtH2eQhXwaB2vMODDMlI6a15QIY17ppaIQLvtEQ+KlX6TLtvXtNPmJHg7wY4dMpm39SzL5m",
-	"qfG9ZoQSwc7BWTuWyn3yvmj0f+BC7T4Os5ibZ+BfAzcWKtUc7QjaHAaxmzijScYc1ZccgV2KAa/c2oYw",
-	"kxMYqTyzxra1p7LEyQRnxY7YWCq2bCp8Ys25MqGZaZ4JHmqOuhVW3a/usY+5rSVHv7EIiBAg9uLMYcsC",
-	"wCJcd9kORHu6n81ii4Q14y2wL0ln6dZ/g0ksjdi/OnaILcPTxnEQLHptf0P56Bd9DV+DDm9eUa6bNv5q",
-	"rF62/McT+LoOoUYnQPlIuLW8PbACD+vKsKUFlFcKcCwAtPxUX3HdcLI5RNcHLeJIA2SLoMNqPMTpmlb8",
-	"TKZpMxICn285A6u7Nv4A8TgWH26AcLzFv2eJsuJlqmNCyUm1xqGXXFL55txWygtfAqVn8BBAJ/bJBscl",
-	"qDl3XhWQHlaVwMnAOcpLEavlO4BRliztKvDN48JKZFs4LIwrOfMsz5A4ILQ9beGi6Ao+mdwSr24258kL",
-	"jvjxmInY6t/wwD6h5Kd3b34hM8mtZb/F9RTcR4QLF2kDywy9JaGhE739MOx52zR3KRFBU+9TCUGRDZux",
-	"NLVqAsrFdYRF8ULT/n9kNDHT+t5dxMAyRJGldjR5WhqgZUb3VtNER3nIqj7ZBYjcarBJI8dAjU1vzjHq",
-	"X9sls/iHeYu39+i5x1F8UjUel5IJW0Uob+0zeZylSmB1LlUhpSbGhMBxUxejlndUZlBlmC0/usMoYjOD",
-	"mnr1CPMgXH25m+8JveyrgPZGTewx1EDgY3kwRjH/8p1diBPnSJijmYd8Jcq7F7Ri6ZF4Tue6Ev98XAp/",
-	"PlwR/bw8dl04FAKrdDGf3cEaMaGFU6rg6DpnA9hFk+TNuLP/6/INl3jN12ARU8HcawqvIn8gmkWKYToO",
-	"5ABtn+1sF/F2vf0FBvi6TYEW+uTdVJ4LIkUyR9c1L7J9VgsmXEx9+x8rALgKWVyByTXpfq9ZI2PQdWgf",
-	"JknFm6LLftoRS6SYaGIkBLzW2d1r9ka1MpLGqGM+3QONfh6rGqIrQGewo97q48sjb7DLZpDYhdWggpG7",
-	"BkbYzkfXp/QWfghzLiG41+AV11M+azgvH79M84cstlOI5FithtH0F5qyEJLAmCGjuVVitLEc+oTRVIcH",
-	"JLRjhOhix3EeaIsFMDYkwjnvJVITZr25wDe+KgWOakd0y4WgaBW4v0kuNtMmNueiraLuF3eyVfjZb72y",
-	"AMGvbjOQmjW+jaRhGedXMB+fmFEEkFFhyAG4HE2ugi2VkO4WWwmNNHxFpml7nlLt9VaugV6cjZYCGS3N",
-	"fFGqiWOK+qCJJLmIkixmQJNIf2sddQlDF8/Z5e41JJtJIY0UPPLpfQHhIlLMmpWQ10fYGVNz53uzS8l3",
-	"z4X5bq/TmDFWU5gda/TLqCrHBXBbUONCuqM/y6oVv5kND2O0LMoT5yIfh9w8OV6Qvl17yuqMxQfIkd6o",
-	"iQ5dtpkm4Rs1qZI9MqrLEH6LvL5FFL9UHlaDQc3aS1BKnPCqhuWwVyGxvrUCsUJI1BDmsnKieh63G3He",
-	"o0/9dvGD906HWNeCraHPFeLoJupWqzJTkRqbcv1c4/HbbcHtYpIlYL1p38GFUOWiUL+6dMANTmAJsK+I",
-	"mbRpIreJjWim1mQlKRflb3fuErJ9bdi9D1U33qF8uvfoMXEhcJ9HWRepEeRD167KGUizSWk05QKThOAL",
-	"SIQj9p0++UFREU3taXJDulTE/mDRu90jipopxJepAIvUcJOwkEhFQlyOy8n2gUQhzacx5MU1AArfqK/0",
-	"xyylorTAz7OEClQ2AAG5JjLCFKmIVedzqeRCGtI6LSaa1qc9ZmoLA9alrFh/BWtvMAA7oLe2zl8KrzQQ",
-	"WyVoW13HUVzc6YWHAvDI6Ww2kwqzuhI5IZFUkKIPuZUN2yzCGAvQPTk5dueJp14G4N5gr8nVCsfcgFJT",
-	"qUxAptXz0lmaUjX3m/DoaketHtYv0pCXbadkXFB6Ifjw9qhIpiU8ZsLw8RxvblWnIt2QjmRm9kcJFadh",
-	"npOgGCZDklQqRvSMRXzMI3ilVzGiMsW38qlWezNdsBsAFRS3ThyOB0iU5XNvYn1vZROY36gJhMwYTVGJ",
-	"JseKn/GETVyaplQxUywmIaQbhwSvPpOQxikXxUd0PCGF+siWfaETdOBJiJfZRxqiXQFceLkST0Blc4t7",
-	"fakYI4Z9NgeEpTMzJ/geHp8la81Mf13/Qv2OTkNE0W74mcwwbl9Hfef1a3YX2COpeAaXew3Skt/uKlxE",
-	"V+gTuYRCWXYjlEFUBe7FXAz2BC+kYy4g2ULCwFUJ+3WNELuNq9DegAZvsepWOKePM7PhiV3YRm9Vm+1q",
-	"rkiLvDF0qm8CU7Ea3FleIXDpbCSMMOdEhy3xBM+G8ucOqrf3RFy5n+fDE7rnBsGLD/h8XIlRhKAsop5S",
-	"DBHgK8Wlvpqm6h/dwGrxrzRpToduJlh2juCwiEz4ZTSKAQeSJXLAA61Bb1wD0mtz/CV5Q7db1DZcZay9",
-	"OFNcKpffu/re5bF/ulCXN4oF5e+03lk8n0oiZ0zgZX9PSMuV6fUvDwcdQycrkj+WJBKsuntcvTmrZGag",
-	"uEQV7YUUrCXfz2n0t0F58FpzVXvIdegcbapn6uC7QLwX1DMAkBfSNKoM6cp8RsEKmTNYQV/rpYssUtrH",
-	"oMjG6Qh7lklnMWP+OT4Ad8JDfAZvbdbQvbTkR6v9Jhsm1ZTJ4xKpPDkhXEbxw0HaEau4Ql7KKix4WiHV",
-	"mi0vGGNVVMsVRuhXcg28DLesTrO8eEJx9ba3QleoJh9AtB7HCC8bBXOKzc1rs5dLsVui/FZpqXTSiTy3",
-	"JpInpymfTC1Kq4mV9O0n/q7Fg/OKj1k0jxJ0y7F9Egp2HpLub5k2Tp71AhLav0LSHTEQ6lKdQtTY/jLD",
-	"JN6QdM8ph1usDmw5StqntEzOWBwGJIwSqVlccRwIZrdkp7BogONZng3vWNYLryzZ3BUp5svUwV/YuVc+",
-	"2QEJRZYkYa4I6gWRv8i4q9dUviEj30xRupyislg9bpbQiCGkxlmSQL1BzcwBCX/9GJIoYVRpuAEdfAOm",
-	"Xz9s+1t+0Hi7qXzMWGiCW8nFaFq/ixR8EzmywEfsGbIos+f5zp6Wu/gA9/UOM8xXx08vvar104eTmpD+",
-	"6cNJ5ZJfnxwZXSnOwXU1PJ9nAmrmLr1jnCos5en7WoH5teq5MPRzUazQbgRnLUA0NWaGF++4GMv6wbki",
-	"d67YQJYYvuUulE5ZMtuKmT71N4f75E01dWMI2YfDTo/IczEUYK0GcLpYR87JuwOXKpNfoh6xRJ6TcLGm",
-	"pDWch4JriZVv4AoDNZV0h/5QDMVf/kIOK0X/huIFTGBHDIuaB8QJDruzyo3L7k8fTnqu3MNQhIfuHii8",
-	"tE9cFUAsh4mF/sCD66ugYdWCSsLm4mkiLAiP++Rw1eVOuKd7zjXLy3bg0HOoRzkU4d5gh5Qvq4b+NmS4",
-	"eKPTrz0sqiD2hyL8+4sTsj2F6xZ/gHMiE6WiiSz2QH0rE4YHd8Y1H/GEm/lQvKDRtFS3AC8jkynVhH2m",
-	"kUnmcBXZfqckFAxa5gUfitwNTiDvkEzpGXNVLOS5KGd5KlhOpn14AQoGwt1H3R+Kt3i2YN+DQhXLKHPJ",
-	"WXCn2mPBAdRacYOkZbA+JHmFj7BP8mKdcEcUd7m8hENXqqHAG6U5anMBV7a56eFMJNwb7JE81BIGOdSo",
-	"JjwvAzEUviCBqx+hC+THrzDigouIuUYBb2nE3RJXFihHguipVGaf/PWvdt6UUaHJsJMH5KAwxVxmeTnD",
-	"akkKnHDY+etfPU5ABE0PBf5vuRRpi4SSbth2VRivxSfzoSgCmo3R0DCSMUNfmHuyFC87yAOeVMRD4UOe",
-	"sJeFIJgdIKV5dh75RxFStNiQWabQ3RsMekMBBbdmefDRLVtXiuIQ5C9+wxFViqNsG4pycZJq4NCXMOFm",
-	"sWqJn8RD+ZhOuHCs7BVHNVI5Lmt3h4V8tmb4GIvze1qku7O1MxgExJmNZPdRD2st6qHAS16uIF6ffLBr",
-	"gLCbYhosSCx74+pbYJVQt7WhqFSCtOCkWAty3zFGV/C3VuLXFyxCi+f921dkzEw09dAqmQyLtgIZScvW",
-	"FHPGRLWgpITylcFQlCtLYk2rtYtLsjk5Z4pZGQMlJsdS7ZNYAiHMqNIsIJEU2qgssoSAhT7mwDcsIzc0",
-	"nUGgD48jGArLvgUjxXC+7gLQbemjW0NQK1kJjGhAfqCxZ0Bhn/zM2KxgeWMoy1eoARqxaSytFmA3RofC",
-	"FcQEo9OV7LSg93foY8l0zyPbm5nhqV1PZHfrAvnzoXjHxcTSZIa06VmaBld0kNuyKODx3xK7Dpy07w0F",
-	"VaV62CirBAlfnNBJIUJ9UewRjU4XKmNbIgiPD0+e/WiNn+P3J5jg8PzFqxcnL4rC2XartXrZ+46nDkXO",
-	"kV2tTF/dybJEuG3TXG3TnsfOLinXqSFYqCZcLMLpy8D0y4u3Goyc4WIOYESZGbvRYrkggEtrJl0gAfhR",
-	"kXMuiqN6WxTYAaKsfga6gAugqL3qPnnvCoIVVlrg6tDQeEsKy4GLn4jOoqmVQyEHO9N57uyfoJDZP0oe",
-	"P3sMufwGb18YEDzrcg3WBnz+AZebUDVx2SvInFwtKGBljSPtPCSuxBE5kZJAkaOwPxS507LQXw+Pj0rO",
-	"x/3OTn/QH0Ba6owJOuOd/c7D/qD/EIvwTUGt90qR/XvSFOV5xc+YYFoDw2b7ZHcwcEv7MnS23rCzP+zI",
-	"02Hna1gqT+xqauAONQgxawKQaMqiU8h/iJk12y3lgbCn5Plc0FQ+/8EKdMsNsZ4LFDIuj6iYNlSBDHju",
-	"a045PXehFHYfPQQqL+hq9+hu3S7Ux9sdDJYU/dis2IeboaXWh9+GNTcSfoZVoR4NHraNmi9zu6GAUtla",
-	"6+z/+jHouOSX0tF5P/X+rx087c5H+9p2yozikW49+tf4u2cbx0qmzExZpiFmYxV4qZE9oM99HzWVvJgZ",
-	"vh4Ux2r1SCikBEeOVc5Q27YyJ0utXKEzGnEzJ6N5oQEgAVeGca/5p2dQs9xxhjnGIlZixwFuAbQTcDwa",
-	"aRVDRXSk6AxvFNewxwFlNfpYGG3PEsoXEKehUGMdRxzs+kvPt3Qgab6qxpN2DKA/p2nSetx23jczJg6P",
-	"j3JLgpR41DnVZJTxBL0YjcBxr29GW35RNRDlDolGEC0udTmsTqZcWywzikamDUygKbSzwreMxrzGC60i",
-	"kqMmFfqcuRLy4PYBPYJrcvjs5OgfLw7Io8FDfIWbvGAeoje4hkA8S4A8JRNFIzbOEqKnmYmtTAO+p0lX",
-	"SwISYUQTKiI7oTZyRrQrjWAUHY95VK6P487QPqZ7F+Obdvvzb8M2YWr0/eDWro1n5mfchiNLLyRjJKho",
-	"ffBr4w0vf9kZnRxw7hgnLK4Jt9XhhRvLy2rNLvH97Q5afchbzZX0PwadmWyM+cRx5dIwFm60i3vgXHw9",
-	"b4sUwHL3TUF5gEJy0lmpkA6NRGBk7h3VgRU81rYwigqNpX2CksclYvuE+gYnCH87iHcsWQFzJk/Rw6TQ",
-	"kRyXlhOgcZIXkMXTsBIKiZjsDfZId7H+5LzXJ3uDp95vUSpTmpdfxcJ1uV+DdMGN+QksTV3UHoFdA1M1",
-	"1M5stXLUnroh/PYJvsfLXlVixM2WLpUHi1jXRBPFI9sLDTnsQS9Q9c6VUXVDAYvlNV/x/ocHH1D6HnKZ",
-	"5ZReqnAMr+ysfqVSAA9e2lv9Ul5oFV54uvqFvJawfWF3d51l1QvSwbtrTLZYMRL45BrQqxbGvSx3zfkp",
-	"nrmlM15GV89aS6y04K+Yt9YigvFSJIQAyg7cehQBOMsZlpCuXhacu2uClVuCvoSwqy7fovtdp/h7zZYT",
-	"xi2nhDuInH93HVwQviW0TFmBjb6GRot1rJ1x2lpQo1rCOsDeBc13UwFnLfsjVj/oe58ocyGxwkXaIBP8",
-	"xeGNZUHiqpqufNC1j2kQFldHA/Wrqw0kUco4KUOwQualhPiFmqG+P9yyOqHwDMx8T29XSG+vvK+98czK",
-	"KjeWdPnapn9impx2dUwr0VFyKOYLogEkAoRC4DWrUx5UL41HMmUaNE9s5uQCeHUqwxHeqMnVqFxwLD+4",
-	"koJXRUAuh/BrNW/IJS9cm5oHJQWaxVeFMK3C67IiFwjT95lcRpjwzA0T5hqYX7RJuBklcmeNNS0Wxv83",
-	"VD6REhaLh9fZTEnS+0QM5DkJa+q6+By+r4t9YuSEQawLIz5JAiylnBMSFAmQ4PXE5Pw+OVKKgeN+lDCM",
-	"w0PShk8paGdIuMaLMCTf161Bnu+1lqap0jFOHt+wYnr99LizBpk0tHG4o1SC6LyaSoLVJlldEjvF10pf",
-	"1xSiTz40FDKqhuCh0Vc+5AMvlncGA9cMjAtMDtNhgOPmCrUlGec3+i9oINTNNMvr6rx3k0lUIc1UyWyC",
-	"pIrqZNprdmw3EdhCO0RoTuZ7luWh475faH1T8H1b1zgHnkrLMJ/6iuWjPjY67K5TNV9HwN8Rof5vYt2u",
-	"QdSbSQ0sRwSe4eauoG+ZReAmdtAg1VxinFTtAg5vzVxewF2Lqu1SyNdStW+EEt0do7tIkbdarF9Y4b57",
-	"bANx+kJK8zbNYm62EjlpdZhhFmGaGWz0XSQqF53nAmvUQ0qSFfr7cEeyG7omD2EvIOdTavAbl6pTdHso",
-	"PvlHmah2FXae4aJnSOzb3rtoKST6jQ1TkPLoU2vPFTeG5cuErLRSXIpQXRqyT0LoixX6nES4qUbJnFHl",
-	"pwmhO31Iuu6RfSLkea8yJ3Qm54KkUphpMiejzOWSU9ReMD1Gz6jQmNQIRXEoGbNzr81AYg3HxnJTmcT2",
-	"N6Z802D7uM+i/H//5/+6fLpqB2xsos+xOapLSrwYJ7cqWNEEo8FR2dg8l2Ptk4IzrnMh9GvQPBps5kKj",
-	"3SUn6kLfkqUeVKBYwuBE7oij9PoFxR3k2m+tEYRRMXuglgUXHBu+u4Sy18Tqy5G7taIjDzRxt/RINxN5",
-	"kD4T1IWF7d8uZN8rRQt1QGQS5/IgyDNKMWjne/quxZOIQ/zV7BBydPwVldJiIHua6FM+m7H4oIljNjO+",
-	"oxK47nSEZqEw/lLmUoLbPW+542EbT7u8gsjNcfxLGJXLwz3lLAIs9QKZMuDQwbip8wBhhrJlA74wjM9I",
-	"T+ZBXgge/UiuM0cIOlwpo7/ne/NW74XgHD6HKwT+g+pTnvAPyaRTplyYyeXenTI2065XhdFkSvUUZyjt",
-	"yXUm8a0zK41KCl2RPA4INSSV2pCHg55la4KdL8Im11Mx00iV79L605SCrcc6D3DhlkO6y22Wh2JLm9K3",
-	"eXJUPQ3KJ0hNnaqMq3LNCysJT5CYhUex0J66C4f1Ka/p2JQctZhKd1sjdbX2NzccsKu3eGnxKZRT5vLk",
-	"vWoS458uAnAfkbseUXKEDEPLlEkBvbzzktfLMsLaNM/tL8WHFUG7t6BZams71yTZPiad4nVmI2cailXA",
-	"vTIDiaYXNXlRna3wotWhNlzpny+qdietKnsUa2YvXlDrWa3Wl3G8xRoDbWZtOwyersXnEpedk5YSz5qN",
-	"Gbi2frfNmLwe5vL8MgDUff7Yrcofc8jniRA/X6PRgZooXubGODQSjc8d9kWRvRgIqqUw4LZO5cqov8ZD",
-	"Ddnpreu5gIp7GFoTjGGhhBEjWKCmTQuGaq23VP8tFda9Yc0Xa9g2K7t41vc5avca8Q3nqAHmNbC1Vmm/",
-	"/QUdF2unqgFqU6g5UCkY3ieuoF5RwrP0vItDldhUjeEBn0KWBZeqNlKRceUXYlSbZ7Dl1H2fufZnylxr",
-	"o501MtawheZ6mWq+eH7+YiUxrURRQDWQ7hVj1Y3Qv7qYrQYIWU1XOzzeOyB5zlq52ebmaWvNZFWFRr62",
-	"coJava3ARfLUfOeCG85UWyXf71PUblWKWjv1XpM97Qo4LkliewZpHBVSsOhupee2VKT08LXJRczkugK5",
-	"eD2a+7fJfFtG2T717Q5R+H3K2+1Kebu4Dr5datKzwgXXIFrL+kcpYrbglPtQb8nNisKUUC+ymmLurkK7",
-	"VPlwLbee0zVWKg1ufpyvtIxSU/HSzC26A+6lNcW9SW+4Y6lYm1xmvb+yeptdjv54vomisj4D2v6CNZNX",
-	"xMKKwtRAqXntITSHrkmlwXrYBZe5AYO/xBut2Y8ruDf777bZj+jrHfOpx6ULWP8W+Suy2Od3Yx33vcGe",
-	"L/SDAk03FAxu8CEsyHDvTmiz0HNquAEx1F5wzj9xbx3fPuu4dDzfQv6sftI1lAaTOjNNHWVdTMkkc6J9",
-	"QU9HfqW2op44dwc7eb9U1z6GakLBn1ZxT4u4qMIHtb9cpeMFxu+Nw65UpUS0GOt926ldsh+Wisi0yZ8a",
-	"sRq9Q1GvvcHTom5979pk5iwzVyYwr8cTUHRbvGFnwGqmtgIbLsXprjIguXon7SRw7+q4cIDy3jeyTgG3",
-	"OK4KIcuu8JpbqWzaxZwmrhbGOk6T1ghlObPb1YlnMRnNSYjFqcM1vStr+EZcmHRjLowLeQlrW0vsFh3b",
-	"1hK+tyuxqmgVtzy1yjWLu/d03CZPB/XuSZPjepWug47/5Zv5PdZmGi7ZEZ/fjE9syBzuGcM9Y/iTu0Dr",
-	"/OCyfKA18/LNjAnIu8SeeZAsgaSCfSZbi/flnTpqtOwq/xUdSpHFhGjrYWwXlZzyjaVyO3L7cENt5wUz",
-	"sC0PEzuN3tZMzHLr4ZvOxXQ9WFuyNRwG3Odj3udj3ng+pqfZOsNbopZsf8E/NsnLRCT3mZlFUcBD1+PS",
-	"X+bEBx+U+Bw2jnA+JedOwtKCzqGkWxMuL8aRLpByWZDwfdLlnyvpsp1A1km8xL7Ha6ZeeqIIq4RQZF/6",
-	"BxaLRdQyMfORaqmYiKgttQOfFQvYOAmzhdQWMiqKLZbzMP1Oc65wgTRM/+7F8imqRsf1WwjLdYH76NQt",
-	"i04tYwLX5R5wEnZZBucxVYaDrY/O/jI5HRCZcgNdcotGgJZRJGxsSCZcXbA+ecdM1QCQqrAcjPR9vo3M",
-	"e7pby4JOdFittnA+lQnzrcvXkesBaAJ+5sDHL/KAs38BHaDQKrZVAbg5W8elrF6FZnFdRs43Sltdytjy",
-	"xNW7xODu4zl3Ptf1svbNdq5XrBu/eVCxbi7qbfWq2N2+gO52sdofWtb87h2itylSsojTJVoqVO6bUoPa",
-	"+/RRv0CCZ4Vhj8KFWneW4uN94ikNlCOeurbYbU5O9/Rt9XK65X0bN6eHTVuDL3dAFUfnn81Lcu9/XMv/",
-	"6FBBiiYZXeIrTUIaGwOsGxnF/gMXF8S+n8Kdbzlmd7FaEPt7LfeS+HZJ4kpbmkxX72i4VhlXHqPMO+C6",
-	"dpNMGD7mLqMAs2FDbIurM2hj7SzpvGJt3iA3L1dpP0z4GRN5LuxFyzLSOCZUgKleFJCx5o7GmUoNbH1e",
-	"e9G+FllBQ9PZOHakcot7n9nlfbP+ZwCbtRI47438+yjmDWRtAtIVbKapmYPnj63axCUvlHnfInzhQiV5",
-	"h+91eRxdjBHB/R+ro2iWjPvkTQMPdA9RQeBLO1Uqz6A7/pSRhGpjH6FcQBlc+wgZVzhkURYn35X3z8ZF",
-	"WZyWS24X5ZSbx1dzxvJnvdt2k37Au3wZrkZ3y8h9RYBWiuICeWuItqVPmsP769bXl/Qiw2XfBwpvbx8y",
-	"OKGr09I3u5+2vOQL9bfSBE1Z4KqUu7ovXkitW7OxSS5NFBXYBNl/C69XLlW4r8aVG21OjD1nqTSbiLH2",
-	"jmpXIKGuTYn/Zp3VlirxRXe1u8Rj7mN1f6pWbG3Mc7UKv+0C/PHW5jevokwpvL7rB/GWRaOSsL4X8dAN",
-	"d9FLFPeXIu49j9/2UkSFImgzed7Ivalcy1mDFaxbMR775OQm8IglUkygnyGUyuCoAnUPj3f3S4mTLm2o",
-	"XJoqnjDdW6hiZQevV7GiiZZ5tx3IXvqFpqySsGln+sHqIX9n5siwNM+lAoLpYp3shJ8xIouCHjqA8h2R",
-	"nHFo0mMkYdCO0q6tdwkWZnWGlpr4G5a9ggJk/15lrxrrsNxzutuW7VCu1VE6pyZGd91lSTZicxsrOljo",
-	"v7hiwQvuV+1Mu4xh1FvcY+Y6JqwD6le4XBGKcexKzrYSdsYSV0HPZ6rOHRN0CRzQ3gs5Lq3uopuPqCX0",
-	"GoCGYpikvhY7a9PGGusAUh8Nc2CzxihMble1sJWLNry/iuz1P7d2uICe9xz0NuqKRQxhNL8lyqJdLIsy",
-	"xc0cZhgxqpg6zMy0s//rR4vhbnm1i7olq9SyHCaoMBoywx1RQ69wu5jqi6+LfPYF47b0LsKi/vKJ69yo",
-	"eVy3jV1vb64WlQk3KAqn+qDvstlMKlM2tPwb7ijq7+TpcVbHrL2Xp+o07AD69JopE8YyBhb7TLzi7ZQ1",
-	"vFdqIpt3vGyHX7k7VfMayi8+0EXr4NIg2Dq4AV6I9GTKaGKmpRfwC4tW/z8AAP//",
+	"7L3rctu4lij8KijNVEXam5Zlx+mk5er6xp3LbnfnNomzM99u5YQQCUlok4AaAO2oM5k6D3Ge8DzJKawF",
+	"kKBESrLjOE63/ySWROKysLDul4+dROZzKZgwujP82JkxmjIFfz4+oVP7f8p0ovjccCk6w85jYbhZEEOn",
+	"RE6ImTGimCmUYClRTMtCJYycMaW5FH3ymomUcEO4IPHxZOcZNcksJkaSnJ4yQokuxpr9XjBhyLnihpFE",
+	"ipTbmWjW70QdxX4vuGJpZ2hUwaKOTmYsp3ZRZjFnnWFHG8XFtPPpU9R5ysXp6nJfPXlIHuw/eEAyLk7t",
+	"zHbFgn0wZE6nLCKsP+2TeFQMBneTmTFzPdzdpXPeZx9oPs9YP5H57tnerlRTvftRqulx+mnX8OSUGf3/",
+	"JYXSUv3Q7/ft+/vfZTzn5of9ezAaOySKZT+MOnayUSfuk6OxthuVAtaQUY1rsPtct69X1LCnduQd+Ldh",
+	"ixaC2mhCs0yes5TMmSKaWVCSiVQwm2GCCkO6x49PnpByRIKnTSacZakmqaIT02tcDxeGTZlaWtArllMu",
+	"7ELbF5WxCZy/XUVSKAVnzUUqz5cWd6F5NWsAxGvYsyaFMDwLRr6jye+FNJRwTRSbZ0xwPWPp5gmZUYud",
+	"o4lhqn0yan8m5zOezNxtgI2TnC7IGC6H4stz5VzwvMg7w0HUNO/bt293jgozY8LwhBq2OvmPjCqmCK0e",
+	"4lKQZEazjIkpI12L9t/dvzforb9FDsurERWjWf7DqIOAS0ediDClpPph1OHijGY8fW/kKROjTidawdVP",
+	"UWdOFc2ZcRTkOGX5XBomksUvbLG6jWf0lGlCSaIYNVxMycsXr0+IphNmb6oF3YJ0XxvF54xollO7Vd3r",
+	"k5MZIxOutCmhfc7NjFByyhZEFUIfEm7sWeu5FJqRrjbUFJpQkZKxTBc9iwmnbG4ABfcPyEwWCn+2+EEX",
+	"LI1wyLjcgsU6/GlILBjjyK6RioVbJzxuEUDTnMFC7HDlF26huPbyEbfslE8mDG6G38+UGU0O9vcPCfXj",
+	"z3jGYLz6zrkm2vAss/u2V9G9Ovi+T35hC02oYkQncs5ST/2kmlLB/0Cc8YtMLOooS7HVGVN46Jp07334",
+	"0IMhhDQAsYhoHMUuP6FiCce5PVakKp2oI2huESRAgx2LB7WrQD88ZWJqZp3h/r17kb0a/vOeRSdjmLJj",
+	"/q9fR6MP+3s7o9GH+4/f/f3fG9Av6iBBXsWzF3P6ewHkR0tFJkrmhJK5YmdcFhqI8B1NYkuoH8IjMelK",
+	"RWLLUWJHI3t98sJSTCMtgINzABJO8D2E9k/Pjh7uaD61LBExrhDtwM+4BtQ3M2oPUxcMDiS3J5/LlE84",
+	"S4ldtVSMT4XfBJCy31hiWIpYdDAYlAfwe8HUooK/A0sb2AcHD5qAySfArhskgJOK9ztOjyg0o5b2cE3G",
+	"VNtFiz459iICSgZ3dMkDYBREfB3VKOeE8ky7Te3tA5CENDMLJK7dLGuQzYkZ7Vj2XeNuxRk3cCrHqX0D",
+	"xp5TM6tGrj2yjqqGWDvYuf/u18HO90c7P/38y7PnL3dO/rnzr3cf9+99akbhrJnHP6MfLMcgosjHTFno",
+	"c8Ny7chkoQTpWkQkmv/Bem14gGOHK03ZhBaZsVCJLJCQK+0NBlHFo/YaeRSIQg03LURvnpLum6fHj6oF",
+	"1QGKY2zHnwZ7P3//r7v/vP+fD/5r/5eDZ989f/By8Gr/5ODtd53oswCOrOEJzxq5/AuRLTyEndjnKT0Q",
+	"XvtuG7jx1xq8/12xSWfY+bfdSujexV/17gkM/xpfsiszjOZNMD5hNN8IW/fyRYD79sd7D+8/+v7x3pO7",
+	"/7j30/2fv/9l79lnAhdB9vjDnIqGjTyUeU53NLNCg6VjlhRa1FYsg8+FZgpQnOVjllohklErZcGgQxI7",
+	"gsFUTGia6vCLiMRUAw1m/sfqc/d8xpBk4VCWrLhf016fPEa4DEnMYOE/lMNG5RgW6uzDPJMp6wwnNNOs",
+	"GQdwhBoOwMXdDhkAcJa+dj6V0KVKUTtBIfjvBTvGwezRAi4v4DwnUuWdEvyNOOQ2vgmL/AAXwaP/erT/",
+	"+ODJd/948NPgZ39XPxOPLCY0beONZopwK5HNGIl1MY5JklGee/Zk37tjUeiUCd0nezt7+w8sB1E0sTIq",
+	"igLx0c6/CN35gwx2vid98p78DxmS/yD/Tf5OfiA7cQto3JK2A4wV1Af/fW9yP3nAkvvJ3bvJd8lgcDAe",
+	"0wl7sN+JQga1t/+gDqyjnX/RnT8GO9/33//P8D/+++8/7Lz7uBft7T9oBNYnuyKUewHLfqSp08Xsp0QK",
+	"K8vaP+l8njnNYXeu5Dhj+d9/0xasH7ekWC/xLZx0Cb8Cfs41yWlmcdJJMsDfQZlAPtF1qgWxEI4IXCH7",
+	"oNNOS50iIv5BqUghToU8FyDPk7mSc6bMonoCZZ5enzyxuu1Oxs5YRlJmYG4rpVlig0QlRmE37tsr81CK",
+	"ScaTrwasxM2vK4XCS0yWnzDSBYtFWuB6WERophhNF1ZctHRSRWhakOfC/q0YaBaJlSot37CQs5cmlUyD",
+	"UM8+WKrrFHSppj0AwxOpxjxNmbhuOKAeAhTZ7cff5ZrkPC5ABueKKJmxajdgAkHmbDECHoYNHQt7n2j2",
+	"2J71dW7qjWAf5iin60C3QkWw2VhwCOYKVPY8TztOYwJsS7G5VKAxcAM7ey7NE6thXD/GOmtfHZUi4qw6",
+	"1UnCwaw7zS7w4nNJEqoZXk8uUlSMCq5ndJwxMl6QlFn2ixj6ki4ySdMTKZ9SNWVf674C+WEfEsZSDRtz",
+	"UnRpjLMSOS5YsdK6+YTyjF3riQXm15SDQkVy+3GdenZY+5GcU11ppJqLhBFu4FtLgPrkFduxf9gv0ZJi",
+	"1AJ2/pqpM56wN4KeUZ7Zw7zu09K4AouMhuVzqaji2YIUAjDLSDKjInXmFXeyh87uYkVRFZGZFLKwLJbE",
+	"gVnQ3cm5YpqhBTOwny+ZD5uW757eDR+FLZxI+YyKhbeiXje8nLkY8dpySbCmIcYr4EKJTC1xooa9B7WS",
+	"pXHPooAFGZpE63BCe7TuE7Dg4h2fW3JQowP2G2BPsjCap4xQUXuiB+YnKRgRkuuFX6dgZ/iiJsWcUCHN",
+	"zMp9y+exakhfeyZLj7dbvrcbpXql2Za97Sj28VXj9IWw642wAqlU/A927WxjjIZmEMlBNORaczGNKhkx",
+	"IuzD3ErUlpM4eW7pKJss5OsgsPK8A8NcyYRpbakA+rWuGxrxkm00BnrqRbpCe+tek43Y3UFejfD+lC3e",
+	"K2Zfs7fxjWaEEsHOwVg7kcp98rZotH/gQu0+joqUm4dgXwMzFgrVHPUI2uwGsZs4o1nB3K0PDIFdig6v",
+	"UtsGN5NjGLk8s8q21aeKzPEEp8WO2UQqtm4qfGLLuQqhmWmeCR5q9rpVWt2v7rF3pa4lx7+xBC4hQOzx",
+	"mcOWJYAluO5QD0R9ul/MU4uEK8pbZF+STtNd/Q0msXfE/tWxQ+wYnjeOg2DRW9sbwqNftjV8ijq8eUWl",
+	"bNr4q7Fy2fofT+DrVQg1GgHCI+FW8/bAijysa8MGCwhXCnCsALT+VJ9y3XCyJUS3By3iSANkK6fDZjzE",
+	"6ZpW/FDmeTMSAp1vOQMruzb+AP44lh5dAOF4i33PXsqalWkVEwIj1RaHHpikys25rYQLXwOlh/AQQCf1",
+	"wQYvA6g5c14dkB5WNcfJwBnKA4/V+h3AKGuWdhX45nFhI7ItHRb6lZx6VkZIHBLaHrZwWXQFm0ypidc3",
+	"W9LkJUP8ZMJEauVveGBIKPn59YvnZC651ex3uJ6B+Yhw4TxtoJmhtSQ2dKp378Y9r5uWJiUiaO5tKjEI",
+	"snEzluZWTEC+uA2zqF5o2v9PjGZmtrp35zGwBFEUuR1NngYDtMzo3mqa6Lh0Wa1OdolLbiXYrJFioMSm",
+	"L04xVr+2S2bpj4sWa+/xI4+j+KRqPC4lM7bporyyz5R+lvoFW6VStavURJgQOG7qatRwRyGBCmG2/uiO",
+	"koTNDUrq9SMsnXCry734ntDKvgloL9TUHsMKCLwvD8ao5l+/s0tR4hIJSzTzkK95eQ+iViw9Fo/oQtf8",
+	"n/cD9+fdDd7Pz8euS7tCYJXO57M/2MIntHRKNRzd5mwAu2iWvZh0hr+u33BAaz5Fy5gK6l6TexXpA9Es",
+	"UQzDcSAGaPdsb7fyt+vdjzDAp10Kd6FPXs/kuSBSZAs0XfMq2mczY8LFrG7/XQ0AV8GLazD5QrLfM9ZI",
+	"GPQqtI+yrGZN0aGddswyKaaaGAkOr21294y9UK2EpNHrWE53R6Odx4qGaArQBeyot/n4Ss8b7LIZJHZh",
+	"K1BBz10DIWyno9vf9BZ6CHOuuXDPwCquZ3zecF7ef5mXD1lsp+DJsVINo/lzmrMYgsCYIeOFFWK0sRT6",
+	"hNFcx4cktmPEaGLHce5oiwUwNgTCOesl3iaMenOOb3xVChzVjuiWC07ROnB/k1xcTJq4OBVtZXXP3cnW",
+	"4We/9cICOL+6zUBqlvguxA1DnN9AfHxgRuVARoGhBOB6NLkKshQg3Q3WEl5MJmNJVdoYX3xUNwxbnK4e",
+	"J4VImSLndLGKp+13fT6jugGLfpLnZEIV4YZMpRmSOCmMnExi0k1ZxsAT5+7nHWLZk9a9iMTOiGgvnsWx",
+	"yEcPRSRga/1+3z5Li5Qbd0Xhb5LJqf1BnzM2j0mXeoBqDSwSYuU1hgwqmjAXwlmYHTmZ2BcnXNDMjViz",
+	"sHOjWTYBhPcqBm7HyqbO7mkV6xQDxez8nagDwzUoIhA9pS6oRLhXmgR8yx/Ab03OZ5K4B8HP2TxOU2j0",
+	"UXZOF5rELhw2PiSUTDhGfNdwJGP0DB2XEFo4ZjMuUtI9GBzUwOPG2ayGeYqP6/LoFIIo3HsjwjcxrSuy",
+	"xbQH5q283som0Wx5oaVACFfLQaupkwL0YRMP4iLJipQBE0KGsxVtC0jyMmFzwaoN0ZVSSCMFT3w8q72l",
+	"iWI5EwYCWQk7Y2rhjM12KeXuuTDfHXQaQyRXNEQnC/hl1LXBCrgtqHEpZcmfZd1sdTGjFYzRsijPjZYF",
+	"FwhGlZMlcbNrT1mdsfQQWfALNdWxC6/UJH6hpnU+h5z5czhdi4B6Y1hcuOONTK5ZXI+CSCEvW1uR4ipE",
+	"tK8tMW+QilYQ5nMFo/p53GzEeYNOpJtFD944oXlbk80K+lwhjl5Ev2iV3mtc46JUvxTx/XZbcLuaZA1Y",
+	"r9tYdilUuSzUry7+9QInsAbYV0RM2iSRm0RGNFNbkpKci/DbvW8J2T417N7HZjQmDX9/cO8+cTEfPnB4",
+	"laUmkACwkhtqIK4sp8mMC4yKgy8g8pPYd/rkR0VFMiOgk5EuFak/WHTn9IiiZgYBFVSACcZwk7GYSEVi",
+	"XI5LQvCecyHN+wkEgjYACt9oUG6LnIpggR/mGRUobAACck1kgjGBCavP53InhDSkdVqMrF6d9iVTOxih",
+	"EYSB+5zDg8EA9IDe1jJ/4E9suGy1KIX6Oo7TKokdHopAv9bFfC4VhjFmckoSqSAnBYKJW1TRomGbP52c",
+	"vHTniaceAvBgcNDkW4BjbkCpmVQmIrP6eekiz6la+E14dLWj1g/ruTTkSdspGReFseRte3VcRY8TnjJh",
+	"+GSBqYr1qUg3pmNZmOE4o+I0LoNwFMPoX5JLxYies4RPeAKv9GpKVKH4TjnVZvO9i+4AQEVVmpXD8Qgv",
+	"ZXjuTaTvlWwC8ws1BR8xozkK0eSl4mc8Y1MXlyxVyhRLSQx2iphgrj+JaZpzUX1Ei1AcGhLghU7UgSfB",
+	"QWwfabSqnDCaX4kloLa55b0+UYwRwz6YQ8LyuVkQfA+Pz15rzZotL3yrpLQGF7rd8ENZYKDKKuo7M1qz",
+	"ucAeSc0Uvt5qkAeG6quwiV6hTeQzBMrQjBCCqA7cy5kY7AleSsZcQrKlCJmrYvbbKiF2G1chvcEdvMGi",
+	"W+WNeVmYC57YpXX0VrHZruaKpMhrQ6fVTWDsYYM5ywsELn6TxAkGWem4xYHmyVD53GE9XVWktYRU74/T",
+	"PTcIZvrg82nNKReDsIhySjVEhK9UWawrkqp/9AJai3+lSXI6cjPBsksEh0UUwi+jkQ04kKzhAx5oDXLj",
+	"FpDemuKvCZS72ay2IXd31ZmluFQuoH1zovFL/3QlLl/I+Vm+05qkez6TRM6ZcL4qd5HWC9PbZ8tHHUOn",
+	"G6Kd1kTObEq2r6eKK1kYqKZSR3shBWsJcHUS/U0QHrzUXJceShm6RJv6mTr4Ll3eS8oZAMhLSRp1gnRl",
+	"NqNoA88ZbLhf28VHLd+0d1EVftYR9iyzznKKyCN8AIogxPgMpimvoHuw5Hub7SYXjCILr8dnxK6VF+Fz",
+	"BD8cpB2xqpoJQRhtRdMqrtasecEYm7xazpffrwXXeB5uSZ1mZbWQKte8t0FWqEfbQHgKjhF/rhfMCTbX",
+	"L81+XkzpGuG3fpeCk87kuVWR/HWa8enMorSaWk7ffuKvWyw4T/mEJYskQ7McG5JYsPOYdH8rtHH8rBeR",
+	"2P4Vk+6YAVOX6hS8xvaXOUatx6R7TjkEiziwlSgJgR4yO2NpHJE4yaRmac1wIJjdkp3CogGOZ2k2vGNJ",
+	"L7yyZnNXJJivEwefs3MvfLJDEosiy+JSENRLLH+ZcNfzsr4iIb+YoPR5gspyucR5RhOGkJoUWQYFNjUz",
+	"hyT+9V1MkoxRpV0ozPUT/dXDtr+VB43pfOExY2UVbjkXo/lq8l30VfjIEh2xZ8iSwp7na3taLtMHElSP",
+	"CkzQwE9PvKj189uTFSb989uTWlZrnxwbXatGw3XdPV+GvmrmqjygnyoOElN8ccyyjsBCGPqhqs5pN4Kz",
+	"ViCaGTPHTFMuJnL14FxVR1ddo8gM33EZ1DOWzXdSpk99qnyfvKiHbowg3HbU6RF5LkYCtNUIThcLJzp+",
+	"d+hCZcqqAWOWyXMSLxdRtYrzSHAtsdQT5OxQUwt36I/ESPzbv5GjWpXLkXgME9gR46rIB3GMw+6slmLc",
+	"/fntSc/VNxmJ+MglPsNLQ+LKXmL9V6xsCRZcX/YPy3TUIpSXTxNhQXjaJ0ebspkhMf2ca1bWqcGhF1CA",
+	"dSTig8EeCbOzY5/+Gy+nMPu1x1XZz/5IxP94fEJ2Z5Bf9AcYJwoRVAllqQfqK5kxPLgzrvmYZ9wsRuIx",
+	"TWZBoQ7Mviczqgn7QBOTLSD33n6nJFTIWmcFH4nSDE4g0JbM6BlzZVvkuQjDmhUsp9DevQAVMiHZV/dH",
+	"4hWeLej3IFClMilccBYUEfBYcAjFhdwgeQjWu6QsaRP3SVmdFpKicZfra5Z0pRoJTKEuUZsLqFHATQ9n",
+	"IvHB4ICUrpY4KqFGNeFl3ZOR8BU4XMEUXSE/foUeF1xEyjUyeHtHXFkEZYFyLIieSWWG5G9/s/PmjApN",
+	"Rp3SIQeVWBayKOt31muw4ISjzt/+5nECPGh6JPB/S6VImyeUdOO23HisA5EtRqJyaDZ6Q+NEpgxtYe7J",
+	"wF92WDo8qUhHwrs8YS9LTjA7QE7L6Dzyz8qlaLGhsEShezAY9EYCKszNS+ejW7auVYEiSF/8hhOqFEfe",
+	"NhJhNZ6649DX7OFmuUyPn8RD+SWdcuFI2VOOYqRyVNbuDitX7czxMZaWiYmku7ezNxhExKmNZP9eD4uL",
+	"6pHArEZXAbJP3to1gNtNMQ0aJNZ5cgVdsCyu29pI1EqfWnBSLH46dITRVbheqWntK3ShxvPm1VMyYSaZ",
+	"eWgFKsOyrkDG0pI1xZwyUa+gKqFeazQSYSlVLOK2dTVVtiDnTDHLY6Cm6kSqIUklXIQ5VZpFJJFCG1Uk",
+	"9iJgZZsF0A1LyA3N5+Dow+OIRsKSb8FINZwvNAL3Nvjo1hCt1GgFQjQgP9LUE6C4T35hbF6RvAnUoazE",
+	"AI3YNJFWCrAboyPhKsCC0ulq1FrQ+6IRqWS655Htxdzw3K4nsbt1jvzFSLzmYmrvZIF305M0DaboqNRl",
+	"kcHjvwG59tHsvZGgKigAj7xKkPjxCZ1WLNRXgR/T5HSpFLy9BPHLo5OHP1nl5+WbEwxwePT46eOTx1Wl",
+	"eLvVlQLxQ0dTR6KkyK44rC9nZkkipJc1l5e157G3T8LCTAQrM8XLVWd93aN+uHgrwcg5LuYQRpSFsRut",
+	"lgsMOFgz6cIVgB8VOeeiOqpXVUUpuJT1z3AvIOMZpVfdJ29cBbxKS4tc4SWa7khhKXD1E9FFMrN8KOag",
+	"ZzrLnf0TBDL7R2Dxs8dQ8m+w9sURwbMOiw434POPuNyMqqmLXkHi5IqfASlrHGnvLnE1vciJlASqesX9",
+	"kSiNlpX8evTyODA+Djt7/UF/AGGpcybonHeGnbv9Qf8uVp2cgVjvhSL797TJy/OUnzHBtAaCzYZkfzBw",
+	"S/s4crreqDMcdeTpqPMpDupxuyIyuEMNTMyqACSZseQU4h9SZtV2e/OA2VPyaCFoLh/9aBm6pYZYwAgq",
+	"d4cjKuYSBvrkkS+y5uTcpdrvfbQQqLKCsd2jSzNfKgi5PxisqXJzseo2boaW4jZ+G1bdyPgZlkG7N7jb",
+	"Nmq5zN2GimGhttYZ/vou6rjgl+DovJ16+GsHT7vzzr62mzOjeKJbj/4Z/u7Jxkslc2ZmrNDgs7ECvNRI",
+	"HtDmPkRJpazeh69H1bFaORIqh8GRY1k/lLYtzylyy1fonCbcLMh4UUkAeIFrw7jX/NNzKNLvKMMCfREb",
+	"seMQtwDSCRgejbSCoSI6UXSOKfQr2OOAshl9LIx25xnlS4jTUJl0FUcc7Pprzzc4kLxcVeNJOwLQX9A8",
+	"az1uO++LORNHL49LTYIENOqcajIueIZWjEbguNcvdrf8olZAVBokGkG0vNT1sDqZcW2xzCiamDYwgaTQ",
+	"TgpfMZryFVpoBZESNanQ58z1TACzD8gRXJOjhyfH/3x8SO4N7uIr3JQVIhG9wTQE7FkC5CmZKpqwSZER",
+	"PStManka0D1NuloS4AhjmlGR2Am1kXOiXS0Qo+hkwpOwIJQ7Q/uY7l2ObtrtL74O2YSp0faDW/tiNLM8",
+	"4zYcWZuBj56gqtfHr40ZXj67H40ccO7oJ6zy4tsKT0OK/rriymtsf/uDVhvyTnPriHdRZy4bfT5pWsuS",
+	"x0qldnF3nImv53WRClguwRqEB6icKJ2WCuHQeAmMLK2jkBMKuoVRVGisZRUFFpeEDQn1HX0Q/nYQb1iy",
+	"DOZMnqKFSaEhOQ2WE6FyUlZMxtOwHAovMTkYHJDucsHVRa9PjkQwDDR28MqXXTvsZli3bOLYeaENaJeL",
+	"SrOBp0nXoi4FvYpqtsOFZsKy1jOWLXpRYB87GNwlcTX5e3j9fc51jrJ3l5Y3nRlUt+Lj5/88Pjk6OX7x",
+	"/P3R8////eNnR8dP4whsA4pl9APEM/f65GDwvTfHBOWGyzLKWICyNNeQLlhn34MCrasaQrghyysMhU0z",
+	"KlAo7Ma4Wvgec9jqNAbPMCgOES1fpqarXj2yu9RYx+LvErHauzJi1VCIZn3tZkxr8eADAnaAxHM9AQsq",
+	"lcMre5tfqRWyhJe2IJRVbWt442DzG2WJZXjh+80vlFXE7Qv7+9tsZLUUJby7xWTLtWKBYWwB73pJ7M9l",
+	"MyVjQSyxBIeHCO55TMBTKkaDAXwtsghmh2JyfGDJXnWnAIk9w+Lx9azJhcuXrKVL+uLhrq9EixD8JeWA",
+	"Z2z9Vbrmu3PRm/ANIuc/XO8mhG+AljmrsNFXz2kxE2inpbeW0qkXr4+wa0lzki7grCWYxApKfW8cZs43",
+	"WNmKG7iIz6C+MPfIXD3jjQ+6xlEN7OXq7sBqDm/DlQhCb0II1q55kBmwVC3Yd4ZcVyEYnoGZb+/bFd63",
+	"p97p0Hhmoe6BxZw+tQniGC+oXQXjmpuYHInFEmsAjgA+IXjNCteH9ez5ROZMgxiLbdycJ3P1luEIL9T0",
+	"aoQ0OJYfXTHRq7pALpjyUz2AykVxfDHBEGorNLOv2sW0IrILD126mL7D7LqLCc9c88W8gULk3hZrWm6J",
+	"8RcUPvEmLLcNWCUzAaf3ESlIczLWVFTIl6JaZfxDgu9o8PvIKQMXIDrCsgwITBgqE4VsKigK5bMXauWh",
+	"0BXrC0L1ybFSDJwe44xhDAMEvPhwjJKGkSdLFjb7J7rUQDZxalzU5EJFq97B4AD6roEw7SSZLlqOW0o0",
+	"OS17zmhtOrBIUKcMVsWX7oBlcaqwWJaQUKs3oQJFIe4MhUJWFeu89y/PudFIy531Aim5FAmrr5drkhTG",
+	"zup77WB3OXDOSXUKjWK9yX9Mk9OpwqgJO7Uu1Bk/c81pqZ75F9HmMHR9X4Fygoc9B/N+rb4UOsVVIUgK",
+	"jsOTaslck3h/cOAyZWHV6Gm0pBLxCd1iXNSTkyv7SLw/2I8robIZtqUvXyKBB4cq+pIh6zyeMhNUWYMs",
+	"Ip7MamgAgPWe0KbmPRx7PEPUx9z18Q0woPKThcAB2PtpcC90SnmDPRbBcRn+6xuYNoiv+1fHBIMiddsw",
+	"wworsTcsRAz7I19BxmVB1p1jS0GtZhxYOeXe+o7jdhP7yNC2YOxu6UDB5vbPbPGns/jsbcFDG7o7faMs",
+	"9BGc6DILJd0AvXpNcvtG682q0O4oNbIO6BzVJ28bir/Vw5agG2g55B0vwe8NBq5jKBcYUKvjCMetyKSa",
+	"elv7f0KXwW5haanTpN+4ySRqm2amZDFFPo6EL+81OwObiNNSz2ToYOobm5bhNn2/0NVNwfdtrWUdeGr3",
+	"2KcLYMm9d41Oji+pxW9D/r4R+f8vYgjbKCVflONiCTfwpjW3Dn/FLAI3kYMGadYFE0vVrpxjpuHnCwdf",
+	"RCt3aTdbaeXXchNdXua3eCNvNJO/tG7+7ZENxOlL6de7oMnuZHLaalvHyOu8MKhFVMkdVXvaiAh2DmGc",
+	"lukPQQvtxq4TVNyzGgw1+I0Lb6xaQlWf/KNMRLXYUOdEqhqLpdhuRvsIE1CoJoYpCBP36QhWOTWsXCb4",
+	"uwNfPqE6GLJPYmieGfs4bsjupWTBqPLTxIUwPIMS0/DIkAh53qvNecrm0LY3l8LMsgUZFy7/hqL0giGF",
+	"ek6FxkBwKCRGyYSde2kGghGd6j6TWWp/s9qpYbnGx33k+f/93//H6421WHFYph2C6zKQ+3KU3IpgVaes",
+	"Bp9GY4d9jvWiKsq4TRL9p6h5NNjMpUb7lvwtS83N1jpb0PbE4ES+EZ/Kl2cU3yDVfuVNcKUxMaDYWOz9",
+	"8sJeE6kPnfxbOVLvaOIym0m3EGVgUyEqY2UhXJhTL7SRRkRmackPojIKH/37vvH/VjSJOMTfTA7RbOfS",
+	"+kKD7TlTjOhTPp+z9LCJYjYTvuMAXN+0M3epe85a4hL2QbilLd+2h9ffXV5D5OaQn89QKtd7hmvBilAe",
+	"C8LwwKCDIRbOAoRZHZYM+GJaPosnW0Rltxi0I7n2XTHIcEEWVK90KtRy6XAOH/caA/1B8alMkgI3yowp",
+	"55F2UYynjM21a2hlNJlRPcMZgj259mW+v3atm1klK5L7EaGG5FIbcnfQs2RNsPNl2CzFZaqw/oA/TSnY",
+	"dqTzEBduKaRLCLY0FPveBd+WkZerMZY++nLmROUyWjRlpB5NCcGseBQ+rNzlNnbhsN6XdXCbIi+Xw49v",
+	"qlN/pUfeNfv2V/vAtdgUwjDjMuC5Hvh9GwF667zfipUcI8HQMmdSMDJekLJNwLrg0TbJc/dj9WGDf/8V",
+	"SJba6s4rnGyIgfpYAsLIuQbvMeTiGvCOXlblRXG2RouW7vNB20rTP92d+ia1KnsUWwY6X1Lq2SzWhzje",
+	"oo3JeiO11py40mXc4OavN1iLShmiMRakG5de+xjyLQ6qxvzL3nDLv9EL7se3yh46uFAISRgylSB8wIoJ",
+	"ZVOvMFXb6hXGhyQ0O+sCYHxJM/wWcQHNDetuL/bXvthPUG+n61oMXp2zrOnGgv6xteUEnl7xqGcu9DYP",
+	"osqbzQ9QnOfbNjyUVb/XB48DoG6Dw29UcLhDPn+b8PMXNBOg7ojReRg5gpfGJwb51g9ecIvqBb8gJ7lW",
+	"GMMnK1ND9nrb2hqhrjA6wwVjqWODBMvwtemtUJP+hmqsQfuAa9ZVsVJ/M4/Fs74NQL/VYa85AB0wr4Gs",
+	"tXL73Y9oalyrpz5yseZlR2sKlZVqbVH6xJUNrgqVB887z3FAplYIHtApJFmQOn4hpRZXfilCtSZe96C9",
+	"J0wYhXobefqniDxtuztbxJhiZ/ztYkt9i6DyxVooaXCj4NZAgGaKQdqxf3U5vhQQsh5gevTy4JCUUaZh",
+	"D/2LB5o2X6s6NMq1hSGlq82TLhNZ6vszXXNs6Sb+fhtUeqOCSttv7xeygLky1WvCTh9C4FXtKlh0t9xz",
+	"VyoSPPzF+CLGXl4BX/wykvvXiVVdd7N9sOo3dMNvg1RvVpDq5WXw3aAV4QYTXANrDeWPwMe9ZJR7GzT1",
+	"cr0/WFV+G6pi15NCXJ0Tl9wSb2XWc7LGRqHBzY/zBctwpayWZm6RHXAvrUkpTXLDNxY8eZFKFbf1KG6y",
+	"ydEfz1cRVLYnQLsfsTPEBu911X4DbmpZYRHVoSsRaQ6xywf4vXEgdP2ptYNviLeEdzD0iRqSMaoNdhiw",
+	"TwyrGbnRWDsc5+QaIoli+9V7CPpp97Fb0FSU8BqMEgH9Pqfa9UZJb4Ng/lq2DLyT/qrkHvkuYdKwN7om",
+	"YPg0E2zBczA48MUMkUvrhl4PDYaRJcHE20jazA7l9bkG3tpeK9g/cavy3zyVPzier8FUNz+JnBTtBEXD",
+	"pSsdZSZbEO1rsbvrF3SE95dzf7BXhbVg5z+qCQUjYc3mLtKqgDKUbXVNKpY4hdd4u1IF8bAptmqxU7uY",
+	"YyxuVWhTPjVmK/cdCpdaJlmWDOldmSAwVVSUZT78APZpeBWy3JbFBFfuLvqi4kLKcmk+S1yYF+bKZIUv",
+	"Y6ipWn5fs61mM3negNefRbOv0l+8eSftl/nWEvUVxL+/kOnqKE3r7LSkqCwoWXs5m5YrNraNTavVgRym",
+	"yrhmRSwl4wWJsUNKvKXxawvTlfNiX5gK40KewNq2EiCqtsFbiRE3K+6t6le8PvLNdSy+NUTdJEMU9dZj",
+	"U+J6/V5HHf/LVzNLbU00XCyqr2h4ETpxQeJwSxhuCcOf3EK9Sg8+lw60Bsa+mDMBYbHYuBliWfCqYLPz",
+	"1sLJZbu4lbvsqi5XbfKRxMSotaLr3SmHQQqoSElc9RiPmzpxLCm0bWGy2O7+pgbKwuq+UqgsQqYtmMZh",
+	"wG247G247LWHy/o7u0rw1oglux/xj4uEzSKS+8BZX3i5T45co3Wf2YYP3gnoHHYvc2YqZ6HCGrvORqVb",
+	"42EvR5EuERFbXeHbmNg/V0xs+wXZJi4WHt42MtZfirh+Earg2Kpceb36zkqgbDnSSqQsImpLMdaH1QIu",
+	"HCPbctWWAl6qLYZhsn6nJVW4RJSsf/dy4S51pePLawjrZYFbP9sN87OtIwJfyjzgOOy6ANuXVBkOuj4a",
+	"+8PrdEhkzo1hadCoGghFxiaGFMIVWuyT18zUFQCpKs3BSBKLIsNqPoXAx6xmQac6rpevOZ/JjBFDp0QD",
+	"ydvI1yOQBPzMZYuG0nXuX0ADqOX37QLA9ek6LqL4KiSLL6XkfKWo4rWErYwr/pYI3K0/55sPRf5c/Wa3",
+	"lCu29d/cqWk3l7W2elHs264P4Hax2R4aSn63BtGb5ClZxungLlUi93WJQe3NoqlfIMGzQrdHZUJdNZbi",
+	"433ibxoIRzzPC+ip3mbkdE/fVCunW97XMXN62LQ1V3UHVDN0/tmsJLf2x63sjw4VpGji0QFdaWLS2Gll",
+	"W88oNnS5PCP2DWq++XavdhebGbFPO7rlxDeLE9fqtxW6nkLjeg9duY8SOGsV4p4yYfiEu4gCjOuNSRdq",
+	"2hbj31jiG/2VJcB7PoiprP9rP0z5GRNlVO9l69zSNCVUgKoetGCkPNM4kyt6G0bo+8BdH7W7euNpmrqr",
+	"coP7ztrlfbXeswCbrQI4b5X8Wy/mNURtAtJVZKapO46nj63SxGfm+3nbInzhXCVQvRYrBG5H4+iyjwgy",
+	"mayMolk26ZMXDTTQPUQFhtzbqVzqnl0WxOIrllMuoEgnROVP6hSyi+H5OGbPdWGVWONbrQyGQ1gxQbDa",
+	"Jv04QZj/kOQU6rQiifaxqX4ESK8AA61zYkFFCPC6cdOrqimV0PZ247SqptSSd3hZCn5xv29J8G7TDf/a",
+	"6YYr9GAdGdrgOIa75cTwVtdxS0NMh/dfWo9Y03QSl33rwLy5DSfhhK5Oe7hYBuD6SkHU5/0JmrPItaNw",
+	"5YI889y21GcTv4QUupX8uSDZg4pFWdE6zBlEttXFZDrwLkqFy+v1ySOfALcl013TUPMK+NYXUzm+WmPN",
+	"tSpH1VzzW6I8t57FP1UnzjaSulnh2HXhCOnOxfPEkkIpTJv2g3g9qFF02N7meeSGu2zKx20Kx62d9Oum",
+	"cNRuBG2+nteS5VXKPluQgm3bD6DGXSrGY5ZJMYV2tlCihKNg1D16uT8MwjxdkFNY5yydMt1bKolmB18t",
+	"iUYzLctmaxBr9ZzmrBZeamf60coh/2Dm2LC8jPyCC9PFousZP2NEVoVUdARlUxI559CjzUjCoBuxXVvv",
+	"M0iYlRlaGixcsIYaVLP7a9VQa6x/c0vpblpsRlgjJTinJkL3pcvBXIjMXVjQwa4RVUIIr6hfvTH5OoJR",
+	"j7XHyot2FAyvB9SvUbnKceTIlZzvZOyMZa4co4+rXTgi6MJNoLsjUlxa30W3HFFLaFwB/SQxpH4rctYm",
+	"jTUWlaTed+fABu2O7OR2VUtbuUy8/eVLS/6VpMMl9LyloDdRVqw8C+PFDREW7WJZUihuFjDDmFHF1FFh",
+	"Zp3hr+8shrvlraQVB1qpJTlMUGE0xLG7Sw19s+xi6i8+q6Lvl5Tb4F2ExerLJ65xr+bpqm5MReqCApaE",
+	"CTcoMqfVQV8X87lUJlS0/BvuKFbfKYP5rIy58l4ZWNSwA2jTbmZMGEsYWOrjBqu3c9bwXtBDvGx43A6/",
+	"sDlh8xqWWp+VneODQbBzfAO8EOnJjNHMzIIX8AuLVv8vAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

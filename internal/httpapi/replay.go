@@ -1,0 +1,42 @@
+package httpapi
+
+import (
+	"encoding/json"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/errs"
+)
+
+// replayActions are the org-scoped creating POSTs an Idempotency-Key can
+// replay, with the action each is authorized as (the handlers' services
+// decide the same).
+var replayActions = map[string]authz.Action{
+	"/v1/orgs/:orgId/users":                      authz.UserAdd,
+	"/v1/orgs/:orgId/teams":                      authz.TeamCreate,
+	"/v1/orgs/:orgId/tickets":                    authz.TicketCreate,
+	"/v1/orgs/:orgId/tickets/:ticketId/comments": authz.CommentCreate,
+	"/v1/orgs/:orgId/invitations":                authz.InvitationManage,
+}
+
+// authorizeReplay decides a replay of a kept response like a new request:
+// the caller's role now (from this request's authorization read) must
+// still allow the request, body included (granting an owner role takes an
+// owner). Requests outside an org (createOrg, acceptInvitation) need only
+// the caller, whom the key is scoped to. A route without a rule is refused.
+func authorizeReplay(c echo.Context, body []byte) error {
+	p, ok := authz.PrincipalFrom(c.Request().Context())
+	if !ok {
+		return nil
+	}
+	a, ok := replayActions[c.Path()]
+	if !ok {
+		return errs.E(errs.Forbidden, "forbidden", "this request cannot be replayed")
+	}
+	var in struct {
+		Role string `json:"role"`
+	}
+	_ = json.Unmarshal(body, &in) // the body was validated when first sent
+	return authz.Authorize(p, a, authz.Facts{OwnerRole: in.Role == string(authz.Owner)})
+}

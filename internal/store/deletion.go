@@ -1,0 +1,193 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/tenantd/tenantd/internal/deletion"
+	"github.com/tenantd/tenantd/internal/errs"
+)
+
+// Deletions finds and finishes deletions that outlived their request: orgs
+// being offboarded, and teams and tickets too large for one transaction.
+// Each such item carries `deleting` and sits in the GSI3 partition
+// DELETING, with a lease (leaseOwner, leaseUntil in epoch milliseconds)
+// that one run at a time holds.
+type Deletions struct{ *DB }
+
+var _ deletion.Storer = (*Deletions)(nil)
+
+// Default timing of deletions; SetDeletionTiming changes them.
+const (
+	// DefaultDeletionLease is how long a run holds a deletion before another
+	// may take it over; a run renews it long before.
+	DefaultDeletionLease = 30 * time.Second
+	// DefaultDeletionGrace is how long an offboarding waits, after cutting
+	// the org's members off, before its last sweep of GSI1: an index entry
+	// of an item written just before the cut-off may lag (on AWS, GSIs are
+	// eventually consistent; DynamoDB Local's are not).
+	DefaultDeletionGrace = 10 * time.Second
+)
+
+var errLeaseLost = errs.E(errs.Conflict, "lease_lost", "another run took over this deletion")
+
+func newLeaseOwner() string { return deletion.NewOwner() }
+
+// jobItem is what the DELETING partition holds, whatever the entity.
+type jobItem struct {
+	PK         string    `dynamo:"pk"`
+	SK         string    `dynamo:"sk"`
+	Type       string    `dynamo:"type"`
+	OrgID      string    `dynamo:"orgId"`
+	TeamID     string    `dynamo:"teamId"`
+	TicketID   string    `dynamo:"ticketId"`
+	Since      time.Time `dynamo:"deletingSince"`
+	By         string    `dynamo:"offboardBy"`
+	Phase      string    `dynamo:"offboardPhase"`
+	LeaseOwner string    `dynamo:"leaseOwner"`
+	LeaseUntil int64     `dynamo:"leaseUntil"`
+}
+
+func (it jobItem) job() (deletion.Job, bool) {
+	j := deletion.Job{OrgID: it.OrgID, Since: it.Since, By: it.By, Phase: it.Phase, LeaseOwner: it.LeaseOwner}
+	if it.LeaseUntil > 0 {
+		j.LeaseUntil = time.UnixMilli(it.LeaseUntil)
+	}
+	switch it.Type {
+	case typeOrg:
+		j.Kind = deletion.Org
+	case typeTeam:
+		j.Kind, j.ID = deletion.Team, it.TeamID
+	case typeTicket:
+		j.Kind, j.ID = deletion.Ticket, it.TicketID
+	default:
+		return j, false
+	}
+	return j, true
+}
+
+// jobKey is the item that records job j.
+func jobKey(j deletion.Job) (key, error) {
+	switch j.Kind {
+	case deletion.Org:
+		return orgKey(j.OrgID), checkIDs("orgId", j.OrgID)
+	case deletion.Team:
+		return teamKey(j.OrgID, j.ID), checkIDs("orgId", j.OrgID, "teamId", j.ID)
+	case deletion.Ticket:
+		return ticketKey(j.OrgID, j.ID), checkIDs("orgId", j.OrgID, "ticketId", j.ID)
+	}
+	return key{}, fmt.Errorf("unknown deletion kind %q", j.Kind)
+}
+
+// ListJobs reads the DELETING partition of GSI3 (the only cross-tenant
+// read the service makes, and only this worker makes it).
+func (s *Deletions) ListJobs(ctx context.Context, limit int) ([]deletion.Job, error) {
+	var items []jobItem
+	err := s.table.Get("gsi3pk", deletionsPK).Index(gsi3).Limit(limit).All(ctx, &items)
+	if err != nil {
+		return nil, fmt.Errorf("list deletions: %w", translate(err))
+	}
+	out := make([]deletion.Job, 0, len(items))
+	for _, it := range items {
+		if j, ok := it.job(); ok && checkIDs("orgId", j.OrgID) == nil {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+// Acquire takes j's lease if it is free or expired.
+func (s *Deletions) Acquire(ctx context.Context, j deletion.Job, owner string, now time.Time) (bool, error) {
+	k, err := jobKey(j)
+	if err != nil {
+		return false, err
+	}
+	err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+		Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
+		If("deleting = ? AND (attribute_not_exists(leaseUntil) OR leaseUntil < ?)", true, now.UnixMilli()).Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("acquire deletion: %w", translate(err))
+	}
+	return true, nil
+}
+
+// Finish runs j to its end under owner's lease.
+func (s *Deletions) Finish(ctx context.Context, j deletion.Job, owner string) error {
+	if _, err := jobKey(j); err != nil {
+		return err
+	}
+	switch j.Kind {
+	case deletion.Team:
+		return s.finishTeam(ctx, j.OrgID, j.ID, owner)
+	case deletion.Ticket:
+		return s.finishTicket(ctx, j.OrgID, j.ID, owner)
+	default:
+		return s.finishOrg(ctx, j.OrgID, owner)
+	}
+}
+
+// Release gives up owner's lease on j, if owner still holds it.
+func (s *Deletions) Release(ctx context.Context, j deletion.Job, owner string) error {
+	k, err := jobKey(j)
+	if err != nil {
+		return err
+	}
+	err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Remove("leaseOwner", "leaseUntil").
+		If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return nil // not ours any more, or done: nothing to release
+	}
+	if err != nil {
+		return fmt.Errorf("release deletion: %w", translate(err))
+	}
+	return nil
+}
+
+// renewLease extends owner's lease on the item at k, failing with
+// errLeaseLost if owner no longer holds it.
+func (d *DB) renewLease(ctx context.Context, k key, owner string) error {
+	err := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+		Set("leaseUntil", time.Now().Add(d.lease).UnixMilli()).
+		If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return errLeaseLost
+	}
+	if err != nil {
+		return fmt.Errorf("renew deletion lease: %w", translate(err))
+	}
+	return nil
+}
+
+// leaseKeeper renews a lease when a third of it has passed since the last
+// renewal, between the steps of a long deletion.
+type leaseKeeper struct {
+	d     *DB
+	k     key
+	owner string
+	last  time.Time
+}
+
+func (l *leaseKeeper) keep(ctx context.Context) error {
+	if time.Since(l.last) < l.d.lease/3 {
+		return nil
+	}
+	if err := l.d.renewLease(ctx, l.k, l.owner); err != nil {
+		return err
+	}
+	l.last = time.Now()
+	return nil
+}
+
+// attrS reads a string attribute of an item.
+func attrS(it map[string]types.AttributeValue, name string) string {
+	if s, ok := it[name].(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
+}
