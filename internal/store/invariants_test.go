@@ -335,6 +335,41 @@ func TestInvariantsBroken(t *testing.T) {
 				return []store.Violation{at(store.RuleBadAttr, w.ticketPK(w.tk), "COMMENT#"+w.c1)}
 			}},
 
+		{name: "org item with index keys",
+			brk: func(t *testing.T, w *world) {
+				w.set(t, w.orgPK(), metadata, attrs{"gsi1pk": avS(w.orgPK()), "gsi1sk": avS("ORG#" + w.org)})
+			},
+			want: func(w *world) []store.Violation {
+				return []store.Violation{at(store.RuleOrgGSIKeys, w.orgPK(), metadata)}
+			}},
+		{name: "comment with index keys",
+			brk: func(t *testing.T, w *world) {
+				w.set(t, w.ticketPK(w.tk), "COMMENT#"+w.c1, attrs{"gsi1pk": avS("USER#u_bob"), "gsi1sk": avS("COMMENT#" + w.c1)})
+			},
+			want: func(w *world) []store.Violation {
+				return []store.Violation{at(store.RuleCommentGSIKeys, w.ticketPK(w.tk), "COMMENT#"+w.c1)}
+			}},
+		{name: "audit event with index keys",
+			brk: func(t *testing.T, w *world) {
+				w.set(t, w.auditPK(), "EVENT#"+w.event, attrs{"gsi1pk": avS(w.orgPK()), "gsi1sk": avS("EVENT#" + w.event)})
+			},
+			want: func(w *world) []store.Violation {
+				return []store.Violation{at(store.RuleAuditGSIKeys, w.auditPK(), "EVENT#"+w.event)}
+			}},
+		{name: "idempotency hash malformed",
+			brk: func(t *testing.T, w *world) {
+				w.put(t, attrs{"pk": avS(w.orgPK() + "#IDEMPOTENCY#my-key"), "sk": avS("#IDEMPOTENCY"), "type": avS("IdempotencyRecord"),
+					"orgId": avS(w.org), "userId": avS("u_alice")})
+			},
+			want: func(w *world) []store.Violation {
+				return []store.Violation{at(store.RuleBadKey, w.orgPK()+"#IDEMPOTENCY#my-key", "#IDEMPOTENCY")}
+			}},
+		{name: "count not a number",
+			brk: func(t *testing.T, w *world) { w.set(t, w.ticketPK(w.tk2), metadata, attrs{"commentCount": avS("0")}) },
+			want: func(w *world) []store.Violation {
+				return []store.Violation{at(store.RuleBadAttr, w.ticketPK(w.tk2), metadata)}
+			}},
+
 		// Deleting markers.
 		{name: "offboarding at quiescence",
 			brk: func(t *testing.T, w *world) { w.markOffboarding(t) },
@@ -690,6 +725,23 @@ func TestInvariantsBroken(t *testing.T) {
 		{name: "expired pointer left after its invitation", lateNow: true,
 			brk:  func(t *testing.T, w *world) { w.del(t, w.invitePK(), "#INVITE") },
 			want: func(*world) []store.Violation { return nil }},
+		{name: "invitation role invalid",
+			brk: func(t *testing.T, w *world) { w.set(t, w.invitePK(), "#INVITE", attrs{"role": avS("guest")}) },
+			want: func(w *world) []store.Violation {
+				return []store.Violation{at(store.RuleInviteBadRole, w.invitePK(), "#INVITE")}
+			}},
+		{name: "invitation GSI1 sort key without its prefix",
+			brk: func(t *testing.T, w *world) { w.set(t, w.invitePK(), "#INVITE", attrs{"gsi1sk": avS(w.inv)}) },
+			want: func(w *world) []store.Violation {
+				return []store.Violation{at(store.RuleInviteGSIKeys, w.invitePK(), "#INVITE")}
+			}},
+		{name: "pointer without GSI1 keys",
+			brk: func(t *testing.T, w *world) {
+				w.remove(t, w.pointerPK("carol@example.com"), "#INVITE", "gsi1pk", "gsi1sk")
+			},
+			want: func(w *world) []store.Violation {
+				return []store.Violation{at(store.RulePointerGSIKeys, w.pointerPK("carol@example.com"), "#INVITE")}
+			}},
 		{name: "invitation email changed",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.invitePK(), "#INVITE", attrs{"email": avS("dan@example.com")})
