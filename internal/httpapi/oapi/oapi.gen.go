@@ -1018,9 +1018,6 @@ type ServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
-	// GetMetrics Prometheus metrics
-	// (GET /metrics)
-	GetMetrics(ctx echo.Context) error
 	// GetOpenAPI This contract
 	// (GET /openapi.yaml)
 	GetOpenAPI(ctx echo.Context) error
@@ -1148,15 +1145,6 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetHealth(ctx)
-	return err
-}
-
-// GetMetrics converts echo context to params.
-func (w *ServerInterfaceWrapper) GetMetrics(ctx echo.Context) error {
-	var err error
-
-	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetMetrics(ctx)
 	return err
 }
 
@@ -2609,7 +2597,6 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReady, options.OperationMiddlewares["getReady"]...)
-	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPI, options.OperationMiddlewares["getOpenAPI"]...)
 	router.GET(options.BaseURL+"/v1/me", wrapper.GetMe, options.OperationMiddlewares["getMe"]...)
 	router.GET(options.BaseURL+"/v1/orgs", wrapper.ListOrgs, options.OperationMiddlewares["listOrgs"]...)
@@ -2733,24 +2720,6 @@ func (response GetHealth503ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetMetricsRequestObject struct {
-}
-
-type GetMetricsResponseObject interface {
-	VisitGetMetricsResponse(w http.ResponseWriter) error
-}
-
-type GetMetrics200TextResponse string
-
-func (response GetMetrics200TextResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
-
-	w.Header().Set("Content-Type", "text/plain")
-	w.WriteHeader(200)
-
-	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -8843,9 +8812,6 @@ type StrictServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
-	// GetMetrics Prometheus metrics
-	// (GET /metrics)
-	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
 	// GetOpenAPI This contract
 	// (GET /openapi.yaml)
 	GetOpenAPI(ctx context.Context, request GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error)
@@ -8991,29 +8957,6 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetHealthResponseObject); ok {
 		return validResponse.VisitGetHealthResponse(ctx.Response())
-	} else if response != nil {
-		return fmt.Errorf("unexpected response type: %T", response)
-	}
-	return nil
-}
-
-// GetMetrics operation middleware
-func (sh *strictHandler) GetMetrics(ctx echo.Context) error {
-	var request GetMetricsRequestObject
-
-	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
-		return sh.ssi.GetMetrics(ctx.Request().Context(), request.(GetMetricsRequestObject))
-	}
-	for _, middleware := range sh.middlewares {
-		handler = middleware(handler, "GetMetrics")
-	}
-
-	response, err := handler(ctx, request)
-
-	if err != nil {
-		return err
-	} else if validResponse, ok := response.(GetMetricsResponseObject); ok {
-		return validResponse.VisitGetMetricsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -10275,177 +10218,175 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1rc9s4suhfQWlPVaRdWpYdZ5LYNXWPJ48dzyQTn8TZnNpRbgiRkIQxCWgA0I4mm1P3R9xfeH/JLXQD",
-	"fIikHn7FnvWXxJJIPBr97kb3l04k05kUTBjd2f/SmTIaMwV/vjihE/t/zHSk+MxwKTr7nRfCcDMnhk6I",
-	"HBMzZUQxkynBYqKYlpmKGDljSnMp+uQdEzHhhnBBwqPx1mtqomlIjCQpPWWEEp2NNPs9Y8KQc8UNI5EU",
-	"Mbcz0aTfCTqK/Z5xxeLOvlEZCzo6mrKU2kWZ+Yx19jvaKC4mna9fg84rLk7ry3378hl5svvkCUm4OLUz",
-	"2xUL9tmQGZ2wgLD+pE/CYTYYPIymxsz0/vY2nfE++0zTWcL6kUy3z3a2pZro7S9STY7ir9uGR6fM6P8V",
-	"ZUpL9X2/37fv736X8JSb73cfwWjsgCiWfD/s2MmGnbBPDkfablQKWENCNa7B7nPZvt5Sw17Zkbfg34Yt",
-	"WghqowlNEnnOYjJjimhmQUnGUsFshgkqDOkevTh5SfIRCZ42GXOWxJrEio5Nr3E9XBg2YWphQW9ZSrmw",
-	"C21fVMLGcP52FVGmFJw1F7E8X1jcRvNq1gCId7BnTTJheFIa+YEmv2fSUMI1UWyWMMH1lMWrJ2RGzbcO",
-	"x4ap9smo/ZmcT3k0ddQAGycpnZMREIfii3OlXPA0Szv7g6Bp3g8fPmwdZmbKhOERNaw++Q+MKqYILR7i",
-	"UpBoSpOEiQkjXYv23z1+NOgtpyKH5cWIitEk/X7YQcDFw05AmFJSfT/scHFGEx5/MvKUiWGnE9Rw9WvQ",
-	"mVFFU2YcBzmKWTqTholo/jOb17fxmp4yTSiJFKOGiwk5fvPuhGg6ZpZSLejmpPvOKD5jRLOU2q3qXp+c",
-	"TBkZc6VNDu1zbqaEklM2JyoT+oBwY89az6TQjHS1oSbThIqYjGQ871lMOGUzAyi4u0emMlP4s8UPOmdx",
-	"gEOG+RYs1uFP+8SCMQzsGqmYu3XC4xYBNE0ZLMQOl3/hFoprzx9xy475eMyAMvx+Jsxosre7e0CoH3/K",
-	"EwbjVXfONdGGJ4ndtyVF9+rgaZ/8zOaaUMWIjuSMxZ77STWhgv+BOOMXGVnUUZZjqzOm8NA16T76/LkH",
-	"QwhpAGIB0TiKXX5ExQKOc3usyFU6QUfQ1CJICQ22LB5USIF+fsXExEw7+7uPHgWWNPznHYtOxjBlx/zf",
-	"vw6Hn3d3tobDz49ffPzbfzSgX9BBhlzHszcz+nsG7EdLRcZKpoSSmWJnXGYamPADTULLqJ/BIyHpSkVC",
-	"K1FCxyN7ffLGckwjLYBL5wAsnOB7CO0fXx8+29J8YkUiYlwm2oGfcA2ob6bUHqbOGBxIak8+lTEfcxYT",
-	"u2qpGJ8IvwlgZb+xyLAYsWhvMMgP4PeMqXkBfweWNrAP9p40AZOPQVw3aAAnhex3kh5RaEot7+GajKi2",
-	"ixZ9cuRVBNQMHuhcBsAoiPg6qHDOMeWJdpva2QUgCWmmFkhcu1mWIJtTM9qx7LvG3YozbuBUjmL7Bow9",
-	"o2ZajFx5ZBlXLWPtYOvxx18HW08Pt3786efXvxxvnfxj658fv+w++tqMwkmzjH9NP1uJQUSWjpiy0OeG",
-	"pdqxyUwJ0rWISDT/g/Xa8ADHLq80ZmOaJcZCJbBAQqm0MxgEhYzaaZRRoAo1UFoZvXlMuu9fHT0vFlQF",
-	"KI6xnnwa7Pz09J8P//H4v5789+7Pe6+/++XJ8eDt7sneh+86waUAjqLhJU8apfwbkcw9hJ3a5zk9MF77",
-	"bhu48dcKvP9DsXFnv/OX7ULp3sZf9fYJDP8OX7IrM4ymTTA+YTRdCVv38ibA/fDDo2ePnz99sfPy4d8f",
-	"/fj4p6c/77y+JHARZC8+z6ho2MgzmaZ0SzOrNFg+ZlmhRW3FEvicaaYAxVk6YrFVIhm1WhYMuk9CxzCY",
-	"CgmNY13+IiAh1cCDmf+x+Nw9nzJkWTiUZSvu17jXJy8QLvskZLDw7/Nhg3wMC3X2eZbImHX2xzTRrBkH",
-	"cIQKDgDhrocMADjLXztfc+hSpaidIBP894wd4WD2aAGX53CeY6nSTg7+RhxyG1+FRX6ATfDov5/vvth7",
-	"+d3fn/w4+MnT6iXxyGJC0zbea6YItxrZlJFQZ6OQRAnlqRdP9r0HFoVOmdB9srO1s/vEShBFI6ujoioQ",
-	"Hm79k9CtP8hg6ynpk0/kf8g++U/yL/I38j3ZCltA45a0HmCsoj7416Px4+gJix5HDx9G30WDwd5oRMfs",
-	"yW4nKAuond0nVWAdbv2Tbv0x2Hra//Q/+//5r799v/Xxy06ws/ukEVhf7YpQ7wUs+4HGzhaznyIprC5r",
-	"/6SzWeIsh+2ZkqOEpX/7TVuwflmTYx3jWzjpAn6V5DnXJKWJxUmnyYB8B2MC5UTXmRbEQjggQEL2QWed",
-	"5jZFQPyDUpFMnAp5LkCfJzMlZ0yZefEE6jy9PnlpbduthJ2xhMTMwNxWS7PMBplKiMpu2Lck80yKccKj",
-	"bwasyM2vC4PCa0xWnjDSBY9FnOF6WEBoohiN51ZdtHxSBehakOfC/q0YWBaR1Sqt3LCQs0QTS6ZBqWef",
-	"Ldd1BrpUkx6A4aVUIx7HTNw0HNAOAY7s9uNpuaI5jzLQwbkiSias2A24QFA4W4yAh2FDR8LSE01e2LO+",
-	"yU29F+zzDPV0XbKt0BBsdhYcgLsCjT0v047ikIDYUmwmFVgM3MDOfpHmpbUwbh5jnbevikoBcV6d4iTh",
-	"YJadZhdk8bkkEdUMyZOLGA2jjOspHSWMjOYkZlb8IoYe03kiaXwi5SuqJuxb0SuwH/Y5YizWsDGnRefO",
-	"OKuR44IVy72bLylP2I2eWMn9GnMwqEhqPy4zzw4qP5JzqguLVHMRMcINfGsZUJ+8ZVv2D/slelKMmsPO",
-	"3zF1xiP2XtAzyhN7mDd9WhpXYJHRsHQmFVU8mZNMAGYZSaZUxM694k72wPldrCqqAjKVQmZWxJKw5BZ0",
-	"NDlTTDP0YJb85wvuw6blu6e3y4/CFk6kfE3F3HtRbxpezl2MeG2lJHjTEOMVSKFIxpY5UcM+gVnJ4rBn",
-	"UcCCDF2iVTihP1r3CXhwkcZnlh1U+ID9BsSTzIzmMSNUVJ7ogftJCkaE5Hru1ynYGb6oSTYjVEgztXrf",
-	"4nnUHelLz2Th8XbP93qjFK80+7LXHcU+XndOb4Rd74VVSKXif7AbFxsjdDSDSg6qIdeai0lQ6IgBYZ9n",
-	"VqO2ksTpcwtH2eQhXwaB2vMODDMlI6a15QIY17ppaIQLvtEQ+KlX6TLtvXtNPmJHg7wY4dMpm39SzL5m",
-	"qfG9ZoQSwc7BWTuWyn3yvmj0f+BC7T4Os5ibZ+BfAzcWKtUc7QjaHAaxmzijScYc1ZccgV2KAa/c2oYw",
-	"kxMYqTyzxra1p7LEyQRnxY7YWCq2bCp8Ys25MqGZaZ4JHmqOuhVW3a/usY+5rSVHv7EIiBAg9uLMYcsC",
-	"wCJcd9kORHu6n81ii4Q14y2wL0ln6dZ/g0ksjdi/OnaILcPTxnEQLHptf0P56Bd9DV+DDm9eUa6bNv5q",
-	"rF62/McT+LoOoUYnQPlIuLW8PbACD+vKsKUFlFcKcCwAtPxUX3HdcLI5RNcHLeJIA2SLoMNqPMTpmlb8",
-	"TKZpMxICn285A6u7Nv4A8TgWH26AcLzFv2eJsuJlqmNCyUm1xqGXXFL55txWygtfAqVn8BBAJ/bJBscl",
-	"qDl3XhWQHlaVwMnAOcpLEavlO4BRliztKvDN48JKZFs4LIwrOfMsz5A4ILQ9beGi6Ao+mdwSr24258kL",
-	"jvjxmInY6t/wwD6h5Kd3b34hM8mtZb/F9RTcR4QLF2kDywy9JaGhE739MOx52zR3KRFBU+9TCUGRDZux",
-	"NLVqAsrFdYRF8ULT/n9kNDHT+t5dxMAyRJGldjR5WhqgZUb3VtNER3nIqj7ZBYjcarBJI8dAjU1vzjHq",
-	"X9sls/iHeYu39+i5x1F8UjUel5IJW0Uob+0zeZylSmB1LlUhpSbGhMBxUxejlndUZlBlmC0/usMoYjOD",
-	"mnr1CPMgXH25m+8JveyrgPZGTewx1EDgY3kwRjH/8p1diBPnSJijmYd8Jcq7F7Ri6ZF4Tue6Ev98XAp/",
-	"PlwR/bw8dl04FAKrdDGf3cEaMaGFU6rg6DpnA9hFk+TNuLP/6/INl3jN12ARU8HcawqvIn8gmkWKYToO",
-	"5ABtn+1sF/F2vf0FBvi6TYEW+uTdVJ4LIkUyR9c1L7J9VgsmXEx9+x8rALgKWVyByTXpfq9ZI2PQdWgf",
-	"JknFm6LLftoRS6SYaGIkBLzW2d1r9ka1MpLGqGM+3QONfh6rGqIrQGewo97q48sjb7DLZpDYhdWggpG7",
-	"BkbYzkfXp/QWfghzLiG41+AV11M+azgvH79M84cstlOI5FithtH0F5qyEJLAmCGjuVVitLEc+oTRVIcH",
-	"JLRjhOhix3EeaIsFMDYkwjnvJVITZr25wDe+KgWOakd0y4WgaBW4v0kuNtMmNueiraLuF3eyVfjZb72y",
-	"AMGvbjOQmjW+jaRhGedXMB+fmFEEkFFhyAG4HE2ugi2VkO4WWwmNNHxFpml7nlLt9VaugV6cjZYCGS3N",
-	"fFGqiWOK+qCJJLmIkixmQJNIf2sddQlDF8/Z5e41JJtJIY0UPPLpfQHhIlLMmpWQ10fYGVNz53uzS8l3",
-	"z4X5bq/TmDFWU5gda/TLqCrHBXBbUONCuqM/y6oVv5kND2O0LMoT5yIfh9w8OV6Qvl17yuqMxQfIkd6o",
-	"iQ5dtpkm4Rs1qZI9MqrLEH6LvL5FFL9UHlaDQc3aS1BKnPCqhuWwVyGxvrUCsUJI1BDmsnKieh63G3He",
-	"o0/9dvGD906HWNeCraHPFeLoJupWqzJTkRqbcv1c4/HbbcHtYpIlYL1p38GFUOWiUL+6dMANTmAJsK+I",
-	"mbRpIreJjWim1mQlKRflb3fuErJ9bdi9D1U33qF8uvfoMXEhcJ9HWRepEeRD167KGUizSWk05QKThOAL",
-	"SIQj9p0++UFREU3taXJDulTE/mDRu90jipopxJepAIvUcJOwkEhFQlyOy8n2gUQhzacx5MU1AArfqK/0",
-	"xyylorTAz7OEClQ2AAG5JjLCFKmIVedzqeRCGtI6LSaa1qc9ZmoLA9alrFh/BWtvMAA7oLe2zl8KrzQQ",
-	"WyVoW13HUVzc6YWHAvDI6Ww2kwqzuhI5IZFUkKIPuZUN2yzCGAvQPTk5dueJp14G4N5gr8nVCsfcgFJT",
-	"qUxAptXz0lmaUjX3m/DoaketHtYv0pCXbadkXFB6Ifjw9qhIpiU8ZsLw8RxvblWnIt2QjmRm9kcJFadh",
-	"npOgGCZDklQqRvSMRXzMI3ilVzGiMsW38qlWezNdsBsAFRS3ThyOB0iU5XNvYn1vZROY36gJhMwYTVGJ",
-	"JseKn/GETVyaplQxUywmIaQbhwSvPpOQxikXxUd0PCGF+siWfaETdOBJiJfZRxqiXQFceLkST0Blc4t7",
-	"fakYI4Z9NgeEpTMzJ/geHp8la81Mf13/Qv2OTkNE0W74mcwwbl9Hfef1a3YX2COpeAaXew3Skt/uKlxE",
-	"V+gTuYRCWXYjlEFUBe7FXAz2BC+kYy4g2ULCwFUJ+3WNELuNq9DegAZvsepWOKePM7PhiV3YRm9Vm+1q",
-	"rkiLvDF0qm8CU7Ea3FleIXDpbCSMMOdEhy3xBM+G8ucOqrf3RFy5n+fDE7rnBsGLD/h8XIlRhKAsop5S",
-	"DBHgK8Wlvpqm6h/dwGrxrzRpToduJlh2juCwiEz4ZTSKAQeSJXLAA61Bb1wD0mtz/CV5Q7db1DZcZay9",
-	"OFNcKpffu/re5bF/ulCXN4oF5e+03lk8n0oiZ0zgZX9PSMuV6fUvDwcdQycrkj+WJBKsuntcvTmrZGag",
-	"uEQV7YUUrCXfz2n0t0F58FpzVXvIdegcbapn6uC7QLwX1DMAkBfSNKoM6cp8RsEKmTNYQV/rpYssUtrH",
-	"oMjG6Qh7lklnMWP+OT4Ad8JDfAZvbdbQvbTkR6v9Jhsm1ZTJ4xKpPDkhXEbxw0HaEau4Ql7KKix4WiHV",
-	"mi0vGGNVVMsVRuhXcg28DLesTrO8eEJx9ba3QleoJh9AtB7HCC8bBXOKzc1rs5dLsVui/FZpqXTSiTy3",
-	"JpInpymfTC1Kq4mV9O0n/q7Fg/OKj1k0jxJ0y7F9Egp2HpLub5k2Tp71AhLav0LSHTEQ6lKdQtTY/jLD",
-	"JN6QdM8ph1usDmw5StqntEzOWBwGJIwSqVlccRwIZrdkp7BogONZng3vWNYLryzZ3BUp5svUwV/YuVc+",
-	"2QEJRZYkYa4I6gWRv8i4q9dUviEj30xRupyislg9bpbQiCGkxlmSQL1BzcwBCX/9GJIoYVRpuAEdfAOm",
-	"Xz9s+1t+0Hi7qXzMWGiCW8nFaFq/ixR8EzmywEfsGbIos+f5zp6Wu/gA9/UOM8xXx08vvar104eTmpD+",
-	"6cNJ5ZJfnxwZXSnOwXU1PJ9nAmrmLr1jnCos5en7WoH5teq5MPRzUazQbgRnLUA0NWaGF++4GMv6wbki",
-	"d67YQJYYvuUulE5ZMtuKmT71N4f75E01dWMI2YfDTo/IczEUYK0GcLpYR87JuwOXKpNfoh6xRJ6TcLGm",
-	"pDWch4JriZVv4AoDNZV0h/5QDMVf/kIOK0X/huIFTGBHDIuaB8QJDruzyo3L7k8fTnqu3MNQhIfuHii8",
-	"tE9cFUAsh4mF/sCD66ugYdWCSsLm4mkiLAiP++Rw1eVOuKd7zjXLy3bg0HOoRzkU4d5gh5Qvq4b+NmS4",
-	"eKPTrz0sqiD2hyL8+4sTsj2F6xZ/gHMiE6WiiSz2QH0rE4YHd8Y1H/GEm/lQvKDRtFS3AC8jkynVhH2m",
-	"kUnmcBXZfqckFAxa5gUfitwNTiDvkEzpGXNVLOS5KGd5KlhOpn14AQoGwt1H3R+Kt3i2YN+DQhXLKHPJ",
-	"WXCn2mPBAdRacYOkZbA+JHmFj7BP8mKdcEcUd7m8hENXqqHAG6U5anMBV7a56eFMJNwb7JE81BIGOdSo",
-	"JjwvAzEUviCBqx+hC+THrzDigouIuUYBb2nE3RJXFihHguipVGaf/PWvdt6UUaHJsJMH5KAwxVxmeTnD",
-	"akkKnHDY+etfPU5ABE0PBf5vuRRpi4SSbth2VRivxSfzoSgCmo3R0DCSMUNfmHuyFC87yAOeVMRD4UOe",
-	"sJeFIJgdIKV5dh75RxFStNiQWabQ3RsMekMBBbdmefDRLVtXiuIQ5C9+wxFViqNsG4pycZJq4NCXMOFm",
-	"sWqJn8RD+ZhOuHCs7BVHNVI5Lmt3h4V8tmb4GIvze1qku7O1MxgExJmNZPdRD2st6qHAS16uIF6ffLBr",
-	"gLCbYhosSCx74+pbYJVQt7WhqFSCtOCkWAty3zFGV/C3VuLXFyxCi+f921dkzEw09dAqmQyLtgIZScvW",
-	"FHPGRLWgpITylcFQlCtLYk2rtYtLsjk5Z4pZGQMlJsdS7ZNYAiHMqNIsIJEU2qgssoSAhT7mwDcsIzc0",
-	"nUGgD48jGArLvgUjxXC+7gLQbemjW0NQK1kJjGhAfqCxZ0Bhn/zM2KxgeWMoy1eoARqxaSytFmA3RofC",
-	"FcQEo9OV7LSg93foY8l0zyPbm5nhqV1PZHfrAvnzoXjHxcTSZIa06VmaBld0kNuyKODx3xK7Dpy07w0F",
-	"VaV62CirBAlfnNBJIUJ9UewRjU4XKmNbIgiPD0+e/WiNn+P3J5jg8PzFqxcnL4rC2XartXrZ+46nDkXO",
-	"kV2tTF/dybJEuG3TXG3TnsfOLinXqSFYqCZcLMLpy8D0y4u3Goyc4WIOYESZGbvRYrkggEtrJl0gAfhR",
-	"kXMuiqN6WxTYAaKsfga6gAugqL3qPnnvCoIVVlrg6tDQeEsKy4GLn4jOoqmVQyEHO9N57uyfoJDZP0oe",
-	"P3sMufwGb18YEDzrcg3WBnz+AZebUDVx2SvInFwtKGBljSPtPCSuxBE5kZJAkaOwPxS507LQXw+Pj0rO",
-	"x/3OTn/QH0Ba6owJOuOd/c7D/qD/EIvwTUGt90qR/XvSFOV5xc+YYFoDw2b7ZHcwcEv7MnS23rCzP+zI",
-	"02Hna1gqT+xqauAONQgxawKQaMqiU8h/iJk12y3lgbCn5Plc0FQ+/8EKdMsNsZ4LFDIuj6iYNlSBDHju",
-	"a045PXehFHYfPQQqL+hq9+hu3S7Ux9sdDJYU/dis2IeboaXWh9+GNTcSfoZVoR4NHraNmi9zu6GAUtla",
-	"6+z/+jHouOSX0tF5P/X+rx087c5H+9p2yozikW49+tf4u2cbx0qmzExZpiFmYxV4qZE9oM99HzWVvJgZ",
-	"vh4Ux2r1SCikBEeOVc5Q27YyJ0utXKEzGnEzJ6N5oQEgAVeGca/5p2dQs9xxhjnGIlZixwFuAbQTcDwa",
-	"aRVDRXSk6AxvFNewxwFlNfpYGG3PEsoXEKehUGMdRxzs+kvPt3Qgab6qxpN2DKA/p2nSetx23jczJg6P",
-	"j3JLgpR41DnVZJTxBL0YjcBxr29GW35RNRDlDolGEC0udTmsTqZcWywzikamDUygKbSzwreMxrzGC60i",
-	"kqMmFfqcuRLy4PYBPYJrcvjs5OgfLw7Io8FDfIWbvGAeoje4hkA8S4A8JRNFIzbOEqKnmYmtTAO+p0lX",
-	"SwISYUQTKiI7oTZyRrQrjWAUHY95VK6P487QPqZ7F+Obdvvzb8M2YWr0/eDWro1n5mfchiNLLyRjJKho",
-	"ffBr4w0vf9kZnRxw7hgnLK4Jt9XhhRvLy2rNLvH97Q5afchbzZX0PwadmWyM+cRx5dIwFm60i3vgXHw9",
-	"b4sUwHL3TUF5gEJy0lmpkA6NRGBk7h3VgRU81rYwigqNpX2CksclYvuE+gYnCH87iHcsWQFzJk/Rw6TQ",
-	"kRyXlhOgcZIXkMXTsBIKiZjsDfZId7H+5LzXJ3uDp95vUSpTmpdfxcJ1uV+DdMGN+QksTV3UHoFdA1M1",
-	"1M5stXLUnroh/PYJvsfLXlVixM2WLpUHi1jXRBPFI9sLDTnsQS9Q9c6VUXVDAYvlNV/x/ocHH1D6HnKZ",
-	"5ZReqnAMr+ysfqVSAA9e2lv9Ul5oFV54uvqFvJawfWF3d51l1QvSwbtrTLZYMRL45BrQqxbGvSx3zfkp",
-	"nrmlM15GV89aS6y04K+Yt9YigvFSJIQAyg7cehQBOMsZlpCuXhacu2uClVuCvoSwqy7fovtdp/h7zZYT",
-	"xi2nhDuInH93HVwQviW0TFmBjb6GRot1rJ1x2lpQo1rCOsDeBc13UwFnLfsjVj/oe58ocyGxwkXaIBP8",
-	"xeGNZUHiqpqufNC1j2kQFldHA/Wrqw0kUco4KUOwQualhPiFmqG+P9yyOqHwDMx8T29XSG+vvK+98czK",
-	"KjeWdPnapn9impx2dUwr0VFyKOYLogEkAoRC4DWrUx5UL41HMmUaNE9s5uQCeHUqwxHeqMnVqFxwLD+4",
-	"koJXRUAuh/BrNW/IJS9cm5oHJQWaxVeFMK3C67IiFwjT95lcRpjwzA0T5hqYX7RJuBklcmeNNS0Wxv83",
-	"VD6REhaLh9fZTEnS+0QM5DkJa+q6+By+r4t9YuSEQawLIz5JAiylnBMSFAmQ4PXE5Pw+OVKKgeN+lDCM",
-	"w0PShk8paGdIuMaLMCTf161Bnu+1lqap0jFOHt+wYnr99LizBpk0tHG4o1SC6LyaSoLVJlldEjvF10pf",
-	"1xSiTz40FDKqhuCh0Vc+5AMvlncGA9cMjAtMDtNhgOPmCrUlGec3+i9oINTNNMvr6rx3k0lUIc1UyWyC",
-	"pIrqZNprdmw3EdhCO0RoTuZ7luWh475faH1T8H1b1zgHnkrLMJ/6iuWjPjY67K5TNV9HwN8Rof5vYt2u",
-	"QdSbSQ0sRwSe4eauoG+ZReAmdtAg1VxinFTtAg5vzVxewF2Lqu1SyNdStW+EEt0do7tIkbdarF9Y4b57",
-	"bANx+kJK8zbNYm62EjlpdZhhFmGaGWz0XSQqF53nAmvUQ0qSFfr7cEeyG7omD2EvIOdTavAbl6pTdHso",
-	"PvlHmah2FXae4aJnSOzb3rtoKST6jQ1TkPLoU2vPFTeG5cuErLRSXIpQXRqyT0LoixX6nES4qUbJnFHl",
-	"pwmhO31Iuu6RfSLkea8yJ3Qm54KkUphpMiejzOWSU9ReMD1Gz6jQmNQIRXEoGbNzr81AYg3HxnJTmcT2",
-	"N6Z802D7uM+i/H//5/+6fLpqB2xsos+xOapLSrwYJ7cqWNEEo8FR2dg8l2Ptk4IzrnMh9GvQPBps5kKj",
-	"3SUn6kLfkqUeVKBYwuBE7oij9PoFxR3k2m+tEYRRMXuglgUXHBu+u4Sy18Tqy5G7taIjDzRxt/RINxN5",
-	"kD4T1IWF7d8uZN8rRQt1QGQS5/IgyDNKMWjne/quxZOIQ/zV7BBydPwVldJiIHua6FM+m7H4oIljNjO+",
-	"oxK47nSEZqEw/lLmUoLbPW+542EbT7u8gsjNcfxLGJXLwz3lLAIs9QKZMuDQwbip8wBhhrJlA74wjM9I",
-	"T+ZBXgge/UiuM0cIOlwpo7/ne/NW74XgHD6HKwT+g+pTnvAPyaRTplyYyeXenTI2065XhdFkSvUUZyjt",
-	"yXUm8a0zK41KCl2RPA4INSSV2pCHg55la4KdL8Im11Mx00iV79L605SCrcc6D3DhlkO6y22Wh2JLm9K3",
-	"eXJUPQ3KJ0hNnaqMq3LNCysJT5CYhUex0J66C4f1Ka/p2JQctZhKd1sjdbX2NzccsKu3eGnxKZRT5vLk",
-	"vWoS458uAnAfkbseUXKEDEPLlEkBvbzzktfLMsLaNM/tL8WHFUG7t6BZams71yTZPiad4nVmI2cailXA",
-	"vTIDiaYXNXlRna3wotWhNlzpny+qdietKnsUa2YvXlDrWa3Wl3G8xRoDbWZtOwyersXnEpedk5YSz5qN",
-	"Gbi2frfNmLwe5vL8MgDUff7Yrcofc8jniRA/X6PRgZooXubGODQSjc8d9kWRvRgIqqUw4LZO5cqov8ZD",
-	"Ddnpreu5gIp7GFoTjGGhhBEjWKCmTQuGaq23VP8tFda9Yc0Xa9g2K7t41vc5avca8Q3nqAHmNbC1Vmm/",
-	"/QUdF2unqgFqU6g5UCkY3ieuoF5RwrP0vItDldhUjeEBn0KWBZeqNlKRceUXYlSbZ7Dl1H2fufZnylxr",
-	"o501MtawheZ6mWq+eH7+YiUxrURRQDWQ7hVj1Y3Qv7qYrQYIWU1XOzzeOyB5zlq52ebmaWvNZFWFRr62",
-	"coJava3ARfLUfOeCG85UWyXf71PUblWKWjv1XpM97Qo4LkliewZpHBVSsOhupee2VKT08LXJRczkugK5",
-	"eD2a+7fJfFtG2T717Q5R+H3K2+1Kebu4Dr5datKzwgXXIFrL+kcpYrbglPtQb8nNisKUUC+ymmLurkK7",
-	"VPlwLbee0zVWKg1ufpyvtIxSU/HSzC26A+6lNcW9SW+4Y6lYm1xmvb+yeptdjv54vomisj4D2v6CNZNX",
-	"xMKKwtRAqXntITSHrkmlwXrYBZe5AYO/xBut2Y8ruDf777bZj+jrHfOpx6ULWP8W+Suy2Od3Yx33vcGe",
-	"L/SDAk03FAxu8CEsyHDvTmiz0HNquAEx1F5wzj9xbx3fPuu4dDzfQv6sftI1lAaTOjNNHWVdTMkkc6J9",
-	"QU9HfqW2op44dwc7eb9U1z6GakLBn1ZxT4u4qMIHtb9cpeMFxu+Nw65UpUS0GOt926ldsh+Wisi0yZ8a",
-	"sRq9Q1GvvcHTom5979pk5iwzVyYwr8cTUHRbvGFnwGqmtgIbLsXprjIguXon7SRw7+q4cIDy3jeyTgG3",
-	"OK4KIcuu8JpbqWzaxZwmrhbGOk6T1ghlObPb1YlnMRnNSYjFqcM1vStr+EZcmHRjLowLeQlrW0vsFh3b",
-	"1hK+tyuxqmgVtzy1yjWLu/d03CZPB/XuSZPjepWug47/5Zv5PdZmGi7ZEZ/fjE9syBzuGcM9Y/iTu0Dr",
-	"/OCyfKA18/LNjAnIu8SeeZAsgaSCfSZbi/flnTpqtOwq/xUdSpHFhGjrYWwXlZzyjaVyO3L7cENt5wUz",
-	"sC0PEzuN3tZMzHLr4ZvOxXQ9WFuyNRwG3Odj3udj3ng+pqfZOsNbopZsf8E/NsnLRCT3mZlFUcBD1+PS",
-	"X+bEBx+U+Bw2jnA+JedOwtKCzqGkWxMuL8aRLpByWZDwfdLlnyvpsp1A1km8xL7Ha6ZeeqIIq4RQZF/6",
-	"BxaLRdQyMfORaqmYiKgttQOfFQvYOAmzhdQWMiqKLZbzMP1Oc65wgTRM/+7F8imqRsf1WwjLdYH76NQt",
-	"i04tYwLX5R5wEnZZBucxVYaDrY/O/jI5HRCZcgNdcotGgJZRJGxsSCZcXbA+ecdM1QCQqrAcjPR9vo3M",
-	"e7pby4JOdFittnA+lQnzrcvXkesBaAJ+5sDHL/KAs38BHaDQKrZVAbg5W8elrF6FZnFdRs43Sltdytjy",
-	"xNW7xODu4zl3Ptf1svbNdq5XrBu/eVCxbi7qbfWq2N2+gO52sdofWtb87h2itylSsojTJVoqVO6bUoPa",
-	"+/RRv0CCZ4Vhj8KFWneW4uN94ikNlCOeurbYbU5O9/Rt9XK65X0bN6eHTVuDL3dAFUfnn81Lcu9/XMv/",
-	"6FBBiiYZXeIrTUIaGwOsGxnF/gMXF8S+n8Kdbzlmd7FaEPt7LfeS+HZJ4kpbmkxX72i4VhlXHqPMO+C6",
-	"dpNMGD7mLqMAs2FDbIurM2hj7SzpvGJt3iA3L1dpP0z4GRN5LuxFyzLSOCZUgKleFJCx5o7GmUoNbH1e",
-	"e9G+FllBQ9PZOHakcot7n9nlfbP+ZwCbtRI47438+yjmDWRtAtIVbKapmYPnj63axCUvlHnfInzhQiV5",
-	"h+91eRxdjBHB/R+ro2iWjPvkTQMPdA9RQeBLO1Uqz6A7/pSRhGpjH6FcQBlc+wgZVzhkURYn35X3z8ZF",
-	"WZyWS24X5ZSbx1dzxvJnvdt2k37Au3wZrkZ3y8h9RYBWiuICeWuItqVPmsP769bXl/Qiw2XfBwpvbx8y",
-	"OKGr09I3u5+2vOQL9bfSBE1Z4KqUu7ovXkitW7OxSS5NFBXYBNl/C69XLlW4r8aVG21OjD1nqTSbiLH2",
-	"jmpXIKGuTYn/Zp3VlirxRXe1u8Rj7mN1f6pWbG3Mc7UKv+0C/PHW5jevokwpvL7rB/GWRaOSsL4X8dAN",
-	"d9FLFPeXIu49j9/2UkSFImgzed7Ivalcy1mDFaxbMR775OQm8IglUkygnyGUyuCoAnUPj3f3S4mTLm2o",
-	"XJoqnjDdW6hiZQevV7GiiZZ5tx3IXvqFpqySsGln+sHqIX9n5siwNM+lAoLpYp3shJ8xIouCHjqA8h2R",
-	"nHFo0mMkYdCO0q6tdwkWZnWGlpr4G5a9ggJk/15lrxrrsNxzutuW7VCu1VE6pyZGd91lSTZicxsrOljo",
-	"v7hiwQvuV+1Mu4xh1FvcY+Y6JqwD6le4XBGKcexKzrYSdsYSV0HPZ6rOHRN0CRzQ3gs5Lq3uopuPqCX0",
-	"GoCGYpikvhY7a9PGGusAUh8Nc2CzxihMble1sJWLNry/iuz1P7d2uICe9xz0NuqKRQxhNL8lyqJdLIsy",
-	"xc0cZhgxqpg6zMy0s//rR4vhbnm1i7olq9SyHCaoMBoywx1RQ69wu5jqi6+LfPYF47b0LsKi/vKJ69yo",
-	"eVy3jV1vb64WlQk3KAqn+qDvstlMKlM2tPwb7ijq7+TpcVbHrL2Xp+o07AD69JopE8YyBhb7TLzi7ZQ1",
-	"vFdqIpt3vGyHX7k7VfMayi8+0EXr4NIg2Dq4AV6I9GTKaGKmpRfwC4tW/z8AAP//",
+	"7H1pc9s4tuhfQWluVaQZWpYdp5PY1fWuO8u0u5OOb+JMbk0rL4RISEKbBNQAaEedya33I94vfL/kFc4B",
+	"uIikFm+xe/wlsSQSy8HZcNYvnUimMymYMLqz/6UzZTRmCv58cUIn9v+Y6UjxmeFSdPY7L4ThZk4MnRA5",
+	"JmbKiGImU4LFRDEtMxUxcsaU5lL0yTsmYsIN4YKER+Ot19RE05AYSVJ6ygglOhtp9nvGhCHnihtGIili",
+	"bmeiSb8TdBT7PeOKxZ19ozIWdHQ0ZSm1izLzGevsd7RRXEw6X78GnVdcnNaX+/blM/Jk98kTknBxame2",
+	"KxbssyEzOmEBYf1Jn4TDbDB4GE2Nmen97W064332maazhPUjmW6f7WxLNdHbX6SaHMVftw2PTpnR/yvK",
+	"lJbq+36/b9/f/S7hKTff7z6C0dgBUSz5ftixkw07YZ8cjrTdqBSwhoRqXIPd57J9vaWGvbIjb8G/DVu0",
+	"ENRGE5ok8pzFZMYU0cyCkoylgtkME1QY0j16cfKS5CMSPG0y5iyJNYkVHZte43q4MGzC1MKC3rKUcmEX",
+	"2r6ohI3h/O0qokwpOGsuYnm+sLiN5tWsARDvYM+aZMLwpDTyA01+z6ShhGui2Cxhguspi1dPyIyabx2O",
+	"DVPtk1H7Mzmf8mjqqAE2TlI6JyMgDsUX50q54GmWdvYHQdO8Hz582DrMzJQJwyNqWH3yHxhVTBFaPMSl",
+	"INGUJgkTE0a6Fu2/e/xo0FtORQ7LixEVo0n6/bCDgIuHnYAwpaT6ftjh4owmPP5k5CkTw04nqOHq16Az",
+	"o4qmzDgOchSzdCYNE9H8Zzavb+M1PWWaUBIpRg0XE3L85t0J0XTMLKVa0M1J951RfMaIZim1W9W9PjmZ",
+	"MjLmSpsc2ufcTAklp2xOVCb0AeHGnrWeSaEZ6WpDTaYJFTEZyXjes5hwymYGUHB3j0xlpvBnix90zuIA",
+	"hwzzLVisw5/2iQVjGNg1UjF364THLQJomjJYiB0u/8ItFNeeP+KWHfPxmAFl+P1MmNFkb3f3gFA//pQn",
+	"DMar7pxrog1PErtvS4ru1cHTPvmZzTWhihEdyRmLPfeTakIF/wNxxi8ysqijLMdWZ0zhoWvSffT5cw+G",
+	"ENIAxAKicRS7/IiKBRzn9liRq3SCjqCpRZASGmxZPKiQAv38iomJmXb2dx89Cixp+M87Fp2MYcqO+b9/",
+	"HQ4/7+5sDYefH7/4+Lf/aEC/oIMMuY5nb2b09wzYj5aKjJVMCSUzxc64zDQw4QeahJZRP4NHQtKVioRW",
+	"ooSOR/b65I3lmEZaAJfOAVg4wfcQ2j++Pny2pfnEikTEuEy0Az/hGlDfTKk9TJ0xOJDUnnwqYz7mLCZ2",
+	"1VIxPhF+E8DKfmORYTFi0d5gkB/A7xlT8wL+DixtYB/sPWkCJh+DuG7QAE4K2e8kPaLQlFrewzUZUW0X",
+	"LfrkyKsIqBk80LkMgFEQ8XVQ4ZxjyhPtNrWzC0AS0kwtkLh2syxBNqdmtGPZd427FWfcwKkcxfYNGHtG",
+	"zbQYufLIMq5axtrB1uOPvw62nh5u/fjTz69/Od46+cfWPz9+2X30tRmFk2YZ/5p+thKDiCwdMWWhzw1L",
+	"tWOTmRKkaxGRaP4H67XhAY5dXmnMxjRLjIVKYIGEUmlnMAgKGbXTKKNAFWqgtDJ685h03786el4sqApQ",
+	"HGM9+TTY+enpPx/+4/F/Pfnv3Z/3Xn/3y5Pjwdvdk70P33WCSwEcRcNLnjRK+TcimXsIO7XPc3pgvPbd",
+	"NnDjrxV4/4di485+5y/bhdK9jb/q7RMY/h2+ZFdmGE2bYHzCaLoStu7lTYD74YdHzx4/f/pi5+XDvz/6",
+	"8fFPT3/eeX1J4CLIXnyeUdGwkWcyTemWZlZpsHzMskKL2ool8DnTTAGKs3TEYqtEMmq1LBh0n4SOYTAV",
+	"EhrHuvxFQEKqgQcz/2PxuXs+ZciycCjLVtyvca9PXiBc9knIYOHf58MG+RgW6uzzLJEx6+yPaaJZMw7g",
+	"CBUcAMJdDxkAcJa/dr7m0KVKUTtBJvjvGTvCwezRAi7P4TzHUqWdHPyNOOQ2vgqL/ACb4NF/P999sffy",
+	"u78/+XHwk6fVS+KRxYSmbbzXTBFuNbIpI6HORiGJEspTL57sew8sCp0yoftkZ2tn94mVIIpGVkdFVSA8",
+	"3PonoVt/kMHWU9Inn8j/kH3yn+Rf5G/ke7IVtoDGLWk9wFhFffCvR+PH0RMWPY4ePoy+iwaDvdGIjtmT",
+	"3U5QFlA7u0+qwDrc+ifd+mOw9bT/6X/2//Nff/t+6+OXnWBn90kjsL7aFaHeC1j2A43dXcx+iqSwuqz9",
+	"k85mibs5bM+UHCUs/dtv2oL1y5oc6xjfwkkX8Kskz7kmKU0sTjpNBuQ7XCZQTnTd1YJYCAcESMg+6G6n",
+	"+Z0iIP5BqUgmToU8F6DPk5mSM6bMvHgCdZ5en7y0d9uthJ2xhMTMwNxWS7PMBplKiMpu2Lck80yKccKj",
+	"bwasyM2viwuF15isPGGkCxaLOMP1sIDQRDEaz626aPmkCtC0IM+F/VsxuFlEVqu0csNCzhJNLJkGpZ59",
+	"tlzXXdClmvQADC+lGvE4ZuKm4YD3EODIbj+eliua8ygDHZwromTCit2ACQSFs8UIeBg2dCQsPdHkhT3r",
+	"m9zUe8E+z1BP16W7FV4Em40FB2CuwMuel2lHcUhAbCk2kwpuDNzAzn6R5qW9Ydw8xjprXxWVAuKsOsVJ",
+	"wsEsO80uyOJzSSKqGZInFzFejDKup3SUMDKak5hZ8YsYekzniaTxiZSvqJqwb0WvwH7Y54ixWMPGnBad",
+	"G+OsRo4LViy3br6kPGE3emIl82vM4UJFUvtx2fXsoPIjOae6uJFqLiJGuIFvLQPqk7dsy/5hv0RLilFz",
+	"2Pk7ps54xN4LekZ5Yg/zpk9L4wosMhqWzqSiiidzkgnALCPJlIrYmVfcyR44u4tVRVVAplLIzIpYEpbM",
+	"go4mZ4pphhbMkv18wXzYtHz39Hb5UdjCiZSvqZh7K+pNw8uZixGvrZQEaxpivAIpFMnYMidq2Ce4VrI4",
+	"7FkUsCBDk2gVTmiP1n0CFlyk8ZllBxU+YL8B8SQzo3nMCBWVJ3pgfpKCESG5nvt1CnaGL2qSzQgV0kyt",
+	"3rd4HnVD+tIzWXi83fK93ijFK8227HVHsY/XjdMbYdd7YRVSqfgf7MbFxggNzaCSg2rIteZiEhQ6YkDY",
+	"55nVqK0kcfrcwlE2WciXQaD2vAPDTMmIaW25APq1bhoa4YJtNAR+6lW6THvrXpON2NEgL0b4dMrmnxSz",
+	"r1lqfK8ZoUSwczDWjqVyn7wtGu0fuFC7j8Ms5uYZ2NfAjIVKNcd7BG12g9hNnNEkY47qS4bALkWHV37b",
+	"BjeTExipPLOXbXufyhInE9wtdsTGUrFlU+ETa86VCc1M80zwULPXrbjV/eoe+5jfteToNxYBEQLEXpw5",
+	"bFkAWITrLt8D8T7dz2axRcLa5S2wL0l3063/BpNYGrF/dewQW4anjeMgWPTa9oby0S/aGr4GHd68olw3",
+	"bfzVWL1s+Y8n8HUdQo1GgPKRcHvz9sAKPKwrw5YWUF4pwLEA0PJTfcV1w8nmEF0ftIgjDZAtnA6r8RCn",
+	"a1rxM5mmzUgIfL7lDKzu2vgD+ONYfLgBwvEW+54lyoqVqY4JJSPVGodeMknlm3NbKS98CZSewUMAndgH",
+	"GxyXoObMeVVAelhVHCcDZygveayW7wBGWbK0q8A3jwsrkW3hsNCv5K5neYTEAaHtYQsXRVewyeQ38epm",
+	"c568YIgfj5mIrf4ND+wTSn569+YXMpPc3uy3uJ6C+Yhw4TxtcDNDa0lo6ERvPwx7/m6am5SIoKm3qYSg",
+	"yIbNWJpaNQHl4jrConihaf8/MpqYaX3vzmNgGaLIUjuaPC0N0DKje6tpoqPcZVWf7AJEbjXYpJFjoMam",
+	"N+cY9a/tkln8w7zF2nv03OMoPqkaj0vJhK0ilLf2mdzPUiWwOpeqkFITY0LguKmLUcs7KjOoMsyWH91h",
+	"FLGZQU29eoS5E66+3M33hFb2VUB7oyb2GGog8L48GKOYf/nOLsSJcyTM0cxDvuLl3QtasfRIPKdzXfF/",
+	"Pi65Px+u8H5eHrsu7AqBVTqfz+5gDZ/QwilVcHSdswHsoknyZtzZ/3X5hku85muwiKlw3WtyryJ/IJpF",
+	"imE4DsQAbZ/tbBf+dr39BQb4uk2BFvrk3VSeCyJFMkfTNS+ifVYLJlxMffsfKwC4Cllcgck16X6vWSNj",
+	"0HVoHyZJxZqiy3baEUukmGhiJDi81tnda/ZGtTKSRq9jPt0DjXYeqxqiKUBnsKPe6uPLPW+wy2aQ2IXV",
+	"oIKeuwZG2M5H16f0Fn4Icy4huNdgFddTPms4L++/TPOHLLZT8ORYrYbR9BeashCCwJgho7lVYrSxHPqE",
+	"0VSHByS0Y4RoYsdxHmiLBTA2BMI56yVSE0a9Occ3vioFjmpHdMsFp2gVuL9JLjbTJjbnoq2i7hd3slX4",
+	"2W+9sgDOr24zkJo1vo2kYRnnVzAfH5hROJBRYcgBuBxNroItlZDuFt8SGmn4iq6m7XFKtddbuQZacTZa",
+	"CkS0NPNFqSaOKeqDJpLkIkqymAFNIv2tddQlDF08Zxe71xBsJoU0UvDIh/cFhItIMXuthLg+ws6Ymjvb",
+	"m11KvnsuzHd7ncaIsZrC7FijX0ZVOS6A24IaF9Id/VlWb/Gb3eFhjJZFeeJc5OMQmyfHC9K3a09ZnbH4",
+	"ADnSGzXRoYs20yR8oyZVskdGdRnCb5HXt4jil8rDqjOoWXsJSoETXtWwHPYqJNa3ViBWCIkawlxWTlTP",
+	"43Yjznu0qd8ufvDe6RDr3mBr6HOFOLqJutWqzFSkxqZcP9d4/HZbcLuYZAlYb9p2cCFUuSjUry4ccIMT",
+	"WALsK2ImbZrIbWIjmqk1WUnKRfnbnbuEbF8bdu9d1Y05lE/3Hj0mzgXu4yjrIjWCeOhaqpyBMJuURlMu",
+	"MEgIvoBAOGLf6ZMfFBXR1J4mN6RLRewPFq3bPaKomYJ/mQq4kRpuEhYSqUiIy3Ex2d6RKKT5NIa4uAZA",
+	"4Rv1lf6YpVSUFvh5llCBygYgINdERhgiFbHqfC6UXEhDWqfFQNP6tMdMbaHDuhQV61Ow9gYDuAf01tb5",
+	"S+6VBmKrOG2r6ziKi5xeeCgAi5zOZjOpMKorkRMSSQUh+hBb2bDNwo2xAN2Tk2N3nnjqZQDuDfaaTK1w",
+	"zA0oNZXKBGRaPS+dpSlVc78Jj6521Oph/SINedl2SsY5pRecD2+PimBawmMmDB/PMXOrOhXphnQkM7M/",
+	"Sqg4DfOYBMUwGJKkUjGiZyziYx7BK73KJSpTfCufarU10zm7AVBBkXXicDxAoiyfexPreyubwPxGTcBl",
+	"xmiKSjQ5VvyMJ2ziwjSlipliMQkh3DgkmPpMQhqnXBQf0fCEFOo9W/aFTtCBJ8FfZh9p8HYFkPByJZaA",
+	"yuYW9/pSMUYM+2wOCEtnZk7wPTw+S9aamf669oV6jk6DR9Fu+JnM0G9fR31n9Ws2F9gjqVgGl1sN0pLd",
+	"7ipMRFdoE7mEQlk2I5RBVAXuxUwM9gQvpGMuINlCwMBVCft1LyF2G1ehvQEN3mLVrTBOH2dmwxO78B29",
+	"VW22q7kiLfLG0Km+CQzFajBneYXAhbORMMKYEx22+BM8G8qfO6hm74m4kp/n3RO65wbBxAd8Pq74KEJQ",
+	"FlFPKYYI8JUiqa+mqfpHN7i1+FeaNKdDNxMsO0dwWEQm/DIaxYADyRI54IHWoDeuAem1Of6SuKHbLWob",
+	"UhlrL84Ul8rF967Ouzz2Txfq8ka+oPyd1pzF86kkcsYEJvt7QlquTK+fPBx0DJ2sCP5YEkiwKve4mjmr",
+	"ZGaguEQV7YUUrCXez2n0t0F58FpzVXvIdegcbapn6uC7QLwX1DMAkBfSNKoM6cpsRsEKmTNYQV/rhYss",
+	"UtrHoIjG6Qh7lklnMWL+OT4AOeEhPoNZmzV0Ly350Wq7yYZBNWXyuEQoT04Il1H8cJB2xCpSyEtRhQVP",
+	"K6Ra880Lxljl1XKFEfqVWAMvwy2r0ywvnlCk3vZW6ArV4APw1uMY4WW9YE6xuXlt9nIhdkuU3yotlU46",
+	"kef2iuTJaconU4vSamIlffuJv2ux4LziYxbNowTNcmyfhIKdh6T7W6aNk2e9gIT2r5B0RwyEulSn4DW2",
+	"v8wwiDck3XPKIYvVgS1HSfuUlskZi8OAhFEiNYsrhgPB7JbsFBYNcDzLs+Edy3rhlSWbuyLFfJk6+As7",
+	"98onOyChyJIkzBVBvSDyFxl3NU3lGzLyzRSlyykqi9XjZgmNGEJqnCUJ1BvUzByQ8NePIYkSRpWGDOjg",
+	"GzD9+mHb3/KDxuym8jFjoQluJRejaT0XKfgmcmSBj9gzZFFmz/OdPS2X+AD5eocZxqvjp5de1frpw0lN",
+	"SP/04aSS5NcnR0ZXinNwXXXP55GAmrmkd/RThaU4fV8rME+rngtDPxfFCu1GcNYCRFNjZph4x8VY1g/O",
+	"FblzxQayxPAtl1A6ZclsK2b61GcO98mbaujGEKIPh50ekediKOC2GsDpYh05J+8OXKhMnkQ9Yok8J+Fi",
+	"TUl7cR4KriVWvoEUBmoq4Q79oRiKv/yFHFaK/g3FC5jAjhgWNQ+IExx2Z5WMy+5PH056rtzDUISHLg8U",
+	"XtonrgoglsPEQn9gwfVV0LBqQSVgc/E0ERaEx31yuCq5E/J0z7lmedkOHHoO9SiHItwb7JBysmrosyHD",
+	"xYxOv/awqILYH4rw7y9OyPYU0i3+AONEJkpFE1nsgfpWJgwP7oxrPuIJN/OheEGjaaluASYjkynVhH2m",
+	"kUnmkIpsv1MSCgYts4IPRW4GJxB3SKb0jLkqFvJclKM8FSwn0969AAUDIfdR94fiLZ4t3O9BoYpllLng",
+	"LMip9lhwALVW3CBpGawPSV7hI+yTvFgn5IjiLpeXcOhKNRSYUZqjNheQss1ND2ci4d5gj+SuljDIoUY1",
+	"4XkZiKHwBQlc/QhdID9+hR4XXETMNQp4SyMuS1xZoBwJoqdSmX3y17/aeVNGhSbDTu6Qg8IUc5nl5Qyr",
+	"JSlwwmHnr3/1OAEeND0U+L/lUqTNE0q6YVuqMKbFJ/OhKByajd7QMJIxQ1uYe7LkLzvIHZ5UxEPhXZ6w",
+	"lwUnmB0gpXl0HvlH4VK02JBZptDdGwx6QwEFt2a589EtW1eK4hDkL37DEVWKo2wbinJxkqrj0Jcw4Wax",
+	"aomfxEP5mE64cKzsFUc1Ujkua3eHhXy2ZvgYi/M8LdLd2doZDALiro1k91EPay3qocAkL1cQr08+2DWA",
+	"200xDTdILHvj6ltglVC3taGoVIK04KRYC3LfMUZX8LdW4tcXLMIbz/u3r8iYmWjqoVW6MizeFchIWram",
+	"mLtMVAtKSihfGQxFubIk1rRau7gkm5NzppiVMVBicizVPoklEMKMKs0CEkmhjcoiSwhY6GMOfMMyckPT",
+	"GTj68DiCobDsWzBSDOfrLgDdlj66NQS1kpXAiAbkBxp7BhT2yc+MzQqWN4ayfIUaoBGbxtJqAXZjdChc",
+	"QUy4dLqSnRb0Poc+lkz3PLK9mRme2vVEdrfOkT8findcTCxNZkibnqVpMEUH+V0WBTz+W2LXgZP2vaGg",
+	"qlQPG2WVIOGLEzopRKgvij2i0elCZWxLBOHx4cmzH+3l5/j9CQY4PH/x6sXJi6Jwtt1qrV72vuOpQ5Fz",
+	"ZFcr01d3siwRsm2aq23a89jZJeU6NQQL1YSLRTh9GZh+efFWg5EzXMwBjCgzYzdaLBcEcGnNpAskAD8q",
+	"cs5FcVRviwI7QJTVz0AXkACK2qvuk/euIFhxSwtcHRoab0lhOXDxE9FZNLVyKORwz3SWO/snKGT2j5LF",
+	"zx5DLr/B2hcGBM+6XIO1AZ9/wOUmVE1c9AoyJ1cLClhZ40g7D4krcUROpCRQ5CjsD0VutCz018Pjo5Lx",
+	"cb+z0x/0BxCWOmOCznhnv/OwP+g/xCJ8U1DrvVJk/540eXle8TMmmNbAsNk+2R0M3NK+DN1db9jZH3bk",
+	"6bDzNSyVJ3Y1NXCHGoSYvQKQaMqiU4h/iJm9tlvKA2FPyfO5oKl8/oMV6JYbYj0XKGRcHlExbagCGfDc",
+	"15xyeu5CKew+WghUXtDV7tFl3S7Ux9sdDJYU/dis2IeboaXWh9+GvW4k/AyrQj0aPGwbNV/mdkMBpfJt",
+	"rbP/68eg44JfSkfn7dT7v3bwtDsf7WvbDi36c5omredvV/xmxsTh8VGuX5IS5p5TTUYZT/Bu2whw9/pm",
+	"EPeLqlVmz6+pjcBdXGp/KYROplxb3mkUjUwbmEB+tBPIW0ZjXqMQK55ydKZCnzNXWByMASBduCaHz06O",
+	"/vHigDwaPMRXuMnLqCHXAoMBMG0JkKdkomjExllC9DQzseV0QA2adLUkwCdGNKEishNqI2dEu4R5o+h4",
+	"zKNy1RR3hvYx3bsYNdntz78NMcHUaBHArV0bJeVn3IYjS9NU0T9QFMT/tTHvx6fA4tUXzh29R0XyaFt1",
+	"VshjXVaBdIlFaHfQalncaq6v/jHozGSjJyCOK6mkWM7PLu6BM/z0vIZaAMtlIYJIgfJi0t1dIEgWicDI",
+	"3GamA6vFWI3TKCo0FnwJSvfwiO0T6tteIPztIN7cEBDFzuQp2h0Umhfj0nICVFnzsqJ4GjRJHBETe6fs",
+	"LlYlnPf6ZG/w1N9mS8Ur86KcWM4sv+2SLhi3PsH9QxcVKWDXwFQNtTNbXQ1lajeE3z7B95gCVCVG3Gwp",
+	"1ThYxLommige2V5o02APeoGqd66MqhvKGiyvBIpZAR58QOl7yGWWU3qp7i28srP6lUpZNHhpb/VLeflN",
+	"eOHp6hfyCrP2hd3ddZZVL1MG764x2WIdQeCTa0CvWi71stw156d45pbOeBldPWstsdKCv2I0U4sIxlQ5",
+	"MAyXzXp12zJwljMsLFxNIZu75LFK7pgvLOtqjjdKwNfsOsXfa7acMG45JdxB5Py76+uB8C2hZcoKbPSV",
+	"FVruTNpdWVrLLFQLGwdY0b45YxFw1rI/YvWDvreUMecoKQxnDTLBp5NuLAsSV+ty5YOuqUiDsLg6Gqgn",
+	"NDaQRCkOoQzBCpmXwqQXKkn6rmHLqkfCMzDzPb1dIb298hbYxjMrq9xY6ONrm/6JwVPaVbes+MzIoZgv",
+	"iAaQCGAgh9esTnlQTSWOZMo0aJ7Y4se5depUhiO8UZOrUbngWH5wheauioBcZNnXajSJc2lfm5oHiebN",
+	"4qtCmFbhdbFyC4Tpuw8uI0x45oYJcw3ML4rn34wSubPGmhbLpf8bKp9ICYslpetspiTpvXseeU7Cmnrx",
+	"PYfv62KfGDlh4AFBP0CSAEspRwoERViciIkP2e6TI6UYmHNHCUPvLLjyvaO5nSHhGi/CkHy3rwZ5vtda",
+	"sKRKxzh5fMOK6fXT484aZNJQ3P+OUgmi82oqCVZfyeqS2Cm+Vvq6VgF98qGhvE3VMQvtn/IhH3ixvDMY",
+	"uBZRXGDIkA4DHDdXqC3JOLvRf0FbmW6mWV5t5b2bTKIKaaZKZhMkVVQn016zYbuJwBaa5EHLKt/JKnco",
+	"9v1C65uC79t6iTnwVBpJ+YBILCr0sdFgd52q+ToC/o4I9X+T2+0aRL2Z1MAiNWAZbu4V+ZZZBG5iBw1S",
+	"zYVLSdUu4DCX4vIC7lpUbRdYvJaqfSOU6DJP7iJF3mqxfmGF++6xDcTpCynN2zSLudlK5KTVYIaxZWlm",
+	"sP1zEb5a9CML7KUeAlWs0N+HzLlu6Er/h72AnE+pwW9cAEfRA6D45B9lotpr1lmGi04SsW+G7rylEP41",
+	"NkxBIJwPuDxX3BiWLxNilUp+KUJ1acg+CaFbUugj1SB/iZI5o8pPE0LP8pB03SP7RMjzXmVO6FfNBUml",
+	"MNNkTkaZizCmqL1g0ISeUaEx1A1KpVAyZudem4FwC47txqYyie1vTPlWsvZxH1v3//7P/3VRVtW+yNha",
+	"nWPLTBeqdjFOblWwojVCg6GysaUqx4oYBWdcJ03wa9A8GmzmQqPdJSPqQjeLpRZUoFjC4ETuiKH0+gXF",
+	"HeTab+0lCL1i9kAtCy44Nnx3CWWvidWXPXdreUceaOJyt0g3E7mTPhPUuYXt385l3yt5C3VAZBLn8iDI",
+	"4wzRaec7va7Fk4hD/NXsEGJ0fOJCaTEQU0v0KZ/NWHzQxDGbGd9RCVx32kOzUC59KXMpwe2et9xxt42n",
+	"XV5B5GY//iUulcvdPeUoAiwAApEyYNBBv6mzAGHcqmUDvlyIj1NO5kFeHhztSK5fQwg6XCnOu+c7tlaz",
+	"BXAOH8MVAv9B9SkPA4fc5ilTzs3kYu9OGZtp18HAaDKleoozlPbk+lX4hoqV9hWFrkgeB4QakkptyMNB",
+	"z7I1wc4XYZPrqRhppMoZlv40pWDrsc4DXLjlkC7lyfJQbHRS+jYPjqqHQfkAqalTlXFVrqVdJeAJArPw",
+	"KBaaFnfhsD7llf6agqMWQ+luq6eu1hTlhh129cYfLTaFcshcHrxXDWL803kA7j1y1yNKjpBhaJkyKaDD",
+	"c14IeVlEWJvmuf2l+LDCafcWNEtt7841SbaPQaeY5GrkTEMJA8g2MhBoetErL6qzFV602tWGK/3zedXu",
+	"5K3KHsWa0YsX1HpWq/VlHG+5jYE2s/Y9DJ6u+ecSF52TlgLPmi8zkMx8t68xeZXE5fFlAKj7+LFbFT/m",
+	"kM8TIX6+xksHaqKY4ot+aCQaHzvsS+V6MRBUCyRAtk4lkdCn8VBDdnrrWi6gDhu61gRjmD4/YgTLlrRp",
+	"wVDD85bqv6Vyqzes+WJl07Y++Pas72PU7jXiG45RA8xrYGut0n77Cxou1g5VA9SmkIleKSPdJ67MWlHY",
+	"sfS880OV2FSN4QGfQpYFSVUbqci48gsxqs0j2HLqvo9c+zNFrrXRzhoRa9hYcb1INV9SPX+xEphWoiig",
+	"Ggj3irEWQ+hfXYxWA4SshqsdHu8dkDxmrdyCcfOwtWayqkIjX1s5QK1ebP4icWq+nv0NR6qtku/3IWq3",
+	"KkStnXqv6T7tyvotCWJ7BmEcFVKAtvFUxNtSkdLD1yYXMZLrCuTi9Wju3ybybRll+9C3O0Th9yFvtyvk",
+	"7eI6+HapdcsKE1yDaC3rHyWP2YJR7kO9UTMryhVCFcFqiLlLhXah8uFaZj2na6xUGtz8OF9pGaVW06WZ",
+	"W3QH3EtriHuT3nDHQrE2SWa9T1m9zSZHfzzfRFFZnwFtf8FKuit8YUW5YqDUvPYQXoeuSaXBKskFl7mB",
+	"C3+JN9prP67g/tp/t6/9iL7eMJ96XLrA7d8if0UW+/hurO69N9jzhX5QoOmGMrINNoQFGe7NCW039Jwa",
+	"bkAMtWnPBQjub8e373ZcOp5vIX9WP+naDMOVOjNNfUadT8kkc6J9mUdHfqVmk544dwc7eRdN11SEakLB",
+	"nlYxT4u4qMIHtb9c/dsFxu8vh12pSoFoMVaBtlO7YD8sFZFpkz81YjV6h6Jee4OnRTXz3rXJzFlmrkxg",
+	"Xo8loOjBd8PGgNVMbQU2XIrTXaVDcvVO2kng3tRxYQflvW1knQJucVwVQpZdYZpbqWzaxYwmrhbGOkaT",
+	"Vg9lObLbVQ9nMRnNSYgli8M1rStr2Eacm3RjLowLeQlrW0vsFn281hK+tyuwqmggtjy0yrUQu7d03CZL",
+	"B/XmSZPjepWug47/5ZvZPdZmGi7YEZ/fjE9syBzuGcM9Y/iTm0Dr/OCyfKA18vLNjAmIu8ROahAsgaSC",
+	"3Qdbi/fl/RtqtOwq/xV9K5HFhHjXQ98uKjnljKVyk2r7cENt54VrYFscJvafvK2RmOWGtDcdi+k6c7ZE",
+	"azgMuI/HvI/HvPF4TE+zdYa3RC3Z/oJ/bBKXiUjuIzOLooCHrvOhT+bEBx+U+Bw2jnA2JWdOwtKCzqCk",
+	"WwMuL8aRLhByWZDwfdDlnyvosp1A1gm8xG64a4ZeeqIIq4RQRF/6BxaLRdQiMfORaqGYrr99c+3AZ8UC",
+	"Ng7CbCG1hYiKYovlOEy/05wrXCAM0797sXiK6qXj+m8Iy3WBe+/ULfNOLWMC12UecBJ2WQTnMVWGw10f",
+	"jf1lcjogMuUGeqcW7eGgTT0bG5IJVxesT94xU70ASFXcHIz03Z+NzDt925sFneiwWm3hfCoT5htaryPX",
+	"A9AE/MyB91/kDmf/AhpAoYFoqwJwc3cdF7J6FZrFdV1yvlHY6lLGlgeu3iUGd+/PufOxrpe932znesW6",
+	"/psHldvNRa2tXhW72wnobher7aFlze/eIHqbPCWLOF2ipULlvik1qL1PH/ULJHhW6PYoTKh1Yyk+3iee",
+	"0kA54qlrltxm5HRP31Yrp1vetzFzeti0NfhyB1QxdP7ZrCT39se17I8OFaRoktElvtIkpLExwLqeUew/",
+	"cHFB7Psp3PmWY3YXqwWxz2u5l8S3SxJX2tJkupqj4VplXLmPMu+A69pNMmGgPz5EFGA0bIhtcXUGbazd",
+	"TTqvWJs3yM3LVdoPE37GRB4Le9GyjDSOCRVwVS8KyLzM2/6XG9j6uPaifS2ygoams3HsSOUW9z6zy/tm",
+	"/c8ANmsFcN5f8u+9mDcQtQlIV7CZpmYOnj+2ahOXTCjztkX4wrlK8g7f6/I4uugjgvwfq6Noloz75E0D",
+	"D3QPUUHgSztVKs+gO/6UkYRqYx+hXEAZXPsIGVc4ZFEWJ9+Vt8/GRVmcliS3i3LKzf2rOWP5s+a23aQd",
+	"8C4nw9Xobhm5r3DQSlEkkLe6aFv6pDm8v259fUkvMlz2vaPw9vYhgxO6Oi19s/y05SVfqM9KEzRlgatS",
+	"7uq+eCG1bs3GJrk0UVRgE2T/LbxeSapwX40rGW1OjD1nqTSbiLH2jmpXIKGuTYn/Zp3VlirxRXe1u8Rj",
+	"7n11f6pWbG3Mc7UKv+0c/PHW5plXUaYUpu/6QfzNolFJWN+KeOiGu2gSxX1SxL3l8dsmRVQogjaT543k",
+	"TeVazhqsYN2K8dgnJ78Cj1gixQT6GUKpDI4qUPfweHe/FDjpwobKpaniCdO9hSpWdvB6FSuaaJl324Ho",
+	"pV9oyioBm3amH6we8ndmjgxL81gqIJgu1slO+BkjsijooQMo3xHJGYcmPUYSBu0o7dp6l2BhVmdoqYm/",
+	"YdkrKED271X2qrEOyz2nu23RDuVaHaVzamJ0112WZCM2t7Gig4X+ixQLXnC/amfaZQyj3uIeI9cxYB1Q",
+	"v8LlCleMY1dytpWwM5a4Cno+UnXumKAL4ID2XshxaXUX3XxELaHXADQUwyD1tdhZmzbWWAeQem+YA5u9",
+	"jMLkdlULW7low/uriF7/c2uHC+h5z0Fvo65Y+BBG81uiLNrFsihT3MxhhhGjiqnDzEw7+79+tBjulldL",
+	"1C3dSi3LYYIKoyEy3BE19Aq3i6m++LqIZ1+43JbeRVjUXz5xnRs1j+t3Y9fbm6tFZcINisKpPui7bDaT",
+	"ypQvWv4NdxT1d/LwOKtj1t7LQ3UadgB9es2UCWMZA4t9JF7xdsoa3is1kc07XrbDr9ydqnkN5Rcf6KJ1",
+	"cGkQbB3cAC9EejJlNDHT0gv4hUWr/x8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
