@@ -76,6 +76,11 @@ type Deps struct {
 	// OffboardTimeout bounds DELETE /v1/orgs/{orgId}, which deletes a whole
 	// tenant (default 5 min). A DELETE cut short is resumed by repeating it.
 	OffboardTimeout time.Duration
+	// WriteTimeout is the http.Server's WriteTimeout (0: it has none). A
+	// route whose deadline is longer than RequestTimeout (the offboarding
+	// DELETE) gets its connection's write deadline pushed out by the
+	// difference, so its answer can still be written.
+	WriteTimeout time.Duration
 }
 
 // New returns the Echo server with every route of openapi.yaml.
@@ -143,7 +148,7 @@ func New(d Deps) (*echo.Echo, error) {
 			return d.OffboardTimeout
 		}
 		return d.RequestTimeout
-	}))
+	}, d.RequestTimeout, d.WriteTimeout))
 	// Public operations, and paths that match no route (a 404 whoever
 	// asks; the spec says which routes exist), need no token.
 	e.Use(authz.Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
@@ -194,11 +199,18 @@ func publicPaths(spec *openapi3.T) map[string]bool {
 	return out
 }
 
-// timeout gives each request a deadline that DynamoDB calls honour.
-func timeout(d func(echo.Context) time.Duration) echo.MiddlewareFunc {
+// timeout gives each request a deadline that DynamoDB calls honour. A
+// request whose deadline exceeds the usual one (requestTimeout) also gets
+// its write deadline moved out by as much, when the server has one
+// (writeTimeout > 0).
+func timeout(d func(echo.Context) time.Duration, requestTimeout, writeTimeout time.Duration) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			ctx, cancel := context.WithTimeout(c.Request().Context(), d(c))
+			limit := d(c)
+			if extra := limit - requestTimeout; extra > 0 && writeTimeout > 0 {
+				_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(writeTimeout + extra))
+			}
+			ctx, cancel := context.WithTimeout(c.Request().Context(), limit)
 			defer cancel()
 			c.SetRequest(c.Request().WithContext(ctx))
 			return next(c)
