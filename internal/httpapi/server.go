@@ -126,6 +126,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(d.Logger)
+	e.Use(withClientContext)
 	e.Use(middleware.RequestID())
 	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc { // request id for audit events
 		return func(c echo.Context) error {
