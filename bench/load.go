@@ -109,7 +109,8 @@ func httpCall(ctx context.Context, c *http.Client, method, url, token string, bo
 	return err
 }
 
-// metrics is one scrape of the API's /metrics: "name{labels}" -> value.
+// metrics is one scrape of the API's /metrics (on its metrics listener):
+// "name{labels}" -> value.
 type metrics map[string]float64
 
 func scrape(c *http.Client, base string) (metrics, error) {
@@ -173,6 +174,7 @@ func routeOf(before, after metrics) string {
 type server struct {
 	http      *http.Client
 	url       string
+	metrics   string // base URL of the API's metrics listener
 	apiPID    int
 	ddbPID    int
 	ddbPort   int
@@ -187,7 +189,7 @@ type server struct {
 
 func (s *server) snapshot() server {
 	cp := *s
-	cp.m, cp.scrapeErr = scrape(s.http, s.url)
+	cp.m, cp.scrapeErr = scrape(s.http, s.metrics)
 	cp.api, cp.ddb, cp.self = cpuSeconds(s.apiPID), cpuSeconds(s.ddbPID), selfCPU()
 	cp.tw = timeWaits(s.ddbPort)
 	cp.busy, cp.at = busyCPU(), time.Now()

@@ -189,7 +189,7 @@ func run(ctx context.Context, o options) error {
 
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}, Timeout: 30 * time.Second}
 	e := &env{ds: ds, client: client, capDB: captureDB(client, tableName), ids: sd.ids, tokens: map[string]string{}, authzIn: map[string]any{}}
-	srv := &server{http: hc, url: api.url, apiPID: api.pid(), ddbPID: ddb.pid(), ddbPort: ddbPort}
+	srv := &server{http: hc, url: api.url, metrics: api.mURL, apiPID: api.pid(), ddbPID: ddb.pid(), ddbPort: ddbPort}
 	calibrateScrape(srv)
 	logf("one /metrics scrape allocates %.0f objects (%.0f KiB) in the API: subtracted from each step", scrapeCost.mallocs, scrapeCost.bytes/1024)
 	rn := &runner{slices: o.slices, env: e, srv: srv, hc: hc, reg: reg, logf: logf}

@@ -20,6 +20,7 @@ type proc struct {
 	name   string
 	cmd    *exec.Cmd
 	url    string
+	mURL   string // the API's metrics listener
 	log    string
 	exited chan struct{}
 }
@@ -179,17 +180,17 @@ func buildAPI(ctx context.Context, root, dir string) (string, error) {
 
 // apiEnv is the API's environment: the bench's without AWS credentials (the
 // API then uses DynamoDB Local's dummy ones) plus the bench settings.
-func apiEnv(ddb, addr string) []string {
+func apiEnv(ddb, addr, metricsAddr string) []string {
 	var env []string
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "AWS_") || strings.HasPrefix(kv, "DYNAMODB_") || strings.HasPrefix(kv, "RATE_LIMIT_") ||
 			strings.HasPrefix(kv, "AUTH_") || strings.HasPrefix(kv, "CURSOR_SECRET=") || strings.HasPrefix(kv, "LOG_LEVEL=") ||
-			strings.HasPrefix(kv, "ADDR=") {
+			strings.HasPrefix(kv, "ADDR=") || strings.HasPrefix(kv, "METRICS_ADDR=") {
 			continue
 		}
 		env = append(env, kv)
 	}
-	return append(env, "DYNAMODB_ENDPOINT="+ddb, "DYNAMODB_TABLE="+tableName, "ADDR="+addr,
+	return append(env, "DYNAMODB_ENDPOINT="+ddb, "DYNAMODB_TABLE="+tableName, "ADDR="+addr, "METRICS_ADDR="+metricsAddr,
 		"AUTH_HS256_SECRET="+jwtSecret, "CURSOR_SECRET="+cursorSecret, "RATE_LIMIT_RPS=0", "LOG_LEVEL=warn",
 		"AWS_REGION="+region)
 }
@@ -197,7 +198,7 @@ func apiEnv(ddb, addr string) []string {
 // startAPI runs `api migrate`, then `api serve` on a free port.
 func startAPI(ctx context.Context, bin, dir, ddb string) (*proc, error) {
 	mig := exec.CommandContext(ctx, bin, "migrate")
-	mig.Env = apiEnv(ddb, "127.0.0.1:0")
+	mig.Env = apiEnv(ddb, "127.0.0.1:0", "")
 	if out, err := mig.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("api migrate: %v: %s", err, out)
 	}
@@ -205,14 +206,18 @@ func startAPI(ctx context.Context, bin, dir, ddb string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	mport, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	addr, maddr := "127.0.0.1:"+strconv.Itoa(port), "127.0.0.1:"+strconv.Itoa(mport)
 	cmd := exec.CommandContext(ctx, bin, "serve")
-	cmd.Env = apiEnv(ddb, addr)
+	cmd.Env = apiEnv(ddb, addr, maddr)
 	p, err := start(dir, "api", cmd)
 	if err != nil {
 		return nil, err
 	}
-	p.url = "http://" + addr
+	p.url, p.mURL = "http://"+addr, "http://"+maddr
 	if err := p.waitHTTP(p.url+"/readyz", 30*time.Second); err != nil {
 		p.stop()
 		return nil, err

@@ -212,7 +212,7 @@ func startServer(t *testing.T, api string, env []string, dir string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), serveTimeout)
 	cmd := exec.CommandContext(ctx, api, "serve")
 	cmd.Dir = dir
-	cmd.Env = append(env, "ADDR="+addr)
+	cmd.Env = append(env, "ADDR="+addr, "METRICS_ADDR=") // no metrics listener: its default port may be taken
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopTimeout
 	var logs syncBuffer

@@ -29,6 +29,8 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/net/netutil"
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/deletion"
@@ -53,6 +55,7 @@ func main() {
 // Config is every setting, read from the environment (see README).
 type Config struct {
 	Addr             string        `env:"ADDR" envDefault:"127.0.0.1:8080"`
+	MetricsAddr      string        `env:"METRICS_ADDR"`      // unset: defaultMetricsAddr; empty: no metrics listener
 	DynamoDBEndpoint string        `env:"DYNAMODB_ENDPOINT"` // DynamoDB Local; empty = AWS
 	DynamoDBTable    string        `env:"DYNAMODB_TABLE" envDefault:"tenantd"`
 	AWSRegion        string        `env:"AWS_REGION" envDefault:"us-east-1"`
@@ -63,6 +66,10 @@ type Config struct {
 	CursorSecret     string        `env:"CURSOR_SECRET"`
 	ShutdownTimeout  time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"15s"`
 	RequestTimeout   time.Duration `env:"REQUEST_TIMEOUT" envDefault:"10s"`
+	ReadTimeout      time.Duration `env:"READ_TIMEOUT" envDefault:"15s"`  // a whole request, body included
+	WriteTimeout     time.Duration `env:"WRITE_TIMEOUT" envDefault:"30s"` // handling and writing one response; > REQUEST_TIMEOUT
+	IdleTimeout      time.Duration `env:"IDLE_TIMEOUT" envDefault:"60s"`  // a keep-alive connection between requests
+	MaxConnections   int           `env:"MAX_CONNECTIONS" envDefault:"1024"`
 	DrainDelay       time.Duration `env:"DRAIN_DELAY" envDefault:"2s"`     // /readyz fails this long before the listener closes
 	RateLimitRPS     float64       `env:"RATE_LIMIT_RPS" envDefault:"100"` // per org; 0 = off
 	RateLimitBurst   int           `env:"RATE_LIMIT_BURST" envDefault:"200"`
@@ -75,16 +82,39 @@ type Config struct {
 	LogLevel           slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
 }
 
+// defaultMetricsAddr is where metrics are served when METRICS_ADDR is not
+// set: loopback only, never the API's listener.
+const defaultMetricsAddr = "127.0.0.1:9090"
+
+// maxHeaderReadTimeout bounds reading a request's headers (less when
+// READ_TIMEOUT is shorter).
+const maxHeaderReadTimeout = 10 * time.Second
+
 func configFromEnv() (Config, error) {
 	c, err := env.ParseAs[Config]()
 	if err != nil {
 		return c, fmt.Errorf("config: %w", err)
+	}
+	if _, set := os.LookupEnv("METRICS_ADDR"); !set {
+		c.MetricsAddr = defaultMetricsAddr
 	}
 	if c.ShutdownTimeout <= 0 || c.RequestTimeout <= 0 {
 		return c, errors.New("config: SHUTDOWN_TIMEOUT and REQUEST_TIMEOUT must be positive")
 	}
 	if c.OffboardWait < 0 || c.OffboardGrace < 0 || c.DeletionLease < time.Second || c.DeletionPoll <= 0 {
 		return c, errors.New("config: OFFBOARD_WAIT and OFFBOARD_GRACE must be >= 0, DELETION_LEASE >= 1s, DELETION_POLL > 0")
+	}
+	if c.ReadTimeout <= 0 || c.WriteTimeout <= 0 || c.IdleTimeout <= 0 {
+		return c, errors.New("config: READ_TIMEOUT, WRITE_TIMEOUT and IDLE_TIMEOUT must be positive")
+	}
+	if c.WriteTimeout <= c.RequestTimeout {
+		return c, fmt.Errorf("config: WRITE_TIMEOUT (%v) must exceed REQUEST_TIMEOUT (%v), or answers at the deadline cannot be written", c.WriteTimeout, c.RequestTimeout)
+	}
+	if c.MaxConnections < 1 {
+		return c, errors.New("config: MAX_CONNECTIONS must be at least 1")
+	}
+	if c.MetricsAddr != "" && c.MetricsAddr == c.Addr {
+		return c, errors.New("config: METRICS_ADDR must differ from ADDR: metrics are never served on the API's listener")
 	}
 	if c.RateLimitRPS < 0 || c.RateLimitBurst < 1 {
 		return c, errors.New("config: RATE_LIMIT_RPS must be >= 0 and RATE_LIMIT_BURST >= 1")
@@ -104,12 +134,15 @@ func (c Config) LogValue() slog.Value {
 		return "***"
 	}
 	return slog.GroupValue(
-		slog.String("addr", c.Addr), slog.String("dynamodbEndpoint", c.DynamoDBEndpoint),
+		slog.String("addr", c.Addr), slog.String("metricsAddr", c.MetricsAddr), slog.String("dynamodbEndpoint", c.DynamoDBEndpoint),
 		slog.String("dynamodbTable", c.DynamoDBTable), slog.String("awsRegion", c.AWSRegion),
 		slog.String("authHS256Secret", mask(c.AuthHS256Secret)), slog.String("authJWKSURL", c.AuthJWKSURL),
 		slog.String("authIssuer", c.AuthIssuer), slog.String("authAudience", c.AuthAudience),
 		slog.String("cursorSecret", mask(c.CursorSecret)), slog.String("shutdownTimeout", c.ShutdownTimeout.String()),
-		slog.String("requestTimeout", c.RequestTimeout.String()), slog.String("drainDelay", c.DrainDelay.String()), slog.Float64("rateLimitRPS", c.RateLimitRPS),
+		slog.String("requestTimeout", c.RequestTimeout.String()), slog.String("readTimeout", c.ReadTimeout.String()),
+		slog.String("writeTimeout", c.WriteTimeout.String()), slog.String("idleTimeout", c.IdleTimeout.String()),
+		slog.Int("maxConnections", c.MaxConnections),
+		slog.String("drainDelay", c.DrainDelay.String()), slog.Float64("rateLimitRPS", c.RateLimitRPS),
 		slog.Int("rateLimitBurst", c.RateLimitBurst),
 		slog.String("offboardWait", c.OffboardWait.String()), slog.String("offboardGrace", c.OffboardGrace.String()),
 		slog.String("deletionLease", c.DeletionLease.String()), slog.String("deletionPoll", c.DeletionPoll.String()),
@@ -253,14 +286,42 @@ func serve(ctx context.Context, cfg Config) error {
 		Idempotency:    &store.Idempotency{DB: db},
 		RequestTimeout: cfg.RequestTimeout,
 		OffboardWait:   cfg.OffboardWait,
+		WriteTimeout:   cfg.WriteTimeout,
 	})
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Addr: cfg.Addr, Handler: e, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
-	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
-	log.Info("listening", "addr", cfg.Addr)
+	// Every connection is bounded in time (headers, the whole request, the
+	// response, idleness) and in number: a slow or silent client costs a
+	// goroutine for at most these timeouts, and at most MAX_CONNECTIONS of
+	// them are held at once (more wait in the listen backlog).
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: min(maxHeaderReadTimeout, cfg.ReadTimeout), ReadTimeout: cfg.ReadTimeout,
+		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: 64 << 10,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	l, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- srv.Serve(netutil.LimitListener(l, cfg.MaxConnections)) }()
+	log.Info("listening", "addr", l.Addr().String())
+
+	// Metrics on their own listener (a scraper's, not the API's clients').
+	var msrv *http.Server
+	if cfg.MetricsAddr != "" {
+		ml, err := net.Listen("tcp", cfg.MetricsAddr)
+		if err != nil {
+			_ = srv.Close()
+			return fmt.Errorf("metrics listener: %w", err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}))
+		msrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
+			WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10,
+			ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+		go func() { errc <- msrv.Serve(netutil.LimitListener(ml, 16)) }()
+		log.Info("serving metrics", "addr", ml.Addr().String())
+	}
 	select {
 	case err := <-errc:
 		return err
@@ -278,13 +339,23 @@ func serve(ctx context.Context, cfg Config) error {
 	case err := <-errc:
 		return err
 	}
-	if err := srv.Shutdown(sctx); err != nil {
-		return fmt.Errorf("shutdown: %w", err)
-	}
-	if err := <-errc; !errors.Is(err, http.ErrServerClosed) {
-		return err
+	drain(sctx, log, srv)
+	if msrv != nil {
+		drain(sctx, log, msrv)
 	}
 	return nil
+}
+
+// drain shuts srv down gracefully until ctx ends, then closes whatever
+// connections are left: a client that sends its body a byte at a time, or
+// never reads its answer, cannot hold the process past SHUTDOWN_TIMEOUT.
+// Requests cut short that way are the clients' to retry (every write is
+// all or nothing, and creating POSTs take an Idempotency-Key).
+func drain(ctx context.Context, log *slog.Logger, srv *http.Server) {
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("shutdown deadline reached with connections still open: closing them", "err", err.Error())
+		_ = srv.Close()
+	}
 }
 
 func token(cfg Config, args []string, stdout io.Writer) error {

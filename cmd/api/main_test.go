@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"os"
 	"strings"
 	"testing"
 
@@ -53,6 +54,37 @@ func TestConfig(t *testing.T) {
 		t.Setenv("SHUTDOWN_TIMEOUT", "soon")
 		if _, err := configFromEnv(); err == nil {
 			t.Error("want an error for SHUTDOWN_TIMEOUT=soon")
+		}
+	})
+	t.Run("OK metrics listener", func(t *testing.T) {
+		t.Setenv("METRICS_ADDR", "") // restores the variable after the test
+		if err := os.Unsetenv("METRICS_ADDR"); err != nil {
+			t.Fatal(err)
+		}
+		c, err := configFromEnv()
+		if err != nil || c.MetricsAddr != defaultMetricsAddr {
+			t.Errorf("METRICS_ADDR unset: %q, %v; want %q", c.MetricsAddr, err, defaultMetricsAddr)
+		}
+		t.Setenv("METRICS_ADDR", "")
+		if c, err := configFromEnv(); err != nil || c.MetricsAddr != "" {
+			t.Errorf("METRICS_ADDR empty: %q, %v; want no metrics listener", c.MetricsAddr, err)
+		}
+		t.Setenv("METRICS_ADDR", "127.0.0.1:8080")
+		t.Setenv("ADDR", "127.0.0.1:8080")
+		if _, err := configFromEnv(); err == nil {
+			t.Error("want an error for METRICS_ADDR = ADDR")
+		}
+	})
+	t.Run("ErrConnectionBounds", func(t *testing.T) {
+		for _, kv := range [][2]string{{"WRITE_TIMEOUT", "10s"}, {"WRITE_TIMEOUT", "5s"}, {"READ_TIMEOUT", "-1s"},
+			{"IDLE_TIMEOUT", "-1s"}, {"MAX_CONNECTIONS", "0"}, {"MAX_CONNECTIONS", "-5"}} {
+			t.Run(kv[0]+"="+kv[1], func(t *testing.T) {
+				t.Setenv("REQUEST_TIMEOUT", "10s")
+				t.Setenv(kv[0], kv[1])
+				if _, err := configFromEnv(); err == nil {
+					t.Errorf("want an error for %s=%s (REQUEST_TIMEOUT=10s)", kv[0], kv[1])
+				}
+			})
 		}
 	})
 	t.Run("ErrShortCursorSecret", func(t *testing.T) {

@@ -402,3 +402,41 @@ func randomHex(n int) string {
 	}
 	return hex.EncodeToString(b)
 }
+
+// Local is a DynamoDB Local process that one test owns (see StartLocal),
+// apart from the shared one Main starts: the test may pause it
+// (SIGSTOP to PID) or otherwise misuse it without disturbing other tests.
+type Local struct {
+	srv *server
+}
+
+// StartLocal starts a dedicated in-memory DynamoDB Local on a free port,
+// waits until it answers, and stops it (its whole process group) when tb's
+// cleanup runs. It needs what Main needs (java, the npm package) and fails
+// tb when the process does not start. A test that stops the process
+// (SIGSTOP) should resume it (SIGCONT) in a cleanup registered after this
+// call, so that it runs first.
+func StartLocal(tb testing.TB) *Local {
+	tb.Helper()
+	srv, err := startLocal()
+	if err != nil {
+		tb.Fatalf("dynamotest: %v", err)
+	}
+	tb.Cleanup(srv.stop)
+	return &Local{srv: srv}
+}
+
+// Endpoint is the URL of the process, e.g. http://127.0.0.1:41234.
+func (l *Local) Endpoint() string { return l.srv.url }
+
+// PID is the process ID of the DynamoDB Local (java) process.
+func (l *Local) PID() int { return l.srv.cmd.Process.Pid }
+
+// Config is Config's aws.Config for this process instead of the shared one.
+func (l *Local) Config() aws.Config {
+	return aws.Config{
+		Region:       Region,
+		Credentials:  credentials.NewStaticCredentialsProvider("dynamotest", "dynamotest", ""),
+		BaseEndpoint: aws.String(l.srv.url),
+	}
+}

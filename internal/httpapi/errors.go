@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -42,15 +43,50 @@ var httpCodes = map[int]string{
 	http.StatusGatewayTimeout:        "timeout",
 }
 
+// StatusClientClosedRequest is the status of a request whose client went
+// away before it was answered (nginx's 499): no server error, and nobody
+// reads it.
+const StatusClientClosedRequest = 499
+
+// clientClosed is the problem of a request whose client went away.
+var clientClosed = oapi.Problem{Type: problemType + "client_closed_request", Title: "Client Closed Request",
+	Status: StatusClientClosedRequest, Code: "client_closed_request", Detail: "the client closed the request before it was answered"}
+
+type clientCtxKey struct{}
+
+// withClientContext keeps the request's own context (net/http cancels it
+// when the client goes away) in the request context, under the deadlines
+// middlewares add later: the error handler runs after those are cancelled,
+// and must tell a client that left from a server that failed.
+func withClientContext(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		c.SetRequest(r.WithContext(context.WithValue(r.Context(), clientCtxKey{}, r.Context())))
+		return next(c)
+	}
+}
+
+// clientGone reports whether the request's client went away (its own
+// context is cancelled while the server still handles it).
+func clientGone(c echo.Context) bool {
+	ctx, ok := c.Request().Context().Value(clientCtxKey{}).(context.Context)
+	return ok && errors.Is(ctx.Err(), context.Canceled)
+}
+
 // errorHandler is the one place errors become responses: RFC 9457
 // problem+json with a stable code and the request ID. Internal details are
-// logged, never sent.
+// logged, never sent. A failure caused by the client going away (a
+// cancelled DynamoDB call, or any 5xx once it has gone) is a 499 logged at
+// debug level, not a server error.
 func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
 			return
 		}
 		p := toProblem(err)
+		if (p.Status >= 500 || errors.Is(err, context.Canceled)) && clientGone(c) {
+			p = clientClosed
+		}
 		p.RequestId = c.Response().Header().Get(echo.HeaderXRequestID)
 		level := slog.LevelDebug
 		if p.Status >= 500 {
@@ -103,6 +139,12 @@ func toProblem(err error) oapi.Problem {
 			detail = "the request body exceeds 64 KiB"
 		}
 		return oapi.Problem{Type: problemType + code, Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		// A deadline no layer below translated: still the request's
+		// timeout, retryable, not a bug.
+		return oapi.Problem{Type: problemType + "timeout", Title: http.StatusText(http.StatusServiceUnavailable), Status: http.StatusServiceUnavailable,
+			Code: "timeout", Detail: "the request took too long; retry later"}
 	}
 	return oapi.Problem{Type: problemType + "internal", Title: http.StatusText(500), Status: 500, Code: "internal",
 		Detail: "an unexpected error occurred"}

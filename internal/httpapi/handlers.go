@@ -3,10 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
-	"strings"
 	"time"
-
-	"github.com/prometheus/common/expfmt"
 
 	"github.com/tenantd/tenantd"
 
@@ -87,22 +84,6 @@ func (h *handlers) GetReady(ctx context.Context, _ oapi.GetReadyRequestObject) (
 		}
 	}
 	return oapi.GetReady200JSONResponse{Status: oapi.HealthStatusOk}, nil
-}
-
-// GetMetrics serves GET /metrics in the Prometheus text format.
-func (h *handlers) GetMetrics(ctx context.Context, _ oapi.GetMetricsRequestObject) (oapi.GetMetricsResponseObject, error) {
-	mfs, err := h.Registry.Gather()
-	if err != nil {
-		return nil, err
-	}
-	var b strings.Builder
-	enc := expfmt.NewEncoder(&b, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return nil, err
-		}
-	}
-	return oapi.GetMetrics200TextResponse(b.String()), nil
 }
 
 // GetOpenAPI serves GET /openapi.yaml: the contract the server was built from.

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"mime"
 	"net/http"
 	"net/http/httptest"
@@ -92,9 +93,12 @@ type testServer struct {
 	// Deletions finishes the offboardings (and large deletes) the server
 	// starts; its poll loop does not run unless a test runs it (RunOnce).
 	Deletions *deletion.Worker
-	scans     atomic.Int64 // Scan calls ever made through the client (never reset)
-	seq       atomic.Int64
-	http      *http.Client
+	// Registry holds every metric the server exports (served on cmd/api's
+	// metrics listener, never on the API).
+	Registry *prometheus.Registry
+	scans    atomic.Int64 // Scan calls ever made through the client (never reset)
+	seq      atomic.Int64
+	http     *http.Client
 
 	mu   sync.Mutex
 	seen map[string]map[int]bool // operationId -> statuses answered
@@ -177,6 +181,9 @@ type hOptions struct {
 	deletionLease  time.Duration
 	offboardGrace  time.Duration
 	offboardWait   time.Duration
+	endpoint       string    // the server's DynamoDB endpoint
+	rawEndpoint    string    // ts.Raw's (and the migration's) endpoint
+	log            io.Writer // the server's JSON log (debug level)
 }
 
 // hOption changes one of MustServer's settings.
@@ -229,6 +236,17 @@ func hWithMaxHeaderBytes(n int) hOption {
 	return func(o *hOptions) { o.maxHeaderBytes = n }
 }
 
+// hWithEndpoints points the server's DynamoDB client at server and ts.Raw
+// (which creates the table) at raw; "" keeps dynamotest.Endpoint().
+func hWithEndpoints(server, raw string) hOption {
+	return func(o *hOptions) { o.endpoint, o.rawEndpoint = server, raw }
+}
+
+// hWithLog sends the server's JSON log lines (debug level and up) to w.
+func hWithLog(w io.Writer) hOption {
+	return func(o *hOptions) { o.log = w }
+}
+
 // MustServer creates a table, wires the server exactly as cmd/api does
 // (with a test HS256 secret, a test cursor key and an injectable clock) and
 // serves it. Every DynamoDB call is recorded in ts.Rec; the test fails at
@@ -259,11 +277,21 @@ func MustServer(tb testing.TB, opts ...hOption) *testServer {
 	if o.transport != nil {
 		cfg.HTTPClient = &http.Client{Transport: o.transport(http.DefaultTransport.(*http.Transport).Clone())}
 	}
+	endpoint, rawEndpoint := dynamotest.Endpoint(), dynamotest.Endpoint()
+	if o.endpoint != "" {
+		endpoint = o.endpoint
+		cfg.BaseEndpoint = aws.String(endpoint)
+	}
+	if o.rawEndpoint != "" {
+		rawEndpoint = o.rawEndpoint
+	}
 	dbc := store.NewClient(cfg, store.Options{
-		Endpoint:   dynamotest.Endpoint(),
+		Endpoint:   endpoint,
 		APIOptions: append([]func(*middleware.Stack) error{metrics.DynamoDB, ts.Rec.Middleware, scanGuard}, o.apiOptions...),
 	})
-	ts.Raw = store.NewClient(dynamotest.Config(tb), store.Options{Endpoint: dynamotest.Endpoint()})
+	rawCfg := dynamotest.Config(tb)
+	rawCfg.BaseEndpoint = aws.String(rawEndpoint)
+	ts.Raw = store.NewClient(rawCfg, store.Options{Endpoint: rawEndpoint})
 	name := dynamotest.TableName(tb)
 	ts.Table = name
 	if err := store.Migrate(ctx, ts.Raw, name); err != nil {
@@ -288,6 +316,10 @@ func MustServer(tb testing.TB, opts ...hOption) *testServer {
 	if o.rateLimit != nil {
 		limit = *o.rateLimit
 	}
+	var logger *slog.Logger
+	if o.log != nil {
+		logger = slog.New(slog.NewJSONHandler(o.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	db := store.Open(dbc, name)
 	// DynamoDB Local's indexes never lag: offboardings need no grace.
 	db.SetDeletionTiming(o.deletionLease, o.offboardGrace)
@@ -302,6 +334,7 @@ func MustServer(tb testing.TB, opts ...hOption) *testServer {
 		Verifier:  verifier,
 		CursorKey: cursorKey,
 		Now:       ts.Clock.Now,
+		Logger:    logger,
 		Ready:     db.Ping,
 		Registry:  reg,
 		Metrics:   metrics,
@@ -326,7 +359,7 @@ func MustServer(tb testing.TB, opts ...hOption) *testServer {
 			tb.Errorf("the server issued %d DynamoDB Scan call(s): tenantd must never scan", n)
 		}
 	})
-	ts.URL, ts.Echo, ts.http = srv.URL, e, srv.Client()
+	ts.URL, ts.Echo, ts.http, ts.Registry = srv.URL, e, srv.Client(), reg
 	ts.Rec.Reset()
 	return ts
 }

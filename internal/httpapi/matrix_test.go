@@ -82,7 +82,6 @@ func body(s string) func(opIDs) string { return func(opIDs) string { return s } 
 var requests = map[string]func(ids opIDs) string{
 	"getHealth":  noBody,
 	"getReady":   noBody,
-	"getMetrics": noBody,
 	"getOpenAPI": noBody,
 	"getMe":      noBody,
 	"listOrgs":   noBody,

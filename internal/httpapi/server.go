@@ -18,7 +18,6 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/labstack/echo-contrib/echoprometheus"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	echomw "github.com/oapi-codegen/echo-middleware"
@@ -59,8 +58,8 @@ type Deps struct {
 	// Ready reports whether the server should get traffic (DynamoDB
 	// reachable, not shutting down); nil means always ready.
 	Ready func(context.Context) error
-	// Registry collects the Prometheus metrics served on /metrics; nil
-	// means a fresh registry.
+	// Registry collects the request metrics (cmd/api serves it on its own
+	// metrics listener, never on the API's); nil means a fresh registry.
 	Registry *prometheus.Registry
 	// Metrics, when set, counts each request's DynamoDB calls (attach
 	// Metrics.DynamoDB to the SDK client) and writes one log line per
@@ -81,6 +80,11 @@ type Deps struct {
 	// members are cut off, for the rest of the offboarding before it
 	// answers 202 and lets it finish in the background (default 2 s).
 	OffboardWait time.Duration
+	// WriteTimeout is the http.Server's WriteTimeout (0: it has none). A
+	// route whose deadline is longer than RequestTimeout (the offboarding
+	// DELETE) gets its connection's write deadline pushed out by the
+	// difference, so its answer can still be written.
+	WriteTimeout time.Duration
 }
 
 // New returns the Echo server with every route of openapi.yaml.
@@ -116,10 +120,20 @@ func New(d Deps) (*echo.Echo, error) {
 		d.Registry = prometheus.NewRegistry()
 	}
 	public := publicPaths(spec)
+	// The route templates, once every route is registered (below): the
+	// only paths a metric label or a log line may carry.
+	routes := map[string]bool{}
+	route := func(c echo.Context) string {
+		if p := c.Path(); routes[p] {
+			return p
+		}
+		return obs.Unmatched
+	}
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(d.Logger)
+	e.Use(withClientContext)
 	e.Use(middleware.RequestID())
 	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc { // request id for audit events
 		return func(c echo.Context) error {
@@ -128,13 +142,12 @@ func New(d Deps) (*echo.Echo, error) {
 			return next(c)
 		}
 	})
+	// Outermost of the metrics: it renders errors (c.Error) before counting,
+	// so it counts what the client got.
+	e.Use(obs.NewHTTP(d.Registry).Middleware(route))
 	if d.Metrics != nil {
-		e.Use(d.Metrics.RequestLog(d.Logger))
+		e.Use(d.Metrics.RequestLog(d.Logger, route))
 	}
-	e.Use(echoprometheus.NewMiddlewareWithConfig(echoprometheus.MiddlewareConfig{
-		Subsystem: "tenantd", Registerer: d.Registry,
-		Skipper: func(c echo.Context) bool { return c.Path() == "/metrics" },
-	}))
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "KiB")) // "K" would be 64,000 bytes
 	e.Use(withURL)
@@ -143,8 +156,10 @@ func New(d Deps) (*echo.Echo, error) {
 			return d.OffboardTimeout
 		}
 		return d.RequestTimeout
-	}))
-	e.Use(authz.Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] }))
+	}, d.RequestTimeout, d.WriteTimeout))
+	// Public operations, and paths that match no route (a 404 whoever
+	// asks; the spec says which routes exist), need no token.
+	e.Use(authz.Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
 	e.Use(echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
 		Options: openapi3filter.Options{
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // Authenticate already ran
@@ -173,6 +188,9 @@ func New(d Deps) (*echo.Echo, error) {
 
 	h := &handlers{Deps: d, cursors: cursors{key: d.CursorKey, ttl: d.CursorTTL, now: clock.Or(d.Now)}}
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
+	for _, r := range e.Routes() {
+		routes[r.Path] = true
+	}
 	return e, nil
 }
 
@@ -189,11 +207,18 @@ func publicPaths(spec *openapi3.T) map[string]bool {
 	return out
 }
 
-// timeout gives each request a deadline that DynamoDB calls honour.
-func timeout(d func(echo.Context) time.Duration) echo.MiddlewareFunc {
+// timeout gives each request a deadline that DynamoDB calls honour. A
+// request whose deadline exceeds the usual one (requestTimeout) also gets
+// its write deadline moved out by as much, when the server has one
+// (writeTimeout > 0).
+func timeout(d func(echo.Context) time.Duration, requestTimeout, writeTimeout time.Duration) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			ctx, cancel := context.WithTimeout(c.Request().Context(), d(c))
+			limit := d(c)
+			if extra := limit - requestTimeout; extra > 0 && writeTimeout > 0 {
+				_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(writeTimeout + extra))
+			}
+			ctx, cancel := context.WithTimeout(c.Request().Context(), limit)
 			defer cancel()
 			c.SetRequest(c.Request().WithContext(ctx))
 			return next(c)

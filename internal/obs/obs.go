@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/ids"
 )
 
 // Calls is what one request spent on DynamoDB.
@@ -196,8 +197,10 @@ func consumed(result any) float64 {
 // RequestLog is the Echo middleware that counts a request's DynamoDB calls
 // and writes one log line for it: request id, route, status, latency, org,
 // user and the DynamoDB calls, attempts and capacity it cost. It never logs
-// headers, so tokens stay out of the logs.
-func (m *Metrics) RequestLog(log *slog.Logger) echo.MiddlewareFunc {
+// headers or raw paths, so tokens stay out of the logs. route maps a
+// request to its route template (Unmatched when none); the method is
+// logged and labelled as Method reports it.
+func (m *Metrics) RequestLog(log *slog.Logger, route func(echo.Context) string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			start := time.Now()
@@ -208,17 +211,17 @@ func (m *Metrics) RequestLog(log *slog.Logger) echo.MiddlewareFunc {
 				c.Error(err) // write the response now, so its status is logged
 			}
 			n, attempts, capacity := calls.Snapshot()
-			route := c.Path()
-			method := c.Request().Method
+			route := route(c)
+			method := Method(c.Request().Method)
 			m.callsPerRequest.WithLabelValues(method, route).Observe(float64(n))
 			m.capPerRequest.WithLabelValues(method, route).Observe(capacity)
 			attrs := []any{
 				"requestId", c.Response().Header().Get(echo.HeaderXRequestID),
-				"method", c.Request().Method, "route", route, "status", c.Response().Status,
+				"method", method, "route", route, "status", c.Response().Status,
 				"latencyMs", float64(time.Since(start).Microseconds()) / 1000,
 				"dynamodbCalls", n, "dynamodbAttempts", attempts, "dynamodbCapacity", capacity,
 			}
-			if org := c.Param("orgId"); org != "" {
+			if org := c.Param("orgId"); ids.ValidResource(org) {
 				attrs = append(attrs, "orgId", org)
 			}
 			if id, ok := authz.IdentityFrom(c.Request().Context()); ok {

@@ -9,6 +9,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -145,8 +148,19 @@ func condFailed(err error) (failed, existed bool) {
 	return false, false
 }
 
-// translate maps SDK errors that are not conditional failures: throttling
-// and exhausted retries become Unavailable so clients see 503, not 500.
+// errUnavailable is how every failure to reach DynamoDB, or to be served
+// by it, ends: a 503 the client may retry.
+func errUnavailable(err error) error {
+	return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy or unreachable; retry later", Err: err}
+}
+
+// translate maps SDK errors that are not conditional failures: throttling,
+// DynamoDB's own 5xx, exhausted retries or retry quota, and transport
+// failures (refused, reset, DNS, a connection cut mid-answer) become
+// Unavailable, and a deadline Unavailable "timeout", so clients see 503,
+// never 500. A request cancelled because its client went away stays
+// context.Canceled: that is no failure of the database (the HTTP layer
+// reports it as 499).
 func translate(err error) error {
 	if err == nil {
 		return nil
@@ -154,39 +168,51 @@ func translate(err error) error {
 	if _, ok := errs.As(err); ok {
 		return err
 	}
-	var (
-		api smithy.APIError
-		max *retry.MaxAttemptsError
-	)
+	if errors.Is(err, context.Canceled) {
+		return err
+	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return &errs.Error{Kind: errs.Unavailable, Code: "timeout", Message: "the request took too long; retry later", Err: err}
+	}
+	var api smithy.APIError
 	if errors.As(err, &api) {
 		switch api.ErrorCode() {
 		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
 			"TransactionConflictException", "InternalServerError", "ServiceUnavailable", "LimitExceededException":
-			return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy; retry later", Err: err}
+			return errUnavailable(err)
 		}
 	}
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
 		for _, r := range tce.CancellationReasons {
 			if c := aws.ToString(r.Code); c == "TransactionConflict" || c == "ThrottlingError" || c == "ProvisionedThroughputExceeded" {
-				return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy; retry later", Err: err}
+				return errUnavailable(err)
 			}
 		}
 	}
 	var (
-		quota *ratelimit.QuotaExceededError
-		resp  *smithyhttp.ResponseError
+		quota    ratelimit.QuotaExceededError  // the SDK returns the value,
+		quotaPtr *ratelimit.QuotaExceededError // never mind what it might return
+		max      *retry.MaxAttemptsError
+		resp     *smithyhttp.ResponseError
+		send     *smithyhttp.RequestSendError
+		netErr   net.Error
 	)
 	switch {
-	case errors.As(err, &quota):
-		return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy; retry later", Err: err}
+	case errors.As(err, &quota), errors.As(err, &quotaPtr):
+		// The retry quota is spent: the SDK no longer retries, whatever
+		// failed. The cause is joined to it; it is unavailable either way.
+		return errUnavailable(err)
 	case errors.As(err, &resp) && resp.HTTPStatusCode() >= 500:
 		// Any server-side failure of DynamoDB, whatever its error code.
-		return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy; retry later", Err: err}
+		return errUnavailable(err)
 	case errors.As(err, &max):
-		return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy; retry later", Err: err}
-	case errors.Is(err, context.DeadlineExceeded):
-		return &errs.Error{Kind: errs.Unavailable, Code: "timeout", Message: "the request took too long; retry later", Err: err}
+		return errUnavailable(err)
+	case errors.As(err, &send), errors.As(err, &netErr),
+		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
+		// No answer at all: refused, reset, DNS, TLS, a connection cut
+		// mid-answer. These carry no HTTP status.
+		return errUnavailable(err)
 	}
 	return err
 }

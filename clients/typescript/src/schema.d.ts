@@ -44,26 +44,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/metrics": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /**
-         * Prometheus metrics
-         * @description Metrics in the Prometheus text exposition format: HTTP request metrics, DynamoDB call latency, retries and consumed capacity by operation, and DynamoDB calls and capacity per request by route. Does not require authentication; expose it only to your scraper.
-         */
-        get: operations["getMetrics"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/openapi.yaml": {
         parameters: {
             query?: never;
@@ -1179,26 +1159,6 @@ export interface operations {
                 };
             };
             503: components["responses"]["ServiceUnavailable"];
-        };
-    };
-    getMetrics: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description The metrics. */
-            200: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "text/plain": string;
-                };
-            };
         };
     };
     getOpenAPI: {

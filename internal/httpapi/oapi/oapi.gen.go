@@ -1081,9 +1081,6 @@ type ServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
-	// GetMetrics Prometheus metrics
-	// (GET /metrics)
-	GetMetrics(ctx echo.Context) error
 	// GetOpenAPI This contract
 	// (GET /openapi.yaml)
 	GetOpenAPI(ctx echo.Context) error
@@ -1214,15 +1211,6 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetHealth(ctx)
-	return err
-}
-
-// GetMetrics converts echo context to params.
-func (w *ServerInterfaceWrapper) GetMetrics(ctx echo.Context) error {
-	var err error
-
-	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetMetrics(ctx)
 	return err
 }
 
@@ -2691,7 +2679,6 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReady, options.OperationMiddlewares["getReady"]...)
-	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPI, options.OperationMiddlewares["getOpenAPI"]...)
 	router.GET(options.BaseURL+"/v1/me", wrapper.GetMe, options.OperationMiddlewares["getMe"]...)
 	router.GET(options.BaseURL+"/v1/orgs", wrapper.ListOrgs, options.OperationMiddlewares["listOrgs"]...)
@@ -2816,24 +2803,6 @@ func (response GetHealth503ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 	}
 	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
-	return err
-}
-
-type GetMetricsRequestObject struct {
-}
-
-type GetMetricsResponseObject interface {
-	VisitGetMetricsResponse(w http.ResponseWriter) error
-}
-
-type GetMetrics200TextResponse string
-
-func (response GetMetrics200TextResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
-
-	w.Header().Set("Content-Type", "text/plain")
-	w.WriteHeader(200)
-
-	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -9132,9 +9101,6 @@ type StrictServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
-	// GetMetrics Prometheus metrics
-	// (GET /metrics)
-	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
 	// GetOpenAPI This contract
 	// (GET /openapi.yaml)
 	GetOpenAPI(ctx context.Context, request GetOpenAPIRequestObject) (GetOpenAPIResponseObject, error)
@@ -9283,29 +9249,6 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetHealthResponseObject); ok {
 		return validResponse.VisitGetHealthResponse(ctx.Response())
-	} else if response != nil {
-		return fmt.Errorf("unexpected response type: %T", response)
-	}
-	return nil
-}
-
-// GetMetrics operation middleware
-func (sh *strictHandler) GetMetrics(ctx echo.Context) error {
-	var request GetMetricsRequestObject
-
-	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
-		return sh.ssi.GetMetrics(ctx.Request().Context(), request.(GetMetricsRequestObject))
-	}
-	for _, middleware := range sh.middlewares {
-		handler = middleware(handler, "GetMetrics")
-	}
-
-	response, err := handler(ctx, request)
-
-	if err != nil {
-		return err
-	} else if validResponse, ok := response.(GetMetricsResponseObject); ok {
-		return validResponse.VisitGetMetricsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -10592,193 +10535,191 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rctu4lij8KijNVEXam5Zlx+mk5er6xp3LbnfnNomzM99u5YQQCUlok4AaAO2oM5k6D3Ge8DzJKawF",
-	"kKBESrLjOE63/ySWROKysLDul4+dROZzKZgwujP82JkxmjIFfz4+oVP7f8p0ovjccCk6w85jYbhZEEOn",
-	"RE6ImTGimCmUYClRTMtCJYycMaW5FH3ymomUcEO4IPHxZOcZNcksJkaSnJ4yQokuxpr9XjBhyLnihpFE",
-	"ipTbmWjW70QdxX4vuGJpZ2hUwaKOTmYsp3ZRZjFnnWFHG8XFtPPpU9R5ysXp6nJfPXlIHuw/eEAyLk7t",
-	"zHbFgn0wZE6nLCKsP+2TeFQMBneTmTFzPdzdpXPeZx9oPs9YP5H57tnerlRTvftRqulx+mnX8OSUGf3/",
-	"JYXSUv3Q7/ft+/vfZTzn5of9ezAaOySKZT+MOnayUSfuk6OxthuVAtaQUY1rsPtct69X1LCnduQd+Ldh",
-	"ixaC2mhCs0yes5TMmSKaWVCSiVQwm2GCCkO6x49PnpByRIKnTSacZakmqaIT02tcDxeGTZlaWtArllMu",
-	"7ELbF5WxCZy/XUVSKAVnzUUqz5cWd6F5NWsAxGvYsyaFMDwLRr6jye+FNJRwTRSbZ0xwPWPp5gmZUYud",
-	"o4lhqn0yan8m5zOezNxtgI2TnC7IGC6H4stz5VzwvMg7w0HUNO/bt293jgozY8LwhBq2OvmPjCqmCK0e",
-	"4lKQZEazjIkpI12L9t/dvzforb9FDsurERWjWf7DqIOAS0ediDClpPph1OHijGY8fW/kKROjTidawdVP",
-	"UWdOFc2ZcRTkOGX5XBomksUvbLG6jWf0lGlCSaIYNVxMycsXr0+IphNmb6oF3YJ0XxvF54xollO7Vd3r",
-	"k5MZIxOutCmhfc7NjFByyhZEFUIfEm7sWeu5FJqRrjbUFJpQkZKxTBc9iwmnbG4ABfcPyEwWCn+2+EEX",
-	"LI1wyLjcgsU6/GlILBjjyK6RioVbJzxuEUDTnMFC7HDlF26huPbyEbfslE8mDG6G38+UGU0O9vcPCfXj",
-	"z3jGYLz6zrkm2vAss/u2V9G9Ovi+T35hC02oYkQncs5ST/2kmlLB/0Cc8YtMLOooS7HVGVN46Jp07334",
-	"0IMhhDQAsYhoHMUuP6FiCce5PVakKp2oI2huESRAgx2LB7WrQD88ZWJqZp3h/r17kb0a/vOeRSdjmLJj",
-	"/q9fR6MP+3s7o9GH+4/f/f3fG9Av6iBBXsWzF3P6ewHkR0tFJkrmhJK5YmdcFhqI8B1NYkuoH8IjMelK",
-	"RWLLUWJHI3t98sJSTCMtgINzABJO8D2E9k/Pjh7uaD61LBExrhDtwM+4BtQ3M2oPUxcMDiS3J5/LlE84",
-	"S4ldtVSMT4XfBJCy31hiWIpYdDAYlAfwe8HUooK/A0sb2AcHD5qAySfArhskgJOK9ztOjyg0o5b2cE3G",
-	"VNtFiz459iICSgZ3dMkDYBREfB3VKOeE8ky7Te3tA5CENDMLJK7dLGuQzYkZ7Vj2XeNuxRk3cCrHqX0D",
-	"xp5TM6tGrj2yjqqGWDvYuf/u18HO90c7P/38y7PnL3dO/rnzr3cf9+99akbhrJnHP6MfLMcgosjHTFno",
-	"c8Ny7chkoQTpWkQkmv/Bem14gGOHK03ZhBaZsVCJLJCQK+0NBlHFo/YaeRSIQg03LURvnpLum6fHj6oF",
-	"1QGKY2zHnwZ7P3//r7v/vP+fD/5r/5eDZ989f/By8Gr/5ODtd53oswCOrOEJzxq5/AuRLTyEndjnKT0Q",
-	"XvtuG7jx1xq8/12xSWfY+bfdSujexV/17gkM/xpfsiszjOZNMD5hNN8IW/fyRYD79sd7D+8/+v7x3pO7",
-	"/7j30/2fv/9l79lnAhdB9vjDnIqGjTyUeU53NLNCg6VjlhRa1FYsg8+FZgpQnOVjllohklErZcGgQxI7",
-	"gsFUTGia6vCLiMRUAw1m/sfqc/d8xpBk4VCWrLhf016fPEa4DEnMYOE/lMNG5RgW6uzDPJMp6wwnNNOs",
-	"GQdwhBoOwMXdDhkAcJa+dj6V0KVKUTtBIfjvBTvGwezRAi4v4DwnUuWdEvyNOOQ2vgmL/AAXwaP/erT/",
-	"+ODJd/948NPgZ39XPxOPLCY0beONZopwK5HNGIl1MY5JklGee/Zk37tjUeiUCd0nezt7+w8sB1E0sTIq",
-	"igLx0c6/CN35gwx2vid98p78DxmS/yD/Tf5OfiA7cQto3JK2A4wV1Af/fW9yP3nAkvvJ3bvJd8lgcDAe",
-	"0wl7sN+JQga1t/+gDqyjnX/RnT8GO9/33//P8D/+++8/7Lz7uBft7T9oBNYnuyKUewHLfqSp08Xsp0QK",
-	"K8vaP+l8njnNYXeu5Dhj+d9/0xasH7ekWC/xLZx0Cb8Cfs41yWlmcdJJMsDfQZlAPtF1qgWxEI4IXCH7",
-	"oNNOS50iIv5BqUghToU8FyDPk7mSc6bMonoCZZ5enzyxuu1Oxs5YRlJmYG4rpVlig0QlRmE37tsr81CK",
-	"ScaTrwasxM2vK4XCS0yWnzDSBYtFWuB6WERophhNF1ZctHRSRWhakOfC/q0YaBaJlSot37CQs5cmlUyD",
-	"UM8+WKrrFHSppj0AwxOpxjxNmbhuOKAeAhTZ7cff5ZrkPC5ABueKKJmxajdgAkHmbDECHoYNHQt7n2j2",
-	"2J71dW7qjWAf5iin60C3QkWw2VhwCOYKVPY8TztOYwJsS7G5VKAxcAM7ey7NE6thXD/GOmtfHZUi4qw6",
-	"1UnCwaw7zS7w4nNJEqoZXk8uUlSMCq5ndJwxMl6QlFn2ixj6ki4ySdMTKZ9SNWVf674C+WEfEsZSDRtz",
-	"UnRpjLMSOS5YsdK6+YTyjF3riQXm15SDQkVy+3GdenZY+5GcU11ppJqLhBFu4FtLgPrkFduxf9gv0ZJi",
-	"1AJ2/pqpM56wN4KeUZ7Zw7zu09K4AouMhuVzqaji2YIUAjDLSDKjInXmFXeyh87uYkVRFZGZFLKwLJbE",
-	"gVnQ3cm5YpqhBTOwny+ZD5uW757eDR+FLZxI+YyKhbeiXje8nLkY8dpySbCmIcYr4EKJTC1xooa9B7WS",
-	"pXHPooAFGZpE63BCe7TuE7Dg4h2fW3JQowP2G2BPsjCap4xQUXuiB+YnKRgRkuuFX6dgZ/iiJsWcUCHN",
-	"zMp9y+exakhfeyZLj7dbvrcbpXql2Za97Sj28VXj9IWw642wAqlU/A927WxjjIZmEMlBNORaczGNKhkx",
-	"IuzD3ErUlpM4eW7pKJss5OsgsPK8A8NcyYRpbakA+rWuGxrxkm00BnrqRbpCe+tek43Y3UFejfD+lC3e",
-	"K2Zfs7fxjWaEEsHOwVg7kcp98rZotH/gQu0+joqUm4dgXwMzFgrVHPUI2uwGsZs4o1nB3K0PDIFdig6v",
-	"UtsGN5NjGLk8s8q21aeKzPEEp8WO2UQqtm4qfGLLuQqhmWmeCR5q9rpVWt2v7rF3pa4lx7+xBC4hQOzx",
-	"mcOWJYAluO5QD0R9ul/MU4uEK8pbZF+STtNd/Q0msXfE/tWxQ+wYnjeOg2DRW9sbwqNftjV8ijq8eUWl",
-	"bNr4q7Fy2fofT+DrVQg1GgHCI+FW8/bAijysa8MGCwhXCnCsALT+VJ9y3XCyJUS3By3iSANkK6fDZjzE",
-	"6ZpW/FDmeTMSAp1vOQMruzb+AP44lh5dAOF4i33PXsqalWkVEwIj1RaHHpikys25rYQLXwOlh/AQQCf1",
-	"wQYvA6g5c14dkB5WNcfJwBnKA4/V+h3AKGuWdhX45nFhI7ItHRb6lZx6VkZIHBLaHrZwWXQFm0ypidc3",
-	"W9LkJUP8ZMJEauVveGBIKPn59YvnZC651ex3uJ6B+Yhw4TxtoJmhtSQ2dKp378Y9r5uWJiUiaO5tKjEI",
-	"snEzluZWTEC+uA2zqF5o2v9PjGZmtrp35zGwBFEUuR1NngYDtMzo3mqa6Lh0Wa1OdolLbiXYrJFioMSm",
-	"L04xVr+2S2bpj4sWa+/xI4+j+KRqPC4lM7bporyyz5R+lvoFW6VStavURJgQOG7qatRwRyGBCmG2/uiO",
-	"koTNDUrq9SMsnXCry734ntDKvgloL9TUHsMKCLwvD8ao5l+/s0tR4hIJSzTzkK95eQ+iViw9Fo/oQtf8",
-	"n/cD9+fdDd7Pz8euS7tCYJXO57M/2MIntHRKNRzd5mwAu2iWvZh0hr+u33BAaz5Fy5gK6l6TexXpA9Es",
-	"UQzDcSAGaPdsb7fyt+vdjzDAp10Kd6FPXs/kuSBSZAs0XfMq2mczY8LFrG7/XQ0AV8GLazD5QrLfM9ZI",
-	"GPQqtI+yrGZN0aGddswyKaaaGAkOr21294y9UK2EpNHrWE53R6Odx4qGaArQBeyot/n4Ss8b7LIZJHZh",
-	"K1BBz10DIWyno9vf9BZ6CHOuuXDPwCquZ3zecF7ef5mXD1lsp+DJsVINo/lzmrMYgsCYIeOFFWK0sRT6",
-	"hNFcx4cktmPEaGLHce5oiwUwNgTCOesl3iaMenOOb3xVChzVjuiWC07ROnB/k1xcTJq4OBVtZXXP3cnW",
-	"4We/9cICOL+6zUBqlvguxA1DnN9AfHxgRuVARoGhBOB6NLkKshQg3Q3WEl5MJmNJVdoYX3xUNwxbnK4e",
-	"J4VImSLndLGKp+13fT6jugGLfpLnZEIV4YZMpRmSOCmMnExi0k1ZxsAT5+7nHWLZk9a9iMTOiGgvnsWx",
-	"yEcPRSRga/1+3z5Li5Qbd0Xhb5LJqf1BnzM2j0mXeoBqDSwSYuU1hgwqmjAXwlmYHTmZ2BcnXNDMjViz",
-	"sHOjWTYBhPcqBm7HyqbO7mkV6xQDxez8nagDwzUoIhA9pS6oRLhXmgR8yx/Ab03OZ5K4B8HP2TxOU2j0",
-	"UXZOF5rELhw2PiSUTDhGfNdwJGP0DB2XEFo4ZjMuUtI9GBzUwOPG2ayGeYqP6/LoFIIo3HsjwjcxrSuy",
-	"xbQH5q283som0Wx5oaVACFfLQaupkwL0YRMP4iLJipQBE0KGsxVtC0jyMmFzwaoN0ZVSSCMFT3w8q72l",
-	"iWI5EwYCWQk7Y2rhjM12KeXuuTDfHXQaQyRXNEQnC/hl1LXBCrgtqHEpZcmfZd1sdTGjFYzRsijPjZYF",
-	"FwhGlZMlcbNrT1mdsfQQWfALNdWxC6/UJH6hpnU+h5z5czhdi4B6Y1hcuOONTK5ZXI+CSCEvW1uR4ipE",
-	"tK8tMW+QilYQ5nMFo/p53GzEeYNOpJtFD944oXlbk80K+lwhjl5Ev2iV3mtc46JUvxTx/XZbcLuaZA1Y",
-	"r9tYdilUuSzUry7+9QInsAbYV0RM2iSRm0RGNFNbkpKci/DbvW8J2T417N7HZjQmDX9/cO8+cTEfPnB4",
-	"laUmkACwkhtqIK4sp8mMC4yKgy8g8pPYd/rkR0VFMiOgk5EuFak/WHTn9IiiZgYBFVSACcZwk7GYSEVi",
-	"XI5LQvCecyHN+wkEgjYACt9oUG6LnIpggR/mGRUobAACck1kgjGBCavP53InhDSkdVqMrF6d9iVTOxih",
-	"EYSB+5zDg8EA9IDe1jJ/4E9suGy1KIX6Oo7TKokdHopAv9bFfC4VhjFmckoSqSAnBYKJW1TRomGbP52c",
-	"vHTniaceAvBgcNDkW4BjbkCpmVQmIrP6eekiz6la+E14dLWj1g/ruTTkSdspGReFseRte3VcRY8TnjJh",
-	"+GSBqYr1qUg3pmNZmOE4o+I0LoNwFMPoX5JLxYies4RPeAKv9GpKVKH4TjnVZvO9i+4AQEVVmpXD8Qgv",
-	"ZXjuTaTvlWwC8ws1BR8xozkK0eSl4mc8Y1MXlyxVyhRLSQx2iphgrj+JaZpzUX1Ei1AcGhLghU7UgSfB",
-	"QWwfabSqnDCaX4kloLa55b0+UYwRwz6YQ8LyuVkQfA+Pz15rzZotL3yrpLQGF7rd8ENZYKDKKuo7M1qz",
-	"ucAeSc0Uvt5qkAeG6quwiV6hTeQzBMrQjBCCqA7cy5kY7AleSsZcQrKlCJmrYvbbKiF2G1chvcEdvMGi",
-	"W+WNeVmYC57YpXX0VrHZruaKpMhrQ6fVTWDsYYM5ywsELn6TxAkGWem4xYHmyVD53GE9XVWktYRU74/T",
-	"PTcIZvrg82nNKReDsIhySjVEhK9UWawrkqp/9AJai3+lSXI6cjPBsksEh0UUwi+jkQ04kKzhAx5oDXLj",
-	"FpDemuKvCZS72ay2IXd31ZmluFQuoH1zovFL/3QlLl/I+Vm+05qkez6TRM6ZcL4qd5HWC9PbZ8tHHUOn",
-	"G6Kd1kTObEq2r6eKK1kYqKZSR3shBWsJcHUS/U0QHrzUXJceShm6RJv6mTr4Ll3eS8oZAMhLSRp1gnRl",
-	"NqNoA88ZbLhf28VHLd+0d1EVftYR9iyzznKKyCN8AIogxPgMpimvoHuw5Hub7SYXjCILr8dnxK6VF+Fz",
-	"BD8cpB2xqpoJQRhtRdMqrtasecEYm7xazpffrwXXeB5uSZ1mZbWQKte8t0FWqEfbQHgKjhF/rhfMCTbX",
-	"L81+XkzpGuG3fpeCk87kuVWR/HWa8enMorSaWk7ffuKvWyw4T/mEJYskQ7McG5JYsPOYdH8rtHH8rBeR",
-	"2P4Vk+6YAVOX6hS8xvaXOUatx6R7TjkEiziwlSgJgR4yO2NpHJE4yaRmac1wIJjdkp3CogGOZ2k2vGNJ",
-	"L7yyZnNXJJivEwefs3MvfLJDEosiy+JSENRLLH+ZcNfzsr4iIb+YoPR5gspyucR5RhOGkJoUWQYFNjUz",
-	"hyT+9V1MkoxRpV0ozPUT/dXDtr+VB43pfOExY2UVbjkXo/lq8l30VfjIEh2xZ8iSwp7na3taLtMHElSP",
-	"CkzQwE9PvKj189uTFSb989uTWlZrnxwbXatGw3XdPV+GvmrmqjygnyoOElN8ccyyjsBCGPqhqs5pN4Kz",
-	"ViCaGTPHTFMuJnL14FxVR1ddo8gM33EZ1DOWzXdSpk99qnyfvKiHbowg3HbU6RF5LkYCtNUIThcLJzp+",
-	"d+hCZcqqAWOWyXMSLxdRtYrzSHAtsdQT5OxQUwt36I/ESPzbv5GjWpXLkXgME9gR46rIB3GMw+6slmLc",
-	"/fntSc/VNxmJ+MglPsNLQ+LKXmL9V6xsCRZcX/YPy3TUIpSXTxNhQXjaJ0ebspkhMf2ca1bWqcGhF1CA",
-	"dSTig8EeCbOzY5/+Gy+nMPu1x1XZz/5IxP94fEJ2Z5Bf9AcYJwoRVAllqQfqK5kxPLgzrvmYZ9wsRuIx",
-	"TWZBoQ7Mviczqgn7QBOTLSD33n6nJFTIWmcFH4nSDE4g0JbM6BlzZVvkuQjDmhUsp9DevQAVMiHZV/dH",
-	"4hWeLej3IFClMilccBYUEfBYcAjFhdwgeQjWu6QsaRP3SVmdFpKicZfra5Z0pRoJTKEuUZsLqFHATQ9n",
-	"IvHB4ICUrpY4KqFGNeFl3ZOR8BU4XMEUXSE/foUeF1xEyjUyeHtHXFkEZYFyLIieSWWG5G9/s/PmjApN",
-	"Rp3SIQeVWBayKOt31muw4ISjzt/+5nECPGh6JPB/S6VImyeUdOO23HisA5EtRqJyaDZ6Q+NEpgxtYe7J",
-	"wF92WDo8qUhHwrs8YS9LTjA7QE7L6Dzyz8qlaLGhsEShezAY9EYCKszNS+ejW7auVYEiSF/8hhOqFEfe",
-	"NhJhNZ6649DX7OFmuUyPn8RD+SWdcuFI2VOOYqRyVNbuDitX7czxMZaWiYmku7ezNxhExKmNZP9eD4uL",
-	"6pHArEZXAbJP3to1gNtNMQ0aJNZ5cgVdsCyu29pI1EqfWnBSLH46dITRVbheqWntK3ShxvPm1VMyYSaZ",
-	"eWgFKsOyrkDG0pI1xZwyUa+gKqFeazQSYSlVLOK2dTVVtiDnTDHLY6Cm6kSqIUklXIQ5VZpFJJFCG1Uk",
-	"9iJgZZsF0A1LyA3N5+Dow+OIRsKSb8FINZwvNAL3Nvjo1hCt1GgFQjQgP9LUE6C4T35hbF6RvAnUoazE",
-	"AI3YNJFWCrAboyPhKsCC0ulq1FrQ+6IRqWS655Htxdzw3K4nsbt1jvzFSLzmYmrvZIF305M0DaboqNRl",
-	"kcHjvwG59tHsvZGgKigAj7xKkPjxCZ1WLNRXgR/T5HSpFLy9BPHLo5OHP1nl5+WbEwxwePT46eOTx1Wl",
-	"eLvVlQLxQ0dTR6KkyK44rC9nZkkipJc1l5e157G3T8LCTAQrM8XLVWd93aN+uHgrwcg5LuYQRpSFsRut",
-	"lgsMOFgz6cIVgB8VOeeiOqpXVUUpuJT1z3AvIOMZpVfdJ29cBbxKS4tc4SWa7khhKXD1E9FFMrN8KOag",
-	"ZzrLnf0TBDL7R2Dxs8dQ8m+w9sURwbMOiw434POPuNyMqqmLXkHi5IqfASlrHGnvLnE1vciJlASqesX9",
-	"kSiNlpX8evTyODA+Djt7/UF/AGGpcybonHeGnbv9Qf8uVp2cgVjvhSL797TJy/OUnzHBtAaCzYZkfzBw",
-	"S/s4crreqDMcdeTpqPMpDupxuyIyuEMNTMyqACSZseQU4h9SZtV2e/OA2VPyaCFoLh/9aBm6pYZYwAgq",
-	"d4cjKuYSBvrkkS+y5uTcpdrvfbQQqLKCsd2jSzNfKgi5PxisqXJzseo2boaW4jZ+G1bdyPgZlkG7N7jb",
-	"Nmq5zN2GimGhttYZ/vou6rjgl+DovJ16+GsHT7vzzr62mzOjeKJbj/4Z/u7Jxkslc2ZmrNDgs7ECvNRI",
-	"HtDmPkRJpazeh69H1bFaORIqh8GRY1k/lLYtzylyy1fonCbcLMh4UUkAeIFrw7jX/NNzKNLvKMMCfREb",
-	"seMQtwDSCRgejbSCoSI6UXSOKfQr2OOAshl9LIx25xnlS4jTUJl0FUcc7Pprzzc4kLxcVeNJOwLQX9A8",
-	"az1uO++LORNHL49LTYIENOqcajIueIZWjEbguNcvdrf8olZAVBokGkG0vNT1sDqZcW2xzCiamDYwgaTQ",
-	"TgpfMZryFVpoBZESNanQ58z1TACzD8gRXJOjhyfH/3x8SO4N7uIr3JQVIhG9wTQE7FkC5CmZKpqwSZER",
-	"PStManka0D1NuloS4AhjmlGR2Am1kXOiXS0Qo+hkwpOwIJQ7Q/uY7l2ObtrtL74O2YSp0faDW/tiNLM8",
-	"4zYcWZuBj56gqtfHr40ZXj67H40ccO7oJ6zy4tsKT0OK/rriymtsf/uDVhvyTnPriHdRZy4bfT5pWsuS",
-	"x0qldnF3nImv53WRClguwRqEB6icKJ2WCuHQeAmMLK2jkBMKuoVRVGisZRUFFpeEDQn1HX0Q/nYQb1iy",
-	"DOZMnqKFSaEhOQ2WE6FyUlZMxtOwHAovMTkYHJDucsHVRa9PjkQwDDR28MqXXTvsZli3bOLYeaENaJeL",
-	"SrOBp0nXoi4FvYpqtsOFZsKy1jOWLXpRYB87GNwlcTX5e3j9fc51jrJ3l5Y3nRlUt+Lj5/88Pjk6OX7x",
-	"/P3R8////eNnR8dP4whsA4pl9APEM/f65GDwvTfHBOWGyzLKWICyNNeQLlhn34MCrasaQrghyysMhU0z",
-	"KlAo7Ma4Wvgec9jqNAbPMCgOES1fpqarXj2yu9RYx+LvErHauzJi1VCIZn3tZkxr8eADAnaAxHM9AQsq",
-	"lcMre5tfqRWyhJe2IJRVbWt442DzG2WJZXjh+80vlFXE7Qv7+9tsZLUUJby7xWTLtWKBYWwB73pJ7M9l",
-	"MyVjQSyxBIeHCO55TMBTKkaDAXwtsghmh2JyfGDJXnWnAIk9w+Lx9azJhcuXrKVL+uLhrq9EixD8JeWA",
-	"Z2z9Vbrmu3PRm/ANIuc/XO8mhG+AljmrsNFXz2kxE2inpbeW0qkXr4+wa0lzki7grCWYxApKfW8cZs43",
-	"WNmKG7iIz6C+MPfIXD3jjQ+6xlEN7OXq7sBqDm/DlQhCb0II1q55kBmwVC3Yd4ZcVyEYnoGZb+/bFd63",
-	"p97p0Hhmoe6BxZw+tQniGC+oXQXjmpuYHInFEmsAjgA+IXjNCteH9ez5ROZMgxiLbdycJ3P1luEIL9T0",
-	"aoQ0OJYfXTHRq7pALpjyUz2AykVxfDHBEGorNLOv2sW0IrILD126mL7D7LqLCc9c88W8gULk3hZrWm6J",
-	"8RcUPvEmLLcNWCUzAaf3ESlIczLWVFTIl6JaZfxDgu9o8PvIKQMXIDrCsgwITBgqE4VsKigK5bMXauWh",
-	"0BXrC0L1ybFSDJwe44xhDAMEvPhwjJKGkSdLFjb7J7rUQDZxalzU5EJFq97B4AD6roEw7SSZLlqOW0o0",
-	"OS17zmhtOrBIUKcMVsWX7oBlcaqwWJaQUKs3oQJFIe4MhUJWFeu89y/PudFIy531Aim5FAmrr5drkhTG",
-	"zup77WB3OXDOSXUKjWK9yX9Mk9OpwqgJO7Uu1Bk/c81pqZ75F9HmMHR9X4Fygoc9B/N+rb4UOsVVIUgK",
-	"jsOTaslck3h/cOAyZWHV6Gm0pBLxCd1iXNSTkyv7SLw/2I8robIZtqUvXyKBB4cq+pIh6zyeMhNUWYMs",
-	"Ip7MamgAgPWe0KbmPRx7PEPUx9z18Q0woPKThcAB2PtpcC90SnmDPRbBcRn+6xuYNoiv+1fHBIMiddsw",
-	"wworsTcsRAz7I19BxmVB1p1jS0GtZhxYOeXe+o7jdhP7yNC2YOxu6UDB5vbPbPGns/jsbcFDG7o7faMs",
-	"9BGc6DILJd0AvXpNcvtG682q0O4oNbIO6BzVJ28bir/Vw5agG2g55B0vwe8NBq5jKBcYUKvjCMetyKSa",
-	"elv7f0KXwW5haanTpN+4ySRqm2amZDFFPo6EL+81OwObiNNSz2ToYOobm5bhNn2/0NVNwfdtrWUdeGr3",
-	"2KcLYMm9d41Oji+pxW9D/r4R+f8vYgjbKCVflONiCTfwpjW3Dn/FLAI3kYMGadYFE0vVrpxjpuHnCwdf",
-	"RCt3aTdbaeXXchNdXua3eCNvNJO/tG7+7ZENxOlL6de7oMnuZHLaalvHyOu8MKhFVMkdVXvaiAh2DmGc",
-	"lukPQQvtxq4TVNyzGgw1+I0Lb6xaQlWf/KNMRLXYUOdEqhqLpdhuRvsIE1CoJoYpCBP36QhWOTWsXCb4",
-	"uwNfPqE6GLJPYmieGfs4bsjupWTBqPLTxIUwPIMS0/DIkAh53qvNecrm0LY3l8LMsgUZFy7/hqL0giGF",
-	"ek6FxkBwKCRGyYSde2kGghGd6j6TWWp/s9qpYbnGx33k+f/93//H6421WHFYph2C6zKQ+3KU3IpgVaes",
-	"Bp9GY4d9jvWiKsq4TRL9p6h5NNjMpUb7lvwtS83N1jpb0PbE4ES+EZ/Kl2cU3yDVfuVNcKUxMaDYWOz9",
-	"8sJeE6kPnfxbOVLvaOIym0m3EGVgUyEqY2UhXJhTL7SRRkRmackPojIKH/37vvH/VjSJOMTfTA7RbOfS",
-	"+kKD7TlTjOhTPp+z9LCJYjYTvuMAXN+0M3epe85a4hL2QbilLd+2h9ffXV5D5OaQn89QKtd7hmvBilAe",
-	"C8LwwKCDIRbOAoRZHZYM+GJaPosnW0Rltxi0I7n2XTHIcEEWVK90KtRy6XAOH/caA/1B8alMkgI3yowp",
-	"55F2UYynjM21a2hlNJlRPcMZgj259mW+v3atm1klK5L7EaGG5FIbcnfQs2RNsPNl2CzFZaqw/oA/TSnY",
-	"dqTzEBduKaRLCLY0FPveBd+WkZerMZY++nLmROUyWjRlpB5NCcGseBQ+rNzlNnbhsN6XdXCbIi+Xw49v",
-	"qlN/pUfeNfv2V/vAtdgUwjDjMuC5Hvh9GwF667zfipUcI8HQMmdSMDJekLJNwLrg0TbJc/dj9WGDf/8V",
-	"SJba6s4rnGyIgfpYAsLIuQbvMeTiGvCOXlblRXG2RouW7vNB20rTP92d+ia1KnsUWwY6X1Lq2SzWhzje",
-	"oo3JeiO11py40mXc4OavN1iLShmiMRakG5de+xjyLQ6qxvzL3nDLv9EL7se3yh46uFAISRgylSB8wIoJ",
-	"ZVOvMFXb6hXGhyQ0O+sCYHxJM/wWcQHNDetuL/bXvthPUG+n61oMXp2zrOnGgv6xteUEnl7xqGcu9DYP",
-	"osqbzQ9QnOfbNjyUVb/XB48DoG6Dw29UcLhDPn+b8PMXNBOg7ojReRg5gpfGJwb51g9ecIvqBb8gJ7lW",
-	"GMMnK1ND9nrb2hqhrjA6wwVjqWODBMvwtemtUJP+hmqsQfuAa9ZVsVJ/M4/Fs74NQL/VYa85AB0wr4Gs",
-	"tXL73Y9oalyrpz5yseZlR2sKlZVqbVH6xJUNrgqVB887z3FAplYIHtApJFmQOn4hpRZXfilCtSZe96C9",
-	"J0wYhXobefqniDxtuztbxJhiZ/ztYkt9i6DyxVooaXCj4NZAgGaKQdqxf3U5vhQQsh5gevTy4JCUUaZh",
-	"D/2LB5o2X6s6NMq1hSGlq82TLhNZ6vszXXNs6Sb+fhtUeqOCSttv7xeygLky1WvCTh9C4FXtKlh0t9xz",
-	"VyoSPPzF+CLGXl4BX/wykvvXiVVdd7N9sOo3dMNvg1RvVpDq5WXw3aAV4QYTXANrDeWPwMe9ZJR7GzT1",
-	"cr0/WFV+G6pi15NCXJ0Tl9wSb2XWc7LGRqHBzY/zBctwpayWZm6RHXAvrUkpTXLDNxY8eZFKFbf1KG6y",
-	"ydEfz1cRVLYnQLsfsTPEBu911X4DbmpZYRHVoSsRaQ6xywf4vXEgdP2ptYNviLeEdzD0iRqSMaoNdhiw",
-	"TwyrGbnRWDsc5+QaIoli+9V7CPpp97Fb0FSU8BqMEgH9Pqfa9UZJb4Ng/lq2DLyT/qrkHvkuYdKwN7om",
-	"YPg0E2zBczA48MUMkUvrhl4PDYaRJcHE20jazA7l9bkG3tpeK9g/cavy3zyVPzier8FUNz+JnBTtBEXD",
-	"pSsdZSZbEO1rsbvrF3SE95dzf7BXhbVg5z+qCQUjYc3mLtKqgDKUbXVNKpY4hdd4u1IF8bAptmqxU7uY",
-	"YyxuVWhTPjVmK/cdCpdaJlmWDOldmSAwVVSUZT78APZpeBWy3JbFBFfuLvqi4kLKcmk+S1yYF+bKZIUv",
-	"Y6ipWn5fs61mM3negNefRbOv0l+8eSftl/nWEvUVxL+/kOnqKE3r7LSkqCwoWXs5m5YrNraNTavVgRym",
-	"yrhmRSwl4wWJsUNKvKXxawvTlfNiX5gK40KewNq2EiCqtsFbiRE3K+6t6le8PvLNdSy+NUTdJEMU9dZj",
-	"U+J6/V5HHf/LVzNLbU00XCyqr2h4ETpxQeJwSxhuCcOf3EK9Sg8+lw60Bsa+mDMBYbHYuBliWfCqYLPz",
-	"1sLJZbu4lbvsqi5XbfKRxMSotaLr3SmHQQqoSElc9RiPmzpxLCm0bWGy2O7+pgbKwuq+UqgsQqYtmMZh",
-	"wG247G247LWHy/o7u0rw1oglux/xj4uEzSKS+8BZX3i5T45co3Wf2YYP3gnoHHYvc2YqZ6HCGrvORqVb",
-	"42EvR5EuERFbXeHbmNg/V0xs+wXZJi4WHt42MtZfirh+Earg2Kpceb36zkqgbDnSSqQsImpLMdaH1QIu",
-	"HCPbctWWAl6qLYZhsn6nJVW4RJSsf/dy4S51pePLawjrZYFbP9sN87OtIwJfyjzgOOy6ANuXVBkOuj4a",
-	"+8PrdEhkzo1hadCoGghFxiaGFMIVWuyT18zUFQCpKs3BSBKLIsNqPoXAx6xmQac6rpevOZ/JjBFDp0QD",
-	"ydvI1yOQBPzMZYuG0nXuX0ADqOX37QLA9ek6LqL4KiSLL6XkfKWo4rWErYwr/pYI3K0/55sPRf5c/Wa3",
-	"lCu29d/cqWk3l7W2elHs264P4Hax2R4aSn63BtGb5ClZxungLlUi93WJQe3NoqlfIMGzQrdHZUJdNZbi",
-	"433ibxoIRzzPC+ip3mbkdE/fVCunW97XMXN62LQ1V3UHVDN0/tmsJLf2x63sjw4VpGji0QFdaWLS2Gll",
-	"W88oNnS5PCP2DWq++XavdhebGbFPO7rlxDeLE9fqtxW6nkLjeg9duY8SOGsV4p4yYfiEu4gCjOuNSRdq",
-	"2hbj31jiG/2VJcB7PoiprP9rP0z5GRNlVO9l69zSNCVUgKoetGCkPNM4kyt6G0bo+8BdH7W7euNpmrqr",
-	"coP7ztrlfbXeswCbrQI4b5X8Wy/mNURtAtJVZKapO46nj63SxGfm+3nbInzhXCVQvRYrBG5H4+iyjwgy",
-	"mayMolk26ZMXDTTQPUQFhtzbqVzqnl0WxOIrllMuoEgnROVP6hSyi+H5OGbPdWGVWONbrQyGQ1gxQbDa",
-	"Jv04QZj/kOQU6rQiifaxqX4ESK8AA61zYkFFCPC6cdOrqimV0PZ247SqptSSd3hZCn5xv29J8G7TDf/a",
-	"6YYr9GAdGdrgOIa75cTwVtdxS0NMh/dfWo9Y03QSl33rwLy5DSfhhK5Oe7hYBuD6SkHU5/0JmrPItaNw",
-	"5YI889y21GcTv4QUupX8uSDZg4pFWdE6zBlEttXFZDrwLkqFy+v1ySOfALcl013TUPMK+NYXUzm+WmPN",
-	"tSpH1VzzW6I8t57FP1UnzjaSulnh2HXhCOnOxfPEkkIpTJv2g3g9qFF02N7meeSGu2zKx20Kx62d9Oum",
-	"cNRuBG2+nteS5VXKPluQgm3bD6DGXSrGY5ZJMYV2tlCihKNg1D16uT8MwjxdkFNY5yydMt1bKolmB18t",
-	"iUYzLctmaxBr9ZzmrBZeamf60coh/2Dm2LC8jPyCC9PFousZP2NEVoVUdARlUxI559CjzUjCoBuxXVvv",
-	"M0iYlRlaGixcsIYaVLP7a9VQa6x/c0vpblpsRlgjJTinJkL3pcvBXIjMXVjQwa4RVUIIr6hfvTH5OoJR",
-	"j7XHyot2FAyvB9SvUbnKceTIlZzvZOyMZa4co4+rXTgi6MJNoLsjUlxa30W3HFFLaFwB/SQxpH4rctYm",
-	"jTUWlaTed+fABu2O7OR2VUtbuUy8/eVLS/6VpMMl9LyloDdRVqw8C+PFDREW7WJZUihuFjDDmFHF1FFh",
-	"Zp3hr+8shrvlraQVB1qpJTlMUGE0xLG7Sw19s+xi6i8+q6Lvl5Tb4F2ExerLJ65xr+bpqm5MReqCApaE",
-	"CTcoMqfVQV8X87lUJlS0/BvuKFbfKYP5rIy58l4ZWNSwA2jTbmZMGEsYWOrjBqu3c9bwXtBDvGx43A6/",
-	"sDlh8xqWWp+VneODQbBzfAO8EOnJjNHMzIIX8AuLVv8vAAD//w==",
+	"7L3rchu3lij8KijOVJncm6IoWY4dqVLfKL7sKPFtbHl7vh36uKHuRRJRN8AAaMmMx1PnIc4Tnic5hbWA",
+	"vpDdJCXLspzojy2S3bgsLKz75WMnVtlMSZDWdPY/dqbAE9D45+NjPnH/J2BiLWZWKNnZ7zyWVtg5s3zC",
+	"1JjZKTANNtcSEqbBqFzHwM5AG6HkgL0GmTBhmZAsOhpvPeM2nkbMKpbxU2CcmfzEwO85SMvOtbDAYiUT",
+	"4Wbi6aDT72j4PRcaks6+1Tn0OyaeQsbdoux8Bp39jrFayEnn06d+56mQp8vLffXkIXuw++ABS4U8dTO7",
+	"FUv4YNmMT6DPYDAZsGiUD4d346m1M7O/vc1nYgAfeDZLYRCrbPtsZ1vpidn+qPTkKPm0bUV8Ctb8f3Gu",
+	"jdI/DAYD9/7ud6nIhP1h9x6OBgdMQ/rDqOMmG3WiATs8MW6jSuIaUm5oDW6fq/b1ilt46kbewn8btugg",
+	"aKxhPE3VOSRsBpoZcKBkY6VxNguSS8u6R4+Pn7BiREanzcYC0sSwRPOx7TWuR0gLE9ALC3oFGRfSLbR9",
+	"USmM8fzdKuJcazxrIRN1vrC4C81roAEQr3HPhuXSirQy8h3Dfs+V5UwYpmGWghRmCsn6CcHq+dbh2IJu",
+	"n4y7n9n5VMRTfxtw4yzjc3aCl0OLxbkyIUWWZ539Yb9p3rdv324d5nYK0oqYW1ie/EfgGjTj5UNCSRZP",
+	"eZqCnADrOrT/7v69YW/1LfJYXo6ogafZD6MOAS4ZdfoMtFb6h1FHyDOeiuS9VacgR51OfwlXP/U7M655",
+	"BtZTkKMEspmyIOP5LzBf3sYzfgqGcRZr4FbICXv54vUxM3wM7qY60M1Z97XVYgbMQMbdVk1vwI6nwMZC",
+	"G1tA+1zYKePsFOZM59IcMGHdWZuZkgZY11huc8O4TNiJSuY9hwmnMLOIgrt7bKpyTT87/OBzSPo0ZFRs",
+	"wWEd/bTPHBijvlsjl3O/TnzcIYDhGeBC3HDFF36htPbiEb/sRIzHgDcj7GcC1rC93d0DxsP4U5ECjlff",
+	"uTDMWJGmbt/uKvpXh98P2C8wN4xrYCZWM0gC9VN6wqX4g3AmLDJ2qKMdxdZnoOnQDeve+/Chh0NIZRFi",
+	"fWZoFLf8mMsFHBfuWImqdPodyTOHIBU02HJ4ULsK/MNTkBM77ezv3rvXd1cjfN5x6GQtaDfm//p1NPqw",
+	"u7M1Gn24//jd3/+9Af36HSLIy3j2YsZ/z5H8GKXZWKuMcTbTcCZUbpAI3zEscoT6IT4Ssa7SLHIcJfI0",
+	"sjdgLxzFtMoBuHIOSMIZvUfQ/unZ4cMtIyaOJRLG5bId+KkwiPp2yt1hmhzwQDJ38plKxFhAwtyqlQYx",
+	"kWETSMp+g9hCQli0NxwWB/B7Dnpewt+DpQ3sw70HTcAUY2TXDRLAccn7PacnFJpyR3uEYSfcuEXLATsK",
+	"IgJJBndMwQNwFEJ8069RzjEXqfGb2tlFIEllpw5IwvhZViCbFzPasey7xt3KM2HxVI4S9waOPeN2Wo5c",
+	"e2QVVa1i7XDr/rtfh1vfH2799PMvz56/3Dr+59a/3n3cvfepGYXTZh7/jH9wHIPJPDsB7aAvLGTGk8lc",
+	"S9Z1iMiM+AN6bXhAY1dXmsCY56l1UOk7IBFX2hkO+yWP2mnkUSgKNdy0KnqLhHXfPD16VC6oDlAaYzP+",
+	"NNz5+ft/3f3n/f988F+7v+w9++75g5fDV7vHe2+/6/Q/C+DEGp6ItJHLv5DpPEDYi32B0iPhde+2gZt+",
+	"rcH73zWMO/udf9suhe5t+tVsH+Pwr+kltzILPGuC8THwbC1s/csXAe7bH+89vP/o+8c7T+7+495P93/+",
+	"/pedZ58JXALZ4w8zLhs28lBlGd8y4IQGR8ccKXSorSHFz7kBjSgO2QkkTogE7qQsHHSfRZ5ggI4YTxJT",
+	"/aLPIm6QBkP4sfzcPZ8CkSwaypEV/2vSG7DHBJd9FgEu/Idi2H4xhoM6fJilKoHO/pinBppxgEao4QBe",
+	"3M2QAQHn6GvnUwFdrjV3E+RS/J7DEQ3mjhZxeY7nOVY66xTgb8Qhv/F1WBQGuAge/dej3cd7T777x4Of",
+	"hj+Hu/qZeOQwoWkbbwxoJpxENgUWmfwkYnHKRRbYk3vvjkOhU5BmwHa2dnYfOA6ieexkVBIFosOtfzG+",
+	"9Qcbbn3PBuw9+x+2z/6D/Tf7O/uBbUUtoPFL2gwwTlAf/ve98f34AcT347t34+/i4XDv5ISP4cFup19l",
+	"UDu7D+rAOtz6F9/6Y7j1/eD9/+z/x3///Yetdx93+ju7DxqB9cmtiORexLIfeeJ1MfcpVtLJsu5PPpul",
+	"XnPYnml1kkL299+MA+vHDSnWS3qLJl3Arwo/F4ZlPHU46SUZ5O+oTBCf6HrVgjkI9xleIfeg104LnaLP",
+	"woNKs1yeSnUuUZ5nM61moO28fIJknt6APXG67VYKZ5CyBCzO7aQ0R2yIqEQk7EYDd2UeKjlORfzVgBX7",
+	"+U2pUASJyfETYF20WCQ5rQf6jKcaeDJ34qKjk7pPpgV1Lt3fGlCziJ1U6fiGg5y7NIkCg0I9fHBU1yvo",
+	"Sk96CIYnSp+IJAF53XAgPQQpst9PuMs1yfkkRxlcaKZVCuVu0ARCzNlhBD6MGzqS7j7x9LE76+vc1BsJ",
+	"H2Ykp5uKbkWKYLOx4ADNFaTsBZ52lEQM2ZaGmdKoMQiLO3uu7BOnYVw/xnprXx2V+sxbdcqTxINZdZpd",
+	"5MXnisXcAF1PIRNSjHJhpvwkBXYyZwk49ksY+pLPU8WTY6Wecj2Br3VfkfzAhxggMbgxL0UXxjgnkdOC",
+	"NRTWzSdcpHCtJ1YxvyYCFSqWuY+r1LOD2o/snJtSIzVCxsCExW8dARqwV7Dl/nBfkiXF6jnu/DXoMxHD",
+	"G8nPuEjdYV73aRlagUNGC9lMaa5FOme5RMyyik25TLx5xZ/sgbe7OFFU99lUSZU7FsuiilnQ38mZBgNk",
+	"wazYzxfMh03L909vVx/FLRwr9YzLebCiXje8vLmY8NpxSbSmEcZr5EKxShxx4hbeo1oJSdRzKOBARibR",
+	"OpzIHm0GDC24dMdnjhzU6ID7BtmTyq0RCTAua0/00PykJDCphJmHdUo4oxcNy2eMS2WnTu5bPI9lQ/rK",
+	"M1l4vN3yvdko5SvNtuxNR3GPLxunL4Rdb6QTSJUWf8C1s40TMjSjSI6ioTBGyEm/lBH7DD7MnETtOImX",
+	"5xaOsslCvgoCS897MMy0isEYRwXIr3Xd0IgWbKMR0tMg0uUmWPeabMT+DopyhPenMH+vwb3mbuMbA4wz",
+	"CedorB0r7T8FWzTZP2ihbh+HeSLsQ7SvoRmLhGpBegRvdoO4TZzxNAd/6yuGwC4nh1ehbaObyTOMTJ05",
+	"ZdvpU3nqeYLXYk9grDSsmoqe2HCuXBqwzTPhQ81et1Kr+9U/9q7QtdTJbxDjJUSIPT7z2LIAsJjWXdUD",
+	"SZ8e5LPEIeGS8tZ3Lymv6S7/hpO4O+L+6rghtqzIGschsJiN7Q3Vo1+0NXzqd0TzigrZtPFX6+Sy1T8e",
+	"49fLEGo0AlSPRDjNOwCrH2BdG7aygOpKEY4lgFaf6lNhGk62gOjmoCUcaYBs6XRYj4c0XdOKH6osa0ZC",
+	"pPMtZ+Bk18Yf0B8HyeEFEE602PfcpaxZmZYxoWKk2uDQKyapYnN+K9WFr4DSQ3wIoZOEYIOXFah5c14d",
+	"kAFWNcfJ0BvKKx6r1TvAUVYs7SrwLeDCWmRbOCzyK3n1rIiQOGC8PWzhsuiKNplCE69vtqDJC4b48Rhk",
+	"4uRvfGCfcfbz6xfP2UwJp9lvCTNF8xET0nvaUDMja0lk+cRs3416QTctTEpM8izYVCIUZKNmLM2cmEB8",
+	"cRNmUb7QtP+fgKd2urx37zFwBFHmmRtNnVYGaJnRv9U00VHhslqe7BKX3EmwaSPFIInNXJxiLH/tlgzJ",
+	"j/MWa+/Ro4Cj9KRuPC6tUlh3UV65Zwo/S/2CLVOp2lVqIkwEHD91OWp1R1UCVYXZ6qM7jGOYWZLU60dY",
+	"OOGWl3vxPZGVfR3QXuiJO4YlEARfHo5Rzr96Z5eixAUSFmgWIF/z8u71W7H0SD7ic1Pzf96vuD/vrvF+",
+	"fj52XdoVgqv0Pp/d4QY+oYVTquHoJmeD2MXT9MW4s//r6g1XaM2n/iKmorrX5F4l+sAMxBooHAdjgLbP",
+	"drZLf7vZ/ogDfNrmeBcG7PVUnUumZDon07Uoo33WMyZazPL239UAcBW8uAaTLyT7PYNGwmCWoX2YpjVr",
+	"iqnaaU8gVXJimFXo8Npkd8/ghW4lJI1ex2K6O4bsPE40JFOAyXFHvfXHV3jecJfNIHELW4IKee4aCGE7",
+	"Hd38prfQQ5xzxYV7hlZxMxWzhvMK/suseMhhO0dPjpNqgGfPeQYRBoGBZSdzJ8QY6yj0MfDMRAcscmNE",
+	"ZGKnce4YhwU4NgbCeesl3SaKevOOb3pVSRrVjeiXi07ROnB/U0JeTJq4OBVtZXXP/cnW4ee+DcICOr+6",
+	"zUBqlvguxA2rOL+G+ITAjNKBTAJDAcDVaHIVZKmCdDdYS3gxHp8orpPG+OLDumHY4XT5OMtlApqd8/ky",
+	"nrbf9dmUmwYs+kmdszHXTFg2UXafRXFu1XgcsW4CKaAnzt/PO8yxJ2N6fRZ5I6K7eA7H+iF6qM8qbG0w",
+	"GLhneZ4I668o/s1SNXE/mHOAWcS6PADUGGSRGCtvKGRQ8xh8CGdut9R47F4cC8lTP2LNwi6sgXSMCB9U",
+	"DNqOk0293dMp1gkFirn5O/0ODtegiGD0lL6gEuFfaRLwHX9AvzU7nyrmH0Q/Z/M4TaHRh+k5nxsW+XDY",
+	"6IBxNhYU8V3DkRT4GTkuMbTwBKZCJqy7N9yrgcePs14NCxSf1hXQqQqi6t4bEb6JaV2RLaY9MG/p9VY2",
+	"SWbLCy0FQ7haDlpPvBRgDpp4kJBxmieATIgYzka0rUKSFwmbD1ZtiK5UUlklRRziWd0tjTVkIC0GsjI4",
+	"Az33xma3lGL3Qtrv9jqNIZJLGqKXBcIy6tpgCdwW1LiUshTOsm62upjRCsdoWVTgRouCCwajqvGCuNl1",
+	"p6zPIDkgFvxCT0zkwysNi17oSZ3PEWf+HE7XIqDeGBZX3fFaJtcsrvcrkUJBtnYixVWIaF9bYl4jFS0h",
+	"zOcKRvXzuNmI84acSDeLHrzxQvOmJpsl9LlCHL2IftEqvde4xkWpfiHih+224HY5yQqwXrex7FKoclmo",
+	"X1386wVOYAWwr4iYtEkiN4mMGNAbkpJMyOq3O98Ssn1q2H2IzWhMGv5+79595mM+QuDwMkuNMQFgKTfU",
+	"YlxZxuOpkBQVh19g5Cdz7wzYj5rLeMpQJ2NdLpNwsOTO6THN7RQDKrhEE4wVNoWIKc0iWo5PQgiec6ns",
+	"+zEGgjYAit5oUG7zjMvKAj/MUi5J2EAEFIapmGICY6jP53MnpLKsdVqKrF6e9iXoLYrQqISBh5zDveEQ",
+	"9YDexjJ/xZ/YcNlqUQr1dRwlZRI7PtRH/drks5nSFMaYqgmLlcacFAwmblFF84Zt/nR8/NKfJ516FYB7",
+	"w70m3wIecwNKTZW2fTatn5fJs4zredhEQFc3av2wnivLnrSdkvVRGAvetldHZfQ4EwlIK8ZzSlWsT8W6",
+	"ET9Rud0/Sbk8jYogHA0U/csypYGZGcRiLGJ8pVdTonIttoqp1pvvfXQHAqpfpll5HO/TpayeexPpe6Wa",
+	"wPxCT9BHDDwjIZq91OJMpDDxcclKJ6AhYRHaKSJGuf4s4kkmZPmRLEJR1ZCAL3T6HXwSHcTukUaryjHw",
+	"7EosAbXNLe71iQZgFj7YAwbZzM4ZvUfH5661gWbLi9goKa3Bhe42/FDlFKiyjPrejNZsLnBHUjOFr7Ya",
+	"ZBVD9VXYRK/QJvIZAmXVjFAFUR24lzMxuBO8lIy5gGQLETJXxew3VULcNq5CesM7eINFt9Ib8zK3Fzyx",
+	"S+vorWKzW80VSZHXhk7Lm6DYwwZzVhAIfPwmi2IKsjJRiwMtkKHiuYN6uqpMagmpwR9nen4QyvSh55Oa",
+	"Uy5CYZHklHKIPr1SZrEuSarh0QtoLeGVJsnp0M+Eyy4QHBeRy7CMRjbgQbKCDwSgNciNG0B6Y4q/IlDu",
+	"ZrPahtzdZWeWFkr7gPb1icYvw9OluHwh52fxTmuS7vlUMTUD6X1V/iKtFqY3z5bvdyyfrIl2WhE5sy7Z",
+	"vp4qrlVusZpKHe2lktAS4Ool+psgPASpuS49FDJ0gTb1M/XwXbi8l5QzEJCXkjTqBOnKbEb9NTxnuOZ+",
+	"bRYftXjT3vXL8LOOdGeZdhZTRB7RA1gEIaJnKE15Cd0rS7633m5ywSiy6vX4jNi14iJ8juBHg7QjVlkz",
+	"oRJGW9K0kqs1a144xjqvlvflD2rBNYGHO1JnoKgWUuaa99bICvVoGwxPoTGiz/WCecHm+qXZz4spXSH8",
+	"1u9S5aRTde5UpHCdpmIydSitJ47Tt5/46xYLzlMxhngep2SWg30WSTiPWPe33FjPz3p9Frm/ItY9AWTq",
+	"Sp+i19j9MqOo9Yh1z7nAYBEPtgIlMdBDpWeQRH0WxakykNQMBxLcltwUDg1oPEez8R1HevGVFZu7IsF8",
+	"lTj4HM6D8AkHLJJ5mkaFIGgWWP4i4a7nZX1FQn4xQenzBJXFcomzlMdAkBrnaYoFNg3YAxb9+i5icQpc",
+	"Gx8Kc/1Ef/mw3W/FQVM6X/WYqbKKcJwLeLacfNf/KnxkgY64M4Q4d+f52p2Wz/TBBNXDnBI06NOTIGr9",
+	"/PZ4iUn//Pa4ltU6YEfW1KrRCFN3zxehrwZ8lQfyU0WVxJRQHLOoIzCXln8oq3O6jdCsJYim1s4o01TI",
+	"sVo+OF/V0VfXyFMrtnwG9RTS2VYC5jSkyg/Yi3roxgjDbUedHlPnciRRW+3j6VLhRM/vDnyoTFE14ARS",
+	"dc6ixSKqTnEeSWEUlXrCnB1ua+EOg5EcyX/7N3ZYq3I5ko9xAjdiVBb5YJ5xuJ3VUoy7P7897vn6JiMZ",
+	"HfrEZ3xpn/myl1T/lSpbogU3lP2jMh21COXF0yRYMJEM2OG6bGZMTD8XBoo6NTT0HAuwjmS0N9xh1ezs",
+	"KKT/RospzGHtUVn2czCS0T8eH7PtKeYX/YHGiVxWqoRCEoD6SqVAB3cmjDgRqbDzkXzM42mlUAdl37Mp",
+	"Nww+8Nimc8y9d99phRWyVlnBR7IwgzMMtGVTfga+bIs6l9WwZo3LyU1wL2CFTEz2NYORfEVni/o9ClSJ",
+	"inMfnIVFBAIWHGBxIT9IVgXrXVaUtIkGrKhOi0nRtMvVNUu6So8kpVAXqC0k1igQtkczsWhvuMcKV0vU",
+	"L6DGDRNF3ZORDBU4fMEUUyI/fUUeF1pEIgwxeHdHfFkE7YByJJmZKm332d/+5ubNgEvDRp3CIYeVWOYq",
+	"L+p31muw0ISjzt/+FnACPWhmJOl/R6VYmyeUdaO23HiqA5HOR7J0aDZ6Q6NYJUC2MP9kxV92UDg8uUxG",
+	"Mrg8cS8LTjA3QMaL6Dz2z9Kl6LAhd0Shuzcc9kYSK8zNCuejX7apVYFiRF/ChmOutSDeNpLVajx1x2Go",
+	"2SPsYpmeMEmA8ks+EdKTsqeCxEjtqazbHVWu2prRY5AUiYmsu7O1Mxz2mVcb2e69HhUXNSNJWY2+AuSA",
+	"vXVrQLebBoMaJNV58gVdqCyu39pI1kqfOnByKn667wmjr3C9VNM6VOgijefNq6dsDDaeBmhVVIZFXYGd",
+	"KEfWNHhlol5BVWG91v5IVkupUhG3jaupwpydgwbHY7Cm6ljpfZYovAgzrg30WayksTqP3UWgyjZzpBuO",
+	"kFuezdDRR8fRH0lHviWwcrhQaATvbeWjX0N/qUYrEqIh+5EngQBFA/YLwKwkeWOsQ1mKAYawaaycFOA2",
+	"xkfSV4BFpdPXqHWgD0UjEgWmF5DtxcyKzK0ndrv1jvz5SL4WcuLuZE53M5A0g6bofqHLEoOnfyvkOkSz",
+	"90aS60oBeOJVkkWPj/mkZKGhCvwJj08XSsG7SxC9PDx++JNTfl6+OaYAh0ePnz4+flxWindbXSoQv+9p",
+	"6kgWFNkXhw3lzBxJxPSy5vKy7jx2dlm1MBOjykzRYtXZUPdoUF28k2DUjBZzgCOq3LqNlstFBlxZM+vi",
+	"FcAfNTsXsjyqV2VFKbyU9c94LzDjmaRXM2BvfAW8Ukvr+8JLPNlS0lHg8idm8njq+FAkUM/0ljv3Jwpk",
+	"7o+Kxc8dQ8G/0doX9RmddbXocAM+/0jLTbme+OgVIk6++BmSssaRdu4yX9OLHSvFsKpXNBjJwmhZyq+H",
+	"L48qxsf9zs5gOBhiWOoMJJ+Jzn7n7mA4uEtVJ6co1gehyP09afLyPBVnIMEYJNiwz3aHQ7+0jyOv6406",
+	"+6OOOh11PkWVety+iAzt0CATcyoAi6cQn2L8QwJObXc3D5k9Z4/mkmfq0Y+OoTtqSAWMsHJ3dUQNPmFg",
+	"wB6FImtezl2o/T4gC4EuKhi7Pfo084WCkLvD4YoqNxerbuNnaCluE7bh1I1UnFEZtHvDu22jFsvcbqgY",
+	"VtXWOvu/vut3fPBL5eiCnXr/1w6dduede23bo8VgzrO09fzdil/MQB6+PCrkS1bB3HNu2EkuUtJtGwHu",
+	"X78YxMOilloRFGpqI3AXlzpYCaHjqTCOdlrNY9sGJuQf7RfkFfBELN0Qx54KdObSnIOvpI/GAOQuwrDD",
+	"h8dH/3x8wO4N79IrwhZ1A4lqocEAibZCyHM20TyGcZ4yM81t4igd3gbDukYxpBMnPOUydhMaq2bM+AoR",
+	"VvPxWMTVMkH+DN1jpne52+S2P/86lwmnJosAbe2L3aTijNtwZGVeNvkHyg4Qvzbm/YScb1J98dzJe1Rm",
+	"S7eVI8bE7VUld1dYhHaHrZbFreaGAu/6nZlq9AQkSS13mupXusXd8YafXpBQS2D5tFtkKVhPT3ndBYNk",
+	"6RJYVdjMMFMQJU6ruTRU4ahf0cNj2Gc89Hkh+LtBgrmhzzScqVOyO2gyLyaV5fRJZC3q6NJp8DT1l5g5",
+	"nbK7WIZz3huwQ1kZBsv9B5HcrR13s1+3d9HYWW4s6hzzUt7Fp1nXoS5HaZsb2BLSgDTCijNI571+xWri",
+	"9PionPw9vv4+EyYjiazLi5sOloTw6Oj5P4+OD4+PXjx/f/j8/3//+Nnh0dOojxqjhpR/wCjX3oDtDb8P",
+	"SnqlCG1RXJfKEhZKPOuize49qlWmrCxDG3K8wnLcNHBJokI3otXi95TZVKcxdIaVkgH9xcvUdNXLR7YX",
+	"2q04/F0gVjtXRqwaypOsruhLyQ4BfEjA9oh4riZglfrV+MrO+ldq5Q3xpQ0IZVnxGN/YW/9GUXgXX/h+",
+	"/QtFbWn3wu7uJhtZLlCI724w2WIFUWQYG8C7Xij5c9lMwVgISxzBEVUEDzymwlNKRkNhXS2yCOUMUsp0",
+	"xb65bGRHEntGJcXruXRzn0VXS6ILJaV9t4FGUeAZfEk54BmsvkrXfHcuehO+QeT8h+/oQ/CtoGUGJTaG",
+	"miotyqPxultrgZV6SfM+9bJoTt1EnHUEkzlBaRBMhuA9RqUFsYGLhLzaC3OP1Fe5XfugbyfUwF6u7g4s",
+	"Z3Y2XIlKQEYVgrVrXokXX6ghG/oFrqobi8/gzLf37Qrv29Ngim48s6ruQSV+PrUJ4hRFZnxd25rzkB3K",
+	"+QJrQI6AngJ8zQnXB/Wc6lhlYFCMpeZe3r+1fMtohBd6cjVCGh7Lj77E5FVdIB9i96keVuN9+19MMMSM",
+	"+2b2VbuYTkT2QYMLFzP0HV11MfGZa76YN1CI3NlgTYuNEv6CwifdhMVi8stkpsLpQ5wC0ZwUmkrNhAJF",
+	"y4x/n9E7Br0BagLoGCL3SJoigakGUPSrbKpSKijEtNeKBpGDLpQJGrAjrQFN4ScpkGcbwyCCk76gYezJ",
+	"goXN/UmOFpRNvBrXb3KskVVvb7iH3bhQmPaSTBcDGW1L4R6vZc+A16ZDiwT3ymBZkucOWhYnmkooSYUV",
+	"XGMuSRQS3lAoVVnHLPiEskxYQ7TcWy+IkisZQ329wrA4t27W0IGFeo6hy0bpU2wfGvxHJzw+nWjypbup",
+	"Ta7PxJlvWcrNNLxINod93w0UKSf6XTMMsahVHSJXqc4lS9CddFwuWRgW7Q73fP4krpr8T45UEj6Rs0TI",
+	"espqaR+Jdoe7USlUNsO28PAqIvDoZiMPI+YiRxOwldpbmFsi4mkNDRCwwT/W1NJFUOdfjAWY+e6uFQwo",
+	"vSdV4CDswzS0Fz7hosEeS+C4DP8NbS0bxNfdq2OCldJlmzDDEiupYyjGkYYjX0LGRUHWn2NLmaVmHFg6",
+	"5d7qPtRuE7vE0DZg7H7pSMFm7s90/qez+OxswEMbev58oyz0EZ7oIgtl3Qp69Zrk9rXWm2Wh3VNqYh3Y",
+	"T2jA3jaUBKsHs2CPyGLIO0GC3xkOfR9JISnM0kR9Grckk3oSbO3/ib3nurmjpV6TfuMnU6Rt2qlW+YT4",
+	"OBG+rNfsDGwiTguddLGvZWh3WQRhDMJClzeF37c1HPXgqd3jEEROhdjeNTo5vqQWvwn5+0bk/7+IIWyt",
+	"lHxRjkuFvdCb1txQ+hU4BG4iBw3SrA8xVbpdOaf8s88XDr6IVu6TMTbSyq/lJvpsvW/xRt5oJn9p3fzb",
+	"IxuE05fSr7dRk91K1aTVtk7xuFluSYsoQ/7LpqV9JuEcg/sc099HLbQb+f5AUc9pMNzSNz7orWwUVH4K",
+	"j4KsN6T3TqSy3VRCTUhMiDBBhWpsQWPwcAhSd8qphWKZ6O+u+PIZN5UhByzClopRiO7FnE/O5sB1mCbK",
+	"pRUpFh7GR/aZVOe92pynMMNmrpmSdprO2UnuszI4SS8UaGZmXBoKD8byUpyN4TxIMxii5lX3qUoT95vT",
+	"TqnfvHs8xCP/3//9f4LeWIsgxmW6IYQpwnsvR8mdCFb2T2rwaTT2XRdURaikjJukVn/qN4+Gm7nUaN+S",
+	"v2Wh5dVKZwvZngBP5BvxqXx5RvENUu1XwQRXGBMrFJtKgF9e2Gsi9VUn/0aO1DuG+XxX1s1lEdiUy9JY",
+	"mUsf5tSr2kj7TKVJwQ/6RWw2+fdDO/iNaBLziL+eHJLZzid7VQ2256CBmVMxm0Fy0EQxmwnfUQVc37Qz",
+	"d6GnykriUq2Of0tbvm0Pb7i7oobIzSE/n6FUrvYM14IVsWgShuGhQYdCLLwFiGL9HRkIJZZCbkc67xc9",
+	"RMiO5Js6RSjDVXJjeoVToZZhRXOEuNcI6Q+JT0XqDLpRpqC9R9pHMZ4CzIxvc2QNm3IzpRkqe/JNrULX",
+	"5VqPq1JWZPf7jFuWKWPZ3WHPkTUJ54uwWYjL1NWs9HCaSsJmpPOAFu4opE8TdTSUuqFVvi0iL5djLEP0",
+	"5dSLykW0aAKsHk2Jwax0FPV29KyLh/W+qI7aFHm5GH58U536S53Trtm3v9wdrMWmUA0zLgKe64HftxGg",
+	"t877jVjJEREMozJQEtjJnBXF41cFj7ZJntsfyw9r/PuvULI0Tnde4mT7FKhPhQGsmhn0HmOGpkXv6GVV",
+	"XhJna7Ro4T7vta00+dPdqW9Sq3JHsWGg8yWlnvVifRXHW7QxVW+v1ZoTV7iMG9z89bZb/UKGaIwF6UaF",
+	"1z7CfIu9sl37ojfc8W/ygofxnbJHDi4SQmIgplIJH3BiQtHqqZrA6/QKG0ISmp11FWB8STP8BnEBzW3M",
+	"bi/2177YT0hv56saz12ds6zpxqL+sbHlBJ9e8qinPvQ2q0SVN5sfsGTLt214KGpBrw4eR0DdBoffqOBw",
+	"j3zhNtHnL2gmIN2RovMocoQuTUgMCg0BguDWr5eBwpzkWrmEkKzMLdvpbWprxGqz5AyXAIlng4yKs7Xp",
+	"rVip/IZqrJWi8tesq1L99mYeS2d9G4B+q8NecwA6Yl4DWWvl9tsfydS4Uk995GPNiz7HHOvt1JplDJgv",
+	"JluWr6487z3HFTK1RPCQThHJwtTxCym1tPJLEaoV8bp77Z1CqlGot5Gnf4rI07a7s0GMKfVL3yy2NDSO",
+	"KV6shZJWbhTeGgzQTChIOwqvLsaXIkLWA0wPX+4dsCLKtNpZ/eKBps3Xqg6NYm3VkNLlljqXiSwNXXuu",
+	"ObZ0HX+/DSq9UUGl7bf3C1nAfPHiFWGnDzHwqnYVHLo77rmtNKs8/MX4IsVeXgFf/DKS+9eJVV11s0Ow",
+	"6jd0w2+DVG9WkOrlZfDtSoO6NSa4BtZalT8qPu4Fo9zbSqsn3xECyqLMWCu5nhTi65z45JZoI7OelzXW",
+	"Cg1+fpqvsgxfymph5hbZgfbSmpTSJDd8Y8GTF6lUcVuP4iabHMPxfBVBZXMCtP2R+gWs8V6XTRnwphYV",
+	"FkkduhKR5oB6P6DfmwYi159eOfiaeEt8h0KfuGUpcGOp7rx7Yr+cUVhDFaVpTmEwkihyX73HoJ92H7sD",
+	"TUkJr8EoUaHf59z4jhnJbRDMX8uWQXcyXJUsIN8lTBruRtcEjJBmQo1Z9oZ7oZghcWnT0AGgwTCyIJgE",
+	"G0mb2aG4PtfAW9tUghIEtyr/zVP5K8fzNZjq+ieJk5KdILdNLeK9o8ymc2ZChW5//Sp9wsPl3B3ulGEt",
+	"1A+OG8bRSFizucukLKCMZVt964IFThE03q7SlXjYhBp4uKl9zDEVt8qNLZ46gaX7joVLHZMsSob0rkwQ",
+	"mGguizIfYQD3NL6KWW6LYoIvd9f/ouJCApmynyUuzHJ7ZbLClzHUlI2gr9lWs548r8Hrz6LZV+kvXr+T",
+	"9st8a4n6CuLfX8h0dZgkdXZaUFSolKy9nE3LFxvbxKbV6kCupsr4FjaQsJM5i6hvRrSh8WsD05X3Yl+Y",
+	"CtNCnuDaNhIgymayG4kRNyvurexiuzryzfexvTVE3SRDFA/WY1vgev1e9zvhl69mltqYaPhY1FDR8CJ0",
+	"4oLE4ZYw3BKGP7mFepkefC4daA2MfTEDiWGx1M4XY1noqlAL7NbCyUUTsaW77Ksul83TicREpLWS690r",
+	"h5UUUJmwqOw8HTV14lhQaNvCZKkJ+k0NlMXVfaVQWd8eviWYxmPAbbjsbbjstYfLhju7TPBWiCXbH+mP",
+	"i4TNEpKHwNlQeHnADn377ZDZRg/eqdA56l7mzVTeQkU1dr2NyrTGw16OIl0iIra8wrcxsX+umNj2C7JJ",
+	"XCw+vGlkbLgUUf0ilMGxZbnyevWdpUDZYqSlSFlC1JZirA/LBVw4Rrblqi0EvJRbrIbJhp0WVOESUbLh",
+	"3cuFu9SVji+vIayWBW79bDfMz7aKCHwp84DnsKsCbF9ybQXq+mTsr16nA6YyYbGBf9mj2BGKFMaW5dIX",
+	"Whyw12DrCoDSpeZgFYtknlI1n1zSY06z4BMT1cvXnE9VCszyCTNI8tby9T5KAmHmokVD4ToPL5ABFLvY",
+	"twoA16fr+Ijiq5AsvpSS85WiilcStiKu+FsicLf+nG8+FPlz9ZvtQq7Y1H9zp6bdXNbaGkSxb7s+gN/F",
+	"entoVfK7NYjeJE/JIk5X7lIpcl+XGNTeLJqHBTI6K3J7lCbUZWMpPT5g4aahcCSyLMee6m1GTv/0TbVy",
+	"+uV9HTNngE1bc1V/QDVD55/NSnJrf9zI/uhRQckmHl2hK01MmjqtbOoZpYYul2fEoUHNN9/u1e1iPSMO",
+	"aUe3nPhmceJa/bbc1FNofO+hK/dRImctQ9wTkFaMhY8ooLjeiHWxpm1+8hvEodFfUQK8F4KYivq/7sNE",
+	"nIEsonovW+eWJwnjElX1SgtGLlJDM/mit9UI/RC4G6J2l288TxJ/VW5w31m3vK/WexZhs1EA562Sf+vF",
+	"vIaoTUS6ksw0dccJ9LFVmvjMfL9gW8QvvKsEq9dShcDNaBxf9BFhJpOTUQyk4wF70UAD/UNcUsi9m8qn",
+	"7rllYSy+howLiUU6MSp/XKeQXQrPpzF7vgurohrfemkwGsKJCRJqmwzjVML891nGsU4rkegQmxpGwPQK",
+	"NNB6JxZWhECvm7C9sppSAe1gN07KakoteYeXpeAX9/sWBO823fCvnW64RA9WkaE1jmO8W14Mb3UdtzTE",
+	"9Hj/pfWIFU0nadm3Dsyb23AST+jqtIeLZQCurhTEQ96f5Bn0fTsKXy4oMM9NS3028UtMoVvKn6ske3A5",
+	"LypaV3MGiW11KZkOvYtK0/J6A/YoJMBtyHRXNNS8Ar71xVSOr9ZYc6XKUTbX/JYoz61n8U/VibONpK5X",
+	"OLZ9OEKydfE8sTjXmtKmwyBBD2oUHTa3eR764S6b8nGbwnFrJ/26KRy1G8Gbr+e1ZHkVss8GpGDT9gOk",
+	"cReK8QmkSk6wnS2WKBEkGHUPX+7uV8I8fZBTtc5ZMgHTWyiJ5gZfLonGU6OKZmsYa/WcZ1ALL3Uz/ejk",
+	"kH+APbKQFZFfeGG6VHQ9FWfAVFlIxfSxbEqsZgJ7tFnFALsRu7X1PoOEOZmhpcHCBWuoYTW7v1YNtcb6",
+	"N7eU7qbFZlRrpFTOqYnQfelyMBcicxcWdKhrRJkQIkrqV29Mvopg1GPtqfKiG4XC6xH1a1SudBx5cqVm",
+	"WymcQerLMYa42rkngj7cBLs7EsXl9V10ixGNwsYV2E+SQuo3Imdt0lhjUUkefHcebNjuyE3uVrWwlcvE",
+	"21++tORfSTpcQM9bCnoTZcXSs3AyvyHColssxLkWdo4znADXoA9zO+3s//rOYbhf3lJacUUrdSQHJJfW",
+	"YBy7v9TYN8stpv7iszL6fkG5rbxLsFh++dg37jUiWdaNuUx8UMCCMOEHJea0POjrfDZT2lYVrfCGP4rl",
+	"d4pgPidjLr1XBBY17ADbtNspSOsIAyQhbrB8O4OG9yo9xIuGx+3wqzYnbF7DQuuzonN8ZRDqHN8AL0J6",
+	"NgWe2mnlBfrCodX/CwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

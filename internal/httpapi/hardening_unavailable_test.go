@@ -1,0 +1,260 @@
+package httpapi_test
+
+// Finding 5 of the outside attack: a DynamoDB that cannot be reached
+// (refused, hung, throttling) is a 503 with Retry-After, always, also once
+// the SDK's retry quota is spent; a client that goes away is not a server
+// error.
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tenantd/tenantd/internal/dynamotest"
+)
+
+// hLogBuffer collects a server's JSON log lines.
+type hLogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *hLogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// lines returns the log lines that contain s, decoded.
+func (l *hLogBuffer) lines(s string) []map[string]any {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(l.b.Bytes()))
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if !bytes.Contains(sc.Bytes(), []byte(s)) {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal(sc.Bytes(), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// hCountingTransport counts the HTTP attempts of the DynamoDB client.
+type hCountingTransport struct {
+	base     http.RoundTripper
+	attempts atomic.Int64
+}
+
+func (c *hCountingTransport) wrap(base http.RoundTripper) http.RoundTripper { c.base = base; return c }
+
+func (c *hCountingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	c.attempts.Add(1)
+	return c.base.RoundTrip(r)
+}
+
+// hClosedPort returns the URL of a local port nothing listens on.
+func hClosedPort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return "http://" + addr
+}
+
+// hNo5xxButUnavailable fails t when the registry counted a 500 (the only
+// 5xx that would mean a bug here: 503 is the right answer).
+func hNo500(t *testing.T, ts *testServer) {
+	t.Helper()
+	if got := hRequestsByCode(t, ts.Registry, nil); got["500"] != 0 {
+		t.Errorf("tenantd_requests_total counted %v request(s) as 500: %v", got["500"], got)
+	}
+}
+
+// TestHardeningDynamoDBRefused points the server at a closed local port:
+// every call is refused. Sixty requests at once spend the SDK's retry
+// quota, after which calls fail at their first attempt with the quota
+// error joined to the connection's: every answer, before and after, is a
+// 503 problem with Retry-After, reads and writes alike.
+func TestHardeningDynamoDBRefused(t *testing.T) {
+	count := &hCountingTransport{}
+	var logs hLogBuffer
+	ts := MustServer(t, hWithEndpoints(hClosedPort(t), ""), hWithTransport(count.wrap), hWithLog(&logs))
+	a := ts.Actor(t, "refused") // a token: no DynamoDB call
+	hc := &http.Client{Timeout: 30 * time.Second}
+
+	var counts hStatusCounts
+	hParallel(60, func(int) {
+		r := hDoE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+hRandULID(), a.Token, nil, "")
+		if r.Err != nil {
+			t.Errorf("GET: %v", r.Err)
+			return
+		}
+		counts.add(r.Status)
+		hWant503(t, "GET with DynamoDB refusing connections", r.hResp)
+	})
+	exhausted := false
+	for i := range 10 {
+		before := count.attempts.Load()
+		r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+hRandULID(), a.Token, nil, "")
+		if count.attempts.Load()-before == 1 {
+			exhausted = true // no retry: the quota is spent
+		}
+		counts.add(r.Status)
+		hWant503(t, "GET with DynamoDB refusing connections, quota spent", r)
+		if i == 0 {
+			t.Logf("after the storm: %d %s", r.Status, r.Body)
+		}
+	}
+	if !exhausted {
+		t.Errorf("the retry quota was never exhausted (statuses %s): the test proves nothing", &counts)
+	}
+	hWant503(t, "POST /v1/orgs", hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs", a.Token, nil, `{"name":"Refused"}`))
+	hWant503(t, "GET /v1/me", hDo(t, hc, http.MethodGet, ts.URL+"/v1/me", a.Token, nil, ""))
+	if r := hDo(t, hc, http.MethodGet, ts.URL+"/readyz", "", nil, ""); r.Status != http.StatusServiceUnavailable {
+		t.Errorf("/readyz: %d, want 503", r.Status)
+	}
+	hNo500(t, ts)
+	if n := len(logs.lines(`"status":500`)); n > 0 {
+		t.Errorf("%d log line(s) report a 500, e.g. %v", n, logs.lines(`"status":500`)[0])
+	}
+}
+
+// TestHardeningDynamoDBPaused runs its own DynamoDB Local and stops it
+// (SIGSTOP): connections are accepted, nothing answers. Each request ends
+// at its deadline with a 503. A client that gives up and goes away first is
+// logged as 499 (client closed request) at info level, never as a 500 or
+// at error level, and never counted as a 5xx.
+func TestHardeningDynamoDBPaused(t *testing.T) {
+	const deadline = 2 * time.Second
+	local := dynamotest.StartLocal(t)
+	var logs hLogBuffer
+	ts := MustServer(t, hWithEndpoints(local.Endpoint(), local.Endpoint()), hWithRequestTimeout(deadline), hWithLog(&logs))
+	a := ts.Actor(t, "paused")
+	org := MustOrg(t, a.C, "Paused").Id
+	hc := &http.Client{Timeout: 30 * time.Second}
+	if r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, a.Token, nil, ""); r.Status != http.StatusOK {
+		t.Fatalf("before the pause: %d %s", r.Status, r.Body)
+	}
+
+	pid := local.PID()
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // before the table is dropped and the process stopped
+
+	t.Run("requests end at their deadline with 503", func(t *testing.T) {
+		for _, c := range []struct{ method, path, body string }{
+			{http.MethodGet, "/v1/orgs/" + org, ""},
+			{http.MethodPost, "/v1/orgs/" + org + "/tickets", `{"title":"paused"}`},
+			{http.MethodGet, "/v1/orgs/" + org + "/tickets", ""},
+			{http.MethodPost, "/v1/orgs", `{"name":"Paused too"}`},
+		} {
+			began := time.Now()
+			r := hDo(t, hc, c.method, ts.URL+c.path, a.Token, nil, c.body)
+			hWant503(t, c.method+" "+c.path, r)
+			if took := time.Since(began); took > deadline+3*time.Second {
+				t.Errorf("%s %s: answered after %v, the deadline is %v", c.method, c.path, took.Round(time.Millisecond), deadline)
+			}
+		}
+	})
+
+	t.Run("a client that goes away", func(t *testing.T) {
+		id := "gone." + hRandHex(8)
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/teams", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+a.Token)
+		req.Header.Set("X-Request-Id", id)
+		if resp, err := (&http.Client{Transport: &http.Transport{}}).Do(req); err == nil {
+			resp.Body.Close()
+			t.Fatalf("the request was answered (%d) although DynamoDB is stopped", resp.StatusCode)
+		}
+		var line map[string]any
+		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+			for _, l := range logs.lines(id) {
+				if l["msg"] == "request" {
+					line = l
+				}
+			}
+			if line != nil {
+				break
+			}
+		}
+		if line == nil {
+			t.Fatalf("no request log line for %s within 10s", id)
+		}
+		if line["status"] != float64(499) || line["level"] != "INFO" {
+			t.Errorf("request log line of a client that went away: status %v at %v, want 499 at INFO: %v", line["status"], line["level"], line)
+		}
+		for _, l := range logs.lines(id) {
+			if lvl := l["level"]; lvl == "ERROR" || lvl == "WARN" || l["status"] == float64(500) {
+				t.Errorf("a client that went away was logged as a server error: %v", l)
+			}
+		}
+		got := hRequestsByCode(t, ts.Registry, map[string]string{"method": "GET", "route": "/v1/orgs/:orgId/teams"})
+		for code, n := range got {
+			if strings.HasPrefix(code, "5") {
+				t.Errorf("a client that went away counted as %s (%v)", code, n)
+			}
+		}
+		if got["499"] != 1 {
+			t.Errorf("tenantd_requests_total{route=/v1/orgs/:orgId/teams} by code: %v, want 499: 1", got)
+		}
+	})
+	hNo500(t, ts)
+}
+
+// TestHardeningThrottledAfterRetries: DynamoDB throttles every call. Sixty
+// requests at once spend the retry quota (throttling retries cost 5 tokens
+// of 500); before and after, every answer is a 503 with Retry-After.
+func TestHardeningThrottledAfterRetries(t *testing.T) {
+	faults := hNewFaults()
+	ts := MustServer(t, hWithTransport(faults.wrap))
+	a := ts.Actor(t, "throttled")
+	org := MustOrg(t, a.C, "Throttled").Id
+	faults.set(only(hThrottle))
+	defer faults.set(nil)
+	hc := &http.Client{Timeout: 30 * time.Second}
+	hParallel(60, func(int) {
+		r := hDoE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, a.Token, nil, "")
+		if r.Err != nil {
+			t.Errorf("GET: %v", r.Err)
+			return
+		}
+		hWant503(t, "GET, always throttled", r.hResp)
+	})
+	exhausted := false
+	for range 10 {
+		before := faults.attempts.Load()
+		hWant503(t, "GET, always throttled, quota spent", hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, a.Token, nil, ""))
+		if faults.attempts.Load()-before == 1 {
+			exhausted = true
+		}
+	}
+	if !exhausted {
+		t.Error("the retry quota was never exhausted: the test proves nothing")
+	}
+	faults.set(only(hThrottle, "TransactWriteItems"))
+	hWant503(t, "POST, writes always throttled, quota spent", hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", a.Token, nil, `{"title":"throttled"}`))
+	hNo500(t, ts)
+}
