@@ -169,6 +169,28 @@ func (s *benchStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, `{"ConsumedCapacity":`+capacity+`,"Item":`+string(it.wire)+`}`)
 	case "Query":
 		s.query(w, body, capacity)
+	case "BatchGetItem":
+		var in struct {
+			RequestItems map[string]struct {
+				Keys []map[string]benchSVal
+			}
+		}
+		if err := json.Unmarshal(body, &in); err != nil {
+			benchStubError(w, err.Error())
+			return
+		}
+		var found []string
+		n := 0
+		for _, req := range in.RequestItems {
+			for _, k := range req.Keys {
+				n++
+				if it := s.byKey[k["pk"].S+"\x00"+k["sk"].S]; it != nil {
+					found = append(found, string(it.wire))
+				}
+			}
+		}
+		_, _ = fmt.Fprintf(w, `{"ConsumedCapacity":[{"TableName":%q,"CapacityUnits":%d}],"Responses":{%q:[%s]},"UnprocessedKeys":{}}`,
+			benchTable, n, benchTable, strings.Join(found, ","))
 	default:
 		benchStubError(w, "stub: unsupported operation "+op)
 	}

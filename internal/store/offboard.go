@@ -144,10 +144,10 @@ func (s *Tenants) CutOff(ctx context.Context, orgID, owner string) error {
 	if org.Phase != phaseCutoff {
 		return nil
 	}
-	return s.cutoff(ctx, orgID, owner)
+	return s.cutoff(ctx, orgID, &leaseKeeper{d: s.DB, k: orgKey(orgID), owner: owner, last: time.Now()})
 }
 
-func (d *DB) cutoff(ctx context.Context, orgID, owner string) error {
+func (d *DB) cutoff(ctx context.Context, orgID string, lk *leaseKeeper) error {
 	var keys []dynamo.Keyed
 	itr := d.table.Get(attrPK, orgPK(orgID)).Range(attrSK, dynamo.BeginsWith, prefixUser).Consistent(true).Iter()
 	var u orgUserItem
@@ -162,10 +162,19 @@ func (d *DB) cutoff(ctx context.Context, orgID, owner string) error {
 	if err := itr.Err(); err != nil {
 		return fmt.Errorf("offboard cutoff: %w", translate(err))
 	}
-	if err := d.batchDelete(ctx, keys); err != nil {
-		return fmt.Errorf("offboard cutoff: %w", err)
+	// In slices, renewing the lease between them: a large org's cut-off
+	// outlasts a lease.
+	for len(keys) > 0 {
+		if err := lk.keep(ctx); err != nil {
+			return err
+		}
+		n := min(len(keys), 250)
+		if err := d.batchDelete(ctx, keys[:n]); err != nil {
+			return fmt.Errorf("offboard cutoff: %w", err)
+		}
+		keys = keys[n:]
 	}
-	return d.setPhase(ctx, orgID, owner, phaseContent, true)
+	return d.setPhase(ctx, orgID, lk.owner, phaseContent, true)
 }
 
 // setPhase records that an offboarding reached phase (and renews owner's
@@ -206,7 +215,7 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 	lk := &leaseKeeper{d: d, k: ok, owner: owner, last: time.Now()}
 	phase := org.Phase
 	if phase == phaseCutoff {
-		if err := d.cutoff(ctx, orgID, owner); err != nil {
+		if err := d.cutoff(ctx, orgID, lk); err != nil {
 			return err
 		}
 		phase, org.CutoffAt = phaseContent, time.Now()
@@ -253,8 +262,13 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 			return err
 		}
 	}
-	// final: everything left in the org partition, the org item last.
+	// final: everything left in the org partition; then, in one
+	// transaction, the org item with the edges of the owners offboarding it
+	// (and their claims), so the job's record and its actor's access end
+	// together.
 	var keys []dynamo.Keyed
+	t := d.newTx().delete(ok, d.table.Delete(attrPK, ok.PK).Range(attrSK, ok.SK).If("deleting = ? AND leaseOwner = ?", true, owner),
+		failWith(errLeaseLost))
 	itr := d.table.Get(attrPK, orgPK(orgID)).Consistent(true).Iter()
 	var it dynamo.Item
 	for itr.Next(ctx, &it) {
@@ -266,6 +280,11 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 				return err
 			}
 			c := toClaimItem(fromOrgUserItem(u))
+			if u.Deleting && t.len() < maxTxItems-2 {
+				t.delete(key{u.PK, u.SK}, d.table.Delete(attrPK, u.PK).Range(attrSK, u.SK), nil)
+				t.delete(c.key(), d.table.Delete(attrPK, c.PK).Range(attrSK, c.SK), nil)
+				continue
+			}
 			keys = append(keys, dynamo.Keys{u.PK, u.SK}, dynamo.Keys{c.PK, c.SK})
 		default:
 			keys = append(keys, dynamo.Keys{attrS(it, attrPK), attrS(it, attrSK)})
@@ -278,14 +297,7 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 	if err := d.batchDelete(ctx, keys); err != nil {
 		return fmt.Errorf("offboard final: %w", err)
 	}
-	err = d.table.Delete(attrPK, ok.PK).Range(attrSK, ok.SK).If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return errLeaseLost
-	}
-	if err != nil {
-		return fmt.Errorf("offboard final: %w", translate(err))
-	}
-	return nil
+	return t.run(ctx, "offboard final")
 }
 
 // deleteOrgPartitions deletes every partition GSI1 lists under the org, a

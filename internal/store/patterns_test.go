@@ -63,7 +63,11 @@ func TestAccessPatterns(t *testing.T) {
 			r, err := f.Tenants.ListUsers(ctx, org, all)
 			return fmt.Sprint(userIDs(r.Items...)), err
 		}},
-		{"get one org user (authz read)", "GetItem+consistent", func() (string, error) {
+		{"the authorization read", "BatchGetItem+consistent", func() (string, error) {
+			a, err := f.Tenants.OrgAccess(ctx, org, "u_bob")
+			return fmt.Sprint(a.Role, " ", a.OrgDeleting), err
+		}},
+		{"get one org user", "GetItem+consistent", func() (string, error) {
 			u, err := f.Tenants.GetUser(ctx, org, "u_bob")
 			return fmt.Sprint(u.Name, " ", u.Role), err
 		}},
@@ -196,7 +200,8 @@ func TestAccessPatterns(t *testing.T) {
 		"get org":                            "Acme",
 		"get org + users":                    "Acme[u_alice u_bob u_dana]",
 		"org users only":                     "[u_alice u_bob u_dana]",
-		"get one org user (authz read)":      "Bob Park member",
+		"the authorization read":             "member false",
+		"get one org user":                   "Bob Park member",
 		"a user's orgs":                      "true owner",
 		"orgs by ID (names)":                 "Acme",
 		"an org's teams":                     "[Engineering Design]",

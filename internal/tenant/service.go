@@ -214,12 +214,19 @@ func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch int6
 	}
 	owner := deletion.NewOwner()
 	j, started, err := s.store.StartOffboarding(ctx, p.OrgID, p.UserID, ifMatch, owner, s.now())
-	if err != nil || !started {
+	if err != nil {
 		return j, false, err
+	}
+	if !started { // another run holds it
+		return s.afterCutoff(ctx, p.OrgID, j)
 	}
 	// Cut the members off before answering: once the DELETE is answered,
 	// no member's write can commit any more.
-	if err := s.store.CutOff(ctx, p.OrgID, owner); err != nil {
+	err = s.store.CutOff(ctx, p.OrgID, owner)
+	if errs.CodeOf(err) == "lease_lost" { // a worker took the job over
+		return s.afterCutoff(ctx, p.OrgID, j)
+	}
+	if err != nil {
 		// Let a repeated DELETE (or the worker) take over at once.
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
@@ -244,6 +251,28 @@ func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch int6
 		return j, true, nil // it just finished
 	}
 	return j, false, nil
+}
+
+// afterCutoff waits until the offboarding another run holds is past its
+// cut-off (or over), so that the DELETE never answers while members may
+// still write; it returns the offboarding as it then is.
+func (s *Service) afterCutoff(ctx context.Context, orgID string, j deletion.Job) (deletion.Job, bool, error) {
+	for {
+		cur, err := s.store.GetOffboarding(ctx, orgID)
+		switch {
+		case errs.Is(err, errs.NotFound):
+			return j, true, nil // over
+		case err != nil:
+			return j, false, err
+		case cur.Phase != "cutoff":
+			return cur, false, nil
+		}
+		select {
+		case <-ctx.Done():
+			return j, false, &errs.Error{Kind: errs.Unavailable, Code: "timeout", Message: "the offboarding is still cutting members off; retry", Err: ctx.Err()}
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // GetOffboarding reads the progress of the org's offboarding (owner only).
