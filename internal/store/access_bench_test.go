@@ -27,7 +27,9 @@ func BenchmarkAuthorizationRead(b *testing.B) {
 	if err := Migrate(ctx, client, name); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)}) })
+	b.Cleanup(func() {
+		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
+	})
 	d := Open(client, name)
 	now := time.Now()
 	org := tenant.Org{ID: "01HZX3J6Q8W9E2R4T6Y8V0K2M4", Name: "Bench", Version: 1, CreatedAt: now, UpdatedAt: now}
