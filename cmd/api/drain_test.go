@@ -316,7 +316,7 @@ func TestGracefulDrain(t *testing.T) {
 	for sc.Scan() {
 		var line struct {
 			Msg       string `json:"msg"`
-			RequestID string `json:"requestId"`
+			RequestID string `json:"clientRequestId"` // the X-Request-Id sent; the server has its own
 			Status    int    `json:"status"`
 		}
 		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "request" {

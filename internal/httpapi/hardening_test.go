@@ -239,10 +239,10 @@ func hProblemCode(b []byte) string {
 	return p.Code
 }
 
-// hReqRecorder records the DynamoDB operations of each HTTP request, by its
-// X-Request-Id (which the server takes from the request when set), so that
-// concurrent requests can each be checked; attach with
-// hWithAPIOptions(rr.Middleware).
+// hReqRecorder records the DynamoDB operations of each HTTP request, by the
+// X-Request-Id the client sent (the server keeps a well-formed one as the
+// client request id, beside its own), so that concurrent requests can each
+// be checked; attach with hWithAPIOptions(rr.Middleware).
 type hReqRecorder struct {
 	mu  sync.Mutex
 	ops map[string][]string
@@ -255,7 +255,7 @@ func (rr *hReqRecorder) Middleware(stack *middleware.Stack) error {
 			if rr.ops == nil {
 				rr.ops = map[string][]string{}
 			}
-			id := audit.RequestID(ctx)
+			id := audit.ClientRequestID(ctx)
 			rr.ops[id] = append(rr.ops[id], middleware.GetOperationName(ctx))
 			rr.mu.Unlock()
 			return next.HandleInitialize(ctx, in)

@@ -23,7 +23,6 @@ import (
 	echomw "github.com/oapi-codegen/echo-middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
@@ -127,14 +126,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(d.Logger)
 	e.Use(withClientContext)
-	e.Use(middleware.RequestID())
-	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc { // request id for audit events
-		return func(c echo.Context) error {
-			r := c.Request()
-			c.SetRequest(r.WithContext(audit.WithRequestID(r.Context(), c.Response().Header().Get(echo.HeaderXRequestID))))
-			return next(c)
-		}
-	})
+	e.Use(requestID)
 	// Outermost of the metrics: it renders errors (c.Error) before counting,
 	// so it counts what the client got.
 	e.Use(obs.NewHTTP(d.Registry).Middleware(route))

@@ -885,7 +885,10 @@ export interface components {
             /** @example ticket */
             targetType: string;
             targetId: string;
+            /** @description The server's id of the request that made the change (its `X-Request-Id` response header). */
             requestId: string;
+            /** @description The `X-Request-Id` the client sent with the request, when it was 1-64 characters of `A-Z a-z 0-9 . _ : -`; absent otherwise (a longer or malformed client id is ignored, never stored). */
+            clientRequestId?: string;
             /** Format: date-time */
             at: string;
             changes: components["schemas"]["AuditChange"][];
