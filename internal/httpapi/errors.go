@@ -39,6 +39,7 @@ var httpCodes = map[int]string{
 	http.StatusForbidden:             "forbidden",
 	http.StatusNotFound:              "not_found",
 	http.StatusMethodNotAllowed:      "method_not_allowed",
+	http.StatusRequestTimeout:        "request_timeout",
 	http.StatusRequestEntityTooLarge: "body_too_large",
 	http.StatusUnsupportedMediaType:  "unsupported_media_type",
 	http.StatusServiceUnavailable:    "unavailable",

@@ -145,6 +145,8 @@ func New(d Deps) (*echo.Echo, error) {
 	// Public operations, and paths that match no route (a 404 whoever
 	// asks; the spec says which routes exist), need no token.
 	e.Use(authz.Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
+	// One JSON value, valid UTF-8, no key twice: before anything decodes it.
+	e.Use(strictJSON)
 	e.Use(echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
 		Options: openapi3filter.Options{
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // Authenticate already ran
