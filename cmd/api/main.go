@@ -72,6 +72,8 @@ type Config struct {
 	DrainDelay       time.Duration `env:"DRAIN_DELAY" envDefault:"2s"`     // /readyz fails this long before the listener closes
 	RateLimitRPS     float64       `env:"RATE_LIMIT_RPS" envDefault:"100"` // per org; 0 = off
 	RateLimitBurst   int           `env:"RATE_LIMIT_BURST" envDefault:"200"`
+	CallerLimitRPS   float64       `env:"RATE_LIMIT_CALLER_RPS" envDefault:"100"` // per token subject, before authorization; 0 = off
+	CallerLimitBurst int           `env:"RATE_LIMIT_CALLER_BURST" envDefault:"200"`
 	LogLevel         slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
 }
 
@@ -109,6 +111,9 @@ func configFromEnv() (Config, error) {
 	if c.RateLimitRPS < 0 || c.RateLimitBurst < 1 {
 		return c, errors.New("config: RATE_LIMIT_RPS must be >= 0 and RATE_LIMIT_BURST >= 1")
 	}
+	if c.CallerLimitRPS < 0 || c.CallerLimitBurst < 1 {
+		return c, errors.New("config: RATE_LIMIT_CALLER_RPS must be >= 0 and RATE_LIMIT_CALLER_BURST >= 1")
+	}
 	if c.CursorSecret != "" && len(c.CursorSecret) < 32 {
 		return c, errors.New("config: CURSOR_SECRET must be at least 32 bytes")
 	}
@@ -133,7 +138,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("writeTimeout", c.WriteTimeout.String()), slog.String("idleTimeout", c.IdleTimeout.String()),
 		slog.Int("maxConnections", c.MaxConnections),
 		slog.String("drainDelay", c.DrainDelay.String()), slog.Float64("rateLimitRPS", c.RateLimitRPS),
-		slog.Int("rateLimitBurst", c.RateLimitBurst),
+		slog.Int("rateLimitBurst", c.RateLimitBurst), slog.Float64("rateLimitCallerRPS", c.CallerLimitRPS),
+		slog.Int("rateLimitCallerBurst", c.CallerLimitBurst),
 		slog.String("logLevel", c.LogLevel.String()))
 }
 
@@ -250,17 +256,18 @@ func serve(ctx context.Context, cfg Config) error {
 	}
 	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
 	e, err := httpapi.New(httpapi.Deps{
-		Tenants:   tenant.NewService(tenants, nil).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}),
-		Teams:     membership.NewService(teams, nil),
-		Tickets:   ticket.NewService(tickets, teams, nil),
-		Roles:     tenants,
-		Verifier:  verifier,
-		CursorKey: cursorKey,
-		Logger:    log,
-		Ready:     ready,
-		Registry:  reg,
-		Metrics:   metrics,
-		RateLimit: ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst}),
+		Tenants:         tenant.NewService(tenants, nil).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}),
+		Teams:           membership.NewService(teams, nil),
+		Tickets:         ticket.NewService(tickets, teams, nil),
+		Roles:           tenants,
+		Verifier:        verifier,
+		CursorKey:       cursorKey,
+		Logger:          log,
+		Ready:           ready,
+		Registry:        reg,
+		Metrics:         metrics,
+		RateLimit:       ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst}),
+		CallerRateLimit: ratelimit.New(ratelimit.Options{PerSecond: cfg.CallerLimitRPS, Burst: cfg.CallerLimitBurst}),
 
 		Idempotency:    &store.Idempotency{DB: db},
 		RequestTimeout: cfg.RequestTimeout,

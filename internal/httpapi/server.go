@@ -66,6 +66,9 @@ type Deps struct {
 	Metrics *obs.Metrics
 	// RateLimit, when set, limits each tenant's request rate.
 	RateLimit *ratelimit.Limiter
+	// CallerRateLimit, when set, limits each caller's (token subject's)
+	// request rate before the authorization read, whatever org it names.
+	CallerRateLimit *ratelimit.Limiter
 	// Idempotency, when set, keeps replayable responses of creating POSTs
 	// sent with an Idempotency-Key.
 	Idempotency idempotency.Storer
@@ -145,6 +148,12 @@ func New(d Deps) (*echo.Echo, error) {
 	// Public operations, and paths that match no route (a 404 whoever
 	// asks; the spec says which routes exist), need no token.
 	e.Use(authz.Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
+	if d.CallerRateLimit != nil {
+		// Before any work, the authorization read included: a token that
+		// names other tenants' orgs (404 each, one read each) spends only
+		// its own budget.
+		e.Use(d.CallerRateLimit.PerCaller())
+	}
 	// One JSON value, valid UTF-8, no key twice: before anything decodes it.
 	e.Use(strictJSON)
 	e.Use(echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
