@@ -387,8 +387,8 @@ var hCoreEvil = map[string]bool{"hash": true, "encoded hash": true, "NUL": true,
 	"fullwidth hash": true, "cyrillic A in ULID": true}
 
 // hValidUserIDs are in hEvilIDs but fine as user IDs: their alphabet has
-// lower case letters and dots.
-var hValidUserIDs = map[string]bool{"lower-case ULID": true, "dot dot": true}
+// lower case letters. (".." is not: an ID of dots only is a dot segment.)
+var hValidUserIDs = map[string]bool{"lower-case ULID": true}
 
 // hIsUserField reports whether a path parameter or body field holds a user ID.
 func hIsUserField(name string) bool { return name == "userId" || name == "assigneeId" }

@@ -270,7 +270,7 @@ export interface paths {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -303,7 +303,7 @@ export interface paths {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -328,7 +328,7 @@ export interface paths {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -353,7 +353,7 @@ export interface paths {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -465,7 +465,7 @@ export interface paths {
                 orgId: components["parameters"]["orgId"];
                 /** @description Team id (ULID). */
                 teamId: components["parameters"]["teamId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -1047,7 +1047,7 @@ export interface components {
         teamId: string;
         /** @description Ticket id (ULID). */
         ticketId: string;
-        /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+        /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
         userId: string;
         /** @description Maximum number of items to return (page size). */
         limit: number;
@@ -1604,7 +1604,7 @@ export interface operations {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -1639,7 +1639,7 @@ export interface operations {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -1674,7 +1674,7 @@ export interface operations {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -1720,7 +1720,7 @@ export interface operations {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -1761,7 +1761,7 @@ export interface operations {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -1800,7 +1800,7 @@ export interface operations {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -2060,7 +2060,7 @@ export interface operations {
                 orgId: components["parameters"]["orgId"];
                 /** @description Team id (ULID). */
                 teamId: components["parameters"]["teamId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -2097,7 +2097,7 @@ export interface operations {
                 orgId: components["parameters"]["orgId"];
                 /** @description Team id (ULID). */
                 teamId: components["parameters"]["teamId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -2152,7 +2152,7 @@ export interface operations {
                 orgId: components["parameters"]["orgId"];
                 /** @description Team id (ULID). */
                 teamId: components["parameters"]["teamId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
