@@ -191,7 +191,7 @@ func apiEnv(ddb, addr, metricsAddr string) []string {
 		env = append(env, kv)
 	}
 	return append(env, "DYNAMODB_ENDPOINT="+ddb, "DYNAMODB_TABLE="+tableName, "ADDR="+addr, "METRICS_ADDR="+metricsAddr,
-		"AUTH_HS256_SECRET="+jwtSecret, "CURSOR_SECRET="+cursorSecret, "RATE_LIMIT_RPS=0", "LOG_LEVEL=warn",
+		"AUTH_HS256_SECRET="+jwtSecret, "CURSOR_SECRET="+cursorSecret, "RATE_LIMIT_RPS=0", "RATE_LIMIT_CALLER_RPS=0", "LOG_LEVEL=warn",
 		"AWS_REGION="+region)
 }
 

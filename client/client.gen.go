@@ -270,13 +270,18 @@ type AuditChange struct {
 // AuditEvent defines model for AuditEvent.
 type AuditEvent struct {
 	// Action Example: ticket.update
-	Action    string        `json:"action"`
-	ActorId   string        `json:"actorId"`
-	At        time.Time     `json:"at"`
-	Changes   []AuditChange `json:"changes"`
-	Id        string        `json:"id"`
-	RequestId string        `json:"requestId"`
-	TargetId  string        `json:"targetId"`
+	Action  string        `json:"action"`
+	ActorId string        `json:"actorId"`
+	At      time.Time     `json:"at"`
+	Changes []AuditChange `json:"changes"`
+
+	// ClientRequestId The `X-Request-Id` the client sent with the request, when it was 1-64 characters of `A-Z a-z 0-9 . _ : -`; absent otherwise (a longer or malformed client id is ignored, never stored).
+	ClientRequestId *string `json:"clientRequestId,omitempty"`
+	Id              string  `json:"id"`
+
+	// RequestId The server's id of the request that made the change (its `X-Request-Id` response header).
+	RequestId string `json:"requestId"`
+	TargetId  string `json:"targetId"`
 
 	// TargetType Example: ticket
 	TargetType string `json:"targetType"`

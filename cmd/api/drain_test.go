@@ -96,7 +96,7 @@ func TestGracefulDrain(t *testing.T) {
 	cmd := exec.Command(bin, "serve")
 	cmd.Env = append(os.Environ(), "ADDR="+addr, "DYNAMODB_ENDPOINT="+dynamotest.Endpoint(), "DYNAMODB_TABLE="+table,
 		"AUTH_HS256_SECRET="+secret, "AUTH_JWKS_URL=", "AUTH_ISSUER=", "AUTH_AUDIENCE=", "CURSOR_SECRET=drain-test-cursor-secret-0123456789abcdef",
-		"SHUTDOWN_TIMEOUT="+shutdownTimeout.String(), "REQUEST_TIMEOUT=10s", "RATE_LIMIT_RPS=0", "LOG_LEVEL=info", "METRICS_ADDR=",
+		"SHUTDOWN_TIMEOUT="+shutdownTimeout.String(), "REQUEST_TIMEOUT=10s", "RATE_LIMIT_RPS=0", "RATE_LIMIT_CALLER_RPS=0", "LOG_LEVEL=info", "METRICS_ADDR=",
 		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1")
 	var stdout, stderr syncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -316,7 +316,7 @@ func TestGracefulDrain(t *testing.T) {
 	for sc.Scan() {
 		var line struct {
 			Msg       string `json:"msg"`
-			RequestID string `json:"requestId"`
+			RequestID string `json:"clientRequestId"` // the X-Request-Id sent; the server has its own
 			Status    int    `json:"status"`
 		}
 		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "request" {

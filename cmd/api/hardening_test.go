@@ -89,7 +89,7 @@ func hStart(t *testing.T, bin, table string, env ...string) *hProc {
 	p.cmd = exec.Command(bin, "serve")
 	p.cmd.Env = append(os.Environ(), "ADDR="+p.addr, "DYNAMODB_ENDPOINT="+dynamotest.Endpoint(), "DYNAMODB_TABLE="+table,
 		"AUTH_HS256_SECRET="+hSecret, "AUTH_JWKS_URL=", "AUTH_ISSUER=", "AUTH_AUDIENCE=",
-		"CURSOR_SECRET=hardening-cursor-secret-0123456789abcdef", "RATE_LIMIT_RPS=0", "LOG_LEVEL=info",
+		"CURSOR_SECRET=hardening-cursor-secret-0123456789abcdef", "RATE_LIMIT_RPS=0", "RATE_LIMIT_CALLER_RPS=0", "LOG_LEVEL=info",
 		"METRICS_ADDR=", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1")
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr

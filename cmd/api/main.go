@@ -74,11 +74,13 @@ type Config struct {
 	RateLimitRPS     float64       `env:"RATE_LIMIT_RPS" envDefault:"100"` // per org; 0 = off
 	RateLimitBurst   int           `env:"RATE_LIMIT_BURST" envDefault:"200"`
 	// Offboarding and other deletions that outlive a request.
-	OffboardWait       time.Duration `env:"OFFBOARD_WAIT" envDefault:"2s"`   // DELETE org waits this long for the rest before 202
-	OffboardGrace      time.Duration `env:"OFFBOARD_GRACE" envDefault:"10s"` // cut-off -> last GSI1 sweep (index lag)
-	DeletionLease      time.Duration `env:"DELETION_LEASE" envDefault:"30s"` // a run's hold on a deletion
-	DeletionPoll       time.Duration `env:"DELETION_POLL" envDefault:"15s"`  // how often the worker looks for dead runs
-	InvitationAnyEmail bool          `env:"INVITATION_ANY_EMAIL"`            // accept invitations whatever the token's email
+	OffboardWait       time.Duration `env:"OFFBOARD_WAIT" envDefault:"2s"`          // DELETE org waits this long for the rest before 202
+	OffboardGrace      time.Duration `env:"OFFBOARD_GRACE" envDefault:"10s"`        // cut-off -> last GSI1 sweep (index lag)
+	DeletionLease      time.Duration `env:"DELETION_LEASE" envDefault:"30s"`        // a run's hold on a deletion
+	DeletionPoll       time.Duration `env:"DELETION_POLL" envDefault:"15s"`         // how often the worker looks for dead runs
+	InvitationAnyEmail bool          `env:"INVITATION_ANY_EMAIL"`                   // accept invitations whatever the token's email
+	CallerLimitRPS     float64       `env:"RATE_LIMIT_CALLER_RPS" envDefault:"100"` // per token subject, before authorization; 0 = off
+	CallerLimitBurst   int           `env:"RATE_LIMIT_CALLER_BURST" envDefault:"200"`
 	LogLevel           slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
 }
 
@@ -119,6 +121,9 @@ func configFromEnv() (Config, error) {
 	if c.RateLimitRPS < 0 || c.RateLimitBurst < 1 {
 		return c, errors.New("config: RATE_LIMIT_RPS must be >= 0 and RATE_LIMIT_BURST >= 1")
 	}
+	if c.CallerLimitRPS < 0 || c.CallerLimitBurst < 1 {
+		return c, errors.New("config: RATE_LIMIT_CALLER_RPS must be >= 0 and RATE_LIMIT_CALLER_BURST >= 1")
+	}
 	if c.CursorSecret != "" && len(c.CursorSecret) < 32 {
 		return c, errors.New("config: CURSOR_SECRET must be at least 32 bytes")
 	}
@@ -143,7 +148,8 @@ func (c Config) LogValue() slog.Value {
 		slog.String("writeTimeout", c.WriteTimeout.String()), slog.String("idleTimeout", c.IdleTimeout.String()),
 		slog.Int("maxConnections", c.MaxConnections),
 		slog.String("drainDelay", c.DrainDelay.String()), slog.Float64("rateLimitRPS", c.RateLimitRPS),
-		slog.Int("rateLimitBurst", c.RateLimitBurst),
+		slog.Int("rateLimitBurst", c.RateLimitBurst), slog.Float64("rateLimitCallerRPS", c.CallerLimitRPS),
+		slog.Int("rateLimitCallerBurst", c.CallerLimitBurst),
 		slog.String("offboardWait", c.OffboardWait.String()), slog.String("offboardGrace", c.OffboardGrace.String()),
 		slog.String("deletionLease", c.DeletionLease.String()), slog.String("deletionPoll", c.DeletionPoll.String()),
 		slog.Bool("invitationAnyEmail", c.InvitationAnyEmail),
@@ -271,17 +277,18 @@ func serve(ctx context.Context, cfg Config) error {
 	tenantSvc := tenant.NewService(tenants, nil).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}).WithDeletions(deletions)
 	tenantSvc.AnyEmailAccepts = cfg.InvitationAnyEmail
 	e, err := httpapi.New(httpapi.Deps{
-		Tenants:   tenantSvc,
-		Teams:     membership.NewService(teams, nil),
-		Tickets:   ticket.NewService(tickets, teams, nil),
-		Roles:     tenants,
-		Verifier:  verifier,
-		CursorKey: cursorKey,
-		Logger:    log,
-		Ready:     ready,
-		Registry:  reg,
-		Metrics:   metrics,
-		RateLimit: ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst}),
+		Tenants:         tenantSvc,
+		Teams:           membership.NewService(teams, nil),
+		Tickets:         ticket.NewService(tickets, teams, nil),
+		Roles:           tenants,
+		Verifier:        verifier,
+		CursorKey:       cursorKey,
+		Logger:          log,
+		Ready:           ready,
+		Registry:        reg,
+		Metrics:         metrics,
+		RateLimit:       ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst}),
+		CallerRateLimit: ratelimit.New(ratelimit.Options{PerSecond: cfg.CallerLimitRPS, Burst: cfg.CallerLimitBurst}),
 
 		Idempotency:    &store.Idempotency{DB: db},
 		RequestTimeout: cfg.RequestTimeout,

@@ -26,9 +26,12 @@ type Event struct {
 	Action     string // e.g. "ticket.update"
 	TargetType string // "org", "user", "team", "member", "ticket", "comment", "invitation"
 	TargetID   string
-	RequestID  string
-	At         time.Time
-	Changes    []Change
+	RequestID  string // the server's id of the request that made the change
+	// ClientRequestID is the X-Request-Id the client sent, when it was
+	// well-formed (see httpapi); "" otherwise.
+	ClientRequestID string
+	At              time.Time
+	Changes         []Change
 }
 
 // Change is one field's value before and after (nil when absent).
@@ -87,11 +90,16 @@ func MarshalChanges(cs []Change) string {
 
 type eventKey struct{}
 type requestIDKey struct{}
+type clientRequestIDKey struct{}
 
-// With returns ctx carrying ev for the store to write with the change.
+// With returns ctx carrying ev for the store to write with the change. Its
+// request ids default to the ones ctx carries.
 func With(ctx context.Context, ev Event) context.Context {
 	if ev.RequestID == "" {
 		ev.RequestID = RequestID(ctx)
+	}
+	if ev.ClientRequestID == "" {
+		ev.ClientRequestID = ClientRequestID(ctx)
 	}
 	return context.WithValue(ctx, eventKey{}, ev)
 }
@@ -110,6 +118,18 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 // RequestID returns the request ID carried by ctx, "" if none.
 func RequestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
+	return id
+}
+
+// WithClientRequestID returns ctx carrying the id the client gave the
+// request (already checked by the caller) for events.
+func WithClientRequestID(ctx context.Context, id string) context.Context {
+	return context.WithValue(ctx, clientRequestIDKey{}, id)
+}
+
+// ClientRequestID returns the client's request ID carried by ctx, "" if none.
+func ClientRequestID(ctx context.Context) string {
+	id, _ := ctx.Value(clientRequestIDKey{}).(string)
 	return id
 }
 

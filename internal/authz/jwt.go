@@ -1,7 +1,9 @@
 package authz
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -35,6 +37,30 @@ type Claims struct {
 	jwt.RegisteredClaims
 	Email string `json:"email,omitempty"`
 	Name  string `json:"name,omitempty"`
+}
+
+// numericDateClaims are the claims RFC 7519 makes NumericDates.
+var numericDateClaims = [...]string{"exp", "nbf", "iat"}
+
+// UnmarshalJSON decodes the claims, refusing exp, nbf or iat that are not
+// JSON numbers: golang-jwt's NumericDate also reads a quoted number
+// ("exp":"9999999999"), which RFC 7519 does not allow, and null as absent.
+func (c *Claims) UnmarshalJSON(b []byte) error {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	for _, name := range numericDateClaims {
+		v, ok := raw[name]
+		if !ok {
+			continue
+		}
+		if v = bytes.TrimSpace(v); len(v) == 0 || !(v[0] == '-' || v[0] >= '0' && v[0] <= '9') {
+			return fmt.Errorf("claim %s is not a NumericDate (a JSON number)", name)
+		}
+	}
+	type plain Claims // without this method
+	return json.Unmarshal(b, (*plain)(c))
 }
 
 // NewVerifier builds a Verifier. Exactly one of HS256Secret and JWKSURL must

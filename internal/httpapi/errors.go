@@ -9,8 +9,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
+	"github.com/tenantd/tenantd/internal/obs"
 )
 
 // problemType is the base of every problem's type URI; the code completes it.
@@ -37,6 +39,7 @@ var httpCodes = map[int]string{
 	http.StatusForbidden:             "forbidden",
 	http.StatusNotFound:              "not_found",
 	http.StatusMethodNotAllowed:      "method_not_allowed",
+	http.StatusRequestTimeout:        "request_timeout",
 	http.StatusRequestEntityTooLarge: "body_too_large",
 	http.StatusUnsupportedMediaType:  "unsupported_media_type",
 	http.StatusServiceUnavailable:    "unavailable",
@@ -92,8 +95,12 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		if p.Status >= 500 {
 			level = slog.LevelError
 		}
-		log.Log(c.Request().Context(), level, "request failed", "status", p.Status, "code", p.Code,
-			"method", c.Request().Method, "route", c.Path(), "requestId", p.RequestId, "err", err.Error())
+		attrs := []any{"status", p.Status, "code", p.Code, "method", obs.Method(c.Request().Method), "route", c.Path(),
+			"requestId", p.RequestId, "err", err.Error()}
+		if cid := audit.ClientRequestID(c.Request().Context()); cid != "" {
+			attrs = append(attrs, "clientRequestId", cid)
+		}
+		log.Log(c.Request().Context(), level, "request failed", attrs...)
 		h := c.Response().Header()
 		switch p.Status {
 		case http.StatusUnauthorized:

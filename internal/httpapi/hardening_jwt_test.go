@@ -354,3 +354,71 @@ func hmacSHA256(key []byte, msg string) []byte {
 	m.Write([]byte(msg))
 	return m.Sum(nil)
 }
+
+// TestHardeningJWTNumericDates: RFC 7519 makes exp, nbf and iat
+// NumericDates, JSON numbers. A token giving any of them as a string
+// ("exp":"9999999999", which golang-jwt would read as a number), or as
+// anything else that is not a number, is a 401, signed with the HS256
+// secret or by the JWKS key alike; the same claims as numbers are accepted.
+func TestHardeningJWTNumericDates(t *testing.T) {
+	const iss, aud = "https://issuer.test/", "tenantd-api"
+	jwks := hNewJWKS(t)
+	hs := MustServer(t)
+	rs := MustServer(t, hWithVerifier(authz.VerifierConfig{JWKSURL: jwks.srv.URL, Issuer: iss, Audience: aud, Leeway: 30 * time.Second}))
+	now := hs.Clock.Now().Unix()
+	claims := func(mod map[string]any) jwt.MapClaims {
+		c := jwt.MapClaims{"sub": "mallory", "email": "mallory@example.com", "iss": iss, "aud": aud,
+			"iat": now, "exp": now + 3600}
+		for k, v := range mod {
+			if v == nil {
+				delete(c, k)
+			} else {
+				c[k] = v
+			}
+		}
+		return c
+	}
+	bad := map[string]map[string]any{
+		"exp as a string":                 {"exp": "9999999999"},
+		"exp as a string, in range":       {"exp": fmt.Sprint(now + 3600)},
+		"exp as a string with a fraction": {"exp": fmt.Sprint(now+3600) + ".5"},
+		"nbf as a string":                 {"nbf": fmt.Sprint(now - 60)},
+		"iat as a string":                 {"iat": fmt.Sprint(now)},
+		"exp as a boolean":                {"exp": true},
+		"exp as an array":                 {"exp": []int64{now + 3600}},
+		"exp as an object":                {"exp": map[string]int64{"n": now + 3600}},
+		"exp null":                        {"exp": json.RawMessage("null")},
+		"nbf null":                        {"nbf": json.RawMessage("null")},
+	}
+	good := map[string]map[string]any{
+		"numbers":           nil,
+		"nbf a number":      {"nbf": now - 60},
+		"exp with fraction": {"exp": float64(now+3600) + 0.5},
+		"no iat":            {"iat": nil},
+	}
+	for name, mod := range bad {
+		for server, tok := range map[string]string{
+			"HS256": hSign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(mod), nil),
+			"JWKS":  hSign(t, jwt.SigningMethodRS256, jwks.key, claims(mod), map[string]any{"kid": jwks.kid}),
+		} {
+			ts := map[string]*testServer{"HS256": hs, "JWKS": rs}[server]
+			ts.Rec.Reset()
+			r := hDo(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/me", tok, nil, "")
+			hWant401(t, server+": "+name, r, nil)
+			if n := ts.Rec.Count(); n != 0 {
+				t.Errorf("%s: %s: %d DynamoDB calls", server, name, n)
+			}
+		}
+	}
+	for name, mod := range good {
+		for server, tok := range map[string]string{
+			"HS256": hSign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(mod), nil),
+			"JWKS":  hSign(t, jwt.SigningMethodRS256, jwks.key, claims(mod), map[string]any{"kid": jwks.kid}),
+		} {
+			ts := map[string]*testServer{"HS256": hs, "JWKS": rs}[server]
+			if r := hDo(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/me", tok, nil, ""); r.Status != http.StatusOK {
+				t.Errorf("%s: %s: status %d, want 200: %s", server, name, r.Status, r.Body)
+			}
+		}
+	}
+}

@@ -115,3 +115,69 @@ func TestHardeningRateLimit(t *testing.T) {
 		t.Errorf("a 200 carries RateLimit-Limit %q", got)
 	}
 }
+
+// TestHardeningCallerRateLimit: one token hammers org IDs that are not its
+// own (random ones, and another tenant's), which all end in 404 after the
+// authorization read. With 5 requests per second (burst 5) per caller, it
+// gets 429s, and the DynamoDB reads it causes stay within what the limit
+// allows; another tenant's own requests are unaffected.
+func TestHardeningCallerRateLimit(t *testing.T) {
+	const rps, burst = 5, 5
+	ts := MustServer(t, hWithCallerRateLimit(ratelimit.Options{PerSecond: rps, Burst: burst}))
+	owner := ts.Actor(t, "bystander")
+	org := MustOrg(t, owner.C, "Bystander").Id
+	prober := ts.Actor(t, "prober")
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}}
+	defer hc.CloseIdleConnections()
+
+	ts.Rec.Reset()
+	var counts hStatusCounts
+	var mu sync.Mutex
+	var limited []hResp
+	began := time.Now()
+	hParallel(16, func(i int) {
+		for j := range 20 {
+			target := hRandULID()
+			if (i+j)%2 == 0 {
+				target = org // another tenant's real org
+			}
+			r := hDoE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+target+"/tickets", prober.Token, nil, "")
+			if r.Err != nil {
+				t.Errorf("GET: %v", r.Err)
+				continue
+			}
+			counts.add(r.Status)
+			if r.Status == http.StatusTooManyRequests {
+				mu.Lock()
+				limited = append(limited, r.hResp)
+				mu.Unlock()
+			}
+		}
+	})
+	elapsed := time.Since(began)
+	calls := ts.Rec.Count()
+	n404, n429 := counts.get(http.StatusNotFound), counts.get(http.StatusTooManyRequests)
+	allowed := burst + int(elapsed.Seconds()*rps) + 1
+	if n404+n429 != 320 || n429 == 0 || n404 > allowed {
+		t.Errorf("320 requests on foreign orgs in %v: %s; want at most %d x 404 and the rest 429", elapsed.Round(time.Millisecond), &counts, allowed)
+	}
+	if calls > allowed || calls != n404 {
+		t.Errorf("DynamoDB calls: %d (%d x 404); want one authorization read per 404, at most %d", calls, n404, allowed)
+	}
+	for _, r := range limited[:min(len(limited), 3)] {
+		if c := hProblemCode(r.Body); c != "rate_limited" {
+			t.Errorf("429 code %q", c)
+		}
+		if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
+			t.Errorf("429 Retry-After %q", r.Header.Get("Retry-After"))
+		}
+		if ct := r.Header.Get("Content-Type"); ct != problemJSON {
+			t.Errorf("429 content type %q", ct)
+		}
+	}
+	// The owner of the org the prober named still gets in.
+	if r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, owner.Token, nil, ""); r.Status != http.StatusOK {
+		t.Errorf("the bystander after the storm: %d %s", r.Status, r.Body)
+	}
+	t.Logf("%s in %v; %d DynamoDB calls", &counts, elapsed.Round(time.Millisecond), calls)
+}

@@ -239,10 +239,10 @@ func hProblemCode(b []byte) string {
 	return p.Code
 }
 
-// hReqRecorder records the DynamoDB operations of each HTTP request, by its
-// X-Request-Id (which the server takes from the request when set), so that
-// concurrent requests can each be checked; attach with
-// hWithAPIOptions(rr.Middleware).
+// hReqRecorder records the DynamoDB operations of each HTTP request, by the
+// X-Request-Id the client sent (the server keeps a well-formed one as the
+// client request id, beside its own), so that concurrent requests can each
+// be checked; attach with hWithAPIOptions(rr.Middleware).
 type hReqRecorder struct {
 	mu  sync.Mutex
 	ops map[string][]string
@@ -255,7 +255,7 @@ func (rr *hReqRecorder) Middleware(stack *middleware.Stack) error {
 			if rr.ops == nil {
 				rr.ops = map[string][]string{}
 			}
-			id := audit.RequestID(ctx)
+			id := audit.ClientRequestID(ctx)
 			rr.ops[id] = append(rr.ops[id], middleware.GetOperationName(ctx))
 			rr.mu.Unlock()
 			return next.HandleInitialize(ctx, in)
@@ -387,8 +387,8 @@ var hCoreEvil = map[string]bool{"hash": true, "encoded hash": true, "NUL": true,
 	"fullwidth hash": true, "cyrillic A in ULID": true}
 
 // hValidUserIDs are in hEvilIDs but fine as user IDs: their alphabet has
-// lower case letters and dots.
-var hValidUserIDs = map[string]bool{"lower-case ULID": true, "dot dot": true}
+// lower case letters. (".." is not: an ID of dots only is a dot segment.)
+var hValidUserIDs = map[string]bool{"lower-case ULID": true}
 
 // hIsUserField reports whether a path parameter or body field holds a user ID.
 func hIsUserField(name string) bool { return name == "userId" || name == "assigneeId" }

@@ -138,5 +138,8 @@ func toAuditEvent(ev audit.Event) oapi.AuditEvent {
 		}
 		out.Changes[i] = ch
 	}
+	if ev.ClientRequestID != "" {
+		out.ClientRequestId = &ev.ClientRequestID
+	}
 	return out
 }

@@ -176,6 +176,7 @@ type hOptions struct {
 	apiOptions     []func(*middleware.Stack) error
 	requestTimeout time.Duration
 	rateLimit      *ratelimit.Options
+	callerLimit    *ratelimit.Options
 	verifier       *authz.VerifierConfig
 	maxHeaderBytes int
 	deletionLease  time.Duration
@@ -208,6 +209,11 @@ func hWithRequestTimeout(d time.Duration) hOption {
 // hWithRateLimit replaces the harness's unreachable rate limit.
 func hWithRateLimit(ro ratelimit.Options) hOption {
 	return func(o *hOptions) { o.rateLimit = &ro }
+}
+
+// hWithCallerRateLimit replaces the harness's unreachable per-caller limit.
+func hWithCallerRateLimit(ro ratelimit.Options) hOption {
+	return func(o *hOptions) { o.callerLimit = &ro }
 }
 
 // hWithVerifier replaces the HS256 test verifier (e.g. with a JWKS one).
@@ -316,6 +322,10 @@ func MustServer(tb testing.TB, opts ...hOption) *testServer {
 	if o.rateLimit != nil {
 		limit = *o.rateLimit
 	}
+	callerLimit := ratelimit.Options{PerSecond: 100_000, Burst: 100_000}
+	if o.callerLimit != nil {
+		callerLimit = *o.callerLimit
+	}
 	var logger *slog.Logger
 	if o.log != nil {
 		logger = slog.New(slog.NewJSONHandler(o.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -340,10 +350,11 @@ func MustServer(tb testing.TB, opts ...hOption) *testServer {
 		Metrics:   metrics,
 		// cmd/api's limiter, with a budget no test exhausts (unless
 		// hWithRateLimit says otherwise).
-		RateLimit:      ratelimit.New(limit),
-		Idempotency:    &store.Idempotency{DB: db},
-		RequestTimeout: o.requestTimeout,
-		OffboardWait:   o.offboardWait,
+		RateLimit:       ratelimit.New(limit),
+		CallerRateLimit: ratelimit.New(callerLimit),
+		Idempotency:     &store.Idempotency{DB: db},
+		RequestTimeout:  o.requestTimeout,
+		OffboardWait:    o.offboardWait,
 	})
 	if err != nil {
 		tb.Fatalf("httpapi.New: %v", err)

@@ -23,7 +23,6 @@ import (
 	echomw "github.com/oapi-codegen/echo-middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
@@ -67,6 +66,9 @@ type Deps struct {
 	Metrics *obs.Metrics
 	// RateLimit, when set, limits each tenant's request rate.
 	RateLimit *ratelimit.Limiter
+	// CallerRateLimit, when set, limits each caller's (token subject's)
+	// request rate before the authorization read, whatever org it names.
+	CallerRateLimit *ratelimit.Limiter
 	// Idempotency, when set, keeps replayable responses of creating POSTs
 	// sent with an Idempotency-Key.
 	Idempotency idempotency.Storer
@@ -134,14 +136,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(d.Logger)
 	e.Use(withClientContext)
-	e.Use(middleware.RequestID())
-	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc { // request id for audit events
-		return func(c echo.Context) error {
-			r := c.Request()
-			c.SetRequest(r.WithContext(audit.WithRequestID(r.Context(), c.Response().Header().Get(echo.HeaderXRequestID))))
-			return next(c)
-		}
-	})
+	e.Use(requestID)
 	// Outermost of the metrics: it renders errors (c.Error) before counting,
 	// so it counts what the client got.
 	e.Use(obs.NewHTTP(d.Registry).Middleware(route))
@@ -160,6 +155,14 @@ func New(d Deps) (*echo.Echo, error) {
 	// Public operations, and paths that match no route (a 404 whoever
 	// asks; the spec says which routes exist), need no token.
 	e.Use(authz.Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
+	if d.CallerRateLimit != nil {
+		// Before any work, the authorization read included: a token that
+		// names other tenants' orgs (404 each, one read each) spends only
+		// its own budget.
+		e.Use(d.CallerRateLimit.PerCaller())
+	}
+	// One JSON value, valid UTF-8, no key twice: before anything decodes it.
+	e.Use(strictJSON)
 	e.Use(echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
 		Options: openapi3filter.Options{
 			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // Authenticate already ran

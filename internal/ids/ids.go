@@ -75,22 +75,28 @@ func isCrockford(c byte) bool {
 }
 
 // ValidUser reports whether s is an acceptable user ID: 1-128 characters of
-// [A-Za-z0-9._~:@|+=-]. Anything else (the '#' delimiter, '%', whitespace,
-// control or non-ASCII characters that could look alike) is refused.
+// [A-Za-z0-9._~:@|+=-], not all of them dots. Anything else (the '#'
+// delimiter, '%', whitespace, control or non-ASCII characters that could
+// look alike) is refused, and so are IDs made only of dots: "." and ".."
+// are dot segments that URL clients remove (RFC 3986 5.2.4, curl, WHATWG
+// URL), so /users/.. could never name such a user.
 func ValidUser(s string) bool {
 	if len(s) == 0 || len(s) > MaxUserIDLen {
 		return false
 	}
+	dots := 0
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
 		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case c == '.', c == '_', c == '~', c == ':', c == '@', c == '|', c == '+', c == '=', c == '-':
+		case c == '.':
+			dots++
+		case c == '_', c == '~', c == ':', c == '@', c == '|', c == '+', c == '=', c == '-':
 		default:
 			return false
 		}
 	}
-	return true
+	return dots < len(s)
 }
 
 // Resource returns an Invalid error naming field unless id is a ULID.
@@ -104,7 +110,7 @@ func Resource(field, id string) error {
 // User returns an Invalid error naming field unless id is a valid user ID.
 func User(field, id string) error {
 	if !ValidUser(id) {
-		return errs.InvalidField(field, "invalid_id", "must be 1-%d characters of A-Z a-z 0-9 . _ ~ : @ | + = -", MaxUserIDLen)
+		return errs.InvalidField(field, "invalid_id", "must be 1-%d characters of A-Z a-z 0-9 . _ ~ : @ | + = -, not only dots", MaxUserIDLen)
 	}
 	return nil
 }

@@ -97,6 +97,16 @@ func TestValidUser(t *testing.T) {
 		{"quote", `a"b`, false},
 		{"backslash", `a\b`, false},
 		{"128 chars then a hash", strings.Repeat("a", 127) + "#", false},
+		// Dot segments: a URL client that removes them (RFC 3986 5.2.4, curl,
+		// the WHATWG URL parser) turns .../users/.. into another path, so an
+		// ID made only of dots could never be addressed.
+		{"dot", ".", false},
+		{"dot dot", "..", false},
+		{"three dots", "...", false},
+		{"128 dots", strings.Repeat(".", 128), false},
+		{"dot dot and a letter", "..a", true},
+		{"letter between dots", ".a.", true},
+		{"dot and a dash", ".-", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

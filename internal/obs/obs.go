@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/ids"
 )
@@ -220,6 +221,9 @@ func (m *Metrics) RequestLog(log *slog.Logger, route func(echo.Context) string) 
 				"method", method, "route", route, "status", c.Response().Status,
 				"latencyMs", float64(time.Since(start).Microseconds()) / 1000,
 				"dynamodbCalls", n, "dynamodbAttempts", attempts, "dynamodbCapacity", capacity,
+			}
+			if cid := audit.ClientRequestID(c.Request().Context()); cid != "" {
+				attrs = append(attrs, "clientRequestId", cid)
 			}
 			if org := c.Param("orgId"); ids.ValidResource(org) {
 				attrs = append(attrs, "orgId", org)

@@ -1,7 +1,10 @@
 // Package ratelimit keeps one tenant from using up the service: each org
 // (or, outside any org, each caller) gets its own token bucket, so a noisy
-// tenant is throttled while the others are not. Responses carry the IETF
-// RateLimit header fields; a refused request gets 429 with Retry-After.
+// tenant is throttled while the others are not. A second Limiter, used
+// through PerCaller before the authorization read, gives each caller a
+// bucket whatever org it names, so a token probing other tenants' orgs is
+// throttled too. Responses carry the IETF RateLimit header fields; a
+// refused request gets 429 with Retry-After.
 //
 // The buckets live in this process: with N replicas a tenant's effective
 // limit is N times the configured one.
@@ -68,7 +71,10 @@ func (l *Limiter) bucket(key string) *rate.Limiter {
 	return b
 }
 
-var errLimited = errs.E(errs.TooManyRequests, "rate_limited", "this organization is sending requests too fast; retry after the time in Retry-After")
+var (
+	errLimited       = errs.E(errs.TooManyRequests, "rate_limited", "this organization is sending requests too fast; retry after the time in Retry-After")
+	errCallerLimited = errs.E(errs.TooManyRequests, "rate_limited", "you are sending requests too fast; retry after the time in Retry-After")
+)
 
 // Middleware limits every authenticated request by its tenant: the org of
 // the route, else the caller. Unauthenticated requests pass through (they
@@ -87,21 +93,53 @@ func (l *Limiter) Middleware() echo.MiddlewareFunc {
 			if org := c.Param("orgId"); org != "" {
 				key = "org:" + org
 			}
-			b := l.bucket(key)
-			now := l.o.Now()
-			allowed := b.AllowN(now, 1)
-			tokens := b.TokensAt(now)
-			h := c.Response().Header()
-			h.Set("RateLimit-Limit", strconv.Itoa(int(math.Ceil(l.o.PerSecond))))
-			h.Set("RateLimit-Remaining", strconv.Itoa(max(0, int(tokens))))
-			untilFull := time.Duration((float64(l.o.Burst) - tokens) / l.o.PerSecond * float64(time.Second))
-			h.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(untilFull.Seconds()))))
-			if !allowed {
-				wait := time.Duration((1 - tokens) / l.o.PerSecond * float64(time.Second))
-				h.Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-				return errLimited
+			if err := l.take(c, key, errLimited); err != nil {
+				return err
 			}
 			return next(c)
 		}
 	}
+}
+
+// PerCaller limits every authenticated request by its caller (the token's
+// subject), whatever org it names. Placed before the authorization read,
+// it bounds what one token can make the server read: requests for other
+// tenants' orgs, which all end in 404, spend the caller's budget, not
+// theirs and not DynamoDB's. Unauthenticated requests pass through.
+func (l *Limiter) PerCaller() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if l.o.PerSecond <= 0 {
+				return next(c)
+			}
+			id, ok := authz.IdentityFrom(c.Request().Context())
+			if !ok {
+				return next(c)
+			}
+			if err := l.take(c, "caller:"+id.UserID, errCallerLimited); err != nil {
+				return err
+			}
+			return next(c)
+		}
+	}
+}
+
+// take spends one token of key's bucket and sets the RateLimit headers;
+// refused is returned (with Retry-After set) when the bucket is empty.
+func (l *Limiter) take(c echo.Context, key string, refused error) error {
+	b := l.bucket(key)
+	now := l.o.Now()
+	allowed := b.AllowN(now, 1)
+	tokens := b.TokensAt(now)
+	h := c.Response().Header()
+	h.Set("RateLimit-Limit", strconv.Itoa(int(math.Ceil(l.o.PerSecond))))
+	h.Set("RateLimit-Remaining", strconv.Itoa(max(0, int(tokens))))
+	untilFull := time.Duration((float64(l.o.Burst) - tokens) / l.o.PerSecond * float64(time.Second))
+	h.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(untilFull.Seconds()))))
+	if !allowed {
+		wait := time.Duration((1 - tokens) / l.o.PerSecond * float64(time.Second))
+		h.Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
+		return refused
+	}
+	return nil
 }

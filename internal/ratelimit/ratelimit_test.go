@@ -74,3 +74,31 @@ func TestLimiter(t *testing.T) {
 		}
 	})
 }
+
+// TestPerCaller: the per-caller bucket is keyed by the token's subject
+// alone, whatever org the request names, and leaves other callers alone.
+func TestPerCaller(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	l := ratelimit.New(ratelimit.Options{PerSecond: 1, Burst: 2, Now: func() time.Time { return now }})
+	run := func(user, org string) error {
+		e := echo.New()
+		req := httptest.NewRequest(http.MethodGet, "/v1/orgs/"+org, nil)
+		req = req.WithContext(authz.WithIdentity(context.Background(), authz.Identity{UserID: user}))
+		c := e.NewContext(req, httptest.NewRecorder())
+		c.SetParamNames("orgId")
+		c.SetParamValues(org)
+		return l.PerCaller()(func(echo.Context) error { return nil })(c)
+	}
+	if err := run("u1", "A"); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("u1", "B"); err != nil {
+		t.Fatal(err)
+	}
+	if err := run("u1", "C"); errs.KindOf(err) != errs.TooManyRequests {
+		t.Errorf("third request of u1, on a third org: got %v, want 429", err)
+	}
+	if err := run("u2", "C"); err != nil {
+		t.Errorf("another caller: %v", err)
+	}
+}

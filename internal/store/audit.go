@@ -24,29 +24,31 @@ type Audit struct{ *DB }
 var _ audit.Storer = (*Audit)(nil)
 
 type auditItem struct {
-	PK         string    `dynamo:"pk,hash"`
-	SK         string    `dynamo:"sk,range"`
-	Type       string    `dynamo:"type"`
-	OrgID      string    `dynamo:"orgId"`
-	ID         string    `dynamo:"eventId"`
-	ActorID    string    `dynamo:"actorId"`
-	Action     string    `dynamo:"action"`
-	TargetType string    `dynamo:"targetType"`
-	TargetID   string    `dynamo:"targetId"`
-	RequestID  string    `dynamo:"requestId"`
-	At         time.Time `dynamo:"at"`
-	Changes    string    `dynamo:"changes"` // JSON list of {field, before, after}
+	PK         string `dynamo:"pk,hash"`
+	SK         string `dynamo:"sk,range"`
+	Type       string `dynamo:"type"`
+	OrgID      string `dynamo:"orgId"`
+	ID         string `dynamo:"eventId"`
+	ActorID    string `dynamo:"actorId"`
+	Action     string `dynamo:"action"`
+	TargetType string `dynamo:"targetType"`
+	TargetID   string `dynamo:"targetId"`
+	RequestID  string `dynamo:"requestId"`
+	// ClientRequestID is the client's X-Request-Id, when well-formed.
+	ClientRequestID string    `dynamo:"clientRequestId,omitempty"`
+	At              time.Time `dynamo:"at"`
+	Changes         string    `dynamo:"changes"` // JSON list of {field, before, after}
 }
 
 func toAuditItem(ev audit.Event) auditItem {
 	return auditItem{PK: auditPK(ev.OrgID, ev.At), SK: auditSK(ev.ID), Type: typeAudit, OrgID: ev.OrgID, ID: ev.ID,
 		ActorID: ev.ActorID, Action: ev.Action, TargetType: ev.TargetType, TargetID: ev.TargetID,
-		RequestID: ev.RequestID, At: ev.At, Changes: audit.MarshalChanges(ev.Changes)}
+		RequestID: ev.RequestID, ClientRequestID: ev.ClientRequestID, At: ev.At, Changes: audit.MarshalChanges(ev.Changes)}
 }
 
 func fromAuditItem(it auditItem) audit.Event {
 	ev := audit.Event{OrgID: it.OrgID, ID: it.ID, ActorID: it.ActorID, Action: it.Action, TargetType: it.TargetType,
-		TargetID: it.TargetID, RequestID: it.RequestID, At: it.At}
+		TargetID: it.TargetID, RequestID: it.RequestID, ClientRequestID: it.ClientRequestID, At: it.At}
 	if it.Changes != "" {
 		_ = json.Unmarshal([]byte(it.Changes), &ev.Changes)
 	}

@@ -191,8 +191,8 @@ func translate(err error) error {
 		}
 	}
 	var (
-		quota    ratelimit.QuotaExceededError  // the SDK returns the value,
-		quotaPtr *ratelimit.QuotaExceededError // never mind what it might return
+		quota    ratelimit.QuotaExceededError  // what the SDK returns: the value type
+		quotaPtr *ratelimit.QuotaExceededError // should a version return a pointer
 		max      *retry.MaxAttemptsError
 		resp     *smithyhttp.ResponseError
 		send     *smithyhttp.RequestSendError

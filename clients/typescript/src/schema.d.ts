@@ -293,7 +293,7 @@ export interface paths {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -326,7 +326,7 @@ export interface paths {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -351,7 +351,7 @@ export interface paths {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -376,7 +376,7 @@ export interface paths {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -488,7 +488,7 @@ export interface paths {
                 orgId: components["parameters"]["orgId"];
                 /** @description Team id (ULID). */
                 teamId: components["parameters"]["teamId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -926,7 +926,10 @@ export interface components {
             /** @example ticket */
             targetType: string;
             targetId: string;
+            /** @description The server's id of the request that made the change (its `X-Request-Id` response header). */
             requestId: string;
+            /** @description The `X-Request-Id` the client sent with the request, when it was 1-64 characters of `A-Z a-z 0-9 . _ : -`; absent otherwise (a longer or malformed client id is ignored, never stored). */
+            clientRequestId?: string;
             /** Format: date-time */
             at: string;
             changes: components["schemas"]["AuditChange"][];
@@ -1085,7 +1088,7 @@ export interface components {
         teamId: string;
         /** @description Ticket id (ULID). */
         ticketId: string;
-        /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+        /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
         userId: string;
         /** @description Maximum number of items to return (page size). */
         limit: number;
@@ -1684,7 +1687,7 @@ export interface operations {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -1719,7 +1722,7 @@ export interface operations {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -1754,7 +1757,7 @@ export interface operations {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -1800,7 +1803,7 @@ export interface operations {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -1841,7 +1844,7 @@ export interface operations {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -1880,7 +1883,7 @@ export interface operations {
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -2140,7 +2143,7 @@ export interface operations {
                 orgId: components["parameters"]["orgId"];
                 /** @description Team id (ULID). */
                 teamId: components["parameters"]["teamId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -2177,7 +2180,7 @@ export interface operations {
                 orgId: components["parameters"]["orgId"];
                 /** @description Team id (ULID). */
                 teamId: components["parameters"]["teamId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
@@ -2232,7 +2235,7 @@ export interface operations {
                 orgId: components["parameters"]["orgId"];
                 /** @description Team id (ULID). */
                 teamId: components["parameters"]["teamId"];
-                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`. */
+                /** @description User id: the `sub` claim of the user's tokens. 1-128 characters from `A-Z a-z 0-9 . _ ~ : @ | + = -`, not only dots: `.` and `..` are dot segments that URL clients remove, so such an id could not be addressed (the pattern says it without lookahead: at least one character that is not a dot). */
                 userId: components["parameters"]["userId"];
             };
             cookie?: never;
