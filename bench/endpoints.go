@@ -16,7 +16,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
-	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/ticket"
@@ -316,7 +316,7 @@ func (e *env) putMemberRaw(org, team0 string, caller func(int) string, putRaw []
 		get := one(capture(func(ctx context.Context) error { _, err := e.teams().GetMember(ctx, org, team0, u); return err }))
 		rawMu.Lock()
 		ed := rawEdges[u]
-		prev := membership.Member{OrgID: org, TeamID: team0, UserID: u, Role: ed.role, Version: ed.version}
+		prev := team.Member{OrgID: org, TeamID: team0, UserID: u, Role: ed.role, Version: ed.version}
 		next := prev
 		next.Role, next.Version, next.UpdatedAt = authz.Admin, prev.Version+1, time.Now().UTC()
 		if prev.Role == authz.Admin {

@@ -13,9 +13,9 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/tenantd/tenantd/internal/authz"
-	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -108,8 +108,8 @@ func (s *seeder) tenants() *store.Tenants { return &store.Tenants{DB: s.db} }
 func (s *seeder) teams() *store.Teams     { return &store.Teams{DB: s.db} }
 func (s *seeder) tickets() *store.Tickets { return &store.Tickets{DB: s.db} }
 
-func (s *seeder) user(org *Org, id string, role authz.Role) tenant.User {
-	return tenant.User{OrgID: org.ID, UserID: id, Email: id + "@" + strings.ToLower(strings.ReplaceAll(org.Name, " ", "-")) + ".example",
+func (s *seeder) user(o *Org, id string, role authz.Role) org.User {
+	return org.User{OrgID: o.ID, UserID: id, Email: id + "@" + strings.ToLower(strings.ReplaceAll(o.Name, " ", "-")) + ".example",
 		Name: "User " + id, Role: role, JoinedAt: s.now, UpdatedAt: s.now, Version: 1}
 }
 
@@ -122,7 +122,7 @@ func (s *seeder) org(name, prefix string, callers, users int) (*Org, error) {
 	}
 	o.Callers = o.Users[:callers]
 	err := s.b.do(func(ctx context.Context) error {
-		return s.tenants().CreateOrg(ctx, tenant.Org{ID: o.ID, Name: name, Version: 1, CreatedAt: s.now, UpdatedAt: s.now},
+		return s.tenants().CreateOrg(ctx, org.Org{ID: o.ID, Name: name, Version: 1, CreatedAt: s.now, UpdatedAt: s.now},
 			s.user(o, o.Users[0], authz.Owner))
 	})
 	if err != nil {
@@ -141,14 +141,14 @@ func (s *seeder) org(name, prefix string, callers, users int) (*Org, error) {
 	return o, nil
 }
 
-func (s *seeder) member(o *Org, team, uid string) membership.Member {
-	return membership.Member{OrgID: o.ID, TeamID: team, UserID: uid, Role: authz.Member, JoinedAt: s.now, UpdatedAt: s.now, Version: 1}
+func (s *seeder) member(o *Org, teamID, uid string) team.Member {
+	return team.Member{OrgID: o.ID, TeamID: teamID, UserID: uid, Role: authz.Member, JoinedAt: s.now, UpdatedAt: s.now, Version: 1}
 }
 
 // team creates a team owned by owner with members (owner excluded).
 func (s *seeder) team(o *Org, name, owner string, members []string) (string, error) {
 	id := s.ids.at(s.now.Add(-300 * 24 * time.Hour))
-	t := membership.Team{OrgID: o.ID, ID: id, Name: name, Description: "The " + name + " team", MemberCount: 1, Version: 1, CreatedAt: s.now, UpdatedAt: s.now}
+	t := team.Team{OrgID: o.ID, ID: id, Name: name, Description: "The " + name + " team", MemberCount: 1, Version: 1, CreatedAt: s.now, UpdatedAt: s.now}
 	ownerEdge := s.member(o, id, owner)
 	ownerEdge.Role = authz.Owner
 	puts, err := s.b.doPuts(func(ctx context.Context) error { return s.teams().CreateTeam(ctx, t, ownerEdge) }, nil)

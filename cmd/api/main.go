@@ -35,11 +35,11 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/httpapi"
-	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -274,11 +274,11 @@ func serve(ctx context.Context, cfg Config) error {
 		return db.Ping(ctx)
 	}
 	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
-	tenantSvc := tenant.NewService(tenants, nil).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}).WithDeletions(deletions)
+	tenantSvc := org.NewService(tenants, nil).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}).WithDeletions(deletions)
 	tenantSvc.AnyEmailAccepts = cfg.InvitationAnyEmail
 	e, err := httpapi.New(httpapi.Deps{
 		Tenants:         tenantSvc,
-		Teams:           membership.NewService(teams, nil),
+		Teams:           team.NewService(teams, nil),
 		Tickets:         ticket.NewService(tickets, teams, nil),
 		Roles:           tenants,
 		Verifier:        verifier,

@@ -21,7 +21,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 )
 
 func TestOffboardSurvivesAKilledAPI(t *testing.T) {
@@ -38,8 +38,8 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 		if status != http.StatusCreated {
 			t.Fatalf("create org: %d %s", status, b)
 		}
-		var org struct{ ID string }
-		if err := json.Unmarshal(b, &org); err != nil {
+		var created struct{ ID string }
+		if err := json.Unmarshal(b, &created); err != nil {
 			t.Fatal(err)
 		}
 		// 150 members (through the store, for speed), a team and tickets.
@@ -48,13 +48,13 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 			u := fmt.Sprintf("killed.%d.member.%d", i, j)
 			members = append(members, u)
 			now := time.Now()
-			if err := (&store.Tenants{DB: db}).AddUser(ctx, tenant.User{OrgID: org.ID, UserID: u, Email: u + "@example.com", Name: u,
+			if err := (&store.Tenants{DB: db}).AddUser(ctx, org.User{OrgID: created.ID, UserID: u, Email: u + "@example.com", Name: u,
 				Role: authz.Member, JoinedAt: now, UpdatedAt: now, Version: 1}); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for j := range 5 {
-			status, b := hAPI(t, http.MethodPost, api.base+"/v1/orgs/"+org.ID+"/tickets", hToken(t, members[j]), `{"title":"before the kill"}`)
+			status, b := hAPI(t, http.MethodPost, api.base+"/v1/orgs/"+created.ID+"/tickets", hToken(t, members[j]), `{"title":"before the kill"}`)
 			if status != http.StatusCreated {
 				t.Fatalf("ticket: %d %s", status, b)
 			}
@@ -63,7 +63,7 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 		// The DELETE, and the API killed while it runs.
 		done := make(chan int, 1)
 		go func() {
-			req, _ := http.NewRequest(http.MethodDelete, api.base+"/v1/orgs/"+org.ID, nil)
+			req, _ := http.NewRequest(http.MethodDelete, api.base+"/v1/orgs/"+created.ID, nil)
 			req.Header.Set("Authorization", "Bearer "+ownerTok)
 			resp, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
 			if err != nil {
@@ -83,7 +83,7 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 		// Whatever the DELETE answered, if the org is marked no member has
 		// access. (A kill before the mark committed leaves a live org: the
 		// DELETE was never answered; the owner repeats it then.)
-		org0, err := db.Client().GetItem(ctx, getOrg(table, org.ID))
+		org0, err := db.Client().GetItem(ctx, getOrg(table, created.ID))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,16 +95,16 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 				t.Fatalf("the DELETE answered %d but the org is not being offboarded", got)
 			}
 			t.Logf("killed before the mark: the owner repeats the DELETE")
-			if status, b := hAPI(t, http.MethodDelete, api.base+"/v1/orgs/"+org.ID, ownerTok, ""); status != http.StatusAccepted && status != http.StatusNoContent {
+			if status, b := hAPI(t, http.MethodDelete, api.base+"/v1/orgs/"+created.ID, ownerTok, ""); status != http.StatusAccepted && status != http.StatusNoContent {
 				t.Fatalf("repeated DELETE: %d %s", status, b)
 			}
 		}
 		for _, u := range append([]string{owner}, members[:10]...) {
 			tok := hToken(t, u)
 			for _, req := range []struct{ method, path, body string }{
-				{http.MethodGet, "/v1/orgs/" + org.ID, ""},
-				{http.MethodGet, "/v1/orgs/" + org.ID + "/tickets", ""},
-				{http.MethodPost, "/v1/orgs/" + org.ID + "/tickets", `{"title":"after the kill"}`},
+				{http.MethodGet, "/v1/orgs/" + created.ID, ""},
+				{http.MethodGet, "/v1/orgs/" + created.ID + "/tickets", ""},
+				{http.MethodPost, "/v1/orgs/" + created.ID + "/tickets", `{"title":"after the kill"}`},
 			} {
 				if status, b := hAPI(t, req.method, api.base+req.path, tok, req.body); status != http.StatusNotFound {
 					t.Errorf("%s %s by %s after the kill: %d %s, want 404", req.method, req.path, u, status, b)
@@ -114,7 +114,7 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 		// The offboarding finishes by itself: nobody repeats the DELETE.
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			status, b := hAPI(t, http.MethodGet, api.base+"/v1/orgs/"+org.ID+"/offboarding", ownerTok, "")
+			status, b := hAPI(t, http.MethodGet, api.base+"/v1/orgs/"+created.ID+"/offboarding", ownerTok, "")
 			if status == http.StatusNotFound {
 				break
 			}

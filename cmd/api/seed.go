@@ -11,9 +11,9 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
-	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -32,22 +32,22 @@ func seedID(n int) string {
 func seed(ctx context.Context, db *store.DB, out io.Writer) error {
 	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
 	now := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
-	org := tenant.Org{ID: seedID(0), Name: "Acme (demo)", Version: 1, CreatedAt: now, UpdatedAt: now}
-	user := func(id, email, name string, r authz.Role) tenant.User {
-		return tenant.User{OrgID: org.ID, UserID: id, Email: email, Name: name, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
+	acme := org.Org{ID: seedID(0), Name: "Acme (demo)", Version: 1, CreatedAt: now, UpdatedAt: now}
+	user := func(id, email, name string, r authz.Role) org.User {
+		return org.User{OrgID: acme.ID, UserID: id, Email: email, Name: name, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
 	}
 	alice, bob := user("u_alice", "alice@example.com", "Alice Chen", authz.Owner), user("u_bob", "bob@example.com", "Bob Park", authz.Member)
 	dana := user("u_dana", "dana@example.com", "Dana Reyes", authz.Member)
-	team := func(id, name string) membership.Team {
-		return membership.Team{OrgID: org.ID, ID: id, Name: name, MemberCount: 1, Version: 1, CreatedAt: now, UpdatedAt: now}
+	newTeam := func(id, name string) team.Team {
+		return team.Team{OrgID: acme.ID, ID: id, Name: name, MemberCount: 1, Version: 1, CreatedAt: now, UpdatedAt: now}
 	}
-	member := func(t membership.Team, uid string, r authz.Role) membership.Member {
-		return membership.Member{OrgID: org.ID, TeamID: t.ID, UserID: uid, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
+	member := func(t team.Team, uid string, r authz.Role) team.Member {
+		return team.Member{OrgID: acme.ID, TeamID: t.ID, UserID: uid, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
 	}
-	eng, design := team(seedID(1), "Engineering"), team(seedID(2), "Design")
+	eng, design := newTeam(seedID(1), "Engineering"), newTeam(seedID(2), "Design")
 	tk := func(n int, title string, s ticket.Status, requester, assignee, teamID string, tags ...string) ticket.Ticket {
 		at := now.Add(time.Duration(n) * time.Hour)
-		return ticket.Ticket{OrgID: org.ID, ID: seedID(10 + n), Title: title, Status: s, Priority: ticket.PriorityNormal,
+		return ticket.Ticket{OrgID: acme.ID, ID: seedID(10 + n), Title: title, Status: s, Priority: ticket.PriorityNormal,
 			RequesterID: requester, AssigneeID: assignee, TeamID: teamID, Tags: tags, Version: 1, CreatedAt: at, UpdatedAt: at}
 	}
 	demo := []ticket.Ticket{
@@ -59,7 +59,7 @@ func seed(ctx context.Context, db *store.DB, out io.Writer) error {
 		what string
 		run  func() error
 	}{
-		{"org Acme (demo) with owner Alice", func() error { return tenants.CreateOrg(ctx, org, alice) }},
+		{"org Acme (demo) with owner Alice", func() error { return tenants.CreateOrg(ctx, acme, alice) }},
 		{"user Bob", func() error { return tenants.AddUser(ctx, bob) }},
 		{"user Dana", func() error { return tenants.AddUser(ctx, dana) }},
 		{"team Engineering", func() error { return teams.CreateTeam(ctx, eng, member(eng, "u_alice", authz.Owner)) }},
@@ -72,7 +72,7 @@ func seed(ctx context.Context, db *store.DB, out io.Writer) error {
 			what string
 			run  func() error
 		}{"ticket " + t.Title, func() error { return tickets.CreateTicket(ctx, t) }})
-		c := ticket.Comment{OrgID: org.ID, TicketID: t.ID, ID: seedID(20 + i), AuthorID: "u_alice", Body: "Looking into it.", CreatedAt: t.CreatedAt.Add(time.Minute)}
+		c := ticket.Comment{OrgID: acme.ID, TicketID: t.ID, ID: seedID(20 + i), AuthorID: "u_alice", Body: "Looking into it.", CreatedAt: t.CreatedAt.Add(time.Minute)}
 		steps = append(steps, struct {
 			what string
 			run  func() error
@@ -89,6 +89,6 @@ func seed(ctx context.Context, db *store.DB, out io.Writer) error {
 			return fmt.Errorf("seed %s: %w", s.what, err)
 		}
 	}
-	fmt.Fprintf(out, "seed: org %s; mint a token with: go run ./cmd/api token --sub u_alice --email alice@example.com\n", org.ID)
+	fmt.Fprintf(out, "seed: org %s; mint a token with: go run ./cmd/api token --sub u_alice --email alice@example.com\n", acme.ID)
 	return nil
 }

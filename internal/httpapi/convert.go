@@ -10,9 +10,9 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
-	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -75,15 +75,15 @@ func strPtr(s string) *string {
 	return &s
 }
 
-func toOrg(o tenant.Org) oapi.Org {
+func toOrg(o org.Org) oapi.Org {
 	return oapi.Org{Id: o.ID, Name: o.Name, Version: o.Version, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
 }
 
-func toOrgUser(u tenant.User) oapi.OrgUser {
+func toOrgUser(u org.User) oapi.OrgUser {
 	return oapi.OrgUser{UserId: u.UserID, Email: u.Email, Name: u.Name, Role: oapi.Role(u.Role), JoinedAt: u.JoinedAt, Version: u.Version}
 }
 
-func toOrgUsers(us []tenant.User) []oapi.OrgUser {
+func toOrgUsers(us []org.User) []oapi.OrgUser {
 	out := make([]oapi.OrgUser, len(us))
 	for i, u := range us {
 		out[i] = toOrgUser(u)
@@ -91,16 +91,16 @@ func toOrgUsers(us []tenant.User) []oapi.OrgUser {
 	return out
 }
 
-func toTeam(t membership.Team) oapi.Team {
+func toTeam(t team.Team) oapi.Team {
 	return oapi.Team{Id: t.ID, Name: t.Name, Description: t.Description, MemberCount: t.MemberCount,
 		Version: t.Version, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
-func toMembership(m membership.Member) oapi.Membership {
+func toMembership(m team.Member) oapi.Membership {
 	return oapi.Membership{TeamId: m.TeamID, UserId: m.UserID, Role: oapi.Role(m.Role), JoinedAt: m.JoinedAt, TeamName: strPtr(m.TeamName)}
 }
 
-func toMemberships(ms []membership.Member) []oapi.Membership {
+func toMemberships(ms []team.Member) []oapi.Membership {
 	out := make([]oapi.Membership, len(ms))
 	for i, m := range ms {
 		out[i] = toMembership(m)

@@ -12,9 +12,9 @@ import (
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
-	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -115,7 +115,7 @@ func (h *handlers) ListOrgs(ctx context.Context, req oapi.ListOrgsRequestObject)
 		return nil, err
 	}
 	scope := "user:" + id.UserID
-	r, next, err := fetchPage(h, scope, "listOrgs", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.Membership], error) {
+	r, next, err := fetchPage(h, scope, "listOrgs", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[org.Membership], error) {
 		return h.Tenants.ListMyOrgs(ctx, id, pr)
 	})
 	if err != nil {
@@ -228,7 +228,7 @@ func (h *handlers) ListOrgUsers(ctx context.Context, req oapi.ListOrgUsersReques
 		return nil, err
 	}
 	const listing = "listOrgUsers"
-	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.User], error) {
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[org.User], error) {
 		return h.Tenants.ListUsers(ctx, p, pr)
 	})
 	if err != nil {
@@ -245,7 +245,7 @@ func (h *handlers) AddOrgUser(ctx context.Context, req oapi.AddOrgUserRequestObj
 		return nil, err
 	}
 	b := req.Body
-	u, err := h.Tenants.AddUser(ctx, p, tenant.NewUser{UserID: b.UserId, Email: b.Email, Name: b.Name, Role: roleOf(b.Role)})
+	u, err := h.Tenants.AddUser(ctx, p, org.NewUser{UserID: b.UserId, Email: b.Email, Name: b.Name, Role: roleOf(b.Role)})
 	if err != nil {
 		return nil, err
 	}
@@ -275,7 +275,7 @@ func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequ
 	if err != nil {
 		return nil, err
 	}
-	patch := tenant.UserPatch{Name: req.Body.Name, Email: req.Body.Email}
+	patch := org.UserPatch{Name: req.Body.Name, Email: req.Body.Email}
 	if req.Body.Role != nil {
 		r := roleOf(*req.Body.Role)
 		patch.Role = &r
@@ -311,7 +311,7 @@ func (h *handlers) ListUserTeams(ctx context.Context, req oapi.ListUserTeamsRequ
 	}
 	withNames := req.Params.Expand != nil && *req.Params.Expand == oapi.ListUserTeamsParamsExpandTeam
 	r, next, err := fetchPage(h, p.OrgID, "listUserTeams:"+req.UserId, req.Params.Limit, req.Params.Cursor,
-		func(pr page.Request) (page.Result[membership.Member], error) {
+		func(pr page.Request) (page.Result[team.Member], error) {
 			return h.Teams.ListUserTeams(ctx, p, req.UserId, withNames, pr)
 		})
 	if err != nil {
@@ -376,7 +376,7 @@ func (h *handlers) ListTeams(ctx context.Context, req oapi.ListTeamsRequestObjec
 		return nil, err
 	}
 	const listing = "listTeams"
-	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[membership.Team], error) {
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[team.Team], error) {
 		return h.Teams.ListTeams(ctx, p, pr)
 	})
 	if err != nil {
@@ -436,7 +436,7 @@ func (h *handlers) UpdateTeam(ctx context.Context, req oapi.UpdateTeamRequestObj
 	if err != nil {
 		return nil, err
 	}
-	t, err := h.Teams.UpdateTeam(ctx, p, req.TeamId, membership.TeamPatch{Name: req.Body.Name, Description: req.Body.Description}, v)
+	t, err := h.Teams.UpdateTeam(ctx, p, req.TeamId, team.TeamPatch{Name: req.Body.Name, Description: req.Body.Description}, v)
 	if err != nil {
 		return nil, err
 	}
@@ -466,7 +466,7 @@ func (h *handlers) ListTeamMembers(ctx context.Context, req oapi.ListTeamMembers
 		return nil, err
 	}
 	listing := "listTeamMembers:" + req.TeamId
-	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[membership.Member], error) {
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[team.Member], error) {
 		return h.Teams.ListMembers(ctx, p, req.TeamId, pr)
 	})
 	if err != nil {

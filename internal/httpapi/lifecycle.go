@@ -10,10 +10,10 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 )
 
-func toInvitation(inv tenant.Invitation) oapi.Invitation {
+func toInvitation(inv org.Invitation) oapi.Invitation {
 	teams := inv.TeamIDs
 	if teams == nil {
 		teams = []string{}
@@ -28,7 +28,7 @@ func (h *handlers) CreateInvitation(ctx context.Context, req oapi.CreateInvitati
 	if err != nil {
 		return nil, err
 	}
-	in := tenant.NewInvitation{Email: req.Body.Email, Role: authz.Role(req.Body.Role)}
+	in := org.NewInvitation{Email: req.Body.Email, Role: authz.Role(req.Body.Role)}
 	if req.Body.TeamIds != nil {
 		in.TeamIDs = *req.Body.TeamIds
 	}
@@ -51,7 +51,7 @@ func (h *handlers) ListInvitations(ctx context.Context, req oapi.ListInvitations
 		return nil, err
 	}
 	const listing = "listInvitations"
-	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.Invitation], error) {
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[org.Invitation], error) {
 		return h.Tenants.ListInvitations(ctx, p, pr)
 	})
 	if err != nil {

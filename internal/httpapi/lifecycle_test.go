@@ -31,7 +31,7 @@ import (
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/tenant"
+	orgpkg "github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -799,7 +799,7 @@ func TestAuditLifecycle(t *testing.T) {
 	t.Run("no secret in the log", func(t *testing.T) {
 		r, err := owner.C.ListAuditEventsWithResponse(bg, org, &client.ListAuditEventsParams{Limit: ptr(100)})
 		mustStatus(t, r, err, http.StatusOK)
-		for _, s := range []string{inv.Token, revoked.Token, tenant.HashToken(inv.Token), "tokenHash"} {
+		for _, s := range []string{inv.Token, revoked.Token, orgpkg.HashToken(inv.Token), "tokenHash"} {
 			if strings.Contains(string(r.Body), s) {
 				t.Errorf("the audit log shows %q", s)
 			}
@@ -995,7 +995,7 @@ func TestOffboardLifecycle(t *testing.T) {
 		}
 		lcParallel(t, users, 2, func(i int) error {
 			now := ts.Clock.Now()
-			return d.Tenants.AddUser(bg, tenant.User{OrgID: org, UserID: extra[i], Email: extra[i] + "@example.com", Name: extra[i],
+			return d.Tenants.AddUser(bg, orgpkg.User{OrgID: org, UserID: extra[i], Email: extra[i] + "@example.com", Name: extra[i],
 				Role: authz.Member, JoinedAt: now, UpdatedAt: now, Version: 1})
 		})
 		now := ts.Clock.Now()

@@ -32,11 +32,11 @@ import (
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/httpapi"
-	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -337,8 +337,8 @@ func MustServer(tb testing.TB, opts ...hOption) *testServer {
 	tb.Cleanup(ts.Deletions.Close)
 	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
 	e, err := httpapi.New(httpapi.Deps{
-		Tenants:   tenant.NewService(tenants, ts.Clock.Now).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}).WithDeletions(ts.Deletions),
-		Teams:     membership.NewService(teams, ts.Clock.Now),
+		Tenants:   org.NewService(tenants, ts.Clock.Now).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}).WithDeletions(ts.Deletions),
+		Teams:     team.NewService(teams, ts.Clock.Now),
 		Tickets:   ticket.NewService(tickets, teams, ts.Clock.Now),
 		Roles:     tenants,
 		Verifier:  verifier,

@@ -43,11 +43,11 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
-	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -338,13 +338,13 @@ func benchCaptureItems(b *testing.B) []map[string]types.AttributeValue {
 			b.Fatal(err)
 		}
 	}
-	must(tenants.CreateOrg(ctx, tenant.Org{ID: benchOrgID, Name: "Bench", Version: 1, CreatedAt: now, UpdatedAt: now},
-		tenant.User{OrgID: benchOrgID, UserID: benchUser, Email: "owner@bench.example", Name: "Owner", Role: authz.Owner,
+	must(tenants.CreateOrg(ctx, org.Org{ID: benchOrgID, Name: "Bench", Version: 1, CreatedAt: now, UpdatedAt: now},
+		org.User{OrgID: benchOrgID, UserID: benchUser, Email: "owner@bench.example", Name: "Owner", Role: authz.Owner,
 			JoinedAt: now, UpdatedAt: now, Version: 1}))
-	member := func(uid string, r authz.Role) membership.Member {
-		return membership.Member{OrgID: benchOrgID, TeamID: benchTeamID, UserID: uid, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
+	member := func(uid string, r authz.Role) team.Member {
+		return team.Member{OrgID: benchOrgID, TeamID: benchTeamID, UserID: uid, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
 	}
-	must(teams.CreateTeam(ctx, membership.Team{OrgID: benchOrgID, ID: benchTeamID, Name: "Support", MemberCount: 41, Version: 1,
+	must(teams.CreateTeam(ctx, team.Team{OrgID: benchOrgID, ID: benchTeamID, Name: "Support", MemberCount: 41, Version: 1,
 		CreatedAt: now, UpdatedAt: now}, member(benchUser, authz.Owner)))
 	for i := range 40 {
 		must(teams.AddMember(ctx, member(fmt.Sprintf("m-%03d", i), authz.Member)))
@@ -451,8 +451,8 @@ func (env *benchEnv) server(b *testing.B, withMetrics, inproc bool) *echo.Echo {
 	}
 	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
 	e, err := httpapi.New(httpapi.Deps{
-		Tenants:        tenant.NewService(tenants, nil).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}),
-		Teams:          membership.NewService(teams, nil),
+		Tenants:        org.NewService(tenants, nil).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}),
+		Teams:          team.NewService(teams, nil),
 		Tickets:        ticket.NewService(tickets, teams, nil),
 		Roles:          tenants,
 		Verifier:       verifier,

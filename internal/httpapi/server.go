@@ -27,10 +27,10 @@ import (
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/idempotency"
-	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -43,8 +43,8 @@ const MaxBodyBytes = 64 << 10
 
 // Deps are what the server is wired from.
 type Deps struct {
-	Tenants  *tenant.Service
-	Teams    *membership.Service
+	Tenants  *org.Service
+	Teams    *team.Service
 	Tickets  *ticket.Service
 	Roles    authz.AccessReader // the authorization read
 	Verifier *authz.Verifier

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 )
 
 // BenchmarkAuthorizationRead prices what the authorization read gained when
@@ -32,12 +32,12 @@ func BenchmarkAuthorizationRead(b *testing.B) {
 	})
 	d := Open(client, name)
 	now := time.Now()
-	org := tenant.Org{ID: "01HZX3J6Q8W9E2R4T6Y8V0K2M4", Name: "Bench", Version: 1, CreatedAt: now, UpdatedAt: now}
-	if err := (&Tenants{d}).CreateOrg(ctx, org, tenant.User{OrgID: org.ID, UserID: "u_bench", Email: "bench@example.com",
+	o := org.Org{ID: "01HZX3J6Q8W9E2R4T6Y8V0K2M4", Name: "Bench", Version: 1, CreatedAt: now, UpdatedAt: now}
+	if err := (&Tenants{d}).CreateOrg(ctx, o, org.User{OrgID: o.ID, UserID: "u_bench", Email: "bench@example.com",
 		Name: "Bench", Role: authz.Owner, JoinedAt: now, UpdatedAt: now, Version: 1}); err != nil {
 		b.Fatal(err)
 	}
-	ok, uk := orgKey(org.ID), orgUserKey(org.ID, "u_bench")
+	ok, uk := orgKey(o.ID), orgUserKey(o.ID, "u_bench")
 	keyOf := func(k key) map[string]types.AttributeValue {
 		return map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: k.PK}, "sk": &types.AttributeValueMemberS{Value: k.SK}}
 	}
@@ -67,7 +67,7 @@ func BenchmarkAuthorizationRead(b *testing.B) {
 		}
 		t := &Tenants{d}
 		for b.Loop() {
-			if _, err := t.OrgAccess(ctx, org.ID, "u_bench"); err != nil {
+			if _, err := t.OrgAccess(ctx, o.ID, "u_bench"); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -17,7 +17,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/idempotency"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/tenant"
+	orgpkg "github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -850,7 +850,7 @@ func TestInvariantsStoreWrites(t *testing.T) {
 		return audit.With(ctx, audit.Event{OrgID: org, ID: f.ids.New(), ActorID: "u_alice", Action: action, At: f.now})
 	}
 	var s sample
-	s.Org = tenant.Org{ID: org, Name: "Acme", Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
+	s.Org = orgpkg.Org{ID: org, Name: "Acme", Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
 	s.Alice = f.user(org, "u_alice", "alice@example.com", "Alice Chen", authz.Owner)
 	s.Bob = f.user(org, "u_bob", "bob@example.com", "Bob Park", authz.Member)
 	must(t, f.Tenants.CreateOrg(audited("org.create"), s.Org, s.Alice))
@@ -885,7 +885,7 @@ func TestInvariantsStoreWrites(t *testing.T) {
 	t1b.AssigneeID, t1b.Status, t1b.Version = "", ticket.StatusSolved, 2
 	must(t, f.Tickets.UpdateTicket(audited("ticket.update"), t1, t1b))
 	// Invitations: one replaced by another for the same email.
-	inv := tenant.Invitation{OrgID: org, ID: f.ids.New(), Email: "Dana@example.com", Role: authz.Member,
+	inv := orgpkg.Invitation{OrgID: org, ID: f.ids.New(), Email: "Dana@example.com", Role: authz.Member,
 		TeamIDs: []string{s.Design.ID}, InvitedBy: "u_alice", TokenHash: "h", CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}
 	must(t, f.Tenants.CreateInvitation(audited("invitation.create"), inv))
 	inv2 := inv

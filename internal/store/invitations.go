@@ -10,12 +10,12 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
-	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 )
 
-var _ tenant.InvitationStorer = (*Tenants)(nil)
+var _ org.InvitationStorer = (*Tenants)(nil)
 
 var (
 	errInvitationNotFound = errs.E(errs.NotFound, "invitation_not_found", "no pending invitation matches")
@@ -50,23 +50,23 @@ type invitationEmailItem struct {
 	ExpiresAt    int64  `dynamo:"expiresAt"`
 }
 
-func toInvitationItem(inv tenant.Invitation) invitationItem {
+func toInvitationItem(inv org.Invitation) invitationItem {
 	k := invitationKey(inv.OrgID, inv.ID)
 	return invitationItem{PK: k.PK, SK: k.SK, Type: typeInvitation, GSI1PK: orgPK(inv.OrgID), GSI1SK: prefixInvite + inv.ID,
 		OrgID: inv.OrgID, ID: inv.ID, Email: inv.Email, Role: string(inv.Role), TeamIDs: inv.TeamIDs, InvitedBy: inv.InvitedBy,
 		TokenHash: inv.TokenHash, CreatedAt: inv.CreatedAt, ExpiresAt: inv.ExpiresAt.Unix()}
 }
 
-func fromInvitationItem(it invitationItem) tenant.Invitation {
+func fromInvitationItem(it invitationItem) org.Invitation {
 	teams := it.TeamIDs
 	if teams == nil {
 		teams = []string{}
 	}
-	return tenant.Invitation{OrgID: it.OrgID, ID: it.ID, Email: it.Email, Role: authz.Role(it.Role), TeamIDs: teams,
+	return org.Invitation{OrgID: it.OrgID, ID: it.ID, Email: it.Email, Role: authz.Role(it.Role), TeamIDs: teams,
 		InvitedBy: it.InvitedBy, TokenHash: it.TokenHash, CreatedAt: it.CreatedAt, ExpiresAt: time.Unix(it.ExpiresAt, 0).UTC()}
 }
 
-func checkInvitation(inv tenant.Invitation) error {
+func checkInvitation(inv org.Invitation) error {
 	if err := checkIDs("orgId", inv.OrgID, "invitationId", inv.ID); err != nil {
 		return err
 	}
@@ -75,17 +75,17 @@ func checkInvitation(inv tenant.Invitation) error {
 			return err
 		}
 	}
-	return checkUser(tenant.User{OrgID: inv.OrgID, UserID: "x", Email: inv.Email})
+	return checkUser(org.User{OrgID: inv.OrgID, UserID: "x", Email: inv.Email})
 }
 
 // CreateInvitation writes the invitation and points its email at it, in one
 // transaction that also removes the invitation it replaces, checks no user
 // of the org has the email, and checks the org and teams exist.
-func (s *Tenants) CreateInvitation(ctx context.Context, inv tenant.Invitation) error {
+func (s *Tenants) CreateInvitation(ctx context.Context, inv org.Invitation) error {
 	if err := checkInvitation(inv); err != nil {
 		return err
 	}
-	email := tenant.NormalizeEmail(inv.Email)
+	email := org.NormalizeEmail(inv.Email)
 	ek := invitationEmailKey(inv.OrgID, email)
 	var old invitationEmailItem
 	err := s.table.Get(attrPK, ek.PK).Range(attrSK, dynamo.Equal, ek.SK).Consistent(true).One(ctx, &old)
@@ -113,9 +113,9 @@ func (s *Tenants) CreateInvitation(ctx context.Context, inv tenant.Invitation) e
 }
 
 // GetInvitation reads one invitation with a consistent GetItem.
-func (s *Tenants) GetInvitation(ctx context.Context, orgID, invitationID string) (tenant.Invitation, error) {
+func (s *Tenants) GetInvitation(ctx context.Context, orgID, invitationID string) (org.Invitation, error) {
 	if err := checkIDs("orgId", orgID, "invitationId", invitationID); err != nil {
-		return tenant.Invitation{}, err
+		return org.Invitation{}, err
 	}
 	it, err := getItem[invitationItem](ctx, s.DB, invitationKey(orgID, invitationID), true, errInvitationNotFound, "get invitation")
 	return fromInvitationItem(it), err
@@ -123,9 +123,9 @@ func (s *Tenants) GetInvitation(ctx context.Context, orgID, invitationID string)
 
 // ListInvitations pages through GSI1 ORG#<orgId>, begins_with INVITE#,
 // leaving out invitations that expired but TTL has not removed yet.
-func (s *Tenants) ListInvitations(ctx context.Context, orgID string, now time.Time, p page.Request) (page.Result[tenant.Invitation], error) {
+func (s *Tenants) ListInvitations(ctx context.Context, orgID string, now time.Time, p page.Request) (page.Result[org.Invitation], error) {
 	if err := checkIDs("orgId", orgID); err != nil {
-		return page.Result[tenant.Invitation]{}, err
+		return page.Result[org.Invitation]{}, err
 	}
 	r, err := list(ctx, s.DB, listing{index: gsi1, partition: orgPK(orgID), prefix: prefixInvite}, p, fromInvitationItem)
 	if err != nil {
@@ -142,12 +142,12 @@ func (s *Tenants) ListInvitations(ctx context.Context, orgID string, now time.Ti
 }
 
 // RevokeInvitation deletes the invitation and its email pointer.
-func (s *Tenants) RevokeInvitation(ctx context.Context, inv tenant.Invitation) error {
+func (s *Tenants) RevokeInvitation(ctx context.Context, inv org.Invitation) error {
 	if err := checkInvitation(inv); err != nil {
 		return err
 	}
 	orgID, invitationID := inv.OrgID, inv.ID
-	k, ek := invitationKey(orgID, invitationID), invitationEmailKey(orgID, tenant.NormalizeEmail(inv.Email))
+	k, ek := invitationKey(orgID, invitationID), invitationEmailKey(orgID, org.NormalizeEmail(inv.Email))
 	t := s.newTx().
 		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errInvitationNotFound)).
 		delete(ek, s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", invitationID), failWith(errInvitationNotFound))
@@ -158,7 +158,7 @@ func (s *Tenants) RevokeInvitation(ctx context.Context, inv tenant.Invitation) e
 // and expiry: exactly once) and writes the OrgUser, its email claim, the
 // org's owner count and the memberships of the invited teams that still
 // exist, all in one transaction.
-func (s *Tenants) AcceptInvitation(ctx context.Context, inv tenant.Invitation, u tenant.User) ([]string, error) {
+func (s *Tenants) AcceptInvitation(ctx context.Context, inv org.Invitation, u org.User) ([]string, error) {
 	if err := checkInvitation(inv); err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (s *Tenants) AcceptInvitation(ctx context.Context, inv tenant.Invitation, u
 			userItem.TeamIDs = append(userItem.TeamIDs, team)
 		}
 	}
-	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, tenant.NormalizeEmail(inv.Email))
+	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, org.NormalizeEmail(inv.Email))
 	c := toClaimItem(u)
 	t := s.newTx().
 		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("tokenHash = ? AND expiresAt > ?", inv.TokenHash, u.JoinedAt.Unix()),
@@ -187,16 +187,16 @@ func (s *Tenants) AcceptInvitation(ctx context.Context, inv tenant.Invitation, u
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
 	var joined []string
-	for _, team := range inv.TeamIDs {
-		if _, ok := existing[team]; !ok {
+	for _, teamID := range inv.TeamIDs {
+		if _, ok := existing[teamID]; !ok {
 			continue // deleted since the invitation: nothing to join
 		}
-		m := membership.Member{OrgID: u.OrgID, TeamID: team, UserID: u.UserID, Role: authz.Member,
+		m := team.Member{OrgID: u.OrgID, TeamID: teamID, UserID: u.UserID, Role: authz.Member,
 			JoinedAt: u.JoinedAt, UpdatedAt: u.JoinedAt, Version: 1}
-		tk, mi := teamKey(u.OrgID, team), toMemberItem(m)
+		tk, mi := teamKey(u.OrgID, teamID), toMemberItem(m)
 		t.put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember)).
 			update(tk, s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1).If(liveItem), failWith(errTicketTeam))
-		joined = append(joined, team)
+		joined = append(joined, teamID)
 	}
 	if err := s.audited(ctx, t).run(ctx, "accept invitation"); err != nil {
 		return nil, err

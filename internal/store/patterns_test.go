@@ -11,7 +11,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/tenant"
+	orgpkg "github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -41,7 +41,7 @@ func TestAccessPatterns(t *testing.T) {
 	audited := audit.With(ctx, audit.Event{OrgID: org, ID: f.ids.New(), ActorID: "u_bob", Action: "comment.create",
 		TargetType: "comment", TargetID: t1.ID + "/" + c1.ID, At: f.now})
 	must(t, f.Tickets.AddComment(audited, c1))
-	inv := tenant.Invitation{OrgID: org, ID: f.ids.New(), Email: "carol@example.com", Role: authz.Member,
+	inv := orgpkg.Invitation{OrgID: org, ID: f.ids.New(), Email: "carol@example.com", Role: authz.Member,
 		TeamIDs: []string{s.Design.ID}, InvitedBy: "u_alice", TokenHash: "h", CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}
 	must(t, f.Tenants.CreateInvitation(ctx, inv))
 	all := page.Request{Limit: 100}
@@ -264,7 +264,7 @@ func TestAccessPatterns(t *testing.T) {
 	})
 }
 
-func userIDs(us ...tenant.User) []string {
+func userIDs(us ...orgpkg.User) []string {
 	out := make([]string, len(us))
 	for i, u := range us {
 		out[i] = u.UserID

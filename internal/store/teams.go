@@ -10,7 +10,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
-	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/page"
 )
 
@@ -19,7 +19,7 @@ import (
 // the edge, so "may this user act on this team" is one GetItem (AP3).
 type Teams struct{ *DB }
 
-var _ membership.Storer = (*Teams)(nil)
+var _ team.Storer = (*Teams)(nil)
 
 var (
 	errTeamNotFound   = errs.E(errs.NotFound, "team_not_found", "team not found")
@@ -50,15 +50,15 @@ type teamItem struct {
 	LeaseOwner string `dynamo:"leaseOwner,omitempty"` // who finishes that deletion
 }
 
-func toTeamItem(t membership.Team) teamItem {
+func toTeamItem(t team.Team) teamItem {
 	k := teamKey(t.OrgID, t.ID)
 	return teamItem{PK: k.PK, SK: k.SK, Type: typeTeam, GSI1PK: orgPK(t.OrgID), GSI1SK: teamSK(t.ID),
 		OrgID: t.OrgID, ID: t.ID, Name: t.Name, Description: t.Description, MemberCount: t.MemberCount,
 		OwnerCount: t.OwnerCount, Version: t.Version, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
-func fromTeamItem(it teamItem) membership.Team {
-	return membership.Team{OrgID: it.OrgID, ID: it.ID, Name: it.Name, Description: it.Description,
+func fromTeamItem(it teamItem) team.Team {
+	return team.Team{OrgID: it.OrgID, ID: it.ID, Name: it.Name, Description: it.Description,
 		MemberCount: it.MemberCount, OwnerCount: it.OwnerCount, Version: it.Version, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
 }
 
@@ -77,19 +77,19 @@ type memberItem struct {
 	UpdatedAt time.Time `dynamo:"updatedAt"`
 }
 
-func toMemberItem(m membership.Member) memberItem {
+func toMemberItem(m team.Member) memberItem {
 	k := memberKey(m.OrgID, m.TeamID, m.UserID)
 	return memberItem{PK: k.PK, SK: k.SK, Type: typeMembership, GSI1PK: userPK(m.UserID), GSI1SK: userTeamSK(m.OrgID, m.TeamID),
 		OrgID: m.OrgID, TeamID: m.TeamID, UserID: m.UserID, Role: string(m.Role), Version: m.Version,
 		JoinedAt: m.JoinedAt, UpdatedAt: m.UpdatedAt}
 }
 
-func fromMemberItem(it memberItem) membership.Member {
-	return membership.Member{OrgID: it.OrgID, TeamID: it.TeamID, UserID: it.UserID, Role: authz.Role(it.Role),
+func fromMemberItem(it memberItem) team.Member {
+	return team.Member{OrgID: it.OrgID, TeamID: it.TeamID, UserID: it.UserID, Role: authz.Role(it.Role),
 		Version: it.Version, JoinedAt: it.JoinedAt, UpdatedAt: it.UpdatedAt}
 }
 
-func checkMember(m membership.Member) error {
+func checkMember(m team.Member) error {
 	return checkIDs("orgId", m.OrgID, "teamId", m.TeamID, "userId", m.UserID)
 }
 
@@ -134,7 +134,7 @@ func teamOwnerFail(notFound error) onFail {
 // CreateTeam writes the team with memberCount and ownerCount 1 and its
 // creator's owner edge, checking the creator is a user of the org, in one
 // transaction. A team is born with its owner.
-func (s *Teams) CreateTeam(ctx context.Context, t membership.Team, owner membership.Member) error {
+func (s *Teams) CreateTeam(ctx context.Context, t team.Team, owner team.Member) error {
 	if err := checkIDs("orgId", t.OrgID, "teamId", t.ID); err != nil {
 		return err
 	}
@@ -155,9 +155,9 @@ func (s *Teams) CreateTeam(ctx context.Context, t membership.Team, owner members
 }
 
 // GetTeam reads the team's #METADATA item. A team being deleted is not found.
-func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (membership.Team, error) {
+func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (team.Team, error) {
 	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
-		return membership.Team{}, err
+		return team.Team{}, err
 	}
 	it, err := getItem[teamItem](ctx, s.DB, teamKey(orgID, teamID), false, errTeamNotFound, "get team")
 	if err == nil && it.Deleting {
@@ -168,32 +168,32 @@ func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (membership.T
 
 // GetTeamWithMembers is AP4: one Query of the team's partition returns the
 // #METADATA item first and then the MEMBER# edges.
-func (s *Teams) GetTeamWithMembers(ctx context.Context, orgID, teamID string, limit int) (membership.Team, []membership.Member, error) {
+func (s *Teams) GetTeamWithMembers(ctx context.Context, orgID, teamID string, limit int) (team.Team, []team.Member, error) {
 	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
-		return membership.Team{}, nil, err
+		return team.Team{}, nil, err
 	}
 	items, _, err := s.query(ctx, listing{partition: teamPK(orgID, teamID)}, limit+1, "")
 	if err != nil {
-		return membership.Team{}, nil, fmt.Errorf("get team with members: %w", err)
+		return team.Team{}, nil, fmt.Errorf("get team with members: %w", err)
 	}
 	if len(items) == 0 || entityType(items[0]) != typeTeam || items[0]["deleting"] != nil {
-		return membership.Team{}, nil, errTeamNotFound
+		return team.Team{}, nil, errTeamNotFound
 	}
-	var team teamItem
-	if err := dynamo.UnmarshalItem(items[0], &team); err != nil {
-		return membership.Team{}, nil, fmt.Errorf("get team with members: %w", err)
+	var ti teamItem
+	if err := dynamo.UnmarshalItem(items[0], &ti); err != nil {
+		return team.Team{}, nil, fmt.Errorf("get team with members: %w", err)
 	}
 	members, err := unmarshalAll(items[1:], fromMemberItem)
 	if err != nil {
-		return membership.Team{}, nil, fmt.Errorf("get team with members: %w", err)
+		return team.Team{}, nil, fmt.Errorf("get team with members: %w", err)
 	}
-	return fromTeamItem(team), members, nil
+	return fromTeamItem(ti), members, nil
 }
 
 // ListTeams pages through an org's teams on GSI1 (ORG#<orgId>, TEAM#).
-func (s *Teams) ListTeams(ctx context.Context, orgID string, p page.Request) (page.Result[membership.Team], error) {
+func (s *Teams) ListTeams(ctx context.Context, orgID string, p page.Request) (page.Result[team.Team], error) {
 	if err := checkIDs("orgId", orgID); err != nil {
-		return page.Result[membership.Team]{}, err
+		return page.Result[team.Team]{}, err
 	}
 	r, err := list(ctx, s.DB, listing{index: gsi1, partition: orgPK(orgID), prefix: prefixTeam}, p, fromTeamItem)
 	if err != nil {
@@ -203,7 +203,7 @@ func (s *Teams) ListTeams(ctx context.Context, orgID string, p page.Request) (pa
 }
 
 // UpdateTeam sets name and description if the version is still prev's.
-func (s *Teams) UpdateTeam(ctx context.Context, prev, next membership.Team) error {
+func (s *Teams) UpdateTeam(ctx context.Context, prev, next team.Team) error {
 	if err := checkIDs("orgId", prev.OrgID, "teamId", prev.ID); err != nil {
 		return err
 	}
@@ -414,18 +414,18 @@ func (s *DB) finishTeam(ctx context.Context, orgID, teamID, owner string) error 
 
 // GetMember is AP3: one GetItem with ConsistentRead on the edge, so a role
 // change or removal is seen by the next request.
-func (s *Teams) GetMember(ctx context.Context, orgID, teamID, userID string) (membership.Member, error) {
+func (s *Teams) GetMember(ctx context.Context, orgID, teamID, userID string) (team.Member, error) {
 	if err := checkIDs("orgId", orgID, "teamId", teamID, "userId", userID); err != nil {
-		return membership.Member{}, err
+		return team.Member{}, err
 	}
 	it, err := getItem[memberItem](ctx, s.DB, memberKey(orgID, teamID, userID), true, errMemberNotFound, "get member")
 	return fromMemberItem(it), err
 }
 
 // ListMembers is AP1: Query the team's partition, begins_with(sk, MEMBER#).
-func (s *Teams) ListMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[membership.Member], error) {
+func (s *Teams) ListMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[team.Member], error) {
 	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
-		return page.Result[membership.Member]{}, err
+		return page.Result[team.Member]{}, err
 	}
 	r, err := listUnder(ctx, s.DB, listing{partition: teamPK(orgID, teamID), prefix: prefixMember}, p,
 		teamKey(orgID, teamID), errTeamNotFound, fromMemberItem)
@@ -437,9 +437,9 @@ func (s *Teams) ListMembers(ctx context.Context, orgID, teamID string, p page.Re
 
 // ListUserTeams is AP2: one Query on GSI1 USER#<userId>, begins_with
 // TEAM#<orgId>#. Team names are not on the edges; BatchGetTeams reads them.
-func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[membership.Member], error) {
+func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[team.Member], error) {
 	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
-		return page.Result[membership.Member]{}, err
+		return page.Result[team.Member]{}, err
 	}
 	r, err := listUnder(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p,
 		orgUserKey(orgID, userID), errUserNotFound, fromMemberItem)
@@ -451,11 +451,11 @@ func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.
 
 // BatchGetTeams reads many teams of one org with BatchGetItem. Teams being
 // deleted are left out, like absent ones.
-func (s *Teams) BatchGetTeams(ctx context.Context, orgID string, teamIDs []string) (map[string]membership.Team, error) {
+func (s *Teams) BatchGetTeams(ctx context.Context, orgID string, teamIDs []string) (map[string]team.Team, error) {
 	return s.batchGetTeams(ctx, orgID, teamIDs, false)
 }
 
-func (s *DB) batchGetTeams(ctx context.Context, orgID string, teamIDs []string, consistent bool) (map[string]membership.Team, error) {
+func (s *DB) batchGetTeams(ctx context.Context, orgID string, teamIDs []string, consistent bool) (map[string]team.Team, error) {
 	keys := make([]dynamo.Keyed, 0, len(teamIDs))
 	seen := map[string]bool{}
 	for _, id := range teamIDs {
@@ -473,7 +473,7 @@ func (s *DB) batchGetTeams(ctx context.Context, orgID string, teamIDs []string, 
 	if err := s.batchGet(ctx, keys, consistent, &items); err != nil {
 		return nil, fmt.Errorf("batch get teams: %w", err)
 	}
-	out := make(map[string]membership.Team, len(items))
+	out := make(map[string]team.Team, len(items))
 	for _, it := range items {
 		if !it.Deleting {
 			out[it.ID] = fromTeamItem(it)
@@ -485,7 +485,7 @@ func (s *DB) batchGetTeams(ctx context.Context, orgID string, teamIDs []string, 
 // AddMember writes a new edge, bumps the team's memberCount (and ownerCount
 // for an owner) and adds the team to the user's team set, in one
 // transaction that needs the team to exist and not be under deletion.
-func (s *Teams) AddMember(ctx context.Context, m membership.Member) error {
+func (s *Teams) AddMember(ctx context.Context, m team.Member) error {
 	if err := checkMember(m); err != nil {
 		return err
 	}
@@ -505,7 +505,7 @@ func (s *Teams) AddMember(ctx context.Context, m membership.Member) error {
 // UpdateMember changes an edge's role if its version is still prev's, in
 // one transaction with the team (which must not be under deletion): its
 // ownerCount follows a role that gains or loses owner, and never drops to 0.
-func (s *Teams) UpdateMember(ctx context.Context, prev, next membership.Member) error {
+func (s *Teams) UpdateMember(ctx context.Context, prev, next team.Member) error {
 	if err := checkMember(next); err != nil {
 		return err
 	}
@@ -524,7 +524,7 @@ func (s *Teams) UpdateMember(ctx context.Context, prev, next membership.Member) 
 // RemoveMember is AP5: DeleteItem on the edge (its GSI1 row goes with it)
 // in one transaction with the count decrements and the user's team set. The
 // team's last owner cannot be removed.
-func (s *Teams) RemoveMember(ctx context.Context, m membership.Member) error {
+func (s *Teams) RemoveMember(ctx context.Context, m team.Member) error {
 	if err := checkMember(m); err != nil {
 		return err
 	}

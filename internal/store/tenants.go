@@ -12,7 +12,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 )
 
 // Tenants stores orgs and their users: one item collection per org
@@ -20,7 +20,7 @@ import (
 // email claimed by its own item so emails are unique per org.
 type Tenants struct{ *DB }
 
-var _ tenant.Storer = (*Tenants)(nil)
+var _ org.Storer = (*Tenants)(nil)
 
 var (
 	errOrgNotFound  = errs.E(errs.NotFound, "org_not_found", "organization not found")
@@ -53,14 +53,14 @@ type orgItem struct {
 	LeaseUntilMs int64     `dynamo:"leaseUntil,omitempty"`
 }
 
-func toOrgItem(o tenant.Org, owners int) orgItem {
+func toOrgItem(o org.Org, owners int) orgItem {
 	k := orgKey(o.ID)
 	return orgItem{PK: k.PK, SK: k.SK, Type: typeOrg, ID: o.ID, Name: o.Name, OwnerCount: owners,
 		Version: o.Version, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
 }
 
-func fromOrgItem(it orgItem) tenant.Org {
-	return tenant.Org{ID: it.ID, Name: it.Name, Version: it.Version, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
+func fromOrgItem(it orgItem) org.Org {
+	return org.Org{ID: it.ID, Name: it.Name, Version: it.Version, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
 }
 
 type orgUserItem struct {
@@ -91,7 +91,7 @@ type orgUserItem struct {
 	EdgeSeq int64    `dynamo:"edgeSeq,omitempty"`
 }
 
-func toOrgUserItem(u tenant.User) orgUserItem {
+func toOrgUserItem(u org.User) orgUserItem {
 	k := orgUserKey(u.OrgID, u.UserID)
 	return orgUserItem{PK: k.PK, SK: k.SK, Type: typeOrgUser,
 		GSI1PK: userPK(u.UserID), GSI1SK: orgPK(u.OrgID),
@@ -100,8 +100,8 @@ func toOrgUserItem(u tenant.User) orgUserItem {
 		Version: u.Version, JoinedAt: u.JoinedAt, UpdatedAt: u.UpdatedAt}
 }
 
-func fromOrgUserItem(it orgUserItem) tenant.User {
-	return tenant.User{OrgID: it.OrgID, UserID: it.UserID, Email: it.Email, Name: it.Name,
+func fromOrgUserItem(it orgUserItem) org.User {
+	return org.User{OrgID: it.OrgID, UserID: it.UserID, Email: it.Email, Name: it.Name,
 		Role: authz.Role(it.Role), Version: it.Version, JoinedAt: it.JoinedAt, UpdatedAt: it.UpdatedAt}
 }
 
@@ -118,8 +118,8 @@ type claimItem struct {
 	Email  string `dynamo:"email"`
 }
 
-func toClaimItem(u tenant.User) claimItem {
-	email := tenant.NormalizeEmail(u.Email)
+func toClaimItem(u org.User) claimItem {
+	email := org.NormalizeEmail(u.Email)
 	k := claimKey(u.OrgID, email)
 	return claimItem{PK: k.PK, SK: k.SK, Type: typeEmailClaim, GSI1PK: orgPK(u.OrgID), GSI1SK: claimSK(email),
 		OrgID: u.OrgID, UserID: u.UserID, Email: email}
@@ -127,7 +127,7 @@ func toClaimItem(u tenant.User) claimItem {
 
 func (c claimItem) key() key { return key{c.PK, c.SK} }
 
-func checkUser(u tenant.User) error {
+func checkUser(u org.User) error {
 	if err := checkIDs("orgId", u.OrgID, "userId", u.UserID); err != nil {
 		return err
 	}
@@ -147,7 +147,7 @@ const exists = "attribute_exists(pk)"
 
 // CreateOrg writes the org, its owner and the owner's email claim in one
 // transaction.
-func (s *Tenants) CreateOrg(ctx context.Context, org tenant.Org, owner tenant.User) error {
+func (s *Tenants) CreateOrg(ctx context.Context, org org.Org, owner org.User) error {
 	if err := checkIDs("orgId", org.ID); err != nil {
 		return err
 	}
@@ -163,9 +163,9 @@ func (s *Tenants) CreateOrg(ctx context.Context, org tenant.Org, owner tenant.Us
 }
 
 // GetOrg reads the org item.
-func (s *Tenants) GetOrg(ctx context.Context, orgID string) (tenant.Org, error) {
+func (s *Tenants) GetOrg(ctx context.Context, orgID string) (org.Org, error) {
 	if err := checkIDs("orgId", orgID); err != nil {
-		return tenant.Org{}, err
+		return org.Org{}, err
 	}
 	it, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), false, errOrgNotFound, "get org")
 	if err == nil && it.Deleting {
@@ -176,30 +176,30 @@ func (s *Tenants) GetOrg(ctx context.Context, orgID string) (tenant.Org, error) 
 
 // GetOrgWithUsers reads the org's item collection: the #METADATA item sorts
 // before USER#, so one Query returns the org and its first users.
-func (s *Tenants) GetOrgWithUsers(ctx context.Context, orgID string, limit int) (tenant.Org, []tenant.User, error) {
+func (s *Tenants) GetOrgWithUsers(ctx context.Context, orgID string, limit int) (org.Org, []org.User, error) {
 	if err := checkIDs("orgId", orgID); err != nil {
-		return tenant.Org{}, nil, err
+		return org.Org{}, nil, err
 	}
 	items, _, err := s.query(ctx, listing{partition: orgPK(orgID)}, limit+1, "")
 	if err != nil {
-		return tenant.Org{}, nil, fmt.Errorf("get org with users: %w", err)
+		return org.Org{}, nil, fmt.Errorf("get org with users: %w", err)
 	}
 	if len(items) == 0 || entityType(items[0]) != typeOrg || items[0]["deleting"] != nil {
-		return tenant.Org{}, nil, errOrgNotFound
+		return org.Org{}, nil, errOrgNotFound
 	}
-	var org orgItem
-	if err := dynamo.UnmarshalItem(items[0], &org); err != nil {
-		return tenant.Org{}, nil, fmt.Errorf("get org with users: %w", err)
+	var oi orgItem
+	if err := dynamo.UnmarshalItem(items[0], &oi); err != nil {
+		return org.Org{}, nil, fmt.Errorf("get org with users: %w", err)
 	}
 	users, err := unmarshalAll(items[1:], fromOrgUserItem)
 	if err != nil {
-		return tenant.Org{}, nil, fmt.Errorf("get org with users: %w", err)
+		return org.Org{}, nil, fmt.Errorf("get org with users: %w", err)
 	}
-	return fromOrgItem(org), users, nil
+	return fromOrgItem(oi), users, nil
 }
 
 // UpdateOrg sets the org's name if its version is still prev.Version.
-func (s *Tenants) UpdateOrg(ctx context.Context, prev, next tenant.Org) error {
+func (s *Tenants) UpdateOrg(ctx context.Context, prev, next org.Org) error {
 	if err := checkIDs("orgId", prev.ID); err != nil {
 		return err
 	}
@@ -212,18 +212,18 @@ func (s *Tenants) UpdateOrg(ctx context.Context, prev, next tenant.Org) error {
 
 // GetUser reads one OrgUser edge with a consistent GetItem: it is the
 // authorization read, so a removal is seen by the very next request.
-func (s *Tenants) GetUser(ctx context.Context, orgID, userID string) (tenant.User, error) {
+func (s *Tenants) GetUser(ctx context.Context, orgID, userID string) (org.User, error) {
 	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
-		return tenant.User{}, err
+		return org.User{}, err
 	}
 	it, err := getItem[orgUserItem](ctx, s.DB, orgUserKey(orgID, userID), true, errUserNotFound, "get user")
 	return fromOrgUserItem(it), err
 }
 
 // ListUsers pages through the org's users: Query begins_with(sk, USER#).
-func (s *Tenants) ListUsers(ctx context.Context, orgID string, p page.Request) (page.Result[tenant.User], error) {
+func (s *Tenants) ListUsers(ctx context.Context, orgID string, p page.Request) (page.Result[org.User], error) {
 	if err := checkIDs("orgId", orgID); err != nil {
-		return page.Result[tenant.User]{}, err
+		return page.Result[org.User]{}, err
 	}
 	r, err := list(ctx, s.DB, listing{partition: orgPK(orgID), prefix: prefixUser}, p, fromOrgUserItem)
 	if err != nil {
@@ -235,17 +235,17 @@ func (s *Tenants) ListUsers(ctx context.Context, orgID string, p page.Request) (
 // ListUserOrgs pages through a user's OrgUser edges: one Query on GSI1
 // (USER#<userId>, begins_with ORG#). The orgs' names are not on the edges
 // (an org rename would have to rewrite every edge); BatchGetOrgs reads them.
-func (s *Tenants) ListUserOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.Membership], error) {
-	var none page.Result[tenant.Membership]
+func (s *Tenants) ListUserOrgs(ctx context.Context, userID string, p page.Request) (page.Result[org.Membership], error) {
+	var none page.Result[org.Membership]
 	if err := checkIDs("userId", userID); err != nil {
 		return none, err
 	}
 	r, err := list(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: prefixOrg}, p,
-		func(it orgUserItem) tenant.Membership {
+		func(it orgUserItem) org.Membership {
 			if it.Deleting {
-				return tenant.Membership{} // the org is being offboarded: dropped below
+				return org.Membership{} // the org is being offboarded: dropped below
 			}
-			return tenant.Membership{OrgID: it.OrgID, Role: authz.Role(it.Role), JoinedAt: it.JoinedAt}
+			return org.Membership{OrgID: it.OrgID, Role: authz.Role(it.Role), JoinedAt: it.JoinedAt}
 		})
 	if err != nil {
 		return none, fmt.Errorf("list user orgs: %w", err)
@@ -261,7 +261,7 @@ func (s *Tenants) ListUserOrgs(ctx context.Context, userID string, p page.Reques
 }
 
 // BatchGetOrgs reads many orgs with BatchGetItem (100 keys per request).
-func (s *Tenants) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]tenant.Org, error) {
+func (s *Tenants) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]org.Org, error) {
 	keys := make([]dynamo.Keyed, 0, len(orgIDs))
 	seen := map[string]bool{}
 	for _, id := range orgIDs {
@@ -279,7 +279,7 @@ func (s *Tenants) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string
 	if err := s.batchGet(ctx, keys, false, &items); err != nil {
 		return nil, fmt.Errorf("batch get orgs: %w", err)
 	}
-	out := make(map[string]tenant.Org, len(items))
+	out := make(map[string]org.Org, len(items))
 	for _, it := range items {
 		if !it.Deleting { // being offboarded: gone for its members
 			out[it.ID] = fromOrgItem(it)
@@ -303,7 +303,7 @@ func (s *DB) batchGet(ctx context.Context, keys []dynamo.Keyed, consistent bool,
 
 // BatchGetUsers reads many OrgUsers of one org: one BatchGetItem per 100
 // distinct IDs (seed 002's DataLoader lesson).
-func (s *Tenants) BatchGetUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error) {
+func (s *Tenants) BatchGetUsers(ctx context.Context, orgID string, userIDs []string) (map[string]org.User, error) {
 	if err := checkIDs("orgId", orgID); err != nil {
 		return nil, err
 	}
@@ -324,7 +324,7 @@ func (s *Tenants) BatchGetUsers(ctx context.Context, orgID string, userIDs []str
 	if err := s.batchGet(ctx, keys, false, &items); err != nil {
 		return nil, fmt.Errorf("batch get users: %w", err)
 	}
-	out := make(map[string]tenant.User, len(items))
+	out := make(map[string]org.User, len(items))
 	for _, it := range items {
 		out[it.UserID] = fromOrgUserItem(it)
 	}
@@ -333,7 +333,7 @@ func (s *Tenants) BatchGetUsers(ctx context.Context, orgID string, userIDs []str
 
 // AddUser writes the OrgUser and its email claim in one transaction that
 // also checks the org exists (and counts a new owner).
-func (s *Tenants) AddUser(ctx context.Context, u tenant.User) error {
+func (s *Tenants) AddUser(ctx context.Context, u org.User) error {
 	if err := checkUser(u); err != nil {
 		return err
 	}
@@ -387,7 +387,7 @@ func (s *Tenants) orgGuard(t *txn, orgID string, delta int) {
 // UpdateUser replaces prev with next in one transaction: the OrgUser
 // (conditional on its version), the email claims when the email changes,
 // and the org's owner count when the role crosses owner.
-func (s *Tenants) UpdateUser(ctx context.Context, prev, next tenant.User) error {
+func (s *Tenants) UpdateUser(ctx context.Context, prev, next org.User) error {
 	if err := checkUser(next); err != nil {
 		return err
 	}
@@ -400,7 +400,7 @@ func (s *Tenants) UpdateUser(ctx context.Context, prev, next tenant.User) error 
 		Set("email", next.Email).Set("name", next.Name).Set("role", string(next.Role)).
 		Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
 		If("attribute_exists(pk) AND version = ?", prev.Version), versioned(errUserNotFound))
-	if tenant.NormalizeEmail(prev.Email) != tenant.NormalizeEmail(next.Email) {
+	if org.NormalizeEmail(prev.Email) != org.NormalizeEmail(next.Email) {
 		old, c := toClaimItem(prev), toClaimItem(next)
 		t.delete(old.key(), s.table.Delete(attrPK, old.PK).Range(attrSK, old.SK), nil)
 		t.put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
@@ -429,7 +429,7 @@ func (s *Tenants) UpdateUser(ctx context.Context, prev, next tenant.User) error 
 // first, in transactions of their own (each also checking the last-owner
 // rule, so a removal that must fail fails before touching anything); a
 // crash in between leaves a user with fewer teams, and a retry finishes.
-func (s *Tenants) RemoveUser(ctx context.Context, u tenant.User) error {
+func (s *Tenants) RemoveUser(ctx context.Context, u org.User) error {
 	if err := checkUser(u); err != nil {
 		return err
 	}
@@ -549,7 +549,7 @@ func (s *DB) dropUserEdge(t *txn, orgID, userID string, e userEdge) {
 }
 
 // removeUser runs the removal's transactions for the state read at seq.
-func (s *Tenants) removeUser(ctx context.Context, u tenant.User, seq int64, edges []userEdge) error {
+func (s *Tenants) removeUser(ctx context.Context, u org.User, seq int64, edges []userEdge) error {
 	k := orgUserKey(u.OrgID, u.UserID)
 	changed := func(old map[string]types.AttributeValue) error {
 		if old == nil {

@@ -18,9 +18,9 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
-	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/tenant"
+	orgpkg "github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -103,10 +103,10 @@ func (f *fixture) claim(tb testing.TB, orgID, email string) map[string]any {
 
 // newOrg creates an org owned by userIDs[0] with the other IDs as members;
 // each user's email is <id>@example.com.
-func (f *fixture) newOrg(tb testing.TB, name string, userIDs ...string) tenant.Org {
+func (f *fixture) newOrg(tb testing.TB, name string, userIDs ...string) orgpkg.Org {
 	tb.Helper()
 	ctx := context.Background()
-	org := tenant.Org{ID: f.ids.New(), Name: name, Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
+	org := orgpkg.Org{ID: f.ids.New(), Name: name, Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
 	must(tb, f.Tenants.CreateOrg(ctx, org, f.user(org.ID, userIDs[0], userIDs[0]+"@example.com", userIDs[0], authz.Owner)))
 	for _, id := range userIDs[1:] {
 		must(tb, f.Tenants.AddUser(ctx, f.user(org.ID, id, id+"@example.com", id, authz.Member)))
@@ -267,7 +267,7 @@ func TestCreateOrg(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f := MustFixture(t)
-	org := tenant.Org{ID: f.ids.New(), Name: "Acme", Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
+	org := orgpkg.Org{ID: f.ids.New(), Name: "Acme", Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
 	alice := f.user(org.ID, "u_alice", "Alice@Example.com", "Alice Chen", authz.Owner)
 
 	t.Run("OK", func(t *testing.T) {
@@ -300,7 +300,7 @@ func TestCreateOrg(t *testing.T) {
 	})
 
 	t.Run("OK ownerCount not exposed", func(t *testing.T) {
-		for _, typ := range []reflect.Type{reflect.TypeOf(tenant.Org{}), reflect.TypeOf(tenant.User{})} {
+		for _, typ := range []reflect.Type{reflect.TypeOf(orgpkg.Org{}), reflect.TypeOf(orgpkg.User{})} {
 			for i := range typ.NumField() {
 				if name := typ.Field(i).Name; strings.Contains(strings.ToLower(name), "ownercount") {
 					t.Errorf("%s exposes %s", typ, name)
@@ -319,14 +319,14 @@ func TestCreateOrg(t *testing.T) {
 	t.Run("ErrOrgExists", func(t *testing.T) {
 		other := f.user(org.ID, "u_mallory", "mallory@example.com", "Mallory", authz.Owner)
 		err := f.mustUnchanged(t, func() error {
-			return f.Tenants.CreateOrg(ctx, tenant.Org{ID: org.ID, Name: "Evil", Version: 1}, other)
+			return f.Tenants.CreateOrg(ctx, orgpkg.Org{ID: org.ID, Name: "Evil", Version: 1}, other)
 		})
 		wantErr(t, err, errs.Conflict, "org_exists")
 	})
 
 	t.Run("ErrInvalidEmail", func(t *testing.T) {
 		f.Rec.Reset()
-		o := tenant.Org{ID: f.ids.New(), Name: "X", Version: 1}
+		o := orgpkg.Org{ID: f.ids.New(), Name: "X", Version: 1}
 		err := f.Tenants.CreateOrg(ctx, o, f.user(o.ID, "u_x", "x#y@example.com", "X", authz.Owner))
 		wantErr(t, err, errs.Invalid, "invalid_email")
 		f.wantNoCalls(t)
@@ -394,7 +394,7 @@ func TestUpdateUser(t *testing.T) {
 	s := f.MustSample(t)
 	org := s.Org.ID
 
-	current := func(t *testing.T, id string) tenant.User {
+	current := func(t *testing.T, id string) orgpkg.User {
 		t.Helper()
 		u, err := f.Tenants.GetUser(ctx, org, id)
 		must(t, err)
@@ -520,7 +520,7 @@ func TestRemoveUser(t *testing.T) {
 			t.Errorf("ListUserTeams: got %v, want none", got)
 		}
 		// Engineering keeps Alice; Design keeps Dana and Alice.
-		for tm, want := range map[membership.Team]int{s.Eng: 1, s.Design: 2} {
+		for tm, want := range map[team.Team]int{s.Eng: 1, s.Design: 2} {
 			_, err := f.Teams.GetMember(ctx, org, tm.ID, "u_bob")
 			wantErr(t, err, errs.NotFound, "member_not_found")
 			if got := teamCount(t, f, org, tm.ID); got != want {
@@ -654,7 +654,7 @@ func TestRemoveUserInManyTeamsRefused(t *testing.T) {
 	ctx := context.Background()
 	// soloOwner makes an org whose only owner, u_solo, owns 50 teams: 50
 	// edges need 103 transaction items, more than one transaction holds.
-	soloOwner := func(t *testing.T) (*fixture, tenant.User) {
+	soloOwner := func(t *testing.T) (*fixture, orgpkg.User) {
 		f := MustFixture(t)
 		org := f.newOrg(t, "Solo", "u_solo", "u_other").ID
 		tm := f.team(org, "Team")
@@ -928,7 +928,7 @@ func TestDeleteTeamWithManyMembers(t *testing.T) {
 	// The other 128 edges are copies of users[1]'s (memberCount is not
 	// kept for them; DeleteTeam does not read it).
 	f.seedClones(t, []rawKey{{"ORG#" + org + "#TEAM#" + tm.ID, "MEMBER#" + users[1]}}, users[1], users[2:])
-	_, members := allPages(t, func(after string) (page.Result[membership.Member], error) {
+	_, members := allPages(t, func(after string) (page.Result[team.Member], error) {
 		return f.Teams.ListMembers(ctx, org, tm.ID, page.Request{Limit: 100, After: after})
 	})
 	if got, want := len(members), 130; got != want {
@@ -1288,7 +1288,7 @@ func TestDeleteTicket(t *testing.T) {
 
 // populateOrg fills org with users (u_alice owner, u_bob and extra), two
 // teams with members, and tickets with comments.
-func (f *fixture) populateOrg(tb testing.TB, name string, extra int) tenant.Org {
+func (f *fixture) populateOrg(tb testing.TB, name string, extra int) orgpkg.Org {
 	tb.Helper()
 	ctx := context.Background()
 	org := f.newOrg(tb, name, "u_alice", "u_bob")
@@ -1461,7 +1461,7 @@ func TestInvalidIDsNeverReachDynamoDB(t *testing.T) {
 		{"GetUser org", func(b string) error { _, err := f.Tenants.GetUser(ctx, b, "u_alice"); return err }},
 		{"BatchGetOrgs", func(b string) error { _, err := f.Tenants.BatchGetOrgs(ctx, []string{org, b}); return err }},
 		{"CreateOrg", func(b string) error {
-			return f.Tenants.CreateOrg(ctx, tenant.Org{ID: b, Name: "X", Version: 1}, f.user(b, "u_x", "x@example.com", "X", authz.Owner))
+			return f.Tenants.CreateOrg(ctx, orgpkg.Org{ID: b, Name: "X", Version: 1}, f.user(b, "u_x", "x@example.com", "X", authz.Owner))
 		}},
 		{"GetTeam", func(b string) error { _, err := f.Teams.GetTeam(ctx, org, b); return err }},
 		{"GetTeam org", func(b string) error { _, err := f.Teams.GetTeam(ctx, b, eng); return err }},
@@ -1571,7 +1571,7 @@ func TestPagination(t *testing.T) {
 
 	t.Run("OK users 3,3,1", func(t *testing.T) {
 		f.Rec.Reset()
-		sizes, users := allPages(t, func(after string) (page.Result[tenant.User], error) {
+		sizes, users := allPages(t, func(after string) (page.Result[orgpkg.User], error) {
 			return f.Tenants.ListUsers(ctx, orgC, page.Request{Limit: 3, After: after})
 		})
 		if got, want := sizes, []int{3, 3, 1}; !slices.Equal(got, want) {
@@ -1586,7 +1586,7 @@ func TestPagination(t *testing.T) {
 	})
 
 	t.Run("OK an exact multiple has no empty last page", func(t *testing.T) {
-		sizes, users := allPages(t, func(after string) (page.Result[tenant.User], error) {
+		sizes, users := allPages(t, func(after string) (page.Result[orgpkg.User], error) {
 			return f.Tenants.ListUsers(ctx, orgB, page.Request{Limit: 3, After: after})
 		})
 		if got, want := sizes, []int{3, 3}; !slices.Equal(got, want) {
@@ -1622,7 +1622,7 @@ func TestPagination(t *testing.T) {
 	})
 
 	t.Run("OK requested tickets with the user 2,2,1", func(t *testing.T) {
-		var users []*tenant.User
+		var users []*orgpkg.User
 		sizes, got := allPages(t, func(after string) (page.Result[ticket.Ticket], error) {
 			r, u, err := f.Tickets.ListRequestedTickets(ctx, orgA, "u_alice", true, page.Request{Limit: 2, After: after})
 			users = append(users, u)
@@ -1653,7 +1653,7 @@ func TestPagination(t *testing.T) {
 		}
 	})
 
-	cursor := func(t *testing.T, r page.Result[tenant.User], err error) string {
+	cursor := func(t *testing.T, r page.Result[orgpkg.User], err error) string {
 		t.Helper()
 		must(t, err)
 		if r.Next == "" {

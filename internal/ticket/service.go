@@ -10,16 +10,16 @@ import (
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
-	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/validate"
 )
 
 // TeamMembers answers "is this user on that team" with one GetItem (AP3).
 type TeamMembers interface {
 	// GetMember returns NotFound if the user is not a member of the team.
-	GetMember(ctx context.Context, orgID, teamID, userID string) (membership.Member, error)
+	GetMember(ctx context.Context, orgID, teamID, userID string) (team.Member, error)
 }
 
 // Service applies ticket rules on top of a Storer.
@@ -184,7 +184,7 @@ func (s *Service) ListAssigned(ctx context.Context, p authz.Principal, userID st
 
 // ListRequested pages through the tickets a user requested, newest first;
 // withUser adds the user from the same Query (first page only).
-func (s *Service) ListRequested(ctx context.Context, p authz.Principal, userID string, withUser bool, pr page.Request) (page.Result[Ticket], *tenant.User, error) {
+func (s *Service) ListRequested(ctx context.Context, p authz.Principal, userID string, withUser bool, pr page.Request) (page.Result[Ticket], *org.User, error) {
 	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
 		return page.Result[Ticket]{}, nil, err
 	}

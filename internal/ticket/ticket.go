@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/org"
 )
 
 // Status is where a ticket is in its life.
@@ -125,7 +125,7 @@ type Storer interface {
 	// item (it sorts after their tickets, so a descending read meets it
 	// first); user is nil without withUser, after the first page, or when
 	// the user is not in the org.
-	ListRequestedTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[Ticket], *tenant.User, error)
+	ListRequestedTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[Ticket], *org.User, error)
 	// AddComment writes the comment and increments commentCount
 	// atomically. Returns NotFound if the ticket does not exist.
 	AddComment(ctx context.Context, c Comment) error

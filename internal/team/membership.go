@@ -1,7 +1,7 @@
 // Package membership holds teams and their members: the many-to-many between
 // an org's users and its teams, modelled as adjacency-list edges that carry
 // the member's role.
-package membership
+package team
 
 import (
 	"context"

@@ -1,7 +1,7 @@
 // Package tenant holds organizations (the tenants of tenantd) and the users
 // that belong to them: their types, the rules that keep them valid, and the
 // Service the HTTP layer calls.
-package tenant
+package org
 
 import (
 	"context"
