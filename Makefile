@@ -25,7 +25,7 @@ test: tools ## Vet, then run all tests with the race detector (needs java)
 
 FUZZTIME ?= 30s
 fuzz: ## Run every fuzz target for FUZZTIME each (make test runs their seed corpora only)
-	go test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./internal/authz
+	go test -run '^$$' -fuzz '^FuzzVerify$$' -fuzztime $(FUZZTIME) ./internal/httpapi
 	go test -run '^$$' -fuzz '^FuzzCursorDecode$$' -fuzztime $(FUZZTIME) ./internal/httpapi
 	go test -run '^$$' -fuzz '^FuzzValidUser$$' -fuzztime $(FUZZTIME) ./internal/ids
 	go test -run '^$$' -fuzz '^FuzzValidResource$$' -fuzztime $(FUZZTIME) ./internal/ids

@@ -16,9 +16,10 @@ import (
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
-	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -97,7 +98,7 @@ func (e *env) token(userID string) string {
 		return t
 	}
 	now := time.Now()
-	t, err := authz.MintHS256(jwtSecret, authz.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: userID,
+	t, err := httpapi.MintHS256(jwtSecret, httpapi.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: userID,
 		IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(2 * time.Hour))},
 		Email: userID + "@bench.example", Name: "Bench " + userID})
 	if err != nil {

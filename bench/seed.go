@@ -13,9 +13,9 @@ import (
 	"github.com/oklog/ulid/v2"
 
 	"github.com/tenantd/tenantd/internal/authz"
-	"github.com/tenantd/tenantd/internal/team"
-	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 

@@ -25,8 +25,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/store"
 )
 
@@ -140,7 +140,7 @@ func TestGracefulDrain(t *testing.T) {
 	}
 
 	now := time.Now()
-	token, err := authz.MintHS256(secret, authz.Claims{Email: "drain@example.com", Name: "Drain", RegisteredClaims: jwt.RegisteredClaims{
+	token, err := httpapi.MintHS256(secret, httpapi.Claims{Email: "drain@example.com", Name: "Drain", RegisteredClaims: jwt.RegisteredClaims{
 		Subject: "drainer", IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
 	if err != nil {
 		t.Fatal(err)

@@ -27,8 +27,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/store"
 )
 
@@ -134,7 +134,7 @@ func hStart(t *testing.T, bin, table string, env ...string) *hProc {
 func hToken(t *testing.T, sub string) string {
 	t.Helper()
 	now := time.Now()
-	tok, err := authz.MintHS256(hSecret, authz.Claims{Email: sub + "@example.com", Name: sub, RegisteredClaims: jwt.RegisteredClaims{
+	tok, err := httpapi.MintHS256(hSecret, httpapi.Claims{Email: sub + "@example.com", Name: sub, RegisteredClaims: jwt.RegisteredClaims{
 		Subject: sub, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
 	if err != nil {
 		t.Fatal(err)

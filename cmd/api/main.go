@@ -32,14 +32,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
 
-	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/httpapi"
-	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/obs"
+	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -241,7 +240,7 @@ func dynamoClient(ctx context.Context, cfg Config, apiOptions ...func(*middlewar
 func serve(ctx context.Context, cfg Config) error {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	log.Info("starting tenantd", "config", cfg)
-	verifier, err := authz.NewVerifier(ctx, authz.VerifierConfig{HS256Secret: cfg.AuthHS256Secret, JWKSURL: cfg.AuthJWKSURL,
+	verifier, err := httpapi.NewVerifier(ctx, httpapi.VerifierConfig{HS256Secret: cfg.AuthHS256Secret, JWKSURL: cfg.AuthJWKSURL,
 		Issuer: cfg.AuthIssuer, Audience: cfg.AuthAudience, Leeway: 30 * time.Second})
 	if err != nil {
 		return err
@@ -381,12 +380,12 @@ func token(cfg Config, args []string, stdout io.Writer) error {
 		return errors.New("token: AUTH_HS256_SECRET is not set")
 	}
 	now := time.Now()
-	c := authz.Claims{Email: *email, Name: *name, RegisteredClaims: jwt.RegisteredClaims{
+	c := httpapi.Claims{Email: *email, Name: *name, RegisteredClaims: jwt.RegisteredClaims{
 		Subject: *sub, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(*ttl)), Issuer: cfg.AuthIssuer}}
 	if cfg.AuthAudience != "" {
 		c.Audience = jwt.ClaimStrings{cfg.AuthAudience}
 	}
-	tok, err := authz.MintHS256(cfg.AuthHS256Secret, c)
+	tok, err := httpapi.MintHS256(cfg.AuthHS256Secret, c)
 	if err != nil {
 		return err
 	}

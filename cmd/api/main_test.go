@@ -13,6 +13,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/store"
 )
 
@@ -102,7 +103,7 @@ func TestToken(t *testing.T) {
 	if err := token(cfg, []string{"--sub", "u_ada", "--email", "ada@example.com"}, &out); err != nil {
 		t.Fatal(err)
 	}
-	v, err := authz.NewVerifier(context.Background(), authz.VerifierConfig{HS256Secret: secret})
+	v, err := httpapi.NewVerifier(context.Background(), httpapi.VerifierConfig{HS256Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,8 +20,8 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
-	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/store"
 )
 
 func TestOffboardSurvivesAKilledAPI(t *testing.T) {

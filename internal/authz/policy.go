@@ -11,6 +11,13 @@ type Identity struct {
 	Name   string // optional name claim
 }
 
+// Access is what the authorization read finds about a caller in an org.
+type Access struct {
+	Role         Role // on the caller's OrgUser edge
+	OrgDeleting  bool // the org is being offboarded
+	EdgeDeleting bool // the caller is the owner offboarding it
+}
+
 // Principal is a caller acting inside one org, with the role the
 // authorization read found on their OrgUser edge.
 type Principal struct {

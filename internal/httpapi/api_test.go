@@ -20,7 +20,6 @@ import (
 
 	"github.com/tenantd/tenantd"
 	"github.com/tenantd/tenantd/client"
-	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi"
 )
 
@@ -1589,15 +1588,15 @@ func TestStatus401(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Hooli")
 	now := ts.Clock.Now()
-	claims := func(sub string, iat, exp time.Time) authz.Claims {
-		return authz.Claims{Email: "x@example.com", RegisteredClaims: jwt.RegisteredClaims{Subject: sub,
+	claims := func(sub string, iat, exp time.Time) httpapi.Claims {
+		return httpapi.Claims{Email: "x@example.com", RegisteredClaims: jwt.RegisteredClaims{Subject: sub,
 			IssuedAt: jwt.NewNumericDate(iat), ExpiresAt: jwt.NewNumericDate(exp)}}
 	}
 	algNone, err := jwt.NewWithClaims(jwt.SigningMethodNone, claims(w.Owner.ID, now, now.Add(time.Hour))).SignedString(jwt.UnsafeAllowNoneSignatureType)
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrongSecret, err := authz.MintHS256("another-secret-another-secret-another-secret", claims(w.Owner.ID, now, now.Add(time.Hour)))
+	wrongSecret, err := httpapi.MintHS256("another-secret-another-secret-another-secret", claims(w.Owner.ID, now, now.Add(time.Hour)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1613,7 +1612,7 @@ func TestStatus401(t *testing.T) {
 		{"bearer without token", "Bearer "},
 		{"token without scheme", valid},
 		{"expired", "Bearer " + ts.mint(t, claims(w.Owner.ID, now.Add(-3*time.Hour), now.Add(-2*time.Hour)))},
-		{"no exp", "Bearer " + ts.mint(t, authz.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: w.Owner.ID, IssuedAt: jwt.NewNumericDate(now)}})},
+		{"no exp", "Bearer " + ts.mint(t, httpapi.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: w.Owner.ID, IssuedAt: jwt.NewNumericDate(now)}})},
 		{"issued in the future", "Bearer " + ts.mint(t, claims(w.Owner.ID, now.Add(time.Hour), now.Add(2*time.Hour)))},
 		{"alg none", "Bearer " + algNone},
 		{"wrong secret", "Bearer " + wrongSecret},

@@ -12,9 +12,9 @@ import (
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
-	"github.com/tenantd/tenantd/internal/team"
-	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -32,7 +32,7 @@ var _ oapi.StrictServerInterface = (*handlers)(nil)
 var errNoPrincipal = errs.E(errs.Internal, "no_principal", "route has no org principal")
 
 func principal(ctx context.Context) (authz.Principal, error) {
-	p, ok := authz.PrincipalFrom(ctx)
+	p, ok := PrincipalFrom(ctx)
 	if !ok {
 		return p, errNoPrincipal
 	}
@@ -40,7 +40,7 @@ func principal(ctx context.Context) (authz.Principal, error) {
 }
 
 func identity(ctx context.Context) (authz.Identity, error) {
-	id, ok := authz.IdentityFrom(ctx)
+	id, ok := IdentityFrom(ctx)
 	if !ok {
 		return id, errs.E(errs.Unauthenticated, "invalid_token", "missing bearer token")
 	}

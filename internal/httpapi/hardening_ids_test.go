@@ -13,7 +13,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/httpapi"
 )
 
 // TestHardeningDotIDs: a user ID of dots is a 400 in a body (new org
@@ -86,7 +86,7 @@ func TestHardeningDotIDs(t *testing.T) {
 	t.Run("as a token's sub", func(t *testing.T) {
 		now := ts.Clock.Now()
 		for _, id := range dots {
-			tok, err := authz.MintHS256(testSecret, authz.Claims{Email: "dots@example.com", RegisteredClaims: jwt.RegisteredClaims{
+			tok, err := httpapi.MintHS256(testSecret, httpapi.Claims{Email: "dots@example.com", RegisteredClaims: jwt.RegisteredClaims{
 				Subject: id, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
 			if err != nil {
 				t.Fatal(err)

@@ -26,7 +26,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/httpapi"
 )
 
 // hJWKS serves a JWKS with one RS256 key and counts its hits.
@@ -84,10 +84,10 @@ func TestHardeningJWT(t *testing.T) {
 	jwks := hNewJWKS(t)
 	rr := &hReqRecorder{}
 	ts := MustServer(t, hWithAPIOptions(rr.Middleware),
-		hWithVerifier(authz.VerifierConfig{JWKSURL: jwks.srv.URL, Issuer: iss, Audience: aud, Leeway: 30 * time.Second}))
+		hWithVerifier(httpapi.VerifierConfig{JWKSURL: jwks.srv.URL, Issuer: iss, Audience: aud, Leeway: 30 * time.Second}))
 	now := ts.Clock.Now()
-	claims := func(mod func(c *authz.Claims)) authz.Claims {
-		c := authz.Claims{Email: "mallory@example.com", Name: "Mallory", RegisteredClaims: jwt.RegisteredClaims{
+	claims := func(mod func(c *httpapi.Claims)) httpapi.Claims {
+		c := httpapi.Claims{Email: "mallory@example.com", Name: "Mallory", RegisteredClaims: jwt.RegisteredClaims{
 			Subject: "mallory", Issuer: iss, Audience: jwt.ClaimStrings{aud},
 			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}}
 		if mod != nil {
@@ -96,7 +96,7 @@ func TestHardeningJWT(t *testing.T) {
 		return c
 	}
 	kid := map[string]any{"kid": jwks.kid}
-	rs256 := func(mod func(c *authz.Claims)) string {
+	rs256 := func(mod func(c *httpapi.Claims)) string {
 		return hSign(t, jwt.SigningMethodRS256, jwks.key, claims(mod), kid)
 	}
 	valid := rs256(nil)
@@ -161,26 +161,26 @@ func TestHardeningJWT(t *testing.T) {
 			"kty": "RSA", "kid": "attacker", "n": b(attacker.N), "e": b64(big.NewInt(int64(attacker.E)).Bytes())}}),
 		"jku to the attacker": hSign(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"kid": "attacker", "jku": lure.URL + "/jwks.json"}),
 		"x5u to the attacker": hSign(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"kid": "attacker", "x5u": lure.URL + "/cert.pem"}),
-		"expired": rs256(func(c *authz.Claims) {
+		"expired": rs256(func(c *httpapi.Claims) {
 			c.IssuedAt, c.ExpiresAt = jwt.NewNumericDate(now.Add(-2*time.Hour)), jwt.NewNumericDate(now.Add(-time.Hour))
 		}),
-		"expired beyond the leeway":  rs256(func(c *authz.Claims) { c.ExpiresAt = jwt.NewNumericDate(now.Add(-31 * time.Second)) }),
-		"not yet valid (nbf)":        rs256(func(c *authz.Claims) { c.NotBefore = jwt.NewNumericDate(now.Add(10 * time.Minute)) }),
-		"issued in the future":       rs256(func(c *authz.Claims) { c.IssuedAt = jwt.NewNumericDate(now.Add(10 * time.Minute)) }),
-		"missing exp":                rs256(func(c *authz.Claims) { c.ExpiresAt = nil }),
-		"wrong iss":                  rs256(func(c *authz.Claims) { c.Issuer = "https://evil.test/" }),
-		"iss with a suffix":          rs256(func(c *authz.Claims) { c.Issuer = iss + "evil" }),
-		"missing iss":                rs256(func(c *authz.Claims) { c.Issuer = "" }),
-		"wrong aud":                  rs256(func(c *authz.Claims) { c.Audience = jwt.ClaimStrings{"another-api"} }),
-		"missing aud":                rs256(func(c *authz.Claims) { c.Audience = nil }),
-		"aud prefix":                 rs256(func(c *authz.Claims) { c.Audience = jwt.ClaimStrings{aud[:5]} }),
-		"sub with the key delimiter": rs256(func(c *authz.Claims) { c.Subject = "a#USER#b" }),
-		"sub empty":                  rs256(func(c *authz.Claims) { c.Subject = "" }),
-		"sub 129 characters":         rs256(func(c *authz.Claims) { c.Subject = strings.Repeat("s", 129) }),
-		"sub with unicode":           rs256(func(c *authz.Claims) { c.Subject = "m\u0430llory" }),
+		"expired beyond the leeway":  rs256(func(c *httpapi.Claims) { c.ExpiresAt = jwt.NewNumericDate(now.Add(-31 * time.Second)) }),
+		"not yet valid (nbf)":        rs256(func(c *httpapi.Claims) { c.NotBefore = jwt.NewNumericDate(now.Add(10 * time.Minute)) }),
+		"issued in the future":       rs256(func(c *httpapi.Claims) { c.IssuedAt = jwt.NewNumericDate(now.Add(10 * time.Minute)) }),
+		"missing exp":                rs256(func(c *httpapi.Claims) { c.ExpiresAt = nil }),
+		"wrong iss":                  rs256(func(c *httpapi.Claims) { c.Issuer = "https://evil.test/" }),
+		"iss with a suffix":          rs256(func(c *httpapi.Claims) { c.Issuer = iss + "evil" }),
+		"missing iss":                rs256(func(c *httpapi.Claims) { c.Issuer = "" }),
+		"wrong aud":                  rs256(func(c *httpapi.Claims) { c.Audience = jwt.ClaimStrings{"another-api"} }),
+		"missing aud":                rs256(func(c *httpapi.Claims) { c.Audience = nil }),
+		"aud prefix":                 rs256(func(c *httpapi.Claims) { c.Audience = jwt.ClaimStrings{aud[:5]} }),
+		"sub with the key delimiter": rs256(func(c *httpapi.Claims) { c.Subject = "a#USER#b" }),
+		"sub empty":                  rs256(func(c *httpapi.Claims) { c.Subject = "" }),
+		"sub 129 characters":         rs256(func(c *httpapi.Claims) { c.Subject = strings.Repeat("s", 129) }),
+		"sub with unicode":           rs256(func(c *httpapi.Claims) { c.Subject = "m\u0430llory" }),
 		"tampered payload": func() string {
 			parts := strings.Split(valid, ".")
-			p, _ := json.Marshal(claims(func(c *authz.Claims) { c.Subject = "admin" }))
+			p, _ := json.Marshal(claims(func(c *httpapi.Claims) { c.Subject = "admin" }))
 			parts[1] = b64(p)
 			return strings.Join(parts, ".")
 		}(),
@@ -232,7 +232,7 @@ func TestHardeningJWT(t *testing.T) {
 	}
 
 	t.Run("valid token works", func(t *testing.T) {
-		for _, tok := range []string{valid, rs256(func(c *authz.Claims) { c.Audience = jwt.ClaimStrings{"other", aud} })} {
+		for _, tok := range []string{valid, rs256(func(c *httpapi.Claims) { c.Audience = jwt.ClaimStrings{"other", aud} })} {
 			r := hDo(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/me", tok, nil, "")
 			if r.Status != http.StatusOK {
 				t.Errorf("a valid RS256 token: status %d: %s", r.Status, r.Body)
@@ -364,7 +364,7 @@ func TestHardeningJWTNumericDates(t *testing.T) {
 	const iss, aud = "https://issuer.test/", "tenantd-api"
 	jwks := hNewJWKS(t)
 	hs := MustServer(t)
-	rs := MustServer(t, hWithVerifier(authz.VerifierConfig{JWKSURL: jwks.srv.URL, Issuer: iss, Audience: aud, Leeway: 30 * time.Second}))
+	rs := MustServer(t, hWithVerifier(httpapi.VerifierConfig{JWKSURL: jwks.srv.URL, Issuer: iss, Audience: aud, Leeway: 30 * time.Second}))
 	now := hs.Clock.Now().Unix()
 	claims := func(mod map[string]any) jwt.MapClaims {
 		c := jwt.MapClaims{"sub": "mallory", "email": "mallory@example.com", "iss": iss, "aud": aud,

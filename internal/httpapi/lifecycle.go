@@ -9,8 +9,8 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
-	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/page"
 )
 
 func toInvitation(inv org.Invitation) oapi.Invitation {

@@ -28,15 +28,14 @@ import (
 
 	"github.com/tenantd/tenantd"
 	"github.com/tenantd/tenantd/client"
-	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/httpapi"
-	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/obs"
+	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -177,7 +176,7 @@ type hOptions struct {
 	requestTimeout time.Duration
 	rateLimit      *ratelimit.Options
 	callerLimit    *ratelimit.Options
-	verifier       *authz.VerifierConfig
+	verifier       *httpapi.VerifierConfig
 	maxHeaderBytes int
 	deletionLease  time.Duration
 	offboardGrace  time.Duration
@@ -218,7 +217,7 @@ func hWithCallerRateLimit(ro ratelimit.Options) hOption {
 
 // hWithVerifier replaces the HS256 test verifier (e.g. with a JWKS one).
 // Its Now defaults to the server's clock; ts.Token then no longer works.
-func hWithVerifier(cfg authz.VerifierConfig) hOption {
+func hWithVerifier(cfg httpapi.VerifierConfig) hOption {
 	return func(o *hOptions) { o.verifier = &cfg }
 }
 
@@ -307,14 +306,14 @@ func MustServer(tb testing.TB, opts ...hOption) *testServer {
 		_, _ = ts.Raw.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 	})
 
-	vcfg := authz.VerifierConfig{HS256Secret: testSecret, Leeway: 30 * time.Second, Now: ts.Clock.Now}
+	vcfg := httpapi.VerifierConfig{HS256Secret: testSecret, Leeway: 30 * time.Second, Now: ts.Clock.Now}
 	if o.verifier != nil {
 		vcfg = *o.verifier
 		if vcfg.Now == nil {
 			vcfg.Now = ts.Clock.Now
 		}
 	}
-	verifier, err := authz.NewVerifier(ctx, vcfg)
+	verifier, err := httpapi.NewVerifier(ctx, vcfg)
 	if err != nil {
 		tb.Fatalf("verifier: %v", err)
 	}
@@ -384,13 +383,13 @@ func (ts *testServer) UniqueID(prefix string) string {
 func (ts *testServer) Token(tb testing.TB, sub, email, name string) string {
 	tb.Helper()
 	now := ts.Clock.Now()
-	return ts.mint(tb, authz.Claims{Email: email, Name: name, RegisteredClaims: jwt.RegisteredClaims{
+	return ts.mint(tb, httpapi.Claims{Email: email, Name: name, RegisteredClaims: jwt.RegisteredClaims{
 		Subject: sub, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
 }
 
-func (ts *testServer) mint(tb testing.TB, c authz.Claims) string {
+func (ts *testServer) mint(tb testing.TB, c httpapi.Claims) string {
 	tb.Helper()
-	tok, err := authz.MintHS256(testSecret, c)
+	tok, err := httpapi.MintHS256(testSecret, c)
 	if err != nil {
 		tb.Fatalf("mint: %v", err)
 	}

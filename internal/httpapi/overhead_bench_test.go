@@ -43,11 +43,11 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
-	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/obs"
+	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -410,7 +410,7 @@ func newBenchEnv(b *testing.B) *benchEnv {
 		b.Fatal("bench data set lacks the OrgUser or the Ticket item")
 	}
 	now := time.Now()
-	tok, err := authz.MintHS256(benchSecret, authz.Claims{Email: "owner@bench.example", Name: "Owner",
+	tok, err := httpapi.MintHS256(benchSecret, httpapi.Claims{Email: "owner@bench.example", Name: "Owner",
 		RegisteredClaims: jwt.RegisteredClaims{Subject: benchUser, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
 	if err != nil {
 		b.Fatal(err)
@@ -445,7 +445,7 @@ func (env *benchEnv) server(b *testing.B, withMetrics, inproc bool) *echo.Echo {
 		opts = append(opts, metrics.DynamoDB)
 	}
 	db := store.Open(env.client(inproc, opts...), benchTable)
-	verifier, err := authz.NewVerifier(ctx, authz.VerifierConfig{HS256Secret: benchSecret, Leeway: 30 * time.Second})
+	verifier, err := httpapi.NewVerifier(ctx, httpapi.VerifierConfig{HS256Secret: benchSecret, Leeway: 30 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -609,10 +609,10 @@ func BenchmarkGetTicket(b *testing.B) {
 func BenchmarkAuthorizeOrgGetItem(b *testing.B) {
 	env := newBenchEnv(b)
 	tenants := &store.Tenants{DB: store.Open(env.client(true), benchTable)}
-	h := authz.AuthorizeOrg(tenants)(func(c echo.Context) error { return nil })
+	h := httpapi.AuthorizeOrg(tenants)(func(c echo.Context) error { return nil })
 	e := echo.New()
 	req := httptest.NewRequest(http.MethodGet, "/v1/orgs/"+benchOrgID+"/tickets", nil)
-	req = req.WithContext(authz.WithIdentity(req.Context(), authz.Identity{UserID: benchUser}))
+	req = req.WithContext(httpapi.WithIdentity(req.Context(), authz.Identity{UserID: benchUser}))
 	c := e.NewContext(req, httptest.NewRecorder())
 	c.SetPath("/v1/orgs/:orgId/tickets")
 	c.SetParamNames("orgId")

@@ -26,7 +26,7 @@ var replayActions = map[string]authz.Action{
 // owner). Requests outside an org (createOrg, acceptInvitation) need only
 // the caller, whom the key is scoped to. A route without a rule is refused.
 func authorizeReplay(c echo.Context, body []byte) error {
-	p, ok := authz.PrincipalFrom(c.Request().Context())
+	p, ok := PrincipalFrom(c.Request().Context())
 	if !ok {
 		return nil
 	}

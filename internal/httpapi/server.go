@@ -23,14 +23,13 @@ import (
 	echomw "github.com/oapi-codegen/echo-middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/idempotency"
-	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/obs"
-	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/ratelimit"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -46,8 +45,8 @@ type Deps struct {
 	Tenants  *org.Service
 	Teams    *team.Service
 	Tickets  *ticket.Service
-	Roles    authz.AccessReader // the authorization read
-	Verifier *authz.Verifier
+	Roles    AccessReader // the authorization read
+	Verifier *Verifier
 	// CursorKey signs pagination cursors (at least 32 bytes).
 	CursorKey []byte
 	// CursorTTL is how long a cursor stays valid (default 24 h).
@@ -139,9 +138,9 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(requestID)
 	// Outermost of the metrics: it renders errors (c.Error) before counting,
 	// so it counts what the client got.
-	e.Use(obs.NewHTTP(d.Registry).Middleware(route))
+	e.Use(countRequests(obs.NewHTTP(d.Registry), route))
 	if d.Metrics != nil {
-		e.Use(d.Metrics.RequestLog(d.Logger, route))
+		e.Use(logRequests(d.Metrics, d.Logger, route))
 	}
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "KiB")) // "K" would be 64,000 bytes
@@ -154,13 +153,11 @@ func New(d Deps) (*echo.Echo, error) {
 	}, d.RequestTimeout, d.WriteTimeout))
 	// Public operations, and paths that match no route (a 404 whoever
 	// asks; the spec says which routes exist), need no token.
-	e.Use(authz.Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
-	if d.CallerRateLimit != nil {
-		// Before any work, the authorization read included: a token that
-		// names other tenants' orgs (404 each, one read each) spends only
-		// its own budget.
-		e.Use(d.CallerRateLimit.PerCaller())
-	}
+	e.Use(Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
+	// Before any work, the authorization read included: a token that names
+	// other tenants' orgs (404 each, one read each) spends only its own
+	// budget.
+	e.Use(limitCaller(d.CallerRateLimit))
 	// One JSON value, valid UTF-8, no key twice: before anything decodes it.
 	e.Use(strictJSON)
 	e.Use(echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
@@ -179,14 +176,12 @@ func New(d Deps) (*echo.Echo, error) {
 			return err
 		},
 	}))
-	e.Use(authz.AuthorizeOrg(d.Roles))
-	if d.RateLimit != nil {
-		// After the authorization read: only an org's members spend its
-		// quota, so nobody can exhaust another tenant's limit.
-		e.Use(d.RateLimit.Middleware())
-	}
+	e.Use(AuthorizeOrg(d.Roles))
+	// After the authorization read: only an org's members spend its quota,
+	// so nobody can exhaust another tenant's limit.
+	e.Use(limitTenant(d.RateLimit))
 	if d.Idempotency != nil {
-		e.Use(idempotency.Middleware(d.Idempotency, idempotency.Options{Now: d.Now, Authorize: authorizeReplay}))
+		e.Use(idempotent(idempotency.NewKeeper(d.Idempotency, idempotency.Options{Now: d.Now})))
 	}
 
 	h := &handlers{Deps: d, cursors: cursors{key: d.CursorKey, ttl: d.CursorTTL, now: clock.Or(d.Now)}}

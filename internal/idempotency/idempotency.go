@@ -8,20 +8,15 @@
 package idempotency
 
 import (
-	"bytes"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"net/http"
 	"time"
 
-	"github.com/labstack/echo/v4"
-
-	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 )
@@ -68,12 +63,6 @@ type Storer interface {
 type Options struct {
 	TTL time.Duration // how long a response is replayable (default 24 h)
 	Now clock.Clock
-	// Authorize decides whether the caller may still make the request, as
-	// the handler would decide it now (body is the request's): a replay is
-	// authorized like a new request, so a caller demoted since the first
-	// one does not get its response (which may hold a secret, such as an
-	// invitation's token). nil allows every replay.
-	Authorize func(c echo.Context, body []byte) error
 }
 
 var (
@@ -132,112 +121,99 @@ func validKey(k string) bool {
 	return true
 }
 
-// Middleware applies to POST requests carrying an Idempotency-Key. It must
-// run after authentication and the org authorization read, so that a key is
-// only ever looked up inside the caller's own scope.
-func Middleware(s Storer, o Options) echo.MiddlewareFunc {
+// Keeper runs the protocol on a Storer: Begin before the request, then
+// Complete with its response or Abandon. It knows nothing of HTTP: the
+// HTTP layer adapts it.
+type Keeper struct {
+	store Storer
+	ttl   time.Duration
+	now   clock.Clock
+}
+
+// NewKeeper returns a Keeper; o.TTL defaults to 24 hours.
+func NewKeeper(s Storer, o Options) *Keeper {
 	if o.TTL == 0 {
 		o.TTL = 24 * time.Hour
 	}
-	now := clock.Or(o.Now)
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			req := c.Request()
-			k, ok := req.Header[http.CanonicalHeaderKey(Header)]
-			if req.Method != http.MethodPost || !ok {
-				return next(c)
-			}
-			if len(k) != 1 || !validKey(k[0]) {
-				return errKeyInvalid
-			}
-			id, ok := authz.IdentityFrom(req.Context())
-			if !ok {
-				return next(c)
-			}
-			body, err := io.ReadAll(req.Body)
-			if err != nil {
-				return err
-			}
-			req.Body = io.NopCloser(bytes.NewReader(body))
-			h := sha256.New()
-			for _, part := range []string{req.Method, c.Path(), req.URL.Path, req.URL.RawQuery} {
-				h.Write([]byte(part))
-				h.Write([]byte{0})
-			}
-			h.Write(body)
-			t := now()
-			owner := make([]byte, 16)
-			_, _ = rand.Read(owner)
-			rec := Record{OrgID: c.Param("orgId"), UserID: id.UserID, Key: k[0], Fingerprint: hex.EncodeToString(h.Sum(nil)),
-				Owner: hex.EncodeToString(owner), CreatedAt: t, ExpiresAt: t.Add(o.TTL)}
-			if p, ok := authz.PrincipalFrom(req.Context()); ok {
-				rec.Role = string(p.OrgRole)
-			}
-			existing, started, err := s.Begin(req.Context(), rec)
-			if err != nil {
-				return err
-			}
-			if !started {
-				switch {
-				case existing.Fingerprint != rec.Fingerprint:
-					return errReused
-				case !existing.Done:
-					return errInProgress
-				}
-				// A kept success holds what the request made (an invitation's
-				// token, say): it is only for a caller still allowed to make
-				// it. A kept refusal reveals nothing new and replays as is.
-				if o.Authorize != nil && existing.Status < 300 {
-					if err := o.Authorize(c, body); err != nil {
-						return err
-					}
-				}
-				plain, err := open(rec, existing.Body)
-				if err != nil {
-					return errUnreadable
-				}
-				existing.Body = plain
-				return replay(c, existing)
-			}
-			w := &recorder{ResponseWriter: c.Response().Writer}
-			c.Response().Writer = w
-			err = next(c)
-			if err != nil {
-				c.Error(err) // render the error now so its response is what gets stored
-			}
-			status := c.Response().Status
-			if status >= 500 || status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
-				// Nothing durable happened, or we cannot tell: let the key be
-				// retried. If the request ran out of time the database may be
-				// what hangs, and the late answer must not wait for it: then
-				// the record is released in the background.
-				abandon := func() {
-					ctx, cancel := bookkeeping(req.Context())
-					defer cancel()
-					_ = s.Abandon(ctx, rec)
-				}
-				if req.Context().Err() != nil {
-					go abandon()
-				} else {
-					abandon()
-				}
-				return nil
-			}
-			rec.Done, rec.Status = true, status
-			rec.ContentType = c.Response().Header().Get(echo.HeaderContentType)
-			rec.ETag = c.Response().Header().Get("ETag")
-			// The response may hold a secret (an invitation's token): it is
-			// stored sealed with a key only the client's Idempotency-Key
-			// gives, never in clear.
-			rec.Body = seal(rec, w.body.Bytes())
-			ctx, cancel := bookkeeping(req.Context())
+	return &Keeper{store: s, ttl: o.TTL, now: clock.Or(o.Now)}
+}
+
+// CheckKey returns the one valid key among a request's header values.
+func CheckKey(values []string) (string, error) {
+	if len(values) != 1 || !validKey(values[0]) {
+		return "", errKeyInvalid
+	}
+	return values[0], nil
+}
+
+// Fingerprint identifies a request: its parts (method, route, path, query)
+// and its body.
+func Fingerprint(body []byte, parts ...string) string {
+	h := sha256.New()
+	for _, part := range parts {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	h.Write(body)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// Begin records that the request identified by (orgID, userID, key) with
+// fingerprint starts, for a caller with role in orgID ("" outside an org).
+// When it returns kept == nil, the request is to run and rec is to be
+// completed or abandoned. Otherwise kept is the finished response to
+// replay, with its body opened. Errors: the key was used with another
+// request (422), its first request still runs (409).
+func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprint string) (rec Record, kept *Record, err error) {
+	t := k.now()
+	owner := make([]byte, 16)
+	_, _ = rand.Read(owner)
+	rec = Record{OrgID: orgID, UserID: userID, Role: role, Key: key, Fingerprint: fingerprint,
+		Owner: hex.EncodeToString(owner), CreatedAt: t, ExpiresAt: t.Add(k.ttl)}
+	existing, started, err := k.store.Begin(ctx, rec)
+	if err != nil || started {
+		return rec, nil, err
+	}
+	switch {
+	case existing.Fingerprint != rec.Fingerprint:
+		return rec, nil, errReused
+	case !existing.Done:
+		return rec, nil, errInProgress
+	}
+	plain, err := open(rec, existing.Body)
+	if err != nil {
+		return rec, nil, errUnreadable
+	}
+	existing.Body = plain
+	return rec, &existing, nil
+}
+
+// Finish ends a begun request with its response: a 5xx or 429 (nothing
+// durable happened, or it cannot be told) releases the key for a retry;
+// anything else is kept, its body sealed with a key only the client's
+// Idempotency-Key gives (it may hold a secret, such as an invitation's
+// token), never in clear. It uses a context of its own that outlives a
+// cancelled request but is bounded, so a hung database cannot hold the
+// answer; when the request itself ran out of time, the release happens in
+// the background.
+func (k *Keeper) Finish(ctx context.Context, rec Record, status int, contentType, etag string, body []byte) error {
+	if status >= 500 || status == http.StatusTooManyRequests {
+		abandon := func() error {
+			bctx, cancel := bookkeeping(ctx)
 			defer cancel()
-			if err := s.Complete(ctx, rec); err != nil {
-				c.Logger().Errorf("idempotency: complete: %v", err)
-			}
+			return k.store.Abandon(bctx, rec)
+		}
+		if ctx.Err() != nil {
+			go func() { _ = abandon() }()
 			return nil
 		}
+		return abandon()
 	}
+	rec.Done, rec.Status, rec.ContentType, rec.ETag = true, status, contentType, etag
+	rec.Body = seal(rec, body)
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	return k.store.Complete(bctx, rec)
 }
 
 // bookkeeping is the context of the record's last write: it outlives a
@@ -245,27 +221,4 @@ func Middleware(s Storer, o Options) echo.MiddlewareFunc {
 // hung database cannot hold the request open.
 func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-}
-
-func replay(c echo.Context, r Record) error {
-	h := c.Response().Header()
-	h.Set("Idempotent-Replayed", "true")
-	if r.ETag != "" {
-		h.Set("ETag", r.ETag)
-	}
-	if r.ContentType == "" {
-		return c.NoContent(r.Status)
-	}
-	return c.Blob(r.Status, r.ContentType, r.Body)
-}
-
-// recorder keeps a copy of the response body.
-type recorder struct {
-	http.ResponseWriter
-	body bytes.Buffer
-}
-
-func (w *recorder) Write(b []byte) (int, error) {
-	w.body.Write(b)
-	return w.ResponseWriter.Write(b)
 }

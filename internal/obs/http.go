@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -47,21 +46,9 @@ func NewHTTP(reg prometheus.Registerer) *HTTP {
 	return h
 }
 
-// Middleware counts each request once its response is written: an error
-// returned further down is rendered first (c.Error, the one error
-// handler), so the code label is the status the client got, not a guess
-// made from the error. route maps a request to its route template.
-func (h *HTTP) Middleware(route func(echo.Context) string) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			start := time.Now()
-			if err := next(c); err != nil {
-				c.Error(err)
-			}
-			method, r := Method(c.Request().Method), route(c)
-			h.requests.WithLabelValues(method, r, strconv.Itoa(c.Response().Status)).Inc()
-			h.duration.WithLabelValues(method, r).Observe(time.Since(start).Seconds())
-			return nil
-		}
-	}
+// Observe counts one request, once its response is written: code is the
+// status the client got, route the route template (or Unmatched).
+func (h *HTTP) Observe(method, route string, code int, d time.Duration) {
+	h.requests.WithLabelValues(method, route, strconv.Itoa(code)).Inc()
+	h.duration.WithLabelValues(method, route).Observe(d.Seconds())
 }

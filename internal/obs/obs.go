@@ -6,19 +6,13 @@ package obs
 
 import (
 	"context"
-	"log/slog"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
-	"github.com/labstack/echo/v4"
 	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/tenantd/tenantd/internal/audit"
-	"github.com/tenantd/tenantd/internal/authz"
-	"github.com/tenantd/tenantd/internal/ids"
 )
 
 // Calls is what one request spent on DynamoDB.
@@ -195,44 +189,9 @@ func consumed(result any) float64 {
 	return 0
 }
 
-// RequestLog is the Echo middleware that counts a request's DynamoDB calls
-// and writes one log line for it: request id, route, status, latency, org,
-// user and the DynamoDB calls, attempts and capacity it cost. It never logs
-// headers or raw paths, so tokens stay out of the logs. route maps a
-// request to its route template (Unmatched when none); the method is
-// logged and labelled as Method reports it.
-func (m *Metrics) RequestLog(log *slog.Logger, route func(echo.Context) string) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			start := time.Now()
-			ctx, calls := WithCalls(c.Request().Context())
-			c.SetRequest(c.Request().WithContext(ctx))
-			err := next(c)
-			if err != nil {
-				c.Error(err) // write the response now, so its status is logged
-			}
-			n, attempts, capacity := calls.Snapshot()
-			route := route(c)
-			method := Method(c.Request().Method)
-			m.callsPerRequest.WithLabelValues(method, route).Observe(float64(n))
-			m.capPerRequest.WithLabelValues(method, route).Observe(capacity)
-			attrs := []any{
-				"requestId", c.Response().Header().Get(echo.HeaderXRequestID),
-				"method", method, "route", route, "status", c.Response().Status,
-				"latencyMs", float64(time.Since(start).Microseconds()) / 1000,
-				"dynamodbCalls", n, "dynamodbAttempts", attempts, "dynamodbCapacity", capacity,
-			}
-			if cid := audit.ClientRequestID(c.Request().Context()); cid != "" {
-				attrs = append(attrs, "clientRequestId", cid)
-			}
-			if org := c.Param("orgId"); ids.ValidResource(org) {
-				attrs = append(attrs, "orgId", org)
-			}
-			if id, ok := authz.IdentityFrom(c.Request().Context()); ok {
-				attrs = append(attrs, "userId", id.UserID)
-			}
-			log.Info("request", attrs...)
-			return nil
-		}
-	}
+// ObserveRequest records what one HTTP request cost in DynamoDB calls and
+// capacity, by method and route (both from bounded sets: see Method).
+func (m *Metrics) ObserveRequest(method, route string, calls int, capacity float64) {
+	m.callsPerRequest.WithLabelValues(method, route).Observe(float64(calls))
+	m.capPerRequest.WithLabelValues(method, route).Observe(capacity)
 }

@@ -1,10 +1,10 @@
 // Package ratelimit keeps one tenant from using up the service: each org
 // (or, outside any org, each caller) gets its own token bucket, so a noisy
 // tenant is throttled while the others are not. A second Limiter, used
-// through PerCaller before the authorization read, gives each caller a
-// bucket whatever org it names, so a token probing other tenants' orgs is
-// throttled too. Responses carry the IETF RateLimit header fields; a
-// refused request gets 429 with Retry-After.
+// before the authorization read, gives each caller a bucket whatever org it
+// names, so a token probing other tenants' orgs is throttled too. The HTTP
+// layer turns a Decision into the IETF RateLimit header fields and, for a
+// refused request, 429 with Retry-After.
 //
 // The buckets live in this process: with N replicas a tenant's effective
 // limit is N times the configured one.
@@ -12,16 +12,12 @@ package ratelimit
 
 import (
 	"math"
-	"strconv"
 	"sync"
 	"time"
 
-	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
-	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
-	"github.com/tenantd/tenantd/internal/errs"
 )
 
 // Options set the limit.
@@ -71,75 +67,35 @@ func (l *Limiter) bucket(key string) *rate.Limiter {
 	return b
 }
 
-var (
-	errLimited       = errs.E(errs.TooManyRequests, "rate_limited", "this organization is sending requests too fast; retry after the time in Retry-After")
-	errCallerLimited = errs.E(errs.TooManyRequests, "rate_limited", "you are sending requests too fast; retry after the time in Retry-After")
-)
-
-// Middleware limits every authenticated request by its tenant: the org of
-// the route, else the caller. Unauthenticated requests pass through (they
-// were refused or are public probes).
-func (l *Limiter) Middleware() echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if l.o.PerSecond <= 0 {
-				return next(c)
-			}
-			id, ok := authz.IdentityFrom(c.Request().Context())
-			if !ok {
-				return next(c)
-			}
-			key := "user:" + id.UserID
-			if org := c.Param("orgId"); org != "" {
-				key = "org:" + org
-			}
-			if err := l.take(c, key, errLimited); err != nil {
-				return err
-			}
-			return next(c)
-		}
-	}
+// Decision is what one Take found.
+type Decision struct {
+	Allowed bool
+	// Limit is the sustained rate (requests per second, rounded up) and
+	// Burst the bucket's size.
+	Limit, Burst int
+	// Remaining is how many requests the bucket holds now.
+	Remaining int
+	// Reset is how long until the bucket is full again; RetryAfter, for a
+	// refused request, how long until one request is allowed.
+	Reset, RetryAfter time.Duration
 }
 
-// PerCaller limits every authenticated request by its caller (the token's
-// subject), whatever org it names. Placed before the authorization read,
-// it bounds what one token can make the server read: requests for other
-// tenants' orgs, which all end in 404, spend the caller's budget, not
-// theirs and not DynamoDB's. Unauthenticated requests pass through.
-func (l *Limiter) PerCaller() echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if l.o.PerSecond <= 0 {
-				return next(c)
-			}
-			id, ok := authz.IdentityFrom(c.Request().Context())
-			if !ok {
-				return next(c)
-			}
-			if err := l.take(c, "caller:"+id.UserID, errCallerLimited); err != nil {
-				return err
-			}
-			return next(c)
-		}
-	}
-}
+// Off reports whether the limiter limits nothing.
+func (l *Limiter) Off() bool { return l == nil || l.o.PerSecond <= 0 }
 
-// take spends one token of key's bucket and sets the RateLimit headers;
-// refused is returned (with Retry-After set) when the bucket is empty.
-func (l *Limiter) take(c echo.Context, key string, refused error) error {
+// Take spends one request of key's bucket, if it has one.
+func (l *Limiter) Take(key string) Decision {
+	if l.Off() {
+		return Decision{Allowed: true}
+	}
 	b := l.bucket(key)
 	now := l.o.Now()
 	allowed := b.AllowN(now, 1)
 	tokens := b.TokensAt(now)
-	h := c.Response().Header()
-	h.Set("RateLimit-Limit", strconv.Itoa(int(math.Ceil(l.o.PerSecond))))
-	h.Set("RateLimit-Remaining", strconv.Itoa(max(0, int(tokens))))
-	untilFull := time.Duration((float64(l.o.Burst) - tokens) / l.o.PerSecond * float64(time.Second))
-	h.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(untilFull.Seconds()))))
+	d := Decision{Allowed: allowed, Limit: int(math.Ceil(l.o.PerSecond)), Burst: l.o.Burst, Remaining: max(0, int(tokens)),
+		Reset: time.Duration((float64(l.o.Burst) - tokens) / l.o.PerSecond * float64(time.Second))}
 	if !allowed {
-		wait := time.Duration((1 - tokens) / l.o.PerSecond * float64(time.Second))
-		h.Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(wait.Seconds())))))
-		return refused
+		d.RetryAfter = time.Duration((1 - tokens) / l.o.PerSecond * float64(time.Second))
 	}
-	return nil
+	return d
 }

@@ -16,8 +16,8 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/idempotency"
-	"github.com/tenantd/tenantd/internal/store"
 	orgpkg "github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 

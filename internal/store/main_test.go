@@ -15,9 +15,9 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/ids"
-	"github.com/tenantd/tenantd/internal/team"
-	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 

@@ -11,8 +11,8 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
-	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/page"
 )
 
 // Tenants stores orgs and their users: one item collection per org
@@ -627,5 +627,3 @@ func (s *Tenants) OrgAccess(ctx context.Context, orgID, userID string) (authz.Ac
 	}
 	return a, nil
 }
-
-var _ authz.AccessReader = (*Tenants)(nil)

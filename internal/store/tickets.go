@@ -9,8 +9,8 @@ import (
 	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/errs"
-	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 

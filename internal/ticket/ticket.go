@@ -6,8 +6,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/page"
 )
 
 // Status is where a ticket is in its life.

@@ -1,4 +1,4 @@
-package authz
+package httpapi
 
 import (
 	"context"
@@ -7,29 +7,23 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 )
-
-// Access is what the authorization read finds about a caller in an org.
-type Access struct {
-	Role         Role // on the caller's OrgUser edge
-	OrgDeleting  bool // the org is being offboarded
-	EdgeDeleting bool // the caller is the owner offboarding it
-}
 
 // AccessReader reads a user's access to an org: the authorization read.
 type AccessReader interface {
 	// OrgAccess reads the org item and the caller's OrgUser edge with ONE
 	// consistent BatchGetItem. Returns NotFound if the org or the user's
 	// membership of it does not exist.
-	OrgAccess(ctx context.Context, orgID, userID string) (Access, error)
+	OrgAccess(ctx context.Context, orgID, userID string) (authz.Access, error)
 }
 
-// OffboardingRoutes are the only routes of an org being offboarded that
+// offboardingRoutes are the only routes of an org being offboarded that
 // answer anything but 404, and only to its owners: repeating the DELETE and
 // reading the offboarding's progress.
-var OffboardingRoutes = map[string]string{
+var offboardingRoutes = map[string]string{
 	"/v1/orgs/:orgId":             http.MethodDelete,
 	"/v1/orgs/:orgId/offboarding": http.MethodGet,
 }
@@ -92,10 +86,10 @@ func AuthorizeOrg(roles AccessReader) echo.MiddlewareFunc {
 			// An org being offboarded exists for nobody, from the moment it
 			// started, except that its owners may repeat the DELETE and
 			// read its progress.
-			if (a.OrgDeleting || a.EdgeDeleting) && !(OffboardingRoutes[c.Path()] == req.Method && a.Role == Owner) {
+			if (a.OrgDeleting || a.EdgeDeleting) && !(offboardingRoutes[c.Path()] == req.Method && a.Role == authz.Owner) {
 				return errNoOrg
 			}
-			p := Principal{Identity: id, OrgID: orgID, OrgRole: a.Role}
+			p := authz.Principal{Identity: id, OrgID: orgID, OrgRole: a.Role}
 			c.SetRequest(req.WithContext(WithPrincipal(req.Context(), p)))
 			return next(c)
 		}

@@ -1,4 +1,4 @@
-package authz_test
+package httpapi_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/httpapi"
 )
 
 // memRoles is an AccessReader that answers from memory.
@@ -38,7 +39,7 @@ func noop(echo.Context) error { return nil }
 // BenchmarkAuthenticateMiddleware is the Authenticate middleware: header
 // parsing, Verify, the identity into the request context.
 func BenchmarkAuthenticateMiddleware(b *testing.B) {
-	h := authz.Authenticate(benchVerifier(b), nil)(noop)
+	h := httpapi.Authenticate(benchVerifier(b), nil)(noop)
 	c, req := benchContext(b, "Bearer "+benchToken(b))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -53,14 +54,14 @@ func BenchmarkAuthenticateMiddleware(b *testing.B) {
 // (the role read answered from memory): ID check, identity lookup, the
 // principal into the request context. Issue 5's target is <= 30 allocs.
 func BenchmarkAuthorizeOrgMiddleware(b *testing.B) {
-	h := authz.AuthorizeOrg(memRoles{authz.Admin})(func(c echo.Context) error {
-		if _, ok := authz.PrincipalFrom(c.Request().Context()); !ok {
+	h := httpapi.AuthorizeOrg(memRoles{authz.Admin})(func(c echo.Context) error {
+		if _, ok := httpapi.PrincipalFrom(c.Request().Context()); !ok {
 			b.Fatal("no principal")
 		}
 		return nil
 	})
 	c, req := benchContext(b, "")
-	req = req.WithContext(authz.WithIdentity(req.Context(), authz.Identity{UserID: "u_ada", Email: "ada@example.com"}))
+	req = req.WithContext(httpapi.WithIdentity(req.Context(), authz.Identity{UserID: "u_ada", Email: "ada@example.com"}))
 	b.ReportAllocs()
 	for b.Loop() {
 		c.SetRequest(req)
@@ -72,7 +73,7 @@ func BenchmarkAuthorizeOrgMiddleware(b *testing.B) {
 
 // BenchmarkAuthnAndAuthzMiddleware is both, chained as the server does.
 func BenchmarkAuthnAndAuthzMiddleware(b *testing.B) {
-	h := authz.Authenticate(benchVerifier(b), nil)(authz.AuthorizeOrg(memRoles{authz.Admin})(noop))
+	h := httpapi.Authenticate(benchVerifier(b), nil)(httpapi.AuthorizeOrg(memRoles{authz.Admin})(noop))
 	c, req := benchContext(b, "Bearer "+benchToken(b))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -1,4 +1,4 @@
-package authz_test
+package httpapi_test
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/ids"
 )
 
@@ -17,11 +17,11 @@ const fuzzSecret = "fuzz-secret-0123456789abcdef-0123456789"
 // FuzzVerify feeds arbitrary strings to the token verifier: it must never
 // panic, and anything it accepts must name a valid user.
 func FuzzVerify(f *testing.F) {
-	v, err := authz.NewVerifier(context.Background(), authz.VerifierConfig{HS256Secret: fuzzSecret})
+	v, err := httpapi.NewVerifier(context.Background(), httpapi.VerifierConfig{HS256Secret: fuzzSecret})
 	if err != nil {
 		f.Fatal(err)
 	}
-	good, _ := authz.MintHS256(fuzzSecret, authz.Claims{RegisteredClaims: jwt.RegisteredClaims{
+	good, _ := httpapi.MintHS256(fuzzSecret, httpapi.Claims{RegisteredClaims: jwt.RegisteredClaims{
 		Subject: "u_ada", ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}})
 	f.Add(good)
 	f.Add("")

@@ -1,4 +1,4 @@
-package authz
+package httpapi
 
 import (
 	"bytes"
@@ -12,6 +12,7 @@ import (
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 )
@@ -110,26 +111,26 @@ var errToken = errs.E(errs.Unauthenticated, "invalid_token", "the bearer token i
 const MaxTokenLen = 8 << 10
 
 // Verify checks a raw token and returns the caller's identity.
-func (v *Verifier) Verify(raw string) (Identity, error) {
+func (v *Verifier) Verify(raw string) (authz.Identity, error) {
 	if raw == "" || len(raw) > MaxTokenLen || strings.Count(raw, ".") != 2 {
-		return Identity{}, errToken
+		return authz.Identity{}, errToken
 	}
 	var c Claims
 	tok, err := v.parser.ParseWithClaims(raw, &c, v.keyFunc)
 	if err != nil {
-		return Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message, Err: err}
+		return authz.Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message, Err: err}
 	}
 	if _, ok := tok.Header["crit"]; ok {
 		// RFC 7515 4.1.11: extensions we do not understand must be refused,
 		// and we understand none.
-		return Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message,
+		return authz.Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message,
 			Err: errors.New("crit header")}
 	}
 	if !ids.ValidUser(c.Subject) {
-		return Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message,
+		return authz.Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message,
 			Err: errors.New("sub is not a valid user ID")}
 	}
-	return Identity{UserID: c.Subject, Email: c.Email, Name: c.Name}, nil
+	return authz.Identity{UserID: c.Subject, Email: c.Email, Name: c.Name}, nil
 }
 
 // MintHS256 signs a token for dev use and tests.
@@ -141,23 +142,23 @@ type identityKey struct{}
 type principalKey struct{}
 
 // WithIdentity stores the caller's identity in ctx.
-func WithIdentity(ctx context.Context, id Identity) context.Context {
+func WithIdentity(ctx context.Context, id authz.Identity) context.Context {
 	return context.WithValue(ctx, identityKey{}, id)
 }
 
 // IdentityFrom returns the identity stored by WithIdentity.
-func IdentityFrom(ctx context.Context) (Identity, bool) {
-	id, ok := ctx.Value(identityKey{}).(Identity)
+func IdentityFrom(ctx context.Context) (authz.Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(authz.Identity)
 	return id, ok
 }
 
 // WithPrincipal stores the caller's principal in an org in ctx.
-func WithPrincipal(ctx context.Context, p Principal) context.Context {
+func WithPrincipal(ctx context.Context, p authz.Principal) context.Context {
 	return context.WithValue(ctx, principalKey{}, p)
 }
 
 // PrincipalFrom returns the principal stored by WithPrincipal.
-func PrincipalFrom(ctx context.Context) (Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(Principal)
+func PrincipalFrom(ctx context.Context) (authz.Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(authz.Principal)
 	return p, ok
 }

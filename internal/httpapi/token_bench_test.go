@@ -1,4 +1,4 @@
-package authz_test
+package httpapi_test
 
 import (
 	"context"
@@ -7,21 +7,21 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/httpapi"
 )
 
 // Benchmarks of the authentication and authorization path, without any
 // database: the RoleReader answers from memory. Run with
 // `go test -run '^$' -bench . -benchmem ./internal/authz/`.
 
-const benchSecret = "tenantd-authz-bench-secret-0123456789abcdef"
+const tokenBenchSecret = "tenantd-authz-bench-secret-0123456789abcdef"
 
 const benchOrg = "01HZX3J6Q8W9E2R4T6Y8V0K2M4" // a canonical ULID (AuthorizeOrg checks it)
 
 func benchToken(b *testing.B) string {
 	b.Helper()
 	now := time.Now()
-	tok, err := authz.MintHS256(benchSecret, authz.Claims{Email: "ada@example.com", Name: "Ada",
+	tok, err := httpapi.MintHS256(tokenBenchSecret, httpapi.Claims{Email: "ada@example.com", Name: "Ada",
 		RegisteredClaims: jwt.RegisteredClaims{Subject: "u_ada", IssuedAt: jwt.NewNumericDate(now),
 			ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
 	if err != nil {
@@ -30,9 +30,9 @@ func benchToken(b *testing.B) string {
 	return tok
 }
 
-func benchVerifier(b *testing.B) *authz.Verifier {
+func benchVerifier(b *testing.B) *httpapi.Verifier {
 	b.Helper()
-	v, err := authz.NewVerifier(context.Background(), authz.VerifierConfig{HS256Secret: benchSecret, Leeway: 30 * time.Second})
+	v, err := httpapi.NewVerifier(context.Background(), httpapi.VerifierConfig{HS256Secret: tokenBenchSecret, Leeway: 30 * time.Second})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -52,11 +52,11 @@ func BenchmarkJWTVerifyHS256(b *testing.B) {
 
 // BenchmarkJWTMintHS256 is MintHS256 (dev tokens, the bench's callers).
 func BenchmarkJWTMintHS256(b *testing.B) {
-	c := authz.Claims{Email: "ada@example.com", RegisteredClaims: jwt.RegisteredClaims{Subject: "u_ada",
+	c := httpapi.Claims{Email: "ada@example.com", RegisteredClaims: jwt.RegisteredClaims{Subject: "u_ada",
 		ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := authz.MintHS256(benchSecret, c); err != nil {
+		if _, err := httpapi.MintHS256(tokenBenchSecret, c); err != nil {
 			b.Fatal(err)
 		}
 	}

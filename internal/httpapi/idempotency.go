@@ -1,0 +1,88 @@
+package httpapi
+
+import (
+	"bytes"
+	"io"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tenantd/tenantd/internal/idempotency"
+)
+
+// idempotent adapts the idempotency.Keeper to creating POSTs that carry an
+// Idempotency-Key. It runs after authentication and the authorization read,
+// so that a key is only ever looked up inside the caller's own scope. A kept
+// success is replayed only if the caller may still make the request
+// (authorizeReplay): it holds what the request made, an invitation's token
+// say; a kept refusal reveals nothing new and replays as is.
+func idempotent(k *idempotency.Keeper) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			values, ok := req.Header[http.CanonicalHeaderKey(idempotency.Header)]
+			if req.Method != http.MethodPost || !ok {
+				return next(c)
+			}
+			key, err := idempotency.CheckKey(values)
+			if err != nil {
+				return err
+			}
+			id, ok := IdentityFrom(req.Context())
+			if !ok {
+				return next(c)
+			}
+			body, err := io.ReadAll(req.Body)
+			if err != nil {
+				return err
+			}
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			role := ""
+			if p, ok := PrincipalFrom(req.Context()); ok {
+				role = string(p.OrgRole)
+			}
+			rec, kept, err := k.Begin(req.Context(), c.Param("orgId"), id.UserID, role, key,
+				idempotency.Fingerprint(body, req.Method, c.Path(), req.URL.Path, req.URL.RawQuery))
+			if err != nil {
+				return err
+			}
+			if kept != nil {
+				if kept.Status < 300 {
+					if err := authorizeReplay(c, body); err != nil {
+						return err
+					}
+				}
+				h := c.Response().Header()
+				h.Set("Idempotent-Replayed", "true")
+				if kept.ETag != "" {
+					h.Set("ETag", kept.ETag)
+				}
+				if kept.ContentType == "" {
+					return c.NoContent(kept.Status)
+				}
+				return c.Blob(kept.Status, kept.ContentType, kept.Body)
+			}
+			w := &recorder{ResponseWriter: c.Response().Writer}
+			c.Response().Writer = w
+			if err := next(c); err != nil {
+				c.Error(err) // render the error now so its response is what gets kept
+			}
+			resp := c.Response()
+			if err := k.Finish(req.Context(), rec, resp.Status, resp.Header().Get(echo.HeaderContentType), resp.Header().Get("ETag"), w.body.Bytes()); err != nil {
+				c.Logger().Errorf("idempotency: finish: %v", err)
+			}
+			return nil
+		}
+	}
+}
+
+// recorder keeps a copy of the response body.
+type recorder struct {
+	http.ResponseWriter
+	body bytes.Buffer
+}
+
+func (w *recorder) Write(b []byte) (int, error) {
+	w.body.Write(b)
+	return w.ResponseWriter.Write(b)
+}

@@ -1,0 +1,67 @@
+package httpapi
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/obs"
+)
+
+// countRequests counts each request once its response is written: an error
+// returned further down is rendered first (c.Error, the one error handler),
+// so the code label is the status the client got, not a guess made from
+// the error. route maps a request to its route template.
+func countRequests(m *obs.HTTP, route func(echo.Context) string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			if err := next(c); err != nil {
+				c.Error(err)
+			}
+			m.Observe(obs.Method(c.Request().Method), route(c), c.Response().Status, time.Since(start))
+			return nil
+		}
+	}
+}
+
+// logRequests counts a request's DynamoDB calls and writes one log line for
+// it: request id, route, status, latency, org, user and the DynamoDB calls,
+// attempts and capacity it cost. It never logs headers or raw paths, so
+// tokens stay out of the logs. route maps a request to its route template
+// (obs.Unmatched when none); the method is logged as obs.Method reports it.
+func logRequests(m *obs.Metrics, log *slog.Logger, route func(echo.Context) string) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			start := time.Now()
+			ctx, calls := obs.WithCalls(c.Request().Context())
+			c.SetRequest(c.Request().WithContext(ctx))
+			if err := next(c); err != nil {
+				c.Error(err) // write the response now, so its status is logged
+			}
+			n, attempts, capacity := calls.Snapshot()
+			route, method := route(c), obs.Method(c.Request().Method)
+			m.ObserveRequest(method, route, n, capacity)
+			attrs := []any{
+				"requestId", c.Response().Header().Get(echo.HeaderXRequestID),
+				"method", method, "route", route, "status", c.Response().Status,
+				"latencyMs", float64(time.Since(start).Microseconds()) / 1000,
+				"dynamodbCalls", n, "dynamodbAttempts", attempts, "dynamodbCapacity", capacity,
+			}
+			if cid := audit.ClientRequestID(c.Request().Context()); cid != "" {
+				attrs = append(attrs, "clientRequestId", cid)
+			}
+			if org := c.Param("orgId"); ids.ValidResource(org) {
+				attrs = append(attrs, "orgId", org)
+			}
+			if id, ok := IdentityFrom(c.Request().Context()); ok {
+				attrs = append(attrs, "userId", id.UserID)
+			}
+			log.Info("request", attrs...)
+			return nil
+		}
+	}
+}
