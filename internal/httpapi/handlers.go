@@ -135,7 +135,7 @@ func (h *handlers) CreateOrg(ctx context.Context, req oapi.CreateOrgRequestObjec
 	if err != nil {
 		return nil, err
 	}
-	org, _, err := h.Tenants.CreateOrg(ctx, id, req.Body.Name)
+	org, _, err := h.Tenants.CreateOrg(ctx, id, newResourceID(ctx), req.Body.Name)
 	if err != nil {
 		return nil, err
 	}
@@ -400,7 +400,7 @@ func (h *handlers) CreateTeam(ctx context.Context, req oapi.CreateTeamRequestObj
 	if req.Body.Description != nil {
 		desc = *req.Body.Description
 	}
-	t, err := h.Teams.CreateTeam(ctx, p, req.Body.Name, desc)
+	t, err := h.Teams.CreateTeam(ctx, p, newResourceID(ctx), req.Body.Name, desc)
 	if err != nil {
 		return nil, err
 	}
@@ -591,7 +591,7 @@ func (h *handlers) CreateTicket(ctx context.Context, req oapi.CreateTicketReques
 		return nil, err
 	}
 	b := req.Body
-	in := ticket.NewTicket{Title: b.Title}
+	in := ticket.NewTicket{ID: newResourceID(ctx), Title: b.Title}
 	set(&in.Description, b.Description)
 	set(&in.TeamID, b.TeamId)
 	set(&in.AssigneeID, b.AssigneeId)
@@ -712,7 +712,7 @@ func (h *handlers) CreateComment(ctx context.Context, req oapi.CreateCommentRequ
 	if err != nil {
 		return nil, err
 	}
-	c, err := h.Tickets.AddComment(ctx, p, req.TicketId, req.Body.Body)
+	c, err := h.Tickets.AddComment(ctx, p, req.TicketId, newResourceID(ctx), req.Body.Body)
 	if err != nil {
 		return nil, err
 	}

@@ -310,8 +310,11 @@ func TestHardeningFaults(t *testing.T) {
 		faults.set(only(hTxThrottled, "TransactWriteItems"))
 		hWant503(t, "createTicket with a key", post("keyed", key))
 		faults.set(nil)
-		if recs := hItems(t, ts, "IdempotencyRecord", org); len(recs) != 0 {
-			t.Errorf("a failed request left %d idempotency record(s): %s", len(recs), hDump(recs))
+		// The record stays, released for a retry and holding no response.
+		for _, rec := range hItems(t, ts, "IdempotencyRecord", org) {
+			if rec["released"] == nil || rec["done"] == nil || rec.hS("resourceId") == "" || rec["body"] != nil {
+				t.Errorf("a failed request's record is not released and empty: %s", hDump([]hItem{rec}))
+			}
 		}
 		r := post("keyed", key)
 		if r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "" {
@@ -379,6 +382,80 @@ func TestHardeningFaults(t *testing.T) {
 		}
 		if n := tickets("lost record"); n > 1 {
 			t.Errorf("tickets: %d", n)
+		}
+	})
+
+	t.Run("a create whose every answer was lost, retried with its Idempotency-Key, exists once", func(t *testing.T) {
+		// The ticket's transaction committed on its first attempt, and every
+		// answer was lost (the SDK retried, then gave up): the API answers
+		// 503 without knowing that the ticket exists, and releases the key.
+		// The client's retry with the same key must meet that ticket, not
+		// create a second one. (Found by TestChaos, with DynamoDB Local
+		// paused past the request's deadline.)
+		lostAfterFirst := func() {
+			var calls atomic.Int32
+			faults.set(func(op string, attempt int) hFault {
+				if op != "TransactWriteItems" {
+					return hPass
+				}
+				if attempt == 1 {
+					calls.Add(1)
+				}
+				if calls.Load() >= 2 { // the idempotency record's own transaction passes
+					return hLostResponse
+				}
+				return hPass
+			})
+		}
+		auditsBefore := len(hItems(t, ts, "AuditEvent", org))
+		key := http.Header{"Idempotency-Key": {"fault-key-lost-every-answer"}}
+		lostAfterFirst()
+		hWant503(t, "createTicket, every answer lost", post("lost every answer", key))
+		faults.set(nil)
+		if n := tickets("lost every answer"); n != 1 {
+			t.Fatalf("tickets after the lost answers: %d, want 1 (the write committed)", n)
+		}
+		r := post("lost every answer", key)
+		if r.Status != http.StatusCreated {
+			t.Fatalf("retry with the key: %d %s, want 201", r.Status, r.Body)
+		}
+		if n := tickets("lost every answer"); n != 1 {
+			t.Errorf("tickets after the retry: %d, want 1", n)
+		}
+		var tk client.Ticket
+		if err := json.Unmarshal(r.Body, &tk); err != nil {
+			t.Fatal(err)
+		}
+		if got := hGet(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA"); got.hS("title") != "lost every answer" {
+			t.Errorf("the retry answered ticket %s, which is not the one the lost attempt made", tk.Id)
+		}
+		if r := post("lost every answer", key); r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Contains(r.Body, []byte(tk.Id)) {
+			t.Errorf("second retry: not a replay of %s: %d %s", tk.Id, r.Status, r.Body)
+		}
+
+		// A comment, the same way: one comment, commentCount one higher.
+		before := hGet(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA").hN(t, "commentCount")
+		comment := func() hResp {
+			return hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets/"+tk.Id+"/comments", w.Member.Token,
+				http.Header{"Idempotency-Key": {"fault-key-lost-comment"}}, `{"body":"lost comment"}`)
+		}
+		lostAfterFirst()
+		hWant503(t, "createComment, every answer lost", comment())
+		faults.set(nil)
+		if c := comment(); c.Status != http.StatusCreated {
+			t.Errorf("comment retry with the key: %d %s, want 201", c.Status, c.Body)
+		}
+		n := 0
+		for _, it := range hItems(t, ts, "Comment", org) {
+			if strings.HasPrefix(it.hS("pk"), "ORG#"+org+"#TICKET#"+tk.Id) {
+				n++
+			}
+		}
+		if after := hGet(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA").hN(t, "commentCount"); n != 1 || after != before+1 {
+			t.Errorf("comments: %d (want 1), commentCount %d -> %d", n, before, after)
+		}
+		if n := len(hItems(t, ts, "AuditEvent", org)) - auditsBefore; n != 2 {
+			t.Errorf("audit events: %d, want 2 (one per create, none for the retries)", n)
 		}
 	})
 

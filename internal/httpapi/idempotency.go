@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"net/http"
 
@@ -62,6 +63,7 @@ func idempotent(k *idempotency.Keeper) echo.MiddlewareFunc {
 				}
 				return c.Blob(kept.Status, kept.ContentType, kept.Body)
 			}
+			c.SetRequest(req.WithContext(context.WithValue(req.Context(), resourceIDKey{}, rec.ResourceID)))
 			w := &recorder{ResponseWriter: c.Response().Writer}
 			c.Response().Writer = w
 			if err := next(c); err != nil {
@@ -74,6 +76,16 @@ func idempotent(k *idempotency.Keeper) echo.MiddlewareFunc {
 			return nil
 		}
 	}
+}
+
+type resourceIDKey struct{}
+
+// newResourceID is the ID an idempotent creating request gives what it
+// creates (idempotency.Record.ResourceID), the same on every attempt under
+// its key; "" without an Idempotency-Key (the service mints one).
+func newResourceID(ctx context.Context) string {
+	id, _ := ctx.Value(resourceIDKey{}).(string)
+	return id
 }
 
 // recorder keeps a copy of the response body.

@@ -19,6 +19,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
 )
 
 // Header is the request header that carries the client's key.
@@ -36,6 +37,15 @@ type Record struct {
 	Role        string
 	Fingerprint string // hash of method, route, path and body
 	Owner       string // random per attempt: recognizes our own write when its response was lost
+	// ResourceID is the ID the request gives what it creates (a ticket, a
+	// team...). It is minted with the record and kept by every later
+	// attempt under the key, so that a retry after an outcome the server
+	// could not know (a timeout, a lost answer, a crash) meets what the
+	// first attempt created instead of creating it a second time.
+	ResourceID string
+	// Released marks an attempt that ended in a server error: the key is
+	// open to a retry at once (with the same ResourceID).
+	Released    bool
 	Done        bool
 	Status      int
 	ContentType string
@@ -47,17 +57,27 @@ type Record struct {
 
 // Storer keeps records.
 type Storer interface {
-	// Begin stores r unless a live record exists for its key; then it
-	// returns that record and started=false. Returns NotFound (org_not_found)
-	// if the caller no longer belongs to the org with r.Role.
+	// Begin stores r unless an unexpired record exists for its key; then it
+	// returns that record (its Owner included) and started=false. Returns
+	// NotFound (org_not_found) if the caller no longer belongs to the org
+	// with r.Role.
 	Begin(ctx context.Context, r Record) (existing Record, started bool, err error)
+	// TakeOver replaces the unfinished record of r's key whose owner is
+	// prevOwner with r. Returns Conflict if the record is no longer that
+	// (another attempt took it over, or it finished), NotFound as Begin.
+	TakeOver(ctx context.Context, r Record, prevOwner string) error
 	// Complete stores the response of a begun record, only if the begun
 	// record is still there (an offboarding may have deleted it).
 	Complete(ctx context.Context, r Record) error
-	// Abandon removes a begun record so that the key can be retried (after
-	// a server error).
-	Abandon(ctx context.Context, r Record) error
+	// Release marks a begun, unfinished record as open to a retry (after a
+	// server error), keeping it and its ResourceID.
+	Release(ctx context.Context, r Record) error
 }
+
+// StaleAfter is how long an unfinished attempt holds its key: a retry
+// meanwhile gets 409; after it, a retry takes over from an attempt that
+// died (a crash) without answering.
+const StaleAfter = time.Minute
 
 // Options tune the middleware.
 type Options struct {
@@ -128,6 +148,7 @@ type Keeper struct {
 	store Storer
 	ttl   time.Duration
 	now   clock.Clock
+	ids   *ids.Generator
 }
 
 // NewKeeper returns a Keeper; o.TTL defaults to 24 hours.
@@ -135,7 +156,8 @@ func NewKeeper(s Storer, o Options) *Keeper {
 	if o.TTL == 0 {
 		o.TTL = 24 * time.Hour
 	}
-	return &Keeper{store: s, ttl: o.TTL, now: clock.Or(o.Now)}
+	now := clock.Or(o.Now)
+	return &Keeper{store: s, ttl: o.TTL, now: now, ids: ids.NewGenerator(now)}
 }
 
 // CheckKey returns the one valid key among a request's header values.
@@ -160,16 +182,20 @@ func Fingerprint(body []byte, parts ...string) string {
 
 // Begin records that the request identified by (orgID, userID, key) with
 // fingerprint starts, for a caller with role in orgID ("" outside an org).
-// When it returns kept == nil, the request is to run and rec is to be
-// completed or abandoned. Otherwise kept is the finished response to
-// replay, with its body opened. Errors: the key was used with another
-// request (422), its first request still runs (409).
+// When it returns kept == nil, the request is to run, giving what it
+// creates rec.ResourceID, and rec is to be finished. Otherwise kept is the
+// finished response to replay, with its body opened. Errors: the key was
+// used with another request (422), an earlier attempt still runs (409).
+//
+// An attempt that ended in a server error, or that has run for longer than
+// StaleAfter (it died), is taken over: the new attempt keeps its
+// ResourceID, so what the old one may have created is found, not doubled.
 func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprint string) (rec Record, kept *Record, err error) {
 	t := k.now()
 	owner := make([]byte, 16)
 	_, _ = rand.Read(owner)
 	rec = Record{OrgID: orgID, UserID: userID, Role: role, Key: key, Fingerprint: fingerprint,
-		Owner: hex.EncodeToString(owner), CreatedAt: t, ExpiresAt: t.Add(k.ttl)}
+		Owner: hex.EncodeToString(owner), ResourceID: k.ids.NewAt(t), CreatedAt: t, ExpiresAt: t.Add(k.ttl)}
 	existing, started, err := k.store.Begin(ctx, rec)
 	if err != nil || started {
 		return rec, nil, err
@@ -177,6 +203,17 @@ func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprin
 	switch {
 	case existing.Fingerprint != rec.Fingerprint:
 		return rec, nil, errReused
+	case !existing.Done && (existing.Released || existing.CreatedAt.Before(t.Add(-StaleAfter))):
+		if existing.ResourceID != "" {
+			rec.ResourceID = existing.ResourceID
+		}
+		if err := k.store.TakeOver(ctx, rec, existing.Owner); err != nil {
+			if errs.Is(err, errs.Conflict) {
+				return rec, nil, errInProgress
+			}
+			return rec, nil, err
+		}
+		return rec, nil, nil
 	case !existing.Done:
 		return rec, nil, errInProgress
 	}
@@ -189,7 +226,8 @@ func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprin
 }
 
 // Finish ends a begun request with its response: a 5xx or 429 (nothing
-// durable happened, or it cannot be told) releases the key for a retry;
+// durable happened, or it cannot be told) releases the key for a retry,
+// which keeps the ResourceID;
 // anything else is kept, its body sealed with a key only the client's
 // Idempotency-Key gives (it may hold a secret, such as an invitation's
 // token), never in clear. It uses a context of its own that outlives a
@@ -201,7 +239,7 @@ func (k *Keeper) Finish(ctx context.Context, rec Record, status int, contentType
 		abandon := func() error {
 			bctx, cancel := bookkeeping(ctx)
 			defer cancel()
-			return k.store.Abandon(bctx, rec)
+			return k.store.Release(bctx, rec)
 		}
 		if ctx.Err() != nil {
 			go func() { _ = abandon() }()

@@ -109,7 +109,11 @@ func validateUser(u User) error {
 
 // CreateOrg creates an org whose first owner is the caller. The owner's
 // email and name come from the token's claims.
-func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, name string) (Org, User, error) {
+//
+// orgID, when set, is the org's ID (an idempotent request's, see
+// idempotency.Record.ResourceID); otherwise one is minted. If the caller
+// already owns an org with it, it was created already: it is returned as is.
+func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, orgID, name string) (Org, User, error) {
 	if err := validate.Name("name", name, MaxNameLen); err != nil {
 		return Org{}, User{}, err
 	}
@@ -117,7 +121,10 @@ func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, name string)
 		return Org{}, User{}, errs.E(errs.Invalid, "email_claim_required", "the token has no email claim; the owner of a new organization needs one")
 	}
 	now := s.now()
-	org := Org{ID: s.ids.New(), Name: name, Version: 1, CreatedAt: now, UpdatedAt: now}
+	if orgID == "" {
+		orgID = s.ids.New()
+	}
+	org := Org{ID: orgID, Name: name, Version: 1, CreatedAt: now, UpdatedAt: now}
 	owner := User{OrgID: org.ID, UserID: id.UserID, Email: id.Email, Name: id.Name, Role: authz.Owner,
 		JoinedAt: now, UpdatedAt: now, Version: 1}
 	if owner.Name == "" {
@@ -129,9 +136,26 @@ func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, name string)
 	ctx = s.event(ctx, authz.Principal{Identity: id, OrgID: org.ID}, authz.Grant{}, "org.create", "org", org.ID, now,
 		audit.Diff(audit.F("name", nil, org.Name)))
 	if err := s.store.CreateOrg(ctx, org, owner); err != nil {
+		if errs.CodeOf(err) == "org_exists" {
+			return s.createdOrg(ctx, id, org.ID)
+		}
 		return Org{}, User{}, err
 	}
 	return org, owner, nil
+}
+
+// createdOrg returns the org an earlier attempt of the same idempotent
+// create made, with the caller's edge in it (NotFound once they left it).
+func (s *Service) createdOrg(ctx context.Context, id authz.Identity, orgID string) (Org, User, error) {
+	u, err := s.store.GetUser(ctx, orgID, id.UserID)
+	if err != nil {
+		return Org{}, User{}, err
+	}
+	o, err := s.store.GetOrg(ctx, orgID)
+	if err != nil {
+		return Org{}, User{}, err
+	}
+	return o, u, nil
 }
 
 // ListMyOrgs lists the orgs the caller belongs to, with their role.

@@ -28,6 +28,8 @@ type idempotencyItem struct {
 	UserID      string    `dynamo:"userId"`
 	Fingerprint string    `dynamo:"fingerprint"`
 	Owner       string    `dynamo:"owner"`
+	ResourceID  string    `dynamo:"resourceId"` // what the request creates is given this ID, on every attempt
+	Released    bool      `dynamo:"released"`   // the last attempt ended in a server error: a retry may take over
 	Done        bool      `dynamo:"done"`
 	Status      int       `dynamo:"status"`
 	ContentType string    `dynamo:"contentType"`
@@ -40,14 +42,10 @@ type idempotencyItem struct {
 	ExpiresAt   int64     `dynamo:"expiresAt"` // epoch seconds: the TTL attribute
 }
 
-// staleAfter is how long an unfinished record blocks its key: a request
-// that crashed mid-way must not block retries for 24 hours.
-const staleAfter = time.Minute
-
 func toIdempotencyItem(r idempotency.Record) idempotencyItem {
 	k := idempotencyKey(r.OrgID, r.UserID, r.Key)
 	it := idempotencyItem{PK: k.PK, SK: k.SK, Type: typeIdempotent, OrgID: r.OrgID, UserID: r.UserID,
-		Fingerprint: r.Fingerprint, Owner: r.Owner, Done: r.Done, Status: r.Status, ContentType: r.ContentType, ETag: r.ETag,
+		Fingerprint: r.Fingerprint, Owner: r.Owner, ResourceID: r.ResourceID, Released: r.Released, Done: r.Done, Status: r.Status, ContentType: r.ContentType, ETag: r.ETag,
 		Body: r.Body, CreatedAt: r.CreatedAt, StartedAt: r.CreatedAt.Unix(), ExpiresAt: r.ExpiresAt.Unix()}
 	if r.OrgID != "" {
 		it.GSI1PK, it.GSI1SK = orgPK(r.OrgID), k.PK
@@ -57,6 +55,7 @@ func toIdempotencyItem(r idempotency.Record) idempotencyItem {
 
 func fromIdempotencyItem(it idempotencyItem, r idempotency.Record) idempotency.Record {
 	r.Fingerprint, r.Done, r.Status, r.ContentType, r.ETag, r.Body = it.Fingerprint, it.Done, it.Status, it.ContentType, it.ETag, it.Body
+	r.Owner, r.ResourceID, r.Released = it.Owner, it.ResourceID, it.Released
 	r.CreatedAt, r.ExpiresAt = it.CreatedAt, time.Unix(it.ExpiresAt, 0)
 	return r
 }
@@ -70,42 +69,24 @@ func checkRecord(r idempotency.Record) error {
 	return checkIDs("userId", r.UserID)
 }
 
-// Begin puts the record unless a live one holds the key (a conditional
-// PutItem); on a clash it returns the live record from a consistent read.
+// Begin puts the record unless an unexpired one holds the key (a
+// conditional PutItem); on a clash it returns that record from a consistent
+// read.
 func (s *Idempotency) Begin(ctx context.Context, r idempotency.Record) (idempotency.Record, bool, error) {
 	if err := checkRecord(r); err != nil {
 		return idempotency.Record{}, false, err
 	}
 	it := toIdempotencyItem(r)
-	put := s.table.Put(it).If("attribute_not_exists(pk) OR expiresAt < ? OR (done = ? AND startedAt < ?)",
-		r.CreatedAt.Unix(), false, r.CreatedAt.Add(-staleAfter).Unix())
-	var err error
-	if r.OrgID != "" && r.Role != "" {
-		// Under an org, the record is a write of a member like any other:
-		// fenced on their edge, so none lands once the org's offboarding
-		// has cut its members off.
-		errTaken := errs.E(errs.Conflict, "idempotency_taken", "taken")
-		t := s.newTx().put(key{it.PK, it.SK}, put, failWith(errTaken))
-		s.fence(t, r.OrgID, r.UserID, string(authz.Member))
-		err = t.run(ctx, "begin idempotent request")
-		if err == nil {
-			return r, true, nil
-		}
-		if err != errTaken {
-			return idempotency.Record{}, false, err
-		}
-	} else {
-		err = put.Run(ctx)
-		if err == nil {
-			return r, true, nil
-		}
-		if failed, _ := condFailed(err); !failed && !dynamo.IsCondCheckFailed(err) {
-			return idempotency.Record{}, false, fmt.Errorf("begin idempotent request: %w", translate(err))
-		}
+	err := s.putRecord(ctx, r, s.table.Put(it).If("attribute_not_exists(pk) OR expiresAt < ?", r.CreatedAt.Unix()), "begin idempotent request")
+	if err == nil {
+		return r, true, nil
+	}
+	if err != errRecordTaken {
+		return idempotency.Record{}, false, err
 	}
 	var cur idempotencyItem
 	err = s.table.Get(attrPK, it.PK).Range(attrSK, dynamo.Equal, it.SK).Consistent(true).One(ctx, &cur)
-	if errors.Is(err, dynamo.ErrNotFound) { // abandoned in between: the caller may retry
+	if errors.Is(err, dynamo.ErrNotFound) { // deleted in between (expired): the caller may retry
 		return s.Begin(ctx, r)
 	}
 	if err != nil {
@@ -117,6 +98,37 @@ func (s *Idempotency) Begin(ctx context.Context, r idempotency.Record) (idempote
 		return r, true, nil
 	}
 	return fromIdempotencyItem(cur, r), false, nil
+}
+
+// TakeOver replaces the unfinished record of prevOwner with r.
+func (s *Idempotency) TakeOver(ctx context.Context, r idempotency.Record, prevOwner string) error {
+	if err := checkRecord(r); err != nil {
+		return err
+	}
+	put := s.table.Put(toIdempotencyItem(r)).If("done = ? AND $ = ?", false, "owner", prevOwner)
+	return s.putRecord(ctx, r, put, "take over idempotent request")
+}
+
+// errRecordTaken is putRecord's answer when the put's condition failed.
+var errRecordTaken = errs.E(errs.Conflict, "idempotency_taken", "the idempotency key is held by another attempt")
+
+// putRecord runs a conditional put of a record. Under an org, the record is
+// a write of a member like any other: fenced on their edge, so none lands
+// once the org's offboarding has cut its members off.
+func (s *Idempotency) putRecord(ctx context.Context, r idempotency.Record, put *dynamo.Put, op string) error {
+	if r.OrgID != "" && r.Role != "" {
+		t := s.newTx().put(idempotencyKey(r.OrgID, r.UserID, r.Key), put, failWith(errRecordTaken))
+		s.fence(t, r.OrgID, r.UserID, string(authz.Member))
+		return t.run(ctx, op)
+	}
+	err := put.Run(ctx)
+	if failed, _ := condFailed(err); failed || dynamo.IsCondCheckFailed(err) {
+		return errRecordTaken
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, translate(err))
+	}
+	return nil
 }
 
 // Complete stores the response in the record Begin wrote, if it is still
@@ -135,17 +147,19 @@ func (s *Idempotency) Complete(ctx context.Context, r idempotency.Record) error 
 	return nil
 }
 
-// Abandon deletes a record that did not complete.
-func (s *Idempotency) Abandon(ctx context.Context, r idempotency.Record) error {
+// Release opens an unfinished record of ours to a retry.
+func (s *Idempotency) Release(ctx context.Context, r idempotency.Record) error {
 	if err := checkRecord(r); err != nil {
 		return err
 	}
 	k := idempotencyKey(r.OrgID, r.UserID, r.Key)
-	if err := s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("done = ? AND $ = ?", false, "owner", r.Owner).Run(ctx); err != nil {
-		if failed, _ := condFailed(err); failed {
-			return nil
-		}
-		return fmt.Errorf("abandon idempotent request: %w", translate(err))
+	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("released", true).
+		If("done = ? AND $ = ?", false, "owner", r.Owner).Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return nil // finished, taken over, or deleted by an offboarding
+	}
+	if err != nil {
+		return fmt.Errorf("release idempotent request: %w", translate(err))
 	}
 	return nil
 }

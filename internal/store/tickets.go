@@ -505,6 +505,16 @@ func (s *Tickets) AddComment(ctx context.Context, c ticket.Comment) error {
 	return s.audited(ctx, tx).run(ctx, "add comment")
 }
 
+// GetComment reads one comment of a ticket.
+func (s *Tickets) GetComment(ctx context.Context, orgID, ticketID, commentID string) (ticket.Comment, error) {
+	if err := checkIDs("orgId", orgID, "ticketId", ticketID, "commentId", commentID); err != nil {
+		return ticket.Comment{}, err
+	}
+	it, err := getItem[commentItem](ctx, s.DB, commentKey(orgID, ticketID, commentID), false,
+		errs.E(errs.NotFound, "comment_not_found", "comment not found"), "get comment")
+	return fromCommentItem(it), err
+}
+
 // ListComments pages through a ticket's comments, oldest first.
 func (s *Tickets) ListComments(ctx context.Context, orgID, ticketID string, p page.Request) (page.Result[ticket.Comment], error) {
 	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {

@@ -58,13 +58,19 @@ func (s *Service) authorizeTeam(ctx context.Context, p authz.Principal, a authz.
 }
 
 // CreateTeam creates a team whose owner is the caller (org admin+).
-func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, name, description string) (Team, error) {
+// teamID, when set, is the team's ID (an idempotent request's, see
+// idempotency.Record.ResourceID); otherwise one is minted. If the team
+// exists, it was created already: it is returned as is.
+func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, teamID, name, description string) (Team, error) {
 	g, err := authz.Permit(p, authz.TeamCreate, authz.Facts{})
 	if err != nil {
 		return Team{}, err
 	}
 	now := s.now()
-	t := Team{OrgID: p.OrgID, ID: s.ids.New(), Name: name, Description: description, MemberCount: 1,
+	if teamID == "" {
+		teamID = s.ids.New()
+	}
+	t := Team{OrgID: p.OrgID, ID: teamID, Name: name, Description: description, MemberCount: 1,
 		Version: 1, CreatedAt: now, UpdatedAt: now}
 	if err := validateTeam(t); err != nil {
 		return Team{}, err
@@ -73,6 +79,9 @@ func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, name, descr
 	ctx = s.event(ctx, p, g, "team.create", "team", t.ID, now, audit.Diff(
 		audit.F("name", nil, t.Name), audit.F("description", nil, t.Description)))
 	if err := s.store.CreateTeam(ctx, t, owner); err != nil {
+		if errs.CodeOf(err) == "team_exists" {
+			return s.store.GetTeam(ctx, p.OrgID, t.ID)
+		}
 		return Team{}, err
 	}
 	return t, nil

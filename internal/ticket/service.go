@@ -38,6 +38,10 @@ func NewService(s Storer, teams TeamMembers, now clock.Clock) *Service {
 
 // NewTicket is what a caller supplies to open a ticket.
 type NewTicket struct {
+	// ID, when set, is the ticket's ID (an idempotent request's, see
+	// idempotency.Record.ResourceID); otherwise one is minted. If a ticket
+	// with it exists, the create already happened: it is returned as is.
+	ID                 string
 	Title, Description string
 	Priority           Priority // "" = normal
 	TeamID, AssigneeID string   // optional
@@ -109,7 +113,10 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in NewTicket) (
 		in.Priority = PriorityNormal
 	}
 	now := s.now()
-	t := Ticket{OrgID: p.OrgID, ID: s.ids.New(), Title: in.Title, Description: in.Description, Status: StatusNew,
+	if in.ID == "" {
+		in.ID = s.ids.New()
+	}
+	t := Ticket{OrgID: p.OrgID, ID: in.ID, Title: in.Title, Description: in.Description, Status: StatusNew,
 		Priority: in.Priority, RequesterID: p.UserID, AssigneeID: in.AssigneeID, TeamID: in.TeamID,
 		Tags: normalizeTags(in.Tags), Version: 1, CreatedAt: now, UpdatedAt: now}
 	if err := validateTicket(t); err != nil {
@@ -119,6 +126,9 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in NewTicket) (
 		audit.F("title", nil, t.Title), audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)),
 		audit.F("assigneeId", nil, str(t.AssigneeID)), audit.F("teamId", nil, str(t.TeamID))))
 	if err := s.store.CreateTicket(ctx, t); err != nil {
+		if errs.CodeOf(err) == "ticket_exists" {
+			return s.store.GetTicket(ctx, p.OrgID, t.ID)
+		}
 		return Ticket{}, err
 	}
 	return t, nil
@@ -306,7 +316,11 @@ func str(s string) any {
 }
 
 // AddComment adds the caller's comment to a ticket.
-func (s *Service) AddComment(ctx context.Context, p authz.Principal, ticketID, body string) (Comment, error) {
+//
+// commentID, when set, is the comment's ID (an idempotent request's, see
+// idempotency.Record.ResourceID); otherwise one is minted. If the comment
+// exists, it was added already: it is returned as is.
+func (s *Service) AddComment(ctx context.Context, p authz.Principal, ticketID, commentID, body string) (Comment, error) {
 	g, err := authz.Permit(p, authz.CommentCreate, authz.Facts{})
 	if err != nil {
 		return Comment{}, err
@@ -317,9 +331,15 @@ func (s *Service) AddComment(ctx context.Context, p authz.Principal, ticketID, b
 	if err := validate.Text("body", body, 1, MaxBodyLen, true); err != nil {
 		return Comment{}, err
 	}
-	c := Comment{OrgID: p.OrgID, TicketID: ticketID, ID: s.ids.New(), AuthorID: p.UserID, Body: body, CreatedAt: s.now()}
+	if commentID == "" {
+		commentID = s.ids.New()
+	}
+	c := Comment{OrgID: p.OrgID, TicketID: ticketID, ID: commentID, AuthorID: p.UserID, Body: body, CreatedAt: s.now()}
 	ctx = s.event(ctx, p, g, "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
 	if err := s.store.AddComment(ctx, c); err != nil {
+		if errs.CodeOf(err) == "comment_exists" {
+			return s.store.GetComment(ctx, p.OrgID, ticketID, c.ID)
+		}
 		return Comment{}, err
 	}
 	return c, nil

@@ -129,6 +129,9 @@ type Storer interface {
 	// AddComment writes the comment and increments commentCount
 	// atomically. Returns NotFound if the ticket does not exist.
 	AddComment(ctx context.Context, c Comment) error
+	// GetComment returns NotFound (comment_not_found) if the comment does
+	// not exist.
+	GetComment(ctx context.Context, orgID, ticketID, commentID string) (Comment, error)
 	// ListComments pages through a ticket's comments, oldest first.
 	ListComments(ctx context.Context, orgID, ticketID string, p page.Request) (page.Result[Comment], error)
 }
