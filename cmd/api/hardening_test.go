@@ -84,7 +84,13 @@ type hProc struct {
 // 200. The process is killed at cleanup if it still runs.
 func hStart(t *testing.T, bin, table string, env ...string) *hProc {
 	t.Helper()
-	p := &hProc{addr: hFreeAddr(t), exited: make(chan struct{})}
+	return hStartAt(t, hFreeAddr(t), bin, table, env...)
+}
+
+// hStartAt is hStart on a given address (a restart on the same address).
+func hStartAt(t *testing.T, addr, bin, table string, env ...string) *hProc {
+	t.Helper()
+	p := &hProc{addr: addr, exited: make(chan struct{})}
 	p.base = "http://" + p.addr
 	p.cmd = exec.Command(bin, "serve")
 	p.cmd.Env = append(os.Environ(), "ADDR="+p.addr, "DYNAMODB_ENDPOINT="+dynamotest.Endpoint(), "DYNAMODB_TABLE="+table,
