@@ -311,7 +311,7 @@ type chaosClient struct {
 	rnd             *rand.Rand
 }
 
-func (o *chaosOrg) owner() *chaosClient    { return o.members[0] }
+func (o *chaosOrg) owner() *chaosClient     { return o.members[0] }
 func (o *chaosOrg) clients() []*chaosClient { return o.members }
 
 // newOrg creates an org owned by <name>.owner with the given admins and
