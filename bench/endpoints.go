@@ -116,8 +116,8 @@ func (e *env) authz(orgID, userID string) any {
 	if in, ok := e.authzIn[k]; ok {
 		return in
 	}
-	tenants := &store.Tenants{DB: e.capDB}
-	in := one(capture(func(ctx context.Context) error { _, err := tenants.OrgAccess(ctx, orgID, userID); return err }))
+	orgs := &store.Orgs{DB: e.capDB}
+	in := one(capture(func(ctx context.Context) error { _, err := orgs.OrgAccess(ctx, orgID, userID); return err }))
 	e.authzIn[k] = in
 	return in
 }
@@ -125,11 +125,12 @@ func (e *env) authz(orgID, userID string) any {
 func (e *env) teams() *store.Teams     { return &store.Teams{DB: e.capDB} }
 func (e *env) tickets() *store.Tickets { return &store.Tickets{DB: e.capDB} }
 
-// event is a context carrying the audit event the service would attach to
-// a write (the store writes it in the write's transaction).
-func (e *env) event(org, actor, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
-	return audit.With(context.Background(), audit.Event{OrgID: org, ID: e.ids.at(at), ActorID: actor, Action: action,
-		TargetType: targetType, TargetID: targetID, At: at, Changes: changes})
+// event is the audit event the service would give a write of actor, an
+// org member (the store writes it, and the actor fence, in the write's
+// transaction).
+func (e *env) event(org, actor, action, targetType, targetID string, at time.Time, changes []audit.Change) audit.Event {
+	return audit.NewEvent(context.Background(), e.ids.at(at), audit.Actor{OrgID: org, UserID: actor, Floor: authz.Member}, action,
+		audit.Target{Type: targetType, ID: targetID}, at, changes)
 }
 
 // pool captures n inputs of f (for random keys) once.
@@ -166,10 +167,10 @@ func (e *env) keyEndpoints() []*endpoint {
 	})
 	memberGets := pool(2048, func(int) any {
 		uid := members[rand.IntN(len(members))]
-		return one(capture(func(ctx context.Context) error { _, err := e.teams().GetMember(ctx, org, team0, uid); return err }))
+		return one(capture(func(ctx context.Context) error { _, err := e.teams().GetTeamMember(ctx, org, team0, uid); return err }))
 	})
 	ap1 := one(capture(func(ctx context.Context) error {
-		_, err := e.teams().ListMembers(ctx, org, team0, page.Request{Limit: page.DefaultLimit})
+		_, err := e.teams().ListTeamMembers(ctx, org, team0, page.Request{Limit: page.DefaultLimit})
 		return err
 	}))
 	userTeams := map[string][]string{}
@@ -282,7 +283,7 @@ func (e *env) keyEndpoints() []*endpoint {
 					Tags: []string{}, Version: 1, CreatedAt: now, UpdatedAt: now}
 				ev := e.event(org, caller(w), "ticket.create", "ticket", t.ID, now, audit.Diff(audit.F("title", nil, t.Title),
 					audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)), audit.F("teamId", nil, t.TeamID)))
-				tx := one(captureCtx(ev, func(ctx context.Context) error { return e.tickets().CreateTicket(ctx, t) }))
+				tx := one(capture(func(ctx context.Context) error { return e.tickets().CreateTicket(ctx, t, ev) }))
 				return sendAll(ctx, e.client, e.authz(org, caller(w)), tx)
 			}},
 		{name: "add comment", method: http.MethodPost, want: 201, chart: 2,
@@ -294,7 +295,7 @@ func (e *env) keyEndpoints() []*endpoint {
 				c := ticket.Comment{OrgID: org, TicketID: pick(r, big.Tickets), ID: e.ids.at(time.Now()), AuthorID: caller(w),
 					Body: sentence(r, 25), CreatedAt: time.Now().UTC()}
 				ev := e.event(org, caller(w), "comment.create", "comment", c.TicketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
-				tx := one(captureCtx(ev, func(ctx context.Context) error { return e.tickets().AddComment(ctx, c) }))
+				tx := one(capture(func(ctx context.Context) error { return e.tickets().CreateComment(ctx, c, ev) }))
 				return sendAll(ctx, e.client, e.authz(org, caller(w)), tx)
 			}},
 		{name: "PUT team member (role change)", method: http.MethodPut, want: 200, chart: 2,
@@ -314,10 +315,10 @@ func (e *env) keyEndpoints() []*endpoint {
 func (e *env) putMemberRaw(org, team0 string, caller func(int) string, putRaw []string, rawEdges map[string]*edge, rawMu *sync.Mutex) func(ctx context.Context, w int, i int64, read bool) error {
 	return func(ctx context.Context, w int, i int64, read bool) error {
 		u := putRaw[i%int64(len(putRaw))]
-		get := one(capture(func(ctx context.Context) error { _, err := e.teams().GetMember(ctx, org, team0, u); return err }))
+		get := one(capture(func(ctx context.Context) error { _, err := e.teams().GetTeamMember(ctx, org, team0, u); return err }))
 		rawMu.Lock()
 		ed := rawEdges[u]
-		prev := team.Member{OrgID: org, TeamID: team0, UserID: u, Role: ed.role, Version: ed.version}
+		prev := team.Membership{OrgID: org, TeamID: team0, UserID: u, Role: ed.role, Version: ed.version}
 		next := prev
 		next.Role, next.Version, next.UpdatedAt = authz.Admin, prev.Version+1, time.Now().UTC()
 		if prev.Role == authz.Admin {
@@ -325,7 +326,9 @@ func (e *env) putMemberRaw(org, team0 string, caller func(int) string, putRaw []
 		}
 		ed.role, ed.version = next.Role, next.Version
 		rawMu.Unlock()
-		upd := one(capture(func(ctx context.Context) error { return e.teams().UpdateMember(ctx, prev, next) }))
+		ev := e.event(org, caller(w), "member.update", "member", team0+"/"+u, next.UpdatedAt,
+			audit.Diff(audit.F("role", string(prev.Role), string(next.Role))))
+		upd := one(capture(func(ctx context.Context) error { return e.teams().UpdateTeamMember(ctx, prev, next, ev) }))
 		if !read {
 			return sendAll(ctx, e.client, e.authz(org, caller(w)), upd)
 		}

@@ -261,10 +261,10 @@ func (rn *runner) scaleMembers(ctx context.Context, sd *seeder, sizes []int, d t
 		members := sc.Members[team][:n]
 		gets := pool(1024, func(int) any {
 			u := members[rand.IntN(len(members))]
-			return one(capture(func(ctx context.Context) error { _, err := rn.env.teams().GetMember(ctx, org, team, u); return err }))
+			return one(capture(func(ctx context.Context) error { _, err := rn.env.teams().GetTeamMember(ctx, org, team, u); return err }))
 		})
 		ap1 := one(capture(func(ctx context.Context) error {
-			_, err := rn.env.teams().ListMembers(ctx, org, team, page.Request{Limit: page.DefaultLimit})
+			_, err := rn.env.teams().ListTeamMembers(ctx, org, team, page.Request{Limit: page.DefaultLimit})
 			return err
 		}))
 		ap3 := &endpoint{name: "AP3", method: http.MethodGet, want: 200,
@@ -384,7 +384,7 @@ func (s *seeder) addMembers(o *Org, team string, users []string, synthetic bool)
 	}
 	err := parallel(2, len(users), func(i int) error {
 		_, err := s.b.doPuts(func(ctx context.Context) error {
-			return s.teams().AddMember(ctx, s.member(o, team, users[i]))
+			return s.teams().AddTeamMember(ctx, s.member(o, team, users[i]), s.ev(o.ID))
 		}, keep)
 		return err
 	})

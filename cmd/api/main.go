@@ -32,14 +32,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"golang.org/x/net/netutil"
 
+	"github.com/tenantd/tenantd/internal/app"
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/obs"
-	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/team"
-	"github.com/tenantd/tenantd/internal/ticket"
 )
 
 func main() {
@@ -272,28 +270,12 @@ func serve(ctx context.Context, cfg Config) error {
 		}
 		return db.Ping(ctx)
 	}
-	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
-	tenantSvc := org.NewService(tenants, nil).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}).WithDeletions(deletions)
-	tenantSvc.AnyEmailAccepts = cfg.InvitationAnyEmail
-	e, err := httpapi.New(httpapi.Deps{
-		Tenants:         tenantSvc,
-		Teams:           team.NewService(teams, nil),
-		Tickets:         ticket.NewService(tickets, teams, nil),
-		Roles:           tenants,
-		Verifier:        verifier,
-		CursorKey:       cursorKey,
-		Logger:          log,
-		Ready:           ready,
-		Registry:        reg,
-		Metrics:         metrics,
-		RateLimit:       ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst}),
-		CallerRateLimit: ratelimit.New(ratelimit.Options{PerSecond: cfg.CallerLimitRPS, Burst: cfg.CallerLimitBurst}),
-
-		Idempotency:    &store.Idempotency{DB: db},
-		RequestTimeout: cfg.RequestTimeout,
-		OffboardWait:   cfg.OffboardWait,
-		WriteTimeout:   cfg.WriteTimeout,
-	})
+	d := app.Deps(db, deletions, app.Options{InvitationAnyEmail: cfg.InvitationAnyEmail})
+	d.Verifier, d.CursorKey, d.Logger, d.Ready, d.Registry, d.Metrics = verifier, cursorKey, log, ready, reg, metrics
+	d.RateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst})
+	d.CallerRateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.CallerLimitRPS, Burst: cfg.CallerLimitBurst})
+	d.RequestTimeout, d.OffboardWait, d.WriteTimeout = cfg.RequestTimeout, cfg.OffboardWait, cfg.WriteTimeout
+	e, err := httpapi.New(d)
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/store"
 )
@@ -48,8 +50,9 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 			u := fmt.Sprintf("killed.%d.member.%d", i, j)
 			members = append(members, u)
 			now := time.Now()
-			if err := (&store.Tenants{DB: db}).AddUser(ctx, org.User{OrgID: created.ID, UserID: u, Email: u + "@example.com", Name: u,
-				Role: authz.Member, JoinedAt: now, UpdatedAt: now, Version: 1}); err != nil {
+			ev := audit.NewEvent(ctx, ids.NewGenerator(nil).New(), audit.Outsider(created.ID, owner), "user.add", audit.Target{Type: "user", ID: u}, now, nil)
+			if err := (&store.Orgs{DB: db}).AddOrgUser(ctx, org.User{OrgID: created.ID, UserID: u, Email: u + "@example.com", Name: u,
+				Role: authz.Member, JoinedAt: now, UpdatedAt: now, Version: 1}, ev); err != nil {
 				t.Fatal(err)
 			}
 		}

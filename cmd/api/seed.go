@@ -9,8 +9,10 @@ import (
 
 	"github.com/oklog/ulid/v2"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/team"
@@ -30,7 +32,7 @@ func seedID(n int) string {
 // Existing items are left alone, so it is idempotent and resumes a
 // partial run.
 func seed(ctx context.Context, db *store.DB, out io.Writer) error {
-	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
+	orgs, teams, tickets := &store.Orgs{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
 	now := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 	acme := org.Org{ID: seedID(0), Name: "Acme (demo)", Version: 1, CreatedAt: now, UpdatedAt: now}
 	user := func(id, email, name string, r authz.Role) org.User {
@@ -39,10 +41,10 @@ func seed(ctx context.Context, db *store.DB, out io.Writer) error {
 	alice, bob := user("u_alice", "alice@example.com", "Alice Chen", authz.Owner), user("u_bob", "bob@example.com", "Bob Park", authz.Member)
 	dana := user("u_dana", "dana@example.com", "Dana Reyes", authz.Member)
 	newTeam := func(id, name string) team.Team {
-		return team.Team{OrgID: acme.ID, ID: id, Name: name, MemberCount: 1, Version: 1, CreatedAt: now, UpdatedAt: now}
+		return team.Team{OrgID: acme.ID, ID: id, Name: name, MemberCount: 1, OwnerCount: 1, Version: 1, CreatedAt: now, UpdatedAt: now}
 	}
-	member := func(t team.Team, uid string, r authz.Role) team.Member {
-		return team.Member{OrgID: acme.ID, TeamID: t.ID, UserID: uid, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
+	member := func(t team.Team, uid string, r authz.Role) team.Membership {
+		return team.Membership{OrgID: acme.ID, TeamID: t.ID, UserID: uid, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
 	}
 	eng, design := newTeam(seedID(1), "Engineering"), newTeam(seedID(2), "Design")
 	tk := func(n int, title string, s ticket.Status, requester, assignee, teamID string, tags ...string) ticket.Ticket {
@@ -55,28 +57,44 @@ func seed(ctx context.Context, db *store.DB, out io.Writer) error {
 		tk(2, "Dark mode for the dashboard", ticket.StatusNew, "u_bob", "", design.ID, "feature"),
 		tk(3, "Invoice total is wrong", ticket.StatusPending, "u_alice", "u_bob", "", "billing"),
 	}
+	// Every write records its audit event, made by Alice, the org's creator
+	// (from outside the org: no role fence, the seed runs unauthenticated).
+	evIDs := ids.NewGenerator(func() time.Time { return now })
+	ev := func(action, targetType, targetID string, at time.Time) audit.Event {
+		return audit.NewEvent(ctx, evIDs.NewAt(at), audit.Outsider(acme.ID, "u_alice"), action, audit.Target{Type: targetType, ID: targetID}, at, nil)
+	}
 	steps := []struct {
 		what string
 		run  func() error
 	}{
-		{"org Acme (demo) with owner Alice", func() error { return tenants.CreateOrg(ctx, acme, alice) }},
-		{"user Bob", func() error { return tenants.AddUser(ctx, bob) }},
-		{"user Dana", func() error { return tenants.AddUser(ctx, dana) }},
-		{"team Engineering", func() error { return teams.CreateTeam(ctx, eng, member(eng, "u_alice", authz.Owner)) }},
-		{"Bob in Engineering", func() error { return teams.AddMember(ctx, member(eng, "u_bob", authz.Member)) }},
-		{"team Design", func() error { return teams.CreateTeam(ctx, design, member(design, "u_dana", authz.Owner)) }},
-		{"Alice in Design", func() error { return teams.AddMember(ctx, member(design, "u_alice", authz.Admin)) }},
+		{"org Acme (demo) with owner Alice", func() error { return orgs.CreateOrg(ctx, acme, alice, ev("org.create", "org", acme.ID, now)) }},
+		{"user Bob", func() error { return orgs.AddOrgUser(ctx, bob, ev("user.add", "user", bob.UserID, now)) }},
+		{"user Dana", func() error { return orgs.AddOrgUser(ctx, dana, ev("user.add", "user", dana.UserID, now)) }},
+		{"team Engineering", func() error {
+			return teams.CreateTeam(ctx, eng, member(eng, "u_alice", authz.Owner), ev("team.create", "team", eng.ID, now))
+		}},
+		{"Bob in Engineering", func() error {
+			return teams.AddTeamMember(ctx, member(eng, "u_bob", authz.Member), ev("member.add", "member", eng.ID+"/u_bob", now))
+		}},
+		{"team Design", func() error {
+			return teams.CreateTeam(ctx, design, member(design, "u_dana", authz.Owner), ev("team.create", "team", design.ID, now))
+		}},
+		{"Alice in Design", func() error {
+			return teams.AddTeamMember(ctx, member(design, "u_alice", authz.Admin), ev("member.add", "member", design.ID+"/u_alice", now))
+		}},
 	}
 	for i, t := range demo {
 		steps = append(steps, struct {
 			what string
 			run  func() error
-		}{"ticket " + t.Title, func() error { return tickets.CreateTicket(ctx, t) }})
+		}{"ticket " + t.Title, func() error { return tickets.CreateTicket(ctx, t, ev("ticket.create", "ticket", t.ID, t.CreatedAt)) }})
 		c := ticket.Comment{OrgID: acme.ID, TicketID: t.ID, ID: seedID(20 + i), AuthorID: "u_alice", Body: "Looking into it.", CreatedAt: t.CreatedAt.Add(time.Minute)}
 		steps = append(steps, struct {
 			what string
 			run  func() error
-		}{"comment on " + t.Title, func() error { return tickets.AddComment(ctx, c) }})
+		}{"comment on " + t.Title, func() error {
+			return tickets.CreateComment(ctx, c, ev("comment.create", "comment", t.ID+"/"+c.ID, c.CreatedAt))
+		}})
 	}
 	for _, s := range steps {
 		err := s.run()

@@ -6,9 +6,12 @@ package audit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"reflect"
 	"time"
 
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/page"
 )
 
@@ -88,27 +91,50 @@ func MarshalChanges(cs []Change) string {
 	return string(b)
 }
 
-type eventKey struct{}
+// Actor is who makes a change, and on what authority.
+type Actor struct {
+	OrgID, UserID string
+	// Floor is the lowest org role with which the actor would still be
+	// allowed the change (authz.Grant.Floor); "" for a user acting from
+	// outside the org (creating it, accepting an invitation).
+	Floor authz.Role
+}
+
+// By is p making a change that g allowed.
+func By(p authz.Principal, g authz.Grant) Actor {
+	return Actor{OrgID: p.OrgID, UserID: p.UserID, Floor: g.Floor}
+}
+
+// Outsider is userID making a change to orgID without being a member of
+// it yet: creating it, accepting an invitation to it.
+func Outsider(orgID, userID string) Actor { return Actor{OrgID: orgID, UserID: userID} }
+
+// Target is what a change is made to.
+type Target struct{ Type, ID string }
+
+// NewEvent is the one constructor of events: the change action (e.g.
+// "ticket.update") that actor made to target at time at, with its changes,
+// and the ids of the request making it (which ctx carries: see
+// WithRequestID). Every write of a store takes its event as an argument.
+func NewEvent(ctx context.Context, id string, actor Actor, action string, target Target, at time.Time, changes []Change) Event {
+	return Event{OrgID: actor.OrgID, ID: id, ActorID: actor.UserID, ActorFloor: string(actor.Floor), Action: action,
+		TargetType: target.Type, TargetID: target.ID, RequestID: RequestID(ctx), ClientRequestID: ClientRequestID(ctx),
+		At: at, Changes: changes}
+}
+
+var errIncomplete = errors.New("audit: the event lacks its org, ID, actor, action, target or time")
+
+// Check reports an event a store must refuse: one not made by NewEvent
+// (a zero Event, say), which would record nothing of the change.
+func (e Event) Check() error {
+	if e.OrgID == "" || e.ID == "" || e.ActorID == "" || e.Action == "" || e.TargetType == "" || e.At.IsZero() {
+		return errIncomplete
+	}
+	return nil
+}
+
 type requestIDKey struct{}
 type clientRequestIDKey struct{}
-
-// With returns ctx carrying ev for the store to write with the change. Its
-// request ids default to the ones ctx carries.
-func With(ctx context.Context, ev Event) context.Context {
-	if ev.RequestID == "" {
-		ev.RequestID = RequestID(ctx)
-	}
-	if ev.ClientRequestID == "" {
-		ev.ClientRequestID = ClientRequestID(ctx)
-	}
-	return context.WithValue(ctx, eventKey{}, ev)
-}
-
-// From returns the event carried by ctx, if any.
-func From(ctx context.Context) (Event, bool) {
-	ev, ok := ctx.Value(eventKey{}).(Event)
-	return ev, ok
-}
 
 // WithRequestID returns ctx carrying the request's ID for events.
 func WithRequestID(ctx context.Context, id string) context.Context {
@@ -141,10 +167,46 @@ type Query struct {
 	Page         page.Request
 }
 
-// Storer reads the log.
+// Storer reads the log (events are written by the other stores, each in
+// the transaction of the change it records).
 type Storer interface {
-	// ListEvents returns one page of events newest first. A page may hold
-	// fewer events than the limit (it never spans two time buckets); keep
-	// following Next until it is empty.
-	ListEvents(ctx context.Context, q Query) (page.Result[Event], error)
+	// ListAuditEvents returns one page of events newest first. A page may
+	// hold fewer events than the limit (it never spans two time buckets);
+	// keep following Next until it is empty.
+	ListAuditEvents(ctx context.Context, q Query) (page.Result[Event], error)
+	// OrgCreatedAt is when the org was created. Returns NotFound.
+	OrgCreatedAt(ctx context.Context, orgID string) (time.Time, error)
+}
+
+// Service reads an org's audit log.
+type Service struct {
+	store Storer
+	now   clock.Clock
+}
+
+// NewService returns a Service; now may be nil for the system clock.
+func NewService(s Storer, now clock.Clock) *Service { return &Service{store: s, now: clock.Or(now)} }
+
+// ListAuditEvents reads the org's audit log, newest first, between since
+// and until (zero: now) (admin+).
+func (s *Service) ListAuditEvents(ctx context.Context, p authz.Principal, since, until time.Time, pr page.Request) (page.Result[Event], error) {
+	if err := authz.Authorize(p, authz.AuditRead, authz.Facts{}); err != nil {
+		return page.Result[Event]{}, err
+	}
+	// Nothing happened before the org existed: clamping the range to its
+	// creation keeps a young org's listing to one Query per month it lived.
+	created, err := s.store.OrgCreatedAt(ctx, p.OrgID)
+	if err != nil {
+		return page.Result[Event]{}, err
+	}
+	if since.Before(created) {
+		since = created.Truncate(time.Millisecond)
+	}
+	if until.IsZero() {
+		until = s.now()
+	}
+	if since.After(until) {
+		return page.Result[Event]{Items: []Event{}}, nil
+	}
+	return s.store.ListAuditEvents(ctx, Query{OrgID: p.OrgID, Since: since, Until: until, Page: pr})
 }

@@ -2,9 +2,12 @@ package audit_test
 
 import (
 	"context"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/authz"
 )
 
 func TestDiff(t *testing.T) {
@@ -29,13 +32,36 @@ func TestDiff(t *testing.T) {
 	}
 }
 
-func TestWithCarriesRequestID(t *testing.T) {
-	ctx := audit.WithRequestID(context.Background(), "req-1")
-	ev, ok := audit.From(audit.With(ctx, audit.Event{Action: "x"}))
-	if !ok || ev.RequestID != "req-1" {
-		t.Errorf("got %+v, %v; want the request id filled in", ev, ok)
-	}
-	if _, ok := audit.From(context.Background()); ok {
-		t.Error("an event came from an empty context")
-	}
+func TestNewEvent(t *testing.T) {
+	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	ctx := audit.WithClientRequestID(audit.WithRequestID(context.Background(), "req-1"), "client-1")
+	actor := audit.By(authz.Principal{Identity: authz.Identity{UserID: "u_bob"}, OrgID: "01ORG"}, authz.Grant{Floor: authz.Admin})
+	ev := audit.NewEvent(ctx, "01EVENT", actor, "ticket.update", audit.Target{Type: "ticket", ID: "01T"}, at, nil)
+	t.Run("OK", func(t *testing.T) {
+		want := audit.Event{OrgID: "01ORG", ID: "01EVENT", ActorID: "u_bob", ActorFloor: "admin", Action: "ticket.update",
+			TargetType: "ticket", TargetID: "01T", RequestID: "req-1", ClientRequestID: "client-1", At: at}
+		if !reflect.DeepEqual(ev, want) {
+			t.Errorf("got %+v, want %+v", ev, want)
+		}
+		if err := ev.Check(); err != nil {
+			t.Errorf("Check: %v", err)
+		}
+	})
+	t.Run("ErrIncomplete", func(t *testing.T) {
+		// A write that forgets its event (the zero Event), or one missing
+		// any part, is refused by the store through Check.
+		for name, e := range map[string]audit.Event{
+			"zero":      {},
+			"no org":    func() audit.Event { e := ev; e.OrgID = ""; return e }(),
+			"no ID":     func() audit.Event { e := ev; e.ID = ""; return e }(),
+			"no actor":  func() audit.Event { e := ev; e.ActorID = ""; return e }(),
+			"no action": func() audit.Event { e := ev; e.Action = ""; return e }(),
+			"no target": func() audit.Event { e := ev; e.TargetType = ""; return e }(),
+			"no time":   func() audit.Event { e := ev; e.At = time.Time{}; return e }(),
+		} {
+			if e.Check() == nil {
+				t.Errorf("%s: Check accepted %+v", name, e)
+			}
+		}
+	})
 }

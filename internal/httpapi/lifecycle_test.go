@@ -30,6 +30,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/invitation"
 	orgpkg "github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/ticket"
@@ -44,7 +45,7 @@ import (
 type lcDB struct {
 	raw     *dynamodb.Client
 	name    string
-	Tenants *store.Tenants
+	Orgs    *store.Orgs
 	Tickets *store.Tickets
 }
 
@@ -57,7 +58,7 @@ func lcOpen(t *testing.T, ts *testServer, apiOptions ...func(*middleware.Stack) 
 	}
 	raw := store.NewClient(dynamotest.Config(t), store.Options{Endpoint: dynamotest.Endpoint(), APIOptions: apiOptions})
 	db := store.Open(raw, ts.Table)
-	return &lcDB{raw: raw, name: ts.Table, Tenants: &store.Tenants{DB: db}, Tickets: &store.Tickets{DB: db}}
+	return &lcDB{raw: raw, name: ts.Table, Orgs: &store.Orgs{DB: db}, Tickets: &store.Tickets{DB: db}}
 }
 
 // scan returns every item of the table (a test-only Scan), each rendered
@@ -799,7 +800,7 @@ func TestAuditLifecycle(t *testing.T) {
 	t.Run("no secret in the log", func(t *testing.T) {
 		r, err := owner.C.ListAuditEventsWithResponse(bg, org, &client.ListAuditEventsParams{Limit: ptr(100)})
 		mustStatus(t, r, err, http.StatusOK)
-		for _, s := range []string{inv.Token, revoked.Token, orgpkg.HashToken(inv.Token), "tokenHash"} {
+		for _, s := range []string{inv.Token, revoked.Token, invitation.HashToken(inv.Token), "tokenHash"} {
 			if strings.Contains(string(r.Body), s) {
 				t.Errorf("the audit log shows %q", s)
 			}
@@ -995,20 +996,22 @@ func TestOffboardLifecycle(t *testing.T) {
 		}
 		lcParallel(t, users, 2, func(i int) error {
 			now := ts.Clock.Now()
-			return d.Tenants.AddUser(bg, orgpkg.User{OrgID: org, UserID: extra[i], Email: extra[i] + "@example.com", Name: extra[i],
-				Role: authz.Member, JoinedAt: now, UpdatedAt: now, Version: 1})
+			ev := audit.NewEvent(bg, gen.NewAt(now), audit.Outsider(org, extra[i]), "user.add", audit.Target{Type: "user", ID: extra[i]}, now, nil)
+			return d.Orgs.AddOrgUser(bg, orgpkg.User{OrgID: org, UserID: extra[i], Email: extra[i] + "@example.com", Name: extra[i],
+				Role: authz.Member, JoinedAt: now, UpdatedAt: now, Version: 1}, ev)
 		})
 		now := ts.Clock.Now()
 		tk := ticket.Ticket{OrgID: org, ID: gen.New(), Title: "bulk", Status: ticket.StatusOpen, Priority: ticket.PriorityNormal,
 			RequesterID: extra[0], AssigneeID: extra[1], TeamID: teamID, Tags: []string{"bulk"}, Version: 1, CreatedAt: now, UpdatedAt: now}
-		ev := audit.Event{OrgID: org, ID: gen.New(), ActorID: tk.RequesterID, Action: "ticket.create", TargetType: "ticket", TargetID: tk.ID, At: now}
-		if err := d.Tickets.CreateTicket(audit.With(bg, ev), tk); err != nil {
+		ev := audit.NewEvent(bg, gen.New(), audit.Outsider(org, tk.RequesterID), "ticket.create", audit.Target{Type: "ticket", ID: tk.ID}, now, nil)
+		if err := d.Tickets.CreateTicket(bg, tk, ev); err != nil {
 			t.Fatal(err)
 		}
 		templateIDs := []string{tk.ID, ev.ID}
 		for i := range 4 {
 			c := ticket.Comment{OrgID: org, TicketID: tk.ID, ID: gen.New(), AuthorID: extra[i%2], Body: fmt.Sprintf("bulk comment %d", i), CreatedAt: now}
-			if err := d.Tickets.AddComment(bg, c); err != nil {
+			cev := audit.NewEvent(bg, gen.New(), audit.Outsider(org, c.AuthorID), "comment.create", audit.Target{Type: "comment", ID: tk.ID + "/" + c.ID}, now, nil)
+			if err := d.Tickets.CreateComment(bg, c, cev); err != nil {
 				t.Fatal(err)
 			}
 			templateIDs = append(templateIDs, c.ID)

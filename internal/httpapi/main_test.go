@@ -28,15 +28,13 @@ import (
 
 	"github.com/tenantd/tenantd"
 	"github.com/tenantd/tenantd/client"
+	"github.com/tenantd/tenantd/internal/app"
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/obs"
-	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/team"
-	"github.com/tenantd/tenantd/internal/ticket"
 )
 
 func TestMain(m *testing.M) {
@@ -334,27 +332,13 @@ func MustServer(tb testing.TB, opts ...hOption) *testServer {
 	db.SetDeletionTiming(o.deletionLease, o.offboardGrace)
 	ts.Deletions = deletion.NewWorker(&store.Deletions{DB: db}, deletion.Options{})
 	tb.Cleanup(ts.Deletions.Close)
-	tenants, teams, tickets := &store.Tenants{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
-	e, err := httpapi.New(httpapi.Deps{
-		Tenants:   org.NewService(tenants, ts.Clock.Now).WithInvitations(tenants).WithAuditLog(&store.Audit{DB: db}).WithDeletions(ts.Deletions),
-		Teams:     team.NewService(teams, ts.Clock.Now),
-		Tickets:   ticket.NewService(tickets, teams, ts.Clock.Now),
-		Roles:     tenants,
-		Verifier:  verifier,
-		CursorKey: cursorKey,
-		Now:       ts.Clock.Now,
-		Logger:    logger,
-		Ready:     db.Ping,
-		Registry:  reg,
-		Metrics:   metrics,
-		// cmd/api's limiter, with a budget no test exhausts (unless
-		// hWithRateLimit says otherwise).
-		RateLimit:       ratelimit.New(limit),
-		CallerRateLimit: ratelimit.New(callerLimit),
-		Idempotency:     &store.Idempotency{DB: db},
-		RequestTimeout:  o.requestTimeout,
-		OffboardWait:    o.offboardWait,
-	})
+	d := app.Deps(db, ts.Deletions, app.Options{Now: ts.Clock.Now})
+	d.Verifier, d.CursorKey, d.Logger, d.Ready, d.Registry, d.Metrics = verifier, cursorKey, logger, db.Ping, reg, metrics
+	// cmd/api's limiter, with a budget no test exhausts (unless
+	// hWithRateLimit says otherwise).
+	d.RateLimit, d.CallerRateLimit = ratelimit.New(limit), ratelimit.New(callerLimit)
+	d.RequestTimeout, d.OffboardWait = o.requestTimeout, o.offboardWait
+	e, err := httpapi.New(d)
 	if err != nil {
 		tb.Fatalf("httpapi.New: %v", err)
 	}

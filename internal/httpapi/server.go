@@ -23,9 +23,11 @@ import (
 	echomw "github.com/oapi-codegen/echo-middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/idempotency"
+	"github.com/tenantd/tenantd/internal/invitation"
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ratelimit"
@@ -42,11 +44,13 @@ const MaxBodyBytes = 64 << 10
 
 // Deps are what the server is wired from.
 type Deps struct {
-	Tenants  *org.Service
-	Teams    *team.Service
-	Tickets  *ticket.Service
-	Roles    AccessReader // the authorization read
-	Verifier *Verifier
+	Orgs        *org.Service
+	Teams       *team.Service
+	Tickets     *ticket.Service
+	Invitations *invitation.Service
+	Audit       *audit.Service
+	Roles       AccessReader // the authorization read
+	Verifier    *Verifier
 	// CursorKey signs pagination cursors (at least 32 bytes).
 	CursorKey []byte
 	// CursorTTL is how long a cursor stays valid (default 24 h).

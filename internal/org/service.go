@@ -14,68 +14,19 @@ import (
 	"github.com/tenantd/tenantd/internal/validate"
 )
 
-// Service applies tenant rules on top of a Storer.
+// Service applies the rules of orgs and their users on top of a Storer.
 type Service struct {
-	store       Storer
-	invitations InvitationStorer
-	audit       audit.Storer
-	deletions   *deletion.Worker
-	ids         *ids.Generator
-	now         clock.Clock
-	// AnyEmailAccepts lets a caller accept an invitation whatever the email
-	// in their token (by default the token's email must be the invited one).
-	AnyEmailAccepts bool
+	store     Storer
+	deletions *deletion.Worker
+	ids       *ids.Generator
+	now       clock.Clock
 }
 
-// NewService returns a Service; now may be nil for the system clock.
-func NewService(s Storer, now clock.Clock) *Service {
+// NewService returns a Service over s whose offboardings run on deletions;
+// now may be nil for the system clock.
+func NewService(s Storer, deletions *deletion.Worker, now clock.Clock) *Service {
 	now = clock.Or(now)
-	return &Service{store: s, ids: ids.NewGenerator(now), now: now}
-}
-
-// WithInvitations enables invitations, stored by inv.
-func (s *Service) WithInvitations(inv InvitationStorer) *Service {
-	s.invitations = inv
-	return s
-}
-
-// WithDeletions runs offboardings on w (in the background once the
-// members are cut off).
-func (s *Service) WithDeletions(w *deletion.Worker) *Service {
-	s.deletions = w
-	return s
-}
-
-// WithAuditLog enables reading the audit log from a.
-func (s *Service) WithAuditLog(a audit.Storer) *Service {
-	s.audit = a
-	return s
-}
-
-// ListAuditEvents reads the org's audit log, newest first (admin+).
-func (s *Service) ListAuditEvents(ctx context.Context, p authz.Principal, since, until time.Time, pr page.Request) (page.Result[audit.Event], error) {
-	if err := authz.Authorize(p, authz.AuditRead, authz.Facts{}); err != nil {
-		return page.Result[audit.Event]{}, err
-	}
-	if s.audit == nil {
-		return page.Result[audit.Event]{}, errs.E(errs.Internal, "no_audit", "the audit log is not configured")
-	}
-	// Nothing happened before the org existed: clamping the range to its
-	// creation keeps a young org's listing to one Query per month it lived.
-	org, err := s.store.GetOrg(ctx, p.OrgID)
-	if err != nil {
-		return page.Result[audit.Event]{}, err
-	}
-	if since.Before(org.CreatedAt) {
-		since = org.CreatedAt.Truncate(time.Millisecond)
-	}
-	if until.IsZero() {
-		until = s.now()
-	}
-	if since.After(until) {
-		return page.Result[audit.Event]{Items: []audit.Event{}}, nil
-	}
-	return s.audit.ListEvents(ctx, audit.Query{OrgID: p.OrgID, Since: since, Until: until, Page: pr})
+	return &Service{store: s, deletions: deletions, ids: ids.NewGenerator(now), now: now}
 }
 
 // UserPatch is a partial update of an OrgUser; nil fields stay as they are.
@@ -91,7 +42,9 @@ type NewUser struct {
 	Role                authz.Role
 }
 
-func validateUser(u User) error {
+// Validate checks a user's fields (the rules, not the shapes the API
+// schema already checks: an invitation's acceptance builds a User too).
+func Validate(u User) error {
 	if err := ids.User("userId", u.UserID); err != nil {
 		return err
 	}
@@ -105,6 +58,11 @@ func validateUser(u User) error {
 		return errs.InvalidField("role", "invalid_role", "must be one of owner, admin, member")
 	}
 	return nil
+}
+
+// event is the audit event of a change by actor, at at.
+func (s *Service) event(ctx context.Context, actor audit.Actor, action, targetType, targetID string, at time.Time, changes []audit.Change) audit.Event {
+	return audit.NewEvent(ctx, s.ids.NewAt(at), actor, action, audit.Target{Type: targetType, ID: targetID}, at, changes)
 }
 
 // CreateOrg creates an org whose first owner is the caller. The owner's
@@ -124,30 +82,29 @@ func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, orgID, name 
 	if orgID == "" {
 		orgID = s.ids.New()
 	}
-	org := Org{ID: orgID, Name: name, Version: 1, CreatedAt: now, UpdatedAt: now}
-	owner := User{OrgID: org.ID, UserID: id.UserID, Email: id.Email, Name: id.Name, Role: authz.Owner,
+	o := Org{ID: orgID, Name: name, Version: 1, CreatedAt: now, UpdatedAt: now}
+	owner := User{OrgID: o.ID, UserID: id.UserID, Email: id.Email, Name: id.Name, Role: authz.Owner,
 		JoinedAt: now, UpdatedAt: now, Version: 1}
 	if owner.Name == "" {
 		owner.Name = id.UserID
 	}
-	if err := validateUser(owner); err != nil {
+	if err := Validate(owner); err != nil {
 		return Org{}, User{}, &errs.Error{Kind: errs.Invalid, Code: "invalid_identity", Message: "the token's claims are not a valid user", Err: err}
 	}
-	ctx = s.event(ctx, authz.Principal{Identity: id, OrgID: org.ID}, authz.Grant{}, "org.create", "org", org.ID, now,
-		audit.Diff(audit.F("name", nil, org.Name)))
-	if err := s.store.CreateOrg(ctx, org, owner); err != nil {
+	ev := s.event(ctx, audit.Outsider(o.ID, id.UserID), "org.create", "org", o.ID, now, audit.Diff(audit.F("name", nil, o.Name)))
+	if err := s.store.CreateOrg(ctx, o, owner, ev); err != nil {
 		if errs.CodeOf(err) == "org_exists" {
-			return s.createdOrg(ctx, id, org.ID)
+			return s.createdOrg(ctx, id, o.ID)
 		}
 		return Org{}, User{}, err
 	}
-	return org, owner, nil
+	return o, owner, nil
 }
 
 // createdOrg returns the org an earlier attempt of the same idempotent
 // create made, with the caller's edge in it (NotFound once they left it).
 func (s *Service) createdOrg(ctx context.Context, id authz.Identity, orgID string) (Org, User, error) {
-	u, err := s.store.GetUser(ctx, orgID, id.UserID)
+	u, err := s.store.GetOrgUser(ctx, orgID, id.UserID)
 	if err != nil {
 		return Org{}, User{}, err
 	}
@@ -158,10 +115,10 @@ func (s *Service) createdOrg(ctx context.Context, id authz.Identity, orgID strin
 	return o, u, nil
 }
 
-// ListMyOrgs lists the orgs the caller belongs to, with their role.
-// Names come from one BatchGetItem for the whole page.
-func (s *Service) ListMyOrgs(ctx context.Context, id authz.Identity, p page.Request) (page.Result[Membership], error) {
-	r, err := s.store.ListUserOrgs(ctx, id.UserID, p)
+// ListOrgs lists the orgs the caller belongs to, with their role. Names come
+// from one BatchGetItem for the whole page.
+func (s *Service) ListOrgs(ctx context.Context, id authz.Identity, p page.Request) (page.Result[Membership], error) {
+	r, err := s.store.ListOrgs(ctx, id.UserID, p)
 	if err != nil || len(r.Items) == 0 {
 		return r, err
 	}
@@ -192,12 +149,12 @@ func (s *Service) GetOrg(ctx context.Context, p authz.Principal, withUsers bool)
 	if withUsers {
 		return s.store.GetOrgWithUsers(ctx, p.OrgID, page.MaxLimit)
 	}
-	org, err := s.store.GetOrg(ctx, p.OrgID)
-	return org, nil, err
+	o, err := s.store.GetOrg(ctx, p.OrgID)
+	return o, nil, err
 }
 
-// RenameOrg changes the org's name (admin+).
-func (s *Service) RenameOrg(ctx context.Context, p authz.Principal, name string, ifMatch int64) (Org, error) {
+// UpdateOrg renames the org (admin+).
+func (s *Service) UpdateOrg(ctx context.Context, p authz.Principal, name string, ifMatch int64) (Org, error) {
 	g, err := authz.Permit(p, authz.OrgUpdate, authz.Facts{})
 	if err != nil {
 		return Org{}, err
@@ -214,9 +171,8 @@ func (s *Service) RenameOrg(ctx context.Context, p authz.Principal, name string,
 	}
 	next := prev
 	next.Name, next.Version, next.UpdatedAt = name, prev.Version+1, s.now()
-	ctx = s.event(ctx, p, g, "org.update", "org", p.OrgID, next.UpdatedAt,
-		audit.Diff(audit.F("name", prev.Name, next.Name)))
-	if err := s.store.UpdateOrg(ctx, prev, next); err != nil {
+	ev := s.event(ctx, audit.By(p, g), "org.update", "org", p.OrgID, next.UpdatedAt, audit.Diff(audit.F("name", prev.Name, next.Name)))
+	if err := s.store.UpdateOrg(ctx, prev, next, ev); err != nil {
 		return Org{}, err
 	}
 	return next, nil
@@ -232,9 +188,6 @@ func (s *Service) RenameOrg(ctx context.Context, p authz.Principal, name string,
 func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch int64, wait time.Duration) (j deletion.Job, done bool, err error) {
 	if err := authz.Authorize(p, authz.OrgDelete, authz.Facts{}); err != nil {
 		return j, false, err
-	}
-	if s.deletions == nil {
-		return j, false, errs.E(errs.Internal, "no_deletions", "offboarding is not configured")
 	}
 	owner := deletion.NewOwner()
 	j, started, err := s.store.StartOffboarding(ctx, p.OrgID, p.UserID, ifMatch, owner, s.now())
@@ -307,35 +260,25 @@ func (s *Service) GetOffboarding(ctx context.Context, p authz.Principal) (deleti
 	return s.store.GetOffboarding(ctx, p.OrgID)
 }
 
-// ListUsers pages through the org's users.
-func (s *Service) ListUsers(ctx context.Context, p authz.Principal, pr page.Request) (page.Result[User], error) {
+// ListOrgUsers pages through the org's users.
+func (s *Service) ListOrgUsers(ctx context.Context, p authz.Principal, pr page.Request) (page.Result[User], error) {
 	if err := authz.Authorize(p, authz.UserRead, authz.Facts{}); err != nil {
 		return page.Result[User]{}, err
 	}
-	return s.store.ListUsers(ctx, p.OrgID, pr)
+	return s.store.ListOrgUsers(ctx, p.OrgID, pr)
 }
 
-// GetUser reads one of the org's users.
-func (s *Service) GetUser(ctx context.Context, p authz.Principal, userID string) (User, error) {
+// GetOrgUser reads one of the org's users.
+func (s *Service) GetOrgUser(ctx context.Context, p authz.Principal, userID string) (User, error) {
 	if err := authz.Authorize(p, authz.UserRead, authz.Facts{}); err != nil {
 		return User{}, err
 	}
-	if err := ids.User("userId", userID); err != nil {
-		return User{}, err
-	}
-	return s.store.GetUser(ctx, p.OrgID, userID)
+	return s.store.GetOrgUser(ctx, p.OrgID, userID)
 }
 
-// BatchGetUsers reads many of the org's users at once (for ?expand=).
-func (s *Service) BatchGetUsers(ctx context.Context, p authz.Principal, userIDs []string) (map[string]User, error) {
-	if err := authz.Authorize(p, authz.UserRead, authz.Facts{}); err != nil {
-		return nil, err
-	}
-	return s.store.BatchGetUsers(ctx, p.OrgID, userIDs)
-}
-
-// AddUser adds an existing identity to the org (admin+; owner to add an owner).
-func (s *Service) AddUser(ctx context.Context, p authz.Principal, in NewUser) (User, error) {
+// AddOrgUser adds an existing identity to the org (admin+; owner to add an
+// owner).
+func (s *Service) AddOrgUser(ctx context.Context, p authz.Principal, in NewUser) (User, error) {
 	g, err := authz.Permit(p, authz.UserAdd, authz.Facts{OwnerRole: in.Role == authz.Owner})
 	if err != nil {
 		return User{}, err
@@ -343,29 +286,27 @@ func (s *Service) AddUser(ctx context.Context, p authz.Principal, in NewUser) (U
 	now := s.now()
 	u := User{OrgID: p.OrgID, UserID: in.UserID, Email: in.Email, Name: in.Name, Role: in.Role,
 		JoinedAt: now, UpdatedAt: now, Version: 1}
-	if err := validateUser(u); err != nil {
+	if err := Validate(u); err != nil {
 		return User{}, err
 	}
-	ctx = s.event(ctx, p, g, "user.add", "user", u.UserID, now, audit.Diff(
+	ev := s.event(ctx, audit.By(p, g), "user.add", "user", u.UserID, now, audit.Diff(
 		audit.F("email", nil, u.Email), audit.F("name", nil, u.Name), audit.F("role", nil, string(u.Role))))
-	if err := s.store.AddUser(ctx, u); err != nil {
+	if err := s.store.AddOrgUser(ctx, u, ev); err != nil {
 		return User{}, err
 	}
 	return u, nil
 }
 
-// UpdateUser changes a user's name, email or role.
-func (s *Service) UpdateUser(ctx context.Context, p authz.Principal, userID string, patch UserPatch, ifMatch int64) (User, error) {
-	if err := ids.User("userId", userID); err != nil {
-		return User{}, err
-	}
+// UpdateOrgUser changes a user's name, email or role. Only an owner grants
+// the owner role, or changes anything of an owner.
+func (s *Service) UpdateOrgUser(ctx context.Context, p authz.Principal, userID string, patch UserPatch, ifMatch int64) (User, error) {
 	if patch.Name == nil && patch.Email == nil && patch.Role == nil {
 		return User{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
 	if err := authz.Authorize(p, authz.UserUpdate, authz.Facts{Self: userID == p.UserID}); err != nil {
 		return User{}, err
 	}
-	prev, err := s.store.GetUser(ctx, p.OrgID, userID)
+	prev, err := s.store.GetOrgUser(ctx, p.OrgID, userID)
 	if err != nil {
 		return User{}, err
 	}
@@ -379,7 +320,6 @@ func (s *Service) UpdateUser(ctx context.Context, p authz.Principal, userID stri
 	if patch.Role != nil {
 		next.Role = *patch.Role
 	}
-	// Only an owner grants the owner role, or changes anything of an owner.
 	touchesOwner := prev.Role == authz.Owner || next.Role == authz.Owner
 	g, err := authz.Permit(p, authz.UserUpdate, authz.Facts{Self: userID == p.UserID, OwnerRole: touchesOwner})
 	if err != nil {
@@ -388,31 +328,28 @@ func (s *Service) UpdateUser(ctx context.Context, p authz.Principal, userID stri
 	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
 		return User{}, err
 	}
-	if err := validateUser(next); err != nil {
+	if err := Validate(next); err != nil {
 		return User{}, err
 	}
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ctx = s.event(ctx, p, g, "user.update", "user", userID, next.UpdatedAt, audit.Diff(
+	ev := s.event(ctx, audit.By(p, g), "user.update", "user", userID, next.UpdatedAt, audit.Diff(
 		audit.F("email", prev.Email, next.Email), audit.F("name", prev.Name, next.Name),
 		audit.F("role", string(prev.Role), string(next.Role))))
-	if err := s.store.UpdateUser(ctx, prev, next); err != nil {
+	if err := s.store.UpdateOrgUser(ctx, prev, next, ev); err != nil {
 		return User{}, err
 	}
 	return next, nil
 }
 
-// RemoveUser removes a user from the org with their team memberships.
+// RemoveOrgUser removes a user from the org with their team memberships.
 // Admins remove anyone but owners, owners anyone, members themselves; the
 // last owner stays.
-func (s *Service) RemoveUser(ctx context.Context, p authz.Principal, userID string, ifMatch int64) error {
-	if err := ids.User("userId", userID); err != nil {
-		return err
-	}
+func (s *Service) RemoveOrgUser(ctx context.Context, p authz.Principal, userID string, ifMatch int64) error {
 	self := userID == p.UserID
 	if err := authz.Authorize(p, authz.UserRemove, authz.Facts{Self: self}); err != nil {
 		return err
 	}
-	u, err := s.store.GetUser(ctx, p.OrgID, userID)
+	u, err := s.store.GetOrgUser(ctx, p.OrgID, userID)
 	if err != nil {
 		return err
 	}
@@ -423,16 +360,7 @@ func (s *Service) RemoveUser(ctx context.Context, p authz.Principal, userID stri
 	if err := errs.CheckVersion(ifMatch, u.Version); err != nil {
 		return err
 	}
-	ctx = s.event(ctx, p, g, "user.remove", "user", userID, s.now(), audit.Diff(
+	ev := s.event(ctx, audit.By(p, g), "user.remove", "user", userID, s.now(), audit.Diff(
 		audit.F("email", u.Email, nil), audit.F("role", string(u.Role), nil)))
-	return s.store.RemoveUser(ctx, u)
-}
-
-// event attaches the audit event of a change by p, allowed by g, to ctx;
-// the store writes it in the change's transaction, fenced on g (a zero
-// Grant for a caller acting from outside the org: creating it, accepting
-// an invitation).
-func (s *Service) event(ctx context.Context, p authz.Principal, g authz.Grant, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
-	return audit.With(ctx, audit.Event{OrgID: p.OrgID, ID: s.ids.NewAt(at), ActorID: p.UserID, ActorFloor: string(g.Floor),
-		Action: action, TargetType: targetType, TargetID: targetID, At: at, Changes: changes})
+	return s.store.RemoveOrgUser(ctx, u, ev)
 }

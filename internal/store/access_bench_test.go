@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/org"
@@ -33,8 +34,8 @@ func BenchmarkAuthorizationRead(b *testing.B) {
 	d := Open(client, name)
 	now := time.Now()
 	o := org.Org{ID: "01HZX3J6Q8W9E2R4T6Y8V0K2M4", Name: "Bench", Version: 1, CreatedAt: now, UpdatedAt: now}
-	if err := (&Tenants{d}).CreateOrg(ctx, o, org.User{OrgID: o.ID, UserID: "u_bench", Email: "bench@example.com",
-		Name: "Bench", Role: authz.Owner, JoinedAt: now, UpdatedAt: now, Version: 1}); err != nil {
+	if err := (&Orgs{d}).CreateOrg(ctx, o, org.User{OrgID: o.ID, UserID: "u_bench", Email: "bench@example.com",
+		Name: "Bench", Role: authz.Owner, JoinedAt: now, UpdatedAt: now, Version: 1}, audit.NewEvent(ctx, o.ID, audit.Outsider(o.ID, "u_bench"), "org.create", audit.Target{Type: "org", ID: o.ID}, now, nil)); err != nil {
 		b.Fatal(err)
 	}
 	ok, uk := orgKey(o.ID), orgUserKey(o.ID, "u_bench")
@@ -65,7 +66,7 @@ func BenchmarkAuthorizationRead(b *testing.B) {
 		for _, c := range out.ConsumedCapacity {
 			rcu += aws.ToFloat64(c.CapacityUnits)
 		}
-		t := &Tenants{d}
+		t := &Orgs{d}
 		for b.Loop() {
 			if _, err := t.OrgAccess(ctx, o.ID, "u_bench"); err != nil {
 				b.Fatal(err)

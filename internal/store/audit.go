@@ -57,6 +57,16 @@ func fromAuditItem(it auditItem) audit.Event {
 
 func ulidOK(id string) bool { return checkIDs("eventId", id) == nil }
 
+// OrgCreatedAt is when the org was created: the audit log's listing starts
+// there at the earliest.
+func (s *Audit) OrgCreatedAt(ctx context.Context, orgID string) (time.Time, error) {
+	if err := checkIDs("orgId", orgID); err != nil {
+		return time.Time{}, err
+	}
+	it, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), false, errOrgNotFound, "get org")
+	return it.CreatedAt, err
+}
+
 // maxAuditRange bounds how far back one listing reaches by default.
 const maxAuditRange = 366 * 24 * time.Hour
 
@@ -69,7 +79,7 @@ type auditCursor struct {
 // Query serves a page; a page that empties its bucket reads the previous
 // month's next, within [Since, Until] (Since defaults to a year before
 // Until).
-func (s *Audit) ListEvents(ctx context.Context, q audit.Query) (page.Result[audit.Event], error) {
+func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result[audit.Event], error) {
 	var none page.Result[audit.Event]
 	if err := checkIDs("orgId", q.OrgID); err != nil {
 		return none, err

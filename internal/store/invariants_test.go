@@ -16,6 +16,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/idempotency"
+	"github.com/tenantd/tenantd/internal/invitation"
 	orgpkg "github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/ticket"
@@ -846,67 +847,67 @@ func TestInvariantsStoreWrites(t *testing.T) {
 	f := MustFixture(t)
 	ctx := context.Background()
 	org := f.ids.New()
-	audited := func(action string) context.Context {
-		return audit.With(ctx, audit.Event{OrgID: org, ID: f.ids.New(), ActorID: "u_alice", Action: action, At: f.now})
+	audited := func(action string) audit.Event {
+		return audit.NewEvent(ctx, f.ids.New(), audit.Outsider(org, "u_alice"), action, audit.Target{Type: "test", ID: "test"}, f.now, nil)
 	}
 	var s sample
 	s.Org = orgpkg.Org{ID: org, Name: "Acme", Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
 	s.Alice = f.user(org, "u_alice", "alice@example.com", "Alice Chen", authz.Owner)
 	s.Bob = f.user(org, "u_bob", "bob@example.com", "Bob Park", authz.Member)
-	must(t, f.Tenants.CreateOrg(audited("org.create"), s.Org, s.Alice))
-	must(t, f.Tenants.AddUser(audited("user.create"), s.Bob))
+	must(t, f.Orgs.CreateOrg(ctx, s.Org, s.Alice, audited("org.create")))
+	must(t, f.Orgs.AddOrgUser(ctx, s.Bob, audited("user.create")))
 	s.Eng, s.Design = f.team(org, "Engineering"), f.team(org, "Design")
-	must(t, f.Teams.CreateTeam(audited("team.create"), s.Eng, f.member(s.Eng, "u_alice", authz.Owner)))
-	must(t, f.Teams.AddMember(audited("member.create"), f.member(s.Eng, "u_bob", authz.Member)))
-	must(t, f.Teams.CreateTeam(audited("team.create"), s.Design, f.member(s.Design, "u_alice", authz.Owner)))
+	must(t, f.Teams.CreateTeam(ctx, s.Eng, f.member(s.Eng, "u_alice", authz.Owner), audited("team.create")))
+	must(t, f.Teams.AddTeamMember(ctx, f.member(s.Eng, "u_bob", authz.Member), audited("member.create")))
+	must(t, f.Teams.CreateTeam(ctx, s.Design, f.member(s.Design, "u_alice", authz.Owner), audited("team.create")))
 
 	// Users: a new owner, an email change (the claim moves), a removal.
 	carl := f.user(org, "u_carl", "Carl@Example.com", "Carl", authz.Owner)
-	must(t, f.Tenants.AddUser(audited("user.create"), carl))
+	must(t, f.Orgs.AddOrgUser(ctx, carl, audited("user.create")))
 	bob2 := s.Bob
 	bob2.Email, bob2.Version = "robert@example.com", 2
-	must(t, f.Tenants.UpdateUser(audited("user.update"), s.Bob, bob2))
+	must(t, f.Orgs.UpdateOrgUser(ctx, s.Bob, bob2, audited("user.update")))
 	// Teams: a member added, promoted and removed.
-	must(t, f.Teams.AddMember(audited("member.create"), f.member(s.Design, "u_carl", authz.Member)))
+	must(t, f.Teams.AddTeamMember(ctx, f.member(s.Design, "u_carl", authz.Member), audited("member.create")))
 	prev := f.member(s.Design, "u_carl", authz.Member)
 	next := prev
 	next.Role, next.Version = authz.Admin, 2
-	must(t, f.Teams.UpdateMember(audited("member.update"), prev, next))
-	must(t, f.Teams.RemoveMember(audited("member.delete"), next))
-	must(t, f.Tenants.RemoveUser(audited("user.delete"), carl))
+	must(t, f.Teams.UpdateTeamMember(ctx, prev, next, audited("member.update")))
+	must(t, f.Teams.RemoveTeamMember(ctx, next, audited("member.delete")))
+	must(t, f.Orgs.RemoveOrgUser(ctx, carl, audited("user.delete")))
 	// Tickets: assigned and routed, commented, then unassigned and solved.
 	t1 := f.ticket(org, "u_alice", "Login broken", ticket.StatusOpen)
 	t1.AssigneeID, t1.TeamID = "u_bob", s.Eng.ID
-	must(t, f.Tickets.CreateTicket(audited("ticket.create"), t1))
-	must(t, f.Tickets.CreateTicket(audited("ticket.create"), f.ticket(org, "u_bob", "Dark mode", ticket.StatusNew)))
-	must(t, f.Tickets.AddComment(audited("comment.create"),
-		ticket.Comment{OrgID: org, TicketID: t1.ID, ID: f.ids.New(), AuthorID: "u_bob", Body: "Same here", CreatedAt: f.now}))
+	must(t, f.Tickets.CreateTicket(ctx, t1, audited("ticket.create")))
+	must(t, f.Tickets.CreateTicket(ctx, f.ticket(org, "u_bob", "Dark mode", ticket.StatusNew), audited("ticket.create")))
+	must(t, f.Tickets.CreateComment(ctx,
+		ticket.Comment{OrgID: org, TicketID: t1.ID, ID: f.ids.New(), AuthorID: "u_bob", Body: "Same here", CreatedAt: f.now}, audited("comment.create")))
 	t1b := t1
 	t1b.AssigneeID, t1b.Status, t1b.Version = "", ticket.StatusSolved, 2
-	must(t, f.Tickets.UpdateTicket(audited("ticket.update"), t1, t1b))
+	must(t, f.Tickets.UpdateTicket(ctx, t1, t1b, audited("ticket.update")))
 	// Invitations: one replaced by another for the same email.
-	inv := orgpkg.Invitation{OrgID: org, ID: f.ids.New(), Email: "Dana@example.com", Role: authz.Member,
+	inv := invitation.Invitation{OrgID: org, ID: f.ids.New(), Email: "Dana@example.com", Role: authz.Member,
 		TeamIDs: []string{s.Design.ID}, InvitedBy: "u_alice", TokenHash: "h", CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}
-	must(t, f.Tenants.CreateInvitation(audited("invitation.create"), inv))
+	must(t, f.Invitations.CreateInvitation(ctx, inv, audited("invitation.create")))
 	inv2 := inv
 	inv2.ID = f.ids.New()
-	must(t, f.Tenants.CreateInvitation(audited("invitation.create"), inv2))
+	must(t, f.Invitations.CreateInvitation(ctx, inv2, audited("invitation.create")))
 	dana := f.user(org, "u_dana", "Dana@example.com", "Dana", authz.Member)
-	_, err := f.Tenants.AcceptInvitation(audited("invitation.accept"), inv2, dana)
+	_, err := f.Invitations.AcceptInvitation(ctx, inv2, dana, audited("invitation.accept"))
 	must(t, err)
 	inv3 := inv
 	inv3.ID, inv3.Email = f.ids.New(), "erin@example.com"
-	must(t, f.Tenants.CreateInvitation(audited("invitation.create"), inv3))
+	must(t, f.Invitations.CreateInvitation(ctx, inv3, audited("invitation.create")))
 	// A team and a ticket deleted.
 	ops := f.team(org, "Ops")
-	must(t, f.Teams.CreateTeam(audited("team.create"), ops, f.member(ops, "u_alice", authz.Owner)))
-	must(t, f.Teams.AddMember(audited("member.create"), f.member(ops, "u_bob", authz.Member)))
-	must(t, f.Teams.DeleteTeam(audited("team.delete"), org, ops.ID, 0))
+	must(t, f.Teams.CreateTeam(ctx, ops, f.member(ops, "u_alice", authz.Owner), audited("team.create")))
+	must(t, f.Teams.AddTeamMember(ctx, f.member(ops, "u_bob", authz.Member), audited("member.create")))
+	must(t, f.Teams.DeleteTeam(ctx, org, ops.ID, 0, audited("team.delete")))
 	t3 := f.ticket(org, "u_bob", "Typo", ticket.StatusNew)
-	must(t, f.Tickets.CreateTicket(audited("ticket.create"), t3))
-	must(t, f.Tickets.AddComment(audited("comment.create"),
-		ticket.Comment{OrgID: org, TicketID: t3.ID, ID: f.ids.New(), AuthorID: "u_bob", Body: "Fixed", CreatedAt: f.now}))
-	must(t, f.Tickets.DeleteTicket(audited("ticket.delete"), org, t3.ID, 0))
+	must(t, f.Tickets.CreateTicket(ctx, t3, audited("ticket.create")))
+	must(t, f.Tickets.CreateComment(ctx,
+		ticket.Comment{OrgID: org, TicketID: t3.ID, ID: f.ids.New(), AuthorID: "u_bob", Body: "Fixed", CreatedAt: f.now}, audited("comment.create")))
+	must(t, f.Tickets.DeleteTicket(ctx, org, t3.ID, 0, audited("ticket.delete")))
 	// Idempotency records, in the org and outside any.
 	idem := &store.Idempotency{DB: f.DB}
 	for _, orgID := range []string{org, ""} {

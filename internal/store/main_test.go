@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"encoding/json"
+	"reflect"
 	"sort"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"github.com/guregu/dynamo/v2"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/ids"
@@ -25,14 +27,15 @@ func TestMain(m *testing.M) { dynamotest.Main(m) }
 
 // fixture is one test's own table and the stores over it.
 type fixture struct {
-	DB      *store.DB
-	Tenants *store.Tenants
-	Teams   *store.Teams
-	Tickets *store.Tickets
-	Rec     *dynamotest.Recorder
-	raw     *dynamodb.Client
-	ids     *ids.Generator
-	now     time.Time
+	DB          *store.DB
+	Orgs        *store.Orgs
+	Teams       *store.Teams
+	Tickets     *store.Tickets
+	Invitations *store.Invitations
+	Rec         *dynamotest.Recorder
+	raw         *dynamodb.Client
+	ids         *ids.Generator
+	now         time.Time
 }
 
 // MustFixture creates a fresh table in DynamoDB Local for tb.
@@ -56,8 +59,30 @@ func MustFixture(tb testing.TB) *fixture {
 	db.SetDeletionTiming(store.DefaultDeletionLease, 0)
 	rec.Reset()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	return &fixture{DB: db, Tenants: &store.Tenants{DB: db}, Teams: &store.Teams{DB: db}, Tickets: &store.Tickets{DB: db},
+	return &fixture{DB: db, Orgs: &store.Orgs{DB: db}, Teams: &store.Teams{DB: db}, Tickets: &store.Tickets{DB: db}, Invitations: &store.Invitations{DB: db},
 		Rec: rec, raw: client, ids: ids.NewGenerator(func() time.Time { return now }), now: now}
+}
+
+// evOrg is the audit event of a test's direct write to the store under
+// orgID: made by a user acting from outside the org (no role fence), so a
+// test exercises the store's own conditions only. Every store write takes
+// its event; tests of the fence build theirs with audit.By.
+func evOrg(orgID string) audit.Event {
+	now := time.Now()
+	return audit.NewEvent(context.Background(), eventIDs.NewAt(now), audit.Outsider(orgID, "u_test_writer"), "test.write",
+		audit.Target{Type: "test", ID: "test"}, now, nil)
+}
+
+var eventIDs = ids.NewGenerator(time.Now)
+
+// ev is evOrg for the org of entity (an org.Org, or anything with an
+// OrgID field: a user, team, membership, ticket, comment, invitation).
+func ev(entity any) audit.Event {
+	v := reflect.Indirect(reflect.ValueOf(entity))
+	if o, ok := entity.(org.Org); ok {
+		return evOrg(o.ID)
+	}
+	return evOrg(v.FieldByName("OrgID").String())
 }
 
 // snapshot returns every item of the table, rendered canonically (a
@@ -116,8 +141,8 @@ func (f *fixture) team(orgID, name string) team.Team {
 	return team.Team{OrgID: orgID, ID: f.ids.New(), Name: name, MemberCount: 1, Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
 }
 
-func (f *fixture) member(t team.Team, userID string, role authz.Role) team.Member {
-	return team.Member{OrgID: t.OrgID, TeamID: t.ID, UserID: userID, Role: role, JoinedAt: f.now, UpdatedAt: f.now, Version: 1}
+func (f *fixture) member(t team.Team, userID string, role authz.Role) team.Membership {
+	return team.Membership{OrgID: t.OrgID, TeamID: t.ID, UserID: userID, Role: role, JoinedAt: f.now, UpdatedAt: f.now, Version: 1}
 }
 
 // MustSample writes seed 000's sample and returns it.
@@ -129,15 +154,15 @@ func (f *fixture) MustSample(tb testing.TB) sample {
 		Alice: f.user(org.ID, "u_alice", "alice@example.com", "Alice Chen", authz.Owner),
 		Bob:   f.user(org.ID, "u_bob", "bob@example.com", "Bob Park", authz.Member),
 		Dana:  f.user(org.ID, "u_dana", "dana@example.com", "Dana Reyes", authz.Member)}
-	must(tb, f.Tenants.CreateOrg(ctx, org, s.Alice))
-	must(tb, f.Tenants.AddUser(ctx, s.Bob))
-	must(tb, f.Tenants.AddUser(ctx, s.Dana))
+	must(tb, f.Orgs.CreateOrg(ctx, org, s.Alice, ev(org)))
+	must(tb, f.Orgs.AddOrgUser(ctx, s.Bob, ev(s.Bob)))
+	must(tb, f.Orgs.AddOrgUser(ctx, s.Dana, ev(s.Dana)))
 	s.Eng, s.Design = f.team(org.ID, "Engineering"), f.team(org.ID, "Design")
-	must(tb, f.Teams.CreateTeam(ctx, s.Eng, f.member(s.Eng, "u_alice", authz.Owner)))
-	must(tb, f.Teams.AddMember(ctx, f.member(s.Eng, "u_bob", authz.Member)))
+	must(tb, f.Teams.CreateTeam(ctx, s.Eng, f.member(s.Eng, "u_alice", authz.Owner), ev(s.Eng)))
+	must(tb, f.Teams.AddTeamMember(ctx, f.member(s.Eng, "u_bob", authz.Member), ev(s.Eng)))
 	s.Eng.MemberCount, s.Eng.OwnerCount = 2, 1
-	must(tb, f.Teams.CreateTeam(ctx, s.Design, f.member(s.Design, "u_dana", authz.Owner)))
-	must(tb, f.Teams.AddMember(ctx, f.member(s.Design, "u_alice", authz.Admin)))
+	must(tb, f.Teams.CreateTeam(ctx, s.Design, f.member(s.Design, "u_dana", authz.Owner), ev(s.Design)))
+	must(tb, f.Teams.AddTeamMember(ctx, f.member(s.Design, "u_alice", authz.Admin), ev(s.Design)))
 	s.Design.MemberCount, s.Design.OwnerCount = 2, 1
 	f.Rec.Reset()
 	return s
@@ -162,13 +187,13 @@ func (f *fixture) offboard(tb testing.TB, orgID, actor string) {
 	tb.Helper()
 	ctx := context.Background()
 	owner := "test-" + orgID
-	j, started, err := f.Tenants.StartOffboarding(ctx, orgID, actor, 0, owner, time.Now())
+	j, started, err := f.Orgs.StartOffboarding(ctx, orgID, actor, 0, owner, time.Now())
 	if err != nil {
 		tb.Fatalf("start offboarding: %v", err)
 	}
 	if !started {
 		tb.Fatalf("start offboarding: not started (%+v)", j)
 	}
-	must(tb, f.Tenants.CutOff(ctx, orgID, owner))
+	must(tb, f.Orgs.CutOff(ctx, orgID, owner))
 	must(tb, (&store.Deletions{DB: f.DB}).Finish(ctx, j, owner))
 }

@@ -50,7 +50,7 @@ var errNoOffboarding = errs.E(errs.NotFound, "offboarding_not_found", "this orga
 // at that version. If the org is being offboarded already, it returns that
 // job unchanged with started false; and when that job's lease has expired
 // (its run died) it takes the lease over for owner, with started true.
-func (s *Tenants) StartOffboarding(ctx context.Context, orgID, actorID string, ifVersion int64, owner string, now time.Time) (deletion.Job, bool, error) {
+func (s *Orgs) StartOffboarding(ctx context.Context, orgID, actorID string, ifVersion int64, owner string, now time.Time) (deletion.Job, bool, error) {
 	if err := checkIDs("orgId", orgID, "userId", actorID); err != nil {
 		return deletion.Job{}, false, err
 	}
@@ -103,7 +103,7 @@ func orgJob(o orgItem) deletion.Job {
 // GetOffboarding reads the offboarding of an org (consistently). Returns
 // NotFound (offboarding_not_found) when the org is not being offboarded or
 // is gone, its offboarding finished.
-func (s *Tenants) GetOffboarding(ctx context.Context, orgID string) (deletion.Job, error) {
+func (s *Orgs) GetOffboarding(ctx context.Context, orgID string) (deletion.Job, error) {
 	if err := checkIDs("orgId", orgID); err != nil {
 		return deletion.Job{}, err
 	}
@@ -120,14 +120,14 @@ func (s *Tenants) GetOffboarding(ctx context.Context, orgID string) (deletion.Jo
 // ReleaseOffboarding gives up owner's lease on the org's offboarding (after
 // its run failed), so that a repeated DELETE or the worker takes over at
 // once rather than when the lease expires.
-func (s *Tenants) ReleaseOffboarding(ctx context.Context, orgID, owner string) error {
+func (s *Orgs) ReleaseOffboarding(ctx context.Context, orgID, owner string) error {
 	return (&Deletions{s.DB}).Release(ctx, deletion.Job{Kind: deletion.Org, OrgID: orgID}, owner)
 }
 
 // CutOff runs the cutoff phase of an offboarding owner holds, if it has not
 // run yet: when it returns nil, no member of the org other than the owner
 // offboarding it has an edge, so no member's write can commit any more.
-func (s *Tenants) CutOff(ctx context.Context, orgID, owner string) error {
+func (s *Orgs) CutOff(ctx context.Context, orgID, owner string) error {
 	if err := checkIDs("orgId", orgID); err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/invitation"
 	orgpkg "github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/store"
@@ -34,16 +35,16 @@ func TestAccessPatterns(t *testing.T) {
 	t3 := f.ticket(org, "u_alice", "Invoice wrong", ticket.StatusNew)
 	t3.AssigneeID = "u_bob"
 	for _, tk := range []ticket.Ticket{t1, t2, t3} {
-		must(t, f.Tickets.CreateTicket(ctx, tk))
+		must(t, f.Tickets.CreateTicket(ctx, tk, ev(tk)))
 	}
 	c1 := ticket.Comment{OrgID: org, TicketID: t1.ID, ID: f.ids.New(), AuthorID: "u_bob", Body: "Same here", CreatedAt: f.now}
 	// The comment is audited, as every mutation made through a service is.
-	audited := audit.With(ctx, audit.Event{OrgID: org, ID: f.ids.New(), ActorID: "u_bob", Action: "comment.create",
-		TargetType: "comment", TargetID: t1.ID + "/" + c1.ID, At: f.now})
-	must(t, f.Tickets.AddComment(audited, c1))
-	inv := orgpkg.Invitation{OrgID: org, ID: f.ids.New(), Email: "carol@example.com", Role: authz.Member,
+	audited := audit.NewEvent(ctx, f.ids.New(), audit.Outsider(org, "u_bob"), "comment.create",
+		audit.Target{Type: "comment", ID: t1.ID + "/" + c1.ID}, f.now, nil)
+	must(t, f.Tickets.CreateComment(ctx, c1, audited))
+	inv := invitation.Invitation{OrgID: org, ID: f.ids.New(), Email: "carol@example.com", Role: authz.Member,
 		TeamIDs: []string{s.Design.ID}, InvitedBy: "u_alice", TokenHash: "h", CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}
-	must(t, f.Tenants.CreateInvitation(ctx, inv))
+	must(t, f.Invitations.CreateInvitation(ctx, inv, ev(inv)))
 	all := page.Request{Limit: 100}
 
 	rows := []struct {
@@ -52,34 +53,34 @@ func TestAccessPatterns(t *testing.T) {
 		run     func() (string, error)
 	}{
 		{"get org", "GetItem", func() (string, error) {
-			o, err := f.Tenants.GetOrg(ctx, org)
+			o, err := f.Orgs.GetOrg(ctx, org)
 			return o.Name, err
 		}},
 		{"get org + users", "Query", func() (string, error) {
-			o, users, err := f.Tenants.GetOrgWithUsers(ctx, org, 100)
+			o, users, err := f.Orgs.GetOrgWithUsers(ctx, org, 100)
 			return fmt.Sprint(o.Name, userIDs(users...)), err
 		}},
 		{"org users only", "Query", func() (string, error) {
-			r, err := f.Tenants.ListUsers(ctx, org, all)
+			r, err := f.Orgs.ListOrgUsers(ctx, org, all)
 			return fmt.Sprint(userIDs(r.Items...)), err
 		}},
 		{"the authorization read", "BatchGetItem+consistent", func() (string, error) {
-			a, err := f.Tenants.OrgAccess(ctx, org, "u_bob")
+			a, err := f.Orgs.OrgAccess(ctx, org, "u_bob")
 			return fmt.Sprint(a.Role, " ", a.OrgDeleting), err
 		}},
 		{"get one org user", "GetItem+consistent", func() (string, error) {
-			u, err := f.Tenants.GetUser(ctx, org, "u_bob")
+			u, err := f.Orgs.GetOrgUser(ctx, org, "u_bob")
 			return fmt.Sprint(u.Name, " ", u.Role), err
 		}},
 		{"a user's orgs", "Query(GSI1)", func() (string, error) {
-			r, err := f.Tenants.ListUserOrgs(ctx, "u_alice", all)
+			r, err := f.Orgs.ListOrgs(ctx, "u_alice", all)
 			if err != nil || len(r.Items) != 1 {
 				return fmt.Sprint(r.Items), err
 			}
 			return fmt.Sprint(r.Items[0].OrgID == org, " ", r.Items[0].Role), err
 		}},
 		{"orgs by ID (names)", "BatchGetItem", func() (string, error) {
-			m, err := f.Tenants.BatchGetOrgs(ctx, []string{org})
+			m, err := f.Orgs.BatchGetOrgs(ctx, []string{org})
 			return m[org].Name, err
 		}},
 		{"an org's teams", "Query(GSI1)", func() (string, error) {
@@ -91,7 +92,7 @@ func TestAccessPatterns(t *testing.T) {
 			return fmt.Sprint(names), err
 		}},
 		{"AP1 team members", "Query", func() (string, error) {
-			r, err := f.Teams.ListMembers(ctx, org, s.Eng.ID, all)
+			r, err := f.Teams.ListTeamMembers(ctx, org, s.Eng.ID, all)
 			var out []string
 			for _, m := range r.Items {
 				out = append(out, m.UserID+":"+string(m.Role))
@@ -112,7 +113,7 @@ func TestAccessPatterns(t *testing.T) {
 			return m[s.Eng.ID].Name + "," + m[s.Design.ID].Name, err
 		}},
 		{"AP3 membership and role", "GetItem+consistent", func() (string, error) {
-			m, err := f.Teams.GetMember(ctx, org, s.Design.ID, "u_alice")
+			m, err := f.Teams.GetTeamMember(ctx, org, s.Design.ID, "u_alice")
 			return string(m.Role), err
 		}},
 		{"AP4 team + members", "Query", func() (string, error) {
@@ -136,14 +137,14 @@ func TestAccessPatterns(t *testing.T) {
 			return titles(r.Items), err
 		}},
 		{"user's tickets newest first + user", "Query(GSI2)+desc", func() (string, error) {
-			r, u, err := f.Tickets.ListRequestedTickets(ctx, org, "u_alice", true, all)
+			r, u, err := f.Tickets.ListUserTickets(ctx, org, "u_alice", true, all)
 			if u == nil {
 				return "no user", err
 			}
 			return u.Name + " " + titles(r.Items), err
 		}},
 		{"user's tickets newest first", "Query(GSI2)+desc", func() (string, error) {
-			r, _, err := f.Tickets.ListRequestedTickets(ctx, org, "u_alice", false, all)
+			r, _, err := f.Tickets.ListUserTickets(ctx, org, "u_alice", false, all)
 			return titles(r.Items), err
 		}},
 		{"org queue by status", "Query(GSI3)+desc", func() (string, error) {
@@ -163,11 +164,11 @@ func TestAccessPatterns(t *testing.T) {
 			return titles(r.Items), err
 		}},
 		{"org users by ID (no N+1)", "BatchGetItem", func() (string, error) {
-			m, err := f.Tenants.BatchGetUsers(ctx, org, []string{"u_bob", "u_alice", "u_bob", "u_nobody"})
+			m, err := f.Orgs.BatchGetOrgUsers(ctx, org, []string{"u_bob", "u_alice", "u_bob", "u_nobody"})
 			return fmt.Sprint(len(m), " ", m["u_alice"].Name), err
 		}},
 		{"pending invitations", "Query(GSI1)", func() (string, error) {
-			r, err := f.Tenants.ListInvitations(ctx, org, f.now, all)
+			r, err := f.Invitations.ListInvitations(ctx, org, f.now, all)
 			var out []string
 			for _, i := range r.Items {
 				out = append(out, i.Email)
@@ -175,11 +176,11 @@ func TestAccessPatterns(t *testing.T) {
 			return fmt.Sprint(out), err
 		}},
 		{"an invitation (accept reads it)", "GetItem+consistent", func() (string, error) {
-			i, err := f.Tenants.GetInvitation(ctx, org, inv.ID)
+			i, err := f.Invitations.GetInvitation(ctx, org, inv.ID)
 			return i.Email, err
 		}},
 		{"audit log newest first", "Query+desc", func() (string, error) {
-			r, err := (&store.Audit{DB: f.DB}).ListEvents(ctx, audit.Query{OrgID: org, Since: f.now.Add(-time.Hour), Until: f.now.Add(time.Minute), Page: all})
+			r, err := (&store.Audit{DB: f.DB}).ListAuditEvents(ctx, audit.Query{OrgID: org, Since: f.now.Add(-time.Hour), Until: f.now.Add(time.Minute), Page: all})
 			var out []string
 			for _, e := range r.Items {
 				out = append(out, e.Action)
@@ -187,12 +188,12 @@ func TestAccessPatterns(t *testing.T) {
 			return fmt.Sprint(out), err
 		}},
 		{"AP5 remove a member", "TransactWriteItems", func() (string, error) {
-			m, err := f.Teams.GetMember(ctx, org, s.Eng.ID, "u_bob")
+			m, err := f.Teams.GetTeamMember(ctx, org, s.Eng.ID, "u_bob")
 			if err != nil {
 				return "", err
 			}
 			f.Rec.Reset()
-			err = f.Teams.RemoveMember(ctx, m)
+			err = f.Teams.RemoveTeamMember(ctx, m, ev(m))
 			return "", err
 		}},
 	}
@@ -253,7 +254,7 @@ func TestAccessPatterns(t *testing.T) {
 		if got, want := tm.MemberCount, 1; got != want {
 			t.Errorf("memberCount: got %d, want %d", got, want)
 		}
-		if _, err := f.Teams.GetMember(ctx, org, s.Eng.ID, "u_bob"); err == nil {
+		if _, err := f.Teams.GetTeamMember(ctx, org, s.Eng.ID, "u_bob"); err == nil {
 			t.Error("Bob is still a member")
 		}
 		r, err := f.Teams.ListUserTeams(ctx, org, "u_bob", all)

@@ -28,7 +28,7 @@ import (
 	"github.com/tenantd/tenantd/internal/ids"
 )
 
-// DB is a handle on tenantd's table. The per-domain stores (Tenants, Teams,
+// DB is a handle on tenantd's table. The per-domain stores (Orgs, Teams,
 // Tickets) share one.
 type DB struct {
 	client *dynamodb.Client

@@ -222,20 +222,22 @@ func fenced(roles []string, inner onFail) onFail {
 	}
 }
 
-// audited adds to t the audit event carried by ctx, if any, so the event
-// commits or fails with the change; and, when the event's actor acted as a
-// member of the org (ActorRole set), the actor fence on their OrgUser edge,
+// audited adds to t the change's audit event, so the event commits or fails
+// with the change; and, when the event's actor acted as a member of the org
+// (its ActorFloor is set), the actor fence on their OrgUser edge,
 // so the write commits only while the actor still belongs to the org with
 // the role they were authorized with, and never once the org's offboarding
 // has cut its members off (see docs/data-model.md, "Fences"). When t already
 // touches the actor's edge, the fence is ANDed onto that item.
-func (d *DB) audited(ctx context.Context, t *txn) *txn {
-	ev, ok := audit.From(ctx)
-	if !ok {
+// A write without its event (a zero Event) is refused: it would change
+// the org and record nothing.
+func (d *DB) audited(ev audit.Event, t *txn) *txn {
+	if err := ev.Check(); err != nil {
+		t.err = err
 		return t
 	}
-	if ev.OrgID == "" || !ulidOK(ev.ID) {
-		t.err = fmt.Errorf("audit event lacks org or ID")
+	if !ulidOK(ev.ID) {
+		t.err = fmt.Errorf("audit event ID %q is not a ULID", ev.ID)
 		return t
 	}
 	if ev.ActorFloor != "" {

@@ -10,14 +10,18 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/invitation"
 	orgpkg "github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/team"
@@ -107,9 +111,9 @@ func (f *fixture) newOrg(tb testing.TB, name string, userIDs ...string) orgpkg.O
 	tb.Helper()
 	ctx := context.Background()
 	org := orgpkg.Org{ID: f.ids.New(), Name: name, Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
-	must(tb, f.Tenants.CreateOrg(ctx, org, f.user(org.ID, userIDs[0], userIDs[0]+"@example.com", userIDs[0], authz.Owner)))
+	must(tb, f.Orgs.CreateOrg(ctx, org, f.user(org.ID, userIDs[0], userIDs[0]+"@example.com", userIDs[0], authz.Owner), ev(org)))
 	for _, id := range userIDs[1:] {
-		must(tb, f.Tenants.AddUser(ctx, f.user(org.ID, id, id+"@example.com", id, authz.Member)))
+		must(tb, f.Orgs.AddOrgUser(ctx, f.user(org.ID, id, id+"@example.com", id, authz.Member), evOrg(org.ID)))
 	}
 	return org
 }
@@ -256,7 +260,7 @@ func (f *fixture) seedClones(tb testing.TB, keys []rawKey, old string, news []st
 // one through AddUser, the others cloned from it.
 func (f *fixture) seedUsers(tb testing.TB, orgID string, ids []string) {
 	tb.Helper()
-	must(tb, f.Tenants.AddUser(context.Background(), f.user(orgID, ids[0], ids[0]+"@example.com", ids[0], authz.Member)))
+	must(tb, f.Orgs.AddOrgUser(context.Background(), f.user(orgID, ids[0], ids[0]+"@example.com", ids[0], authz.Member), evOrg(orgID)))
 	f.seedClones(tb, []rawKey{{"ORG#" + orgID, "USER#" + ids[0]}, {"ORG#" + orgID + "#EMAIL#" + ids[0] + "@example.com", "#CLAIM"}},
 		ids[0], ids[1:])
 }
@@ -271,13 +275,13 @@ func TestCreateOrg(t *testing.T) {
 	alice := f.user(org.ID, "u_alice", "Alice@Example.com", "Alice Chen", authz.Owner)
 
 	t.Run("OK", func(t *testing.T) {
-		must(t, f.Tenants.CreateOrg(ctx, org, alice))
-		got, err := f.Tenants.GetOrg(ctx, org.ID)
+		must(t, f.Orgs.CreateOrg(ctx, org, alice, ev(org)))
+		got, err := f.Orgs.GetOrg(ctx, org.ID)
 		must(t, err)
 		if got, want := got, org; !reflect.DeepEqual(got, want) {
 			t.Errorf("org: got %+v, want %+v", got, want)
 		}
-		u, err := f.Tenants.GetUser(ctx, org.ID, "u_alice")
+		u, err := f.Orgs.GetOrgUser(ctx, org.ID, "u_alice")
 		must(t, err)
 		if got, want := u, alice; !reflect.DeepEqual(got, want) {
 			t.Errorf("owner: got %+v, want %+v", got, want)
@@ -289,7 +293,7 @@ func TestCreateOrg(t *testing.T) {
 		if got, want := c["userId"], any("u_alice"); got != want {
 			t.Errorf("claim userId: got %v, want %v", got, want)
 		}
-		r, err := f.Tenants.ListUserOrgs(ctx, "u_alice", page.Request{})
+		r, err := f.Orgs.ListOrgs(ctx, "u_alice", page.Request{})
 		must(t, err)
 		if got, want := len(r.Items), 1; got != want {
 			t.Fatalf("user orgs: got %d, want %d", got, want)
@@ -312,14 +316,14 @@ func TestCreateOrg(t *testing.T) {
 	t.Run("OK last-owner rule holds for the creator", func(t *testing.T) {
 		next := alice
 		next.Role, next.Version = authz.Admin, 2
-		err := f.mustUnchanged(t, func() error { return f.Tenants.UpdateUser(ctx, alice, next) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.UpdateOrgUser(ctx, alice, next, ev(next)) })
 		wantErr(t, err, errs.Conflict, "last_owner")
 	})
 
 	t.Run("ErrOrgExists", func(t *testing.T) {
 		other := f.user(org.ID, "u_mallory", "mallory@example.com", "Mallory", authz.Owner)
 		err := f.mustUnchanged(t, func() error {
-			return f.Tenants.CreateOrg(ctx, orgpkg.Org{ID: org.ID, Name: "Evil", Version: 1}, other)
+			return f.Orgs.CreateOrg(ctx, orgpkg.Org{ID: org.ID, Name: "Evil", Version: 1}, other, evOrg(org.ID))
 		})
 		wantErr(t, err, errs.Conflict, "org_exists")
 	})
@@ -327,7 +331,7 @@ func TestCreateOrg(t *testing.T) {
 	t.Run("ErrInvalidEmail", func(t *testing.T) {
 		f.Rec.Reset()
 		o := orgpkg.Org{ID: f.ids.New(), Name: "X", Version: 1}
-		err := f.Tenants.CreateOrg(ctx, o, f.user(o.ID, "u_x", "x#y@example.com", "X", authz.Owner))
+		err := f.Orgs.CreateOrg(ctx, o, f.user(o.ID, "u_x", "x#y@example.com", "X", authz.Owner), ev(o))
 		wantErr(t, err, errs.Invalid, "invalid_email")
 		f.wantNoCalls(t)
 	})
@@ -341,8 +345,8 @@ func TestAddUser(t *testing.T) {
 
 	t.Run("OK", func(t *testing.T) {
 		carol := f.user(s.Org.ID, "u_carol", "carol@example.com", "Carol", authz.Admin)
-		must(t, f.Tenants.AddUser(ctx, carol))
-		got, err := f.Tenants.GetUser(ctx, s.Org.ID, "u_carol")
+		must(t, f.Orgs.AddOrgUser(ctx, carol, ev(carol)))
+		got, err := f.Orgs.GetOrgUser(ctx, s.Org.ID, "u_carol")
 		must(t, err)
 		if got, want := got, carol; !reflect.DeepEqual(got, want) {
 			t.Errorf("got %+v, want %+v", got, want)
@@ -354,36 +358,36 @@ func TestAddUser(t *testing.T) {
 
 	t.Run("ErrUserExists", func(t *testing.T) {
 		again := f.user(s.Org.ID, "u_bob", "bob2@example.com", "Bob Again", authz.Admin)
-		err := f.mustUnchanged(t, func() error { return f.Tenants.AddUser(ctx, again) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.AddOrgUser(ctx, again, ev(again)) })
 		wantErr(t, err, errs.Conflict, "user_exists")
 	})
 
 	t.Run("ErrEmailTaken", func(t *testing.T) {
 		for _, email := range []string{"bob@example.com", "BOB@example.com", "Bob@Example.COM"} {
 			u := f.user(s.Org.ID, "u_bobby", email, "Bobby", authz.Member)
-			err := f.mustUnchanged(t, func() error { return f.Tenants.AddUser(ctx, u) })
+			err := f.mustUnchanged(t, func() error { return f.Orgs.AddOrgUser(ctx, u, ev(u)) })
 			wantErr(t, err, errs.Conflict, "email_taken")
 		}
 	})
 
 	t.Run("ErrEmailTaken by an owner does not count an owner", func(t *testing.T) {
 		u := f.user(s.Org.ID, "u_bobby", "ALICE@example.com", "Bobby", authz.Owner)
-		err := f.mustUnchanged(t, func() error { return f.Tenants.AddUser(ctx, u) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.AddOrgUser(ctx, u, ev(u)) })
 		wantErr(t, err, errs.Conflict, "email_taken")
 	})
 
 	t.Run("ErrOrgNotFound", func(t *testing.T) {
 		u := f.user(f.ids.New(), "u_dave", "dave@example.com", "Dave", authz.Member)
-		err := f.mustUnchanged(t, func() error { return f.Tenants.AddUser(ctx, u) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.AddOrgUser(ctx, u, ev(u)) })
 		wantErr(t, err, errs.NotFound, "org_not_found")
 		owner := f.user(f.ids.New(), "u_dave", "dave@example.com", "Dave", authz.Owner) // the owner-count path
-		err = f.mustUnchanged(t, func() error { return f.Tenants.AddUser(ctx, owner) })
+		err = f.mustUnchanged(t, func() error { return f.Orgs.AddOrgUser(ctx, owner, ev(owner)) })
 		wantErr(t, err, errs.NotFound, "org_not_found")
 	})
 
 	t.Run("OK same email in another org", func(t *testing.T) {
 		other := f.newOrg(t, "Other", "u_zed")
-		must(t, f.Tenants.AddUser(ctx, f.user(other.ID, "u_bob", "bob@example.com", "Bob", authz.Member)))
+		must(t, f.Orgs.AddOrgUser(ctx, f.user(other.ID, "u_bob", "bob@example.com", "Bob", authz.Member), evOrg(other.ID)))
 	})
 }
 
@@ -396,7 +400,7 @@ func TestUpdateUser(t *testing.T) {
 
 	current := func(t *testing.T, id string) orgpkg.User {
 		t.Helper()
-		u, err := f.Tenants.GetUser(ctx, org, id)
+		u, err := f.Orgs.GetOrgUser(ctx, org, id)
 		must(t, err)
 		return u
 	}
@@ -404,7 +408,7 @@ func TestUpdateUser(t *testing.T) {
 	t.Run("OK change email swaps claims", func(t *testing.T) {
 		next := s.Bob
 		next.Email, next.Name, next.Version = "Robert@example.com", "Robert Park", 2
-		must(t, f.Tenants.UpdateUser(ctx, s.Bob, next))
+		must(t, f.Orgs.UpdateOrgUser(ctx, s.Bob, next, ev(next)))
 		if got, want := current(t, "u_bob"), next; !reflect.DeepEqual(got, want) {
 			t.Errorf("got %+v, want %+v", got, want)
 		}
@@ -415,10 +419,10 @@ func TestUpdateUser(t *testing.T) {
 			t.Errorf("new claim: got %v, want one for u_bob", c)
 		}
 		// The old email is free: another user can take it.
-		must(t, f.Tenants.AddUser(ctx, f.user(org, "u_dave", "bob@example.com", "Dave", authz.Member)))
+		must(t, f.Orgs.AddOrgUser(ctx, f.user(org, "u_dave", "bob@example.com", "Dave", authz.Member), evOrg(org)))
 		// The new one is taken, in any case.
 		err := f.mustUnchanged(t, func() error {
-			return f.Tenants.AddUser(ctx, f.user(org, "u_erin", "ROBERT@example.com", "Erin", authz.Member))
+			return f.Orgs.AddOrgUser(ctx, f.user(org, "u_erin", "ROBERT@example.com", "Erin", authz.Member), evOrg(org))
 		})
 		wantErr(t, err, errs.Conflict, "email_taken")
 	})
@@ -427,7 +431,7 @@ func TestUpdateUser(t *testing.T) {
 		prev := current(t, "u_dave")
 		next := prev
 		next.Email, next.Version = "BOB@EXAMPLE.COM", prev.Version+1
-		must(t, f.Tenants.UpdateUser(ctx, prev, next))
+		must(t, f.Orgs.UpdateOrgUser(ctx, prev, next, ev(next)))
 		if c := f.claim(t, org, "bob@example.com"); c == nil || c["userId"] != "u_dave" {
 			t.Errorf("claim: got %v, want one for u_dave", c)
 		}
@@ -437,11 +441,11 @@ func TestUpdateUser(t *testing.T) {
 		stale := s.Bob // version 1; Bob is at 2 now
 		next := stale
 		next.Name, next.Version = "Stale Bob", 2
-		err := f.mustUnchanged(t, func() error { return f.Tenants.UpdateUser(ctx, stale, next) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.UpdateOrgUser(ctx, stale, next, ev(next)) })
 		wantErr(t, err, errs.PreconditionFailed, "version_mismatch")
 		// The same with an email change and a role change in the transaction.
 		next.Email, next.Role = "stale@example.com", authz.Owner
-		err = f.mustUnchanged(t, func() error { return f.Tenants.UpdateUser(ctx, stale, next) })
+		err = f.mustUnchanged(t, func() error { return f.Orgs.UpdateOrgUser(ctx, stale, next, ev(next)) })
 		wantErr(t, err, errs.PreconditionFailed, "version_mismatch")
 	})
 
@@ -449,7 +453,7 @@ func TestUpdateUser(t *testing.T) {
 		ghost := f.user(org, "u_ghost", "ghost@example.com", "Ghost", authz.Member)
 		next := ghost
 		next.Version = 2
-		err := f.mustUnchanged(t, func() error { return f.Tenants.UpdateUser(ctx, ghost, next) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.UpdateOrgUser(ctx, ghost, next, ev(next)) })
 		wantErr(t, err, errs.NotFound, "user_not_found")
 	})
 
@@ -457,7 +461,7 @@ func TestUpdateUser(t *testing.T) {
 		prev := current(t, "u_bob")
 		next := prev
 		next.Email, next.Version = "ALICE@example.com", prev.Version+1
-		err := f.mustUnchanged(t, func() error { return f.Tenants.UpdateUser(ctx, prev, next) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.UpdateOrgUser(ctx, prev, next, ev(next)) })
 		wantErr(t, err, errs.Conflict, "email_taken")
 	})
 
@@ -465,7 +469,7 @@ func TestUpdateUser(t *testing.T) {
 		prev := current(t, "u_alice")
 		next := prev
 		next.Role, next.Version = authz.Member, prev.Version+1
-		err := f.mustUnchanged(t, func() error { return f.Tenants.UpdateUser(ctx, prev, next) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.UpdateOrgUser(ctx, prev, next, ev(next)) })
 		wantErr(t, err, errs.Conflict, "last_owner")
 	})
 
@@ -473,11 +477,11 @@ func TestUpdateUser(t *testing.T) {
 		bob := current(t, "u_bob")
 		next := bob
 		next.Role, next.Version = authz.Owner, bob.Version+1
-		must(t, f.Tenants.UpdateUser(ctx, bob, next))
+		must(t, f.Orgs.UpdateOrgUser(ctx, bob, next, ev(next)))
 		alice := current(t, "u_alice")
 		demoted := alice
 		demoted.Role, demoted.Version = authz.Member, alice.Version+1
-		must(t, f.Tenants.UpdateUser(ctx, alice, demoted))
+		must(t, f.Orgs.UpdateOrgUser(ctx, alice, demoted, ev(demoted)))
 		if got, want := current(t, "u_alice").Role, authz.Member; got != want {
 			t.Errorf("alice: got %s, want %s", got, want)
 		}
@@ -485,7 +489,7 @@ func TestUpdateUser(t *testing.T) {
 		bob = current(t, "u_bob")
 		next = bob
 		next.Role, next.Version = authz.Admin, bob.Version+1
-		err := f.mustUnchanged(t, func() error { return f.Tenants.UpdateUser(ctx, bob, next) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.UpdateOrgUser(ctx, bob, next, ev(next)) })
 		wantErr(t, err, errs.Conflict, "last_owner")
 	})
 
@@ -493,10 +497,10 @@ func TestUpdateUser(t *testing.T) {
 		bob := current(t, "u_bob")
 		next := bob
 		next.Name, next.Version = "Bob the Owner", bob.Version+1
-		must(t, f.Tenants.UpdateUser(ctx, bob, next))
+		must(t, f.Orgs.UpdateOrgUser(ctx, bob, next, ev(next)))
 		next2 := next
 		next2.Role, next2.Version = authz.Member, next.Version+1
-		err := f.mustUnchanged(t, func() error { return f.Tenants.UpdateUser(ctx, next, next2) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.UpdateOrgUser(ctx, next, next2, ev(next2)) })
 		wantErr(t, err, errs.Conflict, "last_owner")
 	})
 }
@@ -509,9 +513,9 @@ func TestRemoveUser(t *testing.T) {
 	org := s.Org.ID
 
 	t.Run("OK", func(t *testing.T) {
-		must(t, f.Teams.AddMember(ctx, f.member(s.Design, "u_bob", authz.Member)))
-		must(t, f.Tenants.RemoveUser(ctx, s.Bob))
-		_, err := f.Tenants.GetUser(ctx, org, "u_bob")
+		must(t, f.Teams.AddTeamMember(ctx, f.member(s.Design, "u_bob", authz.Member), ev(s.Design)))
+		must(t, f.Orgs.RemoveOrgUser(ctx, s.Bob, ev(s.Bob)))
+		_, err := f.Orgs.GetOrgUser(ctx, org, "u_bob")
 		wantErr(t, err, errs.NotFound, "user_not_found")
 		if f.claim(t, org, "bob@example.com") != nil {
 			t.Error("the email claim is still there")
@@ -521,13 +525,13 @@ func TestRemoveUser(t *testing.T) {
 		}
 		// Engineering keeps Alice; Design keeps Dana and Alice.
 		for tm, want := range map[team.Team]int{s.Eng: 1, s.Design: 2} {
-			_, err := f.Teams.GetMember(ctx, org, tm.ID, "u_bob")
+			_, err := f.Teams.GetTeamMember(ctx, org, tm.ID, "u_bob")
 			wantErr(t, err, errs.NotFound, "member_not_found")
 			if got := teamCount(t, f, org, tm.ID); got != want {
 				t.Errorf("%s memberCount: got %d, want %d", tm.Name, got, want)
 			}
 		}
-		r, err := f.Tenants.ListUserOrgs(ctx, "u_bob", page.Request{})
+		r, err := f.Orgs.ListOrgs(ctx, "u_bob", page.Request{})
 		must(t, err)
 		if got, want := len(r.Items), 0; got != want {
 			t.Errorf("ListUserOrgs: got %d, want %d", got, want)
@@ -538,40 +542,40 @@ func TestRemoveUser(t *testing.T) {
 			t.Errorf("items of Bob left: %v", keys)
 		}
 		// The email is free again.
-		must(t, f.Tenants.AddUser(ctx, f.user(org, "u_bob2", "bob@example.com", "Bob 2", authz.Member)))
+		must(t, f.Orgs.AddOrgUser(ctx, f.user(org, "u_bob2", "bob@example.com", "Bob 2", authz.Member), evOrg(org)))
 	})
 
 	t.Run("ErrLastOwner", func(t *testing.T) {
-		err := f.mustUnchanged(t, func() error { return f.Tenants.RemoveUser(ctx, s.Alice) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.RemoveOrgUser(ctx, s.Alice, ev(s.Alice)) })
 		wantErr(t, err, errs.Conflict, "last_owner")
 	})
 
 	t.Run("ErrStaleVersion", func(t *testing.T) {
 		stale := f.user(org, "u_bob2", "bob@example.com", "Bob 2", authz.Member)
 		stale.Version = 2
-		err := f.mustUnchanged(t, func() error { return f.Tenants.RemoveUser(ctx, stale) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.RemoveOrgUser(ctx, stale, ev(stale)) })
 		wantErr(t, err, errs.PreconditionFailed, "version_mismatch")
 	})
 
 	t.Run("ErrUserNotFound", func(t *testing.T) {
-		err := f.mustUnchanged(t, func() error { return f.Tenants.RemoveUser(ctx, s.Bob) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.RemoveOrgUser(ctx, s.Bob, ev(s.Bob)) })
 		wantErr(t, err, errs.NotFound, "user_not_found")
 	})
 
 	t.Run("ErrLastTeamOwner", func(t *testing.T) {
 		second := f.user(org, "u_owner2", "owner2@example.com", "Owner 2", authz.Owner)
-		must(t, f.Tenants.AddUser(ctx, second)) // counts a second owner
+		must(t, f.Orgs.AddOrgUser(ctx, second, ev(second))) // counts a second owner
 		// Alice is still the only owner of Engineering.
-		err := f.mustUnchanged(t, func() error { return f.Tenants.RemoveUser(ctx, s.Alice) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.RemoveOrgUser(ctx, s.Alice, ev(s.Alice)) })
 		wantErr(t, err, errs.Conflict, "last_team_owner")
 	})
 
 	t.Run("OK an owner when another owner remains", func(t *testing.T) {
 		second := f.user(org, "u_owner2", "owner2@example.com", "Owner 2", authz.Owner)
 		// Engineering gets a second owner, so Alice may go.
-		must(t, f.Teams.AddMember(ctx, f.member(s.Eng, second.UserID, authz.Owner)))
-		must(t, f.Tenants.RemoveUser(ctx, s.Alice))
-		err := f.mustUnchanged(t, func() error { return f.Tenants.RemoveUser(ctx, second) })
+		must(t, f.Teams.AddTeamMember(ctx, f.member(s.Eng, second.UserID, authz.Owner), ev(s.Eng)))
+		must(t, f.Orgs.RemoveOrgUser(ctx, s.Alice, ev(s.Alice)))
+		err := f.mustUnchanged(t, func() error { return f.Orgs.RemoveOrgUser(ctx, second, ev(second)) })
 		wantErr(t, err, errs.Conflict, "last_owner")
 		// Alice's edges went with her; the teams she was alone in are empty.
 		if got := userTeamIDs(t, f, org, "u_alice"); len(got) != 0 {
@@ -598,8 +602,8 @@ func TestRemoveUserInManyTeams(t *testing.T) {
 	// One team made by the store (Alice its owner, u_many a member:
 	// memberCount 2), then 59 copies of it.
 	tm := f.team(org, "Team")
-	must(t, f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_alice", authz.Owner)))
-	must(t, f.Teams.AddMember(ctx, f.member(tm, "u_many", authz.Member)))
+	must(t, f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_alice", authz.Owner), ev(tm)))
+	must(t, f.Teams.AddTeamMember(ctx, f.member(tm, "u_many", authz.Member), ev(tm)))
 	teams := []string{tm.ID}
 	for range n - 1 {
 		teams = append(teams, f.ids.New())
@@ -611,16 +615,16 @@ func TestRemoveUserInManyTeams(t *testing.T) {
 	if got, want := userTeamIDs(t, f, org, "u_many"), teams; !slices.Equal(got, want) {
 		t.Fatalf("before: user teams got %d, want %d", len(got), len(want))
 	}
-	u, err := f.Tenants.GetUser(ctx, org, "u_many")
+	u, err := f.Orgs.GetOrgUser(ctx, org, "u_many")
 	must(t, err)
 
 	t.Run("OK", func(t *testing.T) {
 		f.Rec.Reset()
-		must(t, f.Tenants.RemoveUser(ctx, u))
+		must(t, f.Orgs.RemoveOrgUser(ctx, u, ev(u)))
 		// 60 edges: one transaction of 49 edges guarded by a check of the
 		// user's version (99 items), then the user, claim, org check and the
-		// remaining 11 edges (25 items).
-		if got, want := f.txSizes(), []int{99, 25}; !slices.Equal(got, want) {
+		// remaining 11 edges, and the audit event (26 items).
+		if got, want := f.txSizes(), []int{99, 26}; !slices.Equal(got, want) {
 			t.Errorf("transactions: got %v, want %v", got, want)
 		}
 		if got := userTeamIDs(t, f, org, "u_many"); len(got) != 0 {
@@ -636,7 +640,7 @@ func TestRemoveUserInManyTeams(t *testing.T) {
 				t.Errorf("team %s memberCount: got %d, want %d", id, got, want)
 			}
 		}
-		_, err = f.Tenants.GetUser(ctx, org, "u_many")
+		_, err = f.Orgs.GetOrgUser(ctx, org, "u_many")
 		wantErr(t, err, errs.NotFound, "user_not_found")
 		for _, k := range f.scanKeys(t) {
 			if strings.Contains(k.SK, "u_many") || strings.Contains(k.PK, "u_many") {
@@ -658,7 +662,7 @@ func TestRemoveUserInManyTeamsRefused(t *testing.T) {
 		f := MustFixture(t)
 		org := f.newOrg(t, "Solo", "u_solo", "u_other").ID
 		tm := f.team(org, "Team")
-		must(t, f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_solo", authz.Owner)))
+		must(t, f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_solo", authz.Owner), ev(tm)))
 		var more []string
 		for range 49 {
 			more = append(more, f.ids.New())
@@ -669,7 +673,7 @@ func TestRemoveUserInManyTeamsRefused(t *testing.T) {
 		if got, want := len(userTeamIDs(t, f, org, "u_solo")), 50; got != want {
 			t.Fatalf("teams: got %d, want %d", got, want)
 		}
-		solo, err := f.Tenants.GetUser(ctx, org, "u_solo")
+		solo, err := f.Orgs.GetOrgUser(ctx, org, "u_solo")
 		must(t, err)
 		return f, solo
 	}
@@ -677,7 +681,7 @@ func TestRemoveUserInManyTeamsRefused(t *testing.T) {
 	t.Run("ErrLastOwner", func(t *testing.T) {
 		t.Parallel()
 		f, solo := soloOwner(t)
-		err := f.mustUnchanged(t, func() error { return f.Tenants.RemoveUser(ctx, solo) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.RemoveOrgUser(ctx, solo, ev(solo)) })
 		wantErr(t, err, errs.Conflict, "last_owner")
 	})
 	t.Run("ErrStaleVersion", func(t *testing.T) {
@@ -685,7 +689,7 @@ func TestRemoveUserInManyTeamsRefused(t *testing.T) {
 		f, solo := soloOwner(t)
 		stale := solo
 		stale.Version = 9
-		err := f.mustUnchanged(t, func() error { return f.Tenants.RemoveUser(ctx, stale) })
+		err := f.mustUnchanged(t, func() error { return f.Orgs.RemoveOrgUser(ctx, stale, ev(stale)) })
 		wantErr(t, err, errs.PreconditionFailed, "version_mismatch")
 	})
 }
@@ -702,7 +706,7 @@ func TestCreateTeam(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		tm := f.team(org, "Support")
 		tm.MemberCount, tm.OwnerCount = 7, 3 // ignored: a new team has its creator, its owner, only
-		must(t, f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_bob", authz.Owner)))
+		must(t, f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_bob", authz.Owner), ev(tm)))
 		got, err := f.Teams.GetTeam(ctx, org, tm.ID)
 		must(t, err)
 		want := tm
@@ -710,7 +714,7 @@ func TestCreateTeam(t *testing.T) {
 		if !reflect.DeepEqual(got, want) {
 			t.Errorf("got %+v, want %+v", got, want)
 		}
-		m, err := f.Teams.GetMember(ctx, org, tm.ID, "u_bob")
+		m, err := f.Teams.GetTeamMember(ctx, org, tm.ID, "u_bob")
 		must(t, err)
 		if got, want := m.Role, authz.Owner; got != want {
 			t.Errorf("creator role: got %s, want %s", got, want)
@@ -722,21 +726,21 @@ func TestCreateTeam(t *testing.T) {
 
 	t.Run("ErrNotOrgMember", func(t *testing.T) {
 		tm := f.team(org, "Ghosts")
-		err := f.mustUnchanged(t, func() error { return f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_ghost", authz.Owner)) })
+		err := f.mustUnchanged(t, func() error { return f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_ghost", authz.Owner), ev(tm)) })
 		wantErr(t, err, errs.Conflict, "not_org_member")
 	})
 
 	t.Run("ErrNotOrgMember of another org", func(t *testing.T) {
 		f.newOrg(t, "Other", "u_zed")
 		tm := f.team(org, "Intruders")
-		err := f.mustUnchanged(t, func() error { return f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_zed", authz.Owner)) })
+		err := f.mustUnchanged(t, func() error { return f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_zed", authz.Owner), ev(tm)) })
 		wantErr(t, err, errs.Conflict, "not_org_member")
 	})
 
 	t.Run("ErrTeamExists", func(t *testing.T) {
 		again := s.Eng
 		again.Name = "Engineering 2"
-		err := f.mustUnchanged(t, func() error { return f.Teams.CreateTeam(ctx, again, f.member(again, "u_bob", authz.Owner)) })
+		err := f.mustUnchanged(t, func() error { return f.Teams.CreateTeam(ctx, again, f.member(again, "u_bob", authz.Owner), ev(again)) })
 		wantErr(t, err, errs.Conflict, "team_exists")
 	})
 }
@@ -756,11 +760,11 @@ func TestAddMember(t *testing.T) {
 
 	t.Run("OK", func(t *testing.T) {
 		m := f.member(s.Design, "u_bob", authz.Admin)
-		must(t, f.Teams.AddMember(ctx, m))
+		must(t, f.Teams.AddTeamMember(ctx, m, ev(m)))
 		if got, want := teamCount(t, f, org, s.Design.ID), 3; got != want {
 			t.Errorf("memberCount: got %d, want %d", got, want)
 		}
-		got, err := f.Teams.GetMember(ctx, org, s.Design.ID, "u_bob")
+		got, err := f.Teams.GetTeamMember(ctx, org, s.Design.ID, "u_bob")
 		must(t, err)
 		if !reflect.DeepEqual(got, m) {
 			t.Errorf("member: got %+v, want %+v", got, m)
@@ -771,18 +775,24 @@ func TestAddMember(t *testing.T) {
 	})
 
 	t.Run("ErrAlreadyMember", func(t *testing.T) {
-		err := f.mustUnchanged(t, func() error { return f.Teams.AddMember(ctx, f.member(s.Eng, "u_bob", authz.Admin)) })
+		err := f.mustUnchanged(t, func() error {
+			return f.Teams.AddTeamMember(ctx, f.member(s.Eng, "u_bob", authz.Admin), ev(s.Eng))
+		})
 		wantErr(t, err, errs.Conflict, "already_member")
 	})
 
 	t.Run("ErrNotOrgMember", func(t *testing.T) {
-		err := f.mustUnchanged(t, func() error { return f.Teams.AddMember(ctx, f.member(s.Eng, "u_ghost", authz.Member)) })
+		err := f.mustUnchanged(t, func() error {
+			return f.Teams.AddTeamMember(ctx, f.member(s.Eng, "u_ghost", authz.Member), ev(s.Eng))
+		})
 		wantErr(t, err, errs.Conflict, "not_org_member")
 	})
 
 	t.Run("ErrTeamNotFound", func(t *testing.T) {
 		missing := f.team(org, "Missing")
-		err := f.mustUnchanged(t, func() error { return f.Teams.AddMember(ctx, f.member(missing, "u_bob", authz.Member)) })
+		err := f.mustUnchanged(t, func() error {
+			return f.Teams.AddTeamMember(ctx, f.member(missing, "u_bob", authz.Member), ev(missing))
+		})
 		wantErr(t, err, errs.NotFound, "team_not_found")
 	})
 
@@ -790,7 +800,7 @@ func TestAddMember(t *testing.T) {
 		other := f.newOrg(t, "Other", "u_bob")
 		m := f.member(s.Eng, "u_bob", authz.Member)
 		m.OrgID = other.ID // Eng belongs to the sample org
-		err := f.mustUnchanged(t, func() error { return f.Teams.AddMember(ctx, m) })
+		err := f.mustUnchanged(t, func() error { return f.Teams.AddTeamMember(ctx, m, ev(m)) })
 		wantErr(t, err, errs.NotFound, "team_not_found")
 	})
 }
@@ -806,8 +816,8 @@ func TestUpdateMember(t *testing.T) {
 	t.Run("OK", func(t *testing.T) {
 		next := bob
 		next.Role, next.Version = authz.Admin, 2
-		must(t, f.Teams.UpdateMember(ctx, bob, next))
-		got, err := f.Teams.GetMember(ctx, org, s.Eng.ID, "u_bob")
+		must(t, f.Teams.UpdateTeamMember(ctx, bob, next, ev(next)))
+		got, err := f.Teams.GetTeamMember(ctx, org, s.Eng.ID, "u_bob")
 		must(t, err)
 		if !reflect.DeepEqual(got, next) {
 			t.Errorf("got %+v, want %+v", got, next)
@@ -820,7 +830,7 @@ func TestUpdateMember(t *testing.T) {
 	t.Run("ErrStaleVersion", func(t *testing.T) {
 		next := bob // version 1; the edge is at 2
 		next.Role, next.Version = authz.Owner, 2
-		err := f.mustUnchanged(t, func() error { return f.Teams.UpdateMember(ctx, bob, next) })
+		err := f.mustUnchanged(t, func() error { return f.Teams.UpdateTeamMember(ctx, bob, next, ev(next)) })
 		wantErr(t, err, errs.PreconditionFailed, "version_mismatch")
 	})
 
@@ -828,7 +838,7 @@ func TestUpdateMember(t *testing.T) {
 		m := f.member(s.Design, "u_bob", authz.Member)
 		next := m
 		next.Version = 2
-		err := f.mustUnchanged(t, func() error { return f.Teams.UpdateMember(ctx, m, next) })
+		err := f.mustUnchanged(t, func() error { return f.Teams.UpdateTeamMember(ctx, m, next, ev(next)) })
 		wantErr(t, err, errs.NotFound, "member_not_found")
 	})
 }
@@ -843,24 +853,28 @@ func TestRemoveMember(t *testing.T) {
 	bob := f.member(s.Eng, "u_bob", authz.Member)
 
 	t.Run("ErrMemberNotFound", func(t *testing.T) {
-		err := f.mustUnchanged(t, func() error { return f.Teams.RemoveMember(ctx, f.member(s.Design, "u_bob", authz.Member)) })
+		err := f.mustUnchanged(t, func() error {
+			return f.Teams.RemoveTeamMember(ctx, f.member(s.Design, "u_bob", authz.Member), ev(s.Design))
+		})
 		wantErr(t, err, errs.NotFound, "member_not_found")
 	})
 
 	t.Run("ErrStaleVersion", func(t *testing.T) {
 		stale := bob
 		stale.Version = 2
-		err := f.mustUnchanged(t, func() error { return f.Teams.RemoveMember(ctx, stale) })
+		err := f.mustUnchanged(t, func() error { return f.Teams.RemoveTeamMember(ctx, stale, ev(stale)) })
 		wantErr(t, err, errs.PreconditionFailed, "version_mismatch")
 	})
 
 	t.Run("ErrLastTeamOwner", func(t *testing.T) {
-		err := f.mustUnchanged(t, func() error { return f.Teams.RemoveMember(ctx, f.member(s.Eng, "u_alice", authz.Owner)) })
+		err := f.mustUnchanged(t, func() error {
+			return f.Teams.RemoveTeamMember(ctx, f.member(s.Eng, "u_alice", authz.Owner), ev(s.Eng))
+		})
 		wantErr(t, err, errs.Conflict, "last_team_owner")
 	})
 
 	t.Run("OK", func(t *testing.T) {
-		must(t, f.Teams.RemoveMember(ctx, bob))
+		must(t, f.Teams.RemoveTeamMember(ctx, bob, ev(bob)))
 		if got, want := teamCount(t, f, org, s.Eng.ID), 1; got != want {
 			t.Errorf("memberCount: got %d, want %d", got, want)
 		}
@@ -870,7 +884,7 @@ func TestRemoveMember(t *testing.T) {
 	})
 
 	t.Run("ErrMemberNotFound twice", func(t *testing.T) {
-		err := f.mustUnchanged(t, func() error { return f.Teams.RemoveMember(ctx, bob) })
+		err := f.mustUnchanged(t, func() error { return f.Teams.RemoveTeamMember(ctx, bob, ev(bob)) })
 		wantErr(t, err, errs.NotFound, "member_not_found")
 	})
 }
@@ -883,17 +897,17 @@ func TestDeleteTeam(t *testing.T) {
 	org := s.Org.ID
 
 	t.Run("ErrStaleVersion", func(t *testing.T) {
-		err := f.mustUnchanged(t, func() error { return f.Teams.DeleteTeam(ctx, org, s.Eng.ID, 2) })
+		err := f.mustUnchanged(t, func() error { return f.Teams.DeleteTeam(ctx, org, s.Eng.ID, 2, evOrg(org)) })
 		wantErr(t, err, errs.PreconditionFailed, "version_mismatch")
 	})
 
 	t.Run("ErrTeamNotFound", func(t *testing.T) {
-		err := f.mustUnchanged(t, func() error { return f.Teams.DeleteTeam(ctx, org, f.ids.New(), 0) })
+		err := f.mustUnchanged(t, func() error { return f.Teams.DeleteTeam(ctx, org, f.ids.New(), 0, evOrg(org)) })
 		wantErr(t, err, errs.NotFound, "team_not_found")
 	})
 
 	t.Run("OK", func(t *testing.T) {
-		must(t, f.Teams.DeleteTeam(ctx, org, s.Eng.ID, 1))
+		must(t, f.Teams.DeleteTeam(ctx, org, s.Eng.ID, 1, evOrg(org)))
 		_, err := f.Teams.GetTeam(ctx, org, s.Eng.ID)
 		wantErr(t, err, errs.NotFound, "team_not_found")
 		if keys := f.keysWithPrefix(t, "ORG#"+org+"#TEAM#"+s.Eng.ID); len(keys) != 0 {
@@ -923,29 +937,29 @@ func TestDeleteTeamWithManyMembers(t *testing.T) {
 	org := f.newOrg(t, "Big", users[0]).ID
 	f.seedUsers(t, org, users[1:])
 	tm := f.team(org, "Everyone")
-	must(t, f.Teams.CreateTeam(ctx, tm, f.member(tm, users[0], authz.Owner)))
-	must(t, f.Teams.AddMember(ctx, f.member(tm, users[1], authz.Member)))
+	must(t, f.Teams.CreateTeam(ctx, tm, f.member(tm, users[0], authz.Owner), ev(tm)))
+	must(t, f.Teams.AddTeamMember(ctx, f.member(tm, users[1], authz.Member), ev(tm)))
 	// The other 128 edges are copies of users[1]'s (memberCount is not
 	// kept for them; DeleteTeam does not read it).
 	f.seedClones(t, []rawKey{{"ORG#" + org + "#TEAM#" + tm.ID, "MEMBER#" + users[1]}}, users[1], users[2:])
-	_, members := allPages(t, func(after string) (page.Result[team.Member], error) {
-		return f.Teams.ListMembers(ctx, org, tm.ID, page.Request{Limit: 100, After: after})
+	_, members := allPages(t, func(after string) (page.Result[team.Membership], error) {
+		return f.Teams.ListTeamMembers(ctx, org, tm.ID, page.Request{Limit: 100, After: after})
 	})
 	if got, want := len(members), 130; got != want {
 		t.Fatalf("members: got %d, want %d", got, want)
 	}
 	other := f.team(org, "Other")
-	must(t, f.Teams.CreateTeam(ctx, other, f.member(other, users[5], authz.Owner)))
+	must(t, f.Teams.CreateTeam(ctx, other, f.member(other, users[5], authz.Owner), ev(other)))
 
 	t.Run("OK", func(t *testing.T) {
 		f.Rec.Reset()
-		must(t, f.Teams.DeleteTeam(ctx, org, tm.ID, 0))
+		must(t, f.Teams.DeleteTeam(ctx, org, tm.ID, 0, evOrg(org)))
 		// 130 edges are too many for one transaction: the team is marked
-		// deleting (1 item), then the edges go, each with the team's
-		// removal from its user's team set, in transactions of the team's
-		// count update and 49 members (99 items), the last 32 (65 items),
-		// and the team item last (1).
-		if got, want := f.txSizes(), []int{1, 99, 99, 65, 1}; !slices.Equal(got, want) {
+		// deleting, with the audit event (2 items), then the edges go, each
+		// with the team's removal from its user's team set, in transactions
+		// of the team's count update and 49 members (99 items), the last 32
+		// (65 items), and the team item last (1).
+		if got, want := f.txSizes(), []int{2, 99, 99, 65, 1}; !slices.Equal(got, want) {
 			t.Errorf("transactions: got %v, want %v", got, want)
 		}
 		if keys := f.keysWithPrefix(t, "ORG#"+org+"#TEAM#"+tm.ID); len(keys) != 0 {
@@ -976,12 +990,12 @@ func TestCreateTicket(t *testing.T) {
 	org := s.Org.ID
 	other := f.newOrg(t, "Other", "u_zed")
 	otherTeam := f.team(other.ID, "Their team")
-	must(t, f.Teams.CreateTeam(ctx, otherTeam, f.member(otherTeam, "u_zed", authz.Owner)))
+	must(t, f.Teams.CreateTeam(ctx, otherTeam, f.member(otherTeam, "u_zed", authz.Owner), ev(otherTeam)))
 
 	t.Run("OK", func(t *testing.T) {
 		tk := f.ticket(org, "u_bob", "Printer on fire", ticket.StatusNew)
 		tk.AssigneeID, tk.TeamID, tk.Tags = "u_alice", s.Eng.ID, []string{"hardware", "urgent"}
-		must(t, f.Tickets.CreateTicket(ctx, tk))
+		must(t, f.Tickets.CreateTicket(ctx, tk, ev(tk)))
 		got, err := f.Tickets.GetTicket(ctx, org, tk.ID)
 		must(t, err)
 		if !reflect.DeepEqual(got, tk) {
@@ -1006,7 +1020,7 @@ func TestCreateTicket(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			tk := f.ticket(org, "u_alice", "Bad reference", ticket.StatusNew)
 			c.edit(&tk)
-			err := f.mustUnchanged(t, func() error { return f.Tickets.CreateTicket(ctx, tk) })
+			err := f.mustUnchanged(t, func() error { return f.Tickets.CreateTicket(ctx, tk, ev(tk)) })
 			wantErr(t, err, c.kind, c.code)
 		})
 	}
@@ -1014,7 +1028,7 @@ func TestCreateTicket(t *testing.T) {
 	t.Run("ErrInvalidStatus", func(t *testing.T) {
 		f.Rec.Reset()
 		tk := f.ticket(org, "u_alice", "Bad status", "wontfix")
-		wantErr(t, f.Tickets.CreateTicket(ctx, tk), errs.Invalid, "invalid_status")
+		wantErr(t, f.Tickets.CreateTicket(ctx, tk, ev(tk)), errs.Invalid, "invalid_status")
 		f.wantNoCalls(t)
 	})
 }
@@ -1041,13 +1055,13 @@ func TestUpdateTicket(t *testing.T) {
 
 	tk := f.ticket(org, "u_alice", "Login broken", ticket.StatusNew)
 	tk.TeamID, tk.AssigneeID = s.Eng.ID, "u_bob"
-	must(t, f.Tickets.CreateTicket(ctx, tk))
+	must(t, f.Tickets.CreateTicket(ctx, tk, ev(tk)))
 
 	t.Run("OK status change moves GSI3 and GSI5 keys", func(t *testing.T) {
 		prev := current(t, tk.ID)
 		next := prev
 		next.Status, next.Version = ticket.StatusOpen, prev.Version+1
-		must(t, f.Tickets.UpdateTicket(ctx, prev, next))
+		must(t, f.Tickets.UpdateTicket(ctx, prev, next, ev(next)))
 		r, err := f.Tickets.ListTickets(ctx, org, ticket.StatusNew, all)
 		if listed(t, r, err, tk.ID) {
 			t.Error("still listed as new")
@@ -1082,7 +1096,7 @@ func TestUpdateTicket(t *testing.T) {
 		prev := current(t, tk.ID)
 		next := prev
 		next.AssigneeID, next.Version = "", prev.Version+1
-		must(t, f.Tickets.UpdateTicket(ctx, prev, next))
+		must(t, f.Tickets.UpdateTicket(ctx, prev, next, ev(next)))
 		r, err = f.Tickets.ListAssignedTickets(ctx, org, "u_bob", all)
 		if listed(t, r, err, tk.ID) {
 			t.Error("still listed as assigned to bob")
@@ -1096,7 +1110,7 @@ func TestUpdateTicket(t *testing.T) {
 		prev := current(t, tk.ID)
 		next := prev
 		next.TeamID, next.Version = s.Design.ID, prev.Version+1
-		must(t, f.Tickets.UpdateTicket(ctx, prev, next))
+		must(t, f.Tickets.UpdateTicket(ctx, prev, next, ev(next)))
 		r, err := f.Tickets.ListTeamTickets(ctx, org, s.Eng.ID, "", all)
 		if listed(t, r, err, tk.ID) {
 			t.Error("still listed in Engineering")
@@ -1107,7 +1121,7 @@ func TestUpdateTicket(t *testing.T) {
 		}
 		prev = next
 		next.TeamID, next.Version = "", prev.Version+1
-		must(t, f.Tickets.UpdateTicket(ctx, prev, next))
+		must(t, f.Tickets.UpdateTicket(ctx, prev, next, ev(next)))
 		r, err = f.Tickets.ListTeamTickets(ctx, org, s.Design.ID, "", all)
 		if listed(t, r, err, tk.ID) {
 			t.Error("still listed in Design")
@@ -1118,11 +1132,11 @@ func TestUpdateTicket(t *testing.T) {
 		stale := tk // version 1
 		next := stale
 		next.Title, next.Version = "Stale", 2
-		err := f.mustUnchanged(t, func() error { return f.Tickets.UpdateTicket(ctx, stale, next) })
+		err := f.mustUnchanged(t, func() error { return f.Tickets.UpdateTicket(ctx, stale, next, ev(next)) })
 		wantErr(t, err, errs.PreconditionFailed, "version_mismatch")
 		// With a new assignee the update runs in a transaction: same answer.
 		next.AssigneeID = "u_alice"
-		err = f.mustUnchanged(t, func() error { return f.Tickets.UpdateTicket(ctx, stale, next) })
+		err = f.mustUnchanged(t, func() error { return f.Tickets.UpdateTicket(ctx, stale, next, ev(next)) })
 		wantErr(t, err, errs.PreconditionFailed, "version_mismatch")
 	})
 
@@ -1130,7 +1144,7 @@ func TestUpdateTicket(t *testing.T) {
 		prev := current(t, tk.ID)
 		next := prev
 		next.AssigneeID, next.Version = "u_ghost", prev.Version+1
-		err := f.mustUnchanged(t, func() error { return f.Tickets.UpdateTicket(ctx, prev, next) })
+		err := f.mustUnchanged(t, func() error { return f.Tickets.UpdateTicket(ctx, prev, next, ev(next)) })
 		wantErr(t, err, errs.Conflict, "assignee_not_org_member")
 	})
 
@@ -1138,7 +1152,7 @@ func TestUpdateTicket(t *testing.T) {
 		prev := current(t, tk.ID)
 		next := prev
 		next.TeamID, next.Version = f.ids.New(), prev.Version+1
-		err := f.mustUnchanged(t, func() error { return f.Tickets.UpdateTicket(ctx, prev, next) })
+		err := f.mustUnchanged(t, func() error { return f.Tickets.UpdateTicket(ctx, prev, next, ev(next)) })
 		wantErr(t, err, errs.Conflict, "team_not_found")
 	})
 
@@ -1146,17 +1160,17 @@ func TestUpdateTicket(t *testing.T) {
 		missing := f.ticket(org, "u_alice", "Missing", ticket.StatusNew)
 		next := missing
 		next.Version = 2
-		err := f.mustUnchanged(t, func() error { return f.Tickets.UpdateTicket(ctx, missing, next) })
+		err := f.mustUnchanged(t, func() error { return f.Tickets.UpdateTicket(ctx, missing, next, ev(next)) })
 		wantErr(t, err, errs.NotFound, "ticket_not_found")
 	})
 
 	t.Run("OK a concurrent comment is not overwritten", func(t *testing.T) {
 		read := current(t, tk.ID) // read before the comment lands
 		c := ticket.Comment{OrgID: org, TicketID: tk.ID, ID: f.ids.New(), AuthorID: "u_bob", Body: "me too", CreatedAt: f.now}
-		must(t, f.Tickets.AddComment(ctx, c))
+		must(t, f.Tickets.CreateComment(ctx, c, ev(c)))
 		next := read
 		next.Title, next.Version = "Login broken for everyone", read.Version+1
-		must(t, f.Tickets.UpdateTicket(ctx, read, next))
+		must(t, f.Tickets.UpdateTicket(ctx, read, next, ev(next)))
 		got := current(t, tk.ID)
 		if got, want := got.CommentCount, read.CommentCount+1; got != want {
 			t.Errorf("commentCount: got %d, want %d", got, want)
@@ -1174,7 +1188,7 @@ func TestAddComment(t *testing.T) {
 	s := f.MustSample(t)
 	org := s.Org.ID
 	tk := f.ticket(org, "u_alice", "Busy ticket", ticket.StatusOpen)
-	must(t, f.Tickets.CreateTicket(ctx, tk))
+	must(t, f.Tickets.CreateTicket(ctx, tk, ev(tk)))
 
 	t.Run("OK concurrent", func(t *testing.T) {
 		const n = 20
@@ -1186,7 +1200,7 @@ func TestAddComment(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				errc <- f.Tickets.AddComment(ctx, c)
+				errc <- f.Tickets.CreateComment(ctx, c, ev(c))
 			}()
 		}
 		wg.Wait()
@@ -1210,14 +1224,14 @@ func TestAddComment(t *testing.T) {
 
 	t.Run("ErrTicketNotFound", func(t *testing.T) {
 		c := ticket.Comment{OrgID: org, TicketID: f.ids.New(), ID: f.ids.New(), AuthorID: "u_bob", Body: "hello?", CreatedAt: f.now}
-		err := f.mustUnchanged(t, func() error { return f.Tickets.AddComment(ctx, c) })
+		err := f.mustUnchanged(t, func() error { return f.Tickets.CreateComment(ctx, c, ev(c)) })
 		wantErr(t, err, errs.NotFound, "ticket_not_found")
 	})
 
 	t.Run("ErrTicketOfAnotherOrg", func(t *testing.T) {
 		other := f.newOrg(t, "Other", "u_bob")
 		c := ticket.Comment{OrgID: other.ID, TicketID: tk.ID, ID: f.ids.New(), AuthorID: "u_bob", Body: "sneaky", CreatedAt: f.now}
-		err := f.mustUnchanged(t, func() error { return f.Tickets.AddComment(ctx, c) })
+		err := f.mustUnchanged(t, func() error { return f.Tickets.CreateComment(ctx, c, ev(c)) })
 		wantErr(t, err, errs.NotFound, "ticket_not_found")
 	})
 }
@@ -1230,28 +1244,28 @@ func TestDeleteTicket(t *testing.T) {
 	org := s.Org.ID
 	tk := f.ticket(org, "u_alice", "Doomed", ticket.StatusNew)
 	tk.TeamID, tk.AssigneeID = s.Eng.ID, "u_bob"
-	must(t, f.Tickets.CreateTicket(ctx, tk))
+	must(t, f.Tickets.CreateTicket(ctx, tk, ev(tk)))
 	for i := range 3 {
-		must(t, f.Tickets.AddComment(ctx, ticket.Comment{OrgID: org, TicketID: tk.ID, ID: f.ids.New(), AuthorID: "u_bob",
-			Body: fmt.Sprint("c", i), CreatedAt: f.now}))
+		must(t, f.Tickets.CreateComment(ctx, ticket.Comment{OrgID: org, TicketID: tk.ID, ID: f.ids.New(), AuthorID: "u_bob",
+			Body: fmt.Sprint("c", i), CreatedAt: f.now}, evOrg(org)))
 	}
 	keeper := f.ticket(org, "u_alice", "Keeper", ticket.StatusNew)
-	must(t, f.Tickets.CreateTicket(ctx, keeper))
-	must(t, f.Tickets.AddComment(ctx, ticket.Comment{OrgID: org, TicketID: keeper.ID, ID: f.ids.New(), AuthorID: "u_bob",
-		Body: "stays", CreatedAt: f.now}))
+	must(t, f.Tickets.CreateTicket(ctx, keeper, ev(keeper)))
+	must(t, f.Tickets.CreateComment(ctx, ticket.Comment{OrgID: org, TicketID: keeper.ID, ID: f.ids.New(), AuthorID: "u_bob",
+		Body: "stays", CreatedAt: f.now}, evOrg(org)))
 
 	t.Run("ErrStaleVersion", func(t *testing.T) {
-		err := f.mustUnchanged(t, func() error { return f.Tickets.DeleteTicket(ctx, org, tk.ID, 5) })
+		err := f.mustUnchanged(t, func() error { return f.Tickets.DeleteTicket(ctx, org, tk.ID, 5, evOrg(org)) })
 		wantErr(t, err, errs.PreconditionFailed, "version_mismatch")
 	})
 
 	t.Run("ErrTicketNotFound", func(t *testing.T) {
-		err := f.mustUnchanged(t, func() error { return f.Tickets.DeleteTicket(ctx, org, f.ids.New(), 0) })
+		err := f.mustUnchanged(t, func() error { return f.Tickets.DeleteTicket(ctx, org, f.ids.New(), 0, evOrg(org)) })
 		wantErr(t, err, errs.NotFound, "ticket_not_found")
 	})
 
 	t.Run("OK", func(t *testing.T) {
-		must(t, f.Tickets.DeleteTicket(ctx, org, tk.ID, 1))
+		must(t, f.Tickets.DeleteTicket(ctx, org, tk.ID, 1, evOrg(org)))
 		_, err := f.Tickets.GetTicket(ctx, org, tk.ID)
 		wantErr(t, err, errs.NotFound, "ticket_not_found")
 		if keys := f.keysWithPrefix(t, "ORG#"+org+"#TICKET#"+tk.ID); len(keys) != 0 {
@@ -1296,18 +1310,18 @@ func (f *fixture) populateOrg(tb testing.TB, name string, extra int) orgpkg.Org 
 		f.seedUsers(tb, org.ID, seqIDs("u_x", extra))
 	}
 	eng, design := f.team(org.ID, "Engineering"), f.team(org.ID, "Design")
-	must(tb, f.Teams.CreateTeam(ctx, eng, f.member(eng, "u_alice", authz.Owner)))
-	must(tb, f.Teams.AddMember(ctx, f.member(eng, "u_bob", authz.Member)))
-	must(tb, f.Teams.CreateTeam(ctx, design, f.member(design, "u_bob", authz.Owner)))
+	must(tb, f.Teams.CreateTeam(ctx, eng, f.member(eng, "u_alice", authz.Owner), ev(eng)))
+	must(tb, f.Teams.AddTeamMember(ctx, f.member(eng, "u_bob", authz.Member), ev(eng)))
+	must(tb, f.Teams.CreateTeam(ctx, design, f.member(design, "u_bob", authz.Owner), ev(design)))
 	for i := range 3 {
 		tk := f.ticket(org.ID, "u_alice", fmt.Sprint("Ticket ", i), ticket.StatusNew)
 		if i%2 == 0 {
 			tk.TeamID, tk.AssigneeID = eng.ID, "u_bob"
 		}
-		must(tb, f.Tickets.CreateTicket(ctx, tk))
+		must(tb, f.Tickets.CreateTicket(ctx, tk, ev(tk)))
 		for j := range 2 {
-			must(tb, f.Tickets.AddComment(ctx, ticket.Comment{OrgID: org.ID, TicketID: tk.ID, ID: f.ids.New(),
-				AuthorID: "u_bob", Body: fmt.Sprint("c", j), CreatedAt: f.now}))
+			must(tb, f.Tickets.CreateComment(ctx, ticket.Comment{OrgID: org.ID, TicketID: tk.ID, ID: f.ids.New(),
+				AuthorID: "u_bob", Body: fmt.Sprint("c", j), CreatedAt: f.now}, evOrg(org.ID)))
 		}
 	}
 	return org
@@ -1361,9 +1375,9 @@ func TestDeleteOrg(t *testing.T) {
 		if got, want := others, keptItems; !slices.Equal(got, want) {
 			t.Errorf("the other tenant changed: %d items before, %d after", len(want), len(got))
 		}
-		_, err := f.Tenants.GetOrg(ctx, doomed.ID)
+		_, err := f.Orgs.GetOrg(ctx, doomed.ID)
 		wantErr(t, err, errs.NotFound, "org_not_found")
-		r, err := f.Tenants.ListUserOrgs(ctx, "u_alice", page.Request{})
+		r, err := f.Orgs.ListOrgs(ctx, "u_alice", page.Request{})
 		must(t, err)
 		if got := len(r.Items); got != 1 || r.Items[0].OrgID != kept.ID {
 			t.Errorf("alice's orgs: got %+v, want only %s", r.Items, kept.ID)
@@ -1378,7 +1392,7 @@ func TestDeleteOrg(t *testing.T) {
 
 	t.Run("ErrOrgNotFound", func(t *testing.T) {
 		err := f.mustUnchanged(t, func() error {
-			_, _, err := f.Tenants.StartOffboarding(ctx, doomed.ID, "u_alice", 0, "me", f.now)
+			_, _, err := f.Orgs.StartOffboarding(ctx, doomed.ID, "u_alice", 0, "me", f.now)
 			return err
 		})
 		wantErr(t, err, errs.NotFound, "org_not_found")
@@ -1407,36 +1421,40 @@ func TestInvalidIDsNeverReachDynamoDB(t *testing.T) {
 		fn   func(bad string) error
 	}
 	userCalls := []call{
-		{"GetUser", func(b string) error { _, err := f.Tenants.GetUser(ctx, org, b); return err }},
-		{"ListUserOrgs", func(b string) error { _, err := f.Tenants.ListUserOrgs(ctx, b, all); return err }},
+		{"GetUser", func(b string) error { _, err := f.Orgs.GetOrgUser(ctx, org, b); return err }},
+		{"ListUserOrgs", func(b string) error { _, err := f.Orgs.ListOrgs(ctx, b, all); return err }},
 		{"ListUserTeams", func(b string) error { _, err := f.Teams.ListUserTeams(ctx, org, b, all); return err }},
-		{"GetMember", func(b string) error { _, err := f.Teams.GetMember(ctx, org, eng, b); return err }},
+		{"GetMember", func(b string) error { _, err := f.Teams.GetTeamMember(ctx, org, eng, b); return err }},
 		{"AddUser", func(b string) error {
-			return f.Tenants.AddUser(ctx, f.user(org, b, "new@example.com", "New", authz.Member))
+			return f.Orgs.AddOrgUser(ctx, f.user(org, b, "new@example.com", "New", authz.Member), evOrg(org))
 		}},
 		{"RemoveUser", func(b string) error {
-			return f.Tenants.RemoveUser(ctx, f.user(org, b, "new@example.com", "New", authz.Member))
+			return f.Orgs.RemoveOrgUser(ctx, f.user(org, b, "new@example.com", "New", authz.Member), evOrg(org))
 		}},
-		{"AddMember", func(b string) error { return f.Teams.AddMember(ctx, f.member(s.Eng, b, authz.Member)) }},
-		{"RemoveMember", func(b string) error { return f.Teams.RemoveMember(ctx, f.member(s.Eng, b, authz.Member)) }},
+		{"AddMember", func(b string) error {
+			return f.Teams.AddTeamMember(ctx, f.member(s.Eng, b, authz.Member), ev(s.Eng))
+		}},
+		{"RemoveMember", func(b string) error {
+			return f.Teams.RemoveTeamMember(ctx, f.member(s.Eng, b, authz.Member), ev(s.Eng))
+		}},
 		{"CreateTeam", func(b string) error {
 			tm := f.team(org, "T")
-			return f.Teams.CreateTeam(ctx, tm, f.member(tm, b, authz.Owner))
+			return f.Teams.CreateTeam(ctx, tm, f.member(tm, b, authz.Owner), ev(tm))
 		}},
 		{"BatchGetUsers", func(b string) error {
 			if b == "" { // empty IDs are skipped by design
 				b = "a#b"
 			}
-			_, err := f.Tenants.BatchGetUsers(ctx, org, []string{"u_alice", b})
+			_, err := f.Orgs.BatchGetOrgUsers(ctx, org, []string{"u_alice", b})
 			return err
 		}},
 		{"ListAssignedTickets", func(b string) error { _, err := f.Tickets.ListAssignedTickets(ctx, org, b, all); return err }},
 		{"ListRequestedTickets", func(b string) error {
-			_, _, err := f.Tickets.ListRequestedTickets(ctx, org, b, true, all)
+			_, _, err := f.Tickets.ListUserTickets(ctx, org, b, true, all)
 			return err
 		}},
 		{"CreateTicket requester", func(b string) error {
-			return f.Tickets.CreateTicket(ctx, f.ticket(org, b, "T", ticket.StatusNew))
+			return f.Tickets.CreateTicket(ctx, f.ticket(org, b, "T", ticket.StatusNew), evOrg(org))
 		}},
 		{"CreateTicket assignee", func(b string) error {
 			if b == "" { // no assignee is fine
@@ -1444,45 +1462,45 @@ func TestInvalidIDsNeverReachDynamoDB(t *testing.T) {
 			}
 			tk := f.ticket(org, "u_alice", "T", ticket.StatusNew)
 			tk.AssigneeID = b
-			return f.Tickets.CreateTicket(ctx, tk)
+			return f.Tickets.CreateTicket(ctx, tk, ev(tk))
 		}},
 		{"AddComment author", func(b string) error {
-			return f.Tickets.AddComment(ctx, ticket.Comment{OrgID: org, TicketID: f.ids.New(), ID: f.ids.New(), AuthorID: b, Body: "x"})
+			return f.Tickets.CreateComment(ctx, ticket.Comment{OrgID: org, TicketID: f.ids.New(), ID: f.ids.New(), AuthorID: b, Body: "x"}, evOrg(org))
 		}},
 	}
 	resourceCalls := []call{
-		{"GetOrg", func(b string) error { _, err := f.Tenants.GetOrg(ctx, b); return err }},
-		{"GetOrgWithUsers", func(b string) error { _, _, err := f.Tenants.GetOrgWithUsers(ctx, b, 10); return err }},
+		{"GetOrg", func(b string) error { _, err := f.Orgs.GetOrg(ctx, b); return err }},
+		{"GetOrgWithUsers", func(b string) error { _, _, err := f.Orgs.GetOrgWithUsers(ctx, b, 10); return err }},
 		{"StartOffboarding", func(b string) error {
-			_, _, err := f.Tenants.StartOffboarding(ctx, b, "u_alice", 0, "me", f.now)
+			_, _, err := f.Orgs.StartOffboarding(ctx, b, "u_alice", 0, "me", f.now)
 			return err
 		}},
-		{"ListUsers", func(b string) error { _, err := f.Tenants.ListUsers(ctx, b, all); return err }},
-		{"GetUser org", func(b string) error { _, err := f.Tenants.GetUser(ctx, b, "u_alice"); return err }},
-		{"BatchGetOrgs", func(b string) error { _, err := f.Tenants.BatchGetOrgs(ctx, []string{org, b}); return err }},
+		{"ListUsers", func(b string) error { _, err := f.Orgs.ListOrgUsers(ctx, b, all); return err }},
+		{"GetUser org", func(b string) error { _, err := f.Orgs.GetOrgUser(ctx, b, "u_alice"); return err }},
+		{"BatchGetOrgs", func(b string) error { _, err := f.Orgs.BatchGetOrgs(ctx, []string{org, b}); return err }},
 		{"CreateOrg", func(b string) error {
-			return f.Tenants.CreateOrg(ctx, orgpkg.Org{ID: b, Name: "X", Version: 1}, f.user(b, "u_x", "x@example.com", "X", authz.Owner))
+			return f.Orgs.CreateOrg(ctx, orgpkg.Org{ID: b, Name: "X", Version: 1}, f.user(b, "u_x", "x@example.com", "X", authz.Owner), evOrg(b))
 		}},
 		{"GetTeam", func(b string) error { _, err := f.Teams.GetTeam(ctx, org, b); return err }},
 		{"GetTeam org", func(b string) error { _, err := f.Teams.GetTeam(ctx, b, eng); return err }},
 		{"GetTeamWithMembers", func(b string) error { _, _, err := f.Teams.GetTeamWithMembers(ctx, org, b, 10); return err }},
-		{"ListMembers", func(b string) error { _, err := f.Teams.ListMembers(ctx, org, b, all); return err }},
+		{"ListMembers", func(b string) error { _, err := f.Teams.ListTeamMembers(ctx, org, b, all); return err }},
 		{"ListTeams", func(b string) error { _, err := f.Teams.ListTeams(ctx, b, all); return err }},
 		{"BatchGetTeams", func(b string) error { _, err := f.Teams.BatchGetTeams(ctx, org, []string{eng, b}); return err }},
-		{"DeleteTeam", func(b string) error { return f.Teams.DeleteTeam(ctx, org, b, 0) }},
+		{"DeleteTeam", func(b string) error { return f.Teams.DeleteTeam(ctx, org, b, 0, evOrg(org)) }},
 		{"CreateTeam", func(b string) error {
 			tm := f.team(org, "T")
 			tm.ID = b
-			return f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_alice", authz.Owner))
+			return f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_alice", authz.Owner), ev(tm))
 		}},
 		{"RemoveMember", func(b string) error {
 			m := f.member(s.Eng, "u_bob", authz.Member)
 			m.TeamID = b
-			return f.Teams.RemoveMember(ctx, m)
+			return f.Teams.RemoveTeamMember(ctx, m, ev(m))
 		}},
 		{"GetTicket", func(b string) error { _, err := f.Tickets.GetTicket(ctx, org, b); return err }},
 		{"GetTicketWithComments", func(b string) error { _, _, err := f.Tickets.GetTicketWithComments(ctx, org, b, 10); return err }},
-		{"DeleteTicket", func(b string) error { return f.Tickets.DeleteTicket(ctx, org, b, 0) }},
+		{"DeleteTicket", func(b string) error { return f.Tickets.DeleteTicket(ctx, org, b, 0, evOrg(org)) }},
 		{"ListComments", func(b string) error { _, err := f.Tickets.ListComments(ctx, org, b, all); return err }},
 		{"ListTickets", func(b string) error { _, err := f.Tickets.ListTickets(ctx, b, "", all); return err }},
 		{"ListTeamTickets", func(b string) error { _, err := f.Tickets.ListTeamTickets(ctx, org, b, "", all); return err }},
@@ -1492,15 +1510,15 @@ func TestInvalidIDsNeverReachDynamoDB(t *testing.T) {
 			}
 			tk := f.ticket(org, "u_alice", "T", ticket.StatusNew)
 			tk.TeamID = b
-			return f.Tickets.CreateTicket(ctx, tk)
+			return f.Tickets.CreateTicket(ctx, tk, ev(tk))
 		}},
 		{"CreateTicket id", func(b string) error {
 			tk := f.ticket(org, "u_alice", "T", ticket.StatusNew)
 			tk.ID = b
-			return f.Tickets.CreateTicket(ctx, tk)
+			return f.Tickets.CreateTicket(ctx, tk, ev(tk))
 		}},
 		{"AddComment id", func(b string) error {
-			return f.Tickets.AddComment(ctx, ticket.Comment{OrgID: org, TicketID: f.ids.New(), ID: b, AuthorID: "u_bob", Body: "x"})
+			return f.Tickets.CreateComment(ctx, ticket.Comment{OrgID: org, TicketID: f.ids.New(), ID: b, AuthorID: "u_bob", Body: "x"}, evOrg(org))
 		}},
 	}
 	run := func(calls []call, bads []string) {
@@ -1521,7 +1539,7 @@ func TestInvalidIDsNeverReachDynamoDB(t *testing.T) {
 	t.Run("emails that cannot be keys", func(t *testing.T) {
 		for _, email := range []string{"a#b@example.com", "a\x00b@example.com", "bob\n@example.com", ""} {
 			f.Rec.Reset()
-			err := f.Tenants.AddUser(ctx, f.user(org, "u_new", email, "New", authz.Member))
+			err := f.Orgs.AddOrgUser(ctx, f.user(org, "u_new", email, "New", authz.Member), evOrg(org))
 			if got, want := errs.KindOf(err), errs.Invalid; got != want {
 				t.Errorf("AddUser(email %q): got %v, want %v", email, err, want)
 			}
@@ -1546,14 +1564,14 @@ func TestPagination(t *testing.T) {
 	f.seedUsers(t, orgA, seqIDs("u_", 7)[1:])
 	orgB := f.newOrg(t, "Six", "u_alice").ID
 	f.seedUsers(t, orgB, seqIDs("u_b", 5))
-	must(t, f.Tenants.AddUser(ctx, f.user(orgA, "u_alice", "alice@example.com", "Alice", authz.Member)))
+	must(t, f.Orgs.AddOrgUser(ctx, f.user(orgA, "u_alice", "alice@example.com", "Alice", authz.Member), evOrg(orgA)))
 	teamA := f.team(orgA, "A")
-	must(t, f.Teams.CreateTeam(ctx, teamA, f.member(teamA, "u_alice", authz.Owner)))
-	must(t, f.Teams.AddMember(ctx, f.member(teamA, "u_000", authz.Member)))
+	must(t, f.Teams.CreateTeam(ctx, teamA, f.member(teamA, "u_alice", authz.Owner), ev(teamA)))
+	must(t, f.Teams.AddTeamMember(ctx, f.member(teamA, "u_000", authz.Member), ev(teamA)))
 	teamA2 := f.team(orgA, "A2")
-	must(t, f.Teams.CreateTeam(ctx, teamA2, f.member(teamA2, "u_alice", authz.Owner)))
+	must(t, f.Teams.CreateTeam(ctx, teamA2, f.member(teamA2, "u_alice", authz.Owner), ev(teamA2)))
 	teamB := f.team(orgB, "B")
-	must(t, f.Teams.CreateTeam(ctx, teamB, f.member(teamB, "u_alice", authz.Owner)))
+	must(t, f.Teams.CreateTeam(ctx, teamB, f.member(teamB, "u_alice", authz.Owner), ev(teamB)))
 	var tickets []string // oldest first
 	for i := range 5 {
 		status := ticket.StatusNew
@@ -1561,7 +1579,7 @@ func TestPagination(t *testing.T) {
 			status = ticket.StatusOpen
 		}
 		tk := f.ticket(orgA, "u_alice", fmt.Sprint("T", i), status)
-		must(t, f.Tickets.CreateTicket(ctx, tk))
+		must(t, f.Tickets.CreateTicket(ctx, tk, ev(tk)))
 		tickets = append(tickets, tk.ID)
 	}
 	newestFirst := slices.Clone(tickets)
@@ -1572,7 +1590,7 @@ func TestPagination(t *testing.T) {
 	t.Run("OK users 3,3,1", func(t *testing.T) {
 		f.Rec.Reset()
 		sizes, users := allPages(t, func(after string) (page.Result[orgpkg.User], error) {
-			return f.Tenants.ListUsers(ctx, orgC, page.Request{Limit: 3, After: after})
+			return f.Orgs.ListOrgUsers(ctx, orgC, page.Request{Limit: 3, After: after})
 		})
 		if got, want := sizes, []int{3, 3, 1}; !slices.Equal(got, want) {
 			t.Errorf("page sizes: got %v, want %v", got, want)
@@ -1587,7 +1605,7 @@ func TestPagination(t *testing.T) {
 
 	t.Run("OK an exact multiple has no empty last page", func(t *testing.T) {
 		sizes, users := allPages(t, func(after string) (page.Result[orgpkg.User], error) {
-			return f.Tenants.ListUsers(ctx, orgB, page.Request{Limit: 3, After: after})
+			return f.Orgs.ListOrgUsers(ctx, orgB, page.Request{Limit: 3, After: after})
 		})
 		if got, want := sizes, []int{3, 3}; !slices.Equal(got, want) {
 			t.Errorf("page sizes: got %v, want %v", got, want)
@@ -1624,7 +1642,7 @@ func TestPagination(t *testing.T) {
 	t.Run("OK requested tickets with the user 2,2,1", func(t *testing.T) {
 		var users []*orgpkg.User
 		sizes, got := allPages(t, func(after string) (page.Result[ticket.Ticket], error) {
-			r, u, err := f.Tickets.ListRequestedTickets(ctx, orgA, "u_alice", true, page.Request{Limit: 2, After: after})
+			r, u, err := f.Tickets.ListUserTickets(ctx, orgA, "u_alice", true, page.Request{Limit: 2, After: after})
 			users = append(users, u)
 			return r, err
 		})
@@ -1646,7 +1664,7 @@ func TestPagination(t *testing.T) {
 
 	t.Run("OK requested tickets with the user, exact page", func(t *testing.T) {
 		// u_000 requested nothing: the user item alone, no next page.
-		r, u, err := f.Tickets.ListRequestedTickets(ctx, orgA, "u_000", true, page.Request{Limit: 2})
+		r, u, err := f.Tickets.ListUserTickets(ctx, orgA, "u_000", true, page.Request{Limit: 2})
 		must(t, err)
 		if u == nil || len(r.Items) != 0 || r.Next != "" {
 			t.Errorf("got user %v, %d tickets, next %q; want the user, none, \"\"", u, len(r.Items), r.Next)
@@ -1661,9 +1679,9 @@ func TestPagination(t *testing.T) {
 		}
 		return r.Next
 	}
-	usersB, err := f.Tenants.ListUsers(ctx, orgB, page.Request{Limit: 1})
+	usersB, err := f.Orgs.ListOrgUsers(ctx, orgB, page.Request{Limit: 1})
 	otherOrgCursor := cursor(t, usersB, err)
-	membersA, err := f.Teams.ListMembers(ctx, orgA, teamA.ID, page.Request{Limit: 1})
+	membersA, err := f.Teams.ListTeamMembers(ctx, orgA, teamA.ID, page.Request{Limit: 1})
 	must(t, err)
 	memberCursor := membersA.Next
 	teamsA, err := f.Teams.ListTeams(ctx, orgA, page.Request{Limit: 1})
@@ -1690,15 +1708,15 @@ func TestPagination(t *testing.T) {
 		run  func() error
 	}{
 		{"another org's users to ListUsers", func() error {
-			_, err := f.Tenants.ListUsers(ctx, orgA, page.Request{Limit: 3, After: otherOrgCursor})
+			_, err := f.Orgs.ListOrgUsers(ctx, orgA, page.Request{Limit: 3, After: otherOrgCursor})
 			return err
 		}},
 		{"a team's members to ListUsers", func() error {
-			_, err := f.Tenants.ListUsers(ctx, orgA, page.Request{After: memberCursor})
+			_, err := f.Orgs.ListOrgUsers(ctx, orgA, page.Request{After: memberCursor})
 			return err
 		}},
 		{"a team's members to another team", func() error {
-			_, err := f.Teams.ListMembers(ctx, orgA, teamA2.ID, page.Request{After: memberCursor})
+			_, err := f.Teams.ListTeamMembers(ctx, orgA, teamA2.ID, page.Request{After: memberCursor})
 			return err
 		}},
 		{"teams to ListTickets (same index and partition)", func() error {
@@ -1746,7 +1764,7 @@ func TestPagination(t *testing.T) {
 			name string
 			run  func() error
 		}{"garbage " + name, func() error {
-			_, err := f.Tenants.ListUsers(ctx, orgA, page.Request{After: g})
+			_, err := f.Orgs.ListOrgUsers(ctx, orgA, page.Request{After: g})
 			return err
 		}})
 	}
@@ -1762,14 +1780,14 @@ func TestPagination(t *testing.T) {
 	t.Run("ErrLimit", func(t *testing.T) {
 		for _, limit := range []int{-1, page.MaxLimit + 1} {
 			f.Rec.Reset()
-			_, err := f.Tenants.ListUsers(ctx, orgA, page.Request{Limit: limit})
+			_, err := f.Orgs.ListOrgUsers(ctx, orgA, page.Request{Limit: limit})
 			wantErr(t, err, errs.Invalid, "invalid_limit")
 			f.wantNoCalls(t)
 		}
 	})
 
 	t.Run("OK a well-formed cursor of the same listing is followed", func(t *testing.T) {
-		r, err := f.Tenants.ListUsers(ctx, orgC, page.Request{Limit: 10,
+		r, err := f.Orgs.ListOrgUsers(ctx, orgC, page.Request{Limit: 10,
 			After: encodeCursor(map[string]any{"pk": "ORG#" + orgC, "sk": "USER#u_c004"})})
 		must(t, err)
 		if got, want := userIDs(r.Items...), []string{"u_c005", "u_c006"}; !slices.Equal(got, want) {
@@ -1792,7 +1810,7 @@ func TestBatchGetUsers(t *testing.T) {
 		asked := append(slices.Clone(users), users[:10]...) // duplicates are asked once
 		asked = append(asked, "")                           // and empty IDs not at all
 		f.Rec.Reset()
-		got, err := f.Tenants.BatchGetUsers(ctx, org, asked)
+		got, err := f.Orgs.BatchGetOrgUsers(ctx, org, asked)
 		must(t, err)
 		var sizes []int
 		for _, op := range f.Rec.Ops() {
@@ -1816,7 +1834,7 @@ func TestBatchGetUsers(t *testing.T) {
 	})
 
 	t.Run("OK absent users are left out", func(t *testing.T) {
-		got, err := f.Tenants.BatchGetUsers(ctx, org, []string{"u_000", "u_nobody"})
+		got, err := f.Orgs.BatchGetOrgUsers(ctx, org, []string{"u_000", "u_nobody"})
 		must(t, err)
 		if got, want := len(got), 1; got != want {
 			t.Errorf("found: got %d, want %d", got, want)
@@ -1825,11 +1843,106 @@ func TestBatchGetUsers(t *testing.T) {
 
 	t.Run("OK none asked, no call", func(t *testing.T) {
 		f.Rec.Reset()
-		got, err := f.Tenants.BatchGetUsers(ctx, org, nil)
+		got, err := f.Orgs.BatchGetOrgUsers(ctx, org, nil)
 		must(t, err)
 		if len(got) != 0 {
 			t.Errorf("got %v", got)
 		}
 		f.wantNoCalls(t)
 	})
+}
+
+// TestWritesRefuseZeroEvent: every write of the store takes the audit
+// event of its change, and one that forgets it (the zero Event) is refused
+// before it writes anything, so a change can never go unrecorded.
+func TestWritesRefuseZeroEvent(t *testing.T) {
+	f := MustFixture(t)
+	s := f.MustSample(t)
+	ctx := context.Background()
+	var none audit.Event
+	org := s.Org.ID
+	tk := f.ticket(org, "u_alice", "Unrecorded", ticket.StatusNew)
+	bob2 := s.Bob
+	bob2.Name, bob2.Version = "Robert", 2
+	inv := invitation.Invitation{OrgID: org, ID: f.ids.New(), Email: "erin@example.com", Role: authz.Member, InvitedBy: "u_alice",
+		TokenHash: "h", CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}
+	writes := map[string]func() error{
+		"CreateOrg": func() error {
+			o := orgpkg.Org{ID: f.ids.New(), Name: "Unrecorded", Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
+			return f.Orgs.CreateOrg(ctx, o, f.user(o.ID, "u_alice", "alice@example.com", "Alice", authz.Owner), none)
+		},
+		"UpdateOrg": func() error {
+			next := s.Org
+			next.Name, next.Version = "X", 2
+			return f.Orgs.UpdateOrg(ctx, s.Org, next, none)
+		},
+		"AddOrgUser": func() error {
+			return f.Orgs.AddOrgUser(ctx, f.user(org, "u_erin", "erin@example.com", "Erin", authz.Member), none)
+		},
+		"UpdateOrgUser": func() error { return f.Orgs.UpdateOrgUser(ctx, s.Bob, bob2, none) },
+		"RemoveOrgUser": func() error { return f.Orgs.RemoveOrgUser(ctx, s.Bob, none) },
+		"CreateTeam": func() error {
+			tm := f.team(org, "Ops")
+			return f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_alice", authz.Owner), none)
+		},
+		"UpdateTeam": func() error {
+			next := s.Eng
+			next.Name, next.Version = "X", 2
+			return f.Teams.UpdateTeam(ctx, s.Eng, next, none)
+		},
+		"DeleteTeam":    func() error { return f.Teams.DeleteTeam(ctx, org, s.Eng.ID, 0, none) },
+		"AddTeamMember": func() error { return f.Teams.AddTeamMember(ctx, f.member(s.Design, "u_bob", authz.Member), none) },
+		"UpdateTeamMember": func() error {
+			prev := f.member(s.Eng, "u_bob", authz.Member)
+			next := prev
+			next.Role, next.Version = authz.Admin, 2
+			return f.Teams.UpdateTeamMember(ctx, prev, next, none)
+		},
+		"RemoveTeamMember": func() error { return f.Teams.RemoveTeamMember(ctx, f.member(s.Eng, "u_bob", authz.Member), none) },
+		"CreateTicket":     func() error { return f.Tickets.CreateTicket(ctx, tk, none) },
+		"CreateInvitation": func() error { return f.Invitations.CreateInvitation(ctx, inv, none) },
+	}
+	for name, write := range writes {
+		t.Run(name, func(t *testing.T) {
+			f.Rec.Reset()
+			err := f.mustUnchanged(t, write)
+			if !strings.Contains(err.Error(), "audit") {
+				t.Errorf("%s without its event: %v, want the audit event refused", name, err)
+			}
+			if w := writeCalls(f.Rec); len(w) != 0 {
+				t.Errorf("%s without its event wrote: %v", name, w)
+			}
+		})
+	}
+	// And the writes on existing tickets and comments, once a ticket exists.
+	must(t, f.Tickets.CreateTicket(ctx, tk, evOrg(org)))
+	next := tk
+	next.Title, next.Version = "X", 2
+	c := ticket.Comment{OrgID: org, TicketID: tk.ID, ID: f.ids.New(), AuthorID: "u_bob", Body: "b", CreatedAt: f.now}
+	for name, write := range map[string]func() error{
+		"UpdateTicket":  func() error { return f.Tickets.UpdateTicket(ctx, tk, next, none) },
+		"DeleteTicket":  func() error { return f.Tickets.DeleteTicket(ctx, org, tk.ID, 0, none) },
+		"CreateComment": func() error { return f.Tickets.CreateComment(ctx, c, none) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			f.Rec.Reset()
+			_ = f.mustUnchanged(t, write)
+			if w := writeCalls(f.Rec); len(w) != 0 {
+				t.Errorf("%s without its event wrote: %v", name, w)
+			}
+		})
+	}
+}
+
+// writeCalls are the recorded calls that write.
+func writeCalls(r *dynamotest.Recorder) []string {
+	var w []string
+	for _, op := range r.Ops() {
+		switch op.Name {
+		case "GetItem", "BatchGetItem", "Query", "Scan":
+		default:
+			w = append(w, op.Name)
+		}
+	}
+	return w
 }

@@ -16,18 +16,20 @@ import (
 // Service applies team and membership rules on top of a Storer.
 type Service struct {
 	store Storer
+	users Users
 	ids   *ids.Generator
 	now   clock.Clock
 }
 
-// NewService returns a Service; now may be nil for the system clock.
-func NewService(s Storer, now clock.Clock) *Service {
+// NewService returns a Service over s, embedding users from users; now may
+// be nil for the system clock.
+func NewService(s Storer, users Users, now clock.Clock) *Service {
 	now = clock.Or(now)
-	return &Service{store: s, ids: ids.NewGenerator(now), now: now}
+	return &Service{store: s, users: users, ids: ids.NewGenerator(now), now: now}
 }
 
-// TeamPatch is a partial update of a team; nil fields stay as they are.
-type TeamPatch struct {
+// Patch is a partial update of a team; nil fields stay as they are.
+type Patch struct {
 	Name        *string
 	Description *string
 }
@@ -39,13 +41,17 @@ func validateTeam(t Team) error {
 	return validate.Text("description", t.Description, 0, MaxDescriptionLen, true)
 }
 
-// authorizeTeam decides a team-scoped action and returns the facts it
-// used and the grant. The caller's team edge is read (one consistent
-// GetItem, AP3) only when the org role does not settle it already.
+func (s *Service) event(ctx context.Context, actor audit.Actor, action, targetType, targetID string, at time.Time, changes []audit.Change) audit.Event {
+	return audit.NewEvent(ctx, s.ids.NewAt(at), actor, action, audit.Target{Type: targetType, ID: targetID}, at, changes)
+}
+
+// authorizeTeam decides a team-scoped action and returns the facts it used
+// and the grant. The caller's team edge is read (one consistent GetItem,
+// AP3) only when the org role does not settle it already.
 func (s *Service) authorizeTeam(ctx context.Context, p authz.Principal, a authz.Action, teamID string) (authz.Facts, authz.Grant, error) {
 	var f authz.Facts
 	if authz.NeedsTeamRole(p, a) {
-		m, err := s.store.GetMember(ctx, p.OrgID, teamID, p.UserID)
+		m, err := s.store.GetTeamMember(ctx, p.OrgID, teamID, p.UserID)
 		switch {
 		case err == nil:
 			f.TeamRole = m.Role
@@ -70,15 +76,15 @@ func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, teamID, nam
 	if teamID == "" {
 		teamID = s.ids.New()
 	}
-	t := Team{OrgID: p.OrgID, ID: teamID, Name: name, Description: description, MemberCount: 1,
+	t := Team{OrgID: p.OrgID, ID: teamID, Name: name, Description: description, MemberCount: 1, OwnerCount: 1,
 		Version: 1, CreatedAt: now, UpdatedAt: now}
 	if err := validateTeam(t); err != nil {
 		return Team{}, err
 	}
-	owner := Member{OrgID: p.OrgID, TeamID: t.ID, UserID: p.UserID, Role: authz.Owner, JoinedAt: now, UpdatedAt: now, Version: 1}
-	ctx = s.event(ctx, p, g, "team.create", "team", t.ID, now, audit.Diff(
+	owner := Membership{OrgID: p.OrgID, TeamID: t.ID, UserID: p.UserID, Role: authz.Owner, JoinedAt: now, UpdatedAt: now, Version: 1}
+	ev := s.event(ctx, audit.By(p, g), "team.create", "team", t.ID, now, audit.Diff(
 		audit.F("name", nil, t.Name), audit.F("description", nil, t.Description)))
-	if err := s.store.CreateTeam(ctx, t, owner); err != nil {
+	if err := s.store.CreateTeam(ctx, t, owner, ev); err != nil {
 		if errs.CodeOf(err) == "team_exists" {
 			return s.store.GetTeam(ctx, p.OrgID, t.ID)
 		}
@@ -89,11 +95,8 @@ func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, teamID, nam
 
 // GetTeam reads a team; withMembers adds its first members from the same
 // Query (AP4).
-func (s *Service) GetTeam(ctx context.Context, p authz.Principal, teamID string, withMembers bool) (Team, []Member, error) {
+func (s *Service) GetTeam(ctx context.Context, p authz.Principal, teamID string, withMembers bool) (Team, []Membership, error) {
 	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
-		return Team{}, nil, err
-	}
-	if err := ids.Resource("teamId", teamID); err != nil {
 		return Team{}, nil, err
 	}
 	if withMembers {
@@ -112,10 +115,7 @@ func (s *Service) ListTeams(ctx context.Context, p authz.Principal, pr page.Requ
 }
 
 // UpdateTeam changes a team's name or description.
-func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID string, patch TeamPatch, ifMatch int64) (Team, error) {
-	if err := ids.Resource("teamId", teamID); err != nil {
-		return Team{}, err
-	}
+func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID string, patch Patch, ifMatch int64) (Team, error) {
 	if patch.Name == nil && patch.Description == nil {
 		return Team{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
@@ -141,9 +141,9 @@ func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID stri
 		return Team{}, err
 	}
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ctx = s.event(ctx, p, g, "team.update", "team", teamID, next.UpdatedAt, audit.Diff(
+	ev := s.event(ctx, audit.By(p, g), "team.update", "team", teamID, next.UpdatedAt, audit.Diff(
 		audit.F("name", prev.Name, next.Name), audit.F("description", prev.Description, next.Description)))
-	if err := s.store.UpdateTeam(ctx, prev, next); err != nil {
+	if err := s.store.UpdateTeam(ctx, prev, next, ev); err != nil {
 		return Team{}, err
 	}
 	return next, nil
@@ -151,9 +151,6 @@ func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID stri
 
 // DeleteTeam deletes a team and its memberships.
 func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID string, ifMatch int64) error {
-	if err := ids.Resource("teamId", teamID); err != nil {
-		return err
-	}
 	_, g, err := s.authorizeTeam(ctx, p, authz.TeamDelete, teamID)
 	if err != nil {
 		return err
@@ -165,30 +162,42 @@ func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID stri
 	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
 		return err
 	}
-	ctx = s.event(ctx, p, g, "team.delete", "team", teamID, s.now(), audit.Diff(
+	ev := s.event(ctx, audit.By(p, g), "team.delete", "team", teamID, s.now(), audit.Diff(
 		audit.F("name", prev.Name, nil), audit.F("memberCount", prev.MemberCount, nil)))
-	return s.store.DeleteTeam(ctx, p.OrgID, teamID, prev.Version)
+	return s.store.DeleteTeam(ctx, p.OrgID, teamID, ifMatch, ev)
 }
 
-// ListMembers pages through a team's members (AP1).
-func (s *Service) ListMembers(ctx context.Context, p authz.Principal, teamID string, pr page.Request) (page.Result[Member], error) {
+// ListTeamMembers pages through a team's members (AP1); withUsers embeds
+// each member's org user, read with one BatchGetItem for the page.
+func (s *Service) ListTeamMembers(ctx context.Context, p authz.Principal, teamID string, withUsers bool, pr page.Request) (page.Result[Membership], error) {
 	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
-		return page.Result[Member]{}, err
+		return page.Result[Membership]{}, err
 	}
-	if err := ids.Resource("teamId", teamID); err != nil {
-		return page.Result[Member]{}, err
+	r, err := s.store.ListTeamMembers(ctx, p.OrgID, teamID, pr)
+	if err != nil || len(r.Items) == 0 || !withUsers {
+		return r, err
 	}
-	return s.store.ListMembers(ctx, p.OrgID, teamID, pr)
+	userIDs := make([]string, len(r.Items))
+	for i, m := range r.Items {
+		userIDs[i] = m.UserID
+	}
+	users, err := s.users.BatchGetOrgUsers(ctx, p.OrgID, userIDs)
+	if err != nil {
+		return page.Result[Membership]{}, err
+	}
+	for i := range r.Items {
+		if u, ok := users[r.Items[i].UserID]; ok {
+			r.Items[i].User = &u
+		}
+	}
+	return r, nil
 }
 
 // ListUserTeams pages through a user's teams in the org (AP2); withNames
 // fills TeamName with one BatchGetItem for the page.
-func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID string, withNames bool, pr page.Request) (page.Result[Member], error) {
+func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID string, withNames bool, pr page.Request) (page.Result[Membership], error) {
 	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
-		return page.Result[Member]{}, err
-	}
-	if err := ids.User("userId", userID); err != nil {
-		return page.Result[Member]{}, err
+		return page.Result[Membership]{}, err
 	}
 	r, err := s.store.ListUserTeams(ctx, p.OrgID, userID, pr)
 	if err != nil || len(r.Items) == 0 || !withNames {
@@ -200,7 +209,7 @@ func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID s
 	}
 	teams, err := s.store.BatchGetTeams(ctx, p.OrgID, teamIDs)
 	if err != nil {
-		return page.Result[Member]{}, err
+		return page.Result[Membership]{}, err
 	}
 	for i := range r.Items {
 		r.Items[i].TeamName = teams[r.Items[i].TeamID].Name
@@ -208,35 +217,23 @@ func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID s
 	return r, nil
 }
 
-// GetMember reads one membership (AP3).
-func (s *Service) GetMember(ctx context.Context, p authz.Principal, teamID, userID string) (Member, error) {
+// GetTeamMember reads one membership (AP3).
+func (s *Service) GetTeamMember(ctx context.Context, p authz.Principal, teamID, userID string) (Membership, error) {
 	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
-		return Member{}, err
+		return Membership{}, err
 	}
-	if err := ids.Resource("teamId", teamID); err != nil {
-		return Member{}, err
-	}
-	if err := ids.User("userId", userID); err != nil {
-		return Member{}, err
-	}
-	return s.store.GetMember(ctx, p.OrgID, teamID, userID)
+	return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
 }
 
-// PutMember adds the user to the team with role, or changes their role.
+// PutTeamMember adds the user to the team with role, or changes their role.
 // created tells which happened.
-func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, userID string, role authz.Role, ifMatch int64) (m Member, created bool, err error) {
-	if err := ids.Resource("teamId", teamID); err != nil {
-		return Member{}, false, err
-	}
-	if err := ids.User("userId", userID); err != nil {
-		return Member{}, false, err
-	}
+func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, role authz.Role, ifMatch int64) (m Membership, created bool, err error) {
 	if !role.Valid() {
-		return Member{}, false, errs.InvalidField("role", "invalid_role", "must be one of owner, admin, member")
+		return Membership{}, false, errs.InvalidField("role", "invalid_role", "must be one of owner, admin, member")
 	}
 	f, _, err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID)
 	if err != nil {
-		return Member{}, false, err
+		return Membership{}, false, err
 	}
 	// Granting the owner role, or changing an owner's, is for team owners
 	// and org admins only (the role matrix); a team admin may manage the
@@ -244,7 +241,7 @@ func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, user
 	f.TeamOwnerRole = role == authz.Owner
 	g, err := authz.Permit(p, authz.MemberWrite, f)
 	if err != nil {
-		return Member{}, false, err
+		return Membership{}, false, err
 	}
 	// A concurrent PUT may create the edge between our read and our add, or
 	// change the role between our read and our update: without If-Match the
@@ -253,67 +250,62 @@ func (s *Service) PutMember(ctx context.Context, p authz.Principal, teamID, user
 	for try := 0; ; try++ {
 		retry := try < maxPutTries-1
 		now := s.now()
-		prev, err := s.store.GetMember(ctx, p.OrgID, teamID, userID)
+		prev, err := s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
 		switch {
 		case errs.Is(err, errs.NotFound):
 			if ifMatch != 0 {
-				return Member{}, false, errs.ErrVersion
+				return Membership{}, false, errs.ErrVersion
 			}
-			m = Member{OrgID: p.OrgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: now, UpdatedAt: now, Version: 1}
-			err := s.store.AddMember(s.event(ctx, p, g, "member.add", "member", teamID+"/"+userID, now,
-				audit.Diff(audit.F("role", nil, string(role)))), m)
+			m = Membership{OrgID: p.OrgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: now, UpdatedAt: now, Version: 1}
+			err := s.store.AddTeamMember(ctx, m, s.event(ctx, audit.By(p, g), "member.add", "member", teamID+"/"+userID, now,
+				audit.Diff(audit.F("role", nil, string(role)))))
 			if errs.CodeOf(err) == "already_member" && retry {
 				continue
 			}
 			if err != nil {
-				return Member{}, false, err
+				return Membership{}, false, err
 			}
 			return m, true, nil
 		case err != nil:
-			return Member{}, false, err
+			return Membership{}, false, err
 		}
 		if prev.Role == authz.Owner && role != authz.Owner {
 			f.TeamOwnerRole = true
 			if g, err = authz.Permit(p, authz.MemberWrite, f); err != nil {
-				return Member{}, false, err
+				return Membership{}, false, err
 			}
 		}
 		if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
-			return Member{}, false, err
+			return Membership{}, false, err
 		}
 		if prev.Role == role {
 			return prev, false, nil
 		}
 		next := prev
 		next.Role, next.Version, next.UpdatedAt = role, prev.Version+1, now
-		err = s.store.UpdateMember(s.event(ctx, p, g, "member.update", "member", teamID+"/"+userID, now,
-			audit.Diff(audit.F("role", string(prev.Role), string(role)))), prev, next)
+		err = s.store.UpdateTeamMember(ctx, prev, next, s.event(ctx, audit.By(p, g), "member.update", "member", teamID+"/"+userID, now,
+			audit.Diff(audit.F("role", string(prev.Role), string(role)))))
 		if errs.Is(err, errs.PreconditionFailed) && ifMatch == 0 && retry {
 			continue // changed under us without If-Match: apply ours on top
 		}
 		if err != nil {
-			return Member{}, false, err
+			return Membership{}, false, err
 		}
 		return next, false, nil
 	}
 }
 
-// maxPutTries bounds PutMember's read-and-write attempts under contention.
+// maxPutTries bounds PutTeamMember's read-and-write attempts under
+// contention.
 const maxPutTries = 8
 
-// RemoveMember removes the user from the team (AP5).
-func (s *Service) RemoveMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch int64) error {
-	if err := ids.Resource("teamId", teamID); err != nil {
-		return err
-	}
-	if err := ids.User("userId", userID); err != nil {
-		return err
-	}
+// RemoveTeamMember removes the user from the team (AP5).
+func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch int64) error {
 	f, g, err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID)
 	if err != nil {
 		return err
 	}
-	prev, err := s.store.GetMember(ctx, p.OrgID, teamID, userID)
+	prev, err := s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
 	if err != nil {
 		return err
 	}
@@ -326,13 +318,6 @@ func (s *Service) RemoveMember(ctx context.Context, p authz.Principal, teamID, u
 	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
 		return err
 	}
-	ctx = s.event(ctx, p, g, "member.remove", "member", teamID+"/"+userID, s.now(), audit.Diff(audit.F("role", string(prev.Role), nil)))
-	return s.store.RemoveMember(ctx, prev)
-}
-
-// event attaches the audit event of a change to ctx; the store writes it in
-// the change's transaction.
-func (s *Service) event(ctx context.Context, p authz.Principal, g authz.Grant, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
-	return audit.With(ctx, audit.Event{OrgID: p.OrgID, ID: s.ids.NewAt(at), ActorID: p.UserID, ActorFloor: string(g.Floor), Action: action,
-		TargetType: targetType, TargetID: targetID, At: at, Changes: changes})
+	ev := s.event(ctx, audit.By(p, g), "member.remove", "member", teamID+"/"+userID, s.now(), audit.Diff(audit.F("role", string(prev.Role), nil)))
+	return s.store.RemoveTeamMember(ctx, prev, ev)
 }

@@ -12,28 +12,23 @@ import (
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/validate"
 )
-
-// TeamMembers answers "is this user on that team" with one GetItem (AP3).
-type TeamMembers interface {
-	// GetMember returns NotFound if the user is not a member of the team.
-	GetMember(ctx context.Context, orgID, teamID, userID string) (team.Member, error)
-}
 
 // Service applies ticket rules on top of a Storer.
 type Service struct {
 	store Storer
 	teams TeamMembers
+	users Users
 	ids   *ids.Generator
 	now   clock.Clock
 }
 
-// NewService returns a Service; now may be nil for the system clock.
-func NewService(s Storer, teams TeamMembers, now clock.Clock) *Service {
+// NewService returns a Service over s, reading team edges from teams and
+// expanded users from users; now may be nil for the system clock.
+func NewService(s Storer, teams TeamMembers, users Users, now clock.Clock) *Service {
 	now = clock.Or(now)
-	return &Service{store: s, teams: teams, ids: ids.NewGenerator(now), now: now}
+	return &Service{store: s, teams: teams, users: users, ids: ids.NewGenerator(now), now: now}
 }
 
 // NewTicket is what a caller supplies to open a ticket.
@@ -58,6 +53,8 @@ type Patch struct {
 	Tags               *[]string
 }
 
+// validateTicket checks the rules of a ticket's fields (IDs that reach a
+// key are checked by the store).
 func validateTicket(t Ticket) error {
 	if err := validate.Text("title", t.Title, 1, MaxTitleLen, false); err != nil {
 		return err
@@ -71,16 +68,6 @@ func validateTicket(t Ticket) error {
 	if !t.Priority.Valid() {
 		return errs.InvalidField("priority", "invalid_priority", "must be one of low, normal, high, urgent")
 	}
-	if t.AssigneeID != "" {
-		if err := ids.User("assigneeId", t.AssigneeID); err != nil {
-			return err
-		}
-	}
-	if t.TeamID != "" {
-		if err := ids.Resource("teamId", t.TeamID); err != nil {
-			return err
-		}
-	}
 	if len(t.Tags) > MaxTags {
 		return errs.InvalidField("tags", "too_many_tags", "at most %d tags", MaxTags)
 	}
@@ -88,6 +75,13 @@ func validateTicket(t Ticket) error {
 		if err := validate.Name("tags", tag, MaxTagLen); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+func checkStatus(status Status) error {
+	if status != "" && !status.Valid() {
+		return errs.InvalidField("status", "invalid_status", "must be one of new, open, pending, solved, closed")
 	}
 	return nil
 }
@@ -103,8 +97,26 @@ func normalizeTags(tags []string) []string {
 	return out
 }
 
-// Create opens a ticket requested by the caller.
-func (s *Service) Create(ctx context.Context, p authz.Principal, in NewTicket) (Ticket, error) {
+func (s *Service) event(ctx context.Context, actor audit.Actor, action, targetType, targetID string, at time.Time, changes []audit.Change) audit.Event {
+	return audit.NewEvent(ctx, s.ids.NewAt(at), actor, action, audit.Target{Type: targetType, ID: targetID}, at, changes)
+}
+
+// str renders an optional ID for the audit log: nil when empty.
+func str(s string) any {
+	if s == "" {
+		return nil
+	}
+	return s
+}
+
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// CreateTicket opens a ticket requested by the caller.
+func (s *Service) CreateTicket(ctx context.Context, p authz.Principal, in NewTicket) (Ticket, error) {
 	g, err := authz.Permit(p, authz.TicketCreate, authz.Facts{})
 	if err != nil {
 		return Ticket{}, err
@@ -122,10 +134,10 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in NewTicket) (
 	if err := validateTicket(t); err != nil {
 		return Ticket{}, err
 	}
-	ctx = s.event(ctx, p, g, "ticket.create", "ticket", t.ID, now, audit.Diff(
+	ev := s.event(ctx, audit.By(p, g), "ticket.create", "ticket", t.ID, now, audit.Diff(
 		audit.F("title", nil, t.Title), audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)),
 		audit.F("assigneeId", nil, str(t.AssigneeID)), audit.F("teamId", nil, str(t.TeamID))))
-	if err := s.store.CreateTicket(ctx, t); err != nil {
+	if err := s.store.CreateTicket(ctx, t, ev); err != nil {
 		if errs.CodeOf(err) == "ticket_exists" {
 			return s.store.GetTicket(ctx, p.OrgID, t.ID)
 		}
@@ -134,74 +146,121 @@ func (s *Service) Create(ctx context.Context, p authz.Principal, in NewTicket) (
 	return t, nil
 }
 
-// Get reads a ticket; withComments adds its first comments from the same Query.
-func (s *Service) Get(ctx context.Context, p authz.Principal, ticketID string, withComments bool) (Ticket, []Comment, error) {
+// GetTicket reads a ticket, expanding its users as asked; withComments adds
+// its first comments from the same Query.
+func (s *Service) GetTicket(ctx context.Context, p authz.Principal, ticketID string, withComments bool, x Expand) (Ticket, []Comment, error) {
 	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
 		return Ticket{}, nil, err
 	}
-	if err := ids.Resource("ticketId", ticketID); err != nil {
+	var (
+		t        Ticket
+		comments []Comment
+		err      error
+	)
+	if withComments {
+		t, comments, err = s.store.GetTicketWithComments(ctx, p.OrgID, ticketID, page.MaxLimit)
+	} else {
+		t, err = s.store.GetTicket(ctx, p.OrgID, ticketID)
+	}
+	if err != nil {
 		return Ticket{}, nil, err
 	}
-	if withComments {
-		return s.store.GetTicketWithComments(ctx, p.OrgID, ticketID, page.MaxLimit)
+	ts := []Ticket{t}
+	if err := s.expand(ctx, p.OrgID, ts, x); err != nil {
+		return Ticket{}, nil, err
 	}
-	t, err := s.store.GetTicket(ctx, p.OrgID, ticketID)
-	return t, nil, err
+	return ts[0], comments, nil
 }
 
-func checkStatus(status Status) error {
-	if status != "" && !status.Valid() {
-		return errs.InvalidField("status", "invalid_status", "must be one of new, open, pending, solved, closed")
+// ListTickets pages through the org's tickets newest first, optionally one
+// status, expanding their users as asked.
+func (s *Service) ListTickets(ctx context.Context, p authz.Principal, status Status, x Expand, pr page.Request) (page.Result[Ticket], error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	if err := checkStatus(status); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	return s.expanded(ctx, p.OrgID, x)(s.store.ListTickets(ctx, p.OrgID, status, pr))
+}
+
+// ListTeamTickets pages through a team's queue.
+func (s *Service) ListTeamTickets(ctx context.Context, p authz.Principal, teamID string, status Status, x Expand, pr page.Request) (page.Result[Ticket], error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	if err := checkStatus(status); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	return s.expanded(ctx, p.OrgID, x)(s.store.ListTeamTickets(ctx, p.OrgID, teamID, status, pr))
+}
+
+// ListAssignedTickets pages through the tickets assigned to a user.
+func (s *Service) ListAssignedTickets(ctx context.Context, p authz.Principal, userID string, x Expand, pr page.Request) (page.Result[Ticket], error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	return s.expanded(ctx, p.OrgID, x)(s.store.ListAssignedTickets(ctx, p.OrgID, userID, pr))
+}
+
+// ListUserTickets pages through the tickets a user requested, newest first;
+// withUser adds the user from the same Query (first page only).
+func (s *Service) ListUserTickets(ctx context.Context, p authz.Principal, userID string, withUser bool, x Expand, pr page.Request) (page.Result[Ticket], *org.User, error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
+		return page.Result[Ticket]{}, nil, err
+	}
+	r, user, err := s.store.ListUserTickets(ctx, p.OrgID, userID, withUser, pr)
+	if err != nil {
+		return r, nil, err
+	}
+	if err := s.expand(ctx, p.OrgID, r.Items, x); err != nil {
+		return page.Result[Ticket]{}, nil, err
+	}
+	return r, user, nil
+}
+
+// expanded expands a page's users, passing a listing's error through.
+func (s *Service) expanded(ctx context.Context, orgID string, x Expand) func(page.Result[Ticket], error) (page.Result[Ticket], error) {
+	return func(r page.Result[Ticket], err error) (page.Result[Ticket], error) {
+		if err != nil {
+			return r, err
+		}
+		if err := s.expand(ctx, orgID, r.Items, x); err != nil {
+			return page.Result[Ticket]{}, err
+		}
+		return r, nil
+	}
+}
+
+// expand embeds requesters and assignees, read with one BatchGetItem per
+// 100 distinct users (seed 002), never a GetItem per ticket. A user who left
+// the org stays unexpanded.
+func (s *Service) expand(ctx context.Context, orgID string, ts []Ticket, x Expand) error {
+	if !x.Requester && !x.Assignee || len(ts) == 0 {
+		return nil
+	}
+	var userIDs []string
+	for _, t := range ts {
+		if x.Requester {
+			userIDs = append(userIDs, t.RequesterID)
+		}
+		if x.Assignee && t.AssigneeID != "" {
+			userIDs = append(userIDs, t.AssigneeID)
+		}
+	}
+	users, err := s.users.BatchGetOrgUsers(ctx, orgID, userIDs)
+	if err != nil {
+		return err
+	}
+	for i := range ts {
+		if u, ok := users[ts[i].RequesterID]; ok && x.Requester {
+			ts[i].Requester = &u
+		}
+		if u, ok := users[ts[i].AssigneeID]; ok && x.Assignee && ts[i].AssigneeID != "" {
+			ts[i].Assignee = &u
+		}
 	}
 	return nil
-}
-
-// List pages through the org's tickets newest first, optionally one status.
-func (s *Service) List(ctx context.Context, p authz.Principal, status Status, pr page.Request) (page.Result[Ticket], error) {
-	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
-		return page.Result[Ticket]{}, err
-	}
-	if err := checkStatus(status); err != nil {
-		return page.Result[Ticket]{}, err
-	}
-	return s.store.ListTickets(ctx, p.OrgID, status, pr)
-}
-
-// ListTeam pages through a team's queue.
-func (s *Service) ListTeam(ctx context.Context, p authz.Principal, teamID string, status Status, pr page.Request) (page.Result[Ticket], error) {
-	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
-		return page.Result[Ticket]{}, err
-	}
-	if err := ids.Resource("teamId", teamID); err != nil {
-		return page.Result[Ticket]{}, err
-	}
-	if err := checkStatus(status); err != nil {
-		return page.Result[Ticket]{}, err
-	}
-	return s.store.ListTeamTickets(ctx, p.OrgID, teamID, status, pr)
-}
-
-// ListAssigned pages through the tickets assigned to a user.
-func (s *Service) ListAssigned(ctx context.Context, p authz.Principal, userID string, pr page.Request) (page.Result[Ticket], error) {
-	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
-		return page.Result[Ticket]{}, err
-	}
-	if err := ids.User("userId", userID); err != nil {
-		return page.Result[Ticket]{}, err
-	}
-	return s.store.ListAssignedTickets(ctx, p.OrgID, userID, pr)
-}
-
-// ListRequested pages through the tickets a user requested, newest first;
-// withUser adds the user from the same Query (first page only).
-func (s *Service) ListRequested(ctx context.Context, p authz.Principal, userID string, withUser bool, pr page.Request) (page.Result[Ticket], *org.User, error) {
-	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
-		return page.Result[Ticket]{}, nil, err
-	}
-	if err := ids.User("userId", userID); err != nil {
-		return page.Result[Ticket]{}, nil, err
-	}
-	return s.store.ListRequestedTickets(ctx, p.OrgID, userID, withUser, pr)
 }
 
 // facts gathers what the ticket rules need; the team edge is read only when
@@ -209,7 +268,7 @@ func (s *Service) ListRequested(ctx context.Context, p authz.Principal, userID s
 func (s *Service) facts(ctx context.Context, p authz.Principal, a authz.Action, t Ticket) (authz.Facts, error) {
 	f := authz.Facts{Requester: t.RequesterID == p.UserID, Assignee: t.AssigneeID != "" && t.AssigneeID == p.UserID}
 	if a == authz.TicketUpdate && t.TeamID != "" && !f.Requester && !f.Assignee && authz.NeedsTeamRole(p, a) {
-		_, err := s.teams.GetMember(ctx, p.OrgID, t.TeamID, p.UserID)
+		_, err := s.teams.GetTeamMember(ctx, p.OrgID, t.TeamID, p.UserID)
 		switch {
 		case err == nil:
 			f.TeamMember = true
@@ -220,12 +279,9 @@ func (s *Service) facts(ctx context.Context, p authz.Principal, a authz.Action, 
 	return f, nil
 }
 
-// Update changes a ticket; changing status, team or assignee moves it
+// UpdateTicket changes a ticket; changing status, team or assignee moves it
 // between the queues (index keys) in the same write.
-func (s *Service) Update(ctx context.Context, p authz.Principal, ticketID string, patch Patch, ifMatch int64) (Ticket, error) {
-	if err := ids.Resource("ticketId", ticketID); err != nil {
-		return Ticket{}, err
-	}
+func (s *Service) UpdateTicket(ctx context.Context, p authz.Principal, ticketID string, patch Patch, ifMatch int64) (Ticket, error) {
 	if patch == (Patch{}) {
 		return Ticket{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
@@ -259,28 +315,19 @@ func (s *Service) Update(ctx context.Context, p authz.Principal, ticketID string
 		return Ticket{}, err
 	}
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ctx = s.event(ctx, p, g, "ticket.update", "ticket", ticketID, next.UpdatedAt, audit.Diff(
+	ev := s.event(ctx, audit.By(p, g), "ticket.update", "ticket", ticketID, next.UpdatedAt, audit.Diff(
 		audit.F("title", prev.Title, next.Title), audit.F("description", prev.Description, next.Description),
 		audit.F("status", string(prev.Status), string(next.Status)), audit.F("priority", string(prev.Priority), string(next.Priority)),
 		audit.F("assigneeId", str(prev.AssigneeID), str(next.AssigneeID)), audit.F("teamId", str(prev.TeamID), str(next.TeamID)),
 		audit.F("tags", prev.Tags, next.Tags)))
-	if err := s.store.UpdateTicket(ctx, prev, next); err != nil {
+	if err := s.store.UpdateTicket(ctx, prev, next, ev); err != nil {
 		return Ticket{}, err
 	}
 	return next, nil
 }
 
-func set[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
-}
-
-// Delete deletes a ticket and its comments (requester or org admin+).
-func (s *Service) Delete(ctx context.Context, p authz.Principal, ticketID string, ifMatch int64) error {
-	if err := ids.Resource("ticketId", ticketID); err != nil {
-		return err
-	}
+// DeleteTicket deletes a ticket and its comments (requester or org admin+).
+func (s *Service) DeleteTicket(ctx context.Context, p authz.Principal, ticketID string, ifMatch int64) error {
 	t, err := s.store.GetTicket(ctx, p.OrgID, ticketID)
 	if err != nil {
 		return err
@@ -296,36 +343,18 @@ func (s *Service) Delete(ctx context.Context, p authz.Principal, ticketID string
 	if err := errs.CheckVersion(ifMatch, t.Version); err != nil {
 		return err
 	}
-	ctx = s.event(ctx, p, g, "ticket.delete", "ticket", ticketID, s.now(), audit.Diff(audit.F("title", t.Title, nil)))
-	return s.store.DeleteTicket(ctx, p.OrgID, ticketID, t.Version)
+	ev := s.event(ctx, audit.By(p, g), "ticket.delete", "ticket", ticketID, s.now(), audit.Diff(audit.F("title", t.Title, nil)))
+	return s.store.DeleteTicket(ctx, p.OrgID, ticketID, ifMatch, ev)
 }
 
-// event attaches the audit event of a change to ctx; the store writes it in
-// the change's transaction.
-func (s *Service) event(ctx context.Context, p authz.Principal, g authz.Grant, action, targetType, targetID string, at time.Time, changes []audit.Change) context.Context {
-	return audit.With(ctx, audit.Event{OrgID: p.OrgID, ID: s.ids.NewAt(at), ActorID: p.UserID, ActorFloor: string(g.Floor), Action: action,
-		TargetType: targetType, TargetID: targetID, At: at, Changes: changes})
-}
-
-// str renders an optional ID for the audit log: nil when empty.
-func str(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
-// AddComment adds the caller's comment to a ticket.
+// CreateComment adds the caller's comment to a ticket.
 //
 // commentID, when set, is the comment's ID (an idempotent request's, see
 // idempotency.Record.ResourceID); otherwise one is minted. If the comment
 // exists, it was added already: it is returned as is.
-func (s *Service) AddComment(ctx context.Context, p authz.Principal, ticketID, commentID, body string) (Comment, error) {
+func (s *Service) CreateComment(ctx context.Context, p authz.Principal, ticketID, commentID, body string) (Comment, error) {
 	g, err := authz.Permit(p, authz.CommentCreate, authz.Facts{})
 	if err != nil {
-		return Comment{}, err
-	}
-	if err := ids.Resource("ticketId", ticketID); err != nil {
 		return Comment{}, err
 	}
 	if err := validate.Text("body", body, 1, MaxBodyLen, true); err != nil {
@@ -335,8 +364,8 @@ func (s *Service) AddComment(ctx context.Context, p authz.Principal, ticketID, c
 		commentID = s.ids.New()
 	}
 	c := Comment{OrgID: p.OrgID, TicketID: ticketID, ID: commentID, AuthorID: p.UserID, Body: body, CreatedAt: s.now()}
-	ctx = s.event(ctx, p, g, "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
-	if err := s.store.AddComment(ctx, c); err != nil {
+	ev := s.event(ctx, audit.By(p, g), "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
+	if err := s.store.CreateComment(ctx, c, ev); err != nil {
 		if errs.CodeOf(err) == "comment_exists" {
 			return s.store.GetComment(ctx, p.OrgID, ticketID, c.ID)
 		}
@@ -348,9 +377,6 @@ func (s *Service) AddComment(ctx context.Context, p authz.Principal, ticketID, c
 // ListComments pages through a ticket's comments, oldest first.
 func (s *Service) ListComments(ctx context.Context, p authz.Principal, ticketID string, pr page.Request) (page.Result[Comment], error) {
 	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
-		return page.Result[Comment]{}, err
-	}
-	if err := ids.Resource("ticketId", ticketID); err != nil {
 		return page.Result[Comment]{}, err
 	}
 	return s.store.ListComments(ctx, p.OrgID, ticketID, pr)

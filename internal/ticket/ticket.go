@@ -6,8 +6,10 @@ import (
 	"context"
 	"time"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/team"
 )
 
 // Status is where a ticket is in its life.
@@ -71,7 +73,13 @@ type Ticket struct {
 	Version      int64
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	// Requester and Assignee are filled only by reads that expand them
+	// (read with one BatchGetItem per page, never one read per ticket).
+	Requester, Assignee *org.User
 }
+
+// Expand says which users a read of tickets embeds.
+type Expand struct{ Requester, Assignee bool }
 
 // Comment is a reply on a ticket.
 type Comment struct {
@@ -93,13 +101,14 @@ const (
 	MaxTagLen         = 50
 )
 
-// Storer is what the ticket service needs from persistence.
+// Storer is what the ticket service needs from persistence. Every write
+// takes the audit event of the change, written in the same transaction.
 type Storer interface {
 	// CreateTicket writes the ticket if its requester (and assignee and
 	// team, when set) exist in the org. Returns NotFound (user_not_found)
 	// for a requester who left, Conflict (assignee_not_org_member,
 	// team_not_found) for bad references.
-	CreateTicket(ctx context.Context, t Ticket) error
+	CreateTicket(ctx context.Context, t Ticket, ev audit.Event) error
 	// GetTicket returns NotFound if the ticket does not exist.
 	GetTicket(ctx context.Context, orgID, ticketID string) (Ticket, error)
 	// GetTicketWithComments reads the ticket and up to limit comments,
@@ -108,30 +117,48 @@ type Storer interface {
 	// UpdateTicket replaces prev by next if prev.Version is current,
 	// moving its index keys. Returns NotFound, PreconditionFailed, or
 	// Conflict (assignee_not_org_member, team_not_found) for new references.
-	UpdateTicket(ctx context.Context, prev, next Ticket) error
-	// DeleteTicket removes the ticket and its comments. Returns NotFound
-	// or PreconditionFailed (when ifVersion > 0).
-	DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64) error
+	UpdateTicket(ctx context.Context, prev, next Ticket, ev audit.Event) error
+	// DeleteTicket removes the ticket and its comments; no comment outlives
+	// it, even one posted concurrently. Returns NotFound or
+	// PreconditionFailed (when ifVersion > 0).
+	DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64, ev audit.Event) error
 	// ListTickets pages through an org's tickets newest first, or only
 	// those with status (when non-empty).
 	ListTickets(ctx context.Context, orgID string, status Status, p page.Request) (page.Result[Ticket], error)
 	// ListTeamTickets pages through a team's tickets newest first within
-	// each status, or only those with status.
+	// each status, or only those with status. Returns NotFound for a team
+	// that does not exist (when the page is empty).
 	ListTeamTickets(ctx context.Context, orgID, teamID string, status Status, p page.Request) (page.Result[Ticket], error)
-	// ListAssignedTickets pages through tickets assigned to a user, newest first.
+	// ListAssignedTickets pages through tickets assigned to a user, newest
+	// first. Returns NotFound for a non-member (when the page is empty).
 	ListAssignedTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[Ticket], error)
-	// ListRequestedTickets pages through tickets a user requested, newest
+	// ListUserTickets pages through tickets a user requested, newest
 	// first. With withUser, the same Query also reads the user's OrgUser
 	// item (it sorts after their tickets, so a descending read meets it
 	// first); user is nil without withUser, after the first page, or when
-	// the user is not in the org.
-	ListRequestedTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[Ticket], *org.User, error)
-	// AddComment writes the comment and increments commentCount
-	// atomically. Returns NotFound if the ticket does not exist.
-	AddComment(ctx context.Context, c Comment) error
+	// the user is not in the org. Returns NotFound for a non-member (when
+	// the page is empty).
+	ListUserTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[Ticket], *org.User, error)
+	// CreateComment writes the comment and increments commentCount
+	// atomically. Returns NotFound if the ticket does not exist (or is
+	// being deleted).
+	CreateComment(ctx context.Context, c Comment, ev audit.Event) error
 	// GetComment returns NotFound (comment_not_found) if the comment does
 	// not exist.
 	GetComment(ctx context.Context, orgID, ticketID, commentID string) (Comment, error)
 	// ListComments pages through a ticket's comments, oldest first.
+	// Returns NotFound for a ticket that does not exist.
 	ListComments(ctx context.Context, orgID, ticketID string, p page.Request) (page.Result[Comment], error)
+}
+
+// TeamMembers answers "is this user on that team" with one GetItem (AP3).
+type TeamMembers interface {
+	// GetTeamMember returns NotFound if the user is not a member of the team.
+	GetTeamMember(ctx context.Context, orgID, teamID, userID string) (team.Membership, error)
+}
+
+// Users reads an org's users for the reads that expand them.
+type Users interface {
+	// BatchGetOrgUsers reads many users of one org; absent ones are left out.
+	BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]org.User, error)
 }

@@ -8,14 +8,21 @@ import (
 
 	"github.com/guregu/dynamo/v2"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/invitation"
 	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/team"
 )
 
-var _ org.InvitationStorer = (*Tenants)(nil)
+// Invitations stores invitations, each in its own partition, and the
+// pointer from its email to it, so a new invitation for an email replaces
+// the pending one.
+type Invitations struct{ *DB }
+
+var _ invitation.Storer = (*Invitations)(nil)
 
 var (
 	errInvitationNotFound = errs.E(errs.NotFound, "invitation_not_found", "no pending invitation matches")
@@ -50,23 +57,23 @@ type invitationEmailItem struct {
 	ExpiresAt    int64  `dynamo:"expiresAt"`
 }
 
-func toInvitationItem(inv org.Invitation) invitationItem {
+func toInvitationItem(inv invitation.Invitation) invitationItem {
 	k := invitationKey(inv.OrgID, inv.ID)
 	return invitationItem{PK: k.PK, SK: k.SK, Type: typeInvitation, GSI1PK: orgPK(inv.OrgID), GSI1SK: prefixInvite + inv.ID,
 		OrgID: inv.OrgID, ID: inv.ID, Email: inv.Email, Role: string(inv.Role), TeamIDs: inv.TeamIDs, InvitedBy: inv.InvitedBy,
 		TokenHash: inv.TokenHash, CreatedAt: inv.CreatedAt, ExpiresAt: inv.ExpiresAt.Unix()}
 }
 
-func fromInvitationItem(it invitationItem) org.Invitation {
+func fromInvitationItem(it invitationItem) invitation.Invitation {
 	teams := it.TeamIDs
 	if teams == nil {
 		teams = []string{}
 	}
-	return org.Invitation{OrgID: it.OrgID, ID: it.ID, Email: it.Email, Role: authz.Role(it.Role), TeamIDs: teams,
+	return invitation.Invitation{OrgID: it.OrgID, ID: it.ID, Email: it.Email, Role: authz.Role(it.Role), TeamIDs: teams,
 		InvitedBy: it.InvitedBy, TokenHash: it.TokenHash, CreatedAt: it.CreatedAt, ExpiresAt: time.Unix(it.ExpiresAt, 0).UTC()}
 }
 
-func checkInvitation(inv org.Invitation) error {
+func checkInvitation(inv invitation.Invitation) error {
 	if err := checkIDs("orgId", inv.OrgID, "invitationId", inv.ID); err != nil {
 		return err
 	}
@@ -81,7 +88,7 @@ func checkInvitation(inv org.Invitation) error {
 // CreateInvitation writes the invitation and points its email at it, in one
 // transaction that also removes the invitation it replaces, checks no user
 // of the org has the email, and checks the org and teams exist.
-func (s *Tenants) CreateInvitation(ctx context.Context, inv org.Invitation) error {
+func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invitation, ev audit.Event) error {
 	if err := checkInvitation(inv); err != nil {
 		return err
 	}
@@ -109,13 +116,13 @@ func (s *Tenants) CreateInvitation(ctx context.Context, inv org.Invitation) erro
 	for _, team := range inv.TeamIDs {
 		s.teamCheck(t, inv.OrgID, team, errTicketTeam)
 	}
-	return s.audited(ctx, t).run(ctx, "create invitation")
+	return s.audited(ev, t).run(ctx, "create invitation")
 }
 
 // GetInvitation reads one invitation with a consistent GetItem.
-func (s *Tenants) GetInvitation(ctx context.Context, orgID, invitationID string) (org.Invitation, error) {
+func (s *Invitations) GetInvitation(ctx context.Context, orgID, invitationID string) (invitation.Invitation, error) {
 	if err := checkIDs("orgId", orgID, "invitationId", invitationID); err != nil {
-		return org.Invitation{}, err
+		return invitation.Invitation{}, err
 	}
 	it, err := getItem[invitationItem](ctx, s.DB, invitationKey(orgID, invitationID), true, errInvitationNotFound, "get invitation")
 	return fromInvitationItem(it), err
@@ -123,9 +130,9 @@ func (s *Tenants) GetInvitation(ctx context.Context, orgID, invitationID string)
 
 // ListInvitations pages through GSI1 ORG#<orgId>, begins_with INVITE#,
 // leaving out invitations that expired but TTL has not removed yet.
-func (s *Tenants) ListInvitations(ctx context.Context, orgID string, now time.Time, p page.Request) (page.Result[org.Invitation], error) {
+func (s *Invitations) ListInvitations(ctx context.Context, orgID string, now time.Time, p page.Request) (page.Result[invitation.Invitation], error) {
 	if err := checkIDs("orgId", orgID); err != nil {
-		return page.Result[org.Invitation]{}, err
+		return page.Result[invitation.Invitation]{}, err
 	}
 	r, err := list(ctx, s.DB, listing{index: gsi1, partition: orgPK(orgID), prefix: prefixInvite}, p, fromInvitationItem)
 	if err != nil {
@@ -142,7 +149,7 @@ func (s *Tenants) ListInvitations(ctx context.Context, orgID string, now time.Ti
 }
 
 // RevokeInvitation deletes the invitation and its email pointer.
-func (s *Tenants) RevokeInvitation(ctx context.Context, inv org.Invitation) error {
+func (s *Invitations) RevokeInvitation(ctx context.Context, inv invitation.Invitation, ev audit.Event) error {
 	if err := checkInvitation(inv); err != nil {
 		return err
 	}
@@ -151,14 +158,14 @@ func (s *Tenants) RevokeInvitation(ctx context.Context, inv org.Invitation) erro
 	t := s.newTx().
 		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errInvitationNotFound)).
 		delete(ek, s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", invitationID), failWith(errInvitationNotFound))
-	return s.audited(ctx, t).run(ctx, "revoke invitation")
+	return s.audited(ev, t).run(ctx, "revoke invitation")
 }
 
 // AcceptInvitation consumes the invitation (conditional on its token hash
 // and expiry: exactly once) and writes the OrgUser, its email claim, the
 // org's owner count and the memberships of the invited teams that still
 // exist, all in one transaction.
-func (s *Tenants) AcceptInvitation(ctx context.Context, inv org.Invitation, u org.User) ([]string, error) {
+func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invitation, u org.User, ev audit.Event) ([]string, error) {
 	if err := checkInvitation(inv); err != nil {
 		return nil, err
 	}
@@ -191,14 +198,14 @@ func (s *Tenants) AcceptInvitation(ctx context.Context, inv org.Invitation, u or
 		if _, ok := existing[teamID]; !ok {
 			continue // deleted since the invitation: nothing to join
 		}
-		m := team.Member{OrgID: u.OrgID, TeamID: teamID, UserID: u.UserID, Role: authz.Member,
+		m := team.Membership{OrgID: u.OrgID, TeamID: teamID, UserID: u.UserID, Role: authz.Member,
 			JoinedAt: u.JoinedAt, UpdatedAt: u.JoinedAt, Version: 1}
 		tk, mi := teamKey(u.OrgID, teamID), toMemberItem(m)
 		t.put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember)).
 			update(tk, s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1).If(liveItem), failWith(errTicketTeam))
 		joined = append(joined, teamID)
 	}
-	if err := s.audited(ctx, t).run(ctx, "accept invitation"); err != nil {
+	if err := s.audited(ev, t).run(ctx, "accept invitation"); err != nil {
 		return nil, err
 	}
 	if joined == nil {

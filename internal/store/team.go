@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/page"
@@ -77,19 +78,19 @@ type memberItem struct {
 	UpdatedAt time.Time `dynamo:"updatedAt"`
 }
 
-func toMemberItem(m team.Member) memberItem {
+func toMemberItem(m team.Membership) memberItem {
 	k := memberKey(m.OrgID, m.TeamID, m.UserID)
 	return memberItem{PK: k.PK, SK: k.SK, Type: typeMembership, GSI1PK: userPK(m.UserID), GSI1SK: userTeamSK(m.OrgID, m.TeamID),
 		OrgID: m.OrgID, TeamID: m.TeamID, UserID: m.UserID, Role: string(m.Role), Version: m.Version,
 		JoinedAt: m.JoinedAt, UpdatedAt: m.UpdatedAt}
 }
 
-func fromMemberItem(it memberItem) team.Member {
-	return team.Member{OrgID: it.OrgID, TeamID: it.TeamID, UserID: it.UserID, Role: authz.Role(it.Role),
+func fromMemberItem(it memberItem) team.Membership {
+	return team.Membership{OrgID: it.OrgID, TeamID: it.TeamID, UserID: it.UserID, Role: authz.Role(it.Role),
 		Version: it.Version, JoinedAt: it.JoinedAt, UpdatedAt: it.UpdatedAt}
 }
 
-func checkMember(m team.Member) error {
+func checkMember(m team.Membership) error {
 	return checkIDs("orgId", m.OrgID, "teamId", m.TeamID, "userId", m.UserID)
 }
 
@@ -134,7 +135,7 @@ func teamOwnerFail(notFound error) onFail {
 // CreateTeam writes the team with memberCount and ownerCount 1 and its
 // creator's owner edge, checking the creator is a user of the org, in one
 // transaction. A team is born with its owner.
-func (s *Teams) CreateTeam(ctx context.Context, t team.Team, owner team.Member) error {
+func (s *Teams) CreateTeam(ctx context.Context, t team.Team, owner team.Membership, ev audit.Event) error {
 	if err := checkIDs("orgId", t.OrgID, "teamId", t.ID); err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ func (s *Teams) CreateTeam(ctx context.Context, t team.Team, owner team.Member) 
 		put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember))
 	s.userTeams(tx, owner.OrgID, owner.UserID, func(u *dynamo.Update) *dynamo.Update { return u.AddStringsToSet("teamIds", t.ID) },
 		failWith(errNotOrgMember))
-	return s.audited(ctx, tx).run(ctx, "create team")
+	return s.audited(ev, tx).run(ctx, "create team")
 }
 
 // GetTeam reads the team's #METADATA item. A team being deleted is not found.
@@ -168,7 +169,7 @@ func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (team.Team, e
 
 // GetTeamWithMembers is AP4: one Query of the team's partition returns the
 // #METADATA item first and then the MEMBER# edges.
-func (s *Teams) GetTeamWithMembers(ctx context.Context, orgID, teamID string, limit int) (team.Team, []team.Member, error) {
+func (s *Teams) GetTeamWithMembers(ctx context.Context, orgID, teamID string, limit int) (team.Team, []team.Membership, error) {
 	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
 		return team.Team{}, nil, err
 	}
@@ -203,7 +204,7 @@ func (s *Teams) ListTeams(ctx context.Context, orgID string, p page.Request) (pa
 }
 
 // UpdateTeam sets name and description if the version is still prev's.
-func (s *Teams) UpdateTeam(ctx context.Context, prev, next team.Team) error {
+func (s *Teams) UpdateTeam(ctx context.Context, prev, next team.Team, ev audit.Event) error {
 	if err := checkIDs("orgId", prev.OrgID, "teamId", prev.ID); err != nil {
 		return err
 	}
@@ -216,7 +217,7 @@ func (s *Teams) UpdateTeam(ctx context.Context, prev, next team.Team) error {
 		u = u.Set("description", next.Description)
 	}
 	t := s.newTx().update(k, u.If(liveItem+" AND version = ?", prev.Version), liveVersioned(errTeamNotFound))
-	return s.audited(ctx, t).run(ctx, "update team")
+	return s.audited(ev, t).run(ctx, "update team")
 }
 
 // teamPartition is a consistent read of a team's partition: the team item
@@ -282,7 +283,7 @@ func retryOn(map[string]types.AttributeValue) error { return errRetry }
 // edges go in transactions of their own, each decrementing memberCount, and
 // the team item last. A crash in between leaves a marked team that the
 // deletion worker finishes once its lease has expired (FinishDeletion).
-func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64) error {
+func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64, ev audit.Event) error {
 	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
 		return err
 	}
@@ -309,7 +310,7 @@ func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion 
 			for _, e := range edges {
 				s.dropEdge(t, orgID, e, teamID, goneUsers)
 			}
-			err := s.audited(ctx, t).run(ctx, "delete team")
+			err := s.audited(ev, t).run(ctx, "delete team")
 			if err == errRetry {
 				continue
 			}
@@ -322,7 +323,7 @@ func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion 
 			Set("deleting", true).Set("gsi3pk", deletionsPK).Set("gsi3sk", teamDeletionSK(orgID, teamID)).
 			Set("deletingSince", now).Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
 			If(liveItem+" AND version = ?", team.Version), retryOn)
-		err = s.audited(ctx, t).run(ctx, "mark team deleting")
+		err = s.audited(ev, t).run(ctx, "mark team deleting")
 		if err == errRetry {
 			continue
 		}
@@ -414,18 +415,18 @@ func (s *DB) finishTeam(ctx context.Context, orgID, teamID, owner string) error 
 
 // GetMember is AP3: one GetItem with ConsistentRead on the edge, so a role
 // change or removal is seen by the next request.
-func (s *Teams) GetMember(ctx context.Context, orgID, teamID, userID string) (team.Member, error) {
+func (s *Teams) GetTeamMember(ctx context.Context, orgID, teamID, userID string) (team.Membership, error) {
 	if err := checkIDs("orgId", orgID, "teamId", teamID, "userId", userID); err != nil {
-		return team.Member{}, err
+		return team.Membership{}, err
 	}
 	it, err := getItem[memberItem](ctx, s.DB, memberKey(orgID, teamID, userID), true, errMemberNotFound, "get member")
 	return fromMemberItem(it), err
 }
 
 // ListMembers is AP1: Query the team's partition, begins_with(sk, MEMBER#).
-func (s *Teams) ListMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[team.Member], error) {
+func (s *Teams) ListTeamMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[team.Membership], error) {
 	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
-		return page.Result[team.Member]{}, err
+		return page.Result[team.Membership]{}, err
 	}
 	r, err := listUnder(ctx, s.DB, listing{partition: teamPK(orgID, teamID), prefix: prefixMember}, p,
 		teamKey(orgID, teamID), errTeamNotFound, fromMemberItem)
@@ -437,9 +438,9 @@ func (s *Teams) ListMembers(ctx context.Context, orgID, teamID string, p page.Re
 
 // ListUserTeams is AP2: one Query on GSI1 USER#<userId>, begins_with
 // TEAM#<orgId>#. Team names are not on the edges; BatchGetTeams reads them.
-func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[team.Member], error) {
+func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[team.Membership], error) {
 	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
-		return page.Result[team.Member]{}, err
+		return page.Result[team.Membership]{}, err
 	}
 	r, err := listUnder(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p,
 		orgUserKey(orgID, userID), errUserNotFound, fromMemberItem)
@@ -485,7 +486,7 @@ func (s *DB) batchGetTeams(ctx context.Context, orgID string, teamIDs []string, 
 // AddMember writes a new edge, bumps the team's memberCount (and ownerCount
 // for an owner) and adds the team to the user's team set, in one
 // transaction that needs the team to exist and not be under deletion.
-func (s *Teams) AddMember(ctx context.Context, m team.Member) error {
+func (s *Teams) AddTeamMember(ctx context.Context, m team.Membership, ev audit.Event) error {
 	if err := checkMember(m); err != nil {
 		return err
 	}
@@ -499,13 +500,13 @@ func (s *Teams) AddMember(ctx context.Context, m team.Member) error {
 		update(tk, u.If(liveItem), failWith(errTeamNotFound))
 	s.userTeams(t, m.OrgID, m.UserID, func(u *dynamo.Update) *dynamo.Update { return u.AddStringsToSet("teamIds", m.TeamID) },
 		failWith(errNotOrgMember))
-	return s.audited(ctx, t).run(ctx, "add member")
+	return s.audited(ev, t).run(ctx, "add member")
 }
 
 // UpdateMember changes an edge's role if its version is still prev's, in
 // one transaction with the team (which must not be under deletion): its
 // ownerCount follows a role that gains or loses owner, and never drops to 0.
-func (s *Teams) UpdateMember(ctx context.Context, prev, next team.Member) error {
+func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next team.Membership, ev audit.Event) error {
 	if err := checkMember(next); err != nil {
 		return err
 	}
@@ -518,13 +519,13 @@ func (s *Teams) UpdateMember(ctx context.Context, prev, next team.Member) error 
 	} else {
 		s.teamCheck(t, next.OrgID, next.TeamID, errTeamNotFound)
 	}
-	return s.audited(ctx, t).run(ctx, "update member")
+	return s.audited(ev, t).run(ctx, "update member")
 }
 
 // RemoveMember is AP5: DeleteItem on the edge (its GSI1 row goes with it)
 // in one transaction with the count decrements and the user's team set. The
 // team's last owner cannot be removed.
-func (s *Teams) RemoveMember(ctx context.Context, m team.Member) error {
+func (s *Teams) RemoveTeamMember(ctx context.Context, m team.Membership, ev audit.Event) error {
 	if err := checkMember(m); err != nil {
 		return err
 	}
@@ -535,7 +536,7 @@ func (s *Teams) RemoveMember(ctx context.Context, m team.Member) error {
 	t.update(tk, ownerDeltaCond(u, ownerDelta(m.Role, "")).If(liveItem), teamOwnerFail(errTeamNotFound))
 	s.userTeams(t, m.OrgID, m.UserID, func(u *dynamo.Update) *dynamo.Update { return u.DeleteStringsFromSet("teamIds", m.TeamID) },
 		failWith(errUserNotFound))
-	return s.audited(ctx, t).run(ctx, "remove member")
+	return s.audited(ev, t).run(ctx, "remove member")
 }
 
 // userTeams adds to t the update of a user's team set (and edge sequence)

@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
@@ -151,7 +152,7 @@ func (s *Tickets) referenceChecks(tx *txn, t ticket.Ticket, assignee, team bool)
 
 // CreateTicket writes the ticket in one transaction with checks that its
 // requester, assignee and team exist in the org.
-func (s *Tickets) CreateTicket(ctx context.Context, t ticket.Ticket) error {
+func (s *Tickets) CreateTicket(ctx context.Context, t ticket.Ticket, ev audit.Event) error {
 	if err := checkTicket(t); err != nil {
 		return err
 	}
@@ -161,7 +162,7 @@ func (s *Tickets) CreateTicket(ctx context.Context, t ticket.Ticket) error {
 	// A self-assigned ticket's assignee is already checked as requester (and
 	// one transaction may not touch an item twice).
 	s.referenceChecks(tx, t, true, true)
-	return s.audited(ctx, tx).run(ctx, "create ticket")
+	return s.audited(ev, tx).run(ctx, "create ticket")
 }
 
 // GetTicket reads the ticket's #METADATA item.
@@ -204,7 +205,7 @@ func (s *Tickets) GetTicketWithComments(ctx context.Context, orgID, ticketID str
 // update conditional on the version (commentCount is left alone: a comment
 // may land concurrently), in one transaction with the checks of new
 // assignee or team references and the audit event.
-func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket) error {
+func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev audit.Event) error {
 	if err := checkTicket(next); err != nil {
 		return err
 	}
@@ -237,7 +238,7 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket) er
 	newTeam := next.TeamID != prev.TeamID
 	tx := s.newTx().update(k, u, liveVersioned(errTicketNotFound))
 	s.referenceChecks(tx, next, newAssignee, newTeam)
-	return s.audited(ctx, tx).run(ctx, "update ticket")
+	return s.audited(ev, tx).run(ctx, "update ticket")
 }
 
 // DeleteTicket deletes the ticket and its comments. It reads the ticket's
@@ -251,7 +252,7 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket) er
 // and no comment can commit under it; then its comments go in transactions
 // that each decrement commentCount, and the ticket last. A crash in between
 // leaves a marked ticket that the deletion worker finishes.
-func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64) error {
+func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64, ev audit.Event) error {
 	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {
 		return err
 	}
@@ -274,7 +275,7 @@ func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVe
 			for _, c := range comments {
 				t.delete(c, s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK), nil)
 			}
-			err := s.audited(ctx, t).run(ctx, "delete ticket")
+			err := s.audited(ev, t).run(ctx, "delete ticket")
 			if err == errRetry {
 				continue
 			}
@@ -286,7 +287,7 @@ func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVe
 			Set("deleting", true).Set("gsi3pk", deletionsPK).Set("gsi3sk", ticketDeletionSK(orgID, ticketID)).
 			Set("deletingSince", now).Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
 			If(liveItem+" AND version = ?", tk.Version), retryOn)
-		err = s.audited(ctx, t).run(ctx, "mark ticket deleting")
+		err = s.audited(ev, t).run(ctx, "mark ticket deleting")
 		if err == errRetry {
 			continue
 		}
@@ -443,7 +444,7 @@ func (s *Tickets) ListAssignedTickets(ctx context.Context, orgID, userID string,
 // ListRequestedTickets pages through GSI2 ORG#<orgId>#USER#<userId>
 // descending. The OrgUser item (sk USER#...) sorts after TICKET#, so with
 // withUser the first page's Query meets it first, then the newest tickets.
-func (s *Tickets) ListRequestedTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[ticket.Ticket], *org.User, error) {
+func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[ticket.Ticket], *org.User, error) {
 	var none page.Result[ticket.Ticket]
 	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
 		return none, nil, err
@@ -493,7 +494,7 @@ func (s *Tickets) ListRequestedTickets(ctx context.Context, orgID, userID string
 
 // AddComment writes the comment into its ticket's partition and bumps the
 // ticket's commentCount in one transaction (seed 002: counts kept on write).
-func (s *Tickets) AddComment(ctx context.Context, c ticket.Comment) error {
+func (s *Tickets) CreateComment(ctx context.Context, c ticket.Comment, ev audit.Event) error {
 	if err := checkIDs("orgId", c.OrgID, "ticketId", c.TicketID, "commentId", c.ID, "authorId", c.AuthorID); err != nil {
 		return err
 	}
@@ -502,7 +503,7 @@ func (s *Tickets) AddComment(ctx context.Context, c ticket.Comment) error {
 		put(key{ci.PK, ci.SK}, s.table.Put(ci).If(notExists), failWith(errs.E(errs.Conflict, "comment_exists", "comment ID already taken"))).
 		update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("commentCount", 1).Set("updatedAt", c.CreatedAt).If(liveItem),
 			failWith(errTicketNotFound))
-	return s.audited(ctx, tx).run(ctx, "add comment")
+	return s.audited(ev, tx).run(ctx, "add comment")
 }
 
 // GetComment reads one comment of a ticket.

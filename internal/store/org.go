@@ -9,18 +9,19 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
 )
 
-// Tenants stores orgs and their users: one item collection per org
+// Orgs stores orgs and their users: one item collection per org
 // (composite primary key + Query, seed 001 strategy 3), with each user's
 // email claimed by its own item so emails are unique per org.
-type Tenants struct{ *DB }
+type Orgs struct{ *DB }
 
-var _ org.Storer = (*Tenants)(nil)
+var _ org.Storer = (*Orgs)(nil)
 
 var (
 	errOrgNotFound  = errs.E(errs.NotFound, "org_not_found", "organization not found")
@@ -147,7 +148,7 @@ const exists = "attribute_exists(pk)"
 
 // CreateOrg writes the org, its owner and the owner's email claim in one
 // transaction.
-func (s *Tenants) CreateOrg(ctx context.Context, org org.Org, owner org.User) error {
+func (s *Orgs) CreateOrg(ctx context.Context, org org.Org, owner org.User, ev audit.Event) error {
 	if err := checkIDs("orgId", org.ID); err != nil {
 		return err
 	}
@@ -159,11 +160,11 @@ func (s *Tenants) CreateOrg(ctx context.Context, org org.Org, owner org.User) er
 		put(orgKey(org.ID), s.table.Put(toOrgItem(org, 1)).If(notExists), failWith(errs.E(errs.Conflict, "org_exists", "organization ID already taken"))).
 		put(orgUserKey(owner.OrgID, owner.UserID), s.table.Put(toOrgUserItem(owner)).If(notExists), failWith(errUserExists)).
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
-	return s.audited(ctx, t).run(ctx, "create org")
+	return s.audited(ev, t).run(ctx, "create org")
 }
 
 // GetOrg reads the org item.
-func (s *Tenants) GetOrg(ctx context.Context, orgID string) (org.Org, error) {
+func (s *Orgs) GetOrg(ctx context.Context, orgID string) (org.Org, error) {
 	if err := checkIDs("orgId", orgID); err != nil {
 		return org.Org{}, err
 	}
@@ -176,7 +177,7 @@ func (s *Tenants) GetOrg(ctx context.Context, orgID string) (org.Org, error) {
 
 // GetOrgWithUsers reads the org's item collection: the #METADATA item sorts
 // before USER#, so one Query returns the org and its first users.
-func (s *Tenants) GetOrgWithUsers(ctx context.Context, orgID string, limit int) (org.Org, []org.User, error) {
+func (s *Orgs) GetOrgWithUsers(ctx context.Context, orgID string, limit int) (org.Org, []org.User, error) {
 	if err := checkIDs("orgId", orgID); err != nil {
 		return org.Org{}, nil, err
 	}
@@ -199,7 +200,7 @@ func (s *Tenants) GetOrgWithUsers(ctx context.Context, orgID string, limit int) 
 }
 
 // UpdateOrg sets the org's name if its version is still prev.Version.
-func (s *Tenants) UpdateOrg(ctx context.Context, prev, next org.Org) error {
+func (s *Orgs) UpdateOrg(ctx context.Context, prev, next org.Org, ev audit.Event) error {
 	if err := checkIDs("orgId", prev.ID); err != nil {
 		return err
 	}
@@ -207,12 +208,12 @@ func (s *Tenants) UpdateOrg(ctx context.Context, prev, next org.Org) error {
 	t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
 		If(liveItem+" AND version = ?", prev.Version), liveVersioned(errOrgNotFound))
-	return s.audited(ctx, t).run(ctx, "update org")
+	return s.audited(ev, t).run(ctx, "update org")
 }
 
 // GetUser reads one OrgUser edge with a consistent GetItem: it is the
 // authorization read, so a removal is seen by the very next request.
-func (s *Tenants) GetUser(ctx context.Context, orgID, userID string) (org.User, error) {
+func (s *Orgs) GetOrgUser(ctx context.Context, orgID, userID string) (org.User, error) {
 	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
 		return org.User{}, err
 	}
@@ -221,7 +222,7 @@ func (s *Tenants) GetUser(ctx context.Context, orgID, userID string) (org.User, 
 }
 
 // ListUsers pages through the org's users: Query begins_with(sk, USER#).
-func (s *Tenants) ListUsers(ctx context.Context, orgID string, p page.Request) (page.Result[org.User], error) {
+func (s *Orgs) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (page.Result[org.User], error) {
 	if err := checkIDs("orgId", orgID); err != nil {
 		return page.Result[org.User]{}, err
 	}
@@ -235,7 +236,7 @@ func (s *Tenants) ListUsers(ctx context.Context, orgID string, p page.Request) (
 // ListUserOrgs pages through a user's OrgUser edges: one Query on GSI1
 // (USER#<userId>, begins_with ORG#). The orgs' names are not on the edges
 // (an org rename would have to rewrite every edge); BatchGetOrgs reads them.
-func (s *Tenants) ListUserOrgs(ctx context.Context, userID string, p page.Request) (page.Result[org.Membership], error) {
+func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[org.Membership], error) {
 	var none page.Result[org.Membership]
 	if err := checkIDs("userId", userID); err != nil {
 		return none, err
@@ -261,7 +262,7 @@ func (s *Tenants) ListUserOrgs(ctx context.Context, userID string, p page.Reques
 }
 
 // BatchGetOrgs reads many orgs with BatchGetItem (100 keys per request).
-func (s *Tenants) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]org.Org, error) {
+func (s *Orgs) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]org.Org, error) {
 	keys := make([]dynamo.Keyed, 0, len(orgIDs))
 	seen := map[string]bool{}
 	for _, id := range orgIDs {
@@ -303,7 +304,7 @@ func (s *DB) batchGet(ctx context.Context, keys []dynamo.Keyed, consistent bool,
 
 // BatchGetUsers reads many OrgUsers of one org: one BatchGetItem per 100
 // distinct IDs (seed 002's DataLoader lesson).
-func (s *Tenants) BatchGetUsers(ctx context.Context, orgID string, userIDs []string) (map[string]org.User, error) {
+func (s *Orgs) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]org.User, error) {
 	if err := checkIDs("orgId", orgID); err != nil {
 		return nil, err
 	}
@@ -333,7 +334,7 @@ func (s *Tenants) BatchGetUsers(ctx context.Context, orgID string, userIDs []str
 
 // AddUser writes the OrgUser and its email claim in one transaction that
 // also checks the org exists (and counts a new owner).
-func (s *Tenants) AddUser(ctx context.Context, u org.User) error {
+func (s *Orgs) AddOrgUser(ctx context.Context, u org.User, ev audit.Event) error {
 	if err := checkUser(u); err != nil {
 		return err
 	}
@@ -342,7 +343,7 @@ func (s *Tenants) AddUser(ctx context.Context, u org.User) error {
 	c := toClaimItem(u)
 	t.put(orgUserKey(u.OrgID, u.UserID), s.table.Put(toOrgUserItem(u)).If(notExists), failWith(errUserExists)).
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
-	return s.audited(ctx, t).run(ctx, "add user")
+	return s.audited(ev, t).run(ctx, "add user")
 }
 
 // ownerDelta is how the org's owner count changes when a role moves from
@@ -371,7 +372,7 @@ func lastOwner(old map[string]types.AttributeValue) error {
 // check that the org exists and is not being offboarded (so no user joins
 // an org while it is cut off), or an update of its owner count that also
 // refuses to drop the last owner.
-func (s *Tenants) orgGuard(t *txn, orgID string, delta int) {
+func (s *DB) orgGuard(t *txn, orgID string, delta int) {
 	k := orgKey(orgID)
 	switch {
 	case delta == 0:
@@ -387,7 +388,7 @@ func (s *Tenants) orgGuard(t *txn, orgID string, delta int) {
 // UpdateUser replaces prev with next in one transaction: the OrgUser
 // (conditional on its version), the email claims when the email changes,
 // and the org's owner count when the role crosses owner.
-func (s *Tenants) UpdateUser(ctx context.Context, prev, next org.User) error {
+func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next org.User, ev audit.Event) error {
 	if err := checkUser(next); err != nil {
 		return err
 	}
@@ -408,7 +409,7 @@ func (s *Tenants) UpdateUser(ctx context.Context, prev, next org.User) error {
 	if d := ownerDelta(prev.Role, next.Role); d != 0 {
 		s.orgGuard(t, next.OrgID, d)
 	}
-	return s.audited(ctx, t).run(ctx, "update user")
+	return s.audited(ev, t).run(ctx, "update user")
 }
 
 // RemoveUser deletes the OrgUser, its claim, and every team membership the
@@ -429,7 +430,7 @@ func (s *Tenants) UpdateUser(ctx context.Context, prev, next org.User) error {
 // first, in transactions of their own (each also checking the last-owner
 // rule, so a removal that must fail fails before touching anything); a
 // crash in between leaves a user with fewer teams, and a retry finishes.
-func (s *Tenants) RemoveUser(ctx context.Context, u org.User) error {
+func (s *Orgs) RemoveOrgUser(ctx context.Context, u org.User, ev audit.Event) error {
 	if err := checkUser(u); err != nil {
 		return err
 	}
@@ -463,7 +464,7 @@ func (s *Tenants) RemoveUser(ctx context.Context, u org.User) error {
 					"the user is the last owner of team %s: make another member owner first, or delete the team", e.teamID)
 			}
 		}
-		err = s.removeUser(ctx, u, cur.EdgeSeq, edges)
+		err = s.removeUser(ctx, u, cur.EdgeSeq, edges, ev)
 		if err != errRetry {
 			return err
 		}
@@ -549,7 +550,7 @@ func (s *DB) dropUserEdge(t *txn, orgID, userID string, e userEdge) {
 }
 
 // removeUser runs the removal's transactions for the state read at seq.
-func (s *Tenants) removeUser(ctx context.Context, u org.User, seq int64, edges []userEdge) error {
+func (s *Orgs) removeUser(ctx context.Context, u org.User, seq int64, edges []userEdge, ev audit.Event) error {
 	k := orgUserKey(u.OrgID, u.UserID)
 	changed := func(old map[string]types.AttributeValue) error {
 		if old == nil {
@@ -590,7 +591,7 @@ func (s *Tenants) removeUser(ctx context.Context, u org.User, seq int64, edges [
 	for _, e := range edges {
 		s.dropUserEdge(t, u.OrgID, u.UserID, e)
 	}
-	return s.audited(ctx, t).run(ctx, "remove user")
+	return s.audited(ev, t).run(ctx, "remove user")
 }
 
 // OrgAccess is the authorization read: the org item and the caller's
@@ -598,7 +599,7 @@ func (s *Tenants) removeUser(ctx context.Context, u org.User, seq int64, edges [
 // org item says whether the org is being offboarded, so that from the
 // moment its offboarding starts no member reads or writes it, even if the
 // offboarding crashes before it deleted their edges.
-func (s *Tenants) OrgAccess(ctx context.Context, orgID, userID string) (authz.Access, error) {
+func (s *Orgs) OrgAccess(ctx context.Context, orgID, userID string) (authz.Access, error) {
 	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
 		return authz.Access{}, err
 	}

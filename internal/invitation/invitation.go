@@ -1,4 +1,7 @@
-package org
+// Package invitation invites people, by email, to join an org (and some of
+// its teams) with a role: the one-time token, its expiry, its binding to the
+// invited email, and the Service the HTTP layer calls.
+package invitation
 
 import (
 	"context"
@@ -6,13 +9,16 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/validate"
 )
@@ -33,17 +39,18 @@ type Invitation struct {
 
 // Limits of invitations.
 const (
-	DefaultInvitationDays = 7
-	MaxInvitationDays     = 30
-	MaxInvitationTeams    = 20
+	DefaultDays = 7
+	MaxDays     = 30
+	MaxTeams    = 20
 )
 
-// InvitationStorer is what invitations need from persistence.
-type InvitationStorer interface {
+// Storer is what invitations need from persistence. Every write takes the
+// audit event of the change, written in the same transaction.
+type Storer interface {
 	// CreateInvitation writes inv, replacing a pending invitation for the
 	// same email. Returns NotFound (org_not_found) or Conflict
 	// (email_taken, team_not_found).
-	CreateInvitation(ctx context.Context, inv Invitation) error
+	CreateInvitation(ctx context.Context, inv Invitation, ev audit.Event) error
 	// GetInvitation reads one invitation consistently. Returns NotFound.
 	GetInvitation(ctx context.Context, orgID, invitationID string) (Invitation, error)
 	// ListInvitations pages through the org's invitations, oldest first,
@@ -51,24 +58,24 @@ type InvitationStorer interface {
 	ListInvitations(ctx context.Context, orgID string, now time.Time, p page.Request) (page.Result[Invitation], error)
 	// RevokeInvitation deletes a pending invitation, as read by
 	// GetInvitation. Returns NotFound if it is gone.
-	RevokeInvitation(ctx context.Context, inv Invitation) error
+	RevokeInvitation(ctx context.Context, inv Invitation, ev audit.Event) error
 	// AcceptInvitation turns inv into u (and memberships of the teams that
 	// still exist) in one transaction that consumes inv, so it succeeds
 	// once. Returns the teams joined; NotFound (invitation_not_found) if
 	// inv is gone, expired at u.JoinedAt or its token changed; Conflict
 	// (user_exists, email_taken).
-	AcceptInvitation(ctx context.Context, inv Invitation, u User) ([]string, error)
+	AcceptInvitation(ctx context.Context, inv Invitation, u org.User, ev audit.Event) ([]string, error)
 }
 
-// NewInvitation is what an admin supplies.
-type NewInvitation struct {
+// New is what an admin supplies.
+type New struct {
 	Email         string
 	Role          authz.Role
 	TeamIDs       []string
 	ExpiresInDays int // 0 = default
 }
 
-var errInvitation = errs.E(errs.NotFound, "invitation_not_found", "no pending invitation matches this token")
+var errNotFound = errs.E(errs.NotFound, "invitation_not_found", "no pending invitation matches this token")
 
 // HashToken is how a token is stored and compared.
 func HashToken(token string) string {
@@ -81,42 +88,57 @@ func HashToken(token string) string {
 func parseToken(token string) (orgID, invitationID string, err error) {
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 || !ids.ValidResource(parts[0]) || !ids.ValidResource(parts[1]) || len(parts[2]) < 32 {
-		return "", "", errInvitation
+		return "", "", errNotFound
 	}
 	return parts[0], parts[1], nil
 }
 
+// Service applies the rules of invitations on top of a Storer.
+type Service struct {
+	store Storer
+	ids   *ids.Generator
+	now   clock.Clock
+	// anyEmail lets a caller accept an invitation whatever the email in
+	// their token (by default the token's email must be the invited one).
+	anyEmail bool
+}
+
+// NewService returns a Service; now may be nil for the system clock. With
+// anyEmail, an invitation is not bound to its email.
+func NewService(s Storer, anyEmail bool, now clock.Clock) *Service {
+	now = clock.Or(now)
+	return &Service{store: s, ids: ids.NewGenerator(now), now: now, anyEmail: anyEmail}
+}
+
+func (s *Service) event(ctx context.Context, actor audit.Actor, action, targetType, targetID string, at time.Time, changes []audit.Change) audit.Event {
+	return audit.NewEvent(ctx, s.ids.NewAt(at), actor, action, audit.Target{Type: targetType, ID: targetID}, at, changes)
+}
+
 // CreateInvitation invites in.Email (admin+; an owner to invite an owner)
 // and returns the invitation and its one-time token.
-func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in NewInvitation) (Invitation, string, error) {
+func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in New) (Invitation, string, error) {
 	g, err := authz.Permit(p, authz.InvitationManage, authz.Facts{OwnerRole: in.Role == authz.Owner})
 	if err != nil {
 		return Invitation{}, "", err
 	}
-	if s.invitations == nil {
-		return Invitation{}, "", errs.E(errs.Internal, "no_invitations", "invitations are not configured")
-	}
-	if err := validate.Email("email", in.Email, MaxEmailLen); err != nil {
+	if err := validate.Email("email", in.Email, org.MaxEmailLen); err != nil {
 		return Invitation{}, "", err
 	}
 	if !in.Role.Valid() {
 		return Invitation{}, "", errs.InvalidField("role", "invalid_role", "must be one of owner, admin, member")
 	}
 	if in.ExpiresInDays == 0 {
-		in.ExpiresInDays = DefaultInvitationDays
+		in.ExpiresInDays = DefaultDays
 	}
-	if in.ExpiresInDays < 1 || in.ExpiresInDays > MaxInvitationDays {
-		return Invitation{}, "", errs.InvalidField("expiresInDays", "invalid_expiry", "must be between 1 and %d", MaxInvitationDays)
+	if in.ExpiresInDays < 1 || in.ExpiresInDays > MaxDays {
+		return Invitation{}, "", errs.InvalidField("expiresInDays", "invalid_expiry", "must be between 1 and %d", MaxDays)
 	}
-	if len(in.TeamIDs) > MaxInvitationTeams {
-		return Invitation{}, "", errs.InvalidField("teamIds", "too_many_teams", "at most %d teams", MaxInvitationTeams)
+	if len(in.TeamIDs) > MaxTeams {
+		return Invitation{}, "", errs.InvalidField("teamIds", "too_many_teams", "at most %d teams", MaxTeams)
 	}
 	var teams []string
 	for _, t := range in.TeamIDs {
-		if err := ids.Resource("teamIds", t); err != nil {
-			return Invitation{}, "", err
-		}
-		if !containsStr(teams, t) {
+		if !slices.Contains(teams, t) {
 			teams = append(teams, t)
 		}
 	}
@@ -133,21 +155,12 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 		CreatedAt: now, ExpiresAt: now.Add(time.Duration(in.ExpiresInDays) * 24 * time.Hour)}
 	token := inv.OrgID + "." + inv.ID + "." + base64.RawURLEncoding.EncodeToString(secret)
 	inv.TokenHash = HashToken(token)
-	ctx = s.event(ctx, p, g, "invitation.create", "invitation", inv.ID, at, audit.Diff(
+	ev := s.event(ctx, audit.By(p, g), "invitation.create", "invitation", inv.ID, at, audit.Diff(
 		audit.F("email", nil, inv.Email), audit.F("role", nil, string(inv.Role)), audit.F("teamIds", nil, inv.TeamIDs)))
-	if err := s.invitations.CreateInvitation(ctx, inv); err != nil {
+	if err := s.store.CreateInvitation(ctx, inv, ev); err != nil {
 		return Invitation{}, "", err
 	}
 	return inv, token, nil
-}
-
-func containsStr(list []string, s string) bool {
-	for _, v := range list {
-		if v == s {
-			return true
-		}
-	}
-	return false
 }
 
 // ListInvitations pages through pending invitations (admin+).
@@ -155,7 +168,7 @@ func (s *Service) ListInvitations(ctx context.Context, p authz.Principal, pr pag
 	if err := authz.Authorize(p, authz.InvitationManage, authz.Facts{}); err != nil {
 		return page.Result[Invitation]{}, err
 	}
-	return s.invitations.ListInvitations(ctx, p.OrgID, s.now(), pr)
+	return s.store.ListInvitations(ctx, p.OrgID, s.now(), pr)
 }
 
 // RevokeInvitation deletes a pending invitation (admin+).
@@ -164,56 +177,53 @@ func (s *Service) RevokeInvitation(ctx context.Context, p authz.Principal, invit
 	if err != nil {
 		return err
 	}
-	if err := ids.Resource("invitationId", invitationID); err != nil {
-		return err
-	}
-	inv, err := s.invitations.GetInvitation(ctx, p.OrgID, invitationID)
+	inv, err := s.store.GetInvitation(ctx, p.OrgID, invitationID)
 	if err != nil {
 		return err
 	}
-	ctx = s.event(ctx, p, g, "invitation.revoke", "invitation", invitationID, s.now(), audit.Diff(
+	ev := s.event(ctx, audit.By(p, g), "invitation.revoke", "invitation", invitationID, s.now(), audit.Diff(
 		audit.F("email", inv.Email, nil), audit.F("role", string(inv.Role), nil)))
-	return s.invitations.RevokeInvitation(ctx, inv)
+	return s.store.RevokeInvitation(ctx, inv, ev)
 }
 
 // AcceptInvitation adds the caller to the invitation's org and teams. Any
 // failure to match the token (unknown, expired, revoked, replaced, already
 // used) is the same 404.
-func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token string) (User, []string, error) {
+func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token string) (org.User, []string, error) {
 	orgID, invID, err := parseToken(token)
 	if err != nil {
-		return User{}, nil, err
+		return org.User{}, nil, err
 	}
-	inv, err := s.invitations.GetInvitation(ctx, orgID, invID)
+	inv, err := s.store.GetInvitation(ctx, orgID, invID)
 	if errs.Is(err, errs.NotFound) {
-		return User{}, nil, errInvitation
+		return org.User{}, nil, errNotFound
 	}
 	if err != nil {
-		return User{}, nil, err
+		return org.User{}, nil, err
 	}
 	now := s.now()
 	if inv.TokenHash != HashToken(token) || !now.Before(inv.ExpiresAt) {
-		return User{}, nil, errInvitation
+		return org.User{}, nil, errNotFound
 	}
 	// An invitation is for its email: a token forwarded to, or stolen by,
 	// someone else is worth nothing to them.
-	if !s.AnyEmailAccepts && NormalizeEmail(id.Email) != NormalizeEmail(inv.Email) {
-		return User{}, nil, errs.E(errs.Forbidden, "invitation_email_mismatch",
+	if !s.anyEmail && org.NormalizeEmail(id.Email) != org.NormalizeEmail(inv.Email) {
+		return org.User{}, nil, errs.E(errs.Forbidden, "invitation_email_mismatch",
 			"this invitation is for another email address than your token's")
 	}
 	name := id.Name
 	if name == "" {
 		name = id.UserID
 	}
-	u := User{OrgID: orgID, UserID: id.UserID, Email: inv.Email, Name: name, Role: inv.Role, JoinedAt: now, UpdatedAt: now, Version: 1}
-	if err := validateUser(u); err != nil {
-		return User{}, nil, err
+	u := org.User{OrgID: orgID, UserID: id.UserID, Email: inv.Email, Name: name, Role: inv.Role, JoinedAt: now, UpdatedAt: now, Version: 1}
+	if err := org.Validate(u); err != nil {
+		return org.User{}, nil, err
 	}
-	ctx = s.event(ctx, authz.Principal{Identity: id, OrgID: orgID}, authz.Grant{}, "invitation.accept", "user", id.UserID, now, audit.Diff(
+	ev := s.event(ctx, audit.Outsider(orgID, id.UserID), "invitation.accept", "user", id.UserID, now, audit.Diff(
 		audit.F("invitationId", nil, inv.ID), audit.F("email", nil, u.Email), audit.F("role", nil, string(u.Role))))
-	teams, err := s.invitations.AcceptInvitation(ctx, inv, u)
+	teams, err := s.store.AcceptInvitation(ctx, inv, u, ev)
 	if err != nil {
-		return User{}, nil, err
+		return org.User{}, nil, err
 	}
 	return u, teams, nil
 }

@@ -1,0 +1,46 @@
+// Package app wires tenantd once: the store types over one table, the
+// domain services over them, and the server's dependencies. cmd/api, the
+// API tests and the benchmark all build their server from Deps, so none of
+// them can wire it differently (a service left without a port it needs,
+// say).
+package app
+
+import (
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/deletion"
+	"github.com/tenantd/tenantd/internal/httpapi"
+	"github.com/tenantd/tenantd/internal/invitation"
+	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/ticket"
+)
+
+// Options are the domain settings of the wiring.
+type Options struct {
+	// Now is the clock of every service (nil: the system clock).
+	Now clock.Clock
+	// InvitationAnyEmail lets anyone holding an invitation's token accept
+	// it, whatever the email of their token.
+	InvitationAnyEmail bool
+}
+
+// Deps returns the server's dependencies over db: every service and store
+// port filled. deletions finishes the deletions that outlive a request
+// (nil: they are finished by the request, or by another process's
+// worker). The caller adds the HTTP settings (verifier, cursor key,
+// limits, timeouts, metrics) to the result.
+func Deps(db *store.DB, deletions *deletion.Worker, o Options) httpapi.Deps {
+	orgs, teams, tickets := &store.Orgs{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
+	return httpapi.Deps{
+		Orgs:        org.NewService(orgs, deletions, o.Now),
+		Teams:       team.NewService(teams, orgs, o.Now),
+		Tickets:     ticket.NewService(tickets, teams, orgs, o.Now),
+		Invitations: invitation.NewService(&store.Invitations{DB: db}, o.InvitationAnyEmail, o.Now),
+		Audit:       audit.NewService(&store.Audit{DB: db}, o.Now),
+		Roles:       orgs,
+		Idempotency: &store.Idempotency{DB: db},
+		Now:         o.Now,
+	}
+}

@@ -1,0 +1,87 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/httpapi/oapi"
+	"github.com/tenantd/tenantd/internal/invitation"
+	"github.com/tenantd/tenantd/internal/page"
+)
+
+func toInvitation(inv invitation.Invitation) oapi.Invitation {
+	teams := inv.TeamIDs
+	if teams == nil {
+		teams = []string{}
+	}
+	return oapi.Invitation{Id: inv.ID, Email: inv.Email, Role: oapi.Role(inv.Role), TeamIds: teams, InvitedBy: inv.InvitedBy,
+		CreatedAt: inv.CreatedAt, ExpiresAt: inv.ExpiresAt}
+}
+
+// CreateInvitation serves POST /v1/orgs/{orgId}/invitations.
+func (h *handlers) CreateInvitation(ctx context.Context, req oapi.CreateInvitationRequestObject) (oapi.CreateInvitationResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in := invitation.New{Email: req.Body.Email, Role: authz.Role(req.Body.Role)}
+	if req.Body.TeamIds != nil {
+		in.TeamIDs = *req.Body.TeamIds
+	}
+	if req.Body.ExpiresInDays != nil {
+		in.ExpiresInDays = *req.Body.ExpiresInDays
+	}
+	inv, token, err := h.Invitations.CreateInvitation(ctx, p, in)
+	if err != nil {
+		return nil, err
+	}
+	v := toInvitation(inv)
+	return oapi.CreateInvitation201JSONResponse{Id: v.Id, Email: v.Email, Role: v.Role, TeamIds: v.TeamIds,
+		InvitedBy: v.InvitedBy, CreatedAt: v.CreatedAt, ExpiresAt: v.ExpiresAt, Token: token}, nil
+}
+
+// ListInvitations serves GET /v1/orgs/{orgId}/invitations.
+func (h *handlers) ListInvitations(ctx context.Context, req oapi.ListInvitationsRequestObject) (oapi.ListInvitationsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	const listing = "listInvitations"
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[invitation.Invitation], error) {
+		return h.Invitations.ListInvitations(ctx, p, pr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	items := make([]oapi.Invitation, len(r.Items))
+	for i, inv := range r.Items {
+		items[i] = toInvitation(inv)
+	}
+	return oapi.ListInvitations200JSONResponse{Body: oapi.InvitationList{Items: items, NextCursor: nextPtr(next)},
+		Headers: oapi.ListInvitations200ResponseHeaders{Link: link(ctx, next)}}, nil
+}
+
+// RevokeInvitation serves DELETE /v1/orgs/{orgId}/invitations/{invitationId}.
+func (h *handlers) RevokeInvitation(ctx context.Context, req oapi.RevokeInvitationRequestObject) (oapi.RevokeInvitationResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Invitations.RevokeInvitation(ctx, p, req.InvitationId); err != nil {
+		return nil, err
+	}
+	return oapi.RevokeInvitation204Response{}, nil
+}
+
+// AcceptInvitation serves POST /v1/invitations/{token}/accept.
+func (h *handlers) AcceptInvitation(ctx context.Context, req oapi.AcceptInvitationRequestObject) (oapi.AcceptInvitationResponseObject, error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u, teams, err := h.Invitations.AcceptInvitation(ctx, id, req.Token)
+	if err != nil {
+		return nil, err
+	}
+	return oapi.AcceptInvitation201JSONResponse{OrgId: u.OrgID, User: toOrgUser(u), TeamIds: teams}, nil
+}

@@ -1,0 +1,238 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/tenantd/tenantd/internal/deletion"
+	"github.com/tenantd/tenantd/internal/httpapi/oapi"
+	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/page"
+)
+
+// GetMe serves GET /v1/me.
+func (h *handlers) GetMe(ctx context.Context, _ oapi.GetMeRequestObject) (oapi.GetMeResponseObject, error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	r, err := h.Orgs.ListOrgs(ctx, id, page.Request{Limit: page.MaxLimit})
+	if err != nil {
+		return nil, err
+	}
+	me := oapi.Me{UserId: id.UserID, Orgs: make([]oapi.MeOrg, len(r.Items))}
+	for i, m := range r.Items {
+		me.Orgs[i] = oapi.MeOrg{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role)}
+	}
+	return oapi.GetMe200JSONResponse(me), nil
+}
+
+// ListOrgs serves GET /v1/orgs.
+func (h *handlers) ListOrgs(ctx context.Context, req oapi.ListOrgsRequestObject) (oapi.ListOrgsResponseObject, error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	scope := "user:" + id.UserID
+	r, next, err := fetchPage(h, scope, "listOrgs", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[org.Membership], error) {
+		return h.Orgs.ListOrgs(ctx, id, pr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	items := make([]oapi.OrgMembership, len(r.Items))
+	for i, m := range r.Items {
+		items[i] = oapi.OrgMembership{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role), JoinedAt: m.JoinedAt}
+	}
+	return oapi.ListOrgs200JSONResponse{Body: oapi.OrgMembershipList{Items: items, NextCursor: nextPtr(next)},
+		Headers: oapi.ListOrgs200ResponseHeaders{Link: link(ctx, next)}}, nil
+}
+
+// CreateOrg serves POST /v1/orgs.
+func (h *handlers) CreateOrg(ctx context.Context, req oapi.CreateOrgRequestObject) (oapi.CreateOrgResponseObject, error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	org, _, err := h.Orgs.CreateOrg(ctx, id, newResourceID(ctx), req.Body.Name)
+	if err != nil {
+		return nil, err
+	}
+	return oapi.CreateOrg201JSONResponse{Body: toOrg(org), Headers: oapi.CreateOrg201ResponseHeaders{ETag: etag(org.Version)}}, nil
+}
+
+// GetOrg serves GET /v1/orgs/{orgId}.
+func (h *handlers) GetOrg(ctx context.Context, req oapi.GetOrgRequestObject) (oapi.GetOrgResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	withUsers := req.Params.Include != nil && *req.Params.Include == oapi.GetOrgParamsIncludeUsers
+	org, users, err := h.Orgs.GetOrg(ctx, p, withUsers)
+	if err != nil {
+		return nil, err
+	}
+	out := toOrg(org)
+	if withUsers {
+		us := toOrgUsers(users)
+		out.Users = &us
+	}
+	return oapi.GetOrg200JSONResponse{Body: out, Headers: oapi.GetOrg200ResponseHeaders{ETag: etag(org.Version)}}, nil
+}
+
+// UpdateOrg serves PATCH /v1/orgs/{orgId}.
+func (h *handlers) UpdateOrg(ctx context.Context, req oapi.UpdateOrgRequestObject) (oapi.UpdateOrgResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatch(req.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
+	org, err := h.Orgs.UpdateOrg(ctx, p, req.Body.Name, v)
+	if err != nil {
+		return nil, err
+	}
+	return oapi.UpdateOrg200JSONResponse{Body: toOrg(org), Headers: oapi.UpdateOrg200ResponseHeaders{ETag: etag(org.Version)}}, nil
+}
+
+// DeleteOrg serves DELETE /v1/orgs/{orgId}: 204 when the offboarding
+// finished within OffboardWait, otherwise 202 with its progress.
+func (h *handlers) DeleteOrg(ctx context.Context, req oapi.DeleteOrgRequestObject) (oapi.DeleteOrgResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatch(req.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
+	j, done, err := h.Orgs.DeleteOrg(ctx, p, v, h.OffboardWait)
+	if err != nil {
+		return nil, err
+	}
+	if done {
+		return oapi.DeleteOrg204Response{}, nil
+	}
+	loc := "/v1/orgs/" + p.OrgID + "/offboarding"
+	return oapi.DeleteOrg202JSONResponse{Body: toOffboarding(j), Headers: oapi.DeleteOrg202ResponseHeaders{Location: &loc}}, nil
+}
+
+// GetOffboarding serves GET /v1/orgs/{orgId}/offboarding.
+func (h *handlers) GetOffboarding(ctx context.Context, _ oapi.GetOffboardingRequestObject) (oapi.GetOffboardingResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	j, err := h.Orgs.GetOffboarding(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	return oapi.GetOffboarding200JSONResponse(toOffboarding(j)), nil
+}
+
+func toOffboarding(j deletion.Job) oapi.Offboarding {
+	phase := j.Phase
+	if phase == "" {
+		phase = "cutoff"
+	}
+	return oapi.Offboarding{OrgId: j.OrgID, State: oapi.OffboardingStateRunning, Phase: oapi.OffboardingPhase(phase), StartedAt: j.Since, StartedBy: j.By}
+}
+
+// ListOrgUsers serves GET /v1/orgs/{orgId}/users.
+func (h *handlers) ListOrgUsers(ctx context.Context, req oapi.ListOrgUsersRequestObject) (oapi.ListOrgUsersResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	const listing = "listOrgUsers"
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[org.User], error) {
+		return h.Orgs.ListOrgUsers(ctx, p, pr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return oapi.ListOrgUsers200JSONResponse{Body: oapi.OrgUserList{Items: toOrgUsers(r.Items), NextCursor: nextPtr(next)},
+		Headers: oapi.ListOrgUsers200ResponseHeaders{Link: link(ctx, next)}}, nil
+}
+
+// AddOrgUser serves POST /v1/orgs/{orgId}/users.
+func (h *handlers) AddOrgUser(ctx context.Context, req oapi.AddOrgUserRequestObject) (oapi.AddOrgUserResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	u, err := h.Orgs.AddOrgUser(ctx, p, org.NewUser{UserID: b.UserId, Email: b.Email, Name: b.Name, Role: roleOf(b.Role)})
+	if err != nil {
+		return nil, err
+	}
+	return oapi.AddOrgUser201JSONResponse{Body: toOrgUser(u), Headers: oapi.AddOrgUser201ResponseHeaders{ETag: etag(u.Version)}}, nil
+}
+
+// GetOrgUser serves GET /v1/orgs/{orgId}/users/{userId}.
+func (h *handlers) GetOrgUser(ctx context.Context, req oapi.GetOrgUserRequestObject) (oapi.GetOrgUserResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u, err := h.Orgs.GetOrgUser(ctx, p, req.UserId)
+	if err != nil {
+		return nil, err
+	}
+	return oapi.GetOrgUser200JSONResponse{Body: toOrgUser(u), Headers: oapi.GetOrgUser200ResponseHeaders{ETag: etag(u.Version)}}, nil
+}
+
+// UpdateOrgUser serves PATCH /v1/orgs/{orgId}/users/{userId}.
+func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequestObject) (oapi.UpdateOrgUserResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatch(req.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
+	patch := org.UserPatch{Name: req.Body.Name, Email: req.Body.Email}
+	if req.Body.Role != nil {
+		r := roleOf(*req.Body.Role)
+		patch.Role = &r
+	}
+	u, err := h.Orgs.UpdateOrgUser(ctx, p, req.UserId, patch, v)
+	if err != nil {
+		return nil, err
+	}
+	return oapi.UpdateOrgUser200JSONResponse{Body: toOrgUser(u), Headers: oapi.UpdateOrgUser200ResponseHeaders{ETag: etag(u.Version)}}, nil
+}
+
+// RemoveOrgUser serves DELETE /v1/orgs/{orgId}/users/{userId}.
+func (h *handlers) RemoveOrgUser(ctx context.Context, req oapi.RemoveOrgUserRequestObject) (oapi.RemoveOrgUserResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatch(req.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Orgs.RemoveOrgUser(ctx, p, req.UserId, v); err != nil {
+		return nil, err
+	}
+	return oapi.RemoveOrgUser204Response{}, nil
+}
+
+func toOrg(o org.Org) oapi.Org {
+	return oapi.Org{Id: o.ID, Name: o.Name, Version: o.Version, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
+}
+
+func toOrgUser(u org.User) oapi.OrgUser {
+	return oapi.OrgUser{UserId: u.UserID, Email: u.Email, Name: u.Name, Role: oapi.Role(u.Role), JoinedAt: u.JoinedAt, Version: u.Version}
+}
+
+func toOrgUsers(us []org.User) []oapi.OrgUser {
+	out := make([]oapi.OrgUser, len(us))
+	for i, u := range us {
+		out[i] = toOrgUser(u)
+	}
+	return out
+}

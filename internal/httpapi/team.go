@@ -1,0 +1,207 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/tenantd/tenantd/internal/httpapi/oapi"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/team"
+)
+
+// ListTeams serves GET /v1/orgs/{orgId}/teams.
+func (h *handlers) ListTeams(ctx context.Context, req oapi.ListTeamsRequestObject) (oapi.ListTeamsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	const listing = "listTeams"
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[team.Team], error) {
+		return h.Teams.ListTeams(ctx, p, pr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	items := make([]oapi.Team, len(r.Items))
+	for i, t := range r.Items {
+		items[i] = toTeam(t)
+	}
+	return oapi.ListTeams200JSONResponse{Body: oapi.TeamList{Items: items, NextCursor: nextPtr(next)},
+		Headers: oapi.ListTeams200ResponseHeaders{Link: link(ctx, next)}}, nil
+}
+
+// CreateTeam serves POST /v1/orgs/{orgId}/teams.
+func (h *handlers) CreateTeam(ctx context.Context, req oapi.CreateTeamRequestObject) (oapi.CreateTeamResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	desc := ""
+	if req.Body.Description != nil {
+		desc = *req.Body.Description
+	}
+	t, err := h.Teams.CreateTeam(ctx, p, newResourceID(ctx), req.Body.Name, desc)
+	if err != nil {
+		return nil, err
+	}
+	return oapi.CreateTeam201JSONResponse{Body: toTeam(t), Headers: oapi.CreateTeam201ResponseHeaders{ETag: etag(t.Version)}}, nil
+}
+
+// GetTeam serves GET /v1/orgs/{orgId}/teams/{teamId} (AP4 with ?include=members).
+func (h *handlers) GetTeam(ctx context.Context, req oapi.GetTeamRequestObject) (oapi.GetTeamResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	withMembers := req.Params.Include != nil && *req.Params.Include == oapi.GetTeamParamsIncludeMembers
+	t, members, err := h.Teams.GetTeam(ctx, p, req.TeamId, withMembers)
+	if err != nil {
+		return nil, err
+	}
+	out := toTeam(t)
+	if withMembers {
+		ms := toMemberships(members)
+		out.Members = &ms
+	}
+	return oapi.GetTeam200JSONResponse{Body: out, Headers: oapi.GetTeam200ResponseHeaders{ETag: etag(t.Version)}}, nil
+}
+
+// UpdateTeam serves PATCH /v1/orgs/{orgId}/teams/{teamId}.
+func (h *handlers) UpdateTeam(ctx context.Context, req oapi.UpdateTeamRequestObject) (oapi.UpdateTeamResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatch(req.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
+	t, err := h.Teams.UpdateTeam(ctx, p, req.TeamId, team.Patch{Name: req.Body.Name, Description: req.Body.Description}, v)
+	if err != nil {
+		return nil, err
+	}
+	return oapi.UpdateTeam200JSONResponse{Body: toTeam(t), Headers: oapi.UpdateTeam200ResponseHeaders{ETag: etag(t.Version)}}, nil
+}
+
+// DeleteTeam serves DELETE /v1/orgs/{orgId}/teams/{teamId}.
+func (h *handlers) DeleteTeam(ctx context.Context, req oapi.DeleteTeamRequestObject) (oapi.DeleteTeamResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatch(req.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Teams.DeleteTeam(ctx, p, req.TeamId, v); err != nil {
+		return nil, err
+	}
+	return oapi.DeleteTeam204Response{}, nil
+}
+
+// ListTeamMembers serves GET /v1/orgs/{orgId}/teams/{teamId}/members (AP1).
+func (h *handlers) ListTeamMembers(ctx context.Context, req oapi.ListTeamMembersRequestObject) (oapi.ListTeamMembersResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	listing := "listTeamMembers:" + req.TeamId
+	withUsers := req.Params.Expand != nil && *req.Params.Expand == oapi.ListTeamMembersParamsExpandUser
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[team.Membership], error) {
+		return h.Teams.ListTeamMembers(ctx, p, req.TeamId, withUsers, pr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	items := toMemberships(r.Items)
+	return oapi.ListTeamMembers200JSONResponse{Body: oapi.MembershipList{Items: items, NextCursor: nextPtr(next)},
+		Headers: oapi.ListTeamMembers200ResponseHeaders{Link: link(ctx, next)}}, nil
+}
+
+// GetTeamMember serves GET /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (AP3).
+func (h *handlers) GetTeamMember(ctx context.Context, req oapi.GetTeamMemberRequestObject) (oapi.GetTeamMemberResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := h.Teams.GetTeamMember(ctx, p, req.TeamId, req.UserId)
+	if err != nil {
+		return nil, err
+	}
+	return oapi.GetTeamMember200JSONResponse{Body: toMembership(m), Headers: oapi.GetTeamMember200ResponseHeaders{ETag: etag(m.Version)}}, nil
+}
+
+// PutTeamMember serves PUT /v1/orgs/{orgId}/teams/{teamId}/members/{userId}.
+func (h *handlers) PutTeamMember(ctx context.Context, req oapi.PutTeamMemberRequestObject) (oapi.PutTeamMemberResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatch(req.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
+	m, created, err := h.Teams.PutTeamMember(ctx, p, req.TeamId, req.UserId, roleOf(req.Body.Role), v)
+	if err != nil {
+		return nil, err
+	}
+	if created {
+		return oapi.PutTeamMember201JSONResponse{Body: toMembership(m), Headers: oapi.PutTeamMember201ResponseHeaders{ETag: etag(m.Version)}}, nil
+	}
+	return oapi.PutTeamMember200JSONResponse{Body: toMembership(m), Headers: oapi.PutTeamMember200ResponseHeaders{ETag: etag(m.Version)}}, nil
+}
+
+// RemoveTeamMember serves DELETE /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (AP5).
+func (h *handlers) RemoveTeamMember(ctx context.Context, req oapi.RemoveTeamMemberRequestObject) (oapi.RemoveTeamMemberResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatch(req.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Teams.RemoveTeamMember(ctx, p, req.TeamId, req.UserId, v); err != nil {
+		return nil, err
+	}
+	return oapi.RemoveTeamMember204Response{}, nil
+}
+
+// ListUserTeams serves GET /v1/orgs/{orgId}/users/{userId}/teams (AP2).
+func (h *handlers) ListUserTeams(ctx context.Context, req oapi.ListUserTeamsRequestObject) (oapi.ListUserTeamsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	withNames := req.Params.Expand != nil && *req.Params.Expand == oapi.ListUserTeamsParamsExpandTeam
+	r, next, err := fetchPage(h, p.OrgID, "listUserTeams:"+req.UserId, req.Params.Limit, req.Params.Cursor,
+		func(pr page.Request) (page.Result[team.Membership], error) {
+			return h.Teams.ListUserTeams(ctx, p, req.UserId, withNames, pr)
+		})
+	if err != nil {
+		return nil, err
+	}
+	return oapi.ListUserTeams200JSONResponse{Body: oapi.MembershipList{Items: toMemberships(r.Items), NextCursor: nextPtr(next)},
+		Headers: oapi.ListUserTeams200ResponseHeaders{Link: link(ctx, next)}}, nil
+}
+
+func toTeam(t team.Team) oapi.Team {
+	return oapi.Team{Id: t.ID, Name: t.Name, Description: t.Description, MemberCount: t.MemberCount,
+		Version: t.Version, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
+}
+
+func toMembership(m team.Membership) oapi.Membership {
+	out := oapi.Membership{TeamId: m.TeamID, UserId: m.UserID, Role: oapi.Role(m.Role), JoinedAt: m.JoinedAt, TeamName: strPtr(m.TeamName)}
+	if m.User != nil {
+		u := toOrgUser(*m.User)
+		out.User = &u
+	}
+	return out
+}
+
+func toMemberships(ms []team.Membership) []oapi.Membership {
+	out := make([]oapi.Membership, len(ms))
+	for i, m := range ms {
+		out[i] = toMembership(m)
+	}
+	return out
+}

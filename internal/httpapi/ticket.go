@@ -1,0 +1,265 @@
+package httpapi
+
+import (
+	"context"
+
+	"github.com/tenantd/tenantd/internal/httpapi/oapi"
+	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/ticket"
+)
+
+// ListTickets serves GET /v1/orgs/{orgId}/tickets.
+func (h *handlers) ListTickets(ctx context.Context, req oapi.ListTicketsRequestObject) (oapi.ListTicketsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	status := statusOf(req.Params.Status)
+	listing := "listTickets:" + string(status)
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+		return h.Tickets.ListTickets(ctx, p, status, expandOf(req.Params.Expand), pr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	body := ticketList(r, next)
+	return oapi.ListTickets200JSONResponse{Body: body, Headers: oapi.ListTickets200ResponseHeaders{Link: link(ctx, next)}}, nil
+}
+
+// CreateTicket serves POST /v1/orgs/{orgId}/tickets.
+func (h *handlers) CreateTicket(ctx context.Context, req oapi.CreateTicketRequestObject) (oapi.CreateTicketResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	in := ticket.NewTicket{ID: newResourceID(ctx), Title: b.Title}
+	set(&in.Description, b.Description)
+	set(&in.TeamID, b.TeamId)
+	set(&in.AssigneeID, b.AssigneeId)
+	if b.Priority != nil {
+		in.Priority = ticket.Priority(*b.Priority)
+	}
+	if b.Tags != nil {
+		in.Tags = *b.Tags
+	}
+	t, err := h.Tickets.CreateTicket(ctx, p, in)
+	if err != nil {
+		return nil, err
+	}
+	return oapi.CreateTicket201JSONResponse{Body: toTicket(t), Headers: oapi.CreateTicket201ResponseHeaders{ETag: etag(t.Version)}}, nil
+}
+
+// GetTicket serves GET /v1/orgs/{orgId}/tickets/{ticketId}.
+func (h *handlers) GetTicket(ctx context.Context, req oapi.GetTicketRequestObject) (oapi.GetTicketResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	withComments := req.Params.Include != nil && *req.Params.Include == oapi.GetTicketParamsIncludeComments
+	t, comments, err := h.Tickets.GetTicket(ctx, p, req.TicketId, withComments, expandOf(req.Params.Expand))
+	if err != nil {
+		return nil, err
+	}
+	out := toTicket(t)
+	if withComments {
+		cs := toComments(comments)
+		out.Comments = &cs
+	}
+	return oapi.GetTicket200JSONResponse{Body: out, Headers: oapi.GetTicket200ResponseHeaders{ETag: etag(t.Version)}}, nil
+}
+
+// UpdateTicket serves PATCH /v1/orgs/{orgId}/tickets/{ticketId}.
+func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketRequestObject) (oapi.UpdateTicketResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatch(req.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	patch := ticket.Patch{Title: b.Title, Description: b.Description, Tags: b.Tags}
+	if b.Status != nil {
+		s := ticket.Status(*b.Status)
+		patch.Status = &s
+	}
+	if b.Priority != nil {
+		pr := ticket.Priority(*b.Priority)
+		patch.Priority = &pr
+	}
+	patch.AssigneeID = nullableString(b.AssigneeId.IsSpecified(), b.AssigneeId.IsNull(), b.AssigneeId.MustGet)
+	patch.TeamID = nullableString(b.TeamId.IsSpecified(), b.TeamId.IsNull(), b.TeamId.MustGet)
+	t, err := h.Tickets.UpdateTicket(ctx, p, req.TicketId, patch, v)
+	if err != nil {
+		return nil, err
+	}
+	return oapi.UpdateTicket200JSONResponse{Body: toTicket(t), Headers: oapi.UpdateTicket200ResponseHeaders{ETag: etag(t.Version)}}, nil
+}
+
+// DeleteTicket serves DELETE /v1/orgs/{orgId}/tickets/{ticketId}.
+func (h *handlers) DeleteTicket(ctx context.Context, req oapi.DeleteTicketRequestObject) (oapi.DeleteTicketResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	v, err := ifMatch(req.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
+	if err := h.Tickets.DeleteTicket(ctx, p, req.TicketId, v); err != nil {
+		return nil, err
+	}
+	return oapi.DeleteTicket204Response{}, nil
+}
+
+// ListTeamTickets serves GET /v1/orgs/{orgId}/teams/{teamId}/tickets.
+func (h *handlers) ListTeamTickets(ctx context.Context, req oapi.ListTeamTicketsRequestObject) (oapi.ListTeamTicketsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	status := statusOf(req.Params.Status)
+	listing := "listTeamTickets:" + req.TeamId + ":" + string(status)
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+		return h.Tickets.ListTeamTickets(ctx, p, req.TeamId, status, expandOf(req.Params.Expand), pr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	body := ticketList(r, next)
+	return oapi.ListTeamTickets200JSONResponse{Body: body, Headers: oapi.ListTeamTickets200ResponseHeaders{Link: link(ctx, next)}}, nil
+}
+
+// ListUserTickets serves GET /v1/orgs/{orgId}/users/{userId}/tickets.
+func (h *handlers) ListUserTickets(ctx context.Context, req oapi.ListUserTicketsRequestObject) (oapi.ListUserTicketsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	listing := "listUserTickets:" + req.UserId
+	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	withUser := req.Params.Include != nil && *req.Params.Include == oapi.ListUserTicketsParamsIncludeUser
+	r, user, err := h.Tickets.ListUserTickets(ctx, p, req.UserId, withUser, expandOf(req.Params.Expand), pr)
+	if err != nil {
+		return nil, err
+	}
+	next := h.cursors.encode(p.OrgID, listing, r.Next)
+	body := ticketList(r, next)
+	if user != nil {
+		u := toOrgUser(*user)
+		body.User = &u
+	}
+	return oapi.ListUserTickets200JSONResponse{Body: body, Headers: oapi.ListUserTickets200ResponseHeaders{Link: link(ctx, next)}}, nil
+}
+
+// ListAssignedTickets serves GET /v1/orgs/{orgId}/users/{userId}/assigned-tickets.
+func (h *handlers) ListAssignedTickets(ctx context.Context, req oapi.ListAssignedTicketsRequestObject) (oapi.ListAssignedTicketsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	listing := "listAssignedTickets:" + req.UserId
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+		return h.Tickets.ListAssignedTickets(ctx, p, req.UserId, expandOf(req.Params.Expand), pr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	body := ticketList(r, next)
+	return oapi.ListAssignedTickets200JSONResponse{Body: body, Headers: oapi.ListAssignedTickets200ResponseHeaders{Link: link(ctx, next)}}, nil
+}
+
+// ListComments serves GET /v1/orgs/{orgId}/tickets/{ticketId}/comments.
+func (h *handlers) ListComments(ctx context.Context, req oapi.ListCommentsRequestObject) (oapi.ListCommentsResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	listing := "listComments:" + req.TicketId
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Comment], error) {
+		return h.Tickets.ListComments(ctx, p, req.TicketId, pr)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return oapi.ListComments200JSONResponse{Body: oapi.CommentList{Items: toComments(r.Items), NextCursor: nextPtr(next)},
+		Headers: oapi.ListComments200ResponseHeaders{Link: link(ctx, next)}}, nil
+}
+
+// CreateComment serves POST /v1/orgs/{orgId}/tickets/{ticketId}/comments.
+func (h *handlers) CreateComment(ctx context.Context, req oapi.CreateCommentRequestObject) (oapi.CreateCommentResponseObject, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := h.Tickets.CreateComment(ctx, p, req.TicketId, newResourceID(ctx), req.Body.Body)
+	if err != nil {
+		return nil, err
+	}
+	return oapi.CreateComment201JSONResponse(toComment(c)), nil
+}
+
+// ticketList encodes a page of tickets.
+func ticketList(r page.Result[ticket.Ticket], next string) oapi.TicketList {
+	items := make([]oapi.Ticket, len(r.Items))
+	for i, t := range r.Items {
+		items[i] = toTicket(t)
+	}
+	return oapi.TicketList{Items: items, NextCursor: nextPtr(next)}
+}
+
+// expandOf reads ?expand=requester,assignee.
+func expandOf(expand *oapi.TicketExpand) ticket.Expand {
+	var x ticket.Expand
+	if expand != nil {
+		for _, e := range *expand {
+			x.Requester = x.Requester || e == oapi.TicketExpansionRequester
+			x.Assignee = x.Assignee || e == oapi.TicketExpansionAssignee
+		}
+	}
+	return x
+}
+
+func statusOf(s *oapi.StatusFilter) ticket.Status {
+	if s == nil {
+		return ""
+	}
+	return ticket.Status(*s)
+}
+
+func toTicket(t ticket.Ticket) oapi.Ticket {
+	tags := t.Tags
+	if tags == nil {
+		tags = []string{}
+	}
+	return oapi.Ticket{Id: t.ID, Title: t.Title, Description: t.Description, Status: oapi.TicketStatus(t.Status),
+		Priority: oapi.TicketPriority(t.Priority), RequesterId: t.RequesterID, AssigneeId: strPtr(t.AssigneeID),
+		TeamId: strPtr(t.TeamID), Tags: tags, CommentCount: t.CommentCount, Version: t.Version,
+		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Requester: orgUserPtr(t.Requester), Assignee: orgUserPtr(t.Assignee)}
+}
+
+func orgUserPtr(u *org.User) *oapi.OrgUser {
+	if u == nil {
+		return nil
+	}
+	out := toOrgUser(*u)
+	return &out
+}
+
+func toComment(c ticket.Comment) oapi.Comment {
+	return oapi.Comment{Id: c.ID, TicketId: c.TicketID, AuthorId: c.AuthorID, Body: c.Body, CreatedAt: c.CreatedAt}
+}
+
+func toComments(cs []ticket.Comment) []oapi.Comment {
+	out := make([]oapi.Comment, len(cs))
+	for i, c := range cs {
+		out[i] = toComment(c)
+	}
+	return out
+}
