@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/page"
 )
 
@@ -55,12 +56,10 @@ func fromAuditItem(it auditItem) audit.Event {
 	return ev
 }
 
-func ulidOK(id string) bool { return checkIDs("eventId", id) == nil }
-
 // OrgCreatedAt is when the org was created: the audit log's listing starts
 // there at the earliest.
 func (s *Audit) OrgCreatedAt(ctx context.Context, orgID string) (time.Time, error) {
-	if err := checkIDs("orgId", orgID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return time.Time{}, err
 	}
 	it, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), false, errOrgNotFound, "get org")
@@ -81,7 +80,7 @@ type auditCursor struct {
 // Until).
 func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result[audit.Event], error) {
 	var none page.Result[audit.Event]
-	if err := checkIDs("orgId", q.OrgID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", q.OrgID)); err != nil {
 		return none, err
 	}
 	p, err := q.Page.Check()
@@ -184,7 +183,7 @@ func decodeAuditCursor(s, minBucket, maxBucket string) (auditCursor, error) {
 	}
 	if c.After != "" {
 		id, ok := trimPrefix(c.After, prefixEvent)
-		if !ok || !ulidOK(id) {
+		if !ok || !ids.ValidResource(id) {
 			return c, errCursor
 		}
 	}

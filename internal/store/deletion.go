@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
 )
 
 // Deletions finds and finishes deletions that outlived their request: orgs
@@ -73,11 +74,11 @@ func (it jobItem) job() (deletion.Job, bool) {
 func jobKey(j deletion.Job) (key, error) {
 	switch j.Kind {
 	case deletion.Org:
-		return orgKey(j.OrgID), checkIDs("orgId", j.OrgID)
+		return orgKey(j.OrgID), checkIDs(ids.Resource("orgId", j.OrgID))
 	case deletion.Team:
-		return teamKey(j.OrgID, j.ID), checkIDs("orgId", j.OrgID, "teamId", j.ID)
+		return teamKey(j.OrgID, j.ID), checkIDs(ids.Resource("orgId", j.OrgID), ids.Resource("teamId", j.ID))
 	case deletion.Ticket:
-		return ticketKey(j.OrgID, j.ID), checkIDs("orgId", j.OrgID, "ticketId", j.ID)
+		return ticketKey(j.OrgID, j.ID), checkIDs(ids.Resource("orgId", j.OrgID), ids.Resource("ticketId", j.ID))
 	}
 	return key{}, fmt.Errorf("unknown deletion kind %q", j.Kind)
 }
@@ -92,7 +93,7 @@ func (s *Deletions) ListJobs(ctx context.Context, limit int) ([]deletion.Job, er
 	}
 	out := make([]deletion.Job, 0, len(items))
 	for _, it := range items {
-		if j, ok := it.job(); ok && checkIDs("orgId", j.OrgID) == nil {
+		if j, ok := it.job(); ok && checkIDs(ids.Resource("orgId", j.OrgID)) == nil {
 			out = append(out, j)
 		}
 	}

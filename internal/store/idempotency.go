@@ -11,6 +11,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/idempotency"
+	"github.com/tenantd/tenantd/internal/ids"
 )
 
 // Idempotency keeps replayable responses of creating POSTs, expiring with
@@ -62,11 +63,11 @@ func fromIdempotencyItem(it idempotencyItem, r idempotency.Record) idempotency.R
 
 func checkRecord(r idempotency.Record) error {
 	if r.OrgID != "" {
-		if err := checkIDs("orgId", r.OrgID); err != nil {
+		if err := checkIDs(ids.Resource("orgId", r.OrgID)); err != nil {
 			return err
 		}
 	}
-	return checkIDs("userId", r.UserID)
+	return checkIDs(ids.User("userId", r.UserID))
 }
 
 // Begin puts the record unless an unexpired one holds the key (a

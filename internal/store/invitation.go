@@ -11,6 +11,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/invitation"
 	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
@@ -74,11 +75,11 @@ func fromInvitationItem(it invitationItem) invitation.Invitation {
 }
 
 func checkInvitation(inv invitation.Invitation) error {
-	if err := checkIDs("orgId", inv.OrgID, "invitationId", inv.ID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", inv.OrgID), ids.Resource("invitationId", inv.ID)); err != nil {
 		return err
 	}
 	for _, t := range inv.TeamIDs {
-		if err := checkIDs("teamId", t); err != nil {
+		if err := checkIDs(ids.Resource("teamId", t)); err != nil {
 			return err
 		}
 	}
@@ -121,7 +122,7 @@ func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invit
 
 // GetInvitation reads one invitation with a consistent GetItem.
 func (s *Invitations) GetInvitation(ctx context.Context, orgID, invitationID string) (invitation.Invitation, error) {
-	if err := checkIDs("orgId", orgID, "invitationId", invitationID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("invitationId", invitationID)); err != nil {
 		return invitation.Invitation{}, err
 	}
 	it, err := getItem[invitationItem](ctx, s.DB, invitationKey(orgID, invitationID), true, errInvitationNotFound, "get invitation")
@@ -131,7 +132,7 @@ func (s *Invitations) GetInvitation(ctx context.Context, orgID, invitationID str
 // ListInvitations pages through GSI1 ORG#<orgId>, begins_with INVITE#,
 // leaving out invitations that expired but TTL has not removed yet.
 func (s *Invitations) ListInvitations(ctx context.Context, orgID string, now time.Time, p page.Request) (page.Result[invitation.Invitation], error) {
-	if err := checkIDs("orgId", orgID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[invitation.Invitation]{}, err
 	}
 	r, err := list(ctx, s.DB, listing{index: gsi1, partition: orgPK(orgID), prefix: prefixInvite}, p, fromInvitationItem)

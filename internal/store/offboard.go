@@ -11,6 +11,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
 )
 
 // Offboarding deletes every item an org owns, in phases recorded on the org
@@ -51,7 +52,7 @@ var errNoOffboarding = errs.E(errs.NotFound, "offboarding_not_found", "this orga
 // job unchanged with started false; and when that job's lease has expired
 // (its run died) it takes the lease over for owner, with started true.
 func (s *Orgs) StartOffboarding(ctx context.Context, orgID, actorID string, ifVersion int64, owner string, now time.Time) (deletion.Job, bool, error) {
-	if err := checkIDs("orgId", orgID, "userId", actorID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", actorID)); err != nil {
 		return deletion.Job{}, false, err
 	}
 	ok, ak := orgKey(orgID), orgUserKey(orgID, actorID)
@@ -79,7 +80,7 @@ func (s *Orgs) StartOffboarding(ctx context.Context, orgID, actorID string, ifVe
 			Set("deleting", true).Set("deletingSince", now).Set("offboardBy", actorID).Set("offboardPhase", phaseCutoff).
 			Set("gsi3pk", deletionsPK).Set("gsi3sk", orgDeletionSK(orgID)).
 			Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
-			If(liveItem+" AND version = ?", org.Version), liveVersioned(errOrgNotFound)).
+			If(liveAtVersion, org.Version), liveVersioned(errOrgNotFound)).
 		update(ak, s.table.Update(attrPK, ak.PK).Range(attrSK, ak.SK).Set("deleting", true).If(exists), nil)
 	s.fence(t, orgID, actorID, string(authz.Owner))
 	if err := t.run(ctx, "start offboarding"); err != nil {
@@ -104,7 +105,7 @@ func orgJob(o orgItem) deletion.Job {
 // NotFound (offboarding_not_found) when the org is not being offboarded or
 // is gone, its offboarding finished.
 func (s *Orgs) GetOffboarding(ctx context.Context, orgID string) (deletion.Job, error) {
-	if err := checkIDs("orgId", orgID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return deletion.Job{}, err
 	}
 	org, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), true, errNoOffboarding, "get offboarding")
@@ -128,7 +129,7 @@ func (s *Orgs) ReleaseOffboarding(ctx context.Context, orgID, owner string) erro
 // run yet: when it returns nil, no member of the org other than the owner
 // offboarding it has an edge, so no member's write can commit any more.
 func (s *Orgs) CutOff(ctx context.Context, orgID, owner string) error {
-	if err := checkIDs("orgId", orgID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return err
 	}
 	org, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), true, errNoOffboarding, "cut off org")

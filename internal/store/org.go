@@ -2,8 +2,8 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -12,6 +12,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
 )
@@ -129,7 +130,7 @@ func toClaimItem(u org.User) claimItem {
 func (c claimItem) key() key { return key{c.PK, c.SK} }
 
 func checkUser(u org.User) error {
-	if err := checkIDs("orgId", u.OrgID, "userId", u.UserID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", u.OrgID), ids.User("userId", u.UserID)); err != nil {
 		return err
 	}
 	if u.Email == "" {
@@ -149,7 +150,7 @@ const exists = "attribute_exists(pk)"
 // CreateOrg writes the org, its owner and the owner's email claim in one
 // transaction.
 func (s *Orgs) CreateOrg(ctx context.Context, org org.Org, owner org.User, ev audit.Event) error {
-	if err := checkIDs("orgId", org.ID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", org.ID)); err != nil {
 		return err
 	}
 	if err := checkUser(owner); err != nil {
@@ -165,7 +166,7 @@ func (s *Orgs) CreateOrg(ctx context.Context, org org.Org, owner org.User, ev au
 
 // GetOrg reads the org item.
 func (s *Orgs) GetOrg(ctx context.Context, orgID string) (org.Org, error) {
-	if err := checkIDs("orgId", orgID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return org.Org{}, err
 	}
 	it, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), false, errOrgNotFound, "get org")
@@ -178,43 +179,28 @@ func (s *Orgs) GetOrg(ctx context.Context, orgID string) (org.Org, error) {
 // GetOrgWithUsers reads the org's item collection: the #METADATA item sorts
 // before USER#, so one Query returns the org and its first users.
 func (s *Orgs) GetOrgWithUsers(ctx context.Context, orgID string, limit int) (org.Org, []org.User, error) {
-	if err := checkIDs("orgId", orgID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return org.Org{}, nil, err
 	}
-	items, _, err := s.query(ctx, listing{partition: orgPK(orgID)}, limit+1, "")
-	if err != nil {
-		return org.Org{}, nil, fmt.Errorf("get org with users: %w", err)
-	}
-	if len(items) == 0 || entityType(items[0]) != typeOrg || items[0]["deleting"] != nil {
-		return org.Org{}, nil, errOrgNotFound
-	}
-	var oi orgItem
-	if err := dynamo.UnmarshalItem(items[0], &oi); err != nil {
-		return org.Org{}, nil, fmt.Errorf("get org with users: %w", err)
-	}
-	users, err := unmarshalAll(items[1:], fromOrgUserItem)
-	if err != nil {
-		return org.Org{}, nil, fmt.Errorf("get org with users: %w", err)
-	}
-	return fromOrgItem(oi), users, nil
+	return withChildren(ctx, s.DB, orgPK(orgID), typeOrg, limit, errOrgNotFound, "get org with users", fromOrgItem, fromOrgUserItem)
 }
 
 // UpdateOrg sets the org's name if its version is still prev.Version.
 func (s *Orgs) UpdateOrg(ctx context.Context, prev, next org.Org, ev audit.Event) error {
-	if err := checkIDs("orgId", prev.ID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", prev.ID)); err != nil {
 		return err
 	}
 	k := orgKey(prev.ID)
 	t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
-		If(liveItem+" AND version = ?", prev.Version), liveVersioned(errOrgNotFound))
+		If(liveAtVersion, prev.Version), liveVersioned(errOrgNotFound))
 	return s.audited(ev, t).run(ctx, "update org")
 }
 
 // GetUser reads one OrgUser edge with a consistent GetItem: it is the
 // authorization read, so a removal is seen by the very next request.
 func (s *Orgs) GetOrgUser(ctx context.Context, orgID, userID string) (org.User, error) {
-	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return org.User{}, err
 	}
 	it, err := getItem[orgUserItem](ctx, s.DB, orgUserKey(orgID, userID), true, errUserNotFound, "get user")
@@ -223,7 +209,7 @@ func (s *Orgs) GetOrgUser(ctx context.Context, orgID, userID string) (org.User, 
 
 // ListUsers pages through the org's users: Query begins_with(sk, USER#).
 func (s *Orgs) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (page.Result[org.User], error) {
-	if err := checkIDs("orgId", orgID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[org.User]{}, err
 	}
 	r, err := list(ctx, s.DB, listing{partition: orgPK(orgID), prefix: prefixUser}, p, fromOrgUserItem)
@@ -238,7 +224,7 @@ func (s *Orgs) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (
 // (an org rename would have to rewrite every edge); BatchGetOrgs reads them.
 func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[org.Membership], error) {
 	var none page.Result[org.Membership]
-	if err := checkIDs("userId", userID); err != nil {
+	if err := checkIDs(ids.User("userId", userID)); err != nil {
 		return none, err
 	}
 	r, err := list(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: prefixOrg}, p,
@@ -263,73 +249,20 @@ func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (pag
 
 // BatchGetOrgs reads many orgs with BatchGetItem (100 keys per request).
 func (s *Orgs) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]org.Org, error) {
-	keys := make([]dynamo.Keyed, 0, len(orgIDs))
-	seen := map[string]bool{}
-	for _, id := range orgIDs {
-		if seen[id] {
-			continue
-		}
-		if err := checkIDs("orgId", id); err != nil {
-			return nil, err
-		}
-		seen[id] = true
-		k := orgKey(id)
-		keys = append(keys, dynamo.Keys{k.PK, k.SK})
-	}
-	var items []orgItem
-	if err := s.batchGet(ctx, keys, false, &items); err != nil {
-		return nil, fmt.Errorf("batch get orgs: %w", err)
-	}
-	out := make(map[string]org.Org, len(items))
-	for _, it := range items {
-		if !it.Deleting { // being offboarded: gone for its members
-			out[it.ID] = fromOrgItem(it)
-		}
-	}
-	return out, nil
-}
-
-// batchGet reads keys with BatchGetItem; guregu/dynamo splits them into
-// requests of 100 keys and re-requests UnprocessedKeys until none are left.
-func (s *DB) batchGet(ctx context.Context, keys []dynamo.Keyed, consistent bool, out any) error {
-	if len(keys) == 0 {
-		return nil
-	}
-	err := s.table.Batch(attrPK, attrSK).Get(keys...).Consistent(consistent).All(ctx, out)
-	if err != nil && !errors.Is(err, dynamo.ErrNotFound) {
-		return fmt.Errorf("batch get: %w", translate(err))
-	}
-	return nil
+	return batchGetByID(ctx, s.DB, orgIDs, func(id string) error { return ids.Resource("orgId", id) }, orgKey, false, "batch get orgs",
+		func(it orgItem) (string, org.Org, bool) { return it.ID, fromOrgItem(it), !it.Deleting }) // being offboarded: gone for its members
 }
 
 // BatchGetUsers reads many OrgUsers of one org: one BatchGetItem per 100
 // distinct IDs (seed 002's DataLoader lesson).
 func (s *Orgs) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]org.User, error) {
-	if err := checkIDs("orgId", orgID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return nil, err
 	}
-	seen := map[string]bool{}
-	var keys []dynamo.Keyed
-	for _, id := range userIDs {
-		if id == "" || seen[id] {
-			continue
-		}
-		if err := checkIDs("userId", id); err != nil {
-			return nil, err
-		}
-		seen[id] = true
-		k := orgUserKey(orgID, id)
-		keys = append(keys, dynamo.Keys{k.PK, k.SK})
-	}
-	var items []orgUserItem
-	if err := s.batchGet(ctx, keys, false, &items); err != nil {
-		return nil, fmt.Errorf("batch get users: %w", err)
-	}
-	out := make(map[string]org.User, len(items))
-	for _, it := range items {
-		out[it.UserID] = fromOrgUserItem(it)
-	}
-	return out, nil
+	userIDs = slices.DeleteFunc(slices.Clone(userIDs), func(id string) bool { return id == "" }) // no assignee, say
+	return batchGetByID(ctx, s.DB, userIDs, func(id string) error { return ids.User("userId", id) },
+		func(id string) key { return orgUserKey(orgID, id) }, false, "batch get users",
+		func(it orgUserItem) (string, org.User, bool) { return it.UserID, fromOrgUserItem(it), true })
 }
 
 // AddUser writes the OrgUser and its email claim in one transaction that
@@ -400,7 +333,7 @@ func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next org.User, ev audit.
 	t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("email", next.Email).Set("name", next.Name).Set("role", string(next.Role)).
 		Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
-		If("attribute_exists(pk) AND version = ?", prev.Version), versioned(errUserNotFound))
+		If(existsAtVersion, prev.Version), versioned(errUserNotFound))
 	if org.NormalizeEmail(prev.Email) != org.NormalizeEmail(next.Email) {
 		old, c := toClaimItem(prev), toClaimItem(next)
 		t.delete(old.key(), s.table.Delete(attrPK, old.PK).Range(attrSK, old.SK), nil)
@@ -492,7 +425,7 @@ func (e userEdge) lastOwner() bool {
 func (s *DB) userEdges(ctx context.Context, orgID, userID string, teamIDs []string) ([]userEdge, error) {
 	keys := make([]dynamo.Keyed, 0, 2*len(teamIDs))
 	for _, t := range teamIDs {
-		if err := checkIDs("teamId", t); err != nil {
+		if err := checkIDs(ids.Resource("teamId", t)); err != nil {
 			return nil, err
 		}
 		tk, mk := teamKey(orgID, t), memberKey(orgID, t, userID)
@@ -600,7 +533,7 @@ func (s *Orgs) removeUser(ctx context.Context, u org.User, seq int64, edges []us
 // moment its offboarding starts no member reads or writes it, even if the
 // offboarding crashes before it deleted their edges.
 func (s *Orgs) OrgAccess(ctx context.Context, orgID, userID string) (authz.Access, error) {
-	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return authz.Access{}, err
 	}
 	ok, uk := orgKey(orgID), orgUserKey(orgID, userID)

@@ -202,3 +202,28 @@ func listUnder[I any, T any](ctx context.Context, d *DB, l listing, p page.Reque
 	}
 	return r, nil
 }
+
+// withChildren is the "parent item + children" read of seed 002: one Query
+// of the parent's partition returns its #METADATA item first (# sorts
+// before every letter), then its first limit children, oldest first.
+// Returns notFound if the parent does not exist or is being deleted.
+func withChildren[PI, CI, P, C any](ctx context.Context, d *DB, partition, parentType string, limit int, notFound error, op string,
+	parent func(PI) P, child func(CI) C) (P, []C, error) {
+	var none P
+	items, _, err := d.query(ctx, listing{partition: partition}, limit+1, "")
+	if err != nil {
+		return none, nil, fmt.Errorf("%s: %w", op, err)
+	}
+	if len(items) == 0 || entityType(items[0]) != parentType || items[0]["deleting"] != nil {
+		return none, nil, notFound
+	}
+	var pi PI
+	if err := dynamo.UnmarshalItem(items[0], &pi); err != nil {
+		return none, nil, fmt.Errorf("%s: %w", op, err)
+	}
+	children, err := unmarshalAll(items[1:], child)
+	if err != nil {
+		return none, nil, fmt.Errorf("%s: %w", op, err)
+	}
+	return parent(pi), children, nil
+}

@@ -25,7 +25,6 @@ import (
 	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/errs"
-	"github.com/tenantd/tenantd/internal/ids"
 )
 
 // DB is a handle on tenantd's table. The per-domain stores (Orgs, Teams,
@@ -112,30 +111,16 @@ func getItem[I any](ctx context.Context, d *DB, k key, consistent bool, notFound
 	return it, nil
 }
 
-// checkIDs validates IDs before they reach a key: pairs of (field, value),
-// where fields ending in "userId" hold user IDs and the rest ULIDs.
-func checkIDs(pairs ...string) error {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		field, v := pairs[i], pairs[i+1]
-		var err error
-		if isUserField(field) {
-			err = ids.User(field, v)
-		} else {
-			err = ids.Resource(field, v)
-		}
+// checkIDs returns the first failed check of IDs about to reach a key
+// (ids.Resource for ULIDs, ids.User for user IDs): every store method
+// checks its IDs before it builds one.
+func checkIDs(checks ...error) error {
+	for _, err := range checks {
 		if err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func isUserField(field string) bool {
-	switch field {
-	case "userId", "requesterId", "assigneeId", "authorId":
-		return true
-	}
-	return false
 }
 
 // condFailed reports whether err is a failed condition of a single-item
@@ -215,4 +200,68 @@ func translate(err error) error {
 		return errUnavailable(err)
 	}
 	return err
+}
+
+// batchGet reads keys with BatchGetItem; guregu/dynamo splits them into
+// requests of 100 keys and re-requests UnprocessedKeys until none are left.
+func (s *DB) batchGet(ctx context.Context, keys []dynamo.Keyed, consistent bool, out any) error {
+	if len(keys) == 0 {
+		return nil
+	}
+	err := s.table.Batch(attrPK, attrSK).Get(keys...).Consistent(consistent).All(ctx, out)
+	if err != nil && !errors.Is(err, dynamo.ErrNotFound) {
+		return fmt.Errorf("batch get: %w", translate(err))
+	}
+	return nil
+}
+
+// batchGetByID reads the items of distinct IDs with batchGet: check
+// validates each ID before keyOf builds its key; conv turns an item into its ID and value, and leaves it out when
+// ok is false (an item being deleted, say). Absent items are left out.
+func batchGetByID[I, T any](ctx context.Context, d *DB, idList []string, check func(string) error, keyOf func(string) key,
+	consistent bool, op string, conv func(I) (id string, v T, ok bool)) (map[string]T, error) {
+	seen := map[string]bool{}
+	keys := make([]dynamo.Keyed, 0, len(idList))
+	for _, id := range idList {
+		if seen[id] {
+			continue
+		}
+		if err := check(id); err != nil {
+			return nil, err
+		}
+		seen[id] = true
+		k := keyOf(id)
+		keys = append(keys, dynamo.Keys{k.PK, k.SK})
+	}
+	var items []I
+	if err := d.batchGet(ctx, keys, consistent, &items); err != nil {
+		return nil, fmt.Errorf("%s: %w", op, err)
+	}
+	out := make(map[string]T, len(items))
+	for _, it := range items {
+		if id, v, ok := conv(it); ok {
+			out[id] = v
+		}
+	}
+	return out, nil
+}
+
+// deletePartition removes every item of one partition with BatchWriteItem.
+func (s *DB) deletePartition(ctx context.Context, pk string) error {
+	var keys []dynamo.Keyed
+	itr := s.table.Get(attrPK, pk).Project(attrPK, attrSK).Iter()
+	var it struct {
+		PK string `dynamo:"pk"`
+		SK string `dynamo:"sk"`
+	}
+	for itr.Next(ctx, &it) {
+		keys = append(keys, dynamo.Keys{it.PK, it.SK})
+	}
+	if err := itr.Err(); err != nil {
+		return fmt.Errorf("delete partition: %w", translate(err))
+	}
+	if err := s.batchDelete(ctx, keys); err != nil {
+		return fmt.Errorf("delete partition: %w", err)
+	}
+	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/team"
 )
@@ -91,7 +92,7 @@ func fromMemberItem(it memberItem) team.Membership {
 }
 
 func checkMember(m team.Membership) error {
-	return checkIDs("orgId", m.OrgID, "teamId", m.TeamID, "userId", m.UserID)
+	return checkIDs(ids.Resource("orgId", m.OrgID), ids.Resource("teamId", m.TeamID), ids.User("userId", m.UserID))
 }
 
 // orgUserCheck is a transaction item proving the user belongs to the org.
@@ -136,7 +137,7 @@ func teamOwnerFail(notFound error) onFail {
 // creator's owner edge, checking the creator is a user of the org, in one
 // transaction. A team is born with its owner.
 func (s *Teams) CreateTeam(ctx context.Context, t team.Team, owner team.Membership, ev audit.Event) error {
-	if err := checkIDs("orgId", t.OrgID, "teamId", t.ID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", t.OrgID), ids.Resource("teamId", t.ID)); err != nil {
 		return err
 	}
 	if err := checkMember(owner); err != nil {
@@ -157,7 +158,7 @@ func (s *Teams) CreateTeam(ctx context.Context, t team.Team, owner team.Membersh
 
 // GetTeam reads the team's #METADATA item. A team being deleted is not found.
 func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (team.Team, error) {
-	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return team.Team{}, err
 	}
 	it, err := getItem[teamItem](ctx, s.DB, teamKey(orgID, teamID), false, errTeamNotFound, "get team")
@@ -170,30 +171,15 @@ func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (team.Team, e
 // GetTeamWithMembers is AP4: one Query of the team's partition returns the
 // #METADATA item first and then the MEMBER# edges.
 func (s *Teams) GetTeamWithMembers(ctx context.Context, orgID, teamID string, limit int) (team.Team, []team.Membership, error) {
-	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return team.Team{}, nil, err
 	}
-	items, _, err := s.query(ctx, listing{partition: teamPK(orgID, teamID)}, limit+1, "")
-	if err != nil {
-		return team.Team{}, nil, fmt.Errorf("get team with members: %w", err)
-	}
-	if len(items) == 0 || entityType(items[0]) != typeTeam || items[0]["deleting"] != nil {
-		return team.Team{}, nil, errTeamNotFound
-	}
-	var ti teamItem
-	if err := dynamo.UnmarshalItem(items[0], &ti); err != nil {
-		return team.Team{}, nil, fmt.Errorf("get team with members: %w", err)
-	}
-	members, err := unmarshalAll(items[1:], fromMemberItem)
-	if err != nil {
-		return team.Team{}, nil, fmt.Errorf("get team with members: %w", err)
-	}
-	return fromTeamItem(ti), members, nil
+	return withChildren(ctx, s.DB, teamPK(orgID, teamID), typeTeam, limit, errTeamNotFound, "get team with members", fromTeamItem, fromMemberItem)
 }
 
 // ListTeams pages through an org's teams on GSI1 (ORG#<orgId>, TEAM#).
 func (s *Teams) ListTeams(ctx context.Context, orgID string, p page.Request) (page.Result[team.Team], error) {
-	if err := checkIDs("orgId", orgID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[team.Team]{}, err
 	}
 	r, err := list(ctx, s.DB, listing{index: gsi1, partition: orgPK(orgID), prefix: prefixTeam}, p, fromTeamItem)
@@ -205,7 +191,7 @@ func (s *Teams) ListTeams(ctx context.Context, orgID string, p page.Request) (pa
 
 // UpdateTeam sets name and description if the version is still prev's.
 func (s *Teams) UpdateTeam(ctx context.Context, prev, next team.Team, ev audit.Event) error {
-	if err := checkIDs("orgId", prev.OrgID, "teamId", prev.ID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", prev.OrgID), ids.Resource("teamId", prev.ID)); err != nil {
 		return err
 	}
 	k := teamKey(prev.OrgID, prev.ID)
@@ -216,7 +202,7 @@ func (s *Teams) UpdateTeam(ctx context.Context, prev, next team.Team, ev audit.E
 	} else {
 		u = u.Set("description", next.Description)
 	}
-	t := s.newTx().update(k, u.If(liveItem+" AND version = ?", prev.Version), liveVersioned(errTeamNotFound))
+	t := s.newTx().update(k, u.If(liveAtVersion, prev.Version), liveVersioned(errTeamNotFound))
 	return s.audited(ev, t).run(ctx, "update team")
 }
 
@@ -284,7 +270,7 @@ func retryOn(map[string]types.AttributeValue) error { return errRetry }
 // the team item last. A crash in between leaves a marked team that the
 // deletion worker finishes once its lease has expired (FinishDeletion).
 func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64, ev audit.Event) error {
-	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return err
 	}
 	k := teamKey(orgID, teamID)
@@ -322,7 +308,7 @@ func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion 
 		t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 			Set("deleting", true).Set("gsi3pk", deletionsPK).Set("gsi3sk", teamDeletionSK(orgID, teamID)).
 			Set("deletingSince", now).Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
-			If(liveItem+" AND version = ?", team.Version), retryOn)
+			If(liveAtVersion, team.Version), retryOn)
 		err = s.audited(ev, t).run(ctx, "mark team deleting")
 		if err == errRetry {
 			continue
@@ -416,7 +402,7 @@ func (s *DB) finishTeam(ctx context.Context, orgID, teamID, owner string) error 
 // GetMember is AP3: one GetItem with ConsistentRead on the edge, so a role
 // change or removal is seen by the next request.
 func (s *Teams) GetTeamMember(ctx context.Context, orgID, teamID, userID string) (team.Membership, error) {
-	if err := checkIDs("orgId", orgID, "teamId", teamID, "userId", userID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID), ids.User("userId", userID)); err != nil {
 		return team.Membership{}, err
 	}
 	it, err := getItem[memberItem](ctx, s.DB, memberKey(orgID, teamID, userID), true, errMemberNotFound, "get member")
@@ -425,7 +411,7 @@ func (s *Teams) GetTeamMember(ctx context.Context, orgID, teamID, userID string)
 
 // ListMembers is AP1: Query the team's partition, begins_with(sk, MEMBER#).
 func (s *Teams) ListTeamMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[team.Membership], error) {
-	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return page.Result[team.Membership]{}, err
 	}
 	r, err := listUnder(ctx, s.DB, listing{partition: teamPK(orgID, teamID), prefix: prefixMember}, p,
@@ -439,7 +425,7 @@ func (s *Teams) ListTeamMembers(ctx context.Context, orgID, teamID string, p pag
 // ListUserTeams is AP2: one Query on GSI1 USER#<userId>, begins_with
 // TEAM#<orgId>#. Team names are not on the edges; BatchGetTeams reads them.
 func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[team.Membership], error) {
-	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return page.Result[team.Membership]{}, err
 	}
 	r, err := listUnder(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p,
@@ -457,30 +443,12 @@ func (s *Teams) BatchGetTeams(ctx context.Context, orgID string, teamIDs []strin
 }
 
 func (s *DB) batchGetTeams(ctx context.Context, orgID string, teamIDs []string, consistent bool) (map[string]team.Team, error) {
-	keys := make([]dynamo.Keyed, 0, len(teamIDs))
-	seen := map[string]bool{}
-	for _, id := range teamIDs {
-		if seen[id] {
-			continue
-		}
-		if err := checkIDs("orgId", orgID, "teamId", id); err != nil {
-			return nil, err
-		}
-		seen[id] = true
-		k := teamKey(orgID, id)
-		keys = append(keys, dynamo.Keys{k.PK, k.SK})
+	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
+		return nil, err
 	}
-	var items []teamItem
-	if err := s.batchGet(ctx, keys, consistent, &items); err != nil {
-		return nil, fmt.Errorf("batch get teams: %w", err)
-	}
-	out := make(map[string]team.Team, len(items))
-	for _, it := range items {
-		if !it.Deleting {
-			out[it.ID] = fromTeamItem(it)
-		}
-	}
-	return out, nil
+	return batchGetByID(ctx, s, teamIDs, func(id string) error { return ids.Resource("teamId", id) },
+		func(id string) key { return teamKey(orgID, id) }, consistent, "batch get teams",
+		func(it teamItem) (string, team.Team, bool) { return it.ID, fromTeamItem(it), !it.Deleting })
 }
 
 // AddMember writes a new edge, bumps the team's memberCount (and ownerCount
@@ -513,7 +481,7 @@ func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next team.Membership
 	k, tk := memberKey(next.OrgID, next.TeamID, next.UserID), teamKey(next.OrgID, next.TeamID)
 	t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("role", string(next.Role)).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
-		If("attribute_exists(pk) AND version = ?", prev.Version), versioned(errMemberNotFound))
+		If(existsAtVersion, prev.Version), versioned(errMemberNotFound))
 	if d := ownerDelta(prev.Role, next.Role); d != 0 {
 		t.update(tk, ownerDeltaCond(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK), d).If(liveItem), teamOwnerFail(errTeamNotFound))
 	} else {
@@ -531,7 +499,7 @@ func (s *Teams) RemoveTeamMember(ctx context.Context, m team.Membership, ev audi
 	}
 	k, tk := memberKey(m.OrgID, m.TeamID, m.UserID), teamKey(m.OrgID, m.TeamID)
 	t := s.newTx().delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
-		If("attribute_exists(pk) AND version = ?", m.Version), versioned(errMemberNotFound))
+		If(existsAtVersion, m.Version), versioned(errMemberNotFound))
 	u := s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", -1)
 	t.update(tk, ownerDeltaCond(u, ownerDelta(m.Role, "")).If(liveItem), teamOwnerFail(errTeamNotFound))
 	s.userTeams(t, m.OrgID, m.UserID, func(u *dynamo.Update) *dynamo.Update { return u.DeleteStringsFromSet("teamIds", m.TeamID) },

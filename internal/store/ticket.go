@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/ticket"
@@ -119,16 +120,16 @@ func fromCommentItem(it commentItem) ticket.Comment {
 }
 
 func checkTicket(t ticket.Ticket) error {
-	if err := checkIDs("orgId", t.OrgID, "ticketId", t.ID, "requesterId", t.RequesterID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", t.OrgID), ids.Resource("ticketId", t.ID), ids.User("requesterId", t.RequesterID)); err != nil {
 		return err
 	}
 	if t.AssigneeID != "" {
-		if err := checkIDs("assigneeId", t.AssigneeID); err != nil {
+		if err := checkIDs(ids.User("assigneeId", t.AssigneeID)); err != nil {
 			return err
 		}
 	}
 	if t.TeamID != "" {
-		if err := checkIDs("teamId", t.TeamID); err != nil {
+		if err := checkIDs(ids.Resource("teamId", t.TeamID)); err != nil {
 			return err
 		}
 	}
@@ -167,7 +168,7 @@ func (s *Tickets) CreateTicket(ctx context.Context, t ticket.Ticket, ev audit.Ev
 
 // GetTicket reads the ticket's #METADATA item.
 func (s *Tickets) GetTicket(ctx context.Context, orgID, ticketID string) (ticket.Ticket, error) {
-	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
 		return ticket.Ticket{}, err
 	}
 	it, err := getItem[ticketItem](ctx, s.DB, ticketKey(orgID, ticketID), false, errTicketNotFound, "get ticket")
@@ -180,25 +181,11 @@ func (s *Tickets) GetTicket(ctx context.Context, orgID, ticketID string) (ticket
 // GetTicketWithComments queries the ticket's partition: #METADATA sorts
 // before COMMENT#, so the ticket comes first, then comments oldest first.
 func (s *Tickets) GetTicketWithComments(ctx context.Context, orgID, ticketID string, limit int) (ticket.Ticket, []ticket.Comment, error) {
-	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
 		return ticket.Ticket{}, nil, err
 	}
-	items, _, err := s.query(ctx, listing{partition: ticketPK(orgID, ticketID)}, limit+1, "")
-	if err != nil {
-		return ticket.Ticket{}, nil, fmt.Errorf("get ticket with comments: %w", err)
-	}
-	if len(items) == 0 || entityType(items[0]) != typeTicket || items[0]["deleting"] != nil {
-		return ticket.Ticket{}, nil, errTicketNotFound
-	}
-	var t ticketItem
-	if err := dynamo.UnmarshalItem(items[0], &t); err != nil {
-		return ticket.Ticket{}, nil, fmt.Errorf("get ticket with comments: %w", err)
-	}
-	comments, err := unmarshalAll(items[1:], fromCommentItem)
-	if err != nil {
-		return ticket.Ticket{}, nil, fmt.Errorf("get ticket with comments: %w", err)
-	}
-	return fromTicketItem(t), comments, nil
+	return withChildren(ctx, s.DB, ticketPK(orgID, ticketID), typeTicket, limit, errTicketNotFound, "get ticket with comments",
+		fromTicketItem, fromCommentItem)
 }
 
 // UpdateTicket rewrites the ticket's mutable fields and index keys with an
@@ -214,7 +201,7 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev
 	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("title", it.Title).Set("status", it.Status).Set("priority", it.Priority).
 		Set("gsi3sk", it.GSI3SK).Set("updatedAt", it.UpdatedAt).Set("version", it.Version).
-		If(liveItem+" AND version = ?", prev.Version)
+		If(liveAtVersion, prev.Version)
 	setOrRemove := func(attr, v string) {
 		if v == "" {
 			u = u.Remove(attr)
@@ -253,7 +240,7 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev
 // that each decrement commentCount, and the ticket last. A crash in between
 // leaves a marked ticket that the deletion worker finishes.
 func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64, ev audit.Event) error {
-	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
 		return err
 	}
 	k := ticketKey(orgID, ticketID)
@@ -286,7 +273,7 @@ func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVe
 		t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 			Set("deleting", true).Set("gsi3pk", deletionsPK).Set("gsi3sk", ticketDeletionSK(orgID, ticketID)).
 			Set("deletingSince", now).Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
-			If(liveItem+" AND version = ?", tk.Version), retryOn)
+			If(liveAtVersion, tk.Version), retryOn)
 		err = s.audited(ev, t).run(ctx, "mark ticket deleting")
 		if err == errRetry {
 			continue
@@ -377,30 +364,10 @@ func (s *DB) finishTicket(ctx context.Context, orgID, ticketID, owner string) er
 	}
 }
 
-// deletePartition removes every item of one partition with BatchWriteItem.
-func (s *DB) deletePartition(ctx context.Context, pk string) error {
-	var keys []dynamo.Keyed
-	itr := s.table.Get(attrPK, pk).Project(attrPK, attrSK).Iter()
-	var it struct {
-		PK string `dynamo:"pk"`
-		SK string `dynamo:"sk"`
-	}
-	for itr.Next(ctx, &it) {
-		keys = append(keys, dynamo.Keys{it.PK, it.SK})
-	}
-	if err := itr.Err(); err != nil {
-		return fmt.Errorf("delete partition: %w", translate(err))
-	}
-	if err := s.batchDelete(ctx, keys); err != nil {
-		return fmt.Errorf("delete partition: %w", err)
-	}
-	return nil
-}
-
 // ListTickets pages through an org's tickets newest first: GSI1 descending
 // (ticket IDs are ULIDs), or GSI3 begins_with STATUS#<status># for a queue.
 func (s *Tickets) ListTickets(ctx context.Context, orgID string, status ticket.Status, p page.Request) (page.Result[ticket.Ticket], error) {
-	if err := checkIDs("orgId", orgID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[ticket.Ticket]{}, err
 	}
 	l := listing{index: gsi1, partition: orgPK(orgID), prefix: prefixTicket, desc: true}
@@ -417,7 +384,7 @@ func (s *Tickets) ListTickets(ctx context.Context, orgID string, status ticket.S
 // ListTeamTickets pages through GSI5 ORG#<orgId>#TEAM#<teamId>: descending,
 // so grouped by status and newest first within each; or one status.
 func (s *Tickets) ListTeamTickets(ctx context.Context, orgID, teamID string, status ticket.Status, p page.Request) (page.Result[ticket.Ticket], error) {
-	if err := checkIDs("orgId", orgID, "teamId", teamID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return page.Result[ticket.Ticket]{}, err
 	}
 	l := listing{index: gsi5, partition: teamTicketsPK(orgID, teamID), prefix: statusPrefix(string(status)), desc: true}
@@ -430,7 +397,7 @@ func (s *Tickets) ListTeamTickets(ctx context.Context, orgID, teamID string, sta
 
 // ListAssignedTickets pages through GSI4 (sparse) newest first.
 func (s *Tickets) ListAssignedTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[ticket.Ticket], error) {
-	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return page.Result[ticket.Ticket]{}, err
 	}
 	l := listing{index: gsi4, partition: assigneePK(orgID, userID), prefix: prefixTicket, desc: true}
@@ -446,7 +413,7 @@ func (s *Tickets) ListAssignedTickets(ctx context.Context, orgID, userID string,
 // withUser the first page's Query meets it first, then the newest tickets.
 func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[ticket.Ticket], *org.User, error) {
 	var none page.Result[ticket.Ticket]
-	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return none, nil, err
 	}
 	p, err := p.Check()
@@ -495,7 +462,7 @@ func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, wit
 // AddComment writes the comment into its ticket's partition and bumps the
 // ticket's commentCount in one transaction (seed 002: counts kept on write).
 func (s *Tickets) CreateComment(ctx context.Context, c ticket.Comment, ev audit.Event) error {
-	if err := checkIDs("orgId", c.OrgID, "ticketId", c.TicketID, "commentId", c.ID, "authorId", c.AuthorID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", c.OrgID), ids.Resource("ticketId", c.TicketID), ids.Resource("commentId", c.ID), ids.User("authorId", c.AuthorID)); err != nil {
 		return err
 	}
 	k, ci := ticketKey(c.OrgID, c.TicketID), toCommentItem(c)
@@ -508,7 +475,7 @@ func (s *Tickets) CreateComment(ctx context.Context, c ticket.Comment, ev audit.
 
 // GetComment reads one comment of a ticket.
 func (s *Tickets) GetComment(ctx context.Context, orgID, ticketID, commentID string) (ticket.Comment, error) {
-	if err := checkIDs("orgId", orgID, "ticketId", ticketID, "commentId", commentID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID), ids.Resource("commentId", commentID)); err != nil {
 		return ticket.Comment{}, err
 	}
 	it, err := getItem[commentItem](ctx, s.DB, commentKey(orgID, ticketID, commentID), false,
@@ -518,7 +485,7 @@ func (s *Tickets) GetComment(ctx context.Context, orgID, ticketID, commentID str
 
 // ListComments pages through a ticket's comments, oldest first.
 func (s *Tickets) ListComments(ctx context.Context, orgID, ticketID string, p page.Request) (page.Result[ticket.Comment], error) {
-	if err := checkIDs("orgId", orgID, "ticketId", ticketID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
 		return page.Result[ticket.Comment]{}, err
 	}
 	r, err := listUnder(ctx, s.DB, listing{partition: ticketPK(orgID, ticketID), prefix: prefixComment}, p,

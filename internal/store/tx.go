@@ -12,6 +12,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
 )
 
 // maxTxItems is DynamoDB's limit of items in one TransactWriteItems.
@@ -159,6 +160,13 @@ var errVersion = errs.ErrVersion
 // conditions itself on the children's count.
 const liveItem = "attribute_exists(pk) AND attribute_not_exists(deleting)"
 
+// The conditions of an update or delete at the version read: the item
+// exists (and, for live*, is not being deleted) with that version.
+const (
+	existsAtVersion = "attribute_exists(pk) AND version = ?"
+	liveAtVersion   = liveItem + " AND version = ?"
+)
+
 // gone reports whether an item's old image is absent or marked deleting:
 // to every caller, an item under deletion no longer exists.
 func gone(old map[string]types.AttributeValue) bool { return old == nil || old["deleting"] != nil }
@@ -236,7 +244,7 @@ func (d *DB) audited(ev audit.Event, t *txn) *txn {
 		t.err = err
 		return t
 	}
-	if !ulidOK(ev.ID) {
+	if !ids.ValidResource(ev.ID) {
 		t.err = fmt.Errorf("audit event ID %q is not a ULID", ev.ID)
 		return t
 	}
@@ -249,7 +257,7 @@ func (d *DB) audited(ev audit.Event, t *txn) *txn {
 // fence adds to t the actor fence of userID in orgID: their edge must
 // still exist, outside any offboarding, with a role at least floor.
 func (d *DB) fence(t *txn, orgID, userID, floor string) {
-	if err := checkIDs("orgId", orgID, "userId", userID); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		t.err = err
 		return
 	}
