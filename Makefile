@@ -40,7 +40,7 @@ bench: tools ## Benchmarks (< 10 min): go test -bench, then DynamoDB Local + the
 	@set -o pipefail; start=$$(date +%s); out=$$(mktemp); trap 'rm -f "$$out"' EXIT; \
 	echo "go test -run '^\$$' -bench . -benchmem -count=3 -benchtime=300ms ./internal/httpapi/ ./internal/authz/"; \
 	go test -run '^$$' -bench . -benchmem -count=3 -benchtime=300ms ./internal/httpapi/ ./internal/authz/ | tee "$$out"; \
-	go run ./bench -gobench "$$out" -started "$$start"
+	go run ./tools/bench -gobench "$$out" -started "$$start"
 
 lint: ## go vet and staticcheck
 	go vet ./...

@@ -89,7 +89,7 @@ func run(m *testing.M) int {
 		flag.Parse() // for testing.Verbose; m.Run does not parse again
 	}
 	began := time.Now()
-	srv, err := startLocal()
+	srv, err := startLocal(Options{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "dynamotest: %v\n", err)
 		return 1
@@ -196,7 +196,7 @@ func (s *server) logText() string {
 
 // startLocal finds (or installs) DynamoDB Local and starts it, retrying on a
 // new port when a start fails.
-func startLocal() (*server, error) {
+func startLocal(o Options) (*server, error) {
 	java, err := exec.LookPath("java")
 	if err != nil {
 		return nil, errors.New("java not found: install a Java 17+ runtime (e.g. apt-get install openjdk-17-jre-headless)")
@@ -208,7 +208,7 @@ func startLocal() (*server, error) {
 	var lastErr error
 	var lastLog string
 	for attempt := 1; attempt <= startAttempts; attempt++ {
-		srv, err := startOnce(java, jarDir)
+		srv, err := startOnce(java, jarDir, o)
 		if err == nil {
 			return srv, nil
 		}
@@ -225,7 +225,7 @@ func startLocal() (*server, error) {
 // startOnce starts DynamoDB Local on a free port and waits until it answers.
 // On an error it returns the server too (when the process was started) so
 // the caller can show its log and clean up.
-func startOnce(java, jarDir string) (*server, error) {
+func startOnce(java, jarDir string, o Options) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, fmt.Errorf("find a free port: %w", err)
@@ -241,14 +241,16 @@ func startOnce(java, jarDir string) (*server, error) {
 	}
 	defer logFile.Close() // the child has its own copy
 
-	cmd := exec.Command(java,
-		"-Xmx256m",
-		"-XX:+UseSerialGC",
+	jvm := o.JVMArgs
+	if jvm == nil {
+		jvm = []string{"-Xmx256m", "-XX:+UseSerialGC"}
+	}
+	cmd := exec.Command(java, append(jvm,
 		"-Djava.library.path="+filepath.Join(jarDir, "DynamoDBLocal_lib"),
 		"-jar", filepath.Join(jarDir, "DynamoDBLocal.jar"),
 		"-inMemory", "-sharedDb", "-disableTelemetry",
 		"-port", strconv.Itoa(port),
-	)
+	)...)
 	cmd.Dir = dir
 	// Never the test binary's stdout: `go test` would wait for the pipe.
 	cmd.Stdin = nil
@@ -418,13 +420,38 @@ type Local struct {
 // call, so that it runs first.
 func StartLocal(tb testing.TB) *Local {
 	tb.Helper()
-	srv, err := startLocal()
+	l, err := Start(Options{})
 	if err != nil {
 		tb.Fatalf("dynamotest: %v", err)
 	}
-	tb.Cleanup(srv.stop)
-	return &Local{srv: srv}
+	tb.Cleanup(l.Stop)
+	return l
 }
+
+// Options tune a DynamoDB Local that Start starts.
+type Options struct {
+	// JVMArgs replace the JVM's default heap and GC flags (-Xmx256m
+	// -XX:+UseSerialGC): a benchmark's data set wants a larger heap.
+	JVMArgs []string
+}
+
+// Start is StartLocal outside a test (the benchmark tool): it installs
+// DynamoDB Local when missing, starts it in memory on a free port and waits
+// until it answers. The caller stops it with Stop.
+func Start(o Options) (*Local, error) {
+	srv, err := startLocal(o)
+	if err != nil {
+		return nil, err
+	}
+	return &Local{srv: srv}, nil
+}
+
+// Stop kills the process (its whole process group) and removes its
+// directory. It is safe to call more than once.
+func (l *Local) Stop() { l.srv.stop() }
+
+// Log is what the process wrote so far.
+func (l *Local) Log() string { return l.srv.logText() }
 
 // Endpoint is the URL of the process, e.g. http://127.0.0.1:41234.
 func (l *Local) Endpoint() string { return l.srv.url }

