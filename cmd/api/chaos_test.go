@@ -83,13 +83,13 @@ func TestChaos(t *testing.T) {
 	if err := store.Migrate(context.Background(), raw, table); err != nil {
 		t.Fatal(err)
 	}
-	bin := hBuild(t)
+	bin := buildAPI(t)
 	env := []string{"DYNAMODB_ENDPOINT=" + proxy.url(), "REQUEST_TIMEOUT=2s", "WRITE_TIMEOUT=4s", "SHUTDOWN_TIMEOUT=3s", "DRAIN_DELAY=0s",
 		"DELETION_LEASE=2s", "DELETION_POLL=200ms", "OFFBOARD_WAIT=300ms", "OFFBOARD_GRACE=0s", "LOG_LEVEL=warn"}
-	addr := hFreeAddr(t)
+	addr := freeAddr(t)
 	w := &chaosWorld{t: t, base: "http://" + addr, http: &http.Client{Timeout: 10 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64, ResponseHeaderTimeout: 8 * time.Second}}}
-	api := hStartAt(t, addr, bin, table, env...)
+	api := startAPIAt(t, addr, bin, table, env...)
 
 	// Org A lives through every round; each round also creates an org that
 	// its owner offboards while the others go on working in it.
@@ -143,7 +143,7 @@ func TestChaos(t *testing.T) {
 				_ = api.cmd.Process.Signal(syscall.SIGKILL)
 				<-api.exited
 				time.Sleep(200 * time.Millisecond)
-				api = hStartAt(t, addr, bin, table, env...)
+				api = startAPIAt(t, addr, bin, table, env...)
 			}
 		}
 		time.Sleep(time.Until(end))
@@ -319,7 +319,7 @@ func (o *chaosOrg) clients() []*chaosClient { return o.members }
 func (w *chaosWorld) newOrg(name string, admins, members []string) *chaosOrg {
 	t := w.t
 	owner := &chaosClient{user: name + ".owner", role: "owner"}
-	owner.tok = hToken(t, owner.user)
+	owner.tok = mintToken(t, owner.user)
 	status, b := w.do(owner.tok, http.MethodPost, "/v1/orgs", map[string]any{"name": "chaos " + name}, "")
 	if status != http.StatusCreated {
 		t.Fatalf("create org %s: %d %s", name, status, b)
@@ -334,7 +334,7 @@ func (w *chaosWorld) newOrg(name string, admins, members []string) *chaosOrg {
 		if len(o.members) <= len(admins) {
 			role = "admin"
 		}
-		c := &chaosClient{user: u, role: role, tok: hToken(t, u), org: o}
+		c := &chaosClient{user: u, role: role, tok: mintToken(t, u), org: o}
 		if status, b := w.do(owner.tok, http.MethodPost, "/v1/orgs/"+o.id+"/users",
 			map[string]any{"userId": u, "email": u + "@example.com", "name": u, "role": role}, ""); status != http.StatusCreated {
 			t.Fatalf("add %s to %s: %d %s", u, name, status, b)
@@ -618,7 +618,7 @@ func (c *chaosClient) work(ctx context.Context, w *chaosWorld) {
 			o.mu.Lock()
 			o.users[u] = rec
 			o.mu.Unlock()
-			invitee := &chaosClient{user: u, tok: hToken(w.t, u), org: o, rnd: c.rnd}
+			invitee := &chaosClient{user: u, tok: mintToken(w.t, u), org: o, rnd: c.rnd}
 			invitee.track(w, &rec.creates, http.MethodPost, "/v1/invitations/"+inv.Token+"/accept", nil, "")
 		default: // reads
 			if tk := c.pick(o.tickets); tk != nil && tk.id != "" {
@@ -927,7 +927,7 @@ func startFaultProxy(t *testing.T, target string) *faultProxy {
 		// the connection, as a dead peer would.
 		panic(http.ErrAbortHandler)
 	}
-	p.addr = hFreeAddr(t)
+	p.addr = freeAddr(t)
 	p.accept(t)
 	t.Cleanup(func() { p.refuse(t) })
 	return p

@@ -32,10 +32,10 @@ import (
 	"github.com/tenantd/tenantd/internal/store"
 )
 
-const hSecret = "hardening-test-secret-0123456789abcdef"
+const testSecret = "hardening-test-secret-0123456789abcdef"
 
-// hBuild builds cmd/api into a temporary directory of t.
-func hBuild(t *testing.T) string {
+// buildAPI builds cmd/api into a temporary directory of t.
+func buildAPI(t *testing.T) string {
 	t.Helper()
 	bin := filepath.Join(t.TempDir(), "api")
 	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
@@ -44,8 +44,8 @@ func hBuild(t *testing.T) string {
 	return bin
 }
 
-// hTable creates a table in the shared DynamoDB Local, dropped at cleanup.
-func hTable(t *testing.T) string {
+// newTable creates a table in the shared DynamoDB Local, dropped at cleanup.
+func newTable(t *testing.T) string {
 	t.Helper()
 	db := store.NewClient(dynamotest.Config(t), store.Options{Endpoint: dynamotest.Endpoint()})
 	table := dynamotest.TableName(t)
@@ -58,8 +58,8 @@ func hTable(t *testing.T) string {
 	return table
 }
 
-// hFreeAddr returns a loopback address nothing listens on right now.
-func hFreeAddr(t *testing.T) string {
+// freeAddr returns a loopback address nothing listens on right now.
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -70,8 +70,8 @@ func hFreeAddr(t *testing.T) string {
 	return addr
 }
 
-// hProc is a running `api serve`.
-type hProc struct {
+// apiProc is a running `api serve`.
+type apiProc struct {
 	addr, base     string
 	cmd            *exec.Cmd
 	stdout, stderr syncBuffer
@@ -79,22 +79,22 @@ type hProc struct {
 	waitErr        error
 }
 
-// hStart runs `api serve` on a free address against table, with env added
+// startAPI runs `api serve` on a free address against table, with env added
 // to (and overriding) the defaults below, and waits until /readyz answers
 // 200. The process is killed at cleanup if it still runs.
-func hStart(t *testing.T, bin, table string, env ...string) *hProc {
+func startAPI(t *testing.T, bin, table string, env ...string) *apiProc {
 	t.Helper()
-	return hStartAt(t, hFreeAddr(t), bin, table, env...)
+	return startAPIAt(t, freeAddr(t), bin, table, env...)
 }
 
-// hStartAt is hStart on a given address (a restart on the same address).
-func hStartAt(t *testing.T, addr, bin, table string, env ...string) *hProc {
+// startAPIAt is startAPI on a given address (a restart on the same address).
+func startAPIAt(t *testing.T, addr, bin, table string, env ...string) *apiProc {
 	t.Helper()
-	p := &hProc{addr: addr, exited: make(chan struct{})}
+	p := &apiProc{addr: addr, exited: make(chan struct{})}
 	p.base = "http://" + p.addr
 	p.cmd = exec.Command(bin, "serve")
 	p.cmd.Env = append(os.Environ(), "ADDR="+p.addr, "DYNAMODB_ENDPOINT="+dynamotest.Endpoint(), "DYNAMODB_TABLE="+table,
-		"AUTH_HS256_SECRET="+hSecret, "AUTH_JWKS_URL=", "AUTH_ISSUER=", "AUTH_AUDIENCE=",
+		"AUTH_HS256_SECRET="+testSecret, "AUTH_JWKS_URL=", "AUTH_ISSUER=", "AUTH_AUDIENCE=",
 		"CURSOR_SECRET=hardening-cursor-secret-0123456789abcdef", "RATE_LIMIT_RPS=0", "RATE_LIMIT_CALLER_RPS=0", "LOG_LEVEL=info",
 		"METRICS_ADDR=", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1")
 	p.cmd.Env = append(p.cmd.Env, env...)
@@ -136,11 +136,11 @@ func hStartAt(t *testing.T, addr, bin, table string, env ...string) *hProc {
 	}
 }
 
-// hToken mints a bearer token for sub.
-func hToken(t *testing.T, sub string) string {
+// mintToken mints a bearer token for sub.
+func mintToken(t *testing.T, sub string) string {
 	t.Helper()
 	now := time.Now()
-	tok, err := httpapi.MintHS256(hSecret, httpapi.Claims{Email: sub + "@example.com", Name: sub, RegisteredClaims: jwt.RegisteredClaims{
+	tok, err := httpapi.MintHS256(testSecret, httpapi.Claims{Email: sub + "@example.com", Name: sub, RegisteredClaims: jwt.RegisteredClaims{
 		Subject: sub, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
 	if err != nil {
 		t.Fatal(err)
@@ -148,8 +148,8 @@ func hToken(t *testing.T, sub string) string {
 	return tok
 }
 
-// hAPI sends one request on a fresh connection and returns its status and body.
-func hAPI(t *testing.T, method, url, token, body string) (int, []byte) {
+// callAPI sends one request on a fresh connection and returns its status and body.
+func callAPI(t *testing.T, method, url, token, body string) (int, []byte) {
 	t.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -177,11 +177,11 @@ func hAPI(t *testing.T, method, url, token, body string) (int, []byte) {
 	return resp.StatusCode, b
 }
 
-// hOrg creates an org with n tickets whose descriptions are 20,000
+// bigTicketsOrg creates an org with n tickets whose descriptions are 20,000
 // characters (the limit), so a page of them is large.
-func hOrg(t *testing.T, base, token string, n int) string {
+func bigTicketsOrg(t *testing.T, base, token string, n int) string {
 	t.Helper()
-	status, b := hAPI(t, http.MethodPost, base+"/v1/orgs", token, `{"name":"Hostile"}`)
+	status, b := callAPI(t, http.MethodPost, base+"/v1/orgs", token, `{"name":"Hostile"}`)
 	if status != http.StatusCreated {
 		t.Fatalf("create org: %d %s", status, b)
 	}
@@ -191,7 +191,7 @@ func hOrg(t *testing.T, base, token string, n int) string {
 	}
 	desc := strings.Repeat("d", 20000)
 	for i := range n {
-		status, b := hAPI(t, http.MethodPost, base+"/v1/orgs/"+org.ID+"/tickets", token, fmt.Sprintf(`{"title":"big %d","description":"%s"}`, i, desc))
+		status, b := callAPI(t, http.MethodPost, base+"/v1/orgs/"+org.ID+"/tickets", token, fmt.Sprintf(`{"title":"big %d","description":"%s"}`, i, desc))
 		if status != http.StatusCreated {
 			t.Fatalf("create ticket: %d %s", status, b)
 		}
@@ -199,16 +199,16 @@ func hOrg(t *testing.T, base, token string, n int) string {
 	return org.ID
 }
 
-// hConn is a raw client connection.
-type hConn struct {
+// rawConn is a raw client connection.
+type rawConn struct {
 	net.Conn
 	r *bufio.Reader
 }
 
-// hDial connects to addr. With smallWindow the socket's receive buffer is
+// dial connects to addr. With smallWindow the socket's receive buffer is
 // made tiny before connecting, so a server writing to a client that does
 // not read blocks at once instead of filling megabytes of buffers.
-func hDial(t *testing.T, addr string, smallWindow bool) *hConn {
+func dial(t *testing.T, addr string, smallWindow bool) *rawConn {
 	t.Helper()
 	d := net.Dialer{Timeout: 5 * time.Second}
 	if smallWindow {
@@ -223,11 +223,11 @@ func hDial(t *testing.T, addr string, smallWindow bool) *hConn {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = c.Close() })
-	return &hConn{Conn: c, r: bufio.NewReader(c)}
+	return &rawConn{Conn: c, r: bufio.NewReader(c)}
 }
 
 // roundTrip writes a complete request and reads its response within bound.
-func (c *hConn) roundTrip(raw string, bound time.Duration) (*http.Response, []byte, error) {
+func (c *rawConn) roundTrip(raw string, bound time.Duration) (*http.Response, []byte, error) {
 	_ = c.SetDeadline(time.Now().Add(bound))
 	defer func() { _ = c.SetDeadline(time.Time{}) }()
 	if _, err := io.WriteString(c, raw); err != nil {
@@ -244,7 +244,7 @@ func (c *hConn) roundTrip(raw string, bound time.Duration) (*http.Response, []by
 
 // closedWithin reads (and keeps) what the server sends until it ends the
 // connection or bound passes. closed is false when bound passed first.
-func (c *hConn) closedWithin(bound time.Duration) (got []byte, closed bool, err error) {
+func (c *rawConn) closedWithin(bound time.Duration) (got []byte, closed bool, err error) {
 	_ = c.SetReadDeadline(time.Now().Add(bound))
 	got, err = io.ReadAll(c.r)
 	var ne net.Error
@@ -254,7 +254,7 @@ func (c *hConn) closedWithin(bound time.Duration) (got []byte, closed bool, err 
 	return got, true, err // io.ReadAll: nil at EOF, or a reset
 }
 
-func hGet(path, token string) string {
+func getRequest(path, token string) string {
 	s := "GET " + path + " HTTP/1.1\r\nHost: tenantd\r\n"
 	if token != "" {
 		s += "Authorization: Bearer " + token + "\r\n"
@@ -262,8 +262,8 @@ func hGet(path, token string) string {
 	return s + "\r\n"
 }
 
-// hSlowBody is the head of a POST whose body of 200 bytes has only begun.
-func hSlowBody(path, token string) string {
+// slowBody is the head of a POST whose body of 200 bytes has only begun.
+func slowBody(path, token string) string {
 	s := "POST " + path + " HTTP/1.1\r\nHost: tenantd\r\nContent-Type: application/json\r\nContent-Length: 200\r\n"
 	if token != "" {
 		s += "Authorization: Bearer " + token + "\r\n"
@@ -295,19 +295,19 @@ func trickle(c net.Conn, interval time.Duration, stop <-chan struct{}) {
 func TestHardeningTimeouts(t *testing.T) {
 	const readTimeout, writeTimeout, idleTimeout = 2 * time.Second, 3 * time.Second, 2 * time.Second
 	const slack = 8 * time.Second // the bound is the timeout plus this
-	bin, table := hBuild(t), hTable(t)
-	metricsAddr := hFreeAddr(t)
-	p := hStart(t, bin, table, "READ_TIMEOUT="+readTimeout.String(), "WRITE_TIMEOUT="+writeTimeout.String(),
+	bin, table := buildAPI(t), newTable(t)
+	metricsAddr := freeAddr(t)
+	p := startAPI(t, bin, table, "READ_TIMEOUT="+readTimeout.String(), "WRITE_TIMEOUT="+writeTimeout.String(),
 		"IDLE_TIMEOUT="+idleTimeout.String(), "REQUEST_TIMEOUT=2s", "METRICS_ADDR="+metricsAddr)
-	token := hToken(t, "hostile")
-	org := hOrg(t, p.base, token, 25)
+	token := mintToken(t, "hostile")
+	org := bigTicketsOrg(t, p.base, token, 25)
 
 	t.Run("metrics on their own listener", func(t *testing.T) {
-		status, b := hAPI(t, http.MethodGet, "http://"+metricsAddr+"/metrics", "", "")
+		status, b := callAPI(t, http.MethodGet, "http://"+metricsAddr+"/metrics", "", "")
 		if status != http.StatusOK || !strings.Contains(string(b), "tenantd_requests_total{") {
 			t.Errorf("GET /metrics on METRICS_ADDR: %d, want 200 with tenantd_requests_total: %.300s", status, b)
 		}
-		if status, b := hAPI(t, http.MethodGet, p.base+"/metrics", "", ""); status != http.StatusNotFound {
+		if status, b := callAPI(t, http.MethodGet, p.base+"/metrics", "", ""); status != http.StatusNotFound {
 			t.Errorf("GET /metrics on ADDR: %d, want 404: %.300s", status, b)
 		}
 	})
@@ -317,8 +317,8 @@ func TestHardeningTimeouts(t *testing.T) {
 			if withToken {
 				tok = token
 			}
-			c := hDial(t, p.addr, false)
-			if _, err := io.WriteString(c, hSlowBody("/v1/orgs/"+org+"/tickets", tok)); err != nil {
+			c := dial(t, p.addr, false)
+			if _, err := io.WriteString(c, slowBody("/v1/orgs/"+org+"/tickets", tok)); err != nil {
 				t.Fatal(err)
 			}
 			stop := make(chan struct{})
@@ -338,11 +338,11 @@ func TestHardeningTimeouts(t *testing.T) {
 	}
 	t.Run("a client that never reads", func(t *testing.T) {
 		// 60 pages of ~500 KB each, pipelined, and not one byte read.
-		c := hDial(t, p.addr, true)
+		c := dial(t, p.addr, true)
 		const n = 60
 		var reqs strings.Builder
 		for range n {
-			reqs.WriteString(hGet("/v1/orgs/"+org+"/tickets?limit=100", token))
+			reqs.WriteString(getRequest("/v1/orgs/"+org+"/tickets?limit=100", token))
 		}
 		go func() { _, _ = io.WriteString(c, reqs.String()) }()
 		time.Sleep(writeTimeout + 2*time.Second) // never reading, past the write timeout
@@ -357,8 +357,8 @@ func TestHardeningTimeouts(t *testing.T) {
 			err, responses, n, len(got), time.Since(began).Round(time.Millisecond))
 	})
 	t.Run("idle keep-alive connection", func(t *testing.T) {
-		c := hDial(t, p.addr, false)
-		resp, _, err := c.roundTrip(hGet("/healthz", ""), 10*time.Second)
+		c := dial(t, p.addr, false)
+		resp, _, err := c.roundTrip(getRequest("/healthz", ""), 10*time.Second)
 		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("healthz: %v %v", resp, err)
 		}
@@ -378,47 +378,47 @@ func TestHardeningTimeouts(t *testing.T) {
 // process exits 0 within SHUTDOWN_TIMEOUT.
 func TestHardeningConnectionLimitAndDrain(t *testing.T) {
 	const maxConns, shutdownTimeout = 8, 3 * time.Second
-	bin, table := hBuild(t), hTable(t)
-	p := hStart(t, bin, table, "MAX_CONNECTIONS=8", "READ_TIMEOUT=60s", "WRITE_TIMEOUT=60s", "IDLE_TIMEOUT=60s",
+	bin, table := buildAPI(t), newTable(t)
+	p := startAPI(t, bin, table, "MAX_CONNECTIONS=8", "READ_TIMEOUT=60s", "WRITE_TIMEOUT=60s", "IDLE_TIMEOUT=60s",
 		"REQUEST_TIMEOUT=10s", "SHUTDOWN_TIMEOUT="+shutdownTimeout.String(), "DRAIN_DELAY=100ms")
-	token := hToken(t, "hostile")
-	org := hOrg(t, p.base, token, 10)
+	token := mintToken(t, "hostile")
+	org := bigTicketsOrg(t, p.base, token, 10)
 
 	// Each connection is first served one request (so it surely holds a
 	// slot), then turns hostile.
-	hostile := []func(c *hConn){
-		func(c *hConn) { _, _ = io.WriteString(c, hSlowBody("/v1/orgs/"+org+"/tickets", token)) },
-		func(c *hConn) { _, _ = io.WriteString(c, hSlowBody("/v1/orgs/"+org+"/tickets", token)) },
-		func(c *hConn) { _, _ = io.WriteString(c, hSlowBody("/v1/orgs/"+org+"/tickets", "")) },
-		func(c *hConn) { _, _ = io.WriteString(c, "GET /v1/me HTTP/1.1\r\nHost: tenantd\r\n") }, // headers never end
-		func(c *hConn) { // never reads: 100 pages of ~200 KB
+	hostile := []func(c *rawConn){
+		func(c *rawConn) { _, _ = io.WriteString(c, slowBody("/v1/orgs/"+org+"/tickets", token)) },
+		func(c *rawConn) { _, _ = io.WriteString(c, slowBody("/v1/orgs/"+org+"/tickets", token)) },
+		func(c *rawConn) { _, _ = io.WriteString(c, slowBody("/v1/orgs/"+org+"/tickets", "")) },
+		func(c *rawConn) { _, _ = io.WriteString(c, "GET /v1/me HTTP/1.1\r\nHost: tenantd\r\n") }, // headers never end
+		func(c *rawConn) { // never reads: 100 pages of ~200 KB
 			var reqs strings.Builder
 			for range 100 {
-				reqs.WriteString(hGet("/v1/orgs/"+org+"/tickets?limit=100", token))
+				reqs.WriteString(getRequest("/v1/orgs/"+org+"/tickets?limit=100", token))
 			}
 			go func() { _, _ = io.WriteString(c, reqs.String()) }()
 		},
-		func(c *hConn) {}, // idle
-		func(c *hConn) { _, _ = io.WriteString(c, hSlowBody("/v1/orgs/"+org+"/tickets", token)) },
+		func(c *rawConn) {}, // idle
+		func(c *rawConn) { _, _ = io.WriteString(c, slowBody("/v1/orgs/"+org+"/tickets", token)) },
 	}
-	open := func(turn func(*hConn), smallWindow bool) *hConn {
-		c := hDial(t, p.addr, smallWindow)
-		resp, _, err := c.roundTrip(hGet("/healthz", ""), 10*time.Second)
+	open := func(turn func(*rawConn), smallWindow bool) *rawConn {
+		c := dial(t, p.addr, smallWindow)
+		resp, _, err := c.roundTrip(getRequest("/healthz", ""), 10*time.Second)
 		if err != nil || resp.StatusCode != http.StatusOK {
 			t.Fatalf("first request of a connection: %v %v", resp, err)
 		}
 		turn(c)
 		return c
 	}
-	var conns []*hConn
+	var conns []*rawConn
 	for i, h := range hostile {
 		conns = append(conns, open(h, i == 4))
 	}
-	last := open(func(c *hConn) { _, _ = io.WriteString(c, "GET /v1/me HTTP/1.1\r\nHost: tenantd\r\n") }, false)
+	last := open(func(c *rawConn) { _, _ = io.WriteString(c, "GET /v1/me HTTP/1.1\r\nHost: tenantd\r\n") }, false)
 	time.Sleep(200 * time.Millisecond) // the hostile halves have arrived
 
 	// A ninth client: not served while eight connections are held...
-	ninth := hDial(t, p.addr, false)
+	ninth := dial(t, p.addr, false)
 	if _, err := io.WriteString(ninth, "GET /healthz HTTP/1.1\r\nHost: tenantd\r\nConnection: close\r\n\r\n"); err != nil {
 		t.Fatal(err)
 	}
@@ -434,7 +434,7 @@ func TestHardeningConnectionLimitAndDrain(t *testing.T) {
 		t.Errorf("the ninth connection once a slot was free: %v %v", resp, err)
 	}
 	_ = ninth.Close()
-	conns = append(conns, open(func(c *hConn) { _, _ = io.WriteString(c, "GET /v1/me HTTP/1.1\r\nHost: tenantd\r\n") }, false))
+	conns = append(conns, open(func(c *rawConn) { _, _ = io.WriteString(c, "GET /v1/me HTTP/1.1\r\nHost: tenantd\r\n") }, false))
 
 	// SIGTERM with all eight attached.
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {

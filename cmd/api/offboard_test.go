@@ -27,16 +27,16 @@ import (
 )
 
 func TestOffboardSurvivesAKilledAPI(t *testing.T) {
-	bin := hBuild(t)
-	table := hTable(t)
+	bin := buildAPI(t)
+	table := newTable(t)
 	env := []string{"DELETION_LEASE=2s", "DELETION_POLL=200ms", "OFFBOARD_WAIT=10s", "OFFBOARD_GRACE=0s"}
-	api := hStart(t, bin, table, env...)
+	api := startAPI(t, bin, table, env...)
 	db := store.Open(store.NewClient(dynamotest.Config(t), store.Options{Endpoint: dynamotest.Endpoint()}), table)
 	ctx := context.Background()
 	for i, killAfter := range []time.Duration{30 * time.Millisecond, 80 * time.Millisecond, 150 * time.Millisecond} {
 		owner := fmt.Sprintf("killed.owner.%d", i)
-		ownerTok := hToken(t, owner)
-		status, b := hAPI(t, http.MethodPost, api.base+"/v1/orgs", ownerTok, `{"name":"Killed while offboarded"}`)
+		ownerTok := mintToken(t, owner)
+		status, b := callAPI(t, http.MethodPost, api.base+"/v1/orgs", ownerTok, `{"name":"Killed while offboarded"}`)
 		if status != http.StatusCreated {
 			t.Fatalf("create org: %d %s", status, b)
 		}
@@ -57,7 +57,7 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 			}
 		}
 		for j := range 5 {
-			status, b := hAPI(t, http.MethodPost, api.base+"/v1/orgs/"+created.ID+"/tickets", hToken(t, members[j]), `{"title":"before the kill"}`)
+			status, b := callAPI(t, http.MethodPost, api.base+"/v1/orgs/"+created.ID+"/tickets", mintToken(t, members[j]), `{"title":"before the kill"}`)
 			if status != http.StatusCreated {
 				t.Fatalf("ticket: %d %s", status, b)
 			}
@@ -81,7 +81,7 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 		<-api.exited
 		got := <-done
 		t.Logf("killed %v into the DELETE (it answered %d; 0 = no answer)", killAfter, got)
-		api = hStart(t, bin, table, env...)
+		api = startAPI(t, bin, table, env...)
 
 		// Whatever the DELETE answered, if the org is marked no member has
 		// access. (A kill before the mark committed leaves a live org: the
@@ -98,18 +98,18 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 				t.Fatalf("the DELETE answered %d but the org is not being offboarded", got)
 			}
 			t.Logf("killed before the mark: the owner repeats the DELETE")
-			if status, b := hAPI(t, http.MethodDelete, api.base+"/v1/orgs/"+created.ID, ownerTok, ""); status != http.StatusAccepted && status != http.StatusNoContent {
+			if status, b := callAPI(t, http.MethodDelete, api.base+"/v1/orgs/"+created.ID, ownerTok, ""); status != http.StatusAccepted && status != http.StatusNoContent {
 				t.Fatalf("repeated DELETE: %d %s", status, b)
 			}
 		}
 		for _, u := range append([]string{owner}, members[:10]...) {
-			tok := hToken(t, u)
+			tok := mintToken(t, u)
 			for _, req := range []struct{ method, path, body string }{
 				{http.MethodGet, "/v1/orgs/" + created.ID, ""},
 				{http.MethodGet, "/v1/orgs/" + created.ID + "/tickets", ""},
 				{http.MethodPost, "/v1/orgs/" + created.ID + "/tickets", `{"title":"after the kill"}`},
 			} {
-				if status, b := hAPI(t, req.method, api.base+req.path, tok, req.body); status != http.StatusNotFound {
+				if status, b := callAPI(t, req.method, api.base+req.path, tok, req.body); status != http.StatusNotFound {
 					t.Errorf("%s %s by %s after the kill: %d %s, want 404", req.method, req.path, u, status, b)
 				}
 			}
@@ -117,7 +117,7 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 		// The offboarding finishes by itself: nobody repeats the DELETE.
 		deadline := time.Now().Add(30 * time.Second)
 		for {
-			status, b := hAPI(t, http.MethodGet, api.base+"/v1/orgs/"+created.ID+"/offboarding", ownerTok, "")
+			status, b := callAPI(t, http.MethodGet, api.base+"/v1/orgs/"+created.ID+"/offboarding", ownerTok, "")
 			if status == http.StatusNotFound {
 				break
 			}

@@ -79,6 +79,10 @@ func Main(m *testing.M) {
 	os.Exit(run(m))
 }
 
+// Run is Main that returns the tests' exit code instead of exiting, for a
+// TestMain with checks of its own after the tests.
+func Run(m *testing.M) int { return run(m) }
+
 func run(m *testing.M) int {
 	if ep := strings.TrimSpace(os.Getenv(EnvEndpoint)); ep != "" {
 		endpoint = ep

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -43,7 +45,54 @@ func TestMain(m *testing.M) {
 	// before any goroutine validates anything: the registry is a plain
 	// package-level map in kin-openapi.
 	openapi3.DefineStringFormatValidator("email", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForEmail))
-	dynamotest.Main(m)
+	code := dynamotest.Run(m)
+	if code == 0 && wholeSuite() {
+		// The resource tests each run their own servers: only all of them
+		// together must produce every documented success status.
+		code = checkCovered(http.StatusOK, http.StatusCreated, http.StatusAccepted, http.StatusNoContent)
+	}
+	os.Exit(code)
+}
+
+// wholeSuite reports whether every test of the package ran (no -run or
+// -skip filter).
+func wholeSuite() bool {
+	for _, name := range []string{"test.run", "test.skip"} {
+		if f := flag.Lookup(name); f != nil && f.Value.String() != "" {
+			return false
+		}
+	}
+	return true
+}
+
+// covered is every (operation, status) any test server answered.
+var covered = struct {
+	sync.Mutex
+	seen map[string]map[int]bool
+}{seen: map[string]map[int]bool{}}
+
+// checkCovered returns 1, after saying which, unless every operation of
+// the spec that documents one of statuses was answered with it by some
+// test server.
+func checkCovered(statuses ...int) int {
+	doc, err := openapi3.NewLoader().LoadFromData(tenantd.OpenAPISpec)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	covered.Lock()
+	defer covered.Unlock()
+	code := 0
+	for _, op := range specOperations(doc) {
+		o := doc.Paths.Value(op.Path).GetOperation(op.Method)
+		for _, status := range statuses {
+			if o != nil && o.Responses.Status(status) != nil && !covered.seen[op.ID][status] {
+				fmt.Fprintf(os.Stderr, "FAIL: %s (%s %s) documents %d but no test got it\n", op.ID, op.Method, op.Path, status)
+				code = 1
+			}
+		}
+	}
+	return code
 }
 
 const (
@@ -84,7 +133,7 @@ type testServer struct {
 	Rec   *dynamotest.Recorder // every DynamoDB call the server makes (Reset freely)
 	Clock *testClock
 	// Raw reaches the server's table directly: not recorded, never faulty
-	// (see hWithTransport), for reading back what a request really wrote.
+	// (see withTransport), for reading back what a request really wrote.
 	Raw   *dynamodb.Client
 	Table string
 	// Deletions finishes the offboardings (and large deletes) the server
@@ -96,41 +145,17 @@ type testServer struct {
 	scans    atomic.Int64 // Scan calls ever made through the client (never reset)
 	seq      atomic.Int64
 	http     *http.Client
-
-	mu   sync.Mutex
-	seen map[string]map[int]bool // operationId -> statuses answered
 }
 
-// record notes that the server answered op with status.
+// record notes that a test server answered op with status (see
+// checkCovered).
 func (ts *testServer) record(op string, status int) {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if ts.seen == nil {
-		ts.seen = map[string]map[int]bool{}
+	covered.Lock()
+	defer covered.Unlock()
+	if covered.seen[op] == nil {
+		covered.seen[op] = map[int]bool{}
 	}
-	if ts.seen[op] == nil {
-		ts.seen[op] = map[int]bool{}
-	}
-	ts.seen[op][status] = true
-}
-
-// requireCovered fails tb unless every operation of the spec that
-// documents status was answered with it by this server.
-func (ts *testServer) requireCovered(tb testing.TB, status int) {
-	tb.Helper()
-	doc, _ := loadSpec(tb)
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	for _, op := range specOperations(doc) {
-		item := doc.Paths.Value(op.Path)
-		o := item.GetOperation(op.Method)
-		if o == nil || o.Responses.Status(status) == nil {
-			continue
-		}
-		if !ts.seen[op.ID][status] {
-			tb.Errorf("%s (%s %s) documents %d but no subtest got it", op.ID, op.Method, op.Path, status)
-		}
-	}
+	covered.seen[op][status] = true
 }
 
 var (
@@ -167,8 +192,8 @@ func loadSpec(tb testing.TB) (*openapi3.T, routers.Router) {
 	return specDoc, specRouter
 }
 
-// hOptions are MustServer's optional settings; see the hWith* options.
-type hOptions struct {
+// serverOptions are MustServer's optional settings; see the with* options.
+type serverOptions struct {
 	transport      func(http.RoundTripper) http.RoundTripper
 	apiOptions     []func(*middleware.Stack) error
 	requestTimeout time.Duration
@@ -184,80 +209,80 @@ type hOptions struct {
 	log            io.Writer // the server's JSON log (debug level)
 }
 
-// hOption changes one of MustServer's settings.
-type hOption func(*hOptions)
+// serverOption changes one of MustServer's settings.
+type serverOption func(*serverOptions)
 
-// hWithTransport wraps the HTTP transport of the server's DynamoDB client
+// withTransport wraps the HTTP transport of the server's DynamoDB client
 // (not of ts.Raw), e.g. to inject faults under the SDK's real retryer.
-func hWithTransport(wrap func(http.RoundTripper) http.RoundTripper) hOption {
-	return func(o *hOptions) { o.transport = wrap }
+func withTransport(wrap func(http.RoundTripper) http.RoundTripper) serverOption {
+	return func(o *serverOptions) { o.transport = wrap }
 }
 
-// hWithAPIOptions adds smithy middleware to the server's DynamoDB client.
-func hWithAPIOptions(fns ...func(*middleware.Stack) error) hOption {
-	return func(o *hOptions) { o.apiOptions = append(o.apiOptions, fns...) }
+// withAPIOptions adds smithy middleware to the server's DynamoDB client.
+func withAPIOptions(fns ...func(*middleware.Stack) error) serverOption {
+	return func(o *serverOptions) { o.apiOptions = append(o.apiOptions, fns...) }
 }
 
-// hWithRequestTimeout sets Deps.RequestTimeout (default: the server's 10 s).
-func hWithRequestTimeout(d time.Duration) hOption {
-	return func(o *hOptions) { o.requestTimeout = d }
+// withRequestTimeout sets Deps.RequestTimeout (default: the server's 10 s).
+func withRequestTimeout(d time.Duration) serverOption {
+	return func(o *serverOptions) { o.requestTimeout = d }
 }
 
-// hWithRateLimit replaces the harness's unreachable rate limit.
-func hWithRateLimit(ro ratelimit.Options) hOption {
-	return func(o *hOptions) { o.rateLimit = &ro }
+// withRateLimit replaces the harness's unreachable rate limit.
+func withRateLimit(ro ratelimit.Options) serverOption {
+	return func(o *serverOptions) { o.rateLimit = &ro }
 }
 
-// hWithCallerRateLimit replaces the harness's unreachable per-caller limit.
-func hWithCallerRateLimit(ro ratelimit.Options) hOption {
-	return func(o *hOptions) { o.callerLimit = &ro }
+// withCallerRateLimit replaces the harness's unreachable per-caller limit.
+func withCallerRateLimit(ro ratelimit.Options) serverOption {
+	return func(o *serverOptions) { o.callerLimit = &ro }
 }
 
-// hWithVerifier replaces the HS256 test verifier (e.g. with a JWKS one).
+// withVerifier replaces the HS256 test verifier (e.g. with a JWKS one).
 // Its Now defaults to the server's clock; ts.Token then no longer works.
-func hWithVerifier(cfg httpapi.VerifierConfig) hOption {
-	return func(o *hOptions) { o.verifier = &cfg }
+func withVerifier(cfg httpapi.VerifierConfig) serverOption {
+	return func(o *serverOptions) { o.verifier = &cfg }
 }
 
-// hWithDeletionLease sets how long a run of a deletion holds its lease
+// withDeletionLease sets how long a run of a deletion holds its lease
 // (default 30 s), so a test can let a dead run's lease expire.
-func hWithDeletionLease(d time.Duration) hOption {
-	return func(o *hOptions) { o.deletionLease = d }
+func withDeletionLease(d time.Duration) serverOption {
+	return func(o *serverOptions) { o.deletionLease = d }
 }
 
-// hWithOffboarding sets how long an offboarding waits before its last
+// withOffboarding sets how long an offboarding waits before its last
 // sweep (default 0 with DynamoDB Local) and how long DELETE org waits for it
 // before answering 202 (default: the server's 2 s), so that a test can see
 // an offboarding under way.
-func hWithOffboarding(grace, wait time.Duration) hOption {
-	return func(o *hOptions) { o.offboardGrace, o.offboardWait = grace, wait }
+func withOffboarding(grace, wait time.Duration) serverOption {
+	return func(o *serverOptions) { o.offboardGrace, o.offboardWait = grace, wait }
 }
 
-// hWithMaxHeaderBytes serves with http.Server.MaxHeaderBytes set, as
+// withMaxHeaderBytes serves with http.Server.MaxHeaderBytes set, as
 // cmd/api does (64 KiB), instead of net/http's default of 1 MiB.
-func hWithMaxHeaderBytes(n int) hOption {
-	return func(o *hOptions) { o.maxHeaderBytes = n }
+func withMaxHeaderBytes(n int) serverOption {
+	return func(o *serverOptions) { o.maxHeaderBytes = n }
 }
 
-// hWithEndpoints points the server's DynamoDB client at server and ts.Raw
+// withEndpoints points the server's DynamoDB client at server and ts.Raw
 // (which creates the table) at raw; "" keeps dynamotest.Endpoint().
-func hWithEndpoints(server, raw string) hOption {
-	return func(o *hOptions) { o.endpoint, o.rawEndpoint = server, raw }
+func withEndpoints(server, raw string) serverOption {
+	return func(o *serverOptions) { o.endpoint, o.rawEndpoint = server, raw }
 }
 
-// hWithLog sends the server's JSON log lines (debug level and up) to w.
-func hWithLog(w io.Writer) hOption {
-	return func(o *hOptions) { o.log = w }
+// withLog sends the server's JSON log lines (debug level and up) to w.
+func withLog(w io.Writer) serverOption {
+	return func(o *serverOptions) { o.log = w }
 }
 
 // MustServer creates a table, wires the server exactly as cmd/api does
 // (with a test HS256 secret, a test cursor key and an injectable clock) and
 // serves it. Every DynamoDB call is recorded in ts.Rec; the test fails at
-// cleanup if the server ever issued a Scan. Options (hWith*) change the
+// cleanup if the server ever issued a Scan. Options (with*) change the
 // wiring for hardening tests; without them the server is the default one.
-func MustServer(tb testing.TB, opts ...hOption) *testServer {
+func MustServer(tb testing.TB, opts ...serverOption) *testServer {
 	tb.Helper()
-	var o hOptions
+	var o serverOptions
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -335,7 +360,7 @@ func MustServer(tb testing.TB, opts ...hOption) *testServer {
 	d := app.Deps(db, ts.Deletions, app.Options{Now: ts.Clock.Now})
 	d.Verifier, d.CursorKey, d.Logger, d.Ready, d.Registry, d.Metrics = verifier, cursorKey, logger, db.Ping, reg, metrics
 	// cmd/api's limiter, with a budget no test exhausts (unless
-	// hWithRateLimit says otherwise).
+	// withRateLimit says otherwise).
 	d.RateLimit, d.CallerRateLimit = ratelimit.New(limit), ratelimit.New(callerLimit)
 	d.RequestTimeout, d.OffboardWait = o.requestTimeout, o.offboardWait
 	e, err := httpapi.New(d)
@@ -619,6 +644,14 @@ func MustTicket(tb testing.TB, c *client.ClientWithResponses, orgID string, in c
 	return *r.JSON201
 }
 
+// memberCount is a team's memberCount, read as c's user.
+func memberCount(tb testing.TB, c *client.ClientWithResponses, orgID, teamID string) int {
+	tb.Helper()
+	r, err := c.GetTeamWithResponse(bg, orgID, teamID, nil)
+	mustStatus(tb, r, err, http.StatusOK)
+	return r.JSON200.MemberCount
+}
+
 // MustComment comments on a ticket as c's user.
 func MustComment(tb testing.TB, c *client.ClientWithResponses, orgID, ticketID, body string) client.Comment {
 	tb.Helper()
@@ -681,3 +714,27 @@ func ptr[T any](v T) *T { return &v }
 
 // etagOf is the ETag the API promises for a version.
 func etagOf(version int64) string { return fmt.Sprintf("%q", fmt.Sprint(version)) }
+
+// mustHealthy fails tb with every invariant the server's table breaks.
+func mustHealthy(tb testing.TB, ts *testServer) {
+	tb.Helper()
+	vs, err := store.CheckInvariants(context.Background(), ts.Raw, ts.Table, store.CheckOptions{Now: time.Now().Add(365 * 24 * time.Hour)})
+	if err != nil {
+		tb.Fatalf("check invariants: %v", err)
+	}
+	for i, v := range vs {
+		if i == 20 {
+			tb.Errorf("... and %d more violations", len(vs)-20)
+			break
+		}
+		tb.Errorf("invariant: %s", v)
+	}
+}
+
+// decodeJSON unmarshals a JSON response body into v.
+func decodeJSON(tb testing.TB, body []byte, v any) {
+	tb.Helper()
+	if err := json.Unmarshal(body, v); err != nil {
+		tb.Fatalf("decode %s: %v", truncate(body), err)
+	}
+}

@@ -2,10 +2,16 @@ package httpapi_test
 
 import (
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/tenantd/tenantd/client"
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/invitation"
+	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/ticket"
 )
 
 // TestOperations pins the DynamoDB calls behind the access patterns whose
@@ -171,4 +177,31 @@ func TestNoScan(t *testing.T) {
 		t.Errorf("Scan calls: %s", strings.Join(scans, ", "))
 	}
 	t.Logf("%d DynamoDB calls for %d operations", ts.Rec.Count(), len(specOperations(doc)))
+}
+
+// TestOperationNamesMatchServices: one name in every layer. Each operation
+// of openapi.yaml is served by the handler of its operationId (the
+// generated strict interface enforces that), which calls the service
+// method of the same name; the store method, where there is one, has it
+// too (docs/data-model.md's chart names it). The operational endpoints
+// and getMe (which answers from ListOrgs) have no service of their own.
+func TestOperationNamesMatchServices(t *testing.T) {
+	doc, _ := loadSpec(t)
+	methods := map[string]string{}
+	for _, svc := range []any{&org.Service{}, &team.Service{}, &ticket.Service{}, &invitation.Service{}, &audit.Service{}} {
+		typ := reflect.TypeOf(svc)
+		for i := range typ.NumMethod() {
+			methods[typ.Method(i).Name] = typ.Elem().PkgPath()
+		}
+	}
+	noService := map[string]bool{"getHealth": true, "getReady": true, "getOpenAPI": true, "getMe": true}
+	for _, op := range specOperations(doc) {
+		name := strings.ToUpper(op.ID[:1]) + op.ID[1:]
+		if noService[op.ID] {
+			continue
+		}
+		if _, ok := methods[name]; !ok {
+			t.Errorf("%s (%s %s): no service has a method %s", op.ID, op.Method, op.Path, name)
+		}
+	}
 }

@@ -29,21 +29,21 @@ import (
 	"github.com/tenantd/tenantd/internal/httpapi"
 )
 
-// hJWKS serves a JWKS with one RS256 key and counts its hits.
-type hJWKS struct {
+// jwksServer serves a JWKS with one RS256 key and counts its hits.
+type jwksServer struct {
 	srv  *httptest.Server
 	key  *rsa.PrivateKey
 	kid  string
 	hits atomic.Int64
 }
 
-func hNewJWKS(t *testing.T) *hJWKS {
+func newJWKS(t *testing.T) *jwksServer {
 	t.Helper()
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := &hJWKS{key: key, kid: "tenantd-test-key-1"}
+	j := &jwksServer{key: key, kid: "tenantd-test-key-1"}
 	b64 := base64.RawURLEncoding.EncodeToString
 	body, _ := json.Marshal(map[string]any{"keys": []map[string]string{{
 		"kty": "RSA", "kid": j.kid, "use": "sig", "alg": "RS256",
@@ -58,8 +58,8 @@ func hNewJWKS(t *testing.T) *hJWKS {
 	return j
 }
 
-// hSign signs claims with method and key, setting the header fields given.
-func hSign(t *testing.T, method jwt.SigningMethod, key any, claims jwt.Claims, header map[string]any) string {
+// signToken signs claims with method and key, setting the header fields given.
+func signToken(t *testing.T, method jwt.SigningMethod, key any, claims jwt.Claims, header map[string]any) string {
 	t.Helper()
 	tok := jwt.NewWithClaims(method, claims)
 	for k, v := range header {
@@ -72,19 +72,19 @@ func hSign(t *testing.T, method jwt.SigningMethod, key any, claims jwt.Claims, h
 	return s
 }
 
-// TestHardeningJWT sends every token of the negative corpus to a server
+// TestJWT sends every token of the negative corpus to a server
 // that verifies RS256 tokens from a JWKS (with iss and aud required), on
 // routes inside and outside an org: each is a 401 problem+json with a
 // Bearer WWW-Authenticate challenge and code invalid_token, and no DynamoDB
 // call is made. A valid token works (so the refusals are not an accident of
 // setup), the JWKS is never fetched from a URL a token names, and a header
 // of a megabyte of dots gets what the real server does.
-func TestHardeningJWT(t *testing.T) {
+func TestJWT(t *testing.T) {
 	const iss, aud = "https://issuer.test/", "tenantd-api"
-	jwks := hNewJWKS(t)
-	rr := &hReqRecorder{}
-	ts := MustServer(t, hWithAPIOptions(rr.Middleware),
-		hWithVerifier(httpapi.VerifierConfig{JWKSURL: jwks.srv.URL, Issuer: iss, Audience: aud, Leeway: 30 * time.Second}))
+	jwks := newJWKS(t)
+	rr := &reqRecorder{}
+	ts := MustServer(t, withAPIOptions(rr.Middleware),
+		withVerifier(httpapi.VerifierConfig{JWKSURL: jwks.srv.URL, Issuer: iss, Audience: aud, Leeway: 30 * time.Second}))
 	now := ts.Clock.Now()
 	claims := func(mod func(c *httpapi.Claims)) httpapi.Claims {
 		c := httpapi.Claims{Email: "mallory@example.com", Name: "Mallory", RegisteredClaims: jwt.RegisteredClaims{
@@ -97,7 +97,7 @@ func TestHardeningJWT(t *testing.T) {
 	}
 	kid := map[string]any{"kid": jwks.kid}
 	rs256 := func(mod func(c *httpapi.Claims)) string {
-		return hSign(t, jwt.SigningMethodRS256, jwks.key, claims(mod), kid)
+		return signToken(t, jwt.SigningMethodRS256, jwks.key, claims(mod), kid)
 	}
 	valid := rs256(nil)
 
@@ -142,25 +142,25 @@ func TestHardeningJWT(t *testing.T) {
 		"alg None":                        unsigned("None"),
 		"alg NONE":                        unsigned("NONE"),
 		"alg none with signature":         unsigned("none") + strings.Split(valid, ".")[2],
-		"alg none via jwt library":        hSign(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, claims(nil), kid),
-		"HS256 with the PEM public key":   hSign(t, jwt.SigningMethodHS256, pubPEM, claims(nil), kid),
-		"HS256 with the PKCS1 public key": hSign(t, jwt.SigningMethodHS256, pkcs1PEM, claims(nil), kid),
-		"HS256 with the DER public key":   hSign(t, jwt.SigningMethodHS256, pubDER, claims(nil), kid),
-		"HS256 with the modulus":          hSign(t, jwt.SigningMethodHS256, jwks.key.N.Bytes(), claims(nil), kid),
-		"HS256 with the JWK n":            hSign(t, jwt.SigningMethodHS256, []byte(b(jwks.key.N)), claims(nil), kid),
-		"HS256 without kid":               hSign(t, jwt.SigningMethodHS256, pubPEM, claims(nil), nil),
-		"HS256 with the harness secret":   hSign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(nil), kid),
-		"unknown kid":                     hSign(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"kid": "attacker-key"}),
-		"known kid, another key":          hSign(t, jwt.SigningMethodRS256, attacker, claims(nil), kid),
-		"no kid, another key":             hSign(t, jwt.SigningMethodRS256, attacker, claims(nil), nil),
-		"kid path traversal":              hSign(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"kid": "../../../../dev/null"}),
-		"kid SQL":                         hSign(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"kid": "' OR 1=1 --"}),
-		"ES256 with the RSA kid":          hSign(t, jwt.SigningMethodES256, ecKey, claims(nil), kid),
-		"PS256 with another key":          hSign(t, jwt.SigningMethodPS256, attacker, claims(nil), kid),
-		"embedded jwk of the attacker": hSign(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"jwk": map[string]string{
+		"alg none via jwt library":        signToken(t, jwt.SigningMethodNone, jwt.UnsafeAllowNoneSignatureType, claims(nil), kid),
+		"HS256 with the PEM public key":   signToken(t, jwt.SigningMethodHS256, pubPEM, claims(nil), kid),
+		"HS256 with the PKCS1 public key": signToken(t, jwt.SigningMethodHS256, pkcs1PEM, claims(nil), kid),
+		"HS256 with the DER public key":   signToken(t, jwt.SigningMethodHS256, pubDER, claims(nil), kid),
+		"HS256 with the modulus":          signToken(t, jwt.SigningMethodHS256, jwks.key.N.Bytes(), claims(nil), kid),
+		"HS256 with the JWK n":            signToken(t, jwt.SigningMethodHS256, []byte(b(jwks.key.N)), claims(nil), kid),
+		"HS256 without kid":               signToken(t, jwt.SigningMethodHS256, pubPEM, claims(nil), nil),
+		"HS256 with the harness secret":   signToken(t, jwt.SigningMethodHS256, []byte(testSecret), claims(nil), kid),
+		"unknown kid":                     signToken(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"kid": "attacker-key"}),
+		"known kid, another key":          signToken(t, jwt.SigningMethodRS256, attacker, claims(nil), kid),
+		"no kid, another key":             signToken(t, jwt.SigningMethodRS256, attacker, claims(nil), nil),
+		"kid path traversal":              signToken(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"kid": "../../../../dev/null"}),
+		"kid SQL":                         signToken(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"kid": "' OR 1=1 --"}),
+		"ES256 with the RSA kid":          signToken(t, jwt.SigningMethodES256, ecKey, claims(nil), kid),
+		"PS256 with another key":          signToken(t, jwt.SigningMethodPS256, attacker, claims(nil), kid),
+		"embedded jwk of the attacker": signToken(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"jwk": map[string]string{
 			"kty": "RSA", "kid": "attacker", "n": b(attacker.N), "e": b64(big.NewInt(int64(attacker.E)).Bytes())}}),
-		"jku to the attacker": hSign(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"kid": "attacker", "jku": lure.URL + "/jwks.json"}),
-		"x5u to the attacker": hSign(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"kid": "attacker", "x5u": lure.URL + "/cert.pem"}),
+		"jku to the attacker": signToken(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"kid": "attacker", "jku": lure.URL + "/jwks.json"}),
+		"x5u to the attacker": signToken(t, jwt.SigningMethodRS256, attacker, claims(nil), map[string]any{"kid": "attacker", "x5u": lure.URL + "/cert.pem"}),
 		"expired": rs256(func(c *httpapi.Claims) {
 			c.IssuedAt, c.ExpiresAt = jwt.NewNumericDate(now.Add(-2*time.Hour)), jwt.NewNumericDate(now.Add(-time.Hour))
 		}),
@@ -214,7 +214,7 @@ func TestHardeningJWT(t *testing.T) {
 		{http.MethodPost, "/v1/orgs/" + org + "/tickets", `{"title":"x"}`},
 		{http.MethodPost, "/v1/orgs", `{"name":"x"}`},
 	}
-	var jobs []hJob
+	var jobs []reqJob
 	for name, h := range headers {
 		for _, rt := range routes {
 			what := name + ": " + rt.method + " " + rt.path
@@ -222,18 +222,18 @@ func TestHardeningJWT(t *testing.T) {
 			if h != "" {
 				hdr.Set("Authorization", h)
 			}
-			jobs = append(jobs, hJob{what: what, method: rt.method, url: ts.URL + rt.path, header: hdr, body: rt.body,
-				check: func(t *testing.T, r hResp, ops []string) { hWant401(t, what, r, ops) }})
+			jobs = append(jobs, reqJob{what: what, method: rt.method, url: ts.URL + rt.path, header: hdr, body: rt.body,
+				check: func(t *testing.T, r apiResp, ops []string) { want401(t, what, r, ops) }})
 		}
 	}
-	hRunJobs(t, rr, 8, jobs)
+	runJobs(t, rr, 8, jobs)
 	if n := lured.Load(); n != 0 {
 		t.Errorf("a token's jku/x5u made the server fetch %d URL(s)", n)
 	}
 
 	t.Run("valid token works", func(t *testing.T) {
 		for _, tok := range []string{valid, rs256(func(c *httpapi.Claims) { c.Audience = jwt.ClaimStrings{"other", aud} })} {
-			r := hDo(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/me", tok, nil, "")
+			r := doReq(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/me", tok, nil, "")
 			if r.Status != http.StatusOK {
 				t.Errorf("a valid RS256 token: status %d: %s", r.Status, r.Body)
 			}
@@ -243,15 +243,15 @@ func TestHardeningJWT(t *testing.T) {
 		// RFC 7515 4.1.11: a recipient that does not understand an
 		// extension listed in "crit" MUST reject the JWS, even when its
 		// signature is good. tenantd understands none.
-		id := hNewRequestID()
-		tok := hSign(t, jwt.SigningMethodRS256, jwks.key, claims(nil), map[string]any{"kid": jwks.kid, "crit": []string{"x-unknown"}, "x-unknown": true})
-		r := hDo(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/me", tok, http.Header{"X-Request-Id": {id}}, "")
-		hWant401(t, "crit [x-unknown]", r, rr.Of(id))
+		id := newRequestID()
+		tok := signToken(t, jwt.SigningMethodRS256, jwks.key, claims(nil), map[string]any{"kid": jwks.kid, "crit": []string{"x-unknown"}, "x-unknown": true})
+		r := doReq(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/me", tok, http.Header{"X-Request-Id": {id}}, "")
+		want401(t, "crit [x-unknown]", r, rr.Of(id))
 	})
 	t.Run("HS256 server refuses RS256 and unsigned tokens", func(t *testing.T) {
 		hs := MustServer(t)
 		for name, tok := range map[string]string{"RS256": valid, "alg none": corpus["alg none"], "HS256 with the public key": corpus["HS256 with the PEM public key"],
-			"HS512 with the secret": hSign(t, jwt.SigningMethodHS512, []byte(testSecret), claims(nil), nil),
+			"HS512 with the secret": signToken(t, jwt.SigningMethodHS512, []byte(testSecret), claims(nil), nil),
 			"HS256 with an empty secret": func() string {
 				// golang-jwt refuses to sign with an empty key; forge it by hand.
 				h, _ := json.Marshal(map[string]string{"alg": "HS256", "typ": "JWT"})
@@ -260,8 +260,8 @@ func TestHardeningJWT(t *testing.T) {
 			}(),
 		} {
 			hs.Rec.Reset()
-			r := hDo(t, &http.Client{}, http.MethodGet, hs.URL+"/v1/me", tok, nil, "")
-			hWant401(t, name, r, nil)
+			r := doReq(t, &http.Client{}, http.MethodGet, hs.URL+"/v1/me", tok, nil, "")
+			want401(t, name, r, nil)
 			if n := hs.Rec.Count(); n != 0 {
 				t.Errorf("%s: %d DynamoDB calls", name, n)
 			}
@@ -276,14 +276,14 @@ func TestHardeningJWT(t *testing.T) {
 	// problem+json: nothing of tenantd runs, so nothing can be called).
 	dots := "Bearer " + strings.Repeat(".", 1<<20)
 	t.Run("a megabyte of dots, default header limit", func(t *testing.T) {
-		id := hNewRequestID()
-		r := hDo(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/orgs/"+org, "", http.Header{"Authorization": {dots}, "X-Request-Id": {id}}, "")
-		hWant401(t, "1 MiB of dots", r, rr.Of(id))
+		id := newRequestID()
+		r := doReq(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/orgs/"+org, "", http.Header{"Authorization": {dots}, "X-Request-Id": {id}}, "")
+		want401(t, "1 MiB of dots", r, rr.Of(id))
 	})
 	t.Run("a megabyte of dots, cmd/api's header limit", func(t *testing.T) {
-		prod := MustServer(t, hWithMaxHeaderBytes(64<<10))
+		prod := MustServer(t, withMaxHeaderBytes(64<<10))
 		prod.Rec.Reset()
-		r, err := hRawRequest(prod.URL, "GET /v1/orgs/"+org+" HTTP/1.1\r\nHost: x\r\nAuthorization: "+dots+"\r\nConnection: close\r\n\r\n")
+		r, err := rawRequest(prod.URL, "GET /v1/orgs/"+org+" HTTP/1.1\r\nHost: x\r\nAuthorization: "+dots+"\r\nConnection: close\r\n\r\n")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -294,13 +294,13 @@ func TestHardeningJWT(t *testing.T) {
 			t.Errorf("%d DynamoDB calls", n)
 		}
 		// Just under the limit, the token is refused by tenantd itself.
-		under := hDo(t, &http.Client{}, http.MethodGet, prod.URL+"/v1/me", "", http.Header{"Authorization": {"Bearer " + strings.Repeat(".", 60<<10)}}, "")
-		hWant401(t, "60 KiB of dots", under, nil)
+		under := doReq(t, &http.Client{}, http.MethodGet, prod.URL+"/v1/me", "", http.Header{"Authorization": {"Bearer " + strings.Repeat(".", 60<<10)}}, "")
+		want401(t, "60 KiB of dots", under, nil)
 	})
 }
 
-// hWant401 asserts the one answer to every bad token.
-func hWant401(t *testing.T, what string, r hResp, ops []string) {
+// want401 asserts the one answer to every bad token.
+func want401(t *testing.T, what string, r apiResp, ops []string) {
 	t.Helper()
 	if r.Status != http.StatusUnauthorized {
 		t.Errorf("%s: status %d, want 401: %s", what, r.Status, truncate(r.Body))
@@ -312,7 +312,7 @@ func hWant401(t *testing.T, what string, r hResp, ops []string) {
 	if got := r.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer ") || !strings.Contains(got, `error="invalid_token"`) {
 		t.Errorf("%s: WWW-Authenticate %q", what, got)
 	}
-	if code := hProblemCode(r.Body); code != "invalid_token" {
+	if code := problemCode(r.Body); code != "invalid_token" {
 		t.Errorf("%s: code %q, want invalid_token", what, code)
 	}
 	if len(ops) != 0 {
@@ -320,9 +320,9 @@ func hWant401(t *testing.T, what string, r hResp, ops []string) {
 	}
 }
 
-// hRawRequest writes raw to the server at base and returns what it
+// rawRequest writes raw to the server at base and returns what it
 // answers, up to the connection's end.
-func hRawRequest(base, raw string) (string, error) {
+func rawRequest(base, raw string) (string, error) {
 	addr := strings.TrimPrefix(base, "http://")
 	c, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
@@ -355,16 +355,16 @@ func hmacSHA256(key []byte, msg string) []byte {
 	return m.Sum(nil)
 }
 
-// TestHardeningJWTNumericDates: RFC 7519 makes exp, nbf and iat
+// TestJWTNumericDates: RFC 7519 makes exp, nbf and iat
 // NumericDates, JSON numbers. A token giving any of them as a string
 // ("exp":"9999999999", which golang-jwt would read as a number), or as
 // anything else that is not a number, is a 401, signed with the HS256
 // secret or by the JWKS key alike; the same claims as numbers are accepted.
-func TestHardeningJWTNumericDates(t *testing.T) {
+func TestJWTNumericDates(t *testing.T) {
 	const iss, aud = "https://issuer.test/", "tenantd-api"
-	jwks := hNewJWKS(t)
+	jwks := newJWKS(t)
 	hs := MustServer(t)
-	rs := MustServer(t, hWithVerifier(httpapi.VerifierConfig{JWKSURL: jwks.srv.URL, Issuer: iss, Audience: aud, Leeway: 30 * time.Second}))
+	rs := MustServer(t, withVerifier(httpapi.VerifierConfig{JWKSURL: jwks.srv.URL, Issuer: iss, Audience: aud, Leeway: 30 * time.Second}))
 	now := hs.Clock.Now().Unix()
 	claims := func(mod map[string]any) jwt.MapClaims {
 		c := jwt.MapClaims{"sub": "mallory", "email": "mallory@example.com", "iss": iss, "aud": aud,
@@ -398,13 +398,13 @@ func TestHardeningJWTNumericDates(t *testing.T) {
 	}
 	for name, mod := range bad {
 		for server, tok := range map[string]string{
-			"HS256": hSign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(mod), nil),
-			"JWKS":  hSign(t, jwt.SigningMethodRS256, jwks.key, claims(mod), map[string]any{"kid": jwks.kid}),
+			"HS256": signToken(t, jwt.SigningMethodHS256, []byte(testSecret), claims(mod), nil),
+			"JWKS":  signToken(t, jwt.SigningMethodRS256, jwks.key, claims(mod), map[string]any{"kid": jwks.kid}),
 		} {
 			ts := map[string]*testServer{"HS256": hs, "JWKS": rs}[server]
 			ts.Rec.Reset()
-			r := hDo(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/me", tok, nil, "")
-			hWant401(t, server+": "+name, r, nil)
+			r := doReq(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/me", tok, nil, "")
+			want401(t, server+": "+name, r, nil)
 			if n := ts.Rec.Count(); n != 0 {
 				t.Errorf("%s: %s: %d DynamoDB calls", server, name, n)
 			}
@@ -412,11 +412,11 @@ func TestHardeningJWTNumericDates(t *testing.T) {
 	}
 	for name, mod := range good {
 		for server, tok := range map[string]string{
-			"HS256": hSign(t, jwt.SigningMethodHS256, []byte(testSecret), claims(mod), nil),
-			"JWKS":  hSign(t, jwt.SigningMethodRS256, jwks.key, claims(mod), map[string]any{"kid": jwks.kid}),
+			"HS256": signToken(t, jwt.SigningMethodHS256, []byte(testSecret), claims(mod), nil),
+			"JWKS":  signToken(t, jwt.SigningMethodRS256, jwks.key, claims(mod), map[string]any{"kid": jwks.kid}),
 		} {
 			ts := map[string]*testServer{"HS256": hs, "JWKS": rs}[server]
-			if r := hDo(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/me", tok, nil, ""); r.Status != http.StatusOK {
+			if r := doReq(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/me", tok, nil, ""); r.Status != http.StatusOK {
 				t.Errorf("%s: %s: status %d, want 200: %s", server, name, r.Status, r.Body)
 			}
 		}

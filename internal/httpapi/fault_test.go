@@ -21,30 +21,30 @@ import (
 	"github.com/tenantd/tenantd/client"
 )
 
-// hFault is what hFaultTransport does with one HTTP attempt of a
+// faultKind is what faultTransport does with one HTTP attempt of a
 // DynamoDB call.
-type hFault int
+type faultKind int
 
 const (
-	hPass            hFault = iota // forward to DynamoDB Local
-	hThrottle                      // 400 ProvisionedThroughputExceededException
-	hInternal                      // 500 InternalServerError (DynamoDB's own 5xx type)
-	hInternalFailure               // 500 InternalFailure (the AWS common error)
-	hUnavailableBare               // 503 with an empty body (a proxy or load balancer)
-	hHang                          // no answer until the request's context ends
-	hTxThrottled                   // 400 TransactionCanceledException, ThrottlingError in the middle
-	hTxConflict                    // 400 TransactionCanceledException, TransactionConflict in the middle
-	hLostResponse                  // forward (the write happens), then answer 500 InternalServerError
+	faultPass            faultKind = iota // forward to DynamoDB Local
+	faultThrottle                         // 400 ProvisionedThroughputExceededException
+	faultInternal                         // 500 InternalServerError (DynamoDB's own 5xx type)
+	faultInternalFailure                  // 500 InternalFailure (the AWS common error)
+	faultUnavailableBare                  // 503 with an empty body (a proxy or load balancer)
+	faultHang                             // no answer until the request's context ends
+	faultTxThrottled                      // 400 TransactionCanceledException, ThrottlingError in the middle
+	faultTxConflict                       // 400 TransactionCanceledException, TransactionConflict in the middle
+	faultLostResponse                     // forward (the write happens), then answer 500 InternalServerError
 )
 
-// hFaultTransport answers the DynamoDB client's HTTP attempts as decide
+// faultTransport answers the DynamoDB client's HTTP attempts as decide
 // says, with responses shaped like DynamoDB's own.
-type hFaultTransport struct {
+type faultTransport struct {
 	base http.RoundTripper
 	// decide gets the operation (e.g. "TransactWriteItems") and the SDK's
 	// attempt number of the call (1 for the first try, 2 for the first
 	// retry...).
-	decide   atomic.Pointer[func(op string, attempt int) hFault]
+	decide   atomic.Pointer[func(op string, attempt int) faultKind]
 	attempts atomic.Int64 // every attempt
 	injected atomic.Int64 // attempts answered with a fault
 	hanging  atomic.Int64 // attempts hanging right now
@@ -52,15 +52,15 @@ type hFaultTransport struct {
 	hangCap time.Duration
 }
 
-func hNewFaults() *hFaultTransport { return &hFaultTransport{} }
+func newFaults() *faultTransport { return &faultTransport{} }
 
 // set changes the decision for the next attempts (nil: pass everything).
-func (f *hFaultTransport) set(decide func(op string, attempt int) hFault) { f.decide.Store(&decide) }
+func (f *faultTransport) set(decide func(op string, attempt int) faultKind) { f.decide.Store(&decide) }
 
-// wrap is the hWithTransport option.
-func (f *hFaultTransport) wrap(base http.RoundTripper) http.RoundTripper { f.base = base; return f }
+// wrap is the withTransport option.
+func (f *faultTransport) wrap(base http.RoundTripper) http.RoundTripper { f.base = base; return f }
 
-func (f *hFaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+func (f *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	f.attempts.Add(1)
 	op := strings.TrimPrefix(req.Header.Get("X-Amz-Target"), "DynamoDB_20120810.")
 	attempt := 1
@@ -68,11 +68,11 @@ func (f *hFaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		n, _, _ := strings.Cut(v, ";")
 		attempt, _ = strconv.Atoi(n)
 	}
-	fault := hPass
+	fault := faultPass
 	if d := f.decide.Load(); d != nil && *d != nil {
 		fault = (*d)(op, attempt)
 	}
-	if fault == hPass {
+	if fault == faultPass {
 		return f.base.RoundTrip(req)
 	}
 	f.injected.Add(1)
@@ -82,17 +82,17 @@ func (f *hFaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		_ = req.Body.Close()
 	}
 	switch fault {
-	case hThrottle:
-		return hAWSError(req, 400, "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
+	case faultThrottle:
+		return awsError(req, 400, "com.amazonaws.dynamodb.v20120810#ProvisionedThroughputExceededException",
 			"The level of configured provisioned throughput for the table was exceeded. Consider increasing your provisioning level with the UpdateTable API.", nil), nil
-	case hInternal:
-		return hAWSError(req, 500, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error", nil), nil
-	case hInternalFailure:
-		return hAWSError(req, 500, "com.amazon.coral.service#InternalFailure", "", nil), nil
-	case hUnavailableBare:
+	case faultInternal:
+		return awsError(req, 500, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error", nil), nil
+	case faultInternalFailure:
+		return awsError(req, 500, "com.amazon.coral.service#InternalFailure", "", nil), nil
+	case faultUnavailableBare:
 		return &http.Response{StatusCode: 503, Status: "503 Service Unavailable", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Header: http.Header{"Content-Length": {"0"}}, Body: io.NopCloser(bytes.NewReader(nil)), Request: req}, nil
-	case hHang:
+	case faultHang:
 		f.hanging.Add(1)
 		defer f.hanging.Add(-1)
 		limit := f.hangCap
@@ -103,13 +103,13 @@ func (f *hFaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		case <-req.Context().Done():
 			return nil, req.Context().Err()
 		case <-time.After(limit):
-			return nil, fmt.Errorf("hFaultTransport: %s hung for %v and its context never ended", op, limit)
+			return nil, fmt.Errorf("faultTransport: %s hung for %v and its context never ended", op, limit)
 		}
-	case hTxThrottled, hTxConflict:
+	case faultTxThrottled, faultTxConflict:
 		var in struct{ TransactItems []json.RawMessage }
 		_ = json.Unmarshal(body, &in)
 		code, msg := "ThrottlingError", "Throughput exceeds the current capacity for one or more global secondary indexes. DynamoDB is automatically scaling your index so please try again shortly."
-		if fault == hTxConflict {
+		if fault == faultTxConflict {
 			code, msg = "TransactionConflict", "Transaction is ongoing for the item"
 		}
 		reasons := make([]map[string]string, max(len(in.TransactItems), 2))
@@ -119,10 +119,10 @@ func (f *hFaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		mid := len(reasons) / 2
 		reasons[mid], codes[mid] = map[string]string{"Code": code, "Message": msg}, code
-		return hAWSError(req, 400, "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
+		return awsError(req, 400, "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
 			"Transaction cancelled, please refer cancellation reasons for specific reasons ["+strings.Join(codes, ", ")+"]",
 			map[string]any{"CancellationReasons": reasons}), nil
-	case hLostResponse:
+	case faultLostResponse:
 		req2 := req.Clone(req.Context())
 		req2.Body = io.NopCloser(bytes.NewReader(body))
 		req2.ContentLength = int64(len(body))
@@ -132,13 +132,13 @@ func (f *hFaultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
-		return hAWSError(req, 500, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error", nil), nil
+		return awsError(req, 500, "com.amazonaws.dynamodb.v20120810#InternalServerError", "Internal server error", nil), nil
 	}
-	return nil, fmt.Errorf("hFaultTransport: unknown fault %d", fault)
+	return nil, fmt.Errorf("faultTransport: unknown fault %d", fault)
 }
 
-// hAWSError is an error response as DynamoDB sends it (awsJson1_0).
-func hAWSError(req *http.Request, status int, typ, msg string, extra map[string]any) *http.Response {
+// awsError is an error response as DynamoDB sends it (awsJson1_0).
+func awsError(req *http.Request, status int, typ, msg string, extra map[string]any) *http.Response {
 	m := map[string]any{"__type": typ}
 	if msg != "" {
 		m["message"] = msg
@@ -158,8 +158,8 @@ func hAWSError(req *http.Request, status int, typ, msg string, extra map[string]
 		ProtoMajor: 1, ProtoMinor: 1, Header: h, Body: io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b)), Request: req}
 }
 
-// hWant503 asserts the answer to a database that does not answer well.
-func hWant503(t *testing.T, what string, r hResp) {
+// want503 asserts the answer to a database that does not answer well.
+func want503(t *testing.T, what string, r apiResp) {
 	t.Helper()
 	if r.Status != http.StatusServiceUnavailable {
 		t.Errorf("%s: status %d, want 503: %s", what, r.Status, truncate(r.Body))
@@ -171,15 +171,15 @@ func hWant503(t *testing.T, what string, r hResp) {
 	if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
 		t.Errorf("%s: Retry-After %q, want a number of seconds", what, r.Header.Get("Retry-After"))
 	}
-	if c := hProblemCode(r.Body); c == "" || c == "internal" {
+	if c := problemCode(r.Body); c == "" || c == "internal" {
 		t.Errorf("%s: problem code %q", what, c)
 	}
 }
 
 // only returns a decision that applies fault to the operations named (all
 // when none) on every attempt.
-func only(fault hFault, ops ...string) func(string, int) hFault {
-	return func(op string, _ int) hFault {
+func only(fault faultKind, ops ...string) func(string, int) faultKind {
+	return func(op string, _ int) faultKind {
 		if len(ops) == 0 {
 			return fault
 		}
@@ -188,26 +188,26 @@ func only(fault hFault, ops ...string) func(string, int) hFault {
 				return fault
 			}
 		}
-		return hPass
+		return faultPass
 	}
 }
 
-// TestHardeningFaults injects DynamoDB's failures under the SDK's real
+// TestFaults injects DynamoDB's failures under the SDK's real
 // retryer and checks what the API answers and what the table holds.
-func TestHardeningFaults(t *testing.T) {
-	faults := hNewFaults()
-	ts := MustServer(t, hWithTransport(faults.wrap))
+func TestFaults(t *testing.T) {
+	faults := newFaults()
+	ts := MustServer(t, withTransport(faults.wrap))
 	w := MustWorld(t, ts, "Faulty")
 	org := w.Org.Id
 	hc := &http.Client{}
-	get := func() hResp { return hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, w.Member.Token, nil, "") }
-	post := func(title string, h http.Header) hResp {
-		return hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", w.Member.Token, h, `{"title":"`+title+`","teamId":"`+w.Team.Id+`"}`)
+	get := func() apiResp { return doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, w.Member.Token, nil, "") }
+	post := func(title string, h http.Header) apiResp {
+		return doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", w.Member.Token, h, `{"title":"`+title+`","teamId":"`+w.Team.Id+`"}`)
 	}
 	tickets := func(title string) int {
 		n := 0
-		for _, it := range hItems(t, ts, "Ticket", org) {
-			if it.hS("title") == title {
+		for _, it := range itemsOf(t, ts, "Ticket", org) {
+			if it.str("title") == title {
 				n++
 			}
 		}
@@ -216,11 +216,11 @@ func TestHardeningFaults(t *testing.T) {
 	defer faults.set(nil)
 
 	t.Run("transient throttling is retried", func(t *testing.T) {
-		faults.set(func(op string, attempt int) hFault {
+		faults.set(func(op string, attempt int) faultKind {
 			if attempt == 1 {
-				return hThrottle
+				return faultThrottle
 			}
-			return hPass
+			return faultPass
 		})
 		ts.Rec.Reset()
 		before := faults.attempts.Load()
@@ -234,14 +234,14 @@ func TestHardeningFaults(t *testing.T) {
 		}
 	})
 	t.Run("transient 5xx and transaction conflicts are retried", func(t *testing.T) {
-		faults.set(func(op string, attempt int) hFault {
+		faults.set(func(op string, attempt int) faultKind {
 			switch {
 			case attempt == 1 && op == "TransactWriteItems":
-				return hTxConflict
+				return faultTxConflict
 			case attempt == 1:
-				return hInternal
+				return faultInternal
 			}
-			return hPass
+			return faultPass
 		})
 		ts.Rec.Reset()
 		before := faults.attempts.Load()
@@ -258,27 +258,27 @@ func TestHardeningFaults(t *testing.T) {
 		}
 	})
 	t.Run("persistent throttling is a 503", func(t *testing.T) {
-		faults.set(only(hThrottle))
+		faults.set(only(faultThrottle))
 		before := faults.attempts.Load()
-		hWant503(t, "GET, always throttled", get())
+		want503(t, "GET, always throttled", get())
 		if a := faults.attempts.Load() - before; a != 3 {
 			t.Errorf("attempts: %d, want the standard retryer's 3", a)
 		}
-		faults.set(only(hThrottle, "TransactWriteItems"))
-		hWant503(t, "POST, writes always throttled", post("throttled", nil))
-		faults.set(only(hTxThrottled, "TransactWriteItems"))
-		hWant503(t, "POST, transactions always cancelled for throttling", post("throttled", nil))
+		faults.set(only(faultThrottle, "TransactWriteItems"))
+		want503(t, "POST, writes always throttled", post("throttled", nil))
+		faults.set(only(faultTxThrottled, "TransactWriteItems"))
+		want503(t, "POST, transactions always cancelled for throttling", post("throttled", nil))
 		faults.set(nil)
 		if n := tickets("throttled"); n != 0 {
 			t.Errorf("refused creates left %d ticket(s)", n)
 		}
 	})
 	t.Run("persistent 5xx of every shape is a 503", func(t *testing.T) {
-		for name, f := range map[string]hFault{"InternalServerError": hInternal, "InternalFailure": hInternalFailure, "bare 503": hUnavailableBare} {
+		for name, f := range map[string]faultKind{"InternalServerError": faultInternal, "InternalFailure": faultInternalFailure, "bare 503": faultUnavailableBare} {
 			faults.set(only(f))
-			hWant503(t, name+" on the authorization read", get())
+			want503(t, name+" on the authorization read", get())
 			faults.set(only(f, "TransactWriteItems"))
-			hWant503(t, name+" on the write", post("failing "+name, nil))
+			want503(t, name+" on the write", post("failing "+name, nil))
 			faults.set(nil)
 			if n := tickets("failing " + name); n != 0 {
 				t.Errorf("%s: %d ticket(s) created", name, n)
@@ -289,31 +289,31 @@ func TestHardeningFaults(t *testing.T) {
 	t.Run("a cancelled transaction writes nothing", func(t *testing.T) {
 		// A ticket: item, GSI keys, the team's listing, the audit event,
 		// all or nothing.
-		before := hTenantItems(t, ts, org)
-		auditsBefore := len(hItems(t, ts, "AuditEvent", org))
-		faults.set(only(hTxThrottled, "TransactWriteItems"))
-		hWant503(t, "createTicket", post("half-written", nil))
-		hWant503(t, "createComment", hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets/"+w.Ticket.Id+"/comments", w.Member.Token, nil, `{"body":"half-written"}`))
-		hWant503(t, "putTeamMember", hDo(t, hc, http.MethodPut, ts.URL+"/v1/orgs/"+org+"/teams/"+w.Team.Id+"/members/"+w.Member.ID, w.Owner.Token, nil, `{"role":"member"}`))
-		hWant503(t, "removeOrgUser", hDo(t, hc, http.MethodDelete, ts.URL+"/v1/orgs/"+org+"/users/"+w.Assignee.ID, w.Owner.Token, nil, ""))
+		before := tenantItems(t, ts, org)
+		auditsBefore := len(itemsOf(t, ts, "AuditEvent", org))
+		faults.set(only(faultTxThrottled, "TransactWriteItems"))
+		want503(t, "createTicket", post("half-written", nil))
+		want503(t, "createComment", doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets/"+w.Ticket.Id+"/comments", w.Member.Token, nil, `{"body":"half-written"}`))
+		want503(t, "putTeamMember", doReq(t, hc, http.MethodPut, ts.URL+"/v1/orgs/"+org+"/teams/"+w.Team.Id+"/members/"+w.Member.ID, w.Owner.Token, nil, `{"role":"member"}`))
+		want503(t, "removeOrgUser", doReq(t, hc, http.MethodDelete, ts.URL+"/v1/orgs/"+org+"/users/"+w.Assignee.ID, w.Owner.Token, nil, ""))
 		faults.set(nil)
-		if after := hTenantItems(t, ts, org); after != before {
-			t.Errorf("cancelled transactions changed the table:\n%s", hDiff(before, after))
+		if after := tenantItems(t, ts, org); after != before {
+			t.Errorf("cancelled transactions changed the table:\n%s", diff(before, after))
 		}
-		if n := len(hItems(t, ts, "AuditEvent", org)); n != auditsBefore {
+		if n := len(itemsOf(t, ts, "AuditEvent", org)); n != auditsBefore {
 			t.Errorf("cancelled transactions wrote %d audit event(s)", n-auditsBefore)
 		}
 	})
 
 	t.Run("a failed create with an Idempotency-Key leaves the key retryable", func(t *testing.T) {
 		key := http.Header{"Idempotency-Key": {"fault-key-1"}}
-		faults.set(only(hTxThrottled, "TransactWriteItems"))
-		hWant503(t, "createTicket with a key", post("keyed", key))
+		faults.set(only(faultTxThrottled, "TransactWriteItems"))
+		want503(t, "createTicket with a key", post("keyed", key))
 		faults.set(nil)
 		// The record stays, released for a retry and holding no response.
-		for _, rec := range hItems(t, ts, "IdempotencyRecord", org) {
-			if rec["released"] == nil || rec["done"] == nil || rec.hS("resourceId") == "" || rec["body"] != nil {
-				t.Errorf("a failed request's record is not released and empty: %s", hDump([]hItem{rec}))
+		for _, rec := range itemsOf(t, ts, "IdempotencyRecord", org) {
+			if rec["released"] == nil || rec["done"] == nil || rec.str("resourceId") == "" || rec["body"] != nil {
+				t.Errorf("a failed request's record is not released and empty: %s", dump([]dbItem{rec}))
 			}
 		}
 		r := post("keyed", key)
@@ -332,15 +332,15 @@ func TestHardeningFaults(t *testing.T) {
 		// DynamoDB committed, the answer was lost (500): the SDK retries
 		// the same transaction (same ClientRequestToken). The client must
 		// get the created item, and exactly one must exist.
-		faults.set(func(op string, attempt int) hFault {
+		faults.set(func(op string, attempt int) faultKind {
 			if op == "TransactWriteItems" && attempt == 1 {
-				return hLostResponse
+				return faultLostResponse
 			}
-			return hPass
+			return faultPass
 		})
-		auditsBefore := len(hItems(t, ts, "AuditEvent", org))
+		auditsBefore := len(itemsOf(t, ts, "AuditEvent", org))
 		r := post("committed once", nil)
-		c := hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets/"+w.Ticket.Id+"/comments", w.Member.Token, nil, `{"body":"committed once"}`)
+		c := doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets/"+w.Ticket.Id+"/comments", w.Member.Token, nil, `{"body":"committed once"}`)
 		faults.set(nil)
 		if r.Status != http.StatusCreated {
 			t.Errorf("createTicket: %d %s, want 201", r.Status, r.Body)
@@ -351,17 +351,17 @@ func TestHardeningFaults(t *testing.T) {
 		if n := tickets("committed once"); n != 1 {
 			t.Errorf("tickets: %d, want 1", n)
 		}
-		if n := len(hItems(t, ts, "AuditEvent", org)) - auditsBefore; n != 2 {
+		if n := len(itemsOf(t, ts, "AuditEvent", org)) - auditsBefore; n != 2 {
 			t.Errorf("audit events of the two creates: %d, want 2", n)
 		}
-		tk := hGet(t, ts, "ORG#"+org+"#TICKET#"+w.Ticket.Id, "#METADATA")
+		tk := getRaw(t, ts, "ORG#"+org+"#TICKET#"+w.Ticket.Id, "#METADATA")
 		comments := 0
-		for _, it := range hItems(t, ts, "Comment", org) {
-			if strings.HasPrefix(it.hS("pk"), "ORG#"+org+"#TICKET#"+w.Ticket.Id) {
+		for _, it := range itemsOf(t, ts, "Comment", org) {
+			if strings.HasPrefix(it.str("pk"), "ORG#"+org+"#TICKET#"+w.Ticket.Id) {
 				comments++
 			}
 		}
-		if got := tk.hN(t, "commentCount"); got != int64(comments) {
+		if got := tk.num(t, "commentCount"); got != int64(comments) {
 			t.Errorf("commentCount %d, but %d comments", got, comments)
 		}
 	})
@@ -369,11 +369,11 @@ func TestHardeningFaults(t *testing.T) {
 		// The record's conditional PutItem committed, its answer was lost:
 		// the SDK's retry finds the record. The request is still the first
 		// one with its key and must run, not be told it is in progress.
-		faults.set(func(op string, attempt int) hFault {
+		faults.set(func(op string, attempt int) faultKind {
 			if op == "PutItem" && attempt == 1 {
-				return hLostResponse
+				return faultLostResponse
 			}
-			return hPass
+			return faultPass
 		})
 		r := post("lost record", http.Header{"Idempotency-Key": {"fault-key-2"}})
 		faults.set(nil)
@@ -394,23 +394,23 @@ func TestHardeningFaults(t *testing.T) {
 		// paused past the request's deadline.)
 		lostAfterFirst := func() {
 			var calls atomic.Int32
-			faults.set(func(op string, attempt int) hFault {
+			faults.set(func(op string, attempt int) faultKind {
 				if op != "TransactWriteItems" {
-					return hPass
+					return faultPass
 				}
 				if attempt == 1 {
 					calls.Add(1)
 				}
 				if calls.Load() >= 2 { // the idempotency record's own transaction passes
-					return hLostResponse
+					return faultLostResponse
 				}
-				return hPass
+				return faultPass
 			})
 		}
-		auditsBefore := len(hItems(t, ts, "AuditEvent", org))
+		auditsBefore := len(itemsOf(t, ts, "AuditEvent", org))
 		key := http.Header{"Idempotency-Key": {"fault-key-lost-every-answer"}}
 		lostAfterFirst()
-		hWant503(t, "createTicket, every answer lost", post("lost every answer", key))
+		want503(t, "createTicket, every answer lost", post("lost every answer", key))
 		faults.set(nil)
 		if n := tickets("lost every answer"); n != 1 {
 			t.Fatalf("tickets after the lost answers: %d, want 1 (the write committed)", n)
@@ -426,7 +426,7 @@ func TestHardeningFaults(t *testing.T) {
 		if err := json.Unmarshal(r.Body, &tk); err != nil {
 			t.Fatal(err)
 		}
-		if got := hGet(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA"); got.hS("title") != "lost every answer" {
+		if got := getRaw(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA"); got.str("title") != "lost every answer" {
 			t.Errorf("the retry answered ticket %s, which is not the one the lost attempt made", tk.Id)
 		}
 		if r := post("lost every answer", key); r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Contains(r.Body, []byte(tk.Id)) {
@@ -434,27 +434,27 @@ func TestHardeningFaults(t *testing.T) {
 		}
 
 		// A comment, the same way: one comment, commentCount one higher.
-		before := hGet(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA").hN(t, "commentCount")
-		comment := func() hResp {
-			return hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets/"+tk.Id+"/comments", w.Member.Token,
+		before := getRaw(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA").num(t, "commentCount")
+		comment := func() apiResp {
+			return doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets/"+tk.Id+"/comments", w.Member.Token,
 				http.Header{"Idempotency-Key": {"fault-key-lost-comment"}}, `{"body":"lost comment"}`)
 		}
 		lostAfterFirst()
-		hWant503(t, "createComment, every answer lost", comment())
+		want503(t, "createComment, every answer lost", comment())
 		faults.set(nil)
 		if c := comment(); c.Status != http.StatusCreated {
 			t.Errorf("comment retry with the key: %d %s, want 201", c.Status, c.Body)
 		}
 		n := 0
-		for _, it := range hItems(t, ts, "Comment", org) {
-			if strings.HasPrefix(it.hS("pk"), "ORG#"+org+"#TICKET#"+tk.Id) {
+		for _, it := range itemsOf(t, ts, "Comment", org) {
+			if strings.HasPrefix(it.str("pk"), "ORG#"+org+"#TICKET#"+tk.Id) {
 				n++
 			}
 		}
-		if after := hGet(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA").hN(t, "commentCount"); n != 1 || after != before+1 {
+		if after := getRaw(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA").num(t, "commentCount"); n != 1 || after != before+1 {
 			t.Errorf("comments: %d (want 1), commentCount %d -> %d", n, before, after)
 		}
-		if n := len(hItems(t, ts, "AuditEvent", org)) - auditsBefore; n != 2 {
+		if n := len(itemsOf(t, ts, "AuditEvent", org)) - auditsBefore; n != 2 {
 			t.Errorf("audit events: %d, want 2 (one per create, none for the retries)", n)
 		}
 	})
@@ -466,11 +466,11 @@ func TestHardeningFaults(t *testing.T) {
 		MustUser(t, w.Owner.C, org, u, client.RoleMember)
 		teams := make([]string, 50)
 		var mu sync.Mutex
-		hRunJobs(t, &hReqRecorder{}, 8, func() []hJob {
-			var jobs []hJob
+		runJobs(t, &reqRecorder{}, 8, func() []reqJob {
+			var jobs []reqJob
 			for i := range teams {
-				jobs = append(jobs, hJob{what: "team", method: http.MethodPost, url: ts.URL + "/v1/orgs/" + org + "/teams", token: w.Owner.Token,
-					body: fmt.Sprintf(`{"name":"step team %d"}`, i), check: func(t *testing.T, r hResp, _ []string) {
+				jobs = append(jobs, reqJob{what: "team", method: http.MethodPost, url: ts.URL + "/v1/orgs/" + org + "/teams", token: w.Owner.Token,
+					body: fmt.Sprintf(`{"name":"step team %d"}`, i), check: func(t *testing.T, r apiResp, _ []string) {
 						var tm client.Team
 						if r.Status != http.StatusCreated || json.Unmarshal(r.Body, &tm) != nil {
 							t.Fatalf("team: %d %s", r.Status, r.Body)
@@ -482,59 +482,59 @@ func TestHardeningFaults(t *testing.T) {
 			}
 			return jobs
 		}())
-		var jobs []hJob
+		var jobs []reqJob
 		for _, tm := range teams {
-			jobs = append(jobs, hJob{what: "member", method: http.MethodPut, url: ts.URL + "/v1/orgs/" + org + "/teams/" + tm + "/members/" + u.ID,
-				token: w.Owner.Token, body: `{"role":"member"}`, check: func(t *testing.T, r hResp, _ []string) {
+			jobs = append(jobs, reqJob{what: "member", method: http.MethodPut, url: ts.URL + "/v1/orgs/" + org + "/teams/" + tm + "/members/" + u.ID,
+				token: w.Owner.Token, body: `{"role":"member"}`, check: func(t *testing.T, r apiResp, _ []string) {
 					if r.Status != http.StatusCreated {
 						t.Errorf("member: %d %s", r.Status, r.Body)
 					}
 				}})
 		}
-		hRunJobs(t, &hReqRecorder{}, 8, jobs)
+		runJobs(t, &reqRecorder{}, 8, jobs)
 		var txs atomic.Int64
-		faults.set(func(op string, attempt int) hFault {
+		faults.set(func(op string, attempt int) faultKind {
 			if op != "TransactWriteItems" {
-				return hPass
+				return faultPass
 			}
 			if attempt == 1 && txs.Add(1) >= 2 { // the second transaction, and its retries
-				return hTxThrottled
+				return faultTxThrottled
 			}
 			if attempt > 1 && txs.Load() >= 2 {
-				return hTxThrottled
+				return faultTxThrottled
 			}
-			return hPass
+			return faultPass
 		})
-		hWant503(t, "remove a user in 50 teams, second step failing", hDo(t, hc, http.MethodDelete, ts.URL+"/v1/orgs/"+org+"/users/"+u.ID, w.Owner.Token, nil, ""))
+		want503(t, "remove a user in 50 teams, second step failing", doReq(t, hc, http.MethodDelete, ts.URL+"/v1/orgs/"+org+"/users/"+u.ID, w.Owner.Token, nil, ""))
 		faults.set(nil)
-		if hGet(t, ts, "ORG#"+org, "USER#"+u.ID) == nil {
+		if getRaw(t, ts, "ORG#"+org, "USER#"+u.ID) == nil {
 			t.Error("the user is gone although the removal failed")
 		}
-		hWantTeamsCounts(t, hScan(t, ts), org, teams, nil)
-		d := hDo(t, hc, http.MethodDelete, ts.URL+"/v1/orgs/"+org+"/users/"+u.ID, w.Owner.Token, nil, "")
+		wantTeamsCounts(t, scanAll(t, ts), org, teams, nil)
+		d := doReq(t, hc, http.MethodDelete, ts.URL+"/v1/orgs/"+org+"/users/"+u.ID, w.Owner.Token, nil, "")
 		if d.Status != http.StatusNoContent {
 			t.Fatalf("retried removal: %d %s", d.Status, d.Body)
 		}
-		hWantTeamsCounts(t, hScan(t, ts), org, teams, map[string]int{w.Owner.ID: 1})
+		wantTeamsCounts(t, scanAll(t, ts), org, teams, map[string]int{w.Owner.ID: 1})
 	})
 }
 
-// TestHardeningHungDynamoDB: DynamoDB stops answering. Each request ends at
+// TestHungDynamoDB: DynamoDB stops answering. Each request ends at
 // its deadline (RequestTimeout) with a 503, whatever it was doing, and
 // leaves no goroutine behind.
-func TestHardeningHungDynamoDB(t *testing.T) {
+func TestHungDynamoDB(t *testing.T) {
 	// Short, but long enough for the setup's own requests on a busy
 	// machine under -race.
 	const deadline = time.Second
-	faults := hNewFaults()
+	faults := newFaults()
 	faults.hangCap = deadline + deadline/2 // a hang that outlives its request's deadline
-	ts := MustServer(t, hWithTransport(faults.wrap), hWithRequestTimeout(deadline))
+	ts := MustServer(t, withTransport(faults.wrap), withRequestTimeout(deadline))
 	owner := ts.Actor(t, "hung-owner")
 	org := MustOrg(t, owner.C, "Hung").Id
 	w := struct{ Member actor }{owner}
 	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
 	// Warm up what starts lazily, then take the goroutines as they are.
-	hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, w.Member.Token, nil, "")
+	doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, w.Member.Token, nil, "")
 	// Idle keep-alive connections (to DynamoDB Local, opened by calls the
 	// faults let through) are no leak; a hung call would be.
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent(),
@@ -543,20 +543,20 @@ func TestHardeningHungDynamoDB(t *testing.T) {
 	cases := []struct {
 		name, method, path, body string
 		header                   http.Header
-		hang                     func(string, int) hFault
+		hang                     func(string, int) faultKind
 	}{
-		{"every call hangs: GET", http.MethodGet, "/v1/orgs/" + org, "", nil, only(hHang)},
-		{"every call hangs: POST", http.MethodPost, "/v1/orgs/" + org + "/tickets", `{"title":"hung"}`, nil, only(hHang)},
-		{"the write hangs", http.MethodPost, "/v1/orgs/" + org + "/tickets", `{"title":"hung write"}`, nil, only(hHang, "TransactWriteItems")},
-		{"a listing hangs", http.MethodGet, "/v1/orgs/" + org + "/tickets", "", nil, only(hHang, "Query")},
+		{"every call hangs: GET", http.MethodGet, "/v1/orgs/" + org, "", nil, only(faultHang)},
+		{"every call hangs: POST", http.MethodPost, "/v1/orgs/" + org + "/tickets", `{"title":"hung"}`, nil, only(faultHang)},
+		{"the write hangs", http.MethodPost, "/v1/orgs/" + org + "/tickets", `{"title":"hung write"}`, nil, only(faultHang, "TransactWriteItems")},
+		{"a listing hangs", http.MethodGet, "/v1/orgs/" + org + "/tickets", "", nil, only(faultHang, "Query")},
 		// With an Idempotency-Key: the record is written, then DynamoDB
 		// hangs; the request must still end at its deadline.
 		{"the write hangs, with an Idempotency-Key", http.MethodPost, "/v1/orgs/" + org + "/tickets", `{"title":"hung keyed"}`,
-			http.Header{"Idempotency-Key": {"hung-key"}}, func(op string, _ int) hFault {
+			http.Header{"Idempotency-Key": {"hung-key"}}, func(op string, _ int) faultKind {
 				if op == "GetItem" || op == "PutItem" {
-					return hPass
+					return faultPass
 				}
-				return hHang
+				return faultHang
 			}},
 	}
 	for _, c := range cases {
@@ -572,15 +572,15 @@ func TestHardeningHungDynamoDB(t *testing.T) {
 					began := time.Now()
 					h := http.Header{}
 					for k, v := range c.header {
-						h[k] = []string{v[0] + "-" + hNewRequestID()} // one key per request
+						h[k] = []string{v[0] + "-" + newRequestID()} // one key per request
 					}
-					r := hDoE(hc, c.method, ts.URL+c.path, w.Member.Token, h, c.body)
+					r := doReqE(hc, c.method, ts.URL+c.path, w.Member.Token, h, c.body)
 					took := time.Since(began)
 					if r.Err != nil {
 						t.Errorf("%v", r.Err)
 						return
 					}
-					hWant503(t, c.name, r.hResp)
+					want503(t, c.name, r.apiResp)
 					if took > deadline+time.Second {
 						t.Errorf("answered after %v, the deadline is %v", took.Round(time.Millisecond), deadline)
 					}
@@ -598,32 +598,32 @@ func TestHardeningHungDynamoDB(t *testing.T) {
 		t.Errorf("%d DynamoDB call(s) still hanging after every request ended", n)
 	}
 	// And the server is fine once DynamoDB answers again.
-	if r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, w.Member.Token, nil, ""); r.Status != http.StatusOK {
+	if r := doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, w.Member.Token, nil, ""); r.Status != http.StatusOK {
 		t.Errorf("after the hang: %d %s", r.Status, r.Body)
 	}
 }
 
-// TestHardeningRetryQuota: when DynamoDB keeps failing, the SDK's retry
+// TestRetryQuota: when DynamoDB keeps failing, the SDK's retry
 // quota (500 tokens per client) runs out and calls fail at once, with the
 // quota error joined to DynamoDB's. Every answer stays a 503, never a 500,
 // whatever the 5xx looked like.
-func TestHardeningRetryQuota(t *testing.T) {
+func TestRetryQuota(t *testing.T) {
 	// (Throttling retries cost 5 tokens and back off for a second or more:
 	// exhausting the quota with them would take minutes. The quota's error
 	// is the same whatever spent it; the 5xx shapes spend it fast.)
-	for name, f := range map[string]hFault{"InternalServerError": hInternal, "InternalFailure": hInternalFailure, "bare 503": hUnavailableBare} {
+	for name, f := range map[string]faultKind{"InternalServerError": faultInternal, "InternalFailure": faultInternalFailure, "bare 503": faultUnavailableBare} {
 		t.Run(name, func(t *testing.T) {
-			faults := hNewFaults()
-			ts := MustServer(t, hWithTransport(faults.wrap))
+			faults := newFaults()
+			ts := MustServer(t, withTransport(faults.wrap))
 			a := ts.Actor(t, "quota")
 			o := MustOrg(t, a.C, "Quota")
 			faults.set(only(f))
 			hc := &http.Client{}
-			var counts hStatusCounts
+			var counts statusCounts
 			exhausted := false
 			for i := range 40 {
 				before := faults.attempts.Load()
-				r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+o.Id, a.Token, nil, "")
+				r := doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+o.Id, a.Token, nil, "")
 				counts.add(r.Status)
 				if faults.attempts.Load()-before == 1 {
 					exhausted = true // no retry: the quota is spent

@@ -37,11 +37,11 @@ import (
 // ---------------------------------------------------------------------------
 // Reading the table back (ts.Raw: not recorded, never faulty).
 
-// hItem is one DynamoDB item as stored.
-type hItem map[string]types.AttributeValue
+// dbItem is one DynamoDB item as stored.
+type dbItem map[string]types.AttributeValue
 
-// hS returns a string (or number, as text) attribute of it, "" if absent.
-func (it hItem) hS(name string) string {
+// str returns a string (or number, as text) attribute of it, "" if absent.
+func (it dbItem) str(name string) string {
 	switch v := it[name].(type) {
 	case *types.AttributeValueMemberS:
 		return v.Value
@@ -53,8 +53,8 @@ func (it hItem) hS(name string) string {
 	return ""
 }
 
-// hN returns a number attribute of it, 0 if absent.
-func (it hItem) hN(tb testing.TB, name string) int64 {
+// num returns a number attribute of it, 0 if absent.
+func (it dbItem) num(tb testing.TB, name string) int64 {
 	tb.Helper()
 	v, ok := it[name].(*types.AttributeValueMemberN)
 	if !ok {
@@ -67,11 +67,11 @@ func (it hItem) hN(tb testing.TB, name string) int64 {
 	return n
 }
 
-// hScan reads every item of ts's table (each test has its own small table)
+// scanAll reads every item of ts's table (each test has its own small table)
 // with consistent reads.
-func hScan(tb testing.TB, ts *testServer) []hItem {
+func scanAll(tb testing.TB, ts *testServer) []dbItem {
 	tb.Helper()
-	var out []hItem
+	var out []dbItem
 	p := dynamodb.NewScanPaginator(ts.Raw, &dynamodb.ScanInput{TableName: aws.String(ts.Table), ConsistentRead: aws.Bool(true)})
 	for p.HasMorePages() {
 		page, err := p.NextPage(context.Background())
@@ -79,27 +79,27 @@ func hScan(tb testing.TB, ts *testServer) []hItem {
 			tb.Fatalf("scan %s: %v", ts.Table, err)
 		}
 		for _, it := range page.Items {
-			out = append(out, hItem(it))
+			out = append(out, dbItem(it))
 		}
 	}
 	return out
 }
 
-// hItems returns the items of the table whose attribute "type" is typ and,
+// itemsOf returns the items of the table whose attribute "type" is typ and,
 // when org is not "", whose orgId is org.
-func hItems(tb testing.TB, ts *testServer, typ, org string) []hItem {
+func itemsOf(tb testing.TB, ts *testServer, typ, org string) []dbItem {
 	tb.Helper()
-	var out []hItem
-	for _, it := range hScan(tb, ts) {
-		if it.hS("type") == typ && (org == "" || it.hS("orgId") == org) {
+	var out []dbItem
+	for _, it := range scanAll(tb, ts) {
+		if it.str("type") == typ && (org == "" || it.str("orgId") == org) {
 			out = append(out, it)
 		}
 	}
 	return out
 }
 
-// hGet reads one item by key with a consistent GetItem; nil when absent.
-func hGet(tb testing.TB, ts *testServer, pk, sk string) hItem {
+// getRaw reads one item by key with a consistent GetItem; nil when absent.
+func getRaw(tb testing.TB, ts *testServer, pk, sk string) dbItem {
 	tb.Helper()
 	out, err := ts.Raw.GetItem(context.Background(), &dynamodb.GetItemInput{TableName: aws.String(ts.Table), ConsistentRead: aws.Bool(true),
 		Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}}})
@@ -109,12 +109,12 @@ func hGet(tb testing.TB, ts *testServer, pk, sk string) hItem {
 	if out.Item == nil {
 		return nil
 	}
-	return hItem(out.Item)
+	return dbItem(out.Item)
 }
 
-// hDump renders items without their volatile timestamps, sorted, so that
+// dump renders items without their volatile timestamps, sorted, so that
 // two dumps compare equal when nothing but time changed.
-func hDump(items []hItem) string {
+func dump(items []dbItem) string {
 	lines := make([]string, 0, len(items))
 	for _, it := range items {
 		keys := make([]string, 0, len(it))
@@ -124,7 +124,7 @@ func hDump(items []hItem) string {
 		sort.Strings(keys)
 		var b strings.Builder
 		for _, k := range keys {
-			fmt.Fprintf(&b, "%s=%s;", k, hRender(it[k]))
+			fmt.Fprintf(&b, "%s=%s;", k, renderAV(it[k]))
 		}
 		lines = append(lines, b.String())
 	}
@@ -132,7 +132,7 @@ func hDump(items []hItem) string {
 	return strings.Join(lines, "\n")
 }
 
-func hRender(v types.AttributeValue) string {
+func renderAV(v types.AttributeValue) string {
 	switch v := v.(type) {
 	case *types.AttributeValueMemberS:
 		return strconv.Quote(v.Value)
@@ -149,7 +149,7 @@ func hRender(v types.AttributeValue) string {
 	case *types.AttributeValueMemberL:
 		parts := make([]string, len(v.Value))
 		for i, e := range v.Value {
-			parts[i] = hRender(e)
+			parts[i] = renderAV(e)
 		}
 		return "[" + strings.Join(parts, ",") + "]"
 	case *types.AttributeValueMemberM:
@@ -160,7 +160,7 @@ func hRender(v types.AttributeValue) string {
 		sort.Strings(keys)
 		parts := make([]string, len(keys))
 		for i, k := range keys {
-			parts[i] = k + ":" + hRender(v.Value[k])
+			parts[i] = k + ":" + renderAV(v.Value[k])
 		}
 		return "{" + strings.Join(parts, ",") + "}"
 	case *types.AttributeValueMemberNULL:
@@ -169,37 +169,37 @@ func hRender(v types.AttributeValue) string {
 	return fmt.Sprintf("%T", v)
 }
 
-// hTenantItems is every item of org in the table except its audit events
+// tenantItems is every item of org in the table except its audit events
 // and idempotency records (which refused requests may legitimately leave).
-func hTenantItems(tb testing.TB, ts *testServer, org string) string {
+func tenantItems(tb testing.TB, ts *testServer, org string) string {
 	tb.Helper()
-	var keep []hItem
-	for _, it := range hScan(tb, ts) {
-		if !strings.HasPrefix(it.hS("pk"), "ORG#"+org) && it.hS("orgId") != org {
+	var keep []dbItem
+	for _, it := range scanAll(tb, ts) {
+		if !strings.HasPrefix(it.str("pk"), "ORG#"+org) && it.str("orgId") != org {
 			continue
 		}
-		switch it.hS("type") {
+		switch it.str("type") {
 		case "AuditEvent", "IdempotencyRecord":
 			continue
 		}
 		keep = append(keep, it)
 	}
-	return hDump(keep)
+	return dump(keep)
 }
 
 // ---------------------------------------------------------------------------
 // Raw HTTP.
 
-// hResp is a response read in full.
-type hResp struct {
+// apiResp is a response read in full.
+type apiResp struct {
 	Status int
 	Header http.Header
 	Body   []byte
 }
 
-// hDo sends one request with a plain client (no response validation: the
+// doReq sends one request with a plain client (no response validation: the
 // caller asserts) and reads the whole response.
-func hDo(tb testing.TB, hc *http.Client, method, rawURL, token string, header http.Header, body string) hResp {
+func doReq(tb testing.TB, hc *http.Client, method, rawURL, token string, header http.Header, body string) apiResp {
 	tb.Helper()
 	var rd io.Reader
 	if body != "" {
@@ -227,11 +227,11 @@ func hDo(tb testing.TB, hc *http.Client, method, rawURL, token string, header ht
 	if err != nil {
 		tb.Fatalf("%s %s: read body: %v", method, rawURL, err)
 	}
-	return hResp{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return apiResp{Status: resp.StatusCode, Header: resp.Header, Body: b}
 }
 
-// hProblemCode returns the code of a problem+json body, "" if it is none.
-func hProblemCode(b []byte) string {
+// problemCode returns the code of a problem+json body, "" if it is none.
+func problemCode(b []byte) string {
 	var p struct {
 		Code string `json:"code"`
 	}
@@ -239,17 +239,17 @@ func hProblemCode(b []byte) string {
 	return p.Code
 }
 
-// hReqRecorder records the DynamoDB operations of each HTTP request, by the
+// reqRecorder records the DynamoDB operations of each HTTP request, by the
 // X-Request-Id the client sent (the server keeps a well-formed one as the
 // client request id, beside its own), so that concurrent requests can each
-// be checked; attach with hWithAPIOptions(rr.Middleware).
-type hReqRecorder struct {
+// be checked; attach with withAPIOptions(rr.Middleware).
+type reqRecorder struct {
 	mu  sync.Mutex
 	ops map[string][]string
 }
 
-func (rr *hReqRecorder) Middleware(stack *middleware.Stack) error {
-	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("hardening.hReqRecorder",
+func (rr *reqRecorder) Middleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("hardening.reqRecorder",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			rr.mu.Lock()
 			if rr.ops == nil {
@@ -263,52 +263,52 @@ func (rr *hReqRecorder) Middleware(stack *middleware.Stack) error {
 }
 
 // Of returns the operations the request with X-Request-Id id made.
-func (rr *hReqRecorder) Of(id string) []string {
+func (rr *reqRecorder) Of(id string) []string {
 	rr.mu.Lock()
 	defer rr.mu.Unlock()
 	return slices.Clone(rr.ops[id])
 }
 
-var hReqSeq atomic.Int64
+var reqSeq atomic.Int64
 
-// hNewRequestID returns a fresh X-Request-Id.
-func hNewRequestID() string {
-	return fmt.Sprintf("hardening-%d-%d", time.Now().UnixNano(), hReqSeq.Add(1))
+// newRequestID returns a fresh X-Request-Id.
+func newRequestID() string {
+	return fmt.Sprintf("hardening-%d-%d", time.Now().UnixNano(), reqSeq.Add(1))
 }
 
-// hJob is one request of a batch run by hRunJobs.
-type hJob struct {
+// reqJob is one request of a batch run by runJobs.
+type reqJob struct {
 	what, method, url, token, body string
 	header                         http.Header
-	check                          func(t *testing.T, r hResp, ops []string)
+	check                          func(t *testing.T, r apiResp, ops []string)
 }
 
-// hRunJobs sends jobs from workers goroutines, each with its own
+// runJobs sends jobs from workers goroutines, each with its own
 // X-Request-Id, and checks each response with the DynamoDB operations its
 // request made.
-func hRunJobs(t *testing.T, rr *hReqRecorder, workers int, jobs []hJob) {
+func runJobs(t *testing.T, rr *reqRecorder, workers int, jobs []reqJob) {
 	t.Helper()
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
 	defer hc.CloseIdleConnections()
-	ch := make(chan hJob)
+	ch := make(chan reqJob)
 	var wg sync.WaitGroup
 	for range workers {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for j := range ch {
-				id := hNewRequestID()
+				id := newRequestID()
 				h := http.Header{}
 				for k, v := range j.header {
 					h[k] = v
 				}
 				h.Set(echo.HeaderXRequestID, id)
-				r := hDoE(hc, j.method, j.url, j.token, h, j.body)
+				r := doReqE(hc, j.method, j.url, j.token, h, j.body)
 				if r.Err != nil {
 					t.Errorf("%s: %v", j.what, r.Err)
 					continue
 				}
-				j.check(t, r.hResp, rr.Of(id))
+				j.check(t, r.apiResp, rr.Of(id))
 			}
 		}()
 	}
@@ -319,21 +319,21 @@ func hRunJobs(t *testing.T, rr *hReqRecorder, workers int, jobs []hJob) {
 	wg.Wait()
 }
 
-// hRespE is a response or the error of its request.
-type hRespE struct {
-	hResp
+// apiRespE is a response or the error of its request.
+type apiRespE struct {
+	apiResp
 	Err error
 }
 
-// hDoE is hDo for goroutines: it returns errors instead of failing.
-func hDoE(hc *http.Client, method, rawURL, token string, header http.Header, body string) hRespE {
+// doReqE is doReq for goroutines: it returns errors instead of failing.
+func doReqE(hc *http.Client, method, rawURL, token string, header http.Header, body string) apiRespE {
 	var rd io.Reader
 	if body != "" {
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, rawURL, rd)
 	if err != nil {
-		return hRespE{Err: err}
+		return apiRespE{Err: err}
 	}
 	if body != "" {
 		req.Header.Set("Content-Type", "application/json")
@@ -346,20 +346,20 @@ func hDoE(hc *http.Client, method, rawURL, token string, header http.Header, bod
 	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return hRespE{Err: err}
+		return apiRespE{Err: err}
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return hRespE{hResp: hResp{Status: resp.StatusCode, Header: resp.Header, Body: b}, Err: err}
+	return apiRespE{apiResp: apiResp{Status: resp.StatusCode, Header: resp.Header, Body: b}, Err: err}
 }
 
 // ---------------------------------------------------------------------------
 // Items 3-4: key injection in every ID position, mass assignment read back
 // from the table.
 
-// hEvilIDs are IDs that must never reach a key. None contains a '/', so each
+// evilIDs are IDs that must never reach a key. None contains a '/', so each
 // still routes to its operation.
-var hEvilIDs = map[string]string{
+var evilIDs = map[string]string{
 	"hash":                "01ARZ3NDEKTSV4RRFFQ69G5FAV#USER#x",
 	"hash alone":          "#",
 	"encoded hash":        "%23",
@@ -382,38 +382,38 @@ var hEvilIDs = map[string]string{
 	"lower-case ULID":     "01arz3ndektsv4rrffq69g5fav", // not for user IDs (below)
 }
 
-// hCoreEvil are the hEvilIDs tried at every position.
-var hCoreEvil = map[string]bool{"hash": true, "encoded hash": true, "NUL": true, "129 chars": true,
+// coreEvil are the evilIDs tried at every position.
+var coreEvil = map[string]bool{"hash": true, "encoded hash": true, "NUL": true, "129 chars": true,
 	"fullwidth hash": true, "cyrillic A in ULID": true}
 
-// hValidUserIDs are in hEvilIDs but fine as user IDs: their alphabet has
+// validUserIDs are in evilIDs but fine as user IDs: their alphabet has
 // lower case letters. (".." is not: an ID of dots only is a dot segment.)
-var hValidUserIDs = map[string]bool{"lower-case ULID": true}
+var validUserIDs = map[string]bool{"lower-case ULID": true}
 
-// hIsUserField reports whether a path parameter or body field holds a user ID.
-func hIsUserField(name string) bool { return name == "userId" || name == "assigneeId" }
+// isUserField reports whether a path parameter or body field holds a user ID.
+func isUserField(name string) bool { return name == "userId" || name == "assigneeId" }
 
-// hPathParam matches a path template's parameters.
-var hPathParam = regexp.MustCompile(`\{([A-Za-z]+)\}`)
+// pathParam matches a path template's parameters.
+var pathParam = regexp.MustCompile(`\{([A-Za-z]+)\}`)
 
-// TestHardeningKeyInjection puts every hostile ID into every path parameter
+// TestKeyInjection puts every hostile ID into every path parameter
 // of every operation of openapi.yaml (the others valid), and into every ID
 // a request body carries: each is a 400 before any DynamoDB call.
-func TestHardeningKeyInjection(t *testing.T) {
-	rr := &hReqRecorder{}
-	ts := MustServer(t, hWithAPIOptions(rr.Middleware))
+func TestKeyInjection(t *testing.T) {
+	rr := &reqRecorder{}
+	ts := MustServer(t, withAPIOptions(rr.Middleware))
 	w := MustWorld(t, ts, "Injected")
 	inv := MustInvitation(t, w.Owner.C, w.Org.Id, "injected-invitee@example.com", client.RoleMember)
 	valid := map[string]string{"orgId": w.Org.Id, "teamId": w.Team.Id, "ticketId": w.Ticket.Id, "userId": w.TeamMember.ID,
 		"invitationId": inv.Id, "token": inv.Token}
-	before := hTenantItems(t, ts, w.Org.Id)
+	before := tenantItems(t, ts, w.Org.Id)
 	tokenAlphabet := regexp.MustCompile(`^[A-Za-z0-9._-]{20,200}$`)
 	doc, _ := loadSpec(t)
-	var jobs []hJob
+	var jobs []reqJob
 	positions := 0
 	tried := map[string]bool{}
 	for _, op := range specOperations(doc) {
-		params := hPathParam.FindAllStringSubmatch(op.Path, -1)
+		params := pathParam.FindAllStringSubmatch(op.Path, -1)
 		for _, p := range params {
 			param := p[1]
 			if _, ok := valid[param]; !ok {
@@ -424,8 +424,8 @@ func TestHardeningKeyInjection(t *testing.T) {
 			// the core ones at every other position.
 			full := !tried[param]
 			tried[param] = true
-			for name, evil := range hEvilIDs {
-				if hIsUserField(param) && hValidUserIDs[name] || !full && !hCoreEvil[name] {
+			for name, evil := range evilIDs {
+				if isUserField(param) && validUserIDs[name] || !full && !coreEvil[name] {
 					continue
 				}
 				path := op.Path
@@ -440,9 +440,9 @@ func TestHardeningKeyInjection(t *testing.T) {
 				// A token in the token alphabet that is no token is the
 				// documented, indistinguishable 404 (still without a call).
 				tokenShaped := param == "token" && tokenAlphabet.MatchString(evil)
-				jobs = append(jobs, hJob{what: what, method: op.Method, url: ts.URL + path, token: w.Owner.Token,
+				jobs = append(jobs, reqJob{what: what, method: op.Method, url: ts.URL + path, token: w.Owner.Token,
 					body: requests[op.ID](opIDs{OrgID: w.Org.Id, TeamID: w.Team.Id, TicketID: w.Ticket.Id, UserID: w.TeamMember.ID}),
-					check: func(t *testing.T, r hResp, ops []string) {
+					check: func(t *testing.T, r apiResp, ops []string) {
 						if r.Status != http.StatusBadRequest && !(tokenShaped && r.Status == http.StatusNotFound) {
 							t.Errorf("%s: status %d, want 400: %s", what, r.Status, truncate(r.Body))
 						}
@@ -464,25 +464,25 @@ func TestHardeningKeyInjection(t *testing.T) {
 		name, field, method, path string
 		body                      func(evil string) string
 	}{
-		{"createTicket", "teamId", http.MethodPost, "/v1/orgs/" + org + "/tickets", func(e string) string { return hJSON(map[string]any{"title": "x", "teamId": e}) }},
-		{"createTicket", "assigneeId", http.MethodPost, "/v1/orgs/" + org + "/tickets", func(e string) string { return hJSON(map[string]any{"title": "x", "assigneeId": e}) }},
-		{"updateTicket", "teamId", http.MethodPatch, "/v1/orgs/" + org + "/tickets/" + tk, func(e string) string { return hJSON(map[string]any{"teamId": e}) }},
-		{"updateTicket", "assigneeId", http.MethodPatch, "/v1/orgs/" + org + "/tickets/" + tk, func(e string) string { return hJSON(map[string]any{"assigneeId": e}) }},
+		{"createTicket", "teamId", http.MethodPost, "/v1/orgs/" + org + "/tickets", func(e string) string { return jsonOf(map[string]any{"title": "x", "teamId": e}) }},
+		{"createTicket", "assigneeId", http.MethodPost, "/v1/orgs/" + org + "/tickets", func(e string) string { return jsonOf(map[string]any{"title": "x", "assigneeId": e}) }},
+		{"updateTicket", "teamId", http.MethodPatch, "/v1/orgs/" + org + "/tickets/" + tk, func(e string) string { return jsonOf(map[string]any{"teamId": e}) }},
+		{"updateTicket", "assigneeId", http.MethodPatch, "/v1/orgs/" + org + "/tickets/" + tk, func(e string) string { return jsonOf(map[string]any{"assigneeId": e}) }},
 		{"createInvitation", "teamIds", http.MethodPost, "/v1/orgs/" + org + "/invitations", func(e string) string {
-			return hJSON(map[string]any{"email": "evil@example.com", "role": "member", "teamIds": []string{e}})
+			return jsonOf(map[string]any{"email": "evil@example.com", "role": "member", "teamIds": []string{e}})
 		}},
 		{"addOrgUser", "userId", http.MethodPost, "/v1/orgs/" + org + "/users", func(e string) string {
-			return hJSON(map[string]any{"userId": e, "email": "evil@example.com", "name": "Evil", "role": "member"})
+			return jsonOf(map[string]any{"userId": e, "email": "evil@example.com", "name": "Evil", "role": "member"})
 		}},
 	}
 	for _, b := range bodies {
-		for name, evil := range hEvilIDs {
-			if hIsUserField(b.field) && hValidUserIDs[name] {
+		for name, evil := range evilIDs {
+			if isUserField(b.field) && validUserIDs[name] {
 				continue
 			}
 			what := fmt.Sprintf("%s with %s=%s in the body", b.name, b.field, name)
-			jobs = append(jobs, hJob{what: what, method: b.method, url: ts.URL + b.path, token: w.Owner.Token, body: b.body(evil),
-				check: func(t *testing.T, r hResp, ops []string) {
+			jobs = append(jobs, reqJob{what: what, method: b.method, url: ts.URL + b.path, token: w.Owner.Token, body: b.body(evil),
+				check: func(t *testing.T, r apiResp, ops []string) {
 					if r.Status != http.StatusBadRequest {
 						t.Errorf("%s: status %d, want 400: %s", what, r.Status, truncate(r.Body))
 					}
@@ -495,22 +495,22 @@ func TestHardeningKeyInjection(t *testing.T) {
 	// An email is no ID, but one with the key delimiter never reaches a
 	// key either: it is refused after the authorization read, before any
 	// write.
-	jobs = append(jobs, hJob{what: "addOrgUser with a '#' in the email", method: http.MethodPost, url: ts.URL + "/v1/orgs/" + org + "/users",
-		token: w.Owner.Token, body: hJSON(map[string]any{"userId": "evil.user", "email": "a#b@example.com", "name": "Evil", "role": "member"}),
-		check: func(t *testing.T, r hResp, ops []string) {
+	jobs = append(jobs, reqJob{what: "addOrgUser with a '#' in the email", method: http.MethodPost, url: ts.URL + "/v1/orgs/" + org + "/users",
+		token: w.Owner.Token, body: jsonOf(map[string]any{"userId": "evil.user", "email": "a#b@example.com", "name": "Evil", "role": "member"}),
+		check: func(t *testing.T, r apiResp, ops []string) {
 			if r.Status != http.StatusBadRequest || !slices.Equal(ops, []string{"BatchGetItem"}) {
 				t.Errorf("email with '#': status %d, DynamoDB calls %v; want 400 after the authorization read only: %s", r.Status, ops, truncate(r.Body))
 			}
 		}})
 	began := time.Now()
-	hRunJobs(t, rr, 16, jobs)
+	runJobs(t, rr, 16, jobs)
 	t.Logf("%d requests in %v", len(jobs), time.Since(began))
-	if after := hTenantItems(t, ts, w.Org.Id); after != before {
-		t.Errorf("refused requests changed the tenant's items:\n%s", hDiff(before, after))
+	if after := tenantItems(t, ts, w.Org.Id); after != before {
+		t.Errorf("refused requests changed the tenant's items:\n%s", diff(before, after))
 	}
 }
 
-func hJSON(v any) string {
+func jsonOf(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(err)
@@ -518,12 +518,12 @@ func hJSON(v any) string {
 	return string(b)
 }
 
-// TestHardeningMassAssignment sends every read-only or foreign field the
+// TestMassAssignment sends every read-only or foreign field the
 // issue names (orgId, OrgID, id, version, requesterId, memberCount, role
 // where a role is not the caller's to choose, and more) in every body it
 // could sneak into, in several spellings: each is a 400, and every item of
 // the tenant in the TABLE is unchanged.
-func TestHardeningMassAssignment(t *testing.T) {
+func TestMassAssignment(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Assigned")
 	org := w.Org.Id
@@ -562,8 +562,8 @@ func TestHardeningMassAssignment(t *testing.T) {
 		"addOrgUser": {"userId", "role"}, "updateOrgUser": {"role"}, "putTeamMember": {"role"},
 		"createTicket": {"teamId"}, "updateTicket": {"teamId", "status"}, "createInvitation": {"role"},
 	}
-	before := hTenantItems(t, ts, org)
-	beforeOther := hTenantItems(t, ts, other.Id)
+	before := tenantItems(t, ts, org)
+	beforeOther := tenantItems(t, ts, other.Id)
 	myOrgs := func() int {
 		l, err := w.Owner.C.ListOrgsWithResponse(bg, nil)
 		mustStatus(t, l, err, http.StatusOK)
@@ -585,7 +585,7 @@ func TestHardeningMassAssignment(t *testing.T) {
 			}
 			body[field] = v
 			ts.Rec.Reset()
-			r := hDo(t, hc, op.method, ts.URL+op.path, w.Owner.Token, nil, hJSON(body))
+			r := doReq(t, hc, op.method, ts.URL+op.path, w.Owner.Token, nil, jsonOf(body))
 			if r.Status != http.StatusBadRequest {
 				t.Errorf("%s with %q: status %d, want 400: %s", op.id, field, r.Status, truncate(r.Body))
 			}
@@ -594,11 +594,11 @@ func TestHardeningMassAssignment(t *testing.T) {
 			}
 		}
 	}
-	if after := hTenantItems(t, ts, org); after != before {
-		t.Errorf("refused requests changed org items in the table:\n%s", hDiff(before, after))
+	if after := tenantItems(t, ts, org); after != before {
+		t.Errorf("refused requests changed org items in the table:\n%s", diff(before, after))
 	}
-	if after := hTenantItems(t, ts, other.Id); after != beforeOther {
-		t.Errorf("refused requests changed the other org's items:\n%s", hDiff(beforeOther, after))
+	if after := tenantItems(t, ts, other.Id); after != beforeOther {
+		t.Errorf("refused requests changed the other org's items:\n%s", diff(beforeOther, after))
 	}
 	if n := myOrgs(); n != orgsBefore {
 		t.Errorf("orgs of the owner: %d, want %d", n, orgsBefore)
@@ -614,8 +614,8 @@ func TestHardeningMassAssignment(t *testing.T) {
 		{`{"role":"member","role":"owner"}`, false},
 		{`{"role":"owner","role":"admin"}`, true},
 	} {
-		r := hDo(t, hc, http.MethodPatch, ts.URL+"/v1/orgs/"+org+"/users/"+dup.ID, w.Admin.Token, nil, c.body)
-		role := hGet(t, ts, "ORG#"+org, "USER#"+dup.ID).hS("role")
+		r := doReq(t, hc, http.MethodPatch, ts.URL+"/v1/orgs/"+org+"/users/"+dup.ID, w.Admin.Token, nil, c.body)
+		role := getRaw(t, ts, "ORG#"+org, "USER#"+dup.ID).str("role")
 		switch {
 		case r.Status == http.StatusBadRequest:
 		case !c.ok && (r.Status != http.StatusForbidden || role != "member"):
@@ -630,7 +630,7 @@ func TestHardeningMassAssignment(t *testing.T) {
 	// acceptInvitation has no body: one sent anyway changes nothing of the
 	// invitation's role.
 	joiner := ts.Invitee(t, "joiner", "mass-invitee@example.com")
-	a := hDo(t, hc, http.MethodPost, ts.URL+"/v1/invitations/"+inv.Token+"/accept", joiner.Token, nil, `{"role":"owner","orgId":"`+other.Id+`"}`)
+	a := doReq(t, hc, http.MethodPost, ts.URL+"/v1/invitations/"+inv.Token+"/accept", joiner.Token, nil, `{"role":"owner","orgId":"`+other.Id+`"}`)
 	switch a.Status {
 	case http.StatusBadRequest:
 	case http.StatusCreated:
@@ -641,11 +641,11 @@ func TestHardeningMassAssignment(t *testing.T) {
 		if got.OrgId != org || got.User.Role != client.RoleMember {
 			t.Errorf("accept with a forged body: joined %s as %s, want %s as member", got.OrgId, got.User.Role, org)
 		}
-		it := hGet(t, ts, "ORG#"+org, "USER#"+joiner.ID)
-		if it == nil || it.hS("role") != "member" {
+		it := getRaw(t, ts, "ORG#"+org, "USER#"+joiner.ID)
+		if it == nil || it.str("role") != "member" {
 			t.Errorf("accepted user's item: %v", it)
 		}
-		if hGet(t, ts, "ORG#"+other.Id, "USER#"+joiner.ID) != nil {
+		if getRaw(t, ts, "ORG#"+other.Id, "USER#"+joiner.ID) != nil {
 			t.Errorf("the forged orgId let the joiner into %s", other.Id)
 		}
 	default:
@@ -656,11 +656,11 @@ func TestHardeningMassAssignment(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Item 6: revocation is immediate.
 
-// TestHardeningRevocation removes users from orgs and teams, and demotes
+// TestRevocation removes users from orgs and teams, and demotes
 // them, and sends their very next request at once with their still valid
 // token: it is refused as the README's matrix says, after ONE consistent
 // authorization read (no cache, no eventually consistent index).
-func TestHardeningRevocation(t *testing.T) {
+func TestRevocation(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Revoked")
 	org := w.Org.Id
@@ -751,7 +751,7 @@ func TestHardeningRevocation(t *testing.T) {
 		mustStatus(t, d, err, http.StatusNoContent)
 		r, err := u.C.DeleteTicketWithResponse(bg, org, tk.Id, nil)
 		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
-		if hGet(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA") == nil {
+		if getRaw(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA") == nil {
 			t.Error("the removed requester deleted their ticket")
 		}
 	})
@@ -760,11 +760,11 @@ func TestHardeningRevocation(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Item 11: limits.
 
-// TestHardeningLimits: bodies over 64 KiB are a 413 before authentication
+// TestLimits: bodies over 64 KiB are a 413 before authentication
 // (no DynamoDB call, whatever the token), and every documented bound of a
 // field or parameter is a 400 before any DynamoDB call, while the bound
 // itself is accepted.
-func TestHardeningLimits(t *testing.T) {
+func TestLimits(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Limits")
 	org, tk := w.Org.Id, w.Ticket.Id
@@ -773,8 +773,8 @@ func TestHardeningLimits(t *testing.T) {
 	t.Run("413 before authentication", func(t *testing.T) {
 		for _, token := range []string{w.Member.Token, "", "garbage"} {
 			ts.Rec.Reset()
-			r := hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", token, nil, big)
-			if r.Status != http.StatusRequestEntityTooLarge || hProblemCode(r.Body) != "body_too_large" {
+			r := doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", token, nil, big)
+			if r.Status != http.StatusRequestEntityTooLarge || problemCode(r.Body) != "body_too_large" {
 				t.Errorf("token %q: status %d (%s), want 413 body_too_large", token, r.Status, truncate(r.Body))
 			}
 			if n := ts.Rec.Count(); n != 0 {
@@ -787,13 +787,13 @@ func TestHardeningLimits(t *testing.T) {
 		for _, size := range []int{64_001, httpapi.MaxBodyBytes} {
 			pad := size - len(`{"title":"x","description":""}`)
 			body := `{"title":"x","description":"` + strings.Repeat("d", pad) + `"}`
-			r := hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", w.Member.Token, nil, body)
+			r := doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", w.Member.Token, nil, body)
 			if r.Status == http.StatusRequestEntityTooLarge {
 				t.Errorf("a body of %d bytes (<= %d): 413", size, httpapi.MaxBodyBytes)
 			}
 		}
 		over := `{"title":"x","description":"` + strings.Repeat("d", httpapi.MaxBodyBytes+1-len(`{"title":"x","description":""}`)) + `"}`
-		if r := hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", w.Member.Token, nil, over); r.Status != http.StatusRequestEntityTooLarge {
+		if r := doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", w.Member.Token, nil, over); r.Status != http.StatusRequestEntityTooLarge {
 			t.Errorf("a body of %d bytes: status %d, want 413", len(over), r.Status)
 		}
 	})
@@ -857,14 +857,14 @@ func TestHardeningLimits(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ts.Rec.Reset()
-			r := hDo(t, hc, c.method, ts.URL+c.path, w.Owner.Token, nil, hJSON(c.bad))
+			r := doReq(t, hc, c.method, ts.URL+c.path, w.Owner.Token, nil, jsonOf(c.bad))
 			if r.Status != http.StatusBadRequest {
 				t.Errorf("beyond the bound: status %d, want 400: %s", r.Status, truncate(r.Body))
 			}
 			if n := ts.Rec.Count(); n != 0 {
 				t.Errorf("beyond the bound: %d DynamoDB calls (%s), want 0", n, ts.Rec.Names())
 			}
-			r = hDo(t, hc, c.method, ts.URL+c.path, w.Owner.Token, nil, hJSON(c.ok))
+			r = doReq(t, hc, c.method, ts.URL+c.path, w.Owner.Token, nil, jsonOf(c.ok))
 			if r.Status >= 300 {
 				t.Errorf("at the bound: status %d, want success: %s", r.Status, truncate(r.Body))
 			}
@@ -874,7 +874,7 @@ func TestHardeningLimits(t *testing.T) {
 		"limit=", "limit=1&limit=2", "cursor=" + s(2049, "c"), "status=lost", "expand=requester,everything"} {
 		t.Run("query "+truncate([]byte(q))[:min(len(q), 40)], func(t *testing.T) {
 			ts.Rec.Reset()
-			r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?"+q, w.Owner.Token, nil, "")
+			r := doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?"+q, w.Owner.Token, nil, "")
 			if r.Status != http.StatusBadRequest {
 				t.Errorf("%s: status %d, want 400: %s", q, r.Status, truncate(r.Body))
 			}
@@ -886,7 +886,7 @@ func TestHardeningLimits(t *testing.T) {
 		})
 	}
 	for _, q := range []string{"limit=1", "limit=100"} {
-		r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?"+q, w.Owner.Token, nil, "")
+		r := doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?"+q, w.Owner.Token, nil, "")
 		if r.Status != http.StatusOK {
 			t.Errorf("%s: status %d, want 200", q, r.Status)
 		}
@@ -896,9 +896,9 @@ func TestHardeningLimits(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Shared by the fault and race tests.
 
-// hParallel runs f(i) for i in [0, n) in n goroutines released at once, and
+// parallel runs f(i) for i in [0, n) in n goroutines released at once, and
 // waits for them.
-func hParallel(n int, f func(i int)) {
+func parallel(n int, f func(i int)) {
 	var start, done sync.WaitGroup
 	start.Add(1)
 	done.Add(n)
@@ -913,13 +913,13 @@ func hParallel(n int, f func(i int)) {
 	done.Wait()
 }
 
-// hStatusCounts tallies statuses.
-type hStatusCounts struct {
+// statusCounts tallies statuses.
+type statusCounts struct {
 	mu sync.Mutex
 	m  map[int]int
 }
 
-func (c *hStatusCounts) add(status int) {
+func (c *statusCounts) add(status int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.m == nil {
@@ -928,13 +928,13 @@ func (c *hStatusCounts) add(status int) {
 	c.m[status]++
 }
 
-func (c *hStatusCounts) get(status int) int {
+func (c *statusCounts) get(status int) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.m[status]
 }
 
-func (c *hStatusCounts) String() string {
+func (c *statusCounts) String() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	keys := make([]int, 0, len(c.m))
@@ -949,8 +949,8 @@ func (c *hStatusCounts) String() string {
 	return strings.TrimSpace(b.String())
 }
 
-// hDiff shows the lines only in a (-) and only in b (+) of two hDumps.
-func hDiff(a, b string) string {
+// diff shows the lines only in a (-) and only in b (+) of two dumpAll.
+func diff(a, b string) string {
 	as, bs := strings.Split(a, "\n"), strings.Split(b, "\n")
 	var out []string
 	for _, l := range as {

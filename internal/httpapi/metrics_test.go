@@ -18,15 +18,15 @@ import (
 	"github.com/prometheus/common/expfmt"
 )
 
-// hRandHex returns n random bytes in hex.
-func hRandHex(n int) string {
+// randHex returns n random bytes in hex.
+func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
 }
 
-// hRandULID returns a random canonical ULID (the first character <= '7').
-func hRandULID() string {
+// randULID returns a random canonical ULID (the first character <= '7').
+func randULID() string {
 	const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 	b := make([]byte, 26)
 	_, _ = rand.Read(b)
@@ -37,8 +37,8 @@ func hRandULID() string {
 	return string(b)
 }
 
-// hSeries counts the series of every metric family of reg.
-func hSeries(tb testing.TB, reg *prometheus.Registry) (int, []*dto.MetricFamily) {
+// seriesCount counts the series of every metric family of reg.
+func seriesCount(tb testing.TB, reg *prometheus.Registry) (int, []*dto.MetricFamily) {
 	tb.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -51,8 +51,8 @@ func hSeries(tb testing.TB, reg *prometheus.Registry) (int, []*dto.MetricFamily)
 	return n, mfs
 }
 
-// hMetricsText renders reg as a scraper would see it.
-func hMetricsText(tb testing.TB, reg *prometheus.Registry) string {
+// metricsText renders reg as a scraper would see it.
+func metricsText(tb testing.TB, reg *prometheus.Registry) string {
 	tb.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
@@ -68,11 +68,11 @@ func hMetricsText(tb testing.TB, reg *prometheus.Registry) string {
 	return b.String()
 }
 
-// hRequestsByCode sums tenantd_requests_total by its code label over the
+// requestsByCode sums tenantd_requests_total by its code label over the
 // series whose labels match every pair of want.
-func hRequestsByCode(tb testing.TB, reg *prometheus.Registry, want map[string]string) map[string]float64 {
+func requestsByCode(tb testing.TB, reg *prometheus.Registry, want map[string]string) map[string]float64 {
 	tb.Helper()
-	_, mfs := hSeries(tb, reg)
+	_, mfs := seriesCount(tb, reg)
 	out := map[string]float64{}
 	for _, mf := range mfs {
 		if mf.GetName() != "tenantd_requests_total" {
@@ -95,32 +95,32 @@ func hRequestsByCode(tb testing.TB, reg *prometheus.Registry, want map[string]st
 	return out
 }
 
-// TestHardeningMetricsCardinality sends 10,000 requests with distinct Host
+// TestMetricsCardinality sends 10,000 requests with distinct Host
 // headers, distinct paths (unmatched ones carrying token-like strings, an
 // invitation token with a trailing slash among them) and methods, standard
 // and invented. Once every kind of request has been seen, the number of
 // series in the registry stays exactly where it was, and nothing a client
 // put in a path or a Host header appears in the metrics.
-func TestHardeningMetricsCardinality(t *testing.T) {
+func TestMetricsCardinality(t *testing.T) {
 	ts := MustServer(t)
 	a := ts.Actor(t, "scraped")
 	org := MustOrg(t, a.C, "Scraped").Id
 	const pathMark, hostMark = "zqxsecret", "hostmark"
 	// Each shape makes one kind of request with fresh random parts.
 	shapes := []func() string{
-		func() string { return "/v1/invitations/" + pathMark + hRandHex(16) + "/accept/" }, // trailing slash: unmatched
-		func() string { return "/v1/invitations/" + pathMark + hRandHex(16) + "/accept" },  // the route, a token no one issued
-		func() string { return "/" + pathMark + hRandHex(12) },
-		func() string { return "/v1/orgs/" + org + "/" + pathMark + hRandHex(8) + "/x" },
-		func() string { return "/v1/orgs/" + hRandULID() },                                  // the route, another org
-		func() string { return "/v1/orgs/" + org + "/tickets?q=" + pathMark + hRandHex(8) }, // the route, a query
-		func() string { return "/v1/orgs/%2F..%2F" + pathMark + hRandHex(8) },
-		func() string { return "/metrics/" + pathMark + hRandHex(4) },
+		func() string { return "/v1/invitations/" + pathMark + randHex(16) + "/accept/" }, // trailing slash: unmatched
+		func() string { return "/v1/invitations/" + pathMark + randHex(16) + "/accept" },  // the route, a token no one issued
+		func() string { return "/" + pathMark + randHex(12) },
+		func() string { return "/v1/orgs/" + org + "/" + pathMark + randHex(8) + "/x" },
+		func() string { return "/v1/orgs/" + randULID() },                                  // the route, another org
+		func() string { return "/v1/orgs/" + org + "/tickets?q=" + pathMark + randHex(8) }, // the route, a query
+		func() string { return "/v1/orgs/%2F..%2F" + pathMark + randHex(8) },
+		func() string { return "/metrics/" + pathMark + randHex(4) },
 	}
 	methods := []func() string{
 		func() string { return http.MethodGet }, func() string { return http.MethodHead }, func() string { return http.MethodPost },
 		func() string { return http.MethodPut }, func() string { return http.MethodPatch }, func() string { return http.MethodDelete },
-		func() string { return http.MethodOptions }, func() string { return "X" + strings.ToUpper(hRandHex(6)) },
+		func() string { return http.MethodOptions }, func() string { return "X" + strings.ToUpper(randHex(6)) },
 	}
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
 	defer hc.CloseIdleConnections()
@@ -129,7 +129,7 @@ func TestHardeningMetricsCardinality(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		req.Host = hostMark + hRandHex(8) + ".example"
+		req.Host = hostMark + randHex(8) + ".example"
 		req.Header.Set("Authorization", "Bearer "+a.Token)
 		resp, err := hc.Do(req)
 		if err != nil {
@@ -148,7 +148,7 @@ func TestHardeningMetricsCardinality(t *testing.T) {
 			}
 		}
 	}
-	before, _ := hSeries(t, ts.Registry)
+	before, _ := seriesCount(t, ts.Registry)
 
 	const n = 10_000
 	jobs := make(chan int)
@@ -177,11 +177,11 @@ func TestHardeningMetricsCardinality(t *testing.T) {
 		t.Fatalf("%d requests failed, e.g. %v", len(errs), errs[0])
 	}
 
-	after, _ := hSeries(t, ts.Registry)
+	after, _ := seriesCount(t, ts.Registry)
 	if after != before {
 		t.Errorf("series in the registry: %d after the warm-up, %d after %d more requests; want no growth", before, after, n)
 	}
-	text := hMetricsText(t, ts.Registry)
+	text := metricsText(t, ts.Registry)
 	for _, mark := range []string{pathMark, hostMark, "%2F", "/accept/"} {
 		if i := strings.Index(text, mark); i >= 0 {
 			line := text[strings.LastIndexByte(text[:i], '\n')+1:]
@@ -199,12 +199,12 @@ func TestHardeningMetricsCardinality(t *testing.T) {
 	}
 }
 
-// TestHardeningMetricsNotPublic: the API's listener has no /metrics (cmd/api
+// TestMetricsNotPublic: the API's listener has no /metrics (cmd/api
 // serves them on METRICS_ADDR, see cmd/api's tests).
-func TestHardeningMetricsNotPublic(t *testing.T) {
+func TestMetricsNotPublic(t *testing.T) {
 	ts := MustServer(t)
 	for _, method := range []string{http.MethodGet, http.MethodHead} {
-		r := hDo(t, &http.Client{}, method, ts.URL+"/metrics", "", nil, "")
+		r := doReq(t, &http.Client{}, method, ts.URL+"/metrics", "", nil, "")
 		if r.Status != http.StatusNotFound {
 			t.Errorf("%s /metrics on the public listener: %d, want 404: %s", method, r.Status, truncate(r.Body))
 		}
@@ -214,10 +214,10 @@ func TestHardeningMetricsNotPublic(t *testing.T) {
 	}
 }
 
-// TestHardeningMetricsStatus: tenantd_requests_total counts the status the
+// TestMetricsStatus: tenantd_requests_total counts the status the
 // client got: an application error (a 404, a 400, a 401) is counted with
 // its own status, never as a 500.
-func TestHardeningMetricsStatus(t *testing.T) {
+func TestMetricsStatus(t *testing.T) {
 	ts := MustServer(t)
 	a := ts.Actor(t, "counted")
 	org := MustOrg(t, a.C, "Counted").Id
@@ -226,27 +226,27 @@ func TestHardeningMetricsStatus(t *testing.T) {
 		what, method, path, token, body, route string
 		status                                 int
 	}{
-		{"another org", http.MethodGet, "/v1/orgs/" + hRandULID(), a.Token, "", "/v1/orgs/:orgId", http.StatusNotFound},
+		{"another org", http.MethodGet, "/v1/orgs/" + randULID(), a.Token, "", "/v1/orgs/:orgId", http.StatusNotFound},
 		{"an invalid body", http.MethodPost, "/v1/orgs/" + org + "/tickets", a.Token, `{"title":""}`, "/v1/orgs/:orgId/tickets", http.StatusBadRequest},
 		{"no token", http.MethodGet, "/v1/orgs/" + org + "/teams", "", "", "/v1/orgs/:orgId/teams", http.StatusUnauthorized},
-		{"a ticket that does not exist", http.MethodGet, "/v1/orgs/" + org + "/tickets/" + hRandULID(), a.Token, "", "/v1/orgs/:orgId/tickets/:ticketId", http.StatusNotFound},
+		{"a ticket that does not exist", http.MethodGet, "/v1/orgs/" + org + "/tickets/" + randULID(), a.Token, "", "/v1/orgs/:orgId/tickets/:ticketId", http.StatusNotFound},
 	}
 	for _, c := range cases {
 		t.Run(c.what, func(t *testing.T) {
 			const n = 3
 			for range n {
-				if r := hDo(t, hc, c.method, ts.URL+c.path, c.token, nil, c.body); r.Status != c.status {
+				if r := doReq(t, hc, c.method, ts.URL+c.path, c.token, nil, c.body); r.Status != c.status {
 					t.Fatalf("status %d, want %d: %s", r.Status, c.status, r.Body)
 				}
 			}
-			got := hRequestsByCode(t, ts.Registry, map[string]string{"method": c.method, "route": c.route})
+			got := requestsByCode(t, ts.Registry, map[string]string{"method": c.method, "route": c.route})
 			want := map[string]float64{fmt.Sprint(c.status): n}
 			if fmt.Sprint(got) != fmt.Sprint(want) {
 				t.Errorf("tenantd_requests_total{method=%q,route=%q} by code: %v, want %v", c.method, c.route, got, want)
 			}
 		})
 	}
-	if got := hRequestsByCode(t, ts.Registry, nil); got["500"] != 0 {
+	if got := requestsByCode(t, ts.Registry, nil); got["500"] != 0 {
 		t.Errorf("requests counted as 500: %v (none was answered with a 500)", got["500"])
 	}
 }

@@ -22,20 +22,20 @@ import (
 	"github.com/tenantd/tenantd/internal/dynamotest"
 )
 
-// hLogBuffer collects a server's JSON log lines.
-type hLogBuffer struct {
+// logBuffer collects a server's JSON log lines.
+type logBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *hLogBuffer) Write(p []byte) (int, error) {
+func (l *logBuffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
 // lines returns the log lines that contain s, decoded.
-func (l *hLogBuffer) lines(s string) []map[string]any {
+func (l *logBuffer) lines(s string) []map[string]any {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var out []map[string]any
@@ -53,21 +53,21 @@ func (l *hLogBuffer) lines(s string) []map[string]any {
 	return out
 }
 
-// hCountingTransport counts the HTTP attempts of the DynamoDB client.
-type hCountingTransport struct {
+// countingTransport counts the HTTP attempts of the DynamoDB client.
+type countingTransport struct {
 	base     http.RoundTripper
 	attempts atomic.Int64
 }
 
-func (c *hCountingTransport) wrap(base http.RoundTripper) http.RoundTripper { c.base = base; return c }
+func (c *countingTransport) wrap(base http.RoundTripper) http.RoundTripper { c.base = base; return c }
 
-func (c *hCountingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.attempts.Add(1)
 	return c.base.RoundTrip(r)
 }
 
-// hClosedPort returns the URL of a local port nothing listens on.
-func hClosedPort(t *testing.T) string {
+// closedPort returns the URL of a local port nothing listens on.
+func closedPort(t *testing.T) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -78,46 +78,46 @@ func hClosedPort(t *testing.T) string {
 	return "http://" + addr
 }
 
-// hNo5xxButUnavailable fails t when the registry counted a 500 (the only
+// no5xxButUnavailable fails t when the registry counted a 500 (the only
 // 5xx that would mean a bug here: 503 is the right answer).
-func hNo500(t *testing.T, ts *testServer) {
+func no500(t *testing.T, ts *testServer) {
 	t.Helper()
-	if got := hRequestsByCode(t, ts.Registry, nil); got["500"] != 0 {
+	if got := requestsByCode(t, ts.Registry, nil); got["500"] != 0 {
 		t.Errorf("tenantd_requests_total counted %v request(s) as 500: %v", got["500"], got)
 	}
 }
 
-// TestHardeningDynamoDBRefused points the server at a closed local port:
+// TestDynamoDBRefused points the server at a closed local port:
 // every call is refused. Sixty requests at once spend the SDK's retry
 // quota, after which calls fail at their first attempt with the quota
 // error joined to the connection's: every answer, before and after, is a
 // 503 problem with Retry-After, reads and writes alike.
-func TestHardeningDynamoDBRefused(t *testing.T) {
-	count := &hCountingTransport{}
-	var logs hLogBuffer
-	ts := MustServer(t, hWithEndpoints(hClosedPort(t), ""), hWithTransport(count.wrap), hWithLog(&logs))
+func TestDynamoDBRefused(t *testing.T) {
+	count := &countingTransport{}
+	var logs logBuffer
+	ts := MustServer(t, withEndpoints(closedPort(t), ""), withTransport(count.wrap), withLog(&logs))
 	a := ts.Actor(t, "refused") // a token: no DynamoDB call
 	hc := &http.Client{Timeout: 30 * time.Second}
 
-	var counts hStatusCounts
-	hParallel(60, func(int) {
-		r := hDoE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+hRandULID(), a.Token, nil, "")
+	var counts statusCounts
+	parallel(60, func(int) {
+		r := doReqE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+randULID(), a.Token, nil, "")
 		if r.Err != nil {
 			t.Errorf("GET: %v", r.Err)
 			return
 		}
 		counts.add(r.Status)
-		hWant503(t, "GET with DynamoDB refusing connections", r.hResp)
+		want503(t, "GET with DynamoDB refusing connections", r.apiResp)
 	})
 	exhausted := false
 	for i := range 10 {
 		before := count.attempts.Load()
-		r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+hRandULID(), a.Token, nil, "")
+		r := doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+randULID(), a.Token, nil, "")
 		if count.attempts.Load()-before == 1 {
 			exhausted = true // no retry: the quota is spent
 		}
 		counts.add(r.Status)
-		hWant503(t, "GET with DynamoDB refusing connections, quota spent", r)
+		want503(t, "GET with DynamoDB refusing connections, quota spent", r)
 		if i == 0 {
 			t.Logf("after the storm: %d %s", r.Status, r.Body)
 		}
@@ -125,31 +125,31 @@ func TestHardeningDynamoDBRefused(t *testing.T) {
 	if !exhausted {
 		t.Errorf("the retry quota was never exhausted (statuses %s): the test proves nothing", &counts)
 	}
-	hWant503(t, "POST /v1/orgs", hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs", a.Token, nil, `{"name":"Refused"}`))
-	hWant503(t, "GET /v1/me", hDo(t, hc, http.MethodGet, ts.URL+"/v1/me", a.Token, nil, ""))
-	if r := hDo(t, hc, http.MethodGet, ts.URL+"/readyz", "", nil, ""); r.Status != http.StatusServiceUnavailable {
+	want503(t, "POST /v1/orgs", doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs", a.Token, nil, `{"name":"Refused"}`))
+	want503(t, "GET /v1/me", doReq(t, hc, http.MethodGet, ts.URL+"/v1/me", a.Token, nil, ""))
+	if r := doReq(t, hc, http.MethodGet, ts.URL+"/readyz", "", nil, ""); r.Status != http.StatusServiceUnavailable {
 		t.Errorf("/readyz: %d, want 503", r.Status)
 	}
-	hNo500(t, ts)
+	no500(t, ts)
 	if n := len(logs.lines(`"status":500`)); n > 0 {
 		t.Errorf("%d log line(s) report a 500, e.g. %v", n, logs.lines(`"status":500`)[0])
 	}
 }
 
-// TestHardeningDynamoDBPaused runs its own DynamoDB Local and stops it
+// TestDynamoDBPaused runs its own DynamoDB Local and stops it
 // (SIGSTOP): connections are accepted, nothing answers. Each request ends
 // at its deadline with a 503. A client that gives up and goes away first is
 // logged as 499 (client closed request) at info level, never as a 500 or
 // at error level, and never counted as a 5xx.
-func TestHardeningDynamoDBPaused(t *testing.T) {
+func TestDynamoDBPaused(t *testing.T) {
 	const deadline = 2 * time.Second
 	local := dynamotest.StartLocal(t)
-	var logs hLogBuffer
-	ts := MustServer(t, hWithEndpoints(local.Endpoint(), local.Endpoint()), hWithRequestTimeout(deadline), hWithLog(&logs))
+	var logs logBuffer
+	ts := MustServer(t, withEndpoints(local.Endpoint(), local.Endpoint()), withRequestTimeout(deadline), withLog(&logs))
 	a := ts.Actor(t, "paused")
 	org := MustOrg(t, a.C, "Paused").Id
 	hc := &http.Client{Timeout: 30 * time.Second}
-	if r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, a.Token, nil, ""); r.Status != http.StatusOK {
+	if r := doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, a.Token, nil, ""); r.Status != http.StatusOK {
 		t.Fatalf("before the pause: %d %s", r.Status, r.Body)
 	}
 
@@ -167,8 +167,8 @@ func TestHardeningDynamoDBPaused(t *testing.T) {
 			{http.MethodPost, "/v1/orgs", `{"name":"Paused too"}`},
 		} {
 			began := time.Now()
-			r := hDo(t, hc, c.method, ts.URL+c.path, a.Token, nil, c.body)
-			hWant503(t, c.method+" "+c.path, r)
+			r := doReq(t, hc, c.method, ts.URL+c.path, a.Token, nil, c.body)
+			want503(t, c.method+" "+c.path, r)
 			if took := time.Since(began); took > deadline+3*time.Second {
 				t.Errorf("%s %s: answered after %v, the deadline is %v", c.method, c.path, took.Round(time.Millisecond), deadline)
 			}
@@ -176,7 +176,7 @@ func TestHardeningDynamoDBPaused(t *testing.T) {
 	})
 
 	t.Run("a client that goes away", func(t *testing.T) {
-		id := "gone." + hRandHex(8)
+		id := "gone." + randHex(8)
 		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/teams", nil)
@@ -211,7 +211,7 @@ func TestHardeningDynamoDBPaused(t *testing.T) {
 				t.Errorf("a client that went away was logged as a server error: %v", l)
 			}
 		}
-		got := hRequestsByCode(t, ts.Registry, map[string]string{"method": "GET", "route": "/v1/orgs/:orgId/teams"})
+		got := requestsByCode(t, ts.Registry, map[string]string{"method": "GET", "route": "/v1/orgs/:orgId/teams"})
 		for code, n := range got {
 			if strings.HasPrefix(code, "5") {
 				t.Errorf("a client that went away counted as %s (%v)", code, n)
@@ -221,32 +221,32 @@ func TestHardeningDynamoDBPaused(t *testing.T) {
 			t.Errorf("tenantd_requests_total{route=/v1/orgs/:orgId/teams} by code: %v, want 499: 1", got)
 		}
 	})
-	hNo500(t, ts)
+	no500(t, ts)
 }
 
-// TestHardeningThrottledAfterRetries: DynamoDB throttles every call. Sixty
+// TestThrottledAfterRetries: DynamoDB throttles every call. Sixty
 // requests at once spend the retry quota (throttling retries cost 5 tokens
 // of 500); before and after, every answer is a 503 with Retry-After.
-func TestHardeningThrottledAfterRetries(t *testing.T) {
-	faults := hNewFaults()
-	ts := MustServer(t, hWithTransport(faults.wrap))
+func TestThrottledAfterRetries(t *testing.T) {
+	faults := newFaults()
+	ts := MustServer(t, withTransport(faults.wrap))
 	a := ts.Actor(t, "throttled")
 	org := MustOrg(t, a.C, "Throttled").Id
-	faults.set(only(hThrottle))
+	faults.set(only(faultThrottle))
 	defer faults.set(nil)
 	hc := &http.Client{Timeout: 30 * time.Second}
-	hParallel(60, func(int) {
-		r := hDoE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, a.Token, nil, "")
+	parallel(60, func(int) {
+		r := doReqE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, a.Token, nil, "")
 		if r.Err != nil {
 			t.Errorf("GET: %v", r.Err)
 			return
 		}
-		hWant503(t, "GET, always throttled", r.hResp)
+		want503(t, "GET, always throttled", r.apiResp)
 	})
 	exhausted := false
 	for range 10 {
 		before := faults.attempts.Load()
-		hWant503(t, "GET, always throttled, quota spent", hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, a.Token, nil, ""))
+		want503(t, "GET, always throttled, quota spent", doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, a.Token, nil, ""))
 		if faults.attempts.Load()-before == 1 {
 			exhausted = true
 		}
@@ -254,7 +254,7 @@ func TestHardeningThrottledAfterRetries(t *testing.T) {
 	if !exhausted {
 		t.Error("the retry quota was never exhausted: the test proves nothing")
 	}
-	faults.set(only(hThrottle, "TransactWriteItems"))
-	hWant503(t, "POST, writes always throttled, quota spent", hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", a.Token, nil, `{"title":"throttled"}`))
-	hNo500(t, ts)
+	faults.set(only(faultThrottle, "TransactWriteItems"))
+	want503(t, "POST, writes always throttled, quota spent", doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", a.Token, nil, `{"title":"throttled"}`))
+	no500(t, ts)
 }

@@ -12,28 +12,28 @@ import (
 	"github.com/tenantd/tenantd/internal/ratelimit"
 )
 
-// TestHardeningRateLimit: with 5 requests per second (burst 5) per org,
+// TestRateLimit: with 5 requests per second (burst 5) per org,
 // org A hammered from many goroutines gets 429 problem+json with
 // Retry-After and RateLimit-* headers, while org B's requests, sent at the
 // same time, all succeed; strangers hammering A's org ID spend nothing of
 // A's quota (they are refused before the limiter); and each 429 costs no
 // more than the authorization read.
-func TestHardeningRateLimit(t *testing.T) {
+func TestRateLimit(t *testing.T) {
 	const rps, burst = 5, 5
-	rr := &hReqRecorder{}
-	ts := MustServer(t, hWithRateLimit(ratelimit.Options{PerSecond: rps, Burst: burst}), hWithAPIOptions(rr.Middleware))
+	rr := &reqRecorder{}
+	ts := MustServer(t, withRateLimit(ratelimit.Options{PerSecond: rps, Burst: burst}), withAPIOptions(rr.Middleware))
 	// Set up through the limiter: slowly enough (one org each, 3 requests
 	// each) to stay within the burst.
 	a, b := ts.Actor(t, "noisy"), ts.Actor(t, "quiet")
 	orgA, orgB := MustOrg(t, a.C, "Noisy").Id, MustOrg(t, b.C, "Quiet").Id
 	stranger := ts.Actor(t, "stranger")
-	hc := hRaceClient(t, 32)
+	hc := raceClient(t, 32)
 
 	// Strangers first: 30 requests on A's org ID, all 404, none limited
 	// (so A's bucket is still full afterwards).
-	var sc hStatusCounts
-	hParallel(30, func(int) {
-		r := hDoE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+orgA, stranger.Token, nil, "")
+	var sc statusCounts
+	parallel(30, func(int) {
+		r := doReqE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+orgA, stranger.Token, nil, "")
 		if r.Err == nil {
 			sc.add(r.Status)
 		}
@@ -43,17 +43,17 @@ func TestHardeningRateLimit(t *testing.T) {
 	}
 
 	var mu sync.Mutex
-	var aCounts, bCounts hStatusCounts
-	var limited []hResp
+	var aCounts, bCounts statusCounts
+	var limited []apiResp
 	var wg sync.WaitGroup
 	stormStart := time.Now()
 	wg.Add(2)
 	go func() { // A: 60 requests from 12 goroutines
 		defer wg.Done()
-		hParallel(12, func(int) {
+		parallel(12, func(int) {
 			for range 5 {
-				id := hNewRequestID()
-				r := hDoE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+orgA+"/tickets", a.Token, http.Header{"X-Request-Id": {id}}, "")
+				id := newRequestID()
+				r := doReqE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+orgA+"/tickets", a.Token, http.Header{"X-Request-Id": {id}}, "")
 				if r.Err != nil {
 					t.Errorf("A: %v", r.Err)
 					continue
@@ -64,7 +64,7 @@ func TestHardeningRateLimit(t *testing.T) {
 						t.Errorf("a 429 made DynamoDB calls %v, want only the authorization read", ops)
 					}
 					mu.Lock()
-					limited = append(limited, r.hResp)
+					limited = append(limited, r.apiResp)
 					mu.Unlock()
 				}
 			}
@@ -72,8 +72,8 @@ func TestHardeningRateLimit(t *testing.T) {
 	}()
 	go func() { // B, meanwhile: within its own burst
 		defer wg.Done()
-		hParallel(burst-1, func(i int) {
-			r := hDoE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+orgB+"/tickets", b.Token, nil, "")
+		parallel(burst-1, func(i int) {
+			r := doReqE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+orgB+"/tickets", b.Token, nil, "")
 			if r.Err != nil {
 				t.Errorf("B: %v", r.Err)
 				return
@@ -92,7 +92,7 @@ func TestHardeningRateLimit(t *testing.T) {
 		t.Errorf("org A: %s; want about %d x 200 and the rest 429", &aCounts, burst)
 	}
 	for _, r := range limited[:min(len(limited), 5)] {
-		if c := hProblemCode(r.Body); c != "rate_limited" {
+		if c := problemCode(r.Body); c != "rate_limited" {
 			t.Errorf("429 code %q", c)
 		}
 		if ct := r.Header.Get("Content-Type"); ct != problemJSON {
@@ -107,7 +107,7 @@ func TestHardeningRateLimit(t *testing.T) {
 		}
 	}
 	// B still has room after the storm, and successes carry the headers too.
-	r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+orgB, b.Token, nil, "")
+	r := doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+orgB, b.Token, nil, "")
 	if r.Status != http.StatusOK {
 		t.Errorf("B after the storm: %d %s", r.Status, r.Body)
 	}
@@ -116,14 +116,14 @@ func TestHardeningRateLimit(t *testing.T) {
 	}
 }
 
-// TestHardeningCallerRateLimit: one token hammers org IDs that are not its
+// TestCallerRateLimit: one token hammers org IDs that are not its
 // own (random ones, and another tenant's), which all end in 404 after the
 // authorization read. With 5 requests per second (burst 5) per caller, it
 // gets 429s, and the DynamoDB reads it causes stay within what the limit
 // allows; another tenant's own requests are unaffected.
-func TestHardeningCallerRateLimit(t *testing.T) {
+func TestCallerRateLimit(t *testing.T) {
 	const rps, burst = 5, 5
-	ts := MustServer(t, hWithCallerRateLimit(ratelimit.Options{PerSecond: rps, Burst: burst}))
+	ts := MustServer(t, withCallerRateLimit(ratelimit.Options{PerSecond: rps, Burst: burst}))
 	owner := ts.Actor(t, "bystander")
 	org := MustOrg(t, owner.C, "Bystander").Id
 	prober := ts.Actor(t, "prober")
@@ -131,17 +131,17 @@ func TestHardeningCallerRateLimit(t *testing.T) {
 	defer hc.CloseIdleConnections()
 
 	ts.Rec.Reset()
-	var counts hStatusCounts
+	var counts statusCounts
 	var mu sync.Mutex
-	var limited []hResp
+	var limited []apiResp
 	began := time.Now()
-	hParallel(16, func(i int) {
+	parallel(16, func(i int) {
 		for j := range 20 {
-			target := hRandULID()
+			target := randULID()
 			if (i+j)%2 == 0 {
 				target = org // another tenant's real org
 			}
-			r := hDoE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+target+"/tickets", prober.Token, nil, "")
+			r := doReqE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+target+"/tickets", prober.Token, nil, "")
 			if r.Err != nil {
 				t.Errorf("GET: %v", r.Err)
 				continue
@@ -149,7 +149,7 @@ func TestHardeningCallerRateLimit(t *testing.T) {
 			counts.add(r.Status)
 			if r.Status == http.StatusTooManyRequests {
 				mu.Lock()
-				limited = append(limited, r.hResp)
+				limited = append(limited, r.apiResp)
 				mu.Unlock()
 			}
 		}
@@ -165,7 +165,7 @@ func TestHardeningCallerRateLimit(t *testing.T) {
 		t.Errorf("DynamoDB calls: %d (%d x 404); want one authorization read per 404, at most %d", calls, n404, allowed)
 	}
 	for _, r := range limited[:min(len(limited), 3)] {
-		if c := hProblemCode(r.Body); c != "rate_limited" {
+		if c := problemCode(r.Body); c != "rate_limited" {
 			t.Errorf("429 code %q", c)
 		}
 		if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
@@ -176,7 +176,7 @@ func TestHardeningCallerRateLimit(t *testing.T) {
 		}
 	}
 	// The owner of the org the prober named still gets in.
-	if r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, owner.Token, nil, ""); r.Status != http.StatusOK {
+	if r := doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, owner.Token, nil, ""); r.Status != http.StatusOK {
 		t.Errorf("the bystander after the storm: %d %s", r.Status, r.Body)
 	}
 	t.Logf("%s in %v; %d DynamoDB calls", &counts, elapsed.Round(time.Millisecond), calls)

@@ -10,13 +10,13 @@ import (
 	"testing"
 )
 
-// TestHardeningStrictJSONBodies sends bodies that a lax reader takes for
+// TestStrictJSONBodies sends bodies that a lax reader takes for
 // valid: two values (the second with a forged requesterId), trailing junk,
 // invalid UTF-8 (raw, in a key, or as a lone surrogate escape), a key
 // twice (plainly, escaped, or nested). Each is a 400 problem+json with a
 // stable code before any DynamoDB write, and the table is unchanged; the
 // same bodies, made valid, are accepted.
-func TestHardeningStrictJSONBodies(t *testing.T) {
+func TestStrictJSONBodies(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Strict")
 	org, tk := w.Org.Id, w.Ticket.Id
@@ -51,16 +51,16 @@ func TestHardeningStrictJSONBodies(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			before := hDump(hScan(t, ts))
+			before := dump(scanAll(t, ts))
 			ts.Rec.Reset()
-			r := hDo(t, hc, c.method, ts.URL+c.path, w.Owner.Token, nil, c.body)
+			r := doReq(t, hc, c.method, ts.URL+c.path, w.Owner.Token, nil, c.body)
 			if r.Status != http.StatusBadRequest {
 				t.Errorf("status %d, want 400: %s", r.Status, truncate(r.Body))
 			}
 			if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, problemJSON) {
 				t.Errorf("content type %q", ct)
 			}
-			if got := hProblemCode(r.Body); got != c.code {
+			if got := problemCode(r.Body); got != c.code {
 				t.Errorf("code %q, want %q: %s", got, c.code, truncate(r.Body))
 			}
 			for _, op := range ts.Rec.Ops() {
@@ -68,18 +68,18 @@ func TestHardeningStrictJSONBodies(t *testing.T) {
 					t.Errorf("DynamoDB call %s for a refused body (calls: %s)", op, ts.Rec.Names())
 				}
 			}
-			if after := hDump(hScan(t, ts)); after != before {
-				t.Errorf("a refused body changed the table:\n%s", hDiff(before, after))
+			if after := dump(scanAll(t, ts)); after != before {
+				t.Errorf("a refused body changed the table:\n%s", diff(before, after))
 			}
 		})
 	}
 	t.Run("valid bodies are accepted", func(t *testing.T) {
 		for _, body := range []string{`{"title":"fine"}`, " \n\t{\"title\":\"fine \\u00e9 \\ud83d\\ude00\"}\r\n ", `{"title":"caf` + "\u00e9" + `"}`} {
-			if r := hDo(t, hc, http.MethodPost, ts.URL+tickets, w.Owner.Token, nil, body); r.Status != http.StatusCreated {
+			if r := doReq(t, hc, http.MethodPost, ts.URL+tickets, w.Owner.Token, nil, body); r.Status != http.StatusCreated {
 				t.Errorf("%q: %d %s", body, r.Status, truncate(r.Body))
 			}
 		}
-		if r := hDo(t, hc, http.MethodPatch, ts.URL+ticket, w.Owner.Token, nil, `{"title":"a","status":"open"}`); r.Status != http.StatusOK {
+		if r := doReq(t, hc, http.MethodPatch, ts.URL+ticket, w.Owner.Token, nil, `{"title":"a","status":"open"}`); r.Status != http.StatusOK {
 			t.Errorf("PATCH: %d %s", r.Status, truncate(r.Body))
 		}
 	})

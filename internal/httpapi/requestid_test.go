@@ -12,16 +12,16 @@ import (
 	"testing"
 )
 
-// TestHardeningClientRequestID creates tickets with every kind of
+// TestClientRequestID creates tickets with every kind of
 // X-Request-Id and reads back the audit event each create wrote: its
 // requestId is always the server's own (the X-Request-Id answered), a
 // well-formed client id (1-64 of [A-Za-z0-9._:-]) is stored as
 // clientRequestId, and anything else (60 KB, spaces, '#', non-ASCII, 65
 // characters) is stored nowhere. The audit listing and the request log
 // show the same.
-func TestHardeningClientRequestID(t *testing.T) {
-	var logs hLogBuffer
-	ts := MustServer(t, hWithLog(&logs))
+func TestClientRequestID(t *testing.T) {
+	var logs logBuffer
+	ts := MustServer(t, withLog(&logs))
 	owner := ts.Actor(t, "reqid")
 	org := MustOrg(t, owner.C, "Request IDs").Id
 	hc := &http.Client{}
@@ -46,7 +46,7 @@ func TestHardeningClientRequestID(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			h := http.Header{"X-Request-Id": {c.id}}
-			r := hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", owner.Token, h, `{"title":"`+c.name+`"}`)
+			r := doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", owner.Token, h, `{"title":"`+c.name+`"}`)
 			if r.Status != http.StatusCreated {
 				t.Fatalf("create: %d %s", r.Status, truncate(r.Body))
 			}
@@ -58,28 +58,28 @@ func TestHardeningClientRequestID(t *testing.T) {
 			if err := json.Unmarshal(r.Body, &tk); err != nil {
 				t.Fatal(err)
 			}
-			var ev hItem
-			for _, it := range hItems(t, ts, "AuditEvent", org) {
-				if it.hS("targetId") == tk.ID {
+			var ev dbItem
+			for _, it := range itemsOf(t, ts, "AuditEvent", org) {
+				if it.str("targetId") == tk.ID {
 					ev = it
 				}
 			}
 			if ev == nil {
 				t.Fatalf("no audit event for ticket %s", tk.ID)
 			}
-			if got := ev.hS("requestId"); got != sid {
+			if got := ev.str("requestId"); got != sid {
 				t.Errorf("audit event requestId %q, want the server's %q", truncate([]byte(got)), sid)
 			}
 			got, stored := ev["clientRequestId"]
 			switch {
-			case c.kept && ev.hS("clientRequestId") != c.id:
-				t.Errorf("audit event clientRequestId %q, want %q", ev.hS("clientRequestId"), c.id)
+			case c.kept && ev.str("clientRequestId") != c.id:
+				t.Errorf("audit event clientRequestId %q, want %q", ev.str("clientRequestId"), c.id)
 			case !c.kept && stored:
-				t.Errorf("a malformed client id was stored: clientRequestId %q", truncate([]byte(hRender(got))))
+				t.Errorf("a malformed client id was stored: clientRequestId %q", truncate([]byte(renderAV(got))))
 			}
 			size := 0
 			for k, v := range ev {
-				size += len(k) + len(hRender(v))
+				size += len(k) + len(renderAV(v))
 			}
 			if size > 2048 {
 				t.Errorf("the audit event is %d bytes", size)
@@ -105,7 +105,7 @@ func TestHardeningClientRequestID(t *testing.T) {
 	}
 
 	t.Run("the audit listing", func(t *testing.T) {
-		r := hDo(t, ts.HTTPClient(t, owner.Token), http.MethodGet, ts.URL+"/v1/orgs/"+org+"/audit-log?limit=100", "", nil, "")
+		r := doReq(t, ts.HTTPClient(t, owner.Token), http.MethodGet, ts.URL+"/v1/orgs/"+org+"/audit-log?limit=100", "", nil, "")
 		if r.Status != http.StatusOK {
 			t.Fatalf("audit log: %d %s", r.Status, r.Body)
 		}

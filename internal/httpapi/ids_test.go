@@ -16,11 +16,11 @@ import (
 	"github.com/tenantd/tenantd/internal/httpapi"
 )
 
-// TestHardeningDotIDs: a user ID of dots is a 400 in a body (new org
+// TestDotIDs: a user ID of dots is a 400 in a body (new org
 // user, ticket assignee) and in a path (plain or percent-encoded, sent
 // raw so no client removes the segment), and a token whose sub is one is a
 // 401; nothing is written and no DynamoDB call is made.
-func TestHardeningDotIDs(t *testing.T) {
+func TestDotIDs(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Dots")
 	org, tk, team := w.Org.Id, w.Ticket.Id, w.Team.Id
@@ -31,21 +31,21 @@ func TestHardeningDotIDs(t *testing.T) {
 		for _, id := range dots {
 			for _, c := range []struct{ what, method, path, body string }{
 				{"addOrgUser", http.MethodPost, "/v1/orgs/" + org + "/users",
-					hJSON(map[string]any{"userId": id, "email": "dots@example.com", "name": "Dots", "role": "member"})},
-				{"createTicket", http.MethodPost, "/v1/orgs/" + org + "/tickets", hJSON(map[string]any{"title": "dots", "assigneeId": id})},
-				{"updateTicket", http.MethodPatch, "/v1/orgs/" + org + "/tickets/" + tk, hJSON(map[string]any{"assigneeId": id})},
+					jsonOf(map[string]any{"userId": id, "email": "dots@example.com", "name": "Dots", "role": "member"})},
+				{"createTicket", http.MethodPost, "/v1/orgs/" + org + "/tickets", jsonOf(map[string]any{"title": "dots", "assigneeId": id})},
+				{"updateTicket", http.MethodPatch, "/v1/orgs/" + org + "/tickets/" + tk, jsonOf(map[string]any{"assigneeId": id})},
 			} {
-				before := hDump(hScan(t, ts))
+				before := dump(scanAll(t, ts))
 				ts.Rec.Reset()
-				r := hDo(t, hc, c.method, ts.URL+c.path, w.Owner.Token, nil, c.body)
+				r := doReq(t, hc, c.method, ts.URL+c.path, w.Owner.Token, nil, c.body)
 				if r.Status != http.StatusBadRequest {
 					t.Errorf("%s with %q: status %d, want 400: %s", c.what, truncate([]byte(id)), r.Status, truncate(r.Body))
 				}
 				if n := ts.Rec.Count(); n != 0 {
 					t.Errorf("%s with %q: DynamoDB calls %s, want none", c.what, truncate([]byte(id)), ts.Rec.Names())
 				}
-				if after := hDump(hScan(t, ts)); after != before {
-					t.Errorf("%s with %q changed the table:\n%s", c.what, truncate([]byte(id)), hDiff(before, after))
+				if after := dump(scanAll(t, ts)); after != before {
+					t.Errorf("%s with %q changed the table:\n%s", c.what, truncate([]byte(id)), diff(before, after))
 				}
 			}
 		}
@@ -68,7 +68,7 @@ func TestHardeningDotIDs(t *testing.T) {
 					raw += "Content-Type: application/json\r\nContent-Length: " + itoa(len(c.body)) + "\r\n"
 				}
 				raw += "\r\n" + c.body
-				resp, err := hRawRequest(ts.URL, raw)
+				resp, err := rawRequest(ts.URL, raw)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -92,8 +92,8 @@ func TestHardeningDotIDs(t *testing.T) {
 				t.Fatal(err)
 			}
 			ts.Rec.Reset()
-			r := hDo(t, hc, http.MethodGet, ts.URL+"/v1/me", tok, nil, "")
-			hWant401(t, "sub "+truncate([]byte(id)), r, nil)
+			r := doReq(t, hc, http.MethodGet, ts.URL+"/v1/me", tok, nil, "")
+			want401(t, "sub "+truncate([]byte(id)), r, nil)
 			if n := ts.Rec.Count(); n != 0 {
 				t.Errorf("sub %q: DynamoDB calls %s", id, ts.Rec.Names())
 			}

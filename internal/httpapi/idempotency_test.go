@@ -19,8 +19,8 @@ import (
 	"github.com/tenantd/tenantd/client"
 )
 
-// hCreateOp is one creating POST as the idempotency tests drive it.
-type hCreateOp struct {
+// createOp is one creating POST as the idempotency tests drive it.
+type createOp struct {
 	id string
 	// send builds the request of variant v (the same v, the same request)
 	// as actor a in the org (orgless operations ignore it).
@@ -31,78 +31,78 @@ type hCreateOp struct {
 	orgScoped bool
 }
 
-// hIdemWorld is an org where every creating POST can be sent.
-type hIdemWorld struct {
+// idemWorld is an org where every creating POST can be sent.
+type idemWorld struct {
 	*world
 	tokens map[string]string // invitation tokens by email
 }
 
-func hCreateOps(ts *testServer, w *hIdemWorld) []hCreateOp {
-	n := func(t *testing.T, ts *testServer, typ, org string, match func(hItem) bool) int {
+func createOps(ts *testServer, w *idemWorld) []createOp {
+	n := func(t *testing.T, ts *testServer, typ, org string, match func(dbItem) bool) int {
 		c := 0
-		for _, it := range hItems(t, ts, typ, org) {
+		for _, it := range itemsOf(t, ts, typ, org) {
 			if match(it) {
 				c++
 			}
 		}
 		return c
 	}
-	return []hCreateOp{
+	return []createOp{
 		{id: "createOrg", send: func(_ string, a actor, v int) (string, string) {
 			return "/v1/orgs", fmt.Sprintf(`{"name":"Idem org %s %d"}`, a.ID, v)
 		}, count: func(t *testing.T, ts *testServer, _ string, a actor, v int) int {
-			return n(t, ts, "Org", "", func(it hItem) bool { return it.hS("name") == fmt.Sprintf("Idem org %s %d", a.ID, v) })
+			return n(t, ts, "Org", "", func(it dbItem) bool { return it.str("name") == fmt.Sprintf("Idem org %s %d", a.ID, v) })
 		}},
 		{id: "addOrgUser", orgScoped: true, send: func(org string, a actor, v int) (string, string) {
 			return "/v1/orgs/" + org + "/users", fmt.Sprintf(`{"userId":"idem.user.%d","email":"idem-%d@example.com","name":"Idem","role":"member"}`, v, v)
 		}, count: func(t *testing.T, ts *testServer, org string, _ actor, v int) int {
-			return n(t, ts, "OrgUser", org, func(it hItem) bool { return it.hS("userId") == fmt.Sprintf("idem.user.%d", v) })
+			return n(t, ts, "OrgUser", org, func(it dbItem) bool { return it.str("userId") == fmt.Sprintf("idem.user.%d", v) })
 		}},
 		{id: "createTeam", orgScoped: true, send: func(org string, a actor, v int) (string, string) {
 			return "/v1/orgs/" + org + "/teams", fmt.Sprintf(`{"name":"Idem team %d"}`, v)
 		}, count: func(t *testing.T, ts *testServer, org string, _ actor, v int) int {
-			return n(t, ts, "Team", org, func(it hItem) bool { return it.hS("name") == fmt.Sprintf("Idem team %d", v) })
+			return n(t, ts, "Team", org, func(it dbItem) bool { return it.str("name") == fmt.Sprintf("Idem team %d", v) })
 		}},
 		{id: "createTicket", orgScoped: true, send: func(org string, a actor, v int) (string, string) {
 			return "/v1/orgs/" + org + "/tickets", fmt.Sprintf(`{"title":"Idem ticket %d"}`, v)
 		}, count: func(t *testing.T, ts *testServer, org string, _ actor, v int) int {
-			return n(t, ts, "Ticket", org, func(it hItem) bool { return it.hS("title") == fmt.Sprintf("Idem ticket %d", v) })
+			return n(t, ts, "Ticket", org, func(it dbItem) bool { return it.str("title") == fmt.Sprintf("Idem ticket %d", v) })
 		}},
 		{id: "createComment", orgScoped: true, send: func(org string, a actor, v int) (string, string) {
 			return "/v1/orgs/" + org + "/tickets/" + w.Ticket.Id + "/comments", fmt.Sprintf(`{"body":"Idem comment %d"}`, v)
 		}, count: func(t *testing.T, ts *testServer, org string, _ actor, v int) int {
-			return n(t, ts, "Comment", org, func(it hItem) bool { return it.hS("body") == fmt.Sprintf("Idem comment %d", v) })
+			return n(t, ts, "Comment", org, func(it dbItem) bool { return it.str("body") == fmt.Sprintf("Idem comment %d", v) })
 		}},
 		{id: "createInvitation", orgScoped: true, send: func(org string, a actor, v int) (string, string) {
 			return "/v1/orgs/" + org + "/invitations", fmt.Sprintf(`{"email":"idem-invitee-%d@example.com","role":"member"}`, v)
 		}, count: func(t *testing.T, ts *testServer, org string, _ actor, v int) int {
 			// A new invitation for an email replaces the pending one, so
 			// count every invitation ever made: the audit events.
-			return n(t, ts, "AuditEvent", org, func(it hItem) bool {
-				return it.hS("action") == "invitation.create" && strings.Contains(hDump([]hItem{it}), fmt.Sprintf("idem-invitee-%d@example.com", v))
+			return n(t, ts, "AuditEvent", org, func(it dbItem) bool {
+				return it.str("action") == "invitation.create" && strings.Contains(dump([]dbItem{it}), fmt.Sprintf("idem-invitee-%d@example.com", v))
 			})
 		}},
 		{id: "acceptInvitation", send: func(_ string, a actor, v int) (string, string) {
 			return "/v1/invitations/" + w.tokens[fmt.Sprintf("accept-%d@example.com", v)] + "/accept", ""
 		}, count: func(t *testing.T, ts *testServer, _ string, a actor, v int) int {
 			// The user joined with the invitation's email.
-			return n(t, ts, "OrgUser", w.Org.Id, func(it hItem) bool {
-				return it.hS("userId") == a.ID && it.hS("email") == fmt.Sprintf("accept-%d@example.com", v)
+			return n(t, ts, "OrgUser", w.Org.Id, func(it dbItem) bool {
+				return it.str("userId") == a.ID && it.str("email") == fmt.Sprintf("accept-%d@example.com", v)
 			})
 		}},
 	}
 }
 
-// TestHardeningIdempotency drives every creating POST with an
+// TestIdempotency drives every creating POST with an
 // Idempotency-Key: a replay gets the same status, body and ETag with
 // Idempotent-Replayed: true and creates nothing more (the table says so);
 // the same key with another body is a 422 idempotency_key_reused;
 // concurrent duplicates create one item; another tenant's or caller's
 // identical key never sees the first response; a 4xx is kept and replayed;
 // and invalid keys are a 400.
-func TestHardeningIdempotency(t *testing.T) {
+func TestIdempotency(t *testing.T) {
 	ts := MustServer(t)
-	w := &hIdemWorld{world: MustWorld(t, ts, "Idempotent"), tokens: map[string]string{}}
+	w := &idemWorld{world: MustWorld(t, ts, "Idempotent"), tokens: map[string]string{}}
 	org := w.Org.Id
 	// Invitations to accept: the variants the subtests use.
 	for _, v := range []int{1, 2, 3, 5, 6} {
@@ -112,20 +112,20 @@ func TestHardeningIdempotency(t *testing.T) {
 	// Org B, owned by the same owner, and another admin of org A.
 	orgB := MustOrg(t, w.Owner.C, "Idempotent B")
 	MustTicket(t, w.Owner.C, orgB.Id, client.TicketCreate{Title: "B's ticket"})
-	hc := hRaceClient(t, 20)
+	hc := raceClient(t, 20)
 	var keySeq int
 	newKey := func() string { keySeq++; return fmt.Sprintf("idem-%d-%d", time.Now().UnixNano(), keySeq) }
-	send := func(op hCreateOp, a actor, org string, v int, key string) hResp {
+	send := func(op createOp, a actor, org string, v int, key string) apiResp {
 		path, body := op.send(org, a, v)
 		h := http.Header{}
 		if key != "" {
 			h.Set("Idempotency-Key", key)
 		}
-		return hDo(t, hc, http.MethodPost, ts.URL+path, a.Token, h, body)
+		return doReq(t, hc, http.MethodPost, ts.URL+path, a.Token, h, body)
 	}
-	auditCount := func() int { return len(hItems(t, ts, "AuditEvent", "")) }
+	auditCount := func() int { return len(itemsOf(t, ts, "AuditEvent", "")) }
 
-	for _, op := range hCreateOps(ts, w) {
+	for _, op := range createOps(ts, w) {
 		t.Run(op.id, func(t *testing.T) {
 			// Who sends variant v: the owner, except accepting (a newcomer
 			// with the invited email).
@@ -166,7 +166,7 @@ func TestHardeningIdempotency(t *testing.T) {
 				}
 				// The same key with another request.
 				other := send(op, a, org, v+1, key) // (for acceptInvitation: another token)
-				if other.Status != http.StatusUnprocessableEntity || hProblemCode(other.Body) != "idempotency_key_reused" {
+				if other.Status != http.StatusUnprocessableEntity || problemCode(other.Body) != "idempotency_key_reused" {
 					t.Errorf("same key, other body: %d %s, want 422 idempotency_key_reused", other.Status, other.Body)
 				}
 				if got := op.count(t, ts, org, a, v+1); got != 0 {
@@ -179,9 +179,9 @@ func TestHardeningIdempotency(t *testing.T) {
 				var mu sync.Mutex
 				var fresh, replays, inProgress int
 				var bodies [][]byte
-				hParallel(n, func(int) {
+				parallel(n, func(int) {
 					path, body := op.send(org, a, 3)
-					r := hDoE(hc, http.MethodPost, ts.URL+path, a.Token, http.Header{"Idempotency-Key": {key}}, body)
+					r := doReqE(hc, http.MethodPost, ts.URL+path, a.Token, http.Header{"Idempotency-Key": {key}}, body)
 					mu.Lock()
 					defer mu.Unlock()
 					switch {
@@ -193,7 +193,7 @@ func TestHardeningIdempotency(t *testing.T) {
 					case r.Status == http.StatusCreated:
 						fresh++
 						bodies = append(bodies, r.Body)
-					case r.Status == http.StatusConflict && hProblemCode(r.Body) == "idempotency_in_progress":
+					case r.Status == http.StatusConflict && problemCode(r.Body) == "idempotency_in_progress":
 						inProgress++
 					default:
 						t.Errorf("duplicate: %d %s", r.Status, r.Body)
@@ -266,17 +266,17 @@ func TestHardeningIdempotency(t *testing.T) {
 		MustUser(t, w.Owner.C, org, taker, client.RoleMember)
 		key := newKey()
 		body := `{"userId":"second.taker","email":"kept-conflict@example.com","name":"Second","role":"member"}`
-		first := hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/users", w.Owner.Token, http.Header{"Idempotency-Key": {key}}, body)
+		first := doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/users", w.Owner.Token, http.Header{"Idempotency-Key": {key}}, body)
 		if first.Status != http.StatusConflict {
 			t.Fatalf("first: %d %s", first.Status, first.Body)
 		}
 		d, err := w.Owner.C.RemoveOrgUserWithResponse(bg, org, taker.ID, nil)
 		mustStatus(t, d, err, http.StatusNoContent)
-		again := hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/users", w.Owner.Token, http.Header{"Idempotency-Key": {key}}, body)
+		again := doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/users", w.Owner.Token, http.Header{"Idempotency-Key": {key}}, body)
 		if again.Status != http.StatusConflict || !bytes.Equal(again.Body, first.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
 			t.Errorf("replay of a 409: %d replayed=%q %s", again.Status, again.Header.Get("Idempotent-Replayed"), again.Body)
 		}
-		if hGet(t, ts, "ORG#"+org, "USER#second.taker") != nil {
+		if getRaw(t, ts, "ORG#"+org, "USER#second.taker") != nil {
 			t.Error("the replayed 409 created the user")
 		}
 		// A 403 and a 404 likewise.
@@ -290,8 +290,8 @@ func TestHardeningIdempotency(t *testing.T) {
 		} {
 			key := newKey()
 			h := http.Header{"Idempotency-Key": {key}}
-			first := hDo(t, hc, http.MethodPost, ts.URL+c.path, c.token, h, c.body)
-			again := hDo(t, hc, http.MethodPost, ts.URL+c.path, c.token, h, c.body)
+			first := doReq(t, hc, http.MethodPost, ts.URL+c.path, c.token, h, c.body)
+			again := doReq(t, hc, http.MethodPost, ts.URL+c.path, c.token, h, c.body)
 			if first.Status != c.status || again.Status != c.status || !bytes.Equal(again.Body, first.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
 				t.Errorf("%s: first %d, replay %d replayed=%q, want %d replayed", c.name, first.Status, again.Status, again.Header.Get("Idempotent-Replayed"), c.status)
 			}
@@ -303,13 +303,13 @@ func TestHardeningIdempotency(t *testing.T) {
 		MustUser(t, w.Owner.C, org, u, client.RoleMember)
 		key := newKey()
 		h := http.Header{"Idempotency-Key": {key}}
-		first := hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", u.Token, h, `{"title":"before removal"}`)
+		first := doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", u.Token, h, `{"title":"before removal"}`)
 		if first.Status != http.StatusCreated {
 			t.Fatalf("first: %d %s", first.Status, first.Body)
 		}
 		d, err := w.Owner.C.RemoveOrgUserWithResponse(bg, org, u.ID, nil)
 		mustStatus(t, d, err, http.StatusNoContent)
-		again := hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", u.Token, h, `{"title":"before removal"}`)
+		again := doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", u.Token, h, `{"title":"before removal"}`)
 		if again.Status != http.StatusNotFound || bytes.Contains(again.Body, []byte("before removal")) {
 			t.Errorf("replay after removal: %d %s, want 404 without the response", again.Status, again.Body)
 		}
@@ -324,20 +324,20 @@ func TestHardeningIdempotency(t *testing.T) {
 			"non-ASCII":      "clé",
 		} {
 			ts.Rec.Reset()
-			r := hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/teams", w.Owner.Token, http.Header{"Idempotency-Key": {key}}, `{"name":"bad key `+name+`"}`)
+			r := doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/teams", w.Owner.Token, http.Header{"Idempotency-Key": {key}}, `{"name":"bad key `+name+`"}`)
 			if r.Status != http.StatusBadRequest {
 				t.Errorf("%s: status %d, want 400: %s", name, r.Status, r.Body)
 			}
-			if n := len(hItems(t, ts, "Team", org)); ts.Rec.Count() > 1 {
+			if n := len(itemsOf(t, ts, "Team", org)); ts.Rec.Count() > 1 {
 				t.Errorf("%s: DynamoDB calls %s (teams %d), want at most the authorization read", name, ts.Rec.Names(), n)
 			}
 		}
-		r := hDo(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/teams", w.Owner.Token, http.Header{"Idempotency-Key": {"one", "two"}}, `{"name":"two keys"}`)
+		r := doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/teams", w.Owner.Token, http.Header{"Idempotency-Key": {"one", "two"}}, `{"name":"two keys"}`)
 		if r.Status != http.StatusBadRequest {
 			t.Errorf("two Idempotency-Key headers: %d, want 400: %s", r.Status, r.Body)
 		}
 		// Control characters cannot be sent by Go's client: write them.
-		raw, err := hRawRequest(ts.URL, "POST /v1/orgs/"+org+"/teams HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+w.Owner.Token+
+		raw, err := rawRequest(ts.URL, "POST /v1/orgs/"+org+"/teams HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+w.Owner.Token+
 			"\r\nContent-Type: application/json\r\nIdempotency-Key: a\x01b\r\nContent-Length: 14\r\nConnection: close\r\n\r\n{\"name\":\"ctl\"}")
 		if err != nil {
 			t.Fatal(err)
@@ -345,8 +345,8 @@ func TestHardeningIdempotency(t *testing.T) {
 		if !strings.HasPrefix(raw, "HTTP/1.1 400 ") {
 			t.Errorf("control character in the key: %q", strings.SplitN(raw, "\r\n", 2)[0])
 		}
-		for _, it := range hItems(t, ts, "Team", org) {
-			if n := it.hS("name"); strings.HasPrefix(n, "bad key") || n == "two keys" || n == "ctl" {
+		for _, it := range itemsOf(t, ts, "Team", org) {
+			if n := it.str("name"); strings.HasPrefix(n, "bad key") || n == "two keys" || n == "ctl" {
 				t.Errorf("a request with an invalid key created team %q", n)
 			}
 		}
@@ -354,24 +354,24 @@ func TestHardeningIdempotency(t *testing.T) {
 
 	// Records are in the table, scoped and expiring in 24 hours.
 	t.Run("records", func(t *testing.T) {
-		recs := hItems(t, ts, "IdempotencyRecord", "")
+		recs := itemsOf(t, ts, "IdempotencyRecord", "")
 		if len(recs) == 0 {
 			t.Fatal("no idempotency record in the table")
 		}
 		for _, it := range recs {
-			exp, created := it.hN(t, "expiresAt"), it.hS("createdAt")
+			exp, created := it.num(t, "expiresAt"), it.str("createdAt")
 			c, err := time.Parse(time.RFC3339Nano, created)
 			if err != nil {
 				t.Fatalf("createdAt %q: %v", created, err)
 			}
 			if d := time.Unix(exp, 0).Sub(c); d < 24*time.Hour-time.Second || d > 24*time.Hour+time.Second {
-				t.Errorf("record %s expires %v after its creation, want 24h", it.hS("pk"), d)
+				t.Errorf("record %s expires %v after its creation, want 24h", it.str("pk"), d)
 			}
-			if org := it.hS("orgId"); org != "" && !strings.HasPrefix(it.hS("pk"), "ORG#"+org+"#") {
-				t.Errorf("record of org %s outside its partition: %s", org, it.hS("pk"))
+			if org := it.str("orgId"); org != "" && !strings.HasPrefix(it.str("pk"), "ORG#"+org+"#") {
+				t.Errorf("record of org %s outside its partition: %s", org, it.str("pk"))
 			}
-			if strings.Contains(it.hS("pk"), "idem-") {
-				t.Errorf("the client's key reached a key string: %s", it.hS("pk"))
+			if strings.Contains(it.str("pk"), "idem-") {
+				t.Errorf("the client's key reached a key string: %s", it.str("pk"))
 			}
 		}
 	})
@@ -380,13 +380,13 @@ func TestHardeningIdempotency(t *testing.T) {
 // ---------------------------------------------------------------------------
 // Item 9: cursors.
 
-// TestHardeningCursors: a cursor with any single bit flipped, another org's
+// TestCursors: a cursor with any single bit flipped, another org's
 // cursor, another listing's, an expired one: 400 invalid_cursor before any
 // other read than the authorization's; and walking a listing while items
 // are added returns each item that existed before exactly once.
-func TestHardeningCursors(t *testing.T) {
-	rr := &hReqRecorder{}
-	ts := MustServer(t, hWithAPIOptions(rr.Middleware))
+func TestCursors(t *testing.T) {
+	rr := &reqRecorder{}
+	ts := MustServer(t, withAPIOptions(rr.Middleware))
 	w := MustWorld(t, ts, "Cursors")
 	org := w.Org.Id
 	for i := range 6 {
@@ -397,7 +397,7 @@ func TestHardeningCursors(t *testing.T) {
 	cursor := *first.JSON200.NextCursor
 
 	t.Run("every bit flipped", func(t *testing.T) {
-		var jobs []hJob
+		var jobs []reqJob
 		// One bit at every position (cycling through the 7 low bits, so the
 		// cursor stays ASCII), every bit at the positions that matter
 		// most: the payload's first and last byte, the separator, the
@@ -413,14 +413,14 @@ func TestHardeningCursors(t *testing.T) {
 				b[i] ^= 1 << bit
 				flipped := string(b)
 				what := fmt.Sprintf("byte %d bit %d (%q)", i, bit, b[i])
-				jobs = append(jobs, hJob{what: what, method: http.MethodGet, token: w.Owner.Token,
+				jobs = append(jobs, reqJob{what: what, method: http.MethodGet, token: w.Owner.Token,
 					url: ts.URL + "/v1/orgs/" + org + "/tickets?limit=2&cursor=" + url.QueryEscape(flipped),
-					check: func(t *testing.T, r hResp, ops []string) {
+					check: func(t *testing.T, r apiResp, ops []string) {
 						if r.Status != http.StatusBadRequest {
 							t.Errorf("%s: status %d, want 400: %s", what, r.Status, truncate(r.Body))
 							return
 						}
-						if c := hProblemCode(r.Body); c != "invalid_cursor" && c != "invalid_request" {
+						if c := problemCode(r.Body); c != "invalid_cursor" && c != "invalid_request" {
 							t.Errorf("%s: code %q", what, c)
 						}
 						if len(ops) > 1 {
@@ -429,7 +429,7 @@ func TestHardeningCursors(t *testing.T) {
 					}})
 			}
 		}
-		hRunJobs(t, rr, 8, jobs)
+		runJobs(t, rr, 8, jobs)
 	})
 
 	// A valid cursor from every other listing, replayed on listTickets,
@@ -469,7 +469,7 @@ func TestHardeningCursors(t *testing.T) {
 		if strings.Contains(path, "?") {
 			sep = "&"
 		}
-		r := hDo(t, &http.Client{}, http.MethodGet, ts.URL+path+sep+"limit=1", w.Owner.Token, nil, "")
+		r := doReq(t, &http.Client{}, http.MethodGet, ts.URL+path+sep+"limit=1", w.Owner.Token, nil, "")
 		if r.Status != http.StatusOK {
 			t.Fatalf("%s: %d %s", name, r.Status, r.Body)
 		}
@@ -486,7 +486,7 @@ func TestHardeningCursors(t *testing.T) {
 		t.Fatalf("only %d listings gave a cursor: %v", len(cursors), slices.Sorted(mapKeys(cursors)))
 	}
 	t.Run("cursor of another listing", func(t *testing.T) {
-		var jobs []hJob
+		var jobs []reqJob
 		for from, c := range cursors {
 			for to, path := range listings {
 				if from == to {
@@ -497,29 +497,29 @@ func TestHardeningCursors(t *testing.T) {
 					sep = "&"
 				}
 				what := fmt.Sprintf("%s's cursor on %s", from, to)
-				jobs = append(jobs, hJob{what: what, method: http.MethodGet, token: w.Owner.Token,
+				jobs = append(jobs, reqJob{what: what, method: http.MethodGet, token: w.Owner.Token,
 					url: ts.URL + path + sep + "cursor=" + url.QueryEscape(c),
-					check: func(t *testing.T, r hResp, ops []string) {
-						if r.Status != http.StatusBadRequest || hProblemCode(r.Body) != "invalid_cursor" {
+					check: func(t *testing.T, r apiResp, ops []string) {
+						if r.Status != http.StatusBadRequest || problemCode(r.Body) != "invalid_cursor" {
 							t.Errorf("%s: %d %s, want 400 invalid_cursor", what, r.Status, truncate(r.Body))
 						}
 					}})
 			}
 		}
-		hRunJobs(t, rr, 8, jobs)
+		runJobs(t, rr, 8, jobs)
 	})
 	t.Run("cursor of another caller", func(t *testing.T) {
 		// listOrgs is the caller's own listing.
-		r := hDo(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/orgs?cursor="+url.QueryEscape(cursors["listOrgs"]), w.Admin.Token, nil, "")
-		if r.Status != http.StatusBadRequest || hProblemCode(r.Body) != "invalid_cursor" {
+		r := doReq(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/orgs?cursor="+url.QueryEscape(cursors["listOrgs"]), w.Admin.Token, nil, "")
+		if r.Status != http.StatusBadRequest || problemCode(r.Body) != "invalid_cursor" {
 			t.Errorf("another user's listOrgs cursor: %d %s", r.Status, r.Body)
 		}
 	})
 	t.Run("payload re-signed with another key", func(t *testing.T) {
 		payload, _, _ := strings.Cut(cursor, ".")
 		forged := payload + "." + base64.RawURLEncoding.EncodeToString(hmacSHA256([]byte("guessed-key-guessed-key-guessed-key"), payload))
-		r := hDo(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?cursor="+url.QueryEscape(forged), w.Owner.Token, nil, "")
-		if r.Status != http.StatusBadRequest || hProblemCode(r.Body) != "invalid_cursor" {
+		r := doReq(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?cursor="+url.QueryEscape(forged), w.Owner.Token, nil, "")
+		if r.Status != http.StatusBadRequest || problemCode(r.Body) != "invalid_cursor" {
 			t.Errorf("forged signature: %d %s", r.Status, r.Body)
 		}
 	})
@@ -536,13 +536,13 @@ func TestHardeningCursors(t *testing.T) {
 		hcw := &http.Client{}
 		var added sync.Map
 		add := func(users bool, i int) {
-			var r hRespE
+			var r apiRespE
 			if users {
 				id := fmt.Sprintf("walk.%02d.%d", (i*37)%90, i)
-				r = hDoE(hcw, http.MethodPost, ts.URL+"/v1/orgs/"+o.Id+"/users", w.Owner.Token, nil,
+				r = doReqE(hcw, http.MethodPost, ts.URL+"/v1/orgs/"+o.Id+"/users", w.Owner.Token, nil,
 					fmt.Sprintf(`{"userId":%q,"email":"%s@example.com","name":"N","role":"member"}`, id, id))
 			} else {
-				r = hDoE(hcw, http.MethodPost, ts.URL+"/v1/orgs/"+o.Id+"/tickets", w.Owner.Token, nil, fmt.Sprintf(`{"title":"added %d"}`, i))
+				r = doReqE(hcw, http.MethodPost, ts.URL+"/v1/orgs/"+o.Id+"/tickets", w.Owner.Token, nil, fmt.Sprintf(`{"title":"added %d"}`, i))
 			}
 			if r.Err != nil || r.Status != http.StatusCreated {
 				t.Errorf("add during the walk: %v %d %s", r.Err, r.Status, r.Body)
@@ -557,7 +557,7 @@ func TestHardeningCursors(t *testing.T) {
 				if next != "" {
 					q += "&cursor=" + url.QueryEscape(next)
 				}
-				r := hDo(t, &http.Client{}, http.MethodGet, ts.URL+path+q, w.Owner.Token, nil, "")
+				r := doReq(t, &http.Client{}, http.MethodGet, ts.URL+path+q, w.Owner.Token, nil, "")
 				if r.Status != http.StatusOK {
 					t.Fatalf("%s: %d %s", path, r.Status, r.Body)
 				}
@@ -636,8 +636,8 @@ func TestHardeningCursors(t *testing.T) {
 		c := *fresh.JSON200.NextCursor
 		ts.Clock.Advance(24*time.Hour + time.Minute)
 		tok := ts.Token(t, w.Owner.ID, w.Owner.Email, w.Owner.Name)
-		r := hDo(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?limit=2&cursor="+url.QueryEscape(c), tok, nil, "")
-		if r.Status != http.StatusBadRequest || hProblemCode(r.Body) != "invalid_cursor" {
+		r := doReq(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?limit=2&cursor="+url.QueryEscape(c), tok, nil, "")
+		if r.Status != http.StatusBadRequest || problemCode(r.Body) != "invalid_cursor" {
 			t.Errorf("expired cursor: %d %s", r.Status, r.Body)
 		}
 	})
@@ -651,5 +651,42 @@ func mapKeys[V any](m map[string]V) func(func(string) bool) {
 				return
 			}
 		}
+	}
+}
+
+// TestIdempotencyKeepsNoSecret: an invitation created with an
+// Idempotency-Key is kept for replay without its one-time token in clear,
+// and the replay is authorized like a new request: the caller demoted to
+// member since gets 403, not the token.
+func TestIdempotencyKeepsNoSecret(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Secret keeper")
+	org := w.Org.Id
+	admin := ts.Actor(t, "inviter")
+	MustUser(t, w.Owner.C, org, admin, client.RoleAdmin)
+	key := "invite-once-0123456789"
+	h := http.Header{"Idempotency-Key": {key}}
+	body := `{"email":"secret@example.com","role":"member"}`
+	first := doReq(t, admin.HTTP, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/invitations", admin.Token, h, body)
+	if first.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", first.Status, first.Body)
+	}
+	var inv client.InvitationCreated
+	decodeJSON(t, first.Body, &inv)
+	secret := inv.Token[strings.LastIndex(inv.Token, ".")+1:]
+	for _, it := range scanAll(t, ts) {
+		if d := dump([]dbItem{it}); strings.Contains(d, secret) {
+			t.Errorf("the token's secret is stored in clear: %s", truncate([]byte(d)))
+		}
+	}
+	again := doReq(t, admin.HTTP, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/invitations", admin.Token, h, body)
+	if again.Status != http.StatusCreated || again.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(first.Body) {
+		t.Errorf("replay to the admin: %d replayed=%q", again.Status, again.Header.Get("Idempotent-Replayed"))
+	}
+	p, err := w.Owner.C.UpdateOrgUserWithResponse(bg, org, admin.ID, nil, client.OrgUserUpdate{Role: ptr(client.RoleMember)})
+	mustStatus(t, p, err, http.StatusOK)
+	demoted := doReq(t, admin.HTTP, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/invitations", admin.Token, h, body)
+	if demoted.Status != http.StatusForbidden || strings.Contains(string(demoted.Body), secret) {
+		t.Errorf("replay to the demoted caller: %d %s, want 403 without the token", demoted.Status, demoted.Body)
 	}
 }

@@ -14,32 +14,32 @@ import (
 	"github.com/tenantd/tenantd/client"
 )
 
-// hRaceClient is an HTTP client for n concurrent requests.
-func hRaceClient(t *testing.T, n int) *http.Client {
+// raceClient is an HTTP client for n concurrent requests.
+func raceClient(t *testing.T, n int) *http.Client {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: n, MaxConnsPerHost: 0}}
 	t.Cleanup(hc.CloseIdleConnections)
 	return hc
 }
 
-const hRaceN = 50
+const raceN = 50
 
-// TestHardeningRaces: 50 concurrent adds of one email, 50 concurrent PUTs
+// TestRaces: 50 concurrent adds of one email, 50 concurrent PUTs
 // of one member, concurrent PATCHes with one If-Match, 50 concurrent
 // comments, and membership changes racing a removal from the org.
-func TestHardeningRaces(t *testing.T) {
+func TestRaces(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Racing")
 	org := w.Org.Id
-	hc := hRaceClient(t, hRaceN)
+	hc := raceClient(t, raceN)
 	base := ts.URL + "/v1/orgs/" + org
 
 	t.Run("50 adds of the same email", func(t *testing.T) {
-		var counts hStatusCounts
-		winner := make([]string, hRaceN)
-		hParallel(hRaceN, func(i int) {
+		var counts statusCounts
+		winner := make([]string, raceN)
+		parallel(raceN, func(i int) {
 			uid := fmt.Sprintf("racer.%d", i)
-			r := hDoE(hc, http.MethodPost, base+"/users", w.Owner.Token, nil,
-				hJSON(map[string]any{"userId": uid, "email": "Contested@Example.com", "name": "Racer", "role": "member"}))
+			r := doReqE(hc, http.MethodPost, base+"/users", w.Owner.Token, nil,
+				jsonOf(map[string]any{"userId": uid, "email": "Contested@Example.com", "name": "Racer", "role": "member"}))
 			if r.Err != nil {
 				t.Errorf("add %s: %v", uid, r.Err)
 				return
@@ -49,20 +49,20 @@ func TestHardeningRaces(t *testing.T) {
 			case http.StatusCreated:
 				winner[i] = uid
 			case http.StatusConflict:
-				if c := hProblemCode(r.Body); c != "email_taken" {
+				if c := problemCode(r.Body); c != "email_taken" {
 					t.Errorf("add %s: 409 %s, want email_taken", uid, c)
 				}
 			}
 		})
-		if counts.get(http.StatusCreated) != 1 || counts.get(http.StatusConflict) != hRaceN-1 {
-			t.Errorf("statuses: %s; want one 201 and %d 409", &counts, hRaceN-1)
+		if counts.get(http.StatusCreated) != 1 || counts.get(http.StatusConflict) != raceN-1 {
+			t.Errorf("statuses: %s; want one 201 and %d 409", &counts, raceN-1)
 		}
-		var claims, users []hItem
-		for _, it := range hScan(t, ts) {
-			if it.hS("orgId") != org || !strings.EqualFold(it.hS("email"), "contested@example.com") {
+		var claims, users []dbItem
+		for _, it := range scanAll(t, ts) {
+			if it.str("orgId") != org || !strings.EqualFold(it.str("email"), "contested@example.com") {
 				continue
 			}
-			switch it.hS("type") {
+			switch it.str("type") {
 			case "EmailClaim":
 				claims = append(claims, it)
 			case "OrgUser":
@@ -73,8 +73,8 @@ func TestHardeningRaces(t *testing.T) {
 			t.Fatalf("items with the email: %d claims, %d users; want 1 and 1", len(claims), len(users))
 		}
 		won := strings.Join(winner, "")
-		if claims[0].hS("userId") != won || users[0].hS("userId") != won {
-			t.Errorf("claim of %s, user %s; the 201 went to %s", claims[0].hS("userId"), users[0].hS("userId"), won)
+		if claims[0].str("userId") != won || users[0].str("userId") != won {
+			t.Errorf("claim of %s, user %s; the 201 went to %s", claims[0].str("userId"), users[0].str("userId"), won)
 		}
 	})
 
@@ -82,9 +82,9 @@ func TestHardeningRaces(t *testing.T) {
 		team := MustTeam(t, w.Owner.C, org, "Race team")
 		u := ts.Actor(t, "contended")
 		MustUser(t, w.Owner.C, org, u, client.RoleMember)
-		var counts hStatusCounts
-		hParallel(hRaceN, func(i int) {
-			r := hDoE(hc, http.MethodPut, base+"/teams/"+team.Id+"/members/"+u.ID, w.Owner.Token, nil, `{"role":"member"}`)
+		var counts statusCounts
+		parallel(raceN, func(i int) {
+			r := doReqE(hc, http.MethodPut, base+"/teams/"+team.Id+"/members/"+u.ID, w.Owner.Token, nil, `{"role":"member"}`)
 			if r.Err != nil {
 				t.Errorf("put: %v", r.Err)
 				return
@@ -93,20 +93,20 @@ func TestHardeningRaces(t *testing.T) {
 		})
 		// The product's answer: the PUT that created the edge is a 201,
 		// every other one found it and is a 200 (nothing to change).
-		if counts.get(http.StatusCreated) != 1 || counts.get(http.StatusOK) != hRaceN-1 {
-			t.Errorf("statuses: %s; want one 201 and %d 200", &counts, hRaceN-1)
+		if counts.get(http.StatusCreated) != 1 || counts.get(http.StatusOK) != raceN-1 {
+			t.Errorf("statuses: %s; want one 201 and %d 200", &counts, raceN-1)
 		}
-		hWantTeamCounts(t, ts, org, team.Id, map[string]int{u.ID: 1, w.Owner.ID: 1})
+		wantTeamCounts(t, ts, org, team.Id, map[string]int{u.ID: 1, w.Owner.ID: 1})
 	})
 
 	t.Run("50 PUTs of one member with alternating roles", func(t *testing.T) {
 		team := MustTeam(t, w.Owner.C, org, "Role race team")
 		u := ts.Actor(t, "flipper")
 		MustUser(t, w.Owner.C, org, u, client.RoleMember)
-		var counts hStatusCounts
-		hParallel(hRaceN, func(i int) {
+		var counts statusCounts
+		parallel(raceN, func(i int) {
 			role := []string{"admin", "member"}[i%2]
-			r := hDoE(hc, http.MethodPut, base+"/teams/"+team.Id+"/members/"+u.ID, w.Owner.Token, nil, `{"role":"`+role+`"}`)
+			r := doReqE(hc, http.MethodPut, base+"/teams/"+team.Id+"/members/"+u.ID, w.Owner.Token, nil, `{"role":"`+role+`"}`)
 			if r.Err != nil {
 				t.Errorf("put: %v", r.Err)
 				return
@@ -115,10 +115,10 @@ func TestHardeningRaces(t *testing.T) {
 		})
 		// Without If-Match a PUT is last-writer-wins: never a 412 (the
 		// client asked for no precondition), never a 5xx.
-		if counts.get(http.StatusCreated) != 1 || counts.get(http.StatusOK) != hRaceN-1 {
-			t.Errorf("statuses: %s; want one 201 and %d 200", &counts, hRaceN-1)
+		if counts.get(http.StatusCreated) != 1 || counts.get(http.StatusOK) != raceN-1 {
+			t.Errorf("statuses: %s; want one 201 and %d 200", &counts, raceN-1)
 		}
-		hWantTeamCounts(t, ts, org, team.Id, map[string]int{u.ID: 1, w.Owner.ID: 1})
+		wantTeamCounts(t, ts, org, team.Id, map[string]int{u.ID: 1, w.Owner.ID: 1})
 	})
 
 	t.Run("PATCHes with the same If-Match", func(t *testing.T) {
@@ -150,11 +150,11 @@ func TestHardeningRaces(t *testing.T) {
 		for _, tg := range targets {
 			for round, n := range []int{2, 2, 2, 10} {
 				tag := tg.get()
-				var counts hStatusCounts
+				var counts statusCounts
 				var mu sync.Mutex
 				var winnerTag string
-				hParallel(n, func(i int) {
-					r := hDoE(hc, http.MethodPatch, tg.path, w.Owner.Token, http.Header{"If-Match": {tag}}, fmt.Sprintf(tg.body, round*100+i))
+				parallel(n, func(i int) {
+					r := doReqE(hc, http.MethodPatch, tg.path, w.Owner.Token, http.Header{"If-Match": {tag}}, fmt.Sprintf(tg.body, round*100+i))
 					if r.Err != nil {
 						t.Errorf("patch: %v", r.Err)
 						return
@@ -164,7 +164,7 @@ func TestHardeningRaces(t *testing.T) {
 						mu.Lock()
 						winnerTag = r.Header.Get("ETag")
 						mu.Unlock()
-					} else if c := hProblemCode(r.Body); r.Status == http.StatusPreconditionFailed && c != "version_mismatch" {
+					} else if c := problemCode(r.Body); r.Status == http.StatusPreconditionFailed && c != "version_mismatch" {
 						t.Errorf("%s: 412 with code %q", tg.name, c)
 					}
 				})
@@ -180,36 +180,36 @@ func TestHardeningRaces(t *testing.T) {
 
 	t.Run("50 concurrent comments", func(t *testing.T) {
 		tk := MustTicket(t, w.Member.C, org, client.TicketCreate{Title: "Popular"})
-		var counts hStatusCounts
-		hParallel(hRaceN, func(i int) {
+		var counts statusCounts
+		parallel(raceN, func(i int) {
 			a := []actor{w.Member, w.Owner, w.Requester, w.Assignee, w.TeamMember}[i%5]
-			r := hDoE(hc, http.MethodPost, base+"/tickets/"+tk.Id+"/comments", a.Token, nil, fmt.Sprintf(`{"body":"comment %d"}`, i))
+			r := doReqE(hc, http.MethodPost, base+"/tickets/"+tk.Id+"/comments", a.Token, nil, fmt.Sprintf(`{"body":"comment %d"}`, i))
 			if r.Err != nil {
 				t.Errorf("comment: %v", r.Err)
 				return
 			}
 			counts.add(r.Status)
 		})
-		if counts.get(http.StatusCreated) != hRaceN {
-			t.Errorf("statuses: %s; want %d 201", &counts, hRaceN)
+		if counts.get(http.StatusCreated) != raceN {
+			t.Errorf("statuses: %s; want %d 201", &counts, raceN)
 		}
-		item := hGet(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA")
-		if got := item.hN(t, "commentCount"); got != hRaceN {
-			t.Errorf("commentCount in the table: %d, want %d", got, hRaceN)
+		item := getRaw(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA")
+		if got := item.num(t, "commentCount"); got != raceN {
+			t.Errorf("commentCount in the table: %d, want %d", got, raceN)
 		}
 		seen := map[string]bool{}
-		for _, it := range hItems(t, ts, "Comment", org) {
-			if strings.HasPrefix(it.hS("pk"), "ORG#"+org+"#TICKET#"+tk.Id) {
-				seen[it.hS("body")] = true
+		for _, it := range itemsOf(t, ts, "Comment", org) {
+			if strings.HasPrefix(it.str("pk"), "ORG#"+org+"#TICKET#"+tk.Id) {
+				seen[it.str("body")] = true
 			}
 		}
-		if len(seen) != hRaceN {
-			t.Errorf("comment items: %d distinct, want %d", len(seen), hRaceN)
+		if len(seen) != raceN {
+			t.Errorf("comment items: %d distinct, want %d", len(seen), raceN)
 		}
 		g, err := w.Member.C.GetTicketWithResponse(bg, org, tk.Id, nil)
 		mustStatus(t, g, err, http.StatusOK)
-		if g.JSON200.CommentCount != hRaceN {
-			t.Errorf("commentCount served: %d, want %d", g.JSON200.CommentCount, hRaceN)
+		if g.JSON200.CommentCount != raceN {
+			t.Errorf("commentCount served: %d, want %d", g.JSON200.CommentCount, raceN)
 		}
 	})
 
@@ -220,18 +220,18 @@ func TestHardeningRaces(t *testing.T) {
 			us[i] = ts.Actor(t, "churn")
 			MustUser(t, w.Owner.C, org, us[i], client.RoleMember)
 		}
-		hParallel(2*hRaceN, func(i int) {
+		parallel(2*raceN, func(i int) {
 			u := us[i%len(us)]
 			method, body := http.MethodPut, `{"role":"member"}`
 			if i%3 == 0 {
 				method, body = http.MethodDelete, ""
 			}
-			r := hDoE(hc, method, base+"/teams/"+team.Id+"/members/"+u.ID, w.Owner.Token, nil, body)
+			r := doReqE(hc, method, base+"/teams/"+team.Id+"/members/"+u.ID, w.Owner.Token, nil, body)
 			if r.Err != nil || r.Status >= 500 {
 				t.Errorf("%s member: %v %d %s", method, r.Err, r.Status, r.Body)
 			}
 		})
-		hWantTeamCounts(t, ts, org, team.Id, nil)
+		wantTeamCounts(t, ts, org, team.Id, nil)
 	})
 
 	// A user removed from the org while being added to a team must not
@@ -242,47 +242,47 @@ func TestHardeningRaces(t *testing.T) {
 		for round := range 30 { // the window is narrow: enough rounds to hit it
 			u := ts.Actor(t, "orphan")
 			MustUser(t, w.Owner.C, org, u, client.RoleMember)
-			hParallel(2, func(i int) {
+			parallel(2, func(i int) {
 				if i == 0 {
-					hDoE(hc, http.MethodPut, base+"/teams/"+team.Id+"/members/"+u.ID, w.Owner.Token, nil, `{"role":"admin"}`)
+					doReqE(hc, http.MethodPut, base+"/teams/"+team.Id+"/members/"+u.ID, w.Owner.Token, nil, `{"role":"admin"}`)
 				} else {
-					hDoE(hc, http.MethodDelete, base+"/users/"+u.ID, w.Owner.Token, nil, "")
+					doReqE(hc, http.MethodDelete, base+"/users/"+u.ID, w.Owner.Token, nil, "")
 				}
 			})
-			if hGet(t, ts, "ORG#"+org, "USER#"+u.ID) == nil && hGet(t, ts, "ORG#"+org+"#TEAM#"+team.Id, "MEMBER#"+u.ID) != nil {
+			if getRaw(t, ts, "ORG#"+org, "USER#"+u.ID) == nil && getRaw(t, ts, "ORG#"+org+"#TEAM#"+team.Id, "MEMBER#"+u.ID) != nil {
 				t.Errorf("round %d: %s was removed from the org but is still a member of team %s", round, u.ID, team.Id)
 			}
 		}
-		hWantTeamCounts(t, ts, org, team.Id, nil)
+		wantTeamCounts(t, ts, org, team.Id, nil)
 	})
 }
 
-// hWantTeamCounts reads the team's items from the table: memberCount must
+// wantTeamCounts reads the team's items from the table: memberCount must
 // equal the number of membership edges, each user (of want, if not nil)
 // having exactly that many edges.
-func hWantTeamCounts(t *testing.T, ts *testServer, org, team string, want map[string]int) {
+func wantTeamCounts(t *testing.T, ts *testServer, org, team string, want map[string]int) {
 	t.Helper()
-	hWantTeamsCounts(t, hScan(t, ts), org, []string{team}, want)
+	wantTeamsCounts(t, scanAll(t, ts), org, []string{team}, want)
 }
 
-// hWantTeamsCounts is hWantTeamCounts for several teams, on items already
+// wantTeamsCounts is wantTeamCounts for several teams, on items already
 // scanned.
-func hWantTeamsCounts(t *testing.T, items []hItem, org string, teams []string, want map[string]int) {
+func wantTeamsCounts(t *testing.T, items []dbItem, org string, teams []string, want map[string]int) {
 	t.Helper()
 	for _, team := range teams {
 		pk := "ORG#" + org + "#TEAM#" + team
-		var meta hItem
+		var meta dbItem
 		edges := map[string]int{}
 		total := 0
 		for _, it := range items {
-			if it.hS("pk") != pk {
+			if it.str("pk") != pk {
 				continue
 			}
-			switch it.hS("type") {
+			switch it.str("type") {
 			case "Team":
 				meta = it
 			case "Membership":
-				edges[it.hS("userId")]++
+				edges[it.str("userId")]++
 				total++
 			}
 		}
@@ -290,7 +290,7 @@ func hWantTeamsCounts(t *testing.T, items []hItem, org string, teams []string, w
 			t.Errorf("team %s is gone", team)
 			continue
 		}
-		if got := meta.hN(t, "memberCount"); got != int64(total) {
+		if got := meta.num(t, "memberCount"); got != int64(total) {
 			t.Errorf("team %s: memberCount %d, but %d membership edges", team, got, total)
 		}
 		if want != nil {

@@ -1,0 +1,362 @@
+package httpapi_test
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/oapi-codegen/nullable"
+
+	"github.com/tenantd/tenantd/client"
+)
+
+// TestTicket is the behaviour of tickets and comments: a subtest per
+// success status, a subtest of it per operation (the errors every
+// operation answers are in status_test.go).
+func TestTicket(t *testing.T) {
+	t.Run("200", func(t *testing.T) {
+		ts := MustServer(t)
+		w := MustWorld(t, ts, "Acme")
+		org := w.Org.Id
+		t.Run("listUserTickets/include=user&expand=requester,assignee", func(t *testing.T) {
+			r, err := w.Member.C.ListUserTicketsWithResponse(bg, org, w.Requester.ID, &client.ListUserTicketsParams{
+				Include: ptr(client.ListUserTicketsParamsIncludeUser),
+				Expand:  &client.TicketExpand{client.TicketExpansionRequester, client.TicketExpansionAssignee}})
+			mustStatus(t, r, err, http.StatusOK)
+			if r.JSON200.User == nil || r.JSON200.User.UserId != w.Requester.ID || r.JSON200.User.Email != w.Requester.Email {
+				t.Errorf("user: got %+v, want %s", r.JSON200.User, w.Requester.ID)
+			}
+			if got, want := ticketIDs(r.JSON200.Items), []string{w.Ticket.Id}; !slices.Equal(got, want) {
+				t.Fatalf("tickets: got %v, want %v", got, want)
+			}
+			tk := r.JSON200.Items[0]
+			if tk.Requester == nil || tk.Requester.UserId != w.Requester.ID {
+				t.Errorf("requester not expanded: %+v", tk.Requester)
+			}
+			if tk.Assignee == nil || tk.Assignee.UserId != w.Assignee.ID {
+				t.Errorf("assignee not expanded: %+v", tk.Assignee)
+			}
+		})
+
+		t.Run("listUserTickets/plain", func(t *testing.T) {
+			r, err := w.Member.C.ListUserTicketsWithResponse(bg, org, w.Requester.ID, nil)
+			mustStatus(t, r, err, http.StatusOK)
+			if r.JSON200.User != nil {
+				t.Errorf("user present without include=user")
+			}
+			if got, want := ticketIDs(r.JSON200.Items), []string{w.Ticket.Id}; !slices.Equal(got, want) {
+				t.Errorf("tickets: got %v, want %v", got, want)
+			}
+			if tk := r.JSON200.Items[0]; tk.Requester != nil || tk.Assignee != nil {
+				t.Errorf("users expanded without expand")
+			}
+		})
+
+		t.Run("listAssignedTickets", func(t *testing.T) {
+			r, err := w.Member.C.ListAssignedTicketsWithResponse(bg, org, w.Assignee.ID, &client.ListAssignedTicketsParams{
+				Expand: &client.TicketExpand{client.TicketExpansionAssignee}})
+			mustStatus(t, r, err, http.StatusOK)
+			if got, want := ticketIDs(r.JSON200.Items), []string{w.Ticket.Id}; !slices.Equal(got, want) {
+				t.Fatalf("tickets: got %v, want %v", got, want)
+			}
+			if tk := r.JSON200.Items[0]; tk.Assignee == nil || tk.Assignee.UserId != w.Assignee.ID || tk.Requester != nil {
+				t.Errorf("expand=assignee: requester %+v assignee %+v", tk.Requester, tk.Assignee)
+			}
+			r, err = w.Member.C.ListAssignedTicketsWithResponse(bg, org, w.Requester.ID, nil)
+			mustStatus(t, r, err, http.StatusOK)
+			if got := len(r.JSON200.Items); got != 0 {
+				t.Errorf("requester has %d assigned tickets, want 0", got)
+			}
+		})
+
+		t.Run("getTicket", func(t *testing.T) {
+			r, err := w.Member.C.GetTicketWithResponse(bg, org, w.Ticket.Id, nil)
+			mustStatus(t, r, err, http.StatusOK)
+			tk := r.JSON200
+			if tk.Id != w.Ticket.Id || tk.Title != w.Ticket.Title || tk.RequesterId != w.Requester.ID || tk.Status != client.TicketStatusNew ||
+				tk.Priority != client.TicketPriorityNormal || !slices.Equal(tk.Tags, []string{"hardware"}) ||
+				tk.AssigneeId == nil || *tk.AssigneeId != w.Assignee.ID || tk.TeamId == nil || *tk.TeamId != w.Team.Id {
+				t.Errorf("ticket: got %+v", tk)
+			}
+			if tk.Comments != nil || tk.Requester != nil || tk.Assignee != nil {
+				t.Errorf("embedded data without include/expand")
+			}
+			wantETag(t, r.HTTPResponse.Header, tk.Version)
+		})
+
+		t.Run("createComment then getTicket/include=comments&expand=requester,assignee", func(t *testing.T) {
+			c1 := MustComment(t, w.Member.C, org, w.Ticket.Id, "is it plugged in?")
+			c2 := MustComment(t, w.Requester.C, org, w.Ticket.Id, "yes")
+			r, err := w.Member.C.GetTicketWithResponse(bg, org, w.Ticket.Id, &client.GetTicketParams{
+				Include: ptr(client.GetTicketParamsIncludeComments),
+				Expand:  &client.TicketExpand{client.TicketExpansionRequester, client.TicketExpansionAssignee}})
+			mustStatus(t, r, err, http.StatusOK)
+			tk := r.JSON200
+			if tk.Comments == nil {
+				t.Fatal("comments missing with include=comments")
+			}
+			var ids []string
+			for _, c := range *tk.Comments {
+				ids = append(ids, c.Id)
+			}
+			if got, want := ids, []string{c1.Id, c2.Id}; !slices.Equal(got, want) {
+				t.Errorf("comments (oldest first): got %v, want %v", got, want)
+			}
+			if got, want := tk.CommentCount, 2; got != want {
+				t.Errorf("commentCount: got %d, want %d", got, want)
+			}
+			if tk.Requester == nil || tk.Requester.UserId != w.Requester.ID || tk.Assignee == nil || tk.Assignee.UserId != w.Assignee.ID {
+				t.Errorf("expand: requester %+v assignee %+v", tk.Requester, tk.Assignee)
+			}
+			wantETag(t, r.HTTPResponse.Header, tk.Version)
+			w.Ticket = *tk
+		})
+
+		t.Run("listComments", func(t *testing.T) {
+			r, err := w.Member.C.ListCommentsWithResponse(bg, org, w.Ticket.Id, nil)
+			mustStatus(t, r, err, http.StatusOK)
+			if got, want := len(r.JSON200.Items), 2; got != want {
+				t.Fatalf("items: got %d, want %d", got, want)
+			}
+			if c := r.JSON200.Items[0]; c.Body != "is it plugged in?" || c.AuthorId != w.Member.ID || c.TicketId != w.Ticket.Id {
+				t.Errorf("comment: got %+v", c)
+			}
+		})
+
+		t.Run("updateTicket by assignee", func(t *testing.T) {
+			r, err := w.Assignee.C.UpdateTicketWithResponse(bg, org, w.Ticket.Id, &client.UpdateTicketParams{IfMatch: ptr(etagOf(w.Ticket.Version))},
+				client.UpdateTicketJSONRequestBody{Status: ptr(client.TicketStatusOpen), Priority: ptr(client.TicketPriorityHigh),
+					Tags: &[]string{"hardware", "printer"}})
+			mustStatus(t, r, err, http.StatusOK)
+			tk := r.JSON200
+			if tk.Status != client.TicketStatusOpen || tk.Priority != client.TicketPriorityHigh || !slices.Equal(tk.Tags, []string{"hardware", "printer"}) ||
+				tk.Version != w.Ticket.Version+1 || tk.CommentCount != 2 || tk.Title != w.Ticket.Title {
+				t.Errorf("ticket: got %+v", tk)
+			}
+			wantETag(t, r.HTTPResponse.Header, tk.Version)
+			w.Ticket = *tk
+		})
+
+		t.Run("listTickets/status filter", func(t *testing.T) {
+			second := MustTicket(t, w.Member.C, org, client.TicketCreate{Title: "second"})
+			r, err := w.Member.C.ListTicketsWithResponse(bg, org, nil)
+			mustStatus(t, r, err, http.StatusOK)
+			if got, want := ticketIDs(r.JSON200.Items), []string{second.Id, w.Ticket.Id}; !slices.Equal(got, want) {
+				t.Errorf("all tickets (newest first): got %v, want %v", got, want)
+			}
+			for status, want := range map[client.TicketStatus][]string{
+				client.TicketStatusOpen: {w.Ticket.Id}, client.TicketStatusNew: {second.Id}, client.TicketStatusClosed: nil} {
+				r, err := w.Member.C.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Status: ptr(status)})
+				mustStatus(t, r, err, http.StatusOK)
+				if got := ticketIDs(r.JSON200.Items); !slices.Equal(got, want) {
+					t.Errorf("status=%s: got %v, want %v", status, got, want)
+				}
+			}
+			r, err = w.Member.C.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{
+				Expand: &client.TicketExpand{client.TicketExpansionRequester, client.TicketExpansionAssignee}})
+			mustStatus(t, r, err, http.StatusOK)
+			for _, tk := range r.JSON200.Items {
+				if tk.Requester == nil || tk.Requester.UserId != tk.RequesterId {
+					t.Errorf("ticket %s: requester not expanded", tk.Id)
+				}
+				if (tk.AssigneeId != nil) != (tk.Assignee != nil) {
+					t.Errorf("ticket %s: assignee expanded %v for assigneeId %v", tk.Id, tk.Assignee != nil, tk.AssigneeId)
+				}
+			}
+		})
+
+		t.Run("listTeamTickets/status filter", func(t *testing.T) {
+			r, err := w.Member.C.ListTeamTicketsWithResponse(bg, org, w.Team.Id, nil)
+			mustStatus(t, r, err, http.StatusOK)
+			if got, want := ticketIDs(r.JSON200.Items), []string{w.Ticket.Id}; !slices.Equal(got, want) {
+				t.Errorf("team tickets: got %v, want %v", got, want)
+			}
+			r, err = w.Member.C.ListTeamTicketsWithResponse(bg, org, w.Team.Id, &client.ListTeamTicketsParams{Status: ptr(client.TicketStatusOpen),
+				Expand: &client.TicketExpand{client.TicketExpansionRequester}})
+			mustStatus(t, r, err, http.StatusOK)
+			if got, want := ticketIDs(r.JSON200.Items), []string{w.Ticket.Id}; !slices.Equal(got, want) {
+				t.Fatalf("status=open: got %v, want %v", got, want)
+			}
+			if tk := r.JSON200.Items[0]; tk.Requester == nil || tk.Assignee != nil {
+				t.Errorf("expand=requester: requester %+v assignee %+v", tk.Requester, tk.Assignee)
+			}
+			r, err = w.Member.C.ListTeamTicketsWithResponse(bg, org, w.Team.Id, &client.ListTeamTicketsParams{Status: ptr(client.TicketStatusNew)})
+			mustStatus(t, r, err, http.StatusOK)
+			if got := ticketIDs(r.JSON200.Items); len(got) != 0 {
+				t.Errorf("status=new: got %v, want none", got)
+			}
+		})
+
+		t.Run("updateTicket/null unassigns and unroutes", func(t *testing.T) {
+			body := client.UpdateTicketJSONRequestBody{AssigneeId: nullable.NewNullNullable[string](), TeamId: nullable.NewNullNullable[string]()}
+			r, err := w.Requester.C.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil, body)
+			mustStatus(t, r, err, http.StatusOK)
+			if r.JSON200.AssigneeId != nil || r.JSON200.TeamId != nil {
+				t.Errorf("ticket still assigned/routed: %+v", r.JSON200)
+			}
+			la, err := w.Member.C.ListAssignedTicketsWithResponse(bg, org, w.Assignee.ID, nil)
+			mustStatus(t, la, err, http.StatusOK)
+			if got := ticketIDs(la.JSON200.Items); len(got) != 0 {
+				t.Errorf("assigned tickets after unassign: %v", got)
+			}
+			lt, err := w.Member.C.ListTeamTicketsWithResponse(bg, org, w.Team.Id, nil)
+			mustStatus(t, lt, err, http.StatusOK)
+			if got := ticketIDs(lt.JSON200.Items); len(got) != 0 {
+				t.Errorf("team tickets after unrouting: %v", got)
+			}
+			// And back: assign and route again.
+			body = client.UpdateTicketJSONRequestBody{AssigneeId: nullable.NewNullableWithValue(w.Assignee.ID), TeamId: nullable.NewNullableWithValue(w.Team.Id)}
+			r, err = w.Requester.C.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil, body)
+			mustStatus(t, r, err, http.StatusOK)
+			if r.JSON200.AssigneeId == nil || *r.JSON200.AssigneeId != w.Assignee.ID || r.JSON200.TeamId == nil || *r.JSON200.TeamId != w.Team.Id {
+				t.Errorf("ticket not reassigned: %+v", r.JSON200)
+			}
+		})
+	})
+	t.Run("201", func(t *testing.T) {
+		ts := MustServer(t)
+		w := MustWorld(t, ts, "Initech")
+		org := w.Org.Id
+		t.Run("createTicket", func(t *testing.T) {
+			r, err := w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "VPN down", Description: ptr("since 9am"),
+				Priority: ptr(client.TicketPriorityUrgent), TeamId: &w.Team.Id, AssigneeId: &w.Assignee.ID, Tags: &[]string{"net", "vpn"}})
+			mustStatus(t, r, err, http.StatusCreated)
+			tk := r.JSON201
+			if tk.Title != "VPN down" || tk.Description != "since 9am" || tk.Priority != client.TicketPriorityUrgent || tk.Status != client.TicketStatusNew ||
+				tk.RequesterId != w.Member.ID || tk.AssigneeId == nil || *tk.AssigneeId != w.Assignee.ID || tk.TeamId == nil || *tk.TeamId != w.Team.Id ||
+				!slices.Equal(tk.Tags, []string{"net", "vpn"}) || tk.CommentCount != 0 || tk.Version != 1 {
+				t.Errorf("ticket: got %+v", tk)
+			}
+			wantETag(t, r.HTTPResponse.Header, 1)
+		})
+
+		t.Run("createTicket/assigned to oneself", func(t *testing.T) {
+			r, err := w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "I'll fix it myself", AssigneeId: &w.Member.ID})
+			mustStatus(t, r, err, http.StatusCreated)
+			if tk := r.JSON201; tk.RequesterId != w.Member.ID || tk.AssigneeId == nil || *tk.AssigneeId != w.Member.ID {
+				t.Errorf("ticket: got %+v", tk)
+			}
+		})
+
+		t.Run("createTicket/defaults", func(t *testing.T) {
+			r, err := w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "minimal"})
+			mustStatus(t, r, err, http.StatusCreated)
+			tk := r.JSON201
+			if tk.Priority != client.TicketPriorityNormal || tk.Description != "" || tk.Tags == nil || len(tk.Tags) != 0 || tk.AssigneeId != nil || tk.TeamId != nil {
+				t.Errorf("ticket: got %+v", tk)
+			}
+		})
+
+		t.Run("createComment", func(t *testing.T) {
+			r, err := w.Member.C.CreateCommentWithResponse(bg, org, w.Ticket.Id, nil, client.CommentCreate{Body: "me too"})
+			mustStatus(t, r, err, http.StatusCreated)
+			if c := r.JSON201; c.Body != "me too" || c.AuthorId != w.Member.ID || c.TicketId != w.Ticket.Id || len(c.Id) != 26 {
+				t.Errorf("comment: got %+v", c)
+			}
+			g, err := w.Member.C.GetTicketWithResponse(bg, org, w.Ticket.Id, nil)
+			mustStatus(t, g, err, http.StatusOK)
+			if got, want := g.JSON200.CommentCount, 1; got != want {
+				t.Errorf("commentCount: got %d, want %d", got, want)
+			}
+		})
+	})
+	t.Run("204", func(t *testing.T) {
+		ts := MustServer(t)
+		w := MustWorld(t, ts, "Umbrella")
+		org := w.Org.Id
+		t.Run("deleteTicket by requester", func(t *testing.T) {
+			MustComment(t, w.Requester.C, org, w.Ticket.Id, "never mind")
+			r, err := w.Requester.C.DeleteTicketWithResponse(bg, org, w.Ticket.Id, &client.DeleteTicketParams{IfMatch: ptr(etagOf(w.Ticket.Version))})
+			mustStatus(t, r, err, http.StatusNoContent)
+			g, err := w.Owner.C.GetTicketWithResponse(bg, org, w.Ticket.Id, nil)
+			wantProblem(t, g, err, http.StatusNotFound, "")
+			l, err := w.Owner.C.ListCommentsWithResponse(bg, org, w.Ticket.Id, nil)
+			if err == nil && l.StatusCode() == http.StatusOK && len(l.JSON200.Items) != 0 {
+				t.Errorf("comments of a deleted ticket are still listed: %+v", l.JSON200.Items)
+			}
+			lt, err := w.Owner.C.ListTicketsWithResponse(bg, org, nil)
+			mustStatus(t, lt, err, http.StatusOK)
+			if len(lt.JSON200.Items) != 0 {
+				t.Errorf("tickets after delete: %v", ticketIDs(lt.JSON200.Items))
+			}
+		})
+	})
+}
+
+// TestDeleteTicketRacingComments: comments posted while their ticket is
+// deleted. An acknowledged comment is readable unless its ticket's DELETE
+// was acknowledged; a deleted ticket's comments are 404, and none is left
+// in the table.
+func TestDeleteTicketRacingComments(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Comment race")
+	org := w.Org.Id
+	hc := raceClient(t, 8)
+	type result struct {
+		ticket   string
+		deleted  bool
+		comments []string
+	}
+	var mu sync.Mutex
+	var results []result
+	var posts statusCounts
+	for round := range 20 {
+		tk := MustTicket(t, w.Member.C, org, client.TicketCreate{Title: fmt.Sprintf("Doomed %d", round)})
+		res := result{ticket: tk.Id}
+		parallel(7, func(i int) {
+			if i == 3 {
+				r := doReqE(hc, http.MethodDelete, ts.URL+"/v1/orgs/"+org+"/tickets/"+tk.Id, w.Owner.Token, nil, "")
+				if r.Err != nil || (r.Status != http.StatusNoContent) {
+					t.Errorf("delete: %v %d %s", r.Err, r.Status, r.Body)
+					return
+				}
+				mu.Lock()
+				res.deleted = true
+				mu.Unlock()
+				return
+			}
+			r := doReqE(hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets/"+tk.Id+"/comments", w.Member.Token, nil, `{"body":"racing"}`)
+			if r.Err != nil {
+				t.Errorf("comment: %v", r.Err)
+				return
+			}
+			posts.add(r.Status)
+			switch r.Status {
+			case http.StatusCreated:
+				var c client.Comment
+				decodeJSON(t, r.Body, &c)
+				mu.Lock()
+				res.comments = append(res.comments, c.Id)
+				mu.Unlock()
+			case http.StatusNotFound:
+			default:
+				t.Errorf("comment: %d %s, want 201 or 404", r.Status, r.Body)
+			}
+		})
+		results = append(results, res)
+	}
+	t.Logf("POST comment: %s", &posts)
+	for _, res := range results {
+		l, err := w.Member.C.ListCommentsWithResponse(bg, org, res.ticket, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.deleted {
+			wantProblem(t, l, err, http.StatusNotFound, "ticket_not_found")
+			continue
+		}
+		mustStatus(t, l, err, http.StatusOK)
+		for _, id := range res.comments {
+			if !strings.Contains(string(l.Body), id) {
+				t.Errorf("acknowledged comment %s of live ticket %s is not listed", id, res.ticket)
+			}
+		}
+	}
+	mustHealthy(t, ts)
+	if n := len(itemsOf(t, ts, "Comment", org)); n != 0 {
+		t.Errorf("%d comments of deleted tickets left", n)
+	}
+}
