@@ -263,7 +263,7 @@ func (rn *runner) scaleMembers(ctx context.Context, sd *seeder, sizes []int, d t
 			u := members[rand.IntN(len(members))]
 			return one(capture(func(ctx context.Context) error { _, err := rn.env.teams().GetTeamMember(ctx, org, team, u); return err }))
 		})
-		ap1 := one(capture(func(ctx context.Context) error {
+		ap1 := listing(capture(func(ctx context.Context) error {
 			_, err := rn.env.teams().ListTeamMembers(ctx, org, team, page.Request{Limit: page.DefaultLimit})
 			return err
 		}))
