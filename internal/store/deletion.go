@@ -125,9 +125,9 @@ func (s *Deletions) Finish(ctx context.Context, j deletion.Job, owner string) er
 	}
 	switch j.Kind {
 	case deletion.Team:
-		return s.finishTeam(ctx, j.OrgID, j.ID, owner)
+		return finishCascade(ctx, s.DB, s.teamCascade(j.OrgID, j.ID), owner)
 	case deletion.Ticket:
-		return s.finishTicket(ctx, j.OrgID, j.ID, owner)
+		return finishCascade(ctx, s.DB, s.ticketCascade(j.OrgID, j.ID), owner)
 	default:
 		return s.finishOrg(ctx, j.OrgID, owner)
 	}

@@ -273,52 +273,34 @@ func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion 
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return err
 	}
-	k := teamKey(orgID, teamID)
-	goneUsers := map[string]bool{}
-	for attempt := range maxDeleteAttempts {
-		team, edges, err := s.teamPartition(ctx, orgID, teamID)
-		if err != nil {
-			return fmt.Errorf("delete team: %w", err)
-		}
-		switch {
-		case team == nil:
-			return errTeamNotFound
-		case team.Deleting:
-			return errTeamNotFound // deleted already: the worker finishes it
-		case ifVersion > 0 && team.Version != ifVersion:
-			return errVersion
-		}
-		const fixed = 3 // the team, the audit event, the actor fence
-		if attempt < singleTxAttempts && len(edges)*2+fixed <= maxTxItems {
-			t := s.newTx()
-			t.delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
-				If(liveItem+" AND version = ? AND memberCount = ?", team.Version, len(edges)), retryOn)
-			for _, e := range edges {
-				s.dropEdge(t, orgID, e, teamID, goneUsers)
+	return deleteCascade(ctx, s.DB, s.teamCascade(orgID, teamID), ifVersion, ev)
+}
+
+// teamCascade is the deletion of a team with its edges (cascade.go): an
+// edge goes with the team's removal from its user's team set, and a part
+// decrements ownerCount by the owner edges in it too.
+func (s *DB) teamCascade(orgID, teamID string) cascade[memberItem] {
+	goneUsers := map[string]bool{} // see dropEdge
+	return cascade[memberItem]{what: "team", key: teamKey(orgID, teamID), deletionSK: teamDeletionSK(orgID, teamID),
+		count: "memberCount", notFound: errTeamNotFound, perChild: 2,
+		read: func(ctx context.Context) (*cascadeParent, []memberItem, error) {
+			team, edges, err := s.teamPartition(ctx, orgID, teamID)
+			if team == nil || err != nil {
+				return nil, nil, err
 			}
-			err := s.audited(ev, t).run(ctx, "delete team")
-			if err == errRetry {
-				continue
+			return &cascadeParent{Version: team.Version, Deleting: team.Deleting, LeaseOwner: team.LeaseOwner}, edges, nil
+		},
+		drop: func(t *txn, e memberItem) { s.dropEdge(t, orgID, e, teamID, goneUsers) },
+		counts: func(u *dynamo.Update, part []memberItem) *dynamo.Update {
+			owners := 0
+			for _, e := range part {
+				if e.Role == string(authz.Owner) {
+					owners++
+				}
 			}
-			return err
-		}
-		// Too large for one transaction: mark it, then delete in parts.
-		owner := newLeaseOwner()
-		now := time.Now()
-		t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-			Set("deleting", true).Set("gsi3pk", deletionsPK).Set("gsi3sk", teamDeletionSK(orgID, teamID)).
-			Set("deletingSince", now).Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
-			If(liveAtVersion, team.Version), retryOn)
-		err = s.audited(ev, t).run(ctx, "mark team deleting")
-		if err == errRetry {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		return s.finishTeam(ctx, orgID, teamID, owner)
+			return u.Add("ownerCount", -owners)
+		},
 	}
-	return errBusy
 }
 
 // dropEdge adds to t the deletion of edge e of team teamID and the team's
@@ -342,61 +324,6 @@ func (s *DB) dropEdge(t *txn, orgID string, e memberItem, teamID string, goneUse
 			}
 			return errRetry
 		})
-}
-
-// finishTeam deletes a team marked deleting, under owner's lease: its edges
-// in transactions that each decrement the counts (and renew the lease), the
-// team item last, once its memberCount is 0.
-func (s *DB) finishTeam(ctx context.Context, orgID, teamID, owner string) error {
-	k := teamKey(orgID, teamID)
-	goneUsers := map[string]bool{}
-	for attempts := 0; ; {
-		team, edges, err := s.teamPartition(ctx, orgID, teamID)
-		if err != nil {
-			return fmt.Errorf("finish team deletion: %w", err)
-		}
-		if team == nil {
-			return nil
-		}
-		if !team.Deleting {
-			return fmt.Errorf("finish team deletion: team %s is not being deleted", teamID)
-		}
-		if team.LeaseOwner != owner {
-			return errLeaseLost
-		}
-		t := s.newTx()
-		if len(edges) == 0 {
-			// No edge is left (a consistent read, and AddMember cannot
-			// commit under a team being deleted): the team goes last.
-			t.delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
-		} else {
-			chunk := edges[:min(len(edges), (maxTxItems-1)/2)]
-			owners := 0
-			for _, e := range chunk {
-				if e.Role == string(authz.Owner) {
-					owners++
-				}
-			}
-			t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("memberCount", -len(chunk)).Add("ownerCount", -owners).
-				Set("leaseUntil", time.Now().Add(s.lease).UnixMilli()).
-				If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
-			for _, e := range chunk {
-				s.dropEdge(t, orgID, e, teamID, goneUsers)
-			}
-		}
-		err = t.run(ctx, "delete team members")
-		switch {
-		case err == errRetry:
-			attempts++
-			if attempts > maxDeleteAttempts*4 {
-				return err
-			}
-		case err != nil:
-			return err
-		case len(edges) == 0:
-			return nil
-		}
-	}
 }
 
 // GetMember is AP3: one GetItem with ConsistentRead on the edge, so a role

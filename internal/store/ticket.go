@@ -243,47 +243,22 @@ func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVe
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
 		return err
 	}
-	k := ticketKey(orgID, ticketID)
-	for attempt := range maxDeleteAttempts {
-		tk, comments, err := s.ticketPartition(ctx, orgID, ticketID)
-		if err != nil {
-			return fmt.Errorf("delete ticket: %w", err)
-		}
-		switch {
-		case tk == nil || tk.Deleting:
-			return errTicketNotFound
-		case ifVersion > 0 && tk.Version != ifVersion:
-			return errVersion
-		}
-		const fixed = 3 // the ticket, the audit event, the actor fence
-		if attempt < singleTxAttempts && len(comments)+fixed <= maxTxItems {
-			t := s.newTx().delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
-				If(liveItem+" AND version = ? AND commentCount = ?", tk.Version, len(comments)), retryOn)
-			for _, c := range comments {
-				t.delete(c, s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK), nil)
+	return deleteCascade(ctx, s.DB, s.ticketCascade(orgID, ticketID), ifVersion, ev)
+}
+
+// ticketCascade is the deletion of a ticket with its comments (cascade.go).
+func (s *DB) ticketCascade(orgID, ticketID string) cascade[key] {
+	return cascade[key]{what: "ticket", key: ticketKey(orgID, ticketID), deletionSK: ticketDeletionSK(orgID, ticketID),
+		count: "commentCount", notFound: errTicketNotFound, perChild: 1,
+		read: func(ctx context.Context) (*cascadeParent, []key, error) {
+			tk, comments, err := s.ticketPartition(ctx, orgID, ticketID)
+			if tk == nil || err != nil {
+				return nil, nil, err
 			}
-			err := s.audited(ev, t).run(ctx, "delete ticket")
-			if err == errRetry {
-				continue
-			}
-			return err
-		}
-		owner := newLeaseOwner()
-		now := time.Now()
-		t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-			Set("deleting", true).Set("gsi3pk", deletionsPK).Set("gsi3sk", ticketDeletionSK(orgID, ticketID)).
-			Set("deletingSince", now).Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
-			If(liveAtVersion, tk.Version), retryOn)
-		err = s.audited(ev, t).run(ctx, "mark ticket deleting")
-		if err == errRetry {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		return s.finishTicket(ctx, orgID, ticketID, owner)
+			return &cascadeParent{Version: tk.Version, Deleting: tk.Deleting, LeaseOwner: tk.LeaseOwner}, comments, nil
+		},
+		drop: func(t *txn, c key) { t.delete(c, s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK).If(exists), retryOn) },
 	}
-	return errBusy
 }
 
 // ticketPartition is a consistent read of a ticket's partition: the ticket
@@ -314,54 +289,6 @@ func (s *DB) ticketPartition(ctx context.Context, orgID, ticketID string) (*tick
 		}
 	}
 	return tk, comments, nil
-}
-
-// finishTicket deletes a ticket marked deleting, under owner's lease: its
-// comments in transactions that each decrement commentCount (and renew the
-// lease), the ticket last, once commentCount is 0.
-func (s *DB) finishTicket(ctx context.Context, orgID, ticketID, owner string) error {
-	k := ticketKey(orgID, ticketID)
-	for attempts := 0; ; {
-		tk, comments, err := s.ticketPartition(ctx, orgID, ticketID)
-		if err != nil {
-			return fmt.Errorf("finish ticket deletion: %w", err)
-		}
-		if tk == nil {
-			return nil
-		}
-		if !tk.Deleting {
-			return fmt.Errorf("finish ticket deletion: ticket %s is not being deleted", ticketID)
-		}
-		if tk.LeaseOwner != owner {
-			return errLeaseLost
-		}
-		t := s.newTx()
-		if len(comments) == 0 {
-			// No comment is left (a consistent read, and AddComment cannot
-			// commit under a ticket being deleted): the ticket goes last.
-			t.delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
-		} else {
-			chunk := comments[:min(len(comments), maxTxItems-1)]
-			t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("commentCount", -len(chunk)).
-				Set("leaseUntil", time.Now().Add(s.lease).UnixMilli()).
-				If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
-			for _, c := range chunk {
-				t.delete(c, s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK).If(exists), retryOn)
-			}
-		}
-		err = t.run(ctx, "delete ticket comments")
-		switch {
-		case err == errRetry:
-			attempts++
-			if attempts > maxDeleteAttempts*4 {
-				return err
-			}
-		case err != nil:
-			return err
-		case len(comments) == 0:
-			return nil
-		}
-	}
 }
 
 // ListTickets pages through an org's tickets newest first: GSI1 descending

@@ -1,0 +1,153 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/guregu/dynamo/v2"
+
+	"github.com/tenantd/tenantd/internal/audit"
+)
+
+// A cascade is the delete of a parent item whose children share its
+// partition (a team and its membership edges, a ticket and its comments),
+// such that no child outlives its parent (docs/data-model.md, section 4a,
+// rule 3). The parent keeps the count of its children (count), which
+// every child write changes in its own transaction:
+//
+//   - A small parent is deleted in one transaction with all its children,
+//     conditioned on the count read with them (a consistent read of the
+//     partition): a child added or removed since fails it, and the delete
+//     reads again.
+//   - A parent too large for one transaction, or one that kept changing
+//     (singleTxAttempts), is first marked deleting under a lease, with the
+//     audit event: from then on it is gone for readers and no child can
+//     commit under it (child writes condition on liveItem). Its children
+//     then go in transactions that each decrement the count and renew the
+//     lease, and the parent item last. A crash in between leaves a marked
+//     parent that the deletion worker finishes once the lease expires
+//     (finishCascade, FinishDeletion).
+type cascade[C any] struct {
+	what       string // "team", "ticket": names the operations
+	key        key    // the parent's #METADATA item
+	deletionSK string // its GSI3 sort key in the DELETING partition, while marked
+	count      string // the parent's count of its children
+	notFound   error
+	// perChild is how many transaction items dropping one child takes.
+	perChild int
+	// read is the consistent read of the partition: the parent (nil when
+	// it does not exist) and its children.
+	read func(ctx context.Context) (*cascadeParent, []C, error)
+	// drop adds to t the delete of child c and what goes with it.
+	drop func(t *txn, c C)
+	// counts adds to the parent's update for a part the changes of its
+	// counts beyond count (a team's ownerCount); nil when there are none.
+	counts func(u *dynamo.Update, part []C) *dynamo.Update
+}
+
+// cascadeParent is what a cascade reads of the parent.
+type cascadeParent struct {
+	Version    int64
+	Deleting   bool
+	LeaseOwner string
+}
+
+// deleteCascade deletes c's parent (at version ifVersion when > 0) and its
+// children, with the audit event ev. Returns c.notFound if the parent does
+// not exist or is being deleted already, PreconditionFailed on a version
+// mismatch, Unavailable (busy) if it never stopped changing.
+func deleteCascade[C any](ctx context.Context, d *DB, c cascade[C], ifVersion int64, ev audit.Event) error {
+	k := c.key
+	for attempt := range maxDeleteAttempts {
+		parent, children, err := c.read(ctx)
+		if err != nil {
+			return fmt.Errorf("delete %s: %w", c.what, err)
+		}
+		switch {
+		case parent == nil || parent.Deleting:
+			return c.notFound // a marked one is finished by its run or the worker
+		case ifVersion > 0 && parent.Version != ifVersion:
+			return errVersion
+		}
+		const fixed = 3 // the parent, the audit event, the actor fence
+		if attempt < singleTxAttempts && len(children)*c.perChild+fixed <= maxTxItems {
+			t := d.newTx().delete(k, d.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
+				If(liveAtVersion+" AND $ = ?", parent.Version, c.count, len(children)), retryOn)
+			for _, child := range children {
+				c.drop(t, child)
+			}
+			err := d.audited(ev, t).run(ctx, "delete "+c.what)
+			if err == errRetry {
+				continue
+			}
+			return err
+		}
+		// Too large for one transaction: mark it, then delete in parts.
+		owner := newLeaseOwner()
+		now := time.Now()
+		t := d.newTx().update(k, d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+			Set("deleting", true).Set("gsi3pk", deletionsPK).Set("gsi3sk", c.deletionSK).
+			Set("deletingSince", now).Set("leaseOwner", owner).Set("leaseUntil", now.Add(d.lease).UnixMilli()).
+			If(liveAtVersion, parent.Version), retryOn)
+		err = d.audited(ev, t).run(ctx, "mark "+c.what+" deleting")
+		if err == errRetry {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		return finishCascade(ctx, d, c, owner)
+	}
+	return errBusy
+}
+
+// finishCascade deletes c's parent, marked deleting, under owner's lease:
+// its children in parts that each decrement the counts (and renew the
+// lease), the parent item last, once no child is left.
+func finishCascade[C any](ctx context.Context, d *DB, c cascade[C], owner string) error {
+	k := c.key
+	for attempts := 0; ; {
+		parent, children, err := c.read(ctx)
+		if err != nil {
+			return fmt.Errorf("finish %s deletion: %w", c.what, err)
+		}
+		if parent == nil {
+			return nil
+		}
+		if !parent.Deleting {
+			return fmt.Errorf("finish %s deletion: %s %s is not being deleted", c.what, c.what, k.PK)
+		}
+		if parent.LeaseOwner != owner {
+			return errLeaseLost
+		}
+		t := d.newTx()
+		if len(children) == 0 {
+			// No child is left (a consistent read, and no child can commit
+			// under a parent being deleted): the parent goes last.
+			t.delete(k, d.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
+		} else {
+			part := children[:min(len(children), (maxTxItems-1)/c.perChild)]
+			u := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add(c.count, -len(part))
+			if c.counts != nil {
+				u = c.counts(u, part)
+			}
+			t.update(k, u.Set("leaseUntil", time.Now().Add(d.lease).UnixMilli()).If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
+			for _, child := range part {
+				c.drop(t, child)
+			}
+		}
+		err = t.run(ctx, "delete "+c.what+" children")
+		switch {
+		case err == errRetry:
+			attempts++
+			if attempts > maxDeleteAttempts*4 {
+				return err
+			}
+		case err != nil:
+			return err
+		case len(children) == 0:
+			return nil
+		}
+	}
+}
