@@ -19,6 +19,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -459,4 +460,53 @@ func TestHardeningConnectionLimitAndDrain(t *testing.T) {
 func firstLine(b []byte) string {
 	s, _, _ := strings.Cut(string(b), "\r\n")
 	return s
+}
+
+// TestReadyzIsNotAnAmplifier: /readyz needs no token, so it must not turn
+// each probe into a DynamoDB call (DescribeTable is on the control plane,
+// throttled per account: a flood would fail readiness on every replica).
+// 500 probes from 20 connections ask DynamoDB at most once a second.
+func TestReadyzIsNotAnAmplifier(t *testing.T) {
+	maddr := freeAddr(t)
+	api := startAPI(t, buildAPI(t), newTable(t), "METRICS_ADDR="+maddr)
+	began := time.Now()
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := &http.Client{Timeout: 10 * time.Second}
+			for range 25 {
+				resp, err := c.Get(api.base + "/readyz")
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != http.StatusOK {
+					t.Errorf("/readyz: %d", resp.StatusCode)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(began)
+	resp, err := http.Get("http://" + maddr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	var calls float64
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, `tenantd_dynamodb_call_duration_seconds_count{operation="DescribeTable"}`) {
+			fmt.Sscan(strings.Fields(line)[1], &calls)
+		}
+	}
+	// The start's own readiness probes count too: one more second.
+	if limit := elapsed.Seconds() + 2; calls < 1 || calls > limit {
+		t.Errorf("500 probes in %v made %v DescribeTable calls, want 1 to %.0f", elapsed.Round(time.Millisecond), calls, limit)
+	}
+	t.Logf("500 probes in %v: %v DescribeTable calls", elapsed.Round(time.Millisecond), calls)
 }

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -264,11 +265,12 @@ func serve(ctx context.Context, cfg Config) error {
 	defer deletions.Close()
 	go deletions.Run(ctx)
 	var draining atomic.Bool
+	ping := cachedPing(db.Ping, time.Second)
 	ready := func(ctx context.Context) error {
 		if draining.Load() {
 			return errors.New("shutting down")
 		}
-		return db.Ping(ctx)
+		return ping(ctx)
 	}
 	d := app.Deps(db, deletions, app.Options{InvitationAnyEmail: cfg.InvitationAnyEmail})
 	d.Verifier, d.CursorKey, d.Logger, d.Ready, d.Registry, d.Metrics = verifier, cursorKey, log, ready, reg, metrics
@@ -373,4 +375,24 @@ func token(cfg Config, args []string, stdout io.Writer) error {
 	}
 	fmt.Fprintln(stdout, tok)
 	return nil
+}
+
+// cachedPing asks ping at most once per ttl and answers from its last
+// answer meanwhile: /readyz needs no token, so however often anyone probes
+// it, DynamoDB's control plane (DescribeTable, throttled per account) is
+// asked at most once a ttl per process. Concurrent probes wait for the one
+// call in flight.
+func cachedPing(ping func(context.Context) error, ttl time.Duration) func(context.Context) error {
+	var mu sync.Mutex
+	var at time.Time
+	var last error
+	return func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if !at.IsZero() && time.Since(at) < ttl {
+			return last
+		}
+		last, at = ping(ctx), time.Now()
+		return last
+	}
 }

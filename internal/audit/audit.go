@@ -26,7 +26,11 @@ type Event struct {
 	// it: the change commits only while the actor's membership still exists
 	// with at least that role. Not stored.
 	ActorFloor string
-	Action     string // e.g. "ticket.update"
+	// ActorTeamID and ActorTeamFloor, when set, fence the write on the
+	// actor's edge in that team too: it must still exist with at least
+	// that team role (authz.Grant). Not stored.
+	ActorTeamID, ActorTeamFloor string
+	Action                      string // e.g. "ticket.update"
 	TargetType string // "org", "user", "team", "member", "ticket", "comment", "invitation"
 	TargetID   string
 	RequestID  string // the server's id of the request that made the change
@@ -98,11 +102,15 @@ type Actor struct {
 	// allowed the change (authz.Grant.Floor); "" for a user acting from
 	// outside the org (creating it, accepting an invitation).
 	Floor authz.Role
+	// TeamID and TeamFloor: the team edge the grant rested on, if any
+	// (authz.Grant).
+	TeamID    string
+	TeamFloor authz.Role
 }
 
 // By is p making a change that g allowed.
 func By(p authz.Principal, g authz.Grant) Actor {
-	return Actor{OrgID: p.OrgID, UserID: p.UserID, Floor: g.Floor}
+	return Actor{OrgID: p.OrgID, UserID: p.UserID, Floor: g.Floor, TeamID: g.TeamID, TeamFloor: g.TeamFloor}
 }
 
 // Outsider is userID making a change to orgID without being a member of
@@ -117,7 +125,8 @@ type Target struct{ Type, ID string }
 // and the ids of the request making it (which ctx carries: see
 // WithRequestID). Every write of a store takes its event as an argument.
 func NewEvent(ctx context.Context, id string, actor Actor, action string, target Target, at time.Time, changes []Change) Event {
-	return Event{OrgID: actor.OrgID, ID: id, ActorID: actor.UserID, ActorFloor: string(actor.Floor), Action: action,
+	return Event{OrgID: actor.OrgID, ID: id, ActorID: actor.UserID, ActorFloor: string(actor.Floor),
+		ActorTeamID: actor.TeamID, ActorTeamFloor: string(actor.TeamFloor), Action: action,
 		TargetType: target.Type, TargetID: target.ID, RequestID: RequestID(ctx), ClientRequestID: ClientRequestID(ctx),
 		At: at, Changes: changes}
 }

@@ -62,6 +62,8 @@ type Facts struct {
 	// role. Only a team owner or an org admin (and above) may.
 	TeamOwnerRole bool
 	TeamRole      Role // the caller's role on the target team ("" if none)
+	// TeamID is the team whose edge TeamRole or TeamMember were read from.
+	TeamID string
 	Requester     bool // the caller requested the ticket
 	Assignee      bool // the caller is assigned the ticket
 	TeamMember    bool // the caller is a member of the ticket's team
@@ -135,8 +137,16 @@ func Authorize(p Principal, a Action, f Facts) error {
 // grant commits only while the actor's OrgUser edge still exists with at
 // least that role (the actor fence, checked in the write's transaction), so
 // a member removed or demoted a moment earlier cannot write.
+//
+// When the decision rested on the caller's team edge (a team admin who is
+// only an org member, a member of a ticket's team), TeamID names the team
+// and TeamFloor is the lowest team role with which it would still be
+// allowed: the write is fenced on that edge too (the team fence), so a
+// member taken off the team a moment earlier cannot write either.
 type Grant struct {
-	Floor Role
+	Floor     Role
+	TeamID    string
+	TeamFloor Role
 }
 
 // Permit is Authorize returning the Grant of an allowed action.
@@ -144,14 +154,33 @@ func Permit(p Principal, a Action, f Facts) (Grant, error) {
 	if err := Authorize(p, a, f); err != nil {
 		return Grant{}, err
 	}
+	g := Grant{Floor: Owner}
 	for _, r := range []Role{Member, Admin, Owner} {
 		q := p
 		q.OrgRole = r
 		if Authorize(q, a, f) == nil {
-			return Grant{Floor: r}, nil
+			g.Floor = r
+			break
 		}
 	}
-	return Grant{Floor: Owner}, nil
+	if f.TeamID == "" || (f.TeamRole == "" && !f.TeamMember) {
+		return g, nil
+	}
+	without := f
+	without.TeamRole, without.TeamMember = "", false
+	if Authorize(p, a, without) == nil {
+		return g, nil // the org role decided alone
+	}
+	g.TeamID, g.TeamFloor = f.TeamID, Owner
+	for _, r := range []Role{Member, Admin, Owner} {
+		with := without
+		with.TeamRole, with.TeamMember = r, true
+		if Authorize(p, a, with) == nil {
+			g.TeamFloor = r
+			break
+		}
+	}
+	return g, nil
 }
 
 // RolesFrom lists the roles at least r, lowest first.

@@ -1,9 +1,13 @@
 package httpapi_test
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"net/http"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/tenantd/tenantd/client"
 )
@@ -315,5 +319,152 @@ func TestTeamOwnerRules(t *testing.T) {
 	wantProblem(t, u, err, http.StatusForbidden, "forbidden")
 	u, err = w.Owner.C.UpdateOrgUserWithResponse(bg, org, w.Owner.ID, nil, client.OrgUserUpdate{Name: ptr("Renamed by themself")})
 	mustStatus(t, u, err, http.StatusOK)
+	mustHealthy(t, ts)
+}
+
+// gate holds the DynamoDB transaction whose request body contains marker
+// until open is called: a write caught between its authorization read and
+// its commit, as a slow or retried transaction is.
+type gate struct {
+	base   http.RoundTripper
+	mu     sync.Mutex
+	marker string
+	held   chan struct{} // closed when the marked transaction arrives
+	open   chan struct{} // closed to let it through
+}
+
+func (g *gate) wrap(base http.RoundTripper) http.RoundTripper { g.base = base; return g }
+
+func (g *gate) arm(marker string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.marker, g.held, g.open = marker, make(chan struct{}), make(chan struct{})
+}
+
+func (g *gate) RoundTrip(req *http.Request) (*http.Response, error) {
+	g.mu.Lock()
+	marker, held, open := g.marker, g.held, g.open
+	g.mu.Unlock()
+	if marker == "" || req.Header.Get("X-Amz-Target") != "DynamoDB_20120810.TransactWriteItems" || req.Body == nil {
+		return g.base.RoundTrip(req)
+	}
+	body, err := io.ReadAll(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	req.Body = io.NopCloser(bytes.NewReader(body))
+	if bytes.Contains(body, []byte(marker)) {
+		g.mu.Lock()
+		if g.marker == marker {
+			g.marker = ""
+			close(held)
+		}
+		g.mu.Unlock()
+		select {
+		case <-open:
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
+	return g.base.RoundTrip(req)
+}
+
+// TestTeamFence: a write authorized by the caller's team role (a team
+// admin who is only an org member, a member of a ticket's team) commits
+// only while that team edge still exists with the role: taken off the team
+// between their authorization read and their commit, they get 403 and
+// nothing changes. (Found by the outside attack of issue 10: the org role
+// was fenced, the team role was not.)
+func TestTeamFence(t *testing.T) {
+	g := &gate{}
+	ts := MustServer(t, withTransport(g.wrap))
+	w := MustWorld(t, ts, "Fenced")
+	org, owner := w.Org.Id, w.Owner.C
+	x := ts.Actor(t, "x")
+	MustUser(t, owner, org, x, client.RoleMember)
+	z := ts.Actor(t, "z")
+	MustUser(t, owner, org, z, client.RoleMember)
+
+	// caught runs write as x with the transaction held at marker while
+	// x's edge in team is removed, and returns x's answer.
+	caught := func(t *testing.T, team, marker string, write func() statusCoder) statusCoder {
+		t.Helper()
+		g.arm(marker)
+		done := make(chan statusCoder, 1)
+		go func() { done <- write() }()
+		select {
+		case <-g.held:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the write's transaction never came")
+		}
+		r, err := owner.RemoveTeamMemberWithResponse(bg, org, team, x.ID, nil)
+		mustStatus(t, r, err, http.StatusNoContent)
+		close(g.open)
+		return <-done
+	}
+	teamWithX := func(t *testing.T, role client.Role) client.Team {
+		tm := MustTeam(t, owner, org, ts.UniqueID("fenced team"))
+		MustMember(t, owner, org, tm.Id, x.ID, role)
+		return tm
+	}
+
+	t.Run("403/updateTeam", func(t *testing.T) {
+		tm := teamWithX(t, client.RoleAdmin)
+		r := caught(t, tm.Id, "renamed by x", func() statusCoder {
+			r, err := x.C.UpdateTeamWithResponse(bg, org, tm.Id, nil, client.TeamUpdate{Name: ptr("renamed by x")})
+			if err != nil {
+				t.Error(err)
+			}
+			return r
+		})
+		wantProblem(t, r, nil, http.StatusForbidden, "team_role_changed")
+		if got, err := owner.GetTeamWithResponse(bg, org, tm.Id, nil); err != nil || got.JSON200 == nil || got.JSON200.Name != tm.Name {
+			t.Errorf("the team was renamed after all: %v %+v", err, got.JSON200)
+		}
+	})
+	t.Run("403/putTeamMember", func(t *testing.T) {
+		tm := teamWithX(t, client.RoleAdmin)
+		r := caught(t, tm.Id, "MEMBER#"+z.ID, func() statusCoder {
+			r, err := x.C.PutTeamMemberWithResponse(bg, org, tm.Id, z.ID, nil, client.TeamMemberPut{Role: client.RoleAdmin})
+			if err != nil {
+				t.Error(err)
+			}
+			return r
+		})
+		wantProblem(t, r, nil, http.StatusForbidden, "team_role_changed")
+		m, err := owner.GetTeamMemberWithResponse(bg, org, tm.Id, z.ID)
+		wantProblem(t, m, err, http.StatusNotFound, "")
+	})
+	t.Run("403/deleteTeam", func(t *testing.T) {
+		tm := teamWithX(t, client.RoleOwner)
+		MustMember(t, owner, org, tm.Id, w.Owner.ID, client.RoleOwner) // so x's edge can go
+		r := caught(t, tm.Id, "ORG#"+org+"#TEAM#"+tm.Id, func() statusCoder {
+			r, err := x.C.DeleteTeamWithResponse(bg, org, tm.Id, nil)
+			if err != nil {
+				t.Error(err)
+			}
+			return r
+		})
+		wantProblem(t, r, nil, http.StatusForbidden, "team_role_changed")
+		got, err := owner.GetTeamWithResponse(bg, org, tm.Id, nil)
+		mustStatus(t, got, err, http.StatusOK)
+	})
+	t.Run("403/updateTicket by a member of the ticket's team", func(t *testing.T) {
+		tm := teamWithX(t, client.RoleMember)
+		tk := MustTicket(t, w.Requester.C, org, client.TicketCreate{Title: "routed", TeamId: &tm.Id})
+		r := caught(t, tm.Id, "retitled by x", func() statusCoder {
+			r, err := x.C.UpdateTicketWithResponse(bg, org, tk.Id, nil, client.UpdateTicketJSONRequestBody{Title: ptr("retitled by x")})
+			if err != nil {
+				t.Error(err)
+			}
+			return r
+		})
+		wantProblem(t, r, nil, http.StatusForbidden, "team_role_changed")
+		got, err := owner.GetTicketWithResponse(bg, org, tk.Id, nil)
+		mustStatus(t, got, err, http.StatusOK)
+		if got.JSON200.Title != "routed" {
+			t.Errorf("ticket retitled after x left the team: %q", got.JSON200.Title)
+		}
+	})
 	mustHealthy(t, ts)
 }

@@ -251,8 +251,52 @@ func (d *DB) audited(ev audit.Event, t *txn) *txn {
 	if ev.ActorFloor != "" {
 		d.fence(t, ev.OrgID, ev.ActorID, ev.ActorFloor)
 	}
+	if ev.ActorTeamID != "" {
+		d.teamFence(t, ev.OrgID, ev.ActorTeamID, ev.ActorID, ev.ActorTeamFloor)
+	}
 	return t.put(key{auditPK(ev.OrgID, ev.At), auditSK(ev.ID)}, d.table.Put(toAuditItem(ev)).If(notExists), nil)
 }
+
+// teamFence adds to t the team fence of userID in teamID: their edge in
+// the team must still exist with a team role at least floor (a grant that
+// rested on it, authz.Grant). When t already touches that edge, the
+// condition is ANDed onto it.
+func (d *DB) teamFence(t *txn, orgID, teamID, userID, floor string) {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID), ids.User("userId", userID)); err != nil {
+		t.err = err
+		return
+	}
+	var roles []string
+	for _, r := range authz.RolesFrom(authz.Role(floor)) {
+		roles = append(roles, string(r))
+	}
+	if len(roles) == 0 {
+		t.err = fmt.Errorf("team fence: unknown role %q", floor)
+		return
+	}
+	expr, args := fenceCond(roles)
+	fail := func(map[string]types.AttributeValue) error { return errTeamRoleLost }
+	k := memberKey(orgID, teamID, userID)
+	if o := t.op(k); o != nil {
+		o.and(expr, args...)
+		inner := o.fail
+		o.fail = func(old map[string]types.AttributeValue) error {
+			if r, ok := old["role"].(*types.AttributeValueMemberS); old == nil || !ok || !slices.Contains(roles, r.Value) {
+				return errTeamRoleLost
+			}
+			if inner != nil {
+				return inner(old)
+			}
+			return nil
+		}
+		return
+	}
+	t.check(k, d.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(expr, args...), fail)
+}
+
+// errTeamRoleLost: the team edge a write was authorized on is gone or has
+// a lesser role now.
+var errTeamRoleLost = errs.E(errs.Forbidden, "team_role_changed", "your role in this team no longer allows this")
 
 // fence adds to t the actor fence of userID in orgID: their edge must
 // still exist, outside any offboarding, with a role at least floor.

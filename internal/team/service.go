@@ -49,7 +49,7 @@ func (s *Service) event(ctx context.Context, actor audit.Actor, action, targetTy
 // and the grant. The caller's team edge is read (one consistent GetItem,
 // AP3) only when the org role does not settle it already.
 func (s *Service) authorizeTeam(ctx context.Context, p authz.Principal, a authz.Action, teamID string) (authz.Facts, authz.Grant, error) {
-	var f authz.Facts
+	f := authz.Facts{TeamID: teamID}
 	if authz.NeedsTeamRole(p, a) {
 		m, err := s.store.GetTeamMember(ctx, p.OrgID, teamID, p.UserID)
 		switch {

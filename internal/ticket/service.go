@@ -271,7 +271,7 @@ func (s *Service) facts(ctx context.Context, p authz.Principal, a authz.Action, 
 		_, err := s.teams.GetTeamMember(ctx, p.OrgID, t.TeamID, p.UserID)
 		switch {
 		case err == nil:
-			f.TeamMember = true
+			f.TeamMember, f.TeamID = true, t.TeamID
 		case !errs.Is(err, errs.NotFound):
 			return f, err
 		}
