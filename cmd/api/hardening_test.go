@@ -391,7 +391,7 @@ func TestHardeningConnectionLimitAndDrain(t *testing.T) {
 		func(c *rawConn) { _, _ = io.WriteString(c, slowBody("/v1/orgs/"+org+"/tickets", token)) },
 		func(c *rawConn) { _, _ = io.WriteString(c, slowBody("/v1/orgs/"+org+"/tickets", token)) },
 		func(c *rawConn) { _, _ = io.WriteString(c, slowBody("/v1/orgs/"+org+"/tickets", "")) },
-		func(c *rawConn) { _, _ = io.WriteString(c, "GET /v1/me HTTP/1.1\r\nHost: tenantd\r\n") }, // headers never end
+		func(c *rawConn) { _, _ = io.WriteString(c, slowBody("/v1/orgs/"+org+"/tickets", token)) },
 		func(c *rawConn) { // never reads: 100 pages of ~200 KB
 			var reqs strings.Builder
 			for range 100 {
@@ -399,7 +399,7 @@ func TestHardeningConnectionLimitAndDrain(t *testing.T) {
 			}
 			go func() { _, _ = io.WriteString(c, reqs.String()) }()
 		},
-		func(c *rawConn) {}, // idle
+		func(c *rawConn) { _, _ = io.WriteString(c, slowBody("/v1/orgs/"+org+"/tickets", "")) }, // (an idle one would be reaped: TestIdleConnectionsAreReaped)
 		func(c *rawConn) { _, _ = io.WriteString(c, slowBody("/v1/orgs/"+org+"/tickets", token)) },
 	}
 	open := func(turn func(*rawConn), smallWindow bool) *rawConn {
@@ -415,7 +415,10 @@ func TestHardeningConnectionLimitAndDrain(t *testing.T) {
 	for i, h := range hostile {
 		conns = append(conns, open(h, i == 4))
 	}
-	last := open(func(c *rawConn) { _, _ = io.WriteString(c, "GET /v1/me HTTP/1.1\r\nHost: tenantd\r\n") }, false)
+	// (Headers that never end hold no slot under pressure: the guard
+	// reaps them, TestIdleConnectionsAreReaped. Bodies and unread answers
+	// are bounded by READ_TIMEOUT and WRITE_TIMEOUT instead.)
+	last := open(func(c *rawConn) { _, _ = io.WriteString(c, slowBody("/v1/orgs/"+org+"/tickets", token)) }, false)
 	time.Sleep(200 * time.Millisecond) // the hostile halves have arrived
 
 	// A ninth client: not served while eight connections are held...
@@ -435,7 +438,7 @@ func TestHardeningConnectionLimitAndDrain(t *testing.T) {
 		t.Errorf("the ninth connection once a slot was free: %v %v", resp, err)
 	}
 	_ = ninth.Close()
-	conns = append(conns, open(func(c *rawConn) { _, _ = io.WriteString(c, "GET /v1/me HTTP/1.1\r\nHost: tenantd\r\n") }, false))
+	conns = append(conns, open(func(c *rawConn) { _, _ = io.WriteString(c, slowBody("/v1/orgs/"+org+"/tickets", token)) }, false))
 
 	// SIGTERM with all eight attached.
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
@@ -509,4 +512,38 @@ func TestReadyzIsNotAnAmplifier(t *testing.T) {
 		t.Errorf("500 probes in %v made %v DescribeTable calls, want 1 to %.0f", elapsed.Round(time.Millisecond), calls, limit)
 	}
 	t.Logf("500 probes in %v: %v DescribeTable calls", elapsed.Round(time.Millisecond), calls)
+}
+
+// TestIdleConnectionsAreReaped: connections that hold a slot without using
+// it do not lock other clients out. MAX_CONNECTIONS sockets that each send
+// one unauthenticated request and then idle (IDLE_TIMEOUT is a minute) or
+// begin headers that never end, and more that connect and say nothing (a
+// slowloris): a new client is still served
+// within seconds, because under pressure the guard closes idle and silent
+// connections (conns.go).
+func TestIdleConnectionsAreReaped(t *testing.T) {
+	const maxConns = 16
+	p := startAPI(t, buildAPI(t), newTable(t), fmt.Sprintf("MAX_CONNECTIONS=%d", maxConns), "IDLE_TIMEOUT=60s", "READ_TIMEOUT=60s", "WRITE_TIMEOUT=60s")
+	for i := range maxConns {
+		c := dial(t, p.addr, false)
+		if i%2 == 0 { // served once, then idle
+			resp, _, err := c.roundTrip(getRequest("/healthz", ""), 10*time.Second)
+			if err != nil || resp.StatusCode != http.StatusOK {
+				t.Fatalf("first request of idle connection %d: %v %v", i, resp, err)
+			}
+			if i%4 == 0 { // then the headers of a request that never end
+				_, _ = io.WriteString(c, "GET /v1/me HTTP/1.1\r\nHost: tenantd\r\n")
+			}
+		} // else: connected, silent
+	}
+	began := time.Now()
+	probe := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 10 * time.Second}
+	resp, err := probe.Get(p.base + "/healthz")
+	if err != nil {
+		t.Fatalf("a new client while %d connections idle: %v", maxConns, err)
+	}
+	resp.Body.Close()
+	if waited := time.Since(began); resp.StatusCode != http.StatusOK || waited > 5*time.Second {
+		t.Errorf("a new client while %d connections idle: %d after %v", maxConns, resp.StatusCode, waited)
+	}
 }

@@ -285,8 +285,15 @@ func serve(ctx context.Context, cfg Config) error {
 	// response, idleness) and in number: a slow or silent client costs a
 	// goroutine for at most these timeouts, and at most MAX_CONNECTIONS of
 	// them are held at once (more wait in the listen backlog).
+	// Under pressure (3/4 of MAX_CONNECTIONS open), connections that hold a
+	// slot without using it go: idle ones after half a second, silent or
+	// slowloris new ones after 2 s (conns.go).
+	guard := newConnGuard(cfg.MaxConnections, 2*time.Second, 500*time.Millisecond)
+	stopGuard := make(chan struct{})
+	defer close(stopGuard)
+	go guard.run(250*time.Millisecond, stopGuard)
 	srv := &http.Server{Handler: e, ReadHeaderTimeout: min(maxHeaderReadTimeout, cfg.ReadTimeout), ReadTimeout: cfg.ReadTimeout,
-		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: 64 << 10,
+		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: 64 << 10, ConnState: guard.track,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	l, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
