@@ -35,6 +35,8 @@ const (
 	faultTxThrottled                      // 400 TransactionCanceledException, ThrottlingError in the middle
 	faultTxConflict                       // 400 TransactionCanceledException, TransactionConflict in the middle
 	faultLostResponse                     // forward (the write happens), then answer 500 InternalServerError
+	faultBadCredentials                   // 400 UnrecognizedClientException (the service\'s credentials are refused)
+	faultGarbage                          // 200 with a body that is not DynamoDB\'s (a proxy\'s page)
 )
 
 // faultTransport answers the DynamoDB client's HTTP attempts as decide
@@ -122,6 +124,13 @@ func (f *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return awsError(req, 400, "com.amazonaws.dynamodb.v20120810#TransactionCanceledException",
 			"Transaction cancelled, please refer cancellation reasons for specific reasons ["+strings.Join(codes, ", ")+"]",
 			map[string]any{"CancellationReasons": reasons}), nil
+	case faultBadCredentials:
+		return awsError(req, 400, "com.amazon.coral.service#UnrecognizedClientException", "The security token included in the request is invalid.", nil), nil
+	case faultGarbage:
+		b := []byte("<html><body>502 Bad Gateway</body></html>")
+		return &http.Response{StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+			Header: http.Header{"Content-Type": {"text/html"}, "Content-Length": {strconv.Itoa(len(b))}},
+			Body:   io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b)), Request: req}, nil
 	case faultLostResponse:
 		req2 := req.Clone(req.Context())
 		req2.Body = io.NopCloser(bytes.NewReader(body))

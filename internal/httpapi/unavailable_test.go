@@ -19,6 +19,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/tenantd/tenantd/internal/dynamotest"
 )
 
@@ -257,4 +260,38 @@ func TestThrottledAfterRetries(t *testing.T) {
 	faults.set(only(faultThrottle, "TransactWriteItems"))
 	want503(t, "POST, writes always throttled, quota spent", doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", a.Token, nil, `{"title":"throttled"}`))
 	no500(t, ts)
+}
+
+// TestDeploymentFaults: faults of the deployment rather than of the
+// moment (the table is missing, the service's credentials are refused, an
+// answer that is not DynamoDB's) are 503 with Retry-After too, never a 500.
+// (Found by the outside attack of issue 10.)
+func TestDeploymentFaults(t *testing.T) {
+	faults := newFaults()
+	ts := MustServer(t, withTransport(faults.wrap))
+	w := MustWorld(t, ts, "Misconfigured")
+	org := w.Org.Id
+	requests := func(what string) {
+		t.Helper()
+		for _, r := range []struct{ method, path, body string }{
+			{http.MethodGet, "/v1/orgs/" + org + "/tickets", ""},
+			{http.MethodPost, "/v1/orgs/" + org + "/tickets", `{"title":"t"}`},
+			{http.MethodGet, "/v1/me", ""},
+		} {
+			want503(t, what+": "+r.method+" "+r.path, doReq(t, ts.http, r.method, ts.URL+r.path, w.Member.Token, nil, r.body))
+		}
+	}
+	for _, f := range []struct {
+		name  string
+		fault faultKind
+	}{{"credentials refused", faultBadCredentials}, {"not DynamoDB's answer", faultGarbage}} {
+		faults.set(only(f.fault))
+		requests(f.name)
+		faults.set(nil)
+	}
+	// The table itself gone (a real ResourceNotFoundException).
+	if _, err := ts.Raw.DeleteTable(bg, &dynamodb.DeleteTableInput{TableName: aws.String(ts.Table)}); err != nil {
+		t.Fatal(err)
+	}
+	requests("no table")
 }

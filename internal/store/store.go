@@ -165,6 +165,12 @@ func translate(err error) error {
 		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
 			"TransactionConflictException", "InternalServerError", "ServiceUnavailable", "LimitExceededException":
 			return errUnavailable(err)
+		case "ResourceNotFoundException", "UnrecognizedClientException", "AccessDeniedException", "InvalidSignatureException",
+			"ExpiredTokenException", "MissingAuthenticationTokenException", "IncompleteSignatureException":
+			// The table is missing or the service's credentials are refused:
+			// a fault of this deployment, not of the request. Every request
+			// fails until an operator acts (the log says which).
+			return errUnavailable(err)
 		}
 	}
 	var tce *types.TransactionCanceledException
@@ -179,6 +185,7 @@ func translate(err error) error {
 		quota    ratelimit.QuotaExceededError  // what the SDK returns: the value type
 		quotaPtr *ratelimit.QuotaExceededError // should a version return a pointer
 		max      *retry.MaxAttemptsError
+		deser    *smithy.DeserializationError
 		resp     *smithyhttp.ResponseError
 		send     *smithyhttp.RequestSendError
 		netErr   net.Error
@@ -191,7 +198,9 @@ func translate(err error) error {
 	case errors.As(err, &resp) && resp.HTTPStatusCode() >= 500:
 		// Any server-side failure of DynamoDB, whatever its error code.
 		return errUnavailable(err)
-	case errors.As(err, &max):
+	case errors.As(err, &max), errors.As(err, &deser):
+		// Retries ran out; or an answer that is not DynamoDB's (a proxy's
+		// page, a truncated body).
 		return errUnavailable(err)
 	case errors.As(err, &send), errors.As(err, &netErr),
 		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
