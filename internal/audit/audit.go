@@ -211,8 +211,10 @@ func (s *Service) ListAuditEvents(ctx context.Context, p authz.Principal, since,
 	if since.Before(created) {
 		since = created.Truncate(time.Millisecond)
 	}
-	if until.IsZero() {
-		until = s.now()
+	// Nothing happened after now either: a far future until would make the
+	// listing walk empty months (a Query each) before it met an event.
+	if now := s.now(); until.IsZero() || until.After(now) {
+		until = now
 	}
 	if since.After(until) {
 		return page.Result[Event]{Items: []Event{}}, nil

@@ -409,3 +409,22 @@ func TestAuditLifecycle(t *testing.T) {
 		mustStatus(t, r, err, http.StatusOK)
 	})
 }
+
+// TestAuditLogFarFuture: an until in the far future is until now. Before,
+// ?until=9999-12-31T23:59:59Z answered empty pages with a nextCursor, at 13
+// Queries a page, for the 7,400 pages of months before any event (found by
+// the outside attack of issue 10).
+func TestAuditLogFarFuture(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Audited")
+	far := time.Date(9999, 12, 31, 23, 59, 59, 0, time.UTC)
+	ts.Rec.Reset()
+	r, err := w.Admin.C.ListAuditEventsWithResponse(bg, w.Org.Id, &client.ListAuditEventsParams{Until: &far, Limit: ptr(5)})
+	mustStatus(t, r, err, http.StatusOK)
+	if len(r.JSON200.Items) != 5 {
+		t.Errorf("first page up to 9999: %d events, want 5 (the newest)", len(r.JSON200.Items))
+	}
+	if n := ts.Rec.Count(); n > 4 {
+		t.Errorf("first page up to 9999: %d DynamoDB calls (%s), want the authorization read and a Query or two", n, ts.Rec.Names())
+	}
+}
