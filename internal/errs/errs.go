@@ -10,6 +10,8 @@ package errs
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"time"
 )
 
 // Kind classifies an error by what the caller can do about it.
@@ -111,4 +113,37 @@ func CheckVersion(ifMatch, current int64) error {
 		return ErrVersion
 	}
 	return nil
+}
+
+// unconditionalAttempts bounds the reads-and-writes of a write without a
+// precondition that keeps meeting concurrent changes.
+const unconditionalAttempts = 12
+
+// ErrBusy ends a write without a precondition that never got its turn: a
+// 503 the client may retry, never a 412 it did not ask for.
+var ErrBusy = E(Unavailable, "busy", "the resource is being changed by many requests at once; retry")
+
+// Unconditional runs a read-modify-write (fn) for a caller who set no
+// If-Match (ifMatch 0): such a write is the last writer's, so when fn
+// fails only because the item changed between its read and its write
+// (PreconditionFailed), it waits a moment (jittered, growing) and tries
+// again instead of answering 412; after unconditionalAttempts it answers
+// 503 busy. With an If-Match, fn's answer stands.
+func Unconditional[T any](ifMatch int64, fn func() (T, error)) (T, error) {
+	for attempt := 1; ; attempt++ {
+		v, err := fn()
+		if ifMatch != 0 || !Is(err, PreconditionFailed) {
+			return v, err
+		}
+		if attempt == unconditionalAttempts {
+			return v, ErrBusy
+		}
+		time.Sleep(time.Duration(1+rand.IntN(2*attempt)) * time.Millisecond)
+	}
+}
+
+// UnconditionalErr is Unconditional for a write that returns only an error.
+func UnconditionalErr(ifMatch int64, fn func() error) error {
+	_, err := Unconditional(ifMatch, func() (struct{}, error) { return struct{}{}, fn() })
+	return err
 }

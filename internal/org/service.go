@@ -155,6 +155,11 @@ func (s *Service) GetOrg(ctx context.Context, p authz.Principal, withUsers bool)
 
 // UpdateOrg renames the org (admin+).
 func (s *Service) UpdateOrg(ctx context.Context, p authz.Principal, name string, ifMatch int64) (Org, error) {
+	return errs.Unconditional(ifMatch, func() (Org, error) { return s.updateOrg(ctx, p, name, ifMatch) })
+}
+
+// updateOrg is one attempt of UpdateOrg.
+func (s *Service) updateOrg(ctx context.Context, p authz.Principal, name string, ifMatch int64) (Org, error) {
 	g, err := authz.Permit(p, authz.OrgUpdate, authz.Facts{})
 	if err != nil {
 		return Org{}, err
@@ -300,6 +305,11 @@ func (s *Service) AddOrgUser(ctx context.Context, p authz.Principal, in NewUser)
 // UpdateOrgUser changes a user's name, email or role. Only an owner grants
 // the owner role, or changes anything of an owner.
 func (s *Service) UpdateOrgUser(ctx context.Context, p authz.Principal, userID string, patch UserPatch, ifMatch int64) (User, error) {
+	return errs.Unconditional(ifMatch, func() (User, error) { return s.updateOrgUser(ctx, p, userID, patch, ifMatch) })
+}
+
+// updateOrgUser is one attempt of UpdateOrgUser.
+func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID string, patch UserPatch, ifMatch int64) (User, error) {
 	if patch.Name == nil && patch.Email == nil && patch.Role == nil {
 		return User{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
@@ -345,6 +355,11 @@ func (s *Service) UpdateOrgUser(ctx context.Context, p authz.Principal, userID s
 // Admins remove anyone but owners, owners anyone, members themselves; the
 // last owner stays.
 func (s *Service) RemoveOrgUser(ctx context.Context, p authz.Principal, userID string, ifMatch int64) error {
+	return errs.UnconditionalErr(ifMatch, func() error { return s.removeOrgUser(ctx, p, userID, ifMatch) })
+}
+
+// removeOrgUser is one attempt of RemoveOrgUser.
+func (s *Service) removeOrgUser(ctx context.Context, p authz.Principal, userID string, ifMatch int64) error {
 	self := userID == p.UserID
 	if err := authz.Authorize(p, authz.UserRemove, authz.Facts{Self: self}); err != nil {
 		return err

@@ -248,7 +248,7 @@ const (
 )
 
 // errBusy: a delete kept meeting concurrent changes.
-var errBusy = errs.E(errs.Unavailable, "busy", "the resource is being changed by many requests at once; retry")
+var errBusy = errs.ErrBusy
 
 // errRetry: a transaction failed because something it read changed; read
 // again and retry. It never leaves the store.

@@ -116,6 +116,11 @@ func (s *Service) ListTeams(ctx context.Context, p authz.Principal, pr page.Requ
 
 // UpdateTeam changes a team's name or description.
 func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID string, patch Patch, ifMatch int64) (Team, error) {
+	return errs.Unconditional(ifMatch, func() (Team, error) { return s.updateTeam(ctx, p, teamID, patch, ifMatch) })
+}
+
+// updateTeam is one attempt of UpdateTeam.
+func (s *Service) updateTeam(ctx context.Context, p authz.Principal, teamID string, patch Patch, ifMatch int64) (Team, error) {
 	if patch.Name == nil && patch.Description == nil {
 		return Team{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
@@ -151,6 +156,11 @@ func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID stri
 
 // DeleteTeam deletes a team and its memberships.
 func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID string, ifMatch int64) error {
+	return errs.UnconditionalErr(ifMatch, func() error { return s.deleteTeam(ctx, p, teamID, ifMatch) })
+}
+
+// deleteTeam is one attempt of DeleteTeam.
+func (s *Service) deleteTeam(ctx context.Context, p authz.Principal, teamID string, ifMatch int64) error {
 	_, g, err := s.authorizeTeam(ctx, p, authz.TeamDelete, teamID)
 	if err != nil {
 		return err
@@ -301,6 +311,11 @@ const maxPutTries = 8
 
 // RemoveTeamMember removes the user from the team (AP5).
 func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch int64) error {
+	return errs.UnconditionalErr(ifMatch, func() error { return s.removeTeamMember(ctx, p, teamID, userID, ifMatch) })
+}
+
+// removeTeamMember is one attempt of RemoveTeamMember.
+func (s *Service) removeTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch int64) error {
 	f, g, err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID)
 	if err != nil {
 		return err
