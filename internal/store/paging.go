@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
@@ -182,12 +183,19 @@ func unmarshalAll[I any, T any](items []dynamo.Item, conv func(I) T) ([]T, error
 	return out, nil
 }
 
-// listUnder runs one page of l, a listing of a parent's children, and when
-// the page is empty checks that the parent (the item at parent) exists and
-// is not under deletion: a listing under a resource that does not exist is
-// NotFound like the resource itself. The existence read happens only for an
-// empty page, so the common path stays one Query.
+// listUnder is list for a listing under a parent item that may not exist
+// (a team's members, a ticket's comments, a user's tickets): an empty page
+// does not tell "no children" from "no parent", so then the parent is read
+// too (consistent, keys only) and a missing one, or one being deleted,
+// answers notFound. A listing in the parent's own partition reads the
+// parent on its first page with the same Query instead (its #METADATA item
+// sorts before its children): a parent marked for deletion then answers
+// notFound even while children are left (a large team or ticket being
+// deleted in parts), at no extra call.
 func listUnder[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, parent key, notFound error, conv func(I) T) (page.Result[T], error) {
+	if p.After == "" && l.index == "" && !l.desc && parent.PK == l.partition && parent.SK < l.prefix {
+		return listWithParent(ctx, d, l, p, parent, notFound, conv)
+	}
 	r, err := list(ctx, d, l, p, conv)
 	if err != nil || len(r.Items) > 0 {
 		return r, err
@@ -201,6 +209,48 @@ func listUnder[I any, T any](ctx context.Context, d *DB, l listing, p page.Reque
 		return r, translate(err)
 	}
 	return r, nil
+}
+
+// listWithParent is the first page of l read from the parent's item on:
+// one Query, the parent first.
+func listWithParent[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, parent key, notFound error, conv func(I) T) (page.Result[T], error) {
+	p, err := p.Check()
+	if err != nil {
+		return page.Result[T]{}, err
+	}
+	var items []dynamo.Item
+	err = d.table.Get(attrPK, l.partition).Range(attrSK, dynamo.Between, parent.SK, l.prefix+"\uffff").Limit(p.Limit+2).All(ctx, &items)
+	if err != nil {
+		return page.Result[T]{}, fmt.Errorf("query: %w", translate(err))
+	}
+	if len(items) == 0 || skOf(items[0]) != parent.SK || items[0]["deleting"] != nil {
+		return page.Result[T]{}, notFound
+	}
+	children := items[1:]
+	for _, it := range children {
+		if !strings.HasPrefix(skOf(it), l.prefix) {
+			return page.Result[T]{}, fmt.Errorf("list: item %q in the partition of %s is not a child", skOf(it), l.partition)
+		}
+	}
+	next := ""
+	if len(children) > p.Limit {
+		children = children[:p.Limit]
+		if next, err = encodeStart(children[len(children)-1], l.index); err != nil {
+			return page.Result[T]{}, err
+		}
+	}
+	out, err := unmarshalAll(children, conv)
+	if err != nil {
+		return page.Result[T]{}, err
+	}
+	return page.Result[T]{Items: out, Next: next}, nil
+}
+
+func skOf(item dynamo.Item) string {
+	if s, ok := item[attrSK].(*types.AttributeValueMemberS); ok {
+		return s.Value
+	}
+	return ""
 }
 
 // withChildren is the "parent item + children" read of seed 002: one Query

@@ -10,6 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
@@ -510,4 +514,50 @@ func writeCalls(r *dynamotest.Recorder) []string {
 		}
 	}
 	return w
+}
+
+// TestListingsUnderParentBeingDeleted: a team or ticket marked for
+// deletion (a large one, deleted in parts, or one whose run crashed) is
+// gone for readers, its listings included, although children are left:
+// the first page reads the parent with the same Query. (Found by the
+// outside attack of issue 10: GET .../members answered 200 with 72 members
+// of a team that answered 404.)
+func TestListingsUnderParentBeingDeleted(t *testing.T) {
+	f := MustFixture(t)
+	s := f.MustSample(t)
+	ctx := context.Background()
+	org := s.Org.ID
+	tk := f.ticket(org, "u_alice", "Doomed", ticket.StatusOpen)
+	must(t, f.Tickets.CreateTicket(ctx, tk, evOrg(org)))
+	must(t, f.Tickets.CreateComment(ctx, ticket.Comment{OrgID: org, TicketID: tk.ID, ID: f.ids.New(), AuthorID: "u_bob", Body: "b", CreatedAt: f.now}, evOrg(org)))
+	all := page.Request{Limit: 100}
+	t.Run("OK", func(t *testing.T) {
+		f.Rec.Reset()
+		r, err := f.Teams.ListTeamMembers(ctx, org, s.Eng.ID, all)
+		must(t, err)
+		if len(r.Items) != 2 {
+			t.Errorf("members: %d, want 2", len(r.Items))
+		}
+		if got := f.Rec.Names(); got != "Query" {
+			t.Errorf("first page: %s, want one Query", got)
+		}
+		c, err := f.Tickets.ListComments(ctx, org, tk.ID, page.Request{Limit: 1})
+		must(t, err)
+		if len(c.Items) != 1 || c.Next != "" {
+			t.Errorf("comments: %d, next %q; want 1 and no next page", len(c.Items), c.Next)
+		}
+	})
+	t.Run("ErrNotFound", func(t *testing.T) {
+		for _, k := range []rawKey{{"ORG#" + org + "#TEAM#" + s.Eng.ID, "#METADATA"}, {"ORG#" + org + "#TICKET#" + tk.ID, "#METADATA"}} {
+			_, err := f.raw.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(f.DB.TableName()),
+				Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: k.PK}, "sk": &types.AttributeValueMemberS{Value: k.SK}},
+				UpdateExpression:          aws.String("SET deleting = :t"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}}})
+			must(t, err)
+		}
+		_, err := f.Teams.ListTeamMembers(ctx, org, s.Eng.ID, all)
+		wantErr(t, err, errs.NotFound, "team_not_found")
+		_, err = f.Tickets.ListComments(ctx, org, tk.ID, all)
+		wantErr(t, err, errs.NotFound, "ticket_not_found")
+	})
 }
