@@ -8,7 +8,10 @@ import (
 type Identity struct {
 	UserID string // the token's sub
 	Email  string // optional email claim
-	Name   string // optional name claim
+	// EmailUnverified: the token says its email is not verified
+	// (email_verified false); such an email proves nothing.
+	EmailUnverified bool
+	Name            string // optional name claim
 }
 
 // Access is what the authorization read finds about a caller in an org.
@@ -63,10 +66,10 @@ type Facts struct {
 	TeamOwnerRole bool
 	TeamRole      Role // the caller's role on the target team ("" if none)
 	// TeamID is the team whose edge TeamRole or TeamMember were read from.
-	TeamID string
-	Requester     bool // the caller requested the ticket
-	Assignee      bool // the caller is assigned the ticket
-	TeamMember    bool // the caller is a member of the ticket's team
+	TeamID     string
+	Requester  bool // the caller requested the ticket
+	Assignee   bool // the caller is assigned the ticket
+	TeamMember bool // the caller is a member of the ticket's team
 }
 
 // Rule is one row of the matrix: the org role that always suffices, and

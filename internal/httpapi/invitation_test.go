@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/aws/smithy-go/middleware"
+	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/tenantd/tenantd/client"
 	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/store"
 )
 
@@ -367,6 +369,23 @@ func TestInvitationLifecycle(t *testing.T) {
 		// Someone else with the token but another email is refused too.
 		a, err = w.Member.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		wantProblem(t, a, err, http.StatusForbidden, "invitation_email_mismatch")
+		// An email that only Unicode case folding makes the invitation's
+		// (the Kelvin sign K, U+212A, folds to k), and the right email in a
+		// token that says it is not verified, are refused too (found by the
+		// outside attack of issue 10).
+		kelvin := ts.Invitee(t, "kelvin", "\u212already@example.com")
+		kinv := MustInvitation(t, w.Owner.C, org, "klready@example.com", client.RoleAdmin)
+		a, err = kelvin.C.AcceptInvitationWithResponse(bg, kinv.Token, nil)
+		wantProblem(t, a, err, http.StatusForbidden, "invitation_email_mismatch")
+		if r, err := w.Owner.C.RevokeInvitationWithResponse(bg, org, kinv.Id); err != nil || r.StatusCode() != http.StatusNoContent {
+			t.Fatalf("revoke: %v %v", r, err)
+		}
+		unverified := ts.Actor(t, "unverified")
+		now := ts.Clock.Now()
+		unverified.C = ts.Client(t, ts.mint(t, httpapi.Claims{Email: inv.Email, EmailVerified: ptr(false), RegisteredClaims: jwt.RegisteredClaims{
+			Subject: unverified.ID, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}}))
+		a, err = unverified.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+		wantProblem(t, a, err, http.StatusForbidden, "invitation_email_unverified")
 		rm, err := w.Owner.C.RemoveOrgUserWithResponse(bg, org, joined.ID, nil)
 		mustStatus(t, rm, err, http.StatusNoContent)
 		a, err = ts.Invitee(t, "rightful", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)

@@ -37,7 +37,10 @@ type Verifier struct {
 type Claims struct {
 	jwt.RegisteredClaims
 	Email string `json:"email,omitempty"`
-	Name  string `json:"name,omitempty"`
+	// EmailVerified is OpenID Connect's email_verified: absent (nil) when
+	// the identity provider does not say.
+	EmailVerified *bool  `json:"email_verified,omitempty"`
+	Name          string `json:"name,omitempty"`
 }
 
 // numericDateClaims are the claims RFC 7519 makes NumericDates.
@@ -130,7 +133,7 @@ func (v *Verifier) Verify(raw string) (authz.Identity, error) {
 		return authz.Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message,
 			Err: errors.New("sub is not a valid user ID")}
 	}
-	return authz.Identity{UserID: c.Subject, Email: c.Email, Name: c.Name}, nil
+	return authz.Identity{UserID: c.Subject, Email: c.Email, EmailUnverified: c.EmailVerified != nil && !*c.EmailVerified, Name: c.Name}, nil
 }
 
 // MintHS256 signs a token for dev use and tests.

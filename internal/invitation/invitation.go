@@ -207,6 +207,10 @@ func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token
 	}
 	// An invitation is for its email: a token forwarded to, or stolen by,
 	// someone else is worth nothing to them.
+	if !s.anyEmail && id.EmailUnverified {
+		return org.User{}, nil, errs.E(errs.Forbidden, "invitation_email_unverified",
+			"your token says its email is not verified (email_verified: false): it cannot accept an invitation")
+	}
 	if !s.anyEmail && org.NormalizeEmail(id.Email) != org.NormalizeEmail(inv.Email) {
 		return org.User{}, nil, errs.E(errs.Forbidden, "invitation_email_mismatch",
 			"this invitation is for another email address than your token's")

@@ -53,7 +53,19 @@ const (
 )
 
 // NormalizeEmail is the form an email is compared and claimed in.
-func NormalizeEmail(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+//
+// Only ASCII letters are folded: strings.ToLower would also turn other
+// characters into ASCII ones (the Kelvin sign U+212A into "k"), so that
+// "\u212aate@example.com" would pass for kate@example.com.
+func NormalizeEmail(s string) string {
+	b := []byte(strings.TrimSpace(s))
+	for i, c := range b {
+		if 'A' <= c && c <= 'Z' {
+			b[i] = c + 'a' - 'A'
+		}
+	}
+	return string(b)
+}
 
 // Storer is what the org service needs from persistence. Every write takes
 // the audit event of the change, written in the same transaction.

@@ -227,7 +227,7 @@ export interface paths {
         put?: never;
         /**
          * Accept an invitation
-         * @description Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (compared case-insensitively), otherwise 403 `invitation_email_mismatch` (a server setting, `INVITATION_ANY_EMAIL`, may relax this). 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+         * @description Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
          */
         post: operations["acceptInvitation"];
         delete?: never;
