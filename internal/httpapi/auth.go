@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -61,7 +62,12 @@ var errNoOrg = errs.E(errs.NotFound, "org_not_found", "organization not found")
 // :orgId with ONE consistent BatchGetItem (the org item and the caller's
 // OrgUser edge), and stores the Principal in the request context. Routes
 // without :orgId pass through. The ID is validated before any key is built.
-func AuthorizeOrg(roles AccessReader) echo.MiddlewareFunc {
+//
+// readTimeout, when positive, bounds the authorization read on its own: a
+// route with a longer deadline (the offboarding DELETE) gives it only to
+// callers who turn out to be the org's, so a stranger's request cannot be
+// held for it while DynamoDB does not answer.
+func AuthorizeOrg(roles AccessReader, readTimeout time.Duration) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			orgID := c.Param("orgId")
@@ -76,7 +82,13 @@ func AuthorizeOrg(roles AccessReader) echo.MiddlewareFunc {
 			if !ok {
 				return errToken
 			}
-			a, err := roles.OrgAccess(req.Context(), orgID, id.UserID)
+			rctx := req.Context()
+			if readTimeout > 0 {
+				var cancel context.CancelFunc
+				rctx, cancel = context.WithTimeout(rctx, readTimeout)
+				defer cancel()
+			}
+			a, err := roles.OrgAccess(rctx, orgID, id.UserID)
 			if errs.Is(err, errs.NotFound) {
 				return errNoOrg
 			}

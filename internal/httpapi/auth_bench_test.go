@@ -54,7 +54,7 @@ func BenchmarkAuthenticateMiddleware(b *testing.B) {
 // (the role read answered from memory): ID check, identity lookup, the
 // principal into the request context. Issue 5's target is <= 30 allocs.
 func BenchmarkAuthorizeOrgMiddleware(b *testing.B) {
-	h := httpapi.AuthorizeOrg(memRoles{authz.Admin})(func(c echo.Context) error {
+	h := httpapi.AuthorizeOrg(memRoles{authz.Admin}, 0)(func(c echo.Context) error {
 		if _, ok := httpapi.PrincipalFrom(c.Request().Context()); !ok {
 			b.Fatal("no principal")
 		}
@@ -73,7 +73,7 @@ func BenchmarkAuthorizeOrgMiddleware(b *testing.B) {
 
 // BenchmarkAuthnAndAuthzMiddleware is both, chained as the server does.
 func BenchmarkAuthnAndAuthzMiddleware(b *testing.B) {
-	h := httpapi.Authenticate(benchVerifier(b), nil)(httpapi.AuthorizeOrg(memRoles{authz.Admin})(noop))
+	h := httpapi.Authenticate(benchVerifier(b), nil)(httpapi.AuthorizeOrg(memRoles{authz.Admin}, 0)(noop))
 	c, req := benchContext(b, "Bearer "+benchToken(b))
 	b.ReportAllocs()
 	for b.Loop() {

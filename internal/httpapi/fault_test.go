@@ -568,10 +568,23 @@ func TestHungDynamoDB(t *testing.T) {
 				return faultHang
 			}},
 	}
+	// A stranger's DELETE of an org: the route's own deadline is long (an
+	// offboarding), but the authorization read that turns the stranger
+	// away has the usual one (found by the outside attack of issue 10:
+	// held for 2 minutes while DynamoDB was paused).
+	cases = append(cases, struct {
+		name, method, path, body string
+		header                   http.Header
+		hang                     func(string, int) faultKind
+	}{"a stranger's DELETE of an org", http.MethodDelete, "/v1/orgs/01ARZ3NDEKTSV4RRFFQ69G5FAV", "", nil, only(faultHang)})
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			faults.set(c.hang)
 			defer faults.set(nil)
+			if c.method == http.MethodDelete {
+				faults.hangCap = 20 * time.Second // only the request's deadline ends the hang
+				defer func() { faults.hangCap = deadline + deadline/2 }()
+			}
 			const n = 5
 			var wg sync.WaitGroup
 			for range n {

@@ -180,7 +180,7 @@ func New(d Deps) (*echo.Echo, error) {
 			return err
 		},
 	}))
-	e.Use(AuthorizeOrg(d.Roles))
+	e.Use(AuthorizeOrg(d.Roles, d.RequestTimeout))
 	// After the authorization read: only an org's members spend its quota,
 	// so nobody can exhaust another tenant's limit.
 	e.Use(limitTenant(d.RateLimit))
