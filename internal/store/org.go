@@ -368,6 +368,7 @@ func (s *Orgs) RemoveOrgUser(ctx context.Context, u org.User, ev audit.Event) er
 		return err
 	}
 	k := orgUserKey(u.OrgID, u.UserID)
+	marked := false
 	for range maxRemoveAttempts {
 		cur, err := getItem[orgUserItem](ctx, s.DB, k, true, errUserNotFound, "remove user")
 		if err != nil {
@@ -401,9 +402,29 @@ func (s *Orgs) RemoveOrgUser(ctx context.Context, u org.User, ev audit.Event) er
 		if err != errRetry {
 			return err
 		}
+		if !marked {
+			// Someone keeps changing the user's teams: mark the user
+			// leaving, so that no team takes them any more and the next
+			// reads converge (only removals of their edges can still
+			// race ours).
+			err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("leaving", time.Now().UnixMilli()).
+				If(existsAtVersion, u.Version).Run(ctx)
+			if failed, _ := condFailed(err); failed {
+				return errVersion
+			}
+			if err != nil {
+				return fmt.Errorf("remove user: %w", translate(err))
+			}
+			marked = true
+		}
 	}
-	return errRetry
+	return errBusy
 }
+
+// leavingStale is how long a user's leaving mark (set by a removal that
+// met concurrent membership changes) keeps teams from taking them: a
+// removal that died after marking stops counting then.
+const leavingStale = time.Minute
 
 // maxRemoveAttempts bounds RemoveUser's re-reads under concurrent
 // membership changes.

@@ -393,7 +393,10 @@ func (s *Teams) AddTeamMember(ctx context.Context, m team.Membership, ev audit.E
 	t := s.newTx().
 		put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember)).
 		update(tk, u.If(liveItem), failWith(errTeamNotFound))
-	s.userTeams(t, m.OrgID, m.UserID, func(u *dynamo.Update) *dynamo.Update { return u.AddStringsToSet("teamIds", m.TeamID) },
+	// A user being removed from the org joins no team (see leavingStale).
+	uk := orgUserKey(m.OrgID, m.UserID)
+	t.update(uk, s.table.Update(attrPK, uk.PK).Range(attrSK, uk.SK).Add("edgeSeq", 1).AddStringsToSet("teamIds", m.TeamID).
+		If("attribute_exists(pk) AND (attribute_not_exists(leaving) OR leaving < ?)", time.Now().Add(-leavingStale).UnixMilli()),
 		failWith(errNotOrgMember))
 	return s.audited(ev, t).run(ctx, "add member")
 }
