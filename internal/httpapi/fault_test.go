@@ -466,6 +466,26 @@ func TestFaults(t *testing.T) {
 		if n := len(itemsOf(t, ts, "AuditEvent", org)) - auditsBefore; n != 2 {
 			t.Errorf("audit events: %d, want 2 (one per create, none for the retries)", n)
 		}
+
+		// A user added the same way: the retry answers 201 with the user
+		// its lost attempt added, not 409 user_exists (found by the
+		// outside attack of issue 10).
+		add := func() apiResp {
+			return doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/users", w.Owner.Token,
+				http.Header{"Idempotency-Key": {"fault-key-lost-user"}}, `{"userId":"lost.user","email":"lost.user@example.com","name":"Lost","role":"member"}`)
+		}
+		lostAfterFirst()
+		want503(t, "addOrgUser, every answer lost", add())
+		faults.set(nil)
+		if a := add(); a.Status != http.StatusCreated || !bytes.Contains(a.Body, []byte(`"lost.user"`)) {
+			t.Errorf("addOrgUser retry with the key: %d %s, want 201 with the user", a.Status, a.Body)
+		}
+		// Someone else's add of an existing user is still a 409.
+		other := doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/users", w.Owner.Token,
+			http.Header{"Idempotency-Key": {"fault-key-other"}}, `{"userId":"lost.user","email":"lost.user@example.com","name":"Lost","role":"member"}`)
+		if other.Status != http.StatusConflict {
+			t.Errorf("another key adding the same user: %d %s, want 409", other.Status, other.Body)
+		}
 	})
 
 	t.Run("a removal in steps, failing mid-way, is consistent and resumable", func(t *testing.T) {

@@ -163,7 +163,8 @@ func (h *handlers) AddOrgUser(ctx context.Context, req oapi.AddOrgUserRequestObj
 		return nil, err
 	}
 	b := req.Body
-	u, err := h.Orgs.AddOrgUser(ctx, p, org.NewUser{UserID: b.UserId, Email: b.Email, Name: b.Name, Role: roleOf(b.Role)})
+	u, err := h.Orgs.AddOrgUser(ctx, p, org.NewUser{UserID: b.UserId, Email: b.Email, Name: b.Name, Role: roleOf(b.Role),
+		ResourceID: newResourceID(ctx)})
 	if err != nil {
 		return nil, err
 	}

@@ -35,6 +35,10 @@ type User struct {
 	JoinedAt  time.Time
 	UpdatedAt time.Time
 	Version   int64
+	// AddedBy is the ID the idempotent request that added the user gave it
+	// (idempotency.Record.ResourceID), if any: a retry of that request
+	// finds the user it added instead of answering user_exists.
+	AddedBy string
 }
 
 // Membership is one of a user's orgs, as "my orgs" lists them (the API's

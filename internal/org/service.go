@@ -40,6 +40,10 @@ type UserPatch struct {
 type NewUser struct {
 	UserID, Email, Name string
 	Role                authz.Role
+	// ResourceID, when set, is an idempotent request's ID (see
+	// idempotency.Record.ResourceID): if the user exists already and was
+	// added by it, the add happened, and the user is returned as is.
+	ResourceID string
 }
 
 // Validate checks a user's fields (the rules, not the shapes the API
@@ -290,13 +294,18 @@ func (s *Service) AddOrgUser(ctx context.Context, p authz.Principal, in NewUser)
 	}
 	now := s.now()
 	u := User{OrgID: p.OrgID, UserID: in.UserID, Email: in.Email, Name: in.Name, Role: in.Role,
-		JoinedAt: now, UpdatedAt: now, Version: 1}
+		JoinedAt: now, UpdatedAt: now, Version: 1, AddedBy: in.ResourceID}
 	if err := Validate(u); err != nil {
 		return User{}, err
 	}
 	ev := s.event(ctx, audit.By(p, g), "user.add", "user", u.UserID, now, audit.Diff(
 		audit.F("email", nil, u.Email), audit.F("name", nil, u.Name), audit.F("role", nil, string(u.Role))))
 	if err := s.store.AddOrgUser(ctx, u, ev); err != nil {
+		if errs.CodeOf(err) == "user_exists" && in.ResourceID != "" {
+			if cur, gerr := s.store.GetOrgUser(ctx, p.OrgID, u.UserID); gerr == nil && cur.AddedBy == in.ResourceID {
+				return cur, nil
+			}
+		}
 		return User{}, err
 	}
 	return u, nil

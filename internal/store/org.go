@@ -81,6 +81,7 @@ type orgUserItem struct {
 	Version   int64     `dynamo:"version"`
 	JoinedAt  time.Time `dynamo:"joinedAt"`
 	UpdatedAt time.Time `dynamo:"updatedAt"`
+	AddedBy   string    `dynamo:"addedBy,omitempty"` // org.User.AddedBy
 	// Deleting marks the edge of the owner offboarding the org: it only
 	// authorizes continuing the deletion.
 	Deleting bool `dynamo:"deleting,omitempty"`
@@ -99,12 +100,12 @@ func toOrgUserItem(u org.User) orgUserItem {
 		GSI1PK: userPK(u.UserID), GSI1SK: orgPK(u.OrgID),
 		GSI2PK: orgUserPK(u.OrgID, u.UserID), GSI2SK: userSK(u.UserID),
 		OrgID: u.OrgID, UserID: u.UserID, Email: u.Email, Name: u.Name, Role: string(u.Role),
-		Version: u.Version, JoinedAt: u.JoinedAt, UpdatedAt: u.UpdatedAt}
+		Version: u.Version, JoinedAt: u.JoinedAt, UpdatedAt: u.UpdatedAt, AddedBy: u.AddedBy}
 }
 
 func fromOrgUserItem(it orgUserItem) org.User {
 	return org.User{OrgID: it.OrgID, UserID: it.UserID, Email: it.Email, Name: it.Name,
-		Role: authz.Role(it.Role), Version: it.Version, JoinedAt: it.JoinedAt, UpdatedAt: it.UpdatedAt}
+		Role: authz.Role(it.Role), Version: it.Version, JoinedAt: it.JoinedAt, UpdatedAt: it.UpdatedAt, AddedBy: it.AddedBy}
 }
 
 // claimItem reserves an email within an org: its key is the email, so a
