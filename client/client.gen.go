@@ -20,6 +20,30 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for FieldErrorIn.
+const (
+	FieldErrorInBody   FieldErrorIn = "body"
+	FieldErrorInHeader FieldErrorIn = "header"
+	FieldErrorInPath   FieldErrorIn = "path"
+	FieldErrorInQuery  FieldErrorIn = "query"
+)
+
+// Valid indicates whether the value is a known member of the FieldErrorIn enum.
+func (e FieldErrorIn) Valid() bool {
+	switch e {
+	case FieldErrorInBody:
+		return true
+	case FieldErrorInHeader:
+		return true
+	case FieldErrorInPath:
+		return true
+	case FieldErrorInQuery:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -317,12 +341,26 @@ type CommentList struct {
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
-// FieldError defines model for FieldError.
+// FieldError One problem of a request; a 400 lists every one.
 type FieldError struct {
-	// Field Offending field: a JSON pointer-ish path into the body (e.g. `tags/3`) or the parameter name (e.g. `limit`).
-	Field   string `json:"field"`
+	// Code Stable machine-readable code of the problem, e.g. `required`, `unknown_field`, `unknown_parameter`, `too_long`, `too_large`, `invalid_value`, `invalid_format`, `invalid_type`.
+	Code string `json:"code"`
+
+	// Field The offending field: a path into the body (e.g. `tags/3`; empty for the body as a whole) or the parameter's name (e.g. `limit`).
+	Field string `json:"field"`
+
+	// In Where the problem is.
+	In FieldErrorIn `json:"in"`
+
+	// Message Short human-readable explanation.
 	Message string `json:"message"`
+
+	// Pointer For a body field, its JSON Pointer (RFC 6901), e.g. `/tags/3`.
+	Pointer *string `json:"pointer,omitempty"`
 }
+
+// FieldErrorIn Where the problem is.
+type FieldErrorIn string
 
 // Health defines model for Health.
 type Health struct {

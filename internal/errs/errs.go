@@ -49,7 +49,10 @@ type Error struct {
 	Code    string
 	Message string
 	Field   string
-	Err     error // optional cause, logged but never shown to clients
+	// In is where Field is: "body" (the default), "query", "path" or
+	// "header".
+	In  string
+	Err error // optional cause, logged but never shown to clients
 }
 
 func (e *Error) Error() string {
@@ -74,6 +77,20 @@ func E(k Kind, code, format string, args ...any) *Error {
 func InvalidField(field, code, format string, args ...any) *Error {
 	e := E(Invalid, code, format, args...)
 	e.Field = field
+	return e
+}
+
+// InvalidParam reports that one query parameter breaks a rule.
+func InvalidParam(name, code, format string, args ...any) *Error {
+	e := InvalidField(name, code, format, args...)
+	e.In = "query"
+	return e
+}
+
+// InvalidHeader reports that one request header breaks a rule.
+func InvalidHeader(name, code, format string, args ...any) *Error {
+	e := InvalidField(name, code, format, args...)
+	e.In = "header"
 	return e
 }
 

@@ -27,7 +27,7 @@ type cursorBody struct {
 	Expires int64  `json:"e"`
 }
 
-var errBadCursor = errs.InvalidField("cursor", "invalid_cursor", "the cursor is malformed, expired, or belongs to another listing")
+var errBadCursor = errs.InvalidParam("cursor", "invalid_cursor", "the cursor is malformed, expired, or belongs to another listing")
 
 func (cs cursors) mac(payload string) string {
 	m := hmac.New(sha256.New, cs.key)

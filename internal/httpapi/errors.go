@@ -119,6 +119,14 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 }
 
 func toProblem(err error) oapi.Problem {
+	var ve *validationError
+	if errors.As(err, &ve) {
+		return ve.problem()
+	}
+	var se *httpStatusError
+	if errors.As(err, &se) {
+		return oapi.Problem{Type: problemType + se.code, Title: http.StatusText(se.status), Status: se.status, Code: se.code, Detail: se.detail}
+	}
 	if e, ok := errs.As(err); ok {
 		status := kindStatus[e.Kind]
 		p := oapi.Problem{Type: problemType + e.Code, Title: http.StatusText(status), Status: status, Code: e.Code, Detail: e.Message}
@@ -126,7 +134,11 @@ func toProblem(err error) oapi.Problem {
 			p.Code, p.Detail, p.Type = "internal", "an unexpected error occurred", problemType+"internal"
 		}
 		if e.Field != "" {
-			p.Errors = &[]oapi.FieldError{{Field: e.Field, Message: e.Message}}
+			in := oapi.FieldErrorInBody
+			if e.In != "" {
+				in = oapi.FieldErrorIn(e.In)
+			}
+			p.Errors = &[]oapi.FieldError{{In: in, Field: e.Field, Code: e.Code, Message: e.Message}}
 			p.Detail = e.Field + ": " + e.Message
 		}
 		return p

@@ -7,7 +7,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,10 +16,8 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	echomw "github.com/oapi-codegen/echo-middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenantd/tenantd/internal/audit"
@@ -164,22 +161,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(limitCaller(d.CallerRateLimit))
 	// One JSON value, valid UTF-8, no key twice: before anything decodes it.
 	e.Use(strictJSON)
-	e.Use(echomw.OapiRequestValidatorWithOptions(spec, &echomw.Options{
-		Options: openapi3filter.Options{
-			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // Authenticate already ran
-			KeepValidatedValue: true,
-			MultiError:         false,
-		},
-		DoNotValidateServers: true,
-		ErrorHandler: func(c echo.Context, err *echo.HTTPError) error {
-			// Reading a chunked body past the limit surfaces inside the
-			// validator; it is still a 413, not whatever status wraps it.
-			if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) || errors.Is(err.Internal, echo.ErrStatusRequestEntityTooLarge) {
-				return echo.ErrStatusRequestEntityTooLarge
-			}
-			return err
-		},
-	}))
+	e.Use(validateRequests(spec))
 	e.Use(AuthorizeOrg(d.Roles, d.RequestTimeout))
 	// After the authorization read: only an org's members spend its quota,
 	// so nobody can exhaust another tenant's limit.

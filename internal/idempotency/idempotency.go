@@ -86,7 +86,7 @@ type Options struct {
 }
 
 var (
-	errKeyInvalid = errs.InvalidField(Header, "invalid_idempotency_key", "must be 1-255 printable ASCII characters")
+	errKeyInvalid = errs.InvalidHeader(Header, "invalid_idempotency_key", "must be 1-255 printable ASCII characters")
 	errReused     = errs.E(errs.Unprocessable, "idempotency_key_reused", "this Idempotency-Key was used with a different request")
 	errInProgress = errs.E(errs.Conflict, "idempotency_in_progress", "a request with this Idempotency-Key is still being processed; retry later")
 	errUnreadable = errs.E(errs.Conflict, "idempotency_unreadable", "the response kept for this Idempotency-Key cannot be replayed; use a new key")

@@ -32,7 +32,7 @@ func (r Request) Check() (Request, error) {
 		r.Limit = DefaultLimit
 	}
 	if r.Limit < 1 || r.Limit > MaxLimit {
-		return r, errs.InvalidField("limit", "invalid_limit", "must be between 1 and %d", MaxLimit)
+		return r, errs.InvalidParam("limit", "invalid_limit", "must be between 1 and %d", MaxLimit)
 	}
 	return r, nil
 }

@@ -96,7 +96,7 @@ func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result
 		since = until.Add(-maxAuditRange)
 	}
 	if since.After(until) {
-		return none, errs.InvalidField("since", "invalid_range", "must not be after until")
+		return none, errs.InvalidParam("since", "invalid_range", "must not be after until")
 	}
 	lo := prefixEvent + ulidBound(since, '0')
 	hi := prefixEvent + ulidBound(until, 'Z')

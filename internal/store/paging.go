@@ -16,7 +16,7 @@ import (
 	"github.com/tenantd/tenantd/internal/page"
 )
 
-var errCursor = errs.InvalidField("cursor", "invalid_cursor", "the cursor is malformed or does not belong to this listing")
+var errCursor = errs.InvalidParam("cursor", "invalid_cursor", "the cursor is malformed or does not belong to this listing")
 
 // keyAttrs are the attributes of a LastEvaluatedKey on idx ("" = base table).
 func keyAttrs(idx string) []string {

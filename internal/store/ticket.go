@@ -134,7 +134,7 @@ func checkTicket(t ticket.Ticket) error {
 		}
 	}
 	if !t.Status.Valid() {
-		return errs.InvalidField("status", "invalid_status", "unknown status")
+		return errs.InvalidParam("status", "invalid_status", "unknown status")
 	}
 	return nil
 }

@@ -668,9 +668,20 @@ export interface components {
             /** @description Per-field validation errors (400 only). */
             errors?: components["schemas"]["FieldError"][];
         };
+        /** @description One problem of a request; a 400 lists every one. */
         FieldError: {
-            /** @description Offending field: a JSON pointer-ish path into the body (e.g. `tags/3`) or the parameter name (e.g. `limit`). */
+            /**
+             * @description Where the problem is.
+             * @enum {string}
+             */
+            in: "body" | "query" | "path" | "header";
+            /** @description The offending field: a path into the body (e.g. `tags/3`; empty for the body as a whole) or the parameter's name (e.g. `limit`). */
             field: string;
+            /** @description For a body field, its JSON Pointer (RFC 6901), e.g. `/tags/3`. */
+            pointer?: string;
+            /** @description Stable machine-readable code of the problem, e.g. `required`, `unknown_field`, `unknown_parameter`, `too_long`, `too_large`, `invalid_value`, `invalid_format`, `invalid_type`. */
+            code: string;
+            /** @description Short human-readable explanation. */
             message: string;
         };
         /**

@@ -1,0 +1,283 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/labstack/echo/v4"
+
+	"github.com/tenantd/tenantd/internal/httpapi/oapi"
+)
+
+// validateRequests checks every routed request against its operation in
+// openapi.yaml: its path, query and header parameters, its body's media
+// type and schema, and that it names no query parameter the operation does
+// not document. It reports every problem at once (one FieldError each), not
+// the first. It finds the operation by the route Echo matched, so the
+// request is routed once.
+func validateRequests(spec *openapi3.T) echo.MiddlewareFunc {
+	type op struct {
+		route *routers.Route
+		query map[string]bool // documented query parameters
+	}
+	ops := map[string]op{}
+	for path, item := range spec.Paths.Map() {
+		for method, o := range item.Operations() {
+			known := map[string]bool{}
+			for _, ps := range []openapi3.Parameters{item.Parameters, o.Parameters} {
+				for _, p := range ps {
+					if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
+						known[p.Value.Name] = true
+					}
+				}
+			}
+			ops[method+" "+echoPath(path)] = op{route: &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: o}, query: known}
+		}
+	}
+	options := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // Authenticate already ran
+		KeepValidatedValue: true, MultiError: true}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			o, ok := ops[req.Method+" "+c.Path()]
+			if !ok {
+				return next(c) // no operation: Echo answers 404 or 405
+			}
+			params := make(map[string]string, len(c.ParamNames()))
+			for i, name := range c.ParamNames() {
+				params[name] = c.ParamValues()[i]
+			}
+			var fields []oapi.FieldError
+			var names []string
+			for name := range req.URL.Query() {
+				if !o.query[name] {
+					names = append(names, name)
+				}
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				fields = append(fields, oapi.FieldError{In: oapi.FieldErrorInQuery, Field: name, Code: "unknown_parameter",
+					Message: "is not a parameter of this operation"})
+			}
+			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: o.route, Options: options}
+			if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {
+				if errors.Is(err, echo.ErrStatusRequestEntityTooLarge) {
+					return echo.ErrStatusRequestEntityTooLarge // a chunked body read past the limit
+				}
+				if unsupportedMediaType(err) {
+					return errUnsupportedMediaType(c, o.route.Operation)
+				}
+				fields = append(fields, fieldErrors(err)...)
+			}
+			if len(fields) > 0 {
+				return &validationError{fields: fields}
+			}
+			return next(c)
+		}
+	}
+}
+
+// echoPath is an OpenAPI path template as Echo routes it: {orgId} -> :orgId.
+func echoPath(p string) string {
+	return pathParam.ReplaceAllString(p, ":$1")
+}
+
+var pathParam = regexp.MustCompile(`\{([^}]+)\}`)
+
+func ptrTo[T any](v T) *T { return &v }
+
+// validationError is a 400 listing every problem of a request.
+type validationError struct{ fields []oapi.FieldError }
+
+func (e *validationError) Error() string {
+	parts := make([]string, len(e.fields))
+	for i, f := range e.fields {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "invalid request: " + strings.Join(parts, "; ")
+}
+
+func (e *validationError) problem() oapi.Problem {
+	var parts []string
+	for _, f := range e.fields[:min(len(e.fields), 3)] {
+		if f.Field == "" {
+			parts = append(parts, f.Message)
+		} else {
+			parts = append(parts, f.Field+": "+f.Message)
+		}
+	}
+	detail := strings.Join(parts, "; ")
+	if n := len(e.fields) - len(parts); n > 0 {
+		detail += fmt.Sprintf("; and %d more (see errors)", n)
+	}
+	fs := e.fields
+	return oapi.Problem{Type: problemType + "invalid_request", Title: http.StatusText(http.StatusBadRequest), Status: http.StatusBadRequest,
+		Code: "invalid_request", Detail: detail, Errors: &fs}
+}
+
+// fieldErrors flattens what openapi3filter reports into one FieldError
+// per problem, without the schema dumps its messages carry.
+func fieldErrors(err error) []oapi.FieldError {
+	var out []oapi.FieldError
+	me, isMulti := err.(openapi3.MultiError)
+	re, isRequest := err.(*openapi3filter.RequestError)
+	var se *openapi3.SchemaError
+	var pe *openapi3filter.ParseError
+	switch {
+	case isMulti:
+		for _, e := range me {
+			out = append(out, fieldErrors(e)...)
+		}
+	case isRequest:
+		inner := fieldErrors(re.Err)
+		if re.Err == nil {
+			inner = nil
+		}
+		switch {
+		case re.Parameter != nil:
+			where := oapi.FieldErrorIn(re.Parameter.In)
+			if len(inner) == 0 {
+				inner = []oapi.FieldError{{Code: "invalid_value", Message: shortReason(re.Reason)}}
+			}
+			for i := range inner {
+				inner[i].In, inner[i].Pointer = where, nil
+				if inner[i].Field == "" {
+					inner[i].Field = re.Parameter.Name
+				} else {
+					inner[i].Field = re.Parameter.Name + "/" + inner[i].Field
+				}
+				if re.Reason == "must have a value" || strings.Contains(re.Reason, "is required") {
+					inner[i].Code, inner[i].Message = "required", "is required"
+				}
+			}
+		default: // the body
+			if len(inner) == 0 {
+				inner = []oapi.FieldError{{Code: "invalid_body", Message: shortReason(re.Reason)}}
+			}
+			for i := range inner {
+				inner[i].In = oapi.FieldErrorInBody
+			}
+		}
+		out = append(out, inner...)
+	case errors.As(err, &se):
+		path := se.JSONPointer()
+		code, msg := schemaCode(se)
+		if se.SchemaField == "properties" { // additionalProperties: false
+			if k := quoted(se.Reason); k != "" {
+				path = append(path, k)
+			}
+		}
+		f := oapi.FieldError{Field: strings.Join(path, "/"), Code: code, Message: msg}
+		if len(path) > 0 {
+			f.Pointer = ptrTo("/" + strings.Join(escapePointer(path), "/"))
+		}
+		out = append(out, f)
+	case errors.As(err, &pe):
+		out = append(out, oapi.FieldError{Code: "invalid_value", Message: shortReason(pe.Error())})
+	default:
+		out = append(out, oapi.FieldError{Code: "invalid_value", Message: shortReason(err.Error())})
+	}
+	return out
+}
+
+// schemaCodes are the stable codes of the schema keywords a value breaks.
+var schemaCodes = map[string]string{
+	"required": "required", "properties": "unknown_field", "type": "invalid_type", "nullable": "invalid_type",
+	"enum": "invalid_value", "format": "invalid_format", "pattern": "invalid_format",
+	"minLength": "too_short", "maxLength": "too_long", "minimum": "too_small", "maximum": "too_large",
+	"exclusiveMinimum": "too_small", "exclusiveMaximum": "too_large", "minItems": "too_few", "maxItems": "too_many",
+	"uniqueItems": "duplicate_items", "minProperties": "too_few", "maxProperties": "too_many", "multipleOf": "invalid_value",
+}
+
+func schemaCode(se *openapi3.SchemaError) (code, msg string) {
+	code = schemaCodes[se.SchemaField]
+	if code == "" {
+		code = "invalid_value"
+	}
+	switch code {
+	case "required":
+		return code, "is required"
+	case "unknown_field":
+		return code, "is not a field of this request"
+	case "invalid_value":
+		if se.SchemaField == "enum" && se.Schema != nil {
+			vals := make([]string, 0, len(se.Schema.Enum))
+			for _, v := range se.Schema.Enum {
+				vals = append(vals, fmt.Sprint(v))
+			}
+			return code, "must be one of " + strings.Join(vals, ", ")
+		}
+	}
+	return code, shortReason(se.Reason)
+}
+
+// shortReason is the first line of a validator message: never the schema
+// or the value it dumps after it.
+func shortReason(s string) string {
+	s, _, _ = strings.Cut(s, "\n")
+	s = strings.TrimSpace(strings.TrimPrefix(s, "value "))
+	if s == "" {
+		return "is invalid"
+	}
+	return s
+}
+
+var quotedRE = regexp.MustCompile(`"([^"]*)"`)
+
+func quoted(s string) string {
+	if m := quotedRE.FindStringSubmatch(s); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+func escapePointer(path []string) []string {
+	out := make([]string, len(path))
+	for i, p := range path {
+		out[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~", "~0"), "/", "~1")
+	}
+	return out
+}
+
+// unsupportedMediaType reports whether err is a body sent with a content
+// type the operation does not take.
+func unsupportedMediaType(err error) bool {
+	var re *openapi3filter.RequestError
+	return errors.As(err, &re) && re.RequestBody != nil && strings.HasPrefix(re.Reason, "header Content-Type has unexpected value")
+}
+
+// errUnsupportedMediaType is a 415 that says what the operation takes
+// (Accept-Post, Accept-Patch: RFC 5789, the W3C LDP Accept-Post).
+func errUnsupportedMediaType(c echo.Context, o *openapi3.Operation) error {
+	var types []string
+	if o.RequestBody != nil && o.RequestBody.Value != nil {
+		for t := range o.RequestBody.Value.Content {
+			types = append(types, t)
+		}
+	}
+	sort.Strings(types)
+	accept := strings.Join(types, ", ")
+	switch c.Request().Method {
+	case http.MethodPost:
+		c.Response().Header().Set("Accept-Post", accept)
+	case http.MethodPatch:
+		c.Response().Header().Set("Accept-Patch", accept)
+	}
+	return &httpStatusError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
+		detail: "the body must be " + accept}
+}
+
+// httpStatusError is a problem of a status the domain kinds do not name.
+type httpStatusError struct {
+	status       int
+	code, detail string
+}
+
+func (e *httpStatusError) Error() string { return e.code + ": " + e.detail }
