@@ -31,9 +31,9 @@ type Event struct {
 	// that team role (authz.Grant). Not stored.
 	ActorTeamID, ActorTeamFloor string
 	Action                      string // e.g. "ticket.update"
-	TargetType string // "org", "user", "team", "member", "ticket", "comment", "invitation"
-	TargetID   string
-	RequestID  string // the server's id of the request that made the change
+	TargetType                  string // "org", "user", "team", "member", "ticket", "comment", "invitation"
+	TargetID                    string
+	RequestID                   string // the server's id of the request that made the change
 	// ClientRequestID is the X-Request-Id the client sent, when it was
 	// well-formed (see httpapi); "" otherwise.
 	ClientRequestID string
