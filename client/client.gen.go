@@ -748,6 +748,9 @@ type Cursor = string
 // IfMatch defines model for ifMatch.
 type IfMatch = string
 
+// IfNoneMatch defines model for ifNoneMatch.
+type IfNoneMatch = string
+
 // InvitationId defines model for invitationId.
 type InvitationId = string
 
@@ -828,7 +831,7 @@ type CreateOrgParams struct {
 
 // DeleteOrgParams defines parameters for DeleteOrg.
 type DeleteOrgParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -836,6 +839,9 @@ type DeleteOrgParams struct {
 type GetOrgParams struct {
 	// Include Embed related resources. `users` embeds the org's users.
 	Include *GetOrgParamsInclude `form:"include,omitempty" json:"include,omitempty"`
+
+	// IfNoneMatch RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // GetOrgParamsInclude defines parameters for GetOrg.
@@ -843,7 +849,7 @@ type GetOrgParamsInclude string
 
 // UpdateOrgParams defines parameters for UpdateOrg.
 type UpdateOrgParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -891,7 +897,7 @@ type CreateTeamParams struct {
 
 // DeleteTeamParams defines parameters for DeleteTeam.
 type DeleteTeamParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -899,6 +905,9 @@ type DeleteTeamParams struct {
 type GetTeamParams struct {
 	// Include `members` embeds the team's memberships.
 	Include *GetTeamParamsInclude `form:"include,omitempty" json:"include,omitempty"`
+
+	// IfNoneMatch RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // GetTeamParamsInclude defines parameters for GetTeam.
@@ -906,7 +915,7 @@ type GetTeamParamsInclude string
 
 // UpdateTeamParams defines parameters for UpdateTeam.
 type UpdateTeamParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -927,13 +936,19 @@ type ListTeamMembersParamsExpand string
 
 // RemoveTeamMemberParams defines parameters for RemoveTeamMember.
 type RemoveTeamMemberParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// GetTeamMemberParams defines parameters for GetTeamMember.
+type GetTeamMemberParams struct {
+	// IfNoneMatch RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // PutTeamMemberParams defines parameters for PutTeamMember.
 type PutTeamMemberParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -975,7 +990,7 @@ type CreateTicketParams struct {
 
 // DeleteTicketParams defines parameters for DeleteTicket.
 type DeleteTicketParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -986,6 +1001,9 @@ type GetTicketParams struct {
 
 	// Expand Comma-separated list of related users to embed in each ticket: `requester` adds `requester`, `assignee` adds `assignee` (when the ticket is assigned). Example: `expand=requester,assignee`.
 	Expand *TicketExpand `form:"expand,omitempty" json:"expand,omitempty"`
+
+	// IfNoneMatch RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // GetTicketParamsInclude defines parameters for GetTicket.
@@ -993,7 +1011,7 @@ type GetTicketParamsInclude string
 
 // UpdateTicketParams defines parameters for UpdateTicket.
 type UpdateTicketParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -1029,13 +1047,19 @@ type AddOrgUserParams struct {
 
 // RemoveOrgUserParams defines parameters for RemoveOrgUser.
 type RemoveOrgUserParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// GetOrgUserParams defines parameters for GetOrgUser.
+type GetOrgUserParams struct {
+	// IfNoneMatch RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // UpdateOrgUserParams defines parameters for UpdateOrgUser.
 type UpdateOrgUserParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -1404,7 +1428,7 @@ type ClientInterface interface {
 	// Returns the user's membership in the team; 404 if the user is not a member of the team. Any member of the org may read it.
 	//
 	// Corresponds with GET /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (the `GetTeamMember` operationId).
-	GetTeamMember(ctx context.Context, orgId OrgId, teamId TeamId, userId UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetTeamMember(ctx context.Context, orgId OrgId, teamId TeamId, userId UserId, params *GetTeamMemberParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PutTeamMemberWithBody Add a team member or change their role
 	//
@@ -1550,7 +1574,7 @@ type ClientInterface interface {
 	// Returns one org user. Any member may read it.
 	//
 	// Corresponds with GET /v1/orgs/{orgId}/users/{userId} (the `GetOrgUser` operationId).
-	GetOrgUser(ctx context.Context, orgId OrgId, userId UserId, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetOrgUser(ctx context.Context, orgId OrgId, userId UserId, params *GetOrgUserParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateOrgUserWithBody Update an organization user
 	//
@@ -2076,8 +2100,8 @@ func (c *Client) RemoveTeamMember(ctx context.Context, orgId OrgId, teamId TeamI
 // Returns the user's membership in the team; 404 if the user is not a member of the team. Any member of the org may read it.
 //
 // Corresponds with GET /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (the `GetTeamMember` operationId).
-func (c *Client) GetTeamMember(ctx context.Context, orgId OrgId, teamId TeamId, userId UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetTeamMemberRequest(c.Server, orgId, teamId, userId)
+func (c *Client) GetTeamMember(ctx context.Context, orgId OrgId, teamId TeamId, userId UserId, params *GetTeamMemberParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTeamMemberRequest(c.Server, orgId, teamId, userId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2402,8 +2426,8 @@ func (c *Client) RemoveOrgUser(ctx context.Context, orgId OrgId, userId UserId, 
 // Returns one org user. Any member may read it.
 //
 // Corresponds with GET /v1/orgs/{orgId}/users/{userId} (the `GetOrgUser` operationId).
-func (c *Client) GetOrgUser(ctx context.Context, orgId OrgId, userId UserId, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetOrgUserRequest(c.Server, orgId, userId)
+func (c *Client) GetOrgUser(ctx context.Context, orgId OrgId, userId UserId, params *GetOrgUserParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetOrgUserRequest(c.Server, orgId, userId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2886,6 +2910,21 @@ func NewGetOrgRequest(server string, orgId OrgId, params *GetOrgParams) (*http.R
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -3516,6 +3555,21 @@ func NewGetTeamRequest(server string, orgId OrgId, teamId TeamId, params *GetTea
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -3744,7 +3798,7 @@ func NewRemoveTeamMemberRequest(server string, orgId OrgId, teamId TeamId, userI
 }
 
 // NewGetTeamMemberRequest constructs an http.Request for the GetTeamMember method
-func NewGetTeamMemberRequest(server string, orgId OrgId, teamId TeamId, userId UserId) (*http.Request, error) {
+func NewGetTeamMemberRequest(server string, orgId OrgId, teamId TeamId, userId UserId, params *GetTeamMemberParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3786,6 +3840,21 @@ func NewGetTeamMemberRequest(server string, orgId OrgId, teamId TeamId, userId U
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -4263,6 +4332,21 @@ func NewGetTicketRequest(server string, orgId OrgId, ticketId TicketId, params *
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -4676,7 +4760,7 @@ func NewRemoveOrgUserRequest(server string, orgId OrgId, userId UserId, params *
 }
 
 // NewGetOrgUserRequest constructs an http.Request for the GetOrgUser method
-func NewGetOrgUserRequest(server string, orgId OrgId, userId UserId) (*http.Request, error) {
+func NewGetOrgUserRequest(server string, orgId OrgId, userId UserId, params *GetOrgUserParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4711,6 +4795,21 @@ func NewGetOrgUserRequest(server string, orgId OrgId, userId UserId) (*http.Requ
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -5367,7 +5466,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (the `GetTeamMember` operationId).
-	GetTeamMemberWithResponse(ctx context.Context, orgId OrgId, teamId TeamId, userId UserId, reqEditors ...RequestEditorFn) (*GetTeamMemberResponse, error)
+	GetTeamMemberWithResponse(ctx context.Context, orgId OrgId, teamId TeamId, userId UserId, params *GetTeamMemberParams, reqEditors ...RequestEditorFn) (*GetTeamMemberResponse, error)
 
 	// PutTeamMemberWithBodyWithResponse Add a team member or change their role
 	//
@@ -5529,7 +5628,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/orgs/{orgId}/users/{userId} (the `GetOrgUser` operationId).
-	GetOrgUserWithResponse(ctx context.Context, orgId OrgId, userId UserId, reqEditors ...RequestEditorFn) (*GetOrgUserResponse, error)
+	GetOrgUserWithResponse(ctx context.Context, orgId OrgId, userId UserId, params *GetOrgUserParams, reqEditors ...RequestEditorFn) (*GetOrgUserResponse, error)
 
 	// UpdateOrgUserWithBodyWithResponse Update an organization user
 	//
@@ -6352,6 +6451,11 @@ type GetOrgResponse200Headers struct {
 	ETag string
 }
 
+// GetOrgResponse304Headers the declared response headers of an HTTP 304 response for GetOrg
+type GetOrgResponse304Headers struct {
+	ETag string
+}
+
 // GetOrgResponse401Headers the declared response headers of an HTTP 401 response for GetOrg
 type GetOrgResponse401Headers struct {
 	WWWAuthenticate string
@@ -6389,6 +6493,8 @@ type GetOrgResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetOrgResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetOrgResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetOrgResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -7569,6 +7675,11 @@ type GetTeamResponse200Headers struct {
 	ETag string
 }
 
+// GetTeamResponse304Headers the declared response headers of an HTTP 304 response for GetTeam
+type GetTeamResponse304Headers struct {
+	ETag string
+}
+
 // GetTeamResponse401Headers the declared response headers of an HTTP 401 response for GetTeam
 type GetTeamResponse401Headers struct {
 	WWWAuthenticate string
@@ -7606,6 +7717,8 @@ type GetTeamResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetTeamResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetTeamResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetTeamResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -8053,6 +8166,11 @@ type GetTeamMemberResponse200Headers struct {
 	ETag string
 }
 
+// GetTeamMemberResponse304Headers the declared response headers of an HTTP 304 response for GetTeamMember
+type GetTeamMemberResponse304Headers struct {
+	ETag string
+}
+
 // GetTeamMemberResponse401Headers the declared response headers of an HTTP 401 response for GetTeamMember
 type GetTeamMemberResponse401Headers struct {
 	WWWAuthenticate string
@@ -8090,6 +8208,8 @@ type GetTeamMemberResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetTeamMemberResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetTeamMemberResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetTeamMemberResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -8807,6 +8927,11 @@ type GetTicketResponse200Headers struct {
 	ETag string
 }
 
+// GetTicketResponse304Headers the declared response headers of an HTTP 304 response for GetTicket
+type GetTicketResponse304Headers struct {
+	ETag string
+}
+
 // GetTicketResponse401Headers the declared response headers of an HTTP 401 response for GetTicket
 type GetTicketResponse401Headers struct {
 	WWWAuthenticate string
@@ -8844,6 +8969,8 @@ type GetTicketResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetTicketResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetTicketResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetTicketResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -9682,6 +9809,11 @@ type GetOrgUserResponse200Headers struct {
 	ETag string
 }
 
+// GetOrgUserResponse304Headers the declared response headers of an HTTP 304 response for GetOrgUser
+type GetOrgUserResponse304Headers struct {
+	ETag string
+}
+
 // GetOrgUserResponse401Headers the declared response headers of an HTTP 401 response for GetOrgUser
 type GetOrgUserResponse401Headers struct {
 	WWWAuthenticate string
@@ -9719,6 +9851,8 @@ type GetOrgUserResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetOrgUserResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetOrgUserResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetOrgUserResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -10687,8 +10821,8 @@ func (c *ClientWithResponses) RemoveTeamMemberWithResponse(ctx context.Context, 
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (the `GetTeamMember` operationId).
-func (c *ClientWithResponses) GetTeamMemberWithResponse(ctx context.Context, orgId OrgId, teamId TeamId, userId UserId, reqEditors ...RequestEditorFn) (*GetTeamMemberResponse, error) {
-	rsp, err := c.GetTeamMember(ctx, orgId, teamId, userId, reqEditors...)
+func (c *ClientWithResponses) GetTeamMemberWithResponse(ctx context.Context, orgId OrgId, teamId TeamId, userId UserId, params *GetTeamMemberParams, reqEditors ...RequestEditorFn) (*GetTeamMemberResponse, error) {
+	rsp, err := c.GetTeamMember(ctx, orgId, teamId, userId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10957,8 +11091,8 @@ func (c *ClientWithResponses) RemoveOrgUserWithResponse(ctx context.Context, org
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/orgs/{orgId}/users/{userId} (the `GetOrgUser` operationId).
-func (c *ClientWithResponses) GetOrgUserWithResponse(ctx context.Context, orgId OrgId, userId UserId, reqEditors ...RequestEditorFn) (*GetOrgUserResponse, error) {
-	rsp, err := c.GetOrgUser(ctx, orgId, userId, reqEditors...)
+func (c *ClientWithResponses) GetOrgUserWithResponse(ctx context.Context, orgId OrgId, userId UserId, params *GetOrgUserParams, reqEditors ...RequestEditorFn) (*GetOrgUserResponse, error) {
+	rsp, err := c.GetOrgUser(ctx, orgId, userId, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11885,6 +12019,9 @@ func ParseGetOrgResponse(rsp *http.Response) (*GetOrgResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11940,6 +12077,16 @@ func ParseGetOrgResponse(rsp *http.Response) (*GetOrgResponse, error) {
 			headers.ETag = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetOrgResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetOrgResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -13276,6 +13423,9 @@ func ParseGetTeamResponse(rsp *http.Response) (*GetTeamResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13331,6 +13481,16 @@ func ParseGetTeamResponse(rsp *http.Response) (*GetTeamResponse, error) {
 			headers.ETag = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetTeamResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetTeamResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -13832,6 +13992,9 @@ func ParseGetTeamMemberResponse(rsp *http.Response) (*GetTeamMemberResponse, err
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13887,6 +14050,16 @@ func ParseGetTeamMemberResponse(rsp *http.Response) (*GetTeamMemberResponse, err
 			headers.ETag = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetTeamMemberResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetTeamMemberResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -14697,6 +14870,9 @@ func ParseGetTicketResponse(rsp *http.Response) (*GetTicketResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14752,6 +14928,16 @@ func ParseGetTicketResponse(rsp *http.Response) (*GetTicketResponse, error) {
 			headers.ETag = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetTicketResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetTicketResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -15695,6 +15881,9 @@ func ParseGetOrgUserResponse(rsp *http.Response) (*GetOrgUserResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15750,6 +15939,16 @@ func ParseGetOrgUserResponse(rsp *http.Response) (*GetOrgUserResponse, error) {
 			headers.ETag = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetOrgUserResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetOrgUserResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

@@ -70,23 +70,24 @@ func (h *handlers) pageIn(scope, listing string, limit *int, cursor *string) (pa
 
 func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
 
-// ifMatch parses an If-Match header into a version (0 = absent or "*").
-// A value that names no version can match nothing: 412.
-func ifMatch(h *string) (int64, error) {
+// ifMatch parses an If-Match header (RFC 9110): absent, "*", or a list of
+// entity tags, each naming a version (conditional.go: `"<version>-<digest>"`).
+// Weak tags and tags that name no version match nothing.
+func ifMatch(h *string) (errs.Match, error) {
 	if h == nil {
-		return 0, nil
+		return errs.NoMatch, nil
 	}
 	s := strings.TrimSpace(*h)
-	if s == "" || s == "*" {
-		return 0, nil
+	if s == "*" {
+		return errs.MatchAny(), nil
 	}
-	s = strings.TrimPrefix(s, "W/")
-	s = strings.Trim(s, `"`)
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v < 1 {
-		return 0, errs.ErrVersion
+	var versions []int64
+	for _, tag := range entityTags(s) {
+		if v, ok := tagVersion(tag); ok {
+			versions = append(versions, v)
+		}
 	}
-	return v, nil
+	return errs.MatchVersions(versions...), nil
 }
 
 func pageReq(limit *int, cursor *string) page.Request {

@@ -64,7 +64,7 @@ func TestInvitation(t *testing.T) {
 				got.User.Role != client.RoleAdmin || !slices.Equal(got.TeamIds, []string{w.Team.Id}) {
 				t.Errorf("accepted: got %+v", got)
 			}
-			m, err := newbie.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, newbie.ID)
+			m, err := newbie.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, newbie.ID, nil)
 			mustStatus(t, m, err, http.StatusOK)
 			if m.JSON200.Role != client.RoleMember {
 				t.Errorf("team role: got %q, want member", m.JSON200.Role)
@@ -282,7 +282,7 @@ func TestInvitationLifecycle(t *testing.T) {
 		if got, want := slices.Sorted(slices.Values(a.JSON201.TeamIds)), slices.Sorted(slices.Values([]string{w.Team.Id, second.Id})); !slices.Equal(got, want) {
 			t.Errorf("teams joined: got %v, want %v", got, want)
 		}
-		ou, err := w.Member.C.GetOrgUserWithResponse(bg, org, newbie.ID)
+		ou, err := w.Member.C.GetOrgUserWithResponse(bg, org, newbie.ID, nil)
 		mustStatus(t, ou, err, http.StatusOK)
 		if ou.JSON200.Email != "newbie@example.com" || ou.JSON200.Role != client.RoleAdmin {
 			t.Errorf("org user: %+v", ou.JSON200)
@@ -293,7 +293,7 @@ func TestInvitationLifecycle(t *testing.T) {
 			t.Errorf("memberCount: got %d, want %d", got, want)
 		}
 		for _, team := range []string{w.Team.Id, second.Id} {
-			m, err := w.Member.C.GetTeamMemberWithResponse(bg, org, team, newbie.ID)
+			m, err := w.Member.C.GetTeamMemberWithResponse(bg, org, team, newbie.ID, nil)
 			mustStatus(t, m, err, http.StatusOK)
 			if m.JSON200.Role != client.RoleMember {
 				t.Errorf("team %s role: %s, want member", team, m.JSON200.Role)
@@ -361,7 +361,7 @@ func TestInvitationLifecycle(t *testing.T) {
 		inv := MustInvitation(t, w.Owner.C, org, "already@example.com", client.RoleAdmin, w.Team.Id)
 		a, err := joined.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		wantProblem(t, a, err, http.StatusConflict, "user_exists")
-		ou, err := w.Owner.C.GetOrgUserWithResponse(bg, org, joined.ID)
+		ou, err := w.Owner.C.GetOrgUserWithResponse(bg, org, joined.ID, nil)
 		mustStatus(t, ou, err, http.StatusOK)
 		if ou.JSON200.Role != client.RoleMember || ou.JSON200.Email != inOrg.Email {
 			t.Errorf("the refused accept changed the user: %+v", ou.JSON200)

@@ -39,7 +39,7 @@ func TestOperations(t *testing.T) {
 			return c.GetTicketWithResponse(bg, org, w.Ticket.Id, nil)
 		}},
 		{"getTeamMember (AP3)", authzRead + ", GetItem+consistent", 0, func() (statusCoder, error) {
-			return c.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.TeamAdmin.ID)
+			return c.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.TeamAdmin.ID, nil)
 		}},
 		{"listUserTeams (AP2)", authzRead + ", Query(GSI1)", 0, func() (statusCoder, error) {
 			return c.ListUserTeamsWithResponse(bg, org, w.TeamOwner.ID, nil)
@@ -89,7 +89,7 @@ func TestOperations(t *testing.T) {
 			return c.GetOrgWithResponse(bg, org, &client.GetOrgParams{Include: ptr(client.GetOrgParamsIncludeUsers)})
 		}},
 		{"listOrgUsers", func() (statusCoder, error) { return c.ListOrgUsersWithResponse(bg, org, nil) }},
-		{"getOrgUser", func() (statusCoder, error) { return c.GetOrgUserWithResponse(bg, org, w.Admin.ID) }},
+		{"getOrgUser", func() (statusCoder, error) { return c.GetOrgUserWithResponse(bg, org, w.Admin.ID, nil) }},
 		{"listUserTeams", func() (statusCoder, error) { return c.ListUserTeamsWithResponse(bg, org, w.TeamOwner.ID, nil) }},
 		{"listUserTickets include=user", func() (statusCoder, error) {
 			return c.ListUserTicketsWithResponse(bg, org, w.Requester.ID, &client.ListUserTicketsParams{Include: ptr(client.ListUserTicketsParamsIncludeUser)})

@@ -116,7 +116,7 @@ func TestOrg(t *testing.T) {
 		})
 
 		t.Run("getOrgUser", func(t *testing.T) {
-			r, err := w.Member.C.GetOrgUserWithResponse(bg, org, w.Admin.ID)
+			r, err := w.Member.C.GetOrgUserWithResponse(bg, org, w.Admin.ID, nil)
 			mustStatus(t, r, err, http.StatusOK)
 			u := r.JSON200
 			if u.UserId != w.Admin.ID || u.Email != w.Admin.Email || u.Name != w.Admin.Name || u.Role != client.RoleAdmin {
@@ -152,7 +152,7 @@ func TestOrg(t *testing.T) {
 				t.Run(id, func(t *testing.T) {
 					a := ts.ActorWithID(t, id)
 					MustUser(t, owner, org, a, client.RoleMember)
-					g, err := a.C.GetOrgUserWithResponse(bg, org, id)
+					g, err := a.C.GetOrgUserWithResponse(bg, org, id, nil)
 					mustStatus(t, g, err, http.StatusOK)
 					if got := g.JSON200.UserId; got != id {
 						t.Errorf("userId: got %q, want %q", got, id)
@@ -163,7 +163,7 @@ func TestOrg(t *testing.T) {
 						t.Errorf("me: got %+v", me.JSON200)
 					}
 					MustMember(t, owner, org, w.Team.Id, id, client.RoleMember)
-					m, err := a.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, id)
+					m, err := a.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, id, nil)
 					mustStatus(t, m, err, http.StatusOK)
 					ut, err := a.C.ListUserTeamsWithResponse(bg, org, id, nil)
 					mustStatus(t, ut, err, http.StatusOK)
@@ -206,7 +206,7 @@ func TestOrg(t *testing.T) {
 				t.Errorf("org: got %+v", o)
 			}
 			wantETag(t, r.HTTPResponse.Header, 1)
-			u, err := a.C.GetOrgUserWithResponse(bg, o.Id, a.ID)
+			u, err := a.C.GetOrgUserWithResponse(bg, o.Id, a.ID, nil)
 			mustStatus(t, u, err, http.StatusOK)
 			if got := u.JSON200; got.Role != client.RoleOwner || got.Email != a.Email || got.Name != a.Name {
 				t.Errorf("creator: got %+v, want an owner with the token's email and name", got)
@@ -259,9 +259,9 @@ func TestOrg(t *testing.T) {
 			before := memberCount(t, w.Member.C, org, w.Team.Id)
 			r, err := w.Admin.C.RemoveOrgUserWithResponse(bg, org, w.TeamAdmin.ID, &client.RemoveOrgUserParams{IfMatch: ptr(etagOf(1))})
 			mustStatus(t, r, err, http.StatusNoContent)
-			g, err := w.Member.C.GetOrgUserWithResponse(bg, org, w.TeamAdmin.ID)
+			g, err := w.Member.C.GetOrgUserWithResponse(bg, org, w.TeamAdmin.ID, nil)
 			wantProblem(t, g, err, http.StatusNotFound, "")
-			m, err := w.Member.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.TeamAdmin.ID)
+			m, err := w.Member.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.TeamAdmin.ID, nil)
 			wantProblem(t, m, err, http.StatusNotFound, "")
 			tm, err := w.Member.C.GetTeamWithResponse(bg, org, w.Team.Id, nil)
 			mustStatus(t, tm, err, http.StatusOK)

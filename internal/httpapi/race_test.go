@@ -143,7 +143,7 @@ func TestRaces(t *testing.T) {
 				return g.HTTPResponse.Header.Get("ETag")
 			}},
 			{"org user", base + "/users/" + w.Member.ID, `{"name":"patched %d"}`, func() string {
-				g, err := w.Owner.C.GetOrgUserWithResponse(bg, org, w.Member.ID)
+				g, err := w.Owner.C.GetOrgUserWithResponse(bg, org, w.Member.ID, nil)
 				mustStatus(t, g, err, http.StatusOK)
 				return g.HTTPResponse.Header.Get("ETag")
 			}},
@@ -429,7 +429,7 @@ func TestRemovalOutlastsMembershipChurn(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	mustStatus(t, r, err, http.StatusNoContent)
-	g, err := owner.GetOrgUserWithResponse(bg, org, victim.ID)
+	g, err := owner.GetOrgUserWithResponse(bg, org, victim.ID, nil)
 	wantProblem(t, g, err, http.StatusNotFound, "")
 	mustHealthy(t, ts)
 }

@@ -105,7 +105,7 @@ var roleOps = map[string]roleOp{
 		target := MustUser(t, w.Owner.C, w.Org.Id, ts.Actor(t, "target"), client.RoleMember)
 		r, err := c.UpdateOrgUserWithResponse(bg, w.Org.Id, target.UserId, nil, client.OrgUserUpdate{Name: ptr("Renamed")})
 		st := status(t, r, err)
-		g, err := w.Owner.C.GetOrgUserWithResponse(bg, w.Org.Id, target.UserId)
+		g, err := w.Owner.C.GetOrgUserWithResponse(bg, w.Org.Id, target.UserId, nil)
 		if changed := status(t, g, err) == http.StatusOK && g.JSON200.Version == 2; changed != (st == http.StatusOK) {
 			t.Errorf("update answered %d but the user changed: %v", st, changed)
 		}
@@ -115,7 +115,7 @@ var roleOps = map[string]roleOp{
 		target := MustUser(t, w.Owner.C, w.Org.Id, ts.Actor(t, "target"), client.RoleMember)
 		r, err := c.RemoveOrgUserWithResponse(bg, w.Org.Id, target.UserId, nil)
 		st := status(t, r, err)
-		g, err := w.Owner.C.GetOrgUserWithResponse(bg, w.Org.Id, target.UserId)
+		g, err := w.Owner.C.GetOrgUserWithResponse(bg, w.Org.Id, target.UserId, nil)
 		if gone := status(t, g, err) == http.StatusNotFound; gone != (st == http.StatusNoContent) {
 			t.Errorf("remove answered %d but the user is gone: %v", st, gone)
 		}
@@ -147,7 +147,7 @@ var roleOps = map[string]roleOp{
 		target := MustUser(t, w.Owner.C, w.Org.Id, ts.Actor(t, "target"), client.RoleMember)
 		r, err := c.PutTeamMemberWithResponse(bg, w.Org.Id, w.Team.Id, target.UserId, nil, client.TeamMemberPut{Role: client.RoleMember})
 		st := status(t, r, err)
-		g, err := w.Owner.C.GetTeamMemberWithResponse(bg, w.Org.Id, w.Team.Id, target.UserId)
+		g, err := w.Owner.C.GetTeamMemberWithResponse(bg, w.Org.Id, w.Team.Id, target.UserId, nil)
 		if in := status(t, g, err) == http.StatusOK; in != (st == http.StatusCreated) {
 			t.Errorf("put answered %d but the user is in the team: %v", st, in)
 		}
@@ -158,7 +158,7 @@ var roleOps = map[string]roleOp{
 		MustMember(t, w.Owner.C, w.Org.Id, w.Team.Id, target.UserId, client.RoleMember)
 		r, err := c.RemoveTeamMemberWithResponse(bg, w.Org.Id, w.Team.Id, target.UserId, nil)
 		st := status(t, r, err)
-		g, err := w.Owner.C.GetTeamMemberWithResponse(bg, w.Org.Id, w.Team.Id, target.UserId)
+		g, err := w.Owner.C.GetTeamMemberWithResponse(bg, w.Org.Id, w.Team.Id, target.UserId, nil)
 		if gone := status(t, g, err) == http.StatusNotFound; gone != (st == http.StatusNoContent) {
 			t.Errorf("remove answered %d but the member is gone: %v", st, gone)
 		}

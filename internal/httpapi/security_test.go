@@ -731,7 +731,7 @@ func TestRevocation(t *testing.T) {
 		wantProblem(t, r, err, http.StatusForbidden, "forbidden")
 		// The org edge, then the team edge: both consistent reads.
 		wantOps(t, "BatchGetItem+consistent", "GetItem+consistent")
-		g, err := w.Owner.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.Member.ID)
+		g, err := w.Owner.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.Member.ID, nil)
 		wantProblem(t, g, err, http.StatusNotFound, "")
 	})
 	t.Run("team owner demoted to member", func(t *testing.T) {

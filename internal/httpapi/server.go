@@ -169,6 +169,8 @@ func New(d Deps) (*echo.Echo, error) {
 	if d.Idempotency != nil {
 		e.Use(idempotent(idempotency.NewKeeper(d.Idempotency, idempotency.Options{Now: d.Now})))
 	}
+	// Innermost: entity tags of representations, and If-None-Match.
+	e.Use(conditional)
 
 	h := &handlers{Deps: d, cursors: cursors{key: d.CursorKey, ttl: d.CursorTTL, now: clock.Or(d.Now)}}
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -21,10 +23,11 @@ import (
 var bg = context.Background()
 
 // wantETag asserts the ETag header is the quoted version.
+// wantETag asserts the ETag names version: "<version>-<digest>".
 func wantETag(tb testing.TB, h http.Header, version int64) {
 	tb.Helper()
-	if got, want := h.Get("ETag"), etagOf(version); got != want {
-		tb.Errorf("ETag: got %q, want %q", got, want)
+	if got := h.Get("ETag"); !regexp.MustCompile(fmt.Sprintf(`^"%d-[0-9a-f]{16}"$`, version)).MatchString(got) {
+		tb.Errorf("ETag: got %q, want \"%d-<digest>\"", got, version)
 	}
 }
 
@@ -191,8 +194,10 @@ func TestStatus400(t *testing.T) {
 			return owner.DeleteTicketWithResponse(bg, org, strings.ToLower(w.Ticket.Id), nil)
 		}},
 		{"ticketId overflowing ULID", func() (statusCoder, error) { return owner.GetTicketWithResponse(bg, org, overflow, nil) }},
-		{"userId a#b", func() (statusCoder, error) { return owner.GetOrgUserWithResponse(bg, org, "a#b") }},
-		{"userId 129 chars", func() (statusCoder, error) { return owner.GetOrgUserWithResponse(bg, org, strings.Repeat("u", 129)) }},
+		{"userId a#b", func() (statusCoder, error) { return owner.GetOrgUserWithResponse(bg, org, "a#b", nil) }},
+		{"userId 129 chars", func() (statusCoder, error) {
+			return owner.GetOrgUserWithResponse(bg, org, strings.Repeat("u", 129), nil)
+		}},
 		{"userId 129 chars in team member", func() (statusCoder, error) {
 			return owner.PutTeamMemberWithResponse(bg, org, w.Team.Id, strings.Repeat("u", 129), nil, client.TeamMemberPut{Role: client.RoleMember})
 		}},
@@ -538,7 +543,7 @@ func TestStatus403(t *testing.T) {
 		{"admin grants owner (update)", func(t *testing.T) (statusCoder, error) {
 			return w.Admin.C.UpdateOrgUserWithResponse(bg, org, w.Member.ID, nil, client.OrgUserUpdate{Role: ptr(client.RoleOwner)})
 		}, func(t *testing.T) {
-			g, err := w.Member.C.GetOrgUserWithResponse(bg, org, w.Member.ID)
+			g, err := w.Member.C.GetOrgUserWithResponse(bg, org, w.Member.ID, nil)
 			mustStatus(t, g, err, http.StatusOK)
 			if g.JSON200.Role != client.RoleMember || g.JSON200.Version != 1 {
 				t.Errorf("member changed: %+v", g.JSON200)
@@ -553,7 +558,7 @@ func TestStatus403(t *testing.T) {
 		{"admin removes owner", func(t *testing.T) (statusCoder, error) {
 			return w.Admin.C.RemoveOrgUserWithResponse(bg, org, w.Owner.ID, nil)
 		}, func(t *testing.T) {
-			g, err := w.Member.C.GetOrgUserWithResponse(bg, org, w.Owner.ID)
+			g, err := w.Member.C.GetOrgUserWithResponse(bg, org, w.Owner.ID, nil)
 			mustStatus(t, g, err, http.StatusOK)
 		}},
 		{"member adds user", func(t *testing.T) (statusCoder, error) {
@@ -578,7 +583,7 @@ func TestStatus403(t *testing.T) {
 		{"team member adds a member", func(t *testing.T) (statusCoder, error) {
 			return w.TeamMember.C.PutTeamMemberWithResponse(bg, org, w.Team.Id, w.Member.ID, nil, client.TeamMemberPut{Role: client.RoleMember})
 		}, func(t *testing.T) {
-			g, err := w.Member.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.Member.ID)
+			g, err := w.Member.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.Member.ID, nil)
 			wantProblem(t, g, err, http.StatusNotFound, "")
 		}},
 		{"team member promotes themself", func(t *testing.T) (statusCoder, error) {
@@ -660,7 +665,7 @@ func TestStatus404(t *testing.T) {
 	}{
 		{"unknown org", func() (statusCoder, error) { return c.GetOrgWithResponse(bg, unknown, nil) }},
 		{"org of which the caller is not a member", func() (statusCoder, error) { return stranger.C.GetOrgWithResponse(bg, org, nil) }},
-		{"unknown org user", func() (statusCoder, error) { return c.GetOrgUserWithResponse(bg, org, "nobody") }},
+		{"unknown org user", func() (statusCoder, error) { return c.GetOrgUserWithResponse(bg, org, "nobody", nil) }},
 		{"update unknown org user", func() (statusCoder, error) {
 			return w.Owner.C.UpdateOrgUserWithResponse(bg, org, "nobody", nil, client.OrgUserUpdate{Name: ptr("x")})
 		}},
@@ -674,7 +679,7 @@ func TestStatus404(t *testing.T) {
 		}},
 		{"delete unknown team", func() (statusCoder, error) { return w.Owner.C.DeleteTeamWithResponse(bg, org, unknown, nil) }},
 		{"team member who is not in the team", func() (statusCoder, error) {
-			return c.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.Member.ID)
+			return c.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.Member.ID, nil)
 		}},
 		{"put member into unknown team", func() (statusCoder, error) {
 			return w.Owner.C.PutTeamMemberWithResponse(bg, org, unknown, w.Member.ID, nil, client.TeamMemberPut{Role: client.RoleMember})
@@ -840,12 +845,12 @@ func TestStatus409(t *testing.T) {
 		})
 	}
 	t.Run("nothing changed", func(t *testing.T) {
-		g, err := owner.GetOrgUserWithResponse(bg, org, w.Owner.ID)
+		g, err := owner.GetOrgUserWithResponse(bg, org, w.Owner.ID, nil)
 		mustStatus(t, g, err, http.StatusOK)
 		if g.JSON200.Role != client.RoleOwner || g.JSON200.Version != 1 {
 			t.Errorf("owner changed: %+v", g.JSON200)
 		}
-		a, err := owner.GetOrgUserWithResponse(bg, org, w.Admin.ID)
+		a, err := owner.GetOrgUserWithResponse(bg, org, w.Admin.ID, nil)
 		mustStatus(t, a, err, http.StatusOK)
 		if a.JSON200.Email != w.Admin.Email || a.JSON200.Version != 1 {
 			t.Errorf("admin changed: %+v", a.JSON200)

@@ -115,7 +115,7 @@ func TestTeam(t *testing.T) {
 		})
 
 		t.Run("getTeamMember", func(t *testing.T) {
-			r, err := w.Member.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.TeamMember.ID)
+			r, err := w.Member.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.TeamMember.ID, nil)
 			mustStatus(t, r, err, http.StatusOK)
 			if m := r.JSON200; m.UserId != w.TeamMember.ID || m.TeamId != w.Team.Id || m.Role != client.RoleMember {
 				t.Errorf("membership: got %+v", m)
@@ -152,7 +152,7 @@ func TestTeam(t *testing.T) {
 				t.Errorf("team: got %+v", tm)
 			}
 			wantETag(t, r.HTTPResponse.Header, 1)
-			m, err := w.Admin.C.GetTeamMemberWithResponse(bg, org, tm.Id, w.Admin.ID)
+			m, err := w.Admin.C.GetTeamMemberWithResponse(bg, org, tm.Id, w.Admin.ID, nil)
 			mustStatus(t, m, err, http.StatusOK)
 			if m.JSON200.Role != client.RoleOwner {
 				t.Errorf("creator's team role: got %q, want owner", m.JSON200.Role)
@@ -196,7 +196,7 @@ func TestTeam(t *testing.T) {
 			if len(r.Body) != 0 {
 				t.Errorf("204 with a body: %q", r.Body)
 			}
-			g, err := w.Member.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.TeamMember.ID)
+			g, err := w.Member.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.TeamMember.ID, nil)
 			wantProblem(t, g, err, http.StatusNotFound, "")
 			tm, err := w.Member.C.GetTeamWithResponse(bg, org, w.Team.Id, nil)
 			mustStatus(t, tm, err, http.StatusOK)
@@ -432,7 +432,7 @@ func TestTeamFence(t *testing.T) {
 			return r
 		})
 		wantProblem(t, r, nil, http.StatusForbidden, "team_role_changed")
-		m, err := owner.GetTeamMemberWithResponse(bg, org, tm.Id, z.ID)
+		m, err := owner.GetTeamMemberWithResponse(bg, org, tm.Id, z.ID, nil)
 		wantProblem(t, m, err, http.StatusNotFound, "")
 	})
 	t.Run("403/deleteTeam", func(t *testing.T) {

@@ -158,12 +158,12 @@ func (s *Service) GetOrg(ctx context.Context, p authz.Principal, withUsers bool)
 }
 
 // UpdateOrg renames the org (admin+).
-func (s *Service) UpdateOrg(ctx context.Context, p authz.Principal, name string, ifMatch int64) (Org, error) {
+func (s *Service) UpdateOrg(ctx context.Context, p authz.Principal, name string, ifMatch errs.Match) (Org, error) {
 	return errs.Unconditional(ifMatch, func() (Org, error) { return s.updateOrg(ctx, p, name, ifMatch) })
 }
 
 // updateOrg is one attempt of UpdateOrg.
-func (s *Service) updateOrg(ctx context.Context, p authz.Principal, name string, ifMatch int64) (Org, error) {
+func (s *Service) updateOrg(ctx context.Context, p authz.Principal, name string, ifMatch errs.Match) (Org, error) {
 	g, err := authz.Permit(p, authz.OrgUpdate, authz.Facts{})
 	if err != nil {
 		return Org{}, err
@@ -194,12 +194,23 @@ func (s *Service) updateOrg(ctx context.Context, p authz.Principal, name string,
 // either the offboarding finished (done) or wait has passed. A repeated
 // DELETE returns the offboarding under way (and resumes it if its run
 // died).
-func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch int64, wait time.Duration) (j deletion.Job, done bool, err error) {
+func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch errs.Match, wait time.Duration) (j deletion.Job, done bool, err error) {
 	if err := authz.Authorize(p, authz.OrgDelete, authz.Facts{}); err != nil {
 		return j, false, err
 	}
+	version, single := ifMatch.Single()
+	if ifMatch.Set() && !single { // "*" or several tags: read the org to decide
+		o, err := s.store.GetOrg(ctx, p.OrgID)
+		if err != nil {
+			return j, false, err
+		}
+		if err := errs.CheckVersion(ifMatch, o.Version); err != nil {
+			return j, false, err
+		}
+		version = ifMatch.Pin(o.Version)
+	}
 	owner := deletion.NewOwner()
-	j, started, err := s.store.StartOffboarding(ctx, p.OrgID, p.UserID, ifMatch, owner, s.now())
+	j, started, err := s.store.StartOffboarding(ctx, p.OrgID, p.UserID, version, owner, s.now())
 	if err != nil {
 		return j, false, err
 	}
@@ -313,12 +324,12 @@ func (s *Service) AddOrgUser(ctx context.Context, p authz.Principal, in NewUser)
 
 // UpdateOrgUser changes a user's name, email or role. Only an owner grants
 // the owner role, or changes anything of an owner.
-func (s *Service) UpdateOrgUser(ctx context.Context, p authz.Principal, userID string, patch UserPatch, ifMatch int64) (User, error) {
+func (s *Service) UpdateOrgUser(ctx context.Context, p authz.Principal, userID string, patch UserPatch, ifMatch errs.Match) (User, error) {
 	return errs.Unconditional(ifMatch, func() (User, error) { return s.updateOrgUser(ctx, p, userID, patch, ifMatch) })
 }
 
 // updateOrgUser is one attempt of UpdateOrgUser.
-func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID string, patch UserPatch, ifMatch int64) (User, error) {
+func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID string, patch UserPatch, ifMatch errs.Match) (User, error) {
 	if patch.Name == nil && patch.Email == nil && patch.Role == nil {
 		return User{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
@@ -363,12 +374,12 @@ func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID s
 // RemoveOrgUser removes a user from the org with their team memberships.
 // Admins remove anyone but owners, owners anyone, members themselves; the
 // last owner stays.
-func (s *Service) RemoveOrgUser(ctx context.Context, p authz.Principal, userID string, ifMatch int64) error {
+func (s *Service) RemoveOrgUser(ctx context.Context, p authz.Principal, userID string, ifMatch errs.Match) error {
 	return errs.UnconditionalErr(ifMatch, func() error { return s.removeOrgUser(ctx, p, userID, ifMatch) })
 }
 
 // removeOrgUser is one attempt of RemoveOrgUser.
-func (s *Service) removeOrgUser(ctx context.Context, p authz.Principal, userID string, ifMatch int64) error {
+func (s *Service) removeOrgUser(ctx context.Context, p authz.Principal, userID string, ifMatch errs.Match) error {
 	self := userID == p.UserID
 	if err := authz.Authorize(p, authz.UserRemove, authz.Facts{Self: self}); err != nil {
 		return err

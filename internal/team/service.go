@@ -115,12 +115,12 @@ func (s *Service) ListTeams(ctx context.Context, p authz.Principal, pr page.Requ
 }
 
 // UpdateTeam changes a team's name or description.
-func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID string, patch Patch, ifMatch int64) (Team, error) {
+func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID string, patch Patch, ifMatch errs.Match) (Team, error) {
 	return errs.Unconditional(ifMatch, func() (Team, error) { return s.updateTeam(ctx, p, teamID, patch, ifMatch) })
 }
 
 // updateTeam is one attempt of UpdateTeam.
-func (s *Service) updateTeam(ctx context.Context, p authz.Principal, teamID string, patch Patch, ifMatch int64) (Team, error) {
+func (s *Service) updateTeam(ctx context.Context, p authz.Principal, teamID string, patch Patch, ifMatch errs.Match) (Team, error) {
 	if patch.Name == nil && patch.Description == nil {
 		return Team{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
@@ -155,12 +155,12 @@ func (s *Service) updateTeam(ctx context.Context, p authz.Principal, teamID stri
 }
 
 // DeleteTeam deletes a team and its memberships.
-func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID string, ifMatch int64) error {
+func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID string, ifMatch errs.Match) error {
 	return errs.UnconditionalErr(ifMatch, func() error { return s.deleteTeam(ctx, p, teamID, ifMatch) })
 }
 
 // deleteTeam is one attempt of DeleteTeam.
-func (s *Service) deleteTeam(ctx context.Context, p authz.Principal, teamID string, ifMatch int64) error {
+func (s *Service) deleteTeam(ctx context.Context, p authz.Principal, teamID string, ifMatch errs.Match) error {
 	_, g, err := s.authorizeTeam(ctx, p, authz.TeamDelete, teamID)
 	if err != nil {
 		return err
@@ -174,7 +174,7 @@ func (s *Service) deleteTeam(ctx context.Context, p authz.Principal, teamID stri
 	}
 	ev := s.event(ctx, audit.By(p, g), "team.delete", "team", teamID, s.now(), audit.Diff(
 		audit.F("name", prev.Name, nil), audit.F("memberCount", prev.MemberCount, nil)))
-	return s.store.DeleteTeam(ctx, p.OrgID, teamID, ifMatch, ev)
+	return s.store.DeleteTeam(ctx, p.OrgID, teamID, ifMatch.Pin(prev.Version), ev)
 }
 
 // ListTeamMembers pages through a team's members (AP1); withUsers embeds
@@ -237,7 +237,7 @@ func (s *Service) GetTeamMember(ctx context.Context, p authz.Principal, teamID, 
 
 // PutTeamMember adds the user to the team with role, or changes their role.
 // created tells which happened.
-func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, role authz.Role, ifMatch int64) (m Membership, created bool, err error) {
+func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, role authz.Role, ifMatch errs.Match) (m Membership, created bool, err error) {
 	if !role.Valid() {
 		return Membership{}, false, errs.InvalidField("role", "invalid_role", "must be one of owner, admin, member")
 	}
@@ -263,7 +263,7 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 		prev, err := s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
 		switch {
 		case errs.Is(err, errs.NotFound):
-			if ifMatch != 0 {
+			if ifMatch.Set() {
 				return Membership{}, false, errs.ErrVersion
 			}
 			m = Membership{OrgID: p.OrgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: now, UpdatedAt: now, Version: 1}
@@ -295,7 +295,7 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 		next.Role, next.Version, next.UpdatedAt = role, prev.Version+1, now
 		err = s.store.UpdateTeamMember(ctx, prev, next, s.event(ctx, audit.By(p, g), "member.update", "member", teamID+"/"+userID, now,
 			audit.Diff(audit.F("role", string(prev.Role), string(role)))))
-		if errs.Is(err, errs.PreconditionFailed) && ifMatch == 0 && retry {
+		if errs.Is(err, errs.PreconditionFailed) && !ifMatch.Set() && retry {
 			continue // changed under us without If-Match: apply ours on top
 		}
 		if err != nil {
@@ -310,12 +310,12 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 const maxPutTries = 8
 
 // RemoveTeamMember removes the user from the team (AP5).
-func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch int64) error {
+func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch errs.Match) error {
 	return errs.UnconditionalErr(ifMatch, func() error { return s.removeTeamMember(ctx, p, teamID, userID, ifMatch) })
 }
 
 // removeTeamMember is one attempt of RemoveTeamMember.
-func (s *Service) removeTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch int64) error {
+func (s *Service) removeTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch errs.Match) error {
 	f, g, err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID)
 	if err != nil {
 		return err

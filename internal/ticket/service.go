@@ -281,12 +281,12 @@ func (s *Service) facts(ctx context.Context, p authz.Principal, a authz.Action, 
 
 // UpdateTicket changes a ticket; changing status, team or assignee moves it
 // between the queues (index keys) in the same write.
-func (s *Service) UpdateTicket(ctx context.Context, p authz.Principal, ticketID string, patch Patch, ifMatch int64) (Ticket, error) {
+func (s *Service) UpdateTicket(ctx context.Context, p authz.Principal, ticketID string, patch Patch, ifMatch errs.Match) (Ticket, error) {
 	return errs.Unconditional(ifMatch, func() (Ticket, error) { return s.updateTicket(ctx, p, ticketID, patch, ifMatch) })
 }
 
 // updateTicket is one attempt of UpdateTicket.
-func (s *Service) updateTicket(ctx context.Context, p authz.Principal, ticketID string, patch Patch, ifMatch int64) (Ticket, error) {
+func (s *Service) updateTicket(ctx context.Context, p authz.Principal, ticketID string, patch Patch, ifMatch errs.Match) (Ticket, error) {
 	if patch == (Patch{}) {
 		return Ticket{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
@@ -332,12 +332,12 @@ func (s *Service) updateTicket(ctx context.Context, p authz.Principal, ticketID 
 }
 
 // DeleteTicket deletes a ticket and its comments (requester or org admin+).
-func (s *Service) DeleteTicket(ctx context.Context, p authz.Principal, ticketID string, ifMatch int64) error {
+func (s *Service) DeleteTicket(ctx context.Context, p authz.Principal, ticketID string, ifMatch errs.Match) error {
 	return errs.UnconditionalErr(ifMatch, func() error { return s.deleteTicket(ctx, p, ticketID, ifMatch) })
 }
 
 // deleteTicket is one attempt of DeleteTicket.
-func (s *Service) deleteTicket(ctx context.Context, p authz.Principal, ticketID string, ifMatch int64) error {
+func (s *Service) deleteTicket(ctx context.Context, p authz.Principal, ticketID string, ifMatch errs.Match) error {
 	t, err := s.store.GetTicket(ctx, p.OrgID, ticketID)
 	if err != nil {
 		return err
@@ -354,7 +354,7 @@ func (s *Service) deleteTicket(ctx context.Context, p authz.Principal, ticketID 
 		return err
 	}
 	ev := s.event(ctx, audit.By(p, g), "ticket.delete", "ticket", ticketID, s.now(), audit.Diff(audit.F("title", t.Title, nil)))
-	return s.store.DeleteTicket(ctx, p.OrgID, ticketID, ifMatch, ev)
+	return s.store.DeleteTicket(ctx, p.OrgID, ticketID, ifMatch.Pin(t.Version), ev)
 }
 
 // CreateComment adds the caller's comment to a ticket.

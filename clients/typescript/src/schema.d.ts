@@ -983,6 +983,14 @@ export interface components {
         };
     };
     responses: {
+        /** @description The representation is the one `If-None-Match` named: no body. */
+        NotModified: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description The request is malformed or fails validation (invalid path, query or header parameter, invalid or unknown body property, invalid cursor). Field-level details are listed in `errors`. */
         BadRequest: {
             headers: {
@@ -1109,12 +1117,14 @@ export interface components {
         statusFilter: components["schemas"]["TicketStatus"];
         /** @description Comma-separated list of related users to embed in each ticket: `requester` adds `requester`, `assignee` adds `assignee` (when the ticket is assigned). Example: `expand=requester,assignee`. */
         ticketExpand: components["schemas"]["TicketExpansion"][];
-        /** @description ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed. */
+        /** @description RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed. */
         ifMatch: string;
+        /** @description RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body. */
+        ifNoneMatch: string;
     };
     requestBodies: never;
     headers: {
-        /** @description Entity tag of the returned resource version. Send it in `If-Match` to make a subsequent write conditional. */
+        /** @description Entity tag of the returned representation: `"<version>-<digest>"`. The version moves with every change of the resource; the digest with every change of what is returned (a `commentCount` or `updatedAt` after a comment, embedded resources). Send it in `If-None-Match` to read only what changed, and in `If-Match` to make a write conditional on the version it names. */
         ETag: string;
         /** @description RFC 8288 link to the next page, e.g. `<https://api.example.com/v1/orgs/{orgId}/tickets?cursor=...&limit=25>; rel="next"`. Absent on the last page. */
         Link: string;
@@ -1297,7 +1307,10 @@ export interface operations {
                 /** @description Embed related resources. `users` embeds the org's users. */
                 include?: "users";
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body. */
+                "If-None-Match"?: components["parameters"]["ifNoneMatch"];
+            };
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
@@ -1316,6 +1329,7 @@ export interface operations {
                     "application/json": components["schemas"]["Org"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -1328,7 +1342,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed. */
+                /** @description RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed. */
                 "If-Match"?: components["parameters"]["ifMatch"];
             };
             path: {
@@ -1371,7 +1385,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed. */
+                /** @description RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed. */
                 "If-Match"?: components["parameters"]["ifMatch"];
             };
             path: {
@@ -1694,7 +1708,10 @@ export interface operations {
     getOrgUser: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body. */
+                "If-None-Match"?: components["parameters"]["ifNoneMatch"];
+            };
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
@@ -1715,6 +1732,7 @@ export interface operations {
                     "application/json": components["schemas"]["OrgUser"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -1727,7 +1745,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed. */
+                /** @description RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed. */
                 "If-Match"?: components["parameters"]["ifMatch"];
             };
             path: {
@@ -1762,7 +1780,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed. */
+                /** @description RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed. */
                 "If-Match"?: components["parameters"]["ifMatch"];
             };
             path: {
@@ -2001,7 +2019,10 @@ export interface operations {
                 /** @description `members` embeds the team's memberships. */
                 include?: "members";
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body. */
+                "If-None-Match"?: components["parameters"]["ifNoneMatch"];
+            };
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
@@ -2022,6 +2043,7 @@ export interface operations {
                     "application/json": components["schemas"]["Team"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -2034,7 +2056,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed. */
+                /** @description RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed. */
                 "If-Match"?: components["parameters"]["ifMatch"];
             };
             path: {
@@ -2068,7 +2090,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed. */
+                /** @description RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed. */
                 "If-Match"?: components["parameters"]["ifMatch"];
             };
             path: {
@@ -2148,7 +2170,10 @@ export interface operations {
     getTeamMember: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body. */
+                "If-None-Match"?: components["parameters"]["ifNoneMatch"];
+            };
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
@@ -2171,6 +2196,7 @@ export interface operations {
                     "application/json": components["schemas"]["Membership"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -2183,7 +2209,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed. */
+                /** @description RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed. */
                 "If-Match"?: components["parameters"]["ifMatch"];
             };
             path: {
@@ -2238,7 +2264,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed. */
+                /** @description RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed. */
                 "If-Match"?: components["parameters"]["ifMatch"];
             };
             path: {
@@ -2400,7 +2426,10 @@ export interface operations {
                 /** @description Comma-separated list of related users to embed in each ticket: `requester` adds `requester`, `assignee` adds `assignee` (when the ticket is assigned). Example: `expand=requester,assignee`. */
                 expand?: components["parameters"]["ticketExpand"];
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body. */
+                "If-None-Match"?: components["parameters"]["ifNoneMatch"];
+            };
             path: {
                 /** @description Organization id (ULID). */
                 orgId: components["parameters"]["orgId"];
@@ -2421,6 +2450,7 @@ export interface operations {
                     "application/json": components["schemas"]["Ticket"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -2433,7 +2463,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed. */
+                /** @description RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed. */
                 "If-Match"?: components["parameters"]["ifMatch"];
             };
             path: {
@@ -2467,7 +2497,7 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
-                /** @description ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed. */
+                /** @description RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed. */
                 "If-Match"?: components["parameters"]["ifMatch"];
             };
             path: {

@@ -751,6 +751,9 @@ type Cursor = string
 // IfMatch defines model for ifMatch.
 type IfMatch = string
 
+// IfNoneMatch defines model for ifNoneMatch.
+type IfNoneMatch = string
+
 // InvitationId defines model for invitationId.
 type InvitationId = string
 
@@ -831,7 +834,7 @@ type CreateOrgParams struct {
 
 // DeleteOrgParams defines parameters for DeleteOrg.
 type DeleteOrgParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -839,6 +842,9 @@ type DeleteOrgParams struct {
 type GetOrgParams struct {
 	// Include Embed related resources. `users` embeds the org's users.
 	Include *GetOrgParamsInclude `form:"include,omitempty" json:"include,omitempty"`
+
+	// IfNoneMatch RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // GetOrgParamsInclude defines parameters for GetOrg.
@@ -846,7 +852,7 @@ type GetOrgParamsInclude string
 
 // UpdateOrgParams defines parameters for UpdateOrg.
 type UpdateOrgParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -894,7 +900,7 @@ type CreateTeamParams struct {
 
 // DeleteTeamParams defines parameters for DeleteTeam.
 type DeleteTeamParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -902,6 +908,9 @@ type DeleteTeamParams struct {
 type GetTeamParams struct {
 	// Include `members` embeds the team's memberships.
 	Include *GetTeamParamsInclude `form:"include,omitempty" json:"include,omitempty"`
+
+	// IfNoneMatch RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // GetTeamParamsInclude defines parameters for GetTeam.
@@ -909,7 +918,7 @@ type GetTeamParamsInclude string
 
 // UpdateTeamParams defines parameters for UpdateTeam.
 type UpdateTeamParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -930,13 +939,19 @@ type ListTeamMembersParamsExpand string
 
 // RemoveTeamMemberParams defines parameters for RemoveTeamMember.
 type RemoveTeamMemberParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// GetTeamMemberParams defines parameters for GetTeamMember.
+type GetTeamMemberParams struct {
+	// IfNoneMatch RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // PutTeamMemberParams defines parameters for PutTeamMember.
 type PutTeamMemberParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -978,7 +993,7 @@ type CreateTicketParams struct {
 
 // DeleteTicketParams defines parameters for DeleteTicket.
 type DeleteTicketParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -989,6 +1004,9 @@ type GetTicketParams struct {
 
 	// Expand Comma-separated list of related users to embed in each ticket: `requester` adds `requester`, `assignee` adds `assignee` (when the ticket is assigned). Example: `expand=requester,assignee`.
 	Expand *TicketExpand `form:"expand,omitempty" json:"expand,omitempty"`
+
+	// IfNoneMatch RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // GetTicketParamsInclude defines parameters for GetTicket.
@@ -996,7 +1014,7 @@ type GetTicketParamsInclude string
 
 // UpdateTicketParams defines parameters for UpdateTicket.
 type UpdateTicketParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -1032,13 +1050,19 @@ type AddOrgUserParams struct {
 
 // RemoveOrgUserParams defines parameters for RemoveOrgUser.
 type RemoveOrgUserParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// GetOrgUserParams defines parameters for GetOrgUser.
+type GetOrgUserParams struct {
+	// IfNoneMatch RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // UpdateOrgUserParams defines parameters for UpdateOrgUser.
 type UpdateOrgUserParams struct {
-	// IfMatch ETag of the version the change is based on. If the resource's current ETag differs, the request fails with 412 and nothing is changed.
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -1189,7 +1213,7 @@ type ServerInterface interface {
 	RemoveTeamMember(ctx echo.Context, orgId OrgId, teamId TeamId, userId UserId, params RemoveTeamMemberParams) error
 	// GetTeamMember Get a team membership
 	// (GET /v1/orgs/{orgId}/teams/{teamId}/members/{userId})
-	GetTeamMember(ctx echo.Context, orgId OrgId, teamId TeamId, userId UserId) error
+	GetTeamMember(ctx echo.Context, orgId OrgId, teamId TeamId, userId UserId, params GetTeamMemberParams) error
 	// PutTeamMember Add a team member or change their role
 	// (PUT /v1/orgs/{orgId}/teams/{teamId}/members/{userId})
 	PutTeamMember(ctx echo.Context, orgId OrgId, teamId TeamId, userId UserId, params PutTeamMemberParams) error
@@ -1228,7 +1252,7 @@ type ServerInterface interface {
 	RemoveOrgUser(ctx echo.Context, orgId OrgId, userId UserId, params RemoveOrgUserParams) error
 	// GetOrgUser Get an organization user
 	// (GET /v1/orgs/{orgId}/users/{userId})
-	GetOrgUser(ctx echo.Context, orgId OrgId, userId UserId) error
+	GetOrgUser(ctx echo.Context, orgId OrgId, userId UserId, params GetOrgUserParams) error
 	// UpdateOrgUser Update an organization user
 	// (PATCH /v1/orgs/{orgId}/users/{userId})
 	UpdateOrgUser(ctx echo.Context, orgId OrgId, userId UserId, params UpdateOrgUserParams) error
@@ -1428,6 +1452,23 @@ func (w *ServerInterfaceWrapper) GetOrg(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "include", ctx.QueryParams(), &params.Include, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter include: %s", err))
+	}
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -1765,6 +1806,23 @@ func (w *ServerInterfaceWrapper) GetTeam(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter include: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetTeam(ctx, orgId, teamId, params)
 	return err
@@ -1940,8 +1998,28 @@ func (w *ServerInterfaceWrapper) GetTeamMember(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter userId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetTeamMemberParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetTeamMember(ctx, orgId, teamId, userId)
+	err = w.Handler.GetTeamMember(ctx, orgId, teamId, userId, params)
 	return err
 }
 
@@ -2212,6 +2290,23 @@ func (w *ServerInterfaceWrapper) GetTicket(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter expand: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetTicket(ctx, orgId, ticketId, params)
 	return err
@@ -2476,8 +2571,28 @@ func (w *ServerInterfaceWrapper) GetOrgUser(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter userId: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetOrgUserParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetOrgUser(ctx, orgId, userId)
+	err = w.Handler.GetOrgUser(ctx, orgId, userId, params)
 	return err
 }
 
@@ -2772,6 +2887,13 @@ type ForbiddenApplicationProblemPlusJSONResponse Problem
 type InternalErrorApplicationProblemPlusJSONResponse Problem
 
 type NotFoundApplicationProblemPlusJSONResponse Problem
+
+type NotModifiedResponseHeaders struct {
+	ETag string
+}
+type NotModifiedResponse struct {
+	Headers NotModifiedResponseHeaders
+}
 
 type PayloadTooLargeApplicationProblemPlusJSONResponse Problem
 
@@ -3797,6 +3919,14 @@ func (response GetOrg200JSONResponse) VisitGetOrgResponse(w http.ResponseWriter)
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetOrg304Response = NotModifiedResponse
+
+func (response GetOrg304Response) VisitGetOrgResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetOrg400ApplicationProblemPlusJSONResponse struct {
@@ -5467,6 +5597,14 @@ func (response GetTeam200JSONResponse) VisitGetTeamResponse(w http.ResponseWrite
 	return err
 }
 
+type GetTeam304Response = NotModifiedResponse
+
+func (response GetTeam304Response) VisitGetTeamResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
+}
+
 type GetTeam400ApplicationProblemPlusJSONResponse struct {
 	BadRequestApplicationProblemPlusJSONResponse
 }
@@ -6101,6 +6239,7 @@ type GetTeamMemberRequestObject struct {
 	OrgId  OrgId  `json:"orgId"`
 	TeamId TeamId `json:"teamId"`
 	UserId UserId `json:"userId"`
+	Params GetTeamMemberParams
 }
 
 type GetTeamMemberResponseObject interface {
@@ -6127,6 +6266,14 @@ func (response GetTeamMember200JSONResponse) VisitGetTeamMemberResponse(w http.R
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetTeamMember304Response = NotModifiedResponse
+
+func (response GetTeamMember304Response) VisitGetTeamMemberResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetTeamMember400ApplicationProblemPlusJSONResponse struct {
@@ -7164,6 +7311,14 @@ func (response GetTicket200JSONResponse) VisitGetTicketResponse(w http.ResponseW
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetTicket304Response = NotModifiedResponse
+
+func (response GetTicket304Response) VisitGetTicketResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetTicket400ApplicationProblemPlusJSONResponse struct {
@@ -8352,6 +8507,7 @@ func (response RemoveOrgUser503ApplicationProblemPlusJSONResponse) VisitRemoveOr
 type GetOrgUserRequestObject struct {
 	OrgId  OrgId  `json:"orgId"`
 	UserId UserId `json:"userId"`
+	Params GetOrgUserParams
 }
 
 type GetOrgUserResponseObject interface {
@@ -8378,6 +8534,14 @@ func (response GetOrgUser200JSONResponse) VisitGetOrgUserResponse(w http.Respons
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetOrgUser304Response = NotModifiedResponse
+
+func (response GetOrgUser304Response) VisitGetOrgUserResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetOrgUser400ApplicationProblemPlusJSONResponse struct {
@@ -9954,12 +10118,13 @@ func (sh *strictHandler) RemoveTeamMember(ctx echo.Context, orgId OrgId, teamId 
 }
 
 // GetTeamMember operation middleware
-func (sh *strictHandler) GetTeamMember(ctx echo.Context, orgId OrgId, teamId TeamId, userId UserId) error {
+func (sh *strictHandler) GetTeamMember(ctx echo.Context, orgId OrgId, teamId TeamId, userId UserId, params GetTeamMemberParams) error {
 	var request GetTeamMemberRequestObject
 
 	request.OrgId = orgId
 	request.TeamId = teamId
 	request.UserId = userId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetTeamMember(ctx.Request().Context(), request.(GetTeamMemberRequestObject))
@@ -10417,11 +10582,12 @@ func (sh *strictHandler) RemoveOrgUser(ctx echo.Context, orgId OrgId, userId Use
 }
 
 // GetOrgUser operation middleware
-func (sh *strictHandler) GetOrgUser(ctx echo.Context, orgId OrgId, userId UserId) error {
+func (sh *strictHandler) GetOrgUser(ctx echo.Context, orgId OrgId, userId UserId, params GetOrgUserParams) error {
 	var request GetOrgUserRequestObject
 
 	request.OrgId = orgId
 	request.UserId = userId
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetOrgUser(ctx.Request().Context(), request.(GetOrgUserRequestObject))
@@ -10578,198 +10744,205 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37cts40ij+KijtVkXapWXZcSaJXFO/z5PLjmdy+xJns78d5YQwCUkYk4AGAO1osvnqPMR5wvMkp9AN",
-	"kKBESvIljjPjfxJLInFp9L0b3Z86icxnUjBhdGf4qTNlNGUK/nxyRCf2/5TpRPGZ4VJ0hp0nwnAzJ4ZO",
-	"iBwTM2VEMVMowVKimJaFShg5ZUpzKfrkDRMp4YZwQeLD8dZzapJpTIwkOT1hhBJdHGv2W8GEIWeKG0YS",
-	"KVJuZ6JZvxN1FPut4IqlnaFRBYs6OpmynNpFmfmMdYYdbRQXk87nz1HnGRcny8t9/fQRebD74AHJuDix",
-	"M9sVC/bRkBmdsIiw/qRP4lExGNxNpsbM9HB7m854n32k+Sxj/UTm26c721JN9PYnqSaH6edtw5MTZvT/",
-	"lxRKS/V9v9+37+9+l/Gcm+9378FobJ8oln0/6tjJRp24Tw6Otd2oFLCGjGpcg93nqn29poY9syNvwb8N",
-	"W7QQ1EYTmmXyjKVkxhTRzIKSjKWC2QwTVBjSPXxy9JSUIxI8bTLmLEs1SRUdm17jergwbMLUwoJes5xy",
-	"YRfavqiMjeH87SqSQik4ay5SebawuHPNq1kDIN7AnjUphOFZMPIdTX4rpKGEa6LYLGOC6ylL10/IjJpv",
-	"HYwNU+2TUfszOZvyZOqoATZOcjonx0Acii/OlXPB8yLvDAdR07zv3r3bOijMlAnDE2rY8uQ/MKqYIrR6",
-	"iEtBkinNMiYmjHQt2n93/96gt5qKHJZXIypGs/z7UQcBl446EWFKSfX9qMPFKc14+sHIEyZGnU60hKuf",
-	"o86MKpoz4zjIYcrymTRMJPOf2Xx5G8/pCdOEkkQxariYkFcv3xwRTcfMUqoF3Zx03xjFZ4xollO7Vd3r",
-	"k6MpI2OutCmhfcbNlFBywuZEFULvE27sWeuZFJqRrjbUFJpQkZJjmc57FhNO2MwACu7ukaksFP5s8YPO",
-	"WRrhkHG5BYt1+NOQWDDGkV0jFXO3TnjcIoCmOYOF2OHKL9xCce3lI27ZKR+PGVCG38+EGU32dnf3CfXj",
-	"T3nGYLz6zrkm2vAss/u2pOheHTzsk5/ZXBOqGNGJnLHUcz+pJlTw3xFn/CITizrKcmx1yhQeuibdex8/",
-	"9mAIIQ1ALCIaR7HLT6hYwHFujxW5SifqCJpbBAnQYMviQY0U6MdnTEzMtDPcvXcvsqThP+9YdDKGKTvm",
-	"//plNPq4u7M1Gn28/+T93//agH5RBxnyMp69nNHfCmA/WioyVjInlMwUO+Wy0MCE72gSW0b9CB6JSVcq",
-	"EluJEjse2euTl5ZjGmkBHJwDsHCC7yG0f3x+8GhL84kViYhxhWgHfsY1oL6ZUnuYumBwILk9+VymfMxZ",
-	"SuyqpWJ8IvwmgJX9yhLDUsSivcGgPIDfCqbmFfwdWNrAPth70ARMPgZx3aABHFWy30l6RKEptbyHa3JM",
-	"tV206JNDryKgZnBHlzIARkHE11GNc44pz7Tb1M4uAElIM7VA4trNsgLZnJrRjmXfNe5WnHIDp3KY2jdg",
-	"7Bk102rk2iOruGqItYOt++9/GWw9PNj68aefn794tXX0z61/v/+0e+9zMwpnzTL+Of1oJQYRRX7MlIU+",
-	"NyzXjk0WSpCuRUSi+e+s14YHOHa40pSNaZEZC5XIAgml0s5gEFUyaqdRRoEq1EBpIXrzlHTfPjt8XC2o",
-	"DlAcYzP5NNj56eG/7/7z/n8/+Nfuz3vPv3vx4NXg9e7R3rvvOtGlAI6i4SnPGqX8S5HNPYSd2uc5PTBe",
-	"+24buPHXGrz/qti4M+z8ZbtSurfxV719BMO/wZfsygyjeROMjxjN18LWvXwe4L774d6j+48fPtl5evcf",
-	"9368/9PDn3eeXxK4CLInH2dUNGzkkcxzuqWZVRosH7Os0KK2Yhl8LjRTgOIsP2apVSIZtVoWDDoksWMY",
-	"TMWEpqkOv4hITDXwYOZ/rD53z6YMWRYOZdmK+zXt9ckThMuQxAwW/n05bFSOYaHOPs4ymbLOcEwzzZpx",
-	"AEeo4QAQ7mbIAICz/LXzuYQuVYraCQrBfyvYIQ5mjxZweQ7nOZYq75Tgb8Qht/F1WOQHOA8e/evx7pO9",
-	"p9/948GPg588rV4SjywmNG3jrWaKcKuRTRmJdXEckySjPPfiyb53x6LQCRO6T3a2dnYfWAmiaGJ1VFQF",
-	"4oOtfxO69TsZbD0kffKB/A8Zkv8i/yF/J9+TrTgC3UdaRpBKo4ck7scglOK+/UMx+zXRbJLbE0Q5/vb1",
-	"M5JkHL5QLJenDPQmXSRTQoExJrLIQK5ZBYqmqWLaysyuXbWDFNF0rq31bBmOLAzJpDyhVt4NCTUkY9aC",
-	"lIJVG/JKBIxL7braDtYBdLNjtWbG4D/3xveTByy5n9y9m3yXDAZ7x8d0zB7sdqJQvO7sPlilxB1s/Ztu",
-	"/T7Yetj/8D/D//rP37/fev+36svyu8bn/tpscngtH2jqB5o6y9N+SqSwmrv9k85mmbOTtmdKHmcs//uv",
-	"2iLRpw358yt8CyddoKZAe+Ga5DSzFOj0NtBmwHRCqdh1hpQ95mlEgGHYB50tXlpQEfEPSkUKcSLkmQDr",
-	"hcyUnDFl5tUTqOH1+uSpteS3MnbKMpIyA3NbFLWsFVlojKp93LcM4pEU44wnXw1YiZtfV+aT1w+t9GSk",
-	"C/6ZtMD1sIjQTDGazq1ybKWCitCRIs+E/VsxsKMSq0NbKWkhZ1lEKhkSBftoZYxzR0g16QEYnkp1zNOU",
-	"ieuGA1pdIH/cfjznqtkJxwVYHFwRJTNW7QYcPqiKWIyAh2FDh8JSHM2e2LO+zk29FezjDK0SHViSaPY2",
-	"u0b2wTmDpq2X4IdpTEBIKzaTCuwjbmBnL6R5au2p68dY59uso1JEnA+rOknkvStOE3i8OZMkoZoheXKR",
-	"ohlYcD2lxxkjx3OSMqtsIIa+ovNM0vRIymdUTdjXoldgP+xjwliqYWPOZihdj9b+wAUrVvpyn1KesWs9",
-	"scDZnHIUs7n9uMoY3a/9SM6oruxvzUXCQBRTK9Bp2iev2Zb9w36JfiOj5rDzN0yd8oS9FfSU8swe5nWf",
-	"lsYVWGQ0LJ9JRRXP5qQQgFlGkikVqXMmuZPdd14mq3iriEylkIUVsSQOnKCOJmeKaYb+2iBasOAsbVq+",
-	"e3o7fBS2cCTlcyrm3md83fByznHEayslQWtDjFcghRKZWuZEDfsARjRL455FAQsydADX4YTed90n4K9G",
-	"Gp9ZdlDjA/YbEE+yMJqnzKqG4RM9UBqthick13O/TsFO8UVNihmhQpqp1XIXz2M5bLDyTBYeb/fzbzZK",
-	"9Uqz537TUezjy674c2HXW2EVWKn47+zaxcYxutXBAAHVkGvNxSSqdMSIsI8zq4FbSeL0uYWjbIoHrILA",
-	"0vMODDMlE6a15QIYxbtuaMQLnuAY+KlX6QrtfZlNHnFHg7wa4cMJm39QzL5mqfGtZoQSwc7ANT2Wyn3y",
-	"nnf09uBC7T4OipSbR+BNBKcdKtUc7QjaHPSxmzilWcEc1Qduzy7F8F7pW4CgmhMY1gJMwRYTReZkgrPZ",
-	"j9lYKrZqKnxiw7kKoZlpngkeao4xVlbgL+6x96WtJY9/ZQkQIUDsyanDlgWAJbju0G5E70G/mKUWCZeM",
-	"t8i+JJ1dv/wbTGJpxP7VsUNsGZ43joNg0Rt7V8KjX/Ss2OHAcn/tVdHms4n/teWe2LLaKpwOvEfwaLw9",
-	"49AvwsNyKsTO1nd7oR9Cjpe9EEOyFe8Td9LA48+4tmdPMikmIEwCS9PNzVPLZfhESGVZC4oKbewnQIrA",
-	"Uv9ur9U0H269/7QTfbfX5I2JOrz5wNRqeKE5cEfbJZaJA0ja4LXIaVrHcSs3F4BcBvR8TKZpecYqyKYF",
-	"q/DHI/h6GVUbfU8hbfC0U2Ft5JG+NmywgBAmgNAVpq4mr2dcN5BYidqb4zgSawOKV7Gu9QwBp2ta8SOZ",
-	"583cAARuyxlYI6LxBwgDs/TgHJTPW9zKjhYq5+YyJgS+0Q0OPfCElptzWwkXvgJKj+AhgE7qc1xeBVBz",
-	"XuQ6ID2savG6gYvPBD621TuAUVYs7SrwzePCWmRbOCwMZzqOUCbmVIyvIVvmougKzrHSJbIY6GHE6Tx2",
-	"MbQyjCjZGwzAgaaJZadzq5HbZdShlUAoYClLxIDNldNkygVajPAFKDNu025an4vk9xJHJHZuvw8gk8Mv",
-	"Si+h/dJI+cHKhPJvy4DsB5+yAXpE+AUSV/iNBVbcSCil2rDM0+V4zERqzUR4aEgoODUJFy7aDf4C9OHF",
-	"hk709t14n7B8ZuZl8g88YrVAcjaVGet5h0q5wzuaCJp7V2AM9lfcTNNcLK/z3ZQ55ckfLwdTiYkiL2kj",
-	"KuM2zk3uosrvGybJrQo9aTrrqVSGTIuciuqg2cdZRoXzzDWMNpNcNKqaT0GBBegAcCMwS3968/IFeYXv",
-	"uCyfh4OdnsedbQfkDajEii082ghxt9pZE+38yGhmpstMwgU5rTB1AJUnDWBbmN291TTRYRllX57sAgLC",
-	"mqFZo7RBs0ufX9o0oN0pNyz9Yd4SoDp87Ekdn1SNmKBkxtYx2df2mTI0XGfOyxKuxoabhBoCx01djRru",
-	"KBRuIcxWH91BkrCZQXO7foRl3sDycs+/JwwMrgPaSzWxx7AEAp9+AGNU86/e2YWkeImEJZp5yNcSU/ai",
-	"Viw9FI/pXNdSNu4HGRt31yRsXB67Lhy9hVW6MPXuYIMw9sIp1XB0k7MB7KJZ9nLcGf6yesMBr/kcLWIq",
-	"+GwaFQXgD0SzRDHMIIS0xe3Tne0qRUhvf4IBPm9ToIU+eTOVZwLjyBB/4lWC4np2jYtZ3v77GgCuQo+r",
-	"weQL2Q3PWSNj0MvQPsiymktUh8GWY2a1Hk2MhCj3Jrt7zl6qVkbSZrridHc0OmutWYH+PF3Ajnrrj68M",
-	"t8Mum0FiF7YEFQzXNzDCdj66OaW38EOYcwXBPYfQlp7yWcN5+ZSLvHzIYjuFcKxVAhnNX9CcxZC3ygw5",
-	"nluVThvLoY8YzXW8T2I7RoxxMhznjrZYAGND7q4LQSA1YaKuy9XBV6XAUe2Ibrnxssr+q+TifNrE+blo",
-	"q6h74U62Dj/7rVcWIILdbQZSs/57LmkY4vwa5uNzyaqsEVQYSgCuRpOrYEsB0t1gC/PleHwsqUobr0Qc",
-	"1KM7Fqerx0khUqbIGZ0v42k7rc+mVDdg0Y/yjIypItyQiTRDEieFkeNxTLopyxiE0x193iFWPGndi0js",
-	"IgGW8CyORT7hMSKBWOv3+/ZZWqTcOBKFv0kmJ/YHfcbYLAYvJQJUaxCRcL3HZUcpmjCXdV6YLTke2xfH",
-	"XNDMjVgLk3GjWTbuhTYbbgcMFwxeRB1YRCfqwPxg2giaNdpv2lB1TiPCvdKk4IMZfCbgCogk7kFIVmge",
-	"p+k2x0F2RueaxC6DP94nlIw5XlKp4UjG6ClmH0A29DGbcpGS7t5grwYeN856M8xzfFyXR6cQROHeGxG+",
-	"SWhdkR+vPZd46fVWMYmxh3MtBbJOWw5aTZwWoPebZBAXSVakDIQQCpyNeFvAkhcZm8uvb0gIl0IaKXji",
-	"U/AtlSaK5UwYyL13vip0ONullLvnwny312nM6l6yEJ0u4JdRtwYr4LagxoWMJX+WdZfn+RyeMEbLorw0",
-	"WlRcIH9ejhfUza49ZXXK0n0UwS/VRMcuI1yT+KWa1OUcSubLSLoWBfXGiLhwx2uFXLO6HgXpfl63tirF",
-	"VahoX1tjXqMVLSHMZRWj+nncbMR5i5Hgm8UP3jqleVOXzRL6XCGOnse+aNXea1LjvFy/VPH9dltwu5pk",
-	"BViv21l2IVS5KNQXk96/ZJr7Oc5oxXFcEbtp01VuEqPRTG3IbHIuwm93viV0/Nywe5+C1VgJ4eHevftl",
-	"HMzdD7hsKBMSvCGg2Sc/KCqSKQGrjXSpSP3BYsCnRxQ1U7ynIsBJY7jJWEykIjEux92s8nkZQpoPY8j3",
-	"bgAUvtFg/raG4BABuSYywdTfhNXncxfChDSkdVq8QLE87SumtjARK7jt4S9S7w0GYCn0NrYKgmh1A7Gt",
-	"yLY5XEywicAC18VsJhVmK2dyQhKp4KJdW2SyiuwtQPfo6JU7Tzz1EIB7g72m6AMcc0vENFoMmeoiz6ma",
-	"L4THiR21flgvpCFP207JuByfhXjc68PqkgjhKROGj+d4/7o+FenG9FgWZnicUXESl7l2imGSP8mlYkTP",
-	"WMLHPIFXejUzq1B8q5xqvYPf5Q4BoKLq7qjD8TJGW517E+t7LZvA/FJNIKrOaI5qNnml+CnP2MRdP5Aq",
-	"ZYqlJAZPRkywgAmJaZpzUX1En1EcuhrghU7UgSchhGwfafS7HDGaX4mvoLa5pbC5YowY9tH4PAN8D49P",
-	"wEW9Zt8M3+imbUM2gN3wI1lgGtQy6jtHW7NDwR5JzVm+2q+QB67sq/CaXqHX5BIqZ+hoCEFUB+7FnBD2",
-	"BC+khS4g2UL+1VUJ+03NFLuNq9DegAZvsOpWxWteFeacJ3ZhK75VbbaruSIt8trQaXkTmNna4PDyCoFL",
-	"0yZxgil8Om4JsXk2VD63X7+DL9LaLXsfsdM9Nwhe6MPn01rYLgZlEfWUagiXM11dzV/SVP2j57Ba/CtN",
-	"mtOBmwmWXSI4LKIQfhmNYsCBZIUc8EBr0Bs3gPTGHH9FGubNFrUNBQmWw12KS+XurayvnvDKP12py+cK",
-	"j5bvtFYeOJtKImdMuGiWI6TVyvTmJUCijqGTNflQK3Jr1lUQqde/ULIwUCKqjvbC5bo2pE87jf4mKA9e",
-	"a65rD6UOXaJN/UwdfBeI94J6BgDyQppGnSFdo1cpWiOVBmsocLMcq0VafB9VKWwdYU876yzeFXuMD0Dt",
-	"lxifwXoFSwQRLPnees/KOTPRQgK6RP5bSSqXUQ1xkHbUq0rFBKm4Fder5F6zbQZjrIuMuXyAfi1Bx0t5",
-	"yww1K4skVUUnemu0iXrGDqS44BjxZSNpTvW5fn33cnmpK9TjOi0FJ53JM2tEeXKa8snUorSaWF2g/cTf",
-	"tPh4nvExS+ZJho47NiSxYGcx6f5aaOMkXi8isf0rJt1jBmJfqhOIPNtfZngvICbdM8oh4cSBrURJSBaR",
-	"2SledEgyqVlacy0IZrdkp7BogONZrg7vWOYMr6zY3BWp7qsUxhfszKunbJ/EosiyuFQV9YJSsMja6xc0",
-	"bzSrP5+ydTllZ7GO7CyjCUNYjossg8rDmpl9Ev/yPiZJxqjSLuHm+sXCMjrY30pUwJu/ISJgySluZRuj",
-	"+fI93eirSJoFTmPPkCWFPc839rTcXTS4y35Q4DUQ/PTUq2s/vTtaEuM/vTuqXYDvk0Oja2W6uK4nAZQJ",
-	"tpq5gjAY64qr60DlxaGy5MhcGPqxKltsN4KzViCaGjPDS+lcjOXywblyt64QT5EZvuWKLUxZNttKmT7x",
-	"VTX65GU9QWQESb2jTo/IMzESYPFGcLpYUdZJxH2XkFMWGDlmmTwj8WJ1aWt8jwTXEmvgwUUqampJFf2R",
-	"GIm//IUc1Mr/jsQTmMCOGFf1gIgTLXZntWoE3Z/eHfVcKaSRiA9cjQR4aUhcPWAsjI0lf8EL7OuhYkWf",
-	"Wh704mkiLAhP++RgXeGD6n6zL2mFQ8+hMvVIxHuDHRIWcoh9pYB4sdqBX3tc1UPuj0T8jydHZHsKt5h+",
-	"BwdHIYLyySz1QH0tM4YHd8o1P+YZN/OReEKTaVDTBwt1kCnVhH2kicngUiB8pySUDlzlSR+J0pVOIJ2X",
-	"TOkpcxWe5JkIk6cVLKfQPkQBpYPhPp/uj8RrPFusPIel6JLCpYBBvRGPBftQh8wNkodgvUvK6ldxn5Rl",
-	"u6F+Au5ydXmjrlQjgdUWStTmAsqZcNPDmUi8N9gjZbgmjkqoUU14WSJpJHyxHldbSVfIj19h1AYXkXKN",
-	"KoClEVdBRVmgHAqip1KZIfnb3+y8OaNCk1GnDOpB0aa5LMrCxvVyTTjhqPO3v3mcgCicHgn833Ip0hZN",
-	"Jd24rYwGlozJ5iNRBUUbI6pxIlOG/jT3ZBBz2y+DplSkI+HDprCXhUCaHSCnZQ4g+WcVlrTYUFim0N0b",
-	"DHojAaU3Z2UA0y1b1wrGEeQvfsMJVYqjbBuJsHBXPfjoy3txs1jRy0/iofyKTrhwrOwZR0VTOS5rd4dF",
-	"7rZm+BhLy8ugpLuztTMYRMQZlmT3Xg+rLuuRwLukrjRun7yza4DQnWIabEwsCedqP2F5Abe1kajVhLbg",
-	"pFgVeugYoyv9v1Ts3xfzQ5vo7etnZMxMMvXQCoyKRWuCHEvL1hRz5ka9tLSEQtbRSIQ1prG65cZlptmc",
-	"nDHFrIyBYtNjqYYklUAIM6o0i0gihTaqSAzUmJApH8+Bb1hGbmg+g2AhHkc0EpZ9C0aq4XxNIqDb4KNb",
-	"Q7RUvBoY0YD8QFPPgOI++ZmxWcXyxlCgt1IDNGLTWFotwG6MjoQrjQ1mqSvebUHv68ukkumeR7aXM8Nz",
-	"u57E7tYlA8xH4g0XE0uTBdKmZ2ka3NlRae2igMd/A3btc+Z7I0FV0BkDZZUg8ZMjOqlEqG+PcUyTk4Ue",
-	"GZYI4lcHR49+tObRq7dHmCTx+MmzJ0dPqhYadqtLnTOGjqeORMmRXdVsX/nQskS4xNZcd9uex84uCWu4",
-	"ESziFi+W4/Yl0vrh4q0GI2e4mP2yfCk3wXJBAAdrJl0gAfhRkTMuqqN6XRWfA6Ksfwa6gGvRqL3qPnnr",
-	"imVWdlzkarTRdEsKy4Grn1xRVk1iDpao8/7ZP0Ehs38EXkN7DKX8Bo9hHBE867AaewM+/4DLhcv5mAGD",
-	"zMnVSQRW1jjSzl3iyv+RIykJFACM+yNROj4r/fXg1WHgwBx2dvqD/gCSX2dM0BnvDDt3+4P+XXfRHdR6",
-	"rxTZvydNkaJn/JQJpjUwbDYku4OBW9qnkbP1Rp3hqCNPRp3PcdCowNWbwh1qEGLWBCDJlCUnkEORMmvY",
-	"W8oDYU/J47mguXz8gxXolhtiARtoaRCOqJi7ltAnj309RqfnLjTF6KMPQZWl3e0e3WX2hdqxu4PBioJY",
-	"5yuE5WZoqYPlt2HNjYyfYsXEe4O7baOWy9xuKC4YWmud4S/vo45LoAmOzvu6h7908LQ77+1r2w4t+nOa",
-	"Z63nb1f8csbEwavDUr8kAeaeUU2OC56hbdsIcPf6+SDuF7XUo6U0UxuBu7jU/koIHU25trzTKJqYNjCB",
-	"/GgnkNeMpnyJQqx4KtGZCn3GXIsRcAaAdOGaHDw6Ovznk31yb3C3rBDlS4wi1wKHATBtCZCnZKJowsZF",
-	"RvS0MKnldEANmnS1JMAnjmlGRWIn1EbOiHZVOoyi4zFPwopi7gztY7p3MWqy259/HWKCqdEjgFv7YpRU",
-	"nnEbjqy8/Y0RhKo1zi+Nt4v8zXI0feHcMQJV3cluq9MO18NXVfNe4RHaHbT6HreaO628jzoz2RgrSNPa",
-	"DW0sdWsXd8c5fnpeQ62A5S73gkiB0pvS2S6QaItEYGTpM4P7iKBxGkWFxhpcUWCHJ2xIqG+AhfC3g3h3",
-	"Q0QUO5Un6HdQ6F5Mg+VEqLKWJbfxNGiWOSIm1qbsLlbsnff65EAEw0AfFK+S27XDboZ1fxeOnRfagM0x",
-	"r/RdeJp0D948OjwkGTOg8lpEpqB7U822uNBMaG74KcvmvSjwoVirPq6W8gEG+5BzDUVw48iZMjg72igx",
-	"PnPKFKhzgYMO3OSWs+HVQ7+y5jkKUY7Q24dTQPbCDGr+8eGLfx4eHRwdvnzx4eDF///hyfODw2dxBC0f",
-	"PjIN1k+f7A0eerdAUCG7rPyNNVNLtwHpgpfwAxhyOi4rCOFCrXQyFMDMqEDlpOt2C9/jja06V0OsCUoh",
-	"RIvk28Rcqke2FzpfWYpZYI87V8YeG8qurC43jpc4PPiAZe4hu17NMoPi+vDKzvpXarVX4aUNWHNVjh3e",
-	"2Fv/RlkVHF54uP6FsvC9fWF3d5ONLFdPhXc3mGyxvDGIqA3gXa/iflnBVooyxBLoQxEiuJdqgRSrRBsm",
-	"o7VoP3gXEq+CBx7VZbc+MHUsobZwR3DubgfWLgf6eveu8Uuj8vGcfUnN4zlbTUrXTDvnpYRvEDn/4Zqr",
-	"IXwDtMxZhY2+VkyLuaqdtdhaOKbebyHCtkLNV1IBZy3DJFY163snJXMxqspn2SBF/H3hc0uPzJXgXvug",
-	"6+zWIF6ujgaWb6w2kESQJBJCsEbmQZb7QoFr37p1VVFreAZmvqW3K6S3Z9753XhmobWDpYs+t6n+mPum",
-	"XdHtWriSHIj5gmgAiQCxCXjNqvP79bviicyZBsUZ+yy6iNoyleEIL9XkapQ0OJYfXNnVqyIglxj4uZ7q",
-	"47IJvphiCJUEmsVXjTCtiuxSHRcI07eAXkWY8Mw1E+YNVCJ3NljTYheXP6HyiZSw2Olimc0Ekt5nRiDP",
-	"yVhTCR1feGlZ8A8JvgOd1IycMAhFYUAmy4DBhCkbUSimghJIPhO/VgwJ7Whf/qhPDpVi4Hw/zhjG0iHx",
-	"wqcFlDyMPF3w6dk/MbQDuokz46KmUB76EfcGe9AYEZRpp8l0IbnStBQkAm6r2IzR2nTgA6HOGKxKDd0B",
-	"X+ZEYWkoIaEObUIFqkLcuSaFrOqz+ShUnnOjkZc7fwlycikSVl8v1yQpjJ3Vt4fC9o8QJJLqBDo5+4jV",
-	"MU1OJgqj93ZqXahTfuq6R1M99S+iw2HoGjMD54RIbw5JHbVqSuj4UIUgKQSwjqolc03i3cGeu/UJq8aI",
-	"l2WViE8YnuGiftG28sHEu4PduFIqm2FbxpQlMngI7GFME25QxxNmgppicCOGQw/BCg0AsD4i19RvimMT",
-	"dsg+mLlG2wEGVPGaEDgAez8N7oVOKG/wACM4LiJ/fYfhBvV19+qEYFCSbRNhWGElNm+G3FZ/5EvIuKjI",
-	"unNsLZfdhANLp9zcgr/qefg56uyiQNtAsLulAweb2T+z+R/O47OzgQxtaEj2jYrQx3CiiyKUdAP06jXp",
-	"7Wu9N8tKu+PUKDqg2VmfvGsodVZPn4F2veWQd7wGvzMYuJa+XGBipwbPL00DNqkm3rv/39AYs1tYXuos",
-	"6bduMonWppkqWUxQjiPjy3vN4ccm5rTQ1BxaDPvOw2XaR98vdHlT8H1b72cHnhod+8R2LDD3vjGs8iWt",
-	"+E3Y3zei//9JHGFrteTzSlwsWAbxu+be/q+ZReAmdtCgzbqkVqnajXO8NXd55eCLWOXugshGVvm1UKK7",
-	"Y/gtUuSNFvIXts2/PbaBOH0h+3obLNmtTE5afeuYAZwXBq2I6pJB1VE5IoKdQTqhFfpDsEK7seuZFfes",
-	"BUMNfuPS7KrmWdUn/ygTUS1H0QWRqj5hKXZH0T6nBQyqsWEK0pV9Wrw1Tg0rlwkR9iB7gFAdDNknMfR7",
-	"jX0+MdxDpWTOqPLTxIUwPIOCyvDIkAh51qvNecJm0Gk6l8JMszk5Ltw9EIrai+vNNqNCY0IyFMWiZMzO",
-	"vDYDSXHOdJ/KLLW/WevUsFzj4z4D+v/+7//j7cZazjIs0w7BdZlQfDFOblWwqqdYQ0yjSQ0CONaUoE0u",
-	"hH+OmkeDzVxotG8p3rLQBm5lsAV9TwxO5BuJqXx5QfENcu3X3gVXOhMDjo2lzS+u7DWx+jDIv1Eg9Y4m",
-	"7g4u6RaiTKUqROWsLIRLrOqFPtKIyCwt5UFUZoNjfB/vLmzIk4hD/PXsEN127npZ6LA9Y4oRfcJnM5bu",
-	"N3HMZsZ3GIDrmw7mLvSKWclcwqr/t7zl247wetrlNURuTvm5hFG5OjJcS4+EUk+QhgcOHUyxcB4gvF1g",
-	"2YAvDOVvk2TzqOyNgn4k16wqBh0uuI3TK4MKtTtdOIfPtI2B/6D6VF7WgTDKlCkXkXYpjCeMzbRr32Q0",
-	"mVI9xRmCPblmXb4lfK13V6UrkvsRoYbkUhtyd9CzbE2ws0XYLGSCqvAevD9NKdhmrHMfF245pLuYanko",
-	"dnkLvi0zL5dzLH325dSpyi4LFJty17IpIX0Wj8Insrs7dl04rA9lTdemzMvFhOebGtRf6gh3zbH95a5n",
-	"LT6FMLG5TLGup5rfZoDeBu83EiWHyDC0zJkUjBzPSVkUf1XyaJvmuf2p+rAmvv8aNEttbeclSTbEqwFY",
-	"isDImYboMdwJNRAdvajJi+psjRct0PNe20rTPxxNfZNWlT2KDROdL6j1rFfrQxxvscZkvW1Y6y28MmTc",
-	"EOavtxOLSh2iMRekG5dR+7jXhzQCX996KRpu5TdGwf341tjDABcqIQlDoRKkD1g1oWxhFV4ZtnaF8SkJ",
-	"zcG6ABhf0g2/QV5Ac3u2W8L+2oT9FO12uqqh3tUFy5ooFuyPjT0n8PRSRD1zqbd5kFXe7H6AIjHftuOh",
-	"rGC9OnkcAHWbHH6jksMd8nlqws9f0E2AtiNm52HmCBKNvxjk2xh4xS2qF56CW9C1Ag3+ejQ1ZKe3qa8R",
-	"auRiMFwwljoxSLAcXJvdCvXVb6jFGpTCv2ZbFavON8tYPOvbBPRbG/aaE9AB8xrYWqu03/6ErsaVdupj",
-	"l2te9m+mUOGn1uKjT1yB26rodvC8ixwHbGqJ4QGfQpYFl9XPZdTiyi/EqFbk6+619zcJs1BvM0//EJmn",
-	"bbSzQY4p9oHfLLfUt7spX6ylkgYUBVQDCZopJmnH/tXF/FJAyHqC6cGrvX1SZpmGHePPn2jaTFZ1aJRr",
-	"C1NKlxsBXSSz1Pcauubc0nXy/Tap9EYllbZT7xfygLlyySvSTh9B4lWNFCy6W+m5LRUJHv5ichFzL69A",
-	"Ln4Zzf3r5KquomyfrPoNUfhtkurNSlK9uA6+HbTVW+OCaxCtof4RxLgXnHLvggZVrksFq8pAQ3Xm+qUQ",
-	"V+fEXW6JN3LrOV1jrdLg5sf5gmW44lkLM7foDriX1kspTXrDN5Y8eZ5KFbf1KG6yy9Efz1dRVDZnQNuf",
-	"sEPBmuh11QYCKLWs6Yjm0JWoNPvYbQLi3jgQhv7UysHX5FvCO5j6RA3JGNUGK93bJ4bVjNxorGGNc3IN",
-	"mUSx/eoDJP20x9gtaCpOeA1OiYB/n1HtenSkt0kwfy5fBtKkJ5XcI98FXBqWomsKhr9mgq1g9gZ7vpgh",
-	"Smnd0HOgwTGyoJh4H0mb26Ekn2uQrW0mQQWCW5P/5pn8wfF8DaG6/kmUpOgnKExTY3sXKDPZnGhfE9yR",
-	"X9Dd3BPn7mCnSmvBHnVUEwpOwprPXaRVyWYoFOuaJSxICm/xdqUK8mFTbBlip3Y5x1jcqtCmfOqYLdE7",
-	"FC61QrIsGdK7MkVgoqgoy3z4AezT8CrccltUE1y5u+iLqgspy6W5lLowK8yV6QpfxlFTta++Zl/Neva8",
-	"Bq8vxbOvMl68fiftxHzrifoK6t+fyHV1kKZ1cVpyVBaUrL2YT8sVG9vEp9UaQA6vyrimOSwlx3MSY6eO",
-	"eEPn1wauKxfFPjcXxoU8hbVtpEBUDW43UiNuVt5b1Vl3deab661764i6SY4o6r3HpsT1Ol1HHf/LV3NL",
-	"bcw0XC6qr2h4Hj5xTuZwyxhuGcMf3EO9zA8uywdaE2NfzpiAtFhsIAy5LEgq2Ja7tXBy2bZsiZZd1eWq",
-	"oTuymBitVgy9O+MwuAIqUhJX3bDjpk4cCwZtW5osNma/qYmysLqvlCrrWta3JNM4DLhNl71Nl732dFlP",
-	"s8sMb4Vasv0J/zhP2iwiuU+c9YWX++TANfz2N9vwwTsBn8N+ac5N5TxUWGPX+ah0az7sxTjSBTJiKxK+",
-	"zYn9Y+XEthPIJnmx8PCmmbGeKOI6IVTJsVW58nr1naVE2XKkpUxZRNSWYqyPqgWcO0e2hdQWEl6qLYZp",
-	"sn6nJVe4QJasf/di6S51o+PLWwirdYHbONsNi7OtYgJfyj3gJOyqBNtXVBkOtj46+0Ny2icy58awNGiY",
-	"DIwiY2NDCuEKLfbJG2bqBoBUleVgJIlFkWE1n0LgY9ayoBMd18vXnE1lxoihE6KB5a2V6xFoAn7mskVD",
-	"GTr3L6ADFPrmtyoA12fruIziq9AsvpSR85WyilcytjKv+FticLfxnG8+Ffmy9s12qVdsGr+5U7NuLupt",
-	"9arYt10fwO1ivT801PxuHaI3KVKyiNMBLVUq93WpQe3tqalfIMGzwrBH5UJddpbi433iKQ2UI57nBXRx",
-	"b3NyuqdvqpfTLe/ruDk9bNqaq7oDqjk6/2heklv/40b+R4cKUjTJ6ICvNAlp7LSyaWQUG7pcXBD7BjXf",
-	"fLtXu4v1gthfO7qVxDdLEtfqtxW6foXG9R668hglSNYqxT1lwvAxdxkFmNcbky7UtC2Of2WJb/RXlgDv",
-	"+SSmsv6v/TDhp0yUWb0XrXNL05RQAaZ60IKR8kzjTK7obZih7xN3fdbuMsXTNHWkcoP7ztrlfbXeswCb",
-	"jRI4b4382yjmNWRtAtJVbKapO47nj63axCXv+3nfInzhQiVQvRYrBG7G4+hijAhuMlkdRbNs3CcvG3ig",
-	"e4gKTLm3U7mre3ZZkIuvWE65gCKdkJU/rnPILqbn45g914VVYo1vtTQYDmHVBMFqm/TjBGn+Q5JTqNOK",
-	"LNrnpvoR4HoFOGhdEAsqQkDUjZteVU2phLb3G6dVNaWWe4cX5eDnj/uWDO/2uuGf+7rhEj9YxYbWBI6B",
-	"tpwa3ho6bmmI6fD+S9sRK5pO4rJvA5g3t+EknNDVWQ/nuwG4ulIQ9ff+BM1Z5NpRuHJBXnhuWuqzSV7C",
-	"Fbql+3PBZQ8q5mVF6/DOIIqtLl6mg+iiVLi8Xp889hfgNhS6KxpqXoHc+mImx1drrLnS5Kiaa35LnOc2",
-	"sviH6sTZxlLXGxzbLh0h3Tr/PbGkUAqvTftBvB3UqDps7vM8cMNd9MrH7RWOWz/p173CUaMI2kye13LL",
-	"q9R9NmAFm7YfQIu7NIyPWSbFBNrZQokSjopR9+DV7jBI83RJTmGds3TCdG+hJJodfLkkGs20LJutQa7V",
-	"C5qzWnqpnekHq4f8g5lDw/Iy8wsIpotF1zN+yoisCqnoCMqmJHLGoUebkYRBN2K7tt4lWJjVGVoaLJyz",
-	"hhpUs/tz1VBrrH9zy+luWm5GWCMlOKcmRvely8Gci82dW9HBrhHVhRBecb96Y/JVDKOea4+VF+0omF4P",
-	"qF/jclXgyLErOdvK2CnLXDlGn1c7d0zQpZtAd0fkuLS+i245opbQuAL6SWJK/UbsrE0baywqSX3szoEN",
-	"2h3Zye2qFrZykXz7i5eW/DNphwvoectBb6KuWEUWjuc3RFm0i2VJobiZwwzHjCqmDgoz7Qx/eW8x3C1v",
-	"6VpxYJValsMEFUZDHrsjauibZRdTf/F5lX2/YNwG7yIsll8+co17NU+XbWMqUpcUsKBMuEFROC0P+qaY",
-	"zaQyoaHl33BHsfxOmcxndcyl98rEooYdQJt2M2XCWMbAUp83WL2ds4b3gh7iZcPjdviFzQmb17DQ+qzs",
-	"HB8Mgp3jG+CFSE+mjGZmGryAX1i0+n8BAAD//w==",
+	"7L3pchu5kij8KgjORJg8p0hRstwLFR3fqL2cVre3seXj+U7T1wWxkiRaRYANoCSzPZ64D3Gf8D7JDWQC",
+	"tZBVJLVYlrv1xxbJKiyJRO7Lx9ZIzeZKgrSmNfjYmgJPQOOfj4/5xP2fgBlpMbdCydag9VhaYRfM8glT",
+	"Y2anwDTYTEtImIa5BgPScvfsgMXD1jDr9++PzkAboSR+gC59l4gJGEtfDVtxjx1PgfkH2UydgWHnwk4Z",
+	"nIFesNGUywkUMxqV6REc4Ccaqf7p8ym3TJhijW3O4pGazUDahyqTNmZKszibJ9xCcmhjxscWNOPMPxQx",
+	"mJ1AkuD2aFbT6bHXIBMmLBOSxUfj7nMlofuM29E0ZlYxDTxhSqYLmp+Wk0SMu5fojeLhGT8Fxtm5FhbY",
+	"SMlEOOjxlCmJ2wswEZZJPgPTa0UtDb9nQkPSGlidQdQyoynMuDssu5hDa9AyVgs5aX36FLWeCnm6eoyv",
+	"njxk3+199x1LhTx1y3BTSfhg2ZxPIGLQm/RYTEc1tXZuBjs7fC568IHP5in0Rmq2c7a7o/TE7HxUenKU",
+	"fNqxYnQK1vx/o0wbpX/o9Xru/b1vUjET9oe9B3TYB0xD+sOw5SbDgz88cTgTtptyQ2tw+1y3r1fcwlM3",
+	"chf/rdki/J6BsYbxNFXnkLA5aGbAgZiNlcbZLEguLWsfPT5+wvIRGd0CNhaQJoYlmo9tp3Y9QlqYgF5a",
+	"0CuYcSHdQpsXlcIY0cetYpRp7UBwLmSizpcWd6F5DdQA4jXu2bBMWpGWRr5n2O+ZspwuyDwFKcwUks0T",
+	"gtWL7qG7KM2T0T06n4rR1N9Z3Dib8QU7QaKhxfJcMyHFLJu1Bv2obt63b992DzM7BWnFiFtYnfxH4Nrd",
+	"3uIhd3NGU56m4ChC26H9N98+6HfW3yKP5cWIGng6+2HYIsAlw1bEQGulfxi2hDzjqUjeW3UKcthqRSu4",
+	"+ilqzbnmM7Cesh4lMJsrC3K0+AUWq9t4xk/BOBqkgVshJ+zli9fHzPAxEHWxesHar60Wc2AGZtxt1VEl",
+	"R0LHQhubQxuJImensGA6k+aACevO2syVNMDaxnKbGaRLJypZdBwmnMLcIgru7bOpyjT97PCDLxwRwyHj",
+	"fAsO6+inAXNgjCO3Ri4Xfp34uEMAw2eAC3HD5V/4hdLa80f8shMxHgPejLCfCVjD9vf2DhgP409FCjhe",
+	"defCMGNFmrp9u6voX+1/32O/wMIwroGZkZpDEqif0hMuxR+EM2GRI4c62hF8fQaaDt2w9oMPHzo4hFQW",
+	"IRYxQ6O45Y+4XMJx4Y6VqEorajk63hqU0aDr8KByFfiHpyAndtoa7D14ELmrET7vOnSyFrQb83/9Ohx+",
+	"2NvtDocfvn387u//XoN+UYsI8iqevZjz3zMkP0ZpNtZqxjibazgTKjNIhO8ZFjtC/RAfiVnbcUvHUWJP",
+	"Izs99sJRTKscgEvngCSc0XsE7Z+eHT7sGjFxbJgwLpPNwE+FQdS3xMFNBnggM3fyM5WIsYDE8e6x0iAm",
+	"MmwCSdlvMLKQEBbt9/v5AfyegV4U8PdgaQJ7f/+7OmCKMfLuepb6/e5unwX2PmDx3+LILZLjdpxAArn4",
+	"ZAjgwHUqHM2S5hy0oYvgBRhh2IwnQKKEGDMlcxGobaxWctKhkVAwqIhG90zOVbwAccDOgZ/S8+347c6w",
+	"5Rh0K+4w6aQmNnNL7rHDMDkCfoaUSCom4TyXRNq5dOSYNmfE9yN3ME5Y0uw3hdzP/QR81vEj0gKdVMlO",
+	"MutnHXOROgpTEooGTCpHjRikBvfh59IwzgwYtlCZZpAI22Mv7BT0uTDA9nf3EG2kslM3tTBB7Gq+fn7C",
+	"JgTY7e/t1yOAE/e2QIJCKkRMaEaENp6ME8S5FkbJTo+9nYLE88Zj8bALJ1oVtO8ZBGqEjxAaue3f7++z",
+	"58qyZ+Gy4HWQCin9OqAUy74wZOSZoDUdJe4VnGHO7bQYv/LIOhZcJnH97rfvfu13vz/s/vTzL8+ev+we",
+	"/7P7r3cf9x58qqd3ab1A+Ix/cOIFkxliqRozYWFmPE/NtGRtR7WYEX9Ap4lo0NjllSYw5llqHaGOHJRI",
+	"hNnt96NCoNmtFWhQbq4hy2VaKBLWfvP06FGxoCpAaYzthJn+7s/f/+v+P7/9z+/+a++X/WffPP/uZf/V",
+	"3vH+229a0ZUATnLEE5HWioQvHPnyEPY6QhALkEu7d5vATb9W4P3vGsatQevfdgrNdYd+NTvHOPxresmt",
+	"zBGgOhgfA59thK1/+SLAffvjg4ffPvr+8e6T+/948NO3P3//y+6zKwKXQPb4w5zLmo08VLMZ7xpwEqZj",
+	"eoG+aEjxc2ZAI4qjHus0DuBOJMdBByz28hLomPEkMeUvIhZzgwwbwo/F5/a5o1CoTOBQjuT4X5NOjz0m",
+	"uAxYDLjwH/Jho3wMB3X4ME9VAq3BmKcG6nGARqjgAF7c7ZABAef4VutTDl2uNXcTZFL8nsERDeaOFnF5",
+	"gec5VnrWysFfi0N+45uwKAxwETz6r0d7j/effPOP737q/xzu6hXxyGFC3TbeGMcwnPg+BRab7CRmo5SL",
+	"WRA13Hv3HAqdgjQ9ttvd3fvOMVfNR06hITEmPuz+i/HuH6zf/Z712Hv2P2zA/oP9N/s7+4F14wgFZZRj",
+	"EmXNgMW9GPl13HN/aHBfMwMTx+kNyR5vXj1lo1TgFxpm6gxQyDbZaOoEBpGwkcpSZPlO2uZJosEYSFjb",
+	"rdpDihm+MEyQJqQyy1KlTrnjegPGLUuBu+siodhQkDhxXO7W1XSwHqDbHavTSfv//WD87eg7GH07un9/",
+	"9M2o398/OeFj+G6vFVX469536yT+w+6/ePePfvf73vv/GfzHf//9h+67vxVf5t/VPvfv9fppUAnxTv3I",
+	"E2+mcJ9GSjo1z/3J5/PUK9U7c61OUpj9/TfjkOjjlvT5Jb1Fky7dppKRAAXf1N1AL+SjlIh6NnHFtte6",
+	"3TFPI4YEwz3oDTe5uh2x8KDSLJOnUp1LFIDYXKs5aLsoniB1oNNjTwSkSTeFM0hZApYkVA1IWomExqQH",
+	"xj1HIB4qOU7F6IsBa+TnN4WuHQRFxz2BtdGYl2S0HogYTzXwZJEL7BFZ3dS5dH9rQKV75BQuxyUd5ByJ",
+	"SBTQpYAPjsd425XSkw6C4YnSJyJJQN40HEhFR/4TFBBPuSpKpdM57BSEZlqlUOwGrYMkijiMwIdxQ0fS",
+	"3TiePnZnfZObeiPhw5xUWFMyO5BqWG9HO0BLHtlBAgc/SmKGTFrDXGlUpoXFnT1X9olTvm8eY0k5XUIl",
+	"VJFt5SSJ9q45TaTx9lyxEXc6obueQiZkM8iEmfKTFNjJgiXghI1O2HZQhmqYOa6vrFe5deC8ElaM/I4D",
+	"JIOyNlXjOKmDlH9sB59BML3ki1Tx5Fipp1xP4EtREdK4P4wAEtq212Ry67nTihCMLzXkboonXKRwo3hU",
+	"cp4kgpg/qshN1g8H6IPKj+ycm8KEZIQcAQoI3KDjpsdeQRc9OMJ606fVC9z5a9BnYgRvJD/jInUodtOn",
+	"ZWgFiJowmyvNtUgXLJOI71axKZeJt4f6kz3whlKnDuiITZVUmWP8LC7Z8T2l8Oi/hM9L9v51aF1+FLdw",
+	"rNQzLhfB7XHT8PL+HcJrx7tRliSM18gbRypxJJNbeI+qPSRxx6GAAxn5MKpwIgeS6TF0uRDlmTsiVaFO",
+	"7htkmiqzRiTgBNbyEx0UZR1lkUqYRVgn2cTQypXNGZfKTp3svXweq56vtWey9Hizq2q7UYpX6p1P247i",
+	"Hl/1Jl0Iu95IJ1YrLf6AG2dmJ+QZQrUIBVZhjJCTqJBcIwYf5k4vcPzNS5lLR1nn0loHgZXnPRjmWo3A",
+	"GEcFyEF/09CIl5wZMdLTIGhmJtgf65w6/g6KYoT3p7B4r8G95m7jGwOMown6FBbom6JPwXlENihaqNvH",
+	"YZYI+xDNv2hKJFFfkHbD6/2WGH7A0wz8rbeFGb7NyUOdWzzQL+wZhtNLE9QQZZZ6nuAtCScwVhrWTUVP",
+	"bDlXJg3Y+pnwoXo3eaGb/uofe5drgOrkNxjhJUSIPT7z2LIEsBGtu6zNkk2jR3ETqypl5F5S3tqw+htO",
+	"4u6I+6vlhuhaMasdx7sOtrb5lI9+2d7jhkN7wqsgINefTfxfXf9E18nQeDr4HqOjCVqWR7+IDsuLELvd",
+	"b/bL1hE1XrWNDFg3PmD+pFXuw2hzlio5QWZS0n/93CJxVEZMpNKOtBCrMNZ9QqQo2Q++2W80GAy67z7u",
+	"Rt/s19mIopaoPzC9Hl6kpNwzbol5hA5dbe9ESqo47vjmEpBzn3RwK9YtzzoB2TZgFf14jF+vomqtRax8",
+	"N0TSKrA2CkhfGba0gDJMEKELTF1/vZ4KU3PFctTeHsfpstageOGu3UwQaLq6FT8kp1sNNUCG23AGTomo",
+	"/QEjGSA5vMDNFw3Gbn8XCpPrKiaULLZbHHrJPptvzm+lvPA1UHqIDyF0khC+9bIENW/brgIywKricu57",
+	"r1HJ8rd+BzjKmqVdB74FXNiIbEuHRR55TxHy2LKC8NUEfF0WXdFklxtqlt1PwLzM4xbDC8WIs/1+H816",
+	"xkcOKonLqEJrhA6KlUAnizrXjI+mQpLGiF+gMOM37acN4XRhL3HEYm+MfI88ufxFbrt0X1ql3juekP/t",
+	"CJD7EKKOUI4of0GXq/yNA1Zce1FysWGVpqvxGGTi1ER8aMA4mlqZkD5gA+0FZFmMLZ+YnfvxAYPZ3C7y",
+	"+DV8xEmB7HyqUugEM0++w3sUuRCGQf0rrr/TQq6u8+0UvPAUjlegqgQym+V3I8q9Sd547z3e72ommTkR",
+	"elJ31lOlLZtmMy6Lg4YP85RLby+sGW2uhKwVNZ+gAIvQQeBGqJb+/PrFc/aS3vGBat/3dzsBd3Y8kLe4",
+	"JY5t0dFGhLvFzuruzk/AUztdJRLe9eqYqQeoOq0B29Ls/q26iY5y3//qZJdgEE4NTWu5Dald5uLcpgbt",
+	"zoSF5MdFg9vs6FG46vSkrsUErVLYRGRfuWdyh3WVOK9yuAoZrmNqBBw/dTFqeUdl5laG2fqjOxyNYG5J",
+	"3a4eYR7NsLrci++J3JWbgPZCT9wxrIAgBEXgGMX863d2KS6eI2GOZgHylQi+/agRS4/kI74wlUCSb0tx",
+	"JPc3hJFcHbsu7VPGVXrn+V5/C+f60ilVcHSbs0Hs4mn6Ytwa/Lp+wyVa8ylaxlS02dQKCkgfmIGRBgqC",
+	"xcjbnbPdnSJwyex8xAE+7XC8Cz32eqrOpY/Sk+RKCvrMZnJNi1nd/rsKAK5DjqvA5DPpDc+gljCYVWgf",
+	"pmnFJGrKLqATcFKPYVah732b3T2DF7qRkDSprjTdPUPGWqdWkD3PZLijzubjy4MAcJf1IHELW4EKBRHU",
+	"EMJmOrr9TW+ghzjnmgv3DB1uZirmNecVAkFm+UMO2ynG0wmBwGfP+QxiDL0Gy04WTqQz1lHoY+AzEx+w",
+	"2I0Rk/eOxrlnHBbg2Bh+7l0QPn0GY819BBG9qiSN6kb0y41XRfbflJAXkyYuTkUbWd1zf7JV+Llvg7CA",
+	"fvV2PZDq5d8LccMyzm8gPiHCrYhlIYEhB+B6NLkOslRCulusYb4Yj08U10ltVs9h1bvjcLp4nGUyAc3O",
+	"+WIVT5vv+nzKTQ0W/aTO2ZhrJiybKDtg8SizajyOWTuBFNDJ7+/nPebYkzGdiMXeE+AunsOxKIRhRqzE",
+	"1nq9nnuWZ4mw/ori3yxVE/eDOQeYx2ilJIAagywSM9d8zJbmI/CJE5ntqvHYvTgWkqd+xIqbTFgD6bhT",
+	"1tloO6i4kPMiauEiWlEL50fVRvK0Vn8zlusLKhH+lToBH9Xgc4lZTIr5BzGEon6cuoSkw/ScLwyLfRJK",
+	"fMA4GwvKs6rgSAr8jGIiMHz9BKZCJqy939+vgMePs1kNCxSf1hXQqQyi8t5rEb6OaV2THa85wnnl9UY2",
+	"medsbr8UjIVtOGg98VKAOajjQUKO0iwBZELEcLaibSWSvEzYfDZFTZi6ksoqKUYh4cLd0pGGGUiHgEpW",
+	"slzdUvLdC2m/2W/VxpqvaIheFgjLqGqDBXAbUONSylI4y6rJ82IGTxyjYVGBGy0LLhjVr8ZL4mbbnbI+",
+	"g+SAWPALPTGxj1M3LH6hJ1U+R5z5KpyuQUC9NSyuvOONTK5eXI9KQYhBtnYixXWIaF9aYt4gFa0gzFUF",
+	"o+p53G7EeUOe4NtFD954oXlbk80K+lwjjl5Ev2iU3itc46JUPxfxw3YbcLuYZA1Yb9pYdilUuSzUl0Px",
+	"P2fw/QXOaM1xXBO5aZJVbhOhMaC3JDYzIcvf7n5N6PipZvchBKs+6XT/wbe5H8xnLVzVlYlh5+jQ7LEf",
+	"NZejKaNCJG0uk3Cw5PDpMM3tlLJnJBpprLApUHkVWo7P9wpxGVLZ92OMQq8BFL1Ro/42uuAIAYVhakSh",
+	"vyOozufT1KSyrHFaSutYnfYl6C4FYpVyUEItgP1+HzWFztZaQclbXXPZ1kTbHC0H2ESogZtsPleaopVT",
+	"NWEjpTH9r8kzWXj2lqB7fPzSnyedehmA+/39Ou8DHnODxzRadpmabDbjerHkHmdu1OphPVeWPWk6Jetj",
+	"fJb8ca+OitQVJhKQVowXVEKgOhVrx/xEZXZwknJ5Guexdhoo9YDNlAZm5jASYzHCVzoVNSvToptPtdnA",
+	"72OHEFBRkdHqcTz30RbnXkf6Xqk6ML/QE/SqA5+RmM1eanEmUpj4pAilE9CQsBgtGTGjGjws5slMyOIj",
+	"2YzisqkBX2hFLXwSXcjukVq7yzHw2bXYCiqbW3GbawBm4YMNcQb0Hh2fxPTBetuM2Cr/tyYawG0Yq0TV",
+	"FcIJDzQYFNyRVIzl6+0Ks5Ip+zqsptdoNbmCyFk2NJRBVAXu5YwQ7gQvJYUuIdlS/NV1Mftt1RS3jeuQ",
+	"3vAO3mLRrfDXvMzsBU/s0lp8o9jsVnNNUuSNodPqJiiytcbgFQQCH6adl7wzcYOLLZCh/LmDamUAmVRy",
+	"/4PHznRCmTtMM6Tnk4rbLkZhkeSUYggfM10UDFiRVMOjF9Bawit1ktOhnwmXnSM4LiKTYRm1bKBcLbCe",
+	"DwSg1ciNW0B6a4q/JgzzdrPamjIJq+4uLZT2eSubazq8DE8X4vKF3KP5O431EM6niqk5SO/N8hdpvTC9",
+	"fWGSqGX5ZEM81JrYmk11TapVObTKLFY5q6K99LGuNeHTXqK/DcJDkJqr0kMuQ+doUz1TD9+ly3tJOQMB",
+	"eSlJo0qQbtCqFG3gSv0NN3C7GKvlu/guKkLYWtKddtpazhV7RA9gRZqYnqEqCisXorTkB5stKxeMRCtf",
+	"oCvEv+VX5SqiIQ3SjHpFAZtSKG5B9Qq+V6+b4RibPGM+HqBXCdAJXN4RQwN56aaiFEZngzRRjdjBEBca",
+	"I76qJ82LPjcv714tLnWNeFy9S6WTTtW5U6LCdZqKydShtJ44WaD5xF832HieijGMFqOUDHcwYLGE85i1",
+	"f8uM9RyvE7HY/RWz9gkg21f6FD3P7pc55QXErH3OBQaceLDlKInBIio9o0SHUaoMJBXTggS3JTeFQwMa",
+	"z1F1fMcRZ3xlzeauSXRfJzA+h/MgnsIBi2WWpnEuKpoloWCZtFcTNG81qb+YsHU1YWe5FPI85SNf2nCc",
+	"pSkWFTdgD1j867uYjVLg2viAm5tnC6vo4H7LUYEyf8uIQIWwhONtwGerebrRF+E0S5TGnSGMMneer91p",
+	"+Vw0zGU/zCgNhD49CeLaz2+PV9j4z2+PKwnwPXZkTaV4mDDVIIA8wNaAL1NDvq64SAfKE4fykiMLafmH",
+	"ovK22wjNWoBoau2cktKFHKvVg/MVm315oCy1ouuLLUwhnXcTMKehqkaPvagGiAwxqHfY6jB1LocSNd4I",
+	"T5eKInuOeOADcvICIyeQqnMWLxdId8r3UAqjqDIfJlJxWwmq6A3lUP7bv7HDSgXroXyME7gR46JKEfOs",
+	"xe2sUo2g/fPb444v0DSU8aGvkeDL8vuS1lTbnapWoxU4lPSlOkOVOOjl0yRYMJH02OGmwgdFfnMotEVD",
+	"L7C4+lDG+/1dVi7kEIdKAfFytYOw9rgo6d0byvgfj4/ZzhSzmP5AA0cmSxXAIQlAfaVSoIM7E0aciFTY",
+	"xVA+5qNpqdIQFepgU24YfOAjmy6o7K6eoIF9sN6SPpS5KZ1hOC+b8jPwdafUuSwHT2tcTmaCiwKrX2M+",
+	"n+kN5Ss6W6qHRwXyRpkPAcN6IwELDrA6mh9kVgbrfZbX5Ip7LK88j/UTaJfriy61lR5KqraQo7aQWM5E",
+	"2A7NxOJ9X2cW3TVxlEONGybywk1DGYr1+IpPpkB++oq8NrSIRBgSAdwd8RVUtAPKkWRmqrQdsL/9zc07",
+	"Ay4NG7Zypx6WklqoLK/NXS0iRRMOW3/7W8AJ9MKZoaT/HZViTd5U1o6bymhQyZh0MZSFU7TWoxqPVAJk",
+	"T/NPlnxuB7nTlMtkKIPbFPey5EhzA8x4HgPI/lm4JR02ZI4otPf7/c5QYkHQee7A9Ms2lTJ2jOhL2PCI",
+	"ay2Itw1luZxY1fkYio4Ju1xnLEwSoPyST4T0pOypIEFTeyrrdkel97pzegySPBmUtXe7u/1+xLxiyfYe",
+	"dKhwuBlKyiX1BXt9yWR03WkwqGNSoTpf+4nKC/itDWWlrLkDJ6fC5gNPGH33ipV+FaHEIOlEb149ZWPI",
+	"KzQPZUmpWNYm2IlyZE2DVzeq1dEV1mKPhrJcJp1qbm5dKR0W7Bw0OB6D9dLHSg9YovAizLk2ELGRksbq",
+	"bGSxxoRKxHiBdMMRcstnc3QW0nFEQ+nItwRWDBdqEuG9LX30a4hW6q8jIeqzH3kSCFDcY78AzAuSN8ay",
+	"wYUYYAibxspJAVhGfCh9dXdUS339eQf6UF8mUWA6AdlezK2YufWM3G59MMBiKF8LOXF3MqO7mbdzQXN2",
+	"lGu7xODp3xK5DjHznaHkutT0hniVZPHjYz4pWGhoEHPCR6dLPV/cJYhfHh4//MmpRy/fHFOQxKPHTx8f",
+	"Py5awritrjSFGXiaOpQ5RfZlzkM9RkcSMYmtXIaD6meG89jdY+UaboyKuMXL9dNDibReefFOglFzWsxB",
+	"XlRV2NJykQGXG9m08Qrgj5qdC4lHdSipFLwwF+oTNCgvhiqmeyG86JMzlFQPv21UjqB5slGoJk/1U1Zq",
+	"yqMIMJT+rKPV7j5um1OVAiorbSd7xKF2P4t9zfWhDHUG41J/ivrqgu4K5Kj7qijGh0Sq+hnpBKaJkzRv",
+	"euyNL2la6LWRr1nHk66SjiMVP/nSuYbFAjVzDzH3Jwqo7o+SFdWhZS7PULOkiBHulxss1NzvH2m5WKyA",
+	"IoKIWPtqlkjaa0favc98OUR2rBTDgohxbyhzQ3Ahzx++PCoZdAet3V6/18dg4DlIPhetQet+r9+77xP/",
+	"Uc0JQqL7e1LnOXsqzkCCMcjAYMD2+n2/tI9Dr/sOW4NhS50OW5/KZ+vrb9EODTJ1pxKx0RRGpxhTksAc",
+	"ZOIoEQo/nD1aSD5Tj350Ao7jDoSQ2KWkPKIGn6bRY49C1Uwv9y/1uemRTUXnBfjdHn1y/1KF371+f02B",
+	"sIsVBvMzNNQFC9tw6lcqzqiC5IP+/aZR82Xu1BRbLGuvrcGv76KWDygqHV2w/Q9+bdFpt96513Y8WvQW",
+	"fJY2nr9b8Ys5yMOXR7m8zUqYe84NO8lESrp+LcD96xeDeFjUStulXG2vBe7yUntrIXQ8FY78Sav5yDaB",
+	"Cflp8wV5BTwRKzfEsescnQMxDB10iNsKww4fHh/98/EBe9C/n1fMCoVgiWqhAQWZmELIczbRfATjLGVm",
+	"mtnEUTq8DUTbkU6c8JTLkZvQWDVnxlctsZqPx2JUrrDmz9A9ZjqXu01u+4svc5lwarKQ0NY+203Kz7gJ",
+	"R9Zmw5NHpeh29WtttlXItCdTAJ47eeSKHPWmavqYLr+u5voaC9lev9EW261vnvQuas1Vre8kSSoZ61SQ",
+	"2C3unjeEdYLEXgDLJzsjS8FSpMrrchh4TJfAqtyGiPmZKIFbzaWhmmRRyS4xggHjoacdwd8NEswvEdNw",
+	"pk7JDqPJ3JqUlkO9iWReGJ1Og6dpaCPjdOz2cl3lRafHDmVpGHe5cxXFrR13M6ja/2jsWWYs6mCLQv7H",
+	"p1n78PXDoyOWgkUVwIt2CdZ37gppQBphxRmki05Usint9+9jpSO/lPc42PuZMFgUOI68akezk84W0zNn",
+	"oL2Ilhss0W3gKBulYoaV1c+RyXyEzgGeApEXsKQJxUfP/3l0fHh89OL5+8Pn///7x88Oj57GETbm+AAG",
+	"tcEe2+9/H8wkpTrmeX12qiGbm1FYG62m71GxNXFeUYkW6riT5Qhm4JKEk7bfLX5PGWxVqkZYUyoNES1f",
+	"3zriUjyys9TMzt2YJfK4e23ksaYMzfqi8JTUEsCHJHOfyPV6kllqgYCv7G5+pVKLFl/agjQXRfPxjf3N",
+	"b+S12/GF7ze/kLcncC/s7W2zkdVqsvjuFpMtl3tGFrUFvKu19q/K2HJWRliC3ULKCB64WomLFayNgvMa",
+	"pB/KDaXU+JKFedXNgUSdSsot5UwufLZkJVkydCXw7XlqhY9n8Dklj2ew/ird8N256E34CpHzH75fIsG3",
+	"hJYzKLAx1M5pUFeN1xYbC+lUu2JE1PypPkUXcdYRTOZEs14w2oL32RU23BouEvKnL8w9Ul+SfOODvllj",
+	"DXu5vjuwmsFbcyVKQTNlCFaueSnqf6ngd+jGvK7INz6DM9/dt2u8b0+DM6D2zMraDpVy+tQk+lMsoPFF",
+	"yCvuW3YoF0usATkC+mrwNSfOH1Rz50dqBgYFZ2qd6j2Mq7eMRnihJ9cjpOGx/OjL0F7XBfKBkp+qoU8+",
+	"uuKzCYZYWaGefVUuphORfejnlZq2/KWFyN0t1rTc1eYvKHzSTVju/LFKZkqcPkSKEM1Joa6kUChEtcr4",
+	"B4zewX53Vk0APR/koEpTJDDlEJaozKZKJaFCZkKlOBTp0aEcVI8daQ1ofD9JgWILMBAlhEnkNIw9WbLp",
+	"uT/J1YWyiVfjojrXJtkR9/v72L4ShWkvybQx2NQ2FGhCaqthDrwyHdpAuFcGi9JL99CWOdFUKsu3Hh5x",
+	"SaKQ8KZJqQoXUvDKzWbCmoNy212i5EqOoLpeYdgos27W0MSLmnSiN0npU2zOHjx4J3x0OtEUzeCmNpk+",
+	"E2e+ITw30/AiGRwGvtc6Uk70fM8wyKVSXYoMHzqTLEGH3nGlU3C819/3WbC4avIAOlJJ+ETuGSGriceF",
+	"DSbe6+/FhVBZD9vcx66IwKOjk3y8mFEeT8CWaqxhhpDATo8FGiBgg4eyriuYMCyFscVojLnvnV/CgMJf",
+	"UwYOwj534eFe+ISLGgswgeMy/Dc0Da8RX/eujwmWStRtwwwLrKR+7BjrG458BRmXBVl/jo3lw+twYOWU",
+	"i9g+Xles0G1ijxjaFozdLx0p2Nz9mS7+dBaf3S14aE2Dtq+UhT7CE11moaxdQq9Ondy+0XqzKrR7Sk2s",
+	"A5u/9djbmtJv1XAibKqcD3kvSPC7/b5vvCwkBboatPzypEQm9SRY9/8T25e2M0dLvSb9xk+mSNu0U62y",
+	"CfFxInyzTr378VLEqWho7zTxKtgeY9/o0E46j5rphX2twgC/b2ro7aFZufYhL4Dq872r9cJ8TqV/G2p5",
+	"JXXh/pb3PG9Peaf7X7+tbaMgftF7QzXi0EWId6eG4lAg0irFqRGYfRyx0s36PyUqXl3++CyKv8/J2Urx",
+	"v5Hb69M6r+8W38kRV1P/vz6yQTh9KRV+B5XlbqomjeZ7CrqeZZYUlSKvo2itHTEJ5xjB6eSKASq67di3",
+	"KYs7Tknilr7xkXxFv7LiU3gUZFQJC/V+qqI1W0INaUwIm0GdbWxBY4R4yERw+q+FfJnoxC8FKDBuSkP2",
+	"WIwtduMQwo2pv5wtgOswTZxJK1KsYY2PDJhU553KnKcwx5bjMyXtNF2wk8yn3nASkHw7vDmXhmLAsQ4Z",
+	"Z2M4DwITxt1568BUpYn7zSnAFmaGHg9B5//3f/+foJpWwsRxmW4IYfIY7stRciflFW3catwmdaITwrEi",
+	"OG2Tg+8kurrRcDOXGu1rcuksdd5b688h8xbgiXwlbpvPzyi+Qqr9Klj5cntliWJTNfnLC3t1pL4cR7CV",
+	"r/aeYT7tmbUzmUdrZbKwh2bSx251ymbYiKk0yflBlAfgUwgBpYtsSZOYR/zN5JAsgz6jr2wTPgcNzJyK",
+	"+RySgzqKWU/4jkrg+qr9xUvtedYSl3KjhTva8nU7kcPdFRVEro8quoJSud75XInAxOpaGOmHNiOK4vBG",
+	"JkpgcGQg1OIKCTzpIsrb0ZCpyvcHi1GGKyVAdXK/RSWNjuYIwbwx0h8Sn/L8KPTUTEF7p7ePkjwFmBvf",
+	"McsaNuVmSjOU9uT7o4Uu/JV2aYWsyL6NGLdspoxl9/sdR9YknC/DZinYVJdLD4TTVBK2I50HtHBHIX0u",
+	"sKOh1Fiv9G0e3LkaxhkCPKdeVPaBptQHvRKwiRG6dBQhVt6nNbbxsN7nZXTrgjuXY6pva9zAShO+Gw4f",
+	"WG0012BTKMdO51Hc1Wj2uyDTu/iArVjJEREMo2agJLCTBcv7EKyLT22SPHc+Fh82hBC8QsnSON15hZMN",
+	"KPuAqj9YNTfooMY0XIsO2MuqvCTOVmjR0n3eb1pp8qe7U1+lVuWOYstY6ktKPZvF+jKON2hjqtqprTHR",
+	"L/dK10QSVDu4RbkMURtu0o7zwIC408NIhVBSfMXh7vg3OdrD+E7ZI6cYCSEjIKZSilBwYkLeNaycpe30",
+	"ChuiHur9gSVgfE4z/BahB/Ud8e4u9pe+2E9Ib+frehhen7Os7sai/rG15QSfXnHapz66d1YKXK83P2Bd",
+	"nq/b8JAXDV8fn46Auos/v1Xx5x75wm2iz5/RTEC6IwUAUnAKXZqQexQ6RwTBLarW+sJE60oNiJCBzS3b",
+	"7Wxra8SyxOQMlwCJZ4OMKvA16a1Y0v6Waqyl7gM3rKtSof96HktnfRfjfqfD3nCMO2JeDVlr5PY7H8nU",
+	"uFZPfeTD2fOW2RyLKlW6qvSYrylc1DkvPe89xyUytULwkE4RycJ8+AsptbTySxGqNSHB+80tZcqBrnfB",
+	"rX+K4Namu7NFGCu13t8ufDV0GMpfrESrlm4U3hoM6kwoDjwOry6HsCJCVmNYD1/uH7A8kLXcpP/isayX",
+	"vFbrglnzrZSjVldbNV0meDV0g7rh8NVN4sBd3OpXH7faTCA+k5HNF8FeE9n6EGO7KtfHXRHHoHeUZqWH",
+	"PxvrpfDOa2C9n0c5+DLhsOuoQYiHvTJVuBM5/qpxsJcX83dKzRI3WPlq2HFZxCm50Zfsfm9Lbcd87xEo",
+	"intjze1qroqv1uJTdOKtLIdenFmlOUuChp+f5istw5cAW5q5Qd6gvTTmytTJGl9ZfOZF6m3cVdW4zVbN",
+	"cDxfRFDZngDtfKS+Exsc5EVzD7ypeWVK0riuRaQ5oB4i6Fqngci7qNcOviGkE9+h6CpuWQrcWOpf4J4Y",
+	"FDMKa6gyOc0pDAYrxe6r9xhX1OzGd6ApKOEN2D1K9PucG995JbmLs/lrmUvoToarMgvIdwmribvRFQEj",
+	"ZLJQg5/9/n4oyUhc2tR0kqixvSwJJsEM02TZuPT1Kdk3boYzNykUBQDvjAx/DiND6Ui/BBvf/CTxbrJM",
+	"ZDXXPPf+2XTBTKil7i98qUt+IAd7/d0iVod6HXLDOFo+K44EmRSlrrHArm+6scSbgo7dVroU5JtQ6xk3",
+	"tQ+kpqJgmbH5UyewQmGw4Ktjy3mplc61iR4TzWVeHiUM4J7GVzF1b1kw8WUCo88qoCQwU/ZKAso8s9cm",
+	"nXwe01DRBv2GrUObSfoGvL4Snb9OJ/jmnTRf5jvb1xcQOP9CxrLDJKmy05yiQqnU7+WsaL5I2zZWtEav",
+	"eDn/xzdfgoSdLFhMHU7iLc1tWxjLvGv+wlSYFvIE17aVAFE0St5KjLhdwXxFh+b14Xy+R/Od6es2mb54",
+	"sFfbHNer9zpqhV++mCFsa6LhA2xDJciL0IkLEoc7wnBHGP7kNvFVenBVOtAY7ftiDhJjfakRNQbo0FWh",
+	"9u6NBafzdm8rd9lXqw64FVKDY9JaydnvlcNSXqtMWFx0VY/rOpgsKbRNsb/U4P+2Rv/i6r5Q/C9Bpink",
+	"x2PAXQzwXQzwjccAhzu7SvDWiCU7H+mPi8QCE5KHaOBQsLrHDn3j+JCuRw/eK9E56jPnzVTeQkW1ib2N",
+	"yjQG+V6OIl0izLe4wneBvn+uQN/mC7JNsC8+vG24b7gUcfUiFBG/RZn3akmhlejffKSV8F9C1IYitg+L",
+	"BVw48PeyV21t6G8BkXLsbwBMTkQuEfob3r1cPE5VR/n8CsV60eHOlfcncOWtozOfywLhmfi6qOGXXFuB",
+	"5gTyJ5Sv4AFTM2EtJKVe1kiLUhhblklfoLLHXoOt6hhKF8qJVSyWWUpVkDJJjznlhU9MXC37U3TxNkhV",
+	"N4oOEQobYea8e0YeDxBeIBurEymaZYybU6d8mPR1CC+fS4/6QqHSa4lhHix9daJ45zK6cxltHV99VRVq",
+	"J5dFtnUR3asoUJc16AZp7+uuq+B3sdnkWpYW72yut8kZs4zTpbtUiOk3JQY1dw7nYYGMzoo8K4WVdtUe",
+	"S4/3WLhpKByJ2SzDBvtNdlT/9G01pPrlfRlLaoBNU99bf0AVW+qfzRBzZ+LcysTpUUHJOh5doit1TJq6",
+	"2mzrfKXmOZdnxKF30FffidftYjMjDrlUd5z4dnHiSt27zFTzgnyfp2t3gyJnLeL2E5AWzUwYtEChwzFr",
+	"Yy3g7OQ3GIUejHnp9E6Ik8rrJrsPE3EGMg8cvmx9YJ4kjEtU1UvdMblIDc3kiwWX0w5CbHAIDF698TxJ",
+	"/FW5xS2B3fK+WFtghM1WMaJ3Sv6do/QGAkMR6QoyU9dVKNDHRmniikmMwbaIX3hvDFb9pcqK29E4vuyG",
+	"wvQsJ6MYSMc99qKGBvqHuKSofjeVz0d0y8Jwfw0zLiQWN8XA/3GVQrYpA4DG7PgGuYpqo+uVwWgIJyZI",
+	"qGwyjFPKJBiwGcf6tkSiQ/hrGAEzONBA6/1kWOYCHXvCdooqVDm0g904KapQNSRTXpaCX9y1nBO8uxzK",
+	"v3YO5Qo9WEeGNvim8W55MbzRO93Qq/SSeH9DKZAbxId803cu0z9Xa1A81evTVy6W1ri+4BIPyYySzyDy",
+	"jUN81aXArrctylrHoTEvcCUpsJTBwuUirz1eToQkRtmmDEH0ZypNy+v02KOQ1bclm1/T+vQaOOVnU3K+",
+	"WAvUtUpO0Qb16tTqTla482VeqmdqE0ndrOLs+ACIpHvx5LdRpjXlgodBguZVK6xsb2U99MNdNo/lLi/l",
+	"zjL7ZfNSKjeC11/PG0ldy2WfLUjBto0iSMfPVfETSJWcYONhrPQiSDBqH77cG5RiV31YVblcXDIB01mq",
+	"LOcGX60sx1Oj8rZ4GN31nM+gEjPrZvrRySH/AHtkYZbHmuGFaVN5/FScAVNFPRoTYfWZkZoL7KZnFQPs",
+	"G+3W1rkCCXMyQ0MrjAuWosOigH+tUnS1ZYTuKN1tiwYpF34pnVMdofvcNW4uROYuLOhQf48iy0UU1K/a",
+	"Qn4dwagmEFABSzcK5Qwg6leoXOGq8uRKzbspnEHqq1qGSN6FJ4I+wAX7cBLF5dVdtPMRjcIWI9j5k/IE",
+	"tiJnTdJYbW1OHryFHmzYmMpN7la1tJXLZAVcvkLnX0k6XELPOwp6G2XFwpdxsrglwqJbLIwyLewCZzgB",
+	"rkEfZnbaGvz6zmG4X95KrnRJK3UkBySX1mDkvL/U2OFsNYHoWRHvv6Tclt4lWKy+fOxbLBuRrOrGXCY+",
+	"DGFJmPCDEnNaHfR1Np8rbcuKVnjDH8XqO3n4oJMxV97LQ5lqdoAN9e0UpHWEAZIQqVi8PYOa90rd3vPW",
+	"1M3wK7eRrF/DUpO6vMd/aRDq8V8DL0J6NgWe2mnpBfrCodX/CwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -1,0 +1,97 @@
+package httpapi_test
+
+// HTTP semantics: entity tags of representations, If-None-Match (304),
+// If-Match after RFC 9110 (lists, *, weak tags never match), 405 with
+// Allow, and 404 for unknown paths with or without a token.
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestConditionalRequests(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Conditional")
+	url := ts.URL + "/v1/orgs/" + w.Org.Id + "/tickets/" + w.Ticket.Id
+	get := func(t *testing.T, inm string) apiResp {
+		t.Helper()
+		var h http.Header
+		if inm != "" {
+			h = http.Header{"If-None-Match": {inm}}
+		}
+		return doReq(t, ts.http, http.MethodGet, url, w.Owner.Token, h, "")
+	}
+	first := get(t, "")
+	e1 := first.Header.Get("ETag")
+	t.Run("304/If-None-Match names the representation", func(t *testing.T) {
+		for _, inm := range []string{e1, "W/" + e1, `"0-0", ` + e1, "*"} {
+			r := get(t, inm)
+			if r.Status != http.StatusNotModified || len(r.Body) != 0 || r.Header.Get("ETag") != e1 {
+				t.Errorf("If-None-Match %s: %d (%d bytes, ETag %q), want 304, no body, ETag %s", inm, r.Status, len(r.Body), r.Header.Get("ETag"), e1)
+			}
+		}
+		if r := get(t, `"1-0000000000000000"`); r.Status != http.StatusOK {
+			t.Errorf("If-None-Match of another representation: %d, want 200", r.Status)
+		}
+	})
+	MustComment(t, w.Member.C, w.Org.Id, w.Ticket.Id, "a comment moves the representation")
+	second := get(t, "")
+	e2 := second.Header.Get("ETag")
+	t.Run("200/a comment changes the ETag", func(t *testing.T) {
+		if e2 == e1 || !strings.HasPrefix(e2, `"1-`) {
+			t.Errorf("ETag after a comment: %s (before %s), want another tag of the same version 1", e2, e1)
+		}
+		if r := get(t, e1); r.Status != http.StatusOK {
+			t.Errorf("If-None-Match of the tag before the comment: %d, want 200", r.Status)
+		}
+	})
+	t.Run("200/a comment never refuses an edit", func(t *testing.T) {
+		// If-Match with the tag read before someone commented: the version
+		// it names is still current.
+		r := doReq(t, ts.http, http.MethodPatch, url, w.Owner.Token, http.Header{"If-Match": {e1}}, `{"priority":"high"}`)
+		if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("ETag"), `"2-`) {
+			t.Errorf("PATCH with If-Match %s after a comment: %d %s, want 200 and version 2", e1, r.Status, r.Body)
+		}
+	})
+	t.Run("If-Match lists", func(t *testing.T) {
+		cur := get(t, "").Header.Get("ETag") // version 2
+		for _, c := range []struct {
+			ifMatch string
+			want    int
+		}{
+			{`"7-0000000000000000", ` + cur, http.StatusOK}, // one of the list is current
+			{"*", http.StatusOK},
+			{"W/" + cur, http.StatusPreconditionFailed}, // weak tags never match
+			{`"abc"`, http.StatusPreconditionFailed},
+			{`"1-0000000000000000"`, http.StatusPreconditionFailed}, // a past version
+		} {
+			r := doReq(t, ts.http, http.MethodPatch, url, w.Owner.Token, http.Header{"If-Match": {c.ifMatch}}, `{"title":"retitled"}`)
+			if r.Status != c.want {
+				t.Errorf("If-Match %s: %d %s, want %d", c.ifMatch, r.Status, r.Body, c.want)
+			}
+			if r.Status == http.StatusOK {
+				cur = r.Header.Get("ETag")
+			}
+		}
+	})
+	t.Run("405 carries Allow", func(t *testing.T) {
+		r := doReq(t, ts.http, http.MethodPut, url, w.Owner.Token, nil, `{}`)
+		if r.Status != http.StatusMethodNotAllowed {
+			t.Fatalf("PUT ticket: %d, want 405", r.Status)
+		}
+		allow := r.Header.Get("Allow")
+		for _, m := range []string{"GET", "PATCH", "DELETE"} {
+			if !strings.Contains(allow, m) {
+				t.Errorf("Allow %q lacks %s", allow, m)
+			}
+		}
+	})
+	t.Run("404 for an unknown path, with or without a token", func(t *testing.T) {
+		for _, tok := range []string{"", w.Owner.Token, "not-a-token"} {
+			if r := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/no-such-thing", tok, nil, ""); r.Status != http.StatusNotFound {
+				t.Errorf("unknown path with token %q: %d, want 404", tok, r.Status)
+			}
+		}
+	})
+}
