@@ -12,6 +12,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/page"
 )
 
@@ -201,6 +202,9 @@ func NewService(s Storer, now clock.Clock) *Service { return &Service{store: s, 
 func (s *Service) ListAuditEvents(ctx context.Context, p authz.Principal, since, until time.Time, pr page.Request) (page.Result[Event], error) {
 	if err := authz.Authorize(p, authz.AuditRead, authz.Facts{}); err != nil {
 		return page.Result[Event]{}, err
+	}
+	if !since.IsZero() && !until.IsZero() && since.After(until) {
+		return page.Result[Event]{}, errs.InvalidParams("invalid_range", "since is after until: the range holds nothing", "since", "until")
 	}
 	// Nothing happened before the org existed: clamping the range to its
 	// creation keeps a young org's listing to one Query per month it lived.

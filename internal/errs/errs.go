@@ -52,8 +52,11 @@ type Error struct {
 	Field   string
 	// In is where Field is: "body" (the default), "query", "path" or
 	// "header".
-	In  string
-	Err error // optional cause, logged but never shown to clients
+	In string
+	// Also names more fields of In that the same problem concerns (a
+	// range whose two ends disagree).
+	Also []string
+	Err  error // optional cause, logged but never shown to clients
 }
 
 func (e *Error) Error() string {
@@ -85,6 +88,14 @@ func InvalidField(field, code, format string, args ...any) *Error {
 func InvalidParam(name, code, format string, args ...any) *Error {
 	e := InvalidField(name, code, format, args...)
 	e.In = "query"
+	return e
+}
+
+// InvalidParams reports a problem that several query parameters make
+// together (each is listed).
+func InvalidParams(code, message string, names ...string) *Error {
+	e := InvalidParam(names[0], code, "%s", message)
+	e.Also = names[1:]
 	return e
 }
 

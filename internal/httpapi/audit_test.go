@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -426,5 +427,45 @@ func TestAuditLogFarFuture(t *testing.T) {
 	}
 	if n := ts.Rec.Count(); n > 4 {
 		t.Errorf("first page up to 9999: %d DynamoDB calls (%s), want the authorization read and a Query or two", n, ts.Rec.Names())
+	}
+}
+
+// TestAuditLogEmptyRange: since after until holds nothing: a 400 naming
+// both, not an empty 200.
+func TestAuditLogEmptyRange(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Ranged")
+	r := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+w.Org.Id+"/audit-log?since=2026-05-01T00:00:00Z&until=2026-04-01T00:00:00Z",
+		w.Admin.Token, nil, "")
+	got := problemErrors(t, r)
+	if want := []string{"query since invalid_range", "query until invalid_range"}; !slices.Equal(got, want) {
+		t.Errorf("errors %q, want %q", got, want)
+	}
+}
+
+// TestNoOpPatch: a PATCH that changes nothing answers 200 with the
+// resource as it was: no new version, no audit event (with changes: []).
+func TestNoOpPatch(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Unchanged")
+	org := w.Org.Id
+	orgName := w.Org.Name
+	for _, c := range []struct{ name, path, body string }{
+		{"updateOrg", "/v1/orgs/" + org, `{"name":` + strconv.Quote(orgName) + `}`},
+		{"updateOrgUser", "/v1/orgs/" + org + "/users/" + w.Member.ID, `{"name":` + strconv.Quote(w.Member.Name) + `}`},
+		{"updateTeam", "/v1/orgs/" + org + "/teams/" + w.Team.Id, `{"name":` + strconv.Quote(w.Team.Name) + `}`},
+		{"updateTicket", "/v1/orgs/" + org + "/tickets/" + w.Ticket.Id, `{"title":` + strconv.Quote(w.Ticket.Title) + `,"status":"` + string(w.Ticket.Status) + `"}`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			before := doReq(t, ts.http, http.MethodGet, ts.URL+c.path, w.Owner.Token, nil, "")
+			events := len(allEvents(t, w.Owner.C, org, 100, nil, nil))
+			r := doReq(t, ts.http, http.MethodPatch, ts.URL+c.path, w.Owner.Token, nil, c.body)
+			if r.Status != http.StatusOK || r.Header.Get("ETag") != before.Header.Get("ETag") {
+				t.Errorf("no-op PATCH: %d, ETag %s (before %s): %s", r.Status, r.Header.Get("ETag"), before.Header.Get("ETag"), r.Body)
+			}
+			if n := len(allEvents(t, w.Owner.C, org, 100, nil, nil)); n != events {
+				t.Errorf("no-op PATCH wrote %d audit event(s)", n-events)
+			}
+		})
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -138,8 +139,12 @@ func toProblem(err error) oapi.Problem {
 			if e.In != "" {
 				in = oapi.FieldErrorIn(e.In)
 			}
-			p.Errors = &[]oapi.FieldError{{In: in, Field: e.Field, Code: e.Code, Message: e.Message}}
-			p.Detail = e.Field + ": " + e.Message
+			fs := []oapi.FieldError{{In: in, Field: e.Field, Code: e.Code, Message: e.Message}}
+			for _, f := range e.Also {
+				fs = append(fs, oapi.FieldError{In: in, Field: f, Code: e.Code, Message: e.Message})
+			}
+			p.Errors = &fs
+			p.Detail = strings.Join(append([]string{e.Field}, e.Also...), ", ") + ": " + e.Message
 		}
 		return p
 	}

@@ -181,6 +181,9 @@ func (s *Service) updateOrg(ctx context.Context, p authz.Principal, name string,
 	next := prev
 	next.Name, next.Version, next.UpdatedAt = name, prev.Version+1, s.now()
 	ev := s.event(ctx, audit.By(p, g), "org.update", "org", p.OrgID, next.UpdatedAt, audit.Diff(audit.F("name", prev.Name, next.Name)))
+	if len(ev.Changes) == 0 { // a PATCH that changes nothing: no new version, no event
+		return prev, nil
+	}
 	if err := s.store.UpdateOrg(ctx, prev, next, ev); err != nil {
 		return Org{}, err
 	}
@@ -365,6 +368,9 @@ func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID s
 	ev := s.event(ctx, audit.By(p, g), "user.update", "user", userID, next.UpdatedAt, audit.Diff(
 		audit.F("email", prev.Email, next.Email), audit.F("name", prev.Name, next.Name),
 		audit.F("role", string(prev.Role), string(next.Role))))
+	if len(ev.Changes) == 0 { // a PATCH that changes nothing: no new version, no event
+		return prev, nil
+	}
 	if err := s.store.UpdateOrgUser(ctx, prev, next, ev); err != nil {
 		return User{}, err
 	}

@@ -148,6 +148,9 @@ func (s *Service) updateTeam(ctx context.Context, p authz.Principal, teamID stri
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
 	ev := s.event(ctx, audit.By(p, g), "team.update", "team", teamID, next.UpdatedAt, audit.Diff(
 		audit.F("name", prev.Name, next.Name), audit.F("description", prev.Description, next.Description)))
+	if len(ev.Changes) == 0 { // a PATCH that changes nothing: no new version, no event
+		return prev, nil
+	}
 	if err := s.store.UpdateTeam(ctx, prev, next, ev); err != nil {
 		return Team{}, err
 	}
