@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 
@@ -20,7 +21,7 @@ var (
 // an org's members spend its budget. Unauthenticated requests pass (they
 // were refused, or are public probes).
 func limitTenant(l *ratelimit.Limiter) echo.MiddlewareFunc {
-	return limitBy(l, errLimited, func(c echo.Context, userID string) string {
+	return limitBy(l, errLimited, "org", func(c echo.Context, userID string) string {
 		if org := c.Param("orgId"); org != "" {
 			return "org:" + org
 		}
@@ -34,10 +35,17 @@ func limitTenant(l *ratelimit.Limiter) echo.MiddlewareFunc {
 // other tenants' orgs, which all end in 404, spend the caller's budget, not
 // theirs and not DynamoDB's.
 func limitCaller(l *ratelimit.Limiter) echo.MiddlewareFunc {
-	return limitBy(l, errCallerLimited, func(_ echo.Context, userID string) string { return "caller:" + userID })
+	return limitBy(l, errCallerLimited, "caller", func(_ echo.Context, userID string) string { return "caller:" + userID })
 }
 
-func limitBy(l *ratelimit.Limiter, refused error, key func(echo.Context, string) string) echo.MiddlewareFunc {
+// limitBy spends a token of the bucket key names, and says so in the
+// IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-10):
+// RateLimit-Policy lists each policy the request went through as a quota q
+// per window w (seconds): the bucket's size and how long it takes to fill;
+// RateLimit lists, for each, the requests r still allowed now and the
+// seconds t until that quota is whole again, or, when r is 0, until the
+// next request is allowed (the 429's Retry-After).
+func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.Context, string) string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if l.Off() {
@@ -49,11 +57,15 @@ func limitBy(l *ratelimit.Limiter, refused error, key func(echo.Context, string)
 			}
 			d := l.Take(key(c, id.UserID))
 			h := c.Response().Header()
-			h.Set("RateLimit-Limit", strconv.Itoa(d.Limit))
-			h.Set("RateLimit-Remaining", strconv.Itoa(d.Remaining))
-			h.Set("RateLimit-Reset", strconv.Itoa(int(math.Ceil(d.Reset.Seconds()))))
+			window := max(1, int(math.Ceil(float64(d.Burst)/l.Rate())))
+			h.Add("RateLimit-Policy", fmt.Sprintf("%q;q=%d;w=%d", policy, d.Burst, window))
+			t := int(math.Ceil(d.Reset.Seconds()))
+			if !d.Allowed || d.Remaining == 0 {
+				t = max(1, int(math.Ceil(d.RetryAfter.Seconds())))
+			}
+			h.Add("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", policy, d.Remaining, t))
 			if !d.Allowed {
-				h.Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(d.RetryAfter.Seconds())))))
+				h.Set("Retry-After", strconv.Itoa(t))
 				return refused
 			}
 			return next(c)

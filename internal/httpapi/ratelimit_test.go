@@ -3,8 +3,12 @@ package httpapi_test
 // Item 12: per-tenant rate limiting.
 
 import (
+	"fmt"
+	"math"
 	"net/http"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -101,9 +105,8 @@ func TestRateLimit(t *testing.T) {
 		if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
 			t.Errorf("429 Retry-After %q", r.Header.Get("Retry-After"))
 		}
-		if r.Header.Get("RateLimit-Limit") != strconv.Itoa(rps) || r.Header.Get("RateLimit-Remaining") != "0" || r.Header.Get("RateLimit-Reset") == "" {
-			t.Errorf("429 RateLimit headers: limit %q remaining %q reset %q", r.Header.Get("RateLimit-Limit"),
-				r.Header.Get("RateLimit-Remaining"), r.Header.Get("RateLimit-Reset"))
+		if rl := rateLimitOf(t, r.Header, "org"); rl.r != 0 || strconv.Itoa(rl.t) != r.Header.Get("Retry-After") {
+			t.Errorf("429: RateLimit %q beside Retry-After %q, want r=0 and t = Retry-After", r.Header.Values("RateLimit"), r.Header.Get("Retry-After"))
 		}
 	}
 	// B still has room after the storm, and successes carry the headers too.
@@ -111,9 +114,67 @@ func TestRateLimit(t *testing.T) {
 	if r.Status != http.StatusOK {
 		t.Errorf("B after the storm: %d %s", r.Status, r.Body)
 	}
-	if got := r.Header.Get("RateLimit-Limit"); got != strconv.Itoa(rps) {
-		t.Errorf("a 200 carries RateLimit-Limit %q", got)
+	if got := r.Header.Values("RateLimit-Policy"); !slices.Contains(got, fmt.Sprintf(`"org";q=%d;w=%d`, burst, int(math.Ceil(float64(burst)/rps)))) {
+		t.Errorf("a 200 carries RateLimit-Policy %q", got)
 	}
+}
+
+type rateLimitItem struct{ r, t int }
+
+// rateLimitOf parses the RateLimit item of policy in h.
+func rateLimitOf(t *testing.T, h http.Header, policy string) rateLimitItem {
+	t.Helper()
+	for _, v := range h.Values("RateLimit") {
+		for _, item := range strings.Split(v, ",") {
+			var it rateLimitItem
+			if _, err := fmt.Sscanf(strings.TrimSpace(item), `"`+policy+`";r=%d;t=%d`, &it.r, &it.t); err == nil {
+				return it
+			}
+		}
+	}
+	t.Fatalf("no RateLimit item for %s in %q", policy, h.Values("RateLimit"))
+	return rateLimitItem{}
+}
+
+// TestRateLimitHeadersAgree: across a burst the RateLimit fields agree
+// with each other and with what happens: r counts down by one a request
+// from the policy's quota, never above it; t is within the window; the
+// first refusal has r=0 and t = Retry-After. (Before, every answer said
+// RateLimit-Limit: 100 beside RateLimit-Remaining: 199, and a 429
+// RateLimit-Reset: 2 beside Retry-After: 1.)
+func TestRateLimitHeadersAgree(t *testing.T) {
+	const rps, burst = 2, 6
+	ts := MustServer(t, withRateLimit(ratelimit.Options{PerSecond: rps, Burst: burst}))
+	a := ts.Actor(t, "limited")
+	org := MustOrg(t, a.C, "Limited").Id // a request of a's own bucket; the org's is full
+	hc := &http.Client{}
+	prev := burst
+	for i := range burst + 2 {
+		r := doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, a.Token, nil, "")
+		policy := r.Header.Values("RateLimit-Policy")
+		if !slices.Contains(policy, fmt.Sprintf(`"org";q=%d;w=%d`, burst, burst/rps)) {
+			t.Fatalf("request %d: RateLimit-Policy %q", i, policy)
+		}
+		rl := rateLimitOf(t, r.Header, "org")
+		if rl.r > burst || rl.t < 1 || rl.t > burst/rps {
+			t.Errorf("request %d: RateLimit r=%d t=%d outside the policy (q=%d, w=%d)", i, rl.r, rl.t, burst, burst/rps)
+		}
+		switch r.Status {
+		case http.StatusOK:
+			if rl.r > prev-1 && prev > 0 { // refills add at most a token in a few ms
+				t.Errorf("request %d: r=%d after r=%d: a request must spend one", i, rl.r, prev)
+			}
+			prev = rl.r
+		case http.StatusTooManyRequests:
+			if rl.r != 0 || strconv.Itoa(rl.t) != r.Header.Get("Retry-After") {
+				t.Errorf("request %d: 429 with RateLimit r=%d t=%d and Retry-After %q", i, rl.r, rl.t, r.Header.Get("Retry-After"))
+			}
+			return
+		default:
+			t.Fatalf("request %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	t.Errorf("%d requests at once never met the limit of %d", burst+2, burst)
 }
 
 // TestCallerRateLimit: one token hammers org IDs that are not its

@@ -75,8 +75,8 @@ type Decision struct {
 	Limit, Burst int
 	// Remaining is how many requests the bucket holds now.
 	Remaining int
-	// Reset is how long until the bucket is full again; RetryAfter, for a
-	// refused request, how long until one request is allowed.
+	// Reset is how long until the bucket is full again; RetryAfter, when
+	// the bucket holds less than one request, how long until it does.
 	Reset, RetryAfter time.Duration
 }
 
@@ -94,8 +94,11 @@ func (l *Limiter) Take(key string) Decision {
 	tokens := b.TokensAt(now)
 	d := Decision{Allowed: allowed, Limit: int(math.Ceil(l.o.PerSecond)), Burst: l.o.Burst, Remaining: max(0, int(tokens)),
 		Reset: time.Duration((float64(l.o.Burst) - tokens) / l.o.PerSecond * float64(time.Second))}
-	if !allowed {
+	if tokens < 1 {
 		d.RetryAfter = time.Duration((1 - tokens) / l.o.PerSecond * float64(time.Second))
 	}
 	return d
 }
+
+// Rate is the sustained rate, in requests per second.
+func (l *Limiter) Rate() float64 { return l.o.PerSecond }

@@ -1078,9 +1078,8 @@ export interface components {
         TooManyRequests: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
-                "RateLimit-Limit": components["headers"]["RateLimit-Limit"];
-                "RateLimit-Remaining": components["headers"]["RateLimit-Remaining"];
-                "RateLimit-Reset": components["headers"]["RateLimit-Reset"];
+                "RateLimit-Policy": components["headers"]["RateLimit-Policy"];
+                RateLimit: components["headers"]["RateLimit"];
                 [name: string]: unknown;
             };
             content: {
@@ -1132,12 +1131,10 @@ export interface components {
         "WWW-Authenticate": string;
         /** @description Seconds after which the request may be retried. */
         "Retry-After": number;
-        /** @description Requests allowed per second for the tenant (IETF RateLimit header fields draft). */
-        "RateLimit-Limit": number;
-        /** @description Requests left in the current window for the tenant. */
-        "RateLimit-Remaining": number;
-        /** @description Seconds until the tenant's quota is replenished. */
-        "RateLimit-Reset": number;
+        /** @description The rate limits the request went through (IETF RateLimit header fields, draft-ietf-httpapi-ratelimit-headers-10), a structured list: `"caller";q=200;w=2, "org";q=200;w=2` (a quota of q requests per w seconds: a token bucket of q, refilled in w seconds). `caller` is the token's subject, spent before the authorization read; `org` the organization (the user outside one), spent by its members. */
+        "RateLimit-Policy": string;
+        /** @description Where each of those limits stands (same draft): `"org";r=57;t=2`, r requests still allowed now, t seconds until that quota is whole again, or, when r is 0, until the next request is allowed (the `Retry-After` of a 429). */
+        RateLimit: string;
     };
     pathItems: never;
 }

@@ -2909,10 +2909,9 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 }
 
 type TooManyRequestsResponseHeaders struct {
-	RateLimitLimit     *int
-	RateLimitRemaining *int
-	RateLimitReset     *int
-	RetryAfter         *int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
 }
 type TooManyRequestsApplicationProblemPlusJSONResponse struct {
 	Body Problem
@@ -3169,14 +3168,11 @@ func (response AcceptInvitation429ApplicationProblemPlusJSONResponse) VisitAccep
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -3302,14 +3298,11 @@ func (response GetMe429ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w 
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -3446,14 +3439,11 @@ func (response ListOrgs429ApplicationProblemPlusJSONResponse) VisitListOrgsRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -3653,14 +3643,11 @@ func (response CreateOrg429ApplicationProblemPlusJSONResponse) VisitCreateOrgRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -3838,14 +3825,11 @@ func (response DeleteOrg429ApplicationProblemPlusJSONResponse) VisitDeleteOrgRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -3989,14 +3973,11 @@ func (response GetOrg429ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -4181,14 +4162,11 @@ func (response UpdateOrg429ApplicationProblemPlusJSONResponse) VisitUpdateOrgRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -4342,14 +4320,11 @@ func (response ListAuditEvents429ApplicationProblemPlusJSONResponse) VisitListAu
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -4503,14 +4478,11 @@ func (response ListInvitations429ApplicationProblemPlusJSONResponse) VisitListIn
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -4703,14 +4675,11 @@ func (response CreateInvitation429ApplicationProblemPlusJSONResponse) VisitCreat
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -4848,14 +4817,11 @@ func (response RevokeInvitation429ApplicationProblemPlusJSONResponse) VisitRevok
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -4998,14 +4964,11 @@ func (response GetOffboarding429ApplicationProblemPlusJSONResponse) VisitGetOffb
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -5143,14 +5106,11 @@ func (response ListTeams429ApplicationProblemPlusJSONResponse) VisitListTeamsRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -5351,14 +5311,11 @@ func (response CreateTeam429ApplicationProblemPlusJSONResponse) VisitCreateTeamR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -5513,14 +5470,11 @@ func (response DeleteTeam429ApplicationProblemPlusJSONResponse) VisitDeleteTeamR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -5665,14 +5619,11 @@ func (response GetTeam429ApplicationProblemPlusJSONResponse) VisitGetTeamRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -5858,14 +5809,11 @@ func (response UpdateTeam429ApplicationProblemPlusJSONResponse) VisitUpdateTeamR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -6004,14 +5952,11 @@ func (response ListTeamMembers429ApplicationProblemPlusJSONResponse) VisitListTe
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -6183,14 +6128,11 @@ func (response RemoveTeamMember429ApplicationProblemPlusJSONResponse) VisitRemov
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -6336,14 +6278,11 @@ func (response GetTeamMember429ApplicationProblemPlusJSONResponse) VisitGetTeamM
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -6568,14 +6507,11 @@ func (response PutTeamMember429ApplicationProblemPlusJSONResponse) VisitPutTeamM
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -6714,14 +6650,11 @@ func (response ListTeamTickets429ApplicationProblemPlusJSONResponse) VisitListTe
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -6859,14 +6792,11 @@ func (response ListTickets429ApplicationProblemPlusJSONResponse) VisitListTicket
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -7067,14 +6997,11 @@ func (response CreateTicket429ApplicationProblemPlusJSONResponse) VisitCreateTic
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -7229,14 +7156,11 @@ func (response DeleteTicket429ApplicationProblemPlusJSONResponse) VisitDeleteTic
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -7381,14 +7305,11 @@ func (response GetTicket429ApplicationProblemPlusJSONResponse) VisitGetTicketRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -7590,14 +7511,11 @@ func (response UpdateTicket429ApplicationProblemPlusJSONResponse) VisitUpdateTic
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -7736,14 +7654,11 @@ func (response ListComments429ApplicationProblemPlusJSONResponse) VisitListComme
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -7921,14 +7836,11 @@ func (response CreateComment429ApplicationProblemPlusJSONResponse) VisitCreateCo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -8066,14 +7978,11 @@ func (response ListOrgUsers429ApplicationProblemPlusJSONResponse) VisitListOrgUs
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -8274,14 +8183,11 @@ func (response AddOrgUser429ApplicationProblemPlusJSONResponse) VisitAddOrgUserR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -8452,14 +8358,11 @@ func (response RemoveOrgUser429ApplicationProblemPlusJSONResponse) VisitRemoveOr
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -8604,14 +8507,11 @@ func (response GetOrgUser429ApplicationProblemPlusJSONResponse) VisitGetOrgUserR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -8813,14 +8713,11 @@ func (response UpdateOrgUser429ApplicationProblemPlusJSONResponse) VisitUpdateOr
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -8959,14 +8856,11 @@ func (response ListAssignedTickets429ApplicationProblemPlusJSONResponse) VisitLi
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -9105,14 +8999,11 @@ func (response ListUserTeams429ApplicationProblemPlusJSONResponse) VisitListUser
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -9251,14 +9142,11 @@ func (response ListUserTickets429ApplicationProblemPlusJSONResponse) VisitListUs
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
-	if response.Headers.RateLimitLimit != nil {
-		w.Header().Set("RateLimit-Limit", fmt.Sprint(*response.Headers.RateLimitLimit))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
-	if response.Headers.RateLimitRemaining != nil {
-		w.Header().Set("RateLimit-Remaining", fmt.Sprint(*response.Headers.RateLimitRemaining))
-	}
-	if response.Headers.RateLimitReset != nil {
-		w.Header().Set("RateLimit-Reset", fmt.Sprint(*response.Headers.RateLimitReset))
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -10744,205 +10632,208 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3pchu5kij8KgjORJg8p0hRstwLFR3fqL2cVre3seXj+U7T1wWxkiRaRYANoCSzPZ64D3Gf8D7JDWQC",
-	"tZBVJLVYlrv1xxbJKiyJRO7Lx9ZIzeZKgrSmNfjYmgJPQOOfj4/5xP2fgBlpMbdCydag9VhaYRfM8glT",
-	"Y2anwDTYTEtImIa5BgPScvfsgMXD1jDr9++PzkAboSR+gC59l4gJGEtfDVtxjx1PgfkH2UydgWHnwk4Z",
-	"nIFesNGUywkUMxqV6REc4Ccaqf7p8ym3TJhijW3O4pGazUDahyqTNmZKszibJ9xCcmhjxscWNOPMPxQx",
-	"mJ1AkuD2aFbT6bHXIBMmLBOSxUfj7nMlofuM29E0ZlYxDTxhSqYLmp+Wk0SMu5fojeLhGT8Fxtm5FhbY",
-	"SMlEOOjxlCmJ2wswEZZJPgPTa0UtDb9nQkPSGlidQdQyoynMuDssu5hDa9AyVgs5aX36FLWeCnm6eoyv",
-	"njxk3+199x1LhTx1y3BTSfhg2ZxPIGLQm/RYTEc1tXZuBjs7fC568IHP5in0Rmq2c7a7o/TE7HxUenKU",
-	"fNqxYnQK1vx/o0wbpX/o9Xru/b1vUjET9oe9B3TYB0xD+sOw5SbDgz88cTgTtptyQ2tw+1y3r1fcwlM3",
-	"chf/rdki/J6BsYbxNFXnkLA5aGbAgZiNlcbZLEguLWsfPT5+wvIRGd0CNhaQJoYlmo9tp3Y9QlqYgF5a",
-	"0CuYcSHdQpsXlcIY0cetYpRp7UBwLmSizpcWd6F5DdQA4jXu2bBMWpGWRr5n2O+ZspwuyDwFKcwUks0T",
-	"gtWL7qG7KM2T0T06n4rR1N9Z3Dib8QU7QaKhxfJcMyHFLJu1Bv2obt63b992DzM7BWnFiFtYnfxH4Nrd",
-	"3uIhd3NGU56m4ChC26H9N98+6HfW3yKP5cWIGng6+2HYIsAlw1bEQGulfxi2hDzjqUjeW3UKcthqRSu4",
-	"+ilqzbnmM7Cesh4lMJsrC3K0+AUWq9t4xk/BOBqkgVshJ+zli9fHzPAxEHWxesHar60Wc2AGZtxt1VEl",
-	"R0LHQhubQxuJImensGA6k+aACevO2syVNMDaxnKbGaRLJypZdBwmnMLcIgru7bOpyjT97PCDLxwRwyHj",
-	"fAsO6+inAXNgjCO3Ri4Xfp34uEMAw2eAC3HD5V/4hdLa80f8shMxHgPejLCfCVjD9vf2DhgP409FCjhe",
-	"defCMGNFmrp9u6voX+1/32O/wMIwroGZkZpDEqif0hMuxR+EM2GRI4c62hF8fQaaDt2w9oMPHzo4hFQW",
-	"IRYxQ6O45Y+4XMJx4Y6VqEorajk63hqU0aDr8KByFfiHpyAndtoa7D14ELmrET7vOnSyFrQb83/9Ohx+",
-	"2NvtDocfvn387u//XoN+UYsI8iqevZjz3zMkP0ZpNtZqxjibazgTKjNIhO8ZFjtC/RAfiVnbcUvHUWJP",
-	"Izs99sJRTKscgEvngCSc0XsE7Z+eHT7sGjFxbJgwLpPNwE+FQdS3xMFNBnggM3fyM5WIsYDE8e6x0iAm",
-	"MmwCSdlvMLKQEBbt9/v5AfyegV4U8PdgaQJ7f/+7OmCKMfLuepb6/e5unwX2PmDx3+LILZLjdpxAArn4",
-	"ZAjgwHUqHM2S5hy0oYvgBRhh2IwnQKKEGDMlcxGobaxWctKhkVAwqIhG90zOVbwAccDOgZ/S8+347c6w",
-	"5Rh0K+4w6aQmNnNL7rHDMDkCfoaUSCom4TyXRNq5dOSYNmfE9yN3ME5Y0uw3hdzP/QR81vEj0gKdVMlO",
-	"MutnHXOROgpTEooGTCpHjRikBvfh59IwzgwYtlCZZpAI22Mv7BT0uTDA9nf3EG2kslM3tTBB7Gq+fn7C",
-	"JgTY7e/t1yOAE/e2QIJCKkRMaEaENp6ME8S5FkbJTo+9nYLE88Zj8bALJ1oVtO8ZBGqEjxAaue3f7++z",
-	"58qyZ+Gy4HWQCin9OqAUy74wZOSZoDUdJe4VnGHO7bQYv/LIOhZcJnH97rfvfu13vz/s/vTzL8+ev+we",
-	"/7P7r3cf9x58qqd3ab1A+Ix/cOIFkxliqRozYWFmPE/NtGRtR7WYEX9Ap4lo0NjllSYw5llqHaGOHJRI",
-	"hNnt96NCoNmtFWhQbq4hy2VaKBLWfvP06FGxoCpAaYzthJn+7s/f/+v+P7/9z+/+a++X/WffPP/uZf/V",
-	"3vH+229a0ZUATnLEE5HWioQvHPnyEPY6QhALkEu7d5vATb9W4P3vGsatQevfdgrNdYd+NTvHOPxresmt",
-	"zBGgOhgfA59thK1/+SLAffvjg4ffPvr+8e6T+/948NO3P3//y+6zKwKXQPb4w5zLmo08VLMZ7xpwEqZj",
-	"eoG+aEjxc2ZAI4qjHus0DuBOJMdBByz28hLomPEkMeUvIhZzgwwbwo/F5/a5o1CoTOBQjuT4X5NOjz0m",
-	"uAxYDLjwH/Jho3wMB3X4ME9VAq3BmKcG6nGARqjgAF7c7ZABAef4VutTDl2uNXcTZFL8nsERDeaOFnF5",
-	"gec5VnrWysFfi0N+45uwKAxwETz6r0d7j/effPOP737q/xzu6hXxyGFC3TbeGMcwnPg+BRab7CRmo5SL",
-	"WRA13Hv3HAqdgjQ9ttvd3fvOMVfNR06hITEmPuz+i/HuH6zf/Z712Hv2P2zA/oP9N/s7+4F14wgFZZRj",
-	"EmXNgMW9GPl13HN/aHBfMwMTx+kNyR5vXj1lo1TgFxpm6gxQyDbZaOoEBpGwkcpSZPlO2uZJosEYSFjb",
-	"rdpDihm+MEyQJqQyy1KlTrnjegPGLUuBu+siodhQkDhxXO7W1XSwHqDbHavTSfv//WD87eg7GH07un9/",
-	"9M2o398/OeFj+G6vFVX469536yT+w+6/ePePfvf73vv/GfzHf//9h+67vxVf5t/VPvfv9fppUAnxTv3I",
-	"E2+mcJ9GSjo1z/3J5/PUK9U7c61OUpj9/TfjkOjjlvT5Jb1Fky7dppKRAAXf1N1AL+SjlIh6NnHFtte6",
-	"3TFPI4YEwz3oDTe5uh2x8KDSLJOnUp1LFIDYXKs5aLsoniB1oNNjTwSkSTeFM0hZApYkVA1IWomExqQH",
-	"xj1HIB4qOU7F6IsBa+TnN4WuHQRFxz2BtdGYl2S0HogYTzXwZJEL7BFZ3dS5dH9rQKV75BQuxyUd5ByJ",
-	"SBTQpYAPjsd425XSkw6C4YnSJyJJQN40HEhFR/4TFBBPuSpKpdM57BSEZlqlUOwGrYMkijiMwIdxQ0fS",
-	"3TiePnZnfZObeiPhw5xUWFMyO5BqWG9HO0BLHtlBAgc/SmKGTFrDXGlUpoXFnT1X9olTvm8eY0k5XUIl",
-	"VJFt5SSJ9q45TaTx9lyxEXc6obueQiZkM8iEmfKTFNjJgiXghI1O2HZQhmqYOa6vrFe5deC8ElaM/I4D",
-	"JIOyNlXjOKmDlH9sB59BML3ki1Tx5Fipp1xP4EtREdK4P4wAEtq212Ry67nTihCMLzXkboonXKRwo3hU",
-	"cp4kgpg/qshN1g8H6IPKj+ycm8KEZIQcAQoI3KDjpsdeQRc9OMJ606fVC9z5a9BnYgRvJD/jInUodtOn",
-	"ZWgFiJowmyvNtUgXLJOI71axKZeJt4f6kz3whlKnDuiITZVUmWP8LC7Z8T2l8Oi/hM9L9v51aF1+FLdw",
-	"rNQzLhfB7XHT8PL+HcJrx7tRliSM18gbRypxJJNbeI+qPSRxx6GAAxn5MKpwIgeS6TF0uRDlmTsiVaFO",
-	"7htkmiqzRiTgBNbyEx0UZR1lkUqYRVgn2cTQypXNGZfKTp3svXweq56vtWey9Hizq2q7UYpX6p1P247i",
-	"Hl/1Jl0Iu95IJ1YrLf6AG2dmJ+QZQrUIBVZhjJCTqJBcIwYf5k4vcPzNS5lLR1nn0loHgZXnPRjmWo3A",
-	"GEcFyEF/09CIl5wZMdLTIGhmJtgf65w6/g6KYoT3p7B4r8G95m7jGwOMown6FBbom6JPwXlENihaqNvH",
-	"YZYI+xDNv2hKJFFfkHbD6/2WGH7A0wz8rbeFGb7NyUOdWzzQL+wZhtNLE9QQZZZ6nuAtCScwVhrWTUVP",
-	"bDlXJg3Y+pnwoXo3eaGb/uofe5drgOrkNxjhJUSIPT7z2LIEsBGtu6zNkk2jR3ETqypl5F5S3tqw+htO",
-	"4u6I+6vlhuhaMasdx7sOtrb5lI9+2d7jhkN7wqsgINefTfxfXf9E18nQeDr4HqOjCVqWR7+IDsuLELvd",
-	"b/bL1hE1XrWNDFg3PmD+pFXuw2hzlio5QWZS0n/93CJxVEZMpNKOtBCrMNZ9QqQo2Q++2W80GAy67z7u",
-	"Rt/s19mIopaoPzC9Hl6kpNwzbol5hA5dbe9ESqo47vjmEpBzn3RwK9YtzzoB2TZgFf14jF+vomqtRax8",
-	"N0TSKrA2CkhfGba0gDJMEKELTF1/vZ4KU3PFctTeHsfpstageOGu3UwQaLq6FT8kp1sNNUCG23AGTomo",
-	"/QEjGSA5vMDNFw3Gbn8XCpPrKiaULLZbHHrJPptvzm+lvPA1UHqIDyF0khC+9bIENW/brgIywKricu57",
-	"r1HJ8rd+BzjKmqVdB74FXNiIbEuHRR55TxHy2LKC8NUEfF0WXdFklxtqlt1PwLzM4xbDC8WIs/1+H816",
-	"xkcOKonLqEJrhA6KlUAnizrXjI+mQpLGiF+gMOM37acN4XRhL3HEYm+MfI88ufxFbrt0X1ql3juekP/t",
-	"CJD7EKKOUI4of0GXq/yNA1Zce1FysWGVpqvxGGTi1ER8aMA4mlqZkD5gA+0FZFmMLZ+YnfvxAYPZ3C7y",
-	"+DV8xEmB7HyqUugEM0++w3sUuRCGQf0rrr/TQq6u8+0UvPAUjlegqgQym+V3I8q9Sd547z3e72ommTkR",
-	"elJ31lOlLZtmMy6Lg4YP85RLby+sGW2uhKwVNZ+gAIvQQeBGqJb+/PrFc/aS3vGBat/3dzsBd3Y8kLe4",
-	"JY5t0dFGhLvFzuruzk/AUztdJRLe9eqYqQeoOq0B29Ls/q26iY5y3//qZJdgEE4NTWu5Dald5uLcpgbt",
-	"zoSF5MdFg9vs6FG46vSkrsUErVLYRGRfuWdyh3WVOK9yuAoZrmNqBBw/dTFqeUdl5laG2fqjOxyNYG5J",
-	"3a4eYR7NsLrci++J3JWbgPZCT9wxrIAgBEXgGMX863d2KS6eI2GOZgHylQi+/agRS4/kI74wlUCSb0tx",
-	"JPc3hJFcHbsu7VPGVXrn+V5/C+f60ilVcHSbs0Hs4mn6Ytwa/Lp+wyVa8ylaxlS02dQKCkgfmIGRBgqC",
-	"xcjbnbPdnSJwyex8xAE+7XC8Cz32eqrOpY/Sk+RKCvrMZnJNi1nd/rsKAK5DjqvA5DPpDc+gljCYVWgf",
-	"pmnFJGrKLqATcFKPYVah732b3T2DF7qRkDSprjTdPUPGWqdWkD3PZLijzubjy4MAcJf1IHELW4EKBRHU",
-	"EMJmOrr9TW+ghzjnmgv3DB1uZirmNecVAkFm+UMO2ynG0wmBwGfP+QxiDL0Gy04WTqQz1lHoY+AzEx+w",
-	"2I0Rk/eOxrlnHBbg2Bh+7l0QPn0GY819BBG9qiSN6kb0y41XRfbflJAXkyYuTkUbWd1zf7JV+Llvg7CA",
-	"fvV2PZDq5d8LccMyzm8gPiHCrYhlIYEhB+B6NLkOslRCulusYb4Yj08U10ltVs9h1bvjcLp4nGUyAc3O",
-	"+WIVT5vv+nzKTQ0W/aTO2ZhrJiybKDtg8SizajyOWTuBFNDJ7+/nPebYkzGdiMXeE+AunsOxKIRhRqzE",
-	"1nq9nnuWZ4mw/ori3yxVE/eDOQeYx2ilJIAagywSM9d8zJbmI/CJE5ntqvHYvTgWkqd+xIqbTFgD6bhT",
-	"1tloO6i4kPMiauEiWlEL50fVRvK0Vn8zlusLKhH+lToBH9Xgc4lZTIr5BzGEon6cuoSkw/ScLwyLfRJK",
-	"fMA4GwvKs6rgSAr8jGIiMHz9BKZCJqy939+vgMePs1kNCxSf1hXQqQyi8t5rEb6OaV2THa85wnnl9UY2",
-	"medsbr8UjIVtOGg98VKAOajjQUKO0iwBZELEcLaibSWSvEzYfDZFTZi6ksoqKUYh4cLd0pGGGUiHgEpW",
-	"slzdUvLdC2m/2W/VxpqvaIheFgjLqGqDBXAbUONSylI4y6rJ82IGTxyjYVGBGy0LLhjVr8ZL4mbbnbI+",
-	"g+SAWPALPTGxj1M3LH6hJ1U+R5z5KpyuQUC9NSyuvOONTK5eXI9KQYhBtnYixXWIaF9aYt4gFa0gzFUF",
-	"o+p53G7EeUOe4NtFD954oXlbk80K+lwjjl5Ev2iU3itc46JUPxfxw3YbcLuYZA1Yb9pYdilUuSzUl0Px",
-	"P2fw/QXOaM1xXBO5aZJVbhOhMaC3JDYzIcvf7n5N6PipZvchBKs+6XT/wbe5H8xnLVzVlYlh5+jQ7LEf",
-	"NZejKaNCJG0uk3Cw5PDpMM3tlLJnJBpprLApUHkVWo7P9wpxGVLZ92OMQq8BFL1Ro/42uuAIAYVhakSh",
-	"vyOozufT1KSyrHFaSutYnfYl6C4FYpVyUEItgP1+HzWFztZaQclbXXPZ1kTbHC0H2ESogZtsPleaopVT",
-	"NWEjpTH9r8kzWXj2lqB7fPzSnyedehmA+/39Ou8DHnODxzRadpmabDbjerHkHmdu1OphPVeWPWk6Jetj",
-	"fJb8ca+OitQVJhKQVowXVEKgOhVrx/xEZXZwknJ5Guexdhoo9YDNlAZm5jASYzHCVzoVNSvToptPtdnA",
-	"72OHEFBRkdHqcTz30RbnXkf6Xqk6ML/QE/SqA5+RmM1eanEmUpj4pAilE9CQsBgtGTGjGjws5slMyOIj",
-	"2YzisqkBX2hFLXwSXcjukVq7yzHw2bXYCiqbW3GbawBm4YMNcQb0Hh2fxPTBetuM2Cr/tyYawG0Yq0TV",
-	"FcIJDzQYFNyRVIzl6+0Ks5Ip+zqsptdoNbmCyFk2NJRBVAXu5YwQ7gQvJYUuIdlS/NV1Mftt1RS3jeuQ",
-	"3vAO3mLRrfDXvMzsBU/s0lp8o9jsVnNNUuSNodPqJiiytcbgFQQCH6adl7wzcYOLLZCh/LmDamUAmVRy",
-	"/4PHznRCmTtMM6Tnk4rbLkZhkeSUYggfM10UDFiRVMOjF9Bawit1ktOhnwmXnSM4LiKTYRm1bKBcLbCe",
-	"DwSg1ciNW0B6a4q/JgzzdrPamjIJq+4uLZT2eSubazq8DE8X4vKF3KP5O431EM6niqk5SO/N8hdpvTC9",
-	"fWGSqGX5ZEM81JrYmk11TapVObTKLFY5q6K99LGuNeHTXqK/DcJDkJqr0kMuQ+doUz1TD9+ly3tJOQMB",
-	"eSlJo0qQbtCqFG3gSv0NN3C7GKvlu/guKkLYWtKddtpazhV7RA9gRZqYnqEqCisXorTkB5stKxeMRCtf",
-	"oCvEv+VX5SqiIQ3SjHpFAZtSKG5B9Qq+V6+b4RibPGM+HqBXCdAJXN4RQwN56aaiFEZngzRRjdjBEBca",
-	"I76qJ82LPjcv714tLnWNeFy9S6WTTtW5U6LCdZqKydShtJ44WaD5xF832HieijGMFqOUDHcwYLGE85i1",
-	"f8uM9RyvE7HY/RWz9gkg21f6FD3P7pc55QXErH3OBQaceLDlKInBIio9o0SHUaoMJBXTggS3JTeFQwMa",
-	"z1F1fMcRZ3xlzeauSXRfJzA+h/MgnsIBi2WWpnEuKpoloWCZtFcTNG81qb+YsHU1YWe5FPI85SNf2nCc",
-	"pSkWFTdgD1j867uYjVLg2viAm5tnC6vo4H7LUYEyf8uIQIWwhONtwGerebrRF+E0S5TGnSGMMneer91p",
-	"+Vw0zGU/zCgNhD49CeLaz2+PV9j4z2+PKwnwPXZkTaV4mDDVIIA8wNaAL1NDvq64SAfKE4fykiMLafmH",
-	"ovK22wjNWoBoau2cktKFHKvVg/MVm315oCy1ouuLLUwhnXcTMKehqkaPvagGiAwxqHfY6jB1LocSNd4I",
-	"T5eKInuOeOADcvICIyeQqnMWLxdId8r3UAqjqDIfJlJxWwmq6A3lUP7bv7HDSgXroXyME7gR46JKEfOs",
-	"xe2sUo2g/fPb444v0DSU8aGvkeDL8vuS1lTbnapWoxU4lPSlOkOVOOjl0yRYMJH02OGmwgdFfnMotEVD",
-	"L7C4+lDG+/1dVi7kEIdKAfFytYOw9rgo6d0byvgfj4/ZzhSzmP5AA0cmSxXAIQlAfaVSoIM7E0aciFTY",
-	"xVA+5qNpqdIQFepgU24YfOAjmy6o7K6eoIF9sN6SPpS5KZ1hOC+b8jPwdafUuSwHT2tcTmaCiwKrX2M+",
-	"n+kN5Ss6W6qHRwXyRpkPAcN6IwELDrA6mh9kVgbrfZbX5Ip7LK88j/UTaJfriy61lR5KqraQo7aQWM5E",
-	"2A7NxOJ9X2cW3TVxlEONGybywk1DGYr1+IpPpkB++oq8NrSIRBgSAdwd8RVUtAPKkWRmqrQdsL/9zc07",
-	"Ay4NG7Zypx6WklqoLK/NXS0iRRMOW3/7W8AJ9MKZoaT/HZViTd5U1o6bymhQyZh0MZSFU7TWoxqPVAJk",
-	"T/NPlnxuB7nTlMtkKIPbFPey5EhzA8x4HgPI/lm4JR02ZI4otPf7/c5QYkHQee7A9Ms2lTJ2jOhL2PCI",
-	"ay2Itw1luZxY1fkYio4Ju1xnLEwSoPyST4T0pOypIEFTeyrrdkel97pzegySPBmUtXe7u/1+xLxiyfYe",
-	"dKhwuBlKyiX1BXt9yWR03WkwqGNSoTpf+4nKC/itDWWlrLkDJ6fC5gNPGH33ipV+FaHEIOlEb149ZWPI",
-	"KzQPZUmpWNYm2IlyZE2DVzeq1dEV1mKPhrJcJp1qbm5dKR0W7Bw0OB6D9dLHSg9YovAizLk2ELGRksbq",
-	"bGSxxoRKxHiBdMMRcstnc3QW0nFEQ+nItwRWDBdqEuG9LX30a4hW6q8jIeqzH3kSCFDcY78AzAuSN8ay",
-	"wYUYYAibxspJAVhGfCh9dXdUS339eQf6UF8mUWA6AdlezK2YufWM3G59MMBiKF8LOXF3MqO7mbdzQXN2",
-	"lGu7xODp3xK5DjHznaHkutT0hniVZPHjYz4pWGhoEHPCR6dLPV/cJYhfHh4//MmpRy/fHFOQxKPHTx8f",
-	"Py5awritrjSFGXiaOpQ5RfZlzkM9RkcSMYmtXIaD6meG89jdY+UaboyKuMXL9dNDibReefFOglFzWsxB",
-	"XlRV2NJykQGXG9m08Qrgj5qdC4lHdSipFLwwF+oTNCgvhiqmeyG86JMzlFQPv21UjqB5slGoJk/1U1Zq",
-	"yqMIMJT+rKPV7j5um1OVAiorbSd7xKF2P4t9zfWhDHUG41J/ivrqgu4K5Kj7qijGh0Sq+hnpBKaJkzRv",
-	"euyNL2la6LWRr1nHk66SjiMVP/nSuYbFAjVzDzH3Jwqo7o+SFdWhZS7PULOkiBHulxss1NzvH2m5WKyA",
-	"IoKIWPtqlkjaa0favc98OUR2rBTDgohxbyhzQ3Ahzx++PCoZdAet3V6/18dg4DlIPhetQet+r9+77xP/",
-	"Uc0JQqL7e1LnOXsqzkCCMcjAYMD2+n2/tI9Dr/sOW4NhS50OW5/KZ+vrb9EODTJ1pxKx0RRGpxhTksAc",
-	"ZOIoEQo/nD1aSD5Tj350Ao7jDoSQ2KWkPKIGn6bRY49C1Uwv9y/1uemRTUXnBfjdHn1y/1KF371+f02B",
-	"sIsVBvMzNNQFC9tw6lcqzqiC5IP+/aZR82Xu1BRbLGuvrcGv76KWDygqHV2w/Q9+bdFpt96513Y8WvQW",
-	"fJY2nr9b8Ys5yMOXR7m8zUqYe84NO8lESrp+LcD96xeDeFjUStulXG2vBe7yUntrIXQ8FY78Sav5yDaB",
-	"Cflp8wV5BTwRKzfEsescnQMxDB10iNsKww4fHh/98/EBe9C/n1fMCoVgiWqhAQWZmELIczbRfATjLGVm",
-	"mtnEUTq8DUTbkU6c8JTLkZvQWDVnxlctsZqPx2JUrrDmz9A9ZjqXu01u+4svc5lwarKQ0NY+203Kz7gJ",
-	"R9Zmw5NHpeh29WtttlXItCdTAJ47eeSKHPWmavqYLr+u5voaC9lev9EW261vnvQuas1Vre8kSSoZ61SQ",
-	"2C3unjeEdYLEXgDLJzsjS8FSpMrrchh4TJfAqtyGiPmZKIFbzaWhmmRRyS4xggHjoacdwd8NEswvEdNw",
-	"pk7JDqPJ3JqUlkO9iWReGJ1Og6dpaCPjdOz2cl3lRafHDmVpGHe5cxXFrR13M6ja/2jsWWYs6mCLQv7H",
-	"p1n78PXDoyOWgkUVwIt2CdZ37gppQBphxRmki05Usint9+9jpSO/lPc42PuZMFgUOI68akezk84W0zNn",
-	"oL2Ilhss0W3gKBulYoaV1c+RyXyEzgGeApEXsKQJxUfP/3l0fHh89OL5+8Pn///7x88Oj57GETbm+AAG",
-	"tcEe2+9/H8wkpTrmeX12qiGbm1FYG62m71GxNXFeUYkW6riT5Qhm4JKEk7bfLX5PGWxVqkZYUyoNES1f",
-	"3zriUjyys9TMzt2YJfK4e23ksaYMzfqi8JTUEsCHJHOfyPV6kllqgYCv7G5+pVKLFl/agjQXRfPxjf3N",
-	"b+S12/GF7ze/kLcncC/s7W2zkdVqsvjuFpMtl3tGFrUFvKu19q/K2HJWRliC3ULKCB64WomLFayNgvMa",
-	"pB/KDaXU+JKFedXNgUSdSsot5UwufLZkJVkydCXw7XlqhY9n8Dklj2ew/ird8N256E34CpHzH75fIsG3",
-	"hJYzKLAx1M5pUFeN1xYbC+lUu2JE1PypPkUXcdYRTOZEs14w2oL32RU23BouEvKnL8w9Ul+SfOODvllj",
-	"DXu5vjuwmsFbcyVKQTNlCFaueSnqf6ngd+jGvK7INz6DM9/dt2u8b0+DM6D2zMraDpVy+tQk+lMsoPFF",
-	"yCvuW3YoF0usATkC+mrwNSfOH1Rz50dqBgYFZ2qd6j2Mq7eMRnihJ9cjpOGx/OjL0F7XBfKBkp+qoU8+",
-	"uuKzCYZYWaGefVUuphORfejnlZq2/KWFyN0t1rTc1eYvKHzSTVju/LFKZkqcPkSKEM1Joa6kUChEtcr4",
-	"B4zewX53Vk0APR/koEpTJDDlEJaozKZKJaFCZkKlOBTp0aEcVI8daQ1ofD9JgWILMBAlhEnkNIw9WbLp",
-	"uT/J1YWyiVfjojrXJtkR9/v72L4ShWkvybQx2NQ2FGhCaqthDrwyHdpAuFcGi9JL99CWOdFUKsu3Hh5x",
-	"SaKQ8KZJqQoXUvDKzWbCmoNy212i5EqOoLpeYdgos27W0MSLmnSiN0npU2zOHjx4J3x0OtEUzeCmNpk+",
-	"E2e+ITw30/AiGRwGvtc6Uk70fM8wyKVSXYoMHzqTLEGH3nGlU3C819/3WbC4avIAOlJJ+ETuGSGriceF",
-	"DSbe6+/FhVBZD9vcx66IwKOjk3y8mFEeT8CWaqxhhpDATo8FGiBgg4eyriuYMCyFscVojLnvnV/CgMJf",
-	"UwYOwj534eFe+ISLGgswgeMy/Dc0Da8RX/eujwmWStRtwwwLrKR+7BjrG458BRmXBVl/jo3lw+twYOWU",
-	"i9g+Xles0G1ijxjaFozdLx0p2Nz9mS7+dBaf3S14aE2Dtq+UhT7CE11moaxdQq9Ondy+0XqzKrR7Sk2s",
-	"A5u/9djbmtJv1XAibKqcD3kvSPC7/b5vvCwkBboatPzypEQm9SRY9/8T25e2M0dLvSb9xk+mSNu0U62y",
-	"CfFxInyzTr378VLEqWho7zTxKtgeY9/o0E46j5rphX2twgC/b2ro7aFZufYhL4Dq872r9cJ8TqV/G2p5",
-	"JXXh/pb3PG9Peaf7X7+tbaMgftF7QzXi0EWId6eG4lAg0irFqRGYfRyx0s36PyUqXl3++CyKv8/J2Urx",
-	"v5Hb69M6r+8W38kRV1P/vz6yQTh9KRV+B5XlbqomjeZ7CrqeZZYUlSKvo2itHTEJ5xjB6eSKASq67di3",
-	"KYs7Tknilr7xkXxFv7LiU3gUZFQJC/V+qqI1W0INaUwIm0GdbWxBY4R4yERw+q+FfJnoxC8FKDBuSkP2",
-	"WIwtduMQwo2pv5wtgOswTZxJK1KsYY2PDJhU553KnKcwx5bjMyXtNF2wk8yn3nASkHw7vDmXhmLAsQ4Z",
-	"Z2M4DwITxt1568BUpYn7zSnAFmaGHg9B5//3f/+foJpWwsRxmW4IYfIY7stRciflFW3catwmdaITwrEi",
-	"OG2Tg+8kurrRcDOXGu1rcuksdd5b688h8xbgiXwlbpvPzyi+Qqr9Klj5cntliWJTNfnLC3t1pL4cR7CV",
-	"r/aeYT7tmbUzmUdrZbKwh2bSx251ymbYiKk0yflBlAfgUwgBpYtsSZOYR/zN5JAsgz6jr2wTPgcNzJyK",
-	"+RySgzqKWU/4jkrg+qr9xUvtedYSl3KjhTva8nU7kcPdFRVEro8quoJSud75XInAxOpaGOmHNiOK4vBG",
-	"JkpgcGQg1OIKCTzpIsrb0ZCpyvcHi1GGKyVAdXK/RSWNjuYIwbwx0h8Sn/L8KPTUTEF7p7ePkjwFmBvf",
-	"McsaNuVmSjOU9uT7o4Uu/JV2aYWsyL6NGLdspoxl9/sdR9YknC/DZinYVJdLD4TTVBK2I50HtHBHIX0u",
-	"sKOh1Fiv9G0e3LkaxhkCPKdeVPaBptQHvRKwiRG6dBQhVt6nNbbxsN7nZXTrgjuXY6pva9zAShO+Gw4f",
-	"WG0012BTKMdO51Hc1Wj2uyDTu/iArVjJEREMo2agJLCTBcv7EKyLT22SPHc+Fh82hBC8QsnSON15hZMN",
-	"KPuAqj9YNTfooMY0XIsO2MuqvCTOVmjR0n3eb1pp8qe7U1+lVuWOYstY6ktKPZvF+jKON2hjqtqprTHR",
-	"L/dK10QSVDu4RbkMURtu0o7zwIC408NIhVBSfMXh7vg3OdrD+E7ZI6cYCSEjIKZSilBwYkLeNaycpe30",
-	"ChuiHur9gSVgfE4z/BahB/Ud8e4u9pe+2E9Ib+frehhen7Os7sai/rG15QSfXnHapz66d1YKXK83P2Bd",
-	"nq/b8JAXDV8fn46Auos/v1Xx5x75wm2iz5/RTEC6IwUAUnAKXZqQexQ6RwTBLarW+sJE60oNiJCBzS3b",
-	"7Wxra8SyxOQMlwCJZ4OMKvA16a1Y0v6Waqyl7gM3rKtSof96HktnfRfjfqfD3nCMO2JeDVlr5PY7H8nU",
-	"uFZPfeTD2fOW2RyLKlW6qvSYrylc1DkvPe89xyUytULwkE4RycJ8+AsptbTySxGqNSHB+80tZcqBrnfB",
-	"rX+K4Namu7NFGCu13t8ufDV0GMpfrESrlm4U3hoM6kwoDjwOry6HsCJCVmNYD1/uH7A8kLXcpP/isayX",
-	"vFbrglnzrZSjVldbNV0meDV0g7rh8NVN4sBd3OpXH7faTCA+k5HNF8FeE9n6EGO7KtfHXRHHoHeUZqWH",
-	"PxvrpfDOa2C9n0c5+DLhsOuoQYiHvTJVuBM5/qpxsJcX83dKzRI3WPlq2HFZxCm50Zfsfm9Lbcd87xEo",
-	"intjze1qroqv1uJTdOKtLIdenFmlOUuChp+f5istw5cAW5q5Qd6gvTTmytTJGl9ZfOZF6m3cVdW4zVbN",
-	"cDxfRFDZngDtfKS+Exsc5EVzD7ypeWVK0riuRaQ5oB4i6Fqngci7qNcOviGkE9+h6CpuWQrcWOpf4J4Y",
-	"FDMKa6gyOc0pDAYrxe6r9xhX1OzGd6ApKOEN2D1K9PucG995JbmLs/lrmUvoToarMgvIdwmribvRFQEj",
-	"ZLJQg5/9/n4oyUhc2tR0kqixvSwJJsEM02TZuPT1Kdk3boYzNykUBQDvjAx/DiND6Ui/BBvf/CTxbrJM",
-	"ZDXXPPf+2XTBTKil7i98qUt+IAd7/d0iVod6HXLDOFo+K44EmRSlrrHArm+6scSbgo7dVroU5JtQ6xk3",
-	"tQ+kpqJgmbH5UyewQmGw4Ktjy3mplc61iR4TzWVeHiUM4J7GVzF1b1kw8WUCo88qoCQwU/ZKAso8s9cm",
-	"nXwe01DRBv2GrUObSfoGvL4Snb9OJ/jmnTRf5jvb1xcQOP9CxrLDJKmy05yiQqnU7+WsaL5I2zZWtEav",
-	"eDn/xzdfgoSdLFhMHU7iLc1tWxjLvGv+wlSYFvIE17aVAFE0St5KjLhdwXxFh+b14Xy+R/Od6es2mb54",
-	"sFfbHNer9zpqhV++mCFsa6LhA2xDJciL0IkLEoc7wnBHGP7kNvFVenBVOtAY7ftiDhJjfakRNQbo0FWh",
-	"9u6NBafzdm8rd9lXqw64FVKDY9JaydnvlcNSXqtMWFx0VY/rOpgsKbRNsb/U4P+2Rv/i6r5Q/C9Bpink",
-	"x2PAXQzwXQzwjccAhzu7SvDWiCU7H+mPi8QCE5KHaOBQsLrHDn3j+JCuRw/eK9E56jPnzVTeQkW1ib2N",
-	"yjQG+V6OIl0izLe4wneBvn+uQN/mC7JNsC8+vG24b7gUcfUiFBG/RZn3akmhlejffKSV8F9C1IYitg+L",
-	"BVw48PeyV21t6G8BkXLsbwBMTkQuEfob3r1cPE5VR/n8CsV60eHOlfcncOWtozOfywLhmfi6qOGXXFuB",
-	"5gTyJ5Sv4AFTM2EtJKVe1kiLUhhblklfoLLHXoOt6hhKF8qJVSyWWUpVkDJJjznlhU9MXC37U3TxNkhV",
-	"N4oOEQobYea8e0YeDxBeIBurEymaZYybU6d8mPR1CC+fS4/6QqHSa4lhHix9daJ45zK6cxltHV99VRVq",
-	"J5dFtnUR3asoUJc16AZp7+uuq+B3sdnkWpYW72yut8kZs4zTpbtUiOk3JQY1dw7nYYGMzoo8K4WVdtUe",
-	"S4/3WLhpKByJ2SzDBvtNdlT/9G01pPrlfRlLaoBNU99bf0AVW+qfzRBzZ+LcysTpUUHJOh5doit1TJq6",
-	"2mzrfKXmOZdnxKF30FffidftYjMjDrlUd5z4dnHiSt27zFTzgnyfp2t3gyJnLeL2E5AWzUwYtEChwzFr",
-	"Yy3g7OQ3GIUejHnp9E6Ik8rrJrsPE3EGMg8cvmx9YJ4kjEtU1UvdMblIDc3kiwWX0w5CbHAIDF698TxJ",
-	"/FW5xS2B3fK+WFtghM1WMaJ3Sv6do/QGAkMR6QoyU9dVKNDHRmniikmMwbaIX3hvDFb9pcqK29E4vuyG",
-	"wvQsJ6MYSMc99qKGBvqHuKSofjeVz0d0y8Jwfw0zLiQWN8XA/3GVQrYpA4DG7PgGuYpqo+uVwWgIJyZI",
-	"qGwyjFPKJBiwGcf6tkSiQ/hrGAEzONBA6/1kWOYCHXvCdooqVDm0g904KapQNSRTXpaCX9y1nBO8uxzK",
-	"v3YO5Qo9WEeGNvim8W55MbzRO93Qq/SSeH9DKZAbxId803cu0z9Xa1A81evTVy6W1ri+4BIPyYySzyDy",
-	"jUN81aXArrctylrHoTEvcCUpsJTBwuUirz1eToQkRtmmDEH0ZypNy+v02KOQ1bclm1/T+vQaOOVnU3K+",
-	"WAvUtUpO0Qb16tTqTla482VeqmdqE0ndrOLs+ACIpHvx5LdRpjXlgodBguZVK6xsb2U99MNdNo/lLi/l",
-	"zjL7ZfNSKjeC11/PG0ldy2WfLUjBto0iSMfPVfETSJWcYONhrPQiSDBqH77cG5RiV31YVblcXDIB01mq",
-	"LOcGX60sx1Oj8rZ4GN31nM+gEjPrZvrRySH/AHtkYZbHmuGFaVN5/FScAVNFPRoTYfWZkZoL7KZnFQPs",
-	"G+3W1rkCCXMyQ0MrjAuWosOigH+tUnS1ZYTuKN1tiwYpF34pnVMdofvcNW4uROYuLOhQf48iy0UU1K/a",
-	"Qn4dwagmEFABSzcK5Qwg6leoXOGq8uRKzbspnEHqq1qGSN6FJ4I+wAX7cBLF5dVdtPMRjcIWI9j5k/IE",
-	"tiJnTdJYbW1OHryFHmzYmMpN7la1tJXLZAVcvkLnX0k6XELPOwp6G2XFwpdxsrglwqJbLIwyLewCZzgB",
-	"rkEfZnbaGvz6zmG4X95KrnRJK3UkBySX1mDkvL/U2OFsNYHoWRHvv6Tclt4lWKy+fOxbLBuRrOrGXCY+",
-	"DGFJmPCDEnNaHfR1Np8rbcuKVnjDH8XqO3n4oJMxV97LQ5lqdoAN9e0UpHWEAZIQqVi8PYOa90rd3vPW",
-	"1M3wK7eRrF/DUpO6vMd/aRDq8V8DL0J6NgWe2mnpBfrCodX/CwAA//8=",
+	"7L3pchs5lij8KgjORJjsTlKULJfLVDi+UXnpUrW3seX2fF30dUJMkEQpCbAApGS2xxP3Ie4T3ie5cc4B",
+	"ciEzSWqxbFfpjy2SmVgODs6+fGqN9GyulVDOtgafWlPBE2HwzyfHfAL/J8KOjJw7qVVr0HqinHQL5viE",
+	"6TFzU8GMcJlRImFGzI2wQjkOzw5YPGwNs37/7uhMGCu1wg+iS98lciKso6+GrbjHjqeC+QfZTJ8Jy86l",
+	"mzJxJsyCjaZcTUQxo9WZGYkD/EQj1T99PuWOSVussc1ZPNKzmVDukc6Ui5k2LM7mCXciOXQx42MnDOPM",
+	"PxQxMTsRSYLbo1ltp8feCJUw6ZhULD4ad19oJbrPuRtNY+Y0M4InTKt0QfPTcpKIcXiJ3igenvFTwTg7",
+	"N9IJNtIqkQA9njKtcHsBJtIxxWfC9lpRy4jfM2lE0ho4k4moZUdTMeNwWG4xF61Byzoj1aT1+XPUeibV",
+	"6eoxvn76iP249+OPLJXqFJYBUynx0bE5n4iIid6kx2I6qqlzczvY2eFz2RMf+Wyeit5Iz3bOdne0mdid",
+	"T9pMjpLPO06OToWz/98oM1abh71eD97f+yGVM+ke7t2jwz5gRqQPhy2YDA/+8ARwJmw35ZbWAPtct6/X",
+	"3IlnMPLq5t5NhRFM8NGUMEZbwXARllnHVWJZ2/KZYInhY9dBRNVmMmwdmIf37h+4h3txxAwDIAuL78g0",
+	"ZTxN9blImNLnEXPMCjgryzLlZMocnPPvmXYcsO18qlPB+IRLFTFtInY+FYoZ+Kkf5W94ePtp4McwRRt+",
+	"jF8LZxbdQ8DHGPbB2f7eg87WYOm+0qkcLVahAxfNcJeDhG4ULeIcTsJNjc4mU9Y+enL8lOUDMqINbCxF",
+	"mtiIoNeVwo27gCF8LrswLI7a9XSku9vvRIwz60w2cpkRCUuldQjyEU9TYYatg98f7vX7B+cP9yIWDiL/",
+	"KoYbS4DVY/Z7cShzYdh5OIUB48zpU6HYSQY4iM9GzIixTFOBly5/ttNjMU0dA8xh9/jqHctsdvKbGLmI",
+	"2TnA4USMtRH4BM/cVBv5L6RseL8PWKzNJMZftZlwFX7Ew8usMExnzspEMK1EJx9zwQDmM6Aqxm48zAIF",
+	"Vs/xjcdAoljnUzmaVs5yxhfsBMmzkSKpTjWTSs6yWWvQj8K0UjkxEQbnfffuXfcwc1OhnBxxJ1Yn/0lw",
+	"A3SyeAj2PpoCYIH2toHA/HD/Xr+znl55elKMaARPZw+HLScUVy4ZtiImjNHm4bAl1RlPZfIBj2vYakUr",
+	"EPsctebc8JlwnocdJWI2106o0eLvouYuPOenwgK1N4I7qSbs1cs3x8zysSA67syCtd84I+eCWTHjsFXA",
+	"ILhDY2lscX2R/XB2KhbMZMoe4DEbYedaWcHa1nGXWeQAJzpZdAD1TsXcsbE2bG+fTXVm6Gcj5ilfALvA",
+	"IeN8C6772v80YADGOII1crXw68THAQGQtsFCYLj8C79QWnv+iF92IsdjYQBBw34mwlm2v7d3wHgYfypT",
+	"ug3VnctAIU2mFMCQXu0/6LG/i4Vl3AhmR3ouksBnKvclLJLuJLBWcyYMHbpl7XsfP3ZwCKUdQixilkaB",
+	"5Y+4WsJxCcdK1KcVtYBjtgZlNOgCHlSuAv/4TKiJm7YGe/fuRXA1wuddQCfnhIEx/9evw+HHvd3ucPjx",
+	"/pP3f/33GvSLWsT6VvHs5Zz/nglGP7Ox0TPG2dyIM6kzi+zujmUx8INH+EjM2iCXAO+OPd3t9NhLoMJO",
+	"A4BL54DMktF7BO2fnx8+6lo5AYGHMC5TzcAHggzH5khWspnAA5nByc90IsdSJCAlATGUExU2gVIVkEuR",
+	"EBbt9/v5AfyeCbMo4O/B0gT2/v6PdcCUY5SS6oWXB7u7fRYEqQGL/xIDq2UctwP0X+SCqiWAC25SCTRL",
+	"2XOgvXgRvKgoLZtxJNXpgskxkOwgbLatM1pNOjQSimAVIfSOBYjg3fGi2gE7F/yUnm/H73aGLRCFWnGH",
+	"KZBP2QyW3GOHYXIE/AwpkdJMifNc5mvnciiIR5yRhAUMlRgI+01LvHKcOcFnHT8iLRDkd3aSOT/rmMsU",
+	"KExJ/BwwpYEaMZFa3Iefy4hxZoVlC50ZJhLpeuylmwpzLq1g+7t7iDZKuylMLW0QcJuvn5+wCQF2+3v7",
+	"9QgAgvUWSFDI34gJzYjQxpMBlYcbabXq9Ng7kM3gvPFYPOzCiVZVmjsWgRqRSIBoBNu/299nL7Rjz8Nl",
+	"weugNFL6dUApln1hyKgzSWs6SuAVnGHO3bQYv/LIOhZcJnH97v33v/a7Dw67P//y9+cvXnWP/9H95/tP",
+	"e/c+19O7tF4Af84/gnjBVIZYqsdMOjGznqdmRrE2UC1m5b9Ep4lo0NjllSZizLPUAaGOAEokwuz2+1Eh",
+	"0OzWCjSoodSQ5TItlAlrv3129LhYUBWgNMZ2wkx/95cH/7z7j/v/+eN/7f19//kPL3581X+9d7z/7odW",
+	"dCWAkxzxVKa1IuFLIF8ewl4bC2IBcml4twnc9GsF3v9uxLg1aP3bTmEj2KFf7c4xDv+GXoKVAQGqg/Gx",
+	"4LONsPUvXwS473669+j+4wdPdp/e/du9n+//8uDvu8+vCFwC2ZOPc65qNvJIz2a8awVImM4rMoDaRqT4",
+	"GWR+RHG0GIDOgRooDTpgsZeXQO/gSWLLX0Qs5hYZtgg/Fp/bqD2inoJDoaZIvyadHntCcBmwWODCH+bD",
+	"RvkYAHXxcZ7qRLQGY55aUY8DNEIFB/DibocMCDjgW63POXS5MRwmyJT8PRNHNBgcLeLyAs9zrM2slYO/",
+	"Fof8xjdhURjgInj0X4/3nuw//eFvP/7c/yXc1SviEWBC3TbeglYoQXwH/d5mJzEbpVzOgqgB792xpI7a",
+	"Htvt7u79CMzV8BEoNCTGxIfdfzLe/Rfrdx+wHvvA/ocN2H+w/2Z/ZQ9ZN45QUEY5JtHODljci5Ffxz34",
+	"wwj4mlkxAU5vSfZ4+/oZG6USvzBips8ECtk2G01BYJAJG+ksRZYP0jZPEiOsDYYKDylm+cIySZqQzhxL",
+	"tT7lwPUGjDuWCg7XRYliQ0HixHE5rKvpYD1AtztW0En7/31vfH/0oxjdH929O/ph1O/vn5zwsfhxrxVV",
+	"+Ovej+sk/sPuP3n3X/3ug96H/xn8x3//9WH3/V+KL/Pvap/793r9NKiEeKd+4slruq3waaQVqHnwJ5/P",
+	"U69U78yNPknF7K+/WUCiT1vS51f0Fk1aYwAqlLcZT+EGeiEfpUTUs705w2vdcMzTiCHBgAe9MShXtyMW",
+	"HtSGZepU6XOFAhCbGz0Xxi2KJ0gd6PTYUynSpJuKM5GyRDiSUI1A0kokNCY9MO4BgXik1TiVo68GrJGf",
+	"3xa6dhAUgXsK1kazaZLRekTEeGoETxa5wB6RfVOfK/jbCFS6R6BwAZcEyAGJSLSgSyE+Ao+RKihuHQTD",
+	"U21OZJIIddNwIBUd+U9QQDzlqiiVoHO4qZCGGZ2KYjdo3iRRBDACH8YNHSm4cTx9Amd9k5t6q8THOamw",
+	"tmR2INWw3o52gNZIsoMEDn6UxN7EK+baoDItHe7shXZPQfm+eYwl5XQJlVBFdpWTJNq75jSRxrtzzUYc",
+	"dEK4nlIlZDPIpJ3yk1SwkwVLBAgbnbDtoAw12J8relWwwwJ3WHanAAdIBmVtqsZFVQcp/9gOPoNgesUX",
+	"qebJsdbPuJmIr0VFSOP+OBIioW17TSY3/4NWhGB8ZUTuEHrKZSpuFI9KbqpEEvNHFbnJ+gGAPqj8yM65",
+	"LUxIVqqRQAGBWzSh99hr0UVfmXTe9OnMAnf+RpgzORJvFT/jMgUUu+nTsrQCRE0xm2vDjUwXLFOI706z",
+	"KVeJt4f6kz3whlJQB0zEplrpDBj/kisHKYVH/yV8XrL3r0Pr8qO4hWOtn3O18PKEvWl4kb3e4zXwbpQl",
+	"CePR29Qe6QRIJnfiA6r2Iok7gAIAMvJhVOHk/TU99oz8VEB55kCkKtQJvql4W7iqPNFBURYoi9LSLsI6",
+	"ySaGVq5szrjSbgqy9/J5lH2Ma08jf7DBBbfVy+H5Vc/PhTDhrQruKnHjjOeEvDjkjAPhUlor1SQqpMyI",
+	"iY9zkOGBF3mJcAnsde6ndRBYed6DYW70SFgLN5bCFm4aGvGS4yFG2heEwswGW2GdA8bfF1mM8OFULD4Y",
+	"Aa/BzXlrBeNoLj4VC/Qj0afg6CF7ES0U9nGYJdI9QlMtmv1ILJekifB6HyMGZfA0E/6GusJk3ubkt8+t",
+	"E+gX9sQddMgEtTmVpZ5+e62fvKrrpir5XTfPlSkrXP1M+FC9Y7XQI3/1j73PtTWNTmC4hAixJ2ceW5YA",
+	"NqJ1lzVPsj/0KJpkVf2L4CXtLQOrv+EkcEfgrxYM0XVyVjuON/NvbZ8pH/2ybQaGQ93/dRBm688m/q+u",
+	"f6IL8i6eDr7H6GiCRuTRzwc9eHa/2/1hv2zJ0ONVO8aAdeMD5k9a5/6GNmepVhMk/CVd1c8tE6AycqK0",
+	"AdJCZN06+IRIUdL1f9hvVO4H3fefdqMf9uvsOVFL1h+YWQ8vUijuWFhiHrdEV9s7fJIqjgOPWwJy7j8O",
+	"LsC65TkQZl0DVtGPx/j1KqrWWq/Kd0MmrQJro4D0lWFLCyjDBBG6wNT11+uZtDVXLEft7XGcLmsNiheu",
+	"1c0EgaarW/EjcpDVUANkuA1nAAJ/7Q8YdSCSwwvcfNlgmPZ3oTCPrmJCybq6xaGXbKn55vxWygtfA6VH",
+	"+BBCJwlBba9KUPN26CogA6wq7uG+9/CUrHTrd4CjrFnadeBbwIWNyLZ0WOQ99xQhj7grCF9NGNxl0RXN",
+	"a7lRZdlVJJiXeSi4LFdiONvv99EEZ308pVa4jCq0RuhMWAlKcqgfzfhoKhVpd/gFCjN+037aEGQY9hJH",
+	"LPaGww/Ik8tf5HZG+NJp/QF4Qv43ECD4ECKEUI4of0GXq/wNACuuvSi52LBK0/V4LFQCKh0+NGAczaJM",
+	"Kh9cgbo9WQFjxyd25258wMRs7khAyx8BKZDCBDvBJJPv8A5FGYRhUFeK6++0VE3BjyU4M4lqjVDZLL8b",
+	"Ue758YZ2751+XzPJDEToSd1ZT7VxbJrNuCoOWnycp1x5217NaHMtVa2o+RQFWIQOAjdCFfKXNy9fsFf0",
+	"jg8qe9Df7QTc2fFA3uKWANuio40Id4ud1d2dnwVP3XSVSHg3KTBTD1B9WgO2pdn9W3UTHeV++tXJLsEg",
+	"xIzLtJbbkNplL85tatDuDNT3nxYNLq6jx+Gq05OmFhOMTsUmIvsansmdy1XivMrhKmS4jqkRcPzUxajl",
+	"HZWZWxlm64/ucDQSc0fqdvUI88iD1eVefE/kWtwEtJdmAsewAoIQwIBjFPOv39mluHiOhDmaBchXou32",
+	"o0YsPVKP+cJWgj7ul2I+7m4I+bg6dl3a/4ur9I7uvf4WjvClU6rg6DZng9jF0/TluDX4df2GS7Tmc7SM",
+	"qWizqRUUkD4wK0ZGUMAqRsnunO3uFEFGducTDvB5h+Nd6LE3U32ufESdIrdP0Gc2k2tazOr231cAcB1y",
+	"XAUmX0hveC5qCYNdhfZhmlbMl7bsrjkRIPVY5jT6ybfZ3XPx0jQSkibVlaa7Y8mwCmoF2fN8fHxn8/Hl",
+	"DnvcZT1IYGErUCGHfw0hbKaj29/0BnqIc665cM8pWH8q5zXnFYI2ZvlDgO0UjwlCoOCzF3wmMNfACkwA",
+	"iEG2Bgp9LPjMxgcshjFi8rTROHcsYAGOjaHi3l3gk4owLtxH+9CrWtGoMKJfbrwqsv+mpbqYNHFxKtrI",
+	"6l74k63CD74NwgL6wNv1QKqXfy/EDcs4v4H4hGi0Iu6EBIYcgOvR5DrIUgnpvmEN8+V4fKK5AZWo5m5U",
+	"PTGA08XjLFOJMOycL1bxtPmuz6fc1mDRz/qcjblh0rGJdgMWjzKnx+OYtRORCnTI+/t5hwF7srYTsdh7",
+	"AuDiAY5FIWQyYiW21uv14FmeJdL5K4p/s1RP4Ad7LsQcs5Q8QK1FFon5fD6+yvCR8EkOmevq8RheHEvF",
+	"Uz9ixaUlnRXpuFPW2Wg7qLiQ8yJq4SJaUQvnR9VG8bRWf7OOmwsqEf6VnxqyxzB8BdRX5h/EcIf6ceqS",
+	"hw7Tc76wLPYJI/EB42wslbRTkVRwJBX8jOIXMNT8REylSlh7v79fAY8fZ7MaFig+rSugUxlE5b3XInwd",
+	"07omO15zNPLK641sMs9k3X4pGLfacNBm4qUAe1DHg6QapVkikAkRw9mKtpVI8jJh85kPNSHlWmmnlRyF",
+	"5Ai4pSMjZkIBAmpVyf2FpeS7l8r9sN+qjQtf0RC9LBCWUdUGC+A2oMallKVwllWT58UMnjhGw6ICN1oW",
+	"XDACX4+XxM02nLI5E8kBseCXZmJjH1NuWfzSTKp8jjjzVThdg4D6zbC48o43Mrl6cT0qBQwG2RpEiusQ",
+	"0b62xLxBKlpBmKsKRtXz+LYR5y15gr8tevDWC83bmmxW0OcacfQi+kWj9F7hGhel+rmIH7bbgNvFJGvA",
+	"etPGskuhymWhvhw2/yUD5S9wRmuO45rITZOs8i0RGivMlsRmJlX5293vCR0/1+w+hGDVJ4ju37uf+8F8",
+	"hsFVXZkYIo4OzR77yXA1mjIqz9LmKgkHSw6fDjPcTSnTRaGRxkmXCio6Q8vxuVkhLkNp92GMEeM1gKI3",
+	"atTfRhccIaC0TI8oTHckqvP5lDKlHWucllIwVqd9JUyXArFK+SIhb3+/30dNobO1VlDyVtdctjXRNkfL",
+	"ATYRauA2m8+1ocjiVE/YSBtM1WvyTBaevSXoHh+/8udJp14G4H5/v877gMfc4DGNll2mNpvNuFksuccZ",
+	"jFo9rBfasadNp+R8jM+SP+71UZFmwmQilJPjBaX7V6di7Zif6MwNTlKuTuM81s4IShNgM20Es3MxkmM5",
+	"wlc6FTUrM7KbT7XZwO9jhxBQUZF96nE899EW515H+l7rOjC/NBP0qgs+IzGbvTLyTKZi4hMYtEmEEQmL",
+	"0ZIRM6pMxGKezKQqPpLNKC6bGvCFVtTCJ9GFDI/U2l2OBZ9di62gsrkVt7kRgjnx0YU4A3qPjk9hql+9",
+	"bUZulatbEw0AG8baWSVRrIT63tBWb1CAI6kYy9fbFWYlU/Z1WE2v0WpyBZGzbGgog6gK3MsZIeAELyWF",
+	"LiHZUvzVdTH7bdUU2MZ1SG94B79h0a3w17zK3AVP7NJafKPYDKu5JinyxtBpdRMU2Vpj8AoCgQ/TzgsB",
+	"2rjBxRbIUP7cQTWLXyWVPP3gsbOdUPwPUwLp+aTitotRWCQ5pRjCx0wXyf0rkmp49AJaS3ilTnI69DPh",
+	"snMEx0VkKiyjlg2UayjW84EAtBq5cQtIb03x14Rhftustqakwaq7y0htfN7K5voLr8LThbh8Ifdo/k5j",
+	"7YLzqWZ6LpT3ZvmLtF6Y3r6ISNRyfLIhHmpNbM2mGiTVChpGZw4rklXRXvlY15rwaS/RfwvCQ5Caq9JD",
+	"LkPnaFM9Uw/fpct7STkDAXkpSaNKkG7QqhRt4Er9DTdwuxir5bv4PipC2FoKTjttLeeKPaYHsHpMTM9Q",
+	"xYOVC1Fa8r3NlpULRqKVL9AV4t/yq3IV0ZAGaUa9othMKRS3oHoF36vXzXCMTZ4xHw/QqwToBC4PxNCK",
+	"vMxSUbais0GaqEbsYIgLjRFf1ZPmRZ+bl3evFpe6Rjyu3qXSSaf6HJSocJ2mcjIFlDYTkAWaT/xNg43n",
+	"mRyL0WKUkuFODFisxHnM2r9l1nmO14lYDH/FrH0ikO1rc4qeZ/hlTnkBMWufc4kBJx5sOUpisIhOzyjR",
+	"YZRqK5KKaUEJ2BJMAWhA4wFVx3eAOOMrazZ3TaL7OoHxhTgP4qk4YLHK0jTORUW7JBQsk/ZqguY3Teov",
+	"JmxdTdhZslqLecpHvgzhOEtTLLVuhTtg8a/vYzZKBTfWB9zcPFtYRQf4LUcFyvwtIwIVrcI604LPVvN0",
+	"o6/CaZYoDZyhGGVwnm/gtHwuGuayH2aUBkKfngZx7Zd3xyts/Jd3x5UE+B47crZS6EvaahBAHmBrhS8p",
+	"Q76uuEgHyhOH8vIgC+X4x6IQOGyEZi1ANHVuTknpUo316sH56sq+lE+WOtn1hRGmIp13E2FPQwWMHntZ",
+	"DRDBGt122Oowfa6GCjXeCE+XChh7jnjgA3LyYiAnItXnLF4uGw/K91BJq6mKHiZScVcJqugN1VD927+x",
+	"w0q16aF6ghPAiHFRUYh51gI7q1QjaP/y7rjjiykNVXxYLuk9YL78NFW8pwrTaAUO5XepJlAlDnr5NAkW",
+	"TCY9drip8EGR3xyKYtHQCyyuPlTxfn+XlQs5xKFSQLxc7SCsPS7Kb/eGKv7bk2O2M8Uspn+hgSNTpWrd",
+	"IglAfa1TQQd3Jq08kal0i6F6wkfTUlUgKqrBptwy8ZGPXLqgErlmggb2wXpL+lDlpnSG4bxsys+ErxGl",
+	"z1U5eNrgcjIbXBRYqRrz+WxvqF7T2VLtOipmN8p8CBjWBglYcICVzPwgszJY77K8flbcY6FcCtVPoF2u",
+	"L5DU1maoqNpCjtpSYekR6To0E4v3fU1YdNfEUQ41bpnMiywNVSis46sz2QL56Svy2tAiEmlJBIA74qud",
+	"GADKkWJ2qo0bsL/8BeadCa4sG7Zypx6WfVroLK+jXS34RBMOW3/5S8AJ9MLZoaL/gUqxJm8qa8dNZTSo",
+	"vEu6GKrCKVrrUY1HOhFkT/NPlnxuB7nTlKtkqILbFPey5EiDAWY8jwFk/yjckoANGRCF9n6/3xkqLN45",
+	"zx2Yftm2UnKOEX0JGx5xYyTxtqEql/6qOh9DgTDplmuChUkClF/xiVSelD2TJGgaT2Vhd1Qmrzunx0SS",
+	"J4Oy9m53t9+PmFcs2d69DhX5tkNFuaS+uK4vb4yuOyMs6phUVM7XaaLyAn5rQ1UpQQ7g5FSEfOAJo+/p",
+	"sdLFI5QDJJ3o7etnbCzyaspDVVIqlrUJdqKBrBnh1Y1qJXONddOjoSqXNKf6mFtXNRcLdi6MAB6Dtc3H",
+	"2gxYovEizLmxImIjrahDBdaY0IkcL5BuACF3fDZHZyEdRzRUQL6VYMVwoX4Q3tvSR7+GaKVWOhKiPvuJ",
+	"J4EAxT32dyHmBckbY4nfQgywhE1jDVIAlvweKl+JndqFUK14AH2oL5NoYTsB2V7OnZzBekawWx8MsBiq",
+	"N1JN4E5mdDfzJjdozo5ybZcYPP1bItchZr4zVNyUWgERr1IsfnLMJwULDW1zTvjodKkTDlyC+NXh8aOf",
+	"QT169faYgiQeP3n25PhJ0SgHtrrSKmfgaepQ5RTZlyQPtROBJGISW7kMB9W6DOexu8fK9dYYFVyLl2ud",
+	"h3JmvfLiQYLRc1rMQV4AVbrScpEBl9v7tPEK4I+GnUuFR3WoqGy7tBfqnjQoL4aqm3shvOgeNFRUu75t",
+	"dY6gebJRqPxO9VNW6r+jCDBU/qyj1Z5HsE1segPKShtkjzjU2Wexr48+VKEmYFzqJVFfCRCuQI66r4vC",
+	"eUikqp+RTmCaOEnztsfe+vKjhV4b+fpyPOlqBRyp+MmXubUslqiZe4jBnyigwh8lKyqgZS7PUAupiBHu",
+	"l5sh1Nzvn2i5WKyAIoKIWPvKk0jaa0favct86UJ2rDXD4oVxb6hyQ3Ahzx++OioZdAet3V6/18dg4LlQ",
+	"fC5bg9bdXr931yf+o5oThET4e1LnOXsmz4QS1iIDEwO21+/7pX0aet132BoMW/p02PpcPltff4t2aJGp",
+	"g0rERlMxOsWYkkTMhUqAEqHww9njheIz/fgnEHCAOxBCYkeR8ohG+DSNHnscKlx6uX+pJ02PbComL5YP",
+	"e/TJ/UvVePf6/TUFwi5WGMzP0FAXLGwDez7JM6r2eK9/t2nUfJk7NYURy9pra/Dr+6jlA4pKRxds/4Nf",
+	"W3Tarffw2o5Hi96Cz9LG84cVv5wLdfjqKJe3WQlzz7llJ5lMSdevBbh//WIQD4ta6ZCUq+21wF1eam8t",
+	"hI6nEsifcoaPXBOYkJ82X5DXgidy5YYAu87RORDD0O2GuK207PDR8dE/nhywe/27ecWsULSVqBYaUJCJ",
+	"aYQ8ZxPDR2KcpcxOM5cApcPbQLQd6cQJT7kawYTW6TmzvmqJM3w8lqNyhTV/hvCY7VzuNsH2F1/nMuHU",
+	"ZCGhrX2xm5SfcROOrM2GJ49K0Znq19psq5BpT6YAPHfyyBU56k2V7zFdfl199DUWsr1+oy22W9/o6H3U",
+	"muta30mSVDLW2+X2amgI6wSJvQCWT3ZGloJlQ7XX5TDwmC6B07kNEfMzUQJ3hitLNcmikl1iJAaM+/Kh",
+	"jOAPgwTzS8SMONOnZIcxZG5NSsuhPkIqL2JOp8HTNLR8AR27vVwDedHpsUNVGgYud66iwNpxN4Oq/Y/G",
+	"nmXWoQ62KOR/fJq1D988OjpiqXCoAnjRLsFazF2prFBWOnkm0kUnKtmU9vt3sdKRX8oHHOzDTFos4BtH",
+	"XrWj2Ulni+mZM2G8iJYbLNFtAJSNUjHDyurnyFQ+QucAT4HIi3CkCcVHL/5xdHx4fPTyxYfDF///hyfP",
+	"D4+exRE20fgoLGqDPbbffxDMJKWa43ktdar3mptRWButph9QsbVxXlGJFgrcyXEEs+CKhJO23y1+Txls",
+	"VapGWFMqDREtX9864lI8srPUeA5uzBJ53L028lhThmZ9AXdKagngQ5K5T+R6PckstSvAV3Y3v1KpRYsv",
+	"bUGaiwL3+Mb+5jfyOuv4woPNL+StBOCFvb1tNrJaTRbf3WKy5dLMyKK2gHe1Lv5VGVvOyghLsLNHGcED",
+	"VytxsYK1UXBeg/RDuaGhT2ZuYV51cyBRp5JySzmTC58tWUmWDB0EfCudWuHjufiSksdzsf4q3fDduehN",
+	"+A6R82++tyHBt4SWM1FgY6id06CuWq8tNhbSqXawiKhRU32KLuIsEEwGolkvGG2F99kVNtwaLhLypy/M",
+	"PVJfSnzjg76xYg17ub47sJrBW3MlSkEzZQhWrnkp6n+p4HfoUb2uyDc+gzPf3rdrvG/PgjOg9szK2g6V",
+	"cvrcJPpTLKD1Rcgr7lt2qBZLrAE5Avpq8DUQ5w+qufMjPRMWBWdqc+o9jKu3jEZ4aSbXI6Thsfzky9Be",
+	"1wXygZKfq6FPPrriiwmGWFmhnn1VLiaIyD7080oNVv7UQuTuFmta7kDzJxQ+6SYsd+lYJTMlTh8iRYjm",
+	"pKKupFAoRLXK+AeM3sHedE5PBHo+yEGVpkhgyiEsUZlNlUpChcyESnEo0qNDOageOzJGoPH9JBUUW4CB",
+	"KCFMIqdh7OmSTQ/+JFcXyiZejYvqXJtkR9zv72OrSRSmvSTTxmBT11CgCamtEXPBK9OhDYR7ZbAovXQH",
+	"bZkTQ6WyfJvgEVckCklvmlS6cCEFr9xsJp09KLfIJUqu1UhU1ystG2UOZg0Nt6ihJnqTtDnFRurBg3fC",
+	"R6cTQ9EMMLXNzJk8883buZ2GF8ngMPB90ZFyoud7hkEulepSZPgwmWIJOvSOK119473+vs+CxVWTBxBI",
+	"JeETuWekqiYeFzaYeK+/FxdCZT1scx+7JgKPjk7y8WJGeTwRrlRjDTOEJHZlLNAAARs8lHUdvKRlqRg7",
+	"jMaY+z73JQwo/DVl4CDscxce7oVPuKyxABM4LsN/Q4PvGvF17/qYYKlE3TbMsMBK6p2Osb7hyFeQcVmQ",
+	"9efYWD68DgdWTrmI7eN1xQphE3vE0LZg7H7pSMHm8Ge6+MNZfHa34KE1zdS+Uxb6GE90mYWydgm9OnVy",
+	"+0brzarQ7ik1sQ5s1NZj72pKv1XDibABcj7knSDB7/b7vkmyVBToatHyy5MSmTSTYN3/T2w12s6AlnpN",
+	"+q2fTJO26aZGZxPi40T4Zp169+OliFPRfB408SrYnmCP59D6OY+a6YV9rcIAv29qvu2hWbn2IS+A6vO9",
+	"r/XCfEmlfxtqeSV14e6W9zxvJXmr+1+/rW2jIH7Re0M14tBFiHenhuJQINIqxakRmH0csTbN+j8lKl5d",
+	"/vgiir/PydlK8b+R2+vTOq/vFt/KEVdT/78/skE4fSkVfgeV5W6qJ43mewq6nmWOFJUir6Nogx0xJc4x",
+	"ghPkigEquu3YtymLO6AkcUff+Ei+ol9Z8Sk8KlRUCQv1fqqiNVtCDWlsCJtBnW3shMEI8ZCJAPqvE/ky",
+	"0YlfClBg3JaG7LEY2+HGIYQbU385WwhuwjRxppxMsYY1PjJgSp93KnOeijm2B59p5abpgp1kPvWGk4Dk",
+	"2+HNubIUA451yDgbi/MgMGHcnbcOTHWawG+gADsxs/R4CDr/v//7/wTVtBImjsuEIaTNY7gvR8lByiva",
+	"uNW4TepEJ4RjRXDaJgcfJLq60XAzlxrte3LpLHXeW+vPIfOWwBP5Ttw2X55RfIdU+3Ww8uX2yhLFpmry",
+	"lxf26kh9OY5gK1/tHct82jNrZyqP1spUYQ/NlI/d6pTNsBHTaZLzgygPwKcQAkoX2ZImMY/4m8khWQZ9",
+	"Rl/ZJnwujGD2VM7nIjmoo5j1hO+oBK7v2l+81J5nLXEpN1q4pS3ftxM53F1ZQeT6qKIrKJXrnc+VCEys",
+	"roWRfmgzoigOb2SiBAYgA6EWV0jgSRdR3o6GTFW+P1iMMlwpAaqT+y0qaXQ0RwjmjZH+kPiU50ehp2Yq",
+	"jHd6+yjJUyHm1nfMcpZNuZ3SDKU9+f5ooWN+pV1aISuy+xHjjs20dexuvwNkTYnzZdgsBZuacumBcJpa",
+	"ie1I5wEtHCikzwUGGkqN9Urf5sGdq2GcIcBz6kVlH2hKfdArAZsYoUtHEWLlfVpjGw/rQ15Gty64czmm",
+	"+luNG1hpwnfD4QOrjeYabArl2Ok8irsazX4bZHobH7AVKzkigmH1TGgl2MmC5X0I1sWnNkmeO5+KDxtC",
+	"CF6jZGlBd17hZAPKPqDqD07PLTqoMQ3XoQP2siovibMVWrR0n/ebVpr84e7Ud6lVwVFsGUt9Salns1hf",
+	"xvEGbUxXO7U1JvrlXumaSIJqB7colyFqw03acR4YEHd6GKkQSoqvONyBf5OjPYwPyh45xUgIGQliKqUI",
+	"BRAT8q5h5Sxt0CtciHqo9weWgPElzfBbhB7Ud8S7vdhf+2I/Jb2dr+theH3Osrobi/rH1pYTfHrFaZ/6",
+	"6N5ZKXC93vyAdXm+b8NDXjR8fXw6Auo2/vybij/3yBduE33+gmYC0h0pAJCCU+jShNyj0DkiCG5RtdYX",
+	"JlpXakCEDGzu2G5nW1sjliUmZ7gSIvFskFEFvia9FUvaf6Maa6n7wA3rqlTov57H0lnfxrjf6rA3HOOO",
+	"mFdD1hq5/c4nMjWu1VMf+3D2vGU2x6JKla4qPeZrChd1zkvPe89xiUytEDykU0SyMB/+QkotrfxShGpN",
+	"SPB+c0uZcqDrbXDrHyK4tenubBHGSq33twtfDR2G8hcr0aqlG4W3BoM6E4oDj8OryyGsiJDVGNbDV/sH",
+	"LA9kLTfpv3gs6yWv1bpg1nwr5ajV1VZNlwleDd2gbjh8dZM4cBu3+t3HrTYTiC9kZPNFsNdEtj7C2K7K",
+	"9YErAgx6RxtWeviLsV4K77wG1vtllIOvEw67jhqEeNgrU4VbkePPGgd7eTF/p9QscYOVr4Ydl0Wckht9",
+	"ye73rtR2zPceEUVxb6y5Xc1V8dVafIpOvJXl0IszqzRnSdDw89N8pWX4EmBLMzfIG7SXxlyZOlnjO4vP",
+	"vEi9jduqGt+yVTMcz1cRVLYnQDufqO/EBgd50dwDb2pemZI0rmsRaQ6ohwi61mkg8i6atYNvCOnEdyi6",
+	"ijuWCm4d9S+AJwbFjNJZqkxOc0qLwUoxfPUB44qa3fgAmoIS3oDdo0S/z7n1nVeS2zibP5e5hO5kuCqz",
+	"gHyXsJrAja4IGCGThRr87Pf3Q0lG4tK2ppNEje1lSTAJZpgmy8alr0/JvnEznLlJoSgAeGtk+GMYGUpH",
+	"+jXY+OYniXeTZSKruea598+lC2ZDLXV/4Utd8gM52OvvFrE61OuQW8bR8llxJKikKHWNBXZ9040l3hR0",
+	"7LY2pSDfhFrPwNQ+kJqKgmXW5U+diBUKgwVfgS3npVY61yZ6TAxXeXmUMAA8ja9i6t6yYOLLBEZfVEBJ",
+	"xEy7Kwko88xdm3TyZUxDRRv0G7YObSbpG/D6SnT+Op3gm3fSfJlvbV9fQeD8ExnLDpOkyk5ziipKpX4v",
+	"Z0XzRdq2saI1esXL+T+++ZJI2MmCxdThJN7S3LaFscy75i9MhWkhT3FtWwkQRaPkrcSIbyuYr+jQvD6c",
+	"z/dovjV9fUumLx7s1S7H9eq9jlrhl69mCNuaaPgA21AJ8iJ04oLE4ZYw3BKGP7hNfJUeXJUONEb7vpwL",
+	"hbG+1IgaA3ToqlB798aC03m7t5W77KtVB9wKqcExaa3k7PfKYSmvVSUsLrqqx3UdTJYU2qbYX2rw/61G",
+	"/+LqvlL8L0GmKeTHY8BtDPBtDPCNxwCHO7tK8NaIJTuf6I+LxAITkodo4FCwuscOfeP4kK5HD94p0Tnq",
+	"M+fNVN5CRbWJvY3KNgb5Xo4iXSLMt7jCt4G+f6xA3+YLsk2wLz68bbhvuBRx9SIUEb9FmfdqSaGV6N98",
+	"pJXwX0LUhiK2j4oFXDjw97JXbW3obwGRcuxvAExORC4R+hvevVw8TlVH+fIKxXrR4daV9wdw5a2jM1/K",
+	"AuGZ+Lqo4VfcOInmBPInlK/gAdMz6ZxISr2skRalYuxYpnyByh57I1xVx9CmUE6cZrHKUqqClCl6DJQX",
+	"PrFxtexP0cXbIlXdKDpEKGyEmfPuGXk8QHiBbKwgUjTLGDenTvkw6esQXr6UHvWVQqXXEsM8WPrqRPHW",
+	"ZXTrMto6vvqqKtROLots6yK6U1GgLmvQDdLe911Xwe9is8m1LC3e2ly/JWfMMk6X7lIhpt+UGNTcOZyH",
+	"BTI6K/KsFFbaVXssPd5j4aahcCRnswwb7DfZUf3T36oh1S/v61hSA2ya+t76A6rYUv9ohphbE+dWJk6P",
+	"ClrV8egSXalj0tTVZlvnKzXPuTwjDr2DvvtOvLCLzYw45FLdcuJvixNX6t5ltpoX5Ps8XbsbFDlrEbef",
+	"COXQzIRBCxQ6HLM21gLOTn4To9CDMS+d3glxUnndZPgwkWdC5YHDl60PzJOEcYWqeqk7JpeppZl8seBy",
+	"2kGIDQ6Bwas3nieJvyrfcEtgWN5XawuMsNkqRvRWyb91lN5AYCgiXUFm6roKBfrYKE1cMYkx2BbxC++N",
+	"waq/VFlxOxrHl91QmJ4FMooV6bjHXtbQQP8QVxTVD1P5fERYFob7GzHjUmFxUwz8H1cpZJsyAGjMjm+Q",
+	"q6k2ulkZjIYAMUGJyibDOKVMggGbcaxvSyQ6hL+GETCDAw203k+GZS7QsSddp6hClUM72I2TogpVQzLl",
+	"ZSn4xV3LOcG7zaH8c+dQrtCDdWRog28a75YXwxu90w29Si+J9zeUArlBfMg3fesy/WO1BsVTvT595WJp",
+	"jesLLvGQzKj4TES+cYivuhTY9bZFWes4NOYFriQFljJYuFrktcfLiZDEKNuUIYj+TG1oeZ0eexyy+rZk",
+	"82tan14Dp/xiSs5Xa4G6Vskp2qBenVrdygq3vsxL9UxtIqmbVZwdHwCRdC+e/DbKjKFc8DBI0LxqhZXt",
+	"rayHfrjL5rHc5qXcWma/bl5K5Ubw+ut5I6lrueyzBSnYtlEE6fi5Kn4iUq0m2HgYK71IEozah6/2BqXY",
+	"VR9WVS4Xl0yE7SxVloPBVyvL8dTqvC0eRne94DNRiZmFmX4COeRvwh05MctjzfDCtKk8firPBNNFPRob",
+	"YfWZkZ5L7KbnNBPYNxrW1rkCCQOZoaEVxgVL0WFRwD9XKbraMkK3lO5biwYpF34pnVMdofvSNW4uROYu",
+	"LOhQf48iy0UW1K/aQn4dwagmEFABSxiFcgYQ9StUrnBVeXKl591UnInUV7UMkbwLTwR9gAv24SSKy6u7",
+	"aOcjWo0tRrDzJ+UJbEXOmqSx2tqcPHgLPdiwMRVMDqta2splsgIuX6HzzyQdLqHnLQX9FmXFwpdxsvhG",
+	"hEVYrBhlRroFznAiuBHmMHPT1uDX94DhfnkrudIlrRRIjlBcOYuR8/5SY4ez1QSi50W8/5JyW3qXYLH6",
+	"8rFvsWxlsqobc5X4MIQlYcIPSsxpddA32XyujSsrWuENfxSr7+ThgyBjrryXhzLV7AAb6rupUA4Ig0hC",
+	"pGLx9kzUvFfq9p63pm6GX7mNZP0alprU5T3+S4NQj/8aeBHSs6ngqZuWXqAvAK3+XwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
