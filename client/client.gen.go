@@ -14,8 +14,6 @@ import (
 	"strings"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/oapi-codegen/nullable"
 	"github.com/oapi-codegen/runtime"
 )
@@ -283,12 +281,12 @@ func (e ListUserTicketsParamsInclude) Valid() bool {
 
 // AuditChange defines model for AuditChange.
 type AuditChange struct {
-	// After The value after the change (absent when the field was removed).
-	After nullable.Nullable[interface{}] `json:"after,omitempty"`
+	// After A field's value before or after a change: a string, a list of strings (tags, team IDs), or null when the field was unset.
+	After *AuditValue `json:"after,omitempty"`
 
-	// Before The value before the change (absent when the field was unset).
-	Before nullable.Nullable[interface{}] `json:"before,omitempty"`
-	Field  string                         `json:"field"`
+	// Before A field's value before or after a change: a string, a list of strings (tags, team IDs), or null when the field was unset.
+	Before *AuditValue `json:"before,omitempty"`
+	Field  string      `json:"field"`
 }
 
 // AuditEvent defines model for AuditEvent.
@@ -316,6 +314,17 @@ type AuditEventList struct {
 	Items      []AuditEvent `json:"items"`
 	NextCursor *string      `json:"nextCursor,omitempty"`
 }
+
+// AuditValue A field's value before or after a change: a string, a list of strings (tags, team IDs), or null when the field was unset.
+type AuditValue struct {
+	union json.RawMessage
+}
+
+// AuditValue0 defines model for AuditValue.0.
+type AuditValue0 = string
+
+// AuditValue1 defines model for AuditValue.1.
+type AuditValue1 = []string
 
 // Comment defines model for Comment.
 type Comment struct {
@@ -444,7 +453,7 @@ type MeOrg struct {
 	Role Role `json:"role"`
 }
 
-// Membership A user's membership in a team. `teamName` is set by `listUserTeams`; `user` (the member's org user) is present only with `expand=user` on `listTeamMembers`.
+// Membership A user's membership in a team. `teamName` is present only with `expand=team` on `listUserTeams`; `user` (the member's org user) only with `expand=user` on `listTeamMembers`.
 type Membership struct {
 	JoinedAt time.Time `json:"joinedAt"`
 
@@ -452,7 +461,7 @@ type Membership struct {
 	Role   Role   `json:"role"`
 	TeamId string `json:"teamId"`
 
-	// TeamName Name of the team (set by `listUserTeams`).
+	// TeamName Name of the team (only with `expand=team` on `listUserTeams`).
 	TeamName *string  `json:"teamName,omitempty"`
 	User     *OrgUser `json:"user,omitempty"`
 	UserId   string   `json:"userId"`
@@ -506,14 +515,6 @@ type Org struct {
 // OrgCreate defines model for OrgCreate.
 type OrgCreate struct {
 	Name string `json:"name"`
-}
-
-// OrgList A page of organizations (reserved; `listOrgs` returns `OrgMembershipList`).
-type OrgList struct {
-	Items []Org `json:"items"`
-
-	// NextCursor Cursor of the next page; absent on the last page.
-	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // OrgMembership An organization the caller belongs to, with the caller's role.
@@ -1139,6 +1140,68 @@ type AddOrgUserJSONRequestBody = OrgUserCreate
 
 // UpdateOrgUserJSONRequestBody defines body for UpdateOrgUser for application/json ContentType.
 type UpdateOrgUserJSONRequestBody = OrgUserUpdate
+
+// AsAuditValue0 returns the union data inside the AuditValue as a AuditValue0
+func (t AuditValue) AsAuditValue0() (AuditValue0, error) {
+	var body AuditValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAuditValue0 overwrites any union data inside the AuditValue as the provided AuditValue0
+func (t *AuditValue) FromAuditValue0(v AuditValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAuditValue0 performs a merge with any union data inside the AuditValue, using the provided AuditValue0
+func (t *AuditValue) MergeAuditValue0(v AuditValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAuditValue1 returns the union data inside the AuditValue as a AuditValue1
+func (t AuditValue) AsAuditValue1() (AuditValue1, error) {
+	var body AuditValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAuditValue1 overwrites any union data inside the AuditValue as the provided AuditValue1
+func (t *AuditValue) FromAuditValue1(v AuditValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAuditValue1 performs a merge with any union data inside the AuditValue, using the provided AuditValue1
+func (t *AuditValue) MergeAuditValue1(v AuditValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t AuditValue) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *AuditValue) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // RequestEditorFn is the function signature for the RequestEditor callback function
 type RequestEditorFn func(ctx context.Context, req *http.Request) error
@@ -5686,6 +5749,8 @@ type GetHealthResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Health
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -5695,6 +5760,11 @@ type GetHealthResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetHealthResponse) GetJSON200() *Health {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetHealthResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -5734,13 +5804,13 @@ func (r GetHealthResponse) ContentType() string {
 type GetOpenAPIResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
-	// YAML200 the response for an HTTP 200 `application/yaml` response
-	YAML200 *map[string]interface{}
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 }
 
-// GetYAML200 returns the response for an HTTP 200 `application/yaml` response
-func (r GetOpenAPIResponse) GetYAML200() *map[string]interface{} {
-	return r.YAML200
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetOpenAPIResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetBody returns the raw response body bytes
@@ -5782,6 +5852,8 @@ type GetReadyResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Health
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -5791,6 +5863,11 @@ type GetReadyResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetReadyResponse) GetJSON200() *Health {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetReadyResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
@@ -11158,6 +11235,13 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ServiceUnavailable
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11197,12 +11281,12 @@ func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "yaml") && rsp.StatusCode == 200:
-		var dest map[string]interface{}
-		if err := yaml.Unmarshal(bodyBytes, &dest); err != nil {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
-		response.YAML200 = &dest
+		response.ApplicationproblemJSON400 = &dest
 
 	}
 
@@ -11229,6 +11313,13 @@ func ParseGetReadyResponse(rsp *http.Response) (*GetReadyResponse, error) {
 			return nil, err
 		}
 		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
 		var dest ServiceUnavailable

@@ -23,8 +23,10 @@ stop() {
 		wait "$ddb_pid" 2>/dev/null || true
 	fi
 }
-trap 'stop; exit 130' INT
-trap 'stop; exit 143' TERM
+# Ctrl-C (INT) and TERM are how this is meant to end: a clean stop, exit 0
+# (not make's "Error 130" or "Error 143").
+trap 'stop; exit 0' INT
+trap 'stop; exit 0' TERM
 trap 'stop' EXIT
 
 port_answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }

@@ -154,7 +154,28 @@ func (c Config) LogValue() slog.Value {
 		slog.String("logLevel", c.LogLevel.String()))
 }
 
+// usage is what `api help` (-h, --help) prints.
+const usage = `api: tenantd's API server and its tools.
+
+Usage: api [command] [flags]
+
+Commands:
+  serve        run the HTTP API (the default)
+  migrate      create the DynamoDB table, idempotently, and wait until it is ACTIVE
+  seed         load seed 000's demo tenant, idempotently
+  token        mint a bearer token with AUTH_HS256_SECRET (api token -h)
+  healthcheck  exit 0 when the local server's /readyz answers 200
+  help         this text
+
+Settings come from the environment (ADDR, DYNAMODB_ENDPOINT, AUTH_HS256_SECRET,
+...): the README's Configuration table lists every one, with its default.
+`
+
 func run(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help" || args[0] == "-help") {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
 	cfg, err := configFromEnv()
 	if err != nil {
 		return err
@@ -187,7 +208,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		return seed(ctx, store.Open(client, cfg.DynamoDBTable), stdout)
 	default:
-		return fmt.Errorf("unknown command %q (want serve, migrate, seed, token or healthcheck)", cmd)
+		return fmt.Errorf("unknown command %q (want serve, migrate, seed, token, healthcheck or help)", cmd)
 	}
 }
 

@@ -152,4 +152,50 @@ func TestSeed(t *testing.T) {
 	if strings.Contains(log.String(), "added") {
 		t.Errorf("second seed added something:\n%s", log.String())
 	}
+	// The closing hint is a command that works: with make run's dev
+	// secret (the one scripts/run.sh sets), token mints a token.
+	run, err := os.ReadFile("../../scripts/run.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(run), `AUTH_HS256_SECRET="`+devHS256Secret+`"`) {
+		t.Errorf("scripts/run.sh does not use the dev secret %q the seed's hint prints", devHS256Secret)
+	}
+	if !strings.Contains(log.String(), "AUTH_HS256_SECRET="+devHS256Secret+" go run ./cmd/api token") {
+		t.Errorf("the seed's hint does not give the secret:\n%s", log.String())
+	}
+	t.Setenv("AUTH_HS256_SECRET", devHS256Secret)
+	var tok bytes.Buffer
+	if err := run_(t, []string{"token", "--sub", "u_alice", "--email", "alice@example.com"}, &tok); err != nil || strings.Count(tok.String(), ".") != 2 {
+		t.Errorf("the hint's command: %v %q", err, tok.String())
+	}
+}
+
+// run_ is run with a background context.
+func run_(t *testing.T, args []string, out *bytes.Buffer) error {
+	t.Helper()
+	return run(context.Background(), args, out)
+}
+
+// TestHelp: `api --help` (and help, -h) prints the commands and exits 0;
+// the README names every command it prints.
+func TestHelp(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, arg := range []string{"help", "-h", "--help"} {
+		var out bytes.Buffer
+		if err := run_(t, []string{arg}, &out); err != nil {
+			t.Fatalf("api %s: %v", arg, err)
+		}
+		for _, cmd := range []string{"serve", "migrate", "seed", "token", "healthcheck"} {
+			if !strings.Contains(out.String(), "\n  "+cmd+" ") {
+				t.Errorf("api %s does not list %s:\n%s", arg, cmd, out.String())
+			}
+			if !strings.Contains(string(readme), "`"+cmd+"`") {
+				t.Errorf("README.md does not name the command %s", cmd)
+			}
+		}
+	}
 }

@@ -19,6 +19,10 @@ import (
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
+// devHS256Secret is the HS256 secret scripts/run.sh (make run) uses when
+// AUTH_HS256_SECRET is not set: dev only, never production.
+const devHS256Secret = "dev-secret-change-me-0123456789abcdef"
+
 // seedID returns the n-th fixed demo ID: the same on every run, so seeding
 // twice writes nothing new.
 func seedID(n int) string {
@@ -107,6 +111,7 @@ func seed(ctx context.Context, db *store.DB, out io.Writer) error {
 			return fmt.Errorf("seed %s: %w", s.what, err)
 		}
 	}
-	fmt.Fprintf(out, "seed: org %s; mint a token with: go run ./cmd/api token --sub u_alice --email alice@example.com\n", acme.ID)
+	fmt.Fprintf(out, "seed: org %s; mint a token for Alice with (the dev secret of make run):\n"+
+		"  AUTH_HS256_SECRET=%s go run ./cmd/api token --sub u_alice --email alice@example.com --name 'Alice Chen'\n", acme.ID, devHS256Secret)
 	return nil
 }

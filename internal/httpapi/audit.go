@@ -2,9 +2,9 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 	"time"
 
-	"github.com/oapi-codegen/nullable"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/page"
@@ -46,16 +46,34 @@ func toAuditEvent(ev audit.Event) oapi.AuditEvent {
 		RequestId: ev.RequestID, At: ev.At, Changes: make([]oapi.AuditChange, len(ev.Changes))}
 	for i, c := range ev.Changes {
 		ch := oapi.AuditChange{Field: c.Field}
-		if c.Before != nil {
-			ch.Before = nullable.NewNullableWithValue[any](c.Before)
-		}
-		if c.After != nil {
-			ch.After = nullable.NewNullableWithValue[any](c.After)
-		}
+		ch.Before, ch.After = auditValue(c.Before), auditValue(c.After)
 		out.Changes[i] = ch
 	}
 	if ev.ClientRequestID != "" {
 		out.ClientRequestId = &ev.ClientRequestID
 	}
 	return out
+}
+
+// auditValue is a changed field's value as the API has it: a string, a
+// list of strings, or absent (nil: the field was unset).
+func auditValue(v any) *oapi.AuditValue {
+	var out oapi.AuditValue
+	switch v := v.(type) {
+	case nil:
+		return nil
+	case string:
+		_ = out.FromAuditValue0(v)
+	case []string:
+		_ = out.FromAuditValue1(v)
+	case []any:
+		ss := make([]string, len(v))
+		for i, x := range v {
+			ss[i] = fmt.Sprint(x)
+		}
+		_ = out.FromAuditValue1(ss)
+	default:
+		_ = out.FromAuditValue0(fmt.Sprint(v))
+	}
+	return &out
 }

@@ -65,7 +65,7 @@ func TestAuditLog(t *testing.T) {
 			for _, ch := range ev.Changes {
 				if ch.Field == "priority" {
 					found = true
-					if got, _ := ch.After.Get(); got != "urgent" {
+					if got := auditValueOf(t, ch.After); got != "urgent" {
 						t.Errorf("priority after: got %v, want urgent", got)
 					}
 				}
@@ -123,13 +123,7 @@ func changesOf(t *testing.T, ev client.AuditEvent) map[string][2]any {
 	t.Helper()
 	out := map[string][2]any{}
 	for _, c := range ev.Changes {
-		var pair [2]any
-		if v, err := c.Before.Get(); err == nil {
-			pair[0] = v
-		}
-		if v, err := c.After.Get(); err == nil {
-			pair[1] = v
-		}
+		pair := [2]any{auditValueOf(t, c.Before), auditValueOf(t, c.After)}
 		if _, dup := out[c.Field]; dup {
 			t.Errorf("%s %s: field %s changed twice", ev.Action, ev.TargetId, c.Field)
 		}
@@ -468,4 +462,22 @@ func TestNoOpPatch(t *testing.T) {
 			}
 		})
 	}
+}
+
+// auditValueOf is an AuditValue as JSON decodes it into an any: a string,
+// a []any of strings, or nil.
+func auditValueOf(t *testing.T, v *client.AuditValue) any {
+	t.Helper()
+	if v == nil {
+		return nil
+	}
+	b, err := v.MarshalJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out any
+	if err := json.Unmarshal(b, &out); err != nil {
+		t.Fatal(err)
+	}
+	return out
 }

@@ -26,5 +26,5 @@ func (h *handlers) GetReady(ctx context.Context, _ oapi.GetReadyRequestObject) (
 
 // GetOpenAPI serves GET /openapi.yaml: the contract the server was built from.
 func (h *handlers) GetOpenAPI(ctx context.Context, _ oapi.GetOpenAPIRequestObject) (oapi.GetOpenAPIResponseObject, error) {
-	return oapi.GetOpenAPI200ApplicationyamlResponse{Body: bytes.NewReader(tenantd.OpenAPISpec), ContentLength: int64(len(tenantd.OpenAPISpec))}, nil
+	return oapi.GetOpenAPI200ApplicationvndOaiOpenapiResponse{Body: bytes.NewReader(tenantd.OpenAPISpec), ContentLength: int64(len(tenantd.OpenAPISpec))}, nil
 }

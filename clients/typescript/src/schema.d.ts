@@ -796,10 +796,10 @@ export interface components {
             name?: string;
             description?: string;
         };
-        /** @description A user's membership in a team. `teamName` is set by `listUserTeams`; `user` (the member's org user) is present only with `expand=user` on `listTeamMembers`. */
+        /** @description A user's membership in a team. `teamName` is present only with `expand=team` on `listUserTeams`; `user` (the member's org user) only with `expand=user` on `listTeamMembers`. */
         Membership: {
             teamId: string;
-            /** @description Name of the team (set by `listUserTeams`). */
+            /** @description Name of the team (only with `expand=team` on `listUserTeams`). */
             teamName?: string;
             userId: string;
             role: components["schemas"]["Role"];
@@ -883,12 +883,6 @@ export interface components {
         CommentCreate: {
             body: string;
         };
-        /** @description A page of organizations (reserved; `listOrgs` returns `OrgMembershipList`). */
-        OrgList: {
-            items: components["schemas"]["Org"][];
-            /** @description Cursor of the next page; absent on the last page. */
-            nextCursor?: string;
-        };
         InvitationCreate: {
             /** Format: email */
             email: string;
@@ -924,11 +918,11 @@ export interface components {
         };
         AuditChange: {
             field: string;
-            /** @description The value before the change (absent when the field was unset). */
-            before?: unknown;
-            /** @description The value after the change (absent when the field was removed). */
-            after?: unknown;
+            before?: components["schemas"]["AuditValue"];
+            after?: components["schemas"]["AuditValue"];
         };
+        /** @description A field's value before or after a change: a string, a list of strings (tags, team IDs), or null when the field was unset. */
+        AuditValue: (string | null) | (string[] | null);
         AuditEvent: {
             id: string;
             actorId: string;
@@ -1125,7 +1119,7 @@ export interface components {
     headers: {
         /** @description Entity tag of the returned representation: `"<version>-<digest>"`. The version moves with every change of the resource; the digest with every change of what is returned (a `commentCount` or `updatedAt` after a comment, embedded resources). Send it in `If-None-Match` to read only what changed, and in `If-Match` to make a write conditional on the version it names. */
         ETag: string;
-        /** @description RFC 8288 link to the next page, e.g. `<https://api.example.com/v1/orgs/{orgId}/tickets?cursor=...&limit=25>; rel="next"`. Absent on the last page. */
+        /** @description RFC 8288 link to the next page, e.g. `</v1/orgs/{orgId}/tickets?cursor=...&limit=25>; rel="next"` (a URI reference relative to the request's). Absent on the last page. */
         Link: string;
         /** @description Bearer authentication challenge (RFC 6750). */
         "WWW-Authenticate": string;
@@ -1158,6 +1152,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1179,6 +1174,7 @@ export interface operations {
                     "application/json": components["schemas"]["Health"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1191,15 +1187,16 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The OpenAPI document. */
+            /** @description The OpenAPI document, as YAML text (`application/vnd.oai.openapi`, the OpenAPI Initiative's media type for it). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/yaml": Record<string, never>;
+                    "application/vnd.oai.openapi": string;
                 };
             };
+            400: components["responses"]["BadRequest"];
         };
     };
     getMe: {

@@ -286,12 +286,12 @@ func (e ListUserTicketsParamsInclude) Valid() bool {
 
 // AuditChange defines model for AuditChange.
 type AuditChange struct {
-	// After The value after the change (absent when the field was removed).
-	After nullable.Nullable[interface{}] `json:"after,omitempty"`
+	// After A field's value before or after a change: a string, a list of strings (tags, team IDs), or null when the field was unset.
+	After *AuditValue `json:"after,omitempty"`
 
-	// Before The value before the change (absent when the field was unset).
-	Before nullable.Nullable[interface{}] `json:"before,omitempty"`
-	Field  string                         `json:"field"`
+	// Before A field's value before or after a change: a string, a list of strings (tags, team IDs), or null when the field was unset.
+	Before *AuditValue `json:"before,omitempty"`
+	Field  string      `json:"field"`
 }
 
 // AuditEvent defines model for AuditEvent.
@@ -319,6 +319,17 @@ type AuditEventList struct {
 	Items      []AuditEvent `json:"items"`
 	NextCursor *string      `json:"nextCursor,omitempty"`
 }
+
+// AuditValue A field's value before or after a change: a string, a list of strings (tags, team IDs), or null when the field was unset.
+type AuditValue struct {
+	union json.RawMessage
+}
+
+// AuditValue0 defines model for AuditValue.0.
+type AuditValue0 = string
+
+// AuditValue1 defines model for AuditValue.1.
+type AuditValue1 = []string
 
 // Comment defines model for Comment.
 type Comment struct {
@@ -447,7 +458,7 @@ type MeOrg struct {
 	Role Role `json:"role"`
 }
 
-// Membership A user's membership in a team. `teamName` is set by `listUserTeams`; `user` (the member's org user) is present only with `expand=user` on `listTeamMembers`.
+// Membership A user's membership in a team. `teamName` is present only with `expand=team` on `listUserTeams`; `user` (the member's org user) only with `expand=user` on `listTeamMembers`.
 type Membership struct {
 	JoinedAt time.Time `json:"joinedAt"`
 
@@ -455,7 +466,7 @@ type Membership struct {
 	Role   Role   `json:"role"`
 	TeamId string `json:"teamId"`
 
-	// TeamName Name of the team (set by `listUserTeams`).
+	// TeamName Name of the team (only with `expand=team` on `listUserTeams`).
 	TeamName *string  `json:"teamName,omitempty"`
 	User     *OrgUser `json:"user,omitempty"`
 	UserId   string   `json:"userId"`
@@ -509,14 +520,6 @@ type Org struct {
 // OrgCreate defines model for OrgCreate.
 type OrgCreate struct {
 	Name string `json:"name"`
-}
-
-// OrgList A page of organizations (reserved; `listOrgs` returns `OrgMembershipList`).
-type OrgList struct {
-	Items []Org `json:"items"`
-
-	// NextCursor Cursor of the next page; absent on the last page.
-	NextCursor *string `json:"nextCursor,omitempty"`
 }
 
 // OrgMembership An organization the caller belongs to, with the caller's role.
@@ -1142,6 +1145,68 @@ type AddOrgUserJSONRequestBody = OrgUserCreate
 
 // UpdateOrgUserJSONRequestBody defines body for UpdateOrgUser for application/json ContentType.
 type UpdateOrgUserJSONRequestBody = OrgUserUpdate
+
+// AsAuditValue0 returns the union data inside the AuditValue as a AuditValue0
+func (t AuditValue) AsAuditValue0() (AuditValue0, error) {
+	var body AuditValue0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAuditValue0 overwrites any union data inside the AuditValue as the provided AuditValue0
+func (t *AuditValue) FromAuditValue0(v AuditValue0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAuditValue0 performs a merge with any union data inside the AuditValue, using the provided AuditValue0
+func (t *AuditValue) MergeAuditValue0(v AuditValue0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsAuditValue1 returns the union data inside the AuditValue as a AuditValue1
+func (t AuditValue) AsAuditValue1() (AuditValue1, error) {
+	var body AuditValue1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromAuditValue1 overwrites any union data inside the AuditValue as the provided AuditValue1
+func (t *AuditValue) FromAuditValue1(v AuditValue1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeAuditValue1 performs a merge with any union data inside the AuditValue, using the provided AuditValue1
+func (t *AuditValue) MergeAuditValue1(v AuditValue1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t AuditValue) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *AuditValue) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -2951,6 +3016,22 @@ func (response GetHealth200JSONResponse) VisitGetHealthResponse(w http.ResponseW
 	return err
 }
 
+type GetHealth400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetHealth400ApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetHealth503ApplicationProblemPlusJSONResponse struct {
 	ServiceUnavailableApplicationProblemPlusJSONResponse
 }
@@ -2977,14 +3058,14 @@ type GetOpenAPIResponseObject interface {
 	VisitGetOpenAPIResponse(w http.ResponseWriter) error
 }
 
-type GetOpenAPI200ApplicationyamlResponse struct {
+type GetOpenAPI200ApplicationvndOaiOpenapiResponse struct {
 	Body          io.Reader
 	ContentLength int64
 }
 
-func (response GetOpenAPI200ApplicationyamlResponse) VisitGetOpenAPIResponse(w http.ResponseWriter) error {
+func (response GetOpenAPI200ApplicationvndOaiOpenapiResponse) VisitGetOpenAPIResponse(w http.ResponseWriter) error {
 
-	w.Header().Set("Content-Type", "application/yaml")
+	w.Header().Set("Content-Type", "application/vnd.oai.openapi")
 	if response.ContentLength != 0 {
 		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
 	}
@@ -2994,6 +3075,22 @@ func (response GetOpenAPI200ApplicationyamlResponse) VisitGetOpenAPIResponse(w h
 		defer closer.Close()
 	}
 	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetOpenAPI400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetOpenAPI400ApplicationProblemPlusJSONResponse) VisitGetOpenAPIResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
 	return err
 }
 
@@ -3014,6 +3111,22 @@ func (response GetReady200JSONResponse) VisitGetReadyResponse(w http.ResponseWri
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReady400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetReady400ApplicationProblemPlusJSONResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10632,208 +10745,212 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3pchs5lij8KgjORJjsTlKULJfLVDi+UXnpUrW3seX2fF30dUJMkEQpCbAApGS2xxP3Ie4T3ie5cc4B",
-	"ciEzSWqxbFfpjy2SmVgODs6+fGqN9GyulVDOtgafWlPBE2HwzyfHfAL/J8KOjJw7qVVr0HqinHQL5viE",
-	"6TFzU8GMcJlRImFGzI2wQjkOzw5YPGwNs37/7uhMGCu1wg+iS98lciKso6+GrbjHjqeC+QfZTJ8Jy86l",
-	"mzJxJsyCjaZcTUQxo9WZGYkD/EQj1T99PuWOSVussc1ZPNKzmVDukc6Ui5k2LM7mCXciOXQx42MnDOPM",
-	"PxQxMTsRSYLbo1ltp8feCJUw6ZhULD4ad19oJbrPuRtNY+Y0M4InTKt0QfPTcpKIcXiJ3igenvFTwTg7",
-	"N9IJNtIqkQA9njKtcHsBJtIxxWfC9lpRy4jfM2lE0ho4k4moZUdTMeNwWG4xF61Byzoj1aT1+XPUeibV",
-	"6eoxvn76iP249+OPLJXqFJYBUynx0bE5n4iIid6kx2I6qqlzczvY2eFz2RMf+Wyeit5Iz3bOdne0mdid",
-	"T9pMjpLPO06OToWz/98oM1abh71eD97f+yGVM+ke7t2jwz5gRqQPhy2YDA/+8ARwJmw35ZbWAPtct6/X",
-	"3IlnMPLq5t5NhRFM8NGUMEZbwXARllnHVWJZ2/KZYInhY9dBRNVmMmwdmIf37h+4h3txxAwDIAuL78g0",
-	"ZTxN9blImNLnEXPMCjgryzLlZMocnPPvmXYcsO18qlPB+IRLFTFtInY+FYoZ+Kkf5W94ePtp4McwRRt+",
-	"jF8LZxbdQ8DHGPbB2f7eg87WYOm+0qkcLVahAxfNcJeDhG4ULeIcTsJNjc4mU9Y+enL8lOUDMqINbCxF",
-	"mtiIoNeVwo27gCF8LrswLI7a9XSku9vvRIwz60w2cpkRCUuldQjyEU9TYYatg98f7vX7B+cP9yIWDiL/",
-	"KoYbS4DVY/Z7cShzYdh5OIUB48zpU6HYSQY4iM9GzIixTFOBly5/ttNjMU0dA8xh9/jqHctsdvKbGLmI",
-	"2TnA4USMtRH4BM/cVBv5L6RseL8PWKzNJMZftZlwFX7Ew8usMExnzspEMK1EJx9zwQDmM6Aqxm48zAIF",
-	"Vs/xjcdAoljnUzmaVs5yxhfsBMmzkSKpTjWTSs6yWWvQj8K0UjkxEQbnfffuXfcwc1OhnBxxJ1Yn/0lw",
-	"A3SyeAj2PpoCYIH2toHA/HD/Xr+znl55elKMaARPZw+HLScUVy4ZtiImjNHm4bAl1RlPZfIBj2vYakUr",
-	"EPsctebc8JlwnocdJWI2106o0eLvouYuPOenwgK1N4I7qSbs1cs3x8zysSA67syCtd84I+eCWTHjsFXA",
-	"ILhDY2lscX2R/XB2KhbMZMoe4DEbYedaWcHa1nGXWeQAJzpZdAD1TsXcsbE2bG+fTXVm6Gcj5ilfALvA",
-	"IeN8C6772v80YADGOII1crXw68THAQGQtsFCYLj8C79QWnv+iF92IsdjYQBBw34mwlm2v7d3wHgYfypT",
-	"ug3VnctAIU2mFMCQXu0/6LG/i4Vl3AhmR3ouksBnKvclLJLuJLBWcyYMHbpl7XsfP3ZwCKUdQixilkaB",
-	"5Y+4WsJxCcdK1KcVtYBjtgZlNOgCHlSuAv/4TKiJm7YGe/fuRXA1wuddQCfnhIEx/9evw+HHvd3ucPjx",
-	"/pP3f/33GvSLWsT6VvHs5Zz/nglGP7Ox0TPG2dyIM6kzi+zujmUx8INH+EjM2iCXAO+OPd3t9NhLoMJO",
-	"A4BL54DMktF7BO2fnx8+6lo5AYGHMC5TzcAHggzH5khWspnAA5nByc90IsdSJCAlATGUExU2gVIVkEuR",
-	"EBbt9/v5AfyeCbMo4O/B0gT2/v6PdcCUY5SS6oWXB7u7fRYEqQGL/xIDq2UctwP0X+SCqiWAC25SCTRL",
-	"2XOgvXgRvKgoLZtxJNXpgskxkOwgbLatM1pNOjQSimAVIfSOBYjg3fGi2gE7F/yUnm/H73aGLRCFWnGH",
-	"KZBP2QyW3GOHYXIE/AwpkdJMifNc5mvnciiIR5yRhAUMlRgI+01LvHKcOcFnHT8iLRDkd3aSOT/rmMsU",
-	"KExJ/BwwpYEaMZFa3Iefy4hxZoVlC50ZJhLpeuylmwpzLq1g+7t7iDZKuylMLW0QcJuvn5+wCQF2+3v7",
-	"9QgAgvUWSFDI34gJzYjQxpMBlYcbabXq9Ng7kM3gvPFYPOzCiVZVmjsWgRqRSIBoBNu/299nL7Rjz8Nl",
-	"weugNFL6dUApln1hyKgzSWs6SuAVnGHO3bQYv/LIOhZcJnH97v33v/a7Dw67P//y9+cvXnWP/9H95/tP",
-	"e/c+19O7tF4Af84/gnjBVIZYqsdMOjGznqdmRrE2UC1m5b9Ep4lo0NjllSZizLPUAaGOAEokwuz2+1Eh",
-	"0OzWCjSoodSQ5TItlAlrv3129LhYUBWgNMZ2wkx/95cH/7z7j/v/+eN/7f19//kPL3581X+9d7z/7odW",
-	"dCWAkxzxVKa1IuFLIF8ewl4bC2IBcml4twnc9GsF3v9uxLg1aP3bTmEj2KFf7c4xDv+GXoKVAQGqg/Gx",
-	"4LONsPUvXwS473669+j+4wdPdp/e/du9n+//8uDvu8+vCFwC2ZOPc65qNvJIz2a8awVImM4rMoDaRqT4",
-	"GWR+RHG0GIDOgRooDTpgsZeXQO/gSWLLX0Qs5hYZtgg/Fp/bqD2inoJDoaZIvyadHntCcBmwWODCH+bD",
-	"RvkYAHXxcZ7qRLQGY55aUY8DNEIFB/DibocMCDjgW63POXS5MRwmyJT8PRNHNBgcLeLyAs9zrM2slYO/",
-	"Fof8xjdhURjgInj0X4/3nuw//eFvP/7c/yXc1SviEWBC3TbeglYoQXwH/d5mJzEbpVzOgqgB792xpI7a",
-	"Htvt7u79CMzV8BEoNCTGxIfdfzLe/Rfrdx+wHvvA/ocN2H+w/2Z/ZQ9ZN45QUEY5JtHODljci5Ffxz34",
-	"wwj4mlkxAU5vSfZ4+/oZG6USvzBips8ECtk2G01BYJAJG+ksRZYP0jZPEiOsDYYKDylm+cIySZqQzhxL",
-	"tT7lwPUGjDuWCg7XRYliQ0HixHE5rKvpYD1AtztW0En7/31vfH/0oxjdH929O/ph1O/vn5zwsfhxrxVV",
-	"+Ovej+sk/sPuP3n3X/3ug96H/xn8x3//9WH3/V+KL/Pvap/793r9NKiEeKd+4slruq3waaQVqHnwJ5/P",
-	"U69U78yNPknF7K+/WUCiT1vS51f0Fk1aYwAqlLcZT+EGeiEfpUTUs705w2vdcMzTiCHBgAe9MShXtyMW",
-	"HtSGZepU6XOFAhCbGz0Xxi2KJ0gd6PTYUynSpJuKM5GyRDiSUI1A0kokNCY9MO4BgXik1TiVo68GrJGf",
-	"3xa6dhAUgXsK1kazaZLRekTEeGoETxa5wB6RfVOfK/jbCFS6R6BwAZcEyAGJSLSgSyE+Ao+RKihuHQTD",
-	"U21OZJIIddNwIBUd+U9QQDzlqiiVoHO4qZCGGZ2KYjdo3iRRBDACH8YNHSm4cTx9Amd9k5t6q8THOamw",
-	"tmR2INWw3o52gNZIsoMEDn6UxN7EK+baoDItHe7shXZPQfm+eYwl5XQJlVBFdpWTJNq75jSRxrtzzUYc",
-	"dEK4nlIlZDPIpJ3yk1SwkwVLBAgbnbDtoAw12J8relWwwwJ3WHanAAdIBmVtqsZFVQcp/9gOPoNgesUX",
-	"qebJsdbPuJmIr0VFSOP+OBIioW17TSY3/4NWhGB8ZUTuEHrKZSpuFI9KbqpEEvNHFbnJ+gGAPqj8yM65",
-	"LUxIVqqRQAGBWzSh99hr0UVfmXTe9OnMAnf+RpgzORJvFT/jMgUUu+nTsrQCRE0xm2vDjUwXLFOI706z",
-	"KVeJt4f6kz3whlJQB0zEplrpDBj/kisHKYVH/yV8XrL3r0Pr8qO4hWOtn3O18PKEvWl4kb3e4zXwbpQl",
-	"CePR29Qe6QRIJnfiA6r2Iok7gAIAMvJhVOHk/TU99oz8VEB55kCkKtQJvql4W7iqPNFBURYoi9LSLsI6",
-	"ySaGVq5szrjSbgqy9/J5lH2Ma08jf7DBBbfVy+H5Vc/PhTDhrQruKnHjjOeEvDjkjAPhUlor1SQqpMyI",
-	"iY9zkOGBF3mJcAnsde6ndRBYed6DYW70SFgLN5bCFm4aGvGS4yFG2heEwswGW2GdA8bfF1mM8OFULD4Y",
-	"Aa/BzXlrBeNoLj4VC/Qj0afg6CF7ES0U9nGYJdI9QlMtmv1ILJekifB6HyMGZfA0E/6GusJk3ubkt8+t",
-	"E+gX9sQddMgEtTmVpZ5+e62fvKrrpir5XTfPlSkrXP1M+FC9Y7XQI3/1j73PtTWNTmC4hAixJ2ceW5YA",
-	"NqJ1lzVPsj/0KJpkVf2L4CXtLQOrv+EkcEfgrxYM0XVyVjuON/NvbZ8pH/2ybQaGQ93/dRBm688m/q+u",
-	"f6IL8i6eDr7H6GiCRuTRzwc9eHa/2/1hv2zJ0ONVO8aAdeMD5k9a5/6GNmepVhMk/CVd1c8tE6AycqK0",
-	"AdJCZN06+IRIUdL1f9hvVO4H3fefdqMf9uvsOVFL1h+YWQ8vUijuWFhiHrdEV9s7fJIqjgOPWwJy7j8O",
-	"LsC65TkQZl0DVtGPx/j1KqrWWq/Kd0MmrQJro4D0lWFLCyjDBBG6wNT11+uZtDVXLEft7XGcLmsNiheu",
-	"1c0EgaarW/EjcpDVUANkuA1nAAJ/7Q8YdSCSwwvcfNlgmPZ3oTCPrmJCybq6xaGXbKn55vxWygtfA6VH",
-	"+BBCJwlBba9KUPN26CogA6wq7uG+9/CUrHTrd4CjrFnadeBbwIWNyLZ0WOQ99xQhj7grCF9NGNxl0RXN",
-	"a7lRZdlVJJiXeSi4LFdiONvv99EEZ308pVa4jCq0RuhMWAlKcqgfzfhoKhVpd/gFCjN+037aEGQY9hJH",
-	"LPaGww/Ik8tf5HZG+NJp/QF4Qv43ECD4ECKEUI4of0GXq/wNACuuvSi52LBK0/V4LFQCKh0+NGAczaJM",
-	"Kh9cgbo9WQFjxyd25258wMRs7khAyx8BKZDCBDvBJJPv8A5FGYRhUFeK6++0VE3BjyU4M4lqjVDZLL8b",
-	"Ue758YZ2751+XzPJDEToSd1ZT7VxbJrNuCoOWnycp1x5217NaHMtVa2o+RQFWIQOAjdCFfKXNy9fsFf0",
-	"jg8qe9Df7QTc2fFA3uKWANuio40Id4ud1d2dnwVP3XSVSHg3KTBTD1B9WgO2pdn9W3UTHeV++tXJLsEg",
-	"xIzLtJbbkNplL85tatDuDNT3nxYNLq6jx+Gq05OmFhOMTsUmIvsansmdy1XivMrhKmS4jqkRcPzUxajl",
-	"HZWZWxlm64/ucDQSc0fqdvUI88iD1eVefE/kWtwEtJdmAsewAoIQwIBjFPOv39mluHiOhDmaBchXou32",
-	"o0YsPVKP+cJWgj7ul2I+7m4I+bg6dl3a/4ur9I7uvf4WjvClU6rg6DZng9jF0/TluDX4df2GS7Tmc7SM",
-	"qWizqRUUkD4wK0ZGUMAqRsnunO3uFEFGducTDvB5h+Nd6LE3U32ufESdIrdP0Gc2k2tazOr231cAcB1y",
-	"XAUmX0hveC5qCYNdhfZhmlbMl7bsrjkRIPVY5jT6ybfZ3XPx0jQSkibVlaa7Y8mwCmoF2fN8fHxn8/Hl",
-	"DnvcZT1IYGErUCGHfw0hbKaj29/0BnqIc665cM8pWH8q5zXnFYI2ZvlDgO0UjwlCoOCzF3wmMNfACkwA",
-	"iEG2Bgp9LPjMxgcshjFi8rTROHcsYAGOjaHi3l3gk4owLtxH+9CrWtGoMKJfbrwqsv+mpbqYNHFxKtrI",
-	"6l74k63CD74NwgL6wNv1QKqXfy/EDcs4v4H4hGi0Iu6EBIYcgOvR5DrIUgnpvmEN8+V4fKK5AZWo5m5U",
-	"PTGA08XjLFOJMOycL1bxtPmuz6fc1mDRz/qcjblh0rGJdgMWjzKnx+OYtRORCnTI+/t5hwF7srYTsdh7",
-	"AuDiAY5FIWQyYiW21uv14FmeJdL5K4p/s1RP4Ad7LsQcs5Q8QK1FFon5fD6+yvCR8EkOmevq8RheHEvF",
-	"Uz9ixaUlnRXpuFPW2Wg7qLiQ8yJq4SJaUQvnR9VG8bRWf7OOmwsqEf6VnxqyxzB8BdRX5h/EcIf6ceqS",
-	"hw7Tc76wLPYJI/EB42wslbRTkVRwJBX8jOIXMNT8REylSlh7v79fAY8fZ7MaFig+rSugUxlE5b3XInwd",
-	"07omO15zNPLK641sMs9k3X4pGLfacNBm4qUAe1DHg6QapVkikAkRw9mKtpVI8jJh85kPNSHlWmmnlRyF",
-	"5Ai4pSMjZkIBAmpVyf2FpeS7l8r9sN+qjQtf0RC9LBCWUdUGC+A2oMallKVwllWT58UMnjhGw6ICN1oW",
-	"XDACX4+XxM02nLI5E8kBseCXZmJjH1NuWfzSTKp8jjjzVThdg4D6zbC48o43Mrl6cT0qBQwG2RpEiusQ",
-	"0b62xLxBKlpBmKsKRtXz+LYR5y15gr8tevDWC83bmmxW0OcacfQi+kWj9F7hGhel+rmIH7bbgNvFJGvA",
-	"etPGskuhymWhvhw2/yUD5S9wRmuO45rITZOs8i0RGivMlsRmJlX5293vCR0/1+w+hGDVJ4ju37uf+8F8",
-	"hsFVXZkYIo4OzR77yXA1mjIqz9LmKgkHSw6fDjPcTSnTRaGRxkmXCio6Q8vxuVkhLkNp92GMEeM1gKI3",
-	"atTfRhccIaC0TI8oTHckqvP5lDKlHWucllIwVqd9JUyXArFK+SIhb3+/30dNobO1VlDyVtdctjXRNkfL",
-	"ATYRauA2m8+1ocjiVE/YSBtM1WvyTBaevSXoHh+/8udJp14G4H5/v877gMfc4DGNll2mNpvNuFksuccZ",
-	"jFo9rBfasadNp+R8jM+SP+71UZFmwmQilJPjBaX7V6di7Zif6MwNTlKuTuM81s4IShNgM20Es3MxkmM5",
-	"wlc6FTUrM7KbT7XZwO9jhxBQUZF96nE899EW515H+l7rOjC/NBP0qgs+IzGbvTLyTKZi4hMYtEmEEQmL",
-	"0ZIRM6pMxGKezKQqPpLNKC6bGvCFVtTCJ9GFDI/U2l2OBZ9di62gsrkVt7kRgjnx0YU4A3qPjk9hql+9",
-	"bUZulatbEw0AG8baWSVRrIT63tBWb1CAI6kYy9fbFWYlU/Z1WE2v0WpyBZGzbGgog6gK3MsZIeAELyWF",
-	"LiHZUvzVdTH7bdUU2MZ1SG94B79h0a3w17zK3AVP7NJafKPYDKu5JinyxtBpdRMU2Vpj8AoCgQ/TzgsB",
-	"2rjBxRbIUP7cQTWLXyWVPP3gsbOdUPwPUwLp+aTitotRWCQ5pRjCx0wXyf0rkmp49AJaS3ilTnI69DPh",
-	"snMEx0VkKiyjlg2UayjW84EAtBq5cQtIb03x14Rhftustqakwaq7y0htfN7K5voLr8LThbh8Ifdo/k5j",
-	"7YLzqWZ6LpT3ZvmLtF6Y3r6ISNRyfLIhHmpNbM2mGiTVChpGZw4rklXRXvlY15rwaS/RfwvCQ5Caq9JD",
-	"LkPnaFM9Uw/fpct7STkDAXkpSaNKkG7QqhRt4Er9DTdwuxir5bv4PipC2FoKTjttLeeKPaYHsHpMTM9Q",
-	"xYOVC1Fa8r3NlpULRqKVL9AV4t/yq3IV0ZAGaUa9othMKRS3oHoF36vXzXCMTZ4xHw/QqwToBC4PxNCK",
-	"vMxSUbais0GaqEbsYIgLjRFf1ZPmRZ+bl3evFpe6Rjyu3qXSSaf6HJSocJ2mcjIFlDYTkAWaT/xNg43n",
-	"mRyL0WKUkuFODFisxHnM2r9l1nmO14lYDH/FrH0ikO1rc4qeZ/hlTnkBMWufc4kBJx5sOUpisIhOzyjR",
-	"YZRqK5KKaUEJ2BJMAWhA4wFVx3eAOOMrazZ3TaL7OoHxhTgP4qk4YLHK0jTORUW7JBQsk/ZqguY3Teov",
-	"JmxdTdhZslqLecpHvgzhOEtTLLVuhTtg8a/vYzZKBTfWB9zcPFtYRQf4LUcFyvwtIwIVrcI604LPVvN0",
-	"o6/CaZYoDZyhGGVwnm/gtHwuGuayH2aUBkKfngZx7Zd3xyts/Jd3x5UE+B47crZS6EvaahBAHmBrhS8p",
-	"Q76uuEgHyhOH8vIgC+X4x6IQOGyEZi1ANHVuTknpUo316sH56sq+lE+WOtn1hRGmIp13E2FPQwWMHntZ",
-	"DRDBGt122Oowfa6GCjXeCE+XChh7jnjgA3LyYiAnItXnLF4uGw/K91BJq6mKHiZScVcJqugN1VD927+x",
-	"w0q16aF6ghPAiHFRUYh51gI7q1QjaP/y7rjjiykNVXxYLuk9YL78NFW8pwrTaAUO5XepJlAlDnr5NAkW",
-	"TCY9drip8EGR3xyKYtHQCyyuPlTxfn+XlQs5xKFSQLxc7SCsPS7Kb/eGKv7bk2O2M8Uspn+hgSNTpWrd",
-	"IglAfa1TQQd3Jq08kal0i6F6wkfTUlUgKqrBptwy8ZGPXLqgErlmggb2wXpL+lDlpnSG4bxsys+ErxGl",
-	"z1U5eNrgcjIbXBRYqRrz+WxvqF7T2VLtOipmN8p8CBjWBglYcICVzPwgszJY77K8flbcY6FcCtVPoF2u",
-	"L5DU1maoqNpCjtpSYekR6To0E4v3fU1YdNfEUQ41bpnMiywNVSis46sz2QL56Svy2tAiEmlJBIA74qud",
-	"GADKkWJ2qo0bsL/8BeadCa4sG7Zypx6WfVroLK+jXS34RBMOW3/5S8AJ9MLZoaL/gUqxJm8qa8dNZTSo",
-	"vEu6GKrCKVrrUY1HOhFkT/NPlnxuB7nTlKtkqILbFPey5EiDAWY8jwFk/yjckoANGRCF9n6/3xkqLN45",
-	"zx2Yftm2UnKOEX0JGx5xYyTxtqEql/6qOh9DgTDplmuChUkClF/xiVSelD2TJGgaT2Vhd1Qmrzunx0SS",
-	"J4Oy9m53t9+PmFcs2d69DhX5tkNFuaS+uK4vb4yuOyMs6phUVM7XaaLyAn5rQ1UpQQ7g5FSEfOAJo+/p",
-	"sdLFI5QDJJ3o7etnbCzyaspDVVIqlrUJdqKBrBnh1Y1qJXONddOjoSqXNKf6mFtXNRcLdi6MAB6Dtc3H",
-	"2gxYovEizLmxImIjrahDBdaY0IkcL5BuACF3fDZHZyEdRzRUQL6VYMVwoX4Q3tvSR7+GaKVWOhKiPvuJ",
-	"J4EAxT32dyHmBckbY4nfQgywhE1jDVIAlvweKl+JndqFUK14AH2oL5NoYTsB2V7OnZzBekawWx8MsBiq",
-	"N1JN4E5mdDfzJjdozo5ybZcYPP1bItchZr4zVNyUWgERr1IsfnLMJwULDW1zTvjodKkTDlyC+NXh8aOf",
-	"QT169faYgiQeP3n25PhJ0SgHtrrSKmfgaepQ5RTZlyQPtROBJGISW7kMB9W6DOexu8fK9dYYFVyLl2ud",
-	"h3JmvfLiQYLRc1rMQV4AVbrScpEBl9v7tPEK4I+GnUuFR3WoqGy7tBfqnjQoL4aqm3shvOgeNFRUu75t",
-	"dY6gebJRqPxO9VNW6r+jCDBU/qyj1Z5HsE1segPKShtkjzjU2Wexr48+VKEmYFzqJVFfCRCuQI66r4vC",
-	"eUikqp+RTmCaOEnztsfe+vKjhV4b+fpyPOlqBRyp+MmXubUslqiZe4jBnyigwh8lKyqgZS7PUAupiBHu",
-	"l5sh1Nzvn2i5WKyAIoKIWPvKk0jaa0favct86UJ2rDXD4oVxb6hyQ3Ahzx++OioZdAet3V6/18dg4LlQ",
-	"fC5bg9bdXr931yf+o5oThET4e1LnOXsmz4QS1iIDEwO21+/7pX0aet132BoMW/p02PpcPltff4t2aJGp",
-	"g0rERlMxOsWYkkTMhUqAEqHww9njheIz/fgnEHCAOxBCYkeR8ohG+DSNHnscKlx6uX+pJ02PbComL5YP",
-	"e/TJ/UvVePf6/TUFwi5WGMzP0FAXLGwDez7JM6r2eK9/t2nUfJk7NYURy9pra/Dr+6jlA4pKRxds/4Nf",
-	"W3Tarffw2o5Hi96Cz9LG84cVv5wLdfjqKJe3WQlzz7llJ5lMSdevBbh//WIQD4ta6ZCUq+21wF1eam8t",
-	"hI6nEsifcoaPXBOYkJ82X5DXgidy5YYAu87RORDD0O2GuK207PDR8dE/nhywe/27ecWsULSVqBYaUJCJ",
-	"aYQ8ZxPDR2KcpcxOM5cApcPbQLQd6cQJT7kawYTW6TmzvmqJM3w8lqNyhTV/hvCY7VzuNsH2F1/nMuHU",
-	"ZCGhrX2xm5SfcROOrM2GJ49K0Znq19psq5BpT6YAPHfyyBU56k2V7zFdfl199DUWsr1+oy22W9/o6H3U",
-	"muta30mSVDLW2+X2amgI6wSJvQCWT3ZGloJlQ7XX5TDwmC6B07kNEfMzUQJ3hitLNcmikl1iJAaM+/Kh",
-	"jOAPgwTzS8SMONOnZIcxZG5NSsuhPkIqL2JOp8HTNLR8AR27vVwDedHpsUNVGgYud66iwNpxN4Oq/Y/G",
-	"nmXWoQ62KOR/fJq1D988OjpiqXCoAnjRLsFazF2prFBWOnkm0kUnKtmU9vt3sdKRX8oHHOzDTFos4BtH",
-	"XrWj2Ulni+mZM2G8iJYbLNFtAJSNUjHDyurnyFQ+QucAT4HIi3CkCcVHL/5xdHx4fPTyxYfDF///hyfP",
-	"D4+exRE20fgoLGqDPbbffxDMJKWa43ktdar3mptRWButph9QsbVxXlGJFgrcyXEEs+CKhJO23y1+Txls",
-	"VapGWFMqDREtX9864lI8srPUeA5uzBJ53L028lhThmZ9AXdKagngQ5K5T+R6PckstSvAV3Y3v1KpRYsv",
-	"bUGaiwL3+Mb+5jfyOuv4woPNL+StBOCFvb1tNrJaTRbf3WKy5dLMyKK2gHe1Lv5VGVvOyghLsLNHGcED",
-	"VytxsYK1UXBeg/RDuaGhT2ZuYV51cyBRp5JySzmTC58tWUmWDB0EfCudWuHjufiSksdzsf4q3fDduehN",
-	"+A6R82++tyHBt4SWM1FgY6id06CuWq8tNhbSqXawiKhRU32KLuIsEEwGolkvGG2F99kVNtwaLhLypy/M",
-	"PVJfSnzjg76xYg17ub47sJrBW3MlSkEzZQhWrnkp6n+p4HfoUb2uyDc+gzPf3rdrvG/PgjOg9szK2g6V",
-	"cvrcJPpTLKD1Rcgr7lt2qBZLrAE5Avpq8DUQ5w+qufMjPRMWBWdqc+o9jKu3jEZ4aSbXI6Thsfzky9Be",
-	"1wXygZKfq6FPPrriiwmGWFmhnn1VLiaIyD7080oNVv7UQuTuFmta7kDzJxQ+6SYsd+lYJTMlTh8iRYjm",
-	"pKKupFAoRLXK+AeM3sHedE5PBHo+yEGVpkhgyiEsUZlNlUpChcyESnEo0qNDOageOzJGoPH9JBUUW4CB",
-	"KCFMIqdh7OmSTQ/+JFcXyiZejYvqXJtkR9zv72OrSRSmvSTTxmBT11CgCamtEXPBK9OhDYR7ZbAovXQH",
-	"bZkTQ6WyfJvgEVckCklvmlS6cCEFr9xsJp09KLfIJUqu1UhU1ystG2UOZg0Nt6ihJnqTtDnFRurBg3fC",
-	"R6cTQ9EMMLXNzJk8883buZ2GF8ngMPB90ZFyoud7hkEulepSZPgwmWIJOvSOK119473+vs+CxVWTBxBI",
-	"JeETuWekqiYeFzaYeK+/FxdCZT1scx+7JgKPjk7y8WJGeTwRrlRjDTOEJHZlLNAAARs8lHUdvKRlqRg7",
-	"jMaY+z73JQwo/DVl4CDscxce7oVPuKyxABM4LsN/Q4PvGvF17/qYYKlE3TbMsMBK6p2Osb7hyFeQcVmQ",
-	"9efYWD68DgdWTrmI7eN1xQphE3vE0LZg7H7pSMHm8Ge6+MNZfHa34KE1zdS+Uxb6GE90mYWydgm9OnVy",
-	"+0brzarQ7ik1sQ5s1NZj72pKv1XDibABcj7knSDB7/b7vkmyVBToatHyy5MSmTSTYN3/T2w12s6AlnpN",
-	"+q2fTJO26aZGZxPi40T4Zp169+OliFPRfB408SrYnmCP59D6OY+a6YV9rcIAv29qvu2hWbn2IS+A6vO9",
-	"r/XCfEmlfxtqeSV14e6W9zxvJXmr+1+/rW2jIH7Re0M14tBFiHenhuJQINIqxakRmH0csTbN+j8lKl5d",
-	"/vgiir/PydlK8b+R2+vTOq/vFt/KEVdT/78/skE4fSkVfgeV5W6qJ43mewq6nmWOFJUir6Nogx0xJc4x",
-	"ghPkigEquu3YtymLO6AkcUff+Ei+ol9Z8Sk8KlRUCQv1fqqiNVtCDWlsCJtBnW3shMEI8ZCJAPqvE/ky",
-	"0YlfClBg3JaG7LEY2+HGIYQbU385WwhuwjRxppxMsYY1PjJgSp93KnOeijm2B59p5abpgp1kPvWGk4Dk",
-	"2+HNubIUA451yDgbi/MgMGHcnbcOTHWawG+gADsxs/R4CDr/v//7/wTVtBImjsuEIaTNY7gvR8lByiva",
-	"uNW4TepEJ4RjRXDaJgcfJLq60XAzlxrte3LpLHXeW+vPIfOWwBP5Ttw2X55RfIdU+3Ww8uX2yhLFpmry",
-	"lxf26kh9OY5gK1/tHct82jNrZyqP1spUYQ/NlI/d6pTNsBHTaZLzgygPwKcQAkoX2ZImMY/4m8khWQZ9",
-	"Rl/ZJnwujGD2VM7nIjmoo5j1hO+oBK7v2l+81J5nLXEpN1q4pS3ftxM53F1ZQeT6qKIrKJXrnc+VCEys",
-	"roWRfmgzoigOb2SiBAYgA6EWV0jgSRdR3o6GTFW+P1iMMlwpAaqT+y0qaXQ0RwjmjZH+kPiU50ehp2Yq",
-	"jHd6+yjJUyHm1nfMcpZNuZ3SDKU9+f5ooWN+pV1aISuy+xHjjs20dexuvwNkTYnzZdgsBZuacumBcJpa",
-	"ie1I5wEtHCikzwUGGkqN9Urf5sGdq2GcIcBz6kVlH2hKfdArAZsYoUtHEWLlfVpjGw/rQ15Gty64czmm",
-	"+luNG1hpwnfD4QOrjeYabArl2Ok8irsazX4bZHobH7AVKzkigmH1TGgl2MmC5X0I1sWnNkmeO5+KDxtC",
-	"CF6jZGlBd17hZAPKPqDqD07PLTqoMQ3XoQP2siovibMVWrR0n/ebVpr84e7Ud6lVwVFsGUt9Salns1hf",
-	"xvEGbUxXO7U1JvrlXumaSIJqB7colyFqw03acR4YEHd6GKkQSoqvONyBf5OjPYwPyh45xUgIGQliKqUI",
-	"BRAT8q5h5Sxt0CtciHqo9weWgPElzfBbhB7Ud8S7vdhf+2I/Jb2dr+theH3Osrobi/rH1pYTfHrFaZ/6",
-	"6N5ZKXC93vyAdXm+b8NDXjR8fXw6Auo2/vybij/3yBduE33+gmYC0h0pAJCCU+jShNyj0DkiCG5RtdYX",
-	"JlpXakCEDGzu2G5nW1sjliUmZ7gSIvFskFEFvia9FUvaf6Maa6n7wA3rqlTov57H0lnfxrjf6rA3HOOO",
-	"mFdD1hq5/c4nMjWu1VMf+3D2vGU2x6JKla4qPeZrChd1zkvPe89xiUytEDykU0SyMB/+QkotrfxShGpN",
-	"SPB+c0uZcqDrbXDrHyK4tenubBHGSq33twtfDR2G8hcr0aqlG4W3BoM6E4oDj8OryyGsiJDVGNbDV/sH",
-	"LA9kLTfpv3gs6yWv1bpg1nwr5ajV1VZNlwleDd2gbjh8dZM4cBu3+t3HrTYTiC9kZPNFsNdEtj7C2K7K",
-	"9YErAgx6RxtWeviLsV4K77wG1vtllIOvEw67jhqEeNgrU4VbkePPGgd7eTF/p9QscYOVr4Ydl0Wckht9",
-	"ye73rtR2zPceEUVxb6y5Xc1V8dVafIpOvJXl0IszqzRnSdDw89N8pWX4EmBLMzfIG7SXxlyZOlnjO4vP",
-	"vEi9jduqGt+yVTMcz1cRVLYnQDufqO/EBgd50dwDb2pemZI0rmsRaQ6ohwi61mkg8i6atYNvCOnEdyi6",
-	"ijuWCm4d9S+AJwbFjNJZqkxOc0qLwUoxfPUB44qa3fgAmoIS3oDdo0S/z7n1nVeS2zibP5e5hO5kuCqz",
-	"gHyXsJrAja4IGCGThRr87Pf3Q0lG4tK2ppNEje1lSTAJZpgmy8alr0/JvnEznLlJoSgAeGtk+GMYGUpH",
-	"+jXY+OYniXeTZSKruea598+lC2ZDLXV/4Utd8gM52OvvFrE61OuQW8bR8llxJKikKHWNBXZ9040l3hR0",
-	"7LY2pSDfhFrPwNQ+kJqKgmXW5U+diBUKgwVfgS3npVY61yZ6TAxXeXmUMAA8ja9i6t6yYOLLBEZfVEBJ",
-	"xEy7Kwko88xdm3TyZUxDRRv0G7YObSbpG/D6SnT+Op3gm3fSfJlvbV9fQeD8ExnLDpOkyk5ziipKpX4v",
-	"Z0XzRdq2saI1esXL+T+++ZJI2MmCxdThJN7S3LaFscy75i9MhWkhT3FtWwkQRaPkrcSIbyuYr+jQvD6c",
-	"z/dovjV9fUumLx7s1S7H9eq9jlrhl69mCNuaaPgA21AJ8iJ04oLE4ZYw3BKGP7hNfJUeXJUONEb7vpwL",
-	"hbG+1IgaA3ToqlB798aC03m7t5W77KtVB9wKqcExaa3k7PfKYSmvVSUsLrqqx3UdTJYU2qbYX2rw/61G",
-	"/+LqvlL8L0GmKeTHY8BtDPBtDPCNxwCHO7tK8NaIJTuf6I+LxAITkodo4FCwuscOfeP4kK5HD94p0Tnq",
-	"M+fNVN5CRbWJvY3KNgb5Xo4iXSLMt7jCt4G+f6xA3+YLsk2wLz68bbhvuBRx9SIUEb9FmfdqSaGV6N98",
-	"pJXwX0LUhiK2j4oFXDjw97JXbW3obwGRcuxvAExORC4R+hvevVw8TlVH+fIKxXrR4daV9wdw5a2jM1/K",
-	"AuGZ+Lqo4VfcOInmBPInlK/gAdMz6ZxISr2skRalYuxYpnyByh57I1xVx9CmUE6cZrHKUqqClCl6DJQX",
-	"PrFxtexP0cXbIlXdKDpEKGyEmfPuGXk8QHiBbKwgUjTLGDenTvkw6esQXr6UHvWVQqXXEsM8WPrqRPHW",
-	"ZXTrMto6vvqqKtROLots6yK6U1GgLmvQDdLe911Xwe9is8m1LC3e2ly/JWfMMk6X7lIhpt+UGNTcOZyH",
-	"BTI6K/KsFFbaVXssPd5j4aahcCRnswwb7DfZUf3T36oh1S/v61hSA2ya+t76A6rYUv9ohphbE+dWJk6P",
-	"ClrV8egSXalj0tTVZlvnKzXPuTwjDr2DvvtOvLCLzYw45FLdcuJvixNX6t5ltpoX5Ps8XbsbFDlrEbef",
-	"COXQzIRBCxQ6HLM21gLOTn4To9CDMS+d3glxUnndZPgwkWdC5YHDl60PzJOEcYWqeqk7JpeppZl8seBy",
-	"2kGIDQ6Bwas3nieJvyrfcEtgWN5XawuMsNkqRvRWyb91lN5AYCgiXUFm6roKBfrYKE1cMYkx2BbxC++N",
-	"waq/VFlxOxrHl91QmJ4FMooV6bjHXtbQQP8QVxTVD1P5fERYFob7GzHjUmFxUwz8H1cpZJsyAGjMjm+Q",
-	"q6k2ulkZjIYAMUGJyibDOKVMggGbcaxvSyQ6hL+GETCDAw203k+GZS7QsSddp6hClUM72I2TogpVQzLl",
-	"ZSn4xV3LOcG7zaH8c+dQrtCDdWRog28a75YXwxu90w29Si+J9zeUArlBfMg3fesy/WO1BsVTvT595WJp",
-	"jesLLvGQzKj4TES+cYivuhTY9bZFWes4NOYFriQFljJYuFrktcfLiZDEKNuUIYj+TG1oeZ0eexyy+rZk",
-	"82tan14Dp/xiSs5Xa4G6Vskp2qBenVrdygq3vsxL9UxtIqmbVZwdHwCRdC+e/DbKjKFc8DBI0LxqhZXt",
-	"rayHfrjL5rHc5qXcWma/bl5K5Ubw+ut5I6lrueyzBSnYtlEE6fi5Kn4iUq0m2HgYK71IEozah6/2BqXY",
-	"VR9WVS4Xl0yE7SxVloPBVyvL8dTqvC0eRne94DNRiZmFmX4COeRvwh05MctjzfDCtKk8firPBNNFPRob",
-	"YfWZkZ5L7KbnNBPYNxrW1rkCCQOZoaEVxgVL0WFRwD9XKbraMkK3lO5biwYpF34pnVMdofvSNW4uROYu",
-	"LOhQf48iy0UW1K/aQn4dwagmEFABSxiFcgYQ9StUrnBVeXKl591UnInUV7UMkbwLTwR9gAv24SSKy6u7",
-	"aOcjWo0tRrDzJ+UJbEXOmqSx2tqcPHgLPdiwMRVMDqta2splsgIuX6HzzyQdLqHnLQX9FmXFwpdxsvhG",
-	"hEVYrBhlRroFznAiuBHmMHPT1uDX94DhfnkrudIlrRRIjlBcOYuR8/5SY4ez1QSi50W8/5JyW3qXYLH6",
-	"8rFvsWxlsqobc5X4MIQlYcIPSsxpddA32XyujSsrWuENfxSr7+ThgyBjrryXhzLV7AAb6rupUA4Ig0hC",
-	"pGLx9kzUvFfq9p63pm6GX7mNZP0alprU5T3+S4NQj/8aeBHSs6ngqZuWXqAvAK3+XwAAAP//",
+	"7H1pcxu5kuBfQXAmwmS/IkXJctumwrEjX6/V7WtsuT3zml4XxAJJtIoAG0BJ5vPzxP6I/YX7SzYyE6iD",
+	"rKKow7LdrU8SySociUTex6fWSM/mWgnlbGvwqTUVPBEG/31yyCfwNxF2ZOTcSa1ag9YT5aRbMMcnTI+Z",
+	"mwpmhMuMEgkzYm6EFcpxeHbA4mFrmPX7t0cnwlipFX4QXfoukRNhHX01bMU9djgVzD/IZvpEWHYq3ZSJ",
+	"E2EWbDTlaiKKGa3OzEjs4Scaqf7p0yl3TNpijW3O4pGezYRyj3SmXMy0YXE2T7gTyb6LGR87YRhn/qGI",
+	"idmRSBLcHs1qOz32RqiEScekYvHBuPtCK9F9zt1oGjOnmRE8YVqlC5qflpNEjMNL9Ebx8IwfC8bZqZFO",
+	"sJFWiQTo8ZRphdsLMJGOKT4TtteKWkb8kUkjktbAmUxELTuaihmHw3KLuWgNWtYZqSatz5+j1jOpjleP",
+	"8fXTR+zezr17LJXqGJYBUynx0bE5n4iIid6kx2I6qq2T7S1tJnbrkzaTg+TzlpOjY+Hs/xplxmrzoNfr",
+	"wYM7P6ZyJt2DnTt0qnvMiPTBsAWjDlsxgP7t6wNmxFgYoUZwjCl38kSE6WFXwrpbAOD9I0CkAIOUW1oY",
+	"bH7dZl9zJ57BKlZ3/G4qjGCCj6aERtoKhgu2zDquEsvals8ESwwfuw5irzaTYWvPPLhzd8892IkjZsIa",
+	"4R2ZpoynqT4VCVP6NGKOWQEHaFmmnEyZg8P/I9OOAwqeTnUqGJ9wqSKmTcROp0IxAz/1o/wNfwh+Gvgx",
+	"TNGGH+PXwplFdx+QNIZ9cLa7c7+zMVi6r3QqR4tV6MDtM9zlICmdBzuFk3BTo7PJlLUPnhw+ZfmAjAgG",
+	"G0uRJjYi6HWlcOPu1Lk5n8suDIujdj1x6W73OxHjzDqTjVxmRMJSaR2CfMTTVJhha++PBzv9/t7pg52I",
+	"hYPIv0JcIsDqMfujOJS5MOw0nMKAceb0sVDsKAN8xWcjwD+ZpgJvYv5sp8dimjoGmMPu8dVbltns6Hcx",
+	"chGzc4DDkRhrI/AJnrmpNvKfSO7w0u+xWJtJjL9qM+Eq/IiHl1lhmM6clYlgWolOPuaCAcxnQGqMPfMw",
+	"CxRYPcc3HgOJjJ1O5WhaOcsZX7AjpNlGiqQ61UwqOctmrUE/CtNK5cREGJz33bt33f3MTYVycsSdWJ38",
+	"oeAGiGfxEOx9NAXAAkFuA9X58e6dfmc9ERMf+WyeimJEI3g6ezBsOaG4csmwFTFhjDYPhi2pTngqkw94",
+	"XMNWK1qB2OeoNeeGz4TzjO0gEbO5dkKNFr+ImrvwnB8LCyzACO6kmrBXL98cMsvHgoi7MwvWfuOMnAtm",
+	"xYzDVgGD4A6NpbHF9UWexNmxWDCTKbuHx2yEnWtlBWtbx11mkS0c6WTRAdQ7FnPHxtqwnV021Zmhn42Y",
+	"p3wBPASHjPMtuO5r/9OAARjjCNbI1cKvEx8HBEDaBguB4fIv/EJp7fkjftmJHCOpLvYzEc6y3Z2dPcbD",
+	"+FOZ0m2o7lwGCmkypQCG9Gr/fo/9IhaWcSOYHem5SAL1r9yXsEi6k8BvzYkwdOiWte98/NjBIZR2CLGI",
+	"WRoFlj/iagnHJRwrUZ9W1AI22hqU0aALeFC5CvzjM6Embtoa7Ny5E8HVCJ+3AZ2cEwbG/N+/DYcfd7a7",
+	"w+HHu0/e/+3fa9AvahGbXMWzl3P+RyYY/czGRs8YZ3MjTqTOLLK7W5bFwA8e4SMxa4OwAgw99nS302Mv",
+	"gQo7DQAunQMyS0bvEbR/er7/qGvlBKQgwrhMNQMfCDIcmyMBymYCD2QGJz/TiRxLkYDoBMRQTlTYBIpa",
+	"QC5FQli02+/nB/BHJsyigL8HSxPY+7v36oApxyg61Us097e3+yxIVwMW/xADq2UctwP0X+TSqyWAC25S",
+	"CTRL2VOgvXgRvPwoLZtxJNXpgskxkOwggbatM1pNOjQSymUVyfSWBYjg3fHy2x47FfyYnm/H77aGLRCb",
+	"WnGHKRBa2QyW3GP7YXIE/AwpkdJMidNcEGznwimIR5yRNAYMlRgI+11LvHKcOcFnHT8iLRCEenaUOT/r",
+	"mMsUKExJJh0wpYEaMZFa3Iefy4hxZoVlC50ZJhLpeuylmwpzKq1gu9s7iDZKuylMLW2Qepuvn5+wCQG2",
+	"+zu79QgA0vYGSFAI5YgJzYjQxpMBPYgbabXq9Ng7kM3gvPFYPOzCiVb1nFsWgRqRSIBoBNu/3d9lL7Rj",
+	"z8NlweugNFL6dUApln1uyKgTSWs6SOAVnGHO3bQYv/LIOhZcJnH97t33v/W79/e7P/38y/MXr7qHv3b/",
+	"8f7Tzp3P9fQurRfAn/OPIF4wlSGW6jGTTsys56mZUawNVItZ+U/RaSIaNHZ5pYkY8yx1QKgjgBKJMNv9",
+	"flQINNu1Ag1qMzVkuUwLZcLab58dPC4WVAUojbGZMNPf/vn+P27/evc/7/3Xzi+7z398ce9V//XO4e67",
+	"H1vRpQBOcsRTmdaKhC+BfHkIe80tiAXIpeHdJnDTrxV4/7sR49ag9W9bheFgi361W4c4/Bt6CVYGBKgO",
+	"xoeCz86ErX/5PMB99/DOo7uP7z/Zfnr773d+uvvz/V+2n18SuASyJx/nXNVs5JGezXjXCpAwnVdkALVR",
+	"txUJyvyI4mhGAJ0DNVAadMBiLy+B3sGTxJa/iFjMLTJsEX4sPrdRe0Q9BYdCTZF+TTo99oTgMmCxwIU/",
+	"yIeN8jEA6uLjPNWJaA3GPLWiHgdohAoO4MXdDBkQcMC3Wp9z6HJjOEyQKflHJg5oMDhaxOUFnudYm1kr",
+	"B38tDvmNn4VFYYDz4NF/Pd55svv0x7/f+6n/c7irl8QjwIS6bbwFrVCC+A76vc2OYjZKuZwFUQPeu2VJ",
+	"HbU9tt3d3rkHzNXwESg0JMbE+91/MN79J+t377Me+8D+hw3Yf7B/sb+xB6wbRygooxyTaGcHLO7FyK/j",
+	"HvxjBHzNrJgAp7cke7x9/YyNUolfGDHTJwKFbJuNpiAwyISNdJYiywdpmyeJEdYGQ4WHFLN8YZkkTUhn",
+	"jqVaH3PgegPGHUsFh+uiRLGhIHHiuBzW1XSwHqCbHSvopP1/3RnfHd0To7uj27dHP476/d2jIz4W93Za",
+	"UYW/7txbJ/Hvd//Bu//sd+/3PvzP4D/+9bcH3fc/FF/m39U+9+/1+mlQCfFOPeTJa7qt8GmkFah58C+f",
+	"z1OvVG/NjT5Kxexvv1tAok8b0udX9BZNWmMAKpS3GU/hBnohH6VE1LO9OcNr3XDM04ghwYAHvTEoV7cj",
+	"Fh7UhmXqWOlThQIQmxs9F8YtiidIHej02FMp0qSbihORskQ4klCNQNJKJDQmPTDuAYF4pNU4laOvBqyR",
+	"n98WunYQFIF7CtZGW2qS0XpExHhqBE8WucAekX1Tnyr4P7ePJii+I+SARCRa0KUQH4HHSBUUtw6C4ak2",
+	"RzJJhLpuOJCKjvwnKCCeclWUStA53FRIw4xORbEbNG+SKAIYgQ/jhg4U3DiePoGzvs5NvVXi45xUWFsy",
+	"O5BqWG9H20NrJNlBAgc/SGJv4hVzbVCZlg539kK7p6B8Xz/GknK6hEqoIrvKSRLtXXOaSOPdqWYjDjoh",
+	"XE+pErIZZNJO+VEq2NGCJQKEjU7YdlCGGuzPFb0q2GGBOyz7WIADJIOyNlXjt6qDlH9sC59BML3ii1Tz",
+	"5FDrZ9xMxNeiIqRxfxwJkdC2vSaTm/9BK0IwvjIi9xI95TIV14pHJd9VIon5o4rcZP0AQO9VfmSn3BYm",
+	"JCvVSKCAwC2a0HvsteiiA006b/p0ZoE7fyPMiRyJt4qfcJkCil33aVlaAaKmmM214UamC5YpxHen2ZSr",
+	"xNtD/cnueUMpqAMmYlOtdAaMf8mVg5TCo/8SPi/Z+9ehdflR3MKh1s+5Wnh5wl43vMhe7/EaeDfKkoTx",
+	"6G1qj3QCJJM78QFVe5HEHUABABn5MKpw8v6aHntGfiqgPHMgUhXqBN9UvC1cVZ7ooCgLlEVpaRdhnWQT",
+	"QytXNmdcaTcF2Xv5PMo+xrWnkT/Y4ILb6OXw/Krn51yY8FYFd5W4dsZzRF4ccsaBcCmtlWoSFVJmxMTH",
+	"OcjwwIu8RLgE9jr30zoIrDzvwTA3eiSshRtLsQzXDY14yfEQI+0LQmFmg62wzgHj74ssRvhwLBYfjIDX",
+	"4Oa8tYJxNBcfiwX6kehTcPSQvYgWCvvYzxLpHqGpFs1+JJZL0kT4OkwLu8URfuVpJgBFyT16vnfQd1zv",
+	"6yxUu9/8Y+9zBUqjXxYGwOGenPgDXNrDiEBfVgbJJNCjqI9VjSyCl7RX1ld/w0kAbeG/FgzRdXJWO463",
+	"vG9sMimfxrK5BIZDdfx1kC/rpaj4v7r+iS6IoCjY4XsMIypyJcVjhI9D8Bx4u/vjbtm4oMerpoUB68Z7",
+	"jPsAjdwF0OYs1WqCtLikPvq5ZQIXX06UNnDbidJaB59Qvy+p3z/uNurbg+77T9vRj7t1JpaoJesPzKyH",
+	"F8n4tywsMY8votvmfTAJMXTvmGkD21kCcu7SDV65uuU5kC9dA1bRj4f49Sqq1hqUyndDJq0Ca6OA9JVh",
+	"SwsowwQRusDU9dfrmbQ1VyxH7c1xnC5rDYoX3s6zCQJN17hioi9AAtTi5bg1+O1TS2WplxvJUrR8DKUt",
+	"rJxQw7t+5e+XKf0+hcTcQrtJJkLcCBDkEGGGIB9QIAyyw8I9Rd9Y1nZ8YiMyBBw8th3U1WAlLLf/4jR4",
+	"eTNlhfM2EfTZ1VBDlAEacBB0kNofMBBCJPvnoHyywVbuaUFhsV29CSWD7wZIXzLv5pvzWykvvA5L/Hoe",
+	"4UMInSQE370qQc2bxquADLCqeKz73ulUMhyu3wGOsmZpV3HfAi6cedmWDosc+p4i5pGBBeGvicy76HVF",
+	"i19u51n2XgnmxTCKd8v1Ks52+328MdbHfWqFy6hCa4T+jZU4KYcq24yPplKRwolfoHzlN+2nDcGQYS9x",
+	"xGJvy/yAl6/8RW76hC+d1h+AJ+b/AwGGDyFoCUlD+Qu6XOVvAFhx7UXJxaZVnqbHY6ES0DLxIaAxc+6m",
+	"TCof74HmBjJMxkBitm7He0zM5o5kxvwREEwpcrETrET5Dm9R4EMYBtW3uP5OS9UUj1mCM5OoaQmVzfK7",
+	"EeXOKG/79w7z9zWTzECqn9Sd9VQbx6bZjKvioMXHecqVNzfWjDbXUtW6U5+iTI3QQeBGqNX+/OblC/aK",
+	"3vFxbvf7252AO1seyBvcEmDbdLQR4W6xs7q785PgqZuuEgnvuQVhwgNUH9eAbWl2/1bdRAd56MDqZBdg",
+	"EGLGZVrLbUgTtOfnNjVodyKdSB4uGrxuB4/DVacnTS0mGJ2eqdC8hmdyf3eVOK9yuAoZrmNqBBw/dTFq",
+	"eUdl5laG2fqj2x+NxNyRBaB6hHkwxOpyz78n8naeBbSXZgLHsAKCEFOBYxTzr9/Zhbh4joQ5mgXIVwIA",
+	"d6NGLD1Qj/nCVuJQ7pbCUG6fEYVyeey6sEsaV+l97zv9DXzzS6dUwdFNzgaxi6epl8XXbbhEa0Aorx4a",
+	"mpFqBQWkD8yKkREUQ4uBu1sn21tF3JPd+oQDfN7ieBd67M1Unyof5KfIExX0ubPJNS1mdfvvKwC4Cjmu",
+	"ApMvpDc9F7WEwa5Cez9NKxZVW/YgHQmQeixzGl33m+zuuXhpGglJk+pO092yZOsFtYJMjD5kv3P28eUx",
+	"BLjLepDAwlagQjEINYSwmY5uftMb6CHOuebCPaf8gamc15xXiCOZ5Q8BtlOIKAiBgs9e8JnA9Afvh/Ap",
+	"TBhw7sOI4LEYZP8Y5G6g3oeCz2y8x2IYPybHIM1xywKG4LydmqHo+TAUDOPXH6/K8L9rqc4nXpyfrDby",
+	"vhf+qKsAhW+D9IDqeXtzaNULyedimeWLcQaFClF0RbwMSRU5UNfj0lXQrhJmfsNq6Mvx+EhzA3pTzQWq",
+	"epAAuYvHWaYSYdgpX6zibjNBmE+5rcGsn/QpG3PDpGMT7QYsHmVOj8cxayciFRhI4C/xLQY8zNpOxGLv",
+	"wYAbCDgWhVDPiJV4X6/Xg2d5lkjn7yr+z1I9gR/sqRBzzK7yALUW+SgmJ/q4MMNHwidnZK6rx2N4cSwV",
+	"T/2IFVecdFak405ZsaPtoHZDTpeohYtoRS2cH/UfxdNaJc86bs6pafhXHjZkvWHYDei4zD+IYRr149Ql",
+	"Pe2np3xhWewTXeI9xtlYKmmnIqngSCr4CcVdYIj8kZhKlbD2bn+3Ah4/ztm6WmALtK6ATmUQlfdei/B1",
+	"nO2KjH3NUdSrltUmXpqn5W6+FIy3bThoM/Gigt2rY3FSjdIsEciYiAltRNtKJHmZsPmMjZpQeK2000qO",
+	"QlIH3NKRETOhAAG1qiQyw1Ly3Uvlftxt1cazr6iRXmAIy6iqjAVwG1DjQhpVOMuqXfR8VlEco2FRa2Wc",
+	"Komul0ijUpheEB+BIV6F0PG1hcIzeHoFfFfB1qvn8S1zdjN5S87ebwub33qRb1OrxAr6XCGOnkdibpQ9",
+	"KzTvvDQrF1DDdhtwu5hkDViv2x50IVS5KNSXg9W/ZHj6Oc5ozXFcEblp4rTfEqGxwmxIbGZSlb/d/p7Q",
+	"8XPN7kPgU31a5u6du7mrx8f1X9Zbh4HZ6LPrsYeGq9GUUaWUNldJOFjyaXSY4W5K+SUKdXInXSqo/gst",
+	"x2dEhdALpd2HMcZp1wCK3qhR3hq9TISA0jI9ouDYkajO5xO5lHascVpKfFid9pUwXQoEKGVphGz53X4f",
+	"5dzOxjJtySFbc9nWBNQcLMfQRKg/2mw+14bieVM9YSNtqPhLg/OtcF4tQffw8JU/Tzr1MgB3+7t1BnY8",
+	"5ganYLTsFbTZbMbNYskDzGDU6mG90I49bTol58N4llxOleI3MhHKyfGCkuyrU7F2zI905gZHKVfHcR7r",
+	"YQQF57OZNoLZuRjJsRzhK52KkpAZ2c2nOtuG7cODEFBRkfPpcTx3QxbnXkf6Xus6ML80E3QcCz4jMZu9",
+	"MvJEpmLi0wa0SYQRCYtRD48Z1Q5iMU9mUhUfyeIRlxVlfKEVtfBJ9JLCI7VWg0PBZ1ei6VY2t+IZNkIw",
+	"Jz664Eqn9+j4FCbY1VsW5EYZsjUOb9gwlrEqiWIl1Pdmonp1GI6kYg9erxXPSsbZq7D5XaHOfwmRs6wm",
+	"l0FUBe7FVGg4wQtJoUtIthRidFXMflM1BbZxFdIb3sFvWHQrPBCvMnfOE7uwFt8oNsNqrkiKvDZ0Wt0E",
+	"Ba/WOKOCQOAjsfOafLbJ/xTIUP7cXjV3XiWV7PjgeLLB80SJePR8UvHSxCgskpxSDOHDoouU+hVJNTx6",
+	"Dq0lvFInOe37mXDZOYLjIjIVllHLBsrlDOv5QABajdy4AaQ3pvhrIg2/bVZbU0hg1VljpDY+W+Tsqgev",
+	"wtOFuHwu517+TmPFgNOpZnoulPfF+Iu0XpjevHRH1HJ8ckbIz5rwkbMqf1TrVhidOawDVkV75cM5ayKE",
+	"vUT/LQgPQWquSg+5DJ2jTfVMPXyXLu8F5QwE5IUkjSpBukarUnQGV+qfcQM3CyNavosYpO+jtFoKTjtt",
+	"LcftP6YHsGZLTM9QnYGVC1Fa8p2zLSvnDLYqX6BLhHjlV+UyoiEN0ox6RYmXUrRpQfUKvlevm+EYQcJc",
+	"FhSwIhTIf+TN7lXiTAKXB2JoRV7cqCgW0TlDmqjGoGCABo1RE4NyTmmXRJ/rl3cvF3q5Rjyu3qXSSaf6",
+	"FJSocJ2mcjIFlDYTkAWaT/xNg43nmRyL0WKUkuFODFisxGnM2r9n1nmO14lYDP/FrH0kkO1rc4x+U/hl",
+	"TqHvMWufconhEh5sOUpiqINOTyiWf5RqK5KKaUEJ2BJMAWhA4wFVx3eAOOMrazZ3RaL7OoHxhTgN4qnY",
+	"Y7HK0jTORUW7JBQsk/blZKZvmNSfT9i6nLCzZLUW85SPfPG/cZamWPXcCrfH4t/ex2yUCm6sDxe5fraw",
+	"ig7wW44KVLOpjAhUKgqrOws+g0WvQ4Pr4jRLlAbOUIwyOM83cFo+3QozyPczynSgT0+DuPbzu8MVNv7z",
+	"u8NK2nmPHThbKa8lbTUIII8htcIXciFfV1xkvOS5MXlRjoVy/GNRfhs2QrMWIJo6N6dUcKnGOiSbcypY",
+	"lFe6w7rGbMalclwqYSyS0NS/bwdbW/6ZXiJOVi5VPgBV4clSJ7u+psFUpPNuIuxxKF7RYy8rcbttLK9t",
+	"h60O06dqqFBtppRDqj3s2eqej0nJ63gciVSfsni5Ojxo8EMlraYCeJhwxF0lMqM3VEP1b//G9iuFoofq",
+	"CU4AI8ZFMSDm+RPsrFJIoP3zu8OOr4M0VPF+uRr3gPnK0VTBnopDoyk5VM6lcj6VeOFllCBYMJn02P5Z",
+	"NQuKPOhQz4qGXmBd9KGKd/vbrFyDIQ5J/vFyoYKw9rionN0bqvjvTw7Z1hSzff6JVpJMlQptiyQA9bVO",
+	"BR3cibTySKbSLYbqCR9NSwV9qB4Gm3LLxEc+cumCqtuaCVrpB+vN8UOV2+MZRrSyKT8RvryTPlXlIGOD",
+	"y8ls8HNgkWnMe7O9oXpNZ0tl56gO3SjzUVBY1iNgwR4WIfODzMpgvc3y0ldxj4VKJ1T6gHa5vrZRW5uh",
+	"okIJOWpLhVVDpOvQTCze9eVc0ecTRznUuGUyr480VKEmji+sZAvkp6/I9UOLSKQlOQLuiC9UYgAoB4rZ",
+	"qTZuwH74AeadCa4sG7ZyzyBmAS90lpfArtZqogmHrR9+CDiBrjw7VPQXSB1rcsmydtxUAYMqs6SLoSo8",
+	"q7Vu2XikE0FGOf9kyXG3l3teuUqGKvhecS9L3jgYYMbzMDj2a+HbBGzIgCi0d/v9zlBh4vQ894L6ZdtK",
+	"tThG9CVseMSNkcQgh6pctavqwQy1vaRbLucVJglQfsUnUnlS9kyStGo8lYXdUYW77pweE0meNMna293t",
+	"fj9iXjtlO3c6VJ/bDhXlXPq6uL4yMfr/jLCoqFI9OF9iicoQ+K0NVaV6OICTU/3wgSeMvnXHarMOX8mP",
+	"FKu3r5+xscgLIQ9VSTNZVknYkQayZoTXWapFyDWWPI+GqlyNnEpbblyQXCzYqTACeAyWJR9rM2CJxosw",
+	"58aKiI20ouYSWItCJ3K8QLoBhNzx2Rw9jnQc0VAB+VaCFcOF0j94b0sf/RqilTLnSIj67CFPAgGKe+wX",
+	"IeYFyRtjdd5ClrCETWMNogRW6x4qX0SdOn1QmXcAfSgNk2hhOwHZXs6dnMF6RrBbH1GwGKo3Uk3gTmZ0",
+	"N/OmNWgTj3KVmRi8ryxQkOsQNt4ZKm5KrX2IVykWPznkk4KFhjY4R3x0vNTZBi5B/Gr/8NFPoGO9entI",
+	"kRaPnzx7cvikaHwDW11pfTPwNHWocorsq4mHsodAEjHZq1yug8pUhvPY3mHlUmmMaqXFy2XKQyWyXnnx",
+	"IMHoOS1mL69dKl1puciAy+162ngF8EfDTqXCo9pXVHFd2nN1QxqUF0OFyb0kX3QDGioqO9+2OkfQPPEm",
+	"FG2nOisrpdtRBBgqf9bRag8j2Cb2qwGNpw2yRxxK5LPYlzYfqlDOLy61gagv4gdXIEfd10XNOyRS1c9I",
+	"JzCdmlQC22NvfeXQQjmOfGk4nnS1Ao5U/OQr1FoWS1TvPcTgXxRQ4Z+SKRbQMpdnqCVUxAj3y30Mau73",
+	"Q1ouJvVTWBERa180Ekl77Ujbt5mvOsgOtWZYdzDuDVUraqVyJBQlhXjV4JXRcyOF45gF36gSbIU3C1Us",
+	"Vwr2Xx2UTMuD1nav3+tjWPJcKD6XrUHrdq/fu+2z7FHhCpIm/D+p8+E9kydCCWuRC4oB2+n3/f4+Db0W",
+	"PmwNhi19PGx9LiOIr79FYLIoGYByxkZTMTrG6JZEzIVKgJyhBMXZ44XiM/34IUhJwGIIq7GjSHlEI3y6",
+	"Q489DhUuvfKw1JOmR9YdkxfLhz36TPqlarw7/f6aAmHnKwzmZ2ioCxa2gT2f5AlVe9yl6etGzZe5VaoY",
+	"/Dlq3enfPvuVmlqKZdW7NfjtfdTy0VCl0w6Oi8FvLUKQ1nt4bctjUm/BZ2kjysAmX86F2n91kMv5rHRj",
+	"TrllR5lMyVBRe0b+9fMd0olKeprLXo7un9b0V6o9muVVR0Bf/nv/+TP0QS6JzEvTxdQZIgxxoKST2PYM",
+	"g28SySnkC8QO6ToXO/Q1J3c4lcAOlDN85JqOD+WL5rv+WvBErlx2EF/ymxmYQ2jcQ9KHtGz/0eHBr0/2",
+	"2J3+7bzSWKg/S1QcrVLI1DViBGcTw0dinKXMTjOXAOXHi028DunmEU+5GsGE1uk5s77aiTN8PJajcpMu",
+	"j1vwmO1cjDDA9hdfhy7g1GR2oq19S0QhR4smtFqbeE+eraIv12+1OVshqZ+sKYgq5Bkt0uGb6v5jZv66",
+	"6vBrLJU7/UabeLe+zdP7qDXXtT6sJKkkx7fLzeXQINkJSk8BLJ87jQwVi6Zqrw5jADjdG6dzWy5meaIS",
+	"4wxXlsq/RSXTzojqjKE4zAj+MEiwYEXMiBN9TKYsQ2bvpLQc6qKk8hLudBo8TUPDm93+LmsvV4BedHps",
+	"X5WGAXqQa3mwdtzNoGqHpbFnmXWoxi4KFQqfZu39N48ODlgqHGpRXjpOsBJ1VyorlJVAXtNFJyqZ5Xb7",
+	"t7Gokl/KBxzsw0xaLF8cR147ptlJ7Y3pmRNhvJSbG47RfQPEkBI6w8rq58hUPkJnD0+BKJJwpEzGBy9+",
+	"PTjcPzx4+eLD/ov//vDk+f7BszjCFiIfhUWFusd2+/eDpalUcT2vJE/VbnNLFGuj9foD2gZsnBdvooUC",
+	"o3UcwSy4ItGs7XeL31OGepUQEtaUqlBEy9e3jrgUj2wttd2DG7NEUbevjKLWVLxZX76ekosC+C5KZXdp",
+	"C+tfqVTixZc2IM1FeX98Y/fsN/Iq8/jC/bNfyBspwAs7O5tsZLWWLr67wWTLhamRRW0A72pXgMsytpyV",
+	"EZZgX5MyggeuVuJiBWujIMkGgcllxjthK0b6VXcTEnWqXreUu7rwWauVpNXQP8E3EqqVV56LLymsPBfr",
+	"r9I1353z3oTvEDn/7js7EnxLaDkTBTaGMj0Nyrr1unJjzZ5q/46I2lTVp0ojzgLBZCCa9YLdW3jfaWEG",
+	"r+EiqbTupcHQt/Nxj9QXUj/zQd9Wsoa9XN0dWM2krrkSpeClMgQr17yUfbFU7jy07V5X4hyfwZlv7tsV",
+	"3rdnwZ9Se2ZlbYeqRn1uEv0pJtP6EuwVDzjbV4sl1oAcAd1d+BqI83vVGgYjPRMWBWdq8uqdtKu3jEZ4",
+	"aSZXI6ThsTz0FW+v6gL5gNXP1RA0H+XyxQRDrDJWz74qFxNEZB+Ce6n2Mn9pIXJ7gzUt99/5CwqfdBOW",
+	"e5SskpkSpw/BNkRzUlFXmCiUs1pl/ANG72BnPqcnAp1H5ONLUyQw5SigqMymSoWlQoZIpcQU6dGhqFSP",
+	"HRgj0PVwlAoKz8BYnhBpktMw9nTJDAj/krcQZROvxkV13mEyPe72d7HRJgrTXpKhomyuocwTUlsj5oJX",
+	"pkMbCPfKYFHA6RaaPyeGCm75JskjrkgUkt6aqXThhQuOzdlMOrtXbhBMlFyrkaiuV1o2yhzMGtqNUT14",
+	"dMhpc4xt5IMT9IiPjieGAkJgapuZE3niW9dzOw0vksFh4LvCI+XE4IEZxglValSR4cNkiiXoEz2s9DSO",
+	"d/q7PhsZV01OVCCVhE/k4ZKqmgBe2GDinf5OXAiV9bDNwxQ0EXj0FZObHDP744lwpUptmKklsSdlgQYI",
+	"2ODkretfJi1LxdhhQMvcd/kvYUDhrSoDB2Gfe0FxL3zCZY3RmMBxEf4b2pvXiK87V8cES4XuNmGGBVZS",
+	"53iMuQ5HvoKMy4KsP8fGSuV1OLByykWMZb3X5nPU2iGGtgFj90tHCjaHf9PFn87is70BD61pJfedstDH",
+	"eKLLLJS1S+jVqZPbz7TerArtnlIT68A2dT32rqaAXDUiC9s/50PeChL8dr/vW0RLRQHHFi2/PCmRSTMJ",
+	"1v3/xEar7Qxoqdek3/rJNGmbbmp0NiE+ToRv1qn3pF6IOBWt90ETr4LtCXa4Do2v88CjXtjXKgzw+6bW",
+	"4x6alWsf8jOoyt/7Wi/Ml1T6N6GWl1IXbm94z/NGmje6/9Xb2s4UxM97b6hWH7oI8e7UUByK5VqlODUC",
+	"sw/F1qZZ/6eE0cvLH19E8fe5URsp/tdye3167dXd4hs54nLq//dHNginL6TCb6Gy3E31pNF8T3Hrs8yR",
+	"olKkxhRNwCOmxCkGwYJcMUBFtx37jnBxB5Qk7ugbHwxZtIYrPoVHhYoqkbXeT1V0wUuo940NkTaos42d",
+	"MBhkH5I5QP91Il8mOvFLAQqM29KQPRZjM+A4RMFjCjZnC8FNmCbOlJMpVsLGRwZM6dNOZc5jMcfm6DOt",
+	"3DRdsKPMZy9xEpB858E5V5bC6LEeHGdjcRoEJow69NaBqU4T+A0UYCdmlh4Pcfv/7//836CaViLtcZkw",
+	"hLR5GPzFKDlIeUXHvBq3SZ3ohHCsCE6b1ELA9nc1o+FmLjTa9+TSWWpyuNafQ+YtgSfynbhtvjyj+A6p",
+	"9utg5cvtlSWKTTXpLy7s1ZH6chzBRr7aW5b59HPWzlQerZWpwh6aKR+71SmbYSOm0yTnB1Gew0AhBJRx",
+	"syFNYh7xzyaHZBn0SZFlm/CpMILZYzmfi2SvjmLWE76DEri+a3/xUiegtcSl3K7hhrZ8307kcHdlBZHr",
+	"o4ouoVSudz5XIjCxyhlG+qHNiKI4vJGJ0jeADISaaCEHKl1EeaMbMlX5VmQxynClHLJO7reoZCLSHCGY",
+	"N0b6Q+JTnmKGnpqpMN7p7aMkj4WYW9+cy1k25XZKM5T25Fux+ca6caUzWyErsrsR447NtHXsdr8DZE2J",
+	"02XYLAWbmnIJiHCaWonNSOceLRwopE+nBhpKPfxK3+bBnathnCHAc+pFZR9oSl3gKwGbGKFLRxHC631m",
+	"aBsP60NezrguuHM5pvpbjRtY6fd3zeEDqz3tGmwK5djpPIq7Gs1+E2R6Ex+wESs5IIJh9UxoJdjRguX9",
+	"INbFpzZJnlufig9nhBC8RsnSgu68wskGlH1ABTScnlt0UGMms0MH7EVVXhJnK7Ro6T7vNq00+dPdqe9S",
+	"q4Kj2DCW+oJSz9lifRnHG7QxXe331pizmHulayIJqn3golyGqA03acd5YEDc6WGkQt7Gf9nhDvybHO1h",
+	"fFD2yClGQshIEFMpRSiAmJD3HisnuoNe4ULUQ70/sASML2mG3yD0oL6v3s3F/toX+ynp7XxdJ8Src5bV",
+	"3VjUPza2nODTK0771Ef3zkqB6/XmByxt9H0bHvLi7evj0xFQN/Hn31T8uUe+cJvo8xc0E5DuSAGAFJxC",
+	"lybkHoUOHkFwi6rl0jA3u1JGIyRtc8e2O5vaGrE8NDnDlRCJZ4OMKiE26a3YWuAb1VhLXSCuWVelhgv1",
+	"PJbO+ibG/UaHveYYd8S8GrLWyO23PpGpca2e+tiHs+fNuDnWpap0t+kxX9u5qDdfet57jktkaoXgIZ0i",
+	"koX58OdSamnlFyJUa0KCd5tb+5QDXW+CW/8Uwa1Nd2eDMFbq8r9Z+Gro9JS/WIlWLd0ovDUY1JlQHHgc",
+	"Xl0OYUWErMaw7r/a3WN5IGu5/f/5Y1kveK3WBbPmWylHra62zLpI8GroynXN4atniQM3cavffdxqM4H4",
+	"QkY2X4x8TWTrI4ztqlwfuCLAoLe0YaWHvxjrpfDOK2C9X0Y5+DrhsOuoQYiHvTRVuBE5/qpxsBcX87dK",
+	"TSvPsPLVsOOyiFNyoy/Z/d6V2r/5HjCiqI+OZcuruSq+WotP0Yk3shx6cWaV5iwJGn5+mq+0DF8CbGnm",
+	"BnmD9tKYK1Mna3xn8ZnnqbdxU1XjW7ZqhuP5KoLK5gRo6xP1/zjDQV40WcGbmhezJI3rSkSaPerlgq51",
+	"Goi8i2bt4GeEdOI7FF3FHUsFt45aQMATg2JG6SwVd6c5pcVgpRi++oBxRc1ufABNQQmvwe5Rot+n3PoO",
+	"OMlNnM1fy1xCdzJclVlAvgtYTeBGVwSMkMlCjZZ2+7uhJCNxaVvTjKPG9rIkmAQzTJNl48LXp2TfuB7O",
+	"3KRQFAC8MTL8OYwMpSP9Gmz87CeJd5NlIqu55rn3z6ULZkMleX/hc34KDJzIwU5/u4jVoZ6T3DKOls+K",
+	"I0ElRXVsLLDr+5Ys8aagY7e1KQX5JtS9B6b2gdRUFCyzLn/qSKxQGCz4Cmw5L7XSuTLRY2K4ysujhAHg",
+	"aXwVU/eWBRNfJjD6ogJKImbaXUpAmWfuyqSTL2MaKtrRX7N16GySfgZeX4rOX6UT/OydNF/mG9vXVxA4",
+	"/0LGsv0kqbLTnKKKUqnfi1nRfJG2TaxojV7xcv6P718lEna0YDH1d4k3NLdtYCzzrvlzU2FayFNc20YC",
+	"RNGweiMx4tsK5is6Za8P5/O9sm9MX9+S6YsHe7XLcb16r6NW+OWrGcI2Jho+wDZUgjwPnTgncbghDDeE",
+	"4U9uE1+lB5elA43Rvi/nQmGsLzUExwAduirUZr+x4HTeMW/lLvtq1QG3QmpwTForOfu9cljKa1UJi4vu",
+	"9nFdB5MlhbYp9hfn/Wajf3F1Xyn+lyDTFPLjMeAmBvgmBvjaY4DDnV0leGvEkq1P9M95YoEJyUM0cChY",
+	"3WP7voF/SNejB2+V6By1pvNmKm+hotrE3kZlG4N8L0aRLhDmW1zhm0DfP1egb/MF2STYFx/eNNw3XIq4",
+	"ehGKiN+izHu1pNBK9G8+0kr4LyFqQxHbR8UCzh34e9Grtjb0t4BIOfY3ACYnIhcI/Q3vXiwep6qjfHmF",
+	"Yr3ocOPK+xO48tbRmS9lgfBMfF3U8CtunERzAvkTyldwj+mZdE4kpXbgSItSMXYsU75AZY+9Ea6qY2hT",
+	"KCdOs1hlKVVByhQ9BsoLn9i4WvanaIRukaqeKTpEKGyEmfPuGXk8QHiBbKwgUjTLGNenTvkw6asQXr6U",
+	"HvWVQqXXEsM8WPryRPHGZXTjMto4vvqyKtRWLots6iK6VVGgLmrQDdLe911Xwe/ibJNrWVq8sbl+S86Y",
+	"ZZwu3aVCTL8uMai5czgPC2R0VuRZKay0q/ZYerzHwk1D4UjOZhn25G+yo/qnv1VDql/e17GkBtg09b31",
+	"B1Sxpf7ZDDE3Js6NTJweFbSq49ElulLHpKmrzabOV2qec3FGHHoHffedeGEXZzPikEt1w4m/LU5cqXuX",
+	"2WpekO/zdOVuUOSsRdx+IpRDMxMGLVDocMzaWAs4O/pdjEIPxrx0eifESeV1k+HDRJ4IlQcOX7Q+ME8S",
+	"xhWq6qXumFymlmbyxYLLaQchNjgEBq/eeJ4k/qp8wy2BYXlfrS0wwmajGNEbJf/GUXoNgaGIdAWZqesq",
+	"FOhjozRxySTGYFvEL7w3Bqv+UmXFzWgcX3ZDYXoWyChWpOMee1lDA/1DXFFUP0zl8xFhWRjub8SMS4XF",
+	"TTHwf1ylkG3KAKAxO75Brqba6GZlMBoCxAQlKpsM45QyCQZsxrG+LZHoEP4aRsAMDjTQej8ZlrlAx550",
+	"naIKVQ7tYDdOiipUDcmUF6Xg53ct5wTvJofyr51DuUIP1pGhM3zTeLe8GN7onW7oVXpBvL+mFMgzxId8",
+	"0zcu0z9Xa1A81avTV86X1ri+4BIPyYyKz0TkG4f4qkuBXW9alLWOQ2Ne4EpSYCmDhatFXnu8nAhJjLJN",
+	"GYLoz9SGltfpscchq29DNr+m9ekVcMovpuR8tRaoa5Wcog3q5anVjaxw48u8UM/UJpJ6toqz5QMgku75",
+	"k99GmTGUCx4GCZpXrbCyuZV13w930TyWm7yUG8vs181LqdwIXn89ryV1LZd9NiAFmzaKIB0/V8WPRKrV",
+	"BBsPY6UXSYJRe//VzqAUu+rDqsrl4pKJsJ2lynIw+GplOZ5anbfFw+iuF3wmKjGzMNNDkEP+LtyBE7M8",
+	"1gwvTJvK46fyRDBd1KOxEVafGem5xG56TjOBfaNhbZ1LkDCQGRpaYZyzFB0WBfxrlaKrLSN0Q+m+tWiQ",
+	"cuGX0jnVEbovXePmXGTu3IIO9fcoslxkQf2qLeTXEYxqAgEVsIRRKGcAUb9C5QpXlSdXet5NxYlIfVXL",
+	"EMm78ETQB7hgH06iuLy6i3Y+otXYYgQ7f1KewEbkrEkaq63NyYO30IMNG1PB5LCqpa1cJCvg4hU6/0rS",
+	"4RJ63lDQb1FWLHwZR4tvRFiExYpRZqRb4AxHghth9jM3bQ1+ew8YTq2GawkAenpMpmLWfrxQfKYfP2TP",
+	"9IinnT3GWSLmqV5QcJ6ypxjjr6gp36liU21dK2plJm0NWlPn5oOtre2du71+r9/bHtzr3+vj/fLAWcnU",
+	"LunEQPCE4spZjNv3JAX7q62mLz0vsg2WVOvSu3QSqy8f+gbPViarmjlXiQ+CWBJl/KDEGlcHfZPN59q4",
+	"spoX3vCIsPpOHrwIEu7Ke3kgVc0OsJ2/mwrlgCyJJMRJFm/PRM17pV7zeWPsZviVm1jWr2GpRR7PEulY",
+	"qielQfC7OnjRlWNTwVM3Lb1AXwBS//8AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
