@@ -112,7 +112,7 @@ func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result
 			out.Next = encodeAuditCursor(cur)
 			return out, nil
 		}
-		pk := orgPK(q.OrgID) + "#AUDIT#" + cur.Bucket
+		pk := auditBucketPK(q.OrgID, cur.Bucket)
 		want := p.Limit - len(out.Items)
 		qq := s.table.Get(attrPK, pk).Range(attrSK, dynamo.Between, lo, hi).Order(dynamo.Descending).Limit(want + 1)
 		if cur.After != "" {

@@ -398,6 +398,17 @@ type entitySpec struct {
 	check func(c *checker, it *item)
 }
 
+// EntityTypes are the item types of the table (the type attribute), sorted:
+// what docs/data-model.md must chart (a test compares them).
+func EntityTypes() []string {
+	out := make([]string, 0, len(entities))
+	for t := range entities {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
 var entities = map[string]*entitySpec{
 	typeOrg: {
 		kind:      "",
@@ -494,7 +505,7 @@ var entities = map[string]*entitySpec{
 		attrs:   func(k keyParts) [][2]string { return [][2]string{{"orgId", k.org}} },
 		gsiRule: RulePointerGSIKeys,
 		gsis: func(it *item) gsiKeys {
-			return gsiKeys{1: {pk: orgPK(it.k.org), sk: "EMAILINVITE#" + it.k.email}}
+			return gsiKeys{1: {pk: orgPK(it.k.org), sk: invitationEmailGSI1SK(it.k.email)}}
 		},
 		check: (*checker).checkInvitationEmail,
 	},

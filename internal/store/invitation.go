@@ -102,7 +102,7 @@ func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invit
 	}
 	t := s.newTx().put(invitationKey(inv.OrgID, inv.ID), s.table.Put(toInvitationItem(inv)).If(notExists),
 		failWith(errs.E(errs.Conflict, "invitation_exists", "invitation ID already taken")))
-	ptr := invitationEmailItem{PK: ek.PK, SK: ek.SK, Type: typeInviteMail, GSI1PK: orgPK(inv.OrgID), GSI1SK: "EMAILINVITE#" + email,
+	ptr := invitationEmailItem{PK: ek.PK, SK: ek.SK, Type: typeInviteMail, GSI1PK: orgPK(inv.OrgID), GSI1SK: invitationEmailGSI1SK(email),
 		OrgID: inv.OrgID, InvitationID: inv.ID, ExpiresAt: inv.ExpiresAt.Unix()}
 	if old.InvitationID == "" {
 		t.put(ek, s.table.Put(ptr).If(notExists), failWith(errInvitationRace))

@@ -154,9 +154,10 @@ func idempotencyKey(orgID, userID, clientKey string) key {
 
 // auditPK is the org's audit bucket for the month of t: buckets keep any
 // one partition bounded however long the org lives.
-func auditPK(orgID string, t time.Time) string {
-	return orgPK(orgID) + "#AUDIT#" + auditBucket(t)
-}
+func auditPK(orgID string, t time.Time) string { return auditBucketPK(orgID, auditBucket(t)) }
+
+// auditBucketPK is the partition of one monthly audit bucket (yyyy-mm).
+func auditBucketPK(orgID, bucket string) string { return orgPK(orgID) + "#AUDIT#" + bucket }
 
 func auditBucket(t time.Time) string { return t.UTC().Format("2006-01") }
 
@@ -171,6 +172,10 @@ func invitationKey(orgID, invitationID string) key {
 }
 
 const prefixInvite = "INVITE#"
+
+// invitationEmailGSI1SK is an invitation's email pointer in GSI1 under
+// ORG#<orgId> (where offboarding finds it).
+func invitationEmailGSI1SK(normalizedEmail string) string { return "EMAILINVITE#" + normalizedEmail }
 
 // invitationEmailKey points from an email to its pending invitation, so a
 // new invitation for the same email replaces the old one.

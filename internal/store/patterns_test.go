@@ -9,6 +9,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/invitation"
 	orgpkg "github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
@@ -187,6 +188,17 @@ func TestAccessPatterns(t *testing.T) {
 			}
 			return fmt.Sprint(out), err
 		}},
+		{"an org's offboarding", "GetItem+consistent", func() (string, error) {
+			_, err := f.Orgs.GetOffboarding(ctx, org)
+			if errs.Is(err, errs.NotFound) {
+				return "not offboarded", nil
+			}
+			return "offboarded", err
+		}},
+		{"unfinished deletions", "Query(GSI3)", func() (string, error) {
+			jobs, err := (&store.Deletions{DB: f.DB}).ListJobs(ctx, 10)
+			return fmt.Sprint(len(jobs)), err
+		}},
 		{"AP5 remove a member", "TransactWriteItems", func() (string, error) {
 			m, err := f.Teams.GetTeamMember(ctx, org, s.Eng.ID, "u_bob")
 			if err != nil {
@@ -226,6 +238,8 @@ func TestAccessPatterns(t *testing.T) {
 		"an invitation (accept reads it)":    "carol@example.com",
 		"audit log newest first":             "[comment.create]",
 		"AP5 remove a member":                "",
+		"unfinished deletions":               "0",
+		"an org's offboarding":               "not offboarded",
 	}
 	for _, row := range rows {
 		t.Run(row.pattern, func(t *testing.T) {
@@ -247,6 +261,14 @@ func TestAccessPatterns(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("the chart in docs/data-model.md is these rows", func(t *testing.T) {
+		ops := map[string]string{}
+		for _, row := range rows {
+			ops[row.pattern] = row.ops
+		}
+		checkChart(t, ops)
+	})
 
 	t.Run("AP5 left the count exact", func(t *testing.T) {
 		tm, err := f.Teams.GetTeam(ctx, org, s.Eng.ID)
