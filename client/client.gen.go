@@ -446,11 +446,15 @@ type Me struct {
 
 // MeOrg defines model for MeOrg.
 type MeOrg struct {
+	// Name The organization's name.
 	Name  string `json:"name"`
 	OrgId string `json:"orgId"`
 
 	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
 	Role Role `json:"role"`
+
+	// UserName Your name in this organization (you may change it, `updateOrgUser`).
+	UserName string `json:"userName"`
 }
 
 // Membership A user's membership in a team. `teamName` is present only with `expand=team` on `listUserTeams`; `user` (the member's org user) only with `expand=user` on `listTeamMembers`.
@@ -1641,7 +1645,7 @@ type ClientInterface interface {
 
 	// UpdateOrgUserWithBody Update an organization user
 	//
-	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
+	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`, except that any user may change their own name (`PATCH .../users/{their userId}` with only `name`; `/v1/me` then shows it). Only an `owner` may grant the `owner` role or change anything of another owner (role, name or email). Demoting the last remaining owner fails with 409.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1650,7 +1654,7 @@ type ClientInterface interface {
 
 	// UpdateOrgUser Update an organization user
 	//
-	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
+	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`, except that any user may change their own name (`PATCH .../users/{their userId}` with only `name`; `/v1/me` then shows it). Only an `owner` may grant the `owner` role or change anything of another owner (role, name or email). Demoting the last remaining owner fails with 409.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2503,7 +2507,7 @@ func (c *Client) GetOrgUser(ctx context.Context, orgId OrgId, userId UserId, par
 
 // UpdateOrgUserWithBody Update an organization user
 //
-// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
+// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`, except that any user may change their own name (`PATCH .../users/{their userId}` with only `name`; `/v1/me` then shows it). Only an `owner` may grant the `owner` role or change anything of another owner (role, name or email). Demoting the last remaining owner fails with 409.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2522,7 +2526,7 @@ func (c *Client) UpdateOrgUserWithBody(ctx context.Context, orgId OrgId, userId 
 
 // UpdateOrgUser Update an organization user
 //
-// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
+// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`, except that any user may change their own name (`PATCH .../users/{their userId}` with only `name`; `/v1/me` then shows it). Only an `owner` may grant the `owner` role or change anything of another owner (role, name or email). Demoting the last remaining owner fails with 409.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5695,7 +5699,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateOrgUserWithBodyWithResponse Update an organization user
 	//
-	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
+	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`, except that any user may change their own name (`PATCH .../users/{their userId}` with only `name`; `/v1/me` then shows it). Only an `owner` may grant the `owner` role or change anything of another owner (role, name or email). Demoting the last remaining owner fails with 409.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5704,7 +5708,7 @@ type ClientWithResponsesInterface interface {
 
 	// UpdateOrgUserWithResponse Update an organization user
 	//
-	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
+	// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`, except that any user may change their own name (`PATCH .../users/{their userId}` with only `name`; `/v1/me` then shows it). Only an `owner` may grant the `owner` role or change anything of another owner (role, name or email). Demoting the last remaining owner fails with 409.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11141,7 +11145,7 @@ func (c *ClientWithResponses) GetOrgUserWithResponse(ctx context.Context, orgId 
 
 // UpdateOrgUserWithBodyWithResponse Update an organization user
 //
-// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
+// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`, except that any user may change their own name (`PATCH .../users/{their userId}` with only `name`; `/v1/me` then shows it). Only an `owner` may grant the `owner` role or change anything of another owner (role, name or email). Demoting the last remaining owner fails with 409.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11156,7 +11160,7 @@ func (c *ClientWithResponses) UpdateOrgUserWithBodyWithResponse(ctx context.Cont
 
 // UpdateOrgUserWithResponse Update an organization user
 //
-// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
+// Changes a user's name, email and/or org role. Requires org role `admin` or `owner`, except that any user may change their own name (`PATCH .../users/{their userId}` with only `name`; `/v1/me` then shows it). Only an `owner` may grant the `owner` role or change anything of another owner (role, name or email). Demoting the last remaining owner fails with 409.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -59,8 +59,11 @@ const (
 // Facts are what the rules need to know about the target beyond the
 // caller's org role. Services fill only what the action's rule reads.
 type Facts struct {
-	Self      bool // the target user is the caller
-	OwnerRole bool // the change grants, removes or touches an org owner (or changes an owner's user)
+	Self bool // the target user is the caller
+	// ProfileOnly: the change touches only the target user's own profile
+	// (their name), not their email or role.
+	ProfileOnly bool
+	OwnerRole   bool // the change grants, removes or touches an org owner (or changes an owner's user)
 	// TeamOwnerRole: the change grants, removes or changes a team owner's
 	// role. Only a team owner or an org admin (and above) may.
 	TeamOwnerRole bool
@@ -82,12 +85,13 @@ type Rule struct {
 
 // Matrix is tenantd's authorization policy, encoded once.
 var Matrix = map[Action]Rule{
-	OrgRead:    {Min: Member, Reason: "any member may read the organization"},
-	OrgUpdate:  {Min: Admin, Reason: "only admins and owners may change the organization"},
-	OrgDelete:  {Min: Owner, Reason: "only owners may delete the organization"},
-	UserRead:   {Min: Member, Reason: "any member may read the organization's users"},
-	UserAdd:    {Min: Admin, Reason: "only admins and owners may add users; only owners may add owners"},
-	UserUpdate: {Min: Admin, Reason: "only admins and owners may change users; only owners may grant an owner role or change an owner"},
+	OrgRead:   {Min: Member, Reason: "any member may read the organization"},
+	OrgUpdate: {Min: Admin, Reason: "only admins and owners may change the organization"},
+	OrgDelete: {Min: Owner, Reason: "only owners may delete the organization"},
+	UserRead:  {Min: Member, Reason: "any member may read the organization's users"},
+	UserAdd:   {Min: Admin, Reason: "only admins and owners may add users; only owners may add owners"},
+	UserUpdate: {Min: Admin, Also: func(_ Principal, f Facts) bool { return f.Self && f.ProfileOnly },
+		Reason: "only admins and owners may change users (members may change their own name); only owners may grant an owner role or change an owner"},
 	UserRemove: {Min: Admin, Also: func(_ Principal, f Facts) bool { return f.Self },
 		Reason: "only admins and owners may remove users (members may remove themselves); only owners may remove owners"},
 	TeamRead:   {Min: Member, Reason: "any member may read teams"},

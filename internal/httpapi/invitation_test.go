@@ -301,7 +301,7 @@ func TestInvitationLifecycle(t *testing.T) {
 		}
 		me, err := newbie.C.GetMeWithResponse(bg)
 		mustStatus(t, me, err, http.StatusOK)
-		if want := []client.MeOrg{{OrgId: org, Name: w.Org.Name, Role: client.RoleAdmin}}; !slices.Equal(me.JSON200.Orgs, want) {
+		if want := []client.MeOrg{{OrgId: org, Name: w.Org.Name, Role: client.RoleAdmin, UserName: newbie.Name}}; !slices.Equal(me.JSON200.Orgs, want) {
 			t.Errorf("me: got %+v, want %+v", me.JSON200.Orgs, want)
 		}
 		// Exactly once: neither the same user nor another gets in again.

@@ -21,7 +21,7 @@ func (h *handlers) GetMe(ctx context.Context, _ oapi.GetMeRequestObject) (oapi.G
 	}
 	me := oapi.Me{UserId: id.UserID, Orgs: make([]oapi.MeOrg, len(r.Items))}
 	for i, m := range r.Items {
-		me.Orgs[i] = oapi.MeOrg{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role)}
+		me.Orgs[i] = oapi.MeOrg{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role), UserName: m.UserName}
 	}
 	return oapi.GetMe200JSONResponse(me), nil
 }

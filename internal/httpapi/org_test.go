@@ -38,7 +38,7 @@ func TestOrg(t *testing.T) {
 			if got, want := r.JSON200.UserId, w.Owner.ID; got != want {
 				t.Errorf("userId: got %q, want %q", got, want)
 			}
-			if got, want := r.JSON200.Orgs, []client.MeOrg{{OrgId: org, Name: w.Org.Name, Role: client.RoleOwner}}; !slices.Equal(got, want) {
+			if got, want := r.JSON200.Orgs, []client.MeOrg{{OrgId: org, Name: w.Org.Name, Role: client.RoleOwner, UserName: w.Owner.Name}}; !slices.Equal(got, want) {
 				t.Errorf("orgs: got %+v, want %+v", got, want)
 			}
 		})
@@ -223,7 +223,7 @@ func TestOrg(t *testing.T) {
 			wantETag(t, r.HTTPResponse.Header, 1)
 			me, err := a.C.GetMeWithResponse(bg)
 			mustStatus(t, me, err, http.StatusOK)
-			if got, want := me.JSON200.Orgs, []client.MeOrg{{OrgId: org, Name: w.Org.Name, Role: client.RoleAdmin}}; !slices.Equal(got, want) {
+			if got, want := me.JSON200.Orgs, []client.MeOrg{{OrgId: org, Name: w.Org.Name, Role: client.RoleAdmin, UserName: a.Name}}; !slices.Equal(got, want) {
 				t.Errorf("the new user's orgs: got %+v, want %+v", got, want)
 			}
 		})
@@ -297,7 +297,7 @@ func TestOrg(t *testing.T) {
 			}
 			me, err := w.Owner.C.GetMeWithResponse(bg)
 			mustStatus(t, me, err, http.StatusOK)
-			if got, want := me.JSON200.Orgs, []client.MeOrg{{OrgId: other.Id, Name: other.Name, Role: client.RoleOwner}}; !slices.Equal(got, want) {
+			if got, want := me.JSON200.Orgs, []client.MeOrg{{OrgId: other.Id, Name: other.Name, Role: client.RoleOwner, UserName: w.Owner.Name}}; !slices.Equal(got, want) {
 				t.Errorf("owner's orgs after delete: got %+v, want %+v", got, want)
 			}
 			l, err := w.Admin.C.ListOrgsWithResponse(bg, nil)
@@ -307,4 +307,30 @@ func TestOrg(t *testing.T) {
 			}
 		})
 	})
+}
+
+// TestEditOwnProfile: any user may change their own name in an org (not
+// their email or role, nor anyone else's name), and /v1/me shows it.
+func TestEditOwnProfile(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Profiles")
+	org, me := w.Org.Id, w.Member
+	r, err := me.C.UpdateOrgUserWithResponse(bg, org, me.ID, nil, client.OrgUserUpdate{Name: ptr("Renamed by myself")})
+	mustStatus(t, r, err, http.StatusOK)
+	m, err := me.C.GetMeWithResponse(bg)
+	mustStatus(t, m, err, http.StatusOK)
+	if got := m.JSON200.Orgs; len(got) != 1 || got[0].UserName != "Renamed by myself" {
+		t.Errorf("/v1/me after renaming myself: %+v", got)
+	}
+	for name, patch := range map[string]client.OrgUserUpdate{
+		"my email":          {Email: ptr("mine@example.com")},
+		"my role":           {Role: ptr(client.RoleAdmin)},
+		"my name and email": {Name: ptr("x"), Email: ptr("mine@example.com")},
+	} {
+		r, err := me.C.UpdateOrgUserWithResponse(bg, org, me.ID, nil, patch)
+		wantProblem(t, r, err, http.StatusForbidden, "forbidden")
+		_ = name
+	}
+	r, err = me.C.UpdateOrgUserWithResponse(bg, org, w.Requester.ID, nil, client.OrgUserUpdate{Name: ptr("Renamed by another")})
+	wantProblem(t, r, err, http.StatusForbidden, "forbidden")
 }

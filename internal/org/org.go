@@ -45,7 +45,8 @@ type User struct {
 // OrgMembership).
 type Membership struct {
 	OrgID    string
-	Name     string
+	Name     string // the org's
+	UserName string // the user's name in the org
 	Role     authz.Role
 	JoinedAt time.Time
 }

@@ -336,7 +336,8 @@ func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID s
 	if patch.Name == nil && patch.Email == nil && patch.Role == nil {
 		return User{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
-	if err := authz.Authorize(p, authz.UserUpdate, authz.Facts{Self: userID == p.UserID}); err != nil {
+	self, profileOnly := userID == p.UserID, patch.Email == nil && patch.Role == nil
+	if err := authz.Authorize(p, authz.UserUpdate, authz.Facts{Self: self, ProfileOnly: profileOnly}); err != nil {
 		return User{}, err
 	}
 	prev, err := s.store.GetOrgUser(ctx, p.OrgID, userID)
@@ -354,7 +355,7 @@ func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID s
 		next.Role = *patch.Role
 	}
 	touchesOwner := prev.Role == authz.Owner || next.Role == authz.Owner
-	g, err := authz.Permit(p, authz.UserUpdate, authz.Facts{Self: userID == p.UserID, OwnerRole: touchesOwner})
+	g, err := authz.Permit(p, authz.UserUpdate, authz.Facts{Self: self, ProfileOnly: profileOnly, OwnerRole: touchesOwner && !(self && profileOnly)})
 	if err != nil {
 		return User{}, err
 	}

@@ -233,7 +233,7 @@ func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (pag
 			if it.Deleting {
 				return org.Membership{} // the org is being offboarded: dropped below
 			}
-			return org.Membership{OrgID: it.OrgID, Role: authz.Role(it.Role), JoinedAt: it.JoinedAt}
+			return org.Membership{OrgID: it.OrgID, UserName: it.Name, Role: authz.Role(it.Role), JoinedAt: it.JoinedAt}
 		})
 	if err != nil {
 		return none, fmt.Errorf("list user orgs: %w", err)

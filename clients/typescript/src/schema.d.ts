@@ -314,7 +314,7 @@ export interface paths {
         head?: never;
         /**
          * Update an organization user
-         * @description Changes a user's name, email and/or org role. Requires org role `admin` or `owner`. Only an `owner` may grant the `owner` role or change anything of an existing owner (role, name or email). Demoting the last remaining owner fails with 409.
+         * @description Changes a user's name, email and/or org role. Requires org role `admin` or `owner`, except that any user may change their own name (`PATCH .../users/{their userId}` with only `name`; `/v1/me` then shows it). Only an `owner` may grant the `owner` role or change anything of another owner (role, name or email). Demoting the last remaining owner fails with 409.
          */
         patch: operations["updateOrgUser"];
         trace?: never;
@@ -697,8 +697,11 @@ export interface components {
         };
         MeOrg: {
             orgId: string;
+            /** @description The organization's name. */
             name: string;
             role: components["schemas"]["Role"];
+            /** @description Your name in this organization (you may change it, `updateOrgUser`). */
+            userName: string;
         };
         Org: {
             /** @description Organization id (ULID). */
