@@ -234,6 +234,24 @@ func (e ListTeamMembersParamsExpand) Valid() bool {
 	}
 }
 
+// Defines values for ListTicketsParamsOrder.
+const (
+	ListTicketsParamsOrderAsc  ListTicketsParamsOrder = "asc"
+	ListTicketsParamsOrderDesc ListTicketsParamsOrder = "desc"
+)
+
+// Valid indicates whether the value is a known member of the ListTicketsParamsOrder enum.
+func (e ListTicketsParamsOrder) Valid() bool {
+	switch e {
+	case ListTicketsParamsOrderAsc:
+		return true
+	case ListTicketsParamsOrderDesc:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetTicketParamsInclude.
 const (
 	GetTicketParamsIncludeComments GetTicketParamsInclude = "comments"
@@ -977,6 +995,15 @@ type ListTicketsParams struct {
 	// Status Only return tickets with this status.
 	Status *StatusFilter `form:"status,omitempty" json:"status,omitempty"`
 
+	// Priority Only tickets of this priority (with `status`, of that status too).
+	Priority *TicketPriority `form:"priority,omitempty" json:"priority,omitempty"`
+
+	// AssigneeId Only tickets assigned to this user (with `status`, of that status too).
+	AssigneeId *string `form:"assigneeId,omitempty" json:"assigneeId,omitempty"`
+
+	// Order By creation time, `desc` (newest first, the default) or `asc` (oldest first).
+	Order *ListTicketsParamsOrder `form:"order,omitempty" json:"order,omitempty"`
+
 	// Expand Comma-separated list of related users to embed in each ticket: `requester` adds `requester`, `assignee` adds `assignee` (when the ticket is assigned). Example: `expand=requester,assignee`.
 	Expand *TicketExpand `form:"expand,omitempty" json:"expand,omitempty"`
 
@@ -986,6 +1013,9 @@ type ListTicketsParams struct {
 	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// ListTicketsParamsOrder defines parameters for ListTickets.
+type ListTicketsParamsOrder string
 
 // CreateTicketParams defines parameters for CreateTicket.
 type CreateTicketParams struct {
@@ -1524,7 +1554,7 @@ type ClientInterface interface {
 
 	// ListTickets List tickets
 	//
-	// Lists the org's tickets, optionally filtered by `status`. Any member may list them. Paginated.
+	// Lists the org's tickets, newest first (`order=asc`: oldest first). Any member may list them. Paginated. Filters, each served by an index (never by filtering a page in memory): `status`; `priority`, alone (grouped by status, in descending order of the status name) or within a `status`; `assigneeId`, alone or within a `status`. `priority` with `assigneeId` is refused with 400 (`unserved_filter`, naming both).
 	//
 	// Corresponds with GET /v1/orgs/{orgId}/tickets (the `ListTickets` operationId).
 	ListTickets(ctx context.Context, orgId OrgId, params *ListTicketsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2236,7 +2266,7 @@ func (c *Client) ListTeamTickets(ctx context.Context, orgId OrgId, teamId TeamId
 
 // ListTickets List tickets
 //
-// Lists the org's tickets, optionally filtered by `status`. Any member may list them. Paginated.
+// Lists the org's tickets, newest first (`order=asc`: oldest first). Any member may list them. Paginated. Filters, each served by an index (never by filtering a page in memory): `status`; `priority`, alone (grouped by status, in descending order of the status name) or within a `status`; `assigneeId`, alone or within a `status`. `priority` with `assigneeId` is refused with 400 (`unserved_filter`, naming both).
 //
 // Corresponds with GET /v1/orgs/{orgId}/tickets (the `ListTickets` operationId).
 func (c *Client) ListTickets(ctx context.Context, orgId OrgId, params *ListTicketsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4154,6 +4184,42 @@ func NewListTicketsRequest(server string, orgId OrgId, params *ListTicketsParams
 
 		}
 
+		if params.Priority != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "priority", *params.Priority, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.AssigneeId != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "assigneeId", *params.AssigneeId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Order != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "order", *params.Order, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if params.Expand != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", false, "expand", *params.Expand, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "array", Format: ""}); err != nil {
@@ -5564,7 +5630,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListTicketsWithResponse List tickets
 	//
-	// Lists the org's tickets, optionally filtered by `status`. Any member may list them. Paginated.
+	// Lists the org's tickets, newest first (`order=asc`: oldest first). Any member may list them. Paginated. Filters, each served by an index (never by filtering a page in memory): `status`; `priority`, alone (grouped by status, in descending order of the status name) or within a `status`; `assigneeId`, alone or within a `status`. `priority` with `assigneeId` is refused with 400 (`unserved_filter`, naming both).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10920,7 +10986,7 @@ func (c *ClientWithResponses) ListTeamTicketsWithResponse(ctx context.Context, o
 
 // ListTicketsWithResponse List tickets
 //
-// Lists the org's tickets, optionally filtered by `status`. Any member may list them. Paginated.
+// Lists the org's tickets, newest first (`order=asc`: oldest first). Any member may list them. Paginated. Filters, each served by an index (never by filtering a page in memory): `status`; `priority`, alone (grouped by status, in descending order of the status name) or within a `status`; `assigneeId`, alone or within a `status`. `priority` with `assigneeId` is refused with 400 (`unserved_filter`, naming both).
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/org"
@@ -15,10 +16,17 @@ func (h *handlers) ListTickets(ctx context.Context, req oapi.ListTicketsRequestO
 	if err != nil {
 		return nil, err
 	}
-	status := statusOf(req.Params.Status)
-	listing := "listTickets:" + string(status)
+	f := ticket.Filter{Status: statusOf(req.Params.Status)}
+	if req.Params.Priority != nil {
+		f.Priority = ticket.Priority(*req.Params.Priority)
+	}
+	set(&f.AssigneeID, req.Params.AssigneeId)
+	f.Oldest = req.Params.Order != nil && *req.Params.Order == oapi.ListTicketsParamsOrderAsc
+	// The cursor is bound to the whole filter and the order: a cursor of
+	// one listing never continues another.
+	listing := fmt.Sprintf("listTickets:%s:%s:%s:%t", f.Status, f.Priority, f.AssigneeID, f.Oldest)
 	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
-		return h.Tickets.ListTickets(ctx, p, status, expandOf(req.Params.Expand), pr)
+		return h.Tickets.ListTickets(ctx, p, f, expandOf(req.Params.Expand), pr)
 	})
 	if err != nil {
 		return nil, err

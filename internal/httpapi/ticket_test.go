@@ -1,8 +1,10 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -359,4 +361,80 @@ func TestDeleteTicketRacingComments(t *testing.T) {
 	if n := len(itemsOf(t, ts, "Comment", org)); n != 0 {
 		t.Errorf("%d comments of deleted tickets left", n)
 	}
+}
+
+// TestTicketFilters: the ticket listing filters by priority and by
+// assignee within a status, and sorts oldest first, each on an index (one
+// Query, never a page filtered in memory); priority with assignee, which no
+// index serves, is a 400 naming both; a cursor continues only its own
+// filter and order.
+func TestTicketFilters(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Filtered")
+	org, c := w.Org.Id, w.Member.C
+	mk := func(title string, p client.TicketPriority, assignee *string) string {
+		return MustTicket(t, c, org, client.TicketCreate{Title: title, Priority: &p, AssigneeId: assignee}).Id
+	}
+	urgentA := mk("urgent, assigned", client.TicketPriorityUrgent, &w.Assignee.ID)
+	urgent := mk("urgent", client.TicketPriorityUrgent, nil)
+	lowA := mk("low, assigned", client.TicketPriorityLow, &w.Assignee.ID)
+	r, err := w.Assignee.C.UpdateTicketWithResponse(bg, org, lowA, nil, client.UpdateTicketJSONRequestBody{Status: ptr(client.TicketStatusOpen)})
+	mustStatus(t, r, err, http.StatusOK)
+	list := func(t *testing.T, q string) []string {
+		t.Helper()
+		ts.Rec.Reset()
+		resp := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?"+q, w.Member.Token, nil, "")
+		if resp.Status != http.StatusOK {
+			t.Fatalf("?%s: %d %s", q, resp.Status, resp.Body)
+		}
+		var l client.TicketList
+		if err := json.Unmarshal(resp.Body, &l); err != nil {
+			t.Fatal(err)
+		}
+		if got := ts.Rec.Names(); strings.Count(got, "Query") != 1 {
+			t.Errorf("?%s: %s, want the authorization read and one Query", q, got)
+		}
+		return ticketIDs(l.Items)
+	}
+	for _, c := range []struct {
+		q    string
+		want []string
+	}{
+		{"priority=urgent", []string{urgent, urgentA}},
+		{"priority=urgent&status=new&order=asc", []string{urgentA, urgent}},
+		{"priority=low&status=new", nil},
+		{"assigneeId=" + w.Assignee.ID + "&status=open", []string{lowA}},
+		{"assigneeId=" + w.Assignee.ID + "&status=new", []string{urgentA, w.Ticket.Id}}, // and the world's ticket
+	} {
+		if got := list(t, c.q); !slices.Equal(got, c.want) {
+			t.Errorf("?%s: %v, want %v", c.q, got, c.want)
+		}
+	}
+	t.Run("order=asc is oldest first", func(t *testing.T) {
+		asc, desc := list(t, "order=asc"), list(t, "")
+		slices.Reverse(desc)
+		if !slices.Equal(asc, desc) {
+			t.Errorf("order=asc %v is not newest-first reversed %v", asc, desc)
+		}
+	})
+	t.Run("400/priority with assigneeId", func(t *testing.T) {
+		got := problemErrors(t, doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?priority=urgent&assigneeId="+w.Assignee.ID, w.Member.Token, nil, ""))
+		if want := []string{"query assigneeId unserved_filter", "query priority unserved_filter"}; !slices.Equal(got, want) {
+			t.Errorf("errors %q, want %q", got, want)
+		}
+	})
+	t.Run("400/a cursor of another filter or order", func(t *testing.T) {
+		resp := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?limit=1", w.Member.Token, nil, "")
+		var l client.TicketList
+		if err := json.Unmarshal(resp.Body, &l); err != nil || l.NextCursor == nil {
+			t.Fatalf("first page: %v %s", err, resp.Body)
+		}
+		for _, q := range []string{"order=asc", "priority=urgent"} {
+			r := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?limit=1&"+q+"&cursor="+url.QueryEscape(*l.NextCursor), w.Member.Token, nil, "")
+			if r.Status != http.StatusBadRequest || problemCode(r.Body) != "invalid_cursor" {
+				t.Errorf("the default listing's cursor with ?%s: %d %s, want 400 invalid_cursor", q, r.Status, r.Body)
+			}
+		}
+	})
+	mustHealthy(t, ts)
 }

@@ -75,8 +75,8 @@ func TestValidationListsEveryProblem(t *testing.T) {
 	}{
 		{"1 problem", "limit=500", []string{"query limit too_large"}},
 		{"2 problems", "limit=0&status=bogus", []string{"query limit too_small", "query status invalid_value"}},
-		{"5 problems", "limit=x&status=bogus&assigneeId=u1&q=x&sort=asc",
-			[]string{"query assigneeId unknown_parameter", "query limit invalid_value", "query q unknown_parameter",
+		{"5 problems", "limit=x&status=bogus&order=up&q=x&sort=asc",
+			[]string{"query limit invalid_value", "query order invalid_value", "query q unknown_parameter",
 				"query sort unknown_parameter", "query status invalid_value"}},
 	}
 	for _, c := range queries {

@@ -666,7 +666,7 @@ type gsiKey struct {
 }
 
 // gsiKeys are an item's keys of GSI1..GSI5 (index 0 is unused).
-type gsiKeys [6]gsiKey
+type gsiKeys [8]gsiKey // by index number, 1 to 7
 
 // deletingMarker sets GSI3 to the DELETING marker of a deleting item.
 func deletingMarker(it *item, g gsiKeys, sk string) gsiKeys {
@@ -680,13 +680,16 @@ func ticketGSIs(it *item) gsiKeys {
 	k := it.k
 	status, _ := str(it.av, "status")
 	requester, _ := str(it.av, "requesterId")
+	priority, _ := str(it.av, "priority")
 	g := gsiKeys{
 		1: {pk: orgPK(k.org), sk: ticketSK(k.ticket)},
 		2: {pk: orgUserPK(k.org, requester), sk: ticketSK(k.ticket)},
 		3: {pk: orgPK(k.org), sk: statusSK(status, k.ticket)},
+		6: {pk: priorityPK(k.org, priority), sk: statusSK(status, k.ticket)},
 	}
 	if a, _ := str(it.av, "assigneeId"); a != "" {
 		g[4] = gsiKey{pk: assigneePK(k.org, a), sk: ticketSK(k.ticket)}
+		g[7] = gsiKey{pk: assigneePK(k.org, a), sk: statusSK(status, k.ticket)}
 	}
 	if t, _ := str(it.av, "teamId"); t != "" {
 		g[5] = gsiKey{pk: teamTicketsPK(k.org, t), sk: statusSK(status, k.ticket)}
@@ -698,7 +701,7 @@ func ticketGSIs(it *item) gsiKeys {
 // fields require. A wrong or missing DELETING marker is deleting.marker.
 func (c *checker) checkGSIKeys(it *item) {
 	want := it.spec.gsis(it)
-	for n := 1; n <= 5; n++ {
+	for n := 1; n <= len(Schema.Indexes); n++ {
 		pkAttr, skAttr := fmt.Sprintf("gsi%dpk", n), fmt.Sprintf("gsi%dsk", n)
 		_, hasPK := it.av[pkAttr]
 		_, hasSK := it.av[skAttr]

@@ -88,6 +88,8 @@ func newWorld(tb testing.TB) *world {
 			"gsi3pk": avS(o), "gsi3sk": avS("STATUS#open#" + w.tk),
 			"gsi4pk": avS(o + "#ASSIGNEE#u_bob"), "gsi4sk": avS("TICKET#" + w.tk),
 			"gsi5pk": avS(w.teamPK()), "gsi5sk": avS("STATUS#open#" + w.tk),
+			"gsi6pk": avS(o + "#PRIORITY#normal"), "gsi6sk": avS("STATUS#open#" + w.tk),
+			"gsi7pk": avS(o + "#ASSIGNEE#u_bob"), "gsi7sk": avS("STATUS#open#" + w.tk),
 			"orgId": avS(w.org), "ticketId": avS(w.tk), "title": avS("Login broken"), "status": avS("open"),
 			"priority": avS("normal"), "requesterId": avS("u_alice"), "assigneeId": avS("u_bob"), "teamId": avS(w.team),
 			"commentCount": avN(2), "version": avN(1), "createdAt": ts, "updatedAt": ts},
@@ -97,6 +99,7 @@ func newWorld(tb testing.TB) *world {
 			"gsi1pk": avS(o), "gsi1sk": avS("TICKET#" + w.tk2),
 			"gsi2pk": avS(o + "#USER#u_bob"), "gsi2sk": avS("TICKET#" + w.tk2),
 			"gsi3pk": avS(o), "gsi3sk": avS("STATUS#new#" + w.tk2),
+			"gsi6pk": avS(o + "#PRIORITY#low"), "gsi6sk": avS("STATUS#new#" + w.tk2),
 			"orgId": avS(w.org), "ticketId": avS(w.tk2), "title": avS("Dark mode"), "status": avS("new"),
 			"priority": avS("low"), "requesterId": avS("u_bob"),
 			"commentCount": avN(0), "version": avN(1), "createdAt": ts, "updatedAt": ts},
@@ -654,21 +657,23 @@ func TestInvariantsBroken(t *testing.T) {
 			}},
 		{name: "gsi4 left after unassigning",
 			brk: func(t *testing.T, w *world) { w.remove(t, w.ticketPK(w.tk), metadata, "assigneeId") },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata)}
+			want: func(w *world) []store.Violation { // GSI4 and GSI7
+				return []store.Violation{at(store.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata),
+					at(store.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata)}
 			}},
 		{name: "assigned without gsi4",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.ticketPK(w.tk2), metadata, attrs{"assigneeId": avS("u_alice")})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTicketGSIKeys, w.ticketPK(w.tk2), metadata)}
+			want: func(w *world) []store.Violation { // GSI4 and GSI7
+				return []store.Violation{at(store.RuleTicketGSIKeys, w.ticketPK(w.tk2), metadata),
+					at(store.RuleTicketGSIKeys, w.ticketPK(w.tk2), metadata)}
 			}},
 		{name: "status changed without its index keys",
 			brk: func(t *testing.T, w *world) { w.set(t, w.ticketPK(w.tk), metadata, attrs{"status": avS("solved")}) },
-			want: func(w *world) []store.Violation { // GSI3 and GSI5
-				return []store.Violation{at(store.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata),
-					at(store.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata)}
+			want: func(w *world) []store.Violation { // GSI3, GSI5, GSI6 and GSI7
+				v := at(store.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata)
+				return []store.Violation{v, v, v, v}
 			}},
 		{name: "requester changed without gsi2",
 			brk: func(t *testing.T, w *world) { w.set(t, w.ticketPK(w.tk), metadata, attrs{"requesterId": avS("u_bob")}) },
@@ -682,13 +687,16 @@ func TestInvariantsBroken(t *testing.T) {
 			}},
 		{name: "ticket status invalid",
 			brk: func(t *testing.T, w *world) {
-				w.set(t, w.ticketPK(w.tk2), metadata, attrs{"status": avS("wip"), "gsi3sk": avS("STATUS#wip#" + w.tk2)})
+				w.set(t, w.ticketPK(w.tk2), metadata, attrs{"status": avS("wip"), "gsi3sk": avS("STATUS#wip#" + w.tk2),
+					"gsi6sk": avS("STATUS#wip#" + w.tk2)})
 			},
 			want: func(w *world) []store.Violation {
 				return []store.Violation{at(store.RuleTicketBadStatus, w.ticketPK(w.tk2), metadata)}
 			}},
 		{name: "ticket priority invalid",
-			brk: func(t *testing.T, w *world) { w.set(t, w.ticketPK(w.tk2), metadata, attrs{"priority": avS("asap")}) },
+			brk: func(t *testing.T, w *world) {
+				w.set(t, w.ticketPK(w.tk2), metadata, attrs{"priority": avS("asap"), "gsi6pk": avS("ORG#" + w.org + "#PRIORITY#asap")})
+			},
 			want: func(w *world) []store.Violation {
 				return []store.Violation{at(store.RuleTicketBadPriority, w.ticketPK(w.tk2), metadata)}
 			}},

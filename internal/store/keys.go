@@ -26,6 +26,8 @@ const (
 	gsi3 = "GSI3" // org ticket queue by status
 	gsi4 = "GSI4" // sparse: tickets by assignee
 	gsi5 = "GSI5" // sparse: org -> team -> status -> ticket
+	gsi6 = "GSI6" // org -> priority -> status -> ticket
+	gsi7 = "GSI7" // sparse: org -> assignee -> status -> ticket
 )
 
 // Entity type discriminators, stored in attribute "type" on every item.
@@ -121,6 +123,9 @@ func statusPrefix(status string) string {
 	return prefixStatus + status + "#"
 }
 func assigneePK(orgID, userID string) string { return orgPK(orgID) + "#ASSIGNEE#" + userID }
+
+// priorityPK is an org's tickets of one priority (GSI6), by status.
+func priorityPK(orgID, priority string) string { return orgPK(orgID) + "#PRIORITY#" + priority }
 
 // teamTicketsPK is a ticket's GSI5 partition: the same string as the team's
 // base-table partition, but in another index, so it never mixes with it.

@@ -34,7 +34,7 @@ func TestAccessPatterns(t *testing.T) {
 	t2 := f.ticket(org, "u_bob", "Dark mode", ticket.StatusNew)
 	t2.TeamID = s.Eng.ID
 	t3 := f.ticket(org, "u_alice", "Invoice wrong", ticket.StatusNew)
-	t3.AssigneeID = "u_bob"
+	t3.AssigneeID, t3.Priority = "u_bob", ticket.PriorityHigh
 	for _, tk := range []ticket.Ticket{t1, t2, t3} {
 		must(t, f.Tickets.CreateTicket(ctx, tk, ev(tk)))
 	}
@@ -134,7 +134,23 @@ func TestAccessPatterns(t *testing.T) {
 			return fmt.Sprint(len(r.Items)), err
 		}},
 		{"org tickets newest first", "Query(GSI1)+desc", func() (string, error) {
-			r, err := f.Tickets.ListTickets(ctx, org, "", all)
+			r, err := f.Tickets.ListTickets(ctx, org, ticket.Filter{}, all)
+			return titles(r.Items), err
+		}},
+		{"org tickets oldest first", "Query(GSI1)", func() (string, error) {
+			r, err := f.Tickets.ListTickets(ctx, org, ticket.Filter{Oldest: true}, all)
+			return titles(r.Items), err
+		}},
+		{"org tickets of a priority, by status", "Query(GSI6)+desc", func() (string, error) {
+			r, err := f.Tickets.ListTickets(ctx, org, ticket.Filter{Priority: ticket.PriorityNormal}, all)
+			return titles(r.Items), err
+		}},
+		{"org tickets of a priority and status", "Query(GSI6)+desc", func() (string, error) {
+			r, err := f.Tickets.ListTickets(ctx, org, ticket.Filter{Priority: ticket.PriorityHigh, Status: ticket.StatusNew}, all)
+			return titles(r.Items), err
+		}},
+		{"tickets assigned to a user, of a status", "Query(GSI7)+desc", func() (string, error) {
+			r, err := f.Tickets.ListTickets(ctx, org, ticket.Filter{AssigneeID: "u_bob", Status: ticket.StatusNew}, all)
 			return titles(r.Items), err
 		}},
 		{"user's tickets newest first + user", "Query(GSI2)+desc", func() (string, error) {
@@ -149,7 +165,7 @@ func TestAccessPatterns(t *testing.T) {
 			return titles(r.Items), err
 		}},
 		{"org queue by status", "Query(GSI3)+desc", func() (string, error) {
-			r, err := f.Tickets.ListTickets(ctx, org, ticket.StatusNew, all)
+			r, err := f.Tickets.ListTickets(ctx, org, ticket.Filter{Status: ticket.StatusNew}, all)
 			return titles(r.Items), err
 		}},
 		{"team tickets grouped by status", "Query(GSI5)+desc", func() (string, error) {
@@ -210,36 +226,40 @@ func TestAccessPatterns(t *testing.T) {
 		}},
 	}
 	want := map[string]string{
-		"get org":                            "Acme",
-		"get org + users":                    "Acme[u_alice u_bob u_dana]",
-		"org users only":                     "[u_alice u_bob u_dana]",
-		"the authorization read":             "member false",
-		"get one org user":                   "Bob Park member",
-		"a user's orgs":                      "true owner",
-		"orgs by ID (names)":                 "Acme",
-		"an org's teams":                     "[Engineering Design]",
-		"AP1 team members":                   "[u_alice:owner u_bob:member]",
-		"AP2 a user's teams in an org":       "[admin owner]",
-		"teams by ID (names)":                "Engineering,Design",
-		"AP3 membership and role":            "admin",
-		"AP4 team + members":                 "Engineering 2 2",
-		"get ticket":                         "Login broken 1",
-		"get ticket + comments":              "Login broken 1 Same here",
-		"comments of a ticket":               "1",
-		"org tickets newest first":           "Invoice wrong|Dark mode|Login broken",
-		"user's tickets newest first + user": "Alice Chen Invoice wrong|Login broken",
-		"user's tickets newest first":        "Invoice wrong|Login broken",
-		"org queue by status":                "Invoice wrong|Dark mode",
-		"team tickets grouped by status":     "Login broken|Dark mode", // STATUS#open > STATUS#new, descending
-		"team tickets of one status":         "Login broken",
-		"tickets assigned to a user":         "Invoice wrong",
-		"org users by ID (no N+1)":           "2 Alice Chen",
-		"pending invitations":                "[carol@example.com]",
-		"an invitation (accept reads it)":    "carol@example.com",
-		"audit log newest first":             "[comment.create]",
-		"AP5 remove a member":                "",
-		"unfinished deletions":               "0",
-		"an org's offboarding":               "not offboarded",
+		"get org":                                 "Acme",
+		"get org + users":                         "Acme[u_alice u_bob u_dana]",
+		"org users only":                          "[u_alice u_bob u_dana]",
+		"the authorization read":                  "member false",
+		"get one org user":                        "Bob Park member",
+		"a user's orgs":                           "true owner",
+		"orgs by ID (names)":                      "Acme",
+		"an org's teams":                          "[Engineering Design]",
+		"AP1 team members":                        "[u_alice:owner u_bob:member]",
+		"AP2 a user's teams in an org":            "[admin owner]",
+		"teams by ID (names)":                     "Engineering,Design",
+		"AP3 membership and role":                 "admin",
+		"AP4 team + members":                      "Engineering 2 2",
+		"get ticket":                              "Login broken 1",
+		"get ticket + comments":                   "Login broken 1 Same here",
+		"comments of a ticket":                    "1",
+		"org tickets newest first":                "Invoice wrong|Dark mode|Login broken",
+		"user's tickets newest first + user":      "Alice Chen Invoice wrong|Login broken",
+		"user's tickets newest first":             "Invoice wrong|Login broken",
+		"org queue by status":                     "Invoice wrong|Dark mode",
+		"org tickets oldest first":                "Login broken|Dark mode|Invoice wrong",
+		"org tickets of a priority, by status":    "Login broken|Dark mode", // STATUS#open > STATUS#new, descending
+		"org tickets of a priority and status":    "Invoice wrong",
+		"tickets assigned to a user, of a status": "Invoice wrong",
+		"team tickets grouped by status":          "Login broken|Dark mode", // STATUS#open > STATUS#new, descending
+		"team tickets of one status":              "Login broken",
+		"tickets assigned to a user":              "Invoice wrong",
+		"org users by ID (no N+1)":                "2 Alice Chen",
+		"pending invitations":                     "[carol@example.com]",
+		"an invitation (accept reads it)":         "carol@example.com",
+		"audit log newest first":                  "[comment.create]",
+		"AP5 remove a member":                     "",
+		"unfinished deletions":                    "0",
+		"an org's offboarding":                    "not offboarded",
 	}
 	for _, row := range rows {
 		t.Run(row.pattern, func(t *testing.T) {

@@ -129,7 +129,7 @@ func TestInvalidIDsNeverReachDynamoDB(t *testing.T) {
 		{"GetTicketWithComments", func(b string) error { _, _, err := f.Tickets.GetTicketWithComments(ctx, org, b, 10); return err }},
 		{"DeleteTicket", func(b string) error { return f.Tickets.DeleteTicket(ctx, org, b, 0, evOrg(org)) }},
 		{"ListComments", func(b string) error { _, err := f.Tickets.ListComments(ctx, org, b, all); return err }},
-		{"ListTickets", func(b string) error { _, err := f.Tickets.ListTickets(ctx, b, "", all); return err }},
+		{"ListTickets", func(b string) error { _, err := f.Tickets.ListTickets(ctx, b, ticket.Filter{}, all); return err }},
 		{"ListTeamTickets", func(b string) error { _, err := f.Tickets.ListTeamTickets(ctx, org, b, "", all); return err }},
 		{"CreateTicket team", func(b string) error {
 			if b == "" { // no team is fine
@@ -242,7 +242,7 @@ func TestPagination(t *testing.T) {
 
 	t.Run("OK tickets newest first 2,2,1", func(t *testing.T) {
 		sizes, got := allPages(t, func(after string) (page.Result[ticket.Ticket], error) {
-			return f.Tickets.ListTickets(ctx, orgA, "", page.Request{Limit: 2, After: after})
+			return f.Tickets.ListTickets(ctx, orgA, ticket.Filter{}, page.Request{Limit: 2, After: after})
 		})
 		if want := []int{2, 2, 1}; !slices.Equal(sizes, want) {
 			t.Errorf("page sizes: got %v, want %v", sizes, want)
@@ -254,7 +254,7 @@ func TestPagination(t *testing.T) {
 
 	t.Run("OK a status queue 2,1", func(t *testing.T) {
 		sizes, got := allPages(t, func(after string) (page.Result[ticket.Ticket], error) {
-			return f.Tickets.ListTickets(ctx, orgA, ticket.StatusNew, page.Request{Limit: 2, After: after})
+			return f.Tickets.ListTickets(ctx, orgA, ticket.Filter{Status: ticket.StatusNew}, page.Request{Limit: 2, After: after})
 		})
 		if want := []int{2, 1}; !slices.Equal(sizes, want) {
 			t.Errorf("page sizes: got %v, want %v", sizes, want)
@@ -312,10 +312,10 @@ func TestPagination(t *testing.T) {
 	teamsA, err := f.Teams.ListTeams(ctx, orgA, page.Request{Limit: 1})
 	must(t, err)
 	teamsCursor := teamsA.Next
-	ticketsA, err := f.Tickets.ListTickets(ctx, orgA, "", page.Request{Limit: 1})
+	ticketsA, err := f.Tickets.ListTickets(ctx, orgA, ticket.Filter{}, page.Request{Limit: 1})
 	must(t, err)
 	allTicketsCursor := ticketsA.Next
-	newA, err := f.Tickets.ListTickets(ctx, orgA, ticket.StatusNew, page.Request{Limit: 1})
+	newA, err := f.Tickets.ListTickets(ctx, orgA, ticket.Filter{Status: ticket.StatusNew}, page.Request{Limit: 1})
 	must(t, err)
 	newCursor := newA.Next
 	aliceTeamsA, err := f.Teams.ListUserTeams(ctx, orgA, "u_alice", page.Request{Limit: 1})
@@ -345,19 +345,19 @@ func TestPagination(t *testing.T) {
 			return err
 		}},
 		{"teams to ListTickets (same index and partition)", func() error {
-			_, err := f.Tickets.ListTickets(ctx, orgA, "", page.Request{After: teamsCursor})
+			_, err := f.Tickets.ListTickets(ctx, orgA, ticket.Filter{}, page.Request{After: teamsCursor})
 			return err
 		}},
 		{"all tickets to a status queue", func() error {
-			_, err := f.Tickets.ListTickets(ctx, orgA, ticket.StatusNew, page.Request{After: allTicketsCursor})
+			_, err := f.Tickets.ListTickets(ctx, orgA, ticket.Filter{Status: ticket.StatusNew}, page.Request{After: allTicketsCursor})
 			return err
 		}},
 		{"one status queue to another", func() error {
-			_, err := f.Tickets.ListTickets(ctx, orgA, ticket.StatusOpen, page.Request{After: newCursor})
+			_, err := f.Tickets.ListTickets(ctx, orgA, ticket.Filter{Status: ticket.StatusOpen}, page.Request{After: newCursor})
 			return err
 		}},
 		{"tickets to another org's tickets", func() error {
-			_, err := f.Tickets.ListTickets(ctx, orgB, "", page.Request{After: allTicketsCursor})
+			_, err := f.Tickets.ListTickets(ctx, orgB, ticket.Filter{}, page.Request{After: allTicketsCursor})
 			return err
 		}},
 		{"a user's teams in one org to another org", func() error {

@@ -34,6 +34,8 @@ var Schema = struct {
 		{gsi3, "gsi3pk", "gsi3sk"},
 		{gsi4, "gsi4pk", "gsi4sk"},
 		{gsi5, "gsi5pk", "gsi5sk"},
+		{gsi6, "gsi6pk", "gsi6sk"},
+		{gsi7, "gsi7pk", "gsi7sk"},
 	},
 	TTLAttribute: "expiresAt",
 }
@@ -72,7 +74,9 @@ func CreateTableInput(name string) *dynamodb.CreateTableInput {
 }
 
 // Migrate creates the table if it does not exist and waits until it is
-// ACTIVE. An existing table is fine as long as it has every index.
+// ACTIVE. An existing table gets the indexes it lacks (a table created by
+// an earlier version), one UpdateTable each, as DynamoDB allows; DynamoDB
+// fills a new index from the items already there.
 func Migrate(ctx context.Context, client *dynamodb.Client, name string) error {
 	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 	var nf *types.ResourceNotFoundException
@@ -87,7 +91,7 @@ func Migrate(ctx context.Context, client *dynamodb.Client, name string) error {
 	case err != nil:
 		return fmt.Errorf("describe table %s: %w", name, err)
 	default:
-		if err := checkIndexes(desc.Table); err != nil {
+		if err := addIndexes(ctx, client, name, desc.Table); err != nil {
 			return fmt.Errorf("table %s: %w", name, err)
 		}
 	}
@@ -119,15 +123,55 @@ func enableTTL(ctx context.Context, client *dynamodb.Client, name string) error 
 	return nil
 }
 
-func checkIndexes(t *types.TableDescription) error {
+// addIndexes creates, one after another, the indexes of Schema that t
+// lacks, and waits until each is ACTIVE.
+func addIndexes(ctx context.Context, client *dynamodb.Client, name string, t *types.TableDescription) error {
 	have := map[string]bool{}
 	for _, g := range t.GlobalSecondaryIndexes {
 		have[aws.ToString(g.IndexName)] = true
 	}
-	for _, ix := range Schema.Indexes {
-		if !have[ix.Name] {
-			return fmt.Errorf("exists but lacks index %s: it was created by another version; recreate it or add the index", ix.Name)
+	full := CreateTableInput(name)
+	for i, ix := range Schema.Indexes {
+		if have[ix.Name] {
+			continue
+		}
+		gsi := full.GlobalSecondaryIndexes[i]
+		_, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(name),
+			AttributeDefinitions: []types.AttributeDefinition{
+				{AttributeName: aws.String(ix.PK), AttributeType: types.ScalarAttributeTypeS},
+				{AttributeName: aws.String(ix.SK), AttributeType: types.ScalarAttributeTypeS}},
+			GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
+				IndexName: gsi.IndexName, KeySchema: gsi.KeySchema, Projection: gsi.Projection}}}})
+		if err != nil {
+			return fmt.Errorf("add index %s: %w", ix.Name, err)
+		}
+		if err := waitIndex(ctx, client, name, ix.Name); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// waitIndex waits until index of table is ACTIVE (built).
+func waitIndex(ctx context.Context, client *dynamodb.Client, table, index string) error {
+	deadline := time.Now().Add(10 * time.Minute)
+	for {
+		d, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(table)})
+		if err != nil {
+			return fmt.Errorf("wait for index %s: %w", index, err)
+		}
+		for _, g := range d.Table.GlobalSecondaryIndexes {
+			if aws.ToString(g.IndexName) == index && g.IndexStatus == types.IndexStatusActive {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("index %s is not ACTIVE after 10 minutes", index)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }

@@ -21,7 +21,9 @@ import (
 // only read through their ticket, so they live in its partition). Indexes
 // place each ticket in one hierarchy each: org (GSI1), org -> requester
 // (GSI2, with the user item), org -> status (GSI3), assignee (GSI4, sparse),
-// org -> team -> status (GSI5, sparse, composite sort key).
+// org -> team -> status (GSI5, sparse, composite sort key), org -> priority
+// -> status (GSI6), org -> assignee -> status (GSI7, sparse): the last two
+// serve a ticket listing filtered by priority or assignee within a status.
 type Tickets struct{ *DB }
 
 var _ ticket.Storer = (*Tickets)(nil)
@@ -47,6 +49,10 @@ type ticketItem struct {
 	GSI4SK       string    `dynamo:"gsi4sk"` // TICKET#<ticketId>
 	GSI5PK       string    `dynamo:"gsi5pk"` // ORG#<orgId>#TEAM#<teamId>, absent without a team
 	GSI5SK       string    `dynamo:"gsi5sk"` // STATUS#<status>#<ticketId>
+	GSI6PK       string    `dynamo:"gsi6pk"` // ORG#<orgId>#PRIORITY#<priority>
+	GSI6SK       string    `dynamo:"gsi6sk"` // STATUS#<status>#<ticketId>
+	GSI7PK       string    `dynamo:"gsi7pk"` // ORG#<orgId>#ASSIGNEE#<userId>, absent when unassigned
+	GSI7SK       string    `dynamo:"gsi7sk"` // STATUS#<status>#<ticketId>
 	OrgID        string    `dynamo:"orgId"`
 	ID           string    `dynamo:"ticketId"`
 	Title        string    `dynamo:"title"`
@@ -73,11 +79,13 @@ func toTicketItem(t ticket.Ticket) ticketItem {
 		GSI1PK: orgPK(t.OrgID), GSI1SK: ticketSK(t.ID),
 		GSI2PK: orgUserPK(t.OrgID, t.RequesterID), GSI2SK: ticketSK(t.ID),
 		GSI3PK: orgPK(t.OrgID), GSI3SK: statusSK(string(t.Status), t.ID),
+		GSI6PK: priorityPK(t.OrgID, string(t.Priority)), GSI6SK: statusSK(string(t.Status), t.ID),
 		OrgID: t.OrgID, ID: t.ID, Title: t.Title, Description: t.Description, Status: string(t.Status),
 		Priority: string(t.Priority), RequesterID: t.RequesterID, AssigneeID: t.AssigneeID, TeamID: t.TeamID,
 		Tags: t.Tags, CommentCount: t.CommentCount, Version: t.Version, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 	if t.AssigneeID != "" {
 		it.GSI4PK, it.GSI4SK = assigneePK(t.OrgID, t.AssigneeID), ticketSK(t.ID)
+		it.GSI7PK, it.GSI7SK = assigneePK(t.OrgID, t.AssigneeID), statusSK(string(t.Status), t.ID)
 	}
 	if t.TeamID != "" {
 		it.GSI5PK, it.GSI5SK = teamTicketsPK(t.OrgID, t.TeamID), statusSK(string(t.Status), t.ID)
@@ -200,7 +208,8 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev
 	k := ticketKey(next.OrgID, next.ID)
 	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("title", it.Title).Set("status", it.Status).Set("priority", it.Priority).
-		Set("gsi3sk", it.GSI3SK).Set("updatedAt", it.UpdatedAt).Set("version", it.Version).
+		Set("gsi3sk", it.GSI3SK).Set("gsi6pk", it.GSI6PK).Set("gsi6sk", it.GSI6SK).
+		Set("updatedAt", it.UpdatedAt).Set("version", it.Version).
 		If(liveAtVersion, prev.Version)
 	setOrRemove := func(attr, v string) {
 		if v == "" {
@@ -216,6 +225,8 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev
 	setOrRemove("gsi4sk", it.GSI4SK)
 	setOrRemove("gsi5pk", it.GSI5PK)
 	setOrRemove("gsi5sk", it.GSI5SK)
+	setOrRemove("gsi7pk", it.GSI7PK)
+	setOrRemove("gsi7sk", it.GSI7SK)
 	if len(it.Tags) == 0 {
 		u = u.Remove("tags")
 	} else {
@@ -291,16 +302,39 @@ func (s *DB) ticketPartition(ctx context.Context, orgID, ticketID string) (*tick
 	return tk, comments, nil
 }
 
-// ListTickets pages through an org's tickets newest first: GSI1 descending
-// (ticket IDs are ULIDs), or GSI3 begins_with STATUS#<status># for a queue.
-func (s *Tickets) ListTickets(ctx context.Context, orgID string, status ticket.Status, p page.Request) (page.Result[ticket.Ticket], error) {
+// ListTickets pages through an org's tickets, newest first (ticket IDs are
+// ULIDs) or oldest first, on the index that serves the filter: GSI1
+// (none), GSI3 (a status), GSI6 (a priority, by status, or within one),
+// GSI4 (an assignee), GSI7 (an assignee within a status). Returns Invalid
+// for a combination no index serves (priority and assignee together).
+func (s *Tickets) ListTickets(ctx context.Context, orgID string, f ticket.Filter, p page.Request) (page.Result[ticket.Ticket], error) {
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[ticket.Ticket]{}, err
 	}
-	l := listing{index: gsi1, partition: orgPK(orgID), prefix: prefixTicket, desc: true}
-	if status != "" {
-		l = listing{index: gsi3, partition: orgPK(orgID), prefix: statusPrefix(string(status)), desc: true}
+	if f.AssigneeID != "" {
+		if err := checkIDs(ids.User("assigneeId", f.AssigneeID)); err != nil {
+			return page.Result[ticket.Ticket]{}, err
+		}
 	}
+	if f.Priority != "" && !f.Priority.Valid() {
+		return page.Result[ticket.Ticket]{}, errs.InvalidParam("priority", "invalid_priority", "unknown priority")
+	}
+	var l listing
+	switch status := string(f.Status); {
+	case f.Priority != "" && f.AssigneeID != "":
+		return page.Result[ticket.Ticket]{}, ticket.ErrUnservedFilter
+	case f.Priority != "":
+		l = listing{index: gsi6, partition: priorityPK(orgID, string(f.Priority)), prefix: statusPrefix(status)}
+	case f.AssigneeID != "" && status != "":
+		l = listing{index: gsi7, partition: assigneePK(orgID, f.AssigneeID), prefix: statusPrefix(status)}
+	case f.AssigneeID != "":
+		l = listing{index: gsi4, partition: assigneePK(orgID, f.AssigneeID), prefix: prefixTicket}
+	case status != "":
+		l = listing{index: gsi3, partition: orgPK(orgID), prefix: statusPrefix(status)}
+	default:
+		l = listing{index: gsi1, partition: orgPK(orgID), prefix: prefixTicket}
+	}
+	l.desc = !f.Oldest
 	r, err := list(ctx, s.DB, l, p, fromTicketItem)
 	if err != nil {
 		return r, fmt.Errorf("list tickets: %w", err)

@@ -97,11 +97,11 @@ func TestUpdateTicket(t *testing.T) {
 		next := prev
 		next.Status, next.Version = ticket.StatusOpen, prev.Version+1
 		must(t, f.Tickets.UpdateTicket(ctx, prev, next, ev(next)))
-		r, err := f.Tickets.ListTickets(ctx, org, ticket.StatusNew, all)
+		r, err := f.Tickets.ListTickets(ctx, org, ticket.Filter{Status: ticket.StatusNew}, all)
 		if listed(t, r, err, tk.ID) {
 			t.Error("still listed as new")
 		}
-		r, err = f.Tickets.ListTickets(ctx, org, ticket.StatusOpen, all)
+		r, err = f.Tickets.ListTickets(ctx, org, ticket.Filter{Status: ticket.StatusOpen}, all)
 		if !listed(t, r, err, tk.ID) {
 			t.Error("not listed as open")
 		}
@@ -113,7 +113,7 @@ func TestUpdateTicket(t *testing.T) {
 		if !listed(t, r, err, tk.ID) {
 			t.Error("not listed in the team's open tickets")
 		}
-		r, err = f.Tickets.ListTickets(ctx, org, "", all)
+		r, err = f.Tickets.ListTickets(ctx, org, ticket.Filter{}, all)
 		must(t, err)
 		if got, want := ticketIDs(r.Items), []string{tk.ID}; !slices.Equal(got, want) {
 			t.Errorf("all tickets: got %v, want %v", got, want)
@@ -306,7 +306,7 @@ func TestDeleteTicket(t *testing.T) {
 		if keys := f.keysWithPrefix(t, "ORG#"+org+"#TICKET#"+tk.ID); len(keys) != 0 {
 			t.Errorf("items left in the ticket's partition: %v", keys)
 		}
-		r, err := f.Tickets.ListTickets(ctx, org, "", page.Request{})
+		r, err := f.Tickets.ListTickets(ctx, org, ticket.Filter{}, page.Request{})
 		must(t, err)
 		if got, want := ticketIDs(r.Items), []string{keeper.ID}; !slices.Equal(got, want) {
 			t.Errorf("tickets: got %v, want %v", got, want)

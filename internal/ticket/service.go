@@ -174,14 +174,17 @@ func (s *Service) GetTicket(ctx context.Context, p authz.Principal, ticketID str
 
 // ListTickets pages through the org's tickets newest first, optionally one
 // status, expanding their users as asked.
-func (s *Service) ListTickets(ctx context.Context, p authz.Principal, status Status, x Expand, pr page.Request) (page.Result[Ticket], error) {
+func (s *Service) ListTickets(ctx context.Context, p authz.Principal, f Filter, x Expand, pr page.Request) (page.Result[Ticket], error) {
 	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
 		return page.Result[Ticket]{}, err
 	}
-	if err := checkStatus(status); err != nil {
+	if err := checkStatus(f.Status); err != nil {
 		return page.Result[Ticket]{}, err
 	}
-	return s.expanded(ctx, p.OrgID, x)(s.store.ListTickets(ctx, p.OrgID, status, pr))
+	if f.Priority != "" && f.AssigneeID != "" {
+		return page.Result[Ticket]{}, ErrUnservedFilter
+	}
+	return s.expanded(ctx, p.OrgID, x)(s.store.ListTickets(ctx, p.OrgID, f, pr))
 }
 
 // ListTeamTickets pages through a team's queue.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/team"
@@ -101,6 +102,22 @@ const (
 	MaxTagLen         = 50
 )
 
+// Filter narrows and orders a listing of an org's tickets. An index serves
+// each combination but one (docs/data-model.md): none, Status, Priority
+// (by status), Priority and Status, AssigneeID, AssigneeID and Status;
+// Priority with AssigneeID is refused (ErrUnservedFilter), never filtered
+// in memory.
+type Filter struct {
+	Status     Status
+	Priority   Priority
+	AssigneeID string
+	Oldest     bool // oldest first, instead of newest first
+}
+
+// ErrUnservedFilter refuses a combination of filters no index serves.
+var ErrUnservedFilter = errs.InvalidParams("unserved_filter",
+	"no index serves priority and assigneeId together: filter by one of them (with status, if you like)", "priority", "assigneeId")
+
 // Storer is what the ticket service needs from persistence. Every write
 // takes the audit event of the change, written in the same transaction.
 type Storer interface {
@@ -124,7 +141,7 @@ type Storer interface {
 	DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64, ev audit.Event) error
 	// ListTickets pages through an org's tickets newest first, or only
 	// those with status (when non-empty).
-	ListTickets(ctx context.Context, orgID string, status Status, p page.Request) (page.Result[Ticket], error)
+	ListTickets(ctx context.Context, orgID string, f Filter, p page.Request) (page.Result[Ticket], error)
 	// ListTeamTickets pages through a team's tickets newest first within
 	// each status, or only those with status. Returns NotFound for a team
 	// that does not exist (when the page is empty).

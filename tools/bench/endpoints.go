@@ -203,7 +203,7 @@ func (e *env) keyEndpoints() []*endpoint {
 		ap2[i] = ap2in{u, q, bg}
 	}
 	queue := one(capture(func(ctx context.Context) error {
-		_, err := e.tickets().ListTickets(ctx, org, ticket.StatusOpen, page.Request{Limit: page.DefaultLimit})
+		_, err := e.tickets().ListTickets(ctx, org, ticket.Filter{Status: ticket.StatusOpen}, page.Request{Limit: page.DefaultLimit})
 		return err
 	}))
 

@@ -308,7 +308,7 @@ func (rn *runner) point(ctx context.Context, ep *endpoint, pattern string, n int
 // cost model apart from the design's.
 func (rn *runner) queue(ctx context.Context, o *Org, size int, d time.Duration) (point, []queueDiag, error) {
 	q := one(capture(func(ctx context.Context) error {
-		_, err := rn.env.tickets().ListTickets(ctx, o.ID, ticket.StatusOpen, page.Request{Limit: page.DefaultLimit})
+		_, err := rn.env.tickets().ListTickets(ctx, o.ID, ticket.Filter{Status: ticket.StatusOpen}, page.Request{Limit: page.DefaultLimit})
 		return err
 	})).(*dynamodb.QueryInput)
 	ep := &endpoint{name: "queue", method: http.MethodGet, want: 200,
@@ -321,7 +321,7 @@ func (rn *runner) queue(ctx context.Context, o *Org, size int, d time.Duration) 
 		return pt, nil, err
 	}
 	all := one(capture(func(ctx context.Context) error {
-		_, err := rn.env.tickets().ListTickets(ctx, o.ID, "", page.Request{Limit: page.DefaultLimit})
+		_, err := rn.env.tickets().ListTickets(ctx, o.ID, ticket.Filter{}, page.Request{Limit: page.DefaultLimit})
 		return err
 	})).(*dynamodb.QueryInput)
 	variants := []struct {

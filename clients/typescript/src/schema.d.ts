@@ -551,7 +551,7 @@ export interface paths {
         };
         /**
          * List tickets
-         * @description Lists the org's tickets, optionally filtered by `status`. Any member may list them. Paginated.
+         * @description Lists the org's tickets, newest first (`order=asc`: oldest first). Any member may list them. Paginated. Filters, each served by an index (never by filtering a page in memory): `status`; `priority`, alone (grouped by status, in descending order of the status name) or within a `status`; `assigneeId`, alone or within a `status`. `priority` with `assigneeId` is refused with 400 (`unserved_filter`, naming both).
          */
         get: operations["listTickets"];
         put?: never;
@@ -2340,6 +2340,12 @@ export interface operations {
             query?: {
                 /** @description Only return tickets with this status. */
                 status?: components["parameters"]["statusFilter"];
+                /** @description Only tickets of this priority (with `status`, of that status too). */
+                priority?: components["schemas"]["TicketPriority"];
+                /** @description Only tickets assigned to this user (with `status`, of that status too). */
+                assigneeId?: string;
+                /** @description By creation time, `desc` (newest first, the default) or `asc` (oldest first). */
+                order?: "asc" | "desc";
                 /** @description Comma-separated list of related users to embed in each ticket: `requester` adds `requester`, `assignee` adds `assignee` (when the ticket is assigned). Example: `expand=requester,assignee`. */
                 expand?: components["parameters"]["ticketExpand"];
                 /** @description Maximum number of items to return (page size). */

@@ -239,6 +239,24 @@ func (e ListTeamMembersParamsExpand) Valid() bool {
 	}
 }
 
+// Defines values for ListTicketsParamsOrder.
+const (
+	ListTicketsParamsOrderAsc  ListTicketsParamsOrder = "asc"
+	ListTicketsParamsOrderDesc ListTicketsParamsOrder = "desc"
+)
+
+// Valid indicates whether the value is a known member of the ListTicketsParamsOrder enum.
+func (e ListTicketsParamsOrder) Valid() bool {
+	switch e {
+	case ListTicketsParamsOrderAsc:
+		return true
+	case ListTicketsParamsOrderDesc:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetTicketParamsInclude.
 const (
 	GetTicketParamsIncludeComments GetTicketParamsInclude = "comments"
@@ -982,6 +1000,15 @@ type ListTicketsParams struct {
 	// Status Only return tickets with this status.
 	Status *StatusFilter `form:"status,omitempty" json:"status,omitempty"`
 
+	// Priority Only tickets of this priority (with `status`, of that status too).
+	Priority *TicketPriority `form:"priority,omitempty" json:"priority,omitempty"`
+
+	// AssigneeId Only tickets assigned to this user (with `status`, of that status too).
+	AssigneeId *string `form:"assigneeId,omitempty" json:"assigneeId,omitempty"`
+
+	// Order By creation time, `desc` (newest first, the default) or `asc` (oldest first).
+	Order *ListTicketsParamsOrder `form:"order,omitempty" json:"order,omitempty"`
+
 	// Expand Comma-separated list of related users to embed in each ticket: `requester` adds `requester`, `assignee` adds `assignee` (when the ticket is assigned). Example: `expand=requester,assignee`.
 	Expand *TicketExpand `form:"expand,omitempty" json:"expand,omitempty"`
 
@@ -991,6 +1018,9 @@ type ListTicketsParams struct {
 	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
+
+// ListTicketsParamsOrder defines parameters for ListTickets.
+type ListTicketsParamsOrder string
 
 // CreateTicketParams defines parameters for CreateTicket.
 type CreateTicketParams struct {
@@ -2216,6 +2246,27 @@ func (w *ServerInterfaceWrapper) ListTickets(ctx echo.Context) error {
 	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "priority" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "priority", ctx.QueryParams(), &params.Priority, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter priority: %s", err))
+	}
+
+	// ------------- Optional query parameter "assigneeId" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "assigneeId", ctx.QueryParams(), &params.AssigneeId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter assigneeId: %s", err))
+	}
+
+	// ------------- Optional query parameter "order" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "order", ctx.QueryParams(), &params.Order, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter order: %s", err))
 	}
 
 	// ------------- Optional query parameter "expand" -------------
@@ -10929,34 +10980,38 @@ var swaggerSpec = []string{
 	"pqBjt7UpBfkm1L0HpvaB1FQULLMuf+pYrFAYLPgKbDkvtdK5NtFjYrjKy6OEAeBpfBVT95YFE18mMPqq",
 	"AkoiZtpdSUCZZ+7apJOvYxoq2tHfsHXofJJ+Dl5fic5fpxP8/J00X+Zb29c3EDj/QMay/SSpstOcoopS",
 	"qd/LWdF8kbZNrGiNXvFy/o/vXyUSdrxgMfV3iTc0t21gLPOu+QtTYVrIc1zbRgJE0bB6IzHi+wrmKzpl",
-	"rw/n872yb01f35Ppiwd7tctxvXqvo1b45ZsZwjYmGj7ANlSCvAiduCBxuCUMt4Thd24TX6UHV6UDjdG+",
-	"r+dCYawvNQTHAB26KtRmv7HgdN4xb+Uu+2rVAbdCanBMWis5+71yWMprVQmLi+72cV0HkyWFtin2F+f9",
-	"bqN/cXXfKP6XINMU8uMx4DYG+DYG+MZjgMOdXSV4a8SSrc/0z0VigQnJQzRwKFjdY/u+gX9I16MH75To",
-	"HLWm82Yqb6Gi2sTeRmUbg3wvR5EuEeZbXOHbQN/fV6Bv8wXZJNgXH9403Ddcirh6EYqI36LMe7Wk0Er0",
-	"bz7SSvgvIWpDEdsnxQIuHPh72au2NvS3gEg59jcAJicilwj9De9eLh6nqqN8fYVivehw68r7Hbjy1tGZ",
-	"r2WB8Ex8XdTwITdOojmB/AnlK7jH9Ew6J5JSO3CkRakYO5YpX6Cyx94KV9UxtCmUE6dZrLKUqiBlih4D",
-	"5YVPbFwt+1M0QrdIVc8VHSIUNsLMefeMPB4gvEA2VhApmmWMm1OnfJj0dQgvX0uP+kah0muJYR4sfXWi",
-	"eOsyunUZbRxffVUVaiuXRTZ1Ed2pKFCXNegGae/Hrqvgd3G+ybUsLd7aXL8nZ8wyTpfuUiGm35QY1Nw5",
-	"nIcFMjor8qwUVtpVeyw93mPhpqFwJGezDHvyN9lR/dPfqyHVL+/bWFIDbJr63voDqthSf2+GmFsT50Ym",
-	"To8KWtXx6BJdqWPS1NVmU+crNc+5PCMOvYN++E68sIvzGXHIpbrlxN8XJ67UvctsNS/I93m6djcoctYi",
-	"bj8RyqGZCYMWKHQ4Zm2sBZwd/0OMQg/GvHR6J8RJ5XWT4cNEngqVBw5ftj4wTxLGFarqpe6YXKaWZvLF",
-	"gstpByE2OAQGr954niT+qnzHLYFhed+sLTDCZqMY0Vsl/9ZRegOBoYh0BZmp6yoU6GOjNHHFJMZgW8Qv",
-	"vDcGq/5SZcXNaBxfdkNhehbIKFak4x57XUMD/UNcUVQ/TOXzEWFZGO5vxIxLhcVNMfB/XKWQbcoAoDE7",
-	"vkGuptroZmUwGgLEBCUqmwzjlDIJBmzGsb4tkegQ/hpGwAwONNB6PxmWuUDHnnSdogpVDu1gN06KKlQN",
-	"yZSXpeAXdy3nBO82h/KPnUO5Qg/WkaFzfNN4t7wY3uidbuhVekm8v6EUyHPEh3zTty7T31drUDzV69NX",
-	"LpbWuL7gEg/JjIrPROQbh/iqS4Fdb8bBIyY+jcTcEWcDbk5JiXxRTVbRZ4r8k+34cP/oyc+s1+sFKYSe",
-	"8LKIbwGPuk8Mb8R7LAb5ZSYwCEUxO9VnlthlnXSAOYkrCYml7BmuFnnd88CniUG3KTMR16kNgaXTY09D",
-	"NuGG4sWalqvXwKG/mnL1zVqvrlWuivarV6eStzLKrQ/1Ur1am0j5+arVlg+8SLoXT7obZcZQDnoYJGh8",
-	"tULS5tbdfT/cZfNnbvNhbi3C3zYfpnIjeP31vJGUuVzm2oAUbNqggmwLuQngWKRaTbDhMVaYkSSQtfcP",
-	"dwalmFkfzlUuU5dMhO0sVbSDwVcr2vHU6rwdH0aVvQLRqxyrCzM9BjnkL8IdODHLY9zwwrSpLH8qTwXT",
-	"RR0cG2HVm5GeS+zi5zQT2K8a1ta5AgkDmaGhBccFS+BhMcI/Vgm82vJFt5Tue4tCKRecKZ1THaH72rV1",
-	"LkTmLizoUF+RIrtGFtSv2rp+HcGoJi5Q4UwYhXIVEPUrVK5wkXlypefdVJyK1FfTDBHEC08EfWAN9v8k",
-	"isuru2jnI1qNrU2w4yjlJ2xEzpqksdqaoDx4KT3YsCEWTA6rWtrKZbIRLl8Z9I8kHS6h5y0F/R5lxcKH",
-	"crz4ToRFWKwYZUa6Bc5wLLgRZj9z09bg1w+A4dTiuJYAoIfJZCpm7acLxWf66WP2Qo942tljnCVinuoF",
-	"BQUqe4a5BYqaAZ4pNtXWtaJWZtLWoDV1bj7Y2treud/r9/q97cGD/oM+3i8PnJUM8ZJODARPKK6cxXwB",
-	"T1Kwr9tq2tTLIsthSbUuvUsnsfrykW8sbWWyqplzlXgT45Io4wcl1rg66NtsPtfGldW88IZHhNV38qBJ",
-	"kHBX3ssDuGp2MBUYoSmUA7IkkhCfWbw9EzXvlXrc5w25m+FXbp5Zv4al1nw8S6RjqZ6UBsHv6uBFV45N",
-	"BU/dtPQCfQFI/f8DAAD//w==",
+	"rw/n872yb01f35Ppiwd7tctxvXqvo1b45ZsZwjYmGj7ANlSCLNeeYO1Ym0SYR9yO4kElDbmzWTAuo/ts",
+	"fRFqzAREuoMpBYn4xNpUxeE4kCWSQBH/JRZV1mbRGeR0ao/FoaN0HDGeghjZnhidzWlcegx7aMCGQ5of",
+	"7CKvoYiPoO8SU+18oUNenqPo1p3PUvdkr7Qan3NZepN6C44zG/qF7fb7rB1nisDwkTYcR7AUWOWxdtOG",
+	"OtvXRlSX6opiSU3PNRA82GSfdsTatCO/1yjvSOoB6LTuNDkx8q7f0YUIYtH++5y1eih7Hid9Df4rLLjU",
+	"nr2hrww2W/+KzdVXd/zY14/GJgJyJiIWwwMx3JmzUkEAQGqfGdshhRAfql7Xhn3jzahs2Y+EgW52VOqk",
+	"z/ETfnkpH9Qtw75l2N/KV7XKp6/Knxuj8F/PhcIYfGrUjyTJE6BYibO4sRB83slyhbX6KvIBt0LKfkzW",
+	"JArC8UabUr65SqrcqKaz0JKhqSkmH+f9bqPycXXfKC6fINMUiucx4DY2/zY2/8Zj88OdXSV4a9SFrc/0",
+	"z0Vi9AnJQ5R+KCTfY/tpqs98E+7iwTslOkctI7352FuOqWa4tx3bxuD7y1GkS4TfF1f4NgD/9xWA33xB",
+	"NgnCx4c3DcMPlyKuXoQiEr9ov1At9bUSlZ+PtBKWT4jaUFz6SbGACwfkX/aqrQ3JLyBSjskPgMmJyCVC",
+	"8sO716GjfH2FYr3ocOti/x242NfRma9lGfRMfF00/yE3TqI7gPx85Su4x/RMOieSUpt+pEWpGDuWKV84",
+	"tsfeClfVMbQplBOnWayylKqTZYoeA+WFT2xcLcd1NtWpYI5PmEWqeq7oEKGwEWbOu9rkcTrhBfJ9gEjR",
+	"LGPcnDrl0xeuQ3j5WnrUN0phWEsM8ySGqxPFW1furSt347yHq6pQW7kssqnr9k5FgbpssZMg7f3Y9U78",
+	"Ls43uZalxVub6/fkJF3G6dJdKsT0mxKDmjv687BARmdFnsTCSrtqj6XHeyzcNBSO5GyWOYBGkx3VP/29",
+	"GlL98r6NJTXApqkftT+gii3192aIuTVxbmTi9KigVR2PLtGVOiZN3aY2DYqgplaXZ8Shp9cP3yEbdnE+",
+	"Iw45jrec+PvixJV6lJmt5uv5/mvX7gZFzlrk0yRCOTQzYdAhhfTHrI3xONnxP8Qo9EbNWxp0QvxiXs8c",
+	"PkzkqVB5QP9l63bzJGFcoape6lrLZWpDoM7D5XSgELMfAvZXbzxPEn9VvuNW3bC8b9auG2GzUez2rZJ/",
+	"6yi9gYBtRLqCzNR1+wr0sVGauGJycbAt4hfeG4PVuKni6WY0ji+7oTBtEmQUK9Jxj72uoYH+Ia4o2wam",
+	"8nnCsCxMwzFixqXCAEpMyBlXKWSbMnNozI5vXK2pZ4FZGYyGADFBicomwzilDJ8Bm3GsO00kOoSlhxEw",
+	"qA8NtN5PhuVn0LEnXaeoDpdDO9iNk6I6XEOS82Up+MVdyznBu81t/mPnNq/Qg3Vk6BzfNAUqkxje6J1u",
+	"6CF8Sby/odTkc8SHfNO3LtPfV8tePNXr01culm68vhAaD0nGis9E5Bv6+GpogV1vxsEjJj6NxNwRZwNu",
+	"TsnCfFFNItNnivyT7fhw/+jJz6zX6wUphJ7wsojPRkDdJ4Y34j0Wg/wyExiEopid6jNL7LJOOsBc4ZVE",
+	"4VJWG1eLvB9B4NPEoNuUMYzr1IbA0umxpyHLd0PxYk0r5Gvg0F9NufpmLZHXKldFW+SrU8lbGeXWh3qp",
+	"HspNpPx81Wor5Pt0L54MO8qModoQ1aQhUS8kbW7d3ffDXTY36zYf5tYi/G3zYSo3gtdfzxtJZc1lrg1I",
+	"waaNY8i2kJsAjkWq1QQbkWPlJ0kCWXv/cGdQipn14Vzl8pHJRNjOUqVJGHy10iRPrc7bZGJU2SsQvcqx",
+	"ujDTY5BD/iLcgROzPMYNL0yb2mWk8lQwXdSnshFWoxrpucTumk4zgX3kYW2dK5AwkBkaWuNcsDQlFgn9",
+	"Y5WmrC0rdkvpvrcolHIhqNI51RG6r13z6kJk7sKCDvX7KbJrZEH9qmn96whGNXGBCtrCKJSrgKhfoXKF",
+	"i8yTKz3vpuJUpL7KbYggXngi6ANrsC8vUVxe3UU7H9FqbDmEnYApP2EjctYkjdXW6uXBS+nBho3qYHJY",
+	"1dJWLpONcPmKvX8k6XAJPW8p6PcoKxY+lOPFdyIswmLFKMOKETDDseBGmP3MTVuDXz8AhlPr8VoCgB4m",
+	"k6mYtZ8uFJ/pp4/ZCz3iaWePcZaIeaoXFBSo7BnmFihq0nmm2FRb14pamUlbg9bUuflga2t7536v3+v3",
+	"tgcP+g/6eL88cFYyxEs6MRA8obhyFvMF8qoME1uTNvWyyHJYUq1L79JJrL585Bu+W5msauZcJd7EuCTK",
+	"+EGJNa4O+jabz7VxZTUvvOERYfWdPGgSy1osv5cHcNXsYCowQlMoB2RJJCE+s3h7JmreK/oP27xRfjP8",
+	"yk1t69ew1DKTZ4l0LNWT0iD4XR286MqxqeCpm5ZeoC8Aqf9/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
