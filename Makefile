@@ -53,6 +53,9 @@ lint: tools ## go vet, staticcheck, and openapi.yaml through Redocly and Spectra
 speclint: tools ## openapi.yaml through two independent linters (Redocly recommended, spectral:oas): zero findings
 	scripts/speclint.sh
 
+client-check: tools ## The generated clients against a running server: TypeScript (openapi-fetch) and @hey-api/openapi-ts from GET /openapi.yaml
+	go test -count=1 -v ./clients/typescript
+
 generate: ## Regenerate the Go server/client and the TypeScript schema from openapi.yaml
 	go generate ./...
 	cd clients/typescript && { [[ -d node_modules ]] || $(NPM_CI); } && npm run --silent generate
