@@ -55,6 +55,8 @@ type orgItem struct {
 	LeaseUntilMs int64     `dynamo:"leaseUntil,omitempty"`
 }
 
+func (it orgItem) beingDeleted() bool { return it.Deleting }
+
 func toOrgItem(o org.Org, owners int) orgItem {
 	k := orgKey(o.ID)
 	return orgItem{PK: k.PK, SK: k.SK, Type: typeOrg, ID: o.ID, Name: o.Name, OwnerCount: owners,
@@ -170,10 +172,7 @@ func (s *Orgs) GetOrg(ctx context.Context, orgID string) (org.Org, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return org.Org{}, err
 	}
-	it, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), false, errOrgNotFound, "get org")
-	if err == nil && it.Deleting {
-		err = errOrgNotFound
-	}
+	it, err := getLive[orgItem](ctx, s.DB, orgKey(orgID), errOrgNotFound, "get org")
 	return fromOrgItem(it), err
 }
 

@@ -111,6 +111,20 @@ func getItem[I any](ctx context.Context, d *DB, k key, consistent bool, notFound
 	return it, nil
 }
 
+// markedForDeletion is an item that a deletion marks (deleting) before it is
+// gone: an org being offboarded, a team or ticket being deleted.
+type markedForDeletion interface{ beingDeleted() bool }
+
+// getLive is getItem of an item a deletion marks first: once marked, it is
+// notFound to its readers.
+func getLive[I markedForDeletion](ctx context.Context, d *DB, k key, notFound error, op string) (I, error) {
+	it, err := getItem[I](ctx, d, k, false, notFound, op)
+	if err == nil && it.beingDeleted() {
+		err = notFound
+	}
+	return it, err
+}
+
 // checkIDs returns the first failed check of IDs about to reach a key
 // (ids.Resource for ULIDs, ids.User for user IDs): every store method
 // checks its IDs before it builds one.

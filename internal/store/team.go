@@ -52,6 +52,8 @@ type teamItem struct {
 	LeaseOwner string `dynamo:"leaseOwner,omitempty"` // who finishes that deletion
 }
 
+func (it teamItem) beingDeleted() bool { return it.Deleting }
+
 func toTeamItem(t team.Team) teamItem {
 	k := teamKey(t.OrgID, t.ID)
 	return teamItem{PK: k.PK, SK: k.SK, Type: typeTeam, GSI1PK: orgPK(t.OrgID), GSI1SK: teamSK(t.ID),
@@ -161,10 +163,7 @@ func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (team.Team, e
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return team.Team{}, err
 	}
-	it, err := getItem[teamItem](ctx, s.DB, teamKey(orgID, teamID), false, errTeamNotFound, "get team")
-	if err == nil && it.Deleting {
-		err = errTeamNotFound
-	}
+	it, err := getLive[teamItem](ctx, s.DB, teamKey(orgID, teamID), errTeamNotFound, "get team")
 	return fromTeamItem(it), err
 }
 

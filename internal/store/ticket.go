@@ -73,6 +73,8 @@ type ticketItem struct {
 	LeaseOwner string `dynamo:"leaseOwner,omitempty"`
 }
 
+func (it ticketItem) beingDeleted() bool { return it.Deleting }
+
 func toTicketItem(t ticket.Ticket) ticketItem {
 	k := ticketKey(t.OrgID, t.ID)
 	it := ticketItem{PK: k.PK, SK: k.SK, Type: typeTicket,
@@ -179,10 +181,7 @@ func (s *Tickets) GetTicket(ctx context.Context, orgID, ticketID string) (ticket
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
 		return ticket.Ticket{}, err
 	}
-	it, err := getItem[ticketItem](ctx, s.DB, ticketKey(orgID, ticketID), false, errTicketNotFound, "get ticket")
-	if err == nil && it.Deleting {
-		err = errTicketNotFound
-	}
+	it, err := getLive[ticketItem](ctx, s.DB, ticketKey(orgID, ticketID), errTicketNotFound, "get ticket")
 	return fromTicketItem(it), err
 }
 

@@ -209,25 +209,46 @@ func fenceCond(roles []string) (string, []any) {
 	return expr + ")", args
 }
 
-// fenced wraps the onFail of an item that carries the actor fence: a
-// failure is the fence's when the edge is gone, deleting, or has a role
-// outside roles; otherwise the item's own condition failed.
-func fenced(roles []string, inner onFail) onFail {
+// fenced wraps the onFail of an item that carries a fence: a failure is
+// the fence's (gone when the edge is missing or deleting, demoted when its
+// role is outside roles); otherwise the item's own condition failed.
+func fenced(roles []string, gone, demoted error, inner onFail) onFail {
 	return func(old map[string]types.AttributeValue) error {
 		if old == nil {
-			return errActorGone
+			return gone
 		}
 		if _, ok := old["deleting"]; ok {
-			return errActorGone
+			return gone
 		}
 		if r, ok := old["role"].(*types.AttributeValueMemberS); !ok || !slices.Contains(roles, r.Value) {
-			return errActorDemoted
+			return demoted
 		}
 		if inner != nil {
 			return inner(old)
 		}
 		return nil
 	}
+}
+
+// fenceEdge adds to t a fence on the edge at k: it must exist, outside any
+// deletion, with a role at least floor. When t already touches k, the
+// condition is ANDed onto that item.
+func (d *DB) fenceEdge(t *txn, k key, floor string, gone, demoted error) {
+	var roles []string
+	for _, r := range authz.RolesFrom(authz.Role(floor)) {
+		roles = append(roles, string(r))
+	}
+	if len(roles) == 0 {
+		t.err = fmt.Errorf("fence on %s: unknown role %q", k.SK, floor)
+		return
+	}
+	expr, args := fenceCond(roles)
+	if o := t.op(k); o != nil {
+		o.and(expr, args...)
+		o.fail = fenced(roles, gone, demoted, o.fail)
+		return
+	}
+	t.check(k, d.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(expr, args...), fenced(roles, gone, demoted, nil))
 }
 
 // audited adds to t the change's audit event, so the event commits or fails
@@ -266,32 +287,7 @@ func (d *DB) teamFence(t *txn, orgID, teamID, userID, floor string) {
 		t.err = err
 		return
 	}
-	var roles []string
-	for _, r := range authz.RolesFrom(authz.Role(floor)) {
-		roles = append(roles, string(r))
-	}
-	if len(roles) == 0 {
-		t.err = fmt.Errorf("team fence: unknown role %q", floor)
-		return
-	}
-	expr, args := fenceCond(roles)
-	fail := func(map[string]types.AttributeValue) error { return errTeamRoleLost }
-	k := memberKey(orgID, teamID, userID)
-	if o := t.op(k); o != nil {
-		o.and(expr, args...)
-		inner := o.fail
-		o.fail = func(old map[string]types.AttributeValue) error {
-			if r, ok := old["role"].(*types.AttributeValueMemberS); old == nil || !ok || !slices.Contains(roles, r.Value) {
-				return errTeamRoleLost
-			}
-			if inner != nil {
-				return inner(old)
-			}
-			return nil
-		}
-		return
-	}
-	t.check(k, d.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(expr, args...), fail)
+	d.fenceEdge(t, memberKey(orgID, teamID, userID), floor, errTeamRoleLost, errTeamRoleLost)
 }
 
 // errTeamRoleLost: the team edge a write was authorized on is gone or has
@@ -305,20 +301,5 @@ func (d *DB) fence(t *txn, orgID, userID, floor string) {
 		t.err = err
 		return
 	}
-	var roles []string
-	for _, r := range authz.RolesFrom(authz.Role(floor)) {
-		roles = append(roles, string(r))
-	}
-	if len(roles) == 0 {
-		t.err = fmt.Errorf("actor fence: unknown role %q", floor)
-		return
-	}
-	expr, args := fenceCond(roles)
-	k := orgUserKey(orgID, userID)
-	if o := t.op(k); o != nil {
-		o.and(expr, args...)
-		o.fail = fenced(roles, o.fail)
-		return
-	}
-	t.check(k, d.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(expr, args...), fenced(roles, nil))
+	d.fenceEdge(t, orgUserKey(orgID, userID), floor, errActorGone, errActorDemoted)
 }
