@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/testkit"
 )
 
 func TestMain(m *testing.M) { dynamotest.Main(m) }
@@ -201,12 +201,7 @@ func copyFile(t *testing.T, from, to string) {
 // ends. It returns the base URL.
 func startServer(t *testing.T, api string, env []string, dir string) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
+	addr := testkit.FreeAddr(t)
 	baseURL := "http://" + addr
 
 	ctx, cancel := context.WithTimeout(context.Background(), serveTimeout)
@@ -215,7 +210,7 @@ func startServer(t *testing.T, api string, env []string, dir string) string {
 	cmd.Env = append(env, "ADDR="+addr, "METRICS_ADDR=") // no metrics listener: its default port may be taken
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = stopTimeout
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &logs, &logs
 	if err := cmd.Start(); err != nil {
 		cancel()
@@ -343,24 +338,6 @@ func (l *lineLogger) flush() {
 		l.t.Log(l.prefix + string(l.buf))
 		l.buf = nil
 	}
-}
-
-// syncBuffer is a bytes.Buffer safe for a child's stdout and stderr at once.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // childEnv is the environment without the variables named in drop or set,

@@ -46,6 +46,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/testkit"
 )
 
 var (
@@ -86,7 +87,7 @@ func TestChaos(t *testing.T) {
 	bin := buildAPI(t)
 	env := []string{"DYNAMODB_ENDPOINT=" + proxy.url(), "REQUEST_TIMEOUT=2s", "WRITE_TIMEOUT=4s", "SHUTDOWN_TIMEOUT=3s", "DRAIN_DELAY=0s",
 		"DELETION_LEASE=2s", "DELETION_POLL=200ms", "OFFBOARD_WAIT=300ms", "OFFBOARD_GRACE=0s", "LOG_LEVEL=warn"}
-	addr := freeAddr(t)
+	addr := testkit.FreeAddr(t)
 	w := &chaosWorld{t: t, base: "http://" + addr, http: &http.Client{Timeout: 10 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64, ResponseHeaderTimeout: 8 * time.Second}}}
 	api := startAPIAt(t, addr, bin, table, env...)
@@ -927,7 +928,7 @@ func startFaultProxy(t *testing.T, target string) *faultProxy {
 		// the connection, as a dead peer would.
 		panic(http.ErrAbortHandler)
 	}
-	p.addr = freeAddr(t)
+	p.addr = testkit.FreeAddr(t)
 	p.accept(t)
 	t.Cleanup(func() { p.refuse(t) })
 	return p

@@ -4,12 +4,10 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,6 +26,7 @@ import (
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/testkit"
 )
 
 // drainOutcome is what a client saw of one request.
@@ -36,24 +35,6 @@ type drainOutcome struct {
 	status   int
 	err      error
 	sentAt   time.Time
-}
-
-// syncBuffer is a bytes.Buffer safe for a writer and a reader goroutine.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestGracefulDrain builds cmd/api, serves it against DynamoDB Local and
@@ -85,12 +66,7 @@ func TestGracefulDrain(t *testing.T) {
 		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
 
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
+	addr := testkit.FreeAddr(t)
 	base := "http://" + addr
 
 	cmd := exec.Command(bin, "serve")
@@ -98,7 +74,7 @@ func TestGracefulDrain(t *testing.T) {
 		"AUTH_HS256_SECRET="+secret, "AUTH_JWKS_URL=", "AUTH_ISSUER=", "AUTH_AUDIENCE=", "CURSOR_SECRET=drain-test-cursor-secret-0123456789abcdef",
 		"SHUTDOWN_TIMEOUT="+shutdownTimeout.String(), "REQUEST_TIMEOUT=10s", "RATE_LIMIT_RPS=0", "RATE_LIMIT_CALLER_RPS=0", "LOG_LEVEL=info", "METRICS_ADDR=",
 		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1")
-	var stdout, stderr syncBuffer
+	var stdout, stderr testkit.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

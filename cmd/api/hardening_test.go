@@ -31,6 +31,7 @@ import (
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/testkit"
 )
 
 const testSecret = "hardening-test-secret-0123456789abcdef"
@@ -59,23 +60,11 @@ func newTable(t *testing.T) string {
 	return table
 }
 
-// freeAddr returns a loopback address nothing listens on right now.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	return addr
-}
-
 // apiProc is a running `api serve`.
 type apiProc struct {
 	addr, base     string
 	cmd            *exec.Cmd
-	stdout, stderr syncBuffer
+	stdout, stderr testkit.SyncBuffer
 	exited         chan struct{}
 	waitErr        error
 }
@@ -85,7 +74,7 @@ type apiProc struct {
 // 200. The process is killed at cleanup if it still runs.
 func startAPI(t *testing.T, bin, table string, env ...string) *apiProc {
 	t.Helper()
-	return startAPIAt(t, freeAddr(t), bin, table, env...)
+	return startAPIAt(t, testkit.FreeAddr(t), bin, table, env...)
 }
 
 // startAPIAt is startAPI on a given address (a restart on the same address).
@@ -297,7 +286,7 @@ func TestHardeningTimeouts(t *testing.T) {
 	const readTimeout, writeTimeout, idleTimeout = 2 * time.Second, 3 * time.Second, 2 * time.Second
 	const slack = 8 * time.Second // the bound is the timeout plus this
 	bin, table := buildAPI(t), newTable(t)
-	metricsAddr := freeAddr(t)
+	metricsAddr := testkit.FreeAddr(t)
 	p := startAPI(t, bin, table, "READ_TIMEOUT="+readTimeout.String(), "WRITE_TIMEOUT="+writeTimeout.String(),
 		"IDLE_TIMEOUT="+idleTimeout.String(), "REQUEST_TIMEOUT=2s", "METRICS_ADDR="+metricsAddr)
 	token := mintToken(t, "hostile")
@@ -470,7 +459,7 @@ func firstLine(b []byte) string {
 // throttled per account: a flood would fail readiness on every replica).
 // 500 probes from 20 connections ask DynamoDB at most once a second.
 func TestReadyzIsNotAnAmplifier(t *testing.T) {
-	maddr := freeAddr(t)
+	maddr := testkit.FreeAddr(t)
 	api := startAPI(t, buildAPI(t), newTable(t), "METRICS_ADDR="+maddr)
 	began := time.Now()
 	var wg sync.WaitGroup

@@ -24,7 +24,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -41,6 +40,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+
+	"github.com/tenantd/tenantd/internal/testkit"
 )
 
 const (
@@ -230,7 +231,7 @@ func startLocal(o Options) (*server, error) {
 // On an error it returns the server too (when the process was started) so
 // the caller can show its log and clean up.
 func startOnce(java, jarDir string, o Options) (*server, error) {
-	port, err := freePort()
+	port, err := testkit.FreePort("") // every address, as DynamoDB Local listens
 	if err != nil {
 		return nil, fmt.Errorf("find a free port: %w", err)
 	}
@@ -279,7 +280,7 @@ func startOnce(java, jarDir string, o Options) (*server, error) {
 // waitReady polls until the server answers HTTP, the process exits, or the
 // start timeout passes. An answer counts only while our process owns the
 // listening socket: another binary's DynamoDB Local may have taken the port
-// between freePort and our bind.
+// between testkit.FreePort and our bind.
 func waitReady(srv *server, port int) error {
 	client := &http.Client{Timeout: 2 * time.Second}
 	deadline := time.Now().Add(startTimeout)
@@ -314,17 +315,6 @@ func answers(client *http.Client, url string) bool {
 	}
 	_ = resp.Body.Close()
 	return true
-}
-
-// freePort returns a TCP port that nothing listens on right now. It listens
-// on all addresses, as DynamoDB Local will.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", ":0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // ensureInstalled returns the directory holding DynamoDBLocal.jar, running

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/tenantd/tenantd/internal/testkit"
 )
 
 // proc is a child process the bench started: DynamoDB Local or the API.
@@ -93,15 +94,6 @@ func (p *proc) waitHTTP(url string, timeout time.Duration) error {
 	}
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // repoRoot walks up from the working directory to the go.mod.
 func repoRoot() (string, error) {
 	dir, err := os.Getwd()
@@ -154,11 +146,11 @@ func startAPI(ctx context.Context, bin, dir, ddb string) (*proc, error) {
 	if out, err := mig.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("api migrate: %v: %s", err, out)
 	}
-	port, err := freePort()
+	port, err := testkit.FreePort("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}
-	mport, err := freePort()
+	mport, err := testkit.FreePort("127.0.0.1")
 	if err != nil {
 		return nil, err
 	}
