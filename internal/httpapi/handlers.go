@@ -19,7 +19,7 @@ import (
 // generated code and the validator), call a service, encode.
 type handlers struct {
 	Deps
-	cursors cursors
+	cursors page.Cursors
 }
 
 func (h *handlers) now() time.Time { return clock.Or(h.Now)() }
@@ -57,13 +57,13 @@ func fetchPage[T any](h *handlers, scope, listing string, limit *int, cursor *st
 	if err != nil {
 		return page.Result[T]{}, "", err
 	}
-	return r, h.cursors.encode(scope, listing, r.Next), nil
+	return r, h.cursors.Encode(scope, listing, r.Next), nil
 }
 
 // pageIn decodes a list request's cursor for the listing.
 func (h *handlers) pageIn(scope, listing string, limit *int, cursor *string) (page.Request, error) {
 	p := pageReq(limit, cursor)
-	key, err := h.cursors.decode(scope, listing, p.After)
+	key, err := h.cursors.Decode(scope, listing, p.After)
 	p.After = key
 	return p, err
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/tenantd/tenantd/internal/invitation"
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/ticket"
@@ -172,7 +173,7 @@ func New(d Deps) (*echo.Echo, error) {
 	// Innermost: entity tags of representations, and If-None-Match.
 	e.Use(conditional)
 
-	h := &handlers{Deps: d, cursors: cursors{key: d.CursorKey, ttl: d.CursorTTL, now: clock.Or(d.Now)}}
+	h := &handlers{Deps: d, cursors: page.Cursors{Key: d.CursorKey, TTL: d.CursorTTL, Now: clock.Or(d.Now)}}
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
 	for _, r := range e.Routes() {
 		routes[r.Path] = true

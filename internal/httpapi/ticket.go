@@ -157,7 +157,7 @@ func (h *handlers) ListUserTickets(ctx context.Context, req oapi.ListUserTickets
 	if err != nil {
 		return nil, err
 	}
-	next := h.cursors.encode(p.OrgID, listing, r.Next)
+	next := h.cursors.Encode(p.OrgID, listing, r.Next)
 	body := ticketList(r, next)
 	if user != nil {
 		u := toOrgUser(*user)

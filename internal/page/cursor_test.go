@@ -1,4 +1,4 @@
-package httpapi
+package page
 
 import (
 	"strings"
@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-func fuzzCursors() cursors {
+func fuzzCursors() Cursors {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	return cursors{key: []byte(strings.Repeat("k", 32)), ttl: time.Hour, now: func() time.Time { return now }}
+	return Cursors{Key: []byte(strings.Repeat("k", 32)), TTL: time.Hour, Now: func() time.Time { return now }}
 }
 
 // FuzzCursorDecode feeds arbitrary cursors to the decoder: it must never
@@ -16,20 +16,20 @@ func fuzzCursors() cursors {
 // org and listing.
 func FuzzCursorDecode(f *testing.F) {
 	cs := fuzzCursors()
-	f.Add(cs.encode("01ARZ3NDEKTSV4RRFFQ69G5FAV", "listTickets:", "eyJwayI6IngifQ"))
+	f.Add(cs.Encode("01ARZ3NDEKTSV4RRFFQ69G5FAV", "listTickets:", "eyJwayI6IngifQ"))
 	f.Add("")
 	f.Add(".")
 	f.Add("eyJvIjoiYSJ9.AAAA")
 	f.Add(strings.Repeat("A", 5000))
 	f.Fuzz(func(t *testing.T, cursor string) {
-		key, err := cs.decode("01ARZ3NDEKTSV4RRFFQ69G5FAV", "listTickets:", cursor)
+		key, err := cs.Decode("01ARZ3NDEKTSV4RRFFQ69G5FAV", "listTickets:", cursor)
 		if err != nil || cursor == "" {
 			return
 		}
-		if again := cs.encode("01ARZ3NDEKTSV4RRFFQ69G5FAV", "listTickets:", key); again != cursor {
+		if again := cs.Encode("01ARZ3NDEKTSV4RRFFQ69G5FAV", "listTickets:", key); again != cursor {
 			t.Errorf("accepted a cursor the server would not have issued: %q", cursor)
 		}
-		if _, err := cs.decode("01BX5ZZKBKACTAV9WEVGEMMVRZ", "listTickets:", cursor); err == nil {
+		if _, err := cs.Decode("01BX5ZZKBKACTAV9WEVGEMMVRZ", "listTickets:", cursor); err == nil {
 			t.Errorf("a cursor of one org was accepted for another: %q", cursor)
 		}
 	})
@@ -38,9 +38,9 @@ func FuzzCursorDecode(f *testing.F) {
 func TestCursor(t *testing.T) {
 	cs := fuzzCursors()
 	const org, listing, key = "01ARZ3NDEKTSV4RRFFQ69G5FAV", "listTeamMembers:01BX5ZZKBKACTAV9WEVGEMMVRZ", "eyJwayI6IngifQ"
-	c := cs.encode(org, listing, key)
+	c := cs.Encode(org, listing, key)
 	t.Run("OK", func(t *testing.T) {
-		got, err := cs.decode(org, listing, c)
+		got, err := cs.Decode(org, listing, c)
 		if err != nil || got != key {
 			t.Fatalf("decode: got %q, %v; want %q", got, err, key)
 		}
@@ -54,15 +54,15 @@ func TestCursor(t *testing.T) {
 		"ErrGarbage":      {org, listing, "not a cursor"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := cs.decode(tc.org, tc.listing, tc.cursor); err == nil {
+			if _, err := cs.Decode(tc.org, tc.listing, tc.cursor); err == nil {
 				t.Errorf("decode accepted %q", tc.cursor)
 			}
 		})
 	}
 	t.Run("ErrExpired", func(t *testing.T) {
 		later := cs
-		later.now = func() time.Time { return cs.now().Add(2 * time.Hour) }
-		if _, err := later.decode(org, listing, c); err == nil {
+		later.Now = func() time.Time { return cs.Now().Add(2 * time.Hour) }
+		if _, err := later.Decode(org, listing, c); err == nil {
 			t.Error("an expired cursor was accepted")
 		}
 	})
