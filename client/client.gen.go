@@ -42,6 +42,21 @@ func (e FieldErrorIn) Valid() bool {
 	}
 }
 
+// Defines values for GraphQLRequestExtensionsPersistedQueryVersion.
+const (
+	GraphQLRequestExtensionsPersistedQueryVersionN1 GraphQLRequestExtensionsPersistedQueryVersion = 1
+)
+
+// Valid indicates whether the value is a known member of the GraphQLRequestExtensionsPersistedQueryVersion enum.
+func (e GraphQLRequestExtensionsPersistedQueryVersion) Valid() bool {
+	switch e {
+	case GraphQLRequestExtensionsPersistedQueryVersionN1:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -388,6 +403,60 @@ type FieldError struct {
 
 // FieldErrorIn Where the problem is.
 type FieldErrorIn string
+
+// GraphQLError defines model for GraphQLError.
+type GraphQLError struct {
+	// Extensions `code` (the REST API's for a field error), `kind`, and `errors` (FieldError-like entries, `in` being `argument` or `input`).
+	Extensions *map[string]interface{} `json:"extensions,omitempty"`
+	Locations  *[]struct {
+		Column *int `json:"column,omitempty"`
+		Line   *int `json:"line,omitempty"`
+	} `json:"locations,omitempty"`
+	Message string                    `json:"message"`
+	Path    *[]GraphQLError_Path_Item `json:"path,omitempty"`
+}
+
+// GraphQLErrorPath0 defines model for GraphQLError.Path.0.
+type GraphQLErrorPath0 = string
+
+// GraphQLErrorPath1 defines model for GraphQLError.Path.1.
+type GraphQLErrorPath1 = int
+
+// GraphQLError_Path_Item defines model for GraphQLError.path.Item.
+type GraphQLError_Path_Item struct {
+	union json.RawMessage
+}
+
+// GraphQLRequest A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`).
+type GraphQLRequest struct {
+	Extensions *struct {
+		PersistedQuery *struct {
+			// Sha256Hash The SHA-256 of the query, hex.
+			Sha256Hash string                                        `json:"sha256Hash"`
+			Version    GraphQLRequestExtensionsPersistedQueryVersion `json:"version"`
+		} `json:"persistedQuery,omitempty"`
+	} `json:"extensions,omitempty"`
+
+	// OperationName The operation of the document to run, when it has several.
+	OperationName *string `json:"operationName,omitempty"`
+
+	// Query The GraphQL document (at most 16 KiB and 5,000 tokens).
+	Query *string `json:"query,omitempty"`
+
+	// Variables The operation's variables.
+	Variables *json.RawMessage `json:"variables,omitempty"`
+}
+
+// GraphQLRequestExtensionsPersistedQueryVersion defines model for GraphQLRequest.Extensions.PersistedQuery.Version.
+type GraphQLRequestExtensionsPersistedQueryVersion int
+
+// GraphQLResponse A GraphQL response.
+type GraphQLResponse struct {
+	// Data The operation's result; null after a request error.
+	Data       nullable.Nullable[map[string]interface{}] `json:"data,omitempty"`
+	Errors     *[]GraphQLError                           `json:"errors,omitempty"`
+	Extensions *map[string]interface{}                   `json:"extensions,omitempty"`
+}
 
 // Health defines model for Health.
 type Health struct {
@@ -1142,6 +1211,9 @@ type ListUserTicketsParams struct {
 // ListUserTicketsParamsInclude defines parameters for ListUserTickets.
 type ListUserTicketsParamsInclude string
 
+// GraphqlJSONRequestBody defines body for Graphql for application/json ContentType.
+type GraphqlJSONRequestBody = GraphQLRequest
+
 // CreateOrgJSONRequestBody defines body for CreateOrg for application/json ContentType.
 type CreateOrgJSONRequestBody = OrgCreate
 
@@ -1233,6 +1305,68 @@ func (t AuditValue) MarshalJSON() ([]byte, error) {
 }
 
 func (t *AuditValue) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsGraphQLErrorPath0 returns the union data inside the GraphQLError_Path_Item as a GraphQLErrorPath0
+func (t GraphQLError_Path_Item) AsGraphQLErrorPath0() (GraphQLErrorPath0, error) {
+	var body GraphQLErrorPath0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGraphQLErrorPath0 overwrites any union data inside the GraphQLError_Path_Item as the provided GraphQLErrorPath0
+func (t *GraphQLError_Path_Item) FromGraphQLErrorPath0(v GraphQLErrorPath0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGraphQLErrorPath0 performs a merge with any union data inside the GraphQLError_Path_Item, using the provided GraphQLErrorPath0
+func (t *GraphQLError_Path_Item) MergeGraphQLErrorPath0(v GraphQLErrorPath0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGraphQLErrorPath1 returns the union data inside the GraphQLError_Path_Item as a GraphQLErrorPath1
+func (t GraphQLError_Path_Item) AsGraphQLErrorPath1() (GraphQLErrorPath1, error) {
+	var body GraphQLErrorPath1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGraphQLErrorPath1 overwrites any union data inside the GraphQLError_Path_Item as the provided GraphQLErrorPath1
+func (t *GraphQLError_Path_Item) FromGraphQLErrorPath1(v GraphQLErrorPath1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGraphQLErrorPath1 performs a merge with any union data inside the GraphQLError_Path_Item, using the provided GraphQLErrorPath1
+func (t *GraphQLError_Path_Item) MergeGraphQLErrorPath1(v GraphQLErrorPath1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t GraphQLError_Path_Item) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *GraphQLError_Path_Item) UnmarshalJSON(b []byte) error {
 	err := t.union.UnmarshalJSON(b)
 	return err
 }
@@ -1331,6 +1465,32 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /readyz (the `GetReady` operationId).
 	GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GraphqlWithBody Run a GraphQL query or mutation
+	//
+	// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+	//
+	// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+	//
+	// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/graphql (the `Graphql` operationId).
+	GraphqlWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// Graphql Run a GraphQL query or mutation
+	//
+	// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+	//
+	// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+	//
+	// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/graphql (the `Graphql` operationId).
+	Graphql(ctx context.Context, body GraphqlJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AcceptInvitation Accept an invitation
 	//
@@ -1754,6 +1914,52 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /readyz (the `GetReady` operationId).
 func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReadyRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GraphqlWithBody Run a GraphQL query or mutation
+//
+// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+//
+// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+//
+// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/graphql (the `Graphql` operationId).
+func (c *Client) GraphqlWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGraphqlRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// Graphql Run a GraphQL query or mutation
+//
+// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+//
+// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+//
+// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/graphql (the `Graphql` operationId).
+func (c *Client) Graphql(ctx context.Context, body GraphqlJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGraphqlRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2701,6 +2907,46 @@ func NewGetReadyRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewGraphqlRequest calls the generic Graphql builder with application/json body
+func NewGraphqlRequest(server string, body GraphqlJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewGraphqlRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewGraphqlRequestWithBody constructs an http.Request for the Graphql method, with any body, and a specified content type
+func NewGraphqlRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/graphql")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -5376,6 +5622,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `GetReady` operationId).
 	GetReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyResponse, error)
 
+	// GraphqlWithBodyWithResponse Run a GraphQL query or mutation
+	//
+	// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+	//
+	// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+	//
+	// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/graphql (the `Graphql` operationId).
+	GraphqlWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GraphqlResponse, error)
+
+	// GraphqlWithResponse Run a GraphQL query or mutation
+	//
+	// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+	//
+	// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+	//
+	// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/graphql (the `Graphql` operationId).
+	GraphqlWithResponse(ctx context.Context, body GraphqlJSONRequestBody, reqEditors ...RequestEditorFn) (*GraphqlResponse, error)
+
 	// AcceptInvitationWithResponse Accept an invitation
 	//
 	// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
@@ -5968,6 +6240,112 @@ func (r GetReadyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetReadyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GraphqlResponse401Headers the declared response headers of an HTTP 401 response for Graphql
+type GraphqlResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GraphqlResponse429Headers the declared response headers of an HTTP 429 response for Graphql
+type GraphqlResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// GraphqlResponse503Headers the declared response headers of an HTTP 503 response for Graphql
+type GraphqlResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GraphqlResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GraphQLResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GraphqlResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GraphqlResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GraphqlResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GraphqlResponse) GetJSON200() *GraphQLResponse {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GraphqlResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GraphqlResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r GraphqlResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GraphqlResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GraphqlResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GraphqlResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GraphqlResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GraphqlResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GraphqlResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GraphqlResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10564,6 +10942,44 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 	return ParseGetReadyResponse(rsp)
 }
 
+// GraphqlWithBodyWithResponse Run a GraphQL query or mutation
+//
+// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+//
+// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+//
+// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/graphql (the `Graphql` operationId).
+func (c *ClientWithResponses) GraphqlWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*GraphqlResponse, error) {
+	rsp, err := c.GraphqlWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGraphqlResponse(rsp)
+}
+
+// GraphqlWithResponse Run a GraphQL query or mutation
+//
+// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+//
+// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+//
+// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/graphql (the `Graphql` operationId).
+func (c *ClientWithResponses) GraphqlWithResponse(ctx context.Context, body GraphqlJSONRequestBody, reqEditors ...RequestEditorFn) (*GraphqlResponse, error) {
+	rsp, err := c.Graphql(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGraphqlResponse(rsp)
+}
+
 // AcceptInvitationWithResponse Accept an invitation
 //
 // Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
@@ -11403,6 +11819,121 @@ func ParseGetReadyResponse(rsp *http.Response) (*GetReadyResponse, error) {
 	switch {
 	case rsp.StatusCode == 503:
 		var headers GetReadyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGraphqlResponse parses an HTTP response from a GraphqlWithResponse call
+func ParseGraphqlResponse(rsp *http.Response) (*GraphqlResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GraphqlResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GraphqlResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers GraphqlResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GraphqlResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -68,6 +68,9 @@ if [[ -z "${CURSOR_SECRET:-}" ]]; then
 	export CURSOR_SECRET="dev-cursor-secret-change-me-0123456789"
 fi
 
+# Introspection helps in development (GraphiQL, codegen); production leaves it off.
+export GRAPHQL_INTROSPECTION="${GRAPHQL_INTROSPECTION:-true}"
+
 echo "run: building bin/api" >&2
 go build -o bin/api ./cmd/api
 

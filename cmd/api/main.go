@@ -35,6 +35,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/app"
 	"github.com/tenantd/tenantd/internal/deletion"
+	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
@@ -80,6 +81,10 @@ type Config struct {
 	CallerLimitRPS     float64       `env:"RATE_LIMIT_CALLER_RPS" envDefault:"100"` // per token subject, before authorization; 0 = off
 	CallerLimitBurst   int           `env:"RATE_LIMIT_CALLER_BURST" envDefault:"200"`
 	LogLevel           slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
+	// The GraphQL API's limits (0: graphapi's defaults) and introspection.
+	GraphQLIntrospection bool `env:"GRAPHQL_INTROSPECTION"` // __schema and __type; make run turns it on
+	GraphQLMaxDepth      int  `env:"GRAPHQL_MAX_DEPTH" envDefault:"10"`
+	GraphQLMaxComplexity int  `env:"GRAPHQL_MAX_COMPLEXITY" envDefault:"10000"`
 }
 
 // defaultMetricsAddr is where metrics are served when METRICS_ADDR is not
@@ -118,6 +123,9 @@ func configFromEnv() (Config, error) {
 	}
 	if c.RateLimitRPS < 0 || c.RateLimitBurst < 1 {
 		return c, errors.New("config: RATE_LIMIT_RPS must be >= 0 and RATE_LIMIT_BURST >= 1")
+	}
+	if c.GraphQLMaxDepth < 1 || c.GraphQLMaxComplexity < 1 {
+		return c, errors.New("config: GRAPHQL_MAX_DEPTH and GRAPHQL_MAX_COMPLEXITY must be >= 1")
 	}
 	if c.CallerLimitRPS < 0 || c.CallerLimitBurst < 1 {
 		return c, errors.New("config: RATE_LIMIT_CALLER_RPS must be >= 0 and RATE_LIMIT_CALLER_BURST >= 1")
@@ -298,6 +306,7 @@ func serve(ctx context.Context, cfg Config) error {
 	d.RateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst})
 	d.CallerRateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.CallerLimitRPS, Burst: cfg.CallerLimitBurst})
 	d.RequestTimeout, d.OffboardWait, d.WriteTimeout = cfg.RequestTimeout, cfg.OffboardWait, cfg.WriteTimeout
+	d.GraphQL = graphapi.Limits{Introspection: cfg.GraphQLIntrospection, MaxDepth: cfg.GraphQLMaxDepth, MaxComplexity: cfg.GraphQLMaxComplexity}
 	e, err := httpapi.New(d)
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/page"
 )
@@ -20,6 +21,7 @@ import (
 type handlers struct {
 	Deps
 	cursors page.Cursors
+	graphQL *graphapi.Server
 }
 
 func (h *handlers) now() time.Time { return clock.Or(h.Now)() }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/idempotency"
 )
 
@@ -24,6 +25,10 @@ func idempotent(k *idempotency.Keeper) echo.MiddlewareFunc {
 			values, ok := req.Header[http.CanonicalHeaderKey(idempotency.Header)]
 			if req.Method != http.MethodPost || !ok {
 				return next(c)
+			}
+			if c.Path() == "/v1/graphql" {
+				return errs.InvalidHeader(idempotency.Header, "idempotency_key_unsupported",
+					"GraphQL mutations take an idempotencyKey argument instead: one request may hold several")
 			}
 			key, err := idempotency.CheckKey(values)
 			if err != nil {

@@ -33,6 +33,7 @@ import (
 	"github.com/tenantd/tenantd/internal/app"
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
@@ -214,10 +215,17 @@ type serverOptions struct {
 	endpoint       string    // the server's DynamoDB endpoint
 	rawEndpoint    string    // ts.Raw's (and the migration's) endpoint
 	log            io.Writer // the server's JSON log (debug level)
+	graphQL        graphapi.Limits
 }
 
 // serverOption changes one of MustServer's settings.
 type serverOption func(*serverOptions)
+
+// withGraphQL sets the GraphQL API's limits (BatchWait defaults to 20 ms
+// in tests: a level's lookups meet in one batch even under -race).
+func withGraphQL(l graphapi.Limits) serverOption {
+	return func(o *serverOptions) { o.graphQL = l }
+}
 
 // withTransport wraps the HTTP transport of the server's DynamoDB client
 // (not of ts.Raw), e.g. to inject faults under the SDK's real retryer.
@@ -370,6 +378,10 @@ func MustServer(tb testing.TB, opts ...serverOption) *testServer {
 	// withRateLimit says otherwise).
 	d.RateLimit, d.CallerRateLimit = ratelimit.New(limit), ratelimit.New(callerLimit)
 	d.RequestTimeout, d.OffboardWait = o.requestTimeout, o.offboardWait
+	d.GraphQL = o.graphQL
+	if d.GraphQL.BatchWait == 0 {
+		d.GraphQL.BatchWait = 20 * time.Millisecond
+	}
 	e, err := httpapi.New(d)
 	if err != nil {
 		tb.Fatalf("httpapi.New: %v", err)

@@ -44,6 +44,9 @@ func logRequests(m *obs.Metrics, log *slog.Logger, route func(echo.Context) stri
 			}
 			n, attempts, capacity := calls.Snapshot()
 			route, method := route(c), obs.Method(c.Request().Method)
+			if op := calls.OperationOf(); op != "" {
+				route += " " + op // a GraphQL operation, from the schema's root fields: bounded
+			}
 			m.ObserveRequest(method, route, n, capacity)
 			attrs := []any{
 				"requestId", c.Response().Header().Get(echo.HeaderXRequestID),

@@ -194,7 +194,9 @@ func TestOperationNamesMatchServices(t *testing.T) {
 			methods[typ.Method(i).Name] = typ.Elem().PkgPath()
 		}
 	}
-	noService := map[string]bool{"getHealth": true, "getReady": true, "getOpenAPI": true, "getMe": true}
+	// graphql is served by graphapi.Server, whose resolvers call the
+	// services (TestGraphQLOperationsPerLevel names them per level).
+	noService := map[string]bool{"getHealth": true, "getReady": true, "getOpenAPI": true, "getMe": true, "graphql": true}
 	for _, op := range specOperations(doc) {
 		name := strings.ToUpper(op.ID[:1]) + op.ID[1:]
 		if noService[op.ID] {

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -187,6 +188,16 @@ var roleOps = map[string]roleOp{
 		r, err := c.CreateCommentWithResponse(bg, w.Org.Id, w.Ticket.Id, nil, client.CommentCreate{Body: "+1"})
 		return status(t, r, err)
 	}},
+	// POST /v1/graphql: any caller may send one (200, errors inside); the
+	// role matrix of its mutations is TestGraphQLRoleMatrix's.
+	"graphql": {"", http.StatusOK, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
+		r, err := c.GraphqlWithResponse(bg, client.GraphQLRequest{Query: ptr(`mutation($org: ID!) { addComment(orgId: $org, ticketId: "` + w.Ticket.Id + `", body: "+1") { id } }`),
+			Variables: ptr(json.RawMessage(`{"org":"` + w.Org.Id + `"}`))})
+		if st := status(t, r, err); st != http.StatusOK || r.JSON200.Errors != nil {
+			t.Errorf("addComment through GraphQL: %d %s", st, r.Body)
+		}
+		return status(t, r, err)
+	}},
 	"createInvitation": {authz.InvitationManage, http.StatusCreated, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
 		r, err := c.CreateInvitationWithResponse(bg, w.Org.Id, nil, client.InvitationCreate{Email: ts.UniqueID("invitee") + "@example.com", Role: client.RoleMember})
 		return status(t, r, err)
@@ -235,6 +246,9 @@ var roleRows = []struct {
 }{
 	{"createOrg", orgOwner, 201}, {"createOrg", orgAdmin, 201}, {"createOrg", orgMember, 201}, {"createOrg", teamOwner, 201},
 	{"createOrg", teamAdmin, 201}, {"createOrg", teamMember, 201}, {"createOrg", requester, 201}, {"createOrg", assignee, 201},
+
+	{"graphql", orgOwner, 200}, {"graphql", orgAdmin, 200}, {"graphql", orgMember, 200}, {"graphql", teamOwner, 200},
+	{"graphql", teamAdmin, 200}, {"graphql", teamMember, 200}, {"graphql", requester, 200}, {"graphql", assignee, 200},
 
 	{"updateOrg", orgOwner, 200}, {"updateOrg", orgAdmin, 200}, {"updateOrg", orgMember, 403}, {"updateOrg", teamOwner, 403},
 	{"updateOrg", teamAdmin, 403}, {"updateOrg", teamMember, 403}, {"updateOrg", requester, 403}, {"updateOrg", assignee, 403},

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/idempotency"
 	"github.com/tenantd/tenantd/internal/invitation"
@@ -83,6 +84,8 @@ type Deps struct {
 	// members are cut off, for the rest of the offboarding before it
 	// answers 202 and lets it finish in the background (default 2 s).
 	OffboardWait time.Duration
+	// GraphQL bounds the GraphQL API's requests (zero: its defaults).
+	GraphQL graphapi.Limits
 	// WriteTimeout is the http.Server's WriteTimeout (0: it has none). A
 	// route whose deadline is longer than RequestTimeout (the offboarding
 	// DELETE) gets its connection's write deadline pushed out by the
@@ -174,6 +177,8 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(conditional)
 
 	h := &handlers{Deps: d, cursors: page.Cursors{Key: d.CursorKey, TTL: d.CursorTTL, Now: clock.Or(d.Now)}}
+	h.graphQL = graphapi.New(graphapi.Deps{Orgs: d.Orgs, Teams: d.Teams, Tickets: d.Tickets, Invitations: d.Invitations, Audit: d.Audit,
+		Access: d.Roles, Cursors: h.cursors, RateLimit: d.RateLimit, Idempotency: d.Idempotency, Now: d.Now, Logger: d.Logger, Limits: d.GraphQL})
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
 	for _, r := range e.Routes() {
 		routes[r.Path] = true

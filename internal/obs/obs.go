@@ -21,6 +21,9 @@ type Calls struct {
 	Calls    int     // logical API calls
 	Attempts int     // HTTP attempts, retries included
 	Capacity float64 // consumed capacity units, as DynamoDB reported them
+	// Operation, when set, names what a request ran beyond its route (a
+	// GraphQL operation's type and root fields): from a bounded set.
+	Operation string
 }
 
 func (c *Calls) add(calls, attempts int, capacity float64) {
@@ -39,6 +42,23 @@ func (c *Calls) Snapshot() (calls, attempts int, capacity float64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.Calls, c.Attempts, c.Capacity
+}
+
+// SetOperation records, on ctx's Calls (if any), what the request ran
+// beyond its route: a value from a bounded set (it becomes a label).
+func SetOperation(ctx context.Context, op string) {
+	if c := callsFrom(ctx); c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.Operation = op
+	}
+}
+
+// OperationOf returns what SetOperation recorded.
+func (c *Calls) OperationOf() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.Operation
 }
 
 type callsKey struct{}

@@ -98,6 +98,9 @@ type Storer interface {
 	GetOrgUser(ctx context.Context, orgID, userID string) (User, error)
 	// ListOrgUsers pages through an org's users, ordered by user ID.
 	ListOrgUsers(ctx context.Context, orgID string, p page.Request) (page.Result[User], error)
+	// BatchGetOrgUsers reads many of an org's users with BatchGetItem (100
+	// keys a call); users not in the org are left out.
+	BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]User, error)
 	// AddOrgUser writes the user and their email claim atomically. Returns
 	// NotFound if the org does not exist or is being offboarded, Conflict
 	// (code user_exists or email_taken) if either clashes.

@@ -299,6 +299,15 @@ func (s *Service) GetOrgUser(ctx context.Context, p authz.Principal, userID stri
 	return s.store.GetOrgUser(ctx, p.OrgID, userID)
 }
 
+// BatchGetOrgUsers reads many of the org's users at once (one BatchGetItem
+// per 100 distinct IDs); users not in the org are left out of the map.
+func (s *Service) BatchGetOrgUsers(ctx context.Context, p authz.Principal, userIDs []string) (map[string]User, error) {
+	if err := authz.Authorize(p, authz.UserRead, authz.Facts{}); err != nil {
+		return nil, err
+	}
+	return s.store.BatchGetOrgUsers(ctx, p.OrgID, userIDs)
+}
+
 // AddOrgUser adds an existing identity to the org (admin+; owner to add an
 // owner).
 func (s *Service) AddOrgUser(ctx context.Context, p authz.Principal, in NewUser) (User, error) {

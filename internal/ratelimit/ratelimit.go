@@ -84,17 +84,25 @@ type Decision struct {
 func (l *Limiter) Off() bool { return l == nil || l.o.PerSecond <= 0 }
 
 // Take spends one request of key's bucket, if it has one.
-func (l *Limiter) Take(key string) Decision {
+func (l *Limiter) Take(key string) Decision { return l.TakeN(key, 1) }
+
+// TakeN spends n requests' worth of key's bucket at once (a GraphQL
+// request costs by its complexity), if it has them; n is capped at the
+// burst, so a costly request waits for a full bucket, never forever.
+func (l *Limiter) TakeN(key string, n int) Decision {
 	if l.Off() {
 		return Decision{Allowed: true}
 	}
+	n = min(max(n, 1), l.o.Burst)
 	b := l.bucket(key)
 	now := l.o.Now()
-	allowed := b.AllowN(now, 1)
+	allowed := b.AllowN(now, n)
 	tokens := b.TokensAt(now)
 	d := Decision{Allowed: allowed, Limit: int(math.Ceil(l.o.PerSecond)), Burst: l.o.Burst, Remaining: max(0, int(tokens)),
 		Reset: time.Duration((float64(l.o.Burst) - tokens) / l.o.PerSecond * float64(time.Second))}
-	if tokens < 1 {
+	if tokens < float64(n) && !allowed {
+		d.RetryAfter = time.Duration((float64(n) - tokens) / l.o.PerSecond * float64(time.Second))
+	} else if tokens < 1 {
 		d.RetryAfter = time.Duration((1 - tokens) / l.o.PerSecond * float64(time.Second))
 	}
 	return d

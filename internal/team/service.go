@@ -114,6 +114,15 @@ func (s *Service) ListTeams(ctx context.Context, p authz.Principal, pr page.Requ
 	return s.store.ListTeams(ctx, p.OrgID, pr)
 }
 
+// BatchGetTeams reads many of the org's teams at once (one BatchGetItem
+// per 100 distinct IDs); teams that do not exist are left out of the map.
+func (s *Service) BatchGetTeams(ctx context.Context, p authz.Principal, teamIDs []string) (map[string]Team, error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+		return nil, err
+	}
+	return s.store.BatchGetTeams(ctx, p.OrgID, teamIDs)
+}
+
 // UpdateTeam changes a team's name or description.
 func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID string, patch Patch, ifMatch errs.Match) (Team, error) {
 	return errs.Unconditional(ifMatch, func() (Team, error) { return s.updateTeam(ctx, p, teamID, patch, ifMatch) })

@@ -628,6 +628,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/graphql": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run a GraphQL query or mutation
+         * @description Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+         *
+         *     Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+         *
+         *     Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
+         */
+        post: operations["graphql"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -960,6 +984,48 @@ export interface components {
             items: components["schemas"]["Team"][];
             /** @description Cursor of the next page; absent on the last page. */
             nextCursor?: string;
+        };
+        /** @description A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`). */
+        GraphQLRequest: {
+            /** @description The GraphQL document (at most 16 KiB and 5,000 tokens). */
+            query?: string;
+            /** @description The operation of the document to run, when it has several. */
+            operationName?: string;
+            /** @description The operation's variables. */
+            variables?: {
+                [key: string]: unknown;
+            };
+            extensions?: {
+                persistedQuery?: {
+                    /** @enum {integer} */
+                    version: 1;
+                    /** @description The SHA-256 of the query, hex. */
+                    sha256Hash: string;
+                };
+            };
+        };
+        /** @description A GraphQL response. */
+        GraphQLResponse: {
+            /** @description The operation's result; null after a request error. */
+            data?: {
+                [key: string]: unknown;
+            } | null;
+            errors?: components["schemas"]["GraphQLError"][];
+            extensions?: {
+                [key: string]: unknown;
+            };
+        };
+        GraphQLError: {
+            message: string;
+            path?: (string | number)[];
+            locations?: {
+                line?: number;
+                column?: number;
+            }[];
+            /** @description `code` (the REST API's for a field error), `kind`, and `errors` (FieldError-like entries, `in` being `argument` or `input`). */
+            extensions?: {
+                [key: string]: unknown;
+            };
         };
         MembershipList: {
             items: components["schemas"]["Membership"][];
@@ -2612,6 +2678,36 @@ export interface operations {
             404: components["responses"]["NotFound"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    graphql: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["GraphQLRequest"];
+            };
+        };
+        responses: {
+            /** @description The operation's result, field errors included. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GraphQLResponse"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

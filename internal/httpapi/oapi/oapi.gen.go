@@ -47,6 +47,21 @@ func (e FieldErrorIn) Valid() bool {
 	}
 }
 
+// Defines values for GraphQLRequestExtensionsPersistedQueryVersion.
+const (
+	GraphQLRequestExtensionsPersistedQueryVersionN1 GraphQLRequestExtensionsPersistedQueryVersion = 1
+)
+
+// Valid indicates whether the value is a known member of the GraphQLRequestExtensionsPersistedQueryVersion enum.
+func (e GraphQLRequestExtensionsPersistedQueryVersion) Valid() bool {
+	switch e {
+	case GraphQLRequestExtensionsPersistedQueryVersionN1:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	HealthStatusOk HealthStatus = "ok"
@@ -393,6 +408,60 @@ type FieldError struct {
 
 // FieldErrorIn Where the problem is.
 type FieldErrorIn string
+
+// GraphQLError defines model for GraphQLError.
+type GraphQLError struct {
+	// Extensions `code` (the REST API's for a field error), `kind`, and `errors` (FieldError-like entries, `in` being `argument` or `input`).
+	Extensions *map[string]interface{} `json:"extensions,omitempty"`
+	Locations  *[]struct {
+		Column *int `json:"column,omitempty"`
+		Line   *int `json:"line,omitempty"`
+	} `json:"locations,omitempty"`
+	Message string                    `json:"message"`
+	Path    *[]GraphQLError_Path_Item `json:"path,omitempty"`
+}
+
+// GraphQLErrorPath0 defines model for GraphQLError.Path.0.
+type GraphQLErrorPath0 = string
+
+// GraphQLErrorPath1 defines model for GraphQLError.Path.1.
+type GraphQLErrorPath1 = int
+
+// GraphQLError_Path_Item defines model for GraphQLError.path.Item.
+type GraphQLError_Path_Item struct {
+	union json.RawMessage
+}
+
+// GraphQLRequest A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`).
+type GraphQLRequest struct {
+	Extensions *struct {
+		PersistedQuery *struct {
+			// Sha256Hash The SHA-256 of the query, hex.
+			Sha256Hash string                                        `json:"sha256Hash"`
+			Version    GraphQLRequestExtensionsPersistedQueryVersion `json:"version"`
+		} `json:"persistedQuery,omitempty"`
+	} `json:"extensions,omitempty"`
+
+	// OperationName The operation of the document to run, when it has several.
+	OperationName *string `json:"operationName,omitempty"`
+
+	// Query The GraphQL document (at most 16 KiB and 5,000 tokens).
+	Query *string `json:"query,omitempty"`
+
+	// Variables The operation's variables.
+	Variables *json.RawMessage `json:"variables,omitempty"`
+}
+
+// GraphQLRequestExtensionsPersistedQueryVersion defines model for GraphQLRequest.Extensions.PersistedQuery.Version.
+type GraphQLRequestExtensionsPersistedQueryVersion int
+
+// GraphQLResponse A GraphQL response.
+type GraphQLResponse struct {
+	// Data The operation's result; null after a request error.
+	Data       nullable.Nullable[map[string]interface{}] `json:"data,omitempty"`
+	Errors     *[]GraphQLError                           `json:"errors,omitempty"`
+	Extensions *map[string]interface{}                   `json:"extensions,omitempty"`
+}
 
 // Health defines model for Health.
 type Health struct {
@@ -1147,6 +1216,9 @@ type ListUserTicketsParams struct {
 // ListUserTicketsParamsInclude defines parameters for ListUserTickets.
 type ListUserTicketsParamsInclude string
 
+// GraphqlJSONRequestBody defines body for Graphql for application/json ContentType.
+type GraphqlJSONRequestBody = GraphQLRequest
+
 // CreateOrgJSONRequestBody defines body for CreateOrg for application/json ContentType.
 type CreateOrgJSONRequestBody = OrgCreate
 
@@ -1242,6 +1314,68 @@ func (t *AuditValue) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsGraphQLErrorPath0 returns the union data inside the GraphQLError_Path_Item as a GraphQLErrorPath0
+func (t GraphQLError_Path_Item) AsGraphQLErrorPath0() (GraphQLErrorPath0, error) {
+	var body GraphQLErrorPath0
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGraphQLErrorPath0 overwrites any union data inside the GraphQLError_Path_Item as the provided GraphQLErrorPath0
+func (t *GraphQLError_Path_Item) FromGraphQLErrorPath0(v GraphQLErrorPath0) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGraphQLErrorPath0 performs a merge with any union data inside the GraphQLError_Path_Item, using the provided GraphQLErrorPath0
+func (t *GraphQLError_Path_Item) MergeGraphQLErrorPath0(v GraphQLErrorPath0) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsGraphQLErrorPath1 returns the union data inside the GraphQLError_Path_Item as a GraphQLErrorPath1
+func (t GraphQLError_Path_Item) AsGraphQLErrorPath1() (GraphQLErrorPath1, error) {
+	var body GraphQLErrorPath1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromGraphQLErrorPath1 overwrites any union data inside the GraphQLError_Path_Item as the provided GraphQLErrorPath1
+func (t *GraphQLError_Path_Item) FromGraphQLErrorPath1(v GraphQLErrorPath1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeGraphQLErrorPath1 performs a merge with any union data inside the GraphQLError_Path_Item, using the provided GraphQLErrorPath1
+func (t *GraphQLError_Path_Item) MergeGraphQLErrorPath1(v GraphQLErrorPath1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t GraphQLError_Path_Item) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *GraphQLError_Path_Item) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetHealth Liveness
@@ -1253,6 +1387,9 @@ type ServerInterface interface {
 	// GetReady Readiness
 	// (GET /readyz)
 	GetReady(ctx echo.Context) error
+	// Graphql Run a GraphQL query or mutation
+	// (POST /v1/graphql)
+	Graphql(ctx echo.Context) error
 	// AcceptInvitation Accept an invitation
 	// (POST /v1/invitations/{token}/accept)
 	AcceptInvitation(ctx echo.Context, token string, params AcceptInvitationParams) error
@@ -1395,6 +1532,15 @@ func (w *ServerInterfaceWrapper) GetReady(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetReady(ctx)
+	return err
+}
+
+// Graphql converts echo context to params.
+func (w *ServerInterfaceWrapper) Graphql(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.Graphql(ctx)
 	return err
 }
 
@@ -2995,6 +3141,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PATCH(options.BaseURL+"/v1/orgs/:orgId/tickets/:ticketId", wrapper.UpdateTicket, options.OperationMiddlewares["updateTicket"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId/tickets/:ticketId/comments", wrapper.ListComments, options.OperationMiddlewares["listComments"]...)
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/tickets/:ticketId/comments", wrapper.CreateComment, options.OperationMiddlewares["createComment"]...)
+	router.POST(options.BaseURL+"/v1/graphql", wrapper.Graphql, options.OperationMiddlewares["graphql"]...)
 
 }
 
@@ -3191,6 +3338,137 @@ type GetReady503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetReady503ApplicationProblemPlusJSONResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlRequestObject struct {
+	Body *GraphqlJSONRequestBody
+}
+
+type GraphqlResponseObject interface {
+	VisitGraphqlResponse(w http.ResponseWriter) error
+}
+
+type Graphql200JSONResponse GraphQLResponse
+
+func (response Graphql200JSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Graphql400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response Graphql400ApplicationProblemPlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Graphql401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response Graphql401ApplicationProblemPlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Graphql413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response Graphql413ApplicationProblemPlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Graphql429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response Graphql429ApplicationProblemPlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Graphql500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response Graphql500ApplicationProblemPlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Graphql503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response Graphql503ApplicationProblemPlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -9370,6 +9648,9 @@ type StrictServerInterface interface {
 	// GetReady Readiness
 	// (GET /readyz)
 	GetReady(ctx context.Context, request GetReadyRequestObject) (GetReadyResponseObject, error)
+	// Graphql Run a GraphQL query or mutation
+	// (POST /v1/graphql)
+	Graphql(ctx context.Context, request GraphqlRequestObject) (GraphqlResponseObject, error)
 	// AcceptInvitation Accept an invitation
 	// (POST /v1/invitations/{token}/accept)
 	AcceptInvitation(ctx context.Context, request AcceptInvitationRequestObject) (AcceptInvitationResponseObject, error)
@@ -9558,6 +9839,52 @@ func (sh *strictHandler) GetReady(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetReadyResponseObject); ok {
 		return validResponse.VisitGetReadyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// Graphql operation middleware
+func (sh *strictHandler) Graphql(ctx echo.Context) error {
+	var request GraphqlRequestObject
+
+	var body GraphqlJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.Graphql(ctx.Request().Context(), request.(GraphqlRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "Graphql")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GraphqlResponseObject); ok {
+		return validResponse.VisitGraphqlResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -10800,218 +11127,238 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1pcxs5luBfQXAmwmR3kqJkuWxT4diRry5V+9DYcnumi14nxARJtJIAC0BKZrs9sT9if+H+ko33HpAH",
-	"mUlRh2W7Sp8kkpk4Hh7efXxujfRsrpVQzrYGn1tTwRNh8N9nR3wCfxNhR0bOndSqNWg9U066BXN8wvSY",
-	"ualgRrjMKJEwI+ZGWKEch2cHLB62hlm/f3d0KoyVWuEH0aXvEjkR1tFXw1bcY0dTwfyDbKZPhWVn0k2Z",
-	"OBVmwUZTriaimNHqzIzEHn6ikeqfPptyx6Qt1tjmLB7p2Uwo90RnysVMGxZn84Q7key7mPGxE4Zx5h+K",
-	"mJgdiyTB7dGsttNjb4VKmHRMKhYfjLuvtBLdl9yNpjFzmhnBE6ZVuqD5aTlJxDi8RG8UD8/4iWCcnRnp",
-	"BBtplUiAHk+ZVri9ABPpmOIzYXutqGXEb5k0ImkNnMlE1LKjqZhxOCy3mIvWoGWdkWrS+vIlar2Q6mT1",
-	"GN88f8Ie7Dx4wFKpTmAZMJUSnxyb84mImOhNeiymo9o63d7SZmK3PmszOUi+bDk5OhHO/q9RZqw2j3q9",
-	"Hjy481MqZ9I92rlHp7rHjEgfDVsw6rAVA+jfvTlgRoyFEWoEx5hyJ09FmB52Jay7AwDePwZECjBIuaWF",
-	"webXbfYNd+IFrGJ1x++nwggm+GhKaKStYLhgy6zjKrGsbflMsMTwsesg9mozGbb2zKN79/fco504Yias",
-	"Ed6Racp4muozkTClzyLmmBVwgJZlysmUOTj83zLtOKDg2VSngvEJlypi2kTsbCoUM/BTP8rf8Ifgp4Ef",
-	"wxRt+DF+I5xZdPcBSWPYB2e7Ow87G4Ole6hTOVqsQgdun+EuB0npPNgZnISbGp1Npqx98OzoOcsHZEQw",
-	"2FiKNLERQa8rhRt3p87N+Vx2YVgcteuJS3e734kYZ9aZbOQyIxKWSusQ5COepsIMW3u/Pdrp9/fOHu1E",
-	"LBxE/hXiEgFWj9lvxaHMhWFn4RQGjDOnT4RixxngKz4bAf7JNBV4E/NnOz0W09QxwBx2j6/escxmx/8Q",
-	"IxcxOwc4HIuxNgKf4JmbaiP/ieQOL/0ei7WZxPirNhOuwo94eJkVhunMWZkIppXo5GMuGMB8BqTG2HMP",
-	"s0CB1XN86zGQyNjZVI6mlbOc8QU7RpptpEiqU82kkrNs1hr0ozCtVE5MhMF5379/393P3FQoJ0fcidXJ",
-	"HwtugHgWD8HeR1MALBDkNlCdn+7f63fWEzHxic/mqShGNIKns0fDlhOKK5cMWxETxmjzaNiS6pSnMvmI",
-	"xzVstaIViH2JWnNu+Ew4z9gOEjGbayfUaPFXUXMXXvITYYEFGMGdVBN2+PrtEbN8LIi4O7Ng7bfOyLlg",
-	"Vsw4bBUwCO7QWBpbXF/kSZydiAUzmbJ7eMxG2LlWVrC2ddxlFtnCsU4WHUC9EzF3bKwN29llU50Z+tmI",
-	"ecoXwENwyDjfguu+8T8NGIAxjmCNXC38OvFxQACkbbAQGC7/wi+U1p4/4pedyDGS6mI/E+Es293Z2WM8",
-	"jD+VKd2G6s5loJAmUwpgSK/2H/bYX8XCMm4EsyM9F0mg/pX7EhZJdxL4rTkVhg7dsva9T586OITSDiEW",
-	"MUujwPJHXC3huIRjJerTilrARluDMhp0AQ8qV4F/eiHUxE1bg5179yK4GuHzNqCTc8LAmP/71+Hw0852",
-	"dzj8dP/Zhz//ew36RS1ik6t49nrOf8sEo5/Z2OgZ42xuxKnUmUV2d8eyGPjBE3wkZm0QVoChx57udnrs",
-	"NVBhpwHApXNAZsnoPYL2zy/3n3StnIAURBiXqWbgA0GGY3MkQNlM4IHM4ORnOpFjKRIQnYAYyokKm0BR",
-	"C8ilSAiLdvv9/AB+y4RZFPD3YGkCe3/3QR0w5RhFp3qJ5uH2dp8F6WrA4j/FwGoZx+0A/Re59GoJ4IKb",
-	"VALNUvYMaC9eBC8/SstmHEl1umByDCQ7SKBt64xWkw6NhHJZRTK9YwEieHe8/LbHzgQ/oefb8futYQvE",
-	"plbcYQqEVjaDJffYfpgcAT9DSqQ0U+IsFwTbuXAK4hFnJI0BQyUGwv6hJV45zpzgs44fkRYIQj07zpyf",
-	"dcxlChSmJJMOmNJAjZhILe7Dz2XEOLPCsoXODBOJdD322k2FOZNWsN3tHUQbpd0UppY2SL3N189P2IQA",
-	"2/2d3XoEAGl7AyQohHLEhGZEaOPJgB7EjbRadXrsPchmcN54LB524USres4di0CNSCRANILt3+3vslfa",
-	"sZfhsuB1UBop/TqgFMu+MGTUqaQ1HSTwCs4w525ajF95ZB0LLpO4fvf+h1/73Yf73Z9/+evLV4fdo791",
-	"//7h8869L/X0Lq0XwF/yTyBeMJUhluoxk07MrOepmVGsDVSLWflP0WkiGjR2eaWJGPMsdUCoI4ASiTDb",
-	"/X5UCDTbtQINajM1ZLlMC2XC2u9eHDwtFlQFKI2xmTDT3/7l4d/v/u3+fz74r52/7r786dWDw/6bnaPd",
-	"9z+1oisBnOSI5zKtFQlfA/nyEPaaWxALkEvDu03gpl8r8P53I8atQevftgrDwRb9areOcPi39BKsDAhQ",
-	"HYyPBJ+dC1v/8kWA+/7xvSf3nz58tv387l/u/Xz/l4d/3X55ReASyJ59mnNVs5EnejbjXStAwnRekQHU",
-	"Rt1WJCjzI4qjGQF0DtRAadABi728BHoHTxJb/iJiMbfIsEX4sfjcRu0R9RQcCjVF+jXp9NgzgsuAxQIX",
-	"/igfNsrHAKiLT/NUJ6I1GPPUinocoBEqOIAXdzNkQMAB32p9yaHLjeEwQabkb5k4oMHgaBGXF3ieY21m",
-	"rRz8tTjkN34eFoUBLoJH//V059nu85/+8uDn/i/hrl4RjwAT6rbxDrRCCeI76Pc2O47ZKOVyFkQNeO+O",
-	"JXXU9th2d3vnATBXw0eg0JAYE+93/85495+s333Ieuwj+x82YP/B/sX+zB6xbhyhoIxyTKKdHbC4FyO/",
-	"jnvwjxHwNbNiApzekuzx7s0LNkolfmHETJ8KFLJtNpqCwCATNtJZiiwfpG2eJEZYGwwVHlLM8oVlkjQh",
-	"nTmWan3CgesNGHcsFRyuixLFhoLEieNyWFfTwXqAbnasoJP2/3VvfH/0QIzuj+7eHf006vd3j4/5WDzY",
-	"aUUV/rrzYJ3Ev9/9O+/+s9992Pv4P4P/+NefH3U//Kn4Mv+u9rl/r9dPg0qId+oxT97QbYVPI61AzYN/",
-	"+XyeeqV6a270cSpmf/6HBST6vCF9PqS3aNIaA1ChvM14CjfQC/koJaKe7c0ZXuuGY55GDAkGPOiNQbm6",
-	"HbHwoDYsUydKnykUgNjc6LkwblE8QepAp8eeS5Em3VScipQlwpGEagSSViKhMemBcQ8IxBOtxqkcfTNg",
-	"jfz8ttC1g6AI3FOwNtpSk4zWIyLGUyN4ssgF9ojsm/pMwf+5fTRB8R0hByQi0YIuhfgEPEaqoLh1EAzP",
-	"tTmWSSLUTcOBVHTkP0EB8ZSrolSCzuGmQhpmdCqK3aB5k0QRwAh8GDd0oODG8fQZnPVNbuqdEp/mpMLa",
-	"ktmBVMN6O9oeWiPJDhI4+EESexOvmGuDyrR0uLNX2j0H5fvmMZaU0yVUQhXZVU6SaO+a00Qa7840G3HQ",
-	"CeF6SpWQzSCTdsqPU8GOFywRIGx0wraDMtRgf67oVcEOC9xh2ccCHCAZlLWpGr9VHaT8Y1v4DILpkC9S",
-	"zZMjrV9wMxHfioqQxv1pJERC2/aaTG7+B60IwXhoRO4les5lKm4Uj0q+q0QS80cVucn6AYDeq/zIzrgt",
-	"TEhWqpFAAYFbNKH32BvRRQeadN706cwCd/5WmFM5Eu8UP+UyBRS76dOytAJETTGba8ONTBcsU4jvTrMp",
-	"V4m3h/qT3fOGUlAHTMSmWukMGP+SKwcphUf/JXxesvevQ+vyo7iFI61fcrXw8oS9aXiRvd7jNfBulCUJ",
-	"49Hb1B7pBEgmd+IjqvYiiTuAAgAy8mFU4eT9NT32gvxUQHnmQKQq1Am+qXhbuKo80UFRFiiL0tIuwjrJ",
-	"JoZWrmzOuNJuCrL38nmUfYxrTyN/sMEFt9HL4flVz8+FMOGdCu4qceOM55i8OOSMA+FSWivVJCqkzIiJ",
-	"T3OQ4YEXeYlwCex17qd1EFh53oNhbvRIWAs3lmIZbhoa8ZLjIUbaF4TCzAZbYZ0Dxt8XWYzw8UQsPhoB",
-	"r8HNeWcF42guPhEL9CPRp+DoIXsRLRT2sZ8l0j1BUy2a/Ugsl6SJ8HWYFnaLI/yNp5kAFCX36MXeQd9x",
-	"va+zUO1+9Y99yBUojX5ZGACHe3bqD3BpDyMCfVkZJJNAj6I+VjWyCF7SXllf/Q0nAbSF/1owRNfJWe04",
-	"3vK+scmkfBrL5hIYDtXxN0G+rJei4v/q+ie6IIKiYIfvMYyoyJUUjxE+DsFz4O3uT7tl44Ier5oWBqwb",
-	"7zHuAzRyF0Cbs1SrCdLikvro55YJXHw5UdrAbSdKax18Qv2+pH7/tNuobw+6Hz5vRz/t1plYopasPzCz",
-	"Hl4k49+xsMQ8vohum/fBJMTQvWOmDWxnCci5Szd45eqW50C+dA1YRT8e4derqFprUCrfDZm0CqyNAtJX",
-	"hi0toAwTROgCU9dfrxfS1lyxHLU3x3G6rDUoXng7zycINF3jiom+AAlQi9fj1uDXzy2VpV5uJEvR8jGU",
-	"trByQg3v+pV/WKb0+xQScwftJpkIcSNAkEOEGYJ8QIEwyA4L9xR9Y1nb8YmNyBBw8NR2UFeDlbDc/ovT",
-	"4OXNlBXO20TQZ1dDDVEGaMBB0EFqf8BACJHsX4DyyQZbuacFhcV29SaUDL4bIH3JvJtvzm+lvPA6LPHr",
-	"eYIPIXSSEHx3WIKaN41XARlgVfFY973TqWQ4XL8DHGXN0q7jvgVcOPeyLR0WOfQ9RcwjAwvCXxOZd9nr",
-	"iha/3M6z7L0SzIthFO+W61Wc7fb7eGOsj/vUCpdRhdYI/RsrcVIOVbYZH02lIoUTv0D5ym/aTxuCIcNe",
-	"4ojF3pb5ES9f+Yvc9AlfOq0/Ak/M/wcCDB9C0BKShvIXdLnK3wCw4tqLkotNqzxNj8dCJaBl4kNAY+bc",
-	"TZlUPt4DzQ1kmIyBxGzdjfeYmM0dyYz5IyCYUuRiJ1iJ8h3eocCHMAyqb3H9nZaqKR6zBGcmUdMSKpvl",
-	"dyPKnVHe9u8d5h9qJpmBVD+pO+upNo5NsxlXxUGLT/OUK29urBltrqWqdac+R5kaoYPAjVCr/eXt61fs",
-	"kN7xcW4P+9udgDtbHsgb3BJg23S0EeFusbO6u/Oz4KmbrhIJ77kFYcIDVJ/UgG1pdv9W3UQHeejA6mSX",
-	"YBBixmVay21IE7QX5zY1aHcqnUgeLxq8bgdPw1WnJ00tJhidnqvQvIFncn93lTivcrgKGa5jagQcP3Ux",
-	"anlHZeZWhtn6o9sfjcTckQWgeoR5MMTqci++J/J2nge012YCx7ACghBTgWMU86/f2aW4eI6EOZoFyFcC",
-	"AHejRiw9UE/5wlbiUO6XwlDunhOFcnXsurRLGlfpfe87/Q1880unVMHRTc4GsYunqZfF1224RGtAKK8e",
-	"GpqRagUFpA/MipERFEOLgbtbp9tbRdyT3fqMA3zZ4ngXeuztVJ8pH+SnyBMV9LnzyTUtZnX7HyoAuA45",
-	"rgKTr6Q3vRS1hMGuQns/TSsWVVv2IB0LkHoscxpd95vs7qV4bRoJSZPqTtPdsWTrBbWCTIw+ZL9z/vHl",
-	"MQS4y3qQwMJWoEIxCLWyVwkqXkSqZSvNBPciJAE28Kp2Lf+tM0MCWsDqqo18oTP0YoZgVxeFPChPl+MN",
-	"4BdINYIj51f5ouoBilkOUzmvwaoQ7TLLH4LVUyAriKqCz2BgTNLw3hKfaIVh8T7YCR6LQUOJQTuAvRwJ",
-	"PrPxHoth/JjclzTHHYQLztupGYqeD0PBMH798aqm8Q8t1cWEoIsT/0YOXY8E8G2QcdCI0N4cWvWi/IUY",
-	"e/n6nkNHQ6xfEdVDuJQDdT0uXQeFLWHmd6wsvx6PjzU3oN3VXCC1TH908TjLVCIMO+OLVdxtpkbzKbc1",
-	"mPWzPmNjbph0bKLdgMWjzOnxOGbtRKQCwx38Jb7DgNNa24lY7P0scAMBx6IQkBqxEofu9XrwLM8S6fxd",
-	"xf9Zqifwgz0TYo45YB6g1iK3xxRKH71m+Ej4FJLMdfV4DC+OpeKpH7FCDKWzIh13yuonbQd1MHINRS1c",
-	"RCtq4fyopSme1qqi1nFzQX3Iv/K4ITcPg4NAE2f+QQwmqR+nLjVrPz3jC8tin44T7zHOxlJJOxVJBUdS",
-	"wU8pOgQD+Y/FVKqEtXf7uxXw+HHO1ygDh6B1BXQqg6i891qEr+O/12SSbI71XrX/egK7ShFD8vDmS8Go",
-	"4EbxwQs0dq+OxUk1SrNEIGMiJrQRbSuR5GXC5vNKagL2tdJOKzkKqSdwS0dGzIQCBNSqkm4NS8l3L5X7",
-	"abdVG3W/oux62SEso6rYFsBtQI1L6X3hLKvW24vZblWTgPPaTNbKOFUSXS83R6VgwiDkAkO8DqGjEZGv",
-	"QyLdSD5cy9Mr4LsOtl49j++Zs5vJO3JJf1/Y/M6LfJvaTlbQ5xpx9KK6UQNCl2jeRWlWLqCG7TbgdjHJ",
-	"GrDetNXqUqhyWagvh9R/zSD6C5zRmuO4JnLTxGm/J0JjhdmQ2MykKn+7/SOh45ea3YfwrPrk0d1793OH",
-	"lM8+uKpPEcPH0bPYY48NV6Mpo3ouba6ScLDkeekww92UsmAU6uROulRQlRpajs/bCgEiSruPY4wmrwEU",
-	"vVGjvDX6wggBpWV6RCG8I1Gdz6ebKe1Y47SUnrE67aEwXQpXKOWShJz+3X4f5dzOxjJtyW1cc9nWhP0c",
-	"LEf6RKg/2mw+14aijlM9YSNtqERNg4uwcLEtQffo6NCfJ516GYC7/d06NwAec4PrMlr2XdpsNuNmseSn",
-	"ZjBq9bBeaceeN52S88FGS46xSokemQjl5HhBpQCqU7F2zI915gbHKVcncR6RYgSlELCZNoLZuRjJsRzh",
-	"K52KkpAZ2c2nOt/S7oOYEFBRkZnqcTx3lhbnXkf63ug6ML82E3RvCz4jMZsdGnkqUzHxyQ3aJMKIhMWo",
-	"h8eMKhyxmCczqYqPZPGIy4oyvtCKWvgk+nLhkVqrwZHgs2vRdCubW/FfGyGYE59ccPjTe3R8CtMA6y0L",
-	"cqM83hq3PGwYi22VRLES6nszUb06DEdSsQev14pnJePsddj8rlHnv4LIWVaTyyCqAvdyKjSc4KWk0CUk",
-	"WwqEui5mv6maAtu4DukN7+B3LLoVHojDzF3wxC6txTeKzbCaa5IibwydVjdBIbY1zqggEPh48bxyoG3y",
-	"PwUylD+3V83wV0klhz84nmzwPFG6ID2fVLw0MQqLJKcUQ/jg7SLxf0VSDY9eQGsJr9RJTvt+Jlx2juC4",
-	"iEyFZdSygXLRxXo+EIBWIzduAOmNKf6aeMjvm9XWlDtYddYYqY3PaTm/NsNheLoQly/k3MvfaaxrcDbV",
-	"TM+F8r4Yf5HWC9ObFxiJWo5PzglMWhPkcl59kmp1DaMzh9XKqmivfNBpTRyzl+i/B+EhSM1V6SGXoXO0",
-	"qZ6ph+/S5b2knIGAvJSkUSVIN2hVis7hSv1zbuBmwU7LdxFTCXwsWUvBaaet5eyCp/QAVpaJ6RmqhrBy",
-	"IUpLvne+ZeWCIWHlC3SFQLT8qlxFNKRBmlGvKERTioktqF7B9+p1MxwjSJjLggLWrQL5j7zZvUqcSeDy",
-	"QAytyEswFSUtOudIE9UYFAzQoDFqYlAuKO2S6HPz8u7VAkTXiMfVu1Q66VSfgRIVrtNUTqaA0mYCskDz",
-	"ib9tsPG8kGMxWoxSMtyJAYuVOItZ+x+ZdZ7jdSIWw38xax8LZPvanKDfFH6ZU4B+zNpnXGK4hAdbjpIY",
-	"6qDTU8o4GKXaiqRiWlACtgRTABrQeEDV8R0gzvjKms1dk+i+TmB8Jc6CeCr2WKyyNI1zUdEuCQXLpH05",
-	"5eo7JvUXE7auJuwsWa3FPOUjX6JwnKUp1ma3wu2x+NcPMRulghvrw0Vuni2sogP8lqMCVZYqIwIVtMIa",
-	"1ILPYNHr0OCmOM0SpYEzFKMMzvMtnJZPCsM89/2M8jHo0/Mgrv3y/miFjf/y/qiSHN9jB85WioBJWw0C",
-	"yCNdrfDlZsjXFRd5OXkGT146ZKEc/1QUCYeN0KwFiKbOzSlhXaqxDinxnMoq5fX4sPoym3GpHJdKGIsk",
-	"NPXv28HWln+ml4jTlUuVD0C1grLUya6vvDAV6bybCHsSSmz02OtKdHEbi4DbYavD9JkaKlSbKTGSKiR7",
-	"trrnY1LyaiPHItVnLF6uYQ8a/FBJq6lMH6ZFcVeJzOgN1VD927+x/Uo566F6hhPAiHFRsoh5/gQ7q5Q7",
-	"aP/y/qjjqzUNVbxfrhk+YL6+NdXZpxLWaEoO9X2p6FAlqnkZJQgWTCY9tn9eZYUiWztU3aKhF1i9faji",
-	"3f42K1eKiEMpgni5nEJYe1zU9+4NVfyXZ0dsa4o5Sf9EK0mmSuXARRKA+kangg7uVFp5LFPpFkP1jI+m",
-	"pbJDVLWDTbll4hMfuXRBNXjNBK30g/Xm+KHK7fEMI1rZlJ8KX4RKn6lykLHB5WQ2+DmwFDZm59neUL2h",
-	"s6XieFQtb5T5KCgsPhKwYA9LpflBZmWw3mV5ga64x0I9FirQQLtcX4Gprc1QUTmHHLWlwtom0nVoJhbv",
-	"+qKz6POJoxxq3DKZV3EaqlC5x5d/sgXy01fk+qFFJNKSHAF3xJdTMQCUA8XsVBs3YH/6E8w7E1xZNmzl",
-	"nkHMVV7oLC/UXa0oRRMOW3/6U8AJdOXZoaK/QOpYk0uWteOmOh1UPyZdDFXhWa11y8YjnQgyyvknS467",
-	"vdzzylUyVMH3intZ8sbBAEUgfY/9rfBtAjZkQBTau/1+Z6gwvXuee0H9sm2lph0j+hI2POLGSGKQQ1Wu",
-	"LVb1YIYKZNItFx0LkwQoH/KJVJ6UvZAkrRpPZWF3VIevO6fHRJKndrL2dne734+Y107Zzr0OVRG3Q0WZ",
-	"ob56r6+fjP4/IywqqlS1zheComIJfmtDValxDuDkVOV84AmjbzCy2lLE1xskxerdmxdsLPJyzUNV0kyW",
-	"VRJ2rIGsGeF1lmqpdI2F2aOhKtdMpwKcG5dNFwt2JowAHoPF08faDFii8SLMubEiYiOtqAUGVszQiRwv",
-	"kG4AIXd8NkePIx1HNFRAvpVgxXChQBHe29JHv4ZopRg7EqI+e8yTQIDiHvurEPOC5I2xhnAhS1jCprEG",
-	"UQJrig+VL/VO/UioGD2APhSwSbSwnYBsr+dOzmA9I9itjyhYDNVbqSZwJzO6m3lrHbSJR7nKTAze1z8o",
-	"yHUIG+8MFTelBkTEqxSLnx3xScFCQ7OeYz46Weq/A5cgPtw/evIz6FiH744o0uLpsxfPjp4V7XlgqysN",
-	"egaepg5VTpF9zfNQnBFIIqaklYuKUDHNcB7bO6xc0I1RRbd4uZh6qJfWKy8eJBg9p8Xs5RVWpSstFxlw",
-	"ualQG68A/mjYmVR4VPuK6sJLe6GeTYPyYqh8upfki55FQ0XF8dtW5wiaJ96E0vJUDWalwDyKAEPlzzpa",
-	"7bQE28SuOqDxtEH2iEMhfxb7AuxDFYoOxqVmFfWlBuEK5Kj7pqjMh0Sq+hnpBCZ9k0pge+ydr29aKMeR",
-	"L2DHk65WwJGKn3wdXctiieq9hxj8iwIq/FMyxQJa5vIMNa6KGOF+udtCzf1+TMvF0gMUVkTE2pe2RNJe",
-	"O9L2XeZrI7IjrRlWR4x7Q9WKWqkcCUVJIV41ODR6bqRwHHP1G1WCrfBmoYrlSsH+4UHJtDxobff6vT6G",
-	"Jc+F4nPZGrTu9vq9u74WACpcQdKE/yd1PrwX8lQoYS1yQTFgO/2+39/nodfCh63BsKVPhq0vZQTxVcII",
-	"TBYlA1DO2GgqRicY3ZKIuVAJkDOUoDh7ulB8pp8+BikJWAxhNfY9KY9ohE936LGnoQ6nVx6WOuf0yLpj",
-	"8pL+sEef779UM3in319Txuxi5cv8DA3Vy8I2sDOVPKWalLs0fd2o+TK3SnWNv0Ste/27579SU/GxrHq3",
-	"Br9+iFo+Gqp02sFxMfi1RQjS+gCvbXlM6i34LG1EGdjk67lQ+4cHuZzPSjfmjFt2nMmUDBW1Z+Rfv9gh",
-	"naqkp7ns5ej+eU0XqNqjWV51BPTlv/dfvkAf5JLIvDRdTP0rwhAHSjqJzdkw+CaRnEK+QOyQrnO5Q19z",
-	"ckdTCexAOcNHrun4UL5ovutvBE/kymUH8SW/mYE5hPZCJH1Iy/afHB387dkeu9e/m9dDC1VyiYqjVQqZ",
-	"ukaM4Gxi+EiMs5TZaeYSoPx4sYnXId085ilXI5jQOj1n1tdkcYaPx3JUbiXmcQses53LEQbY/uLb0AWc",
-	"msxOtLXviSjkaNGEVmvLA5Bnq+ge9mttzlYoPUDWFEQV8owWSftN3QmwfsC6GvZrLJU7/UabeLe+GdWH",
-	"qDXXtT6sJKmk8LfLLfDQINkJSk8BLJ87jQwVS7tqrw5jADjdG6dzWy5meaIS4wxXlorURSXTzoiqoaE4",
-	"zAj+MEiwYEXMiFN9QqYsQ2bvpLQc6vWk8kLzdBo8TUNbnt3+Lmsv16ledHpsX5WGAXqQa3mwdtzNoGqH",
-	"pbFnmXWoxi4KFQqfZu39t08ODlgqHGpRXjpOsF52VyorlJVAXtNFJyqZ5Xb7d7H0k1/KRxzs40xaLLIc",
-	"R147ptlJ7Y3pmVNhvJSbG47RfQPEkBI6w8rq58hUPkJnD0+BKJJwpEzGB6/+dnC0f3Tw+tXH/Vf//fHZ",
-	"y/2DF3GEjU4+CYsKdY/t9h8GS1OpLnxe755q8uaWKNZG6/VHtA3YOC8xRQsFRus4gllwRaJZ2+8Wv6cM",
-	"9SohJKwp1cqIlq9vHXEpHtlaag4IN2aJom5fG0Wtqcuzvsg+JRcF8F2Wyu7SFta/UqkXjC9tQJqLJgT4",
-	"xu75b+S18PGFh+e/kLd7gBd2djbZyGrFX3x3g8mWy2cji9oA3tXeBVdlbDkrIyzB7itlBA9crcTFCtZG",
-	"QZINApPLjHfCVoz0q+4mJOpUY28pd3Xhs1YrSauhy4Nvd1Qrr7wUX1NYeSnWX6UbvjsXvQk/IHL+xfef",
-	"JPiW0HImCmwMxYQalHXrdeXGykLVLiMRNdOqT5VGnAWCyUA06wW7t/C+08IMXsNFUmnda4OhbxfjHqkv",
-	"937ug775ZQ17ub47sJpJXXMlSsFLZQhWrnkp+2KpKHtoLr6uEDs+gzPf3rdrvG8vgj+l9szK2g7VtvrS",
-	"JPpTTKb1heIrHnC2rxZLrAE5Arq78DUQ5/eqNQxGeiYsCs7UitY7aVdvGY3w2kyuR0jDY3ns6/Je1wXy",
-	"AatfqiFoPsrlqwmGWAutnn1VLiaIyD4E90pNcP7QQuT2Bmta7hL0BxQ+6SYsd1JZJTMlTh+CbYjmpKKu",
-	"MFEoZ7XK+AeM3sH+gU5PBDqPyMeXpkhgylFAUZlNlQpLhQyRSokp0qNDUakeOzBGoOvhOBUUnoGxPCHS",
-	"JKdh7PmSGRD+JW8hyiZejYvqvMNketzt72I7UBSmvSRDRdlcQ5knpLZGzAWvTIc2EO6VwaKA0x00f04M",
-	"FdzyrZxHXJEoJL01U+nCCxccm7OZdHav3MaYKLlWI1Fdr7RslDmYNTRFo6r16JDT5gSb3Qcn6DEfnUwM",
-	"BYTA1DYzp/LUN9jndhpeJIPDwPeuR8qJwQMzjBOq1Kgiw4fJFEvQJ3pU6bwc7/R3fTYyrpqcqEAqCZ/I",
-	"wyVVNQG8sMHEO/2duBAq62GbhyloIvDoKyY3OWb2xxPhSpXaMFNLYufMAg0QsMHJW9dlTVqWirHDgBY4",
-	"/hCd5DGg8FaVgYOwz72guBc+4bLGaEzguAz/DU3Ya8TXnetjgqVCd5swwwIrqb89xlyHI19BxmVB1p9j",
-	"Yz31OhxYOeUixrLea/Mlau0QQ9uAsfulIwWbw7/p4ndn8dnegIfWNLz7QVnoUzzRZRbK2iX06tTJ7eda",
-	"b1aFdk+piXVgM70ee19TQK4akYVNqvMh7wQJfrvf942spaKAY4uWX56UyKSZBOv+f2I72HYGtNRr0u/8",
-	"ZJq0TTc1OpsQHyfCN+vUe1IvRZxeaSU8gYqWwfYM+3CH9tx54FEv7GsVBvh9U4N0D83KtQ/5GVTl70Ot",
-	"F+ZrKv2bUMsrqQt3N7znebvPW93/+m1t5wriF703VKsPXYR4d2ooDsVyrVKcGoHZh2Jr06z/59Wmryh/",
-	"fBXF3+dGbaT438jt9em113eLb+WIq6n/Px7ZIJy+lAq/hcpyN9WTRvM9xa3PMkeKSpEaU7Qqj5gSZxgE",
-	"C3LFABXdduz71sUdUJK4o298MGTRwK74FB4VKqpE1no/VdGrL6EOPTZE2qDONnbCYJB9SOYA/deJfJno",
-	"xC8FKDBuS0P2WIwti+MQBY8p2JwtBDdhmjhTTqZYCRsfGTClzzqVOU/EHFu4z7Ry03TBjjOfvcRJQPL9",
-	"EedcWQqjx3pwnI3FWRCYMOrQWwemOk3gN1CAnZhZejzE7f+///N/g2paibTHZcIQ0uZh8Jej5CDlFX39",
-	"atwmdaITwrEiOG1SCwGb9NWMhpu51Gg/kktnqRXjWn8OmbcEnsgP4rb5+oziB6Tab4KVL7dXlig21aS/",
-	"vLBXR+rLcQQb+WrvWObTz1k7U3m0VqYKe2imfOxWp2yGjZhOk5wfRHkOA4UQUMbNhjSJecQ/nxySZdAn",
-	"RZZtwmfCCGZP5Hwukr06illP+A5K4Pqh/cVL/YrWEpdyu4Zb2vJjO5HD3ZUVRK6PKrqCUrne+VyJwMQq",
-	"ZxjphzYjiuLwRiZK3wAyEGqihRyodBHljW7IVOUbpsUow5VyyDq536KSiUhzhGDeGOkPiU95ihl6aqbC",
-	"eKe3j5I8EWJufQsxZ9mU2ynNUNqTbxjn2//Glf5xhazI7keMOzbT1rG7/Q6QNSXOlmGzFGxqyiUgwmlq",
-	"JTYjnXu0cKCQPp0aaCh1Gix9mwd3roZxhgDPqReVfaAp9aqvBGxihC4dRQiv95mhbTysj3k547rgzuWY",
-	"6u81bmClK+ENhw+sdt5rsCmUY6fzKO5qNPttkOltfMBGrOSACIbVM6GVYMcLlveDWBef2iR5bn0uPpwT",
-	"QvAGJUsLuvMKJxtQ9gEV0HB6btFBjZnMDh2wl1V5SZyt0KKl+7zbtNLkd3enfkitCo5iw1jqS0o954v1",
-	"ZRxv0MZ0td9bY85i7pWuiSSo9oGLchmiNtykHeeBAXGnh5EKobT7isMd+Dc52sP4oOyRU4yEkJEgplKK",
-	"UAAxIe89Vk50B73ChaiHen9gCRhf0wy/QehBfV+924v9rS/2c9Lb+bpOiNfnLKu7sah/bGw5wadXnPap",
-	"j+6dlQLX680PWNroxzY85MXb18enI6Bu48+/q/hzj3zhNtHnr2gmIN2RAgApOIUuTcg9Ch08guAWVcul",
-	"YW52pYxGSNrmjm13NrU1YnlocoYrIRLPBhlVQmzSW7G1wHeqsZa6QNywrkoNF+p5LJ31bYz7rQ57wzHu",
-	"iHk1ZK2R2299JlPjWj31qQ9nz5txc6xLVelu02O+tnNRb770vPccl8jUCsFDOkUkC/PhL6TU0sovRajW",
-	"hATvNrf2KQe63ga3/i6CW5vuzgZhrNTlf7Pw1dDpKX+xEq1aulF4azCoM6E48Di8uhzCighZjWHdP9zd",
-	"Y3kga7n9/8VjWS95rdYFs+ZbKUetrrbMukzwaujKdcPhq+eJA7dxqz983GozgfhKRjZfjHxNZOsTjO2q",
-	"XB+4IsCgt7RhpYe/Guul8M5rYL1fRzn4NuGw66hBiIe9MlW4FTn+qHGwlxfzt0pNK8+x8tWw47KIU3Kj",
-	"L9n93pfav/keMKKoj45ly6u5Kr5ai0/RiTeyHHpxZpXmLAkafn6ar7QMXwJsaeYGeYP20pgrUydr/GDx",
-	"mRept3FbVeN7tmqG4/kmgsrmBGjrM/X/OMdBXjRZwZuaF7MkjetaRJo96uWCrnUaiLyLZu3g54R04jsU",
-	"XcUdSwW3jlpAwBODYkbpLBV3pzmlxWClGL76iHFFzW58AE1BCW/A7lGi32fc+g44yW2czR/LXEJ3MlyV",
-	"WUC+S1hN4EZXBIyQyUKNlnb7u6EkI3FpW9OMo8b2siSYBDNMk2Xj0tenZN+4Gc7cpFAUALw1Mvw+jAyl",
-	"I/0WbPz8J4l3k2Uiq7nmuffPpQtmQyV5f+FzfgoMnMjBTn+7iNWhnpPcMo6Wz4ojQSVFdWwssOv7lizx",
-	"pqBjt7UpBfkm1L0HpvaB1FQULLMuf+pYrFAYLPgKbDkvtdK5NtFjYrjKy6OEAeBpfBVT95YFE18mMPqq",
-	"AkoiZtpdSUCZZ+7apJOvYxoq2tHfsHXofJJ+Dl5fic5fpxP8/J00X+Zb29c3EDj/QMay/SSpstOcoopS",
-	"qd/LWdF8kbZNrGiNXvFy/o/vXyUSdrxgMfV3iTc0t21gLPOu+QtTYVrIc1zbRgJE0bB6IzHi+wrmKzpl",
-	"rw/n872yb01f35Ppiwd7tctxvXqvo1b45ZsZwjYmGj7ANlSCLNeeYO1Ym0SYR9yO4kElDbmzWTAuo/ts",
-	"fRFqzAREuoMpBYn4xNpUxeE4kCWSQBH/JRZV1mbRGeR0ao/FoaN0HDGeghjZnhidzWlcegx7aMCGQ5of",
-	"7CKvoYiPoO8SU+18oUNenqPo1p3PUvdkr7Qan3NZepN6C44zG/qF7fb7rB1nisDwkTYcR7AUWOWxdtOG",
-	"OtvXRlSX6opiSU3PNRA82GSfdsTatCO/1yjvSOoB6LTuNDkx8q7f0YUIYtH++5y1eih7Hid9Df4rLLjU",
-	"nr2hrww2W/+KzdVXd/zY14/GJgJyJiIWwwMx3JmzUkEAQGqfGdshhRAfql7Xhn3jzahs2Y+EgW52VOqk",
-	"z/ETfnkpH9Qtw75l2N/KV7XKp6/Knxuj8F/PhcIYfGrUjyTJE6BYibO4sRB83slyhbX6KvIBt0LKfkzW",
-	"JArC8UabUr65SqrcqKaz0JKhqSkmH+f9bqPycXXfKC6fINMUiucx4DY2/zY2/8Zj88OdXSV4a9SFrc/0",
-	"z0Vi9AnJQ5R+KCTfY/tpqs98E+7iwTslOkctI7352FuOqWa4tx3bxuD7y1GkS4TfF1f4NgD/9xWA33xB",
-	"NgnCx4c3DcMPlyKuXoQiEr9ov1At9bUSlZ+PtBKWT4jaUFz6SbGACwfkX/aqrQ3JLyBSjskPgMmJyCVC",
-	"8sO716GjfH2FYr3ocOti/x242NfRma9lGfRMfF00/yE3TqI7gPx85Su4x/RMOieSUpt+pEWpGDuWKV84",
-	"tsfeClfVMbQplBOnWayylKqTZYoeA+WFT2xcLcd1NtWpYI5PmEWqeq7oEKGwEWbOu9rkcTrhBfJ9gEjR",
-	"LGPcnDrl0xeuQ3j5WnrUN0phWEsM8ySGqxPFW1furSt347yHq6pQW7kssqnr9k5FgbpssZMg7f3Y9U78",
-	"Ls43uZalxVub6/fkJF3G6dJdKsT0mxKDmjv687BARmdFnsTCSrtqj6XHeyzcNBSO5GyWOYBGkx3VP/29",
-	"GlL98r6NJTXApqkftT+gii3192aIuTVxbmTi9KigVR2PLtGVOiZN3aY2DYqgplaXZ8Shp9cP3yEbdnE+",
-	"Iw45jrec+PvixJV6lJmt5uv5/mvX7gZFzlrk0yRCOTQzYdAhhfTHrI3xONnxP8Qo9EbNWxp0QvxiXs8c",
-	"PkzkqVB5QP9l63bzJGFcoape6lrLZWpDoM7D5XSgELMfAvZXbzxPEn9VvuNW3bC8b9auG2GzUez2rZJ/",
-	"6yi9gYBtRLqCzNR1+wr0sVGauGJycbAt4hfeG4PVuKni6WY0ji+7oTBtEmQUK9Jxj72uoYH+Ia4o2wam",
-	"8nnCsCxMwzFixqXCAEpMyBlXKWSbMnNozI5vXK2pZ4FZGYyGADFBicomwzilDJ8Bm3GsO00kOoSlhxEw",
-	"qA8NtN5PhuVn0LEnXaeoDpdDO9iNk6I6XEOS82Up+MVdyznBu81t/mPnNq/Qg3Vk6BzfNAUqkxje6J1u",
-	"6CF8Sby/odTkc8SHfNO3LtPfV8tePNXr01culm68vhAaD0nGis9E5Bv6+GpogV1vxsEjJj6NxNwRZwNu",
-	"TsnCfFFNItNnivyT7fhw/+jJz6zX6wUphJ7wsojPRkDdJ4Y34j0Wg/wyExiEopid6jNL7LJOOsBc4ZVE",
-	"4VJWG1eLvB9B4NPEoNuUMYzr1IbA0umxpyHLd0PxYk0r5Gvg0F9NufpmLZHXKldFW+SrU8lbGeXWh3qp",
-	"HspNpPx81Wor5Pt0L54MO8qModoQ1aQhUS8kbW7d3ffDXTY36zYf5tYi/G3zYSo3gtdfzxtJZc1lrg1I",
-	"waaNY8i2kJsAjkWq1QQbkWPlJ0kCWXv/cGdQipn14Vzl8pHJRNjOUqVJGHy10iRPrc7bZGJU2SsQvcqx",
-	"ujDTY5BD/iLcgROzPMYNL0yb2mWk8lQwXdSnshFWoxrpucTumk4zgX3kYW2dK5AwkBkaWuNcsDQlFgn9",
-	"Y5WmrC0rdkvpvrcolHIhqNI51RG6r13z6kJk7sKCDvX7KbJrZEH9qmn96whGNXGBCtrCKJSrgKhfoXKF",
-	"i8yTKz3vpuJUpL7KbYggXngi6ANrsC8vUVxe3UU7H9FqbDmEnYApP2EjctYkjdXW6uXBS+nBho3qYHJY",
-	"1dJWLpONcPmKvX8k6XAJPW8p6PcoKxY+lOPFdyIswmLFKMOKETDDseBGmP3MTVuDXz8AhlPr8VoCgB4m",
-	"k6mYtZ8uFJ/pp4/ZCz3iaWePcZaIeaoXFBSo7BnmFihq0nmm2FRb14pamUlbg9bUuflga2t7536v3+v3",
-	"tgcP+g/6eL88cFYyxEs6MRA8obhyFvMF8qoME1uTNvWyyHJYUq1L79JJrL585Bu+W5msauZcJd7EuCTK",
-	"+EGJNa4O+jabz7VxZTUvvOERYfWdPGgSy1osv5cHcNXsYCowQlMoB2RJJCE+s3h7JmreK/oP27xRfjP8",
-	"yk1t69ew1DKTZ4l0LNWT0iD4XR286MqxqeCpm5ZeoC8Aqf9/AAAA//8=",
+	"7H3pcts41uiroPRNVaQeSpYdZ5MrdT8ncbrdk8XjOJ2ZaeWasAhJaFOAGgAtazL56j7EfcL7JLdwDkCC",
+	"EinLS5yk278SUySWg4OzL58aAzmZSsGE0Y3ep8aY0YQp+O/eER3ZfxOmB4pPDZei0WvsCcPNnBg6InJI",
+	"zJgRxUymBEuIYlPFNBOG2nd7JO43+lm3e39wxpTmUsAfrI3PEj5i2uCjfiPukKMxI+5FMpFnTJMZN2PC",
+	"zpiak8GYihErZtQyUwO2A3/hSNVvz8bUEK6LNTYpiQdyMmHCPJeZMDGRisTZNKGGJbsmJnRomCKUuJci",
+	"wiYnLElgezirbnXIOyYSwg3hgsT7w/YbKVj7NTWDcUyMJIrRhEiRznF+XE4SEWo/wi+Klyf0lBFKZoob",
+	"RgZSJNxCj6ZECtiehwk3RNAJ051G1FDs94wrljR6RmUsaujBmE2oPSwzn7JGr6GN4mLU+Pw5arzi4nT5",
+	"GA9fPiePtx4/JikXp3YZdirBzg2Z0hGLCOuMOiTGo9o429yQaqQ3Pkk12k8+bxg+OGVG/69BprRUTzud",
+	"jn1x62HKJ9w83XqAp7pDFEuf9ht21H4jtqB/f7hPFBsyxcTAHmNKDT9jfnq7K6bNPQvg3ROLSB4GKdW4",
+	"MLv5VZs9pIa9sqtY3vGHMVOMMDoYIxpJzQgsWBNtqEg0aWo6YSRRdGhagL1SjfqNHfX0waMd83Qrjojy",
+	"a7Tf8DQlNE3ljCVEyFlEDNHMHqAmmTA8JcYe/u+ZNNSi4GwsU0boiHIREakiMhszQZT9qRvlX7hDcNPY",
+	"H/0UTftjfMiMmrd3LZLGdh+UbG89aa0NlvaBTPlgvgwde/sUNTlIgvMgM3sSZqxkNhqT5v7e0UuSD0iQ",
+	"YJAhZ2miI4RemzMzbI+NmdIpb9thYdS2Iy7tzW4rIpRoo7KByRRLSMq1AZAPaJoy1W/s/P50q9vdmT3d",
+	"iog/iPwR4BICVg7J78WhTJkiM38KPUKJkadMkJPM4iu8G1n842nK4Cbm77Y6JMapYwtzu3v49J4mOjv5",
+	"jQ1MRPTUwuGEDaVi8AbNzFgq/m8gd3Dpd0gs1SiGX6UaUeF/hMPLNFNEZkbzhBEpWCsfc04szCeW1Ch9",
+	"4WEWKLB8ju8cBiIZm435YFw6ywmdkxOg2YqzpDzVhAs+ySaNXjfy03Jh2IgpmPfDhw/t3cyMmTB8QA1b",
+	"nvwZo8oSz+Ilu/fB2ALWEuSmpToPHz3otlYTMXZOJ9OUFSMqRtPJ037DMEGFSfqNiDClpHrab3BxRlOe",
+	"HMNx9RuNaAlin6PGlCo6YcYxtv2ETabSMDGY/41V3IXX9JRpywIUo4aLETl4++6IaDpkSNyNmpPmO6P4",
+	"lBHNJtRu1WKQvUNDrnRxfYEnUXLK5kRlQu/AMSump1JoRpraUJNpYAsnMpm3LOqdsqkhQ6nI1jYZy0zh",
+	"z4pNUzq3PASGjPMtmPah+6lHLBjjyK6RirlbJ7xuEQBom12IHS5/4BaKa89fcctO+BBIdbGfETOabG9t",
+	"7RDqxx/zFG9DeefcU0iVCWFhiJ92n3TI39hcE6oY0QM5ZYmn/qX74heJd9LyW3XGFB66Js0H5+ctGEJI",
+	"AxCLiMZR7PIHVCzgOLfHitSnETUsG230QjRoWzwoXQV6/oqJkRk3elsPHkT2avi/Ny06GcOUHfN//9rv",
+	"n29ttvv980d7H//6lwr0ixrIJpfx7O2U/p4xgj+ToZITQslUsTMuMw3s7p4mseUHz+GVmDStsGIZeuzo",
+	"bqtD3loqbKQFcHAOwCwJfofQ/un17vO25iMrBSHGZaIe+JYg22MzKEDpjMGBTOzJT2TCh5wlVnSyxJCP",
+	"hN8EiFqWXLIEsWi7280P4PeMqXkBfweWOrB3tx9XAZMPQXSqlmiebG52iZeueiT+IbasllDYjqX/LJde",
+	"NQKcUZVyS7OEnlnaCxfByY9ckwkFUp3OCR9aku0l0KY2SopRC0cCuawkmd7TFiJwd5z8tkNmjJ7i+834",
+	"w0a/YcWmRtwiwgqtZGKX3CG7fnIA/AQokZBEsFkuCDZz4dSKR5SgNGYZKjIQ8pvkcOUoMYxOWm5EXKAV",
+	"6slJZtysQ8pTS2ECmbRHhLTUiLBUwz7cXIoNM800mctMEZZw0yFvzZipGdeMbG9uAdoIacZ2aq691Ft/",
+	"/dyEdQiw2d3arkYAK22vgQSFUA6YUI8ITTgZqwdRxbUUrQ75YGUze95wLA52/kTLes49DUCNUCQANLLb",
+	"v9/dJm+kIa/9ZYHrICRQ+lVAKZZ9aciIM45r2k/sJzDDlJpxMX7plVUsOCRx3fajj79220922z/9/LfX",
+	"bw7aR7+0//Xx09aDz9X0Lq0WwF/TcyteEJEBlsoh4YZNtOOpmRKkaakW0fzfrFVHNHDscKUJG9IsNZZQ",
+	"RxZKKMJsdrtRIdBsVgo0oM1UkOWQFvKENN+/2n9RLKgMUBxjPWGmu/nzk3/d/+XR3x//Y+tv268fvnl8",
+	"0D3cOtr+8LARXQvgKEe85GmlSPjWki8HYae5ebEAuLT9tg7c+GsJ3n9RbNjoNf5rozAcbOCveuMIhn+H",
+	"H9mVWQJUBeMjRicXwtZ9fBngfnj24PmjF0/2Nl/e//HBT49+fvK3zdfXBC6CbO98SkXFRp7LyYS2NbMS",
+	"pnGKjEVt0G1ZAjI/oDiYEazOARooDtojsZOXrN5Bk0SHDyISUw0Mm/kfi7+boD2CngJDgaaIvyatDtlD",
+	"uPRIzGDhT/Nho3wMC3V2Pk1lwhq9IU01q8YBHKGEA3Bx10MGAJzlW43POXSpUtROkAn+e8b2cTB7tIDL",
+	"czjPoVSTRg7+ShxyG78Ii/wAl8Gjf7zY2tt++fDHxz91f/Z39Zp4ZDGhahvvrVbIrfhu9XudncRkkFI+",
+	"8aKG/e6eRnVUd8hme3PrsWWuig6sQoNiTLzb/heh7X+TbvsJ6ZBj8j+kR/6b/If8lTwl7TgCQRnkmEQa",
+	"3SNxJwZ+HXfsfxSzj4lmI8vpNcoe7w9fkUHK4YFiE3nGQMjW2WBsBQaekIHMUmD5VtqmSaKY1t5Q4SBF",
+	"NJ1rwlETkpkhqZSn1HK9HqGGpIza6yJYsSEvccK41K6r7mAdQNc7VquTdv/zYPho8JgNHg3u3x88HHS7",
+	"2ycndMgebzWiEn/derxK4t9t/4u2/91tP+kc/0/vv//z16ftjz8UD/Nnle/9pVo/9Soh3KlnNDnE22r/",
+	"Gkhh1Tz7Xzqdpk6p3pgqeZKyyV9/0xaJPq1Jnw/wK5y0wgBUKG8Tmtob6IR8kBJBz3bmDKd122MeRwQI",
+	"hn3RGYNydTsi/kWpSCZOhZwJEIDIVMkpU2ZevIHqQKtDXnKWJu2UnbGUJMyghKoYkFYkoTHqgXHHEojn",
+	"UgxTPvhqwBq4+XWha3tB0XJPRppgS00yXA+LCE0Vo8k8F9gjtG/KmbD/z+2jCYjvADlLIhLJ8FKwc8tj",
+	"uPCKWwvA8FKqE54kTNw2HFBFB/7jFRBHuUpKpdU5zJhxRZRMWbEbMG+iKGIxAl6GDe0Le+NoumfP+jY3",
+	"9V6w8ymqsDowO6BqWG1H2wFrJNpBPAffT2Jn4mVTqUCZ5gZ29kaal1b5vn2MReV0AZVARTalk0Tau+I0",
+	"gcabmSQDanVCez25SNBmkHE9picpIydzkjArbLT8tr0yVGN/LulV3g5rucOij8VygKQXalMVfqsqSLnX",
+	"NuAdANMBnaeSJkdSvqJqxL4WFUGN+3zAWILbdppMbv63WhGA8UCx3Ev0kvKU3SoeBb6rhCPzBxW5zvph",
+	"Ab1T+pHMqC5MSJqLAQMBgWowoXfIIWuDA40bZ/o0ag47f8fUGR+w94KeUZ5aFLvt09K4AkBNNplKRRVP",
+	"5yQTgO9GkjEVibOHupPdcYZSqw6oiIylkJll/AuuHKAUDv0X8HnB3r8KrcNXYQtHUr6mYu7kCX3b8EJ7",
+	"vcNry7tBlkSMB29TcyATSzKpYceg2rMkblkUsCBDH0YZTs5f0yGv0E9lKc/UEqkSdbJPSt4WKkpvtECU",
+	"tZRFSK7nfp1oEwMrVzYlVEgztrL34nmEPsaVp5G/WOOCW+tj//6y5+dSmPBeeHcVu3XGc4JeHHTGWeGS",
+	"a83FKCqkzIiw86mV4S0vchLhAtir3E+rILD0vgPDVMkB09reWIxluG1oxAuOhxhonxcKM+1thVUOGHdf",
+	"eDHC8SmbHytmP7M3571mhIK5+JTNwY+Ef3lHD9qLcKF2H7tZws1zMNWC2Q/Fco6aCF2FaX63MMIvNM2Y",
+	"RVF0j17uG/AdV/s6C9XuV/fax1yBkuCXtQPAcHtn7gAX9jBA0IfKIJoEOhj1sayRRfYj6ZT15d9gEou2",
+	"9n8NO0Tb8EnlOM7yvrbJJDyNRXOJHQ7U8UMvX1ZLUfE/2u6NthVBQbCD7whEVORKisMIF4fgOPBm++F2",
+	"aFyQw2XTQo+04x1CXYBG7gJoUpJKMQJaHKiPbm6e2IvPR0Iqe9uR0mpj/wL9PlC/H27X6tu99sdPm9HD",
+	"7SoTS9Tg1QemVsMLZfx72i4xjy/C2+Z8MAkydOeYaVq2swDk3KXrvXJVyzNWvjQ1WIU/HsHjZVStNCiF",
+	"d4MnjQJrI4/0pWGDBYQwAYQuMHX19XrFdcUVy1F7fRzHy1qB4oW382KCgNPVrhjpiyUBYv522Oj9+qkh",
+	"stTJjWgpWjyGYAtLJ1TzrVv5x0VKv4shMffAbpIxHzdiCbKPMAOQ9zAQBthh4Z7CJ5o0DR3pCA0B+y90",
+	"C3Q1uxKS239hGri8mdDMOJsI+OwqqCHIADU4aHWQyh8gEIIlu5egfLzGVu5oQWGxXb4JgcF3DaQPzLv5",
+	"5txWwoVXYYlbz3N4CaCT+OC7gwBqzjReBqSHVclj3XVOp8BwuHoHMMqKpd3EffO4cOFlWzgsdOg7iphH",
+	"BhaEvyIy76rXFSx+uZ1n0XvFiBPDMN4t16so2e524cZoF/cpBSyjDK0B+DeW4qQMqGwTOhhzgQonPAD5",
+	"ym3aTeuDIf1e4ojEzpZ5DJcvfJCbPu1DI+Wx5Yn5/y0Btn/4oCUgDeEDvFzhEwusuPKi5GLTMk+TwyET",
+	"idUy4SVLY6bUjAkXLt4DzA1omIwtidm4H+8QNpkalBnzV6xgipGLLW8lynd4DwMf/DCgvsXVd5qLunjM",
+	"AM6Eg6bFRDbJ70aUO6Oc7d85zD9WTDKxUv2o6qzHUhkyziZUFAfNzqcpFc7cWDHaVHJR6U59CTI1QAeA",
+	"G4FW+/O7t2/IAX7j4tyedDdbHnc2HJDXuCWWbePRRoi7xc6q7s6Pik7Hf3+V354y8rNzw8D7puvpG7Kz",
+	"BTOPnTlGM9/h3rsjsnuwf087fQI5DhhFWxGJT7mwVwDcSc4wT5rFlW6n/JQRJoziTANix+SEgQWEqlFm",
+	"aRMGYXMxzcoIVOwylaiRlcne4kVPs4kI2Ebu648aKRes6pfPFXMtUskAr5axxGJluKRC1liWLRYn/7g0",
+	"2QIurHHugadoJfdaFE7c50UAYAwXLfaG7ZQNDZGZcxrCuQtCMyMn1PABmTKl0R2Dvh+TC9K5ImvpoSbN",
+	"uEDBTv7V32Gu1jKxXgdfK/lxeehLfqzHdOvBw5+oHleT03c/7ba3Hjz0fAG2HJExO+8s+YSf0Pbw46c6",
+	"DcWFcMFOkcxtfqwMTQmxwH8UhetcRokqVM49Km/AZVrJKvwrfneJHMClhLicTBT64Zhqoi2jpWmnwmEa",
+	"wuEYdbaPvx6Dgxz+/0MlRH73x7W8Mo+i+YKaVhuT2pDNh+Rv/BlQnAdRt9t1zvFFRXLz4f3H21WnQBW3",
+	"POCSNLEELZDr3TDLFCtqnLdHsu0e/qal6BzS2Wt3nSuPKr/PqEkugyS8s/jO8vVJqKHX25RiOkvNDuoY",
+	"XlPx+jD6wRq1ulCxG+QDa8uoJSZWQYLXZ2NrXIqfGE2Rai9QAQxbKu5mQ55WCBoLt9N9VUWi9/Nguwpm",
+	"dXmVik0oTyu5ENpO9eX1swpB7Ywbljyb18Sp7L/wZALfVJWyk5LphSbAQ/tOHiFWRpVlnXAVlwQ1EIHj",
+	"pi5GDXcUqoMhzFYf3e5gwKYGbeblI8zDB5eXe/k9YXzQRUB7q0b2GJZA4KMQYYxi/tU7u5LemyNhjmYe",
+	"8qWQ+Sqy6yC+L17QuS5Fbj4KAjfvXxC3eX3sunIQF6zSRattddeIZls4pRKOrnM2gF00TZ1EuWrDAa2x",
+	"omb50IA9VqrWQB+IZgPFMOsEUl02zjY3ikhhvfEJBvi8QeEudMi7sZwJFxYvMHYj5EmrCSYuZnn7H0sA",
+	"uAnLRwkmX8jS+JpVEgZdwb/TtOSD1GHMxQlLpRhpYiQEu62zu9fsraolJHXGbpzunkbvKE9IE51yLsmt",
+	"dfHx5VF3sMtqkNiFLUFF1IugAVScUaGSrdQT3MuQBLuBanH4nzJTaNLwWF32Ks9lBuqRTw8xkc8cdnQ5",
+	"XgN+nlQDOHJ+lS+qGqCQFzjm0yqp0MWHTvKX7Oox9aNDYvuPHRjSGl18gUtNhkQyFx5sX4uJFCROuTZ2",
+	"L0eMTnS8Q2I7vrME4Bz3AC4wb6tiKHzfD2WHceuPl+XV3yQXlxOCLk/8azl0NRLYp17GAbN7c31oVRu/",
+	"LsXYw+t7AR310fFFHCziUg7U1bh0ExQ2wMxv2Lz8djg8kVQl9qvlCyQW6Y8sXieZSJgiMzpfxt16ajQd",
+	"0yoF7ic5I0OqrCo9kqZH4kFm5HAYk2bCUgYBgu4S3yOW02rdikjsIhPsDbQ4FvkUjogEHLrT6dh3aZZw",
+	"4+4q/J+kcmR/0DPGppA17QCq0ZYHRQdcvLeiA+aSLjPTlsOh/XDIBU3diCViyI1m6bAVGmxxO2C1xGCK",
+	"qAGLaEQNmB/smoKmlcZbbai6pD7kPnlWYz6AcFoyG0viXoTwy+pxqpKZd9MZnWsSuwTWeAcsn4LrMUtK",
+	"OJIyeobxlJD6dsLGXCSkud3dLoHHjXOxRuk5BK7Lo1MIonDvlQhfxX9vyIlXnx217DF1BHaZIvpyG+sv",
+	"BfJoasUHJ9DonSoWx8UgzRIGjAmZ0Fq0LSDJi4QtMOMtpLhJIY0UfOCTNe0tHSg2YcIioBSlAiV2Kfnu",
+	"uTAPtxsXGgN5IDsUhsFQsS2AW4MaV9L7/FmW/Z2X83aKOgHnrRqtlHHKJLpabo6C8Hsv5FqGeBNCRy0i",
+	"34REupZ8uJKnl8B3E2y9fB7fMmdXo/cYxPVtYfN7J/KtaztZQp8bxNHL6kY1CB3QvMvSrFxA9dutwe1i",
+	"khVgvW2r1ZVQ5apQX+VTuem0s0uc0YrjuCFyU8dpvyVCo5lak9hMuAifbn5P6FjlMfEBzdXlFrYfPMpD",
+	"OFy+3nWjcMB9BLE4HfJMUTEYE6yA1qQi8QeLnpcWUdSMMW9UgE5uuEkZhhTgclymsw+pFNIcDyH/qgJQ",
+	"+EWF8lYbPYIIyDWRA0x6GbDyfC5BW0hDaqct/GXlaQ+YamO4RZB96avgbHe7IOe21pZpg0Crisu2IlB2",
+	"fzE2NgL9UWfTqVSYp5PKERlIhUXdaoJqChfbAnSPjg7ceeKphwDc7m5XuQHgmGuCfaLFaB+dTSZUzRci",
+	"u4gdtXxYb6QhL+tOybjw3AXHWKmoHU+YMHw4x+I55alIM6YnMjO9k5SK0ziP4VQMk+7IRCpG9JQN+JAP",
+	"4JNWSUnIFG/nU11saXdhvwCoqKjl4HA8Dy8qzr2K9B3KKjC/VSMICGN0gmI2OVD8jKds5NIBpUqYYgmJ",
+	"QQ+PCdYEJDFNJlwUf6LFIw4VZfigETXgTYh+sq9UWg2OGJ3ciKZb2txSxJdijBh2bnyIHH6Hxycgcb7a",
+	"ssDXqnxREchmNwzlKaujmZyZqFodtkdSsgev1oongXH2Jmx+N6jzX0PkDNXkEERl4F5NhbYneCUpdAHJ",
+	"FkKHb4rZr6um2G3chPQGd/AbFt0KD8RBZi55YlfW4mvFZruaG5Iibw2dljeBSSkVzigvELgMq7zWrq7z",
+	"P3kylL+3U66JI5JS1RvveNLe84QJ9vh+UvLSxCAsopxSDOHC2YpSOUuSqn/1ElqL/6RKctp1M8GycwSH",
+	"RWTCL6OSDYRliqv5gAdahdy4BqTXpvgrMgi+bVZbUSBo2VmjuFQuC/TiakYH/u1CXL6Ucy//prYS0Gws",
+	"iZwy4Xwx7iKtFqbXL8kVNQwdXRCYtCLI5aKKXuV6VEpmBup7ltFeuDSNiswfJ9F/C8KDl5rL0kMuQ+do",
+	"Uz5TB9+Fy3tFOQMAeSVJo0yQbtGqFF3AlboX3MD1gp0W7yIk37lYsoawp502FgNdX+ALUIstxnewftDS",
+	"hQiW/OBiy8olQ8LCC3SNQLT8qlxHNMRB6lGvKN0WxMQWVK/ge9W6GYzhJcxFQQEqPVr5D73ZnVKciefy",
+	"lhhqlhctLIpAtS6QJsoxKBCggWNUxKBcUtpF0ef25d3rBYiuEI/Ldyk46VTOrBLlr9OYj8YWpdXIygL1",
+	"J/6uxsbzig/ZYD5I0XDHeiQWbBaT5m+ZNo7jtSIS2//FpIkZQjOpTsFvan+ZYkpbTJozyiFcwoEtR0kI",
+	"dZDpGeboDVKpWVIyLQhmt2SnsGiA41mqDt9Y4gyfrNjcDYnuqwTGN2zmxVO2Q2KRpWmci4p6QShYJO2L",
+	"gfnfMKm/nLB1PWFnwWrNpikduKK+wyxNoZuJZmaHxL9+jMkgZVRpFy5y+2xhGR3sbzkqYC3GEBGwBCR0",
+	"bWB0UpWf8TU4zXImhmaDzJ7nO3taLo0aKsPsZpiPgX+99OLazx+Oltj4zx+OSuVkOmTf6FLZTK7LQQB5",
+	"pKtmrkAb+rriIpM1z3nNi23NhaHnRVsNuxGctQDR2JgplnjhYih9ERmKhQjzCrbQr4BMKBeGcsGUBhKa",
+	"uu91b2PDvdNJ2NnSpcoHwOp6WWp429UqGrN02k6YPvVFqTrkbSm6uAltM3S/0SJyJvoC1GYsJYA9BRxb",
+	"3XExKXl9rhOWyhmJF7u+WA2+L7iWWNgWEompKUVmdPqiL/7rv8huqQFEX+zBBHbEOMg3c/zJ7qxUIKj5",
+	"84ejlqtv2Bfxbthlo0dcRwjsTINNH8CU7CviY5m+UlTzIkogLAhPOmT3olpERX0TX6cSh55Dv5O+iLe7",
+	"mySsrRT74j3xYgEiv/a46IjR6Yv4x70jsjGGnKR/g5UkE0EDDZZ4oB7KlOHBnXHNT3jKzbwv9uhgHBTq",
+	"wzpXkKrHzunApHOsWq9GYKXvrTbH90VujycQ0UrG9Iy5so1yJsIgYwXLybT3c0DzCMhn152+OMSzxXKy",
+	"WF8Wk/hYguW6PBbsQHFRN8gkBOt9kpe0jDvEVzDzqah2R6trFjal6gtMWM5RmwuoBsZNC2ci8bYr0w4+",
+	"nzjKoUY14Xndw77wte5cwURdID8+QtcPLiLhGuUIe0dcATJlgbIviB5LZXrkhx/svBNGhSb9Ru4ZhOoe",
+	"c5nlrS3KNRhxwn7jhx88ToArT/cF/mtJHalzyZJmXFfZCiuupfO+KDyrlW5ZlxUe+GADx91O7nmlIukL",
+	"73uFvSx44+wARSB9h/xS+DYtNmSWKDS3u91WX0BBlGnuBXXL1qUqsATpi9/wgCrFkUH2RViNs+zB9DU7",
+	"uVks0+kn8VA+oCMuHCl7xVFaVY7K2t1h5dr2FF9jSV4MgTQ325vdbkScdkq2HrSw74buC6yl4Ordu44D",
+	"4P/DFEzt6ry60olYXshtrS9KXUEsOCn2Bek5wuhaci034XIVelGxen/4igxZ3uCgLwLNZFElISfSkjXF",
+	"nM5Sbi4ioZVJ1BdhlxHMyl270QibkxlTzPIYaDcylKpHEgkXYUqVZhEZSIFNo6DGlEz4EFLPJ5aQGzqZ",
+	"gscRjyPqC0u+BSPFcL6kH9zb4E+3hmipfQkQoi55RhNPgOIO+Rtj04LkDaHqfiFLaMSmobSiBHTh6AvX",
+	"HAU7eGH7Fgt6nymfSKZbHtneTg2f2PUM7G5dRMG8L95xMbJ3MsO7mTejA5t4lKvMyOBdxaCCXPuw8VZf",
+	"UBW07ENeJUi8d0RHBQv17e1O6OB0oWOdvQTxwe7R85+sjnXw/ggjLV7svdo72isa2tmtLrW06zma2hc5",
+	"RXZdQnw5Y0sSISUtLMOF5af9eWxukbAEKsEaqPFi+xFfYbQTLt5KMHKKi9nJa5JzEywXGHDYhq8JVwB+",
+	"VGTGBRzVrsBOKlxfqsthL1wMNhxxknzR5a8vsJ1MU8scQfPEG9+MBeunLbVkARGgL9xZR8u9Ce02oQ+d",
+	"1XiaVvaIfesbEruWJX3hy/TGQXun6uK89grkqHtY1LIFIlX+G+gElElBlUB3yHtXEbxQjiNX8pUmbSks",
+	"Ryp+cpXnNYk5qPcOYva/IKDa/wSmWIuWuTyDrR4jgrgf9iequN/PcLlQrAfDipBYu/oWQNorR9q8T1w1",
+	"YXIkJYF6wnGnLxpRI+UD5rL6nWpwoORUcWYoVLepVQk2/JeFKpYrBbsH+4FpudfY7HQ7XVf2QdApb/Qa",
+	"9zvdzn1XPQcULi9p2v+Pqnx4r/gZE0xr4IKsR7a6Xbe/T32nhfcbvX5DnvYbn0MEcXU1EUwaJAOrnJHB",
+	"mA1OIbolYVMmEkvOQIKi5MVc0Il88cxKSZbFIFZDp7BwRMVcukOHvPCVq53ysNBrrtMIal5Ybdru0eX7",
+	"L1TZ3+p2VxT+vFzBTzdDTb1Pvw3o5cjPsIrzNk5fNWq+zI2gE8DnqPGge//iTypqJIeqd6P368eo4aKh",
+	"gtP2joverw1EkMZH+9mGw6TOnE7SWpSxm3w7ZWL3YD+oHlLcmBnV5CTjKRoqKs/IfX65QzoTSUdS3snR",
+	"/dOKvomVR7O46sjSl3/uvn4FPsgFkXlhuhg7Pvkh9gU3HNqZQvBNwimGfFmxg5vW1Q59xckdjbllB8Io",
+	"CgVHKo8P5Iv6u37IaMKXLrsVX/Kb6ZmDb8iH0gfXZPf50f4vezvkQfd+XiHG15VHKg5WKWDqEjCCkpGi",
+	"AzbMUqLHmUks5YeLjbwO6OYJTakY2Am1kVOiXRUzo+hwyAdh802HW/Y13boaYbDbn38dugBTo9kJt/Yt",
+	"EYUcLerQ6mxzY6TodPw70ISprHLxHGZCg/jtq9YUhp9m/sieoGUUEYkXoRy7hpoISyge6639U6m5kWpO",
+	"mjF3TSJwPXTKHew34taOxcgJR804r2OWy82RK2OGwpZzHCWdBdsViiNBX1zq0K8oirYTFMihqZbQ0zWx",
+	"42N/wcEYhHNuQKzRWC7OHlPKzrmZk4Sf8YQl5GRONrtdKHKEbXE2W0HrhXs6WAYIXG/FgBWF+sBAOGNp",
+	"2nZ1d/M43XJbuoKdJ9TQuFS1rQf9dnL6TYsLjfqXFfRdGDIDU4XvV0CdUNRM2NSMyWY3Cje42Y26Vgne",
+	"7NqN6FaEiy0VFcojd/JaYa4AXfzj4e7BT39/dXywe/hu7/jl7v6rvRdW1PPPf9l9tf9i92j/7Zvgxxd7",
+	"B0c/Hb/af71/dLz3j+d7ey/w+fO3rw9e7f1j/+ifFT8e7B2+2393tPfi+O/v9w7/efzm7dHxy7fv37yI",
+	"W065KMjigKbpTl4KD2CFWgrXrjyrU6zc7kDdXt4e1wvIhPUnm1aiPc7j1ANp93jCNfRbiF3KbzAk1OED",
+	"7DqFBNS42IB9meTRUN6S6cvv6fI4voaf18wtCnfIrlNFUPi8p8n+C7wNS2tFKc6iF+Dpbk3ROCtjr6wO",
+	"hz1iMaDM3sx9YZTUUzbwCogcDkkmUsu/Ao7AoBkDNJ0qsGf/zdHh23cHe88toljSUjTQxTa/Vg3zemtY",
+	"Xh3qs3tA+ftolXAD2Z32bpjKmu7O0NJEHS0hY6YwmHuBDTk6moeRPHOFZW+EAS0UCfxcdgs7z9MXY3+L",
+	"Jc1qhLDl8mNRWGIyIM5X5JHb3c2LPyn1R7Afba7BWBebx9jvtp5c/N1iWw5g5Gvsq9wT6brsv2D4mSA0",
+	"Z9R5Ny+P5oEY4NE1lwPqywRhhEvRd/vXytxtX4IIvSrAMvE+FsV76vr6QR2hVd3fVngst7q1vvF2dRvn",
+	"j1GNoLObJKVSPs2weTw4Jlve+FkAy9VQAS4BTVGkM4tDIhjKz0bmPl2o9gDSlFFUaCzvHgUungHWEQez",
+	"GEH4R8B+0JMVEcXO5Cm6tBS6v5NgOdglWeQt2vA0aJp6yWG7u02aix2e5i3LFoJhLFHOrb127bCbXtkf",
+	"i2NPMm3AnD0vTKnwNmnuvnu+v09SZsCa6qxkCXSaanOhLbuwalY6b0WBe267ex+KJrulHMNgBbuMnJUc",
+	"Z/f8GN45Y8pZu3IHMoRxWKUICzv4lVXPkYl8hNYOnAJqJsygUTnef/PL/hGKKLtv/nm893p3/1UcQYvQ",
+	"c6bBsN4h290n3uMUdFTLO8VhN5tcHCRN8GIfg49Ax3lxZlyoVbgtNxNgT0UTTdPtFp7HFZwIsSaomRUt",
+	"Xt8qKlO8srHQVt/emAXWsnljrKWiPt/q9nSYZOzBd7ucZB0aXbTvgy+2L/4i7yIHH6zBdPJGicClttbZ",
+	"yHKvnO+UwyGWQN/SEME9Wwu4WMHaMFmixnBiMuWCsUrO+uWwEyDqWJ1+oYbF3FWvKBWv8P0RXaPgSrvF",
+	"a/YljRav2eqrdMt357I34TtEzh+ZCeh+gJYTVmCjLypYY7TXzmZeW2Gw3J8zQsNEdckUwFlLMIkVzTre",
+	"/81cDFXhDq/gIlZpfKsgBP5y3CN1jdIufBGdqVXs5ebuwHJFlYorEQQxhxAsXfMgC3OhndkrLk4vamEG",
+	"78DMd/ftBu/bKx9XUXlmodUTa1x+rhP9nzvLAbZYK0XCkV0xX2ANwBEg7AU+s+L8TrmW0UCCLdJoMuRK",
+	"Gx+stXzLcIS3anQzQtrNGx6KMlNr2Rw2b3LiWjtDeDGtiOxSca7VPvZPLURe2UTy5xI+8SYs9iBdJjMB",
+	"p/dBt0hzUlZVoNCXtVxm/D2C34AR1MgRA8stmqTTFAhMGA0chWwqKDDpM0VLpSZRj/bFJTtkXykGxumT",
+	"lGGYJsT0+ojTnIaRlwvuQPtfjBoC2cSpcVFVlBi6ILe728RIJ0w7SQaLs5qaco9AbRWbMlqaDmwg1CmD",
+	"RSHHe+AGHSksvCkk+FUGVKAoxJ1XU8giGscHOE0m3Oid0NOClFyKASuvl2syyIyd1bcT17lVeSbVKVGZ",
+	"yD1dJ3RwOlIYGGqn1pk642fAbwaK6rH/EA0OPUIF7NZSTjCkTiBeuFSrEg0fKhMkgdioo5JzKN7qbruq",
+	"JLBqDKaypBLxCSNduCgXgilsMPFWdysuhMpq2Obhiq6lD8SMYbgc2uxHzAQVWyFjmw/GJTQAwPpgr6r+",
+	"5FxDBxsIbLXH76OUHQYUUSshcAD2eTQU7IWOKK9wHiM4rsJ/+RBCsarE162bY4JBwdt1mGGBlXA4mHvl",
+	"j3wJGRcFWXeOtZ3IqnBg6ZSLXIvq6I3PUWMLGdoajN0t3XshDUvnfziLz+YaPLSiVfx3ykJfwIkuslDS",
+	"DNCrVSW3X2i9WRbaHaVG1gFt6DvkQ0Uh2XJktv2o4MT3vAS/2e0iq4UoWvwwwnELMqlG3roPnk/SzCwt",
+	"dZr0ezeZRG3TjJXMRsjHkfBNWtURVVciTm+kYI5ARYtg27NbBKu1gX9dIEXH72sZBvA8d9/4Tn7Of+Og",
+	"Wbr2Pk8Tq/1+rPTCfEmlfx1qeS114f6a99xH4N7Z2r6Are1CQfyy9wZr9oKLEO5OBcXBMKNlilMhMLuU",
+	"LKnq9f+868Q15Y8vovi7HOlbDjZYcXtdmY2bu8V3csSfLUICcfpKKvwGKMvtVI5qzfeYv4bhFlahySMl",
+	"newNGT6CzSAZxsoVPVB0m7Hr+B63rJJEDT5xSRFF6/fiL/8qE1Epw8b5qYou9wlG4GgfcQs629AwBcl2",
+	"PqnT6r+G5csEJ34QoECoDobskFhzMWCxz4aDUiyUzBlVfpo4E4an0BEDXukRIWet0pynbGrshBMpzDid",
+	"k5PMZTFTFJAw+kxPqdCYTgd1YSkZspkXmCD7wFkHxjJN7G9WATZsovF1n7/3//7P//WqaSnjDpZph+A6",
+	"T4e7GiW3Ul7REb/CbVIlOgEcS4LTOjWRoL19xWiwmSuN9j25dAogX+zPQfMWgxP5Ttw2X55RfI9xbd7K",
+	"l9srA4qNvWmuLuxVkfowjmAtX+09TVwZGtLMRB6tlYnCHpoJF7vVCs2wEZFpkvODKM9lxBACzLxdkyYR",
+	"h/gXk0O0DLriCKFNeMYUI/qUT6cs2amimNWEbz8A13ftL17oW7iSuIRtm+5oy/ftRPZ3l5cQuTqq6BpK",
+	"5WrncykCE6qdQqQf2IwwisMZmTDHwpIBXxvV50Kn8yhveIemKtc4NQYZLsglb+V+i1JFApzDB/PGQH9Q",
+	"fMpTzcFTM2bKOb1dlOQpY1PtWokaTcZUj3GGYE+ucaxrRx2X+sgWsiJ5FBHfIPx+t2XJmmCzRdgsBJuq",
+	"sBSUP00p2HqkcwcXbimkK6tiaSh2HA6e5sGdy2GcPsBz7ERlF2gKWSDlgE2I0MWjyLNysEJEEw4rSMFo",
+	"1QUM3HRw582bD5a6E99y+MByB94am0IYO51HcZej2e+CTO/iA9ZiJftIMLScMCkYOZmTvC/UqvjUOslz",
+	"41PxxwUhBIcgWWqrOy9xsh5mH2AhLSOnGhzUUNHEgAP2qiovirMlWrRwn7frVpr84e7Ud6lV2aNYM5b6",
+	"ilLPxWJ9iOM12pgs932trV2Qe6UrIgnK/WCjXIaoDDdpxnlgQNzqQKSCb/Gy5HC3/Bsd7X58q+yhUwyF",
+	"kAFDphJEKFgxIe9BGha8sXqF8VEP1f7AABhf0gy/RuhBdX/du4v9tS/2S9Tb6aqOyDfnLKu6saB/rG05",
+	"gbeXnPapi+6dBIHr1eYHKHH4fRse8iYuq+PTAVB38effVPy5Qz5/m/DvL2gmQN0RAwAxOAUvjc898p28",
+	"vOAWlcumQo2WUjktX7yFGrLZWtfWCG0i0BkuGEscGyRYEblOb4UWQ9+oxhp0g7plXRUbL1XzWDzruxj3",
+	"Ox32lmPcAfMqyFott9/4hKbGlXrqCxfO7m2UIPta4TjMryKux0PRdyZ433mOAzK1RPCATiHJgnz4Sym1",
+	"uPIrEaoVIcHb9S3+wkDXu+DWP0Rwa93dWSOMFQr/rxm+6js+5h+WolWDGwW3BoI6E4wDj/2niyGsgJDl",
+	"GNbdg+0dkgeyFk34rhLLesVrtSqYNd9KGLW63DrzKsGrvjvnLYevXiQO3MWtfvdxq/UE4gsZ2VxTkhWR",
+	"rc8htqt0fewVsQx6QyoSvPzFWC+Gd94A6/0yysHXCYddRQ18POy1qcKdyPFnjYO9upi/ETSvvsDKV8GO",
+	"QxEncKMv2P0+BG1gXS84VvRJgfYl5VwVV63FpejEa1kOnTizTHMWBA03P84XLMOVAFuYuUbewL3U5spU",
+	"yRrfWXzmZept3FXV+Jatmv54voqgsj4B2viEfcAucJAXzdbgpuZFrVHjuhGRZgd7uoFrHQdC76JaOfgF",
+	"IZ3wDUZX5RWFoRWUfaNXzMiNxiYvOCfXEKwU20fHEFdU78a3oCko4S3YPQL6PaPadcJL7uJs/lzmEryT",
+	"/qpMPPJdwWpib3RJwPCZLNhwcbu77UsyIpfWFU25KmwvC4KJN8PUWTaufH0C+8btcOY6haIA4J2R4Y9h",
+	"ZAiO9Guw8YvfRN6Nloms4poX9b3TOdG+o4y78Dk/tQwcycFWd7OI1cHe01QTCpbPkiNBJEWXDCiw66qk",
+	"L/Amr2M3pQqCfF2peDu1C6TGomAZ9A7At07YEoWBgq+WLeelVlo3JnqMFBV5eRQ/gH0bPoXUvUXBxJUJ",
+	"jL6ogJKwiTTXElCmmbkx6eTLmIZwaQfZrVdmv5ikX4DX16LzN+kEv3gn9Zf5zvb1FQTOP5GxbDdJyuw0",
+	"p6gsKPV7NSuaK9K2jhWt1ise5v+4PpbYhybGPm/xmua2NYxlzjV/aSqMC3kJa1tLgIB59tBa9r2ZwBBI",
+	"a4TzITDvTF/flOmLenu1yXG9fK+jhv/lqxnC1iYaLsDWV4IMa09Ad6KEqadUD+JeKQ25tV4wLsH7rF0R",
+	"asgEBLoDKQUJOydNrOJw4skSSqCA/xyKKks1b/VyOrVD4qniUnEzjyNCUytGNkdKZlMcF1+DHhp2wz7N",
+	"z+4ir6EIr4DvElLtXKFDGs5BNTQ2ZtBrFGeperMTrMblXAZfYo9h7AkEP253u6QZZwLBcIwbjiO7FLvK",
+	"E2nGNXW2b4yoLtQVhZKajmsAeLgmfkekiTtye43yzuQOgEbKVp0Tw49RcmNcTBAP/GefL1irg7LjcdzV",
+	"4L/Ggotja9T0ldncelzbSOZ/ev/9n78+bX/8oXiYP6t87y/VVTbKO37m6kdDEwE+YRGJ7QuxvTOzoCCA",
+	"RWqXGdtChRBeKl/Xmn3DzSht2Y0EgW560Ihy7xOFv+DhlXxQdwz7jmF/LV/VMp++Ln+ujcJ/O2UCYvBh",
+	"BiT8jgDFgs3i2kLweUfrJdbqqsh73PIp+zFakzAIxxltgnxzkZS5UUVnoQVDU11MPsz7zUblw+q+Ulw+",
+	"QqYuFM9hwF1s/l1s/q3H5vs7u0zwVqgLG5/wP5eJ0Uck91H6vpB8h+ymqZyxJE+jxRfvBXQOW0c787Gz",
+	"HGPNcGc71rXB91ejSFcIvy+u8F0A/h8rAL/+gqwThA8vrxuG7y9FXL4IRSR+0X6hXOprKSo/H2kpLB8R",
+	"taa49PNiAZcOyL/qVVsZkl9AJIzJ94DJicgVQvL9tzeho3x5hWK16HDnYv8DuNhX0ZkvZRl0THxVNP8B",
+	"VYaDOwD9fOEV3CFywo1hCZkqSxAMZ5ghlLKhIZlwhWM75B0zZR1DqkI5MZLEIkuxOlkm8DWrvNCRjsvl",
+	"uGZjmTJi6IhooKoXig7YWt/PnHe1yeN0/Afo+7AiRb2McXvqlEtfuAnh5UvpUV8phWElMcyTGK5PFO9c",
+	"uXeu3LXzHq6rQm3kssi6rtt7JQXqqsVOvLT3fdc7cbu42OQaSot3NtdvyUm6iNPBXSrE9NsSg+o7+lO/",
+	"QIJnhZ7Ewkq7bI/F1zvE3zQQjvhkkhkLjTo7qnv7WzWkuuV9HUuqh01dP2p3QCVb6h/NEHNn4lzLxOlQ",
+	"QYoqHh3QlSomjd2m1g2KwKZWV2fEvqfXd98h2+7iYkbscxzvOPG3xYlL9SgzXc7Xc/3XbtwNCpy1yKdJ",
+	"mDBgZoKgQwzpj0kT4nGyk9/YwPdGzVsatHz8Yl7P3P4x4mdM5AH9V63bTZOEUAGqetC1lvJU+0CdJ4vp",
+	"QD5m3wfsL994miTuqnzDrbrt8r5au26AzVqx23dK/p2j9BYCtgHpCjJT1e3L08daaeKaycXetggPnDcG",
+	"qnFjxdP1aBxddENB2qSVUTRLhx3ytoIGupeowGwbO5XLE7bLgjQcxSaUCwighIScYZlCNjEzB8dsucbV",
+	"EnsWqKXBcAgrJghW2qQfJ8jw6ZEJhbrTSKJ9WLofAYL6wEDr/GRQfgYce9y0iupwObS93TgpqsPVJDlf",
+	"lYJf3rWcE7y73OY/d27zEj1YRYYu8E1joDKK4bXe6ZoewlfE+1tKTb5AfMg3fecy/WO17IVTvTl95XLp",
+	"xqsLoVGfZCzohEWuoY+rhubZ9XocPCLsfMCmBjmb5eaYLEzn5SQyORPon2zGB7tHz38inU7HSyH4hpNF",
+	"XDYC6D6x/SLeIbGVXyYMglAE0WM508guq6QDyBVeShQOstqomOf9CDyfRgbdxIxhWKdUCJZWh7zwWb5r",
+	"ihcrWiHfAIf+YsrVV2uJvFK5KtoiX59K3skodz7UK/VQriPlF6tWGz7fp335ZNhBphTWhignDbFqIWl9",
+	"6+6uG+6quVl3+TB3FuGvmw9TuhG0+nreSiprLnOtQQrWbRyDtoXcBHDCUilG0IgcKj9xFMiauwdbvSBm",
+	"1oVzheUjkxHTrYVKk3bw5UqTNNUyb5MJUWVvrOgVxuramZ5ZOeRHZvYNm+QxbnBhmtguI+VnjMiiPpWO",
+	"oBrVQE45dNc0kjDoI2/X1roGCbMyQ01rnEuWpoQioX+u0pSVZcXuKN23FoUSFoIKzqmK0H3pmleXInOX",
+	"FnSw30+RXcML6ldO619FMMqJC1jQ1o6CuQqA+iUqV7jIHLmS03bKzljqqtz6COK5I4IusAb68iLFpeVd",
+	"NPMRtYSWQ9AJGPMT1iJnddJYZa1e6r2UDmzQqM5Oble1sJWrZCNcvWLvn0k6XEDPOwr6LcqKhQ/lZP6N",
+	"CIt2sWyQQcUIO8MJo4qp3cyMG71fP1oMx9bjlQQAPEwqEzFpvpgLOpEvnpFXckDT1g6hJGHTVM4xKFDo",
+	"GeQWCGzSORNkLLVpRI1MpY1eY2zMtLexsbn1qNPtdDubvcfdx124Xw44SxnigU5sCR4TVBgN+QJ5VYaR",
+	"rkibel1kOSyo1sG3eBLLHx+5hu+aJ8uaORWJMzEuiDJuUGSNy4O+y6ZTqUyo5vkvHCIsf5MHTUJZi8Xv",
+	"8gCuih2MGURoMmEsWWKJj88svp6wiu+K/sM6b5RfD7+wqW31GhZaZtIs4YakchQMAs9qPv9R0en476/I",
+	"7sE+kWcsaFSfUENJE4kopPtxd683RvYbOuWOwm7ErZ5jWzQpKrfsHuyjFzbM249ImHYCP9MkcYcQLBmm",
+	"+D2tOmSkE2TMaGrGwSf4wN7E/x8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

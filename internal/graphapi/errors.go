@@ -1,0 +1,45 @@
+package graphapi
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/tenantd/tenantd/internal/errs"
+)
+
+// errorExtensions is a field error as GraphQL clients get it: the REST
+// API's code, the kind of error in GraphQL's customary spelling
+// (NOT_FOUND), and, for invalid input, every bad field as the REST API
+// lists it ("in" is "argument" for a field's argument, "input" for a field
+// of a mutation's input). internal reports an error to log and hide.
+func errorExtensions(err error) (ext map[string]any, message string, internal bool) {
+	if e, ok := errs.As(err); ok && e.Kind != errs.Internal {
+		ext = map[string]any{"code": e.Code, "kind": strings.ToUpper(e.Kind.String())}
+		if e.Field != "" {
+			in := "argument"
+			if e.In == "" || e.In == "body" {
+				in = "input"
+			}
+			var fields []map[string]any
+			for _, f := range append([]string{e.Field}, e.Also...) {
+				fields = append(fields, map[string]any{"in": in, "field": f, "code": e.Code, "message": e.Message})
+			}
+			ext["errors"] = fields
+		}
+		return ext, e.Message, false
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return map[string]any{"code": "timeout", "kind": "UNAVAILABLE"}, "the request took too long; retry later", false
+	case errors.Is(err, context.Canceled):
+		return map[string]any{"code": "client_closed_request", "kind": "UNAVAILABLE"}, "the client closed the request before it was answered", false
+	}
+	return map[string]any{"code": "internal", "kind": "INTERNAL"}, "an unexpected error occurred", true
+}
+
+// errNoOrg hides whether the org exists: a non-member sees the same error
+// as for an org that was never created (the REST API's 404).
+var errNoOrg = errs.E(errs.NotFound, "org_not_found", "organization not found")
+
+var errLimited = errs.E(errs.TooManyRequests, "rate_limited", "this organization is sending requests too fast; retry later")

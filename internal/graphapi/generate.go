@@ -1,0 +1,3 @@
+package graphapi
+
+//go:generate go tool gqlgen --config gqlgen.yml

@@ -1,0 +1,108 @@
+package graphapi
+
+import (
+	"context"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/ticket"
+)
+
+// The costs the complexity limit counts: every field 1 (gqlgen's default),
+// a point read pointRead more, a connection listCost plus first times its
+// selection. A limit of C bounds a request to about C/pointRead point
+// reads, and its pages to what C can pay for.
+const (
+	pointRead = 50
+	listCost  = 10
+)
+
+func setComplexity(c *ComplexityRoot) {
+	point := func(child int) int { return pointRead + child }
+	list := func(child int, first *int) int {
+		n := page.DefaultLimit
+		if first != nil && *first > 0 {
+			n = min(*first, page.MaxLimit) // a larger first is refused when the field runs
+		}
+		return listCost + n*child
+	}
+	c.Query.Org = func(child int, _ string) int { return point(child) }
+	c.MeOrg.Org = point
+	c.Org.User = func(child int, _ string) int { return point(child) }
+	c.Org.Team = func(child int, _ string) int { return point(child) }
+	c.Org.Ticket = func(child int, _ string) int { return point(child) }
+	c.Me.Orgs = func(child int, first *int, _ *string) int { return list(child, first) }
+	c.Org.Users = func(child int, first *int, _ *string) int { return list(child, first) }
+	c.Org.Teams = func(child int, first *int, _ *string) int { return list(child, first) }
+	c.Org.Invitations = func(child int, first *int, _ *string) int { return list(child, first) }
+	c.Org.AuditLog = func(child int, _, _ *time.Time, first *int, _ *string) int { return list(child, first) }
+	c.Org.Tickets = func(child int, _ *ticket.Status, _ *ticket.Priority, _, _, _ *string, _ *SortOrder, first *int, _ *string) int {
+		return list(child, first)
+	}
+	c.OrgUser.Teams = func(child int, first *int, _ *string) int { return list(child, first) }
+	c.OrgUser.AssignedTickets = func(child int, first *int, _ *string) int { return list(child, first) }
+	c.Team.Members = func(child int, first *int, _ *string) int { return list(child, first) }
+	c.Team.Tickets = func(child int, _ *ticket.Status, first *int, _ *string) int { return list(child, first) }
+	c.Ticket.Comments = func(child int, first *int, _ *string) int { return list(child, first) }
+	c.Mutation.CreateTicket = func(child int, _ string, _ CreateTicketInput, _ *string) int { return point(child) }
+	c.Mutation.UpdateTicket = func(child int, _, _ string, _ *int, _ UpdateTicketInput) int { return point(child) }
+	c.Mutation.AddComment = func(child int, _, _, _ string, _ *string) int { return point(child) }
+}
+
+// depthLimit refuses an operation whose selections nest deeper than max
+// (fragments followed; the introspection fields __schema and __type do not
+// count), before any resolver runs.
+type depthLimit struct{ max int }
+
+var _ interface {
+	graphql.OperationContextMutator
+	graphql.HandlerExtension
+} = depthLimit{}
+
+func (depthLimit) ExtensionName() string                   { return "DepthLimit" }
+func (depthLimit) Validate(graphql.ExecutableSchema) error { return nil }
+func (d depthLimit) MutateOperationContext(_ context.Context, rc *graphql.OperationContext) *gqlerror.Error {
+	if depth := selectionDepth(rc.Operation.SelectionSet, 0, d.max); depth > d.max {
+		err := gqlerror.Errorf("operation is more than %d levels deep", d.max)
+		errcode.Set(err, "DEPTH_LIMIT_EXCEEDED")
+		return err
+	}
+	return nil
+}
+
+// selectionDepth is the depth of set below a selection at depth, giving up
+// once it passes limit (validation has refused fragment cycles already).
+func selectionDepth(set ast.SelectionSet, depth, limit int) int {
+	deepest := depth
+	if depth > limit {
+		return depth
+	}
+	for _, s := range set {
+		var d int
+		switch s := s.(type) {
+		case *ast.Field:
+			if s.Name == "__schema" || s.Name == "__type" {
+				continue
+			}
+			d = depth
+			if len(s.SelectionSet) > 0 {
+				d = selectionDepth(s.SelectionSet, depth+1, limit)
+			} else {
+				d = depth + 1
+			}
+		case *ast.InlineFragment:
+			d = selectionDepth(s.SelectionSet, depth, limit)
+		case *ast.FragmentSpread:
+			if s.Definition != nil {
+				d = selectionDepth(s.Definition.SelectionSet, depth, limit)
+			}
+		}
+		deepest = max(deepest, d)
+	}
+	return deepest
+}

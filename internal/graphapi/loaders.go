@@ -1,0 +1,121 @@
+package graphapi
+
+import (
+	"context"
+	"sync"
+
+	"github.com/vikstrous/dataloadgen"
+
+	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/ticket"
+)
+
+// ref names an item of an org by its ID.
+type ref struct{ OrgID, ID string }
+
+// commentsKey is one page of one ticket's comments.
+type commentsKey struct {
+	OrgID, TicketID string
+	Page            page.Request
+}
+
+// loaders are one request's DataLoaders: each collects the lookups that
+// the resolvers of one nesting level make at once and serves them with one
+// DynamoDB operation per org (BatchGetItem, 100 keys a call), or, for
+// comments, one round of concurrent Queries. Their caches last the request.
+type loaders struct {
+	users    *dataloadgen.Loader[ref, *org.User]
+	teams    *dataloadgen.Loader[ref, *team.Team]
+	comments *dataloadgen.Loader[commentsKey, page.Result[ticket.Comment]]
+}
+
+func newLoaders(rs *requestState) *loaders {
+	wait := dataloadgen.WithWait(rs.s.d.Limits.BatchWait)
+	return &loaders{
+		users: dataloadgen.NewLoader(func(ctx context.Context, keys []ref) ([]*org.User, []error) {
+			return byOrg(ctx, rs, keys, func(ctx context.Context, orgID string, ids []string) (map[string]*org.User, error) {
+				p, err := rs.principal(ctx, orgID)
+				if err != nil {
+					return nil, err
+				}
+				got, err := do(ctx, rs, func() (map[string]org.User, error) { return rs.s.d.Orgs.BatchGetOrgUsers(ctx, p, ids) })
+				return pointers(got), err
+			})
+		}, wait),
+		teams: dataloadgen.NewLoader(func(ctx context.Context, keys []ref) ([]*team.Team, []error) {
+			return byOrg(ctx, rs, keys, func(ctx context.Context, orgID string, ids []string) (map[string]*team.Team, error) {
+				p, err := rs.principal(ctx, orgID)
+				if err != nil {
+					return nil, err
+				}
+				got, err := do(ctx, rs, func() (map[string]team.Team, error) { return rs.s.d.Teams.BatchGetTeams(ctx, p, ids) })
+				return pointers(got), err
+			})
+		}, wait),
+		comments: dataloadgen.NewLoader(func(ctx context.Context, keys []commentsKey) ([]page.Result[ticket.Comment], []error) {
+			out, errs := make([]page.Result[ticket.Comment], len(keys)), make([]error, len(keys))
+			var wg sync.WaitGroup
+			for i, k := range keys { // concurrently, within the request's bound (do)
+				wg.Go(func() {
+					p, err := rs.principal(ctx, k.OrgID)
+					if err == nil {
+						out[i], err = do(ctx, rs, func() (page.Result[ticket.Comment], error) {
+							return rs.s.d.Tickets.ListComments(ctx, p, k.TicketID, k.Page)
+						})
+					}
+					errs[i] = err
+				})
+			}
+			wg.Wait()
+			return out, errs
+		}, wait),
+	}
+}
+
+// byOrg serves a batch of refs with one read per org (a request reads few
+// orgs; each org's read is one BatchGetItem of its distinct IDs). A ref the
+// read did not return is nil: the item does not exist.
+func byOrg[V any](ctx context.Context, rs *requestState, keys []ref,
+	read func(ctx context.Context, orgID string, ids []string) (map[string]*V, error)) ([]*V, []error) {
+	idsOf := map[string][]string{}
+	var orgs []string
+	for _, k := range keys {
+		if _, ok := idsOf[k.OrgID]; !ok {
+			orgs = append(orgs, k.OrgID)
+		}
+		idsOf[k.OrgID] = append(idsOf[k.OrgID], k.ID)
+	}
+	found := make(map[string]map[string]*V, len(orgs))
+	failed := map[string]error{}
+	type result struct {
+		org string
+		got map[string]*V
+		err error
+	}
+	results := make(chan result, len(orgs))
+	for _, o := range orgs {
+		go func() {
+			got, err := read(ctx, o, idsOf[o])
+			results <- result{o, got, err}
+		}()
+	}
+	for range orgs {
+		r := <-results
+		found[r.org], failed[r.org] = r.got, r.err
+	}
+	out, errs := make([]*V, len(keys)), make([]error, len(keys))
+	for i, k := range keys {
+		out[i], errs[i] = found[k.OrgID][k.ID], failed[k.OrgID]
+	}
+	return out, errs
+}
+
+func pointers[K comparable, V any](m map[K]V) map[K]*V {
+	out := make(map[K]*V, len(m))
+	for k, v := range m {
+		out[k] = &v
+	}
+	return out
+}

@@ -1,0 +1,115 @@
+package graphapi
+
+import (
+	"fmt"
+
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/invitation"
+	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/ticket"
+)
+
+// The GraphQL objects are the domain's values, with the principal they were
+// read as: a child field is resolved as the same caller in the same org,
+// never re-authorized against a path the client chose.
+
+// Me is the caller.
+type Me struct{ id authz.Identity }
+
+// UserID is the token's subject.
+func (m Me) UserID() string { return m.id.UserID }
+
+// MeOrg is one of the caller's org memberships.
+type MeOrg struct{ org.Membership }
+
+// Org is an org, read by a member (p).
+type Org struct {
+	org.Org
+	p authz.Principal
+}
+
+// OrgUser is an org's user.
+type OrgUser struct {
+	org.User
+	p authz.Principal
+}
+
+// Team is a team of the org.
+type Team struct {
+	team.Team
+	p authz.Principal
+}
+
+// TeamMember is a membership edge.
+type TeamMember struct {
+	team.Membership
+	p authz.Principal
+}
+
+// Ticket is a ticket of the org.
+type Ticket struct {
+	ticket.Ticket
+	p authz.Principal
+}
+
+// AssigneeOrNil is assigneeId: null when unassigned.
+func (t Ticket) AssigneeOrNil() *string { return nilIfEmpty(t.AssigneeID) }
+
+// TeamOrNil is teamId: null without a team.
+func (t Ticket) TeamOrNil() *string { return nilIfEmpty(t.TeamID) }
+
+// Comment is a ticket's comment.
+type Comment struct {
+	ticket.Comment
+	p authz.Principal
+}
+
+// Invitation is a pending invitation.
+type Invitation struct{ invitation.Invitation }
+
+// AuditEvent is an entry of the audit log.
+type AuditEvent struct{ audit.Event }
+
+// ClientRequestIDOrNil is clientRequestId: null when the client sent none.
+func (e AuditEvent) ClientRequestIDOrNil() *string { return nilIfEmpty(e.ClientRequestID) }
+
+// ChangeList is changes, with values as the REST API renders them.
+func (e AuditEvent) ChangeList() []AuditChange {
+	out := make([]AuditChange, len(e.Changes))
+	for i, c := range e.Changes {
+		out[i] = AuditChange{Field: c.Field, Before: auditValue(c.Before), After: auditValue(c.After)}
+	}
+	return out
+}
+
+// AuditChange is one field's change: a string, a list of strings, or null
+// (the field was unset), as in GET /v1/orgs/{orgId}/audit-log.
+type AuditChange struct {
+	Field         string
+	Before, After any
+}
+
+func nilIfEmpty(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
+}
+
+// auditValue renders a changed value as the REST API does.
+func auditValue(v any) any {
+	switch v := v.(type) {
+	case nil, string, []string:
+		return v
+	case []any:
+		ss := make([]string, len(v))
+		for i, x := range v {
+			ss[i] = fmt.Sprint(x)
+		}
+		return ss
+	default:
+		return fmt.Sprint(v)
+	}
+}

@@ -1,0 +1,96 @@
+package graphapi
+
+import (
+	"context"
+	"slices"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/page"
+)
+
+// Me resolves Query.me: the caller, from their token alone.
+func (r queryResolver) Me(ctx context.Context) (*Me, error) { return &Me{id: state(ctx).id}, nil }
+
+// Org resolves Query.org: the authorization read, then the org item only
+// if the query asks for one of its fields.
+func (r queryResolver) Org(ctx context.Context, id string) (*Org, error) { return r.s.getOrg(ctx, id) }
+
+// Orgs resolves Me.orgs (GET /v1/orgs).
+func (r meResolver) Orgs(ctx context.Context, obj *Me, first *int, after *string) (*MeOrgConnection, error) {
+	nodes, pi, err := connection(ctx, "user:"+obj.id.UserID, "listOrgs", first, after,
+		func(pr page.Request) (page.Result[org.Membership], error) {
+			return r.s.d.Orgs.ListOrgs(ctx, obj.id, pr)
+		},
+		func(m org.Membership) *MeOrg { return &MeOrg{Membership: m} })
+	if err != nil {
+		return nil, err
+	}
+	return &MeOrgConnection{Nodes: nodes, PageInfo: pi}, nil
+}
+
+// Org resolves MeOrg.org.
+func (r meOrgResolver) Org(ctx context.Context, obj *MeOrg) (*Org, error) {
+	return r.s.getOrg(ctx, obj.OrgID)
+}
+
+// orgItemFields are the Org fields read from the org's item; the others
+// are listings of its own.
+var orgItemFields = []string{"name", "version", "createdAt", "updatedAt"}
+
+// getOrg is the caller's view of an org (GET /v1/orgs/{orgId}).
+func (s *Server) getOrg(ctx context.Context, orgID string) (*Org, error) {
+	p, err := state(ctx).principal(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	o := &Org{Org: org.Org{ID: orgID}, p: p}
+	for _, f := range graphql.CollectFieldsCtx(ctx, nil) {
+		if slices.Contains(orgItemFields, f.Name) {
+			o.Org, err = do(ctx, state(ctx), func() (org.Org, error) {
+				got, _, err := s.d.Orgs.GetOrg(ctx, p, false)
+				return got, err
+			})
+			if err != nil {
+				return nil, err
+			}
+			break
+		}
+	}
+	return o, nil
+}
+
+// Users resolves Org.users (GET /v1/orgs/{orgId}/users).
+func (r orgResolver) Users(ctx context.Context, obj *Org, first *int, after *string) (*OrgUserConnection, error) {
+	nodes, pi, err := connection(ctx, obj.p.OrgID, "listOrgUsers", first, after,
+		func(pr page.Request) (page.Result[org.User], error) { return r.s.d.Orgs.ListOrgUsers(ctx, obj.p, pr) },
+		func(u org.User) *OrgUser { return &OrgUser{User: u, p: obj.p} })
+	if err != nil {
+		return nil, err
+	}
+	return &OrgUserConnection{Nodes: nodes, PageInfo: pi}, nil
+}
+
+// User resolves Org.user (GET /v1/orgs/{orgId}/users/{userId}).
+func (r orgResolver) User(ctx context.Context, obj *Org, id string) (*OrgUser, error) {
+	u, err := do(ctx, state(ctx), func() (org.User, error) { return r.s.d.Orgs.GetOrgUser(ctx, obj.p, id) })
+	if err != nil {
+		return nil, err
+	}
+	return &OrgUser{User: u, p: obj.p}, nil
+}
+
+// orgUser loads one of the org's users through the request's user loader:
+// the users a level asks for are read together. nil: not in the org.
+func orgUser(ctx context.Context, p authz.Principal, userID string) (*OrgUser, error) {
+	if userID == "" {
+		return nil, nil
+	}
+	u, err := state(ctx).loaders.users.Load(ctx, ref{OrgID: p.OrgID, ID: userID})
+	if err != nil || u == nil {
+		return nil, err
+	}
+	return &OrgUser{User: *u, p: p}, nil
+}

@@ -1,0 +1,245 @@
+// Package graphapi is tenantd's GraphQL API (POST /v1/graphql): the reads of
+// the REST API and three of its writes, schema-first with gqlgen
+// (schema/*.graphqls), over the same domain services. It sits beside the
+// HTTP layer: httpapi authenticates the request, applies the caller's rate
+// limit and hands the decoded body to Server.Execute.
+//
+// Every resolver is at most one DynamoDB operation, and the resolvers of
+// one nesting level share one: a per-request DataLoader collects the point
+// lookups a level makes (requesters, assignees, teams, comment authors) into
+// one BatchGetItem, and the comments of a page of tickets are read by
+// concurrent Queries in one batch. A nested query therefore costs one
+// operation (or one round of concurrent Queries) per level, never one per
+// item (seed 002; docs/data-model.md, "GraphQL: operations per level").
+//
+// Authorization is the REST API's: the caller's OrgUser edge, read once per
+// org per request (memoized) with the same O(1) BatchGetItem, and the same
+// role matrix in the services. Another tenant's org is org_not_found.
+package graphapi
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/executor"
+	"github.com/99designs/gqlgen/graphql/handler/extension"
+	"github.com/99designs/gqlgen/graphql/handler/lru"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/idempotency"
+	"github.com/tenantd/tenantd/internal/invitation"
+	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/ratelimit"
+	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/ticket"
+)
+
+// AccessReader reads a user's access to an org: the authorization read.
+type AccessReader interface {
+	// OrgAccess reads the org item and the caller's OrgUser edge with ONE
+	// consistent BatchGetItem. Returns NotFound if the org or the user's
+	// membership of it does not exist.
+	OrgAccess(ctx context.Context, orgID, userID string) (authz.Access, error)
+}
+
+// Deps are what the resolvers use: the REST API's services and settings.
+type Deps struct {
+	Orgs        *org.Service
+	Teams       *team.Service
+	Tickets     *ticket.Service
+	Invitations *invitation.Service
+	Audit       *audit.Service
+	Access      AccessReader
+	// Cursors signs the connections' cursors: the REST API's, so a
+	// listing's cursor is the same in both.
+	Cursors page.Cursors
+	// RateLimit, when set, is the per-org limit of the REST API: a request
+	// spends, from each org it reads, its cost (Limits.CostPerToken).
+	RateLimit *ratelimit.Limiter
+	// Idempotency, when set, keeps the IDs that createTicket and addComment
+	// made under an idempotencyKey.
+	Idempotency idempotency.Storer
+	Now         clock.Clock
+	Logger      *slog.Logger
+	Limits      Limits
+}
+
+// Limits bound what one request may cost. Zero values take the defaults.
+type Limits struct {
+	// MaxDepth is the deepest selection allowed (default 10; the
+	// introspection fields do not count).
+	MaxDepth int
+	// MaxComplexity is the most a query may cost (default 10,000): a field
+	// costs 1, a point read 50, a connection 10 plus first times its
+	// selection.
+	MaxComplexity int
+	// MaxOrgs is how many distinct orgs one request may read (default 10):
+	// each costs an authorization read.
+	MaxOrgs int
+	// CostPerToken is how much complexity one rate-limit token pays for
+	// (default 100): a request spends ceil(complexity/CostPerToken) tokens
+	// of each org it reads.
+	CostPerToken int
+	// BatchWait is how long a DataLoader collects the lookups of a level
+	// before it reads them (default 2 ms).
+	BatchWait time.Duration
+	// MaxConcurrentQueries bounds the Queries one batch of comment pages
+	// runs at once (default 16).
+	MaxConcurrentQueries int
+	// Introspection allows __schema and __type (on in dev, off by default).
+	Introspection bool
+	// CacheSize is the number of parsed documents and of persisted queries
+	// kept (each, default 256).
+	CacheSize int
+	// ParserTokenLimit bounds the tokens of a query document (default
+	// 5,000).
+	ParserTokenLimit int
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxDepth, 10)
+	def(&l.MaxComplexity, 10_000)
+	def(&l.MaxOrgs, 10)
+	def(&l.CostPerToken, 100)
+	def(&l.MaxConcurrentQueries, 16)
+	def(&l.CacheSize, 256)
+	def(&l.ParserTokenLimit, 5_000)
+	if l.BatchWait <= 0 {
+		l.BatchWait = 2 * time.Millisecond
+	}
+	return l
+}
+
+// Server runs GraphQL requests.
+type Server struct {
+	d      Deps
+	exec   *executor.Executor
+	keeper *idempotency.Keeper
+}
+
+// New returns a Server over d.
+func New(d Deps) *Server {
+	d.Limits = d.Limits.withDefaults()
+	if d.Logger == nil {
+		d.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &Server{d: d}
+	if d.Idempotency != nil {
+		s.keeper = idempotency.NewKeeper(d.Idempotency, idempotency.Options{Now: d.Now})
+	}
+	cfg := Config{Resolvers: &resolver{s}}
+	setComplexity(&cfg.Complexity)
+	e := executor.New(NewExecutableSchema(cfg))
+	e.SetQueryCache(lru.New[*ast.QueryDocument](d.Limits.CacheSize))
+	e.SetParserTokenLimit(d.Limits.ParserTokenLimit)
+	e.SetErrorPresenter(s.presentError)
+	e.SetRecoverFunc(func(ctx context.Context, v any) error {
+		d.Logger.ErrorContext(ctx, "graphql: resolver panic", "panic", fmt.Sprint(v))
+		return errInternal
+	})
+	if d.Limits.Introspection {
+		e.Use(extension.Introspection{})
+	}
+	e.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](d.Limits.CacheSize)})
+	e.Use(depthLimit{max: d.Limits.MaxDepth})
+	e.Use(extension.FixedComplexityLimit(d.Limits.MaxComplexity))
+	s.exec = e
+	return s
+}
+
+// Request is one GraphQL-over-HTTP request body.
+type Request struct {
+	Query         string
+	OperationName string
+	Variables     map[string]any // numbers as json.Number
+	Extensions    map[string]any
+}
+
+// Result is a request's answer and what it was, for the request's log line
+// and metrics.
+type Result struct {
+	Response *graphql.Response
+	// Operation is "<query|mutation>:<root fields>" with the schema's
+	// root field names, sorted and joined by "+": a bounded set, fit for a
+	// metric label ("" when the request never became an operation).
+	Operation string
+	// Complexity is the operation's cost as the limit counts it.
+	Complexity int
+}
+
+// Execute runs r for the caller. Request errors (a document that does not
+// parse or validate, or exceeds a limit) and field errors are in the
+// response's errors, with extensions.code; nothing reads DynamoDB before
+// the document has passed every limit.
+func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Result {
+	rs := &requestState{s: s, id: id, access: map[string]*accessEntry{}, calls: make(chan struct{}, s.d.Limits.MaxConcurrentQueries)}
+	rs.loaders = newLoaders(rs)
+	ctx = withState(ctx, rs)
+	params := &graphql.RawParams{Query: r.Query, OperationName: r.OperationName, Variables: r.Variables, Extensions: r.Extensions,
+		ReadTime: graphql.TraceTiming{Start: graphql.Now(), End: graphql.Now()}}
+	ctx = graphql.StartOperationTrace(ctx)
+	rc, errList := s.exec.CreateOperationContext(ctx, params)
+	if errList != nil {
+		return Result{Response: s.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errList)}
+	}
+	res := Result{Operation: operationLabel(rc)}
+	if st := extension.GetComplexityStats(graphql.WithOperationContext(ctx, rc)); st != nil {
+		res.Complexity = st.Complexity
+	}
+	rs.cost = max(1, (res.Complexity+s.d.Limits.CostPerToken-1)/s.d.Limits.CostPerToken)
+	responses, ctx := s.exec.DispatchOperation(ctx, rc)
+	res.Response = responses(ctx)
+	return res
+}
+
+var errInternal = errors.New("internal error")
+
+// presentError turns a resolver's error into a GraphQL error whose
+// extensions carry the REST API's code (and its field errors); an internal
+// error is logged and said no more of.
+func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
+	var gqlErr *gqlerror.Error
+	if errors.As(err, &gqlErr) && gqlErr.Extensions["code"] != nil {
+		return gqlErr
+	}
+	out := graphql.DefaultErrorPresenter(ctx, err)
+	ext, msg, internal := errorExtensions(err)
+	if internal {
+		s.d.Logger.ErrorContext(ctx, "graphql: field failed", "path", out.Path.String(), "err", err.Error())
+	}
+	out.Message, out.Extensions = msg, ext
+	return out
+}
+
+// operationLabel names an operation by its type and root fields.
+func operationLabel(rc *graphql.OperationContext) string {
+	if rc == nil || rc.Operation == nil {
+		return ""
+	}
+	seen := map[string]bool{}
+	var names []string
+	for _, f := range graphql.CollectFields(rc, rc.Operation.SelectionSet, nil) {
+		if !seen[f.Name] {
+			seen[f.Name] = true
+			names = append(names, f.Name)
+		}
+	}
+	slices.Sort(names)
+	return string(rc.Operation.Operation) + ":" + strings.Join(names, "+")
+}

@@ -1,0 +1,148 @@
+package graphapi
+
+import (
+	"context"
+	"sync"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/page"
+)
+
+// requestState is one request's: the caller, the orgs it was authorized
+// in, and its DataLoaders. Nothing in it outlives the request.
+type requestState struct {
+	s    *Server
+	id   authz.Identity
+	cost int // rate-limit tokens the request spends per org it reads
+
+	mu      sync.Mutex
+	access  map[string]*accessEntry
+	loaders *loaders
+	// calls bounds the DynamoDB calls the request's resolvers make at once
+	// (Limits.MaxConcurrentQueries): a page's nested listings run
+	// concurrently, never all at once.
+	calls chan struct{}
+}
+
+// accessEntry is the authorization of the caller in one org, decided once.
+type accessEntry struct {
+	once sync.Once
+	p    authz.Principal
+	err  error
+}
+
+// do runs one service call (a DynamoDB call or a few) inside the request's
+// concurrency bound. fn must not wait on a loader or on principal: it is
+// the call itself.
+func do[T any](ctx context.Context, rs *requestState, fn func() (T, error)) (T, error) {
+	select {
+	case rs.calls <- struct{}{}:
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+	defer func() { <-rs.calls }()
+	return fn()
+}
+
+type stateKey struct{}
+
+func withState(ctx context.Context, rs *requestState) context.Context {
+	return context.WithValue(ctx, stateKey{}, rs)
+}
+
+func state(ctx context.Context) *requestState {
+	return ctx.Value(stateKey{}).(*requestState)
+}
+
+// principal is the caller acting in orgID: the authorization read (the
+// org item and the caller's OrgUser edge in one consistent BatchGetItem),
+// made once per org per request whatever the query asks of the org. Like
+// the REST API: an org the caller is not in, or one being offboarded, is
+// org_not_found; and the org's rate limit is spent (the request's cost)
+// only once the caller is known to be its member.
+func (rs *requestState) principal(ctx context.Context, orgID string) (authz.Principal, error) {
+	if err := ids.Resource("orgId", orgID); err != nil {
+		return authz.Principal{}, err
+	}
+	rs.mu.Lock()
+	e, ok := rs.access[orgID]
+	if !ok {
+		if len(rs.access) >= rs.s.d.Limits.MaxOrgs {
+			rs.mu.Unlock()
+			return authz.Principal{}, errs.E(errs.Invalid, "too_many_orgs", "one request may read at most %d organizations", rs.s.d.Limits.MaxOrgs)
+		}
+		e = &accessEntry{}
+		rs.access[orgID] = e
+	}
+	rs.mu.Unlock()
+	e.once.Do(func() { e.p, e.err = rs.authorize(ctx, orgID) })
+	return e.p, e.err
+}
+
+func (rs *requestState) authorize(ctx context.Context, orgID string) (authz.Principal, error) {
+	a, err := do(ctx, rs, func() (authz.Access, error) { return rs.s.d.Access.OrgAccess(ctx, orgID, rs.id.UserID) })
+	if errs.Is(err, errs.NotFound) {
+		return authz.Principal{}, errNoOrg
+	}
+	if err != nil {
+		return authz.Principal{}, err
+	}
+	if a.OrgDeleting || a.EdgeDeleting { // exists for nobody once its offboarding started
+		return authz.Principal{}, errNoOrg
+	}
+	if d := rs.s.d.RateLimit.TakeN("org:"+orgID, rs.cost); !d.Allowed {
+		return authz.Principal{}, errLimited
+	}
+	return authz.Principal{Identity: rs.id, OrgID: orgID, OrgRole: a.Role}, nil
+}
+
+// pageIn is the page a connection field asks for: first (1 to 100,
+// default 25) and after, a cursor of this scope and listing.
+func (rs *requestState) pageIn(scope, listing string, first *int, after *string) (page.Request, error) {
+	pr := page.Request{Limit: page.DefaultLimit}
+	if first != nil {
+		if *first < 1 || *first > page.MaxLimit {
+			return pr, errs.InvalidParam("first", "invalid_limit", "must be between 1 and %d", page.MaxLimit)
+		}
+		pr.Limit = *first
+	}
+	if after != nil {
+		key, err := rs.s.d.Cursors.Decode(scope, listing, *after)
+		if err != nil || *after == "" {
+			return pr, errs.InvalidParam("after", "invalid_cursor", "the cursor is malformed, expired, or belongs to another listing")
+		}
+		pr.After = key
+	}
+	return pr, nil
+}
+
+// pageInfo is a page's PageInfo, its next store key signed as a cursor.
+func (rs *requestState) pageInfo(scope, listing, next string) *PageInfo {
+	c := rs.s.d.Cursors.Encode(scope, listing, next)
+	if c == "" {
+		return &PageInfo{}
+	}
+	return &PageInfo{HasNextPage: true, EndCursor: &c}
+}
+
+// connection fetches one page of a listing and wraps its items.
+func connection[T, N any](ctx context.Context, scope, listing string, first *int, after *string,
+	fetch func(page.Request) (page.Result[T], error), node func(T) *N) ([]*N, *PageInfo, error) {
+	rs := state(ctx)
+	pr, err := rs.pageIn(scope, listing, first, after)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := do(ctx, rs, func() (page.Result[T], error) { return fetch(pr) })
+	if err != nil {
+		return nil, nil, err
+	}
+	nodes := make([]*N, len(r.Items))
+	for i, it := range r.Items {
+		nodes[i] = node(it)
+	}
+	return nodes, rs.pageInfo(scope, listing, r.Next), nil
+}

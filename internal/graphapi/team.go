@@ -1,0 +1,86 @@
+package graphapi
+
+import (
+	"context"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/ticket"
+)
+
+// Teams resolves Org.teams (GET /v1/orgs/{orgId}/teams).
+func (r orgResolver) Teams(ctx context.Context, obj *Org, first *int, after *string) (*TeamConnection, error) {
+	nodes, pi, err := connection(ctx, obj.p.OrgID, "listTeams", first, after,
+		func(pr page.Request) (page.Result[team.Team], error) { return r.s.d.Teams.ListTeams(ctx, obj.p, pr) },
+		func(t team.Team) *Team { return &Team{Team: t, p: obj.p} })
+	if err != nil {
+		return nil, err
+	}
+	return &TeamConnection{Nodes: nodes, PageInfo: pi}, nil
+}
+
+// Team resolves Org.team (GET /v1/orgs/{orgId}/teams/{teamId}).
+func (r orgResolver) Team(ctx context.Context, obj *Org, id string) (*Team, error) {
+	t, err := do(ctx, state(ctx), func() (team.Team, error) {
+		t, _, err := r.s.d.Teams.GetTeam(ctx, obj.p, id, false)
+		return t, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Team{Team: t, p: obj.p}, nil
+}
+
+// Members resolves Team.members (GET /v1/orgs/{orgId}/teams/{teamId}/members).
+func (r teamResolver) Members(ctx context.Context, obj *Team, first *int, after *string) (*TeamMemberConnection, error) {
+	return r.s.memberships(ctx, obj.p, "listTeamMembers:"+obj.ID, first, after, func(pr page.Request) (page.Result[team.Membership], error) {
+		return r.s.d.Teams.ListTeamMembers(ctx, obj.p, obj.ID, false, pr)
+	})
+}
+
+// Tickets resolves Team.tickets (GET /v1/orgs/{orgId}/teams/{teamId}/tickets).
+func (r teamResolver) Tickets(ctx context.Context, obj *Team, status *ticket.Status, first *int, after *string) (*TicketConnection, error) {
+	return r.s.teamTickets(ctx, obj.p, obj.ID, status, first, after)
+}
+
+// Teams resolves OrgUser.teams (GET /v1/orgs/{orgId}/users/{userId}/teams).
+func (r orgUserResolver) Teams(ctx context.Context, obj *OrgUser, first *int, after *string) (*TeamMemberConnection, error) {
+	return r.s.memberships(ctx, obj.p, "listUserTeams:"+obj.UserID, first, after, func(pr page.Request) (page.Result[team.Membership], error) {
+		return r.s.d.Teams.ListUserTeams(ctx, obj.p, obj.UserID, false, pr)
+	})
+}
+
+// memberships is a connection of membership edges.
+func (s *Server) memberships(ctx context.Context, p authz.Principal, listing string, first *int, after *string,
+	fetch func(page.Request) (page.Result[team.Membership], error)) (*TeamMemberConnection, error) {
+	nodes, pi, err := connection(ctx, p.OrgID, listing, first, after, fetch,
+		func(m team.Membership) *TeamMember { return &TeamMember{Membership: m, p: p} })
+	if err != nil {
+		return nil, err
+	}
+	return &TeamMemberConnection{Nodes: nodes, PageInfo: pi}, nil
+}
+
+// User resolves TeamMember.user through the request's user loader.
+func (r teamMemberResolver) User(ctx context.Context, obj *TeamMember) (*OrgUser, error) {
+	return orgUser(ctx, obj.p, obj.UserID)
+}
+
+// Team resolves TeamMember.team through the request's team loader.
+func (r teamMemberResolver) Team(ctx context.Context, obj *TeamMember) (*Team, error) {
+	return teamOf(ctx, obj.p, obj.TeamID)
+}
+
+// teamOf loads one of the org's teams through the request's team loader.
+// nil: no such team (or it is being deleted).
+func teamOf(ctx context.Context, p authz.Principal, teamID string) (*Team, error) {
+	if teamID == "" {
+		return nil, nil
+	}
+	t, err := state(ctx).loaders.teams.Load(ctx, ref{OrgID: p.OrgID, ID: teamID})
+	if err != nil || t == nil {
+		return nil, err
+	}
+	return &Team{Team: *t, p: p}, nil
+}

@@ -1,0 +1,325 @@
+package graphapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/idempotency"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/ticket"
+)
+
+// Tickets resolves Org.tickets: the org's listing (GET
+// /v1/orgs/{orgId}/tickets) with its filters, a team's queue when teamId
+// is set, a requester's tickets when requesterId is. Each is one Query on
+// the index that serves it; a combination none serves is unserved_filter.
+func (r orgResolver) Tickets(ctx context.Context, obj *Org, status *ticket.Status, priority *ticket.Priority, assigneeID *string,
+	teamID *string, requesterID *string, order *SortOrder, first *int, after *string) (*TicketConnection, error) {
+	asc := order != nil && *order == SortOrderAsc
+	given := func(names ...string) []string {
+		var out []string
+		for _, n := range names {
+			if set := map[string]bool{"status": status != nil, "priority": priority != nil, "assigneeId": assigneeID != nil,
+				"order": asc}[n]; set {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+	switch {
+	case teamID != nil && requesterID != nil:
+		return nil, unserved("teamId", "requesterId")
+	case teamID != nil:
+		if bad := given("priority", "assigneeId", "order"); len(bad) > 0 {
+			return nil, unserved(append([]string{"teamId"}, bad...)...)
+		}
+		return r.s.teamTickets(ctx, obj.p, *teamID, status, first, after)
+	case requesterID != nil:
+		if bad := given("status", "priority", "assigneeId", "order"); len(bad) > 0 {
+			return nil, unserved(append([]string{"requesterId"}, bad...)...)
+		}
+		return r.s.tickets(ctx, obj.p, "listUserTickets:"+*requesterID, first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+			res, _, err := r.s.d.Tickets.ListUserTickets(ctx, obj.p, *requesterID, false, ticket.Expand{}, pr)
+			return res, err
+		})
+	}
+	f := ticket.Filter{Oldest: asc}
+	if status != nil {
+		f.Status = *status
+	}
+	if priority != nil {
+		f.Priority = *priority
+	}
+	if assigneeID != nil {
+		f.AssigneeID = *assigneeID
+	}
+	listing := fmt.Sprintf("listTickets:%s:%s:%s:%t", f.Status, f.Priority, f.AssigneeID, f.Oldest) // the REST listing's
+	return r.s.tickets(ctx, obj.p, listing, first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+		return r.s.d.Tickets.ListTickets(ctx, obj.p, f, ticket.Expand{}, pr)
+	})
+}
+
+func unserved(names ...string) error {
+	return errs.InvalidParams("unserved_filter", "no index serves these arguments together: teamId takes status only, requesterId nothing else, "+
+		"and priority and assigneeId exclude each other", names...)
+}
+
+// Ticket resolves Org.ticket (GET /v1/orgs/{orgId}/tickets/{ticketId}).
+func (r orgResolver) Ticket(ctx context.Context, obj *Org, id string) (*Ticket, error) {
+	t, err := do(ctx, state(ctx), func() (ticket.Ticket, error) {
+		t, _, err := r.s.d.Tickets.GetTicket(ctx, obj.p, id, false, ticket.Expand{})
+		return t, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Ticket{Ticket: t, p: obj.p}, nil
+}
+
+// AssignedTickets resolves OrgUser.assignedTickets (GET
+// /v1/orgs/{orgId}/users/{userId}/assigned-tickets).
+func (r orgUserResolver) AssignedTickets(ctx context.Context, obj *OrgUser, first *int, after *string) (*TicketConnection, error) {
+	return r.s.tickets(ctx, obj.p, "listAssignedTickets:"+obj.UserID, first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+		return r.s.d.Tickets.ListAssignedTickets(ctx, obj.p, obj.UserID, ticket.Expand{}, pr)
+	})
+}
+
+// teamTickets is a team's queue (GET /v1/orgs/{orgId}/teams/{teamId}/tickets).
+func (s *Server) teamTickets(ctx context.Context, p authz.Principal, teamID string, status *ticket.Status, first *int, after *string) (*TicketConnection, error) {
+	var st ticket.Status
+	if status != nil {
+		st = *status
+	}
+	return s.tickets(ctx, p, "listTeamTickets:"+teamID+":"+string(st), first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+		return s.d.Tickets.ListTeamTickets(ctx, p, teamID, st, ticket.Expand{}, pr)
+	})
+}
+
+// tickets is a connection of tickets. Their users and teams are not read
+// here: each such field goes through the request's loaders, so a page's
+// requesters and assignees are one BatchGetItem, whatever the page.
+func (s *Server) tickets(ctx context.Context, p authz.Principal, listing string, first *int, after *string,
+	fetch func(page.Request) (page.Result[ticket.Ticket], error)) (*TicketConnection, error) {
+	nodes, pi, err := connection(ctx, p.OrgID, listing, first, after, fetch,
+		func(t ticket.Ticket) *Ticket { return &Ticket{Ticket: t, p: p} })
+	if err != nil {
+		return nil, err
+	}
+	return &TicketConnection{Nodes: nodes, PageInfo: pi}, nil
+}
+
+// Requester resolves Ticket.requester through the user loader.
+func (r ticketResolver) Requester(ctx context.Context, obj *Ticket) (*OrgUser, error) {
+	return orgUser(ctx, obj.p, obj.RequesterID)
+}
+
+// Assignee resolves Ticket.assignee through the user loader.
+func (r ticketResolver) Assignee(ctx context.Context, obj *Ticket) (*OrgUser, error) {
+	return orgUser(ctx, obj.p, obj.Ticket.AssigneeID)
+}
+
+// Team resolves Ticket.team through the team loader.
+func (r ticketResolver) Team(ctx context.Context, obj *Ticket) (*Team, error) {
+	return teamOf(ctx, obj.p, obj.Ticket.TeamID)
+}
+
+// Comments resolves Ticket.comments (GET
+// /v1/orgs/{orgId}/tickets/{ticketId}/comments) through the comments
+// loader: the comment pages of every ticket of a level are read in one
+// round of concurrent Queries, so their authors are asked for together.
+func (r ticketResolver) Comments(ctx context.Context, obj *Ticket, first *int, after *string) (*CommentConnection, error) {
+	rs := state(ctx)
+	listing := "listComments:" + obj.ID
+	pr, err := rs.pageIn(obj.p.OrgID, listing, first, after)
+	if err != nil {
+		return nil, err
+	}
+	res, err := rs.loaders.comments.Load(ctx, commentsKey{OrgID: obj.p.OrgID, TicketID: obj.ID, Page: pr})
+	if err != nil {
+		return nil, err
+	}
+	nodes := make([]*Comment, len(res.Items))
+	for i, c := range res.Items {
+		nodes[i] = &Comment{Comment: c, p: obj.p}
+	}
+	return &CommentConnection{Nodes: nodes, PageInfo: rs.pageInfo(obj.p.OrgID, listing, res.Next)}, nil
+}
+
+// Author resolves Comment.author through the user loader.
+func (r commentResolver) Author(ctx context.Context, obj *Comment) (*OrgUser, error) {
+	return orgUser(ctx, obj.p, obj.AuthorID)
+}
+
+// CreateTicket resolves Mutation.createTicket with the REST API's service
+// (POST /v1/orgs/{orgId}/tickets): the same rules, role matrix and audit
+// event.
+func (r mutationResolver) CreateTicket(ctx context.Context, orgID string, input CreateTicketInput, idempotencyKey *string) (*Ticket, error) {
+	p, err := state(ctx).principal(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	in := ticket.NewTicket{Title: input.Title}
+	var bad []string
+	optional(&in.Description, input.Description, "description", &bad)
+	optional(&in.Priority, input.Priority, "priority", &bad)
+	optional(&in.TeamID, input.TeamID, "teamId", &bad)
+	optional(&in.AssigneeID, input.AssigneeID, "assigneeId", &bad)
+	if tags, ok := input.Tags.ValueOK(); ok {
+		if tags == nil {
+			bad = append(bad, "tags")
+		}
+		in.Tags = tags
+	}
+	if len(bad) > 0 {
+		return nil, notNull(bad)
+	}
+	t, err := withKey(ctx, r.s, p, "createTicket", idempotencyKey, in,
+		func(id string) (ticket.Ticket, error) { in.ID = id; return r.s.d.Tickets.CreateTicket(ctx, p, in) },
+		func(id string) (ticket.Ticket, error) {
+			t, _, err := r.s.d.Tickets.GetTicket(ctx, p, id, false, ticket.Expand{})
+			return t, err
+		})
+	if err != nil {
+		return nil, err
+	}
+	return &Ticket{Ticket: t, p: p}, nil
+}
+
+// UpdateTicket resolves Mutation.updateTicket (PATCH
+// /v1/orgs/{orgId}/tickets/{ticketId}); expectedVersion is If-Match.
+func (r mutationResolver) UpdateTicket(ctx context.Context, orgID, id string, expectedVersion *int, input UpdateTicketInput) (*Ticket, error) {
+	p, err := state(ctx).principal(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	var patch ticket.Patch
+	var bad []string
+	patch.Title = present(input.Title, "title", &bad)
+	patch.Description = present(input.Description, "description", &bad)
+	patch.Status = present(input.Status, "status", &bad)
+	patch.Priority = present(input.Priority, "priority", &bad)
+	if tags, ok := input.Tags.ValueOK(); ok {
+		if tags == nil {
+			bad = append(bad, "tags")
+		}
+		patch.Tags = &tags
+	}
+	patch.AssigneeID = clearable(input.AssigneeID)
+	patch.TeamID = clearable(input.TeamID)
+	if len(bad) > 0 {
+		return nil, notNull(bad)
+	}
+	match := errs.NoMatch
+	if expectedVersion != nil {
+		match = errs.MatchVersions(int64(*expectedVersion))
+	}
+	t, err := r.s.d.Tickets.UpdateTicket(ctx, p, id, patch, match)
+	if err != nil {
+		return nil, err
+	}
+	return &Ticket{Ticket: t, p: p}, nil
+}
+
+// AddComment resolves Mutation.addComment (POST
+// /v1/orgs/{orgId}/tickets/{ticketId}/comments).
+func (r mutationResolver) AddComment(ctx context.Context, orgID, ticketID, body string, idempotencyKey *string) (*Comment, error) {
+	p, err := state(ctx).principal(ctx, orgID)
+	if err != nil {
+		return nil, err
+	}
+	create := func(id string) (ticket.Comment, error) {
+		return r.s.d.Tickets.CreateComment(ctx, p, ticketID, id, body)
+	}
+	// A retry meets the comment the first call made (a comment is never
+	// deleted alone; with its ticket gone, the create fails).
+	c, err := withKey(ctx, r.s, p, "addComment", idempotencyKey, struct{ TicketID, Body string }{ticketID, body}, create, create)
+	if err != nil {
+		return nil, err
+	}
+	return &Comment{Comment: c, p: p}, nil
+}
+
+// optional sets dst from an optional input field; an explicit null is
+// refused (these fields have no null meaning on create).
+func optional[T any](dst *T, v graphql.Omittable[*T], name string, bad *[]string) {
+	if x, ok := v.ValueOK(); ok {
+		if x == nil {
+			*bad = append(*bad, name)
+			return
+		}
+		*dst = *x
+	}
+}
+
+// present is a patch field: nil when left out; an explicit null is
+// refused (the field cannot be cleared).
+func present[T any](v graphql.Omittable[*T], name string, bad *[]string) *T {
+	x, ok := v.ValueOK()
+	if ok && x == nil {
+		*bad = append(*bad, name)
+	}
+	return x
+}
+
+// clearable is a patch of an optional reference: left out, nil; null, a
+// pointer to "" (clear it); else the ID.
+func clearable(v graphql.Omittable[*string]) *string {
+	x, ok := v.ValueOK()
+	if !ok {
+		return nil
+	}
+	if x == nil {
+		empty := ""
+		return &empty
+	}
+	return x
+}
+
+func notNull(fields []string) error {
+	e := errs.InvalidField(fields[0], "not_nullable", "must not be null: leave the field out instead")
+	e.Also = fields[1:]
+	return e
+}
+
+// withKey runs create under an idempotency key (nil: no key, create runs
+// with a fresh ID). The first call under a key gives create the key's
+// resource ID; a retry with the same arguments, once the first succeeded,
+// reads what it made (read); the key with other arguments is
+// idempotency_key_reused. A call that fails does not use up its key (a
+// retry runs again, with the same resource ID, so it cannot double).
+func withKey[T any](ctx context.Context, s *Server, p authz.Principal, mutation string, key *string, args any,
+	create, read func(id string) (T, error)) (T, error) {
+	var zero T
+	if key == nil || s.keeper == nil {
+		return create("")
+	}
+	k, err := idempotency.CheckKey([]string{*key})
+	if err != nil {
+		return zero, errs.InvalidParam("idempotencyKey", "invalid_idempotency_key", "1 to %d printable ASCII characters", idempotency.MaxKeyLen)
+	}
+	body, err := json.Marshal(args)
+	if err != nil {
+		return zero, err
+	}
+	rec, kept, err := s.keeper.Begin(ctx, p.OrgID, p.UserID, string(p.OrgRole), k, idempotency.Fingerprint(body, "graphql", mutation))
+	if err != nil {
+		return zero, err
+	}
+	if kept != nil {
+		return read(kept.ResourceID)
+	}
+	v, err := create(rec.ResourceID)
+	status := 200
+	if err != nil {
+		status = 500 // release the key: nothing was made, or a retry finds it
+	}
+	if ferr := s.keeper.Finish(ctx, rec, status, "application/json", "", []byte(`{}`)); ferr != nil && err == nil {
+		s.d.Logger.ErrorContext(ctx, "graphql: idempotency finish", "err", ferr.Error())
+	}
+	return v, err
+}

@@ -1,0 +1,57 @@
+package httpapi
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/99designs/gqlgen/graphql"
+
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/graphapi"
+	"github.com/tenantd/tenantd/internal/httpapi/oapi"
+	"github.com/tenantd/tenantd/internal/obs"
+)
+
+// Graphql serves POST /v1/graphql. The body went through the same checks
+// as every other (one JSON value, the GraphQLRequest schema, 64 KiB);
+// graphapi runs it as the caller, and the answer is 200 with the GraphQL
+// response from then on (its errors inside).
+func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (oapi.GraphqlResponseObject, error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
+	}
+	b := req.Body
+	var r graphapi.Request
+	set(&r.Query, b.Query)
+	set(&r.OperationName, b.OperationName)
+	if b.Extensions != nil && b.Extensions.PersistedQuery != nil {
+		pq := b.Extensions.PersistedQuery
+		r.Extensions = map[string]any{"persistedQuery": map[string]any{"version": int64(pq.Version), "sha256Hash": pq.Sha256Hash}}
+	}
+	if r.Query == "" && r.Extensions == nil {
+		return nil, errs.InvalidField("query", "required", "a GraphQL document is required (or extensions.persistedQuery naming one)")
+	}
+	if b.Variables != nil && !bytes.Equal(*b.Variables, []byte("null")) {
+		// GraphQL's Int wants integers: decode numbers as json.Number.
+		dec := json.NewDecoder(bytes.NewReader(*b.Variables))
+		dec.UseNumber()
+		if err := dec.Decode(&r.Variables); err != nil {
+			return nil, errs.InvalidField("variables", "invalid_variables", "must be a JSON object")
+		}
+	}
+	res := h.graphQL.Execute(ctx, id, r)
+	obs.SetOperation(ctx, res.Operation)
+	return graphqlAnswer{res.Response}, nil
+}
+
+// graphqlAnswer writes a GraphQL response.
+type graphqlAnswer struct{ r *graphql.Response }
+
+func (a graphqlAnswer) VisitGraphqlResponse(w http.ResponseWriter) error {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	return json.NewEncoder(w).Encode(a.r)
+}
