@@ -503,6 +503,56 @@ func TestReadyzIsNotAnAmplifier(t *testing.T) {
 	t.Logf("500 probes in %v: %v DescribeTable calls", elapsed.Round(time.Millisecond), calls)
 }
 
+// TestReadyzSurvivesHangups: probers that send GET /readyz and reset the
+// connection at once (an unauthenticated caller, 20 a second) never make
+// the check fail for a health checker probing meanwhile: the DynamoDB
+// call behind it runs on a context of its own, not the hung-up prober's.
+func TestReadyzSurvivesHangups(t *testing.T) {
+	api := startAPI(t, buildAPI(t), newTable(t))
+	addr := strings.TrimPrefix(api.base, "http://")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+			c, err := net.Dial("tcp", addr)
+			if err != nil {
+				continue
+			}
+			_, _ = c.Write([]byte("GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n"))
+			_ = c.(*net.TCPConn).SetLinger(0) // close = RST: the server sees the client gone
+			_ = c.Close()
+		}
+	}()
+	client := &http.Client{Timeout: 5 * time.Second}
+	var failed, probes int
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
+		probes++
+		resp, err := client.Get(api.base + "/readyz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			failed++
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if failed > 0 {
+		t.Errorf("%d of %d readiness probes failed while others hung up on /readyz", failed, probes)
+	}
+}
+
 // TestIdleConnectionsAreReaped: connections that hold a slot without using
 // it do not lock other clients out. MAX_CONNECTIONS sockets that each send
 // one unauthenticated request and then idle (IDLE_TIMEOUT is a minute) or

@@ -294,7 +294,7 @@ func serve(ctx context.Context, cfg Config) error {
 	defer deletions.Close()
 	go deletions.Run(ctx)
 	var draining atomic.Bool
-	ping := cachedPing(db.Ping, time.Second)
+	ping := cachedPing(db.Ping, time.Second, 5*time.Second)
 	ready := func(ctx context.Context) error {
 		if draining.Load() {
 			return errors.New("shutting down")
@@ -418,18 +418,44 @@ func token(cfg Config, args []string, stdout io.Writer) error {
 // answer meanwhile: /readyz needs no token, so however often anyone probes
 // it, DynamoDB's control plane (DescribeTable, throttled per account) is
 // asked at most once a ttl per process. Concurrent probes wait for the one
-// call in flight.
-func cachedPing(ping func(context.Context) error, ttl time.Duration) func(context.Context) error {
-	var mu sync.Mutex
-	var at time.Time
-	var last error
+// call in flight, each for as long as its own context allows. The call
+// runs on a context of its own (bounded by timeout), never a prober's: a
+// prober that hangs up cannot fail the check for everyone.
+func cachedPing(ping func(context.Context) error, ttl, timeout time.Duration) func(context.Context) error {
+	var (
+		mu       sync.Mutex
+		at       time.Time
+		last     error
+		inflight chan struct{}
+	)
 	return func(ctx context.Context) error {
 		mu.Lock()
-		defer mu.Unlock()
 		if !at.IsZero() && time.Since(at) < ttl {
+			defer mu.Unlock()
 			return last
 		}
-		last, at = ping(ctx), time.Now()
-		return last
+		if inflight == nil {
+			done := make(chan struct{})
+			inflight = done
+			go func() {
+				pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), timeout)
+				err := ping(pctx)
+				cancel()
+				mu.Lock()
+				last, at, inflight = err, time.Now(), nil
+				mu.Unlock()
+				close(done)
+			}()
+		}
+		wait := inflight
+		mu.Unlock()
+		select {
+		case <-wait:
+			mu.Lock()
+			defer mu.Unlock()
+			return last
+		case <-ctx.Done():
+			return ctx.Err()
+		}
 	}
 }

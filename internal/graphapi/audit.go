@@ -18,6 +18,9 @@ func (r orgResolver) AuditLog(ctx context.Context, obj *Org, since, until *time.
 	listing := "listAuditEvents:" + from.UTC().Format(time.RFC3339Nano) + ":now"
 	if until != nil {
 		to = *until
+		if to.IsZero() { // year 1 is a bound, not "no bound": nothing happened before it
+			to = to.Add(time.Nanosecond)
+		}
 		listing = "listAuditEvents:" + from.UTC().Format(time.RFC3339Nano) + ":" + to.UTC().Format(time.RFC3339Nano)
 	}
 	nodes, pi, err := connection(ctx, obj.p.OrgID, listing, first, after,

@@ -25,6 +25,9 @@ func (h *handlers) ListAuditEvents(ctx context.Context, req oapi.ListAuditEvents
 	listing := "listAuditEvents:" + since.UTC().Format(time.RFC3339Nano) + ":now"
 	if req.Params.Until != nil {
 		until = *req.Params.Until
+		if until.IsZero() { // year 1 is a bound, not "no bound": nothing happened before it
+			until = until.Add(time.Nanosecond)
+		}
 		listing = "listAuditEvents:" + since.UTC().Format(time.RFC3339Nano) + ":" + until.UTC().Format(time.RFC3339Nano)
 	}
 	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[audit.Event], error) {

@@ -424,6 +424,18 @@ func TestAuditLogFarFuture(t *testing.T) {
 	}
 }
 
+// TestAuditLogUntilYearOne: until=0001-01-01T00:00:00Z is a bound (the
+// beginning of time), not "no bound": nothing is listed.
+func TestAuditLogUntilYearOne(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Year one")
+	r := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+w.Org.Id+"/audit-log?until=0001-01-01T00:00:00Z", w.Admin.Token, nil, "")
+	var list struct{ Items []json.RawMessage }
+	if err := json.Unmarshal(r.Body, &list); r.Status != http.StatusOK || err != nil || len(list.Items) != 0 {
+		t.Errorf("until year one: %d, %d events: %s", r.Status, len(list.Items), truncate(r.Body))
+	}
+}
+
 // TestAuditLogEmptyRange: since after until holds nothing: a 400 naming
 // both, not an empty 200.
 func TestAuditLogEmptyRange(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
+	"github.com/tenantd/tenantd/internal/idempotency"
 	"github.com/tenantd/tenantd/internal/obs"
 )
 
@@ -50,7 +51,7 @@ var httpCodes = map[int]string{
 // StatusClientClosedRequest is the status of a request whose client went
 // away before it was answered (nginx's 499): no server error, and nobody
 // reads it.
-const StatusClientClosedRequest = 499
+const StatusClientClosedRequest = idempotency.StatusClientClosedRequest
 
 // clientClosed is the problem of a request whose client went away.
 var clientClosed = oapi.Problem{Type: problemType + "client_closed_request", Title: "Client Closed Request",

@@ -37,6 +37,7 @@ const (
 	faultLostResponse                     // forward (the write happens), then answer 500 InternalServerError
 	faultBadCredentials                   // 400 UnrecognizedClientException (the service\'s credentials are refused)
 	faultGarbage                          // 200 with a body that is not DynamoDB\'s (a proxy\'s page)
+	faultCommitThenHang                   // forward (the write happens), then no answer until the request's context ends
 )
 
 // faultTransport answers the DynamoDB client's HTTP attempts as decide
@@ -131,6 +132,17 @@ func (f *faultTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return &http.Response{StatusCode: 200, Status: "200 OK", Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
 			Header: http.Header{"Content-Type": {"text/html"}, "Content-Length": {strconv.Itoa(len(b))}},
 			Body:   io.NopCloser(bytes.NewReader(b)), ContentLength: int64(len(b)), Request: req}, nil
+	case faultCommitThenHang:
+		req2 := req.Clone(req.Context())
+		req2.Body = io.NopCloser(bytes.NewReader(body))
+		req2.ContentLength = int64(len(body))
+		resp, err := f.base.RoundTrip(req2)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			_ = resp.Body.Close()
+		}
+		<-req.Context().Done()
+		return nil, req.Context().Err()
 	case faultLostResponse:
 		req2 := req.Clone(req.Context())
 		req2.Body = io.NopCloser(bytes.NewReader(body))

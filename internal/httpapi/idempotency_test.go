@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -689,4 +690,91 @@ func TestIdempotencyKeepsNoSecret(t *testing.T) {
 	if demoted.Status != http.StatusForbidden || strings.Contains(string(demoted.Body), secret) {
 		t.Errorf("replay to the demoted caller: %d %s, want 403 without the token", demoted.Status, demoted.Body)
 	}
+}
+
+// TestIdempotencyAfterClientHangsUp: a keyed create whose client goes away
+// before the answer (the write hung, or committed and then its answer was
+// lost) is answered 499 to nobody; the key is released like after a 5xx,
+// so the retry with the same key answers 201 with the same ID, and exactly
+// one ticket exists. A kept 499 would be replayed to every retry, and a
+// client that then took a new key would make a second ticket.
+func TestIdempotencyAfterClientHangsUp(t *testing.T) {
+	faults := newFaults()
+	var logs logBuffer
+	ts := MustServer(t, withTransport(faults.wrap), withLog(&logs))
+	w := MustWorld(t, ts, "Hang-up")
+	defer func() {
+		if t.Failed() {
+			for _, l := range logs.lines("request") {
+				t.Logf("log: %v", l)
+			}
+		}
+	}()
+	for _, c := range []struct {
+		name  string
+		call  int // which TransactWriteItems of the request: 1 the key's record, 2 the ticket
+		fault faultKind
+	}{
+		{"the key's record committed, its answer was lost", 1, faultCommitThenHang},
+		{"the ticket's write hung", 2, faultHang},
+		{"the ticket's write committed, its answer was lost", 2, faultCommitThenHang},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			title, key := ts.UniqueID("hang-up"), ts.UniqueID("hang-up-key")
+			body := fmt.Sprintf(`{"title":%q}`, title)
+			h := http.Header{"Idempotency-Key": {key}}
+			var calls atomic.Int64
+			faults.set(func(op string, attempt int) faultKind {
+				if op == "TransactWriteItems" && attempt == 1 && calls.Add(1) == int64(c.call) {
+					return c.fault
+				}
+				return faultPass
+			})
+			impatient := &http.Client{Timeout: 300 * time.Millisecond}
+			if r := doReqE(impatient, http.MethodPost, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets", w.Member.Token, h, body); r.Err == nil {
+				t.Fatalf("the impatient client got an answer: %d", r.Status)
+			}
+			faults.set(nil)
+			var first string
+			// The server may still be finishing the abandoned attempt: a
+			// retry meanwhile is 409 (in progress), then 201.
+			deadline := time.Now().Add(5 * time.Second)
+			for {
+				r := doReq(t, ts.http, http.MethodPost, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets", w.Member.Token, h, body)
+				if r.Status == http.StatusConflict && time.Now().Before(deadline) {
+					time.Sleep(50 * time.Millisecond)
+					continue
+				}
+				if r.Status != http.StatusCreated {
+					t.Fatalf("retry with the same key: %d %s", r.Status, r.Body)
+				}
+				first = jsonField(t, r.Body, "id")
+				break
+			}
+			again := doReq(t, ts.http, http.MethodPost, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets", w.Member.Token, h, body)
+			if again.Status != http.StatusCreated || jsonField(t, again.Body, "id") != first || again.Header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("second retry: %d replayed=%q %s, want the first retry's ticket %s", again.Status, again.Header.Get("Idempotent-Replayed"), again.Body, first)
+			}
+			n := 0
+			for _, it := range itemsOf(t, ts, "Ticket", w.Org.Id) {
+				if it.str("title") == title {
+					n++
+				}
+			}
+			if n != 1 {
+				t.Errorf("%d tickets titled %q, want exactly 1", n, title)
+			}
+		})
+	}
+}
+
+// jsonField is a top-level string field of a JSON object.
+func jsonField(tb testing.TB, body []byte, name string) string {
+	tb.Helper()
+	var m map[string]any
+	if err := json.Unmarshal(body, &m); err != nil {
+		tb.Fatalf("decode %s: %v", body, err)
+	}
+	s, _ := m[name].(string)
+	return s
 }

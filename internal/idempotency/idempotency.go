@@ -25,6 +25,11 @@ import (
 // Header is the request header that carries the client's key.
 const Header = "Idempotency-Key"
 
+// StatusClientClosedRequest is the status of a request whose client went
+// away before its answer (nginx's 499): its outcome is unknown to the
+// client, so like a 5xx it releases the key for the retry.
+const StatusClientClosedRequest = 499
+
 // MaxKeyLen bounds a client's key.
 const MaxKeyLen = 255
 
@@ -197,8 +202,20 @@ func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprin
 	rec = Record{OrgID: orgID, UserID: userID, Role: role, Key: key, Fingerprint: fingerprint,
 		Owner: hex.EncodeToString(owner), ResourceID: k.ids.NewAt(t), CreatedAt: t, ExpiresAt: t.Add(k.ttl)}
 	existing, started, err := k.store.Begin(ctx, rec)
-	if err != nil || started {
+	if err != nil {
+		// The record's write may have landed though its answer did not (a
+		// client gone, a timeout): release it, so the retry need not wait
+		// StaleAfter. The release is ours only (owner), so it is harmless
+		// when nothing landed.
+		go func() {
+			bctx, cancel := bookkeeping(ctx)
+			defer cancel()
+			_ = k.store.Release(bctx, rec)
+		}()
 		return rec, nil, err
+	}
+	if started {
+		return rec, nil, nil
 	}
 	switch {
 	case existing.Fingerprint != rec.Fingerprint:
@@ -225,8 +242,9 @@ func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprin
 	return rec, &existing, nil
 }
 
-// Finish ends a begun request with its response: a 5xx or 429 (nothing
-// durable happened, or it cannot be told) releases the key for a retry,
+// Finish ends a begun request with its response: a 5xx, 429 or 499
+// (nothing durable happened, or it cannot be told) releases the key for a
+// retry,
 // which keeps the ResourceID;
 // anything else is kept, its body sealed with a key only the client's
 // Idempotency-Key gives (it may hold a secret, such as an invitation's
@@ -235,7 +253,7 @@ func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprin
 // answer; when the request itself ran out of time, the release happens in
 // the background.
 func (k *Keeper) Finish(ctx context.Context, rec Record, status int, contentType, etag string, body []byte) error {
-	if status >= 500 || status == http.StatusTooManyRequests {
+	if status >= 500 || status == http.StatusTooManyRequests || status == StatusClientClosedRequest {
 		abandon := func() error {
 			bctx, cancel := bookkeeping(ctx)
 			defer cancel()

@@ -91,6 +91,9 @@ func (d *DB) Ping(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("describe table: %w", translate(err))
 	}
+	if out.Table == nil {
+		return fmt.Errorf("describe table: %w", errs.E(errs.Unavailable, "db_unavailable", "DynamoDB described no table"))
+	}
 	if out.Table.TableStatus != types.TableStatusActive {
 		return fmt.Errorf("table %s is %s", d.table.Name(), out.Table.TableStatus)
 	}
