@@ -586,3 +586,60 @@ func TestIdleConnectionsAreReaped(t *testing.T) {
 		t.Errorf("a new client while %d connections idle: %d after %v", maxConns, resp.StatusCode, waited)
 	}
 }
+
+// TestStalledClientsAreReaped: clients that hold a connection by stalling
+// the server on themselves (a body trickling in a byte every half second,
+// or answers never read, with READ_TIMEOUT and WRITE_TIMEOUT at a minute)
+// do not lock other clients out: under pressure the guard closes the
+// connections stalled on their client for 2 s.
+func TestStalledClientsAreReaped(t *testing.T) {
+	const maxConns = 16
+	p := startAPI(t, buildAPI(t), newTable(t), fmt.Sprintf("MAX_CONNECTIONS=%d", maxConns), "IDLE_TIMEOUT=60s", "READ_TIMEOUT=60s", "WRITE_TIMEOUT=60s")
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() { close(stop); wg.Wait() }()
+	for i := range maxConns {
+		if i%2 == 0 { // a body of 60,000 bytes, a byte every half second
+			c := dial(t, p.addr, false)
+			if _, err := io.WriteString(c, "POST /v1/orgs HTTP/1.1\r\nHost: tenantd\r\nContent-Type: application/json\r\nContent-Length: 60000\r\n\r\n{"); err != nil {
+				t.Fatal(err)
+			}
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					case <-time.After(500 * time.Millisecond):
+					}
+					if _, err := io.WriteString(c, " "); err != nil {
+						return // reaped
+					}
+				}
+			})
+			continue
+		}
+		// Answers never read: 200 pipelined GETs of the spec into a tiny
+		// receive window.
+		c := dial(t, p.addr, true)
+		wg.Go(func() {
+			for range 200 {
+				if _, err := io.WriteString(c, getRequest("/openapi.yaml", "")); err != nil {
+					return
+				}
+			}
+		})
+	}
+	time.Sleep(time.Second) // every slot taken, every stall begun
+	began := time.Now()
+	probe := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 20 * time.Second}
+	resp, err := probe.Get(p.base + "/healthz")
+	if err != nil {
+		t.Fatalf("a new client while %d connections stall: %v", maxConns, err)
+	}
+	resp.Body.Close()
+	if waited := time.Since(began); resp.StatusCode != http.StatusOK || waited > 5*time.Second {
+		t.Errorf("a new client while %d connections stall: %d after %v", maxConns, resp.StatusCode, waited)
+	} else {
+		t.Logf("served after %v", waited.Round(time.Millisecond))
+	}
+}

@@ -317,20 +317,21 @@ func serve(ctx context.Context, cfg Config) error {
 	// them are held at once (more wait in the listen backlog).
 	// Under pressure (3/4 of MAX_CONNECTIONS open), connections that hold a
 	// slot without using it go: idle ones after half a second, silent or
-	// slowloris new ones after 2 s (conns.go).
+	// slowloris new ones, bodies still trickling in and answers left unread
+	// after 2 s (conns.go).
 	guard := newConnGuard(cfg.MaxConnections, 2*time.Second, 500*time.Millisecond)
 	stopGuard := make(chan struct{})
 	defer close(stopGuard)
 	go guard.run(250*time.Millisecond, stopGuard)
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: min(maxHeaderReadTimeout, cfg.ReadTimeout), ReadTimeout: cfg.ReadTimeout,
-		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: 64 << 10, ConnState: guard.track,
+	srv := &http.Server{Handler: guard.bodies(httpapi.MaxBodyBytes, e), ReadHeaderTimeout: min(maxHeaderReadTimeout, cfg.ReadTimeout), ReadTimeout: cfg.ReadTimeout,
+		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: 64 << 10, ConnState: guard.track, ConnContext: connContext,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	l, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return err
 	}
 	errc := make(chan error, 2)
-	go func() { errc <- srv.Serve(netutil.LimitListener(l, cfg.MaxConnections)) }()
+	go func() { errc <- srv.Serve(meteredListener{netutil.LimitListener(l, cfg.MaxConnections)}) }()
 	log.Info("listening", "addr", l.Addr().String())
 
 	// Metrics on their own listener (a scraper's, not the API's clients').

@@ -68,8 +68,8 @@ type Deps struct {
 	// spends, from each org it reads, its cost (Limits.CostPerToken).
 	RateLimit *ratelimit.Limiter
 	// Idempotency, when set, keeps the IDs that createTicket and addComment
-	// made under an idempotencyKey.
-	Idempotency idempotency.Storer
+	// made under an idempotencyKey (the REST API's keeper).
+	Idempotency *idempotency.Keeper
 	Now         clock.Clock
 	Logger      *slog.Logger
 	Limits      Limits
@@ -139,10 +139,7 @@ func New(d Deps) *Server {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{d: d}
-	if d.Idempotency != nil {
-		s.keeper = idempotency.NewKeeper(d.Idempotency, idempotency.Options{Now: d.Now})
-	}
+	s := &Server{d: d, keeper: d.Idempotency}
 	cfg := Config{Resolvers: &resolver{s}}
 	setComplexity(&cfg.Complexity)
 	e := executor.New(NewExecutableSchema(cfg))

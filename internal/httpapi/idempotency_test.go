@@ -778,3 +778,49 @@ func jsonField(tb testing.TB, body []byte, name string) string {
 	s, _ := m[name].(string)
 	return s
 }
+
+// TestIdempotencyKeyFreedAfterDeadline: an attempt that could neither
+// finish nor release its key (DynamoDB answered neither) holds the key
+// only as long as a request can run (REQUEST_TIMEOUT and 5 s), not a
+// minute: then the retry takes it over and creates the ticket once.
+func TestIdempotencyKeyFreedAfterDeadline(t *testing.T) {
+	faults := newFaults()
+	ts := MustServer(t, withTransport(faults.wrap))
+	w := MustWorld(t, ts, "Deadline")
+	title, key := ts.UniqueID("deadline"), ts.UniqueID("deadline-key")
+	body, h := fmt.Sprintf(`{"title":%q}`, title), http.Header{"Idempotency-Key": {key}}
+	var calls atomic.Int64
+	faults.set(func(op string, attempt int) faultKind {
+		switch {
+		case op == "TransactWriteItems" && attempt == 1 && calls.Add(1) == 1:
+			return faultCommitThenHang // the record lands, its answer is lost
+		case op == "UpdateItem":
+			return faultThrottle // and its release cannot be written
+		}
+		return faultPass
+	})
+	impatient := &http.Client{Timeout: 300 * time.Millisecond}
+	url := ts.URL + "/v1/orgs/" + w.Org.Id + "/tickets"
+	if r := doReqE(impatient, http.MethodPost, url, w.Member.Token, h, body); r.Err == nil {
+		t.Fatalf("the impatient client got an answer: %d", r.Status)
+	}
+	time.Sleep(3 * time.Second) // the background release has given up
+	faults.set(nil)
+	if r := doReq(t, ts.http, http.MethodPost, url, w.Member.Token, h, body); r.Status != http.StatusConflict {
+		t.Fatalf("retry while the attempt may still run: %d %s, want 409", r.Status, r.Body)
+	}
+	ts.Clock.Advance(15*time.Second + time.Millisecond)
+	r := doReq(t, ts.http, http.MethodPost, url, w.Member.Token, h, body)
+	if r.Status != http.StatusCreated {
+		t.Fatalf("retry once no attempt can still run: %d %s, want 201", r.Status, r.Body)
+	}
+	n := 0
+	for _, it := range itemsOf(t, ts, "Ticket", w.Org.Id) {
+		if it.str("title") == title {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d tickets titled %q, want 1", n, title)
+	}
+}

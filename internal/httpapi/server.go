@@ -170,15 +170,19 @@ func New(d Deps) (*echo.Echo, error) {
 	// After the authorization read: only an org's members spend its quota,
 	// so nobody can exhaust another tenant's limit.
 	e.Use(limitTenant(d.RateLimit))
+	// An attempt cannot run longer than its request's deadline: past it
+	// (and a margin for a write in flight), its key may be taken over.
+	var keeper *idempotency.Keeper
 	if d.Idempotency != nil {
-		e.Use(idempotent(idempotency.NewKeeper(d.Idempotency, idempotency.Options{Now: d.Now})))
+		keeper = idempotency.NewKeeper(d.Idempotency, idempotency.Options{Now: d.Now, StaleAfter: d.RequestTimeout + 5*time.Second})
+		e.Use(idempotent(keeper))
 	}
 	// Innermost: entity tags of representations, and If-None-Match.
 	e.Use(conditional)
 
 	h := &handlers{Deps: d, cursors: page.Cursors{Key: d.CursorKey, TTL: d.CursorTTL, Now: clock.Or(d.Now)}}
 	h.graphQL = graphapi.New(graphapi.Deps{Orgs: d.Orgs, Teams: d.Teams, Tickets: d.Tickets, Invitations: d.Invitations, Audit: d.Audit,
-		Access: d.Roles, Cursors: h.cursors, RateLimit: d.RateLimit, Idempotency: d.Idempotency, Now: d.Now, Logger: d.Logger, Limits: d.GraphQL})
+		Access: d.Roles, Cursors: h.cursors, RateLimit: d.RateLimit, Idempotency: keeper, Now: d.Now, Logger: d.Logger, Limits: d.GraphQL})
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
 	for _, r := range e.Routes() {
 		routes[r.Path] = true

@@ -87,7 +87,13 @@ const StaleAfter = time.Minute
 // Options tune the middleware.
 type Options struct {
 	TTL time.Duration // how long a response is replayable (default 24 h)
-	Now clock.Clock
+	// StaleAfter is how long an unfinished attempt holds its key (default
+	// the StaleAfter constant). Set it to the longest a request can run
+	// (its timeout) and a little more: an attempt older than that cannot
+	// still be running, so a retry after an outage that also kept the
+	// attempt from releasing its key waits that long, not a minute.
+	StaleAfter time.Duration
+	Now        clock.Clock
 }
 
 var (
@@ -152,6 +158,7 @@ func validKey(k string) bool {
 type Keeper struct {
 	store Storer
 	ttl   time.Duration
+	stale time.Duration
 	now   clock.Clock
 	ids   *ids.Generator
 }
@@ -161,8 +168,11 @@ func NewKeeper(s Storer, o Options) *Keeper {
 	if o.TTL == 0 {
 		o.TTL = 24 * time.Hour
 	}
+	if o.StaleAfter <= 0 {
+		o.StaleAfter = StaleAfter
+	}
 	now := clock.Or(o.Now)
-	return &Keeper{store: s, ttl: o.TTL, now: now, ids: ids.NewGenerator(now)}
+	return &Keeper{store: s, ttl: o.TTL, stale: o.StaleAfter, now: now, ids: ids.NewGenerator(now)}
 }
 
 // CheckKey returns the one valid key among a request's header values.
@@ -220,7 +230,7 @@ func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprin
 	switch {
 	case existing.Fingerprint != rec.Fingerprint:
 		return rec, nil, errReused
-	case !existing.Done && (existing.Released || existing.CreatedAt.Before(t.Add(-StaleAfter))):
+	case !existing.Done && (existing.Released || existing.CreatedAt.Before(t.Add(-k.stale))):
 		if existing.ResourceID != "" {
 			rec.ResourceID = existing.ResourceID
 		}
