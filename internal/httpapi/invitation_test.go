@@ -440,3 +440,40 @@ func TestInvitationLifecycle(t *testing.T) {
 		mustStatus(t, a, err, http.StatusCreated)
 	})
 }
+
+// TestInvitationOutlivesNoInviter: an invitation does not outlive its
+// inviter's access. Accepting is fenced on the inviter's edge: an admin
+// removed from the org, or an owner demoted, cannot come back (as another
+// account) through the invitations they left: 403 inviter_lost_access,
+// and nobody joins.
+func TestInvitationOutlivesNoInviter(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Inviters")
+	org := w.Org.Id
+	t.Run("ErrInviterRemoved", func(t *testing.T) {
+		admin := ts.Actor(t, "leaving-admin")
+		MustUser(t, w.Owner.C, org, admin, client.RoleAdmin)
+		inv := MustInvitation(t, admin.C, org, "alt-of-admin@example.com", client.RoleAdmin)
+		r, err := w.Owner.C.RemoveOrgUserWithResponse(bg, org, admin.ID, nil)
+		mustStatus(t, r, err, http.StatusNoContent)
+		alt := ts.Invitee(t, "alt", "alt-of-admin@example.com")
+		a, err := alt.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+		wantProblem(t, a, err, http.StatusForbidden, "inviter_lost_access")
+		g, err := w.Owner.C.GetOrgUserWithResponse(bg, org, alt.ID, nil)
+		mustStatus(t, g, err, http.StatusNotFound)
+	})
+	t.Run("ErrInviterDemoted", func(t *testing.T) {
+		owner2 := ts.Actor(t, "second-owner")
+		MustUser(t, w.Owner.C, org, owner2, client.RoleOwner)
+		inv := MustInvitation(t, owner2.C, org, "new-owner@example.com", client.RoleOwner)
+		r, err := w.Owner.C.UpdateOrgUserWithResponse(bg, org, owner2.ID, nil, client.OrgUserUpdate{Role: ptr(client.RoleAdmin)})
+		mustStatus(t, r, err, http.StatusOK)
+		a, err := ts.Invitee(t, "would-be-owner", "new-owner@example.com").C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+		wantProblem(t, a, err, http.StatusForbidden, "inviter_lost_access")
+	})
+	t.Run("OK with the inviter still an admin", func(t *testing.T) {
+		inv := MustInvitation(t, w.Admin.C, org, "welcome@example.com", client.RoleMember)
+		a, err := ts.Invitee(t, "welcome", "welcome@example.com").C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+		mustStatus(t, a, err, http.StatusCreated)
+	})
+}

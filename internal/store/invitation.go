@@ -162,10 +162,14 @@ func (s *Invitations) RevokeInvitation(ctx context.Context, inv invitation.Invit
 	return s.audited(ev, t).run(ctx, "revoke invitation")
 }
 
+// errInviterLost: the invitation's inviter no longer holds a role that may
+// grant it.
+var errInviterLost = errs.E(errs.Forbidden, "inviter_lost_access", "the person who invited you can no longer grant this role; ask for a new invitation")
+
 // AcceptInvitation consumes the invitation (conditional on its token hash
 // and expiry: exactly once) and writes the OrgUser, its email claim, the
 // org's owner count and the memberships of the invited teams that still
-// exist, all in one transaction.
+// exist, all in one transaction, fenced on the inviter's edge.
 func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invitation, u org.User, ev audit.Event) ([]string, error) {
 	if err := checkInvitation(inv); err != nil {
 		return nil, err
@@ -194,6 +198,15 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 		put(orgUserKey(u.OrgID, u.UserID), s.table.Put(userItem).If(notExists), failWith(errUserExists)).
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
+	// The inviter's grant still stands: their edge exists with a role that
+	// may invite this role (admin+, owner for an owner). An invitation does
+	// not outlive its inviter's access: a removed or demoted admin cannot
+	// come back, as someone else, through the invitations they left.
+	floor := string(authz.Admin)
+	if inv.Role == authz.Owner {
+		floor = string(authz.Owner)
+	}
+	s.fenceEdge(t, orgUserKey(inv.OrgID, inv.InvitedBy), floor, errInviterLost, errInviterLost)
 	var joined []string
 	for _, teamID := range inv.TeamIDs {
 		if _, ok := existing[teamID]; !ok {
