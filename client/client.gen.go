@@ -900,6 +900,9 @@ type Unauthorized = Problem
 // UnprocessableEntity RFC 9457 problem details.
 type UnprocessableEntity = Problem
 
+// UnsupportedMediaType RFC 9457 problem details.
+type UnsupportedMediaType = Problem
+
 // AcceptInvitationParams defines parameters for AcceptInvitation.
 type AcceptInvitationParams struct {
 	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
@@ -6251,6 +6254,12 @@ type GraphqlResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// GraphqlResponse415Headers the declared response headers of an HTTP 415 response for Graphql
+type GraphqlResponse415Headers struct {
+	AcceptPatch *string
+	AcceptPost  *string
+}
+
 // GraphqlResponse429Headers the declared response headers of an HTTP 429 response for Graphql
 type GraphqlResponse429Headers struct {
 	RateLimit       *string
@@ -6274,6 +6283,8 @@ type GraphqlResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -6282,6 +6293,8 @@ type GraphqlResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GraphqlResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *GraphqlResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GraphqlResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -6306,6 +6319,11 @@ func (r GraphqlResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r GraphqlResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r GraphqlResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -6708,6 +6726,12 @@ type CreateOrgResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// CreateOrgResponse415Headers the declared response headers of an HTTP 415 response for CreateOrg
+type CreateOrgResponse415Headers struct {
+	AcceptPatch *string
+	AcceptPost  *string
+}
+
 // CreateOrgResponse429Headers the declared response headers of an HTTP 429 response for CreateOrg
 type CreateOrgResponse429Headers struct {
 	RateLimit       *string
@@ -6737,6 +6761,8 @@ type CreateOrgResponse struct {
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *UnprocessableEntity
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -6749,6 +6775,8 @@ type CreateOrgResponse struct {
 	Headers201 *CreateOrgResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateOrgResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateOrgResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateOrgResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -6788,6 +6816,11 @@ func (r CreateOrgResponse) GetApplicationproblemJSON409() *Conflict {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateOrgResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateOrgResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -7096,6 +7129,12 @@ type UpdateOrgResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// UpdateOrgResponse415Headers the declared response headers of an HTTP 415 response for UpdateOrg
+type UpdateOrgResponse415Headers struct {
+	AcceptPatch *string
+	AcceptPost  *string
+}
+
 // UpdateOrgResponse429Headers the declared response headers of an HTTP 429 response for UpdateOrg
 type UpdateOrgResponse429Headers struct {
 	RateLimit       *string
@@ -7125,6 +7164,8 @@ type UpdateOrgResponse struct {
 	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -7135,6 +7176,8 @@ type UpdateOrgResponse struct {
 	Headers200 *UpdateOrgResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpdateOrgResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *UpdateOrgResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateOrgResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7174,6 +7217,11 @@ func (r UpdateOrgResponse) GetApplicationproblemJSON412() *PreconditionFailed {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r UpdateOrgResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateOrgResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -7465,6 +7513,12 @@ type CreateInvitationResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// CreateInvitationResponse415Headers the declared response headers of an HTTP 415 response for CreateInvitation
+type CreateInvitationResponse415Headers struct {
+	AcceptPatch *string
+	AcceptPost  *string
+}
+
 // CreateInvitationResponse429Headers the declared response headers of an HTTP 429 response for CreateInvitation
 type CreateInvitationResponse429Headers struct {
 	RateLimit       *string
@@ -7494,6 +7548,8 @@ type CreateInvitationResponse struct {
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *UnprocessableEntity
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -7504,6 +7560,8 @@ type CreateInvitationResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateInvitationResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateInvitationResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateInvitationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -7543,6 +7601,11 @@ func (r CreateInvitationResponse) GetApplicationproblemJSON409() *Conflict {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateInvitationResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateInvitationResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -7936,6 +7999,12 @@ type CreateTeamResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// CreateTeamResponse415Headers the declared response headers of an HTTP 415 response for CreateTeam
+type CreateTeamResponse415Headers struct {
+	AcceptPatch *string
+	AcceptPost  *string
+}
+
 // CreateTeamResponse429Headers the declared response headers of an HTTP 429 response for CreateTeam
 type CreateTeamResponse429Headers struct {
 	RateLimit       *string
@@ -7965,6 +8034,8 @@ type CreateTeamResponse struct {
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *UnprocessableEntity
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -7977,6 +8048,8 @@ type CreateTeamResponse struct {
 	Headers201 *CreateTeamResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateTeamResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateTeamResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateTeamResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8016,6 +8089,11 @@ func (r CreateTeamResponse) GetApplicationproblemJSON409() *Conflict {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateTeamResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateTeamResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -8310,6 +8388,12 @@ type UpdateTeamResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// UpdateTeamResponse415Headers the declared response headers of an HTTP 415 response for UpdateTeam
+type UpdateTeamResponse415Headers struct {
+	AcceptPatch *string
+	AcceptPost  *string
+}
+
 // UpdateTeamResponse429Headers the declared response headers of an HTTP 429 response for UpdateTeam
 type UpdateTeamResponse429Headers struct {
 	RateLimit       *string
@@ -8339,6 +8423,8 @@ type UpdateTeamResponse struct {
 	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -8349,6 +8435,8 @@ type UpdateTeamResponse struct {
 	Headers200 *UpdateTeamResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpdateTeamResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *UpdateTeamResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateTeamResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8388,6 +8476,11 @@ func (r UpdateTeamResponse) GetApplicationproblemJSON412() *PreconditionFailed {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r UpdateTeamResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateTeamResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -8802,6 +8895,12 @@ type PutTeamMemberResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// PutTeamMemberResponse415Headers the declared response headers of an HTTP 415 response for PutTeamMember
+type PutTeamMemberResponse415Headers struct {
+	AcceptPatch *string
+	AcceptPost  *string
+}
+
 // PutTeamMemberResponse429Headers the declared response headers of an HTTP 429 response for PutTeamMember
 type PutTeamMemberResponse429Headers struct {
 	RateLimit       *string
@@ -8835,6 +8934,8 @@ type PutTeamMemberResponse struct {
 	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -8847,6 +8948,8 @@ type PutTeamMemberResponse struct {
 	Headers201 *PutTeamMemberResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *PutTeamMemberResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *PutTeamMemberResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *PutTeamMemberResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -8896,6 +8999,11 @@ func (r PutTeamMemberResponse) GetApplicationproblemJSON412() *PreconditionFaile
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r PutTeamMemberResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r PutTeamMemberResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -9178,6 +9286,12 @@ type CreateTicketResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// CreateTicketResponse415Headers the declared response headers of an HTTP 415 response for CreateTicket
+type CreateTicketResponse415Headers struct {
+	AcceptPatch *string
+	AcceptPost  *string
+}
+
 // CreateTicketResponse429Headers the declared response headers of an HTTP 429 response for CreateTicket
 type CreateTicketResponse429Headers struct {
 	RateLimit       *string
@@ -9207,6 +9321,8 @@ type CreateTicketResponse struct {
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *UnprocessableEntity
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -9219,6 +9335,8 @@ type CreateTicketResponse struct {
 	Headers201 *CreateTicketResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateTicketResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateTicketResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateTicketResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9258,6 +9376,11 @@ func (r CreateTicketResponse) GetApplicationproblemJSON409() *Conflict {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateTicketResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateTicketResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -9552,6 +9675,12 @@ type UpdateTicketResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// UpdateTicketResponse415Headers the declared response headers of an HTTP 415 response for UpdateTicket
+type UpdateTicketResponse415Headers struct {
+	AcceptPatch *string
+	AcceptPost  *string
+}
+
 // UpdateTicketResponse429Headers the declared response headers of an HTTP 429 response for UpdateTicket
 type UpdateTicketResponse429Headers struct {
 	RateLimit       *string
@@ -9583,6 +9712,8 @@ type UpdateTicketResponse struct {
 	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -9593,6 +9724,8 @@ type UpdateTicketResponse struct {
 	Headers200 *UpdateTicketResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpdateTicketResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *UpdateTicketResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateTicketResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9637,6 +9770,11 @@ func (r UpdateTicketResponse) GetApplicationproblemJSON412() *PreconditionFailed
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r UpdateTicketResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateTicketResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -9801,6 +9939,12 @@ type CreateCommentResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// CreateCommentResponse415Headers the declared response headers of an HTTP 415 response for CreateComment
+type CreateCommentResponse415Headers struct {
+	AcceptPatch *string
+	AcceptPost  *string
+}
+
 // CreateCommentResponse429Headers the declared response headers of an HTTP 429 response for CreateComment
 type CreateCommentResponse429Headers struct {
 	RateLimit       *string
@@ -9828,6 +9972,8 @@ type CreateCommentResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *UnprocessableEntity
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -9838,6 +9984,8 @@ type CreateCommentResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateCommentResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateCommentResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateCommentResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -9872,6 +10020,11 @@ func (r CreateCommentResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateCommentResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateCommentResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -10046,6 +10199,12 @@ type AddOrgUserResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// AddOrgUserResponse415Headers the declared response headers of an HTTP 415 response for AddOrgUser
+type AddOrgUserResponse415Headers struct {
+	AcceptPatch *string
+	AcceptPost  *string
+}
+
 // AddOrgUserResponse429Headers the declared response headers of an HTTP 429 response for AddOrgUser
 type AddOrgUserResponse429Headers struct {
 	RateLimit       *string
@@ -10075,6 +10234,8 @@ type AddOrgUserResponse struct {
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *UnprocessableEntity
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -10087,6 +10248,8 @@ type AddOrgUserResponse struct {
 	Headers201 *AddOrgUserResponse201Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *AddOrgUserResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *AddOrgUserResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *AddOrgUserResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10126,6 +10289,11 @@ func (r AddOrgUserResponse) GetApplicationproblemJSON409() *Conflict {
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r AddOrgUserResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r AddOrgUserResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -10427,6 +10595,12 @@ type UpdateOrgUserResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// UpdateOrgUserResponse415Headers the declared response headers of an HTTP 415 response for UpdateOrgUser
+type UpdateOrgUserResponse415Headers struct {
+	AcceptPatch *string
+	AcceptPost  *string
+}
+
 // UpdateOrgUserResponse429Headers the declared response headers of an HTTP 429 response for UpdateOrgUser
 type UpdateOrgUserResponse429Headers struct {
 	RateLimit       *string
@@ -10458,6 +10632,8 @@ type UpdateOrgUserResponse struct {
 	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -10468,6 +10644,8 @@ type UpdateOrgUserResponse struct {
 	Headers200 *UpdateOrgUserResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *UpdateOrgUserResponse401Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *UpdateOrgUserResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *UpdateOrgUserResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
@@ -10512,6 +10690,11 @@ func (r UpdateOrgUserResponse) GetApplicationproblemJSON412() *PreconditionFaile
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r UpdateOrgUserResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r UpdateOrgUserResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -11874,6 +12057,13 @@ func ParseGraphqlResponse(rsp *http.Response) (*GraphqlResponse, error) {
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -11908,6 +12098,23 @@ func ParseGraphqlResponse(rsp *http.Response) (*GraphqlResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers GraphqlResponse415Headers
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		if values := rsp.Header.Values("Accept-Post"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Post", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPost = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers GraphqlResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -12386,6 +12593,13 @@ func ParseCreateOrgResponse(rsp *http.Response) (*CreateOrgResponse, error) {
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest UnprocessableEntity
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12437,6 +12651,23 @@ func ParseCreateOrgResponse(rsp *http.Response) (*CreateOrgResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateOrgResponse415Headers
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		if values := rsp.Header.Values("Accept-Post"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Post", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPost = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateOrgResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -12819,6 +13050,13 @@ func ParseUpdateOrgResponse(rsp *http.Response) (*UpdateOrgResponse, error) {
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -12863,6 +13101,23 @@ func ParseUpdateOrgResponse(rsp *http.Response) (*UpdateOrgResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers UpdateOrgResponse415Headers
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		if values := rsp.Header.Values("Accept-Post"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Post", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPost = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateOrgResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -13229,6 +13484,13 @@ func ParseCreateInvitationResponse(rsp *http.Response) (*CreateInvitationRespons
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest UnprocessableEntity
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13270,6 +13532,23 @@ func ParseCreateInvitationResponse(rsp *http.Response) (*CreateInvitationRespons
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateInvitationResponse415Headers
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		if values := rsp.Header.Values("Accept-Post"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Post", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPost = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateInvitationResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -13737,6 +14016,13 @@ func ParseCreateTeamResponse(rsp *http.Response) (*CreateTeamResponse, error) {
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest UnprocessableEntity
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -13788,6 +14074,23 @@ func ParseCreateTeamResponse(rsp *http.Response) (*CreateTeamResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateTeamResponse415Headers
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		if values := rsp.Header.Values("Accept-Post"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Post", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPost = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateTeamResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -14153,6 +14456,13 @@ func ParseUpdateTeamResponse(rsp *http.Response) (*UpdateTeamResponse, error) {
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14197,6 +14507,23 @@ func ParseUpdateTeamResponse(rsp *http.Response) (*UpdateTeamResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers UpdateTeamResponse415Headers
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		if values := rsp.Header.Values("Accept-Post"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Post", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPost = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateTeamResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -14708,6 +15035,13 @@ func ParsePutTeamMemberResponse(rsp *http.Response) (*PutTeamMemberResponse, err
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14762,6 +15096,23 @@ func ParsePutTeamMemberResponse(rsp *http.Response) (*PutTeamMemberResponse, err
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers PutTeamMemberResponse415Headers
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		if values := rsp.Header.Values("Accept-Post"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Post", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPost = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers PutTeamMemberResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -15114,6 +15465,13 @@ func ParseCreateTicketResponse(rsp *http.Response) (*CreateTicketResponse, error
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest UnprocessableEntity
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15165,6 +15523,23 @@ func ParseCreateTicketResponse(rsp *http.Response) (*CreateTicketResponse, error
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateTicketResponse415Headers
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		if values := rsp.Header.Values("Accept-Post"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Post", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPost = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateTicketResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -15537,6 +15912,13 @@ func ParseUpdateTicketResponse(rsp *http.Response) (*UpdateTicketResponse, error
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15581,6 +15963,23 @@ func ParseUpdateTicketResponse(rsp *http.Response) (*UpdateTicketResponse, error
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers UpdateTicketResponse415Headers
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		if values := rsp.Header.Values("Accept-Post"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Post", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPost = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateTicketResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -15801,6 +16200,13 @@ func ParseCreateCommentResponse(rsp *http.Response) (*CreateCommentResponse, err
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest UnprocessableEntity
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15842,6 +16248,23 @@ func ParseCreateCommentResponse(rsp *http.Response) (*CreateCommentResponse, err
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateCommentResponse415Headers
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		if values := rsp.Header.Values("Accept-Post"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Post", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPost = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateCommentResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -16069,6 +16492,13 @@ func ParseAddOrgUserResponse(rsp *http.Response) (*AddOrgUserResponse, error) {
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest UnprocessableEntity
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16120,6 +16550,23 @@ func ParseAddOrgUserResponse(rsp *http.Response) (*AddOrgUserResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers AddOrgUserResponse415Headers
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		if values := rsp.Header.Values("Accept-Post"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Post", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPost = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers AddOrgUserResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -16499,6 +16946,13 @@ func ParseUpdateOrgUserResponse(rsp *http.Response) (*UpdateOrgUserResponse, err
 		}
 		response.ApplicationproblemJSON413 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16543,6 +16997,23 @@ func ParseUpdateOrgUserResponse(rsp *http.Response) (*UpdateOrgUserResponse, err
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 415:
+		var headers UpdateOrgUserResponse415Headers
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
+		if values := rsp.Header.Values("Accept-Post"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Post", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPost = &value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers UpdateOrgUserResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

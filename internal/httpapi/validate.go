@@ -25,7 +25,7 @@ import (
 func validateRequests(spec *openapi3.T) echo.MiddlewareFunc {
 	type op struct {
 		route *routers.Route
-		query map[string]bool // documented query parameters
+		query map[string]bool // documented query parameters: true when they take one value only
 	}
 	ops := map[string]op{}
 	for path, item := range spec.Paths.Map() {
@@ -34,7 +34,9 @@ func validateRequests(spec *openapi3.T) echo.MiddlewareFunc {
 			for _, ps := range []openapi3.Parameters{item.Parameters, o.Parameters} {
 				for _, p := range ps {
 					if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
-						known[p.Value.Name] = true
+						array := p.Value.Schema != nil && p.Value.Schema.Value != nil && p.Value.Schema.Value.Type.Is("array")
+						single := !array || (p.Value.Explode != nil && !*p.Value.Explode) // a list of one value: a,b
+						known[p.Value.Name] = single
 					}
 				}
 			}
@@ -56,15 +58,21 @@ func validateRequests(spec *openapi3.T) echo.MiddlewareFunc {
 			}
 			var fields []oapi.FieldError
 			var names []string
-			for name := range req.URL.Query() {
-				if !o.query[name] {
-					names = append(names, name)
-				}
+			query := req.URL.Query()
+			for name := range query {
+				names = append(names, name)
 			}
 			sort.Strings(names)
 			for _, name := range names {
-				fields = append(fields, oapi.FieldError{In: oapi.FieldErrorInQuery, Field: name, Code: "unknown_parameter",
-					Message: "is not a parameter of this operation"})
+				single, known := o.query[name]
+				switch {
+				case !known:
+					fields = append(fields, oapi.FieldError{In: oapi.FieldErrorInQuery, Field: name, Code: "unknown_parameter",
+						Message: "is not a parameter of this operation"})
+				case single && len(query[name]) > 1:
+					fields = append(fields, oapi.FieldError{In: oapi.FieldErrorInQuery, Field: name, Code: "repeated_parameter",
+						Message: "takes one value: give it once"})
+				}
 			}
 			in := &openapi3filter.RequestValidationInput{Request: req, PathParams: params, Route: o.route, Options: options}
 			if err := openapi3filter.ValidateRequest(req.Context(), in); err != nil {

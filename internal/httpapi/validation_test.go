@@ -126,6 +126,26 @@ func TestUnknownQueryParameters(t *testing.T) {
 	}
 }
 
+// TestRepeatedQueryParameters: a single-valued parameter given twice is a
+// 400 that names it; so is expand, a comma-separated list (expand=a,b).
+func TestRepeatedQueryParameters(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Repeated")
+	r := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets?limit=1&limit=2&status=new&status=open", w.Member.Token, nil, "")
+	got := problemErrors(t, r)
+	if want := []string{"query limit repeated_parameter", "query status repeated_parameter"}; !slices.Equal(got, want) {
+		t.Errorf("errors %q, want %q", got, want)
+	}
+	twice := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets?expand=requester&expand=assignee", w.Member.Token, nil, "")
+	if got, want := problemErrors(t, twice), []string{"query expand repeated_parameter"}; !slices.Equal(got, want) {
+		t.Errorf("expand twice: errors %q, want %q", got, want)
+	}
+	ok := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets?expand=requester,assignee", w.Member.Token, nil, "")
+	if ok.Status != http.StatusOK {
+		t.Errorf("expand=requester,assignee: %d %s", ok.Status, ok.Body)
+	}
+}
+
 // TestUnsupportedMediaType: a body of another media type is a 415 that
 // says which ones the operation takes (Accept-Post, Accept-Patch).
 func TestUnsupportedMediaType(t *testing.T) {

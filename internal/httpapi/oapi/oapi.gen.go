@@ -905,6 +905,9 @@ type Unauthorized = Problem
 // UnprocessableEntity RFC 9457 problem details.
 type UnprocessableEntity = Problem
 
+// UnsupportedMediaType RFC 9457 problem details.
+type UnsupportedMediaType = Problem
+
 // AcceptInvitationParams defines parameters for AcceptInvitation.
 type AcceptInvitationParams struct {
 	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
@@ -3197,6 +3200,16 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 
 type UnprocessableEntityApplicationProblemPlusJSONResponse Problem
 
+type UnsupportedMediaTypeResponseHeaders struct {
+	AcceptPatch *string
+	AcceptPost  *string
+}
+type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
+	Body Problem
+
+	Headers UnsupportedMediaTypeResponseHeaders
+}
+
 type GetHealthRequestObject struct {
 }
 
@@ -3419,6 +3432,28 @@ func (response Graphql413ApplicationProblemPlusJSONResponse) VisitGraphqlRespons
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Graphql415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response Graphql415ApplicationProblemPlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4062,6 +4097,28 @@ func (response CreateOrg413ApplicationProblemPlusJSONResponse) VisitCreateOrgRes
 	return err
 }
 
+type CreateOrg415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateOrg415ApplicationProblemPlusJSONResponse) VisitCreateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateOrg422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableEntityApplicationProblemPlusJSONResponse
 }
@@ -4597,6 +4654,28 @@ func (response UpdateOrg413ApplicationProblemPlusJSONResponse) VisitUpdateOrgRes
 	return err
 }
 
+type UpdateOrg415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateOrg415ApplicationProblemPlusJSONResponse) VisitUpdateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateOrg429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -5090,6 +5169,28 @@ func (response CreateInvitation413ApplicationProblemPlusJSONResponse) VisitCreat
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation415ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5730,6 +5831,28 @@ func (response CreateTeam413ApplicationProblemPlusJSONResponse) VisitCreateTeamR
 	return err
 }
 
+type CreateTeam415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTeam415ApplicationProblemPlusJSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTeam422ApplicationProblemPlusJSONResponse struct {
 	UnprocessableEntityApplicationProblemPlusJSONResponse
 }
@@ -6240,6 +6363,28 @@ func (response UpdateTeam413ApplicationProblemPlusJSONResponse) VisitUpdateTeamR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTeam415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTeam415ApplicationProblemPlusJSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6942,6 +7087,28 @@ func (response PutTeamMember413ApplicationProblemPlusJSONResponse) VisitPutTeamM
 	return err
 }
 
+type PutTeamMember415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response PutTeamMember415ApplicationProblemPlusJSONResponse) VisitPutTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PutTeamMember429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -7412,6 +7579,28 @@ func (response CreateTicket413ApplicationProblemPlusJSONResponse) VisitCreateTic
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTicket415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTicket415ApplicationProblemPlusJSONResponse) VisitCreateTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7946,6 +8135,28 @@ func (response UpdateTicket413ApplicationProblemPlusJSONResponse) VisitUpdateTic
 	return err
 }
 
+type UpdateTicket415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTicket415ApplicationProblemPlusJSONResponse) VisitUpdateTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateTicket429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -8251,6 +8462,28 @@ func (response CreateComment413ApplicationProblemPlusJSONResponse) VisitCreateCo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateComment415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateComment415ApplicationProblemPlusJSONResponse) VisitCreateCommentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8598,6 +8831,28 @@ func (response AddOrgUser413ApplicationProblemPlusJSONResponse) VisitAddOrgUserR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddOrgUser415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response AddOrgUser415ApplicationProblemPlusJSONResponse) VisitAddOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9144,6 +9399,28 @@ func (response UpdateOrgUser413ApplicationProblemPlusJSONResponse) VisitUpdateOr
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrgUser415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateOrgUser415ApplicationProblemPlusJSONResponse) VisitUpdateOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11127,238 +11404,240 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3pcts41uiroPRNVaQeSpYdZ5MrdT8ncbrdk8XjOJ2ZaeWasAhJaFOAGgAtazL56j7EfcL7JLdwDkCC",
-	"EinLS5yk278SUySWg4OzL58aAzmZSsGE0Y3ep8aY0YQp+O/eER3ZfxOmB4pPDZei0WvsCcPNnBg6InJI",
-	"zJgRxUymBEuIYlPFNBOG2nd7JO43+lm3e39wxpTmUsAfrI3PEj5i2uCjfiPukKMxI+5FMpFnTJMZN2PC",
-	"zpiak8GYihErZtQyUwO2A3/hSNVvz8bUEK6LNTYpiQdyMmHCPJeZMDGRisTZNKGGJbsmJnRomCKUuJci",
-	"wiYnLElgezirbnXIOyYSwg3hgsT7w/YbKVj7NTWDcUyMJIrRhEiRznF+XE4SEWo/wi+Klyf0lBFKZoob",
-	"RgZSJNxCj6ZECtiehwk3RNAJ051G1FDs94wrljR6RmUsaujBmE2oPSwzn7JGr6GN4mLU+Pw5arzi4nT5",
-	"GA9fPiePtx4/JikXp3YZdirBzg2Z0hGLCOuMOiTGo9o429yQaqQ3Pkk12k8+bxg+OGVG/69BprRUTzud",
-	"jn1x62HKJ9w83XqAp7pDFEuf9ht21H4jtqB/f7hPFBsyxcTAHmNKDT9jfnq7K6bNPQvg3ROLSB4GKdW4",
-	"MLv5VZs9pIa9sqtY3vGHMVOMMDoYIxpJzQgsWBNtqEg0aWo6YSRRdGhagL1SjfqNHfX0waMd83Qrjojy",
-	"a7Tf8DQlNE3ljCVEyFlEDNHMHqAmmTA8JcYe/u+ZNNSi4GwsU0boiHIREakiMhszQZT9qRvlX7hDcNPY",
-	"H/0UTftjfMiMmrd3LZLGdh+UbG89aa0NlvaBTPlgvgwde/sUNTlIgvMgM3sSZqxkNhqT5v7e0UuSD0iQ",
-	"YJAhZ2miI4RemzMzbI+NmdIpb9thYdS2Iy7tzW4rIpRoo7KByRRLSMq1AZAPaJoy1W/s/P50q9vdmT3d",
-	"iog/iPwR4BICVg7J78WhTJkiM38KPUKJkadMkJPM4iu8G1n842nK4Cbm77Y6JMapYwtzu3v49J4mOjv5",
-	"jQ1MRPTUwuGEDaVi8AbNzFgq/m8gd3Dpd0gs1SiGX6UaUeF/hMPLNFNEZkbzhBEpWCsfc04szCeW1Ch9",
-	"4WEWKLB8ju8cBiIZm435YFw6ywmdkxOg2YqzpDzVhAs+ySaNXjfy03Jh2IgpmPfDhw/t3cyMmTB8QA1b",
-	"nvwZo8oSz+Ilu/fB2ALWEuSmpToPHz3otlYTMXZOJ9OUFSMqRtPJ037DMEGFSfqNiDClpHrab3BxRlOe",
-	"HMNx9RuNaAlin6PGlCo6YcYxtv2ETabSMDGY/41V3IXX9JRpywIUo4aLETl4++6IaDpkSNyNmpPmO6P4",
-	"lBHNJtRu1WKQvUNDrnRxfYEnUXLK5kRlQu/AMSump1JoRpraUJNpYAsnMpm3LOqdsqkhQ6nI1jYZy0zh",
-	"z4pNUzq3PASGjPMtmPah+6lHLBjjyK6RirlbJ7xuEQBom12IHS5/4BaKa89fcctO+BBIdbGfETOabG9t",
-	"7RDqxx/zFG9DeefcU0iVCWFhiJ92n3TI39hcE6oY0QM5ZYmn/qX74heJd9LyW3XGFB66Js0H5+ctGEJI",
-	"AxCLiMZR7PIHVCzgOLfHitSnETUsG230QjRoWzwoXQV6/oqJkRk3elsPHkT2avi/Ny06GcOUHfN//9rv",
-	"n29ttvv980d7H//6lwr0ixrIJpfx7O2U/p4xgj+ToZITQslUsTMuMw3s7p4mseUHz+GVmDStsGIZeuzo",
-	"bqtD3loqbKQFcHAOwCwJfofQ/un17vO25iMrBSHGZaIe+JYg22MzKEDpjMGBTOzJT2TCh5wlVnSyxJCP",
-	"hN8EiFqWXLIEsWi7280P4PeMqXkBfweWOrB3tx9XAZMPQXSqlmiebG52iZeueiT+IbasllDYjqX/LJde",
-	"NQKcUZVyS7OEnlnaCxfByY9ckwkFUp3OCR9aku0l0KY2SopRC0cCuawkmd7TFiJwd5z8tkNmjJ7i+834",
-	"w0a/YcWmRtwiwgqtZGKX3CG7fnIA/AQokZBEsFkuCDZz4dSKR5SgNGYZKjIQ8pvkcOUoMYxOWm5EXKAV",
-	"6slJZtysQ8pTS2ECmbRHhLTUiLBUwz7cXIoNM800mctMEZZw0yFvzZipGdeMbG9uAdoIacZ2aq691Ft/",
-	"/dyEdQiw2d3arkYAK22vgQSFUA6YUI8ITTgZqwdRxbUUrQ75YGUze95wLA52/kTLes49DUCNUCQANLLb",
-	"v9/dJm+kIa/9ZYHrICRQ+lVAKZZ9aciIM45r2k/sJzDDlJpxMX7plVUsOCRx3fajj79220922z/9/LfX",
-	"bw7aR7+0//Xx09aDz9X0Lq0WwF/TcyteEJEBlsoh4YZNtOOpmRKkaakW0fzfrFVHNHDscKUJG9IsNZZQ",
-	"RxZKKMJsdrtRIdBsVgo0oM1UkOWQFvKENN+/2n9RLKgMUBxjPWGmu/nzk3/d/+XR3x//Y+tv268fvnl8",
-	"0D3cOtr+8LARXQvgKEe85GmlSPjWki8HYae5ebEAuLT9tg7c+GsJ3n9RbNjoNf5rozAcbOCveuMIhn+H",
-	"H9mVWQJUBeMjRicXwtZ9fBngfnj24PmjF0/2Nl/e//HBT49+fvK3zdfXBC6CbO98SkXFRp7LyYS2NbMS",
-	"pnGKjEVt0G1ZAjI/oDiYEazOARooDtojsZOXrN5Bk0SHDyISUw0Mm/kfi7+boD2CngJDgaaIvyatDtlD",
-	"uPRIzGDhT/Nho3wMC3V2Pk1lwhq9IU01q8YBHKGEA3Bx10MGAJzlW43POXSpUtROkAn+e8b2cTB7tIDL",
-	"czjPoVSTRg7+ShxyG78Ii/wAl8Gjf7zY2tt++fDHxz91f/Z39Zp4ZDGhahvvrVbIrfhu9XudncRkkFI+",
-	"8aKG/e6eRnVUd8hme3PrsWWuig6sQoNiTLzb/heh7X+TbvsJ6ZBj8j+kR/6b/If8lTwl7TgCQRnkmEQa",
-	"3SNxJwZ+HXfsfxSzj4lmI8vpNcoe7w9fkUHK4YFiE3nGQMjW2WBsBQaekIHMUmD5VtqmSaKY1t5Q4SBF",
-	"NJ1rwlETkpkhqZSn1HK9HqGGpIza6yJYsSEvccK41K6r7mAdQNc7VquTdv/zYPho8JgNHg3u3x88HHS7",
-	"2ycndMgebzWiEn/derxK4t9t/4u2/91tP+kc/0/vv//z16ftjz8UD/Nnle/9pVo/9Soh3KlnNDnE22r/",
-	"Gkhh1Tz7Xzqdpk6p3pgqeZKyyV9/0xaJPq1Jnw/wK5y0wgBUKG8Tmtob6IR8kBJBz3bmDKd122MeRwQI",
-	"hn3RGYNydTsi/kWpSCZOhZwJEIDIVMkpU2ZevIHqQKtDXnKWJu2UnbGUJMyghKoYkFYkoTHqgXHHEojn",
-	"UgxTPvhqwBq4+XWha3tB0XJPRppgS00yXA+LCE0Vo8k8F9gjtG/KmbD/z+2jCYjvADlLIhLJ8FKwc8tj",
-	"uPCKWwvA8FKqE54kTNw2HFBFB/7jFRBHuUpKpdU5zJhxRZRMWbEbMG+iKGIxAl6GDe0Le+NoumfP+jY3",
-	"9V6w8ymqsDowO6BqWG1H2wFrJNpBPAffT2Jn4mVTqUCZ5gZ29kaal1b5vn2MReV0AZVARTalk0Tau+I0",
-	"gcabmSQDanVCez25SNBmkHE9picpIydzkjArbLT8tr0yVGN/LulV3g5rucOij8VygKQXalMVfqsqSLnX",
-	"NuAdANMBnaeSJkdSvqJqxL4WFUGN+3zAWILbdppMbv63WhGA8UCx3Ev0kvKU3SoeBb6rhCPzBxW5zvph",
-	"Ab1T+pHMqC5MSJqLAQMBgWowoXfIIWuDA40bZ/o0ag47f8fUGR+w94KeUZ5aFLvt09K4AkBNNplKRRVP",
-	"5yQTgO9GkjEVibOHupPdcYZSqw6oiIylkJll/AuuHKAUDv0X8HnB3r8KrcNXYQtHUr6mYu7kCX3b8EJ7",
-	"vcNry7tBlkSMB29TcyATSzKpYceg2rMkblkUsCBDH0YZTs5f0yGv0E9lKc/UEqkSdbJPSt4WKkpvtECU",
-	"tZRFSK7nfp1oEwMrVzYlVEgztrL34nmEPsaVp5G/WOOCW+tj//6y5+dSmPBeeHcVu3XGc4JeHHTGWeGS",
-	"a83FKCqkzIiw86mV4S0vchLhAtir3E+rILD0vgPDVMkB09reWIxluG1oxAuOhxhonxcKM+1thVUOGHdf",
-	"eDHC8SmbHytmP7M3571mhIK5+JTNwY+Ef3lHD9qLcKF2H7tZws1zMNWC2Q/Fco6aCF2FaX63MMIvNM2Y",
-	"RVF0j17uG/AdV/s6C9XuV/fax1yBkuCXtQPAcHtn7gAX9jBA0IfKIJoEOhj1sayRRfYj6ZT15d9gEou2",
-	"9n8NO0Tb8EnlOM7yvrbJJDyNRXOJHQ7U8UMvX1ZLUfE/2u6NthVBQbCD7whEVORKisMIF4fgOPBm++F2",
-	"aFyQw2XTQo+04x1CXYBG7gJoUpJKMQJaHKiPbm6e2IvPR0Iqe9uR0mpj/wL9PlC/H27X6tu99sdPm9HD",
-	"7SoTS9Tg1QemVsMLZfx72i4xjy/C2+Z8MAkydOeYaVq2swDk3KXrvXJVyzNWvjQ1WIU/HsHjZVStNCiF",
-	"d4MnjQJrI4/0pWGDBYQwAYQuMHX19XrFdcUVy1F7fRzHy1qB4oW382KCgNPVrhjpiyUBYv522Oj9+qkh",
-	"stTJjWgpWjyGYAtLJ1TzrVv5x0VKv4shMffAbpIxHzdiCbKPMAOQ9zAQBthh4Z7CJ5o0DR3pCA0B+y90",
-	"C3Q1uxKS239hGri8mdDMOJsI+OwqqCHIADU4aHWQyh8gEIIlu5egfLzGVu5oQWGxXb4JgcF3DaQPzLv5",
-	"5txWwoVXYYlbz3N4CaCT+OC7gwBqzjReBqSHVclj3XVOp8BwuHoHMMqKpd3EffO4cOFlWzgsdOg7iphH",
-	"BhaEvyIy76rXFSx+uZ1n0XvFiBPDMN4t16so2e524cZoF/cpBSyjDK0B+DeW4qQMqGwTOhhzgQonPAD5",
-	"ym3aTeuDIf1e4ojEzpZ5DJcvfJCbPu1DI+Wx5Yn5/y0Btn/4oCUgDeEDvFzhEwusuPKi5GLTMk+TwyET",
-	"idUy4SVLY6bUjAkXLt4DzA1omIwtidm4H+8QNpkalBnzV6xgipGLLW8lynd4DwMf/DCgvsXVd5qLunjM",
-	"AM6Eg6bFRDbJ70aUO6Oc7d85zD9WTDKxUv2o6qzHUhkyziZUFAfNzqcpFc7cWDHaVHJR6U59CTI1QAeA",
-	"G4FW+/O7t2/IAX7j4tyedDdbHnc2HJDXuCWWbePRRoi7xc6q7s6Pik7Hf3+V354y8rNzw8D7puvpG7Kz",
-	"BTOPnTlGM9/h3rsjsnuwf087fQI5DhhFWxGJT7mwVwDcSc4wT5rFlW6n/JQRJoziTANix+SEgQWEqlFm",
-	"aRMGYXMxzcoIVOwylaiRlcne4kVPs4kI2Ebu648aKRes6pfPFXMtUskAr5axxGJluKRC1liWLRYn/7g0",
-	"2QIurHHugadoJfdaFE7c50UAYAwXLfaG7ZQNDZGZcxrCuQtCMyMn1PABmTKl0R2Dvh+TC9K5ImvpoSbN",
-	"uEDBTv7V32Gu1jKxXgdfK/lxeehLfqzHdOvBw5+oHleT03c/7ba3Hjz0fAG2HJExO+8s+YSf0Pbw46c6",
-	"DcWFcMFOkcxtfqwMTQmxwH8UhetcRokqVM49Km/AZVrJKvwrfneJHMClhLicTBT64Zhqoi2jpWmnwmEa",
-	"wuEYdbaPvx6Dgxz+/0MlRH73x7W8Mo+i+YKaVhuT2pDNh+Rv/BlQnAdRt9t1zvFFRXLz4f3H21WnQBW3",
-	"POCSNLEELZDr3TDLFCtqnLdHsu0e/qal6BzS2Wt3nSuPKr/PqEkugyS8s/jO8vVJqKHX25RiOkvNDuoY",
-	"XlPx+jD6wRq1ulCxG+QDa8uoJSZWQYLXZ2NrXIqfGE2Rai9QAQxbKu5mQ55WCBoLt9N9VUWi9/Nguwpm",
-	"dXmVik0oTyu5ENpO9eX1swpB7Ywbljyb18Sp7L/wZALfVJWyk5LphSbAQ/tOHiFWRpVlnXAVlwQ1EIHj",
-	"pi5GDXcUqoMhzFYf3e5gwKYGbeblI8zDB5eXe/k9YXzQRUB7q0b2GJZA4KMQYYxi/tU7u5LemyNhjmYe",
-	"8qWQ+Sqy6yC+L17QuS5Fbj4KAjfvXxC3eX3sunIQF6zSRattddeIZls4pRKOrnM2gF00TZ1EuWrDAa2x",
-	"omb50IA9VqrWQB+IZgPFMOsEUl02zjY3ikhhvfEJBvi8QeEudMi7sZwJFxYvMHYj5EmrCSYuZnn7H0sA",
-	"uAnLRwkmX8jS+JpVEgZdwb/TtOSD1GHMxQlLpRhpYiQEu62zu9fsraolJHXGbpzunkbvKE9IE51yLsmt",
-	"dfHx5VF3sMtqkNiFLUFF1IugAVScUaGSrdQT3MuQBLuBanH4nzJTaNLwWF32Ks9lBuqRTw8xkc8cdnQ5",
-	"XgN+nlQDOHJ+lS+qGqCQFzjm0yqp0MWHTvKX7Oox9aNDYvuPHRjSGl18gUtNhkQyFx5sX4uJFCROuTZ2",
-	"L0eMTnS8Q2I7vrME4Bz3AC4wb6tiKHzfD2WHceuPl+XV3yQXlxOCLk/8azl0NRLYp17GAbN7c31oVRu/",
-	"LsXYw+t7AR310fFFHCziUg7U1bh0ExQ2wMxv2Lz8djg8kVQl9qvlCyQW6Y8sXieZSJgiMzpfxt16ajQd",
-	"0yoF7ic5I0OqrCo9kqZH4kFm5HAYk2bCUgYBgu4S3yOW02rdikjsIhPsDbQ4FvkUjogEHLrT6dh3aZZw",
-	"4+4q/J+kcmR/0DPGppA17QCq0ZYHRQdcvLeiA+aSLjPTlsOh/XDIBU3diCViyI1m6bAVGmxxO2C1xGCK",
-	"qAGLaEQNmB/smoKmlcZbbai6pD7kPnlWYz6AcFoyG0viXoTwy+pxqpKZd9MZnWsSuwTWeAcsn4LrMUtK",
-	"OJIyeobxlJD6dsLGXCSkud3dLoHHjXOxRuk5BK7Lo1MIonDvlQhfxX9vyIlXnx217DF1BHaZIvpyG+sv",
-	"BfJoasUHJ9DonSoWx8UgzRIGjAmZ0Fq0LSDJi4QtMOMtpLhJIY0UfOCTNe0tHSg2YcIioBSlAiV2Kfnu",
-	"uTAPtxsXGgN5IDsUhsFQsS2AW4MaV9L7/FmW/Z2X83aKOgHnrRqtlHHKJLpabo6C8Hsv5FqGeBNCRy0i",
-	"34REupZ8uJKnl8B3E2y9fB7fMmdXo/cYxPVtYfN7J/KtaztZQp8bxNHL6kY1CB3QvMvSrFxA9dutwe1i",
-	"khVgvW2r1ZVQ5apQX+VTuem0s0uc0YrjuCFyU8dpvyVCo5lak9hMuAifbn5P6FjlMfEBzdXlFrYfPMpD",
-	"OFy+3nWjcMB9BLE4HfJMUTEYE6yA1qQi8QeLnpcWUdSMMW9UgE5uuEkZhhTgclymsw+pFNIcDyH/qgJQ",
-	"+EWF8lYbPYIIyDWRA0x6GbDyfC5BW0hDaqct/GXlaQ+YamO4RZB96avgbHe7IOe21pZpg0Crisu2IlB2",
-	"fzE2NgL9UWfTqVSYp5PKERlIhUXdaoJqChfbAnSPjg7ceeKphwDc7m5XuQHgmGuCfaLFaB+dTSZUzRci",
-	"u4gdtXxYb6QhL+tOybjw3AXHWKmoHU+YMHw4x+I55alIM6YnMjO9k5SK0ziP4VQMk+7IRCpG9JQN+JAP",
-	"4JNWSUnIFG/nU11saXdhvwCoqKjl4HA8Dy8qzr2K9B3KKjC/VSMICGN0gmI2OVD8jKds5NIBpUqYYgmJ",
-	"QQ+PCdYEJDFNJlwUf6LFIw4VZfigETXgTYh+sq9UWg2OGJ3ciKZb2txSxJdijBh2bnyIHH6Hxycgcb7a",
-	"ssDXqnxREchmNwzlKaujmZyZqFodtkdSsgev1oongXH2Jmx+N6jzX0PkDNXkEERl4F5NhbYneCUpdAHJ",
-	"FkKHb4rZr6um2G3chPQGd/AbFt0KD8RBZi55YlfW4mvFZruaG5Iibw2dljeBSSkVzigvELgMq7zWrq7z",
-	"P3kylL+3U66JI5JS1RvveNLe84QJ9vh+UvLSxCAsopxSDOHC2YpSOUuSqn/1ElqL/6RKctp1M8GycwSH",
-	"RWTCL6OSDYRliqv5gAdahdy4BqTXpvgrMgi+bVZbUSBo2VmjuFQuC/TiakYH/u1CXL6Ucy//prYS0Gws",
-	"iZwy4Xwx7iKtFqbXL8kVNQwdXRCYtCLI5aKKXuV6VEpmBup7ltFeuDSNiswfJ9F/C8KDl5rL0kMuQ+do",
-	"Uz5TB9+Fy3tFOQMAeSVJo0yQbtGqFF3AlboX3MD1gp0W7yIk37lYsoawp502FgNdX+ALUIstxnewftDS",
-	"hQiW/OBiy8olQ8LCC3SNQLT8qlxHNMRB6lGvKN0WxMQWVK/ge9W6GYzhJcxFQQEqPVr5D73ZnVKciefy",
-	"lhhqlhctLIpAtS6QJsoxKBCggWNUxKBcUtpF0ef25d3rBYiuEI/Ldyk46VTOrBLlr9OYj8YWpdXIygL1",
-	"J/6uxsbzig/ZYD5I0XDHeiQWbBaT5m+ZNo7jtSIS2//FpIkZQjOpTsFvan+ZYkpbTJozyiFcwoEtR0kI",
-	"dZDpGeboDVKpWVIyLQhmt2SnsGiA41mqDt9Y4gyfrNjcDYnuqwTGN2zmxVO2Q2KRpWmci4p6QShYJO2L",
-	"gfnfMKm/nLB1PWFnwWrNpikduKK+wyxNoZuJZmaHxL9+jMkgZVRpFy5y+2xhGR3sbzkqYC3GEBGwBCR0",
-	"bWB0UpWf8TU4zXImhmaDzJ7nO3taLo0aKsPsZpiPgX+99OLazx+Oltj4zx+OSuVkOmTf6FLZTK7LQQB5",
-	"pKtmrkAb+rriIpM1z3nNi23NhaHnRVsNuxGctQDR2JgplnjhYih9ERmKhQjzCrbQr4BMKBeGcsGUBhKa",
-	"uu91b2PDvdNJ2NnSpcoHwOp6WWp429UqGrN02k6YPvVFqTrkbSm6uAltM3S/0SJyJvoC1GYsJYA9BRxb",
-	"3XExKXl9rhOWyhmJF7u+WA2+L7iWWNgWEompKUVmdPqiL/7rv8huqQFEX+zBBHbEOMg3c/zJ7qxUIKj5",
-	"84ejlqtv2Bfxbthlo0dcRwjsTINNH8CU7CviY5m+UlTzIkogLAhPOmT3olpERX0TX6cSh55Dv5O+iLe7",
-	"mySsrRT74j3xYgEiv/a46IjR6Yv4x70jsjGGnKR/g5UkE0EDDZZ4oB7KlOHBnXHNT3jKzbwv9uhgHBTq",
-	"wzpXkKrHzunApHOsWq9GYKXvrTbH90VujycQ0UrG9Iy5so1yJsIgYwXLybT3c0DzCMhn152+OMSzxXKy",
-	"WF8Wk/hYguW6PBbsQHFRN8gkBOt9kpe0jDvEVzDzqah2R6trFjal6gtMWM5RmwuoBsZNC2ci8bYr0w4+",
-	"nzjKoUY14Xndw77wte5cwURdID8+QtcPLiLhGuUIe0dcATJlgbIviB5LZXrkhx/svBNGhSb9Ru4ZhOoe",
-	"c5nlrS3KNRhxwn7jhx88ToArT/cF/mtJHalzyZJmXFfZCiuupfO+KDyrlW5ZlxUe+GADx91O7nmlIukL",
-	"73uFvSx44+wARSB9h/xS+DYtNmSWKDS3u91WX0BBlGnuBXXL1qUqsATpi9/wgCrFkUH2RViNs+zB9DU7",
-	"uVks0+kn8VA+oCMuHCl7xVFaVY7K2t1h5dr2FF9jSV4MgTQ325vdbkScdkq2HrSw74buC6yl4Ordu44D",
-	"4P/DFEzt6ry60olYXshtrS9KXUEsOCn2Bek5wuhaci034XIVelGxen/4igxZ3uCgLwLNZFElISfSkjXF",
-	"nM5Sbi4ioZVJ1BdhlxHMyl270QibkxlTzPIYaDcylKpHEgkXYUqVZhEZSIFNo6DGlEz4EFLPJ5aQGzqZ",
-	"gscRjyPqC0u+BSPFcL6kH9zb4E+3hmipfQkQoi55RhNPgOIO+Rtj04LkDaHqfiFLaMSmobSiBHTh6AvX",
-	"HAU7eGH7Fgt6nymfSKZbHtneTg2f2PUM7G5dRMG8L95xMbJ3MsO7mTejA5t4lKvMyOBdxaCCXPuw8VZf",
-	"UBW07ENeJUi8d0RHBQv17e1O6OB0oWOdvQTxwe7R85+sjnXw/ggjLV7svdo72isa2tmtLrW06zma2hc5",
-	"RXZdQnw5Y0sSISUtLMOF5af9eWxukbAEKsEaqPFi+xFfYbQTLt5KMHKKi9nJa5JzEywXGHDYhq8JVwB+",
-	"VGTGBRzVrsBOKlxfqsthL1wMNhxxknzR5a8vsJ1MU8scQfPEG9+MBeunLbVkARGgL9xZR8u9Ce02oQ+d",
-	"1XiaVvaIfesbEruWJX3hy/TGQXun6uK89grkqHtY1LIFIlX+G+gElElBlUB3yHtXEbxQjiNX8pUmbSks",
-	"Ryp+cpXnNYk5qPcOYva/IKDa/wSmWIuWuTyDrR4jgrgf9iequN/PcLlQrAfDipBYu/oWQNorR9q8T1w1",
-	"YXIkJYF6wnGnLxpRI+UD5rL6nWpwoORUcWYoVLepVQk2/JeFKpYrBbsH+4FpudfY7HQ7XVf2QdApb/Qa",
-	"9zvdzn1XPQcULi9p2v+Pqnx4r/gZE0xr4IKsR7a6Xbe/T32nhfcbvX5DnvYbn0MEcXU1EUwaJAOrnJHB",
-	"mA1OIbolYVMmEkvOQIKi5MVc0Il88cxKSZbFIFZDp7BwRMVcukOHvPCVq53ysNBrrtMIal5Ybdru0eX7",
-	"L1TZ3+p2VxT+vFzBTzdDTb1Pvw3o5cjPsIrzNk5fNWq+zI2gE8DnqPGge//iTypqJIeqd6P368eo4aKh",
-	"gtP2joverw1EkMZH+9mGw6TOnE7SWpSxm3w7ZWL3YD+oHlLcmBnV5CTjKRoqKs/IfX65QzoTSUdS3snR",
-	"/dOKvomVR7O46sjSl3/uvn4FPsgFkXlhuhg7Pvkh9gU3HNqZQvBNwimGfFmxg5vW1Q59xckdjbllB8Io",
-	"CgVHKo8P5Iv6u37IaMKXLrsVX/Kb6ZmDb8iH0gfXZPf50f4vezvkQfd+XiHG15VHKg5WKWDqEjCCkpGi",
-	"AzbMUqLHmUks5YeLjbwO6OYJTakY2Am1kVOiXRUzo+hwyAdh802HW/Y13boaYbDbn38dugBTo9kJt/Yt",
-	"EYUcLerQ6mxzY6TodPw70ISprHLxHGZCg/jtq9YUhp9m/sieoGUUEYkXoRy7hpoISyge6639U6m5kWpO",
-	"mjF3TSJwPXTKHew34taOxcgJR804r2OWy82RK2OGwpZzHCWdBdsViiNBX1zq0K8oirYTFMihqZbQ0zWx",
-	"42N/wcEYhHNuQKzRWC7OHlPKzrmZk4Sf8YQl5GRONrtdKHKEbXE2W0HrhXs6WAYIXG/FgBWF+sBAOGNp",
-	"2nZ1d/M43XJbuoKdJ9TQuFS1rQf9dnL6TYsLjfqXFfRdGDIDU4XvV0CdUNRM2NSMyWY3Cje42Y26Vgne",
-	"7NqN6FaEiy0VFcojd/JaYa4AXfzj4e7BT39/dXywe/hu7/jl7v6rvRdW1PPPf9l9tf9i92j/7Zvgxxd7",
-	"B0c/Hb/af71/dLz3j+d7ey/w+fO3rw9e7f1j/+ifFT8e7B2+2393tPfi+O/v9w7/efzm7dHxy7fv37yI",
-	"W065KMjigKbpTl4KD2CFWgrXrjyrU6zc7kDdXt4e1wvIhPUnm1aiPc7j1ANp93jCNfRbiF3KbzAk1OED",
-	"7DqFBNS42IB9meTRUN6S6cvv6fI4voaf18wtCnfIrlNFUPi8p8n+C7wNS2tFKc6iF+Dpbk3ROCtjr6wO",
-	"hz1iMaDM3sx9YZTUUzbwCogcDkkmUsu/Ao7AoBkDNJ0qsGf/zdHh23cHe88toljSUjTQxTa/Vg3zemtY",
-	"Xh3qs3tA+ftolXAD2Z32bpjKmu7O0NJEHS0hY6YwmHuBDTk6moeRPHOFZW+EAS0UCfxcdgs7z9MXY3+L",
-	"Jc1qhLDl8mNRWGIyIM5X5JHb3c2LPyn1R7Afba7BWBebx9jvtp5c/N1iWw5g5Gvsq9wT6brsv2D4mSA0",
-	"Z9R5Ny+P5oEY4NE1lwPqywRhhEvRd/vXytxtX4IIvSrAMvE+FsV76vr6QR2hVd3fVngst7q1vvF2dRvn",
-	"j1GNoLObJKVSPs2weTw4Jlve+FkAy9VQAS4BTVGkM4tDIhjKz0bmPl2o9gDSlFFUaCzvHgUungHWEQez",
-	"GEH4R8B+0JMVEcXO5Cm6tBS6v5NgOdglWeQt2vA0aJp6yWG7u02aix2e5i3LFoJhLFHOrb127bCbXtkf",
-	"i2NPMm3AnD0vTKnwNmnuvnu+v09SZsCa6qxkCXSaanOhLbuwalY6b0WBe267ex+KJrulHMNgBbuMnJUc",
-	"Z/f8GN45Y8pZu3IHMoRxWKUICzv4lVXPkYl8hNYOnAJqJsygUTnef/PL/hGKKLtv/nm893p3/1UcQYvQ",
-	"c6bBsN4h290n3uMUdFTLO8VhN5tcHCRN8GIfg49Ax3lxZlyoVbgtNxNgT0UTTdPtFp7HFZwIsSaomRUt",
-	"Xt8qKlO8srHQVt/emAXWsnljrKWiPt/q9nSYZOzBd7ucZB0aXbTvgy+2L/4i7yIHH6zBdPJGicClttbZ",
-	"yHKvnO+UwyGWQN/SEME9Wwu4WMHaMFmixnBiMuWCsUrO+uWwEyDqWJ1+oYbF3FWvKBWv8P0RXaPgSrvF",
-	"a/YljRav2eqrdMt357I34TtEzh+ZCeh+gJYTVmCjLypYY7TXzmZeW2Gw3J8zQsNEdckUwFlLMIkVzTre",
-	"/81cDFXhDq/gIlZpfKsgBP5y3CN1jdIufBGdqVXs5ebuwHJFlYorEQQxhxAsXfMgC3OhndkrLk4vamEG",
-	"78DMd/ftBu/bKx9XUXlmodUTa1x+rhP9nzvLAbZYK0XCkV0xX2ANwBEg7AU+s+L8TrmW0UCCLdJoMuRK",
-	"Gx+stXzLcIS3anQzQtrNGx6KMlNr2Rw2b3LiWjtDeDGtiOxSca7VPvZPLURe2UTy5xI+8SYs9iBdJjMB",
-	"p/dBt0hzUlZVoNCXtVxm/D2C34AR1MgRA8stmqTTFAhMGA0chWwqKDDpM0VLpSZRj/bFJTtkXykGxumT",
-	"lGGYJsT0+ojTnIaRlwvuQPtfjBoC2cSpcVFVlBi6ILe728RIJ0w7SQaLs5qaco9AbRWbMlqaDmwg1CmD",
-	"RSHHe+AGHSksvCkk+FUGVKAoxJ1XU8giGscHOE0m3Oid0NOClFyKASuvl2syyIyd1bcT17lVeSbVKVGZ",
-	"yD1dJ3RwOlIYGGqn1pk642fAbwaK6rH/EA0OPUIF7NZSTjCkTiBeuFSrEg0fKhMkgdioo5JzKN7qbruq",
-	"JLBqDKaypBLxCSNduCgXgilsMPFWdysuhMpq2Obhiq6lD8SMYbgc2uxHzAQVWyFjmw/GJTQAwPpgr6r+",
-	"5FxDBxsIbLXH76OUHQYUUSshcAD2eTQU7IWOKK9wHiM4rsJ/+RBCsarE162bY4JBwdt1mGGBlXA4mHvl",
-	"j3wJGRcFWXeOtZ3IqnBg6ZSLXIvq6I3PUWMLGdoajN0t3XshDUvnfziLz+YaPLSiVfx3ykJfwIkuslDS",
-	"DNCrVSW3X2i9WRbaHaVG1gFt6DvkQ0Uh2XJktv2o4MT3vAS/2e0iq4UoWvwwwnELMqlG3roPnk/SzCwt",
-	"dZr0ezeZRG3TjJXMRsjHkfBNWtURVVciTm+kYI5ARYtg27NbBKu1gX9dIEXH72sZBvA8d9/4Tn7Of+Og",
-	"Wbr2Pk8Tq/1+rPTCfEmlfx1qeS114f6a99xH4N7Z2r6Are1CQfyy9wZr9oKLEO5OBcXBMKNlilMhMLuU",
-	"LKnq9f+868Q15Y8vovi7HOlbDjZYcXtdmY2bu8V3csSfLUICcfpKKvwGKMvtVI5qzfeYv4bhFlahySMl",
-	"newNGT6CzSAZxsoVPVB0m7Hr+B63rJJEDT5xSRFF6/fiL/8qE1Epw8b5qYou9wlG4GgfcQs629AwBcl2",
-	"PqnT6r+G5csEJ34QoECoDobskFhzMWCxz4aDUiyUzBlVfpo4E4an0BEDXukRIWet0pynbGrshBMpzDid",
-	"k5PMZTFTFJAw+kxPqdCYTgd1YSkZspkXmCD7wFkHxjJN7G9WATZsovF1n7/3//7P//WqaSnjDpZph+A6",
-	"T4e7GiW3Ul7REb/CbVIlOgEcS4LTOjWRoL19xWiwmSuN9j25dAogX+zPQfMWgxP5Ttw2X55RfI9xbd7K",
-	"l9srA4qNvWmuLuxVkfowjmAtX+09TVwZGtLMRB6tlYnCHpoJF7vVCs2wEZFpkvODKM9lxBACzLxdkyYR",
-	"h/gXk0O0DLriCKFNeMYUI/qUT6cs2amimNWEbz8A13ftL17oW7iSuIRtm+5oy/ftRPZ3l5cQuTqq6BpK",
-	"5WrncykCE6qdQqQf2IwwisMZmTDHwpIBXxvV50Kn8yhveIemKtc4NQYZLsglb+V+i1JFApzDB/PGQH9Q",
-	"fMpTzcFTM2bKOb1dlOQpY1PtWokaTcZUj3GGYE+ucaxrRx2X+sgWsiJ5FBHfIPx+t2XJmmCzRdgsBJuq",
-	"sBSUP00p2HqkcwcXbimkK6tiaSh2HA6e5sGdy2GcPsBz7ERlF2gKWSDlgE2I0MWjyLNysEJEEw4rSMFo",
-	"1QUM3HRw582bD5a6E99y+MByB94am0IYO51HcZej2e+CTO/iA9ZiJftIMLScMCkYOZmTvC/UqvjUOslz",
-	"41PxxwUhBIcgWWqrOy9xsh5mH2AhLSOnGhzUUNHEgAP2qiovirMlWrRwn7frVpr84e7Ud6lV2aNYM5b6",
-	"ilLPxWJ9iOM12pgs932trV2Qe6UrIgnK/WCjXIaoDDdpxnlgQNzqQKSCb/Gy5HC3/Bsd7X58q+yhUwyF",
-	"kAFDphJEKFgxIe9BGha8sXqF8VEP1f7AABhf0gy/RuhBdX/du4v9tS/2S9Tb6aqOyDfnLKu6saB/rG05",
-	"gbeXnPapi+6dBIHr1eYHKHH4fRse8iYuq+PTAVB38effVPy5Qz5/m/DvL2gmQN0RAwAxOAUvjc898p28",
-	"vOAWlcumQo2WUjktX7yFGrLZWtfWCG0i0BkuGEscGyRYEblOb4UWQ9+oxhp0g7plXRUbL1XzWDzruxj3",
-	"Ox32lmPcAfMqyFott9/4hKbGlXrqCxfO7m2UIPta4TjMryKux0PRdyZ433mOAzK1RPCATiHJgnz4Sym1",
-	"uPIrEaoVIcHb9S3+wkDXu+DWP0Rwa93dWSOMFQr/rxm+6js+5h+WolWDGwW3BoI6E4wDj/2niyGsgJDl",
-	"GNbdg+0dkgeyFk34rhLLesVrtSqYNd9KGLW63DrzKsGrvjvnLYevXiQO3MWtfvdxq/UE4gsZ2VxTkhWR",
-	"rc8htqt0fewVsQx6QyoSvPzFWC+Gd94A6/0yysHXCYddRQ18POy1qcKdyPFnjYO9upi/ETSvvsDKV8GO",
-	"QxEncKMv2P0+BG1gXS84VvRJgfYl5VwVV63FpejEa1kOnTizTHMWBA03P84XLMOVAFuYuUbewL3U5spU",
-	"yRrfWXzmZept3FXV+Jatmv54voqgsj4B2viEfcAucJAXzdbgpuZFrVHjuhGRZgd7uoFrHQdC76JaOfgF",
-	"IZ3wDUZX5RWFoRWUfaNXzMiNxiYvOCfXEKwU20fHEFdU78a3oCko4S3YPQL6PaPadcJL7uJs/lzmEryT",
-	"/qpMPPJdwWpib3RJwPCZLNhwcbu77UsyIpfWFU25KmwvC4KJN8PUWTaufH0C+8btcOY6haIA4J2R4Y9h",
-	"ZAiO9Guw8YvfRN6Nloms4poX9b3TOdG+o4y78Dk/tQwcycFWd7OI1cHe01QTCpbPkiNBJEWXDCiw66qk",
-	"L/Amr2M3pQqCfF2peDu1C6TGomAZ9A7At07YEoWBgq+WLeelVlo3JnqMFBV5eRQ/gH0bPoXUvUXBxJUJ",
-	"jL6ogJKwiTTXElCmmbkx6eTLmIZwaQfZrVdmv5ikX4DX16LzN+kEv3gn9Zf5zvb1FQTOP5GxbDdJyuw0",
-	"p6gsKPV7NSuaK9K2jhWt1ise5v+4PpbYhybGPm/xmua2NYxlzjV/aSqMC3kJa1tLgIB59tBa9r2ZwBBI",
-	"a4TzITDvTF/flOmLenu1yXG9fK+jhv/lqxnC1iYaLsDWV4IMa09Ad6KEqadUD+JeKQ25tV4wLsH7rF0R",
-	"asgEBLoDKQUJOydNrOJw4skSSqCA/xyKKks1b/VyOrVD4qniUnEzjyNCUytGNkdKZlMcF1+DHhp2wz7N",
-	"z+4ir6EIr4DvElLtXKFDGs5BNTQ2ZtBrFGeperMTrMblXAZfYo9h7AkEP253u6QZZwLBcIwbjiO7FLvK",
-	"E2nGNXW2b4yoLtQVhZKajmsAeLgmfkekiTtye43yzuQOgEbKVp0Tw49RcmNcTBAP/GefL1irg7LjcdzV",
-	"4L/Ggotja9T0ldncelzbSOZ/ev/9n78+bX/8oXiYP6t87y/VVTbKO37m6kdDEwE+YRGJ7QuxvTOzoCCA",
-	"RWqXGdtChRBeKl/Xmn3DzSht2Y0EgW560Ihy7xOFv+DhlXxQdwz7jmF/LV/VMp++Ln+ujcJ/O2UCYvBh",
-	"BiT8jgDFgs3i2kLweUfrJdbqqsh73PIp+zFakzAIxxltgnxzkZS5UUVnoQVDU11MPsz7zUblw+q+Ulw+",
-	"QqYuFM9hwF1s/l1s/q3H5vs7u0zwVqgLG5/wP5eJ0Uck91H6vpB8h+ymqZyxJE+jxRfvBXQOW0c787Gz",
-	"HGPNcGc71rXB91ejSFcIvy+u8F0A/h8rAL/+gqwThA8vrxuG7y9FXL4IRSR+0X6hXOprKSo/H2kpLB8R",
-	"taa49PNiAZcOyL/qVVsZkl9AJIzJ94DJicgVQvL9tzeho3x5hWK16HDnYv8DuNhX0ZkvZRl0THxVNP8B",
-	"VYaDOwD9fOEV3CFywo1hCZkqSxAMZ5ghlLKhIZlwhWM75B0zZR1DqkI5MZLEIkuxOlkm8DWrvNCRjsvl",
-	"uGZjmTJi6IhooKoXig7YWt/PnHe1yeN0/Afo+7AiRb2McXvqlEtfuAnh5UvpUV8phWElMcyTGK5PFO9c",
-	"uXeu3LXzHq6rQm3kssi6rtt7JQXqqsVOvLT3fdc7cbu42OQaSot3NtdvyUm6iNPBXSrE9NsSg+o7+lO/",
-	"QIJnhZ7Ewkq7bI/F1zvE3zQQjvhkkhkLjTo7qnv7WzWkuuV9HUuqh01dP2p3QCVb6h/NEHNn4lzLxOlQ",
-	"QYoqHh3QlSomjd2m1g2KwKZWV2fEvqfXd98h2+7iYkbscxzvOPG3xYlL9SgzXc7Xc/3XbtwNCpy1yKdJ",
-	"mDBgZoKgQwzpj0kT4nGyk9/YwPdGzVsatHz8Yl7P3P4x4mdM5AH9V63bTZOEUAGqetC1lvJU+0CdJ4vp",
-	"QD5m3wfsL994miTuqnzDrbrt8r5au26AzVqx23dK/p2j9BYCtgHpCjJT1e3L08daaeKaycXetggPnDcG",
-	"qnFjxdP1aBxddENB2qSVUTRLhx3ytoIGupeowGwbO5XLE7bLgjQcxSaUCwighIScYZlCNjEzB8dsucbV",
-	"EnsWqKXBcAgrJghW2qQfJ8jw6ZEJhbrTSKJ9WLofAYL6wEDr/GRQfgYce9y0iupwObS93TgpqsPVJDlf",
-	"lYJf3rWcE7y73OY/d27zEj1YRYYu8E1joDKK4bXe6ZoewlfE+1tKTb5AfMg3fecy/WO17IVTvTl95XLp",
-	"xqsLoVGfZCzohEWuoY+rhubZ9XocPCLsfMCmBjmb5eaYLEzn5SQyORPon2zGB7tHz38inU7HSyH4hpNF",
-	"XDYC6D6x/SLeIbGVXyYMglAE0WM508guq6QDyBVeShQOstqomOf9CDyfRgbdxIxhWKdUCJZWh7zwWb5r",
-	"ihcrWiHfAIf+YsrVV2uJvFK5KtoiX59K3skodz7UK/VQriPlF6tWGz7fp335ZNhBphTWhignDbFqIWl9",
-	"6+6uG+6quVl3+TB3FuGvmw9TuhG0+nreSiprLnOtQQrWbRyDtoXcBHDCUilG0IgcKj9xFMiauwdbvSBm",
-	"1oVzheUjkxHTrYVKk3bw5UqTNNUyb5MJUWVvrOgVxuramZ5ZOeRHZvYNm+QxbnBhmtguI+VnjMiiPpWO",
-	"oBrVQE45dNc0kjDoI2/X1roGCbMyQ01rnEuWpoQioX+u0pSVZcXuKN23FoUSFoIKzqmK0H3pmleXInOX",
-	"FnSw30+RXcML6ldO619FMMqJC1jQ1o6CuQqA+iUqV7jIHLmS03bKzljqqtz6COK5I4IusAb68iLFpeVd",
-	"NPMRtYSWQ9AJGPMT1iJnddJYZa1e6r2UDmzQqM5Oble1sJWrZCNcvWLvn0k6XEDPOwr6LcqKhQ/lZP6N",
-	"CIt2sWyQQcUIO8MJo4qp3cyMG71fP1oMx9bjlQQAPEwqEzFpvpgLOpEvnpFXckDT1g6hJGHTVM4xKFDo",
-	"GeQWCGzSORNkLLVpRI1MpY1eY2zMtLexsbn1qNPtdDubvcfdx124Xw44SxnigU5sCR4TVBgN+QJ5VYaR",
-	"rkibel1kOSyo1sG3eBLLHx+5hu+aJ8uaORWJMzEuiDJuUGSNy4O+y6ZTqUyo5vkvHCIsf5MHTUJZi8Xv",
-	"8gCuih2MGURoMmEsWWKJj88svp6wiu+K/sM6b5RfD7+wqW31GhZaZtIs4YakchQMAs9qPv9R0en476/I",
-	"7sE+kWcsaFSfUENJE4kopPtxd683RvYbOuWOwm7ErZ5jWzQpKrfsHuyjFzbM249ImHYCP9MkcYcQLBmm",
-	"+D2tOmSkE2TMaGrGwSf4wN7E/x8AAP//",
+	"7H3rdhM51uiraPmbtbB7yo4TAg3OYp0vQOhOD5cMhOmZ6XAoxSXb6pQlt6SK8TD9rfMQ5wnPk5y195bq",
+	"Ylc5TggBevILUq7SZWtr3y8fW0M9nWkllLOtwcfWRPBEGPzvwTEfw7+JsEMjZ05q1Rq0DpSTbsEcHzM9",
+	"Ym4imBEuM0okzIiZEVYox+HdAYtPWidZv393eC6MlVrhH6JLzxI5FtbRo5NW3GPHE8H8i2yqz4Vlc+km",
+	"TJwLs2DDCVdjUcxodWaGYg//opHq355PuGPSFmtscxYP9XQqlHuiM+Vipg2Ls1nCnUj2Xcz4yAnDOPMv",
+	"RUxMT0WS4PZoVtvpsTdCJUw6JhWLD0fdl1qJ7gvuhpOYOc2M4AnTKl3Q/LScJGIcPqIvipen/EwwzuZG",
+	"OsGGWiUSoMdTphVuL8BEOqb4VNheK2oZ8VsmjUhaA2cyEbXscCKmHA7LLWaiNWhZZ6Qat37/PWo9l+ps",
+	"9RhfP3vCHuw8eMBSqc5gGTCVEh8cm/GxiJjojXsspqPaOt/e0mZstz5qMz5Mft9ycngmnP1fw8xYbR71",
+	"ej14ced+KqfSPdq5R6e6x4xIH520YNSTVgygf/v6kBkxEkaoIRxjyp08F2F62JWw7g4AeP8UECnAIOWW",
+	"FgabX7fZ19yJ57CK1R3/PBFGMMGHE0IjbQXDBVtmHVeJZW3Lp4Ilho9cB7FXm/FJa888uvf9nnu0E0fM",
+	"hDXCNzJNGU9TPRcJU3oeMcesgAO0LFNOpszB4f+WaccBBecTnQrGx1yqiGkTsflEKGbgp36Uf+EPwU8D",
+	"P4Yp2vBj/Fo4s+juA5LGsA/OdncedjYGS/dIp3K4WIUO3D7DXQ6S0nmwOZyEmxidjSesfXhw/IzlAzIi",
+	"GGwkRZrYiKDXlcKNuhPnZnwmuzAsjtr1xKW73e9EjDPrTDZ0mREJS6V1CPIhT1NhTlp7vz3a6ff35o92",
+	"IhYOIn+EuESA1SP2W3EoM2HYPJzCgHHm9JlQ7DQDfMV3I8A/maYCb2L+bqfHYpo6BpjD7vHTO5bZ7PRX",
+	"MXQRszOAw6kYaSPwDZ65iTbyX0ju8NLvsVibcYy/ajPmKvyIh5dZYZjOnJWJYFqJTj7mggHMp0BqjL3w",
+	"MAsUWD3HNx4DiYzNJ3I4qZzllC/YKdJsI0VSnWoqlZxm09agH4VppXJiLAzO+/PPP3f3MzcRyskhd2J1",
+	"8seCGyCexUuw9+EEAAsEuQ1U5/739/qd9URMfODTWSqKEY3g6fTRScsJxZVLTloRE8Zo8+ikJdU5T2Xy",
+	"Ho/rpNWKViD2e9SaccOnwnnGdpiI6Uw7oYaLv4iau/CCnwkLLMAI7qQas6NXb46Z5SNBxN2ZBWu/cUbO",
+	"BLNiymGrgEFwh0bS2OL6Ik/i7EwsmMmU3cNjNsLOtLKCta3jLrPIFk51sugA6p2JmWMjbdjOLpvozNDP",
+	"RsxSvgAegkPG+RZc97X/acAAjHEEa+Rq4deJrwMCIG2DhcBw+QO/UFp7/opfdiJHSKqL/YyFs2x3Z2eP",
+	"8TD+RKZ0G6o7l4FCmkwpgCF92n/YY38RC8u4EcwO9UwkgfpX7ktYJN1J4LfmXBg6dMva9z586OAQSjuE",
+	"WMQsjQLLH3K1hOMSjpWoTytqARttDcpo0AU8qFwF/uG5UGM3aQ127t2L4GqEv7cBnZwTBsb837+cnHzY",
+	"2e6enHz4/uDdn/9Ug35Ri9jkKp69mvHfMsHoZzYyeso4mxlxLnVmkd3dsSwGfvAEX4lZG4QVYOixp7ud",
+	"HnsFVNhpAHDpHJBZMvqOoP3ji/0nXSvHIAURxmWqGfhAkOHYHAlQNhN4IFM4+alO5EiKBEQnIIZyrMIm",
+	"UNQCcikSwqLdfj8/gN8yYRYF/D1YmsDe331QB0w5QtGpXqJ5uL3dZ0G6GrD4uxhYLeO4HaD/IpdeLQFc",
+	"cJNKoFnKzoH24kXw8qO0bMqRVKcLJkdAsoME2rbOaDXu0Egol1Uk0zsWIIJ3x8tve2wu+Bm9345/3jpp",
+	"gdjUijtMgdDKprDkHtsPkyPgp0iJlGZKzHNBsJ0LpyAecUbSGDBUYiDsVy3xynHmBJ92/Ii0QBDq2Wnm",
+	"/KwjLlOgMCWZdMCUBmrERGpxH34uI0aZFZYtdGaYSKTrsVduIsxcWsF2t3cQbZR2E5ha2iD1Nl8/P2ET",
+	"Amz3d3brEQCk7Q2QoBDKEROaEaGNJwN6EDfSatXpsZ9BNoPzxmPxsAsnWtVz7lgEakQiAaIRbP9uf5e9",
+	"1I69CJcFr4PSSOnXAaVY9qUho84lrekwgU9whhl3k2L8yivrWHCZxPW737/7pd99uN/98ae/vHh51D3+",
+	"W/ef7z7u3Pu9nt6l9QL4C/4BxAumMsRSPWLSian1PDUzirWBajEr/yU6TUSDxi6vNBEjnqUOCHUEUCIR",
+	"ZrvfjwqBZrtWoEFtpoYsl2mhTFj77fPDp8WCqgClMTYTZvrbPz38592/ff/XB3/f+cvui/svHxz1X+8c",
+	"7/58vxV9EsBJjngm01qR8BWQLw9hr7kFsQC5NHzbBG76tQLvPxkxag1a/7VVGA626Fe7dYzDv6GPYGVA",
+	"gOpgfCz49ELY+o8vA9yfH9978v3Thwfbz+7+cO/H7396+JftF58IXALZwYcZVzUbeaKnU961AiRM5xUZ",
+	"QG3UbUWCMj+iOJoRQOdADZQGHbDYy0ugd/AkseUHEYu5RYYtwo/F323UHlFPwaFQU6Rfk06PHRBcBiwW",
+	"uPBH+bBRPgZAXXyYpToRrcGIp1bU4wCNUMEBvLibIQMCDvhW6/ccutwYDhNkSv6WiUMaDI4WcXmB5znS",
+	"ZtrKwV+LQ37jF2FRGOAyePT3pzsHu8/u//Dgx/5P4a5+Ih4BJtRt4y1ohRLEd9DvbXYas2HK5TSIGvDd",
+	"HUvqqO2x7e72zgNgroYPQaEhMSbe7/6T8e6/WL/7kPXYe/Y/bMD+m/2b/Zk9Yt04QkEZ5ZhEOztgcS9G",
+	"fh334D9GwGNmxRg4vSXZ4+3r52yYSnxgxFSfCxSybTacgMAgEzbUWYosH6RtniRGWBsMFR5SzPKFZZI0",
+	"IZ05lmp9xoHrDRh3LBUcrosSxYaCxInjclhX08F6gG52rKCT9v99b/T98IEYfj+8e3d4f9jv756e8pF4",
+	"sNOKKvx158E6iX+/+0/e/Ve/+7D3/n8G//3vPz/qvvuueJg/q33vT/X6aVAJ8U495slruq3w11ArUPPg",
+	"v3w2S71SvTUz+jQV0z//agGJPm5In4/oK5q0xgBUKG9TnsIN9EI+SomoZ3tzhte64ZgnEUOCAS96Y1Cu",
+	"bkcsvKgNy9SZ0nOFAhCbGT0Txi2KN0gd6PTYMynSpJuKc5GyRDiSUI1A0kokNCY9MO4BgXii1SiVwy8G",
+	"rKGf3xa6dhAUgXsK1kZbapLRekTEeGoETxa5wB6RfVPPFfw/t48mKL4j5IBEJFrQpRAfgMdIFRS3DoLh",
+	"mTanMkmEumk4kIqO/CcoIJ5yVZRK0DncREjDjE5FsRs0b5IoAhiBL+OGDhXcOJ4ewFnf5KbeKvFhRiqs",
+	"LZkdSDWst6PtoTWS7CCBgx8msTfxipk2qExLhzt7qd0zUL5vHmNJOV1CJVSRXeUkifauOU2k8W6u2ZCD",
+	"TgjXU6qEbAaZtBN+mgp2umCJAGGjE7YdlKEG+3NFrwp2WOAOyz4W4ADJoKxN1fit6iDlX9vCdxBMR3yR",
+	"ap4ca/2cm7H4UlSENO4PQyES2rbXZHLzP2hFCMYjI3Iv0TMuU3GjeFTyXSWSmD+qyE3WDwD0XuVHNue2",
+	"MCFZqYYCBQRu0YTeY69FFx1o0nnTpzML3PkbYc7lULxV/JzLFFDspk/L0goQNcV0pg03Ml2wTCG+O80m",
+	"XCXeHupPds8bSkEdMBGbaKUzYPxLrhykFB79l/B5yd6/Dq3Lr+IWjrV+wdXCyxP2puFF9nqP18C7UZYk",
+	"jEdvU3uoEyCZ3In3qNqLJO4ACgDIyIdRhZP31/TYc/JTAeWZAZGqUCd4UvG2cFV5o4OiLFAWpaVdhHWS",
+	"TQytXNmMcaXdBGTv5fMo+xjXnkb+YoMLbqOPw/urnp9LYcJbFdxV4sYZzyl5ccgZB8KltFaqcVRImRET",
+	"H2YgwwMv8hLhEtjr3E/rILDyvgfDzOihsBZuLMUy3DQ04iXHQ4y0LwiFmQ22wjoHjL8vshjh/ZlYvDcC",
+	"PoOb89YKxtFcfCYW6Eeiv4Kjp4UwsNkMZBKRvBCJ5MeokHxBvucljrg8K8wWszbohVY47y0fy3OhIhZn",
+	"btR9ANuN94dDMYM7Yn0oR3hQCAqen8JOGeheJFUEWZM5fiaWr3h5kDqDGuPsaP/4yY/R0tCo6nL8+EI3",
+	"bmnlTVO8enN89RkQ8P40cE9ZIt0TNMqjgZcUMEk6J19HU8KR4gh/42kmAIvIEX65bzBKoB4chRL/i3/t",
+	"Xa4qa/TAwwA43MG5x9KlPQwJeGW1n4w/PYrvWdW9I/hIe7PM6m84CRAo+F8Lhug6Oa0dx/tYNjaOlU9j",
+	"2TAGw6Hh5XXQJOrl5fjvXf9GF5QNFOHxO4axM7k66u+av0Ne1tru3t8tm5H0aNWINGDdeI9xH4qTO3va",
+	"nKVajZHrlgwFfm6ZwH2WY6UN0HXiqdbBX2jJKRla7u82WlYG3Xcft6P7u3XGtKgl6w/MrIcXaXN3LCwx",
+	"jyQjMuS9bQkRB++Ca4OAsQTk3Hkf/K91y3OgSbgGrKIfA81dRtVa02H5bsikVWBtFJC+MmxpAWWYIEIX",
+	"mLr+ej2XtuaK5ai9OY7TZa1B8cKvfTFBoOkaV0z0BUiAWrwatQa/fGypLPUaAtkEl4+htIWVE2r41q/8",
+	"3TI726fgpztoIctEiBAC1htiCRHkAwp5QsGncETSE8vajo9tRCafw6e2g1o5rITlln6cBi9vpqxw3vqF",
+	"3tkaaojSXgMOAtet/QFDXkSyfwnKJxu8Ip4WFLb51ZtQMu1vgPQlQ36+Ob+V8sLrsMSv5wm+hNBJQpjl",
+	"UQlq3glSBWSAVSU2oe/diyUT8fod4ChrlnYd9y3gwoWXbemwKHTDU8Q8BrQg/DUxmFe9rmjbzS16yzKP",
+	"YF7WpMjGXIPmbLffxxtjfYSvVriMKrSG6MlaiYhzqJxP+XAiFZkW8AFK0n7TftoQ9hr2EoOoSVbr93j5",
+	"yg9yIzc8dFq/B56Y/x8IMPwRwtOQNJQf0OUqPwFgxbUXJRebVnmaHo2ESqQaE3UAGjPjbsKk8pE9KGCT",
+	"CToGErN1N95jYjpzpB3kr4AKQjGqnWAPzHd4h0JcwjCoqMf1d1qqpsjbEpyZRNlVqGya340odzt6L48P",
+	"jXhXM8kU9Ldx3VlPtHFskk25Kg5afJilXHnDcs1oMy1VreP8GWpPCB0EboT2i5/evHrJjugbH9H4sL/d",
+	"Cbiz5YG8wS0Btk1HGxHuFjuruzs/GD6b/PV5fnuqyC8+OIF+VttM34idLRn0YOaYDLqvD94cs/2jwzvW",
+	"a47EcdD83YlYfCYVXAF0HHoXDGsXV7qbyjPBhHJGCouIHbNTgbYubsYZ0CbS0aSaZVUEKnaZalIAq2Rv",
+	"+aKn2VSV2EYe1RG1UqlE3S+/18y1TCVLeLWKJYCV5SUVssaqbLE8+buVyZZwYYNzL/kE13KvZeHEf16E",
+	"esZ40eLgwkjFyDGdefcwnrtiPHN6yp0cspkwlhxv5OVzuSCdmyyAHlrWjgsU7OVf/RXn6qwS603wtZYf",
+	"V4e+5Md2wnfu3f+R20k9OX3z43535979wBdwyxGbiA+9Fe//Q94dvfvYpKH4YD3cKZG57Xe1QUhlLAgf",
+	"ReV1rqJEHSrn9oyX6ByvZRW5ycPvLtFDvJQYgZWpQj+ccMssMFqe9mpc42U4vCed7d0v7zEUAv//XS1E",
+	"fgvHtbqygKL5gtqgjWnr2PZ99hf5GCnOvajf7/swiGVFcvv+3Qe7dafAjQQecEmaWIEWyvV+mFWKFbU+",
+	"dMe66x/+arXqvebzF/461x5Vfp9Jk1wFSfnO0jur1yfhjn/apoywWer2SMcImkrQh8nj2WrUhYrdEB/Y",
+	"WEatMLEaErw5G9vgUvwoeEpUe4kKUIBacTdb+qxG0Fi6nf6rOhJ9mIdV1jCry6tUYsplWsuFyEpuL6+f",
+	"1Qhq59KJ5PGiISLp8GkgE/SmqZWdjE4vNAG+hnfyWMAqqqzqhOu4JKqBBBw/dTFqeUdldbAMs/VHRwZZ",
+	"8o5UjzAPFF1d7uX3RJFgFwHtlRnDMayAIMSb4hjF/Ot3diW9N0fCHM0C5CvJEXVk10P8UD3lC1uJ0f2+",
+	"FKJ794II3U/HriuH6+EqfVziTn+DuMWlU6rg6CZng9jF09RLlOs2XKI1IGpWDw3ZY61qjfSBWTE0gvKL",
+	"MKlp63x7q4gJt1sfcYDft8jD0GNvJnqufAKEoiidMk9aTzBpMavbf1cBwHVYPiow+UyWxheiljDYGv6d",
+	"phVvsy1H15yKVKuxZU5jWOMmu3shXplGQtJk7Kbp7ljyg8uEtcn96tMZOxcfXx5fibusBwksbAUqqlkE",
+	"LUHFGxVq2Uozwb0MSYAN1IvD/9CZIZNGwOpq/MBCZ6gehUQgF4UccU+X4w3gF0g1giPnV/mi6gGKGaAT",
+	"OauTCn0k8DR/CVZPST49FsM/MDAmsPpIEp+EjimDPhAcXouZVixOpXWwl2PBpzbeYzGM7y0BNMcdhAvO",
+	"26kZit4PQ8Ewfv3xqrz6q5bqckLQ5Yl/I4euRwJ4GmQcNLu3N4dWvfHrUoy9fH0voKMhD6KIeCZcyoG6",
+	"Hpeug8KWMPMrNi+/Go1ONTcJfLV6gdQy/dHF6yxTiTBszheruNtMjWYTXqfA/ajnbMQNqNJj7QYsHmZO",
+	"j0YxayciFRgK6i/xHfTlW9uJWOzDL+AGAo5FIVknYiUO3ev14F2eJdL5u4r/Z6keww92LsQM8+M9QC3Z",
+	"8rC8hI/sN3wofHpt5rp6NIIPR1Lx1I9YIYbSWZGOOmWDLW0HrZYUMRK1cBGtqIXzo11T8bTWeGsdN5fU",
+	"h/wnjxvMBxg4zeYTzfyLGGhbP05d2vp+OucLy2KfqhzvoeVTSTsRSQVHUsHPKXIWkxxPxUSqhLV3+7sV",
+	"8PhxLtYoA4egdQV0KoOovPdahK/jv9fkxGvOg1v1mHoCu0oRQ2GVzZeCGVON4oMXaOxeHYuTaphmiUDG",
+	"RExoI9pWIsnLhK1kxltKZtRKO63kMKTlwi0dGjEVChBQq0opGlhKvnup3P3d1oXGQFmSHQrDYFmxLYDb",
+	"gBpX0vvCWVb9nZfzdqomAeeVGa+Vcaokul5ujkqJFkHIBYZ4HUJHIyJfh0S6kXy4lqdXwHcdbL16Hl8z",
+	"ZzfjtxTE9XVh81sv8m1qO1lBn2vE0cvqRg0IXaJ5l6VZuYAattuA28Uka8B601arK6HKVaG+zqdy3QmG",
+	"lzijNcdxTeSmidN+TYTGCrMhsZlKVX66/S2hY53HJERt1xfW2L33fR7C4TMzPzUKB91HGIvTY48NV8MJ",
+	"o1p3ba6ScLDkeekww92EMoQV6uROulRQSAEtx+e0h5BKpd37EWba1QCKvqhR3hqjRwgBpWV6SOlNQ1Gd",
+	"z6fiK+1Y47SFv6w67ZEwXQq3KOXZhnpHu/0+yrmdjWXaUqBVzWVbEyh7uBwbG6H+6DMGqDaQHrOhNlS+",
+	"ryGopnCxLUH3+PjInyedehmAu/3dOjcAHnNDsE+0HO1js+mUm8VSZBfGzlcP66V27FnTKTkfnrvkGKuU",
+	"L5SJUE6OFlQmqToVa8f8VGducJpydRbnMZxGULIDm2ojmJ2JoRzJIX7SqSgJmZHdfKqLLe0+7BcBFRVV",
+	"OzyO5+FFxbnXkb7Xug7Mr8wYA8IEn5KYzY6MPJepGPvET20SYUTCYtTDY0bVH1nMk6lUxZ9k8YjLijJ+",
+	"0Ipa+CZGP8ErtVaDY8Gn16LpVja3EvFlhGBOfHAhRI6+o+NTWCKh3rIgN6pxUhPIBhvGQqT10UzeTFSv",
+	"DsORVOzB67Xiack4ex02v2vU+T9B5CyryWUQVYF7NRUaTvBKUugSki2FDl8Xs99UTYFtXIf0hnfwKxbd",
+	"Cg/EUeYueWJX1uIbxWZYzTVJkTeGTquboKSUGmdUEAh8hlVeVdk2+Z8CGcrf26tWP1JJpb5RcDzZ4Hmi",
+	"Ugr0flLx0sQoLJKcUgzhw9mKokgrkmp49RJaS/ikTnLa9zPhsnMEx0VkKiyjlg2UC1LX84EAtBq5cQNI",
+	"b0zx12QQfN2stqYU1KqzxkhtfL7vxXWrjsLbhbh8Kede/k1jzaf5RDM9E8r7YvxFWi9Mb158LWo5Pr4g",
+	"MGlNkMtFtduqlceMzhxWcq2ivfJpGjWZP16i/xqEhyA1V6WHXIbO0aZ6ph6+S5f3inIGAvJKkkaVIN2g",
+	"VSm6gCv1L7iBmwU7Ld9FTL7zsWQtBaedtpYDXZ/SC1h1L6Z3qFLUyoUoLfnexZaVS4aElS/QJwSi5Vfl",
+	"U0RDGqQZ9YoifaWY2ILqFXyvXjfDMYKEuSwoYE1PkP/Im92rxJkELg/E0Iq8PGVR7qtzgTRRjUHBAA0a",
+	"oyYG5ZLSLok+Ny/vflqA6BrxuHqXSied6jkoUeE6TeR4AihtxiALNJ/4mwYbz3M5EsPFMCXDnRiwWIl5",
+	"zNq/ZtZ5jteJWAz/i1mbMoTm2pyh3xR+mVFKW8zacy4xXMKDLUdJDHXQ6Tnl6A1TbUVSMS0oAVuCKQAN",
+	"aDyg6vgNEGf8ZM3mrkl0XycwvhTzIJ6KPRarLE3jXFS0S0LBMmlfDsz/ikn95YStTxN2lqzWYpbyoa8A",
+	"MsrSFPvWWOH2WPzLu5gNU8GN9eEiN88WVtEBfstRgapulhGBin1ifw7Bp3X5GV+C06xmYlgxzOA838Bp",
+	"+TRqrAG0n1E+Bv31LIhrP/18vMLGf/r5uFI4qMcOna0USJW2GgSQR7pa4Uvxka8rLjJZ85zXvKzaQjn+",
+	"oWigAhuhWQsQTZybUR0bqUY6VMrhVHIyr1WMnSnYlEvluFTCWCShqf/eDra2/Du9RJyvXKp8AKqjmKVO",
+	"dn1VqolIZ91E2LNQfqzHXlWii9vYIMWetDpMz9WJQrWZSglQ9wjPVvd8TEpeie1UpHrO4uX+PqDBnyhp",
+	"NZUwxkRi7iqRGb0TdaL+67/YfqXVx4k6wAlgxLiUb+b5E+ysUgqq/dPPxx1fyfJExfvlfioD5nt/UA8i",
+	"au+BpuTQ+4AKMlaimpdRgmDBZNJj+xdVnSrqm4SKpDT0AjvbnKh4t7/NylW04lCmKV4uNRXWHhe9T3on",
+	"Kv7h4JhtTTAn6V9oJclUqVWKSAJQX+tU0MGdSytPZSrd4kQd8OGkVJKRKpphqp74wIcuXVB/AjNGK/1g",
+	"vTn+ROX2eIYRrWzCz4Uv0KnnqhxkbHA5mQ1+DmwTgvnstneiXtPZUuFgqiRMSXwiocJsAQv2sIysH2Ra",
+	"ButdlhcvjXss1KoLqaiwo/XVKdvanChKWM5RWyqs+yZdh2Zi8a4vyI8+nzjKocYtk3mFyxMVqhr60pi2",
+	"QH56RK4fWkQiLckRcEd8qTkDQDlUzE60cQP23Xcw71RwZdlJK/cMYnWPhc7yJibVaps04Unru+8CTqAr",
+	"z54o+hdIHWtyybJ23FS+i2rrpYsTVXhWa92yPiu85IMtOe72cs8rV8mJCr5X3MuSNw4GKALpe+xvhW8T",
+	"sCEDotDe7fc7JwoLosxyL6hftq3U+2VEX8KGh9wYSQzyRJXrrlY9mKE6q3TLBVnDJAHKR3wslSdlzyVJ",
+	"q8ZTWdgd1Sjuzug1keTFEFh7u7vd70fMa6ds516HOqzYE0W1FHxnA99bAv1/lIJpfUVfXySTygv5rZ2o",
+	"Sv8XACenDjADTxh987XVdmu+FjMpVm9fP2cjkbeyOFElzWRZJWGnGsiaEV5nqbaR0di0JjpR5X4ylJW7",
+	"cUsZsWBzYQTwGGwsM9JmwBKNF2HGjRURG2pF7cGwxpRO5AhTz6dAyB2fztDjSMcRnSgg30qwYrhQvBHv",
+	"belPv4ZopVENEqI+e8yTQIDiHvuLELOC5I2wv0IhS1jCppEGUQL7rZwo3waHerVRox4AfciUT7SwnYBs",
+	"r2ZOTmE9Q9itjyhYnKg3Uo3hTmZ0N/O2g2gTj3KVmRi8rxhUkOsQNt45UdyUmjMSr1IsPjjm44KFhkaG",
+	"p3x4ttSbEC5BjGXuQMc6entMkRZPD54fHB8UrQthqyvNCweepp6onCL7fjChcDWQRExJK5fhokLj4Ty2",
+	"d1i52C2jarfxcqOZUEu2V148SDB6RovZy6vPS1daLjLgcsPFNl4B/NGwuVR4VPuKeuZIe6l+loPyYqi1",
+	"jJfki36OJ4rKE7atzhE0T7wJbXeoftpK8x0UAU6UP+totQslbBM7DoLG0wbZIw5Njljsm9OcqFCQOS41",
+	"8qovwwxXIEfd10X1RiRS1b+RTmCZFFIJbI+99bXfC+U48sV9edLVCjhS8ZPvMWBZLFG99xCD/6KACv8p",
+	"mWIBLXN5hpp6Roxwv9yJquZ+P6blYrEeCisiYu3rWyBprx1p+y7zdaPZsdYMK0fHvRPVilqpHAqf1e9V",
+	"gyOjZ0YKx7G6TaNKsBW+LFSxXCnYPzosmZYHre1ev9f3ZR8Un8nWoHW31+/d9dVzUOEKkib8f1znw3su",
+	"z4US1iIXFAO20+/7/X088Vr4SWtw0tJnJ63fywjiK6gSmCxKBqCcseFEDM8wuiURM6ESIGcoQXH2dKH4",
+	"VD99DFISsBjCauwJVx7RCJ/u0GNPQ41yrzwsdRXstUo1L0Cbhj36fP+lfgo7/f6a6qaXq2rqZ2goahq2",
+	"gV075TnV696l6etGzZe5Ver58HvUute/e/EnNdWwy6p3a/DLu6jlo6FKpx0cF4NfWoQgrXfw2ZbHpN6C",
+	"T9NGlIFNvpoJtX90WKoeUtyYObfsNJMpGSpqz8h/frlDOldJT3PZy9H947rCp9EGq46Avvxj/8Vz9EEu",
+	"icxL08VUhDUMcaikk9i4FoNv8rKyIHZI17naoa85ueOJBHagnOFYcKT2+FC+aL7rrwVP5MplB/Elv5mB",
+	"OYTWiyR9SMv2nxwf/u1gj93r380rxIQOAkTF0SqFTF0jRnA2NnwoRlnK7CRzCVB+vNjE65BunvKUqyFM",
+	"aJ2eMeurmDnDRyM5LLdZ9bgFr9nO1QgDbH/xZegCTk1mJ9ra10QUcrRoQqvz7a2x4bPJb0gTZrW1il9n",
+	"yqL4HarWFIafdv4IThAYRVRT5dm3TiVYYvHYYO2faSudNgvWjqVvB0Lr4TPpYb8Vd/YAI6eSNOO8jlku",
+	"N0e+jBkJW95xlPSWbFckjpQ6IHOPfkVRtL1SgRyeWo3dexMYnzpJDiconEuHYo2lcnFwTKn4IN2CJfJc",
+	"JiJhpwu23e9jkSNqgLTdKTXZuGNLy0CB65UaiqJQHxoI5yJNu77ubh6nW21AWLDzhDseV6q2DbCzUk6/",
+	"eXGhSf8CQd+HIQs0VYTOFNwLRe1EzNyEbfej8ga3+1EflODtPmzEdiJabKWoUB65k9cK8wXo4h9e7x/9",
+	"+Nfn74/2X785eP9s//D5wVMQ9cLzv+0/P3y6f3z46mXpx6cHR8c/vn9++OLw+P3B358cHDyl509evTh6",
+	"fvD3w+N/1Px4dPD6zeGb44On7//69uD1P96/fHX8/tmrty+fxh2vXBRkccjTdC8vhYewIi1FWl+e1StW",
+	"fneobq9uT9olZKL6k22QaN/nceolaff9VFrsrBH7lN/SkFiHD7HrDBNQ42ID8DLLo6GCJTOU37PVcUIN",
+	"v6CZAwr32L5XRUj4vGPZ4VO6DStrJSkO0AvxdL+haBzI2Gurw1E34FCTvscOlTPazsQwKCB6NGKZSoF/",
+	"lTiCwLYbWBG9wJ7Dl8evX705OngCiAKkpWiVTA2dQQ0Lemu5kD5W4g+ACvcRlHCH2Z1wN1xt9X5vaGmT",
+	"jpawiTAUzL3EhjwdzcNIHvvCstfCgJaKBP5edQt7z9NnY3/LJc0ahLDV8mNRucRkiThfkUfu9rcv/qTS",
+	"CQM+2t6AsS63CcLv7m0yWU2vBfh45+HFHy93b0EpYAOgVFtnfarsUEgLmWI85/J507dwR0oyRMD1XIho",
+	"rjFE4TFFe/ZfahO/Q/0icskgv6XLXFT+aWr/iEWI1jUJXOPu3Ok3Ota79d2+30UNUtJ+klTqAFEHLVjc",
+	"He/V7ATLaQEsX4AFWQz2ztHepo5ZZCR8O507hLFUBIpiznBlqTZ8VPIPDakIOdrUfBeJCHkXucEiZsS5",
+	"PiN/mCHfeVJaDjXTVnknPzoNnqZB7Njt77L2ciOwRQd4SmkYoOi5qRjWjrsZVJ25NPY0sw5t4YvCDotv",
+	"s/b+myeHhywVDk2x3sSWYEOyrlQWeA3oaOmiE5V8e7v9u1hx2S/lPQ5W8NrIm9hp9sDM8Z1zYbypLPc+",
+	"YwwIaFRUFSKsrH6OTOUjdPbwFEitEY4s0vHhy78dHpN8s//yH+8PXuwfPo8j7CT7QVi0yvfYbv9hcFeV",
+	"Gu/lDQWp6VEuS7I2usDfo4PBxnllZ1ooaOvAChUaY8m+0/a7xedxDRsjrCkV3IqWr28dlSle2TqssFwM",
+	"6VviS9vXxpdqivut72JIGcoBfDfLhjah0UWXR/xi9+Iv8maD+MEGTCfvp4lcameTjay2VPpGORxhCba3",
+	"LSN4YGslLlawNsq0aLC6uMz4SK6Kp381ZgWJOpW2XyqAsfClLyqVL0IbTd9Putbo8UJ8TovHC7H+Kt3w",
+	"3bnsTfgGkfMH4Up0v4SWU1FgY6hI2GDxt97g3liesNrGNSKrRn29FcRZIJgMRLNecJ4LH4BV+NJruAho",
+	"nK8Mxs9fjnukvp/ehS+SJ7aOvVzfHVgtx1JzJUoR0GUIVq55KYVzqRPZc6nOLup0h+/gzLf37Rrv2/MQ",
+	"lFF7ZmWTKRXI/L1J9H/izQ7Uia8SRsf21WKJNSBHwJgZ/AzE+b1qIaShRkOms2wkjXUh0mv1ltEIr8z4",
+	"eoS067daFDWqNjJYbF/nxI1GivLFBBHZ5/F8Upfh/2gh8svYV/6zJFe6Rst9bldpVElMCOG+RLBSUVca",
+	"MRTUXJUaBoy+QfOr02OBNmMyhqcpUqdyHHJU5nGl0pYhR7VS5JKU8FDWsscOjRFoFj9NBQWIYjRxiHXN",
+	"CSB7tuSIhP9SvBIKNl4HjOri08j5udvfZU57SdyLQVQW1jUUmkRSbcRM8Mp0aEDhXpMsSkjeQQfs2FDJ",
+	"T6XRozPkiuQo6f2pShdxQCG0ajqVzu6VfTzEBrQaiup6pWXDzMGsoWW9ze3Zc23OmMlU7mM75cOzsaGQ",
+	"VJjaZuZcniOzGhpuJ+FDslYMGFe4WyC7aMKdYqRypUomWU1MpliCUVnHFbdUvNPf9fVQcNUUxgV0lvCJ",
+	"YmykqpagKQw48U5/Jy4k0nrY5oGSvpkQRqtRoB55C8bClWrFYq64HE4qaICADWFmdT3wpcXeORhSC8cf",
+	"4qM9BhTxMmXgIOzzOCzcCx9zWeO2JnBchXnLEQaB1cm+O9fHQUuldjfhpAVW4uFQ1lc48hVkXJaC/Tk2",
+	"9kCrw4GVU+5c1DA3au0QN9xAKvBLD/5PJ9LFH85ctL0BDy1HaFKA5rfKQp/iiS6zUNYuoVenTui/0PSz",
+	"KvF7Sk2sg2O9YvZzTQnbakw4fFRw4jtB/N/u94nVYvwufRjRuAWZNOPgGkCfK2tnQEu9Gv7WT6ZJVXUT",
+	"o7Mx8XEifNNOfSzXlYjTS62EJ1DRMtgOYIto8nb4rw/h6IV9rcIAn+e+n9BD0Dt/PDQr1z5kiFKd4Xe1",
+	"LpzPaTHYhFp+kq5xd8N7HmJ/bw11n8FQd6Egftl7Q9WC0b9Y35X+tSia3VcpTo3A7JPBtGk2HuT9Lj5R",
+	"/vgsVgOfnX3DYQ5rbq8v8HF9t/hWjriNzbgEzaELcSX9fws17W6qx42OA0q7o0AP0IbyAE8vuGNikhJz",
+	"zOEBoWSAWnI79o3q4w5oWNzRE5/LUXSsL/4KrwoVVRKDvIesaM6fUOCQDYHCqPCNnDCYIxhyUUF5diJf",
+	"JoYPlEIjGLelIXsstlINRRyS+LCCDGcLwU2YJs6Ukyk28sBXBkzpeacy55mYOZhwqpWbpAt2mvnka07S",
+	"FQXN2RlXlrIAsZwtZyMxD9IWJk1408JEpwn8BtqzE1NLr4e0w//3f/5v0GsriYK4TBhC2jyL72psAETE",
+	"opF/jcOmTu5COFakrk1KOWFX/prRcDNXGu1bciYVQL7Yk0S2MYEn8o04jD4/l/kWI+qCiTA3dpYoNrXU",
+	"ubqkWEfqyxEMG3mJ71jmq+ewdqbyOLFMFcbUTPmosU7ZhhsxnSY5P4jyFEwKXqCE4Q1pEvOIfzE5JLOi",
+	"r+lQNijPhRHMnsnZTCR7dRSznvAdlsD1TXuql9otriUu5W5Tt7Tl23Zfh7srK4hcH8/0CRrperd3JfYT",
+	"i7RijCEanCh+xFuoKDUEyEAo6RpSuNNFlPfpIzuX7/caowxXSoHv5E6PSiEFmiOEEcdIf0h8yjPk0c0z",
+	"Eca723185pkQM+s7oDrLJtxOaIbSnny/W99FO660vy1kRfZ9xEJf87v9DpA1JebLsFkKczXlClbhNLUS",
+	"m5HOPVo4UEhfDQZoKDVKLj3Nw0pXA0hDaOnEi8o+xBWTV6qhohgbTEeRJxNRYYs2HlYpc6TTFKpw3WGl",
+	"1297WGmqfMOBC6uNgxsMEuWo7Tx+vBpHfxveehuZ8Pn50CFRG6unQivBThcs74W1Lqy2SWzd+lj8cUHw",
+	"wmsUSy0o3itscEBJE1Q8zOmZRdc4VnFx6Pq9qr5MsnCFkC0Rg92mlSZ/uAv5TapkcBQbhoBfUWS6WCco",
+	"43iDKqervW4b6zXk/vCaGIZqD9woF0BqA13acR6SEHd6GCMR2tqsuPqB+ZOLP4wPmiK540iCGQriSKXY",
+	"CJAx8r6r5SI/oJS4EG9R74ksAeNzOgA2CHqo7yl8e7G/9MV+Rko/X9cF+vrcdHU3FpWXjc0u+PZKuEDq",
+	"g5KnpXj7etsFlnX8tq0WeeOa9WH1CKjbsPmvKmzeI1+4TfT3Z7QxkOJJoYcUFkOXJqRMhe5lQXCLqqVi",
+	"sS5NpYRYKFjDHdvubGqoxNYY5IZXQiSeDTKqAt2k9GJbpa9U3S11wLphRZeaTdXzWDrr29D8WwX4WwrN",
+	"R7StoYmNosLWRzJyrlVyn/oo/GAdRcEZJOtyThnzTTGKRj2l973PukTjVqglEjmid1gD4FIaMa38SlRu",
+	"TSTzbnNPxHJ87m1M7h8iJrfp7mwQfYudEjaMug0tMvMPK0G2pRuFtwZjURMKX4/Dp8uRt4iQ1dDb/aPd",
+	"PZbH3xZdC68SgnvFa7UuBjffSjnYdrXX6FVibkM70xuOur1IlrgNt/3mw22bCcRnstD5Li5rAnKfYFRZ",
+	"5frAFQEGvaUNK7382VgvRaVeA+v9PJrFl4niXUcNQhjvJ1OFW5HjNnz3CuG7V9cRtkqtwi+wL9bw8rJ8",
+	"VPL+L1kcfy413fWd90TRlQabxVTzc3x5G5+WFG9ks/Sy0CrBWpJS/Pw0X2kZvmba0swNwgrtpTE/qE5Q",
+	"+cbCSi9ToOS2DMnXbE8Nx/NFpJzNCdDWR+q6doFrvmhthzc1LyFO6tq1yEN71EEPnfo0EPk1zdrBL4hE",
+	"xW8oKCyv34yNt+CNQTGjdJZa6tCc0mKMVQyP3mM4VHMAAYCmoIQ3YDQp0e85t77vYHIbHvSfZWuhOxmu",
+	"yjQg3xVMLnCjKwJGSMCh9pa7/d1Qw5K4tK1pgVZjuFkSTIINp8kscuXrUzKO3AxnbtJGCgDeWij+GBaK",
+	"0pF+CTZ+8ZvEu8mskdVc86KaerpgNvTv8Rc+56fAwIkc7PS3iygh6vTNLeNoNq14IVRS9CTBisS+Jv0S",
+	"bwoKelubUmyyL8wPU/v4b6qilmGnBnrrVKxQGKyQC2w5Ly/TuTbRY2y4ykvChAHgbfwUMw6XBRNfVzH6",
+	"rAJKIqbafZKAMsvctUknn8euREs7ym68Dv7FJP0CvP4kOn+d7veLd9J8mW8NZ19A4Ly1tG1Y4jlJqrw4",
+	"J8eiVFj5aiY4X9VuExNcoz++nPPkW45Sy6CYWvLFG9rqNrC0+aCAS5NwWsgzXNtG0gfOc0Cmtm/NfkZA",
+	"2iAKkYB5azf7quxmPBi7XY7r1XsdtcIvX8yKtjHR8HHBoXRmud4GNpJKhHnE7TAeVFKvO5vFEDO6z9aX",
+	"/MbsR6Q7mAmRiA+sTZUrTgNZIvEV8V9iCWttFp1BTqf2WDwzUhvpFnHEeAoyaHtsdDajcek17FgCGw6p",
+	"jbCLvOgkvoJeU0wv9JUheXkObrEHtcC2sDRL3Zu90mp8nmnpS2oHTe2b8Mfdfp+140wRGN7ThuMIlgKr",
+	"PNVu0lDV/NqI6lIhVqxB6rkGgkdaFnbE2rQjv9cobyLvAei07jR5QMIYFR/IxQTxKHz2+wVr9VD2PE76",
+	"jgefsODi2FoNXXy2dx40tu35n8F///vPj7rvvise5s9q3/tTfWWR6o4f+2rd2LJBTkXEYnghhjszLxVB",
+	"AKT22cAd0ibxpep1bdg33ozKlv1IGGJnh60od11x/AsfXsmBdcuwbxn2l3J0rfLpT+XPjckDr2ZCYeoA",
+	"zkCE3xOgWIl53Fh2P28+vsJafc3+gFuhTEFMpigK//EWn1KOvUqq3Kimj9OSlaoplQDn/WqTCXB1Xyid",
+	"gCDTFAToMeA2peA2peDbSikIF36VWq7RNbY+0n8uk1pANyQkF4Sy/T22n6Z6LpI8dZhevFMiktQi3Buu",
+	"vc2aKrR7q7VtzBm4Gjm7QtZAcf9v8wb+WHkDzRdkk9wBfHnT7IFwKeLqRSgSCIpmF9XaaCvJBPlIK9kE",
+	"hKgNpbyfFAu4dB7BVa/a2kyCAiLlVIIAmJyIXCGTIHx7HQrO59dG1ssdt879P4Bzfx2d+VxmRc/E1yUh",
+	"HHHjJPoSyMNYvoJ7TE+lcyJhMwMEwUlBiU2pGDmWKV9pt8feCFdVULQpNBunWayylMq5ZYpeA82Hj21c",
+	"rV82n+hUMMfHzCJVvVB0iFDYCDPnPYTyCKHwATlOQKRoljFuThfzWRfXIbx8LiXsC2VerCWGee7FpxPF",
+	"WyfyrRP5ZtI1PlX/2soFmU2dxncq2tdVq8MEUfHbLhDjd3Gxsbcsat5ae78m9+wyTpfuUiHj35QMVWsm",
+	"3k8SbIdHq2F0VuTDLOzDq5Zger3Hwk1DyUpOp5kDaDRZcP3bX6sJ1y/vy9hwA2ya+o77A6pYcf9oVpxb",
+	"4+rnN656PNKqjsGXiFIdh6euYpvGclDzsqtz8dC77Ztvow67uJiLh7zOWzb+dbHxSvXPzFZzFH2fvWv3",
+	"3iJbLnKIEqEcGrgwVpLSGGLWxjCi7PRXMQw9cPPuE50QdpmXnoc/xvJcqDyJ4aol1nmSMK7QSFDqTsxl",
+	"akN80cPlFKiQpxCSFFZvPE8Sf1W+4n7usLwv1tMdYbNRvPqteeHWv/u1B6kjxhY0qq6rWyCujaLIJ2Zj",
+	"B5MoPvBOJCycTsVpNyOQfNl7hnmmIOBYkY567FUNAfUvcUXpSTCVT6yGZWHekhFTLhUGjWIG06hKXtuU",
+	"ykRjdnx3c029KczKYDQEyBhKVDYZximlRA3YlGOJcKLvIRQ/jICBjGhX9u49LPaD/kjpOkUtvhzawdyd",
+	"FLX4GrLCr0r+L+8Rz6nlbTL4f3Yy+Ao9WEeGLnCpU3A2yfCNTvWGRtNXxPsbyuW+QPbIN33r6f1j9XXG",
+	"U70+Zedy+dnry87xkJWt+FREvnGTrz0X2PVmHDxi4sNQzBxxNuDmlF3NF9XEOT1X5FZtx0f7x09+ZL1e",
+	"L0gh9IaXRXwGBipOMXwR77EY5JepwNgZxexEzy2xyzrpAJOrVzKrS5l8XC3y1hGBTxODblOKNa5TGwJL",
+	"p8eehrToDcWLNf2yr4FDfzbN7Iv1zV6rmRW9sz+dSt7KKLeu35tvtN3EBy7Wy7ZCglT38tnDw8wYqsRR",
+	"zbIS9RLW5nblfT/cVZPZbhOIbm3RXzaBqHIjeP31vJHc31xg24AUbNogiAwTuf3gVKRajbFbPdbZkiTN",
+	"tfePdgalOGEfwlYu1pmMhe0s1fWEwVfrevLU6ryXKkbSvQS5rRyfDDM9BiHmB+EOnZjmcX14YdrUFiWV",
+	"54LpohqYjbD211DPJLZgdZqJc1gtrK3zCSQMBI6GFkiXLASKJVn/swqB1hZxu6V0X1vwTLnsVumc6gjd",
+	"564wdikyd2lBh/o6FRlFsqB+1ToI6whGNVmDygfDKJSfgahfoXKFc86TKz3rpuJcpL6mcIiaXngi6OOB",
+	"sHkzUVxe3UU7H9FqbC2F7aIpJ2MjctYkjdVWRubBP+rBhg0JYXJY1dJWrpKBcfX6yP9J0uESet5S0K9R",
+	"ViwcMKeLr0RYhMWKYYYlNmCGU8GNMPuZm7QGv7wDDKf+9LUEAN1TJlMxaz9dKD7VTx+z53rI084e4ywR",
+	"s1QvKJZR2TnmUyhqxjpXbKKta0WtzKStQWvi3GywtbW9832v3+v3tgcP+g/6eL88cFZS6ks6MRA8obhy",
+	"FnMk8jIWY1uTKvaiyOxYUq1L39JJrH6Mch6TyspkVTPnKvH2ySVRxg9KrHF10DdksiireeELjwir3+Sx",
+	"nlgHZPm7PHSsZgcTgYGlQjkgSyIJYaXF11NR813RZxrF/1+1VGvgV25eXL+GpdaoPEukY6kelwbBZw2f",
+	"/2D4bPLX52z/6JDpc2JuxBAT7jhrExHFFEfp7/XWGL7hM+kp7FbcGXi2xZOi1M3+0SG5cMuFDiJWTrXB",
+	"n3mS+EMoLRmn+C2tO2SiE2wieOompU/oAdzE/x8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
