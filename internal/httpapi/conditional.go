@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	"github.com/tenantd/tenantd/internal/errs"
 )
 
 // conditional gives every answer that carries a resource's version (the
@@ -18,8 +20,16 @@ import (
 // embedded list), while If-Match still compares versions only (ifMatch). A
 // GET whose If-None-Match names the representation is answered 304 Not
 // Modified, without its body. Answers without an ETag pass through.
+//
+// If-None-Match on a write is refused (400): no write here is
+// create-only, and a precondition the server would not check must not be
+// silently ignored.
 func conditional(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
+		if m := c.Request().Method; m != http.MethodGet && m != http.MethodHead && c.Request().Header.Get("If-None-Match") != "" {
+			return errs.InvalidHeader("If-None-Match", "unsupported_precondition",
+				"If-None-Match applies to GET only: no write is create-only; use If-Match with the version you read")
+		}
 		res := c.Response()
 		w := &bufferedWriter{ResponseWriter: res.Writer, status: http.StatusOK}
 		res.Writer = w

@@ -6,8 +6,11 @@ package httpapi_test
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/tenantd/tenantd/client"
 )
 
 func TestConditionalRequests(t *testing.T) {
@@ -94,4 +97,22 @@ func TestConditionalRequests(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestIfNoneMatchOnWrites: If-None-Match on a write is a 400 naming the
+// header, never a precondition silently skipped (the PUT upsert would
+// otherwise overwrite what "create only" meant to keep).
+func TestIfNoneMatchOnWrites(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Create-only")
+	url := ts.URL + "/v1/orgs/" + w.Org.Id + "/teams/" + w.Team.Id + "/members/" + w.TeamMember.ID
+	r := doReq(t, ts.http, http.MethodPut, url, w.Owner.Token, http.Header{"If-None-Match": {"*"}}, `{"role":"admin"}`)
+	if got, want := problemErrors(t, r), []string{"header If-None-Match unsupported_precondition"}; !slices.Equal(got, want) {
+		t.Errorf("PUT with If-None-Match: *: %d errors %q, want %q", r.Status, got, want)
+	}
+	m, err := w.Owner.C.GetTeamMemberWithResponse(bg, w.Org.Id, w.Team.Id, w.TeamMember.ID, nil)
+	mustStatus(t, m, err, http.StatusOK)
+	if m.JSON200.Role != client.RoleMember {
+		t.Errorf("the refused PUT changed the role to %s", m.JSON200.Role)
+	}
 }
