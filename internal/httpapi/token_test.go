@@ -252,6 +252,12 @@ func TestJWT(t *testing.T) {
 		hs := MustServer(t)
 		for name, tok := range map[string]string{"RS256": valid, "alg none": corpus["alg none"], "HS256 with the public key": corpus["HS256 with the PEM public key"],
 			"HS512 with the secret": signToken(t, jwt.SigningMethodHS512, []byte(testSecret), claims(nil), nil),
+			"HS256 with sub twice (the last would win)": func() string {
+				h := b64([]byte(`{"alg":"HS256","typ":"JWT"}`))
+				now := hs.Clock.Now().Unix()
+				p := b64([]byte(fmt.Sprintf(`{"sub":"j1","sub":"admin","iat":%d,"exp":%d}`, now, now+3600)))
+				return h + "." + p + "." + b64(hmacSHA256([]byte(testSecret), h+"."+p))
+			}(),
 			"HS256 with an empty secret": func() string {
 				// golang-jwt refuses to sign with an empty key; forge it by hand.
 				h, _ := json.Marshal(map[string]string{"alg": "HS256", "typ": "JWT"})
