@@ -294,7 +294,7 @@ func serve(ctx context.Context, cfg Config) error {
 	defer deletions.Close()
 	go deletions.Run(ctx)
 	var draining atomic.Bool
-	ping := cachedPing(db.Ping, time.Second, 5*time.Second)
+	ping := cachedPing(db.Ping, time.Second, 2*time.Second) // a probe learns of a hung DynamoDB within 2 s
 	ready := func(ctx context.Context) error {
 		if draining.Load() {
 			return errors.New("shutting down")
