@@ -188,7 +188,6 @@ type ComplexityRoot struct {
 		TeamID   func(childComplexity int) int
 		User     func(childComplexity int) int
 		UserID   func(childComplexity int) int
-		Version  func(childComplexity int) int
 	}
 
 	TeamMemberConnection struct {
@@ -916,12 +915,6 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TeamMember.UserID(childComplexity), true
-	case "TeamMember.version":
-		if e.ComplexityRoot.TeamMember.Version == nil {
-			break
-		}
-
-		return e.ComplexityRoot.TeamMember.Version(childComplexity), true
 
 	case "TeamMemberConnection.nodes":
 		if e.ComplexityRoot.TeamMemberConnection.Nodes == nil {
@@ -1426,8 +1419,6 @@ func (ec *executionContext) childFields_TeamMember(ctx context.Context, field gr
 		return ec.fieldContext_TeamMember_role(ctx, field)
 	case "joinedAt":
 		return ec.fieldContext_TeamMember_joinedAt(ctx, field)
-	case "version":
-		return ec.fieldContext_TeamMember_version(ctx, field)
 	case "user":
 		return ec.fieldContext_TeamMember_user(ctx, field)
 	case "team":
@@ -4708,29 +4699,6 @@ func (ec *executionContext) fieldContext_TeamMember_joinedAt(_ context.Context, 
 	return graphql.NewScalarFieldContext("TeamMember", field, false, false, "Time")
 }
 
-func (ec *executionContext) _TeamMember_version(ctx context.Context, field graphql.CollectedField, obj *TeamMember) (ret graphql.Marshaler) {
-	return graphql.ResolveField(
-		ctx,
-		ec.OperationContext,
-		field,
-		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
-			return ec.fieldContext_TeamMember_version(ctx, field)
-		},
-		func(ctx context.Context) (any, error) {
-			return obj.Version, nil
-		},
-		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v int64) graphql.Marshaler {
-			return ec.marshalNInt2int64(ctx, selections, v)
-		},
-		true,
-		true,
-	)
-}
-func (ec *executionContext) fieldContext_TeamMember_version(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("TeamMember", field, false, false, "Int")
-}
-
 func (ec *executionContext) _TeamMember_user(ctx context.Context, field graphql.CollectedField, obj *TeamMember) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -7594,11 +7562,6 @@ func (ec *executionContext) _TeamMember(ctx context.Context, sel ast.SelectionSe
 			}
 		case "joinedAt":
 			out.Values[i] = ec._TeamMember_joinedAt(ctx, field, obj)
-			if out.Values[i] == graphql.Null {
-				atomic.AddUint32(&out.Invalids, 1)
-			}
-		case "version":
-			out.Values[i] = ec._TeamMember_version(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				atomic.AddUint32(&out.Invalids, 1)
 			}

@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/executor"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/lru"
@@ -36,6 +37,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/idempotency"
 	"github.com/tenantd/tenantd/internal/invitation"
 	"github.com/tenantd/tenantd/internal/org"
@@ -211,8 +213,22 @@ var errInternal = errors.New("internal error")
 // extensions carry the REST API's code (and its field errors); an internal
 // error is logged and said no more of.
 func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
+	// gqlgen's own errors (the resolvers return errs errors) pass as they
+	// are, with a code when they have none.
+	_, ours := errs.As(err)
+	ours = ours || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 	var gqlErr *gqlerror.Error
-	if errors.As(err, &gqlErr) && gqlErr.Extensions["code"] != nil {
+	if !ours && errors.As(err, &gqlErr) {
+		if gqlErr.Extensions["code"] == nil {
+			code := "GRAPHQL_EXECUTION_FAILED"
+			if gqlErr.Message == "introspection disabled" {
+				code = "INTROSPECTION_DISABLED"
+			}
+			errcode.Set(gqlErr, code)
+		}
+		if gqlErr.Path == nil {
+			gqlErr.Path = graphql.GetPath(ctx)
+		}
 		return gqlErr
 	}
 	out := graphql.DefaultErrorPresenter(ctx, err)
