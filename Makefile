@@ -56,7 +56,7 @@ speclint: tools ## openapi.yaml through two independent linters (Redocly recomme
 client-check: tools ## The generated clients against a running server: TypeScript (openapi-fetch) and @hey-api/openapi-ts from GET /openapi.yaml
 	go test -count=1 -v ./clients/typescript
 
-generate: ## Regenerate the Go server/client and the TypeScript schema from openapi.yaml
+generate: ## Regenerate the Go server/client and the TypeScript schema from openapi.yaml, and the GraphQL executor from its schema
 	go generate ./...
 	cd clients/typescript && { [[ -d node_modules ]] || $(NPM_CI); } && npm run --silent generate
 

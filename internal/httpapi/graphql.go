@@ -44,7 +44,38 @@ func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (
 	}
 	res := h.graphQL.Execute(ctx, id, r)
 	obs.SetOperation(ctx, res.Operation)
+	if err := unavailable(res.Response); err != nil {
+		return nil, err
+	}
 	return graphqlAnswer{res.Response}, nil
+}
+
+// unavailable is the answer to a request DynamoDB's unavailability failed
+// whole (no data, every error UNAVAILABLE): a 503 with Retry-After, as
+// REST answers, so clients and proxies retry it; a request that got any
+// data answers it, with its errors.
+func unavailable(r *graphql.Response) error {
+	if r == nil || len(r.Errors) == 0 {
+		return nil
+	}
+	for _, e := range r.Errors {
+		if e.Extensions["kind"] != "UNAVAILABLE" {
+			return nil
+		}
+	}
+	if !bytes.Equal(r.Data, []byte("null")) {
+		var roots map[string]json.RawMessage
+		if json.Unmarshal(r.Data, &roots) != nil {
+			return nil
+		}
+		for _, v := range roots {
+			if !bytes.Equal(v, []byte("null")) {
+				return nil
+			}
+		}
+	}
+	code, _ := r.Errors[0].Extensions["code"].(string)
+	return errs.E(errs.Unavailable, code, "%s", r.Errors[0].Message)
 }
 
 // graphqlAnswer writes a GraphQL response.

@@ -727,3 +727,220 @@ func mustJSON(tb testing.TB, v any) string {
 	}
 	return string(b)
 }
+
+// TestGraphQLUnavailable: with DynamoDB refusing connections, a GraphQL
+// request that got nothing is a 503 with Retry-After, like REST's; one
+// that got some data answers it, the failed fields null with their
+// errors; none is a 500.
+func TestGraphQLUnavailable(t *testing.T) {
+	ts := MustServer(t, withEndpoints(closedPort(t), ""))
+	a := ts.Actor(t, "refused")
+	org := randULID()
+	r := gql(t, ts, a.Token, `query($o: ID!) { org(id: $o) { id } }`, map[string]any{"o": org})
+	if r.status != http.StatusServiceUnavailable || !strings.Contains(string(r.raw), "db_unavailable") {
+		t.Errorf("nothing answered: %d %s, want 503 db_unavailable", r.status, r.raw)
+	}
+	mixed := gql(t, ts, a.Token, `query($o: ID!) { me { userId } org(id: $o) { id } }`, map[string]any{"o": org})
+	var d struct{ Me struct{ UserID string } }
+	if mixed.status != http.StatusOK || !slices.Equal(mixed.codes(), []string{"db_unavailable"}) || json.Unmarshal(mixed.Data, &d) != nil || d.Me.UserID != a.ID {
+		t.Errorf("me answered, org not: %d %s", mixed.status, mixed.raw)
+	}
+	no500(t, ts)
+}
+
+// TestGraphQLCursorsAreREST's: a listing's cursor is the same in both APIs
+// (same signature, same binding to the org and the listing), so a client
+// may page with either.
+func TestGraphQLCursorsAreRESTs(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Cursors")
+	org := w.Org.Id
+	for i := range 4 { // 5 tickets with the world's: pages of 2, 2 and 1
+		MustTicket(t, w.Member.C, org, client.TicketCreate{Title: fmt.Sprintf("page %d", i)})
+	}
+	rest, err := w.Member.C.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Limit: ptr(2)})
+	mustStatus(t, rest, err, http.StatusOK)
+	var d struct {
+		Org struct {
+			Tickets struct {
+				Nodes    []struct{ ID string }
+				PageInfo struct{ EndCursor *string }
+			}
+		}
+	}
+	mustData(t, gql(t, ts, w.Member.Token, `query($o: ID!, $c: String) { org(id: $o) { tickets(first: 2, after: $c) { nodes { id } pageInfo { endCursor } } } }`,
+		map[string]any{"o": org, "c": *rest.JSON200.NextCursor}), &d)
+	restNext, err := w.Member.C.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Limit: ptr(2), Cursor: rest.JSON200.NextCursor})
+	mustStatus(t, restNext, err, http.StatusOK)
+	var got, want []string
+	for _, n := range d.Org.Tickets.Nodes {
+		got = append(got, n.ID)
+	}
+	for _, it := range restNext.JSON200.Items {
+		want = append(want, it.Id)
+	}
+	if !slices.Equal(got, want) || len(want) != 2 {
+		t.Errorf("GraphQL page after REST's cursor %v, REST's own next page %v", got, want)
+	}
+	if d.Org.Tickets.PageInfo.EndCursor == nil {
+		t.Fatal("no endCursor after the second page of 5 tickets")
+	}
+	back, err := w.Member.C.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Limit: ptr(2), Cursor: d.Org.Tickets.PageInfo.EndCursor})
+	mustStatus(t, back, err, http.StatusOK)
+	if len(back.JSON200.Items) != 1 || slices.Contains(append(got, want...), back.JSON200.Items[0].Id) {
+		t.Errorf("REST after GraphQL's cursor: %v, want the fifth ticket", back.JSON200.Items)
+	}
+}
+
+// TestGraphQLMutations: createTicket, updateTicket and addComment are the
+// REST writes, with their rules, audit events and idempotency.
+func TestGraphQLMutations(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Mutations")
+	org := w.Org.Id
+	const create = `mutation($o: ID!, $in: CreateTicketInput!, $k: String) { createTicket(orgId: $o, input: $in, idempotencyKey: $k) { id title requesterId assigneeId teamId priority version } }`
+	type ticketOut struct {
+		ID, Title, RequesterID, Priority string
+		AssigneeID, TeamID               *string
+		Version                          int
+	}
+	createTicket := func(t *testing.T, in map[string]any, key any) (ticketOut, gqlResponse) {
+		var d struct{ CreateTicket ticketOut }
+		r := gql(t, ts, w.Member.Token, create, map[string]any{"o": org, "in": in, "k": key})
+		if len(r.Errors) == 0 {
+			mustData(t, r, &d)
+		}
+		return d.CreateTicket, r
+	}
+	countTitled := func(t *testing.T, title string) int {
+		n := 0
+		for _, it := range itemsOf(t, ts, "Ticket", org) {
+			if it.str("title") == title {
+				n++
+			}
+		}
+		return n
+	}
+	t.Run("createTicket/OK, audited as REST's", func(t *testing.T) {
+		tk, r := createTicket(t, map[string]any{"title": "by GraphQL", "assigneeId": w.Assignee.ID, "teamId": w.Team.Id, "priority": "high"}, nil)
+		if len(r.Errors) > 0 || tk.RequesterID != w.Member.ID || tk.Priority != "high" || tk.Version != 1 || tk.AssigneeID == nil || *tk.AssigneeID != w.Assignee.ID {
+			t.Fatalf("created %+v: %s", tk, r.raw)
+		}
+		var found bool
+		for _, ev := range allEvents(t, w.Owner.C, org, 100, nil, nil) {
+			found = found || (ev.Action == "ticket.create" && ev.TargetId == tk.ID && ev.ActorId == w.Member.ID)
+		}
+		if !found {
+			t.Error("no ticket.create audit event for it")
+		}
+	})
+	t.Run("createTicket/idempotencyKey: a retry meets the first ticket", func(t *testing.T) {
+		in := map[string]any{"title": ts.UniqueID("once")}
+		first, r1 := createTicket(t, in, "gql-key-1")
+		again, r2 := createTicket(t, in, "gql-key-1")
+		if len(r1.Errors)+len(r2.Errors) > 0 || first.ID == "" || again.ID != first.ID {
+			t.Fatalf("first %+v, again %+v: %s %s", first, again, r1.raw, r2.raw)
+		}
+		if n := countTitled(t, in["title"].(string)); n != 1 {
+			t.Errorf("%d tickets, want 1", n)
+		}
+		_, reused := createTicket(t, map[string]any{"title": "something else"}, "gql-key-1")
+		if got := reused.codes(); !slices.Equal(got, []string{"idempotency_key_reused"}) {
+			t.Errorf("the key with another input: codes %v", got)
+		}
+		_, bad := createTicket(t, in, "")
+		if got := bad.codes(); !slices.Equal(got, []string{"invalid_idempotency_key"}) {
+			t.Errorf("an empty key: codes %v", got)
+		}
+	})
+	t.Run("createTicket/ErrInvalid lists the input's fields", func(t *testing.T) {
+		_, r := createTicket(t, map[string]any{"title": "x", "description": nil, "tags": nil}, nil)
+		if got := r.codes(); !slices.Equal(got, []string{"not_nullable"}) {
+			t.Fatalf("codes %v: %s", got, r.raw)
+		}
+		var fields []string
+		for _, f := range r.Errors[0].Extensions["errors"].([]any) {
+			m := f.(map[string]any)
+			fields = append(fields, fmt.Sprint(m["in"], " ", m["field"]))
+		}
+		if want := []string{"input description", "input tags"}; !slices.Equal(fields, want) {
+			t.Errorf("fields %v, want %v", fields, want)
+		}
+	})
+	t.Run("updateTicket/expectedVersion", func(t *testing.T) {
+		tk, _ := createTicket(t, map[string]any{"title": "versioned", "assigneeId": w.Assignee.ID}, nil)
+		const update = `mutation($o: ID!, $t: ID!, $v: Int, $in: UpdateTicketInput!) { updateTicket(orgId: $o, id: $t, expectedVersion: $v, input: $in) { version status assigneeId } }`
+		stale := gql(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 7, "in": map[string]any{"status": "open"}})
+		if got := stale.codes(); !slices.Equal(got, []string{"version_mismatch"}) || stale.Errors[0].Extensions["kind"] != "PRECONDITION_FAILED" {
+			t.Errorf("a stale version: codes %v, ext %v", got, stale.Errors)
+		}
+		var d struct {
+			UpdateTicket struct {
+				Version    int
+				Status     string
+				AssigneeID *string
+			}
+		}
+		mustData(t, gql(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 1, "in": map[string]any{"status": "open", "assigneeId": nil}}), &d)
+		if d.UpdateTicket.Version != 2 || d.UpdateTicket.Status != "open" || d.UpdateTicket.AssigneeID != nil {
+			t.Errorf("updated to %+v, want version 2, open, unassigned", d.UpdateTicket)
+		}
+		nulled := gql(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "in": map[string]any{"title": nil}})
+		if got := nulled.codes(); !slices.Equal(got, []string{"not_nullable"}) {
+			t.Errorf("title null: codes %v", got)
+		}
+	})
+	t.Run("addComment/idempotencyKey: one comment, counted once", func(t *testing.T) {
+		tk, _ := createTicket(t, map[string]any{"title": "commented"}, nil)
+		const add = `mutation($o: ID!, $t: ID!, $k: String) { addComment(orgId: $o, ticketId: $t, body: "once", idempotencyKey: $k) { id authorId } }`
+		var first, again struct{ AddComment struct{ ID, AuthorID string } }
+		mustData(t, gql(t, ts, w.Member.Token, add, map[string]any{"o": org, "t": tk.ID, "k": "comment-key"}), &first)
+		mustData(t, gql(t, ts, w.Member.Token, add, map[string]any{"o": org, "t": tk.ID, "k": "comment-key"}), &again)
+		if first.AddComment.ID == "" || again.AddComment.ID != first.AddComment.ID || first.AddComment.AuthorID != w.Member.ID {
+			t.Errorf("first %+v, again %+v", first, again)
+		}
+		g, err := w.Member.C.GetTicketWithResponse(bg, org, tk.ID, nil)
+		mustStatus(t, g, err, http.StatusOK)
+		if g.JSON200.CommentCount != 1 {
+			t.Errorf("commentCount %d, want 1", g.JSON200.CommentCount)
+		}
+	})
+	mustHealthy(t, ts)
+}
+
+// TestGraphQLAccounting: a GraphQL request's log line and DynamoDB
+// metrics name its operation (type and root fields, from the schema: a
+// bounded label) and count every call its resolvers made.
+func TestGraphQLAccounting(t *testing.T) {
+	var logs logBuffer
+	ts := MustServer(t, withLog(&logs))
+	w := MustWorld(t, ts, "Accounted")
+	ts.Rec.Reset()
+	mustData(t, gql(t, ts, w.Member.Token, `query Mine($o: ID!) { me { userId } org(id: $o) { tickets { nodes { requester { name } } } } }`, map[string]any{"o": w.Org.Id}), nil)
+	calls := ts.Rec.Count()
+	var line map[string]any
+	for _, l := range logs.lines(`"route":"/v1/graphql`) {
+		line = l
+	}
+	if line == nil || line["route"] != "/v1/graphql query:me+org" || line["dynamodbCalls"] != float64(calls) {
+		t.Errorf("log line %v, want route \"/v1/graphql query:me+org\" and dynamodbCalls %d", line, calls)
+	}
+	mfs, err := ts.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() != "tenantd_request_dynamodb_calls" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				found = found || (l.GetName() == "route" && l.GetValue() == "/v1/graphql query:me+org")
+			}
+		}
+	}
+	if !found {
+		t.Error("no tenantd_request_dynamodb_calls series for the operation")
+	}
+}
