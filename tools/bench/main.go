@@ -225,6 +225,13 @@ func run(ctx context.Context, o options) error {
 	}
 	phase("SDK connection pool at c=32", t0)
 
+	// The GraphQL dashboard against the REST calls for the same data.
+	t0 = time.Now()
+	if rep.dashboard, err = rn.dashboard(ctx, ds.Small[0], 3*o.scaleDur); err != nil {
+		return err
+	}
+	phase("the GraphQL dashboard vs REST (50 tickets, c=1)", t0)
+
 	// Scale curves: members, then tickets.
 	t0 = time.Now()
 	if rep.members, err = rn.scaleMembers(ctx, sd, o.sizes.ScaleMembers, o.scaleDur); err != nil {

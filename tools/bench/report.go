@@ -84,6 +84,7 @@ type report struct {
 	pool       []poolRow
 	whatIf     []whatIfRow
 	queueDiags []queueDiag
+	dashboard  []dashboardRow
 	phases     []phaseTime
 	goBench    string
 	totalSince time.Time // start of `make bench`, when given
@@ -303,6 +304,19 @@ func (r *report) poolTable(p func(string, ...any)) {
 	if len(r.pool) == 0 {
 		return
 	}
+	p("## The GraphQL dashboard vs. the REST calls for the same data (concurrency 1)")
+	p("")
+	p("Issue 14's queue on the 1k-ticket tenant: 50 tickets with requester, assignee and team, and each ticket's first 3")
+	p("comments with their authors (20 of the 50 have two comments). GraphQL is one request whose resolvers batch each")
+	p("nesting level (docs/data-model.md, section 3a); REST is the list with `expand=requester,assignee`, the teams, the 50")
+	p("comment listings and the authors not yet known, 8 requests in flight. Calls are the API's own count of DynamoDB calls.")
+	p("")
+	p("| API | HTTP requests | DynamoDB calls | client round trips | p50 ms | p99 ms | API CPU ms | API allocs |")
+	p("|---|---|---|---|---|---|---|---|")
+	for _, d := range r.dashboard {
+		p("| %s | %.1f | %.1f | %d | %.2f | %.2f | %.2f | %.0f |", d.api, d.httpRequests, d.calls, d.roundTrips, ms(d.res.pct(50)), ms(d.res.pct(99)), d.apiCPU, d.mallocsPer)
+	}
+	p("")
 	p("## The SDK's HTTP connection pool at concurrency 32")
 	p("")
 	p("aws-sdk-go-v2's default transport keeps at most 10 idle connections per host (`MaxIdleConnsPerHost`); `cmd/api`")
