@@ -45,6 +45,8 @@ type options struct {
 	scaleDur     time.Duration
 	concurrency  []int
 	whatIfConc   []int
+	latencyConc  []int
+	delay        time.Duration
 	slices       int
 	sizes        Sizes
 	topUpTo      int
@@ -64,6 +66,7 @@ func main() {
 	flag.DurationVar(&o.rawDur, "raw-d", 1500*time.Millisecond, "duration of each raw DynamoDB step")
 	flag.DurationVar(&o.scaleDur, "scale-d", time.Second, "duration of each scale-curve step")
 	flag.StringVar(&conc, "c", "1,8,32", "closed-loop concurrencies")
+	flag.DurationVar(&o.delay, "delay", 2*time.Millisecond, "delay the proxy adds to each DynamoDB call in the latency phase (0 = no latency phase)")
 	flag.BoolVar(&quick, "quick", false, "small data set and short steps (a smoke run, not for BENCHMARKS.md)")
 	flag.StringVar(&o.goBenchFile, "gobench", "", "file with `go test -bench` output to include in the report")
 	flag.StringVar(&o.commandLabel, "cmd", "make bench", "the command named in the report")
@@ -83,6 +86,7 @@ func main() {
 	o.sizes = Sizes{BigUsers: 10000, BigTeamMembers: 5000, BigTickets: 50000, ScaleMembers: []int{10, 1000, 10000, 100000}}
 	o.topUpTo = 100000
 	o.whatIfConc = []int{1, 8}
+	o.latencyConc = []int{1, 8}
 	o.slices = 3
 	if quick {
 		o.sizes = Sizes{BigUsers: 1200, BigTeamMembers: 500, BigTickets: 2000, ScaleMembers: []int{10, 1000}}
@@ -227,10 +231,20 @@ func run(ctx context.Context, o options) error {
 
 	// The GraphQL dashboard against the REST calls for the same data.
 	t0 = time.Now()
-	if rep.dashboard, err = rn.dashboard(ctx, ds.Small[0], 3*o.scaleDur); err != nil {
+	if rep.dashboard, err = rn.dashboard(ctx, ds.Small[0], 3*o.scaleDur, true); err != nil {
 		return err
 	}
 	phase("the GraphQL dashboard vs REST (50 tickets, c=1)", t0)
+
+	// The same endpoints and the dashboard with every DynamoDB call held
+	// for o.delay: a second API process behind the delay proxy.
+	if o.delay > 0 {
+		t0 = time.Now()
+		if err := rn.delayed(ctx, rep, eps, ds, b.bin, dir, ddb.Endpoint(), o); err != nil {
+			return err
+		}
+		phase(fmt.Sprintf("endpoints and the dashboard with %v per DynamoDB call, c=%v", o.delay, o.latencyConc), t0)
+	}
 
 	// Scale curves: members, then tickets.
 	t0 = time.Now()

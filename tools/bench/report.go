@@ -85,9 +85,14 @@ type report struct {
 	whatIf     []whatIfRow
 	queueDiags []queueDiag
 	dashboard  []dashboardRow
-	phases     []phaseTime
-	goBench    string
-	totalSince time.Time // start of `make bench`, when given
+	// The latency phase: delay per DynamoDB call, the endpoints and the
+	// dashboard behind the delay proxy.
+	delay            time.Duration
+	latency          []latencyRow
+	dashboardDelayed []dashboardRow
+	phases           []phaseTime
+	goBench          string
+	totalSince       time.Time // start of `make bench`, when given
 }
 
 type seedStats struct {
@@ -311,12 +316,18 @@ func (r *report) poolTable(p func(string, ...any)) {
 	p("nesting level (docs/data-model.md, section 3a); REST is the list with `expand=requester,assignee`, the teams, the 50")
 	p("comment listings and the authors not yet known, 8 requests in flight. Calls are the API's own count of DynamoDB calls.")
 	p("")
-	p("| API | HTTP requests | DynamoDB calls | client round trips | p50 ms | p99 ms | API CPU ms | API allocs |")
-	p("|---|---|---|---|---|---|---|---|")
-	for _, d := range r.dashboard {
-		p("| %s | %.1f | %.1f | %d | %.2f | %.2f | %.2f | %.0f |", d.api, d.httpRequests, d.calls, d.roundTrips, ms(d.res.pct(50)), ms(d.res.pct(99)), d.apiCPU, d.mallocsPer)
+	p("| API | DynamoDB delay | HTTP requests | DynamoDB calls | client round trips | p50 ms | p99 ms | API CPU ms | API allocs |")
+	p("|---|---|---|---|---|---|---|---|---|")
+	for _, set := range []struct {
+		delay time.Duration
+		rows  []dashboardRow
+	}{{0, r.dashboard}, {r.delay, r.dashboardDelayed}} {
+		for _, d := range set.rows {
+			p("| %s | %v | %.1f | %.1f | %d | %.2f | %.2f | %.2f | %.0f |", d.api, set.delay, d.httpRequests, d.calls, d.roundTrips, ms(d.res.pct(50)), ms(d.res.pct(99)), d.apiCPU, d.mallocsPer)
+		}
 	}
 	p("")
+	r.latencyTable(p)
 	p("## The SDK's HTTP connection pool at concurrency 32")
 	p("")
 	p("aws-sdk-go-v2's default transport keeps at most 10 idle connections per host (`MaxIdleConnsPerHost`); `cmd/api`")
@@ -477,6 +488,43 @@ func (r *report) whatIfTable(p func(string, ...any)) {
 		}
 		p("| %s | %s | %d | %s | %.0f | %s | %s | %s | %s | %s |", w.endpoint, w.variant, w.conc, f1(w.ops), w.res.rps(),
 			f2(ms(w.res.pct(50))), f2(ms(w.res.pct(99))), f2(w.capacity), rel, lat)
+	}
+	p("")
+}
+
+// latencyTable is the latency phase: each endpoint with every DynamoDB call
+// held for r.delay by the delay proxy.
+func (r *report) latencyTable(p func(string, ...any)) {
+	if len(r.latency) == 0 {
+		return
+	}
+	concs := r.latency[0].concurrencies
+	p("## Endpoints with %v per DynamoDB call (the latency proxy)", r.delay)
+	p("")
+	p("A second API process reaches DynamoDB Local through a proxy in the bench that holds every call for %v before", r.delay)
+	p("forwarding it, about an in-region round trip on AWS. Over loopback a DynamoDB Local call answers in well under a")
+	p("millisecond, which hides how many calls a request makes one after the other; with the delay, latency is about")
+	p("*round trips × delay* plus the service's own time. **Round trips** are counted at c=1 from the proxy's spans: the")
+	p("calls that start while a request is in flight, grouped so that calls in flight together are one round trip")
+	p("(mean over the step's requests; the largest in brackets). Calls are the API's own per-request accounting.")
+	p("")
+	head := "| endpoint | DynamoDB calls | round trips (c=1) |"
+	sep := "|---|---:|---:|"
+	for _, c := range concs {
+		head += fmt.Sprintf(" p50 ms c=%d | p99 ms c=%d |", c, c)
+		sep += "---:|---:|"
+	}
+	p("%s p50 − round trips × delay, c=1 |", head)
+	p("%s---:|", sep)
+	for _, l := range r.latency {
+		line := fmt.Sprintf("| %s | %.2f | %.2f (%d) |", l.name, l.calls, l.trips, l.mostTrips)
+		for _, c := range concs {
+			line += fmt.Sprintf(" %.2f | %.2f |", ms(l.p50[c]), ms(l.p99[c]))
+		}
+		if l.errs > 0 {
+			line = strings.Replace(line, l.name, fmt.Sprintf("%s (%d errors: %s)", l.name, l.errs, l.firstErr), 1)
+		}
+		p("%s %.2f ms |", line, ms(l.p50[concs[0]])-l.trips*ms(r.delay))
 	}
 	p("")
 }
