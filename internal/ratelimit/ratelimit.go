@@ -15,8 +15,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/time/rate"
-
 	"github.com/tenantd/tenantd/internal/clock"
 )
 
@@ -33,7 +31,24 @@ type Options struct {
 type Limiter struct {
 	o       Options
 	mu      sync.Mutex
-	buckets map[string]*rate.Limiter
+	buckets map[string]*bucket
+}
+
+// bucket is one token bucket: tokens as of last, refilled at the
+// limiter's rate up to its burst. (golang.org/x/time/rate cannot give a
+// token back once its moment has passed, which Reserve needs.)
+type bucket struct {
+	mu     sync.Mutex
+	tokens float64
+	last   time.Time
+}
+
+// at refills b up to now; b.mu is held.
+func (b *bucket) at(now time.Time, perSecond float64, burst int) {
+	if now.After(b.last) {
+		b.tokens = min(float64(burst), b.tokens+now.Sub(b.last).Seconds()*perSecond)
+		b.last = now
+	}
 }
 
 // New returns a Limiter.
@@ -45,23 +60,26 @@ func New(o Options) *Limiter {
 		o.MaxTenants = 100_000
 	}
 	o.Now = clock.Or(o.Now)
-	return &Limiter{o: o, buckets: map[string]*rate.Limiter{}}
+	return &Limiter{o: o, buckets: map[string]*bucket{}}
 }
 
-func (l *Limiter) bucket(key string) *rate.Limiter {
+func (l *Limiter) bucket(key string, now time.Time) *bucket {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := l.buckets[key]
 	if !ok {
 		if len(l.buckets) >= l.o.MaxTenants {
-			now := l.o.Now()
 			for k, v := range l.buckets { // drop full (idle) buckets
-				if v.TokensAt(now) >= float64(l.o.Burst) {
+				v.mu.Lock()
+				v.at(now, l.o.PerSecond, l.o.Burst)
+				full := v.tokens >= float64(l.o.Burst)
+				v.mu.Unlock()
+				if full {
 					delete(l.buckets, k)
 				}
 			}
 		}
-		b = rate.NewLimiter(rate.Limit(l.o.PerSecond), l.o.Burst)
+		b = &bucket{tokens: float64(l.o.Burst), last: now}
 		l.buckets[key] = b
 	}
 	return b
@@ -93,11 +111,34 @@ func (l *Limiter) TakeN(key string, n int) Decision {
 	if l.Off() {
 		return Decision{Allowed: true}
 	}
+	d, _ := l.take(key, n)
+	return d
+}
+
+// Reserve spends one request of key's bucket, if it has one, like Take, and
+// returns refund, which gives the request back: for a request spent before
+// it is known to count (an overlapped authorization read that turns out to
+// refuse the caller). refund is a no-op after the first call or when the
+// request was not allowed.
+func (l *Limiter) Reserve(key string) (d Decision, refund func()) {
+	if l.Off() {
+		return Decision{Allowed: true}, func() {}
+	}
+	return l.take(key, 1)
+}
+
+func (l *Limiter) take(key string, n int) (Decision, func()) {
 	n = min(max(n, 1), l.o.Burst)
-	b := l.bucket(key)
 	now := l.o.Now()
-	allowed := b.AllowN(now, n)
-	tokens := b.TokensAt(now)
+	b := l.bucket(key, now)
+	b.mu.Lock()
+	b.at(now, l.o.PerSecond, l.o.Burst)
+	allowed := b.tokens >= float64(n)
+	if allowed {
+		b.tokens -= float64(n)
+	}
+	tokens := b.tokens
+	b.mu.Unlock()
 	d := Decision{Allowed: allowed, Limit: int(math.Ceil(l.o.PerSecond)), Burst: l.o.Burst, Remaining: max(0, int(tokens)),
 		Reset: time.Duration((float64(l.o.Burst) - tokens) / l.o.PerSecond * float64(time.Second))}
 	if tokens < float64(n) && !allowed {
@@ -105,8 +146,22 @@ func (l *Limiter) TakeN(key string, n int) Decision {
 	} else if tokens < 1 {
 		d.RetryAfter = time.Duration((1 - tokens) / l.o.PerSecond * float64(time.Second))
 	}
-	return d
+	if !allowed {
+		return d, func() {}
+	}
+	var once sync.Once
+	return d, func() {
+		once.Do(func() {
+			b.mu.Lock()
+			defer b.mu.Unlock()
+			b.at(l.o.Now(), l.o.PerSecond, l.o.Burst)
+			b.tokens = min(float64(l.o.Burst), b.tokens+float64(n))
+		})
+	}
 }
+
+// Burst is the bucket's size.
+func (l *Limiter) Burst() int { return l.o.Burst }
 
 // Rate is the sustained rate, in requests per second.
 func (l *Limiter) Rate() float64 { return l.o.PerSecond }

@@ -62,3 +62,25 @@ func TestLimiter(t *testing.T) {
 		}
 	})
 }
+
+func TestReserveRefund(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	l := ratelimit.New(ratelimit.Options{PerSecond: 1, Burst: 2, Now: func() time.Time { return now }})
+	d1, refund1 := l.Reserve("org:a")
+	d2, _ := l.Reserve("org:a")
+	if !d1.Allowed || !d2.Allowed {
+		t.Fatalf("the first two of a burst of 2: %+v %+v", d1, d2)
+	}
+	if d, _ := l.Reserve("org:a"); d.Allowed {
+		t.Fatalf("a third at once: allowed (%+v)", d)
+	}
+	now = now.Add(10 * time.Millisecond) // the refund comes later than the spend
+	refund1()
+	refund1() // a second refund gives nothing more back
+	if d := l.Take("org:a"); !d.Allowed {
+		t.Fatalf("after a refund: refused (%+v)", d)
+	}
+	if d := l.Take("org:a"); d.Allowed {
+		t.Fatalf("the refund was given twice: %+v", d)
+	}
+}
