@@ -3,8 +3,10 @@ package dynamotest
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -18,6 +20,9 @@ type Op struct {
 	Consistent bool   // ConsistentRead was requested
 	Descending bool   // a Query with ScanIndexForward=false
 	Items      int    // keys of a BatchGetItem, items of a TransactWriteItems
+	// Start and End bound the call, retries included: calls whose spans
+	// overlap were in flight together (one round trip; see Trips).
+	Start, End time.Time
 }
 
 func (o Op) String() string {
@@ -40,14 +45,73 @@ func (o Op) String() string {
 type Recorder struct {
 	mu  sync.Mutex
 	ops []Op
+	// rendezvous, when armed, holds the next calls until want of them
+	// have arrived (or until its deadline): a test's proof that they are
+	// in flight together, whatever the scheduler does.
+	rv *rendezvous
+}
+
+type rendezvous struct {
+	want, arrived int
+	all           chan struct{}
+	deadline      time.Duration
+	missed        bool
+}
+
+// Rendezvous arms the recorder: the next n calls each wait, before they
+// reach DynamoDB, until all n have arrived, or until timeout has passed since
+// the first of them. Calls after the n-th pass. RendezvousMet says whether
+// the n met.
+func (r *Recorder) Rendezvous(n int, timeout time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.rv = &rendezvous{want: n, all: make(chan struct{}), deadline: timeout}
+}
+
+// RendezvousMet reports whether the armed rendezvous saw all its calls in
+// flight together (false if none was armed or it timed out).
+func (r *Recorder) RendezvousMet() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.rv != nil && r.rv.arrived >= r.rv.want && !r.rv.missed
+}
+
+// wait holds a call at the armed rendezvous, if it is one of its n.
+func (r *Recorder) wait(ctx context.Context) {
+	r.mu.Lock()
+	rv := r.rv
+	if rv == nil || rv.arrived >= rv.want {
+		r.mu.Unlock()
+		return
+	}
+	rv.arrived++
+	if rv.arrived == rv.want {
+		close(rv.all)
+	}
+	r.mu.Unlock()
+	t := time.NewTimer(rv.deadline)
+	defer t.Stop()
+	select {
+	case <-rv.all:
+	case <-t.C:
+		r.mu.Lock()
+		rv.missed = true
+		r.mu.Unlock()
+	case <-ctx.Done():
+	}
 }
 
 // Middleware is the smithy API option that feeds the recorder.
 func (r *Recorder) Middleware(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("dynamotest.Recorder",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			r.add(describe(middleware.GetOperationName(ctx), in.Parameters))
-			return next.HandleInitialize(ctx, in)
+			op := describe(middleware.GetOperationName(ctx), in.Parameters)
+			op.Start = time.Now()
+			i := r.add(op)
+			r.wait(ctx)
+			out, md, err := next.HandleInitialize(ctx, in)
+			r.finish(i, time.Now())
+			return out, md, err
 		}), middleware.After)
 }
 
@@ -74,17 +138,62 @@ func describe(name string, params any) Op {
 	return op
 }
 
-func (r *Recorder) add(op Op) {
+func (r *Recorder) add(op Op) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ops = append(r.ops, op)
+	return len(r.ops) - 1
 }
 
-// Reset forgets what was recorded.
+// finish sets the end of call i, unless a Reset forgot it meanwhile.
+func (r *Recorder) finish(i int, end time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if i < len(r.ops) && r.ops[i].End.IsZero() && !end.Before(r.ops[i].Start) {
+		r.ops[i].End = end
+	}
+}
+
+// Reset forgets what was recorded and disarms the rendezvous.
 func (r *Recorder) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.ops = nil
+	r.ops, r.rv = nil, nil
+}
+
+// Trips renders the recorded calls as round trips, in order: a call that
+// starts while another is in flight joins its round trip (written
+// "A ‖ B", names sorted); a call that starts after every call before it
+// has ended begins the next one, e.g.
+// "BatchGetItem+consistent ‖ Query, BatchGetItem".
+func (r *Recorder) Trips() string {
+	ops := r.Ops()
+	slices.SortStableFunc(ops, func(a, b Op) int { return a.Start.Compare(b.Start) })
+	var trips []string
+	var group []string
+	var end time.Time
+	flush := func() {
+		slices.Sort(group)
+		trips = append(trips, strings.Join(group, " ‖ "))
+		group = nil
+	}
+	for _, o := range ops {
+		oend := o.End
+		if oend.IsZero() { // still in flight
+			oend = time.Now()
+		}
+		if len(group) > 0 && !o.Start.Before(end) {
+			flush()
+		}
+		group = append(group, o.String())
+		if oend.After(end) {
+			end = oend
+		}
+	}
+	if len(group) > 0 {
+		flush()
+	}
+	return strings.Join(trips, ", ")
 }
 
 // Ops returns a copy of what was recorded since the last Reset.

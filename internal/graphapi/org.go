@@ -50,7 +50,7 @@ func (s *Server) getOrg(ctx context.Context, orgID string) (*Org, error) {
 	for _, f := range graphql.CollectFieldsCtx(ctx, nil) {
 		if slices.Contains(orgItemFields, f.Name) {
 			o.Org, err = do(ctx, state(ctx), func() (org.Org, error) {
-				got, _, err := s.d.Orgs.GetOrg(ctx, p, false)
+				got, _, err := s.d.Orgs.GetOrg(ctx, authz.Known(p), false)
 				return got, err
 			})
 			if err != nil {
@@ -65,7 +65,9 @@ func (s *Server) getOrg(ctx context.Context, orgID string) (*Org, error) {
 // Users resolves Org.users (GET /v1/orgs/{orgId}/users).
 func (r orgResolver) Users(ctx context.Context, obj *Org, first *int, after *string) (*OrgUserConnection, error) {
 	nodes, pi, err := connection(ctx, obj.p.OrgID, "listOrgUsers", first, after,
-		func(pr page.Request) (page.Result[org.User], error) { return r.s.d.Orgs.ListOrgUsers(ctx, obj.p, pr) },
+		func(pr page.Request) (page.Result[org.User], error) {
+			return r.s.d.Orgs.ListOrgUsers(ctx, authz.Known(obj.p), pr)
+		},
 		func(u org.User) *OrgUser { return &OrgUser{User: u, p: obj.p} })
 	if err != nil {
 		return nil, err
@@ -75,7 +77,7 @@ func (r orgResolver) Users(ctx context.Context, obj *Org, first *int, after *str
 
 // User resolves Org.user (GET /v1/orgs/{orgId}/users/{userId}).
 func (r orgResolver) User(ctx context.Context, obj *Org, id string) (*OrgUser, error) {
-	u, err := do(ctx, state(ctx), func() (org.User, error) { return r.s.d.Orgs.GetOrgUser(ctx, obj.p, id) })
+	u, err := do(ctx, state(ctx), func() (org.User, error) { return r.s.d.Orgs.GetOrgUser(ctx, authz.Known(obj.p), id) })
 	if err != nil {
 		return nil, err
 	}

@@ -44,7 +44,7 @@ func (r orgResolver) Tickets(ctx context.Context, obj *Org, status *ticket.Statu
 			return nil, unserved(append([]string{"requesterId"}, bad...)...)
 		}
 		return r.s.tickets(ctx, obj.p, "listUserTickets:"+*requesterID, first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
-			res, _, err := r.s.d.Tickets.ListUserTickets(ctx, obj.p, *requesterID, false, ticket.Expand{}, pr)
+			res, _, err := r.s.d.Tickets.ListUserTickets(ctx, authz.Known(obj.p), *requesterID, false, ticket.Expand{}, pr)
 			return res, err
 		})
 	}
@@ -60,7 +60,7 @@ func (r orgResolver) Tickets(ctx context.Context, obj *Org, status *ticket.Statu
 	}
 	listing := fmt.Sprintf("listTickets:%s:%s:%s:%t", f.Status, f.Priority, f.AssigneeID, f.Oldest) // the REST listing's
 	return r.s.tickets(ctx, obj.p, listing, first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
-		return r.s.d.Tickets.ListTickets(ctx, obj.p, f, ticket.Expand{}, pr)
+		return r.s.d.Tickets.ListTickets(ctx, authz.Known(obj.p), f, ticket.Expand{}, pr)
 	})
 }
 
@@ -72,7 +72,7 @@ func unserved(names ...string) error {
 // Ticket resolves Org.ticket (GET /v1/orgs/{orgId}/tickets/{ticketId}).
 func (r orgResolver) Ticket(ctx context.Context, obj *Org, id string) (*Ticket, error) {
 	t, err := do(ctx, state(ctx), func() (ticket.Ticket, error) {
-		t, _, err := r.s.d.Tickets.GetTicket(ctx, obj.p, id, false, ticket.Expand{})
+		t, _, err := r.s.d.Tickets.GetTicket(ctx, authz.Known(obj.p), id, false, ticket.Expand{})
 		return t, err
 	})
 	if err != nil {
@@ -85,7 +85,7 @@ func (r orgResolver) Ticket(ctx context.Context, obj *Org, id string) (*Ticket, 
 // /v1/orgs/{orgId}/users/{userId}/assigned-tickets).
 func (r orgUserResolver) AssignedTickets(ctx context.Context, obj *OrgUser, first *int, after *string) (*TicketConnection, error) {
 	return r.s.tickets(ctx, obj.p, "listAssignedTickets:"+obj.UserID, first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
-		return r.s.d.Tickets.ListAssignedTickets(ctx, obj.p, obj.UserID, ticket.Expand{}, pr)
+		return r.s.d.Tickets.ListAssignedTickets(ctx, authz.Known(obj.p), obj.UserID, ticket.Expand{}, pr)
 	})
 }
 
@@ -96,7 +96,7 @@ func (s *Server) teamTickets(ctx context.Context, p authz.Principal, teamID stri
 		st = *status
 	}
 	return s.tickets(ctx, p, "listTeamTickets:"+teamID+":"+string(st), first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
-		return s.d.Tickets.ListTeamTickets(ctx, p, teamID, st, ticket.Expand{}, pr)
+		return s.d.Tickets.ListTeamTickets(ctx, authz.Known(p), teamID, st, ticket.Expand{}, pr)
 	})
 }
 
@@ -181,7 +181,7 @@ func (r mutationResolver) CreateTicket(ctx context.Context, orgID string, input 
 	t, err := withKey(ctx, r.s, p, "createTicket", idempotencyKey, in,
 		func(id string) (ticket.Ticket, error) { in.ID = id; return r.s.d.Tickets.CreateTicket(ctx, p, in) },
 		func(id string) (ticket.Ticket, error) {
-			t, _, err := r.s.d.Tickets.GetTicket(ctx, p, id, false, ticket.Expand{})
+			t, _, err := r.s.d.Tickets.GetTicket(ctx, authz.Known(p), id, false, ticket.Expand{})
 			return t, err
 		})
 	if err != nil {

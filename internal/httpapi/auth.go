@@ -60,8 +60,15 @@ var errNoOrg = errs.E(errs.NotFound, "org_not_found", "organization not found")
 
 // AuthorizeOrg loads the caller's role in the org named by the route's
 // :orgId with ONE consistent BatchGetItem (the org item and the caller's
-// OrgUser edge), and stores the Principal in the request context. Routes
-// without :orgId pass through. The ID is validated before any key is built.
+// OrgUser edge). Routes without :orgId pass through. The ID is validated
+// before any key is built.
+//
+// A write waits for the read and finds the Principal in the request
+// context. A GET does not wait: the read runs in the background and the
+// request context carries an authz.Pending, so the handler's own first read
+// (keyed by the same org) goes out beside it, one round trip instead of
+// two; the service decides before it returns anything (authz.Overlap), and
+// the request does not end before the authorization read has.
 //
 // readTimeout, when positive, bounds the authorization read on its own: a
 // route with a longer deadline (the offboarding DELETE) gives it only to
@@ -88,21 +95,46 @@ func AuthorizeOrg(roles AccessReader, readTimeout time.Duration) echo.Middleware
 				rctx, cancel = context.WithTimeout(rctx, readTimeout)
 				defer cancel()
 			}
-			a, err := roles.OrgAccess(rctx, orgID, id.UserID)
-			if errs.Is(err, errs.NotFound) {
-				return errNoOrg
-			}
-			if err != nil {
-				return err
-			}
 			// An org being offboarded exists for nobody, from the moment it
 			// started, except that its owners may repeat the DELETE and
 			// read its progress.
-			if (a.OrgDeleting || a.EdgeDeleting) && !(offboardingRoutes[c.Path()] == req.Method && a.Role == authz.Owner) {
-				return errNoOrg
+			offboarding := offboardingRoutes[c.Path()] == req.Method
+			decide := func() (authz.Principal, error) {
+				a, err := roles.OrgAccess(rctx, orgID, id.UserID)
+				if errs.Is(err, errs.NotFound) {
+					return authz.Principal{}, errNoOrg
+				}
+				if err != nil {
+					return authz.Principal{}, err
+				}
+				if (a.OrgDeleting || a.EdgeDeleting) && !(offboarding && a.Role == authz.Owner) {
+					return authz.Principal{}, errNoOrg
+				}
+				return authz.Principal{Identity: id, OrgID: orgID, OrgRole: a.Role}, nil
 			}
-			p := authz.Principal{Identity: id, OrgID: orgID, OrgRole: a.Role}
-			c.SetRequest(req.WithContext(WithPrincipal(req.Context(), p)))
+			if req.Method != http.MethodGet {
+				p, err := decide()
+				if err != nil {
+					return err
+				}
+				c.SetRequest(req.WithContext(WithPrincipal(req.Context(), p)))
+				return next(c)
+			}
+			var (
+				p    authz.Principal
+				perr error
+				done = make(chan struct{})
+			)
+			go func() {
+				defer close(done)
+				p, perr = decide()
+			}()
+			defer func() { <-done }()
+			pend := authz.NewPending(id, orgID, func() (authz.Principal, error) {
+				<-done
+				return p, perr
+			})
+			c.SetRequest(req.WithContext(withPending(req.Context(), pend)))
 			return next(c)
 		}
 	}

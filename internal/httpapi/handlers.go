@@ -30,12 +30,28 @@ var _ oapi.StrictServerInterface = (*handlers)(nil)
 
 var errNoPrincipal = errs.E(errs.Internal, "no_principal", "route has no org principal")
 
+// principal is the caller in the route's org, once the authorization read
+// has answered.
 func principal(ctx context.Context) (authz.Principal, error) {
-	p, ok := PrincipalFrom(ctx)
-	if !ok {
-		return p, errNoPrincipal
+	if p, ok := PrincipalFrom(ctx); ok {
+		return p, nil
 	}
-	return p, nil
+	if p, ok := pendingFrom(ctx); ok {
+		return p.Await()
+	}
+	return authz.Principal{}, errNoPrincipal
+}
+
+// pending is the caller in the route's org, decided or not yet: for a
+// service method that overlaps its first read with the authorization read.
+func pending(ctx context.Context) (authz.Pending, error) {
+	if p, ok := pendingFrom(ctx); ok {
+		return p, nil
+	}
+	if p, ok := PrincipalFrom(ctx); ok {
+		return authz.Known(p), nil
+	}
+	return authz.Pending{}, errNoPrincipal
 }
 
 func identity(ctx context.Context) (authz.Identity, error) {

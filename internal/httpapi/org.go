@@ -62,7 +62,7 @@ func (h *handlers) CreateOrg(ctx context.Context, req oapi.CreateOrgRequestObjec
 
 // GetOrg serves GET /v1/orgs/{orgId}.
 func (h *handlers) GetOrg(ctx context.Context, req oapi.GetOrgRequestObject) (oapi.GetOrgResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -141,7 +141,7 @@ func toOffboarding(j deletion.Job) oapi.Offboarding {
 
 // ListOrgUsers serves GET /v1/orgs/{orgId}/users.
 func (h *handlers) ListOrgUsers(ctx context.Context, req oapi.ListOrgUsersRequestObject) (oapi.ListOrgUsersResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func (h *handlers) AddOrgUser(ctx context.Context, req oapi.AddOrgUserRequestObj
 
 // GetOrgUser serves GET /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) GetOrgUser(ctx context.Context, req oapi.GetOrgUserRequestObject) (oapi.GetOrgUserResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}

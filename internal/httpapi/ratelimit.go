@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 )
@@ -55,20 +57,65 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 			if !ok {
 				return next(c)
 			}
-			d := l.Take(key(c, id.UserID))
-			h := c.Response().Header()
-			window := max(1, int(math.Ceil(float64(d.Burst)/l.Rate())))
-			h.Add("RateLimit-Policy", fmt.Sprintf("%q;q=%d;w=%d", policy, d.Burst, window))
-			t := int(math.Ceil(d.Reset.Seconds()))
-			if !d.Allowed || d.Remaining == 0 {
-				t = max(1, int(math.Ceil(d.RetryAfter.Seconds())))
+			// A GET whose authorization read is in flight reserves its
+			// token now, so that a refused request never makes its own
+			// read, and gives it back if the read refuses the caller:
+			// only the org's members spend its quota, and a stranger's
+			// 404 carries none of the org's RateLimit fields.
+			if p, ok := pendingFrom(c.Request().Context()); ok {
+				d, refund := l.Reserve(key(c, id.UserID))
+				if !d.Allowed {
+					if _, err := p.Await(); err != nil {
+						return err
+					}
+					return rateLimited(c, l, refused, policy, d)
+				}
+				var (
+					once sync.Once
+					pr   authz.Principal
+					err  error
+				)
+				gated := authz.NewPending(p.Identity, p.OrgID, func() (authz.Principal, error) {
+					once.Do(func() {
+						if pr, err = p.Await(); err != nil {
+							refund()
+							return
+						}
+						_ = rateLimited(c, l, refused, policy, d)
+					})
+					return pr, err
+				})
+				c.SetRequest(c.Request().WithContext(withPending(c.Request().Context(), gated)))
+				defer gated.Await() //nolint:errcheck // settles the reservation of a handler that never asked
+				return next(c)
 			}
-			h.Add("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", policy, d.Remaining, t))
-			if !d.Allowed {
-				h.Set("Retry-After", strconv.Itoa(t))
-				return refused
+			if err := take(c, l, refused, policy, key(c, id.UserID)); err != nil {
+				return err
 			}
 			return next(c)
 		}
 	}
+}
+
+// take spends a token of bucket and writes the RateLimit header fields.
+func take(c echo.Context, l *ratelimit.Limiter, refused error, policy, bucket string) error {
+	return rateLimited(c, l, refused, policy, l.Take(bucket))
+}
+
+// rateLimited writes the RateLimit header fields of d and returns refused
+// if d did not allow the request.
+func rateLimited(c echo.Context, l *ratelimit.Limiter, refused error, policy string, d ratelimit.Decision) error {
+	h := c.Response().Header()
+	window := max(1, int(math.Ceil(float64(d.Burst)/l.Rate())))
+	h.Add("RateLimit-Policy", fmt.Sprintf("%q;q=%d;w=%d", policy, d.Burst, window))
+	t := int(math.Ceil(d.Reset.Seconds()))
+	if !d.Allowed || d.Remaining == 0 {
+		t = max(1, int(math.Ceil(d.RetryAfter.Seconds())))
+	}
+	h.Add("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", policy, d.Remaining, t))
+	if !d.Allowed {
+		h.Set("Retry-After", strconv.Itoa(t))
+		return refused
+	}
+	return nil
 }

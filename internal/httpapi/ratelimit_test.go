@@ -222,8 +222,11 @@ func TestCallerRateLimit(t *testing.T) {
 	if n404+n429 != 320 || n429 == 0 || n404 > allowed {
 		t.Errorf("320 requests on foreign orgs in %v: %s; want at most %d x 404 and the rest 429", elapsed.Round(time.Millisecond), &counts, allowed)
 	}
-	if calls > allowed || calls != n404 {
-		t.Errorf("DynamoDB calls: %d (%d x 404); want one authorization read per 404, at most %d", calls, n404, allowed)
+	// A GET's own first read goes out beside the authorization read (and
+	// an empty listing reads its parent): at most 3 calls per 404, none
+	// per 429 (the caller's limit is spent before either read).
+	if calls > 3*allowed || calls < n404 || calls > 3*n404 {
+		t.Errorf("DynamoDB calls: %d (%d x 404); want 1 to 3 per 404, at most %d", calls, n404, 3*allowed)
 	}
 	for _, r := range limited[:min(len(limited), 3)] {
 		if c := problemCode(r.Body); c != "rate_limited" {

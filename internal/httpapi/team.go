@@ -10,7 +10,7 @@ import (
 
 // ListTeams serves GET /v1/orgs/{orgId}/teams.
 func (h *handlers) ListTeams(ctx context.Context, req oapi.ListTeamsRequestObject) (oapi.ListTeamsResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (h *handlers) CreateTeam(ctx context.Context, req oapi.CreateTeamRequestObj
 
 // GetTeam serves GET /v1/orgs/{orgId}/teams/{teamId} (AP4 with ?include=members).
 func (h *handlers) GetTeam(ctx context.Context, req oapi.GetTeamRequestObject) (oapi.GetTeamResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -100,7 +100,7 @@ func (h *handlers) DeleteTeam(ctx context.Context, req oapi.DeleteTeamRequestObj
 
 // ListTeamMembers serves GET /v1/orgs/{orgId}/teams/{teamId}/members (AP1).
 func (h *handlers) ListTeamMembers(ctx context.Context, req oapi.ListTeamMembersRequestObject) (oapi.ListTeamMembersResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func (h *handlers) ListTeamMembers(ctx context.Context, req oapi.ListTeamMembers
 
 // GetTeamMember serves GET /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (AP3).
 func (h *handlers) GetTeamMember(ctx context.Context, req oapi.GetTeamMemberRequestObject) (oapi.GetTeamMemberResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (h *handlers) RemoveTeamMember(ctx context.Context, req oapi.RemoveTeamMemb
 
 // ListUserTeams serves GET /v1/orgs/{orgId}/users/{userId}/teams (AP2).
 func (h *handlers) ListUserTeams(ctx context.Context, req oapi.ListUserTeamsRequestObject) (oapi.ListUserTeamsResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}

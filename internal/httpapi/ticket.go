@@ -12,7 +12,7 @@ import (
 
 // ListTickets serves GET /v1/orgs/{orgId}/tickets.
 func (h *handlers) ListTickets(ctx context.Context, req oapi.ListTicketsRequestObject) (oapi.ListTicketsResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -61,7 +61,7 @@ func (h *handlers) CreateTicket(ctx context.Context, req oapi.CreateTicketReques
 
 // GetTicket serves GET /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) GetTicket(ctx context.Context, req oapi.GetTicketRequestObject) (oapi.GetTicketResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -125,7 +125,7 @@ func (h *handlers) DeleteTicket(ctx context.Context, req oapi.DeleteTicketReques
 
 // ListTeamTickets serves GET /v1/orgs/{orgId}/teams/{teamId}/tickets.
 func (h *handlers) ListTeamTickets(ctx context.Context, req oapi.ListTeamTicketsRequestObject) (oapi.ListTeamTicketsResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -143,7 +143,7 @@ func (h *handlers) ListTeamTickets(ctx context.Context, req oapi.ListTeamTickets
 
 // ListUserTickets serves GET /v1/orgs/{orgId}/users/{userId}/tickets.
 func (h *handlers) ListUserTickets(ctx context.Context, req oapi.ListUserTicketsRequestObject) (oapi.ListUserTicketsResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +168,7 @@ func (h *handlers) ListUserTickets(ctx context.Context, req oapi.ListUserTickets
 
 // ListAssignedTickets serves GET /v1/orgs/{orgId}/users/{userId}/assigned-tickets.
 func (h *handlers) ListAssignedTickets(ctx context.Context, req oapi.ListAssignedTicketsRequestObject) (oapi.ListAssignedTicketsResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -185,7 +185,7 @@ func (h *handlers) ListAssignedTickets(ctx context.Context, req oapi.ListAssigne
 
 // ListComments serves GET /v1/orgs/{orgId}/tickets/{ticketId}/comments.
 func (h *handlers) ListComments(ctx context.Context, req oapi.ListCommentsRequestObject) (oapi.ListCommentsResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -3,11 +3,13 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/MicahParks/keyfunc/v3"
@@ -32,6 +34,67 @@ type VerifierConfig struct {
 type Verifier struct {
 	parser  *jwt.Parser
 	keyFunc jwt.Keyfunc
+	now     func() time.Time
+	cache   tokenCache
+}
+
+// MaxCachedTokens bounds the verified-token cache: at most this many
+// entries of a SHA-256 and an Identity (well under 1 MiB).
+const MaxCachedTokens = 4096
+
+// tokenCache remembers tokens that verified, until their exp: a client
+// sends the same token with each request, and verifying it again (parse,
+// HMAC or signature, the duplicate-key check) is most of what
+// authentication costs. Only a token that verified is kept, so a caller
+// without a valid token cannot grow it; a JWKS key removed before a
+// token's exp still admits that token until exp.
+type tokenCache struct {
+	mu sync.Mutex
+	m  map[[sha256.Size]byte]cachedToken
+}
+
+type cachedToken struct {
+	id    authz.Identity
+	until time.Time
+}
+
+func (c *tokenCache) get(k [sha256.Size]byte, now time.Time) (authz.Identity, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[k]
+	if !ok || !now.Before(e.until) {
+		return authz.Identity{}, false
+	}
+	return e.id, true
+}
+
+func (c *tokenCache) put(k [sha256.Size]byte, e cachedToken, now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[[sha256.Size]byte]cachedToken{}
+	}
+	if len(c.m) >= MaxCachedTokens {
+		for k, old := range c.m { // expired ones first
+			if !now.Before(old.until) {
+				delete(c.m, k)
+			}
+		}
+		for k := range c.m { // then any (map order is random)
+			if len(c.m) < MaxCachedTokens {
+				break
+			}
+			delete(c.m, k)
+		}
+	}
+	c.m[k] = e
+}
+
+// CachedTokens is how many verified tokens the cache holds.
+func (v *Verifier) CachedTokens() int {
+	v.cache.mu.Lock()
+	defer v.cache.mu.Unlock()
+	return len(v.cache.m)
 }
 
 // Claims are the token claims tenantd reads.
@@ -82,7 +145,10 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 	if cfg.Audience != "" {
 		opts = append(opts, jwt.WithAudience(cfg.Audience))
 	}
-	v := &Verifier{}
+	v := &Verifier{now: time.Now}
+	if cfg.Now != nil {
+		v.now = cfg.Now
+	}
 	switch {
 	case cfg.HS256Secret != "" && cfg.JWKSURL != "":
 		return nil, errors.New("auth: set either AUTH_HS256_SECRET or AUTH_JWKS_URL, not both")
@@ -119,15 +185,30 @@ func (v *Verifier) Verify(raw string) (authz.Identity, error) {
 	if raw == "" || len(raw) > MaxTokenLen || strings.Count(raw, ".") != 2 {
 		return authz.Identity{}, errToken
 	}
+	key := sha256.Sum256([]byte(raw))
+	if id, ok := v.cache.get(key, v.now()); ok {
+		return id, nil
+	}
+	id, exp, err := v.verify(raw)
+	if err != nil {
+		return authz.Identity{}, err
+	}
+	v.cache.put(key, cachedToken{id: id, until: exp}, v.now())
+	return id, nil
+}
+
+// verify checks a raw token and returns the caller's identity and the
+// token's exp (required: the parser refuses a token without one).
+func (v *Verifier) verify(raw string) (authz.Identity, time.Time, error) {
 	var c Claims
 	tok, err := v.parser.ParseWithClaims(raw, &c, v.keyFunc)
 	if err != nil {
-		return authz.Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message, Err: err}
+		return authz.Identity{}, time.Time{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message, Err: err}
 	}
 	if _, ok := tok.Header["crit"]; ok {
 		// RFC 7515 4.1.11: extensions we do not understand must be refused,
 		// and we understand none.
-		return authz.Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message,
+		return authz.Identity{}, time.Time{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message,
 			Err: errors.New("crit header")}
 	}
 	// A verified token whose header or claims name a key twice is refused:
@@ -139,15 +220,15 @@ func (v *Verifier) Verify(raw string) (authz.Identity, error) {
 			err = checkJSON(b)
 		}
 		if err != nil {
-			return authz.Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message,
+			return authz.Identity{}, time.Time{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message,
 				Err: fmt.Errorf("token segment: %w", err)}
 		}
 	}
 	if !ids.ValidUser(c.Subject) {
-		return authz.Identity{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message,
+		return authz.Identity{}, time.Time{}, &errs.Error{Kind: errs.Unauthenticated, Code: errToken.Code, Message: errToken.Message,
 			Err: errors.New("sub is not a valid user ID")}
 	}
-	return authz.Identity{UserID: c.Subject, Email: c.Email, EmailUnverified: c.EmailVerified != nil && !*c.EmailVerified, Name: c.Name}, nil
+	return authz.Identity{UserID: c.Subject, Email: c.Email, EmailUnverified: c.EmailVerified != nil && !*c.EmailVerified, Name: c.Name}, c.ExpiresAt.Time, nil
 }
 
 // MintHS256 signs a token for dev use and tests.
@@ -177,5 +258,18 @@ func WithPrincipal(ctx context.Context, p authz.Principal) context.Context {
 // PrincipalFrom returns the principal stored by WithPrincipal.
 func PrincipalFrom(ctx context.Context) (authz.Principal, bool) {
 	p, ok := ctx.Value(principalKey{}).(authz.Principal)
+	return p, ok
+}
+
+type pendingKey struct{}
+
+// withPending stores the caller in an org whose authorization read is in
+// flight (a GET; see AuthorizeOrg).
+func withPending(ctx context.Context, p authz.Pending) context.Context {
+	return context.WithValue(ctx, pendingKey{}, p)
+}
+
+func pendingFrom(ctx context.Context) (authz.Pending, bool) {
+	p, ok := ctx.Value(pendingKey{}).(authz.Pending)
 	return p, ok
 }

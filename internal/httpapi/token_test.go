@@ -428,3 +428,66 @@ func TestJWTNumericDates(t *testing.T) {
 		}
 	}
 }
+
+// TestVerifiedTokenCache: a token that verified is remembered until its
+// exp and never after it; the cache holds at most MaxCachedTokens; a token
+// that does not verify is never kept.
+func TestVerifiedTokenCache(t *testing.T) {
+	const secret = "cache-test-secret-0123456789abcdef"
+	now := time.Unix(2_000_000_000, 0)
+	clock := func() time.Time { return now }
+	v, err := httpapi.NewVerifier(bg, httpapi.VerifierConfig{HS256Secret: secret, Now: clock})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mint := func(sub string, exp time.Time) string {
+		tok, err := httpapi.MintHS256(secret, httpapi.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: sub,
+			IssuedAt: jwt.NewNumericDate(now.Add(-time.Minute)), ExpiresAt: jwt.NewNumericDate(exp)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	tok := mint("u_cached", now.Add(time.Minute))
+	for range 3 {
+		if id, err := v.Verify(tok); err != nil || id.UserID != "u_cached" {
+			t.Fatalf("Verify: %+v, %v", id, err)
+		}
+	}
+	if n := v.CachedTokens(); n != 1 {
+		t.Errorf("cached tokens: %d, want 1", n)
+	}
+	t.Run("ErrExpiredWhileCached", func(t *testing.T) {
+		saved := now
+		defer func() { now = saved }()
+		now = now.Add(time.Minute) // exp: no longer valid, cached or not
+		if _, err := v.Verify(tok); err == nil {
+			t.Error("a cached token was accepted at its exp")
+		}
+	})
+	t.Run("ErrBadTokensNotKept", func(t *testing.T) {
+		before := v.CachedTokens()
+		bad := tok[:len(tok)-2] + "xx"
+		for range 10 {
+			if _, err := v.Verify(bad); err == nil {
+				t.Fatal("a token with a bad signature verified")
+			}
+		}
+		if _, err := v.Verify(mint("u_expired", now.Add(-time.Second))); err == nil {
+			t.Fatal("an expired token verified")
+		}
+		if n := v.CachedTokens(); n != before {
+			t.Errorf("cached tokens: %d after bad tokens, want %d", n, before)
+		}
+	})
+	t.Run("Bounded", func(t *testing.T) {
+		for i := range httpapi.MaxCachedTokens + 100 {
+			if _, err := v.Verify(mint(fmt.Sprintf("u_%d", i), now.Add(time.Hour))); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if n := v.CachedTokens(); n > httpapi.MaxCachedTokens {
+			t.Errorf("cached tokens: %d, want at most %d", n, httpapi.MaxCachedTokens)
+		}
+	})
+}

@@ -146,15 +146,22 @@ func (s *Service) ListOrgs(ctx context.Context, id authz.Identity, p page.Reques
 }
 
 // GetOrg reads the org; withUsers adds its first users from the same Query.
-func (s *Service) GetOrg(ctx context.Context, p authz.Principal, withUsers bool) (Org, []User, error) {
-	if err := authz.Authorize(p, authz.OrgRead, authz.Facts{}); err != nil {
+func (s *Service) GetOrg(ctx context.Context, p authz.Pending, withUsers bool) (Org, []User, error) {
+	var (
+		o     Org
+		users []User
+	)
+	if _, err := p.Overlap(authz.OrgRead, func() (err error) {
+		if withUsers {
+			o, users, err = s.store.GetOrgWithUsers(ctx, p.OrgID, page.MaxLimit)
+		} else {
+			o, err = s.store.GetOrg(ctx, p.OrgID)
+		}
+		return err
+	}); err != nil {
 		return Org{}, nil, err
 	}
-	if withUsers {
-		return s.store.GetOrgWithUsers(ctx, p.OrgID, page.MaxLimit)
-	}
-	o, err := s.store.GetOrg(ctx, p.OrgID)
-	return o, nil, err
+	return o, users, nil
 }
 
 // UpdateOrg renames the org (admin+).
@@ -284,19 +291,27 @@ func (s *Service) GetOffboarding(ctx context.Context, p authz.Principal) (deleti
 }
 
 // ListOrgUsers pages through the org's users.
-func (s *Service) ListOrgUsers(ctx context.Context, p authz.Principal, pr page.Request) (page.Result[User], error) {
-	if err := authz.Authorize(p, authz.UserRead, authz.Facts{}); err != nil {
+func (s *Service) ListOrgUsers(ctx context.Context, p authz.Pending, pr page.Request) (page.Result[User], error) {
+	var r page.Result[User]
+	if _, err := p.Overlap(authz.UserRead, func() (err error) {
+		r, err = s.store.ListOrgUsers(ctx, p.OrgID, pr)
+		return err
+	}); err != nil {
 		return page.Result[User]{}, err
 	}
-	return s.store.ListOrgUsers(ctx, p.OrgID, pr)
+	return r, nil
 }
 
 // GetOrgUser reads one of the org's users.
-func (s *Service) GetOrgUser(ctx context.Context, p authz.Principal, userID string) (User, error) {
-	if err := authz.Authorize(p, authz.UserRead, authz.Facts{}); err != nil {
+func (s *Service) GetOrgUser(ctx context.Context, p authz.Pending, userID string) (User, error) {
+	var u User
+	if _, err := p.Overlap(authz.UserRead, func() (err error) {
+		u, err = s.store.GetOrgUser(ctx, p.OrgID, userID)
+		return err
+	}); err != nil {
 		return User{}, err
 	}
-	return s.store.GetOrgUser(ctx, p.OrgID, userID)
+	return u, nil
 }
 
 // BatchGetOrgUsers reads many of the org's users at once (one BatchGetItem

@@ -95,23 +95,34 @@ func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, teamID, nam
 
 // GetTeam reads a team; withMembers adds its first members from the same
 // Query (AP4).
-func (s *Service) GetTeam(ctx context.Context, p authz.Principal, teamID string, withMembers bool) (Team, []Membership, error) {
-	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+func (s *Service) GetTeam(ctx context.Context, p authz.Pending, teamID string, withMembers bool) (Team, []Membership, error) {
+	var (
+		t  Team
+		ms []Membership
+	)
+	if _, err := p.Overlap(authz.TeamRead, func() (err error) {
+		if withMembers {
+			t, ms, err = s.store.GetTeamWithMembers(ctx, p.OrgID, teamID, page.MaxLimit)
+		} else {
+			t, err = s.store.GetTeam(ctx, p.OrgID, teamID)
+		}
+		return err
+	}); err != nil {
 		return Team{}, nil, err
 	}
-	if withMembers {
-		return s.store.GetTeamWithMembers(ctx, p.OrgID, teamID, page.MaxLimit)
-	}
-	t, err := s.store.GetTeam(ctx, p.OrgID, teamID)
-	return t, nil, err
+	return t, ms, nil
 }
 
 // ListTeams pages through the org's teams.
-func (s *Service) ListTeams(ctx context.Context, p authz.Principal, pr page.Request) (page.Result[Team], error) {
-	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+func (s *Service) ListTeams(ctx context.Context, p authz.Pending, pr page.Request) (page.Result[Team], error) {
+	var r page.Result[Team]
+	if _, err := p.Overlap(authz.TeamRead, func() (err error) {
+		r, err = s.store.ListTeams(ctx, p.OrgID, pr)
+		return err
+	}); err != nil {
 		return page.Result[Team]{}, err
 	}
-	return s.store.ListTeams(ctx, p.OrgID, pr)
+	return r, nil
 }
 
 // BatchGetTeams reads many of the org's teams at once (one BatchGetItem
@@ -191,13 +202,16 @@ func (s *Service) deleteTeam(ctx context.Context, p authz.Principal, teamID stri
 
 // ListTeamMembers pages through a team's members (AP1); withUsers embeds
 // each member's org user, read with one BatchGetItem for the page.
-func (s *Service) ListTeamMembers(ctx context.Context, p authz.Principal, teamID string, withUsers bool, pr page.Request) (page.Result[Membership], error) {
-	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+func (s *Service) ListTeamMembers(ctx context.Context, p authz.Pending, teamID string, withUsers bool, pr page.Request) (page.Result[Membership], error) {
+	var r page.Result[Membership]
+	if _, err := p.Overlap(authz.TeamRead, func() (err error) {
+		r, err = s.store.ListTeamMembers(ctx, p.OrgID, teamID, pr)
+		return err
+	}); err != nil {
 		return page.Result[Membership]{}, err
 	}
-	r, err := s.store.ListTeamMembers(ctx, p.OrgID, teamID, pr)
-	if err != nil || len(r.Items) == 0 || !withUsers {
-		return r, err
+	if len(r.Items) == 0 || !withUsers {
+		return r, nil
 	}
 	userIDs := make([]string, len(r.Items))
 	for i, m := range r.Items {
@@ -217,13 +231,16 @@ func (s *Service) ListTeamMembers(ctx context.Context, p authz.Principal, teamID
 
 // ListUserTeams pages through a user's teams in the org (AP2); withNames
 // fills TeamName with one BatchGetItem for the page.
-func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID string, withNames bool, pr page.Request) (page.Result[Membership], error) {
-	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+func (s *Service) ListUserTeams(ctx context.Context, p authz.Pending, userID string, withNames bool, pr page.Request) (page.Result[Membership], error) {
+	var r page.Result[Membership]
+	if _, err := p.Overlap(authz.TeamRead, func() (err error) {
+		r, err = s.store.ListUserTeams(ctx, p.OrgID, userID, pr)
+		return err
+	}); err != nil {
 		return page.Result[Membership]{}, err
 	}
-	r, err := s.store.ListUserTeams(ctx, p.OrgID, userID, pr)
-	if err != nil || len(r.Items) == 0 || !withNames {
-		return r, err
+	if len(r.Items) == 0 || !withNames {
+		return r, nil
 	}
 	teamIDs := make([]string, len(r.Items))
 	for i, m := range r.Items {
@@ -240,11 +257,15 @@ func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID s
 }
 
 // GetTeamMember reads one membership (AP3).
-func (s *Service) GetTeamMember(ctx context.Context, p authz.Principal, teamID, userID string) (Membership, error) {
-	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+func (s *Service) GetTeamMember(ctx context.Context, p authz.Pending, teamID, userID string) (Membership, error) {
+	var m Membership
+	if _, err := p.Overlap(authz.TeamRead, func() (err error) {
+		m, err = s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
+		return err
+	}); err != nil {
 		return Membership{}, err
 	}
-	return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
+	return m, nil
 }
 
 // PutTeamMember adds the user to the team with role, or changes their role.

@@ -148,20 +148,19 @@ func (s *Service) CreateTicket(ctx context.Context, p authz.Principal, in NewTic
 
 // GetTicket reads a ticket, expanding its users as asked; withComments adds
 // its first comments from the same Query.
-func (s *Service) GetTicket(ctx context.Context, p authz.Principal, ticketID string, withComments bool, x Expand) (Ticket, []Comment, error) {
-	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
-		return Ticket{}, nil, err
-	}
+func (s *Service) GetTicket(ctx context.Context, p authz.Pending, ticketID string, withComments bool, x Expand) (Ticket, []Comment, error) {
 	var (
 		t        Ticket
 		comments []Comment
-		err      error
 	)
-	if withComments {
-		t, comments, err = s.store.GetTicketWithComments(ctx, p.OrgID, ticketID, page.MaxLimit)
-	} else {
-		t, err = s.store.GetTicket(ctx, p.OrgID, ticketID)
-	}
+	_, err := p.Overlap(authz.TicketRead, func() (err error) {
+		if withComments {
+			t, comments, err = s.store.GetTicketWithComments(ctx, p.OrgID, ticketID, page.MaxLimit)
+		} else {
+			t, err = s.store.GetTicket(ctx, p.OrgID, ticketID)
+		}
+		return err
+	})
 	if err != nil {
 		return Ticket{}, nil, err
 	}
@@ -174,47 +173,57 @@ func (s *Service) GetTicket(ctx context.Context, p authz.Principal, ticketID str
 
 // ListTickets pages through the org's tickets newest first, optionally one
 // status, expanding their users as asked.
-func (s *Service) ListTickets(ctx context.Context, p authz.Principal, f Filter, x Expand, pr page.Request) (page.Result[Ticket], error) {
-	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
-		return page.Result[Ticket]{}, err
-	}
-	if err := checkStatus(f.Status); err != nil {
-		return page.Result[Ticket]{}, err
-	}
-	if f.Priority != "" && f.AssigneeID != "" {
-		return page.Result[Ticket]{}, ErrUnservedFilter
-	}
-	return s.expanded(ctx, p.OrgID, x)(s.store.ListTickets(ctx, p.OrgID, f, pr))
+func (s *Service) ListTickets(ctx context.Context, p authz.Pending, f Filter, x Expand, pr page.Request) (page.Result[Ticket], error) {
+	var r page.Result[Ticket]
+	_, err := p.Overlap(authz.TicketRead, func() (err error) {
+		if err := checkStatus(f.Status); err != nil {
+			return err
+		}
+		if f.Priority != "" && f.AssigneeID != "" {
+			return ErrUnservedFilter
+		}
+		r, err = s.store.ListTickets(ctx, p.OrgID, f, pr)
+		return err
+	})
+	return s.expanded(ctx, p.OrgID, x)(r, err)
 }
 
 // ListTeamTickets pages through a team's queue.
-func (s *Service) ListTeamTickets(ctx context.Context, p authz.Principal, teamID string, status Status, x Expand, pr page.Request) (page.Result[Ticket], error) {
-	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
-		return page.Result[Ticket]{}, err
-	}
-	if err := checkStatus(status); err != nil {
-		return page.Result[Ticket]{}, err
-	}
-	return s.expanded(ctx, p.OrgID, x)(s.store.ListTeamTickets(ctx, p.OrgID, teamID, status, pr))
+func (s *Service) ListTeamTickets(ctx context.Context, p authz.Pending, teamID string, status Status, x Expand, pr page.Request) (page.Result[Ticket], error) {
+	var r page.Result[Ticket]
+	_, err := p.Overlap(authz.TicketRead, func() (err error) {
+		if err := checkStatus(status); err != nil {
+			return err
+		}
+		r, err = s.store.ListTeamTickets(ctx, p.OrgID, teamID, status, pr)
+		return err
+	})
+	return s.expanded(ctx, p.OrgID, x)(r, err)
 }
 
 // ListAssignedTickets pages through the tickets assigned to a user.
-func (s *Service) ListAssignedTickets(ctx context.Context, p authz.Principal, userID string, x Expand, pr page.Request) (page.Result[Ticket], error) {
-	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
-		return page.Result[Ticket]{}, err
-	}
-	return s.expanded(ctx, p.OrgID, x)(s.store.ListAssignedTickets(ctx, p.OrgID, userID, pr))
+func (s *Service) ListAssignedTickets(ctx context.Context, p authz.Pending, userID string, x Expand, pr page.Request) (page.Result[Ticket], error) {
+	var r page.Result[Ticket]
+	_, err := p.Overlap(authz.TicketRead, func() (err error) {
+		r, err = s.store.ListAssignedTickets(ctx, p.OrgID, userID, pr)
+		return err
+	})
+	return s.expanded(ctx, p.OrgID, x)(r, err)
 }
 
 // ListUserTickets pages through the tickets a user requested, newest first;
 // withUser adds the user from the same Query (first page only).
-func (s *Service) ListUserTickets(ctx context.Context, p authz.Principal, userID string, withUser bool, x Expand, pr page.Request) (page.Result[Ticket], *org.User, error) {
-	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
-		return page.Result[Ticket]{}, nil, err
-	}
-	r, user, err := s.store.ListUserTickets(ctx, p.OrgID, userID, withUser, pr)
+func (s *Service) ListUserTickets(ctx context.Context, p authz.Pending, userID string, withUser bool, x Expand, pr page.Request) (page.Result[Ticket], *org.User, error) {
+	var (
+		r    page.Result[Ticket]
+		user *org.User
+	)
+	_, err := p.Overlap(authz.TicketRead, func() (err error) {
+		r, user, err = s.store.ListUserTickets(ctx, p.OrgID, userID, withUser, pr)
+		return err
+	})
 	if err != nil {
-		return r, nil, err
+		return page.Result[Ticket]{}, nil, err
 	}
 	if err := s.expand(ctx, p.OrgID, r.Items, x); err != nil {
 		return page.Result[Ticket]{}, nil, err
@@ -226,7 +235,7 @@ func (s *Service) ListUserTickets(ctx context.Context, p authz.Principal, userID
 func (s *Service) expanded(ctx context.Context, orgID string, x Expand) func(page.Result[Ticket], error) (page.Result[Ticket], error) {
 	return func(r page.Result[Ticket], err error) (page.Result[Ticket], error) {
 		if err != nil {
-			return r, err
+			return page.Result[Ticket]{}, err
 		}
 		if err := s.expand(ctx, orgID, r.Items, x); err != nil {
 			return page.Result[Ticket]{}, err
@@ -391,9 +400,13 @@ func (s *Service) CreateComment(ctx context.Context, p authz.Principal, ticketID
 }
 
 // ListComments pages through a ticket's comments, oldest first.
-func (s *Service) ListComments(ctx context.Context, p authz.Principal, ticketID string, pr page.Request) (page.Result[Comment], error) {
-	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
+func (s *Service) ListComments(ctx context.Context, p authz.Pending, ticketID string, pr page.Request) (page.Result[Comment], error) {
+	var r page.Result[Comment]
+	if _, err := p.Overlap(authz.TicketRead, func() (err error) {
+		r, err = s.store.ListComments(ctx, p.OrgID, ticketID, pr)
+		return err
+	}); err != nil {
 		return page.Result[Comment]{}, err
 	}
-	return s.store.ListComments(ctx, p.OrgID, ticketID, pr)
+	return r, nil
 }

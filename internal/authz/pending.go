@@ -1,0 +1,57 @@
+package authz
+
+import "github.com/tenantd/tenantd/internal/errs"
+
+var errNoDecision = errs.E(errs.Internal, "no_principal", "route has no org principal")
+
+// Pending is the caller in an org while the authorization read is in
+// flight: who calls and which org the route names are known, the role is
+// not yet. A read that needs no facts from its target runs beside the
+// authorization read (Overlap) instead of after it, so the request costs
+// one round trip to DynamoDB instead of two.
+type Pending struct {
+	Identity
+	OrgID string
+	await func() (Principal, error)
+}
+
+// NewPending returns the caller in orgID whose principal await returns:
+// it blocks until the authorization read has answered and may be called any
+// number of times, returning the same result.
+func NewPending(id Identity, orgID string, await func() (Principal, error)) Pending {
+	return Pending{Identity: id, OrgID: orgID, await: await}
+}
+
+// Known is a Pending whose principal is already decided.
+func Known(p Principal) Pending {
+	return Pending{Identity: p.Identity, OrgID: p.OrgID, await: func() (Principal, error) { return p, nil }}
+}
+
+// Await returns the principal once the authorization read has answered, or
+// the error that ends the request (the org does not exist for the caller,
+// DynamoDB is unavailable, the org's rate limit is spent).
+func (p Pending) Await() (Principal, error) {
+	if p.await == nil {
+		return Principal{}, errNoDecision
+	}
+	return p.await()
+}
+
+// Overlap runs read, the request's first DynamoDB read (keyed by p.OrgID,
+// which the route names), while p's authorization read is in flight; then
+// decides a, which needs no facts from what read reads. It returns read's
+// error only if the caller may do a: the authorization error wins, so
+// nothing of the target, not even whether it exists, reaches a caller who
+// may not read it; read keeps what it read in variables the caller uses
+// only when Overlap returns no error.
+func (p Pending) Overlap(a Action, read func() error) (Principal, error) {
+	rerr := read()
+	pr, err := p.Await()
+	if err != nil {
+		return Principal{}, err
+	}
+	if err := Authorize(pr, a, Facts{}); err != nil {
+		return Principal{}, err
+	}
+	return pr, rerr
+}
