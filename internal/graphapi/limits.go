@@ -8,6 +8,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/ticket"
@@ -105,4 +106,92 @@ func selectionDepth(set ast.SelectionSet, depth, limit int) int {
 		deepest = max(deepest, d)
 	}
 	return deepest
+}
+
+// expansionLimit refuses, before the document is validated, an operation
+// whose fields, with every fragment spread expanded, number more than max:
+// a fragment that spreads another twice, thirty times over, is a 1 KB
+// document of 2^30 fields, which validation, the depth limit and gqlgen's
+// complexity walk would each expand in full, for minutes, ignoring the
+// request's deadline. Here each fragment's size is computed once (linear in
+// the document) and the count stops at max. Documents that passed are
+// remembered (bounded LRU), so a repeated query is parsed once more, not
+// every time.
+type expansionLimit struct {
+	max, tokenLimit int
+	passed          graphql.Cache[struct{}]
+}
+
+var _ interface {
+	graphql.OperationParameterMutator
+	graphql.HandlerExtension
+} = (*expansionLimit)(nil)
+
+func (*expansionLimit) ExtensionName() string                   { return "ExpansionLimit" }
+func (*expansionLimit) Validate(graphql.ExecutableSchema) error { return nil }
+func (x *expansionLimit) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
+	if p.Query == "" {
+		return nil
+	}
+	if _, ok := x.passed.Get(ctx, p.Query); ok {
+		return nil
+	}
+	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: p.Query}, x.tokenLimit)
+	if err != nil {
+		return nil // the executor's own parse reports it
+	}
+	if n := expandedFields(doc, x.max); n > x.max {
+		err := gqlerror.Errorf("operation is too complex: its fields, fragments expanded, are more than %d", x.max)
+		errcode.Set(err, "COMPLEXITY_LIMIT_EXCEEDED")
+		return err
+	}
+	x.passed.Add(ctx, p.Query, struct{}{})
+	return nil
+}
+
+// expandedFields counts the fields of doc's operations with fragment
+// spreads expanded, each fragment's count computed once, stopping past
+// limit. A spread of an unknown fragment or within a cycle counts nothing
+// (validation refuses both).
+func expandedFields(doc *ast.QueryDocument, limit int) int {
+	memo := map[string]int{}
+	visiting := map[string]bool{}
+	add := func(a, b int) int { return min(a+b, limit+1) }
+	var set func(ast.SelectionSet) int
+	fragment := func(name string) int {
+		if n, ok := memo[name]; ok {
+			return n
+		}
+		def := doc.Fragments.ForName(name)
+		if def == nil || visiting[name] {
+			return 0
+		}
+		visiting[name] = true
+		n := set(def.SelectionSet)
+		visiting[name] = false
+		memo[name] = n
+		return n
+	}
+	set = func(ss ast.SelectionSet) int {
+		n := 0
+		for _, s := range ss {
+			switch s := s.(type) {
+			case *ast.Field:
+				n = add(n, add(1, set(s.SelectionSet)))
+			case *ast.InlineFragment:
+				n = add(n, set(s.SelectionSet))
+			case *ast.FragmentSpread:
+				n = add(n, fragment(s.Name))
+			}
+			if n > limit {
+				return n
+			}
+		}
+		return n
+	}
+	total := 0
+	for _, op := range doc.Operations {
+		total = add(total, set(op.SelectionSet))
+	}
+	return total
 }

@@ -69,6 +69,12 @@ type Deps struct {
 	// RateLimit, when set, is the per-org limit of the REST API: a request
 	// spends, from each org it reads, its cost (Limits.CostPerToken).
 	RateLimit *ratelimit.Limiter
+	// CallerRateLimit, when set, is the REST API's per-caller limit, which
+	// spent one token on the request before it got here: a request costing
+	// more spends the rest of its cost from it too, before it runs, so a
+	// caller cannot buy with one costly document what REST limits per
+	// request, by spreading it over orgs of its own.
+	CallerRateLimit *ratelimit.Limiter
 	// Idempotency, when set, keeps the IDs that createTicket and addComment
 	// made under an idempotencyKey (the REST API's keeper).
 	Idempotency *idempotency.Keeper
@@ -155,7 +161,12 @@ func New(d Deps) *Server {
 	if d.Limits.Introspection {
 		e.Use(extension.Introspection{})
 	}
+	// Without introspection, validation errors do not suggest names
+	// ("Did you mean ...?") either: they would spell the schema out.
+	e.SetDisableSuggestion(!d.Limits.Introspection)
 	e.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](d.Limits.CacheSize)})
+	// After APQ (which fills in the query of a hash), before parsing.
+	e.Use(&expansionLimit{max: d.Limits.MaxComplexity, tokenLimit: d.Limits.ParserTokenLimit, passed: lru.New[struct{}](d.Limits.CacheSize)})
 	e.Use(depthLimit{max: d.Limits.MaxDepth})
 	e.Use(extension.FixedComplexityLimit(d.Limits.MaxComplexity))
 	s.exec = e
@@ -180,6 +191,9 @@ type Result struct {
 	Operation string
 	// Complexity is the operation's cost as the limit counts it.
 	Complexity int
+	// Limited, when set, is the caller's rate limit refusing the request's
+	// cost: nothing ran, Response is nil.
+	Limited *ratelimit.Decision
 }
 
 // Execute runs r for the caller. Request errors (a document that does not
@@ -202,6 +216,14 @@ func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Resu
 		res.Complexity = st.Complexity
 	}
 	rs.cost = max(1, (res.Complexity+s.d.Limits.CostPerToken-1)/s.d.Limits.CostPerToken)
+	if rs.cost > 1 && !s.d.CallerRateLimit.Off() && s.d.CallerRateLimit.Burst() > 1 {
+		// (At most the burst in all, so a costly request waits for a full
+		// bucket, never forever.)
+		if d := s.d.CallerRateLimit.TakeN("caller:"+id.UserID, min(rs.cost, s.d.CallerRateLimit.Burst())-1); !d.Allowed {
+			res.Limited = &d
+			return res
+		}
+	}
 	responses, ctx := s.exec.DispatchOperation(ctx, rc)
 	res.Response = responses(ctx)
 	return res

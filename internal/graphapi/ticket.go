@@ -20,6 +20,12 @@ import (
 // the index that serves it; a combination none serves is unserved_filter.
 func (r orgResolver) Tickets(ctx context.Context, obj *Org, status *ticket.Status, priority *ticket.Priority, assigneeID *string,
 	teamID *string, requesterID *string, order *SortOrder, first *int, after *string) (*TicketConnection, error) {
+	if err := enumArg("status", status); err != nil {
+		return nil, err
+	}
+	if err := enumArg("priority", priority); err != nil {
+		return nil, err
+	}
 	asc := order != nil && *order == SortOrderAsc
 	given := func(names ...string) []string {
 		var out []string
@@ -91,6 +97,9 @@ func (r orgUserResolver) AssignedTickets(ctx context.Context, obj *OrgUser, firs
 
 // teamTickets is a team's queue (GET /v1/orgs/{orgId}/teams/{teamId}/tickets).
 func (s *Server) teamTickets(ctx context.Context, p authz.Principal, teamID string, status *ticket.Status, first *int, after *string) (*TicketConnection, error) {
+	if err := enumArg("status", status); err != nil {
+		return nil, err
+	}
 	var st ticket.Status
 	if status != nil {
 		st = *status
@@ -159,6 +168,9 @@ func (r commentResolver) Author(ctx context.Context, obj *Comment) (*OrgUser, er
 // (POST /v1/orgs/{orgId}/tickets): the same rules, role matrix and audit
 // event.
 func (r mutationResolver) CreateTicket(ctx context.Context, orgID string, input CreateTicketInput, idempotencyKey *string) (*Ticket, error) {
+	if err := enumField("priority", input.Priority); err != nil {
+		return nil, err
+	}
 	p, err := state(ctx).principal(ctx, orgID)
 	if err != nil {
 		return nil, err
@@ -193,6 +205,11 @@ func (r mutationResolver) CreateTicket(ctx context.Context, orgID string, input 
 // UpdateTicket resolves Mutation.updateTicket (PATCH
 // /v1/orgs/{orgId}/tickets/{ticketId}); expectedVersion is If-Match.
 func (r mutationResolver) UpdateTicket(ctx context.Context, orgID, id string, expectedVersion *int, input UpdateTicketInput) (*Ticket, error) {
+	for _, err := range []error{enumField("status", input.Status), enumField("priority", input.Priority)} {
+		if err != nil {
+			return nil, err
+		}
+	}
 	p, err := state(ctx).principal(ctx, orgID)
 	if err != nil {
 		return nil, err
@@ -278,6 +295,25 @@ func clearable(v graphql.Omittable[*string]) *string {
 		return &empty
 	}
 	return x
+}
+
+// enumArg refuses an enum argument gqlgen could not map: a variable whose
+// value matches a name of the enum only ignoring case ("SOLVED") passes
+// validation, and gqlgen's mapping then yields "" (no filter, the default
+// priority) without an error. Enum values are case-sensitive.
+func enumArg[T ~string](name string, v *T) error {
+	if v != nil && *v == "" {
+		return errs.InvalidParam(name, "invalid_enum", "not a value of the enum (values are case-sensitive)")
+	}
+	return nil
+}
+
+// enumField is enumArg for a field of an input object.
+func enumField[T ~string](name string, v graphql.Omittable[*T]) error {
+	if x, ok := v.ValueOK(); ok && x != nil && *x == "" {
+		return errs.InvalidField(name, "invalid_enum", "not a value of the enum (values are case-sensitive)")
+	}
+	return nil
 }
 
 func notNull(fields []string) error {

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"math"
 	"net/http"
 
 	"github.com/99designs/gqlgen/graphql"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
@@ -44,6 +47,16 @@ func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (
 	}
 	res := h.graphQL.Execute(ctx, id, r)
 	obs.SetOperation(ctx, res.Operation)
+	if d := res.Limited; d != nil {
+		// The caller's limit refused the document's cost: 429 as REST
+		// answers, nothing ran.
+		p := toProblem(errCallerLimited)
+		p.RequestId = audit.RequestID(ctx)
+		after := max(1, int(math.Ceil(d.RetryAfter.Seconds())))
+		rl := fmt.Sprintf("%q;r=%d;t=%d", "caller", d.Remaining, after)
+		return oapi.Graphql429ApplicationProblemPlusJSONResponse{TooManyRequestsApplicationProblemPlusJSONResponse: oapi.TooManyRequestsApplicationProblemPlusJSONResponse{
+			Body: p, Headers: oapi.TooManyRequestsResponseHeaders{RetryAfter: &after, RateLimit: &rl}}}, nil
+	}
 	if err := unavailable(res.Response); err != nil {
 		return nil, err
 	}

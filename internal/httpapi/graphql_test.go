@@ -23,6 +23,7 @@ type gqlResponse struct {
 	Data   json.RawMessage `json:"data"`
 	Errors []gqlError      `json:"errors"`
 	status int
+	header http.Header
 	raw    []byte
 }
 
@@ -62,7 +63,7 @@ func gqlBody(tb testing.TB, ts *testServer, token string, body any, header ...st
 		tb.Fatal(err)
 	}
 	defer resp.Body.Close()
-	out := gqlResponse{status: resp.StatusCode}
+	out := gqlResponse{status: resp.StatusCode, header: resp.Header}
 	out.raw, _ = io.ReadAll(resp.Body)
 	if resp.StatusCode == http.StatusOK {
 		if err := json.Unmarshal(out.raw, &out); err != nil {
@@ -507,6 +508,12 @@ func TestGraphQLLimits(t *testing.T) {
 		{"introspection, off by default", map[string]any{"query": "{ __schema { types { name } } }"}, "INTROSPECTION_DISABLED"},
 		{"an unknown persisted query", map[string]any{"extensions": map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": strings.Repeat("ab", 32)}}},
 			"PERSISTED_QUERY_NOT_FOUND"},
+		// 1 KB that expands to 2^30 fields: refused before validation,
+		// which (like the depth and complexity walks) would expand it in
+		// full, for minutes (an outside attack ran one for 254 s).
+		{"fragments that double 30 times", map[string]any{"query": "{ me { ...F30 } } " + doublingFragments(30, "userId")}, "COMPLEXITY_LIMIT_EXCEEDED"},
+		{"fragments that double 30 times, with aliases", map[string]any{"query": "{ me { ...F30 } } " + doublingFragments(30, "a: __typename b: __typename")}, "COMPLEXITY_LIMIT_EXCEEDED"},
+		{"no name suggested without introspection", map[string]any{"query": "{ me { userI } }"}, "GRAPHQL_VALIDATION_FAILED"},
 	}
 	for _, c := range refusals {
 		t.Run("ErrRequest/"+c.name, func(t *testing.T) {
@@ -518,8 +525,17 @@ func TestGraphQLLimits(t *testing.T) {
 			if n := ts.Rec.Count(); n != 0 {
 				t.Errorf("%d DynamoDB calls (%s) for a refused document", n, ts.Rec.Names())
 			}
+			if strings.Contains(string(r.raw), "Did you mean") {
+				t.Errorf("an error suggests schema names while introspection is off: %s", truncate(r.raw))
+			}
 		})
 	}
+	t.Run("OK/fragments reused but small", func(t *testing.T) {
+		r := gql(t, ts, w.Member.Token, "{ me { ...F8 } } "+doublingFragments(8, "userId"), nil)
+		if len(r.Errors) != 0 || !strings.Contains(string(r.Data), `"userId"`) {
+			t.Errorf("a 2^8-field expansion: %s", truncate(r.raw))
+		}
+	})
 	t.Run("ErrTooLong/a 400 naming query", func(t *testing.T) {
 		r := gqlBody(t, ts, w.Member.Token, map[string]any{"query": "{ me { userId } }" + strings.Repeat(" ", 16384)})
 		if r.status != http.StatusBadRequest || !strings.Contains(string(r.raw), `"field":"query"`) {
@@ -636,7 +652,7 @@ func TestGraphQLAgreesWithREST(t *testing.T) {
 	vars := map[string]any{"o": org, "t": w.Ticket.Id, "team": w.Team.Id}
 	rows := []struct {
 		name, rest, query, items string // items: the JSON path of the list in the REST answer ("" for the object)
-		nodes                        []string
+		nodes                    []string
 	}{
 		{"getOrg", "/v1/orgs/" + org, `query($o: ID!) { org(id: $o) { id name version createdAt updatedAt } }`, "", []string{"org"}},
 		{"listOrgUsers", "/v1/orgs/" + org + "/users?limit=100", `query($o: ID!) { org(id: $o) { users(first: 100) { nodes { ` + userFields + ` } } } }`,
@@ -821,6 +837,33 @@ func TestGraphQLMutations(t *testing.T) {
 		}
 		return n
 	}
+	t.Run("createTicket/ErrEnumCase, not the default priority", func(t *testing.T) {
+		for _, p := range []string{"HIGH", "Urgent"} {
+			_, r := createTicket(t, map[string]any{"title": "wrong case " + p, "priority": p}, nil)
+			if got := r.codes(); !slices.Equal(got, []string{"invalid_enum"}) {
+				t.Errorf("priority %q: codes %v, want invalid_enum: %s", p, got, truncate(r.raw))
+			}
+			if n := countTitled(t, "wrong case "+p); n != 0 {
+				t.Errorf("priority %q: %d ticket(s) created", p, n)
+			}
+		}
+	})
+	t.Run("tickets/ErrEnumCase, not an unfiltered list", func(t *testing.T) {
+		for _, q := range []struct{ doc, vars string }{
+			{`query($o: ID!, $s: TicketStatus) { org(id: $o) { tickets(status: $s) { nodes { id } } } }`, "s"},
+			{`query($o: ID!, $p: TicketPriority) { org(id: $o) { tickets(priority: $p) { nodes { id } } } }`, "p"},
+			{`query($o: ID!, $t: ID!, $s: TicketStatus) { org(id: $o) { team(id: $t) { tickets(status: $s) { nodes { id } } } } }`, "s"},
+		} {
+			v := map[string]any{"o": org, "t": w.Team.Id, q.vars: "SOLVED"}
+			if q.vars == "p" {
+				v["p"] = "HIGH"
+			}
+			r := gql(t, ts, w.Member.Token, q.doc, v)
+			if got := r.codes(); !slices.Equal(got, []string{"invalid_enum"}) {
+				t.Errorf("%s: codes %v, want invalid_enum: %s", q.doc, got, truncate(r.raw))
+			}
+		}
+	})
 	t.Run("createTicket/OK, audited as REST's", func(t *testing.T) {
 		tk, r := createTicket(t, map[string]any{"title": "by GraphQL", "assigneeId": w.Assignee.ID, "teamId": w.Team.Id, "priority": "high"}, nil)
 		if len(r.Errors) > 0 || tk.RequesterID != w.Member.ID || tk.Priority != "high" || tk.Version != 1 || tk.AssigneeID == nil || *tk.AssigneeID != w.Assignee.ID {
@@ -943,4 +986,15 @@ func TestGraphQLAccounting(t *testing.T) {
 	if !found {
 		t.Error("no tenantd_request_dynamodb_calls series for the operation")
 	}
+}
+
+// doublingFragments is F0 { leaf } and Fi { ...Fi-1 ...Fi-1 } up to n: Fn
+// expands to 2^n leaves.
+func doublingFragments(n int, leaf string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "fragment F0 on Me { %s }", leaf)
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, " fragment F%d on Me { ...F%d ...F%d }", i, i-1, i-1)
+	}
+	return b.String()
 }

@@ -245,3 +245,44 @@ func TestCallerRateLimit(t *testing.T) {
 	}
 	t.Logf("%s in %v; %d DynamoDB calls", &counts, elapsed.Round(time.Millisecond), calls)
 }
+
+// TestCallerRateLimitGraphQL: a GraphQL request spends its cost
+// (ceil(complexity/100)) from the caller's bucket too, not one token, so a
+// caller cannot buy with one costly document what REST limits per request;
+// a document the bucket cannot pay for is a 429 before it runs.
+func TestCallerRateLimitGraphQL(t *testing.T) {
+	const burst = 20
+	ts := MustServer(t, withCallerRateLimit(ratelimit.Options{PerSecond: 0.01, Burst: burst}))
+	a := ts.Actor(t, "costly")
+	org := MustOrg(t, a.C, "Costly").Id // 1 token (and the harness's reads)
+	// org 50 + tickets (10 + 100 × nodes{id title} 3) = 360: 4 tokens.
+	const doc = `query($o: ID!) { org(id: $o) { tickets(first: 100) { nodes { id title } } } }`
+	spent := 1
+	for spent+4 <= burst {
+		r := gql(t, ts, a.Token, doc, map[string]any{"o": org})
+		if r.status != http.StatusOK || len(r.Errors) != 0 {
+			t.Fatalf("after %d tokens: %d %s", spent, r.status, truncate(r.raw))
+		}
+		spent += 4
+	}
+	// 17 spent, 3 left: the middleware takes 1, the document needs 3 more.
+	ts.Rec.Reset()
+	r := gql(t, ts, a.Token, doc, map[string]any{"o": org})
+	if r.status != http.StatusTooManyRequests || !strings.Contains(string(r.raw), `"rate_limited"`) {
+		t.Fatalf("a document costing more than the bucket holds: %d %s", r.status, truncate(r.raw))
+	}
+	if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 {
+		t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
+	}
+	if n := ts.Rec.Count(); n != 0 {
+		t.Errorf("the refused document made %d DynamoDB calls (%s)", n, ts.Rec.Names())
+	}
+	// What is left (2) pays for cheap requests, then nothing does.
+	codes := []int{}
+	for range 3 {
+		codes = append(codes, doReq(t, &http.Client{}, http.MethodGet, ts.URL+"/v1/me", a.Token, nil, "").Status)
+	}
+	if !slices.Equal(codes, []int{200, 200, 429}) {
+		t.Errorf("GET /v1/me after the GraphQL requests: %v, want [200 200 429]", codes)
+	}
+}
