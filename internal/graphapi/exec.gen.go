@@ -3221,10 +3221,10 @@ func (ec *executionContext) _Mutation_createTicket(ctx context.Context, field gr
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *Ticket) graphql.Marshaler {
-			return ec.marshalNTicket2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTicket(ctx, selections, v)
+			return ec.marshalOTicket2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTicket(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_createTicket(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3265,10 +3265,10 @@ func (ec *executionContext) _Mutation_updateTicket(ctx context.Context, field gr
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *Ticket) graphql.Marshaler {
-			return ec.marshalNTicket2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTicket(ctx, selections, v)
+			return ec.marshalOTicket2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTicket(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_updateTicket(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -3309,10 +3309,10 @@ func (ec *executionContext) _Mutation_addComment(ctx context.Context, field grap
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *Comment) graphql.Marshaler {
-			return ec.marshalNComment2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐComment(ctx, selections, v)
+			return ec.marshalOComment2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐComment(ctx, selections, v)
 		},
 		true,
-		true,
+		false,
 	)
 }
 func (ec *executionContext) fieldContext_Mutation_addComment(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
@@ -7078,21 +7078,21 @@ func (ec *executionContext) _Mutation(ctx context.Context, sel ast.SelectionSet)
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_createTicket(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "updateTicket":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_updateTicket(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "addComment":
 			out.Values[i] = ec.OperationContext.RootResolverMiddleware(innerCtx, func(ctx context.Context) (res graphql.Marshaler) {
 				return ec._Mutation_addComment(ctx, field)
 			})
-			if out.Values[i] == graphql.Null {
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		default:
@@ -8871,6 +8871,13 @@ func (ec *executionContext) marshalOBoolean2ᚖbool(ctx context.Context, sel ast
 	_ = ctx
 	res := graphql.MarshalBoolean(*v)
 	return res
+}
+
+func (ec *executionContext) marshalOComment2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐComment(ctx context.Context, sel ast.SelectionSet, v *Comment) graphql.Marshaler {
+	if v == nil {
+		return graphql.Null
+	}
+	return ec._Comment(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalOID2ᚖstring(ctx context.Context, v any) (*string, error) {

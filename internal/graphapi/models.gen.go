@@ -41,6 +41,9 @@ type MeOrgConnection struct {
 	PageInfo *PageInfo `json:"pageInfo"`
 }
 
+// The three writes. Each returns null with its error when it fails, so a
+// document of several mutations keeps the results of those that committed
+// (a non-null type would null the whole data on the first failure).
 type Mutation struct {
 }
 

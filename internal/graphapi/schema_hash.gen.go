@@ -3,4 +3,4 @@
 package graphapi
 
 // generatedFrom is the hash of schema/*.graphqls when exec.gen.go was generated.
-const generatedFrom = "a6ce6b5ea7818f7a2b1acb84891305ac1931dadc0c9151465a3f8299093d13fb"
+const generatedFrom = "89490d169cd6f9366e2e9424bcba21fdcf078b0f736143c505caac3d7248c384"

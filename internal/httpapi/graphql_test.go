@@ -837,6 +837,20 @@ func TestGraphQLMutations(t *testing.T) {
 		}
 		return n
 	}
+	t.Run("addComment/ErrPartly, the committed one keeps its answer", func(t *testing.T) {
+		r := gql(t, ts, w.Member.Token, `mutation($o: ID!, $ok: ID!, $gone: ID!) { a: addComment(orgId: $o, ticketId: $ok, body: "kept") { id body } b: addComment(orgId: $o, ticketId: $gone, body: "lost") { id } }`,
+			map[string]any{"o": org, "ok": w.Ticket.Id, "gone": randULID()})
+		var d struct {
+			A *struct{ ID, Body string }
+			B *struct{ ID string }
+		}
+		if err := json.Unmarshal(r.Data, &d); err != nil {
+			t.Fatalf("data %s: %v", r.Data, err)
+		}
+		if d.A == nil || d.A.ID == "" || d.A.Body != "kept" || d.B != nil || !slices.Equal(r.codes(), []string{"ticket_not_found"}) {
+			t.Errorf("two mutations, the second failing: data %s, codes %v; want a's comment and b null", r.Data, r.codes())
+		}
+	})
 	t.Run("createTicket/ErrEnumCase, not the default priority", func(t *testing.T) {
 		for _, p := range []string{"HIGH", "Urgent"} {
 			_, r := createTicket(t, map[string]any{"title": "wrong case " + p, "priority": p}, nil)
