@@ -109,6 +109,10 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			h.Set("WWW-Authenticate", `Bearer realm="tenantd", error="invalid_token"`)
 		case http.StatusServiceUnavailable:
 			h.Set("Retry-After", strconv.Itoa(1))
+		case http.StatusTooManyRequests:
+			if h.Get("Retry-After") == "" { // a limit that said no sooner
+				h.Set("Retry-After", strconv.Itoa(1))
+			}
 		}
 		h.Set(echo.HeaderContentType, "application/problem+json")
 		if c.Request().Method == http.MethodHead {

@@ -63,16 +63,21 @@ func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (
 	return graphqlAnswer{res.Response}, nil
 }
 
-// unavailable is the answer to a request DynamoDB's unavailability failed
-// whole (no data, every error UNAVAILABLE): a 503 with Retry-After, as
-// REST answers, so clients and proxies retry it; a request that got any
-// data answers it, with its errors.
+// unavailable is the answer to a request that failed whole (no data, every
+// error of one kind): DynamoDB's unavailability is a 503 with Retry-After
+// and an org's rate limit a 429 with Retry-After, as REST answers, so
+// clients and proxies back off and retry; a request that got any data
+// answers it, with its errors.
 func unavailable(r *graphql.Response) error {
 	if r == nil || len(r.Errors) == 0 {
 		return nil
 	}
+	kind, _ := r.Errors[0].Extensions["kind"].(string)
+	if kind != "UNAVAILABLE" && kind != "TOO_MANY_REQUESTS" {
+		return nil
+	}
 	for _, e := range r.Errors {
-		if e.Extensions["kind"] != "UNAVAILABLE" {
+		if e.Extensions["kind"] != kind {
 			return nil
 		}
 	}
@@ -88,6 +93,9 @@ func unavailable(r *graphql.Response) error {
 		}
 	}
 	code, _ := r.Errors[0].Extensions["code"].(string)
+	if kind == "TOO_MANY_REQUESTS" {
+		return errs.E(errs.TooManyRequests, code, "%s", r.Errors[0].Message)
+	}
 	return errs.E(errs.Unavailable, code, "%s", r.Errors[0].Message)
 }
 

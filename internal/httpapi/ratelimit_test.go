@@ -286,3 +286,24 @@ func TestCallerRateLimitGraphQL(t *testing.T) {
 		t.Errorf("GET /v1/me after the GraphQL requests: %v, want [200 200 429]", codes)
 	}
 }
+
+// TestOrgRateLimitGraphQL: a GraphQL request that the org's limit refuses
+// whole (no data) is a 429 problem with Retry-After, as over REST, not a
+// 200 with a field error that clients would not back off from.
+func TestOrgRateLimitGraphQL(t *testing.T) {
+	ts := MustServer(t, withRateLimit(ratelimit.Options{PerSecond: 0.01, Burst: 5}))
+	a := ts.Actor(t, "org-limited")
+	org := MustOrg(t, a.C, "Org limited").Id
+	// 360 complexity: 4 of the org's 5 tokens.
+	const doc = `query($o: ID!) { org(id: $o) { tickets(first: 100) { nodes { id title } } } }`
+	if r := gql(t, ts, a.Token, doc, map[string]any{"o": org}); r.status != http.StatusOK || len(r.Errors) != 0 {
+		t.Fatalf("the first: %d %s", r.status, truncate(r.raw))
+	}
+	r := gql(t, ts, a.Token, doc, map[string]any{"o": org})
+	if r.status != http.StatusTooManyRequests || !strings.Contains(string(r.raw), `"rate_limited"`) {
+		t.Fatalf("the second, 1 token left: %d %s", r.status, truncate(r.raw))
+	}
+	if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 {
+		t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
+	}
+}
