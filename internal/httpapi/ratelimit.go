@@ -57,18 +57,25 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 			if !ok {
 				return next(c)
 			}
-			// A GET whose authorization read is in flight reserves its
-			// token now, so that a refused request never makes its own
-			// read, and gives it back if the read refuses the caller:
-			// only the org's members spend its quota, and a stranger's
-			// 404 carries none of the org's RateLimit fields.
+			// A GET whose authorization read is in flight spends its token
+			// once the read has let the caller in: strangers spend nothing
+			// of the org's quota, hold none of it while their read runs,
+			// and see none of its RateLimit fields. A bucket that is empty
+			// already is not raced: the request waits for the decision
+			// and is refused (or is a stranger's 404) without making its
+			// own read.
 			if p, ok := pendingFrom(c.Request().Context()); ok {
-				d, refund := l.Reserve(key(c, id.UserID))
-				if !d.Allowed {
-					if _, err := p.Await(); err != nil {
+				bucket := key(c, id.UserID)
+				if !l.Available(bucket) {
+					pr, err := p.Await()
+					if err != nil {
 						return err
 					}
-					return rateLimited(c, l, refused, policy, d)
+					if err := take(c, l, refused, policy, bucket); err != nil {
+						return err
+					}
+					c.SetRequest(c.Request().WithContext(withPending(c.Request().Context(), authz.Known(pr))))
+					return next(c)
 				}
 				var (
 					once sync.Once
@@ -77,16 +84,13 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 				)
 				gated := authz.NewPending(p.Identity, p.OrgID, func() (authz.Principal, error) {
 					once.Do(func() {
-						if pr, err = p.Await(); err != nil {
-							refund()
-							return
+						if pr, err = p.Await(); err == nil {
+							err = take(c, l, refused, policy, bucket)
 						}
-						_ = rateLimited(c, l, refused, policy, d)
 					})
 					return pr, err
 				})
 				c.SetRequest(c.Request().WithContext(withPending(c.Request().Context(), gated)))
-				defer gated.Await() //nolint:errcheck // settles the reservation of a handler that never asked
 				return next(c)
 			}
 			if err := take(c, l, refused, policy, key(c, id.UserID)); err != nil {

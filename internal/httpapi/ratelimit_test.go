@@ -307,3 +307,54 @@ func TestOrgRateLimitGraphQL(t *testing.T) {
 		t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
 	}
 }
+
+// TestStrangersHoldNoOrgQuota: strangers flooding an org's GET routes
+// (whose reads overlap the authorization read) while a member works spend
+// nothing of the org's bucket, not even for the time their read runs: the
+// member's requests within the burst all pass.
+func TestStrangersHoldNoOrgQuota(t *testing.T) {
+	const burst = 6
+	ts := MustServer(t, withRateLimit(ratelimit.Options{PerSecond: 0.01, Burst: burst}))
+	owner := ts.Actor(t, "owner")
+	org := MustOrg(t, owner.C, "Quota").Id // the user bucket, not the org's
+	strangers := []actor{ts.Actor(t, "s1"), ts.Actor(t, "s2"), ts.Actor(t, "s3")}
+	hc := raceClient(t, 64)
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var strangerCodes statusCounts
+	for i := range 24 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := strangers[i%len(strangers)]
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				r := doReqE(hc, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/users", s.Token, nil, "")
+				if r.Err == nil {
+					strangerCodes.add(r.Status)
+					if r.Header.Get("RateLimit") != "" && strings.Contains(r.Header.Get("RateLimit"), `"org"`) {
+						t.Errorf("a stranger's answer carries the org's RateLimit fields: %q", r.Header.Get("RateLimit"))
+					}
+				}
+			}
+		}()
+	}
+	var memberCodes []int
+	for range burst {
+		memberCodes = append(memberCodes, doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, owner.Token, nil, "").Status)
+	}
+	close(stop)
+	wg.Wait()
+	if strangerCodes.get(http.StatusNotFound) == 0 || strangerCodes.get(http.StatusTooManyRequests) > 0 && strangerCodes.get(http.StatusNotFound) == 0 {
+		t.Fatalf("strangers: %s; want 404s", &strangerCodes)
+	}
+	for i, c := range memberCodes {
+		if c != http.StatusOK {
+			t.Errorf("the member's request %d of a burst of %d: %d while strangers flooded (%s)", i+1, burst, c, &strangerCodes)
+		}
+	}
+}

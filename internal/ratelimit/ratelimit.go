@@ -35,8 +35,7 @@ type Limiter struct {
 }
 
 // bucket is one token bucket: tokens as of last, refilled at the
-// limiter's rate up to its burst. (golang.org/x/time/rate cannot give a
-// token back once its moment has passed, which Reserve needs.)
+// limiter's rate up to its burst.
 type bucket struct {
 	mu     sync.Mutex
 	tokens float64
@@ -111,23 +110,25 @@ func (l *Limiter) TakeN(key string, n int) Decision {
 	if l.Off() {
 		return Decision{Allowed: true}
 	}
-	d, _ := l.take(key, n)
-	return d
+	return l.take(key, n)
 }
 
-// Reserve spends one request of key's bucket, if it has one, like Take, and
-// returns refund, which gives the request back: for a request spent before
-// it is known to count (an overlapped authorization read that turns out to
-// refuse the caller). refund is a no-op after the first call or when the
-// request was not allowed.
-func (l *Limiter) Reserve(key string) (d Decision, refund func()) {
+// Available reports whether key's bucket holds a request now, spending
+// nothing: for a request that will know only later whether it counts
+// against key (a GET whose authorization read is in flight).
+func (l *Limiter) Available(key string) bool {
 	if l.Off() {
-		return Decision{Allowed: true}, func() {}
+		return true
 	}
-	return l.take(key, 1)
+	now := l.o.Now()
+	b := l.bucket(key, now)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.at(now, l.o.PerSecond, l.o.Burst)
+	return b.tokens >= 1
 }
 
-func (l *Limiter) take(key string, n int) (Decision, func()) {
+func (l *Limiter) take(key string, n int) Decision {
 	n = min(max(n, 1), l.o.Burst)
 	now := l.o.Now()
 	b := l.bucket(key, now)
@@ -146,18 +147,7 @@ func (l *Limiter) take(key string, n int) (Decision, func()) {
 	} else if tokens < 1 {
 		d.RetryAfter = time.Duration((1 - tokens) / l.o.PerSecond * float64(time.Second))
 	}
-	if !allowed {
-		return d, func() {}
-	}
-	var once sync.Once
-	return d, func() {
-		once.Do(func() {
-			b.mu.Lock()
-			defer b.mu.Unlock()
-			b.at(l.o.Now(), l.o.PerSecond, l.o.Burst)
-			b.tokens = min(float64(l.o.Burst), b.tokens+float64(n))
-		})
-	}
+	return d
 }
 
 // Burst is the bucket's size.

@@ -63,24 +63,21 @@ func TestLimiter(t *testing.T) {
 	})
 }
 
-func TestReserveRefund(t *testing.T) {
+func TestAvailableSpendsNothing(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	l := ratelimit.New(ratelimit.Options{PerSecond: 1, Burst: 2, Now: func() time.Time { return now }})
-	d1, refund1 := l.Reserve("org:a")
-	d2, _ := l.Reserve("org:a")
-	if !d1.Allowed || !d2.Allowed {
-		t.Fatalf("the first two of a burst of 2: %+v %+v", d1, d2)
+	for range 5 {
+		if !l.Available("org:a") {
+			t.Fatal("a full bucket: not available")
+		}
 	}
-	if d, _ := l.Reserve("org:a"); d.Allowed {
-		t.Fatalf("a third at once: allowed (%+v)", d)
+	l.Take("org:a")
+	l.Take("org:a")
+	if l.Available("org:a") {
+		t.Error("an empty bucket: available")
 	}
-	now = now.Add(10 * time.Millisecond) // the refund comes later than the spend
-	refund1()
-	refund1() // a second refund gives nothing more back
-	if d := l.Take("org:a"); !d.Allowed {
-		t.Fatalf("after a refund: refused (%+v)", d)
-	}
-	if d := l.Take("org:a"); d.Allowed {
-		t.Fatalf("the refund was given twice: %+v", d)
+	now = now.Add(time.Second)
+	if !l.Available("org:a") || !l.Take("org:a").Allowed {
+		t.Error("a second later: not available")
 	}
 }

@@ -153,14 +153,17 @@ func (s *Service) GetTicket(ctx context.Context, p authz.Pending, ticketID strin
 		t        Ticket
 		comments []Comment
 	)
-	_, err := p.Overlap(authz.TicketRead, func() (err error) {
-		if withComments {
+	var err error
+	if withComments { // up to 100 comments: not before the decision
+		if _, err = p.Decide(authz.TicketRead); err == nil {
 			t, comments, err = s.store.GetTicketWithComments(ctx, p.OrgID, ticketID, page.MaxLimit)
-		} else {
-			t, err = s.store.GetTicket(ctx, p.OrgID, ticketID)
 		}
-		return err
-	})
+	} else {
+		_, err = p.Overlap(authz.TicketRead, func() (err error) {
+			t, err = s.store.GetTicket(ctx, p.OrgID, ticketID)
+			return err
+		})
+	}
 	if err != nil {
 		return Ticket{}, nil, err
 	}
@@ -174,54 +177,45 @@ func (s *Service) GetTicket(ctx context.Context, p authz.Pending, ticketID strin
 // ListTickets pages through the org's tickets newest first, optionally one
 // status, expanding their users as asked.
 func (s *Service) ListTickets(ctx context.Context, p authz.Pending, f Filter, x Expand, pr page.Request) (page.Result[Ticket], error) {
-	var r page.Result[Ticket]
-	_, err := p.Overlap(authz.TicketRead, func() (err error) {
-		if err := checkStatus(f.Status); err != nil {
-			return err
-		}
-		if f.Priority != "" && f.AssigneeID != "" {
-			return ErrUnservedFilter
-		}
-		r, err = s.store.ListTickets(ctx, p.OrgID, f, pr)
-		return err
-	})
-	return s.expanded(ctx, p.OrgID, x)(r, err)
+	// A page of tickets can be large: read after the decision (Decide).
+	if _, err := p.Decide(authz.TicketRead); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	if err := checkStatus(f.Status); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	if f.Priority != "" && f.AssigneeID != "" {
+		return page.Result[Ticket]{}, ErrUnservedFilter
+	}
+	return s.expanded(ctx, p.OrgID, x)(s.store.ListTickets(ctx, p.OrgID, f, pr))
 }
 
 // ListTeamTickets pages through a team's queue.
 func (s *Service) ListTeamTickets(ctx context.Context, p authz.Pending, teamID string, status Status, x Expand, pr page.Request) (page.Result[Ticket], error) {
-	var r page.Result[Ticket]
-	_, err := p.Overlap(authz.TicketRead, func() (err error) {
-		if err := checkStatus(status); err != nil {
-			return err
-		}
-		r, err = s.store.ListTeamTickets(ctx, p.OrgID, teamID, status, pr)
-		return err
-	})
-	return s.expanded(ctx, p.OrgID, x)(r, err)
+	if _, err := p.Decide(authz.TicketRead); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	if err := checkStatus(status); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	return s.expanded(ctx, p.OrgID, x)(s.store.ListTeamTickets(ctx, p.OrgID, teamID, status, pr))
 }
 
 // ListAssignedTickets pages through the tickets assigned to a user.
 func (s *Service) ListAssignedTickets(ctx context.Context, p authz.Pending, userID string, x Expand, pr page.Request) (page.Result[Ticket], error) {
-	var r page.Result[Ticket]
-	_, err := p.Overlap(authz.TicketRead, func() (err error) {
-		r, err = s.store.ListAssignedTickets(ctx, p.OrgID, userID, pr)
-		return err
-	})
-	return s.expanded(ctx, p.OrgID, x)(r, err)
+	if _, err := p.Decide(authz.TicketRead); err != nil {
+		return page.Result[Ticket]{}, err
+	}
+	return s.expanded(ctx, p.OrgID, x)(s.store.ListAssignedTickets(ctx, p.OrgID, userID, pr))
 }
 
 // ListUserTickets pages through the tickets a user requested, newest first;
 // withUser adds the user from the same Query (first page only).
 func (s *Service) ListUserTickets(ctx context.Context, p authz.Pending, userID string, withUser bool, x Expand, pr page.Request) (page.Result[Ticket], *org.User, error) {
-	var (
-		r    page.Result[Ticket]
-		user *org.User
-	)
-	_, err := p.Overlap(authz.TicketRead, func() (err error) {
-		r, user, err = s.store.ListUserTickets(ctx, p.OrgID, userID, withUser, pr)
-		return err
-	})
+	if _, err := p.Decide(authz.TicketRead); err != nil {
+		return page.Result[Ticket]{}, nil, err
+	}
+	r, user, err := s.store.ListUserTickets(ctx, p.OrgID, userID, withUser, pr)
 	if err != nil {
 		return page.Result[Ticket]{}, nil, err
 	}
@@ -401,12 +395,8 @@ func (s *Service) CreateComment(ctx context.Context, p authz.Principal, ticketID
 
 // ListComments pages through a ticket's comments, oldest first.
 func (s *Service) ListComments(ctx context.Context, p authz.Pending, ticketID string, pr page.Request) (page.Result[Comment], error) {
-	var r page.Result[Comment]
-	if _, err := p.Overlap(authz.TicketRead, func() (err error) {
-		r, err = s.store.ListComments(ctx, p.OrgID, ticketID, pr)
-		return err
-	}); err != nil {
+	if _, err := p.Decide(authz.TicketRead); err != nil { // a page of comments can be large
 		return page.Result[Comment]{}, err
 	}
-	return r, nil
+	return s.store.ListComments(ctx, p.OrgID, ticketID, pr)
 }
