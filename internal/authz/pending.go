@@ -1,6 +1,10 @@
 package authz
 
-import "github.com/tenantd/tenantd/internal/errs"
+import (
+	"context"
+
+	"github.com/tenantd/tenantd/internal/errs"
+)
 
 var errNoDecision = errs.E(errs.Internal, "no_principal", "route has no org principal")
 
@@ -43,23 +47,28 @@ func (p Pending) Await() (Principal, error) {
 // error only if the caller may do a: the authorization error wins, so
 // nothing of the target, not even whether it exists, reaches a caller who
 // may not read it; read keeps what it read in variables the caller uses
-// only when Overlap returns no error.
+// only when Overlap returns no error. When the decision refuses the caller,
+// Overlap returns at once and cancels read, which may still be running: its
+// variables must not be used then.
 //
 // A stranger's request makes read too, and waits for it: so read must be
 // small and bounded (a point read, a page of small items). A read that may
 // be large (a page of tickets or comments, up to 1 MB) goes after Decide
 // instead, or a stranger could make the server read megabytes of another
 // tenant's partition per 404, and time the 404 to learn the target's size.
-func (p Pending) Overlap(a Action, read func() error) (Principal, error) {
-	rerr := read()
-	pr, err := p.Await()
+func (p Pending) Overlap(ctx context.Context, a Action, read func(ctx context.Context) error) (Principal, error) {
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- read(rctx) }()
+	pr, err := p.Decide(a)
 	if err != nil {
+		// Answered now, whatever the read still does (cancelled): how long
+		// the target takes to read says nothing to a caller who may not.
+		cancel()
 		return Principal{}, err
 	}
-	if err := Authorize(pr, a, Facts{}); err != nil {
-		return Principal{}, err
-	}
-	return pr, rerr
+	defer cancel()
+	return pr, <-done
 }
 
 // Decide waits for p's authorization read and decides a, which needs no

@@ -45,6 +45,7 @@ func (o Op) String() string {
 type Recorder struct {
 	mu  sync.Mutex
 	ops []Op
+	gen int // Resets so far: a call that began before one is not finished after
 	// rendezvous, when armed, holds the next calls until want of them
 	// have arrived (or until its deadline): a test's proof that they are
 	// in flight together, whatever the scheduler does.
@@ -59,8 +60,7 @@ type rendezvous struct {
 }
 
 // Rendezvous arms the recorder: the next n calls each wait, before they
-// reach DynamoDB, until all n have arrived, or until timeout has passed since
-// the first of them. Calls after the n-th pass. RendezvousMet says whether
+// reach DynamoDB, until all n have arrived, or for at most timeout each. Calls after the n-th pass. RendezvousMet says whether
 // the n met.
 func (r *Recorder) Rendezvous(n int, timeout time.Duration) {
 	r.mu.Lock()
@@ -107,10 +107,10 @@ func (r *Recorder) Middleware(stack *middleware.Stack) error {
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			op := describe(middleware.GetOperationName(ctx), in.Parameters)
 			op.Start = time.Now()
-			i := r.add(op)
+			i, gen := r.add(op)
 			r.wait(ctx)
 			out, md, err := next.HandleInitialize(ctx, in)
-			r.finish(i, time.Now())
+			r.finish(i, gen, time.Now())
 			return out, md, err
 		}), middleware.After)
 }
@@ -138,18 +138,18 @@ func describe(name string, params any) Op {
 	return op
 }
 
-func (r *Recorder) add(op Op) int {
+func (r *Recorder) add(op Op) (int, int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ops = append(r.ops, op)
-	return len(r.ops) - 1
+	return len(r.ops) - 1, r.gen
 }
 
 // finish sets the end of call i, unless a Reset forgot it meanwhile.
-func (r *Recorder) finish(i int, end time.Time) {
+func (r *Recorder) finish(i, gen int, end time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if i < len(r.ops) && r.ops[i].End.IsZero() && !end.Before(r.ops[i].Start) {
+	if gen == r.gen && i < len(r.ops) && r.ops[i].End.IsZero() {
 		r.ops[i].End = end
 	}
 }
@@ -159,6 +159,7 @@ func (r *Recorder) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.ops, r.rv = nil, nil
+	r.gen++
 }
 
 // Trips renders the recorded calls as round trips, in order: a call that

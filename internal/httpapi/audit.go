@@ -30,7 +30,7 @@ func (h *handlers) ListAuditEvents(ctx context.Context, req oapi.ListAuditEvents
 		}
 		listing = "listAuditEvents:" + since.UTC().Format(time.RFC3339Nano) + ":" + until.UTC().Format(time.RFC3339Nano)
 	}
-	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[audit.Event], error) {
+	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[audit.Event], error) {
 		return h.Audit.ListAuditEvents(ctx, p, since, until, pr)
 	})
 	if err != nil {

@@ -283,8 +283,11 @@ func TestFaults(t *testing.T) {
 		ts.Rec.Reset()
 		before := faults.attempts.Load()
 		want503(t, "GET, always throttled", get())
-		if a, calls := faults.attempts.Load()-before, int64(ts.Rec.Count()); calls == 0 || a != 3*calls {
-			t.Errorf("attempts: %d for %d call(s), want the standard retryer's 3 each", a, calls)
+		// The authorization read makes the standard retryer's 3 attempts;
+		// the route's own read beside it is cancelled when that decision
+		// (unavailable) arrives, so it may make fewer.
+		if a, calls := faults.attempts.Load()-before, int64(ts.Rec.Count()); calls == 0 || a < 3 || a > 3*calls {
+			t.Errorf("attempts: %d for %d call(s), want the standard retryer's 3 for the authorization read, at most 3 each", a, calls)
 		}
 		faults.set(only(faultThrottle, "TransactWriteItems"))
 		want503(t, "POST, writes always throttled", post("throttled", nil))

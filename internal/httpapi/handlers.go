@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -65,9 +66,9 @@ func identity(ctx context.Context) (authz.Identity, error) {
 // fetchPage runs one page of a listing: it opens the request's cursor
 // (bound to scope and listing), fetches the page, and signs the cursor of
 // the next one ("" on the last page).
-func fetchPage[T any](h *handlers, scope, listing string, limit *int, cursor *string,
+func fetchPage[T any](ctx context.Context, h *handlers, scope, listing string, limit *int, cursor *string,
 	fetch func(page.Request) (page.Result[T], error)) (page.Result[T], string, error) {
-	pr, err := h.pageIn(scope, listing, limit, cursor)
+	pr, err := h.pageIn(ctx, scope, listing, limit, cursor)
 	if err != nil {
 		return page.Result[T]{}, "", err
 	}
@@ -78,11 +79,20 @@ func fetchPage[T any](h *handlers, scope, listing string, limit *int, cursor *st
 	return r, h.cursors.Encode(scope, listing, r.Next), nil
 }
 
-// pageIn decodes a list request's cursor for the listing.
-func (h *handlers) pageIn(scope, listing string, limit *int, cursor *string) (page.Request, error) {
+// pageIn decodes a list request's cursor for the listing. A cursor that
+// does not decode is refused after the authorization decision, not before:
+// a stranger (or anyone in an org being offboarded) gets the same 404 with
+// a bad cursor as with a good one, and a member's 400 spends the org's
+// token like any request.
+func (h *handlers) pageIn(ctx context.Context, scope, listing string, limit *int, cursor *string) (page.Request, error) {
 	p := pageReq(limit, cursor)
 	key, err := h.cursors.Decode(scope, listing, p.After)
 	p.After = key
+	if err != nil {
+		if _, aerr := principal(ctx); aerr != nil && !errors.Is(aerr, errNoPrincipal) {
+			return p, aerr
+		}
+	}
 	return p, err
 }
 

@@ -47,7 +47,7 @@ func (h *handlers) ListInvitations(ctx context.Context, req oapi.ListInvitations
 		return nil, err
 	}
 	const listing = "listInvitations"
-	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[invitation.Invitation], error) {
+	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[invitation.Invitation], error) {
 		return h.Invitations.ListInvitations(ctx, p, pr)
 	})
 	if err != nil {

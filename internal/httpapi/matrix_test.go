@@ -408,3 +408,22 @@ func outsiderGET(ops []dynamotest.Op) bool {
 // read (authz.Pending.Decide): a page of them can be up to 1 MB.
 var largeListings = map[string]bool{"listTickets": true, "listTeamTickets": true, "listUserTickets": true,
 	"listAssignedTickets": true, "listComments": true}
+
+// TestStrangerBadCursor: a cursor that does not decode is refused after
+// the authorization decision: a stranger gets the same 404 with it as
+// without, a member the 400.
+func TestStrangerBadCursor(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Cursor")
+	stranger := ts.Actor(t, "stranger")
+	hc := &http.Client{}
+	for _, path := range []string{"/users", "/teams", "/tickets", "/teams/" + w.Team.Id + "/members", "/tickets/" + w.Ticket.Id + "/comments"} {
+		url := ts.URL + "/v1/orgs/" + w.Org.Id + path + "?cursor=bm90LWEtY3Vyc29y"
+		if r := doReq(t, hc, http.MethodGet, url, stranger.Token, nil, ""); r.Status != http.StatusNotFound || problemCode(r.Body) != "org_not_found" {
+			t.Errorf("%s as a stranger with a bad cursor: %d %s, want 404 org_not_found", path, r.Status, truncate(r.Body))
+		}
+		if r := doReq(t, hc, http.MethodGet, url, w.Member.Token, nil, ""); r.Status != http.StatusBadRequest {
+			t.Errorf("%s as a member with a bad cursor: %d %s, want 400", path, r.Status, truncate(r.Body))
+		}
+	}
+}

@@ -133,8 +133,14 @@ func TestOperations(t *testing.T) {
 		if decidedFirst[rd.name] {
 			t.Run("authz read first/"+rd.name, func(t *testing.T) {
 				ts.Rec.Reset()
+				// Armed, the rendezvous holds the authorization read until a
+				// second call arrives: it must not, before the decision.
+				ts.Rec.Rendezvous(2, 300*time.Millisecond)
 				r, err := rd.do()
 				mustStatus(t, r, err, http.StatusOK)
+				if ts.Rec.RendezvousMet() {
+					t.Errorf("DynamoDB calls %q: the route's read went out beside the authorization read", ts.Rec.Names())
+				}
 				if first, _, _ := strings.Cut(ts.Rec.Trips(), ", "); first != authzRead {
 					t.Errorf("DynamoDB round trips %q: want the authorization read %q alone first", ts.Rec.Trips(), authzRead)
 				}

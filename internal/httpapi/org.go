@@ -33,7 +33,7 @@ func (h *handlers) ListOrgs(ctx context.Context, req oapi.ListOrgsRequestObject)
 		return nil, err
 	}
 	scope := "user:" + id.UserID
-	r, next, err := fetchPage(h, scope, "listOrgs", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[org.Membership], error) {
+	r, next, err := fetchPage(ctx, h, scope, "listOrgs", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[org.Membership], error) {
 		return h.Orgs.ListOrgs(ctx, id, pr)
 	})
 	if err != nil {
@@ -146,7 +146,7 @@ func (h *handlers) ListOrgUsers(ctx context.Context, req oapi.ListOrgUsersReques
 		return nil, err
 	}
 	const listing = "listOrgUsers"
-	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[org.User], error) {
+	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[org.User], error) {
 		return h.Orgs.ListOrgUsers(ctx, p, pr)
 	})
 	if err != nil {

@@ -15,7 +15,7 @@ func (h *handlers) ListTeams(ctx context.Context, req oapi.ListTeamsRequestObjec
 		return nil, err
 	}
 	const listing = "listTeams"
-	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[team.Team], error) {
+	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[team.Team], error) {
 		return h.Teams.ListTeams(ctx, p, pr)
 	})
 	if err != nil {
@@ -106,7 +106,7 @@ func (h *handlers) ListTeamMembers(ctx context.Context, req oapi.ListTeamMembers
 	}
 	listing := "listTeamMembers:" + req.TeamId
 	withUsers := req.Params.Expand != nil && *req.Params.Expand == oapi.ListTeamMembersParamsExpandUser
-	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[team.Membership], error) {
+	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[team.Membership], error) {
 		return h.Teams.ListTeamMembers(ctx, p, req.TeamId, withUsers, pr)
 	})
 	if err != nil {
@@ -173,7 +173,7 @@ func (h *handlers) ListUserTeams(ctx context.Context, req oapi.ListUserTeamsRequ
 		return nil, err
 	}
 	withNames := req.Params.Expand != nil && *req.Params.Expand == oapi.ListUserTeamsParamsExpandTeam
-	r, next, err := fetchPage(h, p.OrgID, "listUserTeams:"+req.UserId, req.Params.Limit, req.Params.Cursor,
+	r, next, err := fetchPage(ctx, h, p.OrgID, "listUserTeams:"+req.UserId, req.Params.Limit, req.Params.Cursor,
 		func(pr page.Request) (page.Result[team.Membership], error) {
 			return h.Teams.ListUserTeams(ctx, p, req.UserId, withNames, pr)
 		})

@@ -25,7 +25,7 @@ func (h *handlers) ListTickets(ctx context.Context, req oapi.ListTicketsRequestO
 	// The cursor is bound to the whole filter and the order: a cursor of
 	// one listing never continues another.
 	listing := fmt.Sprintf("listTickets:%s:%s:%s:%t", f.Status, f.Priority, f.AssigneeID, f.Oldest)
-	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
 		return h.Tickets.ListTickets(ctx, p, f, expandOf(req.Params.Expand), pr)
 	})
 	if err != nil {
@@ -131,7 +131,7 @@ func (h *handlers) ListTeamTickets(ctx context.Context, req oapi.ListTeamTickets
 	}
 	status := statusOf(req.Params.Status)
 	listing := "listTeamTickets:" + req.TeamId + ":" + string(status)
-	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
 		return h.Tickets.ListTeamTickets(ctx, p, req.TeamId, status, expandOf(req.Params.Expand), pr)
 	})
 	if err != nil {
@@ -148,7 +148,7 @@ func (h *handlers) ListUserTickets(ctx context.Context, req oapi.ListUserTickets
 		return nil, err
 	}
 	listing := "listUserTickets:" + req.UserId
-	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
+	pr, err := h.pageIn(ctx, p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +173,7 @@ func (h *handlers) ListAssignedTickets(ctx context.Context, req oapi.ListAssigne
 		return nil, err
 	}
 	listing := "listAssignedTickets:" + req.UserId
-	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
 		return h.Tickets.ListAssignedTickets(ctx, p, req.UserId, expandOf(req.Params.Expand), pr)
 	})
 	if err != nil {
@@ -190,7 +190,7 @@ func (h *handlers) ListComments(ctx context.Context, req oapi.ListCommentsReques
 		return nil, err
 	}
 	listing := "listComments:" + req.TicketId
-	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Comment], error) {
+	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Comment], error) {
 		return h.Tickets.ListComments(ctx, p, req.TicketId, pr)
 	})
 	if err != nil {

@@ -38,6 +38,11 @@ type Verifier struct {
 	cache   tokenCache
 }
 
+// MaxCacheAge bounds how long a verified token is trusted without being
+// verified again, whatever its exp: a JWKS key removed because it leaked
+// stops admitting its tokens after at most this long.
+const MaxCacheAge = 5 * time.Minute
+
 // MaxCachedTokens bounds the verified-token cache: at most this many
 // entries of a SHA-256 and an Identity (well under 1 MiB).
 const MaxCachedTokens = 4096
@@ -46,8 +51,8 @@ const MaxCachedTokens = 4096
 // sends the same token with each request, and verifying it again (parse,
 // HMAC or signature, the duplicate-key check) is most of what
 // authentication costs. Only a token that verified is kept, so a caller
-// without a valid token cannot grow it; a JWKS key removed before a
-// token's exp still admits that token until exp.
+// without a valid token cannot grow it; an entry lasts until the token's
+// exp or MaxCacheAge, whichever comes first.
 type tokenCache struct {
 	mu sync.Mutex
 	m  map[[sha256.Size]byte]cachedToken
@@ -193,7 +198,12 @@ func (v *Verifier) Verify(raw string) (authz.Identity, error) {
 	if err != nil {
 		return authz.Identity{}, err
 	}
-	v.cache.put(key, cachedToken{id: id, until: exp}, v.now())
+	now := v.now()
+	until := now.Add(MaxCacheAge)
+	if exp.Before(until) {
+		until = exp
+	}
+	v.cache.put(key, cachedToken{id: id, until: until}, now)
 	return id, nil
 }
 

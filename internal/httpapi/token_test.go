@@ -465,6 +465,19 @@ func TestVerifiedTokenCache(t *testing.T) {
 			t.Error("a cached token was accepted at its exp")
 		}
 	})
+	t.Run("TrustedAtMostMaxCacheAge", func(t *testing.T) {
+		long := mint("u_long", now.Add(24*time.Hour))
+		if _, err := v.Verify(long); err != nil {
+			t.Fatal(err)
+		}
+		until, ok := v.CachedUntil(long)
+		if want := now.Add(httpapi.MaxCacheAge); !ok || !until.Equal(want) {
+			t.Errorf("a token valid for a day is cached until %v (%v), want %v: a removed JWKS key would admit it all day", until, ok, want)
+		}
+		if until, _ := v.CachedUntil(tok); !until.Equal(now.Add(time.Minute)) {
+			t.Errorf("a token with exp in a minute is cached until %v, want its exp", until)
+		}
+	})
 	t.Run("ErrBadTokensNotKept", func(t *testing.T) {
 		before := v.CachedTokens()
 		bad := tok[:len(tok)-2] + "xx"

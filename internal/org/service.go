@@ -151,7 +151,7 @@ func (s *Service) GetOrg(ctx context.Context, p authz.Pending, withUsers bool) (
 		o     Org
 		users []User
 	)
-	if _, err := p.Overlap(authz.OrgRead, func() (err error) {
+	if _, err := p.Overlap(ctx, authz.OrgRead, func(ctx context.Context) (err error) {
 		if withUsers {
 			o, users, err = s.store.GetOrgWithUsers(ctx, p.OrgID, page.MaxLimit)
 		} else {
@@ -293,7 +293,7 @@ func (s *Service) GetOffboarding(ctx context.Context, p authz.Principal) (deleti
 // ListOrgUsers pages through the org's users.
 func (s *Service) ListOrgUsers(ctx context.Context, p authz.Pending, pr page.Request) (page.Result[User], error) {
 	var r page.Result[User]
-	if _, err := p.Overlap(authz.UserRead, func() (err error) {
+	if _, err := p.Overlap(ctx, authz.UserRead, func(ctx context.Context) (err error) {
 		r, err = s.store.ListOrgUsers(ctx, p.OrgID, pr)
 		return err
 	}); err != nil {
@@ -305,7 +305,7 @@ func (s *Service) ListOrgUsers(ctx context.Context, p authz.Pending, pr page.Req
 // GetOrgUser reads one of the org's users.
 func (s *Service) GetOrgUser(ctx context.Context, p authz.Pending, userID string) (User, error) {
 	var u User
-	if _, err := p.Overlap(authz.UserRead, func() (err error) {
+	if _, err := p.Overlap(ctx, authz.UserRead, func(ctx context.Context) (err error) {
 		u, err = s.store.GetOrgUser(ctx, p.OrgID, userID)
 		return err
 	}); err != nil {

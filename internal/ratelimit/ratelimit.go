@@ -46,8 +46,8 @@ type bucket struct {
 func (b *bucket) at(now time.Time, perSecond float64, burst int) {
 	if now.After(b.last) {
 		b.tokens = min(float64(burst), b.tokens+now.Sub(b.last).Seconds()*perSecond)
-		b.last = now
 	}
+	b.last = now // a clock stepped back refills from now on, not an hour later
 }
 
 // New returns a Limiter.
@@ -120,8 +120,13 @@ func (l *Limiter) Available(key string) bool {
 	if l.Off() {
 		return true
 	}
+	l.mu.Lock()
+	b, ok := l.buckets[key]
+	l.mu.Unlock()
+	if !ok { // a bucket not made yet is full; a peek makes none
+		return true
+	}
 	now := l.o.Now()
-	b := l.bucket(key, now)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.at(now, l.o.PerSecond, l.o.Burst)
@@ -148,6 +153,13 @@ func (l *Limiter) take(key string, n int) Decision {
 		d.RetryAfter = time.Duration((1 - tokens) / l.o.PerSecond * float64(time.Second))
 	}
 	return d
+}
+
+// Buckets is how many buckets the limiter holds.
+func (l *Limiter) Buckets() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.buckets)
 }
 
 // Burst is the bucket's size.

@@ -1,6 +1,7 @@
 package ratelimit_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -79,5 +80,29 @@ func TestAvailableSpendsNothing(t *testing.T) {
 	now = now.Add(time.Second)
 	if !l.Available("org:a") || !l.Take("org:a").Allowed {
 		t.Error("a second later: not available")
+	}
+}
+
+func TestClockSteppedBack(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	l := ratelimit.New(ratelimit.Options{PerSecond: 1, Burst: 1, Now: func() time.Time { return now }})
+	l.Take("k")
+	now = now.Add(-time.Hour) // NTP steps the clock back
+	l.Take("k")
+	now = now.Add(2 * time.Second)
+	if d := l.Take("k"); !d.Allowed {
+		t.Errorf("2 s after a step back: refused (%+v); the bucket froze until the old time", d)
+	}
+}
+
+func TestAvailableMakesNoBucket(t *testing.T) {
+	l := ratelimit.New(ratelimit.Options{PerSecond: 1, Burst: 1, MaxTenants: 2})
+	for i := range 100 {
+		if !l.Available(fmt.Sprint("org:", i)) {
+			t.Fatal("an unknown key: not available")
+		}
+	}
+	if n := l.Buckets(); n != 0 {
+		t.Errorf("%d buckets after peeks only, want 0", n)
 	}
 }

@@ -100,7 +100,7 @@ func (s *Service) GetTeam(ctx context.Context, p authz.Pending, teamID string, w
 		t  Team
 		ms []Membership
 	)
-	if _, err := p.Overlap(authz.TeamRead, func() (err error) {
+	if _, err := p.Overlap(ctx, authz.TeamRead, func(ctx context.Context) (err error) {
 		if withMembers {
 			t, ms, err = s.store.GetTeamWithMembers(ctx, p.OrgID, teamID, page.MaxLimit)
 		} else {
@@ -116,7 +116,7 @@ func (s *Service) GetTeam(ctx context.Context, p authz.Pending, teamID string, w
 // ListTeams pages through the org's teams.
 func (s *Service) ListTeams(ctx context.Context, p authz.Pending, pr page.Request) (page.Result[Team], error) {
 	var r page.Result[Team]
-	if _, err := p.Overlap(authz.TeamRead, func() (err error) {
+	if _, err := p.Overlap(ctx, authz.TeamRead, func(ctx context.Context) (err error) {
 		r, err = s.store.ListTeams(ctx, p.OrgID, pr)
 		return err
 	}); err != nil {
@@ -204,7 +204,7 @@ func (s *Service) deleteTeam(ctx context.Context, p authz.Principal, teamID stri
 // each member's org user, read with one BatchGetItem for the page.
 func (s *Service) ListTeamMembers(ctx context.Context, p authz.Pending, teamID string, withUsers bool, pr page.Request) (page.Result[Membership], error) {
 	var r page.Result[Membership]
-	if _, err := p.Overlap(authz.TeamRead, func() (err error) {
+	if _, err := p.Overlap(ctx, authz.TeamRead, func(ctx context.Context) (err error) {
 		r, err = s.store.ListTeamMembers(ctx, p.OrgID, teamID, pr)
 		return err
 	}); err != nil {
@@ -233,7 +233,7 @@ func (s *Service) ListTeamMembers(ctx context.Context, p authz.Pending, teamID s
 // fills TeamName with one BatchGetItem for the page.
 func (s *Service) ListUserTeams(ctx context.Context, p authz.Pending, userID string, withNames bool, pr page.Request) (page.Result[Membership], error) {
 	var r page.Result[Membership]
-	if _, err := p.Overlap(authz.TeamRead, func() (err error) {
+	if _, err := p.Overlap(ctx, authz.TeamRead, func(ctx context.Context) (err error) {
 		r, err = s.store.ListUserTeams(ctx, p.OrgID, userID, pr)
 		return err
 	}); err != nil {
@@ -259,7 +259,7 @@ func (s *Service) ListUserTeams(ctx context.Context, p authz.Pending, userID str
 // GetTeamMember reads one membership (AP3).
 func (s *Service) GetTeamMember(ctx context.Context, p authz.Pending, teamID, userID string) (Membership, error) {
 	var m Membership
-	if _, err := p.Overlap(authz.TeamRead, func() (err error) {
+	if _, err := p.Overlap(ctx, authz.TeamRead, func(ctx context.Context) (err error) {
 		m, err = s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
 		return err
 	}); err != nil {

@@ -159,7 +159,7 @@ func (s *Service) GetTicket(ctx context.Context, p authz.Pending, ticketID strin
 			t, comments, err = s.store.GetTicketWithComments(ctx, p.OrgID, ticketID, page.MaxLimit)
 		}
 	} else {
-		_, err = p.Overlap(authz.TicketRead, func() (err error) {
+		_, err = p.Overlap(ctx, authz.TicketRead, func(ctx context.Context) (err error) {
 			t, err = s.store.GetTicket(ctx, p.OrgID, ticketID)
 			return err
 		})
