@@ -6,7 +6,9 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 )
 
-var errNoDecision = errs.E(errs.Internal, "no_principal", "route has no org principal")
+// ErrNoPrincipal: a request with no principal in an org reached code that
+// needs one (a wiring bug).
+var ErrNoPrincipal = errs.E(errs.Internal, "no_principal", "route has no org principal")
 
 // Pending is the caller in an org while the authorization read is in
 // flight: who calls and which org the route names are known, the role is
@@ -17,6 +19,7 @@ type Pending struct {
 	Identity
 	OrgID string
 	await func() (Principal, error)
+	known bool // decided already (Known): nothing to overlap
 }
 
 // NewPending returns the caller in orgID whose principal await returns:
@@ -28,7 +31,7 @@ func NewPending(id Identity, orgID string, await func() (Principal, error)) Pend
 
 // Known is a Pending whose principal is already decided.
 func Known(p Principal) Pending {
-	return Pending{Identity: p.Identity, OrgID: p.OrgID, await: func() (Principal, error) { return p, nil }}
+	return Pending{Identity: p.Identity, OrgID: p.OrgID, await: func() (Principal, error) { return p, nil }, known: true}
 }
 
 // Await returns the principal once the authorization read has answered, or
@@ -36,7 +39,7 @@ func Known(p Principal) Pending {
 // DynamoDB is unavailable, the org's rate limit is spent).
 func (p Pending) Await() (Principal, error) {
 	if p.await == nil {
-		return Principal{}, errNoDecision
+		return Principal{}, ErrNoPrincipal
 	}
 	return p.await()
 }
@@ -57,6 +60,13 @@ func (p Pending) Await() (Principal, error) {
 // instead, or a stranger could make the server read megabytes of another
 // tenant's partition per 404, and time the 404 to learn the target's size.
 func (p Pending) Overlap(ctx context.Context, a Action, read func(ctx context.Context) error) (Principal, error) {
+	if p.known { // nothing in flight to overlap: decide, then read
+		pr, err := p.Decide(a)
+		if err != nil {
+			return Principal{}, err
+		}
+		return pr, read(ctx)
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
 	go func() { done <- read(rctx) }()

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"math"
 	"net/http"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -52,10 +50,9 @@ func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (
 		// answers, nothing ran.
 		p := toProblem(errCallerLimited)
 		p.RequestId = audit.RequestID(ctx)
-		after := max(1, int(math.Ceil(d.RetryAfter.Seconds())))
-		rl := fmt.Sprintf("%q;r=%d;t=%d", "caller", d.Remaining, after)
+		f := rateLimitFields(h.CallerRateLimit, "caller", *d)
 		return oapi.Graphql429ApplicationProblemPlusJSONResponse{TooManyRequestsApplicationProblemPlusJSONResponse: oapi.TooManyRequestsApplicationProblemPlusJSONResponse{
-			Body: p, Headers: oapi.TooManyRequestsResponseHeaders{RetryAfter: &after, RateLimit: &rl}}}, nil
+			Body: p, Headers: oapi.TooManyRequestsResponseHeaders{RetryAfter: &f.retryAfter, RateLimit: &f.limit}}}, nil
 	}
 	if err := unavailable(res.Response); err != nil {
 		return nil, err

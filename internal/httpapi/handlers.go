@@ -29,8 +29,6 @@ func (h *handlers) now() time.Time { return clock.Or(h.Now)() }
 
 var _ oapi.StrictServerInterface = (*handlers)(nil)
 
-var errNoPrincipal = errs.E(errs.Internal, "no_principal", "route has no org principal")
-
 // principal is the caller in the route's org, once the authorization read
 // has answered.
 func principal(ctx context.Context) (authz.Principal, error) {
@@ -40,7 +38,7 @@ func principal(ctx context.Context) (authz.Principal, error) {
 	if p, ok := pendingFrom(ctx); ok {
 		return p.Await()
 	}
-	return authz.Principal{}, errNoPrincipal
+	return authz.Principal{}, authz.ErrNoPrincipal
 }
 
 // pending is the caller in the route's org, decided or not yet: for a
@@ -52,7 +50,7 @@ func pending(ctx context.Context) (authz.Pending, error) {
 	if p, ok := PrincipalFrom(ctx); ok {
 		return authz.Known(p), nil
 	}
-	return authz.Pending{}, errNoPrincipal
+	return authz.Pending{}, authz.ErrNoPrincipal
 }
 
 func identity(ctx context.Context) (authz.Identity, error) {
@@ -89,7 +87,7 @@ func (h *handlers) pageIn(ctx context.Context, scope, listing string, limit *int
 	key, err := h.cursors.Decode(scope, listing, p.After)
 	p.After = key
 	if err != nil {
-		if _, aerr := principal(ctx); aerr != nil && !errors.Is(aerr, errNoPrincipal) {
+		if _, aerr := principal(ctx); aerr != nil && !errors.Is(aerr, authz.ErrNoPrincipal) {
 			return p, aerr
 		}
 	}

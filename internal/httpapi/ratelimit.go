@@ -66,17 +66,6 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 			// own read.
 			if p, ok := pendingFrom(c.Request().Context()); ok {
 				bucket := key(c, id.UserID)
-				if !l.Available(bucket) {
-					pr, err := p.Await()
-					if err != nil {
-						return err
-					}
-					if err := take(c, l, refused, policy, bucket); err != nil {
-						return err
-					}
-					c.SetRequest(c.Request().WithContext(withPending(c.Request().Context(), authz.Known(pr))))
-					return next(c)
-				}
 				var (
 					once sync.Once
 					pr   authz.Principal
@@ -90,6 +79,11 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 					})
 					return pr, err
 				})
+				if !l.Available(bucket) {
+					if _, err := gated.Await(); err != nil {
+						return err
+					}
+				}
 				c.SetRequest(c.Request().WithContext(withPending(c.Request().Context(), gated)))
 				return next(c)
 			}
@@ -103,23 +97,35 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 
 // take spends a token of bucket and writes the RateLimit header fields.
 func take(c echo.Context, l *ratelimit.Limiter, refused error, policy, bucket string) error {
-	return rateLimited(c, l, refused, policy, l.Take(bucket))
+	d := l.Take(bucket)
+	f := rateLimitFields(l, policy, d)
+	h := c.Response().Header()
+	h.Add("RateLimit-Policy", f.policy)
+	h.Add("RateLimit", f.limit)
+	if !d.Allowed {
+		h.Set("Retry-After", strconv.Itoa(f.retryAfter))
+		return refused
+	}
+	return nil
 }
 
-// rateLimited writes the RateLimit header fields of d and returns refused
-// if d did not allow the request.
-func rateLimited(c echo.Context, l *ratelimit.Limiter, refused error, policy string, d ratelimit.Decision) error {
-	h := c.Response().Header()
+// limitFields are the IETF RateLimit header fields of one policy's
+// decision, and the Retry-After of a refusal.
+type limitFields struct {
+	policy, limit string
+	retryAfter    int
+}
+
+// rateLimitFields renders d: RateLimit-Policy's quota and window, and
+// RateLimit's remaining requests and the seconds until the quota is whole
+// again, or, when nothing remains, until the next request is allowed (the
+// Retry-After).
+func rateLimitFields(l *ratelimit.Limiter, policy string, d ratelimit.Decision) limitFields {
 	window := max(1, int(math.Ceil(float64(d.Burst)/l.Rate())))
-	h.Add("RateLimit-Policy", fmt.Sprintf("%q;q=%d;w=%d", policy, d.Burst, window))
 	t := int(math.Ceil(d.Reset.Seconds()))
 	if !d.Allowed || d.Remaining == 0 {
 		t = max(1, int(math.Ceil(d.RetryAfter.Seconds())))
 	}
-	h.Add("RateLimit", fmt.Sprintf("%q;r=%d;t=%d", policy, d.Remaining, t))
-	if !d.Allowed {
-		h.Set("Retry-After", strconv.Itoa(t))
-		return refused
-	}
-	return nil
+	return limitFields{policy: fmt.Sprintf("%q;q=%d;w=%d", policy, d.Burst, window),
+		limit: fmt.Sprintf("%q;r=%d;t=%d", policy, d.Remaining, t), retryAfter: t}
 }
