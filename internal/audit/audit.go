@@ -132,6 +132,21 @@ func NewEvent(ctx context.Context, id string, actor Actor, action string, target
 		At: at, Changes: changes}
 }
 
+// Update is the tail every update shares: a change that records no
+// difference (a PATCH that changes nothing) writes nothing and returns
+// prev at its version, with no event; any other is written by write, which
+// returns next or write's error.
+func Update[T any](ctx context.Context, write func(context.Context, T, T, Event) error, prev, next T, ev Event) (T, error) {
+	if len(ev.Changes) == 0 {
+		return prev, nil
+	}
+	if err := write(ctx, prev, next, ev); err != nil {
+		var zero T
+		return zero, err
+	}
+	return next, nil
+}
+
 var errIncomplete = errors.New("audit: the event lacks its org, ID, actor, action, target or time")
 
 // Check reports an event a store must refuse: one not made by NewEvent

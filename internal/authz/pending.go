@@ -81,6 +81,20 @@ func (p Pending) Overlap(ctx context.Context, a Action, read func(ctx context.Co
 	return pr, <-done
 }
 
+// Read is Overlap for a read that returns one value: the value, or its
+// zero and the refusal or the read's error.
+func Read[T any](ctx context.Context, p Pending, a Action, read func(ctx context.Context) (T, error)) (T, error) {
+	var v T
+	if _, err := p.Overlap(ctx, a, func(ctx context.Context) (err error) {
+		v, err = read(ctx)
+		return err
+	}); err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
 // Decide waits for p's authorization read and decides a, which needs no
 // facts from the target: for a read that must not go out before the caller
 // is known (one whose size a stranger could make large; see Overlap).

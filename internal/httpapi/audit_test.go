@@ -13,9 +13,7 @@ import (
 	"github.com/tenantd/tenantd/internal/invitation"
 )
 
-// TestAuditLog is the behaviour of the audit log: a subtest per
-// success status, a subtest of it per operation (the errors every
-// operation answers are in status_test.go).
+// TestAuditLog is the behaviour of the audit log.
 func TestAuditLog(t *testing.T) {
 	t.Run("200", func(t *testing.T) {
 		ts := MustServer(t)

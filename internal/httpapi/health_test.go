@@ -11,9 +11,7 @@ import (
 	"github.com/tenantd/tenantd/client"
 )
 
-// TestHealth is the behaviour of the operational endpoints (health, readiness, metrics, the contract): a subtest per
-// success status, a subtest of it per operation (the errors every
-// operation answers are in status_test.go).
+// TestHealth is the behaviour of the operational endpoints (health, readiness, metrics, the contract).
 func TestHealth(t *testing.T) {
 	t.Run("200", func(t *testing.T) {
 		ts := MustServer(t)

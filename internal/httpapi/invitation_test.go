@@ -17,9 +17,7 @@ import (
 	"github.com/tenantd/tenantd/internal/store"
 )
 
-// TestInvitation is the behaviour of invitations: a subtest per
-// success status, a subtest of it per operation (the errors every
-// operation answers are in status_test.go).
+// TestInvitation is the behaviour of invitations.
 func TestInvitation(t *testing.T) {
 	t.Run("200", func(t *testing.T) {
 		ts := MustServer(t)

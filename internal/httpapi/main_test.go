@@ -1,3 +1,9 @@
+// The API tests drive a real server on DynamoDB Local through the client
+// generated from openapi.yaml. A resource's behaviour is one test in the
+// resource's file (TestTicket in ticket_test.go, ...), with a subtest per
+// success status and in it a subtest per operation; the errors every
+// operation answers are in status_test.go, and the spec-driven cross-checks
+// (roles, cross-tenant, operations, pagination) have files of their own.
 package httpapi_test
 
 import (

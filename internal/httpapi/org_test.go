@@ -11,9 +11,7 @@ import (
 	"github.com/tenantd/tenantd/client"
 )
 
-// TestOrg is the behaviour of orgs, their users and offboarding: a subtest
-// per success status, a subtest of it per operation (the errors every
-// operation answers are in status_test.go).
+// TestOrg is the behaviour of orgs, their users and offboarding.
 func TestOrg(t *testing.T) {
 	t.Run("200", func(t *testing.T) {
 		// An offboarding waits a second before its last sweep, so that one is

@@ -12,9 +12,7 @@ import (
 	"github.com/tenantd/tenantd/client"
 )
 
-// TestPagination is the behaviour of cursor pagination of every listing: a subtest per
-// success status, a subtest of it per operation (the errors every
-// operation answers are in status_test.go).
+// TestPagination is the behaviour of cursor pagination of every listing.
 func TestPagination(t *testing.T) {
 	t.Run("200", func(t *testing.T) {
 		ts := MustServer(t)

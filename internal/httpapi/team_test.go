@@ -12,9 +12,7 @@ import (
 	"github.com/tenantd/tenantd/client"
 )
 
-// TestTeam is the behaviour of teams and their members: a subtest per
-// success status, a subtest of it per operation (the errors every
-// operation answers are in status_test.go).
+// TestTeam is the behaviour of teams and their members.
 func TestTeam(t *testing.T) {
 	t.Run("200", func(t *testing.T) {
 		ts := MustServer(t)

@@ -15,9 +15,7 @@ import (
 	"github.com/tenantd/tenantd/client"
 )
 
-// TestTicket is the behaviour of tickets and comments: a subtest per
-// success status, a subtest of it per operation (the errors every
-// operation answers are in status_test.go).
+// TestTicket is the behaviour of tickets and comments.
 func TestTicket(t *testing.T) {
 	t.Run("200", func(t *testing.T) {
 		ts := MustServer(t)

@@ -246,40 +246,33 @@ func MintHS256(secret string, c Claims) (string, error) {
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte(secret))
 }
 
-type identityKey struct{}
-type principalKey struct{}
+// ctxKey keys a request's value in its context by the value's type: one
+// identity, one principal, one pending decision per request.
+type ctxKey[T any] struct{}
+
+func withValue[T any](ctx context.Context, v T) context.Context {
+	return context.WithValue(ctx, ctxKey[T]{}, v)
+}
+
+func valueFrom[T any](ctx context.Context) (T, bool) {
+	v, ok := ctx.Value(ctxKey[T]{}).(T)
+	return v, ok
+}
 
 // WithIdentity stores the caller's identity in ctx.
-func WithIdentity(ctx context.Context, id authz.Identity) context.Context {
-	return context.WithValue(ctx, identityKey{}, id)
-}
+func WithIdentity(ctx context.Context, id authz.Identity) context.Context { return withValue(ctx, id) }
 
 // IdentityFrom returns the identity stored by WithIdentity.
-func IdentityFrom(ctx context.Context) (authz.Identity, bool) {
-	id, ok := ctx.Value(identityKey{}).(authz.Identity)
-	return id, ok
-}
+func IdentityFrom(ctx context.Context) (authz.Identity, bool) { return valueFrom[authz.Identity](ctx) }
 
 // WithPrincipal stores the caller's principal in an org in ctx.
-func WithPrincipal(ctx context.Context, p authz.Principal) context.Context {
-	return context.WithValue(ctx, principalKey{}, p)
-}
+func WithPrincipal(ctx context.Context, p authz.Principal) context.Context { return withValue(ctx, p) }
 
 // PrincipalFrom returns the principal stored by WithPrincipal.
-func PrincipalFrom(ctx context.Context) (authz.Principal, bool) {
-	p, ok := ctx.Value(principalKey{}).(authz.Principal)
-	return p, ok
-}
-
-type pendingKey struct{}
+func PrincipalFrom(ctx context.Context) (authz.Principal, bool) { return valueFrom[authz.Principal](ctx) }
 
 // withPending stores the caller in an org whose authorization read is in
 // flight (a GET; see AuthorizeOrg).
-func withPending(ctx context.Context, p authz.Pending) context.Context {
-	return context.WithValue(ctx, pendingKey{}, p)
-}
+func withPending(ctx context.Context, p authz.Pending) context.Context { return withValue(ctx, p) }
 
-func pendingFrom(ctx context.Context) (authz.Pending, bool) {
-	p, ok := ctx.Value(pendingKey{}).(authz.Pending)
-	return p, ok
-}
+func pendingFrom(ctx context.Context) (authz.Pending, bool) { return valueFrom[authz.Pending](ctx) }

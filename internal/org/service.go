@@ -126,11 +126,7 @@ func (s *Service) ListOrgs(ctx context.Context, id authz.Identity, p page.Reques
 	if err != nil || len(r.Items) == 0 {
 		return r, err
 	}
-	orgIDs := make([]string, len(r.Items))
-	for i, m := range r.Items {
-		orgIDs[i] = m.OrgID
-	}
-	orgs, err := s.store.BatchGetOrgs(ctx, orgIDs)
+	orgs, err := s.store.BatchGetOrgs(ctx, page.Keys(r.Items, func(m Membership) string { return m.OrgID }))
 	if err != nil {
 		return page.Result[Membership]{}, err
 	}
@@ -188,13 +184,7 @@ func (s *Service) updateOrg(ctx context.Context, p authz.Principal, name string,
 	next := prev
 	next.Name, next.Version, next.UpdatedAt = name, prev.Version+1, s.now()
 	ev := s.event(ctx, audit.By(p, g), "org.update", "org", p.OrgID, next.UpdatedAt, audit.Diff(audit.F("name", prev.Name, next.Name)))
-	if len(ev.Changes) == 0 { // a PATCH that changes nothing: no new version, no event
-		return prev, nil
-	}
-	if err := s.store.UpdateOrg(ctx, prev, next, ev); err != nil {
-		return Org{}, err
-	}
-	return next, nil
+	return audit.Update(ctx, s.store.UpdateOrg, prev, next, ev)
 }
 
 // DeleteOrg offboards the org (owner only): it marks the org deleting, so
@@ -292,26 +282,16 @@ func (s *Service) GetOffboarding(ctx context.Context, p authz.Principal) (deleti
 
 // ListOrgUsers pages through the org's users.
 func (s *Service) ListOrgUsers(ctx context.Context, p authz.Pending, pr page.Request) (page.Result[User], error) {
-	var r page.Result[User]
-	if _, err := p.Overlap(ctx, authz.UserRead, func(ctx context.Context) (err error) {
-		r, err = s.store.ListOrgUsers(ctx, p.OrgID, pr)
-		return err
-	}); err != nil {
-		return page.Result[User]{}, err
-	}
-	return r, nil
+	return authz.Read(ctx, p, authz.UserRead, func(ctx context.Context) (page.Result[User], error) {
+		return s.store.ListOrgUsers(ctx, p.OrgID, pr)
+	})
 }
 
 // GetOrgUser reads one of the org's users.
 func (s *Service) GetOrgUser(ctx context.Context, p authz.Pending, userID string) (User, error) {
-	var u User
-	if _, err := p.Overlap(ctx, authz.UserRead, func(ctx context.Context) (err error) {
-		u, err = s.store.GetOrgUser(ctx, p.OrgID, userID)
-		return err
-	}); err != nil {
-		return User{}, err
-	}
-	return u, nil
+	return authz.Read(ctx, p, authz.UserRead, func(ctx context.Context) (User, error) {
+		return s.store.GetOrgUser(ctx, p.OrgID, userID)
+	})
 }
 
 // BatchGetOrgUsers reads many of the org's users at once (one BatchGetItem
@@ -393,13 +373,7 @@ func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID s
 	ev := s.event(ctx, audit.By(p, g), "user.update", "user", userID, next.UpdatedAt, audit.Diff(
 		audit.F("email", prev.Email, next.Email), audit.F("name", prev.Name, next.Name),
 		audit.F("role", string(prev.Role), string(next.Role))))
-	if len(ev.Changes) == 0 { // a PATCH that changes nothing: no new version, no event
-		return prev, nil
-	}
-	if err := s.store.UpdateOrgUser(ctx, prev, next, ev); err != nil {
-		return User{}, err
-	}
-	return next, nil
+	return audit.Update(ctx, s.store.UpdateOrgUser, prev, next, ev)
 }
 
 // RemoveOrgUser removes a user from the org with their team memberships.

@@ -36,3 +36,13 @@ func (r Request) Check() (Request, error) {
 	}
 	return r, nil
 }
+
+// Keys returns key of each item, in order: the IDs a page's join reads in
+// one batch.
+func Keys[T any](items []T, key func(T) string) []string {
+	out := make([]string, len(items))
+	for i, it := range items {
+		out[i] = key(it)
+	}
+	return out
+}

@@ -146,6 +146,14 @@ func (f *fixture) member(t team.Team, userID string, role authz.Role) team.Membe
 }
 
 // MustSample writes seed 000's sample and returns it.
+// MustSampled is MustFixture with MustSample's org in it: the start of
+// most store tests.
+func MustSampled(tb testing.TB) (*fixture, sample) {
+	tb.Helper()
+	f := MustFixture(tb)
+	return f, f.MustSample(tb)
+}
+
 func (f *fixture) MustSample(tb testing.TB) sample {
 	tb.Helper()
 	ctx := context.Background()

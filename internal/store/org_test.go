@@ -93,8 +93,7 @@ func TestCreateOrg(t *testing.T) {
 func TestAddOrgUser(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 
 	t.Run("OK", func(t *testing.T) {
 		carol := f.user(s.Org.ID, "u_carol", "carol@example.com", "Carol", authz.Admin)
@@ -147,8 +146,7 @@ func TestAddOrgUser(t *testing.T) {
 func TestUpdateOrgUser(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	org := s.Org.ID
 
 	current := func(t *testing.T, id string) orgpkg.User {
@@ -261,8 +259,7 @@ func TestUpdateOrgUser(t *testing.T) {
 func TestRemoveOrgUser(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	org := s.Org.ID
 
 	t.Run("OK", func(t *testing.T) {

@@ -22,8 +22,7 @@ import (
 // and asserts both the answer and the exact DynamoDB operations made.
 // "Query(GSI1)+desc" reads "one Query on GSI1 with ScanIndexForward=false".
 func TestAccessPatterns(t *testing.T) {
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	ctx := context.Background()
 	org := s.Org.ID
 

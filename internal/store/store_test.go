@@ -33,8 +33,7 @@ import (
 func TestInvalidIDsNeverReachDynamoDB(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	org, eng := s.Org.ID, s.Eng.ID
 	all := page.Request{}
 
@@ -425,8 +424,7 @@ func TestPagination(t *testing.T) {
 // event of its change, and one that forgets it (the zero Event) is refused
 // before it writes anything, so a change can never go unrecorded.
 func TestWritesRefuseZeroEvent(t *testing.T) {
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	ctx := context.Background()
 	var none audit.Event
 	org := s.Org.ID
@@ -523,8 +521,7 @@ func writeCalls(r *dynamotest.Recorder) []string {
 // outside attack of issue 10: GET .../members answered 200 with 72 members
 // of a team that answered 404.)
 func TestListingsUnderParentBeingDeleted(t *testing.T) {
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	ctx := context.Background()
 	org := s.Org.ID
 	tk := f.ticket(org, "u_alice", "Doomed", ticket.StatusOpen)

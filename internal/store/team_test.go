@@ -18,8 +18,7 @@ import (
 func TestCreateTeam(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	org := s.Org.ID
 
 	t.Run("OK", func(t *testing.T) {
@@ -73,8 +72,7 @@ func sortedCopy(s []string) []string {
 func TestAddTeamMember(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	org := s.Org.ID
 
 	t.Run("OK", func(t *testing.T) {
@@ -127,8 +125,7 @@ func TestAddTeamMember(t *testing.T) {
 func TestUpdateTeamMember(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	org := s.Org.ID
 	bob := f.member(s.Eng, "u_bob", authz.Member)
 
@@ -165,8 +162,7 @@ func TestUpdateTeamMember(t *testing.T) {
 func TestRemoveTeamMember(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	org := s.Org.ID
 
 	bob := f.member(s.Eng, "u_bob", authz.Member)
@@ -211,8 +207,7 @@ func TestRemoveTeamMember(t *testing.T) {
 func TestDeleteTeam(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	org := s.Org.ID
 
 	t.Run("ErrStaleVersion", func(t *testing.T) {

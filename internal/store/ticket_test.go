@@ -20,8 +20,7 @@ import (
 func TestCreateTicket(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	org := s.Org.ID
 	other := f.newOrg(t, "Other", "u_zed")
 	otherTeam := f.team(other.ID, "Their team")
@@ -71,8 +70,7 @@ func TestCreateTicket(t *testing.T) {
 func TestUpdateTicket(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	org := s.Org.ID
 	all := page.Request{Limit: 100}
 
@@ -219,8 +217,7 @@ func TestUpdateTicket(t *testing.T) {
 func TestCreateComment(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	org := s.Org.ID
 	tk := f.ticket(org, "u_alice", "Busy ticket", ticket.StatusOpen)
 	must(t, f.Tickets.CreateTicket(ctx, tk, ev(tk)))
@@ -274,8 +271,7 @@ func TestCreateComment(t *testing.T) {
 func TestDeleteTicket(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	f := MustFixture(t)
-	s := f.MustSample(t)
+	f, s := MustSampled(t)
 	org := s.Org.ID
 	tk := f.ticket(org, "u_alice", "Doomed", ticket.StatusNew)
 	tk.TeamID, tk.AssigneeID = s.Eng.ID, "u_bob"

@@ -115,14 +115,9 @@ func (s *Service) GetTeam(ctx context.Context, p authz.Pending, teamID string, w
 
 // ListTeams pages through the org's teams.
 func (s *Service) ListTeams(ctx context.Context, p authz.Pending, pr page.Request) (page.Result[Team], error) {
-	var r page.Result[Team]
-	if _, err := p.Overlap(ctx, authz.TeamRead, func(ctx context.Context) (err error) {
-		r, err = s.store.ListTeams(ctx, p.OrgID, pr)
-		return err
-	}); err != nil {
-		return page.Result[Team]{}, err
-	}
-	return r, nil
+	return authz.Read(ctx, p, authz.TeamRead, func(ctx context.Context) (page.Result[Team], error) {
+		return s.store.ListTeams(ctx, p.OrgID, pr)
+	})
 }
 
 // BatchGetTeams reads many of the org's teams at once (one BatchGetItem
@@ -168,13 +163,7 @@ func (s *Service) updateTeam(ctx context.Context, p authz.Principal, teamID stri
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
 	ev := s.event(ctx, audit.By(p, g), "team.update", "team", teamID, next.UpdatedAt, audit.Diff(
 		audit.F("name", prev.Name, next.Name), audit.F("description", prev.Description, next.Description)))
-	if len(ev.Changes) == 0 { // a PATCH that changes nothing: no new version, no event
-		return prev, nil
-	}
-	if err := s.store.UpdateTeam(ctx, prev, next, ev); err != nil {
-		return Team{}, err
-	}
-	return next, nil
+	return audit.Update(ctx, s.store.UpdateTeam, prev, next, ev)
 }
 
 // DeleteTeam deletes a team and its memberships.
@@ -203,21 +192,16 @@ func (s *Service) deleteTeam(ctx context.Context, p authz.Principal, teamID stri
 // ListTeamMembers pages through a team's members (AP1); withUsers embeds
 // each member's org user, read with one BatchGetItem for the page.
 func (s *Service) ListTeamMembers(ctx context.Context, p authz.Pending, teamID string, withUsers bool, pr page.Request) (page.Result[Membership], error) {
-	var r page.Result[Membership]
-	if _, err := p.Overlap(ctx, authz.TeamRead, func(ctx context.Context) (err error) {
-		r, err = s.store.ListTeamMembers(ctx, p.OrgID, teamID, pr)
-		return err
-	}); err != nil {
+	r, err := authz.Read(ctx, p, authz.TeamRead, func(ctx context.Context) (page.Result[Membership], error) {
+		return s.store.ListTeamMembers(ctx, p.OrgID, teamID, pr)
+	})
+	if err != nil {
 		return page.Result[Membership]{}, err
 	}
 	if len(r.Items) == 0 || !withUsers {
 		return r, nil
 	}
-	userIDs := make([]string, len(r.Items))
-	for i, m := range r.Items {
-		userIDs[i] = m.UserID
-	}
-	users, err := s.users.BatchGetOrgUsers(ctx, p.OrgID, userIDs)
+	users, err := s.users.BatchGetOrgUsers(ctx, p.OrgID, page.Keys(r.Items, func(m Membership) string { return m.UserID }))
 	if err != nil {
 		return page.Result[Membership]{}, err
 	}
@@ -232,21 +216,16 @@ func (s *Service) ListTeamMembers(ctx context.Context, p authz.Pending, teamID s
 // ListUserTeams pages through a user's teams in the org (AP2); withNames
 // fills TeamName with one BatchGetItem for the page.
 func (s *Service) ListUserTeams(ctx context.Context, p authz.Pending, userID string, withNames bool, pr page.Request) (page.Result[Membership], error) {
-	var r page.Result[Membership]
-	if _, err := p.Overlap(ctx, authz.TeamRead, func(ctx context.Context) (err error) {
-		r, err = s.store.ListUserTeams(ctx, p.OrgID, userID, pr)
-		return err
-	}); err != nil {
+	r, err := authz.Read(ctx, p, authz.TeamRead, func(ctx context.Context) (page.Result[Membership], error) {
+		return s.store.ListUserTeams(ctx, p.OrgID, userID, pr)
+	})
+	if err != nil {
 		return page.Result[Membership]{}, err
 	}
 	if len(r.Items) == 0 || !withNames {
 		return r, nil
 	}
-	teamIDs := make([]string, len(r.Items))
-	for i, m := range r.Items {
-		teamIDs[i] = m.TeamID
-	}
-	teams, err := s.store.BatchGetTeams(ctx, p.OrgID, teamIDs)
+	teams, err := s.store.BatchGetTeams(ctx, p.OrgID, page.Keys(r.Items, func(m Membership) string { return m.TeamID }))
 	if err != nil {
 		return page.Result[Membership]{}, err
 	}
@@ -258,14 +237,9 @@ func (s *Service) ListUserTeams(ctx context.Context, p authz.Pending, userID str
 
 // GetTeamMember reads one membership (AP3).
 func (s *Service) GetTeamMember(ctx context.Context, p authz.Pending, teamID, userID string) (Membership, error) {
-	var m Membership
-	if _, err := p.Overlap(ctx, authz.TeamRead, func(ctx context.Context) (err error) {
-		m, err = s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
-		return err
-	}); err != nil {
-		return Membership{}, err
-	}
-	return m, nil
+	return authz.Read(ctx, p, authz.TeamRead, func(ctx context.Context) (Membership, error) {
+		return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
+	})
 }
 
 // PutTeamMember adds the user to the team with role, or changes their role.

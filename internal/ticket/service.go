@@ -331,13 +331,7 @@ func (s *Service) updateTicket(ctx context.Context, p authz.Principal, ticketID 
 		audit.F("status", string(prev.Status), string(next.Status)), audit.F("priority", string(prev.Priority), string(next.Priority)),
 		audit.F("assigneeId", str(prev.AssigneeID), str(next.AssigneeID)), audit.F("teamId", str(prev.TeamID), str(next.TeamID)),
 		audit.F("tags", prev.Tags, next.Tags)))
-	if len(ev.Changes) == 0 { // a PATCH that changes nothing: no new version, no event
-		return prev, nil
-	}
-	if err := s.store.UpdateTicket(ctx, prev, next, ev); err != nil {
-		return Ticket{}, err
-	}
-	return next, nil
+	return audit.Update(ctx, s.store.UpdateTicket, prev, next, ev)
 }
 
 // DeleteTicket deletes a ticket and its comments (requester or org admin+).
