@@ -269,7 +269,9 @@ func IdentityFrom(ctx context.Context) (authz.Identity, bool) { return valueFrom
 func WithPrincipal(ctx context.Context, p authz.Principal) context.Context { return withValue(ctx, p) }
 
 // PrincipalFrom returns the principal stored by WithPrincipal.
-func PrincipalFrom(ctx context.Context) (authz.Principal, bool) { return valueFrom[authz.Principal](ctx) }
+func PrincipalFrom(ctx context.Context) (authz.Principal, bool) {
+	return valueFrom[authz.Principal](ctx)
+}
 
 // withPending stores the caller in an org whose authorization read is in
 // flight (a GET; see AuthorizeOrg).
