@@ -1,8 +1,11 @@
 package httpapi
 
 import (
+	"context"
 	"crypto/sha256"
 	"time"
+
+	"github.com/tenantd/tenantd/internal/authz"
 )
 
 // CachedUntil says until when the verified-token cache trusts raw (tests).
@@ -12,3 +15,7 @@ func (v *Verifier) CachedUntil(raw string) (time.Time, bool) {
 	e, ok := v.cache.m[sha256.Sum256([]byte(raw))]
 	return e.until, ok
 }
+
+// AwaitPrincipal is what a handler does to learn its caller: the principal
+// AuthorizeOrg decided, waiting for it on a GET (tests and benchmarks).
+func AwaitPrincipal(ctx context.Context) (authz.Principal, error) { return principal(ctx) }

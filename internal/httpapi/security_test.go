@@ -201,33 +201,11 @@ type apiResp struct {
 // caller asserts) and reads the whole response.
 func doReq(tb testing.TB, hc *http.Client, method, rawURL, token string, header http.Header, body string) apiResp {
 	tb.Helper()
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
+	r := doReqE(hc, method, rawURL, token, header, body)
+	if r.Err != nil {
+		tb.Fatalf("%s %s: %v", method, rawURL, r.Err)
 	}
-	req, err := http.NewRequest(method, rawURL, rd)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		tb.Fatalf("%s %s: %v", method, rawURL, err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		tb.Fatalf("%s %s: read body: %v", method, rawURL, err)
-	}
-	return apiResp{Status: resp.StatusCode, Header: resp.Header, Body: b}
+	return r.apiResp
 }
 
 // problemCode returns the code of a problem+json body, "" if it is none.
