@@ -32,29 +32,31 @@ type loaders struct {
 	comments *dataloadgen.Loader[commentsKey, page.Result[ticket.Comment]]
 }
 
+// batchLoader loads an org's items by ID with get, one batch per org, as
+// the caller authorized in that org.
+func batchLoader[V any](rs *requestState, wait dataloadgen.Option,
+	get func(context.Context, authz.Principal, []string) (map[string]V, error)) *dataloadgen.Loader[ref, *V] {
+	return dataloadgen.NewLoader(func(ctx context.Context, keys []ref) ([]*V, []error) {
+		return byOrg(ctx, rs, keys, func(ctx context.Context, orgID string, ids []string) (map[string]*V, error) {
+			p, err := rs.principal(ctx, orgID)
+			if err != nil {
+				return nil, err
+			}
+			got, err := do(ctx, rs, func() (map[string]V, error) { return get(ctx, p, ids) })
+			return pointers(got), err
+		})
+	}, wait)
+}
+
 func newLoaders(rs *requestState) *loaders {
 	wait := dataloadgen.WithWait(rs.s.d.Limits.BatchWait)
 	return &loaders{
-		users: dataloadgen.NewLoader(func(ctx context.Context, keys []ref) ([]*org.User, []error) {
-			return byOrg(ctx, rs, keys, func(ctx context.Context, orgID string, ids []string) (map[string]*org.User, error) {
-				p, err := rs.principal(ctx, orgID)
-				if err != nil {
-					return nil, err
-				}
-				got, err := do(ctx, rs, func() (map[string]org.User, error) { return rs.s.d.Orgs.BatchGetOrgUsers(ctx, p, ids) })
-				return pointers(got), err
-			})
-		}, wait),
-		teams: dataloadgen.NewLoader(func(ctx context.Context, keys []ref) ([]*team.Team, []error) {
-			return byOrg(ctx, rs, keys, func(ctx context.Context, orgID string, ids []string) (map[string]*team.Team, error) {
-				p, err := rs.principal(ctx, orgID)
-				if err != nil {
-					return nil, err
-				}
-				got, err := do(ctx, rs, func() (map[string]team.Team, error) { return rs.s.d.Teams.BatchGetTeams(ctx, p, ids) })
-				return pointers(got), err
-			})
-		}, wait),
+		users: batchLoader(rs, wait, func(ctx context.Context, p authz.Principal, ids []string) (map[string]org.User, error) {
+			return rs.s.d.Orgs.BatchGetOrgUsers(ctx, p, ids)
+		}),
+		teams: batchLoader(rs, wait, func(ctx context.Context, p authz.Principal, ids []string) (map[string]team.Team, error) {
+			return rs.s.d.Teams.BatchGetTeams(ctx, p, ids)
+		}),
 		comments: dataloadgen.NewLoader(func(ctx context.Context, keys []commentsKey) ([]page.Result[ticket.Comment], []error) {
 			out, errs := make([]page.Result[ticket.Comment], len(keys)), make([]error, len(keys))
 			var wg sync.WaitGroup

@@ -36,10 +36,7 @@ func (h *handlers) ListAuditEvents(ctx context.Context, req oapi.ListAuditEvents
 	if err != nil {
 		return nil, err
 	}
-	items := make([]oapi.AuditEvent, len(r.Items))
-	for i, ev := range r.Items {
-		items[i] = toAuditEvent(ev)
-	}
+	items := mapAll(r.Items, toAuditEvent)
 	return oapi.ListAuditEvents200JSONResponse{Body: oapi.AuditEventList{Items: items, NextCursor: nextPtr(next)},
 		Headers: oapi.ListAuditEvents200ResponseHeaders{Link: link(ctx, next)}}, nil
 }

@@ -99,6 +99,27 @@ func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + 
 // ifMatch parses an If-Match header (RFC 9110): absent, "*", or a list of
 // entity tags, each naming a version (conditional.go: `"<version>-<digest>"`).
 // Weak tags and tags that name no version match nothing.
+// principalAt is the start of a write that may carry If-Match: the caller
+// and the version it pins.
+func principalAt(ctx context.Context, h *string) (authz.Principal, errs.Match, error) {
+	p, err := principal(ctx)
+	if err != nil {
+		return authz.Principal{}, errs.Match{}, err
+	}
+	v, err := ifMatch(h)
+	return p, v, err
+}
+
+// mapAll converts each of ts with f: a page of domain values into its wire
+// form.
+func mapAll[T, U any](ts []T, f func(T) U) []U {
+	out := make([]U, len(ts))
+	for i, t := range ts {
+		out[i] = f(t)
+	}
+	return out
+}
+
 func ifMatch(h *string) (errs.Match, error) {
 	if h == nil {
 		return errs.NoMatch, nil

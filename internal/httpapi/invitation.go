@@ -53,10 +53,7 @@ func (h *handlers) ListInvitations(ctx context.Context, req oapi.ListInvitations
 	if err != nil {
 		return nil, err
 	}
-	items := make([]oapi.Invitation, len(r.Items))
-	for i, inv := range r.Items {
-		items[i] = toInvitation(inv)
-	}
+	items := mapAll(r.Items, toInvitation)
 	return oapi.ListInvitations200JSONResponse{Body: oapi.InvitationList{Items: items, NextCursor: nextPtr(next)},
 		Headers: oapi.ListInvitations200ResponseHeaders{Link: link(ctx, next)}}, nil
 }

@@ -39,10 +39,9 @@ func (h *handlers) ListOrgs(ctx context.Context, req oapi.ListOrgsRequestObject)
 	if err != nil {
 		return nil, err
 	}
-	items := make([]oapi.OrgMembership, len(r.Items))
-	for i, m := range r.Items {
-		items[i] = oapi.OrgMembership{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role), JoinedAt: m.JoinedAt}
-	}
+	items := mapAll(r.Items, func(m org.Membership) oapi.OrgMembership {
+		return oapi.OrgMembership{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role), JoinedAt: m.JoinedAt}
+	})
 	return oapi.ListOrgs200JSONResponse{Body: oapi.OrgMembershipList{Items: items, NextCursor: nextPtr(next)},
 		Headers: oapi.ListOrgs200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
@@ -73,7 +72,7 @@ func (h *handlers) GetOrg(ctx context.Context, req oapi.GetOrgRequestObject) (oa
 	}
 	out := toOrg(org)
 	if withUsers {
-		us := toOrgUsers(users)
+		us := mapAll(users, toOrgUser)
 		out.Users = &us
 	}
 	return oapi.GetOrg200JSONResponse{Body: out, Headers: oapi.GetOrg200ResponseHeaders{ETag: etag(org.Version)}}, nil
@@ -81,11 +80,7 @@ func (h *handlers) GetOrg(ctx context.Context, req oapi.GetOrgRequestObject) (oa
 
 // UpdateOrg serves PATCH /v1/orgs/{orgId}.
 func (h *handlers) UpdateOrg(ctx context.Context, req oapi.UpdateOrgRequestObject) (oapi.UpdateOrgResponseObject, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatch(req.Params.IfMatch)
+	p, v, err := principalAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -99,11 +94,7 @@ func (h *handlers) UpdateOrg(ctx context.Context, req oapi.UpdateOrgRequestObjec
 // DeleteOrg serves DELETE /v1/orgs/{orgId}: 204 when the offboarding
 // finished within OffboardWait, otherwise 202 with its progress.
 func (h *handlers) DeleteOrg(ctx context.Context, req oapi.DeleteOrgRequestObject) (oapi.DeleteOrgResponseObject, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatch(req.Params.IfMatch)
+	p, v, err := principalAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +143,7 @@ func (h *handlers) ListOrgUsers(ctx context.Context, req oapi.ListOrgUsersReques
 	if err != nil {
 		return nil, err
 	}
-	return oapi.ListOrgUsers200JSONResponse{Body: oapi.OrgUserList{Items: toOrgUsers(r.Items), NextCursor: nextPtr(next)},
+	return oapi.ListOrgUsers200JSONResponse{Body: oapi.OrgUserList{Items: mapAll(r.Items, toOrgUser), NextCursor: nextPtr(next)},
 		Headers: oapi.ListOrgUsers200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
@@ -186,11 +177,7 @@ func (h *handlers) GetOrgUser(ctx context.Context, req oapi.GetOrgUserRequestObj
 
 // UpdateOrgUser serves PATCH /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequestObject) (oapi.UpdateOrgUserResponseObject, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatch(req.Params.IfMatch)
+	p, v, err := principalAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -208,11 +195,7 @@ func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequ
 
 // RemoveOrgUser serves DELETE /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) RemoveOrgUser(ctx context.Context, req oapi.RemoveOrgUserRequestObject) (oapi.RemoveOrgUserResponseObject, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatch(req.Params.IfMatch)
+	p, v, err := principalAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -228,12 +211,4 @@ func toOrg(o org.Org) oapi.Org {
 
 func toOrgUser(u org.User) oapi.OrgUser {
 	return oapi.OrgUser{UserId: u.UserID, Email: u.Email, Name: u.Name, Role: oapi.Role(u.Role), JoinedAt: u.JoinedAt, Version: u.Version}
-}
-
-func toOrgUsers(us []org.User) []oapi.OrgUser {
-	out := make([]oapi.OrgUser, len(us))
-	for i, u := range us {
-		out[i] = toOrgUser(u)
-	}
-	return out
 }

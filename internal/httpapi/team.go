@@ -21,10 +21,7 @@ func (h *handlers) ListTeams(ctx context.Context, req oapi.ListTeamsRequestObjec
 	if err != nil {
 		return nil, err
 	}
-	items := make([]oapi.Team, len(r.Items))
-	for i, t := range r.Items {
-		items[i] = toTeam(t)
-	}
+	items := mapAll(r.Items, toTeam)
 	return oapi.ListTeams200JSONResponse{Body: oapi.TeamList{Items: items, NextCursor: nextPtr(next)},
 		Headers: oapi.ListTeams200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
@@ -59,7 +56,7 @@ func (h *handlers) GetTeam(ctx context.Context, req oapi.GetTeamRequestObject) (
 	}
 	out := toTeam(t)
 	if withMembers {
-		ms := toMemberships(members)
+		ms := mapAll(members, toMembership)
 		out.Members = &ms
 	}
 	return oapi.GetTeam200JSONResponse{Body: out, Headers: oapi.GetTeam200ResponseHeaders{ETag: etag(t.Version)}}, nil
@@ -67,11 +64,7 @@ func (h *handlers) GetTeam(ctx context.Context, req oapi.GetTeamRequestObject) (
 
 // UpdateTeam serves PATCH /v1/orgs/{orgId}/teams/{teamId}.
 func (h *handlers) UpdateTeam(ctx context.Context, req oapi.UpdateTeamRequestObject) (oapi.UpdateTeamResponseObject, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatch(req.Params.IfMatch)
+	p, v, err := principalAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -84,11 +77,7 @@ func (h *handlers) UpdateTeam(ctx context.Context, req oapi.UpdateTeamRequestObj
 
 // DeleteTeam serves DELETE /v1/orgs/{orgId}/teams/{teamId}.
 func (h *handlers) DeleteTeam(ctx context.Context, req oapi.DeleteTeamRequestObject) (oapi.DeleteTeamResponseObject, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatch(req.Params.IfMatch)
+	p, v, err := principalAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +101,7 @@ func (h *handlers) ListTeamMembers(ctx context.Context, req oapi.ListTeamMembers
 	if err != nil {
 		return nil, err
 	}
-	items := toMemberships(r.Items)
+	items := mapAll(r.Items, toMembership)
 	return oapi.ListTeamMembers200JSONResponse{Body: oapi.MembershipList{Items: items, NextCursor: nextPtr(next)},
 		Headers: oapi.ListTeamMembers200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
@@ -132,11 +121,7 @@ func (h *handlers) GetTeamMember(ctx context.Context, req oapi.GetTeamMemberRequ
 
 // PutTeamMember serves PUT /v1/orgs/{orgId}/teams/{teamId}/members/{userId}.
 func (h *handlers) PutTeamMember(ctx context.Context, req oapi.PutTeamMemberRequestObject) (oapi.PutTeamMemberResponseObject, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatch(req.Params.IfMatch)
+	p, v, err := principalAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -152,11 +137,7 @@ func (h *handlers) PutTeamMember(ctx context.Context, req oapi.PutTeamMemberRequ
 
 // RemoveTeamMember serves DELETE /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (AP5).
 func (h *handlers) RemoveTeamMember(ctx context.Context, req oapi.RemoveTeamMemberRequestObject) (oapi.RemoveTeamMemberResponseObject, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatch(req.Params.IfMatch)
+	p, v, err := principalAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -180,7 +161,7 @@ func (h *handlers) ListUserTeams(ctx context.Context, req oapi.ListUserTeamsRequ
 	if err != nil {
 		return nil, err
 	}
-	return oapi.ListUserTeams200JSONResponse{Body: oapi.MembershipList{Items: toMemberships(r.Items), NextCursor: nextPtr(next)},
+	return oapi.ListUserTeams200JSONResponse{Body: oapi.MembershipList{Items: mapAll(r.Items, toMembership), NextCursor: nextPtr(next)},
 		Headers: oapi.ListUserTeams200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
@@ -194,14 +175,6 @@ func toMembership(m team.Membership) oapi.Membership {
 	if m.User != nil {
 		u := toOrgUser(*m.User)
 		out.User = &u
-	}
-	return out
-}
-
-func toMemberships(ms []team.Membership) []oapi.Membership {
-	out := make([]oapi.Membership, len(ms))
-	for i, m := range ms {
-		out[i] = toMembership(m)
 	}
 	return out
 }

@@ -72,7 +72,7 @@ func (h *handlers) GetTicket(ctx context.Context, req oapi.GetTicketRequestObjec
 	}
 	out := toTicket(t)
 	if withComments {
-		cs := toComments(comments)
+		cs := mapAll(comments, toComment)
 		out.Comments = &cs
 	}
 	return oapi.GetTicket200JSONResponse{Body: out, Headers: oapi.GetTicket200ResponseHeaders{ETag: etag(t.Version)}}, nil
@@ -80,11 +80,7 @@ func (h *handlers) GetTicket(ctx context.Context, req oapi.GetTicketRequestObjec
 
 // UpdateTicket serves PATCH /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketRequestObject) (oapi.UpdateTicketResponseObject, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatch(req.Params.IfMatch)
+	p, v, err := principalAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -109,11 +105,7 @@ func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketReques
 
 // DeleteTicket serves DELETE /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) DeleteTicket(ctx context.Context, req oapi.DeleteTicketRequestObject) (oapi.DeleteTicketResponseObject, error) {
-	p, err := principal(ctx)
-	if err != nil {
-		return nil, err
-	}
-	v, err := ifMatch(req.Params.IfMatch)
+	p, v, err := principalAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -196,7 +188,7 @@ func (h *handlers) ListComments(ctx context.Context, req oapi.ListCommentsReques
 	if err != nil {
 		return nil, err
 	}
-	return oapi.ListComments200JSONResponse{Body: oapi.CommentList{Items: toComments(r.Items), NextCursor: nextPtr(next)},
+	return oapi.ListComments200JSONResponse{Body: oapi.CommentList{Items: mapAll(r.Items, toComment), NextCursor: nextPtr(next)},
 		Headers: oapi.ListComments200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
@@ -215,10 +207,7 @@ func (h *handlers) CreateComment(ctx context.Context, req oapi.CreateCommentRequ
 
 // ticketList encodes a page of tickets.
 func ticketList(r page.Result[ticket.Ticket], next string) oapi.TicketList {
-	items := make([]oapi.Ticket, len(r.Items))
-	for i, t := range r.Items {
-		items[i] = toTicket(t)
-	}
+	items := mapAll(r.Items, toTicket)
 	return oapi.TicketList{Items: items, NextCursor: nextPtr(next)}
 }
 
@@ -262,12 +251,4 @@ func orgUserPtr(u *org.User) *oapi.OrgUser {
 
 func toComment(c ticket.Comment) oapi.Comment {
 	return oapi.Comment{Id: c.ID, TicketId: c.TicketID, AuthorId: c.AuthorID, Body: c.Body, CreatedAt: c.CreatedAt}
-}
-
-func toComments(cs []ticket.Comment) []oapi.Comment {
-	out := make([]oapi.Comment, len(cs))
-	for i, c := range cs {
-		out[i] = toComment(c)
-	}
-	return out
 }

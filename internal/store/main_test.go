@@ -145,7 +145,6 @@ func (f *fixture) member(t team.Team, userID string, role authz.Role) team.Membe
 	return team.Membership{OrgID: t.OrgID, TeamID: t.ID, UserID: userID, Role: role, JoinedAt: f.now, UpdatedAt: f.now, Version: 1}
 }
 
-// MustSample writes seed 000's sample and returns it.
 // MustSampled is MustFixture with MustSample's org in it: the start of
 // most store tests.
 func MustSampled(tb testing.TB) (*fixture, sample) {
@@ -154,6 +153,7 @@ func MustSampled(tb testing.TB) (*fixture, sample) {
 	return f, f.MustSample(tb)
 }
 
+// MustSample writes seed 000's sample and returns it.
 func (f *fixture) MustSample(tb testing.TB) sample {
 	tb.Helper()
 	ctx := context.Background()
