@@ -68,8 +68,8 @@ func (d *DB) query(ctx context.Context, l listing, limit int, after string) ([]d
 		}
 		q = q.StartFrom(start)
 	}
-	var items []dynamo.Item
-	if err := q.Limit(limit+1).All(ctx, &items); err != nil {
+	items, err := allItems(ctx, q.Limit(limit+1), limit+1)
+	if err != nil {
 		return nil, "", fmt.Errorf("query: %w", translate(err))
 	}
 	if len(items) <= limit {
@@ -171,16 +171,29 @@ func list[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, c
 }
 
 // unmarshalAll decodes items of one entity type, converting each with conv.
+// They decode into one slice: no allocation per item of their own.
 func unmarshalAll[I any, T any](items []dynamo.Item, conv func(I) T) ([]T, error) {
-	out := make([]T, 0, len(items))
-	for _, it := range items {
-		var v I
-		if err := dynamo.UnmarshalItem(it, &v); err != nil {
+	decoded := make([]I, len(items))
+	out := make([]T, len(items))
+	for i, it := range items {
+		if err := dynamo.UnmarshalItem(it, &decoded[i]); err != nil {
 			return nil, fmt.Errorf("unmarshal %s: %w", entityType(it), err)
 		}
-		out = append(out, conv(v))
+		out[i] = conv(decoded[i])
 	}
 	return out, nil
+}
+
+// allItems runs q to its end as raw items, sized for n: the items as the
+// SDK decoded them, without guregu's reflective append of each.
+func allItems(ctx context.Context, q *dynamo.Query, n int) ([]dynamo.Item, error) {
+	items := make([]dynamo.Item, 0, n)
+	it := q.Iter()
+	var item dynamo.Item
+	for it.Next(ctx, &item) {
+		items = append(items, item)
+	}
+	return items, it.Err()
 }
 
 // listUnder is list for a listing under a parent item that may not exist
@@ -218,8 +231,7 @@ func listWithParent[I any, T any](ctx context.Context, d *DB, l listing, p page.
 	if err != nil {
 		return page.Result[T]{}, err
 	}
-	var items []dynamo.Item
-	err = d.table.Get(attrPK, l.partition).Range(attrSK, dynamo.Between, parent.SK, l.prefix+"\uffff").Limit(p.Limit+2).All(ctx, &items)
+	items, err := allItems(ctx, d.table.Get(attrPK, l.partition).Range(attrSK, dynamo.Between, parent.SK, l.prefix+"\uffff").Limit(p.Limit+2), p.Limit+2)
 	if err != nil {
 		return page.Result[T]{}, fmt.Errorf("query: %w", translate(err))
 	}

@@ -160,6 +160,7 @@ func (r *report) markdown() string {
 	r.whatIfTable(p)
 	r.poolTable(p)
 	if r.goBench != "" {
+		r.storeVsRaw(p, parseGoBench(r.goBench))
 		p("## Service overhead without the database (`go test -bench`)")
 		p("")
 		p("`go test -run '^$' -bench . -benchmem -count=3 -benchtime=300ms ./internal/httpapi/ ./internal/authz/` (run by `make bench` before the load;")
@@ -338,6 +339,45 @@ func (r *report) poolTable(p func(string, ...any)) {
 	p("|---:|---:|---:|---:|---:|---:|")
 	for _, row := range r.pool {
 		p("| %d | %d | %.0f | %s | %s | %s |", row.idle, row.conc, row.res.rps(), f2(ms(row.res.pct(50))), f2(ms(row.res.pct(99))), f2(row.closedConn))
+	}
+	p("")
+}
+
+// storeVsRaw is the store layer against hand-written SDK calls for the
+// chart's reads (BenchmarkStoreVsRaw in internal/store): issue 12's goal
+// store / raw >= 0.95 on every row.
+func (r *report) storeVsRaw(p func(string, ...any), g goBench) {
+	var names []string
+	for n := range g {
+		if strings.HasPrefix(n, "BenchmarkStoreVsRaw/") {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return
+	}
+	sort.Strings(names)
+	p("## The store against hand-written SDK calls (same client, same table)")
+	p("")
+	p("`go test -run '^$' -bench '^BenchmarkStoreVsRaw$' -count=3 -benchtime=2s ./internal/store/` (run by `make bench`; source")
+	p("`internal/store/raw_bench_test.go`). Each row alternates the store method with the same DynamoDB call made and")
+	p("decoded by hand (no guregu/dynamo, no reflection), call by call, on DynamoDB Local. raw/store is the store's")
+	p("throughput as a share of the raw calls' (wall time per call; DynamoDB Local's share of it is the same on both")
+	p("sides); raw/store CPU is the same for the client's CPU per call, which bounds throughput once the CPUs are busy.")
+	p("Goal (issue 12): ≥ 0.95 on every row. Medians of %d runs.", len(g[names[0]]["raw/store"]))
+	p("")
+	p("| row | store µs/call | raw µs/call | **raw/store** | store CPU µs/call | raw CPU µs/call | **raw/store CPU** | store allocs | raw allocs | goal met |")
+	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+	for _, n := range names {
+		wall, cpu := g.median(n, "raw/store"), g.median(n, "raw/store-cpu")
+		met := "yes"
+		if wall < 0.95 || cpu < 0.95 {
+			met = "no"
+		}
+		p("| %s | %.0f | %.0f | **%.2f** | %.0f | %.0f | **%.2f** | %.0f | %.0f | %s |", strings.ReplaceAll(strings.TrimPrefix(n, "BenchmarkStoreVsRaw/"), "_", " "),
+			g.median(n, "store-ns/call")/1000, g.median(n, "raw-ns/call")/1000, wall,
+			g.median(n, "store-cpu-ns/call")/1000, g.median(n, "raw-cpu-ns/call")/1000, cpu,
+			g.median(n, "store-allocs/call"), g.median(n, "raw-allocs/call"), met)
 	}
 	p("")
 }
