@@ -95,6 +95,48 @@ func Read[T any](ctx context.Context, p Pending, a Action, read func(ctx context
 	return v, nil
 }
 
+// Prefetch starts read (a write's first read: the target it is about to
+// change, keyed by p.OrgID) beside p's authorization read and returns the
+// caller once the org has let them in, with get, which returns what read
+// read the first time it is called and reads again (read) after that, for
+// a write's later attempts. The write's own decision, which needs facts
+// from the target, is the caller's to make before it writes; nothing goes
+// out but read before the caller is known. A caller the org refuses is
+// answered at once and read cancelled, as with Overlap; read must be small
+// and bounded for the same reason.
+func Prefetch[T any](ctx context.Context, p Pending, read func(ctx context.Context) (T, error)) (Principal, func(context.Context) (T, error), error) {
+	if p.known {
+		pr, err := p.Await()
+		return pr, read, err
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	done := make(chan result, 1)
+	go func() {
+		v, err := read(rctx)
+		done <- result{v, err}
+	}()
+	pr, err := p.Await()
+	if err != nil {
+		cancel()
+		return Principal{}, nil, err
+	}
+	first := true
+	get := func(ctx context.Context) (T, error) {
+		if !first {
+			return read(ctx)
+		}
+		first = false
+		r := <-done
+		cancel()
+		return r.v, r.err
+	}
+	return pr, get, nil
+}
+
 // Decide waits for p's authorization read and decides a, which needs no
 // facts from the target: for a read that must not go out before the caller
 // is known (one whose size a stranger could make large; see Overlap).

@@ -47,3 +47,56 @@ func TestOverlap(t *testing.T) {
 		}
 	})
 }
+
+func TestPrefetch(t *testing.T) {
+	id := authz.Identity{UserID: "u_1"}
+	member := authz.Principal{Identity: id, OrgID: "org", OrgRole: authz.Member}
+	refused := errs.E(errs.NotFound, "org_not_found", "organization not found")
+	t.Run("ErrRefused/answered without waiting for the read", func(t *testing.T) {
+		p := authz.NewPending(id, "org", func() (authz.Principal, error) { return authz.Principal{}, refused })
+		cancelled := make(chan struct{})
+		_, get, err := authz.Prefetch(context.Background(), p, func(ctx context.Context) (string, error) {
+			<-ctx.Done() // a read that would never end by itself
+			close(cancelled)
+			return "", ctx.Err()
+		})
+		if !errors.Is(err, refused) || get != nil {
+			t.Fatalf("err %v, get %v: want the decision's error and nothing to read", err, get != nil)
+		}
+		<-cancelled
+	})
+	t.Run("OK/the read went out before the decision; later reads read again", func(t *testing.T) {
+		started, decide := make(chan struct{}), make(chan struct{})
+		p := authz.NewPending(id, "org", func() (authz.Principal, error) {
+			<-started // the decision waits for the read to start: Prefetch must not wait for the decision first
+			<-decide
+			return member, nil
+		})
+		reads := 0
+		go func() { close(decide) }()
+		pr, get, err := authz.Prefetch(context.Background(), p, func(context.Context) (int, error) {
+			reads++
+			if reads == 1 {
+				close(started)
+			}
+			return reads, nil
+		})
+		if err != nil || pr != member {
+			t.Fatalf("Prefetch: %+v, %v", pr, err)
+		}
+		for want := 1; want <= 2; want++ {
+			if got, err := get(context.Background()); got != want || err != nil {
+				t.Errorf("read %d: got %d, %v", want, got, err)
+			}
+		}
+	})
+	t.Run("OK/known: nothing in flight, the read is the caller's", func(t *testing.T) {
+		pr, get, err := authz.Prefetch(context.Background(), authz.Known(member), func(context.Context) (string, error) { return "read", nil })
+		if err != nil || pr != member {
+			t.Fatalf("Prefetch: %+v, %v", pr, err)
+		}
+		if got, _ := get(context.Background()); got != "read" {
+			t.Errorf("read %q", got)
+		}
+	})
+}

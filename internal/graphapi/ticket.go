@@ -235,7 +235,7 @@ func (r mutationResolver) UpdateTicket(ctx context.Context, orgID, id string, ex
 	if expectedVersion != nil {
 		match = errs.MatchVersions(int64(*expectedVersion))
 	}
-	t, err := r.s.d.Tickets.UpdateTicket(ctx, p, id, patch, match)
+	t, err := r.s.d.Tickets.UpdateTicket(ctx, authz.Known(p), id, patch, match)
 	if err != nil {
 		return nil, err
 	}

@@ -63,12 +63,13 @@ var errNoOrg = errs.E(errs.NotFound, "org_not_found", "organization not found")
 // OrgUser edge). Routes without :orgId pass through. The ID is validated
 // before any key is built.
 //
-// A write waits for the read and finds the Principal in the request
-// context. A GET does not wait: the read runs in the background and the
-// request context carries an authz.Pending, so the handler's own first read
-// (keyed by the same org) goes out beside it, one round trip instead of
-// two; the service decides before it returns anything (authz.Overlap), and
-// the request does not end before the authorization read has.
+// A create (POST) waits for the read and finds the Principal in the
+// request context. A GET, PATCH, PUT or DELETE does not wait: the read runs
+// in the background and the request context carries an authz.Pending, so
+// the handler's own first read (keyed by the same org) goes out beside it,
+// one round trip instead of two; the service decides before it returns
+// anything or writes (authz.Overlap, authz.Prefetch), and the request does
+// not end before the authorization read has.
 //
 // readTimeout, when positive, bounds the authorization read on its own: a
 // route with a longer deadline (the offboarding DELETE) gives it only to
@@ -112,7 +113,13 @@ func AuthorizeOrg(roles AccessReader, readTimeout time.Duration) echo.Middleware
 				}
 				return authz.Principal{Identity: id, OrgID: orgID, OrgRole: a.Role}, nil
 			}
-			if req.Method != http.MethodGet {
+			// A create waits for the decision (its idempotency record and
+			// its write need the caller first); a read, an update or a
+			// delete gets the caller pending, and its handler sends its
+			// first, small read beside the authorization read (see
+			// authz.Pending): nothing is written, and nothing of the target
+			// answered, before the decision.
+			if req.Method == http.MethodPost {
 				p, err := decide()
 				if err != nil {
 					return err

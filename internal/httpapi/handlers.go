@@ -110,6 +110,25 @@ func principalAt(ctx context.Context, h *string) (authz.Principal, errs.Match, e
 	return p, v, err
 }
 
+// pendingAt is principalAt for a write whose service sends its first read
+// beside the authorization read (authz.Prefetch). A malformed If-Match is
+// answered after the decision, as principalAt answers it: a stranger's 404
+// comes first.
+func pendingAt(ctx context.Context, h *string) (authz.Pending, errs.Match, error) {
+	p, err := pending(ctx)
+	if err != nil {
+		return authz.Pending{}, errs.Match{}, err
+	}
+	v, err := ifMatch(h)
+	if err != nil {
+		if _, derr := p.Await(); derr != nil {
+			return authz.Pending{}, errs.Match{}, derr
+		}
+		return authz.Pending{}, errs.Match{}, err
+	}
+	return p, v, nil
+}
+
 // mapAll converts each of ts with f: a page of domain values into its wire
 // form.
 func mapAll[T, U any](ts []T, f func(T) U) []U {

@@ -172,6 +172,77 @@ func TestOperations(t *testing.T) {
 	}
 }
 
+// TestOperationsOfWrites pins the round trips of updates and deletes
+// (issue 12's goal: two): the first read of the target goes out beside the
+// authorization read, and the write after the decision is the second. A
+// delete reads once more in between, in the store: the children it deletes
+// with its parent (a team's edges, a ticket's comments; a user's team set),
+// consistently, at the time of the write, which no earlier read can stand
+// in for. The caller is an org admin or owner, whose decision needs no team
+// role (a member acting on a team by their team role reads their edge after
+// the decision: one more round trip).
+func TestOperationsOfWrites(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Write ops")
+	org, admin, owner := w.Org.Id, w.Admin.C, w.Owner.C
+	extra := ts.Actor(t, "extra")
+	MustUser(t, owner, org, extra, client.RoleMember)
+	MustMember(t, owner, org, w.Team.Id, extra.ID, client.RoleMember)
+	leaving := ts.Actor(t, "leaving")
+	MustUser(t, owner, org, leaving, client.RoleMember)
+	doomedTeam := MustTeam(t, admin, org, "Doomed team")
+	doomedTicket := MustTicket(t, admin, org, client.TicketCreate{Title: "Doomed ticket"})
+	writes := []struct {
+		name        string
+		want, trips int
+		do          func() (statusCoder, error)
+	}{
+		{"updateTicket", http.StatusOK, 2, func() (statusCoder, error) {
+			return admin.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil, client.TicketUpdate{Title: ptr("Renamed")})
+		}},
+		{"putTeamMember (role change)", http.StatusOK, 2, func() (statusCoder, error) {
+			return admin.PutTeamMemberWithResponse(bg, org, w.Team.Id, w.TeamMember.ID, nil, client.TeamMemberPut{Role: client.RoleAdmin})
+		}},
+		{"updateTeam", http.StatusOK, 2, func() (statusCoder, error) {
+			return admin.UpdateTeamWithResponse(bg, org, w.Team.Id, nil, client.TeamUpdate{Name: ptr("Renamed team")})
+		}},
+		{"updateOrg", http.StatusOK, 2, func() (statusCoder, error) {
+			return owner.UpdateOrgWithResponse(bg, org, nil, client.OrgUpdate{Name: "Renamed org"})
+		}},
+		{"updateOrgUser", http.StatusOK, 2, func() (statusCoder, error) {
+			return admin.UpdateOrgUserWithResponse(bg, org, w.Member.ID, nil, client.OrgUserUpdate{Name: ptr("Renamed member")})
+		}},
+		{"removeTeamMember", http.StatusNoContent, 2, func() (statusCoder, error) {
+			return admin.RemoveTeamMemberWithResponse(bg, org, w.Team.Id, extra.ID, nil)
+		}},
+		{"deleteTicket", http.StatusNoContent, 3, func() (statusCoder, error) {
+			return admin.DeleteTicketWithResponse(bg, org, doomedTicket.Id, nil)
+		}},
+		{"deleteTeam", http.StatusNoContent, 3, func() (statusCoder, error) {
+			return admin.DeleteTeamWithResponse(bg, org, doomedTeam.Id, nil)
+		}},
+		{"removeOrgUser", http.StatusNoContent, 3, func() (statusCoder, error) {
+			return admin.RemoveOrgUserWithResponse(bg, org, leaving.ID, nil)
+		}},
+	}
+	for _, wr := range writes {
+		t.Run(wr.name, func(t *testing.T) {
+			ts.Rec.Reset()
+			ts.Rec.Rendezvous(2, 5*time.Second)
+			r, err := wr.do()
+			mustStatus(t, r, err, wr.want)
+			trips := ts.Rec.Trips()
+			first, _, _ := strings.Cut(trips, ", ")
+			if !ts.Rec.RendezvousMet() || !slices.Contains(strings.Split(first, " ‖ "), "BatchGetItem+consistent") || !strings.Contains(first, " ‖ ") {
+				t.Errorf("DynamoDB round trips %q: want the authorization read beside the target's read", trips)
+			}
+			if n := len(strings.Split(trips, ", ")); n != wr.trips {
+				t.Errorf("DynamoDB round trips %q: %d, want %d", trips, n, wr.trips)
+			}
+		})
+	}
+}
+
 // TestNoScan runs every operation of the spec once (the tour of
 // TestCrossTenant's request builders, as the org's owner, deletes last) and
 // asserts no call was a Scan. MustServer's cleanup asserts the same for

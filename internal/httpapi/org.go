@@ -80,7 +80,7 @@ func (h *handlers) GetOrg(ctx context.Context, req oapi.GetOrgRequestObject) (oa
 
 // UpdateOrg serves PATCH /v1/orgs/{orgId}.
 func (h *handlers) UpdateOrg(ctx context.Context, req oapi.UpdateOrgRequestObject) (oapi.UpdateOrgResponseObject, error) {
-	p, v, err := principalAt(ctx, req.Params.IfMatch)
+	p, v, err := pendingAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +177,7 @@ func (h *handlers) GetOrgUser(ctx context.Context, req oapi.GetOrgUserRequestObj
 
 // UpdateOrgUser serves PATCH /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequestObject) (oapi.UpdateOrgUserResponseObject, error) {
-	p, v, err := principalAt(ctx, req.Params.IfMatch)
+	p, v, err := pendingAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +195,7 @@ func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequ
 
 // RemoveOrgUser serves DELETE /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) RemoveOrgUser(ctx context.Context, req oapi.RemoveOrgUserRequestObject) (oapi.RemoveOrgUserResponseObject, error) {
-	p, v, err := principalAt(ctx, req.Params.IfMatch)
+	p, v, err := pendingAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}

@@ -64,7 +64,7 @@ func (h *handlers) GetTeam(ctx context.Context, req oapi.GetTeamRequestObject) (
 
 // UpdateTeam serves PATCH /v1/orgs/{orgId}/teams/{teamId}.
 func (h *handlers) UpdateTeam(ctx context.Context, req oapi.UpdateTeamRequestObject) (oapi.UpdateTeamResponseObject, error) {
-	p, v, err := principalAt(ctx, req.Params.IfMatch)
+	p, v, err := pendingAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (h *handlers) UpdateTeam(ctx context.Context, req oapi.UpdateTeamRequestObj
 
 // DeleteTeam serves DELETE /v1/orgs/{orgId}/teams/{teamId}.
 func (h *handlers) DeleteTeam(ctx context.Context, req oapi.DeleteTeamRequestObject) (oapi.DeleteTeamResponseObject, error) {
-	p, v, err := principalAt(ctx, req.Params.IfMatch)
+	p, v, err := pendingAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -121,7 +121,7 @@ func (h *handlers) GetTeamMember(ctx context.Context, req oapi.GetTeamMemberRequ
 
 // PutTeamMember serves PUT /v1/orgs/{orgId}/teams/{teamId}/members/{userId}.
 func (h *handlers) PutTeamMember(ctx context.Context, req oapi.PutTeamMemberRequestObject) (oapi.PutTeamMemberResponseObject, error) {
-	p, v, err := principalAt(ctx, req.Params.IfMatch)
+	p, v, err := pendingAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -137,7 +137,7 @@ func (h *handlers) PutTeamMember(ctx context.Context, req oapi.PutTeamMemberRequ
 
 // RemoveTeamMember serves DELETE /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (AP5).
 func (h *handlers) RemoveTeamMember(ctx context.Context, req oapi.RemoveTeamMemberRequestObject) (oapi.RemoveTeamMemberResponseObject, error) {
-	p, v, err := principalAt(ctx, req.Params.IfMatch)
+	p, v, err := pendingAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}

@@ -80,7 +80,7 @@ func (h *handlers) GetTicket(ctx context.Context, req oapi.GetTicketRequestObjec
 
 // UpdateTicket serves PATCH /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketRequestObject) (oapi.UpdateTicketResponseObject, error) {
-	p, v, err := principalAt(ctx, req.Params.IfMatch)
+	p, v, err := pendingAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -105,7 +105,7 @@ func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketReques
 
 // DeleteTicket serves DELETE /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) DeleteTicket(ctx context.Context, req oapi.DeleteTicketRequestObject) (oapi.DeleteTicketResponseObject, error) {
-	p, v, err := principalAt(ctx, req.Params.IfMatch)
+	p, v, err := pendingAt(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}

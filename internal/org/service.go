@@ -161,12 +161,16 @@ func (s *Service) GetOrg(ctx context.Context, p authz.Pending, withUsers bool) (
 }
 
 // UpdateOrg renames the org (admin+).
-func (s *Service) UpdateOrg(ctx context.Context, p authz.Principal, name string, ifMatch errs.Match) (Org, error) {
-	return errs.Unconditional(ifMatch, func() (Org, error) { return s.updateOrg(ctx, p, name, ifMatch) })
+func (s *Service) UpdateOrg(ctx context.Context, pend authz.Pending, name string, ifMatch errs.Match) (Org, error) {
+	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Org, error) { return s.store.GetOrg(ctx, pend.OrgID) })
+	if err != nil {
+		return Org{}, err
+	}
+	return errs.Unconditional(ifMatch, func() (Org, error) { return s.updateOrg(ctx, p, name, ifMatch, get) })
 }
 
 // updateOrg is one attempt of UpdateOrg.
-func (s *Service) updateOrg(ctx context.Context, p authz.Principal, name string, ifMatch errs.Match) (Org, error) {
+func (s *Service) updateOrg(ctx context.Context, p authz.Principal, name string, ifMatch errs.Match, get func(context.Context) (Org, error)) (Org, error) {
 	g, err := authz.Permit(p, authz.OrgUpdate, authz.Facts{})
 	if err != nil {
 		return Org{}, err
@@ -174,7 +178,7 @@ func (s *Service) updateOrg(ctx context.Context, p authz.Principal, name string,
 	if err := validate.Name("name", name, MaxNameLen); err != nil {
 		return Org{}, err
 	}
-	prev, err := s.store.GetOrg(ctx, p.OrgID)
+	prev, err := get(ctx)
 	if err != nil {
 		return Org{}, err
 	}
@@ -331,12 +335,16 @@ func (s *Service) AddOrgUser(ctx context.Context, p authz.Principal, in NewUser)
 
 // UpdateOrgUser changes a user's name, email or role. Only an owner grants
 // the owner role, or changes anything of an owner.
-func (s *Service) UpdateOrgUser(ctx context.Context, p authz.Principal, userID string, patch UserPatch, ifMatch errs.Match) (User, error) {
-	return errs.Unconditional(ifMatch, func() (User, error) { return s.updateOrgUser(ctx, p, userID, patch, ifMatch) })
+func (s *Service) UpdateOrgUser(ctx context.Context, pend authz.Pending, userID string, patch UserPatch, ifMatch errs.Match) (User, error) {
+	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (User, error) { return s.store.GetOrgUser(ctx, pend.OrgID, userID) })
+	if err != nil {
+		return User{}, err
+	}
+	return errs.Unconditional(ifMatch, func() (User, error) { return s.updateOrgUser(ctx, p, userID, patch, ifMatch, get) })
 }
 
 // updateOrgUser is one attempt of UpdateOrgUser.
-func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID string, patch UserPatch, ifMatch errs.Match) (User, error) {
+func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID string, patch UserPatch, ifMatch errs.Match, get func(context.Context) (User, error)) (User, error) {
 	if patch.Name == nil && patch.Email == nil && patch.Role == nil {
 		return User{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
@@ -344,7 +352,7 @@ func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID s
 	if err := authz.Authorize(p, authz.UserUpdate, authz.Facts{Self: self, ProfileOnly: profileOnly}); err != nil {
 		return User{}, err
 	}
-	prev, err := s.store.GetOrgUser(ctx, p.OrgID, userID)
+	prev, err := get(ctx)
 	if err != nil {
 		return User{}, err
 	}
@@ -379,17 +387,21 @@ func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID s
 // RemoveOrgUser removes a user from the org with their team memberships.
 // Admins remove anyone but owners, owners anyone, members themselves; the
 // last owner stays.
-func (s *Service) RemoveOrgUser(ctx context.Context, p authz.Principal, userID string, ifMatch errs.Match) error {
-	return errs.UnconditionalErr(ifMatch, func() error { return s.removeOrgUser(ctx, p, userID, ifMatch) })
+func (s *Service) RemoveOrgUser(ctx context.Context, pend authz.Pending, userID string, ifMatch errs.Match) error {
+	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (User, error) { return s.store.GetOrgUser(ctx, pend.OrgID, userID) })
+	if err != nil {
+		return err
+	}
+	return errs.UnconditionalErr(ifMatch, func() error { return s.removeOrgUser(ctx, p, userID, ifMatch, get) })
 }
 
 // removeOrgUser is one attempt of RemoveOrgUser.
-func (s *Service) removeOrgUser(ctx context.Context, p authz.Principal, userID string, ifMatch errs.Match) error {
+func (s *Service) removeOrgUser(ctx context.Context, p authz.Principal, userID string, ifMatch errs.Match, get func(context.Context) (User, error)) error {
 	self := userID == p.UserID
 	if err := authz.Authorize(p, authz.UserRemove, authz.Facts{Self: self}); err != nil {
 		return err
 	}
-	u, err := s.store.GetOrgUser(ctx, p.OrgID, userID)
+	u, err := get(ctx)
 	if err != nil {
 		return err
 	}

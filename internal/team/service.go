@@ -130,12 +130,16 @@ func (s *Service) BatchGetTeams(ctx context.Context, p authz.Principal, teamIDs 
 }
 
 // UpdateTeam changes a team's name or description.
-func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID string, patch Patch, ifMatch errs.Match) (Team, error) {
-	return errs.Unconditional(ifMatch, func() (Team, error) { return s.updateTeam(ctx, p, teamID, patch, ifMatch) })
+func (s *Service) UpdateTeam(ctx context.Context, pend authz.Pending, teamID string, patch Patch, ifMatch errs.Match) (Team, error) {
+	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Team, error) { return s.store.GetTeam(ctx, pend.OrgID, teamID) })
+	if err != nil {
+		return Team{}, err
+	}
+	return errs.Unconditional(ifMatch, func() (Team, error) { return s.updateTeam(ctx, p, teamID, patch, ifMatch, get) })
 }
 
 // updateTeam is one attempt of UpdateTeam.
-func (s *Service) updateTeam(ctx context.Context, p authz.Principal, teamID string, patch Patch, ifMatch errs.Match) (Team, error) {
+func (s *Service) updateTeam(ctx context.Context, p authz.Principal, teamID string, patch Patch, ifMatch errs.Match, get func(context.Context) (Team, error)) (Team, error) {
 	if patch.Name == nil && patch.Description == nil {
 		return Team{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
@@ -143,7 +147,7 @@ func (s *Service) updateTeam(ctx context.Context, p authz.Principal, teamID stri
 	if err != nil {
 		return Team{}, err
 	}
-	prev, err := s.store.GetTeam(ctx, p.OrgID, teamID)
+	prev, err := get(ctx)
 	if err != nil {
 		return Team{}, err
 	}
@@ -167,17 +171,21 @@ func (s *Service) updateTeam(ctx context.Context, p authz.Principal, teamID stri
 }
 
 // DeleteTeam deletes a team and its memberships.
-func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID string, ifMatch errs.Match) error {
-	return errs.UnconditionalErr(ifMatch, func() error { return s.deleteTeam(ctx, p, teamID, ifMatch) })
+func (s *Service) DeleteTeam(ctx context.Context, pend authz.Pending, teamID string, ifMatch errs.Match) error {
+	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Team, error) { return s.store.GetTeam(ctx, pend.OrgID, teamID) })
+	if err != nil {
+		return err
+	}
+	return errs.UnconditionalErr(ifMatch, func() error { return s.deleteTeam(ctx, p, teamID, ifMatch, get) })
 }
 
 // deleteTeam is one attempt of DeleteTeam.
-func (s *Service) deleteTeam(ctx context.Context, p authz.Principal, teamID string, ifMatch errs.Match) error {
+func (s *Service) deleteTeam(ctx context.Context, p authz.Principal, teamID string, ifMatch errs.Match, get func(context.Context) (Team, error)) error {
 	_, g, err := s.authorizeTeam(ctx, p, authz.TeamDelete, teamID)
 	if err != nil {
 		return err
 	}
-	prev, err := s.store.GetTeam(ctx, p.OrgID, teamID)
+	prev, err := get(ctx)
 	if err != nil {
 		return err
 	}
@@ -244,7 +252,13 @@ func (s *Service) GetTeamMember(ctx context.Context, p authz.Pending, teamID, us
 
 // PutTeamMember adds the user to the team with role, or changes their role.
 // created tells which happened.
-func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, role authz.Role, ifMatch errs.Match) (m Membership, created bool, err error) {
+func (s *Service) PutTeamMember(ctx context.Context, pend authz.Pending, teamID, userID string, role authz.Role, ifMatch errs.Match) (m Membership, created bool, err error) {
+	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Membership, error) {
+		return s.store.GetTeamMember(ctx, pend.OrgID, teamID, userID)
+	})
+	if err != nil {
+		return Membership{}, false, err
+	}
 	if !role.Valid() {
 		return Membership{}, false, errs.InvalidField("role", "invalid_role", "must be one of owner, admin, member")
 	}
@@ -267,7 +281,7 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 	for try := 0; ; try++ {
 		retry := try < maxPutTries-1
 		now := s.now()
-		prev, err := s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
+		prev, err := get(ctx)
 		switch {
 		case errs.Is(err, errs.NotFound):
 			if ifMatch.Set() {
@@ -317,17 +331,21 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 const maxPutTries = 8
 
 // RemoveTeamMember removes the user from the team (AP5).
-func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch errs.Match) error {
-	return errs.UnconditionalErr(ifMatch, func() error { return s.removeTeamMember(ctx, p, teamID, userID, ifMatch) })
+func (s *Service) RemoveTeamMember(ctx context.Context, pend authz.Pending, teamID, userID string, ifMatch errs.Match) error {
+	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Membership, error) { return s.store.GetTeamMember(ctx, pend.OrgID, teamID, userID) })
+	if err != nil {
+		return err
+	}
+	return errs.UnconditionalErr(ifMatch, func() error { return s.removeTeamMember(ctx, p, teamID, userID, ifMatch, get) })
 }
 
 // removeTeamMember is one attempt of RemoveTeamMember.
-func (s *Service) removeTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch errs.Match) error {
+func (s *Service) removeTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch errs.Match, get func(context.Context) (Membership, error)) error {
 	f, g, err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID)
 	if err != nil {
 		return err
 	}
-	prev, err := s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
+	prev, err := get(ctx)
 	if err != nil {
 		return err
 	}

@@ -287,16 +287,20 @@ func (s *Service) facts(ctx context.Context, p authz.Principal, a authz.Action, 
 
 // UpdateTicket changes a ticket; changing status, team or assignee moves it
 // between the queues (index keys) in the same write.
-func (s *Service) UpdateTicket(ctx context.Context, p authz.Principal, ticketID string, patch Patch, ifMatch errs.Match) (Ticket, error) {
-	return errs.Unconditional(ifMatch, func() (Ticket, error) { return s.updateTicket(ctx, p, ticketID, patch, ifMatch) })
+func (s *Service) UpdateTicket(ctx context.Context, pend authz.Pending, ticketID string, patch Patch, ifMatch errs.Match) (Ticket, error) {
+	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Ticket, error) { return s.store.GetTicket(ctx, pend.OrgID, ticketID) })
+	if err != nil {
+		return Ticket{}, err
+	}
+	return errs.Unconditional(ifMatch, func() (Ticket, error) { return s.updateTicket(ctx, p, ticketID, patch, ifMatch, get) })
 }
 
 // updateTicket is one attempt of UpdateTicket.
-func (s *Service) updateTicket(ctx context.Context, p authz.Principal, ticketID string, patch Patch, ifMatch errs.Match) (Ticket, error) {
+func (s *Service) updateTicket(ctx context.Context, p authz.Principal, ticketID string, patch Patch, ifMatch errs.Match, get func(context.Context) (Ticket, error)) (Ticket, error) {
 	if patch == (Patch{}) {
 		return Ticket{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
-	prev, err := s.store.GetTicket(ctx, p.OrgID, ticketID)
+	prev, err := get(ctx)
 	if err != nil {
 		return Ticket{}, err
 	}
@@ -335,13 +339,17 @@ func (s *Service) updateTicket(ctx context.Context, p authz.Principal, ticketID 
 }
 
 // DeleteTicket deletes a ticket and its comments (requester or org admin+).
-func (s *Service) DeleteTicket(ctx context.Context, p authz.Principal, ticketID string, ifMatch errs.Match) error {
-	return errs.UnconditionalErr(ifMatch, func() error { return s.deleteTicket(ctx, p, ticketID, ifMatch) })
+func (s *Service) DeleteTicket(ctx context.Context, pend authz.Pending, ticketID string, ifMatch errs.Match) error {
+	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Ticket, error) { return s.store.GetTicket(ctx, pend.OrgID, ticketID) })
+	if err != nil {
+		return err
+	}
+	return errs.UnconditionalErr(ifMatch, func() error { return s.deleteTicket(ctx, p, ticketID, ifMatch, get) })
 }
 
 // deleteTicket is one attempt of DeleteTicket.
-func (s *Service) deleteTicket(ctx context.Context, p authz.Principal, ticketID string, ifMatch errs.Match) error {
-	t, err := s.store.GetTicket(ctx, p.OrgID, ticketID)
+func (s *Service) deleteTicket(ctx context.Context, p authz.Principal, ticketID string, ifMatch errs.Match, get func(context.Context) (Ticket, error)) error {
+	t, err := get(ctx)
 	if err != nil {
 		return err
 	}
