@@ -332,7 +332,9 @@ const maxPutTries = 8
 
 // RemoveTeamMember removes the user from the team (AP5).
 func (s *Service) RemoveTeamMember(ctx context.Context, pend authz.Pending, teamID, userID string, ifMatch errs.Match) error {
-	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Membership, error) { return s.store.GetTeamMember(ctx, pend.OrgID, teamID, userID) })
+	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Membership, error) {
+		return s.store.GetTeamMember(ctx, pend.OrgID, teamID, userID)
+	})
 	if err != nil {
 		return err
 	}
