@@ -398,37 +398,28 @@ func TestRoutesMatchSpec(t *testing.T) {
 // authorization read and at most the route's first read (a GetItem or a
 // Query; a listing whose page is empty also reads its parent, to tell
 // "none" from "no parent"): no expansion (BatchGetItem), no write.
-func outsiderGET(ops []dynamotest.Op) bool {
-	authz, other := 0, 0
-	for _, o := range ops {
-		switch {
-		case o.String() == "BatchGetItem+consistent":
-			authz++
-		case o.Name == "GetItem" || o.Name == "Query":
-			other++
-		default:
-			return false
-		}
-	}
-	return authz == 1 && other <= 2
-}
+func outsiderGET(ops []dynamotest.Op) bool { return outsiderCalls(ops, 2, "GetItem", "Query") }
 
 // outsiderWrite says whether the calls of an outsider's update or delete
 // are the authorization read and at most the point read of the target that
 // went out beside it: nothing written.
-func outsiderWrite(ops []dynamotest.Op) bool {
+func outsiderWrite(ops []dynamotest.Op) bool { return outsiderCalls(ops, 1, "GetItem") }
+
+// outsiderCalls says whether ops are the one authorization read and at
+// most most other calls, each one of reads.
+func outsiderCalls(ops []dynamotest.Op, most int, reads ...string) bool {
 	authz, other := 0, 0
 	for _, o := range ops {
 		switch {
 		case o.String() == "BatchGetItem+consistent":
 			authz++
-		case o.Name == "GetItem":
+		case slices.Contains(reads, o.Name):
 			other++
 		default:
 			return false
 		}
 	}
-	return authz == 1 && other <= 1
+	return authz == 1 && other <= most
 }
 
 // largeListings are the GETs whose first read waits for the authorization

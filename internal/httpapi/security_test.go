@@ -711,8 +711,14 @@ func TestRevocation(t *testing.T) {
 		ts.Rec.Reset()
 		r, err := u.C.PutTeamMemberWithResponse(bg, org, w.Team.Id, w.Member.ID, nil, client.TeamMemberPut{Role: client.RoleMember})
 		wantProblem(t, r, err, http.StatusForbidden, "forbidden")
-		// The org edge, then the team edge: both consistent reads.
-		wantOps(t, "BatchGetItem+consistent", "GetItem+consistent")
+		// The org edge (and beside it the target's edge, authz.Prefetch),
+		// then the caller's team edge: consistent reads all, nothing
+		// written.
+		ops := ts.Rec.Ops()
+		if len(ops) != 3 || !slices.Equal(sortedStrings(ops[0].String(), ops[1].String()), []string{"BatchGetItem+consistent", "GetItem+consistent"}) ||
+			ops[2].String() != "GetItem+consistent" {
+			t.Errorf("DynamoDB calls: %s, want the authorization read beside the target edge's read, then the caller's team edge", ts.Rec.Trips())
+		}
 		g, err := w.Owner.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.Member.ID, nil)
 		wantProblem(t, g, err, http.StatusNotFound, "")
 	})
@@ -946,4 +952,9 @@ func diff(a, b string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+func sortedStrings(ss ...string) []string {
+	slices.Sort(ss)
+	return ss
 }
