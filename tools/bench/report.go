@@ -154,6 +154,7 @@ func (r *report) markdown() string {
 	p("unprocessed items) in %v: **%.0f items/s**, bounded by DynamoDB Local, whose writes run on about one core.", r.seed.took.Round(100*time.Millisecond), float64(r.seed.items)/r.seed.took.Seconds())
 	p("")
 	r.targets(p)
+	r.issue12Goals(p)
 	r.endpointTable(p)
 	r.boundTable(p)
 	r.scaleTables(p)
@@ -499,6 +500,92 @@ func (r *report) targets(p func(string, ...any)) {
 		}
 		p("| ≤ 30 allocations in the authz middleware | `AuthorizeOrg` alone %.0f; with its `GetItem` (SDK + guregu) %.0f, of which the stub's handler %.0f → **%.0f** on tenantd's side; `Authenticate` (JWT) %.0f | %s for the middleware's own code; no with its read |",
 			alone, withDB, stub, withDB-stub, authn, m)
+	}
+	p("")
+}
+
+// issue12Goals is issue 12's goals (one round trip per request, a service
+// that costs less CPU than its database calls), each measured in this run,
+// with the value the issue measured before the work ("before").
+func (r *report) issue12Goals(p func(string, ...any)) {
+	p("## Issue 12's goals, from this run")
+	p("")
+	p("Before: the values issue 12 measured on the main of its day. Round trips come from the latency phase (%v per", r.delay)
+	p("DynamoDB call, c=1), the CPU and allocation figures from `go test -bench` (below), store/raw from")
+	p("`BenchmarkStoreVsRaw`, endpoint/raw from the closed-loop steps.")
+	p("")
+	p("| goal | before | measured | met |")
+	p("|---|---|---|---|")
+	yes := func(ok bool) string {
+		if ok {
+			return "yes"
+		}
+		return "no"
+	}
+	goals := map[string]struct {
+		class string
+		want  float64
+	}{
+		"GET ticket": {"single-resource read", 1}, "GET team member (AP3)": {"single-resource read", 1},
+		"list team members, 1st page (AP1)": {"listing", 1}, "a user's teams (AP2)": {"listing", 1},
+		"org ticket queue, status=open": {"listing", 1},
+		"create ticket": {"create", 1}, "add comment": {"create", 1},
+		"PUT team member (role change)": {"update", 2},
+	}
+	before := map[string]string{"single-resource read": "2", "create": "2-3", "listing": "2", "update": "3"}
+	for _, l := range r.latency {
+		g, ok := goals[l.name]
+		if !ok {
+			continue
+		}
+		p("| round trips, %s: %s ≤ %.0f | %s | %.2f (max %d) | %s |", g.class, l.name, g.want, before[g.class], l.trips, l.mostTrips, yes(l.trips <= g.want+0.01))
+	}
+	for _, l := range r.latency {
+		if l.name != "GET ticket" && l.name != "GET team member (AP3)" {
+			continue
+		}
+		c := l.concurrencies[0]
+		bound := r.delay + time.Millisecond
+		p("| %s p50 at c=%d ≤ 1 delay + 1 ms (%.2f ms) | ≥ 2 delays (two sequential calls) | %.2f ms | %s |", l.name, c, ms(bound), ms(l.p50[c]), yes(l.p50[c] <= bound))
+	}
+	g := parseGoBench(r.goBench)
+	if t, raw := g.median("BenchmarkGetTicket/inproc/tenantd", "cpu-ns/op"), g.median("BenchmarkGetTicket/inproc/sdk-only", "cpu-ns/op"); t > 0 && raw > 0 {
+		over := (t - raw) / 1000
+		p("| service overhead, GET ticket: API CPU per request minus the raw client's for the same calls ≤ 120 µs (stub answered in process) | ~250-400 µs | %.0f µs (%.0f − %.0f) | %s |", over, t/1000, raw/1000, yes(over <= 120))
+		a, rawA := g.median("BenchmarkGetTicket/inproc/tenantd", "allocs/op"), g.median("BenchmarkGetTicket/inproc/sdk-only", "allocs/op")
+		p("| allocations per request, GET ticket ≤ 450 | ~1,090 | %.0f (the SDK's two calls alone: %.0f; tenantd's own: %.0f) | %s |", a, rawA, a-rawA, yes(a <= 450))
+	}
+	worst, worstName := 0.0, ""
+	for n := range g {
+		if !strings.HasPrefix(n, "BenchmarkStoreVsRaw/") {
+			continue
+		}
+		for _, u := range []string{"raw/store", "raw/store-cpu"} {
+			if v := g.median(n, u); worstName == "" || v < worst {
+				worst, worstName = v, strings.ReplaceAll(strings.TrimPrefix(n, "BenchmarkStoreVsRaw/"), "_", " ")+" ("+u+")"
+			}
+		}
+	}
+	if worstName != "" {
+		p("| store / raw SDK ≥ 0.95 on every row (wall and CPU) | 0.77-0.90 (AP1) | worst %.2f: %s | %s |", worst, worstName, yes(worst >= 0.95))
+	}
+	for _, c := range []int{1, 8} {
+		worst, name, n, meet := 0.0, "", 0, 0
+		for _, s := range r.steps {
+			if s.conc != c {
+				continue
+			}
+			n++
+			if s.ratio() >= 0.9 {
+				meet++
+			}
+			if name == "" || s.ratio() < worst {
+				worst, name = s.ratio(), s.ep.name
+			}
+		}
+		if n > 0 {
+			p("| endpoint / raw bound ≥ 0.9 at c=%d | 0.69-0.78 | %d of %d endpoints; worst %.2f (%s) | %s |", c, meet, n, worst, name, yes(meet == n))
+		}
 	}
 	p("")
 }
