@@ -529,7 +529,7 @@ func (r *report) issue12Goals(p func(string, ...any)) {
 		"GET ticket": {"single-resource read", 1}, "GET team member (AP3)": {"single-resource read", 1},
 		"list team members, 1st page (AP1)": {"listing", 1}, "a user's teams (AP2)": {"listing", 1},
 		"org ticket queue, status=open": {"listing", 1},
-		"create ticket": {"create", 1}, "add comment": {"create", 1},
+		"create ticket":                 {"create", 1}, "add comment": {"create", 1},
 		"PUT team member (role change)": {"update", 2},
 	}
 	before := map[string]string{"single-resource read": "2", "create": "2-3", "listing": "2", "update": "3"}
