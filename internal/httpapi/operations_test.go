@@ -178,7 +178,7 @@ func TestOperations(t *testing.T) {
 // delete reads once more in between, in the store: the children it deletes
 // with its parent (a team's edges, a ticket's comments; a user's team set),
 // consistently, at the time of the write, which no earlier read can stand
-// in for. The caller is an org admin or owner, whose decision needs no team
+// in for, and possibly large, so not before the decision. The caller is an org admin or owner, whose decision needs no team
 // role (a member acting on a team by their team role reads their edge after
 // the decision: one more round trip).
 func TestOperationsOfWrites(t *testing.T) {
