@@ -99,15 +99,20 @@ func Read[T any](ctx context.Context, p Pending, a Action, read func(ctx context
 // change, keyed by p.OrgID) beside p's authorization read and returns the
 // caller once the org has let them in, with get, which returns what read
 // read the first time it is called and reads again (read) after that, for
-// a write's later attempts. The write's own decision, which needs facts
+// a write's later attempts; get is for one goroutine (a write's attempts
+// run one after the other). The write's own decision, which needs facts
 // from the target, is the caller's to make before it writes; nothing goes
 // out but read before the caller is known. A caller the org refuses is
 // answered at once and read cancelled, as with Overlap; read must be small
-// and bounded for the same reason.
+// and bounded for the same reason. A read nobody gets (the write was
+// refused on its facts) ends with ctx, the request's.
 func Prefetch[T any](ctx context.Context, p Pending, read func(ctx context.Context) (T, error)) (Principal, func(context.Context) (T, error), error) {
 	if p.known {
 		pr, err := p.Await()
-		return pr, read, err
+		if err != nil {
+			return Principal{}, nil, err
+		}
+		return pr, read, nil
 	}
 	type result struct {
 		v   T
@@ -130,9 +135,14 @@ func Prefetch[T any](ctx context.Context, p Pending, read func(ctx context.Conte
 			return read(ctx)
 		}
 		first = false
-		r := <-done
-		cancel()
-		return r.v, r.err
+		defer cancel()
+		select {
+		case r := <-done:
+			return r.v, r.err
+		case <-ctx.Done():
+			var zero T
+			return zero, ctx.Err()
+		}
 	}
 	return pr, get, nil
 }

@@ -17,5 +17,6 @@ func (v *Verifier) CachedUntil(raw string) (time.Time, bool) {
 }
 
 // AwaitPrincipal is what a handler does to learn its caller: the principal
-// AuthorizeOrg decided, waiting for it on a GET (tests and benchmarks).
+// AuthorizeOrg decided, waiting for it when it is pending (tests and
+// benchmarks).
 func AwaitPrincipal(ctx context.Context) (authz.Principal, error) { return principal(ctx) }

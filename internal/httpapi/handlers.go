@@ -96,9 +96,6 @@ func (h *handlers) pageIn(ctx context.Context, scope, listing string, limit *int
 
 func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
 
-// ifMatch parses an If-Match header (RFC 9110): absent, "*", or a list of
-// entity tags, each naming a version (conditional.go: `"<version>-<digest>"`).
-// Weak tags and tags that name no version match nothing.
 // principalAt is the start of a write that may carry If-Match: the caller
 // and the version it pins.
 func principalAt(ctx context.Context, h *string) (authz.Principal, errs.Match, error) {
@@ -139,6 +136,9 @@ func mapAll[T, U any](ts []T, f func(T) U) []U {
 	return out
 }
 
+// ifMatch parses an If-Match header (RFC 9110): absent, "*", or a list of
+// entity tags, each naming a version (conditional.go: `"<version>-<digest>"`).
+// Weak tags and tags that name no version match nothing.
 func ifMatch(h *string) (errs.Match, error) {
 	if h == nil {
 		return errs.NoMatch, nil

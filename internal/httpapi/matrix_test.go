@@ -445,3 +445,38 @@ func TestStrangerBadCursor(t *testing.T) {
 		}
 	}
 }
+
+// TestStrangerPreconditions: an update's preconditions are judged after
+// the decision, though its read goes out beside it: a stranger sending
+// If-None-Match (refused on writes) or a malformed If-Match gets the same
+// 404 as any stranger, and costs at most the target's point read; a member
+// gets the precondition's answer.
+func TestStrangerPreconditions(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Preconditions")
+	stranger := ts.Actor(t, "stranger")
+	hc := &http.Client{}
+	url := ts.URL + "/v1/orgs/" + w.Org.Id + "/tickets/" + w.Ticket.Id
+	for _, tc := range []struct {
+		name   string
+		header http.Header
+		member int // the member's status
+	}{
+		{"If-None-Match", http.Header{"If-None-Match": {"*"}}, http.StatusBadRequest},
+		{"a malformed If-Match", http.Header{"If-Match": {"not a tag"}}, http.StatusPreconditionFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ts.Rec.Reset()
+			r := doReq(t, hc, http.MethodPatch, url, stranger.Token, tc.header, `{"title":"Renamed"}`)
+			if r.Status != http.StatusNotFound || problemCode(r.Body) != "org_not_found" {
+				t.Errorf("as a stranger: %d %s, want 404 org_not_found", r.Status, truncate(r.Body))
+			}
+			if !outsiderWrite(ts.Rec.Ops()) {
+				t.Errorf("as a stranger: DynamoDB calls %q, want the authorization read and at most the target's read", ts.Rec.Names())
+			}
+			if r := doReq(t, hc, http.MethodPatch, url, w.Requester.Token, tc.header, `{"title":"Renamed"}`); r.Status != tc.member {
+				t.Errorf("as the requester: %d %s, want %d", r.Status, truncate(r.Body), tc.member)
+			}
+		})
+	}
+}

@@ -57,7 +57,8 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 			if !ok {
 				return next(c)
 			}
-			// A GET whose authorization read is in flight spends its token
+			// A request whose authorization read is in flight (a GET, an
+			// update, a delete) spends its token
 			// once the read has let the caller in: strangers spend nothing
 			// of the org's quota, hold none of it while their read runs,
 			// and see none of its RateLimit fields. A bucket that is empty

@@ -274,7 +274,7 @@ func PrincipalFrom(ctx context.Context) (authz.Principal, bool) {
 }
 
 // withPending stores the caller in an org whose authorization read is in
-// flight (a GET; see AuthorizeOrg).
+// flight (a GET, PATCH, PUT or DELETE; see AuthorizeOrg).
 func withPending(ctx context.Context, p authz.Pending) context.Context { return withValue(ctx, p) }
 
 func pendingFrom(ctx context.Context) (authz.Pending, bool) { return valueFrom[authz.Pending](ctx) }

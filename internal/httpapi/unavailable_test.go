@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 
+	"github.com/tenantd/tenantd/client"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/testkit"
 )
@@ -209,6 +210,47 @@ func TestDynamoDBPaused(t *testing.T) {
 	})
 	no500(t, ts)
 }
+
+// TestWriteOutcomeUnknown: DynamoDB Local is stopped (SIGSTOP) the moment
+// a PATCH's transaction goes out to it, so the request reaches its
+// deadline with the write sent and unanswered. The 503 says the write may
+// still be applied (write_outcome_unknown), not merely "retry later": an
+// outside attack saw such a write applied once DynamoDB resumed.
+func TestWriteOutcomeUnknown(t *testing.T) {
+	const deadline = 2 * time.Second
+	local := dynamotest.StartLocal(t)
+	pid := local.PID()
+	var armed, paused atomic.Bool
+	pause := func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			if armed.Load() && strings.HasSuffix(r.Header.Get("X-Amz-Target"), ".TransactWriteItems") && paused.CompareAndSwap(false, true) {
+				if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+					return nil, err
+				}
+			}
+			return rt.RoundTrip(r)
+		})
+	}
+	ts := MustServer(t, withEndpoints(local.Endpoint(), local.Endpoint()), withRequestTimeout(deadline), withTransport(pause))
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+	a := ts.Actor(t, "outcome")
+	org := MustOrg(t, a.C, "Outcome").Id
+	tk := MustTicket(t, a.C, org, client.TicketCreate{Title: "Before"})
+	armed.Store(true)
+	r := doReq(t, &http.Client{Timeout: 30 * time.Second}, http.MethodPatch, ts.URL+"/v1/orgs/"+org+"/tickets/"+tk.Id, a.Token, nil, `{"title":"After"}`)
+	_ = syscall.Kill(pid, syscall.SIGCONT)
+	if !paused.Load() {
+		t.Fatal("the PATCH sent no transaction")
+	}
+	want503(t, "PATCH with its transaction unanswered", r)
+	if c := problemCode(r.Body); c != "write_outcome_unknown" {
+		t.Errorf("problem code %q, want write_outcome_unknown: %s", c, truncate(r.Body))
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 // TestThrottledAfterRetries: DynamoDB throttles every call. Sixty
 // requests at once spend the retry quota (throttling retries cost 5 tokens

@@ -3,6 +3,7 @@ package store_test
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"strconv"
 	"syscall"
 	"testing"
@@ -55,90 +56,91 @@ func BenchmarkStoreVsRaw(b *testing.B) {
 	teamPK := "ORG#" + org + "#TEAM#" + eng.ID
 	rows := []struct {
 		name       string
-		store, raw func() (int, error) // items read
+		store, raw func() (any, error) // what each side decoded
 	}{
 		{"AP3 GetTeamMember (GetItem)",
-			func() (int, error) { _, err := f.Teams.GetTeamMember(ctx, org, eng.ID, users[7]); return 1, err },
-			func() (int, error) {
+			func() (any, error) { return f.Teams.GetTeamMember(ctx, org, eng.ID, users[7]) },
+			func() (any, error) {
 				out, err := f.raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: table, ConsistentRead: aws.Bool(true),
 					Key: skey(teamPK, "MEMBER#"+users[7])})
 				if err != nil || out.Item == nil {
-					return 0, fmt.Errorf("get: %v", err)
+					return nil, fmt.Errorf("get: %v", err)
 				}
-				_, err = rawMember(out.Item)
-				return 1, err
+				return rawMember(out.Item)
 			}},
 		{"AP1 ListTeamMembers, page of 25 (Query)",
-			func() (int, error) {
+			func() (any, error) {
 				r, err := f.Teams.ListTeamMembers(ctx, org, eng.ID, page.Request{Limit: 25})
-				return len(r.Items), err
+				return r.Items, err
 			},
-			func() (int, error) {
+			func() (any, error) {
 				out, err := f.raw.Query(ctx, &dynamodb.QueryInput{TableName: table, Limit: aws.Int32(27),
 					KeyConditions: map[string]types.Condition{
 						"pk": {ComparisonOperator: types.ComparisonOperatorEq, AttributeValueList: []types.AttributeValue{sattr(teamPK)}},
 						"sk": {ComparisonOperator: types.ComparisonOperatorBetween, AttributeValueList: []types.AttributeValue{sattr("#METADATA"), sattr("MEMBER#\uffff")}}}})
 				if err != nil || len(out.Items) < 26 {
-					return 0, fmt.Errorf("query: %v", err)
+					return nil, fmt.Errorf("query: %v", err)
 				}
 				ms := make([]team.Membership, 0, 25)
 				for _, it := range out.Items[1:26] {
 					m, err := rawMember(it)
 					if err != nil {
-						return 0, err
+						return nil, err
 					}
 					ms = append(ms, m)
 				}
-				return len(ms), nil
+				return ms, nil
 			}},
 		{"AP2 ListUserTeams, page of 5 (Query GSI1)",
-			func() (int, error) {
+			func() (any, error) {
 				r, err := f.Teams.ListUserTeams(ctx, org, users[0], page.Request{Limit: 25})
-				return len(r.Items), err
+				return r.Items, err
 			},
-			func() (int, error) {
+			func() (any, error) {
 				out, err := f.raw.Query(ctx, &dynamodb.QueryInput{TableName: table, IndexName: aws.String("GSI1"), Limit: aws.Int32(26),
 					KeyConditions: map[string]types.Condition{
 						"gsi1pk": {ComparisonOperator: types.ComparisonOperatorEq, AttributeValueList: []types.AttributeValue{sattr("USER#" + users[0])}},
 						"gsi1sk": {ComparisonOperator: types.ComparisonOperatorBeginsWith, AttributeValueList: []types.AttributeValue{sattr("TEAM#" + org + "#")}}}})
 				if err != nil || len(out.Items) != 5 {
-					return 0, fmt.Errorf("query: %v", err)
+					return nil, fmt.Errorf("query: %v", err)
 				}
 				ms := make([]team.Membership, 0, len(out.Items))
 				for _, it := range out.Items {
 					m, err := rawMember(it)
 					if err != nil {
-						return 0, err
+						return nil, err
 					}
 					ms = append(ms, m)
 				}
-				return len(ms), nil
+				return ms, nil
 			}},
 		{"GetTicket (GetItem)",
-			func() (int, error) { _, err := f.Tickets.GetTicket(ctx, org, tk.ID); return 1, err },
-			func() (int, error) {
+			func() (any, error) { return f.Tickets.GetTicket(ctx, org, tk.ID) },
+			func() (any, error) {
 				out, err := f.raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: table,
 					Key: skey("ORG#"+org+"#TICKET#"+tk.ID, "#METADATA")})
 				if err != nil || out.Item == nil {
-					return 0, fmt.Errorf("get: %v", err)
+					return nil, fmt.Errorf("get: %v", err)
 				}
-				_, err = rawTicket(out.Item)
-				return 1, err
+				return rawTicket(out.Item)
 			}},
 	}
 	for _, r := range rows {
 		b.Run(r.name, func(b *testing.B) {
-			for _, side := range []func() (int, error){r.store, r.raw} { // warm both, and check they agree
-				n, err := side()
-				if err != nil {
-					b.Fatal(err)
-				}
-				if want, _ := r.store(); n != want {
-					b.Fatalf("the raw side read %d items, the store %d", n, want)
-				}
+			// Warm both, and check they decode the same values.
+			vs, err := r.store()
+			if err != nil {
+				b.Fatal(err)
+			}
+			vr, err := r.raw()
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !reflect.DeepEqual(vs, vr) {
+				b.Fatalf("the sides disagree:\nstore %+v\nraw   %+v", vs, vr)
 			}
 			var wall, cpu [2]time.Duration
-			sides := [2]func() (int, error){r.store, r.raw}
+			sides := [2]func() (any, error){r.store, r.raw}
 			n := 0
 			for b.Loop() {
 				for k := range 2 {

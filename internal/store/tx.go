@@ -134,7 +134,21 @@ func (t *txn) run(ctx context.Context, op string) error {
 			return errs.E(errs.Conflict, "conflict", "the change conflicts with the current state")
 		}
 	}
+	if errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%s: %w", op, errOutcomeUnknown(err))
+	}
 	return fmt.Errorf("%s: %w", op, translate(err))
+}
+
+// errOutcomeUnknown is a transaction the request stopped waiting for: it
+// may have reached DynamoDB, which may still apply it (an outside attack
+// saw a PATCH answered 503 at its deadline, with DynamoDB paused, applied
+// once DynamoDB resumed). The client is told that its write may have
+// happened, not merely "retry later": a blind retry could apply it twice.
+func errOutcomeUnknown(err error) error {
+	return &errs.Error{Kind: errs.Unavailable, Code: "write_outcome_unknown",
+		Message: "the request timed out after its write was sent, and the write may still be applied: read the resource before you retry, or retry with If-Match (a create, with the same Idempotency-Key)",
+		Err: err}
 }
 
 // failWith returns an onFail that always reports e.

@@ -1131,7 +1131,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The service is temporarily unable to handle the request; retry later, honouring `Retry-After` when present. */
+        /** @description The service is temporarily unable to handle the request; retry later, honouring `Retry-After` when present. A write answered with the code `write_outcome_unknown` timed out after it was sent to the database and may still be applied: read the resource before retrying it, or retry with `If-Match` (a create, with the same `Idempotency-Key`). */
         ServiceUnavailable: {
             headers: {
                 "Retry-After": components["headers"]["Retry-After"];
