@@ -148,7 +148,7 @@ func (t *txn) run(ctx context.Context, op string) error {
 func errOutcomeUnknown(err error) error {
 	return &errs.Error{Kind: errs.Unavailable, Code: "write_outcome_unknown",
 		Message: "the request timed out after its write was sent, and the write may still be applied: read the resource before you retry, or retry with If-Match (a create, with the same Idempotency-Key)",
-		Err: err}
+		Err:     err}
 }
 
 // failWith returns an onFail that always reports e.
