@@ -21,7 +21,6 @@ import (
 	"regexp"
 	"sort"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,6 +50,7 @@ import (
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/testkit"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -532,19 +532,13 @@ func benchPlain(m map[string]types.AttributeValue) map[string]any {
 // scheduling noise on a shared machine disturbs less than ns/op.
 func benchLoop(b *testing.B, f func()) {
 	b.ReportAllocs()
-	c0 := benchProcCPU()
+	c0 := testkit.ProcessCPU()
 	n := 0
 	for b.Loop() {
 		f()
 		n++
 	}
-	b.ReportMetric(float64(benchProcCPU()-c0)/float64(max(n, 1)), "cpu-ns/op")
-}
-
-func benchProcCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	b.ReportMetric(float64(testkit.ProcessCPU()-c0)/float64(max(n, 1)), "cpu-ns/op")
 }
 
 func (env *benchEnv) serve(b *testing.B, h http.Handler, method, target, token string, want int) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"reflect"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +15,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/testkit"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -145,12 +145,12 @@ func BenchmarkStoreVsRaw(b *testing.B) {
 			for b.Loop() {
 				for k := range 2 {
 					i := (n + k) % 2 // alternate which side goes first
-					c0, t0 := procCPU(), time.Now()
+					c0, t0 := testkit.ProcessCPU(), time.Now()
 					if _, err := sides[i](); err != nil {
 						b.Fatal(err)
 					}
 					wall[i] += time.Since(t0)
-					cpu[i] += procCPU() - c0
+					cpu[i] += testkit.ProcessCPU() - c0
 				}
 				n++
 			}
@@ -171,12 +171,6 @@ func sattr(s string) types.AttributeValue { return &types.AttributeValueMemberS{
 
 func skey(pk, sk string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{"pk": sattr(pk), "sk": sattr(sk)}
-}
-
-func procCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // rawItem decodes the attributes a hand-written client reads.

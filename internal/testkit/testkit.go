@@ -1,6 +1,6 @@
 // Package testkit holds the small helpers that tests of several packages
-// (and the benchmark tool) share: a free loopback port and a buffer that a
-// child process and the test can use at once. It is imported only by tests
+// (and the benchmark tool) share: a free loopback port, a buffer that a
+// child process and the test can use at once, the process's CPU time. It is imported only by tests
 // and tools/bench.
 package testkit
 
@@ -8,8 +8,21 @@ import (
 	"bytes"
 	"net"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
+
+// ProcessCPU is the CPU time this process has used so far, user and
+// system, all threads (getrusage): what a benchmark divides by its
+// operations, steadier than wall time on a shared machine.
+func ProcessCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
 
 // FreePort returns a TCP port that nothing listens on right now at host
 // ("" for every address, "127.0.0.1" for loopback). Another process may take

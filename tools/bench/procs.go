@@ -191,14 +191,7 @@ func cpuSeconds(pid int) float64 {
 }
 
 // selfCPU is this process's CPU time (the load generator).
-func selfCPU() float64 {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		return 0
-	}
-	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
-	return tv(ru.Utime) + tv(ru.Stime)
-}
+func selfCPU() float64 { return testkit.ProcessCPU().Seconds() }
 
 // timeWaits counts TCP sockets in TIME_WAIT towards port: connections that
 // a client closed (a churning connection pool leaves one per connection).
