@@ -67,9 +67,7 @@ func (p Pending) Overlap(ctx context.Context, a Action, read func(ctx context.Co
 		}
 		return pr, read(ctx)
 	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- read(rctx) }()
+	done, cancel := background(ctx, func(ctx context.Context) (struct{}, error) { return struct{}{}, read(ctx) })
 	pr, err := p.Decide(a)
 	if err != nil {
 		// Answered now, whatever the read still does (cancelled): how long
@@ -78,7 +76,26 @@ func (p Pending) Overlap(ctx context.Context, a Action, read func(ctx context.Co
 		return Principal{}, err
 	}
 	defer cancel()
-	return pr, <-done
+	return pr, (<-done).err
+}
+
+// result is what a background read returned.
+type result[T any] struct {
+	v   T
+	err error
+}
+
+// background runs read in a goroutine of its own, on a context that cancel
+// cancels, and delivers its result on done (buffered: the goroutine ends
+// whether or not anyone receives).
+func background[T any](ctx context.Context, read func(context.Context) (T, error)) (done <-chan result[T], cancel context.CancelFunc) {
+	rctx, cancel := context.WithCancel(ctx)
+	ch := make(chan result[T], 1)
+	go func() {
+		v, err := read(rctx)
+		ch <- result[T]{v, err}
+	}()
+	return ch, cancel
 }
 
 // Read is Overlap for a read that returns one value: the value, or its
@@ -114,16 +131,7 @@ func Prefetch[T any](ctx context.Context, p Pending, read func(ctx context.Conte
 		}
 		return pr, read, nil
 	}
-	type result struct {
-		v   T
-		err error
-	}
-	rctx, cancel := context.WithCancel(ctx)
-	done := make(chan result, 1)
-	go func() {
-		v, err := read(rctx)
-		done <- result{v, err}
-	}()
+	done, cancel := background(ctx, read)
 	pr, err := p.Await()
 	if err != nil {
 		cancel()
