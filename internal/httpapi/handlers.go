@@ -100,30 +100,15 @@ func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + 
 // and the version it pins.
 func principalAt(ctx context.Context, h *string) (authz.Principal, errs.Match, error) {
 	p, err := principal(ctx)
-	if err != nil {
-		return authz.Principal{}, errs.Match{}, err
-	}
-	v, err := ifMatch(h)
-	return p, v, err
+	return p, ifMatch(h), err
 }
 
 // pendingAt is principalAt for a write whose service sends its first read
-// beside the authorization read (authz.Prefetch). A malformed If-Match is
-// answered after the decision, as principalAt answers it: a stranger's 404
-// comes first.
+// beside the authorization read (authz.Prefetch). The version it pins is
+// checked after the decision, so a stranger's 404 comes before any 412.
 func pendingAt(ctx context.Context, h *string) (authz.Pending, errs.Match, error) {
 	p, err := pending(ctx)
-	if err != nil {
-		return authz.Pending{}, errs.Match{}, err
-	}
-	v, err := ifMatch(h)
-	if err != nil {
-		if _, derr := p.Await(); derr != nil {
-			return authz.Pending{}, errs.Match{}, derr
-		}
-		return authz.Pending{}, errs.Match{}, err
-	}
-	return p, v, nil
+	return p, ifMatch(h), err
 }
 
 // mapAll converts each of ts with f: a page of domain values into its wire
@@ -139,13 +124,13 @@ func mapAll[T, U any](ts []T, f func(T) U) []U {
 // ifMatch parses an If-Match header (RFC 9110): absent, "*", or a list of
 // entity tags, each naming a version (conditional.go: `"<version>-<digest>"`).
 // Weak tags and tags that name no version match nothing.
-func ifMatch(h *string) (errs.Match, error) {
+func ifMatch(h *string) errs.Match {
 	if h == nil {
-		return errs.NoMatch, nil
+		return errs.NoMatch
 	}
 	s := strings.TrimSpace(*h)
 	if s == "*" {
-		return errs.MatchAny(), nil
+		return errs.MatchAny()
 	}
 	var versions []int64
 	for _, tag := range entityTags(s) {
@@ -153,7 +138,7 @@ func ifMatch(h *string) (errs.Match, error) {
 			versions = append(versions, v)
 		}
 	}
-	return errs.MatchVersions(versions...), nil
+	return errs.MatchVersions(versions...)
 }
 
 func pageReq(limit *int, cursor *string) page.Request {
