@@ -30,7 +30,6 @@ func TestOperations(t *testing.T) {
 		MustUser(t, w.Owner.C, org, a, client.RoleMember)
 		MustMember(t, w.Owner.C, org, w.Team.Id, a.ID, client.RoleMember)
 	}
-	const authzRead = "BatchGetItem+consistent"
 	cases := []struct {
 		name  string
 		want  string
@@ -64,20 +63,10 @@ func TestOperations(t *testing.T) {
 		}},
 	}
 	// The calls are written as round trips (dynamotest.Recorder.Trips):
-	// "A ‖ B" were in flight together. The recorder holds the first two
-	// calls until both have arrived, so a read that waited for the
-	// authorization read would time out there (and fail), whatever the
-	// scheduler does.
+	// "A ‖ B" were in flight together (see overlappedTrips).
 	for _, cs := range cases {
 		t.Run(cs.name, func(t *testing.T) {
-			ts.Rec.Reset()
-			ts.Rec.Rendezvous(2, 5*time.Second)
-			r, err := cs.do()
-			mustStatus(t, r, err, http.StatusOK)
-			if !ts.Rec.RendezvousMet() {
-				t.Errorf("DynamoDB calls %s: the first read did not go out beside the authorization read", ts.Rec.Names())
-			}
-			if got, want := ts.Rec.Trips(), cs.want; got != want {
+			if got, want := overlappedTrips(t, ts, http.StatusOK, cs.do), cs.want; got != want {
 				t.Errorf("DynamoDB round trips:\ngot  %s\nwant %s", got, want)
 			}
 			if cs.items > 0 {
@@ -151,15 +140,8 @@ func TestOperations(t *testing.T) {
 			continue
 		}
 		t.Run("authz read in the first round trip/"+rd.name, func(t *testing.T) {
-			ts.Rec.Reset()
-			ts.Rec.Rendezvous(2, 5*time.Second)
-			r, err := rd.do()
-			mustStatus(t, r, err, http.StatusOK)
+			overlappedTrips(t, ts, http.StatusOK, rd.do)
 			ops := ts.Rec.Ops()
-			first, _, _ := strings.Cut(ts.Rec.Trips(), ", ")
-			if !ts.Rec.RendezvousMet() || !slices.Contains(strings.Split(first, " ‖ "), authzRead) || !strings.Contains(first, " ‖ ") {
-				t.Fatalf("DynamoDB round trips %q: want the authorization read %q beside the first read", ts.Rec.Trips(), authzRead)
-			}
 			if len(ops) > 3 {
 				t.Errorf("DynamoDB calls %q: more than 3 for one read", ts.Rec.Names())
 			}
@@ -227,20 +209,35 @@ func TestOperationsOfWrites(t *testing.T) {
 	}
 	for _, wr := range writes {
 		t.Run(wr.name, func(t *testing.T) {
-			ts.Rec.Reset()
-			ts.Rec.Rendezvous(2, 5*time.Second)
-			r, err := wr.do()
-			mustStatus(t, r, err, wr.want)
-			trips := ts.Rec.Trips()
-			first, _, _ := strings.Cut(trips, ", ")
-			if !ts.Rec.RendezvousMet() || !slices.Contains(strings.Split(first, " ‖ "), "BatchGetItem+consistent") || !strings.Contains(first, " ‖ ") {
-				t.Errorf("DynamoDB round trips %q: want the authorization read beside the target's read", trips)
-			}
+			trips := overlappedTrips(t, ts, wr.want, wr.do)
 			if n := len(strings.Split(trips, ", ")); n != wr.trips {
 				t.Errorf("DynamoDB round trips %q: %d, want %d", trips, n, wr.trips)
 			}
 		})
 	}
+}
+
+// authzRead is how the recorder names the authorization read.
+const authzRead = "BatchGetItem+consistent"
+
+// overlappedTrips runs do, which must answer want, with the recorder's
+// rendezvous armed (it holds the first two calls until both are in
+// flight, so a read that waited for the authorization read times out
+// there, whatever the scheduler does), and returns the request's round
+// trips; it fails t unless the authorization read went out in the first
+// round trip beside another call.
+func overlappedTrips(t *testing.T, ts *testServer, want int, do func() (statusCoder, error)) string {
+	t.Helper()
+	ts.Rec.Reset()
+	ts.Rec.Rendezvous(2, 5*time.Second)
+	r, err := do()
+	mustStatus(t, r, err, want)
+	trips := ts.Rec.Trips()
+	first, _, _ := strings.Cut(trips, ", ")
+	if !ts.Rec.RendezvousMet() || !slices.Contains(strings.Split(first, " ‖ "), authzRead) || !strings.Contains(first, " ‖ ") {
+		t.Errorf("DynamoDB round trips %q: want the authorization read %q beside the first read", trips, authzRead)
+	}
+	return trips
 }
 
 // TestNoScan runs every operation of the spec once (the tour of
