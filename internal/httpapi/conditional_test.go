@@ -73,9 +73,6 @@ func TestConditionalRequests(t *testing.T) {
 			if r.Status != c.want {
 				t.Errorf("If-Match %s: %d %s, want %d", c.ifMatch, r.Status, r.Body, c.want)
 			}
-			if r.Status == http.StatusOK {
-				cur = r.Header.Get("ETag")
-			}
 		}
 	})
 	t.Run("405 carries Allow", func(t *testing.T) {

@@ -7,10 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/tenantd/tenantd/internal/authz"
-	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
@@ -24,8 +22,6 @@ type handlers struct {
 	cursors page.Cursors
 	graphQL *graphapi.Server
 }
-
-func (h *handlers) now() time.Time { return clock.Or(h.Now)() }
 
 var _ oapi.StrictServerInterface = (*handlers)(nil)
 

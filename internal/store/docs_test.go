@@ -31,7 +31,7 @@ func dataModel(t *testing.T) string {
 func TestDataModelEntities(t *testing.T) {
 	doc := dataModel(t)
 	want := store.EntityTypes()
-	row := regexp.MustCompile("(?m)^\\| entity discriminator \\| .*$").FindString(doc)
+	row := regexp.MustCompile(`(?m)^\| entity discriminator \| .*$`).FindString(doc)
 	var listed []string
 	for _, m := range regexp.MustCompile("`([A-Za-z]+)`").FindAllStringSubmatch(row, -1) {
 		if m[1] != "type" {
