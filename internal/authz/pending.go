@@ -2,6 +2,7 @@ package authz
 
 import (
 	"context"
+	"sync"
 
 	"github.com/tenantd/tenantd/internal/errs"
 )
@@ -18,7 +19,10 @@ var ErrNoPrincipal = errs.E(errs.Internal, "no_principal", "route has no org pri
 type Pending struct {
 	Identity
 	OrgID string
-	await func() (Principal, error)
+	// await returns the decision; committed says a write that proved the
+	// caller's access itself has committed already (Write), so what a Gate
+	// spends it spends without refusing.
+	await func(committed bool) (Principal, error)
 	known bool // decided already (Known): nothing to overlap
 }
 
@@ -26,12 +30,12 @@ type Pending struct {
 // it blocks until the authorization read has answered and may be called any
 // number of times, returning the same result.
 func NewPending(id Identity, orgID string, await func() (Principal, error)) Pending {
-	return Pending{Identity: id, OrgID: orgID, await: await}
+	return Pending{Identity: id, OrgID: orgID, await: func(bool) (Principal, error) { return await() }}
 }
 
 // Known is a Pending whose principal is already decided.
 func Known(p Principal) Pending {
-	return Pending{Identity: p.Identity, OrgID: p.OrgID, await: func() (Principal, error) { return p, nil }, known: true}
+	return Pending{Identity: p.Identity, OrgID: p.OrgID, await: func(bool) (Principal, error) { return p, nil }, known: true}
 }
 
 // Await returns the principal once the authorization read has answered, or
@@ -41,7 +45,35 @@ func (p Pending) Await() (Principal, error) {
 	if p.await == nil {
 		return Principal{}, ErrNoPrincipal
 	}
-	return p.await()
+	return p.await(false)
+}
+
+// Gate returns p with gate run once, when the decision has let the caller
+// in and before anyone gets the principal: the org's rate limit, which
+// only members spend. committed tells gate that the request's write has
+// committed already, on conditions that proved the caller's access itself
+// (Write): gate then spends what it spends and must not refuse, for the
+// write cannot be taken back. Every caller of the gated Pending sees the
+// same result.
+func (p Pending) Gate(gate func(pr Principal, committed bool) error) Pending {
+	if p.await == nil {
+		return p
+	}
+	var (
+		once  sync.Once
+		pr    Principal
+		err   error
+		inner = p.await
+	)
+	p.await = func(committed bool) (Principal, error) {
+		once.Do(func() {
+			if pr, err = inner(committed); err == nil {
+				err = gate(pr, committed)
+			}
+		})
+		return pr, err
+	}
+	return p
 }
 
 // Overlap runs read, the request's first DynamoDB read (keyed by p.OrgID,
@@ -167,4 +199,62 @@ func (p Pending) Decide(a Action) (Principal, error) {
 		return Principal{}, err
 	}
 	return pr, nil
+}
+
+// Write runs write, a create, beside p's authorization read instead of
+// after it, so the request costs one round trip to DynamoDB. It may,
+// because the write proves the caller's access itself, atomically: the
+// grant it gets is decided from a and f alone (the lowest org role a
+// allows, Permit's Floor) and marked OrgUnread, and the store writes it in
+// one transaction with the actor fence at that floor and a check that the
+// org is live; that is everything the authorization read checks. So a
+// stranger's, a removed member's or an offboarded org's create writes
+// nothing. The principal write gets has no OrgRole then: write must not
+// read it (nor the facts it was decided on may come from the target).
+//
+// When write fails, the decision's error wins, as with Overlap: a caller
+// the org refuses learns nothing from the write (not whether a ticket it
+// names exists, nor that its body is invalid). When write succeeds, its
+// transaction proved the caller's access as it committed, and the
+// decision, whatever it says, only settles what a Gate spends (committed).
+//
+// A decided p (Known, say) decides first and writes after, on a grant of
+// the caller's role.
+func Write[T any](ctx context.Context, p Pending, a Action, f Facts, write func(ctx context.Context, pr Principal, g Grant) (T, error)) (T, error) {
+	var zero T
+	if p.known {
+		pr, err := p.Await()
+		if err != nil {
+			return zero, err
+		}
+		g, err := Permit(pr, a, f)
+		if err != nil {
+			return zero, err
+		}
+		return write(ctx, pr, g)
+	}
+	if p.await == nil {
+		return zero, ErrNoPrincipal
+	}
+	g, err := Permit(Principal{OrgRole: Owner}, a, f)
+	if err != nil {
+		return zero, err // an owner may not: neither may anyone
+	}
+	if g.TeamID != "" {
+		return zero, errs.E(errs.Internal, "team_fact_unread", "%s was decided on a team role before the authorization read", a)
+	}
+	g.OrgUnread = true
+	v, werr := write(ctx, Principal{Identity: p.Identity, OrgID: p.OrgID}, g)
+	if werr == nil {
+		_, _ = p.await(true) // settles the Gate; the write stands whatever it says
+		return v, nil
+	}
+	pr, err := p.Await()
+	if err != nil {
+		return zero, err
+	}
+	if err := Authorize(pr, a, f); err != nil {
+		return zero, err
+	}
+	return zero, werr
 }

@@ -100,3 +100,72 @@ func TestPrefetch(t *testing.T) {
 		}
 	})
 }
+
+// TestWrite: a create's write goes out before the decision, on a grant
+// decided from the action alone (OrgUnread, at the action's floor); when
+// it fails, the decision's refusal is the answer; when it commits, it
+// stands, and the Gate learns it committed. A decided caller is refused
+// before anything is written.
+func TestWrite(t *testing.T) {
+	id := authz.Identity{UserID: "u_1"}
+	refused := errs.E(errs.NotFound, "org_not_found", "organization not found")
+	failed := errs.E(errs.Conflict, "team_not_found", "no such team")
+	write := func(err error, got *authz.Grant) func(context.Context, authz.Principal, authz.Grant) (string, error) {
+		return func(_ context.Context, p authz.Principal, g authz.Grant) (string, error) {
+			*got = g
+			if p.OrgRole != "" {
+				return "", errors.New("the write saw a role before the decision")
+			}
+			return "written", err
+		}
+	}
+	t.Run("ErrRefused/the decision over the write's error", func(t *testing.T) {
+		var g authz.Grant
+		p := authz.NewPending(id, "org", func() (authz.Principal, error) { return authz.Principal{}, refused })
+		if _, err := authz.Write(context.Background(), p, authz.TicketCreate, authz.Facts{}, write(failed, &g)); !errors.Is(err, refused) {
+			t.Errorf("err %v, want the decision's", err)
+		}
+		if !g.OrgUnread || g.Floor != authz.Member {
+			t.Errorf("grant %+v, want OrgUnread at floor member", g)
+		}
+	})
+	t.Run("ErrForbidden/a role below the action's", func(t *testing.T) {
+		var g authz.Grant
+		p := authz.NewPending(id, "org", func() (authz.Principal, error) {
+			return authz.Principal{Identity: id, OrgID: "org", OrgRole: authz.Member}, nil
+		})
+		if _, err := authz.Write(context.Background(), p, authz.TeamCreate, authz.Facts{}, write(failed, &g)); errs.KindOf(err) != errs.Forbidden {
+			t.Errorf("err %v, want forbidden", err)
+		}
+	})
+	t.Run("OK/a committed write stands, and the gate is told", func(t *testing.T) {
+		var g authz.Grant
+		var committed []bool
+		p := authz.NewPending(id, "org", func() (authz.Principal, error) { return authz.Principal{}, refused }).
+			Gate(func(_ authz.Principal, c bool) error { committed = append(committed, c); return nil })
+		v, err := authz.Write(context.Background(), p, authz.CommentCreate, authz.Facts{}, write(nil, &g))
+		if err != nil || v != "written" {
+			t.Errorf("Write: %q, %v; want the committed write's value", v, err)
+		}
+		member := authz.NewPending(id, "org", func() (authz.Principal, error) {
+			return authz.Principal{Identity: id, OrgID: "org", OrgRole: authz.Member}, nil
+		}).Gate(func(_ authz.Principal, c bool) error { committed = append(committed, c); return errors.New("no tokens") })
+		if v, err := authz.Write(context.Background(), member, authz.CommentCreate, authz.Facts{}, write(nil, &g)); err != nil || v != "written" {
+			t.Errorf("Write past a refusing gate: %q, %v; want the committed write's value", v, err)
+		}
+		if len(committed) != 1 || !committed[0] {
+			t.Errorf("gate calls %v, want one, told committed (none for the refused caller)", committed)
+		}
+	})
+	t.Run("ErrRefused/decided first when known", func(t *testing.T) {
+		p := authz.Known(authz.Principal{Identity: id, OrgID: "org", OrgRole: authz.Member})
+		called := false
+		_, err := authz.Write(context.Background(), p, authz.TeamCreate, authz.Facts{}, func(context.Context, authz.Principal, authz.Grant) (string, error) {
+			called = true
+			return "", nil
+		})
+		if errs.KindOf(err) != errs.Forbidden || called {
+			t.Errorf("err %v, write called %v; want forbidden before any write", err, called)
+		}
+	})
+}

@@ -191,7 +191,10 @@ func (r mutationResolver) CreateTicket(ctx context.Context, orgID string, input 
 		return nil, notNull(bad)
 	}
 	t, err := withKey(ctx, r.s, p, "createTicket", idempotencyKey, in,
-		func(id string) (ticket.Ticket, error) { in.ID = id; return r.s.d.Tickets.CreateTicket(ctx, p, in) },
+		func(id string) (ticket.Ticket, error) {
+			in.ID = id
+			return r.s.d.Tickets.CreateTicket(ctx, authz.Known(p), in)
+		},
 		func(id string) (ticket.Ticket, error) {
 			t, _, err := r.s.d.Tickets.GetTicket(ctx, authz.Known(p), id, false, ticket.Expand{})
 			return t, err
@@ -250,7 +253,7 @@ func (r mutationResolver) AddComment(ctx context.Context, orgID, ticketID, body 
 		return nil, err
 	}
 	create := func(id string) (ticket.Comment, error) {
-		return r.s.d.Tickets.CreateComment(ctx, p, ticketID, id, body)
+		return r.s.d.Tickets.CreateComment(ctx, authz.Known(p), ticketID, id, body)
 	}
 	// A retry meets the comment the first call made (a comment is never
 	// deleted alone; with its ticket gone, the create fails).

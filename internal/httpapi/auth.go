@@ -10,6 +10,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/idempotency"
 	"github.com/tenantd/tenantd/internal/ids"
 )
 
@@ -27,6 +28,16 @@ type AccessReader interface {
 var offboardingRoutes = map[string]string{
 	"/v1/orgs/:orgId":             http.MethodDelete,
 	"/v1/orgs/:orgId/offboarding": http.MethodGet,
+}
+
+// writeFirstCreates are the creates any member may make whose services
+// send their write beside the authorization read (authz.Write): the
+// write's transaction proves the caller's membership and the org's
+// liveness itself. One carrying an Idempotency-Key waits for the decision
+// (its record is looked up in the caller's scope first).
+var writeFirstCreates = map[string]bool{
+	"/v1/orgs/:orgId/tickets":                    true,
+	"/v1/orgs/:orgId/tickets/:ticketId/comments": true,
 }
 
 // Authenticate verifies the bearer token of every request that skip does
@@ -114,12 +125,14 @@ func AuthorizeOrg(roles AccessReader, readTimeout time.Duration) echo.Middleware
 				return authz.Principal{Identity: id, OrgID: orgID, OrgRole: a.Role}, nil
 			}
 			// A create waits for the decision (its idempotency record and
-			// its write need the caller first); a read, an update or a
-			// delete gets the caller pending, and its handler sends its
-			// first, small read beside the authorization read (see
-			// authz.Pending): nothing is written, and nothing of the target
-			// answered, before the decision.
-			if req.Method == http.MethodPost {
+			// its write need the caller first), except the members' creates
+			// whose transaction proves the caller's access (writeFirstCreates);
+			// a read, an update or a delete gets the caller pending, and its
+			// handler sends its first, small read beside the authorization
+			// read (see authz.Pending): nothing is written, and nothing of
+			// the target answered, before the decision.
+			_, keyed := req.Header[http.CanonicalHeaderKey(idempotency.Header)]
+			if req.Method == http.MethodPost && (keyed || !writeFirstCreates[c.Path()]) {
 				p, err := decide()
 				if err != nil {
 					return err

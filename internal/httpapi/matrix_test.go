@@ -227,6 +227,7 @@ func TestCrossTenant(t *testing.T) {
 		add(c.ListTicketsWithResponse(bg, a.Org.Id, nil))
 		add(c.ListUserTeamsWithResponse(bg, a.Org.Id, a.TeamMember.ID, nil))
 		add(c.ListInvitationsWithResponse(bg, a.Org.Id, nil))
+		add(c.ListAuditEventsWithResponse(bg, a.Org.Id, &client.ListAuditEventsParams{Limit: ptr(100)}))
 		return strings.Join(parts, "\n")
 	}
 	before := snapshotA(t)
@@ -271,8 +272,16 @@ func TestCrossTenant(t *testing.T) {
 			// or a delete reads its target beside it (authz.Prefetch): one
 			// point read at most, and no write.
 			// Pages of tickets and comments may be large: those listings
-			// wait for the decision, like creates.
+			// wait for the decision, like creates. A member's create
+			// (a ticket, a comment) sends its write beside the
+			// authorization read, conditioned on the caller's membership:
+			// one transaction that fails, and nothing written (the
+			// snapshot below).
 			switch {
+			case writeFirst[op.ID]:
+				if !outsiderCalls(ts.Rec.Ops(), 1, "TransactWriteItems") {
+					t.Errorf("DynamoDB calls: got %q, want the authorization read and at most one (refused) transaction", ts.Rec.Names())
+				}
 			case op.Method == http.MethodPost || largeListings[op.ID]:
 				if got, want := ts.Rec.Names(), "BatchGetItem+consistent"; got != want {
 					t.Errorf("DynamoDB calls: got %q, want only the authorization read %q", got, want)
@@ -421,6 +430,10 @@ func outsiderCalls(ops []dynamotest.Op, most int, reads ...string) bool {
 	}
 	return authz == 1 && other <= most
 }
+
+// writeFirst are the creates whose write goes out beside the authorization
+// read (authz.Write), conditioned on what that read checks.
+var writeFirst = map[string]bool{"createTicket": true, "createComment": true}
 
 // largeListings are the GETs whose first read waits for the authorization
 // read (authz.Pending.Decide): a page of them can be up to 1 MB.

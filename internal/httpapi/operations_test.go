@@ -179,6 +179,14 @@ func TestOperationsOfWrites(t *testing.T) {
 		want, trips int
 		do          func() (statusCoder, error)
 	}{
+		// A member's create goes out beside the authorization read, in one
+		// transaction that proves the caller's membership (authz.Write).
+		{"createTicket", http.StatusCreated, 1, func() (statusCoder, error) {
+			return w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "One trip"})
+		}},
+		{"createComment", http.StatusCreated, 1, func() (statusCoder, error) {
+			return w.Member.C.CreateCommentWithResponse(bg, org, w.Ticket.Id, nil, client.CommentCreate{Body: "one trip"})
+		}},
 		{"updateTicket", http.StatusOK, 2, func() (statusCoder, error) {
 			return admin.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil, client.TicketUpdate{Title: ptr("Renamed")})
 		}},

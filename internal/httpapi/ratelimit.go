@@ -3,8 +3,8 @@ package httpapi
 import (
 	"fmt"
 	"math"
+	"net/http"
 	"strconv"
-	"sync"
 
 	"github.com/labstack/echo/v4"
 
@@ -58,29 +58,34 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 				return next(c)
 			}
 			// A request whose authorization read is in flight (a GET, an
-			// update, a delete) spends its token
+			// update, a delete, a member's create) spends its token
 			// once the read has let the caller in: strangers spend nothing
 			// of the org's quota, hold none of it while their read runs,
 			// and see none of its RateLimit fields. A bucket that is empty
 			// already is not raced: the request waits for the decision
 			// and is refused (or is a stranger's 404) without making its
-			// own read.
+			// own read or write.
+			//
+			// A create sends its write beside the read (authz.Write) only
+			// on a hold of the bucket (ratelimit.Hold): once committed, it
+			// spends its token without refusal, for the write stands. So
+			// the creates in flight this way are at most what the bucket
+			// holds; the others wait for the decision, like any request on
+			// an empty bucket. A stranger's hold refuses nobody.
 			if p, ok := pendingFrom(c.Request().Context()); ok {
 				bucket := key(c, id.UserID)
-				var (
-					once sync.Once
-					pr   authz.Principal
-					err  error
-				)
-				gated := authz.NewPending(p.Identity, p.OrgID, func() (authz.Principal, error) {
-					once.Do(func() {
-						if pr, err = p.Await(); err == nil {
-							err = take(c, l, refused, policy, bucket)
-						}
-					})
-					return pr, err
+				release, room := func() {}, false
+				if c.Request().Method == http.MethodPost {
+					release, room = l.Hold(bucket)
+					defer release()
+				} else {
+					room = l.Available(bucket)
+				}
+				gated := p.Gate(func(_ authz.Principal, committed bool) error {
+					release()
+					return take(c, l, refused, policy, bucket, committed)
 				})
-				if !l.Available(bucket) {
+				if !room {
 					if _, err := gated.Await(); err != nil {
 						return err
 					}
@@ -88,7 +93,7 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 				c.SetRequest(c.Request().WithContext(withPending(c.Request().Context(), gated)))
 				return next(c)
 			}
-			if err := take(c, l, refused, policy, key(c, id.UserID)); err != nil {
+			if err := take(c, l, refused, policy, key(c, id.UserID), false); err != nil {
 				return err
 			}
 			return next(c)
@@ -97,13 +102,15 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 }
 
 // take spends a token of bucket and writes the RateLimit header fields.
-func take(c echo.Context, l *ratelimit.Limiter, refused error, policy, bucket string) error {
+// A request whose write committed already (committed) is not refused: its
+// token is spent if there is one, and the fields say what is left.
+func take(c echo.Context, l *ratelimit.Limiter, refused error, policy, bucket string, committed bool) error {
 	d := l.Take(bucket)
 	f := rateLimitFields(l, policy, d)
 	h := c.Response().Header()
 	h.Add("RateLimit-Policy", f.policy)
 	h.Add("RateLimit", f.limit)
-	if !d.Allowed {
+	if !d.Allowed && !committed {
 		h.Set("Retry-After", strconv.Itoa(f.retryAfter))
 		return refused
 	}

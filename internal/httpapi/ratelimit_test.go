@@ -358,3 +358,47 @@ func TestStrangersHoldNoOrgQuota(t *testing.T) {
 		}
 	}
 }
+
+// TestRateLimitCreates: a member's create sends its write beside the
+// authorization read (authz.Write) while the org's bucket has a token, and
+// a committed write is never answered 429: every 201 is a ticket in the
+// table and every 429 wrote nothing. Once the bucket is empty, a create
+// waits for the decision and is refused without sending its write.
+func TestRateLimitCreates(t *testing.T) {
+	const burst = 5
+	rr := &reqRecorder{}
+	ts := MustServer(t, withRateLimit(ratelimit.Options{PerSecond: 0.01, Burst: burst}), withAPIOptions(rr.Middleware))
+	owner := ts.Actor(t, "owner")
+	org := MustOrg(t, owner.C, "Creates").Id // the owner's own bucket, not the org's
+	hc := raceClient(t, 32)
+	var codes statusCounts
+	parallel(24, func(i int) {
+		r := doReqE(hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", owner.Token, nil, jsonOf(map[string]any{"title": fmt.Sprintf("storm %d", i)}))
+		if r.Err != nil {
+			t.Errorf("create: %v", r.Err)
+			return
+		}
+		codes.add(r.Status)
+		if r.Status == http.StatusTooManyRequests && r.Header.Get("Retry-After") == "" {
+			t.Errorf("a 429 without Retry-After")
+		}
+	})
+	// The creates sent beside the read are at most the bucket's burst
+	// (ratelimit.Hold), and may each overshoot it by one when the others
+	// spent the tokens first: between burst and twice that succeed.
+	created := codes.get(http.StatusCreated)
+	if created < burst || created > 2*burst || created+codes.get(http.StatusTooManyRequests) != 24 {
+		t.Errorf("creates: %s; want %d to %d x 201 and the rest 429", &codes, burst, 2*burst)
+	}
+	if n := len(itemsOf(t, ts, "Ticket", org)); n != created {
+		t.Errorf("%d tickets in the table for %d answers 201: a refused create wrote, or a write was lost", n, created)
+	}
+	id := newRequestID()
+	r := doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", owner.Token, http.Header{"X-Request-Id": {id}}, jsonOf(map[string]any{"title": "after the storm"}))
+	if r.Status != http.StatusTooManyRequests {
+		t.Fatalf("a create on an empty bucket: %d %s", r.Status, r.Body)
+	}
+	if ops := rr.Of(id); len(ops) != 1 || ops[0] != "BatchGetItem" {
+		t.Errorf("a 429 on an empty bucket made DynamoDB calls %v, want only the authorization read", ops)
+	}
+}

@@ -953,3 +953,80 @@ func diff(a, b string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestCreatesProveAccess: a member's create (a ticket, a comment) goes out
+// beside the authorization read, in one transaction conditioned on what
+// that read checks: the caller's edge and the org's liveness (authz.Write).
+// Whoever the read refuses gets its answer first, whatever else is wrong
+// with the request, and the table holds nothing of it.
+func TestCreatesProveAccess(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Proven")
+	org := w.Org.Id
+	stranger := ts.Actor(t, "stranger")
+	// written counts the org's items of typ whose attribute has value.
+	written := func(t *testing.T, typ, attr, value string) int {
+		t.Helper()
+		n := 0
+		for _, it := range itemsOf(t, ts, typ, "") {
+			if it.str(attr) == value {
+				n++
+			}
+		}
+		return n
+	}
+	t.Run("ErrStranger/a body the service refuses", func(t *testing.T) {
+		r, err := stranger.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "bell\u0007", Tags: &[]string{"a#b"}})
+		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
+		m, err := w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "bell\u0007", Tags: &[]string{"a#b"}})
+		mustStatus(t, m, err, http.StatusBadRequest) // so the stranger's 404 came first
+	})
+	t.Run("ErrStranger/an assignee and a team of the org", func(t *testing.T) {
+		r, err := stranger.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "stranger's", AssigneeId: &w.Member.ID, TeamId: &w.Team.Id})
+		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
+		c, err := stranger.C.CreateCommentWithResponse(bg, org, w.Ticket.Id, nil, client.CommentCreate{Body: "stranger's"})
+		wantProblem(t, c, err, http.StatusNotFound, "org_not_found")
+		if n := written(t, "Ticket", "title", "stranger's") + written(t, "Comment", "body", "stranger's"); n != 0 {
+			t.Errorf("%d items of the stranger's creates in the table", n)
+		}
+	})
+	t.Run("ErrRemoved", func(t *testing.T) {
+		u := ts.Actor(t, "removed")
+		MustUser(t, w.Owner.C, org, u, client.RoleMember)
+		MustTicket(t, u.C, org, client.TicketCreate{Title: "while a member"})
+		d, err := w.Owner.C.RemoveOrgUserWithResponse(bg, org, u.ID, nil)
+		mustStatus(t, d, err, http.StatusNoContent)
+		r, err := u.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "after removal"})
+		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
+		c, err := u.C.CreateCommentWithResponse(bg, org, w.Ticket.Id, nil, client.CommentCreate{Body: "after removal"})
+		wantProblem(t, c, err, http.StatusNotFound, "org_not_found")
+		if n := written(t, "Ticket", "title", "after removal") + written(t, "Comment", "body", "after removal"); n != 0 {
+			t.Errorf("%d items of a removed member's creates in the table", n)
+		}
+	})
+	t.Run("ErrOffboarding/the org item marked, the member's edge intact", func(t *testing.T) {
+		// The moment between an offboarding's first step (the org marked
+		// deleting) and its cutting the members off: the member's edge
+		// still proves membership, so only the org's check stops the write.
+		v := MustWorld(t, ts, "Being offboarded")
+		if _, err := ts.Raw.UpdateItem(bg, &dynamodb.UpdateItemInput{TableName: aws.String(ts.Table),
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ORG#" + v.Org.Id}, "sk": &types.AttributeValueMemberS{Value: "#METADATA"}},
+			UpdateExpression: aws.String("SET deleting = :t"), ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}}}); err != nil {
+			t.Fatal(err)
+		}
+		ts.Rec.Reset()
+		r, err := v.Member.C.CreateTicketWithResponse(bg, v.Org.Id, nil, client.TicketCreate{Title: "into a deleted org"})
+		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
+		c, err := v.Member.C.CreateCommentWithResponse(bg, v.Org.Id, v.Ticket.Id, nil, client.CommentCreate{Body: "into a deleted org"})
+		wantProblem(t, c, err, http.StatusNotFound, "org_not_found")
+		if !strings.Contains(ts.Rec.Names(), "TransactWriteItems") {
+			t.Fatalf("DynamoDB calls %q: the creates sent no write, so the org's check was not tried", ts.Rec.Names())
+		}
+		if n := written(t, "Ticket", "title", "into a deleted org") + written(t, "Comment", "body", "into a deleted org"); n != 0 {
+			t.Errorf("%d items written into an org marked deleting", n)
+		}
+		if got := getRaw(t, ts, "ORG#"+v.Org.Id+"#TICKET#"+v.Ticket.Id, "#METADATA"); got == nil || got.num(t, "commentCount") != 0 {
+			t.Errorf("the ticket: %v, want it with its commentCount 0", got)
+		}
+	})
+}

@@ -37,7 +37,7 @@ func (h *handlers) ListTickets(ctx context.Context, req oapi.ListTicketsRequestO
 
 // CreateTicket serves POST /v1/orgs/{orgId}/tickets.
 func (h *handlers) CreateTicket(ctx context.Context, req oapi.CreateTicketRequestObject) (oapi.CreateTicketResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +194,7 @@ func (h *handlers) ListComments(ctx context.Context, req oapi.ListCommentsReques
 
 // CreateComment serves POST /v1/orgs/{orgId}/tickets/{ticketId}/comments.
 func (h *handlers) CreateComment(ctx context.Context, req oapi.CreateCommentRequestObject) (oapi.CreateCommentResponseObject, error) {
-	p, err := principal(ctx)
+	p, err := pending(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -40,6 +40,7 @@ type bucket struct {
 	mu     sync.Mutex
 	tokens float64
 	last   time.Time
+	held   int // requests in flight on it that will Take later (Hold)
 }
 
 // at refills b up to now; b.mu is held.
@@ -71,7 +72,7 @@ func (l *Limiter) bucket(key string, now time.Time) *bucket {
 			for k, v := range l.buckets { // drop full (idle) buckets
 				v.mu.Lock()
 				v.at(now, l.o.PerSecond, l.o.Burst)
-				full := v.tokens >= float64(l.o.Burst)
+				full := v.tokens >= float64(l.o.Burst) && v.held == 0
 				v.mu.Unlock()
 				if full {
 					delete(l.buckets, k)
@@ -130,7 +131,38 @@ func (l *Limiter) Available(key string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.at(now, l.o.PerSecond, l.o.Burst)
-	return b.tokens >= 1
+	return b.tokens-float64(b.held) >= 1
+}
+
+// Hold marks one request on key's bucket as in flight, spending nothing,
+// if the bucket holds a request beyond those held already: for a request
+// that goes out before it is known whether it counts against key and
+// cannot be refused once it has gone (a create whose write is sent beside
+// its authorization read). release, which may be called more than once,
+// ends the hold; the request then Takes, or not (it did not count). So
+// the requests that go out this way on a bucket are at most what it holds,
+// and a hold refuses nobody: a request that finds no room waits to know.
+func (l *Limiter) Hold(key string) (release func(), ok bool) {
+	if l.Off() {
+		return func() {}, true
+	}
+	now := l.o.Now()
+	b := l.bucket(key, now)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.at(now, l.o.PerSecond, l.o.Burst)
+	if b.tokens-float64(b.held) < 1 {
+		return func() {}, false
+	}
+	b.held++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			b.mu.Lock()
+			b.held--
+			b.mu.Unlock()
+		})
+	}, true
 }
 
 func (l *Limiter) take(key string, n int) Decision {

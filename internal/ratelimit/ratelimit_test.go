@@ -106,3 +106,32 @@ func TestAvailableMakesNoBucket(t *testing.T) {
 		t.Errorf("%d buckets after peeks only, want 0", n)
 	}
 }
+
+// TestHold: holds spend nothing, refuse nobody's Take, and are at most what
+// the bucket holds; a release (once, however often called) gives the room
+// back. A bucket with a hold is not dropped as idle.
+func TestHold(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	l := ratelimit.New(ratelimit.Options{PerSecond: 1, Burst: 2, MaxTenants: 1, Now: func() time.Time { return now }})
+	r1, ok1 := l.Hold("org:a")
+	r2, ok2 := l.Hold("org:a")
+	if _, ok3 := l.Hold("org:a"); !ok1 || !ok2 || ok3 {
+		t.Fatalf("holds on a bucket of 2: %v %v %v, want true true false", ok1, ok2, ok3)
+	}
+	if l.Available("org:a") {
+		t.Error("a bucket held whole: available")
+	}
+	l.Take("b") // MaxTenants 1: makes room by dropping idle full buckets
+	r1()
+	r1() // a second release gives nothing more back
+	if _, ok := l.Hold("org:a"); !ok {
+		t.Fatal("after a release: no room (the held bucket was dropped, or the release lost)")
+	}
+	if _, ok := l.Hold("org:a"); ok {
+		t.Error("a double release gave two holds back")
+	}
+	if d := l.Take("org:a"); !d.Allowed || d.Remaining != 1 {
+		t.Errorf("a Take beside holds: %+v, want allowed with 1 left (holds spend nothing)", d)
+	}
+	r2()
+}

@@ -34,6 +34,10 @@ type txOp struct {
 	del  *dynamo.Delete
 	chk  *dynamo.ConditionCheck
 	fail onFail
+	// proof: the item's condition proves the caller's access (the actor
+	// fence, the org's liveness): when it failed, it explains the
+	// cancellation before any other item's.
+	proof bool
 }
 
 func (o *txOp) and(expr string, args ...any) {
@@ -122,16 +126,28 @@ func (t *txn) run(ctx context.Context, op string) error {
 	}
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
-		for i, r := range tce.CancellationReasons {
-			if r.Code == nil || *r.Code != "ConditionalCheckFailed" || i >= len(t.ops) {
-				continue
-			}
-			if t.ops[i].fail != nil {
-				if derr := t.ops[i].fail(r.Item); derr != nil {
-					return derr
+		// The caller's access first: a stranger learns nothing from the
+		// other conditions (whether the ticket they name exists).
+		for _, proofs := range []bool{true, false} {
+			for i, r := range tce.CancellationReasons {
+				if r.Code == nil || *r.Code != "ConditionalCheckFailed" || i >= len(t.ops) || t.ops[i].proof != proofs {
+					continue
 				}
+				if t.ops[i].fail != nil {
+					if derr := t.ops[i].fail(r.Item); derr != nil {
+						return derr
+					}
+				}
+				if proofs {
+					continue // the fence held; the item's own condition failed
+				}
+				return errs.E(errs.Conflict, "conflict", "the change conflicts with the current state")
 			}
-			return errs.E(errs.Conflict, "conflict", "the change conflicts with the current state")
+		}
+		for i, r := range tce.CancellationReasons {
+			if r.Code != nil && *r.Code == "ConditionalCheckFailed" && i < len(t.ops) {
+				return errs.E(errs.Conflict, "conflict", "the change conflicts with the current state")
+			}
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -260,9 +276,37 @@ func (d *DB) fenceEdge(t *txn, k key, floor string, gone, demoted error) {
 	if o := t.op(k); o != nil {
 		o.and(expr, args...)
 		o.fail = fenced(roles, gone, demoted, o.fail)
+		o.proof = true
 		return
 	}
 	t.check(k, d.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(expr, args...), fenced(roles, gone, demoted, nil))
+	t.ops[len(t.ops)-1].proof = true
+}
+
+// orgLive adds to t the check that orgID's org item exists and is not
+// being offboarded, for a write decided before the authorization read
+// answered (audit.Event.ActorOrgUnread): with the actor fence it proves
+// what that read checks. When t already touches the org item, the
+// condition is ANDed onto it.
+func (d *DB) orgLive(t *txn, orgID string) {
+	k := orgKey(orgID)
+	if o := t.op(k); o != nil {
+		o.and(liveItem)
+		inner := o.fail
+		o.fail = func(old map[string]types.AttributeValue) error {
+			if gone(old) {
+				return errActorGone
+			}
+			if inner != nil {
+				return inner(old)
+			}
+			return nil
+		}
+		o.proof = true
+		return
+	}
+	t.check(k, d.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(liveItem), failWith(errActorGone))
+	t.ops[len(t.ops)-1].proof = true
 }
 
 // audited adds to t the change's audit event, so the event commits or fails
@@ -285,6 +329,9 @@ func (d *DB) audited(ev audit.Event, t *txn) *txn {
 	}
 	if ev.ActorFloor != "" {
 		d.fence(t, ev.OrgID, ev.ActorID, ev.ActorFloor)
+	}
+	if ev.ActorOrgUnread {
+		d.orgLive(t, ev.OrgID)
 	}
 	if ev.ActorTeamID != "" {
 		d.teamFence(t, ev.OrgID, ev.ActorTeamID, ev.ActorID, ev.ActorTeamFloor)

@@ -115,35 +115,35 @@ func set[T any](dst *T, v *T) {
 	}
 }
 
-// CreateTicket opens a ticket requested by the caller.
-func (s *Service) CreateTicket(ctx context.Context, p authz.Principal, in NewTicket) (Ticket, error) {
-	g, err := authz.Permit(p, authz.TicketCreate, authz.Facts{})
-	if err != nil {
-		return Ticket{}, err
-	}
-	if in.Priority == "" {
-		in.Priority = PriorityNormal
-	}
-	now := s.now()
-	if in.ID == "" {
-		in.ID = s.ids.New()
-	}
-	t := Ticket{OrgID: p.OrgID, ID: in.ID, Title: in.Title, Description: in.Description, Status: StatusNew,
-		Priority: in.Priority, RequesterID: p.UserID, AssigneeID: in.AssigneeID, TeamID: in.TeamID,
-		Tags: normalizeTags(in.Tags), Version: 1, CreatedAt: now, UpdatedAt: now}
-	if err := validateTicket(t); err != nil {
-		return Ticket{}, err
-	}
-	ev := s.event(ctx, audit.By(p, g), "ticket.create", "ticket", t.ID, now, audit.Diff(
-		audit.F("title", nil, t.Title), audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)),
-		audit.F("assigneeId", nil, str(t.AssigneeID)), audit.F("teamId", nil, str(t.TeamID))))
-	if err := s.store.CreateTicket(ctx, t, ev); err != nil {
-		if errs.CodeOf(err) == "ticket_exists" {
-			return s.store.GetTicket(ctx, p.OrgID, t.ID)
+// CreateTicket opens a ticket requested by the caller. Any member may, so
+// the write goes out beside the authorization read and proves the
+// caller's membership in its own transaction (authz.Write).
+func (s *Service) CreateTicket(ctx context.Context, p authz.Pending, in NewTicket) (Ticket, error) {
+	return authz.Write(ctx, p, authz.TicketCreate, authz.Facts{}, func(ctx context.Context, p authz.Principal, g authz.Grant) (Ticket, error) {
+		if in.Priority == "" {
+			in.Priority = PriorityNormal
 		}
-		return Ticket{}, err
-	}
-	return t, nil
+		now := s.now()
+		if in.ID == "" {
+			in.ID = s.ids.New()
+		}
+		t := Ticket{OrgID: p.OrgID, ID: in.ID, Title: in.Title, Description: in.Description, Status: StatusNew,
+			Priority: in.Priority, RequesterID: p.UserID, AssigneeID: in.AssigneeID, TeamID: in.TeamID,
+			Tags: normalizeTags(in.Tags), Version: 1, CreatedAt: now, UpdatedAt: now}
+		if err := validateTicket(t); err != nil {
+			return Ticket{}, err
+		}
+		ev := s.event(ctx, audit.By(p, g), "ticket.create", "ticket", t.ID, now, audit.Diff(
+			audit.F("title", nil, t.Title), audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)),
+			audit.F("assigneeId", nil, str(t.AssigneeID)), audit.F("teamId", nil, str(t.TeamID))))
+		if err := s.store.CreateTicket(ctx, t, ev); err != nil {
+			if errs.CodeOf(err) == "ticket_exists" {
+				return s.store.GetTicket(ctx, p.OrgID, t.ID)
+			}
+			return Ticket{}, err
+		}
+		return t, nil
+	})
 }
 
 // GetTicket reads a ticket, expanding its users as asked; withComments adds
@@ -368,31 +368,30 @@ func (s *Service) deleteTicket(ctx context.Context, p authz.Principal, ticketID 
 	return s.store.DeleteTicket(ctx, p.OrgID, ticketID, ifMatch.Pin(t.Version), ev)
 }
 
-// CreateComment adds the caller's comment to a ticket.
+// CreateComment adds the caller's comment to a ticket. Any member may, so
+// the write goes out beside the authorization read (authz.Write).
 //
 // commentID, when set, is the comment's ID (an idempotent request's, see
 // idempotency.Record.ResourceID); otherwise one is minted. If the comment
 // exists, it was added already: it is returned as is.
-func (s *Service) CreateComment(ctx context.Context, p authz.Principal, ticketID, commentID, body string) (Comment, error) {
-	g, err := authz.Permit(p, authz.CommentCreate, authz.Facts{})
-	if err != nil {
-		return Comment{}, err
-	}
-	if err := validate.Text("body", body, 1, MaxBodyLen, true); err != nil {
-		return Comment{}, err
-	}
-	if commentID == "" {
-		commentID = s.ids.New()
-	}
-	c := Comment{OrgID: p.OrgID, TicketID: ticketID, ID: commentID, AuthorID: p.UserID, Body: body, CreatedAt: s.now()}
-	ev := s.event(ctx, audit.By(p, g), "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
-	if err := s.store.CreateComment(ctx, c, ev); err != nil {
-		if errs.CodeOf(err) == "comment_exists" {
-			return s.store.GetComment(ctx, p.OrgID, ticketID, c.ID)
+func (s *Service) CreateComment(ctx context.Context, p authz.Pending, ticketID, commentID, body string) (Comment, error) {
+	return authz.Write(ctx, p, authz.CommentCreate, authz.Facts{}, func(ctx context.Context, p authz.Principal, g authz.Grant) (Comment, error) {
+		if err := validate.Text("body", body, 1, MaxBodyLen, true); err != nil {
+			return Comment{}, err
 		}
-		return Comment{}, err
-	}
-	return c, nil
+		if commentID == "" {
+			commentID = s.ids.New()
+		}
+		c := Comment{OrgID: p.OrgID, TicketID: ticketID, ID: commentID, AuthorID: p.UserID, Body: body, CreatedAt: s.now()}
+		ev := s.event(ctx, audit.By(p, g), "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
+		if err := s.store.CreateComment(ctx, c, ev); err != nil {
+			if errs.CodeOf(err) == "comment_exists" {
+				return s.store.GetComment(ctx, p.OrgID, ticketID, c.ID)
+			}
+			return Comment{}, err
+		}
+		return c, nil
+	})
 }
 
 // ListComments pages through a ticket's comments, oldest first.
