@@ -149,7 +149,10 @@ func TestWrite(t *testing.T) {
 		}
 		member := authz.NewPending(id, "org", func() (authz.Principal, error) {
 			return authz.Principal{Identity: id, OrgID: "org", OrgRole: authz.Member}, nil
-		}).Gate(func(_ authz.Principal, c bool) error { committed = append(committed, c); return errors.New("no tokens") })
+		}).Gate(func(_ authz.Principal, c bool) error {
+			committed = append(committed, c)
+			return errors.New("no tokens")
+		})
 		if v, err := authz.Write(context.Background(), member, authz.CommentCreate, authz.Facts{}, write(nil, &g)); err != nil || v != "written" {
 			t.Errorf("Write past a refusing gate: %q, %v; want the committed write's value", v, err)
 		}

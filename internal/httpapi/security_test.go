@@ -1010,7 +1010,7 @@ func TestCreatesProveAccess(t *testing.T) {
 		// still proves membership, so only the org's check stops the write.
 		v := MustWorld(t, ts, "Being offboarded")
 		if _, err := ts.Raw.UpdateItem(bg, &dynamodb.UpdateItemInput{TableName: aws.String(ts.Table),
-			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ORG#" + v.Org.Id}, "sk": &types.AttributeValueMemberS{Value: "#METADATA"}},
+			Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ORG#" + v.Org.Id}, "sk": &types.AttributeValueMemberS{Value: "#METADATA"}},
 			UpdateExpression: aws.String("SET deleting = :t"), ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}}}); err != nil {
 			t.Fatal(err)
 		}
