@@ -34,8 +34,10 @@ type endpoint struct {
 	chart int
 	// http returns the path (under the API URL) and body of request i.
 	http func(r *rand.Rand, w int, i int64) (string, []byte)
-	// raw makes the endpoint's DynamoDB operations for request i.
-	raw func(ctx context.Context, r *rand.Rand, w int, i int64) error
+	// raw makes the endpoint's DynamoDB operations for request i through
+	// c, as the service sends them: concurrently where it overlaps them
+	// (sendParallel), one after the other where it waits.
+	raw func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error
 	// creates counts successful calls in env.created (tickets).
 	creates bool
 	// whatIf are raw variants of the endpoint's operations that the
@@ -46,7 +48,7 @@ type endpoint struct {
 // variant is one way of making an endpoint's DynamoDB operations.
 type variant struct {
 	name string
-	raw  func(ctx context.Context, r *rand.Rand, w int, i int64) error
+	raw  func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error
 }
 
 // parallel sends each input from its own goroutine and waits for all: the
@@ -142,6 +144,13 @@ func (e *env) event(org, actor, action, targetType, targetID string, at time.Tim
 		audit.Target{Type: targetType, ID: targetID}, at, changes)
 }
 
+// writeFirst is event for a create sent beside the authorization read
+// (authz.Write): its transaction also checks the org item.
+func (e *env) writeFirst(org, actor, action, targetType, targetID string, at time.Time, changes []audit.Change) audit.Event {
+	return audit.NewEvent(context.Background(), e.ids.at(at), audit.Actor{OrgID: org, UserID: actor, Floor: authz.Member, OrgUnread: true}, action,
+		audit.Target{Type: targetType, ID: targetID}, at, changes)
+}
+
 // pool captures n inputs of f (for random keys) once.
 func pool(n int, f func(i int) any) []any {
 	out := make([]any, n)
@@ -228,101 +237,98 @@ func (e *env) keyEndpoints() []*endpoint {
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/tickets/%s", org, pick(r, big.Tickets)), nil
 			},
-			raw: func(ctx context.Context, r *rand.Rand, w int, i int64) error {
-				return sendAll(ctx, e.client, e.authz(org, caller(w)), pick(r, ticketGets))
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+				return sendParallel(ctx, c, e.authz(org, caller(w)), pick(r, ticketGets))
 			},
 			whatIf: []variant{
-				{"authz GetItem ‖ ticket GetItem (concurrent, 2 ops)", func(ctx context.Context, r *rand.Rand, w int, i int64) error {
-					return sendParallel(ctx, e.client, e.authz(org, caller(w)), pick(r, ticketGets))
-				}},
-				{"one BatchGetItem of the authorization keys and the ticket, consistent (1 op)", func(ctx context.Context, r *rand.Rand, w int, i int64) error {
-					return send(ctx, e.client, batchOf(e.authz(org, caller(w)), pick(r, ticketGets)))
+				{"one BatchGetItem of the authorization keys and the ticket, consistent (1 op)", func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+					return send(ctx, c, batchOf(e.authz(org, caller(w)), pick(r, ticketGets)))
 				}},
 			}},
 		{name: "GET team member (AP3)", method: http.MethodGet, want: 200, chart: 2,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/teams/%s/members/%s", org, team0, pick(r, members)), nil
 			},
-			raw: func(ctx context.Context, r *rand.Rand, w int, i int64) error {
-				return sendAll(ctx, e.client, e.authz(org, caller(w)), pick(r, memberGets))
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+				return sendParallel(ctx, c, e.authz(org, caller(w)), pick(r, memberGets))
 			}},
 		{name: "list team members, 1st page (AP1)", method: http.MethodGet, want: 200, chart: 2,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/teams/%s/members", org, team0), nil
 			},
-			raw: func(ctx context.Context, r *rand.Rand, w int, i int64) error {
-				return sendAll(ctx, e.client, e.authz(org, caller(w)), ap1)
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+				return sendParallel(ctx, c, e.authz(org, caller(w)), ap1)
 			}},
 		{name: "a user's teams (AP2)", method: http.MethodGet, want: 200, chart: 2,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/users/%s/teams", org, pick(r, ap2).user), nil
 			},
-			raw: func(ctx context.Context, r *rand.Rand, w int, i int64) error {
-				return sendAll(ctx, e.client, e.authz(org, caller(w)), pick(r, ap2).query)
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+				return sendParallel(ctx, c, e.authz(org, caller(w)), pick(r, ap2).query)
 			},
 			whatIf: []variant{
-				{"with ?expand=team: authz + AP2 Query + BatchGetItem of the names (3 ops)", func(ctx context.Context, r *rand.Rand, w int, i int64) error {
+				{"with ?expand=team: authz + AP2 Query + BatchGetItem of the names (3 ops)", func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
 					a := pick(r, ap2)
-					return sendAll(ctx, e.client, e.authz(org, caller(w)), a.query, a.batch)
+					return sendAll(ctx, c, e.authz(org, caller(w)), a.query, a.batch)
 				}},
-				{"authz ‖ AP2 Query, then BatchGetItem (3 ops, 2 round trips)", func(ctx context.Context, r *rand.Rand, w int, i int64) error {
+				{"authz ‖ AP2 Query, then BatchGetItem (3 ops, 2 round trips)", func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
 					a := pick(r, ap2)
-					if err := sendParallel(ctx, e.client, e.authz(org, caller(w)), a.query); err != nil {
+					if err := sendParallel(ctx, c, e.authz(org, caller(w)), a.query); err != nil {
 						return err
 					}
-					return send(ctx, e.client, a.batch)
+					return send(ctx, c, a.batch)
 				}},
 			}},
 		{name: "org ticket queue, status=open", method: http.MethodGet, want: 200, chart: 2,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/tickets?status=open", org), nil
 			},
-			raw: func(ctx context.Context, r *rand.Rand, w int, i int64) error {
-				return sendAll(ctx, e.client, e.authz(org, caller(w)), queue)
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+				return sendAll(ctx, c, e.authz(org, caller(w)), queue)
 			}},
 		{name: "create ticket", method: http.MethodPost, want: 201, chart: 2, creates: true,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/tickets", org),
 					fmt.Appendf(nil, `{"title":"Bench ticket %d","description":"%s","priority":"high","teamId":"%s"}`, i, sentence(r, 20), pick(r, big.Teams[1:]))
 			},
-			raw: func(ctx context.Context, r *rand.Rand, w int, i int64) error {
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
 				now := time.Now().UTC()
 				t := ticket.Ticket{OrgID: org, ID: e.ids.at(now), Title: fmt.Sprintf("Bench ticket %d", i), Description: sentence(r, 20),
 					Status: ticket.StatusNew, Priority: ticket.PriorityHigh, RequesterID: caller(w), TeamID: pick(r, big.Teams[1:]),
 					Tags: []string{}, Version: 1, CreatedAt: now, UpdatedAt: now}
-				ev := e.event(org, caller(w), "ticket.create", "ticket", t.ID, now, audit.Diff(audit.F("title", nil, t.Title),
+				ev := e.writeFirst(org, caller(w), "ticket.create", "ticket", t.ID, now, audit.Diff(audit.F("title", nil, t.Title),
 					audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)), audit.F("teamId", nil, t.TeamID)))
 				tx := one(capture(func(ctx context.Context) error { return e.tickets().CreateTicket(ctx, t, ev) }))
-				return sendAll(ctx, e.client, e.authz(org, caller(w)), tx)
+				return sendParallel(ctx, c, e.authz(org, caller(w)), tx)
 			}},
 		{name: "add comment", method: http.MethodPost, want: 201, chart: 2,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/tickets/%s/comments", org, pick(r, big.Tickets)),
 					fmt.Appendf(nil, `{"body":"%s"}`, sentence(r, 25))
 			},
-			raw: func(ctx context.Context, r *rand.Rand, w int, i int64) error {
-				c := ticket.Comment{OrgID: org, TicketID: pick(r, big.Tickets), ID: e.ids.at(time.Now()), AuthorID: caller(w),
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+				cm := ticket.Comment{OrgID: org, TicketID: pick(r, big.Tickets), ID: e.ids.at(time.Now()), AuthorID: caller(w),
 					Body: sentence(r, 25), CreatedAt: time.Now().UTC()}
-				ev := e.event(org, caller(w), "comment.create", "comment", c.TicketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
-				tx := one(capture(func(ctx context.Context) error { return e.tickets().CreateComment(ctx, c, ev) }))
-				return sendAll(ctx, e.client, e.authz(org, caller(w)), tx)
+				ev := e.writeFirst(org, caller(w), "comment.create", "comment", cm.TicketID+"/"+cm.ID, cm.CreatedAt, audit.Diff(audit.F("body", nil, cm.Body)))
+				tx := one(capture(func(ctx context.Context) error { return e.tickets().CreateComment(ctx, cm, ev) }))
+				return sendParallel(ctx, c, e.authz(org, caller(w)), tx)
 			}},
 		{name: "PUT team member (role change)", method: http.MethodPut, want: 200, chart: 2,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				u := putHTTP[i%int64(len(putHTTP))]
 				return fmt.Sprintf("/v1/orgs/%s/teams/%s/members/%s", org, team0, u), fmt.Appendf(nil, `{"role":"%s"}`, roleAt(i, len(putHTTP)))
 			},
-			raw: func(ctx context.Context, r *rand.Rand, w int, i int64) error { return putMember(ctx, w, i, true) },
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error { return putMember(ctx, c, w, i, true) },
 			whatIf: []variant{
-				{"authz + conditional UpdateItem, no read (2 ops)", func(ctx context.Context, r *rand.Rand, w int, i int64) error {
-					return putMember(ctx, w, i, false)
+				{"authz + conditional UpdateItem, no read (2 ops)", func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+					return putMember(ctx, c, w, i, false)
 				}},
 			}},
 	}
 }
 
-func (e *env) putMemberRaw(org, team0 string, caller func(int) string, putRaw []string, rawEdges map[string]*edge, rawMu *sync.Mutex) func(ctx context.Context, w int, i int64, read bool) error {
-	return func(ctx context.Context, w int, i int64, read bool) error {
+func (e *env) putMemberRaw(org, team0 string, caller func(int) string, putRaw []string, rawEdges map[string]*edge, rawMu *sync.Mutex) func(ctx context.Context, c *dynamodb.Client, w int, i int64, read bool) error {
+	return func(ctx context.Context, c *dynamodb.Client, w int, i int64, read bool) error {
 		u := putRaw[i%int64(len(putRaw))]
 		get := one(capture(func(ctx context.Context) error { _, err := e.teams().GetTeamMember(ctx, org, team0, u); return err }))
 		rawMu.Lock()
@@ -339,8 +345,11 @@ func (e *env) putMemberRaw(org, team0 string, caller func(int) string, putRaw []
 			audit.Diff(audit.F("role", string(prev.Role), string(next.Role))))
 		upd := one(capture(func(ctx context.Context) error { return e.teams().UpdateTeamMember(ctx, prev, next, ev) }))
 		if !read {
-			return sendAll(ctx, e.client, e.authz(org, caller(w)), upd)
+			return sendAll(ctx, c, e.authz(org, caller(w)), upd)
 		}
-		return sendAll(ctx, e.client, e.authz(org, caller(w)), get, upd)
+		if err := sendParallel(ctx, c, e.authz(org, caller(w)), get); err != nil { // authz.Prefetch
+			return err
+		}
+		return send(ctx, c, upd)
 	}
 }

@@ -11,6 +11,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // delayProxy sits between a second API process and DynamoDB Local and holds
@@ -115,11 +118,15 @@ func roundTrips(reqs, calls []span) (mean float64, most int) {
 
 // latencyRow is one endpoint behind the delay proxy.
 type latencyRow struct {
-	name          string
-	calls         float64 // DynamoDB calls per request (the API's accounting)
-	trips         float64 // round trips on the critical path, mean at c=1
-	mostTrips     int
-	p50, p99      map[int]time.Duration // by concurrency
+	name      string
+	calls     float64 // DynamoDB calls per request (the API's accounting)
+	trips     float64 // round trips on the critical path, mean at c=1
+	mostTrips int
+	p50, p99  map[int]time.Duration // by concurrency
+	// rawP50 is the p50 at c=1 of the endpoint's raw calls (endpoint.raw:
+	// the same calls, overlapped as the service overlaps them) sent
+	// through the same proxy: DynamoDB's own time for them, delay included.
+	rawP50        time.Duration
 	errs          int
 	firstErr      string
 	rps           map[int]float64
@@ -129,7 +136,7 @@ type latencyRow struct {
 // latency runs each endpoint against the API that reaches DynamoDB Local
 // through the delay proxy: at c=1 with the spans recorded (round trips),
 // then at each other concurrency.
-func (rn *runner) latency(ctx context.Context, eps []*endpoint, concs []int, d time.Duration, p *delayProxy, srv *server) []latencyRow {
+func (rn *runner) latency(ctx context.Context, eps []*endpoint, concs []int, d time.Duration, p *delayProxy, srv *server, raw *dynamodb.Client) []latencyRow {
 	var out []latencyRow
 	callers := rn.env.ds.Big.Callers
 	var seq atomic.Int64
@@ -170,6 +177,14 @@ func (rn *runner) latency(ctx context.Context, eps []*endpoint, concs []int, d t
 			if conc == 1 {
 				row.trips, row.mostTrips = roundTrips(reqs, p.stop())
 				row.calls = costOf(before, after, res.n).calls
+				rr := workerRand(0, uint64(seq.Load())+53)
+				row.rawP50 = closedLoop(ctx, 1, d/2, &seq, func(ctx context.Context, _ int, i int64) error {
+					err := ep.raw(ctx, raw, rr, 0, i)
+					if err == nil && ep.creates {
+						rn.env.created.Add(1)
+					}
+					return err
+				}).pct(50)
 			}
 			row.p50[conc], row.p99[conc], row.rps[conc] = res.pct(50), res.pct(99), res.rps()
 			row.errs += res.errs
@@ -177,7 +192,7 @@ func (rn *runner) latency(ctx context.Context, eps []*endpoint, concs []int, d t
 				row.firstErr = res.firstErr
 			}
 		}
-		rn.logf("latency: %-36s calls %.2f, round trips %.2f (max %d), p50 c=1 %.2f ms", ep.name, row.calls, row.trips, row.mostTrips, ms(row.p50[concs[0]]))
+		rn.logf("latency: %-36s calls %.2f, round trips %.2f (max %d), p50 c=1 %.2f ms (raw calls %.2f ms)", ep.name, row.calls, row.trips, row.mostTrips, ms(row.p50[concs[0]]), ms(row.rawP50))
 		out = append(out, row)
 	}
 	return out
@@ -198,8 +213,12 @@ func (rn *runner) delayed(ctx context.Context, rep *report, eps []*endpoint, ds 
 	}
 	defer api.stop()
 	srv := &server{http: rn.hc, url: api.url, metrics: api.mURL, apiPID: api.pid(), ddbPID: rn.srv.ddbPID, ddbPort: rn.srv.ddbPort}
+	raw, err := rawClient(ctx, p.url, prometheus.NewRegistry(), nil)
+	if err != nil {
+		return err
+	}
 	rep.delay = o.delay
-	rep.latency = rn.latency(ctx, eps, o.latencyConc, o.dur, p, srv)
+	rep.latency = rn.latency(ctx, eps, o.latencyConc, o.dur, p, srv, raw)
 	main := rn.srv
 	rn.srv = srv
 	defer func() { rn.srv = main }()

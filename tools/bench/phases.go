@@ -108,7 +108,7 @@ func (rn *runner) rawLoad(ctx context.Context, ep *endpoint, conc int, d time.Du
 	retry0 := regSum(rn.reg, "tenantd_dynamodb_retries_total")
 	before := rn.srv.snapshot()
 	res := closedLoop(ctx, conc, d, seq, func(ctx context.Context, w int, i int64) error {
-		err := ep.raw(ctx, rs[w], w, i)
+		err := ep.raw(ctx, rn.env.client, rs[w], w, i)
 		if err == nil && ep.creates {
 			rn.env.created.Add(1)
 		}
@@ -271,14 +271,14 @@ func (rn *runner) scaleMembers(ctx context.Context, sd *seeder, sizes []int, d t
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/teams/%s/members/%s", org, team, pick(r, members)), nil
 			},
-			raw: func(ctx context.Context, r *rand.Rand, w int, i int64) error {
-				return send(ctx, rn.env.client, pick(r, gets))
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+				return send(ctx, c, pick(r, gets))
 			}}
 		list := &endpoint{name: "AP1", method: http.MethodGet, want: 200,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/teams/%s/members", org, team), nil
 			},
-			raw: func(ctx context.Context, r *rand.Rand, w int, i int64) error { return send(ctx, rn.env.client, ap1) }}
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error { return send(ctx, c, ap1) }}
 		for _, ep := range []*endpoint{ap3, list} {
 			p, err := rn.point(ctx, ep, "", n, d, []string{owner})
 			if err != nil {
@@ -315,7 +315,7 @@ func (rn *runner) queue(ctx context.Context, o *Org, size int, d time.Duration) 
 		http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 			return fmt.Sprintf("/v1/orgs/%s/tickets?status=open", o.ID), nil
 		},
-		raw: func(ctx context.Context, r *rand.Rand, w int, i int64) error { return send(ctx, rn.env.client, q) }}
+		raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error { return send(ctx, c, q) }}
 	pt, err := rn.point(ctx, ep, "org ticket queue status=open, 1st page (Query GSI3)", size, d, o.Callers)
 	if err != nil {
 		return pt, nil, err

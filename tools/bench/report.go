@@ -260,9 +260,11 @@ func (r *report) endpointTable(p func(string, ...any)) {
 func (r *report) boundTable(p func(string, ...any)) {
 	p("## Endpoint vs. the raw DynamoDB operations it needs (same run)")
 	p("")
-	p("Right after each HTTP step, the bench replays the DynamoDB operations that endpoint makes, in the same order and")
-	p("with the same inputs the store builds (captured from the store's exported methods, e.g. the consistent `GetItem`")
-	p("on the caller's OrgUser edge, then the `GetItem` on the ticket), through a client built like the API's")
+	p("Right after each HTTP step, the bench replays the DynamoDB operations that endpoint makes, as the service sends them")
+	p("(concurrently where it overlaps them: the authorization read beside a GET's first read or a member's create; one")
+	p("after the other where it waits for the decision) and with the same inputs the store builds (captured from the store's")
+	p("exported methods, e.g. the consistent `BatchGetItem` of the org item and the caller's OrgUser edge ‖ the `GetItem` on")
+	p("the ticket), through a client built like the API's")
 	p("(`store.NewClient`, the `obs` middleware), closed-loop at the same concurrency for %v (in %d slices between the", r.o.rawDur, r.o.slices)
 	p("HTTP slices). *raw ops/s* counts")
 	p("operations; the *bound* is raw ops/s ÷ ops per request (= raw sequences/s); *ratio* = endpoint rps ÷ bound")
@@ -547,6 +549,10 @@ func (r *report) issue12Goals(p func(string, ...any)) {
 		c := l.concurrencies[0]
 		bound := r.delay + time.Millisecond
 		p("| %s p50 at c=%d ≤ 1 delay + 1 ms (%.2f ms) | ≥ 2 delays (two sequential calls) | %.2f ms | %s |", l.name, c, ms(bound), ms(l.p50[c]), yes(l.p50[c] <= bound))
+		// DynamoDB Local's own time for the calls is not zero (it is
+		// most of the excess): the same calls, through the same proxy.
+		p("| (the same, DynamoDB Local's own time taken out) %s p50 at c=%d ≤ its raw calls' p50 through the same proxy + 1 ms (%.2f ms) | | %.2f ms (raw %.2f ms) | %s |",
+			l.name, c, ms(l.rawP50+time.Millisecond), ms(l.p50[c]), ms(l.rawP50), yes(l.rawP50 > 0 && l.p50[c] <= l.rawP50+time.Millisecond))
 	}
 	g := parseGoBench(r.goBench)
 	if t, raw := g.median("BenchmarkGetTicket/inproc/tenantd", "cpu-ns/op"), g.median("BenchmarkGetTicket/inproc/sdk-only", "cpu-ns/op"); t > 0 && raw > 0 {
@@ -634,6 +640,9 @@ func (r *report) latencyTable(p func(string, ...any)) {
 	p("*round trips × delay* plus the service's own time. **Round trips** are counted at c=1 from the proxy's spans: the")
 	p("calls that start while a request is in flight, grouped so that calls in flight together are one round trip")
 	p("(mean over the step's requests; the largest in brackets). Calls are the API's own per-request accounting.")
+	p("*Raw p50* is the endpoint's raw calls (the replay of the next section: the same calls, overlapped where the service")
+	p("overlaps them) sent by the bench through the same proxy at c=1: DynamoDB Local's own time, delay and proxy included,")
+	p("so *p50 − raw p50* is what the service adds to the critical path.")
 	p("")
 	head := "| endpoint | DynamoDB calls | round trips (c=1) |"
 	sep := "|---|---:|---:|"
@@ -641,8 +650,8 @@ func (r *report) latencyTable(p func(string, ...any)) {
 		head += fmt.Sprintf(" p50 ms c=%d | p99 ms c=%d |", c, c)
 		sep += "---:|---:|"
 	}
-	p("%s p50 − round trips × delay, c=1 |", head)
-	p("%s---:|", sep)
+	p("%s p50 − round trips × delay, c=1 | raw p50 ms c=1 | p50 − raw p50, c=1 |", head)
+	p("%s---:|---:|---:|", sep)
 	for _, l := range r.latency {
 		line := fmt.Sprintf("| %s | %.2f | %.2f (%d) |", l.name, l.calls, l.trips, l.mostTrips)
 		for _, c := range concs {
@@ -651,7 +660,7 @@ func (r *report) latencyTable(p func(string, ...any)) {
 		if l.errs > 0 {
 			line = strings.Replace(line, l.name, fmt.Sprintf("%s (%d errors: %s)", l.name, l.errs, l.firstErr), 1)
 		}
-		p("%s %.2f ms |", line, ms(l.p50[concs[0]])-l.trips*ms(r.delay))
+		p("%s %.2f ms | %.2f | %.2f ms |", line, ms(l.p50[concs[0]])-l.trips*ms(r.delay), ms(l.rawP50), ms(l.p50[concs[0]])-ms(l.rawP50))
 	}
 	p("")
 }
