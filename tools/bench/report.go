@@ -557,7 +557,11 @@ func (r *report) issue12Goals(p func(string, ...any)) {
 	g := parseGoBench(r.goBench)
 	if t, raw := g.median("BenchmarkGetTicket/inproc/tenantd", "cpu-ns/op"), g.median("BenchmarkGetTicket/inproc/sdk-only", "cpu-ns/op"); t > 0 && raw > 0 {
 		over := (t - raw) / 1000
-		p("| service overhead, GET ticket: API CPU per request minus the raw client's for the same calls ≤ 120 µs (stub answered in process) | ~250-400 µs | %.0f µs (%.0f − %.0f) | %s |", over, t/1000, raw/1000, yes(over <= 120))
+		p("| service overhead, GET ticket: API CPU per request minus the raw client's for the same calls ≤ 120 µs (stub answered in process; go test's GOGC=100) | ~250-400 µs | %.0f µs (%.0f − %.0f) | %s |", over, t/1000, raw/1000, yes(over <= 120))
+		if t4, raw4 := g.median("BenchmarkGetTicket/inproc-gogc400/tenantd", "cpu-ns/op"), g.median("BenchmarkGetTicket/inproc-gogc400/sdk-only", "cpu-ns/op"); t4 > 0 && raw4 > 0 {
+			over4 := (t4 - raw4) / 1000
+			p("| the same at GOGC=400, cmd/api's default | | %.0f µs (%.0f − %.0f) | %s |", over4, t4/1000, raw4/1000, yes(over4 <= 120))
+		}
 		a, rawA := g.median("BenchmarkGetTicket/inproc/tenantd", "allocs/op"), g.median("BenchmarkGetTicket/inproc/sdk-only", "allocs/op")
 		p("| allocations per request, GET ticket ≤ 450 | ~1,090 | %.0f (the SDK's two calls alone: %.0f; tenantd's own: %.0f) | %s |", a, rawA, a-rawA, yes(a <= 450))
 	}
