@@ -31,14 +31,10 @@ type Event struct {
 	// actor's edge in that team too: it must still exist with at least
 	// that team role (authz.Grant). Not stored.
 	ActorTeamID, ActorTeamFloor string
-	// ActorOrgUnread: the change was decided before the authorization read
-	// answered (authz.Write), so its transaction also checks that the org
-	// is live. Not stored.
-	ActorOrgUnread bool
-	Action         string // e.g. "ticket.update"
-	TargetType     string // "org", "user", "team", "member", "ticket", "comment", "invitation"
-	TargetID       string
-	RequestID      string // the server's id of the request that made the change
+	Action                      string // e.g. "ticket.update"
+	TargetType                  string // "org", "user", "team", "member", "ticket", "comment", "invitation"
+	TargetID                    string
+	RequestID                   string // the server's id of the request that made the change
 	// ClientRequestID is the X-Request-Id the client sent, when it was
 	// well-formed (see httpapi); "" otherwise.
 	ClientRequestID string
@@ -111,14 +107,11 @@ type Actor struct {
 	// (authz.Grant).
 	TeamID    string
 	TeamFloor authz.Role
-	// OrgUnread: decided before the authorization read answered
-	// (authz.Grant.OrgUnread).
-	OrgUnread bool
 }
 
 // By is p making a change that g allowed.
 func By(p authz.Principal, g authz.Grant) Actor {
-	return Actor{OrgID: p.OrgID, UserID: p.UserID, Floor: g.Floor, TeamID: g.TeamID, TeamFloor: g.TeamFloor, OrgUnread: g.OrgUnread}
+	return Actor{OrgID: p.OrgID, UserID: p.UserID, Floor: g.Floor, TeamID: g.TeamID, TeamFloor: g.TeamFloor}
 }
 
 // Outsider is userID making a change to orgID without being a member of
@@ -134,7 +127,7 @@ type Target struct{ Type, ID string }
 // WithRequestID). Every write of a store takes its event as an argument.
 func NewEvent(ctx context.Context, id string, actor Actor, action string, target Target, at time.Time, changes []Change) Event {
 	return Event{OrgID: actor.OrgID, ID: id, ActorID: actor.UserID, ActorFloor: string(actor.Floor),
-		ActorTeamID: actor.TeamID, ActorTeamFloor: string(actor.TeamFloor), ActorOrgUnread: actor.OrgUnread, Action: action,
+		ActorTeamID: actor.TeamID, ActorTeamFloor: string(actor.TeamFloor), Action: action,
 		TargetType: target.Type, TargetID: target.ID, RequestID: RequestID(ctx), ClientRequestID: ClientRequestID(ctx),
 		At: at, Changes: changes}
 }
@@ -160,9 +153,6 @@ var errIncomplete = errors.New("audit: the event lacks its org, ID, actor, actio
 // (a zero Event, say), which would record nothing of the change.
 func (e Event) Check() error {
 	if e.OrgID == "" || e.ID == "" || e.ActorID == "" || e.Action == "" || e.TargetType == "" || e.At.IsZero() {
-		return errIncomplete
-	}
-	if e.ActorOrgUnread && e.ActorFloor == "" { // nothing would prove the actor's access
 		return errIncomplete
 	}
 	return nil

@@ -2,6 +2,7 @@ package authz
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"github.com/tenantd/tenantd/internal/errs"
@@ -201,22 +202,29 @@ func (p Pending) Decide(a Action) (Principal, error) {
 	return pr, nil
 }
 
+// ErrOffboarding is the decision on a caller of an org whose offboarding
+// has begun: to the client the same 404 as an org they are not in.
+var ErrOffboarding = errs.E(errs.NotFound, "org_not_found", "organization not found")
+
 // Write runs write, a create, beside p's authorization read instead of
 // after it, so the request costs one round trip to DynamoDB. It may,
-// because the write proves the caller's access itself, atomically: the
+// because the write proves the caller's membership itself, atomically: the
 // grant it gets is decided from a and f alone (the lowest org role a
-// allows, Permit's Floor) and marked OrgUnread, and the store writes it in
-// one transaction with the actor fence at that floor and a check that the
-// org is live; that is everything the authorization read checks. So a
-// stranger's, a removed member's or an offboarded org's create writes
-// nothing. The principal write gets has no OrgRole then: write must not
-// read it (nor the facts it was decided on may come from the target).
+// allows, Permit's Floor), and the store writes it in one transaction with
+// the actor fence at that floor (the caller's edge exists, outside any
+// offboarding, with a role at least the floor). So a stranger's or a
+// removed member's create writes nothing. The principal write gets has no
+// OrgRole: write must not read it (nor may f come from the target).
 //
-// When write fails, the decision's error wins, as with Overlap: a caller
+// When write fails, the decision's refusal wins, as with Overlap: a caller
 // the org refuses learns nothing from the write (not whether a ticket it
-// names exists, nor that its body is invalid). When write succeeds, its
-// transaction proved the caller's access as it committed, and the
-// decision, whatever it says, only settles what a Gate spends (committed).
+// names exists, nor that its body is invalid). When write committed, or
+// may have (errs.CodeWriteOutcomeUnknown), the Gate is told it committed
+// (it must not refuse what cannot be taken back) and the write's answer
+// stands, with one exception: an org whose offboarding began before the
+// decision read it (ErrOffboarding) exists for nobody, and the offboarding,
+// which cuts its members off only after marking it, sweeps what the write
+// left; the caller gets the 404.
 //
 // A decided p (Known, say) decides first and writes after, on a grant of
 // the caller's role.
@@ -243,18 +251,28 @@ func Write[T any](ctx context.Context, p Pending, a Action, f Facts, write func(
 	if g.TeamID != "" {
 		return zero, errs.E(errs.Internal, "team_fact_unread", "%s was decided on a team role before the authorization read", a)
 	}
-	g.OrgUnread = true
 	v, werr := write(ctx, Principal{Identity: p.Identity, OrgID: p.OrgID}, g)
-	if werr == nil {
-		_, _ = p.await(true) // settles the Gate; the write stands whatever it says
+	sent := werr == nil || errs.CodeOf(werr) == errs.CodeWriteOutcomeUnknown
+	if !sent {
+		pr, err := p.Await()
+		if err != nil {
+			return zero, err
+		}
+		if err := Authorize(pr, a, f); err != nil {
+			return zero, err
+		}
+		return zero, werr
+	}
+	pr, err := p.await(true)
+	switch {
+	case errors.Is(err, ErrOffboarding):
+		return zero, err
+	case werr == nil:
 		return v, nil
+	case err != nil && (errs.Is(err, errs.NotFound) || errs.Is(err, errs.Forbidden)):
+		return zero, err // refused: its fence kept the write out
+	case err == nil && Authorize(pr, a, f) != nil:
+		return zero, Authorize(pr, a, f)
 	}
-	pr, err := p.Await()
-	if err != nil {
-		return zero, err
-	}
-	if err := Authorize(pr, a, f); err != nil {
-		return zero, err
-	}
-	return zero, werr
+	return zero, werr // may have been applied: not "retry later"
 }

@@ -102,14 +102,20 @@ func TestPrefetch(t *testing.T) {
 }
 
 // TestWrite: a create's write goes out before the decision, on a grant
-// decided from the action alone (OrgUnread, at the action's floor); when
-// it fails, the decision's refusal is the answer; when it commits, it
-// stands, and the Gate learns it committed. A decided caller is refused
-// before anything is written.
+// decided from the action alone (at the action's floor); when it fails,
+// the decision's refusal is the answer; when it commits, or may have, it
+// stands (save for an org being offboarded), and the Gate learns it
+// committed. A decided caller is refused before anything is written.
 func TestWrite(t *testing.T) {
 	id := authz.Identity{UserID: "u_1"}
+	member := authz.Principal{Identity: id, OrgID: "org", OrgRole: authz.Member}
 	refused := errs.E(errs.NotFound, "org_not_found", "organization not found")
 	failed := errs.E(errs.Conflict, "team_not_found", "no such team")
+	unknown := errs.E(errs.Unavailable, errs.CodeWriteOutcomeUnknown, "the write may still be applied")
+	timeout := errs.E(errs.Unavailable, "timeout", "retry later")
+	decided := func(p authz.Principal, err error) authz.Pending {
+		return authz.NewPending(id, "org", func() (authz.Principal, error) { return p, err })
+	}
 	write := func(err error, got *authz.Grant) func(context.Context, authz.Principal, authz.Grant) (string, error) {
 		return func(_ context.Context, p authz.Principal, g authz.Grant) (string, error) {
 			*got = g
@@ -119,51 +125,65 @@ func TestWrite(t *testing.T) {
 			return "written", err
 		}
 	}
-	t.Run("ErrRefused/the decision over the write's error", func(t *testing.T) {
-		var g authz.Grant
-		p := authz.NewPending(id, "org", func() (authz.Principal, error) { return authz.Principal{}, refused })
-		if _, err := authz.Write(context.Background(), p, authz.TicketCreate, authz.Facts{}, write(failed, &g)); !errors.Is(err, refused) {
-			t.Errorf("err %v, want the decision's", err)
-		}
-		if !g.OrgUnread || g.Floor != authz.Member {
-			t.Errorf("grant %+v, want OrgUnread at floor member", g)
-		}
-	})
-	t.Run("ErrForbidden/a role below the action's", func(t *testing.T) {
-		var g authz.Grant
-		p := authz.NewPending(id, "org", func() (authz.Principal, error) {
-			return authz.Principal{Identity: id, OrgID: "org", OrgRole: authz.Member}, nil
+	cases := []struct {
+		name      string
+		p         authz.Pending
+		a         authz.Action
+		writeErr  error
+		want      error // nil: the write's value
+		committed bool  // the Gate is told the write committed
+	}{
+		{"ErrRefused/the decision over the write's error", decided(authz.Principal{}, refused), authz.TicketCreate, failed, refused, false},
+		{"ErrForbidden/a role below the action's", decided(member, nil), authz.TeamCreate, failed, nil, false},
+		{"ErrFailed/the write's error for an allowed caller", decided(member, nil), authz.TicketCreate, failed, failed, false},
+		{"OK/a committed write stands, whatever the decision", decided(authz.Principal{}, refused), authz.CommentCreate, nil, nil, false},
+		{"ErrOffboarding/over a committed write", decided(authz.Principal{}, authz.ErrOffboarding), authz.CommentCreate, nil, authz.ErrOffboarding, false},
+		{"ErrOutcomeUnknown/over the decision's timeout", decided(authz.Principal{}, timeout), authz.TicketCreate, unknown, unknown, false},
+		{"ErrOutcomeUnknown/told the gate it committed", decided(member, nil), authz.TicketCreate, unknown, unknown, true},
+		{"OK/told the gate it committed", decided(member, nil), authz.TicketCreate, nil, nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var g authz.Grant
+			var told []bool
+			// The gate refuses (an empty bucket) only where a refusal
+			// would be the answer: never a write that committed.
+			p := c.p.Gate(func(_ authz.Principal, committed bool) error {
+				told = append(told, committed)
+				if committed || c.writeErr != nil {
+					return nil
+				}
+				return errors.New("no tokens")
+			})
+			v, err := authz.Write(context.Background(), p, c.a, authz.Facts{}, write(c.writeErr, &g))
+			switch {
+			case c.name == "ErrForbidden/a role below the action's":
+				if errs.KindOf(err) != errs.Forbidden {
+					t.Errorf("err %v, want forbidden", err)
+				}
+			case c.want == nil && (err != nil || v != "written"):
+				t.Errorf("Write: %q, %v; want the committed write's value", v, err)
+			case c.want != nil && !errors.Is(err, c.want):
+				t.Errorf("err %v, want %v", err, c.want)
+			}
+			if g.Floor != authz.Matrix[c.a].Min {
+				t.Errorf("grant %+v, want the floor %s of %s", g, authz.Matrix[c.a].Min, c.a)
+			}
+			if c.committed && (len(told) != 1 || !told[0]) {
+				t.Errorf("gate calls %v, want one, told committed", told)
+			}
 		})
-		if _, err := authz.Write(context.Background(), p, authz.TeamCreate, authz.Facts{}, write(failed, &g)); errs.KindOf(err) != errs.Forbidden {
-			t.Errorf("err %v, want forbidden", err)
-		}
-	})
-	t.Run("OK/a committed write stands, and the gate is told", func(t *testing.T) {
+	}
+	t.Run("OK/a committed write stands past a refusing gate", func(t *testing.T) {
 		var g authz.Grant
-		var committed []bool
-		p := authz.NewPending(id, "org", func() (authz.Principal, error) { return authz.Principal{}, refused }).
-			Gate(func(_ authz.Principal, c bool) error { committed = append(committed, c); return nil })
-		v, err := authz.Write(context.Background(), p, authz.CommentCreate, authz.Facts{}, write(nil, &g))
-		if err != nil || v != "written" {
+		p := decided(member, nil).Gate(func(authz.Principal, bool) error { return errors.New("no tokens") })
+		if v, err := authz.Write(context.Background(), p, authz.TicketCreate, authz.Facts{}, write(nil, &g)); err != nil || v != "written" {
 			t.Errorf("Write: %q, %v; want the committed write's value", v, err)
-		}
-		member := authz.NewPending(id, "org", func() (authz.Principal, error) {
-			return authz.Principal{Identity: id, OrgID: "org", OrgRole: authz.Member}, nil
-		}).Gate(func(_ authz.Principal, c bool) error {
-			committed = append(committed, c)
-			return errors.New("no tokens")
-		})
-		if v, err := authz.Write(context.Background(), member, authz.CommentCreate, authz.Facts{}, write(nil, &g)); err != nil || v != "written" {
-			t.Errorf("Write past a refusing gate: %q, %v; want the committed write's value", v, err)
-		}
-		if len(committed) != 1 || !committed[0] {
-			t.Errorf("gate calls %v, want one, told committed (none for the refused caller)", committed)
 		}
 	})
 	t.Run("ErrRefused/decided first when known", func(t *testing.T) {
-		p := authz.Known(authz.Principal{Identity: id, OrgID: "org", OrgRole: authz.Member})
 		called := false
-		_, err := authz.Write(context.Background(), p, authz.TeamCreate, authz.Facts{}, func(context.Context, authz.Principal, authz.Grant) (string, error) {
+		_, err := authz.Write(context.Background(), authz.Known(member), authz.TeamCreate, authz.Facts{}, func(context.Context, authz.Principal, authz.Grant) (string, error) {
 			called = true
 			return "", nil
 		})

@@ -150,16 +150,10 @@ func Authorize(p Principal, a Action, f Facts) error {
 // and TeamFloor is the lowest team role with which it would still be
 // allowed: the write is fenced on that edge too (the team fence), so a
 // member taken off the team a moment earlier cannot write either.
-//
-// OrgUnread marks a grant decided from the action alone, before the
-// authorization read answered (Write): the write's transaction must then
-// prove what that read checks, that the org is live, besides the actor
-// fence.
 type Grant struct {
 	Floor     Role
 	TeamID    string
 	TeamFloor Role
-	OrgUnread bool
 }
 
 // Permit is Authorize returning the Grant of an allowed action.

@@ -132,6 +132,10 @@ func CodeOf(err error) string {
 // Is reports whether err carries kind k.
 func Is(err error, k Kind) bool { return err != nil && KindOf(err) == k }
 
+// CodeWriteOutcomeUnknown is the code of a write the request stopped
+// waiting for after it was sent: it may have been applied, and may still be.
+const CodeWriteOutcomeUnknown = "write_outcome_unknown"
+
 // ErrVersion reports an If-Match or version condition that no longer holds.
 var ErrVersion = E(PreconditionFailed, "version_mismatch", "the resource was changed since you read it; read it again and retry")
 

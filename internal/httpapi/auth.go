@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -32,12 +33,73 @@ var offboardingRoutes = map[string]string{
 
 // writeFirstCreates are the creates any member may make whose services
 // send their write beside the authorization read (authz.Write): the
-// write's transaction proves the caller's membership and the org's
-// liveness itself. One carrying an Idempotency-Key waits for the decision
-// (its record is looked up in the caller's scope first).
+// write's transaction proves the caller's membership itself (the actor
+// fence). They go that way only for a caller the read has let into the
+// org lately (recentMembers), so a stranger's create never sends a write
+// that touches another tenant's items (a transaction evaluating, and on
+// DynamoDB contending for, their ticket, team or user edge), nor lets its
+// timing say whether they exist. One carrying an Idempotency-Key waits for
+// the decision (its record is looked up in the caller's scope first).
 var writeFirstCreates = map[string]bool{
 	"/v1/orgs/:orgId/tickets":                    true,
 	"/v1/orgs/:orgId/tickets/:ticketId/comments": true,
+}
+
+// The bound of recentMembers: at most twice this many (org, caller) pairs,
+// each remembered one to two TTLs.
+const (
+	recentMembersMax = 1 << 16
+	recentMembersTTL = 5 * time.Minute
+)
+
+// recentMembers remembers the (org, caller) pairs the authorization read
+// let in lately, in two generations that rotate every ttl (or sooner, when
+// the newer one holds max pairs), so memory stays bounded and only a
+// member's request adds to it. It decides no access: only whether a
+// member's create may send its write before the decision (which its
+// transaction then proves).
+type recentMembers struct {
+	mu        sync.Mutex
+	cur, prev map[string]struct{}
+	since     time.Time
+	max       int
+	ttl       time.Duration
+}
+
+func newRecentMembers(max int, ttl time.Duration) *recentMembers {
+	return &recentMembers{cur: map[string]struct{}{}, prev: map[string]struct{}{}, since: time.Now(), max: max, ttl: ttl}
+}
+
+func (m *recentMembers) rotate(now time.Time) {
+	if now.Sub(m.since) >= 2*m.ttl {
+		m.prev, m.cur, m.since = map[string]struct{}{}, map[string]struct{}{}, now
+	} else if now.Sub(m.since) >= m.ttl || len(m.cur) >= m.max {
+		m.prev, m.cur, m.since = m.cur, map[string]struct{}{}, now
+	}
+}
+
+func (m *recentMembers) saw(orgID, userID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rotate(time.Now())
+	m.cur[orgID+"/"+userID] = struct{}{}
+}
+
+func (m *recentMembers) forget(orgID, userID string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	delete(m.cur, orgID+"/"+userID)
+	delete(m.prev, orgID+"/"+userID)
+}
+
+func (m *recentMembers) recent(orgID, userID string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.rotate(time.Now())
+	k := orgID + "/" + userID
+	_, inCur := m.cur[k]
+	_, inPrev := m.prev[k]
+	return inCur || inPrev
 }
 
 // Authenticate verifies the bearer token of every request that skip does
@@ -87,6 +149,7 @@ var errNoOrg = errs.E(errs.NotFound, "org_not_found", "organization not found")
 // callers who turn out to be the org's, so a stranger's request cannot be
 // held for it while DynamoDB does not answer.
 func AuthorizeOrg(roles AccessReader, readTimeout time.Duration) echo.MiddlewareFunc {
+	members := newRecentMembers(recentMembersMax, recentMembersTTL)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			orgID := c.Param("orgId")
@@ -114,14 +177,17 @@ func AuthorizeOrg(roles AccessReader, readTimeout time.Duration) echo.Middleware
 			decide := func() (authz.Principal, error) {
 				a, err := roles.OrgAccess(rctx, orgID, id.UserID)
 				if errs.Is(err, errs.NotFound) {
+					members.forget(orgID, id.UserID)
 					return authz.Principal{}, errNoOrg
 				}
 				if err != nil {
 					return authz.Principal{}, err
 				}
 				if (a.OrgDeleting || a.EdgeDeleting) && !(offboarding && a.Role == authz.Owner) {
-					return authz.Principal{}, errNoOrg
+					members.forget(orgID, id.UserID)
+					return authz.Principal{}, authz.ErrOffboarding
 				}
+				members.saw(orgID, id.UserID)
 				return authz.Principal{Identity: id, OrgID: orgID, OrgRole: a.Role}, nil
 			}
 			// A create waits for the decision (its idempotency record and
@@ -132,7 +198,7 @@ func AuthorizeOrg(roles AccessReader, readTimeout time.Duration) echo.Middleware
 			// read (see authz.Pending): nothing is written, and nothing of
 			// the target answered, before the decision.
 			_, keyed := req.Header[http.CanonicalHeaderKey(idempotency.Header)]
-			if req.Method == http.MethodPost && (keyed || !writeFirstCreates[c.Path()]) {
+			if req.Method == http.MethodPost && (keyed || !writeFirstCreates[c.Path()] || !members.recent(orgID, id.UserID)) {
 				p, err := decide()
 				if err != nil {
 					return err

@@ -215,6 +215,10 @@ func TestOperationsOfWrites(t *testing.T) {
 			return admin.RemoveOrgUserWithResponse(bg, org, leaving.ID, nil)
 		}},
 	}
+	// The member's creates send their write beside the authorization read
+	// once that read has let them in lately.
+	g, err := w.Member.C.GetOrgWithResponse(bg, org, nil)
+	mustStatus(t, g, err, http.StatusOK)
 	for _, wr := range writes {
 		t.Run(wr.name, func(t *testing.T) {
 			trips := overlappedTrips(t, ts, wr.want, wr.do)

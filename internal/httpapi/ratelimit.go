@@ -103,14 +103,20 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 
 // take spends a token of bucket and writes the RateLimit header fields.
 // A request whose write committed already (committed) is not refused: its
-// token is spent if there is one, and the fields say what is left.
+// token is spent, owed when the bucket is empty (ratelimit.Spend), and the
+// fields say what is left.
 func take(c echo.Context, l *ratelimit.Limiter, refused error, policy, bucket string, committed bool) error {
-	d := l.Take(bucket)
+	var d ratelimit.Decision
+	if committed {
+		d = l.Spend(bucket) // the bucket owes what it did not hold
+	} else {
+		d = l.Take(bucket)
+	}
 	f := rateLimitFields(l, policy, d)
 	h := c.Response().Header()
 	h.Add("RateLimit-Policy", f.policy)
 	h.Add("RateLimit", f.limit)
-	if !d.Allowed && !committed {
+	if !d.Allowed {
 		h.Set("Retry-After", strconv.Itoa(f.retryAfter))
 		return refused
 	}

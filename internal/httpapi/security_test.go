@@ -32,6 +32,7 @@ import (
 	"github.com/tenantd/tenantd/client"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/httpapi"
+	"github.com/tenantd/tenantd/internal/ids"
 )
 
 // ---------------------------------------------------------------------------
@@ -955,16 +956,18 @@ func diff(a, b string) string {
 }
 
 // TestCreatesProveAccess: a member's create (a ticket, a comment) goes out
-// beside the authorization read, in one transaction conditioned on what
-// that read checks: the caller's edge and the org's liveness (authz.Write).
-// Whoever the read refuses gets its answer first, whatever else is wrong
-// with the request, and the table holds nothing of it.
+// beside the authorization read once that read has let them in lately, in
+// one transaction conditioned on the caller's edge (authz.Write). Whoever
+// the read refuses gets its answer first, whatever else is wrong with the
+// request, and the table holds nothing of it; a stranger's create sends no
+// write at all.
 func TestCreatesProveAccess(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Proven")
 	org := w.Org.Id
 	stranger := ts.Actor(t, "stranger")
-	// written counts the org's items of typ whose attribute has value.
+	gen := ids.NewGenerator(ts.Clock.Now)
+	// written counts the items of typ whose attribute has value.
 	written := func(t *testing.T, typ, attr, value string) int {
 		t.Helper()
 		n := 0
@@ -975,40 +978,45 @@ func TestCreatesProveAccess(t *testing.T) {
 		}
 		return n
 	}
-	t.Run("ErrStranger/a body the service refuses", func(t *testing.T) {
-		r, err := stranger.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "bell\u0007", Tags: &[]string{"a#b"}})
-		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
-		m, err := w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "bell\u0007", Tags: &[]string{"a#b"}})
-		mustStatus(t, m, err, http.StatusBadRequest) // so the stranger's 404 came first
-	})
-	t.Run("ErrStranger/an assignee and a team of the org", func(t *testing.T) {
+	t.Run("ErrStranger/no write sent", func(t *testing.T) {
+		ts.Rec.Reset()
 		r, err := stranger.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "stranger's", AssigneeId: &w.Member.ID, TeamId: &w.Team.Id})
 		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
 		c, err := stranger.C.CreateCommentWithResponse(bg, org, w.Ticket.Id, nil, client.CommentCreate{Body: "stranger's"})
 		wantProblem(t, c, err, http.StatusNotFound, "org_not_found")
-		if n := written(t, "Ticket", "title", "stranger's") + written(t, "Comment", "body", "stranger's"); n != 0 {
-			t.Errorf("%d items of the stranger's creates in the table", n)
+		if got := ts.Rec.Names(); got != "BatchGetItem+consistent, BatchGetItem+consistent" {
+			t.Errorf("DynamoDB calls %q, want the two authorization reads only: a stranger's transaction would touch the org's ticket, team and user edge", got)
 		}
 	})
-	t.Run("ErrRemoved", func(t *testing.T) {
+	t.Run("ErrRemoved/what the transaction proves", func(t *testing.T) {
 		u := ts.Actor(t, "removed")
 		MustUser(t, w.Owner.C, org, u, client.RoleMember)
-		MustTicket(t, u.C, org, client.TicketCreate{Title: "while a member"})
+		MustTicket(t, u.C, org, client.TicketCreate{Title: "while a member"}) // let in lately
 		d, err := w.Owner.C.RemoveOrgUserWithResponse(bg, org, u.ID, nil)
 		mustStatus(t, d, err, http.StatusNoContent)
-		r, err := u.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "after removal"})
+		ts.Rec.Reset()
+		r, err := u.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "after removal", TeamId: ptr(gen.New())})
 		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
-		c, err := u.C.CreateCommentWithResponse(bg, org, w.Ticket.Id, nil, client.CommentCreate{Body: "after removal"})
+		c, err := u.C.CreateCommentWithResponse(bg, org, gen.New(), nil, client.CommentCreate{Body: "after removal"})
 		wantProblem(t, c, err, http.StatusNotFound, "org_not_found")
+		if !strings.Contains(ts.Rec.Names(), "TransactWriteItems") {
+			t.Errorf("DynamoDB calls %q: no write went out, so the fence was not what refused", ts.Rec.Names())
+		}
 		if n := written(t, "Ticket", "title", "after removal") + written(t, "Comment", "body", "after removal"); n != 0 {
 			t.Errorf("%d items of a removed member's creates in the table", n)
 		}
+		// Not the 400 of a bad body: the decision's 404 comes first.
+		b, err := u.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "bell\u0007"})
+		wantProblem(t, b, err, http.StatusNotFound, "org_not_found")
 	})
 	t.Run("ErrOffboarding/the org item marked, the member's edge intact", func(t *testing.T) {
 		// The moment between an offboarding's first step (the org marked
 		// deleting) and its cutting the members off: the member's edge
-		// still proves membership, so only the org's check stops the write.
+		// still proves membership, so the write may commit; the decision
+		// reads the mark and the answer is the org's 404 (the offboarding
+		// sweeps what the write left once it has cut the members off).
 		v := MustWorld(t, ts, "Being offboarded")
+		MustTicket(t, v.Member.C, v.Org.Id, client.TicketCreate{Title: "let in lately"})
 		if _, err := ts.Raw.UpdateItem(bg, &dynamodb.UpdateItemInput{TableName: aws.String(ts.Table),
 			Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ORG#" + v.Org.Id}, "sk": &types.AttributeValueMemberS{Value: "#METADATA"}},
 			UpdateExpression: aws.String("SET deleting = :t"), ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}}}); err != nil {
@@ -1017,16 +1025,96 @@ func TestCreatesProveAccess(t *testing.T) {
 		ts.Rec.Reset()
 		r, err := v.Member.C.CreateTicketWithResponse(bg, v.Org.Id, nil, client.TicketCreate{Title: "into a deleted org"})
 		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
+		if !strings.Contains(ts.Rec.Names(), "TransactWriteItems") {
+			t.Fatalf("DynamoDB calls %q: the create sent no write, so this tested nothing", ts.Rec.Names())
+		}
+		// The next one waits for the decision: the refusal made the
+		// caller no longer "let in lately".
+		ts.Rec.Reset()
 		c, err := v.Member.C.CreateCommentWithResponse(bg, v.Org.Id, v.Ticket.Id, nil, client.CommentCreate{Body: "into a deleted org"})
 		wantProblem(t, c, err, http.StatusNotFound, "org_not_found")
-		if !strings.Contains(ts.Rec.Names(), "TransactWriteItems") {
-			t.Fatalf("DynamoDB calls %q: the creates sent no write, so the org's check was not tried", ts.Rec.Names())
-		}
-		if n := written(t, "Ticket", "title", "into a deleted org") + written(t, "Comment", "body", "into a deleted org"); n != 0 {
-			t.Errorf("%d items written into an org marked deleting", n)
-		}
-		if got := getRaw(t, ts, "ORG#"+v.Org.Id+"#TICKET#"+v.Ticket.Id, "#METADATA"); got == nil || got.num(t, "commentCount") != 0 {
-			t.Errorf("the ticket: %v, want it with its commentCount 0", got)
+		if got := ts.Rec.Names(); got != "BatchGetItem+consistent" {
+			t.Errorf("DynamoDB calls %q after the refusal, want the authorization read only", got)
 		}
 	})
+	t.Run("OK/offboarding racing the members' creates leaves nothing", func(t *testing.T) {
+		v := MustWorld(t, ts, "Offboarded while busy")
+		hc := raceClient(t, 16)
+		creators := []actor{v.Member, v.Admin, v.TeamMember, v.Requester}
+		for _, a := range creators {
+			MustTicket(t, a.C, v.Org.Id, client.TicketCreate{Title: "let in lately"})
+		}
+		var answered time.Time
+		var amu sync.Mutex
+		parallel(len(creators)+1, func(i int) {
+			if i == len(creators) {
+				time.Sleep(15 * time.Millisecond)
+				r := doReqE(hc, http.MethodDelete, ts.URL+"/v1/orgs/"+v.Org.Id, v.Owner.Token, nil, "")
+				amu.Lock()
+				answered = time.Now()
+				amu.Unlock()
+				if r.Err != nil || (r.Status != http.StatusNoContent && r.Status != http.StatusAccepted) {
+					t.Errorf("delete org: %v %d %s", r.Err, r.Status, r.Body)
+				}
+				return
+			}
+			for j := range 20 {
+				sent := time.Now()
+				path, body := "/tickets", jsonOf(map[string]any{"title": fmt.Sprintf("racing %d.%d", i, j)})
+				if j%2 == 1 {
+					path, body = "/tickets/"+v.Ticket.Id+"/comments", jsonOf(map[string]any{"body": "racing"})
+				}
+				r := doReqE(hc, http.MethodPost, ts.URL+"/v1/orgs/"+v.Org.Id+path, creators[i].Token, nil, body)
+				amu.Lock()
+				after := !answered.IsZero() && sent.After(answered)
+				amu.Unlock()
+				if r.Err == nil && after && r.Status < 300 {
+					t.Errorf("a create sent after the DELETE was answered succeeded: %d %s", r.Status, r.Body)
+				}
+			}
+		})
+		for deadline := time.Now().Add(20 * time.Second); ; {
+			g, err := v.Owner.C.GetOffboardingWithResponse(bg, v.Org.Id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g.StatusCode() == http.StatusNotFound {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("offboarding of %s still running", v.Org.Id)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		for _, it := range scanAll(t, ts) {
+			if strings.Contains(it.str("pk"), v.Org.Id) || it.str("orgId") == v.Org.Id {
+				t.Errorf("item of the offboarded org left: %s", dump([]dbItem{it}))
+			}
+		}
+	})
+}
+
+// TestRecentMembersBounded: the set of callers let in lately holds at most
+// twice its bound whatever is added, forgets a pair at once, and forgets
+// every pair after two TTLs.
+func TestRecentMembersBounded(t *testing.T) {
+	m := httpapi.NewRecentMembers(100, 50*time.Millisecond)
+	for i := range 10_000 {
+		m.Saw("org", fmt.Sprint("u", i))
+		if n := m.Len(); n > 200 {
+			t.Fatalf("%d pairs after %d added, bound 2 x 100", n, i+1)
+		}
+	}
+	if !m.Recent("org", "u9999") || m.Recent("org", "u0") {
+		t.Error("the newest pair forgotten, or the oldest kept past the bound")
+	}
+	m.Forget("org", "u9999")
+	if m.Recent("org", "u9999") {
+		t.Error("a forgotten pair is still recent")
+	}
+	m.Saw("org", "late")
+	time.Sleep(110 * time.Millisecond) // two TTLs: not a timing assertion, a wait past them
+	if m.Recent("org", "late") {
+		t.Error("a pair still recent after two TTLs")
+	}
 }

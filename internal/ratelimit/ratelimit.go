@@ -165,7 +165,23 @@ func (l *Limiter) Hold(key string) (release func(), ok bool) {
 	}, true
 }
 
-func (l *Limiter) take(key string, n int) Decision {
+// Spend spends one request of key's bucket whether or not it holds one,
+// for a request that cannot be refused any more (a create whose write has
+// committed, see Hold): a bucket spent below empty owes it, down to at most
+// one burst of debt, and refuses the next requests until it has refilled
+// past it, so such requests do not raise the sustained rate.
+func (l *Limiter) Spend(key string) Decision {
+	if l.Off() {
+		return Decision{Allowed: true}
+	}
+	d := l.spend(key, 1, true)
+	d.Allowed = true
+	return d
+}
+
+func (l *Limiter) take(key string, n int) Decision { return l.spend(key, n, false) }
+
+func (l *Limiter) spend(key string, n int, owe bool) Decision {
 	n = min(max(n, 1), l.o.Burst)
 	now := l.o.Now()
 	b := l.bucket(key, now)
@@ -174,6 +190,8 @@ func (l *Limiter) take(key string, n int) Decision {
 	allowed := b.tokens >= float64(n)
 	if allowed {
 		b.tokens -= float64(n)
+	} else if owe {
+		b.tokens = max(b.tokens-float64(n), -float64(l.o.Burst))
 	}
 	tokens := b.tokens
 	b.mu.Unlock()

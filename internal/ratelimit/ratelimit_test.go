@@ -135,3 +135,26 @@ func TestHold(t *testing.T) {
 	}
 	r2()
 }
+
+// TestSpendOwes: a spend on an empty bucket is never refused and is owed
+// (down to one burst of debt): the bucket refuses until it has refilled
+// past the debt, so the sustained rate holds.
+func TestSpendOwes(t *testing.T) {
+	now := time.Unix(1_000_000, 0)
+	l := ratelimit.New(ratelimit.Options{PerSecond: 1, Burst: 2, Now: func() time.Time { return now }})
+	l.Take("k")
+	l.Take("k")
+	for i := range 3 {
+		if d := l.Spend("k"); !d.Allowed {
+			t.Fatalf("spend %d on an empty bucket: refused", i)
+		}
+	}
+	now = now.Add(2 * time.Second) // refills 2: the debt, capped at one burst (2), is repaid, nothing more
+	if d := l.Take("k"); d.Allowed {
+		t.Errorf("a take 2 s after 3 spends owed on a bucket of 2: allowed (%+v), want refused", d)
+	}
+	now = now.Add(time.Second)
+	if d := l.Take("k"); !d.Allowed {
+		t.Errorf("3 s after: refused (%+v)", d)
+	}
+}

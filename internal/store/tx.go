@@ -35,8 +35,8 @@ type txOp struct {
 	chk  *dynamo.ConditionCheck
 	fail onFail
 	// proof: the item's condition proves the caller's access (the actor
-	// fence, the org's liveness): when it failed, it explains the
-	// cancellation before any other item's.
+	// fence): when it failed, it explains the cancellation before any
+	// other item's.
 	proof bool
 }
 
@@ -162,7 +162,7 @@ func (t *txn) run(ctx context.Context, op string) error {
 // once DynamoDB resumed). The client is told that its write may have
 // happened, not merely "retry later": a blind retry could apply it twice.
 func errOutcomeUnknown(err error) error {
-	return &errs.Error{Kind: errs.Unavailable, Code: "write_outcome_unknown",
+	return &errs.Error{Kind: errs.Unavailable, Code: errs.CodeWriteOutcomeUnknown,
 		Message: "the request timed out after its write was sent, and the write may still be applied: read the resource before you retry, or retry with If-Match (a create, with the same Idempotency-Key)",
 		Err:     err}
 }
@@ -283,32 +283,6 @@ func (d *DB) fenceEdge(t *txn, k key, floor string, gone, demoted error) {
 	t.ops[len(t.ops)-1].proof = true
 }
 
-// orgLive adds to t the check that orgID's org item exists and is not
-// being offboarded, for a write decided before the authorization read
-// answered (audit.Event.ActorOrgUnread): with the actor fence it proves
-// what that read checks. When t already touches the org item, the
-// condition is ANDed onto it.
-func (d *DB) orgLive(t *txn, orgID string) {
-	k := orgKey(orgID)
-	if o := t.op(k); o != nil {
-		o.and(liveItem)
-		inner := o.fail
-		o.fail = func(old map[string]types.AttributeValue) error {
-			if gone(old) {
-				return errActorGone
-			}
-			if inner != nil {
-				return inner(old)
-			}
-			return nil
-		}
-		o.proof = true
-		return
-	}
-	t.check(k, d.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(liveItem), failWith(errActorGone))
-	t.ops[len(t.ops)-1].proof = true
-}
-
 // audited adds to t the change's audit event, so the event commits or fails
 // with the change; and, when the event's actor acted as a member of the org
 // (its ActorFloor is set), the actor fence on their OrgUser edge,
@@ -329,9 +303,6 @@ func (d *DB) audited(ev audit.Event, t *txn) *txn {
 	}
 	if ev.ActorFloor != "" {
 		d.fence(t, ev.OrgID, ev.ActorID, ev.ActorFloor)
-	}
-	if ev.ActorOrgUnread {
-		d.orgLive(t, ev.OrgID)
 	}
 	if ev.ActorTeamID != "" {
 		d.teamFence(t, ev.OrgID, ev.ActorTeamID, ev.ActorID, ev.ActorTeamFloor)

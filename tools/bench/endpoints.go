@@ -144,13 +144,6 @@ func (e *env) event(org, actor, action, targetType, targetID string, at time.Tim
 		audit.Target{Type: targetType, ID: targetID}, at, changes)
 }
 
-// writeFirst is event for a create sent beside the authorization read
-// (authz.Write): its transaction also checks the org item.
-func (e *env) writeFirst(org, actor, action, targetType, targetID string, at time.Time, changes []audit.Change) audit.Event {
-	return audit.NewEvent(context.Background(), e.ids.at(at), audit.Actor{OrgID: org, UserID: actor, Floor: authz.Member, OrgUnread: true}, action,
-		audit.Target{Type: targetType, ID: targetID}, at, changes)
-}
-
 // pool captures n inputs of f (for random keys) once.
 func pool(n int, f func(i int) any) []any {
 	out := make([]any, n)
@@ -296,7 +289,7 @@ func (e *env) keyEndpoints() []*endpoint {
 				t := ticket.Ticket{OrgID: org, ID: e.ids.at(now), Title: fmt.Sprintf("Bench ticket %d", i), Description: sentence(r, 20),
 					Status: ticket.StatusNew, Priority: ticket.PriorityHigh, RequesterID: caller(w), TeamID: pick(r, big.Teams[1:]),
 					Tags: []string{}, Version: 1, CreatedAt: now, UpdatedAt: now}
-				ev := e.writeFirst(org, caller(w), "ticket.create", "ticket", t.ID, now, audit.Diff(audit.F("title", nil, t.Title),
+				ev := e.event(org, caller(w), "ticket.create", "ticket", t.ID, now, audit.Diff(audit.F("title", nil, t.Title),
 					audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)), audit.F("teamId", nil, t.TeamID)))
 				tx := one(capture(func(ctx context.Context) error { return e.tickets().CreateTicket(ctx, t, ev) }))
 				return sendParallel(ctx, c, e.authz(org, caller(w)), tx)
@@ -309,7 +302,7 @@ func (e *env) keyEndpoints() []*endpoint {
 			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
 				cm := ticket.Comment{OrgID: org, TicketID: pick(r, big.Tickets), ID: e.ids.at(time.Now()), AuthorID: caller(w),
 					Body: sentence(r, 25), CreatedAt: time.Now().UTC()}
-				ev := e.writeFirst(org, caller(w), "comment.create", "comment", cm.TicketID+"/"+cm.ID, cm.CreatedAt, audit.Diff(audit.F("body", nil, cm.Body)))
+				ev := e.event(org, caller(w), "comment.create", "comment", cm.TicketID+"/"+cm.ID, cm.CreatedAt, audit.Diff(audit.F("body", nil, cm.Body)))
 				tx := one(capture(func(ctx context.Context) error { return e.tickets().CreateComment(ctx, cm, ev) }))
 				return sendParallel(ctx, c, e.authz(org, caller(w)), tx)
 			}},
