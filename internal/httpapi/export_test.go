@@ -26,9 +26,9 @@ type RecentMembers = recentMembers
 
 // NewRecentMembers, Saw, Forget, Recent and Len expose it (tests).
 func NewRecentMembers(max int, ttl time.Duration) *RecentMembers { return newRecentMembers(max, ttl) }
-func (m *recentMembers) Saw(org, user string)                  { m.saw(org, user) }
-func (m *recentMembers) Forget(org, user string)               { m.forget(org, user) }
-func (m *recentMembers) Recent(org, user string) bool          { return m.recent(org, user) }
+func (m *recentMembers) Saw(org, user string)                    { m.saw(org, user) }
+func (m *recentMembers) Forget(org, user string)                 { m.forget(org, user) }
+func (m *recentMembers) Recent(org, user string) bool            { return m.recent(org, user) }
 func (m *recentMembers) Len() int {
 	m.mu.Lock()
 	defer m.mu.Unlock()

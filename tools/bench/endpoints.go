@@ -311,7 +311,9 @@ func (e *env) keyEndpoints() []*endpoint {
 				u := putHTTP[i%int64(len(putHTTP))]
 				return fmt.Sprintf("/v1/orgs/%s/teams/%s/members/%s", org, team0, u), fmt.Appendf(nil, `{"role":"%s"}`, roleAt(i, len(putHTTP)))
 			},
-			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error { return putMember(ctx, c, w, i, true) },
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+				return putMember(ctx, c, w, i, true)
+			},
 			whatIf: []variant{
 				{"authz + conditional UpdateItem, no read (2 ops)", func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
 					return putMember(ctx, c, w, i, false)

@@ -278,7 +278,9 @@ func (rn *runner) scaleMembers(ctx context.Context, sd *seeder, sizes []int, d t
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/teams/%s/members", org, team), nil
 			},
-			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error { return send(ctx, c, ap1) }}
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+				return send(ctx, c, ap1)
+			}}
 		for _, ep := range []*endpoint{ap3, list} {
 			p, err := rn.point(ctx, ep, "", n, d, []string{owner})
 			if err != nil {
@@ -315,7 +317,9 @@ func (rn *runner) queue(ctx context.Context, o *Org, size int, d time.Duration) 
 		http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 			return fmt.Sprintf("/v1/orgs/%s/tickets?status=open", o.ID), nil
 		},
-		raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error { return send(ctx, c, q) }}
+		raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+			return send(ctx, c, q)
+		}}
 	pt, err := rn.point(ctx, ep, "org ticket queue status=open, 1st page (Query GSI3)", size, d, o.Callers)
 	if err != nil {
 		return pt, nil, err
