@@ -67,11 +67,13 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 			// own read or write.
 			//
 			// A create sends its write beside the read (authz.Write) only
-			// on a hold of the bucket (ratelimit.Hold): once committed, it
-			// spends its token without refusal, for the write stands. So
+			// on a hold of the bucket (ratelimit.Hold): once committed (or
+			// possibly), it spends its token without refusal, for the write
+			// stands, and an emptied bucket owes it (ratelimit.Spend). So
 			// the creates in flight this way are at most what the bucket
-			// holds; the others wait for the decision, like any request on
-			// an empty bucket. A stranger's hold refuses nobody.
+			// holds, the sustained rate holds, and the others wait for the
+			// decision, like any request on an empty bucket. A stranger's
+			// hold refuses nobody (and strangers' creates wait anyway).
 			if p, ok := pendingFrom(c.Request().Context()); ok {
 				bucket := key(c, id.UserID)
 				release, room := func() {}, false

@@ -126,28 +126,24 @@ func (t *txn) run(ctx context.Context, op string) error {
 	}
 	var tce *types.TransactionCanceledException
 	if errors.As(err, &tce) {
-		// The caller's access first: a stranger learns nothing from the
-		// other conditions (whether the ticket they name exists).
+		// The caller's access first: a caller it refuses learns nothing
+		// from the other conditions (whether the ticket they name exists).
+		failed := false
 		for _, proofs := range []bool{true, false} {
 			for i, r := range tce.CancellationReasons {
 				if r.Code == nil || *r.Code != "ConditionalCheckFailed" || i >= len(t.ops) || t.ops[i].proof != proofs {
 					continue
 				}
-				if t.ops[i].fail != nil {
-					if derr := t.ops[i].fail(r.Item); derr != nil {
+				failed = true
+				if f := t.ops[i].fail; f != nil {
+					if derr := f(r.Item); derr != nil {
 						return derr
 					}
 				}
-				if proofs {
-					continue // the fence held; the item's own condition failed
-				}
-				return errs.E(errs.Conflict, "conflict", "the change conflicts with the current state")
 			}
 		}
-		for i, r := range tce.CancellationReasons {
-			if r.Code != nil && *r.Code == "ConditionalCheckFailed" && i < len(t.ops) {
-				return errs.E(errs.Conflict, "conflict", "the change conflicts with the current state")
-			}
+		if failed {
+			return errs.E(errs.Conflict, "conflict", "the change conflicts with the current state")
 		}
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
