@@ -252,8 +252,8 @@ func Write[T any](ctx context.Context, p Pending, a Action, f Facts, write func(
 		return zero, errs.E(errs.Internal, "team_fact_unread", "%s was decided on a team role before the authorization read", a)
 	}
 	v, werr := write(ctx, Principal{Identity: p.Identity, OrgID: p.OrgID}, g)
-	sent := werr == nil || errs.CodeOf(werr) == errs.CodeWriteOutcomeUnknown
-	if !sent {
+	maybeCommitted := werr == nil || errs.CodeOf(werr) == errs.CodeWriteOutcomeUnknown
+	if !maybeCommitted {
 		pr, err := p.Await()
 		if err != nil {
 			return zero, err
