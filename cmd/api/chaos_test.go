@@ -213,6 +213,9 @@ type record struct {
 	label    string // title, name or body: unique per create
 	creates  []attempt
 	deletes  []attempt
+	// refused: an unkeyed create, sent once, answered a final 4xx: it must
+	// have written nothing.
+	refused bool
 }
 
 // mustExist: a create was acknowledged after every delete attempt of the
@@ -429,7 +432,17 @@ func (c *chaosClient) track(w *chaosWorld, list *[]attempt, method, path string,
 // same key while it gets no answer or a 503 (or 409 while the first is
 // still running), and records the attempts on rec; it returns the last
 // answer.
+//
+// Every other create is sent once, without a key: a member's create may
+// then send its write beside the authorization read (authz.Write), whose
+// answers the model holds to the same rules, and a final 4xx to having
+// written nothing (record.refused).
 func (c *chaosClient) create(w *chaosWorld, rec *record, path string, body any) (int, []byte) {
+	if c.rnd.IntN(2) == 0 {
+		status, b := c.track(w, &rec.creates, http.MethodPost, path, body, "")
+		rec.refused = status >= 400 && status < 500
+		return status, b
+	}
 	key := fmt.Sprintf("chaos-%d", w.seq.Add(1))
 	var status int
 	var b []byte
@@ -747,6 +760,9 @@ func (w *chaosWorld) verify(round int, a, d *chaosOrg) {
 	for _, r := range tickets {
 		if titles[r.label] > 1 {
 			t.Errorf("round %d: %d tickets titled %q (one create, retried with its Idempotency-Key)", round, titles[r.label], r.label)
+		}
+		if r.refused && titles[r.label] > 0 {
+			t.Errorf("round %d: a ticket titled %q exists, but its create was answered %d", round, r.label, r.creates[len(r.creates)-1].status)
 		}
 	}
 	t.Logf("round %d: %d entities held to the model", round, checked)

@@ -263,16 +263,16 @@ func Write[T any](ctx context.Context, p Pending, a Action, f Facts, write func(
 		}
 		return zero, werr
 	}
-	pr, err := p.await(true)
+	// The fence proved the floor as the write committed: the decision only
+	// settles the Gate, and tells an org being offboarded. A refusal for
+	// any other reason (the caller removed since) does not say the write
+	// did not commit before it.
+	_, err = p.await(true)
 	switch {
 	case errors.Is(err, ErrOffboarding):
 		return zero, err
-	case werr == nil:
-		return v, nil
-	case err != nil && (errs.Is(err, errs.NotFound) || errs.Is(err, errs.Forbidden)):
-		return zero, err // refused: its fence kept the write out
-	case err == nil && Authorize(pr, a, f) != nil:
-		return zero, Authorize(pr, a, f)
+	case werr != nil:
+		return zero, werr // may have been applied: not a refusal, nor "retry later"
 	}
-	return zero, werr // may have been applied: not "retry later"
+	return v, nil
 }
