@@ -726,25 +726,32 @@ func TestDeleteOrgRacingJoins(t *testing.T) {
 				}
 			}
 		})
-		// Wait for the offboarding to be over.
-		for deadline := time.Now().Add(20 * time.Second); ; {
-			g, err := w.Owner.C.GetOffboardingWithResponse(bg, org)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g.StatusCode() == http.StatusNotFound {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("offboarding of %s still running", org)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		for _, it := range scanAll(t, ts) {
-			if strings.Contains(it.str("pk"), org) || it.str("orgId") == org {
-				t.Errorf("item of the offboarded org left: %s", dump([]dbItem{it}))
-			}
-		}
+		mustOffboarded(t, ts, w.Owner.C, org)
 	}
 	mustHealthy(t, ts)
+}
+
+// mustOffboarded waits (up to 20 s) for the offboarding of org, started by
+// owner, to be over, then fails t for every item of the org left in the
+// table.
+func mustOffboarded(t *testing.T, ts *testServer, owner *client.ClientWithResponses, org string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; {
+		g, err := owner.GetOffboardingWithResponse(bg, org)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g.StatusCode() == http.StatusNotFound {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("offboarding of %s still running", org)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for _, it := range scanAll(t, ts) {
+		if strings.Contains(it.str("pk"), org) || it.str("orgId") == org {
+			t.Errorf("item of the offboarded org left: %s", dump([]dbItem{it}))
+		}
+	}
 }

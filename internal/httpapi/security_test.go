@@ -1073,24 +1073,7 @@ func TestCreatesProveAccess(t *testing.T) {
 				}
 			}
 		})
-		for deadline := time.Now().Add(20 * time.Second); ; {
-			g, err := v.Owner.C.GetOffboardingWithResponse(bg, v.Org.Id)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g.StatusCode() == http.StatusNotFound {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("offboarding of %s still running", v.Org.Id)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		for _, it := range scanAll(t, ts) {
-			if strings.Contains(it.str("pk"), v.Org.Id) || it.str("orgId") == v.Org.Id {
-				t.Errorf("item of the offboarded org left: %s", dump([]dbItem{it}))
-			}
-		}
+		mustOffboarded(t, ts, v.Owner.C, v.Org.Id)
 	})
 }
 
