@@ -116,8 +116,9 @@ func set[T any](dst *T, v *T) {
 }
 
 // CreateTicket opens a ticket requested by the caller. Any member may, so
-// the write goes out beside the authorization read and proves the
-// caller's membership in its own transaction (authz.Write).
+// the write may go out beside the authorization read (when p is pending:
+// httpapi decides when) and prove the caller's membership in its own
+// transaction (authz.Write).
 func (s *Service) CreateTicket(ctx context.Context, p authz.Pending, in NewTicket) (Ticket, error) {
 	return authz.Write(ctx, p, authz.TicketCreate, authz.Facts{}, func(ctx context.Context, p authz.Principal, g authz.Grant) (Ticket, error) {
 		if in.Priority == "" {
@@ -369,7 +370,8 @@ func (s *Service) deleteTicket(ctx context.Context, p authz.Principal, ticketID 
 }
 
 // CreateComment adds the caller's comment to a ticket. Any member may, so
-// the write goes out beside the authorization read (authz.Write).
+// the write may go out beside the authorization read (authz.Write, as for
+// CreateTicket).
 //
 // commentID, when set, is the comment's ID (an idempotent request's, see
 // idempotency.Record.ResourceID); otherwise one is minted. If the comment
