@@ -60,21 +60,25 @@ const (
 // transaction then proves).
 type recentMembers struct {
 	mu        sync.Mutex
-	cur, prev map[string]struct{}
+	cur, prev map[memberKey]struct{}
 	since     time.Time
 	max       int
 	ttl       time.Duration
 }
 
+// memberKey is one (org, caller) pair: a struct, so that every request's
+// lookup builds no string.
+type memberKey struct{ org, user string }
+
 func newRecentMembers(max int, ttl time.Duration) *recentMembers {
-	return &recentMembers{cur: map[string]struct{}{}, prev: map[string]struct{}{}, since: time.Now(), max: max, ttl: ttl}
+	return &recentMembers{cur: map[memberKey]struct{}{}, prev: map[memberKey]struct{}{}, since: time.Now(), max: max, ttl: ttl}
 }
 
 func (m *recentMembers) rotate(now time.Time) {
 	if now.Sub(m.since) >= 2*m.ttl {
-		m.prev, m.cur, m.since = map[string]struct{}{}, map[string]struct{}{}, now
+		m.prev, m.cur, m.since = map[memberKey]struct{}{}, map[memberKey]struct{}{}, now
 	} else if now.Sub(m.since) >= m.ttl || len(m.cur) >= m.max {
-		m.prev, m.cur, m.since = m.cur, map[string]struct{}{}, now
+		m.prev, m.cur, m.since = m.cur, map[memberKey]struct{}{}, now
 	}
 }
 
@@ -82,21 +86,21 @@ func (m *recentMembers) saw(orgID, userID string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rotate(time.Now())
-	m.cur[orgID+"/"+userID] = struct{}{}
+	m.cur[memberKey{orgID, userID}] = struct{}{}
 }
 
 func (m *recentMembers) forget(orgID, userID string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	delete(m.cur, orgID+"/"+userID)
-	delete(m.prev, orgID+"/"+userID)
+	delete(m.cur, memberKey{orgID, userID})
+	delete(m.prev, memberKey{orgID, userID})
 }
 
 func (m *recentMembers) recent(orgID, userID string) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.rotate(time.Now())
-	k := orgID + "/" + userID
+	k := memberKey{orgID, userID}
 	_, inCur := m.cur[k]
 	_, inPrev := m.prev[k]
 	return inCur || inPrev
