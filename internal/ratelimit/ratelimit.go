@@ -111,7 +111,7 @@ func (l *Limiter) TakeN(key string, n int) Decision {
 	if l.Off() {
 		return Decision{Allowed: true}
 	}
-	return l.take(key, n)
+	return l.spend(key, n, false)
 }
 
 // Available reports whether key's bucket holds a request now, spending
@@ -131,8 +131,11 @@ func (l *Limiter) Available(key string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.at(now, l.o.PerSecond, l.o.Burst)
-	return b.tokens-float64(b.held) >= 1
+	return b.room()
 }
+
+// room reports whether b holds a request beyond those held; b.mu is held.
+func (b *bucket) room() bool { return b.tokens-float64(b.held) >= 1 }
 
 // Hold marks one request on key's bucket as in flight, spending nothing,
 // if the bucket holds a request beyond those held already: for a request
@@ -151,7 +154,7 @@ func (l *Limiter) Hold(key string) (release func(), ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.at(now, l.o.PerSecond, l.o.Burst)
-	if b.tokens-float64(b.held) < 1 {
+	if !b.room() {
 		return func() {}, false
 	}
 	b.held++
@@ -178,8 +181,6 @@ func (l *Limiter) Spend(key string) Decision {
 	d.Allowed = true
 	return d
 }
-
-func (l *Limiter) take(key string, n int) Decision { return l.spend(key, n, false) }
 
 func (l *Limiter) spend(key string, n int, owe bool) Decision {
 	n = min(max(n, 1), l.o.Burst)
