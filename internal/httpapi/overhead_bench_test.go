@@ -578,9 +578,8 @@ func (env *benchEnv) serve(b *testing.B, h http.Handler, method, target, token s
 func BenchmarkGetTicket(b *testing.B) {
 	env := newBenchEnv(b)
 	path := "/v1/orgs/" + benchOrgID + "/tickets/" + benchTicket
-	for _, tr := range []string{"loopback", "inproc"} {
-		inproc := tr == "inproc"
-		b.Run(tr+"/sdk-only", func(b *testing.B) {
+	sdkOnly := func(inproc bool) func(*testing.B) {
+		return func(b *testing.B) {
 			c := env.client(inproc)
 			ctx := context.Background()
 			benchLoop(b, func() {
@@ -588,7 +587,17 @@ func BenchmarkGetTicket(b *testing.B) {
 					b.Fatalf("the calls: %v, ticket %v", err, t)
 				}
 			})
-		})
+		}
+	}
+	tenantd := func(withMetrics, inproc bool) func(*testing.B) {
+		return func(b *testing.B) {
+			e := env.server(b, withMetrics, inproc)
+			benchLoop(b, func() { env.serve(b, e, http.MethodGet, path, env.token, http.StatusOK) })
+		}
+	}
+	for _, tr := range []string{"loopback", "inproc"} {
+		inproc := tr == "inproc"
+		b.Run(tr+"/sdk-only", sdkOnly(inproc))
 		b.Run(tr+"/bare-echo", func(b *testing.B) {
 			e := env.bareGetTicket(env.client(inproc), false, b)
 			benchLoop(b, func() { env.serve(b, e, http.MethodGet, path, "", http.StatusOK) })
@@ -597,34 +606,21 @@ func BenchmarkGetTicket(b *testing.B) {
 			e := env.bareGetTicket(env.client(inproc), true, b)
 			benchLoop(b, func() { env.serve(b, e, http.MethodGet, path, "", http.StatusOK) })
 		})
-		b.Run(tr+"/tenantd", func(b *testing.B) {
-			e := env.server(b, true, inproc)
-			benchLoop(b, func() { env.serve(b, e, http.MethodGet, path, env.token, http.StatusOK) })
-		})
-		b.Run(tr+"/tenantd-without-obs-metrics", func(b *testing.B) {
-			e := env.server(b, false, inproc)
-			benchLoop(b, func() { env.serve(b, e, http.MethodGet, path, env.token, http.StatusOK) })
-		})
+		b.Run(tr+"/tenantd", tenantd(true, inproc))
+		b.Run(tr+"/tenantd-without-obs-metrics", tenantd(false, inproc))
 	}
 	// cmd/api runs with GOGC=400 unless told otherwise (main.go); go test
 	// with Go's 100. The collector's share grows with what a request
 	// allocates, so the service's overhead over the SDK's calls is
 	// measured at both.
-	b.Run("inproc-gogc400/sdk-only", func(b *testing.B) {
-		defer debug.SetGCPercent(debug.SetGCPercent(400))
-		c := env.client(true)
-		ctx := context.Background()
-		benchLoop(b, func() {
-			if t, err := env.calls(ctx, c); err != nil || t == nil {
-				b.Fatalf("the calls: %v, ticket %v", err, t)
-			}
-		})
-	})
-	b.Run("inproc-gogc400/tenantd", func(b *testing.B) {
-		defer debug.SetGCPercent(debug.SetGCPercent(400))
-		e := env.server(b, true, true)
-		benchLoop(b, func() { env.serve(b, e, http.MethodGet, path, env.token, http.StatusOK) })
-	})
+	atGOGC400 := func(f func(*testing.B)) func(*testing.B) {
+		return func(b *testing.B) {
+			defer debug.SetGCPercent(debug.SetGCPercent(400))
+			f(b)
+		}
+	}
+	b.Run("inproc-gogc400/sdk-only", atGOGC400(sdkOnly(true)))
+	b.Run("inproc-gogc400/tenantd", atGOGC400(tenantd(true, true)))
 }
 
 // BenchmarkAuthorizeOrgGetItem is the AuthorizeOrg middleware with its real
