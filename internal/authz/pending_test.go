@@ -131,16 +131,17 @@ func TestWrite(t *testing.T) {
 		a         authz.Action
 		writeErr  error
 		want      error // nil: the write's value
+		forbidden bool  // instead of want: a Forbidden error (the rule's)
 		committed bool  // the Gate is told the write committed
 	}{
-		{"ErrRefused/the decision over the write's error", decided(authz.Principal{}, refused), authz.TicketCreate, failed, refused, false},
-		{"ErrForbidden/a role below the action's", decided(member, nil), authz.TeamCreate, failed, nil, false},
-		{"ErrFailed/the write's error for an allowed caller", decided(member, nil), authz.TicketCreate, failed, failed, false},
-		{"OK/a committed write stands, whatever the decision", decided(authz.Principal{}, refused), authz.CommentCreate, nil, nil, false},
-		{"ErrOffboarding/over a committed write", decided(authz.Principal{}, authz.ErrOffboarding), authz.CommentCreate, nil, authz.ErrOffboarding, false},
-		{"ErrOutcomeUnknown/over the decision's timeout", decided(authz.Principal{}, timeout), authz.TicketCreate, unknown, unknown, false},
-		{"ErrOutcomeUnknown/told the gate it committed", decided(member, nil), authz.TicketCreate, unknown, unknown, true},
-		{"OK/told the gate it committed", decided(member, nil), authz.TicketCreate, nil, nil, true},
+		{"ErrRefused/the decision over the write's error", decided(authz.Principal{}, refused), authz.TicketCreate, failed, refused, false, false},
+		{"ErrForbidden/a role below the action's", decided(member, nil), authz.TeamCreate, failed, nil, true, false},
+		{"ErrFailed/the write's error for an allowed caller", decided(member, nil), authz.TicketCreate, failed, failed, false, false},
+		{"OK/a committed write stands, whatever the decision", decided(authz.Principal{}, refused), authz.CommentCreate, nil, nil, false, false},
+		{"ErrOffboarding/over a committed write", decided(authz.Principal{}, authz.ErrOffboarding), authz.CommentCreate, nil, authz.ErrOffboarding, false, false},
+		{"ErrOutcomeUnknown/over the decision's timeout", decided(authz.Principal{}, timeout), authz.TicketCreate, unknown, unknown, false, false},
+		{"ErrOutcomeUnknown/told the gate it committed", decided(member, nil), authz.TicketCreate, unknown, unknown, false, true},
+		{"OK/told the gate it committed", decided(member, nil), authz.TicketCreate, nil, nil, false, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -157,7 +158,7 @@ func TestWrite(t *testing.T) {
 			})
 			v, err := authz.Write(context.Background(), p, c.a, authz.Facts{}, write(c.writeErr, &g))
 			switch {
-			case c.name == "ErrForbidden/a role below the action's":
+			case c.forbidden:
 				if errs.KindOf(err) != errs.Forbidden {
 					t.Errorf("err %v, want forbidden", err)
 				}
