@@ -73,3 +73,26 @@ func TestTableName(t *testing.T) {
 		})
 	}
 }
+
+// TestRecorderSkipsEndedContexts: a call whose context ended before it
+// started sends nothing and is not recorded; a live call is.
+func TestRecorderSkipsEndedContexts(t *testing.T) {
+	rec := &dynamotest.Recorder{}
+	client := dynamodb.NewFromConfig(dynamotest.Config(t), func(o *dynamodb.Options) {
+		o.APIOptions = append(o.APIOptions, rec.Middleware)
+	})
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := client.ListTables(ended, &dynamodb.ListTablesInput{}); err == nil {
+		t.Fatal("ListTables on an ended context: no error")
+	}
+	if got := rec.Names(); got != "" {
+		t.Errorf("recorded %q for a call on an ended context", got)
+	}
+	if _, err := client.ListTables(context.Background(), &dynamodb.ListTablesInput{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := rec.Names(); got != "ListTables" {
+		t.Errorf("recorded %q, want ListTables", got)
+	}
+}

@@ -41,7 +41,11 @@ func (o Op) String() string {
 
 // Recorder collects the DynamoDB calls made through a client: attach
 // Middleware to the client's APIOptions. Each logical call is recorded once,
-// at initialization, so SDK retries do not add entries.
+// at initialization, so SDK retries do not add entries. A call whose
+// context has ended before it starts is not recorded: the SDK sends
+// nothing for it (a read that went beside an authorization read and was
+// cancelled by the refusal may start only then, after its request was
+// answered, and would otherwise be counted against the next one).
 type Recorder struct {
 	mu  sync.Mutex
 	ops []Op
@@ -105,6 +109,9 @@ func (r *Recorder) wait(ctx context.Context) {
 func (r *Recorder) Middleware(stack *middleware.Stack) error {
 	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("dynamotest.Recorder",
 		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if ctx.Err() != nil {
+				return next.HandleInitialize(ctx, in) // fails without a request
+			}
 			op := describe(middleware.GetOperationName(ctx), in.Parameters)
 			op.Start = time.Now()
 			i, gen := r.add(op)
