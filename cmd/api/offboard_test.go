@@ -22,8 +22,8 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/ids"
-	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/tenant"
 )
 
 func TestOffboardSurvivesAKilledAPI(t *testing.T) {
@@ -51,7 +51,7 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 			members = append(members, u)
 			now := time.Now()
 			ev := audit.NewEvent(ctx, ids.NewGenerator(nil).New(), audit.Outsider(created.ID, owner), "user.add", audit.Target{Type: "user", ID: u}, now, nil)
-			if err := (&store.Orgs{DB: db}).AddOrgUser(ctx, org.User{OrgID: created.ID, UserID: u, Email: u + "@example.com", Name: u,
+			if err := (&store.Orgs{DB: db}).AddOrgUser(ctx, tenant.User{OrgID: created.ID, UserID: u, Email: u + "@example.com", Name: u,
 				Role: authz.Member, JoinedAt: now, UpdatedAt: now, Version: 1}, ev); err != nil {
 				t.Fatal(err)
 			}

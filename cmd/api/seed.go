@@ -13,9 +13,9 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
-	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -38,17 +38,17 @@ func seedID(n int) string {
 func seed(ctx context.Context, db *store.DB, out io.Writer) error {
 	orgs, teams, tickets := &store.Orgs{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
 	now := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
-	acme := org.Org{ID: seedID(0), Name: "Acme (demo)", Version: 1, CreatedAt: now, UpdatedAt: now}
-	user := func(id, email, name string, r authz.Role) org.User {
-		return org.User{OrgID: acme.ID, UserID: id, Email: email, Name: name, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
+	acme := tenant.Org{ID: seedID(0), Name: "Acme (demo)", Version: 1, CreatedAt: now, UpdatedAt: now}
+	user := func(id, email, name string, r authz.Role) tenant.User {
+		return tenant.User{OrgID: acme.ID, UserID: id, Email: email, Name: name, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
 	}
 	alice, bob := user("u_alice", "alice@example.com", "Alice Chen", authz.Owner), user("u_bob", "bob@example.com", "Bob Park", authz.Member)
 	dana := user("u_dana", "dana@example.com", "Dana Reyes", authz.Member)
-	newTeam := func(id, name string) team.Team {
-		return team.Team{OrgID: acme.ID, ID: id, Name: name, MemberCount: 1, OwnerCount: 1, Version: 1, CreatedAt: now, UpdatedAt: now}
+	newTeam := func(id, name string) membership.Team {
+		return membership.Team{OrgID: acme.ID, ID: id, Name: name, MemberCount: 1, OwnerCount: 1, Version: 1, CreatedAt: now, UpdatedAt: now}
 	}
-	member := func(t team.Team, uid string, r authz.Role) team.Membership {
-		return team.Membership{OrgID: acme.ID, TeamID: t.ID, UserID: uid, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
+	member := func(t membership.Team, uid string, r authz.Role) membership.Membership {
+		return membership.Membership{OrgID: acme.ID, TeamID: t.ID, UserID: uid, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
 	}
 	eng, design := newTeam(seedID(1), "Engineering"), newTeam(seedID(2), "Design")
 	tk := func(n int, title string, s ticket.Status, requester, assignee, teamID string, tags ...string) ticket.Ticket {

@@ -11,9 +11,9 @@ import (
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/invitation"
-	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -34,8 +34,8 @@ type Options struct {
 func Deps(db *store.DB, deletions *deletion.Worker, o Options) httpapi.Deps {
 	orgs, teams, tickets := &store.Orgs{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
 	return httpapi.Deps{
-		Orgs:        org.NewService(orgs, deletions, o.Now),
-		Teams:       team.NewService(teams, orgs, o.Now),
+		Orgs:        tenant.NewService(orgs, deletions, o.Now),
+		Teams:       membership.NewService(teams, orgs, o.Now),
 		Tickets:     ticket.NewService(tickets, teams, orgs, o.Now),
 		Invitations: invitation.NewService(&store.Invitations{DB: db}, o.InvitationAnyEmail, o.Now),
 		Audit:       audit.NewService(&store.Audit{DB: db}, o.Now),

@@ -7,9 +7,9 @@ import (
 	"github.com/vikstrous/dataloadgen"
 
 	"github.com/tenantd/tenantd/internal/authz"
-	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -27,8 +27,8 @@ type commentsKey struct {
 // DynamoDB operation per org (BatchGetItem, 100 keys a call), or, for
 // comments, one round of concurrent Queries. Their caches last the request.
 type loaders struct {
-	users    *dataloadgen.Loader[ref, *org.User]
-	teams    *dataloadgen.Loader[ref, *team.Team]
+	users    *dataloadgen.Loader[ref, *tenant.User]
+	teams    *dataloadgen.Loader[ref, *membership.Team]
 	comments *dataloadgen.Loader[commentsKey, page.Result[ticket.Comment]]
 }
 
@@ -51,10 +51,10 @@ func batchLoader[V any](rs *requestState, wait dataloadgen.Option,
 func newLoaders(rs *requestState) *loaders {
 	wait := dataloadgen.WithWait(rs.s.d.Limits.BatchWait)
 	return &loaders{
-		users: batchLoader(rs, wait, func(ctx context.Context, p authz.Principal, ids []string) (map[string]org.User, error) {
+		users: batchLoader(rs, wait, func(ctx context.Context, p authz.Principal, ids []string) (map[string]tenant.User, error) {
 			return rs.s.d.Orgs.BatchGetOrgUsers(ctx, p, ids)
 		}),
-		teams: batchLoader(rs, wait, func(ctx context.Context, p authz.Principal, ids []string) (map[string]team.Team, error) {
+		teams: batchLoader(rs, wait, func(ctx context.Context, p authz.Principal, ids []string) (map[string]membership.Team, error) {
 			return rs.s.d.Teams.BatchGetTeams(ctx, p, ids)
 		}),
 		comments: dataloadgen.NewLoader(func(ctx context.Context, keys []commentsKey) ([]page.Result[ticket.Comment], []error) {

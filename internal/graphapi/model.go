@@ -6,8 +6,8 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/invitation"
-	"github.com/tenantd/tenantd/internal/org"
-	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -22,29 +22,29 @@ type Me struct{ id authz.Identity }
 func (m Me) UserID() string { return m.id.UserID }
 
 // MeOrg is one of the caller's org memberships.
-type MeOrg struct{ org.Membership }
+type MeOrg struct{ tenant.Membership }
 
 // Org is an org, read by a member (p).
 type Org struct {
-	org.Org
+	tenant.Org
 	p authz.Principal
 }
 
 // OrgUser is an org's user.
 type OrgUser struct {
-	org.User
+	tenant.User
 	p authz.Principal
 }
 
 // Team is a team of the org.
 type Team struct {
-	team.Team
+	membership.Team
 	p authz.Principal
 }
 
 // TeamMember is a membership edge.
 type TeamMember struct {
-	team.Membership
+	membership.Membership
 	p authz.Principal
 }
 

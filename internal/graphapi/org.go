@@ -7,8 +7,8 @@ import (
 	"github.com/99designs/gqlgen/graphql"
 
 	"github.com/tenantd/tenantd/internal/authz"
-	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
 )
 
 // Me resolves Query.me: the caller, from their token alone.
@@ -21,10 +21,10 @@ func (r queryResolver) Org(ctx context.Context, id string) (*Org, error) { retur
 // Orgs resolves Me.orgs (GET /v1/orgs).
 func (r meResolver) Orgs(ctx context.Context, obj *Me, first *int, after *string) (*MeOrgConnection, error) {
 	nodes, pi, err := connection(ctx, "user:"+obj.id.UserID, "listOrgs", first, after,
-		func(pr page.Request) (page.Result[org.Membership], error) {
+		func(pr page.Request) (page.Result[tenant.Membership], error) {
 			return r.s.d.Orgs.ListOrgs(ctx, obj.id, pr)
 		},
-		func(m org.Membership) *MeOrg { return &MeOrg{Membership: m} })
+		func(m tenant.Membership) *MeOrg { return &MeOrg{Membership: m} })
 	if err != nil {
 		return nil, err
 	}
@@ -46,10 +46,10 @@ func (s *Server) getOrg(ctx context.Context, orgID string) (*Org, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &Org{Org: org.Org{ID: orgID}, p: p}
+	o := &Org{Org: tenant.Org{ID: orgID}, p: p}
 	for _, f := range graphql.CollectFieldsCtx(ctx, nil) {
 		if slices.Contains(orgItemFields, f.Name) {
-			o.Org, err = do(ctx, state(ctx), func() (org.Org, error) {
+			o.Org, err = do(ctx, state(ctx), func() (tenant.Org, error) {
 				got, _, err := s.d.Orgs.GetOrg(ctx, authz.Known(p), false)
 				return got, err
 			})
@@ -65,10 +65,10 @@ func (s *Server) getOrg(ctx context.Context, orgID string) (*Org, error) {
 // Users resolves Org.users (GET /v1/orgs/{orgId}/users).
 func (r orgResolver) Users(ctx context.Context, obj *Org, first *int, after *string) (*OrgUserConnection, error) {
 	nodes, pi, err := connection(ctx, obj.p.OrgID, "listOrgUsers", first, after,
-		func(pr page.Request) (page.Result[org.User], error) {
+		func(pr page.Request) (page.Result[tenant.User], error) {
 			return r.s.d.Orgs.ListOrgUsers(ctx, authz.Known(obj.p), pr)
 		},
-		func(u org.User) *OrgUser { return &OrgUser{User: u, p: obj.p} })
+		func(u tenant.User) *OrgUser { return &OrgUser{User: u, p: obj.p} })
 	if err != nil {
 		return nil, err
 	}
@@ -77,7 +77,7 @@ func (r orgResolver) Users(ctx context.Context, obj *Org, first *int, after *str
 
 // User resolves Org.user (GET /v1/orgs/{orgId}/users/{userId}).
 func (r orgResolver) User(ctx context.Context, obj *Org, id string) (*OrgUser, error) {
-	u, err := do(ctx, state(ctx), func() (org.User, error) { return r.s.d.Orgs.GetOrgUser(ctx, authz.Known(obj.p), id) })
+	u, err := do(ctx, state(ctx), func() (tenant.User, error) { return r.s.d.Orgs.GetOrgUser(ctx, authz.Known(obj.p), id) })
 	if err != nil {
 		return nil, err
 	}

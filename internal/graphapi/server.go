@@ -40,10 +40,10 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/idempotency"
 	"github.com/tenantd/tenantd/internal/invitation"
-	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/ratelimit"
-	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -57,8 +57,8 @@ type AccessReader interface {
 
 // Deps are what the resolvers use: the REST API's services and settings.
 type Deps struct {
-	Orgs        *org.Service
-	Teams       *team.Service
+	Orgs        *tenant.Service
+	Teams       *membership.Service
 	Tickets     *ticket.Service
 	Invitations *invitation.Service
 	Audit       *audit.Service

@@ -4,18 +4,18 @@ import (
 	"context"
 
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
 // Teams resolves Org.teams (GET /v1/orgs/{orgId}/teams).
 func (r orgResolver) Teams(ctx context.Context, obj *Org, first *int, after *string) (*TeamConnection, error) {
 	nodes, pi, err := connection(ctx, obj.p.OrgID, "listTeams", first, after,
-		func(pr page.Request) (page.Result[team.Team], error) {
+		func(pr page.Request) (page.Result[membership.Team], error) {
 			return r.s.d.Teams.ListTeams(ctx, authz.Known(obj.p), pr)
 		},
-		func(t team.Team) *Team { return &Team{Team: t, p: obj.p} })
+		func(t membership.Team) *Team { return &Team{Team: t, p: obj.p} })
 	if err != nil {
 		return nil, err
 	}
@@ -24,7 +24,7 @@ func (r orgResolver) Teams(ctx context.Context, obj *Org, first *int, after *str
 
 // Team resolves Org.team (GET /v1/orgs/{orgId}/teams/{teamId}).
 func (r orgResolver) Team(ctx context.Context, obj *Org, id string) (*Team, error) {
-	t, err := do(ctx, state(ctx), func() (team.Team, error) {
+	t, err := do(ctx, state(ctx), func() (membership.Team, error) {
 		t, _, err := r.s.d.Teams.GetTeam(ctx, authz.Known(obj.p), id, false)
 		return t, err
 	})
@@ -36,7 +36,7 @@ func (r orgResolver) Team(ctx context.Context, obj *Org, id string) (*Team, erro
 
 // Members resolves Team.members (GET /v1/orgs/{orgId}/teams/{teamId}/members).
 func (r teamResolver) Members(ctx context.Context, obj *Team, first *int, after *string) (*TeamMemberConnection, error) {
-	return r.s.memberships(ctx, obj.p, "listTeamMembers:"+obj.ID, first, after, func(pr page.Request) (page.Result[team.Membership], error) {
+	return r.s.memberships(ctx, obj.p, "listTeamMembers:"+obj.ID, first, after, func(pr page.Request) (page.Result[membership.Membership], error) {
 		return r.s.d.Teams.ListTeamMembers(ctx, authz.Known(obj.p), obj.ID, false, pr)
 	})
 }
@@ -48,16 +48,16 @@ func (r teamResolver) Tickets(ctx context.Context, obj *Team, status *ticket.Sta
 
 // Teams resolves OrgUser.teams (GET /v1/orgs/{orgId}/users/{userId}/teams).
 func (r orgUserResolver) Teams(ctx context.Context, obj *OrgUser, first *int, after *string) (*TeamMemberConnection, error) {
-	return r.s.memberships(ctx, obj.p, "listUserTeams:"+obj.UserID, first, after, func(pr page.Request) (page.Result[team.Membership], error) {
+	return r.s.memberships(ctx, obj.p, "listUserTeams:"+obj.UserID, first, after, func(pr page.Request) (page.Result[membership.Membership], error) {
 		return r.s.d.Teams.ListUserTeams(ctx, authz.Known(obj.p), obj.UserID, false, pr)
 	})
 }
 
 // memberships is a connection of membership edges.
 func (s *Server) memberships(ctx context.Context, p authz.Principal, listing string, first *int, after *string,
-	fetch func(page.Request) (page.Result[team.Membership], error)) (*TeamMemberConnection, error) {
+	fetch func(page.Request) (page.Result[membership.Membership], error)) (*TeamMemberConnection, error) {
 	nodes, pi, err := connection(ctx, p.OrgID, listing, first, after, fetch,
-		func(m team.Membership) *TeamMember { return &TeamMember{Membership: m, p: p} })
+		func(m membership.Membership) *TeamMember { return &TeamMember{Membership: m, p: p} })
 	if err != nil {
 		return nil, err
 	}

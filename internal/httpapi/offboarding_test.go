@@ -29,8 +29,8 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/ids"
-	orgpkg "github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/store"
+	orgpkg "github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 

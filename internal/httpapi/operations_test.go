@@ -11,8 +11,8 @@ import (
 	"github.com/tenantd/tenantd/client"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/invitation"
-	"github.com/tenantd/tenantd/internal/org"
-	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -309,7 +309,7 @@ func TestNoScan(t *testing.T) {
 func TestOperationNamesMatchServices(t *testing.T) {
 	doc, _ := loadSpec(t)
 	methods := map[string]string{}
-	for _, svc := range []any{&org.Service{}, &team.Service{}, &ticket.Service{}, &invitation.Service{}, &audit.Service{}} {
+	for _, svc := range []any{&tenant.Service{}, &membership.Service{}, &ticket.Service{}, &invitation.Service{}, &audit.Service{}} {
 		typ := reflect.TypeOf(svc)
 		for i := range typ.NumMethod() {
 			methods[typ.Method(i).Name] = typ.Elem().PkgPath()

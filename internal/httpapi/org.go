@@ -5,8 +5,8 @@ import (
 
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
-	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
 )
 
 // GetMe serves GET /v1/me.
@@ -33,13 +33,13 @@ func (h *handlers) ListOrgs(ctx context.Context, req oapi.ListOrgsRequestObject)
 		return nil, err
 	}
 	scope := "user:" + id.UserID
-	r, next, err := fetchPage(ctx, h, scope, "listOrgs", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[org.Membership], error) {
+	r, next, err := fetchPage(ctx, h, scope, "listOrgs", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.Membership], error) {
 		return h.Orgs.ListOrgs(ctx, id, pr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	items := mapAll(r.Items, func(m org.Membership) oapi.OrgMembership {
+	items := mapAll(r.Items, func(m tenant.Membership) oapi.OrgMembership {
 		return oapi.OrgMembership{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role), JoinedAt: m.JoinedAt}
 	})
 	return oapi.ListOrgs200JSONResponse{Body: oapi.OrgMembershipList{Items: items, NextCursor: nextPtr(next)},
@@ -137,7 +137,7 @@ func (h *handlers) ListOrgUsers(ctx context.Context, req oapi.ListOrgUsersReques
 		return nil, err
 	}
 	const listing = "listOrgUsers"
-	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[org.User], error) {
+	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.User], error) {
 		return h.Orgs.ListOrgUsers(ctx, p, pr)
 	})
 	if err != nil {
@@ -154,7 +154,7 @@ func (h *handlers) AddOrgUser(ctx context.Context, req oapi.AddOrgUserRequestObj
 		return nil, err
 	}
 	b := req.Body
-	u, err := h.Orgs.AddOrgUser(ctx, p, org.NewUser{UserID: b.UserId, Email: b.Email, Name: b.Name, Role: roleOf(b.Role),
+	u, err := h.Orgs.AddOrgUser(ctx, p, tenant.NewUser{UserID: b.UserId, Email: b.Email, Name: b.Name, Role: roleOf(b.Role),
 		ResourceID: newResourceID(ctx)})
 	if err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequ
 	if err != nil {
 		return nil, err
 	}
-	patch := org.UserPatch{Name: req.Body.Name, Email: req.Body.Email}
+	patch := tenant.UserPatch{Name: req.Body.Name, Email: req.Body.Email}
 	if req.Body.Role != nil {
 		r := roleOf(*req.Body.Role)
 		patch.Role = &r
@@ -205,10 +205,10 @@ func (h *handlers) RemoveOrgUser(ctx context.Context, req oapi.RemoveOrgUserRequ
 	return oapi.RemoveOrgUser204Response{}, nil
 }
 
-func toOrg(o org.Org) oapi.Org {
+func toOrg(o tenant.Org) oapi.Org {
 	return oapi.Org{Id: o.ID, Name: o.Name, Version: o.Version, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
 }
 
-func toOrgUser(u org.User) oapi.OrgUser {
+func toOrgUser(u tenant.User) oapi.OrgUser {
 	return oapi.OrgUser{UserId: u.UserID, Email: u.Email, Name: u.Name, Role: oapi.Role(u.Role), JoinedAt: u.JoinedAt, Version: u.Version}
 }

@@ -46,11 +46,11 @@ import (
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/obs"
-	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/testkit"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
@@ -346,13 +346,13 @@ func benchCaptureItems(b *testing.B) []map[string]types.AttributeValue {
 	ev := func(action string) audit.Event { // the events' items are dropped below: the data set is not audited
 		return audit.NewEvent(ctx, evIDs.New(), audit.Outsider(benchOrgID, benchUser), action, audit.Target{Type: "bench", ID: "bench"}, now, nil)
 	}
-	must(orgs.CreateOrg(ctx, org.Org{ID: benchOrgID, Name: "Bench", Version: 1, CreatedAt: now, UpdatedAt: now},
-		org.User{OrgID: benchOrgID, UserID: benchUser, Email: "owner@bench.example", Name: "Owner", Role: authz.Owner,
+	must(orgs.CreateOrg(ctx, tenant.Org{ID: benchOrgID, Name: "Bench", Version: 1, CreatedAt: now, UpdatedAt: now},
+		tenant.User{OrgID: benchOrgID, UserID: benchUser, Email: "owner@bench.example", Name: "Owner", Role: authz.Owner,
 			JoinedAt: now, UpdatedAt: now, Version: 1}, ev("org.create")))
-	member := func(uid string, r authz.Role) team.Membership {
-		return team.Membership{OrgID: benchOrgID, TeamID: benchTeamID, UserID: uid, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
+	member := func(uid string, r authz.Role) membership.Membership {
+		return membership.Membership{OrgID: benchOrgID, TeamID: benchTeamID, UserID: uid, Role: r, JoinedAt: now, UpdatedAt: now, Version: 1}
 	}
-	must(teams.CreateTeam(ctx, team.Team{OrgID: benchOrgID, ID: benchTeamID, Name: "Support", MemberCount: 41, Version: 1,
+	must(teams.CreateTeam(ctx, membership.Team{OrgID: benchOrgID, ID: benchTeamID, Name: "Support", MemberCount: 41, Version: 1,
 		CreatedAt: now, UpdatedAt: now}, member(benchUser, authz.Owner), ev("team.create")))
 	for i := range 40 {
 		must(teams.AddTeamMember(ctx, member(fmt.Sprintf("m-%03d", i), authz.Member), ev("member.add")))

@@ -26,11 +26,11 @@ import (
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/idempotency"
 	"github.com/tenantd/tenantd/internal/invitation"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/obs"
-	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/ratelimit"
-	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -43,8 +43,8 @@ const MaxBodyBytes = 64 << 10
 
 // Deps are what the server is wired from.
 type Deps struct {
-	Orgs        *org.Service
-	Teams       *team.Service
+	Orgs        *tenant.Service
+	Teams       *membership.Service
 	Tickets     *ticket.Service
 	Invitations *invitation.Service
 	Audit       *audit.Service

@@ -4,8 +4,8 @@ import (
 	"context"
 
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/team"
 )
 
 // ListTeams serves GET /v1/orgs/{orgId}/teams.
@@ -15,7 +15,7 @@ func (h *handlers) ListTeams(ctx context.Context, req oapi.ListTeamsRequestObjec
 		return nil, err
 	}
 	const listing = "listTeams"
-	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[team.Team], error) {
+	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[membership.Team], error) {
 		return h.Teams.ListTeams(ctx, p, pr)
 	})
 	if err != nil {
@@ -68,7 +68,7 @@ func (h *handlers) UpdateTeam(ctx context.Context, req oapi.UpdateTeamRequestObj
 	if err != nil {
 		return nil, err
 	}
-	t, err := h.Teams.UpdateTeam(ctx, p, req.TeamId, team.Patch{Name: req.Body.Name, Description: req.Body.Description}, v)
+	t, err := h.Teams.UpdateTeam(ctx, p, req.TeamId, membership.Patch{Name: req.Body.Name, Description: req.Body.Description}, v)
 	if err != nil {
 		return nil, err
 	}
@@ -95,7 +95,7 @@ func (h *handlers) ListTeamMembers(ctx context.Context, req oapi.ListTeamMembers
 	}
 	listing := "listTeamMembers:" + req.TeamId
 	withUsers := req.Params.Expand != nil && *req.Params.Expand == oapi.ListTeamMembersParamsExpandUser
-	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[team.Membership], error) {
+	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[membership.Membership], error) {
 		return h.Teams.ListTeamMembers(ctx, p, req.TeamId, withUsers, pr)
 	})
 	if err != nil {
@@ -155,7 +155,7 @@ func (h *handlers) ListUserTeams(ctx context.Context, req oapi.ListUserTeamsRequ
 	}
 	withNames := req.Params.Expand != nil && *req.Params.Expand == oapi.ListUserTeamsParamsExpandTeam
 	r, next, err := fetchPage(ctx, h, p.OrgID, "listUserTeams:"+req.UserId, req.Params.Limit, req.Params.Cursor,
-		func(pr page.Request) (page.Result[team.Membership], error) {
+		func(pr page.Request) (page.Result[membership.Membership], error) {
 			return h.Teams.ListUserTeams(ctx, p, req.UserId, withNames, pr)
 		})
 	if err != nil {
@@ -165,12 +165,12 @@ func (h *handlers) ListUserTeams(ctx context.Context, req oapi.ListUserTeamsRequ
 		Headers: oapi.ListUserTeams200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
-func toTeam(t team.Team) oapi.Team {
+func toTeam(t membership.Team) oapi.Team {
 	return oapi.Team{Id: t.ID, Name: t.Name, Description: t.Description, MemberCount: t.MemberCount,
 		Version: t.Version, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
-func toMembership(m team.Membership) oapi.Membership {
+func toMembership(m membership.Membership) oapi.Membership {
 	out := oapi.Membership{TeamId: m.TeamID, UserId: m.UserID, Role: oapi.Role(m.Role), JoinedAt: m.JoinedAt, TeamName: strPtr(m.TeamName)}
 	if m.User != nil {
 		u := toOrgUser(*m.User)

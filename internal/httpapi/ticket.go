@@ -5,8 +5,8 @@ import (
 	"fmt"
 
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
-	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -241,7 +241,7 @@ func toTicket(t ticket.Ticket) oapi.Ticket {
 		CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt, Requester: orgUserPtr(t.Requester), Assignee: orgUserPtr(t.Assignee)}
 }
 
-func orgUserPtr(u *org.User) *oapi.OrgUser {
+func orgUserPtr(u *tenant.User) *oapi.OrgUser {
 	if u == nil {
 		return nil
 	}

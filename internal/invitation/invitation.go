@@ -18,8 +18,8 @@ import (
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
-	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/validate"
 )
 
@@ -64,7 +64,7 @@ type Storer interface {
 	// once. Returns the teams joined; NotFound (invitation_not_found) if
 	// inv is gone, expired at u.JoinedAt or its token changed; Conflict
 	// (user_exists, email_taken).
-	AcceptInvitation(ctx context.Context, inv Invitation, u org.User, ev audit.Event) ([]string, error)
+	AcceptInvitation(ctx context.Context, inv Invitation, u tenant.User, ev audit.Event) ([]string, error)
 }
 
 // New is what an admin supplies.
@@ -121,7 +121,7 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 	if err != nil {
 		return Invitation{}, "", err
 	}
-	if err := validate.Email("email", in.Email, org.MaxEmailLen); err != nil {
+	if err := validate.Email("email", in.Email, tenant.MaxEmailLen); err != nil {
 		return Invitation{}, "", err
 	}
 	if !in.Role.Valid() {
@@ -189,45 +189,45 @@ func (s *Service) RevokeInvitation(ctx context.Context, p authz.Principal, invit
 // AcceptInvitation adds the caller to the invitation's org and teams. Any
 // failure to match the token (unknown, expired, revoked, replaced, already
 // used) is the same 404.
-func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token string) (org.User, []string, error) {
+func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token string) (tenant.User, []string, error) {
 	orgID, invID, err := parseToken(token)
 	if err != nil {
-		return org.User{}, nil, err
+		return tenant.User{}, nil, err
 	}
 	inv, err := s.store.GetInvitation(ctx, orgID, invID)
 	if errs.Is(err, errs.NotFound) {
-		return org.User{}, nil, errNotFound
+		return tenant.User{}, nil, errNotFound
 	}
 	if err != nil {
-		return org.User{}, nil, err
+		return tenant.User{}, nil, err
 	}
 	now := s.now()
 	if inv.TokenHash != HashToken(token) || !now.Before(inv.ExpiresAt) {
-		return org.User{}, nil, errNotFound
+		return tenant.User{}, nil, errNotFound
 	}
 	// An invitation is for its email: a token forwarded to, or stolen by,
 	// someone else is worth nothing to them.
 	if !s.anyEmail && id.EmailUnverified {
-		return org.User{}, nil, errs.E(errs.Forbidden, "invitation_email_unverified",
+		return tenant.User{}, nil, errs.E(errs.Forbidden, "invitation_email_unverified",
 			"your token says its email is not verified (email_verified: false): it cannot accept an invitation")
 	}
-	if !s.anyEmail && org.NormalizeEmail(id.Email) != org.NormalizeEmail(inv.Email) {
-		return org.User{}, nil, errs.E(errs.Forbidden, "invitation_email_mismatch",
+	if !s.anyEmail && tenant.NormalizeEmail(id.Email) != tenant.NormalizeEmail(inv.Email) {
+		return tenant.User{}, nil, errs.E(errs.Forbidden, "invitation_email_mismatch",
 			"this invitation is for another email address than your token's")
 	}
 	name := id.Name
 	if name == "" {
 		name = id.UserID
 	}
-	u := org.User{OrgID: orgID, UserID: id.UserID, Email: inv.Email, Name: name, Role: inv.Role, JoinedAt: now, UpdatedAt: now, Version: 1}
-	if err := org.Validate(u); err != nil {
-		return org.User{}, nil, err
+	u := tenant.User{OrgID: orgID, UserID: id.UserID, Email: inv.Email, Name: name, Role: inv.Role, JoinedAt: now, UpdatedAt: now, Version: 1}
+	if err := tenant.Validate(u); err != nil {
+		return tenant.User{}, nil, err
 	}
 	ev := s.event(ctx, audit.Outsider(orgID, id.UserID), "invitation.accept", "user", id.UserID, now, audit.Diff(
 		audit.F("invitationId", nil, inv.ID), audit.F("email", nil, u.Email), audit.F("role", nil, string(u.Role))))
 	teams, err := s.store.AcceptInvitation(ctx, inv, u, ev)
 	if err != nil {
-		return org.User{}, nil, err
+		return tenant.User{}, nil, err
 	}
 	return u, teams, nil
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
-	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/tenant"
 )
 
 // BenchmarkAuthorizationRead prices what the authorization read gained when
@@ -33,8 +33,8 @@ func BenchmarkAuthorizationRead(b *testing.B) {
 	})
 	d := Open(client, name)
 	now := time.Now()
-	o := org.Org{ID: "01HZX3J6Q8W9E2R4T6Y8V0K2M4", Name: "Bench", Version: 1, CreatedAt: now, UpdatedAt: now}
-	if err := (&Orgs{d}).CreateOrg(ctx, o, org.User{OrgID: o.ID, UserID: "u_bench", Email: "bench@example.com",
+	o := tenant.Org{ID: "01HZX3J6Q8W9E2R4T6Y8V0K2M4", Name: "Bench", Version: 1, CreatedAt: now, UpdatedAt: now}
+	if err := (&Orgs{d}).CreateOrg(ctx, o, tenant.User{OrgID: o.ID, UserID: "u_bench", Email: "bench@example.com",
 		Name: "Bench", Role: authz.Owner, JoinedAt: now, UpdatedAt: now, Version: 1}, audit.NewEvent(ctx, o.ID, audit.Outsider(o.ID, "u_bench"), "org.create", audit.Target{Type: "org", ID: o.ID}, now, nil)); err != nil {
 		b.Fatal(err)
 	}

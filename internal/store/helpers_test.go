@@ -14,8 +14,8 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
-	orgpkg "github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
+	orgpkg "github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 

@@ -32,7 +32,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/ids"
-	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -629,7 +629,7 @@ func idSK(prefix, what string, valid func(string) bool, set func(*keyParts, stri
 }
 
 func normalizedEmail(s string) bool {
-	if s == "" || s != org.NormalizeEmail(s) {
+	if s == "" || s != tenant.NormalizeEmail(s) {
 		return false
 	}
 	for _, r := range s {
@@ -803,7 +803,7 @@ func (c *checker) checkOrgUser(it *item) {
 	}
 
 	email, _ := str(it.av, "email")
-	if norm := org.NormalizeEmail(email); !normalizedEmail(norm) {
+	if norm := tenant.NormalizeEmail(email); !normalizedEmail(norm) {
 		c.report(it, RuleBadAttr, "email %q is empty or has '#' or control characters", email)
 	} else if claim := c.claims[ref{k.org, norm}]; claim == nil {
 		c.relational(it, RuleUserClaimMissing, "no EmailClaim %s", claimKey(k.org, norm).PK)
@@ -849,7 +849,7 @@ func (c *checker) checkClaim(it *item) {
 		c.relational(it, RuleClaimUserMissing, "no OrgUser %s/%s", orgPK(it.k.org), userSK(userID))
 		return
 	}
-	if email, _ := str(u.av, "email"); org.NormalizeEmail(email) != it.k.email {
+	if email, _ := str(u.av, "email"); tenant.NormalizeEmail(email) != it.k.email {
 		c.relational(it, RuleClaimEmailMismatch, "OrgUser %s has email %q", userID, email)
 	}
 }
@@ -944,7 +944,7 @@ func (c *checker) checkInvitation(it *item) {
 		c.report(it, RuleBadAttr, "expiresAt is missing")
 	}
 	email, _ := str(it.av, "email")
-	norm := org.NormalizeEmail(email)
+	norm := tenant.NormalizeEmail(email)
 	if !normalizedEmail(norm) {
 		c.report(it, RuleBadAttr, "email %q is empty or has '#' or control characters", email)
 		return
@@ -981,7 +981,7 @@ func (c *checker) checkInvitationEmail(it *item) {
 		c.relational(it, RulePointerInviteMissing, "no Invitation %s", invitationKey(it.k.org, id).PK)
 		return
 	}
-	if email, _ := str(inv.av, "email"); org.NormalizeEmail(email) != it.k.email {
+	if email, _ := str(inv.av, "email"); tenant.NormalizeEmail(email) != it.k.email {
 		c.relational(it, RulePointerEmailMismatch, "Invitation %s has email %q", id, email)
 	}
 }

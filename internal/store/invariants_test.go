@@ -17,8 +17,8 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/idempotency"
 	"github.com/tenantd/tenantd/internal/invitation"
-	orgpkg "github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/store"
+	orgpkg "github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 

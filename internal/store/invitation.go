@@ -13,9 +13,9 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/invitation"
-	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/tenant"
 )
 
 // Invitations stores invitations, each in its own partition, and the
@@ -83,7 +83,7 @@ func checkInvitation(inv invitation.Invitation) error {
 			return err
 		}
 	}
-	return checkUser(org.User{OrgID: inv.OrgID, UserID: "x", Email: inv.Email})
+	return checkUser(tenant.User{OrgID: inv.OrgID, UserID: "x", Email: inv.Email})
 }
 
 // CreateInvitation writes the invitation and points its email at it, in one
@@ -93,7 +93,7 @@ func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invit
 	if err := checkInvitation(inv); err != nil {
 		return err
 	}
-	email := org.NormalizeEmail(inv.Email)
+	email := tenant.NormalizeEmail(inv.Email)
 	ek := invitationEmailKey(inv.OrgID, email)
 	var old invitationEmailItem
 	err := s.table.Get(attrPK, ek.PK).Range(attrSK, dynamo.Equal, ek.SK).Consistent(true).One(ctx, &old)
@@ -155,7 +155,7 @@ func (s *Invitations) RevokeInvitation(ctx context.Context, inv invitation.Invit
 		return err
 	}
 	orgID, invitationID := inv.OrgID, inv.ID
-	k, ek := invitationKey(orgID, invitationID), invitationEmailKey(orgID, org.NormalizeEmail(inv.Email))
+	k, ek := invitationKey(orgID, invitationID), invitationEmailKey(orgID, tenant.NormalizeEmail(inv.Email))
 	t := s.newTx().
 		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errInvitationNotFound)).
 		delete(ek, s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", invitationID), failWith(errInvitationNotFound))
@@ -170,7 +170,7 @@ var errInviterLost = errs.E(errs.Forbidden, "inviter_lost_access", "the person w
 // and expiry: exactly once) and writes the OrgUser, its email claim, the
 // org's owner count and the memberships of the invited teams that still
 // exist, all in one transaction, fenced on the inviter's edge.
-func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invitation, u org.User, ev audit.Event) ([]string, error) {
+func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invitation, u tenant.User, ev audit.Event) ([]string, error) {
 	if err := checkInvitation(inv); err != nil {
 		return nil, err
 	}
@@ -189,7 +189,7 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 			userItem.TeamIDs = append(userItem.TeamIDs, team)
 		}
 	}
-	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, org.NormalizeEmail(inv.Email))
+	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, tenant.NormalizeEmail(inv.Email))
 	c := toClaimItem(u)
 	t := s.newTx().
 		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("tokenHash = ? AND expiresAt > ?", inv.TokenHash, u.JoinedAt.Unix()),
@@ -212,7 +212,7 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 		if _, ok := existing[teamID]; !ok {
 			continue // deleted since the invitation: nothing to join
 		}
-		m := team.Membership{OrgID: u.OrgID, TeamID: teamID, UserID: u.UserID, Role: authz.Member,
+		m := membership.Membership{OrgID: u.OrgID, TeamID: teamID, UserID: u.UserID, Role: authz.Member,
 			JoinedAt: u.JoinedAt, UpdatedAt: u.JoinedAt, Version: 1}
 		tk, mi := teamKey(u.OrgID, teamID), toMemberItem(m)
 		t.put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember)).

@@ -17,9 +17,9 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/ids"
-	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -79,7 +79,7 @@ var eventIDs = ids.NewGenerator(time.Now)
 // OrgID field: a user, team, membership, ticket, comment, invitation).
 func ev(entity any) audit.Event {
 	v := reflect.Indirect(reflect.ValueOf(entity))
-	if o, ok := entity.(org.Org); ok {
+	if o, ok := entity.(tenant.Org); ok {
 		return evOrg(o.ID)
 	}
 	return evOrg(v.FieldByName("OrgID").String())
@@ -128,21 +128,21 @@ func (f *fixture) mustUnchanged(tb testing.TB, fn func() error) error {
 // keeps an owner in tenantd, so Design is owned by Dana (a member of the
 // org in no other team).
 type sample struct {
-	Org              org.Org
-	Alice, Bob, Dana org.User
-	Eng, Design      team.Team
+	Org              tenant.Org
+	Alice, Bob, Dana tenant.User
+	Eng, Design      membership.Team
 }
 
-func (f *fixture) user(orgID, id, email, name string, role authz.Role) org.User {
-	return org.User{OrgID: orgID, UserID: id, Email: email, Name: name, Role: role, JoinedAt: f.now, UpdatedAt: f.now, Version: 1}
+func (f *fixture) user(orgID, id, email, name string, role authz.Role) tenant.User {
+	return tenant.User{OrgID: orgID, UserID: id, Email: email, Name: name, Role: role, JoinedAt: f.now, UpdatedAt: f.now, Version: 1}
 }
 
-func (f *fixture) team(orgID, name string) team.Team {
-	return team.Team{OrgID: orgID, ID: f.ids.New(), Name: name, MemberCount: 1, Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
+func (f *fixture) team(orgID, name string) membership.Team {
+	return membership.Team{OrgID: orgID, ID: f.ids.New(), Name: name, MemberCount: 1, Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
 }
 
-func (f *fixture) member(t team.Team, userID string, role authz.Role) team.Membership {
-	return team.Membership{OrgID: t.OrgID, TeamID: t.ID, UserID: userID, Role: role, JoinedAt: f.now, UpdatedAt: f.now, Version: 1}
+func (f *fixture) member(t membership.Team, userID string, role authz.Role) membership.Membership {
+	return membership.Membership{OrgID: t.OrgID, TeamID: t.ID, UserID: userID, Role: role, JoinedAt: f.now, UpdatedAt: f.now, Version: 1}
 }
 
 // MustSampled is MustFixture with MustSample's org in it: the start of
@@ -157,7 +157,7 @@ func MustSampled(tb testing.TB) (*fixture, sample) {
 func (f *fixture) MustSample(tb testing.TB) sample {
 	tb.Helper()
 	ctx := context.Background()
-	org := org.Org{ID: f.ids.New(), Name: "Acme", Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
+	org := tenant.Org{ID: f.ids.New(), Name: "Acme", Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
 	s := sample{Org: org,
 		Alice: f.user(org.ID, "u_alice", "alice@example.com", "Alice Chen", authz.Owner),
 		Bob:   f.user(org.ID, "u_bob", "bob@example.com", "Bob Park", authz.Member),

@@ -13,8 +13,8 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
-	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
 )
 
 // Orgs stores orgs and their users: one item collection per org
@@ -22,7 +22,7 @@ import (
 // email claimed by its own item so emails are unique per org.
 type Orgs struct{ *DB }
 
-var _ org.Storer = (*Orgs)(nil)
+var _ tenant.Storer = (*Orgs)(nil)
 
 var (
 	errOrgNotFound  = errs.E(errs.NotFound, "org_not_found", "organization not found")
@@ -57,14 +57,14 @@ type orgItem struct {
 
 func (it orgItem) beingDeleted() bool { return it.Deleting }
 
-func toOrgItem(o org.Org, owners int) orgItem {
+func toOrgItem(o tenant.Org, owners int) orgItem {
 	k := orgKey(o.ID)
 	return orgItem{PK: k.PK, SK: k.SK, Type: typeOrg, ID: o.ID, Name: o.Name, OwnerCount: owners,
 		Version: o.Version, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
 }
 
-func fromOrgItem(it orgItem) org.Org {
-	return org.Org{ID: it.ID, Name: it.Name, Version: it.Version, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
+func fromOrgItem(it orgItem) tenant.Org {
+	return tenant.Org{ID: it.ID, Name: it.Name, Version: it.Version, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
 }
 
 type orgUserItem struct {
@@ -96,7 +96,7 @@ type orgUserItem struct {
 	EdgeSeq int64    `dynamo:"edgeSeq,omitempty"`
 }
 
-func toOrgUserItem(u org.User) orgUserItem {
+func toOrgUserItem(u tenant.User) orgUserItem {
 	k := orgUserKey(u.OrgID, u.UserID)
 	return orgUserItem{PK: k.PK, SK: k.SK, Type: typeOrgUser,
 		GSI1PK: userPK(u.UserID), GSI1SK: orgPK(u.OrgID),
@@ -105,8 +105,8 @@ func toOrgUserItem(u org.User) orgUserItem {
 		Version: u.Version, JoinedAt: u.JoinedAt, UpdatedAt: u.UpdatedAt, AddedBy: u.AddedBy}
 }
 
-func fromOrgUserItem(it orgUserItem) org.User {
-	return org.User{OrgID: it.OrgID, UserID: it.UserID, Email: it.Email, Name: it.Name,
+func fromOrgUserItem(it orgUserItem) tenant.User {
+	return tenant.User{OrgID: it.OrgID, UserID: it.UserID, Email: it.Email, Name: it.Name,
 		Role: authz.Role(it.Role), Version: it.Version, JoinedAt: it.JoinedAt, UpdatedAt: it.UpdatedAt, AddedBy: it.AddedBy}
 }
 
@@ -123,8 +123,8 @@ type claimItem struct {
 	Email  string `dynamo:"email"`
 }
 
-func toClaimItem(u org.User) claimItem {
-	email := org.NormalizeEmail(u.Email)
+func toClaimItem(u tenant.User) claimItem {
+	email := tenant.NormalizeEmail(u.Email)
 	k := claimKey(u.OrgID, email)
 	return claimItem{PK: k.PK, SK: k.SK, Type: typeEmailClaim, GSI1PK: orgPK(u.OrgID), GSI1SK: claimSK(email),
 		OrgID: u.OrgID, UserID: u.UserID, Email: email}
@@ -132,7 +132,7 @@ func toClaimItem(u org.User) claimItem {
 
 func (c claimItem) key() key { return key{c.PK, c.SK} }
 
-func checkUser(u org.User) error {
+func checkUser(u tenant.User) error {
 	if err := checkIDs(ids.Resource("orgId", u.OrgID), ids.User("userId", u.UserID)); err != nil {
 		return err
 	}
@@ -152,7 +152,7 @@ const exists = "attribute_exists(pk)"
 
 // CreateOrg writes the org, its owner and the owner's email claim in one
 // transaction.
-func (s *Orgs) CreateOrg(ctx context.Context, org org.Org, owner org.User, ev audit.Event) error {
+func (s *Orgs) CreateOrg(ctx context.Context, org tenant.Org, owner tenant.User, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", org.ID)); err != nil {
 		return err
 	}
@@ -168,9 +168,9 @@ func (s *Orgs) CreateOrg(ctx context.Context, org org.Org, owner org.User, ev au
 }
 
 // GetOrg reads the org item.
-func (s *Orgs) GetOrg(ctx context.Context, orgID string) (org.Org, error) {
+func (s *Orgs) GetOrg(ctx context.Context, orgID string) (tenant.Org, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return org.Org{}, err
+		return tenant.Org{}, err
 	}
 	it, err := getLive[orgItem](ctx, s.DB, orgKey(orgID), errOrgNotFound, "get org")
 	return fromOrgItem(it), err
@@ -178,15 +178,15 @@ func (s *Orgs) GetOrg(ctx context.Context, orgID string) (org.Org, error) {
 
 // GetOrgWithUsers reads the org's item collection: the #METADATA item sorts
 // before USER#, so one Query returns the org and its first users.
-func (s *Orgs) GetOrgWithUsers(ctx context.Context, orgID string, limit int) (org.Org, []org.User, error) {
+func (s *Orgs) GetOrgWithUsers(ctx context.Context, orgID string, limit int) (tenant.Org, []tenant.User, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return org.Org{}, nil, err
+		return tenant.Org{}, nil, err
 	}
 	return withChildren(ctx, s.DB, orgPK(orgID), typeOrg, limit, errOrgNotFound, "get org with users", fromOrgItem, fromOrgUserItem)
 }
 
 // UpdateOrg sets the org's name if its version is still prev.Version.
-func (s *Orgs) UpdateOrg(ctx context.Context, prev, next org.Org, ev audit.Event) error {
+func (s *Orgs) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", prev.ID)); err != nil {
 		return err
 	}
@@ -199,18 +199,18 @@ func (s *Orgs) UpdateOrg(ctx context.Context, prev, next org.Org, ev audit.Event
 
 // GetUser reads one OrgUser edge with a consistent GetItem: it is the
 // authorization read, so a removal is seen by the very next request.
-func (s *Orgs) GetOrgUser(ctx context.Context, orgID, userID string) (org.User, error) {
+func (s *Orgs) GetOrgUser(ctx context.Context, orgID, userID string) (tenant.User, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
-		return org.User{}, err
+		return tenant.User{}, err
 	}
 	it, err := getItem[orgUserItem](ctx, s.DB, orgUserKey(orgID, userID), true, errUserNotFound, "get user")
 	return fromOrgUserItem(it), err
 }
 
 // ListUsers pages through the org's users: Query begins_with(sk, USER#).
-func (s *Orgs) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (page.Result[org.User], error) {
+func (s *Orgs) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (page.Result[tenant.User], error) {
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return page.Result[org.User]{}, err
+		return page.Result[tenant.User]{}, err
 	}
 	r, err := list(ctx, s.DB, listing{partition: orgPK(orgID), prefix: prefixUser}, p, fromOrgUserItem)
 	if err != nil {
@@ -222,17 +222,17 @@ func (s *Orgs) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (
 // ListUserOrgs pages through a user's OrgUser edges: one Query on GSI1
 // (USER#<userId>, begins_with ORG#). The orgs' names are not on the edges
 // (an org rename would have to rewrite every edge); BatchGetOrgs reads them.
-func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[org.Membership], error) {
-	var none page.Result[org.Membership]
+func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.Membership], error) {
+	var none page.Result[tenant.Membership]
 	if err := checkIDs(ids.User("userId", userID)); err != nil {
 		return none, err
 	}
 	r, err := list(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: prefixOrg}, p,
-		func(it orgUserItem) org.Membership {
+		func(it orgUserItem) tenant.Membership {
 			if it.Deleting {
-				return org.Membership{} // the org is being offboarded: dropped below
+				return tenant.Membership{} // the org is being offboarded: dropped below
 			}
-			return org.Membership{OrgID: it.OrgID, UserName: it.Name, Role: authz.Role(it.Role), JoinedAt: it.JoinedAt}
+			return tenant.Membership{OrgID: it.OrgID, UserName: it.Name, Role: authz.Role(it.Role), JoinedAt: it.JoinedAt}
 		})
 	if err != nil {
 		return none, fmt.Errorf("list user orgs: %w", err)
@@ -248,26 +248,26 @@ func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (pag
 }
 
 // BatchGetOrgs reads many orgs with BatchGetItem (100 keys per request).
-func (s *Orgs) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]org.Org, error) {
+func (s *Orgs) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]tenant.Org, error) {
 	return batchGetByID(ctx, s.DB, orgIDs, func(id string) error { return ids.Resource("orgId", id) }, orgKey, false, "batch get orgs",
-		func(it orgItem) (string, org.Org, bool) { return it.ID, fromOrgItem(it), !it.Deleting }) // being offboarded: gone for its members
+		func(it orgItem) (string, tenant.Org, bool) { return it.ID, fromOrgItem(it), !it.Deleting }) // being offboarded: gone for its members
 }
 
 // BatchGetUsers reads many OrgUsers of one org: one BatchGetItem per 100
 // distinct IDs (seed 002's DataLoader lesson).
-func (s *Orgs) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]org.User, error) {
+func (s *Orgs) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return nil, err
 	}
 	userIDs = slices.DeleteFunc(slices.Clone(userIDs), func(id string) bool { return id == "" }) // no assignee, say
 	return batchGetByID(ctx, s.DB, userIDs, func(id string) error { return ids.User("userId", id) },
 		func(id string) key { return orgUserKey(orgID, id) }, false, "batch get users",
-		func(it orgUserItem) (string, org.User, bool) { return it.UserID, fromOrgUserItem(it), true })
+		func(it orgUserItem) (string, tenant.User, bool) { return it.UserID, fromOrgUserItem(it), true })
 }
 
 // AddUser writes the OrgUser and its email claim in one transaction that
 // also checks the org exists (and counts a new owner).
-func (s *Orgs) AddOrgUser(ctx context.Context, u org.User, ev audit.Event) error {
+func (s *Orgs) AddOrgUser(ctx context.Context, u tenant.User, ev audit.Event) error {
 	if err := checkUser(u); err != nil {
 		return err
 	}
@@ -321,7 +321,7 @@ func (s *DB) orgGuard(t *txn, orgID string, delta int) {
 // UpdateUser replaces prev with next in one transaction: the OrgUser
 // (conditional on its version), the email claims when the email changes,
 // and the org's owner count when the role crosses owner.
-func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next org.User, ev audit.Event) error {
+func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev audit.Event) error {
 	if err := checkUser(next); err != nil {
 		return err
 	}
@@ -334,7 +334,7 @@ func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next org.User, ev audit.
 		Set("email", next.Email).Set("name", next.Name).Set("role", string(next.Role)).
 		Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
 		If(existsAtVersion, prev.Version), versioned(errUserNotFound))
-	if org.NormalizeEmail(prev.Email) != org.NormalizeEmail(next.Email) {
+	if tenant.NormalizeEmail(prev.Email) != tenant.NormalizeEmail(next.Email) {
 		old, c := toClaimItem(prev), toClaimItem(next)
 		t.delete(old.key(), s.table.Delete(attrPK, old.PK).Range(attrSK, old.SK), nil)
 		t.put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
@@ -363,7 +363,7 @@ func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next org.User, ev audit.
 // first, in transactions of their own (each also checking the last-owner
 // rule, so a removal that must fail fails before touching anything); a
 // crash in between leaves a user with fewer teams, and a retry finishes.
-func (s *Orgs) RemoveOrgUser(ctx context.Context, u org.User, ev audit.Event) error {
+func (s *Orgs) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event) error {
 	if err := checkUser(u); err != nil {
 		return err
 	}
@@ -504,7 +504,7 @@ func (s *DB) dropUserEdge(t *txn, orgID, userID string, e userEdge) {
 }
 
 // removeUser runs the removal's transactions for the state read at seq.
-func (s *Orgs) removeUser(ctx context.Context, u org.User, seq int64, edges []userEdge, ev audit.Event) error {
+func (s *Orgs) removeUser(ctx context.Context, u tenant.User, seq int64, edges []userEdge, ev audit.Event) error {
 	k := orgUserKey(u.OrgID, u.UserID)
 	changed := func(old map[string]types.AttributeValue) error {
 		if old == nil {

@@ -11,9 +11,9 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
-	orgpkg "github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/team"
+	orgpkg "github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -274,7 +274,7 @@ func TestRemoveOrgUser(t *testing.T) {
 			t.Errorf("ListUserTeams: got %v, want none", got)
 		}
 		// Engineering keeps Alice; Design keeps Dana and Alice.
-		for tm, want := range map[team.Team]int{s.Eng: 1, s.Design: 2} {
+		for tm, want := range map[membership.Team]int{s.Eng: 1, s.Design: 2} {
 			_, err := f.Teams.GetTeamMember(ctx, org, tm.ID, "u_bob")
 			wantErr(t, err, errs.NotFound, "member_not_found")
 			if got := teamCount(t, f, org, tm.ID); got != want {

@@ -13,8 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/testkit"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
@@ -81,7 +81,7 @@ func BenchmarkStoreVsRaw(b *testing.B) {
 				if err != nil || len(out.Items) < 26 {
 					return nil, fmt.Errorf("query: %v", err)
 				}
-				ms := make([]team.Membership, 0, 25)
+				ms := make([]membership.Membership, 0, 25)
 				for _, it := range out.Items[1:26] {
 					m, err := rawMember(it)
 					if err != nil {
@@ -104,7 +104,7 @@ func BenchmarkStoreVsRaw(b *testing.B) {
 				if err != nil || len(out.Items) != 5 {
 					return nil, fmt.Errorf("query: %v", err)
 				}
-				ms := make([]team.Membership, 0, len(out.Items))
+				ms := make([]membership.Membership, 0, len(out.Items))
 				for _, it := range out.Items {
 					m, err := rawMember(it)
 					if err != nil {
@@ -194,21 +194,21 @@ func (it rawItem) n(name string) (int64, error) {
 
 func (it rawItem) t(name string) (time.Time, error) { return time.Parse(time.RFC3339Nano, it.s(name)) }
 
-func rawMember(item map[string]types.AttributeValue) (team.Membership, error) {
+func rawMember(item map[string]types.AttributeValue) (membership.Membership, error) {
 	it := rawItem(item)
 	v, err := it.n("version")
 	if err != nil {
-		return team.Membership{}, err
+		return membership.Membership{}, err
 	}
 	joined, err := it.t("joinedAt")
 	if err != nil {
-		return team.Membership{}, err
+		return membership.Membership{}, err
 	}
 	updated, err := it.t("updatedAt")
 	if err != nil {
-		return team.Membership{}, err
+		return membership.Membership{}, err
 	}
-	return team.Membership{OrgID: it.s("orgId"), TeamID: it.s("teamId"), UserID: it.s("userId"), Role: authz.Role(it.s("role")),
+	return membership.Membership{OrgID: it.s("orgId"), TeamID: it.s("teamId"), UserID: it.s("userId"), Role: authz.Role(it.s("role")),
 		Version: v, JoinedAt: joined, UpdatedAt: updated}, nil
 }
 

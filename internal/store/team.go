@@ -12,8 +12,8 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/team"
 )
 
 // Teams stores teams and their member edges: an adjacency list under the
@@ -21,7 +21,7 @@ import (
 // the edge, so "may this user act on this team" is one GetItem (AP3).
 type Teams struct{ *DB }
 
-var _ team.Storer = (*Teams)(nil)
+var _ membership.Storer = (*Teams)(nil)
 
 var (
 	errTeamNotFound   = errs.E(errs.NotFound, "team_not_found", "team not found")
@@ -54,15 +54,15 @@ type teamItem struct {
 
 func (it teamItem) beingDeleted() bool { return it.Deleting }
 
-func toTeamItem(t team.Team) teamItem {
+func toTeamItem(t membership.Team) teamItem {
 	k := teamKey(t.OrgID, t.ID)
 	return teamItem{PK: k.PK, SK: k.SK, Type: typeTeam, GSI1PK: orgPK(t.OrgID), GSI1SK: teamSK(t.ID),
 		OrgID: t.OrgID, ID: t.ID, Name: t.Name, Description: t.Description, MemberCount: t.MemberCount,
 		OwnerCount: t.OwnerCount, Version: t.Version, CreatedAt: t.CreatedAt, UpdatedAt: t.UpdatedAt}
 }
 
-func fromTeamItem(it teamItem) team.Team {
-	return team.Team{OrgID: it.OrgID, ID: it.ID, Name: it.Name, Description: it.Description,
+func fromTeamItem(it teamItem) membership.Team {
+	return membership.Team{OrgID: it.OrgID, ID: it.ID, Name: it.Name, Description: it.Description,
 		MemberCount: it.MemberCount, OwnerCount: it.OwnerCount, Version: it.Version, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
 }
 
@@ -81,19 +81,19 @@ type memberItem struct {
 	UpdatedAt time.Time `dynamo:"updatedAt"`
 }
 
-func toMemberItem(m team.Membership) memberItem {
+func toMemberItem(m membership.Membership) memberItem {
 	k := memberKey(m.OrgID, m.TeamID, m.UserID)
 	return memberItem{PK: k.PK, SK: k.SK, Type: typeMembership, GSI1PK: userPK(m.UserID), GSI1SK: userTeamSK(m.OrgID, m.TeamID),
 		OrgID: m.OrgID, TeamID: m.TeamID, UserID: m.UserID, Role: string(m.Role), Version: m.Version,
 		JoinedAt: m.JoinedAt, UpdatedAt: m.UpdatedAt}
 }
 
-func fromMemberItem(it memberItem) team.Membership {
-	return team.Membership{OrgID: it.OrgID, TeamID: it.TeamID, UserID: it.UserID, Role: authz.Role(it.Role),
+func fromMemberItem(it memberItem) membership.Membership {
+	return membership.Membership{OrgID: it.OrgID, TeamID: it.TeamID, UserID: it.UserID, Role: authz.Role(it.Role),
 		Version: it.Version, JoinedAt: it.JoinedAt, UpdatedAt: it.UpdatedAt}
 }
 
-func checkMember(m team.Membership) error {
+func checkMember(m membership.Membership) error {
 	return checkIDs(ids.Resource("orgId", m.OrgID), ids.Resource("teamId", m.TeamID), ids.User("userId", m.UserID))
 }
 
@@ -138,7 +138,7 @@ func teamOwnerFail(notFound error) onFail {
 // CreateTeam writes the team with memberCount and ownerCount 1 and its
 // creator's owner edge, checking the creator is a user of the org, in one
 // transaction. A team is born with its owner.
-func (s *Teams) CreateTeam(ctx context.Context, t team.Team, owner team.Membership, ev audit.Event) error {
+func (s *Teams) CreateTeam(ctx context.Context, t membership.Team, owner membership.Membership, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", t.OrgID), ids.Resource("teamId", t.ID)); err != nil {
 		return err
 	}
@@ -159,9 +159,9 @@ func (s *Teams) CreateTeam(ctx context.Context, t team.Team, owner team.Membersh
 }
 
 // GetTeam reads the team's #METADATA item. A team being deleted is not found.
-func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (team.Team, error) {
+func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (membership.Team, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
-		return team.Team{}, err
+		return membership.Team{}, err
 	}
 	it, err := getLive[teamItem](ctx, s.DB, teamKey(orgID, teamID), errTeamNotFound, "get team")
 	return fromTeamItem(it), err
@@ -169,17 +169,17 @@ func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (team.Team, e
 
 // GetTeamWithMembers is AP4: one Query of the team's partition returns the
 // #METADATA item first and then the MEMBER# edges.
-func (s *Teams) GetTeamWithMembers(ctx context.Context, orgID, teamID string, limit int) (team.Team, []team.Membership, error) {
+func (s *Teams) GetTeamWithMembers(ctx context.Context, orgID, teamID string, limit int) (membership.Team, []membership.Membership, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
-		return team.Team{}, nil, err
+		return membership.Team{}, nil, err
 	}
 	return withChildren(ctx, s.DB, teamPK(orgID, teamID), typeTeam, limit, errTeamNotFound, "get team with members", fromTeamItem, fromMemberItem)
 }
 
 // ListTeams pages through an org's teams on GSI1 (ORG#<orgId>, TEAM#).
-func (s *Teams) ListTeams(ctx context.Context, orgID string, p page.Request) (page.Result[team.Team], error) {
+func (s *Teams) ListTeams(ctx context.Context, orgID string, p page.Request) (page.Result[membership.Team], error) {
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return page.Result[team.Team]{}, err
+		return page.Result[membership.Team]{}, err
 	}
 	r, err := list(ctx, s.DB, listing{index: gsi1, partition: orgPK(orgID), prefix: prefixTeam}, p, fromTeamItem)
 	if err != nil {
@@ -189,7 +189,7 @@ func (s *Teams) ListTeams(ctx context.Context, orgID string, p page.Request) (pa
 }
 
 // UpdateTeam sets name and description if the version is still prev's.
-func (s *Teams) UpdateTeam(ctx context.Context, prev, next team.Team, ev audit.Event) error {
+func (s *Teams) UpdateTeam(ctx context.Context, prev, next membership.Team, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", prev.OrgID), ids.Resource("teamId", prev.ID)); err != nil {
 		return err
 	}
@@ -327,18 +327,18 @@ func (s *DB) dropEdge(t *txn, orgID string, e memberItem, teamID string, goneUse
 
 // GetMember is AP3: one GetItem with ConsistentRead on the edge, so a role
 // change or removal is seen by the next request.
-func (s *Teams) GetTeamMember(ctx context.Context, orgID, teamID, userID string) (team.Membership, error) {
+func (s *Teams) GetTeamMember(ctx context.Context, orgID, teamID, userID string) (membership.Membership, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID), ids.User("userId", userID)); err != nil {
-		return team.Membership{}, err
+		return membership.Membership{}, err
 	}
 	it, err := getItem[memberItem](ctx, s.DB, memberKey(orgID, teamID, userID), true, errMemberNotFound, "get member")
 	return fromMemberItem(it), err
 }
 
 // ListMembers is AP1: Query the team's partition, begins_with(sk, MEMBER#).
-func (s *Teams) ListTeamMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[team.Membership], error) {
+func (s *Teams) ListTeamMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[membership.Membership], error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
-		return page.Result[team.Membership]{}, err
+		return page.Result[membership.Membership]{}, err
 	}
 	r, err := listUnder(ctx, s.DB, listing{partition: teamPK(orgID, teamID), prefix: prefixMember}, p,
 		teamKey(orgID, teamID), errTeamNotFound, fromMemberItem)
@@ -350,9 +350,9 @@ func (s *Teams) ListTeamMembers(ctx context.Context, orgID, teamID string, p pag
 
 // ListUserTeams is AP2: one Query on GSI1 USER#<userId>, begins_with
 // TEAM#<orgId>#. Team names are not on the edges; BatchGetTeams reads them.
-func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[team.Membership], error) {
+func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[membership.Membership], error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
-		return page.Result[team.Membership]{}, err
+		return page.Result[membership.Membership]{}, err
 	}
 	r, err := listUnder(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p,
 		orgUserKey(orgID, userID), errUserNotFound, fromMemberItem)
@@ -364,23 +364,23 @@ func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.
 
 // BatchGetTeams reads many teams of one org with BatchGetItem. Teams being
 // deleted are left out, like absent ones.
-func (s *Teams) BatchGetTeams(ctx context.Context, orgID string, teamIDs []string) (map[string]team.Team, error) {
+func (s *Teams) BatchGetTeams(ctx context.Context, orgID string, teamIDs []string) (map[string]membership.Team, error) {
 	return s.batchGetTeams(ctx, orgID, teamIDs, false)
 }
 
-func (s *DB) batchGetTeams(ctx context.Context, orgID string, teamIDs []string, consistent bool) (map[string]team.Team, error) {
+func (s *DB) batchGetTeams(ctx context.Context, orgID string, teamIDs []string, consistent bool) (map[string]membership.Team, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return nil, err
 	}
 	return batchGetByID(ctx, s, teamIDs, func(id string) error { return ids.Resource("teamId", id) },
 		func(id string) key { return teamKey(orgID, id) }, consistent, "batch get teams",
-		func(it teamItem) (string, team.Team, bool) { return it.ID, fromTeamItem(it), !it.Deleting })
+		func(it teamItem) (string, membership.Team, bool) { return it.ID, fromTeamItem(it), !it.Deleting })
 }
 
 // AddMember writes a new edge, bumps the team's memberCount (and ownerCount
 // for an owner) and adds the team to the user's team set, in one
 // transaction that needs the team to exist and not be under deletion.
-func (s *Teams) AddTeamMember(ctx context.Context, m team.Membership, ev audit.Event) error {
+func (s *Teams) AddTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
 	if err := checkMember(m); err != nil {
 		return err
 	}
@@ -403,7 +403,7 @@ func (s *Teams) AddTeamMember(ctx context.Context, m team.Membership, ev audit.E
 // UpdateMember changes an edge's role if its version is still prev's, in
 // one transaction with the team (which must not be under deletion): its
 // ownerCount follows a role that gains or loses owner, and never drops to 0.
-func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next team.Membership, ev audit.Event) error {
+func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next membership.Membership, ev audit.Event) error {
 	if err := checkMember(next); err != nil {
 		return err
 	}
@@ -422,7 +422,7 @@ func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next team.Membership
 // RemoveMember is AP5: DeleteItem on the edge (its GSI1 row goes with it)
 // in one transaction with the count decrements and the user's team set. The
 // team's last owner cannot be removed.
-func (s *Teams) RemoveTeamMember(ctx context.Context, m team.Membership, ev audit.Event) error {
+func (s *Teams) RemoveTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
 	if err := checkMember(m); err != nil {
 		return err
 	}

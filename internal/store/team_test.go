@@ -8,8 +8,8 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/team"
 )
 
 // The write rules of teams and their memberships: every conditional
@@ -256,7 +256,7 @@ func TestDeleteTeamWithManyMembers(t *testing.T) {
 	// The other 128 edges are copies of users[1]'s (memberCount is not
 	// kept for them; DeleteTeam does not read it).
 	f.seedClones(t, []rawKey{{"ORG#" + org + "#TEAM#" + tm.ID, "MEMBER#" + users[1]}}, users[1], users[2:])
-	_, members := allPages(t, func(after string) (page.Result[team.Membership], error) {
+	_, members := allPages(t, func(after string) (page.Result[membership.Membership], error) {
 		return f.Teams.ListTeamMembers(ctx, org, tm.ID, page.Request{Limit: 100, After: after})
 	})
 	if got, want := len(members), 130; got != want {

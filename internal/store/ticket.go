@@ -11,8 +11,8 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
-	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -371,7 +371,7 @@ func (s *Tickets) ListAssignedTickets(ctx context.Context, orgID, userID string,
 // ListRequestedTickets pages through GSI2 ORG#<orgId>#USER#<userId>
 // descending. The OrgUser item (sk USER#...) sorts after TICKET#, so with
 // withUser the first page's Query meets it first, then the newest tickets.
-func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[ticket.Ticket], *org.User, error) {
+func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[ticket.Ticket], *tenant.User, error) {
 	var none page.Result[ticket.Ticket]
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return none, nil, err
@@ -394,7 +394,7 @@ func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, wit
 	if err != nil {
 		return none, nil, fmt.Errorf("list requested tickets: %w", err)
 	}
-	var user *org.User
+	var user *tenant.User
 	if len(items) > 0 && entityType(items[0]) == typeOrgUser {
 		var u orgUserItem
 		if err := dynamo.UnmarshalItem(items[0], &u); err != nil {

@@ -10,8 +10,8 @@ import (
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
-	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/validate"
 )
 
@@ -212,7 +212,7 @@ func (s *Service) ListAssignedTickets(ctx context.Context, p authz.Pending, user
 
 // ListUserTickets pages through the tickets a user requested, newest first;
 // withUser adds the user from the same Query (first page only).
-func (s *Service) ListUserTickets(ctx context.Context, p authz.Pending, userID string, withUser bool, x Expand, pr page.Request) (page.Result[Ticket], *org.User, error) {
+func (s *Service) ListUserTickets(ctx context.Context, p authz.Pending, userID string, withUser bool, x Expand, pr page.Request) (page.Result[Ticket], *tenant.User, error) {
 	if _, err := p.Decide(authz.TicketRead); err != nil {
 		return page.Result[Ticket]{}, nil, err
 	}

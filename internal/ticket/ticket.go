@@ -8,9 +8,9 @@ import (
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
-	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/tenant"
 )
 
 // Status is where a ticket is in its life.
@@ -76,7 +76,7 @@ type Ticket struct {
 	UpdatedAt    time.Time
 	// Requester and Assignee are filled only by reads that expand them
 	// (read with one BatchGetItem per page, never one read per ticket).
-	Requester, Assignee *org.User
+	Requester, Assignee *tenant.User
 }
 
 // Expand says which users a read of tickets embeds.
@@ -155,7 +155,7 @@ type Storer interface {
 	// first); user is nil without withUser, after the first page, or when
 	// the user is not in the org. Returns NotFound for a non-member (when
 	// the page is empty).
-	ListUserTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[Ticket], *org.User, error)
+	ListUserTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[Ticket], *tenant.User, error)
 	// CreateComment writes the comment and increments commentCount
 	// atomically. Returns NotFound if the ticket does not exist (or is
 	// being deleted).
@@ -171,11 +171,11 @@ type Storer interface {
 // TeamMembers answers "is this user on that team" with one GetItem (AP3).
 type TeamMembers interface {
 	// GetTeamMember returns NotFound if the user is not a member of the team.
-	GetTeamMember(ctx context.Context, orgID, teamID, userID string) (team.Membership, error)
+	GetTeamMember(ctx context.Context, orgID, teamID, userID string) (membership.Membership, error)
 }
 
 // Users reads an org's users for the reads that expand them.
 type Users interface {
 	// BatchGetOrgUsers reads many users of one org; absent ones are left out.
-	BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]org.User, error)
+	BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error)
 }

@@ -17,9 +17,9 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/team"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -328,7 +328,7 @@ func (e *env) putMemberRaw(org, team0 string, caller func(int) string, putRaw []
 		get := one(capture(func(ctx context.Context) error { _, err := e.teams().GetTeamMember(ctx, org, team0, u); return err }))
 		rawMu.Lock()
 		ed := rawEdges[u]
-		prev := team.Membership{OrgID: org, TeamID: team0, UserID: u, Role: ed.role, Version: ed.version}
+		prev := membership.Membership{OrgID: org, TeamID: team0, UserID: u, Role: ed.role, Version: ed.version}
 		next := prev
 		next.Role, next.Version, next.UpdatedAt = authz.Admin, prev.Version+1, time.Now().UTC()
 		if prev.Role == authz.Admin {

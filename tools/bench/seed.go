@@ -13,9 +13,9 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/ids"
-	"github.com/tenantd/tenantd/internal/org"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/store"
-	"github.com/tenantd/tenantd/internal/team"
+	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -113,8 +113,8 @@ func (s *seeder) ev(orgID string) audit.Event {
 		audit.Target{Type: "bench", ID: orgID}, s.now, nil)
 }
 
-func (s *seeder) user(o *Org, id string, role authz.Role) org.User {
-	return org.User{OrgID: o.ID, UserID: id, Email: id + "@" + strings.ToLower(strings.ReplaceAll(o.Name, " ", "-")) + ".example",
+func (s *seeder) user(o *Org, id string, role authz.Role) tenant.User {
+	return tenant.User{OrgID: o.ID, UserID: id, Email: id + "@" + strings.ToLower(strings.ReplaceAll(o.Name, " ", "-")) + ".example",
 		Name: "User " + id, Role: role, JoinedAt: s.now, UpdatedAt: s.now, Version: 1}
 }
 
@@ -127,7 +127,7 @@ func (s *seeder) org(name, prefix string, callers, users int) (*Org, error) {
 	}
 	o.Callers = o.Users[:callers]
 	err := s.b.do(func(ctx context.Context) error {
-		return s.orgs().CreateOrg(ctx, org.Org{ID: o.ID, Name: name, Version: 1, CreatedAt: s.now, UpdatedAt: s.now},
+		return s.orgs().CreateOrg(ctx, tenant.Org{ID: o.ID, Name: name, Version: 1, CreatedAt: s.now, UpdatedAt: s.now},
 			s.user(o, o.Users[0], authz.Owner), s.ev(o.ID))
 	})
 	if err != nil {
@@ -148,14 +148,14 @@ func (s *seeder) org(name, prefix string, callers, users int) (*Org, error) {
 	return o, nil
 }
 
-func (s *seeder) member(o *Org, teamID, uid string) team.Membership {
-	return team.Membership{OrgID: o.ID, TeamID: teamID, UserID: uid, Role: authz.Member, JoinedAt: s.now, UpdatedAt: s.now, Version: 1}
+func (s *seeder) member(o *Org, teamID, uid string) membership.Membership {
+	return membership.Membership{OrgID: o.ID, TeamID: teamID, UserID: uid, Role: authz.Member, JoinedAt: s.now, UpdatedAt: s.now, Version: 1}
 }
 
 // team creates a team owned by owner with members (owner excluded).
 func (s *seeder) team(o *Org, name, owner string, members []string) (string, error) {
 	id := s.ids.at(s.now.Add(-300 * 24 * time.Hour))
-	t := team.Team{OrgID: o.ID, ID: id, Name: name, Description: "The " + name + " team", MemberCount: 1, Version: 1, CreatedAt: s.now, UpdatedAt: s.now}
+	t := membership.Team{OrgID: o.ID, ID: id, Name: name, Description: "The " + name + " team", MemberCount: 1, Version: 1, CreatedAt: s.now, UpdatedAt: s.now}
 	ownerEdge := s.member(o, id, owner)
 	ownerEdge.Role = authz.Owner
 	puts, err := s.b.doPuts(func(ctx context.Context) error { return s.teams().CreateTeam(ctx, t, ownerEdge, s.ev(o.ID)) }, nil)

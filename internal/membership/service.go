@@ -1,4 +1,4 @@
-package team
+package membership
 
 import (
 	"context"

@@ -2,7 +2,7 @@
 // between an org's users and its teams, modelled as adjacency-list edges
 // that carry the member's team role (seed 000), and the Service the HTTP
 // layer calls.
-package team
+package membership
 
 import (
 	"context"
@@ -10,8 +10,8 @@ import (
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
-	"github.com/tenantd/tenantd/internal/org"
 	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
 )
 
 // Team is a group of an org's users.
@@ -40,7 +40,7 @@ type Membership struct {
 	// TeamName is filled only by listings of a user's teams with names.
 	TeamName string
 	// User is filled only by listings of a team's members with users.
-	User *org.User
+	User *tenant.User
 }
 
 // Limits of text fields.
@@ -104,5 +104,5 @@ type Storer interface {
 // Users reads an org's users for listings that embed them.
 type Users interface {
 	// BatchGetOrgUsers reads many users of one org; absent ones are left out.
-	BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]org.User, error)
+	BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error)
 }

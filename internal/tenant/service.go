@@ -1,4 +1,4 @@
-package org
+package tenant
 
 import (
 	"context"

@@ -2,7 +2,7 @@
 // that belong to them, each user's membership of an org carrying their org
 // role: the types, the rules that keep them valid, and the Service the HTTP
 // layer calls. An org's offboarding (its deletion) lives here too.
-package org
+package tenant
 
 import (
 	"context"
