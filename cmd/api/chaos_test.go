@@ -433,10 +433,9 @@ func (c *chaosClient) track(w *chaosWorld, list *[]attempt, method, path string,
 // still running), and records the attempts on rec; it returns the last
 // answer.
 //
-// Every other create is sent once, without a key: a member's create may
-// then send its write beside the authorization read (authz.Write), whose
-// answers the model holds to the same rules, and a final 4xx to having
-// written nothing (record.refused).
+// Every other create is sent once, without a key: the model holds its
+// answers to the same rules, and a final 4xx to having written nothing
+// (record.refused).
 func (c *chaosClient) create(w *chaosWorld, rec *record, path string, body any) (int, []byte) {
 	if c.rnd.IntN(2) == 0 {
 		status, b := c.track(w, &rec.creates, http.MethodPost, path, body, "")

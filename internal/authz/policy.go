@@ -16,7 +16,7 @@ type Identity struct {
 
 // Access is what the authorization read finds about a caller in an org.
 type Access struct {
-	Role         Role // on the caller's OrgUser edge
+	Role         Role // on the caller's OrgUser edge; none when there is no edge or no org
 	OrgDeleting  bool // the org is being offboarded
 	EdgeDeleting bool // the caller is the owner offboarding it
 }
@@ -27,6 +27,24 @@ type Principal struct {
 	Identity
 	OrgID   string
 	OrgRole Role
+}
+
+// ErrOrgNotFound is the decision on a caller who may not act in an org:
+// not a member, no such org, or an org being offboarded. The same 404 for
+// each, so that a stranger learns nothing of other tenants' orgs.
+var ErrOrgNotFound = errs.E(errs.NotFound, "org_not_found", "organization not found")
+
+// Admit is the org-level decision on id acting in orgID, made once per
+// request from the authorization read (a) by every transport: members get
+// a Principal with their org role, everyone else ErrOrgNotFound. An org
+// whose offboarding has begun exists for nobody, except that its owners
+// may follow the offboarding (offboarding: the request repeats the org's
+// DELETE or reads its progress).
+func Admit(id Identity, orgID string, a Access, offboarding bool) (Principal, error) {
+	if !a.Role.Valid() || (a.OrgDeleting || a.EdgeDeleting) && !(offboarding && a.Role == Owner) {
+		return Principal{}, ErrOrgNotFound
+	}
+	return Principal{Identity: id, OrgID: orgID, OrgRole: a.Role}, nil
 }
 
 // Action is something a principal may attempt on an org's resources.

@@ -1,7 +1,8 @@
-// Package authz holds who is calling (Identity, from a verified bearer token),
-// what they may do in an org (Role, on the membership edge), the one
-// authorization matrix of tenantd, and the Echo middleware that loads a
-// caller's role with a single GetItem.
+// Package authz is tenantd's pure policy: who is calling (Identity, from a
+// verified bearer token), their role in an org (Role, on their OrgUser
+// edge), the org-level decision every transport makes once per request
+// (Admit), and the one authorization matrix (Authorize, Permit). It reads
+// nothing: the authorization read happens in the transports' middleware.
 package authz
 
 import (

@@ -38,8 +38,4 @@ func errorExtensions(err error) (ext map[string]any, message string, internal bo
 	return map[string]any{"code": "internal", "kind": "INTERNAL"}, "an unexpected error occurred", true
 }
 
-// errNoOrg hides whether the org exists: a non-member sees the same error
-// as for an org that was never created (the REST API's 404).
-var errNoOrg = errs.E(errs.NotFound, "org_not_found", "organization not found")
-
 var errLimited = errs.E(errs.TooManyRequests, "rate_limited", "this organization is sending requests too fast; retry later")

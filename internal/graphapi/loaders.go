@@ -65,7 +65,7 @@ func newLoaders(rs *requestState) *loaders {
 					p, err := rs.principal(ctx, k.OrgID)
 					if err == nil {
 						out[i], err = do(ctx, rs, func() (page.Result[ticket.Comment], error) {
-							return rs.s.d.Tickets.ListComments(ctx, authz.Known(p), k.TicketID, k.Page)
+							return rs.s.d.Tickets.ListComments(ctx, p, k.TicketID, k.Page)
 						})
 					}
 					errs[i] = err

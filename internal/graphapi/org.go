@@ -50,7 +50,7 @@ func (s *Server) getOrg(ctx context.Context, orgID string) (*Org, error) {
 	for _, f := range graphql.CollectFieldsCtx(ctx, nil) {
 		if slices.Contains(orgItemFields, f.Name) {
 			o.Org, err = do(ctx, state(ctx), func() (tenant.Org, error) {
-				got, _, err := s.d.Orgs.GetOrg(ctx, authz.Known(p), false)
+				got, _, err := s.d.Orgs.GetOrg(ctx, p, nil, false)
 				return got, err
 			})
 			if err != nil {
@@ -66,7 +66,7 @@ func (s *Server) getOrg(ctx context.Context, orgID string) (*Org, error) {
 func (r orgResolver) Users(ctx context.Context, obj *Org, first *int, after *string) (*OrgUserConnection, error) {
 	nodes, pi, err := connection(ctx, obj.p.OrgID, "listOrgUsers", first, after,
 		func(pr page.Request) (page.Result[tenant.User], error) {
-			return r.s.d.Orgs.ListOrgUsers(ctx, authz.Known(obj.p), pr)
+			return r.s.d.Orgs.ListOrgUsers(ctx, obj.p, pr)
 		},
 		func(u tenant.User) *OrgUser { return &OrgUser{User: u, p: obj.p} })
 	if err != nil {
@@ -77,7 +77,7 @@ func (r orgResolver) Users(ctx context.Context, obj *Org, first *int, after *str
 
 // User resolves Org.user (GET /v1/orgs/{orgId}/users/{userId}).
 func (r orgResolver) User(ctx context.Context, obj *Org, id string) (*OrgUser, error) {
-	u, err := do(ctx, state(ctx), func() (tenant.User, error) { return r.s.d.Orgs.GetOrgUser(ctx, authz.Known(obj.p), id) })
+	u, err := do(ctx, state(ctx), func() (tenant.User, error) { return r.s.d.Orgs.GetOrgUser(ctx, obj.p, id, nil) })
 	if err != nil {
 		return nil, err
 	}

@@ -43,16 +43,19 @@ import (
 	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/ratelimit"
+	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
-// AccessReader reads a user's access to an org: the authorization read.
+// AccessReader reads a user's access to an org: the authorization read of
+// both APIs (the REST middleware's and the GraphQL resolvers').
 type AccessReader interface {
-	// OrgAccess reads the org item and the caller's OrgUser edge with ONE
-	// consistent BatchGetItem. Returns NotFound if the org or the user's
-	// membership of it does not exist.
-	OrgAccess(ctx context.Context, orgID, userID string) (authz.Access, error)
+	// OrgAccess reads the org item, the caller's OrgUser edge and target
+	// (nil: none; see store.Target) with ONE consistent BatchGetItem. A
+	// caller with no edge, or an org with no item, gets an Access with no
+	// role; the error is the read's (DynamoDB unavailable, say).
+	OrgAccess(ctx context.Context, orgID, userID string, target *store.Target) (authz.Access, error)
 }
 
 // Deps are what the resolvers use: the REST API's services and settings.

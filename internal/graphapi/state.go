@@ -83,20 +83,18 @@ func (rs *requestState) principal(ctx context.Context, orgID string) (authz.Prin
 }
 
 func (rs *requestState) authorize(ctx context.Context, orgID string) (authz.Principal, error) {
-	a, err := do(ctx, rs, func() (authz.Access, error) { return rs.s.d.Access.OrgAccess(ctx, orgID, rs.id.UserID) })
-	if errs.Is(err, errs.NotFound) {
-		return authz.Principal{}, errNoOrg
-	}
+	a, err := do(ctx, rs, func() (authz.Access, error) { return rs.s.d.Access.OrgAccess(ctx, orgID, rs.id.UserID, nil) })
 	if err != nil {
 		return authz.Principal{}, err
 	}
-	if a.OrgDeleting || a.EdgeDeleting { // exists for nobody once its offboarding started
-		return authz.Principal{}, errNoOrg
+	p, err := authz.Admit(rs.id, orgID, a, false)
+	if err != nil {
+		return authz.Principal{}, err
 	}
 	if d := rs.s.d.RateLimit.TakeN("org:"+orgID, rs.cost); !d.Allowed {
 		return authz.Principal{}, errLimited
 	}
-	return authz.Principal{Identity: rs.id, OrgID: orgID, OrgRole: a.Role}, nil
+	return p, nil
 }
 
 // pageIn is the page a connection field asks for: first (1 to 100,

@@ -13,7 +13,7 @@ import (
 func (r orgResolver) Teams(ctx context.Context, obj *Org, first *int, after *string) (*TeamConnection, error) {
 	nodes, pi, err := connection(ctx, obj.p.OrgID, "listTeams", first, after,
 		func(pr page.Request) (page.Result[membership.Team], error) {
-			return r.s.d.Teams.ListTeams(ctx, authz.Known(obj.p), pr)
+			return r.s.d.Teams.ListTeams(ctx, obj.p, pr)
 		},
 		func(t membership.Team) *Team { return &Team{Team: t, p: obj.p} })
 	if err != nil {
@@ -25,7 +25,7 @@ func (r orgResolver) Teams(ctx context.Context, obj *Org, first *int, after *str
 // Team resolves Org.team (GET /v1/orgs/{orgId}/teams/{teamId}).
 func (r orgResolver) Team(ctx context.Context, obj *Org, id string) (*Team, error) {
 	t, err := do(ctx, state(ctx), func() (membership.Team, error) {
-		t, _, err := r.s.d.Teams.GetTeam(ctx, authz.Known(obj.p), id, false)
+		t, _, err := r.s.d.Teams.GetTeam(ctx, obj.p, id, nil, false)
 		return t, err
 	})
 	if err != nil {
@@ -37,7 +37,7 @@ func (r orgResolver) Team(ctx context.Context, obj *Org, id string) (*Team, erro
 // Members resolves Team.members (GET /v1/orgs/{orgId}/teams/{teamId}/members).
 func (r teamResolver) Members(ctx context.Context, obj *Team, first *int, after *string) (*TeamMemberConnection, error) {
 	return r.s.memberships(ctx, obj.p, "listTeamMembers:"+obj.ID, first, after, func(pr page.Request) (page.Result[membership.Membership], error) {
-		return r.s.d.Teams.ListTeamMembers(ctx, authz.Known(obj.p), obj.ID, false, pr)
+		return r.s.d.Teams.ListTeamMembers(ctx, obj.p, obj.ID, false, pr)
 	})
 }
 
@@ -49,7 +49,7 @@ func (r teamResolver) Tickets(ctx context.Context, obj *Team, status *ticket.Sta
 // Teams resolves OrgUser.teams (GET /v1/orgs/{orgId}/users/{userId}/teams).
 func (r orgUserResolver) Teams(ctx context.Context, obj *OrgUser, first *int, after *string) (*TeamMemberConnection, error) {
 	return r.s.memberships(ctx, obj.p, "listUserTeams:"+obj.UserID, first, after, func(pr page.Request) (page.Result[membership.Membership], error) {
-		return r.s.d.Teams.ListUserTeams(ctx, authz.Known(obj.p), obj.UserID, false, pr)
+		return r.s.d.Teams.ListUserTeams(ctx, obj.p, obj.UserID, false, pr)
 	})
 }
 

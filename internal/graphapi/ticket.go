@@ -10,6 +10,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/idempotency"
+	"github.com/tenantd/tenantd/internal/ifmatch"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
@@ -50,7 +51,7 @@ func (r orgResolver) Tickets(ctx context.Context, obj *Org, status *ticket.Statu
 			return nil, unserved(append([]string{"requesterId"}, bad...)...)
 		}
 		return r.s.tickets(ctx, obj.p, "listUserTickets:"+*requesterID, first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
-			res, _, err := r.s.d.Tickets.ListUserTickets(ctx, authz.Known(obj.p), *requesterID, false, ticket.Expand{}, pr)
+			res, _, err := r.s.d.Tickets.ListUserTickets(ctx, obj.p, *requesterID, false, ticket.Expand{}, pr)
 			return res, err
 		})
 	}
@@ -66,7 +67,7 @@ func (r orgResolver) Tickets(ctx context.Context, obj *Org, status *ticket.Statu
 	}
 	listing := fmt.Sprintf("listTickets:%s:%s:%s:%t", f.Status, f.Priority, f.AssigneeID, f.Oldest) // the REST listing's
 	return r.s.tickets(ctx, obj.p, listing, first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
-		return r.s.d.Tickets.ListTickets(ctx, authz.Known(obj.p), f, ticket.Expand{}, pr)
+		return r.s.d.Tickets.ListTickets(ctx, obj.p, f, ticket.Expand{}, pr)
 	})
 }
 
@@ -78,7 +79,7 @@ func unserved(names ...string) error {
 // Ticket resolves Org.ticket (GET /v1/orgs/{orgId}/tickets/{ticketId}).
 func (r orgResolver) Ticket(ctx context.Context, obj *Org, id string) (*Ticket, error) {
 	t, err := do(ctx, state(ctx), func() (ticket.Ticket, error) {
-		t, _, err := r.s.d.Tickets.GetTicket(ctx, authz.Known(obj.p), id, false, ticket.Expand{})
+		t, _, err := r.s.d.Tickets.GetTicket(ctx, obj.p, id, nil, false, ticket.Expand{})
 		return t, err
 	})
 	if err != nil {
@@ -91,7 +92,7 @@ func (r orgResolver) Ticket(ctx context.Context, obj *Org, id string) (*Ticket, 
 // /v1/orgs/{orgId}/users/{userId}/assigned-tickets).
 func (r orgUserResolver) AssignedTickets(ctx context.Context, obj *OrgUser, first *int, after *string) (*TicketConnection, error) {
 	return r.s.tickets(ctx, obj.p, "listAssignedTickets:"+obj.UserID, first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
-		return r.s.d.Tickets.ListAssignedTickets(ctx, authz.Known(obj.p), obj.UserID, ticket.Expand{}, pr)
+		return r.s.d.Tickets.ListAssignedTickets(ctx, obj.p, obj.UserID, ticket.Expand{}, pr)
 	})
 }
 
@@ -105,7 +106,7 @@ func (s *Server) teamTickets(ctx context.Context, p authz.Principal, teamID stri
 		st = *status
 	}
 	return s.tickets(ctx, p, "listTeamTickets:"+teamID+":"+string(st), first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
-		return s.d.Tickets.ListTeamTickets(ctx, authz.Known(p), teamID, st, ticket.Expand{}, pr)
+		return s.d.Tickets.ListTeamTickets(ctx, p, teamID, st, ticket.Expand{}, pr)
 	})
 }
 
@@ -193,10 +194,10 @@ func (r mutationResolver) CreateTicket(ctx context.Context, orgID string, input 
 	t, err := withKey(ctx, r.s, p, "createTicket", idempotencyKey, in,
 		func(id string) (ticket.Ticket, error) {
 			in.ID = id
-			return r.s.d.Tickets.CreateTicket(ctx, authz.Known(p), in)
+			return r.s.d.Tickets.CreateTicket(ctx, p, in)
 		},
 		func(id string) (ticket.Ticket, error) {
-			t, _, err := r.s.d.Tickets.GetTicket(ctx, authz.Known(p), id, false, ticket.Expand{})
+			t, _, err := r.s.d.Tickets.GetTicket(ctx, p, id, nil, false, ticket.Expand{})
 			return t, err
 		})
 	if err != nil {
@@ -234,11 +235,11 @@ func (r mutationResolver) UpdateTicket(ctx context.Context, orgID, id string, ex
 	if len(bad) > 0 {
 		return nil, notNull(bad)
 	}
-	match := errs.NoMatch
+	match := ifmatch.None
 	if expectedVersion != nil {
-		match = errs.MatchVersions(int64(*expectedVersion))
+		match = ifmatch.Versions(int64(*expectedVersion))
 	}
-	t, err := r.s.d.Tickets.UpdateTicket(ctx, authz.Known(p), id, patch, match)
+	t, err := r.s.d.Tickets.UpdateTicket(ctx, p, id, nil, patch, match)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +254,7 @@ func (r mutationResolver) AddComment(ctx context.Context, orgID, ticketID, body 
 		return nil, err
 	}
 	create := func(id string) (ticket.Comment, error) {
-		return r.s.d.Tickets.CreateComment(ctx, authz.Known(p), ticketID, id, body)
+		return r.s.d.Tickets.CreateComment(ctx, p, ticketID, id, body)
 	}
 	// A retry meets the comment the first call made (a comment is never
 	// deleted alone; with its ticket gone, the create fails).

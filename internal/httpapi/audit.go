@@ -12,7 +12,7 @@ import (
 
 // ListAuditEvents serves GET /v1/orgs/{orgId}/audit-log.
 func (h *handlers) ListAuditEvents(ctx context.Context, req oapi.ListAuditEventsRequestObject) (oapi.ListAuditEventsResponseObject, error) {
-	p, err := principal(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}

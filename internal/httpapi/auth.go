@@ -4,24 +4,15 @@ import (
 	"context"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tenantd/tenantd/internal/authz"
-	"github.com/tenantd/tenantd/internal/errs"
-	"github.com/tenantd/tenantd/internal/idempotency"
+	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/store"
 )
-
-// AccessReader reads a user's access to an org: the authorization read.
-type AccessReader interface {
-	// OrgAccess reads the org item and the caller's OrgUser edge with ONE
-	// consistent BatchGetItem. Returns NotFound if the org or the user's
-	// membership of it does not exist.
-	OrgAccess(ctx context.Context, orgID, userID string) (authz.Access, error)
-}
 
 // offboardingRoutes are the only routes of an org being offboarded that
 // answer anything but 404, and only to its owners: repeating the DELETE and
@@ -31,79 +22,18 @@ var offboardingRoutes = map[string]string{
 	"/v1/orgs/:orgId/offboarding": http.MethodGet,
 }
 
-// writeFirstCreates are the creates any member may make whose services
-// send their write beside the authorization read (authz.Write): the
-// write's transaction proves the caller's membership itself (the actor
-// fence). They go that way only for a caller the read has let into the
-// org lately (recentMembers), so a stranger's create never sends a write
-// that touches another tenant's items (a transaction evaluating, and on
-// DynamoDB contending for, their ticket, team or user edge), nor lets its
-// timing say whether they exist. One carrying an Idempotency-Key waits for
-// the decision (its record is looked up in the caller's scope first).
-var writeFirstCreates = map[string]bool{
-	"/v1/orgs/:orgId/tickets":                    true,
-	"/v1/orgs/:orgId/tickets/:ticketId/comments": true,
-}
-
-// The bound of recentMembers: at most twice this many (org, caller) pairs,
-// each remembered one to two TTLs.
-const (
-	recentMembersMax = 1 << 16
-	recentMembersTTL = 5 * time.Minute
-)
-
-// recentMembers remembers the (org, caller) pairs the authorization read
-// let in lately, in two generations that rotate every ttl (or sooner, when
-// the newer one holds max pairs), so memory stays bounded and only a
-// member's request adds to it. It decides no access: only whether a
-// member's create may send its write before the decision (which its
-// transaction then proves).
-type recentMembers struct {
-	mu        sync.Mutex
-	cur, prev map[memberKey]struct{}
-	since     time.Time
-	max       int
-	ttl       time.Duration
-}
-
-// memberKey is one (org, caller) pair: a struct, so that every request's
-// lookup builds no string.
-type memberKey struct{ org, user string }
-
-func newRecentMembers(max int, ttl time.Duration) *recentMembers {
-	return &recentMembers{cur: map[memberKey]struct{}{}, prev: map[memberKey]struct{}{}, since: time.Now(), max: max, ttl: ttl}
-}
-
-func (m *recentMembers) rotate(now time.Time) {
-	if now.Sub(m.since) >= 2*m.ttl {
-		m.prev, m.cur, m.since = map[memberKey]struct{}{}, map[memberKey]struct{}{}, now
-	} else if now.Sub(m.since) >= m.ttl || len(m.cur) >= m.max {
-		m.prev, m.cur, m.since = m.cur, map[memberKey]struct{}{}, now
-	}
-}
-
-func (m *recentMembers) saw(orgID, userID string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.rotate(time.Now())
-	m.cur[memberKey{orgID, userID}] = struct{}{}
-}
-
-func (m *recentMembers) forget(orgID, userID string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.cur, memberKey{orgID, userID})
-	delete(m.prev, memberKey{orgID, userID})
-}
-
-func (m *recentMembers) recent(orgID, userID string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.rotate(time.Now())
-	k := memberKey{orgID, userID}
-	_, inCur := m.cur[k]
-	_, inPrev := m.prev[k]
-	return inCur || inPrev
+// targets are the routes that name one item, which the authorization read
+// loads beside the caller's edge: its GET, PATCH, PUT and DELETE find it in
+// the request's decision (decided), so that reading it costs no call of
+// its own.
+var targets = map[string]func(c echo.Context) *store.Target{
+	"/v1/orgs/:orgId":                   func(echo.Context) *store.Target { return store.OrgTarget() },
+	"/v1/orgs/:orgId/users/:userId":     func(c echo.Context) *store.Target { return store.OrgUserTarget(c.Param("userId")) },
+	"/v1/orgs/:orgId/teams/:teamId":     func(c echo.Context) *store.Target { return store.TeamTarget(c.Param("teamId")) },
+	"/v1/orgs/:orgId/tickets/:ticketId": func(c echo.Context) *store.Target { return store.TicketTarget(c.Param("ticketId")) },
+	"/v1/orgs/:orgId/teams/:teamId/members/:userId": func(c echo.Context) *store.Target {
+		return store.TeamMemberTarget(c.Param("teamId"), c.Param("userId"))
+	},
 }
 
 // Authenticate verifies the bearer token of every request that skip does
@@ -131,29 +61,20 @@ func Authenticate(v *Verifier, skip func(echo.Context) bool) echo.MiddlewareFunc
 	}
 }
 
-// errNoOrg hides whether the org exists: a non-member sees the same 404 as
-// for an org that was never created.
-var errNoOrg = errs.E(errs.NotFound, "org_not_found", "organization not found")
-
-// AuthorizeOrg loads the caller's role in the org named by the route's
-// :orgId with ONE consistent BatchGetItem (the org item and the caller's
-// OrgUser edge). Routes without :orgId pass through. The ID is validated
-// before any key is built.
-//
-// A create (POST) waits for the read and finds the Principal in the
-// request context. A GET, PATCH, PUT or DELETE does not wait: the read runs
-// in the background and the request context carries an authz.Pending, so
-// the handler's own first read (keyed by the same org) goes out beside it,
-// one round trip instead of two; the service decides before it returns
-// anything or writes (authz.Overlap, authz.Prefetch), and the request does
-// not end before the authorization read has.
+// AuthorizeOrg decides, once and before the handler runs, whether the
+// caller may act in the org the route's :orgId names: it makes the one
+// authorization read (graphapi.AccessReader.OrgAccess, shared by both APIs: the caller's edge, the org
+// item, and the route's target when it names one), decides with
+// authz.Admit, and hands the handler the decision (decided). A refused
+// caller gets its 404 from that one call: nothing else is read for it.
+// Routes without :orgId pass through. The ID is validated before any key
+// is built.
 //
 // readTimeout, when positive, bounds the authorization read on its own: a
 // route with a longer deadline (the offboarding DELETE) gives it only to
 // callers who turn out to be the org's, so a stranger's request cannot be
 // held for it while DynamoDB does not answer.
-func AuthorizeOrg(roles AccessReader, readTimeout time.Duration) echo.MiddlewareFunc {
-	members := newRecentMembers(recentMembersMax, recentMembersTTL)
+func AuthorizeOrg(roles graphapi.AccessReader, readTimeout time.Duration) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			orgID := c.Param("orgId")
@@ -168,63 +89,25 @@ func AuthorizeOrg(roles AccessReader, readTimeout time.Duration) echo.Middleware
 			if !ok {
 				return errToken
 			}
+			var target *store.Target
+			if t, ok := targets[c.Path()]; ok && req.Method != http.MethodPost {
+				target = t(c)
+			}
 			rctx := req.Context()
 			if readTimeout > 0 {
 				var cancel context.CancelFunc
 				rctx, cancel = context.WithTimeout(rctx, readTimeout)
 				defer cancel()
 			}
-			// An org being offboarded exists for nobody, from the moment it
-			// started, except that its owners may repeat the DELETE and
-			// read its progress.
-			offboarding := offboardingRoutes[c.Path()] == req.Method
-			decide := func() (authz.Principal, error) {
-				a, err := roles.OrgAccess(rctx, orgID, id.UserID)
-				if errs.Is(err, errs.NotFound) {
-					members.forget(orgID, id.UserID)
-					return authz.Principal{}, errNoOrg
-				}
-				if err != nil {
-					return authz.Principal{}, err
-				}
-				if (a.OrgDeleting || a.EdgeDeleting) && !(offboarding && a.Role == authz.Owner) {
-					members.forget(orgID, id.UserID)
-					return authz.Principal{}, authz.ErrOffboarding
-				}
-				members.saw(orgID, id.UserID)
-				return authz.Principal{Identity: id, OrgID: orgID, OrgRole: a.Role}, nil
+			a, err := roles.OrgAccess(rctx, orgID, id.UserID, target)
+			if err != nil {
+				return err
 			}
-			// A create waits for the decision (its idempotency record and
-			// its write need the caller first), except the members' creates
-			// whose transaction proves the caller's access (writeFirstCreates);
-			// a read, an update or a delete gets the caller pending, and its
-			// handler sends its first, small read beside the authorization
-			// read (see authz.Pending): nothing is written, and nothing of
-			// the target answered, before the decision.
-			_, keyed := req.Header[http.CanonicalHeaderKey(idempotency.Header)]
-			if req.Method == http.MethodPost && (keyed || !writeFirstCreates[c.Path()] || !members.recent(orgID, id.UserID)) {
-				p, err := decide()
-				if err != nil {
-					return err
-				}
-				c.SetRequest(req.WithContext(WithPrincipal(req.Context(), p)))
-				return next(c)
+			p, err := authz.Admit(id, orgID, a, offboardingRoutes[c.Path()] == req.Method)
+			if err != nil {
+				return err
 			}
-			var (
-				p    authz.Principal
-				perr error
-				done = make(chan struct{})
-			)
-			go func() {
-				defer close(done)
-				p, perr = decide()
-			}()
-			defer func() { <-done }()
-			pend := authz.NewPending(id, orgID, func() (authz.Principal, error) {
-				<-done
-				return p, perr
-			})
-			c.SetRequest(req.WithContext(withPending(req.Context(), pend)))
+			c.SetRequest(req.WithContext(withValue(req.Context(), decision{p: p, target: target})))
 			return next(c)
 		}
 	}

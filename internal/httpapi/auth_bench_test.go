@@ -10,12 +10,13 @@ import (
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi"
+	"github.com/tenantd/tenantd/internal/store"
 )
 
 // memRoles is an AccessReader that answers from memory.
 type memRoles struct{ role authz.Role }
 
-func (m memRoles) OrgAccess(context.Context, string, string) (authz.Access, error) {
+func (m memRoles) OrgAccess(context.Context, string, string, *store.Target) (authz.Access, error) {
 	return authz.Access{Role: m.role}, nil
 }
 
@@ -59,7 +60,7 @@ func BenchmarkAuthenticateMiddleware(b *testing.B) {
 // principal into the request context. Issue 5's target is <= 30 allocs.
 func BenchmarkAuthorizeOrgMiddleware(b *testing.B) {
 	h := httpapi.AuthorizeOrg(memRoles{authz.Admin}, 0)(func(c echo.Context) error {
-		_, err := httpapi.AwaitPrincipal(c.Request().Context())
+		_, err := httpapi.Decided(c.Request().Context())
 		return err
 	})
 	c, req := benchContext(b, "")

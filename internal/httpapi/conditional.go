@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"net/http"
@@ -11,7 +10,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 )
 
@@ -29,9 +27,6 @@ import (
 func conditional(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if m := c.Request().Method; m != http.MethodGet && m != http.MethodHead && c.Request().Header.Get("If-None-Match") != "" {
-			if _, err := principal(c.Request().Context()); err != nil && !errors.Is(err, authz.ErrNoPrincipal) {
-				return err // a stranger's 404 first, as before the write's read overlapped the decision
-			}
 			return errs.InvalidHeader("If-None-Match", "unsupported_precondition",
 				"If-None-Match applies to GET only: no write is create-only; use If-Match with the version you read")
 		}

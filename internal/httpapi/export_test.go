@@ -16,21 +16,9 @@ func (v *Verifier) CachedUntil(raw string) (time.Time, bool) {
 	return e.until, ok
 }
 
-// AwaitPrincipal is what a handler does to learn its caller: the principal
-// AuthorizeOrg decided, waiting for it when it is pending (tests and
-// benchmarks).
-func AwaitPrincipal(ctx context.Context) (authz.Principal, error) { return principal(ctx) }
-
-// RecentMembers is AuthorizeOrg's set of callers let in lately (tests).
-type RecentMembers = recentMembers
-
-// NewRecentMembers, Saw, Forget, Recent and Len expose it (tests).
-func NewRecentMembers(max int, ttl time.Duration) *RecentMembers { return newRecentMembers(max, ttl) }
-func (m *recentMembers) Saw(org, user string)                    { m.saw(org, user) }
-func (m *recentMembers) Forget(org, user string)                 { m.forget(org, user) }
-func (m *recentMembers) Recent(org, user string) bool            { return m.recent(org, user) }
-func (m *recentMembers) Len() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.cur) + len(m.prev)
+// Decided is what a handler does to learn its caller: the principal
+// AuthorizeOrg decided (tests and benchmarks).
+func Decided(ctx context.Context) (authz.Principal, error) {
+	p, _, err := decided(ctx)
+	return p, err
 }

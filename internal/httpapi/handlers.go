@@ -2,7 +2,6 @@ package httpapi
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
+	"github.com/tenantd/tenantd/internal/ifmatch"
 	"github.com/tenantd/tenantd/internal/page"
 )
 
@@ -24,30 +24,6 @@ type handlers struct {
 }
 
 var _ oapi.StrictServerInterface = (*handlers)(nil)
-
-// principal is the caller in the route's org, once the authorization read
-// has answered.
-func principal(ctx context.Context) (authz.Principal, error) {
-	if p, ok := PrincipalFrom(ctx); ok {
-		return p, nil
-	}
-	if p, ok := pendingFrom(ctx); ok {
-		return p.Await()
-	}
-	return authz.Principal{}, authz.ErrNoPrincipal
-}
-
-// pending is the caller in the route's org, decided or not yet: for a
-// service method that overlaps its first read with the authorization read.
-func pending(ctx context.Context) (authz.Pending, error) {
-	if p, ok := pendingFrom(ctx); ok {
-		return p, nil
-	}
-	if p, ok := PrincipalFrom(ctx); ok {
-		return authz.Known(p), nil
-	}
-	return authz.Pending{}, authz.ErrNoPrincipal
-}
 
 func identity(ctx context.Context) (authz.Identity, error) {
 	id, ok := IdentityFrom(ctx)
@@ -62,7 +38,7 @@ func identity(ctx context.Context) (authz.Identity, error) {
 // the next one ("" on the last page).
 func fetchPage[T any](ctx context.Context, h *handlers, scope, listing string, limit *int, cursor *string,
 	fetch func(page.Request) (page.Result[T], error)) (page.Result[T], string, error) {
-	pr, err := h.pageIn(ctx, scope, listing, limit, cursor)
+	pr, err := h.pageIn(scope, listing, limit, cursor)
 	if err != nil {
 		return page.Result[T]{}, "", err
 	}
@@ -73,39 +49,18 @@ func fetchPage[T any](ctx context.Context, h *handlers, scope, listing string, l
 	return r, h.cursors.Encode(scope, listing, r.Next), nil
 }
 
-// pageIn decodes a list request's cursor for the listing. A cursor that
-// does not decode is refused after the authorization decision, not before:
-// a stranger (or anyone in an org being offboarded) gets the same 404 with
-// a bad cursor as with a good one, and a member's 400 spends the org's
-// token like any request.
-func (h *handlers) pageIn(ctx context.Context, scope, listing string, limit *int, cursor *string) (page.Request, error) {
+// pageIn decodes a list request's cursor for the listing. It runs in the
+// handler, after the authorization decision: a stranger (or anyone in an
+// org being offboarded) gets the same 404 with a bad cursor as with a good
+// one.
+func (h *handlers) pageIn(scope, listing string, limit *int, cursor *string) (page.Request, error) {
 	p := pageReq(limit, cursor)
 	key, err := h.cursors.Decode(scope, listing, p.After)
 	p.After = key
-	if err != nil {
-		if _, aerr := principal(ctx); aerr != nil && !errors.Is(aerr, authz.ErrNoPrincipal) {
-			return p, aerr
-		}
-	}
 	return p, err
 }
 
 func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
-
-// principalAt is the start of a write that may carry If-Match: the caller
-// and the version it pins.
-func principalAt(ctx context.Context, h *string) (authz.Principal, errs.Match, error) {
-	p, err := principal(ctx)
-	return p, ifMatch(h), err
-}
-
-// pendingAt is principalAt for a write whose service sends its first read
-// beside the authorization read (authz.Prefetch). The version it pins is
-// checked after the decision, so a stranger's 404 comes before any 412.
-func pendingAt(ctx context.Context, h *string) (authz.Pending, errs.Match, error) {
-	p, err := pending(ctx)
-	return p, ifMatch(h), err
-}
 
 // mapAll converts each of ts with f: a page of domain values into its wire
 // form.
@@ -120,13 +75,13 @@ func mapAll[T, U any](ts []T, f func(T) U) []U {
 // ifMatch parses an If-Match header (RFC 9110): absent, "*", or a list of
 // entity tags, each naming a version (conditional.go: `"<version>-<digest>"`).
 // Weak tags and tags that name no version match nothing.
-func ifMatch(h *string) errs.Match {
+func ifMatch(h *string) ifmatch.Match {
 	if h == nil {
-		return errs.NoMatch
+		return ifmatch.None
 	}
 	s := strings.TrimSpace(*h)
 	if s == "*" {
-		return errs.MatchAny()
+		return ifmatch.Any()
 	}
 	var versions []int64
 	for _, tag := range entityTags(s) {
@@ -134,7 +89,7 @@ func ifMatch(h *string) errs.Match {
 			versions = append(versions, v)
 		}
 	}
-	return errs.MatchVersions(versions...)
+	return ifmatch.Versions(versions...)
 }
 
 func pageReq(limit *int, cursor *string) page.Request {

@@ -44,7 +44,7 @@ func idempotent(k *idempotency.Keeper) echo.MiddlewareFunc {
 			}
 			req.Body = io.NopCloser(bytes.NewReader(body))
 			role := ""
-			if p, ok := PrincipalFrom(req.Context()); ok {
+			if p, _, err := decided(req.Context()); err == nil {
 				role = string(p.OrgRole)
 			}
 			rec, kept, err := k.Begin(req.Context(), c.Param("orgId"), id.UserID, role, key,

@@ -20,7 +20,7 @@ func toInvitation(inv invitation.Invitation) oapi.Invitation {
 
 // CreateInvitation serves POST /v1/orgs/{orgId}/invitations.
 func (h *handlers) CreateInvitation(ctx context.Context, req oapi.CreateInvitationRequestObject) (oapi.CreateInvitationResponseObject, error) {
-	p, err := principal(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -42,7 +42,7 @@ func (h *handlers) CreateInvitation(ctx context.Context, req oapi.CreateInvitati
 
 // ListInvitations serves GET /v1/orgs/{orgId}/invitations.
 func (h *handlers) ListInvitations(ctx context.Context, req oapi.ListInvitationsRequestObject) (oapi.ListInvitationsResponseObject, error) {
-	p, err := principal(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +60,7 @@ func (h *handlers) ListInvitations(ctx context.Context, req oapi.ListInvitations
 
 // RevokeInvitation serves DELETE /v1/orgs/{orgId}/invitations/{invitationId}.
 func (h *handlers) RevokeInvitation(ctx context.Context, req oapi.RevokeInvitationRequestObject) (oapi.RevokeInvitationResponseObject, error) {
-	p, err := principal(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}

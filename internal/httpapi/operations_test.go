@@ -3,10 +3,8 @@ package httpapi_test
 import (
 	"net/http"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tenantd/tenantd/client"
 	"github.com/tenantd/tenantd/internal/audit"
@@ -18,8 +16,9 @@ import (
 
 // TestOperations pins the DynamoDB calls behind the access patterns whose
 // cost the design promises: the authorization read is one consistent
-// GetItem on the caller's OrgUser edge, and each pattern adds a constant
-// number of calls whatever the size of the data.
+// BatchGetItem of the caller's edge and the org item (and of the route's
+// target, when it names one), made before anything else; each pattern adds
+// a constant number of calls whatever the size of the data.
 func TestOperations(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Ops")
@@ -33,65 +32,65 @@ func TestOperations(t *testing.T) {
 	cases := []struct {
 		name  string
 		want  string
-		items int // keys of the BatchGetItem, when there is one
+		items int // keys of the last BatchGetItem, when it matters
 		do    func() (statusCoder, error)
 	}{
-		{"getTicket", authzRead + " ‖ GetItem", 0, func() (statusCoder, error) {
+		{"getTicket", authzRead, 3, func() (statusCoder, error) {
 			return c.GetTicketWithResponse(bg, org, w.Ticket.Id, nil)
 		}},
-		{"getTeamMember (AP3)", authzRead + " ‖ GetItem+consistent", 0, func() (statusCoder, error) {
+		{"getTeamMember (AP3)", authzRead, 3, func() (statusCoder, error) {
 			return c.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.TeamAdmin.ID, nil)
 		}},
-		{"listUserTeams (AP2)", authzRead + " ‖ Query(GSI1)", 0, func() (statusCoder, error) {
+		{"getOrgUser", authzRead, 3, func() (statusCoder, error) { return c.GetOrgUserWithResponse(bg, org, w.Admin.ID, nil) }},
+		{"getOrgUser (the caller)", authzRead, 2, func() (statusCoder, error) {
+			return c.GetOrgUserWithResponse(bg, org, w.Member.ID, nil)
+		}},
+		{"getTeam", authzRead, 3, func() (statusCoder, error) { return c.GetTeamWithResponse(bg, org, w.Team.Id, nil) }},
+		{"getOrg", authzRead, 2, func() (statusCoder, error) { return c.GetOrgWithResponse(bg, org, nil) }},
+		{"listUserTeams (AP2)", authzRead + ", Query(GSI1)", 0, func() (statusCoder, error) {
 			return c.ListUserTeamsWithResponse(bg, org, w.TeamOwner.ID, nil)
 		}},
-		{"listUserTeams (AP2) expand=team", authzRead + " ‖ Query(GSI1), BatchGetItem", 0, func() (statusCoder, error) {
+		{"listUserTeams (AP2) expand=team", authzRead + ", Query(GSI1), BatchGetItem", 0, func() (statusCoder, error) {
 			expand := client.ListUserTeamsParamsExpandTeam
 			return c.ListUserTeamsWithResponse(bg, org, w.TeamOwner.ID, &client.ListUserTeamsParams{Expand: &expand})
 		}},
-		{"listTeamMembers (AP1)", authzRead + " ‖ Query", 0, func() (statusCoder, error) {
+		{"listTeamMembers (AP1)", authzRead + ", Query", 0, func() (statusCoder, error) {
 			return c.ListTeamMembersWithResponse(bg, org, w.Team.Id, nil)
 		}},
-		{"listTeamMembers expand=user limit=2", authzRead + " ‖ Query, BatchGetItem", 2, func() (statusCoder, error) {
+		{"listTeamMembers expand=user limit=2", authzRead + ", Query, BatchGetItem", 2, func() (statusCoder, error) {
 			return c.ListTeamMembersWithResponse(bg, org, w.Team.Id, &client.ListTeamMembersParams{Limit: ptr(2), Expand: ptr(client.ListTeamMembersParamsExpandUser)})
 		}},
-		{"listTeamMembers expand=user limit=5", authzRead + " ‖ Query, BatchGetItem", 5, func() (statusCoder, error) {
+		{"listTeamMembers expand=user limit=5", authzRead + ", Query, BatchGetItem", 5, func() (statusCoder, error) {
 			return c.ListTeamMembersWithResponse(bg, org, w.Team.Id, &client.ListTeamMembersParams{Limit: ptr(5), Expand: ptr(client.ListTeamMembersParamsExpandUser)})
 		}},
-		{"listTeamMembers expand=user limit=100", authzRead + " ‖ Query, BatchGetItem", 9, func() (statusCoder, error) {
+		{"listTeamMembers expand=user limit=100", authzRead + ", Query, BatchGetItem", 9, func() (statusCoder, error) {
 			return c.ListTeamMembersWithResponse(bg, org, w.Team.Id, &client.ListTeamMembersParams{Limit: ptr(100), Expand: ptr(client.ListTeamMembersParamsExpandUser)})
 		}},
 	}
-	// The calls are written as round trips (dynamotest.Recorder.Trips):
-	// "A ‖ B" were in flight together (see overlappedTrips).
 	for _, cs := range cases {
 		t.Run(cs.name, func(t *testing.T) {
-			if got, want := overlappedTrips(t, ts, http.StatusOK, cs.do), cs.want; got != want {
+			if got, want := tripsOf(t, ts, http.StatusOK, cs.do), cs.want; got != want {
 				t.Errorf("DynamoDB round trips:\ngot  %s\nwant %s", got, want)
 			}
 			if cs.items > 0 {
 				ops := ts.Rec.Ops()
 				if got, want := ops[len(ops)-1].Items, cs.items; got != want {
-					t.Errorf("BatchGetItem keys: got %d, want %d (one per member on the page)", got, want)
+					t.Errorf("BatchGetItem keys: got %d, want %d", got, want)
 				}
 			}
 		})
 	}
 
-	// Every other org-scoped read sends its first read beside the one
-	// authorization read (one round trip), and costs a small constant
-	// number of calls.
+	// Every other org-scoped read makes the authorization read first, then
+	// at most two calls more (the listing, and its users expanded).
 	reads := []struct {
 		name string
 		do   func() (statusCoder, error)
 	}{
-		{"getOrg", func() (statusCoder, error) { return c.GetOrgWithResponse(bg, org, nil) }},
 		{"getOrg include=users", func() (statusCoder, error) {
 			return c.GetOrgWithResponse(bg, org, &client.GetOrgParams{Include: ptr(client.GetOrgParamsIncludeUsers)})
 		}},
 		{"listOrgUsers", func() (statusCoder, error) { return c.ListOrgUsersWithResponse(bg, org, nil) }},
-		{"getOrgUser", func() (statusCoder, error) { return c.GetOrgUserWithResponse(bg, org, w.Admin.ID, nil) }},
-		{"listUserTeams", func() (statusCoder, error) { return c.ListUserTeamsWithResponse(bg, org, w.TeamOwner.ID, nil) }},
 		{"listUserTickets include=user", func() (statusCoder, error) {
 			return c.ListUserTicketsWithResponse(bg, org, w.Requester.ID, &client.ListUserTicketsParams{Include: ptr(client.ListUserTicketsParamsIncludeUser)})
 		}},
@@ -111,58 +110,30 @@ func TestOperations(t *testing.T) {
 		}},
 		{"listComments", func() (statusCoder, error) { return c.ListCommentsWithResponse(bg, org, w.Ticket.Id, nil) }},
 	}
-	// Reads whose first read may be large (pages of tickets or comments)
-	// wait for the decision instead: a stranger must not make the server
-	// read megabytes of another tenant's partition for a 404.
-	decidedFirst := map[string]bool{}
-	for _, n := range []string{"listUserTickets include=user", "listAssignedTickets", "listTeamTickets status=new", "listTickets expand=requester,assignee", "getTicket include=comments", "listComments"} {
-		decidedFirst[n] = true
-	}
 	for _, rd := range reads {
-		if decidedFirst[rd.name] {
-			t.Run("authz read first/"+rd.name, func(t *testing.T) {
-				ts.Rec.Reset()
-				// Armed, the rendezvous holds the authorization read until a
-				// second call arrives: it must not, before the decision.
-				ts.Rec.Rendezvous(2, 300*time.Millisecond)
-				r, err := rd.do()
-				mustStatus(t, r, err, http.StatusOK)
-				if ts.Rec.RendezvousMet() {
-					t.Errorf("DynamoDB calls %q: the route's read went out beside the authorization read", ts.Rec.Names())
-				}
-				if first, _, _ := strings.Cut(ts.Rec.Trips(), ", "); first != authzRead {
-					t.Errorf("DynamoDB round trips %q: want the authorization read %q alone first", ts.Rec.Trips(), authzRead)
-				}
-				if n := ts.Rec.Count(); n > 3 {
-					t.Errorf("DynamoDB calls %q: more than 3 for one read", ts.Rec.Names())
-				}
-			})
-			continue
-		}
-		t.Run("authz read in the first round trip/"+rd.name, func(t *testing.T) {
-			overlappedTrips(t, ts, http.StatusOK, rd.do)
-			ops := ts.Rec.Ops()
-			if len(ops) > 3 {
-				t.Errorf("DynamoDB calls %q: more than 3 for one read", ts.Rec.Names())
+		t.Run("authz read first/"+rd.name, func(t *testing.T) {
+			trips := tripsOf(t, ts, http.StatusOK, rd.do)
+			if n := ts.Rec.Count(); n > 3 {
+				t.Errorf("DynamoDB calls %q: more than 3 for one read", trips)
 			}
-			for _, op := range ops {
+			for _, op := range ts.Rec.Ops() {
 				if op.Name == "Scan" {
-					t.Errorf("a Scan: %s", ts.Rec.Names())
+					t.Errorf("a Scan: %s", trips)
 				}
 			}
 		})
 	}
 }
 
-// TestOperationsOfWrites pins the round trips of updates and deletes
-// (issue 12's goal: two): the first read of the target goes out beside the
-// authorization read, and the write after the decision is the second. A
-// delete reads once more in between, in the store: the children it deletes
-// with its parent (a team's edges, a ticket's comments; a user's team set),
-// consistently, at the time of the write, which no earlier read can stand
-// in for, and possibly large, so not before the decision. The caller is an org admin or owner, whose decision needs no team
-// role (a member acting on a team by their team role reads their edge after
-// the decision: one more round trip).
+// TestOperationsOfWrites pins the calls of creates, updates and deletes:
+// the authorization read first, which loads the target of an update or a
+// delete, then the write's transaction. A delete reads once more in
+// between, in the store: the children it deletes with its parent (a team's
+// edges, a ticket's comments; a user's team set), consistently, at the
+// time of the write, which no earlier read can stand in for. The caller is
+// an org admin or owner, whose decision needs no team role (a member acting
+// on a team by their team role reads their edge after the decision: one
+// call more).
 func TestOperationsOfWrites(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Write ops")
@@ -172,26 +143,30 @@ func TestOperationsOfWrites(t *testing.T) {
 	MustMember(t, owner, org, w.Team.Id, extra.ID, client.RoleMember)
 	leaving := ts.Actor(t, "leaving")
 	MustUser(t, owner, org, leaving, client.RoleMember)
+	joining := ts.Actor(t, "joining")
+	MustUser(t, owner, org, joining, client.RoleMember)
 	doomedTeam := MustTeam(t, admin, org, "Doomed team")
 	doomedTicket := MustTicket(t, admin, org, client.TicketCreate{Title: "Doomed ticket"})
 	writes := []struct {
-		name        string
-		want, trips int
-		do          func() (statusCoder, error)
+		name  string
+		want  int
+		calls int
+		do    func() (statusCoder, error)
 	}{
-		// A member's create goes out beside the authorization read, in one
-		// transaction that proves the caller's membership (authz.Write).
-		{"createTicket", http.StatusCreated, 1, func() (statusCoder, error) {
-			return w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "One trip"})
+		{"createTicket", http.StatusCreated, 2, func() (statusCoder, error) {
+			return w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "Two calls"})
 		}},
-		{"createComment", http.StatusCreated, 1, func() (statusCoder, error) {
-			return w.Member.C.CreateCommentWithResponse(bg, org, w.Ticket.Id, nil, client.CommentCreate{Body: "one trip"})
+		{"createComment", http.StatusCreated, 2, func() (statusCoder, error) {
+			return w.Member.C.CreateCommentWithResponse(bg, org, w.Ticket.Id, nil, client.CommentCreate{Body: "two calls"})
 		}},
 		{"updateTicket", http.StatusOK, 2, func() (statusCoder, error) {
 			return admin.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil, client.TicketUpdate{Title: ptr("Renamed")})
 		}},
 		{"putTeamMember (role change)", http.StatusOK, 2, func() (statusCoder, error) {
 			return admin.PutTeamMemberWithResponse(bg, org, w.Team.Id, w.TeamMember.ID, nil, client.TeamMemberPut{Role: client.RoleAdmin})
+		}},
+		{"putTeamMember (added)", http.StatusCreated, 2, func() (statusCoder, error) {
+			return admin.PutTeamMemberWithResponse(bg, org, w.Team.Id, joining.ID, nil, client.TeamMemberPut{Role: client.RoleMember})
 		}},
 		{"updateTeam", http.StatusOK, 2, func() (statusCoder, error) {
 			return admin.UpdateTeamWithResponse(bg, org, w.Team.Id, nil, client.TeamUpdate{Name: ptr("Renamed team")})
@@ -215,15 +190,11 @@ func TestOperationsOfWrites(t *testing.T) {
 			return admin.RemoveOrgUserWithResponse(bg, org, leaving.ID, nil)
 		}},
 	}
-	// The member's creates send their write beside the authorization read
-	// once that read has let them in lately.
-	g, err := w.Member.C.GetOrgWithResponse(bg, org, nil)
-	mustStatus(t, g, err, http.StatusOK)
 	for _, wr := range writes {
 		t.Run(wr.name, func(t *testing.T) {
-			trips := overlappedTrips(t, ts, wr.want, wr.do)
-			if n := len(strings.Split(trips, ", ")); n != wr.trips {
-				t.Errorf("DynamoDB round trips %q: %d, want %d", trips, n, wr.trips)
+			trips := tripsOf(t, ts, wr.want, wr.do)
+			if n := ts.Rec.Count(); n != wr.calls {
+				t.Errorf("DynamoDB calls %q: %d, want %d", trips, n, wr.calls)
 			}
 		})
 	}
@@ -232,22 +203,17 @@ func TestOperationsOfWrites(t *testing.T) {
 // authzRead is how the recorder names the authorization read.
 const authzRead = "BatchGetItem+consistent"
 
-// overlappedTrips runs do, which must answer want, with the recorder's
-// rendezvous armed (it holds the first two calls until both are in
-// flight, so a read that waited for the authorization read times out
-// there, whatever the scheduler does), and returns the request's round
-// trips; it fails t unless the authorization read went out in the first
-// round trip beside another call.
-func overlappedTrips(t *testing.T, ts *testServer, want int, do func() (statusCoder, error)) string {
+// tripsOf runs do, which must answer want, and returns the request's
+// DynamoDB round trips; it fails t unless the authorization read went out
+// first, alone: the decision is made before anything else is read.
+func tripsOf(t *testing.T, ts *testServer, want int, do func() (statusCoder, error)) string {
 	t.Helper()
 	ts.Rec.Reset()
-	ts.Rec.Rendezvous(2, 5*time.Second)
 	r, err := do()
 	mustStatus(t, r, err, want)
 	trips := ts.Rec.Trips()
-	first, _, _ := strings.Cut(trips, ", ")
-	if !ts.Rec.RendezvousMet() || !slices.Contains(strings.Split(first, " ‖ "), authzRead) || !strings.Contains(first, " ‖ ") {
-		t.Errorf("DynamoDB round trips %q: want the authorization read %q beside the first read", trips, authzRead)
+	if first, _, _ := strings.Cut(trips, ", "); first != authzRead {
+		t.Errorf("DynamoDB round trips %q: want the authorization read %q alone first", trips, authzRead)
 	}
 	return trips
 }

@@ -61,12 +61,12 @@ func (h *handlers) CreateOrg(ctx context.Context, req oapi.CreateOrgRequestObjec
 
 // GetOrg serves GET /v1/orgs/{orgId}.
 func (h *handlers) GetOrg(ctx context.Context, req oapi.GetOrgRequestObject) (oapi.GetOrgResponseObject, error) {
-	p, err := pending(ctx)
+	p, target, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
 	withUsers := req.Params.Include != nil && *req.Params.Include == oapi.GetOrgParamsIncludeUsers
-	org, users, err := h.Orgs.GetOrg(ctx, p, withUsers)
+	org, users, err := h.Orgs.GetOrg(ctx, p, target.Org, withUsers)
 	if err != nil {
 		return nil, err
 	}
@@ -80,11 +80,12 @@ func (h *handlers) GetOrg(ctx context.Context, req oapi.GetOrgRequestObject) (oa
 
 // UpdateOrg serves PATCH /v1/orgs/{orgId}.
 func (h *handlers) UpdateOrg(ctx context.Context, req oapi.UpdateOrgRequestObject) (oapi.UpdateOrgResponseObject, error) {
-	p, v, err := pendingAt(ctx, req.Params.IfMatch)
+	p, target, err := decided(ctx)
+	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	org, err := h.Orgs.UpdateOrg(ctx, p, req.Body.Name, v)
+	org, err := h.Orgs.UpdateOrg(ctx, p, target.Org, req.Body.Name, v)
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +95,8 @@ func (h *handlers) UpdateOrg(ctx context.Context, req oapi.UpdateOrgRequestObjec
 // DeleteOrg serves DELETE /v1/orgs/{orgId}: 204 when the offboarding
 // finished within OffboardWait, otherwise 202 with its progress.
 func (h *handlers) DeleteOrg(ctx context.Context, req oapi.DeleteOrgRequestObject) (oapi.DeleteOrgResponseObject, error) {
-	p, v, err := principalAt(ctx, req.Params.IfMatch)
+	p, _, err := decided(ctx)
+	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -111,7 +113,7 @@ func (h *handlers) DeleteOrg(ctx context.Context, req oapi.DeleteOrgRequestObjec
 
 // GetOffboarding serves GET /v1/orgs/{orgId}/offboarding.
 func (h *handlers) GetOffboarding(ctx context.Context, _ oapi.GetOffboardingRequestObject) (oapi.GetOffboardingResponseObject, error) {
-	p, err := principal(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -132,7 +134,7 @@ func toOffboarding(j deletion.Job) oapi.Offboarding {
 
 // ListOrgUsers serves GET /v1/orgs/{orgId}/users.
 func (h *handlers) ListOrgUsers(ctx context.Context, req oapi.ListOrgUsersRequestObject) (oapi.ListOrgUsersResponseObject, error) {
-	p, err := pending(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +151,7 @@ func (h *handlers) ListOrgUsers(ctx context.Context, req oapi.ListOrgUsersReques
 
 // AddOrgUser serves POST /v1/orgs/{orgId}/users.
 func (h *handlers) AddOrgUser(ctx context.Context, req oapi.AddOrgUserRequestObject) (oapi.AddOrgUserResponseObject, error) {
-	p, err := principal(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -164,11 +166,11 @@ func (h *handlers) AddOrgUser(ctx context.Context, req oapi.AddOrgUserRequestObj
 
 // GetOrgUser serves GET /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) GetOrgUser(ctx context.Context, req oapi.GetOrgUserRequestObject) (oapi.GetOrgUserResponseObject, error) {
-	p, err := pending(ctx)
+	p, target, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
-	u, err := h.Orgs.GetOrgUser(ctx, p, req.UserId)
+	u, err := h.Orgs.GetOrgUser(ctx, p, req.UserId, target.User)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +179,8 @@ func (h *handlers) GetOrgUser(ctx context.Context, req oapi.GetOrgUserRequestObj
 
 // UpdateOrgUser serves PATCH /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequestObject) (oapi.UpdateOrgUserResponseObject, error) {
-	p, v, err := pendingAt(ctx, req.Params.IfMatch)
+	p, target, err := decided(ctx)
+	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -186,7 +189,7 @@ func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequ
 		r := roleOf(*req.Body.Role)
 		patch.Role = &r
 	}
-	u, err := h.Orgs.UpdateOrgUser(ctx, p, req.UserId, patch, v)
+	u, err := h.Orgs.UpdateOrgUser(ctx, p, req.UserId, target.User, patch, v)
 	if err != nil {
 		return nil, err
 	}
@@ -195,11 +198,12 @@ func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequ
 
 // RemoveOrgUser serves DELETE /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) RemoveOrgUser(ctx context.Context, req oapi.RemoveOrgUserRequestObject) (oapi.RemoveOrgUserResponseObject, error) {
-	p, v, err := pendingAt(ctx, req.Params.IfMatch)
+	p, target, err := decided(ctx)
+	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Orgs.RemoveOrgUser(ctx, p, req.UserId, v); err != nil {
+	if err := h.Orgs.RemoveOrgUser(ctx, p, req.UserId, target.User, v); err != nil {
 		return nil, err
 	}
 	return oapi.RemoveOrgUser204Response{}, nil

@@ -3,12 +3,10 @@ package httpapi
 import (
 	"fmt"
 	"math"
-	"net/http"
 	"strconv"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 )
@@ -57,45 +55,7 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 			if !ok {
 				return next(c)
 			}
-			// A request whose authorization read is in flight (a GET, an
-			// update, a delete, a member's create) spends its token
-			// once the read has let the caller in: strangers spend nothing
-			// of the org's quota, hold none of it while their read runs,
-			// and see none of its RateLimit fields. A bucket that is empty
-			// already is not raced: the request waits for the decision
-			// and is refused (or is a stranger's 404) without making its
-			// own read or write.
-			//
-			// A create sends its write beside the read (authz.Write) only
-			// on a hold of the bucket (ratelimit.Hold): once committed (or
-			// possibly), it spends its token without refusal, for the write
-			// stands, and an emptied bucket owes it (ratelimit.Spend). So
-			// the creates in flight this way are at most what the bucket
-			// holds, the sustained rate holds, and the others wait for the
-			// decision, like any request on an empty bucket. A stranger's
-			// hold refuses nobody (and strangers' creates wait anyway).
-			if p, ok := pendingFrom(c.Request().Context()); ok {
-				bucket := key(c, id.UserID)
-				release, room := func() {}, false
-				if c.Request().Method == http.MethodPost {
-					release, room = l.Hold(bucket)
-					defer release()
-				} else {
-					room = l.Available(bucket)
-				}
-				gated := p.Gate(func(_ authz.Principal, committed bool) error {
-					release()
-					return take(c, l, refused, policy, bucket, committed)
-				})
-				if !room {
-					if _, err := gated.Await(); err != nil {
-						return err
-					}
-				}
-				c.SetRequest(c.Request().WithContext(withPending(c.Request().Context(), gated)))
-				return next(c)
-			}
-			if err := take(c, l, refused, policy, key(c, id.UserID), false); err != nil {
+			if err := take(c, l, refused, policy, key(c, id.UserID)); err != nil {
 				return err
 			}
 			return next(c)
@@ -104,16 +64,8 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 }
 
 // take spends a token of bucket and writes the RateLimit header fields.
-// A request whose write committed already (committed) is not refused: its
-// token is spent, owed when the bucket is empty (ratelimit.Spend), and the
-// fields say what is left.
-func take(c echo.Context, l *ratelimit.Limiter, refused error, policy, bucket string, committed bool) error {
-	var d ratelimit.Decision
-	if committed {
-		d = l.Spend(bucket) // the bucket owes what it did not hold
-	} else {
-		d = l.Take(bucket)
-	}
+func take(c echo.Context, l *ratelimit.Limiter, refused error, policy, bucket string) error {
+	d := l.Take(bucket)
 	f := rateLimitFields(l, policy, d)
 	h := c.Response().Header()
 	h.Add("RateLimit-Policy", f.policy)

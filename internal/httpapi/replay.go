@@ -26,8 +26,8 @@ var replayActions = map[string]authz.Action{
 // owner). Requests outside an org (createOrg, acceptInvitation) need only
 // the caller, whom the key is scoped to. A route without a rule is refused.
 func authorizeReplay(c echo.Context, body []byte) error {
-	p, ok := PrincipalFrom(c.Request().Context())
-	if !ok {
+	p, _, err := decided(c.Request().Context())
+	if err != nil {
 		return nil
 	}
 	a, ok := replayActions[c.Path()]

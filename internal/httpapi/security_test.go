@@ -32,7 +32,6 @@ import (
 	"github.com/tenantd/tenantd/client"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/httpapi"
-	"github.com/tenantd/tenantd/internal/ids"
 )
 
 // ---------------------------------------------------------------------------
@@ -672,10 +671,8 @@ func TestRevocation(t *testing.T) {
 			ts.Rec.Reset()
 			l, err := u.C.ListTicketsWithResponse(bg, org, nil)
 			wantProblem(t, l, err, http.StatusNotFound, "org_not_found")
-			// A GET's own read goes out beside the authorization read;
-			// nothing of it is answered.
-			if !outsiderGET(ts.Rec.Ops()) {
-				t.Errorf("DynamoDB calls: %s, want the consistent authorization read and at most the listing's read", ts.Rec.Names())
+			if got := ts.Rec.Names(); got != "BatchGetItem+consistent" {
+				t.Errorf("DynamoDB calls: %s, want exactly the consistent authorization read", got)
 			}
 		}
 	})
@@ -712,13 +709,10 @@ func TestRevocation(t *testing.T) {
 		ts.Rec.Reset()
 		r, err := u.C.PutTeamMemberWithResponse(bg, org, w.Team.Id, w.Member.ID, nil, client.TeamMemberPut{Role: client.RoleMember})
 		wantProblem(t, r, err, http.StatusForbidden, "forbidden")
-		// The org edge (and beside it the target's edge, authz.Prefetch),
-		// then the caller's team edge: consistent reads all, nothing
-		// written.
-		ops := ts.Rec.Ops()
-		if len(ops) != 3 || !slices.Equal(slices.Sorted(slices.Values([]string{ops[0].String(), ops[1].String()})), []string{"BatchGetItem+consistent", "GetItem+consistent"}) ||
-			ops[2].String() != "GetItem+consistent" {
-			t.Errorf("DynamoDB calls: %s, want the authorization read beside the target edge's read, then the caller's team edge", ts.Rec.Trips())
+		// The authorization read (with the target's edge), then the
+		// caller's team edge: consistent reads both, nothing written.
+		if got := ts.Rec.Trips(); got != "BatchGetItem+consistent, GetItem+consistent" {
+			t.Errorf("DynamoDB calls: %s, want the authorization read, then the caller's team edge", got)
 		}
 		g, err := w.Owner.C.GetTeamMemberWithResponse(bg, org, w.Team.Id, w.Member.ID, nil)
 		wantProblem(t, g, err, http.StatusNotFound, "")
@@ -955,18 +949,38 @@ func diff(a, b string) string {
 	return strings.Join(out, "\n")
 }
 
-// TestCreatesProveAccess: a member's create (a ticket, a comment) goes out
-// beside the authorization read once that read has let them in lately, in
-// one transaction conditioned on the caller's edge (authz.Write). Whoever
-// the read refuses gets its answer first, whatever else is wrong with the
-// request, and the table holds nothing of it; a stranger's create sends no
-// write at all.
+// afterAuthorization runs a hook once, right after the next authorization
+// read (a consistent BatchGetItem) has answered and before the request
+// goes on: the moment between the decision and the write, where a
+// revocation must still stop the write (the actor fence). Attach with
+// withAPIOptions(h.middleware); arm with h.arm.
+type afterAuthorization struct{ hook atomic.Pointer[func()] }
+
+func (h *afterAuthorization) arm(f func()) { h.hook.Store(&f) }
+
+func (h *afterAuthorization) middleware(stack *middleware.Stack) error {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("httpapi_test.afterAuthorization",
+		func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			out, md, err := next.HandleInitialize(ctx, in)
+			if middleware.GetOperationName(ctx) == "BatchGetItem" {
+				if f := h.hook.Swap(nil); f != nil {
+					(*f)()
+				}
+			}
+			return out, md, err
+		}), middleware.After)
+}
+
+// TestCreatesProveAccess: the decision is made before a create, and the
+// create's transaction proves the caller's edge again (the actor fence), so
+// a member removed or an org offboarded between the decision and the write
+// writes nothing.
 func TestCreatesProveAccess(t *testing.T) {
-	ts := MustServer(t)
+	hook := &afterAuthorization{}
+	ts := MustServer(t, withAPIOptions(hook.middleware))
 	w := MustWorld(t, ts, "Proven")
 	org := w.Org.Id
 	stranger := ts.Actor(t, "stranger")
-	gen := ids.NewGenerator(ts.Clock.Now)
 	// written counts the items of typ whose attribute has value.
 	written := func(t *testing.T, typ, attr, value string) int {
 		t.Helper()
@@ -978,7 +992,17 @@ func TestCreatesProveAccess(t *testing.T) {
 		}
 		return n
 	}
-	t.Run("ErrStranger/no write sent", func(t *testing.T) {
+	// setAttr sets (or, with nil, removes) an attribute of the item at
+	// pk/sk behind the server's back.
+	setAttr := func(t *testing.T, pk, sk, expr string, vals map[string]types.AttributeValue) {
+		t.Helper()
+		if _, err := ts.Raw.UpdateItem(bg, &dynamodb.UpdateItemInput{TableName: aws.String(ts.Table),
+			Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: pk}, "sk": &types.AttributeValueMemberS{Value: sk}},
+			UpdateExpression: aws.String(expr), ExpressionAttributeValues: vals}); err != nil {
+			t.Error(err)
+		}
+	}
+	t.Run("404/a stranger's create sends no write", func(t *testing.T) {
 		ts.Rec.Reset()
 		r, err := stranger.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "stranger's", AssigneeId: &w.Member.ID, TeamId: &w.Team.Id})
 		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
@@ -987,54 +1011,68 @@ func TestCreatesProveAccess(t *testing.T) {
 		if got := ts.Rec.Names(); got != "BatchGetItem+consistent, BatchGetItem+consistent" {
 			t.Errorf("DynamoDB calls %q, want the two authorization reads only: a stranger's transaction would touch the org's ticket, team and user edge", got)
 		}
+		// Not the 400 of a bad body: the decision's 404 comes first.
+		b, err := stranger.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "bell\u0007"})
+		wantProblem(t, b, err, http.StatusNotFound, "org_not_found")
 	})
-	t.Run("ErrRemoved/what the transaction proves", func(t *testing.T) {
+	t.Run("404/removed after the decision: the fence refuses", func(t *testing.T) {
 		u := ts.Actor(t, "removed")
 		MustUser(t, w.Owner.C, org, u, client.RoleMember)
-		MustTicket(t, u.C, org, client.TicketCreate{Title: "while a member"}) // let in lately
-		d, err := w.Owner.C.RemoveOrgUserWithResponse(bg, org, u.ID, nil)
-		mustStatus(t, d, err, http.StatusNoContent)
-		ts.Rec.Reset()
-		r, err := u.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "after removal", TeamId: ptr(gen.New())})
-		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
-		c, err := u.C.CreateCommentWithResponse(bg, org, gen.New(), nil, client.CommentCreate{Body: "after removal"})
-		wantProblem(t, c, err, http.StatusNotFound, "org_not_found")
-		if !strings.Contains(ts.Rec.Names(), "TransactWriteItems") {
-			t.Errorf("DynamoDB calls %q: no write went out, so the fence was not what refused", ts.Rec.Names())
+		for _, create := range []func() (statusCoder, error){
+			func() (statusCoder, error) {
+				return u.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "after removal"})
+			},
+			func() (statusCoder, error) {
+				return u.C.CreateCommentWithResponse(bg, org, w.Ticket.Id, nil, client.CommentCreate{Body: "after removal"})
+			},
+		} {
+			// The edge marked as an offboarding marks it: gone for the fence.
+			hook.arm(func() {
+				setAttr(t, "ORG#"+org, "USER#"+u.ID, "SET deleting = :t", map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}})
+			})
+			ts.Rec.Reset()
+			r, err := create()
+			wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
+			if !strings.Contains(ts.Rec.Names(), "TransactWriteItems") {
+				t.Errorf("DynamoDB calls %q: no write went out, so the fence was not what refused", ts.Rec.Names())
+			}
+			setAttr(t, "ORG#"+org, "USER#"+u.ID, "REMOVE deleting", nil)
 		}
 		if n := written(t, "Ticket", "title", "after removal") + written(t, "Comment", "body", "after removal"); n != 0 {
 			t.Errorf("%d items of a removed member's creates in the table", n)
 		}
-		// Not the 400 of a bad body: the decision's 404 comes first.
-		b, err := u.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "bell\u0007"})
-		wantProblem(t, b, err, http.StatusNotFound, "org_not_found")
 	})
-	t.Run("ErrOffboarding/the org item marked, the member's edge intact", func(t *testing.T) {
-		// The moment between an offboarding's first step (the org marked
-		// deleting) and its cutting the members off: the member's edge
-		// still proves membership, so the write may commit; the decision
-		// reads the mark and the answer is the org's 404 (the offboarding
-		// sweeps what the write left once it has cut the members off).
-		v := MustWorld(t, ts, "Being offboarded")
-		MustTicket(t, v.Member.C, v.Org.Id, client.TicketCreate{Title: "let in lately"})
-		if _, err := ts.Raw.UpdateItem(bg, &dynamodb.UpdateItemInput{TableName: aws.String(ts.Table),
-			Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ORG#" + v.Org.Id}, "sk": &types.AttributeValueMemberS{Value: "#METADATA"}},
-			UpdateExpression: aws.String("SET deleting = :t"), ExpressionAttributeValues: map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}}}); err != nil {
-			t.Fatal(err)
+	t.Run("403/demoted after the decision: the fence refuses", func(t *testing.T) {
+		u := ts.Actor(t, "demoted")
+		MustUser(t, w.Owner.C, org, u, client.RoleAdmin)
+		// The edge's role changed to member ("role" is a reserved word).
+		hook.arm(func() {
+			if _, err := ts.Raw.UpdateItem(bg, &dynamodb.UpdateItemInput{TableName: aws.String(ts.Table),
+				Key:                       map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ORG#" + org}, "sk": &types.AttributeValueMemberS{Value: "USER#" + u.ID}},
+				UpdateExpression:          aws.String("SET #r = :m"),
+				ExpressionAttributeNames:  map[string]string{"#r": "role"},
+				ExpressionAttributeValues: map[string]types.AttributeValue{":m": &types.AttributeValueMemberS{Value: "member"}}}); err != nil {
+				t.Error(err)
+			}
+		})
+		ts.Rec.Reset()
+		r, err := u.C.CreateTeamWithResponse(bg, org, nil, client.TeamCreate{Name: "made while demoted"})
+		wantProblem(t, r, err, http.StatusForbidden, "forbidden")
+		if !strings.Contains(ts.Rec.Names(), "TransactWriteItems") {
+			t.Errorf("DynamoDB calls %q: no write went out, so the fence was not what refused", ts.Rec.Names())
 		}
+		if n := written(t, "Team", "name", "made while demoted"); n != 0 {
+			t.Errorf("%d teams of a demoted admin in the table", n)
+		}
+	})
+	t.Run("404/the org's offboarding begun: the decision refuses", func(t *testing.T) {
+		v := MustWorld(t, ts, "Being offboarded")
+		setAttr(t, "ORG#"+v.Org.Id, "#METADATA", "SET deleting = :t", map[string]types.AttributeValue{":t": &types.AttributeValueMemberBOOL{Value: true}})
 		ts.Rec.Reset()
 		r, err := v.Member.C.CreateTicketWithResponse(bg, v.Org.Id, nil, client.TicketCreate{Title: "into a deleted org"})
 		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
-		if !strings.Contains(ts.Rec.Names(), "TransactWriteItems") {
-			t.Fatalf("DynamoDB calls %q: the create sent no write, so this tested nothing", ts.Rec.Names())
-		}
-		// The next one waits for the decision: the refusal made the
-		// caller no longer "let in lately".
-		ts.Rec.Reset()
-		c, err := v.Member.C.CreateCommentWithResponse(bg, v.Org.Id, v.Ticket.Id, nil, client.CommentCreate{Body: "into a deleted org"})
-		wantProblem(t, c, err, http.StatusNotFound, "org_not_found")
 		if got := ts.Rec.Names(); got != "BatchGetItem+consistent" {
-			t.Errorf("DynamoDB calls %q after the refusal, want the authorization read only", got)
+			t.Errorf("DynamoDB calls %q, want the authorization read only", got)
 		}
 	})
 	t.Run("OK/offboarding racing the members' creates leaves nothing", func(t *testing.T) {
@@ -1075,29 +1113,4 @@ func TestCreatesProveAccess(t *testing.T) {
 		})
 		mustOffboarded(t, ts, v.Owner.C, v.Org.Id)
 	})
-}
-
-// TestRecentMembersBounded: the set of callers let in lately holds at most
-// twice its bound whatever is added, forgets a pair at once, and forgets
-// every pair after two TTLs.
-func TestRecentMembersBounded(t *testing.T) {
-	m := httpapi.NewRecentMembers(100, 50*time.Millisecond)
-	for i := range 10_000 {
-		m.Saw("org", fmt.Sprint("u", i))
-		if n := m.Len(); n > 200 {
-			t.Fatalf("%d pairs after %d added, bound 2 x 100", n, i+1)
-		}
-	}
-	if !m.Recent("org", "u9999") || m.Recent("org", "u0") {
-		t.Error("the newest pair forgotten, or the oldest kept past the bound")
-	}
-	m.Forget("org", "u9999")
-	if m.Recent("org", "u9999") {
-		t.Error("a forgotten pair is still recent")
-	}
-	m.Saw("org", "late")
-	time.Sleep(110 * time.Millisecond) // two TTLs: not a timing assertion, a wait past them
-	if m.Recent("org", "late") {
-		t.Error("a pair still recent after two TTLs")
-	}
 }

@@ -48,7 +48,7 @@ type Deps struct {
 	Tickets     *ticket.Service
 	Invitations *invitation.Service
 	Audit       *audit.Service
-	Roles       AccessReader // the authorization read
+	Roles       graphapi.AccessReader // the authorization read
 	Verifier    *Verifier
 	// CursorKey signs pagination cursors (at least 32 bytes).
 	CursorKey []byte

@@ -10,7 +10,7 @@ import (
 
 // ListTeams serves GET /v1/orgs/{orgId}/teams.
 func (h *handlers) ListTeams(ctx context.Context, req oapi.ListTeamsRequestObject) (oapi.ListTeamsResponseObject, error) {
-	p, err := pending(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -28,7 +28,7 @@ func (h *handlers) ListTeams(ctx context.Context, req oapi.ListTeamsRequestObjec
 
 // CreateTeam serves POST /v1/orgs/{orgId}/teams.
 func (h *handlers) CreateTeam(ctx context.Context, req oapi.CreateTeamRequestObject) (oapi.CreateTeamResponseObject, error) {
-	p, err := principal(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -45,12 +45,12 @@ func (h *handlers) CreateTeam(ctx context.Context, req oapi.CreateTeamRequestObj
 
 // GetTeam serves GET /v1/orgs/{orgId}/teams/{teamId} (AP4 with ?include=members).
 func (h *handlers) GetTeam(ctx context.Context, req oapi.GetTeamRequestObject) (oapi.GetTeamResponseObject, error) {
-	p, err := pending(ctx)
+	p, target, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
 	withMembers := req.Params.Include != nil && *req.Params.Include == oapi.GetTeamParamsIncludeMembers
-	t, members, err := h.Teams.GetTeam(ctx, p, req.TeamId, withMembers)
+	t, members, err := h.Teams.GetTeam(ctx, p, req.TeamId, target.Team, withMembers)
 	if err != nil {
 		return nil, err
 	}
@@ -64,11 +64,12 @@ func (h *handlers) GetTeam(ctx context.Context, req oapi.GetTeamRequestObject) (
 
 // UpdateTeam serves PATCH /v1/orgs/{orgId}/teams/{teamId}.
 func (h *handlers) UpdateTeam(ctx context.Context, req oapi.UpdateTeamRequestObject) (oapi.UpdateTeamResponseObject, error) {
-	p, v, err := pendingAt(ctx, req.Params.IfMatch)
+	p, target, err := decided(ctx)
+	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	t, err := h.Teams.UpdateTeam(ctx, p, req.TeamId, membership.Patch{Name: req.Body.Name, Description: req.Body.Description}, v)
+	t, err := h.Teams.UpdateTeam(ctx, p, req.TeamId, target.Team, membership.Patch{Name: req.Body.Name, Description: req.Body.Description}, v)
 	if err != nil {
 		return nil, err
 	}
@@ -77,11 +78,12 @@ func (h *handlers) UpdateTeam(ctx context.Context, req oapi.UpdateTeamRequestObj
 
 // DeleteTeam serves DELETE /v1/orgs/{orgId}/teams/{teamId}.
 func (h *handlers) DeleteTeam(ctx context.Context, req oapi.DeleteTeamRequestObject) (oapi.DeleteTeamResponseObject, error) {
-	p, v, err := pendingAt(ctx, req.Params.IfMatch)
+	p, target, err := decided(ctx)
+	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Teams.DeleteTeam(ctx, p, req.TeamId, v); err != nil {
+	if err := h.Teams.DeleteTeam(ctx, p, req.TeamId, target.Team, v); err != nil {
 		return nil, err
 	}
 	return oapi.DeleteTeam204Response{}, nil
@@ -89,7 +91,7 @@ func (h *handlers) DeleteTeam(ctx context.Context, req oapi.DeleteTeamRequestObj
 
 // ListTeamMembers serves GET /v1/orgs/{orgId}/teams/{teamId}/members (AP1).
 func (h *handlers) ListTeamMembers(ctx context.Context, req oapi.ListTeamMembersRequestObject) (oapi.ListTeamMembersResponseObject, error) {
-	p, err := pending(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -108,11 +110,11 @@ func (h *handlers) ListTeamMembers(ctx context.Context, req oapi.ListTeamMembers
 
 // GetTeamMember serves GET /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (AP3).
 func (h *handlers) GetTeamMember(ctx context.Context, req oapi.GetTeamMemberRequestObject) (oapi.GetTeamMemberResponseObject, error) {
-	p, err := pending(ctx)
+	p, target, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
-	m, err := h.Teams.GetTeamMember(ctx, p, req.TeamId, req.UserId)
+	m, err := h.Teams.GetTeamMember(ctx, p, req.TeamId, req.UserId, target.Member)
 	if err != nil {
 		return nil, err
 	}
@@ -121,11 +123,12 @@ func (h *handlers) GetTeamMember(ctx context.Context, req oapi.GetTeamMemberRequ
 
 // PutTeamMember serves PUT /v1/orgs/{orgId}/teams/{teamId}/members/{userId}.
 func (h *handlers) PutTeamMember(ctx context.Context, req oapi.PutTeamMemberRequestObject) (oapi.PutTeamMemberResponseObject, error) {
-	p, v, err := pendingAt(ctx, req.Params.IfMatch)
+	p, target, err := decided(ctx)
+	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	m, created, err := h.Teams.PutTeamMember(ctx, p, req.TeamId, req.UserId, roleOf(req.Body.Role), v)
+	m, created, err := h.Teams.PutTeamMember(ctx, p, req.TeamId, req.UserId, target.Member, roleOf(req.Body.Role), v)
 	if err != nil {
 		return nil, err
 	}
@@ -137,11 +140,12 @@ func (h *handlers) PutTeamMember(ctx context.Context, req oapi.PutTeamMemberRequ
 
 // RemoveTeamMember serves DELETE /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (AP5).
 func (h *handlers) RemoveTeamMember(ctx context.Context, req oapi.RemoveTeamMemberRequestObject) (oapi.RemoveTeamMemberResponseObject, error) {
-	p, v, err := pendingAt(ctx, req.Params.IfMatch)
+	p, target, err := decided(ctx)
+	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Teams.RemoveTeamMember(ctx, p, req.TeamId, req.UserId, v); err != nil {
+	if err := h.Teams.RemoveTeamMember(ctx, p, req.TeamId, req.UserId, target.Member, v); err != nil {
 		return nil, err
 	}
 	return oapi.RemoveTeamMember204Response{}, nil
@@ -149,7 +153,7 @@ func (h *handlers) RemoveTeamMember(ctx context.Context, req oapi.RemoveTeamMemb
 
 // ListUserTeams serves GET /v1/orgs/{orgId}/users/{userId}/teams (AP2).
 func (h *handlers) ListUserTeams(ctx context.Context, req oapi.ListUserTeamsRequestObject) (oapi.ListUserTeamsResponseObject, error) {
-	p, err := pending(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}

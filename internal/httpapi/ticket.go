@@ -12,7 +12,7 @@ import (
 
 // ListTickets serves GET /v1/orgs/{orgId}/tickets.
 func (h *handlers) ListTickets(ctx context.Context, req oapi.ListTicketsRequestObject) (oapi.ListTicketsResponseObject, error) {
-	p, err := pending(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -37,7 +37,7 @@ func (h *handlers) ListTickets(ctx context.Context, req oapi.ListTicketsRequestO
 
 // CreateTicket serves POST /v1/orgs/{orgId}/tickets.
 func (h *handlers) CreateTicket(ctx context.Context, req oapi.CreateTicketRequestObject) (oapi.CreateTicketResponseObject, error) {
-	p, err := pending(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -61,12 +61,12 @@ func (h *handlers) CreateTicket(ctx context.Context, req oapi.CreateTicketReques
 
 // GetTicket serves GET /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) GetTicket(ctx context.Context, req oapi.GetTicketRequestObject) (oapi.GetTicketResponseObject, error) {
-	p, err := pending(ctx)
+	p, target, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
 	withComments := req.Params.Include != nil && *req.Params.Include == oapi.GetTicketParamsIncludeComments
-	t, comments, err := h.Tickets.GetTicket(ctx, p, req.TicketId, withComments, expandOf(req.Params.Expand))
+	t, comments, err := h.Tickets.GetTicket(ctx, p, req.TicketId, target.Ticket, withComments, expandOf(req.Params.Expand))
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,8 @@ func (h *handlers) GetTicket(ctx context.Context, req oapi.GetTicketRequestObjec
 
 // UpdateTicket serves PATCH /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketRequestObject) (oapi.UpdateTicketResponseObject, error) {
-	p, v, err := pendingAt(ctx, req.Params.IfMatch)
+	p, target, err := decided(ctx)
+	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
@@ -96,7 +97,7 @@ func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketReques
 	}
 	patch.AssigneeID = nullableString(b.AssigneeId.IsSpecified(), b.AssigneeId.IsNull(), b.AssigneeId.MustGet)
 	patch.TeamID = nullableString(b.TeamId.IsSpecified(), b.TeamId.IsNull(), b.TeamId.MustGet)
-	t, err := h.Tickets.UpdateTicket(ctx, p, req.TicketId, patch, v)
+	t, err := h.Tickets.UpdateTicket(ctx, p, req.TicketId, target.Ticket, patch, v)
 	if err != nil {
 		return nil, err
 	}
@@ -105,11 +106,12 @@ func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketReques
 
 // DeleteTicket serves DELETE /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) DeleteTicket(ctx context.Context, req oapi.DeleteTicketRequestObject) (oapi.DeleteTicketResponseObject, error) {
-	p, v, err := pendingAt(ctx, req.Params.IfMatch)
+	p, target, err := decided(ctx)
+	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Tickets.DeleteTicket(ctx, p, req.TicketId, v); err != nil {
+	if err := h.Tickets.DeleteTicket(ctx, p, req.TicketId, target.Ticket, v); err != nil {
 		return nil, err
 	}
 	return oapi.DeleteTicket204Response{}, nil
@@ -117,7 +119,7 @@ func (h *handlers) DeleteTicket(ctx context.Context, req oapi.DeleteTicketReques
 
 // ListTeamTickets serves GET /v1/orgs/{orgId}/teams/{teamId}/tickets.
 func (h *handlers) ListTeamTickets(ctx context.Context, req oapi.ListTeamTicketsRequestObject) (oapi.ListTeamTicketsResponseObject, error) {
-	p, err := pending(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -135,12 +137,12 @@ func (h *handlers) ListTeamTickets(ctx context.Context, req oapi.ListTeamTickets
 
 // ListUserTickets serves GET /v1/orgs/{orgId}/users/{userId}/tickets.
 func (h *handlers) ListUserTickets(ctx context.Context, req oapi.ListUserTicketsRequestObject) (oapi.ListUserTicketsResponseObject, error) {
-	p, err := pending(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
 	listing := "listUserTickets:" + req.UserId
-	pr, err := h.pageIn(ctx, p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
+	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -160,7 +162,7 @@ func (h *handlers) ListUserTickets(ctx context.Context, req oapi.ListUserTickets
 
 // ListAssignedTickets serves GET /v1/orgs/{orgId}/users/{userId}/assigned-tickets.
 func (h *handlers) ListAssignedTickets(ctx context.Context, req oapi.ListAssignedTicketsRequestObject) (oapi.ListAssignedTicketsResponseObject, error) {
-	p, err := pending(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +179,7 @@ func (h *handlers) ListAssignedTickets(ctx context.Context, req oapi.ListAssigne
 
 // ListComments serves GET /v1/orgs/{orgId}/tickets/{ticketId}/comments.
 func (h *handlers) ListComments(ctx context.Context, req oapi.ListCommentsRequestObject) (oapi.ListCommentsResponseObject, error) {
-	p, err := pending(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +196,7 @@ func (h *handlers) ListComments(ctx context.Context, req oapi.ListCommentsReques
 
 // CreateComment serves POST /v1/orgs/{orgId}/tickets/{ticketId}/comments.
 func (h *handlers) CreateComment(ctx context.Context, req oapi.CreateCommentRequestObject) (oapi.CreateCommentResponseObject, error) {
-	p, err := pending(ctx)
+	p, _, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}

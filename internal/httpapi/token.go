@@ -18,6 +18,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/store"
 )
 
 // VerifierConfig says which bearer tokens are accepted.
@@ -247,7 +248,7 @@ func MintHS256(secret string, c Claims) (string, error) {
 }
 
 // ctxKey keys a request's value in its context by the value's type: one
-// identity, one principal, one pending decision per request.
+// identity and one decision per request.
 type ctxKey[T any] struct{}
 
 func withValue[T any](ctx context.Context, v T) context.Context {
@@ -265,16 +266,24 @@ func WithIdentity(ctx context.Context, id authz.Identity) context.Context { retu
 // IdentityFrom returns the identity stored by WithIdentity.
 func IdentityFrom(ctx context.Context) (authz.Identity, bool) { return valueFrom[authz.Identity](ctx) }
 
-// WithPrincipal stores the caller's principal in an org in ctx.
-func WithPrincipal(ctx context.Context, p authz.Principal) context.Context { return withValue(ctx, p) }
-
-// PrincipalFrom returns the principal stored by WithPrincipal.
-func PrincipalFrom(ctx context.Context) (authz.Principal, bool) {
-	return valueFrom[authz.Principal](ctx)
+// decision is a request's authorization in its org, decided once by
+// AuthorizeOrg before the handler runs: the caller's principal, and the
+// route's target as the same read found it (nil: the route names none).
+type decision struct {
+	p      authz.Principal
+	target *store.Target
 }
 
-// withPending stores the caller in an org whose authorization read is in
-// flight (a GET, PATCH, PUT or DELETE; see AuthorizeOrg).
-func withPending(ctx context.Context, p authz.Pending) context.Context { return withValue(ctx, p) }
+// errNoDecision: a handler of an org route ran without AuthorizeOrg's
+// decision (a wiring bug).
+var errNoDecision = errs.E(errs.Internal, "no_principal", "route has no org principal")
 
-func pendingFrom(ctx context.Context) (authz.Pending, bool) { return valueFrom[authz.Pending](ctx) }
+// decided is the request's decision: the principal, and the target the
+// authorization read loaded (nil when the route names none).
+func decided(ctx context.Context) (authz.Principal, *store.Target, error) {
+	d, ok := valueFrom[decision](ctx)
+	if !ok {
+		return authz.Principal{}, nil, errNoDecision
+	}
+	return d.p, d.target, nil
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/ifmatch"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/validate"
 )
@@ -93,31 +94,32 @@ func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, teamID, nam
 	return t, nil
 }
 
-// GetTeam reads a team; withMembers adds its first members from the same
-// Query (AP4).
-func (s *Service) GetTeam(ctx context.Context, p authz.Pending, teamID string, withMembers bool) (Team, []Membership, error) {
-	var (
-		t  Team
-		ms []Membership
-	)
-	if _, err := p.Overlap(ctx, authz.TeamRead, func(ctx context.Context) (err error) {
-		if withMembers {
-			t, ms, err = s.store.GetTeamWithMembers(ctx, p.OrgID, teamID, page.MaxLimit)
-		} else {
-			t, err = s.store.GetTeam(ctx, p.OrgID, teamID)
-		}
-		return err
-	}); err != nil {
+// GetTeam returns a team (first: as the caller read it already; nil: read
+// it); withMembers adds its first members, from the same Query (AP4) when
+// the team is read here.
+func (s *Service) GetTeam(ctx context.Context, p authz.Principal, teamID string, first *Team, withMembers bool) (Team, []Membership, error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
 		return Team{}, nil, err
 	}
-	return t, ms, nil
+	switch {
+	case withMembers && first == nil:
+		return s.store.GetTeamWithMembers(ctx, p.OrgID, teamID, page.MaxLimit)
+	case first == nil:
+		t, err := s.store.GetTeam(ctx, p.OrgID, teamID)
+		return t, nil, err
+	case !withMembers:
+		return *first, nil, nil
+	}
+	ms, err := s.store.ListTeamMembers(ctx, p.OrgID, teamID, page.Request{Limit: page.MaxLimit})
+	return *first, ms.Items, err
 }
 
 // ListTeams pages through the org's teams.
-func (s *Service) ListTeams(ctx context.Context, p authz.Pending, pr page.Request) (page.Result[Team], error) {
-	return authz.Read(ctx, p, authz.TeamRead, func(ctx context.Context) (page.Result[Team], error) {
-		return s.store.ListTeams(ctx, p.OrgID, pr)
-	})
+func (s *Service) ListTeams(ctx context.Context, p authz.Principal, pr page.Request) (page.Result[Team], error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+		return page.Result[Team]{}, err
+	}
+	return s.store.ListTeams(ctx, p.OrgID, pr)
 }
 
 // BatchGetTeams reads many of the org's teams at once (one BatchGetItem
@@ -129,17 +131,9 @@ func (s *Service) BatchGetTeams(ctx context.Context, p authz.Principal, teamIDs 
 	return s.store.BatchGetTeams(ctx, p.OrgID, teamIDs)
 }
 
-// UpdateTeam changes a team's name or description.
-func (s *Service) UpdateTeam(ctx context.Context, pend authz.Pending, teamID string, patch Patch, ifMatch errs.Match) (Team, error) {
-	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Team, error) { return s.store.GetTeam(ctx, pend.OrgID, teamID) })
-	if err != nil {
-		return Team{}, err
-	}
-	return errs.Unconditional(ifMatch, func() (Team, error) { return s.updateTeam(ctx, p, teamID, patch, ifMatch, get) })
-}
-
-// updateTeam is one attempt of UpdateTeam.
-func (s *Service) updateTeam(ctx context.Context, p authz.Principal, teamID string, patch Patch, ifMatch errs.Match, get func(context.Context) (Team, error)) (Team, error) {
+// UpdateTeam changes a team's name or description; first is the team as
+// the caller read it already (nil: read it).
+func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID string, first *Team, patch Patch, ifMatch ifmatch.Match) (Team, error) {
 	if patch.Name == nil && patch.Description == nil {
 		return Team{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
@@ -147,62 +141,57 @@ func (s *Service) updateTeam(ctx context.Context, p authz.Principal, teamID stri
 	if err != nil {
 		return Team{}, err
 	}
-	prev, err := get(ctx)
-	if err != nil {
-		return Team{}, err
-	}
-	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
-		return Team{}, err
-	}
-	next := prev
-	if patch.Name != nil {
-		next.Name = *patch.Name
-	}
-	if patch.Description != nil {
-		next.Description = *patch.Description
-	}
-	if err := validateTeam(next); err != nil {
-		return Team{}, err
-	}
-	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ev := s.event(ctx, audit.By(p, g), "team.update", "team", teamID, next.UpdatedAt, audit.Diff(
-		audit.F("name", prev.Name, next.Name), audit.F("description", prev.Description, next.Description)))
-	return audit.Update(ctx, s.store.UpdateTeam, prev, next, ev)
+	read := func(ctx context.Context) (Team, error) { return s.store.GetTeam(ctx, p.OrgID, teamID) }
+	return ifmatch.Retry(ctx, ifMatch, first, read, func(prev Team) (Team, error) {
+		if err := ifMatch.Check(prev.Version); err != nil {
+			return Team{}, err
+		}
+		next := prev
+		set(&next.Name, patch.Name)
+		set(&next.Description, patch.Description)
+		if err := validateTeam(next); err != nil {
+			return Team{}, err
+		}
+		next.Version, next.UpdatedAt = prev.Version+1, s.now()
+		ev := s.event(ctx, audit.By(p, g), "team.update", "team", teamID, next.UpdatedAt, audit.Diff(
+			audit.F("name", prev.Name, next.Name), audit.F("description", prev.Description, next.Description)))
+		return audit.Update(ctx, s.store.UpdateTeam, prev, next, ev)
+	})
 }
 
-// DeleteTeam deletes a team and its memberships.
-func (s *Service) DeleteTeam(ctx context.Context, pend authz.Pending, teamID string, ifMatch errs.Match) error {
-	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Team, error) { return s.store.GetTeam(ctx, pend.OrgID, teamID) })
-	if err != nil {
-		return err
+// set sets *dst to *v when v is not nil.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
 	}
-	return errs.UnconditionalErr(ifMatch, func() error { return s.deleteTeam(ctx, p, teamID, ifMatch, get) })
 }
 
-// deleteTeam is one attempt of DeleteTeam.
-func (s *Service) deleteTeam(ctx context.Context, p authz.Principal, teamID string, ifMatch errs.Match, get func(context.Context) (Team, error)) error {
+// DeleteTeam deletes a team and its memberships; first is the team as the
+// caller read it already (nil: read it).
+func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID string, first *Team, ifMatch ifmatch.Match) error {
 	_, g, err := s.authorizeTeam(ctx, p, authz.TeamDelete, teamID)
 	if err != nil {
 		return err
 	}
-	prev, err := get(ctx)
-	if err != nil {
-		return err
-	}
-	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
-		return err
-	}
-	ev := s.event(ctx, audit.By(p, g), "team.delete", "team", teamID, s.now(), audit.Diff(
-		audit.F("name", prev.Name, nil), audit.F("memberCount", prev.MemberCount, nil)))
-	return s.store.DeleteTeam(ctx, p.OrgID, teamID, ifMatch.Pin(prev.Version), ev)
+	read := func(ctx context.Context) (Team, error) { return s.store.GetTeam(ctx, p.OrgID, teamID) }
+	_, err = ifmatch.Retry(ctx, ifMatch, first, read, func(prev Team) (struct{}, error) {
+		if err := ifMatch.Check(prev.Version); err != nil {
+			return struct{}{}, err
+		}
+		ev := s.event(ctx, audit.By(p, g), "team.delete", "team", teamID, s.now(), audit.Diff(
+			audit.F("name", prev.Name, nil), audit.F("memberCount", prev.MemberCount, nil)))
+		return struct{}{}, s.store.DeleteTeam(ctx, p.OrgID, teamID, ifMatch.Pin(prev.Version), ev)
+	})
+	return err
 }
 
 // ListTeamMembers pages through a team's members (AP1); withUsers embeds
 // each member's org user, read with one BatchGetItem for the page.
-func (s *Service) ListTeamMembers(ctx context.Context, p authz.Pending, teamID string, withUsers bool, pr page.Request) (page.Result[Membership], error) {
-	r, err := authz.Read(ctx, p, authz.TeamRead, func(ctx context.Context) (page.Result[Membership], error) {
-		return s.store.ListTeamMembers(ctx, p.OrgID, teamID, pr)
-	})
+func (s *Service) ListTeamMembers(ctx context.Context, p authz.Principal, teamID string, withUsers bool, pr page.Request) (page.Result[Membership], error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+		return page.Result[Membership]{}, err
+	}
+	r, err := s.store.ListTeamMembers(ctx, p.OrgID, teamID, pr)
 	if err != nil {
 		return page.Result[Membership]{}, err
 	}
@@ -223,10 +212,11 @@ func (s *Service) ListTeamMembers(ctx context.Context, p authz.Pending, teamID s
 
 // ListUserTeams pages through a user's teams in the org (AP2); withNames
 // fills TeamName with one BatchGetItem for the page.
-func (s *Service) ListUserTeams(ctx context.Context, p authz.Pending, userID string, withNames bool, pr page.Request) (page.Result[Membership], error) {
-	r, err := authz.Read(ctx, p, authz.TeamRead, func(ctx context.Context) (page.Result[Membership], error) {
-		return s.store.ListUserTeams(ctx, p.OrgID, userID, pr)
-	})
+func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID string, withNames bool, pr page.Request) (page.Result[Membership], error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+		return page.Result[Membership]{}, err
+	}
+	r, err := s.store.ListUserTeams(ctx, p.OrgID, userID, pr)
 	if err != nil {
 		return page.Result[Membership]{}, err
 	}
@@ -243,22 +233,25 @@ func (s *Service) ListUserTeams(ctx context.Context, p authz.Pending, userID str
 	return r, nil
 }
 
-// GetTeamMember reads one membership (AP3).
-func (s *Service) GetTeamMember(ctx context.Context, p authz.Pending, teamID, userID string) (Membership, error) {
-	return authz.Read(ctx, p, authz.TeamRead, func(ctx context.Context) (Membership, error) {
-		return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
-	})
+// GetTeamMember returns one membership (AP3); first is the edge as the
+// caller read it already (nil: read it).
+func (s *Service) GetTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, first *Membership) (Membership, error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+		return Membership{}, err
+	}
+	if first != nil {
+		return *first, nil
+	}
+	return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
 }
 
-// PutTeamMember adds the user to the team with role, or changes their role.
-// created tells which happened.
-func (s *Service) PutTeamMember(ctx context.Context, pend authz.Pending, teamID, userID string, role authz.Role, ifMatch errs.Match) (m Membership, created bool, err error) {
-	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Membership, error) {
-		return s.store.GetTeamMember(ctx, pend.OrgID, teamID, userID)
-	})
-	if err != nil {
-		return Membership{}, false, err
-	}
+// PutTeamMember adds the user to the team with role, or changes their role;
+// created tells which happened. first is the user's edge as the caller
+// read it (nil: they have none). Without If-Match the caller asked for
+// "this role, whatever it was": a concurrent PUT that created the edge or
+// changed the role first makes it read again and retry; with If-Match, any
+// change is a 412.
+func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, first *Membership, role authz.Role, ifMatch ifmatch.Match) (m Membership, created bool, err error) {
 	if !role.Valid() {
 		return Membership{}, false, errs.InvalidField("role", "invalid_role", "must be one of owner, admin, member")
 	}
@@ -274,92 +267,82 @@ func (s *Service) PutTeamMember(ctx context.Context, pend authz.Pending, teamID,
 	if err != nil {
 		return Membership{}, false, err
 	}
-	// A concurrent PUT may create the edge between our read and our add, or
-	// change the role between our read and our update: without If-Match the
-	// caller asked for "this role, whatever it was", so read again and retry
-	// (bounded); with If-Match, a change is a 412.
-	for try := 0; ; try++ {
-		retry := try < maxPutTries-1
+	// The edge as read: nil when there is none (a NotFound is a read, not a
+	// failure).
+	read := func(ctx context.Context) (*Membership, error) {
+		m, err := s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
+		if errs.Is(err, errs.NotFound) {
+			return nil, nil
+		}
+		return &m, err
+	}
+	put, err := ifmatch.Retry(ctx, ifMatch, &first, read, func(prev *Membership) (Membership, error) {
 		now := s.now()
-		prev, err := get(ctx)
-		switch {
-		case errs.Is(err, errs.NotFound):
+		if prev == nil {
 			if ifMatch.Set() {
-				return Membership{}, false, errs.ErrVersion
+				return Membership{}, ifmatch.ErrVersion
 			}
-			m = Membership{OrgID: p.OrgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: now, UpdatedAt: now, Version: 1}
+			m := Membership{OrgID: p.OrgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: now, UpdatedAt: now, Version: 1}
 			err := s.store.AddTeamMember(ctx, m, s.event(ctx, audit.By(p, g), "member.add", "member", teamID+"/"+userID, now,
 				audit.Diff(audit.F("role", nil, string(role)))))
-			if errs.CodeOf(err) == "already_member" && retry {
-				continue
+			if errs.CodeOf(err) == "already_member" {
+				return Membership{}, ifmatch.ErrVersion // created meanwhile: read it and apply ours on top
 			}
-			if err != nil {
-				return Membership{}, false, err
-			}
-			return m, true, nil
-		case err != nil:
-			return Membership{}, false, err
+			created = err == nil
+			return m, err
 		}
+		g := g
 		if prev.Role == authz.Owner && role != authz.Owner {
+			f := f
 			f.TeamOwnerRole = true
+			var err error
 			if g, err = authz.Permit(p, authz.MemberWrite, f); err != nil {
-				return Membership{}, false, err
+				return Membership{}, err
 			}
 		}
-		if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
-			return Membership{}, false, err
+		if err := ifMatch.Check(prev.Version); err != nil {
+			return Membership{}, err
 		}
+		created = false
 		if prev.Role == role {
-			return prev, false, nil
+			return *prev, nil
 		}
-		next := prev
+		next := *prev
 		next.Role, next.Version, next.UpdatedAt = role, prev.Version+1, now
-		err = s.store.UpdateTeamMember(ctx, prev, next, s.event(ctx, audit.By(p, g), "member.update", "member", teamID+"/"+userID, now,
+		return next, s.store.UpdateTeamMember(ctx, *prev, next, s.event(ctx, audit.By(p, g), "member.update", "member", teamID+"/"+userID, now,
 			audit.Diff(audit.F("role", string(prev.Role), string(role)))))
-		if errs.Is(err, errs.PreconditionFailed) && !ifMatch.Set() && retry {
-			continue // changed under us without If-Match: apply ours on top
-		}
-		if err != nil {
-			return Membership{}, false, err
-		}
-		return next, false, nil
-	}
-}
-
-// maxPutTries bounds PutTeamMember's read-and-write attempts under
-// contention.
-const maxPutTries = 8
-
-// RemoveTeamMember removes the user from the team (AP5).
-func (s *Service) RemoveTeamMember(ctx context.Context, pend authz.Pending, teamID, userID string, ifMatch errs.Match) error {
-	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Membership, error) {
-		return s.store.GetTeamMember(ctx, pend.OrgID, teamID, userID)
 	})
 	if err != nil {
-		return err
+		return Membership{}, false, err
 	}
-	return errs.UnconditionalErr(ifMatch, func() error { return s.removeTeamMember(ctx, p, teamID, userID, ifMatch, get) })
+	return put, created, nil
 }
 
-// removeTeamMember is one attempt of RemoveTeamMember.
-func (s *Service) removeTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, ifMatch errs.Match, get func(context.Context) (Membership, error)) error {
+// RemoveTeamMember removes the user from the team (AP5); first is the edge
+// as the caller read it already (nil: read it).
+func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, first *Membership, ifMatch ifmatch.Match) error {
 	f, g, err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID)
 	if err != nil {
 		return err
 	}
-	prev, err := get(ctx)
-	if err != nil {
-		return err
+	read := func(ctx context.Context) (Membership, error) {
+		return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
 	}
-	if prev.Role == authz.Owner {
-		f.TeamOwnerRole = true
-		if g, err = authz.Permit(p, authz.MemberWrite, f); err != nil {
-			return err
+	_, err = ifmatch.Retry(ctx, ifMatch, first, read, func(prev Membership) (struct{}, error) {
+		g := g
+		if prev.Role == authz.Owner {
+			f := f
+			f.TeamOwnerRole = true
+			var err error
+			if g, err = authz.Permit(p, authz.MemberWrite, f); err != nil {
+				return struct{}{}, err
+			}
 		}
-	}
-	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
-		return err
-	}
-	ev := s.event(ctx, audit.By(p, g), "member.remove", "member", teamID+"/"+userID, s.now(), audit.Diff(audit.F("role", string(prev.Role), nil)))
-	return s.store.RemoveTeamMember(ctx, prev, ev)
+		if err := ifMatch.Check(prev.Version); err != nil {
+			return struct{}{}, err
+		}
+		ev := s.event(ctx, audit.By(p, g), "member.remove", "member", teamID+"/"+userID, s.now(), audit.Diff(audit.F("role", string(prev.Role), nil)))
+		return struct{}{}, s.store.RemoveTeamMember(ctx, prev, ev)
+	})
+	return err
 }

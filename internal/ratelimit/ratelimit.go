@@ -40,7 +40,6 @@ type bucket struct {
 	mu     sync.Mutex
 	tokens float64
 	last   time.Time
-	held   int // requests in flight on it that will Take later (Hold)
 }
 
 // at refills b up to now; b.mu is held.
@@ -72,7 +71,7 @@ func (l *Limiter) bucket(key string, now time.Time) *bucket {
 			for k, v := range l.buckets { // drop full (idle) buckets
 				v.mu.Lock()
 				v.at(now, l.o.PerSecond, l.o.Burst)
-				full := v.tokens >= float64(l.o.Burst) && v.held == 0
+				full := v.tokens >= float64(l.o.Burst)
 				v.mu.Unlock()
 				if full {
 					delete(l.buckets, k)
@@ -111,78 +110,10 @@ func (l *Limiter) TakeN(key string, n int) Decision {
 	if l.Off() {
 		return Decision{Allowed: true}
 	}
-	return l.spend(key, n, false)
+	return l.spend(key, n)
 }
 
-// Available reports whether key's bucket holds a request now, spending
-// nothing: for a request that will know only later whether it counts
-// against key (a GET whose authorization read is in flight).
-func (l *Limiter) Available(key string) bool {
-	if l.Off() {
-		return true
-	}
-	l.mu.Lock()
-	b, ok := l.buckets[key]
-	l.mu.Unlock()
-	if !ok { // a bucket not made yet is full; a peek makes none
-		return true
-	}
-	now := l.o.Now()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.at(now, l.o.PerSecond, l.o.Burst)
-	return b.room()
-}
-
-// room reports whether b holds a request beyond those held; b.mu is held.
-func (b *bucket) room() bool { return b.tokens-float64(b.held) >= 1 }
-
-// Hold marks one request on key's bucket as in flight, spending nothing,
-// if the bucket holds a request beyond those held already: for a request
-// that goes out before it is known whether it counts against key and
-// cannot be refused once it has gone (a create whose write is sent beside
-// its authorization read). release, which may be called more than once,
-// ends the hold; the request then Takes, or not (it did not count). So
-// the requests that go out this way on a bucket are at most what it holds,
-// and a hold refuses nobody: a request that finds no room waits to know.
-func (l *Limiter) Hold(key string) (release func(), ok bool) {
-	if l.Off() {
-		return func() {}, true
-	}
-	now := l.o.Now()
-	b := l.bucket(key, now)
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.at(now, l.o.PerSecond, l.o.Burst)
-	if !b.room() {
-		return func() {}, false
-	}
-	b.held++
-	var once sync.Once
-	return func() {
-		once.Do(func() {
-			b.mu.Lock()
-			b.held--
-			b.mu.Unlock()
-		})
-	}, true
-}
-
-// Spend spends one request of key's bucket whether or not it holds one,
-// for a request that cannot be refused any more (a create whose write has
-// committed, see Hold): a bucket spent below empty owes it, down to at most
-// one burst of debt, and refuses the next requests until it has refilled
-// past it, so such requests do not raise the sustained rate.
-func (l *Limiter) Spend(key string) Decision {
-	if l.Off() {
-		return Decision{Allowed: true}
-	}
-	d := l.spend(key, 1, true)
-	d.Allowed = true
-	return d
-}
-
-func (l *Limiter) spend(key string, n int, owe bool) Decision {
+func (l *Limiter) spend(key string, n int) Decision {
 	n = min(max(n, 1), l.o.Burst)
 	now := l.o.Now()
 	b := l.bucket(key, now)
@@ -191,8 +122,6 @@ func (l *Limiter) spend(key string, n int, owe bool) Decision {
 	allowed := b.tokens >= float64(n)
 	if allowed {
 		b.tokens -= float64(n)
-	} else if owe {
-		b.tokens = max(b.tokens-float64(n), -float64(l.o.Burst))
 	}
 	tokens := b.tokens
 	b.mu.Unlock()

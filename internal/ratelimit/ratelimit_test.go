@@ -1,7 +1,6 @@
 package ratelimit_test
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -64,25 +63,6 @@ func TestLimiter(t *testing.T) {
 	})
 }
 
-func TestAvailableSpendsNothing(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	l := ratelimit.New(ratelimit.Options{PerSecond: 1, Burst: 2, Now: func() time.Time { return now }})
-	for range 5 {
-		if !l.Available("org:a") {
-			t.Fatal("a full bucket: not available")
-		}
-	}
-	l.Take("org:a")
-	l.Take("org:a")
-	if l.Available("org:a") {
-		t.Error("an empty bucket: available")
-	}
-	now = now.Add(time.Second)
-	if !l.Available("org:a") || !l.Take("org:a").Allowed {
-		t.Error("a second later: not available")
-	}
-}
-
 func TestClockSteppedBack(t *testing.T) {
 	now := time.Unix(1_000_000, 0)
 	l := ratelimit.New(ratelimit.Options{PerSecond: 1, Burst: 1, Now: func() time.Time { return now }})
@@ -92,69 +72,5 @@ func TestClockSteppedBack(t *testing.T) {
 	now = now.Add(2 * time.Second)
 	if d := l.Take("k"); !d.Allowed {
 		t.Errorf("2 s after a step back: refused (%+v); the bucket froze until the old time", d)
-	}
-}
-
-func TestAvailableMakesNoBucket(t *testing.T) {
-	l := ratelimit.New(ratelimit.Options{PerSecond: 1, Burst: 1, MaxTenants: 2})
-	for i := range 100 {
-		if !l.Available(fmt.Sprint("org:", i)) {
-			t.Fatal("an unknown key: not available")
-		}
-	}
-	if n := l.Buckets(); n != 0 {
-		t.Errorf("%d buckets after peeks only, want 0", n)
-	}
-}
-
-// TestHold: holds spend nothing, refuse nobody's Take, and are at most what
-// the bucket holds; a release (once, however often called) gives the room
-// back. A bucket with a hold is not dropped as idle.
-func TestHold(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	l := ratelimit.New(ratelimit.Options{PerSecond: 1, Burst: 2, MaxTenants: 1, Now: func() time.Time { return now }})
-	r1, ok1 := l.Hold("org:a")
-	r2, ok2 := l.Hold("org:a")
-	if _, ok3 := l.Hold("org:a"); !ok1 || !ok2 || ok3 {
-		t.Fatalf("holds on a bucket of 2: %v %v %v, want true true false", ok1, ok2, ok3)
-	}
-	if l.Available("org:a") {
-		t.Error("a bucket held whole: available")
-	}
-	l.Take("b") // MaxTenants 1: makes room by dropping idle full buckets
-	r1()
-	r1() // a second release gives nothing more back
-	if _, ok := l.Hold("org:a"); !ok {
-		t.Fatal("after a release: no room (the held bucket was dropped, or the release lost)")
-	}
-	if _, ok := l.Hold("org:a"); ok {
-		t.Error("a double release gave two holds back")
-	}
-	if d := l.Take("org:a"); !d.Allowed || d.Remaining != 1 {
-		t.Errorf("a Take beside holds: %+v, want allowed with 1 left (holds spend nothing)", d)
-	}
-	r2()
-}
-
-// TestSpendOwes: a spend on an empty bucket is never refused and is owed
-// (down to one burst of debt): the bucket refuses until it has refilled
-// past the debt, so the sustained rate holds.
-func TestSpendOwes(t *testing.T) {
-	now := time.Unix(1_000_000, 0)
-	l := ratelimit.New(ratelimit.Options{PerSecond: 1, Burst: 2, Now: func() time.Time { return now }})
-	l.Take("k")
-	l.Take("k")
-	for i := range 3 {
-		if d := l.Spend("k"); !d.Allowed {
-			t.Fatalf("spend %d on an empty bucket: refused", i)
-		}
-	}
-	now = now.Add(2 * time.Second) // refills 2: the debt, capped at one burst (2), is repaid, nothing more
-	if d := l.Take("k"); d.Allowed {
-		t.Errorf("a take 2 s after 3 spends owed on a bucket of 2: allowed (%+v), want refused", d)
-	}
-	now = now.Add(time.Second)
-	if d := l.Take("k"); !d.Allowed {
-		t.Errorf("3 s after: refused (%+v)", d)
 	}
 }

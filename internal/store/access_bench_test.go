@@ -68,7 +68,7 @@ func BenchmarkAuthorizationRead(b *testing.B) {
 		}
 		t := &Orgs{d}
 		for b.Loop() {
-			if _, err := t.OrgAccess(ctx, o.ID, "u_bench"); err != nil {
+			if _, err := t.OrgAccess(ctx, o.ID, "u_bench", nil); err != nil {
 				b.Fatal(err)
 			}
 		}

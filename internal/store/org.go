@@ -25,7 +25,7 @@ type Orgs struct{ *DB }
 var _ tenant.Storer = (*Orgs)(nil)
 
 var (
-	errOrgNotFound  = errs.E(errs.NotFound, "org_not_found", "organization not found")
+	errOrgNotFound  = authz.ErrOrgNotFound
 	errUserNotFound = errs.E(errs.NotFound, "user_not_found", "user not found in this organization")
 	errUserExists   = errs.E(errs.Conflict, "user_exists", "the user is already in this organization")
 	errEmailTaken   = errs.E(errs.Conflict, "email_taken", "another user of this organization has that email")
@@ -197,7 +197,7 @@ func (s *Orgs) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev audit.Ev
 	return s.audited(ev, t).run(ctx, "update org")
 }
 
-// GetUser reads one OrgUser edge with a consistent GetItem: it is the
+// GetOrgUser reads one OrgUser edge with a consistent GetItem: it is the
 // authorization read, so a removal is seen by the very next request.
 func (s *Orgs) GetOrgUser(ctx context.Context, orgID, userID string) (tenant.User, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
@@ -207,7 +207,7 @@ func (s *Orgs) GetOrgUser(ctx context.Context, orgID, userID string) (tenant.Use
 	return fromOrgUserItem(it), err
 }
 
-// ListUsers pages through the org's users: Query begins_with(sk, USER#).
+// ListOrgUsers pages through the org's users: Query begins_with(sk, USER#).
 func (s *Orgs) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (page.Result[tenant.User], error) {
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[tenant.User]{}, err
@@ -219,7 +219,7 @@ func (s *Orgs) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (
 	return r, nil
 }
 
-// ListUserOrgs pages through a user's OrgUser edges: one Query on GSI1
+// ListOrgs pages through a user's OrgUser edges: one Query on GSI1
 // (USER#<userId>, begins_with ORG#). The orgs' names are not on the edges
 // (an org rename would have to rewrite every edge); BatchGetOrgs reads them.
 func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.Membership], error) {
@@ -253,7 +253,7 @@ func (s *Orgs) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]te
 		func(it orgItem) (string, tenant.Org, bool) { return it.ID, fromOrgItem(it), !it.Deleting }) // being offboarded: gone for its members
 }
 
-// BatchGetUsers reads many OrgUsers of one org: one BatchGetItem per 100
+// BatchGetOrgUsers reads many OrgUsers of one org: one BatchGetItem per 100
 // distinct IDs (seed 002's DataLoader lesson).
 func (s *Orgs) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
@@ -265,7 +265,7 @@ func (s *Orgs) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []str
 		func(it orgUserItem) (string, tenant.User, bool) { return it.UserID, fromOrgUserItem(it), true })
 }
 
-// AddUser writes the OrgUser and its email claim in one transaction that
+// AddOrgUser writes the OrgUser and its email claim in one transaction that
 // also checks the org exists (and counts a new owner).
 func (s *Orgs) AddOrgUser(ctx context.Context, u tenant.User, ev audit.Event) error {
 	if err := checkUser(u); err != nil {
@@ -318,7 +318,7 @@ func (s *DB) orgGuard(t *txn, orgID string, delta int) {
 	}
 }
 
-// UpdateUser replaces prev with next in one transaction: the OrgUser
+// UpdateOrgUser replaces prev with next in one transaction: the OrgUser
 // (conditional on its version), the email claims when the email changes,
 // and the org's owner count when the role crosses owner.
 func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev audit.Event) error {
@@ -345,7 +345,7 @@ func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev aud
 	return s.audited(ev, t).run(ctx, "update user")
 }
 
-// RemoveUser deletes the OrgUser, its claim, and every team membership the
+// RemoveOrgUser deletes the OrgUser, its claim, and every team membership the
 // user has in the org (with each team's memberCount and ownerCount). The
 // memberships are the OrgUser's own team set, read consistently with each
 // team and edge; every transaction that touches them is conditional on the
@@ -426,7 +426,7 @@ func (s *Orgs) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event)
 // removal that died after marking stops counting then.
 const leavingStale = time.Minute
 
-// maxRemoveAttempts bounds RemoveUser's re-reads under concurrent
+// maxRemoveAttempts bounds RemoveOrgUser's re-reads under concurrent
 // membership changes.
 const maxRemoveAttempts = 8
 
@@ -546,39 +546,4 @@ func (s *Orgs) removeUser(ctx context.Context, u tenant.User, seq int64, edges [
 		s.dropUserEdge(t, u.OrgID, u.UserID, e)
 	}
 	return s.audited(ev, t).run(ctx, "remove user")
-}
-
-// OrgAccess is the authorization read: the org item and the caller's
-// OrgUser edge in ONE consistent BatchGetItem. The role is on the edge; the
-// org item says whether the org is being offboarded, so that from the
-// moment its offboarding starts no member reads or writes it, even if the
-// offboarding crashes before it deleted their edges.
-func (s *Orgs) OrgAccess(ctx context.Context, orgID, userID string) (authz.Access, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
-		return authz.Access{}, err
-	}
-	ok, uk := orgKey(orgID), orgUserKey(orgID, userID)
-	var items []dynamo.Item
-	if err := s.batchGet(ctx, []dynamo.Keyed{dynamo.Keys{ok.PK, ok.SK}, dynamo.Keys{uk.PK, uk.SK}}, true, &items); err != nil {
-		return authz.Access{}, fmt.Errorf("authorization read: %w", err)
-	}
-	var a authz.Access
-	var org, edge bool
-	for _, it := range items {
-		switch entityType(it) {
-		case typeOrg:
-			org = true
-			a.OrgDeleting = it["deleting"] != nil
-		case typeOrgUser:
-			edge = true
-			if r, ok := it["role"].(*types.AttributeValueMemberS); ok {
-				a.Role = authz.Role(r.Value)
-			}
-			a.EdgeDeleting = it["deleting"] != nil
-		}
-	}
-	if !org || !edge {
-		return authz.Access{}, errUserNotFound
-	}
-	return a, nil
 }

@@ -65,7 +65,7 @@ func TestAccessPatterns(t *testing.T) {
 			return fmt.Sprint(userIDs(r.Items...)), err
 		}},
 		{"the authorization read", "BatchGetItem+consistent", func() (string, error) {
-			a, err := f.Orgs.OrgAccess(ctx, org, "u_bob")
+			a, err := f.Orgs.OrgAccess(ctx, org, "u_bob", nil)
 			return fmt.Sprint(a.Role, " ", a.OrgDeleting), err
 		}},
 		{"get one org user", "GetItem+consistent", func() (string, error) {

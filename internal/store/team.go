@@ -12,6 +12,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/ifmatch"
 	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
 )
@@ -247,7 +248,7 @@ const (
 )
 
 // errBusy: a delete kept meeting concurrent changes.
-var errBusy = errs.ErrBusy
+var errBusy = ifmatch.ErrBusy
 
 // errRetry: a transaction failed because something it read changed; read
 // again and retry. It never leaves the store.
@@ -259,12 +260,12 @@ func retryOn(map[string]types.AttributeValue) error { return errRetry }
 // DeleteTeam removes the team, its edges and the team from each member's
 // team set. It reads the team partition consistently and deletes it in one
 // transaction conditioned on the memberCount it read: an edge added since
-// (AddMember bumps memberCount) or removed since makes the transaction fail
+// (AddTeamMember bumps memberCount) or removed since makes the transaction fail
 // and the delete read again, so no edge outlives its team.
 //
 // A team with more edges than one transaction holds is first marked
 // deleting (one transaction with the audit event): from then on it is gone
-// for every reader and AddMember can no longer commit under it; then its
+// for every reader and AddTeamMember can no longer commit under it; then its
 // edges go in transactions of their own, each decrementing memberCount, and
 // the team item last. A crash in between leaves a marked team that the
 // deletion worker finishes once its lease has expired (FinishDeletion).
@@ -325,7 +326,7 @@ func (s *DB) dropEdge(t *txn, orgID string, e memberItem, teamID string, goneUse
 		})
 }
 
-// GetMember is AP3: one GetItem with ConsistentRead on the edge, so a role
+// GetTeamMember is AP3: one GetItem with ConsistentRead on the edge, so a role
 // change or removal is seen by the next request.
 func (s *Teams) GetTeamMember(ctx context.Context, orgID, teamID, userID string) (membership.Membership, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID), ids.User("userId", userID)); err != nil {
@@ -335,7 +336,7 @@ func (s *Teams) GetTeamMember(ctx context.Context, orgID, teamID, userID string)
 	return fromMemberItem(it), err
 }
 
-// ListMembers is AP1: Query the team's partition, begins_with(sk, MEMBER#).
+// ListTeamMembers is AP1: Query the team's partition, begins_with(sk, MEMBER#).
 func (s *Teams) ListTeamMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[membership.Membership], error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return page.Result[membership.Membership]{}, err
@@ -377,7 +378,7 @@ func (s *DB) batchGetTeams(ctx context.Context, orgID string, teamIDs []string, 
 		func(it teamItem) (string, membership.Team, bool) { return it.ID, fromTeamItem(it), !it.Deleting })
 }
 
-// AddMember writes a new edge, bumps the team's memberCount (and ownerCount
+// AddTeamMember writes a new edge, bumps the team's memberCount (and ownerCount
 // for an owner) and adds the team to the user's team set, in one
 // transaction that needs the team to exist and not be under deletion.
 func (s *Teams) AddTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
@@ -400,7 +401,7 @@ func (s *Teams) AddTeamMember(ctx context.Context, m membership.Membership, ev a
 	return s.audited(ev, t).run(ctx, "add member")
 }
 
-// UpdateMember changes an edge's role if its version is still prev's, in
+// UpdateTeamMember changes an edge's role if its version is still prev's, in
 // one transaction with the team (which must not be under deletion): its
 // ownerCount follows a role that gains or loses owner, and never drops to 0.
 func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next membership.Membership, ev audit.Event) error {
@@ -419,7 +420,7 @@ func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next membership.Memb
 	return s.audited(ev, t).run(ctx, "update member")
 }
 
-// RemoveMember is AP5: DeleteItem on the edge (its GSI1 row goes with it)
+// RemoveTeamMember is AP5: DeleteItem on the edge (its GSI1 row goes with it)
 // in one transaction with the count decrements and the user's team set. The
 // team's last owner cannot be removed.
 func (s *Teams) RemoveTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {

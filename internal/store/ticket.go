@@ -240,7 +240,7 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev
 
 // DeleteTicket deletes the ticket and its comments. It reads the ticket's
 // partition consistently and deletes it in one transaction conditioned on
-// the commentCount it read: a comment added since (AddComment bumps
+// the commentCount it read: a comment added since (CreateComment bumps
 // commentCount, and needs the ticket live) makes the transaction fail and
 // the delete read again, so no comment outlives its ticket.
 //
@@ -368,7 +368,7 @@ func (s *Tickets) ListAssignedTickets(ctx context.Context, orgID, userID string,
 	return r, nil
 }
 
-// ListRequestedTickets pages through GSI2 ORG#<orgId>#USER#<userId>
+// ListUserTickets pages through GSI2 ORG#<orgId>#USER#<userId>
 // descending. The OrgUser item (sk USER#...) sorts after TICKET#, so with
 // withUser the first page's Query meets it first, then the newest tickets.
 func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[ticket.Ticket], *tenant.User, error) {
@@ -419,7 +419,7 @@ func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, wit
 	return page.Result[ticket.Ticket]{Items: tickets, Next: next}, user, nil
 }
 
-// AddComment writes the comment into its ticket's partition and bumps the
+// CreateComment writes the comment into its ticket's partition and bumps the
 // ticket's commentCount in one transaction (seed 002: counts kept on write).
 func (s *Tickets) CreateComment(ctx context.Context, c ticket.Comment, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", c.OrgID), ids.Resource("ticketId", c.TicketID), ids.Resource("commentId", c.ID), ids.User("authorId", c.AuthorID)); err != nil {

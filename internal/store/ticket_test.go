@@ -330,12 +330,11 @@ func TestDeleteTicket(t *testing.T) {
 	})
 }
 
-// TestCreatesBeforeTheDecision: a create sent before the authorization
-// read answered (authz.Write) is proved by its actor fence, and a failed
-// fence is the answer before any other failed condition of the
-// transaction: a removed member learns nothing of the team or ticket they
-// name. The table is unchanged.
-func TestCreatesBeforeTheDecision(t *testing.T) {
+// TestCreatesProveTheActor: a create is proved by its actor fence, and a
+// failed fence is the answer before any other failed condition of the
+// transaction: a member removed after the decision learns nothing of the
+// team or ticket they name. The table is unchanged.
+func TestCreatesProveTheActor(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	f, _ := MustSampled(t)

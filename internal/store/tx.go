@@ -13,6 +13,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/ifmatch"
 )
 
 // maxTxItems is DynamoDB's limit of items in one TransactWriteItems.
@@ -177,7 +178,7 @@ func versioned(notFound error) onFail {
 	}
 }
 
-var errVersion = errs.ErrVersion
+var errVersion = ifmatch.ErrVersion
 
 // liveItem is the condition of a write that needs its item (an org, team
 // or ticket) to exist and not be under deletion: a child written under a
@@ -213,7 +214,7 @@ var (
 	// errActorGone: the caller's membership ended (removed, or the org is
 	// being offboarded) while the request ran. It reads as the
 	// authorization read would now answer.
-	errActorGone = errs.E(errs.NotFound, "org_not_found", "organization not found")
+	errActorGone = authz.ErrOrgNotFound
 	// errActorDemoted: the caller's org role changed, while the request
 	// ran, to one that does not allow it.
 	errActorDemoted = errs.E(errs.Forbidden, "forbidden", "your role in this organization no longer allows this")

@@ -10,6 +10,7 @@ import (
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/ifmatch"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/validate"
 )
@@ -141,36 +142,34 @@ func (s *Service) ListOrgs(ctx context.Context, id authz.Identity, p page.Reques
 	return r, nil
 }
 
-// GetOrg reads the org; withUsers adds its first users from the same Query.
-func (s *Service) GetOrg(ctx context.Context, p authz.Pending, withUsers bool) (Org, []User, error) {
-	var (
-		o     Org
-		users []User
-	)
-	if _, err := p.Overlap(ctx, authz.OrgRead, func(ctx context.Context) (err error) {
-		if withUsers {
-			o, users, err = s.store.GetOrgWithUsers(ctx, p.OrgID, page.MaxLimit)
-		} else {
-			o, err = s.store.GetOrg(ctx, p.OrgID)
-		}
-		return err
-	}); err != nil {
+// GetOrg returns the org (first: as the caller read it already; nil: read
+// it); withUsers adds its first users, read with one Query.
+func (s *Service) GetOrg(ctx context.Context, p authz.Principal, first *Org, withUsers bool) (Org, []User, error) {
+	if err := authz.Authorize(p, authz.OrgRead, authz.Facts{}); err != nil {
 		return Org{}, nil, err
 	}
-	return o, users, nil
-}
-
-// UpdateOrg renames the org (admin+).
-func (s *Service) UpdateOrg(ctx context.Context, pend authz.Pending, name string, ifMatch errs.Match) (Org, error) {
-	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Org, error) { return s.store.GetOrg(ctx, pend.OrgID) })
-	if err != nil {
-		return Org{}, err
+	if withUsers && first == nil {
+		return s.store.GetOrgWithUsers(ctx, p.OrgID, page.MaxLimit)
 	}
-	return errs.Unconditional(ifMatch, func() (Org, error) { return s.updateOrg(ctx, p, name, ifMatch, get) })
+	o, err := readFirst(ctx, first, func(ctx context.Context) (Org, error) { return s.store.GetOrg(ctx, p.OrgID) })
+	if err != nil || !withUsers {
+		return o, nil, err
+	}
+	users, err := s.store.ListOrgUsers(ctx, p.OrgID, page.Request{Limit: page.MaxLimit})
+	return o, users.Items, err
 }
 
-// updateOrg is one attempt of UpdateOrg.
-func (s *Service) updateOrg(ctx context.Context, p authz.Principal, name string, ifMatch errs.Match, get func(context.Context) (Org, error)) (Org, error) {
+// readFirst is *first, or what read reads when first is nil.
+func readFirst[T any](ctx context.Context, first *T, read func(context.Context) (T, error)) (T, error) {
+	if first != nil {
+		return *first, nil
+	}
+	return read(ctx)
+}
+
+// UpdateOrg renames the org (admin+); first is the org as the caller read
+// it already (nil: read it).
+func (s *Service) UpdateOrg(ctx context.Context, p authz.Principal, first *Org, name string, ifMatch ifmatch.Match) (Org, error) {
 	g, err := authz.Permit(p, authz.OrgUpdate, authz.Facts{})
 	if err != nil {
 		return Org{}, err
@@ -178,11 +177,13 @@ func (s *Service) updateOrg(ctx context.Context, p authz.Principal, name string,
 	if err := validate.Name("name", name, MaxNameLen); err != nil {
 		return Org{}, err
 	}
-	prev, err := get(ctx)
-	if err != nil {
-		return Org{}, err
-	}
-	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
+	read := func(ctx context.Context) (Org, error) { return s.store.GetOrg(ctx, p.OrgID) }
+	return ifmatch.Retry(ctx, ifMatch, first, read, func(prev Org) (Org, error) { return s.updateOrg(ctx, p, g, prev, name, ifMatch) })
+}
+
+// updateOrg is one attempt of UpdateOrg.
+func (s *Service) updateOrg(ctx context.Context, p authz.Principal, g authz.Grant, prev Org, name string, ifMatch ifmatch.Match) (Org, error) {
+	if err := ifMatch.Check(prev.Version); err != nil {
 		return Org{}, err
 	}
 	next := prev
@@ -198,7 +199,7 @@ func (s *Service) updateOrg(ctx context.Context, p authz.Principal, name string,
 // either the offboarding finished (done) or wait has passed. A repeated
 // DELETE returns the offboarding under way (and resumes it if its run
 // died).
-func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch errs.Match, wait time.Duration) (j deletion.Job, done bool, err error) {
+func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch ifmatch.Match, wait time.Duration) (j deletion.Job, done bool, err error) {
 	if err := authz.Authorize(p, authz.OrgDelete, authz.Facts{}); err != nil {
 		return j, false, err
 	}
@@ -208,7 +209,7 @@ func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch errs
 		if err != nil {
 			return j, false, err
 		}
-		if err := errs.CheckVersion(ifMatch, o.Version); err != nil {
+		if err := ifMatch.Check(o.Version); err != nil {
 			return j, false, err
 		}
 		version = ifMatch.Pin(o.Version)
@@ -285,17 +286,20 @@ func (s *Service) GetOffboarding(ctx context.Context, p authz.Principal) (deleti
 }
 
 // ListOrgUsers pages through the org's users.
-func (s *Service) ListOrgUsers(ctx context.Context, p authz.Pending, pr page.Request) (page.Result[User], error) {
-	return authz.Read(ctx, p, authz.UserRead, func(ctx context.Context) (page.Result[User], error) {
-		return s.store.ListOrgUsers(ctx, p.OrgID, pr)
-	})
+func (s *Service) ListOrgUsers(ctx context.Context, p authz.Principal, pr page.Request) (page.Result[User], error) {
+	if err := authz.Authorize(p, authz.UserRead, authz.Facts{}); err != nil {
+		return page.Result[User]{}, err
+	}
+	return s.store.ListOrgUsers(ctx, p.OrgID, pr)
 }
 
-// GetOrgUser reads one of the org's users.
-func (s *Service) GetOrgUser(ctx context.Context, p authz.Pending, userID string) (User, error) {
-	return authz.Read(ctx, p, authz.UserRead, func(ctx context.Context) (User, error) {
-		return s.store.GetOrgUser(ctx, p.OrgID, userID)
-	})
+// GetOrgUser returns one of the org's users (first: as the caller read it
+// already; nil: read it).
+func (s *Service) GetOrgUser(ctx context.Context, p authz.Principal, userID string, first *User) (User, error) {
+	if err := authz.Authorize(p, authz.UserRead, authz.Facts{}); err != nil {
+		return User{}, err
+	}
+	return readFirst(ctx, first, func(ctx context.Context) (User, error) { return s.store.GetOrgUser(ctx, p.OrgID, userID) })
 }
 
 // BatchGetOrgUsers reads many of the org's users at once (one BatchGetItem
@@ -334,17 +338,9 @@ func (s *Service) AddOrgUser(ctx context.Context, p authz.Principal, in NewUser)
 }
 
 // UpdateOrgUser changes a user's name, email or role. Only an owner grants
-// the owner role, or changes anything of an owner.
-func (s *Service) UpdateOrgUser(ctx context.Context, pend authz.Pending, userID string, patch UserPatch, ifMatch errs.Match) (User, error) {
-	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (User, error) { return s.store.GetOrgUser(ctx, pend.OrgID, userID) })
-	if err != nil {
-		return User{}, err
-	}
-	return errs.Unconditional(ifMatch, func() (User, error) { return s.updateOrgUser(ctx, p, userID, patch, ifMatch, get) })
-}
-
-// updateOrgUser is one attempt of UpdateOrgUser.
-func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID string, patch UserPatch, ifMatch errs.Match, get func(context.Context) (User, error)) (User, error) {
+// the owner role, or changes anything of an owner. first is the user as the
+// caller read them already (nil: read them).
+func (s *Service) UpdateOrgUser(ctx context.Context, p authz.Principal, userID string, first *User, patch UserPatch, ifMatch ifmatch.Match) (User, error) {
 	if patch.Name == nil && patch.Email == nil && patch.Role == nil {
 		return User{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
@@ -352,10 +348,14 @@ func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID s
 	if err := authz.Authorize(p, authz.UserUpdate, authz.Facts{Self: self, ProfileOnly: profileOnly}); err != nil {
 		return User{}, err
 	}
-	prev, err := get(ctx)
-	if err != nil {
-		return User{}, err
-	}
+	read := func(ctx context.Context) (User, error) { return s.store.GetOrgUser(ctx, p.OrgID, userID) }
+	return ifmatch.Retry(ctx, ifMatch, first, read, func(prev User) (User, error) { return s.updateOrgUser(ctx, p, prev, patch, ifMatch) })
+}
+
+// updateOrgUser is one attempt of UpdateOrgUser.
+func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, prev User, patch UserPatch, ifMatch ifmatch.Match) (User, error) {
+	userID := prev.UserID
+	self, profileOnly := userID == p.UserID, patch.Email == nil && patch.Role == nil
 	next := prev
 	if patch.Name != nil {
 		next.Name = *patch.Name
@@ -371,7 +371,7 @@ func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID s
 	if err != nil {
 		return User{}, err
 	}
-	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
+	if err := ifMatch.Check(prev.Version); err != nil {
 		return User{}, err
 	}
 	if err := Validate(next); err != nil {
@@ -386,33 +386,25 @@ func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, userID s
 
 // RemoveOrgUser removes a user from the org with their team memberships.
 // Admins remove anyone but owners, owners anyone, members themselves; the
-// last owner stays.
-func (s *Service) RemoveOrgUser(ctx context.Context, pend authz.Pending, userID string, ifMatch errs.Match) error {
-	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (User, error) { return s.store.GetOrgUser(ctx, pend.OrgID, userID) })
-	if err != nil {
-		return err
-	}
-	return errs.UnconditionalErr(ifMatch, func() error { return s.removeOrgUser(ctx, p, userID, ifMatch, get) })
-}
-
-// removeOrgUser is one attempt of RemoveOrgUser.
-func (s *Service) removeOrgUser(ctx context.Context, p authz.Principal, userID string, ifMatch errs.Match, get func(context.Context) (User, error)) error {
+// last owner stays. first is the user as the caller read them already (nil:
+// read them).
+func (s *Service) RemoveOrgUser(ctx context.Context, p authz.Principal, userID string, first *User, ifMatch ifmatch.Match) error {
 	self := userID == p.UserID
 	if err := authz.Authorize(p, authz.UserRemove, authz.Facts{Self: self}); err != nil {
 		return err
 	}
-	u, err := get(ctx)
-	if err != nil {
-		return err
-	}
-	g, err := authz.Permit(p, authz.UserRemove, authz.Facts{Self: self, OwnerRole: u.Role == authz.Owner})
-	if err != nil {
-		return err
-	}
-	if err := errs.CheckVersion(ifMatch, u.Version); err != nil {
-		return err
-	}
-	ev := s.event(ctx, audit.By(p, g), "user.remove", "user", userID, s.now(), audit.Diff(
-		audit.F("email", u.Email, nil), audit.F("role", string(u.Role), nil)))
-	return s.store.RemoveOrgUser(ctx, u, ev)
+	read := func(ctx context.Context) (User, error) { return s.store.GetOrgUser(ctx, p.OrgID, userID) }
+	_, err := ifmatch.Retry(ctx, ifMatch, first, read, func(u User) (struct{}, error) {
+		g, err := authz.Permit(p, authz.UserRemove, authz.Facts{Self: self, OwnerRole: u.Role == authz.Owner})
+		if err != nil {
+			return struct{}{}, err
+		}
+		if err := ifMatch.Check(u.Version); err != nil {
+			return struct{}{}, err
+		}
+		ev := s.event(ctx, audit.By(p, g), "user.remove", "user", userID, s.now(), audit.Diff(
+			audit.F("email", u.Email, nil), audit.F("role", string(u.Role), nil)))
+		return struct{}{}, s.store.RemoveOrgUser(ctx, u, ev)
+	})
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/ifmatch"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/validate"
@@ -115,55 +116,63 @@ func set[T any](dst *T, v *T) {
 	}
 }
 
-// CreateTicket opens a ticket requested by the caller. Any member may, so
-// the write may go out beside the authorization read (when p is pending:
-// httpapi decides when) and prove the caller's membership in its own
-// transaction (authz.Write).
-func (s *Service) CreateTicket(ctx context.Context, p authz.Pending, in NewTicket) (Ticket, error) {
-	return authz.Write(ctx, p, authz.TicketCreate, authz.Facts{}, func(ctx context.Context, p authz.Principal, g authz.Grant) (Ticket, error) {
-		if in.Priority == "" {
-			in.Priority = PriorityNormal
+// CreateTicket opens a ticket requested by the caller (any member). Its
+// transaction proves the caller's edge (the actor fence), so a member
+// removed since the authorization read writes nothing.
+func (s *Service) CreateTicket(ctx context.Context, p authz.Principal, in NewTicket) (Ticket, error) {
+	g, err := authz.Permit(p, authz.TicketCreate, authz.Facts{})
+	if err != nil {
+		return Ticket{}, err
+	}
+	if in.Priority == "" {
+		in.Priority = PriorityNormal
+	}
+	now := s.now()
+	if in.ID == "" {
+		in.ID = s.ids.New()
+	}
+	t := Ticket{OrgID: p.OrgID, ID: in.ID, Title: in.Title, Description: in.Description, Status: StatusNew,
+		Priority: in.Priority, RequesterID: p.UserID, AssigneeID: in.AssigneeID, TeamID: in.TeamID,
+		Tags: normalizeTags(in.Tags), Version: 1, CreatedAt: now, UpdatedAt: now}
+	if err := validateTicket(t); err != nil {
+		return Ticket{}, err
+	}
+	ev := s.event(ctx, audit.By(p, g), "ticket.create", "ticket", t.ID, now, audit.Diff(
+		audit.F("title", nil, t.Title), audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)),
+		audit.F("assigneeId", nil, str(t.AssigneeID)), audit.F("teamId", nil, str(t.TeamID))))
+	if err := s.store.CreateTicket(ctx, t, ev); err != nil {
+		if errs.CodeOf(err) == "ticket_exists" {
+			return s.store.GetTicket(ctx, p.OrgID, t.ID)
 		}
-		now := s.now()
-		if in.ID == "" {
-			in.ID = s.ids.New()
-		}
-		t := Ticket{OrgID: p.OrgID, ID: in.ID, Title: in.Title, Description: in.Description, Status: StatusNew,
-			Priority: in.Priority, RequesterID: p.UserID, AssigneeID: in.AssigneeID, TeamID: in.TeamID,
-			Tags: normalizeTags(in.Tags), Version: 1, CreatedAt: now, UpdatedAt: now}
-		if err := validateTicket(t); err != nil {
-			return Ticket{}, err
-		}
-		ev := s.event(ctx, audit.By(p, g), "ticket.create", "ticket", t.ID, now, audit.Diff(
-			audit.F("title", nil, t.Title), audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)),
-			audit.F("assigneeId", nil, str(t.AssigneeID)), audit.F("teamId", nil, str(t.TeamID))))
-		if err := s.store.CreateTicket(ctx, t, ev); err != nil {
-			if errs.CodeOf(err) == "ticket_exists" {
-				return s.store.GetTicket(ctx, p.OrgID, t.ID)
-			}
-			return Ticket{}, err
-		}
-		return t, nil
-	})
+		return Ticket{}, err
+	}
+	return t, nil
 }
 
-// GetTicket reads a ticket, expanding its users as asked; withComments adds
-// its first comments from the same Query.
-func (s *Service) GetTicket(ctx context.Context, p authz.Pending, ticketID string, withComments bool, x Expand) (Ticket, []Comment, error) {
+// GetTicket returns a ticket (first: as the caller read it already; nil:
+// read it), expanding its users as asked; withComments adds its first
+// comments.
+func (s *Service) GetTicket(ctx context.Context, p authz.Principal, ticketID string, first *Ticket, withComments bool, x Expand) (Ticket, []Comment, error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
+		return Ticket{}, nil, err
+	}
 	var (
 		t        Ticket
 		comments []Comment
+		err      error
 	)
-	var err error
-	if withComments { // up to 100 comments: not before the decision
-		if _, err = p.Decide(authz.TicketRead); err == nil {
-			t, comments, err = s.store.GetTicketWithComments(ctx, p.OrgID, ticketID, page.MaxLimit)
-		}
-	} else {
-		_, err = p.Overlap(ctx, authz.TicketRead, func(ctx context.Context) (err error) {
-			t, err = s.store.GetTicket(ctx, p.OrgID, ticketID)
-			return err
-		})
+	switch {
+	case withComments && first == nil: // one Query: the ticket, then its comments
+		t, comments, err = s.store.GetTicketWithComments(ctx, p.OrgID, ticketID, page.MaxLimit)
+	case first == nil:
+		t, err = s.store.GetTicket(ctx, p.OrgID, ticketID)
+	case withComments:
+		t = *first
+		var r page.Result[Comment]
+		r, err = s.store.ListComments(ctx, p.OrgID, ticketID, page.Request{Limit: page.MaxLimit})
+		comments = r.Items
+	default:
+		t = *first
 	}
 	if err != nil {
 		return Ticket{}, nil, err
@@ -177,9 +186,8 @@ func (s *Service) GetTicket(ctx context.Context, p authz.Pending, ticketID strin
 
 // ListTickets pages through the org's tickets newest first, optionally one
 // status, expanding their users as asked.
-func (s *Service) ListTickets(ctx context.Context, p authz.Pending, f Filter, x Expand, pr page.Request) (page.Result[Ticket], error) {
-	// A page of tickets can be large: read after the decision (Decide).
-	if _, err := p.Decide(authz.TicketRead); err != nil {
+func (s *Service) ListTickets(ctx context.Context, p authz.Principal, f Filter, x Expand, pr page.Request) (page.Result[Ticket], error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
 		return page.Result[Ticket]{}, err
 	}
 	if err := checkStatus(f.Status); err != nil {
@@ -192,8 +200,8 @@ func (s *Service) ListTickets(ctx context.Context, p authz.Pending, f Filter, x 
 }
 
 // ListTeamTickets pages through a team's queue.
-func (s *Service) ListTeamTickets(ctx context.Context, p authz.Pending, teamID string, status Status, x Expand, pr page.Request) (page.Result[Ticket], error) {
-	if _, err := p.Decide(authz.TicketRead); err != nil {
+func (s *Service) ListTeamTickets(ctx context.Context, p authz.Principal, teamID string, status Status, x Expand, pr page.Request) (page.Result[Ticket], error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
 		return page.Result[Ticket]{}, err
 	}
 	if err := checkStatus(status); err != nil {
@@ -203,8 +211,8 @@ func (s *Service) ListTeamTickets(ctx context.Context, p authz.Pending, teamID s
 }
 
 // ListAssignedTickets pages through the tickets assigned to a user.
-func (s *Service) ListAssignedTickets(ctx context.Context, p authz.Pending, userID string, x Expand, pr page.Request) (page.Result[Ticket], error) {
-	if _, err := p.Decide(authz.TicketRead); err != nil {
+func (s *Service) ListAssignedTickets(ctx context.Context, p authz.Principal, userID string, x Expand, pr page.Request) (page.Result[Ticket], error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
 		return page.Result[Ticket]{}, err
 	}
 	return s.expanded(ctx, p.OrgID, x)(s.store.ListAssignedTickets(ctx, p.OrgID, userID, pr))
@@ -212,8 +220,8 @@ func (s *Service) ListAssignedTickets(ctx context.Context, p authz.Pending, user
 
 // ListUserTickets pages through the tickets a user requested, newest first;
 // withUser adds the user from the same Query (first page only).
-func (s *Service) ListUserTickets(ctx context.Context, p authz.Pending, userID string, withUser bool, x Expand, pr page.Request) (page.Result[Ticket], *tenant.User, error) {
-	if _, err := p.Decide(authz.TicketRead); err != nil {
+func (s *Service) ListUserTickets(ctx context.Context, p authz.Principal, userID string, withUser bool, x Expand, pr page.Request) (page.Result[Ticket], *tenant.User, error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
 		return page.Result[Ticket]{}, nil, err
 	}
 	r, user, err := s.store.ListUserTickets(ctx, p.OrgID, userID, withUser, pr)
@@ -287,24 +295,18 @@ func (s *Service) facts(ctx context.Context, p authz.Principal, a authz.Action, 
 }
 
 // UpdateTicket changes a ticket; changing status, team or assignee moves it
-// between the queues (index keys) in the same write.
-func (s *Service) UpdateTicket(ctx context.Context, pend authz.Pending, ticketID string, patch Patch, ifMatch errs.Match) (Ticket, error) {
-	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Ticket, error) { return s.store.GetTicket(ctx, pend.OrgID, ticketID) })
-	if err != nil {
-		return Ticket{}, err
-	}
-	return errs.Unconditional(ifMatch, func() (Ticket, error) { return s.updateTicket(ctx, p, ticketID, patch, ifMatch, get) })
-}
-
-// updateTicket is one attempt of UpdateTicket.
-func (s *Service) updateTicket(ctx context.Context, p authz.Principal, ticketID string, patch Patch, ifMatch errs.Match, get func(context.Context) (Ticket, error)) (Ticket, error) {
+// between the queues (index keys) in the same write. first is the ticket
+// as the caller read it already (nil: read it).
+func (s *Service) UpdateTicket(ctx context.Context, p authz.Principal, ticketID string, first *Ticket, patch Patch, ifMatch ifmatch.Match) (Ticket, error) {
 	if patch == (Patch{}) {
 		return Ticket{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
-	prev, err := get(ctx)
-	if err != nil {
-		return Ticket{}, err
-	}
+	read := func(ctx context.Context) (Ticket, error) { return s.store.GetTicket(ctx, p.OrgID, ticketID) }
+	return ifmatch.Retry(ctx, ifMatch, first, read, func(prev Ticket) (Ticket, error) { return s.updateTicket(ctx, p, prev, patch, ifMatch) })
+}
+
+// updateTicket is one attempt of UpdateTicket.
+func (s *Service) updateTicket(ctx context.Context, p authz.Principal, prev Ticket, patch Patch, ifMatch ifmatch.Match) (Ticket, error) {
 	f, err := s.facts(ctx, p, authz.TicketUpdate, prev)
 	if err != nil {
 		return Ticket{}, err
@@ -313,7 +315,7 @@ func (s *Service) updateTicket(ctx context.Context, p authz.Principal, ticketID 
 	if err != nil {
 		return Ticket{}, err
 	}
-	if err := errs.CheckVersion(ifMatch, prev.Version); err != nil {
+	if err := ifMatch.Check(prev.Version); err != nil {
 		return Ticket{}, err
 	}
 	next := prev
@@ -331,7 +333,7 @@ func (s *Service) updateTicket(ctx context.Context, p authz.Principal, ticketID 
 		return Ticket{}, err
 	}
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ev := s.event(ctx, audit.By(p, g), "ticket.update", "ticket", ticketID, next.UpdatedAt, audit.Diff(
+	ev := s.event(ctx, audit.By(p, g), "ticket.update", "ticket", prev.ID, next.UpdatedAt, audit.Diff(
 		audit.F("title", prev.Title, next.Title), audit.F("description", prev.Description, next.Description),
 		audit.F("status", string(prev.Status), string(next.Status)), audit.F("priority", string(prev.Priority), string(next.Priority)),
 		audit.F("assigneeId", str(prev.AssigneeID), str(next.AssigneeID)), audit.F("teamId", str(prev.TeamID), str(next.TeamID)),
@@ -339,66 +341,59 @@ func (s *Service) updateTicket(ctx context.Context, p authz.Principal, ticketID 
 	return audit.Update(ctx, s.store.UpdateTicket, prev, next, ev)
 }
 
-// DeleteTicket deletes a ticket and its comments (requester or org admin+).
-func (s *Service) DeleteTicket(ctx context.Context, pend authz.Pending, ticketID string, ifMatch errs.Match) error {
-	p, get, err := authz.Prefetch(ctx, pend, func(ctx context.Context) (Ticket, error) { return s.store.GetTicket(ctx, pend.OrgID, ticketID) })
-	if err != nil {
-		return err
-	}
-	return errs.UnconditionalErr(ifMatch, func() error { return s.deleteTicket(ctx, p, ticketID, ifMatch, get) })
+// DeleteTicket deletes a ticket and its comments (requester or org admin+);
+// first is the ticket as the caller read it already (nil: read it).
+func (s *Service) DeleteTicket(ctx context.Context, p authz.Principal, ticketID string, first *Ticket, ifMatch ifmatch.Match) error {
+	read := func(ctx context.Context) (Ticket, error) { return s.store.GetTicket(ctx, p.OrgID, ticketID) }
+	_, err := ifmatch.Retry(ctx, ifMatch, first, read, func(t Ticket) (struct{}, error) {
+		f, err := s.facts(ctx, p, authz.TicketDelete, t)
+		if err != nil {
+			return struct{}{}, err
+		}
+		g, err := authz.Permit(p, authz.TicketDelete, f)
+		if err != nil {
+			return struct{}{}, err
+		}
+		if err := ifMatch.Check(t.Version); err != nil {
+			return struct{}{}, err
+		}
+		ev := s.event(ctx, audit.By(p, g), "ticket.delete", "ticket", ticketID, s.now(), audit.Diff(audit.F("title", t.Title, nil)))
+		return struct{}{}, s.store.DeleteTicket(ctx, p.OrgID, ticketID, ifMatch.Pin(t.Version), ev)
+	})
+	return err
 }
 
-// deleteTicket is one attempt of DeleteTicket.
-func (s *Service) deleteTicket(ctx context.Context, p authz.Principal, ticketID string, ifMatch errs.Match, get func(context.Context) (Ticket, error)) error {
-	t, err := get(ctx)
-	if err != nil {
-		return err
-	}
-	f, err := s.facts(ctx, p, authz.TicketDelete, t)
-	if err != nil {
-		return err
-	}
-	g, err := authz.Permit(p, authz.TicketDelete, f)
-	if err != nil {
-		return err
-	}
-	if err := errs.CheckVersion(ifMatch, t.Version); err != nil {
-		return err
-	}
-	ev := s.event(ctx, audit.By(p, g), "ticket.delete", "ticket", ticketID, s.now(), audit.Diff(audit.F("title", t.Title, nil)))
-	return s.store.DeleteTicket(ctx, p.OrgID, ticketID, ifMatch.Pin(t.Version), ev)
-}
-
-// CreateComment adds the caller's comment to a ticket. Any member may, so
-// the write may go out beside the authorization read (authz.Write, as for
-// CreateTicket).
+// CreateComment adds the caller's comment to a ticket (any member); its
+// transaction proves the caller's edge, as CreateTicket's does.
 //
 // commentID, when set, is the comment's ID (an idempotent request's, see
 // idempotency.Record.ResourceID); otherwise one is minted. If the comment
 // exists, it was added already: it is returned as is.
-func (s *Service) CreateComment(ctx context.Context, p authz.Pending, ticketID, commentID, body string) (Comment, error) {
-	return authz.Write(ctx, p, authz.CommentCreate, authz.Facts{}, func(ctx context.Context, p authz.Principal, g authz.Grant) (Comment, error) {
-		if err := validate.Text("body", body, 1, MaxBodyLen, true); err != nil {
-			return Comment{}, err
+func (s *Service) CreateComment(ctx context.Context, p authz.Principal, ticketID, commentID, body string) (Comment, error) {
+	g, err := authz.Permit(p, authz.CommentCreate, authz.Facts{})
+	if err != nil {
+		return Comment{}, err
+	}
+	if err := validate.Text("body", body, 1, MaxBodyLen, true); err != nil {
+		return Comment{}, err
+	}
+	if commentID == "" {
+		commentID = s.ids.New()
+	}
+	c := Comment{OrgID: p.OrgID, TicketID: ticketID, ID: commentID, AuthorID: p.UserID, Body: body, CreatedAt: s.now()}
+	ev := s.event(ctx, audit.By(p, g), "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
+	if err := s.store.CreateComment(ctx, c, ev); err != nil {
+		if errs.CodeOf(err) == "comment_exists" {
+			return s.store.GetComment(ctx, p.OrgID, ticketID, c.ID)
 		}
-		if commentID == "" {
-			commentID = s.ids.New()
-		}
-		c := Comment{OrgID: p.OrgID, TicketID: ticketID, ID: commentID, AuthorID: p.UserID, Body: body, CreatedAt: s.now()}
-		ev := s.event(ctx, audit.By(p, g), "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
-		if err := s.store.CreateComment(ctx, c, ev); err != nil {
-			if errs.CodeOf(err) == "comment_exists" {
-				return s.store.GetComment(ctx, p.OrgID, ticketID, c.ID)
-			}
-			return Comment{}, err
-		}
-		return c, nil
-	})
+		return Comment{}, err
+	}
+	return c, nil
 }
 
 // ListComments pages through a ticket's comments, oldest first.
-func (s *Service) ListComments(ctx context.Context, p authz.Pending, ticketID string, pr page.Request) (page.Result[Comment], error) {
-	if _, err := p.Decide(authz.TicketRead); err != nil { // a page of comments can be large
+func (s *Service) ListComments(ctx context.Context, p authz.Principal, ticketID string, pr page.Request) (page.Result[Comment], error) {
+	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil { // a page of comments can be large
 		return page.Result[Comment]{}, err
 	}
 	return s.store.ListComments(ctx, p.OrgID, ticketID, pr)

@@ -24,7 +24,7 @@ import (
 // never leave the process, takes the items those methods would have written
 // (the Puts of their transactions), and writes them with BatchWriteItem, 25
 // at a time, from a pool of writers. Counter updates (ADD memberCount 1 per
-// AddMember) are coalesced per item and applied once at the end with their
+// AddTeamMember) are coalesced per item and applied once at the end with their
 // sum. Condition checks are dropped: the generated data set is consistent
 // by construction.
 

@@ -30,13 +30,13 @@ type endpoint struct {
 	name   string
 	method string
 	want   int
-	// chart is the access-pattern chart's minimum: the authz GetItem + one.
+	// chart is the access-pattern chart's number of calls: the
+	// authorization read (with the route's target) and what follows.
 	chart int
 	// http returns the path (under the API URL) and body of request i.
 	http func(r *rand.Rand, w int, i int64) (string, []byte)
 	// raw makes the endpoint's DynamoDB operations for request i through
-	// c, as the service sends them: concurrently where it overlaps them
-	// (sendParallel), one after the other where it waits.
+	// c, as the service sends them: one after the other.
 	raw func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error
 	// creates counts successful calls in env.created (tickets).
 	creates bool
@@ -49,22 +49,6 @@ type endpoint struct {
 type variant struct {
 	name string
 	raw  func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error
-}
-
-// parallel sends each input from its own goroutine and waits for all: the
-// authorization read off the critical path.
-func sendParallel(ctx context.Context, c *dynamodb.Client, ps ...any) error {
-	errc := make(chan error, len(ps))
-	for _, p := range ps[1:] {
-		go func() { errc <- send(ctx, c, p) }()
-	}
-	err := send(ctx, c, ps[0])
-	for range ps[1:] {
-		if e := <-errc; err == nil {
-			err = e
-		}
-	}
-	return err
 }
 
 // batchOf merges the keys of GetItem and BatchGetItem inputs of one table
@@ -128,7 +112,7 @@ func (e *env) authz(orgID, userID string) any {
 		return in
 	}
 	orgs := &store.Orgs{DB: e.capDB}
-	in := one(capture(func(ctx context.Context) error { _, err := orgs.OrgAccess(ctx, orgID, userID); return err }))
+	in := one(capture(func(ctx context.Context) error { _, err := orgs.OrgAccess(ctx, orgID, userID, nil); return err }))
 	e.authzIn[k] = in
 	return in
 }
@@ -226,50 +210,38 @@ func (e *env) keyEndpoints() []*endpoint {
 	}
 
 	return []*endpoint{
-		{name: "GET ticket", method: http.MethodGet, want: 200, chart: 2,
+		{name: "GET ticket", method: http.MethodGet, want: 200, chart: 1,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/tickets/%s", org, pick(r, big.Tickets)), nil
 			},
 			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
-				return sendParallel(ctx, c, e.authz(org, caller(w)), pick(r, ticketGets))
-			},
-			whatIf: []variant{
-				{"one BatchGetItem of the authorization keys and the ticket, consistent (1 op)", func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
-					return send(ctx, c, batchOf(e.authz(org, caller(w)), pick(r, ticketGets)))
-				}},
+				return send(ctx, c, batchOf(e.authz(org, caller(w)), pick(r, ticketGets)))
 			}},
-		{name: "GET team member (AP3)", method: http.MethodGet, want: 200, chart: 2,
+		{name: "GET team member (AP3)", method: http.MethodGet, want: 200, chart: 1,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/teams/%s/members/%s", org, team0, pick(r, members)), nil
 			},
 			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
-				return sendParallel(ctx, c, e.authz(org, caller(w)), pick(r, memberGets))
+				return send(ctx, c, batchOf(e.authz(org, caller(w)), pick(r, memberGets)))
 			}},
 		{name: "list team members, 1st page (AP1)", method: http.MethodGet, want: 200, chart: 2,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/teams/%s/members", org, team0), nil
 			},
 			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
-				return sendParallel(ctx, c, e.authz(org, caller(w)), ap1)
+				return sendAll(ctx, c, e.authz(org, caller(w)), ap1)
 			}},
 		{name: "a user's teams (AP2)", method: http.MethodGet, want: 200, chart: 2,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				return fmt.Sprintf("/v1/orgs/%s/users/%s/teams", org, pick(r, ap2).user), nil
 			},
 			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
-				return sendParallel(ctx, c, e.authz(org, caller(w)), pick(r, ap2).query)
+				return sendAll(ctx, c, e.authz(org, caller(w)), pick(r, ap2).query)
 			},
 			whatIf: []variant{
 				{"with ?expand=team: authz + AP2 Query + BatchGetItem of the names (3 ops)", func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
 					a := pick(r, ap2)
 					return sendAll(ctx, c, e.authz(org, caller(w)), a.query, a.batch)
-				}},
-				{"authz ‖ AP2 Query, then BatchGetItem (3 ops, 2 round trips)", func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
-					a := pick(r, ap2)
-					if err := sendParallel(ctx, c, e.authz(org, caller(w)), a.query); err != nil {
-						return err
-					}
-					return send(ctx, c, a.batch)
 				}},
 			}},
 		{name: "org ticket queue, status=open", method: http.MethodGet, want: 200, chart: 2,
@@ -292,7 +264,7 @@ func (e *env) keyEndpoints() []*endpoint {
 				ev := e.event(org, caller(w), "ticket.create", "ticket", t.ID, now, audit.Diff(audit.F("title", nil, t.Title),
 					audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)), audit.F("teamId", nil, t.TeamID)))
 				tx := one(capture(func(ctx context.Context) error { return e.tickets().CreateTicket(ctx, t, ev) }))
-				return sendParallel(ctx, c, e.authz(org, caller(w)), tx)
+				return sendAll(ctx, c, e.authz(org, caller(w)), tx)
 			}},
 		{name: "add comment", method: http.MethodPost, want: 201, chart: 2,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
@@ -304,7 +276,7 @@ func (e *env) keyEndpoints() []*endpoint {
 					Body: sentence(r, 25), CreatedAt: time.Now().UTC()}
 				ev := e.event(org, caller(w), "comment.create", "comment", cm.TicketID+"/"+cm.ID, cm.CreatedAt, audit.Diff(audit.F("body", nil, cm.Body)))
 				tx := one(capture(func(ctx context.Context) error { return e.tickets().CreateComment(ctx, cm, ev) }))
-				return sendParallel(ctx, c, e.authz(org, caller(w)), tx)
+				return sendAll(ctx, c, e.authz(org, caller(w)), tx)
 			}},
 		{name: "PUT team member (role change)", method: http.MethodPut, want: 200, chart: 2,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
@@ -312,18 +284,13 @@ func (e *env) keyEndpoints() []*endpoint {
 				return fmt.Sprintf("/v1/orgs/%s/teams/%s/members/%s", org, team0, u), fmt.Appendf(nil, `{"role":"%s"}`, roleAt(i, len(putHTTP)))
 			},
 			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
-				return putMember(ctx, c, w, i, true)
-			},
-			whatIf: []variant{
-				{"authz + conditional UpdateItem, no read (2 ops)", func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
-					return putMember(ctx, c, w, i, false)
-				}},
+				return putMember(ctx, c, w, i)
 			}},
 	}
 }
 
-func (e *env) putMemberRaw(org, team0 string, caller func(int) string, putRaw []string, rawEdges map[string]*edge, rawMu *sync.Mutex) func(ctx context.Context, c *dynamodb.Client, w int, i int64, read bool) error {
-	return func(ctx context.Context, c *dynamodb.Client, w int, i int64, read bool) error {
+func (e *env) putMemberRaw(org, team0 string, caller func(int) string, putRaw []string, rawEdges map[string]*edge, rawMu *sync.Mutex) func(ctx context.Context, c *dynamodb.Client, w int, i int64) error {
+	return func(ctx context.Context, c *dynamodb.Client, w int, i int64) error {
 		u := putRaw[i%int64(len(putRaw))]
 		get := one(capture(func(ctx context.Context) error { _, err := e.teams().GetTeamMember(ctx, org, team0, u); return err }))
 		rawMu.Lock()
@@ -339,12 +306,7 @@ func (e *env) putMemberRaw(org, team0 string, caller func(int) string, putRaw []
 		ev := e.event(org, caller(w), "member.update", "member", team0+"/"+u, next.UpdatedAt,
 			audit.Diff(audit.F("role", string(prev.Role), string(next.Role))))
 		upd := one(capture(func(ctx context.Context) error { return e.teams().UpdateTeamMember(ctx, prev, next, ev) }))
-		if !read {
-			return sendAll(ctx, c, e.authz(org, caller(w)), upd)
-		}
-		if err := sendParallel(ctx, c, e.authz(org, caller(w)), get); err != nil { // authz.Prefetch
-			return err
-		}
-		return send(ctx, c, upd)
+		// The authorization read loads the edge (its target), then the update.
+		return sendAll(ctx, c, batchOf(e.authz(org, caller(w)), get), upd)
 	}
 }

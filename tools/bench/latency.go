@@ -124,7 +124,7 @@ type latencyRow struct {
 	mostTrips int
 	p50, p99  map[int]time.Duration // by concurrency
 	// rawP50 is the p50 at c=1 of the endpoint's raw calls (endpoint.raw:
-	// the same calls, overlapped as the service overlaps them) sent
+	// the same calls, in the same order) sent
 	// through the same proxy: DynamoDB's own time for them, delay included.
 	rawP50        time.Duration
 	errs          int

@@ -378,7 +378,7 @@ func withBetween(q *dynamodb.QueryInput) *dynamodb.QueryInput {
 }
 
 // addMembers adds users to team. synthetic members have no OrgUser items:
-// of AddMember's updates only the team's memberCount is applied (their
+// of AddTeamMember's updates only the team's memberCount is applied (their
 // OrgUser team sets would fail on the missing items).
 func (s *seeder) addMembers(o *Org, team string, users []string, synthetic bool) error {
 	var keep func(map[string]types.AttributeValue) bool
