@@ -68,6 +68,9 @@ if [[ -z "${CURSOR_SECRET:-}" ]]; then
 	export CURSOR_SECRET="dev-cursor-secret-change-me-0123456789"
 fi
 
+# DynamoDB Local's indexes never lag: an org's DELETE finishes at once.
+export OFFBOARD_GRACE="${OFFBOARD_GRACE:-0s}"
+
 # Introspection helps in development (GraphiQL, codegen); production leaves it off.
 export GRAPHQL_INTROSPECTION="${GRAPHQL_INTROSPECTION:-true}"
 

@@ -74,7 +74,7 @@ type auditCursor struct {
 	After  string `json:"a,omitempty"` // sk of the last event returned in Bucket
 }
 
-// ListEvents queries the org's monthly buckets newest first. Usually one
+// ListAuditEvents queries the org's monthly buckets newest first. Usually one
 // Query serves a page; a page that empties its bucket reads the previous
 // month's next, within [Since, Until] (Since defaults to a year before
 // Until).
