@@ -46,13 +46,6 @@ func (r teamResolver) Tickets(ctx context.Context, obj *Team, status *ticket.Sta
 	return r.s.teamTickets(ctx, obj.p, obj.ID, status, first, after)
 }
 
-// Teams resolves OrgUser.teams (GET /v1/orgs/{orgId}/users/{userId}/teams).
-func (r orgUserResolver) Teams(ctx context.Context, obj *OrgUser, first *int, after *string) (*TeamMemberConnection, error) {
-	return r.s.memberships(ctx, obj.p, "listUserTeams:"+obj.UserID, first, after, func(pr page.Request) (page.Result[membership.Membership], error) {
-		return r.s.d.Teams.ListUserTeams(ctx, obj.p, obj.UserID, false, pr)
-	})
-}
-
 // memberships is a connection of membership edges.
 func (s *Server) memberships(ctx context.Context, p authz.Principal, listing string, first *int, after *string,
 	fetch func(page.Request) (page.Result[membership.Membership], error)) (*TeamMemberConnection, error) {
@@ -62,16 +55,6 @@ func (s *Server) memberships(ctx context.Context, p authz.Principal, listing str
 		return nil, err
 	}
 	return &TeamMemberConnection{Nodes: nodes, PageInfo: pi}, nil
-}
-
-// User resolves TeamMember.user through the request's user loader.
-func (r teamMemberResolver) User(ctx context.Context, obj *TeamMember) (*OrgUser, error) {
-	return orgUser(ctx, obj.p, obj.UserID)
-}
-
-// Team resolves TeamMember.team through the request's team loader.
-func (r teamMemberResolver) Team(ctx context.Context, obj *TeamMember) (*Team, error) {
-	return teamOf(ctx, obj.p, obj.TeamID)
 }
 
 // teamOf loads one of the org's teams through the request's team loader.

@@ -1,7 +1,7 @@
-// Package team holds an org's teams and their memberships: the many-to-many
-// between an org's users and its teams, modelled as adjacency-list edges
-// that carry the member's team role (seed 000), and the Service the HTTP
-// layer calls.
+// Package membership holds an org's teams (team.go) and their member edges
+// (member.go): the many-to-many between an org's users and its teams,
+// modelled as adjacency-list edges that carry the member's team role (seed
+// 000), and the Service both APIs call.
 package membership
 
 import (
@@ -10,8 +10,13 @@ import (
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/ifmatch"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/validate"
 )
 
 // Team is a group of an org's users.
@@ -25,22 +30,6 @@ type Team struct {
 	Version     int64
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
-}
-
-// Membership is the edge between a team and an org user; the team role
-// lives here (the API's Membership).
-type Membership struct {
-	OrgID     string
-	TeamID    string
-	UserID    string
-	Role      authz.Role
-	JoinedAt  time.Time
-	UpdatedAt time.Time
-	Version   int64
-	// TeamName is filled only by listings of a user's teams with names.
-	TeamName string
-	// User is filled only by listings of a team's members with users.
-	User *tenant.User
 }
 
 // Limits of text fields.
@@ -105,4 +94,175 @@ type Storer interface {
 type Users interface {
 	// BatchGetOrgUsers reads many users of one org; absent ones are left out.
 	BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error)
+}
+
+// Service applies team and membership rules on top of a Storer.
+type Service struct {
+	store Storer
+	users Users
+	ids   *ids.Generator
+	now   clock.Clock
+}
+
+// NewService returns a Service over s, embedding users from users; now may
+// be nil for the system clock.
+func NewService(s Storer, users Users, now clock.Clock) *Service {
+	now = clock.Or(now)
+	return &Service{store: s, users: users, ids: ids.NewGenerator(now), now: now}
+}
+
+// Patch is a partial update of a team; nil fields stay as they are.
+type Patch struct {
+	Name        *string
+	Description *string
+}
+
+func validateTeam(t Team) error {
+	if err := validate.Name("name", t.Name, MaxNameLen); err != nil {
+		return err
+	}
+	return validate.Text("description", t.Description, 0, MaxDescriptionLen, true)
+}
+
+func (s *Service) event(ctx context.Context, actor audit.Actor, action, targetType, targetID string, at time.Time, changes []audit.Change) audit.Event {
+	return audit.NewEvent(ctx, s.ids.NewAt(at), actor, action, audit.Target{Type: targetType, ID: targetID}, at, changes)
+}
+
+// authorizeTeam decides a team-scoped action and returns the facts it used
+// and the grant. The caller's team edge is read (one consistent GetItem,
+// AP3) only when the org role does not settle it already.
+func (s *Service) authorizeTeam(ctx context.Context, p authz.Principal, a authz.Action, teamID string) (authz.Facts, authz.Grant, error) {
+	f := authz.Facts{TeamID: teamID}
+	if authz.NeedsTeamRole(p, a) {
+		m, err := s.store.GetTeamMember(ctx, p.OrgID, teamID, p.UserID)
+		switch {
+		case err == nil:
+			f.TeamRole = m.Role
+		case !errs.Is(err, errs.NotFound):
+			return f, authz.Grant{}, err
+		}
+	}
+	g, err := authz.Permit(p, a, f)
+	return f, g, err
+}
+
+// CreateTeam creates a team whose owner is the caller (org admin+).
+// teamID, when set, is the team's ID (an idempotent request's, see
+// idempotency.Record.ResourceID); otherwise one is minted. If the team
+// exists, it was created already: it is returned as is.
+func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, teamID, name, description string) (Team, error) {
+	g, err := authz.Permit(p, authz.TeamCreate, authz.Facts{})
+	if err != nil {
+		return Team{}, err
+	}
+	now := s.now()
+	if teamID == "" {
+		teamID = s.ids.New()
+	}
+	t := Team{OrgID: p.OrgID, ID: teamID, Name: name, Description: description, MemberCount: 1, OwnerCount: 1,
+		Version: 1, CreatedAt: now, UpdatedAt: now}
+	if err := validateTeam(t); err != nil {
+		return Team{}, err
+	}
+	owner := Membership{OrgID: p.OrgID, TeamID: t.ID, UserID: p.UserID, Role: authz.Owner, JoinedAt: now, UpdatedAt: now, Version: 1}
+	ev := s.event(ctx, audit.By(p, g), "team.create", "team", t.ID, now, audit.Diff(
+		audit.F("name", nil, t.Name), audit.F("description", nil, t.Description)))
+	if err := s.store.CreateTeam(ctx, t, owner, ev); err != nil {
+		if errs.CodeOf(err) == "team_exists" {
+			return s.store.GetTeam(ctx, p.OrgID, t.ID)
+		}
+		return Team{}, err
+	}
+	return t, nil
+}
+
+// GetTeam returns a team (first: as the caller read it already; nil: read
+// it); withMembers adds its first members, from the same Query (AP4) when
+// the team is read here.
+func (s *Service) GetTeam(ctx context.Context, p authz.Principal, teamID string, first *Team, withMembers bool) (Team, []Membership, error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+		return Team{}, nil, err
+	}
+	switch {
+	case withMembers && first == nil:
+		return s.store.GetTeamWithMembers(ctx, p.OrgID, teamID, page.MaxLimit)
+	case first == nil:
+		t, err := s.store.GetTeam(ctx, p.OrgID, teamID)
+		return t, nil, err
+	case !withMembers:
+		return *first, nil, nil
+	}
+	ms, err := s.store.ListTeamMembers(ctx, p.OrgID, teamID, page.Request{Limit: page.MaxLimit})
+	return *first, ms.Items, err
+}
+
+// ListTeams pages through the org's teams.
+func (s *Service) ListTeams(ctx context.Context, p authz.Principal, pr page.Request) (page.Result[Team], error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+		return page.Result[Team]{}, err
+	}
+	return s.store.ListTeams(ctx, p.OrgID, pr)
+}
+
+// BatchGetTeams reads many of the org's teams at once (one BatchGetItem
+// per 100 distinct IDs); teams that do not exist are left out of the map.
+func (s *Service) BatchGetTeams(ctx context.Context, p authz.Principal, teamIDs []string) (map[string]Team, error) {
+	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
+		return nil, err
+	}
+	return s.store.BatchGetTeams(ctx, p.OrgID, teamIDs)
+}
+
+// UpdateTeam changes a team's name or description; first is the team as
+// the caller read it already (nil: read it).
+func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID string, first *Team, patch Patch, ifMatch ifmatch.Match) (Team, error) {
+	if patch.Name == nil && patch.Description == nil {
+		return Team{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
+	}
+	_, g, err := s.authorizeTeam(ctx, p, authz.TeamUpdate, teamID)
+	if err != nil {
+		return Team{}, err
+	}
+	read := func(ctx context.Context) (Team, error) { return s.store.GetTeam(ctx, p.OrgID, teamID) }
+	return ifmatch.Retry(ctx, ifMatch, first, read, func(prev Team) (Team, error) {
+		if err := ifMatch.Check(prev.Version); err != nil {
+			return Team{}, err
+		}
+		next := prev
+		set(&next.Name, patch.Name)
+		set(&next.Description, patch.Description)
+		if err := validateTeam(next); err != nil {
+			return Team{}, err
+		}
+		next.Version, next.UpdatedAt = prev.Version+1, s.now()
+		ev := s.event(ctx, audit.By(p, g), "team.update", "team", teamID, next.UpdatedAt, audit.Diff(
+			audit.F("name", prev.Name, next.Name), audit.F("description", prev.Description, next.Description)))
+		return audit.Update(ctx, s.store.UpdateTeam, prev, next, ev)
+	})
+}
+
+// set sets *dst to *v when v is not nil.
+func set[T any](dst *T, v *T) {
+	if v != nil {
+		*dst = *v
+	}
+}
+
+// DeleteTeam deletes a team and its memberships; first is the team as the
+// caller read it already (nil: read it).
+func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID string, first *Team, ifMatch ifmatch.Match) error {
+	_, g, err := s.authorizeTeam(ctx, p, authz.TeamDelete, teamID)
+	if err != nil {
+		return err
+	}
+	read := func(ctx context.Context) (Team, error) { return s.store.GetTeam(ctx, p.OrgID, teamID) }
+	_, err = ifmatch.Retry(ctx, ifMatch, first, read, func(prev Team) (struct{}, error) {
+		if err := ifMatch.Check(prev.Version); err != nil {
+			return struct{}{}, err
+		}
+		ev := s.event(ctx, audit.By(p, g), "team.delete", "team", teamID, s.now(), audit.Diff(
+			audit.F("name", prev.Name, nil), audit.F("memberCount", prev.MemberCount, nil)))
+		return struct{}{}, s.store.DeleteTeam(ctx, p.OrgID, teamID, ifMatch.Pin(prev.Version), ev)
+	})
+	return err
 }

@@ -1,0 +1,149 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/guregu/dynamo/v2"
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/page"
+)
+
+type memberItem struct {
+	PK        string    `dynamo:"pk,hash"`
+	SK        string    `dynamo:"sk,range"`
+	Type      string    `dynamo:"type"`
+	GSI1PK    string    `dynamo:"gsi1pk"` // USER#<userId>: a user's teams
+	GSI1SK    string    `dynamo:"gsi1sk"` // TEAM#<orgId>#<teamId>
+	OrgID     string    `dynamo:"orgId"`
+	TeamID    string    `dynamo:"teamId"`
+	UserID    string    `dynamo:"userId"`
+	Role      string    `dynamo:"role"`
+	Version   int64     `dynamo:"version"`
+	JoinedAt  time.Time `dynamo:"joinedAt"`
+	UpdatedAt time.Time `dynamo:"updatedAt"`
+}
+
+func toMemberItem(m membership.Membership) memberItem {
+	k := memberKey(m.OrgID, m.TeamID, m.UserID)
+	return memberItem{PK: k.PK, SK: k.SK, Type: typeMembership, GSI1PK: userPK(m.UserID), GSI1SK: userTeamSK(m.OrgID, m.TeamID),
+		OrgID: m.OrgID, TeamID: m.TeamID, UserID: m.UserID, Role: string(m.Role), Version: m.Version,
+		JoinedAt: m.JoinedAt, UpdatedAt: m.UpdatedAt}
+}
+
+func fromMemberItem(it memberItem) membership.Membership {
+	return membership.Membership{OrgID: it.OrgID, TeamID: it.TeamID, UserID: it.UserID, Role: authz.Role(it.Role),
+		Version: it.Version, JoinedAt: it.JoinedAt, UpdatedAt: it.UpdatedAt}
+}
+
+func checkMember(m membership.Membership) error {
+	return checkIDs(ids.Resource("orgId", m.OrgID), ids.Resource("teamId", m.TeamID), ids.User("userId", m.UserID))
+}
+
+// GetTeamMember is AP3: one GetItem with ConsistentRead on the edge, so a role
+// change or removal is seen by the next request.
+func (s *Teams) GetTeamMember(ctx context.Context, orgID, teamID, userID string) (membership.Membership, error) {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID), ids.User("userId", userID)); err != nil {
+		return membership.Membership{}, err
+	}
+	it, err := getItem[memberItem](ctx, s.DB, memberKey(orgID, teamID, userID), true, errMemberNotFound, "get member")
+	return fromMemberItem(it), err
+}
+
+// ListTeamMembers is AP1: Query the team's partition, begins_with(sk, MEMBER#).
+func (s *Teams) ListTeamMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[membership.Membership], error) {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
+		return page.Result[membership.Membership]{}, err
+	}
+	r, err := listUnder(ctx, s.DB, listing{partition: teamPK(orgID, teamID), prefix: prefixMember}, p,
+		teamKey(orgID, teamID), errTeamNotFound, fromMemberItem)
+	if err != nil {
+		return r, fmt.Errorf("list members: %w", err)
+	}
+	return r, nil
+}
+
+// ListUserTeams is AP2: one Query on GSI1 USER#<userId>, begins_with
+// TEAM#<orgId>#. Team names are not on the edges; BatchGetTeams reads them.
+func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[membership.Membership], error) {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
+		return page.Result[membership.Membership]{}, err
+	}
+	r, err := listUnder(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p,
+		orgUserKey(orgID, userID), errUserNotFound, fromMemberItem)
+	if err != nil {
+		return r, fmt.Errorf("list user teams: %w", err)
+	}
+	return r, nil
+}
+
+// AddTeamMember writes a new edge, bumps the team's memberCount (and ownerCount
+// for an owner) and adds the team to the user's team set, in one
+// transaction that needs the team to exist and not be under deletion.
+func (s *Teams) AddTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
+	if err := checkMember(m); err != nil {
+		return err
+	}
+	tk, mi := teamKey(m.OrgID, m.TeamID), toMemberItem(m)
+	u := s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1)
+	if m.Role == authz.Owner {
+		u = u.Add("ownerCount", 1)
+	}
+	t := s.newTx().
+		put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember)).
+		update(tk, u.If(liveItem), failWith(errTeamNotFound))
+	// A user being removed from the org joins no team (see leavingStale).
+	uk := orgUserKey(m.OrgID, m.UserID)
+	t.update(uk, s.table.Update(attrPK, uk.PK).Range(attrSK, uk.SK).Add("edgeSeq", 1).AddStringsToSet("teamIds", m.TeamID).
+		If("attribute_exists(pk) AND (attribute_not_exists(leaving) OR leaving < ?)", time.Now().Add(-leavingStale).UnixMilli()),
+		failWith(errNotOrgMember))
+	return s.audited(ev, t).run(ctx, "add member")
+}
+
+// UpdateTeamMember changes an edge's role if its version is still prev's, in
+// one transaction with the team (which must not be under deletion): its
+// ownerCount follows a role that gains or loses owner, and never drops to 0.
+func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next membership.Membership, ev audit.Event) error {
+	if err := checkMember(next); err != nil {
+		return err
+	}
+	k, tk := memberKey(next.OrgID, next.TeamID, next.UserID), teamKey(next.OrgID, next.TeamID)
+	t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+		Set("role", string(next.Role)).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
+		If(existsAtVersion, prev.Version), versioned(errMemberNotFound))
+	if d := ownerDelta(prev.Role, next.Role); d != 0 {
+		t.update(tk, ownerDeltaCond(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK), d).If(liveItem), teamOwnerFail(errTeamNotFound))
+	} else {
+		s.teamCheck(t, next.OrgID, next.TeamID, errTeamNotFound)
+	}
+	return s.audited(ev, t).run(ctx, "update member")
+}
+
+// RemoveTeamMember is AP5: DeleteItem on the edge (its GSI1 row goes with it)
+// in one transaction with the count decrements and the user's team set. The
+// team's last owner cannot be removed.
+func (s *Teams) RemoveTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
+	if err := checkMember(m); err != nil {
+		return err
+	}
+	k, tk := memberKey(m.OrgID, m.TeamID, m.UserID), teamKey(m.OrgID, m.TeamID)
+	t := s.newTx().delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
+		If(existsAtVersion, m.Version), versioned(errMemberNotFound))
+	u := s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", -1)
+	t.update(tk, ownerDeltaCond(u, ownerDelta(m.Role, "")).If(liveItem), teamOwnerFail(errTeamNotFound))
+	s.userTeams(t, m.OrgID, m.UserID, func(u *dynamo.Update) *dynamo.Update { return u.DeleteStringsFromSet("teamIds", m.TeamID) },
+		failWith(errUserNotFound))
+	return s.audited(ev, t).run(ctx, "remove member")
+}
+
+// userTeams adds to t the update of a user's team set (and edge sequence)
+// that goes with every membership edge written or deleted; change says
+// what happens to the set.
+func (s *DB) userTeams(t *txn, orgID, userID string, change func(*dynamo.Update) *dynamo.Update, f onFail) {
+	k := orgUserKey(orgID, userID)
+	t.update(k, change(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("edgeSeq", 1)).If(exists), f)
+}
