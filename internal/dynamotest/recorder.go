@@ -43,66 +43,11 @@ func (o Op) String() string {
 // Middleware to the client's APIOptions. Each logical call is recorded once,
 // at initialization, so SDK retries do not add entries. A call whose
 // context has ended before it starts is not recorded: the SDK sends
-// nothing for it (a read that went beside an authorization read and was
-// cancelled by the refusal may start only then, after its request was
-// answered, and would otherwise be counted against the next one).
+// nothing for it.
 type Recorder struct {
 	mu  sync.Mutex
 	ops []Op
 	gen int // Resets so far: a call that began before one is not finished after
-	// rendezvous, when armed, holds the next calls until want of them
-	// have arrived (or until its deadline): a test's proof that they are
-	// in flight together, whatever the scheduler does.
-	rv *rendezvous
-}
-
-type rendezvous struct {
-	want, arrived int
-	all           chan struct{}
-	deadline      time.Duration
-	missed        bool
-}
-
-// Rendezvous arms the recorder: the next n calls each wait, before they
-// reach DynamoDB, until all n have arrived, or for at most timeout each. Calls after the n-th pass. RendezvousMet says whether
-// the n met.
-func (r *Recorder) Rendezvous(n int, timeout time.Duration) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.rv = &rendezvous{want: n, all: make(chan struct{}), deadline: timeout}
-}
-
-// RendezvousMet reports whether the armed rendezvous saw all its calls in
-// flight together (false if none was armed or it timed out).
-func (r *Recorder) RendezvousMet() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.rv != nil && r.rv.arrived >= r.rv.want && !r.rv.missed
-}
-
-// wait holds a call at the armed rendezvous, if it is one of its n.
-func (r *Recorder) wait(ctx context.Context) {
-	r.mu.Lock()
-	rv := r.rv
-	if rv == nil || rv.arrived >= rv.want {
-		r.mu.Unlock()
-		return
-	}
-	rv.arrived++
-	if rv.arrived == rv.want {
-		close(rv.all)
-	}
-	r.mu.Unlock()
-	t := time.NewTimer(rv.deadline)
-	defer t.Stop()
-	select {
-	case <-rv.all:
-	case <-t.C:
-		r.mu.Lock()
-		rv.missed = true
-		r.mu.Unlock()
-	case <-ctx.Done():
-	}
 }
 
 // Middleware is the smithy API option that feeds the recorder.
@@ -115,7 +60,6 @@ func (r *Recorder) Middleware(stack *middleware.Stack) error {
 			op := describe(middleware.GetOperationName(ctx), in.Parameters)
 			op.Start = time.Now()
 			i, gen := r.add(op)
-			r.wait(ctx)
 			out, md, err := next.HandleInitialize(ctx, in)
 			r.finish(i, gen, time.Now())
 			return out, md, err
@@ -161,11 +105,11 @@ func (r *Recorder) finish(i, gen int, end time.Time) {
 	}
 }
 
-// Reset forgets what was recorded and disarms the rendezvous.
+// Reset forgets what was recorded.
 func (r *Recorder) Reset() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.ops, r.rv = nil, nil
+	r.ops = nil
 	r.gen++
 }
 
