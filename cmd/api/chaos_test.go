@@ -2,7 +2,7 @@
 
 package main
 
-// TestChaos is issue 10's chaos test: a seeded, bounded, randomized
+// TestChaos is the chaos test: a seeded, bounded, randomized
 // concurrent workload against the real binary, with real faults injected
 // (throttling answered by a proxy in front of DynamoDB Local, DynamoDB
 // Local paused with SIGSTOP, its port refused, the API killed with SIGKILL

@@ -1,6 +1,6 @@
 package main
 
-// Issue 6, item 14: graceful drain of the real binary under load.
+// Graceful drain of the real binary under load.
 
 import (
 	"bufio"

@@ -46,8 +46,8 @@ import (
 // defaultGCPercent is the collector's target when GOGC is unset. The
 // service's live heap is small and it allocates per request, so the
 // collector costs it CPU, not memory: against Go's default of 100, 400 cut
-// the CPU of a GET ticket by 20-32% at the same peak RSS (issue 12;
-// BenchmarkGetTicket/inproc/tenantd run with GOGC=100, 200, 400 and off in
+// the CPU of a GET ticket by 20-32% at the same peak RSS
+// (BenchmarkGetTicket/inproc/tenantd run with GOGC=100, 200, 400 and off in
 // turn, three times; off was slower still). GOGC and GOMEMLIMIT, when set,
 // are the operator's.
 const defaultGCPercent = 400

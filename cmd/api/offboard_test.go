@@ -1,6 +1,6 @@
 package main
 
-// Issue 10, item 2: the API killed during DELETE /v1/orgs/{id} of an org
+// The API killed during DELETE /v1/orgs/{id} of an org
 // with 150 members must not leave a zombie: no member keeps access, and the
 // offboarding finishes by itself, without the owner repeating the DELETE.
 

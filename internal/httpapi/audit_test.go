@@ -406,7 +406,7 @@ func TestAuditLifecycle(t *testing.T) {
 // TestAuditLogFarFuture: an until in the far future is until now. Before,
 // ?until=9999-12-31T23:59:59Z answered empty pages with a nextCursor, at 13
 // Queries a page, for the 7,400 pages of months before any event (found by
-// the outside attack of issue 10).
+// an outside attack).
 func TestAuditLogFarFuture(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Audited")

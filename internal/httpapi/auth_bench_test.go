@@ -57,7 +57,8 @@ func BenchmarkAuthenticateMiddleware(b *testing.B) {
 
 // BenchmarkAuthorizeOrgMiddleware is the AuthorizeOrg middleware alone
 // (the role read answered from memory): ID check, identity lookup, the
-// principal into the request context. Issue 5's target is <= 30 allocs.
+// principal into the request context. The target is at most 30
+// allocations.
 func BenchmarkAuthorizeOrgMiddleware(b *testing.B) {
 	h := httpapi.AuthorizeOrg(memRoles{authz.Admin}, 0)(func(c echo.Context) error {
 		_, err := httpapi.Decided(c.Request().Context())

@@ -1,6 +1,6 @@
 package httpapi_test
 
-// Item 10: faults from DynamoDB, injected at the SDK's HTTP layer, so the
+// Faults from DynamoDB, injected at the SDK's HTTP layer, so the
 // SDK's real retryer (standard, with RetryTxConflicts) runs.
 
 import (
@@ -484,8 +484,8 @@ func TestFaults(t *testing.T) {
 		}
 
 		// A user added the same way: the retry answers 201 with the user
-		// its lost attempt added, not 409 user_exists (found by the
-		// outside attack of issue 10).
+		// its lost attempt added, not 409 user_exists (found by an
+		// outside attack).
 		add := func() apiResp {
 			return doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/users", w.Owner.Token,
 				http.Header{"Idempotency-Key": {"fault-key-lost-user"}}, `{"userId":"lost.user","email":"lost.user@example.com","name":"Lost","role":"member"}`)
@@ -606,7 +606,7 @@ func TestHungDynamoDB(t *testing.T) {
 	}
 	// A stranger's DELETE of an org: the route's own deadline is long (an
 	// offboarding), but the authorization read that turns the stranger
-	// away has the usual one (found by the outside attack of issue 10:
+	// away has the usual one (found by an outside attack: it was
 	// held for 2 minutes while DynamoDB was paused).
 	cases = append(cases, struct {
 		name, method, path, body string

@@ -118,7 +118,7 @@ func opCounts(ops []dynamotest.Op) string {
 	return strings.Join(out, ", ")
 }
 
-// dashboard is the issue's queue: a page of tickets with requester,
+// dashboard is the ticket-queue query: a page of tickets with requester,
 // assignee and team, and each ticket's first comments with their authors.
 const dashboard = `query Dashboard($org: ID!, $first: Int!) {
   org(id: $org) {

@@ -1,7 +1,7 @@
 package httpapi_test
 
-// Item 8: Idempotency-Key on every creating POST, and item 9: cursor
-// tampering and iteration under concurrent inserts.
+// Idempotency-Key on every creating POST, and cursors: tampering and
+// iteration under concurrent inserts.
 
 import (
 	"bytes"
@@ -379,7 +379,7 @@ func TestIdempotency(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Item 9: cursors.
+// Cursors.
 
 // TestCursors: a cursor with any single bit flipped, another org's
 // cursor, another listing's, an expired one: 400 invalid_cursor before any

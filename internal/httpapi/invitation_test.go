@@ -369,8 +369,8 @@ func TestInvitationLifecycle(t *testing.T) {
 		wantProblem(t, a, err, http.StatusForbidden, "invitation_email_mismatch")
 		// An email that only Unicode case folding makes the invitation's
 		// (the Kelvin sign K, U+212A, folds to k), and the right email in a
-		// token that says it is not verified, are refused too (found by the
-		// outside attack of issue 10).
+		// token that says it is not verified, are refused too (found by an
+		// outside attack).
 		kelvin := ts.Invitee(t, "kelvin", "\u212already@example.com")
 		kinv := MustInvitation(t, w.Owner.C, org, "klready@example.com", client.RoleAdmin)
 		a, err = kelvin.C.AcceptInvitationWithResponse(bg, kinv.Token, nil)

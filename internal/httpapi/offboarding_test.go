@@ -1,6 +1,6 @@
 package httpapi_test
 
-// End-to-end tests of the tenant lifecycle (issue 7) through the generated
+// End-to-end tests of the tenant lifecycle through the generated
 // client: invitations, the audit log and offboarding. Where a test must see
 // the table itself (what is stored, what is left after offboarding) it opens
 // the server's table with its own client, test-only (openInvitation); the server's

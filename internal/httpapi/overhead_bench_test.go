@@ -758,7 +758,7 @@ func (benchStaticEndpoint) ResolveEndpoint(context.Context, dynamodb.EndpointPar
 // request validator tenantd uses, tenantd without the obs metrics, and
 // tenantd as cmd/api wires it. It reports each one's mean time and
 // tenantd/bare: all four see the same machine noise, so these are steadier
-// than comparing separate benchmarks (issue 5's target: tenantd <= 2x bare).
+// than comparing separate benchmarks (the target: tenantd <= 2x bare).
 func BenchmarkGetTicketOverhead(b *testing.B) {
 	env := newBenchEnv(b)
 	path := "/v1/orgs/" + benchOrgID + "/tickets/" + benchTicket

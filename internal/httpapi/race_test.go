@@ -1,6 +1,6 @@
 package httpapi_test
 
-// Item 7: races. Run with -race (make test does): concurrent requests on
+// Races. Run with -race (make test does): concurrent requests on
 // the same item must leave exactly one winner and exact counters, read
 // back from the table.
 
@@ -299,9 +299,8 @@ func wantTeamsCounts(t *testing.T, items []dbItem, org string, teams []string, w
 // TestWritesWithoutIfMatchNeverConflict: a write without If-Match is the
 // last writer's. Concurrent ones all succeed (the service reads again when
 // the item changed between its read and its write) instead of answering
-// 412 version_mismatch, which only a stale If-Match earns. (Found by the
-// outside attack of issue 10: 25 of the race runs' member DELETEs were
-// 412.)
+// 412 version_mismatch, which only a stale If-Match earns. (Found by an
+// outside attack: 25 of the race runs' member DELETEs were 412.)
 func TestWritesWithoutIfMatchNeverConflict(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Busy")
@@ -379,7 +378,7 @@ func TestWritesWithoutIfMatchNeverConflict(t *testing.T) {
 // TestRemovalOutlastsMembershipChurn: a user whose team memberships keep
 // being toggled by others is still removable. Before, a team admin
 // toggling the victim in one team (4 threads) made 12 of 13 removals fail
-// with 409 concurrent_update (found by the outside attack of issue 10):
+// with 409 concurrent_update (found by an outside attack):
 // now the removal marks the user leaving after its first clash, and no
 // team takes them again.
 func TestRemovalOutlastsMembershipChurn(t *testing.T) {

@@ -1,6 +1,6 @@
 package httpapi_test
 
-// Item 12: per-tenant rate limiting.
+// Per-tenant rate limiting.
 
 import (
 	"fmt"

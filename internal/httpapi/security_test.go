@@ -1,9 +1,9 @@
 package httpapi_test
 
-// Hardening tests (issue 6): what must still hold when the API is attacked,
-// raced, or its database misbehaves. This file holds the helpers the
-// hardening_*_test.go files share, and the smaller items: key injection and
-// mass assignment gaps (items 3-4), revocation (6) and limits (11).
+// Hardening tests: what must still hold when the API is attacked, raced,
+// or its database misbehaves. This file holds the helpers the
+// hardening_*_test.go files share, and the smaller rules: key injection,
+// mass assignment, immediate revocation and limits.
 
 import (
 	"bytes"
@@ -332,7 +332,7 @@ func doReqE(hc *http.Client, method, rawURL, token string, header http.Header, b
 }
 
 // ---------------------------------------------------------------------------
-// Items 3-4: key injection in every ID position, mass assignment read back
+// Key injection in every ID position, mass assignment read back
 // from the table.
 
 // evilIDs are IDs that must never reach a key. None contains a '/', so each
@@ -496,8 +496,8 @@ func jsonOf(v any) string {
 	return string(b)
 }
 
-// TestMassAssignment sends every read-only or foreign field the
-// issue names (orgId, OrgID, id, version, requesterId, memberCount, role
+// TestMassAssignment sends every read-only or foreign field
+// (orgId, OrgID, id, version, requesterId, memberCount, role
 // where a role is not the caller's to choose, and more) in every body it
 // could sneak into, in several spellings: each is a 400, and every item of
 // the tenant in the TABLE is unchanged.
@@ -632,7 +632,7 @@ func TestMassAssignment(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Item 6: revocation is immediate.
+// Revocation is immediate.
 
 // TestRevocation removes users from orgs and teams, and demotes
 // them, and sends their very next request at once with their still valid
@@ -741,7 +741,7 @@ func TestRevocation(t *testing.T) {
 }
 
 // ---------------------------------------------------------------------------
-// Item 11: limits.
+// Limits.
 
 // TestLimits: bodies over 64 KiB are a 413 before authentication
 // (no DynamoDB call, whatever the token), and every documented bound of a

@@ -371,8 +371,8 @@ func (g *gate) RoundTrip(req *http.Request) (*http.Response, error) {
 // admin who is only an org member, a member of a ticket's team) commits
 // only while that team edge still exists with the role: taken off the team
 // between their authorization read and their commit, they get 403 and
-// nothing changes. (Found by the outside attack of issue 10: the org role
-// was fenced, the team role was not.)
+// nothing changes. (Found by an outside attack: the org role was
+// fenced, the team role was not.)
 func TestTeamFence(t *testing.T) {
 	g := &gate{}
 	ts := MustServer(t, withTransport(g.wrap))

@@ -1,6 +1,6 @@
 package httpapi_test
 
-// Item 5: the JWT negative corpus, against a server in JWKS mode (RS256
+// The JWT negative corpus, against a server in JWKS mode (RS256
 // keys, issuer and audience required) and the HS256 test server.
 
 import (

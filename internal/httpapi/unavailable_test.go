@@ -291,7 +291,7 @@ func TestThrottledAfterRetries(t *testing.T) {
 // TestDeploymentFaults: faults of the deployment rather than of the
 // moment (the table is missing, the service's credentials are refused, an
 // answer that is not DynamoDB's) are 503 with Retry-After too, never a 500.
-// (Found by the outside attack of issue 10.)
+// (Found by an outside attack.)
 func TestDeploymentFaults(t *testing.T) {
 	faults := newFaults()
 	ts := MustServer(t, withTransport(faults.wrap))

@@ -16,8 +16,8 @@ import (
 )
 
 // BenchmarkAuthorizationRead prices what the authorization read gained when
-// it started reading the org item with the caller's edge (issue 10, item 2:
-// an org being offboarded is 404 to every member from the moment it is
+// it started reading the org item with the caller's edge (the rule: an
+// org being offboarded is 404 to every member from the moment it is
 // marked): the edge alone with a consistent GetItem (before) against the org
 // item and the edge in one consistent BatchGetItem (now), on DynamoDB Local.
 // rcu/op is the read capacity DynamoDB reports for one read.

@@ -20,7 +20,7 @@ import (
 )
 
 // BenchmarkStoreVsRaw prices the store layer against hand-written SDK
-// calls for the chart's reads (issue 12: store / raw >= 0.95): for each row
+// calls for the chart's reads (the goal: store / raw >= 0.95): for each row
 // the store method and the same DynamoDB call (the same request: guregu
 // sends Query's KeyConditions, not a KeyConditionExpression, and so does
 // the raw side) made and decoded by hand (no guregu/dynamo, no reflection) alternate in one loop, on the same

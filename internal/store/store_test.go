@@ -517,8 +517,8 @@ func writeCalls(r *dynamotest.Recorder) []string {
 // TestListingsUnderParentBeingDeleted: a team or ticket marked for
 // deletion (a large one, deleted in parts, or one whose run crashed) is
 // gone for readers, its listings included, although children are left:
-// the first page reads the parent with the same Query. (Found by the
-// outside attack of issue 10: GET .../members answered 200 with 72 members
+// the first page reads the parent with the same Query. (Found by an
+// outside attack: GET .../members answered 200 with 72 members
 // of a team that answered 404.)
 func TestListingsUnderParentBeingDeleted(t *testing.T) {
 	f, s := MustSampled(t)

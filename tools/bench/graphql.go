@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// dashboardQuery is issue 14's queue: 50 tickets with requester, assignee
+// dashboardQuery is the dashboard's queue: 50 tickets with requester, assignee
 // and team, and each ticket's first 3 comments with their authors.
 const dashboardQuery = `query Dashboard($org: ID!) { org(id: $org) { tickets(first: 50) { nodes {
   id title status priority requester { userId name } assignee { userId name } team { id name }

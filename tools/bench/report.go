@@ -154,7 +154,7 @@ func (r *report) markdown() string {
 	p("unprocessed items) in %v: **%.0f items/s**, bounded by DynamoDB Local, whose writes run on about one core.", r.seed.took.Round(100*time.Millisecond), float64(r.seed.items)/r.seed.took.Seconds())
 	p("")
 	r.targets(p)
-	r.issue12Goals(p)
+	r.roundTripGoals(p)
 	r.endpointTable(p)
 	r.boundTable(p)
 	r.scaleTables(p)
@@ -314,7 +314,7 @@ func (r *report) poolTable(p func(string, ...any)) {
 	}
 	p("## The GraphQL dashboard vs. the REST calls for the same data (concurrency 1)")
 	p("")
-	p("Issue 14's queue on the 1k-ticket tenant: 50 tickets with requester, assignee and team, and each ticket's first 3")
+	p("The dashboard's queue on the 1k-ticket tenant: 50 tickets with requester, assignee and team, and each ticket's first 3")
 	p("comments with their authors (20 of the 50 have two comments). GraphQL is one request whose resolvers batch each")
 	p("nesting level (docs/data-model.md, section 3a); REST is the list with `expand=requester,assignee`, the teams, the 50")
 	p("comment listings and the authors not yet known, 8 requests in flight. Calls are the API's own count of DynamoDB calls.")
@@ -346,7 +346,7 @@ func (r *report) poolTable(p func(string, ...any)) {
 }
 
 // storeVsRaw is the store layer against hand-written SDK calls for the
-// chart's reads (BenchmarkStoreVsRaw in internal/store): issue 12's goal
+// chart's reads (BenchmarkStoreVsRaw in internal/store), against the goal
 // store / raw >= 0.95 on every row.
 func (r *report) storeVsRaw(p func(string, ...any), g goBench) {
 	var names []string
@@ -366,7 +366,7 @@ func (r *report) storeVsRaw(p func(string, ...any), g goBench) {
 	p("decoded by hand (no guregu/dynamo, no reflection), call by call, on DynamoDB Local. raw/store is the store's")
 	p("throughput as a share of the raw calls' (wall time per call; DynamoDB Local's share of it is the same on both")
 	p("sides); raw/store CPU is the same for the client's CPU per call, which bounds throughput once the CPUs are busy.")
-	p("Goal (issue 12): ≥ 0.95 on every row. Medians of %d runs.", len(g[names[0]]["raw/store"]))
+	p("Goal: ≥ 0.95 on every row. Medians of %d runs.", len(g[names[0]]["raw/store"]))
 	p("")
 	p("| row | store µs/call | raw µs/call | **raw/store** | store CPU µs/call | raw CPU µs/call | **raw/store CPU** | store allocs | raw allocs | goal met |")
 	p("|---|---:|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -422,7 +422,7 @@ func (g goBench) median(name, unit string) float64 {
 }
 
 func (r *report) targets(p func(string, ...any)) {
-	p("## Issue 5's targets, from this run")
+	p("## Per-request cost targets, from this run")
 	p("")
 	p("| target | measured | met |")
 	p("|---|---|---|")
@@ -505,13 +505,14 @@ func (r *report) targets(p func(string, ...any)) {
 	p("")
 }
 
-// issue12Goals is issue 12's goals (one round trip per request, a service
-// that costs less CPU than its database calls), each measured in this run,
-// with the value the issue measured before the work ("before").
-func (r *report) issue12Goals(p func(string, ...any)) {
-	p("## Issue 12's goals, from this run")
+// roundTripGoals reports the goals of one round trip per request and a
+// service that costs less CPU than its database calls, each measured in
+// this run, with the value measured on main before the round trips were
+// cut ("before").
+func (r *report) roundTripGoals(p func(string, ...any)) {
+	p("## Round-trip and CPU goals, from this run")
 	p("")
-	p("Before: the values issue 12 measured on the main of its day. Round trips come from the latency phase (%v per", r.delay)
+	p("Before: the values measured on main before the round trips were cut. Round trips come from the latency phase (%v per", r.delay)
 	p("DynamoDB call, c=1), the CPU and allocation figures from `go test -bench` (below), store/raw from")
 	p("`BenchmarkStoreVsRaw`, endpoint/raw from the closed-loop steps.")
 	p("")
