@@ -122,7 +122,7 @@ func TestTrackerRefPattern(t *testing.T) {
 		ref("func issue%dGoals()"),
 		ref("// Item %d: per-tenant rate limiting."),
 		ref("mass assignment gaps (items %d-13)"),
-		"// dashboard is the " + "issue's queue",
+		"// dashboard is the " + "issue" + "'s queue",
 	} {
 		if !trackerRef.MatchString(s) {
 			t.Errorf("not caught: %q", s)
