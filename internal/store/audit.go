@@ -76,8 +76,8 @@ type auditCursor struct {
 
 // ListAuditEvents queries the org's monthly buckets newest first. Usually one
 // Query serves a page; a page that empties its bucket reads the previous
-// month's next, within [Since, Until] (Since defaults to a year before
-// Until).
+// month's next, within [Since, Until]: Until is required, Since defaults
+// to a year before it.
 func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result[audit.Event], error) {
 	var none page.Result[audit.Event]
 	if err := checkIDs(ids.Resource("orgId", q.OrgID)); err != nil {
@@ -88,8 +88,8 @@ func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result
 		return none, err
 	}
 	until := q.Until
-	if until.IsZero() {
-		until = time.Now()
+	if until.IsZero() { // the service sets it from its clock: the store keeps none
+		return none, fmt.Errorf("list audit events: the query has no Until")
 	}
 	since := q.Since
 	if since.IsZero() {

@@ -28,7 +28,12 @@ import (
 )
 
 // DB is a handle on tenantd's table. The per-domain stores (Orgs, Teams,
-// Tickets) share one.
+// Tickets) share one. The store keeps no clock of its own: what it writes
+// carries the times the services' injected clock gave (audit.Query's Until
+// included). It reads the wall clock only where processes coordinate on
+// real time: the leases of unfinished deletions (leaseUntil, a departing
+// user's leaving mark) and an offboarding's cut-off and sweep of the audit
+// buckets.
 type DB struct {
 	client *dynamodb.Client
 	db     *dynamo.DB
