@@ -52,19 +52,33 @@ type variant struct {
 }
 
 // batchOf merges the keys of GetItem and BatchGetItem inputs of one table
-// into one consistent BatchGetItem.
+// into one consistent BatchGetItem, each key once (as the store sends a
+// target that is the caller's own edge).
 func batchOf(gets ...any) any {
 	var keys []map[string]types.AttributeValue
 	var table *string
+	seen := map[string]bool{}
+	add := func(k map[string]types.AttributeValue) {
+		pk, _ := k["pk"].(*types.AttributeValueMemberS)
+		sk, _ := k["sk"].(*types.AttributeValueMemberS)
+		if pk == nil || sk == nil || !seen[pk.Value+"\x00"+sk.Value] {
+			keys = append(keys, k)
+		}
+		if pk != nil && sk != nil {
+			seen[pk.Value+"\x00"+sk.Value] = true
+		}
+	}
 	for _, g := range gets {
 		switch in := g.(type) {
 		case *dynamodb.GetItemInput:
 			table = in.TableName
-			keys = append(keys, in.Key)
+			add(in.Key)
 		case *dynamodb.BatchGetItemInput:
 			for t, ka := range in.RequestItems {
 				table = aws.String(t)
-				keys = append(keys, ka.Keys...)
+				for _, k := range ka.Keys {
+					add(k)
+				}
 			}
 		default:
 			panic(fmt.Sprintf("bench: batchOf(%T)", g))
@@ -164,6 +178,14 @@ func (e *env) keyEndpoints() []*endpoint {
 		uid := members[rand.IntN(len(members))]
 		return one(capture(func(ctx context.Context) error { _, err := e.teams().GetTeamMember(ctx, org, team0, uid); return err }))
 	})
+	userGets := pool(2048, func(int) any {
+		uid := members[rand.IntN(len(members))]
+		return one(capture(func(ctx context.Context) error {
+			_, err := (&store.Orgs{DB: e.capDB}).GetOrgUser(ctx, org, uid)
+			return err
+		}))
+	})
+	teamGet := one(capture(func(ctx context.Context) error { _, err := e.teams().GetTeam(ctx, org, team0); return err }))
 	ap1 := listing(capture(func(ctx context.Context) error {
 		_, err := e.teams().ListTeamMembers(ctx, org, team0, page.Request{Limit: page.DefaultLimit})
 		return err
@@ -223,6 +245,27 @@ func (e *env) keyEndpoints() []*endpoint {
 			},
 			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
 				return send(ctx, c, batchOf(e.authz(org, caller(w)), pick(r, memberGets)))
+			}},
+		{name: "GET org user", method: http.MethodGet, want: 200, chart: 1,
+			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
+				return fmt.Sprintf("/v1/orgs/%s/users/%s", org, pick(r, members)), nil
+			},
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+				return send(ctx, c, batchOf(e.authz(org, caller(w)), pick(r, userGets)))
+			}},
+		{name: "GET team", method: http.MethodGet, want: 200, chart: 1,
+			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
+				return fmt.Sprintf("/v1/orgs/%s/teams/%s", org, team0), nil
+			},
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+				return send(ctx, c, batchOf(e.authz(org, caller(w)), teamGet))
+			}},
+		{name: "GET org", method: http.MethodGet, want: 200, chart: 1,
+			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
+				return fmt.Sprintf("/v1/orgs/%s", org), nil
+			},
+			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
+				return send(ctx, c, e.authz(org, caller(w))) // the org item is one of the authorization keys
 			}},
 		{name: "list team members, 1st page (AP1)", method: http.MethodGet, want: 200, chart: 2,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
