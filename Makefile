@@ -45,6 +45,8 @@ bench: tools ## Benchmarks (< 10 min): go test -bench, then DynamoDB Local + the
 	go test -run '^$$' -bench . -benchmem -count=3 -benchtime=300ms ./internal/httpapi/ ./internal/authz/ | tee "$$out"; \
 	echo "go test -run '^\$$' -bench '^BenchmarkStoreVsRaw$$' -count=3 -benchtime=2s ./internal/store/"; \
 	go test -run '^$$' -bench '^BenchmarkStoreVsRaw$$' -count=3 -benchtime=2s ./internal/store/ | tee -a "$$out"; \
+	echo "go test -run '^\$$' -bench '^BenchmarkDecode$$' -benchmem -count=3 -benchtime=300ms ./internal/store/"; \
+	go test -run '^$$' -bench '^BenchmarkDecode$$' -benchmem -count=3 -benchtime=300ms ./internal/store/ | tee -a "$$out"; \
 	go run ./tools/bench -gobench "$$out" -started "$$start"
 
 lint: tools ## go vet, staticcheck, and openapi.yaml through Redocly and Spectral

@@ -45,17 +45,21 @@ import (
 
 // defaultGCPercent is the collector's target when GOGC is unset. The
 // service's live heap is small and it allocates per request, so the
-// collector costs it CPU, not memory: against Go's default of 100, 400 cut
-// the CPU of a GET ticket by 20-32% at the same peak RSS
-// (BenchmarkGetTicket/inproc/tenantd run with GOGC=100, 200, 400 and off in
-// turn, three times; off was slower still). GOGC and GOMEMLIMIT, when set,
-// are the operator's.
+// collector costs it CPU, not memory. Its row in BENCHMARKS.md is
+// BenchmarkGetTicket's inproc/tenantd (Go's 100) against
+// inproc-gogc400/tenantd; TestDefaultGCPercent is its guard. GOGC and
+// GOMEMLIMIT, when set, are the operator's.
 const defaultGCPercent = 400
 
-func main() {
-	if _, set := os.LookupEnv("GOGC"); !set {
+// setGCPercent applies defaultGCPercent unless the environment sets GOGC.
+func setGCPercent(lookup func(string) (string, bool)) {
+	if _, set := lookup("GOGC"); !set {
 		debug.SetGCPercent(defaultGCPercent)
 	}
+}
+
+func main() {
+	setGCPercent(os.LookupEnv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Stdout); err != nil {

@@ -84,7 +84,7 @@ func checkHandDecoder[H any, R any](t *testing.T) {
 }
 
 // fill sets every field of v to a distinct non-zero value.
-func fill(t *testing.T, v reflect.Value) {
+func fill(t testing.TB, v reflect.Value) {
 	t.Helper()
 	for i := range v.NumField() {
 		f, name := v.Field(i), v.Type().Field(i).Name
@@ -103,4 +103,68 @@ func fill(t *testing.T, v reflect.Value) {
 			t.Fatalf("fill: field %s of type %s: teach fill its kind", name, f.Type())
 		}
 	}
+}
+
+// fullItem is an item with every field of R set, as guregu encodes it.
+func fullItem[R any](tb testing.TB) dynamo.Item {
+	tb.Helper()
+	var full R
+	fill(tb, reflect.ValueOf(&full).Elem())
+	item, err := dynamo.MarshalItem(full)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return item
+}
+
+// TestHandDecodersPayRent holds the hand decoders to their reason to
+// exist: decoding an item by hand allocates less than guregu's reflection
+// decoder (allocation counts, not timings, so the test does not depend on
+// the machine's speed). BenchmarkDecode measures the gain in time.
+func TestHandDecodersPayRent(t *testing.T) {
+	check := func(name string, hand, reflection func()) {
+		h, r := testing.AllocsPerRun(100, hand), testing.AllocsPerRun(100, reflection)
+		if h >= r {
+			t.Errorf("%s: %v allocations by hand, %v by reflection: the hand decoder gains nothing", name, h, r)
+		}
+	}
+	member, tk := fullItem[memberItemByReflection](t), fullItem[ticketItemByReflection](t)
+	check("memberItem", func() { var x memberItem; _ = dynamo.UnmarshalItem(member, &x) },
+		func() { var x memberItemByReflection; _ = dynamo.UnmarshalItem(member, &x) })
+	check("ticketItem", func() { var x ticketItem; _ = dynamo.UnmarshalItem(tk, &x) },
+		func() { var x ticketItemByReflection; _ = dynamo.UnmarshalItem(tk, &x) })
+}
+
+// BenchmarkDecode is one item decoded by hand and by guregu's reflection
+// (the speed mechanism's row in BENCHMARKS.md).
+func BenchmarkDecode(b *testing.B) {
+	member, tk := fullItem[memberItemByReflection](b), fullItem[ticketItemByReflection](b)
+	b.Run("memberItem/hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var x memberItem
+			_ = dynamo.UnmarshalItem(member, &x)
+		}
+	})
+	b.Run("memberItem/reflection", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var x memberItemByReflection
+			_ = dynamo.UnmarshalItem(member, &x)
+		}
+	})
+	b.Run("ticketItem/hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var x ticketItem
+			_ = dynamo.UnmarshalItem(tk, &x)
+		}
+	})
+	b.Run("ticketItem/reflection", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			var x ticketItemByReflection
+			_ = dynamo.UnmarshalItem(tk, &x)
+		}
+	})
 }

@@ -155,6 +155,7 @@ func (r *report) markdown() string {
 	p("")
 	r.targets(p)
 	r.roundTripGoals(p)
+	r.mechanisms(p)
 	r.endpointTable(p)
 	r.boundTable(p)
 	r.scaleTables(p)
@@ -588,6 +589,35 @@ func (r *report) roundTripGoals(p func(string, ...any)) {
 		if n > 0 {
 			p("| endpoint / raw bound ≥ 0.9 at c=%d (the raw bound makes the same calls) | 0.69-0.78 | %d of %d endpoints; worst %.2f (%s) | %s |", c, meet, n, worst, name, yes(meet == n))
 		}
+	}
+	p("")
+}
+
+// mechanisms is the rent each speed mechanism pays: its gain, measured
+// in this run, and the test that fails when the gain is gone.
+func (r *report) mechanisms(p func(string, ...any)) {
+	g := parseGoBench(r.goBench)
+	type row struct{ mechanism, with, without, unit, guard string }
+	rows := []row{
+		{"hand decoder of member edges (`store/decode.go`)", "BenchmarkDecode/memberItem/hand", "BenchmarkDecode/memberItem/reflection", "ns/op", "`TestHandDecodersPayRent`, `TestHandDecoders`"},
+		{"hand decoder of tickets (`store/decode.go`)", "BenchmarkDecode/ticketItem/hand", "BenchmarkDecode/ticketItem/reflection", "ns/op", "`TestHandDecodersPayRent`, `TestHandDecoders`"},
+		{"verified-token cache (`httpapi/token.go`)", "BenchmarkJWTVerifyHS256/cached", "BenchmarkJWTVerifyHS256/uncached", "ns/op", "`TestTokenCachePaysRent`"},
+		{"GOGC=400 by default (`cmd/api/main.go`), GET ticket's CPU", "BenchmarkGetTicket/inproc-gogc400/tenantd", "BenchmarkGetTicket/inproc/tenantd", "cpu-ns/op", "`TestDefaultGCPercent`"},
+	}
+	p("## Speed mechanisms and the rent they pay")
+	p("")
+	p("Each mechanism's gain in this run (medians of `go test -bench`), and the test that fails when the gain is gone")
+	p("(by allocation or collection counts, which do not depend on the machine's speed).")
+	p("")
+	p("| mechanism | with | without | gain | allocs with / without | guard |")
+	p("|---|---:|---:|---:|---:|---|")
+	for _, x := range rows {
+		w, wo := g.median(x.with, x.unit), g.median(x.without, x.unit)
+		if w == 0 || wo == 0 {
+			continue
+		}
+		p("| %s | %.1f µs | %.1f µs | %.2f× | %.0f / %.0f | %s |", x.mechanism, w/1000, wo/1000, wo/w,
+			g.median(x.with, "allocs/op"), g.median(x.without, "allocs/op"), x.guard)
 	}
 	p("")
 }
