@@ -2,18 +2,18 @@
 
 package main
 
-// TestChaos is the chaos test: a seeded, bounded, randomized
-// concurrent workload against the real binary, with real faults injected
-// (throttling answered by a proxy in front of DynamoDB Local, DynamoDB
-// Local paused with SIGSTOP, its port refused, the API killed with SIGKILL
-// mid-request and restarted), in rounds. After each round, once the faults
-// are lifted and every unfinished deletion has finished by itself, it runs
-// store.CheckInvariants (a consistent Scan of the table and its indexes)
-// and checks every acknowledged write against the table through the API:
-// an acknowledged create is readable unless a delete of it, or of a parent,
-// was attempted; an acknowledged delete (of it or of a parent) leaves it
-// unreadable; a create retried with its Idempotency-Key exists at most
-// once, acknowledged or not. No request may ever answer 500.
+// TestChaos is the chaos test: a seeded, bounded, randomized concurrent
+// workload against the real binary, with real faults injected (throttling
+// answered by a proxy in front of DynamoDB Local, DynamoDB Local paused
+// with SIGSTOP, its port refused, the API killed with SIGKILL mid-request
+// and restarted), in rounds. After each round, once the faults are lifted
+// and every unfinished deletion has finished by itself, it runs
+// storetest.CheckInvariants (a consistent Scan of the table and its
+// indexes) and checks every acknowledged write against the table through
+// the API: an acknowledged create is readable unless a delete of it, or of
+// a parent, was attempted; an acknowledged delete (of it or of a parent)
+// leaves it unreadable; a create retried with its Idempotency-Key exists
+// at most once, acknowledged or not. No request may ever answer 500.
 //
 // `make test` runs it briefly with a fixed seed; `make chaos` runs it
 // longer with a random seed, printed so that a failure can be replayed:
@@ -46,6 +46,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/store/storetest"
 	"github.com/tenantd/tenantd/internal/testkit"
 )
 
@@ -155,7 +156,7 @@ func TestChaos(t *testing.T) {
 		// unfinished deletion finishes by itself (the deletion worker).
 		d.owner().deleteOrg(w)
 		waitNoDeletions(t, raw, table, 60*time.Second)
-		vs, err := store.CheckInvariants(context.Background(), raw, table, store.CheckOptions{Now: time.Now()})
+		vs, err := storetest.CheckInvariants(context.Background(), raw, table, storetest.CheckOptions{Now: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -175,7 +176,7 @@ func TestChaos(t *testing.T) {
 	w.removeEveryone(a)
 	a.owner().deleteOrg(w)
 	waitNoDeletions(t, raw, table, 60*time.Second)
-	vs, err := store.CheckInvariants(context.Background(), raw, table, store.CheckOptions{Now: time.Now()})
+	vs, err := storetest.CheckInvariants(context.Background(), raw, table, storetest.CheckOptions{Now: time.Now()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/store/storetest"
 	"github.com/tenantd/tenantd/internal/tenant"
 )
 
@@ -126,7 +127,7 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		vs, err := store.CheckInvariants(ctx, db.Client(), table, store.CheckOptions{Now: time.Now()})
+		vs, err := storetest.CheckInvariants(ctx, db.Client(), table, storetest.CheckOptions{Now: time.Now()})
 		if err != nil {
 			t.Fatal(err)
 		}

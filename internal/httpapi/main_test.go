@@ -44,6 +44,7 @@ import (
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/store/storetest"
 )
 
 func TestMain(m *testing.M) {
@@ -743,7 +744,7 @@ func etagOf(version int64) string { return fmt.Sprintf("%q", fmt.Sprint(version)
 // mustHealthy fails tb with every invariant the server's table breaks.
 func mustHealthy(tb testing.TB, ts *testServer) {
 	tb.Helper()
-	vs, err := store.CheckInvariants(context.Background(), ts.Raw, ts.Table, store.CheckOptions{Now: time.Now().Add(365 * 24 * time.Hour)})
+	vs, err := storetest.CheckInvariants(context.Background(), ts.Raw, ts.Table, storetest.CheckOptions{Now: time.Now().Add(365 * 24 * time.Hour)})
 	if err != nil {
 		tb.Fatalf("check invariants: %v", err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/tenantd/tenantd/internal/idempotency"
 	"github.com/tenantd/tenantd/internal/invitation"
 	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/store/storetest"
 	orgpkg "github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
@@ -213,9 +214,9 @@ func (w *world) update(tb testing.TB, pk, sk, expr string, names map[string]stri
 	}
 }
 
-func (w *world) check(tb testing.TB, o store.CheckOptions) []store.Violation {
+func (w *world) check(tb testing.TB, o storetest.CheckOptions) []storetest.Violation {
 	tb.Helper()
-	vs, err := store.CheckInvariants(w.ctx, w.f.raw, w.f.DB.TableName(), o)
+	vs, err := storetest.CheckInvariants(w.ctx, w.f.raw, w.f.DB.TableName(), o)
 	if err != nil {
 		tb.Fatalf("check invariants: %v", err)
 	}
@@ -223,12 +224,14 @@ func (w *world) check(tb testing.TB, o store.CheckOptions) []store.Violation {
 }
 
 // at is a violation expected at an item; its detail is not compared.
-func at(rule, pk, sk string) store.Violation { return store.Violation{Rule: rule, PK: pk, SK: sk} }
+func at(rule, pk, sk string) storetest.Violation {
+	return storetest.Violation{Rule: rule, PK: pk, SK: sk}
+}
 
 // sameViolations compares rules and items (as multisets), not details.
-func sameViolations(tb testing.TB, got, want []store.Violation) {
+func sameViolations(tb testing.TB, got, want []storetest.Violation) {
 	tb.Helper()
-	key := func(v store.Violation) string { return v.Rule + " [" + v.PK + " | " + v.SK + "]" }
+	key := func(v storetest.Violation) string { return v.Rule + " [" + v.PK + " | " + v.SK + "]" }
 	var g, wnt []string
 	for _, v := range got {
 		g = append(g, key(v))
@@ -249,10 +252,10 @@ func sameViolations(tb testing.TB, got, want []store.Violation) {
 
 func TestInvariantsHealthy(t *testing.T) {
 	w := newWorld(t)
-	sameViolations(t, w.check(t, store.CheckOptions{Now: w.now}), nil)
+	sameViolations(t, w.check(t, storetest.CheckOptions{Now: w.now}), nil)
 	// The same table is healthy at any time: nothing depends on Now while
 	// the invitation is pending, and the zero Now expires nothing.
-	sameViolations(t, w.check(t, store.CheckOptions{}), nil)
+	sameViolations(t, w.check(t, storetest.CheckOptions{}), nil)
 }
 
 // TestInvariantsBroken breaks the healthy world in exactly one way per case
@@ -265,28 +268,28 @@ func TestInvariantsBroken(t *testing.T) {
 		// invitation expired.
 		progress, lateNow bool
 		brk               func(t *testing.T, w *world)
-		want              func(w *world) []store.Violation
+		want              func(w *world) []storetest.Violation
 	}{
-		// Rule 1: types, keys, IDs, redundant attributes.
+		// Types, keys, IDs, redundant attributes.
 		{name: "unknown type",
 			brk: func(t *testing.T, w *world) {
 				w.put(t, attrs{"pk": avS(w.orgPK() + "#WIDGET#1"), "sk": avS(metadata), "type": avS("Widget")})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleUnknownType, w.orgPK()+"#WIDGET#1", metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleUnknownType, w.orgPK()+"#WIDGET#1", metadata)}
 			}},
 		{name: "type attribute removed",
 			brk: func(t *testing.T, w *world) { w.remove(t, w.auditPK(), "EVENT#"+w.event, "type") },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleUnknownType, w.auditPK(), "EVENT#"+w.event)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleUnknownType, w.auditPK(), "EVENT#"+w.event)}
 			}},
 		{name: "team ID in key is not a ULID",
 			brk: func(t *testing.T, w *world) {
 				w.put(t, attrs{"pk": avS(w.orgPK() + "#TEAM#eng"), "sk": avS(metadata), "type": avS("Team"),
 					"orgId": avS(w.org), "teamId": avS("eng"), "memberCount": avN(0), "ownerCount": avN(0)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleBadKey, w.orgPK()+"#TEAM#eng", metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleBadKey, w.orgPK()+"#TEAM#eng", metadata)}
 			}},
 		{name: "comment stored in a team partition",
 			brk: func(t *testing.T, w *world) {
@@ -294,116 +297,116 @@ func TestInvariantsBroken(t *testing.T) {
 				c["pk"] = avS(w.teamPK())
 				w.put(t, c)
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleBadKey, w.teamPK(), "COMMENT#"+w.spare)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleBadKey, w.teamPK(), "COMMENT#"+w.spare)}
 			}},
 		{name: "claim key not normalized",
 			brk: func(t *testing.T, w *world) {
 				w.put(t, attrs{"pk": avS(w.claimPK("Dave@example.com")), "sk": avS("#CLAIM"), "type": avS("EmailClaim"),
 					"orgId": avS(w.org), "userId": avS("u_dave"), "email": avS("Dave@example.com")})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleBadKey, w.claimPK("Dave@example.com"), "#CLAIM")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleBadKey, w.claimPK("Dave@example.com"), "#CLAIM")}
 			}},
 		{name: "membership teamId differs from its key",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.teamPK(), "MEMBER#u_bob", attrs{"teamId": avS(w.spare)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleAttrMismatch, w.teamPK(), "MEMBER#u_bob")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleAttrMismatch, w.teamPK(), "MEMBER#u_bob")}
 			}},
 		{name: "ticket without orgId",
 			brk: func(t *testing.T, w *world) { w.remove(t, w.ticketPK(w.tk), metadata, "orgId") },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleAttrMismatch, w.ticketPK(w.tk), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleAttrMismatch, w.ticketPK(w.tk), metadata)}
 			}},
 		{name: "user-scoped idempotency record with an orgId",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, "USER#u_carol#IDEMPOTENCY#"+w.userHash, "#IDEMPOTENCY", attrs{"orgId": avS(w.org)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleAttrMismatch, "USER#u_carol#IDEMPOTENCY#"+w.userHash, "#IDEMPOTENCY")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleAttrMismatch, "USER#u_carol#IDEMPOTENCY#"+w.userHash, "#IDEMPOTENCY")}
 			}},
 		{name: "audit event in another month's bucket",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.auditPK(), "EVENT#"+w.event, attrs{"at": avS(w.now.AddDate(0, -1, 0).Format(time.RFC3339Nano))})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleAttrMismatch, w.auditPK(), "EVENT#"+w.event)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleAttrMismatch, w.auditPK(), "EVENT#"+w.event)}
 			}},
 		{name: "comment author malformed",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.ticketPK(w.tk), "COMMENT#"+w.c1, attrs{"authorId": avS("bob smith")})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleBadAttr, w.ticketPK(w.tk), "COMMENT#"+w.c1)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleBadAttr, w.ticketPK(w.tk), "COMMENT#"+w.c1)}
 			}},
 
 		{name: "org item with index keys",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.orgPK(), metadata, attrs{"gsi1pk": avS(w.orgPK()), "gsi1sk": avS("ORG#" + w.org)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleOrgGSIKeys, w.orgPK(), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleOrgGSIKeys, w.orgPK(), metadata)}
 			}},
 		{name: "comment with index keys",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.ticketPK(w.tk), "COMMENT#"+w.c1, attrs{"gsi1pk": avS("USER#u_bob"), "gsi1sk": avS("COMMENT#" + w.c1)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleCommentGSIKeys, w.ticketPK(w.tk), "COMMENT#"+w.c1)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleCommentGSIKeys, w.ticketPK(w.tk), "COMMENT#"+w.c1)}
 			}},
 		{name: "audit event with index keys",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.auditPK(), "EVENT#"+w.event, attrs{"gsi1pk": avS(w.orgPK()), "gsi1sk": avS("EVENT#" + w.event)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleAuditGSIKeys, w.auditPK(), "EVENT#"+w.event)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleAuditGSIKeys, w.auditPK(), "EVENT#"+w.event)}
 			}},
 		{name: "idempotency hash malformed",
 			brk: func(t *testing.T, w *world) {
 				w.put(t, attrs{"pk": avS(w.orgPK() + "#IDEMPOTENCY#my-key"), "sk": avS("#IDEMPOTENCY"), "type": avS("IdempotencyRecord"),
 					"orgId": avS(w.org), "userId": avS("u_alice")})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleBadKey, w.orgPK()+"#IDEMPOTENCY#my-key", "#IDEMPOTENCY")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleBadKey, w.orgPK()+"#IDEMPOTENCY#my-key", "#IDEMPOTENCY")}
 			}},
 		{name: "count not a number",
 			brk: func(t *testing.T, w *world) { w.set(t, w.ticketPK(w.tk2), metadata, attrs{"commentCount": avS("0")}) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleBadAttr, w.ticketPK(w.tk2), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleBadAttr, w.ticketPK(w.tk2), metadata)}
 			}},
 
 		// Deleting markers.
 		{name: "offboarding at quiescence",
 			brk: func(t *testing.T, w *world) { w.markOffboarding(t) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleUnfinishedDeletion, w.orgPK(), metadata),
-					at(store.RuleUnfinishedDeletion, w.orgPK(), "USER#u_alice")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleUnfinishedDeletion, w.orgPK(), metadata),
+					at(storetest.RuleUnfinishedDeletion, w.orgPK(), "USER#u_alice")}
 			}},
 		{name: "offboarding in progress", progress: true,
 			brk:  func(t *testing.T, w *world) { w.markOffboarding(t) },
-			want: func(*world) []store.Violation { return nil }},
+			want: func(*world) []storetest.Violation { return nil }},
 		{name: "offboarding half done, in progress", progress: true,
 			brk: func(t *testing.T, w *world) {
 				w.markOffboarding(t)
 				w.offboardHalfway(t)
 			},
-			want: func(*world) []store.Violation { return nil }},
+			want: func(*world) []storetest.Violation { return nil }},
 		{name: "offboarding half done, at quiescence",
 			brk: func(t *testing.T, w *world) {
 				w.markOffboarding(t)
 				w.offboardHalfway(t)
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleUnfinishedDeletion, w.orgPK(), metadata),
-					at(store.RuleUnfinishedDeletion, w.orgPK(), "USER#u_alice"),
-					at(store.RuleUserTeamIDs, w.orgPK(), "USER#u_alice"),
-					at(store.RuleMemberTeamMissing, w.teamPK(), "MEMBER#u_bob"),
-					at(store.RuleMemberUserMissing, w.teamPK(), "MEMBER#u_bob"),
-					at(store.RuleCommentTicketMissing, w.ticketPK(w.tk), "COMMENT#"+w.c1),
-					at(store.RuleCommentTicketMissing, w.ticketPK(w.tk), "COMMENT#"+w.c2),
-					at(store.RulePointerInviteMissing, w.pointerPK("carol@example.com"), "#INVITE")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleUnfinishedDeletion, w.orgPK(), metadata),
+					at(storetest.RuleUnfinishedDeletion, w.orgPK(), "USER#u_alice"),
+					at(storetest.RuleUserTeamIDs, w.orgPK(), "USER#u_alice"),
+					at(storetest.RuleMemberTeamMissing, w.teamPK(), "MEMBER#u_bob"),
+					at(storetest.RuleMemberUserMissing, w.teamPK(), "MEMBER#u_bob"),
+					at(storetest.RuleCommentTicketMissing, w.ticketPK(w.tk), "COMMENT#"+w.c1),
+					at(storetest.RuleCommentTicketMissing, w.ticketPK(w.tk), "COMMENT#"+w.c2),
+					at(storetest.RulePointerInviteMissing, w.pointerPK("carol@example.com"), "#INVITE")}
 			}},
 		{name: "offboarding half done still checks index keys", progress: true,
 			brk: func(t *testing.T, w *world) {
@@ -411,8 +414,8 @@ func TestInvariantsBroken(t *testing.T) {
 				w.offboardHalfway(t)
 				w.set(t, w.teamPK(), "MEMBER#u_bob", attrs{"gsi1sk": avS("TEAM#" + w.team)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleMemberGSIKeys, w.teamPK(), "MEMBER#u_bob")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleMemberGSIKeys, w.teamPK(), "MEMBER#u_bob")}
 			}},
 		{name: "offboarding deleted another owner, in progress", progress: true,
 			brk: func(t *testing.T, w *world) {
@@ -422,11 +425,11 @@ func TestInvariantsBroken(t *testing.T) {
 				w.del(t, w.orgPK(), "USER#u_bob")
 				w.del(t, w.claimPK("bob@example.com"), "#CLAIM")
 			},
-			want: func(*world) []store.Violation { return nil }},
+			want: func(*world) []storetest.Violation { return nil }},
 		{name: "team deletion at quiescence",
 			brk: func(t *testing.T, w *world) { w.markTeamDeleting(t) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleUnfinishedDeletion, w.teamPK(), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleUnfinishedDeletion, w.teamPK(), metadata)}
 			}},
 		{name: "team deletion in progress lost its owner edge", progress: true,
 			brk: func(t *testing.T, w *world) {
@@ -434,15 +437,15 @@ func TestInvariantsBroken(t *testing.T) {
 				w.dropEdge(t, "u_alice")
 				w.set(t, w.teamPK(), metadata, attrs{"memberCount": avN(1), "ownerCount": avN(0)})
 			},
-			want: func(*world) []store.Violation { return nil }},
+			want: func(*world) []storetest.Violation { return nil }},
 		{name: "team deletion in progress keeps counts exact", progress: true,
 			brk: func(t *testing.T, w *world) {
 				w.markTeamDeleting(t)
 				w.dropEdge(t, "u_alice")
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTeamMemberCount, w.teamPK(), metadata),
-					at(store.RuleTeamOwnerCount, w.teamPK(), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleTeamMemberCount, w.teamPK(), metadata),
+					at(storetest.RuleTeamOwnerCount, w.teamPK(), metadata)}
 			}},
 		{name: "ticket deletion in progress", progress: true,
 			brk: func(t *testing.T, w *world) {
@@ -450,55 +453,55 @@ func TestInvariantsBroken(t *testing.T) {
 				w.del(t, w.ticketPK(w.tk), "COMMENT#"+w.c1)
 				w.set(t, w.ticketPK(w.tk), metadata, attrs{"commentCount": avN(1)})
 			},
-			want: func(*world) []store.Violation { return nil }},
+			want: func(*world) []storetest.Violation { return nil }},
 		{name: "ticket deletion in progress keeps commentCount exact", progress: true,
 			brk: func(t *testing.T, w *world) {
 				w.markTicketDeleting(t)
 				w.del(t, w.ticketPK(w.tk), "COMMENT#"+w.c1)
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTicketCommentCount, w.ticketPK(w.tk), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleTicketCommentCount, w.ticketPK(w.tk), metadata)}
 			}},
 		{name: "deleting team without its marker", progress: true,
 			brk: func(t *testing.T, w *world) { w.set(t, w.teamPK(), metadata, attrs{"deleting": avB(true)}) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleDeletingMarker, w.teamPK(), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleDeletingMarker, w.teamPK(), metadata)}
 			}},
 		{name: "deleting marker without the flag",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.ticketPK(w.tk), metadata, attrs{"gsi3pk": avS("DELETING"), "gsi3sk": avS("TICKET#" + w.org + "#" + w.tk)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleDeletingMarker, w.ticketPK(w.tk), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleDeletingMarker, w.ticketPK(w.tk), metadata)}
 			}},
 		{name: "a comment is never deleting", progress: true,
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.ticketPK(w.tk), "COMMENT#"+w.c1, attrs{"deleting": avB(true)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleDeletingMarker, w.ticketPK(w.tk), "COMMENT#"+w.c1)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleDeletingMarker, w.ticketPK(w.tk), "COMMENT#"+w.c1)}
 			}},
 		{name: "deleting owner of an org not being deleted", progress: true,
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.orgPK(), "USER#u_alice", attrs{"deleting": avB(true)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleUserDeletingMismatch, w.orgPK(), "USER#u_alice")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleUserDeletingMismatch, w.orgPK(), "USER#u_alice")}
 			}},
 
-		// Rule 2: orphans.
+		// Orphans.
 		{name: "org item deleted",
 			brk: func(t *testing.T, w *world) {
 				w.keys = w.orgItemKeys(t)
 				w.del(t, w.orgPK(), metadata)
 			},
-			want: func(w *world) []store.Violation {
+			want: func(w *world) []storetest.Violation {
 				// Every other item of the org; not the user-scoped
 				// idempotency record.
-				var vs []store.Violation
+				var vs []storetest.Violation
 				for _, k := range w.keys {
 					if k != [2]string{w.orgPK(), metadata} {
-						vs = append(vs, at(store.RuleOrphanOrg, k[0], k[1]))
+						vs = append(vs, at(storetest.RuleOrphanOrg, k[0], k[1]))
 					}
 				}
 				return vs
@@ -508,279 +511,279 @@ func TestInvariantsBroken(t *testing.T) {
 				w.put(t, attrs{"pk": avS("ORG#" + w.spare + "#AUDIT#2026-11"), "sk": avS("EVENT#" + w.spare2), "type": avS("AuditEvent"),
 					"orgId": avS(w.spare), "eventId": avS(w.spare2), "at": avS(w.now.Format(time.RFC3339Nano))})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleOrphanOrg, "ORG#"+w.spare+"#AUDIT#2026-11", "EVENT#"+w.spare2)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleOrphanOrg, "ORG#"+w.spare+"#AUDIT#2026-11", "EVENT#"+w.spare2)}
 			}},
 
-		// Rule 3: OrgUser.
+		// OrgUser.
 		{name: "claim missing",
 			brk: func(t *testing.T, w *world) { w.del(t, w.claimPK("alice@example.com"), "#CLAIM") },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleUserClaimMissing, w.orgPK(), "USER#u_alice")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleUserClaimMissing, w.orgPK(), "USER#u_alice")}
 			}},
 		{name: "claim names another user",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.claimPK("bob@example.com"), "#CLAIM", attrs{"userId": avS("u_alice")})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleUserClaimMismatch, w.orgPK(), "USER#u_bob"),
-					at(store.RuleClaimEmailMismatch, w.claimPK("bob@example.com"), "#CLAIM")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleUserClaimMismatch, w.orgPK(), "USER#u_bob"),
+					at(storetest.RuleClaimEmailMismatch, w.claimPK("bob@example.com"), "#CLAIM")}
 			}},
 		{name: "teamIds missing a team",
 			brk: func(t *testing.T, w *world) { w.remove(t, w.orgPK(), "USER#u_bob", "teamIds") },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleUserTeamIDs, w.orgPK(), "USER#u_bob")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleUserTeamIDs, w.orgPK(), "USER#u_bob")}
 			}},
 		{name: "teamIds holding a team without an edge",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.orgPK(), "USER#u_alice", attrs{"teamIds": avSS(w.team, w.spare)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleUserTeamIDs, w.orgPK(), "USER#u_alice")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleUserTeamIDs, w.orgPK(), "USER#u_alice")}
 			}},
 		{name: "org user role invalid",
 			brk: func(t *testing.T, w *world) { w.set(t, w.orgPK(), "USER#u_bob", attrs{"role": avS("root")}) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleUserBadRole, w.orgPK(), "USER#u_bob")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleUserBadRole, w.orgPK(), "USER#u_bob")}
 			}},
 		{name: "org user GSI2 sort key wrong",
 			brk: func(t *testing.T, w *world) { w.set(t, w.orgPK(), "USER#u_alice", attrs{"gsi2sk": avS("USER#u_bob")}) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleUserGSIKeys, w.orgPK(), "USER#u_alice")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleUserGSIKeys, w.orgPK(), "USER#u_alice")}
 			}},
 
-		// Rule 4: EmailClaim.
+		// EmailClaim.
 		{name: "claim of a user who does not exist",
 			brk: func(t *testing.T, w *world) {
 				w.put(t, attrs{"pk": avS(w.claimPK("dave@example.com")), "sk": avS("#CLAIM"), "type": avS("EmailClaim"),
 					"orgId": avS(w.org), "userId": avS("u_dave"), "email": avS("dave@example.com")})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleClaimUserMissing, w.claimPK("dave@example.com"), "#CLAIM")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleClaimUserMissing, w.claimPK("dave@example.com"), "#CLAIM")}
 			}},
 		{name: "claim GSI1 keys wrong",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.claimPK("alice@example.com"), "#CLAIM", attrs{"gsi1sk": avS("alice@example.com")})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleClaimGSIKeys, w.claimPK("alice@example.com"), "#CLAIM")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleClaimGSIKeys, w.claimPK("alice@example.com"), "#CLAIM")}
 			}},
 		{name: "claim with half its GSI1 keys",
 			brk: func(t *testing.T, w *world) { w.remove(t, w.claimPK("alice@example.com"), "#CLAIM", "gsi1sk") },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleClaimGSIKeys, w.claimPK("alice@example.com"), "#CLAIM")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleClaimGSIKeys, w.claimPK("alice@example.com"), "#CLAIM")}
 			}},
 
-		// Rule 5: Org.
+		// Org.
 		{name: "org ownerCount 0 with an owner",
 			brk: func(t *testing.T, w *world) { w.set(t, w.orgPK(), metadata, attrs{"ownerCount": avN(0)}) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleOrgOwnerCount, w.orgPK(), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleOrgOwnerCount, w.orgPK(), metadata)}
 			}},
 		{name: "org ownerCount 2 with one owner",
 			brk: func(t *testing.T, w *world) { w.set(t, w.orgPK(), metadata, attrs{"ownerCount": avN(2)}) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleOrgOwnerCount, w.orgPK(), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleOrgOwnerCount, w.orgPK(), metadata)}
 			}},
 		{name: "org without an owner",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.orgPK(), "USER#u_alice", attrs{"role": avS("admin")})
 				w.set(t, w.orgPK(), metadata, attrs{"ownerCount": avN(0)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleOrgNoOwner, w.orgPK(), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleOrgNoOwner, w.orgPK(), metadata)}
 			}},
 
-		// Rule 6: Membership.
+		// Membership.
 		{name: "team item deleted, edges left",
 			brk: func(t *testing.T, w *world) { w.del(t, w.teamPK(), metadata) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleMemberTeamMissing, w.teamPK(), "MEMBER#u_alice"),
-					at(store.RuleMemberTeamMissing, w.teamPK(), "MEMBER#u_bob")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleMemberTeamMissing, w.teamPK(), "MEMBER#u_alice"),
+					at(storetest.RuleMemberTeamMissing, w.teamPK(), "MEMBER#u_bob")}
 			}},
 		{name: "edge of a user not in the org",
 			brk: func(t *testing.T, w *world) {
 				w.put(t, w.edge("u_zed", "member"))
 				w.set(t, w.teamPK(), metadata, attrs{"memberCount": avN(3)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleMemberUserMissing, w.teamPK(), "MEMBER#u_zed")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleMemberUserMissing, w.teamPK(), "MEMBER#u_zed")}
 			}},
 		{name: "edge role invalid",
 			brk: func(t *testing.T, w *world) { w.set(t, w.teamPK(), "MEMBER#u_bob", attrs{"role": avS("boss")}) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleMemberBadRole, w.teamPK(), "MEMBER#u_bob")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleMemberBadRole, w.teamPK(), "MEMBER#u_bob")}
 			}},
 		{name: "edge GSI1 sort key without the org",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.teamPK(), "MEMBER#u_bob", attrs{"gsi1sk": avS("TEAM#" + w.team)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleMemberGSIKeys, w.teamPK(), "MEMBER#u_bob")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleMemberGSIKeys, w.teamPK(), "MEMBER#u_bob")}
 			}},
 
-		// Rule 7: Team.
+		// Team.
 		{name: "team memberCount wrong",
 			brk: func(t *testing.T, w *world) { w.set(t, w.teamPK(), metadata, attrs{"memberCount": avN(3)}) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTeamMemberCount, w.teamPK(), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleTeamMemberCount, w.teamPK(), metadata)}
 			}},
 		{name: "team ownerCount 0 with an owner edge",
 			brk: func(t *testing.T, w *world) { w.set(t, w.teamPK(), metadata, attrs{"ownerCount": avN(0)}) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTeamOwnerCount, w.teamPK(), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleTeamOwnerCount, w.teamPK(), metadata)}
 			}},
 		{name: "team without ownerCount (today's layout)",
 			brk: func(t *testing.T, w *world) { w.remove(t, w.teamPK(), metadata, "ownerCount") },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTeamOwnerCount, w.teamPK(), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleTeamOwnerCount, w.teamPK(), metadata)}
 			}},
 		{name: "team without an owner",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.teamPK(), "MEMBER#u_alice", attrs{"role": avS("admin")})
 				w.set(t, w.teamPK(), metadata, attrs{"ownerCount": avN(0)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTeamNoOwner, w.teamPK(), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleTeamNoOwner, w.teamPK(), metadata)}
 			}},
 		{name: "team GSI1 keys missing",
 			brk: func(t *testing.T, w *world) { w.remove(t, w.teamPK(), metadata, "gsi1pk", "gsi1sk") },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTeamGSIKeys, w.teamPK(), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleTeamGSIKeys, w.teamPK(), metadata)}
 			}},
 
-		// Rule 8: Ticket.
+		// Ticket.
 		{name: "ticket commentCount wrong",
 			brk: func(t *testing.T, w *world) { w.set(t, w.ticketPK(w.tk2), metadata, attrs{"commentCount": avN(1)}) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTicketCommentCount, w.ticketPK(w.tk2), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleTicketCommentCount, w.ticketPK(w.tk2), metadata)}
 			}},
 		{name: "gsi4 left after unassigning",
 			brk: func(t *testing.T, w *world) { w.remove(t, w.ticketPK(w.tk), metadata, "assigneeId") },
-			want: func(w *world) []store.Violation { // GSI4 and GSI7
-				return []store.Violation{at(store.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata),
-					at(store.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata)}
+			want: func(w *world) []storetest.Violation { // GSI4 and GSI7
+				return []storetest.Violation{at(storetest.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata),
+					at(storetest.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata)}
 			}},
 		{name: "assigned without gsi4",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.ticketPK(w.tk2), metadata, attrs{"assigneeId": avS("u_alice")})
 			},
-			want: func(w *world) []store.Violation { // GSI4 and GSI7
-				return []store.Violation{at(store.RuleTicketGSIKeys, w.ticketPK(w.tk2), metadata),
-					at(store.RuleTicketGSIKeys, w.ticketPK(w.tk2), metadata)}
+			want: func(w *world) []storetest.Violation { // GSI4 and GSI7
+				return []storetest.Violation{at(storetest.RuleTicketGSIKeys, w.ticketPK(w.tk2), metadata),
+					at(storetest.RuleTicketGSIKeys, w.ticketPK(w.tk2), metadata)}
 			}},
 		{name: "status changed without its index keys",
 			brk: func(t *testing.T, w *world) { w.set(t, w.ticketPK(w.tk), metadata, attrs{"status": avS("solved")}) },
-			want: func(w *world) []store.Violation { // GSI3, GSI5, GSI6 and GSI7
-				v := at(store.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata)
-				return []store.Violation{v, v, v, v}
+			want: func(w *world) []storetest.Violation { // GSI3, GSI5, GSI6 and GSI7
+				v := at(storetest.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata)
+				return []storetest.Violation{v, v, v, v}
 			}},
 		{name: "requester changed without gsi2",
 			brk: func(t *testing.T, w *world) { w.set(t, w.ticketPK(w.tk), metadata, attrs{"requesterId": avS("u_bob")}) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata)}
 			}},
 		{name: "team removed with gsi5 left",
 			brk: func(t *testing.T, w *world) { w.remove(t, w.ticketPK(w.tk), metadata, "teamId") },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleTicketGSIKeys, w.ticketPK(w.tk), metadata)}
 			}},
 		{name: "ticket status invalid",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.ticketPK(w.tk2), metadata, attrs{"status": avS("wip"), "gsi3sk": avS("STATUS#wip#" + w.tk2),
 					"gsi6sk": avS("STATUS#wip#" + w.tk2)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTicketBadStatus, w.ticketPK(w.tk2), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleTicketBadStatus, w.ticketPK(w.tk2), metadata)}
 			}},
 		{name: "ticket priority invalid",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.ticketPK(w.tk2), metadata, attrs{"priority": avS("asap"), "gsi6pk": avS("ORG#" + w.org + "#PRIORITY#asap")})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleTicketBadPriority, w.ticketPK(w.tk2), metadata)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleTicketBadPriority, w.ticketPK(w.tk2), metadata)}
 			}},
 
-		// Rule 9: Comment.
+		// Comment.
 		{name: "comments without their ticket",
 			brk: func(t *testing.T, w *world) { w.del(t, w.ticketPK(w.tk), metadata) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleCommentTicketMissing, w.ticketPK(w.tk), "COMMENT#"+w.c1),
-					at(store.RuleCommentTicketMissing, w.ticketPK(w.tk), "COMMENT#"+w.c2)}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleCommentTicketMissing, w.ticketPK(w.tk), "COMMENT#"+w.c1),
+					at(storetest.RuleCommentTicketMissing, w.ticketPK(w.tk), "COMMENT#"+w.c2)}
 			}},
 
-		// Rule 10: Invitation and its pointer.
+		// Invitation and its pointer.
 		{name: "invitation without its pointer",
 			brk: func(t *testing.T, w *world) { w.del(t, w.pointerPK("carol@example.com"), "#INVITE") },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleInvitePointerMissing, w.invitePK(), "#INVITE")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleInvitePointerMissing, w.invitePK(), "#INVITE")}
 			}},
 		{name: "expired invitation without its pointer", lateNow: true,
 			brk:  func(t *testing.T, w *world) { w.del(t, w.pointerPK("carol@example.com"), "#INVITE") },
-			want: func(*world) []store.Violation { return nil }},
+			want: func(*world) []storetest.Violation { return nil }},
 		{name: "pointer at another invitation",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.pointerPK("carol@example.com"), "#INVITE", attrs{"invitationId": avS(w.spare)})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleInvitePointerMismatch, w.invitePK(), "#INVITE"),
-					at(store.RulePointerInviteMissing, w.pointerPK("carol@example.com"), "#INVITE")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleInvitePointerMismatch, w.invitePK(), "#INVITE"),
+					at(storetest.RulePointerInviteMissing, w.pointerPK("carol@example.com"), "#INVITE")}
 			}},
 		{name: "pointer left after its invitation",
 			brk: func(t *testing.T, w *world) { w.del(t, w.invitePK(), "#INVITE") },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RulePointerInviteMissing, w.pointerPK("carol@example.com"), "#INVITE")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RulePointerInviteMissing, w.pointerPK("carol@example.com"), "#INVITE")}
 			}},
 		{name: "expired pointer left after its invitation", lateNow: true,
 			brk:  func(t *testing.T, w *world) { w.del(t, w.invitePK(), "#INVITE") },
-			want: func(*world) []store.Violation { return nil }},
+			want: func(*world) []storetest.Violation { return nil }},
 		{name: "invitation role invalid",
 			brk: func(t *testing.T, w *world) { w.set(t, w.invitePK(), "#INVITE", attrs{"role": avS("guest")}) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleInviteBadRole, w.invitePK(), "#INVITE")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleInviteBadRole, w.invitePK(), "#INVITE")}
 			}},
 		{name: "invitation GSI1 sort key without its prefix",
 			brk: func(t *testing.T, w *world) { w.set(t, w.invitePK(), "#INVITE", attrs{"gsi1sk": avS(w.inv)}) },
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleInviteGSIKeys, w.invitePK(), "#INVITE")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleInviteGSIKeys, w.invitePK(), "#INVITE")}
 			}},
 		{name: "pointer without GSI1 keys",
 			brk: func(t *testing.T, w *world) {
 				w.remove(t, w.pointerPK("carol@example.com"), "#INVITE", "gsi1pk", "gsi1sk")
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RulePointerGSIKeys, w.pointerPK("carol@example.com"), "#INVITE")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RulePointerGSIKeys, w.pointerPK("carol@example.com"), "#INVITE")}
 			}},
 		{name: "invitation email changed",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.invitePK(), "#INVITE", attrs{"email": avS("dan@example.com")})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleInvitePointerMissing, w.invitePK(), "#INVITE"),
-					at(store.RulePointerEmailMismatch, w.pointerPK("carol@example.com"), "#INVITE")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleInvitePointerMissing, w.invitePK(), "#INVITE"),
+					at(storetest.RulePointerEmailMismatch, w.pointerPK("carol@example.com"), "#INVITE")}
 			}},
 
-		// Rule 11: idempotency records.
+		// Idempotency records.
 		{name: "org-scoped idempotency record without gsi1",
 			brk: func(t *testing.T, w *world) {
 				w.remove(t, w.orgPK()+"#IDEMPOTENCY#"+w.orgHash, "#IDEMPOTENCY", "gsi1pk", "gsi1sk")
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleIdempotencyGSIKeys, w.orgPK()+"#IDEMPOTENCY#"+w.orgHash, "#IDEMPOTENCY")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleIdempotencyGSIKeys, w.orgPK()+"#IDEMPOTENCY#"+w.orgHash, "#IDEMPOTENCY")}
 			}},
 		{name: "user-scoped idempotency record with gsi1",
 			brk: func(t *testing.T, w *world) {
 				w.set(t, "USER#u_carol#IDEMPOTENCY#"+w.userHash, "#IDEMPOTENCY", attrs{"gsi1pk": avS("USER#u_carol"), "gsi1sk": avS("x")})
 			},
-			want: func(w *world) []store.Violation {
-				return []store.Violation{at(store.RuleIdempotencyGSIKeys, "USER#u_carol#IDEMPOTENCY#"+w.userHash, "#IDEMPOTENCY")}
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleIdempotencyGSIKeys, "USER#u_carol#IDEMPOTENCY#"+w.userHash, "#IDEMPOTENCY")}
 			}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
 			tc.brk(t, w)
-			o := store.CheckOptions{AllowInProgress: tc.progress, Now: w.now}
+			o := storetest.CheckOptions{AllowInProgress: tc.progress, Now: w.now}
 			if tc.lateNow {
 				o.Now = time.Unix(w.expiry(), 0)
 			}
@@ -924,13 +927,13 @@ func TestInvariantsStoreWrites(t *testing.T) {
 		must(t, err)
 	}
 
-	vs, err := store.CheckInvariants(ctx, f.raw, f.DB.TableName(), store.CheckOptions{Now: f.now})
+	vs, err := storetest.CheckInvariants(ctx, f.raw, f.DB.TableName(), storetest.CheckOptions{Now: f.now})
 	must(t, err)
 	sameViolations(t, vs, nil)
 
 	// Offboarding leaves nothing of the org behind.
 	f.offboard(t, org, "u_alice")
-	vs, err = store.CheckInvariants(ctx, f.raw, f.DB.TableName(), store.CheckOptions{Now: f.now})
+	vs, err = storetest.CheckInvariants(ctx, f.raw, f.DB.TableName(), storetest.CheckOptions{Now: f.now})
 	must(t, err)
 	sameViolations(t, vs, nil)
 }
