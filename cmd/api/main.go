@@ -16,7 +16,9 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"reflect"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -153,30 +155,23 @@ func configFromEnv() (Config, error) {
 	return c, nil
 }
 
-// LogValue masks the secrets when the config is logged.
+// LogValue is every setting, keyed by its environment variable, with the
+// secrets (the fields named *Secret) masked: the fields are listed once, in
+// Config.
 func (c Config) LogValue() slog.Value {
-	mask := func(s string) string {
-		if s == "" {
-			return ""
+	v, t := reflect.ValueOf(c), reflect.TypeFor[Config]()
+	attrs := make([]slog.Attr, 0, t.NumField())
+	for i := range t.NumField() {
+		f, val := t.Field(i), v.Field(i).Interface()
+		if d, ok := val.(time.Duration); ok {
+			val = d.String()
 		}
-		return "***"
+		if strings.HasSuffix(f.Name, "Secret") && val != "" {
+			val = "***"
+		}
+		attrs = append(attrs, slog.Any(f.Tag.Get("env"), val))
 	}
-	return slog.GroupValue(
-		slog.String("addr", c.Addr), slog.String("metricsAddr", c.MetricsAddr), slog.String("dynamodbEndpoint", c.DynamoDBEndpoint),
-		slog.String("dynamodbTable", c.DynamoDBTable), slog.String("awsRegion", c.AWSRegion),
-		slog.String("authHS256Secret", mask(c.AuthHS256Secret)), slog.String("authJWKSURL", c.AuthJWKSURL),
-		slog.String("authIssuer", c.AuthIssuer), slog.String("authAudience", c.AuthAudience),
-		slog.String("cursorSecret", mask(c.CursorSecret)), slog.String("shutdownTimeout", c.ShutdownTimeout.String()),
-		slog.String("requestTimeout", c.RequestTimeout.String()), slog.String("readTimeout", c.ReadTimeout.String()),
-		slog.String("writeTimeout", c.WriteTimeout.String()), slog.String("idleTimeout", c.IdleTimeout.String()),
-		slog.Int("maxConnections", c.MaxConnections),
-		slog.String("drainDelay", c.DrainDelay.String()), slog.Float64("rateLimitRPS", c.RateLimitRPS),
-		slog.Int("rateLimitBurst", c.RateLimitBurst), slog.Float64("rateLimitCallerRPS", c.CallerLimitRPS),
-		slog.Int("rateLimitCallerBurst", c.CallerLimitBurst),
-		slog.String("offboardWait", c.OffboardWait.String()), slog.String("offboardGrace", c.OffboardGrace.String()),
-		slog.String("deletionLease", c.DeletionLease.String()), slog.String("deletionPoll", c.DeletionPoll.String()),
-		slog.Bool("invitationAnyEmail", c.InvitationAnyEmail),
-		slog.String("logLevel", c.LogLevel.String()))
+	return slog.GroupValue(attrs...)
 }
 
 // usage is what `api help` (-h, --help) prints.

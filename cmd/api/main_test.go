@@ -47,7 +47,7 @@ func TestConfig(t *testing.T) {
 		if strings.Contains(buf.String(), "super-secret") || strings.Contains(buf.String(), "cursor-secret") {
 			t.Errorf("a secret reached the log: %s", buf.String())
 		}
-		if !strings.Contains(buf.String(), `"authHS256Secret":"***"`) {
+		if !strings.Contains(buf.String(), `"AUTH_HS256_SECRET":"***"`) || !strings.Contains(buf.String(), `"CURSOR_SECRET":"***"`) {
 			t.Errorf("masked secret missing from the log: %s", buf.String())
 		}
 	})

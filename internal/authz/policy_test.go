@@ -263,15 +263,13 @@ func TestRoles(t *testing.T) {
 		}
 	}
 	for _, s := range []string{"owner", "admin", "member"} {
-		r, err := authz.ParseRole("role", s)
-		if err != nil || string(r) != s || !r.Valid() {
-			t.Errorf("ParseRole(%q) = %q, %v", s, r, err)
+		if err := authz.Role(s).Check("role"); err != nil {
+			t.Errorf("Role(%q).Check: %v", s, err)
 		}
 	}
 	for _, s := range []string{"", "Owner", "root", " admin", "member\x00"} {
-		r, err := authz.ParseRole("role", s)
-		if got, want := errs.CodeOf(err), "invalid_role"; got != want || r != "" {
-			t.Errorf("ParseRole(%q) = %q, %v; want invalid_role", s, r, err)
+		if got, want := errs.CodeOf(authz.Role(s).Check("role")), "invalid_role"; got != want {
+			t.Errorf("Role(%q).Check: code %q, want %s", s, got, want)
 		}
 	}
 }

@@ -38,11 +38,11 @@ func (r Role) Valid() bool { return r.rank() > 0 }
 // empty role grants nothing.
 func (r Role) AtLeast(min Role) bool { return r.rank() > 0 && r.rank() >= min.rank() }
 
-// ParseRole validates a role from input.
-func ParseRole(field, s string) (Role, error) {
-	r := Role(s)
+// Check is the one validation of a role from input: nil, or the invalid
+// field's error.
+func (r Role) Check(field string) error {
 	if !r.Valid() {
-		return "", errs.InvalidField(field, "invalid_role", "must be one of owner, admin, member")
+		return errs.InvalidField(field, "invalid_role", "must be one of owner, admin, member")
 	}
-	return r, nil
+	return nil
 }

@@ -124,8 +124,8 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 	if err := validate.Email("email", in.Email, tenant.MaxEmailLen); err != nil {
 		return Invitation{}, "", err
 	}
-	if !in.Role.Valid() {
-		return Invitation{}, "", errs.InvalidField("role", "invalid_role", "must be one of owner, admin, member")
+	if err := in.Role.Check("role"); err != nil {
+		return Invitation{}, "", err
 	}
 	if in.ExpiresInDays == 0 {
 		in.ExpiresInDays = DefaultDays

@@ -95,8 +95,8 @@ func (s *Service) GetTeamMember(ctx context.Context, p authz.Principal, teamID, 
 // changed the role first makes it read again and retry; with If-Match, any
 // change is a 412.
 func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, first *Membership, role authz.Role, ifMatch ifmatch.Match) (m Membership, created bool, err error) {
-	if !role.Valid() {
-		return Membership{}, false, errs.InvalidField("role", "invalid_role", "must be one of owner, admin, member")
+	if err := role.Check("role"); err != nil {
+		return Membership{}, false, err
 	}
 	f, _, err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID)
 	if err != nil {

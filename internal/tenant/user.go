@@ -60,10 +60,7 @@ func Validate(u User) error {
 	if err := validate.Name("name", u.Name, MaxNameLen); err != nil {
 		return err
 	}
-	if !u.Role.Valid() {
-		return errs.InvalidField("role", "invalid_role", "must be one of owner, admin, member")
-	}
-	return nil
+	return u.Role.Check("role")
 }
 
 // NormalizeEmail is the form an email is compared and claimed in.
