@@ -273,3 +273,69 @@ func TestRoles(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmit is the org-level decision: a valid role on the caller's edge
+// admits them, nothing else does, and an org being offboarded admits only
+// its owners, only on the offboarding routes.
+func TestAdmit(t *testing.T) {
+	id := authz.Identity{UserID: "u_caller", Email: "caller@example.com"}
+	const orgID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+	cases := []struct {
+		name        string
+		access      authz.Access
+		offboarding bool
+		admitted    bool
+	}{
+		{"no role", authz.Access{}, false, false},
+		{"no role on an offboarding route", authz.Access{}, true, false},
+		{"unknown role", authz.Access{Role: "superuser"}, false, false},
+		{"role of another case", authz.Access{Role: "Owner"}, false, false},
+		{"member", authz.Access{Role: authz.Member}, false, true},
+		{"admin", authz.Access{Role: authz.Admin}, false, true},
+		{"owner", authz.Access{Role: authz.Owner}, false, true},
+		{"owner on an offboarding route of a live org", authz.Access{Role: authz.Owner}, true, true},
+		{"member on an offboarding route of a live org", authz.Access{Role: authz.Member}, true, true},
+
+		{"org deleting: member", authz.Access{Role: authz.Member, OrgDeleting: true}, false, false},
+		{"org deleting: admin", authz.Access{Role: authz.Admin, OrgDeleting: true}, false, false},
+		{"org deleting: owner elsewhere", authz.Access{Role: authz.Owner, OrgDeleting: true}, false, false},
+		{"org deleting: owner on an offboarding route", authz.Access{Role: authz.Owner, OrgDeleting: true}, true, true},
+		{"org deleting: admin on an offboarding route", authz.Access{Role: authz.Admin, OrgDeleting: true}, true, false},
+		{"org deleting: member on an offboarding route", authz.Access{Role: authz.Member, OrgDeleting: true}, true, false},
+		{"org deleting: no role on an offboarding route", authz.Access{OrgDeleting: true}, true, false},
+
+		{"edge deleting: owner elsewhere", authz.Access{Role: authz.Owner, EdgeDeleting: true}, false, false},
+		{"edge deleting: owner on an offboarding route", authz.Access{Role: authz.Owner, EdgeDeleting: true}, true, true},
+		{"edge deleting: admin on an offboarding route", authz.Access{Role: authz.Admin, EdgeDeleting: true}, true, false},
+		{"edge deleting: member", authz.Access{Role: authz.Member, EdgeDeleting: true}, false, false},
+		{"both deleting: owner elsewhere", authz.Access{Role: authz.Owner, OrgDeleting: true, EdgeDeleting: true}, false, false},
+		{"both deleting: owner on an offboarding route", authz.Access{Role: authz.Owner, OrgDeleting: true, EdgeDeleting: true}, true, true},
+	}
+	for _, c := range cases {
+		outcome := "404"
+		if c.admitted {
+			outcome = "200"
+		}
+		t.Run(outcome+"/Admit/"+c.name, func(t *testing.T) {
+			p, err := authz.Admit(id, orgID, c.access, c.offboarding)
+			if !c.admitted {
+				if got, want := errs.KindOf(err), errs.NotFound; got != want {
+					t.Fatalf("kind: got %v, want %v (err %v)", got, want, err)
+				}
+				if got, want := errs.CodeOf(err), "org_not_found"; got != want {
+					t.Errorf("code: got %q, want %q", got, want)
+				}
+				if p != (authz.Principal{}) {
+					t.Errorf("principal: got %+v, want none", p)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("got %v, want admitted", err)
+			}
+			if want := (authz.Principal{Identity: id, OrgID: orgID, OrgRole: c.access.Role}); p != want {
+				t.Errorf("principal: got %+v, want %+v", p, want)
+			}
+		})
+	}
+}

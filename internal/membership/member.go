@@ -91,9 +91,9 @@ func (s *Service) GetTeamMember(ctx context.Context, p authz.Principal, teamID, 
 // PutTeamMember adds the user to the team with role, or changes their role;
 // created tells which happened. first is the user's edge as the caller
 // read it (nil: they have none). Without If-Match the caller asked for
-// "this role, whatever it was": a concurrent PUT that created the edge or
-// changed the role first makes it read again and retry; with If-Match, any
-// change is a 412.
+// "this role, whatever it was": a concurrent PUT that created the edge,
+// changed the role or removed the edge first makes it read again and retry;
+// with If-Match, any change is a 412.
 func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, first *Membership, role authz.Role, ifMatch ifmatch.Match) (m Membership, created bool, err error) {
 	if err := role.Check("role"); err != nil {
 		return Membership{}, false, err
@@ -152,8 +152,12 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 		}
 		next := *prev
 		next.Role, next.Version, next.UpdatedAt = role, prev.Version+1, now
-		return next, s.store.UpdateTeamMember(ctx, *prev, next, s.event(ctx, audit.By(p, g), "member.update", "member", teamID+"/"+userID, now,
+		err := s.store.UpdateTeamMember(ctx, *prev, next, s.event(ctx, audit.By(p, g), "member.update", "member", teamID+"/"+userID, now,
 			audit.Diff(audit.F("role", string(prev.Role), string(role)))))
+		if errs.CodeOf(err) == "member_not_found" {
+			return Membership{}, ifmatch.ErrVersion // removed meanwhile: read again and add ours
+		}
+		return next, err
 	})
 	if err != nil {
 		return Membership{}, false, err

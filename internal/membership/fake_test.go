@@ -1,0 +1,511 @@
+package membership_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ifmatch"
+	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
+)
+
+// The org and the team every test works in.
+const (
+	orgID  = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+	teamID = "01BX5ZZKBKACTAV9WEVGEMMVS1"
+	team2  = "01BX5ZZKBKACTAV9WEVGEMMVS2"
+)
+
+// Times: t0 is when the seeded items were written, t1 what the services'
+// clock says now.
+var (
+	t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	t1 = time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
+)
+
+// now is the services' clock.
+func now() time.Time { return t1 }
+
+// The seeded users of orgID. All but the org admin and owner are org
+// members; their role on teamID says what they may do there.
+const (
+	orgOwner = "u_olivia" // org owner, not on the team
+	orgAdmin = "u_ada"    // org admin, not on the team
+	tOwner   = "u_tom"    // team owner
+	tOwner2  = "u_toni"   // another team owner
+	tAdmin   = "u_tara"   // team admin
+	tMember  = "u_max"    // team member
+	outsider = "u_mia"    // org member, not on the team
+	nobody   = "u_nemo"   // not in the org
+)
+
+// as is userID acting in orgID with org role.
+func as(userID string, role authz.Role) authz.Principal {
+	return authz.Principal{Identity: authz.Identity{UserID: userID}, OrgID: orgID, OrgRole: role}
+}
+
+// seedEdge is userID's edge on teamID at version 1, as written at t0.
+func seedEdge(userID string, role authz.Role) membership.Membership {
+	return membership.Membership{OrgID: orgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: t0, UpdatedAt: t0, Version: 1}
+}
+
+// fakeStore is an in-memory membership.Storer (and membership.Users) with
+// the rules of the real one that the service relies on: versions, edges
+// only for the org's users, the team's last owner. It keeps the audit
+// event of every write that succeeds, counts the calls it serves, and can
+// play a concurrent writer (beforeWrite) or fail a method (fail).
+type fakeStore struct {
+	users   map[string]tenant.User           // the org's users, by user ID
+	teams   map[string]membership.Team       // by team ID
+	members map[string]membership.Membership // by teamID/userID
+
+	events []audit.Event
+	calls  map[string]int // by method
+	// edgeReads counts GetTeamMember reads by the user whose edge is read.
+	edgeReads map[string]int
+	// beforeWrite, when set, runs just before each write of a team or an
+	// edge, as a concurrent writer would.
+	beforeWrite func()
+	fail        map[string]error // by method
+	// deleteIf is the ifVersion each DeleteTeam was given.
+	deleteIf []int64
+}
+
+// newFake returns a store holding orgID's users and teamID, "Support",
+// with its seeded edges (two owners, an admin, a member).
+func newFake() *fakeStore {
+	s := &fakeStore{users: map[string]tenant.User{}, teams: map[string]membership.Team{}, members: map[string]membership.Membership{},
+		calls: map[string]int{}, edgeReads: map[string]int{}, fail: map[string]error{}}
+	roles := map[string]authz.Role{orgOwner: authz.Owner, orgAdmin: authz.Admin, tOwner: authz.Member, tOwner2: authz.Member,
+		tAdmin: authz.Member, tMember: authz.Member, outsider: authz.Member}
+	for id, r := range roles {
+		s.users[id] = tenant.User{OrgID: orgID, UserID: id, Email: id[2:] + "@example.com", Name: id[2:], Role: r, JoinedAt: t0, UpdatedAt: t0, Version: 1}
+	}
+	s.teams[teamID] = membership.Team{OrgID: orgID, ID: teamID, Name: "Support", Description: "First line", Version: 1, CreatedAt: t0, UpdatedAt: t0}
+	for id, r := range map[string]authz.Role{tOwner: authz.Owner, tOwner2: authz.Owner, tAdmin: authz.Admin, tMember: authz.Member} {
+		s.putEdge(seedEdge(id, r))
+	}
+	return s
+}
+
+func edgeKey(teamID, userID string) string { return teamID + "/" + userID }
+
+// putEdge stores m and recounts its team.
+func (s *fakeStore) putEdge(m membership.Membership) {
+	s.members[edgeKey(m.TeamID, m.UserID)] = m
+	s.recount(m.TeamID)
+}
+
+// recount sets teamID's counts from its edges.
+func (s *fakeStore) recount(teamID string) {
+	t, ok := s.teams[teamID]
+	if !ok {
+		return
+	}
+	t.MemberCount, t.OwnerCount = 0, 0
+	for _, m := range s.members {
+		if m.TeamID == teamID {
+			t.MemberCount++
+			if m.Role == authz.Owner {
+				t.OwnerCount++
+			}
+		}
+	}
+	s.teams[teamID] = t
+}
+
+// edge returns a stored edge, failing t if there is none.
+func (s *fakeStore) edge(t *testing.T, userID string) membership.Membership {
+	t.Helper()
+	m, ok := s.members[edgeKey(teamID, userID)]
+	if !ok {
+		t.Fatalf("%s has no edge on the team", userID)
+	}
+	return m
+}
+
+// change applies f to userID's edge on teamID and bumps its version, as
+// another writer's change would.
+func (s *fakeStore) change(userID string, f func(*membership.Membership)) {
+	m := s.members[edgeKey(teamID, userID)]
+	f(&m)
+	m.Version++
+	s.putEdge(m)
+}
+
+// changeTeam applies f to teamID and bumps its version, as another
+// writer's change would.
+func (s *fakeStore) changeTeam(f func(*membership.Team)) {
+	t := s.teams[teamID]
+	f(&t)
+	t.Version++
+	s.teams[teamID] = t
+}
+
+// once returns f, made to run only on its first call.
+func once(f func()) func() {
+	done := false
+	return func() {
+		if !done {
+			done = true
+			f()
+		}
+	}
+}
+
+var (
+	errTeamNotFound   = errs.E(errs.NotFound, "team_not_found", "team not found")
+	errMemberNotFound = errs.E(errs.NotFound, "member_not_found", "the user is not a member of this team")
+	errNotOrgMember   = errs.E(errs.Conflict, "not_org_member", "the user is not a user of this organization")
+	errLastTeamOwner  = errs.E(errs.Conflict, "last_team_owner", "a team must keep at least one owner")
+)
+
+// op counts a call of method and returns the error it was told to fail with.
+func (s *fakeStore) op(method string) error {
+	s.calls[method]++
+	return s.fail[method]
+}
+
+// write runs the concurrent writer, if any, and checks ev as the real
+// store does.
+func (s *fakeStore) write(method string, ev audit.Event) error {
+	if err := s.op(method); err != nil {
+		return err
+	}
+	if s.beforeWrite != nil {
+		s.beforeWrite()
+	}
+	if err := ev.Check(); err != nil {
+		return &errs.Error{Kind: errs.Internal, Code: "bad_event", Message: "incomplete audit event", Err: err}
+	}
+	return nil
+}
+
+// owners counts teamID's owners.
+func (s *fakeStore) owners(teamID string) int { return s.teams[teamID].OwnerCount }
+
+func (s *fakeStore) CreateTeam(ctx context.Context, t membership.Team, owner membership.Membership, ev audit.Event) error {
+	if err := s.write("CreateTeam", ev); err != nil {
+		return err
+	}
+	if _, ok := s.teams[t.ID]; ok {
+		return errs.E(errs.Conflict, "team_exists", "team ID already taken")
+	}
+	if _, ok := s.users[owner.UserID]; !ok {
+		return errNotOrgMember
+	}
+	s.teams[t.ID] = t
+	s.putEdge(owner)
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *fakeStore) GetTeam(ctx context.Context, orgID, teamID string) (membership.Team, error) {
+	if err := s.op("GetTeam"); err != nil {
+		return membership.Team{}, err
+	}
+	t, ok := s.teams[teamID]
+	if !ok {
+		return membership.Team{}, errTeamNotFound
+	}
+	return t, nil
+}
+
+// teamMembers lists teamID's edges by user ID.
+func (s *fakeStore) teamMembers(teamID string) []membership.Membership {
+	var out []membership.Membership
+	for _, m := range s.members {
+		if m.TeamID == teamID {
+			out = append(out, m)
+		}
+	}
+	slices.SortFunc(out, func(a, b membership.Membership) int { return strings.Compare(a.UserID, b.UserID) })
+	return out
+}
+
+func (s *fakeStore) GetTeamWithMembers(ctx context.Context, orgID, teamID string, limit int) (membership.Team, []membership.Membership, error) {
+	if err := s.op("GetTeamWithMembers"); err != nil {
+		return membership.Team{}, nil, err
+	}
+	t, ok := s.teams[teamID]
+	if !ok {
+		return membership.Team{}, nil, errTeamNotFound
+	}
+	ms := s.teamMembers(teamID)
+	return t, ms[:min(limit, len(ms))], nil
+}
+
+func (s *fakeStore) ListTeams(ctx context.Context, orgID string, p page.Request) (page.Result[membership.Team], error) {
+	if err := s.op("ListTeams"); err != nil {
+		return page.Result[membership.Team]{}, err
+	}
+	var r page.Result[membership.Team]
+	for _, t := range s.teams {
+		r.Items = append(r.Items, t)
+	}
+	slices.SortFunc(r.Items, func(a, b membership.Team) int { return strings.Compare(a.ID, b.ID) })
+	return r, nil
+}
+
+func (s *fakeStore) UpdateTeam(ctx context.Context, prev, next membership.Team, ev audit.Event) error {
+	if err := s.write("UpdateTeam", ev); err != nil {
+		return err
+	}
+	cur, ok := s.teams[prev.ID]
+	switch {
+	case !ok:
+		return errTeamNotFound
+	case cur.Version != prev.Version:
+		return ifmatch.ErrVersion
+	}
+	s.teams[prev.ID] = next
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *fakeStore) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64, ev audit.Event) error {
+	if err := s.write("DeleteTeam", ev); err != nil {
+		return err
+	}
+	s.deleteIf = append(s.deleteIf, ifVersion)
+	cur, ok := s.teams[teamID]
+	switch {
+	case !ok:
+		return errTeamNotFound
+	case ifVersion > 0 && cur.Version != ifVersion:
+		return ifmatch.ErrVersion
+	}
+	delete(s.teams, teamID)
+	for k, m := range s.members {
+		if m.TeamID == teamID {
+			delete(s.members, k)
+		}
+	}
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *fakeStore) GetTeamMember(ctx context.Context, orgID, teamID, userID string) (membership.Membership, error) {
+	s.edgeReads[userID]++
+	if err := s.op("GetTeamMember"); err != nil {
+		return membership.Membership{}, err
+	}
+	m, ok := s.members[edgeKey(teamID, userID)]
+	if !ok {
+		return membership.Membership{}, errMemberNotFound
+	}
+	return m, nil
+}
+
+func (s *fakeStore) ListTeamMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[membership.Membership], error) {
+	if err := s.op("ListTeamMembers"); err != nil {
+		return page.Result[membership.Membership]{}, err
+	}
+	if _, ok := s.teams[teamID]; !ok {
+		return page.Result[membership.Membership]{}, errTeamNotFound
+	}
+	ms := s.teamMembers(teamID)
+	return page.Result[membership.Membership]{Items: ms[:min(p.Limit, len(ms))]}, nil
+}
+
+func (s *fakeStore) ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[membership.Membership], error) {
+	if err := s.op("ListUserTeams"); err != nil {
+		return page.Result[membership.Membership]{}, err
+	}
+	if _, ok := s.users[userID]; !ok {
+		return page.Result[membership.Membership]{}, errs.E(errs.NotFound, "user_not_found", "user not found in this organization")
+	}
+	var r page.Result[membership.Membership]
+	for _, m := range s.members {
+		if m.UserID == userID {
+			r.Items = append(r.Items, m)
+		}
+	}
+	slices.SortFunc(r.Items, func(a, b membership.Membership) int { return strings.Compare(a.TeamID, b.TeamID) })
+	return r, nil
+}
+
+func (s *fakeStore) BatchGetTeams(ctx context.Context, orgID string, teamIDs []string) (map[string]membership.Team, error) {
+	if err := s.op("BatchGetTeams"); err != nil {
+		return nil, err
+	}
+	out := map[string]membership.Team{}
+	for _, id := range teamIDs {
+		if t, ok := s.teams[id]; ok {
+			out[id] = t
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) AddTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
+	if err := s.write("AddTeamMember", ev); err != nil {
+		return err
+	}
+	if _, ok := s.teams[m.TeamID]; !ok {
+		return errTeamNotFound
+	}
+	if _, ok := s.users[m.UserID]; !ok {
+		return errNotOrgMember
+	}
+	if _, ok := s.members[edgeKey(m.TeamID, m.UserID)]; ok {
+		return errs.E(errs.Conflict, "already_member", "the user is already a member of this team")
+	}
+	s.putEdge(m)
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *fakeStore) UpdateTeamMember(ctx context.Context, prev, next membership.Membership, ev audit.Event) error {
+	if err := s.write("UpdateTeamMember", ev); err != nil {
+		return err
+	}
+	cur, ok := s.members[edgeKey(prev.TeamID, prev.UserID)]
+	switch {
+	case !ok:
+		return errMemberNotFound
+	case cur.Version != prev.Version:
+		return ifmatch.ErrVersion
+	case prev.Role == authz.Owner && next.Role != authz.Owner && s.owners(prev.TeamID) == 1:
+		return errLastTeamOwner
+	}
+	s.putEdge(next)
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *fakeStore) RemoveTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
+	if err := s.write("RemoveTeamMember", ev); err != nil {
+		return err
+	}
+	cur, ok := s.members[edgeKey(m.TeamID, m.UserID)]
+	switch {
+	case !ok:
+		return errMemberNotFound
+	case cur.Version != m.Version:
+		return ifmatch.ErrVersion
+	case cur.Role == authz.Owner && s.owners(m.TeamID) == 1:
+		return errLastTeamOwner
+	}
+	delete(s.members, edgeKey(m.TeamID, m.UserID))
+	s.recount(m.TeamID)
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *fakeStore) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error) {
+	if err := s.op("BatchGetOrgUsers"); err != nil {
+		return nil, err
+	}
+	out := map[string]tenant.User{}
+	for _, id := range userIDs {
+		if u, ok := s.users[id]; ok {
+			out[id] = u
+		}
+	}
+	return out, nil
+}
+
+// service is a membership.Service over s, reading users from s too.
+func service(s *fakeStore) *membership.Service { return membership.NewService(s, s, now) }
+
+// outcome is what a call should end with: success, or an error of a kind
+// and code.
+type outcome struct {
+	ok   bool
+	kind errs.Kind
+	code string
+}
+
+// succeeds is a call that returns no error.
+var succeeds = outcome{ok: true}
+
+// fails is a call that fails with an error of kind k and code.
+func fails(k errs.Kind, code string) outcome { return outcome{kind: k, code: code} }
+
+// statuses are the HTTP statuses the API answers each kind with.
+var statuses = map[errs.Kind]string{errs.Invalid: "400", errs.Forbidden: "403", errs.NotFound: "404",
+	errs.Conflict: "409", errs.PreconditionFailed: "412", errs.Unavailable: "503", errs.Internal: "500"}
+
+// name is a subtest's name, "<status>/<method>/<case>", okStatus being
+// the status of a success.
+func (o outcome) name(okStatus, method, c string) string {
+	if o.ok {
+		return okStatus + "/" + method + "/" + c
+	}
+	return statuses[o.kind] + "/" + method + "/" + c
+}
+
+// check fails t unless err is what o says.
+func (o outcome) check(t *testing.T, err error) {
+	t.Helper()
+	if o.ok {
+		if err != nil {
+			t.Fatalf("got %v, want success", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("got success, want %v/%s", o.kind, o.code)
+	}
+	if got, want := errs.KindOf(err), o.kind; got != want {
+		t.Fatalf("kind: got %v, want %v (err %v)", got, want, err)
+	}
+	if got, want := errs.CodeOf(err), o.code; got != want {
+		t.Fatalf("code: got %q, want %q (err %v)", got, want, err)
+	}
+}
+
+// grant is the authority an event records: the actor's org floor and,
+// when a team role decided, the team floor on teamID.
+type grant struct{ floor, teamFloor authz.Role }
+
+// byOrg is a grant of the org role alone.
+func byOrg(floor authz.Role) grant { return grant{floor: floor} }
+
+// byTeam is a grant of an org member's team role.
+func byTeam(teamFloor authz.Role) grant { return grant{floor: authz.Member, teamFloor: teamFloor} }
+
+// wantEvent fails t unless the store recorded exactly one event, for
+// action on target by actor, on the authority g, at t1, with changes to
+// fields (in order).
+func (s *fakeStore) wantEvent(t *testing.T, action, targetType, targetID, actor string, g grant, fields ...string) {
+	t.Helper()
+	if len(s.events) != 1 {
+		t.Fatalf("events: got %d (%+v), want 1", len(s.events), s.events)
+	}
+	ev := s.events[0]
+	fence := ""
+	if g.teamFloor != "" {
+		fence = teamID + ":" + string(g.teamFloor)
+	}
+	got := fmt.Sprintf("%s %s/%s by %s (floor %q, team %q) in %s at %v", ev.Action, ev.TargetType, ev.TargetID, ev.ActorID,
+		ev.ActorFloor, strings.Trim(ev.ActorTeamID+":"+ev.ActorTeamFloor, ":"), ev.OrgID, ev.At)
+	want := fmt.Sprintf("%s %s/%s by %s (floor %q, team %q) in %s at %v", action, targetType, targetID, actor, g.floor, fence, orgID, t1)
+	if got != want {
+		t.Errorf("event: got %s, want %s", got, want)
+	}
+	var changed []string
+	for _, c := range ev.Changes {
+		changed = append(changed, c.Field)
+	}
+	if !slices.Equal(changed, fields) {
+		t.Errorf("changed fields: got %v, want %v", changed, fields)
+	}
+}
+
+// wantNoEvent fails t if the store recorded an event.
+func (s *fakeStore) wantNoEvent(t *testing.T) {
+	t.Helper()
+	if len(s.events) != 0 {
+		t.Errorf("events: got %+v, want none", s.events)
+	}
+}

@@ -1,0 +1,501 @@
+package tenant_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/deletion"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ifmatch"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
+)
+
+// orgID is the org every test works in.
+const orgID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+
+// Times: t0 is when the seeded items were written, t1 what the services'
+// clock says now.
+var (
+	t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	t1 = time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
+)
+
+// now is the services' clock.
+func now() time.Time { return t1 }
+
+// The seeded users of orgID, by role.
+const (
+	owner  = "u_olivia" // an owner
+	owner2 = "u_oscar"  // another owner
+	admin  = "u_ada"    // an admin
+	admin2 = "u_alan"   // another admin
+	member = "u_max"    // a member
+	other  = "u_mia"    // another member
+	nobody = "u_nemo"   // not in the org
+)
+
+// seedUser is a user of orgID at version 1, as written at t0.
+func seedUser(userID string, role authz.Role) tenant.User {
+	return tenant.User{OrgID: orgID, UserID: userID, Email: strings.TrimPrefix(userID, "u_") + "@example.com",
+		Name: strings.ToUpper(userID[2:3]) + userID[3:], Role: role, JoinedAt: t0, UpdatedAt: t0, Version: 1}
+}
+
+// seedUsers are the users of the org newFake seeds.
+func seedUsers() []tenant.User {
+	return []tenant.User{seedUser(owner, authz.Owner), seedUser(owner2, authz.Owner), seedUser(admin, authz.Admin),
+		seedUser(admin2, authz.Admin), seedUser(member, authz.Member), seedUser(other, authz.Member)}
+}
+
+// as is userID acting in orgID with role.
+func as(userID string, role authz.Role) authz.Principal {
+	return authz.Principal{Identity: authz.Identity{UserID: userID}, OrgID: orgID, OrgRole: role}
+}
+
+// fakeStore is an in-memory tenant.Storer with the rules of the real one
+// that the service relies on: versions, unique user IDs and emails, the
+// last owner. It keeps the audit event of every write that succeeds,
+// counts the calls it serves, and can play a concurrent writer
+// (beforeWrite) or fail a method (fail).
+type fakeStore struct {
+	orgs  map[string]tenant.Org
+	users map[string]tenant.User // by orgID/userID
+	// offboarding holds the orgs being offboarded, which every read but
+	// GetOffboarding finds absent.
+	offboarding map[string]deletion.Job
+
+	events []audit.Event
+	calls  map[string]int // by method
+	// beforeWrite, when set, runs just before each conditional write of
+	// an org or a user, as a concurrent writer would.
+	beforeWrite func()
+	fail        map[string]error // by method
+
+	// startedIf is the ifVersion each StartOffboarding was given; started
+	// says what StartOffboarding answers; released counts releases.
+	startedIf []int64
+	started   bool
+	released  int
+	cutOffErr error
+}
+
+// newFake returns a store holding orgID, named Acme at version 1, with
+// users.
+func newFake(users ...tenant.User) *fakeStore {
+	s := &fakeStore{orgs: map[string]tenant.Org{}, users: map[string]tenant.User{}, offboarding: map[string]deletion.Job{},
+		calls: map[string]int{}, fail: map[string]error{}, started: true}
+	s.orgs[orgID] = tenant.Org{ID: orgID, Name: "Acme", Version: 1, CreatedAt: t0, UpdatedAt: t0}
+	for _, u := range users {
+		s.users[userKey(u.OrgID, u.UserID)] = u
+	}
+	return s
+}
+
+func userKey(orgID, userID string) string { return orgID + "/" + userID }
+
+var (
+	errOrgNotFound  = authz.ErrOrgNotFound
+	errUserNotFound = errs.E(errs.NotFound, "user_not_found", "user not found in this organization")
+)
+
+// op counts a call of method and returns the error it was told to fail with.
+func (s *fakeStore) op(method string) error {
+	s.calls[method]++
+	return s.fail[method]
+}
+
+// write runs the concurrent writer, if any, and checks ev as the real
+// store does.
+func (s *fakeStore) write(method string, ev audit.Event) error {
+	if err := s.op(method); err != nil {
+		return err
+	}
+	if s.beforeWrite != nil {
+		s.beforeWrite()
+	}
+	if err := ev.Check(); err != nil {
+		return &errs.Error{Kind: errs.Internal, Code: "bad_event", Message: "incomplete audit event", Err: err}
+	}
+	return nil
+}
+
+// owners counts the owners of orgID.
+func (s *fakeStore) owners(orgID string) int {
+	n := 0
+	for _, u := range s.users {
+		if u.OrgID == orgID && u.Role == authz.Owner {
+			n++
+		}
+	}
+	return n
+}
+
+// emailTaken reports whether a user of orgID other than userID claims email.
+func (s *fakeStore) emailTaken(orgID, userID, email string) bool {
+	for _, u := range s.users {
+		if u.OrgID == orgID && u.UserID != userID && tenant.NormalizeEmail(u.Email) == tenant.NormalizeEmail(email) {
+			return true
+		}
+	}
+	return false
+}
+
+// user returns a copy of a stored user, failing t if there is none.
+func (s *fakeStore) user(t *testing.T, userID string) tenant.User {
+	t.Helper()
+	u, ok := s.users[userKey(orgID, userID)]
+	if !ok {
+		t.Fatalf("user %s is not stored", userID)
+	}
+	return u
+}
+
+// once returns f, made to run only on its first call.
+func once(f func()) func() {
+	done := false
+	return func() {
+		if !done {
+			done = true
+			f()
+		}
+	}
+}
+
+// change applies f to a stored user and bumps its version, as another
+// writer's change would.
+func (s *fakeStore) change(userID string, f func(*tenant.User)) {
+	k := userKey(orgID, userID)
+	u := s.users[k]
+	f(&u)
+	u.Version++
+	s.users[k] = u
+}
+
+// changeOrg applies f to orgID and bumps its version, as another writer's
+// change would.
+func (s *fakeStore) changeOrg(f func(*tenant.Org)) {
+	o := s.orgs[orgID]
+	f(&o)
+	o.Version++
+	s.orgs[orgID] = o
+}
+
+func (s *fakeStore) CreateOrg(ctx context.Context, o tenant.Org, owner tenant.User, ev audit.Event) error {
+	if err := s.write("CreateOrg", ev); err != nil {
+		return err
+	}
+	if _, ok := s.orgs[o.ID]; ok {
+		return errs.E(errs.Conflict, "org_exists", "organization ID already taken")
+	}
+	s.orgs[o.ID] = o
+	s.users[userKey(o.ID, owner.UserID)] = owner
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *fakeStore) GetOrg(ctx context.Context, orgID string) (tenant.Org, error) {
+	if err := s.op("GetOrg"); err != nil {
+		return tenant.Org{}, err
+	}
+	o, ok := s.orgs[orgID]
+	if _, off := s.offboarding[orgID]; !ok || off {
+		return tenant.Org{}, errOrgNotFound
+	}
+	return o, nil
+}
+
+func (s *fakeStore) GetOrgWithUsers(ctx context.Context, orgID string, limit int) (tenant.Org, []tenant.User, error) {
+	if err := s.op("GetOrgWithUsers"); err != nil {
+		return tenant.Org{}, nil, err
+	}
+	o, ok := s.orgs[orgID]
+	if _, off := s.offboarding[orgID]; !ok || off {
+		return tenant.Org{}, nil, errOrgNotFound
+	}
+	us := s.orgUsers(orgID)
+	return o, us[:min(limit, len(us))], nil
+}
+
+// orgUsers lists the users of orgID by user ID.
+func (s *fakeStore) orgUsers(orgID string) []tenant.User {
+	var out []tenant.User
+	for _, u := range s.users {
+		if u.OrgID == orgID {
+			out = append(out, u)
+		}
+	}
+	slices.SortFunc(out, func(a, b tenant.User) int { return strings.Compare(a.UserID, b.UserID) })
+	return out
+}
+
+func (s *fakeStore) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev audit.Event) error {
+	if err := s.write("UpdateOrg", ev); err != nil {
+		return err
+	}
+	cur, ok := s.orgs[prev.ID]
+	switch {
+	case !ok:
+		return errOrgNotFound
+	case cur.Version != prev.Version:
+		return ifmatch.ErrVersion
+	}
+	s.orgs[prev.ID] = next
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *fakeStore) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.Membership], error) {
+	if err := s.op("ListOrgs"); err != nil {
+		return page.Result[tenant.Membership]{}, err
+	}
+	var r page.Result[tenant.Membership]
+	for _, u := range s.users {
+		if u.UserID == userID {
+			r.Items = append(r.Items, tenant.Membership{OrgID: u.OrgID, UserName: u.Name, Role: u.Role, JoinedAt: u.JoinedAt})
+		}
+	}
+	slices.SortFunc(r.Items, func(a, b tenant.Membership) int { return strings.Compare(a.OrgID, b.OrgID) })
+	return r, nil
+}
+
+func (s *fakeStore) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]tenant.Org, error) {
+	if err := s.op("BatchGetOrgs"); err != nil {
+		return nil, err
+	}
+	out := map[string]tenant.Org{}
+	for _, id := range orgIDs {
+		if o, ok := s.orgs[id]; ok {
+			if _, off := s.offboarding[id]; !off {
+				out[id] = o
+			}
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) GetOrgUser(ctx context.Context, orgID, userID string) (tenant.User, error) {
+	if err := s.op("GetOrgUser"); err != nil {
+		return tenant.User{}, err
+	}
+	u, ok := s.users[userKey(orgID, userID)]
+	if !ok {
+		return tenant.User{}, errUserNotFound
+	}
+	return u, nil
+}
+
+func (s *fakeStore) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (page.Result[tenant.User], error) {
+	if err := s.op("ListOrgUsers"); err != nil {
+		return page.Result[tenant.User]{}, err
+	}
+	us := s.orgUsers(orgID)
+	return page.Result[tenant.User]{Items: us[:min(p.Limit, len(us))]}, nil
+}
+
+func (s *fakeStore) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error) {
+	if err := s.op("BatchGetOrgUsers"); err != nil {
+		return nil, err
+	}
+	out := map[string]tenant.User{}
+	for _, id := range userIDs {
+		if u, ok := s.users[userKey(orgID, id)]; ok {
+			out[id] = u
+		}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) AddOrgUser(ctx context.Context, u tenant.User, ev audit.Event) error {
+	if err := s.write("AddOrgUser", ev); err != nil {
+		return err
+	}
+	if _, ok := s.orgs[u.OrgID]; !ok {
+		return errOrgNotFound
+	}
+	if _, ok := s.users[userKey(u.OrgID, u.UserID)]; ok {
+		return errs.E(errs.Conflict, "user_exists", "the user is already in this organization")
+	}
+	if s.emailTaken(u.OrgID, u.UserID, u.Email) {
+		return errs.E(errs.Conflict, "email_taken", "another user of this organization has that email")
+	}
+	s.users[userKey(u.OrgID, u.UserID)] = u
+	s.events = append(s.events, ev)
+	return nil
+}
+
+// errLastOwner is the real store's answer to the last owner's demotion or
+// removal.
+var errLastOwner = errs.E(errs.Conflict, "last_owner", "an organization must keep at least one owner")
+
+func (s *fakeStore) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev audit.Event) error {
+	if err := s.write("UpdateOrgUser", ev); err != nil {
+		return err
+	}
+	k := userKey(prev.OrgID, prev.UserID)
+	cur, ok := s.users[k]
+	switch {
+	case !ok:
+		return errUserNotFound
+	case cur.Version != prev.Version:
+		return ifmatch.ErrVersion
+	case s.emailTaken(next.OrgID, next.UserID, next.Email):
+		return errs.E(errs.Conflict, "email_taken", "another user of this organization has that email")
+	case prev.Role == authz.Owner && next.Role != authz.Owner && s.owners(prev.OrgID) == 1:
+		return errLastOwner
+	}
+	s.users[k] = next
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *fakeStore) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event) error {
+	if err := s.write("RemoveOrgUser", ev); err != nil {
+		return err
+	}
+	k := userKey(u.OrgID, u.UserID)
+	cur, ok := s.users[k]
+	switch {
+	case !ok:
+		return errUserNotFound
+	case cur.Version != u.Version:
+		return ifmatch.ErrVersion
+	case cur.Role == authz.Owner && s.owners(u.OrgID) == 1:
+		return errLastOwner
+	}
+	delete(s.users, k)
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *fakeStore) StartOffboarding(ctx context.Context, orgID, actorID string, ifVersion int64, owner string, now time.Time) (deletion.Job, bool, error) {
+	if err := s.op("StartOffboarding"); err != nil {
+		return deletion.Job{}, false, err
+	}
+	s.startedIf = append(s.startedIf, ifVersion)
+	if j, ok := s.offboarding[orgID]; ok {
+		return j, false, nil
+	}
+	o, ok := s.orgs[orgID]
+	switch {
+	case !ok:
+		return deletion.Job{}, false, errOrgNotFound
+	case ifVersion > 0 && o.Version != ifVersion:
+		return deletion.Job{}, false, ifmatch.ErrVersion
+	}
+	j := deletion.Job{Kind: deletion.Org, OrgID: orgID, Since: now, By: actorID, Phase: "cutoff", LeaseOwner: owner}
+	s.offboarding[orgID] = j
+	return j, s.started, nil
+}
+
+func (s *fakeStore) CutOff(ctx context.Context, orgID, owner string) error {
+	if err := s.op("CutOff"); err != nil {
+		return err
+	}
+	if s.cutOffErr != nil {
+		return s.cutOffErr
+	}
+	j := s.offboarding[orgID]
+	j.Phase = "teams"
+	s.offboarding[orgID] = j
+	return nil
+}
+
+func (s *fakeStore) ReleaseOffboarding(ctx context.Context, orgID, owner string) error {
+	s.released++
+	return s.op("ReleaseOffboarding")
+}
+
+func (s *fakeStore) GetOffboarding(ctx context.Context, orgID string) (deletion.Job, error) {
+	if err := s.op("GetOffboarding"); err != nil {
+		return deletion.Job{}, err
+	}
+	j, ok := s.offboarding[orgID]
+	if !ok {
+		return deletion.Job{}, errs.E(errs.NotFound, "offboarding_not_found", "the organization is not being offboarded")
+	}
+	return j, nil
+}
+
+// outcome is what a call should end with: success, or an error of a kind
+// and code.
+type outcome struct {
+	ok   bool
+	kind errs.Kind
+	code string
+}
+
+// succeeds is a call that returns no error.
+var succeeds = outcome{ok: true}
+
+// fails is a call that fails with an error of kind k and code.
+func fails(k errs.Kind, code string) outcome { return outcome{kind: k, code: code} }
+
+// statuses are the HTTP statuses the API answers each kind with.
+var statuses = map[errs.Kind]string{errs.Invalid: "400", errs.Forbidden: "403", errs.NotFound: "404",
+	errs.Conflict: "409", errs.PreconditionFailed: "412", errs.Unavailable: "503", errs.Internal: "500"}
+
+// name is a subtest's name, "<status>/<method>/<case>", okStatus being
+// the status of a success.
+func (o outcome) name(okStatus, method, c string) string {
+	if o.ok {
+		return okStatus + "/" + method + "/" + c
+	}
+	return statuses[o.kind] + "/" + method + "/" + c
+}
+
+// check fails t unless err is what o says.
+func (o outcome) check(t *testing.T, err error) {
+	t.Helper()
+	if o.ok {
+		if err != nil {
+			t.Fatalf("got %v, want success", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("got success, want %v/%s", o.kind, o.code)
+	}
+	if got, want := errs.KindOf(err), o.kind; got != want {
+		t.Fatalf("kind: got %v, want %v (err %v)", got, want, err)
+	}
+	if got, want := errs.CodeOf(err), o.code; got != want {
+		t.Fatalf("code: got %q, want %q (err %v)", got, want, err)
+	}
+}
+
+// wantEvent fails t unless the store recorded exactly one event, for
+// action on target by actor, on the authority of floor, at t1, with
+// changes to fields (in order).
+func (s *fakeStore) wantEvent(t *testing.T, action, targetType, targetID, actor string, floor authz.Role, fields ...string) {
+	t.Helper()
+	if len(s.events) != 1 {
+		t.Fatalf("events: got %d (%+v), want 1", len(s.events), s.events)
+	}
+	ev := s.events[0]
+	got := fmt.Sprintf("%s %s/%s by %s (floor %q) in %s at %v", ev.Action, ev.TargetType, ev.TargetID, ev.ActorID, ev.ActorFloor, ev.OrgID, ev.At)
+	want := fmt.Sprintf("%s %s/%s by %s (floor %q) in %s at %v", action, targetType, targetID, actor, floor, orgID, t1)
+	if got != want {
+		t.Errorf("event: got %s, want %s", got, want)
+	}
+	var changed []string
+	for _, c := range ev.Changes {
+		changed = append(changed, c.Field)
+	}
+	if !slices.Equal(changed, fields) {
+		t.Errorf("changed fields: got %v, want %v", changed, fields)
+	}
+}
+
+// wantNoEvent fails t if the store recorded an event.
+func (s *fakeStore) wantNoEvent(t *testing.T) {
+	t.Helper()
+	if len(s.events) != 0 {
+		t.Errorf("events: got %+v, want none", s.events)
+	}
+}

@@ -1,0 +1,452 @@
+package ticket_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ifmatch"
+	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/ticket"
+)
+
+// The org, team and tickets the tests work with.
+const (
+	orgID    = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+	teamID   = "01BX5ZZKBKACTAV9WEVGEMMVS1"
+	team2    = "01BX5ZZKBKACTAV9WEVGEMMVS2"
+	ticketID = "01BX5ZZKBKACTAV9WEVGEMMVT1" // requested by requester, assigned to assignee, on teamID
+	noTeam   = "01BX5ZZKBKACTAV9WEVGEMMVT2" // requested by requester, unassigned, on no team
+	missing  = "01BX5ZZKBKACTAV9WEVGEMMVT9" // no such ticket
+)
+
+// Times: t0 is when the seeded items were written, t1 what the services'
+// clock says now.
+var (
+	t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	t1 = time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
+)
+
+// now is the services' clock.
+func now() time.Time { return t1 }
+
+// The users of orgID. All but owner and admin are org members.
+const (
+	owner     = "u_olivia"
+	admin     = "u_ada"
+	requester = "u_rita" // requested both tickets
+	assignee  = "u_ari"  // assigned ticketID
+	teamMate  = "u_tess" // on teamID
+	bystander = "u_max"  // none of these
+	nobody    = "u_nemo" // not in the org
+)
+
+// as is userID acting in orgID with org role.
+func as(userID string, role authz.Role) authz.Principal {
+	return authz.Principal{Identity: authz.Identity{UserID: userID}, OrgID: orgID, OrgRole: role}
+}
+
+// fakeStore is an in-memory ticket.Storer (and ticket.TeamMembers and
+// ticket.Users) with the rules of the real one that the service relies on:
+// versions, references to the org's users and teams. It keeps the audit
+// event of every write that succeeds, counts the calls it serves, and can
+// play a concurrent writer (beforeWrite) or fail a method (fail).
+type fakeStore struct {
+	users    map[string]tenant.User // the org's users, by user ID
+	teams    map[string]bool        // the org's teams
+	edges    map[string]bool        // team edges, by teamID/userID
+	tickets  map[string]ticket.Ticket
+	comments map[string][]ticket.Comment // by ticket ID
+
+	events []audit.Event
+	calls  map[string]int // by method
+	// batched are the user IDs each BatchGetOrgUsers was asked for.
+	batched [][]string
+	// beforeWrite, when set, runs just before each write of a ticket or a
+	// comment, as a concurrent writer would.
+	beforeWrite func()
+	fail        map[string]error // by method
+	// deleteIf is the ifVersion each DeleteTicket was given.
+	deleteIf []int64
+}
+
+// seedTicket is ticketID as written at t0.
+func seedTicket() ticket.Ticket {
+	return ticket.Ticket{OrgID: orgID, ID: ticketID, Title: "Printer on fire", Description: "Third floor", Status: ticket.StatusOpen,
+		Priority: ticket.PriorityHigh, RequesterID: requester, AssigneeID: assignee, TeamID: teamID, Tags: []string{"hardware"},
+		CommentCount: 1, Version: 1, CreatedAt: t0, UpdatedAt: t0}
+}
+
+// newFake returns a store holding the org's users, teamID with teamMate
+// and assignee on it, team2, and the tickets ticketID (with one comment)
+// and noTeam.
+func newFake() *fakeStore {
+	s := &fakeStore{users: map[string]tenant.User{}, teams: map[string]bool{teamID: true, team2: true},
+		edges: map[string]bool{teamID + "/" + teamMate: true, teamID + "/" + assignee: true}, tickets: map[string]ticket.Ticket{},
+		comments: map[string][]ticket.Comment{}, calls: map[string]int{}, fail: map[string]error{}}
+	roles := map[string]authz.Role{owner: authz.Owner, admin: authz.Admin, requester: authz.Member, assignee: authz.Member,
+		teamMate: authz.Member, bystander: authz.Member}
+	for id, r := range roles {
+		s.users[id] = tenant.User{OrgID: orgID, UserID: id, Email: id[2:] + "@example.com", Name: id[2:], Role: r, JoinedAt: t0, UpdatedAt: t0, Version: 1}
+	}
+	s.tickets[ticketID] = seedTicket()
+	s.tickets[noTeam] = ticket.Ticket{OrgID: orgID, ID: noTeam, Title: "Password reset", Status: ticket.StatusNew, Priority: ticket.PriorityNormal,
+		RequesterID: requester, Version: 1, CreatedAt: t0, UpdatedAt: t0}
+	s.comments[ticketID] = []ticket.Comment{{OrgID: orgID, TicketID: ticketID, ID: "01BX5ZZKBKACTAV9WEVGEMMVC1", AuthorID: assignee, Body: "On it", CreatedAt: t0}}
+	return s
+}
+
+// change applies f to a stored ticket and bumps its version, as another
+// writer's change would.
+func (s *fakeStore) change(id string, f func(*ticket.Ticket)) {
+	t := s.tickets[id]
+	f(&t)
+	t.Version++
+	s.tickets[id] = t
+}
+
+// once returns f, made to run only on its first call.
+func once(f func()) func() {
+	done := false
+	return func() {
+		if !done {
+			done = true
+			f()
+		}
+	}
+}
+
+var errTicketNotFound = errs.E(errs.NotFound, "ticket_not_found", "ticket not found")
+
+// op counts a call of method and returns the error it was told to fail with.
+func (s *fakeStore) op(method string) error {
+	s.calls[method]++
+	return s.fail[method]
+}
+
+// write runs the concurrent writer, if any, and checks ev as the real
+// store does.
+func (s *fakeStore) write(method string, ev audit.Event) error {
+	if err := s.op(method); err != nil {
+		return err
+	}
+	if s.beforeWrite != nil {
+		s.beforeWrite()
+	}
+	if err := ev.Check(); err != nil {
+		return &errs.Error{Kind: errs.Internal, Code: "bad_event", Message: "incomplete audit event", Err: err}
+	}
+	return nil
+}
+
+// references checks t's assignee and team as the real store does.
+func (s *fakeStore) references(t ticket.Ticket) error {
+	if _, ok := s.users[t.AssigneeID]; t.AssigneeID != "" && !ok {
+		return &errs.Error{Kind: errs.Conflict, Code: "assignee_not_org_member", Field: "assigneeId", Message: "the assignee is not a user of this organization"}
+	}
+	if t.TeamID != "" && !s.teams[t.TeamID] {
+		return &errs.Error{Kind: errs.Conflict, Code: "team_not_found", Field: "teamId", Message: "no such team in this organization"}
+	}
+	return nil
+}
+
+func (s *fakeStore) CreateTicket(ctx context.Context, t ticket.Ticket, ev audit.Event) error {
+	if err := s.write("CreateTicket", ev); err != nil {
+		return err
+	}
+	if _, ok := s.tickets[t.ID]; ok {
+		return errs.E(errs.Conflict, "ticket_exists", "ticket ID already taken")
+	}
+	if _, ok := s.users[t.RequesterID]; !ok {
+		return errs.E(errs.NotFound, "user_not_found", "the requester is not a user of this organization")
+	}
+	if err := s.references(t); err != nil {
+		return err
+	}
+	s.tickets[t.ID] = t
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *fakeStore) GetTicket(ctx context.Context, orgID, ticketID string) (ticket.Ticket, error) {
+	if err := s.op("GetTicket"); err != nil {
+		return ticket.Ticket{}, err
+	}
+	t, ok := s.tickets[ticketID]
+	if !ok {
+		return ticket.Ticket{}, errTicketNotFound
+	}
+	return t, nil
+}
+
+func (s *fakeStore) GetTicketWithComments(ctx context.Context, orgID, ticketID string, limit int) (ticket.Ticket, []ticket.Comment, error) {
+	if err := s.op("GetTicketWithComments"); err != nil {
+		return ticket.Ticket{}, nil, err
+	}
+	t, ok := s.tickets[ticketID]
+	if !ok {
+		return ticket.Ticket{}, nil, errTicketNotFound
+	}
+	cs := s.comments[ticketID]
+	return t, cs[:min(limit, len(cs))], nil
+}
+
+func (s *fakeStore) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev audit.Event) error {
+	if err := s.write("UpdateTicket", ev); err != nil {
+		return err
+	}
+	cur, ok := s.tickets[prev.ID]
+	switch {
+	case !ok:
+		return errTicketNotFound
+	case cur.Version != prev.Version:
+		return ifmatch.ErrVersion
+	}
+	if err := s.references(next); err != nil {
+		return err
+	}
+	s.tickets[prev.ID] = next
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *fakeStore) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64, ev audit.Event) error {
+	if err := s.write("DeleteTicket", ev); err != nil {
+		return err
+	}
+	s.deleteIf = append(s.deleteIf, ifVersion)
+	cur, ok := s.tickets[ticketID]
+	switch {
+	case !ok:
+		return errTicketNotFound
+	case ifVersion > 0 && cur.Version != ifVersion:
+		return ifmatch.ErrVersion
+	}
+	delete(s.tickets, ticketID)
+	delete(s.comments, ticketID)
+	s.events = append(s.events, ev)
+	return nil
+}
+
+// list pages through the tickets keep keeps, newest first.
+func (s *fakeStore) list(keep func(ticket.Ticket) bool, p page.Request) page.Result[ticket.Ticket] {
+	var r page.Result[ticket.Ticket]
+	for _, t := range s.tickets {
+		if keep(t) {
+			r.Items = append(r.Items, t)
+		}
+	}
+	slices.SortFunc(r.Items, func(a, b ticket.Ticket) int { return strings.Compare(b.ID, a.ID) })
+	r.Items = r.Items[:min(p.Limit, len(r.Items))]
+	return r
+}
+
+func (s *fakeStore) ListTickets(ctx context.Context, orgID string, f ticket.Filter, p page.Request) (page.Result[ticket.Ticket], error) {
+	if err := s.op("ListTickets"); err != nil {
+		return page.Result[ticket.Ticket]{}, err
+	}
+	return s.list(func(t ticket.Ticket) bool {
+		return (f.Status == "" || t.Status == f.Status) && (f.Priority == "" || t.Priority == f.Priority) &&
+			(f.AssigneeID == "" || t.AssigneeID == f.AssigneeID)
+	}, p), nil
+}
+
+func (s *fakeStore) ListTeamTickets(ctx context.Context, orgID, teamID string, status ticket.Status, p page.Request) (page.Result[ticket.Ticket], error) {
+	if err := s.op("ListTeamTickets"); err != nil {
+		return page.Result[ticket.Ticket]{}, err
+	}
+	return s.list(func(t ticket.Ticket) bool { return t.TeamID == teamID && (status == "" || t.Status == status) }, p), nil
+}
+
+func (s *fakeStore) ListAssignedTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[ticket.Ticket], error) {
+	if err := s.op("ListAssignedTickets"); err != nil {
+		return page.Result[ticket.Ticket]{}, err
+	}
+	return s.list(func(t ticket.Ticket) bool { return t.AssigneeID == userID }, p), nil
+}
+
+func (s *fakeStore) ListUserTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[ticket.Ticket], *tenant.User, error) {
+	if err := s.op("ListUserTickets"); err != nil {
+		return page.Result[ticket.Ticket]{}, nil, err
+	}
+	r := s.list(func(t ticket.Ticket) bool { return t.RequesterID == userID }, p)
+	var user *tenant.User
+	if u, ok := s.users[userID]; ok && withUser && p.After == "" {
+		user = &u
+	}
+	return r, user, nil
+}
+
+func (s *fakeStore) CreateComment(ctx context.Context, c ticket.Comment, ev audit.Event) error {
+	if err := s.write("CreateComment", ev); err != nil {
+		return err
+	}
+	t, ok := s.tickets[c.TicketID]
+	if !ok {
+		return errTicketNotFound
+	}
+	for _, x := range s.comments[c.TicketID] {
+		if x.ID == c.ID {
+			return errs.E(errs.Conflict, "comment_exists", "comment ID already taken")
+		}
+	}
+	s.comments[c.TicketID] = append(s.comments[c.TicketID], c)
+	t.CommentCount++
+	s.tickets[c.TicketID] = t
+	s.events = append(s.events, ev)
+	return nil
+}
+
+func (s *fakeStore) GetComment(ctx context.Context, orgID, ticketID, commentID string) (ticket.Comment, error) {
+	if err := s.op("GetComment"); err != nil {
+		return ticket.Comment{}, err
+	}
+	for _, c := range s.comments[ticketID] {
+		if c.ID == commentID {
+			return c, nil
+		}
+	}
+	return ticket.Comment{}, errs.E(errs.NotFound, "comment_not_found", "comment not found")
+}
+
+func (s *fakeStore) ListComments(ctx context.Context, orgID, ticketID string, p page.Request) (page.Result[ticket.Comment], error) {
+	if err := s.op("ListComments"); err != nil {
+		return page.Result[ticket.Comment]{}, err
+	}
+	if _, ok := s.tickets[ticketID]; !ok {
+		return page.Result[ticket.Comment]{}, errTicketNotFound
+	}
+	cs := s.comments[ticketID]
+	return page.Result[ticket.Comment]{Items: cs[:min(p.Limit, len(cs))]}, nil
+}
+
+// GetTeamMember is the ticket.TeamMembers read.
+func (s *fakeStore) GetTeamMember(ctx context.Context, orgID, teamID, userID string) (membership.Membership, error) {
+	if err := s.op("GetTeamMember"); err != nil {
+		return membership.Membership{}, err
+	}
+	if !s.edges[teamID+"/"+userID] {
+		return membership.Membership{}, errs.E(errs.NotFound, "member_not_found", "the user is not a member of this team")
+	}
+	return membership.Membership{OrgID: orgID, TeamID: teamID, UserID: userID, Role: authz.Member, Version: 1}, nil
+}
+
+// BatchGetOrgUsers is the ticket.Users read.
+func (s *fakeStore) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error) {
+	if err := s.op("BatchGetOrgUsers"); err != nil {
+		return nil, err
+	}
+	s.batched = append(s.batched, userIDs)
+	out := map[string]tenant.User{}
+	for _, id := range userIDs {
+		if u, ok := s.users[id]; ok {
+			out[id] = u
+		}
+	}
+	return out, nil
+}
+
+// service is a ticket.Service over s, reading team edges and users from s
+// too.
+func service(s *fakeStore) *ticket.Service { return ticket.NewService(s, s, s, now) }
+
+// outcome is what a call should end with: success, or an error of a kind
+// and code.
+type outcome struct {
+	ok   bool
+	kind errs.Kind
+	code string
+}
+
+// succeeds is a call that returns no error.
+var succeeds = outcome{ok: true}
+
+// fails is a call that fails with an error of kind k and code.
+func fails(k errs.Kind, code string) outcome { return outcome{kind: k, code: code} }
+
+// statuses are the HTTP statuses the API answers each kind with.
+var statuses = map[errs.Kind]string{errs.Invalid: "400", errs.Forbidden: "403", errs.NotFound: "404",
+	errs.Conflict: "409", errs.PreconditionFailed: "412", errs.Unavailable: "503", errs.Internal: "500"}
+
+// name is a subtest's name, "<status>/<method>/<case>", okStatus being
+// the status of a success.
+func (o outcome) name(okStatus, method, c string) string {
+	if o.ok {
+		return okStatus + "/" + method + "/" + c
+	}
+	return statuses[o.kind] + "/" + method + "/" + c
+}
+
+// check fails t unless err is what o says.
+func (o outcome) check(t *testing.T, err error) {
+	t.Helper()
+	if o.ok {
+		if err != nil {
+			t.Fatalf("got %v, want success", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("got success, want %v/%s", o.kind, o.code)
+	}
+	if got, want := errs.KindOf(err), o.kind; got != want {
+		t.Fatalf("kind: got %v, want %v (err %v)", got, want, err)
+	}
+	if got, want := errs.CodeOf(err), o.code; got != want {
+		t.Fatalf("code: got %q, want %q (err %v)", got, want, err)
+	}
+}
+
+// grant is the authority an event records: the actor's org floor and,
+// when their place on the ticket's team decided, the team floor there.
+type grant struct{ floor, teamFloor authz.Role }
+
+// byOrg is a grant of the org role, or of the caller's part in the ticket.
+func byOrg(floor authz.Role) grant { return grant{floor: floor} }
+
+// byTeam is a grant of an org member's edge on the ticket's team.
+var byTeam = grant{floor: authz.Member, teamFloor: authz.Member}
+
+// wantEvent fails t unless the store recorded exactly one event, for
+// action on target by actor, on the authority g, at t1, with changes to
+// fields (in order).
+func (s *fakeStore) wantEvent(t *testing.T, action, targetType, targetID, actor string, g grant, fields ...string) {
+	t.Helper()
+	if len(s.events) != 1 {
+		t.Fatalf("events: got %d (%+v), want 1", len(s.events), s.events)
+	}
+	ev := s.events[0]
+	fence := ""
+	if g.teamFloor != "" {
+		fence = teamID + ":" + string(g.teamFloor)
+	}
+	got := fmt.Sprintf("%s %s/%s by %s (floor %q, team %q) in %s at %v", ev.Action, ev.TargetType, ev.TargetID, ev.ActorID,
+		ev.ActorFloor, strings.Trim(ev.ActorTeamID+":"+ev.ActorTeamFloor, ":"), ev.OrgID, ev.At)
+	want := fmt.Sprintf("%s %s/%s by %s (floor %q, team %q) in %s at %v", action, targetType, targetID, actor, g.floor, fence, orgID, t1)
+	if got != want {
+		t.Errorf("event: got %s, want %s", got, want)
+	}
+	var changed []string
+	for _, c := range ev.Changes {
+		changed = append(changed, c.Field)
+	}
+	if !slices.Equal(changed, fields) {
+		t.Errorf("changed fields: got %v, want %v", changed, fields)
+	}
+}
+
+// wantNoEvent fails t if the store recorded an event.
+func (s *fakeStore) wantNoEvent(t *testing.T) {
+	t.Helper()
+	if len(s.events) != 0 {
+		t.Errorf("events: got %+v, want none", s.events)
+	}
+}
