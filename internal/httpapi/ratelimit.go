@@ -14,6 +14,7 @@ import (
 var (
 	errLimited       = errs.E(errs.TooManyRequests, "rate_limited", "this organization is sending requests too fast; retry after the time in Retry-After")
 	errCallerLimited = errs.E(errs.TooManyRequests, "rate_limited", "you are sending requests too fast; retry after the time in Retry-After")
+	errUserLimited   = errs.E(errs.TooManyRequests, "rate_limited", "you are sending requests outside an organization too fast; retry after the time in Retry-After")
 )
 
 // limitTenant limits every authenticated request by its tenant: the org of
@@ -21,11 +22,11 @@ var (
 // an org's members spend its budget. Unauthenticated requests pass (they
 // were refused, or are public probes).
 func limitTenant(l *ratelimit.Limiter) echo.MiddlewareFunc {
-	return limitBy(l, errLimited, "org", func(c echo.Context, userID string) string {
+	return limitBy(l, "org", func(c echo.Context, userID string) (string, error) {
 		if org := c.Param("orgId"); org != "" {
-			return "org:" + org
+			return "org:" + org, errLimited
 		}
-		return "user:" + userID
+		return "user:" + userID, errUserLimited
 	})
 }
 
@@ -35,17 +36,18 @@ func limitTenant(l *ratelimit.Limiter) echo.MiddlewareFunc {
 // other tenants' orgs, which all end in 404, spend the caller's budget, not
 // theirs and not DynamoDB's.
 func limitCaller(l *ratelimit.Limiter) echo.MiddlewareFunc {
-	return limitBy(l, errCallerLimited, "caller", func(_ echo.Context, userID string) string { return "caller:" + userID })
+	return limitBy(l, "caller", func(_ echo.Context, userID string) (string, error) { return "caller:" + userID, errCallerLimited })
 }
 
-// limitBy spends a token of the bucket key names, and says so in the
+// limitBy spends a token of the bucket key names (refusing with the error
+// it gives), and says so in the
 // IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-10):
 // RateLimit-Policy lists each policy the request went through as a quota q
 // per window w (seconds): the bucket's size and how long it takes to fill;
 // RateLimit lists, for each, the requests r still allowed now and the
 // seconds t until that quota is whole again, or, when r is 0, until the
 // next request is allowed (the 429's Retry-After).
-func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.Context, string) string) echo.MiddlewareFunc {
+func limitBy(l *ratelimit.Limiter, policy string, key func(echo.Context, string) (string, error)) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if l.Off() {
@@ -55,7 +57,8 @@ func limitBy(l *ratelimit.Limiter, refused error, policy string, key func(echo.C
 			if !ok {
 				return next(c)
 			}
-			if err := take(c, l, refused, policy, key(c, id.UserID)); err != nil {
+			bucket, refused := key(c, id.UserID)
+			if err := take(c, l, refused, policy, bucket); err != nil {
 				return err
 			}
 			return next(c)
