@@ -152,7 +152,7 @@ func TestPutTeamMember(t *testing.T) {
 			want:  fails(errs.Unavailable, "busy"), targetReads: 11, after: authz.Member},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name(map[bool]string{true: "201", false: "200"}[c.created], "PutTeamMember", c.name), func(t *testing.T) {
+		t.Run(c.want.Name(map[bool]string{true: "201", false: "200"}[c.created], "PutTeamMember", c.name), func(t *testing.T) {
 			s := newFake()
 			// first is the target's edge as stored (nil when there is
 			// none), as a route's authorization read passes it.
@@ -165,7 +165,7 @@ func TestPutTeamMember(t *testing.T) {
 			}
 			before := s.members[edgeKey(c.teamID, c.target)]
 			m, created, err := service(s).PutTeamMember(context.Background(), c.p, c.teamID, c.target, first, c.role, c.ifMatch)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			for id, want := range edgeReadsWant(c.p.UserID, c.target, c.callerReads, c.targetReads) {
 				if got := s.edgeReads[id]; got != want {
 					t.Errorf("reads of %s's edge: got %d, want %d", id, got, want)
@@ -175,7 +175,7 @@ func TestPutTeamMember(t *testing.T) {
 			if after := map[bool]authz.Role{true: stored.Role}[ok]; after != c.after {
 				t.Errorf("stored role: got %q, want %q", after, c.after)
 			}
-			if !c.want.ok {
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				if c.setup == nil && stored != before {
 					t.Errorf("stored: got %+v, want it unchanged %+v", stored, before)
@@ -268,7 +268,7 @@ func TestRemoveTeamMember(t *testing.T) {
 			want:  fails(errs.Unavailable, "busy"), targetReads: 12},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("204", "RemoveTeamMember", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("204", "RemoveTeamMember", c.name), func(t *testing.T) {
 			s := newFake()
 			var first *membership.Membership
 			if c.first {
@@ -280,14 +280,14 @@ func TestRemoveTeamMember(t *testing.T) {
 			}
 			_, had := s.members[edgeKey(c.teamID, c.target)]
 			err := service(s).RemoveTeamMember(context.Background(), c.p, c.teamID, c.target, first, c.ifMatch)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			for id, want := range edgeReadsWant(c.p.UserID, c.target, c.callerReads, c.targetReads) {
 				if got := s.edgeReads[id]; got != want {
 					t.Errorf("reads of %s's edge: got %d, want %d", id, got, want)
 				}
 			}
 			_, has := s.members[edgeKey(c.teamID, c.target)]
-			if !c.want.ok {
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				if has != had {
 					t.Errorf("the edge was removed")
@@ -307,7 +307,7 @@ func TestReadMembers(t *testing.T) {
 		s := newFake()
 		m := s.edge(t, tMember)
 		got, err := service(s).GetTeamMember(context.Background(), as(outsider, authz.Member), teamID, tMember, &m)
-		succeeds.check(t, err)
+		succeeds.Check(t, err)
 		if got != m || s.edgeReads[tMember] != 0 {
 			t.Errorf("got %+v after %d reads, want %+v and none", got, s.edgeReads[tMember], m)
 		}
@@ -315,12 +315,12 @@ func TestReadMembers(t *testing.T) {
 	t.Run("404/GetTeamMember/missing edge", func(t *testing.T) {
 		s := newFake()
 		_, err := service(s).GetTeamMember(context.Background(), as(outsider, authz.Member), teamID, outsider, nil)
-		fails(errs.NotFound, "member_not_found").check(t, err)
+		fails(errs.NotFound, "member_not_found").Check(t, err)
 	})
 	t.Run("403/GetTeamMember/no role", func(t *testing.T) {
 		s := newFake()
 		_, err := service(s).GetTeamMember(context.Background(), as(nobody, ""), teamID, tMember, nil)
-		fails(errs.Forbidden, "forbidden").check(t, err)
+		fails(errs.Forbidden, "forbidden").Check(t, err)
 		if s.edgeReads[tMember] != 0 {
 			t.Errorf("the edge was read")
 		}
@@ -340,7 +340,7 @@ func TestReadMembers(t *testing.T) {
 			s := newFake()
 			delete(s.users, tOwner2) // left the org; the edge is not gone yet
 			r, err := service(s).ListTeamMembers(context.Background(), as(outsider, authz.Member), teamID, c.withUsers, page.Request{Limit: 10})
-			succeeds.check(t, err)
+			succeeds.Check(t, err)
 			embedded := 0
 			for _, m := range r.Items {
 				if m.User != nil {
@@ -358,7 +358,7 @@ func TestReadMembers(t *testing.T) {
 	t.Run("404/ListTeamMembers/missing team", func(t *testing.T) {
 		s := newFake()
 		_, err := service(s).ListTeamMembers(context.Background(), as(outsider, authz.Member), team2, true, page.Request{Limit: 10})
-		fails(errs.NotFound, "team_not_found").check(t, err)
+		fails(errs.NotFound, "team_not_found").Check(t, err)
 	})
 	t.Run("200/ListUserTeams/with names, one batch read", func(t *testing.T) {
 		s := newFake()
@@ -367,7 +367,7 @@ func TestReadMembers(t *testing.T) {
 		m.TeamID = team2
 		s.putEdge(m)
 		r, err := service(s).ListUserTeams(context.Background(), as(outsider, authz.Member), tMember, true, page.Request{Limit: 10})
-		succeeds.check(t, err)
+		succeeds.Check(t, err)
 		if len(r.Items) != 2 || r.Items[0].TeamName != "Support" || r.Items[1].TeamName != "Billing" || s.calls["BatchGetTeams"] != 1 {
 			t.Errorf("got %+v after %d batch reads", r.Items, s.calls["BatchGetTeams"])
 		}
@@ -375,7 +375,7 @@ func TestReadMembers(t *testing.T) {
 	t.Run("200/ListUserTeams/without names", func(t *testing.T) {
 		s := newFake()
 		r, err := service(s).ListUserTeams(context.Background(), as(outsider, authz.Member), tMember, false, page.Request{Limit: 10})
-		succeeds.check(t, err)
+		succeeds.Check(t, err)
 		if len(r.Items) != 1 || r.Items[0].TeamName != "" || s.calls["BatchGetTeams"] != 0 {
 			t.Errorf("got %+v after %d batch reads", r.Items, s.calls["BatchGetTeams"])
 		}
@@ -383,6 +383,6 @@ func TestReadMembers(t *testing.T) {
 	t.Run("404/ListUserTeams/user not in the org", func(t *testing.T) {
 		s := newFake()
 		_, err := service(s).ListUserTeams(context.Background(), as(outsider, authz.Member), nobody, true, page.Request{Limit: 10})
-		fails(errs.NotFound, "user_not_found").check(t, err)
+		fails(errs.NotFound, "user_not_found").Check(t, err)
 	})
 }

@@ -50,12 +50,12 @@ func TestCreateTeam(t *testing.T) {
 		{name: "creator not a user of the org", p: as(nobody, authz.Admin), teamID: team2, teamName: "Billing", want: fails(errs.Conflict, "not_org_member")},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("201", "CreateTeam", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("201", "CreateTeam", c.name), func(t *testing.T) {
 			s := newFake()
 			before := len(s.teams)
 			team, err := service(s).CreateTeam(context.Background(), c.p, c.teamID, c.teamName, c.description)
-			c.want.check(t, err)
-			if !c.want.ok {
+			c.want.Check(t, err)
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				if len(s.teams) != before {
 					t.Errorf("a team was written")
@@ -113,16 +113,16 @@ func TestGetTeam(t *testing.T) {
 		{name: "no role", p: as(nobody, ""), teamID: teamID, want: fails(errs.Forbidden, "forbidden"), calls: map[string]int{}},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("200", "GetTeam", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("200", "GetTeam", c.name), func(t *testing.T) {
 			s := newFake()
 			team, ms, err := service(s).GetTeam(context.Background(), c.p, c.teamID, c.first, c.withMembers)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			for _, m := range []string{"GetTeam", "GetTeamWithMembers", "ListTeamMembers"} {
 				if got, want := s.calls[m], c.calls[m]; got != want {
 					t.Errorf("%s calls: got %d, want %d", m, got, want)
 				}
 			}
-			if c.want.ok && (team != support || len(ms) != c.members) {
+			if c.want.OK && (team != support || len(ms) != c.members) {
 				t.Errorf("got %+v with %d members, want %+v with %d", team, len(ms), support, c.members)
 			}
 		})
@@ -208,7 +208,7 @@ func TestUpdateTeam(t *testing.T) {
 			want:  fails(errs.Unavailable, "busy"), reads: 12},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("200", "UpdateTeam", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("200", "UpdateTeam", c.name), func(t *testing.T) {
 			s := newFake()
 			var first *membership.Team
 			if c.first {
@@ -219,14 +219,14 @@ func TestUpdateTeam(t *testing.T) {
 				c.setup(s)
 			}
 			team, err := service(s).UpdateTeam(context.Background(), c.p, c.teamID, first, c.patch, c.ifMatch)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			if got := s.edgeReads[c.p.UserID]; got != c.callerReads {
 				t.Errorf("reads of the caller's edge: got %d, want %d", got, c.callerReads)
 			}
 			if got := s.calls["GetTeam"]; got != c.reads {
 				t.Errorf("reads of the team: got %d, want %d", got, c.reads)
 			}
-			if !c.want.ok {
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				return
 			}
@@ -281,7 +281,7 @@ func TestDeleteTeam(t *testing.T) {
 			want:  fails(errs.PreconditionFailed, "version_mismatch"), deleteIf: []int64{1}},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("204", "DeleteTeam", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("204", "DeleteTeam", c.name), func(t *testing.T) {
 			s := newFake()
 			var first *membership.Team
 			if c.first {
@@ -292,7 +292,7 @@ func TestDeleteTeam(t *testing.T) {
 				c.setup(s)
 			}
 			err := service(s).DeleteTeam(context.Background(), c.p, c.teamID, first, c.ifMatch)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			if got := s.edgeReads[c.p.UserID]; got != c.callerReads {
 				t.Errorf("reads of the caller's edge: got %d, want %d", got, c.callerReads)
 			}
@@ -302,7 +302,7 @@ func TestDeleteTeam(t *testing.T) {
 			if !slices.Equal(s.deleteIf, c.deleteIf) {
 				t.Errorf("DeleteTeam's ifVersion: got %v, want %v", s.deleteIf, c.deleteIf)
 			}
-			if !c.want.ok {
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				return
 			}
@@ -324,22 +324,22 @@ func TestListTeams(t *testing.T) {
 		{name: "no role", p: as(nobody, ""), want: fails(errs.Forbidden, "forbidden")},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("200", "ListTeams", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("200", "ListTeams", c.name), func(t *testing.T) {
 			s := newFake()
 			r, err := service(s).ListTeams(context.Background(), c.p, page.Request{Limit: 10})
-			c.want.check(t, err)
-			if c.want.ok && (len(r.Items) != 1 || r.Items[0].ID != teamID) {
+			c.want.Check(t, err)
+			if c.want.OK && (len(r.Items) != 1 || r.Items[0].ID != teamID) {
 				t.Errorf("got %+v, want the one team", r.Items)
 			}
-			if !c.want.ok && s.calls["ListTeams"] != 0 {
+			if !c.want.OK && s.calls["ListTeams"] != 0 {
 				t.Errorf("the store was read")
 			}
 		})
-		t.Run(c.want.name("200", "BatchGetTeams", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("200", "BatchGetTeams", c.name), func(t *testing.T) {
 			s := newFake()
 			m, err := service(s).BatchGetTeams(context.Background(), c.p, []string{teamID, team2})
-			c.want.check(t, err)
-			if _, ok := m[teamID]; c.want.ok && (len(m) != 1 || !ok) {
+			c.want.Check(t, err)
+			if _, ok := m[teamID]; c.want.OK && (len(m) != 1 || !ok) {
 				t.Errorf("got %v, want only %s", m, teamID)
 			}
 		})

@@ -69,15 +69,15 @@ func TestCreateOrg(t *testing.T) {
 			want: fails(errs.NotFound, "user_not_found")},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("201", "CreateOrg", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("201", "CreateOrg", c.name), func(t *testing.T) {
 			s := newFake(seedUsers()...)
 			if c.setup != nil {
 				c.setup(s)
 			}
 			orgs := len(s.orgs)
 			o, u, err := tenant.NewService(s, nil, now).CreateOrg(context.Background(), c.id, c.orgID, c.org)
-			c.want.check(t, err)
-			if !c.want.ok {
+			c.want.Check(t, err)
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				if len(s.orgs) != orgs {
 					t.Errorf("an org was written")
@@ -133,19 +133,19 @@ func TestGetOrg(t *testing.T) {
 			want: fails(errs.NotFound, "org_not_found"), reads: map[string]int{"GetOrg": 1}},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("200", "GetOrg", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("200", "GetOrg", c.name), func(t *testing.T) {
 			s := newFake(seedUsers()...)
 			if c.setup != nil {
 				c.setup(s)
 			}
 			o, users, err := tenant.NewService(s, nil, now).GetOrg(context.Background(), c.p, c.first, c.withUsers)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			for _, m := range []string{"GetOrg", "GetOrgWithUsers", "ListOrgUsers"} {
 				if got, want := s.calls[m], c.reads[m]; got != want {
 					t.Errorf("%s calls: got %d, want %d", m, got, want)
 				}
 			}
-			if !c.want.ok {
+			if !c.want.OK {
 				return
 			}
 			if o != acme {
@@ -183,7 +183,7 @@ func TestListOrgs(t *testing.T) {
 				s.users[userKey(o, member)] = u
 			}
 			r, err := tenant.NewService(s, nil, now).ListOrgs(context.Background(), authz.Identity{UserID: c.caller}, page.Request{Limit: 10})
-			succeeds.check(t, err)
+			succeeds.Check(t, err)
 			if len(r.Items) != len(c.want) {
 				t.Fatalf("got %+v, want %+v", r.Items, c.want)
 			}
@@ -249,7 +249,7 @@ func TestUpdateOrg(t *testing.T) {
 			want:  fails(errs.Unavailable, "busy"), reads: 11},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("200", "UpdateOrg", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("200", "UpdateOrg", c.name), func(t *testing.T) {
 			s := newFake(seedUsers()...)
 			var first *tenant.Org
 			if c.first {
@@ -260,11 +260,11 @@ func TestUpdateOrg(t *testing.T) {
 				c.setup(s)
 			}
 			o, err := tenant.NewService(s, nil, now).UpdateOrg(context.Background(), c.p, first, c.newName, c.ifMatch)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			if got := s.calls["GetOrg"]; got != c.reads {
 				t.Errorf("reads: got %d, want %d", got, c.reads)
 			}
-			if !c.want.ok {
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				return
 			}
@@ -337,7 +337,7 @@ func TestDeleteOrg(t *testing.T) {
 			want: fails(errs.PreconditionFailed, "version_mismatch"), reads: 1},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("204", "DeleteOrg", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("204", "DeleteOrg", c.name), func(t *testing.T) {
 			s := newFake(seedUsers()...)
 			if c.setup != nil {
 				c.setup(s)
@@ -347,7 +347,7 @@ func TestDeleteOrg(t *testing.T) {
 			// No timer decides: the run's result (or the job under way)
 			// always comes first.
 			j, done, err := tenant.NewService(s, w, now).DeleteOrg(context.Background(), c.p, c.ifMatch, time.Hour)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			if got := s.calls["GetOrg"]; got != c.reads {
 				t.Errorf("reads of the org: got %d, want %d", got, c.reads)
 			}
@@ -360,7 +360,7 @@ func TestDeleteOrg(t *testing.T) {
 			if s.released != c.released {
 				t.Errorf("releases: got %d, want %d", s.released, c.released)
 			}
-			if !c.want.ok {
+			if !c.want.OK {
 				return
 			}
 			if done != c.done || j.OrgID != orgID || j.Phase != c.phase {
@@ -382,14 +382,14 @@ func TestGetOffboarding(t *testing.T) {
 		{name: "none under way", p: as(owner, authz.Owner), want: fails(errs.NotFound, "offboarding_not_found")},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("200", "GetOffboarding", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("200", "GetOffboarding", c.name), func(t *testing.T) {
 			s := newFake(seedUsers()...)
 			if c.underWay {
 				s.offboarding[orgID] = deletion.Job{Kind: deletion.Org, OrgID: orgID, By: owner, Phase: "teams"}
 			}
 			j, err := tenant.NewService(s, nil, now).GetOffboarding(context.Background(), c.p)
-			c.want.check(t, err)
-			if c.want.ok && j.Phase != "teams" {
+			c.want.Check(t, err)
+			if c.want.OK && j.Phase != "teams" {
 				t.Errorf("got %+v, want phase teams", j)
 			}
 		})
@@ -408,12 +408,12 @@ func TestStoreErrorsPass(t *testing.T) {
 		{name: "unclassified", err: errors.New("connection reset"), want: fails(errs.Internal, "")},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("200", "UpdateOrgUser", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("200", "UpdateOrgUser", c.name), func(t *testing.T) {
 			s := newFake(seedUsers()...)
 			s.fail["UpdateOrgUser"] = c.err
 			_, err := tenant.NewService(s, nil, now).UpdateOrgUser(context.Background(), as(admin, authz.Admin), member, nil,
 				tenant.UserPatch{Name: ptr("Maxine")}, ifmatch.None)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			if !errors.Is(err, c.err) {
 				t.Errorf("got %v, want %v", err, c.err)
 			}

@@ -58,16 +58,16 @@ func TestAddOrgUser(t *testing.T) {
 			}, want: fails(errs.Conflict, "user_exists")},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("201", "AddOrgUser", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("201", "AddOrgUser", c.name), func(t *testing.T) {
 			s := newFake(seedUsers()...)
 			if c.setup != nil {
 				c.setup(s)
 			}
 			before := s.users[userKey(orgID, c.in.UserID)]
 			u, err := tenant.NewService(s, nil, now).AddOrgUser(context.Background(), c.p, c.in)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			stored := s.users[userKey(orgID, c.in.UserID)]
-			if !c.want.ok {
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				if stored != before {
 					t.Errorf("stored: got %+v, want it unchanged %+v", stored, before)
@@ -244,7 +244,7 @@ func TestUpdateOrgUser(t *testing.T) {
 			want:  fails(errs.Unavailable, "busy"), reads: 11},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("200", "UpdateOrgUser", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("200", "UpdateOrgUser", c.name), func(t *testing.T) {
 			s := newFake(seedUsers()...)
 			var first *tenant.User
 			if c.first {
@@ -256,11 +256,11 @@ func TestUpdateOrgUser(t *testing.T) {
 			}
 			before := s.users[userKey(orgID, c.target)]
 			u, err := tenant.NewService(s, nil, now).UpdateOrgUser(context.Background(), c.p, c.target, first, c.patch, c.ifMatch)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			if got := s.calls["GetOrgUser"]; got != c.reads {
 				t.Errorf("reads of the target: got %d, want %d", got, c.reads)
 			}
-			if !c.want.ok {
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				if c.setup == nil && s.users[userKey(orgID, c.target)] != before {
 					t.Errorf("stored: got %+v, want it unchanged", s.users[userKey(orgID, c.target)])
@@ -335,7 +335,7 @@ func TestRemoveOrgUser(t *testing.T) {
 			want:  fails(errs.Unavailable, "busy"), reads: 12},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("204", "RemoveOrgUser", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("204", "RemoveOrgUser", c.name), func(t *testing.T) {
 			s := newFake(seedUsers()...)
 			var first *tenant.User
 			if c.first {
@@ -346,12 +346,12 @@ func TestRemoveOrgUser(t *testing.T) {
 				c.setup(s)
 			}
 			err := tenant.NewService(s, nil, now).RemoveOrgUser(context.Background(), c.p, c.target, first, c.ifMatch)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			if got := s.calls["GetOrgUser"]; got != c.reads {
 				t.Errorf("reads of the target: got %d, want %d", got, c.reads)
 			}
 			_, stored := s.users[userKey(orgID, c.target)]
-			if !c.want.ok {
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				if c.target != nobody && !stored {
 					t.Errorf("the user was removed")
@@ -380,14 +380,14 @@ func TestReadOrgUsers(t *testing.T) {
 		{name: "no role", p: as(nobody, ""), want: fails(errs.Forbidden, "forbidden")},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("200", "GetOrgUser", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("200", "GetOrgUser", c.name), func(t *testing.T) {
 			s := newFake(seedUsers()...)
 			u, err := tenant.NewService(s, nil, now).GetOrgUser(context.Background(), c.p, member, c.first)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			if got := s.calls["GetOrgUser"]; got != c.reads {
 				t.Errorf("reads: got %d, want %d", got, c.reads)
 			}
-			if c.want.ok && u != maxUser {
+			if c.want.OK && u != maxUser {
 				t.Errorf("got %+v, want %+v", u, maxUser)
 			}
 		})
@@ -395,7 +395,7 @@ func TestReadOrgUsers(t *testing.T) {
 	t.Run("200/ListOrgUsers/by user ID", func(t *testing.T) {
 		s := newFake(seedUsers()...)
 		r, err := tenant.NewService(s, nil, now).ListOrgUsers(context.Background(), as(member, authz.Member), page.Request{Limit: 3})
-		succeeds.check(t, err)
+		succeeds.Check(t, err)
 		var got []string
 		for _, u := range r.Items {
 			got = append(got, u.UserID)
@@ -407,7 +407,7 @@ func TestReadOrgUsers(t *testing.T) {
 	t.Run("403/ListOrgUsers/no role", func(t *testing.T) {
 		s := newFake(seedUsers()...)
 		_, err := tenant.NewService(s, nil, now).ListOrgUsers(context.Background(), as(nobody, ""), page.Request{Limit: 3})
-		fails(errs.Forbidden, "forbidden").check(t, err)
+		fails(errs.Forbidden, "forbidden").Check(t, err)
 		if s.calls["ListOrgUsers"] != 0 {
 			t.Errorf("the store was read")
 		}
@@ -415,7 +415,7 @@ func TestReadOrgUsers(t *testing.T) {
 	t.Run("200/BatchGetOrgUsers/absent users left out", func(t *testing.T) {
 		s := newFake(seedUsers()...)
 		m, err := tenant.NewService(s, nil, now).BatchGetOrgUsers(context.Background(), as(member, authz.Member), []string{owner, nobody})
-		succeeds.check(t, err)
+		succeeds.Check(t, err)
 		if _, ok := m[owner]; len(m) != 1 || !ok {
 			t.Errorf("got %v, want only %s", m, owner)
 		}

@@ -1,6 +1,7 @@
 // Package testkit holds the small helpers that tests of several packages
 // (and the benchmark tool) share: a free loopback port, a buffer that a
-// child process and the test can use at once, the process's CPU time. It is imported only by tests
+// child process and the test can use at once, the process's CPU time, the
+// outcome of a domain table test. It is imported only by tests
 // and tools/bench.
 package testkit
 
@@ -11,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tenantd/tenantd/internal/errs"
 )
 
 // ProcessCPU is the CPU time this process has used so far, user and
@@ -75,4 +78,55 @@ func (b *SyncBuffer) Bytes() []byte {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return bytes.Clone(b.buf.Bytes())
+}
+
+// Outcome is what a call of a domain service should end with, in table
+// tests: success, or an error of a kind and code.
+type Outcome struct {
+	OK   bool
+	Kind errs.Kind
+	Code string
+}
+
+// Succeeds is a call that returns no error.
+var Succeeds = Outcome{OK: true}
+
+// Fails is a call that fails with an error of kind k and code.
+func Fails(k errs.Kind, code string) Outcome { return Outcome{Kind: k, Code: code} }
+
+// Statuses are the HTTP statuses the API answers each kind with
+// (httpapi's mapping; a test there keeps the two equal), for naming
+// subtests by status.
+var Statuses = map[errs.Kind]string{errs.Internal: "500", errs.Invalid: "400", errs.Unauthenticated: "401",
+	errs.Forbidden: "403", errs.NotFound: "404", errs.Conflict: "409", errs.PreconditionFailed: "412",
+	errs.Unavailable: "503", errs.Unprocessable: "422", errs.TooManyRequests: "429"}
+
+// Name is a subtest's name, "<status>/<method>/<case>", okStatus being the
+// status of a success.
+func (o Outcome) Name(okStatus, method, c string) string {
+	if o.OK {
+		return okStatus + "/" + method + "/" + c
+	}
+	return Statuses[o.Kind] + "/" + method + "/" + c
+}
+
+// Check fails t unless err is what o says (kind and code, never message
+// text).
+func (o Outcome) Check(t testing.TB, err error) {
+	t.Helper()
+	if o.OK {
+		if err != nil {
+			t.Fatalf("got %v, want success", err)
+		}
+		return
+	}
+	if err == nil {
+		t.Fatalf("got success, want %v/%s", o.Kind, o.Code)
+	}
+	if got, want := errs.KindOf(err), o.Kind; got != want {
+		t.Fatalf("kind: got %v, want %v (err %v)", got, want, err)
+	}
+	if got, want := errs.CodeOf(err), o.Code; got != want {
+		t.Fatalf("code: got %q, want %q (err %v)", got, want, err)
+	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/testkit"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -358,52 +359,13 @@ func (s *fakeStore) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs 
 // too.
 func service(s *fakeStore) *ticket.Service { return ticket.NewService(s, s, s, now) }
 
-// outcome is what a call should end with: success, or an error of a kind
-// and code.
-type outcome struct {
-	ok   bool
-	kind errs.Kind
-	code string
-}
+// outcome is what a call should end with (testkit.Outcome).
+type outcome = testkit.Outcome
 
-// succeeds is a call that returns no error.
-var succeeds = outcome{ok: true}
-
-// fails is a call that fails with an error of kind k and code.
-func fails(k errs.Kind, code string) outcome { return outcome{kind: k, code: code} }
-
-// statuses are the HTTP statuses the API answers each kind with.
-var statuses = map[errs.Kind]string{errs.Invalid: "400", errs.Forbidden: "403", errs.NotFound: "404",
-	errs.Conflict: "409", errs.PreconditionFailed: "412", errs.Unavailable: "503", errs.Internal: "500"}
-
-// name is a subtest's name, "<status>/<method>/<case>", okStatus being
-// the status of a success.
-func (o outcome) name(okStatus, method, c string) string {
-	if o.ok {
-		return okStatus + "/" + method + "/" + c
-	}
-	return statuses[o.kind] + "/" + method + "/" + c
-}
-
-// check fails t unless err is what o says.
-func (o outcome) check(t *testing.T, err error) {
-	t.Helper()
-	if o.ok {
-		if err != nil {
-			t.Fatalf("got %v, want success", err)
-		}
-		return
-	}
-	if err == nil {
-		t.Fatalf("got success, want %v/%s", o.kind, o.code)
-	}
-	if got, want := errs.KindOf(err), o.kind; got != want {
-		t.Fatalf("kind: got %v, want %v (err %v)", got, want, err)
-	}
-	if got, want := errs.CodeOf(err), o.code; got != want {
-		t.Fatalf("code: got %q, want %q (err %v)", got, want, err)
-	}
-}
+var (
+	succeeds = testkit.Succeeds
+	fails    = testkit.Fails
+)
 
 // grant is the authority an event records: the actor's org floor and,
 // when their place on the ticket's team decided, the team floor there.

@@ -89,12 +89,12 @@ func TestCreateTicket(t *testing.T) {
 			want: succeeds},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("201", "CreateTicket", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("201", "CreateTicket", c.name), func(t *testing.T) {
 			s := newFake()
 			before := len(s.tickets)
 			got, err := service(s).CreateTicket(context.Background(), c.p, c.in)
-			c.want.check(t, err)
-			if !c.want.ok {
+			c.want.Check(t, err)
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				if len(s.tickets) != before {
 					t.Errorf("a ticket was written")
@@ -262,7 +262,7 @@ func TestUpdateTicket(t *testing.T) {
 			want:  fails(errs.Unavailable, "busy"), reads: 11},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("200", "UpdateTicket", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("200", "UpdateTicket", c.name), func(t *testing.T) {
 			s := newFake()
 			var first *ticket.Ticket
 			if c.first {
@@ -274,7 +274,7 @@ func TestUpdateTicket(t *testing.T) {
 			}
 			before := s.tickets[c.ticketID]
 			got, err := service(s).UpdateTicket(context.Background(), c.p, c.ticketID, first, c.patch, c.ifMatch)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			if n := s.calls["GetTicket"]; n != c.reads {
 				t.Errorf("reads of the ticket: got %d, want %d", n, c.reads)
 			}
@@ -282,7 +282,7 @@ func TestUpdateTicket(t *testing.T) {
 				t.Errorf("reads of the caller's team edge: got %d, want %d", n, c.teamReads)
 			}
 			stored := s.tickets[c.ticketID]
-			if !c.want.ok {
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				if c.setup == nil && !reflect.DeepEqual(stored, before) {
 					t.Errorf("stored: got %+v, want it unchanged", stored)
@@ -341,7 +341,7 @@ func TestDeleteTicket(t *testing.T) {
 			want:  fails(errs.PreconditionFailed, "version_mismatch"), deleteIf: []int64{1}},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("204", "DeleteTicket", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("204", "DeleteTicket", c.name), func(t *testing.T) {
 			s := newFake()
 			var first *ticket.Ticket
 			if c.first {
@@ -352,7 +352,7 @@ func TestDeleteTicket(t *testing.T) {
 				c.setup(s)
 			}
 			err := service(s).DeleteTicket(context.Background(), c.p, c.ticketID, first, c.ifMatch)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			if n := s.calls["GetTicket"]; n != c.reads {
 				t.Errorf("reads of the ticket: got %d, want %d", n, c.reads)
 			}
@@ -363,7 +363,7 @@ func TestDeleteTicket(t *testing.T) {
 				t.Errorf("DeleteTicket's ifVersion: got %v, want %v", s.deleteIf, c.deleteIf)
 			}
 			_, has := s.tickets[c.ticketID]
-			if !c.want.ok {
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				if c.ticketID != missing && !has {
 					t.Errorf("the ticket was deleted")
@@ -403,11 +403,11 @@ func TestCreateComment(t *testing.T) {
 			body: "On it", want: succeeds},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("201", "CreateComment", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("201", "CreateComment", c.name), func(t *testing.T) {
 			s := newFake()
 			got, err := service(s).CreateComment(context.Background(), c.p, c.ticketID, c.commentID, c.body)
-			c.want.check(t, err)
-			if !c.want.ok {
+			c.want.Check(t, err)
+			if !c.want.OK {
 				s.wantNoEvent(t)
 				return
 			}
@@ -464,13 +464,13 @@ func TestGetTicket(t *testing.T) {
 		{name: "no role", p: as(nobody, ""), ticketID: ticketID, want: fails(errs.Forbidden, "forbidden"), calls: map[string]int{}},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("200", "GetTicket", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("200", "GetTicket", c.name), func(t *testing.T) {
 			s := newFake()
 			if c.setup != nil {
 				c.setup(s)
 			}
 			got, comments, err := service(s).GetTicket(context.Background(), c.p, c.ticketID, c.first, c.withComments, c.x)
-			c.want.check(t, err)
+			c.want.Check(t, err)
 			for _, m := range []string{"GetTicket", "GetTicketWithComments", "ListComments", "BatchGetOrgUsers"} {
 				if n, want := s.calls[m], c.calls[m]; n != want {
 					t.Errorf("%s calls: got %d, want %d", m, n, want)
@@ -479,7 +479,7 @@ func TestGetTicket(t *testing.T) {
 			if got := distinct(s.batched); !reflect.DeepEqual(got, c.batched) {
 				t.Errorf("users batched: got %v, want %v", got, c.batched)
 			}
-			if !c.want.ok {
+			if !c.want.OK {
 				return
 			}
 			if got.ID != c.ticketID || len(comments) != c.comments {
@@ -517,11 +517,11 @@ func TestListTickets(t *testing.T) {
 		{name: "no role", p: as(nobody, ""), want: fails(errs.Forbidden, "forbidden")},
 	}
 	for _, c := range cases {
-		t.Run(c.want.name("200", "ListTickets", c.name), func(t *testing.T) {
+		t.Run(c.want.Name("200", "ListTickets", c.name), func(t *testing.T) {
 			s := newFake()
 			r, err := service(s).ListTickets(context.Background(), c.p, c.f, c.x, page.Request{Limit: 10})
-			c.want.check(t, err)
-			if !c.want.ok {
+			c.want.Check(t, err)
+			if !c.want.OK {
 				if s.calls["ListTickets"] != 0 {
 					t.Errorf("the store was read")
 				}
@@ -535,12 +535,12 @@ func TestListTickets(t *testing.T) {
 	t.Run("400/ListTeamTickets/bad status", func(t *testing.T) {
 		s := newFake()
 		_, err := service(s).ListTeamTickets(context.Background(), as(bystander, authz.Member), teamID, "done", ticket.Expand{}, page.Request{Limit: 10})
-		fails(errs.Invalid, "invalid_status").check(t, err)
+		fails(errs.Invalid, "invalid_status").Check(t, err)
 	})
 	t.Run("200/ListTeamTickets/assignees in one batch", func(t *testing.T) {
 		s := newFake()
 		r, err := service(s).ListTeamTickets(context.Background(), as(bystander, authz.Member), teamID, "", ticket.Expand{Assignee: true}, page.Request{Limit: 10})
-		succeeds.check(t, err)
+		succeeds.Check(t, err)
 		if len(r.Items) != 1 || r.Items[0].Assignee == nil || !reflect.DeepEqual(distinct(s.batched), [][]string{{assignee}}) {
 			t.Errorf("got %+v, batched %v", r.Items, s.batched)
 		}
@@ -548,7 +548,7 @@ func TestListTickets(t *testing.T) {
 	t.Run("200/ListUserTickets/with the user", func(t *testing.T) {
 		s := newFake()
 		r, u, err := service(s).ListUserTickets(context.Background(), as(bystander, authz.Member), requester, true, ticket.Expand{}, page.Request{Limit: 10})
-		succeeds.check(t, err)
+		succeeds.Check(t, err)
 		if len(r.Items) != 2 || u == nil || u.UserID != requester || s.calls["BatchGetOrgUsers"] != 0 {
 			t.Errorf("got %d tickets, user %+v, %d batch reads", len(r.Items), u, s.calls["BatchGetOrgUsers"])
 		}
@@ -556,7 +556,7 @@ func TestListTickets(t *testing.T) {
 	t.Run("200/ListAssignedTickets/none expanded", func(t *testing.T) {
 		s := newFake()
 		r, err := service(s).ListAssignedTickets(context.Background(), as(bystander, authz.Member), assignee, ticket.Expand{}, page.Request{Limit: 10})
-		succeeds.check(t, err)
+		succeeds.Check(t, err)
 		if len(r.Items) != 1 || r.Items[0].ID != ticketID || s.calls["BatchGetOrgUsers"] != 0 {
 			t.Errorf("got %+v after %d batch reads", r.Items, s.calls["BatchGetOrgUsers"])
 		}
@@ -564,6 +564,6 @@ func TestListTickets(t *testing.T) {
 	t.Run("403/ListComments/no role", func(t *testing.T) {
 		s := newFake()
 		_, err := service(s).ListComments(context.Background(), as(nobody, ""), ticketID, page.Request{Limit: 10})
-		fails(errs.Forbidden, "forbidden").check(t, err)
+		fails(errs.Forbidden, "forbidden").Check(t, err)
 	})
 }
