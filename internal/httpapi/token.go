@@ -279,11 +279,15 @@ type decision struct {
 var errNoDecision = errs.E(errs.Internal, "no_principal", "route has no org principal")
 
 // decided is the request's decision: the principal, and the target the
-// authorization read loaded (nil when the route names none).
+// authorization read loaded (every field nil when it loaded none, so that
+// the service reads what it needs).
 func decided(ctx context.Context) (authz.Principal, *store.Target, error) {
 	d, ok := valueFrom[decision](ctx)
 	if !ok {
 		return authz.Principal{}, nil, errNoDecision
+	}
+	if d.target == nil {
+		d.target = &store.Target{}
 	}
 	return d.p, d.target, nil
 }

@@ -177,23 +177,20 @@ func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, teamID, nam
 }
 
 // GetTeam returns a team (first: as the caller read it already; nil: read
-// it); withMembers adds its first members, from the same Query (AP4) when
-// the team is read here.
+// it); withMembers reads the team's item collection instead, the team and
+// its first members in one Query (AP4).
 func (s *Service) GetTeam(ctx context.Context, p authz.Principal, teamID string, first *Team, withMembers bool) (Team, []Membership, error) {
 	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
 		return Team{}, nil, err
 	}
 	switch {
-	case withMembers && first == nil:
+	case withMembers: // AP4, the team's item collection: the team and its edges in one Query
 		return s.store.GetTeamWithMembers(ctx, p.OrgID, teamID, page.MaxLimit)
-	case first == nil:
-		t, err := s.store.GetTeam(ctx, p.OrgID, teamID)
-		return t, nil, err
-	case !withMembers:
+	case first != nil:
 		return *first, nil, nil
 	}
-	ms, err := s.store.ListTeamMembers(ctx, p.OrgID, teamID, page.Request{Limit: page.MaxLimit})
-	return *first, ms.Items, err
+	t, err := s.store.GetTeam(ctx, p.OrgID, teamID)
+	return t, nil, err
 }
 
 // ListTeams pages through the org's teams.

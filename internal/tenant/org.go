@@ -198,20 +198,17 @@ func (s *Service) ListOrgs(ctx context.Context, id authz.Identity, p page.Reques
 }
 
 // GetOrg returns the org (first: as the caller read it already; nil: read
-// it); withUsers adds its first users, read with one Query.
+// it); withUsers reads the org's item collection instead, the org and its
+// first users in one Query.
 func (s *Service) GetOrg(ctx context.Context, p authz.Principal, first *Org, withUsers bool) (Org, []User, error) {
 	if err := authz.Authorize(p, authz.OrgRead, authz.Facts{}); err != nil {
 		return Org{}, nil, err
 	}
-	if withUsers && first == nil {
+	if withUsers { // the org's item collection: the org and its users in one Query
 		return s.store.GetOrgWithUsers(ctx, p.OrgID, page.MaxLimit)
 	}
 	o, err := readFirst(ctx, first, func(ctx context.Context) (Org, error) { return s.store.GetOrg(ctx, p.OrgID) })
-	if err != nil || !withUsers {
-		return o, nil, err
-	}
-	users, err := s.store.ListOrgUsers(ctx, p.OrgID, page.Request{Limit: page.MaxLimit})
-	return o, users.Items, err
+	return o, nil, err
 }
 
 // readFirst is *first, or what read reads when first is nil.

@@ -150,8 +150,8 @@ func (s *Service) CreateTicket(ctx context.Context, p authz.Principal, in NewTic
 }
 
 // GetTicket returns a ticket (first: as the caller read it already; nil:
-// read it), expanding its users as asked; withComments adds its first
-// comments.
+// read it), expanding its users as asked; withComments reads the ticket's
+// partition instead, the ticket and its first comments in one Query.
 func (s *Service) GetTicket(ctx context.Context, p authz.Principal, ticketID string, first *Ticket, withComments bool, x Expand) (Ticket, []Comment, error) {
 	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
 		return Ticket{}, nil, err
@@ -162,17 +162,12 @@ func (s *Service) GetTicket(ctx context.Context, p authz.Principal, ticketID str
 		err      error
 	)
 	switch {
-	case withComments && first == nil: // one Query: the ticket, then its comments
+	case withComments: // the ticket's partition: the ticket, then its comments, in one Query
 		t, comments, err = s.store.GetTicketWithComments(ctx, p.OrgID, ticketID, page.MaxLimit)
-	case first == nil:
-		t, err = s.store.GetTicket(ctx, p.OrgID, ticketID)
-	case withComments:
+	case first != nil:
 		t = *first
-		var r page.Result[Comment]
-		r, err = s.store.ListComments(ctx, p.OrgID, ticketID, page.Request{Limit: page.MaxLimit})
-		comments = r.Items
 	default:
-		t = *first
+		t, err = s.store.GetTicket(ctx, p.OrgID, ticketID)
 	}
 	if err != nil {
 		return Ticket{}, nil, err
