@@ -77,58 +77,40 @@ func (t *Target) key(orgID string) (key, error) {
 }
 
 // found decodes the target's item (nil: there is none), with the liveness
-// rule of its getter: a team or ticket being deleted is gone.
-func (t *Target) found(it dynamo.Item) error {
-	var err error
+// rule of its getter: an org, a team or a ticket being deleted is gone.
+func (t *Target) found(it dynamo.Item) (err error) {
 	switch t.kind {
 	case orgTarget:
-		t.Err = errOrgNotFound
-		var x orgItem
-		if it != nil {
-			if err = dynamo.UnmarshalItem(it, &x); err == nil && !x.beingDeleted() {
-				t.Org, t.Err = ptr(fromOrgItem(x)), nil
-			}
-		}
+		t.Org, t.Err, err = decodeTarget(it, errOrgNotFound, fromOrgItem)
 	case userTarget:
-		t.Err = errUserNotFound
-		var x orgUserItem
-		if it != nil {
-			if err = dynamo.UnmarshalItem(it, &x); err == nil {
-				t.User, t.Err = ptr(fromOrgUserItem(x)), nil
-			}
-		}
+		t.User, t.Err, err = decodeTarget(it, errUserNotFound, fromOrgUserItem)
 	case teamTarget:
-		t.Err = errTeamNotFound
-		var x teamItem
-		if it != nil {
-			if err = dynamo.UnmarshalItem(it, &x); err == nil && !x.beingDeleted() {
-				t.Team, t.Err = ptr(fromTeamItem(x)), nil
-			}
-		}
+		t.Team, t.Err, err = decodeTarget(it, errTeamNotFound, fromTeamItem)
 	case memberTarget:
-		t.Err = errMemberNotFound
-		var x memberItem
-		if it != nil {
-			if err = x.UnmarshalDynamoItem(it); err == nil {
-				t.Member, t.Err = ptr(fromMemberItem(x)), nil
-			}
-		}
+		t.Member, t.Err, err = decodeTarget(it, errMemberNotFound, fromMemberItem)
 	case ticketTarget:
-		t.Err = errTicketNotFound
-		var x ticketItem
-		if it != nil {
-			if err = x.UnmarshalDynamoItem(it); err == nil && !x.beingDeleted() {
-				t.Ticket, t.Err = ptr(fromTicketItem(x)), nil
-			}
-		}
+		t.Ticket, t.Err, err = decodeTarget(it, errTicketNotFound, fromTicketItem)
 	}
-	if err != nil {
-		return fmt.Errorf("decode target: %w", err)
-	}
-	return nil
+	return err
 }
 
-func ptr[T any](v T) *T { return &v }
+// decodeTarget decodes it as an I and converts it: the value, or nil and
+// notFound when there is no item or it is marked for deletion; err is a
+// decoding failure.
+func decodeTarget[I any, T any](it dynamo.Item, notFound error, conv func(I) T) (*T, error, error) {
+	if it == nil {
+		return nil, notFound, nil
+	}
+	var x I
+	if err := dynamo.UnmarshalItem(it, &x); err != nil {
+		return nil, nil, fmt.Errorf("decode target: %w", err)
+	}
+	if m, ok := any(x).(markedForDeletion); ok && m.beingDeleted() {
+		return nil, notFound, nil
+	}
+	v := conv(x)
+	return &v, nil, nil
+}
 
 // OrgAccess is the authorization read: the org item, the caller's OrgUser
 // edge and the route's target (nil: none) in ONE consistent BatchGetItem.
@@ -136,8 +118,9 @@ func ptr[T any](v T) *T { return &v }
 // offboarded, so that from the moment its offboarding starts no member
 // reads or writes it, even if the offboarding crashes before it deleted
 // their edges. A caller with no edge, or an org with no item, is an Access
-// with no role. The target is filled (see Target) whatever the access: the
-// decision, not the read, keeps it from a caller who may not see it.
+// with no role. The target is filled (see Target) only for a caller with an
+// edge: for anyone else its item came back in the same answer, and nothing
+// of it is decoded or used.
 func (s *Orgs) OrgAccess(ctx context.Context, orgID, userID string, target *Target) (authz.Access, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return authz.Access{}, err
