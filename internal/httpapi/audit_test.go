@@ -33,7 +33,7 @@ func TestAuditLog(t *testing.T) {
 		rr, err := w.Admin.C.RevokeInvitationWithResponse(bg, org, inv.Id)
 		mustStatus(t, rr, err, http.StatusNoContent)
 
-		t.Run("listAuditEvents", func(t *testing.T) {
+		spec(t, "listAuditEvents", func(t *testing.T) {
 			u, err := w.Requester.C.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil, client.UpdateTicketJSONRequestBody{Priority: ptr(client.TicketPriorityUrgent)})
 			mustStatus(t, u, err, http.StatusOK)
 			requestID := u.HTTPResponse.Header.Get("X-Request-Id")
@@ -81,6 +81,15 @@ func TestAuditLog(t *testing.T) {
 					t.Errorf("no %s event in the audit log", a)
 				}
 			}
+		})
+	})
+	t.Run("403", func(t *testing.T) {
+		ts := MustServer(t)
+		w := MustWorld(t, ts, "Vandelay")
+		wantForbidden(t, []forbiddenCase{
+			{"listAuditEvents/member", func(t *testing.T) (statusCoder, error) {
+				return w.Member.C.ListAuditEventsWithResponse(bg, w.Org.Id, nil)
+			}, nil},
 		})
 	})
 }

@@ -27,7 +27,7 @@ func TestConditionalRequests(t *testing.T) {
 	}
 	first := get(t, "")
 	e1 := first.Header.Get("ETag")
-	t.Run("304/If-None-Match names the representation", func(t *testing.T) {
+	spec(t, "304/getTicket/If-None-Match names the representation", func(t *testing.T) {
 		for _, inm := range []string{e1, "W/" + e1, `"0-0", ` + e1, "*"} {
 			r := get(t, inm)
 			if r.Status != http.StatusNotModified || len(r.Body) != 0 || r.Header.Get("ETag") != e1 {
@@ -94,6 +94,28 @@ func TestConditionalRequests(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestNotModified, generated from the spec: every operation that documents
+// 304 answers it to an If-None-Match naming the representation it would
+// send: no body, the same ETag.
+func TestNotModified(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Not modified")
+	ids := worldIDs(t, w)
+	for _, op := range opsDocumenting(t, http.StatusNotModified) {
+		spec(t, "304/"+op.ID+"/If-None-Match of the current ETag", func(t *testing.T) {
+			first := doOp(t, w.Owner.HTTP, ts.URL, op, ids, nil, nil)
+			etag := first.Header.Get("ETag")
+			if first.Status != http.StatusOK || etag == "" {
+				t.Fatalf("%s %s: %d, ETag %q, want 200 with an ETag", op.Method, op.Path, first.Status, etag)
+			}
+			r := doOp(t, w.Owner.HTTP, ts.URL, op, ids, nil, http.Header{"If-None-Match": {etag}})
+			if r.Status != http.StatusNotModified || len(r.Body) != 0 || r.Header.Get("ETag") != etag {
+				t.Errorf("If-None-Match %s: %d (%d bytes, ETag %q), want 304, no body, ETag %s", etag, r.Status, len(r.Body), r.Header.Get("ETag"), etag)
+			}
+		})
+	}
 }
 
 // TestIfNoneMatchOnWrites: If-None-Match on a write is a 400 naming the

@@ -682,7 +682,7 @@ func TestGraphQLAgreesWithREST(t *testing.T) {
 		{"getMe", "/v1/me", `{ me { userId orgs { nodes { orgId name role userName } } } }`, "", []string{"me"}},
 	}
 	for _, row := range rows {
-		t.Run(row.name, func(t *testing.T) {
+		spec(t, "200/graphql/"+row.name+" as REST answers it", func(t *testing.T) {
 			rr := doReq(t, ts.http, http.MethodGet, ts.URL+row.rest, w.Owner.Token, nil, "")
 			if rr.Status != http.StatusOK {
 				t.Fatalf("REST %s: %d %s", row.rest, rr.Status, rr.Body)

@@ -15,7 +15,7 @@ import (
 func TestHealth(t *testing.T) {
 	t.Run("200", func(t *testing.T) {
 		ts := MustServer(t)
-		t.Run("getHealth", func(t *testing.T) {
+		spec(t, "getHealth", func(t *testing.T) {
 			r, err := ts.Client(t, "").GetHealthWithResponse(bg)
 			mustStatus(t, r, err, http.StatusOK)
 			if got, want := r.JSON200.Status, client.HealthStatusOk; got != want {
@@ -23,7 +23,7 @@ func TestHealth(t *testing.T) {
 			}
 		})
 
-		t.Run("getReady", func(t *testing.T) {
+		spec(t, "getReady", func(t *testing.T) {
 			r, err := ts.Client(t, "").GetReadyWithResponse(bg)
 			mustStatus(t, r, err, http.StatusOK)
 			if got, want := r.JSON200.Status, client.HealthStatusOk; got != want {
@@ -42,7 +42,7 @@ func TestHealth(t *testing.T) {
 			}
 		})
 
-		t.Run("getOpenAPI", func(t *testing.T) {
+		spec(t, "getOpenAPI", func(t *testing.T) {
 			r, err := ts.Client(t, "").GetOpenAPIWithResponse(bg)
 			if err != nil {
 				t.Errorf("the generated client cannot read GET /openapi.yaml: %v", err)

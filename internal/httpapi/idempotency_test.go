@@ -127,136 +127,140 @@ func TestIdempotency(t *testing.T) {
 	auditCount := func() int { return len(itemsOf(t, ts, "AuditEvent", "")) }
 
 	for _, op := range createOps(ts, w) {
-		t.Run(op.id, func(t *testing.T) {
-			// Who sends variant v: the owner, except accepting (a newcomer
-			// with the invited email).
-			caller := func(v int) actor {
-				if op.id == "acceptInvitation" {
-					return ts.Invitee(t, "joiner", fmt.Sprintf("accept-%d@example.com", v))
-				}
-				return w.Owner
+		// Who sends variant v: the owner, except accepting (a newcomer
+		// with the invited email).
+		caller := func(t *testing.T, v int) actor {
+			if op.id == "acceptInvitation" {
+				return ts.Invitee(t, "joiner", fmt.Sprintf("accept-%d@example.com", v))
 			}
-			v := 1
-			t.Run("replay", func(t *testing.T) {
-				a, key := caller(v), newKey()
-				first := send(op, a, org, v, key)
-				if first.Status != http.StatusCreated {
-					t.Fatalf("first: %d %s", first.Status, first.Body)
+			return w.Owner
+		}
+		v := 1
+		var a actor // the caller of the replayed request, and its key
+		var key string
+		spec(t, "201/"+op.id+"/replayed", func(t *testing.T) {
+			a, key = caller(t, v), newKey()
+			first := send(op, a, org, v, key)
+			if first.Status != http.StatusCreated {
+				t.Fatalf("first: %d %s", first.Status, first.Body)
+			}
+			if first.Header.Get("Idempotent-Replayed") != "" {
+				t.Errorf("first response says Idempotent-Replayed: %q", first.Header.Get("Idempotent-Replayed"))
+			}
+			audits := auditCount()
+			for range 2 {
+				again := send(op, a, org, v, key)
+				if again.Status != first.Status || !bytes.Equal(again.Body, first.Body) {
+					t.Errorf("replay: %d %s\nwant %d %s", again.Status, again.Body, first.Status, first.Body)
 				}
-				if first.Header.Get("Idempotent-Replayed") != "" {
-					t.Errorf("first response says Idempotent-Replayed: %q", first.Header.Get("Idempotent-Replayed"))
+				if got := again.Header.Get("Idempotent-Replayed"); got != "true" {
+					t.Errorf("replay: Idempotent-Replayed %q, want true", got)
 				}
-				audits := auditCount()
-				for range 2 {
-					again := send(op, a, org, v, key)
-					if again.Status != first.Status || !bytes.Equal(again.Body, first.Body) {
-						t.Errorf("replay: %d %s\nwant %d %s", again.Status, again.Body, first.Status, first.Body)
-					}
-					if got := again.Header.Get("Idempotent-Replayed"); got != "true" {
-						t.Errorf("replay: Idempotent-Replayed %q, want true", got)
-					}
-					if got, want := again.Header.Get("ETag"), first.Header.Get("ETag"); got != want {
-						t.Errorf("replay: ETag %q, want %q", got, want)
-					}
+				if got, want := again.Header.Get("ETag"), first.Header.Get("ETag"); got != want {
+					t.Errorf("replay: ETag %q, want %q", got, want)
 				}
-				if got := op.count(t, ts, org, a, v); got != 1 {
-					t.Errorf("items created: %d, want 1", got)
-				}
-				if got := auditCount(); got != audits {
-					t.Errorf("a replay wrote %d audit event(s)", got-audits)
-				}
-				// The same key with another request.
-				other := send(op, a, org, v+1, key) // (for acceptInvitation: another token)
-				if other.Status != http.StatusUnprocessableEntity || problemCode(other.Body) != "idempotency_key_reused" {
-					t.Errorf("same key, other body: %d %s, want 422 idempotency_key_reused", other.Status, other.Body)
-				}
-				if got := op.count(t, ts, org, a, v+1); got != 0 {
-					t.Errorf("the refused request created %d item(s)", got)
-				}
-			})
-			t.Run("concurrent duplicates", func(t *testing.T) {
-				a, key := caller(3), newKey()
-				const n = 10
-				var mu sync.Mutex
-				var fresh, replays, inProgress int
-				var bodies [][]byte
-				parallel(n, func(int) {
-					path, body := op.send(org, a, 3)
-					r := doReqE(hc, http.MethodPost, ts.URL+path, a.Token, http.Header{"Idempotency-Key": {key}}, body)
-					mu.Lock()
-					defer mu.Unlock()
-					switch {
-					case r.Err != nil:
-						t.Errorf("duplicate: %v", r.Err)
-					case r.Status == http.StatusCreated && r.Header.Get("Idempotent-Replayed") == "true":
-						replays++
-						bodies = append(bodies, r.Body)
-					case r.Status == http.StatusCreated:
-						fresh++
-						bodies = append(bodies, r.Body)
-					case r.Status == http.StatusConflict && problemCode(r.Body) == "idempotency_in_progress":
-						inProgress++
-					default:
-						t.Errorf("duplicate: %d %s", r.Status, r.Body)
-					}
-				})
-				if fresh != 1 || fresh+replays+inProgress != n {
-					t.Errorf("%d fresh 201, %d replays, %d idempotency_in_progress; want one fresh 201", fresh, replays, inProgress)
-				}
-				for _, b := range bodies[1:] {
-					if !bytes.Equal(b, bodies[0]) {
-						t.Errorf("different bodies for one key:\n%s\n%s", b, bodies[0])
-					}
-				}
-				if got := op.count(t, ts, org, a, 3); got != 1 {
-					t.Errorf("items created: %d, want 1", got)
+			}
+			if got := op.count(t, ts, org, a, v); got != 1 {
+				t.Errorf("items created: %d, want 1", got)
+			}
+			if got := auditCount(); got != audits {
+				t.Errorf("a replay wrote %d audit event(s)", got-audits)
+			}
+		})
+		spec(t, "422/"+op.id+"/the key again with another request", func(t *testing.T) {
+			if key == "" {
+				t.Fatal("no key: the replay subtest did not run")
+			}
+			other := send(op, a, org, v+1, key) // (for acceptInvitation: another token)
+			if other.Status != http.StatusUnprocessableEntity || problemCode(other.Body) != "idempotency_key_reused" {
+				t.Errorf("same key, other body: %d %s, want 422 idempotency_key_reused", other.Status, other.Body)
+			}
+			if got := op.count(t, ts, org, a, v+1); got != 0 {
+				t.Errorf("the refused request created %d item(s)", got)
+			}
+		})
+		t.Run(op.id+"/concurrent duplicates", func(t *testing.T) {
+			a, key := caller(t, 3), newKey()
+			const n = 10
+			var mu sync.Mutex
+			var fresh, replays, inProgress int
+			var bodies [][]byte
+			parallel(n, func(int) {
+				path, body := op.send(org, a, 3)
+				r := doReqE(hc, http.MethodPost, ts.URL+path, a.Token, http.Header{"Idempotency-Key": {key}}, body)
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case r.Err != nil:
+					t.Errorf("duplicate: %v", r.Err)
+				case r.Status == http.StatusCreated && r.Header.Get("Idempotent-Replayed") == "true":
+					replays++
+					bodies = append(bodies, r.Body)
+				case r.Status == http.StatusCreated:
+					fresh++
+					bodies = append(bodies, r.Body)
+				case r.Status == http.StatusConflict && problemCode(r.Body) == "idempotency_in_progress":
+					inProgress++
+				default:
+					t.Errorf("duplicate: %d %s", r.Status, r.Body)
 				}
 			})
-			t.Run("other scopes never see it", func(t *testing.T) {
-				a, key := caller(5), newKey()
-				first := send(op, a, org, 5, key)
-				if first.Status != http.StatusCreated {
-					t.Fatalf("first: %d %s", first.Status, first.Body)
+			if fresh != 1 || fresh+replays+inProgress != n {
+				t.Errorf("%d fresh 201, %d replays, %d idempotency_in_progress; want one fresh 201", fresh, replays, inProgress)
+			}
+			for _, b := range bodies[1:] {
+				if !bytes.Equal(b, bodies[0]) {
+					t.Errorf("different bodies for one key:\n%s\n%s", b, bodies[0])
 				}
-				// Another caller with the same key and request.
-				b := w.Admin
-				switch op.id {
-				case "acceptInvitation":
-					b = caller(6)
-				case "createOrg":
-					b = ts.Actor(t, "other-caller")
-				}
-				if op.id == "acceptInvitation" {
-					r := send(op, b, org, 6, key)
-					if r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "" {
-						t.Errorf("another caller, same key: %d %q %s", r.Status, r.Header.Get("Idempotent-Replayed"), r.Body)
-					}
-					return
-				}
+			}
+			if got := op.count(t, ts, org, a, 3); got != 1 {
+				t.Errorf("items created: %d, want 1", got)
+			}
+		})
+		t.Run(op.id+"/other scopes never see it", func(t *testing.T) {
+			a, key := caller(t, 5), newKey()
+			first := send(op, a, org, 5, key)
+			if first.Status != http.StatusCreated {
+				t.Fatalf("first: %d %s", first.Status, first.Body)
+			}
+			// Another caller with the same key and request.
+			b := w.Admin
+			switch op.id {
+			case "acceptInvitation":
+				b = caller(t, 6)
+			case "createOrg":
+				b = ts.Actor(t, "other-caller")
+			}
+			if op.id == "acceptInvitation" {
 				r := send(op, b, org, 6, key)
-				if r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "" || bytes.Equal(r.Body, first.Body) {
-					t.Errorf("another caller, same key: %d replayed=%q %s", r.Status, r.Header.Get("Idempotent-Replayed"), r.Body)
+				if r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "" {
+					t.Errorf("another caller, same key: %d %q %s", r.Status, r.Header.Get("Idempotent-Replayed"), r.Body)
 				}
-				if !op.orgScoped {
-					return
-				}
-				// The same caller, key and body in another org (another
-				// tenant): a request of its own. createComment needs a
-				// ticket of org B: skip the comment there.
-				if op.id == "createComment" {
-					return
-				}
-				r = send(op, a, orgB.Id, 5, key)
-				if r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "" || bytes.Equal(r.Body, first.Body) {
-					t.Errorf("another org, same key and body: %d replayed=%q %s", r.Status, r.Header.Get("Idempotent-Replayed"), r.Body)
-				}
-				if got := op.count(t, ts, orgB.Id, a, 5); got != 1 {
-					t.Errorf("org B got %d item(s), want 1", got)
-				}
-				if got := op.count(t, ts, org, a, 5); got != 1 {
-					t.Errorf("org A has %d item(s) of the request, want 1", got)
-				}
-			})
+				return
+			}
+			r := send(op, b, org, 6, key)
+			if r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "" || bytes.Equal(r.Body, first.Body) {
+				t.Errorf("another caller, same key: %d replayed=%q %s", r.Status, r.Header.Get("Idempotent-Replayed"), r.Body)
+			}
+			if !op.orgScoped {
+				return
+			}
+			// The same caller, key and body in another org (another
+			// tenant): a request of its own. createComment needs a
+			// ticket of org B: skip the comment there.
+			if op.id == "createComment" {
+				return
+			}
+			r = send(op, a, orgB.Id, 5, key)
+			if r.Status != http.StatusCreated || r.Header.Get("Idempotent-Replayed") != "" || bytes.Equal(r.Body, first.Body) {
+				t.Errorf("another org, same key and body: %d replayed=%q %s", r.Status, r.Header.Get("Idempotent-Replayed"), r.Body)
+			}
+			if got := op.count(t, ts, orgB.Id, a, 5); got != 1 {
+				t.Errorf("org B got %d item(s), want 1", got)
+			}
+			if got := op.count(t, ts, org, a, 5); got != 1 {
+				t.Errorf("org A has %d item(s) of the request, want 1", got)
+			}
 		})
 	}
 

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"bytes"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -23,7 +24,7 @@ func TestInvitation(t *testing.T) {
 		ts := MustServer(t)
 		w := MustWorld(t, ts, "Acme")
 		org, owner := w.Org.Id, w.Owner.C
-		t.Run("listInvitations", func(t *testing.T) {
+		spec(t, "listInvitations", func(t *testing.T) {
 			inv := MustInvitation(t, owner, org, "listed@example.com", client.RoleAdmin, w.Team.Id)
 			r, err := w.Admin.C.ListInvitationsWithResponse(bg, org, nil)
 			mustStatus(t, r, err, http.StatusOK)
@@ -45,7 +46,7 @@ func TestInvitation(t *testing.T) {
 		ts := MustServer(t)
 		w := MustWorld(t, ts, "Initech")
 		org := w.Org.Id
-		t.Run("createInvitation then acceptInvitation", func(t *testing.T) {
+		spec(t, "createInvitation/then acceptInvitation", func(t *testing.T) {
 			before := memberCount(t, w.Admin.C, org, w.Team.Id)
 			r, err := w.Admin.C.CreateInvitationWithResponse(bg, org, nil, client.InvitationCreate{Email: "newbie@example.com", Role: client.RoleAdmin,
 				TeamIds: &[]string{w.Team.Id}, ExpiresInDays: ptr(3)})
@@ -76,7 +77,7 @@ func TestInvitation(t *testing.T) {
 			wantProblem(t, again, err, http.StatusNotFound, "")
 		})
 
-		t.Run("acceptInvitation/a team deleted meanwhile", func(t *testing.T) {
+		spec(t, "acceptInvitation/a team deleted meanwhile", func(t *testing.T) {
 			gone := MustTeam(t, w.Owner.C, org, "Short-lived team")
 			inv := MustInvitation(t, w.Owner.C, org, "two-teams@example.com", client.RoleMember, w.Team.Id, gone.Id)
 			d, err := w.Owner.C.DeleteTeamWithResponse(bg, org, gone.Id, nil)
@@ -88,7 +89,7 @@ func TestInvitation(t *testing.T) {
 			}
 		})
 
-		t.Run("acceptInvitation/as owner", func(t *testing.T) {
+		spec(t, "acceptInvitation/as owner", func(t *testing.T) {
 			boss := ts.Actor(t, "boss")
 			o := MustOrg(t, boss.C, "Two owners")
 			inv := MustInvitation(t, boss.C, o.Id, "co-owner@example.com", client.RoleOwner)
@@ -106,7 +107,7 @@ func TestInvitation(t *testing.T) {
 		ts := MustServer(t)
 		w := MustWorld(t, ts, "Umbrella")
 		org := w.Org.Id
-		t.Run("revokeInvitation", func(t *testing.T) {
+		spec(t, "revokeInvitation", func(t *testing.T) {
 			inv := MustInvitation(t, w.Admin.C, org, "revoked@example.com", client.RoleMember)
 			r, err := w.Admin.C.RevokeInvitationWithResponse(bg, org, inv.Id)
 			mustStatus(t, r, err, http.StatusNoContent)
@@ -117,6 +118,152 @@ func TestInvitation(t *testing.T) {
 			if len(l.JSON200.Items) != 0 {
 				t.Errorf("invitations after revoke: %+v", l.JSON200.Items)
 			}
+		})
+	})
+	t.Run("400", func(t *testing.T) {
+		ts := MustServer(t)
+		w := MustWorld(t, ts, "Globex")
+		org, owner := w.Org.Id, w.Owner.C
+		// Unknown and read-only properties are refused, and nothing changes.
+		wantRefusedBodies(t, w, []refusedBody{
+			{"createInvitation/body with orgId", func(b io.Reader) (statusCoder, error) {
+				return owner.CreateInvitationWithBodyWithResponse(bg, org, nil, jsonType, b)
+			}, `{"email":"x@example.com","role":"member","orgId":"01ARZ3NDEKTSV4RRFFQ69G5FAV"}`},
+			{"createInvitation/body with token", func(b io.Reader) (statusCoder, error) {
+				return owner.CreateInvitationWithBodyWithResponse(bg, org, nil, jsonType, b)
+			}, `{"email":"x@example.com","role":"member","token":"chosen-by-the-client-0123456789"}`},
+			{"createInvitation/body with expiresInDays=31", func(b io.Reader) (statusCoder, error) {
+				return owner.CreateInvitationWithBodyWithResponse(bg, org, nil, jsonType, b)
+			}, `{"email":"x@example.com","role":"member","expiresInDays":31}`},
+		})
+		// Invalid IDs never reach DynamoDB.
+		wantRefused(t, ts, []refusedRequest{
+			{"revokeInvitation/invitationId a lowercase ULID", func() (statusCoder, error) {
+				return owner.RevokeInvitationWithResponse(bg, org, strings.ToLower(w.Team.Id))
+			}},
+			{"revokeInvitation/invitationId a#b", func() (statusCoder, error) { return owner.RevokeInvitationWithResponse(bg, org, "a#b") }},
+			{"acceptInvitation/token too short", func() (statusCoder, error) { return owner.AcceptInvitationWithResponse(bg, "short", nil) }},
+			{"acceptInvitation/token with #", func() (statusCoder, error) {
+				return owner.AcceptInvitationWithResponse(bg, org+"."+org+"#"+strings.Repeat("x", 43), nil)
+			}},
+			{"createInvitation/teamId a#b", func() (statusCoder, error) {
+				return owner.CreateInvitationWithResponse(bg, org, nil, client.InvitationCreate{Email: "x@example.com", Role: client.RoleMember, TeamIds: &[]string{"a#b"}})
+			}},
+		})
+	})
+	t.Run("403", func(t *testing.T) {
+		ts := MustServer(t)
+		w := MustWorld(t, ts, "Vandelay")
+		org := w.Org.Id
+		wantForbidden(t, []forbiddenCase{
+			{"createInvitation/member", func(t *testing.T) (statusCoder, error) {
+				return w.Member.C.CreateInvitationWithResponse(bg, org, nil, client.InvitationCreate{Email: "friend@example.com", Role: client.RoleMember})
+			}, func(t *testing.T) {
+				l, err := w.Owner.C.ListInvitationsWithResponse(bg, org, nil)
+				mustStatus(t, l, err, http.StatusOK)
+				if len(l.JSON200.Items) != 0 {
+					t.Errorf("invitations: %+v", l.JSON200.Items)
+				}
+			}},
+			{"createInvitation/admin invites an owner", func(t *testing.T) (statusCoder, error) {
+				return w.Admin.C.CreateInvitationWithResponse(bg, org, nil, client.InvitationCreate{Email: "boss@example.com", Role: client.RoleOwner})
+			}, nil},
+			{"listInvitations/member", func(t *testing.T) (statusCoder, error) {
+				return w.Member.C.ListInvitationsWithResponse(bg, org, nil)
+			}, nil},
+			{"revokeInvitation/team owner", func(t *testing.T) (statusCoder, error) {
+				inv := MustInvitation(t, w.Owner.C, org, "kept@example.com", client.RoleMember)
+				return w.TeamOwner.C.RevokeInvitationWithResponse(bg, org, inv.Id)
+			}, func(t *testing.T) {
+				l, err := w.Owner.C.ListInvitationsWithResponse(bg, org, nil)
+				mustStatus(t, l, err, http.StatusOK)
+				if len(l.JSON200.Items) != 1 {
+					t.Errorf("invitations: %+v", l.JSON200.Items)
+				}
+			}},
+		})
+		// The token is the permission, for its email only.
+		spec(t, "acceptInvitation/another email's invitation", func(t *testing.T) {
+			inv := MustInvitation(t, w.Owner.C, org, "addressee@example.com", client.RoleMember)
+			r, err := ts.Actor(t, "interloper").C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			wantProblem(t, r, err, http.StatusForbidden, "invitation_email_mismatch")
+			a, err := ts.Invitee(t, "addressee", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			mustStatus(t, a, err, http.StatusCreated)
+		})
+	})
+	t.Run("404", func(t *testing.T) {
+		ts := MustServer(t)
+		w := MustWorld(t, ts, "Wonka")
+		org := w.Org.Id
+		unknown := "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+		stranger := ts.Actor(t, "stranger")
+		wantNotFound(t, []notFoundCase{
+			{"revokeInvitation/unknown invitation", "", func() (statusCoder, error) { return w.Owner.C.RevokeInvitationWithResponse(bg, org, unknown) }},
+			{"acceptInvitation/unknown token", "", func() (statusCoder, error) {
+				return stranger.C.AcceptInvitationWithResponse(bg, org+"."+unknown+"."+strings.Repeat("x", 43), nil)
+			}},
+			{"acceptInvitation/a token with a wrong secret", "", func() (statusCoder, error) {
+				inv := MustInvitation(t, w.Owner.C, org, "guessed@example.com", client.RoleMember)
+				parts := strings.Split(inv.Token, ".")
+				return stranger.C.AcceptInvitationWithResponse(bg, parts[0]+"."+parts[1]+"."+flipLast(parts[2]), nil)
+			}},
+			{"acceptInvitation/twice", "", func() (statusCoder, error) {
+				inv := MustInvitation(t, w.Owner.C, org, "twice@example.com", client.RoleMember)
+				r, err := ts.Invitee(t, "first", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+				mustStatus(t, r, err, http.StatusCreated)
+				return ts.Invitee(t, "second", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			}},
+			{"acceptInvitation/a replaced invitation", "", func() (statusCoder, error) {
+				old := MustInvitation(t, w.Owner.C, org, "replaced@example.com", client.RoleMember)
+				MustInvitation(t, w.Owner.C, org, "replaced@example.com", client.RoleAdmin)
+				return stranger.C.AcceptInvitationWithResponse(bg, old.Token, nil)
+			}},
+			{"acceptInvitation/an invitation to a deleted org", "", func() (statusCoder, error) {
+				o := MustOrg(t, stranger.C, "Vanishing")
+				inv := MustInvitation(t, stranger.C, o.Id, "vanishing@example.com", client.RoleMember)
+				d, err := stranger.C.DeleteOrgWithResponse(bg, o.Id, nil)
+				mustStatus(t, d, err, http.StatusNoContent)
+				return ts.Invitee(t, "latecomer", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			}},
+		})
+		// Last: it moves the server's clock past every token's expiry.
+		spec(t, "acceptInvitation/an expired invitation", func(t *testing.T) {
+			inv := MustInvitation(t, w.Owner.C, org, "expired@example.com", client.RoleMember)
+			ts.Clock.Advance(8 * 24 * time.Hour)
+			late := ts.Invitee(t, "late", inv.Email) // a token minted after the jump
+			r, err := late.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			wantProblem(t, r, err, http.StatusNotFound, "")
+		})
+	})
+	t.Run("409", func(t *testing.T) {
+		ts := MustServer(t)
+		w := MustWorld(t, ts, "Stark")
+		org, owner := w.Org.Id, w.Owner.C
+		wantConflicts(t, []conflictCase{
+			{"createInvitation/for a user's email", "email_taken", func(t *testing.T) (statusCoder, error) {
+				return owner.CreateInvitationWithResponse(bg, org, nil, client.InvitationCreate{Email: w.Member.Email, Role: client.RoleMember})
+			}},
+			{"createInvitation/to an unknown team", "team_not_found", func(t *testing.T) (statusCoder, error) {
+				return owner.CreateInvitationWithResponse(bg, org, nil, client.InvitationCreate{Email: "teamless@example.com", Role: client.RoleMember,
+					TeamIds: &[]string{"01ARZ3NDEKTSV4RRFFQ69G5FAV"}})
+			}},
+			{"acceptInvitation/while already a user", "user_exists", func(t *testing.T) (statusCoder, error) {
+				// A user of the org whose org email is not their token's: the
+				// invitation to their token's email is theirs, but they are in.
+				joined := ts.Invitee(t, "joined", "already@example.com")
+				inOrg := joined
+				inOrg.Email = "already-in-org@example.com"
+				MustUser(t, owner, org, inOrg, client.RoleMember)
+				inv := MustInvitation(t, owner, org, "already@example.com", client.RoleMember)
+				return joined.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			}},
+			{"acceptInvitation/an email taken meanwhile", "email_taken", func(t *testing.T) (statusCoder, error) {
+				inv := MustInvitation(t, owner, org, "contested@example.com", client.RoleMember)
+				first := ts.Actor(t, "first")
+				first.Email = "contested@example.com"
+				MustUser(t, owner, org, first, client.RoleMember)
+				return ts.Invitee(t, "second", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			}},
 		})
 	})
 }

@@ -1,9 +1,20 @@
 // The API tests drive a real server on DynamoDB Local through the client
-// generated from openapi.yaml. A resource's behaviour is one test in the
-// resource's file (TestTicket in ticket_test.go, ...), with a subtest per
-// success status and in it a subtest per operation; the errors every
-// operation answers are in status_test.go, and the spec-driven cross-checks
-// (roles, cross-tenant, operations, pagination) have files of their own.
+// generated from openapi.yaml, and read as its specification. A resource's
+// behaviour is one test in the file named as its product file (TestOrg in
+// org_test.go, TestUser in user_test.go, TestTeam, TestMember, TestTicket,
+// TestInvitation, TestAuditLog), with a subtest per status, each with a
+// server of its own, and in it a subtest per operation and case, started
+// with spec: TestTicket/412/updateTicket, TestTicket/404/getTicket/unknown
+// ticket. What every operation answers alike is a test generated from the
+// spec, with a subtest "<status>/<operationId>/<case>" per operation that
+// documents the status: 401 and 413 and 500 in errors_test.go, 415 and
+// unknown query parameters (400) in validation_test.go, 429 in
+// ratelimit_test.go, 503 in unavailable_test.go, 304 in
+// conditional_test.go, 404 to an outsider in matrix_test.go, each role's
+// answer in roles_test.go, 422 in idempotency_test.go. Once the whole
+// package has run, TestMain fails it unless every response openapi.yaml
+// documents was such a subtest (statuses_test.go), and every documented
+// success status was answered.
 package httpapi_test
 
 import (
@@ -18,6 +29,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -63,8 +76,12 @@ func TestMain(m *testing.M) {
 	code := dynamotest.Run(m)
 	if code == 0 && wholeSuite() {
 		// The resource tests each run their own servers: only all of them
-		// together must produce every documented success status.
+		// together must produce every documented success status, and
+		// have a subtest for every documented response (statuses_test.go).
 		code = checkCovered(http.StatusOK, http.StatusCreated, http.StatusAccepted, http.StatusNoContent)
+		if c := checkDocumentedStatuses(os.Stderr, testing.Verbose()); c != 0 {
+			code = c
+		}
 	}
 	os.Exit(code)
 }
@@ -735,8 +752,50 @@ func MustWorld(tb testing.TB, ts *testServer, name string) *world {
 	return w
 }
 
+// worldSnapshot is what the world's owner reads of it: the org with its
+// users, the team with its members, the teams, the tickets, the ticket
+// with its comments, the owner's orgs and the invitations. A refused
+// request leaves it as it was.
+func worldSnapshot(t *testing.T, w *world) string {
+	t.Helper()
+	org, owner := w.Org.Id, w.Owner.C
+	var b strings.Builder
+	g, err := owner.GetOrgWithResponse(bg, org, &client.GetOrgParams{Include: ptr(client.GetOrgParamsIncludeUsers)})
+	mustStatus(t, g, err, http.StatusOK)
+	b.Write(g.Body)
+	tm, err := owner.GetTeamWithResponse(bg, org, w.Team.Id, &client.GetTeamParams{Include: ptr(client.GetTeamParamsIncludeMembers)})
+	mustStatus(t, tm, err, http.StatusOK)
+	b.Write(tm.Body)
+	lt, err := owner.ListTeamsWithResponse(bg, org, nil)
+	mustStatus(t, lt, err, http.StatusOK)
+	b.Write(lt.Body)
+	tk, err := owner.ListTicketsWithResponse(bg, org, nil)
+	mustStatus(t, tk, err, http.StatusOK)
+	b.Write(tk.Body)
+	c, err := owner.GetTicketWithResponse(bg, org, w.Ticket.Id, &client.GetTicketParams{Include: ptr(client.GetTicketParamsIncludeComments)})
+	mustStatus(t, c, err, http.StatusOK)
+	b.Write(c.Body)
+	o, err := owner.ListOrgsWithResponse(bg, nil)
+	mustStatus(t, o, err, http.StatusOK)
+	b.Write(o.Body)
+	inv, err := owner.ListInvitationsWithResponse(bg, org, nil)
+	mustStatus(t, inv, err, http.StatusOK)
+	b.Write(inv.Body)
+	return b.String()
+}
+
 // ptr returns a pointer to v.
 func ptr[T any](v T) *T { return &v }
+
+var bg = context.Background()
+
+// wantETag asserts the ETag names version: "<version>-<digest>".
+func wantETag(tb testing.TB, h http.Header, version int64) {
+	tb.Helper()
+	if got := h.Get("ETag"); !regexp.MustCompile(fmt.Sprintf(`^"%d-[0-9a-f]{16}"$`, version)).MatchString(got) {
+		tb.Errorf("ETag: got %q, want \"%d-<digest>\"", got, version)
+	}
+}
 
 // etagOf is the ETag the API promises for a version.
 func etagOf(version int64) string { return fmt.Sprintf("%q", fmt.Sprint(version)) }

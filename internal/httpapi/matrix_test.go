@@ -257,7 +257,7 @@ func TestCrossTenant(t *testing.T) {
 		if !ok || !strings.HasPrefix(op.Path, orgScoped) {
 			continue
 		}
-		t.Run("A's org/"+op.ID, func(t *testing.T) {
+		spec(t, "404/"+op.ID+"/A's org as B's member", func(t *testing.T) {
 			reqBody := build(aIDsForReq)
 			ts.Rec.Reset()
 			resp, b := do(t, bee.HTTP, ts.URL, op, aIDsForReq, reqBody)

@@ -1,12 +1,15 @@
 package httpapi_test
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tenantd/tenantd/client"
@@ -344,4 +347,48 @@ func testPagination(t *testing.T, ts *testServer, w *world) {
 			t.Errorf("tickets: got %v, want %v", got, want)
 		}
 	})
+}
+
+// flipLast changes the last character of s (a cursor's signature).
+func flipLast(s string) string {
+	b := []byte(s)
+	if b[len(b)-1] == 'A' {
+		b[len(b)-1] = 'B'
+	} else {
+		b[len(b)-1] = 'A'
+	}
+	return string(b)
+}
+
+// tamperPayload rewrites the cursor's payload (keeping its signature).
+func tamperPayload(t *testing.T, cursor string) string {
+	t.Helper()
+	payload, sig, ok := strings.Cut(cursor, ".")
+	if !ok {
+		return "x" + cursor
+	}
+	b, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil {
+		return "x" + cursor
+	}
+	b = bytes.Replace(b, []byte(`"e":`), []byte(`"e":9`), 1) // a later expiry
+	return base64.RawURLEncoding.EncodeToString(b) + "." + sig
+}
+
+// cursorCase is a listing request with a cursor it must refuse: 400
+// invalid_cursor.
+type cursorCase struct {
+	name string
+	do   func(t *testing.T) (statusCoder, error)
+}
+
+// wantInvalidCursors runs each case as a spec subtest.
+func wantInvalidCursors(t *testing.T, cases []cursorCase) {
+	t.Helper()
+	for _, c := range cases {
+		spec(t, c.name, func(t *testing.T) {
+			r, err := c.do(t)
+			wantProblem(t, r, err, http.StatusBadRequest, "invalid_cursor")
+		})
+	}
 }

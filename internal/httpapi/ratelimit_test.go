@@ -402,3 +402,37 @@ func TestRateLimitCreates(t *testing.T) {
 		t.Errorf("a 429 on an empty bucket made DynamoDB calls %v, want only the authorization read", ops)
 	}
 }
+
+// TestRateLimitEveryOperation, generated from the spec: every operation
+// that documents 429 answers it once the caller's budget is spent, with
+// the code rate_limited, a Retry-After and the RateLimit fields, before any
+// DynamoDB call. The budget is one request an hour: the first request of
+// each caller (GET /v1/me) spends it, whatever the machine's speed.
+func TestRateLimitEveryOperation(t *testing.T) {
+	ts := MustServer(t, withCallerRateLimit(ratelimit.Options{PerSecond: 1.0 / 3600, Burst: 1}))
+	// The caller's limit is spent before validation and the authorization
+	// read: any IDs will do.
+	ids := opIDs{OrgID: randULID(), TeamID: randULID(), TicketID: randULID(), UserID: "someone", InvitationID: randULID(),
+		Token: randULID() + "." + randULID() + "." + strings.Repeat("x", 43)}
+	for _, op := range opsDocumenting(t, http.StatusTooManyRequests) {
+		spec(t, "429/"+op.ID+"/the caller's budget spent", func(t *testing.T) {
+			a := ts.Actor(t, "hasty")
+			me, err := a.C.GetMeWithResponse(bg)
+			mustStatus(t, me, err, http.StatusOK)
+			ts.Rec.Reset()
+			r := doOp(t, a.HTTP, ts.URL, op, ids, bodyOfOp(op, ids), nil)
+			if r.Status != http.StatusTooManyRequests || problemCode(r.Body) != "rate_limited" {
+				t.Fatalf("status %d (%s), want 429 rate_limited", r.Status, truncate(r.Body))
+			}
+			if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
+				t.Errorf("Retry-After %q, want a number of seconds", r.Header.Get("Retry-After"))
+			}
+			if rl := rateLimitOf(t, r.Header, "caller"); rl.r != 0 || strconv.Itoa(rl.t) != r.Header.Get("Retry-After") {
+				t.Errorf("RateLimit %q beside Retry-After %q, want r=0 and t = Retry-After", r.Header.Values("RateLimit"), r.Header.Get("Retry-After"))
+			}
+			if got := ts.Rec.Count(); got != 0 {
+				t.Errorf("DynamoDB calls: got %d (%s), want 0", got, ts.Rec.Names())
+			}
+		})
+	}
+}

@@ -338,7 +338,7 @@ func TestRoleMatrix(t *testing.T) {
 			t.Errorf("row for unknown operation %s", row.op)
 			continue
 		}
-		t.Run(fmt.Sprintf("%s/%s", row.op, row.role), func(t *testing.T) {
+		spec(t, fmt.Sprintf("%d/%s/%s", row.want, row.op, row.role), func(t *testing.T) {
 			if op.action != "" {
 				allowed := authz.Authorize(principal(row.role), op.action, facts(op.action, row.role)) == nil
 				if got := row.want == op.ok; got != allowed {

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"slices"
@@ -21,7 +22,7 @@ func TestTicket(t *testing.T) {
 		ts := MustServer(t)
 		w := MustWorld(t, ts, "Acme")
 		org := w.Org.Id
-		t.Run("listUserTickets/include=user&expand=requester,assignee", func(t *testing.T) {
+		spec(t, "listUserTickets/include=user&expand=requester,assignee", func(t *testing.T) {
 			r, err := w.Member.C.ListUserTicketsWithResponse(bg, org, w.Requester.ID, &client.ListUserTicketsParams{
 				Include: ptr(client.ListUserTicketsParamsIncludeUser),
 				Expand:  &client.TicketExpand{client.TicketExpansionRequester, client.TicketExpansionAssignee}})
@@ -41,7 +42,7 @@ func TestTicket(t *testing.T) {
 			}
 		})
 
-		t.Run("listUserTickets/plain", func(t *testing.T) {
+		spec(t, "listUserTickets/plain", func(t *testing.T) {
 			r, err := w.Member.C.ListUserTicketsWithResponse(bg, org, w.Requester.ID, nil)
 			mustStatus(t, r, err, http.StatusOK)
 			if r.JSON200.User != nil {
@@ -55,7 +56,7 @@ func TestTicket(t *testing.T) {
 			}
 		})
 
-		t.Run("listAssignedTickets", func(t *testing.T) {
+		spec(t, "listAssignedTickets", func(t *testing.T) {
 			r, err := w.Member.C.ListAssignedTicketsWithResponse(bg, org, w.Assignee.ID, &client.ListAssignedTicketsParams{
 				Expand: &client.TicketExpand{client.TicketExpansionAssignee}})
 			mustStatus(t, r, err, http.StatusOK)
@@ -72,7 +73,7 @@ func TestTicket(t *testing.T) {
 			}
 		})
 
-		t.Run("getTicket", func(t *testing.T) {
+		spec(t, "getTicket", func(t *testing.T) {
 			r, err := w.Member.C.GetTicketWithResponse(bg, org, w.Ticket.Id, nil)
 			mustStatus(t, r, err, http.StatusOK)
 			tk := r.JSON200
@@ -87,7 +88,7 @@ func TestTicket(t *testing.T) {
 			wantETag(t, r.HTTPResponse.Header, tk.Version)
 		})
 
-		t.Run("createComment then getTicket/include=comments&expand=requester,assignee", func(t *testing.T) {
+		spec(t, "getTicket/include=comments&expand=requester,assignee, after two createComment", func(t *testing.T) {
 			c1 := MustComment(t, w.Member.C, org, w.Ticket.Id, "is it plugged in?")
 			c2 := MustComment(t, w.Requester.C, org, w.Ticket.Id, "yes")
 			r, err := w.Member.C.GetTicketWithResponse(bg, org, w.Ticket.Id, &client.GetTicketParams{
@@ -115,7 +116,7 @@ func TestTicket(t *testing.T) {
 			w.Ticket = *tk
 		})
 
-		t.Run("listComments", func(t *testing.T) {
+		spec(t, "listComments", func(t *testing.T) {
 			r, err := w.Member.C.ListCommentsWithResponse(bg, org, w.Ticket.Id, nil)
 			mustStatus(t, r, err, http.StatusOK)
 			if got, want := len(r.JSON200.Items), 2; got != want {
@@ -126,7 +127,7 @@ func TestTicket(t *testing.T) {
 			}
 		})
 
-		t.Run("updateTicket by assignee", func(t *testing.T) {
+		spec(t, "updateTicket/by the assignee", func(t *testing.T) {
 			r, err := w.Assignee.C.UpdateTicketWithResponse(bg, org, w.Ticket.Id, &client.UpdateTicketParams{IfMatch: ptr(etagOf(w.Ticket.Version))},
 				client.UpdateTicketJSONRequestBody{Status: ptr(client.TicketStatusOpen), Priority: ptr(client.TicketPriorityHigh),
 					Tags: &[]string{"hardware", "printer"}})
@@ -140,7 +141,7 @@ func TestTicket(t *testing.T) {
 			w.Ticket = *tk
 		})
 
-		t.Run("listTickets/status filter", func(t *testing.T) {
+		spec(t, "listTickets/status filter", func(t *testing.T) {
 			second := MustTicket(t, w.Member.C, org, client.TicketCreate{Title: "second"})
 			r, err := w.Member.C.ListTicketsWithResponse(bg, org, nil)
 			mustStatus(t, r, err, http.StatusOK)
@@ -168,7 +169,7 @@ func TestTicket(t *testing.T) {
 			}
 		})
 
-		t.Run("listTeamTickets/status filter", func(t *testing.T) {
+		spec(t, "listTeamTickets/status filter", func(t *testing.T) {
 			r, err := w.Member.C.ListTeamTicketsWithResponse(bg, org, w.Team.Id, nil)
 			mustStatus(t, r, err, http.StatusOK)
 			if got, want := ticketIDs(r.JSON200.Items), []string{w.Ticket.Id}; !slices.Equal(got, want) {
@@ -190,7 +191,7 @@ func TestTicket(t *testing.T) {
 			}
 		})
 
-		t.Run("updateTicket/null unassigns and unroutes", func(t *testing.T) {
+		spec(t, "updateTicket/null unassigns and unroutes", func(t *testing.T) {
 			body := client.UpdateTicketJSONRequestBody{AssigneeId: nullable.NewNullNullable[string](), TeamId: nullable.NewNullNullable[string]()}
 			r, err := w.Requester.C.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil, body)
 			mustStatus(t, r, err, http.StatusOK)
@@ -220,7 +221,7 @@ func TestTicket(t *testing.T) {
 		ts := MustServer(t)
 		w := MustWorld(t, ts, "Initech")
 		org := w.Org.Id
-		t.Run("createTicket", func(t *testing.T) {
+		spec(t, "createTicket", func(t *testing.T) {
 			r, err := w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "VPN down", Description: ptr("since 9am"),
 				Priority: ptr(client.TicketPriorityUrgent), TeamId: &w.Team.Id, AssigneeId: &w.Assignee.ID, Tags: &[]string{"net", "vpn"}})
 			mustStatus(t, r, err, http.StatusCreated)
@@ -233,7 +234,7 @@ func TestTicket(t *testing.T) {
 			wantETag(t, r.HTTPResponse.Header, 1)
 		})
 
-		t.Run("createTicket/assigned to oneself", func(t *testing.T) {
+		spec(t, "createTicket/assigned to oneself", func(t *testing.T) {
 			r, err := w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "I'll fix it myself", AssigneeId: &w.Member.ID})
 			mustStatus(t, r, err, http.StatusCreated)
 			if tk := r.JSON201; tk.RequesterId != w.Member.ID || tk.AssigneeId == nil || *tk.AssigneeId != w.Member.ID {
@@ -241,7 +242,7 @@ func TestTicket(t *testing.T) {
 			}
 		})
 
-		t.Run("createTicket/defaults", func(t *testing.T) {
+		spec(t, "createTicket/defaults", func(t *testing.T) {
 			r, err := w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "minimal"})
 			mustStatus(t, r, err, http.StatusCreated)
 			tk := r.JSON201
@@ -250,7 +251,7 @@ func TestTicket(t *testing.T) {
 			}
 		})
 
-		t.Run("createComment", func(t *testing.T) {
+		spec(t, "createComment", func(t *testing.T) {
 			r, err := w.Member.C.CreateCommentWithResponse(bg, org, w.Ticket.Id, nil, client.CommentCreate{Body: "me too"})
 			mustStatus(t, r, err, http.StatusCreated)
 			if c := r.JSON201; c.Body != "me too" || c.AuthorId != w.Member.ID || c.TicketId != w.Ticket.Id || len(c.Id) != 26 {
@@ -267,7 +268,7 @@ func TestTicket(t *testing.T) {
 		ts := MustServer(t)
 		w := MustWorld(t, ts, "Umbrella")
 		org := w.Org.Id
-		t.Run("deleteTicket by requester", func(t *testing.T) {
+		spec(t, "deleteTicket/by the requester", func(t *testing.T) {
 			MustComment(t, w.Requester.C, org, w.Ticket.Id, "never mind")
 			r, err := w.Requester.C.DeleteTicketWithResponse(bg, org, w.Ticket.Id, &client.DeleteTicketParams{IfMatch: ptr(etagOf(w.Ticket.Version))})
 			mustStatus(t, r, err, http.StatusNoContent)
@@ -281,6 +282,203 @@ func TestTicket(t *testing.T) {
 			mustStatus(t, lt, err, http.StatusOK)
 			if len(lt.JSON200.Items) != 0 {
 				t.Errorf("tickets after delete: %v", ticketIDs(lt.JSON200.Items))
+			}
+		})
+	})
+	t.Run("400", func(t *testing.T) {
+		ts := MustServer(t)
+		w := MustWorld(t, ts, "Globex")
+		org, owner, member := w.Org.Id, w.Owner.C, w.Member.C
+		// Unknown and read-only properties are refused, and nothing changes.
+		wantRefusedBodies(t, w, []refusedBody{
+			{"createTicket/body with requesterId", func(b io.Reader) (statusCoder, error) {
+				return member.CreateTicketWithBodyWithResponse(bg, org, nil, jsonType, b)
+			}, `{"title":"Sneaky","requesterId":"` + w.Owner.ID + `"}`},
+			{"createTicket/body with status", func(b io.Reader) (statusCoder, error) {
+				return member.CreateTicketWithBodyWithResponse(bg, org, nil, jsonType, b)
+			}, `{"title":"Sneaky","status":"closed"}`},
+			{"updateTicket/body with requesterId", func(b io.Reader) (statusCoder, error) {
+				return owner.UpdateTicketWithBodyWithResponse(bg, org, w.Ticket.Id, nil, jsonType, b)
+			}, `{"title":"Hacked","requesterId":"` + w.Owner.ID + `"}`},
+			{"updateTicket/body with version", func(b io.Reader) (statusCoder, error) {
+				return owner.UpdateTicketWithBodyWithResponse(bg, org, w.Ticket.Id, nil, jsonType, b)
+			}, `{"title":"Hacked","version":42}`},
+			{"updateTicket/body with commentCount", func(b io.Reader) (statusCoder, error) {
+				return owner.UpdateTicketWithBodyWithResponse(bg, org, w.Ticket.Id, nil, jsonType, b)
+			}, `{"title":"Hacked","commentCount":42}`},
+			{"createComment/body with authorId", func(b io.Reader) (statusCoder, error) {
+				return member.CreateCommentWithBodyWithResponse(bg, org, w.Ticket.Id, nil, jsonType, b)
+			}, `{"body":"hi","authorId":"` + w.Owner.ID + `"}`},
+			// Not unknown, but invalid all the same.
+			{"updateTicket/an empty patch", func(b io.Reader) (statusCoder, error) {
+				return owner.UpdateTicketWithBodyWithResponse(bg, org, w.Ticket.Id, nil, jsonType, b)
+			}, `{}`},
+			{"updateTicket/a bad status", func(b io.Reader) (statusCoder, error) {
+				return owner.UpdateTicketWithBodyWithResponse(bg, org, w.Ticket.Id, nil, jsonType, b)
+			}, `{"status":"lost"}`},
+			{"updateTicket/duplicate tags", func(b io.Reader) (statusCoder, error) {
+				return owner.UpdateTicketWithBodyWithResponse(bg, org, w.Ticket.Id, nil, jsonType, b)
+			}, `{"tags":["a","a"]}`},
+			{"createTicket/not JSON", func(b io.Reader) (statusCoder, error) {
+				return member.CreateTicketWithBodyWithResponse(bg, org, nil, jsonType, b)
+			}, `{"title":`},
+			{"createTicket/an array", func(b io.Reader) (statusCoder, error) {
+				return member.CreateTicketWithBodyWithResponse(bg, org, nil, jsonType, b)
+			}, `[{"title":"x"}]`},
+		})
+		// Invalid IDs, and invalid query parameters, never reach DynamoDB.
+		overflow := "8" + strings.Repeat("0", 25) // 26 Crockford characters, beyond 128 bits
+		wantRefused(t, ts, []refusedRequest{
+			{"getTicket/ticketId a#b", func() (statusCoder, error) { return owner.GetTicketWithResponse(bg, org, "a#b", nil) }},
+			{"deleteTicket/ticketId a lowercase ULID", func() (statusCoder, error) {
+				return owner.DeleteTicketWithResponse(bg, org, strings.ToLower(w.Ticket.Id), nil)
+			}},
+			{"getTicket/ticketId an overflowing ULID", func() (statusCoder, error) { return owner.GetTicketWithResponse(bg, org, overflow, nil) }},
+			{"listUserTickets/userId with a space", func() (statusCoder, error) { return owner.ListUserTicketsWithResponse(bg, org, "a b", nil) }},
+			{"createTicket/teamId a#b", func() (statusCoder, error) {
+				return member.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "x", TeamId: ptr("a#b")})
+			}},
+			{"createTicket/assigneeId a#b", func() (statusCoder, error) {
+				return member.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "x", AssigneeId: ptr("a#b")})
+			}},
+			{"listTickets/limit=101", func() (statusCoder, error) {
+				return owner.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Limit: ptr(101)})
+			}},
+			{"listTickets/status=lost", func() (statusCoder, error) {
+				return owner.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Status: ptr(client.TicketStatus("lost"))})
+			}},
+			{"getTicket/expand=everything", func() (statusCoder, error) {
+				return owner.GetTicketWithResponse(bg, org, w.Ticket.Id, &client.GetTicketParams{Expand: &client.TicketExpand{"everything"}})
+			}},
+		})
+		wantInvalidCursors(t, []cursorCase{
+			{"listTickets/cursor of another status filter", func(t *testing.T) (statusCoder, error) {
+				MustTicket(t, owner, org, client.TicketCreate{Title: "one more"})
+				l, err := owner.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Limit: ptr(1), Status: ptr(client.TicketStatusNew)})
+				mustStatus(t, l, err, http.StatusOK)
+				if l.JSON200.NextCursor == nil {
+					t.Fatal("no nextCursor")
+				}
+				return owner.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Cursor: l.JSON200.NextCursor, Status: ptr(client.TicketStatusOpen)})
+			}},
+		})
+	})
+	t.Run("403", func(t *testing.T) {
+		ts := MustServer(t)
+		w := MustWorld(t, ts, "Vandelay")
+		org := w.Org.Id
+		wantForbidden(t, []forbiddenCase{
+			{"updateTicket/member updates someone else's ticket", func(t *testing.T) (statusCoder, error) {
+				return w.Member.C.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil, client.UpdateTicketJSONRequestBody{Title: ptr("Pwned")})
+			}, func(t *testing.T) {
+				g, err := w.Member.C.GetTicketWithResponse(bg, org, w.Ticket.Id, nil)
+				mustStatus(t, g, err, http.StatusOK)
+				if g.JSON200.Title != w.Ticket.Title || g.JSON200.Version != w.Ticket.Version {
+					t.Errorf("ticket changed: %+v", g.JSON200)
+				}
+			}},
+			{"deleteTicket/assignee", func(t *testing.T) (statusCoder, error) {
+				return w.Assignee.C.DeleteTicketWithResponse(bg, org, w.Ticket.Id, nil)
+			}, nil},
+			{"deleteTicket/team member of the ticket's team", func(t *testing.T) (statusCoder, error) {
+				return w.TeamMember.C.DeleteTicketWithResponse(bg, org, w.Ticket.Id, nil)
+			}, func(t *testing.T) {
+				g, err := w.Member.C.GetTicketWithResponse(bg, org, w.Ticket.Id, nil)
+				mustStatus(t, g, err, http.StatusOK)
+			}},
+		})
+	})
+	t.Run("404", func(t *testing.T) {
+		ts := MustServer(t)
+		w := MustWorld(t, ts, "Wonka")
+		org, c := w.Org.Id, w.Member.C
+		unknown := "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+		// A listing under a team, ticket or user that does not exist in the
+		// org is 404 like the resource itself (an existence read happens
+		// only when the page is empty).
+		gone := MustTeam(t, w.Owner.C, org, "Gone")
+		d, err := w.Owner.C.DeleteTeamWithResponse(bg, org, gone.Id, nil)
+		mustStatus(t, d, err, http.StatusNoContent)
+		tk := MustTicket(t, c, org, client.TicketCreate{Title: "Gone"})
+		dt, err := w.Owner.C.DeleteTicketWithResponse(bg, org, tk.Id, nil)
+		mustStatus(t, dt, err, http.StatusNoContent)
+		const nobody = "not.a.member"
+		wantNotFound(t, []notFoundCase{
+			{"getTicket/unknown ticket", "", func() (statusCoder, error) { return c.GetTicketWithResponse(bg, org, unknown, nil) }},
+			{"getTicket/unknown ticket with comments", "", func() (statusCoder, error) {
+				return c.GetTicketWithResponse(bg, org, unknown, &client.GetTicketParams{Include: ptr(client.GetTicketParamsIncludeComments)})
+			}},
+			{"updateTicket/unknown ticket", "", func() (statusCoder, error) {
+				return w.Owner.C.UpdateTicketWithResponse(bg, org, unknown, nil, client.UpdateTicketJSONRequestBody{Title: ptr("x")})
+			}},
+			{"deleteTicket/unknown ticket", "", func() (statusCoder, error) { return w.Owner.C.DeleteTicketWithResponse(bg, org, unknown, nil) }},
+			{"createComment/unknown ticket", "", func() (statusCoder, error) {
+				return c.CreateCommentWithResponse(bg, org, unknown, nil, client.CommentCreate{Body: "hello?"})
+			}},
+			{"listTeamTickets/a deleted team", "team_not_found", func() (statusCoder, error) { return c.ListTeamTicketsWithResponse(bg, org, gone.Id, nil) }},
+			{"listComments/a deleted ticket", "ticket_not_found", func() (statusCoder, error) { return c.ListCommentsWithResponse(bg, org, tk.Id, nil) }},
+			{"listUserTickets/a user not in the org", "user_not_found", func() (statusCoder, error) { return c.ListUserTicketsWithResponse(bg, org, nobody, nil) }},
+			{"listUserTickets/a user not in the org, with the user", "user_not_found", func() (statusCoder, error) {
+				return c.ListUserTicketsWithResponse(bg, org, nobody, &client.ListUserTicketsParams{Include: ptr(client.ListUserTicketsParamsIncludeUser)})
+			}},
+			{"listAssignedTickets/a user not in the org", "user_not_found", func() (statusCoder, error) {
+				return c.ListAssignedTicketsWithResponse(bg, org, nobody, nil)
+			}},
+		})
+		t.Run("an existing parent with nothing under it is an empty 200", func(t *testing.T) {
+			empty := MustTeam(t, w.Owner.C, org, "Empty queue")
+			r, err := c.ListTeamTicketsWithResponse(bg, org, empty.Id, nil)
+			mustStatus(t, r, err, http.StatusOK)
+			a, err := c.ListAssignedTicketsWithResponse(bg, org, w.Member.ID, nil)
+			mustStatus(t, a, err, http.StatusOK)
+		})
+	})
+	t.Run("409", func(t *testing.T) {
+		ts := MustServer(t)
+		w := MustWorld(t, ts, "Stark")
+		org, owner := w.Org.Id, w.Owner.C
+		wantConflicts(t, []conflictCase{
+			{"createTicket/for an unknown team", "team_not_found", func(t *testing.T) (statusCoder, error) {
+				return w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "x", TeamId: ptr("01ARZ3NDEKTSV4RRFFQ69G5FAV")})
+			}},
+			{"createTicket/for an assignee outside the org", "assignee_not_org_member", func(t *testing.T) (statusCoder, error) {
+				return w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "x", AssigneeId: ptr("outsider")})
+			}},
+			{"updateTicket/reassigned to a user outside the org", "assignee_not_org_member", func(t *testing.T) (statusCoder, error) {
+				return w.Requester.C.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil,
+					client.UpdateTicketJSONRequestBody{AssigneeId: nullable.NewNullableWithValue("outsider")})
+			}},
+			{"updateTicket/rerouted to an unknown team", "team_not_found", func(t *testing.T) (statusCoder, error) {
+				return w.Requester.C.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil,
+					client.UpdateTicketJSONRequestBody{TeamId: nullable.NewNullableWithValue("01ARZ3NDEKTSV4RRFFQ69G5FAV")})
+			}},
+		})
+		t.Run("nothing changed", func(t *testing.T) {
+			tk, err := owner.GetTicketWithResponse(bg, org, w.Ticket.Id, nil)
+			mustStatus(t, tk, err, http.StatusOK)
+			if tk.JSON200.Version != w.Ticket.Version || *tk.JSON200.AssigneeId != w.Assignee.ID || *tk.JSON200.TeamId != w.Team.Id {
+				t.Errorf("ticket changed: %+v", tk.JSON200)
+			}
+		})
+	})
+	t.Run("412", func(t *testing.T) {
+		ts := MustServer(t)
+		w := MustWorld(t, ts, "Cyberdyne")
+		org, owner := w.Org.Id, w.Owner.C
+		stale := ptr(etagOf(99))
+		wantStale(t, []staleCase{
+			{"updateTicket", func() (statusCoder, error) {
+				return owner.UpdateTicketWithResponse(bg, org, w.Ticket.Id, &client.UpdateTicketParams{IfMatch: stale}, client.UpdateTicketJSONRequestBody{Title: ptr("x")})
+			}},
+			{"deleteTicket", func() (statusCoder, error) {
+				return owner.DeleteTicketWithResponse(bg, org, w.Ticket.Id, &client.DeleteTicketParams{IfMatch: stale})
+			}},
+		})
+		t.Run("nothing changed", func(t *testing.T) {
+			tk, err := owner.GetTicketWithResponse(bg, org, w.Ticket.Id, nil)
+			mustStatus(t, tk, err, http.StatusOK)
+			if tk.JSON200.Version != 1 || tk.JSON200.Title != w.Ticket.Title {
+				t.Errorf("ticket changed: %+v", tk.JSON200)
 			}
 		})
 	})
@@ -415,13 +613,13 @@ func TestTicketFilters(t *testing.T) {
 			t.Errorf("order=asc %v is not newest-first reversed %v", asc, desc)
 		}
 	})
-	t.Run("400/priority with assigneeId", func(t *testing.T) {
+	spec(t, "400/listTickets/priority with assigneeId", func(t *testing.T) {
 		got := problemErrors(t, doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?priority=urgent&assigneeId="+w.Assignee.ID, w.Member.Token, nil, ""))
 		if want := []string{"query assigneeId unserved_filter", "query priority unserved_filter"}; !slices.Equal(got, want) {
 			t.Errorf("errors %q, want %q", got, want)
 		}
 	})
-	t.Run("400/a cursor of another filter or order", func(t *testing.T) {
+	spec(t, "400/listTickets/a cursor of another filter or order", func(t *testing.T) {
 		resp := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?limit=1", w.Member.Token, nil, "")
 		var l client.TicketList
 		if err := json.Unmarshal(resp.Body, &l); err != nil || l.NextCursor == nil {

@@ -321,3 +321,27 @@ func TestDeploymentFaults(t *testing.T) {
 	}
 	requests("no table")
 }
+
+// TestUnavailableEveryOperation, generated from the spec: every operation
+// that documents 503 answers it, with Retry-After, when DynamoDB refuses
+// the service (here: its credentials), never a 500.
+func TestUnavailableEveryOperation(t *testing.T) {
+	faults := newFaults()
+	ts := MustServer(t, withTransport(faults.wrap))
+	w := MustWorld(t, ts, "Unreachable")
+	ids := worldIDs(t, w)
+	faults.set(only(faultBadCredentials))
+	defer faults.set(nil)
+	for _, op := range opsDocumenting(t, http.StatusServiceUnavailable) {
+		spec(t, "503/"+op.ID+"/DynamoDB refuses the service", func(t *testing.T) {
+			body := bodyOfOp(op, ids)
+			if op.ID == "graphql" {
+				// A document all of whose fields need DynamoDB (me answers
+				// from the token).
+				body = strings.NewReader(`{"query":"query($o: ID!) { org(id: $o) { name } }","variables":{"o":"` + ids.OrgID + `"}}`)
+			}
+			want503(t, op.Method+" "+op.Path, doOp(t, w.Owner.HTTP, ts.URL, op, ids, body, nil))
+		})
+	}
+	no500(t, ts)
+}

@@ -105,7 +105,7 @@ func TestUnknownQueryParameters(t *testing.T) {
 	doc, _ := loadSpec(t)
 	param := regexp.MustCompile(`\{[^}]+\}`)
 	for _, op := range specOperations(doc) {
-		t.Run(op.ID, func(t *testing.T) {
+		spec(t, "400/"+op.ID+"/an unknown query parameter", func(t *testing.T) {
 			path := param.ReplaceAllStringFunc(op.Path, func(p string) string {
 				switch p {
 				case "{userId}":
@@ -146,21 +146,28 @@ func TestRepeatedQueryParameters(t *testing.T) {
 	}
 }
 
-// TestUnsupportedMediaType: a body of another media type is a 415 that
-// says which ones the operation takes (Accept-Post, Accept-Patch).
+// TestUnsupportedMediaType, generated from the spec: every operation that
+// documents 415 answers it to a body of another media type, and says which
+// one it takes (Accept-Post on a POST, Accept-Patch on a PATCH), before
+// any DynamoDB call.
 func TestUnsupportedMediaType(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Typed")
-	for _, c := range []struct{ method, path, header string }{
-		{http.MethodPost, "/v1/orgs/" + w.Org.Id + "/tickets", "Accept-Post"},
-		{http.MethodPatch, "/v1/orgs/" + w.Org.Id + "/tickets/" + w.Ticket.Id, "Accept-Patch"},
-	} {
-		r := doReq(t, ts.http, c.method, ts.URL+c.path, w.Owner.Token, http.Header{"Content-Type": {"text/plain"}}, `{"title":"x"}`)
-		if r.Status != http.StatusUnsupportedMediaType || problemCode(r.Body) != "unsupported_media_type" {
-			t.Errorf("%s %s as text/plain: %d %s, want 415 unsupported_media_type", c.method, c.path, r.Status, r.Body)
-		}
-		if got := r.Header.Get(c.header); got != "application/json" {
-			t.Errorf("%s %s: %s %q, want application/json", c.method, c.path, c.header, got)
-		}
+	ids := worldIDs(t, w)
+	for _, op := range opsDocumenting(t, http.StatusUnsupportedMediaType) {
+		spec(t, "415/"+op.ID+"/text/plain", func(t *testing.T) {
+			ts.Rec.Reset()
+			r := doOp(t, w.Owner.HTTP, ts.URL, op, ids, bodyOfOp(op, ids), http.Header{"Content-Type": {"text/plain"}})
+			if r.Status != http.StatusUnsupportedMediaType || problemCode(r.Body) != "unsupported_media_type" {
+				t.Errorf("%s %s as text/plain: %d %s, want 415 unsupported_media_type", op.Method, op.Path, r.Status, r.Body)
+			}
+			header := map[string]string{http.MethodPost: "Accept-Post", http.MethodPatch: "Accept-Patch"}[op.Method]
+			if got := r.Header.Get(header); header != "" && got != "application/json" {
+				t.Errorf("%s %s: %s %q, want application/json", op.Method, op.Path, header, got)
+			}
+			if got := ts.Rec.Count(); got != 0 {
+				t.Errorf("DynamoDB calls: got %d (%s), want 0", got, ts.Rec.Names())
+			}
+		})
 	}
 }
