@@ -95,7 +95,7 @@ type env struct {
 	capDB   *store.DB        // capturing
 	ids     *idGen
 	tokens  map[string]string // user -> bearer token
-	authzIn map[string]any    // "org/user" -> the authz GetItem input
+	authzIn map[string]any    // "org/user" -> the authorization read's input
 	mu      sync.Mutex
 	created atomic.Int64 // tickets created by the load
 }

@@ -399,7 +399,8 @@ func (s *seeder) addMembers(o *Org, team string, users []string, synthetic bool)
 	return nil
 }
 
-// poolExperiment runs the raw GET-ticket sequence at c=32 through the SDK's
+// poolExperiment runs GET ticket's raw call (the authorization read with
+// the ticket) at c=32 through the SDK's
 // default HTTP client (10 idle connections per host) and through one with
 // a pool of 64, counting the connections each closes.
 func (rn *runner) poolExperiment(ctx context.Context, url string, d time.Duration) ([]poolRow, error) {
@@ -423,7 +424,7 @@ func (rn *runner) poolExperiment(ctx context.Context, url string, d time.Duratio
 		}
 		calls[k] = func(ctx context.Context, w int, i int64) error {
 			r := rand.New(rand.NewPCG(uint64(i), 3))
-			return sendAll(ctx, c, rn.env.authz(big.ID, big.Callers[w%len(big.Callers)]), pick(r, gets))
+			return send(ctx, c, batchOf(rn.env.authz(big.ID, big.Callers[w%len(big.Callers)]), pick(r, gets)))
 		}
 	}
 	res := make([][]result, len(idles))
