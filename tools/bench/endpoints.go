@@ -224,8 +224,16 @@ func (e *env) keyEndpoints() []*endpoint {
 		rawEdges[u] = &edge{authz.Member, 1}
 	}
 	putMember := e.putMemberRaw(org, team0, caller, putRaw, rawEdges, &rawMu)
-	roleAt := func(i int64, n int) string {
-		if (i/int64(n))%2 == 0 {
+	// Each HTTP PUT flips its member's role from the one the last PUT of
+	// that member asked for (members start as members), whatever phase
+	// sent it, so every PUT writes.
+	var flipMu sync.Mutex
+	admin := map[string]bool{}
+	flip := func(u string) string {
+		flipMu.Lock()
+		defer flipMu.Unlock()
+		admin[u] = !admin[u]
+		if admin[u] {
 			return "admin"
 		}
 		return "member"
@@ -324,7 +332,7 @@ func (e *env) keyEndpoints() []*endpoint {
 		{name: "PUT team member (role change)", method: http.MethodPut, want: 200, chart: 2,
 			http: func(r *rand.Rand, w int, i int64) (string, []byte) {
 				u := putHTTP[i%int64(len(putHTTP))]
-				return fmt.Sprintf("/v1/orgs/%s/teams/%s/members/%s", org, team0, u), fmt.Appendf(nil, `{"role":"%s"}`, roleAt(i, len(putHTTP)))
+				return fmt.Sprintf("/v1/orgs/%s/teams/%s/members/%s", org, team0, u), fmt.Appendf(nil, `{"role":"%s"}`, flip(u))
 			},
 			raw: func(ctx context.Context, c *dynamodb.Client, r *rand.Rand, w int, i int64) error {
 				return putMember(ctx, c, w, i)
