@@ -23,7 +23,7 @@ func TestConditionalRequests(t *testing.T) {
 		if inm != "" {
 			h = http.Header{"If-None-Match": {inm}}
 		}
-		return doReq(t, ts.http, http.MethodGet, url, w.Owner.Token, h, "")
+		return doReq(t, ts.HTTP, http.MethodGet, url, w.Owner.Token, h, "")
 	}
 	first := get(t, "")
 	e1 := first.Header.Get("ETag")
@@ -52,7 +52,7 @@ func TestConditionalRequests(t *testing.T) {
 	t.Run("200/a comment never refuses an edit", func(t *testing.T) {
 		// If-Match with the tag read before someone commented: the version
 		// it names is still current.
-		r := doReq(t, ts.http, http.MethodPatch, url, w.Owner.Token, http.Header{"If-Match": {e1}}, `{"priority":"high"}`)
+		r := doReq(t, ts.HTTP, http.MethodPatch, url, w.Owner.Token, http.Header{"If-Match": {e1}}, `{"priority":"high"}`)
 		if r.Status != http.StatusOK || !strings.HasPrefix(r.Header.Get("ETag"), `"2-`) {
 			t.Errorf("PATCH with If-Match %s after a comment: %d %s, want 200 and version 2", e1, r.Status, r.Body)
 		}
@@ -69,14 +69,14 @@ func TestConditionalRequests(t *testing.T) {
 			{`"abc"`, http.StatusPreconditionFailed},
 			{`"1-0000000000000000"`, http.StatusPreconditionFailed}, // a past version
 		} {
-			r := doReq(t, ts.http, http.MethodPatch, url, w.Owner.Token, http.Header{"If-Match": {c.ifMatch}}, `{"title":"retitled"}`)
+			r := doReq(t, ts.HTTP, http.MethodPatch, url, w.Owner.Token, http.Header{"If-Match": {c.ifMatch}}, `{"title":"retitled"}`)
 			if r.Status != c.want {
 				t.Errorf("If-Match %s: %d %s, want %d", c.ifMatch, r.Status, r.Body, c.want)
 			}
 		}
 	})
 	t.Run("405 carries Allow", func(t *testing.T) {
-		r := doReq(t, ts.http, http.MethodPut, url, w.Owner.Token, nil, `{}`)
+		r := doReq(t, ts.HTTP, http.MethodPut, url, w.Owner.Token, nil, `{}`)
 		if r.Status != http.StatusMethodNotAllowed {
 			t.Fatalf("PUT ticket: %d, want 405", r.Status)
 		}
@@ -89,7 +89,7 @@ func TestConditionalRequests(t *testing.T) {
 	})
 	t.Run("404 for an unknown path, with or without a token", func(t *testing.T) {
 		for _, tok := range []string{"", w.Owner.Token, "not-a-token"} {
-			if r := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/no-such-thing", tok, nil, ""); r.Status != http.StatusNotFound {
+			if r := doReq(t, ts.HTTP, http.MethodGet, ts.URL+"/v1/no-such-thing", tok, nil, ""); r.Status != http.StatusNotFound {
 				t.Errorf("unknown path with token %q: %d, want 404", tok, r.Status)
 			}
 		}
@@ -125,7 +125,7 @@ func TestIfNoneMatchOnWrites(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Create-only")
 	url := ts.URL + "/v1/orgs/" + w.Org.Id + "/teams/" + w.Team.Id + "/members/" + w.TeamMember.ID
-	r := doReq(t, ts.http, http.MethodPut, url, w.Owner.Token, http.Header{"If-None-Match": {"*"}}, `{"role":"admin"}`)
+	r := doReq(t, ts.HTTP, http.MethodPut, url, w.Owner.Token, http.Header{"If-None-Match": {"*"}}, `{"role":"admin"}`)
 	if got, want := problemErrors(t, r), []string{"header If-None-Match unsupported_precondition"}; !slices.Equal(got, want) {
 		t.Errorf("PUT with If-None-Match: *: %d errors %q, want %q", r.Status, got, want)
 	}

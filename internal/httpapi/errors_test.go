@@ -290,15 +290,15 @@ func TestAuthentication(t *testing.T) {
 		{"not bearer", "Basic " + base64.StdEncoding.EncodeToString([]byte("owner:pw"))},
 		{"bearer without token", "Bearer "},
 		{"token without scheme", valid},
-		{"expired", "Bearer " + ts.mint(t, claims(w.Owner.ID, now.Add(-3*time.Hour), now.Add(-2*time.Hour)))},
-		{"no exp", "Bearer " + ts.mint(t, httpapi.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: w.Owner.ID, IssuedAt: jwt.NewNumericDate(now)}})},
-		{"issued in the future", "Bearer " + ts.mint(t, claims(w.Owner.ID, now.Add(time.Hour), now.Add(2*time.Hour)))},
+		{"expired", "Bearer " + ts.Mint(t, claims(w.Owner.ID, now.Add(-3*time.Hour), now.Add(-2*time.Hour)))},
+		{"no exp", "Bearer " + ts.Mint(t, httpapi.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: w.Owner.ID, IssuedAt: jwt.NewNumericDate(now)}})},
+		{"issued in the future", "Bearer " + ts.Mint(t, claims(w.Owner.ID, now.Add(time.Hour), now.Add(2*time.Hour)))},
 		{"alg none", "Bearer " + algNone},
 		{"wrong secret", "Bearer " + wrongSecret},
 		{"HS384", "Bearer " + hs384},
 		{"tampered payload", "Bearer " + tamperJWT(t, valid)},
-		{"invalid sub", "Bearer " + ts.mint(t, claims("a#b", now, now.Add(time.Hour)))},
-		{"empty sub", "Bearer " + ts.mint(t, claims("", now, now.Add(time.Hour)))},
+		{"invalid sub", "Bearer " + ts.Mint(t, claims("a#b", now, now.Add(time.Hour)))},
+		{"empty sub", "Bearer " + ts.Mint(t, claims("", now, now.Add(time.Hour)))},
 	}
 	for _, op := range opsDocumenting(t, http.StatusUnauthorized) {
 		for _, c := range cases {
@@ -332,7 +332,7 @@ func TestAuthentication(t *testing.T) {
 		}
 	})
 	spec(t, "200/getMe/a token expired within the leeway", func(t *testing.T) {
-		tok := ts.mint(t, claims(w.Owner.ID, now.Add(-time.Hour), ts.Clock.Now().Add(-10*time.Second)))
+		tok := ts.Mint(t, claims(w.Owner.ID, now.Add(-time.Hour), ts.Clock.Now().Add(-10*time.Second)))
 		r, err := ts.Client(t, tok).GetMeWithResponse(bg)
 		mustStatus(t, r, err, http.StatusOK)
 	})

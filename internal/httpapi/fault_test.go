@@ -228,7 +228,7 @@ func TestFaults(t *testing.T) {
 	tickets := func(title string) int {
 		n := 0
 		for _, it := range itemsOf(t, ts, "Ticket", org) {
-			if it.str("title") == title {
+			if it.Str("title") == title {
 				n++
 			}
 		}
@@ -337,7 +337,7 @@ func TestFaults(t *testing.T) {
 		faults.set(nil)
 		// The record stays, released for a retry and holding no response.
 		for _, rec := range itemsOf(t, ts, "IdempotencyRecord", org) {
-			if rec["released"] == nil || rec["done"] == nil || rec.str("resourceId") == "" || rec["body"] != nil {
+			if rec["released"] == nil || rec["done"] == nil || rec.Str("resourceId") == "" || rec["body"] != nil {
 				t.Errorf("a failed request's record is not released and empty: %s", dump([]dbItem{rec}))
 			}
 		}
@@ -382,11 +382,11 @@ func TestFaults(t *testing.T) {
 		tk := getRaw(t, ts, "ORG#"+org+"#TICKET#"+w.Ticket.Id, "#METADATA")
 		comments := 0
 		for _, it := range itemsOf(t, ts, "Comment", org) {
-			if strings.HasPrefix(it.str("pk"), "ORG#"+org+"#TICKET#"+w.Ticket.Id) {
+			if strings.HasPrefix(it.Str("pk"), "ORG#"+org+"#TICKET#"+w.Ticket.Id) {
 				comments++
 			}
 		}
-		if got := tk.num(t, "commentCount"); got != int64(comments) {
+		if got := tk.Num(t, "commentCount"); got != int64(comments) {
 			t.Errorf("commentCount %d, but %d comments", got, comments)
 		}
 	})
@@ -451,7 +451,7 @@ func TestFaults(t *testing.T) {
 		if err := json.Unmarshal(r.Body, &tk); err != nil {
 			t.Fatal(err)
 		}
-		if got := getRaw(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA"); got.str("title") != "lost every answer" {
+		if got := getRaw(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA"); got.Str("title") != "lost every answer" {
 			t.Errorf("the retry answered ticket %s, which is not the one the lost attempt made", tk.Id)
 		}
 		if r := post("lost every answer", key); r.Header.Get("Idempotent-Replayed") != "true" || !bytes.Contains(r.Body, []byte(tk.Id)) {
@@ -459,7 +459,7 @@ func TestFaults(t *testing.T) {
 		}
 
 		// A comment, the same way: one comment, commentCount one higher.
-		before := getRaw(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA").num(t, "commentCount")
+		before := getRaw(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA").Num(t, "commentCount")
 		comment := func() apiResp {
 			return doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets/"+tk.Id+"/comments", w.Member.Token,
 				http.Header{"Idempotency-Key": {"fault-key-lost-comment"}}, `{"body":"lost comment"}`)
@@ -472,11 +472,11 @@ func TestFaults(t *testing.T) {
 		}
 		n := 0
 		for _, it := range itemsOf(t, ts, "Comment", org) {
-			if strings.HasPrefix(it.str("pk"), "ORG#"+org+"#TICKET#"+tk.Id) {
+			if strings.HasPrefix(it.Str("pk"), "ORG#"+org+"#TICKET#"+tk.Id) {
 				n++
 			}
 		}
-		if after := getRaw(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA").num(t, "commentCount"); n != 1 || after != before+1 {
+		if after := getRaw(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA").Num(t, "commentCount"); n != 1 || after != before+1 {
 			t.Errorf("comments: %d (want 1), commentCount %d -> %d", n, before, after)
 		}
 		if n := len(itemsOf(t, ts, "AuditEvent", org)) - auditsBefore; n != 2 {
@@ -638,7 +638,7 @@ func TestHungDynamoDB(t *testing.T) {
 						t.Errorf("%v", r.Err)
 						return
 					}
-					want503(t, c.name, r.apiResp)
+					want503(t, c.name, r.Response)
 					if took > deadline+time.Second {
 						t.Errorf("answered after %v, the deadline is %v", took.Round(time.Millisecond), deadline)
 					}

@@ -52,27 +52,27 @@ func createOps(ts *testServer, w *idemWorld) []createOp {
 		{id: "createOrg", send: func(_ string, a actor, v int) (string, string) {
 			return "/v1/orgs", fmt.Sprintf(`{"name":"Idem org %s %d"}`, a.ID, v)
 		}, count: func(t *testing.T, ts *testServer, _ string, a actor, v int) int {
-			return n(t, ts, "Org", "", func(it dbItem) bool { return it.str("name") == fmt.Sprintf("Idem org %s %d", a.ID, v) })
+			return n(t, ts, "Org", "", func(it dbItem) bool { return it.Str("name") == fmt.Sprintf("Idem org %s %d", a.ID, v) })
 		}},
 		{id: "addOrgUser", orgScoped: true, send: func(org string, a actor, v int) (string, string) {
 			return "/v1/orgs/" + org + "/users", fmt.Sprintf(`{"userId":"idem.user.%d","email":"idem-%d@example.com","name":"Idem","role":"member"}`, v, v)
 		}, count: func(t *testing.T, ts *testServer, org string, _ actor, v int) int {
-			return n(t, ts, "OrgUser", org, func(it dbItem) bool { return it.str("userId") == fmt.Sprintf("idem.user.%d", v) })
+			return n(t, ts, "OrgUser", org, func(it dbItem) bool { return it.Str("userId") == fmt.Sprintf("idem.user.%d", v) })
 		}},
 		{id: "createTeam", orgScoped: true, send: func(org string, a actor, v int) (string, string) {
 			return "/v1/orgs/" + org + "/teams", fmt.Sprintf(`{"name":"Idem team %d"}`, v)
 		}, count: func(t *testing.T, ts *testServer, org string, _ actor, v int) int {
-			return n(t, ts, "Team", org, func(it dbItem) bool { return it.str("name") == fmt.Sprintf("Idem team %d", v) })
+			return n(t, ts, "Team", org, func(it dbItem) bool { return it.Str("name") == fmt.Sprintf("Idem team %d", v) })
 		}},
 		{id: "createTicket", orgScoped: true, send: func(org string, a actor, v int) (string, string) {
 			return "/v1/orgs/" + org + "/tickets", fmt.Sprintf(`{"title":"Idem ticket %d"}`, v)
 		}, count: func(t *testing.T, ts *testServer, org string, _ actor, v int) int {
-			return n(t, ts, "Ticket", org, func(it dbItem) bool { return it.str("title") == fmt.Sprintf("Idem ticket %d", v) })
+			return n(t, ts, "Ticket", org, func(it dbItem) bool { return it.Str("title") == fmt.Sprintf("Idem ticket %d", v) })
 		}},
 		{id: "createComment", orgScoped: true, send: func(org string, a actor, v int) (string, string) {
 			return "/v1/orgs/" + org + "/tickets/" + w.Ticket.Id + "/comments", fmt.Sprintf(`{"body":"Idem comment %d"}`, v)
 		}, count: func(t *testing.T, ts *testServer, org string, _ actor, v int) int {
-			return n(t, ts, "Comment", org, func(it dbItem) bool { return it.str("body") == fmt.Sprintf("Idem comment %d", v) })
+			return n(t, ts, "Comment", org, func(it dbItem) bool { return it.Str("body") == fmt.Sprintf("Idem comment %d", v) })
 		}},
 		{id: "createInvitation", orgScoped: true, send: func(org string, a actor, v int) (string, string) {
 			return "/v1/orgs/" + org + "/invitations", fmt.Sprintf(`{"email":"idem-invitee-%d@example.com","role":"member"}`, v)
@@ -80,7 +80,7 @@ func createOps(ts *testServer, w *idemWorld) []createOp {
 			// A new invitation for an email replaces the pending one, so
 			// count every invitation ever made: the audit events.
 			return n(t, ts, "AuditEvent", org, func(it dbItem) bool {
-				return it.str("action") == "invitation.create" && strings.Contains(dump([]dbItem{it}), fmt.Sprintf("idem-invitee-%d@example.com", v))
+				return it.Str("action") == "invitation.create" && strings.Contains(dump([]dbItem{it}), fmt.Sprintf("idem-invitee-%d@example.com", v))
 			})
 		}},
 		{id: "acceptInvitation", send: func(_ string, a actor, v int) (string, string) {
@@ -88,7 +88,7 @@ func createOps(ts *testServer, w *idemWorld) []createOp {
 		}, count: func(t *testing.T, ts *testServer, _ string, a actor, v int) int {
 			// The user joined with the invitation's email.
 			return n(t, ts, "OrgUser", w.Org.Id, func(it dbItem) bool {
-				return it.str("userId") == a.ID && it.str("email") == fmt.Sprintf("accept-%d@example.com", v)
+				return it.Str("userId") == a.ID && it.Str("email") == fmt.Sprintf("accept-%d@example.com", v)
 			})
 		}},
 	}
@@ -351,7 +351,7 @@ func TestIdempotency(t *testing.T) {
 			t.Errorf("control character in the key: %q", strings.SplitN(raw, "\r\n", 2)[0])
 		}
 		for _, it := range itemsOf(t, ts, "Team", org) {
-			if n := it.str("name"); strings.HasPrefix(n, "bad key") || n == "two keys" || n == "ctl" {
+			if n := it.Str("name"); strings.HasPrefix(n, "bad key") || n == "two keys" || n == "ctl" {
 				t.Errorf("a request with an invalid key created team %q", n)
 			}
 		}
@@ -364,19 +364,19 @@ func TestIdempotency(t *testing.T) {
 			t.Fatal("no idempotency record in the table")
 		}
 		for _, it := range recs {
-			exp, created := it.num(t, "expiresAt"), it.str("createdAt")
+			exp, created := it.Num(t, "expiresAt"), it.Str("createdAt")
 			c, err := time.Parse(time.RFC3339Nano, created)
 			if err != nil {
 				t.Fatalf("createdAt %q: %v", created, err)
 			}
 			if d := time.Unix(exp, 0).Sub(c); d < 24*time.Hour-time.Second || d > 24*time.Hour+time.Second {
-				t.Errorf("record %s expires %v after its creation, want 24h", it.str("pk"), d)
+				t.Errorf("record %s expires %v after its creation, want 24h", it.Str("pk"), d)
 			}
-			if org := it.str("orgId"); org != "" && !strings.HasPrefix(it.str("pk"), "ORG#"+org+"#") {
-				t.Errorf("record of org %s outside its partition: %s", org, it.str("pk"))
+			if org := it.Str("orgId"); org != "" && !strings.HasPrefix(it.Str("pk"), "ORG#"+org+"#") {
+				t.Errorf("record of org %s outside its partition: %s", org, it.Str("pk"))
 			}
-			if strings.Contains(it.str("pk"), "idem-") {
-				t.Errorf("the client's key reached a key string: %s", it.str("pk"))
+			if strings.Contains(it.Str("pk"), "idem-") {
+				t.Errorf("the client's key reached a key string: %s", it.Str("pk"))
 			}
 		}
 	})
@@ -709,7 +709,7 @@ func TestIdempotencyAfterClientHangsUp(t *testing.T) {
 	w := MustWorld(t, ts, "Hang-up")
 	defer func() {
 		if t.Failed() {
-			for _, l := range logs.lines("request") {
+			for _, l := range logs.Lines("request") {
 				t.Logf("log: %v", l)
 			}
 		}
@@ -744,7 +744,7 @@ func TestIdempotencyAfterClientHangsUp(t *testing.T) {
 			// retry meanwhile is 409 (in progress), then 201.
 			deadline := time.Now().Add(5 * time.Second)
 			for {
-				r := doReq(t, ts.http, http.MethodPost, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets", w.Member.Token, h, body)
+				r := doReq(t, ts.HTTP, http.MethodPost, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets", w.Member.Token, h, body)
 				if r.Status == http.StatusConflict && time.Now().Before(deadline) {
 					time.Sleep(50 * time.Millisecond)
 					continue
@@ -755,13 +755,13 @@ func TestIdempotencyAfterClientHangsUp(t *testing.T) {
 				first = jsonField(t, r.Body, "id")
 				break
 			}
-			again := doReq(t, ts.http, http.MethodPost, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets", w.Member.Token, h, body)
+			again := doReq(t, ts.HTTP, http.MethodPost, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets", w.Member.Token, h, body)
 			if again.Status != http.StatusCreated || jsonField(t, again.Body, "id") != first || again.Header.Get("Idempotent-Replayed") != "true" {
 				t.Errorf("second retry: %d replayed=%q %s, want the first retry's ticket %s", again.Status, again.Header.Get("Idempotent-Replayed"), again.Body, first)
 			}
 			n := 0
 			for _, it := range itemsOf(t, ts, "Ticket", w.Org.Id) {
-				if it.str("title") == title {
+				if it.Str("title") == title {
 					n++
 				}
 			}
@@ -810,17 +810,17 @@ func TestIdempotencyKeyFreedAfterDeadline(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second) // the background release has given up
 	faults.set(nil)
-	if r := doReq(t, ts.http, http.MethodPost, url, w.Member.Token, h, body); r.Status != http.StatusConflict {
+	if r := doReq(t, ts.HTTP, http.MethodPost, url, w.Member.Token, h, body); r.Status != http.StatusConflict {
 		t.Fatalf("retry while the attempt may still run: %d %s, want 409", r.Status, r.Body)
 	}
 	ts.Clock.Advance(15*time.Second + time.Millisecond)
-	r := doReq(t, ts.http, http.MethodPost, url, w.Member.Token, h, body)
+	r := doReq(t, ts.HTTP, http.MethodPost, url, w.Member.Token, h, body)
 	if r.Status != http.StatusCreated {
 		t.Fatalf("retry once no attempt can still run: %d %s, want 201", r.Status, r.Body)
 	}
 	n := 0
 	for _, it := range itemsOf(t, ts, "Ticket", w.Org.Id) {
-		if it.str("title") == title {
+		if it.Str("title") == title {
 			n++
 		}
 	}

@@ -527,7 +527,7 @@ func TestInvitationLifecycle(t *testing.T) {
 		}
 		unverified := ts.Actor(t, "unverified")
 		now := ts.Clock.Now()
-		unverified.C = ts.Client(t, ts.mint(t, httpapi.Claims{Email: inv.Email, EmailVerified: ptr(false), RegisteredClaims: jwt.RegisteredClaims{
+		unverified.C = ts.Client(t, ts.Mint(t, httpapi.Claims{Email: inv.Email, EmailVerified: ptr(false), RegisteredClaims: jwt.RegisteredClaims{
 			Subject: unverified.ID, IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}}))
 		a, err = unverified.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		wantProblem(t, a, err, http.StatusForbidden, "invitation_email_unverified")

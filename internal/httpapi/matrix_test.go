@@ -12,35 +12,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
-
 	"github.com/tenantd/tenantd/client"
 )
 
 // orgScoped is the path prefix of every tenant-owned resource.
 const orgScoped = "/v1/orgs/{orgId}"
-
-// specOp is one operation of openapi.yaml.
-type specOp struct {
-	ID, Method, Path string
-}
-
-// specOperations lists the spec's operations, sorted by path and method.
-func specOperations(doc *openapi3.T) []specOp {
-	var ops []specOp
-	for path, item := range doc.Paths.Map() {
-		for method, op := range item.Operations() {
-			ops = append(ops, specOp{ID: op.OperationID, Method: method, Path: path})
-		}
-	}
-	sort.Slice(ops, func(i, j int) bool {
-		if ops[i].Path != ops[j].Path {
-			return ops[i].Path < ops[j].Path
-		}
-		return ops[i].Method < ops[j].Method
-	})
-	return ops
-}
 
 // tourOrder puts reads first, then creates and updates, then deletes
 // (deepest resources first, the org last), so that running every
@@ -131,8 +107,9 @@ var requests = map[string]func(ids opIDs) string{
 	"acceptInvitation": noBody,
 	"listAuditEvents":  noBody,
 
-	// Outside any org's path: the org is an argument (graphql_test.go has
-	// GraphQL's own cross-tenant matrix).
+	// Outside any org's path: the org is an argument
+	// (internal/graphapi/graphql_test.go has GraphQL's own cross-tenant
+	// matrix).
 	"graphql": func(ids opIDs) string {
 		return fmt.Sprintf(`{"query":"query($org: ID!) { me { userId } org(id: $org) { name tickets { nodes { title } } } }","variables":{"org":%q}}`, ids.OrgID)
 	},
@@ -169,25 +146,6 @@ func do(t *testing.T, hc *http.Client, base string, op specOp, ids opIDs, body s
 		t.Fatal(err)
 	}
 	return resp, b
-}
-
-// leaks returns what of A's data a response shows: any secret (names,
-// titles, emails, bodies) and any of A's IDs that the request did not
-// itself carry.
-func leaks(respBody []byte, secrets, ids []string, request string) []string {
-	var out []string
-	s := string(respBody)
-	for _, v := range secrets {
-		if strings.Contains(s, v) {
-			out = append(out, fmt.Sprintf("secret %q", v))
-		}
-	}
-	for _, id := range ids {
-		if strings.Contains(s, id) && !strings.Contains(request, id) {
-			out = append(out, fmt.Sprintf("id %q", id))
-		}
-	}
-	return out
 }
 
 // TestCrossTenant runs every operation of openapi.yaml as a user who

@@ -14,7 +14,6 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
 
@@ -23,32 +22,6 @@ func randHex(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b)
 	return hex.EncodeToString(b)
-}
-
-// randULID returns a random canonical ULID (the first character <= '7').
-func randULID() string {
-	const alphabet = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
-	b := make([]byte, 26)
-	_, _ = rand.Read(b)
-	for i := range b {
-		b[i] = alphabet[int(b[i])%32]
-	}
-	b[0] = "01234567"[int(b[0])%8]
-	return string(b)
-}
-
-// seriesCount counts the series of every metric family of reg.
-func seriesCount(tb testing.TB, reg *prometheus.Registry) (int, []*dto.MetricFamily) {
-	tb.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	n := 0
-	for _, mf := range mfs {
-		n += len(mf.GetMetric())
-	}
-	return n, mfs
 }
 
 // metricsText renders reg as a scraper would see it.
@@ -66,33 +39,6 @@ func metricsText(tb testing.TB, reg *prometheus.Registry) string {
 		}
 	}
 	return b.String()
-}
-
-// requestsByCode sums tenantd_requests_total by its code label over the
-// series whose labels match every pair of want.
-func requestsByCode(tb testing.TB, reg *prometheus.Registry, want map[string]string) map[string]float64 {
-	tb.Helper()
-	_, mfs := seriesCount(tb, reg)
-	out := map[string]float64{}
-	for _, mf := range mfs {
-		if mf.GetName() != "tenantd_requests_total" {
-			continue
-		}
-	series:
-		for _, m := range mf.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			for k, v := range want {
-				if labels[k] != v {
-					continue series
-				}
-			}
-			out[labels["code"]] += m.GetCounter().GetValue()
-		}
-	}
-	return out
 }
 
 // TestMetricsCardinality sends 10,000 requests with distinct Host

@@ -441,7 +441,7 @@ func TestOffboardLifecycle(t *testing.T) {
 			j, err := owner.C.GetOffboardingWithResponse(bg, a.Id)
 			mustStatus(t, j, err, http.StatusOK)
 			item := getRaw(t, ts, "ORG#"+a.Id, "#METADATA")
-			if item != nil && item.str("leaseOwner") == "" {
+			if item != nil && item.Str("leaseOwner") == "" {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -750,7 +750,7 @@ func mustOffboarded(t *testing.T, ts *testServer, owner *client.ClientWithRespon
 		time.Sleep(20 * time.Millisecond)
 	}
 	for _, it := range scanAll(t, ts) {
-		if strings.Contains(it.str("pk"), org) || it.str("orgId") == org {
+		if strings.Contains(it.Str("pk"), org) || it.Str("orgId") == org {
 			t.Errorf("item of the offboarded org left: %s", dump([]dbItem{it}))
 		}
 	}

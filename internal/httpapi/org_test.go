@@ -80,7 +80,7 @@ func TestOrg(t *testing.T) {
 				ids = append(ids, u.UserId)
 			}
 			slices.Sort(ids)
-			if got, want := ids, w.userIDs(); !slices.Equal(got, want) {
+			if got, want := ids, w.UserIDs(); !slices.Equal(got, want) {
 				t.Errorf("users: got %v, want %v", got, want)
 			}
 			wantETag(t, r.HTTPResponse.Header, r.JSON200.Version)

@@ -68,13 +68,6 @@ func followLinks(t *testing.T, hc *http.Client, base, path string, check func(t 
 	return ids
 }
 
-// userIDs are the world's users, sorted.
-func (w *world) userIDs() []string {
-	ids := []string{w.Owner.ID, w.Admin.ID, w.Member.ID, w.TeamOwner.ID, w.TeamAdmin.ID, w.TeamMember.ID, w.Requester.ID, w.Assignee.ID}
-	slices.Sort(ids)
-	return ids
-}
-
 func ticketIDs(ts []client.Ticket) []string {
 	var ids []string
 	for _, t := range ts {

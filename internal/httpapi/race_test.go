@@ -60,10 +60,10 @@ func TestRaces(t *testing.T) {
 		}
 		var claims, users []dbItem
 		for _, it := range scanAll(t, ts) {
-			if it.str("orgId") != org || !strings.EqualFold(it.str("email"), "contested@example.com") {
+			if it.Str("orgId") != org || !strings.EqualFold(it.Str("email"), "contested@example.com") {
 				continue
 			}
-			switch it.str("type") {
+			switch it.Str("type") {
 			case "EmailClaim":
 				claims = append(claims, it)
 			case "OrgUser":
@@ -74,8 +74,8 @@ func TestRaces(t *testing.T) {
 			t.Fatalf("items with the email: %d claims, %d users; want 1 and 1", len(claims), len(users))
 		}
 		won := strings.Join(winner, "")
-		if claims[0].str("userId") != won || users[0].str("userId") != won {
-			t.Errorf("claim of %s, user %s; the 201 went to %s", claims[0].str("userId"), users[0].str("userId"), won)
+		if claims[0].Str("userId") != won || users[0].Str("userId") != won {
+			t.Errorf("claim of %s, user %s; the 201 went to %s", claims[0].Str("userId"), users[0].Str("userId"), won)
 		}
 	})
 
@@ -184,13 +184,13 @@ func TestRaces(t *testing.T) {
 			t.Errorf("statuses: %s; want %d 201", &counts, raceN)
 		}
 		item := getRaw(t, ts, "ORG#"+org+"#TICKET#"+tk.Id, "#METADATA")
-		if got := item.num(t, "commentCount"); got != raceN {
+		if got := item.Num(t, "commentCount"); got != raceN {
 			t.Errorf("commentCount in the table: %d, want %d", got, raceN)
 		}
 		seen := map[string]bool{}
 		for _, it := range itemsOf(t, ts, "Comment", org) {
-			if strings.HasPrefix(it.str("pk"), "ORG#"+org+"#TICKET#"+tk.Id) {
-				seen[it.str("body")] = true
+			if strings.HasPrefix(it.Str("pk"), "ORG#"+org+"#TICKET#"+tk.Id) {
+				seen[it.Str("body")] = true
 			}
 		}
 		if len(seen) != raceN {
@@ -265,14 +265,14 @@ func wantTeamsCounts(t *testing.T, items []dbItem, org string, teams []string, w
 		edges := map[string]int{}
 		total := 0
 		for _, it := range items {
-			if it.str("pk") != pk {
+			if it.Str("pk") != pk {
 				continue
 			}
-			switch it.str("type") {
+			switch it.Str("type") {
 			case "Team":
 				meta = it
 			case "Membership":
-				edges[it.str("userId")]++
+				edges[it.Str("userId")]++
 				total++
 			}
 		}
@@ -280,7 +280,7 @@ func wantTeamsCounts(t *testing.T, items []dbItem, org string, teams []string, w
 			t.Errorf("team %s is gone", team)
 			continue
 		}
-		if got := meta.num(t, "memberCount"); got != int64(total) {
+		if got := meta.Num(t, "memberCount"); got != int64(total) {
 			t.Errorf("team %s: memberCount %d, but %d membership edges", team, got, total)
 		}
 		if want != nil {

@@ -68,7 +68,7 @@ func TestRateLimit(t *testing.T) {
 						t.Errorf("a 429 made DynamoDB calls %v, want only the authorization read", ops)
 					}
 					mu.Lock()
-					limited = append(limited, r.apiResp)
+					limited = append(limited, r.Response)
 					mu.Unlock()
 				}
 			}
@@ -210,7 +210,7 @@ func TestCallerRateLimit(t *testing.T) {
 			counts.add(r.Status)
 			if r.Status == http.StatusTooManyRequests {
 				mu.Lock()
-				limited = append(limited, r.apiResp)
+				limited = append(limited, r.Response)
 				mu.Unlock()
 			}
 		}
@@ -259,19 +259,19 @@ func TestCallerRateLimitGraphQL(t *testing.T) {
 	spent := 1
 	for spent+4 <= burst {
 		r := gql(t, ts, a.Token, doc, map[string]any{"o": org})
-		if r.status != http.StatusOK || len(r.Errors) != 0 {
-			t.Fatalf("after %d tokens: %d %s", spent, r.status, truncate(r.raw))
+		if r.Status != http.StatusOK || len(r.Errors) != 0 {
+			t.Fatalf("after %d tokens: %d %s", spent, r.Status, truncate(r.Raw))
 		}
 		spent += 4
 	}
 	// 17 spent, 3 left: the middleware takes 1, the document needs 3 more.
 	ts.Rec.Reset()
 	r := gql(t, ts, a.Token, doc, map[string]any{"o": org})
-	if r.status != http.StatusTooManyRequests || !strings.Contains(string(r.raw), `"rate_limited"`) {
-		t.Fatalf("a document costing more than the bucket holds: %d %s", r.status, truncate(r.raw))
+	if r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Raw), `"rate_limited"`) {
+		t.Fatalf("a document costing more than the bucket holds: %d %s", r.Status, truncate(r.Raw))
 	}
-	if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 {
-		t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
+	if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
+		t.Errorf("Retry-After %q", r.Header.Get("Retry-After"))
 	}
 	if n := ts.Rec.Count(); n != 0 {
 		t.Errorf("the refused document made %d DynamoDB calls (%s)", n, ts.Rec.Names())
@@ -295,15 +295,15 @@ func TestOrgRateLimitGraphQL(t *testing.T) {
 	org := MustOrg(t, a.C, "Org limited").Id
 	// 360 complexity: 4 of the org's 5 tokens.
 	const doc = `query($o: ID!) { org(id: $o) { tickets(first: 100) { nodes { id title } } } }`
-	if r := gql(t, ts, a.Token, doc, map[string]any{"o": org}); r.status != http.StatusOK || len(r.Errors) != 0 {
-		t.Fatalf("the first: %d %s", r.status, truncate(r.raw))
+	if r := gql(t, ts, a.Token, doc, map[string]any{"o": org}); r.Status != http.StatusOK || len(r.Errors) != 0 {
+		t.Fatalf("the first: %d %s", r.Status, truncate(r.Raw))
 	}
 	r := gql(t, ts, a.Token, doc, map[string]any{"o": org})
-	if r.status != http.StatusTooManyRequests || !strings.Contains(string(r.raw), `"rate_limited"`) {
-		t.Fatalf("the second, 1 token left: %d %s", r.status, truncate(r.raw))
+	if r.Status != http.StatusTooManyRequests || !strings.Contains(string(r.Raw), `"rate_limited"`) {
+		t.Fatalf("the second, 1 token left: %d %s", r.Status, truncate(r.Raw))
 	}
-	if ra, err := strconv.Atoi(r.header.Get("Retry-After")); err != nil || ra < 1 {
-		t.Errorf("Retry-After %q", r.header.Get("Retry-After"))
+	if ra, err := strconv.Atoi(r.Header.Get("Retry-After")); err != nil || ra < 1 {
+		t.Errorf("Retry-After %q", r.Header.Get("Retry-After"))
 	}
 }
 

@@ -60,20 +60,20 @@ func TestClientRequestID(t *testing.T) {
 			}
 			var ev dbItem
 			for _, it := range itemsOf(t, ts, "AuditEvent", org) {
-				if it.str("targetId") == tk.ID {
+				if it.Str("targetId") == tk.ID {
 					ev = it
 				}
 			}
 			if ev == nil {
 				t.Fatalf("no audit event for ticket %s", tk.ID)
 			}
-			if got := ev.str("requestId"); got != sid {
+			if got := ev.Str("requestId"); got != sid {
 				t.Errorf("audit event requestId %q, want the server's %q", truncate([]byte(got)), sid)
 			}
 			got, stored := ev["clientRequestId"]
 			switch {
-			case c.kept && ev.str("clientRequestId") != c.id:
-				t.Errorf("audit event clientRequestId %q, want %q", ev.str("clientRequestId"), c.id)
+			case c.kept && ev.Str("clientRequestId") != c.id:
+				t.Errorf("audit event clientRequestId %q, want %q", ev.Str("clientRequestId"), c.id)
 			case !c.kept && stored:
 				t.Errorf("a malformed client id was stored: clientRequestId %q", truncate([]byte(renderAV(got))))
 			}
@@ -87,7 +87,7 @@ func TestClientRequestID(t *testing.T) {
 
 			// The log line of the request carries the same.
 			var line map[string]any
-			for _, l := range logs.lines(sid) {
+			for _, l := range logs.Lines(sid) {
 				if l["msg"] == "request" {
 					line = l
 				}
@@ -100,7 +100,7 @@ func TestClientRequestID(t *testing.T) {
 			}
 		})
 	}
-	if n := len(logs.lines(huge[:1024])); n > 0 {
+	if n := len(logs.Lines(huge[:1024])); n > 0 {
 		t.Errorf("the 60 KB id reached %d log line(s)", n)
 	}
 

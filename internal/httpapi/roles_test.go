@@ -10,37 +10,6 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 )
 
-// role names a user of a world by what makes their permissions.
-type role string
-
-const (
-	orgOwner   role = "org owner"
-	orgAdmin   role = "org admin"
-	orgMember  role = "org member"
-	teamOwner  role = "team owner"  // org member, owner of the team
-	teamAdmin  role = "team admin"  // org member, admin of the team
-	teamMember role = "team member" // org member, member of the team
-	requester  role = "requester"   // org member, requested the ticket
-	assignee   role = "assignee"    // org member, assigned the ticket
-)
-
-var roles = []role{orgOwner, orgAdmin, orgMember, teamOwner, teamAdmin, teamMember, requester, assignee}
-
-func (w *world) actor(r role) actor {
-	return map[role]actor{orgOwner: w.Owner, orgAdmin: w.Admin, orgMember: w.Member, teamOwner: w.TeamOwner,
-		teamAdmin: w.TeamAdmin, teamMember: w.TeamMember, requester: w.Requester, assignee: w.Assignee}[r]
-}
-
-// actorOf is the actor of the world whose client c is.
-func (w *world) actorOf(c *client.ClientWithResponses) actor {
-	for _, r := range roles {
-		if a := w.actor(r); a.C == c {
-			return a
-		}
-	}
-	panic("no actor of the world has this client")
-}
-
 // principal is what the policy knows of r: their org role.
 func principal(r role) authz.Principal {
 	switch r {
@@ -189,7 +158,8 @@ var roleOps = map[string]roleOp{
 		return status(t, r, err)
 	}},
 	// POST /v1/graphql: any caller may send one (200, errors inside); the
-	// role matrix of its mutations is TestGraphQLRoleMatrix's.
+	// role matrix of its mutations is TestGraphQLRoleMatrix's, in
+	// internal/graphapi.
 	"graphql": {"", http.StatusOK, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
 		r, err := c.GraphqlWithResponse(bg, client.GraphQLRequest{Query: ptr(`mutation($org: ID!) { addComment(orgId: $org, ticketId: "` + w.Ticket.Id + `", body: "+1") { id } }`),
 			Variables: ptr(json.RawMessage(`{"org":"` + w.Org.Id + `"}`))})
@@ -223,7 +193,7 @@ var roleOps = map[string]roleOp{
 	"acceptInvitation": {"", http.StatusCreated, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
 		inviter := ts.Actor(t, "inviter")
 		o := MustOrg(t, inviter.C, ts.UniqueID("inviting"))
-		inv := MustInvitation(t, inviter.C, o.Id, w.actorOf(c).Email, client.RoleMember)
+		inv := MustInvitation(t, inviter.C, o.Id, w.ActorOf(c).Email, client.RoleMember)
 		r, err := c.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		return status(t, r, err)
 	}},
@@ -349,7 +319,7 @@ func TestRoleMatrix(t *testing.T) {
 			if op.freshWorld {
 				world = MustWorld(t, ts, ts.UniqueID("Doomed"))
 			}
-			if got, want := op.run(t, ts, world, world.actor(row.role).C), row.want; got != want {
+			if got, want := op.run(t, ts, world, world.Actor(row.role).C), row.want; got != want {
 				t.Errorf("status: got %d, want %d", got, want)
 			}
 		})

@@ -10,7 +10,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -36,67 +35,6 @@ import (
 
 // ---------------------------------------------------------------------------
 // Reading the table back (ts.Raw: not recorded, never faulty).
-
-// dbItem is one DynamoDB item as stored.
-type dbItem map[string]types.AttributeValue
-
-// str returns a string (or number, as text) attribute of it, "" if absent.
-func (it dbItem) str(name string) string {
-	switch v := it[name].(type) {
-	case *types.AttributeValueMemberS:
-		return v.Value
-	case *types.AttributeValueMemberN:
-		return v.Value
-	case *types.AttributeValueMemberBOOL:
-		return strconv.FormatBool(v.Value)
-	}
-	return ""
-}
-
-// num returns a number attribute of it, 0 if absent.
-func (it dbItem) num(tb testing.TB, name string) int64 {
-	tb.Helper()
-	v, ok := it[name].(*types.AttributeValueMemberN)
-	if !ok {
-		return 0
-	}
-	n, err := strconv.ParseInt(v.Value, 10, 64)
-	if err != nil {
-		tb.Fatalf("attribute %s: %v", name, err)
-	}
-	return n
-}
-
-// scanAll reads every item of ts's table (each test has its own small table)
-// with consistent reads.
-func scanAll(tb testing.TB, ts *testServer) []dbItem {
-	tb.Helper()
-	var out []dbItem
-	p := dynamodb.NewScanPaginator(ts.Raw, &dynamodb.ScanInput{TableName: aws.String(ts.Table), ConsistentRead: aws.Bool(true)})
-	for p.HasMorePages() {
-		page, err := p.NextPage(context.Background())
-		if err != nil {
-			tb.Fatalf("scan %s: %v", ts.Table, err)
-		}
-		for _, it := range page.Items {
-			out = append(out, dbItem(it))
-		}
-	}
-	return out
-}
-
-// itemsOf returns the items of the table whose attribute "type" is typ and,
-// when org is not "", whose orgId is org.
-func itemsOf(tb testing.TB, ts *testServer, typ, org string) []dbItem {
-	tb.Helper()
-	var out []dbItem
-	for _, it := range scanAll(tb, ts) {
-		if it.str("type") == typ && (org == "" || it.str("orgId") == org) {
-			out = append(out, it)
-		}
-	}
-	return out
-}
 
 // getRaw reads one item by key with a consistent GetItem; nil when absent.
 func getRaw(tb testing.TB, ts *testServer, pk, sk string) dbItem {
@@ -175,10 +113,10 @@ func tenantItems(tb testing.TB, ts *testServer, org string) string {
 	tb.Helper()
 	var keep []dbItem
 	for _, it := range scanAll(tb, ts) {
-		if !strings.HasPrefix(it.str("pk"), "ORG#"+org) && it.str("orgId") != org {
+		if !strings.HasPrefix(it.Str("pk"), "ORG#"+org) && it.Str("orgId") != org {
 			continue
 		}
-		switch it.str("type") {
+		switch it.Str("type") {
 		case "AuditEvent", "IdempotencyRecord":
 			continue
 		}
@@ -189,24 +127,6 @@ func tenantItems(tb testing.TB, ts *testServer, org string) string {
 
 // ---------------------------------------------------------------------------
 // Raw HTTP.
-
-// apiResp is a response read in full.
-type apiResp struct {
-	Status int
-	Header http.Header
-	Body   []byte
-}
-
-// doReq sends one request with a plain client (no response validation: the
-// caller asserts) and reads the whole response.
-func doReq(tb testing.TB, hc *http.Client, method, rawURL, token string, header http.Header, body string) apiResp {
-	tb.Helper()
-	r := doReqE(hc, method, rawURL, token, header, body)
-	if r.Err != nil {
-		tb.Fatalf("%s %s: %v", method, rawURL, r.Err)
-	}
-	return r.apiResp
-}
 
 // problemCode returns the code of a problem+json body, "" if it is none.
 func problemCode(b []byte) string {
@@ -286,7 +206,7 @@ func runJobs(t *testing.T, rr *reqRecorder, workers int, jobs []reqJob) {
 					t.Errorf("%s: %v", j.what, r.Err)
 					continue
 				}
-				j.check(t, r.apiResp, rr.Of(id))
+				j.check(t, r.Response, rr.Of(id))
 			}
 		}()
 	}
@@ -295,40 +215,6 @@ func runJobs(t *testing.T, rr *reqRecorder, workers int, jobs []reqJob) {
 	}
 	close(ch)
 	wg.Wait()
-}
-
-// apiRespE is a response or the error of its request.
-type apiRespE struct {
-	apiResp
-	Err error
-}
-
-// doReqE is doReq for goroutines: it returns errors instead of failing.
-func doReqE(hc *http.Client, method, rawURL, token string, header http.Header, body string) apiRespE {
-	var rd io.Reader
-	if body != "" {
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, rawURL, rd)
-	if err != nil {
-		return apiRespE{Err: err}
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-	}
-	for k, vs := range header {
-		req.Header[k] = vs
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return apiRespE{Err: err}
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return apiRespE{apiResp: apiResp{Status: resp.StatusCode, Header: resp.Header, Body: b}, Err: err}
 }
 
 // ---------------------------------------------------------------------------
@@ -593,7 +479,7 @@ func TestMassAssignment(t *testing.T) {
 		{`{"role":"owner","role":"admin"}`, true},
 	} {
 		r := doReq(t, hc, http.MethodPatch, ts.URL+"/v1/orgs/"+org+"/users/"+dup.ID, w.Admin.Token, nil, c.body)
-		role := getRaw(t, ts, "ORG#"+org, "USER#"+dup.ID).str("role")
+		role := getRaw(t, ts, "ORG#"+org, "USER#"+dup.ID).Str("role")
 		switch {
 		case r.Status == http.StatusBadRequest:
 		case !c.ok && (r.Status != http.StatusForbidden || role != "member"):
@@ -620,7 +506,7 @@ func TestMassAssignment(t *testing.T) {
 			t.Errorf("accept with a forged body: joined %s as %s, want %s as member", got.OrgId, got.User.Role, org)
 		}
 		it := getRaw(t, ts, "ORG#"+org, "USER#"+joiner.ID)
-		if it == nil || it.str("role") != "member" {
+		if it == nil || it.Str("role") != "member" {
 			t.Errorf("accepted user's item: %v", it)
 		}
 		if getRaw(t, ts, "ORG#"+other.Id, "USER#"+joiner.ID) != nil {
@@ -986,7 +872,7 @@ func TestCreatesProveAccess(t *testing.T) {
 		t.Helper()
 		n := 0
 		for _, it := range itemsOf(t, ts, typ, "") {
-			if it.str(attr) == value {
+			if it.Str(attr) == value {
 				n++
 			}
 		}

@@ -5,22 +5,23 @@ package httpapi_test
 // alone or within its full name ("TestTicket/412/updateTicket",
 // "TestOrg/200/getOrg/include=users"); once the whole package has run,
 // TestMain fails it unless every documented (operation, status) is such a
-// subtest that ran and passed, or is in unexercised with the reason.
+// subtest that ran and passed, or is in unexercised with the reason. spec
+// and the names it reads are apitest's (Spec, NamedPairs); what this test
+// binary must exercise is said here.
 
 import (
 	"fmt"
 	"io"
-	"regexp"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/tenantd/tenantd"
+	"github.com/tenantd/tenantd/internal/apitest"
 )
 
 // unexercised are the documented responses no subtest gets, each with
@@ -46,75 +47,6 @@ var unexercised = map[string]string{
 	"503/getHealth": "liveness has no dependency to be unavailable (health.go); readiness is getReady's 503",
 }
 
-// exercised holds "<status>/<operationId>" -> the first subtest that got it.
-var exercised sync.Map
-
-// spec is t.Run for a subtest that specifies documented responses: its
-// full name must hold "<status>/<operationId>" pairs, each documented by
-// openapi.yaml, and once it has passed (not skipped) they are exercised.
-func spec(t *testing.T, name string, f func(t *testing.T)) bool {
-	t.Helper()
-	return t.Run(name, func(t *testing.T) {
-		pairs := namedPairs(t.Name())
-		if len(pairs) == 0 {
-			t.Errorf("subtest %s names no <status>/<operationId>", t.Name())
-		}
-		documented := documentedPairs(t)
-		for _, p := range pairs {
-			if !documented[p] {
-				t.Errorf("subtest %s names %s, which openapi.yaml does not document", t.Name(), p)
-			}
-		}
-		t.Cleanup(func() {
-			if t.Failed() || t.Skipped() {
-				return
-			}
-			for _, p := range pairs {
-				exercised.LoadOrStore(p, t.Name())
-			}
-		})
-		f(t)
-	})
-}
-
-var (
-	statusSegment = regexp.MustCompile(`^[1-5][0-9][0-9]$`)
-	dedupSuffix   = regexp.MustCompile(`#[0-9]+$`)
-)
-
-// namedPairs returns the "<status>/<operationId>" pairs of a test's full
-// name: each segment that is a status with the segment after it (without
-// the #NN testing adds to a repeated name).
-func namedPairs(name string) []string {
-	segs := strings.Split(name, "/")
-	var out []string
-	for i := 0; i+1 < len(segs); i++ {
-		if statusSegment.MatchString(segs[i]) {
-			out = append(out, segs[i]+"/"+dedupSuffix.ReplaceAllString(segs[i+1], ""))
-		}
-	}
-	return out
-}
-
-// documentedPairs are the "<status>/<operationId>" of every response of
-// every operation of openapi.yaml.
-func documentedPairs(tb testing.TB) map[string]bool {
-	tb.Helper()
-	doc, _ := loadSpec(tb)
-	return responsePairs(doc)
-}
-
-func responsePairs(doc *openapi3.T) map[string]bool {
-	out := map[string]bool{}
-	for _, op := range specOperations(doc) {
-		o := doc.Paths.Value(op.Path).GetOperation(op.Method)
-		for status := range o.Responses.Map() {
-			out[status+"/"+op.ID] = true
-		}
-	}
-	return out
-}
-
 // checkDocumentedStatuses writes to w every documented response that no
 // subtest exercised and unexercised does not explain, and every entry of
 // unexercised that is wrong; it returns 1 if there is any.
@@ -124,9 +56,8 @@ func checkDocumentedStatuses(w io.Writer, verbose bool) int {
 		fmt.Fprintln(w, err)
 		return 1
 	}
-	documented := responsePairs(doc)
-	ran := func(p string) bool { _, ok := exercised.Load(p); return ok }
-	missing, stale, covered := statusGaps(documented, ran, unexercised)
+	documented := apitest.ResponsePairs(doc)
+	missing, stale, covered := statusGaps(documented, apitest.Exercised, unexercised)
 	for _, p := range missing {
 		fmt.Fprintf(w, "FAIL: openapi.yaml documents %s, but no subtest named %s ran (add one with spec, or explain it in unexercised in statuses_test.go)\n", p, p)
 	}
@@ -196,8 +127,8 @@ func TestSpecNames(t *testing.T) {
 		{"TestOrg/200", nil},
 		{"TestX/2000/getOrg", nil},
 	} {
-		if got := namedPairs(c.name); !slices.Equal(got, c.want) {
-			t.Errorf("namedPairs(%q) = %q, want %q", c.name, got, c.want)
+		if got := apitest.NamedPairs(c.name); !slices.Equal(got, c.want) {
+			t.Errorf("NamedPairs(%q) = %q, want %q", c.name, got, c.want)
 		}
 	}
 }
@@ -224,7 +155,7 @@ func TestStatusGaps(t *testing.T) {
 // openapi.yaml documents (whether a subtest gets it after all is known
 // only once the whole package ran: TestMain checks that).
 func TestUnexercisedAreDocumented(t *testing.T) {
-	documented := documentedPairs(t)
+	documented := apitest.DocumentedPairs(t)
 	for p, why := range unexercised {
 		if !documented[p] {
 			t.Errorf("unexercised lists %s, which openapi.yaml does not document", p)

@@ -579,7 +579,7 @@ func TestTicketFilters(t *testing.T) {
 	list := func(t *testing.T, q string) []string {
 		t.Helper()
 		ts.Rec.Reset()
-		resp := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?"+q, w.Member.Token, nil, "")
+		resp := doReq(t, ts.HTTP, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?"+q, w.Member.Token, nil, "")
 		if resp.Status != http.StatusOK {
 			t.Fatalf("?%s: %d %s", q, resp.Status, resp.Body)
 		}
@@ -614,19 +614,19 @@ func TestTicketFilters(t *testing.T) {
 		}
 	})
 	spec(t, "400/listTickets/priority with assigneeId", func(t *testing.T) {
-		got := problemErrors(t, doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?priority=urgent&assigneeId="+w.Assignee.ID, w.Member.Token, nil, ""))
+		got := problemErrors(t, doReq(t, ts.HTTP, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?priority=urgent&assigneeId="+w.Assignee.ID, w.Member.Token, nil, ""))
 		if want := []string{"query assigneeId unserved_filter", "query priority unserved_filter"}; !slices.Equal(got, want) {
 			t.Errorf("errors %q, want %q", got, want)
 		}
 	})
 	spec(t, "400/listTickets/a cursor of another filter or order", func(t *testing.T) {
-		resp := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?limit=1", w.Member.Token, nil, "")
+		resp := doReq(t, ts.HTTP, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?limit=1", w.Member.Token, nil, "")
 		var l client.TicketList
 		if err := json.Unmarshal(resp.Body, &l); err != nil || l.NextCursor == nil {
 			t.Fatalf("first page: %v %s", err, resp.Body)
 		}
 		for _, q := range []string{"order=asc", "priority=urgent"} {
-			r := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?limit=1&"+q+"&cursor="+url.QueryEscape(*l.NextCursor), w.Member.Token, nil, "")
+			r := doReq(t, ts.HTTP, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/tickets?limit=1&"+q+"&cursor="+url.QueryEscape(*l.NextCursor), w.Member.Token, nil, "")
 			if r.Status != http.StatusBadRequest || problemCode(r.Body) != "invalid_cursor" {
 				t.Errorf("the default listing's cursor with ?%s: %d %s, want 400 invalid_cursor", q, r.Status, r.Body)
 			}

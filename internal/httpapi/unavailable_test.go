@@ -6,10 +6,7 @@ package httpapi_test
 // error.
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -22,28 +19,7 @@ import (
 
 	"github.com/tenantd/tenantd/client"
 	"github.com/tenantd/tenantd/internal/dynamotest"
-	"github.com/tenantd/tenantd/internal/testkit"
 )
-
-// logBuffer collects a server's JSON log lines.
-type logBuffer struct{ testkit.SyncBuffer }
-
-// lines returns the log lines that contain s, decoded.
-func (l *logBuffer) lines(s string) []map[string]any {
-	var out []map[string]any
-	sc := bufio.NewScanner(bytes.NewReader(l.Bytes()))
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for sc.Scan() {
-		if !bytes.Contains(sc.Bytes(), []byte(s)) {
-			continue
-		}
-		var m map[string]any
-		if json.Unmarshal(sc.Bytes(), &m) == nil {
-			out = append(out, m)
-		}
-	}
-	return out
-}
 
 // countingTransport counts the HTTP attempts of the DynamoDB client.
 type countingTransport struct {
@@ -56,21 +32,6 @@ func (c *countingTransport) wrap(base http.RoundTripper) http.RoundTripper { c.b
 func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	c.attempts.Add(1)
 	return c.base.RoundTrip(r)
-}
-
-// closedPort returns the URL of a local port nothing listens on.
-func closedPort(t *testing.T) string {
-	t.Helper()
-	return "http://" + testkit.FreeAddr(t)
-}
-
-// no5xxButUnavailable fails t when the registry counted a 500 (the only
-// 5xx that would mean a bug here: 503 is the right answer).
-func no500(t *testing.T, ts *testServer) {
-	t.Helper()
-	if got := requestsByCode(t, ts.Registry, nil); got["500"] != 0 {
-		t.Errorf("tenantd_requests_total counted %v request(s) as 500: %v", got["500"], got)
-	}
 }
 
 // TestDynamoDBRefused points the server at a closed local port:
@@ -93,7 +54,7 @@ func TestDynamoDBRefused(t *testing.T) {
 			return
 		}
 		counts.add(r.Status)
-		want503(t, "GET with DynamoDB refusing connections", r.apiResp)
+		want503(t, "GET with DynamoDB refusing connections", r.Response)
 	})
 	exhausted := false
 	for i := range 10 {
@@ -118,8 +79,8 @@ func TestDynamoDBRefused(t *testing.T) {
 		t.Errorf("/readyz: %d, want 503", r.Status)
 	}
 	no500(t, ts)
-	if n := len(logs.lines(`"status":500`)); n > 0 {
-		t.Errorf("%d log line(s) report a 500, e.g. %v", n, logs.lines(`"status":500`)[0])
+	if n := len(logs.Lines(`"status":500`)); n > 0 {
+		t.Errorf("%d log line(s) report a 500, e.g. %v", n, logs.Lines(`"status":500`)[0])
 	}
 }
 
@@ -178,7 +139,7 @@ func TestDynamoDBPaused(t *testing.T) {
 		}
 		var line map[string]any
 		for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
-			for _, l := range logs.lines(id) {
+			for _, l := range logs.Lines(id) {
 				if l["msg"] == "request" {
 					line = l
 				}
@@ -193,7 +154,7 @@ func TestDynamoDBPaused(t *testing.T) {
 		if line["status"] != float64(499) || line["level"] != "INFO" {
 			t.Errorf("request log line of a client that went away: status %v at %v, want 499 at INFO: %v", line["status"], line["level"], line)
 		}
-		for _, l := range logs.lines(id) {
+		for _, l := range logs.Lines(id) {
 			if lvl := l["level"]; lvl == "ERROR" || lvl == "WARN" || l["status"] == float64(500) {
 				t.Errorf("a client that went away was logged as a server error: %v", l)
 			}
@@ -269,7 +230,7 @@ func TestThrottledAfterRetries(t *testing.T) {
 			t.Errorf("GET: %v", r.Err)
 			return
 		}
-		want503(t, "GET, always throttled", r.apiResp)
+		want503(t, "GET, always throttled", r.Response)
 	})
 	exhausted := false
 	for range 10 {
@@ -304,7 +265,7 @@ func TestDeploymentFaults(t *testing.T) {
 			{http.MethodPost, "/v1/orgs/" + org + "/tickets", `{"title":"t"}`},
 			{http.MethodGet, "/v1/me", ""},
 		} {
-			want503(t, what+": "+r.method+" "+r.path, doReq(t, ts.http, r.method, ts.URL+r.path, w.Member.Token, nil, r.body))
+			want503(t, what+": "+r.method+" "+r.path, doReq(t, ts.HTTP, r.method, ts.URL+r.path, w.Member.Token, nil, r.body))
 		}
 	}
 	for _, f := range []struct {

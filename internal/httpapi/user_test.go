@@ -25,7 +25,7 @@ func TestUser(t *testing.T) {
 			for _, u := range r.JSON200.Items {
 				ids = append(ids, u.UserId)
 			}
-			if got, want := ids, w.userIDs(); !slices.Equal(got, want) {
+			if got, want := ids, w.UserIDs(); !slices.Equal(got, want) {
 				t.Errorf("users (ordered by id): got %v, want %v", got, want)
 			}
 		})

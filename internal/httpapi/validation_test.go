@@ -63,7 +63,7 @@ func TestValidationListsEveryProblem(t *testing.T) {
 	}
 	for _, c := range bodies {
 		t.Run("body/"+c.name, func(t *testing.T) {
-			got := problemErrors(t, doReq(t, ts.http, http.MethodPost, tickets, w.Member.Token, nil, c.body))
+			got := problemErrors(t, doReq(t, ts.HTTP, http.MethodPost, tickets, w.Member.Token, nil, c.body))
 			if !slices.Equal(got, c.want) {
 				t.Errorf("errors:\ngot  %q\nwant %q", got, c.want)
 			}
@@ -81,14 +81,14 @@ func TestValidationListsEveryProblem(t *testing.T) {
 	}
 	for _, c := range queries {
 		t.Run("query/"+c.name, func(t *testing.T) {
-			got := problemErrors(t, doReq(t, ts.http, http.MethodGet, tickets+"?"+c.query, w.Member.Token, nil, ""))
+			got := problemErrors(t, doReq(t, ts.HTTP, http.MethodGet, tickets+"?"+c.query, w.Member.Token, nil, ""))
 			if !slices.Equal(got, c.want) {
 				t.Errorf("errors:\ngot  %q\nwant %q", got, c.want)
 			}
 		})
 	}
 	t.Run("body and query at once", func(t *testing.T) {
-		got := problemErrors(t, doReq(t, ts.http, http.MethodPost, tickets+"?x=1", w.Member.Token, nil, `{"title":1}`))
+		got := problemErrors(t, doReq(t, ts.HTTP, http.MethodPost, tickets+"?x=1", w.Member.Token, nil, `{"title":1}`))
 		if want := []string{"body title invalid_type", "query x unknown_parameter"}; !slices.Equal(got, want) {
 			t.Errorf("errors:\ngot  %q\nwant %q", got, want)
 		}
@@ -115,7 +115,7 @@ func TestUnknownQueryParameters(t *testing.T) {
 				}
 				return "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 			})
-			r := doReq(t, ts.http, op.Method, ts.URL+path+"?priority=high&zz_unknown=1", a.Token, nil, "")
+			r := doReq(t, ts.HTTP, op.Method, ts.URL+path+"?priority=high&zz_unknown=1", a.Token, nil, "")
 			got := problemErrors(t, r)
 			for _, want := range []string{"query zz_unknown unknown_parameter"} {
 				if !slices.Contains(got, want) {
@@ -131,16 +131,16 @@ func TestUnknownQueryParameters(t *testing.T) {
 func TestRepeatedQueryParameters(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Repeated")
-	r := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets?limit=1&limit=2&status=new&status=open", w.Member.Token, nil, "")
+	r := doReq(t, ts.HTTP, http.MethodGet, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets?limit=1&limit=2&status=new&status=open", w.Member.Token, nil, "")
 	got := problemErrors(t, r)
 	if want := []string{"query limit repeated_parameter", "query status repeated_parameter"}; !slices.Equal(got, want) {
 		t.Errorf("errors %q, want %q", got, want)
 	}
-	twice := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets?expand=requester&expand=assignee", w.Member.Token, nil, "")
+	twice := doReq(t, ts.HTTP, http.MethodGet, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets?expand=requester&expand=assignee", w.Member.Token, nil, "")
 	if got, want := problemErrors(t, twice), []string{"query expand repeated_parameter"}; !slices.Equal(got, want) {
 		t.Errorf("expand twice: errors %q, want %q", got, want)
 	}
-	ok := doReq(t, ts.http, http.MethodGet, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets?expand=requester,assignee", w.Member.Token, nil, "")
+	ok := doReq(t, ts.HTTP, http.MethodGet, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets?expand=requester,assignee", w.Member.Token, nil, "")
 	if ok.Status != http.StatusOK {
 		t.Errorf("expand=requester,assignee: %d %s", ok.Status, ok.Body)
 	}

@@ -1,12 +1,11 @@
-package httpapi_test
+package graphapi_test
 
 import (
-	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"slices"
@@ -14,88 +13,18 @@ import (
 	"testing"
 
 	"github.com/tenantd/tenantd/client"
+	"github.com/tenantd/tenantd/internal/apitest"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/graphapi"
 )
 
-// gqlResponse is a GraphQL answer as a client reads it.
-type gqlResponse struct {
-	Data   json.RawMessage `json:"data"`
-	Errors []gqlError      `json:"errors"`
-	status int
-	header http.Header
-	raw    []byte
-}
+// TestMain runs GraphQL's behaviour tests against DynamoDB Local, each
+// test on a server of its own (apitest.MustServer), as REST's tests in
+// internal/httpapi run; they compare the two APIs where both serve the same
+// data.
+func TestMain(m *testing.M) { dynamotest.Main(m) }
 
-type gqlError struct {
-	Message    string         `json:"message"`
-	Path       []any          `json:"path"`
-	Extensions map[string]any `json:"extensions"`
-}
-
-// code is the error's extensions.code.
-func (e gqlError) code() string { c, _ := e.Extensions["code"].(string); return c }
-
-// codes lists the errors' codes, in order.
-func (r gqlResponse) codes() []string {
-	var out []string
-	for _, e := range r.Errors {
-		out = append(out, e.code())
-	}
-	return out
-}
-
-// gqlBody posts a raw GraphQL request body as token's user through the
-// validating client (the answer must match openapi.yaml).
-func gqlBody(tb testing.TB, ts *testServer, token string, body any, header ...string) gqlResponse {
-	tb.Helper()
-	b, err := json.Marshal(body)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	req, _ := http.NewRequest(http.MethodPost, ts.URL+"/v1/graphql", bytes.NewReader(b))
-	req.Header.Set("Content-Type", "application/json")
-	for i := 0; i+1 < len(header); i += 2 {
-		req.Header.Set(header[i], header[i+1])
-	}
-	resp, err := ts.HTTPClient(tb, token).Do(req)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	defer resp.Body.Close()
-	out := gqlResponse{status: resp.StatusCode, header: resp.Header}
-	out.raw, _ = io.ReadAll(resp.Body)
-	if resp.StatusCode == http.StatusOK {
-		if err := json.Unmarshal(out.raw, &out); err != nil {
-			tb.Fatalf("decode %s: %v", out.raw, err)
-		}
-	}
-	return out
-}
-
-// gql runs query with vars as token's user.
-func gql(tb testing.TB, ts *testServer, token, query string, vars map[string]any) gqlResponse {
-	tb.Helper()
-	body := map[string]any{"query": query}
-	if vars != nil {
-		body["variables"] = vars
-	}
-	return gqlBody(tb, ts, token, body)
-}
-
-// mustData fails tb unless r is a 200 without errors, and decodes its data
-// into v (when not nil).
-func mustData(tb testing.TB, r gqlResponse, v any) {
-	tb.Helper()
-	if r.status != http.StatusOK || len(r.Errors) > 0 {
-		tb.Fatalf("status %d, errors %v: %s", r.status, r.codes(), r.raw)
-	}
-	if v != nil {
-		if err := json.Unmarshal(r.Data, v); err != nil {
-			tb.Fatalf("decode data %s: %v", r.Data, err)
-		}
-	}
-}
+var bg = context.Background()
 
 // opCounts renders recorded DynamoDB calls as the GraphQL chart does: each
 // distinct call with its count, sorted ("3×BatchGetItem,
@@ -139,41 +68,41 @@ const dashboard = `query Dashboard($org: ID!, $first: Int!) {
 // whose requesters (5 users) and assignees (3 users) repeat, spread over 2
 // teams; 10 of them with comments by a user who is neither.
 type levelsWorld struct {
-	*world
-	Requesters, Assignees []actor
-	Commenter             actor
+	*apitest.World
+	Requesters, Assignees []apitest.Actor
+	Commenter             apitest.Actor
 	Teams                 []client.Team
 	Tickets               []client.Ticket
 	Other                 client.Org // another org the owner belongs to
 }
 
-func mustLevelsWorld(tb testing.TB, ts *testServer) *levelsWorld {
+func mustLevelsWorld(tb testing.TB, ts *apitest.Server) *levelsWorld {
 	tb.Helper()
-	w := &levelsWorld{world: MustWorld(tb, ts, "Levels")}
+	w := &levelsWorld{World: apitest.MustWorld(tb, ts, "Levels")}
 	org, oc := w.Org.Id, w.Owner.C
 	for i := range 5 {
 		a := ts.Actor(tb, fmt.Sprintf("requester%d", i))
-		MustUser(tb, oc, org, a, client.RoleMember)
+		apitest.MustUser(tb, oc, org, a, client.RoleMember)
 		w.Requesters = append(w.Requesters, a)
 	}
 	for i := range 3 {
 		a := ts.Actor(tb, fmt.Sprintf("assignee%d", i))
-		MustUser(tb, oc, org, a, client.RoleMember)
+		apitest.MustUser(tb, oc, org, a, client.RoleMember)
 		w.Assignees = append(w.Assignees, a)
 	}
 	w.Commenter = ts.Actor(tb, "commenter")
-	MustUser(tb, oc, org, w.Commenter, client.RoleMember)
-	w.Teams = []client.Team{w.Team, MustTeam(tb, oc, org, "Levels Billing")}
+	apitest.MustUser(tb, oc, org, w.Commenter, client.RoleMember)
+	w.Teams = []client.Team{w.Team, apitest.MustTeam(tb, oc, org, "Levels Billing")}
 	for i := range 50 {
-		t := MustTicket(tb, w.Requesters[i%5].C, org, client.TicketCreate{Title: fmt.Sprintf("Levels ticket %02d", i),
+		t := apitest.MustTicket(tb, w.Requesters[i%5].C, org, client.TicketCreate{Title: fmt.Sprintf("Levels ticket %02d", i),
 			AssigneeId: &w.Assignees[i%3].ID, TeamId: &w.Teams[i%2].Id})
 		w.Tickets = append(w.Tickets, t)
 		if i%5 == 0 {
-			MustComment(tb, w.Commenter.C, org, t.Id, fmt.Sprintf("first look at %02d", i))
-			MustComment(tb, w.Commenter.C, org, t.Id, fmt.Sprintf("second look at %02d", i))
+			apitest.MustComment(tb, w.Commenter.C, org, t.Id, fmt.Sprintf("first look at %02d", i))
+			apitest.MustComment(tb, w.Commenter.C, org, t.Id, fmt.Sprintf("second look at %02d", i))
 		}
 	}
-	w.Other = MustOrg(tb, oc, "Levels Elsewhere")
+	w.Other = apitest.MustOrg(tb, oc, "Levels Elsewhere")
 	return w
 }
 
@@ -267,14 +196,14 @@ func levelRows(w *levelsWorld) []struct {
 // calls, one operation (or one round of concurrent Queries) per nesting
 // level whatever the page, never one per item.
 func TestGraphQLOperationsPerLevel(t *testing.T) {
-	ts := MustServer(t)
+	ts := apitest.MustServer(t)
 	w := mustLevelsWorld(t, ts)
 	rows := levelRows(w)
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
 			ts.Rec.Reset()
-			r := gql(t, ts, w.Owner.Token, row.query, row.vars)
-			mustData(t, r, nil)
+			r := apitest.GQL(t, ts, w.Owner.Token, row.query, row.vars)
+			apitest.MustData(t, r, nil)
 			ops := ts.Rec.Ops()
 			if got := opCounts(ops); got != row.ops {
 				t.Errorf("DynamoDB calls:\n got  %s\n want %s", got, row.ops)
@@ -330,10 +259,10 @@ func TestGraphQLOperationsPerLevel(t *testing.T) {
 // user_not_found...), never data, and the mutations write nothing there.
 // B's member asks, with A's real IDs.
 func TestGraphQLCrossTenant(t *testing.T) {
-	ts := MustServer(t)
-	a := MustWorld(t, ts, "Aperture Sekrit")
-	comment := MustComment(t, a.Member.C, a.Org.Id, a.Ticket.Id, "sekrit cake")
-	b := MustWorld(t, ts, "Black Mesa")
+	ts := apitest.MustServer(t)
+	a := apitest.MustWorld(t, ts, "Aperture Sekrit")
+	comment := apitest.MustComment(t, a.Member.C, a.Org.Id, a.Ticket.Id, "sekrit cake")
+	b := apitest.MustWorld(t, ts, "Black Mesa")
 	secrets := []string{a.Org.Name, a.Team.Name, a.Ticket.Title, comment.Body, a.Member.Email, a.Member.Name}
 	aIDs := []string{a.Team.Id, a.Ticket.Id, comment.Id, a.Member.ID, a.Assignee.ID}
 	bOrg := b.Org.Id
@@ -365,16 +294,16 @@ func TestGraphQLCrossTenant(t *testing.T) {
 	before := snapshotOf(t, a)
 	for _, row := range rows {
 		t.Run(row.name, func(t *testing.T) {
-			r := gql(t, ts, b.Member.Token, row.query, row.vars)
-			if r.status != http.StatusOK || !slices.Equal(r.codes(), row.codes) {
-				t.Errorf("status %d, codes %v, want %v: %s", r.status, r.codes(), row.codes, r.raw)
+			r := apitest.GQL(t, ts, b.Member.Token, row.query, row.vars)
+			if r.Status != http.StatusOK || !slices.Equal(r.Codes(), row.codes) {
+				t.Errorf("status %d, codes %v, want %v: %s", r.Status, r.Codes(), row.codes, r.Raw)
 			}
 			request, _ := json.Marshal(row.vars)
-			if l := leaks(r.raw, secrets, aIDs, string(request)); len(l) > 0 {
-				t.Errorf("the answer shows A's data %v: %s", l, r.raw)
+			if l := apitest.Leaks(r.Raw, secrets, aIDs, string(request)); len(l) > 0 {
+				t.Errorf("the answer shows A's data %v: %s", l, r.Raw)
 			}
 			for _, e := range r.Errors {
-				if e.code() == "org_not_found" && e.Extensions["kind"] != "NOT_FOUND" {
+				if e.Code() == "org_not_found" && e.Extensions["kind"] != "NOT_FOUND" {
 					t.Errorf("kind %v, want NOT_FOUND", e.Extensions["kind"])
 				}
 			}
@@ -388,10 +317,10 @@ func TestGraphQLCrossTenant(t *testing.T) {
 }
 
 // snapshotOf is what A's owner reads of A's ticket and its comments.
-func snapshotOf(t *testing.T, w *world) string {
+func snapshotOf(t *testing.T, w *apitest.World) string {
 	t.Helper()
-	r, err := w.Owner.C.GetTicketWithResponse(bg, w.Org.Id, w.Ticket.Id, &client.GetTicketParams{Include: ptr(client.GetTicketParamsIncludeComments)})
-	mustStatus(t, r, err, http.StatusOK)
+	r, err := w.Owner.C.GetTicketWithResponse(bg, w.Org.Id, w.Ticket.Id, &client.GetTicketParams{Include: apitest.Ptr(client.GetTicketParamsIncludeComments)})
+	apitest.MustStatus(t, r, err, http.StatusOK)
 	return string(r.Body)
 }
 
@@ -400,73 +329,73 @@ func snapshotOf(t *testing.T, w *world) string {
 // mutation succeeds exactly when the REST operation does, and is refused
 // with the same code when it is not.
 func TestGraphQLRoleMatrix(t *testing.T) {
-	ts := MustServer(t)
-	w := MustWorld(t, ts, "GraphQL roles")
+	ts := apitest.MustServer(t)
+	w := apitest.MustWorld(t, ts, "GraphQL roles")
 	org := w.Org.Id
 	// A fresh ticket like the world's (requester, assignee, team), per try.
 	fresh := func(t *testing.T) string {
-		return MustTicket(t, w.Requester.C, org, client.TicketCreate{Title: ts.UniqueID("role ticket"), TeamId: &w.Team.Id, AssigneeId: &w.Assignee.ID}).Id
+		return apitest.MustTicket(t, w.Requester.C, org, client.TicketCreate{Title: ts.UniqueID("role ticket"), TeamId: &w.Team.Id, AssigneeId: &w.Assignee.ID}).Id
 	}
 	type outcome struct {
 		ok   bool
 		code string
 	}
-	rest := func(r statusCoder, err error, created int) outcome {
+	rest := func(r apitest.StatusCoder, err error, created int) outcome {
 		if err != nil {
 			t.Fatal(err)
 		}
 		if r.StatusCode() == created {
 			return outcome{ok: true}
 		}
-		return outcome{code: problemOf(t, bodyOf(r)).Code}
+		return outcome{code: apitest.ProblemOf(t, apitest.BodyOf(r)).Code}
 	}
 	viaGraphQL := func(t *testing.T, token, query string, vars map[string]any) outcome {
-		r := gql(t, ts, token, query, vars)
-		if r.status != http.StatusOK {
-			t.Fatalf("status %d: %s", r.status, r.raw)
+		r := apitest.GQL(t, ts, token, query, vars)
+		if r.Status != http.StatusOK {
+			t.Fatalf("status %d: %s", r.Status, r.Raw)
 		}
 		if len(r.Errors) == 0 {
 			return outcome{ok: true}
 		}
-		return outcome{code: r.Errors[0].code()}
+		return outcome{code: r.Errors[0].Code()}
 	}
 	mutations := []struct {
 		name    string
-		rest    func(t *testing.T, a actor) outcome
-		graphql func(t *testing.T, a actor) outcome
+		rest    func(t *testing.T, a apitest.Actor) outcome
+		graphql func(t *testing.T, a apitest.Actor) outcome
 	}{
 		{"createTicket",
-			func(t *testing.T, a actor) outcome {
+			func(t *testing.T, a apitest.Actor) outcome {
 				r, err := a.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "by REST"})
 				return rest(r, err, http.StatusCreated)
 			},
-			func(t *testing.T, a actor) outcome {
+			func(t *testing.T, a apitest.Actor) outcome {
 				return viaGraphQL(t, a.Token, `mutation($o: ID!) { createTicket(orgId: $o, input: {title: "by GraphQL"}) { id } }`, map[string]any{"o": org})
 			}},
 		{"updateTicket",
-			func(t *testing.T, a actor) outcome {
-				r, err := a.C.UpdateTicketWithResponse(bg, org, fresh(t), nil, client.TicketUpdate{Priority: ptr(client.TicketPriorityHigh)})
+			func(t *testing.T, a apitest.Actor) outcome {
+				r, err := a.C.UpdateTicketWithResponse(bg, org, fresh(t), nil, client.TicketUpdate{Priority: apitest.Ptr(client.TicketPriorityHigh)})
 				return rest(r, err, http.StatusOK)
 			},
-			func(t *testing.T, a actor) outcome {
+			func(t *testing.T, a apitest.Actor) outcome {
 				return viaGraphQL(t, a.Token, `mutation($o: ID!, $t: ID!) { updateTicket(orgId: $o, id: $t, input: {priority: high}) { id priority } }`,
 					map[string]any{"o": org, "t": fresh(t)})
 			}},
 		{"addComment",
-			func(t *testing.T, a actor) outcome {
+			func(t *testing.T, a apitest.Actor) outcome {
 				r, err := a.C.CreateCommentWithResponse(bg, org, w.Ticket.Id, nil, client.CommentCreate{Body: "by REST"})
 				return rest(r, err, http.StatusCreated)
 			},
-			func(t *testing.T, a actor) outcome {
+			func(t *testing.T, a apitest.Actor) outcome {
 				return viaGraphQL(t, a.Token, `mutation($o: ID!, $t: ID!) { addComment(orgId: $o, ticketId: $t, body: "by GraphQL") { id } }`,
 					map[string]any{"o": org, "t": w.Ticket.Id})
 			}},
 	}
 	refused := 0
 	for _, m := range mutations {
-		for _, r := range roles {
+		for _, r := range apitest.Roles {
 			t.Run(m.name+"/"+string(r), func(t *testing.T) {
-				a := w.actor(r)
+				a := w.Actor(r)
 				want, got := m.rest(t, a), m.graphql(t, a)
 				if got != want {
 					t.Errorf("GraphQL %+v, REST %+v", got, want)
@@ -488,8 +417,8 @@ func TestGraphQLRoleMatrix(t *testing.T) {
 // reads at most 10 orgs; introspection is off unless enabled; persisted
 // queries work as Apollo's clients expect.
 func TestGraphQLLimits(t *testing.T) {
-	ts := MustServer(t)
-	w := MustWorld(t, ts, "Limits")
+	ts := apitest.MustServer(t)
+	w := apitest.MustWorld(t, ts, "Limits")
 	org := w.Org.Id
 	deep := "query($o: ID!) { org(id: $o) { teams { nodes { members { nodes { user { teams { nodes { team { members { nodes { role } } } } } } } } } } } }"
 	refusals := []struct {
@@ -518,46 +447,46 @@ func TestGraphQLLimits(t *testing.T) {
 	for _, c := range refusals {
 		t.Run("ErrRequest/"+c.name, func(t *testing.T) {
 			ts.Rec.Reset()
-			r := gqlBody(t, ts, w.Member.Token, c.body)
-			if r.status != http.StatusOK || len(r.Errors) != 1 || r.Errors[0].code() != c.code || string(r.Data) != "null" {
-				t.Errorf("status %d, codes %v, data %s, want one %s and no data: %s", r.status, r.codes(), r.Data, c.code, truncate(r.raw))
+			r := apitest.GQLBody(t, ts, w.Member.Token, c.body)
+			if r.Status != http.StatusOK || len(r.Errors) != 1 || r.Errors[0].Code() != c.code || string(r.Data) != "null" {
+				t.Errorf("status %d, codes %v, data %s, want one %s and no data: %s", r.Status, r.Codes(), r.Data, c.code, apitest.Truncate(r.Raw))
 			}
 			if n := ts.Rec.Count(); n != 0 {
 				t.Errorf("%d DynamoDB calls (%s) for a refused document", n, ts.Rec.Names())
 			}
-			if strings.Contains(string(r.raw), "Did you mean") {
-				t.Errorf("an error suggests schema names while introspection is off: %s", truncate(r.raw))
+			if strings.Contains(string(r.Raw), "Did you mean") {
+				t.Errorf("an error suggests schema names while introspection is off: %s", apitest.Truncate(r.Raw))
 			}
 		})
 	}
 	t.Run("OK/fragments reused but small", func(t *testing.T) {
-		r := gql(t, ts, w.Member.Token, "{ me { ...F8 } } "+doublingFragments(8, "userId"), nil)
+		r := apitest.GQL(t, ts, w.Member.Token, "{ me { ...F8 } } "+doublingFragments(8, "userId"), nil)
 		if len(r.Errors) != 0 || !strings.Contains(string(r.Data), `"userId"`) {
-			t.Errorf("a 2^8-field expansion: %s", truncate(r.raw))
+			t.Errorf("a 2^8-field expansion: %s", apitest.Truncate(r.Raw))
 		}
 	})
 	t.Run("ErrTooLong/a 400 naming query", func(t *testing.T) {
-		r := gqlBody(t, ts, w.Member.Token, map[string]any{"query": "{ me { userId } }" + strings.Repeat(" ", 16384)})
-		if r.status != http.StatusBadRequest || !strings.Contains(string(r.raw), `"field":"query"`) {
-			t.Errorf("a 16 KiB query: %d %s", r.status, truncate(r.raw))
+		r := apitest.GQLBody(t, ts, w.Member.Token, map[string]any{"query": "{ me { userId } }" + strings.Repeat(" ", 16384)})
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Raw), `"field":"query"`) {
+			t.Errorf("a 16 KiB query: %d %s", r.Status, apitest.Truncate(r.Raw))
 		}
 	})
 	t.Run("ErrNoQuery/a 400", func(t *testing.T) {
-		r := gqlBody(t, ts, w.Member.Token, map[string]any{"variables": map[string]any{}})
-		if r.status != http.StatusBadRequest || !strings.Contains(string(r.raw), `"field":"query"`) {
-			t.Errorf("no query: %d %s", r.status, truncate(r.raw))
+		r := apitest.GQLBody(t, ts, w.Member.Token, map[string]any{"variables": map[string]any{}})
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Raw), `"field":"query"`) {
+			t.Errorf("no query: %d %s", r.Status, apitest.Truncate(r.Raw))
 		}
 	})
 	t.Run("ErrIdempotencyKeyHeader/a 400 pointing at the argument", func(t *testing.T) {
-		r := gqlBody(t, ts, w.Member.Token, map[string]any{"query": "{ me { userId } }"}, "Idempotency-Key", "k1")
-		if r.status != http.StatusBadRequest || !strings.Contains(string(r.raw), "idempotency_key_unsupported") {
-			t.Errorf("Idempotency-Key header: %d %s", r.status, truncate(r.raw))
+		r := apitest.GQLBody(t, ts, w.Member.Token, map[string]any{"query": "{ me { userId } }"}, "Idempotency-Key", "k1")
+		if r.Status != http.StatusBadRequest || !strings.Contains(string(r.Raw), "idempotency_key_unsupported") {
+			t.Errorf("Idempotency-Key header: %d %s", r.Status, apitest.Truncate(r.Raw))
 		}
 	})
 	t.Run("ErrFirst/a field error naming the argument", func(t *testing.T) {
-		r := gql(t, ts, w.Member.Token, `query($o: ID!) { org(id: $o) { tickets(first: 101) { nodes { id } } } }`, map[string]any{"o": org})
-		if got := r.codes(); !slices.Equal(got, []string{"invalid_limit"}) {
-			t.Fatalf("codes %v: %s", got, r.raw)
+		r := apitest.GQL(t, ts, w.Member.Token, `query($o: ID!) { org(id: $o) { tickets(first: 101) { nodes { id } } } }`, map[string]any{"o": org})
+		if got := r.Codes(); !slices.Equal(got, []string{"invalid_limit"}) {
+			t.Fatalf("codes %v: %s", got, r.Raw)
 		}
 		fields, _ := r.Errors[0].Extensions["errors"].([]any)
 		if len(fields) != 1 || fields[0].(map[string]any)["field"] != "first" || fields[0].(map[string]any)["in"] != "argument" {
@@ -566,17 +495,17 @@ func TestGraphQLLimits(t *testing.T) {
 	})
 	t.Run("ErrCursor/another listing's cursor", func(t *testing.T) {
 		for range 2 {
-			MustTicket(t, w.Member.C, org, client.TicketCreate{Title: "paged"})
+			apitest.MustTicket(t, w.Member.C, org, client.TicketCreate{Title: "paged"})
 		}
 		var d struct {
 			Org struct {
 				Tickets struct{ PageInfo struct{ EndCursor string } }
 			}
 		}
-		mustData(t, gql(t, ts, w.Member.Token, `query($o: ID!) { org(id: $o) { tickets(first: 1) { pageInfo { endCursor } } } }`, map[string]any{"o": org}), &d)
-		r := gql(t, ts, w.Member.Token, `query($o: ID!, $c: String!) { org(id: $o) { tickets(first: 1, status: open, after: $c) { nodes { id } } } }`,
+		apitest.MustData(t, apitest.GQL(t, ts, w.Member.Token, `query($o: ID!) { org(id: $o) { tickets(first: 1) { pageInfo { endCursor } } } }`, map[string]any{"o": org}), &d)
+		r := apitest.GQL(t, ts, w.Member.Token, `query($o: ID!, $c: String!) { org(id: $o) { tickets(first: 1, status: open, after: $c) { nodes { id } } } }`,
 			map[string]any{"o": org, "c": d.Org.Tickets.PageInfo.EndCursor})
-		if got := r.codes(); !slices.Equal(got, []string{"invalid_cursor"}) {
+		if got := r.Codes(); !slices.Equal(got, []string{"invalid_cursor"}) {
 			t.Errorf("a cursor of another filter: codes %v", got)
 		}
 	})
@@ -588,9 +517,9 @@ func TestGraphQLLimits(t *testing.T) {
 		}
 		q.WriteString("}")
 		ts.Rec.Reset()
-		r := gql(t, ts, w.Member.Token, q.String(), nil)
+		r := apitest.GQL(t, ts, w.Member.Token, q.String(), nil)
 		n := map[string]int{}
-		for _, c := range r.codes() {
+		for _, c := range r.Codes() {
 			n[c]++
 		}
 		if n["org_not_found"] != 10 || n["too_many_orgs"] != 1 || ts.Rec.Count() != 10 {
@@ -601,20 +530,20 @@ func TestGraphQLLimits(t *testing.T) {
 		query := "{ me { userId } }"
 		sum := sha256.Sum256([]byte(query))
 		ext := map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hex.EncodeToString(sum[:])}}
-		mustData(t, gqlBody(t, ts, w.Member.Token, map[string]any{"query": query, "extensions": ext}), nil)
+		apitest.MustData(t, apitest.GQLBody(t, ts, w.Member.Token, map[string]any{"query": query, "extensions": ext}), nil)
 		var d struct{ Me struct{ UserID string } }
-		mustData(t, gqlBody(t, ts, w.Member.Token, map[string]any{"extensions": ext}), &d)
+		apitest.MustData(t, apitest.GQLBody(t, ts, w.Member.Token, map[string]any{"extensions": ext}), &d)
 		if d.Me.UserID != w.Member.ID {
 			t.Errorf("me.userId %q, want %q", d.Me.UserID, w.Member.ID)
 		}
 	})
 	t.Run("OK/introspection when enabled", func(t *testing.T) {
-		dev := MustServer(t, withGraphQL(graphapi.Limits{Introspection: true}))
+		dev := apitest.MustServer(t, apitest.WithGraphQL(graphapi.Limits{Introspection: true}))
 		a := dev.Actor(t, "dev")
 		var d struct {
 			Schema struct{ QueryType struct{ Name string } } `json:"__schema"`
 		}
-		mustData(t, gql(t, dev, a.Token, `{ __schema { queryType { name } } }`, nil), &d)
+		apitest.MustData(t, apitest.GQL(t, dev, a.Token, `{ __schema { queryType { name } } }`, nil), &d)
 		if d.Schema.QueryType.Name != "Query" {
 			t.Errorf("__schema.queryType.name %q", d.Schema.QueryType.Name)
 		}
@@ -635,14 +564,14 @@ func aliases(prefix string, n int, field string) string {
 // by field (GraphQL's names are the REST API's JSON names; a null and an
 // absent field are the same).
 func TestGraphQLAgreesWithREST(t *testing.T) {
-	ts := MustServer(t)
-	w := MustWorld(t, ts, "Agree")
+	ts := apitest.MustServer(t)
+	w := apitest.MustWorld(t, ts, "Agree")
 	org := w.Org.Id
-	MustComment(t, w.Member.C, org, w.Ticket.Id, "first")
-	MustComment(t, w.Assignee.C, org, w.Ticket.Id, "second")
-	MustTicket(t, w.Member.C, org, client.TicketCreate{Title: "unassigned", Priority: ptr(client.TicketPriorityUrgent), Tags: &[]string{"a", "b"}})
-	MustInvitation(t, w.Owner.C, org, "agree-invitee@example.com", client.RoleAdmin, w.Team.Id)
-	if r, err := w.Admin.C.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil, client.TicketUpdate{Status: ptr(client.TicketStatusOpen), Tags: &[]string{"x"}}); err != nil || r.StatusCode() != http.StatusOK {
+	apitest.MustComment(t, w.Member.C, org, w.Ticket.Id, "first")
+	apitest.MustComment(t, w.Assignee.C, org, w.Ticket.Id, "second")
+	apitest.MustTicket(t, w.Member.C, org, client.TicketCreate{Title: "unassigned", Priority: apitest.Ptr(client.TicketPriorityUrgent), Tags: &[]string{"a", "b"}})
+	apitest.MustInvitation(t, w.Owner.C, org, "agree-invitee@example.com", client.RoleAdmin, w.Team.Id)
+	if r, err := w.Admin.C.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil, client.TicketUpdate{Status: apitest.Ptr(client.TicketStatusOpen), Tags: &[]string{"x"}}); err != nil || r.StatusCode() != http.StatusOK {
 		t.Fatalf("update: %v", err)
 	}
 	const (
@@ -682,16 +611,16 @@ func TestGraphQLAgreesWithREST(t *testing.T) {
 		{"getMe", "/v1/me", `{ me { userId orgs { nodes { orgId name role userName } } } }`, "", []string{"me"}},
 	}
 	for _, row := range rows {
-		spec(t, "200/graphql/"+row.name+" as REST answers it", func(t *testing.T) {
-			rr := doReq(t, ts.http, http.MethodGet, ts.URL+row.rest, w.Owner.Token, nil, "")
+		apitest.Spec(t, "200/graphql/"+row.name+" as REST answers it", func(t *testing.T) {
+			rr := apitest.DoReq(t, ts.HTTP, http.MethodGet, ts.URL+row.rest, w.Owner.Token, nil, "")
 			if rr.Status != http.StatusOK {
 				t.Fatalf("REST %s: %d %s", row.rest, rr.Status, rr.Body)
 			}
 			var restDoc map[string]any
-			decodeJSON(t, rr.Body, &restDoc)
-			g := gql(t, ts, w.Owner.Token, row.query, vars)
+			apitest.DecodeJSON(t, rr.Body, &restDoc)
+			g := apitest.GQL(t, ts, w.Owner.Token, row.query, vars)
 			var gDoc any
-			mustData(t, g, &gDoc)
+			apitest.MustData(t, g, &gDoc)
 			for _, k := range row.nodes {
 				gDoc = gDoc.(map[string]any)[k]
 			}
@@ -749,33 +678,33 @@ func mustJSON(tb testing.TB, v any) string {
 // that got some data answers it, the failed fields null with their
 // errors; none is a 500.
 func TestGraphQLUnavailable(t *testing.T) {
-	ts := MustServer(t, withEndpoints(closedPort(t), ""))
+	ts := apitest.MustServer(t, apitest.WithEndpoints(apitest.ClosedPort(t), ""))
 	a := ts.Actor(t, "refused")
-	org := randULID()
-	r := gql(t, ts, a.Token, `query($o: ID!) { org(id: $o) { id } }`, map[string]any{"o": org})
-	if r.status != http.StatusServiceUnavailable || !strings.Contains(string(r.raw), "db_unavailable") {
-		t.Errorf("nothing answered: %d %s, want 503 db_unavailable", r.status, r.raw)
+	org := apitest.RandULID()
+	r := apitest.GQL(t, ts, a.Token, `query($o: ID!) { org(id: $o) { id } }`, map[string]any{"o": org})
+	if r.Status != http.StatusServiceUnavailable || !strings.Contains(string(r.Raw), "db_unavailable") {
+		t.Errorf("nothing answered: %d %s, want 503 db_unavailable", r.Status, r.Raw)
 	}
-	mixed := gql(t, ts, a.Token, `query($o: ID!) { me { userId } org(id: $o) { id } }`, map[string]any{"o": org})
+	mixed := apitest.GQL(t, ts, a.Token, `query($o: ID!) { me { userId } org(id: $o) { id } }`, map[string]any{"o": org})
 	var d struct{ Me struct{ UserID string } }
-	if mixed.status != http.StatusOK || !slices.Equal(mixed.codes(), []string{"db_unavailable"}) || json.Unmarshal(mixed.Data, &d) != nil || d.Me.UserID != a.ID {
-		t.Errorf("me answered, org not: %d %s", mixed.status, mixed.raw)
+	if mixed.Status != http.StatusOK || !slices.Equal(mixed.Codes(), []string{"db_unavailable"}) || json.Unmarshal(mixed.Data, &d) != nil || d.Me.UserID != a.ID {
+		t.Errorf("me answered, org not: %d %s", mixed.Status, mixed.Raw)
 	}
-	no500(t, ts)
+	apitest.No500(t, ts)
 }
 
 // TestGraphQLCursorsAreREST's: a listing's cursor is the same in both APIs
 // (same signature, same binding to the org and the listing), so a client
 // may page with either.
 func TestGraphQLCursorsAreRESTs(t *testing.T) {
-	ts := MustServer(t)
-	w := MustWorld(t, ts, "Cursors")
+	ts := apitest.MustServer(t)
+	w := apitest.MustWorld(t, ts, "Cursors")
 	org := w.Org.Id
 	for i := range 4 { // 5 tickets with the world's: pages of 2, 2 and 1
-		MustTicket(t, w.Member.C, org, client.TicketCreate{Title: fmt.Sprintf("page %d", i)})
+		apitest.MustTicket(t, w.Member.C, org, client.TicketCreate{Title: fmt.Sprintf("page %d", i)})
 	}
-	rest, err := w.Member.C.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Limit: ptr(2)})
-	mustStatus(t, rest, err, http.StatusOK)
+	rest, err := w.Member.C.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Limit: apitest.Ptr(2)})
+	apitest.MustStatus(t, rest, err, http.StatusOK)
 	var d struct {
 		Org struct {
 			Tickets struct {
@@ -784,10 +713,10 @@ func TestGraphQLCursorsAreRESTs(t *testing.T) {
 			}
 		}
 	}
-	mustData(t, gql(t, ts, w.Member.Token, `query($o: ID!, $c: String) { org(id: $o) { tickets(first: 2, after: $c) { nodes { id } pageInfo { endCursor } } } }`,
+	apitest.MustData(t, apitest.GQL(t, ts, w.Member.Token, `query($o: ID!, $c: String) { org(id: $o) { tickets(first: 2, after: $c) { nodes { id } pageInfo { endCursor } } } }`,
 		map[string]any{"o": org, "c": *rest.JSON200.NextCursor}), &d)
-	restNext, err := w.Member.C.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Limit: ptr(2), Cursor: rest.JSON200.NextCursor})
-	mustStatus(t, restNext, err, http.StatusOK)
+	restNext, err := w.Member.C.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Limit: apitest.Ptr(2), Cursor: rest.JSON200.NextCursor})
+	apitest.MustStatus(t, restNext, err, http.StatusOK)
 	var got, want []string
 	for _, n := range d.Org.Tickets.Nodes {
 		got = append(got, n.ID)
@@ -801,8 +730,8 @@ func TestGraphQLCursorsAreRESTs(t *testing.T) {
 	if d.Org.Tickets.PageInfo.EndCursor == nil {
 		t.Fatal("no endCursor after the second page of 5 tickets")
 	}
-	back, err := w.Member.C.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Limit: ptr(2), Cursor: d.Org.Tickets.PageInfo.EndCursor})
-	mustStatus(t, back, err, http.StatusOK)
+	back, err := w.Member.C.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Limit: apitest.Ptr(2), Cursor: d.Org.Tickets.PageInfo.EndCursor})
+	apitest.MustStatus(t, back, err, http.StatusOK)
 	if len(back.JSON200.Items) != 1 || slices.Contains(append(got, want...), back.JSON200.Items[0].Id) {
 		t.Errorf("REST after GraphQL's cursor: %v, want the fifth ticket", back.JSON200.Items)
 	}
@@ -811,8 +740,8 @@ func TestGraphQLCursorsAreRESTs(t *testing.T) {
 // TestGraphQLMutations: createTicket, updateTicket and addComment are the
 // REST writes, with their rules, audit events and idempotency.
 func TestGraphQLMutations(t *testing.T) {
-	ts := MustServer(t)
-	w := MustWorld(t, ts, "Mutations")
+	ts := apitest.MustServer(t)
+	w := apitest.MustWorld(t, ts, "Mutations")
 	org := w.Org.Id
 	const create = `mutation($o: ID!, $in: CreateTicketInput!, $k: String) { createTicket(orgId: $o, input: $in, idempotencyKey: $k) { id title requesterId assigneeId teamId priority version } }`
 	type ticketOut struct {
@@ -820,26 +749,26 @@ func TestGraphQLMutations(t *testing.T) {
 		AssigneeID, TeamID               *string
 		Version                          int
 	}
-	createTicket := func(t *testing.T, in map[string]any, key any) (ticketOut, gqlResponse) {
+	createTicket := func(t *testing.T, in map[string]any, key any) (ticketOut, apitest.GQLResponse) {
 		var d struct{ CreateTicket ticketOut }
-		r := gql(t, ts, w.Member.Token, create, map[string]any{"o": org, "in": in, "k": key})
+		r := apitest.GQL(t, ts, w.Member.Token, create, map[string]any{"o": org, "in": in, "k": key})
 		if len(r.Errors) == 0 {
-			mustData(t, r, &d)
+			apitest.MustData(t, r, &d)
 		}
 		return d.CreateTicket, r
 	}
 	countTitled := func(t *testing.T, title string) int {
 		n := 0
-		for _, it := range itemsOf(t, ts, "Ticket", org) {
-			if it.str("title") == title {
+		for _, it := range apitest.ItemsOf(t, ts, "Ticket", org) {
+			if it.Str("title") == title {
 				n++
 			}
 		}
 		return n
 	}
 	t.Run("addComment/ErrPartly, the committed one keeps its answer", func(t *testing.T) {
-		r := gql(t, ts, w.Member.Token, `mutation($o: ID!, $ok: ID!, $gone: ID!) { a: addComment(orgId: $o, ticketId: $ok, body: "kept") { id body } b: addComment(orgId: $o, ticketId: $gone, body: "lost") { id } }`,
-			map[string]any{"o": org, "ok": w.Ticket.Id, "gone": randULID()})
+		r := apitest.GQL(t, ts, w.Member.Token, `mutation($o: ID!, $ok: ID!, $gone: ID!) { a: addComment(orgId: $o, ticketId: $ok, body: "kept") { id body } b: addComment(orgId: $o, ticketId: $gone, body: "lost") { id } }`,
+			map[string]any{"o": org, "ok": w.Ticket.Id, "gone": apitest.RandULID()})
 		var d struct {
 			A *struct{ ID, Body string }
 			B *struct{ ID string }
@@ -847,15 +776,15 @@ func TestGraphQLMutations(t *testing.T) {
 		if err := json.Unmarshal(r.Data, &d); err != nil {
 			t.Fatalf("data %s: %v", r.Data, err)
 		}
-		if d.A == nil || d.A.ID == "" || d.A.Body != "kept" || d.B != nil || !slices.Equal(r.codes(), []string{"ticket_not_found"}) {
-			t.Errorf("two mutations, the second failing: data %s, codes %v; want a's comment and b null", r.Data, r.codes())
+		if d.A == nil || d.A.ID == "" || d.A.Body != "kept" || d.B != nil || !slices.Equal(r.Codes(), []string{"ticket_not_found"}) {
+			t.Errorf("two mutations, the second failing: data %s, codes %v; want a's comment and b null", r.Data, r.Codes())
 		}
 	})
 	t.Run("createTicket/ErrEnumCase, not the default priority", func(t *testing.T) {
 		for _, p := range []string{"HIGH", "Urgent"} {
 			_, r := createTicket(t, map[string]any{"title": "wrong case " + p, "priority": p}, nil)
-			if got := r.codes(); !slices.Equal(got, []string{"invalid_enum"}) {
-				t.Errorf("priority %q: codes %v, want invalid_enum: %s", p, got, truncate(r.raw))
+			if got := r.Codes(); !slices.Equal(got, []string{"invalid_enum"}) {
+				t.Errorf("priority %q: codes %v, want invalid_enum: %s", p, got, apitest.Truncate(r.Raw))
 			}
 			if n := countTitled(t, "wrong case "+p); n != 0 {
 				t.Errorf("priority %q: %d ticket(s) created", p, n)
@@ -872,19 +801,19 @@ func TestGraphQLMutations(t *testing.T) {
 			if q.vars == "p" {
 				v["p"] = "HIGH"
 			}
-			r := gql(t, ts, w.Member.Token, q.doc, v)
-			if got := r.codes(); !slices.Equal(got, []string{"invalid_enum"}) {
-				t.Errorf("%s: codes %v, want invalid_enum: %s", q.doc, got, truncate(r.raw))
+			r := apitest.GQL(t, ts, w.Member.Token, q.doc, v)
+			if got := r.Codes(); !slices.Equal(got, []string{"invalid_enum"}) {
+				t.Errorf("%s: codes %v, want invalid_enum: %s", q.doc, got, apitest.Truncate(r.Raw))
 			}
 		}
 	})
 	t.Run("createTicket/OK, audited as REST's", func(t *testing.T) {
 		tk, r := createTicket(t, map[string]any{"title": "by GraphQL", "assigneeId": w.Assignee.ID, "teamId": w.Team.Id, "priority": "high"}, nil)
 		if len(r.Errors) > 0 || tk.RequesterID != w.Member.ID || tk.Priority != "high" || tk.Version != 1 || tk.AssigneeID == nil || *tk.AssigneeID != w.Assignee.ID {
-			t.Fatalf("created %+v: %s", tk, r.raw)
+			t.Fatalf("created %+v: %s", tk, r.Raw)
 		}
 		var found bool
-		for _, ev := range allEvents(t, w.Owner.C, org, 100, nil, nil) {
+		for _, ev := range apitest.AllEvents(t, w.Owner.C, org, 100, nil, nil) {
 			found = found || (ev.Action == "ticket.create" && ev.TargetId == tk.ID && ev.ActorId == w.Member.ID)
 		}
 		if !found {
@@ -896,24 +825,24 @@ func TestGraphQLMutations(t *testing.T) {
 		first, r1 := createTicket(t, in, "gql-key-1")
 		again, r2 := createTicket(t, in, "gql-key-1")
 		if len(r1.Errors)+len(r2.Errors) > 0 || first.ID == "" || again.ID != first.ID {
-			t.Fatalf("first %+v, again %+v: %s %s", first, again, r1.raw, r2.raw)
+			t.Fatalf("first %+v, again %+v: %s %s", first, again, r1.Raw, r2.Raw)
 		}
 		if n := countTitled(t, in["title"].(string)); n != 1 {
 			t.Errorf("%d tickets, want 1", n)
 		}
 		_, reused := createTicket(t, map[string]any{"title": "something else"}, "gql-key-1")
-		if got := reused.codes(); !slices.Equal(got, []string{"idempotency_key_reused"}) {
+		if got := reused.Codes(); !slices.Equal(got, []string{"idempotency_key_reused"}) {
 			t.Errorf("the key with another input: codes %v", got)
 		}
 		_, bad := createTicket(t, in, "")
-		if got := bad.codes(); !slices.Equal(got, []string{"invalid_idempotency_key"}) {
+		if got := bad.Codes(); !slices.Equal(got, []string{"invalid_idempotency_key"}) {
 			t.Errorf("an empty key: codes %v", got)
 		}
 	})
 	t.Run("createTicket/ErrInvalid lists the input's fields", func(t *testing.T) {
 		_, r := createTicket(t, map[string]any{"title": "x", "description": nil, "tags": nil}, nil)
-		if got := r.codes(); !slices.Equal(got, []string{"not_nullable"}) {
-			t.Fatalf("codes %v: %s", got, r.raw)
+		if got := r.Codes(); !slices.Equal(got, []string{"not_nullable"}) {
+			t.Fatalf("codes %v: %s", got, r.Raw)
 		}
 		var fields []string
 		for _, f := range r.Errors[0].Extensions["errors"].([]any) {
@@ -927,8 +856,8 @@ func TestGraphQLMutations(t *testing.T) {
 	t.Run("updateTicket/expectedVersion", func(t *testing.T) {
 		tk, _ := createTicket(t, map[string]any{"title": "versioned", "assigneeId": w.Assignee.ID}, nil)
 		const update = `mutation($o: ID!, $t: ID!, $v: Int, $in: UpdateTicketInput!) { updateTicket(orgId: $o, id: $t, expectedVersion: $v, input: $in) { version status assigneeId } }`
-		stale := gql(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 7, "in": map[string]any{"status": "open"}})
-		if got := stale.codes(); !slices.Equal(got, []string{"version_mismatch"}) || stale.Errors[0].Extensions["kind"] != "PRECONDITION_FAILED" {
+		stale := apitest.GQL(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 7, "in": map[string]any{"status": "open"}})
+		if got := stale.Codes(); !slices.Equal(got, []string{"version_mismatch"}) || stale.Errors[0].Extensions["kind"] != "PRECONDITION_FAILED" {
 			t.Errorf("a stale version: codes %v, ext %v", got, stale.Errors)
 		}
 		var d struct {
@@ -938,12 +867,12 @@ func TestGraphQLMutations(t *testing.T) {
 				AssigneeID *string
 			}
 		}
-		mustData(t, gql(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 1, "in": map[string]any{"status": "open", "assigneeId": nil}}), &d)
+		apitest.MustData(t, apitest.GQL(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 1, "in": map[string]any{"status": "open", "assigneeId": nil}}), &d)
 		if d.UpdateTicket.Version != 2 || d.UpdateTicket.Status != "open" || d.UpdateTicket.AssigneeID != nil {
 			t.Errorf("updated to %+v, want version 2, open, unassigned", d.UpdateTicket)
 		}
-		nulled := gql(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "in": map[string]any{"title": nil}})
-		if got := nulled.codes(); !slices.Equal(got, []string{"not_nullable"}) {
+		nulled := apitest.GQL(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "in": map[string]any{"title": nil}})
+		if got := nulled.Codes(); !slices.Equal(got, []string{"not_nullable"}) {
 			t.Errorf("title null: codes %v", got)
 		}
 	})
@@ -951,32 +880,32 @@ func TestGraphQLMutations(t *testing.T) {
 		tk, _ := createTicket(t, map[string]any{"title": "commented"}, nil)
 		const add = `mutation($o: ID!, $t: ID!, $k: String) { addComment(orgId: $o, ticketId: $t, body: "once", idempotencyKey: $k) { id authorId } }`
 		var first, again struct{ AddComment struct{ ID, AuthorID string } }
-		mustData(t, gql(t, ts, w.Member.Token, add, map[string]any{"o": org, "t": tk.ID, "k": "comment-key"}), &first)
-		mustData(t, gql(t, ts, w.Member.Token, add, map[string]any{"o": org, "t": tk.ID, "k": "comment-key"}), &again)
+		apitest.MustData(t, apitest.GQL(t, ts, w.Member.Token, add, map[string]any{"o": org, "t": tk.ID, "k": "comment-key"}), &first)
+		apitest.MustData(t, apitest.GQL(t, ts, w.Member.Token, add, map[string]any{"o": org, "t": tk.ID, "k": "comment-key"}), &again)
 		if first.AddComment.ID == "" || again.AddComment.ID != first.AddComment.ID || first.AddComment.AuthorID != w.Member.ID {
 			t.Errorf("first %+v, again %+v", first, again)
 		}
 		g, err := w.Member.C.GetTicketWithResponse(bg, org, tk.ID, nil)
-		mustStatus(t, g, err, http.StatusOK)
+		apitest.MustStatus(t, g, err, http.StatusOK)
 		if g.JSON200.CommentCount != 1 {
 			t.Errorf("commentCount %d, want 1", g.JSON200.CommentCount)
 		}
 	})
-	mustHealthy(t, ts)
+	apitest.MustHealthy(t, ts)
 }
 
 // TestGraphQLAccounting: a GraphQL request's log line and DynamoDB
 // metrics name its operation (type and root fields, from the schema: a
 // bounded label) and count every call its resolvers made.
 func TestGraphQLAccounting(t *testing.T) {
-	var logs logBuffer
-	ts := MustServer(t, withLog(&logs))
-	w := MustWorld(t, ts, "Accounted")
+	var logs apitest.LogBuffer
+	ts := apitest.MustServer(t, apitest.WithLog(&logs))
+	w := apitest.MustWorld(t, ts, "Accounted")
 	ts.Rec.Reset()
-	mustData(t, gql(t, ts, w.Member.Token, `query Mine($o: ID!) { me { userId } org(id: $o) { tickets { nodes { requester { name } } } } }`, map[string]any{"o": w.Org.Id}), nil)
+	apitest.MustData(t, apitest.GQL(t, ts, w.Member.Token, `query Mine($o: ID!) { me { userId } org(id: $o) { tickets { nodes { requester { name } } } } }`, map[string]any{"o": w.Org.Id}), nil)
 	calls := ts.Rec.Count()
 	var line map[string]any
-	for _, l := range logs.lines(`"route":"/v1/graphql`) {
+	for _, l := range logs.Lines(`"route":"/v1/graphql`) {
 		line = l
 	}
 	if line == nil || line["route"] != "/v1/graphql query:me+org" || line["dynamodbCalls"] != float64(calls) {
