@@ -62,20 +62,16 @@ func seedEdge(userID string, role authz.Role) membership.Membership {
 // the rules of the real one that the service relies on: versions, edges
 // only for the org's users, the team's last owner. It keeps the audit
 // event of every write that succeeds, counts the calls it serves, and can
-// play a concurrent writer (beforeWrite) or fail a method (fail).
+// play a concurrent writer (BeforeWrite) or fail a method (Fail).
 type fakeStore struct {
 	users   map[string]tenant.User           // the org's users, by user ID
 	teams   map[string]membership.Team       // by team ID
 	members map[string]membership.Membership // by teamID/userID
 
 	events []audit.Event
-	calls  map[string]int // by method
+	testkit.FakeCalls
 	// edgeReads counts GetTeamMember reads by the user whose edge is read.
 	edgeReads map[string]int
-	// beforeWrite, when set, runs just before each write of a team or an
-	// edge, as a concurrent writer would.
-	beforeWrite func()
-	fail        map[string]error // by method
 	// deleteIf is the ifVersion each DeleteTeam was given.
 	deleteIf []int64
 }
@@ -84,7 +80,7 @@ type fakeStore struct {
 // with its seeded edges (two owners, an admin, a member).
 func newFake() *fakeStore {
 	s := &fakeStore{users: map[string]tenant.User{}, teams: map[string]membership.Team{}, members: map[string]membership.Membership{},
-		calls: map[string]int{}, edgeReads: map[string]int{}, fail: map[string]error{}}
+		FakeCalls: testkit.NewFakeCalls(), edgeReads: map[string]int{}}
 	roles := map[string]authz.Role{orgOwner: authz.Owner, orgAdmin: authz.Admin, tOwner: authz.Member, tOwner2: authz.Member,
 		tAdmin: authz.Member, tMember: authz.Member, outsider: authz.Member}
 	for id, r := range roles {
@@ -169,32 +165,11 @@ var (
 	errLastTeamOwner  = errs.E(errs.Conflict, "last_team_owner", "a team must keep at least one owner")
 )
 
-// op counts a call of method and returns the error it was told to fail with.
-func (s *fakeStore) op(method string) error {
-	s.calls[method]++
-	return s.fail[method]
-}
-
-// write runs the concurrent writer, if any, and checks ev as the real
-// store does.
-func (s *fakeStore) write(method string, ev audit.Event) error {
-	if err := s.op(method); err != nil {
-		return err
-	}
-	if s.beforeWrite != nil {
-		s.beforeWrite()
-	}
-	if err := ev.Check(); err != nil {
-		return &errs.Error{Kind: errs.Internal, Code: "bad_event", Message: "incomplete audit event", Err: err}
-	}
-	return nil
-}
-
 // owners counts teamID's owners.
 func (s *fakeStore) owners(teamID string) int { return s.teams[teamID].OwnerCount }
 
 func (s *fakeStore) CreateTeam(ctx context.Context, t membership.Team, owner membership.Membership, ev audit.Event) error {
-	if err := s.write("CreateTeam", ev); err != nil {
+	if err := s.Write("CreateTeam", ev); err != nil {
 		return err
 	}
 	if _, ok := s.teams[t.ID]; ok {
@@ -210,7 +185,7 @@ func (s *fakeStore) CreateTeam(ctx context.Context, t membership.Team, owner mem
 }
 
 func (s *fakeStore) GetTeam(ctx context.Context, orgID, teamID string) (membership.Team, error) {
-	if err := s.op("GetTeam"); err != nil {
+	if err := s.Op("GetTeam"); err != nil {
 		return membership.Team{}, err
 	}
 	t, ok := s.teams[teamID]
@@ -233,7 +208,7 @@ func (s *fakeStore) teamMembers(teamID string) []membership.Membership {
 }
 
 func (s *fakeStore) GetTeamWithMembers(ctx context.Context, orgID, teamID string, limit int) (membership.Team, []membership.Membership, error) {
-	if err := s.op("GetTeamWithMembers"); err != nil {
+	if err := s.Op("GetTeamWithMembers"); err != nil {
 		return membership.Team{}, nil, err
 	}
 	t, ok := s.teams[teamID]
@@ -245,7 +220,7 @@ func (s *fakeStore) GetTeamWithMembers(ctx context.Context, orgID, teamID string
 }
 
 func (s *fakeStore) ListTeams(ctx context.Context, orgID string, p page.Request) (page.Result[membership.Team], error) {
-	if err := s.op("ListTeams"); err != nil {
+	if err := s.Op("ListTeams"); err != nil {
 		return page.Result[membership.Team]{}, err
 	}
 	var r page.Result[membership.Team]
@@ -257,7 +232,7 @@ func (s *fakeStore) ListTeams(ctx context.Context, orgID string, p page.Request)
 }
 
 func (s *fakeStore) UpdateTeam(ctx context.Context, prev, next membership.Team, ev audit.Event) error {
-	if err := s.write("UpdateTeam", ev); err != nil {
+	if err := s.Write("UpdateTeam", ev); err != nil {
 		return err
 	}
 	cur, ok := s.teams[prev.ID]
@@ -273,7 +248,7 @@ func (s *fakeStore) UpdateTeam(ctx context.Context, prev, next membership.Team, 
 }
 
 func (s *fakeStore) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64, ev audit.Event) error {
-	if err := s.write("DeleteTeam", ev); err != nil {
+	if err := s.Write("DeleteTeam", ev); err != nil {
 		return err
 	}
 	s.deleteIf = append(s.deleteIf, ifVersion)
@@ -296,7 +271,7 @@ func (s *fakeStore) DeleteTeam(ctx context.Context, orgID, teamID string, ifVers
 
 func (s *fakeStore) GetTeamMember(ctx context.Context, orgID, teamID, userID string) (membership.Membership, error) {
 	s.edgeReads[userID]++
-	if err := s.op("GetTeamMember"); err != nil {
+	if err := s.Op("GetTeamMember"); err != nil {
 		return membership.Membership{}, err
 	}
 	m, ok := s.members[edgeKey(teamID, userID)]
@@ -307,7 +282,7 @@ func (s *fakeStore) GetTeamMember(ctx context.Context, orgID, teamID, userID str
 }
 
 func (s *fakeStore) ListTeamMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[membership.Membership], error) {
-	if err := s.op("ListTeamMembers"); err != nil {
+	if err := s.Op("ListTeamMembers"); err != nil {
 		return page.Result[membership.Membership]{}, err
 	}
 	if _, ok := s.teams[teamID]; !ok {
@@ -318,7 +293,7 @@ func (s *fakeStore) ListTeamMembers(ctx context.Context, orgID, teamID string, p
 }
 
 func (s *fakeStore) ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[membership.Membership], error) {
-	if err := s.op("ListUserTeams"); err != nil {
+	if err := s.Op("ListUserTeams"); err != nil {
 		return page.Result[membership.Membership]{}, err
 	}
 	if _, ok := s.users[userID]; !ok {
@@ -335,7 +310,7 @@ func (s *fakeStore) ListUserTeams(ctx context.Context, orgID, userID string, p p
 }
 
 func (s *fakeStore) BatchGetTeams(ctx context.Context, orgID string, teamIDs []string) (map[string]membership.Team, error) {
-	if err := s.op("BatchGetTeams"); err != nil {
+	if err := s.Op("BatchGetTeams"); err != nil {
 		return nil, err
 	}
 	out := map[string]membership.Team{}
@@ -348,7 +323,7 @@ func (s *fakeStore) BatchGetTeams(ctx context.Context, orgID string, teamIDs []s
 }
 
 func (s *fakeStore) AddTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
-	if err := s.write("AddTeamMember", ev); err != nil {
+	if err := s.Write("AddTeamMember", ev); err != nil {
 		return err
 	}
 	if _, ok := s.teams[m.TeamID]; !ok {
@@ -366,7 +341,7 @@ func (s *fakeStore) AddTeamMember(ctx context.Context, m membership.Membership, 
 }
 
 func (s *fakeStore) UpdateTeamMember(ctx context.Context, prev, next membership.Membership, ev audit.Event) error {
-	if err := s.write("UpdateTeamMember", ev); err != nil {
+	if err := s.Write("UpdateTeamMember", ev); err != nil {
 		return err
 	}
 	cur, ok := s.members[edgeKey(prev.TeamID, prev.UserID)]
@@ -384,7 +359,7 @@ func (s *fakeStore) UpdateTeamMember(ctx context.Context, prev, next membership.
 }
 
 func (s *fakeStore) RemoveTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
-	if err := s.write("RemoveTeamMember", ev); err != nil {
+	if err := s.Write("RemoveTeamMember", ev); err != nil {
 		return err
 	}
 	cur, ok := s.members[edgeKey(m.TeamID, m.UserID)]
@@ -403,7 +378,7 @@ func (s *fakeStore) RemoveTeamMember(ctx context.Context, m membership.Membershi
 }
 
 func (s *fakeStore) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error) {
-	if err := s.op("BatchGetOrgUsers"); err != nil {
+	if err := s.Op("BatchGetOrgUsers"); err != nil {
 		return nil, err
 	}
 	out := map[string]tenant.User{}

@@ -114,41 +114,41 @@ func TestPutTeamMember(t *testing.T) {
 		{name: "If-Match: a concurrent change is not retried", p: as(orgAdmin, authz.Admin), teamID: teamID, target: tMember, role: authz.Admin,
 			ifMatch: ifmatch.Versions(1),
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(tMember, func(*membership.Membership) {}) })
+				s.BeforeWrite = once(func() { s.change(tMember, func(*membership.Membership) {}) })
 			},
 			want: fails(errs.PreconditionFailed, "version_mismatch"), after: authz.Member},
 
 		{name: "If-Match: removed concurrently", p: as(orgAdmin, authz.Admin), teamID: teamID, target: tMember, role: authz.Admin,
 			ifMatch: ifmatch.Versions(1),
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { delete(s.members, edgeKey(teamID, tMember)); s.recount(teamID) })
+				s.BeforeWrite = once(func() { delete(s.members, edgeKey(teamID, tMember)); s.recount(teamID) })
 			},
 			want: fails(errs.PreconditionFailed, "version_mismatch")},
 
 		// Without If-Match, "this role, whatever it was".
 		{name: "no If-Match: created concurrently, then changed", p: as(orgAdmin, authz.Admin), teamID: teamID, target: outsider, role: authz.Admin,
-			setup: func(s *fakeStore) { s.beforeWrite = once(func() { s.putEdge(seedEdge(outsider, authz.Member)) }) },
+			setup: func(s *fakeStore) { s.BeforeWrite = once(func() { s.putEdge(seedEdge(outsider, authz.Member)) }) },
 			want:  succeeds, action: "member.update", g: byOrg(authz.Admin), targetReads: 1, after: authz.Admin},
 		{name: "no If-Match: created concurrently with the same role", p: as(orgAdmin, authz.Admin), teamID: teamID, target: outsider, role: authz.Member,
-			setup: func(s *fakeStore) { s.beforeWrite = once(func() { s.putEdge(seedEdge(outsider, authz.Member)) }) },
+			setup: func(s *fakeStore) { s.BeforeWrite = once(func() { s.putEdge(seedEdge(outsider, authz.Member)) }) },
 			want:  succeeds, targetReads: 1, after: authz.Member},
 		{name: "no If-Match: removed concurrently, then added", p: as(orgAdmin, authz.Admin), teamID: teamID, target: tMember, role: authz.Admin,
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { delete(s.members, edgeKey(teamID, tMember)); s.recount(teamID) })
+				s.BeforeWrite = once(func() { delete(s.members, edgeKey(teamID, tMember)); s.recount(teamID) })
 			},
 			want: succeeds, created: true, action: "member.add", g: byOrg(authz.Admin), targetReads: 1, after: authz.Admin},
 		{name: "no If-Match: a concurrent change is read again", p: as(tAdmin, authz.Member), teamID: teamID, target: tMember, role: authz.Admin,
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(tMember, func(*membership.Membership) {}) })
+				s.BeforeWrite = once(func() { s.change(tMember, func(*membership.Membership) {}) })
 			},
 			want: succeeds, action: "member.update", g: byTeam(authz.Admin), callerReads: 1, targetReads: 1, after: authz.Admin},
 		{name: "retry decides again: the target became a team owner", p: as(tAdmin, authz.Member), teamID: teamID, target: tMember, role: authz.Admin,
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(tMember, func(m *membership.Membership) { m.Role = authz.Owner }) })
+				s.BeforeWrite = once(func() { s.change(tMember, func(m *membership.Membership) { m.Role = authz.Owner }) })
 			},
 			want: fails(errs.Forbidden, "forbidden"), callerReads: 1, targetReads: 1, after: authz.Owner},
 		{name: "no If-Match: always changed concurrently", p: as(orgAdmin, authz.Admin), teamID: teamID, target: tMember, role: authz.Admin,
-			setup: func(s *fakeStore) { s.beforeWrite = func() { s.change(tMember, func(*membership.Membership) {}) } },
+			setup: func(s *fakeStore) { s.BeforeWrite = func() { s.change(tMember, func(*membership.Membership) {}) } },
 			want:  fails(errs.Unavailable, "busy"), targetReads: 11, after: authz.Member},
 	}
 	for _, c := range cases {
@@ -190,7 +190,7 @@ func TestPutTeamMember(t *testing.T) {
 			}
 			if c.action == "" {
 				s.wantNoEvent(t)
-				if s.calls["UpdateTeamMember"] != 0 {
+				if s.Calls["UpdateTeamMember"] != 0 {
 					t.Errorf("UpdateTeamMember was called")
 				}
 				return
@@ -250,21 +250,21 @@ func TestRemoveTeamMember(t *testing.T) {
 		{name: "If-Match: a concurrent change is not retried", p: as(orgAdmin, authz.Admin), teamID: teamID, target: tMember, first: true,
 			ifMatch: ifmatch.Versions(1),
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(tMember, func(*membership.Membership) {}) })
+				s.BeforeWrite = once(func() { s.change(tMember, func(*membership.Membership) {}) })
 			},
 			want: fails(errs.PreconditionFailed, "version_mismatch")},
 		{name: "no If-Match: a concurrent change is read again", p: as(orgAdmin, authz.Admin), teamID: teamID, target: tMember, first: true,
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(tMember, func(*membership.Membership) {}) })
+				s.BeforeWrite = once(func() { s.change(tMember, func(*membership.Membership) {}) })
 			},
 			want: succeeds, g: byOrg(authz.Admin), targetReads: 1},
 		{name: "retry decides again: the target became a team owner", p: as(tAdmin, authz.Member), teamID: teamID, target: tMember, first: true,
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(tMember, func(m *membership.Membership) { m.Role = authz.Owner }) })
+				s.BeforeWrite = once(func() { s.change(tMember, func(m *membership.Membership) { m.Role = authz.Owner }) })
 			},
 			want: fails(errs.Forbidden, "forbidden"), callerReads: 1, targetReads: 1},
 		{name: "no If-Match: always changed concurrently", p: as(orgAdmin, authz.Admin), teamID: teamID, target: tMember,
-			setup: func(s *fakeStore) { s.beforeWrite = func() { s.change(tMember, func(*membership.Membership) {}) } },
+			setup: func(s *fakeStore) { s.BeforeWrite = func() { s.change(tMember, func(*membership.Membership) {}) } },
 			want:  fails(errs.Unavailable, "busy"), targetReads: 12},
 	}
 	for _, c := range cases {
@@ -350,8 +350,8 @@ func TestReadMembers(t *testing.T) {
 					}
 				}
 			}
-			if len(r.Items) != 4 || embedded != c.embedded || s.calls["BatchGetOrgUsers"] != c.batches {
-				t.Errorf("got %d members, %d embedded, %d batch reads; want 4, %d, %d", len(r.Items), embedded, s.calls["BatchGetOrgUsers"], c.embedded, c.batches)
+			if len(r.Items) != 4 || embedded != c.embedded || s.Calls["BatchGetOrgUsers"] != c.batches {
+				t.Errorf("got %d members, %d embedded, %d batch reads; want 4, %d, %d", len(r.Items), embedded, s.Calls["BatchGetOrgUsers"], c.embedded, c.batches)
 			}
 		})
 	}
@@ -368,16 +368,16 @@ func TestReadMembers(t *testing.T) {
 		s.putEdge(m)
 		r, err := service(s).ListUserTeams(context.Background(), as(outsider, authz.Member), tMember, true, page.Request{Limit: 10})
 		succeeds.Check(t, err)
-		if len(r.Items) != 2 || r.Items[0].TeamName != "Support" || r.Items[1].TeamName != "Billing" || s.calls["BatchGetTeams"] != 1 {
-			t.Errorf("got %+v after %d batch reads", r.Items, s.calls["BatchGetTeams"])
+		if len(r.Items) != 2 || r.Items[0].TeamName != "Support" || r.Items[1].TeamName != "Billing" || s.Calls["BatchGetTeams"] != 1 {
+			t.Errorf("got %+v after %d batch reads", r.Items, s.Calls["BatchGetTeams"])
 		}
 	})
 	t.Run("200/ListUserTeams/without names", func(t *testing.T) {
 		s := newFake()
 		r, err := service(s).ListUserTeams(context.Background(), as(outsider, authz.Member), tMember, false, page.Request{Limit: 10})
 		succeeds.Check(t, err)
-		if len(r.Items) != 1 || r.Items[0].TeamName != "" || s.calls["BatchGetTeams"] != 0 {
-			t.Errorf("got %+v after %d batch reads", r.Items, s.calls["BatchGetTeams"])
+		if len(r.Items) != 1 || r.Items[0].TeamName != "" || s.Calls["BatchGetTeams"] != 0 {
+			t.Errorf("got %+v after %d batch reads", r.Items, s.Calls["BatchGetTeams"])
 		}
 	})
 	t.Run("404/ListUserTeams/user not in the org", func(t *testing.T) {

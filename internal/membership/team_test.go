@@ -118,7 +118,7 @@ func TestGetTeam(t *testing.T) {
 			team, ms, err := service(s).GetTeam(context.Background(), c.p, c.teamID, c.first, c.withMembers)
 			c.want.Check(t, err)
 			for _, m := range []string{"GetTeam", "GetTeamWithMembers", "ListTeamMembers"} {
-				if got, want := s.calls[m], c.calls[m]; got != want {
+				if got, want := s.Calls[m], c.calls[m]; got != want {
 					t.Errorf("%s calls: got %d, want %d", m, got, want)
 				}
 			}
@@ -168,7 +168,7 @@ func TestUpdateTeam(t *testing.T) {
 		{name: "org admin renames a missing team", p: as(orgAdmin, authz.Admin), teamID: team2, patch: membership.Patch{Name: ptr("Help desk")},
 			want: fails(errs.NotFound, "team_not_found"), reads: 1},
 		{name: "the caller's edge cannot be read", p: as(tAdmin, authz.Member), teamID: teamID, patch: membership.Patch{Name: ptr("Help desk")},
-			setup: func(s *fakeStore) { s.fail["GetTeamMember"] = errs.E(errs.Unavailable, "db_unavailable", "throttled") },
+			setup: func(s *fakeStore) { s.Fail["GetTeamMember"] = errs.E(errs.Unavailable, "db_unavailable", "throttled") },
 			want:  fails(errs.Unavailable, "db_unavailable"), callerReads: 1},
 		{name: "empty name", p: as(orgAdmin, authz.Admin), teamID: teamID, patch: membership.Patch{Name: ptr("")},
 			want: fails(errs.Invalid, "required"), reads: 1},
@@ -194,17 +194,17 @@ func TestUpdateTeam(t *testing.T) {
 		{name: "If-Match: a concurrent change is not retried", p: as(orgAdmin, authz.Admin), teamID: teamID, patch: membership.Patch{Name: ptr("Help desk")},
 			ifMatch: ifmatch.Versions(1), first: true,
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.changeTeam(func(t *membership.Team) { t.Description = "x" }) })
+				s.BeforeWrite = once(func() { s.changeTeam(func(t *membership.Team) { t.Description = "x" }) })
 			},
 			want: fails(errs.PreconditionFailed, "version_mismatch")},
 		{name: "no If-Match: a concurrent change is read again", p: as(orgAdmin, authz.Admin), teamID: teamID, patch: membership.Patch{Name: ptr("Help desk")},
 			first: true,
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.changeTeam(func(t *membership.Team) { t.Description = "x" }) })
+				s.BeforeWrite = once(func() { s.changeTeam(func(t *membership.Team) { t.Description = "x" }) })
 			},
 			want: succeeds, reads: 1, g: byOrg(authz.Admin), fields: []string{"name"}, version: 3},
 		{name: "no If-Match: always changed concurrently", p: as(orgAdmin, authz.Admin), teamID: teamID, patch: membership.Patch{Name: ptr("Help desk")},
-			setup: func(s *fakeStore) { s.beforeWrite = func() { s.changeTeam(func(*membership.Team) {}) } },
+			setup: func(s *fakeStore) { s.BeforeWrite = func() { s.changeTeam(func(*membership.Team) {}) } },
 			want:  fails(errs.Unavailable, "busy"), reads: 12},
 	}
 	for _, c := range cases {
@@ -223,7 +223,7 @@ func TestUpdateTeam(t *testing.T) {
 			if got := s.edgeReads[c.p.UserID]; got != c.callerReads {
 				t.Errorf("reads of the caller's edge: got %d, want %d", got, c.callerReads)
 			}
-			if got := s.calls["GetTeam"]; got != c.reads {
+			if got := s.Calls["GetTeam"]; got != c.reads {
 				t.Errorf("reads of the team: got %d, want %d", got, c.reads)
 			}
 			if !c.want.OK {
@@ -296,7 +296,7 @@ func TestDeleteTeam(t *testing.T) {
 			if got := s.edgeReads[c.p.UserID]; got != c.callerReads {
 				t.Errorf("reads of the caller's edge: got %d, want %d", got, c.callerReads)
 			}
-			if got := s.calls["GetTeam"]; got != c.reads {
+			if got := s.Calls["GetTeam"]; got != c.reads {
 				t.Errorf("reads of the team: got %d, want %d", got, c.reads)
 			}
 			if !slices.Equal(s.deleteIf, c.deleteIf) {
@@ -331,7 +331,7 @@ func TestListTeams(t *testing.T) {
 			if c.want.OK && (len(r.Items) != 1 || r.Items[0].ID != teamID) {
 				t.Errorf("got %+v, want the one team", r.Items)
 			}
-			if !c.want.OK && s.calls["ListTeams"] != 0 {
+			if !c.want.OK && s.Calls["ListTeams"] != 0 {
 				t.Errorf("the store was read")
 			}
 		})

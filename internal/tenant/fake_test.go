@@ -63,7 +63,7 @@ func as(userID string, role authz.Role) authz.Principal {
 // that the service relies on: versions, unique user IDs and emails, the
 // last owner. It keeps the audit event of every write that succeeds,
 // counts the calls it serves, and can play a concurrent writer
-// (beforeWrite) or fail a method (fail).
+// (BeforeWrite) or fail a method (Fail).
 type fakeStore struct {
 	orgs  map[string]tenant.Org
 	users map[string]tenant.User // by orgID/userID
@@ -72,11 +72,7 @@ type fakeStore struct {
 	offboarding map[string]deletion.Job
 
 	events []audit.Event
-	calls  map[string]int // by method
-	// beforeWrite, when set, runs just before each conditional write of
-	// an org or a user, as a concurrent writer would.
-	beforeWrite func()
-	fail        map[string]error // by method
+	testkit.FakeCalls
 
 	// startedIf is the ifVersion each StartOffboarding was given; started
 	// says what StartOffboarding answers; released counts releases.
@@ -90,7 +86,7 @@ type fakeStore struct {
 // users.
 func newFake(users ...tenant.User) *fakeStore {
 	s := &fakeStore{orgs: map[string]tenant.Org{}, users: map[string]tenant.User{}, offboarding: map[string]deletion.Job{},
-		calls: map[string]int{}, fail: map[string]error{}, started: true}
+		FakeCalls: testkit.NewFakeCalls(), started: true}
 	s.orgs[orgID] = tenant.Org{ID: orgID, Name: "Acme", Version: 1, CreatedAt: t0, UpdatedAt: t0}
 	for _, u := range users {
 		s.users[userKey(u.OrgID, u.UserID)] = u
@@ -104,27 +100,6 @@ var (
 	errOrgNotFound  = authz.ErrOrgNotFound
 	errUserNotFound = errs.E(errs.NotFound, "user_not_found", "user not found in this organization")
 )
-
-// op counts a call of method and returns the error it was told to fail with.
-func (s *fakeStore) op(method string) error {
-	s.calls[method]++
-	return s.fail[method]
-}
-
-// write runs the concurrent writer, if any, and checks ev as the real
-// store does.
-func (s *fakeStore) write(method string, ev audit.Event) error {
-	if err := s.op(method); err != nil {
-		return err
-	}
-	if s.beforeWrite != nil {
-		s.beforeWrite()
-	}
-	if err := ev.Check(); err != nil {
-		return &errs.Error{Kind: errs.Internal, Code: "bad_event", Message: "incomplete audit event", Err: err}
-	}
-	return nil
-}
 
 // owners counts the owners of orgID.
 func (s *fakeStore) owners(orgID string) int {
@@ -188,7 +163,7 @@ func (s *fakeStore) changeOrg(f func(*tenant.Org)) {
 }
 
 func (s *fakeStore) CreateOrg(ctx context.Context, o tenant.Org, owner tenant.User, ev audit.Event) error {
-	if err := s.write("CreateOrg", ev); err != nil {
+	if err := s.Write("CreateOrg", ev); err != nil {
 		return err
 	}
 	if _, ok := s.orgs[o.ID]; ok {
@@ -201,7 +176,7 @@ func (s *fakeStore) CreateOrg(ctx context.Context, o tenant.Org, owner tenant.Us
 }
 
 func (s *fakeStore) GetOrg(ctx context.Context, orgID string) (tenant.Org, error) {
-	if err := s.op("GetOrg"); err != nil {
+	if err := s.Op("GetOrg"); err != nil {
 		return tenant.Org{}, err
 	}
 	o, ok := s.orgs[orgID]
@@ -212,7 +187,7 @@ func (s *fakeStore) GetOrg(ctx context.Context, orgID string) (tenant.Org, error
 }
 
 func (s *fakeStore) GetOrgWithUsers(ctx context.Context, orgID string, limit int) (tenant.Org, []tenant.User, error) {
-	if err := s.op("GetOrgWithUsers"); err != nil {
+	if err := s.Op("GetOrgWithUsers"); err != nil {
 		return tenant.Org{}, nil, err
 	}
 	o, ok := s.orgs[orgID]
@@ -236,7 +211,7 @@ func (s *fakeStore) orgUsers(orgID string) []tenant.User {
 }
 
 func (s *fakeStore) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev audit.Event) error {
-	if err := s.write("UpdateOrg", ev); err != nil {
+	if err := s.Write("UpdateOrg", ev); err != nil {
 		return err
 	}
 	cur, ok := s.orgs[prev.ID]
@@ -252,7 +227,7 @@ func (s *fakeStore) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev aud
 }
 
 func (s *fakeStore) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.Membership], error) {
-	if err := s.op("ListOrgs"); err != nil {
+	if err := s.Op("ListOrgs"); err != nil {
 		return page.Result[tenant.Membership]{}, err
 	}
 	var r page.Result[tenant.Membership]
@@ -266,7 +241,7 @@ func (s *fakeStore) ListOrgs(ctx context.Context, userID string, p page.Request)
 }
 
 func (s *fakeStore) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]tenant.Org, error) {
-	if err := s.op("BatchGetOrgs"); err != nil {
+	if err := s.Op("BatchGetOrgs"); err != nil {
 		return nil, err
 	}
 	out := map[string]tenant.Org{}
@@ -281,7 +256,7 @@ func (s *fakeStore) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[stri
 }
 
 func (s *fakeStore) GetOrgUser(ctx context.Context, orgID, userID string) (tenant.User, error) {
-	if err := s.op("GetOrgUser"); err != nil {
+	if err := s.Op("GetOrgUser"); err != nil {
 		return tenant.User{}, err
 	}
 	u, ok := s.users[userKey(orgID, userID)]
@@ -292,7 +267,7 @@ func (s *fakeStore) GetOrgUser(ctx context.Context, orgID, userID string) (tenan
 }
 
 func (s *fakeStore) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (page.Result[tenant.User], error) {
-	if err := s.op("ListOrgUsers"); err != nil {
+	if err := s.Op("ListOrgUsers"); err != nil {
 		return page.Result[tenant.User]{}, err
 	}
 	us := s.orgUsers(orgID)
@@ -300,7 +275,7 @@ func (s *fakeStore) ListOrgUsers(ctx context.Context, orgID string, p page.Reque
 }
 
 func (s *fakeStore) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error) {
-	if err := s.op("BatchGetOrgUsers"); err != nil {
+	if err := s.Op("BatchGetOrgUsers"); err != nil {
 		return nil, err
 	}
 	out := map[string]tenant.User{}
@@ -313,7 +288,7 @@ func (s *fakeStore) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs 
 }
 
 func (s *fakeStore) AddOrgUser(ctx context.Context, u tenant.User, ev audit.Event) error {
-	if err := s.write("AddOrgUser", ev); err != nil {
+	if err := s.Write("AddOrgUser", ev); err != nil {
 		return err
 	}
 	if _, ok := s.orgs[u.OrgID]; !ok {
@@ -335,7 +310,7 @@ func (s *fakeStore) AddOrgUser(ctx context.Context, u tenant.User, ev audit.Even
 var errLastOwner = errs.E(errs.Conflict, "last_owner", "an organization must keep at least one owner")
 
 func (s *fakeStore) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev audit.Event) error {
-	if err := s.write("UpdateOrgUser", ev); err != nil {
+	if err := s.Write("UpdateOrgUser", ev); err != nil {
 		return err
 	}
 	k := userKey(prev.OrgID, prev.UserID)
@@ -356,7 +331,7 @@ func (s *fakeStore) UpdateOrgUser(ctx context.Context, prev, next tenant.User, e
 }
 
 func (s *fakeStore) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event) error {
-	if err := s.write("RemoveOrgUser", ev); err != nil {
+	if err := s.Write("RemoveOrgUser", ev); err != nil {
 		return err
 	}
 	k := userKey(u.OrgID, u.UserID)
@@ -375,7 +350,7 @@ func (s *fakeStore) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.E
 }
 
 func (s *fakeStore) StartOffboarding(ctx context.Context, orgID, actorID string, ifVersion int64, owner string, now time.Time) (deletion.Job, bool, error) {
-	if err := s.op("StartOffboarding"); err != nil {
+	if err := s.Op("StartOffboarding"); err != nil {
 		return deletion.Job{}, false, err
 	}
 	s.startedIf = append(s.startedIf, ifVersion)
@@ -395,7 +370,7 @@ func (s *fakeStore) StartOffboarding(ctx context.Context, orgID, actorID string,
 }
 
 func (s *fakeStore) CutOff(ctx context.Context, orgID, owner string) error {
-	if err := s.op("CutOff"); err != nil {
+	if err := s.Op("CutOff"); err != nil {
 		return err
 	}
 	if s.cutOffErr != nil {
@@ -409,11 +384,11 @@ func (s *fakeStore) CutOff(ctx context.Context, orgID, owner string) error {
 
 func (s *fakeStore) ReleaseOffboarding(ctx context.Context, orgID, owner string) error {
 	s.released++
-	return s.op("ReleaseOffboarding")
+	return s.Op("ReleaseOffboarding")
 }
 
 func (s *fakeStore) GetOffboarding(ctx context.Context, orgID string) (deletion.Job, error) {
-	if err := s.op("GetOffboarding"); err != nil {
+	if err := s.Op("GetOffboarding"); err != nil {
 		return deletion.Job{}, err
 	}
 	j, ok := s.offboarding[orgID]

@@ -141,7 +141,7 @@ func TestGetOrg(t *testing.T) {
 			o, users, err := tenant.NewService(s, nil, now).GetOrg(context.Background(), c.p, c.first, c.withUsers)
 			c.want.Check(t, err)
 			for _, m := range []string{"GetOrg", "GetOrgWithUsers", "ListOrgUsers"} {
-				if got, want := s.calls[m], c.reads[m]; got != want {
+				if got, want := s.Calls[m], c.reads[m]; got != want {
 					t.Errorf("%s calls: got %d, want %d", m, got, want)
 				}
 			}
@@ -192,7 +192,7 @@ func TestListOrgs(t *testing.T) {
 					t.Errorf("item %d: got %+v, want %+v", i, r.Items[i], c.want[i])
 				}
 			}
-			if got := s.calls["BatchGetOrgs"]; got != c.batch {
+			if got := s.Calls["BatchGetOrgs"]; got != c.batch {
 				t.Errorf("BatchGetOrgs calls: got %d, want %d", got, c.batch)
 			}
 		})
@@ -236,16 +236,16 @@ func TestUpdateOrg(t *testing.T) {
 			want:  succeeds, reads: 1, written: true, version: 3},
 		{name: "If-Match: a concurrent change is not retried", p: as(admin, authz.Admin), newName: "Acme Inc", first: true, ifMatch: ifmatch.Versions(1),
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.changeOrg(func(o *tenant.Org) { o.Name = "ACME" }) })
+				s.BeforeWrite = once(func() { s.changeOrg(func(o *tenant.Org) { o.Name = "ACME" }) })
 			},
 			want: fails(errs.PreconditionFailed, "version_mismatch"), reads: 0},
 		{name: "no If-Match: a concurrent change is read again", p: as(admin, authz.Admin), newName: "Acme Inc",
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.changeOrg(func(o *tenant.Org) { o.Name = "ACME" }) })
+				s.BeforeWrite = once(func() { s.changeOrg(func(o *tenant.Org) { o.Name = "ACME" }) })
 			},
 			want: succeeds, reads: 2, written: true, version: 3},
 		{name: "no If-Match: always changed concurrently", p: as(admin, authz.Admin), newName: "Acme Inc", first: true,
-			setup: func(s *fakeStore) { s.beforeWrite = func() { s.changeOrg(func(*tenant.Org) {}) } },
+			setup: func(s *fakeStore) { s.BeforeWrite = func() { s.changeOrg(func(*tenant.Org) {}) } },
 			want:  fails(errs.Unavailable, "busy"), reads: 11},
 	}
 	for _, c := range cases {
@@ -261,7 +261,7 @@ func TestUpdateOrg(t *testing.T) {
 			}
 			o, err := tenant.NewService(s, nil, now).UpdateOrg(context.Background(), c.p, first, c.newName, c.ifMatch)
 			c.want.Check(t, err)
-			if got := s.calls["GetOrg"]; got != c.reads {
+			if got := s.Calls["GetOrg"]; got != c.reads {
 				t.Errorf("reads: got %d, want %d", got, c.reads)
 			}
 			if !c.want.OK {
@@ -348,13 +348,13 @@ func TestDeleteOrg(t *testing.T) {
 			// always comes first.
 			j, done, err := tenant.NewService(s, w, now).DeleteOrg(context.Background(), c.p, c.ifMatch, time.Hour)
 			c.want.Check(t, err)
-			if got := s.calls["GetOrg"]; got != c.reads {
+			if got := s.Calls["GetOrg"]; got != c.reads {
 				t.Errorf("reads of the org: got %d, want %d", got, c.reads)
 			}
 			if !slices.Equal(s.startedIf, c.startedIf) {
 				t.Errorf("StartOffboarding's ifVersion: got %v, want %v", s.startedIf, c.startedIf)
 			}
-			if got := s.calls["CutOff"]; got != c.cutOffs {
+			if got := s.Calls["CutOff"]; got != c.cutOffs {
 				t.Errorf("CutOff calls: got %d, want %d", got, c.cutOffs)
 			}
 			if s.released != c.released {
@@ -410,14 +410,14 @@ func TestStoreErrorsPass(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.want.Name("200", "UpdateOrgUser", c.name), func(t *testing.T) {
 			s := newFake(seedUsers()...)
-			s.fail["UpdateOrgUser"] = c.err
+			s.Fail["UpdateOrgUser"] = c.err
 			_, err := tenant.NewService(s, nil, now).UpdateOrgUser(context.Background(), as(admin, authz.Admin), member, nil,
 				tenant.UserPatch{Name: ptr("Maxine")}, ifmatch.None)
 			c.want.Check(t, err)
 			if !errors.Is(err, c.err) {
 				t.Errorf("got %v, want %v", err, c.err)
 			}
-			if n := s.calls["UpdateOrgUser"]; n != 1 {
+			if n := s.Calls["UpdateOrgUser"]; n != 1 {
 				t.Errorf("writes: got %d, want 1", n)
 			}
 		})

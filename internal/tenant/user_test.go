@@ -190,7 +190,7 @@ func TestUpdateOrgUser(t *testing.T) {
 				if u != seedUser(member, authz.Member) {
 					t.Errorf("got %+v, want the user as it was", u)
 				}
-				if n := s.calls["UpdateOrgUser"]; n != 0 {
+				if n := s.Calls["UpdateOrgUser"]; n != 0 {
 					t.Errorf("UpdateOrgUser calls: got %d, want 0", n)
 				}
 			}},
@@ -207,7 +207,7 @@ func TestUpdateOrgUser(t *testing.T) {
 		{name: "If-Match on a user changed concurrently is not retried", p: as(admin, authz.Admin), target: member,
 			patch: tenant.UserPatch{Name: ptr("Maxine")}, ifMatch: ifmatch.Versions(1), first: true,
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(member, func(u *tenant.User) { u.Name = "Mx" }) })
+				s.BeforeWrite = once(func() { s.change(member, func(u *tenant.User) { u.Name = "Mx" }) })
 			},
 			want: fails(errs.PreconditionFailed, "version_mismatch"), reads: 0},
 		{name: "stale If-Match, 403 first", p: as(member, authz.Member), target: other, patch: tenant.UserPatch{Name: ptr("Mo")}, ifMatch: ifmatch.Versions(0),
@@ -226,7 +226,7 @@ func TestUpdateOrgUser(t *testing.T) {
 			}},
 		{name: "no If-Match: a concurrent change is read again", p: as(admin, authz.Admin), target: member, patch: tenant.UserPatch{Role: ptr(authz.Admin)},
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(member, func(u *tenant.User) { u.Name = "Mx" }) })
+				s.BeforeWrite = once(func() { s.change(member, func(u *tenant.User) { u.Name = "Mx" }) })
 			},
 			want: succeeds, reads: 2, floor: authz.Admin, fields: []string{"role"},
 			check: func(t *testing.T, s *fakeStore, u tenant.User) {
@@ -236,11 +236,11 @@ func TestUpdateOrgUser(t *testing.T) {
 			}},
 		{name: "retry decides again: the target became an owner", p: as(admin, authz.Admin), target: member, patch: tenant.UserPatch{Name: ptr("Maxine")}, first: true,
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(member, func(u *tenant.User) { u.Role = authz.Owner }) })
+				s.BeforeWrite = once(func() { s.change(member, func(u *tenant.User) { u.Role = authz.Owner }) })
 			},
 			want: fails(errs.Forbidden, "forbidden"), reads: 1},
 		{name: "no If-Match: always changed concurrently", p: as(admin, authz.Admin), target: member, patch: tenant.UserPatch{Name: ptr("Maxine")}, first: true,
-			setup: func(s *fakeStore) { s.beforeWrite = func() { s.change(member, func(*tenant.User) {}) } },
+			setup: func(s *fakeStore) { s.BeforeWrite = func() { s.change(member, func(*tenant.User) {}) } },
 			want:  fails(errs.Unavailable, "busy"), reads: 11},
 	}
 	for _, c := range cases {
@@ -257,7 +257,7 @@ func TestUpdateOrgUser(t *testing.T) {
 			before := s.users[userKey(orgID, c.target)]
 			u, err := tenant.NewService(s, nil, now).UpdateOrgUser(context.Background(), c.p, c.target, first, c.patch, c.ifMatch)
 			c.want.Check(t, err)
-			if got := s.calls["GetOrgUser"]; got != c.reads {
+			if got := s.Calls["GetOrgUser"]; got != c.reads {
 				t.Errorf("reads of the target: got %d, want %d", got, c.reads)
 			}
 			if !c.want.OK {
@@ -317,21 +317,21 @@ func TestRemoveOrgUser(t *testing.T) {
 		{name: "first is used without a read", p: as(admin, authz.Admin), target: member, first: true, want: succeeds, reads: 0, floor: authz.Admin},
 		{name: "no If-Match: a concurrent change is read again", p: as(admin, authz.Admin), target: member, first: true,
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(member, func(u *tenant.User) { u.Name = "Mx" }) })
+				s.BeforeWrite = once(func() { s.change(member, func(u *tenant.User) { u.Name = "Mx" }) })
 			},
 			want: succeeds, reads: 1, floor: authz.Admin},
 		{name: "If-Match: a concurrent change is not retried", p: as(admin, authz.Admin), target: member, first: true, ifMatch: ifmatch.Versions(1),
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(member, func(u *tenant.User) { u.Name = "Mx" }) })
+				s.BeforeWrite = once(func() { s.change(member, func(u *tenant.User) { u.Name = "Mx" }) })
 			},
 			want: fails(errs.PreconditionFailed, "version_mismatch"), reads: 0},
 		{name: "retry decides again: the target became an owner", p: as(admin, authz.Admin), target: member, first: true,
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(member, func(u *tenant.User) { u.Role = authz.Owner }) })
+				s.BeforeWrite = once(func() { s.change(member, func(u *tenant.User) { u.Role = authz.Owner }) })
 			},
 			want: fails(errs.Forbidden, "forbidden"), reads: 1},
 		{name: "no If-Match: always changed concurrently", p: as(admin, authz.Admin), target: member,
-			setup: func(s *fakeStore) { s.beforeWrite = func() { s.change(member, func(*tenant.User) {}) } },
+			setup: func(s *fakeStore) { s.BeforeWrite = func() { s.change(member, func(*tenant.User) {}) } },
 			want:  fails(errs.Unavailable, "busy"), reads: 12},
 	}
 	for _, c := range cases {
@@ -347,7 +347,7 @@ func TestRemoveOrgUser(t *testing.T) {
 			}
 			err := tenant.NewService(s, nil, now).RemoveOrgUser(context.Background(), c.p, c.target, first, c.ifMatch)
 			c.want.Check(t, err)
-			if got := s.calls["GetOrgUser"]; got != c.reads {
+			if got := s.Calls["GetOrgUser"]; got != c.reads {
 				t.Errorf("reads of the target: got %d, want %d", got, c.reads)
 			}
 			_, stored := s.users[userKey(orgID, c.target)]
@@ -384,7 +384,7 @@ func TestReadOrgUsers(t *testing.T) {
 			s := newFake(seedUsers()...)
 			u, err := tenant.NewService(s, nil, now).GetOrgUser(context.Background(), c.p, member, c.first)
 			c.want.Check(t, err)
-			if got := s.calls["GetOrgUser"]; got != c.reads {
+			if got := s.Calls["GetOrgUser"]; got != c.reads {
 				t.Errorf("reads: got %d, want %d", got, c.reads)
 			}
 			if c.want.OK && u != maxUser {
@@ -408,7 +408,7 @@ func TestReadOrgUsers(t *testing.T) {
 		s := newFake(seedUsers()...)
 		_, err := tenant.NewService(s, nil, now).ListOrgUsers(context.Background(), as(nobody, ""), page.Request{Limit: 3})
 		fails(errs.Forbidden, "forbidden").Check(t, err)
-		if s.calls["ListOrgUsers"] != 0 {
+		if s.Calls["ListOrgUsers"] != 0 {
 			t.Errorf("the store was read")
 		}
 	})

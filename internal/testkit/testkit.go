@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
 )
 
@@ -129,4 +130,41 @@ func (o Outcome) Check(t testing.TB, err error) {
 	if got, want := errs.CodeOf(err), o.Code; got != want {
 		t.Fatalf("code: got %q, want %q (err %v)", got, want, err)
 	}
+}
+
+// FakeCalls is the bookkeeping a domain package's fake store embeds: it
+// counts the calls it serves (Calls, by method), fails the methods told to
+// (Fail), plays a concurrent writer just before each write (BeforeWrite),
+// and refuses an incomplete audit event as the real store does.
+type FakeCalls struct {
+	Calls       map[string]int
+	Fail        map[string]error
+	BeforeWrite func()
+}
+
+// NewFakeCalls returns empty bookkeeping.
+func NewFakeCalls() FakeCalls {
+	return FakeCalls{Calls: map[string]int{}, Fail: map[string]error{}}
+}
+
+// Op counts a call of method and returns the error it was told to fail
+// with.
+func (f *FakeCalls) Op(method string) error {
+	f.Calls[method]++
+	return f.Fail[method]
+}
+
+// Write is Op for a write: then the concurrent writer, if any, and the
+// check of ev.
+func (f *FakeCalls) Write(method string, ev audit.Event) error {
+	if err := f.Op(method); err != nil {
+		return err
+	}
+	if f.BeforeWrite != nil {
+		f.BeforeWrite()
+	}
+	if err := ev.Check(); err != nil {
+		return &errs.Error{Kind: errs.Internal, Code: "bad_event", Message: "incomplete audit event", Err: err}
+	}
+	return nil
 }

@@ -59,7 +59,7 @@ func as(userID string, role authz.Role) authz.Principal {
 // ticket.Users) with the rules of the real one that the service relies on:
 // versions, references to the org's users and teams. It keeps the audit
 // event of every write that succeeds, counts the calls it serves, and can
-// play a concurrent writer (beforeWrite) or fail a method (fail).
+// play a concurrent writer (BeforeWrite) or fail a method (Fail).
 type fakeStore struct {
 	users    map[string]tenant.User // the org's users, by user ID
 	teams    map[string]bool        // the org's teams
@@ -68,13 +68,9 @@ type fakeStore struct {
 	comments map[string][]ticket.Comment // by ticket ID
 
 	events []audit.Event
-	calls  map[string]int // by method
+	testkit.FakeCalls
 	// batched are the user IDs each BatchGetOrgUsers was asked for.
 	batched [][]string
-	// beforeWrite, when set, runs just before each write of a ticket or a
-	// comment, as a concurrent writer would.
-	beforeWrite func()
-	fail        map[string]error // by method
 	// deleteIf is the ifVersion each DeleteTicket was given.
 	deleteIf []int64
 }
@@ -92,7 +88,7 @@ func seedTicket() ticket.Ticket {
 func newFake() *fakeStore {
 	s := &fakeStore{users: map[string]tenant.User{}, teams: map[string]bool{teamID: true, team2: true},
 		edges: map[string]bool{teamID + "/" + teamMate: true, teamID + "/" + assignee: true}, tickets: map[string]ticket.Ticket{},
-		comments: map[string][]ticket.Comment{}, calls: map[string]int{}, fail: map[string]error{}}
+		comments: map[string][]ticket.Comment{}, FakeCalls: testkit.NewFakeCalls()}
 	roles := map[string]authz.Role{owner: authz.Owner, admin: authz.Admin, requester: authz.Member, assignee: authz.Member,
 		teamMate: authz.Member, bystander: authz.Member}
 	for id, r := range roles {
@@ -127,27 +123,6 @@ func once(f func()) func() {
 
 var errTicketNotFound = errs.E(errs.NotFound, "ticket_not_found", "ticket not found")
 
-// op counts a call of method and returns the error it was told to fail with.
-func (s *fakeStore) op(method string) error {
-	s.calls[method]++
-	return s.fail[method]
-}
-
-// write runs the concurrent writer, if any, and checks ev as the real
-// store does.
-func (s *fakeStore) write(method string, ev audit.Event) error {
-	if err := s.op(method); err != nil {
-		return err
-	}
-	if s.beforeWrite != nil {
-		s.beforeWrite()
-	}
-	if err := ev.Check(); err != nil {
-		return &errs.Error{Kind: errs.Internal, Code: "bad_event", Message: "incomplete audit event", Err: err}
-	}
-	return nil
-}
-
 // references checks t's assignee and team as the real store does.
 func (s *fakeStore) references(t ticket.Ticket) error {
 	if _, ok := s.users[t.AssigneeID]; t.AssigneeID != "" && !ok {
@@ -160,7 +135,7 @@ func (s *fakeStore) references(t ticket.Ticket) error {
 }
 
 func (s *fakeStore) CreateTicket(ctx context.Context, t ticket.Ticket, ev audit.Event) error {
-	if err := s.write("CreateTicket", ev); err != nil {
+	if err := s.Write("CreateTicket", ev); err != nil {
 		return err
 	}
 	if _, ok := s.tickets[t.ID]; ok {
@@ -178,7 +153,7 @@ func (s *fakeStore) CreateTicket(ctx context.Context, t ticket.Ticket, ev audit.
 }
 
 func (s *fakeStore) GetTicket(ctx context.Context, orgID, ticketID string) (ticket.Ticket, error) {
-	if err := s.op("GetTicket"); err != nil {
+	if err := s.Op("GetTicket"); err != nil {
 		return ticket.Ticket{}, err
 	}
 	t, ok := s.tickets[ticketID]
@@ -189,7 +164,7 @@ func (s *fakeStore) GetTicket(ctx context.Context, orgID, ticketID string) (tick
 }
 
 func (s *fakeStore) GetTicketWithComments(ctx context.Context, orgID, ticketID string, limit int) (ticket.Ticket, []ticket.Comment, error) {
-	if err := s.op("GetTicketWithComments"); err != nil {
+	if err := s.Op("GetTicketWithComments"); err != nil {
 		return ticket.Ticket{}, nil, err
 	}
 	t, ok := s.tickets[ticketID]
@@ -201,7 +176,7 @@ func (s *fakeStore) GetTicketWithComments(ctx context.Context, orgID, ticketID s
 }
 
 func (s *fakeStore) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev audit.Event) error {
-	if err := s.write("UpdateTicket", ev); err != nil {
+	if err := s.Write("UpdateTicket", ev); err != nil {
 		return err
 	}
 	cur, ok := s.tickets[prev.ID]
@@ -220,7 +195,7 @@ func (s *fakeStore) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, 
 }
 
 func (s *fakeStore) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64, ev audit.Event) error {
-	if err := s.write("DeleteTicket", ev); err != nil {
+	if err := s.Write("DeleteTicket", ev); err != nil {
 		return err
 	}
 	s.deleteIf = append(s.deleteIf, ifVersion)
@@ -251,7 +226,7 @@ func (s *fakeStore) list(keep func(ticket.Ticket) bool, p page.Request) page.Res
 }
 
 func (s *fakeStore) ListTickets(ctx context.Context, orgID string, f ticket.Filter, p page.Request) (page.Result[ticket.Ticket], error) {
-	if err := s.op("ListTickets"); err != nil {
+	if err := s.Op("ListTickets"); err != nil {
 		return page.Result[ticket.Ticket]{}, err
 	}
 	return s.list(func(t ticket.Ticket) bool {
@@ -261,21 +236,21 @@ func (s *fakeStore) ListTickets(ctx context.Context, orgID string, f ticket.Filt
 }
 
 func (s *fakeStore) ListTeamTickets(ctx context.Context, orgID, teamID string, status ticket.Status, p page.Request) (page.Result[ticket.Ticket], error) {
-	if err := s.op("ListTeamTickets"); err != nil {
+	if err := s.Op("ListTeamTickets"); err != nil {
 		return page.Result[ticket.Ticket]{}, err
 	}
 	return s.list(func(t ticket.Ticket) bool { return t.TeamID == teamID && (status == "" || t.Status == status) }, p), nil
 }
 
 func (s *fakeStore) ListAssignedTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[ticket.Ticket], error) {
-	if err := s.op("ListAssignedTickets"); err != nil {
+	if err := s.Op("ListAssignedTickets"); err != nil {
 		return page.Result[ticket.Ticket]{}, err
 	}
 	return s.list(func(t ticket.Ticket) bool { return t.AssigneeID == userID }, p), nil
 }
 
 func (s *fakeStore) ListUserTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[ticket.Ticket], *tenant.User, error) {
-	if err := s.op("ListUserTickets"); err != nil {
+	if err := s.Op("ListUserTickets"); err != nil {
 		return page.Result[ticket.Ticket]{}, nil, err
 	}
 	r := s.list(func(t ticket.Ticket) bool { return t.RequesterID == userID }, p)
@@ -287,7 +262,7 @@ func (s *fakeStore) ListUserTickets(ctx context.Context, orgID, userID string, w
 }
 
 func (s *fakeStore) CreateComment(ctx context.Context, c ticket.Comment, ev audit.Event) error {
-	if err := s.write("CreateComment", ev); err != nil {
+	if err := s.Write("CreateComment", ev); err != nil {
 		return err
 	}
 	t, ok := s.tickets[c.TicketID]
@@ -307,7 +282,7 @@ func (s *fakeStore) CreateComment(ctx context.Context, c ticket.Comment, ev audi
 }
 
 func (s *fakeStore) GetComment(ctx context.Context, orgID, ticketID, commentID string) (ticket.Comment, error) {
-	if err := s.op("GetComment"); err != nil {
+	if err := s.Op("GetComment"); err != nil {
 		return ticket.Comment{}, err
 	}
 	for _, c := range s.comments[ticketID] {
@@ -319,7 +294,7 @@ func (s *fakeStore) GetComment(ctx context.Context, orgID, ticketID, commentID s
 }
 
 func (s *fakeStore) ListComments(ctx context.Context, orgID, ticketID string, p page.Request) (page.Result[ticket.Comment], error) {
-	if err := s.op("ListComments"); err != nil {
+	if err := s.Op("ListComments"); err != nil {
 		return page.Result[ticket.Comment]{}, err
 	}
 	if _, ok := s.tickets[ticketID]; !ok {
@@ -331,7 +306,7 @@ func (s *fakeStore) ListComments(ctx context.Context, orgID, ticketID string, p 
 
 // GetTeamMember is the ticket.TeamMembers read.
 func (s *fakeStore) GetTeamMember(ctx context.Context, orgID, teamID, userID string) (membership.Membership, error) {
-	if err := s.op("GetTeamMember"); err != nil {
+	if err := s.Op("GetTeamMember"); err != nil {
 		return membership.Membership{}, err
 	}
 	if !s.edges[teamID+"/"+userID] {
@@ -342,7 +317,7 @@ func (s *fakeStore) GetTeamMember(ctx context.Context, orgID, teamID, userID str
 
 // BatchGetOrgUsers is the ticket.Users read.
 func (s *fakeStore) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error) {
-	if err := s.op("BatchGetOrgUsers"); err != nil {
+	if err := s.Op("BatchGetOrgUsers"); err != nil {
 		return nil, err
 	}
 	s.batched = append(s.batched, userIDs)

@@ -171,7 +171,7 @@ func TestUpdateTicket(t *testing.T) {
 		{name: "member patches a missing ticket", p: as(bystander, authz.Member), ticketID: missing, patch: ticket.Patch{Status: ptr(ticket.StatusClosed)},
 			want: fails(errs.NotFound, "ticket_not_found"), reads: 1},
 		{name: "the team edge cannot be read", p: as(teamMate, authz.Member), ticketID: ticketID, patch: ticket.Patch{Status: ptr(ticket.StatusClosed)},
-			setup: func(s *fakeStore) { s.fail["GetTeamMember"] = unavailable },
+			setup: func(s *fakeStore) { s.Fail["GetTeamMember"] = unavailable },
 			want:  fails(errs.Unavailable, "db_unavailable"), reads: 1, teamReads: 1},
 
 		// What changes.
@@ -231,7 +231,7 @@ func TestUpdateTicket(t *testing.T) {
 		{name: "If-Match: a concurrent change is not retried", p: as(requester, authz.Member), ticketID: ticketID,
 			patch: ticket.Patch{Status: ptr(ticket.StatusSolved)}, ifMatch: ifmatch.Versions(1), first: true,
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(ticketID, func(t *ticket.Ticket) { t.Title = "x" }) })
+				s.BeforeWrite = once(func() { s.change(ticketID, func(t *ticket.Ticket) { t.Title = "x" }) })
 			},
 			want: fails(errs.PreconditionFailed, "version_mismatch")},
 
@@ -241,7 +241,7 @@ func TestUpdateTicket(t *testing.T) {
 		{name: "no If-Match: a concurrent change is read again", p: as(teamMate, authz.Member), ticketID: ticketID,
 			patch: ticket.Patch{Status: ptr(ticket.StatusSolved)},
 			setup: func(s *fakeStore) {
-				s.beforeWrite = once(func() { s.change(ticketID, func(t *ticket.Ticket) { t.Title = "Printer smoking" }) })
+				s.BeforeWrite = once(func() { s.change(ticketID, func(t *ticket.Ticket) { t.Title = "Printer smoking" }) })
 			},
 			want: succeeds, reads: 2, teamReads: 2, g: byTeam, fields: []string{"status"},
 			check: func(t *testing.T, got ticket.Ticket) {
@@ -253,12 +253,12 @@ func TestUpdateTicket(t *testing.T) {
 			patch: ticket.Patch{Status: ptr(ticket.StatusOpen)},
 			setup: func(s *fakeStore) {
 				s.change(noTeam, func(t *ticket.Ticket) { t.AssigneeID = assignee })
-				s.beforeWrite = once(func() { s.change(noTeam, func(t *ticket.Ticket) { t.AssigneeID = teamMate }) })
+				s.BeforeWrite = once(func() { s.change(noTeam, func(t *ticket.Ticket) { t.AssigneeID = teamMate }) })
 			},
 			want: fails(errs.Forbidden, "forbidden"), reads: 2},
 		{name: "no If-Match: always changed concurrently", p: as(requester, authz.Member), ticketID: ticketID, first: true,
 			patch: ticket.Patch{Status: ptr(ticket.StatusSolved)},
-			setup: func(s *fakeStore) { s.beforeWrite = func() { s.change(ticketID, func(*ticket.Ticket) {}) } },
+			setup: func(s *fakeStore) { s.BeforeWrite = func() { s.change(ticketID, func(*ticket.Ticket) {}) } },
 			want:  fails(errs.Unavailable, "busy"), reads: 11},
 	}
 	for _, c := range cases {
@@ -275,10 +275,10 @@ func TestUpdateTicket(t *testing.T) {
 			before := s.tickets[c.ticketID]
 			got, err := service(s).UpdateTicket(context.Background(), c.p, c.ticketID, first, c.patch, c.ifMatch)
 			c.want.Check(t, err)
-			if n := s.calls["GetTicket"]; n != c.reads {
+			if n := s.Calls["GetTicket"]; n != c.reads {
 				t.Errorf("reads of the ticket: got %d, want %d", n, c.reads)
 			}
-			if n := s.calls["GetTeamMember"]; n != c.teamReads {
+			if n := s.Calls["GetTeamMember"]; n != c.teamReads {
 				t.Errorf("reads of the caller's team edge: got %d, want %d", n, c.teamReads)
 			}
 			stored := s.tickets[c.ticketID]
@@ -353,10 +353,10 @@ func TestDeleteTicket(t *testing.T) {
 			}
 			err := service(s).DeleteTicket(context.Background(), c.p, c.ticketID, first, c.ifMatch)
 			c.want.Check(t, err)
-			if n := s.calls["GetTicket"]; n != c.reads {
+			if n := s.Calls["GetTicket"]; n != c.reads {
 				t.Errorf("reads of the ticket: got %d, want %d", n, c.reads)
 			}
-			if n := s.calls["GetTeamMember"]; n != 0 {
+			if n := s.Calls["GetTeamMember"]; n != 0 {
 				t.Errorf("reads of team edges: got %d, want none (a team never decides a delete)", n)
 			}
 			if !slices.Equal(s.deleteIf, c.deleteIf) {
@@ -472,7 +472,7 @@ func TestGetTicket(t *testing.T) {
 			got, comments, err := service(s).GetTicket(context.Background(), c.p, c.ticketID, c.first, c.withComments, c.x)
 			c.want.Check(t, err)
 			for _, m := range []string{"GetTicket", "GetTicketWithComments", "ListComments", "BatchGetOrgUsers"} {
-				if n, want := s.calls[m], c.calls[m]; n != want {
+				if n, want := s.Calls[m], c.calls[m]; n != want {
 					t.Errorf("%s calls: got %d, want %d", m, n, want)
 				}
 			}
@@ -522,7 +522,7 @@ func TestListTickets(t *testing.T) {
 			r, err := service(s).ListTickets(context.Background(), c.p, c.f, c.x, page.Request{Limit: 10})
 			c.want.Check(t, err)
 			if !c.want.OK {
-				if s.calls["ListTickets"] != 0 {
+				if s.Calls["ListTickets"] != 0 {
 					t.Errorf("the store was read")
 				}
 				return
@@ -549,16 +549,16 @@ func TestListTickets(t *testing.T) {
 		s := newFake()
 		r, u, err := service(s).ListUserTickets(context.Background(), as(bystander, authz.Member), requester, true, ticket.Expand{}, page.Request{Limit: 10})
 		succeeds.Check(t, err)
-		if len(r.Items) != 2 || u == nil || u.UserID != requester || s.calls["BatchGetOrgUsers"] != 0 {
-			t.Errorf("got %d tickets, user %+v, %d batch reads", len(r.Items), u, s.calls["BatchGetOrgUsers"])
+		if len(r.Items) != 2 || u == nil || u.UserID != requester || s.Calls["BatchGetOrgUsers"] != 0 {
+			t.Errorf("got %d tickets, user %+v, %d batch reads", len(r.Items), u, s.Calls["BatchGetOrgUsers"])
 		}
 	})
 	t.Run("200/ListAssignedTickets/none expanded", func(t *testing.T) {
 		s := newFake()
 		r, err := service(s).ListAssignedTickets(context.Background(), as(bystander, authz.Member), assignee, ticket.Expand{}, page.Request{Limit: 10})
 		succeeds.Check(t, err)
-		if len(r.Items) != 1 || r.Items[0].ID != ticketID || s.calls["BatchGetOrgUsers"] != 0 {
-			t.Errorf("got %+v after %d batch reads", r.Items, s.calls["BatchGetOrgUsers"])
+		if len(r.Items) != 1 || r.Items[0].ID != ticketID || s.Calls["BatchGetOrgUsers"] != 0 {
+			t.Errorf("got %+v after %d batch reads", r.Items, s.Calls["BatchGetOrgUsers"])
 		}
 	})
 	t.Run("403/ListComments/no role", func(t *testing.T) {
