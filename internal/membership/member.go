@@ -134,14 +134,9 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 			created = err == nil
 			return m, err
 		}
-		g := g
-		if prev.Role == authz.Owner && role != authz.Owner {
-			f := f
-			f.TeamOwnerRole = true
-			var err error
-			if g, err = authz.Permit(p, authz.MemberWrite, f); err != nil {
-				return Membership{}, err
-			}
+		g, err := ownerGrant(p, f, g, prev.Role == authz.Owner)
+		if err != nil {
+			return Membership{}, err
 		}
 		if err := ifMatch.Check(prev.Version); err != nil {
 			return Membership{}, err
@@ -152,7 +147,7 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 		}
 		next := *prev
 		next.Role, next.Version, next.UpdatedAt = role, prev.Version+1, now
-		err := s.store.UpdateTeamMember(ctx, *prev, next, s.event(ctx, audit.By(p, g), "member.update", "member", teamID+"/"+userID, now,
+		err = s.store.UpdateTeamMember(ctx, *prev, next, s.event(ctx, audit.By(p, g), "member.update", "member", teamID+"/"+userID, now,
 			audit.Diff(audit.F("role", string(prev.Role), string(role)))))
 		if errs.CodeOf(err) == "member_not_found" {
 			return Membership{}, ifmatch.ErrVersion // removed meanwhile: read again and add ours
@@ -176,14 +171,9 @@ func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamI
 		return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
 	}
 	_, err = ifmatch.Retry(ctx, ifMatch, first, read, func(prev Membership) (struct{}, error) {
-		g := g
-		if prev.Role == authz.Owner {
-			f := f
-			f.TeamOwnerRole = true
-			var err error
-			if g, err = authz.Permit(p, authz.MemberWrite, f); err != nil {
-				return struct{}{}, err
-			}
+		g, err := ownerGrant(p, f, g, prev.Role == authz.Owner)
+		if err != nil {
+			return struct{}{}, err
 		}
 		if err := ifMatch.Check(prev.Version); err != nil {
 			return struct{}{}, err
@@ -192,4 +182,15 @@ func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamI
 		return struct{}{}, s.store.RemoveTeamMember(ctx, prev, ev)
 	})
 	return err
+}
+
+// ownerGrant is g, the grant of a change to a member's edge, or, when the
+// edge is a team owner's (owner), the grant of changing a team owner's
+// role, which only team owners and org admins have.
+func ownerGrant(p authz.Principal, f authz.Facts, g authz.Grant, owner bool) (authz.Grant, error) {
+	if !owner || f.TeamOwnerRole {
+		return g, nil
+	}
+	f.TeamOwnerRole = true
+	return authz.Permit(p, authz.MemberWrite, f)
 }
