@@ -427,32 +427,37 @@ type GraphQLError_Path_Item struct {
 	union json.RawMessage
 }
 
-// GraphQLRequest A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`).
+// GraphQLRequest A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`). A null `operationName`, `variables` or `extensions` is the same as none.
 type GraphQLRequest struct {
-	Extensions *struct {
-		PersistedQuery *struct {
-			// Sha256Hash The SHA-256 of the query, hex.
-			Sha256Hash string                                        `json:"sha256Hash"`
-			Version    GraphQLRequestExtensionsPersistedQueryVersion `json:"version"`
-		} `json:"persistedQuery,omitempty"`
-	} `json:"extensions,omitempty"`
+	// Extensions Protocol extensions: `persistedQuery` is read, any other key ignored.
+	Extensions nullable.Nullable[GraphQLRequest_Extensions] `json:"extensions,omitempty"`
 
 	// OperationName The operation of the document to run, when it has several.
-	OperationName *string `json:"operationName,omitempty"`
+	OperationName nullable.Nullable[string] `json:"operationName,omitempty"`
 
 	// Query The GraphQL document (at most 16 KiB and 5,000 tokens).
 	Query *string `json:"query,omitempty"`
 
 	// Variables The operation's variables.
-	Variables *json.RawMessage `json:"variables,omitempty"`
+	Variables nullable.Nullable[json.RawMessage] `json:"variables,omitempty"`
 }
 
 // GraphQLRequestExtensionsPersistedQueryVersion defines model for GraphQLRequest.Extensions.PersistedQuery.Version.
 type GraphQLRequestExtensionsPersistedQueryVersion int
 
+// GraphQLRequest_Extensions Protocol extensions: `persistedQuery` is read, any other key ignored.
+type GraphQLRequest_Extensions struct {
+	PersistedQuery *struct {
+		// Sha256Hash The SHA-256 of the query, hex.
+		Sha256Hash string                                        `json:"sha256Hash"`
+		Version    GraphQLRequestExtensionsPersistedQueryVersion `json:"version"`
+	} `json:"persistedQuery,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // GraphQLResponse A GraphQL response.
 type GraphQLResponse struct {
-	// Data The operation's result; null after a request error.
+	// Data The operation's result; absent after a request error (nothing executed).
 	Data       nullable.Nullable[map[string]interface{}] `json:"data,omitempty"`
 	Errors     *[]GraphQLError                           `json:"errors,omitempty"`
 	Extensions *map[string]interface{}                   `json:"extensions,omitempty"`
@@ -1250,6 +1255,74 @@ type AddOrgUserJSONRequestBody = OrgUserCreate
 // UpdateOrgUserJSONRequestBody defines body for UpdateOrgUser for application/json ContentType.
 type UpdateOrgUserJSONRequestBody = OrgUserUpdate
 
+// Getter for additional properties for GraphQLRequest_Extensions. Returns the specified
+// element and whether it was found
+func (a GraphQLRequest_Extensions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphQLRequest_Extensions
+func (a *GraphQLRequest_Extensions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphQLRequest_Extensions to handle AdditionalProperties
+func (a *GraphQLRequest_Extensions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["persistedQuery"]; found {
+		err = json.Unmarshal(raw, &a.PersistedQuery)
+		if err != nil {
+			return fmt.Errorf("error reading 'persistedQuery': %w", err)
+		}
+		delete(object, "persistedQuery")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphQLRequest_Extensions to handle AdditionalProperties
+func (a GraphQLRequest_Extensions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.PersistedQuery != nil {
+		object["persistedQuery"], err = json.Marshal(a.PersistedQuery)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'persistedQuery': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // AsAuditValue0 returns the union data inside the AuditValue as a AuditValue0
 func (t AuditValue) AsAuditValue0() (AuditValue0, error) {
 	var body AuditValue0
@@ -1471,9 +1544,11 @@ type ClientInterface interface {
 
 	// GraphqlWithBody Run a GraphQL query or mutation
 	//
-	// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+	// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 	//
-	// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+	// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+	//
+	// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 	//
 	// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 	//
@@ -1484,9 +1559,11 @@ type ClientInterface interface {
 
 	// Graphql Run a GraphQL query or mutation
 	//
-	// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+	// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 	//
-	// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+	// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+	//
+	// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 	//
 	// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 	//
@@ -1929,9 +2006,11 @@ func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*
 
 // GraphqlWithBody Run a GraphQL query or mutation
 //
-// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 //
-// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+//
+// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 //
 // Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 //
@@ -1952,9 +2031,11 @@ func (c *Client) GraphqlWithBody(ctx context.Context, contentType string, body i
 
 // Graphql Run a GraphQL query or mutation
 //
-// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 //
-// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+//
+// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 //
 // Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 //
@@ -5627,9 +5708,11 @@ type ClientWithResponsesInterface interface {
 
 	// GraphqlWithBodyWithResponse Run a GraphQL query or mutation
 	//
-	// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+	// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 	//
-	// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+	// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+	//
+	// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 	//
 	// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 	//
@@ -5640,9 +5723,11 @@ type ClientWithResponsesInterface interface {
 
 	// GraphqlWithResponse Run a GraphQL query or mutation
 	//
-	// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+	// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 	//
-	// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+	// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+	//
+	// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 	//
 	// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 	//
@@ -6275,10 +6360,14 @@ type GraphqlResponse503Headers struct {
 type GraphqlResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationgraphqlResponseJSON200 the response for an HTTP 200 `application/graphql-response+json` response
+	ApplicationgraphqlResponseJSON200 *GraphQLResponse
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *GraphQLResponse
+	// ApplicationgraphqlResponseJSON400 the response for an HTTP 400 `application/graphql-response+json` response
+	ApplicationgraphqlResponseJSON400 *GraphQLResponse
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
+	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -6301,13 +6390,23 @@ type GraphqlResponse struct {
 	Headers503 *GraphqlResponse503Headers
 }
 
+// GetApplicationgraphqlResponseJSON200 returns the response for an HTTP 200 `application/graphql-response+json` response
+func (r GraphqlResponse) GetApplicationgraphqlResponseJSON200() *GraphQLResponse {
+	return r.ApplicationgraphqlResponseJSON200
+}
+
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GraphqlResponse) GetJSON200() *GraphQLResponse {
 	return r.JSON200
 }
 
+// GetApplicationgraphqlResponseJSON400 returns the response for an HTTP 400 `application/graphql-response+json` response
+func (r GraphqlResponse) GetApplicationgraphqlResponseJSON400() *GraphQLResponse {
+	return r.ApplicationgraphqlResponseJSON400
+}
+
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r GraphqlResponse) GetApplicationproblemJSON400() *BadRequest {
+func (r GraphqlResponse) GetApplicationproblemJSON400() *Problem {
 	return r.ApplicationproblemJSON400
 }
 
@@ -11127,9 +11226,11 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 
 // GraphqlWithBodyWithResponse Run a GraphQL query or mutation
 //
-// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 //
-// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+//
+// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 //
 // Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 //
@@ -11146,9 +11247,11 @@ func (c *ClientWithResponses) GraphqlWithBodyWithResponse(ctx context.Context, c
 
 // GraphqlWithResponse Run a GraphQL query or mutation
 //
-// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 //
-// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+//
+// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 //
 // Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 //
@@ -12029,15 +12132,29 @@ func ParseGraphqlResponse(rsp *http.Response) (*GraphqlResponse, error) {
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 200:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationgraphqlResponseJSON200 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 200:
 		var dest GraphQLResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
+	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 400:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationgraphqlResponseJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 400:
+		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

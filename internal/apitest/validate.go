@@ -54,7 +54,11 @@ func (v *validatingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 		return resp, err
 	}
 	what := fmt.Sprintf("%s %s -> %d", req.Method, req.URL.RequestURI(), resp.StatusCode)
-	if resp.StatusCode >= 400 {
+	// Every error is a problem, but a GraphQL request error answered in
+	// application/graphql-response+json (GraphQL over HTTP; the spec
+	// documents it, validated below).
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode >= 400 &&
+		!(mt == "application/graphql-response+json" && req.URL.Path == "/v1/graphql" && resp.StatusCode == http.StatusBadRequest) {
 		checkProblem(tb, what, resp, body)
 	}
 	route, params, err := v.router.FindRoute(req)

@@ -758,6 +758,90 @@ func TestGraphQLCursorsAreRESTs(t *testing.T) {
 	}
 }
 
+// TestGraphQLOverHTTP: the GraphQL over HTTP specification's MUSTs and
+// SHOULDs for POST: null is absent, any extensions map is accepted, the
+// answer is in the media type the client accepts, and a request that never
+// executed has no data (400 in application/graphql-response+json, 200 in
+// application/json).
+func TestGraphQLOverHTTP(t *testing.T) {
+	ts := apitest.MustServer(t)
+	a := ts.Actor(t, "http")
+	const gqlResponse = "application/graphql-response+json"
+	for _, accept := range []string{"application/json", gqlResponse} {
+		for _, body := range []map[string]any{
+			{"query": "{ me { userId } }", "variables": nil},
+			{"query": "{ me { userId } }", "operationName": nil},
+			{"query": "{ me { userId } }", "extensions": nil},
+			{"query": "{ me { userId } }", "extensions": map[string]any{"some": "value", "tracing": true}},
+			{"query": "query Me { me { userId } }", "operationName": "Me", "variables": map[string]any{}, "extensions": map[string]any{}},
+		} {
+			apitest.Spec(t, fmt.Sprintf("200/graphql/%s, %s", accept, mustJSON(t, body)), func(t *testing.T) {
+				r := apitest.GQLBody(t, ts, a.Token, body, "Accept", accept)
+				var d struct{ Me struct{ UserID string } }
+				apitest.MustData(t, r, &d)
+				if d.Me.UserID != a.ID || r.Header.Get("Content-Type") != accept {
+					t.Errorf("%d %s %s, want %s's userId in %s", r.Status, r.Header.Get("Content-Type"), r.Raw, a.ID, accept)
+				}
+			})
+		}
+	}
+	for accept, want := range map[string]string{"": "application/json", "*/*": "application/json", "application/json, " + gqlResponse + ";q=0.9": "application/json",
+		gqlResponse + ", application/json;q=0.9": gqlResponse, "application/json, " + gqlResponse: gqlResponse, "text/html": "application/json"} {
+		apitest.Spec(t, "200/graphql/Accept "+accept+" is answered in "+want, func(t *testing.T) {
+			var r apitest.GQLResponse
+			if accept == "" {
+				r = apitest.GQLBody(t, ts, a.Token, map[string]any{"query": "{ me { userId } }"})
+			} else {
+				r = apitest.GQLBody(t, ts, a.Token, map[string]any{"query": "{ me { userId } }"}, "Accept", accept)
+			}
+			if r.Status != http.StatusOK || r.Header.Get("Content-Type") != want {
+				t.Errorf("%d %s, want 200 %s", r.Status, r.Header.Get("Content-Type"), want)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name string
+		body map[string]any
+		code string
+	}{
+		{"a document that does not parse", map[string]any{"query": "{"}, "GRAPHQL_PARSE_FAILED"},
+		{"a document that does not validate", map[string]any{"query": "{ noSuchField }"}, "GRAPHQL_VALIDATION_FAILED"},
+		{"variables that do not fit", map[string]any{"query": "query($id: ID!) { org(id: $id) { id } }", "variables": map[string]any{"id": nil}}, "GRAPHQL_VALIDATION_FAILED"},
+		{"a document over the depth limit", map[string]any{"query": "{ me { orgs { nodes { org { teams { nodes { members { nodes { user { teams { nodes { team { name } } } } } } } } } } } } }"}, "DEPTH_LIMIT_EXCEEDED"},
+	} {
+		apitest.Spec(t, "400/graphql/"+gqlResponse+", "+c.name+": no data", func(t *testing.T) {
+			r := apitest.GQLBody(t, ts, a.Token, c.body, "Accept", gqlResponse)
+			var got map[string]any
+			if err := json.Unmarshal(r.Raw, &got); err != nil {
+				t.Fatalf("%d %s: %v", r.Status, r.Raw, err)
+			}
+			_, hasData := got["data"]
+			if r.Status != http.StatusBadRequest || r.Header.Get("Content-Type") != gqlResponse || hasData || !strings.Contains(string(r.Raw), `"code":"`+c.code+`"`) {
+				t.Errorf("%d %s %s, want 400 in %s without data, code %s", r.Status, r.Header.Get("Content-Type"), r.Raw, gqlResponse, c.code)
+			}
+		})
+		apitest.Spec(t, "200/graphql/application/json, "+c.name+": no data", func(t *testing.T) {
+			r := apitest.GQLBody(t, ts, a.Token, c.body, "Accept", "application/json")
+			var got map[string]any
+			if err := json.Unmarshal(r.Raw, &got); err != nil {
+				t.Fatalf("%d %s: %v", r.Status, r.Raw, err)
+			}
+			_, hasData := got["data"]
+			if r.Status != http.StatusOK || hasData || !slices.Equal(r.Codes(), []string{c.code}) {
+				t.Errorf("%d %s, want 200 without data, code %s", r.Status, r.Raw, c.code)
+			}
+		})
+	}
+	apitest.Spec(t, "400/graphql/a variables that is not an object", func(t *testing.T) {
+		for _, v := range []any{"string", 0, false, []string{"array"}} {
+			r := apitest.GQLBody(t, ts, a.Token, map[string]any{"query": "{ me { userId } }", "variables": v})
+			if r.Status != http.StatusBadRequest {
+				t.Errorf("variables %v: %d %s, want 400", v, r.Status, r.Raw)
+			}
+		}
+	})
+}
+
 // TestGraphQLRelayConnections: every connection is a Relay connection as
 // GitHub's API has them: edges with a cursor each, that continues right
 // after its node, nodes (the edges' nodes), pageInfo with the first and

@@ -197,6 +197,10 @@ type Result struct {
 	// Limited, when set, is the caller's rate limit refusing the request's
 	// cost: nothing ran, Response is nil.
 	Limited *ratelimit.Decision
+	// Executed is whether the operation ran: false for a request error (a
+	// document that does not parse or validate, variables that do not
+	// fit, a limit exceeded), whose Response has errors and no data.
+	Executed bool
 }
 
 // Execute runs r for the caller. Request errors (a document that does not
@@ -228,7 +232,7 @@ func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Resu
 		}
 	}
 	responses, ctx := s.exec.DispatchOperation(ctx, rc)
-	res.Response = responses(ctx)
+	res.Response, res.Executed = responses(ctx), true
 	return res
 }
 

@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"mime"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
@@ -16,9 +20,11 @@ import (
 )
 
 // Graphql serves POST /v1/graphql. The body went through the same checks
-// as every other (one JSON value, the GraphQLRequest schema, 64 KiB);
-// graphapi runs it as the caller, and the answer is 200 with the GraphQL
-// response from then on (its errors inside).
+// as every other (one JSON value, the GraphQLRequest schema, 64 KiB); a
+// null operationName, variables or extensions is none, and extensions
+// other than persistedQuery are ignored (GraphQL over HTTP). graphapi runs
+// it as the caller; the answer is the GraphQL response in the media type
+// the client accepts (graphqlAnswer).
 func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (oapi.GraphqlResponseObject, error) {
 	id, err := identity(ctx)
 	if err != nil {
@@ -27,17 +33,17 @@ func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (
 	b := req.Body
 	var r graphapi.Request
 	set(&r.Query, b.Query)
-	set(&r.OperationName, b.OperationName)
-	if b.Extensions != nil && b.Extensions.PersistedQuery != nil {
-		pq := b.Extensions.PersistedQuery
+	r.OperationName, _ = b.OperationName.Get()
+	if ext, err := b.Extensions.Get(); err == nil && ext.PersistedQuery != nil {
+		pq := ext.PersistedQuery
 		r.Extensions = map[string]any{"persistedQuery": map[string]any{"version": int64(pq.Version), "sha256Hash": pq.Sha256Hash}}
 	}
 	if r.Query == "" && r.Extensions == nil {
 		return nil, errs.InvalidField("query", "required", "a GraphQL document is required (or extensions.persistedQuery naming one)")
 	}
-	if b.Variables != nil && !bytes.Equal(*b.Variables, []byte("null")) {
+	if vars, err := b.Variables.Get(); err == nil && !bytes.Equal(vars, []byte("null")) {
 		// GraphQL's Int wants integers: decode numbers as json.Number.
-		dec := json.NewDecoder(bytes.NewReader(*b.Variables))
+		dec := json.NewDecoder(bytes.NewReader(vars))
 		dec.UseNumber()
 		if err := dec.Decode(&r.Variables); err != nil {
 			return nil, errs.InvalidField("variables", "invalid_variables", "must be a JSON object")
@@ -57,7 +63,38 @@ func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (
 	if err := unavailable(res.Response); err != nil {
 		return nil, err
 	}
-	return graphqlAnswer{res.Response}, nil
+	return graphqlAnswer{r: res.Response, executed: res.Executed, media: graphqlMedia(requestHeader(ctx).Get("Accept"))}, nil
+}
+
+// The media types of a GraphQL answer (GraphQL over HTTP).
+const (
+	mediaGraphQLResponse = "application/graphql-response+json"
+	mediaJSON            = "application/json"
+)
+
+// graphqlMedia is the media type to answer a GraphQL request in, given its
+// Accept header: application/graphql-response+json when the client lists
+// it, at a quality at least that of application/json; application/json
+// otherwise (no Accept, */*, application/json: the legacy clients').
+func graphqlMedia(accept string) string {
+	q := map[string]float64{}
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		w := 1.0
+		if v, ok := params["q"]; ok {
+			if w, err = strconv.ParseFloat(v, 64); err != nil {
+				continue
+			}
+		}
+		q[mt] = max(q[mt], w)
+	}
+	if g := q[mediaGraphQLResponse]; g > 0 && g >= q[mediaJSON] {
+		return mediaGraphQLResponse
+	}
+	return mediaJSON
 }
 
 // unavailable is the answer to a request that failed whole (no data, every
@@ -96,11 +133,30 @@ func unavailable(r *graphql.Response) error {
 	return errs.E(errs.Unavailable, code, "%s", r.Errors[0].Message)
 }
 
-// graphqlAnswer writes a GraphQL response.
-type graphqlAnswer struct{ r *graphql.Response }
+// graphqlAnswer writes a GraphQL response in media. A request that never
+// executed (a request error) has no data entry; in
+// application/graphql-response+json it is a 400, in application/json a
+// 200 as legacy clients expect.
+type graphqlAnswer struct {
+	r        *graphql.Response
+	executed bool
+	media    string
+}
 
 func (a graphqlAnswer) VisitGraphqlResponse(w http.ResponseWriter) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	return json.NewEncoder(w).Encode(a.r)
+	body := struct {
+		Errors     gqlerror.List   `json:"errors,omitempty"`
+		Data       json.RawMessage `json:"data,omitempty"`
+		Extensions map[string]any  `json:"extensions,omitempty"`
+	}{a.r.Errors, a.r.Data, a.r.Extensions}
+	status := http.StatusOK
+	if !a.executed {
+		body.Data = nil
+		if a.media == mediaGraphQLResponse {
+			status = http.StatusBadRequest
+		}
+	}
+	w.Header().Set("Content-Type", a.media)
+	w.WriteHeader(status)
+	return json.NewEncoder(w).Encode(body)
 }

@@ -222,23 +222,31 @@ func timeout(d func(echo.Context) time.Duration, requestTimeout, writeTimeout ti
 	}
 }
 
-type urlKey struct{}
+type requestKey struct{}
 
-// withURL keeps the request URL in the context so list handlers can build
-// their Link header.
+// withURL keeps the request's URL and header in the context: list handlers
+// build their Link header from the URL, GraphQL's answers its media type
+// from Accept.
 func withURL(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		c.SetRequest(r.WithContext(context.WithValue(r.Context(), urlKey{}, r.URL)))
+		c.SetRequest(r.WithContext(context.WithValue(r.Context(), requestKey{}, r)))
 		return next(c)
 	}
 }
 
 func requestURL(ctx context.Context) *url.URL {
-	if u, ok := ctx.Value(urlKey{}).(*url.URL); ok {
-		return u
+	if r, ok := ctx.Value(requestKey{}).(*http.Request); ok {
+		return r.URL
 	}
 	return &url.URL{}
+}
+
+func requestHeader(ctx context.Context) http.Header {
+	if r, ok := ctx.Value(requestKey{}).(*http.Request); ok {
+		return r.Header
+	}
+	return http.Header{}
 }
 
 func jsonEncode(w http.ResponseWriter, v any) error {

@@ -639,9 +639,11 @@ export interface paths {
         put?: never;
         /**
          * Run a GraphQL query or mutation
-         * @description Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+         * @description Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
          *
-         *     Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+         *     `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*\/*`, `application/json`).
+         *
+         *     A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
          *
          *     Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
          */
@@ -985,28 +987,31 @@ export interface components {
             /** @description Cursor of the next page; absent on the last page. */
             nextCursor?: string;
         };
-        /** @description A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`). */
+        /** @description A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`). A null `operationName`, `variables` or `extensions` is the same as none. */
         GraphQLRequest: {
             /** @description The GraphQL document (at most 16 KiB and 5,000 tokens). */
             query?: string;
             /** @description The operation of the document to run, when it has several. */
-            operationName?: string;
+            operationName?: string | null;
             /** @description The operation's variables. */
             variables?: {
                 [key: string]: unknown;
-            };
-            extensions?: {
+            } | null;
+            /** @description Protocol extensions: `persistedQuery` is read, any other key ignored. */
+            extensions?: ({
                 persistedQuery?: {
                     /** @enum {integer} */
                     version: 1;
                     /** @description The SHA-256 of the query, hex. */
                     sha256Hash: string;
                 };
-            };
+            } & {
+                [key: string]: unknown;
+            }) | null;
         };
         /** @description A GraphQL response. */
         GraphQLResponse: {
-            /** @description The operation's result; null after a request error. */
+            /** @description The operation's result; absent after a request error (nothing executed). */
             data?: {
                 [key: string]: unknown;
             } | null;
@@ -2720,16 +2725,26 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The operation's result, field errors included. */
+            /** @description The operation's result, field errors included; in `application/json`, a request error too (without `data`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["GraphQLResponse"];
+                    "application/graphql-response+json": components["schemas"]["GraphQLResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description A request error (the document did not parse or validate, its variables did not fit, it exceeded a limit) answered in `application/graphql-response+json`, without `data`; or, in `application/problem+json`, a body that is not a GraphQL request (not JSON, a `query` that is not a string, a `variables` that is not an object...). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/graphql-response+json": components["schemas"]["GraphQLResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];

@@ -432,32 +432,37 @@ type GraphQLError_Path_Item struct {
 	union json.RawMessage
 }
 
-// GraphQLRequest A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`).
+// GraphQLRequest A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`). A null `operationName`, `variables` or `extensions` is the same as none.
 type GraphQLRequest struct {
-	Extensions *struct {
-		PersistedQuery *struct {
-			// Sha256Hash The SHA-256 of the query, hex.
-			Sha256Hash string                                        `json:"sha256Hash"`
-			Version    GraphQLRequestExtensionsPersistedQueryVersion `json:"version"`
-		} `json:"persistedQuery,omitempty"`
-	} `json:"extensions,omitempty"`
+	// Extensions Protocol extensions: `persistedQuery` is read, any other key ignored.
+	Extensions nullable.Nullable[GraphQLRequest_Extensions] `json:"extensions,omitempty"`
 
 	// OperationName The operation of the document to run, when it has several.
-	OperationName *string `json:"operationName,omitempty"`
+	OperationName nullable.Nullable[string] `json:"operationName,omitempty"`
 
 	// Query The GraphQL document (at most 16 KiB and 5,000 tokens).
 	Query *string `json:"query,omitempty"`
 
 	// Variables The operation's variables.
-	Variables *json.RawMessage `json:"variables,omitempty"`
+	Variables nullable.Nullable[json.RawMessage] `json:"variables,omitempty"`
 }
 
 // GraphQLRequestExtensionsPersistedQueryVersion defines model for GraphQLRequest.Extensions.PersistedQuery.Version.
 type GraphQLRequestExtensionsPersistedQueryVersion int
 
+// GraphQLRequest_Extensions Protocol extensions: `persistedQuery` is read, any other key ignored.
+type GraphQLRequest_Extensions struct {
+	PersistedQuery *struct {
+		// Sha256Hash The SHA-256 of the query, hex.
+		Sha256Hash string                                        `json:"sha256Hash"`
+		Version    GraphQLRequestExtensionsPersistedQueryVersion `json:"version"`
+	} `json:"persistedQuery,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // GraphQLResponse A GraphQL response.
 type GraphQLResponse struct {
-	// Data The operation's result; null after a request error.
+	// Data The operation's result; absent after a request error (nothing executed).
 	Data       nullable.Nullable[map[string]interface{}] `json:"data,omitempty"`
 	Errors     *[]GraphQLError                           `json:"errors,omitempty"`
 	Extensions *map[string]interface{}                   `json:"extensions,omitempty"`
@@ -1254,6 +1259,74 @@ type AddOrgUserJSONRequestBody = OrgUserCreate
 
 // UpdateOrgUserJSONRequestBody defines body for UpdateOrgUser for application/json ContentType.
 type UpdateOrgUserJSONRequestBody = OrgUserUpdate
+
+// Getter for additional properties for GraphQLRequest_Extensions. Returns the specified
+// element and whether it was found
+func (a GraphQLRequest_Extensions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphQLRequest_Extensions
+func (a *GraphQLRequest_Extensions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphQLRequest_Extensions to handle AdditionalProperties
+func (a *GraphQLRequest_Extensions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["persistedQuery"]; found {
+		err = json.Unmarshal(raw, &a.PersistedQuery)
+		if err != nil {
+			return fmt.Errorf("error reading 'persistedQuery': %w", err)
+		}
+		delete(object, "persistedQuery")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphQLRequest_Extensions to handle AdditionalProperties
+func (a GraphQLRequest_Extensions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.PersistedQuery != nil {
+		object["persistedQuery"], err = json.Marshal(a.PersistedQuery)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'persistedQuery': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
 
 // AsAuditValue0 returns the union data inside the AuditValue as a AuditValue0
 func (t AuditValue) AsAuditValue0() (AuditValue0, error) {
@@ -3373,6 +3446,20 @@ type GraphqlResponseObject interface {
 	VisitGraphqlResponse(w http.ResponseWriter) error
 }
 
+type Graphql200ApplicationGraphqlResponsePlusJSONResponse GraphQLResponse
+
+func (response Graphql200ApplicationGraphqlResponsePlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/graphql-response+json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type Graphql200JSONResponse GraphQLResponse
 
 func (response Graphql200JSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
@@ -3387,9 +3474,21 @@ func (response Graphql200JSONResponse) VisitGraphqlResponse(w http.ResponseWrite
 	return err
 }
 
-type Graphql400ApplicationProblemPlusJSONResponse struct {
-	BadRequestApplicationProblemPlusJSONResponse
+type Graphql400ApplicationGraphqlResponsePlusJSONResponse GraphQLResponse
+
+func (response Graphql400ApplicationGraphqlResponsePlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/graphql-response+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
 }
+
+type Graphql400ApplicationProblemPlusJSONResponse Problem
 
 func (response Graphql400ApplicationProblemPlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
 
@@ -11404,241 +11503,247 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rcts41uCroPRNVaQeSpYd5yZXaj8ncbrdncQex+nMTCtrwiIkoU0BagC0osnkq32IfcJ9ki2cA5Cg",
-	"RMryJU7S41+2JBKXg4Nzv3xqDORkKgUTRjd6nxpjRhOm4N+9YzqyfxOmB4pPDZei0WvsCcPNnBg6InJI",
-	"zJgRxUymBEuIYlPFNBOG2md7JO43+lm3e39wzpTmUsAH1sbvEj5i2uBX/UbcIcdjRtyDZCLPmSYzbsaE",
-	"nTM1J4MxFSNWzKhlpgZsBz7hSNVPz8bUEK6LNTYpiQdyMmHCPJeZMDGRisTZNKGGJbsmJnRomCKUuIci",
-	"wianLElgezirbnXIWyYSwg3hgsT7w/YbKVj7NTWDcUyMJIrRhEiRznF+XE4SEWpfwjeKhyf0jBFKZoob",
-	"RgZSJNxCj6ZECtiehwk3RNAJ051G1FDsj4wrljR6RmUsaujBmE2oPSwzn7JGr6GN4mLU+Pw5arzi4mz5",
-	"GI9ePiePtx4/JikXZ3YZdirBPhoypSMWEdYZdUiMR7Vxvrkh1UhvfJJqtJ983jB8cMaM/l+DTGmpnnY6",
-	"Hfvg1sOUT7h5uvUAT3WHKJY+7TfsqP1GbEH/7mifKDZkiomBPcaUGn7O/PR2V0ybexbAu6cWkTwMUqpx",
-	"YXbzqzZ7RA17ZVexvOP3Y6YYYXQwRjSSmhFYsCbaUJFo0tR0wkii6NC0AHulGvUbO+rpg0c75ulWHBHl",
-	"12jf4WlKaJrKGUuIkLOIGKKZPUBNMmF4Sow9/D8yaahFwdlYpozQEeUiIlJFZDZmgij7UzfK33CH4Kax",
-	"P/opmvbH+IgZNW/vWiSN7T4o2d560lobLO1DmfLBfBk69vYpanKQBOdBZvYkzFjJbDQmzf2945ckH5Ag",
-	"wSBDztJERwi9Nmdm2B4bM6VT3rbDwqhtR1zam91WRCjRRmUDkymWkJRrAyAf0DRlqt/Y+ePpVre7M3u6",
-	"FRF/EPlXgEsIWDkkfxSHMmWKzPwp9AglRp4xQU4zi6/wbGTxj6cpg5uYP9vqkBinji3M7e7h1Xua6Oz0",
-	"dzYwEdFTC4dTNpSKwRM0M2Op+L+A3MGl3yGxVKMYfpVqRIX/EQ4v00wRmRnNE0akYK18zDmxMJ9YUqP0",
-	"hYdZoMDyOb51GIhkbDbmg3HpLCd0Tk6BZivOkvJUEy74JJs0et3IT8uFYSOmYN7379+3dzMzZsLwATVs",
-	"efJnjCpLPIuH7N4HYwtYS5Cbluo8fPSg21pNxNhHOpmmrBhRMZpOnvYbhgkqTNJvRIQpJdXTfoOLc5ry",
-	"5ASOq99oREsQ+xw1plTRCTOOse0nbDKVhonB/BdWcRde0zOmLQtQjBouRuTw4O0x0XTIkLgbNSfNt0bx",
-	"KSOaTajdqsUge4eGXOni+gJPouSMzYnKhN6BY1ZMT6XQjDS1oSbTwBZOZTJvWdQ7Y1NDhlKRrW0ylpnC",
-	"nxWbpnRueQgMGedbMO0j91OPWDDGkV0jFXO3TnjcIgDQNrsQO1z+hVsorj1/xC074UMg1cV+Rsxosr21",
-	"tUOoH3/MU7wN5Z1zTyFVJoSFIb7afdIhv7C5JlQxogdyyhJP/Uv3xS8S76Tlt+qcKTx0TZoPPn5swRBC",
-	"GoBYRDSOYpc/oGIBx7k9VqQ+jahh2WijF6JB2+JB6SrQj6+YGJlxo7f14EFkr4b/vGnRyRim7Jj/+7d+",
-	"/+PWZrvf//ho78Nf/1KBflED2eQynh1M6R8ZI/gzGSo5IZRMFTvnMtPA7u5pElt+8BweiUnTCiuWoceO",
-	"7rY65MBSYSMtgINzAGZJ8D2E9k+vd5+3NR9ZKQgxLhP1wLcE2R6bQQFKZwwOZGJPfiITPuQssaKTJYZ8",
-	"JPwmQNSy5JIliEXb3W5+AH9kTM0L+Duw1IG9u/24Cph8CKJTtUTzZHOzS7x01SPxD7FltYTCdiz9Z7n0",
-	"qhHgjKqUW5ol9MzSXrgITn7kmkwokOp0TvjQkmwvgTa1UVKMWjgSyGUlyfSethCBu+Pktx0yY/QMn2/G",
-	"7zf6DSs2NeIWEVZoJRO75A7Z9ZMD4CdAiYQkgs1yQbCZC6dWPKIEpTHLUJGBkN8lhytHiWF00nIj4gKt",
-	"UE9OM+NmHVKeWgoTyKQ9IqSlRoSlGvbh5lJsmGmmyVxmirCEmw45MGOmZlwzsr25BWgjpBnbqbn2Um/9",
-	"9XMT1iHAZndruxoBrLS9BhIUQjlgQj0iNOFkrB5EFddStDrkvZXN7HnDsTjY+RMt6zn3NAA1QpEA0Mhu",
-	"/353m7yRhrz2lwWug5BA6VcBpVj2pSEjzjmuaT+xr8AMU2rGxfilR1ax4JDEdduPPvzWbT/Zbf/08y+v",
-	"3xy2j39t//PDp60Hn6vpXVotgL+mH614QUQGWCqHhBs20Y6nZkqQpqVaRPN/sVYd0cCxw5UmbEiz1FhC",
-	"HVkooQiz2e1GhUCzWSnQgDZTQZZDWsgT0nz3av9FsaAyQHGM9YSZ7ubPT/55/9dHf3v8961ftl8/fPP4",
-	"sHu0dbz9/mEjuhbAUY54ydNKkfDAki8HYae5ebEAuLR9tw7c+GsJ3n9RbNjoNf5rozAcbOCveuMYhn+L",
-	"L9mVWQJUBeNjRicXwta9fBngvn/24PmjF0/2Nl/e//HBT49+fvLL5utrAhdBtvdxSkXFRp7LyYS2NbMS",
-	"pnGKjEVt0G1ZAjI/oDiYEazOARooDtojsZOXrN5Bk0SHX0QkphoYNvM/Fp+boD2CngJDgaaIvyatDtlD",
-	"uPRIzGDhT/Nho3wMC3X2cZrKhDV6Q5pqVo0DOEIJB+DirocMADjLtxqfc+hSpaidIBP8j4zt42D2aAGX",
-	"53CeQ6kmjRz8lTjkNn4RFvkBLoNHf3+xtbf98uGPj3/q/uzv6jXxyGJC1TbeWa2QW/Hd6vc6O43JIKV8",
-	"4kUN+949jeqo7pDN9ubWY8tcFR1YhQbFmHi3/U9C2/8i3fYT0iEn5H9Ij/w3+Tf5K3lK2nEEgjLIMYk0",
-	"ukfiTgz8Ou7YfxSzXxPNRpbTa5Q93h29IoOUwxeKTeQ5AyFbZ4OxFRh4QgYyS4HlW2mbJoliWntDhYMU",
-	"0XSuCUdNSGaGpFKeUcv1eoQakjJqr4tgxYa8xAnjUruuuoN1AF3vWK1O2v33g+GjwWM2eDS4f3/wcNDt",
-	"bp+e0iF7vNWISvx16/EqiX+3/U/a/le3/aRz8j+9//73X5+2P/xQfJl/V/ncX6r1U68Swp16RpMjvK32",
-	"00AKq+bZf+l0mjqlemOq5GnKJn/9XVsk+rQmfT7Et3DSCgNQobxNaGpvoBPyQUoEPduZM5zWbY95HBEg",
-	"GPZBZwzK1e2I+AelIpk4E3ImQAAiUyWnTJl58QSqA60OeclZmrRTds5SkjCDEqpiQFqRhMaoB8YdSyCe",
-	"SzFM+eCrAWvg5teFru0FRcs9GWmCLTXJcD0sIjRVjCbzXGCP0L4pZ8L+n9tHExDfAXKWRCSS4aVgHy2P",
-	"4cIrbi0Aw0upTnmSMHHbcEAVHfiPV0Ac5SoplVbnMGPGFVEyZcVuwLyJoojFCHgYNrQv7I2j6Z4969vc",
-	"1DvBPk5RhdWB2QFVw2o72g5YI9EO4jn4fhI7Ey+bSgXKNDewszfSvLTK9+1jLCqnC6gEKrIpnSTS3hWn",
-	"CTTezCQZUKsT2uvJRYI2g4zrMT1NGTmdk4RZYaPlt+2VoRr7c0mv8nZYyx0WfSyWAyS9UJuq8FtVQco9",
-	"tgHPAJgO6TyVNDmW8hVVI/a1qAhq3B8HjCW4bafJ5OZ/qxUBGA8Vy71ELylP2a3iUeC7Sjgyf1CR66wf",
-	"FtA7pR/JjOrChKS5GDAQEKgGE3qHHLE2ONC4caZPo+aw87dMnfMBeyfoOeWpRbHbPi2NKwDUZJOpVFTx",
-	"dE4yAfhuJBlTkTh7qDvZHWcoteqAishYCplZxr/gygFK4dC/Q3adOxDNCd54AHdUJozE8OuJzMxATtiJ",
-	"Y6wxMRwYdmac+d+BFTxpztCXUENPqWYAWkvE0EprBTgLPHurAPilE3M+D9gI0jGgGYGFOUCLpjOcs2jB",
-	"+BwvGFzj1sLFXXBsrLq/4aNwVsdSvqZi7gQnfduIgY4Jd4GtkAJCM15tcKs18eDs/ydgw2BJ3LK4bkGI",
-	"p1VGCOeY6pBX6JCzJHZqqXGJDNtvSm4lKkpPtEBmtyRUSK7nfp1o/ANzXjYlVEgztkrG4nmEztSVp5E/",
-	"WONrXOtl//yyi+tSmPBOeL8cu3UOe4ruKvQ6Wimaa83FKCrE6Yiwj1OrrNgL5ETfBbBX+dlWQWDpeQeG",
-	"qZIDprUlTRi0cdvQWLrwQI289JtpT9eqPE3uvvBihJMzNj9RzL5mb847S8PALn7G5uAww0/eo9UAGOhs",
-	"aoUvlrxmCafHoHl9RQbvRKs4nNXOFpOmVYA1My4sYMTPmYhInJlh+7Hdbrw7GLCpvSPaxaz4LwqJyAkO",
-	"dqfEKpkoPnmhmhh6xhaveDhIleWQUHK4e/z8p2hhaNDpKbx8ob86WHndFAdvj68+AwDenQbsKUu4eQ7e",
-	"B7Bko6bJUbmmq2iKP1IY4VeaZsxiEXK/y70D4RDV4CisFb+5xz7kNgEJoQZ2ABhu79xh6cIeBgi80L6B",
-	"Vq4OBjItGxki+5J09qfl32ASS6Dsfw07RNvKElXjOGfS2lbA8DQWLYB2OLAwHXmVqVoxiP/edk+0rVYF",
-	"chC8h6JNLma4u+bukJN+NtsPt0N7mRwuW8t6pB3vEOpijnKvVpOSVIoRcN3AIuLm5om9z3wkpLJ0HXmq",
-	"NvYTSDaBRenhdq0Jqdf+8GkzerhdZTWMGrz6wNRqeKHaek/bJeYhc0iGnFsxQeLgfI1NK2AsADmPUvCO",
-	"5qrlGasymRqswh89zV1E1UobaXg3eNIosDbySF8aNlhACBNA6AJTV1+vV1xXXLEctdfHcbysFSheOPAv",
-	"Jgg4Xe2Kkb5YEiDmB8NG77dPDZGlThVC4+fiMQRbWDqhmnfdyj8ssrNdjPK6B6bALFcLLOv1QZMA8h7G",
-	"doHgU3hc8RtNmoaOdIS2rf0XugWqhF0JyV0aMA1c3kxoZpyZD9zQFdQQpL0aHLRct/IHVFGS3UtQPl7j",
-	"/nG0oHBCLN+EwIexBtIHHot8c24r4cKrsMSt5zk8BNBJfDzpYQA15+0pA9LDqhSE0XV+1MAWvnoHMMqK",
-	"pd3EffO4cOFlWzgsjFFxFDEPdi0If0Ww6VWvKxixc9PloszDiJM1MYQzNxVQst3two3RLpRZClhGGVoD",
-	"cNkthf4ZsEJM6GDMBdpQ4AuQpN2m3bQ+vtfvJbaiJloRTuDyhV/k1nz7pZHyxPLE/H9LgO0HH4cHpCH8",
-	"Ai9X+I0FVlx5UXKxaZmnyeGQiYSLEVIHS2Om1IwJF86yAQI22tpjS2I27sc7hE2mBrWD/BGrgmAwbssb",
-	"PvMd3sNYHj8MKOpx9Z3moi7EOIAz4SC7MpFN8rsR5f5V585yMSAfKiaZWP1tVHXWY6kMGWcTKoqDZh+n",
-	"KRXOgl4x2lRyURkh8BK0J4AOADcC+8XPbw/ekEN8x4VuPulutjzubDggr3FLLNvGo40Qd4udVd2dHxWd",
-	"jv/2Kr89ZeRnHw0Dh7Kup2/IzhYsl3bmGC3XR3tvj8nu4f497TRH5Dhg529FJD7jwl4B8JA6XxNpFle6",
-	"nfIzRpgwijMNiB2TUwZGPapGmaVNqKNxMc3KCFTsMpWoAJbJ3uJFT7OJCNhGHr4SNVIuWNUvnyvmWqSS",
-	"AV4tY4nFynBJhayxLFssTv5habIFXFjj3APn50rutSicuNeLmNYYLlrsfTUpGxowjoIfHM5dEJoZOaGG",
-	"D8iUKY0eRnRnmlyQzk0Wlh5q0owLFOzkb/0N5motE+t18LWSH5eHvuTLeky3Hjz8iepxNTl9+9Nue+vB",
-	"Q88XYMsRGbOPnaUwhye0PfzwqU5DcVGJsFMkc5sfKqOtQizwL0XhOpdRogqVc3vGG4gCqGQVucnD7S6R",
-	"A7iUEGqWiUI/HIN1/JwpmnYqYgBCOJygzvbhtxOI+YD/f6iEyB/+uJZX5lE0X1DTamNSG7L5kPzCnwHF",
-	"eRB1u10X77GoSG4+vP94u+oUqOKWB1ySJpagBXK9G2aZYkWNj+2RbLsvf9dSdI7o7LW7zpVHld9n1CSX",
-	"QRLeWXxm+fok1NDrbUoxnaVmB3UMr6l4fRhdu41aXajYDfKBtWXUEhOrIMHrs7E1LsVPjKZItReoAEbi",
-	"FXezIc8qBI2F2+neqiLR+3n8aAWzurxKxSaUp5VcCK3k+vL6WYWgds4NS57Na0Kv9l94MoFPqkrZScn0",
-	"QhPgkX0mD3oso8qyTriKS4IaiMBxUxejhjsK1cEQZquPDg2y6B0pH2EeEbu83MvvCUPeLgLagRrZY1gC",
-	"gQ+shTGK+Vfv7Ep6b46EOZp5yJeyQKrIroP4vnhB57oUjPwoiEW+f0Eo8vWx68pxibBKF4C51V0jQHPh",
-	"lEo4us7ZAHbRNHUS5aoNB7TGiprlQwP2WKlaA30gmg0Uw0QqyN7aON/cKILf9cYnGODzBnoYOuTtWM6E",
-	"y/QQGI4U8qTVBBMXs7z9DyUA3ITlowSTL2RpfM0qCYOu4N9pWvI26zCM6JSlUow0MRLiN9fZ3Wt2oGoJ",
-	"SZ2xG6e7p9EPzhPSRPery9tsXXx8eSAp7LIaJHZhS1AR9SJoABVnVKhkK/UE9zIkwW6gWhz+h8wUmjQ8",
-	"VpfjB+YyA/XIZzyZyCfDO7ocrwE/T6oBHDm/yhdVDVBIdR3zaZVU6EKeJ/lDdvWYzdQhsf1jB4ZMXRcy",
-	"47LtIRTFRbzbx2IiBYlTro3dyzGjEx3vkNiO7ywBOMc9gAvM26oYCp/3Q9lh3PrjZXn1d8nF5YSgyxP/",
-	"Wg5djQT2Wy/jgNm9uT60qo1fl2Ls4fW9gI76hI8itBtxKQfqaly6CQobYOY3bF4+GA5PJVWJfWv5AolF",
-	"+iOLx0kmEqbIjM6XcbeeGk3HtEqB+0nOyJBCoNlImh6JB5mRw2FMmglLGcS8ukt8D3z5WrciErvwC3sD",
-	"LY5FPispIgGH7nQ69lmaJdy4uwr/k1SO7A96xtgUos0cQDXa8iA0zqUwKDpgLo84M205HNoXh1zQ1I1Y",
-	"IobcaJYOW6HBFrcDVkuMGIkasIhG1ID5wa4paFppvNWGqkvqQ+6VZzXmA4gQJ7OxJO5BiCiuHqcqP383",
-	"ndG5JrHLyY53wPIpuB6zpIQjKaPnGCIM2ZynbMxFQprb3e0SeNw4F2uUnkPgujw6hSAK916J8FX894ac",
-	"ePUJf8seU0dglymiryCz/lIgNaxWfHACjd6pYnFcDNIsYcCYkAmtRdsCkrxI2AIz3kLWphTSSMEHPv/Y",
-	"3tKBYhMmLAJKUaq5Y5eS754L83C7caExkAeyQ2EYDBXbArg1qHElvc+fZdnfeTlvp6gTcA7UaKWMUybR",
-	"1XJzEECbC7mWId6E0FGLyDchka4lH67k6SXw3QRbL5/Ht8zZ1egdBnF9W9j8zol869pOltDnBnH0srpR",
-	"DUIHNO+yNCsXUP12a3C7mGQFWG/banUlVLkq1Ff5VG46k/ISZ7TiOG6I3NRx2m+J0Gim1iQ2Ey7Cbze/",
-	"J3Ss8pj4qO3qCiLbDx7lIRwuBfW6UTjgPoJYnA55pqgYjAkW9WtSkfiDRc9LiyhqxpgKLUAnN9ykDEMK",
-	"cDkued+HVAppToaQUlgBKHyjQnmrjR5BBOSayAHmcQ1YeT5Xc0BIQ2qnLfxl5WkPmWpjuEWQUOwLO213",
-	"uyDnttaWaYNAq4rLtiJQdn8xNjYC/dFlDGARJDkiA6mwTmFNUE3hYluA7vHxoTtPPPUQgNvd7So3ABxz",
-	"TbBPtBjto7PJhKr5QmQXxM6XD+uNNORl3SkZF5674Bgr1WnkCROGD+dYD6o8FWnG9FRmpneaUnEW5zGc",
-	"imGyA5lIxYiesgEf8gG80iopCZni7Xyqiy3tLuwXABUV5UkcjufhRcW5V5G+I1kF5gM1goAwRicoZpND",
-	"xc95ykYuw1WqBJLxYtDDY4JlLklMkwkXxUe0eMShogwvNKIGPAnRT/aRSqvBMaOTG9F0S5tbivhSjBHD",
-	"PhofIofv4fEJqAVRbVngaxVzqQhksxuGiqvV0UzOTFStDtsjKdmDV2vFk8A4exM2vxvU+a8hcoZqcgii",
-	"MnCvpkLbE7ySFLqAZAuhwzfF7NdVU+w2bkJ6gzv4DYtuhQfiMDOXPLEra/G1YrNdzQ1JkbeGTsubwKSU",
-	"CmeUFwhchlVePlrX+Z88Gcqf2ymXeRJJqZCTdzxp73nCmhH4fFLy0sQgLKKcUgzhwtmK6k9Lkqp/9BJa",
-	"i3+lSnLadTPBsnMEh0Vkwi+jkg2Elber+YAHWoXcuAak16b4KzIIvm1WW1HzatlZo7hULt/34gJdh/7p",
-	"Qly+lHMvf6e2uNVsLImcMuF8Me4irRam168yFzUMHV0QmLQiyOWiInXlEmtKZgZK1pbRXrg0jYrMHyfR",
-	"fwvCg5eay9JDLkPnaFM+Uwffhct7RTkDAHklSaNMkG7RqhRdwJW6F9zA9YKdFu8iJN+5WLKGsKedNhYD",
-	"XV/gA1BeMMZnsCTW0oUIlvzgYsvKJUPCwgt0jUC0/KpcRzTEQepRr6hGGMTEFlSv4HvVuhmM4SXMRUEB",
-	"ipda+Q+92Z1SnInn8pYYapbX4SzqmrUukCbKMSgQoIFjVMSgXFLaRdHn9uXd6wWIrhCPy3cpOOlUzqwS",
-	"5a/TmI/GFqXVyMoC9Sf+tsbG84oP2WA+SNFwx3okFmwWk+bvmTaO47UiEtv/YtLEDKGZVGfgN7W/TDGl",
-	"LSbNGeUQLuHAlqMkhDrI9Bxz9Aap1CwpmRYEs1uyU1g0wPEsVYd3LHGGV1Zs7oZE91UC4xs28+Ip2yGx",
-	"yNI0zkVFvSAULJL2xcD8b5jUX07Yup6ws2C1ZtOUDlwFkGGWptCgRzOzQ+LfPsRkkDKqtAsXuX22sIwO",
-	"9rccFbC8aIgIWNUUGpEwOqnKz/ganGY5E0OzQWbP8609LZdGDTWAdjPMx8BPL7249vP74yU2/vP741Lh",
-	"oA7ZN7pUCZbrchBAHumqmas5iL6uuMhkzXNe8/pxc2Hox6JTjN0IzlqAaGzMFOvYcDGUvlIOxdqaeVFm",
-	"aMFBJpQLQ7lgSgMJTd37urex4Z7pJOx86VLlA2DByCw1vO2qUo1ZOm0nTJ/5OmsdclCKLm5CJxjdb7SI",
-	"nIm+ALUZSwlgmwzHVndcTEpQwCyVMxIvNjKyGnxfcC2xVjMkElNTiszo9EVf/Nd/kd1ST5O+2IMJ7Ihx",
-	"kG/m+JPdWakUVPPn98ctV7KzL+LdsHFMj7gmJ9hsCfuYgCnZN3nAypOlqOZFlEBYEJ50yO5FVaeK+ia+",
-	"9CoOPYcWPn0Rb3c3SVhFK/ZlmuLFUlN+7XHR5KXTF/GPe8dkYww5Sf8CK0kmgp4wLPFAPZIpw4M755qf",
-	"8pSbeV/s0cE4qD2JFc0gVY99pAOTzrERgxqBlb632hzfF7k9nkBEKxnTc+YqkcqZCIOMFSwn097PAVXr",
-	"IJ9dd/riCM8WKyRjyWRM4mMJFmbzWLAD9XLdIJMQrPdJXqU17hBfq86notodrS7D2ZSqLzBhOUdtLqDu",
-	"GzctnInE267zAPh84iiHGtWE56U8+8KXb3Q1QHWB/PgVun5wEQnXKEfYO+JKzSkLlH1B9Fgq0yM//GDn",
-	"nTAqNOk3cs8gVPeYyyzv1lIuK4oT9hs//OBxAlx5ui/wryV1pM4lS5pxXfkurK2Xzvui8KxWumVdVnjg",
-	"gw0cdzu555WKpC+87xX2suCN8+UUXRgc+bXwbVpsyCxRaG53u62+gIIo09wL6patS4WNCdIXv+EBVYoj",
-	"g+yLsMBs2YPpy9Bys1h51k/ioXxIR1w4UvaKo7SqHJW1u8NizO0pPsaSvBgCaW62N7vdiDjtlGw9aGEr",
-	"Gd0XWEvBtXBwTTQmWDlSg6KKpYtdbUksL+S21helRjcWnBRb3fQcYXRd5pb7yrmi06hYvTt6RYYs79nR",
-	"F4FmsqiSkFNpyZpiTmcp98uR0J0n6ouwcQ5m5a7dO4fNyYwpZnkMdNAZStUjiYSLMKVKs4gMpMA+aFBj",
-	"SiZ8CKnnE0vIDZ1MweOIxxH1hSXfgpFiOF+8Ee5t8NGtIVrqyAOEqEue0cQToLhDfmFsWpC8ITSSKGQJ",
-	"jdg0lFaUgMYyfeH6/WBTOuxIZEHvM+UTyXTLI9vB1PCJXc/A7tZFFMz74i0XI3snM7ybeX9FsIlHucqM",
-	"DN5VDCrItQ8bb/UFVUEXSuRVgsR7x3RUsFDfsfGUDs4WmjDaSxBDmTurYx2+O8ZIixd7r/aO94oejXar",
-	"S10ae46m9kVOkV3jG1+h25JESEkLy3BhRXV/HptbJKzqS7Csb7zYUccXze2Ei7cSjJziYnbyMvvcBMsF",
-	"Bhx2lmzCFYAfFZlxAUe1K7A5ENeXatzZCxeDPXScJF80ruwLLE/Y1DJH0DzxxvcXwvppS12GQAToC3fW",
-	"0XK7TbtNaK1oNZ6mlT1i382JxK4LT1/4ytNx0LGsut60vQI56h4V1RuBSJU/A52AMimoEugOeeeK3BfK",
-	"ceSqGNOkLYXlSMVPrpmCJjEH9d5BzP4LAqr9JzDFWrTM5RnsXhoRxP2w5VbF/X6Gy4ViPRhWhMTa1bcA",
-	"0l450uZ94gpkk2MpCZTIjjt90YgaKR8wl9XvVINDJaeKM0Ohuk2tSrDh3yxUsVwp2D3cD0zLvcZmp9vp",
-	"urIPgk55o9e43+l27rvqOaBweUnT/j+q8uG94udMMK2BC7Ie2ep23f4+9Z0W3m/0+g151m98DhHEVVBF",
-	"MGmQDKxyRgZjNjiD6JaETZlILDkDCYqSF3NBJ/LFMyslWRaDWA3N78IRFXPpDh3ywhdjd8rDQvvETiOo",
-	"eWG1abtHl++/0Dhiq9tdUd30clVN3Qw1RU39NqA9KT/HwuTbOH3VqPkyN4LmFp+jxoPu/YtfqSj7Hare",
-	"jd5vH6KGi4YKTts7Lnq/NRBBGh/saxsOkzpzOklrUcZu8mDKxO7hflA9pLgxM6rJacZTNFRUnpF7/XKH",
-	"dC6SjqS8k6P7p1WFT6M1Vh1Z+vKP3devwAe5IDIvTBdjEVY/xL7ghkOHXgi+ycvKWrGDm9bVDn3FyR2P",
-	"uWUHwigKBUcqjw/ki/q7fsRowpcuuxVf8pvpmYPvMYnSB9dk9/nx/q97O+RB935eIca3SkAqDlYpYOoS",
-	"MIKSkaIDNsxSoseZSSzlh4uNvA7o5ilNqRjYCbWRU6JdFTOj6HDIB2E/WYdb9jHduhphsNuffx26AFOj",
-	"2Qm39i0RhRwt6tDqfHNjpOh0/AfQhGllreKjTGgQv33VmsLw08y/sidoGUVUUeXZ9YhFWELxWG/tn0rN",
-	"jVRz0oy563uC66FT7mC/Ebd2LEZOOGrGeR2zXG6OXBkzFLac4yjpLNiuUBwJWj1Th35FUbSdoEAOTbWE",
-	"NsWJHR9bZg7GIJxzA2KNxnJx9phS9pGbOUn4OU9YQk7nZLPbhSJH2OlpsxV0E7mng2WAwHUgBqwo1AcG",
-	"whlL07aru5vH6ZY7LRbsPKGGxqWqbT1oIZXTb1pcaNS/rKDvwpAZmCp8Cw7qhKJmwqZmTDa7UbjBzW7U",
-	"tUrwZtduRLciXGypqFAeuZPXCnMF6OIfj3YPf/rbq5PD3aO3eycvd/df7b2wop7//tfdV/svdo/3D94E",
-	"P77YOzz+6eTV/uv945O9vz/f23uB3z8/eH34au/v+8f/qPjxcO/o7f7b470XJ397t3f0j5M3B8cnLw/e",
-	"vXkRt5xyUZDFAU3TnbwUHsAKtRSuXXlWp1i53YG6vbw9rheQCetPNq1Ee5LHqQfS7smEa2ghEruU32BI",
-	"qMMH2HUGCahxsQH7MMmjobwl05ff0+VxfA0/r5lbFO6QXaeKoPB5T5P9F3gbltaKUpxFL8DT3ZqicVbG",
-	"XlkdDtse+5r0HbIvjJJ6ygZeAZHDIclEavlXwBEY9BeBiugF9uy/OT46eHu499wiiiUtRU9o14BDQ8l3",
-	"dBDwUs/rOAeUv49WCTeQ3Wnvhqms3u8MLU3U0RIyZgqDuRfYkKOjeRjJM1dY9kYY0EKRwM9lt7DzPH0x",
-	"9rdY0qxGCFsuPxaFJSYD4nxFHrnd3bz4lVInDPvS5hqMdbEfErz3YJ3JKnot2Je3nlz88mL3FpAC1gBK",
-	"uUfYdWWHQlrIBKE5l8+72/k7EsgQHtdzIaK+xhCGxxR96H+rTPz29YvQJQP8Fi9zUfmnrs8lFCFa1Q1x",
-	"hbtzq1vrWG9XtzX/ENVISbtJUqoDhK3C7OLuOa9my1tOC2C5AizAYqB3jnQ2dcgiQ+HbyNwhDKUiQBQz",
-	"igqNteGjwD80wCLkYFNzXSQi4F3oBouIYufyDP1hCn3nSbAc7Bou8paFeBo0Tb3Ysd3dJs3FjmfzluUp",
-	"wTCWouemYrt22E2v7MzFsSeZNmALnxd2WHiaNHffPt/fJykzYIp1JrYEOq+1udCW11gdLZ23osC3t929",
-	"DxWX3VJOYLCC10bOxI6ze2YOz5wz5UxlufcZYkCsRoVVIfzKqufIRD5CawdOAdUaZtAiHe+/+XX/GOWb",
-	"3Tf/ONl7vbv/Ko6gZe5HpsEq3yHb3SfeXRV0GMw7J2LTo1yWJE1wgZ+Ag0HHeWVnXKjV1i0rFGCMRftO",
-	"0+0Wvo8r2BhiTVBwK1q8vlVUpnhkY7/EciGkb4Evbd4YX6oo7re6XSNmKHvw3S4bWodGF+0s4Y3ti9/I",
-	"uyrCC2swnbxxKHCprXU2stxS6TvlcIgl0Mc3RHDP1gIuVrA2zLSosbqYTLlIrpKnfzlmBYg6lrZfKIAx",
-	"d6UvSpUvfL9Q1zi70ujxmn1Ji8drtvoq3fLduexN+A6R80dmArofoOWEFdjoKxLWWPy1M7jXlics96uN",
-	"0KpRXW8FcNYSTGiw2PHOc+YCsApfegUXsRrngYL4+ctxj9T107vwQfTEVrGXm7sDy+VYKq5EEAEdQrB0",
-	"zYMUzoVOZK+4OLuo0x08AzPf3bcbvG+vfFBG5ZmFJlMskPm5TvR/7swO2ImvFEZHdsV8gTUAR4CYGXjN",
-	"ivM75UJIAwmGTKPJkCttfKTX8i3DEQ7U6GaEtJu3WhQ1qtYyWGze5MS1RorwYloR2eXxXKud8n+0EPl1",
-	"7Cv/WZIrXqPFPrfLNCoQE3y4LxKslFWVRvQFNZelhh7Bd8D8auSIgc0YjeFpCtQpjEOOQh4XlLb0Oaql",
-	"IpeohPuylh2yrxQDs/hpyjBAFKKJfaxrTgDJywVHpP0X45VAsHE6YFQVn4bOz+3uNjHSSeJODMKysKam",
-	"0CSQasWmjJamAwOKaxgdlJC8Bw7YkcKSn0KCR2dABcpR3PlThSzigHxo1WTCjd4JfTzIBqQYsPJ6uSaD",
-	"zNhZfW9+nduzZ1KdEZWJ3Md2SgdnI4UhqXZqnalzfg7MaqCoHvsX0VrRI1TAbi3ZBRPuBCKVS1Uy0Wqi",
-	"MkESiMo6Lrml4q3utquHAqvGMC5LZxGfMMaGi3IJmsKAE291t+JCIq2GbR4o6ZoJQbQaBuqht2DETFAr",
-	"FnLF+WBcQgMArA8zq2r2zzX0zoGQWnv8Pj7aYUARLxMCB2Cfx2HBXuiI8gq3NYLjKsybDyEIrEr23bo5",
-	"DhqU2l2HkxZYCYeDWV/+yJeQcVEKdudY2wOtCgeWTrl1UcPcqLGF3HANqcAt3fs/DUvnfzpz0eYaPDSM",
-	"0MQAze+Vhb6AE11koaQZoFerSui/0PSzLPE7So2sg0K9YvK+ooRtOSbcvlRw4nte/N/sdpHVQvwuvhjh",
-	"uAWZVCPvGgCfK2lmlpY6Nfydm0yiqmrGSmYj5ONI+Cat6liuKxGnN1IwR6CiRbDt2S2CydvAXxfC0fH7",
-	"WoYBfJ/7fnwPQef8cdAsXXufIYp1hj9UunC+pMVgHWp5LV3j/pr33Mf+3hnqvoCh7kJB/LL3BqsFg3+x",
-	"uiv9ESua3ZcpToXA7JLBpKo3HuT9Lq4pf3wRq4HLzr7lMIcVt9cV+Li5W3wnR9zFZlyC5uCFuJL+vwGa",
-	"djuVo1rHAabdYaCH1YbyAE8nuENikmAzyOGxQkkPtORm7BrVxy2rYVGD37hcjqJjffHJP8pEVEoMch6y",
-	"ojl/goFD2gcKg8I3NExBjqDPRbXKs2H5MiF8IAiNIFQHQ3ZIrLkYsNgn8UEFGUrmjCo/TZwJw1No5AGP",
-	"9IiQs1ZpzjM2NXbCiRRmnM7JaeaSrylKVxg0p6dUaMwChHK2lAzZzEtbkDThTAtjmSb2N6s9GzbR+LhP",
-	"O/x//+f/er22lCgIy7RDcJ1n8V2NDVgRsWjkX+GwqZK7AI4lqWudUk7Qlb9iNNjMlUb7npxJBZAv9iSh",
-	"bYzBiXwnDqMvz2W+x4g6byLMjZ0BxcaWOleXFKtIfRjBsJaX+J4mrnoOaWYijxPLRGFMzYSLGmuFNtyI",
-	"yDTJ+UGUp2Bi8AImDK9Jk4hD/IvJIZoVXU2H0KA8Y4oRfcanU5bsVFHMasK3H4Dru/ZUL7RbXElcwm5T",
-	"d7Tl+3Zf+7vLS4hcHc90DY10tdu7FPsJRVohxhAMThg/4ixUmBpiyYAv6epTuNN5lPfpQzuX6/cagwwX",
-	"pMC3cqdHqZACzuHDiGOgPyg+5Rny4OYZM+Xc7S4+84yxqXYdUI0mY6rHOEOwJ9fv1nXRjkvtbwtZkTyK",
-	"iO9rfr/bsmRNsNkibBbCXFVYwcqfphRsPdK5gwu3FNJVg7E0FBslB9/mYaXLAaQ+tHTsRGUX4grJK+VQ",
-	"UYgNxqPIk4mwsEUTDivIHGnVhSrcdFjpzdselpoq33LgwnLj4BqDRBi1ncePl+Po78Jb7yITvjwf2kdq",
-	"o+WEScHI6ZzkvbBWhdXWia0bn4oPFwQvHIFYqq3ivcQGe5g0gcXDjJxqcI1DFRcDrt+r6ssoC5cI2QIx",
-	"2K5bafKnu5DfpUpmj2LNEPArikwX6wQhjteocrLc67a2XkPuD6+IYSj3wI1yAaQy0KUZ5yEJcasDMRK+",
-	"rc2Sq98yf3Tx+/GtpojuOJRgBgw5UhAbYWWMvO9qWOTHKiXGx1tUeyIDYHxJB8AaQQ/VPYXvLvbXvtgv",
-	"Uemnq7pA35ybrurGgvKyttkFnl4KF0hdUPIkiLevtl1AWcfv22qRN65ZHVYPgLoLm/+mwuYd8vnbhJ+/",
-	"oI0BFU8MPcSwGLw0PmXKdy/zgltULhULdWlKJcR8wRpqyGZrXUMltMZAN7xgLHFskGAV6DqlF9oqfaPq",
-	"btAB65YVXWw2Vc1j8azvQvPvFODvKTQf0LaCJtaKChuf0Mi5Usl94aLwvXUUBGcrWYc5ZcQ1xSga9QTP",
-	"O591QOOWqCUQOaR3UAPgUhoxrvxKVG5FJPN2fU/EMD73Lib3TxGTW3d31oi+hU4Ja0bd+haZ+YulINvg",
-	"RsGtgVjUBMPXY//qYuQtIGQ59Hb3cHuH5PG3RdfCq4TgXvFarYrBzbcSBtsu9xq9Ssytb2d6y1G3F8kS",
-	"d+G23324bT2B+EIWOtfFZUVA7nOIKitdH3tFLIPekIoED38x1otRqTfAer+MZvF1onhXUQMfxnttqnAn",
-	"ctyF714hfPfqOsJG0Cr8AvtiBS8P5aPA+79gcXwfNN11nfdY0ZUGmsWU83NceRuXlhSvZbN0stAywVqQ",
-	"Utz8OF+wDFczbWHmGmEF91KbH1QlqHxnYaWXKVByV4bkW7an+uP5KlLO+gRo4xN2XbvANV+0toObmpcQ",
-	"R3XtRuShHeygB059HAj9mmrl4BdEosI7GBSW12+Gxlv2iV4xIzcaW+rgnFxDjFVsvzqBcKj6AAILmoIS",
-	"3oLRJKDfM6pd38HkLjzoP8vWgnfSX5WJR74rmFzsjS4JGD4BB9tbbne3fQ1L5NK6ogVaheFmQTDxNpw6",
-	"s8iVr09gHLkdzlynjRQAvLNQ/DksFMGRfg02fvGTyLvRrJFVXPOimno6J9r373EXPuenloEjOdjqbhZR",
-	"Qtjpm2pCwWxa8kKIpOhJAhWJXU36Bd7kFfSmVEFssivMb6d28d9YRS2DTg341ClbojBQIdey5by8TOvG",
-	"RI+RoiIvCeMHsE/Dq5BxuCiYuLqK0RcVUBI2keZaAso0MzcmnXwZuxIu7TC79Tr4F5P0C/D6WnT+Jt3v",
-	"F++k/jLfGc6+gsB5Z2lbs8RzkpR5cU6OWVBY+WomOFfVbh0TXK0/Psx5ci1HsWVQjC354jVtdWtY2lxQ",
-	"wKVJOC7kJaxtLekD5tlDU9v3Zj9DIK0RhYjAvLObfVN2M+qN3SbH9fK9jhr+l69mRVubaLi4YF86M6y3",
-	"AY2kEqaeUj2Ie6XU69Z6McQE77N2Jb8h+xHoDmRCJOwjaWLlilNPllB8BfznUMJaqnmrl9OpHRJPFZeK",
-	"m3kcEZpaGbQ5UjKb4rj4GHQssRv2qY12F3nRSXgEvKaQXugqQ9JwDqqhBzWDtrA4S9WTnWA1Ls80eBPb",
-	"QWP7Jvhxu9slzTgTCIYT3HAc2aXYVZ5KM66pan5jRHWhECvUIHVcA8DDNfE7Ik3ckdtrlDeRdwA0Urbq",
-	"PCB+jJIP5GKCeOhf+3zBWh2UHY/jruPBNRZcHFujpovP5tbj2rY9/9P773//9Wn7ww/Fl/l3lc/9pbqy",
-	"SHnHz1y1bmjZwCcsIrF9ILZ3ZhYUQbBI7bKBW6hNwkPl61qzb7gZpS27kSDETg8aUe66ovAJvrySA+uO",
-	"Yd8x7K/l6Frm09flz7XJAwdTJiB1AGZAwu8IUCzYLK4tu583H19ira5mv8ctX6YgRlMUhv84i0+QYy+S",
-	"Mjeq6OO0YKWqSyWAeb/ZZAJY3VdKJ0DI1AUBOgy4Sym4Syn4vlIK/IVfppYrdI2NT/jPZVIL8Ib45AJf",
-	"tr9DdtNUzliSpw7jg/cCIoktwp3h2tmssUK7s1rr2pyBq5GzK2QNFPf/Lm/gz5U3UH9B1skdgIfXzR7w",
-	"lyIuX4QigaBodlGujbaUTJCPtJRNgIhaU8r7ebGAS+cRXPWqrcwkKCASphJ4wORE5AqZBP7dm1Bwvrw2",
-	"slruuHPu/wmc+6vozJcyKzomvioJ4ZAqw8GXgB7G8AruEDnhxrCETJUlCIYzTGxK2dCQTLhKux3ylpmy",
-	"giJVodkYSWKRpVjOLRP4mNV86EjH5fpls7FMGTF0RDRQ1QtFhwiEDT9z3kMojxDyL6DjxIoU9TLG7eli",
-	"LuviJoSXL6WEfaXMi5XEMM+9uD5RvHMi3zmRbydd47r610YuyKzrNL5X0r6uWh3Gi4rfd4EYt4uLjb2h",
-	"qHln7f2W3LOLOB3cpULGvy0ZqtJMvJsk0A4PV0PwrNCHWdiHly3B+HiH+JsGkhWfTDJjoVFnwXVPf6sm",
-	"XLe8r2PD9bCp6zvuDqhkxf2zWXHujKtf3rjq8EiKKgYfEKUqDo9dxdaN5cDmZVfn4r5323ffRt3u4mIu",
-	"7vM679j4t8XGS9U/M13OUXR99m7cewtsucghSpgwYOCCWElMY4hJE8KIstPf2cD3wM27T7R82GVeet5+",
-	"GPFzJvIkhquWWKdJQqgAI0HQnZjyVPv4oieLKVA+T8EnKSzfeJok7qp8w/3c7fK+Wk93gM1a8ep35oU7",
-	"/+63HqQOGFvQqKqubp641ooi18zG9iZR+MI5kaBwOhanXY9A0kXvGeSZWgFHs3TYIQcVBNQ9RAWmJ9mp",
-	"XGK1XRbkLSk2oVxA0ChkMA3L5LWJqUw4Zst1N5fYm0ItDYZDWBlDsNIm/ThBSlSPTCiUCEf67kPx/QgQ",
-	"yAh2Zefeg2I/4I/kplXU4suh7c3dSVGLryYr/Krk//Ie8Zxa3iWD/2cngy/Rg1Vk6AKXOgZnowxf61Sv",
-	"aTR9Rby/pVzuC2SPfNN3nt4/V19nONWbU3Yul5+9uuwc9VnZgk5Y5Bo3udpznl2vx8Ejwj4O2NQgZ7Pc",
-	"HLOr6bycOCdnAt2qzfhw9/j5T6TT6XgpBJ9wsojLwADFKbZvxDsktvLLhEHsjCB6LGca2WWVdADJ1UuZ",
-	"1UEmHxXzvHWE59PIoJuYYg3rlArB0uqQFz4tek3xYkW/7Bvg0F9MM/tqfbNXamZF7+zrU8k7GeXO9Xv7",
-	"jbbr+MDFetmGT5BqXz57eJAphZU4yllWrFrCWt+uvOuGu2oy210C0Z0t+usmEJVuBK2+nreS+5sLbGuQ",
-	"gnUbBKFhIrcfnLJUihF0q4c6Wxyluebu4VYviBN2IWxhsc5kxHRroa6nHXy5ridNtcx7qUIk3Rsrt4Xx",
-	"yXamZ1aI+ZGZfcMmeVwfXJgmtkVJ+TkjsqgGpiOo/TWQUw4tWI0k7Nyu1q6tdQ0SZgWOmhZIlywECiVZ",
-	"/7MKgVYWcbujdN9a8ExYdis4pypC96UrjF2KzF1a0MG+TkVGES+oX7kOwiqCUU7WwPLBdhTMzwDUL1G5",
-	"wjnnyJWctlN2zlJXU9hHTc8dEXTxQNC8GSkuLe+imY+oJbSWgnbRmJOxFjmrk8YqKyNT7x91YIOGhHZy",
-	"u6qFrVwlA+Pq9ZH/k6TDBfS8o6DfoqxYOGBO59+IsGgXywYZlNiwM5wyqpjazcy40fvtg8Vw7E9fSQDA",
-	"PaUyEZPmi7mgE/niGXklBzRt7RBKEjZN5RxjGYWeQT6FwGasM0HGUptG1MhU2ug1xsZMexsbm1uPOt1O",
-	"t7PZe9x93IX75YCzlFIf6MSW4DFBhdGQI5GXsRjpilSx10Vmx4JqHbyLJ7H8Msh5hAvNk2XNnIrE2ScX",
-	"RBk3KLLG5UHfoskiVPP8Gw4Rlt/JYz2hDsjie3noWMUOxgwCS5kwliyxxIeVFm9PWMV7RZ9pEP9/l1ys",
-	"gF/YvLh6DQutUWmWcENSOQoGge9qXv9R0en4b6/I7uE+kefI3JAhJtRQ0kQiCimO3N3rjZF9h065o7Ab",
-	"cavn2BZNilI3u4f76MINCx1EJEy1gZ9pkrhDCJYMU/yRVh0y0gkyZjQ14+AV/MLexP8fAAD//w==",
+	"7H3pcts41uiroPRNVaQeSpYdJ53Ilbqfkzjd7s7iSZzumWnlmrAISWhTgBoArWgy+eo+xH3C+yS3cA5A",
+	"ghQpy0u2Hv9KTJFYDg7OvnxojeRsLgUTRrcGH1pTRhOm4L8Hx3Ri/02YHik+N1yK1qB1IAw3S2LohMgx",
+	"MVNGFDOZEiwhis0V00wYat8dkHjYGmb9/t3ROVOaSwF/sC4+S/iEaYOPhq24R46njLgXyUyeM00W3EwJ",
+	"O2dqSUZTKiasmFHLTI3YHvyFI9W/vZhSQ7gu1timJB7J2YwJ80RmwsREKhJn84QaluybmNCxYYpQ4l6K",
+	"CJudsiSB7eGsutMjb5hICDeECxIfjrsvpWDdF9SMpjExkihGEyJFusT5cTlJRKj9CL8oXp7RM0YoWShu",
+	"GBlJkXALPZoSKWB7HibcEEFnTPdaUUuxPzKuWNIaGJWxqKVHUzaj9rDMcs5ag5Y2iotJ6+PHqPWci7PV",
+	"Y3z97Al5sPPgAUm5OLPLsFMJ9t6QOZ2wiLDepEdiPKqt8+0tqSZ664NUk8Pk45bhozNm9P8aZUpL9ajX",
+	"69kXd+6nfMbNo517eKp7RLH00bBlRx22Ygv6t68PiWJjppgY2WNMqeHnzE9vd8W0uWMBvH9qEcnDIKUa",
+	"F2Y3v26zr6lhz+0qVnf865QpRhgdTRGNpGYEFqyJNlQkmrQ1nTGSKDo2HcBeqSbD1p56dO/7PfNoJ46I",
+	"8mu03/A0JTRN5YIlRMhFRAzRzB6gJpkwPCXGHv4fmTTUouBiKlNG6IRyERGpIrKYMkGU/akf5V+4Q3DT",
+	"2B/9FG37Y/yaGbXs7lskje0+KNndedjZGCzdI5ny0XIVOvb2KWpykATnQRb2JMxUyWwyJe3Dg+NnJB+Q",
+	"IMEgY87SREcIvS5nZtydGjOnc961w8KoXUdcutv9TkQo0UZlI5MplpCUawMgH9E0ZWrY2vvj0U6/v7d4",
+	"tBMRfxD5I8AlBKwckz+KQ5kzRRb+FAaEEiPPmCCnmcVXeDey+MfTlMFNzN/t9EiMU8cW5nb38OkdTXR2",
+	"+jsbmYjouYXDKRtLxeANmpmpVPxfQO7g0u+RWKpJDL9KNaHC/wiHl2mmiMyM5gkjUrBOPuaSWJjPLKlR",
+	"+sLDLFBg9RzfOAxEMraY8tG0dJYzuiSnQLMVZ0l5qhkXfJbNWoN+5KflwrAJUzDvr7/+2t3PzJQJw0fU",
+	"sNXJHzOqLPEsXrJ7H00tYC1Bbluqc//7e/3OeiLG3tPZPGXFiIrRdPZo2DJMUGGSYSsiTCmpHg1bXJzT",
+	"lCcncFzDVitagdjHqDWnis6YcYztMGGzuTRMjJY/s5q78IKeMW1ZgGLUcDEhR6/eHBNNxwyJu1FL0n5j",
+	"FJ8zotmM2q1aDLJ3aMyVLq4v8CRKztiSqEzoPThmxfRcCs1IWxtqMg1s4VQmy45FvTM2N2QsFdnZJVOZ",
+	"KfxZsXlKl5aHwJBxvgXTfe1+GhALxjiya6Ri6dYJr1sEANpmF2KHyx+4heLa81fcshM+BlJd7GfCjCa7",
+	"Ozt7hPrxpzzF21DeOfcUUmVCWBjip/2HPfIzW2pCFSN6JOcs8dS/dF/8IvFOWn6rzpnCQ9ekfe/9+w4M",
+	"IaQBiEVE4yh2+SMqKjjO7bEi9WlFLctGW4MQDboWD0pXgb5/zsTETFuDnXv3Ins1/N/bFp2MYcqO+b9/",
+	"Gw7f72x3h8P33x+8++tfatAvaiGbXMWzV3P6R8YI/kzGSs4IJXPFzrnMNLC7O5rElh88gVdi0rbCimXo",
+	"saO7nR55ZamwkRbAwTkAsyT4HUL7xxf7T7qaT6wUhBiXiWbgW4Jsj82gAKUzBgcysyc/kwkfc5ZY0ckS",
+	"Qz4RfhMgallyyRLEot1+Pz+APzKmlgX8HViawN7ffVAHTD4G0aleonm4vd0nXroakPi72LJaQmE7lv6z",
+	"XHrVCHBGVcotzRJ6YWkvXAQnP3JNZhRIdbokfGxJtpdA29ooKSYdHAnkspJkekdbiMDdcfLbHlkweobv",
+	"t+Nft4YtKza14g4RVmglM7vkHtn3kwPgZ0CJhCSCLXJBsJ0Lp1Y8ogSlMctQkYGQ3yWHK0eJYXTWcSPi",
+	"Aq1QT04z42YdU55aChPIpAMipKVGhKUa9uHmUmycaabJUmaKsISbHnllpkwtuGZkd3sH0EZIM7VTc+2l",
+	"3ubr5yZsQoDt/s5uPQJYaXsDJCiEcsCEZkRow8lYPYgqrqXo9MivVjaz5w3H4mDnT7Ss59zRANQIRQJA",
+	"I7v9u/1d8lIa8sJfFrgOQgKlXweUYtmXhow457imw8R+AjPMqZkW45deWceCQxLX737/7rd+9+F+98ef",
+	"fn7x8qh7/Ev3n+8+7Nz7WE/v0noB/AV9b8ULIjLAUjkm3LCZdjw1U4K0LdUimv+LdZqIBo4drjRhY5ql",
+	"xhLqyEIJRZjtfj8qBJrtWoEGtJkashzSQp6Q9tvnh0+LBZUBimNsJsz0t396+M+7v3z/twd/3/l598X9",
+	"lw+O+q93jnd/vd+KrgVwlCOe8bRWJHxlyZeDsNPcvFgAXNp+2wRu/LUE778oNm4NWv+1VRgOtvBXvXUM",
+	"w7/Bj+zKLAGqg/Exo7MLYes+vgxwf31878n3Tx8ebD+7+8O9H7//6eHP2y+uCVwE2cH7ORU1G3kiZzPa",
+	"1cxKmMYpMha1QbdlCcj8gOJgRrA6B2igOOiAxE5esnoHTRIdPohITDUwbOZ/LP5ug/YIegoMBZoi/pp0",
+	"euQA4TIgMYOFP8qHjfIxLNTZ+3kqE9YajGmqWT0O4AglHICLuxkyAOAs32p9zKFLlaJ2gkzwPzJ2iIPZ",
+	"owVcXsJ5jqWatXLw1+KQ2/hFWOQHuAwe/f3pzsHus/s/PPix/5O/q9fEI4sJddt4a7VCbsV3q9/r7DQm",
+	"o5TymRc17Hd3NKqjuke2u9s7DyxzVXRkFRoUY+L97j8J7f6L9LsPSY+ckP8hA/Lf5N/kr+QR6cYRCMog",
+	"xyTS6AGJezHw67hn/6OYfUw0m1hOr1H2ePv6ORmlHB4oNpPnDIRsnY2mVmDgCRnJLAWWb6VtmiSKae0N",
+	"FQ5SRNOlJhw1IZkZkkp5Ri3XGxBqSMqovS6CFRvyEieMS+26mg7WAXSzY7U6af/f98bfjx6w0feju3dH",
+	"90f9/u7pKR2zBzutqMRfdx6sk/j3u/+k3X/1uw97J/8z+O9///VR9913xcP8We17f6nXT71KCHfqMU1e",
+	"4221f42ksGqe/S+dz1OnVG/NlTxN2eyvv2uLRB82pM9H+BVOWmMAKpS3GU3tDXRCPkiJoGc7c4bTuu0x",
+	"TyMCBMO+6IxBubodEf+iVCQTZ0IuBAhAZK7knCmzLN5AdaDTI884S5Nuys5ZShJmUEJVDEgrktAY9cC4",
+	"ZwnEEynGKR99MWCN3Py60LW9oGi5JyNtsKUmGa6HRYSmitFkmQvsEdo35ULY/+f20QTEd4CcJRGJZHgp",
+	"2HvLY7jwilsHwPBMqlOeJEx8bjigig78xysgjnKVlEqrc5gp44oombJiN2DeRFHEYgS8DBs6FPbG0fTA",
+	"nvXn3NRbwd7PUYXVgdkBVcN6O9oeWCPRDuI5+GESOxMvm0sFyjQ3sLOX0jyzyvfnx1hUTiuoBCqyKZ0k",
+	"0t41pwk03iwkGVGrE9rryUWCNoOM6yk9TRk5XZKEWWGj47ftlaEG+3NJr/J2WMsdqj4WywGSQahN1fit",
+	"6iDlXtuCdwBMR3SZSpocS/mcqgn7UlQENe73I8YS3LbTZHLzv9WKAIxHiuVeomeUp+yz4lHgu0o4Mn9Q",
+	"kZusHxbQe6UfyYLqwoSkuRgxEBCoBhN6j7xmXXCgceNMn0YtYedvmDrnI/ZW0HPKU4tin/u0NK4AUJPN",
+	"5lJRxdMlyQTgu5FkSkXi7KHuZPecodSqAyoiUylkZhl/xZUDlMKhf4/sO3cgmhO88QDuqEwYieHXE5mZ",
+	"kZyxE8dYY2I4MOzMOPO/Ayt40pyhL6GGnlLNALSWiKGV1gpwFnj2VgHwSyfmfB6wEaRjQDMCC3OAFm1n",
+	"OGdRxfgcVwyucadycSuOjXX3N3wVzupYyhdULJ3gpD83YqBjwl1gK6SA0IxXG9xqbTw4+/8TsGGwJO5Y",
+	"XLcgxNMqI4RzTPXIc3TIWRI7t9S4RIbtk5JbiYrSGx2Q2S0JFZLrpV8nGv/AnJfNCRXSTK2SUT2P0Jm6",
+	"9jTyFxt8jRt97N9fdXFdChPeCu+XY5+dw56iuwq9jlaK5lpzMYkKcToi7P3cKiv2AjnRtwL2Oj/bOgis",
+	"vO/AMFdyxLS2pAmDNj43NFYuPFAjL/1m2tO1Ok+Tuy+8GOHkjC1PFLOf2Zvz1tIwsIufsSU4zPAv79Fq",
+	"AQx0NrfCF0tesITTY9C8viCDd6JVHM5qZ4tJ2yrAmhkXFjDh50xEJM7MuPvAbjfeH43Y3N4R7WJW/INC",
+	"InKCg90psUomik9eqCaGnrHqFQ8HqbMcEkqO9o+f/BhVhgadnsLHF/qrg5U3TfHqzfHVZwDAu9OAPWUJ",
+	"N0/A+wCWbNQ0OSrXdB1N8UcKI/xC04xZLELud7lvIByiHhyFteI399q73CYgIdTADgDDHZw7LK3sYYTA",
+	"C+0baOXqYSDTqpEhsh9JZ39a/Q0msQTK/q9lh+haWaJuHOdM2tgKGJ5G1QJohwML02uvMtUrBvHfu+6N",
+	"rtWqQA6C71C0ycUMd9fcHXLSz3b3/m5oL5PjVWvZgHTjPUJdzFHu1WpTkkoxAa4bWETc3Dyx95lPhFSW",
+	"riNP1cb+BZJNYFG6v9toQhp0333Yju7v1lkNoxavPzC1Hl6ott7Rdol5yBySIedWTJA4OF9j2woYFSDn",
+	"UQre0Vy3PGNVJtOAVfijp7lVVK21kYZ3gyetAmsjj/SlYYMFhDABhC4wdf31es51zRXLUXtzHMfLWoPi",
+	"hQP/YoKA0zWuGOmLJQFi+WrcGvz2oSWy1KlCaPysHkOwhZUTavjWrfxdlZ3tY5TXHTAFZrlaYFmvD5oE",
+	"kA8wtgsEn8Ljik80aRs60RHatg6f6g6oEnYlJHdpwDRweTOhmXFmPnBD11BDkPYacNBy3dofUEVJ9i9B",
+	"+XiD+8fRgsIJsXoTAh/GBkgfeCzyzbmthAuvwxK3nifwEkAn8fGkRwHUnLenDEgPq1IQRt/5UQNb+Pod",
+	"wChrlnYT983jwoWXrXJYGKPiKGIe7FoQ/ppg06teVzBi56bLqszDiJM1MYQzNxVQstvvw43RLpRZClhG",
+	"GVojcNmthP4ZsELM6GjKBdpQ4AFI0m7Tblof3+v3EltRE60IJ3D5wge5Nd8+NFKeWJ6Y/98SYPuHj8MD",
+	"0hA+wMsVPrHAimsvSi42rfI0OR4zkXAxQepgacycminhwlk2QMBGW3tsSczW3XiPsNncoHaQv2JVEAzG",
+	"7XjDZ77DOxjL44cBRT2uv9NcNIUYB3AmHGRXJrJZfjei3L/q3FkuBuRdzSQzq79N6s56KpUh02xGRXHQ",
+	"7P08pcJZ0GtGm0suaiMEnoH2BNAB4EZgv/jpzauX5Ai/caGbD/vbHY87Ww7IG9wSy7bxaCPE3WJndXfn",
+	"B0Xn0789z29PGfnZe8PAoayb6Ruys4rl0s4co+X69cGbY7J/dHhHO80ROQ7Y+TsRic+4sFcAPKTO10Ta",
+	"xZXupvyMESaM4kwDYsfklIFRj6pJZmkT6mhczLMyAhW7TCUqgGWyV73oaTYTAdvIw1eiVsoFq/vlY81c",
+	"VSoZ4NUqllisDJdUyBqrskV18ncrk1VwYYNzD5yfa7lXVThxnxcxrTFctNj7alI2NmAcBT84nLsgNDNy",
+	"Rg0fkTlTGj2M6M40uSCdmywsPdSkHRco2Mu/+hvM1emRfRRm4lzxfklnQBDPqeL2nmrEjWKQPOQczKRU",
+	"E1FL9a+K+EdKGjmSKSkGGJC4snCM3KSQpLJEFQgMK069saupSovl1ZXHu6Tooad05979H6me1hP/Nz/u",
+	"d3fu3fdcDA4oIlP2vrcSlPGQdsfvPjTpUy6GEsCJRHn7XW1sWIiz/qMoXOcqAtddvBISNDC23EDjdpfI",
+	"EZAQCIzLRKHNTsGWf84UTXs1EQsr5xPA5QQ1zne/nUDECvz/u1oI/eGPb3Wl/oLlC2xbXVJqQ7bvk5/5",
+	"Y6CX96J+v++iVapq8Pb9uw92607F34zLIXYJeqCVuGHqsLV8NFHrfXciu+7h71qK3mu6eOGIU+1R5tQJ",
+	"9eJVEIUUCN9ZvcMJNfR6m1RMZ6nJZVaveXn9HrgVafs4XPaejTLjDBLrQfIxaiGr21gML/HpGi6zOcHa",
+	"4Cb9yGiKjKlCOjDYsLjQLXlWI0tVrrT7qo4LHeYhsjX8+PJaI5tRntYyWnQE6MuroDWy6Dk3LHm8bIgu",
+	"O3zqaQu+qWrFQyXTC62cr+07eVxnGVVW1d51ggBouggcN3UxarijUOMNYbb+6NDmjA6g8hHmQb+ry738",
+	"njCq7yKgvVITewwrIPCxwzBGMf/6nV1Jtc+RMEczD/lSoksdbXYQPxRP6VKX4q2/D8Kt714QbX197Lpy",
+	"6CWs0sWY7vQ3iEGtnFIJRzc5G8AumqZOaF634YDWWGm6fGjAQ2utB0AfiGYjxTBXDBLUts63t4r4fr31",
+	"AQb4uIVOlB55M5UL4ZJZBEZchYxqPcHExaxu/10JADdh3CnB5BMZU1+wWsKga5h6mpYc6jqMlDplqRQT",
+	"TYyEENVNdveCvVKNhKTJno/T3dHo6ucJaaOH2aWmdi4+vjxWFnZZDxK7sBWoiGa5NYCKs5vUspVmgnsZ",
+	"kmA3UC9D/0NmCq02HqvLIRJLmYEG6JO6TOTz/R1djjeAnyfVAI6cX+WLqgcoZPNO+bxOVHRR3bP8Jbt6",
+	"TNjqkdj+A2qjVctcVJArKADRNi6o374WEylInHJt7F6OGZ3peI/Ednxn7MA57gBcYN5OzVD4vh/KDuPW",
+	"H68Ksb9LLi4nBF2e+Ddy6HoksE+9jAOehfbm0Kq3712KsYfX9wI66nNaiuh1xKUcqOtx6SYobICZX7EF",
+	"/dV4fCqpSuxXqxdIVOmPLF4nmUiYIgu6XMXdZmo0n9I6re5HuSBjCrF0E2kGJB5lRo7HMWknLGUQ1usu",
+	"8R0IV9C6E5HYRZjYG2hxLPKJVxEJOHSv17Pv0izhxt1V+D9J5cT+oBeMzSGgzgFUo7kSov9cloaiI+ZS",
+	"pTPTleOx/XDMBU3diCViyI1m6bgT2qRxO2CYxaCYqAWLaEUtmB9Mt4KmtfZpbai6pD7kPnncYGOAIHiy",
+	"mEriXoSg6fpx6koQ7KcLutQkdmnn8R4YdwXXU5aUcCRl9ByjoEFRPmVTLhLS3u3vlsDjxrlYo/QcAtfl",
+	"0SkEUbj3WoSv47835KdszmlcdQo7ArtKEX2RnM2XAtlvjeKDE2j0Xh2L42KUZgkDxoRMaCPaFpDkKmEL",
+	"bH+VxFQppJGCj3yKtb2lI8VmTFgElKJUVsguJd89F+b+butCCyIPZIfCmhgqtgVwG1DjSnqfP8uyS/dy",
+	"Dl3RJOC8UpO1Mk6ZRNfLzUGMcC7kWoZ4E0JHIyLfhES6kXy4lqeXwHcTbL18Hl8zZ1eTtxin9nVh81sn",
+	"8m1qO1lBnxvE0cvqRg0IHdC8y9KsXED1223A7WKSNWD93FarK6HKVaFedcR8ymTRS5zRmuO4IXLTxGm/",
+	"JkKjmdqQ2My4CJ9uf0voWOcx8YHp9UVSdu99n0epuCzb6wYaoe/JftMjjxUVoynBuoVtKhJ/sOh56RBF",
+	"wcdsplSATm64SRl6xnE5rj6BjxoV0pyMIWuyBlD4RY3y1hgggwjINZEjTFUbsfJ8rqyCkIY0Tlv4yyoe",
+	"d6a6GFES5Ez72lW7/T7IuZ2NZdoglqzmsq2JBT6shv9GoD+6pAis8yQnZCQVlmJsiBsqXGwV6B4fH7nz",
+	"xFMPAbjb361zA8AxN8QzRdWAJp3NZlQtK8FrkB5QPqyX0pBnTadkXARyxTFWKkXJEyYMHy+x5FV5KtKO",
+	"6anMzOA0peIszsNUFcN8DjKTihE9ZyM+5iP4pFNSEjLFu/lUF1vaXWQzACoqKrA4HM8jqIpzryN9r2Ud",
+	"mF+pCcS8MTpDMZscKX7OUzZxSbxSJZBvGIMeHhOs5Elimsy4KP5Ei0ccKsrwQStqwZsQ4GVfqbUaHDM6",
+	"uxFNt7S5laA2xRgx7L3xUYD4HR6fgHIX9ZYFvlG9mppYPbthKCpbH7DlzET16rA9kpI9eL1WPAuMszdh",
+	"87tBnf8aImeoJocgKgP3aiq0PcErSaEVJKtER98Us99UTbHbuAnpDe7gVyy6FR6Io8xc8sSurMU3is12",
+	"NTckRX42dFrdBObd1DijvEDgksjyCtm6yf/kyVD+3l65kpVISrWqvONJe88TlsXA95OSlyYGYRHllGII",
+	"FwNXFLhakVT9q5fQWvwndZLTvpsJlp0jOCwiE34ZtWwgLC5ezwc80Grkxg0gvTHFX5Mk8XWz2pqyXqvO",
+	"GsWlcinNF9cgO/JvF+LypZx7+TeN9bsWU0nknAnni3EXab0wvXkhvahl6OSCwKQ1QS4X1eErV5FTMjNQ",
+	"lbeM9j4muSa5yUn0X4Pw4KXmsvSQy9A52pTP1MG3cnmvKGcAIK8kaZQJ0me0KkUXcKX+BTdws2Cn6l2E",
+	"/EIXS9YS9rTTVjX69Sm+ABUUY3wHq36tXIhgyfcutqxcMiQsvEDXCETLr8p1REMcpBn1ioKLQUxsQfUK",
+	"vlevm8EYXsKsCgpQn9XKf+jN7pXiTDyXt8RQs7zUaFG6rXOBNFGOQYEADRyjJgblktIuij6fX969XoDo",
+	"GvG4fJeCk07lwipR/jpN+WRqUVpNrCzQfOJvGmw8z/mYjZajFA13bEBiwRYxaf+eaeM4XieCZBcRkzYm",
+	"QS2kOgO/qf1ljll7MWkvKIdwCQe2HCUh1EGm55iGOEqlZknJtCCY3ZKdwqIBjmepOnxjiTN8smZzNyS6",
+	"rxMYX7KFF0/ZHolFlqZxLirqilBwmcyNr4zUX07Yup6wU7Fas3lKR67IyThLU+hBpJnZI/Fv72IyShlV",
+	"2oWLfH62sIoO9rccFbCCaogIWLgVeq0wOqtNsPoCnGY1E0OzUWbP8409LZcpDmWO9jPMx8C/nnlx7adf",
+	"j1fY+E+/HpdqI/XIodGlYrdcl4MA8khXzVxZRfR1xUWybp7Wm5fIWwpD3xfNcOxGcNYCRFNj5liqh4ux",
+	"9MWAKJYPzetOQ5cRMqNcGMoFUxpIaOq+14OtLfdOL2HnK5cqHwBrYmap4V1XeGvK0nk3YfrMl5LrkVel",
+	"6OI2NLvRw1aHyIUYClCbsVoCdgJxbHXPxaQENdpSuSBxtVeT1eCHgmuJ5aghV5qaUmRGbyiG4r/+i+yX",
+	"2rYMxQFMYEeMgyQ1x5/szkrVrto//XrccVVJhyLeD3vjDIjr44L9pLBVC5iSfR8LLK5ZimquogTCgvCk",
+	"R/YvKqxVlHDx1WVx6CV0KRqKeLe/TcJCYbGvRBVXq2n5tcdFH5veUMQ/HByTrSnkJP0LrCSZCNresMQD",
+	"9bVMGR7cOdf8lKfcLIfigI6mQXlNLNoG+X3sPR2ZdIm9JtQErPSD9eb4ocjt8QQiWsmUnjNXbFUuRBhk",
+	"rGA5mfZ+Dsg4hZR93RuK13i2WAQaq0Jjph9LsPacx4I9KAnsBpmFYL1L8kK0cY/4cnw+29buaH2l0bZU",
+	"Q4E52TlqcwGl7bjp4Ewk3nXNFcDnE0c51KgmPK9WOhS+QqUrc6oL5MdH6PrBRSRcoxxh74irpqcsUA4F",
+	"0VOpzIB8952dd8ao0GTYyj2DUMBkKbO8IU25cipOOGx9953HCXDl6aHAfy2pI00uWdKOmyqUYfnAdDkU",
+	"hWe11i3rEt8DH2zguNvLPa9UJEPhfa+wl4o3zleMdGFw5JfCt2mxIbNEob3b73eGAmq+zHMvqFu2LtVu",
+	"Jkhf/IZHVCmODHIowhq6ZQ+mr7TLTbW4rp/EQ/mITrhwpOw5R2lVOSprd4f1prtzfI0leb0H0t7ubvf7",
+	"EXHaKdm518FuOXoosFyE61Lh+oTMsDimBkUVqzO78plYQcltbShKvXwsOCl28xk4wuga6a22znN1tVGx",
+	"evv6ORmzvC3JUASaSVUlIafSkjXFnM5SbgkkoQFRNBRhbyBM3d24PRBbkgVTzPIYaBI0lmpAEgkXYU6V",
+	"ZhEZSYGt3qCMlkz4GLLrZ5aQGzqbg8cRjyMaCku+BSPFcL4+Jdzb4E+3hmil6RAQoj55TBNPgOIe+Zmx",
+	"eUHyxtAro5AlNGLTWFpRAnrnDIVraYR997DpkgW9LwaQSKY7HtlezQ2f2fWM7G5dRMFyKN5wMbF3MsO7",
+	"mbeQBJt4lKvMyOBdUaSCXPuw8c5QUBU02kReJUh8cEwnBQv1TSlP6eis0mfSXoIYKvlZHevo7TFGWjw9",
+	"eH5wfFC0obRbXWlEOXA0dShyiux6+/gi5JYkQkpaWGkMi8b789jeIWHhYoKVi+Nq0yBfF7gXLt5KMHKO",
+	"i9nLOwlwEywXGHDYPLMNVwB+VGTBBRzVvsD+R1xfqjfpIFwMtglyknzRm3MosAJjW8scQfPEG99CCUvE",
+	"rTRSAhFgKNxZR6sdRe02oXuk1XjaVvaIfcMqErtGQ0Phi2vHQVO2+pLa9grkqPu6KFAJRKr8N9AJqASD",
+	"KoHukbeujn+hHEeuUDNNulJYjlT85PpFaBJzUO8dxOx/QUC1/wlMsRYtc3kGG7RGBHE/7CpWc78f43Kh",
+	"HhGGFSGxdiU8gLTXjrR9l7ga4ORYSgJVwOPeULSiVspHzKX6O9XgSMm54sxQKODTqBJs+S8LVSxXCvaP",
+	"DgPT8qC13ev3+q5WhKBz3hq07vb6vbuuQBAoXF7StP+f1PnwnvNzJpjWwAXZgOz0+25/H4ZOCx+2BsOW",
+	"PBu2PoYI4orEIpg0SAZWOSOjKRudQXRLwuZMJJacgQRFydOloDP59LGVkiyLQayG/n7hiIq5dIceeerr",
+	"zTvlodIhstcKCmVYbdru0eX7V3pj7PT7awq4Xq5wq5uhoW6r3wZ0YOXnWHt9F6evGzVf5lbQv+Nj1LrX",
+	"v3vxJzWVzUPVuzX47V3UctFQwWl7x8XgtxYiSOud/WzLYVJvSWdpI8rYTb6aM7F/dBiUHCluzIJqcprx",
+	"FA0VtWfkPr/cIZ2LpCcp7+Xo/mFdbddog1VHlr78Y//Fc/BBVkTmynQx1pn1QxwKbjg0IYbgm7xyrhU7",
+	"uOlc7dDXnNzxlFt2IIyiUIWk9vhAvmi+668ZTfjKZbfiS34zPXPwbTRR+uCa7D85PvzlYI/c69/Ny8r4",
+	"bhBIxcEqBUxdAkZQMlF0xMZZSvQ0M4ml/HCxkdcB3TylKRUjO6E2ck60K9RmFB2P+Shsmetwy76mO1cj",
+	"DHb7yy9DF2BqNDvh1r4mopCjRRNanW9vTRSdT/8AmjCvLcf8OhMaxG9fyqYw/LTzR/YELaNwLW8RblAL",
+	"11v251JzI9WStGPu2rjg3HTOHZy34s6exb4ZRy04L8uWy8iRq8qGgpVzEiURYSKbOZuFnTGbz5mCPiS9",
+	"igkLpZKgqTV1WFiUf9sLSufQVEtoyJzYqbE56GgKMjo3IN1oLIxnTytl77lZkoSf84Ql5HRJtvt9KIiE",
+	"Pa22O0HflDs6WAbIXWurg2HZuaA8mCtgJrI0jUqFwlCp2yu/fcaW2lXwgujqlVJf0K3F1fWCE0RyUaWA",
+	"VhXSvs64FYLDK+UwqevRFU0SRQlXVyMZS1lyE0CGajLlE5QJV+qgQz7sSnH0oCKzkPmKIhJ/t/VdXPcF",
+	"Crf71apINGR0tKB8qKhajcjFa7OoKCblX8VQcA6NVvNh4C5QPNiBFZXMlGz3oxBFtvtRv9+PyHbfooLF",
+	"OJG3wqrUnOv4ek1FXqoXrEEUy+k7N2yGzaRdw9GphaavVOjjqfIida7yYfzD6/2jH//2/ORo//Wbg5Nn",
+	"+4fPD55a+Pnnv+w/P3y6f3z46mXw49ODo+MfT54fvjg8Pjn4+5ODg6f4/MmrF0fPD/5+ePyPmh+PDl6/",
+	"OXxzfPD05G9vD17/4+Tlq+OTZ6/evnwa93q9jtP6SJxQQ+OBjyG3Qr1VWy/Gswh4XvVd+KlHXolRtfS9",
+	"B2u1SWshJruV+EqQcOaowXLtqhM7pRtxCU0xq0DmukJhsPxq22o7J3kOQ6AJncy4hg46sUsHD4aEMpRw",
+	"zGeQnByvghEj5byV21ef1OVxPGJ4q42laz2y79RUVEzuaHL4FEnkylpRwrcgwnvVUDPR6l9riyNi12/f",
+	"kqFHDoVRUs/ZyCuncjwmmUitbBNIC0zgRbRkJMfVw5fHr1+9OTp4YtE17vRI0RLd9Z/R0PEAnUe81PI9",
+	"zgHlifQsQw0ZGyWa2uYVzgjXRv09IVOmMNC/IqI4HpuHGD12dZVvRDip1Mj8WA4ZcF7JS4hGtffrCstx",
+	"RfHscm5gc/loHzcrhxeFBVwLWWGvnkREK/XyjJSk7Q1LSAtKsv+XAd6N9yNZYYilcpPeW1LDDC0JKhii",
+	"fxGYIQ+6HjlG2Cn6Vm1Kzsuw3yMSWkeSZudH5AsWl9uFVmrAQiFEMF/Z93092PInRaX6UAYrvSOc8csS",
+	"XYcW2xfL76VGRPaj7Q2E/mo7Ovju3iaT1bS6sR/vPLz442rzLNBQNlBqyi0ar6vXFJpMJoKjzJuLehod",
+	"6Dee1uYKTnP9Mwzd8+Z+CFasoSy+thq6i0EJQGZSVCVrajMMBdLWNaNdE4qx028M+um++2tdHvC7qEGD",
+	"20+SUo0y7NRoF3fHRVx0vFenAJYrDgUiDrQuk87fBxmuaBgwMg9WgTI2oCYaRYXG1hxR4LseYQ8IsPe7",
+	"Jj4RyE7ooo+IYufyDH31CuN6kmA5Ebp5cjEZT4OmqRfddvu7pF1tOLnsWJkmGMbe39yNZdcOuxmUA01w",
+	"7FmmDfjploV+BW+T9v6bJ4eHJGUG3ETO/J+AwtnlQltZx/Bzli47UaCo7PbvQsF7t5QTGKyQ9SLn/sPZ",
+	"vTAJ75wz5cz4eWQMxKeRuZJYscavrH6OTOQjdPbgFNDkwgx6y+LDl78cHqOUv//yHycHL/YPn8cRdCx/",
+	"zzR4DHtkt//Qu9KDBq9541rsOZcruKQN4Tkn4PzUcV5YHxe6oCiKCXAUoe257XYLz+MaMQqxJigGGFWv",
+	"bx2VKV7ZOiyJfBBuXJGLtm9MKqspPLq+Wy5WT/Dgu6oZ6WpsaBMaXXQThi92L/4ib2oLH2zAdPK+zcCl",
+	"djbZyGpHu2+UwyGWQBv1EME9Wwu4WMHaMAuswSJsMuWiTEtRSKvxdEDUsbNIpTjP0pXlKVXl8e2auUCl",
+	"sc4g+4J9SmvsC7b+Kn3mu3PZm/ANIucPzAR0P0DLGSuw0VdLbfBGaucMbCydWm4XHqGptb4WFOCsJZjQ",
+	"37bnA3uYCw4t4nxquEjKtXmlILfnctwjde1ML3wRo0Tq2MvN3YHVUlG1yl2enRFCsHTNg/TySiPI51yc",
+	"XdRoFN6BmW/v2w3et+c+YKz2zEJ3Dhbv/dgk+j9xZi9shFoK8SX7YllhDcARIJ4PPrPi/F65SNtIguPF",
+	"aDLmShsfhbp6y3CEV2pyM0LazVvNivp5GxnMtm9y4kYrVngxrYjscgyv1c3+P1qI/DL2lf8syRWvUbXN",
+	"+CqNCsQEn4qABCtldWVbfbHfValhQPAbMP8bOWHgs0BnTJoCdQpzJKKQxwVld33+fKkALyrhvuRujxwq",
+	"xcAtc5oyDF6HTAcfh58TQPKsEiRh/4uxlCDYOB0wqoudxcCM3f4uMdJJ4k4MwpLVpqEILpBqxeaMlqYD",
+	"A4rr1x+Ut70DwSETheWIhQRT6YgKlKO4i/UQsohR9GGfsxk3ei/0kyEbkGLEyuvlmowyY2dFL7JiOven",
+	"LKQ6IyoTeUzAKR2dTRSGy9updabO+Tkwq5Gieuo/RGvFALpQKQZkF2z8M8iiKFXwRauJygRJeNmTDQGe",
+	"O/1d54+GVaM71dJZxCeM/+OiXB6rMODEO/2duJBI62GbB3G7Xm4QSYuec/RWTZgJ6lhDHQs+mpbQAADr",
+	"3b2FSSUo16uhdRmE+9vj97kbDgOKWL4QOAD7PEYU9kInlNeE1CA4rsK8+RgCVOtk352b46BBGfBNOGmB",
+	"lXA4mJHqj3wFGatSsDvHxhaUdTiwcsqdi/qVR60d5IYbSAVu6T6kwLB0+aczF21vwEPD6HEMHv9WWehT",
+	"ONEqCyXtAL06dUL/haafVYnfUWpkHRRqqZNfa8prl/NV7EcFJ77jxf/tfh9ZLXjm8MMIxy3IpJp41wD4",
+	"/Ek7s7TUqeFv3WQSVVUzVTKbIB9Hwjfr1MeZXok4vZSCOQIVVcF2YLcIJm8D/7qQs57f1yoM4Hnu+/Et",
+	"XJ3zx0GzdO199jrWQH9X68L5lBaDTajltXSNuxvec5+XcGuo+wSGugsF8cveG6xkDv5FuDs1FAcDMlcp",
+	"To3A7BJVpWo2HuS9eK4pf3wSq4GrHHHtMJsbu72u+NDN3eJbOeI2NuMSNAcvxJX0/y3QtLupnDQ6DjAl",
+	"GAM9rDaUB3A6wR2SJgVbQH6hFUoGoCW3YzoyUh0mccdqWNTgE5dnZuxhGQv04i//KhNRKWnRecjADOpy",
+	"HCGyTPskBlD4xoYpyF/2efJWeTYsXyaEDwShEYTqYMgeiTUXIxb7BGOobkXJklHlp4kzYXgKTYbglQER",
+	"ctEpzXnG5sZOOJPCTNMlOc1cYQiK0hUGbeo5FRozlCEYnJIxW3hpCxK6nGlhKtPE/ma1Z8Nm2sWOu5To",
+	"//d//q/Xa0tJzLBMOwTXeYbx1diAFRH3LYLgFleZQZ3cBXAsSV2blJmz4mDdaLCZK432LTmTCiBf7ElC",
+	"2xiDE/lGHEafnst8ixF13kSYGzsDio3tvq4uKdaR+jCCYSMv8R1NXGUv0s5EHieWicKYmgkXNdYJbbgR",
+	"kWmS84MikhSDF7CYwYY0iTjEv5gcolnR1ZsJDcoLphjRZ3w+Z8leHcWsJ3yHAbi+aU91pRXsWuISdsK7",
+	"pS3ftvva311eQuT6eKZraKTr3d6l2E8oIA0xhmBwwvgRZ6HClB9LBny5aV9eIl1GeQ9RtHO5XtQxyHBB",
+	"eY5O7vQoFXnBOXwYcQz0B8WnvHoHuHmmTDl3u4vPPGNsrl13ZqPJlOopzhDsyfXidk3/41Jr7kJWJN9H",
+	"hBoyk9qQu/2OJWuCLaqwqYS5qrC6nj9NKdhmpHMPF24ppKtUZWkoNnEPnuZhpasBpD60dOpEZRfiCslT",
+	"5VBRiA3Go8jz97DoThsOK8hc6jSFKtx0WOnN2x5WGr5/5sCF1abmDQaJMGo7jx8vx9HfhrfeRiZ8ej50",
+	"iNRGyxmTgpHTJcn79K0Lq20SW7c+FH9cELzwGsRSbRXvFTY4wKQJLGxo5FyDaxwyew24fq+qL6MsXCJk",
+	"FWKw27TS5E93Ib9JlcwexYYh4FcUmS7WCUIcb1DlZLkPd2MtmdwfXhPDUO7PHeUCSG2gSzvOQxLiTg9i",
+	"JPKyAlVXv2X+6OL341tNEd1xKMGMGHKkIDbCyhh5T+iwAJlVSoyPt6j3RAbA+JQOgA2CHur7nd9e7C99",
+	"sZ+h0k/Xdai/OTdd3Y0F5WVjswu8vRIukLqg5FkQb19vu4CSs9+21SJvqrU+rB4AdRs2/1WFzTvk87cJ",
+	"//6ENgZUPDH0EMNi8NL4lCnfWdELblG5jDXUzCqVN/TFtKgh251NDZXQtgfd8IKxxLFBghXqm5ReaPn2",
+	"laq7QXe+z6zoYiO8eh6LZ30bmn+rAH9LofmAtjU0sVFU2PqARs61Su5TF4XvraMgOFvJOswpI65hT9FE",
+	"LHjf+awDGrdCLYHIIb2DGgCX0ohx5VeicmsimXeb+7WG8bm3Mbl/ipjcpruzQfQtdHHZMOrWt+/NPywF",
+	"2QY3Cm4NxKImrpqO/7QaeQsIWQ693T/a3SN5/G3RUfUqIbhXvFbrYnDzrYTBtqt9kK8Sc+tbLX/mqNuL",
+	"ZInbcNtvPty2mUB8Igud6zC1JiD3CUSVla6PgPqgItmSigQvfzLWi1GpN8B6P41m8WWieNdRAx/Ge22q",
+	"cCty3IbvXiF89+o6wpbnrRfbF2t4eSgfBd7/isXx16AhuOsKyoqOWdDIqpyf48rbuLSkeCObpZOFVglW",
+	"RUpx8+N8wTJczbTKzA3CCu6lMT+oTlD5xsJKL1Og5LYMyddsT/XH80WknM0J0NYH7Ah5gWu+aLsJNzVv",
+	"b4Dq2o3IQ3vY3ROc+jgQ+jXV2sEviESFbzAoLC+dDk0B7RuDYkZuNLb7wjm5hhir2D46gXCo5gACC5qC",
+	"En4Go0lAvxdUu56oyW140H+WrQXvpL8qM498VzC52BtdEjB8Ag623t3t7/oalsildU17xhrDTUUw8Tac",
+	"JrPIla9PYBz5PJy5SRspAHhrofhzWCiCI/0SbPziN5F3o1kjq7nmRTX/dEm07y3mLnzOTy0DR3Kw098u",
+	"ooTgtlsOQ8FsWvJCiKTolwQViV1PhApv8gp6W6ogNtk1hrBTu/hvrKKWQfsYfOuUrVAYqJBr2XJeXqZz",
+	"Y6LHRFGRl4TxA9i34VPIOKwKJq6uYvRJBZSEzaS5loAyz8yNSSefxq6ESzvKzOc2LV1M0i/A62vR+Zt0",
+	"v1+8k+bLfGs4+wIC562lbcMSz0lS5sU5OWZBYeWrmeBcVbtNTHCN/vgw58m1Q8Y+ZjF2Y4o3tNVtYGlz",
+	"QQGXJuG4kGewto2kD5jnAE1t35r9DIG0QRQiAvPWbvZV2c2oN3abHNfL9zpq+V++mBVtY6Lh4oJ96cyw",
+	"3gY0MkuYekT1KB6UUq87m8UQE7zP2pX8huxHoDuQCZGw96SNlStOPVlC8RXwn0MJa6mWnUFOp/ZIPFdc",
+	"Km6WcURoamXQ9kTJbI7j4mvQscRu2Kc22l3kRSex/5ygMwbpha4yJA3noBr64zNoWY2z1L3ZC1bj8kyD",
+	"L7FVPbYPgx93+33SjjOBYDjBDceRXYpd5ak004aq5jdGVCuFWKEGqeMaAB6uid8R9sjK9xrhC9R4ABop",
+	"O00eED9GyQdyMUE88p99vGCtDsqOx3HX8eAaCy6OrdXQxWd750Fj257/Gfz3v//6qPvuu+Jh/qz2vb/U",
+	"VxYp7/ixq9YNLRv4jEUkti/E9s4sgiII0NcLs4E7qE3CS+Xr2rBvuBmlLbuRIMROj1pR7rqi8Bc8vJID",
+	"65Zh3zLsL+XoWuXT1+XPjckDr+ZMQOoAzICE3xGgWLBF3Fh239ktmFphra5mv8ctX6YgRlMUhv84i0+Q",
+	"Yy+SMjeq6eNUsVI1pRLAvF9tMgGs7gulEyBkmoIAHQbcphTcphR8WykF/sKvUss1usbWB/zPZVIL8Ib4",
+	"5AJftr9H9tNULliSpw7ji3cCIgkfjZ3h2tmssUK7s1rrxpyBq5GzK2QNFPf/Nm/gz5U30HxBNskdgJc3",
+	"zR7wlyIuX4QigaBodlGujbaSTJCPtJJNgIjaUMr7SbGAS+cRXPWqrc0kKCASphJ4wORE5AqZBP7bm1Bw",
+	"Pr02sl7uuHXu/wmc++vozKcyKzomvi4J4Ygqw8GXgB7G8AruETnjxrCEzJUlCIYzTGxK2diQTLhKuz3y",
+	"hpmygiJVodkYSWKRpVjOLRP4mtV86ETH5fpli6lMGTF0QjRQ1QtFB+xw7mfOewjlEUL+A3ScWJGiWcb4",
+	"fLqYy7q4CeHlUylhXyjzYi0xzHMvrk8Ub53It07kz5OucV39aysXZDZ1Gt8paV9XrQ7jRcVvu0CM28XF",
+	"xt5Q1Ly19n5N7tkqTgd3qZDxP5cMVWsm3k8SaIeHqyF4VujDLOzDq5ZgfL1H/E0DyYrPZpmx0Giy4Lq3",
+	"v1YTrlvel7Hhetg09R13B1Sy4v7ZrDi3xtVPb1x1eCRFHYMPiFIdh8euYpvGcmDzsqtzcd+77Ztvo253",
+	"cTEX93mdt2z862LjpeqfmS7nKLo+ezfuvQW2XOQQJUwYMHBBrCSmMcSkDWFE2envbOR74ObdJzo+7DIv",
+	"PW//mPBzJvIkhquWWKdJQqgAI0HQnZjyVPv4oofVFCifp+CTFFZvPE0Sd1W+4n7udnlfrKc7wGajePVb",
+	"88Ktf/drD1IHjC1oVF1XN09cG0WRa2Zje5MoPHBOJCicjsVpNyOQtOo9gzxTK+Bolo575FUNAXUvUYHp",
+	"SXYql1htlwV5S4rNKBcQNAoZTOMyeW1jKhOO2XHdzSX2plArg+EQVsYQrLRJP06QEjUgMwolwpG++1B8",
+	"PwIEMoJd2bn3oNgP+CO56RS1+HJoe3N3UtTia8gKvyr5v7xHPKeWt8ng/9nJ4Cv0YB0ZusCljsHZKMM3",
+	"OtUbGk1fEe8/Uy73BbJHvulbT++fq68znOrNKTuXy89eX3aO+qxsQWcsco2bXO05z6434+ARYe9HbG6Q",
+	"s1lujtnVdFlOnJMLgW7Vdny0f/zkR9Lr9bwUgm84WcRlYIDiFNsv4j0SW/llxiB2RhA9lQuN7LJOOoDk",
+	"6pXM6iCTj4pl3jrC82lk0G1MsYZ1SoVg6fTIU58WvaF4saZf9g1w6E+mmX2xvtlrNbOid/b1qeStjHLr",
+	"+v38jbab+MDFetmWT5DqXj57eJQphZU4yllWrF7C2tyuvO+Gu2oy220C0a0t+ssmEJVuBK2/np8l9zcX",
+	"2DYgBZs2CELDRG4/OGWpFBPoVg91tjhKc+39o51BECfsQtjCYp3JhOlOpa6nHXy1ridNtcx7qUIk3Usr",
+	"t4XxyXamx1aI+YGZQ8NmeVwfXJg2tkVJ+TkjsqgGpiOo/TWScw4tWI0k7Nyu1q6tcw0SZgWOhhZIlywE",
+	"CiVZ/7MKgdYWcbuldF9b8ExYdis4pzpC96krjF2KzF1a0MG+TkVGES+oX7kOwjqCUU7WwPLBdhTMzwDU",
+	"L1G5wjnnyJWcd1N2zlJXU9hHTS8dEXTxQNC8GSkuLe+inY+oJbSWgnbRmJOxETlrksZqKyNT7x91YIOG",
+	"hHZyu6rKVq6SgXH1+sj/SdJhBT1vKejXKCsWDpjT5VciLNrFslEGJTbsDKeMKqb2MzNtDX57ZzEc+9PX",
+	"EgBwT6lMxKT9dCnoTD59TJ7LEU07e4SShM1TucRYRqEXkE8hsBnrQpCp1KYVtTKVtgatqTHzwdbW9s73",
+	"vX6v39sePOg/6MP9csBZSakPdGJL8JigwmjIkcjLWEx0TarYiyKzo6JaB9/iSax+DHIe4ULzZFUzpyJx",
+	"9smKKOMGRda4OugbNFmEap7/wiHC6jd5rCfUAal+l4eO1exgyiCwlAljyRJLfFhp8fWM1XxX9JkG8f93",
+	"ycUa+IXNi+vXUGmNSrOEG5LKSTAIPGv4/AdF59O/PSf7R4dEniNzQ4aYUENJG4kopDhyd6+3JvYbOueO",
+	"wm7FnYFjWzQpSt3sHx2iCzcsdBCRMNUGfqZJ4g4hWDJM8Udad8hIJ8iU0dRMg0/wgb2J/z8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
