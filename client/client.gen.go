@@ -908,6 +908,21 @@ type UnprocessableEntity = Problem
 // UnsupportedMediaType RFC 9457 problem details.
 type UnsupportedMediaType = Problem
 
+// GraphqlGetParams defines parameters for GraphqlGet.
+type GraphqlGetParams struct {
+	// Query The GraphQL document (at most 16 KiB and 5,000 tokens).
+	Query *string `form:"query,omitempty" json:"query,omitempty"`
+
+	// OperationName The operation of the document to run, when it has several.
+	OperationName *string `form:"operationName,omitempty" json:"operationName,omitempty"`
+
+	// Variables The operation's variables, a JSON object.
+	Variables *string `form:"variables,omitempty" json:"variables,omitempty"`
+
+	// Extensions Protocol extensions, a JSON object: `persistedQuery` is read, any other key ignored.
+	Extensions *string `form:"extensions,omitempty" json:"extensions,omitempty"`
+}
+
 // AcceptInvitationParams defines parameters for AcceptInvitation.
 type AcceptInvitationParams struct {
 	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
@@ -1542,6 +1557,13 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `GetReady` operationId).
 	GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GraphqlGet Run a GraphQL query (GET)
+	//
+	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+	//
+	// Corresponds with GET /v1/graphql (the `GraphqlGet` operationId).
+	GraphqlGet(ctx context.Context, params *GraphqlGetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GraphqlWithBody Run a GraphQL query or mutation
 	//
 	// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
@@ -1994,6 +2016,23 @@ func (c *Client) GetOpenAPI(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /readyz (the `GetReady` operationId).
 func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetReadyRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GraphqlGet Run a GraphQL query (GET)
+//
+// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+//
+// Corresponds with GET /v1/graphql (the `GraphqlGet` operationId).
+func (c *Client) GraphqlGet(ctx context.Context, params *GraphqlGetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGraphqlGetRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2985,6 +3024,96 @@ func NewGetReadyRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGraphqlGetRequest constructs an http.Request for the GraphqlGet method
+func NewGraphqlGetRequest(server string, params *GraphqlGetParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/graphql")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Query != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "query", *params.Query, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OperationName != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "operationName", *params.OperationName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Variables != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "variables", *params.Variables, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Extensions != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "extensions", *params.Extensions, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5706,6 +5835,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `GetReady` operationId).
 	GetReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyResponse, error)
 
+	// GraphqlGetWithResponse Run a GraphQL query (GET)
+	//
+	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/graphql (the `GraphqlGet` operationId).
+	GraphqlGetWithResponse(ctx context.Context, params *GraphqlGetParams, reqEditors ...RequestEditorFn) (*GraphqlGetResponse, error)
+
 	// GraphqlWithBodyWithResponse Run a GraphQL query or mutation
 	//
 	// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
@@ -6328,6 +6466,140 @@ func (r GetReadyResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetReadyResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GraphqlGetResponse200Headers the declared response headers of an HTTP 200 response for GraphqlGet
+type GraphqlGetResponse200Headers struct {
+	Vary *string
+}
+
+// GraphqlGetResponse401Headers the declared response headers of an HTTP 401 response for GraphqlGet
+type GraphqlGetResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GraphqlGetResponse405Headers the declared response headers of an HTTP 405 response for GraphqlGet
+type GraphqlGetResponse405Headers struct {
+	Allow *string
+}
+
+// GraphqlGetResponse429Headers the declared response headers of an HTTP 429 response for GraphqlGet
+type GraphqlGetResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// GraphqlGetResponse503Headers the declared response headers of an HTTP 503 response for GraphqlGet
+type GraphqlGetResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GraphqlGetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationgraphqlResponseJSON200 the response for an HTTP 200 `application/graphql-response+json` response
+	ApplicationgraphqlResponseJSON200 *GraphQLResponse
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GraphQLResponse
+	// ApplicationgraphqlResponseJSON400 the response for an HTTP 400 `application/graphql-response+json` response
+	ApplicationgraphqlResponseJSON400 *GraphQLResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON405 the response for an HTTP 405 `application/problem+json` response
+	ApplicationproblemJSON405 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GraphqlGetResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GraphqlGetResponse401Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GraphqlGetResponse405Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GraphqlGetResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GraphqlGetResponse503Headers
+}
+
+// GetApplicationgraphqlResponseJSON200 returns the response for an HTTP 200 `application/graphql-response+json` response
+func (r GraphqlGetResponse) GetApplicationgraphqlResponseJSON200() *GraphQLResponse {
+	return r.ApplicationgraphqlResponseJSON200
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GraphqlGetResponse) GetJSON200() *GraphQLResponse {
+	return r.JSON200
+}
+
+// GetApplicationgraphqlResponseJSON400 returns the response for an HTTP 400 `application/graphql-response+json` response
+func (r GraphqlGetResponse) GetApplicationgraphqlResponseJSON400() *GraphQLResponse {
+	return r.ApplicationgraphqlResponseJSON400
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GraphqlGetResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GraphqlGetResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON405 returns the response for an HTTP 405 `application/problem+json` response
+func (r GraphqlGetResponse) GetApplicationproblemJSON405() *Problem {
+	return r.ApplicationproblemJSON405
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GraphqlGetResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GraphqlGetResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GraphqlGetResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GraphqlGetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GraphqlGetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GraphqlGetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GraphqlGetResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -11224,6 +11496,21 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 	return ParseGetReadyResponse(rsp)
 }
 
+// GraphqlGetWithResponse Run a GraphQL query (GET)
+//
+// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/graphql (the `GraphqlGet` operationId).
+func (c *ClientWithResponses) GraphqlGetWithResponse(ctx context.Context, params *GraphqlGetParams, reqEditors ...RequestEditorFn) (*GraphqlGetResponse, error) {
+	rsp, err := c.GraphqlGet(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGraphqlGetResponse(rsp)
+}
+
 // GraphqlWithBodyWithResponse Run a GraphQL query or mutation
 //
 // Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
@@ -12105,6 +12392,155 @@ func ParseGetReadyResponse(rsp *http.Response) (*GetReadyResponse, error) {
 	switch {
 	case rsp.StatusCode == 503:
 		var headers GetReadyResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGraphqlGetResponse parses an HTTP response from a GraphqlGetWithResponse call
+func ParseGraphqlGetResponse(rsp *http.Response) (*GraphqlGetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GraphqlGetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 200:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationgraphqlResponseJSON200 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 200:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 400:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationgraphqlResponseJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GraphqlGetResponse200Headers
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GraphqlGetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 405:
+		var headers GraphqlGetResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 429:
+		var headers GraphqlGetResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GraphqlGetResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

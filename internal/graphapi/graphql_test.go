@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -841,6 +842,72 @@ func TestGraphQLOverHTTP(t *testing.T) {
 			if r.Status != http.StatusBadRequest {
 				t.Errorf("variables %v: %d %s, want 400", v, r.Status, r.Raw)
 			}
+		}
+	})
+}
+
+// TestGraphQLOverGET: GET runs queries from the URL as POST runs them
+// (media types, limits, no DynamoDB call for a refused document),
+// automatic persisted queries included, and refuses a mutation with 405
+// and Allow: POST before anything runs.
+func TestGraphQLOverGET(t *testing.T) {
+	ts := apitest.MustServer(t)
+	w := apitest.MustWorld(t, ts, "GET")
+	org := w.Org.Id
+	const gqlResponse = "application/graphql-response+json"
+	for _, accept := range []string{"application/json", gqlResponse} {
+		apitest.Spec(t, "200/graphqlGet/a query with variables, in "+accept, func(t *testing.T) {
+			r := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {"query Q($o: ID!) { org(id: $o) { name } }"}, "operationName": {"Q"},
+				"variables": {`{"o":"` + org + `"}`}, "extensions": {`{"some":"value"}`}}, "Accept", accept)
+			var d struct{ Org struct{ Name string } }
+			apitest.MustData(t, r, &d)
+			if d.Org.Name != w.Org.Name || r.Header.Get("Content-Type") != accept || r.Header.Get("Vary") != "Accept" {
+				t.Errorf("%s %q %s, want the org's name in %s, Vary: Accept", r.Header.Get("Content-Type"), r.Header.Get("Vary"), r.Raw, accept)
+			}
+		})
+	}
+	apitest.Spec(t, "200/graphqlGet/an automatic persisted query, by hash once known", func(t *testing.T) {
+		q := "query PQ($o: ID!) { org(id: $o) { name } }"
+		sum := sha256.Sum256([]byte(q))
+		ext := `{"persistedQuery":{"version":1,"sha256Hash":"` + hex.EncodeToString(sum[:]) + `"}}`
+		vars := `{"o":"` + org + `"}`
+		ts.Rec.Reset()
+		unknown := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"extensions": {ext}, "variables": {vars}})
+		if !slices.Equal(unknown.Codes(), []string{"PERSISTED_QUERY_NOT_FOUND"}) || unknown.Data != nil || ts.Rec.Count() != 0 {
+			t.Errorf("an unknown hash: %d %s, %d DynamoDB calls", unknown.Status, unknown.Raw, ts.Rec.Count())
+		}
+		var d struct{ Org struct{ Name string } }
+		apitest.MustData(t, apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {q}, "extensions": {ext}, "variables": {vars}}), &d)
+		d.Org.Name = ""
+		apitest.MustData(t, apitest.GQLGet(t, ts, w.Member.Token, url.Values{"extensions": {ext}, "variables": {vars}}), &d)
+		if d.Org.Name != w.Org.Name {
+			t.Errorf("by hash: %+v, want the org's name", d)
+		}
+	})
+	apitest.Spec(t, "400/graphqlGet/"+gqlResponse+", a document over the depth limit: no data, no DynamoDB call", func(t *testing.T) {
+		ts.Rec.Reset()
+		r := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {"{ me { orgs { nodes { org { teams { nodes { members { nodes { user { teams { nodes { team { name } } } } } } } } } } } } }"}}, "Accept", gqlResponse)
+		if r.Status != http.StatusBadRequest || !slices.Equal(r.Codes(), []string{"DEPTH_LIMIT_EXCEEDED"}) || r.Data != nil || ts.Rec.Count() != 0 {
+			t.Errorf("%d %s, %d DynamoDB calls; want 400 DEPTH_LIMIT_EXCEEDED without data and none", r.Status, r.Raw, ts.Rec.Count())
+		}
+	})
+	for name, params := range map[string]url.Values{
+		"variables that are not a JSON object":  {"query": {"{ me { userId } }"}, "variables": {"[1]"}},
+		"extensions that are not a JSON object": {"query": {"{ me { userId } }"}, "extensions": {"1"}},
+		"a persisted query of another version":  {"extensions": {`{"persistedQuery":{"version":2,"sha256Hash":"` + strings.Repeat("a", 64) + `"}}`}},
+		"no query":                              {"operationName": {"Q"}},
+	} {
+		apitest.Spec(t, "400/graphqlGet/"+name, func(t *testing.T) {
+			if r := apitest.GQLGet(t, ts, w.Member.Token, params); r.Status != http.StatusBadRequest {
+				t.Errorf("%d %s, want 400", r.Status, r.Raw)
+			}
+		})
+	}
+	apitest.Spec(t, "405/graphqlGet/a mutation, refused before it runs", func(t *testing.T) {
+		ts.Rec.Reset()
+		r := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {`mutation($o: ID!) { createTicket(orgId: $o, input: {title: "over GET"}) { id } }`}, "variables": {`{"o":"` + org + `"}`}})
+		if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != http.MethodPost || ts.Rec.Count() != 0 {
+			t.Errorf("%d Allow %q %s, %d DynamoDB calls; want 405, Allow: POST, none", r.Status, r.Header.Get("Allow"), r.Raw, ts.Rec.Count())
 		}
 	})
 }

@@ -182,6 +182,9 @@ type Request struct {
 	OperationName string
 	Variables     map[string]any // numbers as json.Number
 	Extensions    map[string]any
+	// QueryOnly refuses any operation but a query (GET): Execute runs
+	// nothing and says NotAQuery.
+	QueryOnly bool
 }
 
 // Result is a request's answer and what it was, for the request's log line
@@ -201,6 +204,9 @@ type Result struct {
 	// document that does not parse or validate, variables that do not
 	// fit, a limit exceeded), whose Response has errors and no data.
 	Executed bool
+	// NotAQuery is a mutation in a QueryOnly request: nothing ran,
+	// Response is nil.
+	NotAQuery bool
 }
 
 // Execute runs r for the caller. Request errors (a document that does not
@@ -219,6 +225,10 @@ func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Resu
 		return Result{Response: s.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errList)}
 	}
 	res := Result{Operation: operationLabel(rc)}
+	if r.QueryOnly && rc.Operation.Operation != ast.Query {
+		res.NotAQuery = true
+		return res
+	}
 	if st := extension.GetComplexityStats(graphql.WithOperationContext(ctx, rc)); st != nil {
 		res.Complexity = st.Complexity
 	}

@@ -6,10 +6,12 @@ import (
 	"encoding/json"
 	"mime"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/labstack/echo/v4"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/tenantd/tenantd/internal/audit"
@@ -22,30 +24,80 @@ import (
 // Graphql serves POST /v1/graphql. The body went through the same checks
 // as every other (one JSON value, the GraphQLRequest schema, 64 KiB); a
 // null operationName, variables or extensions is none, and extensions
-// other than persistedQuery are ignored (GraphQL over HTTP). graphapi runs
-// it as the caller; the answer is the GraphQL response in the media type
-// the client accepts (graphqlAnswer).
+// other than persistedQuery are ignored (GraphQL over HTTP).
 func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (oapi.GraphqlResponseObject, error) {
-	id, err := identity(ctx)
-	if err != nil {
-		return nil, err
-	}
 	b := req.Body
 	var r graphapi.Request
 	set(&r.Query, b.Query)
 	r.OperationName, _ = b.OperationName.Get()
 	if ext, err := b.Extensions.Get(); err == nil && ext.PersistedQuery != nil {
-		pq := ext.PersistedQuery
-		r.Extensions = map[string]any{"persistedQuery": map[string]any{"version": int64(pq.Version), "sha256Hash": pq.Sha256Hash}}
+		r.Extensions = persistedQuery(int64(ext.PersistedQuery.Version), ext.PersistedQuery.Sha256Hash)
+	}
+	vars, _ := b.Variables.Get()
+	return h.graphql(ctx, r, vars)
+}
+
+// GraphqlGet serves GET /v1/graphql: a query from the URL, run as POST
+// runs it; graphapi refuses a mutation (405) before it runs.
+func (h *handlers) GraphqlGet(ctx context.Context, req oapi.GraphqlGetRequestObject) (oapi.GraphqlGetResponseObject, error) {
+	p := req.Params
+	r := graphapi.Request{QueryOnly: true}
+	set(&r.Query, p.Query)
+	set(&r.OperationName, p.OperationName)
+	if p.Extensions != nil {
+		var ext struct {
+			PersistedQuery *struct {
+				Version    int64  `json:"version"`
+				Sha256Hash string `json:"sha256Hash"`
+			} `json:"persistedQuery"`
+		}
+		if err := json.Unmarshal([]byte(*p.Extensions), &ext); err != nil {
+			return nil, errs.InvalidParam("extensions", "invalid_extensions", "must be a JSON object")
+		}
+		if pq := ext.PersistedQuery; pq != nil {
+			// As GraphQLRequest's schema has it for POST.
+			if pq.Version != 1 || !sha256Hex.MatchString(pq.Sha256Hash) {
+				return nil, errs.InvalidParam("extensions", "invalid_extensions", "persistedQuery must be {\"version\":1,\"sha256Hash\":\"<64 lower-case hex digits>\"}")
+			}
+			r.Extensions = persistedQuery(pq.Version, pq.Sha256Hash)
+		}
+	}
+	var vars []byte
+	if p.Variables != nil {
+		vars = []byte(*p.Variables)
+	}
+	res, err := h.graphql(ctx, r, vars)
+	if err != nil {
+		return nil, err
+	}
+	return res.(oapi.GraphqlGetResponseObject), nil
+}
+
+// sha256Hex is a persisted query's hash.
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func persistedQuery(version int64, hash string) map[string]any {
+	return map[string]any{"persistedQuery": map[string]any{"version": version, "sha256Hash": hash}}
+}
+
+// graphql runs r as the caller, with vars (a JSON object, or null or none)
+// as its variables. The answer is the GraphQL response in the media type
+// the client accepts (graphqlAnswer), or the problem of a request refused
+// whole: 429 for the caller's limit, 503 or 429 for a request that failed
+// whole (unavailable), 405 for a mutation over GET.
+func (h *handlers) graphql(ctx context.Context, r graphapi.Request, vars []byte) (graphqlResponse, error) {
+	id, err := identity(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if r.Query == "" && r.Extensions == nil {
 		return nil, errs.InvalidField("query", "required", "a GraphQL document is required (or extensions.persistedQuery naming one)")
 	}
-	if vars, err := b.Variables.Get(); err == nil && !bytes.Equal(vars, []byte("null")) {
+	if len(vars) > 0 && !bytes.Equal(vars, []byte("null")) {
 		// GraphQL's Int wants integers: decode numbers as json.Number.
 		dec := json.NewDecoder(bytes.NewReader(vars))
 		dec.UseNumber()
-		if err := dec.Decode(&r.Variables); err != nil {
+		if err := dec.Decode(&r.Variables); err != nil || r.Variables == nil {
 			return nil, errs.InvalidField("variables", "invalid_variables", "must be a JSON object")
 		}
 	}
@@ -57,13 +109,40 @@ func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (
 		p := toProblem(errCallerLimited)
 		p.RequestId = audit.RequestID(ctx)
 		f := rateLimitFields(h.CallerRateLimit, "caller", *d)
-		return oapi.Graphql429ApplicationProblemPlusJSONResponse{TooManyRequestsApplicationProblemPlusJSONResponse: oapi.TooManyRequestsApplicationProblemPlusJSONResponse{
-			Body: p, Headers: oapi.TooManyRequestsResponseHeaders{RetryAfter: &f.retryAfter, RateLimit: &f.limit}}}, nil
+		r := oapi.TooManyRequestsApplicationProblemPlusJSONResponse{Body: p, Headers: oapi.TooManyRequestsResponseHeaders{RetryAfter: &f.retryAfter, RateLimit: &f.limit}}
+		return graphqlRefusal{oapi.Graphql429ApplicationProblemPlusJSONResponse{TooManyRequestsApplicationProblemPlusJSONResponse: r},
+			oapi.GraphqlGet429ApplicationProblemPlusJSONResponse{TooManyRequestsApplicationProblemPlusJSONResponse: r}}, nil
+	}
+	if res.NotAQuery { // (GET only)
+		p := toProblem(echo.NewHTTPError(http.StatusMethodNotAllowed, "GET runs queries only: send a mutation with POST"))
+		p.RequestId = audit.RequestID(ctx)
+		return graphqlRefusal{get: oapi.GraphqlGet405ApplicationProblemPlusJSONResponse{Body: p, Headers: oapi.GraphqlGet405ResponseHeaders{Allow: ptrTo(http.MethodPost)}}}, nil
 	}
 	if err := unavailable(res.Response); err != nil {
 		return nil, err
 	}
 	return graphqlAnswer{r: res.Response, executed: res.Executed, media: graphqlMedia(requestHeader(ctx).Get("Accept"))}, nil
+}
+
+// graphqlResponse is an answer of both GraphQL operations.
+type graphqlResponse interface {
+	oapi.GraphqlResponseObject
+	oapi.GraphqlGetResponseObject
+}
+
+// graphqlRefusal is a GraphQL request refused whole, as a problem: the
+// answer of the operation (POST or GET) that was asked.
+type graphqlRefusal struct {
+	post oapi.GraphqlResponseObject
+	get  oapi.GraphqlGetResponseObject
+}
+
+func (a graphqlRefusal) VisitGraphqlResponse(w http.ResponseWriter) error {
+	return a.post.VisitGraphqlResponse(w)
+}
+
+func (a graphqlRefusal) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+	return a.get.VisitGraphqlGetResponse(w)
 }
 
 // The media types of a GraphQL answer (GraphQL over HTTP).
@@ -157,6 +236,11 @@ func (a graphqlAnswer) VisitGraphqlResponse(w http.ResponseWriter) error {
 		}
 	}
 	w.Header().Set("Content-Type", a.media)
+	w.Header().Set("Vary", "Accept")
 	w.WriteHeader(status)
 	return json.NewEncoder(w).Encode(body)
+}
+
+func (a graphqlAnswer) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+	return a.VisitGraphqlResponse(w)
 }

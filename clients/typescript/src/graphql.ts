@@ -192,24 +192,41 @@ async function main(): Promise<void> {
     throw new FlowError("a stale expectedVersion was accepted");
   });
 
-  await step("an automatic persisted query, by hash once the server knows it", async () => {
-    const query = "query PersistedMe { me { userId } }";
+  await step("a query over GET (graphql-request's GET mode)", async () => {
+    const viaGet = new GraphQLClient(`${baseUrl}/v1/graphql`, { method: "GET", headers: { Authorization: `Bearer ${token}` } });
+    const d = await viaGet.request<{ org: { name: string; tickets: { edges: unknown[] } } }>(
+      gql`query ViaGet($org: ID!) { org(id: $org) { name tickets(first: 3) { edges { cursor } } } }`,
+      { org: orgId },
+    );
+    ok(d.org.name.startsWith("GraphQL ") && d.org.tickets.edges.length === 3, `GET: ${show(d)}`);
+  });
+
+  await step("an automatic persisted query over GET, by hash once the server knows it", async () => {
+    const query = "query PersistedOrg($org: ID!) { org(id: $org) { name } }";
     const sha256Hash = createHash("sha256").update(query).digest("hex");
-    const post = async (body: unknown): Promise<{ data?: { me?: { userId: string } }; errors?: { extensions?: { code?: string } }[] }> => {
-      const res = await fetch(`${baseUrl}/v1/graphql`, {
-        method: "POST",
-        headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json", Accept: "application/graphql-response+json" },
-        body: JSON.stringify(body),
-      });
-      return (await res.json()) as { data?: { me?: { userId: string } }; errors?: { extensions?: { code?: string } }[] };
+    type Answer = { data?: { org?: { name: string } }; errors?: { extensions?: { code?: string } }[] };
+    const get = async (params: Record<string, string>): Promise<{ status: number; vary: string | null; body: Answer }> => {
+      const url = new URL(`${baseUrl}/v1/graphql`);
+      for (const [k, v] of Object.entries(params)) {
+        url.searchParams.set(k, v);
+      }
+      const res = await fetch(url, { headers: { Authorization: `Bearer ${token}`, Accept: "application/graphql-response+json" } });
+      return { status: res.status, vary: res.headers.get("Vary"), body: (await res.json()) as Answer };
     };
-    const extensions = { persistedQuery: { version: 1, sha256Hash } };
-    const unknown = await post({ extensions });
-    ok(unknown.errors?.[0]?.extensions?.code === "PERSISTED_QUERY_NOT_FOUND" && unknown.data === undefined, `an unknown hash: ${show(unknown)}`);
-    const registered = await post({ query, extensions });
-    ok(registered.data?.me?.userId === "u_alice", `the query with its hash: ${show(registered)}`);
-    const byHash = await post({ extensions });
-    ok(byHash.data?.me?.userId === "u_alice", `the hash alone: ${show(byHash)}`);
+    const params = { extensions: JSON.stringify({ persistedQuery: { version: 1, sha256Hash } }), variables: JSON.stringify({ org: orgId }) };
+    const unknown = await get(params);
+    ok(unknown.status === 400 && unknown.body.errors?.[0]?.extensions?.code === "PERSISTED_QUERY_NOT_FOUND" && unknown.body.data === undefined, `an unknown hash: ${show(unknown)}`);
+    const registered = await get({ ...params, query });
+    ok(registered.status === 200 && registered.body.data?.org?.name.startsWith("GraphQL ") === true, `the query with its hash: ${show(registered)}`);
+    const byHash = await get(params);
+    ok(byHash.status === 200 && show(byHash.body) === show(registered.body) && byHash.vary === "Accept", `the hash alone: ${show(byHash)}`);
+  });
+
+  await step("a mutation over GET is refused 405, Allow: POST", async () => {
+    const url = new URL(`${baseUrl}/v1/graphql`);
+    url.searchParams.set("query", `mutation { addComment(orgId: "${orgId}", ticketId: "${first.id}", body: "over GET") { id } }`);
+    const res = await fetch(url, { headers: { Authorization: `Bearer ${token}` } });
+    ok(res.status === 405 && res.headers.get("Allow") === "POST", `GET mutation: ${res.status} Allow ${show(res.headers.get("Allow"))}`);
   });
 }
 

@@ -635,7 +635,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Run a GraphQL query (GET)
+         * @description Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+         */
+        get: operations["graphqlGet"];
         put?: never;
         /**
          * Run a GraphQL query or mutation
@@ -2707,6 +2711,63 @@ export interface operations {
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    graphqlGet: {
+        parameters: {
+            query?: {
+                /** @description The GraphQL document (at most 16 KiB and 5,000 tokens). */
+                query?: string;
+                /** @description The operation of the document to run, when it has several. */
+                operationName?: string;
+                /** @description The operation's variables, a JSON object. */
+                variables?: string;
+                /** @description Protocol extensions, a JSON object: `persistedQuery` is read, any other key ignored. */
+                extensions?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The query's result, field errors included; in `application/json`, a request error too (without `data`). */
+            200: {
+                headers: {
+                    /** @description `Accept`: the media type follows it. */
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GraphQLResponse"];
+                    "application/graphql-response+json": components["schemas"]["GraphQLResponse"];
+                };
+            };
+            /** @description A request error answered in `application/graphql-response+json`, without `data`; or, in `application/problem+json`, parameters that are not a GraphQL request (`variables` or `extensions` that is not a JSON object, no `query` nor persisted query). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/graphql-response+json": components["schemas"]["GraphQLResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The document's operation is a mutation, which only POST runs. */
+            405: {
+                headers: {
+                    /** @description `POST`. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];

@@ -913,6 +913,21 @@ type UnprocessableEntity = Problem
 // UnsupportedMediaType RFC 9457 problem details.
 type UnsupportedMediaType = Problem
 
+// GraphqlGetParams defines parameters for GraphqlGet.
+type GraphqlGetParams struct {
+	// Query The GraphQL document (at most 16 KiB and 5,000 tokens).
+	Query *string `form:"query,omitempty" json:"query,omitempty"`
+
+	// OperationName The operation of the document to run, when it has several.
+	OperationName *string `form:"operationName,omitempty" json:"operationName,omitempty"`
+
+	// Variables The operation's variables, a JSON object.
+	Variables *string `form:"variables,omitempty" json:"variables,omitempty"`
+
+	// Extensions Protocol extensions, a JSON object: `persistedQuery` is read, any other key ignored.
+	Extensions *string `form:"extensions,omitempty" json:"extensions,omitempty"`
+}
+
 // AcceptInvitationParams defines parameters for AcceptInvitation.
 type AcceptInvitationParams struct {
 	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
@@ -1463,6 +1478,9 @@ type ServerInterface interface {
 	// GetReady Readiness
 	// (GET /readyz)
 	GetReady(ctx echo.Context) error
+	// GraphqlGet Run a GraphQL query (GET)
+	// (GET /v1/graphql)
+	GraphqlGet(ctx echo.Context, params GraphqlGetParams) error
 	// Graphql Run a GraphQL query or mutation
 	// (POST /v1/graphql)
 	Graphql(ctx echo.Context) error
@@ -1608,6 +1626,45 @@ func (w *ServerInterfaceWrapper) GetReady(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetReady(ctx)
+	return err
+}
+
+// GraphqlGet converts echo context to params.
+func (w *ServerInterfaceWrapper) GraphqlGet(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GraphqlGetParams
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", ctx.QueryParams(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter query: %s", err))
+	}
+
+	// ------------- Optional query parameter "operationName" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "operationName", ctx.QueryParams(), &params.OperationName, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter operationName: %s", err))
+	}
+
+	// ------------- Optional query parameter "variables" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "variables", ctx.QueryParams(), &params.Variables, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter variables: %s", err))
+	}
+
+	// ------------- Optional query parameter "extensions" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "extensions", ctx.QueryParams(), &params.Extensions, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter extensions: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GraphqlGet(ctx, params)
 	return err
 }
 
@@ -3217,6 +3274,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PATCH(options.BaseURL+"/v1/orgs/:orgId/tickets/:ticketId", wrapper.UpdateTicket, options.OperationMiddlewares["updateTicket"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId/tickets/:ticketId/comments", wrapper.ListComments, options.OperationMiddlewares["listComments"]...)
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/tickets/:ticketId/comments", wrapper.CreateComment, options.OperationMiddlewares["createComment"]...)
+	router.GET(options.BaseURL+"/v1/graphql", wrapper.GraphqlGet, options.OperationMiddlewares["graphqlGet"]...)
 	router.POST(options.BaseURL+"/v1/graphql", wrapper.Graphql, options.OperationMiddlewares["graphql"]...)
 
 }
@@ -3424,6 +3482,187 @@ type GetReady503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetReady503ApplicationProblemPlusJSONResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGetRequestObject struct {
+	Params GraphqlGetParams
+}
+
+type GraphqlGetResponseObject interface {
+	VisitGraphqlGetResponse(w http.ResponseWriter) error
+}
+
+type GraphqlGet200ResponseHeaders struct {
+	Vary *string
+}
+
+type GraphqlGet200ApplicationGraphqlResponsePlusJSONResponse struct {
+	Body    GraphQLResponse
+	Headers GraphqlGet200ResponseHeaders
+}
+
+func (response GraphqlGet200ApplicationGraphqlResponsePlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/graphql-response+json")
+	if response.Headers.Vary != nil {
+		w.Header().Set("Vary", fmt.Sprint(*response.Headers.Vary))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet200JSONResponse struct {
+	Body    GraphQLResponse
+	Headers GraphqlGet200ResponseHeaders
+}
+
+func (response GraphqlGet200JSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Vary != nil {
+		w.Header().Set("Vary", fmt.Sprint(*response.Headers.Vary))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet400ApplicationGraphqlResponsePlusJSONResponse GraphQLResponse
+
+func (response GraphqlGet400ApplicationGraphqlResponsePlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/graphql-response+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet400ApplicationProblemPlusJSONResponse Problem
+
+func (response GraphqlGet400ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GraphqlGet401ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet405ResponseHeaders struct {
+	Allow *string
+}
+
+type GraphqlGet405ApplicationProblemPlusJSONResponse struct {
+	Body    Problem
+	Headers GraphqlGet405ResponseHeaders
+}
+
+func (response GraphqlGet405ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.Allow != nil {
+		w.Header().Set("Allow", fmt.Sprint(*response.Headers.Allow))
+	}
+	w.WriteHeader(405)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GraphqlGet429ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GraphqlGet500ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GraphqlGet503ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -10024,6 +10263,9 @@ type StrictServerInterface interface {
 	// GetReady Readiness
 	// (GET /readyz)
 	GetReady(ctx context.Context, request GetReadyRequestObject) (GetReadyResponseObject, error)
+	// GraphqlGet Run a GraphQL query (GET)
+	// (GET /v1/graphql)
+	GraphqlGet(ctx context.Context, request GraphqlGetRequestObject) (GraphqlGetResponseObject, error)
 	// Graphql Run a GraphQL query or mutation
 	// (POST /v1/graphql)
 	Graphql(ctx context.Context, request GraphqlRequestObject) (GraphqlResponseObject, error)
@@ -10215,6 +10457,31 @@ func (sh *strictHandler) GetReady(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetReadyResponseObject); ok {
 		return validResponse.VisitGetReadyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GraphqlGet operation middleware
+func (sh *strictHandler) GraphqlGet(ctx echo.Context, params GraphqlGetParams) error {
+	var request GraphqlGetRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GraphqlGet(ctx.Request().Context(), request.(GraphqlGetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GraphqlGet")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GraphqlGetResponseObject); ok {
+		return validResponse.VisitGraphqlGetResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -11503,247 +11770,255 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3pcts41uiroPRNVaQeSpYdJ53Ilbqfkzjd7s7iSZzumWnlmrAISWhTgBoArWgy+eo+xH3C+yS3cA5A",
-	"ghQpy0u2Hv9KTJFYDg7OvnxojeRsLgUTRrcGH1pTRhOm4L8Hx3Ri/02YHik+N1yK1qB1IAw3S2LohMgx",
-	"MVNGFDOZEiwhis0V00wYat8dkHjYGmb9/t3ROVOaSwF/sC4+S/iEaYOPhq24R46njLgXyUyeM00W3EwJ",
-	"O2dqSUZTKiasmFHLTI3YHvyFI9W/vZhSQ7gu1timJB7J2YwJ80RmwsREKhJn84QaluybmNCxYYpQ4l6K",
-	"CJudsiSB7eGsutMjb5hICDeECxIfjrsvpWDdF9SMpjExkihGEyJFusT5cTlJRKj9CL8oXp7RM0YoWShu",
-	"GBlJkXALPZoSKWB7HibcEEFnTPdaUUuxPzKuWNIaGJWxqKVHUzaj9rDMcs5ag5Y2iotJ6+PHqPWci7PV",
-	"Y3z97Al5sPPgAUm5OLPLsFMJ9t6QOZ2wiLDepEdiPKqt8+0tqSZ664NUk8Pk45bhozNm9P8aZUpL9ajX",
-	"69kXd+6nfMbNo517eKp7RLH00bBlRx22Ygv6t68PiWJjppgY2WNMqeHnzE9vd8W0uWMBvH9qEcnDIKUa",
-	"F2Y3v26zr6lhz+0qVnf865QpRhgdTRGNpGYEFqyJNlQkmrQ1nTGSKDo2HcBeqSbD1p56dO/7PfNoJ46I",
-	"8mu03/A0JTRN5YIlRMhFRAzRzB6gJpkwPCXGHv4fmTTUouBiKlNG6IRyERGpIrKYMkGU/akf5V+4Q3DT",
-	"2B/9FG37Y/yaGbXs7lskje0+KNndedjZGCzdI5ny0XIVOvb2KWpykATnQRb2JMxUyWwyJe3Dg+NnJB+Q",
-	"IMEgY87SREcIvS5nZtydGjOnc961w8KoXUdcutv9TkQo0UZlI5MplpCUawMgH9E0ZWrY2vvj0U6/v7d4",
-	"tBMRfxD5I8AlBKwckz+KQ5kzRRb+FAaEEiPPmCCnmcVXeDey+MfTlMFNzN/t9EiMU8cW5nb38OkdTXR2",
-	"+jsbmYjouYXDKRtLxeANmpmpVPxfQO7g0u+RWKpJDL9KNaHC/wiHl2mmiMyM5gkjUrBOPuaSWJjPLKlR",
-	"+sLDLFBg9RzfOAxEMraY8tG0dJYzuiSnQLMVZ0l5qhkXfJbNWoN+5KflwrAJUzDvr7/+2t3PzJQJw0fU",
-	"sNXJHzOqLPEsXrJ7H00tYC1Bbluqc//7e/3OeiLG3tPZPGXFiIrRdPZo2DJMUGGSYSsiTCmpHg1bXJzT",
-	"lCcncFzDVitagdjHqDWnis6YcYztMGGzuTRMjJY/s5q78IKeMW1ZgGLUcDEhR6/eHBNNxwyJu1FL0n5j",
-	"FJ8zotmM2q1aDLJ3aMyVLq4v8CRKztiSqEzoPThmxfRcCs1IWxtqMg1s4VQmy45FvTM2N2QsFdnZJVOZ",
-	"KfxZsXlKl5aHwJBxvgXTfe1+GhALxjiya6Ri6dYJr1sEANpmF2KHyx+4heLa81fcshM+BlJd7GfCjCa7",
-	"Ozt7hPrxpzzF21DeOfcUUmVCWBjip/2HPfIzW2pCFSN6JOcs8dS/dF/8IvFOWn6rzpnCQ9ekfe/9+w4M",
-	"IaQBiEVE4yh2+SMqKjjO7bEi9WlFLctGW4MQDboWD0pXgb5/zsTETFuDnXv3Ins1/N/bFp2MYcqO+b9/",
-	"Gw7f72x3h8P33x+8++tfatAvaiGbXMWzV3P6R8YI/kzGSs4IJXPFzrnMNLC7O5rElh88gVdi0rbCimXo",
-	"saO7nR55ZamwkRbAwTkAsyT4HUL7xxf7T7qaT6wUhBiXiWbgW4Jsj82gAKUzBgcysyc/kwkfc5ZY0ckS",
-	"Qz4RfhMgallyyRLEot1+Pz+APzKmlgX8HViawN7ffVAHTD4G0aleonm4vd0nXroakPi72LJaQmE7lv6z",
-	"XHrVCHBGVcotzRJ6YWkvXAQnP3JNZhRIdbokfGxJtpdA29ooKSYdHAnkspJkekdbiMDdcfLbHlkweobv",
-	"t+Nft4YtKza14g4RVmglM7vkHtn3kwPgZ0CJhCSCLXJBsJ0Lp1Y8ogSlMctQkYGQ3yWHK0eJYXTWcSPi",
-	"Aq1QT04z42YdU55aChPIpAMipKVGhKUa9uHmUmycaabJUmaKsISbHnllpkwtuGZkd3sH0EZIM7VTc+2l",
-	"3ubr5yZsQoDt/s5uPQJYaXsDJCiEcsCEZkRow8lYPYgqrqXo9MivVjaz5w3H4mDnT7Ss59zRANQIRQJA",
-	"I7v9u/1d8lIa8sJfFrgOQgKlXweUYtmXhow457imw8R+AjPMqZkW45deWceCQxLX737/7rd+9+F+98ef",
-	"fn7x8qh7/Ev3n+8+7Nz7WE/v0noB/AV9b8ULIjLAUjkm3LCZdjw1U4K0LdUimv+LdZqIBo4drjRhY5ql",
-	"xhLqyEIJRZjtfj8qBJrtWoEGtJkashzSQp6Q9tvnh0+LBZUBimNsJsz0t396+M+7v3z/twd/3/l598X9",
-	"lw+O+q93jnd/vd+KrgVwlCOe8bRWJHxlyZeDsNPcvFgAXNp+2wRu/LUE778oNm4NWv+1VRgOtvBXvXUM",
-	"w7/Bj+zKLAGqg/Exo7MLYes+vgxwf31878n3Tx8ebD+7+8O9H7//6eHP2y+uCVwE2cH7ORU1G3kiZzPa",
-	"1cxKmMYpMha1QbdlCcj8gOJgRrA6B2igOOiAxE5esnoHTRIdPohITDUwbOZ/LP5ug/YIegoMBZoi/pp0",
-	"euQA4TIgMYOFP8qHjfIxLNTZ+3kqE9YajGmqWT0O4AglHICLuxkyAOAs32p9zKFLlaJ2gkzwPzJ2iIPZ",
-	"owVcXsJ5jqWatXLw1+KQ2/hFWOQHuAwe/f3pzsHus/s/PPix/5O/q9fEI4sJddt4a7VCbsV3q9/r7DQm",
-	"o5TymRc17Hd3NKqjuke2u9s7DyxzVXRkFRoUY+L97j8J7f6L9LsPSY+ckP8hA/Lf5N/kr+QR6cYRCMog",
-	"xyTS6AGJezHw67hn/6OYfUw0m1hOr1H2ePv6ORmlHB4oNpPnDIRsnY2mVmDgCRnJLAWWb6VtmiSKae0N",
-	"FQ5SRNOlJhw1IZkZkkp5Ri3XGxBqSMqovS6CFRvyEieMS+26mg7WAXSzY7U6af/f98bfjx6w0feju3dH",
-	"90f9/u7pKR2zBzutqMRfdx6sk/j3u/+k3X/1uw97J/8z+O9///VR9913xcP8We17f6nXT71KCHfqMU1e",
-	"4221f42ksGqe/S+dz1OnVG/NlTxN2eyvv2uLRB82pM9H+BVOWmMAKpS3GU3tDXRCPkiJoGc7c4bTuu0x",
-	"TyMCBMO+6IxBubodEf+iVCQTZ0IuBAhAZK7knCmzLN5AdaDTI884S5Nuys5ZShJmUEJVDEgrktAY9cC4",
-	"ZwnEEynGKR99MWCN3Py60LW9oGi5JyNtsKUmGa6HRYSmitFkmQvsEdo35ULY/+f20QTEd4CcJRGJZHgp",
-	"2HvLY7jwilsHwPBMqlOeJEx8bjigig78xysgjnKVlEqrc5gp44oombJiN2DeRFHEYgS8DBs6FPbG0fTA",
-	"nvXn3NRbwd7PUYXVgdkBVcN6O9oeWCPRDuI5+GESOxMvm0sFyjQ3sLOX0jyzyvfnx1hUTiuoBCqyKZ0k",
-	"0t41pwk03iwkGVGrE9rryUWCNoOM6yk9TRk5XZKEWWGj47ftlaEG+3NJr/J2WMsdqj4WywGSQahN1fit",
-	"6iDlXtuCdwBMR3SZSpocS/mcqgn7UlQENe73I8YS3LbTZHLzv9WKAIxHiuVeomeUp+yz4lHgu0o4Mn9Q",
-	"kZusHxbQe6UfyYLqwoSkuRgxEBCoBhN6j7xmXXCgceNMn0YtYedvmDrnI/ZW0HPKU4tin/u0NK4AUJPN",
-	"5lJRxdMlyQTgu5FkSkXi7KHuZPecodSqAyoiUylkZhl/xZUDlMKhf4/sO3cgmhO88QDuqEwYieHXE5mZ",
-	"kZyxE8dYY2I4MOzMOPO/Ayt40pyhL6GGnlLNALSWiKGV1gpwFnj2VgHwSyfmfB6wEaRjQDMCC3OAFm1n",
-	"OGdRxfgcVwyucadycSuOjXX3N3wVzupYyhdULJ3gpD83YqBjwl1gK6SA0IxXG9xqbTw4+/8TsGGwJO5Y",
-	"XLcgxNMqI4RzTPXIc3TIWRI7t9S4RIbtk5JbiYrSGx2Q2S0JFZLrpV8nGv/AnJfNCRXSTK2SUT2P0Jm6",
-	"9jTyFxt8jRt97N9fdXFdChPeCu+XY5+dw56iuwq9jlaK5lpzMYkKcToi7P3cKiv2AjnRtwL2Oj/bOgis",
-	"vO/AMFdyxLS2pAmDNj43NFYuPFAjL/1m2tO1Ok+Tuy+8GOHkjC1PFLOf2Zvz1tIwsIufsSU4zPAv79Fq",
-	"AQx0NrfCF0tesITTY9C8viCDd6JVHM5qZ4tJ2yrAmhkXFjDh50xEJM7MuPvAbjfeH43Y3N4R7WJW/INC",
-	"InKCg90psUomik9eqCaGnrHqFQ8HqbMcEkqO9o+f/BhVhgadnsLHF/qrg5U3TfHqzfHVZwDAu9OAPWUJ",
-	"N0/A+wCWbNQ0OSrXdB1N8UcKI/xC04xZLELud7lvIByiHhyFteI399q73CYgIdTADgDDHZw7LK3sYYTA",
-	"C+0baOXqYSDTqpEhsh9JZ39a/Q0msQTK/q9lh+haWaJuHOdM2tgKGJ5G1QJohwML02uvMtUrBvHfu+6N",
-	"rtWqQA6C71C0ycUMd9fcHXLSz3b3/m5oL5PjVWvZgHTjPUJdzFHu1WpTkkoxAa4bWETc3Dyx95lPhFSW",
-	"riNP1cb+BZJNYFG6v9toQhp0333Yju7v1lkNoxavPzC1Hl6ott7Rdol5yBySIedWTJA4OF9j2woYFSDn",
-	"UQre0Vy3PGNVJtOAVfijp7lVVK21kYZ3gyetAmsjj/SlYYMFhDABhC4wdf31es51zRXLUXtzHMfLWoPi",
-	"hQP/YoKA0zWuGOmLJQFi+WrcGvz2oSWy1KlCaPysHkOwhZUTavjWrfxdlZ3tY5TXHTAFZrlaYFmvD5oE",
-	"kA8wtgsEn8Ljik80aRs60RHatg6f6g6oEnYlJHdpwDRweTOhmXFmPnBD11BDkPYacNBy3dofUEVJ9i9B",
-	"+XiD+8fRgsIJsXoTAh/GBkgfeCzyzbmthAuvwxK3nifwEkAn8fGkRwHUnLenDEgPq1IQRt/5UQNb+Pod",
-	"wChrlnYT983jwoWXrXJYGKPiKGIe7FoQ/ppg06teVzBi56bLqszDiJM1MYQzNxVQstvvw43RLpRZClhG",
-	"GVojcNmthP4ZsELM6GjKBdpQ4AFI0m7Tblof3+v3EltRE60IJ3D5wge5Nd8+NFKeWJ6Y/98SYPuHj8MD",
-	"0hA+wMsVPrHAimsvSi42rfI0OR4zkXAxQepgacycminhwlk2QMBGW3tsSczW3XiPsNncoHaQv2JVEAzG",
-	"7XjDZ77DOxjL44cBRT2uv9NcNIUYB3AmHGRXJrJZfjei3L/q3FkuBuRdzSQzq79N6s56KpUh02xGRXHQ",
-	"7P08pcJZ0GtGm0suaiMEnoH2BNAB4EZgv/jpzauX5Ai/caGbD/vbHY87Ww7IG9wSy7bxaCPE3WJndXfn",
-	"B0Xn0789z29PGfnZe8PAoayb6Ruys4rl0s4co+X69cGbY7J/dHhHO80ROQ7Y+TsRic+4sFcAPKTO10Ta",
-	"xZXupvyMESaM4kwDYsfklIFRj6pJZmkT6mhczLMyAhW7TCUqgGWyV73oaTYTAdvIw1eiVsoFq/vlY81c",
-	"VSoZ4NUqllisDJdUyBqrskV18ncrk1VwYYNzD5yfa7lXVThxnxcxrTFctNj7alI2NmAcBT84nLsgNDNy",
-	"Rg0fkTlTGj2M6M40uSCdmywsPdSkHRco2Mu/+hvM1emRfRRm4lzxfklnQBDPqeL2nmrEjWKQPOQczKRU",
-	"E1FL9a+K+EdKGjmSKSkGGJC4snCM3KSQpLJEFQgMK069saupSovl1ZXHu6Tooad05979H6me1hP/Nz/u",
-	"d3fu3fdcDA4oIlP2vrcSlPGQdsfvPjTpUy6GEsCJRHn7XW1sWIiz/qMoXOcqAtddvBISNDC23EDjdpfI",
-	"EZAQCIzLRKHNTsGWf84UTXs1EQsr5xPA5QQ1zne/nUDECvz/u1oI/eGPb3Wl/oLlC2xbXVJqQ7bvk5/5",
-	"Y6CX96J+v++iVapq8Pb9uw92607F34zLIXYJeqCVuGHqsLV8NFHrfXciu+7h71qK3mu6eOGIU+1R5tQJ",
-	"9eJVEIUUCN9ZvcMJNfR6m1RMZ6nJZVaveXn9HrgVafs4XPaejTLjDBLrQfIxaiGr21gML/HpGi6zOcHa",
-	"4Cb9yGiKjKlCOjDYsLjQLXlWI0tVrrT7qo4LHeYhsjX8+PJaI5tRntYyWnQE6MuroDWy6Dk3LHm8bIgu",
-	"O3zqaQu+qWrFQyXTC62cr+07eVxnGVVW1d51ggBouggcN3UxarijUOMNYbb+6NDmjA6g8hHmQb+ry738",
-	"njCq7yKgvVITewwrIPCxwzBGMf/6nV1Jtc+RMEczD/lSoksdbXYQPxRP6VKX4q2/D8Kt714QbX197Lpy",
-	"6CWs0sWY7vQ3iEGtnFIJRzc5G8AumqZOaF634YDWWGm6fGjAQ2utB0AfiGYjxTBXDBLUts63t4r4fr31",
-	"AQb4uIVOlB55M5UL4ZJZBEZchYxqPcHExaxu/10JADdh3CnB5BMZU1+wWsKga5h6mpYc6jqMlDplqRQT",
-	"TYyEENVNdveCvVKNhKTJno/T3dHo6ucJaaOH2aWmdi4+vjxWFnZZDxK7sBWoiGa5NYCKs5vUspVmgnsZ",
-	"kmA3UC9D/0NmCq02HqvLIRJLmYEG6JO6TOTz/R1djjeAnyfVAI6cX+WLqgcoZPNO+bxOVHRR3bP8Jbt6",
-	"TNjqkdj+A2qjVctcVJArKADRNi6o374WEylInHJt7F6OGZ3peI/Ednxn7MA57gBcYN5OzVD4vh/KDuPW",
-	"H68Ksb9LLi4nBF2e+Ddy6HoksE+9jAOehfbm0Kq3712KsYfX9wI66nNaiuh1xKUcqOtx6SYobICZX7EF",
-	"/dV4fCqpSuxXqxdIVOmPLF4nmUiYIgu6XMXdZmo0n9I6re5HuSBjCrF0E2kGJB5lRo7HMWknLGUQ1usu",
-	"8R0IV9C6E5HYRZjYG2hxLPKJVxEJOHSv17Pv0izhxt1V+D9J5cT+oBeMzSGgzgFUo7kSov9cloaiI+ZS",
-	"pTPTleOx/XDMBU3diCViyI1m6bgT2qRxO2CYxaCYqAWLaEUtmB9Mt4KmtfZpbai6pD7kPnncYGOAIHiy",
-	"mEriXoSg6fpx6koQ7KcLutQkdmnn8R4YdwXXU5aUcCRl9ByjoEFRPmVTLhLS3u3vlsDjxrlYo/QcAtfl",
-	"0SkEUbj3WoSv47835KdszmlcdQo7ArtKEX2RnM2XAtlvjeKDE2j0Xh2L42KUZgkDxoRMaCPaFpDkKmEL",
-	"bH+VxFQppJGCj3yKtb2lI8VmTFgElKJUVsguJd89F+b+butCCyIPZIfCmhgqtgVwG1DjSnqfP8uyS/dy",
-	"Dl3RJOC8UpO1Mk6ZRNfLzUGMcC7kWoZ4E0JHIyLfhES6kXy4lqeXwHcTbL18Hl8zZ1eTtxin9nVh81sn",
-	"8m1qO1lBnxvE0cvqRg0IHdC8y9KsXED1223A7WKSNWD93FarK6HKVaFedcR8ymTRS5zRmuO4IXLTxGm/",
-	"JkKjmdqQ2My4CJ9uf0voWOcx8YHp9UVSdu99n0epuCzb6wYaoe/JftMjjxUVoynBuoVtKhJ/sOh56RBF",
-	"wcdsplSATm64SRl6xnE5rj6BjxoV0pyMIWuyBlD4RY3y1hgggwjINZEjTFUbsfJ8rqyCkIY0Tlv4yyoe",
-	"d6a6GFES5Ez72lW7/T7IuZ2NZdoglqzmsq2JBT6shv9GoD+6pAis8yQnZCQVlmJsiBsqXGwV6B4fH7nz",
-	"xFMPAbjb361zA8AxN8QzRdWAJp3NZlQtK8FrkB5QPqyX0pBnTadkXARyxTFWKkXJEyYMHy+x5FV5KtKO",
-	"6anMzOA0peIszsNUFcN8DjKTihE9ZyM+5iP4pFNSEjLFu/lUF1vaXWQzACoqKrA4HM8jqIpzryN9r2Ud",
-	"mF+pCcS8MTpDMZscKX7OUzZxSbxSJZBvGIMeHhOs5Elimsy4KP5Ei0ccKsrwQStqwZsQ4GVfqbUaHDM6",
-	"uxFNt7S5laA2xRgx7L3xUYD4HR6fgHIX9ZYFvlG9mppYPbthKCpbH7DlzET16rA9kpI9eL1WPAuMszdh",
-	"87tBnf8aImeoJocgKgP3aiq0PcErSaEVJKtER98Us99UTbHbuAnpDe7gVyy6FR6Io8xc8sSurMU3is12",
-	"NTckRX42dFrdBObd1DijvEDgksjyCtm6yf/kyVD+3l65kpVISrWqvONJe88TlsXA95OSlyYGYRHllGII",
-	"FwNXFLhakVT9q5fQWvwndZLTvpsJlp0jOCwiE34ZtWwgLC5ezwc80Grkxg0gvTHFX5Mk8XWz2pqyXqvO",
-	"GsWlcinNF9cgO/JvF+LypZx7+TeN9bsWU0nknAnni3EXab0wvXkhvahl6OSCwKQ1QS4X1eErV5FTMjNQ",
-	"lbeM9j4muSa5yUn0X4Pw4KXmsvSQy9A52pTP1MG3cnmvKGcAIK8kaZQJ0me0KkUXcKX+BTdws2Cn6l2E",
-	"/EIXS9YS9rTTVjX69Sm+ABUUY3wHq36tXIhgyfcutqxcMiQsvEDXCETLr8p1REMcpBn1ioKLQUxsQfUK",
-	"vlevm8EYXsKsCgpQn9XKf+jN7pXiTDyXt8RQs7zUaFG6rXOBNFGOQYEADRyjJgblktIuij6fX969XoDo",
-	"GvG4fJeCk07lwipR/jpN+WRqUVpNrCzQfOJvGmw8z/mYjZajFA13bEBiwRYxaf+eaeM4XieCZBcRkzYm",
-	"QS2kOgO/qf1ljll7MWkvKIdwCQe2HCUh1EGm55iGOEqlZknJtCCY3ZKdwqIBjmepOnxjiTN8smZzNyS6",
-	"rxMYX7KFF0/ZHolFlqZxLirqilBwmcyNr4zUX07Yup6wU7Fas3lKR67IyThLU+hBpJnZI/Fv72IyShlV",
-	"2oWLfH62sIoO9rccFbCCaogIWLgVeq0wOqtNsPoCnGY1E0OzUWbP8409LZcpDmWO9jPMx8C/nnlx7adf",
-	"j1fY+E+/HpdqI/XIodGlYrdcl4MA8khXzVxZRfR1xUWybp7Wm5fIWwpD3xfNcOxGcNYCRFNj5liqh4ux",
-	"9MWAKJYPzetOQ5cRMqNcGMoFUxpIaOq+14OtLfdOL2HnK5cqHwBrYmap4V1XeGvK0nk3YfrMl5LrkVel",
-	"6OI2NLvRw1aHyIUYClCbsVoCdgJxbHXPxaQENdpSuSBxtVeT1eCHgmuJ5aghV5qaUmRGbyiG4r/+i+yX",
-	"2rYMxQFMYEeMgyQ1x5/szkrVrto//XrccVVJhyLeD3vjDIjr44L9pLBVC5iSfR8LLK5ZimquogTCgvCk",
-	"R/YvKqxVlHDx1WVx6CV0KRqKeLe/TcJCYbGvRBVXq2n5tcdFH5veUMQ/HByTrSnkJP0LrCSZCNresMQD",
-	"9bVMGR7cOdf8lKfcLIfigI6mQXlNLNoG+X3sPR2ZdIm9JtQErPSD9eb4ocjt8QQiWsmUnjNXbFUuRBhk",
-	"rGA5mfZ+Dsg4hZR93RuK13i2WAQaq0Jjph9LsPacx4I9KAnsBpmFYL1L8kK0cY/4cnw+29buaH2l0bZU",
-	"Q4E52TlqcwGl7bjp4Ewk3nXNFcDnE0c51KgmPK9WOhS+QqUrc6oL5MdH6PrBRSRcoxxh74irpqcsUA4F",
-	"0VOpzIB8952dd8ao0GTYyj2DUMBkKbO8IU25cipOOGx9953HCXDl6aHAfy2pI00uWdKOmyqUYfnAdDkU",
-	"hWe11i3rEt8DH2zguNvLPa9UJEPhfa+wl4o3zleMdGFw5JfCt2mxIbNEob3b73eGAmq+zHMvqFu2LtVu",
-	"Jkhf/IZHVCmODHIowhq6ZQ+mr7TLTbW4rp/EQ/mITrhwpOw5R2lVOSprd4f1prtzfI0leb0H0t7ubvf7",
-	"EXHaKdm518FuOXoosFyE61Lh+oTMsDimBkUVqzO78plYQcltbShKvXwsOCl28xk4wuga6a22znN1tVGx",
-	"evv6ORmzvC3JUASaSVUlIafSkjXFnM5SbgkkoQFRNBRhbyBM3d24PRBbkgVTzPIYaBI0lmpAEgkXYU6V",
-	"ZhEZSYGt3qCMlkz4GLLrZ5aQGzqbg8cRjyMaCku+BSPFcL4+Jdzb4E+3hmil6RAQoj55TBNPgOIe+Zmx",
-	"eUHyxtAro5AlNGLTWFpRAnrnDIVraYR997DpkgW9LwaQSKY7HtlezQ2f2fWM7G5dRMFyKN5wMbF3MsO7",
-	"mbeQBJt4lKvMyOBdUaSCXPuw8c5QUBU02kReJUh8cEwnBQv1TSlP6eis0mfSXoIYKvlZHevo7TFGWjw9",
-	"eH5wfFC0obRbXWlEOXA0dShyiux6+/gi5JYkQkpaWGkMi8b789jeIWHhYoKVi+Nq0yBfF7gXLt5KMHKO",
-	"i9nLOwlwEywXGHDYPLMNVwB+VGTBBRzVvsD+R1xfqjfpIFwMtglyknzRm3MosAJjW8scQfPEG99CCUvE",
-	"rTRSAhFgKNxZR6sdRe02oXuk1XjaVvaIfcMqErtGQ0Phi2vHQVO2+pLa9grkqPu6KFAJRKr8N9AJqASD",
-	"KoHukbeujn+hHEeuUDNNulJYjlT85PpFaBJzUO8dxOx/QUC1/wlMsRYtc3kGG7RGBHE/7CpWc78f43Kh",
-	"HhGGFSGxdiU8gLTXjrR9l7ga4ORYSgJVwOPeULSiVspHzKX6O9XgSMm54sxQKODTqBJs+S8LVSxXCvaP",
-	"DgPT8qC13ev3+q5WhKBz3hq07vb6vbuuQBAoXF7StP+f1PnwnvNzJpjWwAXZgOz0+25/H4ZOCx+2BsOW",
-	"PBu2PoYI4orEIpg0SAZWOSOjKRudQXRLwuZMJJacgQRFydOloDP59LGVkiyLQayG/n7hiIq5dIceeerr",
-	"zTvlodIhstcKCmVYbdru0eX7V3pj7PT7awq4Xq5wq5uhoW6r3wZ0YOXnWHt9F6evGzVf5lbQv+Nj1LrX",
-	"v3vxJzWVzUPVuzX47V3UctFQwWl7x8XgtxYiSOud/WzLYVJvSWdpI8rYTb6aM7F/dBiUHCluzIJqcprx",
-	"FA0VtWfkPr/cIZ2LpCcp7+Xo/mFdbddog1VHlr78Y//Fc/BBVkTmynQx1pn1QxwKbjg0IYbgm7xyrhU7",
-	"uOlc7dDXnNzxlFt2IIyiUIWk9vhAvmi+668ZTfjKZbfiS34zPXPwbTRR+uCa7D85PvzlYI/c69/Ny8r4",
-	"bhBIxcEqBUxdAkZQMlF0xMZZSvQ0M4ml/HCxkdcB3TylKRUjO6E2ck60K9RmFB2P+Shsmetwy76mO1cj",
-	"DHb7yy9DF2BqNDvh1r4mopCjRRNanW9vTRSdT/8AmjCvLcf8OhMaxG9fyqYw/LTzR/YELaNwLW8RblAL",
-	"11v251JzI9WStGPu2rjg3HTOHZy34s6exb4ZRy04L8uWy8iRq8qGgpVzEiURYSKbOZuFnTGbz5mCPiS9",
-	"igkLpZKgqTV1WFiUf9sLSufQVEtoyJzYqbE56GgKMjo3IN1oLIxnTytl77lZkoSf84Ql5HRJtvt9KIiE",
-	"Pa22O0HflDs6WAbIXWurg2HZuaA8mCtgJrI0jUqFwlCp2yu/fcaW2lXwgujqlVJf0K3F1fWCE0RyUaWA",
-	"VhXSvs64FYLDK+UwqevRFU0SRQlXVyMZS1lyE0CGajLlE5QJV+qgQz7sSnH0oCKzkPmKIhJ/t/VdXPcF",
-	"Crf71apINGR0tKB8qKhajcjFa7OoKCblX8VQcA6NVvNh4C5QPNiBFZXMlGz3oxBFtvtRv9+PyHbfooLF",
-	"OJG3wqrUnOv4ek1FXqoXrEEUy+k7N2yGzaRdw9GphaavVOjjqfIida7yYfzD6/2jH//2/ORo//Wbg5Nn",
-	"+4fPD55a+Pnnv+w/P3y6f3z46mXw49ODo+MfT54fvjg8Pjn4+5ODg6f4/MmrF0fPD/5+ePyPmh+PDl6/",
-	"OXxzfPD05G9vD17/4+Tlq+OTZ6/evnwa93q9jtP6SJxQQ+OBjyG3Qr1VWy/Gswh4XvVd+KlHXolRtfS9",
-	"B2u1SWshJruV+EqQcOaowXLtqhM7pRtxCU0xq0DmukJhsPxq22o7J3kOQ6AJncy4hg46sUsHD4aEMpRw",
-	"zGeQnByvghEj5byV21ef1OVxPGJ4q42laz2y79RUVEzuaHL4FEnkylpRwrcgwnvVUDPR6l9riyNi12/f",
-	"kqFHDoVRUs/ZyCuncjwmmUitbBNIC0zgRbRkJMfVw5fHr1+9OTp4YtE17vRI0RLd9Z/R0PEAnUe81PI9",
-	"zgHlifQsQw0ZGyWa2uYVzgjXRv09IVOmMNC/IqI4HpuHGD12dZVvRDip1Mj8WA4ZcF7JS4hGtffrCstx",
-	"RfHscm5gc/loHzcrhxeFBVwLWWGvnkREK/XyjJSk7Q1LSAtKsv+XAd6N9yNZYYilcpPeW1LDDC0JKhii",
-	"fxGYIQ+6HjlG2Cn6Vm1Kzsuw3yMSWkeSZudH5AsWl9uFVmrAQiFEMF/Z93092PInRaX6UAYrvSOc8csS",
-	"XYcW2xfL76VGRPaj7Q2E/mo7Ovju3iaT1bS6sR/vPLz442rzLNBQNlBqyi0ar6vXFJpMJoKjzJuLehod",
-	"6Dee1uYKTnP9Mwzd8+Z+CFasoSy+thq6i0EJQGZSVCVrajMMBdLWNaNdE4qx028M+um++2tdHvC7qEGD",
-	"20+SUo0y7NRoF3fHRVx0vFenAJYrDgUiDrQuk87fBxmuaBgwMg9WgTI2oCYaRYXG1hxR4LseYQ8IsPe7",
-	"Jj4RyE7ooo+IYufyDH31CuN6kmA5Ebp5cjEZT4OmqRfddvu7pF1tOLnsWJkmGMbe39yNZdcOuxmUA01w",
-	"7FmmDfjploV+BW+T9v6bJ4eHJGUG3ETO/J+AwtnlQltZx/Bzli47UaCo7PbvQsF7t5QTGKyQ9SLn/sPZ",
-	"vTAJ75wz5cz4eWQMxKeRuZJYscavrH6OTOQjdPbgFNDkwgx6y+LDl78cHqOUv//yHycHL/YPn8cRdCx/",
-	"zzR4DHtkt//Qu9KDBq9541rsOZcruKQN4Tkn4PzUcV5YHxe6oCiKCXAUoe257XYLz+MaMQqxJigGGFWv",
-	"bx2VKV7ZOiyJfBBuXJGLtm9MKqspPLq+Wy5WT/Dgu6oZ6WpsaBMaXXQThi92L/4ib2oLH2zAdPK+zcCl",
-	"djbZyGpHu2+UwyGWQBv1EME9Wwu4WMHaMAuswSJsMuWiTEtRSKvxdEDUsbNIpTjP0pXlKVXl8e2auUCl",
-	"sc4g+4J9SmvsC7b+Kn3mu3PZm/ANIucPzAR0P0DLGSuw0VdLbfBGaucMbCydWm4XHqGptb4WFOCsJZjQ",
-	"37bnA3uYCw4t4nxquEjKtXmlILfnctwjde1ML3wRo0Tq2MvN3YHVUlG1yl2enRFCsHTNg/TySiPI51yc",
-	"XdRoFN6BmW/v2w3et+c+YKz2zEJ3Dhbv/dgk+j9xZi9shFoK8SX7YllhDcARIJ4PPrPi/F65SNtIguPF",
-	"aDLmShsfhbp6y3CEV2pyM0LazVvNivp5GxnMtm9y4kYrVngxrYjscgyv1c3+P1qI/DL2lf8syRWvUbXN",
-	"+CqNCsQEn4qABCtldWVbfbHfValhQPAbMP8bOWHgs0BnTJoCdQpzJKKQxwVld33+fKkALyrhvuRujxwq",
-	"xcAtc5oyDF6HTAcfh58TQPKsEiRh/4uxlCDYOB0wqoudxcCM3f4uMdJJ4k4MwpLVpqEILpBqxeaMlqYD",
-	"A4rr1x+Ut70DwSETheWIhQRT6YgKlKO4i/UQsohR9GGfsxk3ei/0kyEbkGLEyuvlmowyY2dFL7JiOven",
-	"LKQ6IyoTeUzAKR2dTRSGy9updabO+Tkwq5Gieuo/RGvFALpQKQZkF2z8M8iiKFXwRauJygRJeNmTDQGe",
-	"O/1d54+GVaM71dJZxCeM/+OiXB6rMODEO/2duJBI62GbB3G7Xm4QSYuec/RWTZgJ6lhDHQs+mpbQAADr",
-	"3b2FSSUo16uhdRmE+9vj97kbDgOKWL4QOAD7PEYU9kInlNeE1CA4rsK8+RgCVOtk352b46BBGfBNOGmB",
-	"lXA4mJHqj3wFGatSsDvHxhaUdTiwcsqdi/qVR60d5IYbSAVu6T6kwLB0+aczF21vwEPD6HEMHv9WWehT",
-	"ONEqCyXtAL06dUL/haafVYnfUWpkHRRqqZNfa8prl/NV7EcFJ77jxf/tfh9ZLXjm8MMIxy3IpJp41wD4",
-	"/Ek7s7TUqeFv3WQSVVUzVTKbIB9Hwjfr1MeZXok4vZSCOQIVVcF2YLcIJm8D/7qQs57f1yoM4Hnu+/Et",
-	"XJ3zx0GzdO199jrWQH9X68L5lBaDTajltXSNuxvec5+XcGuo+wSGugsF8cveG6xkDv5FuDs1FAcDMlcp",
-	"To3A7BJVpWo2HuS9eK4pf3wSq4GrHHHtMJsbu72u+NDN3eJbOeI2NuMSNAcvxJX0/y3QtLupnDQ6DjAl",
-	"GAM9rDaUB3A6wR2SJgVbQH6hFUoGoCW3YzoyUh0mccdqWNTgE5dnZuxhGQv04i//KhNRKWnRecjADOpy",
-	"HCGyTPskBlD4xoYpyF/2efJWeTYsXyaEDwShEYTqYMgeiTUXIxb7BGOobkXJklHlp4kzYXgKTYbglQER",
-	"ctEpzXnG5sZOOJPCTNMlOc1cYQiK0hUGbeo5FRozlCEYnJIxW3hpCxK6nGlhKtPE/ma1Z8Nm2sWOu5To",
-	"//d//q/Xa0tJzLBMOwTXeYbx1diAFRH3LYLgFleZQZ3cBXAsSV2blJmz4mDdaLCZK432LTmTCiBf7ElC",
-	"2xiDE/lGHEafnst8ixF13kSYGzsDio3tvq4uKdaR+jCCYSMv8R1NXGUv0s5EHieWicKYmgkXNdYJbbgR",
-	"kWmS84MikhSDF7CYwYY0iTjEv5gcolnR1ZsJDcoLphjRZ3w+Z8leHcWsJ3yHAbi+aU91pRXsWuISdsK7",
-	"pS3ftvva311eQuT6eKZraKTr3d6l2E8oIA0xhmBwwvgRZ6HClB9LBny5aV9eIl1GeQ9RtHO5XtQxyHBB",
-	"eY5O7vQoFXnBOXwYcQz0B8WnvHoHuHmmTDl3u4vPPGNsrl13ZqPJlOopzhDsyfXidk3/41Jr7kJWJN9H",
-	"hBoyk9qQu/2OJWuCLaqwqYS5qrC6nj9NKdhmpHMPF24ppKtUZWkoNnEPnuZhpasBpD60dOpEZRfiCslT",
-	"5VBRiA3Go8jz97DoThsOK8hc6jSFKtx0WOnN2x5WGr5/5sCF1abmDQaJMGo7jx8vx9HfhrfeRiZ8ej50",
-	"iNRGyxmTgpHTJcn79K0Lq20SW7c+FH9cELzwGsRSbRXvFTY4wKQJLGxo5FyDaxwyew24fq+qL6MsXCJk",
-	"FWKw27TS5E93Ib9JlcwexYYh4FcUmS7WCUIcb1DlZLkPd2MtmdwfXhPDUO7PHeUCSG2gSzvOQxLiTg9i",
-	"JPKyAlVXv2X+6OL341tNEd1xKMGMGHKkIDbCyhh5T+iwAJlVSoyPt6j3RAbA+JQOgA2CHur7nd9e7C99",
-	"sZ+h0k/Xdai/OTdd3Y0F5WVjswu8vRIukLqg5FkQb19vu4CSs9+21SJvqrU+rB4AdRs2/1WFzTvk87cJ",
-	"//6ENgZUPDH0EMNi8NL4lCnfWdELblG5jDXUzCqVN/TFtKgh251NDZXQtgfd8IKxxLFBghXqm5ReaPn2",
-	"laq7QXe+z6zoYiO8eh6LZ30bmn+rAH9LofmAtjU0sVFU2PqARs61Su5TF4XvraMgOFvJOswpI65hT9FE",
-	"LHjf+awDGrdCLYHIIb2DGgCX0ohx5VeicmsimXeb+7WG8bm3Mbl/ipjcpruzQfQtdHHZMOrWt+/NPywF",
-	"2QY3Cm4NxKImrpqO/7QaeQsIWQ693T/a3SN5/G3RUfUqIbhXvFbrYnDzrYTBtqt9kK8Sc+tbLX/mqNuL",
-	"ZInbcNtvPty2mUB8Igud6zC1JiD3CUSVla6PgPqgItmSigQvfzLWi1GpN8B6P41m8WWieNdRAx/Ge22q",
-	"cCty3IbvXiF89+o6wpbnrRfbF2t4eSgfBd7/isXx16AhuOsKyoqOWdDIqpyf48rbuLSkeCObpZOFVglW",
-	"RUpx8+N8wTJczbTKzA3CCu6lMT+oTlD5xsJKL1Og5LYMyddsT/XH80WknM0J0NYH7Ah5gWu+aLsJNzVv",
-	"b4Dq2o3IQ3vY3ROc+jgQ+jXV2sEviESFbzAoLC+dDk0B7RuDYkZuNLb7wjm5hhir2D46gXCo5gACC5qC",
-	"En4Go0lAvxdUu56oyW140H+WrQXvpL8qM498VzC52BtdEjB8Ag623t3t7/oalsildU17xhrDTUUw8Tac",
-	"JrPIla9PYBz5PJy5SRspAHhrofhzWCiCI/0SbPziN5F3o1kjq7nmRTX/dEm07y3mLnzOTy0DR3Kw098u",
-	"ooTgtlsOQ8FsWvJCiKTolwQViV1PhApv8gp6W6ogNtk1hrBTu/hvrKKWQfsYfOuUrVAYqJBr2XJeXqZz",
-	"Y6LHRFGRl4TxA9i34VPIOKwKJq6uYvRJBZSEzaS5loAyz8yNSSefxq6ESzvKzOc2LV1M0i/A62vR+Zt0",
-	"v1+8k+bLfGs4+wIC562lbcMSz0lS5sU5OWZBYeWrmeBcVbtNTHCN/vgw58m1Q8Y+ZjF2Y4o3tNVtYGlz",
-	"QQGXJuG4kGewto2kD5jnAE1t35r9DIG0QRQiAvPWbvZV2c2oN3abHNfL9zpq+V++mBVtY6Lh4oJ96cyw",
-	"3gY0MkuYekT1KB6UUq87m8UQE7zP2pX8huxHoDuQCZGw96SNlStOPVlC8RXwn0MJa6mWnUFOp/ZIPFdc",
-	"Km6WcURoamXQ9kTJbI7j4mvQscRu2Kc22l3kRSex/5ygMwbpha4yJA3noBr64zNoWY2z1L3ZC1bj8kyD",
-	"L7FVPbYPgx93+33SjjOBYDjBDceRXYpd5ak004aq5jdGVCuFWKEGqeMaAB6uid8R9sjK9xrhC9R4ABop",
-	"O00eED9GyQdyMUE88p99vGCtDsqOx3HX8eAaCy6OrdXQxWd750Fj257/Gfz3v//6qPvuu+Jh/qz2vb/U",
-	"VxYp7/ixq9YNLRv4jEUkti/E9s4sgiII0NcLs4E7qE3CS+Xr2rBvuBmlLbuRIMROj1pR7rqi8Bc8vJID",
-	"65Zh3zLsL+XoWuXT1+XPjckDr+ZMQOoAzICE3xGgWLBF3Fh239ktmFphra5mv8ctX6YgRlMUhv84i0+Q",
-	"Yy+SMjeq6eNUsVI1pRLAvF9tMgGs7gulEyBkmoIAHQbcphTcphR8WykF/sKvUss1usbWB/zPZVIL8Ib4",
-	"5AJftr9H9tNULliSpw7ji3cCIgkfjZ3h2tmssUK7s1rrxpyBq5GzK2QNFPf/Nm/gz5U30HxBNskdgJc3",
-	"zR7wlyIuX4QigaBodlGujbaSTJCPtJJNgIjaUMr7SbGAS+cRXPWqrc0kKCASphJ4wORE5AqZBP7bm1Bw",
-	"Pr02sl7uuHXu/wmc++vozKcyKzomvi4J4Ygqw8GXgB7G8AruETnjxrCEzJUlCIYzTGxK2diQTLhKuz3y",
-	"hpmygiJVodkYSWKRpVjOLRP4mtV86ETH5fpli6lMGTF0QjRQ1QtFB+xw7mfOewjlEUL+A3ScWJGiWcb4",
-	"fLqYy7q4CeHlUylhXyjzYi0xzHMvrk8Ub53It07kz5OucV39aysXZDZ1Gt8paV9XrQ7jRcVvu0CM28XF",
-	"xt5Q1Ly19n5N7tkqTgd3qZDxP5cMVWsm3k8SaIeHqyF4VujDLOzDq5ZgfL1H/E0DyYrPZpmx0Giy4Lq3",
-	"v1YTrlvel7Hhetg09R13B1Sy4v7ZrDi3xtVPb1x1eCRFHYMPiFIdh8euYpvGcmDzsqtzcd+77Ztvo253",
-	"cTEX93mdt2z862LjpeqfmS7nKLo+ezfuvQW2XOQQJUwYMHBBrCSmMcSkDWFE2envbOR74ObdJzo+7DIv",
-	"PW//mPBzJvIkhquWWKdJQqgAI0HQnZjyVPv4oofVFCifp+CTFFZvPE0Sd1W+4n7udnlfrKc7wGajePVb",
-	"88Ktf/drD1IHjC1oVF1XN09cG0WRa2Zje5MoPHBOJCicjsVpNyOQtOo9gzxTK+Bolo575FUNAXUvUYHp",
-	"SXYql1htlwV5S4rNKBcQNAoZTOMyeW1jKhOO2XHdzSX2plArg+EQVsYQrLRJP06QEjUgMwolwpG++1B8",
-	"PwIEMoJd2bn3oNgP+CO56RS1+HJoe3N3UtTia8gKvyr5v7xHPKeWt8ng/9nJ4Cv0YB0ZusCljsHZKMM3",
-	"OtUbGk1fEe8/Uy73BbJHvulbT++fq68znOrNKTuXy89eX3aO+qxsQWcsco2bXO05z6434+ARYe9HbG6Q",
-	"s1lujtnVdFlOnJMLgW7Vdny0f/zkR9Lr9bwUgm84WcRlYIDiFNsv4j0SW/llxiB2RhA9lQuN7LJOOoDk",
-	"6pXM6iCTj4pl3jrC82lk0G1MsYZ1SoVg6fTIU58WvaF4saZf9g1w6E+mmX2xvtlrNbOid/b1qeStjHLr",
-	"+v38jbab+MDFetmWT5DqXj57eJQphZU4yllWrF7C2tyuvO+Gu2oy220C0a0t+ssmEJVuBK2/np8l9zcX",
-	"2DYgBZs2CELDRG4/OGWpFBPoVg91tjhKc+39o51BECfsQtjCYp3JhOlOpa6nHXy1ridNtcx7qUIk3Usr",
-	"t4XxyXamx1aI+YGZQ8NmeVwfXJg2tkVJ+TkjsqgGpiOo/TWScw4tWI0k7Nyu1q6tcw0SZgWOhhZIlywE",
-	"CiVZ/7MKgdYWcbuldF9b8ExYdis4pzpC96krjF2KzF1a0MG+TkVGES+oX7kOwjqCUU7WwPLBdhTMzwDU",
-	"L1G5wjnnyJWcd1N2zlJXU9hHTS8dEXTxQNC8GSkuLe+inY+oJbSWgnbRmJOxETlrksZqKyNT7x91YIOG",
-	"hHZyu6rKVq6SgXH1+sj/SdJhBT1vKejXKCsWDpjT5VciLNrFslEGJTbsDKeMKqb2MzNtDX57ZzEc+9PX",
-	"EgBwT6lMxKT9dCnoTD59TJ7LEU07e4SShM1TucRYRqEXkE8hsBnrQpCp1KYVtTKVtgatqTHzwdbW9s73",
-	"vX6v39sePOg/6MP9csBZSakPdGJL8JigwmjIkcjLWEx0TarYiyKzo6JaB9/iSax+DHIe4ULzZFUzpyJx",
-	"9smKKOMGRda4OugbNFmEap7/wiHC6jd5rCfUAal+l4eO1exgyiCwlAljyRJLfFhp8fWM1XxX9JkG8f93",
-	"ycUa+IXNi+vXUGmNSrOEG5LKSTAIPGv4/AdF59O/PSf7R4dEniNzQ4aYUENJG4kopDhyd6+3JvYbOueO",
-	"wm7FnYFjWzQpSt3sHx2iCzcsdBCRMNUGfqZJ4g4hWDJM8Udad8hIJ8iU0dRMg0/wgb2J/z8AAP//",
+	"7L3rchs3tjD6KijuXWUy06QoWXZsqlxny7acKPFFseVkZkIfN8QGSURNgAHQkjke7zoPcZ7we5KvsBbQ",
+	"jW52k9TFsp3RL4lkNy4LC+t++dgaydlcCiaMbg0+tqaMJkzBvwfHdGL/JkyPFJ8bLkVr0DoQhpsFMXRC",
+	"5JiYKSOKmUwJlhDF5oppJgy1zw5IPGwNs37/7uiMKc2lgA+si98lfMK0wa+GrbhHjqeMuAfJTJ4xTc65",
+	"mRJ2xtSCjKZUTFgxo5aZGrE9+IQj1T99PqWGcF2ssU1JPJKzGRPmicyEiYlUJM7mCTUs2TcxoWPDFKHE",
+	"PRQRNjthSQLbw1l1p0feMJEQbggXJD4cd19KwbovqBlNY2IkUYwmRIp0gfPjcpKIUPsSvlE8PKOnjFBy",
+	"rrhhZCRFwi30aEqkgO15mHBDBJ0x3WtFLcX+zLhiSWtgVMailh5N2YzawzKLOWsNWtooLiatT5+i1nMu",
+	"TpeP8fWzJ+TBzoMHJOXi1C7DTiXYB0PmdMIiwnqTHonxqLbOtrekmuitj1JNDpNPW4aPTpnR/88oU1qq",
+	"R71ezz64cz/lM24e7dzDU90jiqWPhi076rAVW9C/fX1IFBszxcTIHmNKDT9jfnq7K6bNHQvg/ROLSB4G",
+	"KdW4MLv5VZt9TQ17blexvOPfpkwxwuhoimgkNSOwYE20oSLRpK3pjJFE0bHpAPZKNRm29tSje9/vmUc7",
+	"cUSUX6N9h6cpoWkqz1lChDyPiCGa2QPUJBOGp8TYw/8zk4ZaFDyfypQROqFcRESqiJxPmSDK/tSP8jfc",
+	"Ibhp7I9+irb9MX7NjFp09y2SxnYflOzuPOxsDJbukUz5aLEMHXv7FDU5SILzIOf2JMxUyWwyJe3Dg+Nn",
+	"JB+QIMEgY87SREcIvS5nZtydGjOnc961w8KoXUdcutv9TkQo0UZlI5MplpCUawMgH9E0ZWrY2vvz0U6/",
+	"v3f+aCci/iDyrwCXELByTP4sDmXOFDn3pzAglBh5ygQ5ySy+wrORxT+epgxuYv5sp0dinDq2MLe7h1fv",
+	"aKKzkz/YyEREzy0cTthYKgZP0MxMpeL/AnIHl36PxFJNYvhVqgkV/kc4vEwzRWRmNE8YkYJ18jEXxMJ8",
+	"ZkmN0msPs0CB5XN84zAQydj5lI+mpbOc0QU5AZqtOEvKU8244LNs1hr0Iz8tF4ZNmIJ5f/vtt+5+ZqZM",
+	"GD6ihi1P/phRZYln8ZDd+2hqAWsJcttSnfvf3+t3VhMx9oHO5ikrRlSMprNHw5ZhggqTDFsRYUpJ9WjY",
+	"4uKMpjx5D8c1bLWiJYh9ilpzquiMGcfYDhM2m0vDxGjxM6u5Cy/oKdOWBShGDRcTcvTqzTHRdMyQuBu1",
+	"IO03RvE5I5rNqN2qxSB7h8Zc6eL6Ak+i5JQtiMqE3oNjVkzPpdCMtLWhJtPAFk5ksuhY1Dtlc0PGUpGd",
+	"XTKVmcKfFZundGF5CAwZ51sw3dfupwGxYIwju0YqFm6d8LhFAKBtdiF2uPwLt1Bce/6IW3bCx0Cqi/1M",
+	"mNFkd2dnj1A//pSneBvKO+eeQqpMCAtDfLX/sEd+ZgtNqGJEj+ScJZ76l+6LXyTeSctv1RlTeOiatO99",
+	"+NCBIYQ0ALGIaBzFLn9ERQXHuT1WpD6tqGXZaGsQokHX4kHpKtAPz5mYmGlrsHPvXmSvhv+8bdHJGKbs",
+	"mP/v78Phh53t7nD44fuDd3/77xr0i1rIJpfx7NWc/pkxgj+TsZIzQslcsTMuMw3s7o4mseUHT+CRmLSt",
+	"sGIZeuzobqdHXlkqbKQFcHAOwCwJvofQ/vHF/pOu5hMrBSHGZaIZ+JYg22MzKEDpjMGBzOzJz2TCx5wl",
+	"VnSyxJBPhN8EiFqWXLIEsWi3388P4M+MqUUBfweWJrD3dx/UAZOPQXSql2gebm/3iZeuBiT+LrasllDY",
+	"jqX/LJdeNQKcUZVyS7OEPre0Fy6Ckx+5JjMKpDpdED62JNtLoG1tlBSTDo4EcllJMr2jLUTg7jj5bY+c",
+	"M3qKz7fj37aGLSs2teIOEVZoJTO75B7Z95MD4GdAiYQkgp3ngmA7F06teEQJSmOWoSIDIX9IDleOEsPo",
+	"rONGxAVaoZ6cZMbNOqY8tRQmkEkHREhLjQhLNezDzaXYONNMk4XMFGEJNz3yykyZOueakd3tHUAbIc3U",
+	"Ts21l3qbr5+bsAkBtvs7u/UIYKXtDZCgEMoBE5oRoQ0nY/UgqriWotMjv1nZzJ43HIuDnT/Rsp5zRwNQ",
+	"IxQJAI3s9u/2d8lLacgLf1ngOggJlH4VUIplXxgy4ozjmg4T+wrMMKdmWoxfemQVCw5JXL/7/bvf+92H",
+	"+90ff/r5xcuj7vGv3X+++7hz71M9vUvrBfAX9IMVL4jIAEvlmHDDZtrx1EwJ0rZUi2j+L9ZpIho4drjS",
+	"hI1plhpLqCMLJRRhtvv9qBBotmsFGtBmashySAt5Qtpvnx8+LRZUBiiOsZkw09/+6eE/7/76/S8P/r7z",
+	"8+6L+y8fHPVf7xzv/na/FV0J4ChHPONprUj4ypIvB2GnuXmxALi0fbcJ3PhrCd7/rdi4NWj911ZhONjC",
+	"X/XWMQz/Bl+yK7MEqA7Gx4zO1sLWvXwR4P72+N6T758+PNh+dveHez9+/9PDn7dfXBG4CLKDD3Mqajby",
+	"RM5mtKuZlTCNU2QsaoNuyxKQ+QHFwYxgdQ7QQHHQAYmdvGT1DpokOvwiIjHVwLCZ/7H43AbtEfQUGAo0",
+	"Rfw16fTIAcJlQGIGC3+UDxvlY1iosw/zVCasNRjTVLN6HMARSjgAF3czZADAWb7V+pRDlypF7QSZ4H9m",
+	"7BAHs0cLuLyA8xxLNWvl4K/FIbfxdVjkB7gIHv396c7B7rP7Pzz4sf+Tv6tXxCOLCXXbeGu1Qm7Fd6vf",
+	"6+wkJqOU8pkXNex7dzSqo7pHtrvbOw8sc1V0ZBUaFGPi/e4/Ce3+i/S7D0mPvCf/Swbkf8i/yd/II9KN",
+	"IxCUQY5JpNEDEvdi4Ndxz/6jmP2aaDaxnF6j7PH29XMySjl8odhMnjEQsnU2mlqBgSdkJLMUWL6VtmmS",
+	"KKa1N1Q4SBFNF5pw1IRkZkgq5Sm1XG9AqCEpo/a6CFZsyEucMC6162o6WAfQzY7V6qT9f98bfz96wEbf",
+	"j+7eHd0f9fu7Jyd0zB7stKISf915sEri3+/+k3b/1e8+7L3/38H//Ptvj7rvviu+zL+rfe6/6/VTrxLC",
+	"nXpMk9d4W+2nkRRWzbP/0vk8dUr11lzJk5TN/vaHtkj0cUP6fIRv4aQ1BqBCeZvR1N5AJ+SDlAh6tjNn",
+	"OK3bHvM0IkAw7IPOGJSr2xHxD0pFMnEq5LkAAYjMlZwzZRbFE6gOdHrkGWdp0k3ZGUtJwgxKqIoBaUUS",
+	"GqMeGPcsgXgixTjloy8GrJGbXxe6thcULfdkpA221CTD9bCI0FQxmixygT1C+6Y8F/b/3D6agPgOkLMk",
+	"IpEMLwX7YHkMF15x6wAYnkl1wpOEiZuGA6rowH+8AuIoV0mptDqHmTKuiJIpK3YD5k0URSxGwMOwoUNh",
+	"bxxND+xZ3+Sm3gr2YY4qrA7MDqga1tvR9sAaiXYQz8EPk9iZeNlcKlCmuYGdvZTmmVW+bx5jUTmtoBKo",
+	"yKZ0kkh7V5wm0HhzLsmIWp3QXk8uErQZZFxP6UnKyMmCJMwKGx2/ba8MNdifS3qVt8Na7lD1sVgOkAxC",
+	"barGb1UHKffYFjwDYDqii1TS5FjK51RN2JeiIqhxfxgxluC2nSaTm/+tVgRgPFIs9xI9ozxlN4pHge8q",
+	"4cj8QUVusn5YQO+VfiTnVBcmJM3FiIGAQDWY0HvkNeuCA40bZ/o0agE7f8PUGR+xt4KeUZ5aFLvp09K4",
+	"AkBNNptLRRVPFyQTgO9GkikVibOHupPdc4ZSqw6oiEylkJll/BVXDlAKh/49su/cgWhO8MYDuKMyYSSG",
+	"X9/LzIzkjL13jDUmhgPDzowz/zuwgifNGfoSaugJ1QxAa4kYWmmtAGeBZ28VAL90Ys7nARtBOgY0I7Aw",
+	"B2jRdoZzFlWMz3HF4Bp3Khe34thYdX/DR+GsjqV8QcXCCU76phEDHRPuAlshBYRmvNrgVmvjwdn/34MN",
+	"gyVxx+K6BSGeVhkhnGOqR56jQ86S2LmlxiUybL8puZWoKD3RAZndklAhuV74daLxD8x52ZxQIc3UKhnV",
+	"8widqStPI3+wwde40cv++WUX14Uw4a3wfjl24xz2BN1V6HW0UjTXmotJVIjTEWEf5lZZsRfIib4VsNf5",
+	"2VZBYOl5B4a5kiOmtSVNGLRx09BYuvBAjbz0m2lP1+o8Te6+8GKE96ds8V4x+5q9OW8tDQO7+ClbgMMM",
+	"P3mPVgtgoLO5Fb5Y8oIlnB6D5vUFGbwTreJwVjtbTNpWAdbMuLCACT9jIiJxZsbdB3a78f5oxOb2jmgX",
+	"s+K/KCQiJzjYnRKrZKL45IVqYugpq17xcJA6yyGh5Gj/+MmPUWVo0OkpvLzWXx2svGmKV2+OLz8DAN6d",
+	"BuwpS7h5At4HsGSjpslRuaaraIo/UhjhV5pmzGIRcr+LvQPhEPXgKKwVv7vH3uU2AQmhBnYAGO7gzGFp",
+	"ZQ8jBF5o30ArVw8DmZaNDJF9STr70/JvMIklUPa/lh2ia2WJunGcM2ljK2B4GlULoB0OLEyvvcpUrxjE",
+	"f++6J7pWqwI5CN5D0SYXM9xdc3fIST/b3fu7ob1MjpetZQPSjfcIdTFHuVerTUkqxQS4bmARcXPzxN5n",
+	"PhFSWbqOPFUb+wkkm8CidH+30YQ06L77uB3d362zGkYtXn9gajW8UG29o+0S85A5JEPOrZggcXC+xrYV",
+	"MCpAzqMUvKO5bnnGqkymAavwR09zq6haayMN7wZPWgXWRh7pS8MGCwhhAghdYOrq6/Wc65orlqP25jiO",
+	"l7UGxQsH/nqCgNM1rhjpiyUBYvFq3Br8/rElstSpQmj8rB5DsIWlE2p41638XZWd7WOU1x0wBWa5WmBZ",
+	"rw+aBJAPMLYLBJ/C44rfaNI2dKIjtG0dPtUdUCXsSkju0oBp4PJmQjPjzHzghq6hhiDtNeCg5bq1P6CK",
+	"kuxfgPLxBvePowWFE2L5JgQ+jA2QPvBY5JtzWwkXXoclbj1P4CGATuLjSY8CqDlvTxmQHlalIIy+86MG",
+	"tvDVO4BRViztOu6bx4W1l61yWBij4ihiHuxaEP6aYNPLXlcwYuemy6rMw4iTNTGEMzcVULLb78ON0S6U",
+	"WQpYRhlaI3DZLYX+GbBCzOhoygXaUOALkKTdpt20Pr7X7yW2oiZaEd7D5Qu/yK359ksj5XvLE/P/LQG2",
+	"H3wcHpCG8Au8XOE3Flhx7UXJxaZlnibHYyYSLiZIHSyNmVMzJVw4ywYI2Ghrjy2J2bob7xE2mxvUDvJH",
+	"rAqCwbgdb/jMd3gHY3n8MKCox/V3moumEOMAzoSD7MpENsvvRpT7V507y8WAvKuZZGb1t0ndWU+lMmSa",
+	"zagoDpp9mKdUOAt6zWhzyUVthMAz0J4AOgDcCOwXP7159ZIc4TsudPNhf7vjcWfLAXmDW2LZNh5thLhb",
+	"7Kzu7vyg6Hz6y/P89pSRn30wDBzKupm+ITurWC7tzDFarl8fvDkm+0eHd7TTHJHjgJ2/E5H4lAt7BcBD",
+	"6nxNpF1c6W7KTxlhwijONCB2TE4YGPWommSWNqGOxsU8KyNQsctUogJYJnvVi55mMxGwjTx8JWqlXLC6",
+	"Xz7VzFWlkgFeLWOJxcpwSYWssSxbVCd/tzRZBRc2OPfA+bmSe1WFE/d6EdMaw0WLva8mZWMDxlHwg8O5",
+	"C0IzI2fU8BGZM6XRw4juTJML0rnJwtJDTdpxgYK9/K1fYK5Oj+yjMBPnivdLOgOCeEYVt/dUI24Ug+Qh",
+	"52AmpZqIWqp/WcQ/UtLIkUxJMcCAxJWFY+QmhSSVBapAYFhx6o1dTVVaLK+uPN4FRQ89pTv37v9I9bSe",
+	"+L/5cb+7c+++52JwQBGZsg+9paCMh7Q7fvexSZ9yMZQATiTK2+9qY8NCnPUvReE6lxG47uKVkKCBseUG",
+	"Gre7RI6AhEBgXCYKbXYKtvwzpmjaq4lYWDqfAC7vUeN89/t7iFiB/7+rhdCf/viWV+ovWL7AttUlpTZk",
+	"+z75mT8Genkv6vf7LlqlqgZv37/7YLfuVPzNuBhil6AHWokbpg5by0cTtT50J7LrvvxDS9F7Tc9fOOJU",
+	"e5Q5dUK9eBlEIQXCZ5bvcEINvdomFdNZanKZ1WteXr8HbkXaPg6XfWCjzDiDxGqQfIpayOo2FsNLfLqG",
+	"y2xOsDa4ST8ymiJjqpAODDYsLnRLntbIUpUr7d6q40KHeYhsDT++uNbIZpSntYwWHQH64ipojSx6xg1L",
+	"Hi8aossOn3ragk+qWvFQyXStlfO1fSaP6yyjyrLau0oQAE0XgeOmLkYNdxRqvCHMVh8d2pzRAVQ+wjzo",
+	"d3m5F98TRvWtA9orNbHHsAQCHzsMYxTzr97ZpVT7HAlzNPOQLyW61NFmB/FD8ZQudCne+vsg3Prummjr",
+	"q2PXpUMvYZUuxnSnv0EMauWUSji6ydkAdtE0dULzqg0HtMZK0+VDAx5aaz0A+kA0GymGuWKQoLZ1tr1V",
+	"xPfrrY8wwKctdKL0yJupPBcumUVgxFXIqFYTTFzM8vbflQBwHcadEkw+kzH1BaslDLqGqadpyaGuw0ip",
+	"E5ZKMdHESAhR3WR3L9gr1UhImuz5ON0dja5+npA2ephdampn/fHlsbKwy3qQ2IUtQUU0y60BVJzdpJat",
+	"NBPci5AEu4F6GfofMlNotfFYXQ6RWMgMNECf1GUin+/v6HK8Afw8qQZw5PwqX1Q9QCGbd8rndaKii+qe",
+	"5Q/Z1WPCVo/E9g+ojVYtc1FBrqAARNu4oH77WEykIHHKtbF7OWZ0puM9EtvxnbED57gDcIF5OzVD4fN+",
+	"KDuMW3+8LMT+Ibm4mBB0ceLfyKHrkcB+62Uc8Cy0N4dWvX3vQow9vL5r6KjPaSmi1xGXcqCuxqXroLAB",
+	"Zn7FFvRX4/GJpCqxby1fIFGlP7J4nGQiYYqc08Uy7jZTo/mU1ml1P8pzMqYQSzeRZkDiUWbkeByTdsJS",
+	"BmG97hLfgXAFrTsRiV2Eib2BFscin3gVkYBD93o9+yzNEm7cXYX/SSon9gd9ztgcAuocQDWaKyH6z2Vp",
+	"KDpiLlU6M105HtsXx1zQ1I1YIobcaJaOO6FNGrcDhlkMiolasIhW1IL5wXQraFprn9aGqgvqQ+6Vxw02",
+	"BgiCJ+dTSdyDEDRdP05dCYL99JwuNIld2nm8B8ZdwfWUJSUcSRk9wyhoUJRP2JSLhLR3+7sl8Lhx1muU",
+	"nkPgujw6hSAK916L8HX895r8lM05jctOYUdglymiL5Kz+VIg+61RfHACjd6rY3FcjNIsYcCYkAltRNsC",
+	"klwlbIHtr5KYKoU0UvCRT7G2t3Sk2IwJi4BSlMoK2aXku+fC3N9trbUg8kB2KKyJoWJbALcBNS6l9/mz",
+	"LLt0L+bQFU0Czis1WSnjlEl0vdwcxAjnQq5liNchdDQi8nVIpBvJhyt5egl818HWy+fxNXN2NXmLcWpf",
+	"Fza/dSLfpraTJfS5Rhy9qG7UgNABzbsozcoFVL/dBtwuJlkB1pu2Wl0KVS4L9aoj5nMmi17gjFYcxzWR",
+	"myZO+zURGs3UhsRmxkX47fa3hI51HhMfmF5fJGX33vd5lIrLsr1qoBH6nuw7PfJYUTGaEqxb2KYi8QeL",
+	"npcOURR8zGZKBejkhpuUoWccl+PqE/ioUSHN+zFkTdYACt+oUd4aA2QQAbkmcoSpaiNWns+VVRDSkMZp",
+	"C39ZxePOVBcjSoKcaV+7arffBzm3s7FMG8SS1Vy2FbHAh9Xw3wj0R5cUgXWe5ISMpMJSjA1xQ4WLrQLd",
+	"4+Mjd5546iEAd/u7dW4AOOaGeKaoGtCks9mMqkUleA3SA8qH9VIa8qzplIyLQK44xkqlKHnChOHjBZa8",
+	"Kk9F2jE9kZkZnKRUnMZ5mKpimM9BZlIxoudsxMd8BK90SkpCpng3n2q9pd1FNgOgoqICi8PxPIKqOPc6",
+	"0vda1oH5lZpAzBujMxSzyZHiZzxlE5fEK1UC+YYx6OExwUqeJKbJjIviI1o84lBRhhdaUQuehAAv+0it",
+	"1eCY0dm1aLqlzS0FtSnGiGEfjI8CxPfw+ASUu6i3LPCN6tXUxOrZDUNR2fqALWcmqleH7ZGU7MGrteJZ",
+	"YJy9DpvfNer8VxA5QzU5BFEZuJdToe0JXkoKrSBZJTr6upj9pmqK3cZ1SG9wB79i0a3wQBxl5oIndmkt",
+	"vlFstqu5JinyxtBpeROYd1PjjPICgUsiyytk6yb/kydD+XN75UpWIinVqvKOJ+09T1gWA59PSl6aGIRF",
+	"lFOKIVwMXFHgaklS9Y9eQGvxr9RJTvtuJlh2juCwiEz4ZdSygbC4eD0f8ECrkRs3gPTGFH9FksTXzWpr",
+	"ynotO2sUl8qlNK+vQXbkny7E5Qs59/J3Gut3nU8lkXMmnC/GXaTVwvTmhfSilqGTNYFJK4Jc1tXhK1eR",
+	"UzIzUJW3jPY+JrkmuclJ9F+D8OCl5rL0kMvQOdqUz9TBt3J5LylnACAvJWmUCdINWpWiNVypv+YGbhbs",
+	"VL2LkF/oYslawp522qpGvz7FB6CCYozPYNWvpQsRLPneesvKBUPCwgt0hUC0/KpcRTTEQZpRryi4GMTE",
+	"FlSv4Hv1uhmM4SXMqqAA9Vmt/Ife7F4pzsRzeUsMNctLjRal2zprpIlyDAoEaOAYNTEoF5R2UfS5eXn3",
+	"agGiK8Tj8l0KTjqV51aJ8tdpyidTi9JqYmWB5hN/02Djec7HbLQYpWi4YwMSC3Yek/YfmTaO43UiSHYR",
+	"MWljEtS5VKfgN7W/zDFrLybtc8ohXMKBLUdJCHWQ6RmmIY5SqVlSMi0IZrdkp7BogONZqg7vWOIMr6zY",
+	"3DWJ7qsExpfs3IunbI/EIkvTOBcVdUUouEjmxldG6i8mbF1N2KlYrdk8pSNX5GScpSn0INLM7JH493cx",
+	"GaWMKu3CRW6eLSyjg/0tRwWsoBoiAhZuhV4rjM5qE6y+AKdZzsTQbJTZ83xjT8tlikOZo/0M8zHw0zMv",
+	"rv302/ESG//pt+NSbaQeOTS6VOyW63IQQB7pqpkrq4i+rrhI1s3TevMSeQth6IeiGY7dCM5agGhqzBxL",
+	"9XAxlr4YEMXyoXndaegyQmaUC0O5YEoDCU3d+3qwteWe6SXsbOlS5QNgTcwsNbzrCm9NWTrvJkyf+lJy",
+	"PfKqFF3chmY3etjqEHkuhgLUZqyWgJ1AHFvdczEpQY22VJ6TuNqryWrwQ8G1xHLUkCtNTSkyozcUQ/Ff",
+	"/0X2S21bhuIAJrAjxkGSmuNPdmelalftn3477riqpEMR74e9cQbE9XHBflLYqgVMyb6PBRbXLEU1V1EC",
+	"YUF40iP76wprFSVcfHVZHHoBXYqGIt7tb5OwUFjsK1HF1Wpafu1x0cemNxTxDwfHZGsKOUn/AitJJoK2",
+	"NyzxQH0tU4YHd8Y1P+EpN4uhOKCjaVBeE4u2QX4f+0BHJl1grwk1ASv9YLU5fihyezyBiFYypWfMFVuV",
+	"5yIMMlawnEx7PwdknELKvu4NxWs8WywCjVWhMdOPJVh7zmPBHpQEdoPMQrDeJXkh2rhHfDk+n21rd7S6",
+	"0mhbqqHAnOwctbmA0nbcdHAmEu+65grg84mjHGpUE55XKx0KX6HSlTnVBfLjV+j6wUUkXKMcYe+Iq6an",
+	"LFAOBdFTqcyAfPednXfGqNBk2Mo9g1DAZCGzvCFNuXIqTjhsffedxwlw5emhwL+W1JEmlyxpx00VyrB8",
+	"YLoYisKzWuuWdYnvgQ82cNzt5Z5XKpKh8L5X2EvFG+crRrowOPJr4du02JBZotDe7fc7QwE1X+a5F9Qt",
+	"W5dqNxOkL37DI6oURwY5FGEN3bIH01fa5aZaXNdP4qF8RCdcOFL2nKO0qhyVtbvDetPdOT7GkrzeA2lv",
+	"d7f7/Yg47ZTs3Otgtxw9FFguwnWpcH1CZlgcU4OiitWZXflMrKDktjYUpV4+FpwUu/kMHGF0jfSWW+e5",
+	"utqoWL19/ZyMWd6WZCgCzaSqkpATacmaYk5nKbcEktCAKBqKsDcQpu5u3B6ILcg5U8zyGGgSNJZqQBIJ",
+	"F2FOlWYRGUmBrd6gjJZM+Biy62eWkBs6m4PHEY8jGgpLvgUjxXC+PiXc2+CjW0O01HQICFGfPKaJJ0Bx",
+	"j/zM2LwgeWPolVHIEhqxaSytKAG9c4bCtTTCvnvYdMmC3hcDSCTTHY9sr+aGz+x6Rna3LqJgMRRvuJjY",
+	"O5nh3cxbSIJNPMpVZmTwrihSQa592HhnKKgKGm0irxIkPjimk4KF+qaUJ3R0WukzaS9BDJX8rI519PYY",
+	"Iy2eHjw/OD4o2lDarS41ohw4mjoUOUV2vX18EXJLEiElLaw0hkXj/Xls75CwcDHBysVxtWmQrwvcCxdv",
+	"JRg5x8Xs5Z0EuAmWCww4bJ7ZhisAPypyzgUc1b7A/kdcX6g36SBcDLYJcpJ80ZtzKLACY1vLHEHzxBvf",
+	"QglLxC01UgIRYCjcWUfLHUXtNqF7pNV42lb2iH3DKhK7RkND4Ytrx0FTtvqS2vYK5Kj7uihQCUSq/Bno",
+	"BFSCQZVA98hbV8e/UI4jV6iZJl0pLEcqfnL9IjSJOaj3DmL2XxBQ7T+BKdaiZS7PYIPWiCDuh13Fau73",
+	"Y1wu1CPCsCIk1q6EB5D22pG27xJXA5wcS0mgCnjcG4pW1Er5iLlUf6caHCk5V5wZCgV8GlWCLf9moYrl",
+	"SsH+0WFgWh60tnv9Xt/VihB0zluD1t1ev3fXFQgChctLmvb/SZ0P7zk/Y4JpDVyQDchOv+/293HotPBh",
+	"azBsydNh61OIIK5ILIJJg2RglTMymrLRKUS3JGzORGLJGUhQlDxdCDqTTx9bKcmyGMRq6O8XjqiYS3fo",
+	"kae+3rxTHiodInutoFCG1abtHl2+f6U3xk6/v6KA68UKt7oZGuq2+m1AB1Z+hrXXd3H6ulHzZW4F/Ts+",
+	"Ra17/bvrX6mpbB6q3q3B7++ilouGCk7bOy4Gv7cQQVrv7GtbDpN6CzpLG1HGbvLVnIn9o8Og5EhxY86p",
+	"JicZT9FQUXtG7vWLHdKZSHqS8l6O7h9X1XaNNlh1ZOnLP/ZfPAcfZEVkrkwXY51ZP8Sh4IZDE2IIvskr",
+	"51qxg5vO5Q59xckdT7llB8IoClVIao8P5Ivmu/6a0YQvXXYrvuQ30zMH30YTpQ+uyf6T48NfD/bIvf7d",
+	"vKyM7waBVBysUsDUJWAEJRNFR2ycpURPM5NYyg8XG3kd0M0TmlIxshNqI+dEu0JtRtHxmI/ClrkOt+xj",
+	"unM5wmC3v/gydAGmRrMTbu1rIgo5WjSh1dn21kTR+fTPZprwOhMapG9fyQZLYeU4YeXftv9N2pO0DKMD",
+	"FxBqECg7ADeDoJxV6USjsMl0lP8Nyz6DXuS7cULvOrsIzqCfsxWkvSSDclRCdvv3HK/bt9L7AFYSe6yj",
+	"YoHSpV1aj/zmROfmul9hea9HH4eVwlbD1uDj0HPvYWuwHQ2DqlDAY6Gv56dPXrb1ZcgiIsWodAuwnJj9",
+	"Ykr1tJNDmGu0OMAAqNU71ouVh7tgDhnREVhSBDn1qg2CDW1pRSfKOVPe4NK21x34ufaqYmjEw24BekpB",
+	"IaOgYTpVDuoaQyy3a7G5HRHNoCYvudu719kj8a9ULQYEK6/ExLA01X6QSl1yVLO0e7bmliOa/gBVgsPe",
+	"zb9fX1mquk53/mN9183a4lWfomut6VW3qnINsabVVUMENq34tWYDYVmtiNBQFWhab1HN64qQrClcV1nC",
+	"perY1fc4zEtVXajp6rsL8SGH113/ygU7DVQrkFmqfnk2tzxarbAFgMrrjkVhpUxNnOc+2QNzw1JXg2ip",
+	"MJmRkrS9Bh8n1NClLjC/0rr6c67dQTxooiXo91vVJSDn1F/mdK69u8R+BbZ5s6DqWdRuLI5I+Rz2iIR+",
+	"faTZ4hyFBjOwbBcm70r1TdJeVe+y3OMxuNBRwDCJkKrKnb1Evr1efCr1gYGX7t107w9P9e8Eve28U9A4",
+	"eeh8yiFPKl0UElS1SYfF8JorAXLOBli/83A9tKr9k0BI3UCuLXfpu6poWwizmQhwyglmPxwcdwLh1guz",
+	"76C0sd5EnC1OoUaKRbkJYQmdHXycylxqbiSIhtxtF+8UnXOHCltxZ8+y8xlHwpgXGc4tvp5yopnQE86I",
+	"MJHNnAfOzpjNUVzTrFdxyKKNrZCe4e6VixnvBfSWplaUA1Ev8q3uLaKpiV2nZZEayzzbA0rZB24WJOFn",
+	"PGEJOVmQ7X4f5Cjs0LrdCboAWmaQLwOsiCtr3WIR5eDyu3K8IkvTqFT2Fl0Ue+WnT9lCOz4OuYJLDB96",
+	"DzruHki+VX0euUTBRjagkEVDAtfxAwuzcxNAhmoy5RO0cC7xP6justTqJ+gvYomdW1FE4u+2vovr3kBT",
+	"bZXct2lotqGFHo9uF0tzXfYhiwoZzj+KiY3cKv3FMHAXKB7swCoKZkq2+1GIItt9K0hHZLtvUcFinMgb",
+	"u1Zpta8+WlRZ8WZiMCzm1gpu2GwPcNEpLVYozutu++yAvOSyq+Md//B6/+jHX56/P9p//ebg/bP9w+cH",
+	"Ty38/Pe/7j8/fLp/fPjqZfDj04Oj4x/fPz98cXj8/uDvTw4OnuL3T169OHp+8PfD43/U/Hh08PrN4Zvj",
+	"g6fvf3l78Pof71++On7/7NXbl0/jXq/XyfU8YKMDnxG52+9vzIl3ap6Fn6wGPKo2cvJgjQKlzxKswujr",
+	"VuLrmsOZoz/GMl3oteH0YMQldCwuA5nrCoXBZgLtWKrJ+zwjN7Drv59xDf0gY1fcKBgSiqrDMZ9CqZ14",
+	"GYyY9+FjNnwtdV0exyOG90FautYj+87pgmb2O5ocPkUSubRWtFdbEOG9arAEcLam1DeMnjcY65FDYZTU",
+	"c6cUcyhJRTKRMq1DrZ8JvIiWjOS4evjy+PWrN0cHTyy6xp0eyVunGddNUUP/LgyFCrqiQVs1DyhPpAvp",
+	"wt5yU9uKzbmU296KMmUK01ZrVfEiYP6x6xJyLaa2SsX3T+UAWBdj9xdXsJaLO38eJesvr/+0S4YWH/tT",
+	"wwwtCSoYon8QmCEPeng6Rti5EcXKtd8oK0ZLOpX92mpL9nmvJZVfKfouhTJY6Rnh7Te93lXUqe0N5Pxq",
+	"c2V4794mk9U0bvwLqTJS5TS6VqFx5vrmar6YiLLGMCp9pWAMfgQlAJlJUWM3N4i5ZjQ+BBbK/VaJcYNp",
+	"rBpYvNNvDGHvvvtbnQ3yXZMGt58kpYq72HfcLu6Oix/u+BilAliu1CmIONCIV7roNajXgm4uI/PQayjK",
+	"CGqiUVRobDQXBZGYI+xoBtErriVlBLITBpxGRLEzeYqRpwqj1JNgOREGLeViMp4GTVMvuu32d0m72j59",
+	"0bEyTTCMvb95UJZdO+xmUA6bxrFnmTYQdbYo9Ct4mrT33zw5PCQpM2DDccEsCSicXS60lXUMP2PpohMF",
+	"ispu/y60b3JLeQ+DFbJe5ILZcHYvTMIzZ0y5oJQ8zhuyLchcSay/6FdWP0cm8hE6e3AK6EBkBmO/4sOX",
+	"vx4eo5S///If7w9e7B8+j+2RpPQD0xD/1iO7/Yc+MLQIPfWBXNR1UM4VXNKGYPP3EMqn47xNFC70nKIo",
+	"JiDsCSMp2m638H1cI0Yh1gSlrZf8GnVUpnhk67Ak8rVqDM/b1yaV1ZTRb5BdHDCxFpgH32Wdope06m1A",
+	"o/OQZHxjd/0bL6XBejLwwgZM54kU45Rjctbuzs4mG1nuz/yNcjjEEkvieIjgnq0FXKxgbVjToCG+wWTK",
+	"5UyVYuqXs0OAqGOfvEqpyYUrMlmqMckV8gIuUGmsCy94wT5nbMELtvoq3fDduehN+AaR8wdmArofoOWM",
+	"Fdjoa/83xNZpF9rW2AgAbfo+6D9CU2t9ZVPAWUswiRXNej5MnblUpyJqvYaLpFybVwoy1S/GPVLXnH/t",
+	"gxjz3LqgX/Nid2C58GmtcpfnGocQLF3zoFhSxWPynIvTdW3z4ZnQLXh7367jvj336Q+1ZxYGJ2Erikbn",
+	"zRNn9sK2/qWENbIvFhXWABwBslPgNSvO75VLDo8kOF6MJmOutPE5Vcu3DEd4pSbXI6Rdv9WsqAa9kcFs",
+	"+zonbrRihRfTisiuYkblYh4c08m6iwnP3PDF/AqFyC9jX/nPklzxGrnMxBx/l2lUICb4xFokWCmra0Lg",
+	"W1csSw0Dgu+A+d/ICQOfBTpj0hSoU5jxG4U8Lmgi4atBldpJoBLuG0j0yKFSDNwyJynDVEzI2/VZpTkB",
+	"JM8qIb/2X8wMAsHG6YBRXSYYhhnv9neJkU4Sd2IQNmAxDS0dgFQrNme0NB0YUKjTJItmDXcg1HmisLmG",
+	"kGAqHVGBchR3kctCFhk3PolpNuNG74V+MmQDEIpZWi/XZJQZOyt6kRXTuT/lXKpTF9rqgibp6HSiMPkT",
+	"gjQzdcbPgFmNFNVT/yJaKwYQi6YYkF2w8c8gzrXUjwKtJioTJOFlTzakK+30d50/GlaN7lRLZxGfMJuF",
+	"i3Kx18KAE+/0d+JCIq2HbZ6S6DoTQ14Yes7RWzVhJujKEvvglRANALDe3VuYVILmExoa8ULyqj1+n4ns",
+	"MKDITAmBA7DPM55gL3RCeU2AOILjMsybjyHdqk723bk+Dho0tdmEkxZYCYeD9VX8kS8hY1UKdufY2FC9",
+	"DgeWTrmzPsJoB7nhBlKBW7oPKTAsXfzlzEXbG/DQMBcSUyG/VRb6FE60ykJJO0CvTp3Qv9b0syzxO0qN",
+	"rINCZyCM5680iylnX9uXCk58x4v/2/0+slrwzOGLEY5bkEk18a6BXzAELbO01Knhb91kElVVM1UymyAf",
+	"R8I369RnTV2KOL2UgjkCtRQofWC3CCZvA39dyFnP72sZBvB9UzC0g2bp2vtaTNjR591VI6E/i95xJV3j",
+	"7ob33GfZ3hrqPoOhbq0gftF7g315wL8Id6eG4mBA5jLFqRGYXdkVqZqNB3lnySvKH5/FauDqoF05zOba",
+	"bq8rpXl9t/hWjriNzbgAzcELcSn9fws07W4qJ42OAyxwg4EeVhsqUgCEpzcREewcqmVYoWQAWnI7piMj",
+	"1WESd6yGRQ1+46omGHtYxgK9+OQfZSIqleBwHjIwg7qKHRBZpovkyITQsWEKqvH4qk9WeTYsXyaEDwSh",
+	"EYTqYMgeiTUXIxb7cjlQq5WSBaPKTxNnwvAUWmbCIwMi5HmnNOcpmxs74UwKM00X5CRzZc4oSlcYtKnn",
+	"VGistwPB4JSM2bmXtiB50ZkWpjJN7G9WezZspl3suCvw83/+v//f67WlkjywTDsE13m9nMuxASsi7lsE",
+	"wS0uM4M6uQvgWJK6NimabMXButFgM5ca7VtyJhVAXu9JQtsYgxP5RhxGn5/LfIsRdd5EmBs7A4qNzWsv",
+	"LynWkfowgmEjL/EdTVydWtLORB4nlonCmJoJFzXWCW24EZFpkvODIpIUgxcwfXlDmkQc4q8nh2hWdNUT",
+	"Q4PyOVOM6FM+n7Nkr45i1hO+wwBc37SnutjIeuIS9nW+pS3ftvva311eQuT6eKYraKSr3d6l2E9ohwIx",
+	"hmBwwvgRZ6HClB9LBnzzFF8sLV1EeUd8tHNhvWIdgwwXFJvr5E6PUslCnMOHEcdAf1B8ymvRgZtnypRz",
+	"t/vSFozNNf7GjYb6FjhDsCekOBoFUOj/Yj8eiqd0oQtZkXwfEV/P4W6/Y8maYOdV2FTCXFVYK9qfphRs",
+	"M9K5hwu3FNLVXbU0FGZkwbd5WOlyAKkPLZ06UdmFuELyVDlUFGKD8Sjy/D0sIdmGwwoylzpNoQrXHVZ6",
+	"/baHYoVfJnChOn9jQGsYtZ3Hj5fj6G/DW28jEz4/HzpEaqPljEnByMmC5F2nV4XVNomtWx+LD2uCF16D",
+	"WKqt4r3EBgeYNIFluo2ca3CNQ2avAdfvZfVllIVLhKxCDHabVpr85S7kN6mS2aPYMAT8kiLTep0gxPEG",
+	"VS5wS66sjJj7w2tiGO7o0Hke5QJIbaBLO85DEuJOD2Ik8rICVVe/Zf7o4vfjW00R3XEowYwYcqQgNsLK",
+	"GGMuuJ6ypFRO1yolxsdb1HsiA2B8TgfABkEPwYYyAbWu6eL2Yn/5i/0Mlf6Khbx8A67PTVd3Y0F52djs",
+	"Ak8vhQukLih5FsTb19suoIHCt221yFvErg6rB0Ddhs1/VWHzDvn8bcLPn9HGgIonhh5iWAxeGp8y5fuE",
+	"e8EtKjdlgQqwpWLdvjQsNWS7s6mhEppQohteMJY4Nkiw31KT0gsNjL9SdTfoNX3Dii62da7nsXjWt6H5",
+	"twrwtxSaD2hbQxMbRYWtj2jkXKnkPnVR+N46CoKzlazDnDLi2k8WLXGD553POqBxS9QSiBzSO6gBcCGN",
+	"GFd+KSq3IpK5IU43Jw0uPvc2JvcvEZPbdHc2iL6FnoQbRt26OxPnL5aCbIMbBbcGYlETV03Hv1qNvAWE",
+	"LIfe7h/t7pE8/tZejBf5vBcNwb3ktVoVg5tvJQy2dcCoJKpeNObWvX7TUbfrZInbcNtvPty2mUB8Jgud",
+	"65e6IiD3CUSVla6PgPqgItmSigQPfzbWi1Gp18B6P49m8WWieFdRAx/Ge2WqcCty3IbvXiJ89/I6wpbn",
+	"revtizW8PJSPAu9/xeL4mytgO6cicT3uWdH/FdqylvNzXHkbl5YUb2SzdLLQun4Zrl+/my9YhquZVpm5",
+	"sVuC3UtjflCdoPKNhZVepEDJbRmSr9me6o/ni0g5mxOgrY/Y33yNa75oIg83NW/MhOratchDe9irHpz6",
+	"OBD6NdXKwddEosI7GBSWl06HFtf2iUExIzcam9finFxDjFVsv3oP4VDNAQQWNAUlvAGjSUC/z6l2Hf6T",
+	"2/Cg/yxbC95Jf1VmHvkuYXKxN7okYPgEHDvGHkQOuBqWyKV1TbPxGsNNRTDxNpwms8ilr09gHLkZztyk",
+	"jRQAvLVQ/DUsFMGRfgk2vv5J5N1o1shqrnlRzT9dEO075boLn/NTy8CRHOz0t4soIbjtlsNQMJuWvBAi",
+	"Kbp/QkVi1xOhwpu8gt6WKohNdo0h7NQu/hurqGXQPgafOmFLFAYq5Fq2nJeX6Vyb6DFRVOQlYfwA9ml4",
+	"FTIOq4KJq6sYfVYBJWEzaa4koMwzc23SyeexK+HSjjJz06al9SR9DV5fic5fp/t9/U6aL/Ot4ewLCJy3",
+	"lrYNSzwnSZkX5+SYBYWVL2eCc1XtNjHBNfrjw5wnMuapgX4dJwsSYzemeENb3QaWNhcUcGESjgt5Bmvb",
+	"SPqAeQ7Q1Pat2c8QSBtEISIwb+1mX5XdjHpjt8lxvXyvo5b/5YtZ0TYmGi4u2JfODOttQCOzhKlHVI/i",
+	"QSn1urNZDDHB+6xdyW/IfgS6A5kQCftA2li54sSTJRRfAf85lLCWatEZ5HRqj8RzxaXiZhFHhKZWBm1P",
+	"lMzmOC4+Bh1L7IZ9aqPdRV50EvvPCTpjkF7oKkPScA6qNZ8Ixg6TfJa6J3vBalyeafBm2IQdftzt90k7",
+	"zgSC4T1uOI7sUuwqT6SZNlQ1vzaiWinECjVIHdcA8HBN/I6wR1a+1wgfoMYD0EjZ2Cncj1HygawniEf+",
+	"tU9r1uqg7Hgcdx0PrrDg4tg27iAetO3538H//Ptvj7rvviu+zL+rfW6jRuOPXbVuaNnAZywisX0gtnfm",
+	"PCiCAH29MBu4g9okPFS+rk3N0+3NKG3ZjQQhdnrUinLXFYVP8OWlHFi3DPuWYX8pR9cyn74qf25MHng1",
+	"ZwJSB2AGJPyOAMWCnceNZfed3YKpJdbqavZ73PJlCmI0RWH4j7P4BDn2Iilzo5o+ThUrVVMqAcz71SYT",
+	"wOq+UDoBQqYpCNBhwG1KwW1KwbeVUuAv/DK1XKFrbH3Efy6SWoA3xCcX+LL9PQIt/VmSpw7jg3cCIgkv",
+	"jZ3h2tmssUK7s1rrxpyBy5GzS2QNFPf/Nm/gr5U30HxBNskdgIc3zR7wlyIuX4QigaBodlGujbaUTJCP",
+	"tJRNgIjaUMr7SbGAC+cRXPaqrcwkKCASphJ4wORE5BKZBP7d61BwPr82slruuHXu/wWc+6vozOcyKzom",
+	"vioJ4Ygqw8GXgB7G8AruETnjxrCEzJUlCIYzTGxK2diQTLhKuz3yhpmygiJVodkYSWKRpVjOLRP4mNV8",
+	"6ETH5fpl51OZMmLohGigqmtFB+xw7mfOewjlEUL+BXScWJGiWca4OV3MZV1ch/DyuZSwL5R5sZIY5rkX",
+	"VyeKt07kWyfyzaRrXFX/2soFmU2dxndK2tdlq8N4UfHbLhDjdrHe2BuKmrfW3q/JPVvF6eAuFTL+TclQ",
+	"tWbi/SSBdni4GoJnhT7Mwj68bAnGx3vE3zSQrPhslhkLjSYLrnv6azXhuuV9GRuuh01T33F3QCUr7l/N",
+	"inNrXP38xlWHR1LUMfiAKNVxeOwqtmksBzYvuzwX973bvvk26nYX67m4z+u8ZeNfFxsvVf/MdDlH0fXZ",
+	"u3bvLbDlIocoYcKAgQtiJTGNISZtCCPKTv5gI98DN+8+0fFhl3npefthws+YyJMYLltinSYJoQKMBEF3",
+	"YspT7eOLHlZToHyegk9SWL7xNEncVfmK+7nb5X2xnu4Am43i1W/NC7f+3a89SB0wtqBRdV3dPHFtFEWu",
+	"mI3tTaLwhXMiQeF0LE67GYGkVe8Z5JlaAUezdNwjr2oIqHuICkxPslO5xGq7LMhbUmxGuYCgUchgGpfJ",
+	"axtTmXDMjutuLrE3hVoaDIewMoZgpU36cYKUqAGZUSgRjvTdh+L7ESCQEezKzr0HxX7AH8lNp6jFl0Pb",
+	"m7uTohZfQ1b4Zcn/xT3iObW8TQb/z04GX6IHq8jQGpc6BmejDN/oVG9oNH1JvL+hXO41ske+6VtP71+r",
+	"rzOc6vUpOxfLz15ddo76rGxBZyxyjZtc7TnPrjfj4BFhH0ZsbpCzWW6O2dV0UU6ck+cC3art+Gj/+MmP",
+	"pNfreSkEn3CyiMvAAMUptm/EeyS28suMQeyMIHoqzzWyyzrpAJKrlzKrg0w+KhZ56wjPp5FBtzHFGtYp",
+	"FYKl0yNPfVr0huLFin7Z18ChP5tm9sX6Zq/UzIre2Venkrcyyq3r9+YbbTfxgfV62ZZPkOpePHt4lCmF",
+	"lTjKWVasXsLa3K6874a7bDLbbQLRrS36yyYQlW4Erb+eN5L7mwtsG5CCTRsEoWEitx+csFSKCXSrhzpb",
+	"HKW59v7RziCIE3YhbGGxzmTCdKdS19MOvlzXk6Za5r1UIZLupZXbwvhkO9NjK8T8wMyhYbM8rg8uTBvb",
+	"oqT8jBFZVAPTEdT+Gsk5hxasRhJ2Zldr19a5AgmzAkdDC6QLFgKFkqz/WYVAa4u43VK6ry14Jiy7FZxT",
+	"HaH73BXGLkTmLizoYF+nIqOIF9SvXAdhFcEoJ2tg+WA7CuZnAOqXqFzhnHPkSs67KTtjqasp7KOmF44I",
+	"unggaN6MFJeWd9HOR9QSWktBu2jMydiInDVJY7WVkan3jzqwQUNCO7ldVWUrl8nAuHx95P8k6bCCnrcU",
+	"9GuUFQsHzMniKxEW7WLZKIMSG3aGE0YVU/uZmbYGv7+zGI796WsJALinVCZi0n66EHQmnz4mz+WIpp09",
+	"QknC5qlcYCyj0OeQTyGwGeu5IFOpTStqZSptDVpTY+aDra3tne97/V6/tz140H/Qh/vlgLOUUh/oxJbg",
+	"MUGF0ZAjkZexmOiaVLEXRWZHRbUO3sWTWH4Z5DzChebJsmZOReLskxVRxg2KrHF50DdosgjVPP+GQ4Tl",
+	"d/JYT6gDUn0vDx2r2cGUQWApE8aSJZb4sNLi7Rmrea/oMw3i/x+SixXwC5sX16+h0hqVZgk3JJWTYBD4",
+	"ruH1HxSdT395TvaPDok8Q+aGDDGhhpI2ElFIceTuXm9N7Dt0zh2F3Yo7A8e2aFKUutk/OkQXbljoICJh",
+	"qg38TJPEHUKwZJjiz7TukJFOkCmjqZkGr+AX9ib+3wAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
