@@ -1,8 +1,10 @@
-// Package graphapi is tenantd's GraphQL API (POST /v1/graphql): the reads of
-// the REST API and three of its writes, schema-first with gqlgen
-// (schema/*.graphqls), over the same domain services. It sits beside the
-// HTTP layer: httpapi authenticates the request, applies the caller's rate
-// limit and hands the decoded body to Server.Execute.
+// Package graphapi is tenantd's GraphQL API (/v1/graphql, POST and GET):
+// the reads of the REST API and three of its writes, schema-first with
+// gqlgen (schema/*.graphqls), over the same domain services; its
+// connections are Relay connections. It sits beside the HTTP layer:
+// httpapi authenticates the request, applies the caller's rate limit,
+// hands the decoded request to Server.Execute and answers in the media
+// type the client accepts (GraphQL over HTTP).
 //
 // Every resolver is at most one DynamoDB operation, and the resolvers of
 // one nesting level share one: a per-request DataLoader collects the point

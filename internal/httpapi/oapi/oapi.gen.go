@@ -12017,8 +12017,9 @@ var swaggerSpec = []string{
 	"QknC5qlcYCyj0OeQTyGwGeu5IFOpTStqZSptDVpTY+aDra3tne97/V6/tz140H/Qh/vlgLOUUh/oxJbg",
 	"MUGF0ZAjkZexmOiaVLEXRWZHRbUO3sWTWH4Z5DzChebJsmZOReLskxVRxg2KrHF50DdosgjVPP+GQ4Tl",
 	"d/JYT6gDUn0vDx2r2cGUQWApE8aSJZb4sNLi7Rmrea/oMw3i/x+SixXwC5sX16+h0hqVZgk3JJWTYBD4",
-	"ruH1HxSdT395TvaPDok8Q+aGDDGhhpI2ElFIceTuXm9N7Dt0zh2F3Yo7A8e2aFKUutk/OkQXbljoICJh",
-	"qg38TJPEHUKwZJjiz7TukJFOkCmjqZkGr+AX9ib+3wAAAP//",
+	"ruH1HxSdT395TvaPDok8Q+aGDDGhhpI2ElFIceTuXm9N7Dt0zh2F3Yoj8pqlEEErBBvBajsDx8loUlS/",
+	"2T86RK9uWPsgImH2DfxMk8Sdy16+QFjcj8fHRxE5evXmGJ5rW+ZnGb8U6aJDfjg4DnYNq/wzrcMTJDVk",
+	"ymhqpsEr+IW9zP83AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
