@@ -141,6 +141,9 @@ func missingModules(pkgDir string) string {
 		"node_modules/.bin/openapi-typescript",
 		"node_modules/openapi-fetch/package.json",
 		"node_modules/@types/node/package.json",
+		"node_modules/graphql/package.json",
+		"node_modules/graphql-request/package.json",
+		"node_modules/graphql-http/package.json",
 	} {
 		if _, err := os.Stat(filepath.Join(pkgDir, p)); err != nil {
 			return p
