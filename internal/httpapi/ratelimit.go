@@ -68,7 +68,7 @@ func limitBy(l *ratelimit.Limiter, policy string, key func(echo.Context, string)
 
 // take spends a token of bucket and writes the RateLimit header fields.
 func take(c echo.Context, l *ratelimit.Limiter, refused error, policy, bucket string) error {
-	d := l.Take(bucket)
+	d := l.Take(c.Request().Context(), bucket)
 	f := rateLimitFields(l, policy, d)
 	h := c.Response().Header()
 	h.Add("RateLimit-Policy", f.policy)
