@@ -41,8 +41,9 @@ type Grant struct {
 type Global struct {
 	Ledger Ledger
 	// Block is how many tokens a replica leases at once (default 10, at
-	// most the burst): one Ledger write per Block admitted requests, and
-	// at most Block-1 tokens per key held unspent by each replica.
+	// most the burst), all or none: one Ledger write per Block admitted
+	// requests, and at most Block-1 tokens per key held unspent by each
+	// replica.
 	Block int
 	// Timeout bounds one Lease (default 250 ms). A Lease that fails or
 	// times out turns the Limiter to its fallback for Retry (default 1 s).
@@ -133,7 +134,7 @@ func (g *global) lease(key string, now time.Time) *lease {
 }
 
 // take spends n (1 to Burst) of key's tokens: those leased before, else a
-// new lease of at least the missing ones, up to a Block.
+// new lease of a Block (or of n, when more) with what is left of them.
 func (g *global) take(ctx context.Context, key string, n int) Decision {
 	now := g.o.Now()
 	if now.UnixNano() < g.down.Load() {
@@ -147,7 +148,8 @@ func (g *global) take(ctx context.Context, key string, n int) Decision {
 	}
 	if s.tokens < n {
 		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), g.g.Timeout)
-		gr, err := g.g.Ledger.Lease(lctx, key, Lease{Min: n - s.tokens, Max: max(g.g.Block, n) - s.tokens, Now: now,
+		want := max(g.g.Block, n) - s.tokens // whole blocks only: one write per block admitted, even at the limit
+		gr, err := g.g.Ledger.Lease(lctx, key, Lease{Min: want, Max: want, Now: now,
 			Interval: g.interval, Burst: g.o.Burst, Busy: s.tat.After(now)})
 		cancel()
 		g.stats.Writes.Add(1)
@@ -159,10 +161,12 @@ func (g *global) take(ctx context.Context, key string, n int) Decision {
 		s.tat = gr.TAT
 		s.tokens += gr.Granted
 		if s.tokens < n {
+			// Refused: ask again once the bucket holds a block (at most a
+			// second from now, at least when it holds n), so an overloaded
+			// key costs each replica one write per block, not per token.
 			g.stats.Refusals.Add(1)
-			d := g.decide(s, false, n, now)
-			s.refused = now.Add(d.RetryAfter)
-			return d
+			s.refused = now.Add(max(g.until(s, n, now), min(g.until(s, g.g.Block, now), time.Second)))
+			return g.decide(s, false, n, now)
 		}
 	}
 	s.tokens -= n
@@ -192,9 +196,15 @@ func (g *global) decide(s *lease, allowed bool, n int, now time.Time) Decision {
 	d := Decision{Allowed: allowed, Limit: int(math.Ceil(g.o.PerSecond)), Burst: g.o.Burst,
 		Remaining: max(0, min(g.o.Burst, int(held))), Reset: base.Sub(now)}
 	if need := float64(n); !allowed && held < need {
-		d.RetryAfter = time.Duration((need - held) * float64(g.interval))
+		d.RetryAfter = max(time.Duration((need-held)*float64(g.interval)), s.refused.Sub(now))
 	} else if held < 1 {
 		d.RetryAfter = time.Duration((1 - held) * float64(g.interval))
 	}
 	return d
+}
+
+// until is how long until key's global bucket holds n tokens, as this
+// replica last saw it.
+func (g *global) until(s *lease, n int, now time.Time) time.Duration {
+	return max(0, s.tat.Add(time.Duration(n-g.o.Burst)*g.interval).Sub(now))
 }

@@ -78,8 +78,8 @@ func TestGlobal(t *testing.T) {
 		for range 100 {
 			d = a.Take(ctx, "org:A")
 		}
-		if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > 100*time.Millisecond {
-			t.Errorf("decision: %+v, want refused with a retry within one token (100 ms)", d)
+		if d.Allowed || d.RetryAfter <= 0 || d.RetryAfter > time.Second {
+			t.Errorf("decision: %+v, want refused with a retry once a block (10 at 10/s) is back, within 1 s", d)
 		}
 		if got := ledger.leases - before; got > 1 {
 			t.Errorf("ledger writes for 100 refused requests: %d, want at most 1", got)
@@ -112,6 +112,25 @@ func TestGlobal(t *testing.T) {
 		}
 		if got := ledger.leases - before; admitted != 200 || got > admitted/10 {
 			t.Errorf("%d admitted with %d leases, want 200 with at most 20", admitted, got)
+		}
+	})
+	t.Run("429/an overloaded key costs each replica one write per block's refill", func(t *testing.T) {
+		before, admitted := ledger.leases, 0
+		for range 2000 { // 20 s, 300 requests a second against a limit of 10
+			now = now.Add(10 * time.Millisecond)
+			for _, l := range []*ratelimit.Limiter{a, b, c} {
+				if l.Take(ctx, "org:O").Allowed {
+					admitted++
+				}
+			}
+		}
+		if admitted < 200 || admitted > 50+200+3*10 {
+			t.Errorf("admitted %d in 20 s at 10/s with burst 50, want 200 to 280", admitted)
+		}
+		// Each replica asks at most once a block (1 s) while refused, and
+		// once per block it is granted.
+		if got, most := ledger.leases-before, 3*20+admitted/10+3; got > most {
+			t.Errorf("%d ledger writes for %d admitted, want at most %d (refusals %d %d %d)", got, admitted, most, a.Stats().Refusals.Load(), b.Stats().Refusals.Load(), c.Stats().Refusals.Load())
 		}
 	})
 	t.Run("OK the ledger failing falls back to limit/replicas, then recovers", func(t *testing.T) {
