@@ -106,7 +106,7 @@ type Config struct {
 	RateLimitBlock    int           `env:"RATE_LIMIT_BLOCK" envDefault:"10"`
 	RateLimitReplicas int           `env:"RATE_LIMIT_REPLICAS" envDefault:"2"`
 	RateLimitTimeout  time.Duration `env:"RATE_LIMIT_LEASE_TIMEOUT" envDefault:"250ms"`
-	LogLevel           slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
+	LogLevel          slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
 	// The GraphQL API's limits (0: graphapi's defaults) and introspection.
 	GraphQLIntrospection bool `env:"GRAPHQL_INTROSPECTION"` // __schema and __type; make run turns it on
 	GraphQLMaxDepth      int  `env:"GRAPHQL_MAX_DEPTH" envDefault:"10"`

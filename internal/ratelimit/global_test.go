@@ -38,7 +38,7 @@ func (m *memLedger) Lease(ctx context.Context, key string, q ratelimit.Lease) (r
 	if base.Before(q.Now) {
 		base = q.Now
 	}
-	avail := int(q.Now.Add(time.Duration(q.Burst) * q.Interval).Sub(base) / q.Interval)
+	avail := int(q.Now.Add(time.Duration(q.Burst)*q.Interval).Sub(base) / q.Interval)
 	if avail < q.Min {
 		return ratelimit.Grant{TAT: base}, nil
 	}
