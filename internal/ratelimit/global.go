@@ -194,7 +194,10 @@ func (g *global) decide(s *lease, allowed bool, n int, now time.Time) Decision {
 	window := time.Duration(g.o.Burst) * g.interval
 	held := float64(now.Add(window).Sub(base))/float64(g.interval) + float64(s.tokens)
 	d := Decision{Allowed: allowed, Limit: int(math.Ceil(g.o.PerSecond)), Burst: g.o.Burst,
-		Remaining: max(0, min(g.o.Burst, int(held))), Reset: base.Sub(now)}
+		Reset: base.Sub(now)}
+	if allowed { // a refused request was refused: nothing remains for it here
+		d.Remaining = max(0, min(g.o.Burst, int(held)))
+	}
 	if need := float64(n); !allowed && held < need {
 		d.RetryAfter = max(time.Duration((need-held)*float64(g.interval)), s.refused.Sub(now))
 	} else if held < 1 {
