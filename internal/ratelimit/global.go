@@ -193,7 +193,7 @@ func (g *global) decide(s *lease, allowed bool, n int, now time.Time) Decision {
 	}
 	window := time.Duration(g.o.Burst) * g.interval
 	held := float64(now.Add(window).Sub(base))/float64(g.interval) + float64(s.tokens)
-	d := Decision{Allowed: allowed, Limit: int(math.Ceil(g.o.PerSecond)), Burst: g.o.Burst,
+	d := Decision{Allowed: allowed, Limit: int(math.Ceil(g.o.PerSecond)), Burst: g.o.Burst, Rate: g.o.PerSecond,
 		Reset: base.Sub(now)}
 	if allowed { // a refused request was refused: nothing remains for it here
 		d.Remaining = max(0, min(g.o.Burst, int(held)))

@@ -144,8 +144,11 @@ func TestGlobal(t *testing.T) {
 		if admitted != 25 {
 			t.Errorf("admitted %d while the ledger fails, want the fallback's burst 50/2 = 25", admitted)
 		}
-		if st := c.Stats(); st.Failures.Load() != 1 || st.Fallback.Load() != 100 {
-			t.Errorf("failures %d, fallback decisions %d; want 1 failed write, then the fallback for 100", st.Failures.Load(), st.Fallback.Load())
+		if d := c.Take(ctx, "org:D"); d.Burst != 25 || d.Rate != 5 {
+			t.Errorf("a fallback decision: %+v, want the fallback's bucket (burst 25 at 5/s) in its fields", d)
+		}
+		if st := c.Stats(); st.Failures.Load() != 1 || st.Fallback.Load() != 101 {
+			t.Errorf("failures %d, fallback decisions %d; want 1 failed write, then the fallback for 101", st.Failures.Load(), st.Fallback.Load())
 		}
 		ledger.fail = nil
 		now = now.Add(time.Second)

@@ -98,8 +98,10 @@ func (l *Limiter) bucket(key string, now time.Time) *bucket {
 type Decision struct {
 	Allowed bool
 	// Limit is the sustained rate (requests per second, rounded up) and
-	// Burst the bucket's size.
+	// Burst the bucket's size; Rate the rate unrounded. A global limiter's
+	// fallback decides with its own, smaller, bucket.
 	Limit, Burst int
+	Rate         float64
 	// Remaining is how many requests the bucket holds now.
 	Remaining int
 	// Reset is how long until the bucket is full again; RetryAfter, when
@@ -139,7 +141,7 @@ func (l *Limiter) spend(key string, n int) Decision {
 	}
 	tokens := b.tokens
 	b.mu.Unlock()
-	d := Decision{Allowed: allowed, Limit: int(math.Ceil(l.o.PerSecond)), Burst: l.o.Burst, Remaining: max(0, int(tokens)),
+	d := Decision{Allowed: allowed, Limit: int(math.Ceil(l.o.PerSecond)), Burst: l.o.Burst, Rate: l.o.PerSecond, Remaining: max(0, int(tokens)),
 		Reset: time.Duration((float64(l.o.Burst) - tokens) / l.o.PerSecond * float64(time.Second))}
 	if tokens < float64(n) && !allowed {
 		d.RetryAfter = time.Duration((float64(n) - tokens) / l.o.PerSecond * float64(time.Second))
