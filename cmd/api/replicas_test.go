@@ -496,8 +496,8 @@ type register struct {
 
 // checkLinearizable records a history of n operations by 4 clients on two
 // tickets and a team member's role, through the replicas round-robin,
-// while, again and again, DynamoDB Local is paused (1.5 s) and a replica
-// is killed, and checks it with porcupine.
+// while, again and again, DynamoDB Local is paused (1.5 or 2.5 s) and a
+// replica is killed, and checks it with porcupine.
 func checkLinearizable(t *testing.T, c *cluster, local *dynamotest.Local, token string, n int) {
 	org := jsonID(t, c.mustDo(http.StatusCreated, http.MethodPost, "/v1/orgs", token, `{"name":"Registers"}`).body)
 	base := "/v1/orgs/" + org
@@ -506,8 +506,10 @@ func checkLinearizable(t *testing.T, c *cluster, local *dynamotest.Local, token 
 	c.mustDo(http.StatusCreated, http.MethodPut, base+"/teams/"+team+"/members/dave", token, `{"role":"member"}`)
 	regs := []register{{name: "member", path: base + "/teams/" + team + "/members/dave", field: "role", values: []string{"member", "admin"}}}
 	for i := range 2 + n/400 { // a partition of the history per item: a long one spreads over more
-		id := jsonID(t, c.mustDo(http.StatusCreated, http.MethodPost, base+"/tickets", token, fmt.Sprintf(`{"title":"t%d"}`, i)).body)
-		regs = append(regs, register{name: "ticket" + strconv.Itoa(i), path: base + "/tickets/" + id, field: "title"})
+		// Each ticket in an org of its own: its rate limit is the org's.
+		tbase := "/v1/orgs/" + jsonID(t, c.mustDo(http.StatusCreated, http.MethodPost, "/v1/orgs", token, fmt.Sprintf(`{"name":"Tickets %d"}`, i)).body)
+		id := jsonID(t, c.mustDo(http.StatusCreated, http.MethodPost, tbase+"/tickets", token, fmt.Sprintf(`{"title":"t%d"}`, i)).body)
+		regs = append(regs, register{name: "ticket" + strconv.Itoa(i), path: tbase + "/tickets/" + id, field: "title"})
 	}
 	initial := map[string]regState{}
 	for _, r := range regs {
@@ -534,7 +536,7 @@ func checkLinearizable(t *testing.T, c *cluster, local *dynamotest.Local, token 
 		rnd := rand.New(rand.NewPCG(uint64(client), 7))
 		wg.Go(func() {
 			seen := map[string]int64{}
-			for count.Add(1) <= int64(n) {
+			for count.Load() < int64(n) {
 				r := regs[rnd.IntN(len(regs))]
 				i := int(rr.Add(1)) % nReplicas
 				if c.dead[i].Load() {
@@ -568,6 +570,7 @@ func checkLinearizable(t *testing.T, c *cluster, local *dynamotest.Local, token 
 					out.outcome = "rejected"
 					delete(seen, r.name) // read again before the next write
 				case o.status == http.StatusTooManyRequests:
+					time.Sleep(20 * time.Millisecond)
 					continue // refused before anything ran
 				case (o.status == 0 || o.status >= 500) && in.write:
 					out.outcome = "unknown"
@@ -582,6 +585,7 @@ func checkLinearizable(t *testing.T, c *cluster, local *dynamotest.Local, token 
 				if out.outcome == "unknown" {
 					ret = math.MaxInt64 // it may take effect any time after it was sent
 				}
+				count.Add(1)
 				mu.Lock()
 				history = append(history, porcupine.Operation{ClientId: client, Input: in, Call: o.inv.Sub(epoch).Nanoseconds(), Output: out, Return: ret})
 				mu.Unlock()
@@ -589,7 +593,8 @@ func checkLinearizable(t *testing.T, c *cluster, local *dynamotest.Local, token 
 		})
 	}
 	// The faults, while the clients run, in cycles: DynamoDB Local
-	// paused for 1.5 s, then a replica killed, restarted a second later.
+	// paused for 1.5 or 2.5 s, then a replica killed, restarted a second
+	// later.
 	go func() { wg.Wait(); close(finished) }()
 	for cycle := 0; ; cycle++ {
 		select {
@@ -598,7 +603,9 @@ func checkLinearizable(t *testing.T, c *cluster, local *dynamotest.Local, token 
 			if err := syscall.Kill(local.PID(), syscall.SIGSTOP); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(1500 * time.Millisecond)
+			// Shorter than REQUEST_TIMEOUT (2 s), then longer: requests
+			// wait, then writes end in 503 write_outcome_unknown.
+			time.Sleep(time.Duration(1500+1000*(cycle%2)) * time.Millisecond)
 			if err := syscall.Kill(local.PID(), syscall.SIGCONT); err != nil {
 				t.Fatal(err)
 			}
