@@ -99,11 +99,41 @@ type Config struct {
 	InvitationAnyEmail bool          `env:"INVITATION_ANY_EMAIL"`                   // accept invitations whatever the token's email
 	CallerLimitRPS     float64       `env:"RATE_LIMIT_CALLER_RPS" envDefault:"100"` // per token subject, before authorization; 0 = off
 	CallerLimitBurst   int           `env:"RATE_LIMIT_CALLER_BURST" envDefault:"200"`
-	LogLevel           slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
+	// The limits are global (one bucket per key in the table) unless
+	// RATE_LIMIT_LOCAL; each replica leases RATE_LIMIT_BLOCK tokens at
+	// once, and while the table fails falls back to limit/RATE_LIMIT_REPLICAS.
+	RateLimitLocal    bool          `env:"RATE_LIMIT_LOCAL"`
+	RateLimitBlock    int           `env:"RATE_LIMIT_BLOCK" envDefault:"10"`
+	RateLimitReplicas int           `env:"RATE_LIMIT_REPLICAS" envDefault:"2"`
+	RateLimitTimeout  time.Duration `env:"RATE_LIMIT_LEASE_TIMEOUT" envDefault:"250ms"`
+	LogLevel          slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
 	// The GraphQL API's limits (0: graphapi's defaults) and introspection.
 	GraphQLIntrospection bool `env:"GRAPHQL_INTROSPECTION"` // __schema and __type; make run turns it on
 	GraphQLMaxDepth      int  `env:"GRAPHQL_MAX_DEPTH" envDefault:"10"`
 	GraphQLMaxComplexity int  `env:"GRAPHQL_MAX_COMPLEXITY" envDefault:"10000"`
+}
+
+// registerLimits exports each global limiter's counters: its Ledger
+// writes (by outcome) and its decisions (admitted; taken by the fallback
+// while the table failed).
+func registerLimits(reg prometheus.Registerer, limits map[string]*ratelimit.Limiter) {
+	for policy, l := range limits {
+		st := l.Stats()
+		for _, c := range []struct {
+			name, help string
+			v          *atomic.Int64
+		}{
+			{"tenantd_ratelimit_lease_writes_total", "Writes to the global rate-limit buckets (one UpdateItem each).", &st.Writes},
+			{"tenantd_ratelimit_lease_refusals_total", "Lease writes that found the global bucket too empty.", &st.Refusals},
+			{"tenantd_ratelimit_lease_failures_total", "Lease writes that failed or timed out: the fallback decides for a second.", &st.Failures},
+			{"tenantd_ratelimit_admitted_total", "Requests the limiter admitted.", &st.Admitted},
+			{"tenantd_ratelimit_fallback_total", "Decisions taken by the local fallback bucket (limit/RATE_LIMIT_REPLICAS) while the table failed.", &st.Fallback},
+		} {
+			v := c.v
+			reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help,
+				ConstLabels: prometheus.Labels{"policy": policy}}, func() float64 { return float64(v.Load()) }))
+		}
+	}
 }
 
 // defaultMetricsAddr is where metrics are served when METRICS_ADDR is not
@@ -148,6 +178,9 @@ func configFromEnv() (Config, error) {
 	}
 	if c.CallerLimitRPS < 0 || c.CallerLimitBurst < 1 {
 		return c, errors.New("config: RATE_LIMIT_CALLER_RPS must be >= 0 and RATE_LIMIT_CALLER_BURST >= 1")
+	}
+	if c.RateLimitBlock < 1 || c.RateLimitReplicas < 1 || c.RateLimitTimeout <= 0 || c.RateLimitTimeout >= c.RequestTimeout {
+		return c, errors.New("config: RATE_LIMIT_BLOCK and RATE_LIMIT_REPLICAS must be >= 1, RATE_LIMIT_LEASE_TIMEOUT positive and below REQUEST_TIMEOUT")
 	}
 	if c.CursorSecret != "" && len(c.CursorSecret) < 32 {
 		return c, errors.New("config: CURSOR_SECRET must be at least 32 bytes")
@@ -315,8 +348,13 @@ func serve(ctx context.Context, cfg Config) error {
 	}
 	d := app.Deps(db, deletions, app.Options{InvitationAnyEmail: cfg.InvitationAnyEmail})
 	d.Verifier, d.CursorKey, d.Logger, d.Ready, d.Registry, d.Metrics = verifier, cursorKey, log, ready, reg, metrics
-	d.RateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst})
-	d.CallerRateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.CallerLimitRPS, Burst: cfg.CallerLimitBurst})
+	var global ratelimit.Global
+	if !cfg.RateLimitLocal {
+		global = ratelimit.Global{Ledger: &store.Limits{DB: db}, Block: cfg.RateLimitBlock, Replicas: cfg.RateLimitReplicas, Timeout: cfg.RateLimitTimeout}
+	}
+	d.RateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst, Global: global})
+	d.CallerRateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.CallerLimitRPS, Burst: cfg.CallerLimitBurst, Global: global})
+	registerLimits(reg, map[string]*ratelimit.Limiter{"org": d.RateLimit, "caller": d.CallerRateLimit})
 	d.RequestTimeout, d.OffboardWait, d.WriteTimeout = cfg.RequestTimeout, cfg.OffboardWait, cfg.WriteTimeout
 	d.GraphQL = graphapi.Limits{Introspection: cfg.GraphQLIntrospection, MaxDepth: cfg.GraphQLMaxDepth, MaxComplexity: cfg.GraphQLMaxComplexity}
 	e, err := httpapi.New(d)

@@ -92,7 +92,7 @@ func (rs *requestState) authorize(ctx context.Context, orgID string) (authz.Prin
 	if err != nil {
 		return authz.Principal{}, err
 	}
-	if d := rs.s.d.RateLimit.TakeN("org:"+orgID, rs.cost); !d.Allowed {
+	if d := rs.s.d.RateLimit.TakeN(ctx, "org:"+orgID, rs.cost); !d.Allowed {
 		return authz.Principal{}, errLimited
 	}
 	return p, nil

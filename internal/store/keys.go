@@ -43,6 +43,7 @@ const (
 	typeAudit      = "AuditEvent"
 	typeInvitation = "Invitation"
 	typeInviteMail = "InvitationEmail"
+	typeRateLimit  = "RateLimit"
 )
 
 // Sort key constants and prefixes.
@@ -94,6 +95,13 @@ func teamDeletionSK(orgID, teamID string) string { return prefixTeam + orgID + "
 func ticketDeletionSK(orgID, ticketID string) string {
 	return prefixTicket + orgID + "#" + ticketID
 }
+
+// rateLimitKey is the global token bucket of one rate-limit key: policy
+// "org" (an org's requests), "user" (a user's outside any org) or "caller"
+// (a token subject's, whatever org it names). It is outside ORG#: the
+// limit of an org outlives nothing (TTL drops it once full), and a
+// caller's spans orgs.
+func rateLimitKey(policy, id string) key { return key{"LIMIT#" + policy + "#" + id, "#LIMIT"} }
 
 func teamPK(orgID, teamID string) string { return orgPK(orgID) + "#TEAM#" + teamID }
 func teamKey(orgID, teamID string) key   { return key{teamPK(orgID, teamID), skMetadata} }

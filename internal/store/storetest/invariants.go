@@ -81,6 +81,7 @@ const (
 
 	RuleAuditGSIKeys       = "audit_event.gsi_keys"
 	RuleIdempotencyGSIKeys = "idempotency.gsi_keys"
+	RuleRateLimitGSIKeys   = "rate_limit.gsi_keys"
 
 	RuleGSIUnexplained = "gsi.unexplained" // an index entry with no base item carrying the same index keys
 	RuleGSIMissing     = "gsi.missing"     // a base item with both index keys that the index lacks
@@ -213,6 +214,7 @@ var entities = map[string]*entity{
 			}
 			return gsiKeys{1: {pk: "ORG#" + it.k.org, sk: it.pk}}
 		}},
+	"RateLimit": {kind: "LIMIT", sk: "#LIMIT", gsiRule: RuleRateLimitGSIKeys, check: (*checker).checkRateLimit},
 }
 
 // kinds are the partitions ORG#<orgId>#<KIND>#<value>: the key part value
@@ -256,6 +258,14 @@ func parseKey(e *entity, pk, sk string) (keyParts, error) {
 			return k, fmt.Errorf("user ID %q in pk is malformed", p[1])
 		}
 		k.user, kind, value = p[1], p[2], p[3]
+	case len(p) == 3 && p[0] == "LIMIT" && e.kind == "LIMIT": // a global rate-limit bucket
+		if ok := p[1] == "org" && ids.ValidResource(p[2]) || (p[1] == "user" || p[1] == "caller") && ids.ValidUser(p[2]); !ok {
+			return k, fmt.Errorf("pk %q is not LIMIT#<org|user|caller>#<id>", pk)
+		}
+		if sk != e.sk {
+			return k, fmt.Errorf("sk %q is not %q", sk, e.sk)
+		}
+		return k, nil
 	default:
 		return k, fmt.Errorf("pk %q is not ORG#<orgId>[#<KIND>#<value>]", pk)
 	}
@@ -684,6 +694,15 @@ func (c *checker) checkIdempotency(it *item) {
 		c.wantAttr(it, "userId", it.k.user)
 	} else {
 		c.validID(it, "userId", ids.ValidUser)
+	}
+}
+
+// checkRateLimit: a bucket holds its TAT and its expiry, both numbers.
+func (c *checker) checkRateLimit(it *item) {
+	for _, name := range []string{"tat", "expiresAt"} {
+		if _, ok := it.av[name].(*types.AttributeValueMemberN); !ok {
+			c.report(it, RuleBadAttr, "%s is not a number", name)
+		}
 	}
 }
 
