@@ -1518,7 +1518,7 @@ type ClientInterface interface {
 
 	// CreateOrgWithBody Create an organization
 	//
-	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1527,7 +1527,7 @@ type ClientInterface interface {
 
 	// CreateOrg Create an organization
 	//
-	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2026,7 +2026,7 @@ func (c *Client) ListOrgs(ctx context.Context, params *ListOrgsParams, reqEditor
 
 // CreateOrgWithBody Create an organization
 //
-// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2045,7 +2045,7 @@ func (c *Client) CreateOrgWithBody(ctx context.Context, params *CreateOrgParams,
 
 // CreateOrg Create an organization
 //
-// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5680,7 +5680,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateOrgWithBodyWithResponse Create an organization
 	//
-	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5689,7 +5689,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateOrgWithResponse Create an organization
 	//
-	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11210,7 +11210,7 @@ func (c *ClientWithResponses) ListOrgsWithResponse(ctx context.Context, params *
 
 // CreateOrgWithBodyWithResponse Create an organization
 //
-// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11225,7 +11225,7 @@ func (c *ClientWithResponses) CreateOrgWithBodyWithResponse(ctx context.Context,
 
 // CreateOrgWithResponse Create an organization
 //
-// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -109,6 +109,7 @@ type options struct {
 	deletionLease  time.Duration
 	offboardGrace  time.Duration
 	offboardWait   time.Duration
+	maxOwnedOrgs   int
 	endpoint       string    // the server's DynamoDB endpoint
 	rawEndpoint    string    // ts.Raw's (and the migration's) endpoint
 	log            io.Writer // the server's JSON log (debug level)
@@ -168,6 +169,12 @@ func WithDeletionLease(d time.Duration) Option {
 // an offboarding under way.
 func WithOffboarding(grace, wait time.Duration) Option {
 	return func(o *options) { o.offboardGrace, o.offboardWait = grace, wait }
+}
+
+// WithMaxOrgsPerUser sets how many orgs one user may own when creating
+// another (default: the server's 100, MAX_ORGS_PER_USER).
+func WithMaxOrgsPerUser(n int) Option {
+	return func(o *options) { o.maxOwnedOrgs = n }
 }
 
 // WithMaxHeaderBytes serves with http.Server.MaxHeaderBytes set, as
@@ -267,6 +274,7 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 	db := store.Open(dbc, name)
 	// DynamoDB Local's indexes never lag: offboardings need no grace.
 	db.SetDeletionTiming(o.deletionLease, o.offboardGrace)
+	db.SetMaxOwnedOrgs(o.maxOwnedOrgs)
 	ts.Deletions = deletion.NewWorker(&store.Deletions{DB: db}, deletion.Options{})
 	tb.Cleanup(ts.Deletions.Close)
 	d := app.Deps(db, ts.Deletions, app.Options{Now: ts.Clock.Now})

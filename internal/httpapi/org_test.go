@@ -5,10 +5,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tenantd/tenantd/client"
+	"github.com/tenantd/tenantd/internal/apitest"
 )
 
 // TestOrg is the behaviour of orgs, the caller's view of them (getMe) and
@@ -249,6 +251,60 @@ func TestOrg(t *testing.T) {
 			{"deleteOrg/admin", func(t *testing.T) (statusCoder, error) { return w.Admin.C.DeleteOrgWithResponse(bg, org, nil) }, nil},
 			// Only an owner (who may delete the org) reads its offboarding.
 			{"getOffboarding/admin", func(t *testing.T) (statusCoder, error) { return w.Admin.C.GetOffboardingWithResponse(bg, org) }, nil},
+		})
+		spec(t, "createOrg/quota of owned orgs, whatever the burst", func(t *testing.T) {
+			const quota = 2
+			ts := MustServer(t, apitest.WithMaxOrgsPerUser(quota))
+			a := ts.Actor(t, "hoarder")
+			create := func() (*client.CreateOrgResponse, error) {
+				return a.C.CreateOrgWithResponse(bg, nil, client.OrgCreate{Name: "Hoard"})
+			}
+			var wg sync.WaitGroup
+			const burst = 5 * quota
+			answers := make([]int, burst)
+			for i := range burst {
+				wg.Go(func() {
+					r, err := create()
+					if err != nil {
+						t.Errorf("create: %v", err)
+						return
+					}
+					answers[i] = r.StatusCode()
+				})
+			}
+			wg.Wait()
+			created, refused := 0, 0
+			for _, s := range answers {
+				switch s {
+				case http.StatusCreated:
+					created++
+				case http.StatusForbidden:
+					refused++
+				case http.StatusServiceUnavailable: // transaction conflicts past the retries: nothing written
+				default:
+					t.Errorf("a create of the burst answered %d", s)
+				}
+			}
+			if created > quota || refused == 0 {
+				t.Fatalf("the burst created %d orgs, %d refused by the quota: want at most %d created", created, refused, quota)
+			}
+			for ; created < quota; created++ { // what the burst's conflicts left
+				r, err := create()
+				mustStatus(t, r, err, http.StatusCreated)
+			}
+			r, err := create()
+			wantProblem(t, r, err, http.StatusForbidden, "org_quota_exceeded")
+			l, err := a.C.ListOrgsWithResponse(bg, nil)
+			mustStatus(t, l, err, http.StatusOK)
+			if got := len(l.JSON200.Items); got != quota {
+				t.Fatalf("the caller's orgs: %d, want %d", got, quota)
+			}
+			// Deleting one of them makes room for another.
+			d, err := a.C.DeleteOrgWithResponse(bg, l.JSON200.Items[0].OrgId, nil)
+			mustStatus(t, d, err, http.StatusNoContent)
+			r, err = create()
+			mustStatus(t, r, err, http.StatusCreated)
+			apitest.MustHealthy(t, ts)
 		})
 	})
 	t.Run("404", func(t *testing.T) {
