@@ -524,7 +524,10 @@ type InvitationList struct {
 
 // Me defines model for Me.
 type Me struct {
-	// Orgs All organizations the caller belongs to.
+	// NextCursor Cursor of the next page of `orgs` (pass it as `cursor` to `getMe`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+
+	// Orgs A page of the organizations the caller belongs to (`limit`, 100 by default); `nextCursor` is set when there are more.
 	Orgs []MeOrg `json:"orgs"`
 
 	// UserId The caller's user id (token subject).
@@ -907,6 +910,15 @@ type UnsupportedMediaType = Problem
 type AcceptInvitationParams struct {
 	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetMeParams defines parameters for GetMe.
+type GetMeParams struct {
+	// Limit Maximum number of organizations to return (page size).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListOrgsParams defines parameters for ListOrgs.
@@ -1504,10 +1516,10 @@ type ClientInterface interface {
 
 	// GetMe Get the caller
 	//
-	// Returns the authenticated caller's user id and every organization they belong to, with their role in each.
+	// Returns the authenticated caller's user id and the organizations they belong to, with their role in each: a page of them, `limit` (100 by default) at a time, like `listOrgs`. When there are more, `nextCursor` (and the `Link` header) leads to the next page of them; a page without `nextCursor` is the last. Nothing is left out silently.
 	//
 	// Corresponds with GET /v1/me (the `GetMe` operationId).
-	GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetMe(ctx context.Context, params *GetMeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListOrgs List the caller's organizations
 	//
@@ -1992,11 +2004,11 @@ func (c *Client) AcceptInvitation(ctx context.Context, token string, params *Acc
 
 // GetMe Get the caller
 //
-// Returns the authenticated caller's user id and every organization they belong to, with their role in each.
+// Returns the authenticated caller's user id and the organizations they belong to, with their role in each: a page of them, `limit` (100 by default) at a time, like `listOrgs`. When there are more, `nextCursor` (and the `Link` header) leads to the next page of them; a page without `nextCursor` is the last. Nothing is left out silently.
 //
 // Corresponds with GET /v1/me (the `GetMe` operationId).
-func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetMeRequest(c.Server)
+func (c *Client) GetMe(ctx context.Context, params *GetMeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMeRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3004,7 +3016,7 @@ func NewAcceptInvitationRequest(server string, token string, params *AcceptInvit
 }
 
 // NewGetMeRequest constructs an http.Request for the GetMe method
-func NewGetMeRequest(server string) (*http.Request, error) {
+func NewGetMeRequest(server string, params *GetMeParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3020,6 +3032,45 @@ func NewGetMeRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -5662,12 +5713,12 @@ type ClientWithResponsesInterface interface {
 
 	// GetMeWithResponse Get the caller
 	//
-	// Returns the authenticated caller's user id and every organization they belong to, with their role in each.
+	// Returns the authenticated caller's user id and the organizations they belong to, with their role in each: a page of them, `limit` (100 by default) at a time, like `listOrgs`. When there are more, `nextCursor` (and the `Link` header) leads to the next page of them; a page without `nextCursor` is the last. Nothing is left out silently.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/me (the `GetMe` operationId).
-	GetMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMeResponse, error)
+	GetMeWithResponse(ctx context.Context, params *GetMeParams, reqEditors ...RequestEditorFn) (*GetMeResponse, error)
 
 	// ListOrgsWithResponse List the caller's organizations
 	//
@@ -6497,6 +6548,11 @@ func (r AcceptInvitationResponse) ContentType() string {
 	return ""
 }
 
+// GetMeResponse200Headers the declared response headers of an HTTP 200 response for GetMe
+type GetMeResponse200Headers struct {
+	Link *string
+}
+
 // GetMeResponse401Headers the declared response headers of an HTTP 401 response for GetMe
 type GetMeResponse401Headers struct {
 	WWWAuthenticate string
@@ -6531,6 +6587,8 @@ type GetMeResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetMeResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetMeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -11180,13 +11238,13 @@ func (c *ClientWithResponses) AcceptInvitationWithResponse(ctx context.Context, 
 
 // GetMeWithResponse Get the caller
 //
-// Returns the authenticated caller's user id and every organization they belong to, with their role in each.
+// Returns the authenticated caller's user id and the organizations they belong to, with their role in each: a page of them, `limit` (100 by default) at a time, like `listOrgs`. When there are more, `nextCursor` (and the `Link` header) leads to the next page of them; a page without `nextCursor` is the last. Nothing is left out silently.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/me (the `GetMe` operationId).
-func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMeResponse, error) {
-	rsp, err := c.GetMe(ctx, reqEditors...)
+func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, params *GetMeParams, reqEditors ...RequestEditorFn) (*GetMeResponse, error) {
+	rsp, err := c.GetMe(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -12356,6 +12414,16 @@ func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetMeResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetMeResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

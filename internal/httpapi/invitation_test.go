@@ -444,7 +444,7 @@ func TestInvitationLifecycle(t *testing.T) {
 				t.Errorf("team %s role: %s, want member", team, m.JSON200.Role)
 			}
 		}
-		me, err := newbie.C.GetMeWithResponse(bg)
+		me, err := newbie.C.GetMeWithResponse(bg, nil)
 		mustStatus(t, me, err, http.StatusOK)
 		if want := []client.MeOrg{{OrgId: org, Name: w.Org.Name, Role: client.RoleAdmin, UserName: newbie.Name}}; !slices.Equal(me.JSON200.Orgs, want) {
 			t.Errorf("me: got %+v, want %+v", me.JSON200.Orgs, want)

@@ -73,7 +73,7 @@ export interface paths {
         };
         /**
          * Get the caller
-         * @description Returns the authenticated caller's user id and every organization they belong to, with their role in each.
+         * @description Returns the authenticated caller's user id and the organizations they belong to, with their role in each: a page of them, `limit` (100 by default) at a time, like `listOrgs`. When there are more, `nextCursor` (and the `Link` header) leads to the next page of them; a page without `nextCursor` is the last. Nothing is left out silently.
          */
         get: operations["getMe"];
         put?: never;
@@ -716,8 +716,10 @@ export interface components {
         Me: {
             /** @description The caller's user id (token subject). */
             userId: string;
-            /** @description All organizations the caller belongs to. */
+            /** @description A page of the organizations the caller belongs to (`limit`, 100 by default); `nextCursor` is set when there are more. */
             orgs: components["schemas"]["MeOrg"][];
+            /** @description Cursor of the next page of `orgs` (pass it as `cursor` to `getMe`); absent on the last page. */
+            nextCursor?: string;
         };
         MeOrg: {
             orgId: string;
@@ -1283,16 +1285,22 @@ export interface operations {
     };
     getMe: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Maximum number of organizations to return (page size). */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400. */
+                cursor?: components["parameters"]["cursor"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The caller. */
+            /** @description The caller, with a page of their organizations. */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
