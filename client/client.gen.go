@@ -359,6 +359,36 @@ type AuditValue0 = string
 // AuditValue1 defines model for AuditValue.1.
 type AuditValue1 = []string
 
+// BadRequestProblem A problem of a 400, which lists every problem of the request in `errors`.
+type BadRequestProblem struct {
+	// Code Stable machine-readable error code. Branch on it (and on the status) rather than on `title` or `detail`.
+	//
+	// Example: not_found
+	Code string `json:"code"`
+
+	// Detail Human-readable explanation of this occurrence.
+	//
+	// Example: ticket not found
+	Detail string       `json:"detail"`
+	Errors []FieldError `json:"errors"`
+
+	// RequestId Id of the request, for support and log correlation.
+	RequestId string `json:"requestId"`
+
+	// Status HTTP status code.
+	//
+	// Example: 404
+	Status int `json:"status"`
+
+	// Title Short, human-readable summary of the problem type.
+	//
+	// Example: Not Found
+	Title string `json:"title"`
+
+	// Type URI reference identifying the problem type (`about:blank` when there is no more specific type).
+	Type string `json:"type"`
+}
+
 // Comment defines model for Comment.
 type Comment struct {
 	AuthorId  string    `json:"authorId"`
@@ -507,6 +537,9 @@ type InvitationCreated struct {
 
 	// InvitedBy User ID of the inviter.
 	InvitedBy string `json:"invitedBy"`
+
+	// ReplacedInvitationId The pending invitation for the same email that this one replaced: its token no longer works. Absent when there was none.
+	ReplacedInvitationId *string `json:"replacedInvitationId,omitempty"`
 
 	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
 	Role    Role     `json:"role"`
@@ -870,8 +903,8 @@ type TicketId = string
 // UserId Example: auth0|5f7c8ec7c33c6c004bbafe82
 type UserId = string
 
-// BadRequest RFC 9457 problem details.
-type BadRequest = Problem
+// BadRequest A problem of a 400, which lists every problem of the request in `errors`.
+type BadRequest = BadRequestProblem
 
 // Conflict RFC 9457 problem details.
 type Conflict = Problem
@@ -1509,7 +1542,7 @@ type ClientInterface interface {
 
 	// AcceptInvitation Accept an invitation
 	//
-	// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+	// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once. It is idempotent for the user who accepted it: their repeated accept (a retry after a lost answer) answers 200 with their membership as it is now (its teams included), and changes nothing. Anyone else's accept of a used invitation, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
 	//
 	// Corresponds with POST /v1/invitations/{token}/accept (the `AcceptInvitation` operationId).
 	AcceptInvitation(ctx context.Context, token string, params *AcceptInvitationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -1594,7 +1627,7 @@ type ClientInterface interface {
 
 	// CreateInvitationWithBody Invite someone by email
 	//
-	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1603,7 +1636,7 @@ type ClientInterface interface {
 
 	// CreateInvitation Invite someone by email
 	//
-	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1987,7 +2020,7 @@ func (c *Client) Graphql(ctx context.Context, body GraphqlJSONRequestBody, reqEd
 
 // AcceptInvitation Accept an invitation
 //
-// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once. It is idempotent for the user who accepted it: their repeated accept (a retry after a lost answer) answers 200 with their membership as it is now (its teams included), and changes nothing. Anyone else's accept of a used invitation, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
 //
 // Corresponds with POST /v1/invitations/{token}/accept (the `AcceptInvitation` operationId).
 func (c *Client) AcceptInvitation(ctx context.Context, token string, params *AcceptInvitationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2182,7 +2215,7 @@ func (c *Client) ListInvitations(ctx context.Context, orgId OrgId, params *ListI
 
 // CreateInvitationWithBody Invite someone by email
 //
-// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2201,7 +2234,7 @@ func (c *Client) CreateInvitationWithBody(ctx context.Context, orgId OrgId, para
 
 // CreateInvitation Invite someone by email
 //
-// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5704,7 +5737,7 @@ type ClientWithResponsesInterface interface {
 
 	// AcceptInvitationWithResponse Accept an invitation
 	//
-	// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+	// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once. It is idempotent for the user who accepted it: their repeated accept (a retry after a lost answer) answers 200 with their membership as it is now (its teams included), and changes nothing. Anyone else's accept of a used invitation, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5803,7 +5836,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateInvitationWithBodyWithResponse Invite someone by email
 	//
-	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5812,7 +5845,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateInvitationWithResponse Invite someone by email
 	//
-	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6441,6 +6474,8 @@ type AcceptInvitationResponse503Headers struct {
 type AcceptInvitationResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InvitationAccepted
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *InvitationAccepted
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
@@ -6467,6 +6502,11 @@ type AcceptInvitationResponse struct {
 	Headers429 *AcceptInvitationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AcceptInvitationResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AcceptInvitationResponse) GetJSON200() *InvitationAccepted {
+	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -11223,7 +11263,7 @@ func (c *ClientWithResponses) GraphqlWithResponse(ctx context.Context, body Grap
 
 // AcceptInvitationWithResponse Accept an invitation
 //
-// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once. It is idempotent for the user who accepted it: their repeated accept (a retry after a lost answer) answers 200 with their membership as it is now (its teams included), and changes nothing. Anyone else's accept of a used invitation, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -11388,7 +11428,7 @@ func (c *ClientWithResponses) ListInvitationsWithResponse(ctx context.Context, o
 
 // CreateInvitationWithBodyWithResponse Invite someone by email
 //
-// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11403,7 +11443,7 @@ func (c *ClientWithResponses) CreateInvitationWithBodyWithResponse(ctx context.C
 
 // CreateInvitationWithResponse Invite someone by email
 //
-// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12226,6 +12266,13 @@ func ParseAcceptInvitationResponse(rsp *http.Response) (*AcceptInvitationRespons
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InvitationAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest InvitationAccepted
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {

@@ -5,6 +5,7 @@ package httpapi_test
 // nothing.
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -62,6 +63,15 @@ func TestStrictJSONBodies(t *testing.T) {
 			}
 			if got := problemCode(r.Body); got != c.code {
 				t.Errorf("code %q, want %q: %s", got, c.code, truncate(r.Body))
+			}
+			// Every 400 lists its problems, a body that is not JSON at all
+			// too: one error of the body as a whole (field "") or of the
+			// key given twice.
+			var p struct {
+				Errors []struct{ In, Field, Code string }
+			}
+			if err := json.Unmarshal(r.Body, &p); err != nil || len(p.Errors) == 0 || p.Errors[0].Code != c.code || p.Errors[0].In != "body" {
+				t.Errorf("errors: got %+v, want one of the body with code %q: %s", p.Errors, c.code, truncate(r.Body))
 			}
 			for _, op := range ts.Rec.Ops() {
 				if op.Name != "GetItem" {

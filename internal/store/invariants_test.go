@@ -929,23 +929,23 @@ func TestInvariantsStoreWrites(t *testing.T) {
 	// Invitations: one replaced by another for the same email.
 	inv := invitation.Invitation{OrgID: org, ID: f.ids.New(), Email: "Dana@example.com", Role: authz.Member,
 		TeamIDs: []string{s.Design.ID}, InvitedBy: "u_alice", TokenHash: "h", CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}
-	must(t, f.Invitations.CreateInvitation(ctx, inv, audited("invitation.create")))
+	must(t, errOf(f.Invitations.CreateInvitation(ctx, inv, audited("invitation.create"))))
 	inv2 := inv
 	inv2.ID = f.ids.New()
-	must(t, f.Invitations.CreateInvitation(ctx, inv2, audited("invitation.create")))
+	must(t, errOf(f.Invitations.CreateInvitation(ctx, inv2, audited("invitation.create"))))
 	dana := f.user(org, "u_dana", "Dana@example.com", "Dana", authz.Member)
 	_, err := f.Invitations.AcceptInvitation(ctx, inv2, dana, audited("invitation.accept"))
 	must(t, err)
 	inv3 := inv
 	inv3.ID, inv3.Email = f.ids.New(), "erin@example.com"
-	must(t, f.Invitations.CreateInvitation(ctx, inv3, audited("invitation.create")))
+	must(t, errOf(f.Invitations.CreateInvitation(ctx, inv3, audited("invitation.create"))))
 	// Owners made every way but creating: Bob promoted, Fay invited as one.
 	bob3 := bob2
 	bob3.Role, bob3.Version = authz.Owner, 3
 	must(t, f.Orgs.UpdateOrgUser(ctx, bob2, bob3, audited("user.update")))
 	inv4 := inv
 	inv4.ID, inv4.Email, inv4.Role, inv4.TeamIDs = f.ids.New(), "fay@example.com", authz.Owner, nil
-	must(t, f.Invitations.CreateInvitation(ctx, inv4, audited("invitation.create")))
+	must(t, errOf(f.Invitations.CreateInvitation(ctx, inv4, audited("invitation.create"))))
 	_, err = f.Invitations.AcceptInvitation(ctx, inv4, f.user(org, "u_fay", "fay@example.com", "Fay", authz.Owner), audited("invitation.accept"))
 	must(t, err)
 	owned := func(want map[string]int) {

@@ -43,6 +43,10 @@ type orgUserItem struct {
 	// changes, so a removal can require that none happened since it read.
 	TeamIDs []string `dynamo:"teamIds,set,omitempty"`
 	EdgeSeq int64    `dynamo:"edgeSeq,omitempty"`
+	// AcceptedToken is the hash of the invitation token the user joined
+	// with (absent otherwise): a retried accept of it answers this
+	// membership instead of a 404.
+	AcceptedToken string `dynamo:"acceptedToken,omitempty"`
 }
 
 func toOrgUserItem(u tenant.User) orgUserItem {

@@ -180,7 +180,7 @@ export interface paths {
         put?: never;
         /**
          * Invite someone by email
-         * @description Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+         * @description Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
          */
         post: operations["createInvitation"];
         delete?: never;
@@ -227,7 +227,7 @@ export interface paths {
         put?: never;
         /**
          * Accept an invitation
-         * @description Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+         * @description Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once. It is idempotent for the user who accepted it: their repeated accept (a retry after a lost answer) answers 200 with their membership as it is now (its teams included), and changes nothing. Anyone else's accept of a used invitation, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
          */
         post: operations["acceptInvitation"];
         delete?: never;
@@ -692,6 +692,10 @@ export interface components {
             /** @description Per-field validation errors (400 only). */
             errors?: components["schemas"]["FieldError"][];
         };
+        /** @description A problem of a 400, which lists every problem of the request in `errors`. */
+        BadRequestProblem: components["schemas"]["Problem"] & {
+            errors: components["schemas"]["FieldError"][];
+        };
         /** @description One problem of a request; a 400 lists every one. */
         FieldError: {
             /**
@@ -935,6 +939,8 @@ export interface components {
         InvitationCreated: components["schemas"]["Invitation"] & {
             /** @description One-time secret for POST /v1/invitations/{token}/accept. Shown only in this response. */
             token: string;
+            /** @description The pending invitation for the same email that this one replaced: its token no longer works. Absent when there was none. */
+            replacedInvitationId?: string;
         };
         InvitationList: {
             items: components["schemas"]["Invitation"][];
@@ -1056,13 +1062,13 @@ export interface components {
             };
             content?: never;
         };
-        /** @description The request is malformed or fails validation (invalid path, query or header parameter, invalid or unknown body property, invalid cursor). Field-level details are listed in `errors`. */
+        /** @description The request is malformed or fails validation (invalid path, query or header parameter, invalid or unknown body property, invalid cursor). Every problem is listed in `errors`, at least one: a field's, or, for the request as a whole (a body that is not JSON, say), one with `field` empty. */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
             };
             content: {
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["BadRequestProblem"];
             };
         };
         /** @description The bearer token is missing, malformed, expired or invalid. */
@@ -1658,6 +1664,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The caller had joined the org with this invitation already: their membership as it is now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationAccepted"];
+                };
+            };
             /** @description The caller joined the org. */
             201: {
                 headers: {
