@@ -110,6 +110,7 @@ type options struct {
 	offboardGrace  time.Duration
 	offboardWait   time.Duration
 	maxOwnedOrgs   int
+	readTimeout    time.Duration
 	endpoint       string    // the server's DynamoDB endpoint
 	rawEndpoint    string    // ts.Raw's (and the migration's) endpoint
 	log            io.Writer // the server's JSON log (debug level)
@@ -175,6 +176,12 @@ func WithOffboarding(grace, wait time.Duration) Option {
 // another (default: the server's 100, MAX_ORGS_PER_USER).
 func WithMaxOrgsPerUser(n int) Option {
 	return func(o *options) { o.maxOwnedOrgs = n }
+}
+
+// WithReadTimeout serves with http.Server.ReadTimeout set, as cmd/api does
+// (READ_TIMEOUT), so a body that does not arrive in time is answered 408.
+func WithReadTimeout(d time.Duration) Option {
+	return func(o *options) { o.readTimeout = d }
 }
 
 // WithMaxHeaderBytes serves with http.Server.MaxHeaderBytes set, as
@@ -295,6 +302,7 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 	if o.maxHeaderBytes > 0 {
 		srv.Config.MaxHeaderBytes = o.maxHeaderBytes
 	}
+	srv.Config.ReadTimeout = o.readTimeout
 	srv.Start()
 	tb.Cleanup(srv.Close)
 	tb.Cleanup(func() {

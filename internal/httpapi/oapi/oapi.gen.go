@@ -929,6 +929,9 @@ type PayloadTooLarge = Problem
 // PreconditionFailed RFC 9457 problem details.
 type PreconditionFailed = Problem
 
+// RequestTimeout RFC 9457 problem details.
+type RequestTimeout = Problem
+
 // ServiceUnavailable RFC 9457 problem details.
 type ServiceUnavailable = Problem
 
@@ -3230,6 +3233,10 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse Problem
 
 type PreconditionFailedApplicationProblemPlusJSONResponse Problem
 
+type RequestHeaderFieldsTooLargeTextResponse string
+
+type RequestTimeoutApplicationProblemPlusJSONResponse Problem
+
 type ServiceUnavailableResponseHeaders struct {
 	RetryAfter *int
 }
@@ -3308,6 +3315,17 @@ func (response GetHealth400ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 	return err
 }
 
+type GetHealth431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetHealth431TextResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetHealth503ApplicationProblemPlusJSONResponse struct {
 	ServiceUnavailableApplicationProblemPlusJSONResponse
 }
@@ -3370,6 +3388,17 @@ func (response GetOpenAPI400ApplicationProblemPlusJSONResponse) VisitGetOpenAPIR
 	return err
 }
 
+type GetOpenAPI431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetOpenAPI431TextResponse) VisitGetOpenAPIResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetReadyRequestObject struct {
 }
 
@@ -3404,6 +3433,17 @@ func (response GetReady400ApplicationProblemPlusJSONResponse) VisitGetReadyRespo
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReady431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetReady431TextResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -3481,6 +3521,22 @@ func (response Graphql401ApplicationProblemPlusJSONResponse) VisitGraphqlRespons
 	return err
 }
 
+type Graphql408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response Graphql408ApplicationProblemPlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type Graphql413ApplicationProblemPlusJSONResponse struct {
 	PayloadTooLargeApplicationProblemPlusJSONResponse
 }
@@ -3541,6 +3597,17 @@ func (response Graphql429ApplicationProblemPlusJSONResponse) VisitGraphqlRespons
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Graphql431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response Graphql431TextResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -3738,6 +3805,17 @@ func (response AcceptInvitation429ApplicationProblemPlusJSONResponse) VisitAccep
 	return err
 }
 
+type AcceptInvitation431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response AcceptInvitation431TextResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type AcceptInvitation500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -3876,6 +3954,17 @@ func (response GetMe429ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w 
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetMe431TextResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -4020,6 +4109,17 @@ func (response ListOrgs429ApplicationProblemPlusJSONResponse) VisitListOrgsRespo
 	return err
 }
 
+type ListOrgs431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListOrgs431TextResponse) VisitListOrgsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListOrgs500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4151,6 +4251,22 @@ func (response CreateOrg404ApplicationProblemPlusJSONResponse) VisitCreateOrgRes
 	return err
 }
 
+type CreateOrg408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateOrg408ApplicationProblemPlusJSONResponse) VisitCreateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateOrg409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -4243,6 +4359,17 @@ func (response CreateOrg429ApplicationProblemPlusJSONResponse) VisitCreateOrgRes
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrg431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateOrg431TextResponse) VisitCreateOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -4428,6 +4555,17 @@ func (response DeleteOrg429ApplicationProblemPlusJSONResponse) VisitDeleteOrgRes
 	return err
 }
 
+type DeleteOrg431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response DeleteOrg431TextResponse) VisitDeleteOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type DeleteOrg500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4576,6 +4714,17 @@ func (response GetOrg429ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(
 	return err
 }
 
+type GetOrg431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetOrg431TextResponse) VisitGetOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetOrg500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4708,6 +4857,22 @@ func (response UpdateOrg404ApplicationProblemPlusJSONResponse) VisitUpdateOrgRes
 	return err
 }
 
+type UpdateOrg408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateOrg408ApplicationProblemPlusJSONResponse) VisitUpdateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateOrg412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -4784,6 +4949,17 @@ func (response UpdateOrg429ApplicationProblemPlusJSONResponse) VisitUpdateOrgRes
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrg431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateOrg431TextResponse) VisitUpdateOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -4945,6 +5121,17 @@ func (response ListAuditEvents429ApplicationProblemPlusJSONResponse) VisitListAu
 	return err
 }
 
+type ListAuditEvents431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListAuditEvents431TextResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListAuditEvents500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5103,6 +5290,17 @@ func (response ListInvitations429ApplicationProblemPlusJSONResponse) VisitListIn
 	return err
 }
 
+type ListInvitations431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListInvitations431TextResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListInvitations500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5227,6 +5425,22 @@ func (response CreateInvitation404ApplicationProblemPlusJSONResponse) VisitCreat
 	return err
 }
 
+type CreateInvitation408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation408ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateInvitation409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -5319,6 +5533,17 @@ func (response CreateInvitation429ApplicationProblemPlusJSONResponse) VisitCreat
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateInvitation431TextResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -5461,6 +5686,17 @@ func (response RevokeInvitation429ApplicationProblemPlusJSONResponse) VisitRevok
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RevokeInvitation431TextResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -5611,6 +5847,17 @@ func (response GetOffboarding429ApplicationProblemPlusJSONResponse) VisitGetOffb
 	return err
 }
 
+type GetOffboarding431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetOffboarding431TextResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetOffboarding500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5753,6 +6000,17 @@ func (response ListTeams429ApplicationProblemPlusJSONResponse) VisitListTeamsRes
 	return err
 }
 
+type ListTeams431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListTeams431TextResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListTeams500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5885,6 +6143,22 @@ func (response CreateTeam404ApplicationProblemPlusJSONResponse) VisitCreateTeamR
 	return err
 }
 
+type CreateTeam408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTeam408ApplicationProblemPlusJSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTeam409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -5977,6 +6251,17 @@ func (response CreateTeam429ApplicationProblemPlusJSONResponse) VisitCreateTeamR
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTeam431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateTeam431TextResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -6139,6 +6424,17 @@ func (response DeleteTeam429ApplicationProblemPlusJSONResponse) VisitDeleteTeamR
 	return err
 }
 
+type DeleteTeam431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response DeleteTeam431TextResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type DeleteTeam500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6288,6 +6584,17 @@ func (response GetTeam429ApplicationProblemPlusJSONResponse) VisitGetTeamRespons
 	return err
 }
 
+type GetTeam431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetTeam431TextResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetTeam500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6421,6 +6728,22 @@ func (response UpdateTeam404ApplicationProblemPlusJSONResponse) VisitUpdateTeamR
 	return err
 }
 
+type UpdateTeam408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTeam408ApplicationProblemPlusJSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateTeam412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -6497,6 +6820,17 @@ func (response UpdateTeam429ApplicationProblemPlusJSONResponse) VisitUpdateTeamR
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTeam431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateTeam431TextResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -6640,6 +6974,17 @@ func (response ListTeamMembers429ApplicationProblemPlusJSONResponse) VisitListTe
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeamMembers431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListTeamMembers431TextResponse) VisitListTeamMembersResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -6819,6 +7164,17 @@ func (response RemoveTeamMember429ApplicationProblemPlusJSONResponse) VisitRemov
 	return err
 }
 
+type RemoveTeamMember431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RemoveTeamMember431TextResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type RemoveTeamMember500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6966,6 +7322,17 @@ func (response GetTeamMember429ApplicationProblemPlusJSONResponse) VisitGetTeamM
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeamMember431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetTeamMember431TextResponse) VisitGetTeamMemberResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -7125,6 +7492,22 @@ func (response PutTeamMember404ApplicationProblemPlusJSONResponse) VisitPutTeamM
 	return err
 }
 
+type PutTeamMember408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response PutTeamMember408ApplicationProblemPlusJSONResponse) VisitPutTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PutTeamMember409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -7217,6 +7600,17 @@ func (response PutTeamMember429ApplicationProblemPlusJSONResponse) VisitPutTeamM
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTeamMember431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response PutTeamMember431TextResponse) VisitPutTeamMemberResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -7363,6 +7757,17 @@ func (response ListTeamTickets429ApplicationProblemPlusJSONResponse) VisitListTe
 	return err
 }
 
+type ListTeamTickets431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListTeamTickets431TextResponse) VisitListTeamTicketsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListTeamTickets500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -7505,6 +7910,17 @@ func (response ListTickets429ApplicationProblemPlusJSONResponse) VisitListTicket
 	return err
 }
 
+type ListTickets431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListTickets431TextResponse) VisitListTicketsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListTickets500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -7637,6 +8053,22 @@ func (response CreateTicket404ApplicationProblemPlusJSONResponse) VisitCreateTic
 	return err
 }
 
+type CreateTicket408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTicket408ApplicationProblemPlusJSONResponse) VisitCreateTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTicket409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -7729,6 +8161,17 @@ func (response CreateTicket429ApplicationProblemPlusJSONResponse) VisitCreateTic
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTicket431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateTicket431TextResponse) VisitCreateTicketResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -7891,6 +8334,17 @@ func (response DeleteTicket429ApplicationProblemPlusJSONResponse) VisitDeleteTic
 	return err
 }
 
+type DeleteTicket431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response DeleteTicket431TextResponse) VisitDeleteTicketResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type DeleteTicket500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8040,6 +8494,17 @@ func (response GetTicket429ApplicationProblemPlusJSONResponse) VisitGetTicketRes
 	return err
 }
 
+type GetTicket431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetTicket431TextResponse) VisitGetTicketResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetTicket500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8173,6 +8638,22 @@ func (response UpdateTicket404ApplicationProblemPlusJSONResponse) VisitUpdateTic
 	return err
 }
 
+type UpdateTicket408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTicket408ApplicationProblemPlusJSONResponse) VisitUpdateTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateTicket409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -8265,6 +8746,17 @@ func (response UpdateTicket429ApplicationProblemPlusJSONResponse) VisitUpdateTic
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTicket431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateTicket431TextResponse) VisitUpdateTicketResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -8411,6 +8903,17 @@ func (response ListComments429ApplicationProblemPlusJSONResponse) VisitListComme
 	return err
 }
 
+type ListComments431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListComments431TextResponse) VisitListCommentsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListComments500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8536,6 +9039,22 @@ func (response CreateComment404ApplicationProblemPlusJSONResponse) VisitCreateCo
 	return err
 }
 
+type CreateComment408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateComment408ApplicationProblemPlusJSONResponse) VisitCreateCommentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateComment413ApplicationProblemPlusJSONResponse struct {
 	PayloadTooLargeApplicationProblemPlusJSONResponse
 }
@@ -8612,6 +9131,17 @@ func (response CreateComment429ApplicationProblemPlusJSONResponse) VisitCreateCo
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateComment431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateComment431TextResponse) VisitCreateCommentResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -8757,6 +9287,17 @@ func (response ListOrgUsers429ApplicationProblemPlusJSONResponse) VisitListOrgUs
 	return err
 }
 
+type ListOrgUsers431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListOrgUsers431TextResponse) VisitListOrgUsersResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListOrgUsers500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8889,6 +9430,22 @@ func (response AddOrgUser404ApplicationProblemPlusJSONResponse) VisitAddOrgUserR
 	return err
 }
 
+type AddOrgUser408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response AddOrgUser408ApplicationProblemPlusJSONResponse) VisitAddOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AddOrgUser409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -8981,6 +9538,17 @@ func (response AddOrgUser429ApplicationProblemPlusJSONResponse) VisitAddOrgUserR
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddOrgUser431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response AddOrgUser431TextResponse) VisitAddOrgUserResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -9159,6 +9727,17 @@ func (response RemoveOrgUser429ApplicationProblemPlusJSONResponse) VisitRemoveOr
 	return err
 }
 
+type RemoveOrgUser431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RemoveOrgUser431TextResponse) VisitRemoveOrgUserResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type RemoveOrgUser500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -9308,6 +9887,17 @@ func (response GetOrgUser429ApplicationProblemPlusJSONResponse) VisitGetOrgUserR
 	return err
 }
 
+type GetOrgUser431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetOrgUser431TextResponse) VisitGetOrgUserResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetOrgUser500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -9441,6 +10031,22 @@ func (response UpdateOrgUser404ApplicationProblemPlusJSONResponse) VisitUpdateOr
 	return err
 }
 
+type UpdateOrgUser408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateOrgUser408ApplicationProblemPlusJSONResponse) VisitUpdateOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateOrgUser409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -9533,6 +10139,17 @@ func (response UpdateOrgUser429ApplicationProblemPlusJSONResponse) VisitUpdateOr
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrgUser431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateOrgUser431TextResponse) VisitUpdateOrgUserResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -9679,6 +10296,17 @@ func (response ListAssignedTickets429ApplicationProblemPlusJSONResponse) VisitLi
 	return err
 }
 
+type ListAssignedTickets431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListAssignedTickets431TextResponse) VisitListAssignedTicketsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListAssignedTickets500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -9822,6 +10450,17 @@ func (response ListUserTeams429ApplicationProblemPlusJSONResponse) VisitListUser
 	return err
 }
 
+type ListUserTeams431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListUserTeams431TextResponse) VisitListUserTeamsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListUserTeams500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -9962,6 +10601,17 @@ func (response ListUserTickets429ApplicationProblemPlusJSONResponse) VisitListUs
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserTickets431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListUserTickets431TextResponse) VisitListUserTicketsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -11492,253 +12142,262 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rdts21uirYOmbtSJ1KFl2nDaVV9f5nMRp3cnF4zjTmalzTFiEJNQUoBKgFU0m3zoPcZ7wPMlZe2+A",
-	"BCVSlh3n1vGvxBSJy8bGvl/etYZ6OtNKKGtag3etieCJyPC/Byd8DP8mwgwzObNSq9agdaCstAtm+Zjp",
-	"EbMTwTJh80yJhGVilgkjlOXw7oDFp63TvN+/P7wUmZFa4R+iS88SORbG0qPTVtxjJxPB3Itsqi+FYXNp",
-	"J0xcimzBhhOuxqKc0eg8G4o9/ItGqn97PuGWSVOusc1ZPNTTqVD2sc6VjZnOWJzPEm5Fsm9jxkdWZIwz",
-	"91LExPRcJAluj2Y1nR57JVTCpGVSsfhw1H2hleg+53Y4iZnVLBM8YVqlC5qflpNEjMNH9EX58pRfCMbZ",
-	"PJNWsKFWiQTo8ZRphdvzMJGWKT4VpteKWpn4PZeZSFoDm+UiapnhREw5HJZdzERr0DI2k2rcev8+aj2T",
-	"6mL1GI+fPmYPdx4+ZKlUF7AMmEqJt5bN+FhETPTGPRbTUW1dbm/pbGy23ulsfJi837JyeCGs+V/DPDM6",
-	"+6HX68GLO9+mcirtDzsP6FT3WCbSH05bMOppKwbQvz4+ZJkYiUyoIRxjyq28FH562JUw9h4AeP8cEMnD",
-	"IOWGFgabX7fZY27FM1jF6o5/mYhMMMGHE0IjbQTDBRtmLFeJYW3Dp4IlGR/ZDmKvzsanrb3shwff7dkf",
-	"duKIZX6N8I1MU8bTVM9FwpSeR8wyI+AADcuVlSmzcPi/59pyQMH5RKeC8TGXKmI6i9h8IhTL4Kd+VHzh",
-	"DsFNAz/6KdrwY3wsbLbo7gOSxrAPznZ3vu9sDJbukU7lcLEKHbh9GbcFSILzYHM4CTvJdD6esPbhwclT",
-	"VgzIiGCwkRRpYiKCXlcKO+pOrJ3xmezCsDhq1xGX7na/EzHOjM3yoc0zkbBUGosgH/I0Fdlpa+/3H3b6",
-	"/b35DzsR8wdRPEJcIsDqEfu9PJSZyNjcn8KAcWb1hVDsPAd8xXcjwD+ZpgJvYvFup8dimjoGmMPu8dN7",
-	"hpn8/DcxtBEzM4DDuRjpTOAbPLcTncl/IbnDS7/HYp2NY/xVZ2Ou/I94eLkRGdO5NTIRTCvRKcZcMID5",
-	"FEhNZq48zBIFVs/xlcNAImPziRxOKmc55Qt2jjQ7kyKpTjWVSk7zaWvQj/y0UlkxFhnO+8svv3T3czsR",
-	"ysoht2J18keCZ0A8y5dg78MJABYIchuozrffPeh31hMx8ZZPZ6koR8wET6c/nLasUFzZ5LQVMZFlOvvh",
-	"tCXVJU9lcobHddpqRSsQex+1ZjzjU2EdYztMxHSmrVDDxV9EzV14zi+EARaQCW6lGrOjl69OmOEjQcTd",
-	"ZgvWfmUzORPMiCmHrQIGwR0aycyU1xd5EmcXYsGyXJk9POZMmJlWRrC2sdzmBtnCuU4WHUC9CzGzbKQz",
-	"trPLJjrP6OdMzFK+AB6CQ8bFFmz32P00YADGOII1crVw68TXAQGQtsFCYLjigVsorb14xS07kSMk1eV+",
-	"xsIatruzs8e4H38iU7oN1Z1LTyGzXCmAIX3a/77H/iIWhvFMMDPUM5F46l+5L36RdCeB32aXIqNDN6z9",
-	"4O3bDg6htEWIRczQKLD8IVdLOC7hWIn6tKIWsNHWIESDLuBB5Srwt8+EGttJa7Dz4EEEV8P/vQ3oZK3I",
-	"YMz//evp6dud7e7p6dvvDt78+U816Be1iE2u4tnLGf89F4x+ZqNMTxlns0xcSp0bZHf3DIuBHzzGV2LW",
-	"BmEFGHrs6G6nx14CFbYaABycAzJLRt8RtH96vv+4a+QYpCDCuFw1Ax8IMhybJQHK5AIPZAonP9WJHEmR",
-	"gOgExFCOld8EilpALkVCWLTb7xcH8HsuskUJfweWJrD3dx/WAVOOUHSql2i+397uMy9dDVj8TQyslnHc",
-	"DtB/UUivhgAueJZKoFnKzIH24kVw8qM0bMqRVKcLJkdAsr0E2jY202rcoZFQLqtIpvcMQATvjpPf9thc",
-	"8At6vx3/snXaArGpFXeYAqGVTWHJPbbvJ0fAT5ESKc2UmBeCYLsQTkE84oykMWCoxEDYb1rilePMCj7t",
-	"uBFpgSDUs/PcullHXKZAYQKZdMCUBmrERGpwH26uTIxyIwxb6DxjIpG2x17aicjm0gi2u72DaKO0ncDU",
-	"0nipt/n6uQmbEGC7v7NbjwAgbW+ABKVQjpjQjAhtPBnQg3gmjVadHvsFZDM4bzwWBzt/olU9555BoEYk",
-	"EiAawfbv93fZC23Zc39Z8DoojZR+HVDKZV8bMupS0poOE/gEZ5hxOynHr7yyjgWHJK7f/e7Nr/3u9/vd",
-	"n37+y/MXR92Tv3X/+ebdzoP39fQurRfAn/O3IF4wlSOW6hGTVkyN46l5plgbqBYz8l+i00Q0aOxwpYkY",
-	"8Ty1QKgjgBKJMNv9flQKNNu1Ag1qMzVkOaSFMmHt188On5QLqgKUxthMmOlv//z9P+//7bu/Pvz7zl92",
-	"n3/74uFR/3jnZPeXb1vRBwGc5IinMq0VCV8C+XIQdpqbFwuQS8O3TeCmXyvw/lMmRq1B67+2SsPBFv1q",
-	"tk5w+Ff0EawMCFAdjE8En14JW/fxdYD7y6MHj7978v3B9tP7Pz746bufv//L9vMPBC6B7ODtjKuajTzW",
-	"0ynvGgESpnWKDKA26rYiQZkfURzNCKBzoAZKgw5Y7OQl0Dt4kpjwQcRibpBhC/9j+XcbtUfUU3Ao1BTp",
-	"16TTYwcElwGLBS78h2LYqBgDoC7ezlKdiNZgxFMj6nGARqjgAF7czZABAQd8q/W+gC7PMg4T5Er+notD",
-	"GgyOFnF5gec50tm0VYC/Fofcxq/CIj/AdfDo7092Dnaffvvjw5/6P/u7+oF4BJhQt43XoBVKEN9Bvzf5",
-	"ecyGKZdTL2rAd/cMqaOmx7a72zsPgblmfAgKDYkx8X73n4x3/8X63e9Zj52x/2ED9t/s3+zP7AfWjSMU",
-	"lFGOSbQ1Axb3YuTXcQ/+kwl4zIwYA6c3JHu8Pn7GhqnEB5mY6kuBQrbJhxMQGGTChjpPkeWDtM2TJBPG",
-	"eEOFgxQzfGGYJE1I55alWl9w4HoDxi1LBYfrokS5IS9x4rgc1tV0sA6gmx0r6KT9fz8YfTd8KIbfDe/f",
-	"H3477Pd3z8/5SDzcaUUV/rrzcJ3Ev9/9J+/+q9/9vnf2P4P//veff+i++aZ8WDyrfe9P9fqpVwnxTj3i",
-	"yTHdVvhrqBWoefBfPpulTqnemmX6PBXTP/9mAInebUify6GP6HuavsYUVKpxU57CXXTiPsqLqHE7w4bT",
-	"v+HAJxFD0gEvOrNQoXhHzL+oM5arC6XnCkUhNsv0TGR2Ub5BigFQMbTmuq3CWoC6EhWNSRWMowoaDRgn",
-	"S9Q9QzY2UKRD8wcHvZ4scW1O84f49vOrly8iwNlOhFhJyjaOGDMxndlFD2jSY61GqRze/vlseCpDN78p",
-	"1XsvmwLDFqyN5tskp/WIiPE0EzxZFDpCRCZVPVfw/8Ikm6DGgEcEVCnRguAi3gJbk8rrih0Ew1Odncsk",
-	"EepTw4GsAsjyvM7jiGVFjwU1x06EzFgGB17sBi2qJP0A6uHLuKFDBZecpweAW59yU6+VeDsjrdkElg7S",
-	"RutNd3toACXTixcaDpPYWZXFTGeov0uLO3uh7VPQ9z89xpI+vIRKqJXbykkSuV9zmshW7FyzIQc1FJiW",
-	"VAmZKXJpJvw8Fex8wRIB8k3Hb9vrXw0m74oq502/cPWX3TrAdJJBqMDVuMrqIOVe28J3EExHfJFqnpxo",
-	"/YxnY/G5qAgp+W+HQiS0bac8FR4HUMQQjEeZKBxTT7lMxSfFo8BdlkiSN1ArbzK4AKD3Kj+yOTel1cpI",
-	"NRQok3CDVvseOxZd9NlJ66ytNiNK/0pkl3IoXit+yWUKKPapT8vQChA1xXSmM57JdMFyhfhuNZtwlTgT",
-	"rDvZPWebBQ0ki9hEK52DrLHkPUJK4dC/x/adB5IsGN5egXdUJ4LF+OuZzu1QT8WZ4+AxsxIlg9w6j4MD",
-	"KzrvnG0x4ZafcyMQtEDEyDAMMiMAD24VAr9yYs7NghshOoY0IzBqB2jRdrZ6ES3Zu+MlG2/cWbq4S76U",
-	"dfc3fBXP6kTr51wtnEBlPjVikC/EXWAQilBOp6uNnrw2HRz8/wzNJiKJO4DrAEI6rSpCOF9Yjz0jHyCQ",
-	"2BlQ4woZhicVTxZXlTc6qCYACVVamoVfJ9kb0YKYzxhX2k5Ar1k+j9B/u/Y0ihcb3JsbfezfX/WqXQsT",
-	"XivvChSfnMOek4eMHJ0grktjpBpHpdweMfF2BvoRXCAnYy+Bvc61tw4CK+87MMwyPRTGAGmiOJFPDY2V",
-	"C4/UyEu/ufF0rc655e6LLEc4uxCLs0zAZ3BzXgMNQ1P8hVigakF/eSdaC2Fg8hkIXyJ5LhLJT1DZ+4wM",
-	"3olWcTgrzBazNujcRlgXiTCWl0JFLM7tqPsQthvvD4diBnfEuDAZ/6CUiJzgADtloNeS+OSFamb5hVi+",
-	"4uEgdcZKxtnR/snjn6KlodGMwPHjK13kwcqbpnj56uTmMyDg3WngnvJE2sfo8EDjOam0kvR5vo6m+CPF",
-	"Ef7G01wAFhH3u943qKXWg6M0kPzqXntTmCE0RjfAADjcwaXD0qU9DAl4oUmFDGs9ip1atWtE8JF2Jq/V",
-	"33ASIFDwvxYM0QVZom4c57/a2PAYnsay0RGGQ6PWsVeZ6hWD+O9d90YXtCqUg/A7Em0KMcPdNXeHnPSz",
-	"3f12NzTR6dGqgW7AuvEe4y7MqXCktTlLtRoj1w1ML25umcB9lmOlM6DrxFONhb9QsgmMWN/uNlqtBt03",
-	"77ajb3frDJVRS9YfWLYeXqS23jOwxCJKj8iQ82QmRByce7MNAsYSkIvACO/brlueBZXJNmAV/ehp7jKq",
-	"1pplw7shk1aJtZFH+sqwwQJCmCBCl5i6/no9k6bmihWovTmO02WtQfEyZuBqgkDTNa6Y6AuQALV4OWoN",
-	"fn3XUnnqVCGyty4fQ7CFlRNq+Nat/M0yO9v35jx2CevwagGwXh+niSAfUDgZCj6lk5eeGNa2fGwism0d",
-	"PjEdVCVgJazwouA0eHlzZQTx8lVrKYAhTR0YNuLQ0fIxk91y43N+Cusie9R7NEo7b8n2MuiWTtVNs3qs",
-	"NSD2BlYKJ+z3Ixc3BmA0LqQ2eCe824El1llGMVighoGggNxwbUFQqf2BtLpk/xrMQjY46Rz5LF1Fq8Qj",
-	"8DRtQCcCv1KxObeVcOF1F8ut5zG+hNBJfNTvUQA155OrAtLDqhIq03fe7sBjsX4HOMqapd0GifK4cCV9",
-	"WjosiiRyiFaEJJe8siYk+KYULrhdNWKiqN6MwrqCl6RyO7TCZVShNUTH6kqApkXDzZQPJ1KR2QkfoPLh",
-	"Nu2m9VHYfi8xSOdkeDkjn0TwoPC0wEOr9RmIEcX/gWfBHz5aEqlp+IAuV/gEgBXXXpRC0lwVA/RoJFQi",
-	"1ZgIKpDlGbcTJpUzBqFOQu6JGKjy1v14jzwrha8GXykdNR1vKy52eI8irvwwaNuI6++0VE2B4AGcmURx",
-	"X6h8WtyNqPCCO6eji9R5UzPJFFTecd1ZT3Rm2SSfclUetHg7S7lyToea0WZaqto4jqeocCJ0ELgRmnx+",
-	"fvXyBTuib1yA7ff97Y7HnS0H5A1uCUg6dLQR4W65s7q782PGZ5O/PituzxKbe2sFuv1NM30jCWDJ2Asz",
-	"x2TsPz54dcL2jw7vGadsE5NGftOJWHwhFVwB9GM7JsTa5ZXupvJCMKFsJoVBxI7ZuUA7KM/GOdAmUmul",
-	"muVVBCp3mWrSmatkb/mip/lUBWyjCDKKWqlUou6X9zVzLVPJAK9WsQSwMlxSKZ6timPLk795f4X0sMG5",
-	"By7qtdxrWdhwn5eRxzFetNi7t1IxsmhPxmgFPHfFeG71lFs5ZDORGXICk6vZFrpHYeUBemhYOy5RsFd8",
-	"9Vecq7NKrDfB11p+XB36mh+bCd958O1P3Ezqyemrn/a7Ow++9XwBtxyxiXjbWwlG+Z53R2/eNSl1LnYU",
-	"d0pkbvtNbUxciAX+oyhc5ypK1KFyYQJ6gbEatayisBK53SV6iJcSAwJzVarUE3QoXIqMp72aSI0QDmek",
-	"5r759Qwjc/D/39RC5Hd/XKsr8yhaLKgNCqw2lm1/y/4iHyHFeRD1+30XlbOse29/e//hbt0p8EwCD7gm",
-	"TaxAC1UhN8wqxYpab7tj3XUPfzNa9Y75/Lm7zrVHVdxnUr5XQRLeWXpn9fok3PIP21QmTJ7aPVLLvHLn",
-	"1Qzyhrca1cdyN9dUrypMrIYEb87GNrgUPwmeEtVeogIUL1nezZa+qBE0lm6n+6qORB8WUb41zOr6KpWY",
-	"cpnWciFyLJjr62c1gtqltCJ5tGgIkDt84skEvZnVyk6ZTq+0mh7DO0VoahVVVnXCdVwS1UACjpu6HDXc",
-	"UagOhjBbf3RkwyaHUvUIi7jl1eVef08UmHgV0F5mYziGFRD48Gcco5x//c5upPcWSFigmYd8JVenjuw6",
-	"iB+qJ3xhKiHj3wUR4/evCBj/cOy6cfQortIZfnb6G4TRLhuDQhzd5GySzS1dAa1ZNXZh2tpQJIdLmQmr",
-	"rGDm1MYyQaHQB9GTj1sgUzIFbinB/OgDVITIA6q0t5/PdXZhikRib+jLKBhEOY199XLAKLXGAKRozIhh",
-	"JihBD7MCty63t8o1m613OMD7LXIj9diriZ4rl0GkaOkhF11P4mkxNTa8ypHdhq2mcoofyZz8vMY3dgND",
-	"EHpTdDYGZW/GDTntDIuHLkfOahaPhX0u4s51bEaYDmLqpB8/6XJEmgkj2M4FoB1G+redRSJi2/0+RaQh",
-	"uensVZP5JEi1FczkmWBTneHyNjq25+Jl1kjTm64arfieoSgOmbA2XR2X6Ny5Gi+LyGsEWf1Zw8JWj7tZ",
-	"GwgA6+w7TYfUwPuuQ51hA/WayT90npF1yV/XavTLQueoqfoUQRv56hGORcYbwM9zTQRHIToUi6oHKOaG",
-	"T+SsDkVdjsC0eAlWT+l/PRbDPzAwopwL+HLlKTCQyqWIwGsxXJU4lcbCXk4En5p4j8UwvjPK0Bz3EC44",
-	"b6dmKHrfDwXDuPXHq6rDb1qq68mj1+fDjcJSPRLAU3/j0WnU3hxa9XbIa8lY4fW9gkH4DKkyF4JwqQDq",
-	"ely6DdYRYOYXbOl/ORqda56BjFFzgdQy/dHl6yxXCYgTfLGKu83UaDbhdbr0T3rORhzDJMfaDoBrWT0a",
-	"xaydiFRgxLa7xPcwEsWYTsRiFzwENxBwLPJpfFEgLplerwfv8jyR1t1V/D9L9Rh+MHMhZhgr6QBqyKyK",
-	"gZ0u5yfjQ+ES73Pb1aMRfDiSiqduxAoxlNaIdNQJbee0HTQgU7xT1MJFtKIWzo8mZsXTWju6sTy7pmrq",
-	"PnnUYMnB/AY2n2jmXsR4+Ppx6gpa7KdzvjAsdkUM4j00QitpJiKp4Egq+CUFuGP687mYSJWw9m5/twIe",
-	"N87Vyr3nELQuj04hiMK91yJ8Hf+9JX9qc4bsqr/fEdhViuhLLm2+FMylbBQfnEBj9upYnFTDNE8EMiZi",
-	"QhvRtoAkLxO2wKK6lOaslbZayaFP2IdbOszEVChAQK0qRapgKcXupbLf7rautMvKQHYobbShjaEEbgNq",
-	"3EgF92dZdT1fz/GsmgScl9l4rYxTJdH1oncQ/l0IucAQb0PoaETk25BIN5IP1/L0Cvhug61Xz+NL5uzZ",
-	"+DWFIH5Z2PzaiXybmrFW0OcWcfS6ulEDQgc077o0qxBQ/XYbcLucZA1YP7UB8UaoclOor3Nv3Xbq8TXO",
-	"aM1x3BK5aeK0XxKhMSLbkNhMpQqfbn9N6FjnvApCIGtK7uw++K6IpkmE5TI1HxoQhZ48DIvqsUcZV8MJ",
-	"oyqYba4Sf7DkBOuwjNsJ1Q5QqJNbaVNB0R20HFftwgcEK23PRpgQWwMo+qJGeWsM5CEElIbpIWUhDkV1",
-	"PlekQ2nLGqctXZfVaY9E1qXIlyDv3ldC2+33Uc7tbCzTViNKly/bmjDvw+XIbkqvd/kuVDVMj9lQZ1TY",
-	"syG+qfR2LkH35OTInSedegjA3f5unUcGj7kh7ipaDrwy+XTKs8VSkB1mflQP64W27GnTKVkXXL7ko6wU",
-	"NpWJUFaOFlRArToVa8f8XOd2cJ5ydRGH5l9M1UEDMDMzMZQjOcRPOhUlIc9kt5jqaheCC1pHQEVlPR+H",
-	"40WkV3nudaTvWNeB+WU2xtg8wackZrOjTF7KVIxdfrbOEkwljVEPjxnVhWUxT6ZSlX+SxSMOFWX8oBW1",
-	"8E0MRINXaq0GJ4JPb0XTrWxuJfguE4JZ8db6aEX6jo5PYfGUesuC3Kj6UU1MIWwYSxTXB5Y5M1G9OgxH",
-	"UrEHr9eKp4Fx9jZsfreo83+AyBmqySGIqsC9mQoNJ3gjKXQJyZaiuG+L2W+qpsA2bkN6wzv4BYtupQfi",
-	"KLfXPLEba/GNYjOs5pakyE+GTquboJSqGmeUFwhcfmBRb900+Z88GSre26vWRVNJpfKZdzwZ73miiif0",
-	"flLx0sQoLJKcUg7hIgvLcmkrkqp/9Rpai/+kTnLadzPhsgsEx0Xkyi+jlg2Eperr+YAHWo3cuAGkN6b4",
-	"a5I5vmxWW1MkbtVZk0mduWz1qyvaHfm3S3H5Ws694pvGanDziWZ6JpTzxbiLtF6Y3rwsY9SyfHxFjNia",
-	"eKOrqjpWaxJmOrdY47mK9s3xN16i/xKEBy81V6WHQoYu0KZ6pg6+S5f3hnIGAvJGkkaVIH1Cq1J0BVfq",
-	"X3EDN4s7W76LmNfowvpaCk47bS3HHD+hFzBKJ6Z3KG1x5UIES35wtWXlmtF54QX6gJjA4qp8iGhIgzSj",
-	"Xlm+MwhPLqleyffqdTMcw0uYjYFV5M3uVeJMPJcHYmhEUbgW1EqqAti5QpqoxqBggAaNURODck1pl0Sf",
-	"Ty/vflis7hrxuHqXgpNO9RyUKH+dJnI8AZTOxiALNJ/4qwYbzzM5EsPFMCXDnRiwWIl5zNq/5cY6jteJ",
-	"WAz/i1mbkrXmOrtAvyn84sJEY9aec4nhEg5sBUpiqINOLyldcphqI5KKaUEJ2BJMAWhA4wFVx2+AOOMn",
-	"azZ3S6L7OoHxhZh78VTssVjlaRoXoqJZEgqWSftyjsQXTOqvJ2x9mLCzZLWm2GGC5ShPU+xoZYTdY/Gv",
-	"b2I2TAXPjAsX+fRsYRUd4LcCFageb4gIVAYY46AFn9alynwOTrOaFGPEMIfzfAWn5TLasYLVfk6pMfTX",
-	"Uy+u/fzLyQob//mXk0rZqx47tKZSOlmaahBAEelqhKuYSb6uuEwqLsLNi+qHC2X527K1EmyEZi1BNLF2",
-	"RlWYpBppX+eJU2XYooo59qxhUy6V5VKJzCAJTd33ZrC15d7pJeJy5VIVA1C50zy1sutqqk1EOusmwlz4",
-	"KoE99rISoNzG1knmtNVheq5OFarNVAiD+so4trrnYlKC8nupnrN4ufMXaPCnShpNxc0xp5vbSmRG71Sd",
-	"qv/6L7ZfaQJ0qqiWL4wYB6l/jj/BziqFzNo//3LScQVnT1W8H3ZaGjDXFYi6k1HjHzQl+64oVDe1EtW8",
-	"jBIECyaTHtu/qmZaWZ3HVyimoRfY8+pUxbv9bRbWgIt9kbF4uVCaX3tcdkXqnar4x4MTtjXB9LB/oZUk",
-	"V0ETJZF4oB7rVNDBXUojz2Uq7eJUHfDhJKicSvX4MGtSvOVDmy6oc0k2Riv9YL05/lQV9niGEa1swi+F",
-	"q6Or5yoMMs5wObnxfg7M1MDSAqZ3qo7pbKmkONUYp3xKkVBZQY8Fe1hW2g0yDcF6nxU1huMe85UWfVYw",
-	"7Gh9Edm2zk4V5Y4XqC0VVi2UtkMzsXjXtepAn08cFVDjhski7P9U+eKjroKtKZGfHpHrhxaRSENyBNwR",
-	"VygxA6AcKmYmOrMD9s03MO9UcGXYaavwDGJtmoXOi/ZG1aK4NOFp65tvPE6gK8+cKvoXSB1rcsmydtxU",
-	"fI4qQ6aLU1V6Vmvdsi5BP/DBBo67vcLzylVyqrzvFfey5I3zxUBdGBz7W+nbBGzIgSi0d/v9zqnCcj6z",
-	"wgvqlm0qxWeWaoUPeZZJYpCnKiyPXPVg+iLK0i7XTfaTeCgf8bFUjpQ9kyStZo7Kwu4o+6Q7o9dEUtSl",
-	"YO3t7na/H/ksELbzoEO9l8yporIWrueJ6zozpbqnBhVVKrztKqNScSy3tVNVSSYBcHLqDTVwhNG1ZVxt",
-	"xOhqs5Ni9fr4GRuJosnNqQo0k2WVhJ1rIGuZcDpLtcGUxnZW0akKO01RgvTGzabEgs1FJoDHYMupkc4G",
-	"LNF4EWY8MyJiQ62ocSBWSNOJHGEVgCkQcsunM/Q40nFEpwrItxKsHM6XHsV7G/zp1hCttLBCQtRnj3ji",
-	"CVDcY38RYlaSvBF2XillCUPYNNIgSmAnplPlGmRRF0dq4QWg90ULEi1MxyPby5mVU1jPEHbrIgoWp+qV",
-	"VGO4kzndzaIhKdrEo0JlJgbv6l2V5NqHjXdOFc+Ctq3EqxSLD074uGShvsXpOR9eLHUthUsQY5FG0LGO",
-	"Xp9QpMWTg2cHJwdlU1PY6kpb04GjqaeqoMiuU5SvLw8kEXPtwkJT1HjAn8f2DgtrUjMqSh0vt6DyJZ97",
-	"4eJBgtEzWsxe0ZdC2mC5yIDDVqxtvAL4Y8bmUuFR7SvqpiXNtTrdDsLFUNMpJ8mXnV5PFRXXbBtdIGiR",
-	"eOMbclH1v5W2XCgCnCp31tFqf1rYJnZAAI2nDbJH7Nufsdi1rTpVvm56HLT4q6+WDlegQN3jsvYoEqnq",
-	"30gnsGINqQSmx167XhClchy5Gtw86WoFHKn8yXUfMSyWqN47iMF/UUCF/wSmWEDLQp6hdr8RI9wPe9TV",
-	"3O9HtFysm0RhRUSsXakRJO21I23fZ668OzvRmmGB97h3qlpRK5VD4QosONXgKNOzTArLsdBQo0qw5b8s",
-	"VbFCKdg/OgxMy4PWdq/f67sKHIrPZGvQut/r9+67QkaocHlJE/4/rvPhPZOXQgljkAuKAdvp993+3p06",
-	"Lfy0NTht6YvT1vsQQVz9XwKTQckAlDM2nIjhBUa3JGImVALkDCUozp4sFJ/qJ49ASgIWQ1iN3SLDETPh",
-	"0h167IlvJeCUh6V+o71WUH4EtGnYoyu9sNRpZaffX1Ob93o1ed0MDSV5/Tawn6+8pLL6uzR93ajFMoOW",
-	"LfDJg/79qz+pKVofqt6twa9vopaLhgpO2zsuBr+2CEFab+CzLYdJvQWfpo0oA5t8ORNq/+gwKORS3pg5",
-	"N+w8lykZKmrPyH1+vUO6VElPc9kr0P3durK90QarjoC+/GP/+TP0QS6JzEvTxVRC2A9xqKSV2NIag2+K",
-	"osggdkjbudmhrzm5k4kEdqBsxrH2S+3xoXzRfNePBU/kymUH8aW4mZ45+KasJH1Iw/Yfnxz+7WCPPejf",
-	"L4r1+EYfRMXRKoVMXSNGcDbO+FCM8pSZSW4ToPx4sYnXId085ylXQ5jQWD1jxlUGsBkfjeQwbMDscAte",
-	"M52bEQbY/uLz0AWcmsxOtLUviSgUaNGEVpfbW+OMzya/I02Y1VbaPs4VVWrwBYRKw0+7eAQnCIwiqqlR",
-	"7poqEyyx9LG39s+0kVZnC9aOpevaQ+vhM+lgvxV39gAjp5I046KkXCE3R66iHAlbznGU9JZsVySOBL3R",
-	"uUO/sj7dXlCriKdGY1/vBManHrPDCQrn0qJYY6hyHxxTKt5Ku2CJvJSJSNj5AmsGtIueVtudoPLAPRMs",
-	"AwWul2ooypqJaCCcizTtuqrRRZxutTVpyc4TbnlcKaA3wJ5rBf3m5YUm/QsEfReGLNBU4RvIcCcUtRMx",
-	"sxO23Y/CDW73oz4owdt92IjpRLTYSn2nInKnKNvmagHGPx7vH/3012dnR/vHrw7Onu4fPjt4AqKef/63",
-	"/WeHT/ZPDl++CH58cnB08tPZs8PnhydnB39/fHDwhJ4/fvn86NnB3w9P/lHz49HB8avDVycHT87++vrg",
-	"+B9nL16enD19+frFk7jjlIuSLA55mu4VVQkRVqSlSOOKCzvFyu0O1e3V7UmzhExUCrQNEu1ZEaceSLtn",
-	"U2mwAU7sUn6DIbEkImLXBSagxuUG4GVWREN5S6avhGiq4/hyil4zBxTusX2nipDwec+wwyd0G1bWSlIc",
-	"oBfi6X5D/T6QsdcW6qM+4b6jQo8dKptpMxNDr4Do0YjlKgX+FXAEgd1xsDRIiT2HL06OX746OngMiAKk",
-	"pWyi7trHGGxYQA4CWWkSHxeA8vcRlHCL2Z1wN2xt7wlnaGmTjpawicgomHuJDTk6WoSRPHI1fm+FAS3V",
-	"a3xfdQs7z9NHY3/L1eUahLDVSnBRWO0zIM435JG7/e2rP6n0cYGPtjdgrMvdvPC7B5tMVtMpBD7e+f7q",
-	"j5d7D6EUsAFQqh3uPlR2KKWFXDFecPmiCaS/I4EM4XG9ECKaiydReIw3qWFAUA3i+MJM5JJBfkuXuSxp",
-	"1NQYFqsrrWsfusbdudNvdKx33/y5LtfuTdQgJe0nSaWUEDW6g8Xdc17NjreclsByBViQxWDnJ+1s6phF",
-	"RsK31YVDGEtFoChmM64MdTaIAv/QUKCiDiJWSRW9S9TH4bjmKFhGYeBbK4oZBrO531ibuyZdvoZjqkEo",
-	"QuGjU6gShQhCgwQ+JY5UG90oc+oSQd5KTwA6tDff095Z+4A3LWB7rmm9WwzW7UbSW0IuQpZM3r2IZeJS",
-	"X5Cbz5cTq7xLnibfsJSQjKepl6Z2+7usvdyGcNGB5YSlzGRgAYct4SENqj5qGnuaG4sm/sVy7bP2/qvH",
-	"h4csFRYtzM5ymGA7xK5UBlgoqJ4pNi8tO/P372NNb7eUMxysFCEi5zmg2b2Mgu9cisxZAAunOoa2gKJI",
-	"xS78yurnyFUxQgfkJK+tCUuG9vjwxd8OT0hs23/xj7OD5/uHz+IIW2e/FQadDT222//ee+GCtp9FO1Pq",
-	"RFaIyKyNnv0z9JuYuKgdTgudc+LwCm3MZLZqu93i87iGOxMqBQXSomWqVEc8y1e2DiuSBEYqfjR2W1M+",
-	"cn0P1QlPGCVfFyAse8MHGOwgPlh/YZE77xCr/Tz7qe7l00oLm7DSsmcufrF79RdF61b8YAPZoOhOjMLE",
-	"ziYbWe3b9pUKIoQl2J88vLBe+giEjVICoYSYBuOYzTMXcFcJyFgNLfLGsZUKgQtXoKRSn8T3JJYKVSvq",
-	"k1CUGZxGgfe4WkOQcQvUWk5FxLC+PUa3vszGJnb+42opwahac7Dtl+lckK7TEksFT4yXMiqlFmE5e355",
-	"3lu2XMfQe4l77EXpfSsquRuZCmXTRa0B7rlYJahLBXVcW1qV+zCIJRhr58tk7cKXXvaM920cnNCHYK30",
-	"diuixrdRxPPlYLf7V9SDfR9dSfnJ5/txKf5zsZ4iRj4WKThQWe3pudyhD1Djqg6Q+A5O/OnI63WJ5VdI",
-	"v34UNhB1Aso1FSXB8oVKG3x3xrnOGmuVVvumR2SfrK+chGQNeCqSnJ4PgxEulLKMiqkRnDxhurbAlLq+",
-	"rl/E/VotrFRz3apFYgsIVgJdgmTsu/v2pdy3Zz68qvbMQucHlbp936TEP3YGROoIWwmIBdV0SXpAoQGj",
-	"3/AzUMz3qiXNhhpdEtawkcyM9TGbPbZffgwaqe9MET/f//vZy+MfX50dHRyfvX51cBwvEYAlScKH/KJf",
-	"QrmObyiuTHTqZAQXJ4qEYKhzRRUnQQ+nzAthypAt6vBIBRf1qDNgM25cWA3QG6f3o6aos/HZ77m2/Mw3",
-	"r44jNtFztBlPuVoU5tgsxx2SeeKJr5BJoZ+om0+4KxtuDc2NKonVzOip8PYAijET/NI3Ep/yCxhc6ynj",
-	"Yy5rPIO0gJfZ+Ha0vdu36pY1/DYy6G7f5sSNRtyQ3IGu7fIcl8jdwQkfX0Xu8J1PTO6+QO3t89if/7NU",
-	"RrpGy13sVyl/IHz5dAhiA6moKx3rCw6vymIDRt+g3cTqsUCfGknpaYqkLMzTiELJISj963P4K0WAyZrn",
-	"y/722GGWCXQbnqeCAugx28LnApRs5elSoAb8l+I5UVx0xpeoLn7XU/ZdoLvEVJxwSWWzbUMhXuRhZD4O",
-	"p0NLLHfKdFli9x4GqIwzKomsNHq8h1yRdCpdvInSZZykDz2dTqU1e6EPnJgrcJXqeqVhw9zCrBR3kAlT",
-	"+PvmOrsAflTEIJzz4cU4o5B9mNrk2aW8RBFgmHEz8R+S2XPAgK9lAskuurimmMlRqSJM5ldgeglGrZ5U",
-	"3PbxTn/X1YvCVZOiDXSW8IliEKWqlugqLcHxTn8nLuX8etgWgeSu7x1G81IgM3lTx8IGtbRj3ys2RAME",
-	"rA/DrWmc4I0DmHIAx+/zRxwGlPGEIXAQ9kWcKu6lgXkTOG7CvOUIg2TrNIqd2+OgQSnyTThpiZV4OJQV",
-	"6498BRmXdQt3jo3tOutwYOWUO1e1w49aO8QNN5AK3NJ9fIgV6eIPZ6fd3oCHhhHsFMD+tbJQlMxXWChr",
-	"B+jVqVOlrrS5rupRjlIT6+BYz539UlPiu5ozAx+VnPieV6pAI8LXMb+BPoxo3JJMkn4EugTGpLB2bkqr",
-	"62s3mSYDgJ1kOh8TH3e20059rOuNiNMLrYQjUNEy2A5gi+g7s/ivC3Hr+X2twgCfN9lJHTQr195n0FMd",
-	"9je1Lu6PaYfZhFp+kK5xf8N77nMjWnfmmNs3f14piF/33lA1dYy/wLtTQ3EoAHSV4tQIzC5ZVmeF7Lxy",
-	"v4t+QB8of3wUq4GrXvGJw8DW3F5XAOn2bvGdHHEXu3YNmkMX4kb6/xZq2t1UjxvdMZSWTIFwoA0VAfBO",
-	"cEdDphJzzHEEoWSAWnI75kOrs8Mk7oCGxS09cbluFg7LAtDLv/yrQkWVxMnANe3zLDGw0vhEClT4RlZk",
-	"mEPtc/VBebaiWCbGIQWhY4ybYMgei41UQxF74zI6ZTlbCJ75aeJcWZlioyN8ZcCUnncqc16ImYUJp1rZ",
-	"Sbpg57krTuGclxRUbGZcGcqSxnLfnI3EvHScG+1NC2jHHgnUnq2YGnrdO9b/3//5v16vrXizcZkuosVn",
-	"Od+MDYCIuA8IQltcZQZ1chfCsSJ1bVLqDsTButFwMzca7Wty0ZVAvto/R7YxgSfylbjhPj6X+Rojjr2J",
-	"sDB2BhSbWo7dXFKsI/Vh6NBGvvd7pmhq285VEXCaq9KYmisXftoJbbgR02lS8IOoCLqhwA0qqLAhTWIO",
-	"8a8mh2RWdDVvQoMy+vbMhZzNRLJXRzHrCd9hAK6v2v+/1Gd3LXEJu/Hd0ZavOyhgtSG1aQwk/ACNdH0w",
-	"gVruh03BymhwoqicMGY3BjLgS177EhfpIir6mJKdy7Umj1GGC0qEdAqnR6XQDM3h0yxipD8kPhUVRNDN",
-	"MxGZC2Jwgd4XQsyMa31tDZtwM6EZgj251uwuWSCudGovZUX2XVQEOtzvd4CsKTG/old4Flb486eplfDJ",
-	"aT4qMewejpnE6OrBCHUvODsfjEsTRRk1rmttHsRXFmyJmYmeUzB7p8deaXQPoccxEzaTzmsD9B2o8UoK",
-	"WbsmjSJihi/KXAq+DAzK/bgQyjmm+ML4zunCWT65tWI6s/fMUpbCWCvhDKoFOFcWFTGf40HVxmghIik3",
-	"NkthToBr3bL22HKOyIO3b53zi5x2iUyc4648Ru/iw+0YXa5vzhebscM9QkaAs4tsAb6IKxTB0yLnYDW7",
-	"wOcdTJz64/IfMGGzmkeAiSN0vYoEWirm1MYLGGRLdprCT2475+D27UnlCj9PMMry/I3ZAWFKT5EzVc0d",
-	"u8sVuIs2+fiyxSFRGx+edr5gRf/HdTkKTarI1jsZ8J+1ASnHqGoAu1gVbRp5YBl9dzMbCOk3FUK2RAx2",
-	"m1aa/OEu5FepZsNRbJhPc0Mx+Go9L8TxBvVcV/u7N9YoKmIcauJSqn3fo0KorA1easdFmEnc6WHci2/l",
-	"thK+Acyfwjb8+KD9h5G0Q0EcKYh3ARmj6DUeFrYDRdP6GJp673IAjI/p1NkgkKW+j/7dxf7cF/spGXKW",
-	"vB7VG3B7rte6G4sK6camNHx7JQQkdeH70yAzpd4ehaWMv25LVNGsbX0CCgLqLsHki0owccjnbxP9/RHt",
-	"RqR4kkZNCj9dGp+A6jt2esEtqpZHx1pslbKZvkgbt2y7s6nxGdtBkdFECZE4Nsio80GT0outBL9QdTfo",
-	"+viJFV1qsFjPY+ms79It7hTgryndAtG2hiY2igpb78hwvVbJfeIyK7zFGwVnkKzD7EvmGkGVzemC910c",
-	"QkDjVqglEjmid5iEdi2NmFZ+Iyq3Jjp9t7kPcBhzfRdn/YeIs266OxtEVGN3oA0jqX1b6OLDSuB0cKPw",
-	"1mB8cUIpCbH/dDmaGhGyGk69f7S7x4qY6rJT703Cqm94rdbFVRdbCQOoV/tr3ySO2rfw/sSR1FfJEnch",
-	"1F99CHUzgfhIFjrXuWxNkPVjV7AtuD5wRYBBb+mMBS9/NNZLkca3wHo/jmbxeSKz11EDH5r9wVThTuS4",
-	"C8m+QUj2zXWELc9br7Yv1vDyUD4KvP9LFsdfgkbzrtusKDuxYSGKas6VqxXmUs3ijWyWTha6qkaW65zr",
-	"5guW4eqELs3cIKzQXhpzvuoEla8sVPg6pXzuCvZ8yfZUfzyfRcrZnABtvaNOo1e45st2rnhTi7YZpK7d",
-	"ijy0R11j0alPA5FfM1s7+BXRxfgNBfoVPQuw2SS8MShnlNZQGzmaUxqMsYrh0RmGQzUHEABoSkr4CYwm",
-	"Af2ec+N67SZ34UH/WbYWupP+qkw98t3A5AI3uiJg+KQqaum829/1BY6JS5uatp81hpslwcTbcJrMIje+",
-	"PoFx5NNw5iZtpATgnYXij2GhCI70c7Dxq98k3k1mjbzmmpcdRNIFM75nnbvwBT8FBk7kYKe/XUYJUVV9",
-	"bhhHs2nFC6GSsg8Xlqt3fViWeJNX0Ns6C2KTXTMamNrF9FPJwBy7E9Fb52KFwmD5dGDLRcmgzq2JHuOM",
-	"q6LMT1hXED/FLNJlwcRVII0+qoCSiKm2HySgzHJ7a9LJx7Er0dKO8k/e++Vqkn4FXn8Qnb9N9/vVO2m+",
-	"zHeGs88gcN5Z2jasl58kVV5ckGMRlKm/mQnOVSrcxATX6I8P89hcm21qkxdTG9p4Q1vdBpY2FxRwbRJO",
-	"C3mKa9tI+sB5DsjU9rXZzwhIG0QhEjDv7GZflN2Me2O3LXC9eq+jlv/ls1nRNiYaLi7Yl0MNa6hg88RE",
-	"ZD9wM4wHlXT6zmYxxIzus3HF8TGjFekOZkIk4i1rUxbpuSdLJL4i/kss9q6zRWdQ0Kk9Fs8yqTNpMX8y",
-	"BRm0Pc50PqNx6TXs0gUb9umqsIuikCi+gl5TTC901T55OAc3Ro6VENgKnWape7MXrMblDgdfgvTrWxbi",
-	"j7v9PmvHuSIwnNGG4wiWAquk3NZ6wnpbRHWpuC7WlXVcA8EjDfM7Ym3akdtrRC9w6wFotW5sD+LHqPhA",
-	"riaIR/6z91es1UHZ8Tjp2sd8wILLY2s1dK7b3nnY2Krufwb//e8//9B98035sHhW+96f6qvFVHf8yBVw",
-	"l1q5TjUxvBDDnZkHhS0AqYu+NqhN4kvV69qwb7wZ9X1ccDWtqHBdcfwLH97IgXXHsO8Y9udydK3y6Q/l",
-	"z43JAy9nQmHqAM5AhN8RoFiJedzYoMLZLUS2wlpdPQCPW770REymKAr/cRafIMdeJVVuVNPkb8lK1ZRK",
-	"gPN+sckEuLrPlE5AkGkKAnQYcJdScJdS8HWlFPgLv0ot1+gaW+/oP9dJLaAb4pMLfCuGHttPUz0XSZE6",
-	"TC/eC4gkfjRyhmtns6aq+85qbRpzBm5Gzm6QNVDe/7u8gT9W3kDzBdkkdwBf3jR7wF+KuHoRygSCsoFJ",
-	"td7dSjJBMdJKNgEhakN59sflAq6dR3DTq7Y2k6CESJhK4AFTEJEbZBL4b29Dwfn42sh6uePOuf8HcO6v",
-	"ozMfy6zomPi6JIQjnlmJvgTyMIZXcI/pqbRWJGyWAUGwUlBiE/axzZWrntxjr4StKig6KzUbq1ms8pRK",
-	"9OWKXgPNh49NXK1JN5/oVDDLx8wgVb1SdIhQ2PAzF32higgh/wE5TkCkaJYxPp0u5rIubkN4+VhK2GfK",
-	"vFhLDIvciw8nindO5Dsn8qdJ1/hQ/WurEGQ2dRrfq2hfN60O40XFr7tAjNvF1cbeUNS8s/Z+Se7ZZZwO",
-	"7lIp438qGarWTLyfJNjikFbD6KzIh1nah1ctwfR6j/mbhpKVnE5zC9BosuC6t79UE65b3uex4XrYNHX/",
-	"dwdUseL+0aw4d8bVj29cdXikVR2DD4hSHYenTnGbxnJQQ7qbc3Hfj+/r5uJuF1dzcZ/XecfGvyw2Xqn+",
-	"mZtqjqLrnXjr3ltky2UOUSKURQMXxkpSGkPM2hhGlJ//Joa+r3HRUaTjwy6LdgLwx1heClUkMdy0xDpP",
-	"EsYVGgmCjtNcpsbHF32/nALl8xR8ksLqjedJ4q7KF9yjH5b32fr0I2w2ile/My/c+Xe/9CB1xNiSRtV1",
-	"6vPEtVEU+cBsbG8SxQfOiYSF06k47WYEki97zzDPFAQcI9JRj72sIaDuJa4oPQmmconVsCzMW8rElEuF",
-	"QaOYwTSqktc2pTLRmB3XSUNTb4psZTAaAmQMJSqb9OMEKVEDNuVYIpzouw/F9yNQ4xHBp969h8V+0B8p",
-	"baesxVdA25u7k7IWX0NW+E3J//U94gW1vEsG/89OBl+hB+vI0BUudQrOJhm+0ane0Dz8hnj/iXK5r5A9",
-	"ik3feXr/WL268VRvT9m5Xn72+rJz3GdlKz4VkWvc5GrPeXa9GQePmHg7FDNLnA24OWVX80U1cU7PFblV",
-	"2/HR/snjn1iv1/NSCL3hZBGXgYGKUwxfxHssBvllKjB2RrkWYsgu66QDTK5eyawOMvm4WhStIzyfJgbd",
-	"phRrXKfOCCydHnvi06I3FC/W9EC/BQ790TSzz9YLfa1mVvZD/3AqeSej3Ll+P33z9CY+cLVetuUTpLrX",
-	"zx4e5llGlTiqWVaiXsLa3K6874a7aTLbXQLRnS368yYQVW4Er7+enyT3txDYNiAFmzYIIsNEYT84F6lW",
-	"YwM7xTpbkqS59v7RziCIE3YhbGGxzmQsTGepricMvlrXk6dGF/1xMZLuBchtYXwyzPQIhJgfhT20YlrE",
-	"9eGFaVNblFReCqbLamAmwtpfQz2T2FbXaiYuYbWwts4HkDAQOBpaIF2zECiWZP3PKgRaW8TtjtJ9acEz",
-	"Ydmt4JzqCN3HrjB2LTJ3bUGH+jqVGUWypH7VOgjrCEY1WYPKB5f9oRH1K1SudM45cqVn3VRcitTVFPZR",
-	"0wtHBF08EHZoJorLq7toFyMaja2lsBc05WRsRM6apLHaysjc+0cd2LAhIUwOq1rayk0yMG5eH/k/STpc",
-	"Qs87CvolyoqlA+Z88YUIi7BYMcyxxAbMcC54JrL93E5ag1/fAIZjaZJ6AoDuqSxXMWs/WSg+1U8esWd6",
-	"yNPOHuMsEbNULyiW0TXU14qasc4Vm2hjW1Erz9LWoDWxdjbY2tre+a7X7/V724OH/Yd9vF8OOCsp9YFO",
-	"DARPKK6swRyJoozF2NSkij0vMzuWVOvgWzqJ1Y9RzmNSGZmsaubYhB+tj0uijBuUWOPqoK/IZBGqef4L",
-	"hwir3xSxnlgHZPm7InSsZgcTgYGlQlkgSyLxYaXl11NR813ZZxrF/9+0VGvgFzYvrl/DUmtUnifSslSP",
-	"g0HwWcPnP2Z8NvnrM7Z/dMj0JTE3YogJt5y1iYhiiqN093prDN/wmXQUdivuDBzb4klZ6mb/6JBcuGGh",
-	"g4iFqTb4M08SdwjBknGK39O6QyY6wSaCp3YSfEIP4Cb+/wAAAP//",
+	"7H3rdts21uirYOmbtSJ1aFl2nDSVV9f5nMRp3cnF4zjTmalyTFiEJNQUoBKgFU0n3zoPcZ7wPMlZe2+A",
+	"BCVSlh3n0ox/JaZIXDY29v3ye2uopzOthLKm1f+9NRE8ERn+9/CUj+HfRJhhJmdWatXqtw6VlXbBLB8z",
+	"PWJ2IlgmbJ4pkbBMzDJhhLIc3u2zeNAa5L3e/eGlyIzUCv8QW/QskWNhLD0atOIuO50I5l5kU30pDJtL",
+	"O2HiUmQLNpxwNRbljEbn2VDs4180Uv3b8wm3TJpyjW3O4qGeToWyT3SubMx0xuJ8lnArkgMbMz6yImOc",
+	"uZciJqbnIklwezSr6XTZa6ESJi2TisVHo62XWomtF9wOJzGzmmWCJ0yrdEHz03KSiHH4iL4oX57yC8E4",
+	"m2fSCjbUKpEAPZ4yrXB7HibSMsWnwnRbUSsTv+UyE0mrb7NcRC0znIgph8Oyi5lo9VvGZlKNW+/fR63n",
+	"Ul2sHuPJsyfs0e6jRyyV6gKWAVMp8c6yGR+LiInuuMtiOqrty51tnY3N9u86Gx8l77etHF4Ia/7XMM+M",
+	"zr7vdrvw4u7DVE6l/X73AZ3qPstE+v2gBaMOWjGA/s3JEcvESGRCDeEYU27lpfDTw66EsfcAwAfngEge",
+	"Bik3tDDY/LrNnnArnsMqVnf880Rkggk+nBAaaSMYLtgwY7lKDGsbPhUsyfjIdhB7dTYetPaz7x98u2+/",
+	"340jlvk1wjcyTRlPUz0XCVN6HjHLjIADNCxXVqbMwuH/lmvLAQXnE50KxsdcqojpLGLziVAsg596UfGF",
+	"OwQ3Dfzop2jDj/GJsNli6wCQNIZ9cLa3+11nY7BsHetUDher0IHbl3FbgCQ4DzaHk7CTTOfjCWsfHZ4+",
+	"Y8WAjAgGG0mRJiYi6G1JYUdbE2tnfCa3YFgcdcsRl62dXidinBmb5UObZyJhqTQWQT7kaSqyQWv/t+93",
+	"e739+fe7EfMHUTxCXCLA6hH7rTyUmcjY3J9Cn3Fm9YVQ7DwHfMV3I8A/maYCb2LxbqfLYpo6BpjD7vHT",
+	"e4aZ/PxXMbQRMzOAw7kY6UzgGzy3E53JfyG5w0u/z2KdjWP8VWdjrvyPeHi5ERnTuTUyEUwr0SnGXDCA",
+	"+RRITWauPMwSBVbP8bXDQCJj84kcTipnOeULdo40O5MiqU41lUpO82mr34v8tFJZMRYZzvvzzz9vHeR2",
+	"IpSVQ27F6uSPBc+AeJYvwd6HEwAsEOQ2UJ2H3z7oddYTMfGOT2epKEfMBE+n3w9aViiubDJoRUxkmc6+",
+	"H7SkuuSpTM7wuAatVrQCsfdRa8YzPhXWMbajRExn2go1XPxF1NyFF/xCGGABmeBWqjE7fvX6lBk+EkTc",
+	"bbZg7dc2kzPBjJhy2CpgENyhkcxMeX2RJ3F2IRYsy5XZx2POhJlpZQRrG8ttbpAtnOtk0QHUuxAzy0Y6",
+	"Y7t7bKLzjH7OxCzlC+AhOGRcbMFunbif+gzAGEewRq4Wbp34OiAA0jZYCAxXPHALpbUXr7hlJ3KEpLrc",
+	"z1hYw/Z2d/cZ9+NPZEq3obpz6SlklisFMKRPe9912V/EwjCeCWaGeiYST/0r98Uvku4k8NvsUmR06Ia1",
+	"H7x718EhlLYIsYgZGgWWP+RqCcclHCtRn1bUAjba6odosAV4ULkK/N1zocZ20urvPngQwdXwf+8AOlkr",
+	"Mhjzf/8yGLzb3dkaDN59e/j2z3+qQb+oRWxyFc9ezfhvuWD0Mxtleso4m2XiUurcILu7Z1gM/OAJvhKz",
+	"NggrwNBjR3c7XfYKqLDVAODgHJBZMvqOoP3ji4MnW0aOQQoijMtVM/CBIMOxWRKgTC7wQKZw8lOdyJEU",
+	"CYhOQAzlWPlNoKgF5FIkhEV7vV5xAL/lIluU8HdgaQJ7b+9RHTDlCEWneonmu52dHvPSVZ/F38TAahnH",
+	"7QD9F4X0agjggmepBJqlzBxoL14EJz9Kw6YcSXW6YHIEJNtLoG1jM63GHRoJ5bKKZHrPAETw7jj5bZ/N",
+	"Bb+g99vxz9uDFohNrbjDFAitbApL7rIDPzkCfoqUSGmmxLwQBNuFcAriEWckjQFDJQbCftUSrxxnVvBp",
+	"x41ICwShnp3n1s064jIFChPIpH2mNFAjJlKD+3BzZWKUG2HYQucZE4m0XfbKTkQ2l0awvZ1dRBul7QSm",
+	"lsZLvc3Xz03YhAA7vd29egQAaXsDJCiFcsSEZkRo48mAHsQzabTqdNnPIJvBeeOxONj5E63qOfcMAjUi",
+	"kQDRCLZ/v7fHXmrLXvjLgtdBaaT064BSLvvakFGXktZ0lMAnOMOM20k5fuWVdSw4JHG9rW/f/tLb+u5g",
+	"68ef/vLi5fHW6d+2/vn2990H7+vpXVovgL/g70C8YCpHLNUjJq2YGsdT80yxNlAtZuS/RKeJaNDY4UoT",
+	"MeJ5aoFQRwAlEmF2er2oFGh2agUa1GZqyHJIC2XC2m+eHz0tF1QFKI2xmTDT2/npu3/e/9u3f330992/",
+	"7L14+PLRce9k93Tv54et6IMATnLEM5nWioSvgHw5CDvNzYsFyKXh2yZw068VeP8pE6NWv/Vf26XhYJt+",
+	"NdunOPxr+ghWBgSoDsangk+vhK37+DrA/fnxgyffPv3ucOfZ/R8e/PjtT9/9ZefFBwKXQHb4bsZVzUae",
+	"6OmUbxkBEqZ1igygNuq2IkGZH1EczQigc6AGSoP2WezkJdA7eJKY8EHEYm6QYQv/Y/l3G7VH1FNwKNQU",
+	"6dek02WHBJc+iwUu/Pti2KgYA6Au3s1SnYhWf8RTI+pxgEao4ABe3M2QAQEHfKv1voAuzzIOE+RK/paL",
+	"IxoMjhZxeYHnOdLZtFWAvxaH3MavwiI/wHXw6O9Pdw/3nj384dGPvZ/8Xf1APAJMqNvGG9AKJYjvoN+b",
+	"/Dxmw5TLqRc14Lt7htRR02U7Wzu7j4C5ZnwICg2JMfHB1j8Z3/oX6219x7rsjP0P67P/Zv9mf2bfs604",
+	"QkEZ5ZhEW9NncTdGfh134T+ZgMfMiDFwekOyx5uT52yYSnyQiam+FChkm3w4AYFBJmyo8xRZPkjbPEky",
+	"YYw3VDhIMcMXhknShHRuWar1BQeu12fcslRwuC5KlBvyEieOy2FdTQfrALrZsYJO2vv3g9G3w0di+O3w",
+	"/v3hw2Gvt3d+zkfi0W4rqvDX3UfrJP6DrX/yrX/1tr7rnv1P/7///efvt95+Uz4sntW+96d6/dSrhHin",
+	"HvPkhG4r/DXUCtQ8+C+fzVKnVG/PMn2eiumffzWARL9vSJ/LoY/pe5q+xhRUqnFTnsJddOI+youocTvD",
+	"htO/4cAnEUPSAS86s1CheEfMv6gzlqsLpecKRSE2y/RMZHZRvkGKAVAxtOa6rcJagLoSFY1JFYyjChr1",
+	"GSdL1D1DNjZQpEPzBwe9nixxbU7zh/j20+tXLyPA2U6EWEnKNo4YMzGd2UUXaNITrUapHN7++Wx4KkM3",
+	"vynVey+bAsMWrI3m2ySn9YiI8TQTPFkUOkJEJlU9V/D/wiSboMaARwRUKdGC4CLeAVuTyuuKHQTDM52d",
+	"yyQR6lPDgawCyPK8zuOIZUWPBTXHToTMWAYHXuwGLaok/QDq4cu4oSMFl5ynh4Bbn3JTb5R4NyOt2QSW",
+	"DtJG6013+2gAJdOLFxqOkthZlcVMZ6i/S4s7e6ntM9D3Pz3Gkj68hEqoldvKSRK5X3OayFbsXLMhBzUU",
+	"mJZUCZkpcmkm/DwV7HzBEgHyTcdv2+tfDSbviirnTb9w9ZfdOsB0kn6owNW4yuog5V7bxncQTMd8kWqe",
+	"nGr9nGdj8bmoCCn574ZCJLRtpzwVHgdQxBCMx5koHFPPuEzFJ8WjwF2WSJI3UCtvMrgAoPcrP7I5N6XV",
+	"ykg1FCiTcINW+y47EVvos5PWWVttRpTeccsf8QyfoY+j4diseGe3ZymXS5uu4faNR3LPOL5p3Lmwh3vs",
+	"L/Ix4T5RhnuGxS/4O1rR44UVJu502Q/6nmE/np4ee/rh7FmwI++xINs5GqKB1zJcLIN1k2dymGrjLR1a",
+	"KTEkL6436QC0Eq1ECJdTORU6t58Vgz1O8CyTl8SyHaMqAXZyePD07PToxeGrN6foPCLBlni/ESpBQFmt",
+	"mUn1PF109uu3/Vpkl3Io3ih+yWUKFOdTb93QCpBSielMZzyT6YLlCsmf1WzCVeIs8g5M+85UDwppFrGJ",
+	"VjoHZFxyJiLjcNSwyw6cQ5rwyJuvCDcSwWL89Uzndqin4swJdDGzEgXF3DoHlLtl6Mt1puaEW37OjUCc",
+	"A55GfgJQIQB4QGTxLlYusMNh3AixNWQhgY8joBJt57oR0ZL7I14y+cedJTq+5FpbR87DV/GsTrV+wdXC",
+	"3QzzqRGDrrejGyAjo9pG9wQdu206OPj/GVrRRAKUA/fhTquKEM412mXPySUMHHcGzLnCleFJxbHJVeWN",
+	"DmqNwFGVlmbh10nmZzQo5zPG4bbBVV0+j9Cdv/Y0ihcbvN0bfezfX3WyXgsT3ijvGRafXOA6J4cp+b1B",
+	"e5PGSDWOSjUuYuLdDNRluEBO5VoCe52ndx0EVt53YJhleiiMAdJEYUOfGhorFx6pkVeGcuPpWp2v090X",
+	"WY5wdiEWZ5mAz+DmvAEahp6ZC7FATZP+8j7VFsLA5DOQxUXyQiSSn6I08Bm5pZO043BWmC1m7eGEZ0ZY",
+	"F5gylpdCRSzO7WjrEWw3PhgOxQzuiHFRU/5BKSA7ORJ2ykDwIWna61jM8guxfMXDQeps14yz44PTJz9G",
+	"S0Mjx+b48ZURE8HKm6Z49fr05jMg4N1p4J7yRNon6P9CXwpZOCSZd/g6muKPFEf4G09zAVhE3O9636DR",
+	"oh4cpb3sF/fa28IqpTHYBQbA4Q4vHZYu7WFIwAstbGRn7VIo3aqZK4KPtLOArv6GkwCBgv+1YIgtkCXq",
+	"xnHuzI3t0OFpLNugYTgUBU+8Bl2vJ8Z/33JvbIGSjXIQiZAo2hRihrtr7g456Wdn6+FeaLHVo1V7bZ9t",
+	"xfuMu6i3wq/a5izVaoxcN7DEubllAvdZjpXOgK4TTzUW/kLJJrBpPtxrNGL2t97+vhM93KuzW0ctWX9g",
+	"2Xp4FaK3TMqgTSJDzrGdEHFw3u42CBhLQC7iZHyoQ93yLKhitgGr6EdPc5dRtdZKH94NmbRKrI080leG",
+	"DRYQwgQRusTU9dfruTQ1V6xA7c1xnC5rDYqXISRXEwSarnHFRF+ABKjFq1Gr/8vvLZWnThUi8/vyMQRb",
+	"WDmhhm/dyt8us7MDb91ll7AOrxYA6/VhuwjyPkUXouBT+vzpiWFty8cmIlPn0VPTQVUCVsIKpxpOg5c3",
+	"V0YQL181ngMY0tSBYSMOHS0fM5mxNz5nNEGQefI9+iic82xnGXRLp+qmWT3WGhB7eztFl/Z6kQsjBDAa",
+	"F2EdvBPe7cAw7wzlGDtSw0BQQG64tiCo1P5AWl1ycA1mIRt8to58lp7DVeIROB43oBOBm7HYnNtKuPC6",
+	"i+XW8wRfQugkPgj8OICac9FWAelhVYmc6rngh8CBtX4HOMqapd0GifK4cCV9WjosCixziFZEqJe8siZC",
+	"/KYULrhdNWKiqN6MwrqCl6RyO9BctHxSQ/Szr8TrWjTcTPlwIhVZIfEBKh9u025aH5Tv9xKDdE6GlzNy",
+	"UQUPCscbPLRan4EYUfwfeBb84YNnkZqGD+hyhU8AWHHtRSkkzVUxQI9GQiVSjYmgAlmecTthUjljEOok",
+	"5K2KgSpv34/3ydFWuO7wldJv1/Gug2KH9ygAzw+Dto24/k6TcbYuLyCAM5Mo7guVT4u7ERVBEc4H7QK3",
+	"3tZMMgWVd1x31hOdWTbJp1yVBy3ezVKunA+qZrSZlqo2rOcZKpwIHQRuhCafn16/esmO6RsXb/1db6fj",
+	"cWfbAXmDWwKSDh1tRLhb7qzu7vyQ8dnkr8+L27PE5t5ZgVEgppm+kQSwZPuHmWOyf58cvj5lB8dH94xT",
+	"tolJI7/pRCy+kAquAIY1OCbE2uWV3krlhWBC2UwKg4gds3OBdlCejXOgTaTWSjXLqwhU7jLVpDNXyd7y",
+	"RU/zqQrYRhFzFrVSqUTdL+9r5lqmkgFerWIJYGW4pFI8WxXHlid/+/4K6WGDcw8iFtZyr2Vhw31eBqLH",
+	"eNFi7+1MxciiPRmDV/DcFeO51VNu5ZDNRGYoJoAiD0qzf2HlAXpoWDsuUbBbfPVXnKuzSqw3wddaflwd",
+	"+pofmwnfffDwR24m9eT09Y8HW7sPHnq+gFuO2ES8667EJn3Ht0Zvf29S6lwoMe6UyNzO29oQyRAL/EdR",
+	"uM5VlKhD5cIE9BJDd2pZRWElcrtL9BAvJcaH5qpUqSfoULgUGU+7NYE7IRzOSM19+8sZBmrh/7+phchv",
+	"/rhWV+ZRtFhQGxRYbSzbeYjeOaA4D6Jer+eCtJZ1752H9x/t1Z0CzyTwgGvSxAq0UBVyw6xSrKj1bmus",
+	"t9zDX41W3RM+f+Guc+1RFfeZlO9VkIR3lt5ZvT4Jt/zDNpUJk6d2n9Qyr9x5NYOCI1qN6mO5m2uqVxUm",
+	"VkOCN2djG1yKHwVPiWovUQEKny3vZktf1AgaS7fTfVVHoo+KoO8aZnV9lUpMuUxruRA5Fsz19bMaQe1S",
+	"WpE8XjTESx499WSC3sxqZadMp1daTU/gnSJSuYoqqzrhOi6JaiABx01djhruKFQHQ5itPzqyYZNDqXqE",
+	"RRj76nKvvyeKU70KaK+yMRzDCgh8NDyOUc6/fmc30nsLJCzQzEO+krpVR3YdxI/UU74wlQyCb4MEgvtX",
+	"5A98OHbdOJgYV+kMP7u9DaKql41BIY5ucjbJ5paugNasGrswi3EokqOlRJVVVjBzamOZr1Log+jJxy2Q",
+	"KZni+JRgfvQ+KkLkAVXa28/nOrswRV65N/RlFBuknMa+ejlglFpjAFI0ZsQwE5SviUmi25c72+Wazfbv",
+	"OMD7bXIjddnriZ4rl1CmaOkhF11P4mkxNTa8ypHdhq2mcoofyZz8osY3dgNDEHpTdDYGZW/GDTntDIuH",
+	"LmXSahaPhX0h4s51bEaYHWTqpB8/6XKAogkDGs8FoB0mfrSdRSJiO70eBSgiuensV3M7JUi1FczkmWBT",
+	"neHyNjq2F+JV1kjTm64arfieoSgOmbA2XR2X9965Gi+LQHwEWf1Zw8JWj7tZGwgA6+w7TYfUwPuuQ51h",
+	"A/WayT90npF1yV/XavTLQueoqfqMURv5YiKORcYbwM9zTQRHIToUi6oHKJYKmMhZHYq6lJFp8RKsnrJB",
+	"uyyGf2BgRDkX8OWqlWAglcsYgtdiuCpxKo2FvZwKPjXxPothfGeUoTnuIVxw3k7NUPS+HwqGceuPV1WH",
+	"X7VU15NHr8+HG4WleiSAp/7Go9OovTm06u2Q15Kxwut7BYPwCXNlagzhUgHU9bh0G6wjwMwv2NL/ajQ6",
+	"1zwDGaPmAqll+qPL11muEhAn+GIVd5up0WzC63TpH/WcjTiGSY617QPXsno0ilk7EanAAH53ie9hJIox",
+	"nYjFLngIbiDgWOSzOqNAXDLdbhfe5Xkirbur+H+W6jH8YOZCzDBW0gHUkFkVAztdCljGh8LVYcjtlh6N",
+	"4MORVDx1I1aIobRGpKNOaDun7aABmeKdohYuohW1cH40MSue1trRjeXZNVVT98njBksOpruw+UQz9yKm",
+	"R9SPU1ff5CCd84VhsatpEe+jEVpJMxFJBUdSwS8p3wFjiM/FRKqEtfd6exXwuHGuVu49h6B1eXQKQRTu",
+	"vRbh6/jvLflTmxOmV/39jsCuUkRfgWvzpWBqbaP44AQas1/H4qQapnkikDERE9qItgUkeZmwBRbVpax3",
+	"rbTVSg59/Qa4pcNMTIUCBNSqUrMMllLsXir7cK91pV1WBrJDaaMNbQwlcBtQ40YquD/Lquv5eo5n1STg",
+	"vMrGa2WcKomuF72D8O9CyAWGeBtCRyMi34ZEupF8uJanV8B3G2y9eh5fMmfPxm8oBPHLwuY3TuTb1Iy1",
+	"gj63iKPX1Y0aEDqgedelWYWA6rfbgNvlJGvA+qkNiDdClZtCfZ1767Yz0a9xRmuO45bITROn/ZIIjRHZ",
+	"hsRmKlX4dOePhI51zqsgBLKmAtPeg2+LaJpEWC5T86EBUejJw7CoLnuccTWcMCqK2uYq8QdLTrAOy7id",
+	"UCkJhTq5lTYVFN1By3HFT3xAsNL2bIT50TWAoi9qlLfGQB5CQGmYHlJS6lBU53M1W5S2rHHa0nVZnfZY",
+	"ZFsU+RKUYfCF8fZ6PZRzOxvLtNWI0uXLtibM+2g5spuqLbh8Fyoip8dsqDOq89oQ31R6O5egi8msVCAR",
+	"Tz0E4F5vr84jg8fcEHcVLQdemXw65dliKcgOMz+qh/VSW/as6ZSsCy5f8lFW6tzKRCgrRwuqp1edirVj",
+	"fq5z2z9PubqIQ/MvpuqgAZiZmRjKkRziJ52KkpBncquY6moXggtaR0BFZXknh+NFpFd57nWk70TXgflV",
+	"NsbYPMGnJGaz40xeylSMXbq+zhJMJY1RD48ZlQlmMU+mUpV/ksUjDhVl/KAVtfBNDESDV2qtBqeCT29F",
+	"061sbiX4LhMCU6d9tCJ9R8ensJZOvWVBblQMqyamEDaMFavrA8ucmaheHYYjqdiD12vF08A4exs2v1vU",
+	"+T9A5AzV5BBEVeDeTIWGE7yRFLqEZEtR3LfF7DdVU2AbtyG94R38gkW30gNxnNtrntiNtfhGsRlWc0tS",
+	"5CdDp9VNUEpVjTPKCwQuP7Aov2+a/E+eDBXv7VfL5KmkUgjPO56M9zxRARx6P6l4aWIUFklOKYdwkYVl",
+	"9bwVSdW/eg2txX9SJzkduJlw2QWC4yJy5ZdRywbCzgX1fMADrUZu3ADSG1P8NckcXzarrakZuOqsyaTO",
+	"XLb61QUOj/3bpbh8Lede8U1jccD5RDM9E8r5YtxFWi9Mb16lM2pZPr4iRmxNvNFVRT6rJSoznVss+V1F",
+	"++b4Gy/RfwnCg5eaq9JDIUMXaFM9Uwffpct7QzkDAXkjSaNKkD6hVSm6giv1rriBm8WdLd9FzGt0YX0t",
+	"BaedtpZjjp/SCxilE9M7lLa4ciGCJT+42rJyzei88AJ9QExgcVU+RDSkQZpRr6zmGoQnl1Sv5Hv1uhmO",
+	"4SXMxsAq8mZ3K3EmnssDMTSiqGMMaiUVhexcIU1UY1AwQIPGqIlBuaa0S6LPp5d3PyxWd414XL1LwUmn",
+	"eg5KlL9OEzmeAEpnY5AFmk/8dYON57kcieFimJLhTvRZrMQ8Zu1fc2Mdx+tELIb/xaxNyVpznV2g3xR+",
+	"cWGiMWvPucRwCQe2AiUx1EGnl5QuiSXOkoppQQnYEkwBaEDjAVXHb4A44ydrNndLovs6gfGlmHvxVOyz",
+	"WOVpGheiolkSCpZJ+3KOxBdM6q8nbH2YsLNktabYYYLlKE9TbHBmhN1n8S9vYzZMBcdqehUJ+ZOxhVV0",
+	"gN8KVKDyzCEiUFVojIMWfFqXKvM5OM1qUowRwxzO8zWclstoxwpWBzmlxtBfz7y49tPPpyts/KefTytl",
+	"r7rsyJpKJW1pqkEARaSrEa6AKvm64jKpuAg3L4phLpTl78pOW7ARmrUE0cTaGVVhkmqkfZ0nToWCi6L2",
+	"VIZxyqWyXCqRGSShqfve9Le33TvdRFyuXKpiAKp+m6dWbrmaahORzrYSYS58lcAue1UJUG5jJy0zaHWY",
+	"nquBQrWZCmFQmyHHVvddTEpQfi/VcxYvN4IDDX6gpNFU6x5zurmtRGZ0B2qg/uu/2EGlJ9RAUWlnGDEO",
+	"Uv8cf4KdVQqZtX/6+bTj6g8PVHwQNt7qM9ckiprVUR8oNCX7JjlURrcS1byMEgQLJpMuO7iqZlpZnccX",
+	"rKahF1gedKDivd4OC2vAxb7IWLxcKM2vPS6bZHUHKv7h8JRtTzA97F9oJclV0FNLJB6oJzoVdHCX0shz",
+	"mUq7GKhDPpwEhXSpHh9mTYp3fGjTBTWyycZope+vN8cPVGGPZxjRyib8UriyynquwiDjDJeTG+/nwEwN",
+	"LC1gugN1QmdLFeap5DzlU4qEygp6LNjHKuNukGkI1vusKDkdd5mvtOizgmFH62sKt3U2UJQ7XqC2VFi1",
+	"UNoOzcTiPde5BX0+cVRAjRsmi7D/gfJ1R11BY1MiPz0i1w8tIpGG5Ai4I65QYgZAOVLMTHRm++ybb2De",
+	"qeDKsEGr8AxibZqFzotuV9UayTThoPXNNx4n0JVnBor+BVLHmlyyrB03FZ+jypDpYqBKz2qtW9Yl6Ac+",
+	"2MBxt194XrlKBsr7XnEvS944XwzUhcGxv5W+TcCGHIhCe6/X6wwUlvOplqEJ6s6wNm+qTlMWkYgGivoY",
+	"GNZYBZ6bsgQ8V8725GrB+9r0A+WnGvIsk44Fh+W4q0vwRbsl2T0GqizU7QYyeI4krlDrp5I6EhUecsUS",
+	"MUx5hmWOpsJOdOILa/gy2wOFWfCwo3iv94C9oLcArQ+IocWs7dce0xhnStszx+5iip0bKK5YjF94Yhp0",
+	"BhNucsy5wZlx0g7VYHArUnqg0OpTtFKiNe3Fvr5/uUG3LSfIzLVDI2GYHg3UcmHieO/+jicCjOohMyrR",
+	"zE61ZlikOWZtX1FZX4psoKigclTWta0UQq6rldxhhc2YmoY6wCDeRLCVR8UqXD3kmLU9DpxZ96hfFjNx",
+	"lGOgNi5Z3PG3+5iPpXIs9LkkLSlz3B1uFWU9bc3oNZEU9VBYe2drp9eLfPYR233QoRZwhiBbtF5yza+m",
+	"VG/XoIGE6v+7irxUlM0h/EBVkpjo4LFFXd8xZNcddrUfrMMnUujfnDxnI1H02hqoQCNeVoXZuYY7mQmn",
+	"K1f73GnsqhcNVNjwjhLzN+55JxYMsANkG+x8N9JZnyUaqcOMZ0ZEgInUvxQr8+lEjrD6xBQECMunM0Qu",
+	"Oo5ooEBsUIKVw/mSt8gvgj/dGqKVTnrIAHvsMU88tsVd9hchZiWrHWEDqFKGNWRcHWm4v9gQbqBcnz5q",
+	"JkudBAH0vlgG3OIC2V7NrJzCeoawWxfJshio11KNgRfkxBOKvsjoi4kKUw0Jlq7OWikm+HSFDuB/0D3a",
+	"E9r48JSPS9HNd1o+58OLpebJcAliLA4Kuv3xm1OK8Hl6+Pzw9LDsrQxbXemu3He8HEiwkwRcwzrf5gJY",
+	"MeZ4hiyE+p/489jZZWFpfEa18ePlTni+8nw3XDxIznpGi9kv2uNIGywXBb+wI3QbrwD+mLG5VHhUB4qa",
+	"+gFZvUbD7X64GOp95whv2XB6oKioa9voAkGLhC/fF5CqTq50B0TRc6DcWUerbbJhm9iIBTTtNsi8cVG1",
+	"Pnbd8wbKt2+Ig06j9U0b4AoUqHtS1rxFIlX9G+kEVkoiVdR02RvXkqY0ykSuFQBPtrRKidW7n5gXHmKJ",
+	"ZiUHMfgvKkbwn8AFAGhZyNHUdTxihPthq8ya+/2Ylov1uiicjYi1K3GDpL12pJ37zHWZCHhhd6BaUSuV",
+	"Q+EKeziV9DjTs0wKy7HAVaMquu2/LE0AhTJ6cHwUuDT6rZ1ur9tzlV8Un8lWv3W/2+vedwW0UNH3Gg78",
+	"f1znO34uL4USxqBsJPpst9dz+/t94Kw/g1Z/0NIXg9b7EEFc3WkCE/VF6LIjy4YTMbxAoSoRM6ESIGco",
+	"uXP2dKH4VD99DNI5sBjCamxaG46YCZdm02VPfUcTp7QutT3utoKyN0dJqw97dCU/lho+7fZ6a2pCX68W",
+	"tJuhoRS03wa2FZeX1NRgj6avG7VYZtA5Cj+5v3P1J+t6Z7yPWg96968eo6bhQmg2avV/eRu1XCRfgDHe",
+	"6db/pUVI1noLn207bOwu+DRtRDsA1KuZUAfHR0ERovLWzblh57lMychWe87u8+sd9KVKuprLbnFlrt1G",
+	"ZHnVqMT84+DFcxJuq+re0nQxlb/2QxwpaSV258fAsaKgN4gu0nY+H+KsOf3TiQS2pGzGsfZRLQqgnNNM",
+	"c04ET+QK0QExqqAQnkn5HtUkBUnDDp6cHv3tcJ896N0vilV5hYy4CVplUbjQiFWcjTM+FKM8ZWaS2wQ4",
+	"EBIY4rlIv895ytUQJjRWz7BbCQqpGR+N5DDsR+/wE14znZsRKNj+4vPQJ5ya1Cza2tdGnArUakLNy53t",
+	"ccZnk9+QNs1qq9Wf5IrsEr4IV6k9t4tHgAXA9KKaOv+uTz2dB5YP9x6zmTbS6mzB2rF0jdBoPXwm3flt",
+	"x519wOqpJOtSUZax0AEiV5WRBEfnfE26S/ZfEq24FSTCkEBWrfG4H9T74qnRzADHhvGpbfdwgoqGtCii",
+	"Gap+CceUinfSgpJ9KRORsPMF1t1oF20CdzpB9Y57JlgGCo+v1FCUqjoa2eciTbdc5fUi1r3a7bkUTRJu",
+	"eVwpQtnHNpYFH+ElUSBdEpQWF8ov0Nzne3JxJ+C1EzGzE7bTi8IN7vSiHij0Oz3YiOlEtNhKjbQi+q0o",
+	"fejqacY/nBwc//jX52fHByevD8+eHRw9P3wKYqt//reD50dPD06PXr0Mfnx6eHz649nzoxdHp2eHf39y",
+	"ePiUnj959eL4+eHfj07/UfPj8eHJ66PXp4dPz/765vDkH2cvX52ePXv15uXTuOMUpZK0Dnma7heVPRFW",
+	"pHFJ4wp0e2sc7Q5NB6vbk2YJmaicbhuk87Mi1yOQ3M+m0qB5KnZp88GQWFYUsesCk7jjcgPwcmkd8t4A",
+	"X03UVMfx9klvZQAU7rIDp1aRIH3PsKOndBtW1koSKaAX4ulBQw1M0BfWFrvE0YuuJF12pGymzYysagA6",
+	"PRqxXKXAAwOuIrDDFJr6Suw5enl68ur18eETQBQgLUW/FetaMBls+kFm0aCVCvZi8YDy93Gak0ZH3Wpt",
+	"bf8WZzRqk76ZsInIKCFiiZU5OlqEYj12dbJvhYkt1Tx9Xw2tcN7bj8ZClys0NgiDq9UUo7BibkCcb8pn",
+	"exvw2UovJPzo0cbM2XeXg892NuDHy30V8bsHm6yxpkkPfLz73dUfL7f9ujUBZIPzqPYr/VCxpRRUcsV4",
+	"IWAULX399QzEF3/NCvmlufYZRbd5yyTG89XgrK+rRh5VZPVER8qKZE1tvrE42rpm0GuiFXZ7jXExW2//",
+	"XJcq+zZqENAOkqRSCYzalsLi7rmghI43QJfAcvWTkLth4zbtXGKYBEq6g9VFPAf1bwQp0GZcGWpMEgXu",
+	"3aFAewdIdyVB9hENPozO9TbCKih93yhXzDAW1f3G2tz12PMlWFMN8hjKPZ1CEyqkHxokcAlzZBjoV5tT",
+	"kxcKNvC0x/mKXKMUbzQFtriA7YnUgP7pFoNl95Hql5CLUBog53zEMnGpL8hL76sBVt4lR7FvP01IxtPU",
+	"C3J7vT3WXm4qu+jAcsJKhDJwJMCW8JD61RATGnuaG4ueksVy6cL2wesnR0csFRYN9c4Am2Bz2y2pDHBv",
+	"0L5TbEVdRBzs9e5jSX63lDMcrJRevOeNZvfiEb5zKTJnSC1iYjAyDfRcqlXjV1Y/R66KETogonllU1jy",
+	"V8RHL/92dEoS48HLf5wdvjg4eh7DkaT8nTDos+myvd533okeNHEumlNTI8FCOmdtDMw5Q/eTiYvS/7TQ",
+	"OSfhQqGpnqx/bbdbfB7XCAaESkF9w2iZKtURz/KV7aOKEIOBxh+N09dUf13fEXvCE0a1EwoQunuJil6B",
+	"wQ7i/fUXFgWDXeLyn2c/1b18YkFlA1ZadkDHL/au/qJoxI0fbCBfFL3mUSDZ3WQjq20X/4OFGcI0IPsy",
+	"vPReggkEllKKoZy4BvugzTMXc1uJyVqNLvT2wZUioQtXo6hSosh3qZcKNUNqlVJUGp1GgSO/WkaUcQsU",
+	"X05FxLDFBQa4v8rGJnau/Go10ahadrTtl+m8wa7ZGksFT4yXVCrVVmE5+3553nG5XMrUO+y77GXpCC2a",
+	"ORiZCmXTRa0N8oVYJcpLNbVco3KV+0ioJRhr51Zm7SKsoVPIjb6TixMcEayV9o5F4sgOiom+IvRO74qS",
+	"0O+jK7kHud8/Ltd4IdZT1ciHIwYHKqttfZebdAJqXNUEFt/BiT8dib4uwf0PpYE/CBuIXAH1m4qS6Pl6",
+	"xw2uWOM8oY0ljyke2ccmRmSirS/AhqQReDuSra6PahIuIrsMcqoR4Dxxu7bglrr20F/EHV2tz1ZzZau1",
+	"pgsIVuKWgpoOd3f2a7qzz33EXe25hz4kqrr9vskg8cTZYak5dSU2H9TsJSkGhRcMxMXPmFZiv1pdcajR",
+	"s2MNG8nMWB8+3mUH5cegXfsmOfGLg7+fvTr54fXZ8eHJ2ZvXhyfxEhFZkmh89gG6d5RrPoli00SnTlZx",
+	"IetITIY6V1T8dpjmCSWBCVNG8VGzWar9qkedPptx4yKtgGY5GwZqvTobn/2Wa8vPfB/9OGITPUfT+5Sr",
+	"RWHVznLcIZlanvpivRSFjnaGCXcdDKyhuVG9spoZPRXetkFhh4Jf0psRBqwBjdRTxsdc1jhpaQGvsvHt",
+	"aK63bxwvy4luZBffuc2JG23hIcmcc+OOcbnv/eEpH19FMvGdT0wyP4EmejOr/LUV2M9jxr/Tmq/LfegG",
+	"O3pWXJ1VphPIjj4pjDhQKuoKaPuy66uiZJ/RN2h+snos0CtKikqaIhUNs9WiUPAJCqD7SiaVUuhkFPXF",
+	"z7vsKMsEOn7PU0FpRJhz5jOiSo72bClcB/5L0cUo7TobVlQXTe6Zyh6QfOJnTjam5gG2oRw5sk+ywofT",
+	"oUGbO3tCWWj8HoYpjTMqDK80xiwMuSLhWrqoI6XLqF0fCD2dSmv2wygG4uvA0KrrlYYNcwuzUuRIJkzh",
+	"sZ3r7AKTJHwUyTkfXowzSlyCqU2eXcpLlD6GGTcT/yFZj/sMWGomkOKjk3KK+WyVWupkxQZ+m2AM9Wkl",
+	"8CLe7e25qnm4arI1AIknfErC7IoieKM0qMe7vd24VFPqYVukNbjunxhbTmH15A8fCxt0FIh9x+wQDRCw",
+	"Pii8pn2Mt49g4hUcv8+xcRhQRreGwEHYF1HTuJcGuYHAcRO5QY4wZLtOIdq9PeYdNGTYhImXWImHQ7UB",
+	"/JGvIOOyauTOsbFpcR0OrJxymQtcH6GJxvO9q/vbhNjqI3ysSBdfnbl7ZwM+HOZTUDrFfzIbRsVihQ2z",
+	"doCinTpN8ErT9aoa6Kg9sR+OnTHYzzXNEqpZYPBRyc3veZ0QFDp8HTN26MOIxi1JLal3oAphZBJr56Y0",
+	"Xr9xk2mygdhJpvMxyQLOBN2pj7y+EYF7qZVwRC5aBtshbBHdmBb/dYGOXb+vVRjg8yZzs4NmhXT4WiTU",
+	"0eJtbbTBxzRFbUJxP0hVur8hrfDZPq07i9SXaUW+UiG47t2j3hYYToP3r4ZqUSjxKtWqEdxd6QKdFTL8",
+	"Co0ourN9oBz0UQwnrpbQJw4oXEMBXDm626MEd0aTDxGD7qIgPx25o7t4IxPINhobtlI9bnSoUekDCqkE",
+	"hbDI4nC6C5qRlZhj0jHIVH00FLRjPrQ6O0riDiiZ3NITl3xqAW4WDq78y78qVFTJZA4CFHzi84iKJ7iM",
+	"ItR5R1ZkWKfBF22ZZ9JaUSwTI9qCIETGTTBkl8VGqqGIvWkfXfOcLQTP/DRxrqxMseMdvtJnSs87lTkv",
+	"xMzChFOt7CRdsPPcVSlyLmyKjDczrgyVLcC+D5yNxLwMnzDaW1fQizASaECwYmrodR9e8f/+z//1qn0l",
+	"pgGX6WKjfNmBm3EgkHAPAEFoi6t8qE5sRDhWhMZNap6CNFs3Gm7mRqP9kZysJZCv9rCSeVDgifxBHKkf",
+	"n8H9p8a/e0trYTMOqD71r7y5oFvHLsIgtI0iMO6ZokN6O1dF+HOuSpt0rlwwdCc0hUdMp0nBU6IifItC",
+	"gKhKyoZ0jbnLczVJJeusK6AW2uXRO2su5Gwmkv06qltPPI8CcP2ho0CWmravJVBha9c7+nQXGuLvv6xc",
+	"hvqw1g9QyteHlFTSIrCrAobfo92O4rvCKPQYSInvweBr36SLqGisTeZCKntqYpQlg9pBncL/VKlARXP4",
+	"xKEYaRiJcUVpIfS4TUTmQllc6sKFEDNDv0lr2ISbCc0Q7ImolnHpL7H780g95QtTyqzs26gId7nf6wBp",
+	"VGK+DJulDJAsLDnrT1Mr4TM9fYxsn9J+qHql1TODXjfMufACvHOHuZxrlJVjn/9S0pijJIj2LVgbMxM9",
+	"p/SMTpe91uipQ+dvJmwmnQMNeARQ9JV8zHZNYlDEDF+U2UF8GRiUzXQhlPMR8oXrN43Fd9GAzK0V05m9",
+	"Z5bybsZaCWeXLsC5sqiI+awlKn9Z1HorNjZLYU6Aa92y9tly1tODd++cH5L8p4lMnA+1PEbvbcXtGF2u",
+	"b84Xm7HUfUJGgLOLbwLeiisUwdMii2Y1X8Zn0kycGuYyejD7uZoZg6lQdL2KbHSq8tbGCxikHneagpBu",
+	"O4vm9k1q5Qo/T0jS8vyN+S5hklqRBVjNhvz6sl/uYo7uYo4CseaICJ2PjzxfsKIX8rpknSZNavt3GbC+",
+	"tWFJJ6gpAadalaoa2W8Z/nkzMxCpZxUaukSH9ppWmnx1tOA/1tIAx7lhctoNpfirVd3wnjRYKIKAg7V1",
+	"04pomZoIp3smDK2JCpm4NgyuHRcBS3GnixFUvjXqSiAQyC4UAOTHF0k1HHwoiKEGkVMgIo2kkmYikkrB",
+	"TtC1rY/Gqo8xCIDxMd1yG4REBRvKFVbT5Ys74vB1EIdnZA9bckBVb9HtOeDrbj3q5BtbJPHtlWCi1OWx",
+	"TIM0r3qzHrYX+GMb9IoGquuzuRBQd9laX122lkNgfyPp749ofiP9nQwTZDehi+ezyn0nbi+ERtW2J1hj",
+	"slKW2Bef5JbtdDb1A2CbR7I9KSESx44ZdTRqsh1gi+Av1GoQdHP+xPYCapxcz+vprO9yl+7sCHd2hI1y",
+	"l/DG1JDjRkln+3dyPay1FTx1aUreZ4G6AygXYSY2c70ly363wfsuoiUgryuEGukrkVpMJr2WYYFWfiMC",
+	"uybVoyGRoaBKLoHhLmnhLmnBJS003b8N0hOwaeGGaQnu3sXFh5UshOBW4s3DYP2EcoRi/+lyagIidTU3",
+	"4eB4b58VCQpwuV4U8143R+GGV3NdkkKxlTAbwQFjqUTEdZMS3OefOi3hKlHoLh/hLh/BriMyH8lY6pqy",
+	"rslYeOKKWQZXEK4ZCArbOmPByx9NBKCw/VsQAT6OcvV50hzWURSf5/DBlOVOsbrLb/hj5TfcXE3a9qLB",
+	"1RbiGlEkFO+CEJYlm/HProHBjKvE9fAXZX9brKlTzb905Rdd2mm8kdXZiXJXlR2M3fw0X7AMV755aeYG",
+	"WYv20pj/WSdn/cHi7q9T2eyuftnXbhH3R/xZhLTNidj279QD/opAkbLRPt72oqETaay3Is7tUz9/DDGh",
+	"gchDnq0d/IpQffyGIl6LTjjYBhze6JczSmuo0SrNKQ0GG8bw6AzjApvDWQA0JTX9BLangAfMuaE9fIUW",
+	"qOsbqu9MVteOwwHU8ddt6hH4BpYroAoVQcdnSsIY+xjH4urfk7Rgapq619i/lgQkbwprsi7d+AoGNqZP",
+	"IyE0KWQlAO8MPXeGHlu9mog4n0GcuPpNkiHIOpTXkIqyP1a6YMZ3l3VEo+DrIEgQSdnt7ZRxb9S4hRvG",
+	"0YJdcSqppOxUiR1RXJexJR7p7RxtnQXJAq7VGkztkmyokmuOvfforXOxQqWwQweIB0U5tc6tiUDjjKui",
+	"BFpY7hU/xfTyZQHJFZeOPqqglIipth8kKM1ye2tS0scxz9HSjvNP3tnsarZwBV5/EK+4zUCOq3fSfJnv",
+	"7I+fOrDjzmD5h+jkkiRVMaDgBCJooHIzS6YrILuJJbMxsiPMaWUjmVrMOTxfsJh61ccbmjw3MFi68JJr",
+	"cw9ayDNc20aCD85zSBbLP5oZkoC0QTguAfPO/PjVmR+59zvY4r5UaUPU8r98NmPkxoTHBdn7StdhbSjs",
+	"bJyI7HtuhnG/UuKjs1lAPiOaYFzbFsyQR9qFqUmJeMfalJV+7kkbSd94hyS2IdHZotMvaN0+i2eZ1Jm0",
+	"mI+dggjdHmc6n9G49Br2sYQN+/R32EVRIxpfQd85piu7Qs48nIMbI8dKiKOkmKXuzW6wGleLIPgShHff",
+	"Txh/3Ov1WDvOFYHhjDYcR7AUWCXlytcT59sizEt107FkuOM8CB5pmN8Ra9OO3F4jeoFbD0CrdWPzKz9G",
+	"xR11NVE99p+9v2KtDsqOT0rXHO0DFlweW6uht+vO7qPGZq7/0//vf//5+62335QPi2e17/2pvgpWdceP",
+	"XVsQqZXrwxbDCzHcmXlQbAeQuujahsowvlS9rg37xptR36UMV9OKCi8ix7/w4Y18iXdM/47p/5F9jqu8",
+	"/kN5fGMmzquZUJiHgzMQ83BELFZiHje2TnKmG5GtsGdXo8Tjpy+HE5M1jgLJnNErqPuhkipHq2mlu2So",
+	"a8rLwXm/2MwcXN1nys0hyDSFpDoMuMvPucvPucvP2TA/x9OaVUK9RlXa/p3+c508HbqcPlPHNwnqsoM0",
+	"1XORFKUI6MV7AX3Gj0bObeA8BtQPxvkMTGMCzs0o6Q1ScErSc5eEcxfRsJyE03zJNknEwZc3TcXxFyuu",
+	"XqYyG6dsz1UtQ7qSmVOMtJKaQ8je0DjkSbmAayfl3PS6rk3LKSES5uV4wBSE6AZpOf7b29DxPr5Ctl5s",
+	"ugvxuAvxsFfRqo9lnXXCxLqMnmOeWYluHfIzh9d4n+mptFYkbJYBUbFSUKYhNrvPlSuu32Wvha3qaDor",
+	"lTurWazylCqn5opeA+WPj01cLRU6n+hUMMvHzCBlvlKEiVDo8TMXnROLWDP/AfmwQLRplnU+nTrqUphu",
+	"Q4j6WHroZ0pjWktQi0SmDyesdzroXSjBV5/79KEq6HYhh20aOnCvooDetFiWl3T/2PWy3C6uNteHkvKd",
+	"vf5rc9Iv34vgPpZqzqcSAWsN/QdJgj2MaTWMzps82aWFf9WWT693mb+tKBjK6TS3AI0mG7x7+0s1wrvl",
+	"fR4rvIdNg/jjD6hih7+TZe7M438g87hDYa3q5JOAHtYJKNRBdtNgImpUe3MhxPfp/WMLIW4XVwshPsf7",
+	"Tgr5+qSQSk3p3FTzlV1f5lsPH0CposwFTISyaKLEoGFKJYpZG2Ph8vNfxdA6C0rRqqvj44+LHjvwx1he",
+	"ClUkEt207whPEsYVmmjK/BjQV40PkvtuOZXR5wr5RKFVqsGTxF23L1W6ccv7PNKNh81GOSN3xp27AIM7",
+	"CaoxUQQvS0ke6zr4erreKEl9YFEIbwvHB84Did1EqFL6ZrSZL7teMVUd5DMj0lGXvaqh3e4lrig7EaZy",
+	"9R1gWZi2mIkplwqDrjGBcVSl7G3KZKQxO66zlaZeUdnKYDQEiEhKVDbpxwkyIvtsyrHnBbEWnw7jR6BG",
+	"YIJPvW8YS6ahM1vaTllZtYC293MkZWXVhuIUN+U81w/JKAj1XU2Ku5oUH1qTYoWmrCNlV8R0UIIEqTGN",
+	"UR21PU9ufHc+UUmJK0SnYtN3oQZ3oQbLPVUQM25P37temYj1RUS5Lw6h+FRErqGjqyTqxYbNJImIiXdD",
+	"MbPEYUGqoCIPfFFNotVzRX79dnx8cPrkR9btdr00RG84mchlUqHuGMMX8T6LQY6aCgwAU661KLLtOikF",
+	"azysFHgIsnq5WhQ9mby8QIJCmyo94Dp1RmDpdNlTX51hQzGnKezgdiSFj6acfp7Ag6uUUxd5cCuU9k49",
+	"vYs9+MpjDzZjQVerpts+x3Lr+kUMhnmWUS2iaqKmqBcQN/cMHLjhbpoPe5eDeOdN+OPnIFZuFa+/4p+k",
+	"BEEhb25ATjZt+kf2ncIMcy5SrcYGdooVDyUJo+2D491+EKvvQkDD8s3JWJjOUqVnGHy10jNPjS7a/mMk",
+	"6ksQO8McAZjpMchgPwh7ZMW0iIvFS9emNmWpvBRMl3UZTYRVGId6JkGAUVYzcQmrhbV1PoAMgrzU0Nbw",
+	"mqWhsUj3f1Zp6NpymnfU8muMAAsLIAZnXUcsP3atx2uRymsLXNSrscwulCUFrZZ0WUd0qklXVJQeRqE8",
+	"K7w+FUpZumgdydOzrVRcitRVqveZCwtHSF1QmwHlmqg2r+6iXYxoNLaLHMFeKLdqI5LYJBXW1tvn3kvu",
+	"wIbNjmFyWNXSVm6SSXXzqvv/SVLqEnreUeGvVWYt/Wnniy9EaIXFimGOFYdghnPBM5Ed5HbS6v/yFm4J",
+	"VmqqJyLobcxyFbP204XiU/30MXuuhzzt7DPOEjFL9YKCepWZY16Uombxc8Um2thW1MqztNVvTayd9be3",
+	"d3a/7fa6ve5O/1HvUQ/vqAPOSnWQQL8HoikUV9ZgrlNR1WdsatJGX5QZWktmguBbOonVj1HeZFIZmaxa",
+	"GbhKnJl3SaRygxJ7XR30NZlwQpXVf+EQYfWbIugZyyItf1cEMtbsYCIwwlooC6RNJD6+uvx6Kmq+O1KX",
+	"0jpoW81+1VKtgZ8s325Yw1LbdZ4n0rJUj4NB8FnD5z9kfDb563N2cHzE9CUxSGKqCbectYkQY7qzdPd6",
+	"ewzf8Jl0VHo77vQd6+NJWfnr4PiIPPJhzZaIhSlz+DNPEncIwZJxit/SukMmOsEmgqd2EnxCD+Am/v8A",
+	"AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
