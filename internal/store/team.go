@@ -29,7 +29,7 @@ var (
 	errAlreadyMember  = errs.E(errs.Conflict, "already_member", "the user is already a member of this team")
 	errNotOrgMember   = errs.E(errs.Conflict, "not_org_member", "the user is not a user of this organization; add them to it first")
 	errLastTeamOwner  = errs.E(errs.Conflict, "last_team_owner", "a team must keep at least one owner: make another member owner first, or delete the team")
-	errTooManyTeams   = errs.E(errs.Conflict, "too_many_teams", "the user is in %d teams of this organization, the most one user may be in", membership.MaxTeamsPerUser)
+	errTooManyTeams   = errs.E(errs.Conflict, "user_team_limit", "the user is in %d teams of this organization, the most one user may be in", membership.MaxTeamsPerUser)
 )
 
 // roomForTeam is the condition of a join on the user's OrgUser: their
