@@ -97,6 +97,7 @@ type Config struct {
 	DeletionLease      time.Duration `env:"DELETION_LEASE" envDefault:"30s"`        // a run's hold on a deletion
 	DeletionPoll       time.Duration `env:"DELETION_POLL" envDefault:"15s"`         // how often the worker looks for dead runs
 	InvitationAnyEmail bool          `env:"INVITATION_ANY_EMAIL"`                   // accept invitations whatever the token's email
+	MaxOrgsPerUser     int           `env:"MAX_ORGS_PER_USER" envDefault:"100"`     // orgs one user may own when creating another
 	CallerLimitRPS     float64       `env:"RATE_LIMIT_CALLER_RPS" envDefault:"100"` // per token subject, before authorization; 0 = off
 	CallerLimitBurst   int           `env:"RATE_LIMIT_CALLER_BURST" envDefault:"200"`
 	// The limits are global (one bucket per key in the table) unless
@@ -181,6 +182,9 @@ func configFromEnv() (Config, error) {
 	}
 	if c.RateLimitBlock < 1 || c.RateLimitReplicas < 1 || c.RateLimitTimeout <= 0 || c.RateLimitTimeout >= c.RequestTimeout {
 		return c, errors.New("config: RATE_LIMIT_BLOCK and RATE_LIMIT_REPLICAS must be >= 1, RATE_LIMIT_LEASE_TIMEOUT positive and below REQUEST_TIMEOUT")
+	}
+	if c.MaxOrgsPerUser < 1 {
+		return c, errors.New("config: MAX_ORGS_PER_USER must be at least 1")
 	}
 	if c.CursorSecret != "" && len(c.CursorSecret) < 32 {
 		return c, errors.New("config: CURSOR_SECRET must be at least 32 bytes")
@@ -333,6 +337,7 @@ func serve(ctx context.Context, cfg Config) error {
 	}
 	db := store.Open(client, cfg.DynamoDBTable)
 	db.SetDeletionTiming(cfg.DeletionLease, cfg.OffboardGrace)
+	db.SetMaxOwnedOrgs(cfg.MaxOrgsPerUser)
 	// Deletions that outlive a request (offboardings, large teams and
 	// tickets) are finished by this worker, here or on any replica.
 	deletions := deletion.NewWorker(&store.Deletions{DB: db}, deletion.Options{Poll: cfg.DeletionPoll, Log: log})

@@ -109,6 +109,8 @@ type options struct {
 	deletionLease  time.Duration
 	offboardGrace  time.Duration
 	offboardWait   time.Duration
+	maxOwnedOrgs   int
+	readTimeout    time.Duration
 	endpoint       string    // the server's DynamoDB endpoint
 	rawEndpoint    string    // ts.Raw's (and the migration's) endpoint
 	log            io.Writer // the server's JSON log (debug level)
@@ -168,6 +170,18 @@ func WithDeletionLease(d time.Duration) Option {
 // an offboarding under way.
 func WithOffboarding(grace, wait time.Duration) Option {
 	return func(o *options) { o.offboardGrace, o.offboardWait = grace, wait }
+}
+
+// WithMaxOrgsPerUser sets how many orgs one user may own when creating
+// another (default: the server's 100, MAX_ORGS_PER_USER).
+func WithMaxOrgsPerUser(n int) Option {
+	return func(o *options) { o.maxOwnedOrgs = n }
+}
+
+// WithReadTimeout serves with http.Server.ReadTimeout set, as cmd/api does
+// (READ_TIMEOUT), so a body that does not arrive in time is answered 408.
+func WithReadTimeout(d time.Duration) Option {
+	return func(o *options) { o.readTimeout = d }
 }
 
 // WithMaxHeaderBytes serves with http.Server.MaxHeaderBytes set, as
@@ -267,6 +281,7 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 	db := store.Open(dbc, name)
 	// DynamoDB Local's indexes never lag: offboardings need no grace.
 	db.SetDeletionTiming(o.deletionLease, o.offboardGrace)
+	db.SetMaxOwnedOrgs(o.maxOwnedOrgs)
 	ts.Deletions = deletion.NewWorker(&store.Deletions{DB: db}, deletion.Options{})
 	tb.Cleanup(ts.Deletions.Close)
 	d := app.Deps(db, ts.Deletions, app.Options{Now: ts.Clock.Now})
@@ -287,6 +302,7 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 	if o.maxHeaderBytes > 0 {
 		srv.Config.MaxHeaderBytes = o.maxHeaderBytes
 	}
+	srv.Config.ReadTimeout = o.readTimeout
 	srv.Start()
 	tb.Cleanup(srv.Close)
 	tb.Cleanup(func() {

@@ -44,6 +44,7 @@ const (
 	typeInvitation = "Invitation"
 	typeInviteMail = "InvitationEmail"
 	typeRateLimit  = "RateLimit"
+	typeOwnedOrgs  = "OwnedOrgs"
 )
 
 // Sort key constants and prefixes.
@@ -72,6 +73,10 @@ func orgUserKey(orgID, userID string) key {
 
 // userPK is the GSI1 partition of everything a user belongs to.
 func userPK(userID string) string { return prefixUser + userID }
+
+// ownedOrgsKey is the count of the orgs a user owns: outside any org (the
+// user's, across tenants), like their idempotency records outside an org.
+func ownedOrgsKey(userID string) key { return key{userPK(userID) + "#ORGS", "#OWNED"} }
 
 // orgUserPK is the GSI2 partition of a user and the tickets they requested.
 func orgUserPK(orgID, userID string) string { return orgPK(orgID) + "#USER#" + userID }

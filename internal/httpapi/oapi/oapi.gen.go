@@ -364,6 +364,36 @@ type AuditValue0 = string
 // AuditValue1 defines model for AuditValue.1.
 type AuditValue1 = []string
 
+// BadRequestProblem A problem of a 400, which lists every problem of the request in `errors`.
+type BadRequestProblem struct {
+	// Code Stable machine-readable error code. Branch on it (and on the status) rather than on `title` or `detail`.
+	//
+	// Example: not_found
+	Code string `json:"code"`
+
+	// Detail Human-readable explanation of this occurrence.
+	//
+	// Example: ticket not found
+	Detail string       `json:"detail"`
+	Errors []FieldError `json:"errors"`
+
+	// RequestId Id of the request, for support and log correlation.
+	RequestId string `json:"requestId"`
+
+	// Status HTTP status code.
+	//
+	// Example: 404
+	Status int `json:"status"`
+
+	// Title Short, human-readable summary of the problem type.
+	//
+	// Example: Not Found
+	Title string `json:"title"`
+
+	// Type URI reference identifying the problem type (`about:blank` when there is no more specific type).
+	Type string `json:"type"`
+}
+
 // Comment defines model for Comment.
 type Comment struct {
 	AuthorId  string    `json:"authorId"`
@@ -518,6 +548,9 @@ type InvitationCreated struct {
 	// InvitedBy User ID of the inviter.
 	InvitedBy string `json:"invitedBy"`
 
+	// ReplacedInvitationId The pending invitation for the same email that this one replaced: its token no longer works. Absent when there was none.
+	ReplacedInvitationId *string `json:"replacedInvitationId,omitempty"`
+
 	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
 	Role    Role     `json:"role"`
 	TeamIds []string `json:"teamIds"`
@@ -534,7 +567,10 @@ type InvitationList struct {
 
 // Me defines model for Me.
 type Me struct {
-	// Orgs All organizations the caller belongs to.
+	// NextCursor Cursor of the next page of `orgs` (pass it as `cursor` to `getMe`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+
+	// Orgs A page of the organizations the caller belongs to (`limit`, 100 by default); `nextCursor` is set when there are more.
 	Orgs []MeOrg `json:"orgs"`
 
 	// UserId The caller's user id (token subject).
@@ -877,8 +913,8 @@ type TicketId = string
 // UserId Example: auth0|5f7c8ec7c33c6c004bbafe82
 type UserId = string
 
-// BadRequest RFC 9457 problem details.
-type BadRequest = Problem
+// BadRequest A problem of a 400, which lists every problem of the request in `errors`.
+type BadRequest = BadRequestProblem
 
 // Conflict RFC 9457 problem details.
 type Conflict = Problem
@@ -897,6 +933,9 @@ type PayloadTooLarge = Problem
 
 // PreconditionFailed RFC 9457 problem details.
 type PreconditionFailed = Problem
+
+// RequestTimeout RFC 9457 problem details.
+type RequestTimeout = Problem
 
 // ServiceUnavailable RFC 9457 problem details.
 type ServiceUnavailable = Problem
@@ -932,6 +971,15 @@ type GraphqlGetParams struct {
 type AcceptInvitationParams struct {
 	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetMeParams defines parameters for GetMe.
+type GetMeParams struct {
+	// Limit Maximum number of organizations to return (page size).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListOrgsParams defines parameters for ListOrgs.
@@ -1489,7 +1537,7 @@ type ServerInterface interface {
 	AcceptInvitation(ctx echo.Context, token string, params AcceptInvitationParams) error
 	// GetMe Get the caller
 	// (GET /v1/me)
-	GetMe(ctx echo.Context) error
+	GetMe(ctx echo.Context, params GetMeParams) error
 	// ListOrgs List the caller's organizations
 	// (GET /v1/orgs)
 	ListOrgs(ctx echo.Context, params ListOrgsParams) error
@@ -1717,8 +1765,24 @@ func (w *ServerInterfaceWrapper) AcceptInvitation(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetMe(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetMeParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetMe(ctx)
+	err = w.Handler.GetMe(ctx, params)
 	return err
 }
 
@@ -3279,7 +3343,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 
 }
 
-type BadRequestApplicationProblemPlusJSONResponse Problem
+type BadRequestApplicationProblemPlusJSONResponse BadRequestProblem
 
 type ConflictApplicationProblemPlusJSONResponse Problem
 
@@ -3299,6 +3363,10 @@ type NotModifiedResponse struct {
 type PayloadTooLargeApplicationProblemPlusJSONResponse Problem
 
 type PreconditionFailedApplicationProblemPlusJSONResponse Problem
+
+type RequestHeaderFieldsTooLargeTextResponse string
+
+type RequestTimeoutApplicationProblemPlusJSONResponse Problem
 
 type ServiceUnavailableResponseHeaders struct {
 	RetryAfter *int
@@ -3378,6 +3446,17 @@ func (response GetHealth400ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 	return err
 }
 
+type GetHealth431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetHealth431TextResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetHealth503ApplicationProblemPlusJSONResponse struct {
 	ServiceUnavailableApplicationProblemPlusJSONResponse
 }
@@ -3440,6 +3519,17 @@ func (response GetOpenAPI400ApplicationProblemPlusJSONResponse) VisitGetOpenAPIR
 	return err
 }
 
+type GetOpenAPI431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetOpenAPI431TextResponse) VisitGetOpenAPIResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetReadyRequestObject struct {
 }
 
@@ -3474,6 +3564,17 @@ func (response GetReady400ApplicationProblemPlusJSONResponse) VisitGetReadyRespo
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReady431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetReady431TextResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -3758,6 +3859,22 @@ func (response Graphql401ApplicationProblemPlusJSONResponse) VisitGraphqlRespons
 	return err
 }
 
+type Graphql408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response Graphql408ApplicationProblemPlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type Graphql413ApplicationProblemPlusJSONResponse struct {
 	PayloadTooLargeApplicationProblemPlusJSONResponse
 }
@@ -3821,6 +3938,17 @@ func (response Graphql429ApplicationProblemPlusJSONResponse) VisitGraphqlRespons
 	return err
 }
 
+type Graphql431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response Graphql431TextResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type Graphql500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -3863,6 +3991,20 @@ type AcceptInvitationRequestObject struct {
 
 type AcceptInvitationResponseObject interface {
 	VisitAcceptInvitationResponse(w http.ResponseWriter) error
+}
+
+type AcceptInvitation200JSONResponse InvitationAccepted
+
+func (response AcceptInvitation200JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type AcceptInvitation201JSONResponse InvitationAccepted
@@ -4001,6 +4143,17 @@ func (response AcceptInvitation429ApplicationProblemPlusJSONResponse) VisitAccep
 	return err
 }
 
+type AcceptInvitation431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response AcceptInvitation431TextResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type AcceptInvitation500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4037,21 +4190,32 @@ func (response AcceptInvitation503ApplicationProblemPlusJSONResponse) VisitAccep
 }
 
 type GetMeRequestObject struct {
+	Params GetMeParams
 }
 
 type GetMeResponseObject interface {
 	VisitGetMeResponse(w http.ResponseWriter) error
 }
 
-type GetMe200JSONResponse Me
+type GetMe200ResponseHeaders struct {
+	Link *string
+}
+
+type GetMe200JSONResponse struct {
+	Body    Me
+	Headers GetMe200ResponseHeaders
+}
 
 func (response GetMe200JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4128,6 +4292,17 @@ func (response GetMe429ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w 
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetMe431TextResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -4272,6 +4447,17 @@ func (response ListOrgs429ApplicationProblemPlusJSONResponse) VisitListOrgsRespo
 	return err
 }
 
+type ListOrgs431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListOrgs431TextResponse) VisitListOrgsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListOrgs500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4403,6 +4589,22 @@ func (response CreateOrg404ApplicationProblemPlusJSONResponse) VisitCreateOrgRes
 	return err
 }
 
+type CreateOrg408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateOrg408ApplicationProblemPlusJSONResponse) VisitCreateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateOrg409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -4495,6 +4697,17 @@ func (response CreateOrg429ApplicationProblemPlusJSONResponse) VisitCreateOrgRes
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrg431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateOrg431TextResponse) VisitCreateOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -4680,6 +4893,17 @@ func (response DeleteOrg429ApplicationProblemPlusJSONResponse) VisitDeleteOrgRes
 	return err
 }
 
+type DeleteOrg431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response DeleteOrg431TextResponse) VisitDeleteOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type DeleteOrg500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4828,6 +5052,17 @@ func (response GetOrg429ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(
 	return err
 }
 
+type GetOrg431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetOrg431TextResponse) VisitGetOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetOrg500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4960,6 +5195,22 @@ func (response UpdateOrg404ApplicationProblemPlusJSONResponse) VisitUpdateOrgRes
 	return err
 }
 
+type UpdateOrg408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateOrg408ApplicationProblemPlusJSONResponse) VisitUpdateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateOrg412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -5036,6 +5287,17 @@ func (response UpdateOrg429ApplicationProblemPlusJSONResponse) VisitUpdateOrgRes
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrg431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateOrg431TextResponse) VisitUpdateOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -5197,6 +5459,17 @@ func (response ListAuditEvents429ApplicationProblemPlusJSONResponse) VisitListAu
 	return err
 }
 
+type ListAuditEvents431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListAuditEvents431TextResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListAuditEvents500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5355,6 +5628,17 @@ func (response ListInvitations429ApplicationProblemPlusJSONResponse) VisitListIn
 	return err
 }
 
+type ListInvitations431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListInvitations431TextResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListInvitations500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5479,6 +5763,22 @@ func (response CreateInvitation404ApplicationProblemPlusJSONResponse) VisitCreat
 	return err
 }
 
+type CreateInvitation408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation408ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateInvitation409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -5571,6 +5871,17 @@ func (response CreateInvitation429ApplicationProblemPlusJSONResponse) VisitCreat
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateInvitation431TextResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -5713,6 +6024,17 @@ func (response RevokeInvitation429ApplicationProblemPlusJSONResponse) VisitRevok
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RevokeInvitation431TextResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -5863,6 +6185,17 @@ func (response GetOffboarding429ApplicationProblemPlusJSONResponse) VisitGetOffb
 	return err
 }
 
+type GetOffboarding431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetOffboarding431TextResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetOffboarding500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6005,6 +6338,17 @@ func (response ListTeams429ApplicationProblemPlusJSONResponse) VisitListTeamsRes
 	return err
 }
 
+type ListTeams431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListTeams431TextResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListTeams500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6137,6 +6481,22 @@ func (response CreateTeam404ApplicationProblemPlusJSONResponse) VisitCreateTeamR
 	return err
 }
 
+type CreateTeam408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTeam408ApplicationProblemPlusJSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTeam409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -6229,6 +6589,17 @@ func (response CreateTeam429ApplicationProblemPlusJSONResponse) VisitCreateTeamR
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTeam431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateTeam431TextResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -6391,6 +6762,17 @@ func (response DeleteTeam429ApplicationProblemPlusJSONResponse) VisitDeleteTeamR
 	return err
 }
 
+type DeleteTeam431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response DeleteTeam431TextResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type DeleteTeam500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6540,6 +6922,17 @@ func (response GetTeam429ApplicationProblemPlusJSONResponse) VisitGetTeamRespons
 	return err
 }
 
+type GetTeam431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetTeam431TextResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetTeam500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6673,6 +7066,22 @@ func (response UpdateTeam404ApplicationProblemPlusJSONResponse) VisitUpdateTeamR
 	return err
 }
 
+type UpdateTeam408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTeam408ApplicationProblemPlusJSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateTeam412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -6749,6 +7158,17 @@ func (response UpdateTeam429ApplicationProblemPlusJSONResponse) VisitUpdateTeamR
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTeam431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateTeam431TextResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -6892,6 +7312,17 @@ func (response ListTeamMembers429ApplicationProblemPlusJSONResponse) VisitListTe
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeamMembers431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListTeamMembers431TextResponse) VisitListTeamMembersResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -7071,6 +7502,17 @@ func (response RemoveTeamMember429ApplicationProblemPlusJSONResponse) VisitRemov
 	return err
 }
 
+type RemoveTeamMember431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RemoveTeamMember431TextResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type RemoveTeamMember500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -7218,6 +7660,17 @@ func (response GetTeamMember429ApplicationProblemPlusJSONResponse) VisitGetTeamM
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeamMember431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetTeamMember431TextResponse) VisitGetTeamMemberResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -7377,6 +7830,22 @@ func (response PutTeamMember404ApplicationProblemPlusJSONResponse) VisitPutTeamM
 	return err
 }
 
+type PutTeamMember408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response PutTeamMember408ApplicationProblemPlusJSONResponse) VisitPutTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PutTeamMember409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -7469,6 +7938,17 @@ func (response PutTeamMember429ApplicationProblemPlusJSONResponse) VisitPutTeamM
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTeamMember431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response PutTeamMember431TextResponse) VisitPutTeamMemberResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -7615,6 +8095,17 @@ func (response ListTeamTickets429ApplicationProblemPlusJSONResponse) VisitListTe
 	return err
 }
 
+type ListTeamTickets431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListTeamTickets431TextResponse) VisitListTeamTicketsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListTeamTickets500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -7757,6 +8248,17 @@ func (response ListTickets429ApplicationProblemPlusJSONResponse) VisitListTicket
 	return err
 }
 
+type ListTickets431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListTickets431TextResponse) VisitListTicketsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListTickets500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -7889,6 +8391,22 @@ func (response CreateTicket404ApplicationProblemPlusJSONResponse) VisitCreateTic
 	return err
 }
 
+type CreateTicket408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTicket408ApplicationProblemPlusJSONResponse) VisitCreateTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTicket409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -7981,6 +8499,17 @@ func (response CreateTicket429ApplicationProblemPlusJSONResponse) VisitCreateTic
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTicket431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateTicket431TextResponse) VisitCreateTicketResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -8143,6 +8672,17 @@ func (response DeleteTicket429ApplicationProblemPlusJSONResponse) VisitDeleteTic
 	return err
 }
 
+type DeleteTicket431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response DeleteTicket431TextResponse) VisitDeleteTicketResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type DeleteTicket500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8292,6 +8832,17 @@ func (response GetTicket429ApplicationProblemPlusJSONResponse) VisitGetTicketRes
 	return err
 }
 
+type GetTicket431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetTicket431TextResponse) VisitGetTicketResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetTicket500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8425,6 +8976,22 @@ func (response UpdateTicket404ApplicationProblemPlusJSONResponse) VisitUpdateTic
 	return err
 }
 
+type UpdateTicket408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTicket408ApplicationProblemPlusJSONResponse) VisitUpdateTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateTicket409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -8517,6 +9084,17 @@ func (response UpdateTicket429ApplicationProblemPlusJSONResponse) VisitUpdateTic
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTicket431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateTicket431TextResponse) VisitUpdateTicketResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -8663,6 +9241,17 @@ func (response ListComments429ApplicationProblemPlusJSONResponse) VisitListComme
 	return err
 }
 
+type ListComments431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListComments431TextResponse) VisitListCommentsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListComments500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8788,6 +9377,22 @@ func (response CreateComment404ApplicationProblemPlusJSONResponse) VisitCreateCo
 	return err
 }
 
+type CreateComment408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateComment408ApplicationProblemPlusJSONResponse) VisitCreateCommentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateComment413ApplicationProblemPlusJSONResponse struct {
 	PayloadTooLargeApplicationProblemPlusJSONResponse
 }
@@ -8864,6 +9469,17 @@ func (response CreateComment429ApplicationProblemPlusJSONResponse) VisitCreateCo
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateComment431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateComment431TextResponse) VisitCreateCommentResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -9009,6 +9625,17 @@ func (response ListOrgUsers429ApplicationProblemPlusJSONResponse) VisitListOrgUs
 	return err
 }
 
+type ListOrgUsers431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListOrgUsers431TextResponse) VisitListOrgUsersResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListOrgUsers500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -9141,6 +9768,22 @@ func (response AddOrgUser404ApplicationProblemPlusJSONResponse) VisitAddOrgUserR
 	return err
 }
 
+type AddOrgUser408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response AddOrgUser408ApplicationProblemPlusJSONResponse) VisitAddOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AddOrgUser409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -9233,6 +9876,17 @@ func (response AddOrgUser429ApplicationProblemPlusJSONResponse) VisitAddOrgUserR
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddOrgUser431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response AddOrgUser431TextResponse) VisitAddOrgUserResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -9411,6 +10065,17 @@ func (response RemoveOrgUser429ApplicationProblemPlusJSONResponse) VisitRemoveOr
 	return err
 }
 
+type RemoveOrgUser431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RemoveOrgUser431TextResponse) VisitRemoveOrgUserResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type RemoveOrgUser500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -9560,6 +10225,17 @@ func (response GetOrgUser429ApplicationProblemPlusJSONResponse) VisitGetOrgUserR
 	return err
 }
 
+type GetOrgUser431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetOrgUser431TextResponse) VisitGetOrgUserResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetOrgUser500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -9693,6 +10369,22 @@ func (response UpdateOrgUser404ApplicationProblemPlusJSONResponse) VisitUpdateOr
 	return err
 }
 
+type UpdateOrgUser408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateOrgUser408ApplicationProblemPlusJSONResponse) VisitUpdateOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateOrgUser409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -9785,6 +10477,17 @@ func (response UpdateOrgUser429ApplicationProblemPlusJSONResponse) VisitUpdateOr
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrgUser431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateOrgUser431TextResponse) VisitUpdateOrgUserResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -9931,6 +10634,17 @@ func (response ListAssignedTickets429ApplicationProblemPlusJSONResponse) VisitLi
 	return err
 }
 
+type ListAssignedTickets431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListAssignedTickets431TextResponse) VisitListAssignedTicketsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListAssignedTickets500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -10074,6 +10788,17 @@ func (response ListUserTeams429ApplicationProblemPlusJSONResponse) VisitListUser
 	return err
 }
 
+type ListUserTeams431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListUserTeams431TextResponse) VisitListUserTeamsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListUserTeams500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -10214,6 +10939,17 @@ func (response ListUserTickets429ApplicationProblemPlusJSONResponse) VisitListUs
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserTickets431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListUserTickets431TextResponse) VisitListUserTicketsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -10561,8 +11297,10 @@ func (sh *strictHandler) AcceptInvitation(ctx echo.Context, token string, params
 }
 
 // GetMe operation middleware
-func (sh *strictHandler) GetMe(ctx echo.Context) error {
+func (sh *strictHandler) GetMe(ctx echo.Context, params GetMeParams) error {
 	var request GetMeRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetMe(ctx.Request().Context(), request.(GetMeRequestObject))
@@ -11770,256 +12508,275 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs3tjD6KijuXWUy06QoWXZsqlxny7acKPFFseVkZkIfN8QGSURNgAHQkjke7zoPcZ7we5KvsBbQ",
-	"jW52k9TFsp3RL4lkNy4LC+t++dgaydlcCiaMbg0+tqaMJkzBvwfHdGL/JkyPFJ8bLkVr0DoQhpsFMXRC",
-	"5JiYKSOKmUwJlhDF5oppJgy1zw5IPGwNs37/7uiMKc2lgA+si98lfMK0wa+GrbhHjqeMuAfJTJ4xTc65",
-	"mRJ2xtSCjKZUTFgxo5aZGrE9+IQj1T99PqWGcF2ssU1JPJKzGRPmicyEiYlUJM7mCTUs2TcxoWPDFKHE",
-	"PRQRNjthSQLbw1l1p0feMJEQbggXJD4cd19KwbovqBlNY2IkUYwmRIp0gfPjcpKIUPsSvlE8PKOnjFBy",
-	"rrhhZCRFwi30aEqkgO15mHBDBJ0x3WtFLcX+zLhiSWtgVMailh5N2YzawzKLOWsNWtooLiatT5+i1nMu",
-	"TpeP8fWzJ+TBzoMHJOXi1C7DTiXYB0PmdMIiwnqTHonxqLbOtrekmuitj1JNDpNPW4aPTpnR/88oU1qq",
-	"R71ezz64cz/lM24e7dzDU90jiqWPhi076rAVW9C/fX1IFBszxcTIHmNKDT9jfnq7K6bNHQvg/ROLSB4G",
-	"KdW4MLv5VZt9TQ17blexvOPfpkwxwuhoimgkNSOwYE20oSLRpK3pjJFE0bHpAPZKNRm29tSje9/vmUc7",
-	"cUSUX6N9h6cpoWkqz1lChDyPiCGa2QPUJBOGp8TYw/8zk4ZaFDyfypQROqFcRESqiJxPmSDK/tSP8jfc",
-	"Ibhp7I9+irb9MX7NjFp09y2SxnYflOzuPOxsDJbukUz5aLEMHXv7FDU5SILzIOf2JMxUyWwyJe3Dg+Nn",
-	"JB+QIMEgY87SREcIvS5nZtydGjOnc961w8KoXUdcutv9TkQo0UZlI5MplpCUawMgH9E0ZWrY2vvz0U6/",
-	"v3f+aCci/iDyrwCXELByTP4sDmXOFDn3pzAglBh5ygQ5ySy+wrORxT+epgxuYv5sp0dinDq2MLe7h1fv",
-	"aKKzkz/YyEREzy0cTthYKgZP0MxMpeL/AnIHl36PxFJNYvhVqgkV/kc4vEwzRWRmNE8YkYJ18jEXxMJ8",
-	"ZkmN0msPs0CB5XN84zAQydj5lI+mpbOc0QU5AZqtOEvKU8244LNs1hr0Iz8tF4ZNmIJ5f/vtt+5+ZqZM",
-	"GD6ihi1P/phRZYln8ZDd+2hqAWsJcttSnfvf3+t3VhMx9oHO5ikrRlSMprNHw5ZhggqTDFsRYUpJ9WjY",
-	"4uKMpjx5D8c1bLWiJYh9ilpzquiMGcfYDhM2m0vDxGjxM6u5Cy/oKdOWBShGDRcTcvTqzTHRdMyQuBu1",
-	"IO03RvE5I5rNqN2qxSB7h8Zc6eL6Ak+i5JQtiMqE3oNjVkzPpdCMtLWhJtPAFk5ksuhY1Dtlc0PGUpGd",
-	"XTKVmcKfFZundGF5CAwZ51sw3dfupwGxYIwju0YqFm6d8LhFAKBtdiF2uPwLt1Bce/6IW3bCx0Cqi/1M",
-	"mNFkd2dnj1A//pSneBvKO+eeQqpMCAtDfLX/sEd+ZgtNqGJEj+ScJZ76l+6LXyTeSctv1RlTeOiatO99",
-	"+NCBIYQ0ALGIaBzFLn9ERQXHuT1WpD6tqGXZaGsQokHX4kHpKtAPz5mYmGlrsHPvXmSvhv+8bdHJGKbs",
-	"mP/v78Phh53t7nD44fuDd3/77xr0i1rIJpfx7NWc/pkxgj+TsZIzQslcsTMuMw3s7o4mseUHT+CRmLSt",
-	"sGIZeuzobqdHXlkqbKQFcHAOwCwJvofQ/vHF/pOu5hMrBSHGZaIZ+JYg22MzKEDpjMGBzOzJz2TCx5wl",
-	"VnSyxJBPhN8EiFqWXLIEsWi3388P4M+MqUUBfweWJrD3dx/UAZOPQXSql2gebm/3iZeuBiT+LrasllDY",
-	"jqX/LJdeNQKcUZVyS7OEPre0Fy6Ckx+5JjMKpDpdED62JNtLoG1tlBSTDo4EcllJMr2jLUTg7jj5bY+c",
-	"M3qKz7fj37aGLSs2teIOEVZoJTO75B7Z95MD4GdAiYQkgp3ngmA7F06teEQJSmOWoSIDIX9IDleOEsPo",
-	"rONGxAVaoZ6cZMbNOqY8tRQmkEkHREhLjQhLNezDzaXYONNMk4XMFGEJNz3yykyZOueakd3tHUAbIc3U",
-	"Ts21l3qbr5+bsAkBtvs7u/UIYKXtDZCgEMoBE5oRoQ0nY/UgqriWotMjv1nZzJ43HIuDnT/Rsp5zRwNQ",
-	"IxQJAI3s9u/2d8lLacgLf1ngOggJlH4VUIplXxgy4ozjmg4T+wrMMKdmWoxfemQVCw5JXL/7/bvf+92H",
-	"+90ff/r5xcuj7vGv3X+++7hz71M9vUvrBfAX9IMVL4jIAEvlmHDDZtrx1EwJ0rZUi2j+L9ZpIho4drjS",
-	"hI1plhpLqCMLJRRhtvv9qBBotmsFGtBmashySAt5Qtpvnx8+LRZUBiiOsZkw09/+6eE/7/76/S8P/r7z",
-	"8+6L+y8fHPVf7xzv/na/FV0J4ChHPONprUj4ypIvB2GnuXmxALi0fbcJ3PhrCd7/rdi4NWj911ZhONjC",
-	"X/XWMQz/Bl+yK7MEqA7Gx4zO1sLWvXwR4P72+N6T758+PNh+dveHez9+/9PDn7dfXBG4CLKDD3Mqajby",
-	"RM5mtKuZlTCNU2QsaoNuyxKQ+QHFwYxgdQ7QQHHQAYmdvGT1DpokOvwiIjHVwLCZ/7H43AbtEfQUGAo0",
-	"Rfw16fTIAcJlQGIGC3+UDxvlY1iosw/zVCasNRjTVLN6HMARSjgAF3czZADAWb7V+pRDlypF7QSZ4H9m",
-	"7BAHs0cLuLyA8xxLNWvl4K/FIbfxdVjkB7gIHv396c7B7rP7Pzz4sf+Tv6tXxCOLCXXbeGu1Qm7Fd6vf",
-	"6+wkJqOU8pkXNex7dzSqo7pHtrvbOw8sc1V0ZBUaFGPi/e4/Ce3+i/S7D0mPvCf/Swbkf8i/yd/II9KN",
-	"IxCUQY5JpNEDEvdi4Ndxz/6jmP2aaDaxnF6j7PH29XMySjl8odhMnjEQsnU2mlqBgSdkJLMUWL6VtmmS",
-	"KKa1N1Q4SBFNF5pw1IRkZkgq5Sm1XG9AqCEpo/a6CFZsyEucMC6162o6WAfQzY7V6qT9f98bfz96wEbf",
-	"j+7eHd0f9fu7Jyd0zB7stKISf915sEri3+/+k3b/1e8+7L3/38H//Ptvj7rvviu+zL+rfe6/6/VTrxLC",
-	"nXpMk9d4W+2nkRRWzbP/0vk8dUr11lzJk5TN/vaHtkj0cUP6fIRv4aQ1BqBCeZvR1N5AJ+SDlAh6tjNn",
-	"OK3bHvM0IkAw7IPOGJSr2xHxD0pFMnEq5LkAAYjMlZwzZRbFE6gOdHrkGWdp0k3ZGUtJwgxKqIoBaUUS",
-	"GqMeGPcsgXgixTjloy8GrJGbXxe6thcULfdkpA221CTD9bCI0FQxmixygT1C+6Y8F/b/3D6agPgOkLMk",
-	"IpEMLwX7YHkMF15x6wAYnkl1wpOEiZuGA6rowH+8AuIoV0mptDqHmTKuiJIpK3YD5k0URSxGwMOwoUNh",
-	"bxxND+xZ3+Sm3gr2YY4qrA7MDqga1tvR9sAaiXYQz8EPk9iZeNlcKlCmuYGdvZTmmVW+bx5jUTmtoBKo",
-	"yKZ0kkh7V5wm0HhzLsmIWp3QXk8uErQZZFxP6UnKyMmCJMwKGx2/ba8MNdifS3qVt8Na7lD1sVgOkAxC",
-	"barGb1UHKffYFjwDYDqii1TS5FjK51RN2JeiIqhxfxgxluC2nSaTm/+tVgRgPFIs9xI9ozxlN4pHge8q",
-	"4cj8QUVusn5YQO+VfiTnVBcmJM3FiIGAQDWY0HvkNeuCA40bZ/o0agE7f8PUGR+xt4KeUZ5aFLvp09K4",
-	"AkBNNptLRRVPFyQTgO9GkikVibOHupPdc4ZSqw6oiEylkJll/BVXDlAKh/49su/cgWhO8MYDuKMyYSSG",
-	"X9/LzIzkjL13jDUmhgPDzowz/zuwgifNGfoSaugJ1QxAa4kYWmmtAGeBZ28VAL90Ys7nARtBOgY0I7Aw",
-	"B2jRdoZzFlWMz3HF4Bp3Khe34thYdX/DR+GsjqV8QcXCCU76phEDHRPuAlshBYRmvNrgVmvjwdn/34MN",
-	"gyVxx+K6BSGeVhkhnGOqR56jQ86S2LmlxiUybL8puZWoKD3RAZndklAhuV74daLxD8x52ZxQIc3UKhnV",
-	"8widqStPI3+wwde40cv++WUX14Uw4a3wfjl24xz2BN1V6HW0UjTXmotJVIjTEWEf5lZZsRfIib4VsNf5",
-	"2VZBYOl5B4a5kiOmtSVNGLRx09BYuvBAjbz0m2lP1+o8Te6+8GKE96ds8V4x+5q9OW8tDQO7+ClbgMMM",
-	"P3mPVgtgoLO5Fb5Y8oIlnB6D5vUFGbwTreJwVjtbTNpWAdbMuLCACT9jIiJxZsbdB3a78f5oxOb2jmgX",
-	"s+K/KCQiJzjYnRKrZKL45IVqYugpq17xcJA6yyGh5Gj/+MmPUWVo0OkpvLzWXx2svGmKV2+OLz8DAN6d",
-	"BuwpS7h5At4HsGSjpslRuaaraIo/UhjhV5pmzGIRcr+LvQPhEPXgKKwVv7vH3uU2AQmhBnYAGO7gzGFp",
-	"ZQ8jBF5o30ArVw8DmZaNDJF9STr70/JvMIklUPa/lh2ia2WJunGcM2ljK2B4GlULoB0OLEyvvcpUrxjE",
-	"f++6J7pWqwI5CN5D0SYXM9xdc3fIST/b3fu7ob1MjpetZQPSjfcIdTFHuVerTUkqxQS4bmARcXPzxN5n",
-	"PhFSWbqOPFUb+wkkm8CidH+30YQ06L77uB3d362zGkYtXn9gajW8UG29o+0S85A5JEPOrZggcXC+xrYV",
-	"MCpAzqMUvKO5bnnGqkymAavwR09zq6haayMN7wZPWgXWRh7pS8MGCwhhAghdYOrq6/Wc65orlqP25jiO",
-	"l7UGxQsH/nqCgNM1rhjpiyUBYvFq3Br8/rElstSpQmj8rB5DsIWlE2p41638XZWd7WOU1x0wBWa5WmBZ",
-	"rw+aBJAPMLYLBJ/C44rfaNI2dKIjtG0dPtUdUCXsSkju0oBp4PJmQjPjzHzghq6hhiDtNeCg5bq1P6CK",
-	"kuxfgPLxBvePowWFE2L5JgQ+jA2QPvBY5JtzWwkXXoclbj1P4CGATuLjSY8CqDlvTxmQHlalIIy+86MG",
-	"tvDVO4BRViztOu6bx4W1l61yWBij4ihiHuxaEP6aYNPLXlcwYuemy6rMw4iTNTGEMzcVULLb78ON0S6U",
-	"WQpYRhlaI3DZLYX+GbBCzOhoygXaUOALkKTdpt20Pr7X7yW2oiZaEd7D5Qu/yK359ksj5XvLE/P/LQG2",
-	"H3wcHpCG8Au8XOE3Flhx7UXJxaZlnibHYyYSLiZIHSyNmVMzJVw4ywYI2Ghrjy2J2bob7xE2mxvUDvJH",
-	"rAqCwbgdb/jMd3gHY3n8MKCox/V3moumEOMAzoSD7MpENsvvRpT7V507y8WAvKuZZGb1t0ndWU+lMmSa",
-	"zagoDpp9mKdUOAt6zWhzyUVthMAz0J4AOgDcCOwXP7159ZIc4TsudPNhf7vjcWfLAXmDW2LZNh5thLhb",
-	"7Kzu7vyg6Hz6y/P89pSRn30wDBzKupm+ITurWC7tzDFarl8fvDkm+0eHd7TTHJHjgJ2/E5H4lAt7BcBD",
-	"6nxNpF1c6W7KTxlhwijONCB2TE4YGPWommSWNqGOxsU8KyNQsctUogJYJnvVi55mMxGwjTx8JWqlXLC6",
-	"Xz7VzFWlkgFeLWOJxcpwSYWssSxbVCd/tzRZBRc2OPfA+bmSe1WFE/d6EdMaw0WLva8mZWMDxlHwg8O5",
-	"C0IzI2fU8BGZM6XRw4juTJML0rnJwtJDTdpxgYK9/K1fYK5Oj+yjMBPnivdLOgOCeEYVt/dUI24Ug+Qh",
-	"52AmpZqIWqp/WcQ/UtLIkUxJMcCAxJWFY+QmhSSVBapAYFhx6o1dTVVaLK+uPN4FRQ89pTv37v9I9bSe",
-	"+L/5cb+7c+++52JwQBGZsg+9paCMh7Q7fvexSZ9yMZQATiTK2+9qY8NCnPUvReE6lxG47uKVkKCBseUG",
-	"Gre7RI6AhEBgXCYKbXYKtvwzpmjaq4lYWDqfAC7vUeN89/t7iFiB/7+rhdCf/viWV+ovWL7AttUlpTZk",
-	"+z75mT8Genkv6vf7LlqlqgZv37/7YLfuVPzNuBhil6AHWokbpg5by0cTtT50J7LrvvxDS9F7Tc9fOOJU",
-	"e5Q5dUK9eBlEIQXCZ5bvcEINvdomFdNZanKZ1WteXr8HbkXaPg6XfWCjzDiDxGqQfIpayOo2FsNLfLqG",
-	"y2xOsDa4ST8ymiJjqpAODDYsLnRLntbIUpUr7d6q40KHeYhsDT++uNbIZpSntYwWHQH64ipojSx6xg1L",
-	"Hi8aossOn3ragk+qWvFQyXStlfO1fSaP6yyjyrLau0oQAE0XgeOmLkYNdxRqvCHMVh8d2pzRAVQ+wjzo",
-	"d3m5F98TRvWtA9orNbHHsAQCHzsMYxTzr97ZpVT7HAlzNPOQLyW61NFmB/FD8ZQudCne+vsg3Prummjr",
-	"q2PXpUMvYZUuxnSnv0EMauWUSji6ydkAdtE0dULzqg0HtMZK0+VDAx5aaz0A+kA0GymGuWKQoLZ1tr1V",
-	"xPfrrY8wwKctdKL0yJupPBcumUVgxFXIqFYTTFzM8vbflQBwHcadEkw+kzH1BaslDLqGqadpyaGuw0ip",
-	"E5ZKMdHESAhR3WR3L9gr1UhImuz5ON0dja5+npA2ephdampn/fHlsbKwy3qQ2IUtQUU0y60BVJzdpJat",
-	"NBPci5AEu4F6GfofMlNotfFYXQ6RWMgMNECf1GUin+/v6HK8Afw8qQZw5PwqX1Q9QCGbd8rndaKii+qe",
-	"5Q/Z1WPCVo/E9g+ojVYtc1FBrqAARNu4oH77WEykIHHKtbF7OWZ0puM9EtvxnbED57gDcIF5OzVD4fN+",
-	"KDuMW3+8LMT+Ibm4mBB0ceLfyKHrkcB+62Uc8Cy0N4dWvX3vQow9vL5r6KjPaSmi1xGXcqCuxqXroLAB",
-	"Zn7FFvRX4/GJpCqxby1fIFGlP7J4nGQiYYqc08Uy7jZTo/mU1ml1P8pzMqYQSzeRZkDiUWbkeByTdsJS",
-	"BmG97hLfgXAFrTsRiV2Eib2BFscin3gVkYBD93o9+yzNEm7cXYX/SSon9gd9ztgcAuocQDWaKyH6z2Vp",
-	"KDpiLlU6M105HtsXx1zQ1I1YIobcaJaOO6FNGrcDhlkMiolasIhW1IL5wXQraFprn9aGqgvqQ+6Vxw02",
-	"BgiCJ+dTSdyDEDRdP05dCYL99JwuNIld2nm8B8ZdwfWUJSUcSRk9wyhoUJRP2JSLhLR3+7sl8Lhx1muU",
-	"nkPgujw6hSAK916L8HX895r8lM05jctOYUdglymiL5Kz+VIg+61RfHACjd6rY3FcjNIsYcCYkAltRNsC",
-	"klwlbIHtr5KYKoU0UvCRT7G2t3Sk2IwJi4BSlMoK2aXku+fC3N9trbUg8kB2KKyJoWJbALcBNS6l9/mz",
-	"LLt0L+bQFU0Czis1WSnjlEl0vdwcxAjnQq5liNchdDQi8nVIpBvJhyt5egl818HWy+fxNXN2NXmLcWpf",
-	"Fza/dSLfpraTJfS5Rhy9qG7UgNABzbsozcoFVL/dBtwuJlkB1pu2Wl0KVS4L9aoj5nMmi17gjFYcxzWR",
-	"myZO+zURGs3UhsRmxkX47fa3hI51HhMfmF5fJGX33vd5lIrLsr1qoBH6nuw7PfJYUTGaEqxb2KYi8QeL",
-	"npcOURR8zGZKBejkhpuUoWccl+PqE/ioUSHN+zFkTdYACt+oUd4aA2QQAbkmcoSpaiNWns+VVRDSkMZp",
-	"C39ZxePOVBcjSoKcaV+7arffBzm3s7FMG8SS1Vy2FbHAh9Xw3wj0R5cUgXWe5ISMpMJSjA1xQ4WLrQLd",
-	"4+Mjd5546iEAd/u7dW4AOOaGeKaoGtCks9mMqkUleA3SA8qH9VIa8qzplIyLQK44xkqlKHnChOHjBZa8",
-	"Kk9F2jE9kZkZnKRUnMZ5mKpimM9BZlIxoudsxMd8BK90SkpCpng3n2q9pd1FNgOgoqICi8PxPIKqOPc6",
-	"0vda1oH5lZpAzBujMxSzyZHiZzxlE5fEK1UC+YYx6OExwUqeJKbJjIviI1o84lBRhhdaUQuehAAv+0it",
-	"1eCY0dm1aLqlzS0FtSnGiGEfjI8CxPfw+ASUu6i3LPCN6tXUxOrZDUNR2fqALWcmqleH7ZGU7MGrteJZ",
-	"YJy9DpvfNer8VxA5QzU5BFEZuJdToe0JXkoKrSBZJTr6upj9pmqK3cZ1SG9wB79i0a3wQBxl5oIndmkt",
-	"vlFstqu5JinyxtBpeROYd1PjjPICgUsiyytk6yb/kydD+XN75UpWIinVqvKOJ+09T1gWA59PSl6aGIRF",
-	"lFOKIVwMXFHgaklS9Y9eQGvxr9RJTvtuJlh2juCwiEz4ZdSygbC4eD0f8ECrkRs3gPTGFH9FksTXzWpr",
-	"ynotO2sUl8qlNK+vQXbkny7E5Qs59/J3Gut3nU8lkXMmnC/GXaTVwvTmhfSilqGTNYFJK4Jc1tXhK1eR",
-	"UzIzUJW3jPY+JrkmuclJ9F+D8OCl5rL0kMvQOdqUz9TBt3J5LylnACAvJWmUCdINWpWiNVypv+YGbhbs",
-	"VL2LkF/oYslawp522qpGvz7FB6CCYozPYNWvpQsRLPneesvKBUPCwgt0hUC0/KpcRTTEQZpRryi4GMTE",
-	"FlSv4Hv1uhmM4SXMqqAA9Vmt/Ife7F4pzsRzeUsMNctLjRal2zprpIlyDAoEaOAYNTEoF5R2UfS5eXn3",
-	"agGiK8Tj8l0KTjqV51aJ8tdpyidTi9JqYmWB5hN/02Djec7HbLQYpWi4YwMSC3Yek/YfmTaO43UiSHYR",
-	"MWljEtS5VKfgN7W/zDFrLybtc8ohXMKBLUdJCHWQ6RmmIY5SqVlSMi0IZrdkp7BogONZqg7vWOIMr6zY",
-	"3DWJ7qsExpfs3IunbI/EIkvTOBcVdUUouEjmxldG6i8mbF1N2KlYrdk8pSNX5GScpSn0INLM7JH493cx",
-	"GaWMKu3CRW6eLSyjg/0tRwWsoBoiAhZuhV4rjM5qE6y+AKdZzsTQbJTZ83xjT8tlikOZo/0M8zHw0zMv",
-	"rv302/ESG//pt+NSbaQeOTS6VOyW63IQQB7pqpkrq4i+rrhI1s3TevMSeQth6IeiGY7dCM5agGhqzBxL",
-	"9XAxlr4YEMXyoXndaegyQmaUC0O5YEoDCU3d+3qwteWe6SXsbOlS5QNgTcwsNbzrCm9NWTrvJkyf+lJy",
-	"PfKqFF3chmY3etjqEHkuhgLUZqyWgJ1AHFvdczEpQY22VJ6TuNqryWrwQ8G1xHLUkCtNTSkyozcUQ/Ff",
-	"/0X2S21bhuIAJrAjxkGSmuNPdmelalftn3477riqpEMR74e9cQbE9XHBflLYqgVMyb6PBRbXLEU1V1EC",
-	"YUF40iP76wprFSVcfHVZHHoBXYqGIt7tb5OwUFjsK1HF1Wpafu1x0cemNxTxDwfHZGsKOUn/AitJJoK2",
-	"NyzxQH0tU4YHd8Y1P+EpN4uhOKCjaVBeE4u2QX4f+0BHJl1grwk1ASv9YLU5fihyezyBiFYypWfMFVuV",
-	"5yIMMlawnEx7PwdknELKvu4NxWs8WywCjVWhMdOPJVh7zmPBHpQEdoPMQrDeJXkh2rhHfDk+n21rd7S6",
-	"0mhbqqHAnOwctbmA0nbcdHAmEu+65grg84mjHGpUE55XKx0KX6HSlTnVBfLjV+j6wUUkXKMcYe+Iq6an",
-	"LFAOBdFTqcyAfPednXfGqNBk2Mo9g1DAZCGzvCFNuXIqTjhsffedxwlw5emhwL+W1JEmlyxpx00VyrB8",
-	"YLoYisKzWuuWdYnvgQ82cNzt5Z5XKpKh8L5X2EvFG+crRrowOPJr4du02JBZotDe7fc7QwE1X+a5F9Qt",
-	"W5dqNxOkL37DI6oURwY5FGEN3bIH01fa5aZaXNdP4qF8RCdcOFL2nKO0qhyVtbvDetPdOT7GkrzeA2lv",
-	"d7f7/Yg47ZTs3Otgtxw9FFguwnWpcH1CZlgcU4OiitWZXflMrKDktjYUpV4+FpwUu/kMHGF0jfSWW+e5",
-	"utqoWL19/ZyMWd6WZCgCzaSqkpATacmaYk5nKbcEktCAKBqKsDcQpu5u3B6ILcg5U8zyGGgSNJZqQBIJ",
-	"F2FOlWYRGUmBrd6gjJZM+Biy62eWkBs6m4PHEY8jGgpLvgUjxXC+PiXc2+CjW0O01HQICFGfPKaJJ0Bx",
-	"j/zM2LwgeWPolVHIEhqxaSytKAG9c4bCtTTCvnvYdMmC3hcDSCTTHY9sr+aGz+x6Rna3LqJgMRRvuJjY",
-	"O5nh3cxbSIJNPMpVZmTwrihSQa592HhnKKgKGm0irxIkPjimk4KF+qaUJ3R0WukzaS9BDJX8rI519PYY",
-	"Iy2eHjw/OD4o2lDarS41ohw4mjoUOUV2vX18EXJLEiElLaw0hkXj/Xls75CwcDHBysVxtWmQrwvcCxdv",
-	"JRg5x8Xs5Z0EuAmWCww4bJ7ZhisAPypyzgUc1b7A/kdcX6g36SBcDLYJcpJ80ZtzKLACY1vLHEHzxBvf",
-	"QglLxC01UgIRYCjcWUfLHUXtNqF7pNV42lb2iH3DKhK7RkND4Ytrx0FTtvqS2vYK5Kj7uihQCUSq/Bno",
-	"BFSCQZVA98hbV8e/UI4jV6iZJl0pLEcqfnL9IjSJOaj3DmL2XxBQ7T+BKdaiZS7PYIPWiCDuh13Fau73",
-	"Y1wu1CPCsCIk1q6EB5D22pG27xJXA5wcS0mgCnjcG4pW1Er5iLlUf6caHCk5V5wZCgV8GlWCLf9moYrl",
-	"SsH+0WFgWh60tnv9Xt/VihB0zluD1t1ev3fXFQgChctLmvb/SZ0P7zk/Y4JpDVyQDchOv+/293HotPBh",
-	"azBsydNh61OIIK5ILIJJg2RglTMymrLRKUS3JGzORGLJGUhQlDxdCDqTTx9bKcmyGMRq6O8XjqiYS3fo",
-	"kae+3rxTHiodInutoFCG1abtHl2+f6U3xk6/v6KA68UKt7oZGuq2+m1AB1Z+hrXXd3H6ulHzZW4F/Ts+",
-	"Ra17/bvrX6mpbB6q3q3B7++ilouGCk7bOy4Gv7cQQVrv7GtbDpN6CzpLG1HGbvLVnIn9o8Og5EhxY86p",
-	"JicZT9FQUXtG7vWLHdKZSHqS8l6O7h9X1XaNNlh1ZOnLP/ZfPAcfZEVkrkwXY51ZP8Sh4IZDE2IIvskr",
-	"51qxg5vO5Q59xckdT7llB8IoClVIao8P5Ivmu/6a0YQvXXYrvuQ30zMH30YTpQ+uyf6T48NfD/bIvf7d",
-	"vKyM7waBVBysUsDUJWAEJRNFR2ycpURPM5NYyg8XG3kd0M0TmlIxshNqI+dEu0JtRtHxmI/ClrkOt+xj",
-	"unM5wmC3v/gydAGmRrMTbu1rIgo5WjSh1dn21kTR+fTPZprwOhMapG9fyQZLYeU4YeXftv9N2pO0DKMD",
-	"FxBqECg7ADeDoJxV6USjsMl0lP8Nyz6DXuS7cULvOrsIzqCfsxWkvSSDclRCdvv3HK/bt9L7AFYSe6yj",
-	"YoHSpV1aj/zmROfmul9hea9HH4eVwlbD1uDj0HPvYWuwHQ2DqlDAY6Gv56dPXrb1ZcgiIsWodAuwnJj9",
-	"Ykr1tJNDmGu0OMAAqNU71ouVh7tgDhnREVhSBDn1qg2CDW1pRSfKOVPe4NK21x34ufaqYmjEw24BekpB",
-	"IaOgYTpVDuoaQyy3a7G5HRHNoCYvudu719kj8a9ULQYEK6/ExLA01X6QSl1yVLO0e7bmliOa/gBVgsPe",
-	"zb9fX1mquk53/mN9183a4lWfomut6VW3qnINsabVVUMENq34tWYDYVmtiNBQFWhab1HN64qQrClcV1nC",
-	"perY1fc4zEtVXajp6rsL8SGH113/ygU7DVQrkFmqfnk2tzxarbAFgMrrjkVhpUxNnOc+2QNzw1JXg2ip",
-	"MJmRkrS9Bh8n1NClLjC/0rr6c67dQTxooiXo91vVJSDn1F/mdK69u8R+BbZ5s6DqWdRuLI5I+Rz2iIR+",
-	"faTZ4hyFBjOwbBcm70r1TdJeVe+y3OMxuNBRwDCJkKrKnb1Evr1efCr1gYGX7t107w9P9e8Eve28U9A4",
-	"eeh8yiFPKl0UElS1SYfF8JorAXLOBli/83A9tKr9k0BI3UCuLXfpu6poWwizmQhwyglmPxwcdwLh1guz",
-	"76C0sd5EnC1OoUaKRbkJYQmdHXycylxqbiSIhtxtF+8UnXOHCltxZ8+y8xlHwpgXGc4tvp5yopnQE86I",
-	"MJHNnAfOzpjNUVzTrFdxyKKNrZCe4e6VixnvBfSWplaUA1Ev8q3uLaKpiV2nZZEayzzbA0rZB24WJOFn",
-	"PGEJOVmQ7X4f5Cjs0LrdCboAWmaQLwOsiCtr3WIR5eDyu3K8IkvTqFT2Fl0Ue+WnT9lCOz4OuYJLDB96",
-	"DzruHki+VX0euUTBRjagkEVDAtfxAwuzcxNAhmoy5RO0cC7xP6justTqJ+gvYomdW1FE4u+2vovr3kBT",
-	"bZXct2lotqGFHo9uF0tzXfYhiwoZzj+KiY3cKv3FMHAXKB7swCoKZkq2+1GIItt9K0hHZLtvUcFinMgb",
-	"u1Zpta8+WlRZ8WZiMCzm1gpu2GwPcNEpLVYozutu++yAvOSyq+Md//B6/+jHX56/P9p//ebg/bP9w+cH",
-	"Ty38/Pe/7j8/fLp/fPjqZfDj04Oj4x/fPz98cXj8/uDvTw4OnuL3T169OHp+8PfD43/U/Hh08PrN4Zvj",
-	"g6fvf3l78Pof71++On7/7NXbl0/jXq/XyfU8YKMDnxG52+9vzIl3ap6Fn6wGPKo2cvJgjQKlzxKswujr",
-	"VuLrmsOZoz/GMl3oteH0YMQldCwuA5nrCoXBZgLtWKrJ+zwjN7Drv59xDf0gY1fcKBgSiqrDMZ9CqZ14",
-	"GYyY9+FjNnwtdV0exyOG90FautYj+87pgmb2O5ocPkUSubRWtFdbEOG9arAEcLam1DeMnjcY65FDYZTU",
-	"c6cUcyhJRTKRMq1DrZ8JvIiWjOS4evjy+PWrN0cHTyy6xp0eyVunGddNUUP/LgyFCrqiQVs1DyhPpAvp",
-	"wt5yU9uKzbmU296KMmUK01ZrVfEiYP6x6xJyLaa2SsX3T+UAWBdj9xdXsJaLO38eJesvr/+0S4YWH/tT",
-	"wwwtCSoYon8QmCEPeng6Rti5EcXKtd8oK0ZLOpX92mpL9nmvJZVfKfouhTJY6Rnh7Te93lXUqe0N5Pxq",
-	"c2V4794mk9U0bvwLqTJS5TS6VqFx5vrmar6YiLLGMCp9pWAMfgQlAJlJUWM3N4i5ZjQ+BBbK/VaJcYNp",
-	"rBpYvNNvDGHvvvtbnQ3yXZMGt58kpYq72HfcLu6Oix/u+BilAliu1CmIONCIV7roNajXgm4uI/PQayjK",
-	"CGqiUVRobDQXBZGYI+xoBtErriVlBLITBpxGRLEzeYqRpwqj1JNgOREGLeViMp4GTVMvuu32d0m72j59",
-	"0bEyTTCMvb95UJZdO+xmUA6bxrFnmTYQdbYo9Ct4mrT33zw5PCQpM2DDccEsCSicXS60lXUMP2PpohMF",
-	"ispu/y60b3JLeQ+DFbJe5ILZcHYvTMIzZ0y5oJQ8zhuyLchcSay/6FdWP0cm8hE6e3AK6EBkBmO/4sOX",
-	"vx4eo5S///If7w9e7B8+j+2RpPQD0xD/1iO7/Yc+MLQIPfWBXNR1UM4VXNKGYPP3EMqn47xNFC70nKIo",
-	"JiDsCSMp2m638H1cI0Yh1gSlrZf8GnVUpnhk67Ak8rVqDM/b1yaV1ZTRb5BdHDCxFpgH32Wdope06m1A",
-	"o/OQZHxjd/0bL6XBejLwwgZM54kU45Rjctbuzs4mG1nuz/yNcjjEEkvieIjgnq0FXKxgbVjToCG+wWTK",
-	"5UyVYuqXs0OAqGOfvEqpyYUrMlmqMckV8gIuUGmsCy94wT5nbMELtvoq3fDduehN+AaR8wdmArofoOWM",
-	"Fdjoa/83xNZpF9rW2AgAbfo+6D9CU2t9ZVPAWUswiRXNej5MnblUpyJqvYaLpFybVwoy1S/GPVLXnH/t",
-	"gxjz3LqgX/Nid2C58GmtcpfnGocQLF3zoFhSxWPynIvTdW3z4ZnQLXh7367jvj336Q+1ZxYGJ2Erikbn",
-	"zRNn9sK2/qWENbIvFhXWABwBslPgNSvO75VLDo8kOF6MJmOutPE5Vcu3DEd4pSbXI6Rdv9WsqAa9kcFs",
-	"+zonbrRihRfTisiuYkblYh4c08m6iwnP3PDF/AqFyC9jX/nPklzxGrnMxBx/l2lUICb4xFokWCmra0Lg",
-	"W1csSw0Dgu+A+d/ICQOfBTpj0hSoU5jxG4U8Lmgi4atBldpJoBLuG0j0yKFSDNwyJynDVEzI2/VZpTkB",
-	"JM8qIb/2X8wMAsHG6YBRXSYYhhnv9neJkU4Sd2IQNmAxDS0dgFQrNme0NB0YUKjTJItmDXcg1HmisLmG",
-	"kGAqHVGBchR3kctCFhk3PolpNuNG74V+MmQDEIpZWi/XZJQZOyt6kRXTuT/lXKpTF9rqgibp6HSiMPkT",
-	"gjQzdcbPgFmNFNVT/yJaKwYQi6YYkF2w8c8gzrXUjwKtJioTJOFlTzakK+30d50/GlaN7lRLZxGfMJuF",
-	"i3Kx18KAE+/0d+JCIq2HbZ6S6DoTQ14Yes7RWzVhJujKEvvglRANALDe3VuYVILmExoa8ULyqj1+n4ns",
-	"MKDITAmBA7DPM55gL3RCeU2AOILjMsybjyHdqk723bk+Dho0tdmEkxZYCYeD9VX8kS8hY1UKdufY2FC9",
-	"DgeWTrmzPsJoB7nhBlKBW7oPKTAsXfzlzEXbG/DQMBcSUyG/VRb6FE60ykJJO0CvTp3Qv9b0syzxO0qN",
-	"rINCZyCM5680iylnX9uXCk58x4v/2/0+slrwzOGLEY5bkEk18a6BXzAELbO01Knhb91kElVVM1UymyAf",
-	"R8I369RnTV2KOL2UgjkCtRQofWC3CCZvA39dyFnP72sZBvB9UzC0g2bp2vtaTNjR591VI6E/i95xJV3j",
-	"7ob33GfZ3hrqPoOhbq0gftF7g315wL8Id6eG4mBA5jLFqRGYXdkVqZqNB3lnySvKH5/FauDqoF05zOba",
-	"bq8rpXl9t/hWjriNzbgAzcELcSn9fws07W4qJ42OAyxwg4EeVhsqUgCEpzcREewcqmVYoWQAWnI7piMj",
-	"1WESd6yGRQ1+46omGHtYxgK9+OQfZSIqleBwHjIwg7qKHRBZpovkyITQsWEKqvH4qk9WeTYsXyaEDwSh",
-	"EYTqYMgeiTUXIxb7cjlQq5WSBaPKTxNnwvAUWmbCIwMi5HmnNOcpmxs74UwKM00X5CRzZc4oSlcYtKnn",
-	"VGistwPB4JSM2bmXtiB50ZkWpjJN7G9WezZspl3suCvw83/+v//f67WlkjywTDsE13m9nMuxASsi7lsE",
-	"wS0uM4M6uQvgWJK6NimabMXButFgM5ca7VtyJhVAXu9JQtsYgxP5RhxGn5/LfIsRdd5EmBs7A4qNzWsv",
-	"LynWkfowgmEjL/EdTVydWtLORB4nlonCmJoJFzXWCW24EZFpkvODIpIUgxcwfXlDmkQc4q8nh2hWdNUT",
-	"Q4PyOVOM6FM+n7Nkr45i1hO+wwBc37SnutjIeuIS9nW+pS3ftvva311eQuT6eKYraKSr3d6l2E9ohwIx",
-	"hmBwwvgRZ6HClB9LBnzzFF8sLV1EeUd8tHNhvWIdgwwXFJvr5E6PUslCnMOHEcdAf1B8ymvRgZtnypRz",
-	"t/vSFozNNf7GjYb6FjhDsCekOBoFUOj/Yj8eiqd0oQtZkXwfEV/P4W6/Y8maYOdV2FTCXFVYK9qfphRs",
-	"M9K5hwu3FNLVXbU0FGZkwbd5WOlyAKkPLZ06UdmFuELyVDlUFGKD8Sjy/D0sIdmGwwoylzpNoQrXHVZ6",
-	"/baHYoVfJnChOn9jQGsYtZ3Hj5fj6G/DW28jEz4/HzpEaqPljEnByMmC5F2nV4XVNomtWx+LD2uCF16D",
-	"WKqt4r3EBgeYNIFluo2ca3CNQ2avAdfvZfVllIVLhKxCDHabVpr85S7kN6mS2aPYMAT8kiLTep0gxPEG",
-	"VS5wS66sjJj7w2tiGO7o0Hke5QJIbaBLO85DEuJOD2Ik8rICVVe/Zf7o4vfjW00R3XEowYwYcqQgNsLK",
-	"GGMuuJ6ypFRO1yolxsdb1HsiA2B8TgfABkEPwYYyAbWu6eL2Yn/5i/0Mlf6Khbx8A67PTVd3Y0F52djs",
-	"Ak8vhQukLih5FsTb19suoIHCt221yFvErg6rB0Ddhs1/VWHzDvn8bcLPn9HGgIonhh5iWAxeGp8y5fuE",
-	"e8EtKjdlgQqwpWLdvjQsNWS7s6mhEppQohteMJY4Nkiw31KT0gsNjL9SdTfoNX3Dii62da7nsXjWt6H5",
-	"twrwtxSaD2hbQxMbRYWtj2jkXKnkPnVR+N46CoKzlazDnDLi2k8WLXGD553POqBxS9QSiBzSO6gBcCGN",
-	"GFd+KSq3IpK5IU43Jw0uPvc2JvcvEZPbdHc2iL6FnoQbRt26OxPnL5aCbIMbBbcGYlETV03Hv1qNvAWE",
-	"LIfe7h/t7pE8/tZejBf5vBcNwb3ktVoVg5tvJQy2dcCoJKpeNObWvX7TUbfrZInbcNtvPty2mUB8Jgud",
-	"65e6IiD3CUSVla6PgPqgItmSigQPfzbWi1Gp18B6P49m8WWieFdRAx/Ge2WqcCty3IbvXiJ89/I6wpbn",
-	"revtizW8PJSPAu9/xeL4mytgO6cicT3uWdH/FdqylvNzXHkbl5YUb2SzdLLQun4Zrl+/my9YhquZVpm5",
-	"sVuC3UtjflCdoPKNhZVepEDJbRmSr9me6o/ni0g5mxOgrY/Y33yNa75oIg83NW/MhOratchDe9irHpz6",
-	"OBD6NdXKwddEosI7GBSWl06HFtf2iUExIzcam9finFxDjFVsv3oP4VDNAQQWNAUlvAGjSUC/z6l2Hf6T",
-	"2/Cg/yxbC95Jf1VmHvkuYXKxN7okYPgEHDvGHkQOuBqWyKV1TbPxGsNNRTDxNpwms8ilr09gHLkZztyk",
-	"jRQAvLVQ/DUsFMGRfgk2vv5J5N1o1shqrnlRzT9dEO075boLn/NTy8CRHOz0t4soIbjtlsNQMJuWvBAi",
-	"Kbp/QkVi1xOhwpu8gt6WKohNdo0h7NQu/hurqGXQPgafOmFLFAYq5Fq2nJeX6Vyb6DFRVOQlYfwA9ml4",
-	"FTIOq4KJq6sYfVYBJWEzaa4koMwzc23SyeexK+HSjjJz06al9SR9DV5fic5fp/t9/U6aL/Ot4ewLCJy3",
-	"lrYNSzwnSZkX5+SYBYWVL2eCc1XtNjHBNfrjw5wnMuapgX4dJwsSYzemeENb3QaWNhcUcGESjgt5Bmvb",
-	"SPqAeQ7Q1Pat2c8QSBtEISIwb+1mX5XdjHpjt8lxvXyvo5b/5YtZ0TYmGi4u2JfODOttQCOzhKlHVI/i",
-	"QSn1urNZDDHB+6xdyW/IfgS6A5kQCftA2li54sSTJRRfAf85lLCWatEZ5HRqj8RzxaXiZhFHhKZWBm1P",
-	"lMzmOC4+Bh1L7IZ9aqPdRV50EvvPCTpjkF7oKkPScA6qNZ8Ixg6TfJa6J3vBalyeafBm2IQdftzt90k7",
-	"zgSC4T1uOI7sUuwqT6SZNlQ1vzaiWinECjVIHdcA8HBN/I6wR1a+1wgfoMYD0EjZ2Cncj1HygawniEf+",
-	"tU9r1uqg7Hgcdx0PrrDg4tg27iAetO3538H//Ptvj7rvviu+zL+rfW6jRuOPXbVuaNnAZywisX0gtnfm",
-	"PCiCAH29MBu4g9okPFS+rk3N0+3NKG3ZjQQhdnrUinLXFYVP8OWlHFi3DPuWYX8pR9cyn74qf25MHng1",
-	"ZwJSB2AGJPyOAMWCnceNZfed3YKpJdbqavZ73PJlCmI0RWH4j7P4BDn2Iilzo5o+ThUrVVMqAcz71SYT",
-	"wOq+UDoBQqYpCNBhwG1KwW1KwbeVUuAv/DK1XKFrbH3Efy6SWoA3xCcX+LL9PQIt/VmSpw7jg3cCIgkv",
-	"jZ3h2tmssUK7s1rrxpyBy5GzS2QNFPf/Nm/gr5U30HxBNskdgIc3zR7wlyIuX4QigaBodlGujbaUTJCP",
-	"tJRNgIjaUMr7SbGAC+cRXPaqrcwkKCASphJ4wORE5BKZBP7d61BwPr82slruuHXu/wWc+6vozOcyKzom",
-	"vioJ4Ygqw8GXgB7G8AruETnjxrCEzJUlCIYzTGxK2diQTLhKuz3yhpmygiJVodkYSWKRpVjOLRP4mNV8",
-	"6ETH5fpl51OZMmLohGigqmtFB+xw7mfOewjlEUL+BXScWJGiWca4OV3MZV1ch/DyuZSwL5R5sZIY5rkX",
-	"VyeKt07kWyfyzaRrXFX/2soFmU2dxndK2tdlq8N4UfHbLhDjdrHe2BuKmrfW3q/JPVvF6eAuFTL+TclQ",
-	"tWbi/SSBdni4GoJnhT7Mwj68bAnGx3vE3zSQrPhslhkLjSYLrnv6azXhuuV9GRuuh01T33F3QCUr7l/N",
-	"inNrXP38xlWHR1LUMfiAKNVxeOwqtmksBzYvuzwX973bvvk26nYX67m4z+u8ZeNfFxsvVf/MdDlH0fXZ",
-	"u3bvLbDlIocoYcKAgQtiJTGNISZtCCPKTv5gI98DN+8+0fFhl3npefthws+YyJMYLltinSYJoQKMBEF3",
-	"YspT7eOLHlZToHyegk9SWL7xNEncVfmK+7nb5X2xnu4Am43i1W/NC7f+3a89SB0wtqBRdV3dPHFtFEWu",
-	"mI3tTaLwhXMiQeF0LE67GYGkVe8Z5JlaAUezdNwjr2oIqHuICkxPslO5xGq7LMhbUmxGuYCgUchgGpfJ",
-	"axtTmXDMjutuLrE3hVoaDIewMoZgpU36cYKUqAGZUSgRjvTdh+L7ESCQEezKzr0HxX7AH8lNp6jFl0Pb",
-	"m7uTohZfQ1b4Zcn/xT3iObW8TQb/z04GX6IHq8jQGpc6BmejDN/oVG9oNH1JvL+hXO41ske+6VtP71+r",
-	"rzOc6vUpOxfLz15ddo76rGxBZyxyjZtc7TnPrjfj4BFhH0ZsbpCzWW6O2dV0UU6ck+cC3art+Gj/+MmP",
-	"pNfreSkEn3CyiMvAAMUptm/EeyS28suMQeyMIHoqzzWyyzrpAJKrlzKrg0w+KhZ56wjPp5FBtzHFGtYp",
-	"FYKl0yNPfVr0huLFin7Z18ChP5tm9sX6Zq/UzIre2Venkrcyyq3r9+YbbTfxgfV62ZZPkOpePHt4lCmF",
-	"lTjKWVasXsLa3K6874a7bDLbbQLRrS36yyYQlW4Erb+eN5L7mwtsG5CCTRsEoWEitx+csFSKCXSrhzpb",
-	"HKW59v7RziCIE3YhbGGxzmTCdKdS19MOvlzXk6Za5r1UIZLupZXbwvhkO9NjK8T8wMyhYbM8rg8uTBvb",
-	"oqT8jBFZVAPTEdT+Gsk5hxasRhJ2Zldr19a5AgmzAkdDC6QLFgKFkqz/WYVAa4u43VK6ry14Jiy7FZxT",
-	"HaH73BXGLkTmLizoYF+nIqOIF9SvXAdhFcEoJ2tg+WA7CuZnAOqXqFzhnHPkSs67KTtjqasp7KOmF44I",
-	"unggaN6MFJeWd9HOR9QSWktBu2jMydiInDVJY7WVkan3jzqwQUNCO7ldVWUrl8nAuHx95P8k6bCCnrcU",
-	"9GuUFQsHzMniKxEW7WLZKIMSG3aGE0YVU/uZmbYGv7+zGI796WsJALinVCZi0n66EHQmnz4mz+WIpp09",
-	"QknC5qlcYCyj0OeQTyGwGeu5IFOpTStqZSptDVpTY+aDra3tne97/V6/tz140H/Qh/vlgLOUUh/oxJbg",
-	"MUGF0ZAjkZexmOiaVLEXRWZHRbUO3sWTWH4Z5DzChebJsmZOReLskxVRxg2KrHF50DdosgjVPP+GQ4Tl",
-	"d/JYT6gDUn0vDx2r2cGUQWApE8aSJZb4sNLi7Rmrea/oMw3i/x+SixXwC5sX16+h0hqVZgk3JJWTYBD4",
-	"ruH1HxSdT395TvaPDok8Q+aGDDGhhpI2ElFIceTuXm9N7Dt0zh2F3Yoj8pqlEEErBBvBajsDx8loUlS/",
-	"2T86RK9uWPsgImH2DfxMk8Sdy16+QFjcj8fHRxE5evXmGJ5rW+ZnGb8U6aJDfjg4DnYNq/wzrcMTJDVk",
-	"ymhqpsEr+IW9zP83AAD//w==",
+	"7L37dts2tjj8Klg6Z61IHVqWHadN5dX1HTdxWndy8ThOO3OqfCYsQhLGFKASoB1NTs76HuJ7wt+T/Nbe",
+	"GyBBirTlSy7N+K/EFInLxsa+X953xnq+0EooazrD952Z4InI8L/7x3wK/ybCjDO5sFKrzrCzr6y0S2b5",
+	"lOkJszPBMmHzTImEZWKRCSOU5fDukMWjzigfDB6Oz0VmpFb4h9igZ4mcCmPp0agT99nxTDD3Ipvrc2HY",
+	"hbQzJs5FtmTjGVdTUc5odJ6NxS7+RSM1v30x45ZJU66xy1k81vO5UPaJzpWNmc5YnC8SbkWyZ2PGJ1Zk",
+	"jDP3UsTE/FQkCW6PZjW9PnstVMKkZVKx+GCy8VIrsfGC2/EsZlazTPCEaZUuaX5aThIxDh/RF+XLc34m",
+	"GGcXmbSCjbVKJECPp0wr3J6HibRM8bkw/U7UycQfucxE0hnaLBdRx4xnYs7hsOxyITrDjrGZVNPOhw9R",
+	"57lUZ6vHePTsCXu8/fgxS6U6g2XAVEq8s2zBpyJioj/ts5iOavN8a1NnU7P5XmfTg+TDppXjM2HN/zPO",
+	"M6OzH/r9Pry4/W0q59L+sP2ITnWXZSL9YdSBUUedGED/5uiAZWIiMqHGcIwpt/Jc+OlhV8LYBwDgvVNA",
+	"JA+DlBtaGGz+ss0ecSuewypWd/zbTGSCCT6eERppIxgu2DBjuUoM6xo+FyzJ+MT2EHt1Nh11drMfHn23",
+	"a3/YjiOW+TXCNzJNGU9TfSESpvRFxCwzAg7QsFxZmTILh/9Hri0HFLyY6VQwPuVSRUxnEbuYCcUy+GkQ",
+	"FV+4Q3DTwI9+ii78GB8Jmy039gBJY9gHZzvb3/fWBsvGoU7leLkKHbh9GbcFSILzYBdwEnaW6Xw6Y92D",
+	"/eNnrBiQEcFgEynSxEQEvQ0p7GRjZu2CL+QGDIujbjjisrE16EWMM2OzfGzzTCQslcYiyMc8TUU26uz+",
+	"8cP2YLB78cN2xPxBFI8QlwiwesL+KA9lITJ24U9hyDiz+kwodpoDvuK7EeCfTFOBN7F4t9dnMU0dA8xh",
+	"9/jpA8NMfvpPMbYRMwuAw6mY6EzgGzy3M53JfyG5w0u/y2KdTWP8VWdTrvyPeHi5ERnTuTUyEUwr0SvG",
+	"XDKA+RxITWauPMwSBVbP8bXDQCJjFzM5nlXOcs6X7BRpdiZFUp1qLpWc5/POcBD5aaWyYioynPe3337b",
+	"2MvtTCgrx9yK1cl/FDwD4lm+BHsfzwCwQJC7QHW+/e7RoHc5ERPv+HyRinLETPB0/sOoY4XiyiajTsRE",
+	"lunsh1FHqnOeyuQEj2vU6UQrEPsQdRY843NhHWM7SMR8oa1Q4+VfRcNdeMHPhAEWkAlupZqyw1evj5nh",
+	"E0HE3WZL1n1tM7kQzIg5h60CBsEdmsjMlNcXeRJnZ2LJslyZXTzmTJiFVkawrrHc5gbZwqlOlj1AvTOx",
+	"sGyiM7a9w2Y6z+jnTCxSvgQegkPGxRbsxpH7acgAjHEEa+Rq6daJrwMCIG2DhcBwxQO3UFp78YpbdiIn",
+	"SKrL/UyFNWxne3uXcT/+TKZ0G6o7l55CZrlSAEP6dPB9n/1VLA3jmWBmrBci8dS/cl/8IulOAr/NzkVG",
+	"h25Y99G7dz0cQmmLEIuYoVFg+WOuajgu4ViJ+nSiDrDRzjBEgw3Ag8pV4O+eCzW1s85w+9GjCK6G/3sL",
+	"0MlakcGY/+/vo9G77a2N0ejdd/tv//KfDegXdYhNruLZqwX/IxeMfmaTTM8ZZ4tMnEudG2R3DwyLgR88",
+	"wVdi1gVhBRh67Ohur89eARW2GgAcnAMyS0bfEbR/frH3ZMPIKUhBhHG5agc+EGQ4NksClMkFHsgcTn6u",
+	"EzmRIgHRCYihnCq/CRS1gFyKhLBoZzAoDuCPXGTLEv4OLG1gH+w8bgKmnKDo1CzRfL+1NWBeuhqy+JsY",
+	"WC3juB2g/6KQXg0BXPAslUCzlLkA2osXwcmP0rA5R1KdLpmcAMn2EmjX2EyraY9GQrmsIpk+MAARvDtO",
+	"fttlF4Kf0fvd+LfNUQfEpk7cYwqEVjaHJffZnp8cAT9HSqQ0U+KiEAS7hXAK4hFnJI0BQyUGwv6pJV45",
+	"zqzg854bkRYIQj07za2bdcJlChQmkEmHTGmgRkykBvfh5srEJDfCsKXOMyYSafvslZ2J7EIawXa2thFt",
+	"lLYzmFoaL/W2Xz83YRsCbA22d5oRAKTtNZCgFMoRE9oRoYsnA3oQz6TRqtdnv4FsBueNx+Jg50+0quc8",
+	"MAjUiEQCRCPY/sPBDnupLXvhLwteB6WR0l8GlHLZ14aMOpe0poMEPsEZFtzOyvErr1zGgkMSN9j47u3v",
+	"g43v9zZ+/uWvL14ebhz/uvHfb99vP/rQTO/SZgH8BX8H4gVTOWKpnjBpxdw4nppninWBajEj/yV6bUSD",
+	"xg5XmogJz1MLhDoCKJEIszUYRKVAs9Uo0KA200CWQ1ooE9Z98/zgabmgKkBpjPWEmcHWL9//98Nfv/vb",
+	"479v/3XnxbcvHx8OjraPd377thPdCuAkRzyTaaNI+ArIl4Ow09y8WIBcGr5tAzf9WoH3f2Zi0hl2/mOz",
+	"NBxs0q9m8xiHf00fwcqAADXB+Fjw+ZWwdR9fB7i//fjoyXdPv9/fevbwp0c/f/fL93/denFL4BLI9t8t",
+	"uGrYyBM9n/MNI0DCtE6RAdRG3VYkKPMjiqMZAXQO1EBp0CGLnbwEegdPEhM+iFjMDTJs4X8s/+6i9oh6",
+	"Cg6FmiL9mvT6bJ/gMmSxwIX/UAwbFWMA1MW7RaoT0RlOeGpEMw7QCBUcwIu7HjIg4IBvdT4U0OVZxmGC",
+	"XMk/cnFAg8HRIi4v8TwnOpt3CvA34pDb+FVY5Ae4Dh79/en2/s6zb396/PPgF39Xb4lHgAlN23gDWqEE",
+	"8R30e5Ofxmyccjn3ogZ898CQOmr6bGtja/sxMNeMj0GhITEm3tv4b8Y3/sUGG9+zPjth/8uG7L/Y/7C/",
+	"sB/YRhyhoIxyTKKtGbK4HyO/jvvwn0zAY2bEFDi9IdnjzdFzNk4lPsjEXJ8LFLJNPp6BwCATNtZ5iiwf",
+	"pG2eJJkwxhsqHKSY4UvDJGlCOrcs1fqMA9cbMm5ZKjhcFyXKDXmJE8flsK62g3UAXe9YQScd/M+jyXfj",
+	"x2L83fjhw/G348Fg5/SUT8Tj7U5U4a/bjy+T+Pc2/ptv/Guw8X3/5H+H//U/f/lh4+035cPiWeN7/9ms",
+	"n3qVEO/Ujzw5otsKf421AjUP/ssXi9Qp1ZuLTJ+mYv6XfxpAovdr0udy6EP6nqZvMAWVatycp3AXnbiP",
+	"8iJq3M6w4fRvOPBZxJB0wIvOLFQo3hHzL+qM5epM6QuFohBbZHohMrss3yDFAKgYWnPdVmEtQF2Jisak",
+	"CsZRBY2GjJMl6oEhGxso0qH5g4NeT5a4Lqf5Q3z75fWrlxHgbC9CrCRlG0eMmZgv7LIPNOmJVpNUju/+",
+	"fNY8lbGb35TqvZdNgWEL1kXzbZLTekTEeJoJniwLHSEik6q+UPD/wiSboMaARwRUKdGC4CLeAVuTyuuK",
+	"PQTDM52dyiQR6lPDgawCyPK8zuOIZUWPBTXHzoTMWAYHXuwGLaok/QDq4cu4oQMFl5yn+4Bbn3JTb5R4",
+	"tyCt2QSWDtJGm013u2gAJdOLFxoOkthZlcVCZ6i/S4s7e6ntM9D3Pz3Gkj5cQyXUym3lJIncX3KayFbs",
+	"hWZjDmooMC2pEjJT5NLM+Gkq2OmSJQLkm57ftte/WkzeFVXOm37h6tfdOsB0kmGowDW4ypog5V7bxHcQ",
+	"TId8mWqeHGv9nGdT8bmoCCn578ZCJLRtpzwVHgdQxBCMh5koHFPPuEzFJ8WjwF2WSJI3UCtvM7gAoHcr",
+	"P7ILbkqrlZFqLFAm4Qat9n12JDbQZyets7bajCi945Y/4xk+Qx9Hy7FZ8c5uLlIua5tu4PatR/LAOL5p",
+	"3Lmwb3fYX+WPhPtEGR4YFr/g72hFPy6tMHGvz37SDwz7+fj40NMPZ8+CHXmPBdnO0RANvJbhYhmsmzyT",
+	"41Qbb+nQSokxeXG9SQeglWglQrgcy7nQuf2sGOxxgmeZPCeW7RhVCbCj/b2nJ8cHL/ZfvTlG5xEJtsT7",
+	"jVAJAspqzUyqL9Jlb7d5269Fdi7H4o3i51ymQHE+9dYNrQAplZgvdMYzmS5ZrpD8Wc1mXCXOIu/AtOtM",
+	"9aCQZhGbaaVzQMaaMxEZh6OGfbbnHNKER958RbiRCBbjryc6t2M9FydOoIuZlSgo5tY5oNwtQ1+uMzUn",
+	"3PJTbgTiHPA08hOACgHAAyKLd7FygR0O40aIrSELCXwcAZXoOteNiGruj7hm8o97NTpec61dRs7DV/Gs",
+	"jrV+wdXS3QzzqRGDrrejGyAjo9pG9wQdu106OPj/CVrRRAKUA/fhTquKEM412mfPySUMHHcBzLnCleFJ",
+	"xbHJVeWNHmqNwFGVlmbp10nmZzQo5wvG4bbBVa2fR+jOv/Q0ihdbvN1rfezfX3WyXgsT3ijvGRafXOA6",
+	"JYcp+b1Be5PGSDWNSjUuYuLdAtRluEBO5aqBvcnTexkEVt53YFhkeiyMAdJEYUOfGhorFx6pkVeGcuPp",
+	"WpOv090XWY5wciaWJ5mAz+DmvAEahp6ZM7FETZP+8j7VDsLA5AuQxUXyQiSSH6M08Bm5pZO043BWmC1m",
+	"3fGMZ0ZYF5gyledCRSzO7WTjMWw33huPxQLuiHFRU/5BKSA7ORJ2ykDwIWna61jM8jNRv+LhIE22a8bZ",
+	"4d7xk5+j2tDIsTl+fGXERLDytilevT6++QwIeHcauKc8kfYJ+r/Ql0IWDknmHX4ZTfFHiiP8ytNcABYR",
+	"97veN2i0aAZHaS/73b32trBKaQx2gQFwuP1zh6W1PYwJeKGFjeysfQqlWzVzRfCRdhbQ1d9wEiBQ8L8O",
+	"DLEBskTTOM6dubYdOjyNug0ahkNR8Mhr0M16Yvz3DffGBijZKAeRCImiTSFmuLvm7pCTfrY2vt0JLbZ6",
+	"smqvHbKNeJdxF/VW+FW7nKVaTZHrBpY4N7dM4D7LqdIZ0HXiqcbCXyjZBDbNb3dajZjDjbfvt6Jvd5rs",
+	"1lFHNh9Ydjm8CtFbJmXQJpEh59hOiDg4b3cXBIwakIs4GR/q0LQ8C6qYbcEq+tHT3DqqNlrpw7shk06J",
+	"tZFH+sqwwQJCmCBCl5h6+fV6Lk3DFStQe30cp8vagOJlCMnVBIGma10x0RcgAWr5atIZ/v6+o/LUqUJk",
+	"fq8fQ7CFlRNq+dat/G2dne156y47h3V4tQBYrw/bRZAPKboQBZ/S509PDOtaPjURmToPnpoeqhKwElY4",
+	"1XAavLy5MoJ4+arxHMCQpg4Ma3HoqH7MZMZe+5zRBEHmyQ/oo3DOs6066Gqn6qZZPdYGEHt7O0WXDgaR",
+	"CyMEMBoXYR28E97twDDvDOUYO9LAQFBAbrm2IKg0/kBaXbJ3DWYhW3y2jnyWnsNV4hE4HtegE4Gbsdic",
+	"20q48KaL5dbzBF9C6CQ+CPwwgJpz0VYB6WFViZwauOCHwIF1+Q5wlEuWdhckyuPClfSpdlgUWOYQrYhQ",
+	"L3llQ4T4TSlccLsaxERRvRmFdQUvSeV2oLmoflJj9LOvxOtaNNzM+XgmFVkh8QEqH27TbloflO/3EoN0",
+	"ToaXE3JRBQ8Kxxs8tFqfgBhR/B94Fvzhg2eRmoYP6HKFTwBYceNFKSTNVTFATyZCJVJNiaACWV5wO2NS",
+	"OWMQ6iTkrYqBKm8+jHfJ0Va47vCV0m/X866DYocPKADPD4O2jbj5TpNxtikvIIAzkyjuC5XPi7sRFUER",
+	"zgftArfeNkwyB5V32nTWM51ZNsvnXJUHLd4tUq6cD6phtIWWqjGs5xkqnAgdBG6EJp9fXr96yQ7pGxdv",
+	"/f1gq+dxZ9MBeY1bApIOHW1EuFvurOnu/JTxxexvz4vbU2Nz76zAKBDTTt9IAqjZ/mHmmOzfR/uvj9ne",
+	"4cED45RtYtLIb3oRi8+kgiuAYQ2OCbFueaU3UnkmmFA2k8IgYsfsVKAdlGfTHGgTqbVSLfIqApW7TDXp",
+	"zFWyV7/oaT5XAdsoYs6iTiqVaPrlQ8NcdSoZ4NUqlgBWhksqxbNVcaw++dsPV0gPa5x7ELFwKfeqCxvu",
+	"8zIQPcaLFntvZyomFu3JGLyC564Yz62ecyvHbCEyQzEBFHlQmv0LKw/QQ8O6cYmC/eKrv+FcvT7bI/kv",
+	"LmwVL/kcCeI5zyTcU0O4UQ5S5ImgZZkbphqp/k0R/zDTVo91ysoBhiyuLZzCrTlmli1Ja0RblNMIYTV1",
+	"Abu6uup41xQ9zIxvP/r2Z25mzcT/9c97G9uPvvVcDA8oYjPxrr8SSfU935i8fd+mgrrAZwQnEeWtt40B",
+	"nSHO+o+icJ2rCNx08SpI0MLYCpuW212ix0hCMJo1V6UBYIbuj3OR8bTfEGa0cj4BXE5ISX/7+wmGmeH/",
+	"v2mE0B/++FZX6i9YscAuqN/aWLb1LfoWgV4+igaDgQsxq1sOtr59+Hin6VT8zbgeYlegh4qcG6YJW6tH",
+	"E3XebUz1hnv4T6NV/4hfvHDEqfEoC+pEpoRVEIUUiN5ZvcMJt/x2m8yEyVNbyKxeWfVqE3Ir1vUuR/FO",
+	"jHPrbDiXg+RDdF0NssKnG7jM+gRrjZv0s+ApMaYa6aAI4fJCd/RZgyxVu9LuqyYudFDEtTfw4+trjWLO",
+	"ZdrIaMl3Yq6vgjbIoufSiuTHZUtI6MFTT1vozaxRPMx0eqVh+AjeKYKxq6iyqvZeJgigpkvAcVOXo4Y7",
+	"CjXeEGaXHx2Z6clnVj3CIlJ/dbnX3xOF4l4FtFfZFI5hBQQ+4B/HKOe/fGc3Uu0LJCzQzEO+kp3WRJsd",
+	"xA/UU740lSSJ74IciYdXpEjcHrtuHC+Nq3S2re3BGoHjdXtXiKPrnE2yvjEvoDWr9jxM1ByL5KCWi7PK",
+	"HxZOMy5TcgqVF0VK3AJZyylUUQnmRx+irkdOXqW9i+BCZ2emSJ33tsyMwp+8eLp6OWCURnsHUjRmxDgT",
+	"lJKKebCb51ub5ZrN5nsc4MMmecr67PVMXyiXM6do6SFrvZzE02IazJSVI7sLc1TlFD+SxfxFg/vvBrYu",
+	"dBjpbAr67IIb8ksaFo9dVqjVLJ4K+0LEveuYxTAByjSJRH7SegymCWM2TwWgHea2dJ3RJWJbgwHFYCK5",
+	"6e1W01cliMIVzOSZYHOd4fLWOrYX4lXWStPbrhqt+IGhQBWZsC5dHZfa37saL4tcAwRZ81nDwlaPu12F",
+	"CADrTFhth9TC+65DnWEDzerMP3SekQHNX9dqgM9S56iM+6RYG/l6KY5FxmvAz3NNBEchOhSLagYoVkOY",
+	"yUUTirqsmHnxEqyeEl77LIZ/UIMHlHMxba4gC8aKuaQoeC2GqxKn0ljYy7HgcxPvshjGd3YnmuMBwgXn",
+	"7TUMRe/7oWAYt/54VZ/4p5bqevLo9flwq7DUjATw1N949It114dWs6n1WjJWeH2vYBA+J7DM/iFcKoB6",
+	"OS7dBesIMPMLdma8mkxONc9Axmi4QKpOf3T5OstVAuIEX67ibjs1Wsx4k4L9s75gE46RoFNth8C1rJ5M",
+	"YtZNRCowR8Fd4gcYbGNML2Kxi4+CGwg4FvnE1SgQl0y/34d3eZ5I6+4q/p+lego/mAshFhgO6gBqyHKM",
+	"sasuyy3jY+FKTeR2Q08m8OFEKp66ESvEUFoj0kkvdA/QdtBGTiFdUQcX0Yk6OD9a0RVPG10FxvLsmqqp",
+	"++THFnMPZvSwi5lm7kXMAGkep6mEy156wZeGxa5sR7yLdnYlzUwkFRxJBT+nlA60WZyKmVQJ6+4Mdirg",
+	"ceNcrdx7DkHr8ugUgijceyPCN/HfO3IZt+eEr4Y0OAK7ShF9kbH1l4LZw63igxNozG4Ti5NqnOaJQMZE",
+	"TGgt2haQ5DphC8ywtcR+rbTVSo59iQq4peNMzIUCBNSqUpYNllLsXir77U7nSmOuDGSH0rAb2hhK4Lag",
+	"xo1UcH+WVe/69Xzrqk3AeZVNL5VxqiS6WfQOItwLIRcY4l0IHa2IfBcS6Vry4aU8vQK+u2Dr1fP4kjl7",
+	"Nn1DUZZfFja/cSLfumasFfS5Qxy9rm7UgtABzbsuzSoEVL/dFtwuJ7kErJ/agHgjVLkp1Os+sY+ZbH+N",
+	"M7rkOO6I3LRx2i+J0BiRrUls5lKFT7f+TOjY5LwKojwbikztPPquCBhKhOUyNbeN+SI3IHzTZz9mXI1n",
+	"jOq+drlK/MGSE6zHMo7ufjvjCnVyK20qKEiBluPqu/iYZ6XtyQRTwBsARV80KG+tsUqEgNIwPaa827Go",
+	"zufK0ihtWeu0peuyFvwgsg0K7gkqTfjafzuDAcq5vbVl2mrQbP2yXRLJflAPXqeCEi6lh+rk6Skb64xK",
+	"2baEcJXezhp0MV+XakDiqYcA3BnsNHlk8JhbQsuiemyZyedzni1rcYSY3FI9rJfasmdtp2Rd/HzNR1kp",
+	"5SsToaycLKlkYHUq1o35qc7t8DTl6iwOzb+YjYQGYGYWYiwncoyf9CpKQp7JjWKqq10ILi4fARWVFawc",
+	"jhfBbOW5N5G+I90E5lfZFMMPBZ+TmM0OM3kuUzF1FQl0lmC2bIx6eMyoEjKLeTKXqvyTLB5xqCjjB52o",
+	"g29irB280mg1OBZ8fieabmVzK/GFmRCYHe4DMuk7Oj6F5YKaLQtyrXpfDWGTsGEsyt0cO+fMRM3qMBxJ",
+	"xR58uVY8D4yzd2Hzu0Od/xYiZ6gmhyCqAvdmKjSc4I2k0BqS1QLV74rZr6umwDbuQnrDO/gFi26lB+Iw",
+	"t9c8sRtr8a1iM6zmjqTIT4ZOq5ugrLEGZ5QXCFwKZNFhwLT5nzwZKt7brVYCVEml1p93PBnveaIaP/R+",
+	"UvHSxCgskpxSDuHCEcsCgSuSqn/1GlqL/6RJctpzM+GyCwTHReTKL6ORDYTNGZr5gAdag9y4BqTXpviX",
+	"5Kt82ay2oSziqrMmkzpzCflX13A89G+X4vK1nHvFN631Dy9mmumFUM4X4y7S5cL0+oVIo47l0ytixC6J",
+	"N7qqjmm1Cmemc4tVzato3x5/4yX6L0F48FJzVXooZOgCbapn6uBbu7w3lDMQkDeSNKoE6RNalaIruNLg",
+	"ihu4XtxZ/S5i6qYL6+soOO20Uw9EfkovYJROTO9QZubKhQiW/Ohqy8o1o/PCC3SLmMDiqtxGNKRB2lGv",
+	"LFgbhCeXVK/ke826GY7hJczWwCryZvcrcSaeywMxNKIo1QxqJdW97F0hTVRjUDBAg8ZoiEG5prRLos+n",
+	"l3dvF6t7iXhcvUvBSaf6ApQof51mcjoDlM6mIAu0n/jrFhvPczkR4+U4JcOdGLJYiYuYdf+ZG+s4Xi/C",
+	"vCMVsy7lo13o7Az9pvCLCxONWfeCSwyXcGArUBJDHXR6ThmhWMUtqZgWlIAtwRSABjQeUHX8BogzfnLJ",
+	"5u5IdL9MYHwpLrx4KnZZrPI0jQtR0dSEgusk0XxhpP56wtbthJ2a1ZpihwmWkzxNsYebEXaXxb+/jdk4",
+	"FRwLBlYk5E/GFlbRAX4rUIEqUIeIQIWvMQ5a8Hljrttn4DSrSTFGjHM4z9dwWi5pH4t07eWUGkN/PfPi",
+	"2i+/Ha+w8V9+O65U9uqzA2sqxcKlqQYBFJGuRrgaseTrisu86SLcvKj3uVSWvyubicFGaNYSRDNrF1Ro",
+	"SqqJ9qWsONVCLur2U6XJOZfKcqlEZpCEpu57M9zcdO/0E3G+cqmKAajAb55aueHKxs1EuthIhDnzhRD7",
+	"7FUlQLmLzcLMqNNj+kKNFKrNVOuDOik5trrrYlKCCoOpvmBxvdcdaPAjJY2mcv6Yts5tJTKjP1Ij9R//",
+	"wfYqba9GiqpXw4hxkC/o+BPsrFKrrfvLb8c9V2J5pOK9sLfYkLk+WNSPj1pdoSnZ9wGiSsGVqOY6ShAs",
+	"mEz6bO+qsnBlASJfk5uGXmIF1JGKdwZbLCxzF/s6anG9Fpxfe1z2AeuPVPzT/jHbnGF62L/QSpKroG2Y",
+	"SDxQj3Qq6ODOpZGnMpV2OVL7fDwLagVTyUFMtRTv+NimS+rVk03RSj+83Bw/UoU9nmFEK5vxc+EqR+sL",
+	"FQYZZ7ic3Hg/B2ZqYPUE0x+pIzpbKqJPVfUp6VIkVDnRY8EuFlJ3g8xDsD5kRVXtuM98MUmf+Aw7urxs",
+	"cldnI0Xp8QVqS4WFGaXt0Uws3nHNadDnE0cF1Lhhsgj7HylfWtXVbDYl8tMjcv3QIhJpSI6AO+JqQWYA",
+	"lAPFzExndsi++QbmnQuuDBt1Cs8glt9Z6rxo6FUtA00TjjrffONxAl15ZqToXyB1rM0ly7pxW309Kn6Z",
+	"Lkeq9Kw2umVdDYLABxs47nYLzytXyUh53yvupeaN8/VOXRgc+7X0bQI25EAUujuDQW+ksGJRtdJOUFqH",
+	"dXlbAZ6yTkY0UtSqwbDWQvfclFXuuXK2J1fu3pffHyk/1ZhnmXQsOKw4Xl2Cr0suye4xUmUtcjeQwXMk",
+	"cYW6W5XUkajwmCuWiHHKM6zkNBd2phNfO8RXEh8pTPSHHcU7g0fsBb0FaL1HDC1mXb/2mMY4UdqeOHYX",
+	"U+zcSHHFYvzCE9Og+Zlwk2PODc6Mk/aozIRbkdIjhVafolsUrWkn9i0Myg26bTlB5kI7NBKG6clI1Wsv",
+	"xzsPtzwRYFTymVEVanasNcM61DHr+qLR+lxkI0U1o6OydG+l1nNTOegeK2zG1BfVAQbxJoKtPC5W4Uo+",
+	"x6zrceDEukfDsl6LoxwjtXZV5p6/3Yd8KpVjoc8laUmZ4+5wqyjraWNBr4mkKPnCulsbW4NB5LOP2Paj",
+	"HnW5MwTZoruU6+81p5LCBg0k1OLAFR2munMO4UeqksREB49d+IaOIbsGuKstbx0+kUL/5ug5m4iindhI",
+	"BRpxXRVmpxruZCacrlxt5aexcWA0UmFPP8reX7utn1gywA6QbbC530RnQ5ZopA4LnhkRASZSi1YsPqgT",
+	"OcECG3MQICyfLxC56DiikQKxQQlWDuer+iK/CP50a4hWmgUiAxywH3nisS3us78KsShZ7QR7XJUyrCHj",
+	"6kTD/cWedyPlWhFSv1xqlgig9/VA4BYXyPZqYeUc1jOG3bpIluVIvZZqCrwgJ55QtH5GX0xUmGpIsHSl",
+	"5Eoxwacr9AD/gwbZntDG+8d8Wopuvpn0KR+f1fpDwyWIsf4p6PaHb44pwufp/vP94/2yfTRsdaWB9NDx",
+	"ciDBThJwPfl8Jw9gxZjjGbIQavHiz2Nrm4XV/xmV/4/rzf58cf1+uHiQnPWCFrNbdACSNlguCn5h0+su",
+	"XgH8MWMXUuFR7SnqWwhk9Ro9xYfhYqi9nyO8ZU/tkaK6tV2jCwQtEr5860MqrLnSABFFz5FyZx2tdgKH",
+	"bWKvGdC0uyDzxkVh/tg1CBwp36EiDpqpNvelgCtQoO5RWdYXiVT1b6QTWAyKVFHTZ29c153SKBO5bgc8",
+	"2dAqJVbvfmJeeIglmpUcxOC/qBjBfwIXAKBlIUdTY/WIEe6H3UAb7vePtFwsSUbhbESsXRUfJO2NI209",
+	"ZK6RRsAL+yPViTqpHAtX7cOppIeZXmRSWI41vFpV0U3/ZWkCKJTRvcODwKUx7Gz1B/2BKxej+EJ2hp2H",
+	"/UH/oasRhoq+13Dg/9Mm3/FzeS6UMAZlIzFk24OB29/7kbP+jDrDUUefjTofQgRxpbUJTNT6oc8OLBvP",
+	"xPgMhapELIRKgJyh5M7Z06Xic/30R5DOgcUQVmNf3nDETLg0mz576pu2OKW11tm53wlq5RwknSHs0ZX8",
+	"qPW02h4MLil7fb1y126GlmrXfhvYOV2eU9+GHZq+adRimUFzLPzk4dbVn1zWHuRD1Hk0eHj1GA09JUKz",
+	"UWf4+9uo4yL5AozxTrfh7x1Css5b+GzTYWN/yedpK9oBoF4thNo7PAgqF5W37oIbdprLlIxsjefsPr/e",
+	"QZ+rpK+57BdX5tqdUuqrRiXmH3svnpNwW1X3atPFVOHbD3GgpJXcynOBgWNFzXIQXaTtfT7EueT0j2cS",
+	"2JKyGceCSI0ogHJOO805EjyRK0QHxKiCQngm5dtwkxQkDdt7cnzw6/4uezR4WFS48goZcRO0yqJwoRGr",
+	"OJtmfCwmecrMLLcJcCAkMMRzkX6f8pSrMUxorF5gQxYUUjM+mchx2HLf4Se8Zno3I1Cw/eXnoU84NalZ",
+	"tLWvjTgVqNWGmudbm9OML2Z/tNOmo1yRWcIX5qLKfgVegSzf9b+BxovMr4eEAAuUgEbLpB0G1fkqWBFR",
+	"PxSULExU/BsW/kcdz3cEx/65sAgpDJoj8lIqI5kwYTuDR45voyVhiCuJPeZytSRJGZbWZ785NaC9jGFY",
+	"rfCH96Nanb5RZ/h+5CWRUWe4FY2CIncoL2Bv8Q8fvJzuqypGTKtx5SZRdUR4MONm1isgLA1Z7XAAsow5",
+	"MYJqz2+gSXHMx2iNVOzMq2kENrJHl92wFyLzRssukAyUTYxXe0NDOPWLMTOOyiVHbdmppVjZHvMhXJvv",
+	"rYgZMpWwh/1HvV0W/8qz5ZBRIamYWZGmxg9S60xBKqNx7zZQCkLTn7BOfKlvYpTGXVXZa+q26/9s7vzd",
+	"WIvvQ3SnJQqbVlUtidi2unqYzboFDK/YQFglMGI8VGva1lsWJ7wlJBvqcNaWcKOynM19lovKe9dq/P72",
+	"WrzM4fWG/+SavWbqBRWBqt+cVa6O1ij0IaCKMopRWPjXMBf9kuyi6WSlr020UmfRas263hoRJ9zylT5g",
+	"v/Kmcpqu4Y2zczbQEvKdX9YnpuD2n+d07ry/0F4NtqHNOb5yY84EX57DLjbtrX9b8dpEofEPXRql26hW",
+	"TJh1LyvfW+0zHVzoKGCYTOmszp29ZrCGCFbpBIYfPfrU3Z881X8QNLv1jnXr5CHq74ARZYUEVW/TBBje",
+	"cCVQzlkD67e/vxpa9Q56KKSuIRtX2/beVrQthdlcBTjlBLOf9o97gXDrhdm3WKndrCPOlqfQIMWS3ESw",
+	"xN4+PtZroY20GkVD6bZLd4ovpEOFzbi3C+x8LokwFjXTC+u1p5xk8vSEM2JC5XPnxYYZ8wWJa0b0a0EN",
+	"ZC8spWe8e9Xa7LsBveUpiHIo6kUkwAsOiJZNYZ3AIg1VrYcDSsU7aZcskecyEQk7XWIxuW7R3nurF5Sk",
+	"A2ZQLAMtopeW7qaa8MHld9XFVZ6mUaWKN7lbdqtvn4mlcXwc821XGD42I3bcPZB863YF4hIlG1mDQpYt",
+	"aVzPJ+ozIW0AGW7YTE7JWrvC/7BC0kqzt6DDFBA7t6KIxd9sfhM3fUFm5zq57/LQfMRLWwC5kIDmugxe",
+	"EZUynH+VkoOljVgwDN4FTgc7BEXBztjWIApRZGsAgnTEtgaACoBxqmgpX6fVvphyWanIm7zRSFpYPKQV",
+	"813ERae0gFBcONx9hk1RQd61JYh/Oto7/Plvz08O945e75882zt4vv8U4Oef/7r3/ODp3vHBq5fBj0/3",
+	"D49/Pnl+8OLg+GT/70/295/S8yevXhw+3//7wfE/Gn483D96ffD6eP/pyd/e7B/94+Tlq+OTZ6/evHwa",
+	"9/v9XqHnIRsd+qzincFgbU683fAu/gQa8Ljeys+DNQqUPiBYpQHbrcS3acAzJ98SMF3stuTjDhCXyEm6",
+	"CmRpahSGeqN0Y51NT4qs9sBHcTKXBh3xsSsQFgyJPSLwmM+wXFW8Ckbyg/u4J98awlTH8Yjh/alA1/ps",
+	"zzmQyGXwwLCDp0QiV9ZKtncAEd2rFkuAFFd0LsDRixaTfXagbKbNwinFEsu6sVylwphQ6xeKLiKQkQJX",
+	"D14eH716fbj/BNA17vVZ0TzTun66Bjs4UgBI0BcTG2t6QHkiXUoXcMttYzNO5x7veivKTGSU+t2oipdJ",
+	"Jz+6pkd3Yq6rNbD4UA0id3GqX7mCtVqr/uMoWV+9/tOtGFp8/FwDMwQSVDJE/yIyQxl0cXaMsPdJFKuG",
+	"OLEGnSoIHyu0pOonZee9UAarvKO8/abfv5U69XhtM7hvVQ+fba2hHjjfcmgx39l6tM4aGzr+3kIDuhtT",
+	"/5elRemsYA+NupTzFLRXGac8sitsstpXMKfYZdQ/iI+Vtb8LW5xr6+Uj2LEMeZ0PtFjl6nkB24PWDJSN",
+	"t39pMn++bVMe95KkUnMbyQsu7oEL/+/5UK8SWK5SMUpX2AVeu+BTLLdEXjqri8wJrKmKGqrNuDLU5TQK",
+	"AqnHAiMLQBstBQKfO+AT1lyjZKw3OnSx05lYYNan+w20hSzoNs9ZqkF7QcrWK3yOhQRJgwTB1xwFFiQh",
+	"F9QxlsL6PXNyUZmu66oX+EEsW8L2RGrEA+MXgz38UOooIRehNEph8BHLxLk+o3h4X3e/8i6FZHvFg5CM",
+	"p6kXhncGO6wrVUISYi7NjJ+myx4sJ6z5L4OQPdgSHtKwmsxBY89zYzEmcVlvEtDde/3k4IClwqJVzIU6",
+	"JajCb0hlQHq08lyky14UqH47g4fY388t5QQHK6VnH+NKs3vxHN85F5kLWSqyTzAHjC0yTVVh/cqa58hV",
+	"MUJvFziGc+sKS5GB8cHLXw+OSW/ae/mPk/0XewfPYziSlL8TBqMj+2xn8L0PVy8D4n2YHyfULE0GrIsp",
+	"MCcY6Gnioo8gLfSCk3CrMCiO4my6brf4PG4QTAmVgk4CK56iJuJZvrJ5UBGiO9c05V9Pimnos9IiDTpg",
+	"znjCqEphAUJ3L9EwVWCwg/jw8guLXH6buPzn2U91Lzd2vd9MUFmDlRaJH/TFztVfvNSWqnbhB2vIF0+0",
+	"mqSSUmB3trfX2YiLpwLOvq+sy0v8dxVmCNOA7Mvw0nsJJhBYSimGqs+0ROLYPHPZrZXsp9U8Ph+Js9KO",
+	"Y+mqAVeKAQPzBa4vFVomqO9q0dNjHgUh89WGHYyDAA9SU8SwXyamkr/KpiZ2QfPVvh1RtcFH1y/TxV27",
+	"zu0sRXubk1QqfU1gObt+eYXOUmsa4kPj++xlGXJcdIY0MhXKpsvGaJ8X4ir3/Qtqh8RU7nOOajDWLoCb",
+	"dYsEglbvPYK14g0pSjRsoZjoey9tDa5ovvQhupJ7UKD7x+UaL8TlVDXyiX/BgcqsCsKaKwlQo21a99om",
+	"vhP6Sz8Bib4uwf03pYE/CRuIXAH1m4uS6PnOQi1Bz8bFHLc2FyIHpc8CjMhv1FzqHEkj8HYkW32fPyRc",
+	"7nOZTtQgwHnidm3Bje75F3JHVyuhN1qqwq5OBQQrGUJB9cT7O/s13dnnPret8dzDaE3qb9XqzX7i/ACc",
+	"KXFRzYIHNbsmxaDwgimv+BnTSuxW+xiMNXqirWETmRnrE7X7bK/8GLRrH00Xv9j7+8mro59enxzuH528",
+	"eb1/FNeISE2i8Xn+6HNWLtIBxaaZTp2s4pLDkZiMda6ozcw4zRMqtyJMmS/H5jzxXVb0pDdkC25cTpM0",
+	"hQ0DtV6dTU/+yLXlJ96cG0dspi/Q9TPnall4VbIcd0imlqe+LQ7le6OdYcZdr0BraG5Ur6xmRs+Ft21Q",
+	"gp/g5/RmhKlhQCP1nPEplw3h0LSAV9n0bjTXu3fOlI071vLLbN3lxK3OkpBkXnDjjjGpkcz9Yz69imTi",
+	"O5+YZH4CTfRmVvlrK7Cfx4x/rzVfl/vQDXb0rLg6q0wnkB19+RXiQKloalXlG5ytipJDRt+g+cnqqUCv",
+	"PCkqaYpUNKwLE4WCT9BqzNcMrTQdI6OobzPWZwdZJjDw4DQVVLADq7v42iMlR3tWS4yB/1IeL0q7zoYV",
+	"NeVte6ayAySf+JmTjalNn21p/IXsk6zw4XRo0ObOnlC29HqACUHTjFqwKY3OwDFXJFxLl9+jdJkf61OO",
+	"53NpzW4YCUJ8HZMNKuuVho1zC7NSnFQmTBExcKGzM5e84dIC+PhsmlGJEExDyLNzeY7SxzjjZuY/JOvx",
+	"EKOtM4EUH73Yc8zkqHQtIys28NtEVmO1MLl4e7DjIq5w1WRrABJP+JSEdQyKlgClQT3eHmzHpZrSDNui",
+	"gIAmxoRZ3BQbRvEYU2GD3n2xD88M0QAB6wOaGhq1evsIljiB4/fVLBwGlHmkIXAQ9kV+Mu6lRW4gcNxE",
+	"bpATTI5uUoi27455B60P12HiJVbi4VAVPn/kK8hYV43cOba0aWvGgZVT7l0dQ7tNjHgNgcQt3QfNWZEu",
+	"vzpz99YafDisXECFC/6d2TAqFitsmHUDFO01aYJXmq5X1UBH7Yn9cOxBSVlvtbaE1Xor8FHJzR94nRAU",
+	"Onwd41fow4jGLUktqXegCv2NArVzUxqv37jJNNlA7CzT+ZRkAWeC7jXnON+IwL3USjgit5JOtA9bRDem",
+	"xX9dYHbf72sVBvi8zdzsoFkhHb7qJ/WOfHvbfKGPojbdSlV6uCat8HU1OvcWqS/TinylQnDdu0ddJDGc",
+	"Bu9fA9Wi1IdVqtUguLsigTorZPgVGlH0Qb+lHPRRDCeuau+tA1rvjAK4wu93RwnujSa3EYPuoyA/Hbmj",
+	"u3gjE8gmGhs2Uj1tdahRkUEKqQSFsMzzU57URUyJCyzvBTLVEA0F3ZiPrc4OkrgHSia39MSVebIANwsH",
+	"V/7lXxUqqtQMCwIUfImxCZUpLCogJBT1hxURfXnUi0xaK4plYkRbEITIuAmG7LPYSDUWsTfto2ues6Xg",
+	"mZ8mzpWVKfaWx1eGTOmLXmXOM7GwMOFcKztLl+w0d/WAnQubMjPMgitDBQIx44uzibgowyeM9tYV9CJM",
+	"BBoQrJgblyDmwiv+z//3/3vVvhLTgMt0sVG+wN/NOBBIuHuAILTFVT7UJDYiHCtC4zrdRUCabRoNN3Oj",
+	"0f5MTtYSyFd7WMk8KPBE/iSO1I/P4P5d49+9pbWwGQdUH5/dQtBtYhdhENpaERgPDHNNIVg3V0X4c65K",
+	"m3SuXDB0LzSFR0ynScFTypQTCgGiOidr0jXmLs/VJJWss65UeWiXR++sOZOLhUh2m6huM/E8CMD1p44C",
+	"KTdyNYEK4HZPn+5DQ4r7LyuXoTms9RZK+eUhJZW0COxfiOH3aLej+K4wCj0GUuK7Hfoqs+mS5FKfF8Ji",
+	"ajBiYpQlgyq9vcL/VKn1THP4xKEYaRiJcUURX/S4zUTmQll8HS0hFoZ+k9ZgMS2aIdgTUS3j0l9i9+eB",
+	"esqXppRZ2XdREe7ycNAD0qjERR02tQyQLGzu4k9TK+EzjX2M7JDSfqhPhNULg143ytZzArxzh7kaESgr",
+	"xz7/paQxB0kQ7VuwNmZm+oLSM3p99hrLhZHzNxM2k86BBjwCKPpKPnC3ITEoYoYvy+wgXgcGZTOdCeV8",
+	"hHzp6gtgmxs0IHNrxXxhH5ha3s1UK+Hs0gU4VxZFqa2WumhzVSZiFhtbpDAnwLVpWbusnvX06N0754ck",
+	"/2kiE+dDLY/Re1txO0aX67vgy/VY6i4hI8DZxTcBb8UViuBpkUWzmi/jM2lmTg1zGT2YfV/NjMFUKLpe",
+	"RQEIqqfexQsYpL732oKQ7jqL5u5NauUKP09IUn3+1nyXMEmtyAKsZkN+fdkv9zFH9zFHgVhzQITOx0ee",
+	"Lol8XZWs06ZJbb6XAeu7NCzpCDUl4FSrUlUr+y3DP29mBiL1rEJDa3Rop22lyVdHC/5tLQ1wnGsmp91Q",
+	"ir9a1Q3vSYuFIgg4uLRCeREt0xDh9MCEoTVRIRM3hsF14yJgKe71MYKqKKtVDwQC2YUCgPz4IqmGg48F",
+	"MdQgcgpEpIlU0sxEUmmNAbq29dFYzTEGATA+pltujZCoYEO5wr41fHlPHL4O4vCM7GE1B1T1Ft2dA77p",
+	"1qNOvrZFEt9eCSZKXR7LPEjzajbrYSO/P7dBD7awRjYXAuo+W+ury9ZyCOxvJP39Ec1vpL+TYYLsJnTx",
+	"fFY5/BpGtEfVBqPYzaHSAMi3eeCWbfXW9QMA0jvbkxIiceyYUe/gNtsBfPSlWg1gbZ/HXoBQaeH1dNb3",
+	"uUv3doR7O8JauUt4YxrIcauks/meXA+X2gqeujQl77NA3QGUizATm1F/d8Owx2jR25HedxEtAXldIdRI",
+	"X4nUYjLptQwLtPIbEdhLUj1aEhkKquQSGO6TFu6TFlzSQtv9WyM9AV5dNy3B3bu4+LCShRDcSrx5GKyf",
+	"uKKc/tN6agIidTU3Ye9wZ5cVCQpwuV4U8143R+GGV/OyJIViK2E2ggNGrUTEdZMS3OefOi3hKlHoPh/h",
+	"Ph/BXkZkPpKxlESEyzIWnrhilsEVVNiqQCWbOmPByx9NBKCw/TsQAT6OcvV50hwuoyg+z+HWlOVesbrP",
+	"b/hz5TfcXE3a9KLB1RbiBlEkFO+CEJaazfg318ZjwVWCGagxFRYLSpZW8y9d+UWXdhqvZXV2otxVZQdj",
+	"Nz/NFyzDlW+uzdzaMw720pr/2SRn/cni7q9T2ey+ftnXbhH3R/xZhLT1idjme7h9VwaKzLFYdlFGvWhx",
+	"SxrrnYhzuyyDaTDEhAYiD3l26eBXhOrjNxTxWjShAvUW3xiWM0prsG6rm1MaDDaM4dEJxgW2h7MAaEpq",
+	"+glsTwEPuOCG9vAVWqCub6i+N1ldOw4HUMdft7lH4BtYroAqVAQdnykJY+xiHIurf0/Sgm/AUhWEVuxf",
+	"NQHJm8LarEs3voKBjenTSAhtClkJwHtDz72hx1avJiLOZxAnrn6TZAiyDuUNpKLsz5YumRG2QjQKvg6C",
+	"BJGU7cFWGfdGjVu4YRwt2BWnkkqoCwu8ix1RXJe7Go/0do6uzoJkAdfqD6Z2STZUyTXHhqD01qlYoVLY",
+	"oQPEg6KcWu/ORKBpxlVRAi0s94qfYnp5XUByxaWjjyooJWKu7a0EpUVu70xK+jjmOVraYW4/tYXuarZw",
+	"BV7filfcZSDH1Ttpv8z39sdPHdhxb7D8U3RySZKqGFBwAhE0ULmZJdMVkF3Hktka2RHmtLKJTC3mHJ4u",
+	"WUytfeM1TZ5rGCxdeMm1uQct5BmubS3BB+fZJ4vln80MSUBaIxyXgHlvfvzqzI/c+x1scV+qtCHq+F8+",
+	"mzFybcLjgux9peuwNhR21k5E9gM343hYKfHRWy8gnxFNMK5tC2bII+3C1KREvGNdyko/9aSNpG+8QxLb",
+	"kOhs2RsWtG6XxYtM6kxazMdOQYTuTjOdL2hceg37WMKGffo77KKoEU0N0RWfC0xXdoWceTgHN0ZOlRAH",
+	"STFL05v9YDWuFkHwJQjvvp81/rgzGLBunCsCwwltOI5gKbBKypVvJs53RZhrddOxZLjjPAgeaZjfETVt",
+	"LvYa0QvcegBarVubX/kxKu6oq4nqof/swxVrdVB2fFK65mi3WHB5bJ2W3q5b249bm7n+7/C//ucvP2y8",
+	"/aZ8WDxrfO8/m6tgVXf8o2sLIrVyfdhieCGGO3MRFNvBRtO+axsqw/hS9bq27BtvRnOXMlxNJyq8iBz/",
+	"woc38iXeM/17pv9n9jmu8vrb8vjWTJxXC6EwDwdnIObhiFisxEXc2jrJmW5EtsKeXY0Sj5++HE5M1jgK",
+	"JHNGr6Duh0qqHK2hlW7NUNeWl4PzfrGZObi6z5SbQ5BpC0l1GHCfn3Ofn3Ofn7Nmfo6nNauE+hJVafM9",
+	"/ec6eTp0OX2mjm8S1Gd7aaovRFKUIqAXHwT0GT+aOLeB8xhQPxjnMzCtCTg3o6Q3SMEpSc99Es59REM9",
+	"Caf9kq2TiIMvr5uK4y9WXL1MZTZO2Z6rWoZ0JTOnGGklNYeQvaVxyJNyAddOyrnpdb00LaeESJiX4wFT",
+	"EKIbpOX4b+9Cx/v4CtnlYtN9iMd9iIe9ilZ9LOusEyYuy+g55JmV6NYhP3N4jXeZnktrRcIWGRAVKwVl",
+	"GmKz+1y54vp99lrYqo6ms1K5s5rFKk+pcmqu6DVQ/vjUxNVSoRcznQpm+ZQZpMxXijARCj1+5qJzYhFr",
+	"5j8gHxaINu2yzqdTR10K010IUR9LD/1MaUyXEtQiken2hPVeB70PJfjqc59uq4JuFnLYuqEDDyoK6E2L",
+	"ZXlJ989dL8vt4mpzfSgp39vrvzYnff1eBPexVHM+lQjYaOjfSxLsYUyrYXTe5MkuLfyrtnx6vc/8bUXB",
+	"UM7nuQVotNng3dtfqhHeLe/zWOE9bFrEH39AFTv8vSxzbx7/E5nHHQpr1SSfBPSwSUChDrLrBhNRo9qb",
+	"CyG+T++fWwhxu7haCPE53vdSyNcnhVRqSuemmq/s+jLfefgAShVlLmAilEUTJQYNUypRzLoYC5ef/lOM",
+	"rbOgFK26ej7+uOixA39M5blQRSLRTfuO8CRhXKGJpsyPAX3V+CC57+upjD5XyCcKrVINniTuun2p0o1b",
+	"3ueRbjxs1soZuTfu3AcY3EtQrYkieFlK8tjUwdfT9VZJ6pZFIbwtHB84DyR2E6FK6evRZl53vWKqOshn",
+	"RqSTPnvVQLvdS1xRdiJM5eo7wLIwbTETcy4VBl1jAuOkStm7lMlIY/ZcZytNvaKylcFoCBCRlKhs0o8T",
+	"ZEQO2ZxjzwtiLT4dxo9AjcAEn3vfMJZMQ2e2tL2ysmoBbe/nSMrKqi3FKW7Kea4fklEQ6vuaFPc1KW5b",
+	"k2KFplxGyq6I6aAECVJjWqM6Gnue3PjufKKSEleITsWm70MN7kMN6j1VEDPuTt+7XpmIy4uIcl8cQvG5",
+	"iFxDR1dJ1IsN60kSERPvxmJhicOCVEFFHviymkSrLxT59bvx4d7xk59Zv9/30hC94WQil0mFumMMX8S7",
+	"LAY5ai4wAEy51qLItpukFKzxsFLgIcjq5WpZ9GTy8gIJCl2q9IDr1BmBpddnT311hjXFnLawg7uRFD6a",
+	"cvp5Ag+uUk5d5MGdUNp79fQ+9uArjz1YjwVdrZpu+hzLjesXMRjnWUa1iKqJmqJZQFzfM7DnhrtpPux9",
+	"DuK9N+HPn4NYuVW8+Yp/khIEhby5BjlZt+kf2XcKM8ypSLWaGtgpVjyUJIx29w63h0GsvgsBDcs3J1Nh",
+	"erVKzzD4aqVnnhpdtP3HSNSXIHaGOQIw048gg/0k7IEV8yIuFi9dl9qUpfJcMF3WZTQRVmEc64UEAUZZ",
+	"zcQ5rBbW1rsFGQR5qaWt4TVLQ2OR7n+v0tCN5TTvqeXXGAEWFkAMzrqJWH7sWo/XIpXXFrioV2OZXShL",
+	"Clot6XIZ0akmXVFRehiF8qzw+lQoZemidSRPLzZScS5SV6neZy4sHSF1QW0GlGui2ry6i24xotHYLnIC",
+	"e6HcqrVIYptU2Fhvn3svuQMbNjuGyWFVta3cJJPq5lX3/52k1Bp63lPhr1VmLf1pp8svRGiFxYpxjhWH",
+	"YIZTwTOR7eV21hn+/hZuCVZqaiYi6G3MchWz7tOl4nP99Ef2XI952ttlnCVikeolBfUqc4F5UYqaxV8o",
+	"NtPGdqJOnqWdYWdm7WK4ubm1/V1/0B/0t4aPB48HeEcdcFaqgwT6PRBNobiyBnOdiqo+U9OQNvqizNCq",
+	"mQmCb+kkVj9GeZNJZWSyamXgKnFm3ppI5QYl9ro66Gsy4YQqq//CIcLqN0XQM5ZFqn9XBDI27GAmMMJa",
+	"KAukTSQ+vrr8ei4avjtQ59I6aFvN/qmlugR+sny7ZQ21tus8T6RlqZ4Gg+Czls9/yvhi9rfnbO/wgOlz",
+	"YpDEVBNuOesSIcZ0Z+nu9eYUvuEL6aj0ZhyxI5FiKLlSYoyr7Q0dN+RJWQxs7/CAnPRhGZeIhVl0+DNP",
+	"Encuu8UCcXE/Hx8fRuzw1etjfK8LDBSEB63SZY/9tH8c7BpX+UfahCdEathM8NTOgk/oAVzm/xsAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -79,6 +79,9 @@ const (
 	RulePointerEmailMismatch = "invitation_email.email_mismatch"     // the invitation it names has another email
 	RulePointerGSIKeys       = "invitation_email.gsi_keys"
 
+	RuleOwnedOrgsCount   = "owned_orgs.count"   // owned differs from the user's owner OrgUsers, in every org
+	RuleOwnedOrgsMissing = "owned_orgs.missing" // an owner OrgUser whose user has no OwnedOrgs item
+
 	RuleAuditGSIKeys       = "audit_event.gsi_keys"
 	RuleIdempotencyGSIKeys = "idempotency.gsi_keys"
 	RuleRateLimitGSIKeys   = "rate_limit.gsi_keys"
@@ -207,6 +210,7 @@ var entities = map[string]*entity{
 		}},
 	"AuditEvent": {kind: "AUDIT", sk: "EVENT#", skID: "eventId", attrs: []string{"orgId", "eventId"},
 		gsiRule: RuleAuditGSIKeys, check: (*checker).checkAudit},
+	"OwnedOrgs": {kind: "ORGS", sk: "#OWNED", attrs: []string{"userId"}, check: (*checker).checkOwnedOrgs},
 	"IdempotencyRecord": {kind: "IDEMPOTENCY", sk: "#IDEMPOTENCY", attrs: []string{"orgId"}, gsiRule: RuleIdempotencyGSIKeys,
 		check: (*checker).checkIdempotency, gsis: func(it *item) gsiKeys {
 			if it.k.org == "" { // a user's record, outside any org
@@ -243,7 +247,8 @@ func (k *keyParts) part(name string) *string {
 
 // parseKey checks that pk and sk have the shape e requires and returns the
 // parts they hold. Partition keys are ORG#<orgId>[#<KIND>#<value>], or, for
-// a user's idempotency records, USER#<userId>#IDEMPOTENCY#<hash>.
+// a user's idempotency records, USER#<userId>#IDEMPOTENCY#<hash>, or the
+// count of the orgs a user owns, USER#<userId>#ORGS.
 func parseKey(e *entity, pk, sk string) (keyParts, error) {
 	var k keyParts
 	p := strings.Split(pk, "#")
@@ -253,11 +258,15 @@ func parseKey(e *entity, pk, sk string) (keyParts, error) {
 		k.org = p[1]
 	case len(p) == 4 && p[0] == "ORG":
 		k.org, kind, value = p[1], p[2], p[3]
-	case len(p) == 4 && p[0] == "USER" && p[2] == "IDEMPOTENCY" && e.kind == "IDEMPOTENCY":
+	case len(p) == 4 && p[0] == "USER" && p[2] == "IDEMPOTENCY" && e.kind == "IDEMPOTENCY",
+		len(p) == 3 && p[0] == "USER" && p[2] == "ORGS" && e.kind == "ORGS":
 		if !ids.ValidUser(p[1]) {
 			return k, fmt.Errorf("user ID %q in pk is malformed", p[1])
 		}
-		k.user, kind, value = p[1], p[2], p[3]
+		k.user, kind = p[1], p[2]
+		if len(p) == 4 {
+			value = p[3]
+		}
 	case len(p) == 3 && p[0] == "LIMIT" && e.kind == "LIMIT": // a global rate-limit bucket
 		if ok := p[1] == "org" && ids.ValidResource(p[2]) || (p[1] == "user" || p[1] == "caller") && ids.ValidUser(p[2]); !ok {
 			return k, fmt.Errorf("pk %q is not LIMIT#<org|user|caller>#<id>", pk)
@@ -371,10 +380,11 @@ type checker struct {
 	owners   map[string]int          // org or team pk -> its owner OrgUsers or edges (they share its pk)
 	children map[string]int          // team or ticket pk -> its edges or comments
 	teamsOf  map[key]map[string]bool // OrgUser key -> the teams the user has an edge in
+	ownedBy  map[string]int          // user ID -> their owner OrgUsers, in every org
 }
 
 func newChecker(o CheckOptions, base []attrs) *checker {
-	c := &checker{o: o, byKey: map[key]*item{}, owners: map[string]int{}, children: map[string]int{}, teamsOf: map[key]map[string]bool{}}
+	c := &checker{o: o, byKey: map[key]*item{}, owners: map[string]int{}, children: map[string]int{}, teamsOf: map[key]map[string]bool{}, ownedBy: map[string]int{}}
 	for _, av := range base {
 		it := &item{av: av}
 		it.pk, it.sk = it.s(store.Schema.PK), it.s(store.Schema.SK)
@@ -458,6 +468,9 @@ func (c *checker) checkShape(it *item) {
 
 	if (it.typ == "OrgUser" || it.typ == "Membership") && it.s("role") == string(authz.Owner) {
 		c.owners[it.pk]++
+	}
+	if it.typ == "OrgUser" && it.s("role") == string(authz.Owner) {
+		c.ownedBy[it.k.user]++
 	}
 	if it.typ == "Membership" || it.typ == "Comment" {
 		c.children[it.pk]++
@@ -562,6 +575,9 @@ func (c *checker) checkOrgUser(it *item) {
 		} else if u := claim.s("userId"); u != it.k.user {
 			c.relational(it, RuleUserClaimMismatch, "EmailClaim %s names user %q", claim.pk, u)
 		}
+	}
+	if role == string(authz.Owner) && c.get("OwnedOrgs", "USER#"+it.k.user+"#ORGS", "#OWNED") == nil {
+		c.report(it, RuleOwnedOrgsMissing, "the user owns the org, and has no OwnedOrgs item counting it")
 	}
 	has := map[string]bool{}
 	for _, t := range c.stringSet(it, "teamIds") {
@@ -684,6 +700,15 @@ func (c *checker) checkAudit(it *item) {
 		c.report(it, RuleBadAttr, "at %q is not an RFC 3339 time", it.s("at"))
 	} else if b := at.UTC().Format("2006-01"); b != it.k.bucket {
 		c.report(it, RuleAttrMismatch, "at %s is in bucket %s, the key says %s", it.s("at"), b, it.k.bucket)
+	}
+}
+
+// checkOwnedOrgs: owned counts the user's owner OrgUsers in every org. It
+// holds during an offboarding too: owners are cut off in transactions that
+// count them out.
+func (c *checker) checkOwnedOrgs(it *item) {
+	if n, want := c.num(it, "owned"), c.ownedBy[it.k.user]; n != want {
+		c.report(it, RuleOwnedOrgsCount, "owned is %d, the user has %d owner OrgUsers", n, want)
 	}
 }
 
