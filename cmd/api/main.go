@@ -309,7 +309,7 @@ func serve(ctx context.Context, cfg Config) error {
 	ping := cachedPing(db.Ping, time.Second, 2*time.Second) // a probe learns of a hung DynamoDB within 2 s
 	ready := func(ctx context.Context) error {
 		if draining.Load() {
-			return errors.New("shutting down")
+			return httpapi.ErrShuttingDown
 		}
 		return ping(ctx)
 	}
