@@ -163,9 +163,13 @@ func New(d Deps) (*echo.Echo, error) {
 	// other tenants' orgs (404 each, one read each) spends only its own
 	// budget.
 	e.Use(limitCaller(d.CallerRateLimit))
+	// What the head alone decides (404, 405, 415), before anything reads
+	// the body: a client waiting for 100 Continue gets it instead.
+	ops := operations(spec)
+	e.Use(beforeBody(ops))
 	// One JSON value, valid UTF-8, no key twice: before anything decodes it.
 	e.Use(strictJSON)
-	e.Use(validateRequests(spec))
+	e.Use(validateRequests(ops))
 	e.Use(AuthorizeOrg(d.Roles, d.RequestTimeout))
 	// After the authorization read: only an org's members spend its quota,
 	// so nobody can exhaust another tenant's limit.
