@@ -95,7 +95,7 @@ func TestGracefulDrain(t *testing.T) {
 	})
 
 	probe := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
-	ready := time.Now().Add(30 * time.Second)
+	ready := time.Now().Add(2 * time.Minute) // a bound for a hang, not a speed: a busy machine is slow
 	for {
 		resp, err := probe.Get(base + "/readyz")
 		if err == nil {
@@ -110,7 +110,7 @@ func TestGracefulDrain(t *testing.T) {
 		default:
 		}
 		if time.Now().After(ready) {
-			t.Fatalf("the server was not ready within 30s: %v", err)
+			t.Fatalf("the server was not ready within 2m: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -277,7 +277,7 @@ func TestGracefulDrain(t *testing.T) {
 	if waitErr != nil {
 		t.Errorf("exit: %v (want status 0)\n%s", waitErr, stderr.String())
 	}
-	if took > shutdownTimeout+time.Second {
+	if took > shutdownTimeout+5*time.Second { // slack for a busy machine
 		t.Errorf("exited %v after SIGTERM, SHUTDOWN_TIMEOUT is %v", took.Round(time.Millisecond), shutdownTimeout)
 	}
 	slow := <-slowDone
