@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -226,6 +227,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
+		fmt.Fprintf(stdout, "seed: DynamoDB at %s, table %s\n", cmp.Or(cfg.DynamoDBEndpoint, "AWS ("+cfg.AWSRegion+")"), cfg.DynamoDBTable)
 		return seed(ctx, store.Open(client, cfg.DynamoDBTable), stdout)
 	default:
 		return fmt.Errorf("unknown command %q (want serve, migrate, seed, token, healthcheck or help)", cmd)
