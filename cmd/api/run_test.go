@@ -5,7 +5,9 @@ package main
 import (
 	"context"
 	"net"
+	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -60,5 +62,45 @@ func TestRunRefusesTakenAddresses(t *testing.T) {
 				t.Errorf("run.sh with %s=%s taken: %v, want a failure that names it:\n%s", name, taken, err, out)
 			}
 		})
+	}
+}
+
+// TestRunSetsDocumentedDevDefaults: every dev default the README's
+// configuration table marks with * ("`10s` (*0s)") is the one
+// scripts/run.sh exports, and every variable run.sh gives a dev default is
+// marked so: the docs and `make run` cannot disagree.
+func TestRunSetsDocumentedDevDefaults(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile("../../scripts/run.sh")
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]string{}
+	for _, m := range regexp.MustCompile("(?m)^\\| `([A-Z0-9_]+)` \\| [^|]*\\(\\*([^)]+)\\)").FindAllStringSubmatch(string(readme), -1) {
+		documented[m[1]] = m[2]
+	}
+	set := map[string]string{}
+	for _, m := range regexp.MustCompile(`(?m)^\s*export ([A-Z0-9_]+)="(?:\$\{[A-Z0-9_]+:-)?([^"}]*)\}?"`).FindAllStringSubmatch(string(script), -1) {
+		set[m[1]] = m[2]
+	}
+	if len(documented) == 0 || len(set) == 0 {
+		t.Fatalf("nothing to compare: %d documented dev defaults, %d set by run.sh", len(documented), len(set))
+	}
+	for name, want := range documented {
+		got, ok := set[name]
+		switch {
+		case !ok:
+			t.Errorf("README: make run sets %s (*%s); scripts/run.sh does not", name, want)
+		case want != "dev value" && got != want:
+			t.Errorf("README: make run sets %s=%s; scripts/run.sh sets %q", name, want, got)
+		}
+	}
+	for name, got := range set {
+		if _, ok := documented[name]; !ok && name != "DYNAMODB_ENDPOINT" {
+			t.Errorf("scripts/run.sh sets %s=%q; the README's table does not mark it (*)", name, got)
+		}
 	}
 }
