@@ -337,7 +337,7 @@ func serve(ctx context.Context, cfg Config) error {
 	stopGuard := make(chan struct{})
 	defer close(stopGuard)
 	go guard.run(250*time.Millisecond, stopGuard)
-	srv := &http.Server{Handler: guard.bodies(httpapi.MaxBodyBytes, e), ReadHeaderTimeout: min(maxHeaderReadTimeout, cfg.ReadTimeout), ReadTimeout: cfg.ReadTimeout,
+	srv := &http.Server{Handler: guard.bodies(httpapi.MaxBodyBytes, httpapi.HeadAsGet(e)), ReadHeaderTimeout: min(maxHeaderReadTimeout, cfg.ReadTimeout), ReadTimeout: cfg.ReadTimeout,
 		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: 64 << 10, ConnState: guard.track, ConnContext: connContext,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	l, err := net.Listen("tcp", cfg.Addr)

@@ -299,7 +299,7 @@ func (ts *Server) serve(tb testing.TB) {
 	if err != nil {
 		tb.Fatalf("httpapi.New: %v", err)
 	}
-	srv := httptest.NewUnstartedServer(e)
+	srv := httptest.NewUnstartedServer(httpapi.HeadAsGet(e)) // as cmd/api serves it
 	if ts.opts.maxHeaderBytes > 0 {
 		srv.Config.MaxHeaderBytes = ts.opts.maxHeaderBytes
 	}

@@ -194,6 +194,21 @@ func New(d Deps) (*echo.Echo, error) {
 	return e, nil
 }
 
+// HeadAsGet serves a HEAD as the GET of the same URL (RFC 9110 9.3.2: the
+// same status and header fields, no content): the server routes,
+// authorizes and handles a copy of the request whose method is GET, and
+// net/http, whose own request stays a HEAD, sends no content (and the
+// Content-Length it would have had). Logs and metrics count it as a GET.
+func HeadAsGet(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			r = r.WithContext(r.Context())
+			r.Method = http.MethodGet
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
 // publicPaths are the Echo paths of operations the spec marks `security: []`.
 func publicPaths(spec *openapi3.T) map[string]bool {
 	out := map[string]bool{}
