@@ -212,7 +212,8 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 				return next.HandleInitialize(ctx, in)
 			}), middleware.After)
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background()) // ends the verifier's JWKS refreshes with the test
+	tb.Cleanup(cancel)
 	reg := prometheus.NewRegistry()
 	metrics := obs.NewMetrics(reg)
 	cfg := dynamotest.Config(tb)
