@@ -86,3 +86,33 @@ func TestExpectContinue(t *testing.T) {
 		}
 	})
 }
+
+// TestHeadProbes: the binary answers a load balancer's HEAD probes of
+// /healthz and /readyz as their GETs, without content.
+func TestHeadProbes(t *testing.T) {
+	p := startAPI(t, buildAPI(t), newTable(t))
+	for _, path := range []string{"/healthz", "/readyz"} {
+		c := dial(t, p.addr, false)
+		_ = c.SetDeadline(time.Now().Add(30 * time.Second))
+		// Then a GET on the same connection: a HEAD answered with content
+		// would show as the GET's status line.
+		if _, err := io.WriteString(c, "HEAD "+path+" HTTP/1.1\r\nHost: tenantd\r\n\r\nGET "+path+" HTTP/1.1\r\nHost: tenantd\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		head, err := http.ReadResponse(c.r, &http.Request{Method: http.MethodHead})
+		if err != nil {
+			t.Fatalf("HEAD %s: %v", path, err)
+		}
+		get, err := http.ReadResponse(c.r, nil)
+		if err != nil {
+			t.Fatalf("GET %s after the HEAD: %v", path, err)
+		}
+		b, _ := io.ReadAll(get.Body)
+		get.Body.Close()
+		if head.StatusCode != http.StatusOK || head.Header.Get("Content-Type") != get.Header.Get("Content-Type") ||
+			head.Header.Get("Content-Length") != fmt.Sprint(len(b)) || get.StatusCode != http.StatusOK {
+			t.Errorf("HEAD %s: %d %q length %q; GET: %d %q %d bytes", path, head.StatusCode, head.Header.Get("Content-Type"),
+				head.Header.Get("Content-Length"), get.StatusCode, get.Header.Get("Content-Type"), len(b))
+		}
+	}
+}
