@@ -80,8 +80,8 @@ check-generate: generate ## Fail when committed generated files differ from a fr
 run: ## Run the API locally with DynamoDB Local (data in ./.data)
 	scripts/run.sh
 
-seed: ## Load the demo tenant into the running `make run` DynamoDB (idempotent)
-	DYNAMODB_ENDPOINT=$${DYNAMODB_ENDPOINT:-http://127.0.0.1:$${DYNAMODB_PORT:-8000}} go run ./cmd/api seed
+seed: ## Load the demo tenant into the DynamoDB of the last `make run` (idempotent)
+	DYNAMODB_ENDPOINT=$${DYNAMODB_ENDPOINT:-$$(cat .data/endpoint 2>/dev/null || echo http://127.0.0.1:$${DYNAMODB_PORT:-8000})} go run ./cmd/api seed
 
 fmt: ## Format the Go code
 	go fmt ./...

@@ -32,7 +32,7 @@ const (
 	npmCITimeout   = 5 * time.Minute
 	npmRunTimeout  = 2 * time.Minute
 	goBuildTimeout = 3 * time.Minute
-	shortTimeout   = 30 * time.Second // migrate, token, readiness
+	shortTimeout   = 2 * time.Minute  // migrate, token, readiness: bounds for a hang, not speeds (a busy machine is slow)
 	serveTimeout   = 5 * time.Minute  // the server's whole life
 	stopTimeout    = 15 * time.Second // SIGTERM until SIGKILL
 )

@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -263,6 +264,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
+		fmt.Fprintf(stdout, "seed: DynamoDB at %s, table %s\n", cmp.Or(cfg.DynamoDBEndpoint, "AWS ("+cfg.AWSRegion+")"), cfg.DynamoDBTable)
 		return seed(ctx, store.Open(client, cfg.DynamoDBTable), stdout)
 	default:
 		return fmt.Errorf("unknown command %q (want serve, migrate, seed, token, healthcheck or help)", cmd)
@@ -347,7 +349,7 @@ func serve(ctx context.Context, cfg Config) error {
 	ping := cachedPing(db.Ping, time.Second, 2*time.Second) // a probe learns of a hung DynamoDB within 2 s
 	ready := func(ctx context.Context) error {
 		if draining.Load() {
-			return errors.New("shutting down")
+			return httpapi.ErrShuttingDown
 		}
 		return ping(ctx)
 	}
@@ -378,7 +380,7 @@ func serve(ctx context.Context, cfg Config) error {
 	stopGuard := make(chan struct{})
 	defer close(stopGuard)
 	go guard.run(250*time.Millisecond, stopGuard)
-	srv := &http.Server{Handler: guard.bodies(httpapi.MaxBodyBytes, e), ReadHeaderTimeout: min(maxHeaderReadTimeout, cfg.ReadTimeout), ReadTimeout: cfg.ReadTimeout,
+	srv := &http.Server{Handler: guard.bodies(httpapi.MaxBodyBytes, httpapi.HeadAsGet(e)), ReadHeaderTimeout: min(maxHeaderReadTimeout, cfg.ReadTimeout), ReadTimeout: cfg.ReadTimeout,
 		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: 64 << 10, ConnState: guard.track, ConnContext: connContext,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	l, err := net.Listen("tcp", cfg.Addr)

@@ -89,8 +89,10 @@ type Server struct {
 	// HTTP is httptest's client for the server: no token, no validation of
 	// the answers (the caller asserts), unlike HTTPClient's.
 	HTTP  *http.Client
-	scans atomic.Int64 // Scan calls ever made through the client (never reset)
-	seq   atomic.Int64
+	scans *atomic.Int64 // Scan calls ever made through the client (never reset)
+	seq   *atomic.Int64
+	deps  httpapi.Deps
+	opts  options
 }
 
 // Scans is the number of DynamoDB Scan calls the server ever issued (the
@@ -213,7 +215,7 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 		opt(&o)
 	}
 	LoadSpec(tb)
-	ts := &Server{Rec: &dynamotest.Recorder{},
+	ts := &Server{Rec: &dynamotest.Recorder{}, scans: &atomic.Int64{}, seq: &atomic.Int64{}, opts: o,
 		Clock: &Clock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}}
 	scanGuard := func(stack *middleware.Stack) error {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("apitest.scanGuard",
@@ -224,7 +226,8 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 				return next.HandleInitialize(ctx, in)
 			}), middleware.After)
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background()) // ends the verifier's JWKS refreshes with the test
+	tb.Cleanup(cancel)
 	reg := prometheus.NewRegistry()
 	metrics := obs.NewMetrics(reg)
 	cfg := dynamotest.Config(tb)
@@ -294,25 +297,47 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 	if d.GraphQL.BatchWait == 0 {
 		d.GraphQL.BatchWait = 20 * time.Millisecond
 	}
-	e, err := httpapi.New(d)
-	if err != nil {
-		tb.Fatalf("httpapi.New: %v", err)
-	}
-	srv := httptest.NewUnstartedServer(e)
-	if o.maxHeaderBytes > 0 {
-		srv.Config.MaxHeaderBytes = o.maxHeaderBytes
-	}
-	srv.Config.ReadTimeout = o.readTimeout
-	srv.Start()
-	tb.Cleanup(srv.Close)
+	ts.deps = d
+	ts.serve(tb)
 	tb.Cleanup(func() {
 		if n := ts.scans.Load(); n > 0 {
 			tb.Errorf("the server issued %d DynamoDB Scan call(s): tenantd must never scan", n)
 		}
 	})
-	ts.URL, ts.Echo, ts.HTTP, ts.Registry = srv.URL, e, srv.Client(), reg
 	ts.Rec.Reset()
 	return ts
+}
+
+// serve serves ts.deps on a new httptest server.
+func (ts *Server) serve(tb testing.TB) {
+	tb.Helper()
+	e, err := httpapi.New(ts.deps)
+	if err != nil {
+		tb.Fatalf("httpapi.New: %v", err)
+	}
+	srv := httptest.NewUnstartedServer(httpapi.HeadAsGet(e)) // as cmd/api serves it
+	if ts.opts.maxHeaderBytes > 0 {
+		srv.Config.MaxHeaderBytes = ts.opts.maxHeaderBytes
+	}
+	srv.Config.ReadTimeout = ts.opts.readTimeout
+	srv.Start()
+	tb.Cleanup(srv.Close)
+	ts.URL, ts.Echo, ts.HTTP, ts.Registry = srv.URL, e, srv.Client(), ts.deps.Registry
+}
+
+// Twin serves ts's table, through the same DynamoDB client, recorder,
+// clock and log, with another request deadline, and metrics of its own (in
+// its Registry). A fault test sets its data up through ts, with the
+// service's normal deadlines (a busy machine cannot make the setup miss a
+// short one), and sends the requests the fault must end through the twin.
+func (ts *Server) Twin(tb testing.TB, requestTimeout time.Duration) *Server {
+	tb.Helper()
+	twin := &Server{Rec: ts.Rec, Clock: ts.Clock, Raw: ts.Raw, Table: ts.Table, Deletions: ts.Deletions, scans: ts.scans, seq: ts.seq,
+		deps: ts.deps, opts: ts.opts}
+	twin.deps.RequestTimeout = requestTimeout
+	twin.deps.Registry = prometheus.NewRegistry()
+	twin.serve(tb)
+	return twin
 }
 
 // UniqueID returns a user ID unique within the server, e.g. "owner.3".

@@ -94,7 +94,10 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		p.RequestId = c.Response().Header().Get(echo.HeaderXRequestID)
 		level := slog.LevelDebug
-		if p.Status >= 500 {
+		switch {
+		case errors.Is(err, ErrShuttingDown):
+			level = slog.LevelInfo // a drain's planned 503
+		case p.Status >= 500:
 			level = slog.LevelError
 		}
 		attrs := []any{"status", p.Status, "code", p.Code, "method", obs.Method(c.Request().Method), "route", c.Path(),

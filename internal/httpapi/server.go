@@ -163,9 +163,13 @@ func New(d Deps) (*echo.Echo, error) {
 	// other tenants' orgs (404 each, one read each) spends only its own
 	// budget.
 	e.Use(limitCaller(d.CallerRateLimit))
+	// What the head alone decides (404, 405, 415), before anything reads
+	// the body: a client waiting for 100 Continue gets it instead.
+	ops := operations(spec)
+	e.Use(beforeBody(ops))
 	// One JSON value, valid UTF-8, no key twice: before anything decodes it.
 	e.Use(strictJSON)
-	e.Use(validateRequests(spec))
+	e.Use(validateRequests(ops))
 	e.Use(AuthorizeOrg(d.Roles, d.RequestTimeout))
 	// After the authorization read: only an org's members spend its quota,
 	// so nobody can exhaust another tenant's limit.
@@ -188,6 +192,21 @@ func New(d Deps) (*echo.Echo, error) {
 		routes[r.Path] = true
 	}
 	return e, nil
+}
+
+// HeadAsGet serves a HEAD as the GET of the same URL (RFC 9110 9.3.2: the
+// same status and header fields, no content): the server routes,
+// authorizes and handles a copy of the request whose method is GET, and
+// net/http, whose own request stays a HEAD, sends no content (and the
+// Content-Length it would have had). Logs and metrics count it as a GET.
+func HeadAsGet(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			r = r.WithContext(r.Context())
+			r.Method = http.MethodGet
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // publicPaths are the Echo paths of operations the spec marks `security: []`.
