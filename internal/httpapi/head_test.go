@@ -54,8 +54,8 @@ func TestHead(t *testing.T) {
 		}
 	})
 	t.Run("405/route without GET", func(t *testing.T) {
-		if r := doReq(t, w.Owner.HTTP, http.MethodHead, ts.URL+"/v1/graphql", w.Owner.Token, nil, ""); r.Status != http.StatusMethodNotAllowed {
-			t.Errorf("HEAD /v1/graphql: %d, want 405", r.Status)
+		if r := doReq(t, w.Owner.HTTP, http.MethodHead, ts.URL+"/v1/invitations/tok/accept", w.Owner.Token, nil, ""); r.Status != http.StatusMethodNotAllowed {
+			t.Errorf("HEAD /v1/invitations/tok/accept: %d, want 405", r.Status)
 		}
 	})
 }
