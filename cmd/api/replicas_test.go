@@ -146,14 +146,30 @@ func (c *cluster) do(i int, method, path, token, body string, hdr ...string) op 
 	return o
 }
 
-// mustDo is do on a live replica that must answer want.
+// mustDo is do on a live replica that must answer want: the setup of a
+// test, not what it measures. The replicas run with the short deadlines
+// the faults need, which a busy machine can miss, so a POST carries an
+// Idempotency-Key and every request is retried, for up to a minute,
+// while it gets no answer, a 503 or a 429; a retried PUT may find its
+// first attempt applied (200 for 201).
 func (c *cluster) mustDo(want int, method, path, token, body string) op {
 	c.t.Helper()
-	o := c.do(0, method, path, token, body)
-	if o.status != want {
-		c.t.Fatalf("%s %s: %d %s, want %d", method, path, o.status, o.body, want)
+	var hdr []string
+	if method == http.MethodPost {
+		hdr = []string{"Idempotency-Key", fmt.Sprintf("setup-%d", time.Now().UnixNano())}
 	}
-	return o
+	deadline := time.Now().Add(time.Minute)
+	for try := 0; ; try++ {
+		o := c.do(0, method, path, token, body, hdr...)
+		retry := o.status == 0 || o.status == http.StatusServiceUnavailable || o.status == http.StatusTooManyRequests
+		switch {
+		case o.status == want, try > 0 && method == http.MethodPut && want == http.StatusCreated && o.status == http.StatusOK:
+			return o
+		case !retry || time.Now().After(deadline):
+			c.t.Fatalf("%s %s: %d %s, want %d", method, path, o.status, o.body, want)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // metric sums the samples of name{policy="org"} that replica i serves.
