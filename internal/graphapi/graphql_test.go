@@ -777,6 +777,7 @@ func TestGraphQLOverHTTP(t *testing.T) {
 			{"query": "{ me { userId } }", "operationName": nil},
 			{"query": "{ me { userId } }", "extensions": nil},
 			{"query": "{ me { userId } }", "extensions": map[string]any{"some": "value", "tracing": true}},
+			{"query": "{ me { userId } }", "extensions": map[string]any{"persistedQuery": nil}},
 			{"query": "query Me { me { userId } }", "operationName": "Me", "variables": map[string]any{}, "extensions": map[string]any{}},
 		} {
 			apitest.Spec(t, fmt.Sprintf("200/graphql/%s, %s", accept, mustJSON(t, body)), func(t *testing.T) {
@@ -903,13 +904,31 @@ func TestGraphQLOverGET(t *testing.T) {
 			}
 		})
 	}
-	apitest.Spec(t, "405/graphqlGet/a mutation, refused before it runs", func(t *testing.T) {
-		ts.Rec.Reset()
-		r := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {`mutation($o: ID!) { createTicket(orgId: $o, input: {title: "over GET"}) { id } }`}, "variables": {`{"o":"` + org + `"}`}})
-		if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != http.MethodPost || ts.Rec.Count() != 0 {
-			t.Errorf("%d Allow %q %s, %d DynamoDB calls; want 405, Allow: POST, none", r.Status, r.Header.Get("Allow"), r.Raw, ts.Rec.Count())
+	apitest.Spec(t, "200/graphqlGet/a null persistedQuery is none", func(t *testing.T) {
+		r := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {"{ me { userId } }"}, "extensions": {`{"persistedQuery":null}`}})
+		var d struct{ Me struct{ UserID string } }
+		apitest.MustData(t, r, &d)
+		if d.Me.UserID == "" {
+			t.Errorf("%s, want the caller's userId", r.Raw)
 		}
 	})
+	for name, q := range map[string]string{
+		"a mutation":                            `mutation($o: ID!) { createTicket(orgId: $o, input: {title: "over GET"}) { id } }`,
+		"a mutation that does not validate":     `mutation { createTicket(orgId: 1) { noSuchField } }`,
+		"a mutation whose variables do not fit": `mutation($o: ID!) { createTicket(orgId: $o, input: {title: "x"}) { id } }`,
+	} {
+		apitest.Spec(t, "405/graphqlGet/"+name+", refused before it runs", func(t *testing.T) {
+			ts.Rec.Reset()
+			vars := `{"o":"` + org + `"}`
+			if strings.Contains(name, "variables") {
+				vars = `{"o":null}`
+			}
+			r := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {q}, "variables": {vars}}, "Accept", gqlResponse)
+			if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != http.MethodPost || ts.Rec.Count() != 0 {
+				t.Errorf("%d Allow %q %s, %d DynamoDB calls; want 405, Allow: POST, none", r.Status, r.Header.Get("Allow"), r.Raw, ts.Rec.Count())
+			}
+		})
+	}
 }
 
 // TestGraphQLRelayConnections: every connection is a Relay connection as
