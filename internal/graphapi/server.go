@@ -84,9 +84,14 @@ type Deps struct {
 	// Idempotency, when set, keeps the IDs that createTicket and addComment
 	// made under an idempotencyKey (the REST API's keeper).
 	Idempotency *idempotency.Keeper
-	Now         clock.Clock
-	Logger      *slog.Logger
-	Limits      Limits
+	// CheckInput, when set, checks value as the REST API checks field of
+	// the body whose schema is named schema (openapi.yaml's, "TicketCreate"):
+	// the problems it finds, as REST lists them; none when it passes. A
+	// mutation's input is refused as the same REST body is.
+	CheckInput func(schema, field string, value any) []FieldError
+	Now        clock.Clock
+	Logger     *slog.Logger
+	Limits     Limits
 }
 
 // Limits bound what one request may cost. Zero values take the defaults.
@@ -289,7 +294,8 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	// gqlgen's own errors (the resolvers return errs errors) pass as they
 	// are, with a code when they have none.
 	_, ours := errs.As(err)
-	ours = ours || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	var ie inputError
+	ours = ours || errors.As(err, &ie) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 	var gqlErr *gqlerror.Error
 	if !ours && errors.As(err, &gqlErr) {
 		if gqlErr.Extensions["code"] == nil {
