@@ -477,11 +477,12 @@ type GraphQLRequestExtensionsPersistedQueryVersion int
 
 // GraphQLRequest_Extensions Protocol extensions: `persistedQuery` is read, any other key ignored.
 type GraphQLRequest_Extensions struct {
-	PersistedQuery *struct {
+	// PersistedQuery An automatic persisted query; null is none.
+	PersistedQuery nullable.Nullable[struct {
 		// Sha256Hash The SHA-256 of the query, hex.
 		Sha256Hash string                                        `json:"sha256Hash"`
 		Version    GraphQLRequestExtensionsPersistedQueryVersion `json:"version"`
-	} `json:"persistedQuery,omitempty"`
+	}] `json:"persistedQuery,omitempty"`
 	AdditionalProperties map[string]interface{} `json:"-"`
 }
 

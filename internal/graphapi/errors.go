@@ -14,6 +14,14 @@ import (
 // lists it ("in" is "argument" for a field's argument, "input" for a field
 // of a mutation's input). internal reports an error to log and hide.
 func errorExtensions(err error) (ext map[string]any, message string, internal bool) {
+	var ie inputError
+	if errors.As(err, &ie) {
+		var fields []map[string]any
+		for _, f := range ie {
+			fields = append(fields, map[string]any{"in": "input", "field": f.Field, "code": f.Code, "message": f.Message})
+		}
+		return map[string]any{"code": "invalid_request", "kind": "INVALID", "errors": fields}, ie.Error(), false
+	}
 	if e, ok := errs.As(err); ok && e.Kind != errs.Internal {
 		ext = map[string]any{"code": e.Code, "kind": strings.ToUpper(e.Kind.String())}
 		if e.Field != "" {
@@ -39,3 +47,31 @@ func errorExtensions(err error) (ext map[string]any, message string, internal bo
 }
 
 var errLimited = errs.E(errs.TooManyRequests, "rate_limited", "this organization is sending requests too fast; retry later")
+
+// FieldError is a problem of one field of a mutation's input, as the REST
+// API lists it in a 400's errors[].
+type FieldError struct{ Field, Code, Message string }
+
+// inputError is a mutation's input that the REST API's request schema
+// refuses: REST's code (invalid_request) and its errors, field by field.
+type inputError []FieldError
+
+func (e inputError) Error() string {
+	parts := make([]string, len(e))
+	for i, f := range e {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return strings.Join(parts, "; ")
+}
+
+// checkInput refuses value as the REST API refuses field of the body
+// schema names (Deps.CheckInput).
+func (s *Server) checkInput(schema, field string, value any) error {
+	if s.d.CheckInput == nil {
+		return nil
+	}
+	if fs := s.d.CheckInput(schema, field, value); len(fs) > 0 {
+		return inputError(fs)
+	}
+	return nil
+}

@@ -777,6 +777,7 @@ func TestGraphQLOverHTTP(t *testing.T) {
 			{"query": "{ me { userId } }", "operationName": nil},
 			{"query": "{ me { userId } }", "extensions": nil},
 			{"query": "{ me { userId } }", "extensions": map[string]any{"some": "value", "tracing": true}},
+			{"query": "{ me { userId } }", "extensions": map[string]any{"persistedQuery": nil}},
 			{"query": "query Me { me { userId } }", "operationName": "Me", "variables": map[string]any{}, "extensions": map[string]any{}},
 		} {
 			apitest.Spec(t, fmt.Sprintf("200/graphql/%s, %s", accept, mustJSON(t, body)), func(t *testing.T) {
@@ -903,13 +904,31 @@ func TestGraphQLOverGET(t *testing.T) {
 			}
 		})
 	}
-	apitest.Spec(t, "405/graphqlGet/a mutation, refused before it runs", func(t *testing.T) {
-		ts.Rec.Reset()
-		r := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {`mutation($o: ID!) { createTicket(orgId: $o, input: {title: "over GET"}) { id } }`}, "variables": {`{"o":"` + org + `"}`}})
-		if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != http.MethodPost || ts.Rec.Count() != 0 {
-			t.Errorf("%d Allow %q %s, %d DynamoDB calls; want 405, Allow: POST, none", r.Status, r.Header.Get("Allow"), r.Raw, ts.Rec.Count())
+	apitest.Spec(t, "200/graphqlGet/a null persistedQuery is none", func(t *testing.T) {
+		r := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {"{ me { userId } }"}, "extensions": {`{"persistedQuery":null}`}})
+		var d struct{ Me struct{ UserID string } }
+		apitest.MustData(t, r, &d)
+		if d.Me.UserID == "" {
+			t.Errorf("%s, want the caller's userId", r.Raw)
 		}
 	})
+	for name, q := range map[string]string{
+		"a mutation":                            `mutation($o: ID!) { createTicket(orgId: $o, input: {title: "over GET"}) { id } }`,
+		"a mutation that does not validate":     `mutation { createTicket(orgId: 1) { noSuchField } }`,
+		"a mutation whose variables do not fit": `mutation($o: ID!) { createTicket(orgId: $o, input: {title: "x"}) { id } }`,
+	} {
+		apitest.Spec(t, "405/graphqlGet/"+name+", refused before it runs", func(t *testing.T) {
+			ts.Rec.Reset()
+			vars := `{"o":"` + org + `"}`
+			if strings.Contains(name, "variables") {
+				vars = `{"o":null}`
+			}
+			r := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {q}, "variables": {vars}}, "Accept", gqlResponse)
+			if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != http.MethodPost || ts.Rec.Count() != 0 {
+				t.Errorf("%d Allow %q %s, %d DynamoDB calls; want 405, Allow: POST, none", r.Status, r.Header.Get("Allow"), r.Raw, ts.Rec.Count())
+			}
+		})
+	}
 }
 
 // TestGraphQLRelayConnections: every connection is a Relay connection as
@@ -1186,6 +1205,64 @@ func TestGraphQLMutations(t *testing.T) {
 			t.Errorf("title null: codes %v", got)
 		}
 	})
+	// The REST API's refusal of a list input, field by field: "in field code".
+	restFields := func(t *testing.T, raw []byte) []string {
+		var p struct {
+			Code   string
+			Errors []struct{ In, Field, Code string }
+		}
+		apitest.DecodeJSON(t, raw, &p)
+		out := []string{p.Code}
+		for _, f := range p.Errors {
+			out = append(out, f.Field+" "+f.Code)
+		}
+		return out
+	}
+	gqlFields := func(r apitest.GQLResponse) []string {
+		if len(r.Errors) != 1 || r.Data == nil || string(r.Data) == "" {
+			return []string{fmt.Sprint(len(r.Errors), " errors: ", string(r.Raw))}
+		}
+		out := []string{r.Errors[0].Code()}
+		fs, _ := r.Errors[0].Extensions["errors"].([]any)
+		for _, f := range fs {
+			m, _ := f.(map[string]any)
+			out = append(out, fmt.Sprint(m["field"], " ", m["code"]))
+		}
+		return out
+	}
+	for name, tags := range map[string][]string{
+		"25 identical tags": slices.Repeat([]string{"x"}, 25),
+		"a tag twice":       {"a", "b", "a"},
+		"21 tags":           strings.Split("a b c d e f g h i j k l m n o p q r s t u", " "),
+		"an empty tag":      {"a", ""},
+	} {
+		t.Run("createTicket/ErrInvalid "+name+", as REST refuses them", func(t *testing.T) {
+			rest, err := w.Member.C.CreateTicketWithResponse(bg, org, nil, client.TicketCreate{Title: "tagged " + name, Tags: &tags})
+			if err != nil || rest.StatusCode() != http.StatusBadRequest {
+				t.Fatalf("REST: %v %d, want 400", err, rest.StatusCode())
+			}
+			want := restFields(t, rest.Body)
+			_, r := createTicket(t, map[string]any{"title": "tagged " + name, "tags": tags}, nil)
+			if got := gqlFields(r); !slices.Equal(got, want) {
+				t.Errorf("GraphQL %v, REST %v; want the same refusal: %s", got, want, r.Raw)
+			}
+			if n := countTitled(t, "tagged "+name); n != 0 {
+				t.Errorf("%d tickets made, want none", n)
+			}
+		})
+		t.Run("updateTicket/ErrInvalid "+name+", as REST refuses them", func(t *testing.T) {
+			rest, err := w.Admin.C.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil, client.TicketUpdate{Tags: &tags})
+			if err != nil || rest.StatusCode() != http.StatusBadRequest {
+				t.Fatalf("REST: %v %d, want 400", err, rest.StatusCode())
+			}
+			want := restFields(t, rest.Body)
+			r := apitest.GQL(t, ts, w.Admin.Token, `mutation($o: ID!, $t: ID!, $in: UpdateTicketInput!) { updateTicket(orgId: $o, id: $t, input: $in) { tags } }`,
+				map[string]any{"o": org, "t": w.Ticket.Id, "in": map[string]any{"tags": tags}})
+			if got := gqlFields(r); !slices.Equal(got, want) {
+				t.Errorf("GraphQL %v, REST %v; want the same refusal: %s", got, want, r.Raw)
+			}
+		})
+	}
 	t.Run("addComment/idempotencyKey: one comment, counted once", func(t *testing.T) {
 		tk, _ := createTicket(t, map[string]any{"title": "commented"}, nil)
 		const add = `mutation($o: ID!, $t: ID!, $k: String) { addComment(orgId: $o, ticketId: $t, body: "once", idempotencyKey: $k) { id authorId } }`

@@ -35,6 +35,7 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
@@ -83,9 +84,14 @@ type Deps struct {
 	// Idempotency, when set, keeps the IDs that createTicket and addComment
 	// made under an idempotencyKey (the REST API's keeper).
 	Idempotency *idempotency.Keeper
-	Now         clock.Clock
-	Logger      *slog.Logger
-	Limits      Limits
+	// CheckInput, when set, checks value as the REST API checks field of
+	// the body whose schema is named schema (openapi.yaml's, "TicketCreate"):
+	// the problems it finds, as REST lists them; none when it passes. A
+	// mutation's input is refused as the same REST body is.
+	CheckInput func(schema, field string, value any) []FieldError
+	Now        clock.Clock
+	Logger     *slog.Logger
+	Limits     Limits
 }
 
 // Limits bound what one request may cost. Zero values take the defaults.
@@ -170,6 +176,8 @@ func New(d Deps) *Server {
 	// ("Did you mean ...?") either: they would spell the schema out.
 	e.SetDisableSuggestion(!d.Limits.Introspection)
 	e.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](d.Limits.CacheSize)})
+	// After APQ (which fills in the query of a hash), before validation.
+	e.Use(queryOnly{tokenLimit: d.Limits.ParserTokenLimit})
 	// After APQ (which fills in the query of a hash), before parsing.
 	e.Use(&expansionLimit{max: d.Limits.MaxComplexity, tokenLimit: d.Limits.ParserTokenLimit, passed: lru.New[struct{}](d.Limits.CacheSize)})
 	e.Use(depthLimit{max: d.Limits.MaxDepth})
@@ -216,21 +224,20 @@ type Result struct {
 // response's errors, with extensions.code; nothing reads DynamoDB before
 // the document has passed every limit.
 func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Result {
-	rs := &requestState{s: s, id: id, access: map[string]*accessEntry{}, calls: make(chan struct{}, s.d.Limits.MaxConcurrentQueries)}
+	rs := &requestState{s: s, id: id, queryOnly: r.QueryOnly, access: map[string]*accessEntry{}, calls: make(chan struct{}, s.d.Limits.MaxConcurrentQueries)}
 	rs.loaders = newLoaders(rs)
 	ctx = withState(ctx, rs)
 	params := &graphql.RawParams{Query: r.Query, OperationName: r.OperationName, Variables: r.Variables, Extensions: r.Extensions,
 		ReadTime: graphql.TraceTiming{Start: graphql.Now(), End: graphql.Now()}}
 	ctx = graphql.StartOperationTrace(ctx)
 	rc, errList := s.exec.CreateOperationContext(ctx, params)
+	if rs.notAQuery {
+		return Result{NotAQuery: true}
+	}
 	if errList != nil {
 		return Result{Response: s.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errList)}
 	}
 	res := Result{Operation: operationLabel(rc)}
-	if r.QueryOnly && rc.Operation.Operation != ast.Query {
-		res.NotAQuery = true
-		return res
-	}
 	if st := extension.GetComplexityStats(graphql.WithOperationContext(ctx, rc)); st != nil {
 		res.Complexity = st.Complexity
 	}
@@ -248,6 +255,36 @@ func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Resu
 	return res
 }
 
+// queryOnly decides, in a QueryOnly request, the type of the operation
+// from the parsed document, before it is validated: a mutation is refused
+// (NotAQuery) whether or not it would validate, and nothing runs. A
+// document that does not parse, or names no operation of its own, is left
+// to the executor to report.
+type queryOnly struct{ tokenLimit int }
+
+var _ interface {
+	graphql.OperationParameterMutator
+	graphql.HandlerExtension
+} = queryOnly{}
+
+func (queryOnly) ExtensionName() string                   { return "QueryOnly" }
+func (queryOnly) Validate(graphql.ExecutableSchema) error { return nil }
+func (q queryOnly) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
+	rs := state(ctx)
+	if !rs.queryOnly || p.Query == "" {
+		return nil
+	}
+	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: p.Query}, q.tokenLimit)
+	if err != nil {
+		return nil
+	}
+	if op := doc.Operations.ForName(p.OperationName); op != nil && op.Operation != ast.Query {
+		rs.notAQuery = true
+		return gqlerror.Errorf("GET runs queries only")
+	}
+	return nil
+}
+
 var errInternal = errors.New("internal error")
 
 // presentError turns a resolver's error into a GraphQL error whose
@@ -257,7 +294,8 @@ func (s *Server) presentError(ctx context.Context, err error) *gqlerror.Error {
 	// gqlgen's own errors (the resolvers return errs errors) pass as they
 	// are, with a code when they have none.
 	_, ours := errs.As(err)
-	ours = ours || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+	var ie inputError
+	ours = ours || errors.As(err, &ie) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
 	var gqlErr *gqlerror.Error
 	if !ours && errors.As(err, &gqlErr) {
 		if gqlErr.Extensions["code"] == nil {

@@ -17,6 +17,9 @@ type requestState struct {
 	s    *Server
 	id   authz.Identity
 	cost int // rate-limit tokens the request spends per org it reads
+	// queryOnly refuses any operation but a query (Request.QueryOnly);
+	// notAQuery says the document's operation was one.
+	queryOnly, notAQuery bool
 
 	mu      sync.Mutex
 	access  map[string]*accessEntry

@@ -169,6 +169,11 @@ func (r mutationResolver) CreateTicket(ctx context.Context, orgID string, input 
 	if err := enumField("priority", input.Priority); err != nil {
 		return nil, err
 	}
+	if tags, ok := input.Tags.ValueOK(); ok && tags != nil {
+		if err := r.s.checkInput("TicketCreate", "tags", tags); err != nil {
+			return nil, err
+		}
+	}
 	p, err := state(ctx).principal(ctx, orgID)
 	if err != nil {
 		return nil, err
@@ -208,6 +213,11 @@ func (r mutationResolver) CreateTicket(ctx context.Context, orgID string, input 
 func (r mutationResolver) UpdateTicket(ctx context.Context, orgID, id string, expectedVersion *int, input UpdateTicketInput) (*Ticket, error) {
 	for _, err := range []error{enumField("status", input.Status), enumField("priority", input.Priority)} {
 		if err != nil {
+			return nil, err
+		}
+	}
+	if tags, ok := input.Tags.ValueOK(); ok && tags != nil {
+		if err := r.s.checkInput("TicketUpdate", "tags", tags); err != nil {
 			return nil, err
 		}
 	}

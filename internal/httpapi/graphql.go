@@ -23,15 +23,17 @@ import (
 
 // Graphql serves POST /v1/graphql. The body went through the same checks
 // as every other (one JSON value, the GraphQLRequest schema, 64 KiB); a
-// null operationName, variables or extensions is none, and extensions
-// other than persistedQuery are ignored (GraphQL over HTTP).
+// null operationName, variables, extensions or persistedQuery is none, and
+// extensions other than persistedQuery are ignored (GraphQL over HTTP).
 func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (oapi.GraphqlResponseObject, error) {
 	b := req.Body
 	var r graphapi.Request
 	set(&r.Query, b.Query)
 	r.OperationName, _ = b.OperationName.Get()
-	if ext, err := b.Extensions.Get(); err == nil && ext.PersistedQuery != nil {
-		r.Extensions = persistedQuery(int64(ext.PersistedQuery.Version), ext.PersistedQuery.Sha256Hash)
+	if ext, err := b.Extensions.Get(); err == nil {
+		if pq, err := ext.PersistedQuery.Get(); err == nil {
+			r.Extensions = persistedQuery(int64(pq.Version), pq.Sha256Hash)
+		}
 	}
 	vars, _ := b.Variables.Get()
 	return h.graphql(ctx, r, vars)

@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/labstack/echo/v4"
 
+	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 )
 
@@ -69,6 +71,40 @@ func validateRequests(ops map[string]operation) echo.MiddlewareFunc {
 			}
 			return next(c)
 		}
+	}
+}
+
+// checkInput checks a GraphQL mutation's input field as validateRequests
+// checks the same field of a REST body: with the same schema (field of the
+// component schema named schema) and the same errors, so both transports
+// refuse the same input the same way.
+func checkInput(spec *openapi3.T) func(schema, field string, value any) []graphapi.FieldError {
+	return func(schema, field string, value any) []graphapi.FieldError {
+		s := spec.Components.Schemas[schema]
+		if s == nil || s.Value == nil || s.Value.Properties[field] == nil {
+			panic("httpapi: no schema " + schema + "." + field)
+		}
+		// As a body decodes: JSON's types.
+		var v any
+		b, err := json.Marshal(value)
+		if err == nil {
+			err = json.Unmarshal(b, &v)
+		}
+		if err == nil {
+			err = s.Value.Properties[field].Value.VisitJSON(v, openapi3.MultiErrors())
+		}
+		if err == nil {
+			return nil
+		}
+		var out []graphapi.FieldError
+		for _, f := range fieldErrors(err) {
+			name := field
+			if f.Field != "" {
+				name += "/" + f.Field
+			}
+			out = append(out, graphapi.FieldError{Field: name, Code: f.Code, Message: f.Message})
+		}
+		return out
 	}
 }
 

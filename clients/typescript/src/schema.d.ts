@@ -1011,12 +1011,13 @@ export interface components {
             } | null;
             /** @description Protocol extensions: `persistedQuery` is read, any other key ignored. */
             extensions?: ({
+                /** @description An automatic persisted query; null is none. */
                 persistedQuery?: {
                     /** @enum {integer} */
                     version: 1;
                     /** @description The SHA-256 of the query, hex. */
                     sha256Hash: string;
-                };
+                } | null;
             } & {
                 [key: string]: unknown;
             }) | null;
