@@ -525,6 +525,9 @@ func tableDrift(tmpl map[string]any) []string {
 	if !isTrue(ttl["Enabled"]) {
 		add("TimeToLiveSpecification: Enabled must be true")
 	}
+	if got := asString(asMap(props["StreamSpecification"])["StreamViewType"]); got != string(want.StreamSpecification.StreamViewType) {
+		add("StreamSpecification: StreamViewType %q, want %q (store.Schema.StreamView)", got, want.StreamSpecification.StreamViewType)
+	}
 	if !isTrue(asMap(props["SSESpecification"])["SSEEnabled"]) {
 		add("SSESpecification: SSEEnabled must be true")
 	}
@@ -626,6 +629,7 @@ func TestCloudFormationMatchesStore(t *testing.T) {
 			asMap(p["TimeToLiveSpecification"])["AttributeName"] = "ttl"
 		}},
 		{"SSE off", "SSEEnabled", func(p map[string]any) { delete(p, "SSESpecification") }},
+		{"no stream", "StreamSpecification", func(p map[string]any) { delete(p, "StreamSpecification") }},
 		{"deletion protection off", "DeletionProtectionEnabled", func(p map[string]any) {
 			p["DeletionProtectionEnabled"] = false
 		}},

@@ -24,10 +24,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/caarlos0/env/v11"
 	"github.com/golang-jwt/jwt/v5"
@@ -43,6 +45,7 @@ import (
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/webhook"
 )
 
 // defaultGCPercent is the collector's target when GOGC is unset. The
@@ -100,6 +103,9 @@ type Config struct {
 	CallerLimitRPS     float64       `env:"RATE_LIMIT_CALLER_RPS" envDefault:"100"` // per token subject, before authorization; 0 = off
 	CallerLimitBurst   int           `env:"RATE_LIMIT_CALLER_BURST" envDefault:"200"`
 	LogLevel           slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
+	// Webhooks.
+	WebhookAllowPrivate bool   `env:"WEBHOOK_ALLOW_PRIVATE_NETWORKS"`        // http and private addresses (development only)
+	WebhookDispatcher   string `env:"WEBHOOK_DISPATCHER" envDefault:"local"` // local: read the stream here; lambda: the Lambda function does
 	// The GraphQL API's limits (0: graphapi's defaults) and introspection.
 	GraphQLIntrospection bool `env:"GRAPHQL_INTROSPECTION"` // __schema and __type; make run turns it on
 	GraphQLMaxDepth      int  `env:"GRAPHQL_MAX_DEPTH" envDefault:"10"`
@@ -148,6 +154,9 @@ func configFromEnv() (Config, error) {
 	}
 	if c.CallerLimitRPS < 0 || c.CallerLimitBurst < 1 {
 		return c, errors.New("config: RATE_LIMIT_CALLER_RPS must be >= 0 and RATE_LIMIT_CALLER_BURST >= 1")
+	}
+	if c.WebhookDispatcher != "local" && c.WebhookDispatcher != "lambda" {
+		return c, errors.New("config: WEBHOOK_DISPATCHER must be local or lambda")
 	}
 	if c.CursorSecret != "" && len(c.CursorSecret) < 32 {
 		return c, errors.New("config: CURSOR_SECRET must be at least 32 bytes")
@@ -260,6 +269,27 @@ func healthcheck(ctx context.Context, cfg Config) error {
 }
 
 func dynamoClient(ctx context.Context, cfg Config, apiOptions ...func(*middleware.Stack) error) (*dynamodb.Client, error) {
+	awsCfg, err := awsConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return store.NewClient(awsCfg, store.Options{Endpoint: cfg.DynamoDBEndpoint, APIOptions: apiOptions}), nil
+}
+
+// streamsClient reaches the table's change stream (DynamoDB Local's too).
+func streamsClient(ctx context.Context, cfg Config) (*dynamodbstreams.Client, error) {
+	awsCfg, err := awsConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) {
+		if cfg.DynamoDBEndpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)
+		}
+	}), nil
+}
+
+func awsConfig(ctx context.Context, cfg Config) (aws.Config, error) {
 	// The SDK keeps 10 idle connections per host by default: under load
 	// that means new (TLS) connections per request to DynamoDB.
 	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
@@ -272,9 +302,9 @@ func dynamoClient(ctx context.Context, cfg Config, apiOptions ...func(*middlewar
 	}
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("aws config: %w", err)
+		return aws.Config{}, fmt.Errorf("aws config: %w", err)
 	}
-	return store.NewClient(awsCfg, store.Options{Endpoint: cfg.DynamoDBEndpoint, APIOptions: apiOptions}), nil
+	return awsCfg, nil
 }
 
 func serve(ctx context.Context, cfg Config) error {
@@ -313,7 +343,20 @@ func serve(ctx context.Context, cfg Config) error {
 		}
 		return ping(ctx)
 	}
-	d := app.Deps(db, deletions, app.Options{InvitationAnyEmail: cfg.InvitationAnyEmail})
+	opts := app.Options{InvitationAnyEmail: cfg.InvitationAnyEmail, WebhookURLs: webhook.URLPolicy{AllowPrivate: cfg.WebhookAllowPrivate}}
+	// Webhooks: this replica's worker sends the deliveries due (anyone's);
+	// unless the Lambda function does it, its stream reader dispatches the
+	// table's new audit events into deliveries.
+	dispatcher, worker := app.Delivery(db, opts, webhook.Policy{}, log)
+	go worker.Run(ctx)
+	if cfg.WebhookDispatcher == "local" {
+		streams, err := streamsClient(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		go db.NewStreamReader(streams, dispatcher.Dispatch, log).Run(ctx)
+	}
+	d := app.Deps(db, deletions, opts)
 	d.Verifier, d.CursorKey, d.Logger, d.Ready, d.Registry, d.Metrics = verifier, cursorKey, log, ready, reg, metrics
 	d.RateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst})
 	d.CallerRateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.CallerLimitRPS, Burst: cfg.CallerLimitBurst})

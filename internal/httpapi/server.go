@@ -32,6 +32,7 @@ import (
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
+	"github.com/tenantd/tenantd/internal/webhook"
 )
 
 // defineFormats registers kin-openapi's (global) string formats once, so
@@ -48,6 +49,8 @@ type Deps struct {
 	Tickets     *ticket.Service
 	Invitations *invitation.Service
 	Audit       *audit.Service
+	Webhooks    *webhook.Service
+	Deliveries  *webhook.Deliveries
 	Roles       graphapi.AccessReader // the authorization read
 	Verifier    *Verifier
 	// CursorKey signs pagination cursors (at least 32 bytes).

@@ -9,6 +9,7 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -43,6 +44,8 @@ const (
 	typeAudit      = "AuditEvent"
 	typeInvitation = "Invitation"
 	typeInviteMail = "InvitationEmail"
+	typeWebhook    = "Webhook"
+	typeDelivery   = "WebhookDelivery"
 )
 
 // Sort key constants and prefixes.
@@ -186,4 +189,39 @@ func invitationEmailGSI1SK(normalizedEmail string) string { return "EMAILINVITE#
 // new invitation for the same email replaces the old one.
 func invitationEmailKey(orgID, normalizedEmail string) key {
 	return key{orgPK(orgID) + "#INVITEEMAIL#" + normalizedEmail, "#INVITE"}
+}
+
+// webhookPK is a webhook subscription's own partition: the subscription
+// (#METADATA) and its deliveries (DELIVERY#<eventId>, newest last).
+func webhookPK(orgID, webhookID string) string { return orgPK(orgID) + "#WEBHOOK#" + webhookID }
+func webhookKey(orgID, webhookID string) key   { return key{webhookPK(orgID, webhookID), skMetadata} }
+
+// webhookSK is a subscription's GSI1 sort key under ORG#<orgId>: the org's
+// subscriptions, and where offboarding finds their partitions.
+func webhookSK(webhookID string) string { return prefixWebhook + webhookID }
+
+const (
+	prefixWebhook  = "WEBHOOK#"
+	prefixDelivery = "DELIVERY#"
+)
+
+func deliveryKey(orgID, webhookID, eventID string) key {
+	return key{webhookPK(orgID, webhookID), prefixDelivery + eventID}
+}
+
+// deliveryGSI1SK is a delivery's GSI1 sort key under ORG#<orgId>, so
+// offboarding finds a deleted subscription's deliveries too.
+func deliveryGSI1SK(webhookID, eventID string) string {
+	return "WHDELIVERY#" + webhookID + "#" + eventID
+}
+
+// dueShardPK is a GSI3 partition of the webhook deliveries due: one of
+// webhook.Shards, by endpoint, so no one partition holds every tenant's.
+// Like DELETING it spans tenants; only the delivery workers read it.
+func dueShardPK(shard int) string { return fmt.Sprintf("WEBHOOKDUE#%d", shard) }
+
+// dueSK orders a shard's deliveries by when they are due (epoch ms, zero
+// padded), then names the delivery.
+func dueSK(at time.Time, orgID, webhookID, eventID string) string {
+	return fmt.Sprintf("%013d#%s#%s#%s", at.UnixMilli(), orgID, webhookID, eventID)
 }

@@ -209,6 +209,27 @@ func (e TicketStatus) Valid() bool {
 	}
 }
 
+// Defines values for WebhookDeliveryState.
+const (
+	WebhookDeliveryStateDelivered WebhookDeliveryState = "delivered"
+	WebhookDeliveryStateFailed    WebhookDeliveryState = "failed"
+	WebhookDeliveryStatePending   WebhookDeliveryState = "pending"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryState enum.
+func (e WebhookDeliveryState) Valid() bool {
+	switch e {
+	case WebhookDeliveryStateDelivered:
+		return true
+	case WebhookDeliveryStateFailed:
+		return true
+	case WebhookDeliveryStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetOrgParamsInclude.
 const (
 	GetOrgParamsIncludeUsers GetOrgParamsInclude = "users"
@@ -836,11 +857,100 @@ type TicketUpdate struct {
 	Title  *string                   `json:"title,omitempty"`
 }
 
+// Webhook defines model for Webhook.
+type Webhook struct {
+	// Active false once an admin paused it, or the service disabled it after 3 days of failures.
+	Active      bool      `json:"active"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Description *string   `json:"description,omitempty"`
+	Events      []string  `json:"events"`
+
+	// FailingSince When the endpoint's current run of failed deliveries began (absent while it answers).
+	FailingSince *time.Time `json:"failingSince,omitempty"`
+	Id           string     `json:"id"`
+	UpdatedAt    time.Time  `json:"updatedAt"`
+	Url          string     `json:"url"`
+	Version      int64      `json:"version"`
+}
+
+// WebhookCreate defines model for WebhookCreate.
+type WebhookCreate struct {
+	Description *string `json:"description,omitempty"`
+
+	// Events Audit actions (`ticket.create`, `user.update`, ...) or `["*"]` for every one.
+	Events []string `json:"events"`
+
+	// Url An https URL (http and private addresses only where the server allows them, for development).
+	Url string `json:"url"`
+}
+
+// WebhookCreated defines model for WebhookCreated.
+type WebhookCreated struct {
+	// Active false once an admin paused it, or the service disabled it after 3 days of failures.
+	Active      bool      `json:"active"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Description *string   `json:"description,omitempty"`
+	Events      []string  `json:"events"`
+
+	// FailingSince When the endpoint's current run of failed deliveries began (absent while it answers).
+	FailingSince *time.Time `json:"failingSince,omitempty"`
+	Id           string     `json:"id"`
+
+	// Secret The signing secret, `whsec_<base64>`. Shown only in this response.
+	Secret    string    `json:"secret"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	Url       string    `json:"url"`
+	Version   int64     `json:"version"`
+}
+
+// WebhookDelivery defines model for WebhookDelivery.
+type WebhookDelivery struct {
+	Attempts  int       `json:"attempts"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Id The event's ID, sent as `webhook-id` on every attempt.
+	Id        string  `json:"id"`
+	LastError *string `json:"lastError,omitempty"`
+
+	// LastStatus The endpoint's last HTTP status (absent if it never answered).
+	LastStatus    *int                 `json:"lastStatus,omitempty"`
+	LatencyMs     *int64               `json:"latencyMs,omitempty"`
+	NextAttemptAt *time.Time           `json:"nextAttemptAt,omitempty"`
+	State         WebhookDeliveryState `json:"state"`
+	Type          string               `json:"type"`
+}
+
+// WebhookDeliveryState defines model for WebhookDelivery.State.
+type WebhookDeliveryState string
+
+// WebhookDeliveryList defines model for WebhookDeliveryList.
+type WebhookDeliveryList struct {
+	Items      []WebhookDelivery `json:"items"`
+	NextCursor *string           `json:"nextCursor,omitempty"`
+}
+
+// WebhookList defines model for WebhookList.
+type WebhookList struct {
+	Items      []Webhook `json:"items"`
+	NextCursor *string   `json:"nextCursor,omitempty"`
+}
+
+// WebhookUpdate defines model for WebhookUpdate.
+type WebhookUpdate struct {
+	Active      *bool     `json:"active,omitempty"`
+	Description *string   `json:"description,omitempty"`
+	Events      *[]string `json:"events,omitempty"`
+	Url         *string   `json:"url,omitempty"`
+}
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
 // Cursor defines model for cursor.
 type Cursor = string
+
+// DeliveryId defines model for deliveryId.
+type DeliveryId = string
 
 // IfMatch defines model for ifMatch.
 type IfMatch = string
@@ -871,6 +981,9 @@ type TicketId = string
 
 // UserId Example: auth0|5f7c8ec7c33c6c004bbafe82
 type UserId = string
+
+// WebhookId defines model for webhookId.
+type WebhookId = string
 
 // BadRequest RFC 9457 problem details.
 type BadRequest = Problem
@@ -1219,6 +1332,42 @@ type ListUserTicketsParams struct {
 // ListUserTicketsParamsInclude defines parameters for ListUserTickets.
 type ListUserTicketsParamsInclude string
 
+// ListWebhooksParams defines parameters for ListWebhooks.
+type ListWebhooksParams struct {
+	// Limit Maximum number of items to return (page size).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateWebhookParams defines parameters for CreateWebhook.
+type CreateWebhookParams struct {
+	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteWebhookParams defines parameters for DeleteWebhook.
+type DeleteWebhookParams struct {
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// UpdateWebhookParams defines parameters for UpdateWebhook.
+type UpdateWebhookParams struct {
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	// Limit Maximum number of items to return (page size).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // GraphqlJSONRequestBody defines body for Graphql for application/json ContentType.
 type GraphqlJSONRequestBody = GraphQLRequest
 
@@ -1254,6 +1403,12 @@ type AddOrgUserJSONRequestBody = OrgUserCreate
 
 // UpdateOrgUserJSONRequestBody defines body for UpdateOrgUser for application/json ContentType.
 type UpdateOrgUserJSONRequestBody = OrgUserUpdate
+
+// CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
+type CreateWebhookJSONRequestBody = WebhookCreate
+
+// UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
+type UpdateWebhookJSONRequestBody = WebhookUpdate
 
 // AsAuditValue0 returns the union data inside the AuditValue as a AuditValue0
 func (t AuditValue) AsAuditValue0() (AuditValue0, error) {
@@ -1504,6 +1659,30 @@ type ServerInterface interface {
 	// ListUserTickets List tickets requested by a user
 	// (GET /v1/orgs/{orgId}/users/{userId}/tickets)
 	ListUserTickets(ctx echo.Context, orgId OrgId, userId UserId, params ListUserTicketsParams) error
+	// ListWebhooks List the org's webhooks
+	// (GET /v1/orgs/{orgId}/webhooks)
+	ListWebhooks(ctx echo.Context, orgId OrgId, params ListWebhooksParams) error
+	// CreateWebhook Subscribe an endpoint to the org's events
+	// (POST /v1/orgs/{orgId}/webhooks)
+	CreateWebhook(ctx echo.Context, orgId OrgId, params CreateWebhookParams) error
+	// DeleteWebhook Delete a webhook
+	// (DELETE /v1/orgs/{orgId}/webhooks/{webhookId})
+	DeleteWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId, params DeleteWebhookParams) error
+	// GetWebhook Get a webhook
+	// (GET /v1/orgs/{orgId}/webhooks/{webhookId})
+	GetWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId) error
+	// UpdateWebhook Update a webhook
+	// (PATCH /v1/orgs/{orgId}/webhooks/{webhookId})
+	UpdateWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId, params UpdateWebhookParams) error
+	// ListWebhookDeliveries List a webhook's deliveries
+	// (GET /v1/orgs/{orgId}/webhooks/{webhookId}/deliveries)
+	ListWebhookDeliveries(ctx echo.Context, orgId OrgId, webhookId WebhookId, params ListWebhookDeliveriesParams) error
+	// RedeliverWebhook Send a delivery again
+	// (POST /v1/orgs/{orgId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver)
+	RedeliverWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId, deliveryId DeliveryId) error
+	// RotateWebhookSecret Rotate a webhook's signing secret
+	// (POST /v1/orgs/{orgId}/webhooks/{webhookId}/rotate-secret)
+	RotateWebhookSecret(ctx echo.Context, orgId OrgId, webhookId WebhookId) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -3057,6 +3236,282 @@ func (w *ServerInterfaceWrapper) ListUserTickets(ctx echo.Context) error {
 	return err
 }
 
+// ListWebhooks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhooksParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhooks(ctx, orgId, params)
+	return err
+}
+
+// CreateWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhook(ctx, orgId, params)
+	return err
+}
+
+// DeleteWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhook(ctx, orgId, webhookId, params)
+	return err
+}
+
+// GetWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhook(ctx, orgId, webhookId)
+	return err
+}
+
+// UpdateWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateWebhook(ctx, orgId, webhookId, params)
+	return err
+}
+
+// ListWebhookDeliveries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeliveriesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookDeliveries(ctx, orgId, webhookId, params)
+	return err
+}
+
+// RedeliverWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) RedeliverWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// ------------- Path parameter "deliveryId" -------------
+	var deliveryId DeliveryId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "deliveryId", ctx.Param("deliveryId"), &deliveryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter deliveryId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RedeliverWebhook(ctx, orgId, webhookId, deliveryId)
+	return err
+}
+
+// RotateWebhookSecret converts echo context to params.
+func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RotateWebhookSecret(ctx, orgId, webhookId)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -3118,6 +3573,14 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/invitations/:invitationId", wrapper.RevokeInvitation, options.OperationMiddlewares["revokeInvitation"]...)
 	router.POST(options.BaseURL+"/v1/invitations/:token/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
+	router.POST(options.BaseURL+"/v1/orgs/:orgId/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
+	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId", wrapper.GetWebhook, options.OperationMiddlewares["getWebhook"]...)
+	router.PATCH(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId", wrapper.UpdateWebhook, options.OperationMiddlewares["updateWebhook"]...)
+	router.POST(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
+	router.POST(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId/deliveries/:deliveryId/redeliver", wrapper.RedeliverWebhook, options.OperationMiddlewares["redeliverWebhook"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId/audit-log", wrapper.ListAuditEvents, options.OperationMiddlewares["listAuditEvents"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId/users", wrapper.ListOrgUsers, options.OperationMiddlewares["listOrgUsers"]...)
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/users", wrapper.AddOrgUser, options.OperationMiddlewares["addOrgUser"]...)
@@ -9914,6 +10377,1374 @@ func (response ListUserTickets503ApplicationProblemPlusJSONResponse) VisitListUs
 	return err
 }
 
+type ListWebhooksRequestObject struct {
+	OrgId  OrgId `json:"orgId"`
+	Params ListWebhooksParams
+}
+
+type ListWebhooksResponseObject interface {
+	VisitListWebhooksResponse(w http.ResponseWriter) error
+}
+
+type ListWebhooks200ResponseHeaders struct {
+	Link *string
+}
+
+type ListWebhooks200JSONResponse struct {
+	Body    WebhookList
+	Headers ListWebhooks200ResponseHeaders
+}
+
+func (response ListWebhooks200JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks400ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks401ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks403ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks404ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks429ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks500ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks503ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRequestObject struct {
+	OrgId  OrgId `json:"orgId"`
+	Params CreateWebhookParams
+	Body   *CreateWebhookJSONRequestBody
+}
+
+type CreateWebhookResponseObject interface {
+	VisitCreateWebhookResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhook201ResponseHeaders struct {
+	ETag string
+}
+
+type CreateWebhook201JSONResponse struct {
+	Body    WebhookCreated
+	Headers CreateWebhook201ResponseHeaders
+}
+
+func (response CreateWebhook201JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook400ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook401ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook403ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook404ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook409ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook413ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook415ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook422ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook429ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook500ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook503ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookRequestObject struct {
+	OrgId     OrgId     `json:"orgId"`
+	WebhookId WebhookId `json:"webhookId"`
+	Params    DeleteWebhookParams
+}
+
+type DeleteWebhookResponseObject interface {
+	VisitDeleteWebhookResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhook204Response struct {
+}
+
+func (response DeleteWebhook204Response) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook400ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook403ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook404ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook412ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook429ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook500ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook503ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookRequestObject struct {
+	OrgId     OrgId     `json:"orgId"`
+	WebhookId WebhookId `json:"webhookId"`
+}
+
+type GetWebhookResponseObject interface {
+	VisitGetWebhookResponse(w http.ResponseWriter) error
+}
+
+type GetWebhook200ResponseHeaders struct {
+	ETag string
+}
+
+type GetWebhook200JSONResponse struct {
+	Body    Webhook
+	Headers GetWebhook200ResponseHeaders
+}
+
+func (response GetWebhook200JSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook400ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook401ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook403ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook404ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook429ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook500ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook503ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookRequestObject struct {
+	OrgId     OrgId     `json:"orgId"`
+	WebhookId WebhookId `json:"webhookId"`
+	Params    UpdateWebhookParams
+	Body      *UpdateWebhookJSONRequestBody
+}
+
+type UpdateWebhookResponseObject interface {
+	VisitUpdateWebhookResponse(w http.ResponseWriter) error
+}
+
+type UpdateWebhook200ResponseHeaders struct {
+	ETag string
+}
+
+type UpdateWebhook200JSONResponse struct {
+	Body    Webhook
+	Headers UpdateWebhook200ResponseHeaders
+}
+
+func (response UpdateWebhook200JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook400ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook401ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook403ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook404ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook412ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook413ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook415ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook429ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook500ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook503ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesRequestObject struct {
+	OrgId     OrgId     `json:"orgId"`
+	WebhookId WebhookId `json:"webhookId"`
+	Params    ListWebhookDeliveriesParams
+}
+
+type ListWebhookDeliveriesResponseObject interface {
+	VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookDeliveries200ResponseHeaders struct {
+	Link *string
+}
+
+type ListWebhookDeliveries200JSONResponse struct {
+	Body    WebhookDeliveryList
+	Headers ListWebhookDeliveries200ResponseHeaders
+}
+
+func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries400ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries401ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries403ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries404ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries429ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries500ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries503ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookRequestObject struct {
+	OrgId      OrgId      `json:"orgId"`
+	WebhookId  WebhookId  `json:"webhookId"`
+	DeliveryId DeliveryId `json:"deliveryId"`
+}
+
+type RedeliverWebhookResponseObject interface {
+	VisitRedeliverWebhookResponse(w http.ResponseWriter) error
+}
+
+type RedeliverWebhook202JSONResponse WebhookDelivery
+
+func (response RedeliverWebhook202JSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook400ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook401ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook403ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook404ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook429ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook500ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook503ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecretRequestObject struct {
+	OrgId     OrgId     `json:"orgId"`
+	WebhookId WebhookId `json:"webhookId"`
+}
+
+type RotateWebhookSecretResponseObject interface {
+	VisitRotateWebhookSecretResponse(w http.ResponseWriter) error
+}
+
+type RotateWebhookSecret200JSONResponse WebhookCreated
+
+func (response RotateWebhookSecret200JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret400ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret401ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret403ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret404ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret429ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret500ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret503ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetHealth Liveness
@@ -10039,6 +11870,30 @@ type StrictServerInterface interface {
 	// ListUserTickets List tickets requested by a user
 	// (GET /v1/orgs/{orgId}/users/{userId}/tickets)
 	ListUserTickets(ctx context.Context, request ListUserTicketsRequestObject) (ListUserTicketsResponseObject, error)
+	// ListWebhooks List the org's webhooks
+	// (GET /v1/orgs/{orgId}/webhooks)
+	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
+	// CreateWebhook Subscribe an endpoint to the org's events
+	// (POST /v1/orgs/{orgId}/webhooks)
+	CreateWebhook(ctx context.Context, request CreateWebhookRequestObject) (CreateWebhookResponseObject, error)
+	// DeleteWebhook Delete a webhook
+	// (DELETE /v1/orgs/{orgId}/webhooks/{webhookId})
+	DeleteWebhook(ctx context.Context, request DeleteWebhookRequestObject) (DeleteWebhookResponseObject, error)
+	// GetWebhook Get a webhook
+	// (GET /v1/orgs/{orgId}/webhooks/{webhookId})
+	GetWebhook(ctx context.Context, request GetWebhookRequestObject) (GetWebhookResponseObject, error)
+	// UpdateWebhook Update a webhook
+	// (PATCH /v1/orgs/{orgId}/webhooks/{webhookId})
+	UpdateWebhook(ctx context.Context, request UpdateWebhookRequestObject) (UpdateWebhookResponseObject, error)
+	// ListWebhookDeliveries List a webhook's deliveries
+	// (GET /v1/orgs/{orgId}/webhooks/{webhookId}/deliveries)
+	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// RedeliverWebhook Send a delivery again
+	// (POST /v1/orgs/{orgId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver)
+	RedeliverWebhook(ctx context.Context, request RedeliverWebhookRequestObject) (RedeliverWebhookResponseObject, error)
+	// RotateWebhookSecret Rotate a webhook's signing secret
+	// (POST /v1/orgs/{orgId}/webhooks/{webhookId}/rotate-secret)
+	RotateWebhookSecret(ctx context.Context, request RotateWebhookSecretRequestObject) (RotateWebhookSecretResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -11399,246 +13254,532 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 	return nil
 }
 
+// ListWebhooks operation middleware
+func (sh *strictHandler) ListWebhooks(ctx echo.Context, orgId OrgId, params ListWebhooksParams) error {
+	var request ListWebhooksRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhooks(ctx.Request().Context(), request.(ListWebhooksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhooks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhooksResponseObject); ok {
+		return validResponse.VisitListWebhooksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateWebhook operation middleware
+func (sh *strictHandler) CreateWebhook(ctx echo.Context, orgId OrgId, params CreateWebhookParams) error {
+	var request CreateWebhookRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	var body CreateWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhook(ctx.Request().Context(), request.(CreateWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookResponseObject); ok {
+		return validResponse.VisitCreateWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteWebhook operation middleware
+func (sh *strictHandler) DeleteWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId, params DeleteWebhookParams) error {
+	var request DeleteWebhookRequestObject
+
+	request.OrgId = orgId
+	request.WebhookId = webhookId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhook(ctx.Request().Context(), request.(DeleteWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookResponseObject); ok {
+		return validResponse.VisitDeleteWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWebhook operation middleware
+func (sh *strictHandler) GetWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId) error {
+	var request GetWebhookRequestObject
+
+	request.OrgId = orgId
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhook(ctx.Request().Context(), request.(GetWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookResponseObject); ok {
+		return validResponse.VisitGetWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateWebhook operation middleware
+func (sh *strictHandler) UpdateWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId, params UpdateWebhookParams) error {
+	var request UpdateWebhookRequestObject
+
+	request.OrgId = orgId
+	request.WebhookId = webhookId
+	request.Params = params
+
+	var body UpdateWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateWebhook(ctx.Request().Context(), request.(UpdateWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateWebhookResponseObject); ok {
+		return validResponse.VisitUpdateWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhookDeliveries operation middleware
+func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, orgId OrgId, webhookId WebhookId, params ListWebhookDeliveriesParams) error {
+	var request ListWebhookDeliveriesRequestObject
+
+	request.OrgId = orgId
+	request.WebhookId = webhookId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookDeliveries(ctx.Request().Context(), request.(ListWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookDeliveriesResponseObject); ok {
+		return validResponse.VisitListWebhookDeliveriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RedeliverWebhook operation middleware
+func (sh *strictHandler) RedeliverWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId, deliveryId DeliveryId) error {
+	var request RedeliverWebhookRequestObject
+
+	request.OrgId = orgId
+	request.WebhookId = webhookId
+	request.DeliveryId = deliveryId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RedeliverWebhook(ctx.Request().Context(), request.(RedeliverWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RedeliverWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RedeliverWebhookResponseObject); ok {
+		return validResponse.VisitRedeliverWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RotateWebhookSecret operation middleware
+func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, orgId OrgId, webhookId WebhookId) error {
+	var request RotateWebhookSecretRequestObject
+
+	request.OrgId = orgId
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RotateWebhookSecret(ctx.Request().Context(), request.(RotateWebhookSecretRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RotateWebhookSecret")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RotateWebhookSecretResponseObject); ok {
+		return validResponse.VisitRotateWebhookSecretResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H3rcts41uCroPRNVaQeSpYd5yZXaj8ncbrdncQex+nMTCtrwiIkoU0BagC0osnkq32IfcJ9ki2cA5Cg",
-	"RMryJU7S41+2JBKXg4Nzv3xqDORkKgUTRjd6nxpjRhOm4N+9YzqyfxOmB4pPDZei0WvsCcPNnBg6InJI",
-	"zJgRxUymBEuIYlPFNBOG2md7JO43+lm3e39wzpTmUsAH1sbvEj5i2uBX/UbcIcdjRtyDZCLPmSYzbsaE",
-	"nTM1J4MxFSNWzKhlpgZsBz7hSNVPz8bUEK6LNTYpiQdyMmHCPJeZMDGRisTZNKGGJbsmJnRomCKUuIci",
-	"wianLElgezirbnXIWyYSwg3hgsT7w/YbKVj7NTWDcUyMJIrRhEiRznF+XE4SEWpfwjeKhyf0jBFKZoob",
-	"RgZSJNxCj6ZECtiehwk3RNAJ051G1FDsj4wrljR6RmUsaujBmE2oPSwzn7JGr6GN4mLU+Pw5arzi4mz5",
-	"GI9ePiePtx4/JikXZ3YZdirBPhoypSMWEdYZdUiMR7Vxvrkh1UhvfJJqtJ983jB8cMaM/l+DTGmpnnY6",
-	"Hfvg1sOUT7h5uvUAT3WHKJY+7TfsqP1GbEH/7mifKDZkiomBPcaUGn7O/PR2V0ybexbAu6cWkTwMUqpx",
-	"YXbzqzZ7RA17ZVexvOP3Y6YYYXQwRjSSmhFYsCbaUJFo0tR0wkii6NC0AHulGvUbO+rpg0c75ulWHBHl",
-	"12jf4WlKaJrKGUuIkLOIGKKZPUBNMmF4Sow9/D8yaahFwdlYpozQEeUiIlJFZDZmgij7UzfK33CH4Kax",
-	"P/opmvbH+IgZNW/vWiSN7T4o2d560lobLO1DmfLBfBk69vYpanKQBOdBZvYkzFjJbDQmzf2945ckH5Ag",
-	"wSBDztJERwi9Nmdm2B4bM6VT3rbDwqhtR1zam91WRCjRRmUDkymWkJRrAyAf0DRlqt/Y+ePpVre7M3u6",
-	"FRF/EPlXgEsIWDkkfxSHMmWKzPwp9AglRp4xQU4zi6/wbGTxj6cpg5uYP9vqkBinji3M7e7h1Xua6Oz0",
-	"dzYwEdFTC4dTNpSKwRM0M2Op+L+A3MGl3yGxVKMYfpVqRIX/EQ4v00wRmRnNE0akYK18zDmxMJ9YUqP0",
-	"hYdZoMDyOb51GIhkbDbmg3HpLCd0Tk6BZivOkvJUEy74JJs0et3IT8uFYSOmYN7379+3dzMzZsLwATVs",
-	"efJnjCpLPIuH7N4HYwtYS5Cbluo8fPSg21pNxNhHOpmmrBhRMZpOnvYbhgkqTNJvRIQpJdXTfoOLc5ry",
-	"5ASOq99oREsQ+xw1plTRCTOOse0nbDKVhonB/BdWcRde0zOmLQtQjBouRuTw4O0x0XTIkLgbNSfNt0bx",
-	"KSOaTajdqsUge4eGXOni+gJPouSMzYnKhN6BY1ZMT6XQjDS1oSbTwBZOZTJvWdQ7Y1NDhlKRrW0ylpnC",
-	"nxWbpnRueQgMGedbMO0j91OPWDDGkV0jFXO3TnjcIgDQNrsQO1z+hVsorj1/xC074UMg1cV+Rsxosr21",
-	"tUOoH3/MU7wN5Z1zTyFVJoSFIb7afdIhv7C5JlQxogdyyhJP/Uv3xS8S76Tlt+qcKTx0TZoPPn5swRBC",
-	"GoBYRDSOYpc/oGIBx7k9VqQ+jahh2WijF6JB2+JB6SrQj6+YGJlxo7f14EFkr4b/vGnRyRim7Jj/+7d+",
-	"/+PWZrvf//ho78Nf/1KBflED2eQynh1M6R8ZI/gzGSo5IZRMFTvnMtPA7u5pElt+8BweiUnTCiuWoceO",
-	"7rY65MBSYSMtgINzAGZJ8D2E9k+vd5+3NR9ZKQgxLhP1wLcE2R6bQQFKZwwOZGJPfiITPuQssaKTJYZ8",
-	"JPwmQNSy5JIliEXb3W5+AH9kTM0L+Duw1IG9u/24Cph8CKJTtUTzZHOzS7x01SPxD7FltYTCdiz9Z7n0",
-	"qhHgjKqUW5ol9MzSXrgITn7kmkwokOp0TvjQkmwvgTa1UVKMWjgSyGUlyfSethCBu+Pktx0yY/QMn2/G",
-	"7zf6DSs2NeIWEVZoJRO75A7Z9ZMD4CdAiYQkgs1yQbCZC6dWPKIEpTHLUJGBkN8lhytHiWF00nIj4gKt",
-	"UE9OM+NmHVKeWgoTyKQ9IqSlRoSlGvbh5lJsmGmmyVxmirCEmw45MGOmZlwzsr25BWgjpBnbqbn2Um/9",
-	"9XMT1iHAZndruxoBrLS9BhIUQjlgQj0iNOFkrB5EFddStDrkvZXN7HnDsTjY+RMt6zn3NAA1QpEA0Mhu",
-	"/353m7yRhrz2lwWug5BA6VcBpVj2pSEjzjmuaT+xr8AMU2rGxfilR1ax4JDEdduPPvzWbT/Zbf/08y+v",
-	"3xy2j39t//PDp60Hn6vpXVotgL+mH614QUQGWCqHhBs20Y6nZkqQpqVaRPN/sVYd0cCxw5UmbEiz1FhC",
-	"HVkooQiz2e1GhUCzWSnQgDZTQZZDWsgT0nz3av9FsaAyQHGM9YSZ7ubPT/55/9dHf3v8961ftl8/fPP4",
-	"sHu0dbz9/mEjuhbAUY54ydNKkfDAki8HYae5ebEAuLR9tw7c+GsJ3n9RbNjoNf5rozAcbOCveuMYhn+L",
-	"L9mVWQJUBeNjRicXwta9fBngvn/24PmjF0/2Nl/e//HBT49+fvLL5utrAhdBtvdxSkXFRp7LyYS2NbMS",
-	"pnGKjEVt0G1ZAjI/oDiYEazOARooDtojsZOXrN5Bk0SHX0QkphoYNvM/Fp+boD2CngJDgaaIvyatDtlD",
-	"uPRIzGDhT/Nho3wMC3X2cZrKhDV6Q5pqVo0DOEIJB+DirocMADjLtxqfc+hSpaidIBP8j4zt42D2aAGX",
-	"53CeQ6kmjRz8lTjkNn4RFvkBLoNHf3+xtbf98uGPj3/q/uzv6jXxyGJC1TbeWa2QW/Hd6vc6O43JIKV8",
-	"4kUN+949jeqo7pDN9ubWY8tcFR1YhQbFmHi3/U9C2/8i3fYT0iEn5H9Ij/w3+Tf5K3lK2nEEgjLIMYk0",
-	"ukfiTgz8Ou7YfxSzXxPNRpbTa5Q93h29IoOUwxeKTeQ5AyFbZ4OxFRh4QgYyS4HlW2mbJoliWntDhYMU",
-	"0XSuCUdNSGaGpFKeUcv1eoQakjJqr4tgxYa8xAnjUruuuoN1AF3vWK1O2v33g+GjwWM2eDS4f3/wcNDt",
-	"bp+e0iF7vNWISvx16/EqiX+3/U/a/le3/aRz8j+9//73X5+2P/xQfJl/V/ncX6r1U68Swp16RpMjvK32",
-	"00AKq+bZf+l0mjqlemOq5GnKJn/9XVsk+rQmfT7Et3DSCgNQobxNaGpvoBPyQUoEPduZM5zWbY95HBEg",
-	"GPZBZwzK1e2I+AelIpk4E3ImQAAiUyWnTJl58QSqA60OeclZmrRTds5SkjCDEqpiQFqRhMaoB8YdSyCe",
-	"SzFM+eCrAWvg5teFru0FRcs9GWmCLTXJcD0sIjRVjCbzXGCP0L4pZ8L+n9tHExDfAXKWRCSS4aVgHy2P",
-	"4cIrbi0Aw0upTnmSMHHbcEAVHfiPV0Ac5SoplVbnMGPGFVEyZcVuwLyJoojFCHgYNrQv7I2j6Z4969vc",
-	"1DvBPk5RhdWB2QFVw2o72g5YI9EO4jn4fhI7Ey+bSgXKNDewszfSvLTK9+1jLCqnC6gEKrIpnSTS3hWn",
-	"CTTezCQZUKsT2uvJRYI2g4zrMT1NGTmdk4RZYaPlt+2VoRr7c0mv8nZYyx0WfSyWAyS9UJuq8FtVQco9",
-	"tgHPAJgO6TyVNDmW8hVVI/a1qAhq3B8HjCW4bafJ5OZ/qxUBGA8Vy71ELylP2a3iUeC7Sjgyf1CR66wf",
-	"FtA7pR/JjOrChKS5GDAQEKgGE3qHHLE2ONC4caZPo+aw87dMnfMBeyfoOeWpRbHbPi2NKwDUZJOpVFTx",
-	"dE4yAfhuJBlTkTh7qDvZHWcoteqAishYCplZxr/gygFK4dC/Q3adOxDNCd54AHdUJozE8OuJzMxATtiJ",
-	"Y6wxMRwYdmac+d+BFTxpztCXUENPqWYAWkvE0EprBTgLPHurAPilE3M+D9gI0jGgGYGFOUCLpjOcs2jB",
-	"+BwvGFzj1sLFXXBsrLq/4aNwVsdSvqZi7gQnfduIgY4Jd4GtkAJCM15tcKs18eDs/ydgw2BJ3LK4bkGI",
-	"p1VGCOeY6pBX6JCzJHZqqXGJDNtvSm4lKkpPtEBmtyRUSK7nfp1o/ANzXjYlVEgztkrG4nmEztSVp5E/",
-	"WONrXOtl//yyi+tSmPBOeL8cu3UOe4ruKvQ6Wimaa83FKCrE6Yiwj1OrrNgL5ETfBbBX+dlWQWDpeQeG",
-	"qZIDprUlTRi0cdvQWLrwQI289JtpT9eqPE3uvvBihJMzNj9RzL5mb847S8PALn7G5uAww0/eo9UAGOhs",
-	"aoUvlrxmCafHoHl9RQbvRKs4nNXOFpOmVYA1My4sYMTPmYhInJlh+7Hdbrw7GLCpvSPaxaz4LwqJyAkO",
-	"dqfEKpkoPnmhmhh6xhaveDhIleWQUHK4e/z8p2hhaNDpKbx8ob86WHndFAdvj68+AwDenQbsKUu4eQ7e",
-	"B7Bko6bJUbmmq2iKP1IY4VeaZsxiEXK/y70D4RDV4CisFb+5xz7kNgEJoQZ2ABhu79xh6cIeBgi80L6B",
-	"Vq4OBjItGxki+5J09qfl32ASS6Dsfw07RNvKElXjOGfS2lbA8DQWLYB2OLAwHXmVqVoxiP/edk+0rVYF",
-	"chC8h6JNLma4u+bukJN+NtsPt0N7mRwuW8t6pB3vEOpijnKvVpOSVIoRcN3AIuLm5om9z3wkpLJ0HXmq",
-	"NvYTSDaBRenhdq0Jqdf+8GkzerhdZTWMGrz6wNRqeKHaek/bJeYhc0iGnFsxQeLgfI1NK2AsADmPUvCO",
-	"5qrlGasymRqswh89zV1E1UobaXg3eNIosDbySF8aNlhACBNA6AJTV1+vV1xXXLEctdfHcbysFSheOPAv",
-	"Jgg4Xe2Kkb5YEiDmB8NG77dPDZGlThVC4+fiMQRbWDqhmnfdyj8ssrNdjPK6B6bALFcLLOv1QZMA8h7G",
-	"doHgU3hc8RtNmoaOdIS2rf0XugWqhF0JyV0aMA1c3kxoZpyZD9zQFdQQpL0aHLRct/IHVFGS3UtQPl7j",
-	"/nG0oHBCLN+EwIexBtIHHot8c24r4cKrsMSt5zk8BNBJfDzpYQA15+0pA9LDqhSE0XV+1MAWvnoHMMqK",
-	"pd3EffO4cOFlWzgsjFFxFDEPdi0If0Ww6VWvKxixc9PloszDiJM1MYQzNxVQst3two3RLpRZClhGGVoD",
-	"cNkthf4ZsEJM6GDMBdpQ4AuQpN2m3bQ+vtfvJbaiJloRTuDyhV/k1nz7pZHyxPLE/H9LgO0HH4cHpCH8",
-	"Ai9X+I0FVlx5UXKxaZmnyeGQiYSLEVIHS2Om1IwJF86yAQI22tpjS2I27sc7hE2mBrWD/BGrgmAwbssb",
-	"PvMd3sNYHj8MKOpx9Z3moi7EOIAz4SC7MpFN8rsR5f5V585yMSAfKiaZWP1tVHXWY6kMGWcTKoqDZh+n",
-	"KRXOgl4x2lRyURkh8BK0J4AOADcC+8XPbw/ekEN8x4VuPulutjzubDggr3FLLNvGo40Qd4udVd2dHxWd",
-	"jv/2Kr89ZeRnHw0Dh7Kup2/IzhYsl3bmGC3XR3tvj8nu4f497TRH5Dhg529FJD7jwl4B8JA6XxNpFle6",
-	"nfIzRpgwijMNiB2TUwZGPapGmaVNqKNxMc3KCFTsMpWoAJbJ3uJFT7OJCNhGHr4SNVIuWNUvnyvmWqSS",
-	"AV4tY4nFynBJhayxLFssTv5habIFXFjj3APn50rutSicuNeLmNYYLlrsfTUpGxowjoIfHM5dEJoZOaGG",
-	"D8iUKY0eRnRnmlyQzk0Wlh5q0owLFOzkb/0N5motE+t18LWSH5eHvuTLeky3Hjz8iepxNTl9+9Nue+vB",
-	"Q88XYMsRGbOPnaUwhye0PfzwqU5DcVGJsFMkc5sfKqOtQizwL0XhOpdRogqVc3vGG4gCqGQVucnD7S6R",
-	"A7iUEGqWiUI/HIN1/JwpmnYqYgBCOJygzvbhtxOI+YD/f6iEyB/+uJZX5lE0X1DTamNSG7L5kPzCnwHF",
-	"eRB1u10X77GoSG4+vP94u+oUqOKWB1ySJpagBXK9G2aZYkWNj+2RbLsvf9dSdI7o7LW7zpVHld9n1CSX",
-	"QRLeWXxm+fok1NDrbUoxnaVmB3UMr6l4fRhdu41aXajYDfKBtWXUEhOrIMHrs7E1LsVPjKZItReoAEbi",
-	"FXezIc8qBI2F2+neqiLR+3n8aAWzurxKxSaUp5VcCK3k+vL6WYWgds4NS57Na0Kv9l94MoFPqkrZScn0",
-	"QhPgkX0mD3oso8qyTriKS4IaiMBxUxejhjsK1cEQZquPDg2y6B0pH2EeEbu83MvvCUPeLgLagRrZY1gC",
-	"gQ+shTGK+Vfv7Ep6b46EOZp5yJeyQKrIroP4vnhB57oUjPwoiEW+f0Eo8vWx68pxibBKF4C51V0jQHPh",
-	"lEo4us7ZAHbRNHUS5aoNB7TGiprlQwP2WKlaA30gmg0Uw0QqyN7aON/cKILf9cYnGODzBnoYOuTtWM6E",
-	"y/QQGI4U8qTVBBMXs7z9DyUA3ITlowSTL2RpfM0qCYOu4N9pWvI26zCM6JSlUow0MRLiN9fZ3Wt2oGoJ",
-	"SZ2xG6e7p9EPzhPSRPery9tsXXx8eSAp7LIaJHZhS1AR9SJoABVnVKhkK/UE9zIkwW6gWhz+h8wUmjQ8",
-	"VpfjB+YyA/XIZzyZyCfDO7ocrwE/T6oBHDm/yhdVDVBIdR3zaZVU6EKeJ/lDdvWYzdQhsf1jB4ZMXRcy",
-	"47LtIRTFRbzbx2IiBYlTro3dyzGjEx3vkNiO7ywBOMc9gAvM26oYCp/3Q9lh3PrjZXn1d8nF5YSgyxP/",
-	"Wg5djQT2Wy/jgNm9uT60qo1fl2Ls4fW9gI76hI8itBtxKQfqaly6CQobYOY3bF4+GA5PJVWJfWv5AolF",
-	"+iOLx0kmEqbIjM6XcbeeGk3HtEqB+0nOyJBCoNlImh6JB5mRw2FMmglLGcS8ukt8D3z5WrciErvwC3sD",
-	"LY5FPispIgGH7nQ69lmaJdy4uwr/k1SO7A96xtgUos0cQDXa8iA0zqUwKDpgLo84M205HNoXh1zQ1I1Y",
-	"IobcaJYOW6HBFrcDVkuMGIkasIhG1ID5wa4paFppvNWGqkvqQ+6VZzXmA4gQJ7OxJO5BiCiuHqcqP383",
-	"ndG5JrHLyY53wPIpuB6zpIQjKaPnGCIM2ZynbMxFQprb3e0SeNw4F2uUnkPgujw6hSAK916J8FX894ac",
-	"ePUJf8seU0dglymiryCz/lIgNaxWfHACjd6pYnFcDNIsYcCYkAmtRdsCkrxI2AIz3kLWphTSSMEHPv/Y",
-	"3tKBYhMmLAJKUaq5Y5eS754L83C7caExkAeyQ2EYDBXbArg1qHElvc+fZdnfeTlvp6gTcA7UaKWMUybR",
-	"1XJzEECbC7mWId6E0FGLyDchka4lH67k6SXw3QRbL5/Ht8zZ1egdBnF9W9j8zol869pOltDnBnH0srpR",
-	"DUIHNO+yNCsXUP12a3C7mGQFWG/banUlVLkq1Ff5VG46k/ISZ7TiOG6I3NRx2m+J0Gim1iQ2Ey7Cbze/",
-	"J3Ss8pj4qO3qCiLbDx7lIRwuBfW6UTjgPoJYnA55pqgYjAkW9WtSkfiDRc9LiyhqxpgKLUAnN9ykDEMK",
-	"cDkued+HVAppToaQUlgBKHyjQnmrjR5BBOSayAHmcQ1YeT5Xc0BIQ2qnLfxl5WkPmWpjuEWQUOwLO213",
-	"uyDnttaWaYNAq4rLtiJQdn8xNjYC/dFlDGARJDkiA6mwTmFNUE3hYluA7vHxoTtPPPUQgNvd7So3ABxz",
-	"TbBPtBjto7PJhKr5QmQXxM6XD+uNNORl3SkZF5674Bgr1WnkCROGD+dYD6o8FWnG9FRmpneaUnEW5zGc",
-	"imGyA5lIxYiesgEf8gG80iopCZni7Xyqiy3tLuwXABUV5UkcjufhRcW5V5G+I1kF5gM1goAwRicoZpND",
-	"xc95ykYuw1WqBJLxYtDDY4JlLklMkwkXxUe0eMShogwvNKIGPAnRT/aRSqvBMaOTG9F0S5tbivhSjBHD",
-	"PhofIofv4fEJqAVRbVngaxVzqQhksxuGiqvV0UzOTFStDtsjKdmDV2vFk8A4exM2vxvU+a8hcoZqcgii",
-	"MnCvpkLbE7ySFLqAZAuhwzfF7NdVU+w2bkJ6gzv4DYtuhQfiMDOXPLEra/G1YrNdzQ1JkbeGTsubwKSU",
-	"CmeUFwhchlVePlrX+Z88Gcqf2ymXeRJJqZCTdzxp73nCmhH4fFLy0sQgLKKcUgzhwtmK6k9Lkqp/9BJa",
-	"i3+lSnLadTPBsnMEh0Vkwi+jkg2Elber+YAHWoXcuAak16b4KzIIvm1WW1HzatlZo7hULt/34gJdh/7p",
-	"Qly+lHMvf6e2uNVsLImcMuF8Me4irRam168yFzUMHV0QmLQiyOWiInXlEmtKZgZK1pbRXrg0jYrMHyfR",
-	"fwvCg5eay9JDLkPnaFM+Uwffhct7RTkDAHklSaNMkG7RqhRdwJW6F9zA9YKdFu8iJN+5WLKGsKedNhYD",
-	"XV/gA1BeMMZnsCTW0oUIlvzgYsvKJUPCwgt0jUC0/KpcRzTEQepRr6hGGMTEFlSv4HvVuhmM4SXMRUEB",
-	"ipda+Q+92Z1SnInn8pYYapbX4SzqmrUukCbKMSgQoIFjVMSgXFLaRdHn9uXd6wWIrhCPy3cpOOlUzqwS",
-	"5a/TmI/GFqXVyMoC9Sf+tsbG84oP2WA+SNFwx3okFmwWk+bvmTaO47UiEtv/YtLEDKGZVGfgN7W/TDGl",
-	"LSbNGeUQLuHAlqMkhDrI9Bxz9Aap1CwpmRYEs1uyU1g0wPEsVYd3LHGGV1Zs7oZE91UC4xs28+Ip2yGx",
-	"yNI0zkVFvSAULJL2xcD8b5jUX07Yup6ws2C1ZtOUDlwFkGGWptCgRzOzQ+LfPsRkkDKqtAsXuX22sIwO",
-	"9rccFbC8aIgIWNUUGpEwOqnKz/ganGY5E0OzQWbP8609LZdGDTWAdjPMx8BPL7249vP74yU2/vP741Lh",
-	"oA7ZN7pUCZbrchBAHumqmas5iL6uuMhkzXNe8/pxc2Hox6JTjN0IzlqAaGzMFOvYcDGUvlIOxdqaeVFm",
-	"aMFBJpQLQ7lgSgMJTd37urex4Z7pJOx86VLlA2DByCw1vO2qUo1ZOm0nTJ/5OmsdclCKLm5CJxjdb7SI",
-	"nIm+ALUZSwlgmwzHVndcTEpQwCyVMxIvNjKyGnxfcC2xVjMkElNTiszo9EVf/Nd/kd1ST5O+2IMJ7Ihx",
-	"kG/m+JPdWakUVPPn98ctV7KzL+LdsHFMj7gmJ9hsCfuYgCnZN3nAypOlqOZFlEBYEJ50yO5FVaeK+ia+",
-	"9CoOPYcWPn0Rb3c3SVhFK/ZlmuLFUlN+7XHR5KXTF/GPe8dkYww5Sf8CK0kmgp4wLPFAPZIpw4M755qf",
-	"8pSbeV/s0cE4qD2JFc0gVY99pAOTzrERgxqBlb632hzfF7k9nkBEKxnTc+YqkcqZCIOMFSwn097PAVXr",
-	"IJ9dd/riCM8WKyRjyWRM4mMJFmbzWLAD9XLdIJMQrPdJXqU17hBfq86notodrS7D2ZSqLzBhOUdtLqDu",
-	"GzctnInE267zAPh84iiHGtWE56U8+8KXb3Q1QHWB/PgVun5wEQnXKEfYO+JKzSkLlH1B9Fgq0yM//GDn",
-	"nTAqNOk3cs8gVPeYyyzv1lIuK4oT9hs//OBxAlx5ui/wryV1pM4lS5pxXfkurK2Xzvui8KxWumVdVnjg",
-	"gw0cdzu555WKpC+87xX2suCN8+UUXRgc+bXwbVpsyCxRaG53u62+gIIo09wL6patS4WNCdIXv+EBVYoj",
-	"g+yLsMBs2YPpy9Bys1h51k/ioXxIR1w4UvaKo7SqHJW1u8NizO0pPsaSvBgCaW62N7vdiDjtlGw9aGEr",
-	"Gd0XWEvBtXBwTTQmWDlSg6KKpYtdbUksL+S21helRjcWnBRb3fQcYXRd5pb7yrmi06hYvTt6RYYs79nR",
-	"F4FmsqiSkFNpyZpiTmcp98uR0J0n6ouwcQ5m5a7dO4fNyYwpZnkMdNAZStUjiYSLMKVKs4gMpMA+aFBj",
-	"SiZ8CKnnE0vIDZ1MweOIxxH1hSXfgpFiOF+8Ee5t8NGtIVrqyAOEqEue0cQToLhDfmFsWpC8ITSSKGQJ",
-	"jdg0lFaUgMYyfeH6/WBTOuxIZEHvM+UTyXTLI9vB1PCJXc/A7tZFFMz74i0XI3snM7ybeX9FsIlHucqM",
-	"DN5VDCrItQ8bb/UFVUEXSuRVgsR7x3RUsFDfsfGUDs4WmjDaSxBDmTurYx2+O8ZIixd7r/aO94oejXar",
-	"S10ae46m9kVOkV3jG1+h25JESEkLy3BhRXV/HptbJKzqS7Csb7zYUccXze2Ei7cSjJziYnbyMvvcBMsF",
-	"Bhx2lmzCFYAfFZlxAUe1K7A5ENeXatzZCxeDPXScJF80ruwLLE/Y1DJH0DzxxvcXwvppS12GQAToC3fW",
-	"0XK7TbtNaK1oNZ6mlT1i382JxK4LT1/4ytNx0LGsut60vQI56h4V1RuBSJU/A52AMimoEugOeeeK3BfK",
-	"ceSqGNOkLYXlSMVPrpmCJjEH9d5BzP4LAqr9JzDFWrTM5RnsXhoRxP2w5VbF/X6Gy4ViPRhWhMTa1bcA",
-	"0l450uZ94gpkk2MpCZTIjjt90YgaKR8wl9XvVINDJaeKM0Ohuk2tSrDh3yxUsVwp2D3cD0zLvcZmp9vp",
-	"urIPgk55o9e43+l27rvqOaBweUnT/j+q8uG94udMMK2BC7Ie2ep23f4+9Z0W3m/0+g151m98DhHEVVBF",
-	"MGmQDKxyRgZjNjiD6JaETZlILDkDCYqSF3NBJ/LFMyslWRaDWA3N78IRFXPpDh3ywhdjd8rDQvvETiOo",
-	"eWG1abtHl++/0Dhiq9tdUd30clVN3Qw1RU39NqA9KT/HwuTbOH3VqPkyN4LmFp+jxoPu/YtfqSj7Hare",
-	"jd5vH6KGi4YKTts7Lnq/NRBBGh/saxsOkzpzOklrUcZu8mDKxO7hflA9pLgxM6rJacZTNFRUnpF7/XKH",
-	"dC6SjqS8k6P7p1WFT6M1Vh1Z+vKP3devwAe5IDIvTBdjEVY/xL7ghkOHXgi+ycvKWrGDm9bVDn3FyR2P",
-	"uWUHwigKBUcqjw/ki/q7fsRowpcuuxVf8pvpmYPvMYnSB9dk9/nx/q97O+RB935eIca3SkAqDlYpYOoS",
-	"MIKSkaIDNsxSoseZSSzlh4uNvA7o5ilNqRjYCbWRU6JdFTOj6HDIB2E/WYdb9jHduhphsNuffx26AFOj",
-	"2Qm39i0RhRwt6tDqfHNjpOh0/AfQhGllreKjTGgQv33VmsLw08y/sidoGUVUUeXZ9YhFWELxWG/tn0rN",
-	"jVRz0oy563uC66FT7mC/Ebd2LEZOOGrGeR2zXG6OXBkzFLac4yjpLNiuUBwJWj1Th35FUbSdoEAOTbWE",
-	"NsWJHR9bZg7GIJxzA2KNxnJx9phS9pGbOUn4OU9YQk7nZLPbhSJH2OlpsxV0E7mng2WAwHUgBqwo1AcG",
-	"whlL07aru5vH6ZY7LRbsPKGGxqWqbT1oIZXTb1pcaNS/rKDvwpAZmCp8Cw7qhKJmwqZmTDa7UbjBzW7U",
-	"tUrwZtduRLciXGypqFAeuZPXCnMF6OIfj3YPf/rbq5PD3aO3eycvd/df7b2wop7//tfdV/svdo/3D94E",
-	"P77YOzz+6eTV/uv945O9vz/f23uB3z8/eH34au/v+8f/qPjxcO/o7f7b470XJ397t3f0j5M3B8cnLw/e",
-	"vXkRt5xyUZDFAU3TnbwUHsAKtRSuXXlWp1i53YG6vbw9rheQCetPNq1Ee5LHqQfS7smEa2ghEruU32BI",
-	"qMMH2HUGCahxsQH7MMmjobwl05ff0+VxfA0/r5lbFO6QXaeKoPB5T5P9F3gbltaKUpxFL8DT3ZqicVbG",
-	"XlkdDtse+5r0HbIvjJJ6ygZeAZHDIclEavlXwBEY9BeBiugF9uy/OT46eHu499wiiiUtRU9o14BDQ8l3",
-	"dBDwUs/rOAeUv49WCTeQ3Wnvhqms3u8MLU3U0RIyZgqDuRfYkKOjeRjJM1dY9kYY0EKRwM9lt7DzPH0x",
-	"9rdY0qxGCFsuPxaFJSYD4nxFHrnd3bz4lVInDPvS5hqMdbEfErz3YJ3JKnot2Je3nlz88mL3FpAC1gBK",
-	"uUfYdWWHQlrIBKE5l8+72/k7EsgQHtdzIaK+xhCGxxR96H+rTPz29YvQJQP8Fi9zUfmnrs8lFCFa1Q1x",
-	"hbtzq1vrWG9XtzX/ENVISbtJUqoDhK3C7OLuOa9my1tOC2C5AizAYqB3jnQ2dcgiQ+HbyNwhDKUiQBQz",
-	"igqNteGjwD80wCLkYFNzXSQi4F3oBouIYufyDP1hCn3nSbAc7Bou8paFeBo0Tb3Ysd3dJs3FjmfzluUp",
-	"wTCWouemYrt22E2v7MzFsSeZNmALnxd2WHiaNHffPt/fJykzYIp1JrYEOq+1udCW11gdLZ23osC3t929",
-	"DxWX3VJOYLCC10bOxI6ze2YOz5wz5UxlufcZYkCsRoVVIfzKqufIRD5CawdOAdUaZtAiHe+/+XX/GOWb",
-	"3Tf/ONl7vbv/Ko6gZe5HpsEq3yHb3SfeXRV0GMw7J2LTo1yWJE1wgZ+Ag0HHeWVnXKjV1i0rFGCMRftO",
-	"0+0Wvo8r2BhiTVBwK1q8vlVUpnhkY7/EciGkb4Evbd4YX6oo7re6XSNmKHvw3S4bWodGF+0s4Y3ti9/I",
-	"uyrCC2swnbxxKHCprXU2stxS6TvlcIgl0Mc3RHDP1gIuVrA2zLSosbqYTLlIrpKnfzlmBYg6lrZfKIAx",
-	"d6UvSpUvfL9Q1zi70ujxmn1Ji8drtvoq3fLduexN+A6R80dmArofoOWEFdjoKxLWWPy1M7jXlics96uN",
-	"0KpRXW8FcNYSTGiw2PHOc+YCsApfegUXsRrngYL4+ctxj9T107vwQfTEVrGXm7sDy+VYKq5EEAEdQrB0",
-	"zYMUzoVOZK+4OLuo0x08AzPf3bcbvG+vfFBG5ZmFJlMskPm5TvR/7swO2ImvFEZHdsV8gTUAR4CYGXjN",
-	"ivM75UJIAwmGTKPJkCttfKTX8i3DEQ7U6GaEtJu3WhQ1qtYyWGze5MS1RorwYloR2eXxXKud8n+0EPl1",
-	"7Cv/WZIrXqPFPrfLNCoQE3y4LxKslFWVRvQFNZelhh7Bd8D8auSIgc0YjeFpCtQpjEOOQh4XlLb0Oaql",
-	"IpeohPuylh2yrxQDs/hpyjBAFKKJfaxrTgDJywVHpP0X45VAsHE6YFQVn4bOz+3uNjHSSeJODMKysKam",
-	"0CSQasWmjJamAwOKaxgdlJC8Bw7YkcKSn0KCR2dABcpR3PlThSzigHxo1WTCjd4JfTzIBqQYsPJ6uSaD",
-	"zNhZfW9+nduzZ1KdEZWJ3Md2SgdnI4UhqXZqnalzfg7MaqCoHvsX0VrRI1TAbi3ZBRPuBCKVS1Uy0Wqi",
-	"MkESiMo6Lrml4q3utquHAqvGMC5LZxGfMMaGi3IJmsKAE291t+JCIq2GbR4o6ZoJQbQaBuqht2DETFAr",
-	"FnLF+WBcQgMArA8zq2r2zzX0zoGQWnv8Pj7aYUARLxMCB2Cfx2HBXuiI8gq3NYLjKsybDyEIrEr23bo5",
-	"DhqU2l2HkxZYCYeDWV/+yJeQcVEKdudY2wOtCgeWTrl1UcPcqLGF3HANqcAt3fs/DUvnfzpz0eYaPDSM",
-	"0MQAze+Vhb6AE11koaQZoFerSui/0PSzLPE7So2sg0K9YvK+ooRtOSbcvlRw4nte/N/sdpHVQvwuvhjh",
-	"uAWZVCPvGgCfK2lmlpY6Nfydm0yiqmrGSmYj5ONI+Cat6liuKxGnN1IwR6CiRbDt2S2CydvAXxfC0fH7",
-	"WoYBfJ/7fnwPQef8cdAsXXufIYp1hj9UunC+pMVgHWp5LV3j/pr33Mf+3hnqvoCh7kJB/LL3BqsFg3+x",
-	"uiv9ESua3ZcpToXA7JLBpKo3HuT9Lq4pf3wRq4HLzr7lMIcVt9cV+Li5W3wnR9zFZlyC5uCFuJL+vwGa",
-	"djuVo1rHAabdYaCH1YbyAE8nuENikmAzyOGxQkkPtORm7BrVxy2rYVGD37hcjqJjffHJP8pEVEoMch6y",
-	"ojl/goFD2gcKg8I3NExBjqDPRbXKs2H5MiF8IAiNIFQHQ3ZIrLkYsNgn8UEFGUrmjCo/TZwJw1No5AGP",
-	"9IiQs1ZpzjM2NXbCiRRmnM7JaeaSrylKVxg0p6dUaMwChHK2lAzZzEtbkDThTAtjmSb2N6s9GzbR+LhP",
-	"O/x//+f/er22lCgIy7RDcJ1n8V2NDVgRsWjkX+GwqZK7AI4lqWudUk7Qlb9iNNjMlUb7npxJBZAv9iSh",
-	"bYzBiXwnDqMvz2W+x4g6byLMjZ0BxcaWOleXFKtIfRjBsJaX+J4mrnoOaWYijxPLRGFMzYSLGmuFNtyI",
-	"yDTJ+UGUp2Bi8AImDK9Jk4hD/IvJIZoVXU2H0KA8Y4oRfcanU5bsVFHMasK3H4Dru/ZUL7RbXElcwm5T",
-	"d7Tl+3Zf+7vLS4hcHc90DY10tdu7FPsJRVohxhAMThg/4ixUmBpiyYAv6epTuNN5lPfpQzuX6/cagwwX",
-	"pMC3cqdHqZACzuHDiGOgPyg+5Rny4OYZM+Xc7S4+84yxqXYdUI0mY6rHOEOwJ9fv1nXRjkvtbwtZkTyK",
-	"iO9rfr/bsmRNsNkibBbCXFVYwcqfphRsPdK5gwu3FNJVg7E0FBslB9/mYaXLAaQ+tHTsRGUX4grJK+VQ",
-	"UYgNxqPIk4mwsEUTDivIHGnVhSrcdFjpzdselpoq33LgwnLj4BqDRBi1ncePl+Po78Jb7yITvjwf2kdq",
-	"o+WEScHI6ZzkvbBWhdXWia0bn4oPFwQvHIFYqq3ivcQGe5g0gcXDjJxqcI1DFRcDrt+r6ssoC5cI2QIx",
-	"2K5bafKnu5DfpUpmj2LNEPArikwX6wQhjteocrLc67a2XkPuD6+IYSj3wI1yAaQy0KUZ5yEJcasDMRK+",
-	"rc2Sq98yf3Tx+/GtpojuOJRgBgw5UhAbYWWMvO9qWOTHKiXGx1tUeyIDYHxJB8AaQQ/VPYXvLvbXvtgv",
-	"Uemnq7pA35ybrurGgvKyttkFnl4KF0hdUPIkiLevtl1AWcfv22qRN65ZHVYPgLoLm/+mwuYd8vnbhJ+/",
-	"oI0BFU8MPcSwGLw0PmXKdy/zgltULhULdWlKJcR8wRpqyGZrXUMltMZAN7xgLHFskGAV6DqlF9oqfaPq",
-	"btAB65YVXWw2Vc1j8azvQvPvFODvKTQf0LaCJtaKChuf0Mi5Usl94aLwvXUUBGcrWYc5ZcQ1xSga9QTP",
-	"O591QOOWqCUQOaR3UAPgUhoxrvxKVG5FJPN2fU/EMD73Lib3TxGTW3d31oi+hU4Ja0bd+haZ+YulINvg",
-	"RsGtgVjUBMPXY//qYuQtIGQ59Hb3cHuH5PG3RdfCq4TgXvFarYrBzbcSBtsu9xq9Ssytb2d6y1G3F8kS",
-	"d+G23324bT2B+EIWOtfFZUVA7nOIKitdH3tFLIPekIoED38x1otRqTfAer+MZvF1onhXUQMfxnttqnAn",
-	"ctyF714hfPfqOsJG0Cr8AvtiBS8P5aPA+79gcXwfNN11nfdY0ZUGmsWU83NceRuXlhSvZbN0stAywVqQ",
-	"Utz8OF+wDFczbWHmGmEF91KbH1QlqHxnYaWXKVByV4bkW7an+uP5KlLO+gRo4xN2XbvANV+0toObmpcQ",
-	"R3XtRuShHeygB059HAj9mmrl4BdEosI7GBSW12+Gxlv2iV4xIzcaW+rgnFxDjFVsvzqBcKj6AAILmoIS",
-	"3oLRJKDfM6pd38HkLjzoP8vWgnfSX5WJR74rmFzsjS4JGD4BB9tbbne3fQ1L5NK6ogVaheFmQTDxNpw6",
-	"s8iVr09gHLkdzlynjRQAvLNQ/DksFMGRfg02fvGTyLvRrJFVXPOimno6J9r373EXPuenloEjOdjqbhZR",
-	"Qtjpm2pCwWxa8kKIpOhJAhWJXU36Bd7kFfSmVEFssivMb6d28d9YRS2DTg341ClbojBQIdey5by8TOvG",
-	"RI+RoiIvCeMHsE/Dq5BxuCiYuLqK0RcVUBI2keZaAso0MzcmnXwZuxIu7TC79Tr4F5P0C/D6WnT+Jt3v",
-	"F++k/jLfGc6+gsB5Z2lbs8RzkpR5cU6OWVBY+WomOFfVbh0TXK0/Psx5ci1HsWVQjC354jVtdWtY2lxQ",
-	"wKVJOC7kJaxtLekD5tlDU9v3Zj9DIK0RhYjAvLObfVN2M+qN3SbH9fK9jhr+l69mRVubaLi4YF86M6y3",
-	"AY2kEqaeUj2Ie6XU69Z6McQE77N2Jb8h+xHoDmRCJOwjaWLlilNPllB8BfznUMJaqnmrl9OpHRJPFZeK",
-	"m3kcEZpaGbQ5UjKb4rj4GHQssRv2qY12F3nRSXgEvKaQXugqQ9JwDqqhBzWDtrA4S9WTnWA1Ls80eBPb",
-	"QWP7Jvhxu9slzTgTCIYT3HAc2aXYVZ5KM66pan5jRHWhECvUIHVcA8DDNfE7Ik3ckdtrlDeRdwA0Urbq",
-	"PCB+jJIP5GKCeOhf+3zBWh2UHY/jruPBNRZcHFujpovP5tbj2rY9/9P773//9Wn7ww/Fl/l3lc/9pbqy",
-	"SHnHz1y1bmjZwCcsIrF9ILZ3ZhYUQbBI7bKBW6hNwkPl61qzb7gZpS27kSDETg8aUe66ovAJvrySA+uO",
-	"Yd8x7K/l6Frm09flz7XJAwdTJiB1AGZAwu8IUCzYLK4tu583H19ira5mv8ctX6YgRlMUhv84i0+QYy+S",
-	"Mjeq6OO0YKWqSyWAeb/ZZAJY3VdKJ0DI1AUBOgy4Sym4Syn4vlIK/IVfppYrdI2NT/jPZVIL8Ib45AJf",
-	"tr9DdtNUzliSpw7jg/cCIoktwp3h2tmssUK7s1rr2pyBq5GzK2QNFPf/Lm/gz5U3UH9B1skdgIfXzR7w",
-	"lyIuX4QigaBodlGujbaUTJCPtJRNgIhaU8r7ebGAS+cRXPWqrcwkKCASphJ4wORE5AqZBP7dm1Bwvrw2",
-	"slruuHPu/wmc+6vozJcyKzomvioJ4ZAqw8GXgB7G8AruEDnhxrCETJUlCIYzTGxK2dCQTLhKux3ylpmy",
-	"giJVodkYSWKRpVjOLRP4mNV86EjH5fpls7FMGTF0RDRQ1QtFhwiEDT9z3kMojxDyL6DjxIoU9TLG7eli",
-	"LuviJoSXL6WEfaXMi5XEMM+9uD5RvHMi3zmRbydd47r610YuyKzrNL5X0r6uWh3Gi4rfd4EYt4uLjb2h",
-	"qHln7f2W3LOLOB3cpULGvy0ZqtJMvJsk0A4PV0PwrNCHWdiHly3B+HiH+JsGkhWfTDJjoVFnwXVPf6sm",
-	"XLe8r2PD9bCp6zvuDqhkxf2zWXHujKtf3rjq8EiKKgYfEKUqDo9dxdaN5cDmZVfn4r5323ffRt3u4mIu",
-	"7vM679j4t8XGS9U/M13OUXR99m7cewtsucghSpgwYOCCWElMY4hJE8KIstPf2cD3wM27T7R82GVeet5+",
-	"GPFzJvIkhquWWKdJQqgAI0HQnZjyVPv4oieLKVA+T8EnKSzfeJok7qp8w/3c7fK+Wk93gM1a8ep35oU7",
-	"/+63HqQOGFvQqKqubp641ooi18zG9iZR+MI5kaBwOhanXY9A0kXvGeSZWgFHs3TYIQcVBNQ9RAWmJ9mp",
-	"XGK1XRbkLSk2oVxA0ChkMA3L5LWJqUw4Zst1N5fYm0ItDYZDWBlDsNIm/ThBSlSPTCiUCEf67kPx/QgQ",
-	"yAh2Zefeg2I/4I/kplXU4suh7c3dSVGLryYr/Krk//Ie8Zxa3iWD/2cngy/Rg1Vk6AKXOgZnowxf61Sv",
-	"aTR9Rby/pVzuC2SPfNN3nt4/V19nONWbU3Yul5+9uuwc9VnZgk5Y5Bo3udpznl2vx8Ejwj4O2NQgZ7Pc",
-	"HLOr6bycOCdnAt2qzfhw9/j5T6TT6XgpBJ9wsojLwADFKbZvxDsktvLLhEHsjCB6LGca2WWVdADJ1UuZ",
-	"1UEmHxXzvHWE59PIoJuYYg3rlArB0uqQFz4tek3xYkW/7Bvg0F9MM/tqfbNXamZF7+zrU8k7GeXO9Xv7",
-	"jbbr+MDFetmGT5BqXz57eJAphZU4yllWrFrCWt+uvOuGu2oy210C0Z0t+usmEJVuBK2+nreS+5sLbGuQ",
-	"gnUbBKFhIrcfnLJUihF0q4c6Wxyluebu4VYviBN2IWxhsc5kxHRroa6nHXy5ridNtcx7qUIk3Rsrt4Xx",
-	"yXamZ1aI+ZGZfcMmeVwfXJgmtkVJ+TkjsqgGpiOo/TWQUw4tWI0k7Nyu1q6tdQ0SZgWOmhZIlywECiVZ",
-	"/7MKgVYWcbujdN9a8ExYdis4pypC96UrjF2KzF1a0MG+TkVGES+oX7kOwiqCUU7WwPLBdhTMzwDUL1G5",
-	"wjnnyJWctlN2zlJXU9hHTc8dEXTxQNC8GSkuLe+imY+oJbSWgnbRmJOxFjmrk8YqKyNT7x91YIOGhHZy",
-	"u6qFrVwlA+Pq9ZH/k6TDBfS8o6DfoqxYOGBO59+IsGgXywYZlNiwM5wyqpjazcy40fvtg8Vw7E9fSQDA",
-	"PaUyEZPmi7mgE/niGXklBzRt7RBKEjZN5RxjGYWeQT6FwGasM0HGUptG1MhU2ug1xsZMexsbm1uPOt1O",
-	"t7PZe9x93IX75YCzlFIf6MSW4DFBhdGQI5GXsRjpilSx10Vmx4JqHbyLJ7H8Msh5hAvNk2XNnIrE2ScX",
-	"RBk3KLLG5UHfoskiVPP8Gw4Rlt/JYz2hDsjie3noWMUOxgwCS5kwliyxxIeVFm9PWMV7RZ9pEP9/l1ys",
-	"gF/YvLh6DQutUWmWcENSOQoGge9qXv9R0en4b6/I7uE+kefI3JAhJtRQ0kQiCimO3N3rjZF9h065o7Ab",
-	"cavn2BZNilI3u4f76MINCx1EJEy1gZ9pkrhDCJYMU/yRVh0y0gkyZjQ14+AV/MLexP8fAAD//w==",
+	"7L3rchs3tjD6KijuXWUy06QoWXYcqlJnK7acKOOLxlbGMzvycUNskETUBBgALZrjnV3nIc4Tfk/y1VoL",
+	"6AvZTVKy5EtGvySS3biu+/VDa6inM62EcrY1+NCaCJ4Ig/8enfIx/E2EHRo5c1Kr1qB1pJx0C+b4mOkR",
+	"cxPBjHCZUSJhRsyMsEI5Ds8OWHzWOsv6/fvDS2Gs1Ao/iC59l8ixsI6+OmvFPXY6Ecw/yKb6Ulg2l27C",
+	"xKUwCzaccDUWxYxWZ2YoDvATjVT/9HzCHZO2WGObs3iop1Oh3GOdKRczbViczRLuRHLoYsZHThjGmX8o",
+	"YmJ6LpIEt0ez2k6PvRYqYdIxqVh8POq+0Ep0n3M3nMTMaWYET5hW6YLmp+UkEePwEr1RPDzlF4JxNjfS",
+	"CTbUKpFwejxlWuH2wplIxxSfCttrRS0jfs+kEUlr4EwmopYdTsSUw2W5xUy0Bi3rjFTj1h9/RK1nUl2s",
+	"XuOrp4/Zo71Hj1gq1QUsA6ZS4r1jMz4WERO9cY/FdFU7l7s72oztzgdtxsfJHztODi+Es//PMDNWm+97",
+	"vR48uPcwlVPpvt97QLd6wIxIvz9rwahnrRiO/pdXx8yIkTBCDeEaU+7kpQjTw66EdffggA/PAZDCGaTc",
+	"0sJg8+s2+4o78QxWsbrjNxNhBBN8OCEw0lYwXLBl1nGVWNa2fCpYYvjIdRB6tRmftQ7M9w++PXDf78UR",
+	"M2GN8I5MU8bTVM9FwpSeR8wxK+ACLcuUkylzcPm/Z9pxAMH5RKeC8TGXKmLaRGw+EYoZ+Kkf5W/4S/DT",
+	"wI9hijb8GL8Sziy6hwCkMeyDs/297zpbH0v3RKdyuFg9HcA+w11+JKX7YHO4CTcxOhtPWPv46PQpywdk",
+	"RDDYSIo0sRGdXlcKN+pOnJvxmezCsDhq1xOX7m6/EzHOrDPZ0GVGJCyV1uGRD3maCnPWOvj9+71+/2D+",
+	"/V7EwkXkXyEs0cHqEfu9uJSZMGwebmHAOHP6Qih2ngG84rMRwJ9MU4GYmD/b6bGYpo7hzGH3+Oo9y2x2",
+	"/psYuojZGZzDuRhpI/AJnrmJNvJfSO4Q6Q9YrM04xl+1GXMVfsTLy6wwTGfOykQwrUQnH3PB4MynQGqM",
+	"3XiZBQis3uNrD4FExuYTOZxU7nLKF+wcabaRIqlONZVKTrNpa9CPwrRSOTEWBud98+ZN9zBzE6GcHHIn",
+	"Vif/QXADxLN4CPY+nMDBAkFuA9V5+O2Dfmc9ERPv+XSWimJEI3g6/f6s5YTiyiVnrYgJY7T5/qwl1SVP",
+	"ZfIOr+us1YpWTuyPqDXjhk+F84ztOBHTmXZCDRd/FTW48JxfCAsswAjupBqzk5evT5nlI0HE3ZkFa792",
+	"Rs4Es2LKYasAQYBDI2lsgb7Ikzi7EAtmMmUP8JqNsDOtrGBt67jLLLKFc50sOgB6F2Lm2EgbtrfPJjoz",
+	"9LMRs5QvgIfgkHG+Bdd95X8aMDjGOII1crXw68THAQCQtsFCYLj8C79QWnv+iF92IkdIqov9jIWzbH9v",
+	"74DxMP5EpoQN1Z3LQCFNphScIb3a/67H/ioWlnEjmB3qmUgC9a/gS1gk4STwW3MpDF26Ze0H7993cAil",
+	"HZ5YxCyNAssfcrUE4xKulahPK2oBG20NymDQBTiooAJ//0yosZu0BnsPHkSAGuHzLoCTc8LAmP/vr2dn",
+	"7/d2u2dn7789evuX/6wBv6hFbHIVzl7O+O+ZYPQzGxk9ZZzNjLiUOrPI7u5ZFgM/eIyPxKwNwgow9NjT",
+	"3U6PvQQq7DQccOkekFkyeo9O+6fnh4+7Vo5BCiKIy1Tz4QNBhmtzJEDZTOCFTOHmpzqRIykSEJ2AGMqx",
+	"CptAUQvIpUgIivb7/fwCfs+EWRTn74+l6dj7+4/qDjMRqQQh7zipZ2Lh93sWhEHl2PET1ga0i+fifKL1",
+	"RVcmxemFpc24mxQrK82xjkyVwaDf/fbtr/3ud4fdn37+6/MXJ93Tv3f/++2HvQd/1MOEHKEEWC+Yfbe7",
+	"22dBSByw+JsYJAbG8VaAjYlcCLcEN4KbVALpVXYOLATx2YvB0rIpR46TLpgcAecJgnTbOqPVuEMjoXhZ",
+	"EbDvWbhYJAFeDD1gc8Ev6Pl2/GbnrAXSXyvuMAWyN5vCknvsMEyO8DNFgqo0U2Key7PtXMYGKY8zEipB",
+	"LiA+yH7TEikHZ07wacePSAsE3YSdZ87POuIyBUJZEq0HTGkgqkykFvfh5zJilFlh2UJnholEuh576SbC",
+	"zKUVbH93D6FfaTeBqaUNwnszFfETNsHxbn9vvx4AQGnYAggK3QIhoRkQ2ngzoM5xI61WnR57AyIm3Dde",
+	"iz+7cKNVde2exUONSLJBMILt3+/vsxfasecB5xGrlUaGte5QimVf+WTUpaQ1EY7XIGjlkdtC0bRej3jO",
+	"34OUxFSGUKpHTDoxtV40yIxibSC+zMp/iU4T7aOxyytNxIhnqQN+E8EpkSS22+9HhVy2WyuXoVJWw13K",
+	"JF0mrP3Ls+MnTRSPxthOJuvv/vzdf9//+7d/e/SPvb/uP3/44tFJ/9Xe6f6bh63oow6cxKGnMq2VbF8C",
+	"+fIn7BXQIN2gsAHvNh03/Vo57/80YtQatP5jp7B/7NCvducUh39NL8HKgADVMhzBpxvP1r98lcN988OD",
+	"x98++e5o9+n9Hx/89O3P3/119/lHHi4d2dH7GVc1G3msp1PetQIEZef1MQBtVNFFgqoLgjhaQ0B1QkWa",
+	"Bh2w2It9oD7xJLHlLyIWc4tyhwg/Fp/bqASjuoVDocJLvyadHjuicxmwWODCv8+HjfIx4NTF+1mqE9Ea",
+	"jHhqRT0M0AgVGEDE3Q4Y8OCAb7X+yE+XG8NhgkzJ3zNxTIPB1SIsL/A+R9pMW/nx18KQ3/gmKAoDXAWO",
+	"/vFk72j/6cMfH/3U/zng6kfCEUBC3TZ+AeVWghYyESy22XnMhimX0yBqwHv3LGnVtsd2u7t7j4C5Gj4E",
+	"vYzEmPiw+9+Md//F+t3vWI+9Y//LBuy/2P+wv7DvWTeOUN5HOSbRzg5Y3IuRX8c9+McI+JpZMQZOb0n2",
+	"+OXVMzZMJX5hxFRfCtQVbDacgMAgEzbUWYosH5QGniRGWBvsLf6kmOULyyQpdDpzLNX6ggPXGzDuWCo4",
+	"oIsSxYaC4IzjclhX08X6A93uWkG17v/Pg9G3w0di+O3w/v3hw2G/v39+zkfi0V4rqvDXvUfrFJfD7n/z",
+	"7r/63e967/538F//85fvu2+/Kb7Mv6t9rh40vIDdyLWL32+HZf8Bw5JujVj9A09eEb2AT0OtQF+Gf/ls",
+	"lnrrxM7M6PNUTP/ymwUw/rAlhziht2jSGktaoQVPeQo0wGtLKKeiwcLbhbz5AgBtEjEkWfCgt6rldouI",
+	"hQe1YZm6UHquUARjM6NnwrhF8QTpVZ0eeypFmnRTcSlSlghHMrIRSNyJiMekUMc9IFGPtRqlcvjZDmvo",
+	"57eF0SKIqsC/BWujUTrJaD0iYjw1gieLXGWIyFCs5wr+zw3NCSoQeHJApBItCC3Fe+ByUgUNuIPH8FSb",
+	"c5kkQn3qcyBbB3LAoAJ52lnRzkHrcRMhDTM6FcVu0E5MwhBABD6MGzpWgE88PYK7/pSb+kWJ9zOyBdiS",
+	"/YaU03qD5AGadcmgFGSI4yT2tnIx0watEtLhzl5o91RnJM98Wogl9XgJlFBJd5WbJOq/5jaRy7i5ZkMO",
+	"Wimgp1QJGV8yaSf8PBXsfMESAeJOJ2w7qGMNhvyKZhcM2sCflp1VQJmTQVmfq3EA1p2Uf2wHn8FjOuGL",
+	"VPPkVOtn3IzF56IipPO/HwqR0La9LpX7UUAvw2M8MSJ3tz3lMhWfFI5KTsBEkviBSnqT/QUO+qDyI5tz",
+	"W9jirFRDgSIKt+iL6LFXooueSOm8DdmZBe78tTCXcih+UfySyxRA7FPflqUVIGiK6UwbbmS6YJlCeHea",
+	"TbhKvGHZ3+yBtziDQmIiNtFKZ8D4l3xiSCk8+PfYoferkkEjmC8QR3UiWIy/vtOZG+qpeOcZa8ycRIad",
+	"Oe9H8ceKLklvMU244+fcCjxaIGJk7gYREg4PsAoPv3Jj3nmEGyE6hjSjZKovgUXbeyBEtGTFj5cs13Fn",
+	"CXGXPETr8Lf8KN7VqdbPuVp4wcl+asAgD49HYBBSUGwn1Eb/ZJsuDv5/h1YUkcQdgHU4QrqtKkB4D1+P",
+	"PSPPJpDYGVDjChmGbyr+Oa4qT3RQawASqrS0i7BOMj+iQTGbMa60m4Cas3wfZa/02tvIH2xw2m71cnh+",
+	"1Vd4JUj4RQUHp/jkHPac/H7kvgUpWlor1TgqxOmIifcz0CAAgbzou3TsdQ7LdSew8rw/hpnRQ2EtkCaK",
+	"fvnUp7GC8EiNgvSb2UDX6lx2Hl9kMcK7C7F4ZwS8BpjzC9AwtMxfiAV6HulTcA228AxsNgPhSyTPRSL5",
+	"KWpen5HBe9EqLs8Ks8WsDSq4Fc7HV4zlpVARizM36j6C7caHw6GYAY5YH/wTvigkIi84wE4ZKJkkPgWh",
+	"mjl+IZZRvDxIne2ScXZyePr4p2hpaLQqcHx5o+O/tPKmKV6+Pr3+DHjw/jZwT1ki3WP0f6BiTpqmJOWa",
+	"r6Mp4UpxhL/zNBMARcT9rvYOxpXUH0dhQvjVP/Y2twlojNmAAXC4o0sPpUt7GNLhlS0sZGfrUUTYqpEh",
+	"gpe0t4Ct/oaTAIGC/1owRBdkibpxvDtraztk+TaWbZAwHNq4XgWVqV4xiP/R9U90QatCOQjfI9EmFzM8",
+	"rnkc8tLPbvfhftlip0er9roB68YHjPvgrdyv1uYs1WqMXLdkEfFzywTwWY6VNkDXiadaB59QsinZtB7u",
+	"NxqxBt23H3ajh/t1pqGoJesvzKw/L1Jb71lYYh57SGTIOzYTIg7e20mO5uoh5+EeJZ/zyjocqEyuAaro",
+	"x0Bzl0G11hRXxg2ZtAqojQLQV4YtLaB8JgjQBaSuR69n0tagWA7a28M4IWsNiBeREJsJAk3XuGKiL0AC",
+	"1OLlqDX49UNLZalXhcgiuXwNpS2s3FDDu37lb5fZ2SGFy91DU2CWqwXAekP0KR75gILkUPApfL70jWVt",
+	"x8c2ItvW8RPbQVUCVsJypwpOg8ibKSucN/OhI7yGGqK01wCDwHVrfyAVJTm8AuWTDQ4oTwsKN8gqJpS8",
+	"KFsAfclnkm/Ob6W88Doo8et5jA/h6SQhMPekdGre31Q9yHBWlWiWvvfklqzx63eAo6xZ2k3gW4CFjci2",
+	"dFkU7OMpYh41XBD+mqjd66IrGrFz0+WyzCOYlzUpFjY3FXC23+8jxlgfE64VLqN6WkN0Gq7EUDq0Qkz5",
+	"cCIV2VDwC5Sk/ab9tCFQOuwlBlGTrAjvEPnKX+TWfPjSaf0OeGL+PxBg+BACGpE0lL8g5Cp/A4cV1yJK",
+	"Ljat8jQ9GgmVSDUm6gA0ZsbdhEnlLRsoYJOtPQYSs3M/PmBiOnOkHeSPgApCUc2dYPjMd3iPoonCMKio",
+	"x/U4LVVTrHbpnJlE2VWobJrjRpR7eL2byUehvK2ZZAr627jurifaODbJplwVFy3ez1KuvAW9ZrSZlqo2",
+	"RuEpak94Oni4Edovfn798gU7oXd8DOx3/d1OgJ0df8hbYAmwbbraiGC32Fkd7vxo+Gzyt2c59lSBX7x3",
+	"Al3atpm+ETtbslzCzDFZrl8dvT5lhyfH96zXHInjoJ2/E7H4QipAAfTRel8Taxco3U3lhWBCOSOFRcCO",
+	"2blAox434wxoE+loUs2yKgAVu0w1KYBVsreM6Gk2VSW2kQfQRK1UKlH3yx81cy1TyRJcrUIJQGV5SYWs",
+	"sSpbLE/+dmWyJVjY4t5Lzs+13GtZOPGvF8HBMSJaHHw1qRg5NI6iJx7vXTGeOT3lTg7ZTBhLHkZyZ7pc",
+	"kM5NFkAPLWvHBQj28rf+hnN1Von1NvBay4+rQ1/xZTvhew8e/sTtpJ6cvv7psLv34GHgC7jliE3E+95K",
+	"oMV3vDt6+6FJQ/FxkbhTInO7b2vjvcpQEF6KyutcBYk6UM7tGS/QO1/LKnKTh99dooeIlBjslqlCP5yg",
+	"dfxSGJ72aqIQyufwjnS2t7++Q8c+/v9N7Yn8Hq5rdWUBRPMFtUEb09ax3Yfsr/IHpDgPon6/7yNOlhXJ",
+	"3Yf3H+3X3QI3EnjAFWli5bRQrvfDrFKsqPW+O9Zd/+VvVqveKz5/7tG59qpyfCZNcvVIyjhLz6yiT8Id",
+	"/7hNGWGz1B2QjhE0laAPk2u31agLFbshPrC1jFphYjUkeHs2tgVS/CR4SlR7iQpQLGCBmy19USNoLGGn",
+	"f6uORB/nEaw1zOrqKpWYcpnWciGyktur62c1gtqldCL5YdEQ/HX8JJAJetLUyk5GpxtNgK/gmTzssgoq",
+	"qzrhOi6JaiAdjp+6GLW8o7I6WD6z9VdHBlnyjlSvMI/JXV3u1fdEQXebDu2lGcM1rBxBCO3FMYr51+/s",
+	"WnpvDoQ5mIWTr6TT1JFdf+LH6glf2Eo49LelaOj7G4KhPx66rh18hqv0IaB7/S1CRJduqQKj29wNQhdP",
+	"Uy9RrttwidaAqFm9NGSPtao10gdmxdAIykjDNLidy92dIvze7nzAAf7YIQ9Dj72e6LnyuSaKwpHKPGk9",
+	"waTFrG7/beUAbsLyUTmTW7I0Phe1hMHW8O80rXibbTmM6FykWo0tcxojSLfZ3XPx0jQSkiZjN013z5If",
+	"XCasTe5XnwDb2Xx9eSgr7rL+SGBhK6eimkXQ0ql4o0ItW2kmuFchCbCBenH4nzozZNIIUF2NH1joDNWj",
+	"kHPlolBVwNPleIvzC6QajyPnV/mi6g8Uc4YnclYnFfqg62n+EKye8ql6LIY/MDCmPPuQGV+2AENRfMw9",
+	"PBYzrVicSutgL6eCT218wGIY31sCaI57eC44b6dmKHo+DAXD+PXHq/Lqb1qqqwlBVyf+jRy6Hgjg2yDj",
+	"oNm9vf1p1Ru/rsTYy+i7gY6GlJMiuJxgKT/U9bB0ExS2BJlfsHn55Wh0rrlJ4K1VBFLL9EcXj7NMJcKw",
+	"OV+swm4zNZpNeJ0C95OesxHHQLOxdgMWDzOnR6OYtRORCox59Uh8D3351nYiFvvwC8BAgLEo5EVFrMSh",
+	"e70ePMuzRDqPq/g/S/UYfrBzIWYYbeYP1JItD0PjfBKF4UPhE7Iz19WjEbw4koqnfsQKMZTOinTUKRts",
+	"aTtotaSIkaiFi2hFLZwf7ZqKp7XGW+u4uaI+5F/5ocF8gBHibD7RzD+IEcX149QVOjhM53xhWeyT2+MD",
+	"tHwqaSciqcBIKvglhQhjPum5mEiVsPZ+f79yPH6czRpl4BC0rgBO5SMq770W4Ov47w058ZpTDlc9pp7A",
+	"rlLEUIpn+6Vgclqj+OAFGntQx+KkGqZZIpAxERPairaVSPIyYSuZ8ZbyRrXSTis5DBnQgKVDI6ZCAQBq",
+	"VSleBEvJdy+Ve7jf2mgMlCXZoTAMlhXb4nAbQONael+4y6q/82reTtUk4Lw047UyTpVE18vNpQDaXMgF",
+	"hngTQkcjIN+ERLqVfLiWp1eO7ybYevU+vmTObsa/UBDXlwXNv3iRb1vbyQr43CCMXlU3agDoEs27Ks3K",
+	"BdSw3QbYLiZZc6yf2mp1LVC57qmv86ncfC7n1ne05jpuiNw0cdovidBYYbYkNlOpyt/ufk3gWOcxCVHb",
+	"9TVM9h98m4dw+BTUj43CQfcRxuL02A+Gq+GEUXXENldJuFjyvHSY4W5CydgKdXInXSoopICW48sHhJBK",
+	"pd27EaYU1hwUvVGjvDVGjxAASsv0kPK4hqI6n696oLRjjdMW/rLqtCfCdCncopRQHCpk7ff7KOd2tpZp",
+	"S4FWNci2JlD2eDk2NkL90WcMUDUpPWZDbajgY0NQTeFiWzrd09MTf5906+UD3O/v17kB8Jobgn2i5Wgf",
+	"m02n3CyWIrswdr56WS+0Y0+bbsn58Nwlx1il4KVMhHJytKDCWtWpWDvm5zpzg/OUq4s4j+E0gpId2FQb",
+	"wexMDOVIDvGVTkVJyIzs5lNttrT7sF88qKgokOJhPA8vKu69jvS90nXH/NKMMSBM8CmJ2ezEyEuZirHP",
+	"cNUmwWS8GPXwmFG9UBbzZCpV8ZEsHnFZUcYXWlELn8ToJ3ik1mpwKvj0RjTdyuZWIr6MEMyJ9y6EyNF7",
+	"dH0Kq1HUWxbkVuVkagLZYMNYurY+msmbierVYbiSij14vVY8LRlnb8Lmd4M6/0eInGU1uXxE1cO9ngoN",
+	"N3gtKXQJyJZCh2+K2W+rpsA2bkJ6Qxz8gkW3wgNxkrkr3ti1tfhGsRlWc0NS5CcDp9VNUFJKjTMqCAQ+",
+	"wyqvw22b/E+BDOXPHVQLTamkUkoqOJ5s8DxRzQh6Pql4aWIUFklOKYbw4WxF/akVSTU8egWtJbxSJzkd",
+	"+plw2TmA4yIyFZZRywbKJczr+UA4tBq5cYuT3prir8kg+LJZbU3VrVVnjZHa+HzfzSXCTsLThbh8Jede",
+	"/k5jea35RDM9E8r7YjwirRemt69zF7UcH28ITFoT5LKpTF61yJvRmcPav1WwVz5Noybzx0v0X4LwEKTm",
+	"qvSQy9A52FTv1J/vEvJeU87Ag7yWpFElSJ/QqhRt4Er9DRi4XbDTMi5i8p2PJWspuO20tRzo+oQewAKH",
+	"MT1DJbFWEKK05AebLStXDAkrI9BHBKLlqPIxoiEN0gx6RT3EUkxsQfUKvlevm+EYQcJcFhSwfCrIf+TN",
+	"7lXiTAKXB2JoRV4JtKhr1tkgTVRjUDBAg8aoiUG5orRLos+nl3c/LkB0jXhcxaXSTad6DkpUQKeJHE8A",
+	"pM0YZIHmG3/dYON5JkdiuBimZLgTAxYrMY9Z+7fMOs/xOhGL4b+YtSlDaK7NBfpN4ZcZpbTFrD3nEsMl",
+	"/LHlIImhDjq9pBy9YaqtSCqmBSVgSzAFgAGNB1Qd3wHijK+s2dwNie7rBMYXYh7EU3HAYpWlaZyLinZJ",
+	"KFgm7cuB+V8wqb+asPVxws6S1VrMUj70FUBGWZpipyMr3AGLf30bs2EquLE+XOTTs4VVcIDfclCgAqdl",
+	"QKC6qtjRRfBpXX7G5+A0K5TmDZUGrS/RcVljY0RkYloNsVITmgPZjGMpHFkU4gtlxhKJ1XuoFBomrtxn",
+	"CV9gDYsRl2lmKpk651qngqubUWJW7fmXQS/bPgEAFinV+LVUQ1GbLkvUTqgEc1NLdeNMpsIuRRK6I0hh",
+	"2bkYc8XaufQtU0GV4rCDQNW2fJ10kesE8pj0pv3LKK/DuPm5RwGmrid5e0i9YSPfg1qSWEDKkoiE8XtU",
+	"yMOyduxpPm0CM86tML6ETRyxXq+HGdrxr2etb85ab2O0e1TS4uso2cP9K1AyT/b8p92ayHOT1kbvTJyb",
+	"WazS3IZ/0aozM/KSu6IYs80NOj4rPE8nTfUcqd2UbDmJuBSpnoF2tZzwt3flAgwVqNkIClfIxwjEbjUZ",
+	"g5ItGmrRyDG2w6BnIhbPJ1YM31GLtnNuxcN9cpzEH5mE4RdRn4Xh1/7Ed0ipIdjOienM2Qar1M0EGsJ5",
+	"4MXcs+z4SUTVi/hSj5c8os4vqVZwBrE6z4+v/bVJZj2t0luUz8u+ykBZ5Qhb92FRo1CGsmxuKmeicyzQ",
+	"9txuRelIrTikzV0xOJZIVxB9C2nX8wcUeIll1Aq8wdm5TQ0WcjSGgNUcPDYVYFkCtJvwRizD7q0l/viJ",
+	"bnDNt77Wm1JecnFtVZS6Pvf7ZNzpyvxiNaXYimEGislruEBfDwiLWR5mlFhMn54GTP35zemKPernN6eV",
+	"Cpg9duxspamCtNVo1jxlywpfPJuCtuKiJEtevCUvhLxQjr8vekfideGsBdEAlkwFGaUa6VDykVOR+Ly/",
+	"CTblY1MuleNSCWO9zEXv28HOjn+ml4jLFVDIB6DK51nqZNeXV52IdNZNhL0IknyPvaykybWxN6Q9a3WY",
+	"nqszhf4fqolFjfO8fejAs4JSJd5Uz1m83No0ZtKeKWk1tT3BijjcVUKMe2fqTP3Hf7DDSpfDM3WEE8CI",
+	"calwgkdC2Fmlpmn75zenHV97/kzFh+VWkgPm2x4Sb6fOhsTafRE5KqFeSc9bBgk6CyaTHjvcVD61KNQX",
+	"egjQ0Ats6nmm4v3+LiuXg41DvdF4uWZqWHtctH3snan4x6NTtjPB5Pp/obsvU6UukSIJh/pKp4Iu7lJa",
+	"eS5T6RZn6ogPJ6Ui6lSaF2tOiPd86NIF9TQzYww3GayPKzlTeWAJw9QsNuGXwpfUB7GplC1ncDmZDQE7",
+	"WH4ZCzPZ3pl6RXdLzUao+whVoxAJVRgOUHDAvP6Gomr5WO+zvN1A3GOh6HKoqQI7Wl9Pvq3NmaLKOzlo",
+	"S4UFjKXr0Ews3vdNvDB4KY7yU+MWpBNvVT1ToQ65L2ZvC+CnryiGiRaRSEsGMcARXzPZwKEcK2Yn2rgB",
+	"++YbmHcquLLsrJWHuKFyvtBZ3r+xWh+fJjxrffNNgAkUz+yZor9A6lhTbCFrx011aKlIdLo4U0WIYG18",
+	"oS9vVAomLEl1B3kIIVfJmQpBhLiXpbCyUBfc53OwvxdBesHkgGF6nTOFlf1meTifX7atdOhgRF/Chofc",
+	"oBZP5KPUKaEaihf6KUi33EIhTBJO+YSPpfKk7Jkks6vxVBZ2R11FujN6TCR5VS/W3u3u9vsR824Wtveg",
+	"Q80l7ZmiomC+G5rvRzelEugWPS7Ug8MXSac6mX5rZ6rS+hKOk1Pzy4EnjL7v9Gqnad89hTwEoFqORN7+",
+	"7kyVTOzLtnV2roGsGeGN79UOmhr7dUZnqtxKk8rLbN1NUywYaADAY7Cn5kibAUs0IsKMGysiNtSKOiNj",
+	"sVSdyBHWUJoCIXd8OsPQObqO6EwB+VaCFcOFKuSIt6WPfg3RSo9OJER99gNPAgGKe+yvQswKkjfCnmyF",
+	"LGEJmkYaRAns0XimfAdQalNNPUrh6EPJp0QL2wnA9nLm5BTWM4Td+tDYxZl6LdUYcDIj3Mw7rmNwR5T7",
+	"fojB+9KXBbkO+Y+dM8VNqS898SrF4qNTPi5YaOjhfs6HF0tt2QEJYqzXHEcsPvnllEKGnxw9Ozo9Krq2",
+	"w1ZX+rYPPE09UzlF9j0kQ6sZIIlYW6FcT5ZaA4X72N1j5fYUjPpTxMvNKUP3h1558SDB6Bkt5iDvWCVd",
+	"abnIgMu95tuIAvijYXOp8KoOFfXZlPZKrfwH5cVQO0pvki5a2Z8pqrPdtjoH0DyDPLTqJJ15pWEnigBn",
+	"yt91tNqAH7aJzdYdH7M2yB5xMGuy2De0PFOhhUpc6mFc3zgFUCAH3VdFGXIkUtXPSCew3h+pBLbHfvHd",
+	"mgpFKfLtOHjS1Qo4UvGT70tmWSzRT+VPDP5FARX+KcUUAFjm8gzGE8QRI9gvN+Gtwe8faLlYdZLi44lY",
+	"e8sakvbakXbvM9/phZ1qzbDXS9w7U62olcqh8OWpvGoAuqKRwnEs09ioEuyENwufQq4UHJ4clyy1g9Zu",
+	"r9/r+/plis9ka9C63+v37vsykKhwBUkT/h/X2dOeyUuhhLXIBcWA7fX7fn8fzrw76aw1OGvpi7PWH2UA",
+	"8a0A6JgsSgagnLHhRAwvMEw7ETOhEiBnKEFx9mSh+FQ/+QGkJGAxBNXYDrs8ohE+b7fHnoSuQl55WGqo",
+	"3muVircdJ60B7NEXrlrqgLbX768p03+18vx+hobq/GEboMOl8pI67OzT9HWj5svcKXVp+yNqPejf3/xK",
+	"Tf+asurdGvz6Nmr5sP7SbYcInMGvLQKQ1lt4bcdDUm/Bp2kjyMAmX86EOjw5LpXBKzBmzi07z2RKHrfa",
+	"O/KvX+2SLlXS01z2cnD/sK6Cf7TFqiOgL/88fP4Mg+mWROal6WLqJhCGOFbSSe7kpcAo8rw/Aogd0nWu",
+	"d+lrbu50IoEdKGc4Vs6rvT6UL5px/ZXgiVxBdhBfcswMzCF0nSfpQ1p2+Pj0+O9HB+xB/35e6jD0/CIq",
+	"ju5VZOoaIYKzseFDMcpSZieZS4DyI2ITr0O6ec5TroYwoXV6xqwvx+sMH43kMFQDL8EWPGY71yMMsP3F",
+	"56ELODWZnWhrXxJRyMGiCawud3fGhs8mvyNNmNU23XiVKYvidyi/WBh+2vlXcIPAKKKadiUdsuTQWWIX",
+	"hBC2MtNWOm0WrB1L38CP1sNn0p/9Ttw5AIicStKM84K8udwc+Xq8JGz5CKikt2S7InGEO0Fsn4SYanXf",
+	"g1KlR55azSxwORifus8PJyicS4dijaW6x3BNqXgv3YIl8lImImHnC7bb72O1TmqautsptcW7Z0vLQIHr",
+	"pRqKouI0GgjnIk27voFEnnBWbVpesPOEOx5Xyg8PsBtrTr95gdCkf4Gg7/PpBJoqQi857oWidiJmbsJ2",
+	"+1F5g7v9qA9K8G4fNmI7ES22Uh0zD0HPi976Ssrxj68OT37627N3J4evXh+9e3p4/OzoCYh64fu/Hz47",
+	"fnJ4evzyRenHJ0cnpz+9e3b8/Pj03dE/Hh8dPaHvH798fvLs6B/Hp/+s+fHk6NXr49enR0/e/e2Xo1f/",
+	"fPfi5em7py9/efEk7njloiCLQ56mB3lNZzwr0lKk9X0GvGLld4fq9ur2pF0CJiqk3gaJ9l2ecFmSdt9N",
+	"pcVeeLGvXVMaEgtKI3RdYCWVuNgAurnzsP5gyQx1pG11nFCMOmjmAMI9duhVERI+0blI2LCyVpLiALwQ",
+	"Tg8bqh+DjL22zDGOnjdX6rFj5Yy2MzEMCogejVimUuBfJY4gsFEetvYpoOf4xemrl69Pjh4DoABpydtG",
+	"Od9JzmLvInIQlDpCYUupcFABH0EJd1imBHDD1bah8oaWNuloCZsIQ1mJS2zI09E8HvoH3yHhRhjQUrXr",
+	"P6q+Lx9CdWvsb7k2b4MQtlpHNyrXSi8R52vyyP3+7uZXKi3d4KXdLRjrcmNPfO/BNpPVNA2Dl/e+2/zy",
+	"chtClAK2OJRqs9uPlR0KaSFTjOdcPm/THHCkJEMEWM+FiOZimRTnHUxqGDZSAzihECe5ZJDfEjIXJSyb",
+	"WsZjNc11vbbXxO3t9RsjRLtv/1JXNOJt1CAlHSZJpaAl9byFxd3zXs1OsJwWh+UrCSKLwSaQ2tvUsRwC",
+	"Cd9O55GNWPMMRTFnuLIUGxWV/END6qaDNjXfDi1C3kVusIgZcakvyB9mKAg0KS0nIlNq3nubboOnaRA7",
+	"9vv7rL3cunfRAZ5SGgYoem4qhrXjbgZVZy6NPc2sQ1v4orDD4tOsffj68fExS4VDU6w3sSXYQrgrlQVe",
+	"AzpauuhEJd/efv8+tg7xS3mHgxW8NvImdpo9MHN85lIYbyrLvc8UfzkzmsqbhZXVz5GpfITOAd4CqTXC",
+	"kUU6Pn7x9+NTkm8OX/zz3dHzw+NnMVxJyt8Li1b5HtvvfxfcVaVW2XkLcOremcuSrI0u8HfoYLBx3qKE",
+	"FgraOrBChcZYsu+0/W7x+7iGjRHUlCrHRsvoW0dlikd2jissF3NTlvjS7o3xpZoq1ev7jlOpnXB8n5YN",
+	"bUOji77s+Mb+5jfy9uD4whZMJ++Aj1xqb5uNrPYG/Uo5HEEJkDhZBvDA1kpcrGBtlDLcYHVxmfEpCRVP",
+	"/2rMChJ1CkZdquS28DXcKiXcQuN7qUhorzN6PBe3afF4Ltaj0ifGnatiwlcInD8KV6L7JbCcigIaQ2nt",
+	"Bou/9Qb3xjrbFH4UQhEismrUFw5EmAWCiZ3Ce8F5LnwAVuFLr+EioHG+NJgIejXukfrG0BsfJE9sHXu5",
+	"ORxYrStYgxKlVL7yCVbQvFSLZKml7jOpLja1bMZncOY7fLtBfHsWgjJq76xsMqVK7380if6PvdmBWkpX",
+	"wujYoVossQbkCBgzg6+BOH9Qreg51GjIdJaNpLEuRHqtYhmN8NKMb0ZIu3mrRVFsdSuDxe5NTtxopCgj",
+	"JojIPkR7CTGPTvl4E2LiM58YMb9AIfLz2Ff+vSRXQiMfL5nD7yqNKokJIdyXCFYq6mp8h8rwq1LDgNE7",
+	"aH51eizQZkzG8DRF6lSOQ47KPK5Uoz0UW6lUayclPNRn77FjYwSaxc9TQQGiGE0cYl1zAsieLjki4V+K",
+	"V0LBxuuAUV18Gjk/9/v7zGkviXsxiPobuIaK6UiqjZgJXpkODSjca5JFLfR76IAdG6pdrzR6dIZckRwl",
+	"vT9V6SIOKIRWTafS2YOyj4fYAGZ/VtYrLRtmDmYlv5oRNrdnz7W5YCZTuY/tnA8vxoZCUmFqm5lLeYnM",
+	"ami4nYQXyVoxYFzhboHsogl3ipHKlXLvZDUxmWIJRmWdVtxS8V5/3xf2w1VTGBfQWYInirGRqlpLsTDg",
+	"xHv9vbiQSOvPNg+U9F0xMVqNAvXIWzAWrtT0AIseyeGkAgZ4sCHMrDCplGq7W2wCiSG1cP0hPtpDQBEv",
+	"Uz4cPPs8Dgv3wsdc1rit6Tiuw7zlCIPA6mTfvZvjoKWeEdtw0gIq8XKofEG48hVgXJaC/T02NvOtg4GV",
+	"Wy6yPOrjRv6IWnvEDbeQCvzSg//TiXTxpzMX7W7BQ8sRmhSg+bWy0Cd4o8sslLVL4NWpE/o3mn5WJX5P",
+	"qYl1cGy8wd7U9GKoxoTDSwUnvhfE/91+n1gtxu/SixGNW5BJMw6uAfS5snYGtNSr4b/4yTSpqm5idDYm",
+	"Pk6Eb9qpj+W6FnF6oZXwBCpaPrYj2CKavB3+9SEcvbCv1TPA73PfT2iG7Z0//jQraB/yPalhxttaF85t",
+	"Wgy2oZYfpWvc3xLPQ+zvnaHuFgx1GwXxq+INtb1A/yLiTg3FoQCnVYpTIzD7ZDBtmo0HeeO2j5Q/bsVq",
+	"4DN1P3GYwxrs9fUybg6L7+SIu9iMK9AcQohr6f87qGl3Uz1udBxQ2h0FeoA2lAd4esEdE5OUmGMODwgl",
+	"A9SS2zEfOm2Ok7gDGhZ39I3P5XBwWQ4OvfgUHhUqqiQGeQ8ZmkF9HhEGDtkQKIwK38gJgzmCIRcVlGcn",
+	"8mVi+EApNIJxWxqyx2Ir1VDEIYkPSyFythDchGniTDmZYkc6fGTAlJ53KnNeiJmDCadauUm6YOeZT77m",
+	"JF1R0JydcWUpCxD7MnA2EvMgbWHShDctTHSawG+gPTsxtfR4SDv8P//f/x/02kqiIC4ThpA2z+K7HhsA",
+	"ERFL7RyFykFLzKBO7sJzrEhd2xTlAHGwbjTczLVG+5qcScUhb/YkkW2MakN8JQ6j2+cyX2NEXTAR5sbO",
+	"EsWm3pDXlxTrSH05gmErL/E9y3xhHNbOVB4nlqnCmJopHzXWKdtwI6bTJOcHUZ6CScELlDC8JU1iHvA3",
+	"k0MyK/qaDmWD8lwYweyFnM1EclBHMesJ33HpuL5qT/VS3/C1xKXcNvWOtnzd7uuAu7ICyPXxTB+hka53",
+	"e1diP7HbAMYYosGJ4ke8hYpSQ4AMhN4EIYU7XUR5w2myc1E5UBujDFdKge/kTo9KIQWaI4QRx0h/SHzK",
+	"M+TRzTMRxrvbfXzmhRAzX3pPOssm3E5ohtKeiOJYX1Uz9h+P1RO+sIWsyL6NGHdsqq1j9/sdIGtKzJfP",
+	"ZinM1ZRLsYbb1EpsRzoPaOFAIX01GKChOKMofZuHla4GkIbQ0okXlX2IKyavVENFMTaYriJPJqLCFm28",
+	"rFLmSKcpVOGmw0pv3vZQrPDzBC4sz98Y0FqO2s7jx6tx9HfhrXeRCbfPh46J2lg9FVoJdr5geVPXdWG1",
+	"TWLrzofiw4bghVcollpQvFfY4ICSJqh4mNMzi65xrOLi0PV7XX2ZZOEKIVsiBvtNK03+dAj5VapkcBVb",
+	"hoBfU2TarBOUYbxBlSu5JdfWa8j94TUxDPds2Xke5QJIbaBLO85DEuJOD2MkQn/GFVc/MH9y8YfxQVMk",
+	"dxxJMENBHKkUGwEyxkgqaSciqRT50SNvykrFyNV7IkuHcZsOgC2CHkobyhRW4OKLO8T+/Ij9lJT+JQt5",
+	"FQNuzk1Xh7GovGxtdsGnV8IFUh+UPC3F29fbLrCs49dttcg7MK4Pq8eDugub/6LC5j3wBWyiz7doYyDF",
+	"k0IPKSyGkCakTIU2vEFwi6qlYrEuTaWEWChYwx3b7WxrqMQeb+SGV0Ikng0yamfSpPRif9AvVN0ttXL9",
+	"xIoudU2t57F013eh+XcK8NcUmo9gW0MTG0WFnQ9k5Fyr5D7xUfjBOoqCM0jW5Zwy5ru7FR0nS897n3WJ",
+	"xq1QSyRyRO+wBsCVNGJa+bWo3JpI5v3m5t7l+Ny7mNw/RUxuE+5sEX2LLb+2jLoNvd7zFytBtiWMQqzB",
+	"WNSEwtfj8Opy5C0CZDX09vBk/4Dl8bdF++3rhOBeE63WxeDmWykH2642zb9OzG3oy/+Jo243yRJ34bZf",
+	"fbhtM4G4JQudb0e4JiD3MUaVVdAHUAQY9A626cofvjXWS1GpN8B6b0ez+DxRvOuoQQjj/WiqcCdy3IXv",
+	"XiN89/o6wk7grZvtizW8vCwflbz/SxbHN75054yrxLeQFkVXGmwWU83P8eVtfFpSvJXN0stCqwRrSUrx",
+	"89N8pWX4mmlLMzcIK7SXxvygOkHlKwsrvUqBkrsyJF+yPTVcz2eRcrYnQDsfqOvaBtd80aMZMTUvIU7q",
+	"2o3IQwfUChqd+jQQ+TXN2sE3RKLiOxQUltdvxsZb8MSgmFE63w6T5pQWY6xi+OodhkM1BxDA0RSU8BMY",
+	"TUr0e86tb6Cd3IUH/XvZWggnA6pMA/Bdw+QCGF0RMEICDvVp3+/vhxqWxKVtTQu0GsPNkmASbDhNZpFr",
+	"o0/JOPJpOHOTNlIc4J2F4s9hoShd6edg45ufJN5NZo2sBs2LaurpgtnQv8cjfM5PgYETOdjr7xZRQojt",
+	"wGE4mk0rXgiVFD1JsCKxr0m/xJuCgt7WphSb7Avzw9Q+/puqqGXYqYGeOhcrFAYr5AJbzsvLdG5M9Bgb",
+	"rvKSMGEAeBpfxYzDZcHE11WMblVAScRUu48SUGaZuzHp5HbsSrS0k+yT18HfTNI3wPVH0fmbdL9v3kkz",
+	"Mt8Zzj6DwHlnaduyxHOSVHlxTo5FqbDy9UxwvqrdNia4Rn98OefJtxyllkExteSLt7TVbWFp80EBVybh",
+	"tJCnuLatpA+c54hMbV+b/YwOaYsoRDrMO7vZF2U348HY7XJYr+J11Aq/fDYr2tZEw8cFh9KZ5Xob2Egq",
+	"EeZ7bofxoJJ63dkuhpgRPltf8huzH5HuYCZEIt6zNlWuOA9kicRXhH+JJay1WXQGOZ06YPHMSG2kW8QR",
+	"4ynIoO2x0dmMxqXHsGMJbDikNsIu8qKT+Ah6TTG90FeG5OU5uMUe1ALbwtIsdU/2SqvxeaalN6kdNLVv",
+	"wh/3+33WjjNFx/CONhxHsBRY5bl2k4aq5jdGVJcKsWINUs818HikZWFHrE078nuN8iby/gCd1p0mD0gY",
+	"o+ID2UwQT8Jrf2xYqz9lz+Ok73jwEQsurq3V0MVnd+9RY9ue/x381//85fvu22+KL/Pvap/7z/rKItUd",
+	"/+CrdWPLBjkVEYvhgRhwZl4qggBA7bOBO6RN4kNVdG3YN2JGZct+JAyxs8NWlLuuOH7CL6/lwLpj2HcM",
+	"+3M5ulb59Mfy58bkgZczoTB1AGcgwu8JUKzEPG4su583H19hrb5mf4CtUKYgJlMUhf94i08px14lVW5U",
+	"08dpyUrVlEqA836xyQS4us+UTkAn0xQE6CHgLqXgLqXg60opCAi/Si3X6Bo7H+ifq6QWEIaE5IJQtr/H",
+	"DtNUz0WSpw7Tg/dKRJJahHvDtbdZU4V2b7W2jTkD1yNn18gaKPD/Lm/gz5U30Iwg2+QO4MPbZg8EpIir",
+	"iFAkEBTNLqq10VaSCfKRVrIJCFAbSnk/LhZw5TyC66La2kyC4kTKqQThYHIico1MgvDuTSg4t6+NrJc7",
+	"7pz7fwLn/jo6c1tmRc/E1yUhnHDjJPoSyMNYRsEDpqfSOZGwmQGC4KSgxKZUjBzLlK+022OvhasqKNoU",
+	"mo3TLFZZSuXcMkWPgebDxzau1i+bT3QqmONjZpGqbhQdIhQ2wsx5D6E8Qii8QI4TECmaZYxPp4v5rIub",
+	"EF5uSwn7TJkXa4lhnnvx8UTxzol850T+NOkaH6t/7eSCzLZO43sV7eu61WGCqPh1F4jxu9hs7C2LmnfW",
+	"3i/JPbsM0yVcKmT8TyVD1ZqJD5ME2+HRahjdFfkwC/vwqiWYHu+xgGkoWcnpNHNwGk0WXP/0l2rC9cv7",
+	"PDbccDZNfcf9BVWsuH82K86dcfX2jasejrSqY/AlolTH4amr2LaxHNS87PpcPPRu++rbqMMuNnPxkNd5",
+	"x8a/LDZeqf6Z2WqOou+zd+PeW2TLRQ5RIpRDAxfGSlIaQ8zaGEaUnf8mhqEHbt59ohPCLvPS8/BhLC+F",
+	"ypMYrltinScJ4wqNBKXuxFymNsQXfbecAhXyFEKSwirG8yTxqPIF93OH5X22nu54NlvFq9+ZF+78u196",
+	"kDpCbEGj6rq6BeLaKIp8ZDZ2MIniF96JhIXTqTjtdgSSL3vPMM8UBBwr0lGPvawhoP4hrig9CabyidWw",
+	"LMxbMmLKpcKgUcxgGlXJa5tSmWjMju9urqk3hVkZjIYAGUOJyibDOKWUqAGbciwRTvQ9hOKHETCQEe3K",
+	"3r2HxX7QHyldp6jFl592MHcnRS2+hqzw65L/q3vEc2p5lwz+750MvkIP1pGhDS51Cs4mGb7Rqd7QaPqa",
+	"cP+Jcrk3yB75pu88vX+uvs54qzen7FwtP3t92TkesrIVn4rIN27ytecCu96Og0dMvB+KmSPOBtycsqv5",
+	"opo4p+eK3Krt+OTw9PFPrNfrBSmEnvCyiM/AQMUphjfiAxaD/DIVGDujmJ3ouSV2WScdYHL1SmZ1KZOP",
+	"q0XeOiLwaWLQbUqxxnVqQ8fS6bEnIS16S/FiTb/sG+DQt6aZfba+2Ws1s6J39sdTyTsZ5c71++kbbTfx",
+	"gc162U5IkOpePXt4mBlDlTiqWVaiXsLa3q586Ie7bjLbXQLRnS368yYQVTCC16PnJ8n9zQW2LUjBtg2C",
+	"yDCR2w/ORarVGLvVY50tSdJc+/Bkb1CKE/YhbOVinclY2M5SXU8YfLWuJ0+tznupYiTdC5DbyvHJMNMP",
+	"IMT8KNyxE9M8rg8Rpk1tUVJ5KZguqoHZCGt/DfVMYgtWp5m4hNXC2jofQcJA4GhogXTFQqBYkvXfqxBo",
+	"bRG3O0r3pQXPlMtule6pjtDddoWxK5G5Kws61NepyCiSBfWr1kFYRzCqyRpUPhhGofwMBP0KlSucc55c",
+	"6Vk3FZci9TWFQ9T0whNBHw+EzZuJ4vLqLtr5iFZjaylsF005GVuRsyZprLYyMg/+UX9s2JAQJodVLW3l",
+	"OhkY16+P/O8kHS6B5x0F/RJlxcIBc774coXFuTifaH2xfXSRf4HZ7Dx/bCX3DEQ3nTlvwrNiaDBx/XrN",
+	"j4FSvQnL/KpjkvwuNuN5uJWvBLXvWsM2EoNlvCnLUflXNx/H9Jqw8xz0qsxQGlWxlqG35oeMp8VMWEwR",
+	"FZeUWIlCBc8S6Viq4Q0+9Hhus+EEmH3sE2ooJpZKl8a/nrW+OWu9jVFJI41LK1C4jkDx81Z0adnJy9en",
+	"pERLF+SZ146rhJuEBVRndiaGzPKFZW0P3Cz2R9aVSRwVn5ycCuv4dFb+EjR17jIj4g7IUs7IUIdJvKcT",
+	"lTxl53x4oUcj5mvs6Ay461ArJXDHTABQ2Ijt732Hzv4H79/j7vYesInOjKXCsAEsKmIeLADko5joX8za",
+	"8XxixfDdWdbv3x+ecyse7uP/uEQ70XNF7ouJMKLnLw7zys4Fmzg3o+QzyjTTebbZzMhL7kTEUq1nsB+4",
+	"i1Sqi26qhzwFmQ1bdbdDMSo+5pjr66+o2G3kpccnL17DlnSawbeoMCPJnnAs/zrV1rG9fg7SlLwWDv4d",
+	"kty4c11yTxDloeBLjUnzy/s8MWmVyZMmB0iZQfuGtdLZHCoJKO+8IncRa18uC825GBbvVslMS+WqrIw4",
+	"Vj1TXSfv7nzw/22IYoOryFkpTBuWcYDYNPMVBhORykthQq5zYvRsJpLrkkBazHVJ4NXjsoJMf1eq5E9X",
+	"qmSeA1Gt1LmxWMkqFwG9DhkJMZBrgvhYuAK+b1vhamKR/ijumODXXihjA5TfkmEl5yDbNuwsI9M9r5lF",
+	"udbl63v6331jiKGTlyLGahlobA3fIBc0mfDCfG71xRq7cihYIlEASBjHICN4N+egI23GwlHZQfgxM+La",
+	"1hmKs7kZXnVrcvrniVDaQH1ChNIdFbrrDPq5Sk2sJZzbys87hfTbaEY+xSLF+NiCpXocbE+BJuUuDSSG",
+	"ZEceUMAAfnPPYhVVETHunJjOnI0ootLXVuUqIVsNDPTehafw+5SjPaDHDktLEDwkp8BqvmUJXwTnmXTM",
+	"CueAeLafLBSf6ic/sNPTZ50bsGA/KY7qz2DK9ttZbDZpFzByZ9T+6mMEPO7fs6Vr/YzC1zUI1c6HQArg",
+	"eyP8Jzii21/w5oeLxa0x8j/nF56E5WQtAYnQMa2GImLzCXfYXQHVNaKeeUoyRhSU7elIKs91sjgAAoi9",
+	"C8hmzi3jQJ0xFmuuszRh5+K6pDA/6Ubtb++2aFSTHJYfnrR0fiBR/+nsH1+j+U8oUF/y+8GL+UhRxWjA",
+	"gy4ZLz4Ntjfi74/yskYx9MhGK0TPVWYUhjHmniHM/koTREjrQHC55Kmkmod7++SYGrCp4Go+kanwfp78",
+	"HIOT6ly7CcvdZNfWAOlIPbK9poO9fcljg/cjN2kGv0dxpneo/QVkgiLMVCSJqmOqAc1hEDHMsEkMoOu5",
+	"4EaYw8xNWoNf3wKqYXOd+hA2TLA2mYpLYv0zPeRp5wDJzCzVC6rGpewcK4IqBB09V2wCGBy1MpO2Bq2J",
+	"c7PBzs7u3re9fq/f2x086j/qI6L7Na80hShldVjWdkJx5SxW+cwbsYxtTbHj50Vt0qXkkNK7FEu0+jJG",
+	"KjOprExWc0uA21N4zlIwrh+UgjtXB31NSnA5USG84UOZVt/Jq5Whl335vbz4Uc0OMAzBTYRyQCxEEgqj",
+	"FW9PRc17x+pSOn/aTrPftFRrzk8WTzesofziPVtERpQGwe9qXn9TFy81WA3GiJhPLWivREJ08LK8OBYF",
+	"Oh4CKOCGnRgTQbZR6WLL+nZppTk+1e/1R8Nnk789Y4cnx0xfBqsiSIsJd5y1iQ5juIj0xGFnDO/wmfRE",
+	"eifuDHyUKE+KzlKHJ8e0vHJfkYiVK9vizzxJPMSUVo1T/J7WQaS3eE4ET92k9Ap9AfrB/w0AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

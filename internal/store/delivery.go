@@ -1,0 +1,193 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/guregu/dynamo/v2"
+
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/webhook"
+)
+
+// Deliveries of webhook events live in their subscription's partition
+// (DELIVERY#<eventId>); a pending one is also in a GSI3 due shard
+// (WEBHOOKDUE#<n> / <due ms>#...), which the workers of every replica
+// read. A settled delivery leaves the shard and expires by TTL.
+
+var errDeliveryNotFound = errs.E(errs.NotFound, "delivery_not_found", "delivery not found")
+
+type deliveryItem struct {
+	PK          string    `dynamo:"pk,hash"`
+	SK          string    `dynamo:"sk,range"`
+	Type        string    `dynamo:"type"`
+	GSI1PK      string    `dynamo:"gsi1pk"`           // ORG#<orgId>, so offboarding finds it
+	GSI1SK      string    `dynamo:"gsi1sk"`           // WHDELIVERY#<webhookId>#<eventId>
+	GSI3PK      string    `dynamo:"gsi3pk,omitempty"` // WEBHOOKDUE#<shard> while pending
+	GSI3SK      string    `dynamo:"gsi3sk,omitempty"`
+	OrgID       string    `dynamo:"orgId"`
+	WebhookID   string    `dynamo:"webhookId"`
+	EventID     string    `dynamo:"eventId"`
+	EventType   string    `dynamo:"eventType"`
+	Body        []byte    `dynamo:"body"`
+	State       string    `dynamo:"state"`
+	Attempts    int       `dynamo:"attempts"`
+	LastStatus  int       `dynamo:"lastStatus,omitempty"`
+	LastError   string    `dynamo:"lastError,omitempty"`
+	LatencyMs   int64     `dynamo:"latencyMs,omitempty"`
+	NextAttempt int64     `dynamo:"nextAttemptAt,omitempty"` // epoch ms
+	LeaseOwner  string    `dynamo:"leaseOwner,omitempty"`
+	CreatedAt   time.Time `dynamo:"createdAt"`
+	ExpiresAt   int64     `dynamo:"expiresAt"` // TTL, epoch seconds
+}
+
+func fromDeliveryItem(it deliveryItem) webhook.Delivery {
+	d := webhook.Delivery{OrgID: it.OrgID, WebhookID: it.WebhookID, EventID: it.EventID, Type: it.EventType, Body: it.Body,
+		State: webhook.State(it.State), Attempts: it.Attempts, LastStatus: it.LastStatus, LastError: it.LastError,
+		LatencyMs: it.LatencyMs, LeaseOwner: it.LeaseOwner, CreatedAt: it.CreatedAt}
+	if it.NextAttempt > 0 {
+		d.NextAttempt = time.UnixMilli(it.NextAttempt).UTC()
+	}
+	return d
+}
+
+func checkDeliveryIDs(orgID, webhookID, eventID string) error {
+	return checkIDs(ids.Resource("orgId", orgID), ids.Resource("webhookId", webhookID), ids.Resource("deliveryId", eventID))
+}
+
+// maxPending bounds a delivery's life in the table: retried for RetryFor
+// at most, then kept as long as a settled one. A pending delivery's TTL
+// is set so, in case nothing ever settles it.
+const maxPending = 26*time.Hour + 7*24*time.Hour
+
+// EnqueueDelivery writes d, due at once, unless it exists.
+func (s *Webhooks) EnqueueDelivery(ctx context.Context, d webhook.Delivery) (bool, error) {
+	if err := checkDeliveryIDs(d.OrgID, d.WebhookID, d.EventID); err != nil {
+		return false, err
+	}
+	k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
+	it := deliveryItem{PK: k.PK, SK: k.SK, Type: typeDelivery, GSI1PK: orgPK(d.OrgID), GSI1SK: deliveryGSI1SK(d.WebhookID, d.EventID),
+		GSI3PK: dueShardPK(webhook.Shard(d.OrgID, d.WebhookID)), GSI3SK: dueSK(d.NextAttempt, d.OrgID, d.WebhookID, d.EventID),
+		OrgID: d.OrgID, WebhookID: d.WebhookID, EventID: d.EventID, EventType: d.Type, Body: d.Body, State: string(webhook.Pending),
+		NextAttempt: d.NextAttempt.UnixMilli(), CreatedAt: d.CreatedAt, ExpiresAt: d.CreatedAt.Add(maxPending).Unix()}
+	err := s.table.Put(it).If(notExists).Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("enqueue delivery: %w", translate(err))
+	}
+	return true, nil
+}
+
+// DueDeliveries reads one due shard of GSI3 up to now, earliest first.
+func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, limit int) ([]webhook.Delivery, error) {
+	var items []deliveryItem
+	err := s.table.Get("gsi3pk", dueShardPK(shard)).Range("gsi3sk", dynamo.LessOrEqual, fmt.Sprintf("%013d#~", now.UnixMilli())).
+		Index(gsi3).Limit(limit).All(ctx, &items)
+	if err != nil {
+		return nil, fmt.Errorf("list due deliveries: %w", translate(err))
+	}
+	out := make([]webhook.Delivery, 0, len(items))
+	for _, it := range items {
+		if checkDeliveryIDs(it.OrgID, it.WebhookID, it.EventID) == nil && it.State == string(webhook.Pending) {
+			out = append(out, fromDeliveryItem(it))
+		}
+	}
+	return out, nil
+}
+
+// ClaimDelivery moves d's due time to until, for owner, if it is still
+// due when it was listed: a worker that dies leaves it due again then.
+func (s *Webhooks) ClaimDelivery(ctx context.Context, d webhook.Delivery, owner string, until time.Time) (bool, error) {
+	if err := checkDeliveryIDs(d.OrgID, d.WebhookID, d.EventID); err != nil {
+		return false, err
+	}
+	k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
+	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+		Set("nextAttemptAt", until.UnixMilli()).Set("gsi3sk", dueSK(until, d.OrgID, d.WebhookID, d.EventID)).Set("leaseOwner", owner).
+		If("$ = ? AND nextAttemptAt = ?", "state", string(webhook.Pending), d.NextAttempt.UnixMilli()).
+		Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("claim delivery: %w", translate(err))
+	}
+	return true, nil
+}
+
+// SettleAttempt records an attempt's outcome if owner still holds d: a
+// pending delivery moves to its next due time, a settled one leaves the
+// due shard and expires after retention.
+func (s *Webhooks) SettleAttempt(ctx context.Context, d webhook.Delivery, owner string, claimedUntil, expires time.Time) error {
+	if err := checkDeliveryIDs(d.OrgID, d.WebhookID, d.EventID); err != nil {
+		return err
+	}
+	k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
+	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("state", string(d.State)).Set("attempts", d.Attempts).
+		Set("lastStatus", d.LastStatus).Set("latencyMs", d.LatencyMs).Remove("leaseOwner")
+	if d.LastError == "" {
+		u = u.Remove("lastError")
+	} else {
+		u = u.Set("lastError", truncate(d.LastError, 300))
+	}
+	if d.State == webhook.Pending {
+		u = u.Set("nextAttemptAt", d.NextAttempt.UnixMilli()).Set("gsi3sk", dueSK(d.NextAttempt, d.OrgID, d.WebhookID, d.EventID))
+	} else {
+		u = u.Remove("nextAttemptAt", "gsi3pk", "gsi3sk").Set("expiresAt", expires.Unix())
+	}
+	err := u.If("leaseOwner = ? AND nextAttemptAt = ?", owner, claimedUntil.UnixMilli()).Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return errs.E(errs.Conflict, "lease_lost", "another worker took this delivery over")
+	}
+	if err != nil {
+		return fmt.Errorf("settle delivery: %w", translate(err))
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}
+
+// ListDeliveries pages through the subscription's partition, newest first.
+func (s *Webhooks) ListDeliveries(ctx context.Context, orgID, webhookID string, p page.Request) (page.Result[webhook.Delivery], error) {
+	if err := checkWebhookIDs(orgID, webhookID); err != nil {
+		return page.Result[webhook.Delivery]{}, err
+	}
+	r, err := list(ctx, s.DB, listing{partition: webhookPK(orgID, webhookID), prefix: prefixDelivery, desc: true}, p, fromDeliveryItem)
+	if err != nil {
+		return r, fmt.Errorf("list deliveries: %w", err)
+	}
+	return r, nil
+}
+
+// Redeliver makes the delivery pending and due at now, whatever its state
+// (a worker holding it loses its lease).
+func (s *Webhooks) Redeliver(ctx context.Context, orgID, webhookID, eventID string, now time.Time) (webhook.Delivery, error) {
+	if err := checkDeliveryIDs(orgID, webhookID, eventID); err != nil {
+		return webhook.Delivery{}, err
+	}
+	k := deliveryKey(orgID, webhookID, eventID)
+	var it deliveryItem
+	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("state", string(webhook.Pending)).
+		Set("nextAttemptAt", now.UnixMilli()).Set("gsi3pk", dueShardPK(webhook.Shard(orgID, webhookID))).
+		Set("gsi3sk", dueSK(now, orgID, webhookID, eventID)).Set("createdAt", now).
+		Set("expiresAt", now.Add(maxPending).Unix()).Remove("leaseOwner").
+		If(exists).Value(ctx, &it)
+	if failed, _ := condFailed(err); failed {
+		return webhook.Delivery{}, errDeliveryNotFound
+	}
+	if err != nil {
+		return webhook.Delivery{}, fmt.Errorf("redeliver: %w", translate(err))
+	}
+	return fromDeliveryItem(it), nil
+}
