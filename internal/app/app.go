@@ -55,11 +55,13 @@ func Deps(db *store.DB, deletions *deletion.Worker, o Options) httpapi.Deps {
 // Delivery returns the webhook machinery of one process over db: the
 // dispatcher the change stream feeds (it kicks the worker, so a new event
 // need not wait for the next poll) and the worker that sends what is due,
-// through the outbound client o.WebhookURLs allows.
+// through the outbound client o.WebhookURLs allows. Both keep real time
+// (leases between replicas, the receivers' tolerance of the signed
+// timestamp), never o.Now.
 func Delivery(db *store.DB, o Options, pol webhook.Policy, log *slog.Logger) (*webhook.Dispatcher, *webhook.Worker) {
 	wh := &store.Webhooks{DB: db}
-	w := webhook.NewWorker(wh, webhook.NewClient(o.WebhookURLs.AllowPrivate), pol, o.Now, log)
-	d := webhook.NewDispatcher(wh, pol)
+	w := webhook.NewWorker(wh, o.WebhookURLs.AllowPrivate, pol, nil, log)
+	d := webhook.NewDispatcher(wh, pol, nil)
 	d.Kick = w.Kick
 	return d, w
 }

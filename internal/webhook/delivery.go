@@ -113,8 +113,11 @@ type Policy struct {
 	// Retention is how long a settled delivery stays in the log (TTL,
 	// default 7 days).
 	Retention time.Duration
+	// Timeout bounds one attempt, the endpoint's answer included
+	// (default 15 s).
+	Timeout time.Duration
 	// Lease is how long a worker holds a delivery it attempts (default
-	// 1 min: longer than TotalTimeout).
+	// 1 min; at least twice Timeout).
 	Lease time.Duration
 	// Poll is how often a worker looks for due deliveries (default 1 s).
 	Poll time.Duration
@@ -135,7 +138,8 @@ func (p Policy) withDefaults() Policy {
 	def(&p.RetryFor, 25*time.Hour)
 	def(&p.DisableAfter, 72*time.Hour)
 	def(&p.Retention, 7*24*time.Hour)
-	def(&p.Lease, time.Minute)
+	def(&p.Timeout, 15*time.Second)
+	def(&p.Lease, max(time.Minute, 2*p.Timeout))
 	def(&p.Poll, time.Second)
 	if p.Concurrency <= 0 {
 		p.Concurrency = 32
@@ -225,14 +229,17 @@ func Sign(msgID string, ts time.Time, body []byte, secrets ...string) (string, e
 type Dispatcher struct {
 	store DeliveryStorer
 	pol   Policy
+	now   clock.Clock
 	// Kick, when set, is told that a delivery is due now (the local
 	// worker, so it need not wait for its next poll).
 	Kick func()
 }
 
-// NewDispatcher returns a Dispatcher over s.
-func NewDispatcher(s DeliveryStorer, pol Policy) *Dispatcher {
-	return &Dispatcher{store: s, pol: pol.withDefaults()}
+// NewDispatcher returns a Dispatcher over s; now may be nil for the
+// system clock (deliveries are timed by real time: leases, and the
+// receivers' tolerance of webhook-timestamp).
+func NewDispatcher(s DeliveryStorer, pol Policy, now clock.Clock) *Dispatcher {
+	return &Dispatcher{store: s, pol: pol.withDefaults(), now: clock.Or(now)}
 }
 
 // Dispatch makes ev's deliveries: idempotent, so an event seen twice
@@ -246,7 +253,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, ev audit.Event) (int, error) 
 		return 0, err
 	}
 	var body []byte
-	made := 0
+	made, now := 0, d.now()
 	for _, s := range subs {
 		if !s.Wants(ev.Action) {
 			continue
@@ -255,7 +262,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, ev audit.Event) (int, error) 
 			body = Body(ev)
 		}
 		ok, err := d.store.EnqueueDelivery(ctx, Delivery{OrgID: ev.OrgID, WebhookID: s.ID, EventID: ev.ID, Type: ev.Action,
-			Body: body, State: Pending, NextAttempt: ev.At, CreatedAt: ev.At})
+			Body: body, State: Pending, NextAttempt: now, CreatedAt: now})
 		if err != nil {
 			return made, err
 		}
@@ -278,6 +285,7 @@ type Worker struct {
 	now    clock.Clock
 	log    *slog.Logger
 	kick   chan struct{}
+	ids    *ids.Generator
 
 	mu       sync.Mutex
 	inFlight map[string]int // by endpoint
@@ -285,13 +293,16 @@ type Worker struct {
 	wg       sync.WaitGroup
 }
 
-// NewWorker returns a Worker over s sending with client; now may be nil.
-func NewWorker(s DeliveryStorer, client *http.Client, pol Policy, now clock.Clock, log *slog.Logger) *Worker {
+// NewWorker returns a Worker over s; now may be nil for the system clock.
+// It sends through the client NewClient makes (allowPrivate: development
+// and tests only).
+func NewWorker(s DeliveryStorer, allowPrivate bool, pol Policy, now clock.Clock, log *slog.Logger) *Worker {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Worker{store: s, client: client, pol: pol.withDefaults(), now: clock.Or(now), log: log,
-		kick: make(chan struct{}, 1), inFlight: map[string]int{}}
+	now, pol = clock.Or(now), pol.withDefaults()
+	return &Worker{store: s, client: NewClient(allowPrivate, pol.Timeout), pol: pol, now: now, log: log,
+		kick: make(chan struct{}, 1), ids: ids.NewGenerator(now), inFlight: map[string]int{}}
 }
 
 // Kick makes the worker look for due deliveries now.
@@ -492,7 +503,7 @@ func (w *Worker) health(ctx context.Context, sub Subscription, ok bool, now time
 		next.FailingSince = now
 	default:
 		next.Active = false
-		e := audit.NewEvent(ctx, ids.NewGenerator(w.now).NewAt(now), audit.Actor{OrgID: sub.OrgID, UserID: SystemActor},
+		e := audit.NewEvent(ctx, w.ids.NewAt(now), audit.Actor{OrgID: sub.OrgID, UserID: SystemActor},
 			"webhook.disable", audit.Target{Type: "webhook", ID: sub.ID}, now, audit.Diff(audit.F("active", true, false),
 				audit.F("reason", nil, fmt.Sprintf("every delivery failed for %s", w.pol.DisableAfter))))
 		ev = &e

@@ -13,12 +13,11 @@ import (
 	"time"
 )
 
-// Outbound limits: an endpoint has ConnectTimeout to accept the connection
-// and TotalTimeout to answer; at most MaxResponseBytes of its answer are
-// read (and kept: MaxErrorLen of it, in the delivery log).
+// Outbound limits: an endpoint has ConnectTimeout to accept the
+// connection and Policy.Timeout (15 s by default) to answer; at most
+// MaxResponseBytes of its answer are read.
 const (
 	ConnectTimeout   = 5 * time.Second
-	TotalTimeout     = 15 * time.Second
 	MaxResponseBytes = 64 << 10
 )
 
@@ -75,8 +74,8 @@ func refusedHost(host string, allowPrivate bool) error {
 // public addresses (checked on the address actually dialled, after DNS
 // resolution) unless allowPrivate, follows no redirect, uses no proxy
 // from the environment, and gives up after ConnectTimeout to connect and
-// TotalTimeout in all.
-func NewClient(allowPrivate bool) *http.Client {
+// total in all.
+func NewClient(allowPrivate bool, total time.Duration) *http.Client {
 	d := &net.Dialer{Timeout: ConnectTimeout, Control: func(_, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
@@ -91,12 +90,12 @@ func NewClient(allowPrivate bool) *http.Client {
 		Proxy:                 nil,
 		DialContext:           d.DialContext,
 		TLSHandshakeTimeout:   ConnectTimeout,
-		ResponseHeaderTimeout: TotalTimeout,
+		ResponseHeaderTimeout: total,
 		MaxIdleConnsPerHost:   2,
 		IdleConnTimeout:       30 * time.Second,
 		ForceAttemptHTTP2:     true,
 	}
-	return &http.Client{Transport: tr, Timeout: TotalTimeout,
+	return &http.Client{Transport: tr, Timeout: total,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 }
 

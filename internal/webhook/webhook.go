@@ -321,7 +321,10 @@ func (s *Service) RotateSecret(ctx context.Context, p authz.Principal, webhookID
 			return Subscription{}, err
 		}
 		now := s.now()
-		next.Secret, next.OldSecret, next.OldSecretUntil = secret, prev.Secret, now.Add(RotationOverlap)
+		// The overlap is judged by the delivery workers, which keep real
+		// time (leases, the receivers' tolerance of the signed
+		// timestamp): it ends a real day from now, whatever s.now says.
+		next.Secret, next.OldSecret, next.OldSecretUntil = secret, prev.Secret, clock.System().Add(RotationOverlap)
 		next.Version, next.UpdatedAt = prev.Version+1, now
 		// The change names no secret: only that one was rotated.
 		ev := s.event(ctx, audit.By(p, g), "webhook.rotate_secret", webhookID, now,
