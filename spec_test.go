@@ -66,6 +66,8 @@ func TestOpenAPIOperationIDs(t *testing.T) {
 	want := []string{
 		"getHealth", "getReady", "getOpenAPI", "getMe",
 		"createInvitation", "listInvitations", "revokeInvitation", "acceptInvitation", "listAuditEvents",
+		"createWebhook", "listWebhooks", "getWebhook", "updateWebhook", "deleteWebhook", "rotateWebhookSecret",
+		"listWebhookDeliveries", "redeliverWebhook",
 		"createOrg", "listOrgs", "getOrg", "updateOrg", "deleteOrg",
 		"getOffboarding",
 		"listOrgUsers", "addOrgUser", "getOrgUser", "updateOrgUser", "removeOrgUser",

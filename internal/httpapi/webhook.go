@@ -108,7 +108,7 @@ func (h *handlers) RotateWebhookSecret(ctx context.Context, req oapi.RotateWebho
 	if err != nil {
 		return nil, err
 	}
-	s, err := h.Webhooks.RotateSecret(ctx, p, req.WebhookId)
+	s, err := h.Webhooks.RotateWebhookSecret(ctx, p, req.WebhookId)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func (h *handlers) ListWebhookDeliveries(ctx context.Context, req oapi.ListWebho
 		return nil, err
 	}
 	r, next, err := fetchPage(ctx, h, p.OrgID, "listWebhookDeliveries/"+req.WebhookId, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[webhook.Delivery], error) {
-		return h.Deliveries.List(ctx, p, req.WebhookId, pr)
+		return h.Deliveries.ListWebhookDeliveries(ctx, p, req.WebhookId, pr)
 	})
 	if err != nil {
 		return nil, err
@@ -155,7 +155,7 @@ func (h *handlers) RedeliverWebhook(ctx context.Context, req oapi.RedeliverWebho
 	if err != nil {
 		return nil, err
 	}
-	d, err := h.Deliveries.Redeliver(ctx, p, req.WebhookId, req.DeliveryId)
+	d, err := h.Deliveries.RedeliverWebhook(ctx, p, req.WebhookId, req.DeliveryId)
 	if err != nil {
 		return nil, err
 	}

@@ -5,9 +5,9 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
-	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -41,7 +41,7 @@ type receiver struct {
 	secrets  []string
 	got      []delivered    // verified deliveries
 	attempts map[string]int // requests by webhook-id
-	bad     []string
+	bad      []string
 	// script, when set, says how to answer the attempt-th delivery of
 	// msgID: a status, or 0 to hang past the client's timeout, or -1 to
 	// close the connection.
@@ -376,6 +376,9 @@ func TestWebhook(t *testing.T) {
 	})
 
 	crud(t, w, recv, hook)
+	// Subscriptions and deliveries keep the data model's rules (their keys,
+	// their index entries, a pending delivery in its due shard).
+	mustHealthy(t, ts)
 }
 
 // crud is the subscriptions' own behaviour.
@@ -522,4 +525,47 @@ func waitFor(t *testing.T, cond func() bool) {
 // ulidAt is a fresh event ID of time t.
 func ulidAt(t time.Time) string {
 	return ulid.MustNew(ulid.Timestamp(t), rand.Reader).String()
+}
+
+// mustWebhook subscribes url to every event of w's org, as its owner, and
+// gives the subscription one pending delivery (made in the table, as the
+// dispatcher would: the server runs none unless WithWebhooks), for the
+// request builders' {webhookId} and {deliveryId}.
+func mustWebhook(t *testing.T, ts *testServer, w *world, url string) (client.WebhookCreated, string) {
+	t.Helper()
+	r, err := w.Owner.C.CreateWebhookWithResponse(bg, w.Org.Id, nil, client.WebhookCreate{Url: url, Events: []string{"*"}})
+	mustStatus(t, r, err, http.StatusCreated)
+	return *r.JSON201, enqueueDelivery(t, ts, w.Org.Id, r.JSON201.Id)
+}
+
+// enqueueDelivery gives the webhook a pending delivery of a new event, due
+// in an hour, and returns its ID.
+func enqueueDelivery(t *testing.T, ts *testServer, orgID, webhookID string) string {
+	t.Helper()
+	now := time.Now().UTC()
+	id := ulidAt(now)
+	wh := &store.Webhooks{DB: store.Open(ts.Raw, ts.Table)}
+	ok, err := wh.EnqueueDelivery(bg, webhook.Delivery{OrgID: orgID, WebhookID: webhookID, EventID: id, Type: "ticket.create",
+		Body: []byte(`{}`), NextAttempt: now.Add(time.Hour), CreatedAt: now})
+	if !ok || err != nil {
+		t.Fatalf("enqueue a delivery: %v %v", ok, err)
+	}
+	return id
+}
+
+// sharedWebhook is the one webhook of w's org that the role matrix's
+// rows share (an org holds at most webhook.MaxPerOrg).
+func sharedWebhook(t *testing.T, ts *testServer, w *world) string {
+	t.Helper()
+	r, err := w.Owner.C.ListWebhooksWithResponse(bg, w.Org.Id, &client.ListWebhooksParams{Limit: ptr(100)})
+	mustStatus(t, r, err, http.StatusOK)
+	for _, h := range r.JSON200.Items {
+		if h.Description != nil && *h.Description == "shared" {
+			return h.Id
+		}
+	}
+	c, err := w.Owner.C.CreateWebhookWithResponse(bg, w.Org.Id, nil, client.WebhookCreate{Url: "https://hooks.example.com/shared",
+		Events: []string{"*"}, Description: ptr("shared")})
+	mustStatus(t, c, err, http.StatusCreated)
+	return c.JSON201.Id
 }

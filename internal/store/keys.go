@@ -46,6 +46,7 @@ const (
 	typeInviteMail = "InvitationEmail"
 	typeWebhook    = "Webhook"
 	typeDelivery   = "WebhookDelivery"
+	typeCheckpoint = "StreamCheckpoint"
 )
 
 // Sort key constants and prefixes.
@@ -225,3 +226,10 @@ func dueShardPK(shard int) string { return fmt.Sprintf("WEBHOOKDUE#%d", shard) }
 func dueSK(at time.Time, orgID, webhookID, eventID string) string {
 	return fmt.Sprintf("%013d#%s#%s#%s", at.UnixMilli(), orgID, webhookID, eventID)
 }
+
+// streamCheckpointPK is the partition of the local stream reader's
+// checkpoints (SHARD#<shardId>: the last sequence number dispatched).
+// Like DELETING it belongs to no tenant; only the stream reader reads it.
+const streamCheckpointPK = "WEBHOOKSTREAM"
+
+func checkpointSK(shardID string) string { return "SHARD#" + shardID }

@@ -33,17 +33,14 @@ func AuditEventFromImage(img map[string]string) (audit.Event, bool) {
 		ClientRequestID: img["clientRequestId"], At: at.UTC(), Changes: img["changes"]}), true
 }
 
-// streamCheckpointPK is the partition of the local stream reader's
-// checkpoints: the last sequence number dispatched per shard. Like
-// DELETING, it belongs to no tenant; only the stream reader reads it.
-const streamCheckpointPK = "WEBHOOKSTREAM"
-
-const shardDone = "#END"
+// shardDone is the checkpoint of a shard read to its end (closed).
+const shardDone = "closed"
 
 type checkpointItem struct {
-	PK  string `dynamo:"pk,hash"`
-	SK  string `dynamo:"sk,range"`
-	Seq string `dynamo:"seq"`
+	PK   string `dynamo:"pk,hash"`
+	SK   string `dynamo:"sk,range"`
+	Type string `dynamo:"type"`
+	Seq  string `dynamo:"seq"`
 }
 
 // StreamReader feeds the table's change stream, through the SDK's
@@ -153,7 +150,7 @@ func (r *StreamReader) readShard(ctx context.Context, shardID string) (int, erro
 	it, ok := r.iters[shardID]
 	if !ok {
 		var cp checkpointItem
-		err := r.db.table.Get(attrPK, streamCheckpointPK).Range(attrSK, dynamo.Equal, shardID).Consistent(true).One(ctx, &cp)
+		err := r.db.table.Get(attrPK, streamCheckpointPK).Range(attrSK, dynamo.Equal, checkpointSK(shardID)).Consistent(true).One(ctx, &cp)
 		if err != nil && !errors.Is(err, dynamo.ErrNotFound) {
 			return 0, fmt.Errorf("read checkpoint: %w", err)
 		}
@@ -214,7 +211,7 @@ func (r *StreamReader) readShard(ctx context.Context, shardID string) (int, erro
 }
 
 func (r *StreamReader) checkpoint(ctx context.Context, shardID, seq string) error {
-	if err := r.db.table.Put(checkpointItem{PK: streamCheckpointPK, SK: shardID, Seq: seq}).Run(ctx); err != nil {
+	if err := r.db.table.Put(checkpointItem{PK: streamCheckpointPK, SK: checkpointSK(shardID), Type: typeCheckpoint, Seq: seq}).Run(ctx); err != nil {
 		return fmt.Errorf("checkpoint: %w", translate(err))
 	}
 	return nil

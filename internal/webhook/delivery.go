@@ -528,8 +528,9 @@ func NewDeliveries(s DeliveryStorer, now clock.Clock) *Deliveries {
 	return &Deliveries{store: s, now: clock.Or(now)}
 }
 
-// List pages through an endpoint's deliveries, newest first (admin+).
-func (s *Deliveries) List(ctx context.Context, p authz.Principal, webhookID string, pr page.Request) (page.Result[Delivery], error) {
+// ListWebhookDeliveries pages through an endpoint's deliveries, newest
+// first (admin+).
+func (s *Deliveries) ListWebhookDeliveries(ctx context.Context, p authz.Principal, webhookID string, pr page.Request) (page.Result[Delivery], error) {
 	if err := authz.Authorize(p, authz.WebhookManage, authz.Facts{}); err != nil {
 		return page.Result[Delivery]{}, err
 	}
@@ -539,8 +540,9 @@ func (s *Deliveries) List(ctx context.Context, p authz.Principal, webhookID stri
 	return s.store.ListDeliveries(ctx, p.OrgID, webhookID, pr)
 }
 
-// Redeliver makes a delivery due again now (admin+), whatever its state.
-func (s *Deliveries) Redeliver(ctx context.Context, p authz.Principal, webhookID, deliveryID string) (Delivery, error) {
+// RedeliverWebhook makes a delivery due again now (admin+), whatever its
+// state.
+func (s *Deliveries) RedeliverWebhook(ctx context.Context, p authz.Principal, webhookID, deliveryID string) (Delivery, error) {
 	if err := authz.Authorize(p, authz.WebhookManage, authz.Facts{}); err != nil {
 		return Delivery{}, err
 	}

@@ -305,10 +305,10 @@ func (s *Service) UpdateWebhook(ctx context.Context, p authz.Principal, webhookI
 	})
 }
 
-// RotateSecret gives a subscription a new secret (admin+), returned once;
+// RotateWebhookSecret gives a subscription a new secret (admin+), returned once;
 // the old one keeps signing for RotationOverlap, so a receiver has a day
 // to switch.
-func (s *Service) RotateSecret(ctx context.Context, p authz.Principal, webhookID string) (Subscription, error) {
+func (s *Service) RotateWebhookSecret(ctx context.Context, p authz.Principal, webhookID string) (Subscription, error) {
 	g, err := authz.Permit(p, authz.WebhookManage, authz.Facts{})
 	if err != nil {
 		return Subscription{}, err
