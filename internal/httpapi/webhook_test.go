@@ -218,7 +218,11 @@ func TestWebhook(t *testing.T) {
 	recvB.setSecrets(rb.JSON201.Secret)
 
 	t.Run("each subscribed change arrives once, signed, and nothing of another org", func(t *testing.T) {
+		start := time.Now()
 		tk := MustTicket(t, w.Requester.C, org, client.TicketCreate{Title: "Hook me"})
+		first := eventsOf(t, w.Owner.C, org, "ticket.create")
+		recv.await(t, first[len(first)-1].Id)
+		t.Logf("end-to-end delay (commit to the receiver, stream poll %v, worker kicked): %v", 50*time.Millisecond, time.Since(start))
 		title := "Hooked"
 		u, err := w.Requester.C.UpdateTicketWithResponse(bg, org, tk.Id, nil, client.TicketUpdate{Title: &title})
 		mustStatus(t, u, err, http.StatusOK)
@@ -376,6 +380,18 @@ func TestWebhook(t *testing.T) {
 	})
 
 	crud(t, w, recv, hook)
+	t.Run("offboarding deletes the org's webhooks and deliveries", func(t *testing.T) {
+		if len(apitest.ItemsOf(t, ts, "Webhook", bOrg.Id)) == 0 || len(apitest.ItemsOf(t, ts, "WebhookDelivery", bOrg.Id)) == 0 {
+			t.Fatal("org B has no webhook or no delivery to delete")
+		}
+		r, err := bee.C.DeleteOrgWithResponse(bg, bOrg.Id, nil)
+		mustStatus(t, r, err, http.StatusNoContent)
+		for _, typ := range []string{"Webhook", "WebhookDelivery"} {
+			if n := len(apitest.ItemsOf(t, ts, typ, bOrg.Id)); n != 0 {
+				t.Errorf("%d %s items of the offboarded org are left", n, typ)
+			}
+		}
+	})
 	// Subscriptions and deliveries keep the data model's rules (their keys,
 	// their index entries, a pending delivery in its due shard).
 	mustHealthy(t, ts)
