@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -478,6 +479,16 @@ func crud(t *testing.T, w *apitest.World, recv *receiver, hook client.WebhookCre
 		r, err := w.Admin.C.GetWebhookWithResponse(bg, org, w.Ticket.Id)
 		wantProblem(t, r, err, http.StatusNotFound, "webhook_not_found")
 	})
+	spec(t, "409/createWebhook/the org has 20 already", func(t *testing.T) {
+		l, err := w.Owner.C.ListWebhooksWithResponse(bg, org, &client.ListWebhooksParams{Limit: ptr(100)})
+		mustStatus(t, l, err, http.StatusOK)
+		for i := len(l.JSON200.Items); i < webhook.MaxPerOrg; i++ {
+			r, err := w.Owner.C.CreateWebhookWithResponse(bg, org, nil, client.WebhookCreate{Url: fmt.Sprintf("http://127.0.0.1:1/%d", i), Events: []string{"*"}})
+			mustStatus(t, r, err, http.StatusCreated)
+		}
+		r, err := w.Owner.C.CreateWebhookWithResponse(bg, org, nil, client.WebhookCreate{Url: "http://127.0.0.1:1/one-too-many", Events: []string{"*"}})
+		wantProblem(t, r, err, http.StatusConflict, "webhook_limit")
+	})
 	spec(t, "204/deleteWebhook", func(t *testing.T) {
 		r, err := w.Admin.C.DeleteWebhookWithResponse(bg, org, hook.Id, nil)
 		mustStatus(t, r, err, http.StatusNoContent)
@@ -487,6 +498,9 @@ func crud(t *testing.T, w *apitest.World, recv *receiver, hook client.WebhookCre
 	audit := eventsOf(t, w.Owner.C, org, "webhook.create", "webhook.update", "webhook.rotate_secret", "webhook.delete")
 	var actions []string
 	for _, e := range audit {
+		if e.TargetId != hook.Id {
+			continue
+		}
 		actions = append(actions, e.Action)
 		for _, c := range e.Changes {
 			if b, _ := json.Marshal(c); strings.Contains(string(b), "whsec_") {
