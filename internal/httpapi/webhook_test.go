@@ -386,7 +386,14 @@ func TestWebhook(t *testing.T) {
 			t.Fatal("org B has no webhook or no delivery to delete")
 		}
 		r, err := bee.C.DeleteOrgWithResponse(bg, bOrg.Id, nil)
-		mustStatus(t, r, err, http.StatusNoContent)
+		if err != nil || r.StatusCode() != http.StatusNoContent && r.StatusCode() != http.StatusAccepted {
+			t.Fatalf("delete org: %v %s", err, r.Body)
+		}
+		// 202 on a busy machine: the offboarding goes on in the background.
+		waitFor(t, func() bool {
+			g, err := bee.C.GetOffboardingWithResponse(bg, bOrg.Id)
+			return err == nil && g.StatusCode() == http.StatusNotFound
+		})
 		for _, typ := range []string{"Webhook", "WebhookDelivery"} {
 			if n := len(apitest.ItemsOf(t, ts, typ, bOrg.Id)); n != 0 {
 				t.Errorf("%d %s items of the offboarded org are left", n, typ)
@@ -483,7 +490,7 @@ func crud(t *testing.T, w *apitest.World, recv *receiver, hook client.WebhookCre
 		l, err := w.Owner.C.ListWebhooksWithResponse(bg, org, &client.ListWebhooksParams{Limit: ptr(100)})
 		mustStatus(t, l, err, http.StatusOK)
 		for i := len(l.JSON200.Items); i < webhook.MaxPerOrg; i++ {
-			r, err := w.Owner.C.CreateWebhookWithResponse(bg, org, nil, client.WebhookCreate{Url: fmt.Sprintf("http://127.0.0.1:1/%d", i), Events: []string{"*"}})
+			r, err := w.Owner.C.CreateWebhookWithResponse(bg, org, nil, client.WebhookCreate{Url: fmt.Sprintf("http://127.0.0.1:1/%d", i), Events: []string{"nothing.happens"}})
 			mustStatus(t, r, err, http.StatusCreated)
 		}
 		r, err := w.Owner.C.CreateWebhookWithResponse(bg, org, nil, client.WebhookCreate{Url: "http://127.0.0.1:1/one-too-many", Events: []string{"*"}})
