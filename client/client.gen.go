@@ -380,6 +380,36 @@ type AuditValue0 = string
 // AuditValue1 defines model for AuditValue.1.
 type AuditValue1 = []string
 
+// BadRequestProblem A problem of a 400, which lists every problem of the request in `errors`.
+type BadRequestProblem struct {
+	// Code Stable machine-readable error code. Branch on it (and on the status) rather than on `title` or `detail`.
+	//
+	// Example: not_found
+	Code string `json:"code"`
+
+	// Detail Human-readable explanation of this occurrence.
+	//
+	// Example: ticket not found
+	Detail string       `json:"detail"`
+	Errors []FieldError `json:"errors"`
+
+	// RequestId Id of the request, for support and log correlation.
+	RequestId string `json:"requestId"`
+
+	// Status HTTP status code.
+	//
+	// Example: 404
+	Status int `json:"status"`
+
+	// Title Short, human-readable summary of the problem type.
+	//
+	// Example: Not Found
+	Title string `json:"title"`
+
+	// Type URI reference identifying the problem type (`about:blank` when there is no more specific type).
+	Type string `json:"type"`
+}
+
 // Comment defines model for Comment.
 type Comment struct {
 	AuthorId  string    `json:"authorId"`
@@ -448,32 +478,37 @@ type GraphQLError_Path_Item struct {
 	union json.RawMessage
 }
 
-// GraphQLRequest A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`).
+// GraphQLRequest A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`). A null `operationName`, `variables` or `extensions` is the same as none.
 type GraphQLRequest struct {
-	Extensions *struct {
-		PersistedQuery *struct {
-			// Sha256Hash The SHA-256 of the query, hex.
-			Sha256Hash string                                        `json:"sha256Hash"`
-			Version    GraphQLRequestExtensionsPersistedQueryVersion `json:"version"`
-		} `json:"persistedQuery,omitempty"`
-	} `json:"extensions,omitempty"`
+	// Extensions Protocol extensions: `persistedQuery` is read, any other key ignored.
+	Extensions nullable.Nullable[GraphQLRequest_Extensions] `json:"extensions,omitempty"`
 
 	// OperationName The operation of the document to run, when it has several.
-	OperationName *string `json:"operationName,omitempty"`
+	OperationName nullable.Nullable[string] `json:"operationName,omitempty"`
 
 	// Query The GraphQL document (at most 16 KiB and 5,000 tokens).
 	Query *string `json:"query,omitempty"`
 
 	// Variables The operation's variables.
-	Variables *json.RawMessage `json:"variables,omitempty"`
+	Variables nullable.Nullable[json.RawMessage] `json:"variables,omitempty"`
 }
 
 // GraphQLRequestExtensionsPersistedQueryVersion defines model for GraphQLRequest.Extensions.PersistedQuery.Version.
 type GraphQLRequestExtensionsPersistedQueryVersion int
 
+// GraphQLRequest_Extensions Protocol extensions: `persistedQuery` is read, any other key ignored.
+type GraphQLRequest_Extensions struct {
+	PersistedQuery *struct {
+		// Sha256Hash The SHA-256 of the query, hex.
+		Sha256Hash string                                        `json:"sha256Hash"`
+		Version    GraphQLRequestExtensionsPersistedQueryVersion `json:"version"`
+	} `json:"persistedQuery,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // GraphQLResponse A GraphQL response.
 type GraphQLResponse struct {
-	// Data The operation's result; null after a request error.
+	// Data The operation's result; absent after a request error (nothing executed).
 	Data       nullable.Nullable[map[string]interface{}] `json:"data,omitempty"`
 	Errors     *[]GraphQLError                           `json:"errors,omitempty"`
 	Extensions *map[string]interface{}                   `json:"extensions,omitempty"`
@@ -529,6 +564,9 @@ type InvitationCreated struct {
 	// InvitedBy User ID of the inviter.
 	InvitedBy string `json:"invitedBy"`
 
+	// ReplacedInvitationId The pending invitation for the same email that this one replaced: its token no longer works. Absent when there was none.
+	ReplacedInvitationId *string `json:"replacedInvitationId,omitempty"`
+
 	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
 	Role    Role     `json:"role"`
 	TeamIds []string `json:"teamIds"`
@@ -545,7 +583,10 @@ type InvitationList struct {
 
 // Me defines model for Me.
 type Me struct {
-	// Orgs All organizations the caller belongs to.
+	// NextCursor Cursor of the next page of `orgs` (pass it as `cursor` to `getMe`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+
+	// Orgs A page of the organizations the caller belongs to (`limit`, 100 by default); `nextCursor` is set when there are more.
 	Orgs []MeOrg `json:"orgs"`
 
 	// UserId The caller's user id (token subject).
@@ -980,8 +1021,8 @@ type UserId = string
 // WebhookId defines model for webhookId.
 type WebhookId = string
 
-// BadRequest RFC 9457 problem details.
-type BadRequest = Problem
+// BadRequest A problem of a 400, which lists every problem of the request in `errors`.
+type BadRequest = BadRequestProblem
 
 // Conflict RFC 9457 problem details.
 type Conflict = Problem
@@ -1001,6 +1042,9 @@ type PayloadTooLarge = Problem
 // PreconditionFailed RFC 9457 problem details.
 type PreconditionFailed = Problem
 
+// RequestTimeout RFC 9457 problem details.
+type RequestTimeout = Problem
+
 // ServiceUnavailable RFC 9457 problem details.
 type ServiceUnavailable = Problem
 
@@ -1016,10 +1060,34 @@ type UnprocessableEntity = Problem
 // UnsupportedMediaType RFC 9457 problem details.
 type UnsupportedMediaType = Problem
 
+// GraphqlGetParams defines parameters for GraphqlGet.
+type GraphqlGetParams struct {
+	// Query The GraphQL document (at most 16 KiB and 5,000 tokens).
+	Query *string `form:"query,omitempty" json:"query,omitempty"`
+
+	// OperationName The operation of the document to run, when it has several.
+	OperationName *string `form:"operationName,omitempty" json:"operationName,omitempty"`
+
+	// Variables The operation's variables, a JSON object.
+	Variables *string `form:"variables,omitempty" json:"variables,omitempty"`
+
+	// Extensions Protocol extensions, a JSON object: `persistedQuery` is read, any other key ignored.
+	Extensions *string `form:"extensions,omitempty" json:"extensions,omitempty"`
+}
+
 // AcceptInvitationParams defines parameters for AcceptInvitation.
 type AcceptInvitationParams struct {
 	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetMeParams defines parameters for GetMe.
+type GetMeParams struct {
+	// Limit Maximum number of organizations to return (page size).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListOrgsParams defines parameters for ListOrgs.
@@ -1405,6 +1473,74 @@ type CreateWebhookJSONRequestBody = WebhookCreate
 // UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
 type UpdateWebhookJSONRequestBody = WebhookUpdate
 
+// Getter for additional properties for GraphQLRequest_Extensions. Returns the specified
+// element and whether it was found
+func (a GraphQLRequest_Extensions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphQLRequest_Extensions
+func (a *GraphQLRequest_Extensions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphQLRequest_Extensions to handle AdditionalProperties
+func (a *GraphQLRequest_Extensions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["persistedQuery"]; found {
+		err = json.Unmarshal(raw, &a.PersistedQuery)
+		if err != nil {
+			return fmt.Errorf("error reading 'persistedQuery': %w", err)
+		}
+		delete(object, "persistedQuery")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphQLRequest_Extensions to handle AdditionalProperties
+func (a GraphQLRequest_Extensions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.PersistedQuery != nil {
+		object["persistedQuery"], err = json.Marshal(a.PersistedQuery)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'persistedQuery': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // AsAuditValue0 returns the union data inside the AuditValue as a AuditValue0
 func (t AuditValue) AsAuditValue0() (AuditValue0, error) {
 	var body AuditValue0
@@ -1624,11 +1760,20 @@ type ClientInterface interface {
 	// Corresponds with GET /readyz (the `GetReady` operationId).
 	GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GraphqlGet Run a GraphQL query (GET)
+	//
+	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+	//
+	// Corresponds with GET /v1/graphql (the `GraphqlGet` operationId).
+	GraphqlGet(ctx context.Context, params *GraphqlGetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GraphqlWithBody Run a GraphQL query or mutation
 	//
-	// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+	// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 	//
-	// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+	// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+	//
+	// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 	//
 	// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 	//
@@ -1639,9 +1784,11 @@ type ClientInterface interface {
 
 	// Graphql Run a GraphQL query or mutation
 	//
-	// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+	// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 	//
-	// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+	// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+	//
+	// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 	//
 	// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 	//
@@ -1652,17 +1799,17 @@ type ClientInterface interface {
 
 	// AcceptInvitation Accept an invitation
 	//
-	// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+	// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once. It is idempotent for the user who accepted it: their repeated accept (a retry after a lost answer) answers 200 with their membership as it is now (its teams included), and changes nothing. Anyone else's accept of a used invitation, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
 	//
 	// Corresponds with POST /v1/invitations/{token}/accept (the `AcceptInvitation` operationId).
 	AcceptInvitation(ctx context.Context, token string, params *AcceptInvitationParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMe Get the caller
 	//
-	// Returns the authenticated caller's user id and every organization they belong to, with their role in each.
+	// Returns the authenticated caller's user id and the organizations they belong to, with their role in each: a page of them, `limit` (100 by default) at a time, like `listOrgs`. When there are more, `nextCursor` (and the `Link` header) leads to the next page of them; a page without `nextCursor` is the last. Nothing is left out silently.
 	//
 	// Corresponds with GET /v1/me (the `GetMe` operationId).
-	GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetMe(ctx context.Context, params *GetMeParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListOrgs List the caller's organizations
 	//
@@ -1673,7 +1820,7 @@ type ClientInterface interface {
 
 	// CreateOrgWithBody Create an organization
 	//
-	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1682,7 +1829,7 @@ type ClientInterface interface {
 
 	// CreateOrg Create an organization
 	//
-	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -1737,7 +1884,7 @@ type ClientInterface interface {
 
 	// CreateInvitationWithBody Invite someone by email
 	//
-	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1746,7 +1893,7 @@ type ClientInterface interface {
 
 	// CreateInvitation Invite someone by email
 	//
-	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2160,11 +2307,30 @@ func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*
 	return c.Client.Do(req)
 }
 
+// GraphqlGet Run a GraphQL query (GET)
+//
+// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+//
+// Corresponds with GET /v1/graphql (the `GraphqlGet` operationId).
+func (c *Client) GraphqlGet(ctx context.Context, params *GraphqlGetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGraphqlGetRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GraphqlWithBody Run a GraphQL query or mutation
 //
-// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 //
-// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+//
+// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 //
 // Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 //
@@ -2185,9 +2351,11 @@ func (c *Client) GraphqlWithBody(ctx context.Context, contentType string, body i
 
 // Graphql Run a GraphQL query or mutation
 //
-// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 //
-// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+//
+// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 //
 // Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 //
@@ -2208,7 +2376,7 @@ func (c *Client) Graphql(ctx context.Context, body GraphqlJSONRequestBody, reqEd
 
 // AcceptInvitation Accept an invitation
 //
-// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once. It is idempotent for the user who accepted it: their repeated accept (a retry after a lost answer) answers 200 with their membership as it is now (its teams included), and changes nothing. Anyone else's accept of a used invitation, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
 //
 // Corresponds with POST /v1/invitations/{token}/accept (the `AcceptInvitation` operationId).
 func (c *Client) AcceptInvitation(ctx context.Context, token string, params *AcceptInvitationParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2225,11 +2393,11 @@ func (c *Client) AcceptInvitation(ctx context.Context, token string, params *Acc
 
 // GetMe Get the caller
 //
-// Returns the authenticated caller's user id and every organization they belong to, with their role in each.
+// Returns the authenticated caller's user id and the organizations they belong to, with their role in each: a page of them, `limit` (100 by default) at a time, like `listOrgs`. When there are more, `nextCursor` (and the `Link` header) leads to the next page of them; a page without `nextCursor` is the last. Nothing is left out silently.
 //
 // Corresponds with GET /v1/me (the `GetMe` operationId).
-func (c *Client) GetMe(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetMeRequest(c.Server)
+func (c *Client) GetMe(ctx context.Context, params *GetMeParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMeRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2259,7 +2427,7 @@ func (c *Client) ListOrgs(ctx context.Context, params *ListOrgsParams, reqEditor
 
 // CreateOrgWithBody Create an organization
 //
-// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2278,7 +2446,7 @@ func (c *Client) CreateOrgWithBody(ctx context.Context, params *CreateOrgParams,
 
 // CreateOrg Create an organization
 //
-// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -2403,7 +2571,7 @@ func (c *Client) ListInvitations(ctx context.Context, orgId OrgId, params *ListI
 
 // CreateInvitationWithBody Invite someone by email
 //
-// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -2422,7 +2590,7 @@ func (c *Client) CreateInvitationWithBody(ctx context.Context, orgId OrgId, para
 
 // CreateInvitation Invite someone by email
 //
-// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3325,6 +3493,96 @@ func NewGetReadyRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
+// NewGraphqlGetRequest constructs an http.Request for the GraphqlGet method
+func NewGraphqlGetRequest(server string, params *GraphqlGetParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/graphql")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Query != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "query", *params.Query, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.OperationName != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "operationName", *params.OperationName, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Variables != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "variables", *params.Variables, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Extensions != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "extensions", *params.Extensions, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewGraphqlRequest calls the generic Graphql builder with application/json body
 func NewGraphqlRequest(server string, body GraphqlJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -3415,7 +3673,7 @@ func NewAcceptInvitationRequest(server string, token string, params *AcceptInvit
 }
 
 // NewGetMeRequest constructs an http.Request for the GetMe method
-func NewGetMeRequest(server string) (*http.Request, error) {
+func NewGetMeRequest(server string, params *GetMeParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3431,6 +3689,45 @@ func NewGetMeRequest(server string) (*http.Request, error) {
 	queryURL, err := serverURL.Parse(operationPath)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Limit != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
 	}
 
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
@@ -6506,11 +6803,22 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /readyz (the `GetReady` operationId).
 	GetReadyWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetReadyResponse, error)
 
+	// GraphqlGetWithResponse Run a GraphQL query (GET)
+	//
+	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/graphql (the `GraphqlGet` operationId).
+	GraphqlGetWithResponse(ctx context.Context, params *GraphqlGetParams, reqEditors ...RequestEditorFn) (*GraphqlGetResponse, error)
+
 	// GraphqlWithBodyWithResponse Run a GraphQL query or mutation
 	//
-	// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+	// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 	//
-	// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+	// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+	//
+	// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 	//
 	// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 	//
@@ -6521,9 +6829,11 @@ type ClientWithResponsesInterface interface {
 
 	// GraphqlWithResponse Run a GraphQL query or mutation
 	//
-	// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+	// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 	//
-	// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+	// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+	//
+	// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 	//
 	// Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 	//
@@ -6534,7 +6844,7 @@ type ClientWithResponsesInterface interface {
 
 	// AcceptInvitationWithResponse Accept an invitation
 	//
-	// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+	// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once. It is idempotent for the user who accepted it: their repeated accept (a retry after a lost answer) answers 200 with their membership as it is now (its teams included), and changes nothing. Anyone else's accept of a used invitation, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6543,12 +6853,12 @@ type ClientWithResponsesInterface interface {
 
 	// GetMeWithResponse Get the caller
 	//
-	// Returns the authenticated caller's user id and every organization they belong to, with their role in each.
+	// Returns the authenticated caller's user id and the organizations they belong to, with their role in each: a page of them, `limit` (100 by default) at a time, like `listOrgs`. When there are more, `nextCursor` (and the `Link` header) leads to the next page of them; a page without `nextCursor` is the last. Nothing is left out silently.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/me (the `GetMe` operationId).
-	GetMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMeResponse, error)
+	GetMeWithResponse(ctx context.Context, params *GetMeParams, reqEditors ...RequestEditorFn) (*GetMeResponse, error)
 
 	// ListOrgsWithResponse List the caller's organizations
 	//
@@ -6561,7 +6871,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateOrgWithBodyWithResponse Create an organization
 	//
-	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6570,7 +6880,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateOrgWithResponse Create an organization
 	//
-	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6633,7 +6943,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateInvitationWithBodyWithResponse Invite someone by email
 	//
-	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6642,7 +6952,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateInvitationWithResponse Invite someone by email
 	//
-	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+	// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7220,6 +7530,140 @@ func (r GetReadyResponse) ContentType() string {
 	return ""
 }
 
+// GraphqlGetResponse200Headers the declared response headers of an HTTP 200 response for GraphqlGet
+type GraphqlGetResponse200Headers struct {
+	Vary *string
+}
+
+// GraphqlGetResponse401Headers the declared response headers of an HTTP 401 response for GraphqlGet
+type GraphqlGetResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// GraphqlGetResponse405Headers the declared response headers of an HTTP 405 response for GraphqlGet
+type GraphqlGetResponse405Headers struct {
+	Allow *string
+}
+
+// GraphqlGetResponse429Headers the declared response headers of an HTTP 429 response for GraphqlGet
+type GraphqlGetResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// GraphqlGetResponse503Headers the declared response headers of an HTTP 503 response for GraphqlGet
+type GraphqlGetResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GraphqlGetResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationgraphqlResponseJSON200 the response for an HTTP 200 `application/graphql-response+json` response
+	ApplicationgraphqlResponseJSON200 *GraphQLResponse
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *GraphQLResponse
+	// ApplicationgraphqlResponseJSON400 the response for an HTTP 400 `application/graphql-response+json` response
+	ApplicationgraphqlResponseJSON400 *GraphQLResponse
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *Problem
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON405 the response for an HTTP 405 `application/problem+json` response
+	ApplicationproblemJSON405 *Problem
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GraphqlGetResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GraphqlGetResponse401Headers
+	// Headers405 the parsed response headers for an HTTP 405 response
+	Headers405 *GraphqlGetResponse405Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *GraphqlGetResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GraphqlGetResponse503Headers
+}
+
+// GetApplicationgraphqlResponseJSON200 returns the response for an HTTP 200 `application/graphql-response+json` response
+func (r GraphqlGetResponse) GetApplicationgraphqlResponseJSON200() *GraphQLResponse {
+	return r.ApplicationgraphqlResponseJSON200
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GraphqlGetResponse) GetJSON200() *GraphQLResponse {
+	return r.JSON200
+}
+
+// GetApplicationgraphqlResponseJSON400 returns the response for an HTTP 400 `application/graphql-response+json` response
+func (r GraphqlGetResponse) GetApplicationgraphqlResponseJSON400() *GraphQLResponse {
+	return r.ApplicationgraphqlResponseJSON400
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GraphqlGetResponse) GetApplicationproblemJSON400() *Problem {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GraphqlGetResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON405 returns the response for an HTTP 405 `application/problem+json` response
+func (r GraphqlGetResponse) GetApplicationproblemJSON405() *Problem {
+	return r.ApplicationproblemJSON405
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GraphqlGetResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GraphqlGetResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r GraphqlGetResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GraphqlGetResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GraphqlGetResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GraphqlGetResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GraphqlGetResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GraphqlResponse401Headers the declared response headers of an HTTP 401 response for Graphql
 type GraphqlResponse401Headers struct {
 	WWWAuthenticate string
@@ -7246,12 +7690,18 @@ type GraphqlResponse503Headers struct {
 type GraphqlResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationgraphqlResponseJSON200 the response for an HTTP 200 `application/graphql-response+json` response
+	ApplicationgraphqlResponseJSON200 *GraphQLResponse
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *GraphQLResponse
+	// ApplicationgraphqlResponseJSON400 the response for an HTTP 400 `application/graphql-response+json` response
+	ApplicationgraphqlResponseJSON400 *GraphQLResponse
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
+	ApplicationproblemJSON400 *Problem
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -7272,19 +7722,34 @@ type GraphqlResponse struct {
 	Headers503 *GraphqlResponse503Headers
 }
 
+// GetApplicationgraphqlResponseJSON200 returns the response for an HTTP 200 `application/graphql-response+json` response
+func (r GraphqlResponse) GetApplicationgraphqlResponseJSON200() *GraphQLResponse {
+	return r.ApplicationgraphqlResponseJSON200
+}
+
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GraphqlResponse) GetJSON200() *GraphQLResponse {
 	return r.JSON200
 }
 
+// GetApplicationgraphqlResponseJSON400 returns the response for an HTTP 400 `application/graphql-response+json` response
+func (r GraphqlResponse) GetApplicationgraphqlResponseJSON400() *GraphQLResponse {
+	return r.ApplicationgraphqlResponseJSON400
+}
+
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r GraphqlResponse) GetApplicationproblemJSON400() *BadRequest {
+func (r GraphqlResponse) GetApplicationproblemJSON400() *Problem {
 	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GraphqlResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r GraphqlResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -7361,6 +7826,8 @@ type AcceptInvitationResponse503Headers struct {
 type AcceptInvitationResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *InvitationAccepted
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *InvitationAccepted
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
@@ -7387,6 +7854,11 @@ type AcceptInvitationResponse struct {
 	Headers429 *AcceptInvitationResponse429Headers
 	// Headers503 the parsed response headers for an HTTP 503 response
 	Headers503 *AcceptInvitationResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AcceptInvitationResponse) GetJSON200() *InvitationAccepted {
+	return r.JSON200
 }
 
 // GetJSON201 returns the response for an HTTP 201 `application/json` response
@@ -7468,6 +7940,11 @@ func (r AcceptInvitationResponse) ContentType() string {
 	return ""
 }
 
+// GetMeResponse200Headers the declared response headers of an HTTP 200 response for GetMe
+type GetMeResponse200Headers struct {
+	Link *string
+}
+
 // GetMeResponse401Headers the declared response headers of an HTTP 401 response for GetMe
 type GetMeResponse401Headers struct {
 	WWWAuthenticate string
@@ -7502,6 +7979,8 @@ type GetMeResponse struct {
 	ApplicationproblemJSON500 *InternalError
 	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
 	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetMeResponse200Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetMeResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -7728,6 +8207,8 @@ type CreateOrgResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -7777,6 +8258,11 @@ func (r CreateOrgResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CreateOrgResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateOrgResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -8131,6 +8617,8 @@ type UpdateOrgResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
 	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -8178,6 +8666,11 @@ func (r UpdateOrgResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r UpdateOrgResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r UpdateOrgResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
@@ -8515,6 +9008,8 @@ type CreateInvitationResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -8562,6 +9057,11 @@ func (r CreateInvitationResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CreateInvitationResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateInvitationResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -9001,6 +9501,8 @@ type CreateTeamResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -9050,6 +9552,11 @@ func (r CreateTeamResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CreateTeamResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateTeamResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -9390,6 +9897,8 @@ type UpdateTeamResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
 	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -9437,6 +9946,11 @@ func (r UpdateTeamResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r UpdateTeamResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r UpdateTeamResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
@@ -9899,6 +10413,8 @@ type PutTeamMemberResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
@@ -9955,6 +10471,11 @@ func (r PutTeamMemberResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r PutTeamMemberResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r PutTeamMemberResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -10288,6 +10809,8 @@ type CreateTicketResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -10337,6 +10860,11 @@ func (r CreateTicketResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CreateTicketResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateTicketResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -10677,6 +11205,8 @@ type UpdateTicketResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
@@ -10726,6 +11256,11 @@ func (r UpdateTicketResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r UpdateTicketResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r UpdateTicketResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -10941,6 +11476,8 @@ type CreateCommentResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -10986,6 +11523,11 @@ func (r CreateCommentResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CreateCommentResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateCommentResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -11201,6 +11743,8 @@ type AddOrgUserResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -11250,6 +11794,11 @@ func (r AddOrgUserResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r AddOrgUserResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r AddOrgUserResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -11597,6 +12146,8 @@ type UpdateOrgUserResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
@@ -11646,6 +12197,11 @@ func (r UpdateOrgUserResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r UpdateOrgUserResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r UpdateOrgUserResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -12212,6 +12768,8 @@ type CreateWebhookResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *Conflict
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -12261,6 +12819,11 @@ func (r CreateWebhookResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CreateWebhookResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r CreateWebhookResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
@@ -12601,6 +13164,8 @@ type UpdateWebhookResponse struct {
 	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
 	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -12648,6 +13213,11 @@ func (r UpdateWebhookResponse) GetApplicationproblemJSON403() *Forbidden {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r UpdateWebhookResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r UpdateWebhookResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
 }
 
 // GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
@@ -13100,11 +13670,28 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 	return ParseGetReadyResponse(rsp)
 }
 
+// GraphqlGetWithResponse Run a GraphQL query (GET)
+//
+// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/graphql (the `GraphqlGet` operationId).
+func (c *ClientWithResponses) GraphqlGetWithResponse(ctx context.Context, params *GraphqlGetParams, reqEditors ...RequestEditorFn) (*GraphqlGetResponse, error) {
+	rsp, err := c.GraphqlGet(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGraphqlGetResponse(rsp)
+}
+
 // GraphqlWithBodyWithResponse Run a GraphQL query or mutation
 //
-// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 //
-// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+//
+// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 //
 // Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 //
@@ -13121,9 +13708,11 @@ func (c *ClientWithResponses) GraphqlWithBodyWithResponse(ctx context.Context, c
 
 // GraphqlWithResponse Run a GraphQL query or mutation
 //
-// Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+// Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
 //
-// Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+// `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*/*`, `application/json`).
+//
+// A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
 //
 // Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
 //
@@ -13140,7 +13729,7 @@ func (c *ClientWithResponses) GraphqlWithResponse(ctx context.Context, body Grap
 
 // AcceptInvitationWithResponse Accept an invitation
 //
-// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+// Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once. It is idempotent for the user who accepted it: their repeated accept (a retry after a lost answer) answers 200 with their membership as it is now (its teams included), and changes nothing. Anyone else's accept of a used invitation, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13155,13 +13744,13 @@ func (c *ClientWithResponses) AcceptInvitationWithResponse(ctx context.Context, 
 
 // GetMeWithResponse Get the caller
 //
-// Returns the authenticated caller's user id and every organization they belong to, with their role in each.
+// Returns the authenticated caller's user id and the organizations they belong to, with their role in each: a page of them, `limit` (100 by default) at a time, like `listOrgs`. When there are more, `nextCursor` (and the `Link` header) leads to the next page of them; a page without `nextCursor` is the last. Nothing is left out silently.
 //
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/me (the `GetMe` operationId).
-func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMeResponse, error) {
-	rsp, err := c.GetMe(ctx, reqEditors...)
+func (c *ClientWithResponses) GetMeWithResponse(ctx context.Context, params *GetMeParams, reqEditors ...RequestEditorFn) (*GetMeResponse, error) {
+	rsp, err := c.GetMe(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -13185,7 +13774,7 @@ func (c *ClientWithResponses) ListOrgsWithResponse(ctx context.Context, params *
 
 // CreateOrgWithBodyWithResponse Create an organization
 //
-// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13200,7 +13789,7 @@ func (c *ClientWithResponses) CreateOrgWithBodyWithResponse(ctx context.Context,
 
 // CreateOrgWithResponse Create an organization
 //
-// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13305,7 +13894,7 @@ func (c *ClientWithResponses) ListInvitationsWithResponse(ctx context.Context, o
 
 // CreateInvitationWithBodyWithResponse Invite someone by email
 //
-// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13320,7 +13909,7 @@ func (c *ClientWithResponses) CreateInvitationWithBodyWithResponse(ctx context.C
 
 // CreateInvitationWithResponse Invite someone by email
 //
-// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+// Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14140,6 +14729,155 @@ func ParseGetReadyResponse(rsp *http.Response) (*GetReadyResponse, error) {
 	return response, nil
 }
 
+// ParseGraphqlGetResponse parses an HTTP response from a GraphqlGetWithResponse call
+func ParseGraphqlGetResponse(rsp *http.Response) (*GraphqlGetResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GraphqlGetResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 200:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationgraphqlResponseJSON200 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 200:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 400:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationgraphqlResponseJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 400:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 405:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON405 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GraphqlGetResponse200Headers
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers GraphqlGetResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 405:
+		var headers GraphqlGetResponse405Headers
+		if values := rsp.Header.Values("Allow"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Allow", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Allow = &value
+		}
+		response.Headers405 = &headers
+	case rsp.StatusCode == 429:
+		var headers GraphqlGetResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers GraphqlGetResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGraphqlResponse parses an HTTP response from a GraphqlWithResponse call
 func ParseGraphqlResponse(rsp *http.Response) (*GraphqlResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -14154,15 +14892,29 @@ func ParseGraphqlResponse(rsp *http.Response) (*GraphqlResponse, error) {
 	}
 
 	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 200:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationgraphqlResponseJSON200 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/json" && rsp.StatusCode == 200:
 		var dest GraphQLResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.JSON200 = &dest
 
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
+	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 400:
+		var dest GraphQLResponse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationgraphqlResponseJSON400 = &dest
+
+	case rsp.Header.Get("Content-Type") == "application/problem+json" && rsp.StatusCode == 400:
+		var dest Problem
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -14174,6 +14926,13 @@ func ParseGraphqlResponse(rsp *http.Response) (*GraphqlResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
@@ -14293,6 +15052,13 @@ func ParseAcceptInvitationResponse(rsp *http.Response) (*AcceptInvitationRespons
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest InvitationAccepted
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
 		var dest InvitationAccepted
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14481,6 +15247,16 @@ func ParseGetMeResponse(rsp *http.Response) (*GetMeResponse, error) {
 	}
 
 	switch {
+	case rsp.StatusCode == 200:
+		var headers GetMeResponse200Headers
+		if values := rsp.Header.Values("Link"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Link", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Link = &value
+		}
+		response.Headers200 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetMeResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -14703,6 +15479,13 @@ func ParseCreateOrgResponse(rsp *http.Response) (*CreateOrgResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -15161,6 +15944,13 @@ func ParseUpdateOrgResponse(rsp *http.Response) (*UpdateOrgResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15594,6 +16384,13 @@ func ParseCreateInvitationResponse(rsp *http.Response) (*CreateInvitationRespons
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -16127,6 +16924,13 @@ func ParseCreateTeamResponse(rsp *http.Response) (*CreateTeamResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16566,6 +17370,13 @@ func ParseUpdateTeamResponse(rsp *http.Response) (*UpdateTeamResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
@@ -17139,6 +17950,13 @@ func ParsePutTeamMemberResponse(rsp *http.Response) (*PutTeamMemberResponse, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17575,6 +18393,13 @@ func ParseCreateTicketResponse(rsp *http.Response) (*CreateTicketResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -18016,6 +18841,13 @@ func ParseUpdateTicketResponse(rsp *http.Response) (*UpdateTicketResponse, error
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18318,6 +19150,13 @@ func ParseCreateCommentResponse(rsp *http.Response) (*CreateCommentResponse, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18602,6 +19441,13 @@ func ParseAddOrgUserResponse(rsp *http.Response) (*AddOrgUserResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -19049,6 +19895,13 @@ func ParseUpdateOrgUserResponse(rsp *http.Response) (*UpdateOrgUserResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
@@ -19734,6 +20587,13 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
 		var dest Conflict
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20167,6 +21027,13 @@ func ParseUpdateWebhookResponse(rsp *http.Response) (*UpdateWebhookResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,7 +142,7 @@ func TestCompose(t *testing.T) {
 		}
 		return s
 	}
-	dynamo, migrate, api := svc("dynamodb"), svc("migrate"), svc("api")
+	dynamo, migrate, api, proxy := svc("dynamodb"), svc("migrate"), svc("api"), svc("proxy")
 
 	t.Run("dynamodb", func(t *testing.T) {
 		if !strings.HasPrefix(dynamo.Image, "amazon/dynamodb-local:") || strings.HasSuffix(dynamo.Image, ":latest") {
@@ -202,8 +203,13 @@ func TestCompose(t *testing.T) {
 		if !slices.Equal(api.Command, types.ShellCommand{"serve"}) {
 			t.Errorf("command %q, want [serve]", api.Command)
 		}
-		if !publishes(api, 8080) {
-			t.Errorf("ports %+v: want 8080 published as 8080", api.Ports)
+		if len(api.Ports) > 0 {
+			t.Errorf("ports %+v: want none (replicas would clash on a host port; the proxy publishes 8080)", api.Ports)
+		}
+		if api.Deploy == nil || api.Deploy.Replicas == nil || *api.Deploy.Replicas < 2 {
+			t.Errorf("deploy %+v: want replicas: 2 or more, the topology of production", api.Deploy)
+		} else if v, _ := envOf(api, "RATE_LIMIT_REPLICAS"); v != strconv.Itoa(*api.Deploy.Replicas) {
+			t.Errorf("RATE_LIMIT_REPLICAS=%q, want the replicas, %d (the fallback splits the limit by it)", v, *api.Deploy.Replicas)
 		}
 		hc := api.HealthCheck
 		switch {
@@ -255,6 +261,45 @@ func TestCompose(t *testing.T) {
 		}
 	})
 
+	t.Run("proxy", func(t *testing.T) {
+		img, tag, _ := strings.Cut(proxy.Image, ":")
+		if img != "nginx" || tag == "" || strings.HasPrefix(tag, "latest") || strings.Count(tag, ".") < 2 {
+			t.Errorf("image %q: want the official nginx image pinned to a release (nginx:1.x.y-alpine)", proxy.Image)
+		}
+		if !publishes(proxy, 8080) {
+			t.Errorf("ports %+v: want 8080 published as 8080", proxy.Ports)
+		}
+		if d := proxy.DependsOn["api"]; d.Condition != types.ServiceConditionHealthy {
+			t.Errorf("depends_on api: condition %q, want %s (nginx resolves the replicas when it starts)", d.Condition, types.ServiceConditionHealthy)
+		}
+		if hc := proxy.HealthCheck; hc == nil || hc.Disable || len(hc.Test) == 0 {
+			t.Error("no healthcheck")
+		}
+		var conf string
+		for _, v := range proxy.Volumes {
+			if v.Target == "/etc/nginx/nginx.conf" && v.ReadOnly {
+				conf = v.Source
+			}
+		}
+		if conf == "" {
+			t.Fatalf("volumes %+v: want a config mounted read-only at /etc/nginx/nginx.conf", proxy.Volumes)
+		}
+		b, err := os.ReadFile(conf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"server api:8080", "listen 8080;", "proxy_pass http://api;"} {
+			if !strings.Contains(string(b), want) {
+				t.Errorf("%s has no %q: the proxy must listen on 8080 and spread over the api replicas", conf, want)
+			}
+		}
+		if m := regexp.MustCompile(`proxy_read_timeout (\d+)s;`).FindStringSubmatch(string(b)); m == nil {
+			t.Errorf("%s sets no proxy_read_timeout", conf)
+		} else if wt, _ := envOf(api, "WRITE_TIMEOUT"); !durationAbove(m[1]+"s", wt) {
+			t.Errorf("proxy_read_timeout %ss must exceed the API's WRITE_TIMEOUT %s, or the proxy cuts answers the API still writes", m[1], wt)
+		}
+	})
+
 	t.Run("build", func(t *testing.T) {
 		root, err := filepath.Abs("..")
 		if err != nil {
@@ -275,6 +320,13 @@ func TestCompose(t *testing.T) {
 			}
 		}
 	})
+}
+
+// durationAbove reports whether a > b, both Go durations.
+func durationAbove(a, b string) bool {
+	da, errA := time.ParseDuration(a)
+	db, errB := time.ParseDuration(b)
+	return errA == nil && errB == nil && da > db
 }
 
 // ---------------------------------------------------------------------------

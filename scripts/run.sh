@@ -29,7 +29,23 @@ trap 'stop; exit 0' INT
 trap 'stop; exit 0' TERM
 trap 'stop' EXIT
 
-port_answers() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+# port_answers PORT [HOST]: something accepts connections there.
+port_answers() { (exec 3<>"/dev/tcp/${2:-127.0.0.1}/$1") 2>/dev/null; }
+
+# The API's two listen addresses must be free before anything starts: the
+# banner's readiness probe would otherwise reach the other process.
+addr="${ADDR:-127.0.0.1:8080}"
+metrics_addr="${METRICS_ADDR-127.0.0.1:9090}" # set and empty: no metrics listener
+for pair in "ADDR=$addr" "METRICS_ADDR=$metrics_addr"; do
+	name="${pair%%=*}" value="${pair#*=}"
+	[[ -n "$value" ]] || continue
+	host="${value%:*}" port="${value##*:}"
+	[[ -n "$host" && "$host" != "0.0.0.0" ]] || host=127.0.0.1
+	if port_answers "$port" "$host"; then
+		echo "run: $name $value is already in use by another process: stop it, or set $name to a free address (e.g. $name=$host:$((port + 1)))." >&2
+		exit 1
+	fi
+done
 
 if [[ -z "${DYNAMODB_ENDPOINT:-}" ]]; then
 	port="${DYNAMODB_PORT:-8000}"
@@ -58,6 +74,8 @@ if [[ -z "${DYNAMODB_ENDPOINT:-}" ]]; then
 	export DYNAMODB_ENDPOINT="http://127.0.0.1:$port"
 fi
 echo "run: DYNAMODB_ENDPOINT=$DYNAMODB_ENDPOINT" >&2
+# `make seed` writes where this run's API reads.
+mkdir -p .data && echo "$DYNAMODB_ENDPOINT" >.data/endpoint
 
 if [[ -z "${AUTH_HS256_SECRET:-}" ]]; then
 	export AUTH_HS256_SECRET="dev-secret-change-me-0123456789abcdef"
@@ -85,9 +103,11 @@ bin/api migrate
 bin/api serve &
 api_pid=$!
 
-addr="${ADDR:-127.0.0.1:8080}"
 for _ in $(seq 1 100); do
-	if (exec 3<>"/dev/tcp/${addr%:*}/${addr##*:}") 2>/dev/null; then
+	if ! kill -0 "$api_pid" 2>/dev/null; then
+		break # it failed to start (its error is above): no banner
+	fi
+	if port_answers "${addr##*:}" "${addr%:*}"; then
 		token="$(bin/api token --sub dev-user --email dev@example.com --name "Dev User" --ttl 24h)"
 		cat >&2 <<MSG
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Lints openapi.yaml with two independent linters, pinned in package.json:
 # Redocly CLI (its recommended ruleset) and Spectral (spectral:oas, in
-# .spectral.yaml). Zero findings, warnings included: any finding fails.
+# .spectral.yaml), and the GraphQL schema with graphql-schema-linter
+# (graphql-schema-linter.config.js). Zero findings, warnings included: any
+# finding fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 status=0
@@ -20,5 +22,12 @@ if ! out=$(npx --no-install spectral lint openapi.yaml --fail-severity=hint 2>&1
 	status=1
 else
 	echo "speclint: Spectral (spectral:oas): 0 problems"
+fi
+if ! out=$(npx --no-install graphql-schema-linter 2>&1); then
+	echo "speclint: graphql-schema-linter found:" >&2
+	echo "$out" >&2
+	status=1
+else
+	echo "speclint: graphql-schema-linter: 0 errors"
 fi
 exit $status

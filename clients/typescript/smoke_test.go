@@ -32,7 +32,7 @@ const (
 	npmCITimeout   = 5 * time.Minute
 	npmRunTimeout  = 2 * time.Minute
 	goBuildTimeout = 3 * time.Minute
-	shortTimeout   = 30 * time.Second // migrate, token, readiness
+	shortTimeout   = 2 * time.Minute  // migrate, token, readiness: bounds for a hang, not speeds (a busy machine is slow)
 	serveTimeout   = 5 * time.Minute  // the server's whole life
 	stopTimeout    = 15 * time.Second // SIGTERM until SIGKILL
 )
@@ -42,12 +42,20 @@ const (
 // refuse an install, and the same flags are used here.
 var npmCI = []string{"ci", "--no-audit", "--no-fund", "--engine-strict=false"}
 
-// summary is the last line of a passing smoke run.
-var summary = regexp.MustCompile(`(?m)^smoke: [1-9][0-9]* passed, 0 failed$`)
+// summary is the last line of a passing smoke run; graphqlSummary of the
+// GraphQL flow's; auditSummary the graphql-http audit's, with no warning
+// and no error.
+var (
+	summary        = regexp.MustCompile(`(?m)^smoke: [1-9][0-9]* passed, 0 failed$`)
+	graphqlSummary = regexp.MustCompile(`(?m)^graphql: [1-9][0-9]* passed, 0 failed$`)
+	auditSummary   = regexp.MustCompile(`(?m)^audit: [1-9][0-9]* ok, [0-9]+ notice, 0 warn, 0 error$`)
+)
 
 // TestTypeScriptClient checks that the committed TypeScript client matches
 // openapi.yaml, type-checks and builds it, then runs its smoke flow (npm run
-// smoke) against `api serve` on DynamoDB Local.
+// smoke), the GraphQL flow through graphql-request (npm run graphql) and the
+// GraphQL over HTTP audit suite of graphql-http (npm run audit) against `api
+// serve` on DynamoDB Local.
 func TestTypeScriptClient(t *testing.T) {
 	node, npm := lookTools(t)
 	pkgDir, err := os.Getwd() // go test runs in the package directory
@@ -81,6 +89,8 @@ func TestTypeScriptClient(t *testing.T) {
 		"CURSOR_SECRET":     cursorSecret,
 		"SHUTDOWN_TIMEOUT":  "5s",
 		"LOG_LEVEL":         "warn",
+		// The audit's documents ask for __type, as make run allows.
+		"GRAPHQL_INTROSPECTION": "true",
 	}, "ADDR", "AUTH_JWKS_URL", "AUTH_ISSUER", "AUTH_AUDIENCE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_PROFILE")
 	run(t, shortTimeout, tmp, apiEnv, "migrate", api, "migrate")
 
@@ -92,6 +102,14 @@ func TestTypeScriptClient(t *testing.T) {
 	out := run(t, npmRunTimeout, pkgDir, smokeEnv, "smoke", npm, "run", "--silent", "smoke")
 	if !summary.MatchString(out) {
 		t.Fatalf("npm run smoke exited 0 but printed no `smoke: N passed, 0 failed` line")
+	}
+	out = run(t, npmRunTimeout, pkgDir, smokeEnv, "graphql", npm, "run", "--silent", "graphql")
+	if !graphqlSummary.MatchString(out) {
+		t.Fatalf("npm run graphql exited 0 but printed no `graphql: N passed, 0 failed` line")
+	}
+	out = run(t, npmRunTimeout, pkgDir, smokeEnv, "audit", npm, "run", "--silent", "audit")
+	if !auditSummary.MatchString(out) {
+		t.Fatalf("npm run audit exited 0 but printed no `audit: N ok, N notice, 0 warn, 0 error` line")
 	}
 }
 
@@ -123,6 +141,9 @@ func missingModules(pkgDir string) string {
 		"node_modules/.bin/openapi-typescript",
 		"node_modules/openapi-fetch/package.json",
 		"node_modules/@types/node/package.json",
+		"node_modules/graphql/package.json",
+		"node_modules/graphql-request/package.json",
+		"node_modules/graphql-http/package.json",
 	} {
 		if _, err := os.Stat(filepath.Join(pkgDir, p)); err != nil {
 			return p

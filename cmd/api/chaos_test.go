@@ -325,7 +325,7 @@ func (w *chaosWorld) newOrg(name string, admins, members []string) *chaosOrg {
 	t := w.t
 	owner := &chaosClient{user: name + ".owner", role: "owner"}
 	owner.tok = mintToken(t, owner.user)
-	status, b := w.do(owner.tok, http.MethodPost, "/v1/orgs", map[string]any{"name": "chaos " + name}, "")
+	status, b := w.setup(owner.tok, "/v1/orgs", map[string]any{"name": "chaos " + name})
 	if status != http.StatusCreated {
 		t.Fatalf("create org %s: %d %s", name, status, b)
 	}
@@ -340,13 +340,27 @@ func (w *chaosWorld) newOrg(name string, admins, members []string) *chaosOrg {
 			role = "admin"
 		}
 		c := &chaosClient{user: u, role: role, tok: mintToken(t, u), org: o}
-		if status, b := w.do(owner.tok, http.MethodPost, "/v1/orgs/"+o.id+"/users",
-			map[string]any{"userId": u, "email": u + "@example.com", "name": u, "role": role}, ""); status != http.StatusCreated {
+		if status, b := w.setup(owner.tok, "/v1/orgs/"+o.id+"/users",
+			map[string]any{"userId": u, "email": u + "@example.com", "name": u, "role": role}); status != http.StatusCreated {
 			t.Fatalf("add %s to %s: %d %s", u, name, status, b)
 		}
 		o.members = append(o.members, c)
 	}
 	return o
+}
+
+// setup POSTs one create of a round's setup, with an Idempotency-Key, until
+// it has an answer other than 503 or 409 (in progress): the server's
+// 2 s deadline is for the faults, and a busy machine can make a setup
+// request miss it.
+func (w *chaosWorld) setup(tok, path string, body any) (int, []byte) {
+	key := fmt.Sprintf("chaos-setup-%d", w.seq.Add(1))
+	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		status, b := w.do(tok, http.MethodPost, path, body, key)
+		if (status != 0 && status != http.StatusServiceUnavailable && status != http.StatusConflict) || time.Now().After(end) {
+			return status, b
+		}
+	}
 }
 
 // do sends one request and returns its status (0 if no answer came) and

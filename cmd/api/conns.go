@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -126,16 +127,44 @@ func (g *connGuard) bodies(limit int64, next http.Handler) http.Handler {
 			next.ServeHTTP(w, r)
 			return
 		}
-		g.reading(c, true)
-		b, err := io.ReadAll(io.LimitReader(r.Body, limit+1))
-		g.reading(c, false)
-		rest := r.Body
-		if err != nil {
-			rest = io.NopCloser(errReader{err})
+		read := func(body io.ReadCloser) io.Reader {
+			g.reading(c, true)
+			b, err := io.ReadAll(io.LimitReader(body, limit+1))
+			g.reading(c, false)
+			var rest io.Reader = body
+			if err != nil {
+				rest = errReader{err}
+			}
+			return io.MultiReader(bytes.NewReader(b), rest)
 		}
-		r.Body = readCloser{io.MultiReader(bytes.NewReader(b), rest), r.Body}
+		if strings.EqualFold(r.Header.Get("Expect"), "100-continue") {
+			// net/http sends 100 Continue on the body's first read: not
+			// before the handler has checked what the head alone decides
+			// (a token, the route, the length, the media type). On a copy of
+			// the request: net/http, seeing its own body unread, closes the
+			// connection after the answer instead of waiting for the body.
+			body := r.Body
+			r = r.WithContext(r.Context())
+			r.Body = &readOnFirstUse{ReadCloser: body, read: read}
+		} else {
+			r.Body = readCloser{read(r.Body), r.Body}
+		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// readOnFirstUse reads its body with read when it is first read.
+type readOnFirstUse struct {
+	io.ReadCloser
+	read func(io.ReadCloser) io.Reader
+	r    io.Reader
+}
+
+func (b *readOnFirstUse) Read(p []byte) (int, error) {
+	if b.r == nil {
+		b.r = b.read(b.ReadCloser)
+	}
+	return b.r.Read(p)
 }
 
 type errReader struct{ err error }

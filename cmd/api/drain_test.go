@@ -95,7 +95,7 @@ func TestGracefulDrain(t *testing.T) {
 	})
 
 	probe := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 5 * time.Second}
-	ready := time.Now().Add(30 * time.Second)
+	ready := time.Now().Add(2 * time.Minute) // a bound for a hang, not a speed: a busy machine is slow
 	for {
 		resp, err := probe.Get(base + "/readyz")
 		if err == nil {
@@ -110,7 +110,7 @@ func TestGracefulDrain(t *testing.T) {
 		default:
 		}
 		if time.Now().After(ready) {
-			t.Fatalf("the server was not ready within 30s: %v", err)
+			t.Fatalf("the server was not ready within 2m: %v", err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -277,7 +277,7 @@ func TestGracefulDrain(t *testing.T) {
 	if waitErr != nil {
 		t.Errorf("exit: %v (want status 0)\n%s", waitErr, stderr.String())
 	}
-	if took > shutdownTimeout+time.Second {
+	if took > shutdownTimeout+5*time.Second { // slack for a busy machine
 		t.Errorf("exited %v after SIGTERM, SHUTDOWN_TIMEOUT is %v", took.Round(time.Millisecond), shutdownTimeout)
 	}
 	slow := <-slowDone
@@ -287,17 +287,32 @@ func TestGracefulDrain(t *testing.T) {
 
 	// What the server accepted: its one log line per request.
 	logged := map[string]int{}
+	drained503 := 0
 	sc := bufio.NewScanner(strings.NewReader(stdout.String()))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		var line struct {
+			Level     string `json:"level"`
 			Msg       string `json:"msg"`
+			Route     string `json:"route"`
 			RequestID string `json:"clientRequestId"` // the X-Request-Id sent; the server has its own
 			Status    int    `json:"status"`
 		}
-		if json.Unmarshal(sc.Bytes(), &line) == nil && line.Msg == "request" {
+		if json.Unmarshal(sc.Bytes(), &line) != nil {
+			continue
+		}
+		if line.Msg == "request" {
 			logged[line.RequestID] = line.Status
 		}
+		if line.Route == "/readyz" && line.Status == http.StatusServiceUnavailable {
+			drained503++
+			if line.Level != "INFO" {
+				t.Errorf("a planned 503 of /readyz during the drain logged at %s, want INFO: %s", line.Level, sc.Bytes())
+			}
+		}
+	}
+	if drained503 == 0 {
+		t.Error("no 503 of /readyz in the log: the drain's probes are not logged")
 	}
 	ok, refused, before := 0, 0, 0
 	for _, o := range outcomes {

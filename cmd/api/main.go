@@ -5,6 +5,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -100,9 +101,17 @@ type Config struct {
 	DeletionLease      time.Duration `env:"DELETION_LEASE" envDefault:"30s"`        // a run's hold on a deletion
 	DeletionPoll       time.Duration `env:"DELETION_POLL" envDefault:"15s"`         // how often the worker looks for dead runs
 	InvitationAnyEmail bool          `env:"INVITATION_ANY_EMAIL"`                   // accept invitations whatever the token's email
+	MaxOrgsPerUser     int           `env:"MAX_ORGS_PER_USER" envDefault:"100"`     // orgs one user may own when creating another
 	CallerLimitRPS     float64       `env:"RATE_LIMIT_CALLER_RPS" envDefault:"100"` // per token subject, before authorization; 0 = off
 	CallerLimitBurst   int           `env:"RATE_LIMIT_CALLER_BURST" envDefault:"200"`
-	LogLevel           slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
+	// The limits are global (one bucket per key in the table) unless
+	// RATE_LIMIT_LOCAL; each replica leases RATE_LIMIT_BLOCK tokens at
+	// once, and while the table fails falls back to limit/RATE_LIMIT_REPLICAS.
+	RateLimitLocal    bool          `env:"RATE_LIMIT_LOCAL"`
+	RateLimitBlock    int           `env:"RATE_LIMIT_BLOCK" envDefault:"10"`
+	RateLimitReplicas int           `env:"RATE_LIMIT_REPLICAS" envDefault:"2"`
+	RateLimitTimeout  time.Duration `env:"RATE_LIMIT_LEASE_TIMEOUT" envDefault:"250ms"`
+	LogLevel          slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
 	// Webhooks.
 	WebhookAllowPrivate bool   `env:"WEBHOOK_ALLOW_PRIVATE_NETWORKS"`        // http and private addresses (development only)
 	WebhookDispatcher   string `env:"WEBHOOK_DISPATCHER" envDefault:"local"` // local: read the stream here; lambda: the Lambda function does
@@ -110,6 +119,29 @@ type Config struct {
 	GraphQLIntrospection bool `env:"GRAPHQL_INTROSPECTION"` // __schema and __type; make run turns it on
 	GraphQLMaxDepth      int  `env:"GRAPHQL_MAX_DEPTH" envDefault:"10"`
 	GraphQLMaxComplexity int  `env:"GRAPHQL_MAX_COMPLEXITY" envDefault:"10000"`
+}
+
+// registerLimits exports each global limiter's counters: its Ledger
+// writes (by outcome) and its decisions (admitted; taken by the fallback
+// while the table failed).
+func registerLimits(reg prometheus.Registerer, limits map[string]*ratelimit.Limiter) {
+	for policy, l := range limits {
+		st := l.Stats()
+		for _, c := range []struct {
+			name, help string
+			v          *atomic.Int64
+		}{
+			{"tenantd_ratelimit_lease_writes_total", "Writes to the global rate-limit buckets (one UpdateItem each).", &st.Writes},
+			{"tenantd_ratelimit_lease_refusals_total", "Lease writes that found the global bucket too empty.", &st.Refusals},
+			{"tenantd_ratelimit_lease_failures_total", "Lease writes that failed or timed out: the fallback decides for a second.", &st.Failures},
+			{"tenantd_ratelimit_admitted_total", "Requests the limiter admitted.", &st.Admitted},
+			{"tenantd_ratelimit_fallback_total", "Decisions taken by the local fallback bucket (limit/RATE_LIMIT_REPLICAS) while the table failed.", &st.Fallback},
+		} {
+			v := c.v
+			reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help,
+				ConstLabels: prometheus.Labels{"policy": policy}}, func() float64 { return float64(v.Load()) }))
+		}
+	}
 }
 
 // defaultMetricsAddr is where metrics are served when METRICS_ADDR is not
@@ -157,6 +189,12 @@ func configFromEnv() (Config, error) {
 	}
 	if c.WebhookDispatcher != "local" && c.WebhookDispatcher != "lambda" {
 		return c, errors.New("config: WEBHOOK_DISPATCHER must be local or lambda")
+	}
+	if c.RateLimitBlock < 1 || c.RateLimitReplicas < 1 || c.RateLimitTimeout <= 0 || c.RateLimitTimeout >= c.RequestTimeout {
+		return c, errors.New("config: RATE_LIMIT_BLOCK and RATE_LIMIT_REPLICAS must be >= 1, RATE_LIMIT_LEASE_TIMEOUT positive and below REQUEST_TIMEOUT")
+	}
+	if c.MaxOrgsPerUser < 1 {
+		return c, errors.New("config: MAX_ORGS_PER_USER must be at least 1")
 	}
 	if c.CursorSecret != "" && len(c.CursorSecret) < 32 {
 		return c, errors.New("config: CURSOR_SECRET must be at least 32 bytes")
@@ -235,6 +273,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if err != nil {
 			return err
 		}
+		fmt.Fprintf(stdout, "seed: DynamoDB at %s, table %s\n", cmp.Or(cfg.DynamoDBEndpoint, "AWS ("+cfg.AWSRegion+")"), cfg.DynamoDBTable)
 		return seed(ctx, store.Open(client, cfg.DynamoDBTable), stdout)
 	default:
 		return fmt.Errorf("unknown command %q (want serve, migrate, seed, token, healthcheck or help)", cmd)
@@ -330,6 +369,7 @@ func serve(ctx context.Context, cfg Config) error {
 	}
 	db := store.Open(client, cfg.DynamoDBTable)
 	db.SetDeletionTiming(cfg.DeletionLease, cfg.OffboardGrace)
+	db.SetMaxOwnedOrgs(cfg.MaxOrgsPerUser)
 	// Deletions that outlive a request (offboardings, large teams and
 	// tickets) are finished by this worker, here or on any replica.
 	deletions := deletion.NewWorker(&store.Deletions{DB: db}, deletion.Options{Poll: cfg.DeletionPoll, Log: log})
@@ -339,7 +379,7 @@ func serve(ctx context.Context, cfg Config) error {
 	ping := cachedPing(db.Ping, time.Second, 2*time.Second) // a probe learns of a hung DynamoDB within 2 s
 	ready := func(ctx context.Context) error {
 		if draining.Load() {
-			return errors.New("shutting down")
+			return httpapi.ErrShuttingDown
 		}
 		return ping(ctx)
 	}
@@ -358,8 +398,13 @@ func serve(ctx context.Context, cfg Config) error {
 	}
 	d := app.Deps(db, deletions, opts)
 	d.Verifier, d.CursorKey, d.Logger, d.Ready, d.Registry, d.Metrics = verifier, cursorKey, log, ready, reg, metrics
-	d.RateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst})
-	d.CallerRateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.CallerLimitRPS, Burst: cfg.CallerLimitBurst})
+	var global ratelimit.Global
+	if !cfg.RateLimitLocal {
+		global = ratelimit.Global{Ledger: &store.Limits{DB: db}, Block: cfg.RateLimitBlock, Replicas: cfg.RateLimitReplicas, Timeout: cfg.RateLimitTimeout}
+	}
+	d.RateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst, Global: global})
+	d.CallerRateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.CallerLimitRPS, Burst: cfg.CallerLimitBurst, Global: global})
+	registerLimits(reg, map[string]*ratelimit.Limiter{"org": d.RateLimit, "caller": d.CallerRateLimit})
 	d.RequestTimeout, d.OffboardWait, d.WriteTimeout = cfg.RequestTimeout, cfg.OffboardWait, cfg.WriteTimeout
 	d.GraphQL = graphapi.Limits{Introspection: cfg.GraphQLIntrospection, MaxDepth: cfg.GraphQLMaxDepth, MaxComplexity: cfg.GraphQLMaxComplexity}
 	e, err := httpapi.New(d)
@@ -378,7 +423,7 @@ func serve(ctx context.Context, cfg Config) error {
 	stopGuard := make(chan struct{})
 	defer close(stopGuard)
 	go guard.run(250*time.Millisecond, stopGuard)
-	srv := &http.Server{Handler: guard.bodies(httpapi.MaxBodyBytes, e), ReadHeaderTimeout: min(maxHeaderReadTimeout, cfg.ReadTimeout), ReadTimeout: cfg.ReadTimeout,
+	srv := &http.Server{Handler: guard.bodies(httpapi.MaxBodyBytes, httpapi.HeadAsGet(e)), ReadHeaderTimeout: min(maxHeaderReadTimeout, cfg.ReadTimeout), ReadTimeout: cfg.ReadTimeout,
 		WriteTimeout: cfg.WriteTimeout, IdleTimeout: cfg.IdleTimeout, MaxHeaderBytes: 64 << 10, ConnState: guard.track, ConnContext: connContext,
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	l, err := net.Listen("tcp", cfg.Addr)

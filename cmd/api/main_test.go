@@ -88,6 +88,18 @@ func TestConfig(t *testing.T) {
 			})
 		}
 	})
+	t.Run("ErrRateLimitGlobal", func(t *testing.T) {
+		for _, kv := range [][2]string{{"RATE_LIMIT_BLOCK", "0"}, {"RATE_LIMIT_REPLICAS", "0"}, {"RATE_LIMIT_LEASE_TIMEOUT", "0s"},
+			{"RATE_LIMIT_LEASE_TIMEOUT", "10s"}} {
+			t.Run(kv[0]+"="+kv[1], func(t *testing.T) {
+				t.Setenv("REQUEST_TIMEOUT", "10s")
+				t.Setenv(kv[0], kv[1])
+				if _, err := configFromEnv(); err == nil {
+					t.Errorf("want an error for %s=%s (REQUEST_TIMEOUT=10s)", kv[0], kv[1])
+				}
+			})
+		}
+	})
 	t.Run("ErrShortCursorSecret", func(t *testing.T) {
 		t.Setenv("CURSOR_SECRET", "short")
 		if _, err := configFromEnv(); err == nil {

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"io"
+	"mime"
 	"net/http"
+	"net/url"
 	"testing"
 )
 
@@ -58,6 +60,29 @@ func GQLBody(tb testing.TB, ts *Server, token string, body any, header ...string
 	out := GQLResponse{Status: resp.StatusCode, Header: resp.Header}
 	out.Raw, _ = io.ReadAll(resp.Body)
 	if resp.StatusCode == http.StatusOK {
+		if err := json.Unmarshal(out.Raw, &out); err != nil {
+			tb.Fatalf("decode %s: %v", out.Raw, err)
+		}
+	}
+	return out
+}
+
+// GQLGet sends GET /v1/graphql with params as token's user through the
+// validating client; header is name, value pairs to set.
+func GQLGet(tb testing.TB, ts *Server, token string, params url.Values, header ...string) GQLResponse {
+	tb.Helper()
+	req, _ := http.NewRequest(http.MethodGet, ts.URL+"/v1/graphql?"+params.Encode(), nil)
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := ts.HTTPClient(tb, token).Do(req)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer resp.Body.Close()
+	out := GQLResponse{Status: resp.StatusCode, Header: resp.Header}
+	out.Raw, _ = io.ReadAll(resp.Body)
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != ProblemJSON {
 		if err := json.Unmarshal(out.Raw, &out); err != nil {
 			tb.Fatalf("decode %s: %v", out.Raw, err)
 		}

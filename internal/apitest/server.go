@@ -93,8 +93,10 @@ type Server struct {
 	// HTTP is httptest's client for the server: no token, no validation of
 	// the answers (the caller asserts), unlike HTTPClient's.
 	HTTP  *http.Client
-	scans atomic.Int64 // Scan calls ever made through the client (never reset)
-	seq   atomic.Int64
+	scans *atomic.Int64 // Scan calls ever made through the client (never reset)
+	seq   *atomic.Int64
+	deps  httpapi.Deps
+	opts  options
 }
 
 // Scans is the number of DynamoDB Scan calls the server ever issued (the
@@ -113,6 +115,8 @@ type options struct {
 	deletionLease  time.Duration
 	offboardGrace  time.Duration
 	offboardWait   time.Duration
+	maxOwnedOrgs   int
+	readTimeout    time.Duration
 	endpoint       string    // the server's DynamoDB endpoint
 	rawEndpoint    string    // ts.Raw's (and the migration's) endpoint
 	log            io.Writer // the server's JSON log (debug level)
@@ -175,6 +179,18 @@ func WithOffboarding(grace, wait time.Duration) Option {
 	return func(o *options) { o.offboardGrace, o.offboardWait = grace, wait }
 }
 
+// WithMaxOrgsPerUser sets how many orgs one user may own when creating
+// another (default: the server's 100, MAX_ORGS_PER_USER).
+func WithMaxOrgsPerUser(n int) Option {
+	return func(o *options) { o.maxOwnedOrgs = n }
+}
+
+// WithReadTimeout serves with http.Server.ReadTimeout set, as cmd/api does
+// (READ_TIMEOUT), so a body that does not arrive in time is answered 408.
+func WithReadTimeout(d time.Duration) Option {
+	return func(o *options) { o.readTimeout = d }
+}
+
 // WithMaxHeaderBytes serves with http.Server.MaxHeaderBytes set, as
 // cmd/api does (64 KiB), instead of net/http's default of 1 MiB.
 func WithMaxHeaderBytes(n int) Option {
@@ -212,7 +228,7 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 		opt(&o)
 	}
 	LoadSpec(tb)
-	ts := &Server{Rec: &dynamotest.Recorder{},
+	ts := &Server{Rec: &dynamotest.Recorder{}, scans: &atomic.Int64{}, seq: &atomic.Int64{}, opts: o,
 		Clock: &Clock{t: time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)}}
 	scanGuard := func(stack *middleware.Stack) error {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("apitest.scanGuard",
@@ -223,7 +239,8 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 				return next.HandleInitialize(ctx, in)
 			}), middleware.After)
 	}
-	ctx := context.Background()
+	ctx, cancel := context.WithCancel(context.Background()) // ends the verifier's JWKS refreshes with the test
+	tb.Cleanup(cancel)
 	reg := prometheus.NewRegistry()
 	metrics := obs.NewMetrics(reg)
 	cfg := dynamotest.Config(tb)
@@ -280,6 +297,7 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 	db := store.Open(dbc, name)
 	// DynamoDB Local's indexes never lag: offboardings need no grace.
 	db.SetDeletionTiming(o.deletionLease, o.offboardGrace)
+	db.SetMaxOwnedOrgs(o.maxOwnedOrgs)
 	ts.Deletions = deletion.NewWorker(&store.Deletions{DB: db}, deletion.Options{})
 	tb.Cleanup(ts.Deletions.Close)
 	// Receivers in tests listen on loopback, over http.
@@ -297,24 +315,47 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 	if d.GraphQL.BatchWait == 0 {
 		d.GraphQL.BatchWait = 20 * time.Millisecond
 	}
-	e, err := httpapi.New(d)
-	if err != nil {
-		tb.Fatalf("httpapi.New: %v", err)
-	}
-	srv := httptest.NewUnstartedServer(e)
-	if o.maxHeaderBytes > 0 {
-		srv.Config.MaxHeaderBytes = o.maxHeaderBytes
-	}
-	srv.Start()
-	tb.Cleanup(srv.Close)
+	ts.deps = d
+	ts.serve(tb)
 	tb.Cleanup(func() {
 		if n := ts.scans.Load(); n > 0 {
 			tb.Errorf("the server issued %d DynamoDB Scan call(s): tenantd must never scan", n)
 		}
 	})
-	ts.URL, ts.Echo, ts.HTTP, ts.Registry = srv.URL, e, srv.Client(), reg
 	ts.Rec.Reset()
 	return ts
+}
+
+// serve serves ts.deps on a new httptest server.
+func (ts *Server) serve(tb testing.TB) {
+	tb.Helper()
+	e, err := httpapi.New(ts.deps)
+	if err != nil {
+		tb.Fatalf("httpapi.New: %v", err)
+	}
+	srv := httptest.NewUnstartedServer(httpapi.HeadAsGet(e)) // as cmd/api serves it
+	if ts.opts.maxHeaderBytes > 0 {
+		srv.Config.MaxHeaderBytes = ts.opts.maxHeaderBytes
+	}
+	srv.Config.ReadTimeout = ts.opts.readTimeout
+	srv.Start()
+	tb.Cleanup(srv.Close)
+	ts.URL, ts.Echo, ts.HTTP, ts.Registry = srv.URL, e, srv.Client(), ts.deps.Registry
+}
+
+// Twin serves ts's table, through the same DynamoDB client, recorder,
+// clock and log, with another request deadline, and metrics of its own (in
+// its Registry). A fault test sets its data up through ts, with the
+// service's normal deadlines (a busy machine cannot make the setup miss a
+// short one), and sends the requests the fault must end through the twin.
+func (ts *Server) Twin(tb testing.TB, requestTimeout time.Duration) *Server {
+	tb.Helper()
+	twin := &Server{Rec: ts.Rec, Clock: ts.Clock, Raw: ts.Raw, Table: ts.Table, Deletions: ts.Deletions, scans: ts.scans, seq: ts.seq,
+		deps: ts.deps, opts: ts.opts}
+	twin.deps.RequestTimeout = requestTimeout
+	twin.deps.Registry = prometheus.NewRegistry()
+	twin.serve(tb)
+	return twin
 }
 
 // UniqueID returns a user ID unique within the server, e.g. "owner.3".

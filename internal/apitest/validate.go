@@ -54,7 +54,24 @@ func (v *validatingTransport) RoundTrip(req *http.Request) (*http.Response, erro
 		return resp, err
 	}
 	what := fmt.Sprintf("%s %s -> %d", req.Method, req.URL.RequestURI(), resp.StatusCode)
-	if resp.StatusCode >= 400 {
+	if req.Method == http.MethodHead {
+		// Every GET operation answers HEAD too (openapi.yaml's info): the
+		// GET's status and header fields, no content.
+		get := req.Clone(req.Context())
+		get.Method = http.MethodGet
+		if _, _, err := v.router.FindRoute(get); err != nil && resp.StatusCode != http.StatusNotFound && resp.StatusCode != http.StatusMethodNotAllowed {
+			tb.Errorf("%s: request matches no GET operation of openapi.yaml (%v) but was answered", what, err)
+		}
+		if len(body) > 0 {
+			tb.Errorf("%s: a HEAD answered with content: %s", what, Truncate(body))
+		}
+		return resp, nil
+	}
+	// Every error is a problem, but a GraphQL request error answered in
+	// application/graphql-response+json (GraphQL over HTTP; the spec
+	// documents it, validated below).
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); resp.StatusCode >= 400 &&
+		!(mt == "application/graphql-response+json" && req.URL.Path == "/v1/graphql" && resp.StatusCode == http.StatusBadRequest) {
 		checkProblem(tb, what, resp, body)
 	}
 	route, params, err := v.router.FindRoute(req)

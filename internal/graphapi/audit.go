@@ -23,13 +23,9 @@ func (r orgResolver) AuditLog(ctx context.Context, obj *Org, since, until *time.
 		}
 		listing = "listAuditEvents:" + from.UTC().Format(time.RFC3339Nano) + ":" + to.UTC().Format(time.RFC3339Nano)
 	}
-	nodes, pi, err := connection(ctx, obj.p.OrgID, listing, first, after,
+	return connection(ctx, obj.p.OrgID, listing, first, after,
 		func(pr page.Request) (page.Result[audit.Event], error) {
 			return r.s.d.Audit.ListAuditEvents(ctx, obj.p, from, to, pr)
 		},
 		func(ev audit.Event) *AuditEvent { return &AuditEvent{Event: ev} })
-	if err != nil {
-		return nil, err
-	}
-	return &AuditEventConnection{Nodes: nodes, PageInfo: pi}, nil
 }

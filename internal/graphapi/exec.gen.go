@@ -65,8 +65,14 @@ type ComplexityRoot struct {
 	}
 
 	AuditEventConnection struct {
+		Edges    func(childComplexity int) int
 		Nodes    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
+	}
+
+	AuditEventEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	Comment struct {
@@ -79,8 +85,15 @@ type ComplexityRoot struct {
 	}
 
 	CommentConnection struct {
-		Nodes    func(childComplexity int) int
-		PageInfo func(childComplexity int) int
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	CommentEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	Invitation struct {
@@ -94,8 +107,14 @@ type ComplexityRoot struct {
 	}
 
 	InvitationConnection struct {
+		Edges    func(childComplexity int) int
 		Nodes    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
+	}
+
+	InvitationEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	Me struct {
@@ -112,8 +131,14 @@ type ComplexityRoot struct {
 	}
 
 	MeOrgConnection struct {
+		Edges    func(childComplexity int) int
 		Nodes    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
+	}
+
+	MeOrgEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	Mutation struct {
@@ -150,13 +175,21 @@ type ComplexityRoot struct {
 	}
 
 	OrgUserConnection struct {
+		Edges    func(childComplexity int) int
 		Nodes    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
 	}
 
+	OrgUserEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
+	}
+
 	PageInfo struct {
-		EndCursor   func(childComplexity int) int
-		HasNextPage func(childComplexity int) int
+		EndCursor       func(childComplexity int) int
+		HasNextPage     func(childComplexity int) int
+		HasPreviousPage func(childComplexity int) int
+		StartCursor     func(childComplexity int) int
 	}
 
 	Query struct {
@@ -177,8 +210,14 @@ type ComplexityRoot struct {
 	}
 
 	TeamConnection struct {
+		Edges    func(childComplexity int) int
 		Nodes    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
+	}
+
+	TeamEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	TeamMember struct {
@@ -191,8 +230,15 @@ type ComplexityRoot struct {
 	}
 
 	TeamMemberConnection struct {
-		Nodes    func(childComplexity int) int
-		PageInfo func(childComplexity int) int
+		Edges      func(childComplexity int) int
+		Nodes      func(childComplexity int) int
+		PageInfo   func(childComplexity int) int
+		TotalCount func(childComplexity int) int
+	}
+
+	TeamMemberEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 
 	Ticket struct {
@@ -216,8 +262,14 @@ type ComplexityRoot struct {
 	}
 
 	TicketConnection struct {
+		Edges    func(childComplexity int) int
 		Nodes    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
+	}
+
+	TicketEdge struct {
+		Cursor func(childComplexity int) int
+		Node   func(childComplexity int) int
 	}
 }
 
@@ -229,7 +281,7 @@ type CommentResolver interface {
 	Author(ctx context.Context, obj *Comment) (*OrgUser, error)
 }
 type MeResolver interface {
-	Orgs(ctx context.Context, obj *Me, first *int, after *string) (*MeOrgConnection, error)
+	Orgs(ctx context.Context, obj *Me, first *int, after *string) (*Connection[MeOrg], error)
 }
 type MeOrgResolver interface {
 	Org(ctx context.Context, obj *MeOrg) (*Org, error)
@@ -240,26 +292,26 @@ type MutationResolver interface {
 	AddComment(ctx context.Context, orgID string, ticketID string, body string, idempotencyKey *string) (*Comment, error)
 }
 type OrgResolver interface {
-	Users(ctx context.Context, obj *Org, first *int, after *string) (*OrgUserConnection, error)
+	Users(ctx context.Context, obj *Org, first *int, after *string) (*Connection[OrgUser], error)
 	User(ctx context.Context, obj *Org, id string) (*OrgUser, error)
-	Teams(ctx context.Context, obj *Org, first *int, after *string) (*TeamConnection, error)
+	Teams(ctx context.Context, obj *Org, first *int, after *string) (*Connection[Team], error)
 	Team(ctx context.Context, obj *Org, id string) (*Team, error)
-	Tickets(ctx context.Context, obj *Org, status *ticket.Status, priority *ticket.Priority, assigneeID *string, teamID *string, requesterID *string, order *SortOrder, first *int, after *string) (*TicketConnection, error)
+	Tickets(ctx context.Context, obj *Org, status *ticket.Status, priority *ticket.Priority, assigneeID *string, teamID *string, requesterID *string, order *SortOrder, first *int, after *string) (*Connection[Ticket], error)
 	Ticket(ctx context.Context, obj *Org, id string) (*Ticket, error)
-	Invitations(ctx context.Context, obj *Org, first *int, after *string) (*InvitationConnection, error)
-	AuditLog(ctx context.Context, obj *Org, since *time.Time, until *time.Time, first *int, after *string) (*AuditEventConnection, error)
+	Invitations(ctx context.Context, obj *Org, first *int, after *string) (*Connection[Invitation], error)
+	AuditLog(ctx context.Context, obj *Org, since *time.Time, until *time.Time, first *int, after *string) (*Connection[AuditEvent], error)
 }
 type OrgUserResolver interface {
-	Teams(ctx context.Context, obj *OrgUser, first *int, after *string) (*TeamMemberConnection, error)
-	AssignedTickets(ctx context.Context, obj *OrgUser, first *int, after *string) (*TicketConnection, error)
+	Teams(ctx context.Context, obj *OrgUser, first *int, after *string) (*Connection[TeamMember], error)
+	AssignedTickets(ctx context.Context, obj *OrgUser, first *int, after *string) (*Connection[Ticket], error)
 }
 type QueryResolver interface {
 	Me(ctx context.Context) (*Me, error)
 	Org(ctx context.Context, id string) (*Org, error)
 }
 type TeamResolver interface {
-	Members(ctx context.Context, obj *Team, first *int, after *string) (*TeamMemberConnection, error)
-	Tickets(ctx context.Context, obj *Team, status *ticket.Status, first *int, after *string) (*TicketConnection, error)
+	Members(ctx context.Context, obj *Team, first *int, after *string) (*Connection[TeamMember], error)
+	Tickets(ctx context.Context, obj *Team, status *ticket.Status, first *int, after *string) (*Connection[Ticket], error)
 }
 type TeamMemberResolver interface {
 	User(ctx context.Context, obj *TeamMember) (*OrgUser, error)
@@ -269,7 +321,7 @@ type TicketResolver interface {
 	Requester(ctx context.Context, obj *Ticket) (*OrgUser, error)
 	Assignee(ctx context.Context, obj *Ticket) (*OrgUser, error)
 	Team(ctx context.Context, obj *Ticket) (*Team, error)
-	Comments(ctx context.Context, obj *Ticket, first *int, after *string) (*CommentConnection, error)
+	Comments(ctx context.Context, obj *Ticket, first *int, after *string) (*Connection[Comment], error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -364,6 +416,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditEvent.TargetType(childComplexity), true
 
+	case "AuditEventConnection.edges":
+		if e.ComplexityRoot.AuditEventConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEventConnection.Edges(childComplexity), true
 	case "AuditEventConnection.nodes":
 		if e.ComplexityRoot.AuditEventConnection.Nodes == nil {
 			break
@@ -376,6 +434,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.AuditEventConnection.PageInfo(childComplexity), true
+
+	case "AuditEventEdge.cursor":
+		if e.ComplexityRoot.AuditEventEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEventEdge.Cursor(childComplexity), true
+	case "AuditEventEdge.node":
+		if e.ComplexityRoot.AuditEventEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.AuditEventEdge.Node(childComplexity), true
 
 	case "Comment.author":
 		if e.ComplexityRoot.Comment.Author == nil {
@@ -414,6 +485,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Comment.TicketID(childComplexity), true
 
+	case "CommentConnection.edges":
+		if e.ComplexityRoot.CommentConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CommentConnection.Edges(childComplexity), true
 	case "CommentConnection.nodes":
 		if e.ComplexityRoot.CommentConnection.Nodes == nil {
 			break
@@ -426,6 +503,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.CommentConnection.PageInfo(childComplexity), true
+	case "CommentConnection.totalCount":
+		if e.ComplexityRoot.CommentConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CommentConnection.TotalCount(childComplexity), true
+
+	case "CommentEdge.cursor":
+		if e.ComplexityRoot.CommentEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CommentEdge.Cursor(childComplexity), true
+	case "CommentEdge.node":
+		if e.ComplexityRoot.CommentEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.CommentEdge.Node(childComplexity), true
 
 	case "Invitation.createdAt":
 		if e.ComplexityRoot.Invitation.CreatedAt == nil {
@@ -470,6 +566,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Invitation.TeamIDs(childComplexity), true
 
+	case "InvitationConnection.edges":
+		if e.ComplexityRoot.InvitationConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InvitationConnection.Edges(childComplexity), true
 	case "InvitationConnection.nodes":
 		if e.ComplexityRoot.InvitationConnection.Nodes == nil {
 			break
@@ -482,6 +584,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.InvitationConnection.PageInfo(childComplexity), true
+
+	case "InvitationEdge.cursor":
+		if e.ComplexityRoot.InvitationEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InvitationEdge.Cursor(childComplexity), true
+	case "InvitationEdge.node":
+		if e.ComplexityRoot.InvitationEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.InvitationEdge.Node(childComplexity), true
 
 	case "Me.orgs":
 		if e.ComplexityRoot.Me.Orgs == nil {
@@ -532,6 +647,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.MeOrg.UserName(childComplexity), true
 
+	case "MeOrgConnection.edges":
+		if e.ComplexityRoot.MeOrgConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MeOrgConnection.Edges(childComplexity), true
 	case "MeOrgConnection.nodes":
 		if e.ComplexityRoot.MeOrgConnection.Nodes == nil {
 			break
@@ -544,6 +665,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.MeOrgConnection.PageInfo(childComplexity), true
+
+	case "MeOrgEdge.cursor":
+		if e.ComplexityRoot.MeOrgEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MeOrgEdge.Cursor(childComplexity), true
+	case "MeOrgEdge.node":
+		if e.ComplexityRoot.MeOrgEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.MeOrgEdge.Node(childComplexity), true
 
 	case "Mutation.addComment":
 		if e.ComplexityRoot.Mutation.AddComment == nil {
@@ -757,6 +891,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.OrgUser.Version(childComplexity), true
 
+	case "OrgUserConnection.edges":
+		if e.ComplexityRoot.OrgUserConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OrgUserConnection.Edges(childComplexity), true
 	case "OrgUserConnection.nodes":
 		if e.ComplexityRoot.OrgUserConnection.Nodes == nil {
 			break
@@ -770,6 +910,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.OrgUserConnection.PageInfo(childComplexity), true
 
+	case "OrgUserEdge.cursor":
+		if e.ComplexityRoot.OrgUserEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OrgUserEdge.Cursor(childComplexity), true
+	case "OrgUserEdge.node":
+		if e.ComplexityRoot.OrgUserEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.OrgUserEdge.Node(childComplexity), true
+
 	case "PageInfo.endCursor":
 		if e.ComplexityRoot.PageInfo.EndCursor == nil {
 			break
@@ -782,6 +935,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.PageInfo.HasNextPage(childComplexity), true
+	case "PageInfo.hasPreviousPage":
+		if e.ComplexityRoot.PageInfo.HasPreviousPage == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageInfo.HasPreviousPage(childComplexity), true
+	case "PageInfo.startCursor":
+		if e.ComplexityRoot.PageInfo.StartCursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PageInfo.StartCursor(childComplexity), true
 
 	case "Query.me":
 		if e.ComplexityRoot.Query.Me == nil {
@@ -866,6 +1031,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Team.Version(childComplexity), true
 
+	case "TeamConnection.edges":
+		if e.ComplexityRoot.TeamConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TeamConnection.Edges(childComplexity), true
 	case "TeamConnection.nodes":
 		if e.ComplexityRoot.TeamConnection.Nodes == nil {
 			break
@@ -878,6 +1049,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TeamConnection.PageInfo(childComplexity), true
+
+	case "TeamEdge.cursor":
+		if e.ComplexityRoot.TeamEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TeamEdge.Cursor(childComplexity), true
+	case "TeamEdge.node":
+		if e.ComplexityRoot.TeamEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TeamEdge.Node(childComplexity), true
 
 	case "TeamMember.joinedAt":
 		if e.ComplexityRoot.TeamMember.JoinedAt == nil {
@@ -916,6 +1100,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.TeamMember.UserID(childComplexity), true
 
+	case "TeamMemberConnection.edges":
+		if e.ComplexityRoot.TeamMemberConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TeamMemberConnection.Edges(childComplexity), true
 	case "TeamMemberConnection.nodes":
 		if e.ComplexityRoot.TeamMemberConnection.Nodes == nil {
 			break
@@ -928,6 +1118,25 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TeamMemberConnection.PageInfo(childComplexity), true
+	case "TeamMemberConnection.totalCount":
+		if e.ComplexityRoot.TeamMemberConnection.TotalCount == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TeamMemberConnection.TotalCount(childComplexity), true
+
+	case "TeamMemberEdge.cursor":
+		if e.ComplexityRoot.TeamMemberEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TeamMemberEdge.Cursor(childComplexity), true
+	case "TeamMemberEdge.node":
+		if e.ComplexityRoot.TeamMemberEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TeamMemberEdge.Node(childComplexity), true
 
 	case "Ticket.assignee":
 		if e.ComplexityRoot.Ticket.Assignee == nil {
@@ -1037,6 +1246,12 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Ticket.Version(childComplexity), true
 
+	case "TicketConnection.edges":
+		if e.ComplexityRoot.TicketConnection.Edges == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TicketConnection.Edges(childComplexity), true
 	case "TicketConnection.nodes":
 		if e.ComplexityRoot.TicketConnection.Nodes == nil {
 			break
@@ -1049,6 +1264,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 		}
 
 		return e.ComplexityRoot.TicketConnection.PageInfo(childComplexity), true
+
+	case "TicketEdge.cursor":
+		if e.ComplexityRoot.TicketEdge.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TicketEdge.Cursor(childComplexity), true
+	case "TicketEdge.node":
+		if e.ComplexityRoot.TicketEdge.Node == nil {
+			break
+		}
+
+		return e.ComplexityRoot.TicketEdge.Node(childComplexity), true
 
 	}
 	return 0, false
@@ -1199,12 +1427,24 @@ func (ec *executionContext) childFields_AuditEvent(ctx context.Context, field gr
 
 func (ec *executionContext) childFields_AuditEventConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "edges":
+		return ec.fieldContext_AuditEventConnection_edges(ctx, field)
 	case "nodes":
 		return ec.fieldContext_AuditEventConnection_nodes(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_AuditEventConnection_pageInfo(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type AuditEventConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_AuditEventEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_AuditEventEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_AuditEventEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type AuditEventEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_Comment(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1227,12 +1467,26 @@ func (ec *executionContext) childFields_Comment(ctx context.Context, field graph
 
 func (ec *executionContext) childFields_CommentConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "edges":
+		return ec.fieldContext_CommentConnection_edges(ctx, field)
 	case "nodes":
 		return ec.fieldContext_CommentConnection_nodes(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_CommentConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_CommentConnection_totalCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type CommentConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_CommentEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_CommentEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_CommentEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type CommentEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_Invitation(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1257,12 +1511,24 @@ func (ec *executionContext) childFields_Invitation(ctx context.Context, field gr
 
 func (ec *executionContext) childFields_InvitationConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "edges":
+		return ec.fieldContext_InvitationConnection_edges(ctx, field)
 	case "nodes":
 		return ec.fieldContext_InvitationConnection_nodes(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_InvitationConnection_pageInfo(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type InvitationConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_InvitationEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_InvitationEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_InvitationEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type InvitationEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_Me(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1293,12 +1559,24 @@ func (ec *executionContext) childFields_MeOrg(ctx context.Context, field graphql
 
 func (ec *executionContext) childFields_MeOrgConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "edges":
+		return ec.fieldContext_MeOrgConnection_edges(ctx, field)
 	case "nodes":
 		return ec.fieldContext_MeOrgConnection_nodes(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_MeOrgConnection_pageInfo(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type MeOrgConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_MeOrgEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_MeOrgEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_MeOrgEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type MeOrgEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_Org(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1357,6 +1635,8 @@ func (ec *executionContext) childFields_OrgUser(ctx context.Context, field graph
 
 func (ec *executionContext) childFields_OrgUserConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "edges":
+		return ec.fieldContext_OrgUserConnection_edges(ctx, field)
 	case "nodes":
 		return ec.fieldContext_OrgUserConnection_nodes(ctx, field)
 	case "pageInfo":
@@ -1365,10 +1645,24 @@ func (ec *executionContext) childFields_OrgUserConnection(ctx context.Context, f
 	return nil, fmt.Errorf("no field named %q was found under type OrgUserConnection", field.Name)
 }
 
+func (ec *executionContext) childFields_OrgUserEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_OrgUserEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_OrgUserEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type OrgUserEdge", field.Name)
+}
+
 func (ec *executionContext) childFields_PageInfo(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
 	case "hasNextPage":
 		return ec.fieldContext_PageInfo_hasNextPage(ctx, field)
+	case "hasPreviousPage":
+		return ec.fieldContext_PageInfo_hasPreviousPage(ctx, field)
+	case "startCursor":
+		return ec.fieldContext_PageInfo_startCursor(ctx, field)
 	case "endCursor":
 		return ec.fieldContext_PageInfo_endCursor(ctx, field)
 	}
@@ -1401,12 +1695,24 @@ func (ec *executionContext) childFields_Team(ctx context.Context, field graphql.
 
 func (ec *executionContext) childFields_TeamConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "edges":
+		return ec.fieldContext_TeamConnection_edges(ctx, field)
 	case "nodes":
 		return ec.fieldContext_TeamConnection_nodes(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_TeamConnection_pageInfo(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TeamConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_TeamEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_TeamEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_TeamEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TeamEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_TeamMember(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1429,12 +1735,26 @@ func (ec *executionContext) childFields_TeamMember(ctx context.Context, field gr
 
 func (ec *executionContext) childFields_TeamMemberConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "edges":
+		return ec.fieldContext_TeamMemberConnection_edges(ctx, field)
 	case "nodes":
 		return ec.fieldContext_TeamMemberConnection_nodes(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_TeamMemberConnection_pageInfo(ctx, field)
+	case "totalCount":
+		return ec.fieldContext_TeamMemberConnection_totalCount(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TeamMemberConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_TeamMemberEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_TeamMemberEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_TeamMemberEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TeamMemberEdge", field.Name)
 }
 
 func (ec *executionContext) childFields_Ticket(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -1479,12 +1799,24 @@ func (ec *executionContext) childFields_Ticket(ctx context.Context, field graphq
 
 func (ec *executionContext) childFields_TicketConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 	switch field.Name {
+	case "edges":
+		return ec.fieldContext_TicketConnection_edges(ctx, field)
 	case "nodes":
 		return ec.fieldContext_TicketConnection_nodes(ctx, field)
 	case "pageInfo":
 		return ec.fieldContext_TicketConnection_pageInfo(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type TicketConnection", field.Name)
+}
+
+func (ec *executionContext) childFields_TicketEdge(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_TicketEdge_cursor(ctx, field)
+	case "node":
+		return ec.fieldContext_TicketEdge_node(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type TicketEdge", field.Name)
 }
 
 func (ec *executionContext) childFields___Directive(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -2452,7 +2784,39 @@ func (ec *executionContext) fieldContext_AuditEvent_clientRequestId(_ context.Co
 	return graphql.NewScalarFieldContext("AuditEvent", field, true, false, "String")
 }
 
-func (ec *executionContext) _AuditEventConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *AuditEventConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEventConnection_edges(ctx context.Context, field graphql.CollectedField, obj *Connection[AuditEvent]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEventConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Edge[AuditEvent]) graphql.Marshaler {
+			return ec.marshalNAuditEventEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEventConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditEventConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditEventEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditEventConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *Connection[AuditEvent]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -2484,7 +2848,7 @@ func (ec *executionContext) fieldContext_AuditEventConnection_nodes(_ context.Co
 	return fc, nil
 }
 
-func (ec *executionContext) _AuditEventConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *AuditEventConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _AuditEventConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *Connection[AuditEvent]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -2511,6 +2875,61 @@ func (ec *executionContext) fieldContext_AuditEventConnection_pageInfo(_ context
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _AuditEventEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *Edge[AuditEvent]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEventEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEventEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("AuditEventEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _AuditEventEdge_node(ctx context.Context, field graphql.CollectedField, obj *Edge[AuditEvent]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_AuditEventEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *AuditEvent) graphql.Marshaler {
+			return ec.marshalNAuditEvent2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐAuditEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_AuditEventEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "AuditEventEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_AuditEvent(ctx, field)
 		},
 	}
 	return fc, nil
@@ -2663,7 +3082,39 @@ func (ec *executionContext) fieldContext_Comment_author(_ context.Context, field
 	return fc, nil
 }
 
-func (ec *executionContext) _CommentConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *CommentConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _CommentConnection_edges(ctx context.Context, field graphql.CollectedField, obj *Connection[Comment]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CommentConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Edge[Comment]) graphql.Marshaler {
+			return ec.marshalNCommentEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CommentConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CommentConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_CommentEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CommentConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *Connection[Comment]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -2695,7 +3146,7 @@ func (ec *executionContext) fieldContext_CommentConnection_nodes(_ context.Conte
 	return fc, nil
 }
 
-func (ec *executionContext) _CommentConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *CommentConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _CommentConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *Connection[Comment]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -2722,6 +3173,84 @@ func (ec *executionContext) fieldContext_CommentConnection_pageInfo(_ context.Co
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _CommentConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *Connection[Comment]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CommentConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalNInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CommentConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CommentConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _CommentEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *Edge[Comment]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CommentEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CommentEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("CommentEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _CommentEdge_node(ctx context.Context, field graphql.CollectedField, obj *Edge[Comment]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_CommentEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Comment) graphql.Marshaler {
+			return ec.marshalNComment2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐComment(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_CommentEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "CommentEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Comment(ctx, field)
 		},
 	}
 	return fc, nil
@@ -2888,7 +3417,39 @@ func (ec *executionContext) fieldContext_Invitation_expiresAt(_ context.Context,
 	return graphql.NewScalarFieldContext("Invitation", field, false, false, "Time")
 }
 
-func (ec *executionContext) _InvitationConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *InvitationConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _InvitationConnection_edges(ctx context.Context, field graphql.CollectedField, obj *Connection[Invitation]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InvitationConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Edge[Invitation]) graphql.Marshaler {
+			return ec.marshalNInvitationEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InvitationConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InvitationConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_InvitationEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _InvitationConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *Connection[Invitation]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -2920,7 +3481,7 @@ func (ec *executionContext) fieldContext_InvitationConnection_nodes(_ context.Co
 	return fc, nil
 }
 
-func (ec *executionContext) _InvitationConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *InvitationConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _InvitationConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *Connection[Invitation]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -2947,6 +3508,61 @@ func (ec *executionContext) fieldContext_InvitationConnection_pageInfo(_ context
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _InvitationEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *Edge[Invitation]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InvitationEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InvitationEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("InvitationEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _InvitationEdge_node(ctx context.Context, field graphql.CollectedField, obj *Edge[Invitation]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_InvitationEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Invitation) graphql.Marshaler {
+			return ec.marshalNInvitation2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐInvitation(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_InvitationEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "InvitationEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Invitation(ctx, field)
 		},
 	}
 	return fc, nil
@@ -2988,8 +3604,8 @@ func (ec *executionContext) _Me_orgs(ctx context.Context, field graphql.Collecte
 			return ec.Resolvers.Me().Orgs(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *MeOrgConnection) graphql.Marshaler {
-			return ec.marshalNMeOrgConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐMeOrgConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *Connection[MeOrg]) graphql.Marshaler {
+			return ec.marshalNMeOrgConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3143,7 +3759,39 @@ func (ec *executionContext) fieldContext_MeOrg_org(_ context.Context, field grap
 	return fc, nil
 }
 
-func (ec *executionContext) _MeOrgConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *MeOrgConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _MeOrgConnection_edges(ctx context.Context, field graphql.CollectedField, obj *Connection[MeOrg]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MeOrgConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Edge[MeOrg]) graphql.Marshaler {
+			return ec.marshalNMeOrgEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MeOrgConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MeOrgConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MeOrgEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MeOrgConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *Connection[MeOrg]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3175,7 +3823,7 @@ func (ec *executionContext) fieldContext_MeOrgConnection_nodes(_ context.Context
 	return fc, nil
 }
 
-func (ec *executionContext) _MeOrgConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *MeOrgConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _MeOrgConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *Connection[MeOrg]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -3202,6 +3850,61 @@ func (ec *executionContext) fieldContext_MeOrgConnection_pageInfo(_ context.Cont
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _MeOrgEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *Edge[MeOrg]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MeOrgEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MeOrgEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("MeOrgEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _MeOrgEdge_node(ctx context.Context, field graphql.CollectedField, obj *Edge[MeOrg]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_MeOrgEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *MeOrg) graphql.Marshaler {
+			return ec.marshalNMeOrg2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐMeOrg(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_MeOrgEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "MeOrgEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_MeOrg(ctx, field)
 		},
 	}
 	return fc, nil
@@ -3467,8 +4170,8 @@ func (ec *executionContext) _Org_users(ctx context.Context, field graphql.Collec
 			return ec.Resolvers.Org().Users(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *OrgUserConnection) graphql.Marshaler {
-			return ec.marshalNOrgUserConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐOrgUserConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *Connection[OrgUser]) graphql.Marshaler {
+			return ec.marshalNOrgUserConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3555,8 +4258,8 @@ func (ec *executionContext) _Org_teams(ctx context.Context, field graphql.Collec
 			return ec.Resolvers.Org().Teams(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *TeamConnection) graphql.Marshaler {
-			return ec.marshalNTeamConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTeamConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *Connection[Team]) graphql.Marshaler {
+			return ec.marshalNTeamConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3643,8 +4346,8 @@ func (ec *executionContext) _Org_tickets(ctx context.Context, field graphql.Coll
 			return ec.Resolvers.Org().Tickets(ctx, obj, fc.Args["status"].(*ticket.Status), fc.Args["priority"].(*ticket.Priority), fc.Args["assigneeId"].(*string), fc.Args["teamId"].(*string), fc.Args["requesterId"].(*string), fc.Args["order"].(*SortOrder), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *TicketConnection) graphql.Marshaler {
-			return ec.marshalNTicketConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTicketConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *Connection[Ticket]) graphql.Marshaler {
+			return ec.marshalNTicketConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3731,8 +4434,8 @@ func (ec *executionContext) _Org_invitations(ctx context.Context, field graphql.
 			return ec.Resolvers.Org().Invitations(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *InvitationConnection) graphql.Marshaler {
-			return ec.marshalNInvitationConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐInvitationConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *Connection[Invitation]) graphql.Marshaler {
+			return ec.marshalNInvitationConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3775,8 +4478,8 @@ func (ec *executionContext) _Org_auditLog(ctx context.Context, field graphql.Col
 			return ec.Resolvers.Org().AuditLog(ctx, obj, fc.Args["since"].(*time.Time), fc.Args["until"].(*time.Time), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *AuditEventConnection) graphql.Marshaler {
-			return ec.marshalNAuditEventConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐAuditEventConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *Connection[AuditEvent]) graphql.Marshaler {
+			return ec.marshalNAuditEventConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -3957,8 +4660,8 @@ func (ec *executionContext) _OrgUser_teams(ctx context.Context, field graphql.Co
 			return ec.Resolvers.OrgUser().Teams(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *TeamMemberConnection) graphql.Marshaler {
-			return ec.marshalNTeamMemberConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTeamMemberConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *Connection[TeamMember]) graphql.Marshaler {
+			return ec.marshalNTeamMemberConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4001,8 +4704,8 @@ func (ec *executionContext) _OrgUser_assignedTickets(ctx context.Context, field 
 			return ec.Resolvers.OrgUser().AssignedTickets(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *TicketConnection) graphql.Marshaler {
-			return ec.marshalNTicketConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTicketConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *Connection[Ticket]) graphql.Marshaler {
+			return ec.marshalNTicketConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4032,7 +4735,39 @@ func (ec *executionContext) fieldContext_OrgUser_assignedTickets(ctx context.Con
 	return fc, nil
 }
 
-func (ec *executionContext) _OrgUserConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *OrgUserConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _OrgUserConnection_edges(ctx context.Context, field graphql.CollectedField, obj *Connection[OrgUser]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OrgUserConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Edge[OrgUser]) graphql.Marshaler {
+			return ec.marshalNOrgUserEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OrgUserConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "OrgUserConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OrgUserEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _OrgUserConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *Connection[OrgUser]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4064,7 +4799,7 @@ func (ec *executionContext) fieldContext_OrgUserConnection_nodes(_ context.Conte
 	return fc, nil
 }
 
-func (ec *executionContext) _OrgUserConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *OrgUserConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _OrgUserConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *Connection[OrgUser]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4096,6 +4831,61 @@ func (ec *executionContext) fieldContext_OrgUserConnection_pageInfo(_ context.Co
 	return fc, nil
 }
 
+func (ec *executionContext) _OrgUserEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *Edge[OrgUser]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OrgUserEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OrgUserEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("OrgUserEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _OrgUserEdge_node(ctx context.Context, field graphql.CollectedField, obj *Edge[OrgUser]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_OrgUserEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *OrgUser) graphql.Marshaler {
+			return ec.marshalNOrgUser2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐOrgUser(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_OrgUserEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "OrgUserEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_OrgUser(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
 func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field graphql.CollectedField, obj *PageInfo) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
@@ -4117,6 +4907,52 @@ func (ec *executionContext) _PageInfo_hasNextPage(ctx context.Context, field gra
 }
 func (ec *executionContext) fieldContext_PageInfo_hasNextPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _PageInfo_hasPreviousPage(ctx context.Context, field graphql.CollectedField, obj *PageInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageInfo_hasPreviousPage(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.HasPreviousPage, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v bool) graphql.Marshaler {
+			return ec.marshalNBoolean2bool(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PageInfo_hasPreviousPage(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "Boolean")
+}
+
+func (ec *executionContext) _PageInfo_startCursor(ctx context.Context, field graphql.CollectedField, obj *PageInfo) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PageInfo_startCursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.StartCursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
+			return ec.marshalOString2ᚖstring(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_PageInfo_startCursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PageInfo", field, false, false, "String")
 }
 
 func (ec *executionContext) _PageInfo_endCursor(ctx context.Context, field graphql.CollectedField, obj *PageInfo) (ret graphql.Marshaler) {
@@ -4468,8 +5304,8 @@ func (ec *executionContext) _Team_members(ctx context.Context, field graphql.Col
 			return ec.Resolvers.Team().Members(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *TeamMemberConnection) graphql.Marshaler {
-			return ec.marshalNTeamMemberConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTeamMemberConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *Connection[TeamMember]) graphql.Marshaler {
+			return ec.marshalNTeamMemberConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4512,8 +5348,8 @@ func (ec *executionContext) _Team_tickets(ctx context.Context, field graphql.Col
 			return ec.Resolvers.Team().Tickets(ctx, obj, fc.Args["status"].(*ticket.Status), fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *TicketConnection) graphql.Marshaler {
-			return ec.marshalNTicketConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTicketConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *Connection[Ticket]) graphql.Marshaler {
+			return ec.marshalNTicketConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -4543,7 +5379,39 @@ func (ec *executionContext) fieldContext_Team_tickets(ctx context.Context, field
 	return fc, nil
 }
 
-func (ec *executionContext) _TeamConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *TeamConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _TeamConnection_edges(ctx context.Context, field graphql.CollectedField, obj *Connection[Team]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TeamConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Edge[Team]) graphql.Marshaler {
+			return ec.marshalNTeamEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TeamConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TeamConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TeamEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TeamConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *Connection[Team]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4575,7 +5443,7 @@ func (ec *executionContext) fieldContext_TeamConnection_nodes(_ context.Context,
 	return fc, nil
 }
 
-func (ec *executionContext) _TeamConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *TeamConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _TeamConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *Connection[Team]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4602,6 +5470,61 @@ func (ec *executionContext) fieldContext_TeamConnection_pageInfo(_ context.Conte
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TeamEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *Edge[Team]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TeamEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TeamEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TeamEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _TeamEdge_node(ctx context.Context, field graphql.CollectedField, obj *Edge[Team]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TeamEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Team) graphql.Marshaler {
+			return ec.marshalNTeam2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTeam(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TeamEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TeamEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Team(ctx, field)
 		},
 	}
 	return fc, nil
@@ -4763,7 +5686,39 @@ func (ec *executionContext) fieldContext_TeamMember_team(_ context.Context, fiel
 	return fc, nil
 }
 
-func (ec *executionContext) _TeamMemberConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *TeamMemberConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _TeamMemberConnection_edges(ctx context.Context, field graphql.CollectedField, obj *Connection[TeamMember]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TeamMemberConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Edge[TeamMember]) graphql.Marshaler {
+			return ec.marshalNTeamMemberEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TeamMemberConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TeamMemberConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TeamMemberEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TeamMemberConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *Connection[TeamMember]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4795,7 +5750,7 @@ func (ec *executionContext) fieldContext_TeamMemberConnection_nodes(_ context.Co
 	return fc, nil
 }
 
-func (ec *executionContext) _TeamMemberConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *TeamMemberConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _TeamMemberConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *Connection[TeamMember]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -4822,6 +5777,84 @@ func (ec *executionContext) fieldContext_TeamMemberConnection_pageInfo(_ context
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TeamMemberConnection_totalCount(ctx context.Context, field graphql.CollectedField, obj *Connection[TeamMember]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TeamMemberConnection_totalCount(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.TotalCount, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
+			return ec.marshalOInt2ᚖint(ctx, selections, v)
+		},
+		true,
+		false,
+	)
+}
+func (ec *executionContext) fieldContext_TeamMemberConnection_totalCount(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TeamMemberConnection", field, false, false, "Int")
+}
+
+func (ec *executionContext) _TeamMemberEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *Edge[TeamMember]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TeamMemberEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TeamMemberEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TeamMemberEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _TeamMemberEdge_node(ctx context.Context, field graphql.CollectedField, obj *Edge[TeamMember]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TeamMemberEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *TeamMember) graphql.Marshaler {
+			return ec.marshalNTeamMember2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTeamMember(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TeamMemberEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TeamMemberEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TeamMember(ctx, field)
 		},
 	}
 	return fc, nil
@@ -5235,8 +6268,8 @@ func (ec *executionContext) _Ticket_comments(ctx context.Context, field graphql.
 			return ec.Resolvers.Ticket().Comments(ctx, obj, fc.Args["first"].(*int), fc.Args["after"].(*string))
 		},
 		nil,
-		func(ctx context.Context, selections ast.SelectionSet, v *CommentConnection) graphql.Marshaler {
-			return ec.marshalNCommentConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐCommentConnection(ctx, selections, v)
+		func(ctx context.Context, selections ast.SelectionSet, v *Connection[Comment]) graphql.Marshaler {
+			return ec.marshalNCommentConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx, selections, v)
 		},
 		true,
 		true,
@@ -5266,7 +6299,39 @@ func (ec *executionContext) fieldContext_Ticket_comments(ctx context.Context, fi
 	return fc, nil
 }
 
-func (ec *executionContext) _TicketConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *TicketConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _TicketConnection_edges(ctx context.Context, field graphql.CollectedField, obj *Connection[Ticket]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TicketConnection_edges(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Edges, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v []*Edge[Ticket]) graphql.Marshaler {
+			return ec.marshalNTicketEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TicketConnection_edges(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TicketConnection",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_TicketEdge(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TicketConnection_nodes(ctx context.Context, field graphql.CollectedField, obj *Connection[Ticket]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5298,7 +6363,7 @@ func (ec *executionContext) fieldContext_TicketConnection_nodes(_ context.Contex
 	return fc, nil
 }
 
-func (ec *executionContext) _TicketConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *TicketConnection) (ret graphql.Marshaler) {
+func (ec *executionContext) _TicketConnection_pageInfo(ctx context.Context, field graphql.CollectedField, obj *Connection[Ticket]) (ret graphql.Marshaler) {
 	return graphql.ResolveField(
 		ctx,
 		ec.OperationContext,
@@ -5325,6 +6390,61 @@ func (ec *executionContext) fieldContext_TicketConnection_pageInfo(_ context.Con
 		IsResolver: false,
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields_PageInfo(ctx, field)
+		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _TicketEdge_cursor(ctx context.Context, field graphql.CollectedField, obj *Edge[Ticket]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TicketEdge_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TicketEdge_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("TicketEdge", field, false, false, "String")
+}
+
+func (ec *executionContext) _TicketEdge_node(ctx context.Context, field graphql.CollectedField, obj *Edge[Ticket]) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_TicketEdge_node(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Node, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *Ticket) graphql.Marshaler {
+			return ec.marshalNTicket2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTicket(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_TicketEdge_node(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "TicketEdge",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Ticket(ctx, field)
 		},
 	}
 	return fc, nil
@@ -6690,7 +7810,7 @@ func (ec *executionContext) _AuditEvent(ctx context.Context, sel ast.SelectionSe
 
 var auditEventConnectionImplementors = []string{"AuditEventConnection"}
 
-func (ec *executionContext) _AuditEventConnection(ctx context.Context, sel ast.SelectionSet, obj *AuditEventConnection) graphql.Marshaler {
+func (ec *executionContext) _AuditEventConnection(ctx context.Context, sel ast.SelectionSet, obj *Connection[AuditEvent]) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, auditEventConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -6699,6 +7819,11 @@ func (ec *executionContext) _AuditEventConnection(ctx context.Context, sel ast.S
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("AuditEventConnection")
+		case "edges":
+			out.Values[i] = ec._AuditEventConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "nodes":
 			out.Values[i] = ec._AuditEventConnection_nodes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -6706,6 +7831,44 @@ func (ec *executionContext) _AuditEventConnection(ctx context.Context, sel ast.S
 			}
 		case "pageInfo":
 			out.Values[i] = ec._AuditEventConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var auditEventEdgeImplementors = []string{"AuditEventEdge"}
+
+func (ec *executionContext) _AuditEventEdge(ctx context.Context, sel ast.SelectionSet, obj *Edge[AuditEvent]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, auditEventEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("AuditEventEdge")
+		case "cursor":
+			out.Values[i] = ec._AuditEventEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._AuditEventEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -6787,7 +7950,7 @@ func (ec *executionContext) _Comment(ctx context.Context, sel ast.SelectionSet, 
 
 var commentConnectionImplementors = []string{"CommentConnection"}
 
-func (ec *executionContext) _CommentConnection(ctx context.Context, sel ast.SelectionSet, obj *CommentConnection) graphql.Marshaler {
+func (ec *executionContext) _CommentConnection(ctx context.Context, sel ast.SelectionSet, obj *Connection[Comment]) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, commentConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -6796,6 +7959,11 @@ func (ec *executionContext) _CommentConnection(ctx context.Context, sel ast.Sele
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("CommentConnection")
+		case "edges":
+			out.Values[i] = ec._CommentConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "nodes":
 			out.Values[i] = ec._CommentConnection_nodes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -6803,6 +7971,49 @@ func (ec *executionContext) _CommentConnection(ctx context.Context, sel ast.Sele
 			}
 		case "pageInfo":
 			out.Values[i] = ec._CommentConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._CommentConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var commentEdgeImplementors = []string{"CommentEdge"}
+
+func (ec *executionContext) _CommentEdge(ctx context.Context, sel ast.SelectionSet, obj *Edge[Comment]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, commentEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("CommentEdge")
+		case "cursor":
+			out.Values[i] = ec._CommentEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._CommentEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -6888,7 +8099,7 @@ func (ec *executionContext) _Invitation(ctx context.Context, sel ast.SelectionSe
 
 var invitationConnectionImplementors = []string{"InvitationConnection"}
 
-func (ec *executionContext) _InvitationConnection(ctx context.Context, sel ast.SelectionSet, obj *InvitationConnection) graphql.Marshaler {
+func (ec *executionContext) _InvitationConnection(ctx context.Context, sel ast.SelectionSet, obj *Connection[Invitation]) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, invitationConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -6897,6 +8108,11 @@ func (ec *executionContext) _InvitationConnection(ctx context.Context, sel ast.S
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("InvitationConnection")
+		case "edges":
+			out.Values[i] = ec._InvitationConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "nodes":
 			out.Values[i] = ec._InvitationConnection_nodes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -6904,6 +8120,44 @@ func (ec *executionContext) _InvitationConnection(ctx context.Context, sel ast.S
 			}
 		case "pageInfo":
 			out.Values[i] = ec._InvitationConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var invitationEdgeImplementors = []string{"InvitationEdge"}
+
+func (ec *executionContext) _InvitationEdge(ctx context.Context, sel ast.SelectionSet, obj *Edge[Invitation]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, invitationEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("InvitationEdge")
+		case "cursor":
+			out.Values[i] = ec._InvitationEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._InvitationEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -7019,7 +8273,7 @@ func (ec *executionContext) _MeOrg(ctx context.Context, sel ast.SelectionSet, ob
 
 var meOrgConnectionImplementors = []string{"MeOrgConnection"}
 
-func (ec *executionContext) _MeOrgConnection(ctx context.Context, sel ast.SelectionSet, obj *MeOrgConnection) graphql.Marshaler {
+func (ec *executionContext) _MeOrgConnection(ctx context.Context, sel ast.SelectionSet, obj *Connection[MeOrg]) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, meOrgConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -7028,6 +8282,11 @@ func (ec *executionContext) _MeOrgConnection(ctx context.Context, sel ast.Select
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("MeOrgConnection")
+		case "edges":
+			out.Values[i] = ec._MeOrgConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "nodes":
 			out.Values[i] = ec._MeOrgConnection_nodes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7035,6 +8294,44 @@ func (ec *executionContext) _MeOrgConnection(ctx context.Context, sel ast.Select
 			}
 		case "pageInfo":
 			out.Values[i] = ec._MeOrgConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var meOrgEdgeImplementors = []string{"MeOrgEdge"}
+
+func (ec *executionContext) _MeOrgEdge(ctx context.Context, sel ast.SelectionSet, obj *Edge[MeOrg]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, meOrgEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("MeOrgEdge")
+		case "cursor":
+			out.Values[i] = ec._MeOrgEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._MeOrgEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -7285,7 +8582,7 @@ func (ec *executionContext) _OrgUser(ctx context.Context, sel ast.SelectionSet, 
 
 var orgUserConnectionImplementors = []string{"OrgUserConnection"}
 
-func (ec *executionContext) _OrgUserConnection(ctx context.Context, sel ast.SelectionSet, obj *OrgUserConnection) graphql.Marshaler {
+func (ec *executionContext) _OrgUserConnection(ctx context.Context, sel ast.SelectionSet, obj *Connection[OrgUser]) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, orgUserConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -7294,6 +8591,11 @@ func (ec *executionContext) _OrgUserConnection(ctx context.Context, sel ast.Sele
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("OrgUserConnection")
+		case "edges":
+			out.Values[i] = ec._OrgUserConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "nodes":
 			out.Values[i] = ec._OrgUserConnection_nodes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7301,6 +8603,44 @@ func (ec *executionContext) _OrgUserConnection(ctx context.Context, sel ast.Sele
 			}
 		case "pageInfo":
 			out.Values[i] = ec._OrgUserConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var orgUserEdgeImplementors = []string{"OrgUserEdge"}
+
+func (ec *executionContext) _OrgUserEdge(ctx context.Context, sel ast.SelectionSet, obj *Edge[OrgUser]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, orgUserEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("OrgUserEdge")
+		case "cursor":
+			out.Values[i] = ec._OrgUserEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._OrgUserEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -7335,6 +8675,16 @@ func (ec *executionContext) _PageInfo(ctx context.Context, sel ast.SelectionSet,
 		case "hasNextPage":
 			out.Values[i] = ec._PageInfo_hasNextPage(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "hasPreviousPage":
+			out.Values[i] = ec._PageInfo_hasPreviousPage(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "startCursor":
+			out.Values[i] = ec._PageInfo_startCursor(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
 				out.Invalids++
 			}
 		case "endCursor":
@@ -7498,7 +8848,7 @@ func (ec *executionContext) _Team(ctx context.Context, sel ast.SelectionSet, obj
 
 var teamConnectionImplementors = []string{"TeamConnection"}
 
-func (ec *executionContext) _TeamConnection(ctx context.Context, sel ast.SelectionSet, obj *TeamConnection) graphql.Marshaler {
+func (ec *executionContext) _TeamConnection(ctx context.Context, sel ast.SelectionSet, obj *Connection[Team]) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, teamConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -7507,6 +8857,11 @@ func (ec *executionContext) _TeamConnection(ctx context.Context, sel ast.Selecti
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("TeamConnection")
+		case "edges":
+			out.Values[i] = ec._TeamConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "nodes":
 			out.Values[i] = ec._TeamConnection_nodes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7514,6 +8869,44 @@ func (ec *executionContext) _TeamConnection(ctx context.Context, sel ast.Selecti
 			}
 		case "pageInfo":
 			out.Values[i] = ec._TeamConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var teamEdgeImplementors = []string{"TeamEdge"}
+
+func (ec *executionContext) _TeamEdge(ctx context.Context, sel ast.SelectionSet, obj *Edge[Team]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, teamEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TeamEdge")
+		case "cursor":
+			out.Values[i] = ec._TeamEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._TeamEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -7596,7 +8989,7 @@ func (ec *executionContext) _TeamMember(ctx context.Context, sel ast.SelectionSe
 
 var teamMemberConnectionImplementors = []string{"TeamMemberConnection"}
 
-func (ec *executionContext) _TeamMemberConnection(ctx context.Context, sel ast.SelectionSet, obj *TeamMemberConnection) graphql.Marshaler {
+func (ec *executionContext) _TeamMemberConnection(ctx context.Context, sel ast.SelectionSet, obj *Connection[TeamMember]) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, teamMemberConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -7605,6 +8998,11 @@ func (ec *executionContext) _TeamMemberConnection(ctx context.Context, sel ast.S
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("TeamMemberConnection")
+		case "edges":
+			out.Values[i] = ec._TeamMemberConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "nodes":
 			out.Values[i] = ec._TeamMemberConnection_nodes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7612,6 +9010,49 @@ func (ec *executionContext) _TeamMemberConnection(ctx context.Context, sel ast.S
 			}
 		case "pageInfo":
 			out.Values[i] = ec._TeamMemberConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "totalCount":
+			out.Values[i] = ec._TeamMemberConnection_totalCount(ctx, field, obj)
+			if out.Values[i] == graphql.RequiredNull {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var teamMemberEdgeImplementors = []string{"TeamMemberEdge"}
+
+func (ec *executionContext) _TeamMemberEdge(ctx context.Context, sel ast.SelectionSet, obj *Edge[TeamMember]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, teamMemberEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TeamMemberEdge")
+		case "cursor":
+			out.Values[i] = ec._TeamMemberEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._TeamMemberEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -7751,7 +9192,7 @@ func (ec *executionContext) _Ticket(ctx context.Context, sel ast.SelectionSet, o
 
 var ticketConnectionImplementors = []string{"TicketConnection"}
 
-func (ec *executionContext) _TicketConnection(ctx context.Context, sel ast.SelectionSet, obj *TicketConnection) graphql.Marshaler {
+func (ec *executionContext) _TicketConnection(ctx context.Context, sel ast.SelectionSet, obj *Connection[Ticket]) graphql.Marshaler {
 	fields := graphql.CollectFields(ec.OperationContext, sel, ticketConnectionImplementors)
 
 	out := graphql.NewFieldSet(fields)
@@ -7760,6 +9201,11 @@ func (ec *executionContext) _TicketConnection(ctx context.Context, sel ast.Selec
 		switch field.Name {
 		case "__typename":
 			out.Values[i] = graphql.MarshalString("TicketConnection")
+		case "edges":
+			out.Values[i] = ec._TicketConnection_edges(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
 		case "nodes":
 			out.Values[i] = ec._TicketConnection_nodes(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
@@ -7767,6 +9213,44 @@ func (ec *executionContext) _TicketConnection(ctx context.Context, sel ast.Selec
 			}
 		case "pageInfo":
 			out.Values[i] = ec._TicketConnection_pageInfo(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	if n := len(deferred.Defers); n > 0 {
+		atomic.AddInt32(&ec.Deferred, int32(min(n, math.MaxInt32)))
+		ec.ProcessDeferredGroup(deferred)
+	}
+
+	return out
+}
+
+var ticketEdgeImplementors = []string{"TicketEdge"}
+
+func (ec *executionContext) _TicketEdge(ctx context.Context, sel ast.SelectionSet, obj *Edge[Ticket]) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, ticketEdgeImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferred := graphql.NewDeferredGroup(ctx)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("TicketEdge")
+		case "cursor":
+			out.Values[i] = ec._TicketEdge_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "node":
+			out.Values[i] = ec._TicketEdge_node(ctx, field, obj)
 			if out.Values[i] == graphql.Null {
 				out.Invalids++
 			}
@@ -8193,12 +9677,36 @@ func (ec *executionContext) marshalNAuditEvent2ᚖgithubᚗcomᚋtenantdᚋtenan
 	return ec._AuditEvent(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNAuditEventConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐAuditEventConnection(ctx context.Context, sel ast.SelectionSet, v *AuditEventConnection) graphql.Marshaler {
+func (ec *executionContext) marshalNAuditEventConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx context.Context, sel ast.SelectionSet, v *Connection[AuditEvent]) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "AuditEventConnection!")
 		return graphql.Null
 	}
 	return ec._AuditEventConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNAuditEventEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*Edge[AuditEvent]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNAuditEventEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNAuditEventEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx context.Context, sel ast.SelectionSet, v *Edge[AuditEvent]) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "AuditEventEdge!")
+		return graphql.Null
+	}
+	return ec._AuditEventEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNBoolean2bool(ctx context.Context, v any) (bool, error) {
@@ -8239,12 +9747,36 @@ func (ec *executionContext) marshalNComment2ᚖgithubᚗcomᚋtenantdᚋtenantd�
 	return ec._Comment(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNCommentConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐCommentConnection(ctx context.Context, sel ast.SelectionSet, v *CommentConnection) graphql.Marshaler {
+func (ec *executionContext) marshalNCommentConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx context.Context, sel ast.SelectionSet, v *Connection[Comment]) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "CommentConnection!")
 		return graphql.Null
 	}
 	return ec._CommentConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNCommentEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*Edge[Comment]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNCommentEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNCommentEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx context.Context, sel ast.SelectionSet, v *Edge[Comment]) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "CommentEdge!")
+		return graphql.Null
+	}
+	return ec._CommentEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNCreateTicketInput2githubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐCreateTicketInput(ctx context.Context, v any) (CreateTicketInput, error) {
@@ -8323,6 +9855,24 @@ func (ec *executionContext) marshalNInt2int64(ctx context.Context, sel ast.Selec
 	return res
 }
 
+func (ec *executionContext) unmarshalNInt2ᚖint(ctx context.Context, v any) (*int, error) {
+	res, err := graphql.UnmarshalInt(v)
+	return &res, graphql.ErrorOnPath(ctx, err)
+}
+
+func (ec *executionContext) marshalNInt2ᚖint(ctx context.Context, sel ast.SelectionSet, v *int) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "Int!")
+		return graphql.Null
+	}
+	_ = sel
+	res := graphql.MarshalInt(*v)
+	if res == graphql.Null {
+		graphql.AddInvalidNullFromMarshaler(ctx, "Int!")
+	}
+	return res
+}
+
 func (ec *executionContext) marshalNInvitation2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐInvitationᚄ(ctx context.Context, sel ast.SelectionSet, v []*Invitation) graphql.Marshaler {
 	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
@@ -8347,12 +9897,36 @@ func (ec *executionContext) marshalNInvitation2ᚖgithubᚗcomᚋtenantdᚋtenan
 	return ec._Invitation(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNInvitationConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐInvitationConnection(ctx context.Context, sel ast.SelectionSet, v *InvitationConnection) graphql.Marshaler {
+func (ec *executionContext) marshalNInvitationConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx context.Context, sel ast.SelectionSet, v *Connection[Invitation]) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "InvitationConnection!")
 		return graphql.Null
 	}
 	return ec._InvitationConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNInvitationEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*Edge[Invitation]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNInvitationEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNInvitationEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx context.Context, sel ast.SelectionSet, v *Edge[Invitation]) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "InvitationEdge!")
+		return graphql.Null
+	}
+	return ec._InvitationEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNMe2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐMe(ctx context.Context, sel ast.SelectionSet, v *Me) graphql.Marshaler {
@@ -8387,12 +9961,36 @@ func (ec *executionContext) marshalNMeOrg2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋ
 	return ec._MeOrg(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNMeOrgConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐMeOrgConnection(ctx context.Context, sel ast.SelectionSet, v *MeOrgConnection) graphql.Marshaler {
+func (ec *executionContext) marshalNMeOrgConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx context.Context, sel ast.SelectionSet, v *Connection[MeOrg]) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "MeOrgConnection!")
 		return graphql.Null
 	}
 	return ec._MeOrgConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNMeOrgEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*Edge[MeOrg]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNMeOrgEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNMeOrgEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx context.Context, sel ast.SelectionSet, v *Edge[MeOrg]) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "MeOrgEdge!")
+		return graphql.Null
+	}
+	return ec._MeOrgEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNOrgUser2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐOrgUserᚄ(ctx context.Context, sel ast.SelectionSet, v []*OrgUser) graphql.Marshaler {
@@ -8419,12 +10017,36 @@ func (ec *executionContext) marshalNOrgUser2ᚖgithubᚗcomᚋtenantdᚋtenantd�
 	return ec._OrgUser(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNOrgUserConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐOrgUserConnection(ctx context.Context, sel ast.SelectionSet, v *OrgUserConnection) graphql.Marshaler {
+func (ec *executionContext) marshalNOrgUserConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx context.Context, sel ast.SelectionSet, v *Connection[OrgUser]) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "OrgUserConnection!")
 		return graphql.Null
 	}
 	return ec._OrgUserConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNOrgUserEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*Edge[OrgUser]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNOrgUserEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNOrgUserEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx context.Context, sel ast.SelectionSet, v *Edge[OrgUser]) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "OrgUserEdge!")
+		return graphql.Null
+	}
+	return ec._OrgUserEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPageInfo2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐPageInfo(ctx context.Context, sel ast.SelectionSet, v *PageInfo) graphql.Marshaler {
@@ -8452,14 +10074,14 @@ func (ec *executionContext) marshalNRole2githubᚗcomᚋtenantdᚋtenantdᚋinte
 
 var (
 	unmarshalNRole2githubᚗcomᚋtenantdᚋtenantdᚋinternalᚋauthzᚐRole = map[string]authz.Role{
-		"owner":  authz.Owner,
-		"admin":  authz.Admin,
-		"member": authz.Member,
+		"OWNER":  authz.Owner,
+		"ADMIN":  authz.Admin,
+		"MEMBER": authz.Member,
 	}
 	marshalNRole2githubᚗcomᚋtenantdᚋtenantdᚋinternalᚋauthzᚐRole = map[authz.Role]string{
-		authz.Owner:  "owner",
-		authz.Admin:  "admin",
-		authz.Member: "member",
+		authz.Owner:  "OWNER",
+		authz.Admin:  "ADMIN",
+		authz.Member: "MEMBER",
 	}
 )
 
@@ -8530,12 +10152,36 @@ func (ec *executionContext) marshalNTeam2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋi
 	return ec._Team(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNTeamConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTeamConnection(ctx context.Context, sel ast.SelectionSet, v *TeamConnection) graphql.Marshaler {
+func (ec *executionContext) marshalNTeamConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx context.Context, sel ast.SelectionSet, v *Connection[Team]) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "TeamConnection!")
 		return graphql.Null
 	}
 	return ec._TeamConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTeamEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*Edge[Team]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTeamEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTeamEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx context.Context, sel ast.SelectionSet, v *Edge[Team]) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TeamEdge!")
+		return graphql.Null
+	}
+	return ec._TeamEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNTeamMember2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTeamMemberᚄ(ctx context.Context, sel ast.SelectionSet, v []*TeamMember) graphql.Marshaler {
@@ -8562,12 +10208,36 @@ func (ec *executionContext) marshalNTeamMember2ᚖgithubᚗcomᚋtenantdᚋtenan
 	return ec._TeamMember(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNTeamMemberConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTeamMemberConnection(ctx context.Context, sel ast.SelectionSet, v *TeamMemberConnection) graphql.Marshaler {
+func (ec *executionContext) marshalNTeamMemberConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx context.Context, sel ast.SelectionSet, v *Connection[TeamMember]) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "TeamMemberConnection!")
 		return graphql.Null
 	}
 	return ec._TeamMemberConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTeamMemberEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*Edge[TeamMember]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTeamMemberEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTeamMemberEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx context.Context, sel ast.SelectionSet, v *Edge[TeamMember]) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TeamMemberEdge!")
+		return graphql.Null
+	}
+	return ec._TeamMemberEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNTicket2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTicketᚄ(ctx context.Context, sel ast.SelectionSet, v []*Ticket) graphql.Marshaler {
@@ -8594,12 +10264,36 @@ func (ec *executionContext) marshalNTicket2ᚖgithubᚗcomᚋtenantdᚋtenantd�
 	return ec._Ticket(ctx, sel, v)
 }
 
-func (ec *executionContext) marshalNTicketConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐTicketConnection(ctx context.Context, sel ast.SelectionSet, v *TicketConnection) graphql.Marshaler {
+func (ec *executionContext) marshalNTicketConnection2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐConnection(ctx context.Context, sel ast.SelectionSet, v *Connection[Ticket]) graphql.Marshaler {
 	if v == nil {
 		graphql.AddInvalidNullError(ctx, "TicketConnection!")
 		return graphql.Null
 	}
 	return ec._TicketConnection(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNTicketEdge2ᚕᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*Edge[Ticket]) graphql.Marshaler {
+	ret := graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, func(ctx context.Context, i int) graphql.Marshaler {
+		fc := graphql.GetFieldContext(ctx)
+		fc.Result = &v[i]
+		return ec.marshalNTicketEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx, sel, v[i])
+	})
+
+	for _, e := range ret {
+		if e == graphql.Null {
+			return graphql.Null
+		}
+	}
+
+	return ret
+}
+
+func (ec *executionContext) marshalNTicketEdge2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋgraphapiᚐEdge(ctx context.Context, sel ast.SelectionSet, v *Edge[Ticket]) graphql.Marshaler {
+	if v == nil {
+		graphql.AddInvalidNullError(ctx, "TicketEdge!")
+		return graphql.Null
+	}
+	return ec._TicketEdge(ctx, sel, v)
 }
 
 func (ec *executionContext) unmarshalNTicketPriority2githubᚗcomᚋtenantdᚋtenantdᚋinternalᚋticketᚐPriority(ctx context.Context, v any) (ticket.Priority, error) {
@@ -8619,16 +10313,16 @@ func (ec *executionContext) marshalNTicketPriority2githubᚗcomᚋtenantdᚋtena
 
 var (
 	unmarshalNTicketPriority2githubᚗcomᚋtenantdᚋtenantdᚋinternalᚋticketᚐPriority = map[string]ticket.Priority{
-		"low":    ticket.PriorityLow,
-		"normal": ticket.PriorityNormal,
-		"high":   ticket.PriorityHigh,
-		"urgent": ticket.PriorityUrgent,
+		"LOW":    ticket.PriorityLow,
+		"NORMAL": ticket.PriorityNormal,
+		"HIGH":   ticket.PriorityHigh,
+		"URGENT": ticket.PriorityUrgent,
 	}
 	marshalNTicketPriority2githubᚗcomᚋtenantdᚋtenantdᚋinternalᚋticketᚐPriority = map[ticket.Priority]string{
-		ticket.PriorityLow:    "low",
-		ticket.PriorityNormal: "normal",
-		ticket.PriorityHigh:   "high",
-		ticket.PriorityUrgent: "urgent",
+		ticket.PriorityLow:    "LOW",
+		ticket.PriorityNormal: "NORMAL",
+		ticket.PriorityHigh:   "HIGH",
+		ticket.PriorityUrgent: "URGENT",
 	}
 )
 
@@ -8649,18 +10343,18 @@ func (ec *executionContext) marshalNTicketStatus2githubᚗcomᚋtenantdᚋtenant
 
 var (
 	unmarshalNTicketStatus2githubᚗcomᚋtenantdᚋtenantdᚋinternalᚋticketᚐStatus = map[string]ticket.Status{
-		"new":     ticket.StatusNew,
-		"open":    ticket.StatusOpen,
-		"pending": ticket.StatusPending,
-		"solved":  ticket.StatusSolved,
-		"closed":  ticket.StatusClosed,
+		"NEW":     ticket.StatusNew,
+		"OPEN":    ticket.StatusOpen,
+		"PENDING": ticket.StatusPending,
+		"SOLVED":  ticket.StatusSolved,
+		"CLOSED":  ticket.StatusClosed,
 	}
 	marshalNTicketStatus2githubᚗcomᚋtenantdᚋtenantdᚋinternalᚋticketᚐStatus = map[ticket.Status]string{
-		ticket.StatusNew:     "new",
-		ticket.StatusOpen:    "open",
-		ticket.StatusPending: "pending",
-		ticket.StatusSolved:  "solved",
-		ticket.StatusClosed:  "closed",
+		ticket.StatusNew:     "NEW",
+		ticket.StatusOpen:    "OPEN",
+		ticket.StatusPending: "PENDING",
+		ticket.StatusSolved:  "SOLVED",
+		ticket.StatusClosed:  "CLOSED",
 	}
 )
 
@@ -9034,16 +10728,16 @@ func (ec *executionContext) marshalOTicketPriority2ᚖgithubᚗcomᚋtenantdᚋt
 
 var (
 	unmarshalOTicketPriority2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋticketᚐPriority = map[string]ticket.Priority{
-		"low":    ticket.PriorityLow,
-		"normal": ticket.PriorityNormal,
-		"high":   ticket.PriorityHigh,
-		"urgent": ticket.PriorityUrgent,
+		"LOW":    ticket.PriorityLow,
+		"NORMAL": ticket.PriorityNormal,
+		"HIGH":   ticket.PriorityHigh,
+		"URGENT": ticket.PriorityUrgent,
 	}
 	marshalOTicketPriority2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋticketᚐPriority = map[ticket.Priority]string{
-		ticket.PriorityLow:    "low",
-		ticket.PriorityNormal: "normal",
-		ticket.PriorityHigh:   "high",
-		ticket.PriorityUrgent: "urgent",
+		ticket.PriorityLow:    "LOW",
+		ticket.PriorityNormal: "NORMAL",
+		ticket.PriorityHigh:   "HIGH",
+		ticket.PriorityUrgent: "URGENT",
 	}
 )
 
@@ -9068,18 +10762,18 @@ func (ec *executionContext) marshalOTicketStatus2ᚖgithubᚗcomᚋtenantdᚋten
 
 var (
 	unmarshalOTicketStatus2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋticketᚐStatus = map[string]ticket.Status{
-		"new":     ticket.StatusNew,
-		"open":    ticket.StatusOpen,
-		"pending": ticket.StatusPending,
-		"solved":  ticket.StatusSolved,
-		"closed":  ticket.StatusClosed,
+		"NEW":     ticket.StatusNew,
+		"OPEN":    ticket.StatusOpen,
+		"PENDING": ticket.StatusPending,
+		"SOLVED":  ticket.StatusSolved,
+		"CLOSED":  ticket.StatusClosed,
 	}
 	marshalOTicketStatus2ᚖgithubᚗcomᚋtenantdᚋtenantdᚋinternalᚋticketᚐStatus = map[ticket.Status]string{
-		ticket.StatusNew:     "new",
-		ticket.StatusOpen:    "open",
-		ticket.StatusPending: "pending",
-		ticket.StatusSolved:  "solved",
-		ticket.StatusClosed:  "closed",
+		ticket.StatusNew:     "NEW",
+		ticket.StatusOpen:    "OPEN",
+		ticket.StatusPending: "PENDING",
+		ticket.StatusSolved:  "SOLVED",
+		ticket.StatusClosed:  "CLOSED",
 	}
 )
 

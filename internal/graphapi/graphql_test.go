@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"slices"
 	"strings"
@@ -378,7 +379,7 @@ func TestGraphQLRoleMatrix(t *testing.T) {
 				return rest(r, err, http.StatusOK)
 			},
 			func(t *testing.T, a apitest.Actor) outcome {
-				return viaGraphQL(t, a.Token, `mutation($o: ID!, $t: ID!) { updateTicket(orgId: $o, id: $t, input: {priority: high}) { id priority } }`,
+				return viaGraphQL(t, a.Token, `mutation($o: ID!, $t: ID!) { updateTicket(orgId: $o, id: $t, input: {priority: HIGH}) { id priority } }`,
 					map[string]any{"o": org, "t": fresh(t)})
 			}},
 		{"addComment",
@@ -448,7 +449,10 @@ func TestGraphQLLimits(t *testing.T) {
 		t.Run("ErrRequest/"+c.name, func(t *testing.T) {
 			ts.Rec.Reset()
 			r := apitest.GQLBody(t, ts, w.Member.Token, c.body)
-			if r.Status != http.StatusOK || len(r.Errors) != 1 || r.Errors[0].Code() != c.code || string(r.Data) != "null" {
+			// No data entry: nothing executed. Introspection is refused by
+			// its field, as it executes: the non-null __schema nulls data.
+			noData := r.Data == nil || c.code == "INTROSPECTION_DISABLED" && string(r.Data) == "null"
+			if r.Status != http.StatusOK || len(r.Errors) != 1 || r.Errors[0].Code() != c.code || !noData {
 				t.Errorf("status %d, codes %v, data %s, want one %s and no data: %s", r.Status, r.Codes(), r.Data, c.code, apitest.Truncate(r.Raw))
 			}
 			if n := ts.Rec.Count(); n != 0 {
@@ -503,7 +507,7 @@ func TestGraphQLLimits(t *testing.T) {
 			}
 		}
 		apitest.MustData(t, apitest.GQL(t, ts, w.Member.Token, `query($o: ID!) { org(id: $o) { tickets(first: 1) { pageInfo { endCursor } } } }`, map[string]any{"o": org}), &d)
-		r := apitest.GQL(t, ts, w.Member.Token, `query($o: ID!, $c: String!) { org(id: $o) { tickets(first: 1, status: open, after: $c) { nodes { id } } } }`,
+		r := apitest.GQL(t, ts, w.Member.Token, `query($o: ID!, $c: String!) { org(id: $o) { tickets(first: 1, status: OPEN, after: $c) { nodes { id } } } }`,
 			map[string]any{"o": org, "c": d.Org.Tickets.PageInfo.EndCursor})
 		if got := r.Codes(); !slices.Equal(got, []string{"invalid_cursor"}) {
 			t.Errorf("a cursor of another filter: codes %v", got)
@@ -632,7 +636,8 @@ func TestGraphQLAgreesWithREST(t *testing.T) {
 				m := gDoc.(map[string]any)
 				m["orgs"] = m["orgs"].(map[string]any)["nodes"]
 			}
-			restVal, gDoc = dropNulls(restVal), dropNulls(gDoc)
+			// GraphQL spells REST's enum values in upper case.
+			restVal, gDoc = dropNulls(restVal), restEnums(dropNulls(gDoc))
 			if list, ok := restVal.([]any); ok && len(list) == 0 {
 				t.Fatalf("REST %s lists nothing: the row compares nothing", row.rest)
 			}
@@ -644,6 +649,26 @@ func TestGraphQLAgreesWithREST(t *testing.T) {
 }
 
 // dropNulls removes null fields (REST omits them, GraphQL writes null).
+// restEnums lower-cases the enum fields (role, status, priority) of a
+// GraphQL answer: REST's spelling of the same stored values.
+func restEnums(v any) any {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if s, ok := x.(string); ok && (k == "role" || k == "status" || k == "priority") {
+				v[k] = strings.ToLower(s)
+			} else {
+				v[k] = restEnums(x)
+			}
+		}
+	case []any:
+		for i, x := range v {
+			v[i] = restEnums(x)
+		}
+	}
+	return v
+}
+
 func dropNulls(v any) any {
 	switch v := v.(type) {
 	case map[string]any:
@@ -737,6 +762,291 @@ func TestGraphQLCursorsAreRESTs(t *testing.T) {
 	}
 }
 
+// TestGraphQLOverHTTP: the GraphQL over HTTP specification's MUSTs and
+// SHOULDs for POST: null is absent, any extensions map is accepted, the
+// answer is in the media type the client accepts, and a request that never
+// executed has no data (400 in application/graphql-response+json, 200 in
+// application/json).
+func TestGraphQLOverHTTP(t *testing.T) {
+	ts := apitest.MustServer(t)
+	a := ts.Actor(t, "http")
+	const gqlResponse = "application/graphql-response+json"
+	for _, accept := range []string{"application/json", gqlResponse} {
+		for _, body := range []map[string]any{
+			{"query": "{ me { userId } }", "variables": nil},
+			{"query": "{ me { userId } }", "operationName": nil},
+			{"query": "{ me { userId } }", "extensions": nil},
+			{"query": "{ me { userId } }", "extensions": map[string]any{"some": "value", "tracing": true}},
+			{"query": "query Me { me { userId } }", "operationName": "Me", "variables": map[string]any{}, "extensions": map[string]any{}},
+		} {
+			apitest.Spec(t, fmt.Sprintf("200/graphql/%s, %s", accept, mustJSON(t, body)), func(t *testing.T) {
+				r := apitest.GQLBody(t, ts, a.Token, body, "Accept", accept)
+				var d struct{ Me struct{ UserID string } }
+				apitest.MustData(t, r, &d)
+				if d.Me.UserID != a.ID || r.Header.Get("Content-Type") != accept {
+					t.Errorf("%d %s %s, want %s's userId in %s", r.Status, r.Header.Get("Content-Type"), r.Raw, a.ID, accept)
+				}
+			})
+		}
+	}
+	for accept, want := range map[string]string{"": "application/json", "*/*": "application/json", "application/json, " + gqlResponse + ";q=0.9": "application/json",
+		gqlResponse + ", application/json;q=0.9": gqlResponse, "application/json, " + gqlResponse: gqlResponse, "text/html": "application/json"} {
+		apitest.Spec(t, "200/graphql/Accept "+accept+" is answered in "+want, func(t *testing.T) {
+			var r apitest.GQLResponse
+			if accept == "" {
+				r = apitest.GQLBody(t, ts, a.Token, map[string]any{"query": "{ me { userId } }"})
+			} else {
+				r = apitest.GQLBody(t, ts, a.Token, map[string]any{"query": "{ me { userId } }"}, "Accept", accept)
+			}
+			if r.Status != http.StatusOK || r.Header.Get("Content-Type") != want {
+				t.Errorf("%d %s, want 200 %s", r.Status, r.Header.Get("Content-Type"), want)
+			}
+		})
+	}
+	for _, c := range []struct {
+		name string
+		body map[string]any
+		code string
+	}{
+		{"a document that does not parse", map[string]any{"query": "{"}, "GRAPHQL_PARSE_FAILED"},
+		{"a document that does not validate", map[string]any{"query": "{ noSuchField }"}, "GRAPHQL_VALIDATION_FAILED"},
+		{"variables that do not fit", map[string]any{"query": "query($id: ID!) { org(id: $id) { id } }", "variables": map[string]any{"id": nil}}, "GRAPHQL_VALIDATION_FAILED"},
+		{"a document over the depth limit", map[string]any{"query": "{ me { orgs { nodes { org { teams { nodes { members { nodes { user { teams { nodes { team { name } } } } } } } } } } } } }"}, "DEPTH_LIMIT_EXCEEDED"},
+	} {
+		apitest.Spec(t, "400/graphql/"+gqlResponse+", "+c.name+": no data", func(t *testing.T) {
+			r := apitest.GQLBody(t, ts, a.Token, c.body, "Accept", gqlResponse)
+			var got map[string]any
+			if err := json.Unmarshal(r.Raw, &got); err != nil {
+				t.Fatalf("%d %s: %v", r.Status, r.Raw, err)
+			}
+			_, hasData := got["data"]
+			if r.Status != http.StatusBadRequest || r.Header.Get("Content-Type") != gqlResponse || hasData || !strings.Contains(string(r.Raw), `"code":"`+c.code+`"`) {
+				t.Errorf("%d %s %s, want 400 in %s without data, code %s", r.Status, r.Header.Get("Content-Type"), r.Raw, gqlResponse, c.code)
+			}
+		})
+		apitest.Spec(t, "200/graphql/application/json, "+c.name+": no data", func(t *testing.T) {
+			r := apitest.GQLBody(t, ts, a.Token, c.body, "Accept", "application/json")
+			var got map[string]any
+			if err := json.Unmarshal(r.Raw, &got); err != nil {
+				t.Fatalf("%d %s: %v", r.Status, r.Raw, err)
+			}
+			_, hasData := got["data"]
+			if r.Status != http.StatusOK || hasData || !slices.Equal(r.Codes(), []string{c.code}) {
+				t.Errorf("%d %s, want 200 without data, code %s", r.Status, r.Raw, c.code)
+			}
+		})
+	}
+	apitest.Spec(t, "400/graphql/a variables that is not an object", func(t *testing.T) {
+		for _, v := range []any{"string", 0, false, []string{"array"}} {
+			r := apitest.GQLBody(t, ts, a.Token, map[string]any{"query": "{ me { userId } }", "variables": v})
+			if r.Status != http.StatusBadRequest {
+				t.Errorf("variables %v: %d %s, want 400", v, r.Status, r.Raw)
+			}
+		}
+	})
+}
+
+// TestGraphQLOverGET: GET runs queries from the URL as POST runs them
+// (media types, limits, no DynamoDB call for a refused document),
+// automatic persisted queries included, and refuses a mutation with 405
+// and Allow: POST before anything runs.
+func TestGraphQLOverGET(t *testing.T) {
+	ts := apitest.MustServer(t)
+	w := apitest.MustWorld(t, ts, "GET")
+	org := w.Org.Id
+	const gqlResponse = "application/graphql-response+json"
+	for _, accept := range []string{"application/json", gqlResponse} {
+		apitest.Spec(t, "200/graphqlGet/a query with variables, in "+accept, func(t *testing.T) {
+			r := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {"query Q($o: ID!) { org(id: $o) { name } }"}, "operationName": {"Q"},
+				"variables": {`{"o":"` + org + `"}`}, "extensions": {`{"some":"value"}`}}, "Accept", accept)
+			var d struct{ Org struct{ Name string } }
+			apitest.MustData(t, r, &d)
+			if d.Org.Name != w.Org.Name || r.Header.Get("Content-Type") != accept || r.Header.Get("Vary") != "Accept" {
+				t.Errorf("%s %q %s, want the org's name in %s, Vary: Accept", r.Header.Get("Content-Type"), r.Header.Get("Vary"), r.Raw, accept)
+			}
+		})
+	}
+	apitest.Spec(t, "200/graphqlGet/an automatic persisted query, by hash once known", func(t *testing.T) {
+		q := "query PQ($o: ID!) { org(id: $o) { name } }"
+		sum := sha256.Sum256([]byte(q))
+		ext := `{"persistedQuery":{"version":1,"sha256Hash":"` + hex.EncodeToString(sum[:]) + `"}}`
+		vars := `{"o":"` + org + `"}`
+		ts.Rec.Reset()
+		unknown := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"extensions": {ext}, "variables": {vars}})
+		if !slices.Equal(unknown.Codes(), []string{"PERSISTED_QUERY_NOT_FOUND"}) || unknown.Data != nil || ts.Rec.Count() != 0 {
+			t.Errorf("an unknown hash: %d %s, %d DynamoDB calls", unknown.Status, unknown.Raw, ts.Rec.Count())
+		}
+		var d struct{ Org struct{ Name string } }
+		apitest.MustData(t, apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {q}, "extensions": {ext}, "variables": {vars}}), &d)
+		d.Org.Name = ""
+		apitest.MustData(t, apitest.GQLGet(t, ts, w.Member.Token, url.Values{"extensions": {ext}, "variables": {vars}}), &d)
+		if d.Org.Name != w.Org.Name {
+			t.Errorf("by hash: %+v, want the org's name", d)
+		}
+	})
+	apitest.Spec(t, "400/graphqlGet/"+gqlResponse+", a document over the depth limit: no data, no DynamoDB call", func(t *testing.T) {
+		ts.Rec.Reset()
+		r := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {"{ me { orgs { nodes { org { teams { nodes { members { nodes { user { teams { nodes { team { name } } } } } } } } } } } } }"}}, "Accept", gqlResponse)
+		if r.Status != http.StatusBadRequest || !slices.Equal(r.Codes(), []string{"DEPTH_LIMIT_EXCEEDED"}) || r.Data != nil || ts.Rec.Count() != 0 {
+			t.Errorf("%d %s, %d DynamoDB calls; want 400 DEPTH_LIMIT_EXCEEDED without data and none", r.Status, r.Raw, ts.Rec.Count())
+		}
+	})
+	for name, params := range map[string]url.Values{
+		"variables that are not a JSON object":  {"query": {"{ me { userId } }"}, "variables": {"[1]"}},
+		"extensions that are not a JSON object": {"query": {"{ me { userId } }"}, "extensions": {"1"}},
+		"a persisted query of another version":  {"extensions": {`{"persistedQuery":{"version":2,"sha256Hash":"` + strings.Repeat("a", 64) + `"}}`}},
+		"no query":                              {"operationName": {"Q"}},
+	} {
+		apitest.Spec(t, "400/graphqlGet/"+name, func(t *testing.T) {
+			if r := apitest.GQLGet(t, ts, w.Member.Token, params); r.Status != http.StatusBadRequest {
+				t.Errorf("%d %s, want 400", r.Status, r.Raw)
+			}
+		})
+	}
+	apitest.Spec(t, "405/graphqlGet/a mutation, refused before it runs", func(t *testing.T) {
+		ts.Rec.Reset()
+		r := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {`mutation($o: ID!) { createTicket(orgId: $o, input: {title: "over GET"}) { id } }`}, "variables": {`{"o":"` + org + `"}`}})
+		if r.Status != http.StatusMethodNotAllowed || r.Header.Get("Allow") != http.MethodPost || ts.Rec.Count() != 0 {
+			t.Errorf("%d Allow %q %s, %d DynamoDB calls; want 405, Allow: POST, none", r.Status, r.Header.Get("Allow"), r.Raw, ts.Rec.Count())
+		}
+	})
+}
+
+// TestGraphQLRelayConnections: every connection is a Relay connection as
+// GitHub's API has them: edges with a cursor each, that continues right
+// after its node, nodes (the edges' nodes), pageInfo with the first and
+// last edges' cursors, and totalCount where the store keeps the count.
+func TestGraphQLRelayConnections(t *testing.T) {
+	ts := apitest.MustServer(t)
+	w := apitest.MustWorld(t, ts, "Relay")
+	org := w.Org.Id
+	type edge struct {
+		Cursor string
+		Node   struct{ Key string }
+	}
+	type conn struct {
+		Edges    []edge
+		Nodes    []struct{ Key string }
+		PageInfo struct {
+			HasNextPage, HasPreviousPage bool
+			StartCursor, EndCursor       *string
+		}
+		TotalCount *int
+	}
+	// pageOf runs doc (a connection at path, its nodes' key aliased `key`)
+	// after cursor c and checks the page's own invariants.
+	pageOf := func(t *testing.T, doc string, path []string, first int, c *string) conn {
+		t.Helper()
+		var d any
+		apitest.MustData(t, apitest.GQL(t, ts, w.Owner.Token, doc, map[string]any{"o": org, "t": w.Ticket.Id, "team": w.Team.Id, "n": first, "c": c}), &d)
+		for _, k := range path {
+			d = d.(map[string]any)[k]
+		}
+		var got conn
+		if err := json.Unmarshal([]byte(mustJSON(t, d)), &got); err != nil {
+			t.Fatal(err)
+		}
+		if len(got.Edges) != len(got.Nodes) || len(got.Edges) > first {
+			t.Fatalf("%d edges, %d nodes (first %d)", len(got.Edges), len(got.Nodes), first)
+		}
+		for i, e := range got.Edges {
+			if e.Cursor == "" || e.Node.Key != got.Nodes[i].Key {
+				t.Errorf("edge %d: cursor %q, node %q; nodes[%d] %q", i, e.Cursor, e.Node.Key, i, got.Nodes[i].Key)
+			}
+		}
+		pi := got.PageInfo
+		if pi.HasPreviousPage {
+			t.Error("hasPreviousPage is true when paging forward")
+		}
+		if n := len(got.Edges); n == 0 && (pi.StartCursor != nil || pi.EndCursor != nil || pi.HasNextPage) ||
+			n > 0 && (pi.StartCursor == nil || *pi.StartCursor != got.Edges[0].Cursor || pi.EndCursor == nil || *pi.EndCursor != got.Edges[n-1].Cursor) {
+			t.Errorf("pageInfo %+v does not hold the first and last edges' cursors of %d edges", pi, n)
+		}
+		return got
+	}
+	// walk pages through the whole listing by endCursor.
+	walk := func(t *testing.T, doc string, path []string, first int) []string {
+		var keys []string
+		var c *string
+		for pages := 0; ; pages++ {
+			if pages > 20 {
+				t.Fatal("the listing never ended")
+			}
+			p := pageOf(t, doc, path, first, c)
+			for _, e := range p.Edges {
+				keys = append(keys, e.Node.Key)
+			}
+			if !p.PageInfo.HasNextPage {
+				if p.PageInfo.EndCursor != nil && len(pageOf(t, doc, path, first, p.PageInfo.EndCursor).Edges) != 0 {
+					t.Error("the last page's endCursor has more after it")
+				}
+				return keys
+			}
+			c = p.PageInfo.EndCursor
+		}
+	}
+	for _, l := range []struct {
+		name, doc string
+		path      []string
+		rest      string // the REST listing, its items' key field
+		key       string
+	}{
+		{"users", `query($o: ID!, $n: Int, $c: String) { org(id: $o) { users(first: $n, after: $c) { edges { cursor node { key: userId } } nodes { key: userId } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`,
+			[]string{"org", "users"}, "/v1/orgs/" + org + "/users?limit=100", "userId"},
+		{"auditLog", `query($o: ID!, $n: Int, $c: String) { org(id: $o) { auditLog(first: $n, after: $c) { edges { cursor node { key: id } } nodes { key: id } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } } } }`,
+			[]string{"org", "auditLog"}, "/v1/orgs/" + org + "/audit-log?limit=100", "id"},
+		{"team members", `query($o: ID!, $team: ID!, $n: Int, $c: String) { org(id: $o) { team(id: $team) { members(first: $n, after: $c) { edges { cursor node { key: userId } } nodes { key: userId } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } totalCount } } } }`,
+			[]string{"org", "team", "members"}, "/v1/orgs/" + org + "/teams/" + w.Team.Id + "/members", "userId"},
+	} {
+		rr := apitest.DoReq(t, ts.HTTP, http.MethodGet, ts.URL+l.rest, w.Owner.Token, nil, "")
+		var rest struct{ Items []map[string]any }
+		apitest.DecodeJSON(t, rr.Body, &rest)
+		var want []string
+		for _, it := range rest.Items {
+			want = append(want, it[l.key].(string))
+		}
+		t.Run(l.name+"/OK, forward through edges to the end, as REST lists it", func(t *testing.T) {
+			if got := walk(t, l.doc, l.path, 3); !slices.Equal(got, want) || len(want) < 4 {
+				t.Errorf("paged through edges: %v\nREST lists: %v", got, want)
+			}
+		})
+		t.Run(l.name+"/OK, every edge's cursor continues right after its node", func(t *testing.T) {
+			all := pageOf(t, l.doc, l.path, 100, nil)
+			for i, e := range all.Edges {
+				rest := pageOf(t, l.doc, l.path, 100, &e.Cursor)
+				var got []string
+				for _, n := range rest.Nodes {
+					got = append(got, n.Key)
+				}
+				if !slices.Equal(got, want[i+1:]) {
+					t.Errorf("after edge %d (%s): %v, want %v", i, e.Node.Key, got, want[i+1:])
+				}
+			}
+		})
+	}
+	t.Run("totalCount/OK, the team's member count", func(t *testing.T) {
+		doc := `query($o: ID!, $team: ID!, $n: Int, $c: String) { org(id: $o) { team(id: $team) { memberCount members(first: $n, after: $c) { edges { cursor node { key: userId } } nodes { key: userId } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } totalCount } } } }`
+		p := pageOf(t, doc, []string{"org", "team", "members"}, 1, nil)
+		if p.TotalCount == nil || *p.TotalCount != 4 || !p.PageInfo.HasNextPage {
+			t.Errorf("a team of 4, first 1: totalCount %v, hasNextPage %v", p.TotalCount, p.PageInfo.HasNextPage)
+		}
+	})
+	t.Run("totalCount/OK, the ticket's comment count", func(t *testing.T) {
+		for i := range 3 {
+			apitest.MustData(t, apitest.GQL(t, ts, w.Owner.Token, `mutation($o: ID!, $t: ID!, $b: String!) { addComment(orgId: $o, ticketId: $t, body: $b) { id } }`,
+				map[string]any{"o": org, "t": w.Ticket.Id, "b": fmt.Sprint("comment ", i)}), nil)
+		}
+		doc := `query($o: ID!, $t: ID!, $n: Int, $c: String) { org(id: $o) { ticket(id: $t) { comments(first: $n, after: $c) { edges { cursor node { key: id } } nodes { key: id } pageInfo { hasNextPage hasPreviousPage startCursor endCursor } totalCount } } } }`
+		p := pageOf(t, doc, []string{"org", "ticket", "comments"}, 2, nil)
+		if p.TotalCount == nil || *p.TotalCount != 3 {
+			t.Errorf("3 comments: totalCount %v", p.TotalCount)
+		}
+		if got := walk(t, doc, []string{"org", "ticket", "comments"}, 2); len(got) != 3 {
+			t.Errorf("paged through %d comments, want 3", len(got))
+		}
+	})
+}
+
 // TestGraphQLMutations: createTicket, updateTicket and addComment are the
 // REST writes, with their rules, audit events and idempotency.
 func TestGraphQLMutations(t *testing.T) {
@@ -781,7 +1091,7 @@ func TestGraphQLMutations(t *testing.T) {
 		}
 	})
 	t.Run("createTicket/ErrEnumCase, not the default priority", func(t *testing.T) {
-		for _, p := range []string{"HIGH", "Urgent"} {
+		for _, p := range []string{"high", "Urgent"} { // REST's spelling, and a mixed case
 			_, r := createTicket(t, map[string]any{"title": "wrong case " + p, "priority": p}, nil)
 			if got := r.Codes(); !slices.Equal(got, []string{"invalid_enum"}) {
 				t.Errorf("priority %q: codes %v, want invalid_enum: %s", p, got, apitest.Truncate(r.Raw))
@@ -797,9 +1107,9 @@ func TestGraphQLMutations(t *testing.T) {
 			{`query($o: ID!, $p: TicketPriority) { org(id: $o) { tickets(priority: $p) { nodes { id } } } }`, "p"},
 			{`query($o: ID!, $t: ID!, $s: TicketStatus) { org(id: $o) { team(id: $t) { tickets(status: $s) { nodes { id } } } } }`, "s"},
 		} {
-			v := map[string]any{"o": org, "t": w.Team.Id, q.vars: "SOLVED"}
+			v := map[string]any{"o": org, "t": w.Team.Id, q.vars: "solved"}
 			if q.vars == "p" {
-				v["p"] = "HIGH"
+				v["p"] = "high"
 			}
 			r := apitest.GQL(t, ts, w.Member.Token, q.doc, v)
 			if got := r.Codes(); !slices.Equal(got, []string{"invalid_enum"}) {
@@ -808,8 +1118,8 @@ func TestGraphQLMutations(t *testing.T) {
 		}
 	})
 	t.Run("createTicket/OK, audited as REST's", func(t *testing.T) {
-		tk, r := createTicket(t, map[string]any{"title": "by GraphQL", "assigneeId": w.Assignee.ID, "teamId": w.Team.Id, "priority": "high"}, nil)
-		if len(r.Errors) > 0 || tk.RequesterID != w.Member.ID || tk.Priority != "high" || tk.Version != 1 || tk.AssigneeID == nil || *tk.AssigneeID != w.Assignee.ID {
+		tk, r := createTicket(t, map[string]any{"title": "by GraphQL", "assigneeId": w.Assignee.ID, "teamId": w.Team.Id, "priority": "HIGH"}, nil)
+		if len(r.Errors) > 0 || tk.RequesterID != w.Member.ID || tk.Priority != "HIGH" || tk.Version != 1 || tk.AssigneeID == nil || *tk.AssigneeID != w.Assignee.ID {
 			t.Fatalf("created %+v: %s", tk, r.Raw)
 		}
 		var found bool
@@ -856,7 +1166,7 @@ func TestGraphQLMutations(t *testing.T) {
 	t.Run("updateTicket/expectedVersion", func(t *testing.T) {
 		tk, _ := createTicket(t, map[string]any{"title": "versioned", "assigneeId": w.Assignee.ID}, nil)
 		const update = `mutation($o: ID!, $t: ID!, $v: Int, $in: UpdateTicketInput!) { updateTicket(orgId: $o, id: $t, expectedVersion: $v, input: $in) { version status assigneeId } }`
-		stale := apitest.GQL(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 7, "in": map[string]any{"status": "open"}})
+		stale := apitest.GQL(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 7, "in": map[string]any{"status": "OPEN"}})
 		if got := stale.Codes(); !slices.Equal(got, []string{"version_mismatch"}) || stale.Errors[0].Extensions["kind"] != "PRECONDITION_FAILED" {
 			t.Errorf("a stale version: codes %v, ext %v", got, stale.Errors)
 		}
@@ -867,8 +1177,8 @@ func TestGraphQLMutations(t *testing.T) {
 				AssigneeID *string
 			}
 		}
-		apitest.MustData(t, apitest.GQL(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 1, "in": map[string]any{"status": "open", "assigneeId": nil}}), &d)
-		if d.UpdateTicket.Version != 2 || d.UpdateTicket.Status != "open" || d.UpdateTicket.AssigneeID != nil {
+		apitest.MustData(t, apitest.GQL(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "v": 1, "in": map[string]any{"status": "OPEN", "assigneeId": nil}}), &d)
+		if d.UpdateTicket.Version != 2 || d.UpdateTicket.Status != "OPEN" || d.UpdateTicket.AssigneeID != nil {
 			t.Errorf("updated to %+v, want version 2, open, unassigned", d.UpdateTicket)
 		}
 		nulled := apitest.GQL(t, ts, w.Member.Token, update, map[string]any{"o": org, "t": tk.ID, "in": map[string]any{"title": nil}})

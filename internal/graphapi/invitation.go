@@ -9,13 +9,9 @@ import (
 
 // Invitations resolves Org.invitations (GET /v1/orgs/{orgId}/invitations).
 func (r orgResolver) Invitations(ctx context.Context, obj *Org, first *int, after *string) (*InvitationConnection, error) {
-	nodes, pi, err := connection(ctx, obj.p.OrgID, "listInvitations", first, after,
+	return connection(ctx, obj.p.OrgID, "listInvitations", first, after,
 		func(pr page.Request) (page.Result[invitation.Invitation], error) {
 			return r.s.d.Invitations.ListInvitations(ctx, obj.p, pr)
 		},
 		func(inv invitation.Invitation) *Invitation { return &Invitation{Invitation: inv} })
-	if err != nil {
-		return nil, err
-	}
-	return &InvitationConnection{Nodes: nodes, PageInfo: pi}, nil
 }

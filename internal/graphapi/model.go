@@ -113,3 +113,48 @@ func auditValue(v any) any {
 		return fmt.Sprint(v)
 	}
 }
+
+// Connection is a page of a listing as a Relay connection: its items as
+// edges (each with its cursor) and as nodes, where the page sits, and the
+// listing's size where the store keeps it.
+type Connection[N any] struct {
+	Edges      []*Edge[N]
+	Nodes      []*N
+	PageInfo   *PageInfo
+	TotalCount *int
+}
+
+// Edge is an item of a connection and the cursor just after it.
+type Edge[N any] struct {
+	Cursor string
+	Node   *N
+}
+
+// PageInfo is where a page sits. The connections page forward only, so
+// HasPreviousPage is always false (the Relay specification allows it).
+type PageInfo struct {
+	HasNextPage     bool
+	HasPreviousPage bool
+	StartCursor     *string
+	EndCursor       *string
+}
+
+// The connections of the schema.
+type (
+	MeOrgConnection      = Connection[MeOrg]
+	OrgUserConnection    = Connection[OrgUser]
+	TeamConnection       = Connection[Team]
+	TeamMemberConnection = Connection[TeamMember]
+	TicketConnection     = Connection[Ticket]
+	CommentConnection    = Connection[Comment]
+	InvitationConnection = Connection[Invitation]
+	AuditEventConnection = Connection[AuditEvent]
+	MeOrgEdge            = Edge[MeOrg]
+	OrgUserEdge          = Edge[OrgUser]
+	TeamEdge             = Edge[Team]
+	TeamMemberEdge       = Edge[TeamMember]
+	TicketEdge           = Edge[Ticket]
+	CommentEdge          = Edge[Comment]
+	InvitationEdge       = Edge[Invitation]
+	AuditEventEdge       = Edge[AuditEvent]
+)

@@ -12,33 +12,20 @@ import (
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
-type AuditEventConnection struct {
-	Nodes    []*AuditEvent `json:"nodes"`
-	PageInfo *PageInfo     `json:"pageInfo"`
-}
-
-type CommentConnection struct {
-	Nodes    []*Comment `json:"nodes"`
-	PageInfo *PageInfo  `json:"pageInfo"`
-}
-
+// A new ticket (the body of POST /v1/orgs/{orgId}/tickets).
 type CreateTicketInput struct {
-	Title       string                              `json:"title"`
-	Description graphql.Omittable[*string]          `json:"description,omitempty"`
-	Priority    graphql.Omittable[*ticket.Priority] `json:"priority,omitempty"`
-	TeamID      graphql.Omittable[*string]          `json:"teamId,omitempty"`
-	AssigneeID  graphql.Omittable[*string]          `json:"assigneeId,omitempty"`
-	Tags        graphql.Omittable[[]string]         `json:"tags,omitempty"`
-}
-
-type InvitationConnection struct {
-	Nodes    []*Invitation `json:"nodes"`
-	PageInfo *PageInfo     `json:"pageInfo"`
-}
-
-type MeOrgConnection struct {
-	Nodes    []*MeOrg  `json:"nodes"`
-	PageInfo *PageInfo `json:"pageInfo"`
+	// The ticket's title.
+	Title string `json:"title"`
+	// The ticket's description.
+	Description graphql.Omittable[*string] `json:"description,omitempty"`
+	// How urgent it is (default NORMAL).
+	Priority graphql.Omittable[*ticket.Priority] `json:"priority,omitempty"`
+	// The team whose queue it goes to.
+	TeamID graphql.Omittable[*string] `json:"teamId,omitempty"`
+	// Who works on it.
+	AssigneeID graphql.Omittable[*string] `json:"assigneeId,omitempty"`
+	// The ticket's tags.
+	Tags graphql.Omittable[[]string] `json:"tags,omitempty"`
 }
 
 // The three writes. Each returns null with its error when it fails, so a
@@ -47,54 +34,36 @@ type MeOrgConnection struct {
 type Mutation struct {
 }
 
-type OrgUserConnection struct {
-	Nodes    []*OrgUser `json:"nodes"`
-	PageInfo *PageInfo  `json:"pageInfo"`
-}
-
-// A page of a connection: hasNextPage, and the cursor to pass as after.
-type PageInfo struct {
-	HasNextPage bool `json:"hasNextPage"`
-	// Signed, bound to the org and the listing (the same cursors as REST).
-	EndCursor *string `json:"endCursor,omitempty"`
-}
-
+// The entry points of reads.
 type Query struct {
-}
-
-type TeamConnection struct {
-	Nodes    []*Team   `json:"nodes"`
-	PageInfo *PageInfo `json:"pageInfo"`
-}
-
-type TeamMemberConnection struct {
-	Nodes    []*TeamMember `json:"nodes"`
-	PageInfo *PageInfo     `json:"pageInfo"`
-}
-
-type TicketConnection struct {
-	Nodes    []*Ticket `json:"nodes"`
-	PageInfo *PageInfo `json:"pageInfo"`
 }
 
 // What to change; a field left out stays, assigneeId or teamId null clears it.
 type UpdateTicketInput struct {
-	Title       graphql.Omittable[*string]          `json:"title,omitempty"`
-	Description graphql.Omittable[*string]          `json:"description,omitempty"`
-	Status      graphql.Omittable[*ticket.Status]   `json:"status,omitempty"`
-	Priority    graphql.Omittable[*ticket.Priority] `json:"priority,omitempty"`
-	AssigneeID  graphql.Omittable[*string]          `json:"assigneeId,omitempty"`
-	TeamID      graphql.Omittable[*string]          `json:"teamId,omitempty"`
-	Tags        graphql.Omittable[[]string]         `json:"tags,omitempty"`
+	// The new title.
+	Title graphql.Omittable[*string] `json:"title,omitempty"`
+	// The new description.
+	Description graphql.Omittable[*string] `json:"description,omitempty"`
+	// The new status.
+	Status graphql.Omittable[*ticket.Status] `json:"status,omitempty"`
+	// The new priority.
+	Priority graphql.Omittable[*ticket.Priority] `json:"priority,omitempty"`
+	// The new assignee (null: unassigned).
+	AssigneeID graphql.Omittable[*string] `json:"assigneeId,omitempty"`
+	// The new team (null: none).
+	TeamID graphql.Omittable[*string] `json:"teamId,omitempty"`
+	// The new tags (all of them).
+	Tags graphql.Omittable[[]string] `json:"tags,omitempty"`
 }
 
+// The order of a ticket listing.
 type SortOrder string
 
 const (
 	// Newest first.
-	SortOrderDesc SortOrder = "desc"
+	SortOrderDesc SortOrder = "DESC"
 	// Oldest first.
-	SortOrderAsc SortOrder = "asc"
+	SortOrderAsc SortOrder = "ASC"
 )
 
 var AllSortOrder = []SortOrder{

@@ -18,15 +18,11 @@ func (r queryResolver) Org(ctx context.Context, id string) (*Org, error) { retur
 
 // Orgs resolves Me.orgs (GET /v1/orgs).
 func (r meResolver) Orgs(ctx context.Context, obj *Me, first *int, after *string) (*MeOrgConnection, error) {
-	nodes, pi, err := connection(ctx, "user:"+obj.id.UserID, "listOrgs", first, after,
+	return connection(ctx, "user:"+obj.id.UserID, "listOrgs", first, after,
 		func(pr page.Request) (page.Result[tenant.Membership], error) {
 			return r.s.d.Orgs.ListOrgs(ctx, obj.id, pr)
 		},
 		func(m tenant.Membership) *MeOrg { return &MeOrg{Membership: m} })
-	if err != nil {
-		return nil, err
-	}
-	return &MeOrgConnection{Nodes: nodes, PageInfo: pi}, nil
 }
 
 // Org resolves MeOrg.org.

@@ -3,4 +3,4 @@
 package graphapi
 
 // generatedFrom is the hash of schema/*.graphqls when exec.gen.go was generated.
-const generatedFrom = "89490d169cd6f9366e2e9424bcba21fdcf078b0f736143c505caac3d7248c384"
+const generatedFrom = "7eba42db156ba301cd7bc7110a68195eddab2b590b476a8bf76df42a1e5c1453"

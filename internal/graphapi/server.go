@@ -1,8 +1,10 @@
-// Package graphapi is tenantd's GraphQL API (POST /v1/graphql): the reads of
-// the REST API and three of its writes, schema-first with gqlgen
-// (schema/*.graphqls), over the same domain services. It sits beside the
-// HTTP layer: httpapi authenticates the request, applies the caller's rate
-// limit and hands the decoded body to Server.Execute.
+// Package graphapi is tenantd's GraphQL API (/v1/graphql, POST and GET):
+// the reads of the REST API and three of its writes, schema-first with
+// gqlgen (schema/*.graphqls), over the same domain services; its
+// connections are Relay connections. It sits beside the HTTP layer:
+// httpapi authenticates the request, applies the caller's rate limit,
+// hands the decoded request to Server.Execute and answers in the media
+// type the client accepts (GraphQL over HTTP).
 //
 // Every resolver is at most one DynamoDB operation, and the resolvers of
 // one nesting level share one: a per-request DataLoader collects the point
@@ -182,6 +184,9 @@ type Request struct {
 	OperationName string
 	Variables     map[string]any // numbers as json.Number
 	Extensions    map[string]any
+	// QueryOnly refuses any operation but a query (GET): Execute runs
+	// nothing and says NotAQuery.
+	QueryOnly bool
 }
 
 // Result is a request's answer and what it was, for the request's log line
@@ -197,6 +202,13 @@ type Result struct {
 	// Limited, when set, is the caller's rate limit refusing the request's
 	// cost: nothing ran, Response is nil.
 	Limited *ratelimit.Decision
+	// Executed is whether the operation ran: false for a request error (a
+	// document that does not parse or validate, variables that do not
+	// fit, a limit exceeded), whose Response has errors and no data.
+	Executed bool
+	// NotAQuery is a mutation in a QueryOnly request: nothing ran,
+	// Response is nil.
+	NotAQuery bool
 }
 
 // Execute runs r for the caller. Request errors (a document that does not
@@ -215,6 +227,10 @@ func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Resu
 		return Result{Response: s.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errList)}
 	}
 	res := Result{Operation: operationLabel(rc)}
+	if r.QueryOnly && rc.Operation.Operation != ast.Query {
+		res.NotAQuery = true
+		return res
+	}
 	if st := extension.GetComplexityStats(graphql.WithOperationContext(ctx, rc)); st != nil {
 		res.Complexity = st.Complexity
 	}
@@ -222,13 +238,13 @@ func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Resu
 	if rs.cost > 1 && !s.d.CallerRateLimit.Off() && s.d.CallerRateLimit.Burst() > 1 {
 		// (At most the burst in all, so a costly request waits for a full
 		// bucket, never forever.)
-		if d := s.d.CallerRateLimit.TakeN("caller:"+id.UserID, min(rs.cost, s.d.CallerRateLimit.Burst())-1); !d.Allowed {
+		if d := s.d.CallerRateLimit.TakeN(ctx, "caller:"+id.UserID, min(rs.cost, s.d.CallerRateLimit.Burst())-1); !d.Allowed {
 			res.Limited = &d
 			return res
 		}
 	}
 	responses, ctx := s.exec.DispatchOperation(ctx, rc)
-	res.Response = responses(ctx)
+	res.Response, res.Executed = responses(ctx), true
 	return res
 }
 

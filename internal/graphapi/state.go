@@ -2,6 +2,7 @@ package graphapi
 
 import (
 	"context"
+	"fmt"
 	"sync"
 
 	"github.com/tenantd/tenantd/internal/authz"
@@ -91,7 +92,7 @@ func (rs *requestState) authorize(ctx context.Context, orgID string) (authz.Prin
 	if err != nil {
 		return authz.Principal{}, err
 	}
-	if d := rs.s.d.RateLimit.TakeN("org:"+orgID, rs.cost); !d.Allowed {
+	if d := rs.s.d.RateLimit.TakeN(ctx, "org:"+orgID, rs.cost); !d.Allowed {
 		return authz.Principal{}, errLimited
 	}
 	return p, nil
@@ -117,30 +118,36 @@ func (rs *requestState) pageIn(scope, listing string, first *int, after *string)
 	return pr, nil
 }
 
-// pageInfo is a page's PageInfo, its next store key signed as a cursor.
-func (rs *requestState) pageInfo(scope, listing, next string) *PageInfo {
-	c := rs.s.d.Cursors.Encode(scope, listing, next)
-	if c == "" {
-		return &PageInfo{}
+// connectionOf wraps a page of a listing as a connection: each item's
+// cursor is its store position signed for this scope and listing, and the
+// page's next position says whether more follow.
+func connectionOf[T, N any](rs *requestState, scope, listing string, r page.Result[T], node func(T) *N) (*Connection[N], error) {
+	if len(r.After) != len(r.Items) {
+		return nil, fmt.Errorf("listing %s: %d items, %d positions", listing, len(r.Items), len(r.After))
 	}
-	return &PageInfo{HasNextPage: true, EndCursor: &c}
+	c := &Connection[N]{Edges: make([]*Edge[N], len(r.Items)), Nodes: make([]*N, len(r.Items)), PageInfo: &PageInfo{HasNextPage: r.Next != ""}}
+	for i, it := range r.Items {
+		n := node(it)
+		c.Nodes[i] = n
+		c.Edges[i] = &Edge[N]{Node: n, Cursor: rs.s.d.Cursors.Encode(scope, listing, r.After[i])}
+	}
+	if len(c.Edges) > 0 {
+		c.PageInfo.StartCursor, c.PageInfo.EndCursor = &c.Edges[0].Cursor, &c.Edges[len(c.Edges)-1].Cursor
+	}
+	return c, nil
 }
 
-// connection fetches one page of a listing and wraps its items.
+// connection fetches one page of a listing as a connection.
 func connection[T, N any](ctx context.Context, scope, listing string, first *int, after *string,
-	fetch func(page.Request) (page.Result[T], error), node func(T) *N) ([]*N, *PageInfo, error) {
+	fetch func(page.Request) (page.Result[T], error), node func(T) *N) (*Connection[N], error) {
 	rs := state(ctx)
 	pr, err := rs.pageIn(scope, listing, first, after)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	r, err := do(ctx, rs, func() (page.Result[T], error) { return fetch(pr) })
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	nodes := make([]*N, len(r.Items))
-	for i, it := range r.Items {
-		nodes[i] = node(it)
-	}
-	return nodes, rs.pageInfo(scope, listing, r.Next), nil
+	return connectionOf(rs, scope, listing, r, node)
 }

@@ -11,15 +11,11 @@ import (
 
 // Teams resolves Org.teams (GET /v1/orgs/{orgId}/teams).
 func (r orgResolver) Teams(ctx context.Context, obj *Org, first *int, after *string) (*TeamConnection, error) {
-	nodes, pi, err := connection(ctx, obj.p.OrgID, "listTeams", first, after,
+	return connection(ctx, obj.p.OrgID, "listTeams", first, after,
 		func(pr page.Request) (page.Result[membership.Team], error) {
 			return r.s.d.Teams.ListTeams(ctx, obj.p, pr)
 		},
 		func(t membership.Team) *Team { return &Team{Team: t, p: obj.p} })
-	if err != nil {
-		return nil, err
-	}
-	return &TeamConnection{Nodes: nodes, PageInfo: pi}, nil
 }
 
 // Team resolves Org.team (GET /v1/orgs/{orgId}/teams/{teamId}).
@@ -34,11 +30,17 @@ func (r orgResolver) Team(ctx context.Context, obj *Org, id string) (*Team, erro
 	return &Team{Team: t, p: obj.p}, nil
 }
 
-// Members resolves Team.members (GET /v1/orgs/{orgId}/teams/{teamId}/members).
+// Members resolves Team.members (GET /v1/orgs/{orgId}/teams/{teamId}/members),
+// with the team's stored member count as totalCount.
 func (r teamResolver) Members(ctx context.Context, obj *Team, first *int, after *string) (*TeamMemberConnection, error) {
-	return r.s.memberships(ctx, obj.p, "listTeamMembers:"+obj.ID, first, after, func(pr page.Request) (page.Result[membership.Membership], error) {
+	c, err := r.s.memberships(ctx, obj.p, "listTeamMembers:"+obj.ID, first, after, func(pr page.Request) (page.Result[membership.Membership], error) {
 		return r.s.d.Teams.ListTeamMembers(ctx, obj.p, obj.ID, false, pr)
 	})
+	if err != nil {
+		return nil, err
+	}
+	c.TotalCount = &obj.MemberCount
+	return c, nil
 }
 
 // Tickets resolves Team.tickets (GET /v1/orgs/{orgId}/teams/{teamId}/tickets).
@@ -49,12 +51,8 @@ func (r teamResolver) Tickets(ctx context.Context, obj *Team, status *ticket.Sta
 // memberships is a connection of membership edges.
 func (s *Server) memberships(ctx context.Context, p authz.Principal, listing string, first *int, after *string,
 	fetch func(page.Request) (page.Result[membership.Membership], error)) (*TeamMemberConnection, error) {
-	nodes, pi, err := connection(ctx, p.OrgID, listing, first, after, fetch,
+	return connection(ctx, p.OrgID, listing, first, after, fetch,
 		func(m membership.Membership) *TeamMember { return &TeamMember{Membership: m, p: p} })
-	if err != nil {
-		return nil, err
-	}
-	return &TeamMemberConnection{Nodes: nodes, PageInfo: pi}, nil
 }
 
 // teamOf loads one of the org's teams through the request's team loader.

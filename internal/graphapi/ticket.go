@@ -115,12 +115,8 @@ func (s *Server) teamTickets(ctx context.Context, p authz.Principal, teamID stri
 // requesters and assignees are one BatchGetItem, whatever the page.
 func (s *Server) tickets(ctx context.Context, p authz.Principal, listing string, first *int, after *string,
 	fetch func(page.Request) (page.Result[ticket.Ticket], error)) (*TicketConnection, error) {
-	nodes, pi, err := connection(ctx, p.OrgID, listing, first, after, fetch,
+	return connection(ctx, p.OrgID, listing, first, after, fetch,
 		func(t ticket.Ticket) *Ticket { return &Ticket{Ticket: t, p: p} })
-	if err != nil {
-		return nil, err
-	}
-	return &TicketConnection{Nodes: nodes, PageInfo: pi}, nil
 }
 
 // Requester resolves Ticket.requester through the user loader.
@@ -153,11 +149,12 @@ func (r ticketResolver) Comments(ctx context.Context, obj *Ticket, first *int, a
 	if err != nil {
 		return nil, err
 	}
-	nodes := make([]*Comment, len(res.Items))
-	for i, c := range res.Items {
-		nodes[i] = &Comment{Comment: c, p: obj.p}
+	c, err := connectionOf(rs, obj.p.OrgID, listing, res, func(c ticket.Comment) *Comment { return &Comment{Comment: c, p: obj.p} })
+	if err != nil {
+		return nil, err
 	}
-	return &CommentConnection{Nodes: nodes, PageInfo: rs.pageInfo(obj.p.OrgID, listing, res.Next)}, nil
+	c.TotalCount = &obj.CommentCount
+	return c, nil
 }
 
 // Author resolves Comment.author through the user loader.

@@ -10,15 +10,11 @@ import (
 
 // Users resolves Org.users (GET /v1/orgs/{orgId}/users).
 func (r orgResolver) Users(ctx context.Context, obj *Org, first *int, after *string) (*OrgUserConnection, error) {
-	nodes, pi, err := connection(ctx, obj.p.OrgID, "listOrgUsers", first, after,
+	return connection(ctx, obj.p.OrgID, "listOrgUsers", first, after,
 		func(pr page.Request) (page.Result[tenant.User], error) {
 			return r.s.d.Orgs.ListOrgUsers(ctx, obj.p, pr)
 		},
 		func(u tenant.User) *OrgUser { return &OrgUser{User: u, p: obj.p} })
-	if err != nil {
-		return nil, err
-	}
-	return &OrgUserConnection{Nodes: nodes, PageInfo: pi}, nil
 }
 
 // User resolves Org.user (GET /v1/orgs/{orgId}/users/{userId}).

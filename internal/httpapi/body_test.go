@@ -5,9 +5,13 @@ package httpapi_test
 // nothing.
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/tenantd/tenantd/internal/apitest"
 )
 
 // TestStrictJSONBodies sends bodies that a lax reader takes for
@@ -63,6 +67,15 @@ func TestStrictJSONBodies(t *testing.T) {
 			if got := problemCode(r.Body); got != c.code {
 				t.Errorf("code %q, want %q: %s", got, c.code, truncate(r.Body))
 			}
+			// Every 400 lists its problems, a body that is not JSON at all
+			// too: one error of the body as a whole (field "") or of the
+			// key given twice.
+			var p struct {
+				Errors []struct{ In, Field, Code string }
+			}
+			if err := json.Unmarshal(r.Body, &p); err != nil || len(p.Errors) == 0 || p.Errors[0].Code != c.code || p.Errors[0].In != "body" {
+				t.Errorf("errors: got %+v, want one of the body with code %q: %s", p.Errors, c.code, truncate(r.Body))
+			}
 			for _, op := range ts.Rec.Ops() {
 				if op.Name != "GetItem" {
 					t.Errorf("DynamoDB call %s for a refused body (calls: %s)", op, ts.Rec.Names())
@@ -83,4 +96,54 @@ func TestStrictJSONBodies(t *testing.T) {
 			t.Errorf("PATCH: %d %s", r.Status, truncate(r.Body))
 		}
 	})
+}
+
+// TestConnectionStatuses: the two statuses of the connection that every
+// operation declares. Headers over cmd/api's 64 KiB are answered 431 by
+// net/http before anything of tenantd runs (no DynamoDB call); a body that
+// does not arrive within the read timeout is answered 408
+// (request_timeout) by every operation that takes one, and nothing is
+// written.
+func TestConnectionStatuses(t *testing.T) {
+	const readTimeout = 2 * time.Second
+	ts := MustServer(t, withMaxHeaderBytes(64<<10), apitest.WithReadTimeout(readTimeout))
+	w := MustWorld(t, ts, "Connections")
+	ids := worldIDs(t, w)
+	before := worldSnapshot(t, w)
+	padding := strings.Repeat("p", 70<<10)
+	t.Run("431", func(t *testing.T) {
+		for _, op := range opsDocumenting(t, http.StatusRequestHeaderFieldsTooLarge) {
+			spec(t, op.ID+"/headers over 64 KiB", func(t *testing.T) {
+				t.Parallel()
+				r, err := rawRequest(ts.URL, op.Method+" "+pathOf(op, ids)+" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+w.Owner.Token+
+					"\r\nX-Padding: "+padding+"\r\nConnection: close\r\n\r\n")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(r, "HTTP/1.1 431 ") {
+					t.Errorf("status line %q, want 431", strings.SplitN(r, "\r\n", 2)[0])
+				}
+			})
+		}
+	})
+	t.Run("408", func(t *testing.T) {
+		for _, op := range opsDocumenting(t, http.StatusRequestTimeout) {
+			spec(t, op.ID+"/a body that never arrives", func(t *testing.T) {
+				t.Parallel()
+				// Half of a 100-byte body, then nothing: the connection
+				// stays open, so only the read timeout ends it.
+				r, err := rawRequest(ts.URL, op.Method+" "+pathOf(op, ids)+" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+w.Owner.Token+
+					"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"+`{"name":"`+strings.Repeat("s", 40))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !strings.HasPrefix(r, "HTTP/1.1 408 ") || !strings.Contains(r, `"code":"request_timeout"`) || !strings.Contains(r, problemJSON) {
+					t.Errorf("answer %q, want a 408 request_timeout problem", truncate([]byte(r)))
+				}
+			})
+		}
+	})
+	if after := worldSnapshot(t, w); after != before {
+		t.Errorf("a refused request changed data:\nbefore %s\nafter  %s", before, after)
+	}
 }

@@ -94,7 +94,10 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		p.RequestId = c.Response().Header().Get(echo.HeaderXRequestID)
 		level := slog.LevelDebug
-		if p.Status >= 500 {
+		switch {
+		case errors.Is(err, ErrShuttingDown):
+			level = slog.LevelInfo // a drain's planned 503
+		case p.Status >= 500:
 			level = slog.LevelError
 		}
 		attrs := []any{"status", p.Status, "code", p.Code, "method", obs.Method(c.Request().Method), "route", c.Path(),
@@ -139,11 +142,17 @@ func toProblem(err error) oapi.Problem {
 		if e.Kind == errs.Internal {
 			p.Code, p.Detail, p.Type = "internal", "an unexpected error occurred", problemType+"internal"
 		}
+		in := oapi.FieldErrorInBody
+		if e.In != "" {
+			in = oapi.FieldErrorIn(e.In)
+		}
+		if e.Field == "" && status == http.StatusBadRequest {
+			// A problem of the request as a whole (a body that is not
+			// JSON, an empty patch): one error, of the body itself
+			// (field "", its JSON Pointer root) unless it says where.
+			p.Errors = &[]oapi.FieldError{{In: in, Field: "", Code: e.Code, Message: e.Message}}
+		}
 		if e.Field != "" {
-			in := oapi.FieldErrorInBody
-			if e.In != "" {
-				in = oapi.FieldErrorIn(e.In)
-			}
 			fs := []oapi.FieldError{{In: in, Field: e.Field, Code: e.Code, Message: e.Message}}
 			for _, f := range e.Also {
 				fs = append(fs, oapi.FieldError{In: in, Field: f, Code: e.Code, Message: e.Message})
@@ -167,7 +176,11 @@ func toProblem(err error) oapi.Problem {
 		if status == http.StatusRequestEntityTooLarge {
 			detail = "the request body exceeds 64 KiB"
 		}
-		return oapi.Problem{Type: problemType + code, Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+		p := oapi.Problem{Type: problemType + code, Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+		if status == http.StatusBadRequest {
+			p.Errors = &[]oapi.FieldError{{In: oapi.FieldErrorInBody, Field: "", Code: code, Message: detail}}
+		}
+		return p
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		// A deadline no layer below translated: still the request's

@@ -328,7 +328,7 @@ func TestAuthentication(t *testing.T) {
 		}
 	}
 	spec(t, "401/getMe/the generated client without a token", func(t *testing.T) {
-		r, err := ts.Client(t, "").GetMeWithResponse(bg)
+		r, err := ts.Client(t, "").GetMeWithResponse(bg, nil)
 		wantProblem(t, r, err, http.StatusUnauthorized, "invalid_token")
 		if r.Headers401 == nil || !strings.HasPrefix(r.Headers401.WWWAuthenticate, "Bearer") {
 			t.Errorf("WWW-Authenticate: got %+v", r.Headers401)
@@ -336,7 +336,7 @@ func TestAuthentication(t *testing.T) {
 	})
 	spec(t, "200/getMe/a token expired within the leeway", func(t *testing.T) {
 		tok := ts.Mint(t, claims(w.Owner.ID, now.Add(-time.Hour), ts.Clock.Now().Add(-10*time.Second)))
-		r, err := ts.Client(t, tok).GetMeWithResponse(bg)
+		r, err := ts.Client(t, tok).GetMeWithResponse(bg, nil)
 		mustStatus(t, r, err, http.StatusOK)
 	})
 }

@@ -4,9 +4,15 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"mime"
 	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
+	"github.com/labstack/echo/v4"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
@@ -16,30 +22,82 @@ import (
 )
 
 // Graphql serves POST /v1/graphql. The body went through the same checks
-// as every other (one JSON value, the GraphQLRequest schema, 64 KiB);
-// graphapi runs it as the caller, and the answer is 200 with the GraphQL
-// response from then on (its errors inside).
+// as every other (one JSON value, the GraphQLRequest schema, 64 KiB); a
+// null operationName, variables or extensions is none, and extensions
+// other than persistedQuery are ignored (GraphQL over HTTP).
 func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (oapi.GraphqlResponseObject, error) {
+	b := req.Body
+	var r graphapi.Request
+	set(&r.Query, b.Query)
+	r.OperationName, _ = b.OperationName.Get()
+	if ext, err := b.Extensions.Get(); err == nil && ext.PersistedQuery != nil {
+		r.Extensions = persistedQuery(int64(ext.PersistedQuery.Version), ext.PersistedQuery.Sha256Hash)
+	}
+	vars, _ := b.Variables.Get()
+	return h.graphql(ctx, r, vars)
+}
+
+// GraphqlGet serves GET /v1/graphql: a query from the URL, run as POST
+// runs it; graphapi refuses a mutation (405) before it runs.
+func (h *handlers) GraphqlGet(ctx context.Context, req oapi.GraphqlGetRequestObject) (oapi.GraphqlGetResponseObject, error) {
+	p := req.Params
+	r := graphapi.Request{QueryOnly: true}
+	set(&r.Query, p.Query)
+	set(&r.OperationName, p.OperationName)
+	if p.Extensions != nil {
+		var ext struct {
+			PersistedQuery *struct {
+				Version    int64  `json:"version"`
+				Sha256Hash string `json:"sha256Hash"`
+			} `json:"persistedQuery"`
+		}
+		if err := json.Unmarshal([]byte(*p.Extensions), &ext); err != nil {
+			return nil, errs.InvalidParam("extensions", "invalid_extensions", "must be a JSON object")
+		}
+		if pq := ext.PersistedQuery; pq != nil {
+			// As GraphQLRequest's schema has it for POST.
+			if pq.Version != 1 || !sha256Hex.MatchString(pq.Sha256Hash) {
+				return nil, errs.InvalidParam("extensions", "invalid_extensions", "persistedQuery must be {\"version\":1,\"sha256Hash\":\"<64 lower-case hex digits>\"}")
+			}
+			r.Extensions = persistedQuery(pq.Version, pq.Sha256Hash)
+		}
+	}
+	var vars []byte
+	if p.Variables != nil {
+		vars = []byte(*p.Variables)
+	}
+	res, err := h.graphql(ctx, r, vars)
+	if err != nil {
+		return nil, err
+	}
+	return res.(oapi.GraphqlGetResponseObject), nil
+}
+
+// sha256Hex is a persisted query's hash.
+var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func persistedQuery(version int64, hash string) map[string]any {
+	return map[string]any{"persistedQuery": map[string]any{"version": version, "sha256Hash": hash}}
+}
+
+// graphql runs r as the caller, with vars (a JSON object, or null or none)
+// as its variables. The answer is the GraphQL response in the media type
+// the client accepts (graphqlAnswer), or the problem of a request refused
+// whole: 429 for the caller's limit, 503 or 429 for a request that failed
+// whole (unavailable), 405 for a mutation over GET.
+func (h *handlers) graphql(ctx context.Context, r graphapi.Request, vars []byte) (graphqlResponse, error) {
 	id, err := identity(ctx)
 	if err != nil {
 		return nil, err
 	}
-	b := req.Body
-	var r graphapi.Request
-	set(&r.Query, b.Query)
-	set(&r.OperationName, b.OperationName)
-	if b.Extensions != nil && b.Extensions.PersistedQuery != nil {
-		pq := b.Extensions.PersistedQuery
-		r.Extensions = map[string]any{"persistedQuery": map[string]any{"version": int64(pq.Version), "sha256Hash": pq.Sha256Hash}}
-	}
 	if r.Query == "" && r.Extensions == nil {
 		return nil, errs.InvalidField("query", "required", "a GraphQL document is required (or extensions.persistedQuery naming one)")
 	}
-	if b.Variables != nil && !bytes.Equal(*b.Variables, []byte("null")) {
+	if len(vars) > 0 && !bytes.Equal(vars, []byte("null")) {
 		// GraphQL's Int wants integers: decode numbers as json.Number.
-		dec := json.NewDecoder(bytes.NewReader(*b.Variables))
+		dec := json.NewDecoder(bytes.NewReader(vars))
 		dec.UseNumber()
-		if err := dec.Decode(&r.Variables); err != nil {
+		if err := dec.Decode(&r.Variables); err != nil || r.Variables == nil {
 			return nil, errs.InvalidField("variables", "invalid_variables", "must be a JSON object")
 		}
 	}
@@ -51,13 +109,71 @@ func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (
 		p := toProblem(errCallerLimited)
 		p.RequestId = audit.RequestID(ctx)
 		f := rateLimitFields(h.CallerRateLimit, "caller", *d)
-		return oapi.Graphql429ApplicationProblemPlusJSONResponse{TooManyRequestsApplicationProblemPlusJSONResponse: oapi.TooManyRequestsApplicationProblemPlusJSONResponse{
-			Body: p, Headers: oapi.TooManyRequestsResponseHeaders{RetryAfter: &f.retryAfter, RateLimit: &f.limit}}}, nil
+		r := oapi.TooManyRequestsApplicationProblemPlusJSONResponse{Body: p, Headers: oapi.TooManyRequestsResponseHeaders{RetryAfter: &f.retryAfter, RateLimit: &f.limit}}
+		return graphqlRefusal{oapi.Graphql429ApplicationProblemPlusJSONResponse{TooManyRequestsApplicationProblemPlusJSONResponse: r},
+			oapi.GraphqlGet429ApplicationProblemPlusJSONResponse{TooManyRequestsApplicationProblemPlusJSONResponse: r}}, nil
+	}
+	if res.NotAQuery { // (GET only)
+		p := toProblem(echo.NewHTTPError(http.StatusMethodNotAllowed, "GET runs queries only: send a mutation with POST"))
+		p.RequestId = audit.RequestID(ctx)
+		return graphqlRefusal{get: oapi.GraphqlGet405ApplicationProblemPlusJSONResponse{Body: p, Headers: oapi.GraphqlGet405ResponseHeaders{Allow: ptrTo(http.MethodPost)}}}, nil
 	}
 	if err := unavailable(res.Response); err != nil {
 		return nil, err
 	}
-	return graphqlAnswer{res.Response}, nil
+	return graphqlAnswer{r: res.Response, executed: res.Executed, media: graphqlMedia(requestHeader(ctx).Get("Accept"))}, nil
+}
+
+// graphqlResponse is an answer of both GraphQL operations.
+type graphqlResponse interface {
+	oapi.GraphqlResponseObject
+	oapi.GraphqlGetResponseObject
+}
+
+// graphqlRefusal is a GraphQL request refused whole, as a problem: the
+// answer of the operation (POST or GET) that was asked.
+type graphqlRefusal struct {
+	post oapi.GraphqlResponseObject
+	get  oapi.GraphqlGetResponseObject
+}
+
+func (a graphqlRefusal) VisitGraphqlResponse(w http.ResponseWriter) error {
+	return a.post.VisitGraphqlResponse(w)
+}
+
+func (a graphqlRefusal) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+	return a.get.VisitGraphqlGetResponse(w)
+}
+
+// The media types of a GraphQL answer (GraphQL over HTTP).
+const (
+	mediaGraphQLResponse = "application/graphql-response+json"
+	mediaJSON            = "application/json"
+)
+
+// graphqlMedia is the media type to answer a GraphQL request in, given its
+// Accept header: application/graphql-response+json when the client lists
+// it, at a quality at least that of application/json; application/json
+// otherwise (no Accept, */*, application/json: the legacy clients').
+func graphqlMedia(accept string) string {
+	q := map[string]float64{}
+	for _, part := range strings.Split(accept, ",") {
+		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		w := 1.0
+		if v, ok := params["q"]; ok {
+			if w, err = strconv.ParseFloat(v, 64); err != nil {
+				continue
+			}
+		}
+		q[mt] = max(q[mt], w)
+	}
+	if g := q[mediaGraphQLResponse]; g > 0 && g >= q[mediaJSON] {
+		return mediaGraphQLResponse
+	}
+	return mediaJSON
 }
 
 // unavailable is the answer to a request that failed whole (no data, every
@@ -96,11 +212,35 @@ func unavailable(r *graphql.Response) error {
 	return errs.E(errs.Unavailable, code, "%s", r.Errors[0].Message)
 }
 
-// graphqlAnswer writes a GraphQL response.
-type graphqlAnswer struct{ r *graphql.Response }
+// graphqlAnswer writes a GraphQL response in media. A request that never
+// executed (a request error) has no data entry; in
+// application/graphql-response+json it is a 400, in application/json a
+// 200 as legacy clients expect.
+type graphqlAnswer struct {
+	r        *graphql.Response
+	executed bool
+	media    string
+}
 
 func (a graphqlAnswer) VisitGraphqlResponse(w http.ResponseWriter) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(http.StatusOK)
-	return json.NewEncoder(w).Encode(a.r)
+	body := struct {
+		Errors     gqlerror.List   `json:"errors,omitempty"`
+		Data       json.RawMessage `json:"data,omitempty"`
+		Extensions map[string]any  `json:"extensions,omitempty"`
+	}{a.r.Errors, a.r.Data, a.r.Extensions}
+	status := http.StatusOK
+	if !a.executed {
+		body.Data = nil
+		if a.media == mediaGraphQLResponse {
+			status = http.StatusBadRequest
+		}
+	}
+	w.Header().Set("Content-Type", a.media)
+	w.Header().Set("Vary", "Accept")
+	w.WriteHeader(status)
+	return json.NewEncoder(w).Encode(body)
+}
+
+func (a graphqlAnswer) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+	return a.VisitGraphqlResponse(w)
 }

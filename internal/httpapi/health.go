@@ -3,6 +3,7 @@ package httpapi
 import (
 	"bytes"
 	"context"
+	"errors"
 
 	"github.com/tenantd/tenantd"
 	"github.com/tenantd/tenantd/internal/errs"
@@ -13,6 +14,10 @@ import (
 func (h *handlers) GetHealth(ctx context.Context, _ oapi.GetHealthRequestObject) (oapi.GetHealthResponseObject, error) {
 	return oapi.GetHealth200JSONResponse{Status: oapi.HealthStatusOk}, nil
 }
+
+// ErrShuttingDown is what Deps.Ready returns once the process drains: the
+// 503s of /readyz it causes are planned, and logged at INFO, not ERROR.
+var ErrShuttingDown = errors.New("shutting down")
 
 // GetReady serves GET /readyz: DynamoDB reachable and not shutting down.
 func (h *handlers) GetReady(ctx context.Context, _ oapi.GetReadyRequestObject) (oapi.GetReadyResponseObject, error) {

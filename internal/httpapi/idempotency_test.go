@@ -747,7 +747,7 @@ func TestIdempotencyAfterClientHangsUp(t *testing.T) {
 			var first string
 			// The server may still be finishing the abandoned attempt: a
 			// retry meanwhile is 409 (in progress), then 201.
-			deadline := time.Now().Add(5 * time.Second)
+			deadline := time.Now().Add(30 * time.Second) // a bound for a hang: a busy machine finishes late
 			for {
 				r := doReq(t, ts.HTTP, http.MethodPost, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets", w.Member.Token, h, body)
 				if r.Status == http.StatusConflict && time.Now().Before(deadline) {
@@ -798,12 +798,13 @@ func TestIdempotencyKeyFreedAfterDeadline(t *testing.T) {
 	w := MustWorld(t, ts, "Deadline")
 	title, key := ts.UniqueID("deadline"), ts.UniqueID("deadline-key")
 	body, h := fmt.Sprintf(`{"title":%q}`, title), http.Header{"Idempotency-Key": {key}}
-	var calls atomic.Int64
+	var calls, releases atomic.Int64
 	faults.set(func(op string, attempt int) faultKind {
 		switch {
 		case op == "TransactWriteItems" && attempt == 1 && calls.Add(1) == 1:
 			return faultCommitThenHang // the record lands, its answer is lost
 		case op == "UpdateItem":
+			releases.Add(1)
 			return faultThrottle // and its release cannot be written
 		}
 		return faultPass
@@ -813,7 +814,15 @@ func TestIdempotencyKeyFreedAfterDeadline(t *testing.T) {
 	if r := doReqE(impatient, http.MethodPost, url, w.Member.Token, h, body); r.Err == nil {
 		t.Fatalf("the impatient client got an answer: %d", r.Status)
 	}
-	time.Sleep(3 * time.Second) // the background release has given up
+	// The background release has begun (however late a busy machine
+	// starts it), then given up: its deadline is 2 s from its start.
+	for end := time.Now().Add(time.Minute); releases.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if releases.Load() == 0 {
+		t.Fatal("no release of the key was attempted within a minute")
+	}
+	time.Sleep(3 * time.Second)
 	faults.set(nil)
 	if r := doReq(t, ts.HTTP, http.MethodPost, url, w.Member.Token, h, body); r.Status != http.StatusConflict {
 		t.Fatalf("retry while the attempt may still run: %d %s, want 409", r.Status, r.Body)

@@ -31,13 +31,13 @@ func (h *handlers) CreateInvitation(ctx context.Context, req oapi.CreateInvitati
 	if req.Body.ExpiresInDays != nil {
 		in.ExpiresInDays = *req.Body.ExpiresInDays
 	}
-	inv, token, err := h.Invitations.CreateInvitation(ctx, p, in)
+	inv, token, replaced, err := h.Invitations.CreateInvitation(ctx, p, in)
 	if err != nil {
 		return nil, err
 	}
 	v := toInvitation(inv)
 	return oapi.CreateInvitation201JSONResponse{Id: v.Id, Email: v.Email, Role: v.Role, TeamIds: v.TeamIds,
-		InvitedBy: v.InvitedBy, CreatedAt: v.CreatedAt, ExpiresAt: v.ExpiresAt, Token: token}, nil
+		InvitedBy: v.InvitedBy, CreatedAt: v.CreatedAt, ExpiresAt: v.ExpiresAt, Token: token, ReplacedInvitationId: strPtr(replaced)}, nil
 }
 
 // ListInvitations serves GET /v1/orgs/{orgId}/invitations.
@@ -76,9 +76,12 @@ func (h *handlers) AcceptInvitation(ctx context.Context, req oapi.AcceptInvitati
 	if err != nil {
 		return nil, err
 	}
-	u, teams, err := h.Invitations.AcceptInvitation(ctx, id, req.Token)
+	u, teams, again, err := h.Invitations.AcceptInvitation(ctx, id, req.Token)
 	if err != nil {
 		return nil, err
+	}
+	if again {
+		return oapi.AcceptInvitation200JSONResponse{OrgId: u.OrgID, User: toOrgUser(u), TeamIds: teams}, nil
 	}
 	return oapi.AcceptInvitation201JSONResponse{OrgId: u.OrgID, User: toOrgUser(u), TeamIds: teams}, nil
 }

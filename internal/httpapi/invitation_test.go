@@ -392,9 +392,17 @@ func TestInvitationLifecycle(t *testing.T) {
 		rv, err := w.Owner.C.RevokeInvitationWithResponse(bg, org, r.JSON201.Id)
 		mustStatus(t, rv, err, http.StatusNoContent)
 	})
-	t.Run("a new invitation for the same email replaces the pending one", func(t *testing.T) {
+	t.Run("a new invitation for the same email replaces the pending one, and says so", func(t *testing.T) {
 		old := MustInvitation(t, w.Admin.C, org, "Replaced@Example.com", client.RoleMember)
 		repl := MustInvitation(t, w.Admin.C, org, "replaced@example.com", client.RoleAdmin, w.Team.Id)
+		// Never silently: the answer names the invitation whose token
+		// stopped working (a create retried without a key meets this).
+		if old.ReplacedInvitationId != nil {
+			t.Errorf("the first invitation replaced %q, want none", *old.ReplacedInvitationId)
+		}
+		if got := repl.ReplacedInvitationId; got == nil || *got != old.Id {
+			t.Errorf("replacedInvitationId: got %v, want %s", got, old.Id)
+		}
 		if got := invitationIDs(pendingInvitations(t, w.Admin.C, org)); !slices.Equal(got, []string{repl.Id}) {
 			t.Errorf("pending: got %v, want only the replacement %s", got, repl.Id)
 		}
@@ -444,15 +452,32 @@ func TestInvitationLifecycle(t *testing.T) {
 				t.Errorf("team %s role: %s, want member", team, m.JSON200.Role)
 			}
 		}
-		me, err := newbie.C.GetMeWithResponse(bg)
+		me, err := newbie.C.GetMeWithResponse(bg, nil)
 		mustStatus(t, me, err, http.StatusOK)
 		if want := []client.MeOrg{{OrgId: org, Name: w.Org.Name, Role: client.RoleAdmin, UserName: newbie.Name}}; !slices.Equal(me.JSON200.Orgs, want) {
 			t.Errorf("me: got %+v, want %+v", me.JSON200.Orgs, want)
 		}
-		// Exactly once: neither the same user nor another gets in again.
-		again, err := newbie.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+		// Exactly once: the same user's retry answers their membership and
+		// changes nothing (acceptInvitation's 200); nobody else gets in.
+		before := dump(scanAll(t, ts))
+		spec(t, "200/acceptInvitation/the accepting user's retry answers their membership", func(t *testing.T) {
+			again, err := newbie.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			mustStatus(t, again, err, http.StatusOK)
+			if got := again.JSON200; got.OrgId != org || got.User != a.JSON201.User ||
+				!slices.Equal(slices.Sorted(slices.Values(got.TeamIds)), slices.Sorted(slices.Values(a.JSON201.TeamIds))) {
+				t.Errorf("retry: got %+v, want the first answer %+v", got, a.JSON201)
+			}
+			if after := dump(scanAll(t, ts)); after != before {
+				t.Errorf("a retried accept changed the table:\n%s", diff(before, after))
+			}
+		})
+		again, err := ts.Invitee(t, "late", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		wantProblem(t, again, err, http.StatusNotFound, "")
-		again, err = ts.Invitee(t, "late", inv.Email).C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+		// The retry holds the token itself: the org and invitation IDs
+		// with another secret are the 404 of any unknown token.
+		parts := strings.Split(inv.Token, ".")
+		forged := parts[0] + "." + parts[1] + "." + strings.Repeat("A", len(parts[2]))
+		again, err = newbie.C.AcceptInvitationWithResponse(bg, forged, nil)
 		wantProblem(t, again, err, http.StatusNotFound, "")
 		if got := pendingInvitations(t, w.Admin.C, org); len(got) != 0 {
 			t.Errorf("pending after accept: %+v", got)

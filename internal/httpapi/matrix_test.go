@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"regexp"
 	"slices"
 	"sort"
@@ -123,10 +124,18 @@ var requests = map[string]func(ids opIDs) string{
 	"graphql": func(ids opIDs) string {
 		return fmt.Sprintf(`{"query":"query($org: ID!) { me { userId } org(id: $org) { name tickets { nodes { title } } } }","variables":{"org":%q}}`, ids.OrgID)
 	},
+	"graphqlGet": noBody, // its query is in the URL (pathOf)
 }
+
+// graphqlGetQuery is the document GET /v1/graphql sends (pathOf): every
+// field of it reads the org.
+const graphqlGetQuery = "query($org: ID!) { org(id: $org) { name tickets { nodes { title } } } }"
 
 // pathOf fills the spec path's parameters with ids.
 func pathOf(op specOp, ids opIDs) string {
+	if op.ID == "graphqlGet" {
+		return op.Path + "?" + url.Values{"query": {graphqlGetQuery}, "variables": {fmt.Sprintf(`{"org":%q}`, ids.OrgID)}}.Encode()
+	}
 	return strings.NewReplacer("{orgId}", ids.OrgID, "{teamId}", ids.TeamID, "{ticketId}", ids.TicketID, "{userId}", ids.UserID,
 		"{invitationId}", ids.InvitationID, "{token}", ids.Token, "{webhookId}", ids.WebhookID, "{deliveryId}", ids.DeliveryID).Replace(op.Path)
 }

@@ -10,20 +10,26 @@ import (
 )
 
 // GetMe serves GET /v1/me.
-func (h *handlers) GetMe(ctx context.Context, _ oapi.GetMeRequestObject) (oapi.GetMeResponseObject, error) {
+func (h *handlers) GetMe(ctx context.Context, req oapi.GetMeRequestObject) (oapi.GetMeResponseObject, error) {
 	id, err := identity(ctx)
 	if err != nil {
 		return nil, err
 	}
-	r, err := h.Orgs.ListOrgs(ctx, id, page.Request{Limit: page.MaxLimit})
+	limit := req.Params.Limit
+	if limit == nil {
+		limit = ptrTo(page.MaxLimit) // the spec's default here: a page as large as any
+	}
+	r, next, err := fetchPage(ctx, h, "user:"+id.UserID, "getMe", limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.Membership], error) {
+		return h.Orgs.ListOrgs(ctx, id, pr)
+	})
 	if err != nil {
 		return nil, err
 	}
-	me := oapi.Me{UserId: id.UserID, Orgs: make([]oapi.MeOrg, len(r.Items))}
-	for i, m := range r.Items {
-		me.Orgs[i] = oapi.MeOrg{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role), UserName: m.UserName}
-	}
-	return oapi.GetMe200JSONResponse(me), nil
+	orgs := mapAll(r.Items, func(m tenant.Membership) oapi.MeOrg {
+		return oapi.MeOrg{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role), UserName: m.UserName}
+	})
+	return oapi.GetMe200JSONResponse{Body: oapi.Me{UserId: id.UserID, Orgs: orgs, NextCursor: nextPtr(next)},
+		Headers: oapi.GetMe200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
 // ListOrgs serves GET /v1/orgs.

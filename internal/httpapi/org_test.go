@@ -2,13 +2,16 @@ package httpapi_test
 
 import (
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tenantd/tenantd/client"
+	"github.com/tenantd/tenantd/internal/apitest"
 )
 
 // TestOrg is the behaviour of orgs, the caller's view of them (getMe) and
@@ -32,13 +35,57 @@ func TestOrg(t *testing.T) {
 		})
 
 		spec(t, "getMe", func(t *testing.T) {
-			r, err := owner.GetMeWithResponse(bg)
+			r, err := owner.GetMeWithResponse(bg, nil)
 			mustStatus(t, r, err, http.StatusOK)
 			if got, want := r.JSON200.UserId, w.Owner.ID; got != want {
 				t.Errorf("userId: got %q, want %q", got, want)
 			}
 			if got, want := r.JSON200.Orgs, []client.MeOrg{{OrgId: org, Name: w.Org.Name, Role: client.RoleOwner, UserName: w.Owner.Name}}; !slices.Equal(got, want) {
 				t.Errorf("orgs: got %+v, want %+v", got, want)
+			}
+		})
+
+		spec(t, "getMe/its orgs a page at a time, never cut silently", func(t *testing.T) {
+			a := ts.Actor(t, "pager")
+			want := map[string]bool{}
+			for _, name := range []string{"Paged One", "Paged Two", "Paged Three"} {
+				want[MustOrg(t, a.C, name).Id] = true
+			}
+			got := map[string]bool{}
+			var cursor *string
+			for pages := 1; ; pages++ {
+				r, err := a.C.GetMeWithResponse(bg, &client.GetMeParams{Limit: ptr(2), Cursor: cursor})
+				mustStatus(t, r, err, http.StatusOK)
+				if len(r.JSON200.Orgs) > 2 {
+					t.Fatalf("page %d: %d orgs, want at most 2", pages, len(r.JSON200.Orgs))
+				}
+				for _, o := range r.JSON200.Orgs {
+					got[o.OrgId] = true
+				}
+				if cursor = r.JSON200.NextCursor; cursor == nil {
+					if link := r.HTTPResponse.Header.Get("Link"); link != "" {
+						t.Errorf("last page: Link %q", link)
+					}
+					if pages != 2 {
+						t.Errorf("3 orgs 2 a page came in %d pages, want 2", pages)
+					}
+					break
+				}
+				if link := r.HTTPResponse.Header.Get("Link"); !strings.Contains(link, `rel="next"`) {
+					t.Errorf("page %d: nextCursor without a Link header (%q)", pages, link)
+				}
+				if pages > 3 {
+					t.Fatal("no last page")
+				}
+			}
+			if !maps.Equal(got, want) {
+				t.Errorf("orgs over the pages: got %v, want %v", got, want)
+			}
+			// Without a limit, a page of 100: all three, and no cursor.
+			r, err := a.C.GetMeWithResponse(bg, nil)
+			mustStatus(t, r, err, http.StatusOK)
+			if len(r.JSON200.Orgs) != 3 || r.JSON200.NextCursor != nil {
+				t.Errorf("default page: %d orgs, nextCursor %v; want 3 and none", len(r.JSON200.Orgs), r.JSON200.NextCursor)
 			}
 		})
 
@@ -165,7 +212,7 @@ func TestOrg(t *testing.T) {
 				g, err := a.C.GetOrgWithResponse(bg, org, nil)
 				wantProblem(t, g, err, http.StatusNotFound, "")
 			}
-			me, err := w.Owner.C.GetMeWithResponse(bg)
+			me, err := w.Owner.C.GetMeWithResponse(bg, nil)
 			mustStatus(t, me, err, http.StatusOK)
 			if got, want := me.JSON200.Orgs, []client.MeOrg{{OrgId: other.Id, Name: other.Name, Role: client.RoleOwner, UserName: w.Owner.Name}}; !slices.Equal(got, want) {
 				t.Errorf("owner's orgs after delete: got %+v, want %+v", got, want)
@@ -227,6 +274,17 @@ func TestOrg(t *testing.T) {
 				}
 				return w.Admin.C.ListOrgsWithResponse(bg, &client.ListOrgsParams{Cursor: l.JSON200.NextCursor})
 			}},
+			{"getMe/cursor of listOrgs", func(t *testing.T) (statusCoder, error) {
+				l, err := owner.ListOrgsWithResponse(bg, &client.ListOrgsParams{Limit: ptr(1)})
+				mustStatus(t, l, err, http.StatusOK)
+				if l.JSON200.NextCursor == nil {
+					t.Fatal("no nextCursor")
+				}
+				return owner.GetMeWithResponse(bg, &client.GetMeParams{Cursor: l.JSON200.NextCursor})
+			}},
+		})
+		wantRefused(t, ts, []refusedRequest{
+			{"getMe/limit=101", func() (statusCoder, error) { return owner.GetMeWithResponse(bg, &client.GetMeParams{Limit: ptr(101)}) }},
 		})
 	})
 	t.Run("403", func(t *testing.T) {
@@ -249,6 +307,60 @@ func TestOrg(t *testing.T) {
 			{"deleteOrg/admin", func(t *testing.T) (statusCoder, error) { return w.Admin.C.DeleteOrgWithResponse(bg, org, nil) }, nil},
 			// Only an owner (who may delete the org) reads its offboarding.
 			{"getOffboarding/admin", func(t *testing.T) (statusCoder, error) { return w.Admin.C.GetOffboardingWithResponse(bg, org) }, nil},
+		})
+		spec(t, "createOrg/quota of owned orgs, whatever the burst", func(t *testing.T) {
+			const quota = 2
+			ts := MustServer(t, apitest.WithMaxOrgsPerUser(quota))
+			a := ts.Actor(t, "hoarder")
+			create := func() (*client.CreateOrgResponse, error) {
+				return a.C.CreateOrgWithResponse(bg, nil, client.OrgCreate{Name: "Hoard"})
+			}
+			var wg sync.WaitGroup
+			const burst = 5 * quota
+			answers := make([]int, burst)
+			for i := range burst {
+				wg.Go(func() {
+					r, err := create()
+					if err != nil {
+						t.Errorf("create: %v", err)
+						return
+					}
+					answers[i] = r.StatusCode()
+				})
+			}
+			wg.Wait()
+			created, refused := 0, 0
+			for _, s := range answers {
+				switch s {
+				case http.StatusCreated:
+					created++
+				case http.StatusForbidden:
+					refused++
+				case http.StatusServiceUnavailable: // transaction conflicts past the retries: nothing written
+				default:
+					t.Errorf("a create of the burst answered %d", s)
+				}
+			}
+			if created > quota || refused == 0 {
+				t.Fatalf("the burst created %d orgs, %d refused by the quota: want at most %d created", created, refused, quota)
+			}
+			for ; created < quota; created++ { // what the burst's conflicts left
+				r, err := create()
+				mustStatus(t, r, err, http.StatusCreated)
+			}
+			r, err := create()
+			wantProblem(t, r, err, http.StatusForbidden, "org_quota_exceeded")
+			l, err := a.C.ListOrgsWithResponse(bg, nil)
+			mustStatus(t, l, err, http.StatusOK)
+			if got := len(l.JSON200.Items); got != quota {
+				t.Fatalf("the caller's orgs: %d, want %d", got, quota)
+			}
+			// Deleting one of them makes room for another.
+			d, err := a.C.DeleteOrgWithResponse(bg, l.JSON200.Items[0].OrgId, nil)
+			mustStatus(t, d, err, http.StatusNoContent)
+			r, err = create()
+			mustStatus(t, r, err, http.StatusCreated)
+			apitest.MustHealthy(t, ts)
 		})
 	})
 	t.Run("404", func(t *testing.T) {

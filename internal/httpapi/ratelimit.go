@@ -68,7 +68,7 @@ func limitBy(l *ratelimit.Limiter, policy string, key func(echo.Context, string)
 
 // take spends a token of bucket and writes the RateLimit header fields.
 func take(c echo.Context, l *ratelimit.Limiter, refused error, policy, bucket string) error {
-	d := l.Take(bucket)
+	d := l.Take(c.Request().Context(), bucket)
 	f := rateLimitFields(l, policy, d)
 	h := c.Response().Header()
 	h.Add("RateLimit-Policy", f.policy)
@@ -92,7 +92,11 @@ type limitFields struct {
 // again, or, when nothing remains, until the next request is allowed (the
 // Retry-After).
 func rateLimitFields(l *ratelimit.Limiter, policy string, d ratelimit.Decision) limitFields {
-	window := max(1, int(math.Ceil(float64(d.Burst)/l.Rate())))
+	rate := d.Rate
+	if rate <= 0 {
+		rate = l.Rate()
+	}
+	window := max(1, int(math.Ceil(float64(d.Burst)/rate)))
 	t := int(math.Ceil(d.Reset.Seconds()))
 	if !d.Allowed || d.Remaining == 0 {
 		t = max(1, int(math.Ceil(d.RetryAfter.Seconds())))

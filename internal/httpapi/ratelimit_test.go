@@ -418,7 +418,7 @@ func TestRateLimitEveryOperation(t *testing.T) {
 	for _, op := range opsDocumenting(t, http.StatusTooManyRequests) {
 		spec(t, "429/"+op.ID+"/the caller's budget spent", func(t *testing.T) {
 			a := ts.Actor(t, "hasty")
-			me, err := a.C.GetMeWithResponse(bg)
+			me, err := a.C.GetMeWithResponse(bg, nil)
 			mustStatus(t, me, err, http.StatusOK)
 			ts.Rec.Reset()
 			r := doOp(t, a.HTTP, ts.URL, op, ids, bodyOfOp(op, ids), nil)

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 
+	"github.com/oapi-codegen/nullable"
+
 	"github.com/tenantd/tenantd/client"
 	"github.com/tenantd/tenantd/internal/authz"
 )
@@ -162,7 +164,7 @@ var roleOps = map[string]roleOp{
 	// internal/graphapi.
 	"graphql": {"", http.StatusOK, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
 		r, err := c.GraphqlWithResponse(bg, client.GraphQLRequest{Query: ptr(`mutation($org: ID!) { addComment(orgId: $org, ticketId: "` + w.Ticket.Id + `", body: "+1") { id } }`),
-			Variables: ptr(json.RawMessage(`{"org":"` + w.Org.Id + `"}`))})
+			Variables: nullable.NewNullableWithValue(json.RawMessage(`{"org":"` + w.Org.Id + `"}`))})
 		if st := status(t, r, err); st != http.StatusOK || r.JSON200.Errors != nil {
 			t.Errorf("addComment through GraphQL: %d %s", st, r.Body)
 		}

@@ -166,9 +166,13 @@ func New(d Deps) (*echo.Echo, error) {
 	// other tenants' orgs (404 each, one read each) spends only its own
 	// budget.
 	e.Use(limitCaller(d.CallerRateLimit))
+	// What the head alone decides (404, 405, 415), before anything reads
+	// the body: a client waiting for 100 Continue gets it instead.
+	ops := operations(spec)
+	e.Use(beforeBody(ops))
 	// One JSON value, valid UTF-8, no key twice: before anything decodes it.
 	e.Use(strictJSON)
-	e.Use(validateRequests(spec))
+	e.Use(validateRequests(ops))
 	e.Use(AuthorizeOrg(d.Roles, d.RequestTimeout))
 	// After the authorization read: only an org's members spend its quota,
 	// so nobody can exhaust another tenant's limit.
@@ -191,6 +195,21 @@ func New(d Deps) (*echo.Echo, error) {
 		routes[r.Path] = true
 	}
 	return e, nil
+}
+
+// HeadAsGet serves a HEAD as the GET of the same URL (RFC 9110 9.3.2: the
+// same status and header fields, no content): the server routes,
+// authorizes and handles a copy of the request whose method is GET, and
+// net/http, whose own request stays a HEAD, sends no content (and the
+// Content-Length it would have had). Logs and metrics count it as a GET.
+func HeadAsGet(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodHead {
+			r = r.WithContext(r.Context())
+			r.Method = http.MethodGet
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // publicPaths are the Echo paths of operations the spec marks `security: []`.
@@ -225,23 +244,31 @@ func timeout(d func(echo.Context) time.Duration, requestTimeout, writeTimeout ti
 	}
 }
 
-type urlKey struct{}
+type requestKey struct{}
 
-// withURL keeps the request URL in the context so list handlers can build
-// their Link header.
+// withURL keeps the request's URL and header in the context: list handlers
+// build their Link header from the URL, GraphQL's answers its media type
+// from Accept.
 func withURL(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		c.SetRequest(r.WithContext(context.WithValue(r.Context(), urlKey{}, r.URL)))
+		c.SetRequest(r.WithContext(context.WithValue(r.Context(), requestKey{}, r)))
 		return next(c)
 	}
 }
 
 func requestURL(ctx context.Context) *url.URL {
-	if u, ok := ctx.Value(urlKey{}).(*url.URL); ok {
-		return u
+	if r, ok := ctx.Value(requestKey{}).(*http.Request); ok {
+		return r.URL
 	}
 	return &url.URL{}
+}
+
+func requestHeader(ctx context.Context) http.Header {
+	if r, ok := ctx.Value(requestKey{}).(*http.Request); ok {
+		return r.Header
+	}
+	return http.Header{}
 }
 
 func jsonEncode(w http.ResponseWriter, v any) error {

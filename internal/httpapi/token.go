@@ -29,6 +29,9 @@ type VerifierConfig struct {
 	Audience    string        // required aud when set
 	Leeway      time.Duration // clock skew tolerated on exp/nbf/iat
 	Now         func() time.Time
+	// JWKSRefetchGap is the least time between two JWKS fetches that
+	// tokens with an unknown kid cause; 0 means JWKSMinRefetch.
+	JWKSRefetchGap time.Duration
 }
 
 // Verifier checks bearer tokens and turns them into Identities.
@@ -166,7 +169,11 @@ func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 		v.keyFunc = func(*jwt.Token) (any, error) { return secret, nil }
 		opts = append(opts, jwt.WithValidMethods([]string{"HS256"}))
 	case cfg.JWKSURL != "":
-		k, err := keyfunc.NewDefaultCtx(ctx, []string{cfg.JWKSURL})
+		gap := cfg.JWKSRefetchGap
+		if gap <= 0 {
+			gap = JWKSMinRefetch
+		}
+		k, err := keyfunc.New(keyfunc.Options{Ctx: ctx, Storage: newJWKS(ctx, cfg.JWKSURL, gap)})
 		if err != nil {
 			return nil, fmt.Errorf("auth: load JWKS: %w", err)
 		}

@@ -84,7 +84,7 @@ func TestJWT(t *testing.T) {
 	jwks := newJWKS(t)
 	rr := &reqRecorder{}
 	ts := MustServer(t, withAPIOptions(rr.Middleware),
-		withVerifier(httpapi.VerifierConfig{JWKSURL: jwks.srv.URL, Issuer: iss, Audience: aud, Leeway: 30 * time.Second}))
+		withVerifier(httpapi.VerifierConfig{JWKSURL: jwks.srv.URL, Issuer: iss, Audience: aud, Leeway: 30 * time.Second, JWKSRefetchGap: 100 * time.Millisecond}))
 	now := ts.Clock.Now()
 	claims := func(mod func(c *httpapi.Claims)) httpapi.Claims {
 		c := httpapi.Claims{Email: "mallory@example.com", Name: "Mallory", RegisteredClaims: jwt.RegisteredClaims{
@@ -370,7 +370,7 @@ func TestJWTNumericDates(t *testing.T) {
 	const iss, aud = "https://issuer.test/", "tenantd-api"
 	jwks := newJWKS(t)
 	hs := MustServer(t)
-	rs := MustServer(t, withVerifier(httpapi.VerifierConfig{JWKSURL: jwks.srv.URL, Issuer: iss, Audience: aud, Leeway: 30 * time.Second}))
+	rs := MustServer(t, withVerifier(httpapi.VerifierConfig{JWKSURL: jwks.srv.URL, Issuer: iss, Audience: aud, Leeway: 30 * time.Second, JWKSRefetchGap: 100 * time.Millisecond}))
 	now := hs.Clock.Now().Unix()
 	claims := func(mod map[string]any) jwt.MapClaims {
 		c := jwt.MapClaims{"sub": "mallory", "email": "mallory@example.com", "iss": iss, "aud": aud,

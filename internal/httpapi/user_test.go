@@ -72,7 +72,7 @@ func TestUser(t *testing.T) {
 					if got := g.JSON200.UserId; got != id {
 						t.Errorf("userId: got %q, want %q", got, id)
 					}
-					me, err := a.C.GetMeWithResponse(bg)
+					me, err := a.C.GetMeWithResponse(bg, nil)
 					mustStatus(t, me, err, http.StatusOK)
 					if got := me.JSON200.UserId; got != id || len(me.JSON200.Orgs) != 1 {
 						t.Errorf("me: got %+v", me.JSON200)
@@ -120,7 +120,7 @@ func TestUser(t *testing.T) {
 				t.Errorf("user: got %+v", u)
 			}
 			wantETag(t, r.HTTPResponse.Header, 1)
-			me, err := a.C.GetMeWithResponse(bg)
+			me, err := a.C.GetMeWithResponse(bg, nil)
 			mustStatus(t, me, err, http.StatusOK)
 			if got, want := me.JSON200.Orgs, []client.MeOrg{{OrgId: org, Name: w.Org.Name, Role: client.RoleAdmin, UserName: a.Name}}; !slices.Equal(got, want) {
 				t.Errorf("the new user's orgs: got %+v, want %+v", got, want)
@@ -162,7 +162,7 @@ func TestUser(t *testing.T) {
 		spec(t, "removeOrgUser/member removes themself", func(t *testing.T) {
 			r, err := w.Member.C.RemoveOrgUserWithResponse(bg, org, w.Member.ID, nil)
 			mustStatus(t, r, err, http.StatusNoContent)
-			me, err := w.Member.C.GetMeWithResponse(bg)
+			me, err := w.Member.C.GetMeWithResponse(bg, nil)
 			mustStatus(t, me, err, http.StatusOK)
 			if len(me.JSON200.Orgs) != 0 {
 				t.Errorf("orgs after leaving: %+v", me.JSON200.Orgs)
@@ -356,7 +356,7 @@ func TestEditOwnProfile(t *testing.T) {
 	org, me := w.Org.Id, w.Member
 	r, err := me.C.UpdateOrgUserWithResponse(bg, org, me.ID, nil, client.OrgUserUpdate{Name: ptr("Renamed by myself")})
 	mustStatus(t, r, err, http.StatusOK)
-	m, err := me.C.GetMeWithResponse(bg)
+	m, err := me.C.GetMeWithResponse(bg, nil)
 	mustStatus(t, m, err, http.StatusOK)
 	if got := m.JSON200.Orgs; len(got) != 1 || got[0].UserName != "Renamed by myself" {
 		t.Errorf("/v1/me after renaming myself: %+v", got)

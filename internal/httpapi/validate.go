@@ -22,27 +22,7 @@ import (
 // not document. It reports every problem at once (one FieldError each), not
 // the first. It finds the operation by the route Echo matched, so the
 // request is routed once.
-func validateRequests(spec *openapi3.T) echo.MiddlewareFunc {
-	type op struct {
-		route *routers.Route
-		query map[string]bool // documented query parameters: true when they take one value only
-	}
-	ops := map[string]op{}
-	for path, item := range spec.Paths.Map() {
-		for method, o := range item.Operations() {
-			known := map[string]bool{}
-			for _, ps := range []openapi3.Parameters{item.Parameters, o.Parameters} {
-				for _, p := range ps {
-					if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
-						array := p.Value.Schema != nil && p.Value.Schema.Value != nil && p.Value.Schema.Value.Type.Is("array")
-						single := !array || (p.Value.Explode != nil && !*p.Value.Explode) // a list of one value: a,b
-						known[p.Value.Name] = single
-					}
-				}
-			}
-			ops[method+" "+echoPath(path)] = op{route: &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: o}, query: known}
-		}
-	}
+func validateRequests(ops map[string]operation) echo.MiddlewareFunc {
 	options := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // Authenticate already ran
 		KeepValidatedValue: true, MultiError: true}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -86,6 +66,59 @@ func validateRequests(spec *openapi3.T) echo.MiddlewareFunc {
 			}
 			if len(fields) > 0 {
 				return &validationError{fields: fields}
+			}
+			return next(c)
+		}
+	}
+}
+
+// operation is an operation of openapi.yaml, by the Echo route it has.
+type operation struct {
+	route *routers.Route
+	query map[string]bool // documented query parameters: true when they take one value only
+}
+
+// operations are the spec's operations by method and Echo path ("POST /v1/orgs").
+func operations(spec *openapi3.T) map[string]operation {
+	ops := map[string]operation{}
+	for path, item := range spec.Paths.Map() {
+		for method, o := range item.Operations() {
+			known := map[string]bool{}
+			for _, ps := range []openapi3.Parameters{item.Parameters, o.Parameters} {
+				for _, p := range ps {
+					if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
+						array := p.Value.Schema != nil && p.Value.Schema.Value != nil && p.Value.Schema.Value.Type.Is("array")
+						single := !array || (p.Value.Explode != nil && !*p.Value.Explode) // a list of one value: a,b
+						known[p.Value.Name] = single
+					}
+				}
+			}
+			ops[method+" "+echoPath(path)] = operation{route: &routers.Route{Spec: spec, Path: path, PathItem: item, Method: method, Operation: o}, query: known}
+		}
+	}
+	return ops
+}
+
+// beforeBody answers what a request's head alone decides before anything
+// reads its body: 404 or 405 for a method and path of no operation (Echo's
+// answer), 415 for a media type the operation does not take. A client that
+// sent Expect: 100-continue gets that answer instead of 100 Continue, which
+// net/http sends on the body's first read. Every route is an operation of
+// the spec (oapi.RegisterHandlers), so a request of no operation has only
+// Echo's 404 or 405 handler to run.
+func beforeBody(ops map[string]operation) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			req := c.Request()
+			if req.ContentLength == 0 { // no body (-1 is a chunked one)
+				return next(c)
+			}
+			o, ok := ops[req.Method+" "+c.Path()]
+			if !ok {
+				return c.Handler()(c)
+			}
+			if rb := o.route.Operation.RequestBody; rb != nil && rb.Value != nil && rb.Value.Content.Get(req.Header.Get(echo.HeaderContentType)) == nil {
+				return errUnsupportedMediaType(c, o.route.Operation)
 			}
 			return next(c)
 		}

@@ -48,9 +48,9 @@ const (
 // audit event of the change, written in the same transaction.
 type Storer interface {
 	// CreateInvitation writes inv, replacing a pending invitation for the
-	// same email. Returns NotFound (org_not_found) or Conflict
-	// (email_taken, team_not_found).
-	CreateInvitation(ctx context.Context, inv Invitation, ev audit.Event) error
+	// same email, whose ID it returns ("" if none). Returns NotFound
+	// (org_not_found) or Conflict (email_taken, team_not_found).
+	CreateInvitation(ctx context.Context, inv Invitation, ev audit.Event) (replaced string, err error)
 	// GetInvitation reads one invitation consistently. Returns NotFound.
 	GetInvitation(ctx context.Context, orgID, invitationID string) (Invitation, error)
 	// ListInvitations pages through the org's invitations, oldest first,
@@ -65,6 +65,10 @@ type Storer interface {
 	// inv is gone, expired at u.JoinedAt or its token changed; Conflict
 	// (user_exists, email_taken).
 	AcceptInvitation(ctx context.Context, inv Invitation, u tenant.User, ev audit.Event) ([]string, error)
+	// GetAcceptedInvitation reads the membership userID got by accepting
+	// the invitation of orgID whose token hashes to tokenHash, and their
+	// teams in the org now. Returns NotFound unless they joined by it.
+	GetAcceptedInvitation(ctx context.Context, orgID, userID, tokenHash string) (tenant.User, []string, error)
 }
 
 // New is what an admin supplies.
@@ -115,26 +119,29 @@ func (s *Service) event(ctx context.Context, actor audit.Actor, action, targetTy
 }
 
 // CreateInvitation invites in.Email (admin+; an owner to invite an owner)
-// and returns the invitation and its one-time token.
-func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in New) (Invitation, string, error) {
+// and returns the invitation, its one-time token and the ID of the pending
+// invitation for the same email it replaced, if any: its token no longer
+// works, which the caller is told (a retry without an Idempotency-Key
+// replaces the first attempt's invitation, never silently).
+func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in New) (inv Invitation, token, replaced string, err error) {
 	g, err := authz.Permit(p, authz.InvitationManage, authz.Facts{OwnerRole: in.Role == authz.Owner})
 	if err != nil {
-		return Invitation{}, "", err
+		return Invitation{}, "", "", err
 	}
 	if err := validate.Email("email", in.Email, tenant.MaxEmailLen); err != nil {
-		return Invitation{}, "", err
+		return Invitation{}, "", "", err
 	}
 	if err := in.Role.Check("role"); err != nil {
-		return Invitation{}, "", err
+		return Invitation{}, "", "", err
 	}
 	if in.ExpiresInDays == 0 {
 		in.ExpiresInDays = DefaultDays
 	}
 	if in.ExpiresInDays < 1 || in.ExpiresInDays > MaxDays {
-		return Invitation{}, "", errs.InvalidField("expiresInDays", "invalid_expiry", "must be between 1 and %d", MaxDays)
+		return Invitation{}, "", "", errs.InvalidField("expiresInDays", "invalid_expiry", "must be between 1 and %d", MaxDays)
 	}
 	if len(in.TeamIDs) > MaxTeams {
-		return Invitation{}, "", errs.InvalidField("teamIds", "too_many_teams", "at most %d teams", MaxTeams)
+		return Invitation{}, "", "", errs.InvalidField("teamIds", "too_many_teams", "at most %d teams", MaxTeams)
 	}
 	var teams []string
 	for _, t := range in.TeamIDs {
@@ -144,23 +151,23 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 	}
 	secret := make([]byte, 32)
 	if _, err := rand.Read(secret); err != nil {
-		return Invitation{}, "", err
+		return Invitation{}, "", "", err
 	}
 	// Whole seconds, as the TTL attribute stores the expiry: the lifetime
 	// is then exactly the days asked for. (The audit event keeps the
 	// precise time, which orders it among the others.)
 	at := s.now()
 	now := at.Truncate(time.Second)
-	inv := Invitation{OrgID: p.OrgID, ID: s.ids.New(), Email: in.Email, Role: in.Role, TeamIDs: teams, InvitedBy: p.UserID,
+	inv = Invitation{OrgID: p.OrgID, ID: s.ids.New(), Email: in.Email, Role: in.Role, TeamIDs: teams, InvitedBy: p.UserID,
 		CreatedAt: now, ExpiresAt: now.Add(time.Duration(in.ExpiresInDays) * 24 * time.Hour)}
-	token := inv.OrgID + "." + inv.ID + "." + base64.RawURLEncoding.EncodeToString(secret)
+	token = inv.OrgID + "." + inv.ID + "." + base64.RawURLEncoding.EncodeToString(secret)
 	inv.TokenHash = HashToken(token)
 	ev := s.event(ctx, audit.By(p, g), "invitation.create", "invitation", inv.ID, at, audit.Diff(
 		audit.F("email", nil, inv.Email), audit.F("role", nil, string(inv.Role)), audit.F("teamIds", nil, inv.TeamIDs)))
-	if err := s.store.CreateInvitation(ctx, inv, ev); err != nil {
-		return Invitation{}, "", err
+	if replaced, err = s.store.CreateInvitation(ctx, inv, ev); err != nil {
+		return Invitation{}, "", "", err
 	}
-	return inv, token, nil
+	return inv, token, replaced, nil
 }
 
 // ListInvitations pages through pending invitations (admin+).
@@ -187,47 +194,66 @@ func (s *Service) RevokeInvitation(ctx context.Context, p authz.Principal, invit
 }
 
 // AcceptInvitation adds the caller to the invitation's org and teams. Any
-// failure to match the token (unknown, expired, revoked, replaced, already
-// used) is the same 404.
-func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token string) (tenant.User, []string, error) {
+// failure to match the token (unknown, expired, revoked, replaced, used by
+// someone else) is the same 404. It is idempotent for the user who
+// accepted: their retry (its answer lost, say) finds the invitation used
+// and answers their membership as it is now, with again set.
+func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token string) (u tenant.User, teams []string, again bool, err error) {
 	orgID, invID, err := parseToken(token)
 	if err != nil {
-		return tenant.User{}, nil, err
+		return tenant.User{}, nil, false, err
 	}
 	inv, err := s.store.GetInvitation(ctx, orgID, invID)
 	if errs.Is(err, errs.NotFound) {
-		return tenant.User{}, nil, errNotFound
+		return s.accepted(ctx, id, orgID, token)
 	}
 	if err != nil {
-		return tenant.User{}, nil, err
+		return tenant.User{}, nil, false, err
 	}
 	now := s.now()
 	if inv.TokenHash != HashToken(token) || !now.Before(inv.ExpiresAt) {
-		return tenant.User{}, nil, errNotFound
+		return tenant.User{}, nil, false, errNotFound
 	}
 	// An invitation is for its email: a token forwarded to, or stolen by,
 	// someone else is worth nothing to them.
 	if !s.anyEmail && id.EmailUnverified {
-		return tenant.User{}, nil, errs.E(errs.Forbidden, "invitation_email_unverified",
+		return tenant.User{}, nil, false, errs.E(errs.Forbidden, "invitation_email_unverified",
 			"your token says its email is not verified (email_verified: false): it cannot accept an invitation")
 	}
 	if !s.anyEmail && tenant.NormalizeEmail(id.Email) != tenant.NormalizeEmail(inv.Email) {
-		return tenant.User{}, nil, errs.E(errs.Forbidden, "invitation_email_mismatch",
+		return tenant.User{}, nil, false, errs.E(errs.Forbidden, "invitation_email_mismatch",
 			"this invitation is for another email address than your token's")
 	}
 	name := id.Name
 	if name == "" {
 		name = id.UserID
 	}
-	u := tenant.User{OrgID: orgID, UserID: id.UserID, Email: inv.Email, Name: name, Role: inv.Role, JoinedAt: now, UpdatedAt: now, Version: 1}
+	u = tenant.User{OrgID: orgID, UserID: id.UserID, Email: inv.Email, Name: name, Role: inv.Role, JoinedAt: now, UpdatedAt: now, Version: 1}
 	if err := tenant.Validate(u); err != nil {
-		return tenant.User{}, nil, err
+		return tenant.User{}, nil, false, err
 	}
 	ev := s.event(ctx, audit.Outsider(orgID, id.UserID), "invitation.accept", "user", id.UserID, now, audit.Diff(
 		audit.F("invitationId", nil, inv.ID), audit.F("email", nil, u.Email), audit.F("role", nil, string(u.Role))))
-	teams, err := s.store.AcceptInvitation(ctx, inv, u, ev)
-	if err != nil {
-		return tenant.User{}, nil, err
+	teams, err = s.store.AcceptInvitation(ctx, inv, u, ev)
+	if errs.CodeOf(err) == "invitation_not_found" { // used meanwhile: by a retry of ours?
+		return s.accepted(ctx, id, orgID, token)
 	}
-	return u, teams, nil
+	if err != nil {
+		return tenant.User{}, nil, false, err
+	}
+	return u, teams, false, nil
+}
+
+// accepted answers a token whose invitation is gone: the caller's
+// membership if they joined with it, otherwise the 404 of any token that
+// matches nothing.
+func (s *Service) accepted(ctx context.Context, id authz.Identity, orgID, token string) (tenant.User, []string, bool, error) {
+	u, teams, err := s.store.GetAcceptedInvitation(ctx, orgID, id.UserID, HashToken(token))
+	if errs.Is(err, errs.NotFound) {
+		return tenant.User{}, nil, false, errNotFound
+	}
+	if err != nil {
+		return tenant.User{}, nil, false, err
+	}
+	return u, teams, true, nil
 }

@@ -38,6 +38,11 @@ const (
 	MaxDescriptionLen = 2000
 )
 
+// MaxTeamsPerUser is how many teams of one org a user may be in: their org
+// edge lists them (a set of IDs), and a DynamoDB item holds 400 KB at most,
+// so without a bound enough joins would make every write of it fail.
+const MaxTeamsPerUser = 1000
+
 // Storer is what the team service needs from persistence. Every write takes
 // the audit event of the change, written in the same transaction.
 type Storer interface {

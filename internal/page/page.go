@@ -24,6 +24,10 @@ type Request struct {
 type Result[T any] struct {
 	Items []T
 	Next  string
+	// After holds, for each item, the position just after it: a start key
+	// that continues the listing past that item (GraphQL's edge cursors).
+	// The last item's is set even on the last page.
+	After []string
 }
 
 // Check validates the limit, applying DefaultLimit when it is zero.

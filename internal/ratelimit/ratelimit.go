@@ -6,11 +6,14 @@
 // layer turns a Decision into the IETF RateLimit header fields and, for a
 // refused request, 429 with Retry-After.
 //
-// The buckets live in this process: with N replicas a tenant's effective
-// limit is N times the configured one.
+// With a Ledger (global.go) the buckets are global: every replica leases
+// blocks of tokens from one bucket per key kept in DynamoDB and spends them
+// locally, so N replicas together admit what one would. Without one they
+// live in this process, and N replicas admit N times the limit.
 package ratelimit
 
 import (
+	"context"
 	"math"
 	"sync"
 	"time"
@@ -25,6 +28,8 @@ type Options struct {
 	Now       clock.Clock
 	// MaxTenants bounds memory: beyond it, idle buckets are dropped.
 	MaxTenants int
+	// Global, when its Ledger is set, makes the buckets global (global.go).
+	Global Global
 }
 
 // Limiter is a set of per-tenant buckets.
@@ -32,6 +37,7 @@ type Limiter struct {
 	o       Options
 	mu      sync.Mutex
 	buckets map[string]*bucket
+	g       *global // nil: the buckets are this process's
 }
 
 // bucket is one token bucket: tokens as of last, refilled at the
@@ -59,7 +65,11 @@ func New(o Options) *Limiter {
 		o.MaxTenants = 100_000
 	}
 	o.Now = clock.Or(o.Now)
-	return &Limiter{o: o, buckets: map[string]*bucket{}}
+	l := &Limiter{o: o, buckets: map[string]*bucket{}}
+	if o.Global.Ledger != nil && o.PerSecond > 0 {
+		l.g = newGlobal(o)
+	}
+	return l
 }
 
 func (l *Limiter) bucket(key string, now time.Time) *bucket {
@@ -88,8 +98,10 @@ func (l *Limiter) bucket(key string, now time.Time) *bucket {
 type Decision struct {
 	Allowed bool
 	// Limit is the sustained rate (requests per second, rounded up) and
-	// Burst the bucket's size.
+	// Burst the bucket's size; Rate the rate unrounded. A global limiter's
+	// fallback decides with its own, smaller, bucket.
 	Limit, Burst int
+	Rate         float64
 	// Remaining is how many requests the bucket holds now.
 	Remaining int
 	// Reset is how long until the bucket is full again; RetryAfter, when
@@ -101,14 +113,18 @@ type Decision struct {
 func (l *Limiter) Off() bool { return l == nil || l.o.PerSecond <= 0 }
 
 // Take spends one request of key's bucket, if it has one.
-func (l *Limiter) Take(key string) Decision { return l.TakeN(key, 1) }
+func (l *Limiter) Take(ctx context.Context, key string) Decision { return l.TakeN(ctx, key, 1) }
 
 // TakeN spends n requests' worth of key's bucket at once (a GraphQL
 // request costs by its complexity), if it has them; n is capped at the
-// burst, so a costly request waits for a full bucket, never forever.
-func (l *Limiter) TakeN(key string, n int) Decision {
+// burst, so a costly request waits for a full bucket, never forever. A
+// global limiter may write to its Ledger, within Global.Timeout.
+func (l *Limiter) TakeN(ctx context.Context, key string, n int) Decision {
 	if l.Off() {
 		return Decision{Allowed: true}
+	}
+	if l.g != nil {
+		return l.g.take(ctx, key, min(max(n, 1), l.o.Burst))
 	}
 	return l.spend(key, n)
 }
@@ -125,7 +141,7 @@ func (l *Limiter) spend(key string, n int) Decision {
 	}
 	tokens := b.tokens
 	b.mu.Unlock()
-	d := Decision{Allowed: allowed, Limit: int(math.Ceil(l.o.PerSecond)), Burst: l.o.Burst, Remaining: max(0, int(tokens)),
+	d := Decision{Allowed: allowed, Limit: int(math.Ceil(l.o.PerSecond)), Burst: l.o.Burst, Rate: l.o.PerSecond, Remaining: max(0, int(tokens)),
 		Reset: time.Duration((float64(l.o.Burst) - tokens) / l.o.PerSecond * float64(time.Second))}
 	if tokens < float64(n) && !allowed {
 		d.RetryAfter = time.Duration((float64(n) - tokens) / l.o.PerSecond * float64(time.Second))

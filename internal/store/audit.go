@@ -131,6 +131,7 @@ func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result
 		}
 		for _, it := range items {
 			out.Items = append(out.Items, fromAuditItem(it))
+			out.After = append(out.After, encodeAuditCursor(auditCursor{Bucket: cur.Bucket, After: it.SK}))
 		}
 		if more {
 			out.Next = encodeAuditCursor(auditCursor{Bucket: cur.Bucket, After: items[len(items)-1].SK})

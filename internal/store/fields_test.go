@@ -590,7 +590,7 @@ func TestInvitationFields(t *testing.T) {
 		InvitedBy: "u_owner", TokenHash: invitation.HashToken("a token"), CreatedAt: f.at(1),
 		ExpiresAt: f.now.Add(7 * 24 * time.Hour)} // whole seconds: the TTL attribute keeps epoch seconds
 	mustFull(t, inv)
-	must(t, f.Invitations.CreateInvitation(ctx, inv, ev(inv)))
+	must(t, errOf(f.Invitations.CreateInvitation(ctx, inv, ev(inv))))
 
 	t.Run("create", func(t *testing.T) {
 		got, err := f.Invitations.GetInvitation(ctx, org.ID, inv.ID)

@@ -22,6 +22,9 @@ import (
 // Helpers of the store tests.
 
 // wantErr asserts that err carries kind and code.
+// errOf is the error of a call that returns a value beside it.
+func errOf[T any](_ T, err error) error { return err }
+
 func wantErr(tb testing.TB, err error, kind errs.Kind, code string) {
 	tb.Helper()
 	if err == nil {

@@ -44,7 +44,7 @@ func avSS(v ...string) types.AttributeValue { return &types.AttributeValueMember
 // assigned to Bob, routed to Eng, two comments), ticket K2 (Bob's, no
 // assignee, no team, no comments), a pending invitation for Carol with its
 // email pointer, an audit event, an org-scoped and a user-scoped
-// idempotency record.
+// idempotency record, and the counts of the orgs Alice (1) and Bob (0) own.
 type world struct {
 	f   *fixture
 	ctx context.Context
@@ -120,6 +120,9 @@ func newWorld(tb testing.TB) *world {
 			"orgId": avS(w.org), "userId": avS("u_alice"), "fingerprint": avS("f"), "done": avB(true), "status": avN(201)},
 		{"pk": avS("USER#u_carol#IDEMPOTENCY#" + w.userHash), "sk": avS("#IDEMPOTENCY"), "type": avS("IdempotencyRecord"),
 			"userId": avS("u_carol"), "fingerprint": avS("f"), "done": avB(false), "status": avN(0)},
+		{"pk": avS("USER#u_alice#ORGS"), "sk": avS("#OWNED"), "type": avS("OwnedOrgs"), "userId": avS("u_alice"), "owned": avN(1)},
+		// Bob owns nothing any more: his count stays, at 0.
+		{"pk": avS("USER#u_bob#ORGS"), "sk": avS("#OWNED"), "type": avS("OwnedOrgs"), "userId": avS("u_bob"), "owned": avN(0)},
 	}
 	for _, it := range items {
 		w.put(tb, it)
@@ -326,6 +329,32 @@ func TestInvariantsBroken(t *testing.T) {
 			},
 			want: func(w *world) []storetest.Violation {
 				return []storetest.Violation{at(storetest.RuleAttrMismatch, "USER#u_carol#IDEMPOTENCY#"+w.userHash, "#IDEMPOTENCY")}
+			}},
+		// The count of the orgs a user owns.
+		{name: "owned orgs count off by one",
+			brk: func(t *testing.T, w *world) { w.set(t, "USER#u_alice#ORGS", "#OWNED", attrs{"owned": avN(2)}) },
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleOwnedOrgsCount, "USER#u_alice#ORGS", "#OWNED")}
+			}},
+		{name: "a promoted owner not counted",
+			brk: func(t *testing.T, w *world) {
+				w.set(t, w.orgPK(), "USER#u_bob", attrs{"role": avS("owner")})
+				w.set(t, w.orgPK(), metadata, attrs{"ownerCount": avN(2)})
+			},
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleOwnedOrgsCount, "USER#u_bob#ORGS", "#OWNED")}
+			}},
+		{name: "an owner without a count",
+			brk: func(t *testing.T, w *world) { w.del(t, "USER#u_alice#ORGS", "#OWNED") },
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleOwnedOrgsMissing, w.orgPK(), "USER#u_alice")}
+			}},
+		{name: "owned orgs count of a malformed user ID",
+			brk: func(t *testing.T, w *world) {
+				w.put(t, attrs{"pk": avS("USER#u bad#ORGS"), "sk": avS("#OWNED"), "type": avS("OwnedOrgs"), "userId": avS("u bad"), "owned": avN(0)})
+			},
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleBadKey, "USER#u bad#ORGS", "#OWNED")}
 			}},
 		{name: "audit event in another month's bucket",
 			brk: func(t *testing.T, w *world) {
@@ -589,6 +618,7 @@ func TestInvariantsBroken(t *testing.T) {
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.orgPK(), "USER#u_alice", attrs{"role": avS("admin")})
 				w.set(t, w.orgPK(), metadata, attrs{"ownerCount": avN(0)})
+				w.set(t, "USER#u_alice#ORGS", "#OWNED", attrs{"owned": avN(0)})
 			},
 			want: func(w *world) []storetest.Violation {
 				return []storetest.Violation{at(storetest.RuleOrgNoOwner, w.orgPK(), metadata)}
@@ -899,16 +929,36 @@ func TestInvariantsStoreWrites(t *testing.T) {
 	// Invitations: one replaced by another for the same email.
 	inv := invitation.Invitation{OrgID: org, ID: f.ids.New(), Email: "Dana@example.com", Role: authz.Member,
 		TeamIDs: []string{s.Design.ID}, InvitedBy: "u_alice", TokenHash: "h", CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}
-	must(t, f.Invitations.CreateInvitation(ctx, inv, audited("invitation.create")))
+	must(t, errOf(f.Invitations.CreateInvitation(ctx, inv, audited("invitation.create"))))
 	inv2 := inv
 	inv2.ID = f.ids.New()
-	must(t, f.Invitations.CreateInvitation(ctx, inv2, audited("invitation.create")))
+	must(t, errOf(f.Invitations.CreateInvitation(ctx, inv2, audited("invitation.create"))))
 	dana := f.user(org, "u_dana", "Dana@example.com", "Dana", authz.Member)
 	_, err := f.Invitations.AcceptInvitation(ctx, inv2, dana, audited("invitation.accept"))
 	must(t, err)
 	inv3 := inv
 	inv3.ID, inv3.Email = f.ids.New(), "erin@example.com"
-	must(t, f.Invitations.CreateInvitation(ctx, inv3, audited("invitation.create")))
+	must(t, errOf(f.Invitations.CreateInvitation(ctx, inv3, audited("invitation.create"))))
+	// Owners made every way but creating: Bob promoted, Fay invited as one.
+	bob3 := bob2
+	bob3.Role, bob3.Version = authz.Owner, 3
+	must(t, f.Orgs.UpdateOrgUser(ctx, bob2, bob3, audited("user.update")))
+	inv4 := inv
+	inv4.ID, inv4.Email, inv4.Role, inv4.TeamIDs = f.ids.New(), "fay@example.com", authz.Owner, nil
+	must(t, errOf(f.Invitations.CreateInvitation(ctx, inv4, audited("invitation.create"))))
+	_, err = f.Invitations.AcceptInvitation(ctx, inv4, f.user(org, "u_fay", "fay@example.com", "Fay", authz.Owner), audited("invitation.accept"))
+	must(t, err)
+	owned := func(want map[string]int) {
+		t.Helper()
+		for user, n := range want {
+			got, err := f.Orgs.OwnedOrgs(ctx, user)
+			must(t, err)
+			if got != n {
+				t.Errorf("%s owns %d orgs by the count, want %d", user, got, n)
+			}
+		}
+	}
+	owned(map[string]int{"u_alice": 1, "u_bob": 1, "u_carl": 0, "u_fay": 1, "u_dana": 0})
 	// A team and a ticket deleted.
 	ops := f.team(org, "Ops")
 	must(t, f.Teams.CreateTeam(ctx, ops, f.member(ops, "u_alice", authz.Owner), audited("team.create")))
@@ -931,9 +981,11 @@ func TestInvariantsStoreWrites(t *testing.T) {
 	must(t, err)
 	sameViolations(t, vs, nil)
 
-	// Offboarding leaves nothing of the org behind.
+	// Offboarding leaves nothing of the org behind, and counts it out of
+	// every owner's orgs.
 	f.offboard(t, org, "u_alice")
 	vs, err = storetest.CheckInvariants(ctx, f.raw, f.DB.TableName(), storetest.CheckOptions{Now: f.now})
 	must(t, err)
 	sameViolations(t, vs, nil)
+	owned(map[string]int{"u_alice": 0, "u_bob": 0, "u_carl": 0, "u_fay": 0})
 }

@@ -87,18 +87,19 @@ func checkInvitation(inv invitation.Invitation) error {
 }
 
 // CreateInvitation writes the invitation and points its email at it, in one
-// transaction that also removes the invitation it replaces, checks no user
-// of the org has the email, and checks the org and teams exist.
-func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invitation, ev audit.Event) error {
+// transaction that also removes the invitation it replaces (whose ID it
+// returns), checks no user of the org has the email, and checks the org
+// and teams exist.
+func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invitation, ev audit.Event) (replaced string, err error) {
 	if err := checkInvitation(inv); err != nil {
-		return err
+		return "", err
 	}
 	email := tenant.NormalizeEmail(inv.Email)
 	ek := invitationEmailKey(inv.OrgID, email)
 	var old invitationEmailItem
-	err := s.table.Get(attrPK, ek.PK).Range(attrSK, dynamo.Equal, ek.SK).Consistent(true).One(ctx, &old)
+	err = s.table.Get(attrPK, ek.PK).Range(attrSK, dynamo.Equal, ek.SK).Consistent(true).One(ctx, &old)
 	if err != nil && !errors.Is(err, dynamo.ErrNotFound) {
-		return fmt.Errorf("create invitation: %w", translate(err))
+		return "", fmt.Errorf("create invitation: %w", translate(err))
 	}
 	t := s.newTx().put(invitationKey(inv.OrgID, inv.ID), s.table.Put(toInvitationItem(inv)).If(notExists),
 		failWith(errs.E(errs.Conflict, "invitation_exists", "invitation ID already taken")))
@@ -113,11 +114,14 @@ func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invit
 	}
 	ck := claimKey(inv.OrgID, email)
 	t.check(ck, s.table.Check(attrPK, ck.PK).Range(attrSK, ck.SK).If(notExists), failWith(errEmailTaken))
-	s.orgGuard(t, inv.OrgID, 0)
+	s.orgGuard(t, inv.OrgID, "", 0)
 	for _, team := range inv.TeamIDs {
 		s.teamCheck(t, inv.OrgID, team, errTicketTeam)
 	}
-	return s.audited(ev, t).run(ctx, "create invitation")
+	if err := s.audited(ev, t).run(ctx, "create invitation"); err != nil {
+		return "", err
+	}
+	return old.InvitationID, nil
 }
 
 // GetInvitation reads one invitation with a consistent GetItem.
@@ -162,6 +166,24 @@ func (s *Invitations) RevokeInvitation(ctx context.Context, inv invitation.Invit
 	return s.audited(ev, t).run(ctx, "revoke invitation")
 }
 
+// GetAcceptedInvitation reads (consistently) the membership userID got by
+// accepting the invitation whose token hashes to tokenHash, with the
+// user's teams in the org now. Returns NotFound (invitation_not_found)
+// unless the user is in the org by that very invitation.
+func (s *Invitations) GetAcceptedInvitation(ctx context.Context, orgID, userID, tokenHash string) (tenant.User, []string, error) {
+	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
+		return tenant.User{}, nil, err
+	}
+	it, err := getItem[orgUserItem](ctx, s.DB, orgUserKey(orgID, userID), true, errInvitationNotFound, "get accepted invitation")
+	if err != nil {
+		return tenant.User{}, nil, err
+	}
+	if it.AcceptedToken == "" || it.AcceptedToken != tokenHash || it.Deleting {
+		return tenant.User{}, nil, errInvitationNotFound
+	}
+	return fromOrgUserItem(it), it.TeamIDs, nil
+}
+
 // errInviterLost: the invitation's inviter no longer holds a role that may
 // grant it.
 var errInviterLost = errs.E(errs.Forbidden, "inviter_lost_access", "the person who invited you can no longer grant this role; ask for a new invitation")
@@ -184,6 +206,7 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 	// The user's team set holds the teams joined here, in the same
 	// transaction as their edges.
 	userItem := toOrgUserItem(u)
+	userItem.AcceptedToken = inv.TokenHash
 	for _, team := range inv.TeamIDs {
 		if _, ok := existing[team]; ok {
 			userItem.TeamIDs = append(userItem.TeamIDs, team)
@@ -197,7 +220,7 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 		delete(ek, s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound)).
 		put(orgUserKey(u.OrgID, u.UserID), s.table.Put(userItem).If(notExists), failWith(errUserExists)).
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
-	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
+	s.orgGuard(t, u.OrgID, u.UserID, ownerDelta("", u.Role))
 	// The inviter's grant still stands: their edge exists with a role that
 	// may invite this role (admin+, owner for an owner). An invitation does
 	// not outlive its inviter's access: a removed or demoted admin cannot

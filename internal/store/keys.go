@@ -47,6 +47,8 @@ const (
 	typeWebhook    = "Webhook"
 	typeDelivery   = "WebhookDelivery"
 	typeCheckpoint = "StreamCheckpoint"
+	typeRateLimit  = "RateLimit"
+	typeOwnedOrgs  = "OwnedOrgs"
 )
 
 // Sort key constants and prefixes.
@@ -76,6 +78,10 @@ func orgUserKey(orgID, userID string) key {
 // userPK is the GSI1 partition of everything a user belongs to.
 func userPK(userID string) string { return prefixUser + userID }
 
+// ownedOrgsKey is the count of the orgs a user owns: outside any org (the
+// user's, across tenants), like their idempotency records outside an org.
+func ownedOrgsKey(userID string) key { return key{userPK(userID) + "#ORGS", "#OWNED"} }
+
 // orgUserPK is the GSI2 partition of a user and the tickets they requested.
 func orgUserPK(orgID, userID string) string { return orgPK(orgID) + "#USER#" + userID }
 
@@ -98,6 +104,13 @@ func teamDeletionSK(orgID, teamID string) string { return prefixTeam + orgID + "
 func ticketDeletionSK(orgID, ticketID string) string {
 	return prefixTicket + orgID + "#" + ticketID
 }
+
+// rateLimitKey is the global token bucket of one rate-limit key: policy
+// "org" (an org's requests), "user" (a user's outside any org) or "caller"
+// (a token subject's, whatever org it names). It is outside ORG#: the
+// limit of an org outlives nothing (TTL drops it once full), and a
+// caller's spans orgs.
+func rateLimitKey(policy, id string) key { return key{"LIMIT#" + policy + "#" + id, "#LIMIT"} }
 
 func teamPK(orgID, teamID string) string { return orgPK(orgID) + "#TEAM#" + teamID }
 func teamKey(orgID, teamID string) key   { return key{teamPK(orgID, teamID), skMetadata} }

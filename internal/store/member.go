@@ -99,8 +99,9 @@ func (s *Teams) AddTeamMember(ctx context.Context, m membership.Membership, ev a
 	// A user being removed from the org joins no team (see leavingStale).
 	uk := orgUserKey(m.OrgID, m.UserID)
 	t.update(uk, s.table.Update(attrPK, uk.PK).Range(attrSK, uk.SK).Add("edgeSeq", 1).AddStringsToSet("teamIds", m.TeamID).
-		If("attribute_exists(pk) AND (attribute_not_exists(leaving) OR leaving < ?)", time.Now().Add(-leavingStale).UnixMilli()),
-		failWith(errNotOrgMember))
+		If("attribute_exists(pk) AND (attribute_not_exists(leaving) OR leaving < ?) AND "+roomForTeam,
+			time.Now().Add(-leavingStale).UnixMilli(), membership.MaxTeamsPerUser),
+		joinFailed)
 	return s.audited(ev, t).run(ctx, "add member")
 }
 

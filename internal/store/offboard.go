@@ -2,9 +2,11 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 	"golang.org/x/sync/errgroup"
 
@@ -150,18 +152,30 @@ func (s *Orgs) CutOff(ctx context.Context, orgID, owner string) error {
 
 func (d *DB) cutoff(ctx context.Context, orgID string, lk *leaseKeeper) error {
 	var keys []dynamo.Keyed
+	var owners []orgUserItem
 	itr := d.table.Get(attrPK, orgPK(orgID)).Range(attrSK, dynamo.BeginsWith, prefixUser).Consistent(true).Iter()
 	var u orgUserItem
 	for itr.Next(ctx, &u) {
-		if u.Deleting {
-			continue // the owner offboarding it: removed last
+		switch {
+		case u.Deleting: // the owner offboarding it: removed last
+		case u.Role == string(authz.Owner):
+			owners = append(owners, u)
+		default:
+			c := toClaimItem(fromOrgUserItem(u))
+			keys = append(keys, dynamo.Keys{u.PK, u.SK}, dynamo.Keys{c.PK, c.SK})
 		}
-		c := toClaimItem(fromOrgUserItem(u))
-		keys = append(keys, dynamo.Keys{u.PK, u.SK}, dynamo.Keys{c.PK, c.SK})
 		u = orgUserItem{}
 	}
 	if err := itr.Err(); err != nil {
 		return fmt.Errorf("offboard cutoff: %w", translate(err))
+	}
+	for _, o := range owners {
+		if err := lk.keep(ctx); err != nil {
+			return err
+		}
+		if err := d.dropOwner(ctx, o); err != nil {
+			return fmt.Errorf("offboard cutoff: %w", err)
+		}
 	}
 	// In slices, renewing the lease between them: a large org's cut-off
 	// outlasts a lease.
@@ -284,9 +298,17 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 				return err
 			}
 			c := toClaimItem(fromOrgUserItem(u))
-			if u.Deleting && t.len() < maxTxItems-2 {
+			owner := u.Role == string(authz.Owner)
+			if u.Deleting && owner && t.len() < maxTxItems-3 {
 				t.delete(key{u.PK, u.SK}, d.table.Delete(attrPK, u.PK).Range(attrSK, u.SK), nil)
 				t.delete(c.key(), d.table.Delete(attrPK, c.PK).Range(attrSK, c.SK), nil)
+				d.ownedOrgs(t, u.UserID, -1, 0)
+				continue
+			}
+			if owner {
+				if err := d.dropOwner(ctx, u); err != nil {
+					return fmt.Errorf("offboard final: %w", err)
+				}
 				continue
 			}
 			keys = append(keys, dynamo.Keys{u.PK, u.SK}, dynamo.Keys{c.PK, c.SK})
@@ -303,6 +325,30 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 	}
 	return t.run(ctx, "offboard final")
 }
+
+// dropOwner deletes an owner's edge and email claim, and counts the org
+// out of the orgs they own, in one transaction; an edge gone already (a
+// run that died after deleting it) is skipped.
+func (d *DB) dropOwner(ctx context.Context, u orgUserItem) error {
+	k, c := key{u.PK, u.SK}, toClaimItem(fromOrgUserItem(u))
+	t := d.newTx().
+		delete(k, d.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("attribute_exists(pk) AND $ = ?", "role", u.Role),
+			func(old map[string]types.AttributeValue) error {
+				if old == nil {
+					return errOwnerGone
+				}
+				return fmt.Errorf("the role of %s changed while it was cut off", u.UserID)
+			}).
+		delete(c.key(), d.table.Delete(attrPK, c.PK).Range(attrSK, c.SK), nil)
+	d.ownedOrgs(t, u.UserID, -1, 0)
+	if err := t.run(ctx, "drop owner"); err != nil && err != errOwnerGone {
+		return err
+	}
+	return nil
+}
+
+// errOwnerGone: dropOwner found the edge deleted already.
+var errOwnerGone = errors.New("owner edge gone")
 
 // deleteOrgPartitions deletes every partition GSI1 lists under the org, a
 // few at a time, renewing the lease between them.

@@ -29,6 +29,57 @@ var (
 	errLastOwner    = errs.E(errs.Conflict, "last_owner", "an organization must keep at least one owner")
 )
 
+// DefaultMaxOwnedOrgs is how many orgs one user may own when they create
+// another (MAX_ORGS_PER_USER).
+const DefaultMaxOwnedOrgs = 100
+
+// SetMaxOwnedOrgs sets how many orgs one user may own when they create
+// another (n >= 1; DefaultMaxOwnedOrgs otherwise). Call it before use.
+func (d *DB) SetMaxOwnedOrgs(n int) {
+	if n >= 1 {
+		d.maxOwned = n
+	}
+}
+
+// ownedOrgsItem counts the orgs a user owns: their OrgUser edges with role
+// owner, in every org. Every transaction that writes, deletes or changes
+// the role of an owner edge moves it (orgGuard, offboarding), and creating
+// an org conditions on it, so a burst of creates cannot overshoot the
+// quota. Being made an owner of someone else's org is never refused, but
+// counts.
+type ownedOrgsItem struct {
+	PK     string `dynamo:"pk,hash"`
+	SK     string `dynamo:"sk,range"`
+	Type   string `dynamo:"type"`
+	UserID string `dynamo:"userId"`
+	Owned  int    `dynamo:"owned"`
+}
+
+// ownedOrgs adds to t the change by delta of the count of orgs userID owns;
+// with limit > 0 (a create), the change is refused (org_quota_exceeded)
+// when they own limit orgs already.
+func (d *DB) ownedOrgs(t *txn, userID string, delta, limit int) {
+	it := ownedOrgsItem{PK: ownedOrgsKey(userID).PK, SK: ownedOrgsKey(userID).SK, Type: typeOwnedOrgs, UserID: userID}
+	u := d.table.Update(attrPK, it.PK).Range(attrSK, it.SK).Set("type", it.Type).Set("userId", it.UserID).Add("owned", delta)
+	var fail onFail
+	if limit > 0 {
+		u.If("attribute_not_exists(owned) OR owned < ?", limit)
+		fail = failWith(errs.E(errs.Forbidden, "org_quota_exceeded",
+			"you own %d organizations, the most one user may own: delete one, or make someone else its owner and leave it, first", limit))
+	}
+	t.update(key{it.PK, it.SK}, u, fail)
+}
+
+// OwnedOrgs reads how many orgs the user owns (consistently): the count
+// the create of an org checks against the quota.
+func (s *Orgs) OwnedOrgs(ctx context.Context, userID string) (int, error) {
+	if err := checkIDs(ids.User("userId", userID)); err != nil {
+		return 0, err
+	}
+	it, err := getItem[ownedOrgsItem](ctx, s.DB, ownedOrgsKey(userID), true, nil, "owned orgs")
+	return it.Owned, err
+}
+
 type orgItem struct {
 	PK         string    `dynamo:"pk,hash"`
 	SK         string    `dynamo:"sk,range"`
@@ -68,7 +119,8 @@ const notExists = "attribute_not_exists(pk)"
 const exists = "attribute_exists(pk)"
 
 // CreateOrg writes the org, its owner and the owner's email claim in one
-// transaction.
+// transaction, which also counts the org as the owner's, refused
+// (org_quota_exceeded) when they own the most orgs one user may own.
 func (s *Orgs) CreateOrg(ctx context.Context, org tenant.Org, owner tenant.User, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", org.ID)); err != nil {
 		return err
@@ -81,6 +133,7 @@ func (s *Orgs) CreateOrg(ctx context.Context, org tenant.Org, owner tenant.User,
 		put(orgKey(org.ID), s.table.Put(toOrgItem(org, 1)).If(notExists), failWith(errs.E(errs.Conflict, "org_exists", "organization ID already taken"))).
 		put(orgUserKey(owner.OrgID, owner.UserID), s.table.Put(toOrgUserItem(owner)).If(notExists), failWith(errUserExists)).
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
+	s.ownedOrgs(t, owner.UserID, 1, s.maxOwned) // after the org: a retry that meets its org is not refused
 	return s.audited(ev, t).run(ctx, "create org")
 }
 
@@ -173,9 +226,13 @@ func lastOwner(old map[string]types.AttributeValue) error {
 // orgGuard adds to t the org item's part of a change of the org's users: a
 // check that the org exists and is not being offboarded (so no user joins
 // an org while it is cut off), or an update of its owner count that also
-// refuses to drop the last owner.
-func (s *DB) orgGuard(t *txn, orgID string, delta int) {
+// refuses to drop the last owner; with that update, the count of orgs
+// userID (the user whose role changes by delta) owns.
+func (s *DB) orgGuard(t *txn, orgID, userID string, delta int) {
 	k := orgKey(orgID)
+	if delta != 0 {
+		s.ownedOrgs(t, userID, delta, 0)
+	}
 	switch {
 	case delta == 0:
 		t.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(liveItem), failWith(errOrgNotFound))

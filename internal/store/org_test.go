@@ -7,12 +7,14 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/store/storetest"
 	orgpkg "github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
@@ -87,6 +89,121 @@ func TestCreateOrg(t *testing.T) {
 		err := f.Orgs.CreateOrg(ctx, o, f.user(o.ID, "u_x", "x#y@example.com", "X", authz.Owner), ev(o))
 		wantErr(t, err, errs.Invalid, "invalid_email")
 		f.wantNoCalls(t)
+	})
+}
+
+// TestCreateOrgQuota: creating an org counts it against the orgs its
+// owner may own, in the create's own transaction, so a concurrent burst
+// cannot overshoot the quota; every other way of becoming or ceasing to be
+// an owner moves the count too.
+func TestCreateOrgQuota(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := MustFixture(t)
+	const quota = 3
+	f.DB.SetMaxOwnedOrgs(quota)
+	create := func(userID string) (orgpkg.Org, error) {
+		o := orgpkg.Org{ID: f.ids.New(), Name: "Burst", Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
+		return o, f.Orgs.CreateOrg(ctx, o, f.user(o.ID, userID, userID+"@example.com", userID, authz.Owner), ev(o))
+	}
+	owned := func(t *testing.T, userID string, want int) {
+		t.Helper()
+		got, err := f.Orgs.OwnedOrgs(ctx, userID)
+		must(t, err)
+		if got != want {
+			t.Errorf("%s owns %d orgs by the count, want %d", userID, got, want)
+		}
+		vs, err := storetest.CheckInvariants(ctx, f.raw, f.DB.TableName(), storetest.CheckOptions{})
+		must(t, err)
+		sameViolations(t, vs, nil)
+	}
+
+	var mine []orgpkg.Org
+	t.Run("403/createOrg/quota/concurrent burst", func(t *testing.T) {
+		const burst = 4 * quota
+		var wg sync.WaitGroup
+		orgs, failures := make([]orgpkg.Org, burst), make([]error, burst)
+		for i := range burst {
+			wg.Go(func() { orgs[i], failures[i] = create("u_burst") })
+		}
+		wg.Wait()
+		refused := 0
+		for i, err := range failures {
+			switch {
+			case err == nil:
+				mine = append(mine, orgs[i])
+			case errs.CodeOf(err) == "org_quota_exceeded":
+				refused++
+				if errs.KindOf(err) != errs.Forbidden {
+					t.Errorf("quota error kind: got %v, want Forbidden", errs.KindOf(err))
+				}
+			case errs.KindOf(err) == errs.Unavailable: // transaction conflicts past the SDK's retries: nothing written
+			default:
+				t.Errorf("create %d: %v", i, err)
+			}
+		}
+		// Creates the burst's conflicts turned away may leave room: fill
+		// it, one at a time, until the quota refuses.
+		for len(mine) < quota+1 {
+			o, err := create("u_burst")
+			if err != nil {
+				wantErr(t, err, errs.Forbidden, "org_quota_exceeded")
+				break
+			}
+			mine = append(mine, o)
+		}
+		if len(mine) != quota || refused == 0 {
+			t.Fatalf("created %d orgs (%d refused by the quota in the burst), want exactly %d", len(mine), refused, quota)
+		}
+		r, err := f.Orgs.ListOrgs(ctx, "u_burst", page.Request{Limit: 100})
+		must(t, err)
+		if len(r.Items) != quota {
+			t.Errorf("the user's orgs: %d, want %d", len(r.Items), quota)
+		}
+		owned(t, "u_burst", quota)
+	})
+
+	t.Run("OK/createOrg/quota/a keyed retry of a created org is not refused", func(t *testing.T) {
+		o := mine[0]
+		err := f.Orgs.CreateOrg(ctx, o, f.user(o.ID, "u_burst", "u_burst@example.com", "u_burst", authz.Owner), ev(o))
+		wantErr(t, err, errs.Conflict, "org_exists") // the service answers the org it finds
+		owned(t, "u_burst", quota)
+	})
+
+	t.Run("OK/quota/made an owner past it, counted but not refused", func(t *testing.T) {
+		other, err := create("u_other")
+		must(t, err)
+		u := f.user(other.ID, "u_burst", "burst@other.example", "Burst", authz.Member)
+		must(t, f.Orgs.AddOrgUser(ctx, u, evOrg(other.ID)))
+		owned(t, "u_burst", quota)
+		promoted := u
+		promoted.Role, promoted.Version = authz.Owner, 2
+		must(t, f.Orgs.UpdateOrgUser(ctx, u, promoted, evOrg(other.ID)))
+		owned(t, "u_burst", quota+1)
+		_, err = create("u_burst")
+		wantErr(t, err, errs.Forbidden, "org_quota_exceeded")
+		demoted := promoted
+		demoted.Role, demoted.Version = authz.Admin, 3
+		must(t, f.Orgs.UpdateOrgUser(ctx, promoted, demoted, evOrg(other.ID)))
+		owned(t, "u_burst", quota)
+		promoted.Version = 4
+		must(t, f.Orgs.UpdateOrgUser(ctx, demoted, promoted, evOrg(other.ID)))
+		must(t, f.Orgs.RemoveOrgUser(ctx, promoted, evOrg(other.ID)))
+		owned(t, "u_burst", quota)
+		owned(t, "u_other", 1)
+	})
+
+	t.Run("OK/quota/offboarding frees it for every owner", func(t *testing.T) {
+		o := mine[1]
+		co := f.user(o.ID, "u_coowner", "co@example.com", "Co", authz.Owner)
+		must(t, f.Orgs.AddOrgUser(ctx, co, evOrg(o.ID)))
+		owned(t, "u_coowner", 1)
+		f.offboard(t, o.ID, "u_burst")
+		owned(t, "u_burst", quota-1)
+		owned(t, "u_coowner", 0)
+		_, err := create("u_burst")
+		must(t, err)
+		owned(t, "u_burst", quota)
 	})
 }
 
@@ -516,8 +633,16 @@ func TestDeleteOrg(t *testing.T) {
 		if len(left) != 0 {
 			t.Errorf("%d items of the deleted org left, e.g. %s", len(left), left[0])
 		}
-		if got, want := others, keptItems; !slices.Equal(got, want) {
+		// Beside the other tenant, only the counts of the orgs the doomed
+		// org's owner owns may change: by one.
+		notOwned := func(items []string) []string {
+			return slices.DeleteFunc(slices.Clone(items), func(s string) bool { return strings.Contains(s, `"type":"OwnedOrgs"`) })
+		}
+		if got, want := notOwned(others), notOwned(keptItems); !slices.Equal(got, want) {
 			t.Errorf("the other tenant changed: %d items before, %d after", len(want), len(got))
+		}
+		if n, err := f.Orgs.OwnedOrgs(ctx, "u_alice"); err != nil || n != 1 {
+			t.Errorf("alice owns %d orgs by the count (%v), want 1: the kept one", n, err)
 		}
 		_, err := f.Orgs.GetOrg(ctx, doomed.ID)
 		wantErr(t, err, errs.NotFound, "org_not_found")

@@ -87,6 +87,18 @@ func sortAttr(idx string) string {
 	return attrSK
 }
 
+// positions is the start key after each item (page.Result.After).
+func positions(items []dynamo.Item, idx string) ([]string, error) {
+	out := make([]string, len(items))
+	for i, it := range items {
+		var err error
+		if out[i], err = encodeStart(it, idx); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 func encodeStart(item dynamo.Item, idx string) (string, error) {
 	m := map[string]string{}
 	for _, a := range keyAttrs(idx) {
@@ -167,7 +179,8 @@ func list[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, c
 	if err != nil {
 		return page.Result[T]{}, err
 	}
-	return page.Result[T]{Items: out, Next: next}, nil
+	after, err := positions(live, l.index)
+	return page.Result[T]{Items: out, Next: next, After: after}, err
 }
 
 // unmarshalAll decodes items of one entity type, converting each with conv.
@@ -255,7 +268,8 @@ func listWithParent[I any, T any](ctx context.Context, d *DB, l listing, p page.
 	if err != nil {
 		return page.Result[T]{}, err
 	}
-	return page.Result[T]{Items: out, Next: next}, nil
+	after, err := positions(children, l.index)
+	return page.Result[T]{Items: out, Next: next, After: after}, err
 }
 
 func skOf(item dynamo.Item) string {

@@ -44,7 +44,7 @@ func TestAccessPatterns(t *testing.T) {
 	must(t, f.Tickets.CreateComment(ctx, c1, audited))
 	inv := invitation.Invitation{OrgID: org, ID: f.ids.New(), Email: "carol@example.com", Role: authz.Member,
 		TeamIDs: []string{s.Design.ID}, InvitedBy: "u_alice", TokenHash: "h", CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}
-	must(t, f.Invitations.CreateInvitation(ctx, inv, ev(inv)))
+	must(t, errOf(f.Invitations.CreateInvitation(ctx, inv, ev(inv))))
 	all := page.Request{Limit: 100}
 
 	rows := []struct {

@@ -40,6 +40,9 @@ type DB struct {
 	table  dynamo.Table
 	lease  time.Duration // of an unfinished deletion (deletion.go)
 	grace  time.Duration // before an offboarding's last sweep (offboard.go)
+	// maxOwned is how many orgs one user may own when they create one
+	// (org.go, SetMaxOwnedOrgs).
+	maxOwned int
 }
 
 // Options tune how the client reaches DynamoDB.
@@ -68,7 +71,7 @@ func NewClient(cfg aws.Config, opts Options) *dynamodb.Client {
 // Open returns a DB on the named table through client.
 func Open(client *dynamodb.Client, table string) *DB {
 	db := dynamo.NewFromIface(client)
-	return &DB{client: client, db: db, table: db.Table(table), lease: DefaultDeletionLease, grace: DefaultDeletionGrace}
+	return &DB{client: client, db: db, table: db.Table(table), lease: DefaultDeletionLease, grace: DefaultDeletionGrace, maxOwned: DefaultMaxOwnedOrgs}
 }
 
 // SetDeletionTiming sets how long a run of an unfinished deletion holds its

@@ -467,7 +467,7 @@ func TestWritesRefuseZeroEvent(t *testing.T) {
 		},
 		"RemoveTeamMember": func() error { return f.Teams.RemoveTeamMember(ctx, f.member(s.Eng, "u_bob", authz.Member), none) },
 		"CreateTicket":     func() error { return f.Tickets.CreateTicket(ctx, tk, none) },
-		"CreateInvitation": func() error { return f.Invitations.CreateInvitation(ctx, inv, none) },
+		"CreateInvitation": func() error { return errOf(f.Invitations.CreateInvitation(ctx, inv, none)) },
 	}
 	for name, write := range writes {
 		t.Run(name, func(t *testing.T) {

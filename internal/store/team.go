@@ -29,7 +29,21 @@ var (
 	errAlreadyMember  = errs.E(errs.Conflict, "already_member", "the user is already a member of this team")
 	errNotOrgMember   = errs.E(errs.Conflict, "not_org_member", "the user is not a user of this organization; add them to it first")
 	errLastTeamOwner  = errs.E(errs.Conflict, "last_team_owner", "a team must keep at least one owner: make another member owner first, or delete the team")
+	errTooManyTeams   = errs.E(errs.Conflict, "user_team_limit", "the user is in %d teams of this organization, the most one user may be in", membership.MaxTeamsPerUser)
 )
+
+// roomForTeam is the condition of a join on the user's OrgUser: their
+// team set has room for one more (membership.MaxTeamsPerUser).
+const roomForTeam = "(attribute_not_exists(teamIds) OR size(teamIds) < ?)"
+
+// joinFailed reads a failed join condition on the user's OrgUser: a full
+// team set, or a user who is not (or no longer) in the org.
+func joinFailed(old map[string]types.AttributeValue) error {
+	if ss, ok := old["teamIds"].(*types.AttributeValueMemberSS); ok && len(ss.Value) >= membership.MaxTeamsPerUser {
+		return errTooManyTeams
+	}
+	return errNotOrgMember
+}
 
 type teamItem struct {
 	PK          string    `dynamo:"pk,hash"`
@@ -122,8 +136,9 @@ func (s *Teams) CreateTeam(ctx context.Context, t membership.Team, owner members
 	tx := s.newTx().
 		put(key{ti.PK, ti.SK}, s.table.Put(ti).If(notExists), failWith(errs.E(errs.Conflict, "team_exists", "team ID already taken"))).
 		put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember))
-	s.userTeams(tx, owner.OrgID, owner.UserID, func(u *dynamo.Update) *dynamo.Update { return u.AddStringsToSet("teamIds", t.ID) },
-		failWith(errNotOrgMember))
+	s.userTeams(tx, owner.OrgID, owner.UserID, func(u *dynamo.Update) *dynamo.Update {
+		return u.AddStringsToSet("teamIds", t.ID).If(roomForTeam, membership.MaxTeamsPerUser)
+	}, joinFailed)
 	return s.audited(ev, tx).run(ctx, "create team")
 }
 

@@ -6,6 +6,10 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/membership"
@@ -291,5 +295,36 @@ func TestDeleteTeamWithManyMembers(t *testing.T) {
 		if got, want := teamCount(t, f, org, other.ID), 1; got != want {
 			t.Errorf("other team memberCount: got %d, want %d", got, want)
 		}
+	})
+}
+
+// TestTeamsPerUser: a user's team set is bounded (membership.MaxTeamsPerUser),
+// so their OrgUser item never outgrows DynamoDB's 400 KB (a write of it
+// would fail with a ValidationException, a 500): a join past the bound is
+// refused with 409 user_team_limit, and nothing changes.
+func TestTeamsPerUser(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f, s := MustSampled(t)
+	org := s.Org.ID
+	full := make([]string, membership.MaxTeamsPerUser)
+	for i := range full {
+		full[i] = f.ids.New()
+	}
+	_, err := f.raw.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: aws.String(f.DB.TableName()),
+		Key:              map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ORG#" + org}, "sk": &types.AttributeValueMemberS{Value: "USER#u_dana"}},
+		UpdateExpression: aws.String("SET teamIds = :full"), ExpressionAttributeValues: map[string]types.AttributeValue{":full": &types.AttributeValueMemberSS{Value: full}}})
+	must(t, err)
+	t.Run("Conflict/addTeamMember/user_team_limit", func(t *testing.T) {
+		err := f.mustUnchanged(t, func() error { return f.Teams.AddTeamMember(ctx, f.member(s.Eng, "u_dana", authz.Member), ev(s.Eng)) })
+		wantErr(t, err, errs.Conflict, "user_team_limit")
+	})
+	t.Run("Conflict/createTeam/user_team_limit", func(t *testing.T) {
+		tm := f.team(org, "One too many")
+		err := f.mustUnchanged(t, func() error { return f.Teams.CreateTeam(ctx, tm, f.member(tm, "u_dana", authz.Owner), ev(tm)) })
+		wantErr(t, err, errs.Conflict, "user_team_limit")
+	})
+	t.Run("OK/a user with room joins", func(t *testing.T) {
+		must(t, f.Teams.AddTeamMember(ctx, f.member(s.Design, "u_bob", authz.Member), ev(s.Design)))
 	})
 }

@@ -416,7 +416,11 @@ func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, wit
 	if user == nil && len(tickets) == 0 {
 		return none, nil, errUserNotFound
 	}
-	return page.Result[ticket.Ticket]{Items: tickets, Next: next}, user, nil
+	after, err := positions(items, l.index)
+	if err != nil {
+		return none, nil, fmt.Errorf("list requested tickets: %w", err)
+	}
+	return page.Result[ticket.Ticket]{Items: tickets, Next: next, After: after}, user, nil
 }
 
 // CreateComment writes the comment into its ticket's partition and bumps the

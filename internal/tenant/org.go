@@ -136,7 +136,8 @@ func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, orgID, name 
 		return Org{}, User{}, err
 	}
 	if id.Email == "" {
-		return Org{}, User{}, errs.E(errs.Invalid, "email_claim_required", "the token has no email claim; the owner of a new organization needs one")
+		return Org{}, User{}, &errs.Error{Kind: errs.Invalid, Code: "email_claim_required", In: "header", Field: "Authorization",
+			Message: "the token has no email claim; the owner of a new organization needs one"}
 	}
 	now := s.now()
 	if orgID == "" {
@@ -149,7 +150,8 @@ func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, orgID, name 
 		owner.Name = id.UserID
 	}
 	if err := Validate(owner); err != nil {
-		return Org{}, User{}, &errs.Error{Kind: errs.Invalid, Code: "invalid_identity", Message: "the token's claims are not a valid user", Err: err}
+		return Org{}, User{}, &errs.Error{Kind: errs.Invalid, Code: "invalid_identity", In: "header", Field: "Authorization",
+			Message: "the token's claims are not a valid user", Err: err}
 	}
 	ev := s.event(ctx, audit.Outsider(o.ID, id.UserID), "org.create", "org", o.ID, now, audit.Diff(audit.F("name", nil, o.Name)))
 	if err := s.store.CreateOrg(ctx, o, owner, ev); err != nil {

@@ -236,6 +236,14 @@ func run(ctx context.Context, o options) error {
 	}
 	phase("the GraphQL dashboard vs REST (50 tickets, c=1)", t0)
 
+	// The rate limiter: local buckets against global ones, below and over
+	// the limit, each on an API process of its own.
+	t0 = time.Now()
+	if rep.limiter, err = rn.limiter(ctx, b.bin, dir, ddb.Endpoint(), ds.Small[0], o.dur); err != nil {
+		return err
+	}
+	phase(fmt.Sprintf("the rate limiter: local vs global, below and over the limit, c=%d", limiterConc), t0)
+
 	// The same endpoints and the dashboard with every DynamoDB call held
 	// for o.delay: a second API process behind the delay proxy.
 	if o.delay > 0 {

@@ -139,8 +139,9 @@ func apiEnv(ddb, addr, metricsAddr string) []string {
 		"AWS_REGION="+region)
 }
 
-// startAPI runs `api migrate`, then `api serve` on a free port.
-func startAPI(ctx context.Context, bin, dir, ddb string) (*proc, error) {
+// startAPI runs `api migrate`, then `api serve` on a free port, with extra
+// settings (VAR=value) over the bench's.
+func startAPI(ctx context.Context, bin, dir, ddb string, extra ...string) (*proc, error) {
 	mig := exec.CommandContext(ctx, bin, "migrate")
 	mig.Env = apiEnv(ddb, "127.0.0.1:0", "")
 	if out, err := mig.CombinedOutput(); err != nil {
@@ -156,7 +157,7 @@ func startAPI(ctx context.Context, bin, dir, ddb string) (*proc, error) {
 	}
 	addr, maddr := "127.0.0.1:"+strconv.Itoa(port), "127.0.0.1:"+strconv.Itoa(mport)
 	cmd := exec.CommandContext(ctx, bin, "serve")
-	cmd.Env = apiEnv(ddb, addr, maddr)
+	cmd.Env = append(apiEnv(ddb, addr, maddr), extra...)
 	p, err := start(dir, "api", cmd)
 	if err != nil {
 		return nil, err

@@ -90,6 +90,7 @@ type report struct {
 	delay            time.Duration
 	latency          []latencyRow
 	dashboardDelayed []dashboardRow
+	limiter          []limiterRow
 	phases           []phaseTime
 	goBench          string
 	totalSince       time.Time // start of `make bench`, when given
@@ -161,6 +162,7 @@ func (r *report) markdown() string {
 	r.scaleTables(p)
 	r.whatIfTable(p)
 	r.poolTable(p)
+	r.limiterTable(p)
 	if r.goBench != "" {
 		r.storeVsRaw(p, parseGoBench(r.goBench))
 		p("## Service overhead without the database (`go test -bench`)")

@@ -73,7 +73,7 @@ export interface paths {
         };
         /**
          * Get the caller
-         * @description Returns the authenticated caller's user id and every organization they belong to, with their role in each.
+         * @description Returns the authenticated caller's user id and the organizations they belong to, with their role in each: a page of them, `limit` (100 by default) at a time, like `listOrgs`. When there are more, `nextCursor` (and the `Link` header) leads to the next page of them; a page without `nextCursor` is the last. Nothing is left out silently.
          */
         get: operations["getMe"];
         put?: never;
@@ -99,7 +99,7 @@ export interface paths {
         put?: never;
         /**
          * Create an organization
-         * @description Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`.
+         * @description Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
          */
         post: operations["createOrg"];
         delete?: never;
@@ -180,7 +180,7 @@ export interface paths {
         put?: never;
         /**
          * Invite someone by email
-         * @description Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
+         * @description Creates an invitation for `email` to join the org with `role` (and, optionally, the teams in `teamIds` as team members). The response carries the one-time `token` — returned only here; the server keeps only its hash. The invitation expires after `expiresInDays` (default 7, at most 30). A new invitation for the same email replaces the pending one, never silently: its token stops working, and the answer names it in `replacedInvitationId` (and the audit log shows both). So a create retried without an `Idempotency-Key` (after a lost answer, say) answers a new invitation and token, and says that the first attempt's invitation is gone. With the same `Idempotency-Key`, a retry of an answered create replays its invitation and token; a retry after a 5xx whose write did commit replaces it, and says so the same way. Requires org role `admin` or `owner`; only an `owner` may invite an `owner`. 409 if a user of the org already has the email (code `email_taken`) or a team does not exist (`team_not_found`).
          */
         post: operations["createInvitation"];
         delete?: never;
@@ -227,7 +227,7 @@ export interface paths {
         put?: never;
         /**
          * Accept an invitation
-         * @description Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once: a second accept, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
+         * @description Adds the caller (the token's `sub`) to the invitation's org with its role and email, and to its teams, in one transaction, exactly once. It is idempotent for the user who accepted it: their repeated accept (a retry after a lost answer) answers 200 with their membership as it is now (its teams included), and changes nothing. Anyone else's accept of a used invitation, an expired, revoked or replaced invitation, or an unknown token all answer 404 (indistinguishably). An invitation is bound to its email: the caller's token must carry the same email (ASCII letters compared case-insensitively), otherwise 403 `invitation_email_mismatch`, and a token whose `email_verified` claim is false proves no email (403 `invitation_email_unverified`); a server setting, `INVITATION_ANY_EMAIL`, relaxes both. 409 if the caller is already a user of the org (`user_exists`) or the email was taken meanwhile (`email_taken`).
          */
         post: operations["acceptInvitation"];
         delete?: never;
@@ -768,13 +768,19 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        get?: never;
+        /**
+         * Run a GraphQL query (GET)
+         * @description Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+         */
+        get: operations["graphqlGet"];
         put?: never;
         /**
          * Run a GraphQL query or mutation
-         * @description Runs one GraphQL operation (GraphQL over HTTP, `application/json`). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
+         * @description Runs one GraphQL operation (GraphQL over HTTP). The schema is in the repository (`internal/graphapi/schema/`); it mirrors the REST resources, field names included, enum values in upper case. Authentication and rate limits are the REST API's; a request also spends, from each org it reads, its complexity divided by 100 (at least 1) of the org's rate limit.
          *
-         *     Once the body is a well-formed request, the answer is 200 with `data` and `errors`: a document that does not parse or validate, or exceeds a limit (depth 10, complexity 10,000, 10 orgs), is a request error with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`) and no DynamoDB call; a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
+         *     `operationName`, `variables` and `extensions` may be null, the same as absent; `extensions` keys other than `persistedQuery` are ignored. The answer's media type follows `Accept`: `application/graphql-response+json` when the client lists it (at least as high as `application/json`), `application/json` otherwise (no `Accept`, `*\/*`, `application/json`).
+         *
+         *     A request error (a document that does not parse or validate, variables that do not fit, a document over a limit: depth 10, complexity 10,000, 10 orgs; an unknown persisted query) executes nothing and reads no DynamoDB item; its answer has `errors` with `extensions.code` (`GRAPHQL_PARSE_FAILED`, `GRAPHQL_VALIDATION_FAILED`, `DEPTH_LIMIT_EXCEEDED`, `COMPLEXITY_LIMIT_EXCEEDED`, `PERSISTED_QUERY_NOT_FOUND`...) and no `data`: status 400 in `application/graphql-response+json`, 200 in `application/json`. Once the operation executes, the answer is 200 with `data`: a field that fails is null with an error whose `extensions.code` is the REST API's code (`org_not_found`, `version_mismatch`...), `extensions.kind` its kind (`NOT_FOUND`...) and, for invalid arguments, `extensions.errors` listing each. Another tenant's IDs are `org_not_found`, never data.
          *
          *     Automatic persisted queries (`extensions.persistedQuery`) are supported. Introspection is off unless the server enables it (`GRAPHQL_INTROSPECTION`). Idempotent creates take the `idempotencyKey` argument of the mutation, not the `Idempotency-Key` header (refused here).
          */
@@ -825,6 +831,10 @@ export interface components {
             /** @description Per-field validation errors (400 only). */
             errors?: components["schemas"]["FieldError"][];
         };
+        /** @description A problem of a 400, which lists every problem of the request in `errors`. */
+        BadRequestProblem: components["schemas"]["Problem"] & {
+            errors: components["schemas"]["FieldError"][];
+        };
         /** @description One problem of a request; a 400 lists every one. */
         FieldError: {
             /**
@@ -849,8 +859,10 @@ export interface components {
         Me: {
             /** @description The caller's user id (token subject). */
             userId: string;
-            /** @description All organizations the caller belongs to. */
+            /** @description A page of the organizations the caller belongs to (`limit`, 100 by default); `nextCursor` is set when there are more. */
             orgs: components["schemas"]["MeOrg"][];
+            /** @description Cursor of the next page of `orgs` (pass it as `cursor` to `getMe`); absent on the last page. */
+            nextCursor?: string;
         };
         MeOrg: {
             orgId: string;
@@ -1066,6 +1078,8 @@ export interface components {
         InvitationCreated: components["schemas"]["Invitation"] & {
             /** @description One-time secret for POST /v1/invitations/{token}/accept. Shown only in this response. */
             token: string;
+            /** @description The pending invitation for the same email that this one replaced: its token no longer works. Absent when there was none. */
+            replacedInvitationId?: string;
         };
         WebhookCreate: {
             /** @description An https URL (http and private addresses only where the server allows them, for development). */
@@ -1179,28 +1193,31 @@ export interface components {
             /** @description Cursor of the next page; absent on the last page. */
             nextCursor?: string;
         };
-        /** @description A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`). */
+        /** @description A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`). A null `operationName`, `variables` or `extensions` is the same as none. */
         GraphQLRequest: {
             /** @description The GraphQL document (at most 16 KiB and 5,000 tokens). */
             query?: string;
             /** @description The operation of the document to run, when it has several. */
-            operationName?: string;
+            operationName?: string | null;
             /** @description The operation's variables. */
             variables?: {
                 [key: string]: unknown;
-            };
-            extensions?: {
+            } | null;
+            /** @description Protocol extensions: `persistedQuery` is read, any other key ignored. */
+            extensions?: ({
                 persistedQuery?: {
                     /** @enum {integer} */
                     version: 1;
                     /** @description The SHA-256 of the query, hex. */
                     sha256Hash: string;
                 };
-            };
+            } & {
+                [key: string]: unknown;
+            }) | null;
         };
         /** @description A GraphQL response. */
         GraphQLResponse: {
-            /** @description The operation's result; null after a request error. */
+            /** @description The operation's result; absent after a request error (nothing executed). */
             data?: {
                 [key: string]: unknown;
             } | null;
@@ -1248,13 +1265,13 @@ export interface components {
             };
             content?: never;
         };
-        /** @description The request is malformed or fails validation (invalid path, query or header parameter, invalid or unknown body property, invalid cursor). Field-level details are listed in `errors`. */
+        /** @description The request is malformed or fails validation (invalid path, query or header parameter, invalid or unknown body property, invalid cursor). Every problem is listed in `errors`, at least one: a field's, or, for the request as a whole (a body that is not JSON, say), one with `field` empty. */
         BadRequest: {
             headers: {
                 [name: string]: unknown;
             };
             content: {
-                "application/problem+json": components["schemas"]["Problem"];
+                "application/problem+json": components["schemas"]["BadRequestProblem"];
             };
         };
         /** @description The bearer token is missing, malformed, expired or invalid. */
@@ -1356,6 +1373,24 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
+        /** @description The request body did not arrive within the server's `READ_TIMEOUT` (a client that sends it too slowly); nothing was done. */
+        RequestTimeout: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/problem+json": components["schemas"]["Problem"];
+            };
+        };
+        /** @description The request's headers exceed 64 KiB (the server's `MaxHeaderBytes`). Go's HTTP server answers it before tenantd runs, in plain text, and closes the connection: nothing was done. */
+        RequestHeaderFieldsTooLarge: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "text/plain": string;
+            };
+        };
         /** @description Unexpected server error. The request may be retried; quote the `requestId` when reporting it. */
         InternalError: {
             headers: {
@@ -1432,6 +1467,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1454,6 +1490,7 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             503: components["responses"]["ServiceUnavailable"];
         };
     };
@@ -1476,20 +1513,27 @@ export interface operations {
                 };
             };
             400: components["responses"]["BadRequest"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
         };
     };
     getMe: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description Maximum number of organizations to return (page size). */
+                limit?: number;
+                /** @description Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400. */
+                cursor?: components["parameters"]["cursor"];
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description The caller. */
+            /** @description The caller, with a page of their organizations. */
             200: {
                 headers: {
+                    Link: components["headers"]["Link"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1500,6 +1544,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1532,6 +1577,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1566,11 +1612,13 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1608,6 +1656,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1651,6 +1700,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1688,10 +1738,12 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1722,6 +1774,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1758,6 +1811,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1794,11 +1848,13 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1828,6 +1884,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1847,6 +1904,15 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
+            /** @description The caller had joined the org with this invitation already: their membership as it is now. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InvitationAccepted"];
+                };
+            };
             /** @description The caller joined the org. */
             201: {
                 headers: {
@@ -1863,6 +1929,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1899,6 +1966,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1936,11 +2004,13 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -1973,6 +2043,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2006,6 +2077,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2044,10 +2116,12 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2079,6 +2153,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2116,6 +2191,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2149,6 +2225,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2187,6 +2264,7 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2222,6 +2300,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2259,11 +2338,13 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2300,6 +2381,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2335,6 +2417,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2374,11 +2457,13 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2417,6 +2502,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2458,6 +2544,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2497,6 +2584,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2532,6 +2620,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2569,11 +2658,13 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2613,6 +2704,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2647,6 +2739,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2686,10 +2779,12 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2729,6 +2824,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2767,6 +2863,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2818,11 +2915,13 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2860,6 +2959,7 @@ export interface operations {
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2901,6 +3001,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2946,6 +3047,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -2983,11 +3085,13 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3029,6 +3133,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3063,6 +3168,7 @@ export interface operations {
             404: components["responses"]["NotFound"];
             412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3102,11 +3208,13 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             409: components["responses"]["Conflict"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3144,6 +3252,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3182,10 +3291,70 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    graphqlGet: {
+        parameters: {
+            query?: {
+                /** @description The GraphQL document (at most 16 KiB and 5,000 tokens). */
+                query?: string;
+                /** @description The operation of the document to run, when it has several. */
+                operationName?: string;
+                /** @description The operation's variables, a JSON object. */
+                variables?: string;
+                /** @description Protocol extensions, a JSON object: `persistedQuery` is read, any other key ignored. */
+                extensions?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The query's result, field errors included; in `application/json`, a request error too (without `data`). */
+            200: {
+                headers: {
+                    /** @description `Accept`: the media type follows it. */
+                    Vary?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["GraphQLResponse"];
+                    "application/graphql-response+json": components["schemas"]["GraphQLResponse"];
+                };
+            };
+            /** @description A request error answered in `application/graphql-response+json`, without `data`; or, in `application/problem+json`, parameters that are not a GraphQL request (`variables` or `extensions` that is not a JSON object, no `query` nor persisted query). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/graphql-response+json": components["schemas"]["GraphQLResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            /** @description The document's operation is a mutation, which only POST runs. */
+            405: {
+                headers: {
+                    /** @description `POST`. */
+                    Allow?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };
@@ -3203,20 +3372,32 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The operation's result, field errors included. */
+            /** @description The operation's result, field errors included; in `application/json`, a request error too (without `data`). */
             200: {
                 headers: {
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["GraphQLResponse"];
+                    "application/graphql-response+json": components["schemas"]["GraphQLResponse"];
                 };
             };
-            400: components["responses"]["BadRequest"];
+            /** @description A request error (the document did not parse or validate, its variables did not fit, it exceeded a limit) answered in `application/graphql-response+json`, without `data`; or, in `application/problem+json`, a body that is not a GraphQL request (not JSON, a `query` that is not a string, a `variables` that is not an object...). */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/graphql-response+json": components["schemas"]["GraphQLResponse"];
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             401: components["responses"]["Unauthorized"];
+            408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
         };

@@ -385,6 +385,36 @@ type AuditValue0 = string
 // AuditValue1 defines model for AuditValue.1.
 type AuditValue1 = []string
 
+// BadRequestProblem A problem of a 400, which lists every problem of the request in `errors`.
+type BadRequestProblem struct {
+	// Code Stable machine-readable error code. Branch on it (and on the status) rather than on `title` or `detail`.
+	//
+	// Example: not_found
+	Code string `json:"code"`
+
+	// Detail Human-readable explanation of this occurrence.
+	//
+	// Example: ticket not found
+	Detail string       `json:"detail"`
+	Errors []FieldError `json:"errors"`
+
+	// RequestId Id of the request, for support and log correlation.
+	RequestId string `json:"requestId"`
+
+	// Status HTTP status code.
+	//
+	// Example: 404
+	Status int `json:"status"`
+
+	// Title Short, human-readable summary of the problem type.
+	//
+	// Example: Not Found
+	Title string `json:"title"`
+
+	// Type URI reference identifying the problem type (`about:blank` when there is no more specific type).
+	Type string `json:"type"`
+}
+
 // Comment defines model for Comment.
 type Comment struct {
 	AuthorId  string    `json:"authorId"`
@@ -453,32 +483,37 @@ type GraphQLError_Path_Item struct {
 	union json.RawMessage
 }
 
-// GraphQLRequest A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`).
+// GraphQLRequest A GraphQL request. `query` may be left out only for an automatic persisted query the server already knows (`extensions.persistedQuery`). A null `operationName`, `variables` or `extensions` is the same as none.
 type GraphQLRequest struct {
-	Extensions *struct {
-		PersistedQuery *struct {
-			// Sha256Hash The SHA-256 of the query, hex.
-			Sha256Hash string                                        `json:"sha256Hash"`
-			Version    GraphQLRequestExtensionsPersistedQueryVersion `json:"version"`
-		} `json:"persistedQuery,omitempty"`
-	} `json:"extensions,omitempty"`
+	// Extensions Protocol extensions: `persistedQuery` is read, any other key ignored.
+	Extensions nullable.Nullable[GraphQLRequest_Extensions] `json:"extensions,omitempty"`
 
 	// OperationName The operation of the document to run, when it has several.
-	OperationName *string `json:"operationName,omitempty"`
+	OperationName nullable.Nullable[string] `json:"operationName,omitempty"`
 
 	// Query The GraphQL document (at most 16 KiB and 5,000 tokens).
 	Query *string `json:"query,omitempty"`
 
 	// Variables The operation's variables.
-	Variables *json.RawMessage `json:"variables,omitempty"`
+	Variables nullable.Nullable[json.RawMessage] `json:"variables,omitempty"`
 }
 
 // GraphQLRequestExtensionsPersistedQueryVersion defines model for GraphQLRequest.Extensions.PersistedQuery.Version.
 type GraphQLRequestExtensionsPersistedQueryVersion int
 
+// GraphQLRequest_Extensions Protocol extensions: `persistedQuery` is read, any other key ignored.
+type GraphQLRequest_Extensions struct {
+	PersistedQuery *struct {
+		// Sha256Hash The SHA-256 of the query, hex.
+		Sha256Hash string                                        `json:"sha256Hash"`
+		Version    GraphQLRequestExtensionsPersistedQueryVersion `json:"version"`
+	} `json:"persistedQuery,omitempty"`
+	AdditionalProperties map[string]interface{} `json:"-"`
+}
+
 // GraphQLResponse A GraphQL response.
 type GraphQLResponse struct {
-	// Data The operation's result; null after a request error.
+	// Data The operation's result; absent after a request error (nothing executed).
 	Data       nullable.Nullable[map[string]interface{}] `json:"data,omitempty"`
 	Errors     *[]GraphQLError                           `json:"errors,omitempty"`
 	Extensions *map[string]interface{}                   `json:"extensions,omitempty"`
@@ -534,6 +569,9 @@ type InvitationCreated struct {
 	// InvitedBy User ID of the inviter.
 	InvitedBy string `json:"invitedBy"`
 
+	// ReplacedInvitationId The pending invitation for the same email that this one replaced: its token no longer works. Absent when there was none.
+	ReplacedInvitationId *string `json:"replacedInvitationId,omitempty"`
+
 	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
 	Role    Role     `json:"role"`
 	TeamIds []string `json:"teamIds"`
@@ -550,7 +588,10 @@ type InvitationList struct {
 
 // Me defines model for Me.
 type Me struct {
-	// Orgs All organizations the caller belongs to.
+	// NextCursor Cursor of the next page of `orgs` (pass it as `cursor` to `getMe`); absent on the last page.
+	NextCursor *string `json:"nextCursor,omitempty"`
+
+	// Orgs A page of the organizations the caller belongs to (`limit`, 100 by default); `nextCursor` is set when there are more.
 	Orgs []MeOrg `json:"orgs"`
 
 	// UserId The caller's user id (token subject).
@@ -985,8 +1026,8 @@ type UserId = string
 // WebhookId defines model for webhookId.
 type WebhookId = string
 
-// BadRequest RFC 9457 problem details.
-type BadRequest = Problem
+// BadRequest A problem of a 400, which lists every problem of the request in `errors`.
+type BadRequest = BadRequestProblem
 
 // Conflict RFC 9457 problem details.
 type Conflict = Problem
@@ -1006,6 +1047,9 @@ type PayloadTooLarge = Problem
 // PreconditionFailed RFC 9457 problem details.
 type PreconditionFailed = Problem
 
+// RequestTimeout RFC 9457 problem details.
+type RequestTimeout = Problem
+
 // ServiceUnavailable RFC 9457 problem details.
 type ServiceUnavailable = Problem
 
@@ -1021,10 +1065,34 @@ type UnprocessableEntity = Problem
 // UnsupportedMediaType RFC 9457 problem details.
 type UnsupportedMediaType = Problem
 
+// GraphqlGetParams defines parameters for GraphqlGet.
+type GraphqlGetParams struct {
+	// Query The GraphQL document (at most 16 KiB and 5,000 tokens).
+	Query *string `form:"query,omitempty" json:"query,omitempty"`
+
+	// OperationName The operation of the document to run, when it has several.
+	OperationName *string `form:"operationName,omitempty" json:"operationName,omitempty"`
+
+	// Variables The operation's variables, a JSON object.
+	Variables *string `form:"variables,omitempty" json:"variables,omitempty"`
+
+	// Extensions Protocol extensions, a JSON object: `persistedQuery` is read, any other key ignored.
+	Extensions *string `form:"extensions,omitempty" json:"extensions,omitempty"`
+}
+
 // AcceptInvitationParams defines parameters for AcceptInvitation.
 type AcceptInvitationParams struct {
 	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// GetMeParams defines parameters for GetMe.
+type GetMeParams struct {
+	// Limit Maximum number of organizations to return (page size).
+	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListOrgsParams defines parameters for ListOrgs.
@@ -1410,6 +1478,74 @@ type CreateWebhookJSONRequestBody = WebhookCreate
 // UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
 type UpdateWebhookJSONRequestBody = WebhookUpdate
 
+// Getter for additional properties for GraphQLRequest_Extensions. Returns the specified
+// element and whether it was found
+func (a GraphQLRequest_Extensions) Get(fieldName string) (value interface{}, found bool) {
+	if a.AdditionalProperties != nil {
+		value, found = a.AdditionalProperties[fieldName]
+	}
+	return
+}
+
+// Setter for additional properties for GraphQLRequest_Extensions
+func (a *GraphQLRequest_Extensions) Set(fieldName string, value interface{}) {
+	if a.AdditionalProperties == nil {
+		a.AdditionalProperties = make(map[string]interface{})
+	}
+	a.AdditionalProperties[fieldName] = value
+}
+
+// Override default JSON handling for GraphQLRequest_Extensions to handle AdditionalProperties
+func (a *GraphQLRequest_Extensions) UnmarshalJSON(b []byte) error {
+	object := make(map[string]json.RawMessage)
+	err := json.Unmarshal(b, &object)
+	if err != nil {
+		return err
+	}
+
+	if raw, found := object["persistedQuery"]; found {
+		err = json.Unmarshal(raw, &a.PersistedQuery)
+		if err != nil {
+			return fmt.Errorf("error reading 'persistedQuery': %w", err)
+		}
+		delete(object, "persistedQuery")
+	}
+
+	if len(object) != 0 {
+		a.AdditionalProperties = make(map[string]interface{})
+		for fieldName, fieldBuf := range object {
+			var fieldVal interface{}
+			err := json.Unmarshal(fieldBuf, &fieldVal)
+			if err != nil {
+				return fmt.Errorf("error unmarshaling field %s: %w", fieldName, err)
+			}
+			a.AdditionalProperties[fieldName] = fieldVal
+		}
+	}
+	return nil
+}
+
+// Override default JSON handling for GraphQLRequest_Extensions to handle AdditionalProperties
+func (a GraphQLRequest_Extensions) MarshalJSON() ([]byte, error) {
+	var err error
+	object := make(map[string]json.RawMessage)
+
+	if a.PersistedQuery != nil {
+		object["persistedQuery"], err = json.Marshal(a.PersistedQuery)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling 'persistedQuery': %w", err)
+		}
+	}
+
+	for fieldName, field := range a.AdditionalProperties {
+		object[fieldName], err = json.Marshal(field)
+		if err != nil {
+			return nil, fmt.Errorf("error marshaling '%s': %w", fieldName, err)
+		}
+	}
+	return json.Marshal(object)
+}
+
 // AsAuditValue0 returns the union data inside the AuditValue as a AuditValue0
 func (t AuditValue) AsAuditValue0() (AuditValue0, error) {
 	var body AuditValue0
@@ -1545,6 +1681,9 @@ type ServerInterface interface {
 	// GetReady Readiness
 	// (GET /readyz)
 	GetReady(ctx echo.Context) error
+	// GraphqlGet Run a GraphQL query (GET)
+	// (GET /v1/graphql)
+	GraphqlGet(ctx echo.Context, params GraphqlGetParams) error
 	// Graphql Run a GraphQL query or mutation
 	// (POST /v1/graphql)
 	Graphql(ctx echo.Context) error
@@ -1553,7 +1692,7 @@ type ServerInterface interface {
 	AcceptInvitation(ctx echo.Context, token string, params AcceptInvitationParams) error
 	// GetMe Get the caller
 	// (GET /v1/me)
-	GetMe(ctx echo.Context) error
+	GetMe(ctx echo.Context, params GetMeParams) error
 	// ListOrgs List the caller's organizations
 	// (GET /v1/orgs)
 	ListOrgs(ctx echo.Context, params ListOrgsParams) error
@@ -1717,6 +1856,45 @@ func (w *ServerInterfaceWrapper) GetReady(ctx echo.Context) error {
 	return err
 }
 
+// GraphqlGet converts echo context to params.
+func (w *ServerInterfaceWrapper) GraphqlGet(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GraphqlGetParams
+	// ------------- Optional query parameter "query" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "query", ctx.QueryParams(), &params.Query, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter query: %s", err))
+	}
+
+	// ------------- Optional query parameter "operationName" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "operationName", ctx.QueryParams(), &params.OperationName, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter operationName: %s", err))
+	}
+
+	// ------------- Optional query parameter "variables" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "variables", ctx.QueryParams(), &params.Variables, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter variables: %s", err))
+	}
+
+	// ------------- Optional query parameter "extensions" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "extensions", ctx.QueryParams(), &params.Extensions, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter extensions: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GraphqlGet(ctx, params)
+	return err
+}
+
 // Graphql converts echo context to params.
 func (w *ServerInterfaceWrapper) Graphql(ctx echo.Context) error {
 	var err error
@@ -1766,8 +1944,24 @@ func (w *ServerInterfaceWrapper) AcceptInvitation(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetMe(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetMeParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetMe(ctx)
+	err = w.Handler.GetMe(ctx, params)
 	return err
 }
 
@@ -3607,11 +3801,12 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.PATCH(options.BaseURL+"/v1/orgs/:orgId/tickets/:ticketId", wrapper.UpdateTicket, options.OperationMiddlewares["updateTicket"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId/tickets/:ticketId/comments", wrapper.ListComments, options.OperationMiddlewares["listComments"]...)
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/tickets/:ticketId/comments", wrapper.CreateComment, options.OperationMiddlewares["createComment"]...)
+	router.GET(options.BaseURL+"/v1/graphql", wrapper.GraphqlGet, options.OperationMiddlewares["graphqlGet"]...)
 	router.POST(options.BaseURL+"/v1/graphql", wrapper.Graphql, options.OperationMiddlewares["graphql"]...)
 
 }
 
-type BadRequestApplicationProblemPlusJSONResponse Problem
+type BadRequestApplicationProblemPlusJSONResponse BadRequestProblem
 
 type ConflictApplicationProblemPlusJSONResponse Problem
 
@@ -3631,6 +3826,10 @@ type NotModifiedResponse struct {
 type PayloadTooLargeApplicationProblemPlusJSONResponse Problem
 
 type PreconditionFailedApplicationProblemPlusJSONResponse Problem
+
+type RequestHeaderFieldsTooLargeTextResponse string
+
+type RequestTimeoutApplicationProblemPlusJSONResponse Problem
 
 type ServiceUnavailableResponseHeaders struct {
 	RetryAfter *int
@@ -3710,6 +3909,17 @@ func (response GetHealth400ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 	return err
 }
 
+type GetHealth431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetHealth431TextResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetHealth503ApplicationProblemPlusJSONResponse struct {
 	ServiceUnavailableApplicationProblemPlusJSONResponse
 }
@@ -3772,6 +3982,17 @@ func (response GetOpenAPI400ApplicationProblemPlusJSONResponse) VisitGetOpenAPIR
 	return err
 }
 
+type GetOpenAPI431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetOpenAPI431TextResponse) VisitGetOpenAPIResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetReadyRequestObject struct {
 }
 
@@ -3809,11 +4030,214 @@ func (response GetReady400ApplicationProblemPlusJSONResponse) VisitGetReadyRespo
 	return err
 }
 
+type GetReady431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetReady431TextResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetReady503ApplicationProblemPlusJSONResponse struct {
 	ServiceUnavailableApplicationProblemPlusJSONResponse
 }
 
 func (response GetReady503ApplicationProblemPlusJSONResponse) VisitGetReadyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGetRequestObject struct {
+	Params GraphqlGetParams
+}
+
+type GraphqlGetResponseObject interface {
+	VisitGraphqlGetResponse(w http.ResponseWriter) error
+}
+
+type GraphqlGet200ResponseHeaders struct {
+	Vary *string
+}
+
+type GraphqlGet200ApplicationGraphqlResponsePlusJSONResponse struct {
+	Body    GraphQLResponse
+	Headers GraphqlGet200ResponseHeaders
+}
+
+func (response GraphqlGet200ApplicationGraphqlResponsePlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/graphql-response+json")
+	if response.Headers.Vary != nil {
+		w.Header().Set("Vary", fmt.Sprint(*response.Headers.Vary))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet200JSONResponse struct {
+	Body    GraphQLResponse
+	Headers GraphqlGet200ResponseHeaders
+}
+
+func (response GraphqlGet200JSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Vary != nil {
+		w.Header().Set("Vary", fmt.Sprint(*response.Headers.Vary))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet400ApplicationGraphqlResponsePlusJSONResponse GraphQLResponse
+
+func (response GraphqlGet400ApplicationGraphqlResponsePlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/graphql-response+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet400ApplicationProblemPlusJSONResponse Problem
+
+func (response GraphqlGet400ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GraphqlGet401ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet405ResponseHeaders struct {
+	Allow *string
+}
+
+type GraphqlGet405ApplicationProblemPlusJSONResponse struct {
+	Body    Problem
+	Headers GraphqlGet405ResponseHeaders
+}
+
+func (response GraphqlGet405ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.Allow != nil {
+		w.Header().Set("Allow", fmt.Sprint(*response.Headers.Allow))
+	}
+	w.WriteHeader(405)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GraphqlGet429ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GraphqlGet431TextResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type GraphqlGet500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GraphqlGet500ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GraphqlGet503ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3836,6 +4260,20 @@ type GraphqlResponseObject interface {
 	VisitGraphqlResponse(w http.ResponseWriter) error
 }
 
+type Graphql200ApplicationGraphqlResponsePlusJSONResponse GraphQLResponse
+
+func (response Graphql200ApplicationGraphqlResponsePlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/graphql-response+json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type Graphql200JSONResponse GraphQLResponse
 
 func (response Graphql200JSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
@@ -3850,9 +4288,21 @@ func (response Graphql200JSONResponse) VisitGraphqlResponse(w http.ResponseWrite
 	return err
 }
 
-type Graphql400ApplicationProblemPlusJSONResponse struct {
-	BadRequestApplicationProblemPlusJSONResponse
+type Graphql400ApplicationGraphqlResponsePlusJSONResponse GraphQLResponse
+
+func (response Graphql400ApplicationGraphqlResponsePlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/graphql-response+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
 }
+
+type Graphql400ApplicationProblemPlusJSONResponse Problem
 
 func (response Graphql400ApplicationProblemPlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
 
@@ -3879,6 +4329,22 @@ func (response Graphql401ApplicationProblemPlusJSONResponse) VisitGraphqlRespons
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type Graphql408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response Graphql408ApplicationProblemPlusJSONResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3946,6 +4412,17 @@ func (response Graphql429ApplicationProblemPlusJSONResponse) VisitGraphqlRespons
 	return err
 }
 
+type Graphql431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response Graphql431TextResponse) VisitGraphqlResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type Graphql500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -3988,6 +4465,20 @@ type AcceptInvitationRequestObject struct {
 
 type AcceptInvitationResponseObject interface {
 	VisitAcceptInvitationResponse(w http.ResponseWriter) error
+}
+
+type AcceptInvitation200JSONResponse InvitationAccepted
+
+func (response AcceptInvitation200JSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
 }
 
 type AcceptInvitation201JSONResponse InvitationAccepted
@@ -4126,6 +4617,17 @@ func (response AcceptInvitation429ApplicationProblemPlusJSONResponse) VisitAccep
 	return err
 }
 
+type AcceptInvitation431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response AcceptInvitation431TextResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type AcceptInvitation500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4162,21 +4664,32 @@ func (response AcceptInvitation503ApplicationProblemPlusJSONResponse) VisitAccep
 }
 
 type GetMeRequestObject struct {
+	Params GetMeParams
 }
 
 type GetMeResponseObject interface {
 	VisitGetMeResponse(w http.ResponseWriter) error
 }
 
-type GetMe200JSONResponse Me
+type GetMe200ResponseHeaders struct {
+	Link *string
+}
+
+type GetMe200JSONResponse struct {
+	Body    Me
+	Headers GetMe200ResponseHeaders
+}
 
 func (response GetMe200JSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
@@ -4253,6 +4766,17 @@ func (response GetMe429ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w 
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetMe431TextResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -4397,6 +4921,17 @@ func (response ListOrgs429ApplicationProblemPlusJSONResponse) VisitListOrgsRespo
 	return err
 }
 
+type ListOrgs431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListOrgs431TextResponse) VisitListOrgsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListOrgs500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4528,6 +5063,22 @@ func (response CreateOrg404ApplicationProblemPlusJSONResponse) VisitCreateOrgRes
 	return err
 }
 
+type CreateOrg408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateOrg408ApplicationProblemPlusJSONResponse) VisitCreateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateOrg409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -4620,6 +5171,17 @@ func (response CreateOrg429ApplicationProblemPlusJSONResponse) VisitCreateOrgRes
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateOrg431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateOrg431TextResponse) VisitCreateOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -4805,6 +5367,17 @@ func (response DeleteOrg429ApplicationProblemPlusJSONResponse) VisitDeleteOrgRes
 	return err
 }
 
+type DeleteOrg431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response DeleteOrg431TextResponse) VisitDeleteOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type DeleteOrg500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -4953,6 +5526,17 @@ func (response GetOrg429ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(
 	return err
 }
 
+type GetOrg431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetOrg431TextResponse) VisitGetOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetOrg500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5085,6 +5669,22 @@ func (response UpdateOrg404ApplicationProblemPlusJSONResponse) VisitUpdateOrgRes
 	return err
 }
 
+type UpdateOrg408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateOrg408ApplicationProblemPlusJSONResponse) VisitUpdateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateOrg412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -5161,6 +5761,17 @@ func (response UpdateOrg429ApplicationProblemPlusJSONResponse) VisitUpdateOrgRes
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrg431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateOrg431TextResponse) VisitUpdateOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -5322,6 +5933,17 @@ func (response ListAuditEvents429ApplicationProblemPlusJSONResponse) VisitListAu
 	return err
 }
 
+type ListAuditEvents431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListAuditEvents431TextResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListAuditEvents500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5480,6 +6102,17 @@ func (response ListInvitations429ApplicationProblemPlusJSONResponse) VisitListIn
 	return err
 }
 
+type ListInvitations431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListInvitations431TextResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListInvitations500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5604,6 +6237,22 @@ func (response CreateInvitation404ApplicationProblemPlusJSONResponse) VisitCreat
 	return err
 }
 
+type CreateInvitation408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateInvitation408ApplicationProblemPlusJSONResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateInvitation409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -5696,6 +6345,17 @@ func (response CreateInvitation429ApplicationProblemPlusJSONResponse) VisitCreat
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateInvitation431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateInvitation431TextResponse) VisitCreateInvitationResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -5838,6 +6498,17 @@ func (response RevokeInvitation429ApplicationProblemPlusJSONResponse) VisitRevok
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RevokeInvitation431TextResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -5988,6 +6659,17 @@ func (response GetOffboarding429ApplicationProblemPlusJSONResponse) VisitGetOffb
 	return err
 }
 
+type GetOffboarding431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetOffboarding431TextResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetOffboarding500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6130,6 +6812,17 @@ func (response ListTeams429ApplicationProblemPlusJSONResponse) VisitListTeamsRes
 	return err
 }
 
+type ListTeams431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListTeams431TextResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListTeams500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6262,6 +6955,22 @@ func (response CreateTeam404ApplicationProblemPlusJSONResponse) VisitCreateTeamR
 	return err
 }
 
+type CreateTeam408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTeam408ApplicationProblemPlusJSONResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTeam409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -6354,6 +7063,17 @@ func (response CreateTeam429ApplicationProblemPlusJSONResponse) VisitCreateTeamR
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTeam431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateTeam431TextResponse) VisitCreateTeamResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -6516,6 +7236,17 @@ func (response DeleteTeam429ApplicationProblemPlusJSONResponse) VisitDeleteTeamR
 	return err
 }
 
+type DeleteTeam431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response DeleteTeam431TextResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type DeleteTeam500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6665,6 +7396,17 @@ func (response GetTeam429ApplicationProblemPlusJSONResponse) VisitGetTeamRespons
 	return err
 }
 
+type GetTeam431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetTeam431TextResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetTeam500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -6798,6 +7540,22 @@ func (response UpdateTeam404ApplicationProblemPlusJSONResponse) VisitUpdateTeamR
 	return err
 }
 
+type UpdateTeam408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTeam408ApplicationProblemPlusJSONResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateTeam412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -6874,6 +7632,17 @@ func (response UpdateTeam429ApplicationProblemPlusJSONResponse) VisitUpdateTeamR
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTeam431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateTeam431TextResponse) VisitUpdateTeamResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -7017,6 +7786,17 @@ func (response ListTeamMembers429ApplicationProblemPlusJSONResponse) VisitListTe
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeamMembers431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListTeamMembers431TextResponse) VisitListTeamMembersResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -7196,6 +7976,17 @@ func (response RemoveTeamMember429ApplicationProblemPlusJSONResponse) VisitRemov
 	return err
 }
 
+type RemoveTeamMember431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RemoveTeamMember431TextResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type RemoveTeamMember500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -7343,6 +8134,17 @@ func (response GetTeamMember429ApplicationProblemPlusJSONResponse) VisitGetTeamM
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeamMember431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetTeamMember431TextResponse) VisitGetTeamMemberResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -7502,6 +8304,22 @@ func (response PutTeamMember404ApplicationProblemPlusJSONResponse) VisitPutTeamM
 	return err
 }
 
+type PutTeamMember408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response PutTeamMember408ApplicationProblemPlusJSONResponse) VisitPutTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type PutTeamMember409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -7594,6 +8412,17 @@ func (response PutTeamMember429ApplicationProblemPlusJSONResponse) VisitPutTeamM
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type PutTeamMember431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response PutTeamMember431TextResponse) VisitPutTeamMemberResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -7740,6 +8569,17 @@ func (response ListTeamTickets429ApplicationProblemPlusJSONResponse) VisitListTe
 	return err
 }
 
+type ListTeamTickets431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListTeamTickets431TextResponse) VisitListTeamTicketsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListTeamTickets500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -7882,6 +8722,17 @@ func (response ListTickets429ApplicationProblemPlusJSONResponse) VisitListTicket
 	return err
 }
 
+type ListTickets431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListTickets431TextResponse) VisitListTicketsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListTickets500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8014,6 +8865,22 @@ func (response CreateTicket404ApplicationProblemPlusJSONResponse) VisitCreateTic
 	return err
 }
 
+type CreateTicket408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTicket408ApplicationProblemPlusJSONResponse) VisitCreateTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTicket409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -8106,6 +8973,17 @@ func (response CreateTicket429ApplicationProblemPlusJSONResponse) VisitCreateTic
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTicket431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateTicket431TextResponse) VisitCreateTicketResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -8268,6 +9146,17 @@ func (response DeleteTicket429ApplicationProblemPlusJSONResponse) VisitDeleteTic
 	return err
 }
 
+type DeleteTicket431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response DeleteTicket431TextResponse) VisitDeleteTicketResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type DeleteTicket500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8417,6 +9306,17 @@ func (response GetTicket429ApplicationProblemPlusJSONResponse) VisitGetTicketRes
 	return err
 }
 
+type GetTicket431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetTicket431TextResponse) VisitGetTicketResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetTicket500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8550,6 +9450,22 @@ func (response UpdateTicket404ApplicationProblemPlusJSONResponse) VisitUpdateTic
 	return err
 }
 
+type UpdateTicket408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateTicket408ApplicationProblemPlusJSONResponse) VisitUpdateTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateTicket409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -8642,6 +9558,17 @@ func (response UpdateTicket429ApplicationProblemPlusJSONResponse) VisitUpdateTic
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateTicket431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateTicket431TextResponse) VisitUpdateTicketResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -8788,6 +9715,17 @@ func (response ListComments429ApplicationProblemPlusJSONResponse) VisitListComme
 	return err
 }
 
+type ListComments431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListComments431TextResponse) VisitListCommentsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListComments500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -8913,6 +9851,22 @@ func (response CreateComment404ApplicationProblemPlusJSONResponse) VisitCreateCo
 	return err
 }
 
+type CreateComment408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateComment408ApplicationProblemPlusJSONResponse) VisitCreateCommentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateComment413ApplicationProblemPlusJSONResponse struct {
 	PayloadTooLargeApplicationProblemPlusJSONResponse
 }
@@ -8989,6 +9943,17 @@ func (response CreateComment429ApplicationProblemPlusJSONResponse) VisitCreateCo
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateComment431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateComment431TextResponse) VisitCreateCommentResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -9134,6 +10099,17 @@ func (response ListOrgUsers429ApplicationProblemPlusJSONResponse) VisitListOrgUs
 	return err
 }
 
+type ListOrgUsers431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListOrgUsers431TextResponse) VisitListOrgUsersResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListOrgUsers500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -9266,6 +10242,22 @@ func (response AddOrgUser404ApplicationProblemPlusJSONResponse) VisitAddOrgUserR
 	return err
 }
 
+type AddOrgUser408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response AddOrgUser408ApplicationProblemPlusJSONResponse) VisitAddOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AddOrgUser409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -9358,6 +10350,17 @@ func (response AddOrgUser429ApplicationProblemPlusJSONResponse) VisitAddOrgUserR
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AddOrgUser431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response AddOrgUser431TextResponse) VisitAddOrgUserResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -9536,6 +10539,17 @@ func (response RemoveOrgUser429ApplicationProblemPlusJSONResponse) VisitRemoveOr
 	return err
 }
 
+type RemoveOrgUser431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RemoveOrgUser431TextResponse) VisitRemoveOrgUserResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type RemoveOrgUser500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -9685,6 +10699,17 @@ func (response GetOrgUser429ApplicationProblemPlusJSONResponse) VisitGetOrgUserR
 	return err
 }
 
+type GetOrgUser431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetOrgUser431TextResponse) VisitGetOrgUserResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetOrgUser500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -9818,6 +10843,22 @@ func (response UpdateOrgUser404ApplicationProblemPlusJSONResponse) VisitUpdateOr
 	return err
 }
 
+type UpdateOrgUser408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateOrgUser408ApplicationProblemPlusJSONResponse) VisitUpdateOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateOrgUser409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -9910,6 +10951,17 @@ func (response UpdateOrgUser429ApplicationProblemPlusJSONResponse) VisitUpdateOr
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateOrgUser431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateOrgUser431TextResponse) VisitUpdateOrgUserResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -10056,6 +11108,17 @@ func (response ListAssignedTickets429ApplicationProblemPlusJSONResponse) VisitLi
 	return err
 }
 
+type ListAssignedTickets431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListAssignedTickets431TextResponse) VisitListAssignedTicketsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListAssignedTickets500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -10199,6 +11262,17 @@ func (response ListUserTeams429ApplicationProblemPlusJSONResponse) VisitListUser
 	return err
 }
 
+type ListUserTeams431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListUserTeams431TextResponse) VisitListUserTeamsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListUserTeams500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -10339,6 +11413,17 @@ func (response ListUserTickets429ApplicationProblemPlusJSONResponse) VisitListUs
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserTickets431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListUserTickets431TextResponse) VisitListUserTicketsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -10500,6 +11585,17 @@ func (response ListWebhooks429ApplicationProblemPlusJSONResponse) VisitListWebho
 	return err
 }
 
+type ListWebhooks431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListWebhooks431TextResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListWebhooks500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -10632,6 +11728,22 @@ func (response CreateWebhook404ApplicationProblemPlusJSONResponse) VisitCreateWe
 	return err
 }
 
+type CreateWebhook408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook408ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateWebhook409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -10724,6 +11836,17 @@ func (response CreateWebhook429ApplicationProblemPlusJSONResponse) VisitCreateWe
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateWebhook431TextResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -10886,6 +12009,17 @@ func (response DeleteWebhook429ApplicationProblemPlusJSONResponse) VisitDeleteWe
 	return err
 }
 
+type DeleteWebhook431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response DeleteWebhook431TextResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type DeleteWebhook500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -11042,6 +12176,17 @@ func (response GetWebhook429ApplicationProblemPlusJSONResponse) VisitGetWebhookR
 	return err
 }
 
+type GetWebhook431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetWebhook431TextResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type GetWebhook500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -11175,6 +12320,22 @@ func (response UpdateWebhook404ApplicationProblemPlusJSONResponse) VisitUpdateWe
 	return err
 }
 
+type UpdateWebhook408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook408ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateWebhook412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -11251,6 +12412,17 @@ func (response UpdateWebhook429ApplicationProblemPlusJSONResponse) VisitUpdateWe
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateWebhook431TextResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -11413,6 +12585,17 @@ func (response ListWebhookDeliveries429ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type ListWebhookDeliveries431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListWebhookDeliveries431TextResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type ListWebhookDeliveries500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -11559,6 +12742,17 @@ func (response RedeliverWebhook429ApplicationProblemPlusJSONResponse) VisitRedel
 	}
 	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RedeliverWebhook431TextResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
 	return err
 }
 
@@ -11710,6 +12904,17 @@ func (response RotateWebhookSecret429ApplicationProblemPlusJSONResponse) VisitRo
 	return err
 }
 
+type RotateWebhookSecret431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RotateWebhookSecret431TextResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
 type RotateWebhookSecret500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -11756,6 +12961,9 @@ type StrictServerInterface interface {
 	// GetReady Readiness
 	// (GET /readyz)
 	GetReady(ctx context.Context, request GetReadyRequestObject) (GetReadyResponseObject, error)
+	// GraphqlGet Run a GraphQL query (GET)
+	// (GET /v1/graphql)
+	GraphqlGet(ctx context.Context, request GraphqlGetRequestObject) (GraphqlGetResponseObject, error)
 	// Graphql Run a GraphQL query or mutation
 	// (POST /v1/graphql)
 	Graphql(ctx context.Context, request GraphqlRequestObject) (GraphqlResponseObject, error)
@@ -11977,6 +13185,31 @@ func (sh *strictHandler) GetReady(ctx echo.Context) error {
 	return nil
 }
 
+// GraphqlGet operation middleware
+func (sh *strictHandler) GraphqlGet(ctx echo.Context, params GraphqlGetParams) error {
+	var request GraphqlGetRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GraphqlGet(ctx.Request().Context(), request.(GraphqlGetRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GraphqlGet")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GraphqlGetResponseObject); ok {
+		return validResponse.VisitGraphqlGetResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Graphql operation middleware
 func (sh *strictHandler) Graphql(ctx echo.Context) error {
 	var request GraphqlRequestObject
@@ -12050,8 +13283,10 @@ func (sh *strictHandler) AcceptInvitation(ctx echo.Context, token string, params
 }
 
 // GetMe operation middleware
-func (sh *strictHandler) GetMe(ctx echo.Context) error {
+func (sh *strictHandler) GetMe(ctx echo.Context, params GetMeParams) error {
 	var request GetMeRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetMe(ctx.Request().Context(), request.(GetMeRequestObject))
@@ -13517,269 +14752,306 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, orgId OrgId, webh
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs3tjD6KijuXWUy06QoWXYcqlJnK7acKOOLxlbGMzvycUNskETUBBgALZrjnV3nIc4Tfk/y1VoL",
-	"6AvZTVKy5EtGvySS3biu+/VDa6inM62EcrY1+NCaCJ4Ig/8enfIx/E2EHRo5c1Kr1qB1pJx0C+b4mOkR",
-	"cxPBjHCZUSJhRsyMsEI5Ds8OWHzWOsv6/fvDS2Gs1Ao/iC59l8ixsI6+OmvFPXY6Ecw/yKb6Ulg2l27C",
-	"xKUwCzaccDUWxYxWZ2YoDvATjVT/9HzCHZO2WGObs3iop1Oh3GOdKRczbViczRLuRHLoYsZHThjGmX8o",
-	"YmJ6LpIEt0ez2k6PvRYqYdIxqVh8POq+0Ep0n3M3nMTMaWYET5hW6YLmp+UkEePwEr1RPDzlF4JxNjfS",
-	"CTbUKpFwejxlWuH2wplIxxSfCttrRS0jfs+kEUlr4EwmopYdTsSUw2W5xUy0Bi3rjFTj1h9/RK1nUl2s",
-	"XuOrp4/Zo71Hj1gq1QUsA6ZS4r1jMz4WERO9cY/FdFU7l7s72oztzgdtxsfJHztODi+Es//PMDNWm+97",
-	"vR48uPcwlVPpvt97QLd6wIxIvz9rwahnrRiO/pdXx8yIkTBCDeEaU+7kpQjTw66EdffggA/PAZDCGaTc",
-	"0sJg8+s2+4o78QxWsbrjNxNhBBN8OCEw0lYwXLBl1nGVWNa2fCpYYvjIdRB6tRmftQ7M9w++PXDf78UR",
-	"M2GN8I5MU8bTVM9FwpSeR8wxK+ACLcuUkylzcPm/Z9pxAMH5RKeC8TGXKmLaRGw+EYoZ+Kkf5W/4S/DT",
-	"wI9hijb8GL8Sziy6hwCkMeyDs/297zpbH0v3RKdyuFg9HcA+w11+JKX7YHO4CTcxOhtPWPv46PQpywdk",
-	"RDDYSIo0sRGdXlcKN+pOnJvxmezCsDhq1xOX7m6/EzHOrDPZ0GVGJCyV1uGRD3maCnPWOvj9+71+/2D+",
-	"/V7EwkXkXyEs0cHqEfu9uJSZMGwebmHAOHP6Qih2ngG84rMRwJ9MU4GYmD/b6bGYpo7hzGH3+Oo9y2x2",
-	"/psYuojZGZzDuRhpI/AJnrmJNvJfSO4Q6Q9YrM04xl+1GXMVfsTLy6wwTGfOykQwrUQnH3PB4MynQGqM",
-	"3XiZBQis3uNrD4FExuYTOZxU7nLKF+wcabaRIqlONZVKTrNpa9CPwrRSOTEWBud98+ZN9zBzE6GcHHIn",
-	"Vif/QXADxLN4CPY+nMDBAkFuA9V5+O2Dfmc9ERPv+XSWimJEI3g6/f6s5YTiyiVnrYgJY7T5/qwl1SVP",
-	"ZfIOr+us1YpWTuyPqDXjhk+F84ztOBHTmXZCDRd/FTW48JxfCAsswAjupBqzk5evT5nlI0HE3ZkFa792",
-	"Rs4Es2LKYasAQYBDI2lsgb7Ikzi7EAtmMmUP8JqNsDOtrGBt67jLLLKFc50sOgB6F2Lm2EgbtrfPJjoz",
-	"9LMRs5QvgIfgkHG+Bdd95X8aMDjGOII1crXw68THAQCQtsFCYLj8C79QWnv+iF92IkdIqov9jIWzbH9v",
-	"74DxMP5EpoQN1Z3LQCFNphScIb3a/67H/ioWlnEjmB3qmUgC9a/gS1gk4STwW3MpDF26Ze0H7993cAil",
-	"HZ5YxCyNAssfcrUE4xKulahPK2oBG20NymDQBTiooAJ//0yosZu0BnsPHkSAGuHzLoCTc8LAmP/vr2dn",
-	"7/d2u2dn7789evuX/6wBv6hFbHIVzl7O+O+ZYPQzGxk9ZZzNjLiUOrPI7u5ZFgM/eIyPxKwNwgow9NjT",
-	"3U6PvQQq7DQccOkekFkyeo9O+6fnh4+7Vo5BCiKIy1Tz4QNBhmtzJEDZTOCFTOHmpzqRIykSEJ2AGMqx",
-	"CptAUQvIpUgIivb7/fwCfs+EWRTn74+l6dj7+4/qDjMRqQQh7zipZ2Lh93sWhEHl2PET1ga0i+fifKL1",
-	"RVcmxemFpc24mxQrK82xjkyVwaDf/fbtr/3ud4fdn37+6/MXJ93Tv3f/++2HvQd/1MOEHKEEWC+Yfbe7",
-	"22dBSByw+JsYJAbG8VaAjYlcCLcEN4KbVALpVXYOLATx2YvB0rIpR46TLpgcAecJgnTbOqPVuEMjoXhZ",
-	"EbDvWbhYJAFeDD1gc8Ev6Pl2/GbnrAXSXyvuMAWyN5vCknvsMEyO8DNFgqo0U2Key7PtXMYGKY8zEipB",
-	"LiA+yH7TEikHZ07wacePSAsE3YSdZ87POuIyBUJZEq0HTGkgqkykFvfh5zJilFlh2UJnholEuh576SbC",
-	"zKUVbH93D6FfaTeBqaUNwnszFfETNsHxbn9vvx4AQGnYAggK3QIhoRkQ2ngzoM5xI61WnR57AyIm3Dde",
-	"iz+7cKNVde2exUONSLJBMILt3+/vsxfasecB5xGrlUaGte5QimVf+WTUpaQ1EY7XIGjlkdtC0bRej3jO",
-	"34OUxFSGUKpHTDoxtV40yIxibSC+zMp/iU4T7aOxyytNxIhnqQN+E8EpkSS22+9HhVy2WyuXoVJWw13K",
-	"JF0mrP3Ls+MnTRSPxthOJuvv/vzdf9//+7d/e/SPvb/uP3/44tFJ/9Xe6f6bh63oow6cxKGnMq2VbF8C",
-	"+fIn7BXQIN2gsAHvNh03/Vo57/80YtQatP5jp7B/7NCvducUh39NL8HKgADVMhzBpxvP1r98lcN988OD",
-	"x98++e5o9+n9Hx/89O3P3/119/lHHi4d2dH7GVc1G3msp1PetQIEZef1MQBtVNFFgqoLgjhaQ0B1QkWa",
-	"Bh2w2It9oD7xJLHlLyIWc4tyhwg/Fp/bqASjuoVDocJLvyadHjuicxmwWODCv8+HjfIx4NTF+1mqE9Ea",
-	"jHhqRT0M0AgVGEDE3Q4Y8OCAb7X+yE+XG8NhgkzJ3zNxTIPB1SIsL/A+R9pMW/nx18KQ3/gmKAoDXAWO",
-	"/vFk72j/6cMfH/3U/zng6kfCEUBC3TZ+AeVWghYyESy22XnMhimX0yBqwHv3LGnVtsd2u7t7j4C5Gj4E",
-	"vYzEmPiw+9+Md//F+t3vWI+9Y//LBuy/2P+wv7DvWTeOUN5HOSbRzg5Y3IuRX8c9+McI+JpZMQZOb0n2",
-	"+OXVMzZMJX5hxFRfCtQVbDacgMAgEzbUWYosH5QGniRGWBvsLf6kmOULyyQpdDpzLNX6ggPXGzDuWCo4",
-	"oIsSxYaC4IzjclhX08X6A93uWkG17v/Pg9G3w0di+O3w/v3hw2G/v39+zkfi0V4rqvDXvUfrFJfD7n/z",
-	"7r/63e967/538F//85fvu2+/Kb7Mv6t9rh40vIDdyLWL32+HZf8Bw5JujVj9A09eEb2AT0OtQF+Gf/ls",
-	"lnrrxM7M6PNUTP/ymwUw/rAlhziht2jSGktaoQVPeQo0wGtLKKeiwcLbhbz5AgBtEjEkWfCgt6rldouI",
-	"hQe1YZm6UHquUARjM6NnwrhF8QTpVZ0eeypFmnRTcSlSlghHMrIRSNyJiMekUMc9IFGPtRqlcvjZDmvo",
-	"57eF0SKIqsC/BWujUTrJaD0iYjw1gieLXGWIyFCs5wr+zw3NCSoQeHJApBItCC3Fe+ByUgUNuIPH8FSb",
-	"c5kkQn3qcyBbB3LAoAJ52lnRzkHrcRMhDTM6FcVu0E5MwhBABD6MGzpWgE88PYK7/pSb+kWJ9zOyBdiS",
-	"/YaU03qD5AGadcmgFGSI4yT2tnIx0watEtLhzl5o91RnJM98Wogl9XgJlFBJd5WbJOq/5jaRy7i5ZkMO",
-	"Wimgp1QJGV8yaSf8PBXsfMESAeJOJ2w7qGMNhvyKZhcM2sCflp1VQJmTQVmfq3EA1p2Uf2wHn8FjOuGL",
-	"VPPkVOtn3IzF56IipPO/HwqR0La9LpX7UUAvw2M8MSJ3tz3lMhWfFI5KTsBEkviBSnqT/QUO+qDyI5tz",
-	"W9jirFRDgSIKt+iL6LFXooueSOm8DdmZBe78tTCXcih+UfySyxRA7FPflqUVIGiK6UwbbmS6YJlCeHea",
-	"TbhKvGHZ3+yBtziDQmIiNtFKZ8D4l3xiSCk8+PfYoferkkEjmC8QR3UiWIy/vtOZG+qpeOcZa8ycRIad",
-	"Oe9H8ceKLklvMU244+fcCjxaIGJk7gYREg4PsAoPv3Jj3nmEGyE6hjSjZKovgUXbeyBEtGTFj5cs13Fn",
-	"CXGXPETr8Lf8KN7VqdbPuVp4wcl+asAgD49HYBBSUGwn1Eb/ZJsuDv5/h1YUkcQdgHU4QrqtKkB4D1+P",
-	"PSPPJpDYGVDjChmGbyr+Oa4qT3RQawASqrS0i7BOMj+iQTGbMa60m4Cas3wfZa/02tvIH2xw2m71cnh+",
-	"1Vd4JUj4RQUHp/jkHPac/H7kvgUpWlor1TgqxOmIifcz0CAAgbzou3TsdQ7LdSew8rw/hpnRQ2EtkCaK",
-	"fvnUp7GC8EiNgvSb2UDX6lx2Hl9kMcK7C7F4ZwS8BpjzC9AwtMxfiAV6HulTcA228AxsNgPhSyTPRSL5",
-	"KWpen5HBe9EqLs8Ks8WsDSq4Fc7HV4zlpVARizM36j6C7caHw6GYAY5YH/wTvigkIi84wE4ZKJkkPgWh",
-	"mjl+IZZRvDxIne2ScXZyePr4p2hpaLQqcHx5o+O/tPKmKV6+Pr3+DHjw/jZwT1ki3WP0f6BiTpqmJOWa",
-	"r6Mp4UpxhL/zNBMARcT9rvYOxpXUH0dhQvjVP/Y2twlojNmAAXC4o0sPpUt7GNLhlS0sZGfrUUTYqpEh",
-	"gpe0t4Ct/oaTAIGC/1owRBdkibpxvDtraztk+TaWbZAwHNq4XgWVqV4xiP/R9U90QatCOQjfI9EmFzM8",
-	"rnkc8tLPbvfhftlip0er9roB68YHjPvgrdyv1uYs1WqMXLdkEfFzywTwWY6VNkDXiadaB59QsinZtB7u",
-	"NxqxBt23H3ajh/t1pqGoJesvzKw/L1Jb71lYYh57SGTIOzYTIg7e20mO5uoh5+EeJZ/zyjocqEyuAaro",
-	"x0Bzl0G11hRXxg2ZtAqojQLQV4YtLaB8JgjQBaSuR69n0tagWA7a28M4IWsNiBeREJsJAk3XuGKiL0AC",
-	"1OLlqDX49UNLZalXhcgiuXwNpS2s3FDDu37lb5fZ2SGFy91DU2CWqwXAekP0KR75gILkUPApfL70jWVt",
-	"x8c2ItvW8RPbQVUCVsJypwpOg8ibKSucN/OhI7yGGqK01wCDwHVrfyAVJTm8AuWTDQ4oTwsKN8gqJpS8",
-	"KFsAfclnkm/Ob6W88Doo8et5jA/h6SQhMPekdGre31Q9yHBWlWiWvvfklqzx63eAo6xZ2k3gW4CFjci2",
-	"dFkU7OMpYh41XBD+mqjd66IrGrFz0+WyzCOYlzUpFjY3FXC23+8jxlgfE64VLqN6WkN0Gq7EUDq0Qkz5",
-	"cCIV2VDwC5Sk/ab9tCFQOuwlBlGTrAjvEPnKX+TWfPjSaf0OeGL+PxBg+BACGpE0lL8g5Cp/A4cV1yJK",
-	"Ljat8jQ9GgmVSDUm6gA0ZsbdhEnlLRsoYJOtPQYSs3M/PmBiOnOkHeSPgApCUc2dYPjMd3iPoonCMKio",
-	"x/U4LVVTrHbpnJlE2VWobJrjRpR7eL2byUehvK2ZZAr627jurifaODbJplwVFy3ez1KuvAW9ZrSZlqo2",
-	"RuEpak94Oni4Edovfn798gU7oXd8DOx3/d1OgJ0df8hbYAmwbbraiGC32Fkd7vxo+Gzyt2c59lSBX7x3",
-	"Al3atpm+ETtbslzCzDFZrl8dvT5lhyfH96zXHInjoJ2/E7H4QipAAfTRel8Taxco3U3lhWBCOSOFRcCO",
-	"2blAox434wxoE+loUs2yKgAVu0w1KYBVsreM6Gk2VSW2kQfQRK1UKlH3yx81cy1TyRJcrUIJQGV5SYWs",
-	"sSpbLE/+dmWyJVjY4t5Lzs+13GtZOPGvF8HBMSJaHHw1qRg5NI6iJx7vXTGeOT3lTg7ZTBhLHkZyZ7pc",
-	"kM5NFkAPLWvHBQj28rf+hnN1Von1NvBay4+rQ1/xZTvhew8e/sTtpJ6cvv7psLv34GHgC7jliE3E+95K",
-	"oMV3vDt6+6FJQ/FxkbhTInO7b2vjvcpQEF6KyutcBYk6UM7tGS/QO1/LKnKTh99dooeIlBjslqlCP5yg",
-	"dfxSGJ72aqIQyufwjnS2t7++Q8c+/v9N7Yn8Hq5rdWUBRPMFtUEb09ax3Yfsr/IHpDgPon6/7yNOlhXJ",
-	"3Yf3H+3X3QI3EnjAFWli5bRQrvfDrFKsqPW+O9Zd/+VvVqveKz5/7tG59qpyfCZNcvVIyjhLz6yiT8Id",
-	"/7hNGWGz1B2QjhE0laAPk2u31agLFbshPrC1jFphYjUkeHs2tgVS/CR4SlR7iQpQLGCBmy19USNoLGGn",
-	"f6uORB/nEaw1zOrqKpWYcpnWciGyktur62c1gtqldCL5YdEQ/HX8JJAJetLUyk5GpxtNgK/gmTzssgoq",
-	"qzrhOi6JaiAdjp+6GLW8o7I6WD6z9VdHBlnyjlSvMI/JXV3u1fdEQXebDu2lGcM1rBxBCO3FMYr51+/s",
-	"WnpvDoQ5mIWTr6TT1JFdf+LH6glf2Eo49LelaOj7G4KhPx66rh18hqv0IaB7/S1CRJduqQKj29wNQhdP",
-	"Uy9RrttwidaAqFm9NGSPtao10gdmxdAIykjDNLidy92dIvze7nzAAf7YIQ9Dj72e6LnyuSaKwpHKPGk9",
-	"waTFrG7/beUAbsLyUTmTW7I0Phe1hMHW8O80rXibbTmM6FykWo0tcxojSLfZ3XPx0jQSkiZjN013z5If",
-	"XCasTe5XnwDb2Xx9eSgr7rL+SGBhK6eimkXQ0ql4o0ItW2kmuFchCbCBenH4nzozZNIIUF2NH1joDNWj",
-	"kHPlolBVwNPleIvzC6QajyPnV/mi6g8Uc4YnclYnFfqg62n+EKye8ql6LIY/MDCmPPuQGV+2AENRfMw9",
-	"PBYzrVicSutgL6eCT218wGIY31sCaI57eC44b6dmKHo+DAXD+PXHq/Lqb1qqqwlBVyf+jRy6Hgjg2yDj",
-	"oNm9vf1p1Ru/rsTYy+i7gY6GlJMiuJxgKT/U9bB0ExS2BJlfsHn55Wh0rrlJ4K1VBFLL9EcXj7NMJcKw",
-	"OV+swm4zNZpNeJ0C95OesxHHQLOxdgMWDzOnR6OYtRORCox59Uh8D3351nYiFvvwC8BAgLEo5EVFrMSh",
-	"e70ePMuzRDqPq/g/S/UYfrBzIWYYbeYP1JItD0PjfBKF4UPhE7Iz19WjEbw4koqnfsQKMZTOinTUKRts",
-	"aTtotaSIkaiFi2hFLZwf7ZqKp7XGW+u4uaI+5F/5ocF8gBHibD7RzD+IEcX149QVOjhM53xhWeyT2+MD",
-	"tHwqaSciqcBIKvglhQhjPum5mEiVsPZ+f79yPH6czRpl4BC0rgBO5SMq770W4Ov47w058ZpTDlc9pp7A",
-	"rlLEUIpn+6Vgclqj+OAFGntQx+KkGqZZIpAxERPairaVSPIyYSuZ8ZbyRrXSTis5DBnQgKVDI6ZCAQBq",
-	"VSleBEvJdy+Ve7jf2mgMlCXZoTAMlhXb4nAbQONael+4y6q/82reTtUk4Lw047UyTpVE18vNpQDaXMgF",
-	"hngTQkcjIN+ERLqVfLiWp1eO7ybYevU+vmTObsa/UBDXlwXNv3iRb1vbyQr43CCMXlU3agDoEs27Ks3K",
-	"BdSw3QbYLiZZc6yf2mp1LVC57qmv86ncfC7n1ne05jpuiNw0cdovidBYYbYkNlOpyt/ufk3gWOcxCVHb",
-	"9TVM9h98m4dw+BTUj43CQfcRxuL02A+Gq+GEUXXENldJuFjyvHSY4W5CydgKdXInXSoopICW48sHhJBK",
-	"pd27EaYU1hwUvVGjvDVGjxAASsv0kPK4hqI6n696oLRjjdMW/rLqtCfCdCncopRQHCpk7ff7KOd2tpZp",
-	"S4FWNci2JlD2eDk2NkL90WcMUDUpPWZDbajgY0NQTeFiWzrd09MTf5906+UD3O/v17kB8Jobgn2i5Wgf",
-	"m02n3CyWIrswdr56WS+0Y0+bbsn58Nwlx1il4KVMhHJytKDCWtWpWDvm5zpzg/OUq4s4j+E0gpId2FQb",
-	"wexMDOVIDvGVTkVJyIzs5lNttrT7sF88qKgokOJhPA8vKu69jvS90nXH/NKMMSBM8CmJ2ezEyEuZirHP",
-	"cNUmwWS8GPXwmFG9UBbzZCpV8ZEsHnFZUcYXWlELn8ToJ3ik1mpwKvj0RjTdyuZWIr6MEMyJ9y6EyNF7",
-	"dH0Kq1HUWxbkVuVkagLZYMNYurY+msmbierVYbiSij14vVY8LRlnb8Lmd4M6/0eInGU1uXxE1cO9ngoN",
-	"N3gtKXQJyJZCh2+K2W+rpsA2bkJ6Qxz8gkW3wgNxkrkr3ti1tfhGsRlWc0NS5CcDp9VNUFJKjTMqCAQ+",
-	"wyqvw22b/E+BDOXPHVQLTamkUkoqOJ5s8DxRzQh6Pql4aWIUFklOKYbw4WxF/akVSTU8egWtJbxSJzkd",
-	"+plw2TmA4yIyFZZRywbKJczr+UA4tBq5cYuT3prir8kg+LJZbU3VrVVnjZHa+HzfzSXCTsLThbh8Jede",
-	"/k5jea35RDM9E8r7YjwirRemt69zF7UcH28ITFoT5LKpTF61yJvRmcPav1WwVz5Noybzx0v0X4LwEKTm",
-	"qvSQy9A52FTv1J/vEvJeU87Ag7yWpFElSJ/QqhRt4Er9DRi4XbDTMi5i8p2PJWspuO20tRzo+oQewAKH",
-	"MT1DJbFWEKK05AebLStXDAkrI9BHBKLlqPIxoiEN0gx6RT3EUkxsQfUKvlevm+EYQcJcFhSwfCrIf+TN",
-	"7lXiTAKXB2JoRV4JtKhr1tkgTVRjUDBAg8aoiUG5orRLos+nl3c/LkB0jXhcxaXSTad6DkpUQKeJHE8A",
-	"pM0YZIHmG3/dYON5JkdiuBimZLgTAxYrMY9Z+7fMOs/xOhGL4b+YtSlDaK7NBfpN4ZcZpbTFrD3nEsMl",
-	"/LHlIImhDjq9pBy9YaqtSCqmBSVgSzAFgAGNB1Qd3wHijK+s2dwNie7rBMYXYh7EU3HAYpWlaZyLinZJ",
-	"KFgm7cuB+V8wqb+asPVxws6S1VrMUj70FUBGWZpipyMr3AGLf30bs2EquLE+XOTTs4VVcIDfclCgAqdl",
-	"QKC6qtjRRfBpXX7G5+A0K5TmDZUGrS/RcVljY0RkYloNsVITmgPZjGMpHFkU4gtlxhKJ1XuoFBomrtxn",
-	"CV9gDYsRl2lmKpk651qngqubUWJW7fmXQS/bPgEAFinV+LVUQ1GbLkvUTqgEc1NLdeNMpsIuRRK6I0hh",
-	"2bkYc8XaufQtU0GV4rCDQNW2fJ10kesE8pj0pv3LKK/DuPm5RwGmrid5e0i9YSPfg1qSWEDKkoiE8XtU",
-	"yMOyduxpPm0CM86tML6ETRyxXq+HGdrxr2etb85ab2O0e1TS4uso2cP9K1AyT/b8p92ayHOT1kbvTJyb",
-	"WazS3IZ/0aozM/KSu6IYs80NOj4rPE8nTfUcqd2UbDmJuBSpnoF2tZzwt3flAgwVqNkIClfIxwjEbjUZ",
-	"g5ItGmrRyDG2w6BnIhbPJ1YM31GLtnNuxcN9cpzEH5mE4RdRn4Xh1/7Ed0ipIdjOienM2Qar1M0EGsJ5",
-	"4MXcs+z4SUTVi/hSj5c8os4vqVZwBrE6z4+v/bVJZj2t0luUz8u+ykBZ5Qhb92FRo1CGsmxuKmeicyzQ",
-	"9txuRelIrTikzV0xOJZIVxB9C2nX8wcUeIll1Aq8wdm5TQ0WcjSGgNUcPDYVYFkCtJvwRizD7q0l/viJ",
-	"bnDNt77Wm1JecnFtVZS6Pvf7ZNzpyvxiNaXYimEGislruEBfDwiLWR5mlFhMn54GTP35zemKPernN6eV",
-	"Cpg9duxspamCtNVo1jxlywpfPJuCtuKiJEtevCUvhLxQjr8vekfideGsBdEAlkwFGaUa6VDykVOR+Ly/",
-	"CTblY1MuleNSCWO9zEXv28HOjn+ml4jLFVDIB6DK51nqZNeXV52IdNZNhL0IknyPvaykybWxN6Q9a3WY",
-	"nqszhf4fqolFjfO8fejAs4JSJd5Uz1m83No0ZtKeKWk1tT3BijjcVUKMe2fqTP3Hf7DDSpfDM3WEE8CI",
-	"calwgkdC2Fmlpmn75zenHV97/kzFh+VWkgPm2x4Sb6fOhsTafRE5KqFeSc9bBgk6CyaTHjvcVD61KNQX",
-	"egjQ0Ats6nmm4v3+LiuXg41DvdF4uWZqWHtctH3snan4x6NTtjPB5Pp/obsvU6UukSIJh/pKp4Iu7lJa",
-	"eS5T6RZn6ogPJ6Ui6lSaF2tOiPd86NIF9TQzYww3GayPKzlTeWAJw9QsNuGXwpfUB7GplC1ncDmZDQE7",
-	"WH4ZCzPZ3pl6RXdLzUao+whVoxAJVRgOUHDAvP6Gomr5WO+zvN1A3GOh6HKoqQI7Wl9Pvq3NmaLKOzlo",
-	"S4UFjKXr0Ews3vdNvDB4KY7yU+MWpBNvVT1ToQ65L2ZvC+CnryiGiRaRSEsGMcARXzPZwKEcK2Yn2rgB",
-	"++YbmHcquLLsrJWHuKFyvtBZ3r+xWh+fJjxrffNNgAkUz+yZor9A6lhTbCFrx011aKlIdLo4U0WIYG18",
-	"oS9vVAomLEl1B3kIIVfJmQpBhLiXpbCyUBfc53OwvxdBesHkgGF6nTOFlf1meTifX7atdOhgRF/Chofc",
-	"oBZP5KPUKaEaihf6KUi33EIhTBJO+YSPpfKk7Jkks6vxVBZ2R11FujN6TCR5VS/W3u3u9vsR824Wtveg",
-	"Q80l7ZmiomC+G5rvRzelEugWPS7Ug8MXSac6mX5rZ6rS+hKOk1Pzy4EnjL7v9Gqnad89hTwEoFqORN7+",
-	"7kyVTOzLtnV2roGsGeGN79UOmhr7dUZnqtxKk8rLbN1NUywYaADAY7Cn5kibAUs0IsKMGysiNtSKOiNj",
-	"sVSdyBHWUJoCIXd8OsPQObqO6EwB+VaCFcOFKuSIt6WPfg3RSo9OJER99gNPAgGKe+yvQswKkjfCnmyF",
-	"LGEJmkYaRAns0XimfAdQalNNPUrh6EPJp0QL2wnA9nLm5BTWM4Td+tDYxZl6LdUYcDIj3Mw7rmNwR5T7",
-	"fojB+9KXBbkO+Y+dM8VNqS898SrF4qNTPi5YaOjhfs6HF0tt2QEJYqzXHEcsPvnllEKGnxw9Ozo9Krq2",
-	"w1ZX+rYPPE09UzlF9j0kQ6sZIIlYW6FcT5ZaA4X72N1j5fYUjPpTxMvNKUP3h1558SDB6Bkt5iDvWCVd",
-	"abnIgMu95tuIAvijYXOp8KoOFfXZlPZKrfwH5cVQO0pvki5a2Z8pqrPdtjoH0DyDPLTqJJ15pWEnigBn",
-	"yt91tNqAH7aJzdYdH7M2yB5xMGuy2De0PFOhhUpc6mFc3zgFUCAH3VdFGXIkUtXPSCew3h+pBLbHfvHd",
-	"mgpFKfLtOHjS1Qo4UvGT70tmWSzRT+VPDP5FARX+KcUUAFjm8gzGE8QRI9gvN+Gtwe8faLlYdZLi44lY",
-	"e8sakvbakXbvM9/phZ1qzbDXS9w7U62olcqh8OWpvGoAuqKRwnEs09ioEuyENwufQq4UHJ4clyy1g9Zu",
-	"r9/r+/plis9ka9C63+v37vsykKhwBUkT/h/X2dOeyUuhhLXIBcWA7fX7fn8fzrw76aw1OGvpi7PWH2UA",
-	"8a0A6JgsSgagnLHhRAwvMEw7ETOhEiBnKEFx9mSh+FQ/+QGkJGAxBNXYDrs8ohE+b7fHnoSuQl55WGqo",
-	"3muVircdJ60B7NEXrlrqgLbX768p03+18vx+hobq/GEboMOl8pI67OzT9HWj5svcKXVp+yNqPejf3/xK",
-	"Tf+asurdGvz6Nmr5sP7SbYcInMGvLQKQ1lt4bcdDUm/Bp2kjyMAmX86EOjw5LpXBKzBmzi07z2RKHrfa",
-	"O/KvX+2SLlXS01z2cnD/sK6Cf7TFqiOgL/88fP4Mg+mWROal6WLqJhCGOFbSSe7kpcAo8rw/Aogd0nWu",
-	"d+lrbu50IoEdKGc4Vs6rvT6UL5px/ZXgiVxBdhBfcswMzCF0nSfpQ1p2+Pj0+O9HB+xB/35e6jD0/CIq",
-	"ju5VZOoaIYKzseFDMcpSZieZS4DyI2ITr0O6ec5TroYwoXV6xqwvx+sMH43kMFQDL8EWPGY71yMMsP3F",
-	"56ELODWZnWhrXxJRyMGiCawud3fGhs8mvyNNmNU23XiVKYvidyi/WBh+2vlXcIPAKKKadiUdsuTQWWIX",
-	"hBC2MtNWOm0WrB1L38CP1sNn0p/9Ttw5AIicStKM84K8udwc+Xq8JGz5CKikt2S7InGEO0Fsn4SYanXf",
-	"g1KlR55azSxwORifus8PJyicS4dijaW6x3BNqXgv3YIl8lImImHnC7bb72O1TmqautsptcW7Z0vLQIHr",
-	"pRqKouI0GgjnIk27voFEnnBWbVpesPOEOx5Xyg8PsBtrTr95gdCkf4Gg7/PpBJoqQi857oWidiJmbsJ2",
-	"+1F5g7v9qA9K8G4fNmI7ES22Uh0zD0HPi976Ssrxj68OT37627N3J4evXh+9e3p4/OzoCYh64fu/Hz47",
-	"fnJ4evzyRenHJ0cnpz+9e3b8/Pj03dE/Hh8dPaHvH798fvLs6B/Hp/+s+fHk6NXr49enR0/e/e2Xo1f/",
-	"fPfi5em7py9/efEk7njloiCLQ56mB3lNZzwr0lKk9X0GvGLld4fq9ur2pF0CJiqk3gaJ9l2ecFmSdt9N",
-	"pcVeeLGvXVMaEgtKI3RdYCWVuNgAurnzsP5gyQx1pG11nFCMOmjmAMI9duhVERI+0blI2LCyVpLiALwQ",
-	"Tg8bqh+DjL22zDGOnjdX6rFj5Yy2MzEMCogejVimUuBfJY4gsFEetvYpoOf4xemrl69Pjh4DoABpydtG",
-	"Od9JzmLvInIQlDpCYUupcFABH0EJd1imBHDD1bah8oaWNuloCZsIQ1mJS2zI09E8HvoH3yHhRhjQUrXr",
-	"P6q+Lx9CdWvsb7k2b4MQtlpHNyrXSi8R52vyyP3+7uZXKi3d4KXdLRjrcmNPfO/BNpPVNA2Dl/e+2/zy",
-	"chtClAK2OJRqs9uPlR0KaSFTjOdcPm/THHCkJEMEWM+FiOZimRTnHUxqGDZSAzihECe5ZJDfEjIXJSyb",
-	"WsZjNc11vbbXxO3t9RsjRLtv/1JXNOJt1CAlHSZJpaAl9byFxd3zXs1OsJwWh+UrCSKLwSaQ2tvUsRwC",
-	"Cd9O55GNWPMMRTFnuLIUGxWV/END6qaDNjXfDi1C3kVusIgZcakvyB9mKAg0KS0nIlNq3nubboOnaRA7",
-	"9vv7rL3cunfRAZ5SGgYoem4qhrXjbgZVZy6NPc2sQ1v4orDD4tOsffj68fExS4VDU6w3sSXYQrgrlQVe",
-	"AzpauuhEJd/efv8+tg7xS3mHgxW8NvImdpo9MHN85lIYbyrLvc8UfzkzmsqbhZXVz5GpfITOAd4CqTXC",
-	"kUU6Pn7x9+NTkm8OX/zz3dHzw+NnMVxJyt8Li1b5HtvvfxfcVaVW2XkLcOremcuSrI0u8HfoYLBx3qKE",
-	"FgraOrBChcZYsu+0/W7x+7iGjRHUlCrHRsvoW0dlikd2jissF3NTlvjS7o3xpZoq1ev7jlOpnXB8n5YN",
-	"bUOji77s+Mb+5jfy9uD4whZMJ++Aj1xqb5uNrPYG/Uo5HEEJkDhZBvDA1kpcrGBtlDLcYHVxmfEpCRVP",
-	"/2rMChJ1CkZdquS28DXcKiXcQuN7qUhorzN6PBe3afF4Ltaj0ifGnatiwlcInD8KV6L7JbCcigIaQ2nt",
-	"Bou/9Qb3xjrbFH4UQhEismrUFw5EmAWCiZ3Ce8F5LnwAVuFLr+EioHG+NJgIejXukfrG0BsfJE9sHXu5",
-	"ORxYrStYgxKlVL7yCVbQvFSLZKml7jOpLja1bMZncOY7fLtBfHsWgjJq76xsMqVK7380if6PvdmBWkpX",
-	"wujYoVossQbkCBgzg6+BOH9Qreg51GjIdJaNpLEuRHqtYhmN8NKMb0ZIu3mrRVFsdSuDxe5NTtxopCgj",
-	"JojIPkR7CTGPTvl4E2LiM58YMb9AIfLz2Ff+vSRXQiMfL5nD7yqNKokJIdyXCFYq6mp8h8rwq1LDgNE7",
-	"aH51eizQZkzG8DRF6lSOQ47KPK5Uoz0UW6lUayclPNRn77FjYwSaxc9TQQGiGE0cYl1zAsieLjki4V+K",
-	"V0LBxuuAUV18Gjk/9/v7zGkviXsxiPobuIaK6UiqjZgJXpkODSjca5JFLfR76IAdG6pdrzR6dIZckRwl",
-	"vT9V6SIOKIRWTafS2YOyj4fYAGZ/VtYrLRtmDmYlv5oRNrdnz7W5YCZTuY/tnA8vxoZCUmFqm5lLeYnM",
-	"ami4nYQXyVoxYFzhboHsogl3ipHKlXLvZDUxmWIJRmWdVtxS8V5/3xf2w1VTGBfQWYInirGRqlpLsTDg",
-	"xHv9vbiQSOvPNg+U9F0xMVqNAvXIWzAWrtT0AIseyeGkAgZ4sCHMrDCplGq7W2wCiSG1cP0hPtpDQBEv",
-	"Uz4cPPs8Dgv3wsdc1rit6Tiuw7zlCIPA6mTfvZvjoKWeEdtw0gIq8XKofEG48hVgXJaC/T02NvOtg4GV",
-	"Wy6yPOrjRv6IWnvEDbeQCvzSg//TiXTxpzMX7W7BQ8sRmhSg+bWy0Cd4o8sslLVL4NWpE/o3mn5WJX5P",
-	"qYl1cGy8wd7U9GKoxoTDSwUnvhfE/91+n1gtxu/SixGNW5BJMw6uAfS5snYGtNSr4b/4yTSpqm5idDYm",
-	"Pk6Eb9qpj+W6FnF6oZXwBCpaPrYj2CKavB3+9SEcvbCv1TPA73PfT2iG7Z0//jQraB/yPalhxttaF85t",
-	"Wgy2oZYfpWvc3xLPQ+zvnaHuFgx1GwXxq+INtb1A/yLiTg3FoQCnVYpTIzD7ZDBtmo0HeeO2j5Q/bsVq",
-	"4DN1P3GYwxrs9fUybg6L7+SIu9iMK9AcQohr6f87qGl3Uz1udBxQ2h0FeoA2lAd4esEdE5OUmGMODwgl",
-	"A9SS2zEfOm2Ok7gDGhZ39I3P5XBwWQ4OvfgUHhUqqiQGeQ8ZmkF9HhEGDtkQKIwK38gJgzmCIRcVlGcn",
-	"8mVi+EApNIJxWxqyx2Ir1VDEIYkPSyFythDchGniTDmZYkc6fGTAlJ53KnNeiJmDCadauUm6YOeZT77m",
-	"JF1R0JydcWUpCxD7MnA2EvMgbWHShDctTHSawG+gPTsxtfR4SDv8P//f/x/02kqiIC4ThpA2z+K7HhsA",
-	"ERFL7RyFykFLzKBO7sJzrEhd2xTlAHGwbjTczLVG+5qcScUhb/YkkW2MakN8JQ6j2+cyX2NEXTAR5sbO",
-	"EsWm3pDXlxTrSH05gmErL/E9y3xhHNbOVB4nlqnCmJopHzXWKdtwI6bTJOcHUZ6CScELlDC8JU1iHvA3",
-	"k0MyK/qaDmWD8lwYweyFnM1EclBHMesJ33HpuL5qT/VS3/C1xKXcNvWOtnzd7uuAu7ICyPXxTB+hka53",
-	"e1diP7HbAMYYosGJ4ke8hYpSQ4AMhN4EIYU7XUR5w2myc1E5UBujDFdKge/kTo9KIQWaI4QRx0h/SHzK",
-	"M+TRzTMRxrvbfXzmhRAzX3pPOssm3E5ohtKeiOJYX1Uz9h+P1RO+sIWsyL6NGHdsqq1j9/sdIGtKzJfP",
-	"ZinM1ZRLsYbb1EpsRzoPaOFAIX01GKChOKMofZuHla4GkIbQ0okXlX2IKyavVENFMTaYriJPJqLCFm28",
-	"rFLmSKcpVOGmw0pv3vZQrPDzBC4sz98Y0FqO2s7jx6tx9HfhrXeRCbfPh46J2lg9FVoJdr5geVPXdWG1",
-	"TWLrzofiw4bghVcollpQvFfY4ICSJqh4mNMzi65xrOLi0PV7XX2ZZOEKIVsiBvtNK03+dAj5VapkcBVb",
-	"hoBfU2TarBOUYbxBlSu5JdfWa8j94TUxDPds2Xke5QJIbaBLO85DEuJOD2MkQn/GFVc/MH9y8YfxQVMk",
-	"dxxJMENBHKkUGwEyxkgqaSciqRT50SNvykrFyNV7IkuHcZsOgC2CHkobyhRW4OKLO8T+/Ij9lJT+JQt5",
-	"FQNuzk1Xh7GovGxtdsGnV8IFUh+UPC3F29fbLrCs49dttcg7MK4Pq8eDugub/6LC5j3wBWyiz7doYyDF",
-	"k0IPKSyGkCakTIU2vEFwi6qlYrEuTaWEWChYwx3b7WxrqMQeb+SGV0Ikng0yamfSpPRif9AvVN0ttXL9",
-	"xIoudU2t57F013eh+XcK8NcUmo9gW0MTG0WFnQ9k5Fyr5D7xUfjBOoqCM0jW5Zwy5ru7FR0nS897n3WJ",
-	"xq1QSyRyRO+wBsCVNGJa+bWo3JpI5v3m5t7l+Ny7mNw/RUxuE+5sEX2LLb+2jLoNvd7zFytBtiWMQqzB",
-	"WNSEwtfj8Opy5C0CZDX09vBk/4Dl8bdF++3rhOBeE63WxeDmWykH2642zb9OzG3oy/+Jo243yRJ34bZf",
-	"fbhtM4G4JQudb0e4JiD3MUaVVdAHUAQY9A626cofvjXWS1GpN8B6b0ez+DxRvOuoQQjj/WiqcCdy3IXv",
-	"XiN89/o6wk7grZvtizW8vCwflbz/SxbHN75054yrxLeQFkVXGmwWU83P8eVtfFpSvJXN0stCqwRrSUrx",
-	"89N8pWX4mmlLMzcIK7SXxvygOkHlKwsrvUqBkrsyJF+yPTVcz2eRcrYnQDsfqOvaBtd80aMZMTUvIU7q",
-	"2o3IQwfUChqd+jQQ+TXN2sE3RKLiOxQUltdvxsZb8MSgmFE63w6T5pQWY6xi+OodhkM1BxDA0RSU8BMY",
-	"TUr0e86tb6Cd3IUH/XvZWggnA6pMA/Bdw+QCGF0RMEICDvVp3+/vhxqWxKVtTQu0GsPNkmASbDhNZpFr",
-	"o0/JOPJpOHOTNlIc4J2F4s9hoShd6edg45ufJN5NZo2sBs2LaurpgtnQv8cjfM5PgYETOdjr7xZRQojt",
-	"wGE4mk0rXgiVFD1JsCKxr0m/xJuCgt7WphSb7Avzw9Q+/puqqGXYqYGeOhcrFAYr5AJbzsvLdG5M9Bgb",
-	"rvKSMGEAeBpfxYzDZcHE11WMblVAScRUu48SUGaZuzHp5HbsSrS0k+yT18HfTNI3wPVH0fmbdL9v3kkz",
-	"Mt8Zzj6DwHlnaduyxHOSVHlxTo5FqbDy9UxwvqrdNia4Rn98OefJtxyllkExteSLt7TVbWFp80EBVybh",
-	"tJCnuLatpA+c54hMbV+b/YwOaYsoRDrMO7vZF2U348HY7XJYr+J11Aq/fDYr2tZEw8cFh9KZ5Xob2Egq",
-	"EeZ7bofxoJJ63dkuhpgRPltf8huzH5HuYCZEIt6zNlWuOA9kicRXhH+JJay1WXQGOZ06YPHMSG2kW8QR",
-	"4ynIoO2x0dmMxqXHsGMJbDikNsIu8qKT+Ah6TTG90FeG5OU5uMUe1ALbwtIsdU/2SqvxeaalN6kdNLVv",
-	"wh/3+33WjjNFx/CONhxHsBRY5bl2k4aq5jdGVJcKsWINUs818HikZWFHrE078nuN8iby/gCd1p0mD0gY",
-	"o+ID2UwQT8Jrf2xYqz9lz+Ok73jwEQsurq3V0MVnd+9RY9ue/x381//85fvu22+KL/Pvap/7z/rKItUd",
-	"/+CrdWPLBjkVEYvhgRhwZl4qggBA7bOBO6RN4kNVdG3YN2JGZct+JAyxs8NWlLuuOH7CL6/lwLpj2HcM",
-	"+3M5ulb59Mfy58bkgZczoTB1AGcgwu8JUKzEPG4su583H19hrb5mf4CtUKYgJlMUhf94i08px14lVW5U",
-	"08dpyUrVlEqA836xyQS4us+UTkAn0xQE6CHgLqXgLqXg60opCAi/Si3X6Bo7H+ifq6QWEIaE5IJQtr/H",
-	"DtNUz0WSpw7Tg/dKRJJahHvDtbdZU4V2b7W2jTkD1yNn18gaKPD/Lm/gz5U30Iwg2+QO4MPbZg8EpIir",
-	"iFAkEBTNLqq10VaSCfKRVrIJCFAbSnk/LhZw5TyC66La2kyC4kTKqQThYHIico1MgvDuTSg4t6+NrJc7",
-	"7pz7fwLn/jo6c1tmRc/E1yUhnHDjJPoSyMNYRsEDpqfSOZGwmQGC4KSgxKZUjBzLlK+022OvhasqKNoU",
-	"mo3TLFZZSuXcMkWPgebDxzau1i+bT3QqmONjZpGqbhQdIhQ2wsx5D6E8Qii8QI4TECmaZYxPp4v5rIub",
-	"EF5uSwn7TJkXa4lhnnvx8UTxzol850T+NOkaH6t/7eSCzLZO43sV7eu61WGCqPh1F4jxu9hs7C2LmnfW",
-	"3i/JPbsM0yVcKmT8TyVD1ZqJD5ME2+HRahjdFfkwC/vwqiWYHu+xgGkoWcnpNHNwGk0WXP/0l2rC9cv7",
-	"PDbccDZNfcf9BVWsuH82K86dcfX2jasejrSqY/AlolTH4amr2LaxHNS87PpcPPRu++rbqMMuNnPxkNd5",
-	"x8a/LDZeqf6Z2WqOou+zd+PeW2TLRQ5RIpRDAxfGSlIaQ8zaGEaUnf8mhqEHbt59ohPCLvPS8/BhLC+F",
-	"ypMYrltinScJ4wqNBKXuxFymNsQXfbecAhXyFEKSwirG8yTxqPIF93OH5X22nu54NlvFq9+ZF+78u196",
-	"kDpCbEGj6rq6BeLaKIp8ZDZ2MIniF96JhIXTqTjtdgSSL3vPMM8UBBwr0lGPvawhoP4hrig9CabyidWw",
-	"LMxbMmLKpcKgUcxgGlXJa5tSmWjMju9urqk3hVkZjIYAGUOJyibDOKWUqAGbciwRTvQ9hOKHETCQEe3K",
-	"3r2HxX7QHyldp6jFl592MHcnRS2+hqzw65L/q3vEc2p5lwz+750MvkIP1pGhDS51Cs4mGb7Rqd7QaPqa",
-	"cP+Jcrk3yB75pu88vX+uvs54qzen7FwtP3t92TkesrIVn4rIN27ytecCu96Og0dMvB+KmSPOBtycsqv5",
-	"opo4p+eK3Krt+OTw9PFPrNfrBSmEnvCyiM/AQMUphjfiAxaD/DIVGDujmJ3ouSV2WScdYHL1SmZ1KZOP",
-	"q0XeOiLwaWLQbUqxxnVqQ8fS6bEnIS16S/FiTb/sG+DQt6aZfba+2Ws1s6J39sdTyTsZ5c71++kbbTfx",
-	"gc162U5IkOpePXt4mBlDlTiqWVaiXsLa3q586Ie7bjLbXQLRnS368yYQVTCC16PnJ8n9zQW2LUjBtg2C",
-	"yDCR2w/ORarVGLvVY50tSdJc+/Bkb1CKE/YhbOVinclY2M5SXU8YfLWuJ0+tznupYiTdC5DbyvHJMNMP",
-	"IMT8KNyxE9M8rg8Rpk1tUVJ5KZguqoHZCGt/DfVMYgtWp5m4hNXC2jofQcJA4GhogXTFQqBYkvXfqxBo",
-	"bRG3O0r3pQXPlMtule6pjtDddoWxK5G5Kws61NepyCiSBfWr1kFYRzCqyRpUPhhGofwMBP0KlSucc55c",
-	"6Vk3FZci9TWFQ9T0whNBHw+EzZuJ4vLqLtr5iFZjaylsF005GVuRsyZprLYyMg/+UX9s2JAQJodVLW3l",
-	"OhkY16+P/O8kHS6B5x0F/RJlxcIBc774coXFuTifaH2xfXSRf4HZ7Dx/bCX3DEQ3nTlvwrNiaDBx/XrN",
-	"j4FSvQnL/KpjkvwuNuN5uJWvBLXvWsM2EoNlvCnLUflXNx/H9Jqw8xz0qsxQGlWxlqG35oeMp8VMWEwR",
-	"FZeUWIlCBc8S6Viq4Q0+9Hhus+EEmH3sE2ooJpZKl8a/nrW+OWu9jVFJI41LK1C4jkDx81Z0adnJy9en",
-	"pERLF+SZ146rhJuEBVRndiaGzPKFZW0P3Cz2R9aVSRwVn5ycCuv4dFb+EjR17jIj4g7IUs7IUIdJvKcT",
-	"lTxl53x4oUcj5mvs6Ay461ArJXDHTABQ2Ijt732Hzv4H79/j7vYesInOjKXCsAEsKmIeLADko5joX8za",
-	"8XxixfDdWdbv3x+ecyse7uP/uEQ70XNF7ouJMKLnLw7zys4Fmzg3o+QzyjTTebbZzMhL7kTEUq1nsB+4",
-	"i1Sqi26qhzwFmQ1bdbdDMSo+5pjr66+o2G3kpccnL17DlnSawbeoMCPJnnAs/zrV1rG9fg7SlLwWDv4d",
-	"kty4c11yTxDloeBLjUnzy/s8MWmVyZMmB0iZQfuGtdLZHCoJKO+8IncRa18uC825GBbvVslMS+WqrIw4",
-	"Vj1TXSfv7nzw/22IYoOryFkpTBuWcYDYNPMVBhORykthQq5zYvRsJpLrkkBazHVJ4NXjsoJMf1eq5E9X",
-	"qmSeA1Gt1LmxWMkqFwG9DhkJMZBrgvhYuAK+b1vhamKR/ijumODXXihjA5TfkmEl5yDbNuwsI9M9r5lF",
-	"udbl63v6331jiKGTlyLGahlobA3fIBc0mfDCfG71xRq7cihYIlEASBjHICN4N+egI23GwlHZQfgxM+La",
-	"1hmKs7kZXnVrcvrniVDaQH1ChNIdFbrrDPq5Sk2sJZzbys87hfTbaEY+xSLF+NiCpXocbE+BJuUuDSSG",
-	"ZEceUMAAfnPPYhVVETHunJjOnI0ootLXVuUqIVsNDPTehafw+5SjPaDHDktLEDwkp8BqvmUJXwTnmXTM",
-	"CueAeLafLBSf6ic/sNPTZ50bsGA/KY7qz2DK9ttZbDZpFzByZ9T+6mMEPO7fs6Vr/YzC1zUI1c6HQArg",
-	"eyP8Jzii21/w5oeLxa0x8j/nF56E5WQtAYnQMa2GImLzCXfYXQHVNaKeeUoyRhSU7elIKs91sjgAAoi9",
-	"C8hmzi3jQJ0xFmuuszRh5+K6pDA/6Ubtb++2aFSTHJYfnrR0fiBR/+nsH1+j+U8oUF/y+8GL+UhRxWjA",
-	"gy4ZLz4Ntjfi74/yskYx9MhGK0TPVWYUhjHmniHM/koTREjrQHC55Kmkmod7++SYGrCp4Go+kanwfp78",
-	"HIOT6ly7CcvdZNfWAOlIPbK9poO9fcljg/cjN2kGv0dxpneo/QVkgiLMVCSJqmOqAc1hEDHMsEkMoOu5",
-	"4EaYw8xNWoNf3wKqYXOd+hA2TLA2mYpLYv0zPeRp5wDJzCzVC6rGpewcK4IqBB09V2wCGBy1MpO2Bq2J",
-	"c7PBzs7u3re9fq/f2x086j/qI6L7Na80hShldVjWdkJx5SxW+cwbsYxtTbHj50Vt0qXkkNK7FEu0+jJG",
-	"KjOprExWc0uA21N4zlIwrh+UgjtXB31NSnA5USG84UOZVt/Jq5Whl335vbz4Uc0OMAzBTYRyQCxEEgqj",
-	"FW9PRc17x+pSOn/aTrPftFRrzk8WTzesofziPVtERpQGwe9qXn9TFy81WA3GiJhPLWivREJ08LK8OBYF",
-	"Oh4CKOCGnRgTQbZR6WLL+nZppTk+1e/1R8Nnk789Y4cnx0xfBqsiSIsJd5y1iQ5juIj0xGFnDO/wmfRE",
-	"eifuDHyUKE+KzlKHJ8e0vHJfkYiVK9vizzxJPMSUVo1T/J7WQaS3eE4ET92k9Ap9AfrB/w0AAP//",
+	"7L37dttGsjf6Kr2491omMxBFybLjUCvrbMWWE834orHlZGaHPkKLaJI9ArsZdEM0x9t7nYc4T/g9ybeq",
+	"qhtokIBIybKdOPzLFohLX6qrfnV/3xrq6Uwroaxp9d+3JoInIsP/Hp/xMfybCDPM5MxKrVr91rGy0i6Y",
+	"5WOmR8xOBMuEzTMlEpaJWSaMUJbDvX0WD1qDvNe7P7wSmZFa4R9ih64lciyMpUuDVtxlZxPB3I1sqq+E",
+	"YXNpJ0xciWzBhhOuxqL8otF5NhSH+Be9qf7u+YRbJk05xjZn8VBPp0LZxzpXNmY6Y3E+S7gVyZGNGR9Z",
+	"kTHO3E0RE9MLkSQ4Pfqq6XTZa6ESJi2TisUno50XWomd59wOJzGzmmWCJ0yrdEHfp+EkEePwED1R3jzl",
+	"l4JxNs+kFWyoVSJh9XjKtMLp+TWRlik+FabbilqZ+C2XmUhafZvlImqZ4URMOWyWXcxEq98yNpNq3Prw",
+	"IWo9k+pydRtfPX3MHu0/esRSqS5hGPApJd5ZNuNjETHRHXdZTFu1e7W3q7Ox2X2vs/FJ8mHXyuGlsOb/",
+	"GeaZ0dn33W4Xbtx/mMqptN/vP6BdPWSZSL8ftOCtg1YMS//m1QnLxEhkQg1hG1Nu5ZXwn4dZCWPvwQIf",
+	"XQAh+TVIuaGBweSvm+wrbsUzGMXqjH+ZiEwwwYcTIiNtBMMBG2YsV4lhbcOngiUZH9kOUq/OxoPWYfb9",
+	"g28P7ff7ccQyP0Z4RqYp42mq5yJhSs8jZpkRsIGG5crKlFnY/N9ybTmQ4HyiU8H4mEsVMZ1FbD4RimXw",
+	"Uy8qnnCb4D4DP/pPtOHH+JWw2WLnCIg0hnlwdrD/XWfjZdk51akcLlZXB05fxm2xJMF+sDnshJ1kOh9P",
+	"WPvk+OwpK17IiGGwkRRpYiJavR0p7GhnYu2Mz+QOvBbfuuOYy85erxMxzozN8qHNM5GwVBqLSz7kaSqy",
+	"Qevwt+/3e73D+ff7EfMbUVxCWqKF1SP2W7kpM5Gxud+FPuPM6kuh2EUO9Ir3RkB/Mk0FnsTi3k6XxfTp",
+	"GNYcZo+P3jPM5Bf/EkMbMTODdbgQI50JvIPndqIz+W9kd3joD1mss3GMv+pszJX/ETcvNyJjOrdGJoJp",
+	"JTrFOxcM1nwKrCYzazezJIHVfXztKJDY2Hwih5PKXk75gl0gz86kSKqfmkolp/m01e9F/rNSWTEWGX73",
+	"l19+2TnK7UQoK4fcitWP/yB4BsyzvAnmPpzAwgJDbgPXefjtg17neiYm3vHpLBXlGzPB0+n3g5YViiub",
+	"DFoRE1mms+8HLamueCqTc9yuQasVrazYh6g14xmfCusE20kipjNthRou/iZqzsJzfikMiIBMcCvVmJ2+",
+	"fH3GDB8JYu42W7D2a5vJmWBGTDlMFSgIztBIZqY8viiTOLsUC5blyhziNmfCzLQygrWN5TY3KBYudLLo",
+	"AOldipllI52x/QM20XlGP2dilvIFyBB8ZVxMwe68cj/1GSxjHMEYuVq4ceLtQADI22Ag8Lrighsojb24",
+	"xQ07kSNk1eV8xsIadrC/f8i4f/9EpnQaqjOXnkNmuVKwhvRo77su+5tYGMYzwcxQz0TiuX/lvPhB0pkE",
+	"eZtdiYw23bD2g3fvOvgKpS2uWMQMvQWGP+RqicYlbCtxn1bUAjHa6odksAN0UDkK/N0zocZ20urvP3gQ",
+	"wdHwf+8BOVkrMnjn//vrYPBuf29nMHj37fHbv/xnDflFLRKTq3T2csZ/ywWjn9ko01PG2SwTV1LnBsXd",
+	"PcNikAeP8ZaYtQGsgECPHd/tdNlL4MJWwwIH+4DCktFztNo/PT96vGPkGFAQUVyumhcfGDJsmyUAZXKB",
+	"GzKFnZ/qRI6kSAA6ATOUY+UngVAL2KVIiIoOer1iA37LRbYo198tS9Oy9w4e1S1mIlIJIO8kqRdi/vd7",
+	"BsCgsuzkCWvDsYvn4mKi9eWOTMrV80ObcTspRxZ84zo2FZJBb+fbt7/2dr472vnpr397/uJ05+znnf9+",
+	"+37/wYd6mpAjRID1wOy7vb0e8yCxz+JvYkAMjOOugBgTBQg3RDeCZ6kE1qvMHEQInmcHg6VhU44SJ10w",
+	"OQLJ44F029hMq3GH3oTwsgKw7xnYWGQBDoYesrngl3R/O/5ld9AC9NeKO0wB9mZTGHKXHfmPI/1MkaEq",
+	"zZSYF3i2XWBsQHmcEagEXEBykP1LS+QcnFnBpx33Rhog6CbsIrfuqyMuU2CUAbTuM6WBqTKRGpyH+1Ym",
+	"RrkRhi10njGRSNtlL+1EZHNpBDvY20fqV9pO4NPSePDezEXcB5voeK+3f1BPAKA0bEAEpW6BlNBMCG3c",
+	"GVDneCaNVp0u+wUgJuw3botbO7+jVXXtnsFFjQjZIBnB9O/3DtgLbdlzf+bxVCuNAuu6RSmHfeOVUVeS",
+	"xkRnvOaAVm75VEc0rdcjnvN3gJKYypFK9YhJK6bGQYM8U6wNzJcZ+W/RaeJ99O5wpIkY8Ty1IG8iWCVC",
+	"Ynu9XlTisr1aXIZKWY10CVm6TFj7zbOTJ00cj96xGSbr7f31u/++//O3f3/0j/2/HTx/+OLRae/V/tnB",
+	"Lw9b0UctOMGhpzKtRbYvgX25FXYKqEc3CDbg2ablpl8r6/2fmRi1+q3/2C3tH7v0q9k9w9e/podgZMCA",
+	"agWO4NO1a+sevsni/vLDg8ffPvnueO/p/R8f/PTtX7/7297zj1xcWrLjdzOuaibyWE+nfMcIAMrW6WNA",
+	"2qiiiwRVFyRxtIaA6oSKNL20z2IH+0B94kliwgsRi7lB3CH8j+XfbVSCUd3CV6HCS78mnS47pnXps1jg",
+	"wL8vXhsV74BVF+9mqU5Eqz/iqRH1NEBvqNAAHtzNiAEXDuRW60OxujzLOHwgV/K3XJzQy2BrkZYXuJ8j",
+	"nU1bxfLX0pCb+Doq8i+4CR3948n+8cHThz8++qn3V39WP5KOgBLqpvEGlFsJWshEsNjkFzEbplxOPdSA",
+	"5+4Z0qpNl+3t7O0/AuGa8SHoZQRj4qOd/2Z859+st/Md67Jz9r+sz/6L/Q/7C/ue7cQR4n3EMYm2ps/i",
+	"bozyOu7CfzIBl5kRY5D0hrDHm1fP2DCVeCETU30lUFcw+XACgEEmbKjzFEU+KA08STJhjLe3uJVihi8M",
+	"k6TQ6dyyVOtLDlKvz7hlqeBwXJQoJ+SBM76Xw7iaNtYt6GbbCqp1738ejL4dPhLDb4f37w8fDnu9g4sL",
+	"PhKP9ltRRb7uP7pOcTna+W++8+/eznfd8//t/9f//OX7nbfflBeLa7X31ZOGA9iNUrv8/dOI7A/wWtKt",
+	"8VT/wJNXxC/gr6FWoC/Df/lsljrrxO4s0xepmP7lXwbI+P2GEqJ89Sk9T5+vsamV+vCUp8ANnN6EiBVN",
+	"F85C5AwZQHKTiCHzghudfa2wYETM36gzlqtLpecKwRibZXomMrso7yANC/gomsXdVGEswN+Jj8ekU8dR",
+	"hZD7jJNJ754hY+VIZxU7EjeMO5Nmm9P3Q4r/6+uXLyI4NZ0IzwVZLfCNMRPTmV10gSs+1mqUyuHd78+G",
+	"uzJ03zelncSjY4AMgrXRDp7kNB4RMZ5mgieLQkuJyDat5wr+X9i2E9RZcIuALyZa0LqIdyBYpfJKdweX",
+	"4anOLmSSCPW514HMKyh0vdbl2HXFIACKlp0ImbEMNryYDZqmCX8B6eHNOKETBUeYp8dAW59zUm+UeDcj",
+	"84MJTEakD9fbQA/Rkkw2LA9bTpLYmefFTGdoCJEWZ/ZC26c6Jwj1eSmWNPIlUkK7gK3sJAmca3YTBZud",
+	"azbkoAiD2JQqIXtPLs2EX6SCXSxYIgBhdfy0vQbY4DuoKJPehg5Hf9k/BsIg6YcqZI3PsW6l3G27eA8u",
+	"0ylfpJonZ1o/49lYfCkuQmaGd0MhEpq2U98K1w2ogriMp5koPHxPuUzFZ6WjwO+YSEI8aBdoMvnAQh9W",
+	"fmRzbkrzn5FqKBAVcYPujy57JXbQ+SmtM1vbjDi9k5Y/4R4+RWdRw7ZZ8c7uzlIulyZdI+0bt+SecXLT",
+	"uH1hDw/Y3+QPRPvEGe4ZFj/n72hEPyysMHGny37U9wz76ezs1PMPZ1GDGXnXDzkh0KIPspbhYBmMm1y8",
+	"w1Qbb2vRSokhucO9UQlWK9FKhOtyJqdC5/aLUrCnCZ5l8opEthNU5YK9Oj56cn528vz45Zsz9MIRtCbZ",
+	"b4RKcKGs1sykep4uOof1034tsis5FG8Uv+IyBY7zuaduaATIqcR0pjOeyXTBcoXsz2o24Spxrg23TIfO",
+	"5wEqcRaxiVY6B2Jc8sqi4HDcsMuOnGef6Mgb0Ig2EsFi/PVc53aop+LcAbqYWYlAMbfOk+dOGTrFnc0+",
+	"4ZZfcCOQ5kCmkcMFlBhYPGCyeBYrB9jRME6ExBqKkMBZFHCJtvOBiWjJjxQv+U7izhIfX/JRXsfOw1tx",
+	"r860fs7Vwp0M87kJg4634xuAkVFxpHOCHvI2bRz8/xzteCIBzoHzcLtVJQjnY+6yZ+RbB4k7A+Fckcpw",
+	"peIh5qpyRwf1VpCoSkuz8OMkAziatPMZ43Da4Kgu70cYF3HtbhQ3NoQNbPSwv3/VW30jSnijvItdfHbA",
+	"dUGeZwogAO1NGiPVOCrVuIiJdzPQYeEAOZVradnrXObXrcDK/W4ZZpkeCmOANVH81edejZUDj9zIK0O5",
+	"8Xytzmnszoss33B+KRbnmYDH4OS8AR6GvqFLsUBNk/7yzukWroHJZ4DFRfJcJJKfIRr4gtLSIe04/Cp8",
+	"LWbt4YRnRlgX4TOWV0JFLM7taOcRTDc+Gg7FDM6IceFn/kIJkB2OhJkyAD6Epr2OxSy/FMtHPHxJnfWc",
+	"cXZ6dPb4p2jp1SixOT68NvQkGHnTJ16+Prv9F3Dh3W7gnPJE2sfogUPTEFk4JJl3+HU8xW8pvuFnnuYC",
+	"qIik382eQaNF/XKURqxf3W1vC6uUxqgheAG+7vjKUenSHIa0eKGNjyy9XYpJXDVzRfCQdjbY1d/wI8Cg",
+	"4H8teMUOYIm69ziH6saW8HA3lq3g8DqEgq+8Bl2vJ8b/2HF37ICSjTiIICRCmwJmuLPmzpBDP3s7Dw9C",
+	"m7EerVqM+2wnPmTchQ8Wnt02Z6lWY5S6gSXOfVsmcJ7lWOkM+DrJVGPhL0Q2gVX14UGjGbW/8/b9XvTw",
+	"oM44GbVk/YZl169XAb1lUka/EhtyrvWEmIPzt1OoQ3WRi4CjIOphZRwWVDHbQFX0o+e5y6RaawwOz4ZM",
+	"WiXVRp7oK68NBhCuCRJ0SanXH69n0tQcsYK0N6dxOqw1JF7G4qxnCPS5xhETfwEWoBYvR63+r+9bKk+d",
+	"KkQ28eVtCKawskMNz7qRv10WZ0feusuuYBxeLQDR6+Ofccn7FKaJwKeMOqArhrUtH5uITJ0nT0wHVQkY",
+	"CSvcevgZPLy5MoJk+arxHJYhTd0ybCSho+VtJjP2xvuMJggyT35AL4lz3+0tL93SrrrPrG5rzRJ7ezuF",
+	"6fZ6kYvHhGU0LlQ9uCc824Fh3hnKMXqlRoAgQG44tgBUan8grS45uoGwkA1eY8c+S9/lKvMIXJ8b8InA",
+	"0VlMzk0lHHjdwXLjeYw34eokPpr+NFg15ySuLqRfq0oIWs+FXwQutOtngG+5Zmh3waI8LazlT0ubRRF6",
+	"jtCKUP9SVtaE2t+WwwWnqwYmiurJKKwreEgqpwPNRcs7NURP/0rgs0XDzZQPJ1KRFRIvoPLhJu0+67Mb",
+	"/FxiQOdkeDknF1VwoXC8wUWr9TnAiOL/ILPgDx+FjNw0vECHK7wCixXXHpQCaa7CAD0aCZVINSaGCmx5",
+	"xu2ESeWMQaiTkLcqBq68ez8+JEdb4brDW0q/Xce7DooZ3qMQQP8atG3E9WeajLN1CRbBOjOJcF+ofFqc",
+	"jagIy3C+YRc69rbmI1NQecd1ez3RmWWTfMpVudHi3Szlyvmgat4201LVBhY9RYUTVwcXN0KTz19fv3zB",
+	"TukZF7j+XW+v42ln1y3yBqcEkA5tbUS0W86s7uz8mPHZ5O/PitOzJObeWYFxKKaZvxECWLL9w5djsn+/",
+	"On59xo5OT+4Zp2yTkEZ504lYfCkVHAEMrHBCiLXLI72TykvBhLKZFAYJO2YXAu2gPBvnwJtIrZVqllcJ",
+	"qJxlqklnrrK95YOe5lMViI0i6i1qpVKJul8+1HxrmUsGdLVKJUCV4ZBKeLYKx5Y//vbDGvSwwb4HEQvX",
+	"Sq9lsOEeLyP6Yzxosfd2pmJk0Z6M4TO474rx3Oopt3LIZiIzFBNAkQel2b+w8gA/NKwdlyTYLZ76O36r",
+	"02VHhP/iwlbxgk+RIV7xTMI5NUQb5UuKhBu0LHPDVC3Xvy3hn2ba6qFOWfmCPouXBk5x6xxT9BakNaIt",
+	"ymmEMJplgF0dXfV9N4QeZsL3Hzz8iZtJPfN//dPRzv6Dh16K4QZFbCLedVdiub7jO6O375tUUBd6jctJ",
+	"THnvbW1IaUiz/qEoHOcqAdcdvAoRNAi2wqblZpfoIbIQjKfNVWkAmKD740pkPO3WBDqt7E+wLuekpL/9",
+	"9RxjifD/39Su0G9++1ZH6g9YMcA2qN/aWLb3EH2LwC8fRL1ezwW5LVsO9h7ef3RQtyv+ZNyMsCurh4qc",
+	"e00dtVa3Jmq92xnrHXfxX0ar7is+f+6YU+1WFtyJTAmrSxRyILpn9Qwn3PKPm2QmTJ7aArN6ZdWrTSit",
+	"WNu7HMU7Mcyts+FcvyQfoptqkBU5XSNlNmdYG5yknwRPSTAtsQ6KUS4PdEtf1mCppSPtnqqTQidFZH2N",
+	"PL651iimXKa1gpZ8J+bmKmgNFr2SViQ/LBqCUk+eeN5Cd2a18DDT6VrD8Cu4pwgHr5LKqtp7HRBATZcW",
+	"x326fGs4o1DjDdfs+q0jMz35zKpbWOQKrA735nOiYOB1i/YyG8M2rCyBTznAd5Tfv35mt1LtCyIsyMyv",
+	"fCXNr443uxU/UU/4wlTSNL4NsjTur0nS+HjqunVQLI7S2bb2exuEri/bu0Ia3WRvks2NeQGvWbXnYcbr",
+	"UCQnS9lAq/Jh5jTjMimoUHkRUuIUyFpOoYpKMP/2Pup65ORV2rsI5jq7NEUNAm/LzCj8ycPT1cMBb6m1",
+	"dyBHY0YMM0G5vZhQvHu1t1uO2ey+xxd82CVPWZe9nui5cll7ioYeitbrWTwNpsZMWdmyuzBHVXbxE1nM",
+	"n9e4/25h60KHkc7GoM/OuCG/pGHx0KXXWs3isbDPRdy5iVkMU7BMHSTyH12OwTRhzOaFALLD7Jq2M7pE",
+	"bK/XoxhMZDedw2oesAQoXKFMngk21RkOb6Ntey5eZo08vemo0YjvGQpUkQlr09FxNRI66+myyHbAJavf",
+	"axjY6nY3qxDBwjoTVtMmNci+m3BnmEC9OvNPnWdkQPPHtRrgs9A5KuM+LddGvvCME5HxBuvnpSYuRwEd",
+	"ikHVLyiWlZjIWR2JurycaXETjJ5Sbrsshn9QgweSczFtrrINxoq5tCy4LYajEqfSWJjLmeBTEx+yGN7v",
+	"7E70jXu4LvjdTs2r6H7/KniNG3+8qk/8S0t1Mzx6czncCJbqiQCu+hOPfrH25qtVb2q9EcYKj+8aAeGz",
+	"Esv8I6KlYlGvp6W7EB0BZf6OnRkvR6MLzTPAGDUHSC3zH13eznKVAJzgi1XabeZGswmvU7B/0nM24hgJ",
+	"Ota2D1LL6tEoZu1EpAJzFNwhvofBNsZ0Iha7+Cg4gUBjkU+djQK4ZLrdLtzL80Rad1bx/yzVY/jBzIWY",
+	"YTioW1BDlmOMXXV5dhkfClezI7c7ejSCB0dS8dS9scIMpTUiHXVC9wBNB23kFNIVtXAQraiF30cruuJp",
+	"ravAWJ7dUDV1j/zQYO7BjB42n2jmbsQMkPr31NXCOUrnfGFY7OqfxIdoZ1fSTERSoZFU8CtK6UCbxYWY",
+	"SJWw9kHvoLI87j3rlXsvIWhcnpzCJQrnXkvwdfL3jlzGzVnpqyENjsGuckRfrW3zoWD+ciN8cIDGHNaJ",
+	"OKmGaZ4IFEwkhDbibQFLXmZsgRl2qbSAVtpqJYe+SAac0mEmpkIBAWpVqW8HQylmL5V9eNBaa8yVAXYo",
+	"DbuhjaFc3AbSuJUK7vey6l2/mW9dNQGcl9n4WoxTZdH10DuIcC9ALgjEuwAdjYR8F4h0I3x4rUyvLN9d",
+	"iPXqfvyeJXs2fkNRlr8van7jIN+mZqwV8rlDGr2pbtRA0AHPuynPKgCqn24DbZcfuWZZP7cB8VakcttV",
+	"X/aJfdp0/4336JrtuCN20yRpf0+MxohsQ2YzlSq8uvdHIsc651UQ5VlT5urgwbdFwFAiLJep+diYL3ID",
+	"wjNd9kPG1XDCqIBum6vEbyw5wTos4+jutxOuUCe30qaCghRoOK7CjI95VtqejzAFvGah6Ika5a0xVokI",
+	"UBqmh5R3OxTV77nCOEpb1vjZ0nW5FPwgsh0K7gkqTfgiige9HuLczsaYtho0u3zYrolkP1kOXqeCEi6l",
+	"hwoO6jEb6oxqAjeEcJXezqXVxXxdKqaJux4u4EHvoM4jg9vcEFoWLceWmXw65dliKY4Qk1uqm/VCW/a0",
+	"aZesi59f8lFWaiLLRCgrRwuqvVj9FGvH/ELntn+RcnUZh+ZfzEZCAzAzMzGUIznERzoVJSHP5E7xqfUu",
+	"BBeXjwsVlTW0HI0XwWzlvtexvle6bplfZmMMPxR8SjCbnWbySqZi7CoS6CzBbNkY9fCYUUlpFvNkKlX5",
+	"J1k84lBRxgdaUQvvxFg7uKXWanAm+PRONN3K5FbiCzMhMDvcB2TSc7R9CgsW1VsW5EYVx2rCJmHCWN28",
+	"PnbOmYnq1WHYkoo9+HqteBoYZ+/C5neHOv9HQM5QTQ6XqLq4t1OhYQdvhUKXiGwpUP2uhP2magpM4y7Q",
+	"G57B3zF0Kz0Qp7m94Y7dWotvhM0wmjtCkZ+NnFYnQVljNc4oDwhcCmTRqsE0+Z88GyruO6zWIlRJpdqg",
+	"dzwZ73miGj90f1Lx0sQIFgmnlK9w4YhlicIVpOpvvYHW4h+pQ05H7ks47ILAcRC58sOoFQNhl4t6OeAX",
+	"rQY3brDSG3P8a/JVft+itqYw46qzJpM6cwn566tInvq7S7h8I+de8UxjBcb5RDM9E8r5YtxBuh5Mb14K",
+	"NWpZPl4TI3ZNvNG6SqrVOqCZzi2Wh6+SfXP8jUf0vwfw4FFzFT0UGLogm+qeuvVdOry3xBm4kLdCGlWG",
+	"9BmtStEaqdRbcwI3iztbPouYuunC+loKdjttLQciP6EbMEonpnsoM3PlQARDfrDesnLD6LzwAH1ETGBx",
+	"VD4GGtJLmkmvLJkbhCeXXK+Ue/W6Gb7DI8zGwCryZncrcSZeygMzNKIoFg1qJdW97KxBE9UYFAzQoHfU",
+	"xKDcEO0S9Pn8ePfjYnWvgcfVsxTsdKrnoET54zSR4wmQdDYGLNC8468bbDzP5EgMF8OUDHeiz2Il5jFr",
+	"/ys31km8ToR5RypmbcpHm+vsEv2m8IsLE41Ze84lhku4ZStIEkMddHpFGaFYxS2pmBaUgCnBJ4AM6H3A",
+	"1fEZYM74yDWTuyPofh1gfCHmHp6KQxarPE3jAiqaJVBwkySa3xmrvxnY+jiws2S1pthhWstRnqbYDM8I",
+	"e8jiX9/GbJgKjgUDKwj5s4mFVXKA3wpSoBrYISFQ6W2MgxZ8Wpvr9gUkzQqn+YWqR9fX0LmqsTHiYWJa",
+	"DbGUGpoD2YxjrSpZFk71dQATieW1qHQlphXdZwlfYJGZEZdpnlFmlRvXhdap4OpulJhVe/6V18s2z8WA",
+	"QUo1fi3VUNQmZxO3EyrBTOigzmeWKz9LkfgGOlIYdiHGXLF2gb5lKqiyJ5bErNqWb5O5c5tAniy9a/8y",
+	"4nV4b7Hukaep2yFvR6l3bOR7UMsSS0pZgkgYv0eVdgxrx47n0ySwvoERmasxFUes2+1iPYD410Hrm0Hr",
+	"bYx2j0oRhjpO9vDgBpzMsb2mQivF3q5E70ysnRks5N+G/6JVZ5bJK27Lev2mMOi4GgRF8nKq58jtpmTL",
+	"ScSVSPUMtKvlBM39G5f7qFDNWlK4QWqMZ3areTGURdJQLEqOsWMS3ROxeD4xYnhOXTwvuBEPD8hxEn9k",
+	"dokbRH16iRv7E9dEq4ZhWyumM2sarFJ3E2gI64Ebc8+wkycRlRfjS23Aiog6N6Ra4AywuqjGUPtrE2Y9",
+	"q/JbxOehr9JzVjnC7q6irDfsTIs1dQ84VlB8bjbidKRWHNHkbhgcS6zLQ98S7Tr5gICXREYt4PXOzk0q",
+	"/pCj0QesFuSxrtzPEqHdhTdimXY/WUaT+9AdjvmTj/WulJcCrq1CqdtLv88mnW4sL1azu40Y5qCYvIYN",
+	"dNWnsNrsUU453vTXU39S//rL2Yo96q+/nFVK1HbZiTWVvjvSVKNZi5QtI1yzAwraissCQEXeZFG4fqEs",
+	"f1e2F8btwq+WTANEMlVMlWqkfU1WTk09ihZYVDJ9yqWyXCqRGYe56HnT391193QTcbVCCsULqFNFnlq5",
+	"4+ofT0Q620mEufRIvsteVjLt2tg+2AxaHabnaqDQ/0NF66i3qrMPHTpREJTKTvWcxcvdr2MmzUBJo6kz",
+	"FtZf4rYSYtwdqIH6j/9gR5VGuANFbVjgjXFQ+MIdQphZpehw+6+/nHVcr5CBio/CbsN95jrjkmyn5rck",
+	"2l2VR2p5UUnPWyYJWgsmky47WlffuKyk6ZvL0KsXWMp/oOKD3h4L6zXHviBwvFzU2I89LjsDdwcq/vH4",
+	"jO1OsM7Bv9Hdl6ugkbBI/KK+0qmgjbuSRl7IVNrFQB3z4SRoekG1s7FmiHjHhzZdUNvLbIzhJv3r40oG",
+	"qggsYZiaxSb8SrgWKACbgmy5DIeTGx+wgynHWAbMdAfqFe0t9aOiBlVUPUQkVALcU8Ehc/obQtVwWe+z",
+	"oj1M3GW+Krqv4AMzur7/R1tnA0V1ngrSlgorjEvboS+x+MD1ecTgpTgqVo0bQCfOqjpQvkeAaz5iSuKn",
+	"SxTDRINIpCGDGJwRV9Q8g0U5UcxMdGb77Jtv4LtTwZVhg1YR4obK+ULnRYvfaj8T+uCg9c03niZ+Oj56",
+	"UhyvH4/PwuPFU6OLLg4x3BlTPa/v9vZ6gAtRR2Lfde939zv9gSpjA5HIKv3NiW/iB+bYNcwIGG38mFKW",
+	"dkgQxAPlLMlJWQiTnqIWCVqJyPUZZS7bCY5gqnnCLnjK1RA7qS4GapbpC8Hi8lyAjraL9Zj+7U6YkBi/",
+	"OBV2ootDgnjVDBT9C7yfNQVbsnbcVDmbytqni4EqYyZrAy5ddbEgujKAuYdFTCVXyUD5qErc3KU4O9/J",
+	"wCW4sJ/LqEVvg8G4xc5AYS3Sag3NoGgma/Om0pplBbxooKgNnGGNLay4KftXceW8yq6RlW+sRdsEnxry",
+	"DA0ny72EqkPwHYckeTQHquwy5F5kcB9JraDOuSU9k1gacsUSMUx5hjVaafd9VUDfI2igUAuGGcUHvQfs",
+	"Od0F5/yIJHzM2n7sMb3jXGl77uR/TFkxA8UVi/EJL12C/tDCfRyz6fHL+NEOUbgbkdIDhf7cohMtjekg",
+	"9s3Jygm6aTkT5Vw7MgIVf0THM+yqEh/c3/NckVEzF0b9ZdiZ1gw7zMSs7dvB6CuRDRR1g4nKphyVLi51",
+	"jV46rIgGsehVcguDdBPBVB4Vo3DNXGLW9jRwbt2lflmJ0bHSgdq430rHn+5TPpbKYYpnkvwfmYM7cKqo",
+	"nsHOjG4TSVHMkbX3dvZ6vcjXFWD7DzrUCNzQyhada13v4Ck1CzHo+qTmZa6dCFWUdgQ/UJXyBLTx2Ki8",
+	"7xBKt9sl2XrIMpF+P0DVZNAq6IlcdW9ePWMjUbQqHqjA17Xs5GIXGs5kJpwXrNrtXGNv9WigwrbnVJdr",
+	"487nYsGAOgDsYf/zkc76LNHIHWY8MyICSjQ2y4cWy4rrRI6wdN4U2Lnl0xkSF21HNFCAo5Rg5et8vw4U",
+	"oMGfbgzRSj91RAQ99gNPPLXFXfY3IWYl9hhh/9wS1BuSQSMN5xf7aQ+U69aO3lLXTx6W3lf6g1NcENvL",
+	"mZVTGM8QZuti1BcD9VqqMciCnGSCxxYGo6yiwglLSNsViS5xk09E7gD9C9fXt+gioVh8fMbHJZZ9LRRa",
+	"5i/48BL5fNmkBg5BjJ0N4ojFp2/OSEg+OX52fHaMNT2m/JI0HurEU3Tg4mnfgRtgwQ4auX7fvkcfYBOs",
+	"3hKKEGre6Pdjb5+Ffb0YNfaKlxuJ+7ZZ3XDwoEroGQ3msOguKm0wXETCwZhZG48A/pixuVS4VUeKeqID",
+	"Wx206Mw52zWdux26lsixMNbB3FbcDwdDrcMd4/Vt2qUdKOpI0UYcpR3acKUcfFt1Ml6tNFdHLD5Qbq+j",
+	"lWZwOE3sImn5mLUJJBVgzTUfHyjfey52Tgjb2HEOjkBBuq/Khh3IpKp/I5/AMq+km5sue+P6aZYWi8j1",
+	"MePJjlYpiXr3E/PgIZboMHYrBv9FTRH+EwT3AFkWigUG9sQRI9oPDjirOd8/0HCx2DAlqjiUSiZuZO21",
+	"b9q7z1yLvEAWdgeqFbVSORSujp/T0U8zPcuksByr8zbq5rv+ydK5V2jnR6cngcuk39rr9ro9VwhS8Zls",
+	"9Vv3u73ufVf9Fy0fHtrC/8d1hu1n8kooYQxiI9Fn+72em9/7gfPrDlr9QUtfDlofQgJxTXNomaipW5ed",
+	"WDaciOElgqpEzIRKgJ2hKsPZk4XiU/3kB1BXQMQQVY+FNZU3ZsIl0HfZE9+O0WnxjFd0/m4rqIJ5krT6",
+	"MEdXzG+pW+1+r3dNQ5ubNbJxX2joY+OnIQ3jqbyijmwH9Pm6txbDDNre4iP399Y/cl3jvw9R60Hv/vp3",
+	"1HSLC+1orf6vb6OWy9EJKMaH0/V/bRGRtd7CY7uOGrsLPk0byQ4W6uVMqKPTk6AmaXnq5tywi1ym5D6v",
+	"3Wf3+M02+kolXc1ltzgyN+6BuDxqVGL+efT8GYHbqrq39LmYevf4V5woaSW38kpgSkjRjQigi7SdL0c4",
+	"1+z+2UQa1KozjqVOa0mANOjGzX8leCJXmA7AqIJDeCGFFkRQVBAFScOOHp+d/Hx8yB707he1a71CRtIE",
+	"4y0QXGikKs7GGR+KUZ4yM8ltAhIIGQzJ3IpZwDBj9QztCAhSMz4ayWGhsZT0CbeZzu0YFEx/8WX4E36a",
+	"1Cya2tfGnArSaiLNq73dccZnk9+aedOrXJFZwpfcpZrdBV2hq9z/BhovCr8OMgIsPQgaLZO2H9TdrlBF",
+	"RJ0OEVmYqPg3bOmFOh6dgS57qdIFDkIKg+aIvERlhAkTdtB74OQ2WhL6OJLYUy5XC0LKMLQu+8WpAc0F",
+	"ysM65N+/HyxV4B60+u8HHokMWv29aBCUr0a8ABpp68MHj9N9vfSIIoaCk0R1z+HChJtJp1hhaciMiS8g",
+	"y5iDEdRVagdtrEM+RPOsYpdeTaNlIwM9/R/jUUXmrbhtYBmITYxXe0PPAHWCNBOOyiVHbdmppdizCjOd",
+	"nYVzr7Rw3u8+6Byy+GeeLfqMSsTGzIo0Nf4lSz3nSGU07t4aTkFk+iN2gCr1TQxuuKv62RIe9y0jHFL1",
+	"f5a8Zm2V7Q/RnRYfrxtVtdh50+iWA+g3LU2+ZgJh/e+I8VCtaRpvWXb8I1eypsL+0hBuVXC/bsxBTe2m",
+	"Qff2a8b89kayzNH1jn/khl0kl0ulA1e/vahcfVst6MOFKgqkR2FLD8O8N+IQTScrHSujlQrqVmvW9taI",
+	"OOGWr3T4/ZnXFcp3rSydnbOGl1BU7HUdIAtp/2V25847hx4trW1oc47XTsyZ4Mt9OGQ6i1aerXhtotD4",
+	"hy6N0o+21CaEta9rzBG6QyoHOgoEJlM6W5bOXjPYAIJVevziQw8+d19Xz/XvmUAiuEgD6/AQdW7DcLkC",
+	"QS03YAUKrzkSiHM2oPr979av1nJv7DsDuhvg6xMFUounRQGQj4LHJSDOVUCXDtz9eHzWCQCyB8RvsY+T",
+	"2QQSlztZg4QJe9F+YOdPnwky00ZajfBSuunSueQz6chpN+4cAiSYSmKuRUelwgLuuS+ZTT3zjZhQ+dSF",
+	"BsAX8xlBPiO6S5EiZHMsETie32rnpsOAZ6OH2yBcjEgJEByINRvDOEHMGuppBRuUinfSLlgir2QiEnax",
+	"wFLTgMVSwQGMdYKC1SBQimGgVfXaxj7UMSpgIK73kMrTNKr0+CGXzWH17kuxMA4LYDWeFdAAy+ARQoCe",
+	"l20TJGlKUbQBly399K4jLHWhkzZYGW7YRI7J4rsiQ7F+6kor6KD/LDBMN6KIxd/sfhPXPUGm62WR0eah",
+	"CYqX9gRyQwHfdvV9RFTiQH8rlQ6SFsR88Ro8C5w2tg/Khp2wvV4UksheD8B4xPZ6QApAcYrl3kC+xO99",
+	"q5Wyjqk3m6OhtbCaSCumh0iLTvEBYF047X3+fdFfyjUti398dXT609+fnZ8evXp9fP706OTZ8RNYP3/9",
+	"56NnJ0+Ozk5evgh+fHJ8evbT+bOT5ydn58f/eHx8/ISuP375/PTZ8T9Ozv5Z8+Pp8avXJ6/Pjp+c//3N",
+	"8at/nr94eXb+9OWbF09iDJH3uiKK4r6PEzno9TaW5vs19+JPoEUPlxt9+2WNAsURGFZpBHcj8U3ccM/J",
+	"PwWCG3ux+tgFpCVytK4usjRLHIY6J7ZjnY3Pi5pXgZ/jfCoNOvNjVz44eCV2kMNtvsRitvHqMpIv3QeT",
+	"+cZxpvoeTxjeJwt8rcuOnBOK3A4Y300scmWsZL+HJaJz1WBNkGJNXzN8e9GAvstOlM20mTnFWmLRZ5ar",
+	"VBgTWg6EooMIbKSg1ZMXZ69evj49fgzkGne6rGitbxnFOxvs705BJEHXfGy77xfKM+kSocApt7Wt+p2L",
+	"ve0tMRORUWGoWnW+TEn/wbVEvROT31J7uw/V8GOXxfaVK2mrnaw+jaL21etQ7Yqxxgcl1ghDYEGlQPQ3",
+	"ojCUlol3QyEABTlB2PksyllNrFmNXhaEoBWaVvWRsi93iMEq9yhvA+p2P0ole7SxhuFin/CxvQ3UA+ef",
+	"DpWRg70Hm4yxYMfPAfthE/mtFlXRonRWiIdaXcp5G5p7EFGViTV2Xe37G1FAOOofJMfKzkCFPc81/fVp",
+	"AdikaFkONFj2lrOG93uN+ek7b/9SZ0J926Q8HiVJpSMPshcc3D2XU9Hx4WLlYrk+JoiugM1k2gWwYjFW",
+	"8vRZXeRVY8cF1FBtxpWhzMwoiE4fCoxOAG20BAQ+IcOXs2DctXbz3huZgdaKWVLuN9AWMmGzRdEdMdXG",
+	"J+12Cr9lgSDpJUFEO0fAgixkztrF+Avh5CI7KVCqAPwAyxYwPZEacc/4wWCHb8q5LlYuQjRKuQURy8SV",
+	"vqQkA9+Vq3Ivxbl7xYOIjKepB8MHvQPWliohhJhLM+EX6aIDwwk7gskg7A+mhJvUr2bI0LunubEY17hY",
+	"biHWPnr9+OSEpcKiZc2FSyWowu9IZQA9Wnkl0kUnClS/g9597P7thnKOLyvRs4+Tpa97eI73XInMhT0V",
+	"KT2U1D7LNPWM8COr/0auijd0DkFiONewsBRdGJ+8+PnkjPSmoxf/PD9+fnTyLIYtSfk7YTDCsssOet/5",
+	"HIAyy8CHCnIizdJkwNqYV3SOwaImLrqM00DnnMCtwsA6itVpu9ni9bgGmBIpBX3GVrxNdcyzvGX3pAKi",
+	"Wzd0B9wMxdR0YWxAg24xJzxhVMO8WEJ3LtEwVVCwW/H+9QcWpfw+SfkvM5/qXG7tvr8dUNlAlBbZNPTE",
+	"wfonXmhLNX3xgQ3wxWOtRqmk5MmD/f1NJuJiskCyHyvrqpb8WcEMURqwfRkeeo9gAsBSohiqTdkQzWPz",
+	"zNW+qaSUrSZH+mielWZ9C9crpNIqBIQvSH2p0DLRx2yHouPfNArC7qvt/BgHAA+oKWLYTR8LTb3MxiZ2",
+	"gffVrn5Rtf1f2w/TxW6Tgt9hKdrbHFKpdD2E4Rz64RU6y1JLQR9e32UvyrDlom+8kalQNl3URgw9F+tC",
+	"AJ5Ts1Smcp/ItbTG2gWBs3aRhNAYAYDLWvGoFAXc9hAm+s6se701rVk/RGulBwXLf1qp8Vxcz1Ujn00Z",
+	"bKjMqku45I4C0mj6rLttF+8Jfa6fgUXflOH+SXngj8IGkCvgflNRMj3fd7QhcNq4uOXG1qPk5PSplRH5",
+	"jeobISFrBNmObKvrc5CESygvU5JqAJxnbjcGbnTOfydndLVPUq2lKuz5WqxgJcsoqK2+PbNf05l95vPj",
+	"avc9jPik7reN3uzHzg/AmRLzamkBULOXUAyCF0ybxceYVuKw2uVsqNETbQ0bycxYn/3eZUflw6Bd+4i8",
+	"+PnRP85fvvrx9fnp8avzN6+PX8VLTGQJ0fjiCehzVi5aAmHTRKcOq7iMe2QmQ50rakI5TPOEijEKU+bc",
+	"sSlPfA9GPer02YwblxclTWHDQK1XZ+Pz33Jt+bk358YRm+g5un6mXC0Kr0qW4wzJ1PLEN82kJHq0M0y4",
+	"6yRuDX0b1SurmdFT4W0blCQo+BXdGWF6GfBIPWV8zGVNSDUN4GU2vhvN9e6dM2Vbv438Mnt3+eFGZ0nI",
+	"MufcuG1Mlljm8Rkfr2OZeM9nZpmfQRO9nVX+xgrslzHjb7Xmm0ofOsGOnxVHZ1XoBNjR17QhCZSKuka2",
+	"vv3xKpTsM3oGzU9WjwV65UlRSVPkomGxnSgEPkEjYt9RoNKSmIyivglxl51kmcDAg4tUUBUULJnjC7qU",
+	"Eu3pUnIN/JdygRHtOhtWVJf77YXKAbB8kmcOG1MTb9vQFhjFJ1nhw8+hQZs7e0LZ8PceJhWNM2rQrDQ6",
+	"A4dcEbiWtqgMUuTY+rTl6VRacxhGgpBcx4SFynilYcPcwlcpTioTpogYmOvs0iWAuNQCPrwcZ1R3BVMZ",
+	"8uxKXiH6GGbcTPyDZD3uY8R2JpDjoxd7itkglZ7GZMUGeZvIaqwWJijv9w5cxBWOmmwNwOKJnpKwFkLR",
+	"MKw0qMf7vf24VFPq17YoQqBJMGEmOMWGUTzGWNigs3fsQzxDMsCF9QFNpYk7aGBM9hEskwLb7ytiOAoo",
+	"c1HDxcG1L3KccS4NuIGW4za4QY4wwbpOIdq/O+EdNEbfRIiXVImbQzW6/ZavEOOyauT2saGJcz0NrOxy",
+	"Z30c7j4J4g0AiRu6D5qzIl18debuvQ3kcFj9gIof/JnFMCoWK2KYtQMS7dRpgmtN16tqoOP2JH44dqin",
+	"zLmlpuXVmi3wUCnN73mdEBQ6vB3jV+jBiN5bslpS70AV+jsFauemNF6/cR/TZAOxk0znY8ICzgTdqc+T",
+	"vhWDe6GVcExuJSXpGKaIbkyL/7rA7K6f1+oa4PUmc7NbzQrr8IVRqbP824/NOfokatNHqUr3N+QVvjZH",
+	"a2uR+n1akdcqBDc9e9RjHsNp8PzVcC1KfVjlWjXA3VVe1FmB4Vd4BJUp/3gc9EkMJ64s7kcHtN4ZB3DF",
+	"6e+OE2yNJh8Dg7ZRkJ+P3dFZvJUJZBeNDTupHjc61KhQIYVUgkJY5goqz+oipsQcS4QBpuqjoaAd86HV",
+	"2UkSd0DJ5JauuFJRFtbNwsaVf/lbhYoqdceCAAVfpszVJS2qKCQU9YdVFX3N2XkmrRXFMDGiLQhCZNwE",
+	"r+yy2Eg1FLE37aNrnrOF4Jn/TJwrK9OYtd0tfab0vFP55qWYWfjgVCs7SRfsIndFlp0LmzIzzIwrQ0UG",
+	"MeOLs5GYl+ETRnvrCnoRRgINCFZMjUsQc+EV/+f/+/+9al+JacBhutgoXyTwdhIIEC621Dj2HUKW5FAd",
+	"bMR1rIDGTYrvA5qtextO5lZv+yM5WctFXu9hJfMg1YD/gzhSP72A+7PGv3tLa2EzDrg+XvsIoFsnLsIg",
+	"tI0iMO4Z5pposHauivDnXJU26Vy5YOhOaAqPmE6TQqaUKScUAkS1Ujbka8wdnvUslayzrv57aJdH76y5",
+	"lLOZSA7ruG498zwJlusPHQVSTmQ9gwrWbcuftqEhxfmXlcNQH9b6EUr59SEllbQI7G6O4fdot6P4rjAK",
+	"PQZW4nuh+0q16YJwqc8LYTG1HzQxYsmg0m+n8D9V6kXTN3ziUIw8jGBcUQgYPW4TkblQFl+LS4iZa/Ul",
+	"rcGCXPSFYE7EtYxLf4ndnyfqCV+YErOyb6Mi3OV+rwOsUYn58tosZYBkYetHv5tYzd/hWRcj26e0H2q+",
+	"YfXMoNeNsvUcgHfuMFcjArFy7PNfSh5zkgTRvoVoY2ai55Se0emy11hyjJy/mbCZdA40kBHA0Vfygds1",
+	"iUERM3xRZgfx5cWgbKZLoZyPkC9cfQFsgokGZNe36Z5ZyrsZayWcXbpYzpVBUWqrzRaue0eRiFlMbJbC",
+	"N2Fd64Z1yJaznh68e+f8kOQ/TWTifKjlNnpvK07H6HJ8c77YTKQeEjHCOrv4JpCtOEIRXC2yaFbzZXwm",
+	"zcSpYS6jB7Pvq5kxmApFx6soAEE12dt4AIPU905TENJdZ9HcvUmtHOGXCUla/n5jvkuYpFZkAVazIb++",
+	"7JdtzNE25iiANSfE6Hx85MWC2Ne6ZJ0mTWr3vQxE37VhSa9QUwJJtYqqGsVvGf55OzMQqWcVHrrEhw6a",
+	"Rpp8dbzgT2tpgO3cMDntlih+vaobnpMGC0UQcHBtlfMiWqYmwumeCUNrogIT14bBteMiYCnudDGCqiir",
+	"tRwIBNiFAoD8+0VSDQcfChKoQeQUQKSRVNJMRFJpr6FHzsqbipGtjzEIFuNTuuU2CIkKJpQr7H3DF1vm",
+	"8HUwh6dkD1tyQFVP0d054OtOPerkG1sk8e6VYKLU5bFMgzSverMedkf8Yxv0YAobZHPhQm2ztb66bC1H",
+	"wP5E0t+f0PxG+jsZJshuQgfPZ5XDr2FEe1Tt2oodISpNhHyrCG7ZXmdTPwAQvbM9KSESJ45ZruRvuWiy",
+	"HcBDv1erAYzty9gLcFUaZD3t9TZ3aWtH2NoRNspdwhNTw44bkc7ue3I9XGsreOLSlLzPAnUHUC7CTGx2",
+	"RglJDPuUFv0h6X4X0RKw1xVGjfyVWC0mk97IsEAjvxWDvSbVoyGRoeBKLoFhm7SwTVpwSQtN52+D9AS4",
+	"ddO0BHfu4uLBShZCcCrx5GGwfuKKcvpHl1MTkKiruQlHpweHrEhQgMP1vPjuTXMUbnk0r0tSKKYSZiO4",
+	"xVgqEXHTpAT3+OdOS1gHhbb5CNt8BHsdk/lExlKCCNdlLDx2xSyDI6iwVYFKdnXGgps/GQSgsP07gACf",
+	"Rrn6MmkO13EUn+fw0Zxlq1ht8xv+WPkNt1eTdj00WG8hroEiIbwLQliWbMa/uDYeM64SzECNqbBYULK0",
+	"mn/pyi+6tNN4I6uzg3Lryg7G7vv0vWAYrnzz0pcb+87BXBrzP+tw1h8s7v4mlc229cu+dou43+IvAtI2",
+	"Z2K77+H0rQ0UmWKx7KKMetEmlzTWO4FzhyyDz2CICb2IPOTZtS9fE6qPz1DEa9GECtRbvKNfflFag3Vb",
+	"3TelwWDDGC6dY1xgczgLLE3JTT+D7SmQAXNuaA5foQXq5obqrcnqxnE4QDr+uE09Ad/CcgVcoQJ0fKYk",
+	"vOMQ41hc/XtCC74BSxUIrdi/lgCSN4U1WZdufQQDG9PnQQhNClm5gFtDz9bQY6tHEwnnC8CJ9XcShiDr",
+	"UF7DKsr+bOmCGWErTKOQ6wAkiKXs9/bKuDdq3MIN42jBrjiVVEJdWOBe7IjiutwtyUhv52jrLEgWcK3+",
+	"4NMuyYYquebYEJTuuhArXAo7dAA8KMqpde4MAo0zrooSaGG5V3wU08uXAZIrLh19UqCUiKm2HwWUZrm9",
+	"M5T0acxzNLTT3H5uC916sbCGrj9KVtxlIMf6mTQf5q398XMHdmwNln+ITi5JUoUBhSQQQQOV21kyXQHZ",
+	"TSyZjZEdYU4rG8nUYs7hxYLF1No33tDkuYHB0oWX3Fh60ECe4tg2Aj74nWOyWP7RzJC0SBuE49Jibs2P",
+	"X535kXu/gy3OS5U3RC3/yxczRm7MeFyQva90HdaGws7aici+52YY9yslPjqbBeQz4gnGtW3BDHnkXZia",
+	"lIh3rE1Z6ReetRH6xjMksQ2JzhadfsHrDlk8y6TOpMV87BQgdHuc6XxG76XbsI8lTNinv8MsihrR1BBd",
+	"8anAdGVXyJmH3+DGyLES4iQpvlJ3ZzcYjatFEDwJ4N33s8YfD3o91o5zRctwThOOIxgKjJJy5euZ810x",
+	"5qW66Vgy3EkeXB5pmJ8RNW0u5hrRDdz6BbRaNza/8u+ouKPWM9VT/9iHNWN1q+zkpHTN0T5iwOW2tRp6",
+	"u+7tP2ps5vq//f/6n798v/P2m/Jica32vv+sr4JVnfEPri2I1Mr1YYvhhhjOzDwotoONpn3XNlSG8abq",
+	"cW2YN56M+i5lOJpWVHgROf6FF2/lS9wK/a3Q/yP7HFdl/cfK+MZMnJczoTAPB79AwsMxsViJedzYOsmZ",
+	"bkS2Ip5djRJPn74cTkzWOAokc0avoO6HSqoSraaV7pKhrikvB7/7u83MwdF9odwcWpmmkFRHAdv8nG1+",
+	"zjY/Z8P8HM9rVhn1NarS7nv6z03ydOhw+kwd3ySoy47SVM9FUpQioBvvBfwZHxo5t4HzGFA/GOczMI0J",
+	"OLfjpLdIwSlZzzYJZxvRsJyE03zINknEwZs3TcXxByuuHqYyG6dsz1UtQ7qSmVO8aSU1h4i9oXHI43IA",
+	"N07Kue1xvTYtp1yRMC/HL0zBiG6RluOfvQsd79MrZNfDpm2IxzbEw67jVZ/KOuvAxHUZPac8sxLdOuRn",
+	"Do/xIdNTaa1I2CwDpmKloExDbHafK1dcv8teC1vV0XRWKndWs1jlKVVOzRXdBsofH5u4Wip0PtGpYJaP",
+	"mUHOvBbCRAh6/JeLzolFrJl/gHxYAG2asc7nU0ddCtNdgKhPpYd+oTSmaxlqkcj08Yx1q4NuQwm++tyn",
+	"j1VBdwsctmnowL2KAnrbYlke6f6x62W5Waw314dIeWuv/9qc9MvnIjiPpZrzuSBgraH/KEmwhzGNhtF+",
+	"kye7tPCv2vLp9i7zpxWBoZxOcwur0WSDd3f/Xo3wbnhfxgrv16YB/vgNqtjht1hmax7/A5nHHQlrVYdP",
+	"An5YB1Cog+ymwUTUqPb2IMT36f1jgxA3i/UgxOd4b1HI14dCKjWlc1PNV3Z9me88fABRRZkLmAhl0USJ",
+	"QcOUShSzNsbC5Rf/EkPrLChFq66Ojz8ueuzAH2N5JVSRSHTbviM8SRhXaKIp82NAXzU+SO675VRGnyvk",
+	"E4VWuQZPEnfcfq/oxg3vy6AbvzYb5YxsjTvbAIMtgmpMFMHDUrLHug6+nq83IqmPLArhbeF4wXkgsZsI",
+	"VUrfjDfzZdcrpqoDPjMiHXXZyxre7W7iirIT4VOuvgMMC9MWMzHlUmHQNSYwjqqcvU2ZjPTOjutspalX",
+	"VLbyMnoFQCQlKpP07wkyIvtsyrHnBYkWnw7j30CNwASfet8wlkxDZ7a0nbKyarHa3s+RlJVVG4pT3Fby",
+	"3Dwko2DU25oU25oUH1uTYoWnXMfK1sR0UIIEqTGNUR21PU9ufXY+U0mJNdCpmPQ21GAbarDcUwUp4+70",
+	"vZuVibi+iCj3xSEUn4rINXR0lUQ9bNgMSURMvBuKmSUJC6iCijzwRTWJVs8V+fXb8enR2eOfWLfb9WiI",
+	"7nCYyGVSoe4YwxPxIYsBR00FBoAp11oUxXYdSsEaDysFHoKsXq4WRU8mjxcIKLSp0gOOU2e0LJ0ue+Kr",
+	"M2wIc5rCDu4GKXwy5fTLBB6sU05d5MGdcNqterqNPfjKYw82E0HrVdNdn2O5c/MiBsM8y6gWUTVRU9QD",
+	"xM09A0fudbfNh93mIG69CX/8HMTKqeL1R/yzlCAo8OYG7GTTpn9k3ynMMBci1WpsYKZY8VASGG0fne73",
+	"g1h9FwIalm9OxsJ0lio9w8tXKz3z1Oii7T9Gor4A2BnmCMCXfgAM9qOwJ1ZMi7hYPHRtalOWyivBdFmX",
+	"0URYhXGoZxIAjLKaiSsYLYyt8xFsEPBSQ1vDG5aGxiLdf67S0LXlNLfc8muMAAsLIAZ7XccsP3Wtxxux",
+	"yhsDLurVWGYXypKDVku6XMd0qklXVJQe3kJ5Vnh8KpyydNE6lqdnO6m4EqmrVO8zFxaOkbqgNgPKNXFt",
+	"Xp1Fu3ij0dgucgRzodyqjVhiEyqsrbfPvZfcLRs2O4aPw6iWpnKbTKrbV93/M6HUJfLccuGvFbOW/rSL",
+	"xe8XtM7FxUTry81j3dwDzOQXxW0reagAIXVunSXUiGGGNTg26oNby+1+8cP8Q0fIuVms5xV+V/4g7GHb",
+	"uv6TMpTlsxfiueLS3UfVvaYTfgE6Yp5RSmU5lqFzrPjsx8VMGEw5F1eUqI3ghueJtCzV8AQfOl5h8uEE",
+	"QEfskusowJyKWce/DlrfDFpvY1Q4SXvUCpTHY1BinUNDGnb68vUZGQSk9bjqteUq4VnCPLtgZiaGzPCF",
+	"YW13QFjslmxHJnFU/mXlVBjLp7PwopFjxW2eibgDmM5m0pe2E+9oRSVP2QUfXurRiLmyZToHKT/USgmc",
+	"MRNAFCZiB/vfYfzHg3fvcHb7D9hE55mhUuGeLCpwEwYAOC0mHhqzdjyfGDE8H+S93v3hBTfi4QH+H4do",
+	"JnquyJM0EZnouo3DHNMLwSbWzigRlbJOdZF5OsvkFbciYqnWM5gP7EUq1eVOqoc8BeyYCWNY29f342OO",
+	"tQPcFpWzjRyKffLiNUxJpzlcReUf2f6EY0HwqTaW7fcKkqZEVr/w58i2485tRQZRlKOC32uEpBvel4mQ",
+	"rHw8afJFhULeNcOX1hRUSUS5dVBt4ye38ZM10rsQoNhJQiUzLZWtSlESlvXy/Dq4vvve/W9NTCVsZyHF",
+	"4bN+GId4kGeuXmwiUnklMl9yIcn0bCaS23JfGsxtue/NowS9SrKt3LSN+6up3DQvCLEWNK+t3bQqBEG1",
+	"RTlI8u+Wx2QsbHlGPrXO2STh3VJsZfg2mG/tSflE9qlCkm3aDDw8kPecchoViqerGu1+d92ShlZeiRiL",
+	"B6Hd219BaZzlwukzhQEeK7fLoWCJRDCTMI4hb/BsIclHOhsLS4Vo4cc8E7c2clHU193IzE+mqnyZeLk1",
+	"HMzHy2052bbr+J+w8s61PHtTFWK3VAAaHQFnWHUfb1uwVI+95c+zw8KxhXyYPAF9Cj3BK/cMlvQWEePW",
+	"iunMmohCi12hb64SspTBi95ZfxdeTzlaY7rsKBiC4D5bDEbzLUv4wrtQpWVGWAt8u/1kofhUP/mBnZ09",
+	"69yBD+JJuVRfgzPCTWex3ilR0sjWLbF1S5Ss554JSOMLYsdbMLvd956dwPVMuL9giT79gNffXA7uGjfN",
+	"c37p2GDBGhMAtJZpNRQRm0+4xZZDqLESBy5KHGBsSugRQXZ7oZPFITBRbOhDXg9uGAcOj5GBc52nCbsQ",
+	"t2WnxUo3KsD7n4rPNcHIYvGkofUDheCrMyP9WS2xQoEGV+wxbu5HQqZMw1naIRvQ5+EYjTzgR3lVoxu7",
+	"A0sjRP9lnikMzC38g5jSmSZ4qI0FAHXFU0lVcPcPyD3ZZ1PB1XwiU+G8fcU6elflhbYTVjhLb60E05K6",
+	"A/uaFvbTI6A1PrDCuuy9X+WabtnDV5IijnRXQTRVF2cDq4CXiGGOHdzgyF8InonsKLeTVv/Xt3BcsfNd",
+	"fVAmVm/IchUHKsozPeRp5xBZ1SzVCyqSqMwc60wrJD89V2wCXCBq5Vna6rcm1s76u7t7+992e91ed6//",
+	"qPeoh8zCjXml21KQL2VY2wrFlTVYO7rokjY2NWX4n5cVr5fSroJnKbJt9WGM32dSGZmsZm0B6qBgsaUQ",
+	"dfdSCldefelrMgqEKUD+CRdYt/pMUUQS4zWWnysKw9XMAANa7EQoCwxHJL5eZfn0VNQ8d6KupHWrbTX7",
+	"l5bqmvWT5d0NYwgfvGfKGJvgJXit5vFf6qL3+qthPRFzCTftlZiaDm6Wg4WRlwU+FAd22IoxMXUTBRsb",
+	"2g6CkRbnqX6uP2Z8Nvn7M3Z0esL0lTfOAmpNuOWsTbwcA4+kYw67Y3iGz6Rj9LtxxF6JlIdRKqbTd6HQ",
+	"PCk7QR6dntCIwx5eEQtLqOPPPEkcER0WA8TB/XR2dhphaBLe1/4tJ6cqSNwO+/H4LJg4jvK3tI6one15",
+	"InhqJ8EjdAFUnf8bAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

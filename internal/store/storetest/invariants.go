@@ -80,8 +80,12 @@ const (
 	RulePointerEmailMismatch = "invitation_email.email_mismatch"     // the invitation it names has another email
 	RulePointerGSIKeys       = "invitation_email.gsi_keys"
 
+	RuleOwnedOrgsCount   = "owned_orgs.count"   // owned differs from the user's owner OrgUsers, in every org
+	RuleOwnedOrgsMissing = "owned_orgs.missing" // an owner OrgUser whose user has no OwnedOrgs item
+
 	RuleAuditGSIKeys       = "audit_event.gsi_keys"
 	RuleIdempotencyGSIKeys = "idempotency.gsi_keys"
+	RuleRateLimitGSIKeys   = "rate_limit.gsi_keys"
 
 	RuleWebhookGSIKeys   = "webhook.gsi_keys"
 	RuleDeliveryGSIKeys  = "webhook_delivery.gsi_keys" // its GSI1 entry, or its due-shard entry while pending
@@ -211,6 +215,7 @@ var entities = map[string]*entity{
 		}},
 	"AuditEvent": {kind: "AUDIT", sk: "EVENT#", skID: "eventId", attrs: []string{"orgId", "eventId"},
 		gsiRule: RuleAuditGSIKeys, check: (*checker).checkAudit},
+	"OwnedOrgs": {kind: "ORGS", sk: "#OWNED", attrs: []string{"userId"}, check: (*checker).checkOwnedOrgs},
 	"IdempotencyRecord": {kind: "IDEMPOTENCY", sk: "#IDEMPOTENCY", attrs: []string{"orgId"}, gsiRule: RuleIdempotencyGSIKeys,
 		check: (*checker).checkIdempotency, gsis: func(it *item) gsiKeys {
 			if it.k.org == "" { // a user's record, outside any org
@@ -233,6 +238,7 @@ var entities = map[string]*entity{
 			return g
 		}},
 	"StreamCheckpoint": {kind: "STREAM", sk: "SHARD#", check: func(*checker, *item) {}},
+	"RateLimit":        {kind: "LIMIT", sk: "#LIMIT", gsiRule: RuleRateLimitGSIKeys, check: (*checker).checkRateLimit},
 }
 
 // kinds are the partitions ORG#<orgId>#<KIND>#<value>: the key part value
@@ -261,7 +267,8 @@ func (k *keyParts) part(name string) *string {
 
 // parseKey checks that pk and sk have the shape e requires and returns the
 // parts they hold. Partition keys are ORG#<orgId>[#<KIND>#<value>], or, for
-// a user's idempotency records, USER#<userId>#IDEMPOTENCY#<hash>.
+// a user's idempotency records, USER#<userId>#IDEMPOTENCY#<hash>, or the
+// count of the orgs a user owns, USER#<userId>#ORGS.
 func parseKey(e *entity, pk, sk string) (keyParts, error) {
 	var k keyParts
 	p := strings.Split(pk, "#")
@@ -277,11 +284,23 @@ func parseKey(e *entity, pk, sk string) (keyParts, error) {
 		k.org = p[1]
 	case len(p) == 4 && p[0] == "ORG":
 		k.org, kind, value = p[1], p[2], p[3]
-	case len(p) == 4 && p[0] == "USER" && p[2] == "IDEMPOTENCY" && e.kind == "IDEMPOTENCY":
+	case len(p) == 4 && p[0] == "USER" && p[2] == "IDEMPOTENCY" && e.kind == "IDEMPOTENCY",
+		len(p) == 3 && p[0] == "USER" && p[2] == "ORGS" && e.kind == "ORGS":
 		if !ids.ValidUser(p[1]) {
 			return k, fmt.Errorf("user ID %q in pk is malformed", p[1])
 		}
-		k.user, kind, value = p[1], p[2], p[3]
+		k.user, kind = p[1], p[2]
+		if len(p) == 4 {
+			value = p[3]
+		}
+	case len(p) == 3 && p[0] == "LIMIT" && e.kind == "LIMIT": // a global rate-limit bucket
+		if ok := p[1] == "org" && ids.ValidResource(p[2]) || (p[1] == "user" || p[1] == "caller") && ids.ValidUser(p[2]); !ok {
+			return k, fmt.Errorf("pk %q is not LIMIT#<org|user|caller>#<id>", pk)
+		}
+		if sk != e.sk {
+			return k, fmt.Errorf("sk %q is not %q", sk, e.sk)
+		}
+		return k, nil
 	default:
 		return k, fmt.Errorf("pk %q is not ORG#<orgId>[#<KIND>#<value>]", pk)
 	}
@@ -396,10 +415,11 @@ type checker struct {
 	owners   map[string]int          // org or team pk -> its owner OrgUsers or edges (they share its pk)
 	children map[string]int          // team or ticket pk -> its edges or comments
 	teamsOf  map[key]map[string]bool // OrgUser key -> the teams the user has an edge in
+	ownedBy  map[string]int          // user ID -> their owner OrgUsers, in every org
 }
 
 func newChecker(o CheckOptions, base []attrs) *checker {
-	c := &checker{o: o, byKey: map[key]*item{}, owners: map[string]int{}, children: map[string]int{}, teamsOf: map[key]map[string]bool{}}
+	c := &checker{o: o, byKey: map[key]*item{}, owners: map[string]int{}, children: map[string]int{}, teamsOf: map[key]map[string]bool{}, ownedBy: map[string]int{}}
 	for _, av := range base {
 		it := &item{av: av}
 		it.pk, it.sk = it.s(store.Schema.PK), it.s(store.Schema.SK)
@@ -483,6 +503,9 @@ func (c *checker) checkShape(it *item) {
 
 	if (it.typ == "OrgUser" || it.typ == "Membership") && it.s("role") == string(authz.Owner) {
 		c.owners[it.pk]++
+	}
+	if it.typ == "OrgUser" && it.s("role") == string(authz.Owner) {
+		c.ownedBy[it.k.user]++
 	}
 	if it.typ == "Membership" || it.typ == "Comment" {
 		c.children[it.pk]++
@@ -587,6 +610,9 @@ func (c *checker) checkOrgUser(it *item) {
 		} else if u := claim.s("userId"); u != it.k.user {
 			c.relational(it, RuleUserClaimMismatch, "EmailClaim %s names user %q", claim.pk, u)
 		}
+	}
+	if role == string(authz.Owner) && c.get("OwnedOrgs", "USER#"+it.k.user+"#ORGS", "#OWNED") == nil {
+		c.report(it, RuleOwnedOrgsMissing, "the user owns the org, and has no OwnedOrgs item counting it")
 	}
 	has := map[string]bool{}
 	for _, t := range c.stringSet(it, "teamIds") {
@@ -712,6 +738,15 @@ func (c *checker) checkAudit(it *item) {
 	}
 }
 
+// checkOwnedOrgs: owned counts the user's owner OrgUsers in every org. It
+// holds during an offboarding too: owners are cut off in transactions that
+// count them out.
+func (c *checker) checkOwnedOrgs(it *item) {
+	if n, want := c.num(it, "owned"), c.ownedBy[it.k.user]; n != want {
+		c.report(it, RuleOwnedOrgsCount, "owned is %d, the user has %d owner OrgUsers", n, want)
+	}
+}
+
 // checkIdempotency: a user's record carries its key's userId, an org's
 // record a valid one.
 // checkDelivery: a delivery's state is one of the three. (A pending one
@@ -730,6 +765,15 @@ func (c *checker) checkIdempotency(it *item) {
 		c.wantAttr(it, "userId", it.k.user)
 	} else {
 		c.validID(it, "userId", ids.ValidUser)
+	}
+}
+
+// checkRateLimit: a bucket holds its TAT and its expiry, both numbers.
+func (c *checker) checkRateLimit(it *item) {
+	for _, name := range []string{"tat", "expiresAt"} {
+		if _, ok := it.av[name].(*types.AttributeValueMemberN); !ok {
+			c.report(it, RuleBadAttr, "%s is not a number", name)
+		}
 	}
 }
 
