@@ -15,9 +15,13 @@ import (
 )
 
 // Deliveries of webhook events live in their subscription's partition
-// (DELIVERY#<eventId>); a pending one is also in a GSI3 due shard
-// (WEBHOOKDUE#<n> / <due ms>#...), which the workers of every replica
-// read. A settled delivery leaves the shard and expires by TTL.
+// (DELIVERY#<eventId>); a pending one is also in its endpoint's GSI3
+// queue (WEBHOOKQUEUE#<orgId>#<webhookId> / <due ms>#<eventId>). An
+// endpoint with pending deliveries has one WebhookDue item (#DUE) in a
+// GSI3 due shard (WEBHOOKDUE#<n> / <due ms>#<orgId>#<webhookId>), which
+// the workers of every replica read: a shard lists endpoints, not
+// deliveries, so one endpoint's backlog delays no other endpoint. A
+// settled delivery leaves its queue and expires by TTL.
 
 var errDeliveryNotFound = errs.E(errs.NotFound, "delivery_not_found", "delivery not found")
 
@@ -27,7 +31,7 @@ type deliveryItem struct {
 	Type        string    `dynamo:"type"`
 	GSI1PK      string    `dynamo:"gsi1pk"`           // ORG#<orgId>, so offboarding finds it
 	GSI1SK      string    `dynamo:"gsi1sk"`           // WHDELIVERY#<webhookId>#<eventId>
-	GSI3PK      string    `dynamo:"gsi3pk,omitempty"` // WEBHOOKDUE#<shard> while pending
+	GSI3PK      string    `dynamo:"gsi3pk,omitempty"` // WEBHOOKQUEUE#<orgId>#<webhookId> while pending
 	GSI3SK      string    `dynamo:"gsi3sk,omitempty"`
 	OrgID       string    `dynamo:"orgId"`
 	WebhookID   string    `dynamo:"webhookId"`
@@ -43,6 +47,45 @@ type deliveryItem struct {
 	LeaseOwner  string    `dynamo:"leaseOwner,omitempty"`
 	CreatedAt   time.Time `dynamo:"createdAt"`
 	ExpiresAt   int64     `dynamo:"expiresAt"` // TTL, epoch seconds
+}
+
+// dueItem says an endpoint may have deliveries due from its gsi3sk's
+// time on: no pending delivery of the endpoint is due earlier (a retry
+// may be, by at most recheck, while a worker holds another delivery).
+type dueItem struct {
+	PK        string `dynamo:"pk,hash"`
+	SK        string `dynamo:"sk,range"`
+	Type      string `dynamo:"type"`
+	GSI1PK    string `dynamo:"gsi1pk"` // ORG#<orgId>, so offboarding finds it
+	GSI1SK    string `dynamo:"gsi1sk"` // WHDUE#<webhookId>
+	GSI3PK    string `dynamo:"gsi3pk"` // WEBHOOKDUE#<shard>
+	GSI3SK    string `dynamo:"gsi3sk"` // <due ms>#<orgId>#<webhookId>
+	OrgID     string `dynamo:"orgId"`
+	WebhookID string `dynamo:"webhookId"`
+	MarkedAt  int64  `dynamo:"markedAt"` // epoch ms of the last delivery made due
+}
+
+// Timing of the due items: a due item marked within settleLag may have
+// deliveries the index does not show yet, so it is not moved later then;
+// while a worker holds an endpoint's earliest delivery, its due item is
+// read again every recheck (the attempt may end in a retry due sooner).
+const (
+	settleLag = 10 * time.Second
+	recheck   = 5 * time.Second
+)
+
+// markDue makes the endpoint due at now, before a delivery of it is made
+// due: a process that dies between the two leaves an item that a worker
+// removes, never a delivery that no worker finds.
+func (s *Webhooks) markDue(ctx context.Context, orgID, webhookID string, now time.Time) error {
+	k := dueKey(orgID, webhookID)
+	it := dueItem{PK: k.PK, SK: k.SK, Type: typeDue, GSI1PK: orgPK(orgID), GSI1SK: dueGSI1SK(webhookID),
+		GSI3PK: dueShardPK(webhook.Shard(orgID, webhookID)), GSI3SK: dueSK(now, orgID, webhookID),
+		OrgID: orgID, WebhookID: webhookID, MarkedAt: now.UnixMilli()}
+	if err := s.table.Put(it).Run(ctx); err != nil {
+		return fmt.Errorf("mark endpoint due: %w", translate(err))
+	}
+	return nil
 }
 
 func fromDeliveryItem(it deliveryItem) webhook.Delivery {
@@ -69,9 +112,12 @@ func (s *Webhooks) EnqueueDelivery(ctx context.Context, d webhook.Delivery) (boo
 	if err := checkDeliveryIDs(d.OrgID, d.WebhookID, d.EventID); err != nil {
 		return false, err
 	}
+	if err := s.markDue(ctx, d.OrgID, d.WebhookID, d.NextAttempt); err != nil {
+		return false, err
+	}
 	k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
 	it := deliveryItem{PK: k.PK, SK: k.SK, Type: typeDelivery, GSI1PK: orgPK(d.OrgID), GSI1SK: deliveryGSI1SK(d.WebhookID, d.EventID),
-		GSI3PK: dueShardPK(webhook.Shard(d.OrgID, d.WebhookID)), GSI3SK: dueSK(d.NextAttempt, d.OrgID, d.WebhookID, d.EventID),
+		GSI3PK: queuePK(d.OrgID, d.WebhookID), GSI3SK: queueSK(d.NextAttempt, d.EventID),
 		OrgID: d.OrgID, WebhookID: d.WebhookID, EventID: d.EventID, EventType: d.Type, Body: d.Body, State: string(webhook.Pending),
 		NextAttempt: d.NextAttempt.UnixMilli(), CreatedAt: d.CreatedAt, ExpiresAt: d.CreatedAt.Add(maxPending).Unix()}
 	err := s.table.Put(it).If(notExists).Run(ctx)
@@ -84,21 +130,64 @@ func (s *Webhooks) EnqueueDelivery(ctx context.Context, d webhook.Delivery) (boo
 	return true, nil
 }
 
-// DueDeliveries reads one due shard of GSI3 up to now, earliest first.
-func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, limit int) ([]webhook.Delivery, error) {
-	var items []deliveryItem
+// DueDeliveries reads up to endpoints due endpoints of one GSI3 due shard,
+// earliest first, and up to perEndpoint due deliveries of each from its
+// queue. An endpoint with none due is made due again at its earliest
+// pending delivery, or leaves the shard when it has none.
+func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, endpoints, perEndpoint int) ([]webhook.Delivery, error) {
+	var marks []dueItem
 	err := s.table.Get("gsi3pk", dueShardPK(shard)).Range("gsi3sk", dynamo.LessOrEqual, fmt.Sprintf("%013d#~", now.UnixMilli())).
-		Index(gsi3).Limit(limit).All(ctx, &items)
+		Index(gsi3).Limit(endpoints).All(ctx, &marks)
 	if err != nil {
-		return nil, fmt.Errorf("list due deliveries: %w", translate(err))
+		return nil, fmt.Errorf("list due endpoints: %w", translate(err))
 	}
-	out := make([]webhook.Delivery, 0, len(items))
-	for _, it := range items {
-		if checkDeliveryIDs(it.OrgID, it.WebhookID, it.EventID) == nil && it.State == string(webhook.Pending) {
-			out = append(out, fromDeliveryItem(it))
+	var out []webhook.Delivery
+	for _, m := range marks {
+		if checkWebhookIDs(m.OrgID, m.WebhookID) != nil {
+			continue
+		}
+		var items []deliveryItem
+		err := s.table.Get("gsi3pk", queuePK(m.OrgID, m.WebhookID)).Index(gsi3).Limit(perEndpoint).All(ctx, &items)
+		if err != nil {
+			return out, fmt.Errorf("list due deliveries: %w", translate(err))
+		}
+		due := 0
+		for _, it := range items {
+			if it.NextAttempt <= now.UnixMilli() && it.State == string(webhook.Pending) &&
+				checkDeliveryIDs(it.OrgID, it.WebhookID, it.EventID) == nil {
+				out = append(out, fromDeliveryItem(it))
+				due++
+			}
+		}
+		if due == 0 {
+			if err := s.reschedule(ctx, m, items, now); err != nil {
+				return out, err
+			}
 		}
 	}
 	return out, nil
+}
+
+// reschedule moves an endpoint with no delivery due to its earliest
+// pending one (queue, earliest first), or deletes its due item when it has
+// none; not when the item was marked within settleLag.
+func (s *Webhooks) reschedule(ctx context.Context, m dueItem, queue []deliveryItem, now time.Time) error {
+	k, cutoff := dueKey(m.OrgID, m.WebhookID), now.Add(-settleLag).UnixMilli()
+	var err error
+	if len(queue) == 0 {
+		err = s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("markedAt < ?", cutoff).Run(ctx)
+	} else {
+		next := time.UnixMilli(queue[0].NextAttempt)
+		if queue[0].LeaseOwner != "" && now.Add(recheck).Before(next) {
+			next = now.Add(recheck)
+		}
+		err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("gsi3sk", dueSK(next, m.OrgID, m.WebhookID)).
+			If(exists+" AND markedAt < ?", cutoff).Run(ctx)
+	}
+	if failed, _ := condFailed(err); failed || err == nil {
+		return nil
+	}
+	return fmt.Errorf("reschedule endpoint: %w", translate(err))
 }
 
 // ClaimDelivery moves d's due time to until, for owner, if it is still
@@ -109,7 +198,7 @@ func (s *Webhooks) ClaimDelivery(ctx context.Context, d webhook.Delivery, owner 
 	}
 	k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
 	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("nextAttemptAt", until.UnixMilli()).Set("gsi3sk", dueSK(until, d.OrgID, d.WebhookID, d.EventID)).Set("leaseOwner", owner).
+		Set("nextAttemptAt", until.UnixMilli()).Set("gsi3sk", queueSK(until, d.EventID)).Set("leaseOwner", owner).
 		If("$ = ? AND nextAttemptAt = ?", "state", string(webhook.Pending), d.NextAttempt.UnixMilli()).
 		Run(ctx)
 	if failed, _ := condFailed(err); failed {
@@ -137,7 +226,7 @@ func (s *Webhooks) SettleAttempt(ctx context.Context, d webhook.Delivery, owner 
 		u = u.Set("lastError", truncate(d.LastError, 300))
 	}
 	if d.State == webhook.Pending {
-		u = u.Set("nextAttemptAt", d.NextAttempt.UnixMilli()).Set("gsi3sk", dueSK(d.NextAttempt, d.OrgID, d.WebhookID, d.EventID))
+		u = u.Set("nextAttemptAt", d.NextAttempt.UnixMilli()).Set("gsi3sk", queueSK(d.NextAttempt, d.EventID))
 	} else {
 		u = u.Remove("nextAttemptAt", "gsi3pk", "gsi3sk").Set("expiresAt", expires.Unix())
 	}
@@ -176,11 +265,14 @@ func (s *Webhooks) Redeliver(ctx context.Context, orgID, webhookID, eventID stri
 	if err := checkDeliveryIDs(orgID, webhookID, eventID); err != nil {
 		return webhook.Delivery{}, err
 	}
+	if err := s.markDue(ctx, orgID, webhookID, now); err != nil {
+		return webhook.Delivery{}, err
+	}
 	k := deliveryKey(orgID, webhookID, eventID)
 	var it deliveryItem
 	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("state", string(webhook.Pending)).
-		Set("nextAttemptAt", now.UnixMilli()).Set("gsi3pk", dueShardPK(webhook.Shard(orgID, webhookID))).
-		Set("gsi3sk", dueSK(now, orgID, webhookID, eventID)).Set("createdAt", now).
+		Set("nextAttemptAt", now.UnixMilli()).Set("gsi3pk", queuePK(orgID, webhookID)).
+		Set("gsi3sk", queueSK(now, eventID)).Set("createdAt", now).
 		Set("expiresAt", now.Add(maxPending).Unix()).Remove("leaseOwner").
 		If(exists).Value(ctx, &it)
 	if failed, _ := condFailed(err); failed {

@@ -46,6 +46,7 @@ const (
 	typeInviteMail = "InvitationEmail"
 	typeWebhook    = "Webhook"
 	typeDelivery   = "WebhookDelivery"
+	typeDue        = "WebhookDue"
 	typeCheckpoint = "StreamCheckpoint"
 	typeRateLimit  = "RateLimit"
 	typeOwnedOrgs  = "OwnedOrgs"
@@ -229,15 +230,32 @@ func deliveryGSI1SK(webhookID, eventID string) string {
 	return "WHDELIVERY#" + webhookID + "#" + eventID
 }
 
-// dueShardPK is a GSI3 partition of the webhook deliveries due: one of
-// webhook.Shards, by endpoint, so no one partition holds every tenant's.
-// Like DELETING it spans tenants; only the delivery workers read it.
+// dueShardPK is a GSI3 partition of the endpoints with deliveries due
+// (one WebhookDue item each): one of webhook.Shards, by endpoint, so no
+// one partition holds every tenant's. Like DELETING it spans tenants;
+// only the delivery workers read it.
 func dueShardPK(shard int) string { return fmt.Sprintf("WEBHOOKDUE#%d", shard) }
 
-// dueSK orders a shard's deliveries by when they are due (epoch ms, zero
-// padded), then names the delivery.
-func dueSK(at time.Time, orgID, webhookID, eventID string) string {
-	return fmt.Sprintf("%013d#%s#%s#%s", at.UnixMilli(), orgID, webhookID, eventID)
+// dueSK orders a shard's endpoints by when their earliest delivery is due
+// (epoch ms, zero padded), then names the endpoint.
+func dueSK(at time.Time, orgID, webhookID string) string {
+	return fmt.Sprintf("%013d#%s#%s", at.UnixMilli(), orgID, webhookID)
+}
+
+// dueKey is an endpoint's WebhookDue item, in its partition.
+func dueKey(orgID, webhookID string) key { return key{webhookPK(orgID, webhookID), "#DUE"} }
+
+// dueGSI1SK is a WebhookDue item's GSI1 sort key under ORG#<orgId>, so
+// offboarding finds it when its webhook is gone.
+func dueGSI1SK(webhookID string) string { return "WHDUE#" + webhookID }
+
+// queuePK is the GSI3 partition of one endpoint's pending deliveries, so
+// an endpoint's backlog, however long, is read by nobody else's worker.
+func queuePK(orgID, webhookID string) string { return "WEBHOOKQUEUE#" + orgID + "#" + webhookID }
+
+// queueSK orders an endpoint's pending deliveries by when they are due.
+func queueSK(at time.Time, eventID string) string {
+	return fmt.Sprintf("%013d#%s", at.UnixMilli(), eventID)
 }
 
 // streamCheckpointPK is the partition of the local stream reader's

@@ -78,8 +78,10 @@ type DeliveryStorer interface {
 	// EnqueueDelivery writes d unless a delivery of the same event to the
 	// same endpoint exists; it reports whether it wrote it.
 	EnqueueDelivery(ctx context.Context, d Delivery) (bool, error)
-	// DueDeliveries lists up to limit pending deliveries of shard due at now.
-	DueDeliveries(ctx context.Context, shard int, now time.Time, limit int) ([]Delivery, error)
+	// DueDeliveries lists the pending deliveries of shard due at now: of
+	// up to endpoints endpoints, up to perEndpoint each, so that one
+	// endpoint's backlog delays no other endpoint.
+	DueDeliveries(ctx context.Context, shard int, now time.Time, endpoints, perEndpoint int) ([]Delivery, error)
 	// ClaimDelivery takes d, as listed, for owner until until (its next
 	// attempt then). ok is false when another worker took it first.
 	ClaimDelivery(ctx context.Context, d Delivery, owner string, until time.Time) (ok bool, err error)
@@ -333,7 +335,7 @@ func (w *Worker) Run(ctx context.Context) {
 func (w *Worker) RunOnce(ctx context.Context) int {
 	started := 0
 	for shard := range Shards {
-		due, err := w.store.DueDeliveries(ctx, shard, w.now(), w.pol.Concurrency)
+		due, err := w.store.DueDeliveries(ctx, shard, w.now(), w.pol.Concurrency, w.pol.PerEndpoint)
 		if err != nil {
 			w.log.Warn("webhook worker: list due deliveries", "shard", shard, "err", err)
 			continue

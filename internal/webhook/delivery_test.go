@@ -31,7 +31,7 @@ func (f *fakeStore) GetWebhook(context.Context, string, string) (Subscription, e
 	return f.sub, nil
 }
 func (f *fakeStore) EnqueueDelivery(context.Context, Delivery) (bool, error) { return true, nil }
-func (f *fakeStore) DueDeliveries(_ context.Context, shard int, _ time.Time, _ int) ([]Delivery, error) {
+func (f *fakeStore) DueDeliveries(_ context.Context, shard int, _ time.Time, _, _ int) ([]Delivery, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if shard != Shard(f.sub.OrgID, f.sub.ID) {

@@ -88,8 +88,9 @@ const (
 	RuleRateLimitGSIKeys   = "rate_limit.gsi_keys"
 
 	RuleWebhookGSIKeys   = "webhook.gsi_keys"
-	RuleDeliveryGSIKeys  = "webhook_delivery.gsi_keys" // its GSI1 entry, or its due-shard entry while pending
+	RuleDeliveryGSIKeys  = "webhook_delivery.gsi_keys" // its GSI1 entry, and its endpoint's queue entry while pending
 	RuleDeliveryBadState = "webhook_delivery.bad_state"
+	RuleDueGSIKeys       = "webhook_due.gsi_keys" // its GSI1 entry and its due-shard entry
 
 	RuleGSIUnexplained = "gsi.unexplained" // an index entry with no base item carrying the same index keys
 	RuleGSIMissing     = "gsi.missing"     // a base item with both index keys that the index lacks
@@ -232,8 +233,15 @@ var entities = map[string]*entity{
 			g := gsiKeys{1: {pk: "ORG#" + it.k.org, sk: "WHDELIVERY#" + it.k.webhook + "#" + it.k.event}}
 			if it.s("state") == string(webhook.Pending) {
 				due, _ := strconv.ParseInt(it.n("nextAttemptAt"), 10, 64)
-				g[3] = gsiKey{pk: "WEBHOOKDUE#" + strconv.Itoa(webhook.Shard(it.k.org, it.k.webhook)),
-					sk: fmt.Sprintf("%013d#%s#%s#%s", due, it.k.org, it.k.webhook, it.k.event)}
+				g[3] = gsiKey{pk: "WEBHOOKQUEUE#" + it.k.org + "#" + it.k.webhook, sk: fmt.Sprintf("%013d#%s", due, it.k.event)}
+			}
+			return g
+		}},
+	"WebhookDue": {kind: "WEBHOOK", sk: "#DUE", attrs: []string{"orgId", "webhookId"}, gsiRule: RuleDueGSIKeys,
+		check: func(*checker, *item) {}, gsis: func(it *item) gsiKeys {
+			g := gsiKeys{1: {pk: "ORG#" + it.k.org, sk: "WHDUE#" + it.k.webhook}}
+			if sk := it.s("gsi3sk"); strings.HasSuffix(sk, "#"+it.k.org+"#"+it.k.webhook) {
+				g[3] = gsiKey{pk: "WEBHOOKDUE#" + strconv.Itoa(webhook.Shard(it.k.org, it.k.webhook)), sk: sk}
 			}
 			return g
 		}},
