@@ -945,7 +945,9 @@ type WebhookDelivery struct {
 	CreatedAt time.Time `json:"createdAt"`
 
 	// Id The event's ID, sent as `webhook-id` on every attempt.
-	Id        string  `json:"id"`
+	Id string `json:"id"`
+
+	// LastError Why the last attempt failed, or why none was made: an event made while its endpoint already had 10,000 undelivered events is given up at once (`failed`, no attempt); redeliver it once the backlog drains.
 	LastError *string `json:"lastError,omitempty"`
 
 	// LastStatus The endpoint's last HTTP status (absent if it never answered).
@@ -2186,7 +2188,7 @@ type ClientInterface interface {
 
 	// CreateWebhookWithBody Subscribe an endpoint to the org's events
 	//
-	// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
+	// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours; an endpoint holds at most 10,000 undelivered events (so an org at most 200,000), and an event past that is logged as a `failed` delivery. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2195,7 +2197,7 @@ type ClientInterface interface {
 
 	// CreateWebhook Subscribe an endpoint to the org's events
 	//
-	// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
+	// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours; an endpoint holds at most 10,000 undelivered events (so an org at most 200,000), and an event past that is logged as a `failed` delivery. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3253,7 +3255,7 @@ func (c *Client) ListWebhooks(ctx context.Context, orgId OrgId, params *ListWebh
 
 // CreateWebhookWithBody Subscribe an endpoint to the org's events
 //
-// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
+// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours; an endpoint holds at most 10,000 undelivered events (so an org at most 200,000), and an event past that is logged as a `failed` delivery. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3272,7 +3274,7 @@ func (c *Client) CreateWebhookWithBody(ctx context.Context, orgId OrgId, params 
 
 // CreateWebhook Subscribe an endpoint to the org's events
 //
-// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
+// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours; an endpoint holds at most 10,000 undelivered events (so an org at most 200,000), and an event past that is logged as a `failed` delivery. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -7285,7 +7287,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateWebhookWithBodyWithResponse Subscribe an endpoint to the org's events
 	//
-	// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
+	// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours; an endpoint holds at most 10,000 undelivered events (so an org at most 200,000), and an event past that is logged as a `failed` delivery. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7294,7 +7296,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateWebhookWithResponse Subscribe an endpoint to the org's events
 	//
-	// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
+	// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours; an endpoint holds at most 10,000 undelivered events (so an org at most 200,000), and an event past that is logged as a `failed` delivery. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -14464,7 +14466,7 @@ func (c *ClientWithResponses) ListWebhooksWithResponse(ctx context.Context, orgI
 
 // CreateWebhookWithBodyWithResponse Subscribe an endpoint to the org's events
 //
-// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
+// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours; an endpoint holds at most 10,000 undelivered events (so an org at most 200,000), and an event past that is logged as a `failed` delivery. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -14479,7 +14481,7 @@ func (c *ClientWithResponses) CreateWebhookWithBodyWithResponse(ctx context.Cont
 
 // CreateWebhookWithResponse Subscribe an endpoint to the org's events
 //
-// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
+// Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours; an endpoint holds at most 10,000 undelivered events (so an org at most 200,000), and an event past that is logged as a `failed` delivery. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -63,6 +63,7 @@ type dueItem struct {
 	OrgID     string `dynamo:"orgId"`
 	WebhookID string `dynamo:"webhookId"`
 	MarkedAt  int64  `dynamo:"markedAt"` // epoch ms of the last delivery made due
+	Pending   int    `dynamo:"pending"`  // the endpoint's pending deliveries (bounded)
 }
 
 // Timing of the due items: a due item marked within settleLag may have
@@ -74,18 +75,43 @@ const (
 	recheck   = 5 * time.Second
 )
 
-// markDue makes the endpoint due at now, before a delivery of it is made
-// due: a process that dies between the two leaves an item that a worker
-// removes, never a delivery that no worker finds.
-func (s *Webhooks) markDue(ctx context.Context, orgID, webhookID string, now time.Time) error {
+// markDue makes the endpoint due at now and counts one more pending
+// delivery of it, before that delivery is made due: a process that dies
+// between the two leaves an item that a worker removes, never a delivery
+// that no worker finds. Unless force, full is true, and nothing written,
+// when the endpoint has its bound of pending deliveries already.
+func (s *Webhooks) markDue(ctx context.Context, orgID, webhookID string, now time.Time, force bool) (full bool, err error) {
 	k := dueKey(orgID, webhookID)
-	it := dueItem{PK: k.PK, SK: k.SK, Type: typeDue, GSI1PK: orgPK(orgID), GSI1SK: dueGSI1SK(webhookID),
-		GSI3PK: dueShardPK(webhook.Shard(orgID, webhookID)), GSI3SK: dueSK(now, orgID, webhookID),
-		OrgID: orgID, WebhookID: webhookID, MarkedAt: now.UnixMilli()}
-	if err := s.table.Put(it).Run(ctx); err != nil {
-		return fmt.Errorf("mark endpoint due: %w", translate(err))
+	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("type", typeDue).
+		Set("gsi1pk", orgPK(orgID)).Set("gsi1sk", dueGSI1SK(webhookID)).
+		Set("gsi3pk", dueShardPK(webhook.Shard(orgID, webhookID))).Set("gsi3sk", dueSK(now, orgID, webhookID)).
+		Set("orgId", orgID).Set("webhookId", webhookID).Set("markedAt", now.UnixMilli()).Add("pending", 1)
+	if !force {
+		u = u.If("attribute_not_exists(pending) OR pending < ?", s.maxPending())
 	}
-	return nil
+	err = u.Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("mark endpoint due: %w", translate(err))
+	}
+	return false, nil
+}
+
+// unmarkDue counts one pending delivery of the endpoint less: it settled,
+// or it was never made. Best effort: a count left too high is reset when
+// the endpoint's queue is found empty.
+func (s *Webhooks) unmarkDue(ctx context.Context, orgID, webhookID string) {
+	k := dueKey(orgID, webhookID)
+	_ = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("pending", -1).If("pending > ?", 0).Run(ctx)
+}
+
+func (s *Webhooks) maxPending() int {
+	if s.MaxPending > 0 {
+		return s.MaxPending
+	}
+	return webhook.MaxPendingPerEndpoint
 }
 
 func fromDeliveryItem(it deliveryItem) webhook.Delivery {
@@ -107,12 +133,14 @@ func checkDeliveryIDs(orgID, webhookID, eventID string) error {
 // is set so, in case nothing ever settles it.
 const maxPending = 26*time.Hour + 7*24*time.Hour
 
-// EnqueueDelivery writes d, due at once, unless it exists.
+// EnqueueDelivery writes d unless it exists; past the endpoint's bound of
+// pending deliveries, as failed.
 func (s *Webhooks) EnqueueDelivery(ctx context.Context, d webhook.Delivery) (bool, error) {
 	if err := checkDeliveryIDs(d.OrgID, d.WebhookID, d.EventID); err != nil {
 		return false, err
 	}
-	if err := s.markDue(ctx, d.OrgID, d.WebhookID, d.NextAttempt); err != nil {
+	full, err := s.markDue(ctx, d.OrgID, d.WebhookID, d.CreatedAt, false) // not later than d is due
+	if err != nil {
 		return false, err
 	}
 	k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
@@ -120,8 +148,15 @@ func (s *Webhooks) EnqueueDelivery(ctx context.Context, d webhook.Delivery) (boo
 		GSI3PK: queuePK(d.OrgID, d.WebhookID), GSI3SK: queueSK(d.NextAttempt, d.EventID),
 		OrgID: d.OrgID, WebhookID: d.WebhookID, EventID: d.EventID, EventType: d.Type, Body: d.Body, State: string(webhook.Pending),
 		NextAttempt: d.NextAttempt.UnixMilli(), CreatedAt: d.CreatedAt, ExpiresAt: d.CreatedAt.Add(maxPending).Unix()}
-	err := s.table.Put(it).If(notExists).Run(ctx)
+	if full { // given up at once, and the log says why
+		it.GSI3PK, it.GSI3SK, it.NextAttempt, it.State = "", "", 0, string(webhook.Failed)
+		it.LastError = fmt.Sprintf("not sent: the endpoint had %d undelivered events already", s.maxPending())
+	}
+	err = s.table.Put(it).If(notExists).Run(ctx)
 	if failed, _ := condFailed(err); failed {
+		if !full {
+			s.unmarkDue(ctx, d.OrgID, d.WebhookID)
+		}
 		return false, nil
 	}
 	if err != nil {
@@ -237,6 +272,9 @@ func (s *Webhooks) SettleAttempt(ctx context.Context, d webhook.Delivery, owner 
 	if err != nil {
 		return fmt.Errorf("settle delivery: %w", translate(err))
 	}
+	if d.State != webhook.Pending {
+		s.unmarkDue(ctx, d.OrgID, d.WebhookID)
+	}
 	return nil
 }
 
@@ -260,12 +298,13 @@ func (s *Webhooks) ListDeliveries(ctx context.Context, orgID, webhookID string, 
 }
 
 // Redeliver makes the delivery pending and due at now, whatever its state
-// (a worker holding it loses its lease).
+// (a worker holding it loses its lease), past the endpoint's bound too: an
+// admin asked for it.
 func (s *Webhooks) Redeliver(ctx context.Context, orgID, webhookID, eventID string, now time.Time) (webhook.Delivery, error) {
 	if err := checkDeliveryIDs(orgID, webhookID, eventID); err != nil {
 		return webhook.Delivery{}, err
 	}
-	if err := s.markDue(ctx, orgID, webhookID, now); err != nil {
+	if _, err := s.markDue(ctx, orgID, webhookID, now, true); err != nil {
 		return webhook.Delivery{}, err
 	}
 	k := deliveryKey(orgID, webhookID, eventID)

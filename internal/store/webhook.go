@@ -19,7 +19,12 @@ import (
 // partition with its deliveries (delivery.go), listed in GSI1 under
 // ORG#<orgId>. The org item counts them (webhookCount), so an org holds
 // at most webhook.MaxPerOrg.
-type Webhooks struct{ *DB }
+type Webhooks struct {
+	*DB
+	// MaxPending bounds each endpoint's pending deliveries (default
+	// webhook.MaxPendingPerEndpoint).
+	MaxPending int
+}
 
 var (
 	_ webhook.Storer         = (*Webhooks)(nil)

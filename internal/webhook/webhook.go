@@ -55,6 +55,10 @@ const (
 	MaxEvents      = 50
 	MaxURLLen      = 2000
 	MaxDescription = 500
+	// MaxPendingPerEndpoint bounds an endpoint's undelivered events, and
+	// so an org's at MaxPerOrg times as many: an event past it is given
+	// up at once (failed, the log says why; redeliver it later).
+	MaxPendingPerEndpoint = 10000
 	// RotationOverlap is how long a rotated-out secret keeps signing.
 	RotationOverlap = 24 * time.Hour
 	secretPrefix    = "whsec_"

@@ -254,7 +254,7 @@ export interface paths {
         put?: never;
         /**
          * Subscribe an endpoint to the org's events
-         * @description Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
+         * @description Subscribes `url` to the org's changes of the types in `events` (the audit log's actions, such as `ticket.create`, or `["*"]` for every one). Each change is POSTed to it as the Standard Webhooks spec says (headers `webhook-id`, `webhook-timestamp`, `webhook-signature`), retried with exponential backoff on timeouts, connection errors, 429 and 5xx for 25 hours; an endpoint holds at most 10,000 undelivered events (so an org at most 200,000), and an event past that is logged as a `failed` delivery. The response carries the signing `secret` (`whsec_<base64>`), shown only here. `url` must be https and must not name a private, loopback or link-local address (refused again on every connection, after DNS resolution). An org has at most 20 webhooks (409 `webhook_limit`). Requires org role `admin` or `owner`.
          */
         post: operations["createWebhook"];
         delete?: never;
@@ -1130,6 +1130,7 @@ export interface components {
             attempts: number;
             /** @description The endpoint's last HTTP status (absent if it never answered). */
             lastStatus?: number;
+            /** @description Why the last attempt failed, or why none was made: an event made while its endpoint already had 10,000 undelivered events is given up at once (`failed`, no attempt); redeliver it once the backlog drains. */
             lastError?: string;
             /** Format: int64 */
             latencyMs?: number;
