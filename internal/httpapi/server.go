@@ -188,7 +188,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(conditional)
 
 	h := &handlers{Deps: d, cursors: page.Cursors{Key: d.CursorKey, TTL: d.CursorTTL, Now: clock.Or(d.Now)}}
-	h.graphQL = graphapi.New(graphapi.Deps{Orgs: d.Orgs, Teams: d.Teams, Tickets: d.Tickets, Invitations: d.Invitations, Audit: d.Audit,
+	h.graphQL = graphapi.New(graphapi.Deps{Orgs: d.Orgs, Teams: d.Teams, Tickets: d.Tickets, Invitations: d.Invitations, Audit: d.Audit, Webhooks: d.Webhooks, Deliveries: d.Deliveries,
 		Access: d.Roles, Cursors: h.cursors, RateLimit: d.RateLimit, CallerRateLimit: d.CallerRateLimit, Idempotency: keeper, Now: d.Now, Logger: d.Logger, Limits: d.GraphQL})
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
 	for _, r := range e.Routes() {
