@@ -25,7 +25,9 @@ const (
 // shared (CGNAT), loopback, link-local (the cloud metadata address
 // 169.254.169.254 among them), unspecified, multicast and the
 // documentation and benchmarking ranges, in IPv4 and IPv6 (and IPv4
-// mapped into IPv6).
+// mapped into IPv6), and the IPv6 forms that embed an IPv4 address or
+// are deprecated: IPv4-compatible (::/96), 6to4 (2002::/16), Teredo
+// (2001::/32) and site-local (fec0::/10).
 var refusedRanges = func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range []string{
@@ -33,14 +35,20 @@ var refusedRanges = func() []netip.Prefix {
 		"192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
 		"224.0.0.0/4", "240.0.0.0/4",
 		"::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10", "ff00::/8",
+		"::/96", "2002::/16", "2001::/32", "fec0::/10",
 	} {
 		out = append(out, netip.MustParsePrefix(s))
 	}
 	return out
 }()
 
-// privateAddr reports whether a delivery must not reach ip.
+// privateAddr reports whether a delivery must not reach ip. An address
+// with a zone (fe80::1%eth0) is never public, and netip's Contains is
+// false for every zoned address, so a zone is refused outright.
 func privateAddr(ip netip.Addr) bool {
+	if ip.Zone() != "" {
+		return true
+	}
 	ip = ip.Unmap()
 	for _, p := range refusedRanges {
 		if p.Contains(ip) {
@@ -66,6 +74,14 @@ func refusedHost(host string, allowPrivate bool) error {
 	}
 	if ip, err := netip.ParseAddr(h); err == nil && privateAddr(ip) {
 		return errPrivate
+	}
+	// No DNS top-level label is numeric: a host like 2130706433, 127.1,
+	// 0177.0.0.1 or 0x7f000001 is an IPv4 address in a form some
+	// resolvers (inet_aton) accept, and is refused.
+	if last := h[strings.LastIndex(h, ".")+1:]; strings.HasPrefix(last, "0x") || strings.Trim(last, "0123456789") == "" {
+		if _, err := netip.ParseAddr(h); err != nil {
+			return errPrivate
+		}
 	}
 	return nil
 }

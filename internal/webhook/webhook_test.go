@@ -40,6 +40,21 @@ func TestURLPolicy(t *testing.T) {
 		{"https://[fd00:ec2::254]/x", false, true},
 		{"https://[::ffff:127.0.0.1]/x", false, true},
 		{"https://[fe80::1]/x", false, true},
+		// A zone makes netip's Prefix.Contains false for every prefix;
+		// the kernel ignores it for loopback and unique-local addresses.
+		{"https://[::1%25lo]:18097/x", false, true},
+		{"https://[fe80::fc:ff:fe00:1%25eth0]/x", false, true},
+		{"https://[fd00:ec2::254%25eth0]/latest/meta-data/", false, true},
+		{"https://[64:ff9b::a9fe:a9fe%25eth0]/x", false, true},
+		{"https://[::127.0.0.1]/x", false, true},   // IPv4-compatible
+		{"https://[2002:7f00:1::]/x", false, true}, // 6to4 of 127.0.0.1
+		{"https://[fec0::1]/x", false, true},       // site-local
+		// Numeric host forms some resolvers read as IPv4 (inet_aton).
+		{"https://2130706433/x", false, true},
+		{"https://0177.0.0.1/x", false, true},
+		{"https://127.1/x", false, true},
+		{"https://0x7f.1/x", false, true},
+		{"https://0x7f000001/x", false, true},
 		{"https://user:pass@hooks.example.com/x", false, false},
 		{"https://hooks.example.com/x#frag", false, false},
 		{"ftp://hooks.example.com/x", false, false},
@@ -79,7 +94,8 @@ func TestOutboundClient(t *testing.T) {
 	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
 
 	strict := NewClient(false, 2*time.Second)
-	for _, u := range []string{srv.URL + "/x", "http://localhost:" + port + "/x", "http://[::ffff:127.0.0.1]:" + port + "/x"} {
+	for _, u := range []string{srv.URL + "/x", "http://localhost:" + port + "/x", "http://[::ffff:127.0.0.1]:" + port + "/x",
+		"http://[::1%25lo]:" + port + "/x"} {
 		resp, err := strict.Post(u, "application/json", strings.NewReader("{}"))
 		if err == nil {
 			resp.Body.Close()
