@@ -123,10 +123,12 @@ type Policy struct {
 	Lease time.Duration
 	// Poll is how often a worker looks for due deliveries (default 1 s).
 	Poll time.Duration
-	// Concurrency bounds a worker's attempts in flight (default 32), and
-	// PerEndpoint those to one endpoint (default 2): a slow endpoint holds
-	// at most PerEndpoint of them.
-	Concurrency, PerEndpoint int
+	// Concurrency bounds a worker's attempts in flight (default 32),
+	// PerEndpoint those to one endpoint (default 2) and PerOrg those of
+	// one org's endpoints (default 4): a slow endpoint holds at most
+	// PerEndpoint of them, and an org with many slow endpoints at most
+	// PerOrg, so it cannot take the slots of every other org.
+	Concurrency, PerEndpoint, PerOrg int
 }
 
 func (p Policy) withDefaults() Policy {
@@ -148,6 +150,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.PerEndpoint <= 0 {
 		p.PerEndpoint = 2
+	}
+	if p.PerOrg <= 0 {
+		p.PerOrg = 2 * p.PerEndpoint
 	}
 	return p
 }
@@ -291,6 +296,7 @@ type Worker struct {
 
 	mu       sync.Mutex
 	inFlight map[string]int // by endpoint
+	inOrg    map[string]int // by org
 	total    int
 	wg       sync.WaitGroup
 }
@@ -304,7 +310,7 @@ func NewWorker(s DeliveryStorer, allowPrivate bool, pol Policy, now clock.Clock,
 	}
 	now, pol = clock.Or(now), pol.withDefaults()
 	return &Worker{store: s, client: NewClient(allowPrivate, pol.Timeout), pol: pol, now: now, log: log,
-		kick: make(chan struct{}, 1), ids: ids.NewGenerator(now), inFlight: map[string]int{}}
+		kick: make(chan struct{}, 1), ids: ids.NewGenerator(now), inFlight: map[string]int{}, inOrg: map[string]int{}}
 }
 
 // Kick makes the worker look for due deliveries now.
@@ -341,21 +347,21 @@ func (w *Worker) RunOnce(ctx context.Context) int {
 			continue
 		}
 		for _, d := range due {
-			if !w.take(d.WebhookID) {
+			if !w.take(d.OrgID, d.WebhookID) {
 				continue
 			}
 			owner := deletion.NewOwner()
 			until := w.now().Add(w.pol.Lease)
 			ok, err := w.store.ClaimDelivery(ctx, d, owner, until)
 			if err != nil || !ok {
-				w.release(d.WebhookID)
+				w.release(d.OrgID, d.WebhookID)
 				continue
 			}
 			started++
 			w.wg.Add(1)
 			go func() {
 				defer w.wg.Done()
-				defer w.release(d.WebhookID)
+				defer w.release(d.OrgID, d.WebhookID)
 				w.attempt(context.WithoutCancel(ctx), d, owner, until)
 			}()
 		}
@@ -366,23 +372,30 @@ func (w *Worker) RunOnce(ctx context.Context) int {
 // Wait waits for the attempts in flight.
 func (w *Worker) Wait() { w.wg.Wait() }
 
-func (w *Worker) take(webhookID string) bool {
+// take reserves a slot for an attempt to the org's endpoint, unless the
+// worker, the endpoint or the org has none left.
+func (w *Worker) take(orgID, webhookID string) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.total >= w.pol.Concurrency || w.inFlight[webhookID] >= w.pol.PerEndpoint {
+	if w.total >= w.pol.Concurrency || w.inFlight[webhookID] >= w.pol.PerEndpoint || w.inOrg[orgID] >= w.pol.PerOrg {
 		return false
 	}
 	w.inFlight[webhookID]++
+	w.inOrg[orgID]++
 	w.total++
 	return true
 }
 
-func (w *Worker) release(webhookID string) {
+// release gives back the slot take reserved.
+func (w *Worker) release(orgID, webhookID string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.total--
 	if w.inFlight[webhookID]--; w.inFlight[webhookID] <= 0 {
 		delete(w.inFlight, webhookID)
+	}
+	if w.inOrg[orgID]--; w.inOrg[orgID] <= 0 {
+		delete(w.inOrg, orgID)
 	}
 }
 

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"sync"
@@ -141,5 +142,33 @@ func TestWorkerEndpointHealth(t *testing.T) {
 	mu.Unlock()
 	if d := attempt(clock().Add(-25 * time.Hour)); d.State != Failed || !d.NextAttempt.IsZero() {
 		t.Errorf("a delivery past RetryFor: %+v, want failed", d)
+	}
+}
+
+// TestWorkerSlots: an org with many slow endpoints holds at most PerOrg
+// of a worker's attempts, each endpoint at most PerEndpoint, so another
+// org's delivery always finds a slot; a released slot is taken again.
+func TestWorkerSlots(t *testing.T) {
+	w := NewWorker(&fakeStore{}, true, Policy{Concurrency: 32, PerEndpoint: 2, PerOrg: 4}, nil, nil)
+	taken := 0
+	for e := range 20 { // 20 endpoints of one org, 2 attempts each wanted
+		for range 2 {
+			if w.take("org_slow", fmt.Sprintf("hook%d", e)) {
+				taken++
+			}
+		}
+	}
+	if taken != 4 {
+		t.Errorf("one org's 20 endpoints took %d slots, want PerOrg = 4", taken)
+	}
+	if !w.take("org_fast", "hook_fast") {
+		t.Error("another org found no slot")
+	}
+	if w.take("org_fast", "hook_fast") && w.take("org_fast", "hook_fast") {
+		t.Error("one endpoint took 3 slots, want PerEndpoint = 2")
+	}
+	w.release("org_slow", "hook0")
+	if !w.take("org_slow", "hook7") {
+		t.Error("a released slot of the org was not taken again")
 	}
 }
