@@ -329,6 +329,42 @@ func TestWebhook(t *testing.T) {
 		}
 	})
 
+	t.Run("GraphQL lists the deliveries REST lists, and never the secret", func(t *testing.T) {
+		r, err := w.Admin.C.ListWebhookDeliveriesWithResponse(bg, org, hook.Id, &client.ListWebhookDeliveriesParams{Limit: ptr(100)})
+		mustStatus(t, r, err, http.StatusOK)
+		var rest []string
+		for _, d := range r.JSON200.Items {
+			rest = append(rest, d.Id)
+		}
+		g := apitest.GQL(t, ts, w.Admin.Token, `query($o: ID!) { org(id: $o) { webhooks(first: 5) { nodes { id url deliveries(first: 100) { nodes { id type state attempts } } } } } }`,
+			map[string]any{"o": org})
+		var data struct {
+			Org struct {
+				Webhooks struct {
+					Nodes []struct {
+						ID         string
+						Deliveries struct{ Nodes []struct{ ID, State string } }
+					}
+				}
+			}
+		}
+		apitest.MustData(t, g, &data)
+		if strings.Contains(string(g.Raw), "whsec_") {
+			t.Errorf("the answer shows a secret: %s", g.Raw)
+		}
+		var got []string
+		for _, n := range data.Org.Webhooks.Nodes {
+			if n.ID == hook.Id {
+				for _, d := range n.Deliveries.Nodes {
+					got = append(got, d.ID)
+				}
+			}
+		}
+		if len(rest) == 0 || !slices.Equal(got, rest) {
+			t.Errorf("GraphQL's deliveries %v, REST's %v", got, rest)
+		}
+	})
+
 	spec(t, "200/rotateWebhookSecret/both signatures for a day", func(t *testing.T) {
 		r, err := w.Owner.C.RotateWebhookSecretWithResponse(bg, org, hook.Id)
 		mustStatus(t, r, err, http.StatusOK)

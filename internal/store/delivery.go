@@ -62,7 +62,7 @@ type dueItem struct {
 	GSI3SK    string `dynamo:"gsi3sk"` // <due ms>#<orgId>#<webhookId>
 	OrgID     string `dynamo:"orgId"`
 	WebhookID string `dynamo:"webhookId"`
-	MarkedAt  int64  `dynamo:"markedAt"` // epoch ms of the last delivery made due
+	MarkedAt  int64  `dynamo:"markedAt"` // epoch ms (wall clock) of the last delivery made due
 	Pending   int    `dynamo:"pending"`  // the endpoint's pending deliveries (bounded)
 }
 
@@ -85,7 +85,7 @@ func (s *Webhooks) markDue(ctx context.Context, orgID, webhookID string, now tim
 	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("type", typeDue).
 		Set("gsi1pk", orgPK(orgID)).Set("gsi1sk", dueGSI1SK(webhookID)).
 		Set("gsi3pk", dueShardPK(webhook.Shard(orgID, webhookID))).Set("gsi3sk", dueSK(now, orgID, webhookID)).
-		Set("orgId", orgID).Set("webhookId", webhookID).Set("markedAt", now.UnixMilli()).Add("pending", 1)
+		Set("orgId", orgID).Set("webhookId", webhookID).Set("markedAt", time.Now().UnixMilli()).Add("pending", 1)
 	if !force {
 		u = u.If("attribute_not_exists(pending) OR pending < ?", s.maxPending())
 	}
@@ -207,7 +207,10 @@ func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, 
 // pending one (queue, earliest first), or deletes its due item when it has
 // none; not when the item was marked within settleLag.
 func (s *Webhooks) reschedule(ctx context.Context, m dueItem, queue []deliveryItem, now time.Time) error {
-	k, cutoff := dueKey(m.OrgID, m.WebhookID), now.Add(-settleLag).UnixMilli()
+	// markedAt and cutoff are wall-clock times, whatever clock the callers
+	// keep: a caller's clock behind the worker's must not make a due item
+	// look old enough to move while its delivery is being written.
+	k, cutoff := dueKey(m.OrgID, m.WebhookID), time.Now().Add(-settleLag).UnixMilli()
 	var err error
 	if len(queue) == 0 {
 		err = s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("markedAt < ?", cutoff).Run(ctx)

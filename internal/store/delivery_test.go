@@ -5,9 +5,16 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/webhook"
@@ -155,5 +162,102 @@ func TestDeliveryBound(t *testing.T) {
 	}
 	if got, err := hooks.Redeliver(ctx, org.ID, sub.ID, made[4], now); err != nil || got.State != webhook.Pending {
 		t.Errorf("redeliver past the bound: %+v, %v", got, err)
+	}
+}
+
+// TestDeliveryDynamoDBPaused: DynamoDB paused while a worker's attempts
+// are in flight (the endpoint got them; their outcome cannot be recorded)
+// loses no delivery: once it answers again, the leases run out and every
+// delivery is sent again (the same webhook-id) and recorded as delivered.
+// The setup, before the pause, has normal deadlines.
+func TestDeliveryDynamoDBPaused(t *testing.T) {
+	local := dynamotest.StartLocal(t)
+	ctx := context.Background()
+	setup := store.NewClient(local.Config(), store.Options{Endpoint: local.Endpoint()})
+	name := dynamotest.TableName(t)
+	must(t, store.Migrate(ctx, setup, name))
+	now := time.Now()
+	f := &fixture{DB: store.Open(setup, name), ids: ids.NewGenerator(time.Now), now: now}
+	f.Orgs = &store.Orgs{DB: f.DB}
+	org := f.newOrg(t, "Paused", "u_paused")
+	secret, err := webhook.NewSecret()
+	must(t, err)
+	sub := webhook.Subscription{OrgID: org.ID, ID: f.ids.New(), Active: true, Events: []string{"*"}, Secret: secret,
+		Version: 1, CreatedAt: now, UpdatedAt: now}
+
+	var mu sync.Mutex
+	got := map[string]int{}
+	pid, paused := local.PID(), false
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got[r.Header.Get("webhook-id")]++
+		if !paused { // the first attempt pauses DynamoDB before its outcome is recorded
+			paused = true
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Error(err)
+			}
+		}
+	}))
+	defer recv.Close()
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // before the process is stopped
+	sub.URL = recv.URL
+	hooks := &store.Webhooks{DB: f.DB}
+	must(t, hooks.CreateWebhook(ctx, sub, evOrg(org.ID)))
+	var want []string
+	for range 4 {
+		id := f.ids.New()
+		ok, err := hooks.EnqueueDelivery(ctx, webhook.Delivery{OrgID: org.ID, WebhookID: sub.ID, EventID: id, Type: "ticket.create",
+			Body: []byte(`{}`), State: webhook.Pending, NextAttempt: now, CreatedAt: now})
+		must(t, err)
+		if !ok {
+			t.Fatalf("delivery %s not made", id)
+		}
+		want = append(want, id)
+	}
+
+	// The worker's DynamoDB client gives up on a call after 1 s, so the
+	// pause makes its writes fail rather than wait.
+	short := store.NewClient(local.Config(), store.Options{Endpoint: local.Endpoint()})
+	short = dynamodb.New(short.Options(), func(o *dynamodb.Options) {
+		o.HTTPClient = awshttp.NewBuildableClient().WithTimeout(time.Second)
+	})
+	w := webhook.NewWorker(&store.Webhooks{DB: store.Open(short, name)}, true,
+		webhook.Policy{Lease: 2 * time.Second, Timeout: time.Second, Poll: 100 * time.Millisecond, PerEndpoint: 4}, nil, nil)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never happened", what)
+			}
+		}
+	}
+	waitUntil("the pause", func() bool { mu.Lock(); defer mu.Unlock(); return paused })
+	time.Sleep(3 * time.Second) // past the leases, DynamoDB still paused
+	must(t, syscall.Kill(pid, syscall.SIGCONT))
+
+	waitUntil("every delivery recorded as delivered", func() bool {
+		r, err := hooks.ListDeliveries(ctx, org.ID, sub.ID, page.Request{Limit: 10})
+		if err != nil || len(r.Items) != len(want) {
+			return false
+		}
+		for _, d := range r.Items {
+			if d.State != webhook.Delivered {
+				return false
+			}
+		}
+		return true
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range want {
+		if got[id] == 0 {
+			t.Errorf("delivery %s never reached the endpoint", id)
+		}
 	}
 }
