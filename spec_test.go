@@ -66,6 +66,8 @@ func TestOpenAPIOperationIDs(t *testing.T) {
 	want := []string{
 		"getHealth", "getReady", "getOpenAPI", "getMe",
 		"createInvitation", "listInvitations", "revokeInvitation", "acceptInvitation", "listAuditEvents",
+		"createWebhook", "listWebhooks", "getWebhook", "updateWebhook", "deleteWebhook", "rotateWebhookSecret",
+		"listWebhookDeliveries", "redeliverWebhook",
 		"createOrg", "listOrgs", "getOrg", "updateOrg", "deleteOrg",
 		"getOffboarding",
 		"listOrgUsers", "addOrgUser", "getOrgUser", "updateOrgUser", "removeOrgUser",
@@ -182,7 +184,12 @@ func TestOpenAPIErrorResponses(t *testing.T) {
 			required = append(required, "412")
 		}
 		if o.op.RequestBody != nil {
-			required = append(required, "413")
+			// A body that does not arrive within the read timeout.
+			required = append(required, "408", "413")
+		}
+		// Headers over the server's limit, answered by net/http itself.
+		if resp.Value("431") == nil {
+			t.Errorf("%s: missing 431 response", id)
 		}
 		for _, code := range required {
 			if !isProblem(resp.Value(code)) {

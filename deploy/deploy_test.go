@@ -577,6 +577,9 @@ func tableDrift(tmpl map[string]any) []string {
 	if !isTrue(ttl["Enabled"]) {
 		add("TimeToLiveSpecification: Enabled must be true")
 	}
+	if got := asString(asMap(props["StreamSpecification"])["StreamViewType"]); got != string(want.StreamSpecification.StreamViewType) {
+		add("StreamSpecification: StreamViewType %q, want %q (store.Schema.StreamView)", got, want.StreamSpecification.StreamViewType)
+	}
 	if !isTrue(asMap(props["SSESpecification"])["SSEEnabled"]) {
 		add("SSESpecification: SSEEnabled must be true")
 	}
@@ -678,6 +681,7 @@ func TestCloudFormationMatchesStore(t *testing.T) {
 			asMap(p["TimeToLiveSpecification"])["AttributeName"] = "ttl"
 		}},
 		{"SSE off", "SSEEnabled", func(p map[string]any) { delete(p, "SSESpecification") }},
+		{"no stream", "StreamSpecification", func(p map[string]any) { delete(p, "StreamSpecification") }},
 		{"deletion protection off", "DeletionProtectionEnabled", func(p map[string]any) {
 			p["DeletionProtectionEnabled"] = false
 		}},
@@ -854,5 +858,44 @@ func TestDockerfile(t *testing.T) {
 		if !slices.Contains(lines, p) && !slices.Contains(lines, "/"+p) {
 			t.Errorf(".dockerignore does not exclude %s", p)
 		}
+	}
+}
+
+// TestCloudFormationDispatcher: the webhook dispatcher's Lambda function
+// reads the table's own stream, reports failed records so a batch is
+// retried from them, and sees only the audit events it dispatches.
+func TestCloudFormationDispatcher(t *testing.T) {
+	tmpl := loadTemplate(t, "cloudformation.yaml")
+	name, _, err := tableResource(tmpl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := asMap(tmpl["Resources"])
+	fn := asMap(asMap(res["Dispatcher"])["Properties"])
+	if asString(asMap(res["Dispatcher"])["Type"]) != "AWS::Lambda::Function" || asString(fn["Runtime"]) != "provided.al2023" ||
+		asString(fn["Handler"]) != "bootstrap" {
+		t.Errorf("Dispatcher: %v", res["Dispatcher"])
+	}
+	m := asMap(asMap(res["DispatcherStream"])["Properties"])
+	if got := asList(asMap(m["EventSourceArn"])["Fn::GetAtt"]); len(got) != 2 || got[0] != name || got[1] != "StreamArn" {
+		t.Errorf("DispatcherStream.EventSourceArn: want !GetAtt %s.StreamArn, got %v", name, m["EventSourceArn"])
+	}
+	if !slices.Contains(asList(m["FunctionResponseTypes"]), any("ReportBatchItemFailures")) {
+		t.Errorf("DispatcherStream.FunctionResponseTypes: %v", m["FunctionResponseTypes"])
+	}
+	pattern := asString(asMap(asList(asMap(m["FilterCriteria"])["Filters"])[0])["Pattern"])
+	var p struct {
+		EventName []string `json:"eventName"`
+		Dynamodb  struct {
+			NewImage struct {
+				Type struct {
+					S []string `json:"S"`
+				} `json:"type"`
+			} `json:"NewImage"`
+		} `json:"dynamodb"`
+	}
+	if err := json.Unmarshal([]byte(pattern), &p); err != nil || !slices.Equal(p.EventName, []string{"INSERT"}) ||
+		!slices.Equal(p.Dynamodb.NewImage.Type.S, []string{"AuditEvent"}) {
+		t.Errorf("DispatcherStream filter %q (%v): want INSERTs of AuditEvent items", pattern, err)
 	}
 }

@@ -91,6 +91,9 @@ export OFFBOARD_GRACE="${OFFBOARD_GRACE:-0s}"
 
 # Introspection helps in development (GraphiQL, codegen); production leaves it off.
 export GRAPHQL_INTROSPECTION="${GRAPHQL_INTROSPECTION:-true}"
+# Webhooks to http and loopback endpoints (a receiver on this machine):
+# development only, never the default.
+export WEBHOOK_ALLOW_PRIVATE_NETWORKS="${WEBHOOK_ALLOW_PRIVATE_NETWORKS:-true}"
 
 echo "run: building bin/api" >&2
 go build -o bin/api ./cmd/api

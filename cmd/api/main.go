@@ -25,10 +25,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/caarlos0/env/v11"
 	"github.com/golang-jwt/jwt/v5"
@@ -44,6 +46,7 @@ import (
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/webhook"
 )
 
 // defaultGCPercent is the collector's target when GOGC is unset. The
@@ -109,6 +112,9 @@ type Config struct {
 	RateLimitReplicas int           `env:"RATE_LIMIT_REPLICAS" envDefault:"2"`
 	RateLimitTimeout  time.Duration `env:"RATE_LIMIT_LEASE_TIMEOUT" envDefault:"250ms"`
 	LogLevel          slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
+	// Webhooks.
+	WebhookAllowPrivate bool   `env:"WEBHOOK_ALLOW_PRIVATE_NETWORKS"`        // http and private addresses (development only)
+	WebhookDispatcher   string `env:"WEBHOOK_DISPATCHER" envDefault:"local"` // local: read the stream here; lambda: the Lambda function does
 	// The GraphQL API's limits (0: graphapi's defaults) and introspection.
 	GraphQLIntrospection bool `env:"GRAPHQL_INTROSPECTION"` // __schema and __type; make run turns it on
 	GraphQLMaxDepth      int  `env:"GRAPHQL_MAX_DEPTH" envDefault:"10"`
@@ -180,6 +186,9 @@ func configFromEnv() (Config, error) {
 	}
 	if c.CallerLimitRPS < 0 || c.CallerLimitBurst < 1 {
 		return c, errors.New("config: RATE_LIMIT_CALLER_RPS must be >= 0 and RATE_LIMIT_CALLER_BURST >= 1")
+	}
+	if c.WebhookDispatcher != "local" && c.WebhookDispatcher != "lambda" {
+		return c, errors.New("config: WEBHOOK_DISPATCHER must be local or lambda")
 	}
 	if c.RateLimitBlock < 1 || c.RateLimitReplicas < 1 || c.RateLimitTimeout <= 0 || c.RateLimitTimeout >= c.RequestTimeout {
 		return c, errors.New("config: RATE_LIMIT_BLOCK and RATE_LIMIT_REPLICAS must be >= 1, RATE_LIMIT_LEASE_TIMEOUT positive and below REQUEST_TIMEOUT")
@@ -299,6 +308,27 @@ func healthcheck(ctx context.Context, cfg Config) error {
 }
 
 func dynamoClient(ctx context.Context, cfg Config, apiOptions ...func(*middleware.Stack) error) (*dynamodb.Client, error) {
+	awsCfg, err := awsConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return store.NewClient(awsCfg, store.Options{Endpoint: cfg.DynamoDBEndpoint, APIOptions: apiOptions}), nil
+}
+
+// streamsClient reaches the table's change stream (DynamoDB Local's too).
+func streamsClient(ctx context.Context, cfg Config) (*dynamodbstreams.Client, error) {
+	awsCfg, err := awsConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return dynamodbstreams.NewFromConfig(awsCfg, func(o *dynamodbstreams.Options) {
+		if cfg.DynamoDBEndpoint != "" {
+			o.BaseEndpoint = aws.String(cfg.DynamoDBEndpoint)
+		}
+	}), nil
+}
+
+func awsConfig(ctx context.Context, cfg Config) (aws.Config, error) {
 	// The SDK keeps 10 idle connections per host by default: under load
 	// that means new (TLS) connections per request to DynamoDB.
 	httpClient := awshttp.NewBuildableClient().WithTransportOptions(func(t *http.Transport) {
@@ -311,9 +341,9 @@ func dynamoClient(ctx context.Context, cfg Config, apiOptions ...func(*middlewar
 	}
 	awsCfg, err := awsconfig.LoadDefaultConfig(ctx, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("aws config: %w", err)
+		return aws.Config{}, fmt.Errorf("aws config: %w", err)
 	}
-	return store.NewClient(awsCfg, store.Options{Endpoint: cfg.DynamoDBEndpoint, APIOptions: apiOptions}), nil
+	return awsCfg, nil
 }
 
 func serve(ctx context.Context, cfg Config) error {
@@ -353,7 +383,20 @@ func serve(ctx context.Context, cfg Config) error {
 		}
 		return ping(ctx)
 	}
-	d := app.Deps(db, deletions, app.Options{InvitationAnyEmail: cfg.InvitationAnyEmail})
+	opts := app.Options{InvitationAnyEmail: cfg.InvitationAnyEmail, WebhookURLs: webhook.URLPolicy{AllowPrivate: cfg.WebhookAllowPrivate}}
+	// Webhooks: this replica's worker sends the deliveries due (anyone's);
+	// unless the Lambda function does it, its stream reader dispatches the
+	// table's new audit events into deliveries.
+	dispatcher, worker := app.Delivery(db, opts, webhook.Policy{}, log)
+	go worker.Run(ctx)
+	if cfg.WebhookDispatcher == "local" {
+		streams, err := streamsClient(ctx, cfg)
+		if err != nil {
+			return err
+		}
+		go db.NewStreamReader(streams, dispatcher.Dispatch, log).Run(ctx)
+	}
+	d := app.Deps(db, deletions, opts)
 	d.Verifier, d.CursorKey, d.Logger, d.Ready, d.Registry, d.Metrics = verifier, cursorKey, log, ready, reg, metrics
 	var global ratelimit.Global
 	if !cfg.RateLimitLocal {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/golang-jwt/jwt/v5"
 	"github.com/labstack/echo/v4"
@@ -36,6 +37,7 @@ import (
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/webhook"
 )
 
 const (
@@ -83,6 +85,8 @@ type Server struct {
 	// Deletions finishes the offboardings (and large deletes) the server
 	// starts; its poll loop does not run unless a test runs it (RunOnce).
 	Deletions *deletion.Worker
+	// Webhooks is the delivery worker (WithWebhooks; nil otherwise).
+	Webhooks *webhook.Worker
 	// Registry holds every metric the server exports (served on cmd/api's
 	// metrics listener, never on the API).
 	Registry *prometheus.Registry
@@ -117,6 +121,7 @@ type options struct {
 	rawEndpoint    string    // ts.Raw's (and the migration's) endpoint
 	log            io.Writer // the server's JSON log (debug level)
 	graphQL        graphapi.Limits
+	webhooks       *webhook.Policy // run the stream reader and a delivery worker
 }
 
 // Option changes one of MustServer's settings.
@@ -203,6 +208,14 @@ func WithLog(w io.Writer) Option {
 	return func(o *options) { o.log = w }
 }
 
+// WithWebhooks runs, beside the server, what `api serve` runs for
+// webhooks: the stream reader dispatching the table's audit events and a
+// delivery worker, with the retry schedule pol (short ones keep tests
+// fast). They use ts.Raw, so ts.Rec records the requests' calls alone.
+func WithWebhooks(pol webhook.Policy) Option {
+	return func(o *options) { o.webhooks = &pol }
+}
+
 // MustServer creates a table, wires the server exactly as cmd/api does
 // (with a test HS256 secret, a test cursor key and an injectable clock) and
 // serves it. Every DynamoDB call is recorded in ts.Rec; the test fails at
@@ -287,7 +300,12 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 	db.SetMaxOwnedOrgs(o.maxOwnedOrgs)
 	ts.Deletions = deletion.NewWorker(&store.Deletions{DB: db}, deletion.Options{})
 	tb.Cleanup(ts.Deletions.Close)
-	d := app.Deps(db, ts.Deletions, app.Options{Now: ts.Clock.Now})
+	// Receivers in tests listen on loopback, over http.
+	appOpts := app.Options{Now: ts.Clock.Now, WebhookURLs: webhook.URLPolicy{AllowPrivate: true}}
+	d := app.Deps(db, ts.Deletions, appOpts)
+	if o.webhooks != nil {
+		ts.startWebhooks(tb, appOpts, *o.webhooks, logger)
+	}
 	d.Verifier, d.CursorKey, d.Logger, d.Ready, d.Registry, d.Metrics = verifier, cursorKey, logger, db.Ping, reg, metrics
 	// cmd/api's limiter, with a budget no test exhausts (unless
 	// WithRateLimit says otherwise).
@@ -416,4 +434,24 @@ func (ts *Server) Invitee(tb testing.TB, prefix, email string) Actor {
 	a.C = ts.Client(tb, a.Token)
 	a.HTTP = ts.HTTPClient(tb, a.Token)
 	return a
+}
+
+// startWebhooks runs the stream reader and a delivery worker over the
+// test's table until the test ends.
+func (ts *Server) startWebhooks(tb testing.TB, o app.Options, pol webhook.Policy, log *slog.Logger) {
+	raw := store.Open(ts.Raw, ts.Table)
+	dispatcher, worker := app.Delivery(raw, o, pol, log)
+	cfg := dynamotest.Config(tb)
+	streams := dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
+		o.BaseEndpoint = aws.String(dynamotest.Endpoint())
+	})
+	reader := raw.NewStreamReader(streams, dispatcher.Dispatch, log)
+	reader.Poll = 50 * time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); reader.Run(ctx) }()
+	go func() { defer wg.Done(); worker.Run(ctx) }()
+	ts.Webhooks = worker
+	tb.Cleanup(func() { cancel(); wg.Wait() })
 }

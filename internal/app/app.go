@@ -6,6 +6,8 @@
 package app
 
 import (
+	"log/slog"
+
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/deletion"
@@ -15,6 +17,7 @@ import (
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
+	"github.com/tenantd/tenantd/internal/webhook"
 )
 
 // Options are the domain settings of the wiring.
@@ -24,6 +27,8 @@ type Options struct {
 	// InvitationAnyEmail lets anyone holding an invitation's token accept
 	// it, whatever the email of their token.
 	InvitationAnyEmail bool
+	// WebhookURLs decides which endpoint URLs subscriptions may name.
+	WebhookURLs webhook.URLPolicy
 }
 
 // Deps returns the server's dependencies over db: every service and store
@@ -39,8 +44,24 @@ func Deps(db *store.DB, deletions *deletion.Worker, o Options) httpapi.Deps {
 		Tickets:     ticket.NewService(tickets, teams, orgs, o.Now),
 		Invitations: invitation.NewService(&store.Invitations{DB: db}, o.InvitationAnyEmail, o.Now),
 		Audit:       audit.NewService(&store.Audit{DB: db}, o.Now),
+		Webhooks:    webhook.NewService(&store.Webhooks{DB: db}, o.WebhookURLs, o.Now),
+		Deliveries:  webhook.NewDeliveries(&store.Webhooks{DB: db}, o.Now),
 		Roles:       orgs,
 		Idempotency: &store.Idempotency{DB: db},
 		Now:         o.Now,
 	}
+}
+
+// Delivery returns the webhook machinery of one process over db: the
+// dispatcher the change stream feeds (it kicks the worker, so a new event
+// need not wait for the next poll) and the worker that sends what is due,
+// through the outbound client o.WebhookURLs allows. Both keep real time
+// (leases between replicas, the receivers' tolerance of the signed
+// timestamp), never o.Now.
+func Delivery(db *store.DB, o Options, pol webhook.Policy, log *slog.Logger) (*webhook.Dispatcher, *webhook.Worker) {
+	wh := &store.Webhooks{DB: db}
+	w := webhook.NewWorker(wh, o.WebhookURLs.AllowPrivate, pol, nil, log)
+	d := webhook.NewDispatcher(wh, pol, nil)
+	d.Kick = w.Kick
+	return d, w
 }

@@ -72,6 +72,7 @@ const (
 
 	InvitationManage Action = "invitation.manage"
 	AuditRead        Action = "audit.read"
+	WebhookManage    Action = "webhook.manage"
 )
 
 // Facts are what the rules need to know about the target beyond the
@@ -128,6 +129,7 @@ var Matrix = map[Action]Rule{
 
 	InvitationManage: {Min: Admin, Reason: "only admins and owners may manage invitations; only owners may invite owners"},
 	AuditRead:        {Min: Admin, Reason: "only admins and owners may read the audit log"},
+	WebhookManage:    {Min: Admin, Reason: "only admins and owners may manage webhooks and read their deliveries"},
 }
 
 func teamManager(_ Principal, f Facts) bool { return f.TeamRole.AtLeast(Admin) }

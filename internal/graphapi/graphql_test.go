@@ -289,6 +289,8 @@ func TestGraphQLCrossTenant(t *testing.T) {
 			map[string]any{"o": bOrg, "t": a.Ticket.Id}, []string{"ticket_not_found"}},
 		{"addComment on A's ticket in B", `mutation($o: ID!, $t: ID!) { addComment(orgId: $o, ticketId: $t, body: "pwned") { id } }`,
 			map[string]any{"o": bOrg, "t": a.Ticket.Id}, []string{"ticket_not_found"}},
+		{"webhooks of A", `query($o: ID!) { org(id: $o) { webhooks { nodes { id url } } } }`, map[string]any{"o": a.Org.Id}, []string{"org_not_found"}},
+		{"webhooks of B, as a member", `query($o: ID!) { org(id: $o) { webhooks { nodes { id url } } } }`, map[string]any{"o": bOrg}, []string{"forbidden"}},
 		{"addComment on A's ticket in A", `mutation($o: ID!, $t: ID!) { addComment(orgId: $o, ticketId: $t, body: "pwned") { id } }`,
 			map[string]any{"o": a.Org.Id, "t": a.Ticket.Id}, []string{"org_not_found"}},
 	}
@@ -575,6 +577,10 @@ func TestGraphQLAgreesWithREST(t *testing.T) {
 	apitest.MustComment(t, w.Assignee.C, org, w.Ticket.Id, "second")
 	apitest.MustTicket(t, w.Member.C, org, client.TicketCreate{Title: "unassigned", Priority: apitest.Ptr(client.TicketPriorityUrgent), Tags: &[]string{"a", "b"}})
 	apitest.MustInvitation(t, w.Owner.C, org, "agree-invitee@example.com", client.RoleAdmin, w.Team.Id)
+	if r, err := w.Owner.C.CreateWebhookWithResponse(bg, org, nil, client.WebhookCreate{Url: "https://hooks.example.com/agree",
+		Events: []string{"ticket.delete"}, Description: apitest.Ptr("agree")}); err != nil || r.StatusCode() != http.StatusCreated {
+		t.Fatalf("create webhook: %v", err)
+	}
 	if r, err := w.Admin.C.UpdateTicketWithResponse(bg, org, w.Ticket.Id, nil, client.TicketUpdate{Status: apitest.Ptr(client.TicketStatusOpen), Tags: &[]string{"x"}}); err != nil || r.StatusCode() != http.StatusOK {
 		t.Fatalf("update: %v", err)
 	}
@@ -612,6 +618,8 @@ func TestGraphQLAgreesWithREST(t *testing.T) {
 			"items", []string{"org", "invitations", "nodes"}},
 		{"listAuditEvents", "/v1/orgs/" + org + "/audit-log?limit=100", `query($o: ID!) { org(id: $o) { auditLog(first: 100) { nodes { id action actorId targetType targetId at changes { field before after } requestId clientRequestId } } } }`,
 			"items", []string{"org", "auditLog", "nodes"}},
+		{"listWebhooks", "/v1/orgs/" + org + "/webhooks", `query($o: ID!) { org(id: $o) { webhooks { nodes { id url events description active failingSince version createdAt updatedAt } } } }`,
+			"items", []string{"org", "webhooks", "nodes"}},
 		{"getMe", "/v1/me", `{ me { userId orgs { nodes { orgId name role userName } } } }`, "", []string{"me"}},
 	}
 	for _, row := range rows {

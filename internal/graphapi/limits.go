@@ -41,6 +41,8 @@ func setComplexity(c *ComplexityRoot) {
 	c.Org.Users = func(child int, first *int, _ *string) int { return list(child, first) }
 	c.Org.Teams = func(child int, first *int, _ *string) int { return list(child, first) }
 	c.Org.Invitations = func(child int, first *int, _ *string) int { return list(child, first) }
+	c.Org.Webhooks = func(child int, first *int, _ *string) int { return list(child, first) }
+	c.Webhook.Deliveries = func(child int, first *int, _ *string) int { return list(child, first) }
 	c.Org.AuditLog = func(child int, _, _ *time.Time, first *int, _ *string) int { return list(child, first) }
 	c.Org.Tickets = func(child int, _ *ticket.Status, _ *ticket.Priority, _, _, _ *string, _ *SortOrder, first *int, _ *string) int {
 		return list(child, first)

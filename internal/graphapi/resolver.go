@@ -2,7 +2,7 @@ package graphapi
 
 // resolver is the root of the resolvers; each object's resolver is in the
 // file of its resource (org.go, team.go, ticket.go, invitation.go,
-// audit.go), like the HTTP layer's handlers.
+// audit.go, webhook.go), like the HTTP layer's handlers.
 type resolver struct{ s *Server }
 
 type (
@@ -16,6 +16,7 @@ type (
 	teamMemberResolver struct{ *resolver }
 	ticketResolver     struct{ *resolver }
 	commentResolver    struct{ *resolver }
+	webhookResolver    struct{ *resolver }
 )
 
 func (r *resolver) Query() QueryResolver           { return queryResolver{r} }
@@ -28,3 +29,4 @@ func (r *resolver) Team() TeamResolver             { return teamResolver{r} }
 func (r *resolver) TeamMember() TeamMemberResolver { return teamMemberResolver{r} }
 func (r *resolver) Ticket() TicketResolver         { return ticketResolver{r} }
 func (r *resolver) Comment() CommentResolver       { return commentResolver{r} }
+func (r *resolver) Webhook() WebhookResolver       { return webhookResolver{r} }

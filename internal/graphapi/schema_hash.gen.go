@@ -3,4 +3,4 @@
 package graphapi
 
 // generatedFrom is the hash of schema/*.graphqls when exec.gen.go was generated.
-const generatedFrom = "7eba42db156ba301cd7bc7110a68195eddab2b590b476a8bf76df42a1e5c1453"
+const generatedFrom = "2e10539b4098e13ab1007545f22fac783b787071b02479a89ce635564396b6db"

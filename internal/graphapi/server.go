@@ -49,6 +49,7 @@ import (
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
+	"github.com/tenantd/tenantd/internal/webhook"
 )
 
 // AccessReader reads a user's access to an org: the authorization read of
@@ -68,6 +69,8 @@ type Deps struct {
 	Tickets     *ticket.Service
 	Invitations *invitation.Service
 	Audit       *audit.Service
+	Webhooks    *webhook.Service
+	Deliveries  *webhook.Deliveries
 	Access      AccessReader
 	// Cursors signs the connections' cursors: the REST API's, so a
 	// listing's cursor is the same in both.

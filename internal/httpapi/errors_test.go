@@ -220,6 +220,9 @@ func worldIDs(t *testing.T, w *world) opIDs {
 	ids := idsOf(w)
 	ids.InvitationID = MustInvitation(t, w.Owner.C, w.Org.Id, "pending-"+w.Org.Id+"@example.com", client.RoleMember).Id
 	ids.Token = MustInvitation(t, w.Owner.C, w.Org.Id, "accepting-"+w.Org.Id+"@example.com", client.RoleMember, w.Team.Id).Token
+	r, err := w.Owner.C.CreateWebhookWithResponse(bg, w.Org.Id, nil, client.WebhookCreate{Url: "https://hooks.example.com/" + w.Org.Id, Events: []string{"*"}})
+	mustStatus(t, r, err, http.StatusCreated)
+	ids.WebhookID, ids.DeliveryID = r.JSON201.Id, randULID()
 	return ids
 }
 

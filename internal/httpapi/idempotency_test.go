@@ -83,6 +83,11 @@ func createOps(ts *testServer, w *idemWorld) []createOp {
 				return it.Str("action") == "invitation.create" && strings.Contains(dump([]dbItem{it}), fmt.Sprintf("idem-invitee-%d@example.com", v))
 			})
 		}},
+		{id: "createWebhook", orgScoped: true, send: func(org string, a actor, v int) (string, string) {
+			return "/v1/orgs/" + org + "/webhooks", fmt.Sprintf(`{"url":"https://hooks.example.com/idem-%d","events":["*"]}`, v)
+		}, count: func(t *testing.T, ts *testServer, org string, _ actor, v int) int {
+			return n(t, ts, "Webhook", org, func(it dbItem) bool { return it.Str("url") == fmt.Sprintf("https://hooks.example.com/idem-%d", v) })
+		}},
 		{id: "acceptInvitation", send: func(_ string, a actor, v int) (string, string) {
 			return "/v1/invitations/" + w.tokens[fmt.Sprintf("accept-%d@example.com", v)] + "/accept", ""
 		}, count: func(t *testing.T, ts *testServer, _ string, a actor, v int) int {

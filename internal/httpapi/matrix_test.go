@@ -42,6 +42,7 @@ func tourOrder(ops []specOp) []specOp {
 type opIDs struct {
 	OrgID, TeamID, TicketID, UserID string
 	InvitationID, Token             string
+	WebhookID, DeliveryID           string
 }
 
 func idsOf(w *world) opIDs {
@@ -108,6 +109,15 @@ var requests = map[string]func(ids opIDs) string{
 	"acceptInvitation": noBody,
 	"listAuditEvents":  noBody,
 
+	"createWebhook":         body(`{"url":"https://hooks.example.com/built","events":["ticket.create"],"description":"built"}`),
+	"listWebhooks":          noBody,
+	"getWebhook":            noBody,
+	"updateWebhook":         body(`{"description":"changed by a request builder"}`),
+	"deleteWebhook":         noBody,
+	"rotateWebhookSecret":   noBody,
+	"listWebhookDeliveries": noBody,
+	"redeliverWebhook":      noBody,
+
 	// Outside any org's path: the org is an argument
 	// (internal/graphapi/graphql_test.go has GraphQL's own cross-tenant
 	// matrix).
@@ -127,7 +137,7 @@ func pathOf(op specOp, ids opIDs) string {
 		return op.Path + "?" + url.Values{"query": {graphqlGetQuery}, "variables": {fmt.Sprintf(`{"org":%q}`, ids.OrgID)}}.Encode()
 	}
 	return strings.NewReplacer("{orgId}", ids.OrgID, "{teamId}", ids.TeamID, "{ticketId}", ids.TicketID, "{userId}", ids.UserID,
-		"{invitationId}", ids.InvitationID, "{token}", ids.Token).Replace(op.Path)
+		"{invitationId}", ids.InvitationID, "{token}", ids.Token, "{webhookId}", ids.WebhookID, "{deliveryId}", ids.DeliveryID).Replace(op.Path)
 }
 
 // do sends op with ids and body through hc and returns the response and
@@ -167,13 +177,14 @@ func TestCrossTenant(t *testing.T) {
 	a := MustWorld(t, ts, "Aperture Sekrit Labs")
 	comment := MustComment(t, a.Member.C, a.Org.Id, a.Ticket.Id, "the cake is a lie (sekrit)")
 	inv := MustInvitation(t, a.Owner.C, a.Org.Id, "sekrit-invitee@example.com", client.RoleAdmin, a.Team.Id)
+	hook, delivery := mustWebhook(t, ts, a, "https://sekrit.example.com/hook")
 	bee := ts.Actor(t, "bee")
 	bOrg := MustOrg(t, bee.C, "Black Mesa")
 	bTeam := MustTeam(t, bee.C, bOrg.Id, "Black Mesa Science")
 	MustTicket(t, bee.C, bOrg.Id, client.TicketCreate{Title: "Resonance cascade"})
 
-	secrets := []string{a.Org.Name, a.Team.Name, a.Ticket.Title, comment.Body, inv.Email, inv.Token}
-	aIDs := []string{a.Org.Id, a.Team.Id, a.Ticket.Id, comment.Id, inv.Id}
+	secrets := []string{a.Org.Name, a.Team.Name, a.Ticket.Title, comment.Body, inv.Email, inv.Token, hook.Url, hook.Secret}
+	aIDs := []string{a.Org.Id, a.Team.Id, a.Ticket.Id, comment.Id, inv.Id, hook.Id, delivery}
 	for _, u := range []actor{a.Owner, a.Admin, a.Member, a.TeamOwner, a.TeamAdmin, a.TeamMember, a.Requester, a.Assignee} {
 		secrets = append(secrets, u.Email, u.Name)
 		aIDs = append(aIDs, u.ID)
@@ -193,6 +204,8 @@ func TestCrossTenant(t *testing.T) {
 		add(c.ListTicketsWithResponse(bg, a.Org.Id, nil))
 		add(c.ListUserTeamsWithResponse(bg, a.Org.Id, a.TeamMember.ID, nil))
 		add(c.ListInvitationsWithResponse(bg, a.Org.Id, nil))
+		add(c.ListWebhooksWithResponse(bg, a.Org.Id, nil))
+		add(c.ListWebhookDeliveriesWithResponse(bg, a.Org.Id, hook.Id, nil))
 		add(c.ListAuditEventsWithResponse(bg, a.Org.Id, &client.ListAuditEventsParams{Limit: ptr(100)}))
 		return strings.Join(parts, "\n")
 	}
@@ -219,6 +232,7 @@ func TestCrossTenant(t *testing.T) {
 	// membership, no data.
 	aIDsForReq := idsOf(a)
 	aIDsForReq.InvitationID = inv.Id
+	aIDsForReq.WebhookID, aIDsForReq.DeliveryID = hook.Id, delivery
 	for _, op := range ops {
 		build, ok := requests[op.ID]
 		if !ok || !strings.HasPrefix(op.Path, orgScoped) {
@@ -245,8 +259,9 @@ func TestCrossTenant(t *testing.T) {
 
 	// B's own org with A's IDs inside it: nothing of A is found, listed or
 	// touched.
-	mixed := opIDs{OrgID: bOrg.Id, TeamID: a.Team.Id, TicketID: a.Ticket.Id, UserID: a.Member.ID, InvitationID: inv.Id}
-	idParam := regexp.MustCompile(`\{(teamId|ticketId|userId|invitationId)\}`)
+	mixed := opIDs{OrgID: bOrg.Id, TeamID: a.Team.Id, TicketID: a.Ticket.Id, UserID: a.Member.ID, InvitationID: inv.Id,
+		WebhookID: hook.Id, DeliveryID: delivery}
+	idParam := regexp.MustCompile(`\{(teamId|ticketId|userId|invitationId|webhookId|deliveryId)\}`)
 	for _, op := range tourOrder(ops) {
 		build, ok := requests[op.ID]
 		if !ok || !strings.HasPrefix(op.Path, orgScoped) || (!idParam.MatchString(op.Path) && op.ID != "createTicket") {

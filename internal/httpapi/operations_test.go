@@ -12,6 +12,7 @@ import (
 	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
+	"github.com/tenantd/tenantd/internal/webhook"
 )
 
 // TestOperations pins the DynamoDB calls behind the access patterns whose
@@ -231,6 +232,8 @@ func TestNoScan(t *testing.T) {
 	doc, _ := loadSpec(t)
 	ids := idsOf(w)
 	ids.InvitationID = MustInvitation(t, w.Owner.C, w.Org.Id, "tour-revoked@example.com", client.RoleMember).Id
+	hook, delivery := mustWebhook(t, ts, w, "https://hooks.example.com/tour")
+	ids.WebhookID, ids.DeliveryID = hook.Id, delivery
 	ids.Token = MustInvitation(t, w.Owner.C, w.Org.Id, "tour-accepted@example.com", client.RoleMember, w.Team.Id).Token
 	invitee := ts.Invitee(t, "invitee", "tour-accepted@example.com")
 	ts.Rec.Reset()
@@ -277,7 +280,8 @@ func TestNoScan(t *testing.T) {
 func TestOperationNamesMatchServices(t *testing.T) {
 	doc, _ := loadSpec(t)
 	methods := map[string]string{}
-	for _, svc := range []any{&tenant.Service{}, &membership.Service{}, &ticket.Service{}, &invitation.Service{}, &audit.Service{}} {
+	for _, svc := range []any{&tenant.Service{}, &membership.Service{}, &ticket.Service{}, &invitation.Service{}, &audit.Service{},
+		&webhook.Service{}, &webhook.Deliveries{}} {
 		typ := reflect.TypeOf(svc)
 		for i := range typ.NumMethod() {
 			methods[typ.Method(i).Name] = typ.Elem().PkgPath()

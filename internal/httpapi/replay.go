@@ -18,6 +18,7 @@ var replayActions = map[string]authz.Action{
 	"/v1/orgs/:orgId/tickets":                    authz.TicketCreate,
 	"/v1/orgs/:orgId/tickets/:ticketId/comments": authz.CommentCreate,
 	"/v1/orgs/:orgId/invitations":                authz.InvitationManage,
+	"/v1/orgs/:orgId/webhooks":                   authz.WebhookManage,
 }
 
 // authorizeReplay decides a replay of a kept response like a new request:

@@ -174,6 +174,34 @@ var roleOps = map[string]roleOp{
 		r, err := c.CreateInvitationWithResponse(bg, w.Org.Id, nil, client.InvitationCreate{Email: ts.UniqueID("invitee") + "@example.com", Role: client.RoleMember})
 		return status(t, r, err)
 	}},
+	"createWebhook": {authz.WebhookManage, http.StatusCreated, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
+		r, err := c.CreateWebhookWithResponse(bg, w.Org.Id, nil, client.WebhookCreate{Url: "https://hooks.example.com/" + ts.UniqueID("h"), Events: []string{"*"}})
+		return status(t, r, err)
+	}},
+	"updateWebhook": {authz.WebhookManage, http.StatusOK, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
+		hook := sharedWebhook(t, ts, w)
+		r, err := c.UpdateWebhookWithResponse(bg, w.Org.Id, hook, nil, client.WebhookUpdate{Description: ptr(ts.UniqueID("desc"))})
+		return status(t, r, err)
+	}},
+	"deleteWebhook": {authz.WebhookManage, http.StatusNoContent, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
+		hook, _ := mustWebhook(t, ts, w, "https://hooks.example.com/"+ts.UniqueID("doomed"))
+		r, err := c.DeleteWebhookWithResponse(bg, w.Org.Id, hook.Id, nil)
+		st := status(t, r, err)
+		g, err := w.Owner.C.GetWebhookWithResponse(bg, w.Org.Id, hook.Id)
+		if gone := status(t, g, err) == http.StatusNotFound; gone != (st == http.StatusNoContent) {
+			t.Errorf("delete answered %d but the webhook is gone: %v", st, gone)
+		}
+		return st
+	}},
+	"rotateWebhookSecret": {authz.WebhookManage, http.StatusOK, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
+		r, err := c.RotateWebhookSecretWithResponse(bg, w.Org.Id, sharedWebhook(t, ts, w))
+		return status(t, r, err)
+	}},
+	"redeliverWebhook": {authz.WebhookManage, http.StatusAccepted, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
+		hook := sharedWebhook(t, ts, w)
+		r, err := c.RedeliverWebhookWithResponse(bg, w.Org.Id, hook, enqueueDelivery(t, ts, w.Org.Id, hook))
+		return status(t, r, err)
+	}},
 	"revokeInvitation": {authz.InvitationManage, http.StatusNoContent, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
 		inv := MustInvitation(t, w.Owner.C, w.Org.Id, ts.UniqueID("revoked")+"@example.com", client.RoleMember)
 		r, err := c.RevokeInvitationWithResponse(bg, w.Org.Id, inv.Id)
@@ -266,6 +294,21 @@ var roleRows = []struct {
 
 	{"createInvitation", orgOwner, 201}, {"createInvitation", orgAdmin, 201}, {"createInvitation", orgMember, 403}, {"createInvitation", teamOwner, 403},
 	{"createInvitation", teamAdmin, 403}, {"createInvitation", teamMember, 403}, {"createInvitation", requester, 403}, {"createInvitation", assignee, 403},
+
+	{"createWebhook", orgOwner, 201}, {"createWebhook", orgAdmin, 201}, {"createWebhook", orgMember, 403}, {"createWebhook", teamOwner, 403},
+	{"createWebhook", teamAdmin, 403}, {"createWebhook", teamMember, 403}, {"createWebhook", requester, 403}, {"createWebhook", assignee, 403},
+
+	{"updateWebhook", orgOwner, 200}, {"updateWebhook", orgAdmin, 200}, {"updateWebhook", orgMember, 403}, {"updateWebhook", teamOwner, 403},
+	{"updateWebhook", teamAdmin, 403}, {"updateWebhook", teamMember, 403}, {"updateWebhook", requester, 403}, {"updateWebhook", assignee, 403},
+
+	{"deleteWebhook", orgOwner, 204}, {"deleteWebhook", orgAdmin, 204}, {"deleteWebhook", orgMember, 403}, {"deleteWebhook", teamOwner, 403},
+	{"deleteWebhook", teamAdmin, 403}, {"deleteWebhook", teamMember, 403}, {"deleteWebhook", requester, 403}, {"deleteWebhook", assignee, 403},
+
+	{"rotateWebhookSecret", orgOwner, 200}, {"rotateWebhookSecret", orgAdmin, 200}, {"rotateWebhookSecret", orgMember, 403}, {"rotateWebhookSecret", teamOwner, 403},
+	{"rotateWebhookSecret", teamAdmin, 403}, {"rotateWebhookSecret", teamMember, 403}, {"rotateWebhookSecret", requester, 403}, {"rotateWebhookSecret", assignee, 403},
+
+	{"redeliverWebhook", orgOwner, 202}, {"redeliverWebhook", orgAdmin, 202}, {"redeliverWebhook", orgMember, 403}, {"redeliverWebhook", teamOwner, 403},
+	{"redeliverWebhook", teamAdmin, 403}, {"redeliverWebhook", teamMember, 403}, {"redeliverWebhook", requester, 403}, {"redeliverWebhook", assignee, 403},
 
 	{"revokeInvitation", orgOwner, 204}, {"revokeInvitation", orgAdmin, 204}, {"revokeInvitation", orgMember, 403}, {"revokeInvitation", teamOwner, 403},
 	{"revokeInvitation", teamAdmin, 403}, {"revokeInvitation", teamMember, 403}, {"revokeInvitation", requester, 403}, {"revokeInvitation", assignee, 403},

@@ -32,6 +32,7 @@ import (
 	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
+	"github.com/tenantd/tenantd/internal/webhook"
 )
 
 // defineFormats registers kin-openapi's (global) string formats once, so
@@ -48,6 +49,8 @@ type Deps struct {
 	Tickets     *ticket.Service
 	Invitations *invitation.Service
 	Audit       *audit.Service
+	Webhooks    *webhook.Service
+	Deliveries  *webhook.Deliveries
 	Roles       graphapi.AccessReader // the authorization read
 	Verifier    *Verifier
 	// CursorKey signs pagination cursors (at least 32 bytes).
@@ -185,7 +188,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(conditional)
 
 	h := &handlers{Deps: d, cursors: page.Cursors{Key: d.CursorKey, TTL: d.CursorTTL, Now: clock.Or(d.Now)}}
-	h.graphQL = graphapi.New(graphapi.Deps{Orgs: d.Orgs, Teams: d.Teams, Tickets: d.Tickets, Invitations: d.Invitations, Audit: d.Audit,
+	h.graphQL = graphapi.New(graphapi.Deps{Orgs: d.Orgs, Teams: d.Teams, Tickets: d.Tickets, Invitations: d.Invitations, Audit: d.Audit, Webhooks: d.Webhooks, Deliveries: d.Deliveries,
 		Access: d.Roles, Cursors: h.cursors, RateLimit: d.RateLimit, CallerRateLimit: d.CallerRateLimit, Idempotency: keeper, CheckInput: checkInput(spec), Now: d.Now, Logger: d.Logger, Limits: d.GraphQL})
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
 	for _, r := range e.Routes() {

@@ -135,10 +135,11 @@ func TestKeysBuiltInKeysGo(t *testing.T) {
 // marks of an unfinished deletion (the DELETING index keys, its start and
 // lease: offboard.go, cascade.go; the Ticket struct has gsi3pk/gsi3sk
 // already, for its status queue) and the mark of a user removal that met
-// concurrent membership changes (RemoveOrgUser). Each must be documented
+// concurrent membership changes (RemoveOrgUser), and the org's count of
+// webhooks (webhook.go). Each must be documented
 // with its entity, and each must still be written somewhere.
 var updateOnly = map[string][]string{
-	"Org":     {"gsi3pk", "gsi3sk"},
+	"Org":     {"gsi3pk", "gsi3sk", "webhookCount"},
 	"OrgUser": {"leaving"},
 	"Team":    {"gsi3pk", "gsi3sk", "deletingSince", "leaseUntil"},
 	"Ticket":  {"deletingSince", "leaseUntil"},

@@ -9,6 +9,7 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"time"
 )
@@ -43,6 +44,10 @@ const (
 	typeAudit      = "AuditEvent"
 	typeInvitation = "Invitation"
 	typeInviteMail = "InvitationEmail"
+	typeWebhook    = "Webhook"
+	typeDelivery   = "WebhookDelivery"
+	typeDue        = "WebhookDue"
+	typeCheckpoint = "StreamCheckpoint"
 	typeRateLimit  = "RateLimit"
 	typeOwnedOrgs  = "OwnedOrgs"
 )
@@ -200,3 +205,62 @@ func invitationEmailGSI1SK(normalizedEmail string) string { return "EMAILINVITE#
 func invitationEmailKey(orgID, normalizedEmail string) key {
 	return key{orgPK(orgID) + "#INVITEEMAIL#" + normalizedEmail, "#INVITE"}
 }
+
+// webhookPK is a webhook subscription's own partition: the subscription
+// (#METADATA) and its deliveries (DELIVERY#<eventId>, newest last).
+func webhookPK(orgID, webhookID string) string { return orgPK(orgID) + "#WEBHOOK#" + webhookID }
+func webhookKey(orgID, webhookID string) key   { return key{webhookPK(orgID, webhookID), skMetadata} }
+
+// webhookSK is a subscription's GSI1 sort key under ORG#<orgId>: the org's
+// subscriptions, and where offboarding finds their partitions.
+func webhookSK(webhookID string) string { return prefixWebhook + webhookID }
+
+const (
+	prefixWebhook  = "WEBHOOK#"
+	prefixDelivery = "DELIVERY#"
+)
+
+func deliveryKey(orgID, webhookID, eventID string) key {
+	return key{webhookPK(orgID, webhookID), prefixDelivery + eventID}
+}
+
+// deliveryGSI1SK is a delivery's GSI1 sort key under ORG#<orgId>, so
+// offboarding finds a deleted subscription's deliveries too.
+func deliveryGSI1SK(webhookID, eventID string) string {
+	return "WHDELIVERY#" + webhookID + "#" + eventID
+}
+
+// dueShardPK is a GSI3 partition of the endpoints with deliveries due
+// (one WebhookDue item each): one of webhook.Shards, by endpoint, so no
+// one partition holds every tenant's. Like DELETING it spans tenants;
+// only the delivery workers read it.
+func dueShardPK(shard int) string { return fmt.Sprintf("WEBHOOKDUE#%d", shard) }
+
+// dueSK orders a shard's endpoints by when their earliest delivery is due
+// (epoch ms, zero padded), then names the endpoint.
+func dueSK(at time.Time, orgID, webhookID string) string {
+	return fmt.Sprintf("%013d#%s#%s", at.UnixMilli(), orgID, webhookID)
+}
+
+// dueKey is an endpoint's WebhookDue item, in its partition.
+func dueKey(orgID, webhookID string) key { return key{webhookPK(orgID, webhookID), "#DUE"} }
+
+// dueGSI1SK is a WebhookDue item's GSI1 sort key under ORG#<orgId>, so
+// offboarding finds it when its webhook is gone.
+func dueGSI1SK(webhookID string) string { return "WHDUE#" + webhookID }
+
+// queuePK is the GSI3 partition of one endpoint's pending deliveries, so
+// an endpoint's backlog, however long, is read by nobody else's worker.
+func queuePK(orgID, webhookID string) string { return "WEBHOOKQUEUE#" + orgID + "#" + webhookID }
+
+// queueSK orders an endpoint's pending deliveries by when they are due.
+func queueSK(at time.Time, eventID string) string {
+	return fmt.Sprintf("%013d#%s", at.UnixMilli(), eventID)
+}
+
+// streamCheckpointPK is the partition of the local stream reader's
+// checkpoints (SHARD#<shardId>: the last sequence number dispatched).
+// Like DELETING it belongs to no tenant; only the stream reader reads it.
+const streamCheckpointPK = "WEBHOOKSTREAM"
+
+func checkpointSK(shardID string) string { return "SHARD#" + shardID }

@@ -26,6 +26,10 @@ var Schema = struct {
 	Indexes []Index
 	// TTLAttribute holds an epoch-seconds expiry on items that expire.
 	TTLAttribute string
+	// StreamView is what the table's change stream carries of each
+	// change: the new image, from which the webhook dispatcher reads the
+	// audit events.
+	StreamView types.StreamViewType
 }{
 	PK: attrPK, SK: attrSK,
 	Indexes: []Index{
@@ -38,6 +42,7 @@ var Schema = struct {
 		{gsi7, "gsi7pk", "gsi7sk"},
 	},
 	TTLAttribute: "expiresAt",
+	StreamView:   types.StreamViewTypeNewImage,
 }
 
 // CreateTableInput is the CreateTable request for the schema: on-demand
@@ -70,7 +75,12 @@ func CreateTableInput(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String(Schema.SK), KeyType: types.KeyTypeRange},
 		},
 		GlobalSecondaryIndexes: gsis,
+		StreamSpecification:    streamSpec(),
 	}
+}
+
+func streamSpec() *types.StreamSpecification {
+	return &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: Schema.StreamView}
 }
 
 // Migrate creates the table if it does not exist and waits until it is
@@ -92,6 +102,9 @@ func Migrate(ctx context.Context, client *dynamodb.Client, name string) error {
 		return fmt.Errorf("describe table %s: %w", name, err)
 	default:
 		if err := addIndexes(ctx, client, name, desc.Table); err != nil {
+			return fmt.Errorf("table %s: %w", name, err)
+		}
+		if err := enableStream(ctx, client, name, desc.Table); err != nil {
 			return fmt.Errorf("table %s: %w", name, err)
 		}
 	}
@@ -119,6 +132,21 @@ func enableTTL(ctx context.Context, client *dynamodb.Client, name string) error 
 		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(Schema.TTLAttribute), Enabled: aws.Bool(true)}})
 	if err != nil {
 		return fmt.Errorf("enable TTL on %s: %w", name, err)
+	}
+	return nil
+}
+
+// enableStream turns on the change stream of a table created by an
+// earlier version (one without it).
+func enableStream(ctx context.Context, client *dynamodb.Client, name string, t *types.TableDescription) error {
+	if s := t.StreamSpecification; s != nil && aws.ToBool(s.StreamEnabled) {
+		if s.StreamViewType != Schema.StreamView {
+			return fmt.Errorf("its stream carries %s, want %s: disable it, then migrate", s.StreamViewType, Schema.StreamView)
+		}
+		return nil
+	}
+	if _, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(name), StreamSpecification: streamSpec()}); err != nil {
+		return fmt.Errorf("enable stream: %w", err)
 	}
 	return nil
 }

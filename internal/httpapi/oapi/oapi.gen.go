@@ -209,6 +209,27 @@ func (e TicketStatus) Valid() bool {
 	}
 }
 
+// Defines values for WebhookDeliveryState.
+const (
+	WebhookDeliveryStateDelivered WebhookDeliveryState = "delivered"
+	WebhookDeliveryStateFailed    WebhookDeliveryState = "failed"
+	WebhookDeliveryStatePending   WebhookDeliveryState = "pending"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryState enum.
+func (e WebhookDeliveryState) Valid() bool {
+	switch e {
+	case WebhookDeliveryStateDelivered:
+		return true
+	case WebhookDeliveryStateFailed:
+		return true
+	case WebhookDeliveryStatePending:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for GetOrgParamsInclude.
 const (
 	GetOrgParamsIncludeUsers GetOrgParamsInclude = "users"
@@ -878,11 +899,102 @@ type TicketUpdate struct {
 	Title  *string                   `json:"title,omitempty"`
 }
 
+// Webhook defines model for Webhook.
+type Webhook struct {
+	// Active false once an admin paused it, or the service disabled it after 3 days of failures.
+	Active      bool      `json:"active"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Description *string   `json:"description,omitempty"`
+	Events      []string  `json:"events"`
+
+	// FailingSince When the endpoint's current run of failed deliveries began (absent while it answers).
+	FailingSince *time.Time `json:"failingSince,omitempty"`
+	Id           string     `json:"id"`
+	UpdatedAt    time.Time  `json:"updatedAt"`
+	Url          string     `json:"url"`
+	Version      int64      `json:"version"`
+}
+
+// WebhookCreate defines model for WebhookCreate.
+type WebhookCreate struct {
+	Description *string `json:"description,omitempty"`
+
+	// Events Audit actions (`ticket.create`, `user.update`, ...) or `["*"]` for every one.
+	Events []string `json:"events"`
+
+	// Url An https URL (http and private addresses only where the server allows them, for development).
+	Url string `json:"url"`
+}
+
+// WebhookCreated defines model for WebhookCreated.
+type WebhookCreated struct {
+	// Active false once an admin paused it, or the service disabled it after 3 days of failures.
+	Active      bool      `json:"active"`
+	CreatedAt   time.Time `json:"createdAt"`
+	Description *string   `json:"description,omitempty"`
+	Events      []string  `json:"events"`
+
+	// FailingSince When the endpoint's current run of failed deliveries began (absent while it answers).
+	FailingSince *time.Time `json:"failingSince,omitempty"`
+	Id           string     `json:"id"`
+
+	// Secret The signing secret, `whsec_<base64>`. Shown only in this response.
+	Secret    string    `json:"secret"`
+	UpdatedAt time.Time `json:"updatedAt"`
+	Url       string    `json:"url"`
+	Version   int64     `json:"version"`
+}
+
+// WebhookDelivery defines model for WebhookDelivery.
+type WebhookDelivery struct {
+	Attempts  int       `json:"attempts"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Id The event's ID, sent as `webhook-id` on every attempt.
+	Id string `json:"id"`
+
+	// LastError Why the last attempt failed, or why none was made: an event made while its endpoint already had 10,000 undelivered events is given up at once (`failed`, no attempt); redeliver it once the backlog drains.
+	LastError *string `json:"lastError,omitempty"`
+
+	// LastStatus The endpoint's last HTTP status (absent if it never answered).
+	LastStatus    *int                 `json:"lastStatus,omitempty"`
+	LatencyMs     *int64               `json:"latencyMs,omitempty"`
+	NextAttemptAt *time.Time           `json:"nextAttemptAt,omitempty"`
+	State         WebhookDeliveryState `json:"state"`
+	Type          string               `json:"type"`
+}
+
+// WebhookDeliveryState defines model for WebhookDelivery.State.
+type WebhookDeliveryState string
+
+// WebhookDeliveryList defines model for WebhookDeliveryList.
+type WebhookDeliveryList struct {
+	Items      []WebhookDelivery `json:"items"`
+	NextCursor *string           `json:"nextCursor,omitempty"`
+}
+
+// WebhookList defines model for WebhookList.
+type WebhookList struct {
+	Items      []Webhook `json:"items"`
+	NextCursor *string   `json:"nextCursor,omitempty"`
+}
+
+// WebhookUpdate defines model for WebhookUpdate.
+type WebhookUpdate struct {
+	Active      *bool     `json:"active,omitempty"`
+	Description *string   `json:"description,omitempty"`
+	Events      *[]string `json:"events,omitempty"`
+	Url         *string   `json:"url,omitempty"`
+}
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
 // Cursor defines model for cursor.
 type Cursor = string
+
+// DeliveryId defines model for deliveryId.
+type DeliveryId = string
 
 // IfMatch defines model for ifMatch.
 type IfMatch = string
@@ -913,6 +1025,9 @@ type TicketId = string
 
 // UserId Example: auth0|5f7c8ec7c33c6c004bbafe82
 type UserId = string
+
+// WebhookId defines model for webhookId.
+type WebhookId = string
 
 // BadRequest A problem of a 400, which lists every problem of the request in `errors`.
 type BadRequest = BadRequestProblem
@@ -1288,6 +1403,42 @@ type ListUserTicketsParams struct {
 // ListUserTicketsParamsInclude defines parameters for ListUserTickets.
 type ListUserTicketsParamsInclude string
 
+// ListWebhooksParams defines parameters for ListWebhooks.
+type ListWebhooksParams struct {
+	// Limit Maximum number of items to return (page size).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
+// CreateWebhookParams defines parameters for CreateWebhook.
+type CreateWebhookParams struct {
+	// IdempotencyKey Makes a creating POST safe to retry (Stripe semantics). The first request with a key runs; its response (status and body) is kept for 24 hours and replayed, with `Idempotent-Replayed: true`, to any retry with the same key and the same request. The same key with a different request gets 422; a retry while the first request is still running gets 409. Keys are scoped to the organization and the caller. Server errors (5xx) are not kept, so the key can be retried.
+	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
+}
+
+// DeleteWebhookParams defines parameters for DeleteWebhook.
+type DeleteWebhookParams struct {
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// UpdateWebhookParams defines parameters for UpdateWebhook.
+type UpdateWebhookParams struct {
+	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	// Limit Maximum number of items to return (page size).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // GraphqlJSONRequestBody defines body for Graphql for application/json ContentType.
 type GraphqlJSONRequestBody = GraphQLRequest
 
@@ -1323,6 +1474,12 @@ type AddOrgUserJSONRequestBody = OrgUserCreate
 
 // UpdateOrgUserJSONRequestBody defines body for UpdateOrgUser for application/json ContentType.
 type UpdateOrgUserJSONRequestBody = OrgUserUpdate
+
+// CreateWebhookJSONRequestBody defines body for CreateWebhook for application/json ContentType.
+type CreateWebhookJSONRequestBody = WebhookCreate
+
+// UpdateWebhookJSONRequestBody defines body for UpdateWebhook for application/json ContentType.
+type UpdateWebhookJSONRequestBody = WebhookUpdate
 
 // Getter for additional properties for GraphQLRequest_Extensions. Returns the specified
 // element and whether it was found
@@ -1644,6 +1801,30 @@ type ServerInterface interface {
 	// ListUserTickets List tickets requested by a user
 	// (GET /v1/orgs/{orgId}/users/{userId}/tickets)
 	ListUserTickets(ctx echo.Context, orgId OrgId, userId UserId, params ListUserTicketsParams) error
+	// ListWebhooks List the org's webhooks
+	// (GET /v1/orgs/{orgId}/webhooks)
+	ListWebhooks(ctx echo.Context, orgId OrgId, params ListWebhooksParams) error
+	// CreateWebhook Subscribe an endpoint to the org's events
+	// (POST /v1/orgs/{orgId}/webhooks)
+	CreateWebhook(ctx echo.Context, orgId OrgId, params CreateWebhookParams) error
+	// DeleteWebhook Delete a webhook
+	// (DELETE /v1/orgs/{orgId}/webhooks/{webhookId})
+	DeleteWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId, params DeleteWebhookParams) error
+	// GetWebhook Get a webhook
+	// (GET /v1/orgs/{orgId}/webhooks/{webhookId})
+	GetWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId) error
+	// UpdateWebhook Update a webhook
+	// (PATCH /v1/orgs/{orgId}/webhooks/{webhookId})
+	UpdateWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId, params UpdateWebhookParams) error
+	// ListWebhookDeliveries List a webhook's deliveries
+	// (GET /v1/orgs/{orgId}/webhooks/{webhookId}/deliveries)
+	ListWebhookDeliveries(ctx echo.Context, orgId OrgId, webhookId WebhookId, params ListWebhookDeliveriesParams) error
+	// RedeliverWebhook Send a delivery again
+	// (POST /v1/orgs/{orgId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver)
+	RedeliverWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId, deliveryId DeliveryId) error
+	// RotateWebhookSecret Rotate a webhook's signing secret
+	// (POST /v1/orgs/{orgId}/webhooks/{webhookId}/rotate-secret)
+	RotateWebhookSecret(ctx echo.Context, orgId OrgId, webhookId WebhookId) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -3252,6 +3433,282 @@ func (w *ServerInterfaceWrapper) ListUserTickets(ctx echo.Context) error {
 	return err
 }
 
+// ListWebhooks converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhooks(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhooksParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhooks(ctx, orgId, params)
+	return err
+}
+
+// CreateWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhook(ctx, orgId, params)
+	return err
+}
+
+// DeleteWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhook(ctx, orgId, webhookId, params)
+	return err
+}
+
+// GetWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhook(ctx, orgId, webhookId)
+	return err
+}
+
+// UpdateWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateWebhookParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateWebhook(ctx, orgId, webhookId, params)
+	return err
+}
+
+// ListWebhookDeliveries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeliveriesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookDeliveries(ctx, orgId, webhookId, params)
+	return err
+}
+
+// RedeliverWebhook converts echo context to params.
+func (w *ServerInterfaceWrapper) RedeliverWebhook(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// ------------- Path parameter "deliveryId" -------------
+	var deliveryId DeliveryId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "deliveryId", ctx.Param("deliveryId"), &deliveryId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter deliveryId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RedeliverWebhook(ctx, orgId, webhookId, deliveryId)
+	return err
+}
+
+// RotateWebhookSecret converts echo context to params.
+func (w *ServerInterfaceWrapper) RotateWebhookSecret(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "webhookId" -------------
+	var webhookId WebhookId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "webhookId", ctx.Param("webhookId"), &webhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhookId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RotateWebhookSecret(ctx, orgId, webhookId)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -3313,6 +3770,14 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/invitations/:invitationId", wrapper.RevokeInvitation, options.OperationMiddlewares["revokeInvitation"]...)
 	router.POST(options.BaseURL+"/v1/invitations/:token/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
+	router.POST(options.BaseURL+"/v1/orgs/:orgId/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
+	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId", wrapper.GetWebhook, options.OperationMiddlewares["getWebhook"]...)
+	router.PATCH(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId", wrapper.UpdateWebhook, options.OperationMiddlewares["updateWebhook"]...)
+	router.POST(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId/rotate-secret", wrapper.RotateWebhookSecret, options.OperationMiddlewares["rotateWebhookSecret"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
+	router.POST(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId/deliveries/:deliveryId/redeliver", wrapper.RedeliverWebhook, options.OperationMiddlewares["redeliverWebhook"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId/audit-log", wrapper.ListAuditEvents, options.OperationMiddlewares["listAuditEvents"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId/users", wrapper.ListOrgUsers, options.OperationMiddlewares["listOrgUsers"]...)
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/users", wrapper.AddOrgUser, options.OperationMiddlewares["addOrgUser"]...)
@@ -11000,6 +11465,1494 @@ func (response ListUserTickets503ApplicationProblemPlusJSONResponse) VisitListUs
 	return err
 }
 
+type ListWebhooksRequestObject struct {
+	OrgId  OrgId `json:"orgId"`
+	Params ListWebhooksParams
+}
+
+type ListWebhooksResponseObject interface {
+	VisitListWebhooksResponse(w http.ResponseWriter) error
+}
+
+type ListWebhooks200ResponseHeaders struct {
+	Link *string
+}
+
+type ListWebhooks200JSONResponse struct {
+	Body    WebhookList
+	Headers ListWebhooks200ResponseHeaders
+}
+
+func (response ListWebhooks200JSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks400ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks401ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks403ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks404ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks429ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListWebhooks431TextResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type ListWebhooks500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks500ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks503ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookRequestObject struct {
+	OrgId  OrgId `json:"orgId"`
+	Params CreateWebhookParams
+	Body   *CreateWebhookJSONRequestBody
+}
+
+type CreateWebhookResponseObject interface {
+	VisitCreateWebhookResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhook201ResponseHeaders struct {
+	ETag string
+}
+
+type CreateWebhook201JSONResponse struct {
+	Body    WebhookCreated
+	Headers CreateWebhook201ResponseHeaders
+}
+
+func (response CreateWebhook201JSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook400ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook401ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook403ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook404ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook408ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook409ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook413ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook415ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook422ApplicationProblemPlusJSONResponse struct {
+	UnprocessableEntityApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook422ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook429ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateWebhook431TextResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type CreateWebhook500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook500ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhook503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhook503ApplicationProblemPlusJSONResponse) VisitCreateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookRequestObject struct {
+	OrgId     OrgId     `json:"orgId"`
+	WebhookId WebhookId `json:"webhookId"`
+	Params    DeleteWebhookParams
+}
+
+type DeleteWebhookResponseObject interface {
+	VisitDeleteWebhookResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhook204Response struct {
+}
+
+func (response DeleteWebhook204Response) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook400ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook403ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook404ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook412ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook429ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response DeleteWebhook431TextResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type DeleteWebhook500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook500ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook503ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookRequestObject struct {
+	OrgId     OrgId     `json:"orgId"`
+	WebhookId WebhookId `json:"webhookId"`
+}
+
+type GetWebhookResponseObject interface {
+	VisitGetWebhookResponse(w http.ResponseWriter) error
+}
+
+type GetWebhook200ResponseHeaders struct {
+	ETag string
+}
+
+type GetWebhook200JSONResponse struct {
+	Body    Webhook
+	Headers GetWebhook200ResponseHeaders
+}
+
+func (response GetWebhook200JSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook400ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook401ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook403ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook404ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook429ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetWebhook431TextResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type GetWebhook500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook500ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook503ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookRequestObject struct {
+	OrgId     OrgId     `json:"orgId"`
+	WebhookId WebhookId `json:"webhookId"`
+	Params    UpdateWebhookParams
+	Body      *UpdateWebhookJSONRequestBody
+}
+
+type UpdateWebhookResponseObject interface {
+	VisitUpdateWebhookResponse(w http.ResponseWriter) error
+}
+
+type UpdateWebhook200ResponseHeaders struct {
+	ETag string
+}
+
+type UpdateWebhook200JSONResponse struct {
+	Body    Webhook
+	Headers UpdateWebhook200ResponseHeaders
+}
+
+func (response UpdateWebhook200JSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook400ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook401ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook403ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook404ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook408ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook412ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook413ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook415ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook429ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response UpdateWebhook431TextResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type UpdateWebhook500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook500ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhook503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhook503ApplicationProblemPlusJSONResponse) VisitUpdateWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesRequestObject struct {
+	OrgId     OrgId     `json:"orgId"`
+	WebhookId WebhookId `json:"webhookId"`
+	Params    ListWebhookDeliveriesParams
+}
+
+type ListWebhookDeliveriesResponseObject interface {
+	VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookDeliveries200ResponseHeaders struct {
+	Link *string
+}
+
+type ListWebhookDeliveries200JSONResponse struct {
+	Body    WebhookDeliveryList
+	Headers ListWebhookDeliveries200ResponseHeaders
+}
+
+func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries400ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries401ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries403ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries404ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries429ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListWebhookDeliveries431TextResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type ListWebhookDeliveries500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries500ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries503ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhookRequestObject struct {
+	OrgId      OrgId      `json:"orgId"`
+	WebhookId  WebhookId  `json:"webhookId"`
+	DeliveryId DeliveryId `json:"deliveryId"`
+}
+
+type RedeliverWebhookResponseObject interface {
+	VisitRedeliverWebhookResponse(w http.ResponseWriter) error
+}
+
+type RedeliverWebhook202JSONResponse WebhookDelivery
+
+func (response RedeliverWebhook202JSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook400ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook401ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook403ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook404ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook429ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RedeliverWebhook431TextResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type RedeliverWebhook500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook500ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook503ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecretRequestObject struct {
+	OrgId     OrgId     `json:"orgId"`
+	WebhookId WebhookId `json:"webhookId"`
+}
+
+type RotateWebhookSecretResponseObject interface {
+	VisitRotateWebhookSecretResponse(w http.ResponseWriter) error
+}
+
+type RotateWebhookSecret200JSONResponse WebhookCreated
+
+func (response RotateWebhookSecret200JSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret400ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret401ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret403ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret404ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret429ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RotateWebhookSecret431TextResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type RotateWebhookSecret500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret500ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret503ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetHealth Liveness
@@ -11128,6 +13081,30 @@ type StrictServerInterface interface {
 	// ListUserTickets List tickets requested by a user
 	// (GET /v1/orgs/{orgId}/users/{userId}/tickets)
 	ListUserTickets(ctx context.Context, request ListUserTicketsRequestObject) (ListUserTicketsResponseObject, error)
+	// ListWebhooks List the org's webhooks
+	// (GET /v1/orgs/{orgId}/webhooks)
+	ListWebhooks(ctx context.Context, request ListWebhooksRequestObject) (ListWebhooksResponseObject, error)
+	// CreateWebhook Subscribe an endpoint to the org's events
+	// (POST /v1/orgs/{orgId}/webhooks)
+	CreateWebhook(ctx context.Context, request CreateWebhookRequestObject) (CreateWebhookResponseObject, error)
+	// DeleteWebhook Delete a webhook
+	// (DELETE /v1/orgs/{orgId}/webhooks/{webhookId})
+	DeleteWebhook(ctx context.Context, request DeleteWebhookRequestObject) (DeleteWebhookResponseObject, error)
+	// GetWebhook Get a webhook
+	// (GET /v1/orgs/{orgId}/webhooks/{webhookId})
+	GetWebhook(ctx context.Context, request GetWebhookRequestObject) (GetWebhookResponseObject, error)
+	// UpdateWebhook Update a webhook
+	// (PATCH /v1/orgs/{orgId}/webhooks/{webhookId})
+	UpdateWebhook(ctx context.Context, request UpdateWebhookRequestObject) (UpdateWebhookResponseObject, error)
+	// ListWebhookDeliveries List a webhook's deliveries
+	// (GET /v1/orgs/{orgId}/webhooks/{webhookId}/deliveries)
+	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// RedeliverWebhook Send a delivery again
+	// (POST /v1/orgs/{orgId}/webhooks/{webhookId}/deliveries/{deliveryId}/redeliver)
+	RedeliverWebhook(ctx context.Context, request RedeliverWebhookRequestObject) (RedeliverWebhookResponseObject, error)
+	// RotateWebhookSecret Rotate a webhook's signing secret
+	// (POST /v1/orgs/{orgId}/webhooks/{webhookId}/rotate-secret)
+	RotateWebhookSecret(ctx context.Context, request RotateWebhookSecretRequestObject) (RotateWebhookSecretResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -12515,283 +14492,572 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 	return nil
 }
 
+// ListWebhooks operation middleware
+func (sh *strictHandler) ListWebhooks(ctx echo.Context, orgId OrgId, params ListWebhooksParams) error {
+	var request ListWebhooksRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhooks(ctx.Request().Context(), request.(ListWebhooksRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhooks")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhooksResponseObject); ok {
+		return validResponse.VisitListWebhooksResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateWebhook operation middleware
+func (sh *strictHandler) CreateWebhook(ctx echo.Context, orgId OrgId, params CreateWebhookParams) error {
+	var request CreateWebhookRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	var body CreateWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhook(ctx.Request().Context(), request.(CreateWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookResponseObject); ok {
+		return validResponse.VisitCreateWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteWebhook operation middleware
+func (sh *strictHandler) DeleteWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId, params DeleteWebhookParams) error {
+	var request DeleteWebhookRequestObject
+
+	request.OrgId = orgId
+	request.WebhookId = webhookId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhook(ctx.Request().Context(), request.(DeleteWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookResponseObject); ok {
+		return validResponse.VisitDeleteWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWebhook operation middleware
+func (sh *strictHandler) GetWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId) error {
+	var request GetWebhookRequestObject
+
+	request.OrgId = orgId
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhook(ctx.Request().Context(), request.(GetWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookResponseObject); ok {
+		return validResponse.VisitGetWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateWebhook operation middleware
+func (sh *strictHandler) UpdateWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId, params UpdateWebhookParams) error {
+	var request UpdateWebhookRequestObject
+
+	request.OrgId = orgId
+	request.WebhookId = webhookId
+	request.Params = params
+
+	var body UpdateWebhookJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateWebhook(ctx.Request().Context(), request.(UpdateWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateWebhookResponseObject); ok {
+		return validResponse.VisitUpdateWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhookDeliveries operation middleware
+func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, orgId OrgId, webhookId WebhookId, params ListWebhookDeliveriesParams) error {
+	var request ListWebhookDeliveriesRequestObject
+
+	request.OrgId = orgId
+	request.WebhookId = webhookId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookDeliveries(ctx.Request().Context(), request.(ListWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookDeliveriesResponseObject); ok {
+		return validResponse.VisitListWebhookDeliveriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RedeliverWebhook operation middleware
+func (sh *strictHandler) RedeliverWebhook(ctx echo.Context, orgId OrgId, webhookId WebhookId, deliveryId DeliveryId) error {
+	var request RedeliverWebhookRequestObject
+
+	request.OrgId = orgId
+	request.WebhookId = webhookId
+	request.DeliveryId = deliveryId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RedeliverWebhook(ctx.Request().Context(), request.(RedeliverWebhookRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RedeliverWebhook")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RedeliverWebhookResponseObject); ok {
+		return validResponse.VisitRedeliverWebhookResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RotateWebhookSecret operation middleware
+func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, orgId OrgId, webhookId WebhookId) error {
+	var request RotateWebhookSecretRequestObject
+
+	request.OrgId = orgId
+	request.WebhookId = webhookId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RotateWebhookSecret(ctx.Request().Context(), request.(RotateWebhookSecretRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RotateWebhookSecret")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RotateWebhookSecretResponseObject); ok {
+		return validResponse.VisitRotateWebhookSecretResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37dts2tjj8Klg6Z61IHVqWHadN5dX1HTdxGndy8SROO3OqfCYsQhLGFKASoB1NTs76HuJ7wt+T/Nbe",
-	"GyBBipRlx0najP9KTJG4bGzs++V9Z6znC62EsqYzfN+ZCZ6IDP97eMKn8G8izDiTCyu16gw7h8pKu2SW",
-	"T5meMDsTLBM2z5RIWCYWmTBCWQ7vDlk86ozyweD++EJkRmqFf4gtepbIqTCWHo06cZ+dzARzL7K5vhCG",
-	"XUo7Y+JCZEs2nnE1FeWMRufZWOzjXzRS89uXM26ZNOUau5zFYz2fC2Uf6VzZmOmMxfki4VYkBzZmfGJF",
-	"xjhzL0VMzM9EkuD2aFbT67PXQiVMWiYVi48mWy+0ElvPuR3PYmY1ywRPmFbpkuan5SQR4/ARfVG+POfn",
-	"gnF2mUkr2FirRAL0eMq0wu15mEjLFJ8L0+9EnUz8nstMJJ2hzXIRdcx4JuYcDssuF6Iz7BibSTXtfPgQ",
-	"dZ5Jdb56jK+ePGIPdx8+ZKlU57AMmEqJd5Yt+FRETPSnfRbTUW1f7GzrbGq23+tsepR82LZyfC6s+X/G",
-	"eWZ09kO/34cXd79N5VzaH3Yf0Knus0ykP4w6MOqoEwPo37w6YpmYiEyoMRxjyq28EH562JUw9h4A+OAM",
-	"EMnDIOWGFgabX7fZV9yKZ7CK1R3/OhOZYIKPZ4RG2giGCzbMWK4Sw7qGzwVLMj6xPcRenU1Hnf3shwff",
-	"7dsfduOIZX6N8I1MU8bTVF+KhCl9GTHLjIADNCxXVqbMwuH/nmvLAQUvZzoVjE+5VBHTWcQuZ0KxDH4a",
-	"RMUX7hDcNPCjn6ILP8avhM2WWweApDHsg7O93e97G4Nl61incrxchQ7cvozbAiTBebBLOAk7y3Q+nbHu",
-	"0eHJE1YMyIhgsIkUaWIigt6WFHayNbN2wRdyC4bFUbcccdnaGfQixpmxWT62eSYSlkpjEeRjnqYiG3X2",
-	"f/9hdzDYv/xhN2L+IIpHiEsEWD1hv5eHshAZu/SnMGScWX0uFDvLAV/x3QjwT6apwJtYvNvrs5imjgHm",
-	"sHv89J5hJj/7pxjbiJkFwOFMTHQm8A2e25nO5L+Q3OGl32exzqYx/qqzKVf+Rzy83IiM6dwamQimlegV",
-	"Yy4ZwHwOpCYzVx5miQKr5/jaYSCRscuZHM8qZznnS3aGNDuTIqlONZdKzvN5ZziI/LRSWTEVGc7766+/",
-	"bh3kdiaUlWNuxerkPwqeAfEsX4K9j2cAWCDIXaA63373YNBbT8TEOz5fpKIcMRM8nf8w6lihuLLJqBMx",
-	"kWU6+2HUkeqCpzI5xeMadTrRCsQ+RJ0Fz/hcWMfYjhIxX2gr1Hj5V9FwF57zc2GABWSCW6mm7Pjl6xNm",
-	"+EQQcbfZknVf20wuBDNizmGrgEFwhyYyM+X1RZ7E2blYsixXZh+PORNmoZURrGsst7lBtnCmk2UPUO9c",
-	"LCyb6Izt7rGZzjP6OROLlC+Bh+CQcbEFu/XK/TRkAMY4gjVytXTrxNcBAZC2wUJguOKBWyitvXjFLTuR",
-	"EyTV5X6mwhq2t7u7z7gffyZTug3VnUtPIbNcKYAhfTr4vs/+KpaG8UwwM9YLkXjqX7kvfpF0J4HfZhci",
-	"o0M3rPvg3bseDqG0RYhFzNAosPwxVzUcl3CsRH06UQfYaGcYosEW4EHlKvB3z4Sa2llnuPvgQQRXw/+9",
-	"A+hkrchgzP/3t9Ho3e7O1mj07rvDt3/5zwb0izrEJlfx7OWC/54LRj+zSabnjLNFJi6kzg2yu3uGxcAP",
-	"HuErMeuCsAIMPXZ0t9dnL4EKWw0ADs4BmSWj7wjaT58fPNoycgpSEGFcrtqBDwQZjs2SAGVygQcyh5Of",
-	"60ROpEhAdAJiKKfKbwJFLSCXIiEs2hsMigP4PRfZsoS/A0sb2Ad7D5uAKScoOjVLNN/v7AyYl66GLP4m",
-	"BlbLOG4H6L8opFdDABc8SyXQLGUugfbiRXDyozRszpFUp0smJ0CyvQTaNTbTatqjkVAuq0im9wxABO+O",
-	"k9/22aXg5/R+N/51e9QBsakT95gCoZXNYcl9duAnR8DPkRIpzZS4LATBbiGcgnjEGUljwFCJgbB/aolX",
-	"jjMr+LznRqQFglDPznLrZp1wmQKFCWTSIVMaqBETqcF9uLkyMcmNMGyp84yJRNo+e2lnIruURrC9nV1E",
-	"G6XtDKaWxku97dfPTdiGADuD3b1mBABpewMkKIVyxIR2ROjiyYAexDNptOr12a8gm8F547E42PkTreo5",
-	"9wwCNSKRANEItn9/sMdeaMue+8uC10FppPTrgFIu+9qQUReS1nSUwCc4w4LbWTl+5ZV1LDgkcYOt797+",
-	"Ntj6/mDr6c9/ff7ieOvkl63/fvt+98GHZnqXNgvgz/k7EC+YyhFL9YRJK+bG8dQ8U6wLVIsZ+S/RayMa",
-	"NHa40kRMeJ5aINQRQIlEmJ3BICoFmp1GgQa1mQayHNJCmbDum2dHj8sFVQFKY2wmzAx2fv7+v+//8t3f",
-	"Hv599697z7998fB48Gr3ZO/XbzvRRwGc5IgnMm0UCV8C+XIQdpqbFwuQS8O3beCmXyvw/s9MTDrDzn9s",
-	"l4aDbfrVbJ/g8K/pI1gZEKAmGJ8IPr8Stu7j6wD31x8fPPru8feHO0/u//Tg6Xc/f//XnecfCVwC2eG7",
-	"BVcNG3mk53O+ZQRImNYpMoDaqNuKBGV+RHE0I4DOgRooDTpksZOXQO/gSWLCBxGLuUGGLfyP5d9d1B5R",
-	"T8GhUFOkX5Nenx0SXIYsFrjwH4pho2IMgLp4t0h1IjrDCU+NaMYBGqGCA3hxN0MGBBzwrc6HAro8yzhM",
-	"kCv5ey6OaDA4WsTlJZ7nRGfzTgH+RhxyG78Ki/wA18Gjvz/ePdx78u1PD58OfvZ39SPxCDChaRtvQCuU",
-	"IL6Dfm/ys5iNUy7nXtSA7+4ZUkdNn+1s7ew+BOaa8TEoNCTGxAdb/8341r/YYOt71men7H/ZkP0X+x/2",
-	"F/YD24ojFJRRjkm0NUMW92Pk13Ef/pMJeMyMmAKnNyR7vHn1jI1TiQ8yMdcXAoVsk49nIDDIhI11niLL",
-	"B2mbJ0kmjPGGCgcpZvjSMEmakM4tS7U+58D1hoxblgoO10WJckNe4sRxOayr7WAdQDc7VtBJB//zYPLd",
-	"+KEYfze+f3/87Xgw2Ds74xPxcLcTVfjr7sN1Ev/B1n/zrX8Ntr7vn/7v8L/+5y8/bL39pnxYPGt87z+b",
-	"9VOvEuKd+pEnr+i2wl9jrUDNg//yxSJ1SvX2ItNnqZj/5Z8GkOj9hvS5HPqYvqfpG0xBpRo35yncRSfu",
-	"o7yIGrczbDj9Gw58FjEkHfCiMwsVinfE/Is6Y7k6V/pSoSjEFpleiMwuyzdIMQAqhtZct1VYC1BXoqIx",
-	"qYJxVEGjIeNkibpnyMYGinRo/uCg15Mlrstp/hDffn798kUEONuLECtJ2cYRYybmC7vsA016pNUklePb",
-	"P58NT2Xs5jeleu9lU2DYgnXRfJvktB4RMZ5mgifLQkeIyKSqLxX8vzDJJqgx4BEBVUq0ILiId8DWpPK6",
-	"Yg/B8ERnZzJJhPrccCCrALI8r/M4YlnRY0HNsTMhM5bBgRe7QYsqST+AevgybuhIwSXn6SHg1ufc1Bsl",
-	"3i1IazaBpYO00WbT3T4aQMn04oWGoyR2VmWx0Bnq79Lizl5o+wT0/c+PsaQP11AJtXJbOUki92tOE9mK",
-	"vdRszEENBaYlVUJmilyaGT9LBTtbskSAfNPz2/b6V4vJu6LKedMvXP26WweYTjIMFbgGV1kTpNxr2/gO",
-	"gumYL1PNkxOtn/FsKr4UFSEl/91YiIS27ZSnwuMAihiC8TgThWPqCZep+Kx4FLjLEknyBmrlbQYXAPR+",
-	"5Ud2yU1ptTJSjQXKJNyg1b7PXokt9NlJ66ytNiNK77jlUzzDJ+jjaDk2K97Z7UXKZW3TDdy+9UjuGcc3",
-	"jTsX9u0e+6v8kXCfKMM9w+Ln/B2t6MelFSbu9dlP+p5hT09Ojj39cPYs2JH3WJDtHA3RwGsZLpbBuskz",
-	"OU618ZYOrZQYkxfXm3QAWolWIoTLiZwLndsvisEeJ3iWyQti2Y5RlQB7dXjw+PTk6Pnhyzcn6DwiwZZ4",
-	"vxEqQUBZrZlJ9WW67O03b/u1yC7kWLxR/ILLFCjO5966oRUgpRLzhc54JtMlyxWSP6vZjKvEWeQdmPad",
-	"qR4U0ixiM610DshYcyYi43DUsM8OnEOa8Mibrwg3EsFi/PVU53as5+LUCXQxsxIFxdw6B5S7ZejLdabm",
-	"hFt+xo1AnAOeRn4CUCEAeEBk8S5WLrDDYdwIsTVkIYGPI6ASXee6EVHN/RHXTP5xr0bHa661deQ8fBXP",
-	"6kTr51wt3c0wnxsx6Ho7ugEyMqptdE/Qsdulg4P/n6IVTSRAOXAf7rSqCOFco332jFzCwHEXwJwrXBme",
-	"VBybXFXe6KHWCBxVaWmWfp1kfkaDcr5gHG4bXNX6eYTu/LWnUbzY4u3e6GP//qqT9VqY8EZ5z7D47ALX",
-	"GTlMye8N2ps0RqppVKpxERPvFqAuwwVyKlcN7E2e3nUQWHnfgWGR6bEwBkgThQ19bmisXHikRl4Zyo2n",
-	"a02+TndfZDnC6blYnmYCPoOb8wZoGHpmzsUSNU36y/tUOwgDky9AFhfJc5FIfoLSwBfklk7SjsNZYbaY",
-	"dccznhlhXWDKVF4IFbE4t5Oth7Dd+GA8Fgu4I8ZFTfkHpYDs5EjYKQPBh6Rpr2Mxy89F/YqHgzTZrhln",
-	"xwcnj55GtaGRY3P8+MqIiWDlbVO8fH1y8xkQ8O40cE95Iu0j9H+hL4UsHJLMO3wdTfFHiiP8wtNcABYR",
-	"97veN2i0aAZHaS/7zb32trBKaQx2gQFwuMMLh6W1PYwJeKGFjeysfQqlWzVzRfCRdhbQ1d9wEiBQ8L8O",
-	"DLEFskTTOM6dubEdOjyNug0ahkNR8JXXoJv1xPjvW+6NLVCyUQ4iERJFm0LMcHfN3SEn/exsfbsXWmz1",
-	"ZNVeO2Rb8T7jLuqt8Kt2OUu1miLXDSxxbm6ZwH2WU6UzoOvEU42Fv1CyCWya3+61GjGHW2/f70Tf7jXZ",
-	"raOObD6wbD28CtFbJmXQJpEh59hOiDg4b3cXBIwakIs4GR/q0LQ8C6qYbcEq+tHT3DqqNlrpw7shk06J",
-	"tZFH+sqwwQJCmCBCl5i6/no9k6bhihWovTmO02VtQPEyhORqgkDTta6Y6AuQALV8OekMf3vfUXnqVCEy",
-	"v9ePIdjCygm1fOtW/rbOzg68dZddwDq8WgCs14ftIsiHFF2Igk/p86cnhnUtn5qITJ1Hj00PVQlYCSuc",
-	"ajgNXt5cGUG8fNV4DmBIUweGjTh0VD9mMmNvfM5ogiDz5Af0UTjn2U4ddLVTddOsHmsDiL29naJLB4PI",
-	"hRECGI2LsA7eCe92YJh3hnKMHWlgICggt1xbEFQafyCtLjm4BrOQLT5bRz5Lz+Eq8QgcjxvQicDNWGzO",
-	"bSVceNPFcut5hC8hdBIfBH4cQM25aKuA9LCqRE4NXPBD4MBavwMcZc3SboNEeVy4kj7VDosCyxyiFRHq",
-	"Ja9siBC/KYULbleDmCiqN6OwruAlqdwONBfVT2qMfvaVeF2Lhps5H8+kIiskPkDlw23aTeuD8v1eYpDO",
-	"yfBySi6q4EHheIOHVutTECOK/wPPgj988CxS0/ABXa7wCQArbrwohaS5KgboyUSoRKopEVQgywtuZ0wq",
-	"ZwxCnYS8VTFQ5e378T452grXHb5S+u163nVQ7PAeBeD5YdC2ETffaTLONuUFBHBmEsV9ofJ5cTeiIijC",
-	"+aBd4NbbhknmoPJOm856pjPLZvmcq/KgxbtFypXzQTWMttBSNYb1PEGFE6GDwI3Q5PPz65cv2DF94+Kt",
-	"vx/s9DzubDsgb3BLQNKho40Id8udNd2dnzK+mP3tWXF7amzunRUYBWLa6RtJADXbP8wck/371eHrE3Zw",
-	"fHTPOGWbmDTym17E4nOp4ApgWINjQqxbXumtVJ4LJpTNpDCI2DE7E2gH5dk0B9pEaq1Ui7yKQOUuU006",
-	"c5Xs1S96ms9VwDaKmLOok0olmn750DBXnUoGeLWKJYCV4ZJK8WxVHKtP/vbDFdLDBuceRCys5V51YcN9",
-	"Xgaix3jRYu/tTMXEoj0Zg1fw3BXjudVzbuWYLURmKCaAIg9Ks39h5QF6aFg3LlGwX3z1N5yr12cHJP/F",
-	"ha3iBZ8jQbzgmYR7agg3ykGKPBG0LHPDVCPVvyniH2fa6rFOWTnAkMW1hVO4NcfMsiVpjWiLchohrKYu",
-	"YFdXVx3vuoe35iD2CZ6yBMv6hZgZ333w7VNuZs2M5PXTg63dB996johzRGwm3vVXorK+51uTt+/b1FkX",
-	"RI1HQwR+521jcGiI//6jKFzn6mVousQVhGphkoV9zO0u0WMkRxgZm6vSmDBDV8qFyHjabwhZWgFxAJdT",
-	"Uvjf/naKIWv4/28aIfS7R4XVlfrLWiywC6q8NpbtfIt+SqC9D6LBYODC1epWiJ1v7z/cazoVf8uud0kq",
-	"0EOl0A3ThHDVo4k677amess9/KfRqv+KXz53hK7xKAtKR2aJVRCF1IzeWaUHCbf84zaZCZOntpB/veLr",
-	"VTDkfKzr3ZfinRjn1tmD1oPkQ3RdbbTC8xs41ubEb4Ob9FTwlJhcjXRQtHF5oTv6vEEuq11p91UTRzsq",
-	"YuQbePv1NVAx5zJtZNrkhzHXV2cb5NoLaUXy47IlvPTosact9GbWKGpmOr3SyPwK3ikCu6uosqpCrxMq",
-	"UGsm4Lipy1HDHYXacwiz9UdHJn/yv1WPsIj6X13u9fdEYb1XAe1lNoVjWAGBTx7AMcr51+/sRmaCAgkL",
-	"NPOQr2S6NdFmB/Ej9ZgvTSXh4rsg3+L+FekWH49dN469xlU6O9nuYIMg9LrtLMTRTc4m2dwwGNCaVdsg",
-	"Jn2ORXJUy+tZ5Q8Lp2WX6T2F+oziKW6BLO8U9qgE86MPUW8kh7HS3t1wqbNzU6The7toRqFUXqZbvRww",
-	"SqPtBCkaM2KcCUpvxZza7Yud7XLNZvs9DvBhm7xuffZ6pi+Vy79TtPSQta4n8bSYBpNn5chuw7RVOcVP",
-	"ZH1/3uBKvIHdDJ1POpuCbrzghnychsVjl2FqNYunwj4Xce86JjZMpjJNIpGftB7PacL4zzMBaId5Ml1n",
-	"wInYzmBA8ZxIbnr71VRYCaJwBTN5JthcZ7i8jY7tuXiZtdL0tqtGK75nKOhFJqxLV8eVCehdjZdF3gKC",
-	"rPmsYWGrx92uQgSAdeawtkNq4X3Xoc6wgWZ15h86z8gY569rNVhoqXNU7H2CrY187RXHIuMN4Oe5JoKj",
-	"EB2KRTUDFCsrzOSiCUVdhs28eAlWT8mzfRbDP2gNAJRz8XGuuAvGnbkEK3gthqsSp9JY2MuJ4HMT77MY",
-	"xnc2LJrjHsIF5+01DEXv+6FgGLf+eFWf+KeW6nry6PX5cKuw1IwE8NTfePSxdTeHVrPZ9loyVnh9r2AQ",
-	"Pr+wzCQiXCqAuh6XboN1BJj5B3aMvJxMzjTPQMZouECqTn90+TrLVQLiBF+u4m47NVrMeJOC/VRfsgnH",
-	"qNKptkPgWlZPJjHrJiIVmO/gLvE9DNwxphex2MVawQ0EHIt8EmwUiEum3+/DuzxPpHV3Ff/PUj2FH8yl",
-	"EAsMLXUANWSFxjhYlzGX8bFwZStyu6UnE/hwIhVP3YgVYiitEemkF7oaaDtob6fwsKiDi+hEHZwfLfKK",
-	"p41uB2N5dk3V1H3yY4u5B7OD2OVMM/ciZpM0j9NUDuYgveRLw2JXAiTeR5u9kmYmkgqOpIJfUHoI2izO",
-	"xEyqhHX3BnsV8LhxrlbuPYegdXl0CkEU7r0R4Zv47y25n9vzy1fDIxyBXaWIvmDZ5kvBTORW8cEJNGa/",
-	"icVJNU7zRCBjIia0EW0LSHKdsAVm2FqRAK201UqOfbkLuKXjTMyFAgTUqlLiDZZS7F4q++1e50pjrgxk",
-	"h9KwG9oYSuC2oMaNVHB/llVP/fX89KpNwHmZTdfKOFUS3Sx6B9HyhZALDPE2hI5WRL4NiXQj+XAtT6+A",
-	"7zbYevU8/sicPZu+oYjNPxY2v3Ei36ZmrBX0uUUcva5u1ILQAc27Ls0qBFS/3RbcLidZA9bPbUC8Earc",
-	"FOp1n9inTNy/xhmtOY5bIjdtnPaPRGiMyDYkNnOpwqc7fyZ0bHJeBRGjDQWr9h58VwQfJcJymZqPjR8j",
-	"NyB802c/ZlyNZ4xqyHa5SvzBkhOsxzKOoQN2xhXq5FbaVFDAAy3H1Yrx8dNK29MJppM3AIq+aFDeWuOe",
-	"CAGlYXpMObxjUZ3PlbhR2rLWaUvXZS2QQmRbFCgUVK3wdQT3BgOUc3sby7TVANz6ZVsTFX9UD4Sn4hQu",
-	"PYhq7ukpG+uMyuK2hIOV3s4adDH3l+pJ4qmHANwb7DV5ZPCYW8LUonqcmsnnc54tazGJmChTPawX2rIn",
-	"badkXSx+zUdZKQssE6GsnCyp/GB1KtaN+ZnO7fAs5eo8Ds2/GGuCBmBmFmIsJ3KMn/QqSkKeya1iqqtd",
-	"CC7GHwEVldWwHI4XgXHluTeRvle6CcwvsymGMgo+JzGbHWfyQqZi6qob6CzBzNsY9fCYUVVlFvNkLlX5",
-	"J1k84lBRxg86UQffxLg9eKXRanAi+PxWNN3K5lZiFTMhMNPcB3fSd3R8CksPNVsW5Ea1wxpCMGHDWOC7",
-	"OQ7PmYma1WE4koo9eL1WPA+Ms7dh87tFnf8jRM5QTQ5BVAXuzVRoOMEbSaE1JKsFvd8Ws99UTYFt3Ib0",
-	"hnfwDyy6lR6I49xe88RurMW3is2wmluSIj8bOq1ugjLQGpxRXiBw6ZRFtwLT5n/yZKh4b79aVVAllbqB",
-	"3vFkvOeJ6gXR+0nFSxOjsEhySjmEC0csiw2uSKr+1WtoLf6TJsnpwM2Eyy4QHBeRK7+MRjYQNnpo5gMe",
-	"aA1y4waQ3pjir8l9+WOz2oYSi6vOmkzqzCX3X10P8ti/XYrL13LuFd+01lK8nGmmF0I5X4y7SOuF6c2L",
-	"mkYdy6dXxIitiTe6qiZqtaJnpnOLFdKraN8ef+Ml+j+C8OCl5qr0UMjQBdpUz9TBt3Z5byhnICBvJGlU",
-	"CdJntCpFV3ClwRU3cLO4s/pdxDRQF9bXUXDaaaceiPyYXsAonZjeoSzPlQsRLPnB1ZaVa0bnhRfoI2IC",
-	"i6vyMaIhDdKOemXx2yA8uaR6Jd9r1s1wDC9htgZWkTe7X4kz8VweiKERRdlnUCuphmbvCmmiGoOCARo0",
-	"RkMMyjWlXRJ9Pr+8+3GxumvE4+pdCk461ZegRPnrNJPTGaB0NgVZoP3EX7fYeJ7JiRgvxykZ7sSQxUpc",
-	"xqz7z9xYx/F6EeYwqZh1KbftUmfn6DeFX1yYaMy6l1xiuIQDW4GSGOqg0wvKLsWKcEnFtKAEbAmmADSg",
-	"8YCq4zdAnPGTNZu7JdF9ncD4Qlx68VTss1jlaRoXoqKpCQXXSaL5g5H66wlbHyfs1KzWFDtMsJzkaYr9",
-	"4Iyw+yz+7W3MxqngWHywIiF/Nrawig7wW4EKVM06RAQqoo1x0ILPG9PVvgCnWU2KMWKcw3m+htNyBQCw",
-	"4NdBTqkx9NcTL679/OvJChv/+deTSpWwPjuyplJ4XJpqEEAR6WqEqzdLvq64zMEuws2L2qFLZfm7sjEZ",
-	"bIRmLUE0s3ZBRaukmmhfFotTXeWiBwBVrZxzqSyXSmQGSWjqvjfD7W33Tj8RFyuXqhiAigXnqZVbrgTd",
-	"TKSLrUSYc19Usc9eVgKUu9h4zIw6PaYv1Uih2kx1Q6grk2Or+y4mJahWmOpLFtf75oEGP1LSaGoNgCnw",
-	"3FYiM/ojNVL/8R/soNJCa6SoEjaMGAf5go4/wc4qdd+6P/960nPlmkcqPgj7lA2Z66lFvf2obRaakn1P",
-	"Iao6XIlqrqMEwYLJpM8OrioxVxYz8vW9aeglVlMdqXhvsMPCknmxr8kW1+vK+bXHZU+x/kjFPx2esO0Z",
-	"pof9C60kuQpakInEA/WVTgUd3IU08kym0i5H6pCPZ0HdYSpfiKmW4h0f23RJfX+yKVrph+vN8SNV2OMZ",
-	"RrSyGb8Qrgq1vlRhkHGGy8mN93NgpgZWYjD9kXpFZ0sF+alCPyVdioSqMHos2Mei7G6QeQjW+6yo0B33",
-	"mS9M6ZOoYUfrSzB3dTZSlGpfoLZUWORR2h7NxOI91+gGfT5xVECNGyaLsP+R8mVaXf1nUyI/PSLXDy0i",
-	"kYbkCLgjrq5kBkA5UszMdGaH7JtvYN654MqwUafwDGIpn6XOi+Zg1ZLSNOGo8803HieeHh48Lq7XT4cn",
-	"4fXiqdFFId0Y3oyppML3OzuDiBmqkMu+79/v7/aGI1W6VBHJKp0RiW7iBJfYNsEIWG38iCI9t4gRxCPl",
-	"BPCkrEVEX1GVWq1E5BotMRckClcw1TxhZzzlaoytpJYjtcj0mWBxeS90xuJtTIn/l7thQqLbdy7sTBeX",
-	"BH2bZqToX6D9rM1HzbpxW/FCqiyaLkeqdDU3+qldgYfAKR14MvcLVzRXyUh5ZzQebs096YvJurhA9kvp",
-	"7IXrkQOV7O4NBr2RwnJQ1TJGQd0i1uVt1Y3KIiTRSFEfDMNauwhwU7YQ4MoZ41wvAd/bgI4JphrzLJNO",
-	"JgnLuVeX4Iu+SzIEjVRZ6N0NZPAcSX6j1mElPhNbGnPFEjFOeYZlsuj0fWEWX6Z9pLCKAuwo3hs8YM/p",
-	"LbjnB8ThY9b1a49pjFOl7anj/zEFE44UVyzGLzx3CTrLCTc5JiHhzDhpjzDcrUjpkUIzWNGKi9a0F/v+",
-	"EOUG3bacZHepHRoJw/SErmdY2Dreu7/jqSKjetqMSnyzE60ZFvmOWddX5NYXIhspKsgdlXWRK4W0m2pt",
-	"91hhRKemsw4wiDcRbOVhsQpXTztmXY8Dp9Y9GpbFcBwpHamNS173/O0+5lOpnEzxTJLamDlxB24VpYFt",
-	"Leg1kRT1dFh3Z2tnMIh8OhbbfdCjFoKGIFu07nLN0+ZUr9mgxYj6R7iKzlTUzyH8SFWyuujgscXh0Eko",
-	"rrvwaj9hh09k4Xjz6hmbiKJX20gFJoK6bYCdabiTmXDGg2qfRI1dGaORChsmUjmDjXsmiiUD7ABhDzsn",
-	"TnQ2ZIlG6rDgmRERYCL1v8XKjjqRE6xeMgdybvl8gchFxxGNFMhRSrByOF8yGRlo8KdbQ7TSiRElggH7",
-	"kSce2+I++6sQi1L2mGADsVKoN8SDJhruLzYUHCnX55GaEVMnSgC9L7YCt7hAtpcLK+ewnjHs1oX2LEfq",
-	"tVRT4AU58YSirzY6p6LCdkWStqvTV8pNPn+jB/gfdB/3hDY+POHTUpb1nbrP+Pi81nwbLkGMxWXjiMXH",
-	"b06IST4+fHZ4clj25oatrnTnHjrhBkiwE41cw0PfJgVkE0x6DVkI9c/x57Gzy8LWCox6K8T1Toq+c0E/",
-	"XDyoEnpBi9kv2itJGywXJeGwo3gXrwD+mLFLqfCoDhQ1hQSyeo2G7cNwMdQ70RHesmH5SFFR4C7KUdpJ",
-	"Gy4DzveVpKqlK90lURYfKXfW0WqbddgmNvKxfMq6JCQVwprrvjhSvv1HHHSqbW76AVegQN1XZc1kJFLV",
-	"v5FOYKUt0s1Nn71xLY1KK1XkWknwZEurlFi9+4l54SGWaGdzEIP/oqYI/wl8IoCWhWJBXesjRrgftlpt",
-	"uN8/0nKx3hvF9zkplUokIWlvHGnnPnNdSgJe2B+pTtRJ5Vi48idORz/O9CKTwnIskNaqm2/7L0ubSKGd",
-	"HxwfBT6eYWenP+gPXP0cxReyM+zc7w/6910BNrR8eNEW/j9tcqY/kxdCCWNQNhJDtjsYuP29Hzlz2Kgz",
-	"HHX0+ajzIUQQV7ecwER9NfrsyLLxTIzPUahKxEKoBMgZqjKcPV4qPtePfwR1BVgMYTU2PQ5HzITLO+qz",
-	"x74jjtPia22z+52geNBR0hnCHl0NlFrDsN3BYE1N8evVEncztJQS99vAtvTygppi7NH0TaMWyww6j+En",
-	"93eu/mRd75UPUefB4P7VYzQ07AjtaJ3hb2+jjgttDDDGeyGHv3UIyTpv4bNth439JZ+nrWgHgHq5EOrg",
-	"+Cgo5VTeuktu2FkuU7I6Np6z+/x6B32hkr7msl9cmWu3oamvGpWYfxw8f0bCbVXdq00XU/l0P8SRklZy",
-	"Ky8ERtIVBeFBdJG29+UQZ83pn8ykQa0641ghqhEFSINuPfxXgidyheiAGFVQCM+kfI9zkoKkYQePTo5+",
-	"OdxnDwb3i5JfXiEjboJmahQuNGIVZ9OMj8UkT5mZ5TYBDoQEhnhuxSxgmLF6gXYEFFIzPpnIcaGxlPgJ",
-	"r5nezQgUbH/5ZegTTk1qFm3tayNOBWq1oebFzvY044vZ7+206VWuyCzhK5VR2cQCr0CW7/rfQONF5tdD",
-	"QoAVW0CjZdIOg9KHFayIqNkMShYmKv4NuyqgjufbrWNzYliEFAbNEXkplZFMmLC9wQPHt9GSMMSVxB5z",
-	"uVqSpAxL67NfnRrQXiMyLAX5w/tRrQjiqDN8P/KSyKgz3IlGQdU/lBewcfuHD15O9yUrI6bVuHKTqPQk",
-	"PJhxM+sVEJaGzJg4AFnGnBhBhf230MY65mM0zyp27tU0AhsZ6MtW4wuReStuF0gGyibGq72hZ4Ca8ZgZ",
-	"R+WSo7bs1FJsG4AJIs7CuVNaOO/3H/T2WfwLz5ZDRpW1YmZFmho/SK3tB6mMxr3bQCkITX/CIvylvolh",
-	"K7dVdrCplbH/s7mtemNxwg/RrdZsbFpVtUZk2+rqcUebVnS8YgNh2cSI8VCtaVtvWa3xIyHZUOS0toQb",
-	"1TxtbmJdlCK8Vlf9t9fiZQ6vt/wn12zkU68wCVT95qxydbRGoQ8BVdSVjMKqyoZ5b8Q+mk5WmgZFK4Un",
-	"rdas660RccItX2my9gtvqi/qugk5O2cDLaFggnVNeApu/2VO59abNx3UYBvanOMrN+ZM8OU57GNH5Pq3",
-	"Fa9NFBr/0KVR+tFqlZpZd11t5GoT7+BCRwHDZEpnde7sNYMNRLBKmzX86MHnbq3lqf69oJOwjzSwTh6i",
-	"5hkYYldIUPUeWIDhDVcC5ZwNsH73+6uhVW9PeGuC7gbydbWv8seKx6VAnKsAL51w99PhSS8QkL1A/BZL",
-	"6ZtNROLyJBskYZK96Dyw+ZIPoFtoI61G8VK67dK95Avp0Gk77u2DSDCXRFyLovaFBdxTXzKbeuIbMaHy",
-	"uQsNgBnzBYl8RvRrkSJkcywlcLy/1eL5+wHNRg+3QXExIiVAcEDWbArrBDZrqK0AHFAq3km7ZIm8kIlI",
-	"2NkSK/R1i/7rO72gzh8wlGIZaFVdW1udivYHBMSVf1d5mkaVMuvkstmvvn0ulsbJApjEvCI0YLdoJyEE",
-	"0nPdNkGcpmRFG1DZ0k/vmnJRIxBpA8hww2ZyShbfFR6KZadWuvEFLcCAYLoVRSz+ZvubuOkLMl3XWUaX",
-	"hyYoXtoTyA0FdNulRYuolAP9q5RxLS2w+WIYvAucDnYIyoadsZ1BFKLIzgCE8YjtDAAVAONU0fO/Tu99",
-	"heqy/JM3m6OhtbCaSCvm+4iLTvEBwbpw2vu0paLEv+sbEf/06uD46d+enR4fvHp9ePrk4OjZ4WOAn3/+",
-	"y8Gzo8cHJ0cvXwQ/Pj48Pnl6+uzo+dHJ6eHfHx0ePqbnj14+P352+Pejk380/Hh8+Or10euTw8enf3tz",
-	"+Oofpy9enpw+efnmxeO43+/3Cl0RWfHQx4nsDQYbc/PdhnfxJ9Cix/Veix6sUaA4AsEqjeBuJb6PBp45",
-	"+aeAcWM7LB+7gLhEjtZVIEtTozDUvKYb62x6WpQKCPwcp3Np0Jkfu6prwZDYxAOP+RxrgMWrYCRfug8m",
-	"8707THUcjxjeJwt0rc8OnBOK3A73DDt6TCRyZa1kvwcQ0b1qsSZIcUVrCRy96AHaZ0fKZtosnGItsVYe",
-	"y1UqjAktB0LRRQQyUuDq0YuTVy9fHx8+AnSNe31WdDe1ruGxwRabFEQSNC7FzqceUJ5IlxIK3HLb2C3V",
-	"udi73hIzExnl0zeq82Umz4+uK9WtmPxqHUY+VCPzXfDvV66krTYA+DSK2levQ3UrxhoflNjADIEElQzR",
-	"v4jMUAZtth0j7H0W5awh1qxBLwtC0ApNq/pJ2RoxlMEq7yhvA+r3P0ole7ixhuFin/CznQ3UA+efDpWR",
-	"vZ0Hm6yxoSXznRZV0aJ0VrCHRl3KeRvaS7dTct4Vdl3ty8JTQDjqH8THyoLqhT3P9V3zaQFY273OB1os",
-	"e/Vki91Ba1rP1tu/NJlQ37YpjwdJUilkjuQFF3fP5VT0fLhYCSxX/hmlK2zTr10AK9awIk+f1UU6Chaq",
-	"RQ3VZlwZakMbBdHpY4HRCaCNlgKBT8jwWYCukzUWcR26gPRMLDCV1v0G2kImbLYsmsqkGrQXpGy9wm9Z",
-	"SJA0SBDRzlFgQRJySS19KVfCMycX2ena4nqBH8SyJWxPpEbcM34x2GQRpY4SchFKo5RbELFMXOhzSjLw",
-	"zQwq71Kcu1c8CMl4mnpheG+wx7pSJSQh5tLM+Fm67MFywkYKMgj7gy3hIQ2rGTI09jw3FuMal/XOC92D",
-	"14+OjlgqLFrWXLhUgir8llQGpEcrL0S67EWB6rc3uI8NGN1STnGwUnr2cbI0uxfP8Z0LkbmwpyKlBxPr",
-	"2CLTVGrXr6x5jlwVI/T2gWM417CwFF0YH7345eiE9KaDF/84PXx+cPQshiNJ+TthMMKyz/YG3/scgDLL",
-	"wIcKckLN0mTAuphXdIrBoiYuGj3SQi85CbcKA+soVqfrdovP4wbBlFApaM+w4m1qIp7lK9tHFSG6c013",
-	"wPWkmIbmNS3SoAPmjCeMSj8WIHT3Eg1TBQY7iA/XX1jk8rvE5b/Mfqp7ubH7/maCygastMimoS/2rv7i",
-	"hbZUCg0/2EC+eKTVJJWUV7y3u7vJRlxMFnD2Q2Vdsue/qzBDmAZkX4aX3kswgcBSSjFU0qclmsfmmUsZ",
-	"rqSUrSZH+mielR4nS1diuVJhGZgvcH2p0DJBjXGLRinzKAi7r3ZBYRwEeJCaIoYNTTE//2U2NbELvK82",
-	"Q4mqXVO6fpkudtu11mcp2tucpFJpFgPL2ffLK3SWWicWH17fZy/KsOWidaeRqVA2XTZGDD0XV4UAPKce",
-	"U0zlPpGrBmPtgsBZt0hCaI0AQLBWPCpF3YsdFBN9Q6udwRUdrT5EV3IPCpb/tFzjuVhPVSOfTRkcqMyq",
-	"IKy5owA12qZ1r23jO6HP9TOQ6OsS3H9TGviTsIHIFVC/uSiJnm/X1BI4bVzccmvHJnJy+tTKiPxGzfXj",
-	"kTQCb0ey1fc5SMIllJcpSQ0CnCdu1xbc6J7/Qe7oann5RktV2CqrgGAlyygoSXl3Z7+mO/vM58c1nnsY",
-	"8UlNw1q92Y+cH4AzJS6rpQVAza5JMSi8YNosfsa0EvvV5hBjjZ5oa9hEZsb67Pc+Oyg/Bu3aR+TFzw/+",
-	"fvry1U+vT48PX52+eX34Kq4RkZpE44snoM9ZuWgJFJtmOnWyisu4R2Iy1rmi3j3jNE+oho0wZc4dm/PE",
-	"t67Rk96QLbhxeVHSFDYM1Hp1Nj39PdeWn3pzbhyxmb5E18+cq2XhVcly3CGZWh77XkOURI92hhl3DRit",
-	"oblRvbKaGT0X3rZBSYKCX9CbEaaXAY3Uc8anXDaEVNMCXmbT29Fcb985U3ZD2cgvs3ObE7c6S0KSecmN",
-	"O8akRjIPT/j0KpKJ73xmkvkZNNGbWeWvrcB+GTP+ndZ8Xe5DN9jRs+LqrDKdQHb0NW2IA6Wiqf+X7xq3",
-	"KkoOGX2D5ierpwK98qSopClS0bDYThQKPkH/Nl+ItdLJjYyivndbnx1lmcDAg7NUUBUULJnjC7qUHO1J",
-	"LbkG/ku5wCjtOhtW1JT77ZnKHpB84mdONqbeh7almxqyT7LCh9OhQZs7e0LZJ+0eJhVNM+prpzQ6A8dc",
-	"kXAtbVEZpMix9WnL87m0Zj+MBCG+jgkLlfVKw8a5hVkpTioTpogYuNTZuUsAcakFfHw+zajuCqYy5NmF",
-	"vEDpY5xxM/MfkvV4iBHbmUCKj17sOWaDVFrBkRUb+G0iq7FamKC8O9hzEVe4arI1AIknfErCWghFn4XS",
-	"oB7vDnbjUk1phm1RhEATY8JMcIoNo3iMqbBBQ8TYh3iGaICA9QFNDd1vvX0Ey6TA8fuKGA4DylzUEDgI",
-	"+yLHGffSIjcQOG4iN8gJJlg3KUS7t8e8g36SmzDxEivxcKi0oT/yFWSsq0buHFt63zXjwMop966Ow90l",
-	"RryBQOKW7oPmrEiXX525e2cDPhxWP6DiB//ObBgVixU2zLoBivaaNMErTderaqCj9sR+ODb2pMy5Wq/H",
-	"as0W+Kjk5ve8TggKHb6O8Sv0YUTjlqSW1DtQhf5Ggdq5KY3Xb9xkmmwgdpbpfEqygDNB95rzpG9E4F5o",
-	"JRyRW0lJOoQtohvT4r8uMLvv97UKA3zeZm520KyQDl9KlRpyvv3YnKNPojZ9lKp0f0Na4WtzdO4sUn9M",
-	"K/KVCsF17x615sRwGrx/DVSLUh9WqVaD4O4qL+qskOFXaETRXP4j5aBPYjhxpZA/OqD11iiAq6Z/e5Tg",
-	"zmjyMWLQXRTk5yN3dBdvZALZRmPDVqqnrQ41KlRIIZWgEJa5gsqTuogpcYklwkCmGqKhoBvzsdXZURL3",
-	"QMnklp64UlEW4Gbh4Mq//KtCRZW6Y0GAgi9T5uqSFlUUEor6w6qKvubsZSatFcUyMaItCEJk3ARD9lls",
-	"pBqL2Jv20TXP2VLwzE8T58rKFBv24ytDpvRlrzLnuVhYmHCulZ2lS3aWuyLLzoVNmRlmwZWhIoOY8cXZ",
-	"RFyW4RNGe+sKehEmAg0IVsyNSxBz4RX/5//7/71qX4lpwGW62ChfJPBmHAgk3ANAENriKh9qEhsRjhWh",
-	"cZOWLSDNNo2Gm7nRaH8mJ2sJ5Ks9rGQeFHgifxJH6qdncP+u8e/e0lrYjAOqj88+QtBtYhdhENpGERj3",
-	"DHOdNlg3V0X4c65Km3SuXDB0LzSFR0ynScFTypQTCgGiWikb0jXmLs/VJJWss67+e2iXR++sOZeLhUj2",
-	"m6huM/E8CsD1p44CKTdyNYEK4HZHn+5CQ4r7LyuXoTms9SOU8vUhJZW0CGwKieH3aLej+K4wCj0GUuJb",
-	"SPpKtemS5FKfF8Ji6tpiYpQlg0q/vcL/VKkXTXP4xKEYaRiJcUUhYPS4zUTmQll8LS4hFoZ+k9ZgQS6a",
-	"IdgTUS3j0l9i9+eResyXppRZ2XdREe5yf9AD0qjEZR02tQyQLOyY408Tq/k7edbFyA4p7Yeab1i9MOh1",
-	"o2w9J8A7d5irEYGycuzzX0oac5QE0b4Fa2Nmpi8pPaPXZ6+x5Bg5fzNhM+kcaMAjgKKv5AN3GxKDImb4",
-	"sswO4nVgUDbTuVDOR8iXrr4A9g5CAzK3VswX9p6p5d1MtRLOLl2Ac2VRlNpqqTU5V2UiZrGxRQpzAlyb",
-	"lrXP6llPD969c35I8p8mMnE+1PIYvbcVt2N0ub5LvtyMpe4TMgKcXXwT8FZcoQieFlk0q/kyPpNm5tQw",
-	"l9GD2ffVzBhMhaLrVRSAoJrsXbyAQep7ry0I6bazaG7fpFau8MuEJNXnb813CZPUiizAajbk15f9chdz",
-	"dBdzFIg1R0TofHzk2ZLI11XJOm2a1PZ7GbC+tWFJr1BTAk61KlW1st8y/PNmZiBSzyo0tEaH9tpWmnx1",
-	"tODf1tIAx7lhctoNpfirVd3wnrRYKIKAg7VVzotomYYIp3smDK2JCpm4MQyuGxcBS3GvjxFURVmteiAQ",
-	"yC4UAOTHF0k1HHwsiKEGkVMgIk2kkmYmkkp7DdC1rY/Gao4xCIDxKd1yG4REBRvKFfa+4cs74vB1EIcn",
-	"ZA+rOaCqt+j2HPBNtx518o0tkvj2SjBR6vJY5kGaV7NZD7sj/rkNerCFDbK5EFB32VpfXbaWQ2B/I+nv",
-	"T2h+I/2dDBNkN6GL57PK4dcwoj2qdm3FjhCVJkK+VQS3bKe3qR8AkN7ZnpQQiWPHjBoyt9kO4KM/qtUA",
-	"1vZl7AUIlRZeT2d9l7t0Z0e4syNslLuEN6aBHLdKOtvvyfWw1lbw2KUpeZ8F6g6gXISZ2Iya5huGfUqL",
-	"/pD0votoCcjrCqFG+kqkFpNJr2VYoJXfiMCuSfVoSWQoqJJLYLhLWrhLWnBJC233b4P0BHh107QEd+/i",
-	"4sNKFkJwK/HmYbB+4opy+k/rqQmI1NXchIPjvX1WJCjA5XpezHvdHIUbXs11SQrFVsJsBAeMWomI6yYl",
-	"uM8/d1rCVaLQXT7CXT6CXUdkPpGxlESEdRkLj1wxy+AKKmxVoJJtnbHg5U8mAlDY/i2IAJ9GufoyaQ7r",
-	"KIrPc/hoynKnWN3lN/y58hturiZte9HgagtxgygSindBCEvNZvyra+Ox4CrBDNSYCosFJUur+Zeu/KJL",
-	"O403sjo7Ue6qsoOxm5/mC5bhyjfXZm7tOwd7ac3/bJKz/mRx99epbHZXv+xrt4j7I/4iQtrmRGz7Pdy+",
-	"KwNF5lgsuyijXrTJJY31VsS5fZbBNBhiQgORhzxbO/gVofr4DUW8Fk2oQL3FN4bljNIarNvq5pQGgw1j",
-	"eHSKcYHt4SwAmpKafgbbU8ADLrmhPXyFFqjrG6rvTFbXjsMB1PHXbe4R+AaWK6AKFUHHZ0rCGPsYx+Lq",
-	"35O04BuwVAWhFftXTUDyprA269KNr2BgY/o8EkKbQlYC8M7Qc2fosdWriYjzBcSJq98kGYKsQ3kDqSj7",
-	"s6VLZoStEI2Cr4MgQSRld7BTxr1R4xZuGEcLdsWppBLqwgLvYkcU1+WuxiO9naOrsyBZwLX6g6ldkg1V",
-	"cs2xISi9dSZWqBR26ADxoCin1rs1EWiacVWUQAvLveKnmF5eF5BccenokwpKiZhr+1GC0iK3tyYlfRrz",
-	"HC3tOLef20J3NVu4Aq8/ilfcZiDH1Ttpv8x39sfPHdhxZ7D8U3RySZKqGFBwAhE0ULmZJdMVkN3Ektka",
-	"2RHmtLKJTC3mHJ4tWUytfeMNTZ4bGCxdeMm1uQct5AmubSPBB+c5JIvln80MSUDaIByXgHlnfvzqzI/c",
-	"+x1scV+qtCHq+F++mDFyY8Ljgux9peuwNhR21k5E9gM343hYKfHR2ywgnxFNMK5tC2bII+3C1KREvGNd",
-	"yko/86SNpG+8QxLbkOhs2RsWtG6fxYtM6kxazMdOQYTuTjOdL2hceg37WMKGffo77KKoEU0N0RWfC0xX",
-	"doWceTgHN0ZOlRBHSTFL05v9YDWuFkHwJQjvvp81/rg3GLBunCsCwyltOI5gKbBKypVvJs63RZhrddOx",
-	"ZLjjPAgeaZjfETVtLvYa0QvcegBarVubX/kxKu6oq4nqsf/swxVrdVB2fFK65mgfseDy2DotvV13dh+2",
-	"NnP93+F//c9ffth6+035sHjW+N5/NlfBqu74R9cWRGrl+rDF8EIMd+YyKLaDjaZ91zZUhvGl6nVt2Tfe",
-	"jOYuZbiaTlR4ETn+hQ9v5Eu8Y/p3TP/P7HNc5fUfy+NbM3FeLoTCPBycgZiHI2KxEpdxa+skZ7oR2Qp7",
-	"djVKPH76cjgxWeMokMwZvYK6HyqpcrSGVro1Q11bXg7O+4fNzMHVfaHcHIJMW0iqw4C7/Jy7/Jy7/JwN",
-	"83M8rVkl1GtUpe339J/r5OnQ5fSZOr5JUJ8dpKm+FElRioBevBfQZ/xo4twGzmNA/WCcz8C0JuDcjJLe",
-	"IAWnJD13STh3EQ31JJz2S7ZJIg6+vGkqjr9YcfUyldk4ZXuuahnSlcycYqSV1BxC9pbGIY/KBVw7Keem",
-	"13VtWk4JkTAvxwOmIEQ3SMvx396GjvfpFbL1YtNdiMddiIe9ilZ9KuusEybWZfQc88xKdOuQnzm8xvtM",
-	"z6W1ImGLDIiKlYIyDbHZfa5ccf0+ey1sVUfTWancWc1iladUOTVX9Boof3xq4mqp0MuZTgWzfMoMUuYr",
-	"RZgIhR4/c9E5sYg18x+QDwtEm3ZZ5/Opoy6F6TaEqE+lh36hNKa1BLVIZPp4wnqng96FEnz1uU8fq4Ju",
-	"F3LYpqED9yoK6E2LZXlJ989dL8vt4mpzfSgp39nrvzYnff1eBPexVHM+lwjYaOg/SBLsYUyrYXTe5Mku",
-	"Lfyrtnx6vc/8bUXBUM7nuQVotNng3dt/VCO8W96XscJ72LSIP/6AKnb4O1nmzjz+JzKPOxTWqkk+Cehh",
-	"k4BCHWQ3DSaiRrU3F0J8n94/txDidnG1EOJzvO+kkK9PCqnUlM5NNV/Z9WW+9fABlCrKXMBEKIsmSgwa",
-	"plSimHUxFi4/+6cYW2dBKVp19Xz8cdFjB/6YyguhikSim/Yd4UnCuEITTZkfA/qq8UFy39dTGX2ukE8U",
-	"WqUaPEncdfujSjdueV9GuvGw2Shn5M64cxdgcCdBtSaK4GUpyWNTB19P11slqY8sCuFt4fjAeSCxmwhV",
-	"St+MNvO66xVT1UE+MyKd9NnLBtrtXuKKshNhKlffAZaFaYuZmHOpMOgaExgnVcrepUxGGrPnOltp6hWV",
-	"rQxGQ4CIpERlk36cICNyyOYce14Qa/HpMH4EagQm+Nz7hrFkGjqzpe2VlVULaHs/R1JWVm0pTnFTznP9",
-	"kIyCUN/VpLirSfGxNSlWaMo6UnZFTAclSJAa0xrV0djz5MZ35zOVlLhCdCo2fRdqcBdqUO+pgphxe/re",
-	"9cpErC8iyn1xCMXnInINHV0lUS82bCZJREy8G4uFJQ4LUgUVeeDLahKtvlTk1+/Gxwcnj56yfr/vpSF6",
-	"w8lELpMKdccYvoj3WQxy1FxgAJhyrUWRbTdJKVjjYaXAQ5DVy9Wy6Mnk5QUSFLpU6QHXqTMCS6/PHvvq",
-	"DBuKOW1hB7cjKXwy5fTLBB5cpZy6yINbobR36uld7MFXHnuwGQu6WjXd9jmWW9cvYjDOs4xqEVUTNUWz",
-	"gLi5Z+DADXfTfNi7HMQ7b8KfPwexcqt48xX/LCUICnlzA3KyadM/su8UZpgzkWo1NbBTrHgoSRjtHhzv",
-	"DoNYfRcCGpZvTqbC9GqVnmHw1UrPPDW6aPuPkagvQOwMcwRgph9BBvtJ2CMr5kVcLF66LrUpS+WFYLqs",
-	"y2girMI41gsJAoyymokLWC2srfcRZBDkpZa2htcsDY1Fuv+9SkM3ltO8o5ZfYwRYWAAxOOsmYvmpaz1e",
-	"i1ReW+CiXo1ldqEsKWi1pMs6olNNuqKi9DAK5Vnh9alQytJF60ieXmyl4kKkrlK9z1xYOkLqgtoMKNdE",
-	"tXl1F91iRKOxXeQE9kK5VRuRxDapsLHePvdecgc2bHYMk8Oqalu5SSbVzavu/ztJqTX0vKPCX6vMWvrT",
-	"zpZ/EKEVFivGOVYcghnOBM9EdpDbWWf421u4JVipqZmIoLcxy1XMuo+Xis/14x/ZMz3maW+fcZaIRaqX",
-	"FNSrzCXmRSlqFn+p2Ewb24k6eZZ2hp2ZtYvh9vbO7nf9QX/Q3xk+HDwc4B11wFmpDhLo90A0heLKGsx1",
-	"Kqr6TE1D2ujzMkOrZiYIvqWTWP0Y5U0mlZHJqpWBq8SZeWsilRuU2OvqoK/JhBOqrP4Lhwir3xRBz1gW",
-	"qf5dEcjYsIOZwAhroSyQNpH4+Ory67lo+O5IXUjroG01+6eWag38ZPl2yxpqbdd5nkjLUj0NBsFnLZ//",
-	"lPHF7G/P2MHxEdMXxCCJqSbcctYlQozpztLd6+0pfMMX0lHp7Thir0SKoeRKiTGutjd03JAnZTGwg+Mj",
-	"ctKHZVwiFmbR4c88Sdy57BcLxMU9PTk5jtjxy9cn+F4XGCgID1qlyx776fAk2DWu8ve0CU+I1LCZ4Kmd",
-	"BZ/QA7jM/zcAAP//",
+	"7L37dttGsjf6Kr2491omMxBFybLjUCvrbMVWEs34orHleGaHPkKLaJI9ArsZdEM0x9t7nYc4T/g9ybeq",
+	"qhtokIBIybKdOPzLFohLX6qrfnV/3xrq6Uwroaxp9d+3JoInIsP/Hp/xMfybCDPM5MxKrVr91rGy0i6Y",
+	"5WOmR8xOBMuEzTMlEpaJWSaMUJbDvX0WD1qDvNe7P7wSmZFa4R9ih64lciyMpUuDVtxlZxPB3I1sqq+E",
+	"YXNpJ0xciWzBhhOuxqL8otF5NhSH+Be9qf7u+YRbJk05xjZn8VBPp0LZxzpXNmY6Y3E+S7gVyZGNGR9Z",
+	"kTHO3E0RE9MLkSQ4Pfqq6XTZK6ESJi2TisUno53nWomdZ9wOJzGzmmWCJ0yrdEHfp+EkEePwED1R3jzl",
+	"l4JxNs+kFWyoVSJh9XjKtMLp+TWRlik+FabbilqZ+C2XmUhafZvlImqZ4URMOWyWXcxEq98yNpNq3Prw",
+	"IWo9lepydRtf/viYPdp/9IilUl3CMOBTSryzbMbHImKiO+6ymLZq92pvV2djs/teZ+OT5MOulcNLYc3/",
+	"M8wzo7Pvu90u3Lj/MJVTab/ff0C7esgykX4/aMFbB60Ylv71yxOWiZHIhBrCNqbcyivhPw+zEsbegwU+",
+	"ugBC8muQckMDg8lfN9mX3IqnMIrVGb+ZiEwwwYcTIiNtBMMBG2YsV4lhbcOngiUZH9kOUq/OxoPWYfb9",
+	"g28P7ff7ccQyP0Z4RqYp42mq5yJhSs8jZpkRsIGG5crKlFnY/N9ybTmQ4HyiU8H4mEsVMZ1FbD4RimXw",
+	"Uy8qnnCb4D4DP/pPtOHH+KWw2WLnCIg0hnlwdrD/XWfjZdk51akcLlZXB05fxm2xJMF+sDnshJ1kOh9P",
+	"WPvk+OxHVryQEcNgIynSxES0ejtS2NHOxNoZn8kdeC2+dccxl529XidinBmb5UObZyJhqTQWl3zI01Rk",
+	"g9bhb9/v93qH8+/3I+Y3oriEtEQLq0fst3JTZiJjc78LfcaZ1ZdCsYsc6BXvjYD+ZJoKPInFvZ0ui+nT",
+	"Maw5zB4fvWeYyS/+JYY2YmYG63AhRjoTeAfP7URn8t/I7vDQH7JYZ+MYf9XZmCv/I25ebkTGdG6NTATT",
+	"SnSKdy4YrPkUWE1m1m5mSQKr+/jKUSCxsflEDieVvZzyBbtAnp1JkVQ/NZVKTvNpq9+L/GelsmIsMvzu",
+	"mzdvdo5yOxHKyiG3YvXjPwieAfMsb4K5DyewsMCQ28B1Hn77oNe5nomJd3w6S0X5xkzwdPr9oGWF4som",
+	"g1bERJbp7PtBS6ornsrkHLdr0GpFKyv2IWrNeManwjrBdpKI6UxboYaLv4mas/CMXwoDIiAT3Eo1Zqcv",
+	"Xp0xw0eCmLvNFqz9ymZyJpgRUw5TBQqCMzSSmSmPL8okzi7FgmW5Moe4zZkwM62MYG1juc0NioULnSw6",
+	"QHqXYmbZSGds/4BNdJ7Rz5mYpXwBMgRfGRdTsDsv3U99BssYRzBGrhZunHg7EADyNhgIvK644AZKYy9u",
+	"ccNO5AhZdTmfsbCGHezvHzLu3z+RKZ2G6syl55BZrhSsIT3a+67L/iYWhvFMMDPUM5F47l85L36QdCZB",
+	"3mZXIqNNN6z94N27Dr5CaYsrFjFDb4HhD7laonEJ20rcpxW1QIy2+iEZ7AAdVI4Cf/dUqLGdtPr7Dx5E",
+	"cDT833tATtaKDN75//46GLzb39sZDN59e/z2L/9ZQ35Ri8TkKp29mPHfcsHoZzbK9JRxNsvEldS5QXF3",
+	"z7AY5MFjvCVmbQArINBjx3c7XfYCuLDVsMDBPqCwZPQcrfbPz44e7xg5BhREFJer5sUHhgzbZglAmVzg",
+	"hkxh56c6kSMpEoBOwAzlWPlJINQCdikSoqKDXq/YgN9ykS3K9XfL0rTsvYNHdYuZiFQCyDtJ6oWY//2e",
+	"ATCoLDt5wtpw7OK5uJhofbkjk3L1/NBm3E7KkQXfuI5NhWTQ2/n27a+9ne+Odn7+69+ePT/dOftl57/f",
+	"vt9/8KGeJuQIEWA9MPtub6/HPEjss/ibGBAD47grIMZEAcIN0Y3gWSqB9SozBxGC59nBYGnYlKPESRdM",
+	"jkDyeCDdNjbTatyhNyG8rADsewY2FlmAg6GHbC74Jd3fjt/sDlqA/lpxhynA3mwKQ+6yI/9xpJ8pMlSl",
+	"mRLzAs+2C4wNKI8zApWAC0gOsn9piZyDMyv4tOPeSAME3YRd5NZ9dcRlCowygNZ9pjQwVSZSg/Nw38rE",
+	"KDfCsIXOMyYSabvshZ2IbC6NYAd7+0j9StsJfFoaD96buYj7YBMd7/X2D+oJAJSGDYig1C2QEpoJoY07",
+	"A+ocz6TRqtNlbwBiwn7jtri18ztaVdfuGVzUiJANkhFM/37vgD3Xlj3zZx5PtdIosK5blHLYN14ZdSVp",
+	"THTGaw5o5ZZPdUTTej3iGX8HKImpHKlUj5i0YmocNMgzxdrAfJmR/xadJt5H7w5HmogRz1ML8iaCVSIk",
+	"ttfrRSUu26vFZaiU1UiXkKXLhLVfPz150sTx6B2bYbLe3l+/++/7v3z790f/2P/bwbOHzx+d9l7unx28",
+	"ediKPmrBCQ79KNNaZPsC2JdbYaeAenSDYAOebVpu+rWy3v+ZiVGr3/qP3dL+sUu/mt0zfP0reghGBgyo",
+	"VuAIPl27tu7hmyzumx8ePP72yXfHez/e/+nBz9/+9bu/7T37yMWlJTt+N+OqZiKP9XTKd4wAoGydPgak",
+	"jSq6SFB1QRJHawioTqhI00v7LHawD9QnniQmvBCxmBvEHcL/WP7dRiUY1S18FSq89GvS6bJjWpc+iwUO",
+	"/PvitVHxDlh18W6W6kS0+iOeGlFPA/SGCg3gwd2MGHDhQG61PhSry7OMwwdyJX/LxQm9DLYWaXmB+znS",
+	"2bRVLH8tDbmJr6Mi/4Kb0NE/nuwfH/z48KdHP/f+6s/qR9IRUELdNF6DcitBC5kIFpv8ImbDlMuphxrw",
+	"3D1DWrXpsr2dvf1HIFwzPgS9jGBMfLTz34zv/Jv1dr5jXXbO/pf12X+x/2F/Yd+znThCvI84JtHW9Fnc",
+	"jVFex134TybgMjNiDJLeEPZ4/fIpG6YSL2Riqq8E6gomH04AMMiEDXWeosgHpYEnSSaM8fYWt1LM8IVh",
+	"khQ6nVuWan3JQer1GbcsFRyOixLlhDxwxvdyGFfTxroF3WxbQbXu/c+D0bfDR2L47fD+/eHDYa93cHHB",
+	"R+LRfiuqyNf9R9cpLkc7/813/t3b+a57/r/9//qfv3y/8/ab8mJxrfa+etJwALtRape/fxqR/QFeS7o1",
+	"nuofePKS+AX8NdQK9GX4L5/NUmed2J1l+iIV07/8ywAZv99QQpSvPqXn6fM1NrVSH57yFLiB05sQsaLp",
+	"wlmInCEDSG4SMWRecKOzrxUWjIj5G3XGcnWp9FwhGGOzTM9EZhflHaRhAR9Fs7ibKowF+Dvx8Zh06jiq",
+	"EHKfcTLp3TNkrBzprGJH4oZxZ9Jsc/p+SPF/ffXieQSnphPhuSCrBb4xZmI6s4sucMXHWo1SObz7/dlw",
+	"V4bu+6a0k3h0DJBBsDbawZOcxiMixtNM8GRRaCkR2ab1XMH/C9t2gjoLbhHwxUQLWhfxDgSrVF7p7uAy",
+	"/KizC5kkQn3udSDzCgpdr3U5dl0xCICiZSdCZiyDDS9mg6Zpwl9AengzTuhEwRHm6THQ1uec1Gsl3s3I",
+	"/GACkxHpw/U20EO0JJMNy8OWkyR25nkx0xkaQqTFmT3X9kedE4T6vBRLGvkSKaFdwFZ2kgTONbuJgs3O",
+	"NRtyUIRBbEqVkL0nl2bCL1LBLhYsEYCwOn7aXgNs8B1UlElvQ4ejv+wfA2GQ9EMVssbnWLdS7rZdvAeX",
+	"6ZQvUs2TM62f8mwsvhQXITPDu6EQCU3bqW+F6wZUQVzG00wUHr4fuUzFZ6WjwO+YSEI8aBdoMvnAQh9W",
+	"fmRzbkrzn5FqKBAVcYPujy57KXbQ+SmtM1vbjDi9k5Y/4x7+iM6ihm2z4p3dnaVcLk26Rto3bsk94+Sm",
+	"cfvCHh6wv8kfiPaJM9wzLH7G39GIflhYYeJOl/2k7xn289nZqecfzqIGM/KuH3JCoEUfZC3DwTIYN7l4",
+	"h6k23tailRJDcod7oxKsVqKVCNflTE6Fzu0XpWBPEzzL5BWJbCeoygV7eXz05Pzs5Nnxi9dn6IUjaE2y",
+	"3wiV4EJZrZlJ9TxddA7rp/1KZFdyKF4rfsVlChznc0/d0AiQU4npTGc8k+mC5QrZn9VswlXiXBtumQ6d",
+	"zwNU4ixiE610DsS45JVFweG4YZcdOc8+0ZE3oBFtJILF+Ou5zu1QT8W5A3QxsxKBYm6dJ8+dMnSKO5t9",
+	"wi2/4EYgzYFMI4cLKDGweMBk8SxWDrCjYZwIiTUUIYGzKOASbecDE9GSHyle8p3EnSU+vuSjvI6dh7fi",
+	"Xp1p/YyrhTsZ5nMTBh1vxzcAI6PiSOcEPeRt2jj4/zna8UQCnAPn4XarShDOx9xlT8m3DhJ3BsK5IpXh",
+	"SsVDzFXljg7qrSBRlZZm4cdJBnA0aeczxuG0wVFd3o8wLuLa3ShubAgb2Ohhf/+qt/pGlPBaeRe7+OyA",
+	"64I8zxRAANqbNEaqcVSqcRET72agw8IBcirX0rLXucyvW4GV+90yzDI9FMYAa6L4q8+9GisHHrmRV4Zy",
+	"4/landPYnRdZvuH8UizOMwGPwcl5DTwMfUOXYoGaJv3lndMtXAOTzwCLi+SZSCQ/QzTwBaWlQ9px+FX4",
+	"WszawwnPjLAuwmcsr4SKWJzb0c4jmG58NByKGZwR48LP/IUSIDscCTNlAHwITXsdi1l+KZaPePiSOus5",
+	"4+z06Ozxz9HSq1Fic3x4behJMPKmT7x4dXb7L+DCu93AOeWJtI/RA4emIbJwSDLv8Ot4it9SfMMvPM0F",
+	"UBFJv5s9g0aL+uUojVi/utveFlYpjVFD8AJ83fGVo9KlOQxp8UIbH1l6uxSTuGrmiuAh7Wywq7/hR4BB",
+	"wf9a8IodwBJ173EO1Y0t4eFuLFvB4XUIBV96DbpeT4z/sePu2AElG3EQQUiENgXMcGfNnSGHfvZ2Hh6E",
+	"NmM9WrUY99lOfMi4Cx8sPLttzlKtxih1A0uc+7ZM4DzLsdIZ8HWSqcbCX4hsAqvqw4NGM2p/5+37vejh",
+	"QZ1xMmrJ+g3Lrl+vAnrLpIx+JTbkXOsJMQfnb6dQh+oiFwFHQdTDyjgsqGK2garoR89zl0m11hgcng2Z",
+	"tEqqjTzRV14bDCBcEyToklKvP15Ppak5YgVpb07jdFhrSLyMxVnPEOhzjSMm/gIsQC1ejFr9X9+3VJ46",
+	"VYhs4svbEExhZYcannUjf7sszo68dZddwTi8WgCi18c/45L3KUwTgU8ZdUBXDGtbPjYRmTpPnpgOqhIw",
+	"Ela49fAzeHhzZQTJ8lXjOSxDmrpl2EhCR8vbTGbsjfcZTRBknvyAXhLnvttbXrqlXXWfWd3WmiX29nYK",
+	"0+31IhePCctoXKh6cE94tgPDvDOUY/RKjQBBgNxwbAGo1P5AWl1ydANhIRu8xo59lr7LVeYRuD434BOB",
+	"o7OYnJtKOPC6g+XG8xhvwtVJfDT9abBqzklcXUi/VpUQtJ4LvwhcaNfPAN9yzdDugkV5WljLn5Y2iyL0",
+	"HKEVof6lrKwJtb8thwtOVw1MFNWTUVhX8JBUTgeai5Z3aoie/pXAZ4uGmykfTqQiKyReQOXDTdp91mc3",
+	"+LnEgM7J8HJOLqrgQuF4g4tW63OAEcX/QWbBHz4KGblpeIEOV3gFFiuuPSgF0lyFAXo0EiqRakwMFdjy",
+	"jNsJk8oZg1AnIW9VDFx59358SI62wnWHt5R+u453HRQzvEchgP41aNuI6880GWfrEiyCdWYS4b5Q+bQ4",
+	"G1ERluF8wy507G3NR6ag8o7r9nqiM8sm+ZSrcqPFu1nKlfNB1bxtpqWqDSz6ERVOXB1c3AhNPn999eI5",
+	"O6VnXOD6d729jqedXbfIG5wSQDq0tRHRbjmzurPzU8Znk78/LU7Pkph7ZwXGoZhm/kYIYMn2D1+Oyf79",
+	"8vjVGTs6PblnnLJNQhrlTSdi8aVUcAQwsMIJIdYuj/ROKi8FE8pmUhgk7JhdCLSD8mycA28itVaqWV4l",
+	"oHKWqSaducr2lg96mk9VIDaKqLeolUol6n75UPOtZS4Z0NUqlQBVhkMq4dkqHFv++NsPa9DDBvseRCxc",
+	"K72WwYZ7vIzoj/Ggxd7bmYqRRXsyhs/gvivGc6un3Mohm4nMUEwARR6UZv/CygP80LB2XJJgt3jq7/it",
+	"TpcdEf6LC1vFcz5FhnjFMwnn1BBtlC8pEm7QsswNU7Vc/7aEf5ppq4c6ZeUL+ixeGjjFrXNM0VuQ1oi2",
+	"KKcRwmiWAXZ1dNX33XTzrtmIQ1pPWS7L9QMxE77/4OHP3EzqBcmrn4929h889BIRvxGxiXjXXYkL+47v",
+	"jN6+b1JnXRg3bg0x+L23teGpIf37h6JwnKuHoe4QVwiqQUgW9jE3u0QPkR1hbG6uSmPCBF0pVyLjabcm",
+	"aGpliYN1OSeF/+2v5xiXhP//pnaFfvOksDpSf1iLAbZBldfGsr2H6KcE3vsg6vV6LmBu2Qqx9/D+o4O6",
+	"XfGn7GaHpLJ6qBS619QRXHVrota7nbHecRf/ZbTqvuTzZ47R1W5lwenILLG6RCE3o3tW+UHCLf+4SWbC",
+	"5Kkt8K9XfL0KhpKPtb37UrwTw9w6e9D1S/Ihuqk2WpH5NRJrc+a3wUn6WfCUhNwS66B45/JAt/RlDS5b",
+	"OtLuqTqJdlJE6dfI9ptroGLKZVortMkPY26uztbg2itpRfLDoiHA9eSJ5y10Z1YLNTOdrjUyv4R7itDy",
+	"KqmsqtDXgQrUmmlx3KfLt4YzCrXncM2u3zoy+ZP/rbqFRd7B6nBvPicKLF63aC+yMWzDyhL49AV8R/n9",
+	"62d2KzNBQYQFmfmVr6QM1vFmt+In6glfmErKx7dBxsf9NQkfH09dtw6wxVE6O9l+b4Mw+GXbWUijm+xN",
+	"srlhMOA1q7ZBzJ4diuRkKbNoVT7MnJZdJhgV6jPCU5wCWd4p7FEJ5t/eR72RHMZKe3fDXGeXpqhn4O2i",
+	"GYVSeUy3ejjgLbW2E+RozIhhJihPGJOTd6/2dssxm933+IIPu+R167JXEz1XLgNQ0dBD0Xo9i6fB1Jg8",
+	"K1t2F6atyi5+Iuv7sxpX4i3sZuh80tkYdOMZN+TjNCweulRdq1k8FvaZiDs3MbFhOpepg0T+o8vxnCaM",
+	"/7wQQHaYqdN2BpyI7fV6FM+J7KZzWM0plgCFK5TJM8GmOsPhbbRtz8SLrJGnNx01GvE9Q0EvMmFtOjqu",
+	"3kJnPV0WmRO4ZPV7DQNb3e5mFSJYWGcOa9qkBtl3E+4ME6hXZ/6p84yMcf64VoOFFjpHxd6n+NrIF7Fx",
+	"IjLeYP281MTlKKBDMaj6BcUSFRM5qyNRl+MzLW6C0VP6bpfF8A9aA4DkXHycq5KDcWcuxQtui+GoxKk0",
+	"FuZyJvjUxIcshvc7GxZ94x6uC363U/Mqut+/Cl7jxh+v6hP/0lLdDI/eXA43gqV6IoCr/sSjj629+WrV",
+	"m21vhLHC47tGQPgMxzKXiWipWNTraekuREdAmb9jx8iL0ehC8wwwRs0BUsv8R5e3s1wlACf4YpV2m7nR",
+	"bMLrFOyf9ZyNOEaVjrXtg9SyejSKWTsRqcB8B3eI72HgjjGdiMUu1gpOINBY5NNwowAumW63C/fyPJHW",
+	"nVX8P0v1GH4wcyFmGFrqFtSQFRrjYF3OXsaHwtX/yO2OHo3gwZFUPHVvrDBDaY1IR53Q1UDTQXs7hYdF",
+	"LRxEK2rh99Eir3ha63Ywlmc3VE3dIz80mHswO4jNJ5q5GzGbpP49dXV1jtI5XxgWu1oq8SHa7JU0E5FU",
+	"aCQV/IrSQ9BmcSEmUiWsfdA7qCyPe8965d5LCBqXJ6dwicK51xJ8nfy9I/dzc4b7aniEY7CrHNFXftt8",
+	"KJgL3QgfHKAxh3UiTqphmicCBRMJoY14W8CSlxlbYIZdKlOglbZayaEvuAGndJiJqVBAgFpVauXBUIrZ",
+	"S2UfHrTWGnNlgB1Kw25oYygXt4E0bqWC+72seupv5qdXTQDnRTa+FuNUWXQ99A6i5QuQCwLxLkBHIyHf",
+	"BSLdCB9eK9Mry3cXYr26H79nyZ6NX1PE5u+Lml87yLepGWuFfO6QRm+qGzUQdMDzbsqzCoDqp9tA2+VH",
+	"rlnWz21AvBWp3HbVl31in7Z0wMZ7dM123BG7aZK0vydGY0S2IbOZShVe3fsjkWOd8yqIGK0pmXXw4Nsi",
+	"+CgRlsvUfGz8GLkB4Zku+yHjajhhVIy3zVXiN5acYB2WcQwdsBOuUCe30qaCAh5oOK5ajY+fVtqejzCd",
+	"vGah6Ika5a0x7okIUBqmh5TDOxTV77kiO0pb1vjZ0nW5FEghsh0KFAqqVviCjAe9HuLczsaYthqAu3zY",
+	"romKP1kOhKfiFC49iIoX6jEb6ozqCzeEg5XezqXVxdxfKsyJux4u4EHvoM4jg9vcEKYWLcepmXw65dli",
+	"KSYRE2Wqm/VcW/Zj0y5ZF4u/5KOs1FeWiVBWjhZUx7H6KdaO+YXObf8i5eoyDs2/GGuCBmBmZmIoR3KI",
+	"j3QqSkKeyZ3iU+tdCC7GHxcqKutxORovAuPKfa9jfS913TK/yMYYyij4lGA2O83klUzF2FU30FmCmbcx",
+	"6uExo/LULObJVKryT7J4xKGijA+0ohbeiXF7cEut1eBM8OmdaLqVya3EKmZCYKa5D+6k52j7FBY/qrcs",
+	"yI2ql9WEYMKEsVJ6fRyeMxPVq8OwJRV78PVa8TQwzt6Fze8Odf6PgJyhmhwuUXVxb6dCww7eCoUuEdlS",
+	"0PtdCftN1RSYxl2gNzyDv2PoVnogTnN7wx27tRbfCJthNHeEIj8bOa1OgjLQapxRHhC4dMqi7YNp8j95",
+	"NlTcd1ita6iSSuVC73gy3vNE9YLo/qTipYkRLBJOKV/hwhHLcocrSNXfegOtxT9Sh5yO3Jdw2AWB4yBy",
+	"5YdRKwbCjhn1csAvWg1u3GClN+b41+S+/L5FbU2Rx1VnTSZ15pL711ekPPV3l3D5Rs694pnGao7ziWZ6",
+	"JpTzxbiDdD2Y3rysatSyfLwmRuyaeKN1VVmrNUUznVssNV8l++b4G4/ofw/gwaPmKnooMHRBNtU9deu7",
+	"dHhviTNwIW+FNKoM6TNalaI1Uqm35gRuFne2fBYxDdSF9bUU7HbaWg5EfkI3YJROTPdQlufKgQiG/GC9",
+	"ZeWG0XnhAfqImMDiqHwMNKSXNJNeWX43CE8uuV4p9+p1M3yHR5iNgVXkze5W4ky8lAdmaERReBrUSqqh",
+	"2VmDJqoxKBigQe+oiUG5Idol6PP58e7HxepeA4+rZynY6VTPQYnyx2kixxMg6WwMWKB5x1812HieypEY",
+	"LoYpGe5En8VKzGPW/ldurJN4nQhzmFTM2pTbNtfZJfpN4RcXJhqz9pxLDJdwy1aQJIY66PSKskuxIlxS",
+	"MS0oAVOCTwAZ0PuAq+MzwJzxkWsmd0fQ/TrA+FzMPTwVhyxWeZrGBVQ0S6DgJkk0vzNWfzOw9XFgZ8lq",
+	"TbHDtJajPE2xsZ4R9pDFv76N2TAVHIsPVhDyZxMLq+QAvxWkQPW0Q0KgMt4YBy34tDZd7QtImhVO84Yq",
+	"UdfX47mqsTHiYWJaDbEsG5oD2Yxj3StZFmH1NQUTiaW6qAwmphXdZwlfYMGaEZdpnlFmlRvXhdap4Opu",
+	"lJhVe/6V18s2z8WAQUo1fiXVUNQmehO3EyrBrOqgZmiWKz9LkfhmPFIYdiHGXLF2gb5lKqhKKJbXrNqW",
+	"b5O5c5tAniy9a/8y4nV4b7Hukaep2yFvR6l3bOR7UMsSS0pZgkgYv0dVewxrx47n0ySwVoIRmatXFUes",
+	"2+1ibYH410Hrm0HrbYx2j0pBhzpO9vDgBpzMsb2moi3F3q5E70ysnRlsCtCG/6JVZ5bJK27L2v+mMOi4",
+	"egZFInSq58jtpmTLScSVSPUMtKvlBM39G5cOqVDNWlK4QWqMZ3areTGURdJQeEqOsfsS3ROxeD4xYnhO",
+	"HUEvuBEPD8hxEn9kdokbRH16iRv7E9eQq4ZhWyumM2sarFJ3E2gI64Ebc8+wkycRlSrjSy3Fiog6N6Ra",
+	"4AywuqEuypvJokTe7h2Oj6KAmU8WaK+gGsw8EX0QRdTjDKuAeZ5qCr5cpO5PeML2ephPnCvHlEVCDxtQ",
+	"YLBIIRYQtSTl2jF9Gntu+OF0Dlkm3OPAvPFOLC3Ch5epHrMk41KZxpk34fGzqizBFQj9sF5qyBF2wRVl",
+	"XWZnNq2pD8Gx0uQzsxEXJ5XpiGZ5w8BfYsse1pdIvljmFsnTBjDvHbmbVEYiJ6oPxi1If11ZpKVDdBee",
+	"luVz+cmytdyH7nDMn3ysd6WYFVB0FSbeXrJ/Nsl7Y1m4mrluxDAHpesVbKCr0oVVeY9yyl+nv370J/Wv",
+	"b85WbG1/fXNWKeXbZSfWVPoTSVON1C3S0YxwTSEoIC0uCyUVOaFFgf+Fsvxd2YYZtwu/WjINgBtUWVaq",
+	"kfa1azk1PylahVFp+SmXynKpRGYcnqTnTX93193TTcTVCikUL6COHnlq5Y6rEz0R6WwnEebSayld9qKS",
+	"RdjGNstm0OowPVcDhb4tKu5HPWid7evQibmgpHiq5yxe7hIeM2kGShpNHcSwThVIl+Cj3YEaqP/4D3ZU",
+	"aRg8UNSuBt4YB0U93CGEmVWKM7f/+uas43qqDFR8FHZl7jPXQZhwCzUJJtjiqmFSa5BK6uEySdBaMJl0",
+	"2dG6OtBlxVHfhIdevcCWBwMVH/T2WFjXOvaFk+Pl4s9+7HHZQbk7UPFPx2dsd4I1HP6NrsxcBQ2XReIX",
+	"9aVOBW3clTTyQqbSLgbqmA8nQXMQqjGO9VDEOz606YLag2ZjDKXpXx8zM1BF0AzDtDM24VfCtYoBSBhk",
+	"AmY4nNz4YCRMp8ZyaaY7UC9pb6lvFzXyosooIqFS6Z4KDpnTTRGGh8t6nxVtdOIu89XjfaUjmNH1fVLa",
+	"OhsoqodVkLZUWIld2g59icUHrh8mBmbFUbFq3AA6cRbjgfK9FFyTFlMSP12i+CwaRCINGfvgjLji7xks",
+	"yoliZqIz22fffAPfnQquDBu0ivA9xIULnRetkKt9X+iDg9Y333ia+Pn46ElxvH46PguPF0+NLrpdxHBn",
+	"THXPvtvb6wHmRf2Pfde9393v9AeqjHtEIqv0gSe+iR+YY3c1I2C08WNKx9ohQRAPlLOSJ2XBUHqKWklo",
+	"JSLXj5W5TC44gqnmCbvgKVdD7Di7GKhZpi8Ei8tzAfrnLoLff7sTJiTGZk6FnejikCAWNwNF/wLvZ02B",
+	"pKwdN1UYp/L/6WKgynjQ2mBSV4UtiBwNYO5hES/KVTJQPmIUN3cphtB3fHDJO+yXMiLT25cwJrMzUFiz",
+	"tVprNCguytq8qQRpWSkwGihql2dYY6svbso+X6CWoMfcNfzyDchom+BTQ56hUWi551J1CL4zkyRv7UCV",
+	"3ZjciwzuI6kV1GG4pGcSS0OuWCKGKc+wli3tvq+e6HspDRRq+DCj+KD3gD2ju+CcH5GEj1nbjz2md5wr",
+	"bc+d/I8p42eguGIxPuGlS9BHW7iPY6UA/DJ+tEMU7kak9EChr7ro2EtjOoh9E7dygm5azvw6146MhGF6",
+	"RMcz7D4TH9zf81yRUdMbRn142JnWDDvxxKzt2+boK5ENFHXNicrmJZVuN3UNcTqsiHSx6DFzC4N0E8FU",
+	"HhWjcE1vYtb2NHBu3aV+WbHSsdKB2rgvTcef7lM+lsphiqeSfDuZgztwqqhWw86MbhNJUfSStfd29nq9",
+	"yNdMYPsPOtQw3dDKFh1+XY/lKTVVMejWpSZvru0KVd52BD9QldILtPHY0L3vEEq32yXZCqp2+v0AVZNB",
+	"q6AnckO+fvmUjUTR0nmgAj/esgOPXWg4k5lwHr5qV3iNPeijgQrbw1PNsY07xIsFA+oAsId94kc667NE",
+	"I3eY8cyICCjR2CwfWiy/rhM5QmPHFNi55dMZEhdtRzRQgKOUYOXrfF8TFKDBn24M0UrfeUQEPfYDTzy1",
+	"xV32NyFmJfYYYZ/hEtQbkkEjDecX+44PlOtqj55g13cflt6bVeAUF8T2YmblFMYzhNm6+PvFQL2Sagyy",
+	"ICeZ4LGFwQiyqHAwE9J2xbRL3OSTrDtA/8L1Py66bSgWH5/xcYllXwmFXocLPrxEPl8284FDEGMHiDhi",
+	"8enrMxKST46fHp8dY72SKb8kjYc6FhWdynjad+AGWLCDRq4vuu9lCNgEK9OEIoSaXPr92NtnYf8zRg3Q",
+	"4uWG6769WDccPKgSekaDOSy6sEobDBeRcDBm1sYjgD9mbC4VbtWRot7xwFYHLTpzzi5P526HriVyLIx1",
+	"MLcV98PBUIt1x3h9O3tpB4o6d7QRR2mHNlyZCt9+noxXK03oEYsPlNvraKVpHk4Tu21aPmZtAkkFWHNN",
+	"2gfK9+iLnTHQNnbmgyNQkO7LsrEJMqnq38gnsBwu6eamy167vqOlxSJy/d54sqNVSqLe/cQ8eIglOsPd",
+	"isF/UVOE/wSBS0CWhWKBQUtxxIj2gwPOas73DzRcLMpMSTgOpZL5Hll77Zv27jPXSjCQhd2BakWtVA6F",
+	"q1HodPTTTM8yKSzHKsaNuvmuf7J0XBba+dHpSeAO6rf2ur1uzxW5VHwmW/3W/W6ve99VSUbLh4e28P9x",
+	"ndH+qbwSShiD2Ej02X6v5+b3fuB81oNWf9DSl4PWh5BAXHMhWiZqftdlJ5YNJ2J4iaAqETOhEmBnqMpw",
+	"9mSh+FQ/+QHUFRAxRNVjYU3ljZlwxQG67IlvW+m0eMYrOn+3FVT4PElafZijK1S41NV3v9e7pvHPzRr+",
+	"uC809Pvx05CG8VReUee6A/p83VuLYQbtgfGR+3vrH7muQeKHqPWgd3/9O2q66oV2tFb/17dRy+UfBRTj",
+	"QwX7v7aIyFpv4bFdR43dBZ+mjWQHC/ViJtTR6UlQb7U8dXNu2EUuUwoNqN1n9/jNNvpKJV3NZbc4Mjfu",
+	"Fbk8alRi/nn07CmB26q6t/S5mHoc+VecKGklt/JKYLpL0bUJoIu0nS9HONfs/tlEGtSqM45lXGtJgDTo",
+	"xs1/KXgiV5gOwKiCQ3ghhRZEUFQQBUnDjh6fnfxyfMge9O4XdXm9QkbSBGNJEFxopCrOxhkfilGeMjPJ",
+	"bQISCBkMydyKWcAwY/UM7QgIUjM+GslhobGU9Am3mc7tGBRMf/Fl+BN+mtQsmtrXxpwK0moizau93XHG",
+	"Z5PfmnnTy1yRWcKXE6ba5gVdYRiA/w00XhR+HWQEWFYRNFombT+oT16hiog6QiKyMFHxb9j6DHU8OgNd",
+	"9kKlCxyEFAbNEXmJyggTJuyg98DJbbQk9HEksadcrhaElGFoXfbGqQHNhdzDeu3fvx8sVSoftPrvBx6J",
+	"DFr9vWgQlOZGvAAaaevDB4/TfV35qPT+upNE9eHhwoSbSadYYWnIjIkvIMuYgxHUfWsHbaxDPkTzrGKX",
+	"Xk2jZSMDPf0fY21F5q24bWAZiE2MV3tDzwB1zDQTjsolR23ZqaXY2wuzuJ2Fc6+0cN7vPugcsvgXni36",
+	"jMrfxsyKNDX+JUu9+UhlNO7eGk5BZPoTdsoq9U0M3Lir2uASHvetNRxS9X+WvGZtBfEP0Z0WVq8bVbWQ",
+	"e9PolpMDNi27vmYCYW3ziPFQrWkab1lS/SNXsqYTwdIQbtWYoG7MQb3wpkH39mvG/PZGsszR9Y5/5Ibd",
+	"NpfLwANXv72oXH1bLejDhSqKv0dh6xPDvDfiEE0nK509o5Xq8FZr1vbWiDjhlq90Qv6F1zUBcC0/nZ2z",
+	"hpdQxO91nTILaf9ldufOO6weLa1taHOO107MmeDLfThkOotWnq14baLQ+IcujdKPttROhbWva2ASukMq",
+	"BzoKBCZTOluWzl4z2ACCVXoh40MPPnf/W8/175lAIrhIA+vwEHW4w1DAAkEtN6oFCq85EohzNqD6/e/W",
+	"r9ZyD/E7A7ob4OsTBVKLp0Vxk4+CxyUgzlVAlw7c/XR81gkAsgfEb7HfldkEEpc7WYOECXvRfmCHVJ/l",
+	"MtNGWo3wUrrp0rnkM+nIaTfuHAIkmEpirkXnqcIC7rkvmU09842YUPnUhQbAF/MZQT4jukuRImRzLBE4",
+	"nt9qh6vDgGejh9sgXIxICRAciDUbwzhBzBrq/QUblIp30i5YIq9kIhJ2scAy2oDFUsEBjHWCYtwgUIph",
+	"oFX12gZI1FkrYCCuR5PK0zSq9EIil81h9e5LsTAOC2CloRXQAMvgEUKAnpdtEyRpSlG0AZct/fSucy51",
+	"65M2WBlu2ESOyeK7IkOxNuxKy+ygTy8wTDeiiMXf7H4T1z1BputlkdHmoQmKl/YEckMB33a1i0RU4kB/",
+	"K5VFkhbEfPEaPAucNrYPyoadsL1eFJIIBdZGbK8HpAAUp1juDeRL/N63kSlrtHqzORpaC6uJtGJ6iLTo",
+	"FB8A1oXT3tcWKPpwueZu8U8vj05//vvT89Ojl6+Oz388Onl6/ATWz1//5ejpyZOjs5MXz4Mfnxyfnv18",
+	"/vTk2cnZ+fE/Hh8fP6Hrj188O316/I+Ts3/W/Hh6/PLVyauz4yfnf399/PKf589fnJ3/+OL18ycxhv97",
+	"XRFFcd/HiRz0ehtL8/2ae/En0KKHyw3R/bJGgeIIDKs0gruR+GZ3uOfknwLBjT1rfewC0hI5WlcXWZol",
+	"DkMdJtuxzsbnRT2vwM9xPpUGnfmxK40cvBI77eE2X2Kh3nh1GcmX7oPJfIM9U32PJwzvkwW+1mVHzglF",
+	"bgeMXScWuTJWst/DEtG5arAmSLGm/xu+vWjU32UnymbazJxiLbGgNctVKowJLQdC0UEENlLQ6snzs5cv",
+	"Xp0ePwZyjTtddpKI6UwD2mEU72ywDz4FkUj/43DxN4EscOwOMDHpEqHAKcdHTspHdvAZ52Jve0vMRGRU",
+	"9KpWnS/T7X9wrWPvxOS31AbwQzX82GXofeVK2mqXrk+jqH31OlS7YqzxQYk1whBYUCkQ/Y0oDKVl4t1Q",
+	"CEBBThB2PotyVhNrVqOXBSFohaZVfaTsXx5isMo9ytuAut2PUskebaxhuNgnfGxvA/XA+adDZeRg78Em",
+	"YyzY8TPAfthsf6tFVbQonRXioVaXct6G5v5KVEFjjV1X+95NFBCO+gfJsbLrUWHPc82RfVoANmBalgMN",
+	"lr3ljOj9XmPu/c7bv9SZUN82KY9HSVLpNoTsBQd3z+VUdHy4WLlYrkcLoitgM5l2AaxYaJY8fVYXOePY",
+	"TQI1VJtxZSjrNAqi04cCoxNAGy0BgU/I8KU6GHdt67z3RmagtWKWlPsNtIVM2GxRdH5MtfEJyZ3Cb1kg",
+	"SHpJENHOEbAgC5mzdjH+Qji5yE4KlCoAP8CyBUxPpEbcM34w2Amd8smLlYsQjVJuQcQycaUvKcnAdxyr",
+	"3Etx7l7xICLjaerB8EHvgLWlSggh5tJM+EW66MBwwm5nMgj7w1RC2KR+NUOG3j3NjcW4xsVye7T20avH",
+	"JycsFRYtay5cKkEVfkcqA+jRyiuRLjpRoPod9O5jl3Q3lHN8WYmefZwsfd3Dc7znSmQu7KlI6aGE/Vmm",
+	"qR+GH1n9N3JVvKFzCBLDuYaFpejC+OT5LydnpDcdPf/n+fGzo5OnMWxJyt8JgxGWXXbQ+87nAJRZBj5U",
+	"kBNpliYD1sa8onMMFjVx0Y2dBjrnBG4VBtZRrE7bzRavxzXAlEgp6KG24m2qY57lLbsnFRDduqE74GYo",
+	"pqbDZAMadIs54Qmj+uzFErpziYapgoLdivevP7Ao5fdJyn+Z+VTncmv3/e2AygaitMimoScO1j/xXFuq",
+	"V4wPbIAvHms1SiUlTx7s728yEReTBZL9WFlXkeXPCmaI0oDty/DQewQTAJYSxVDdzYZoHptnrq5PJaVs",
+	"NTnSR/OsNCJcuD4olTYoIHxB6kuFlok+ZjsU3QynURB2X21VyDgAeEBNEUvlpaAiWi+ysYld4H21Y2FU",
+	"bW3Y9sN0sduk4HdYivY2h1QqHR1hOId+eIXOstQu0YfXd9nzMmy56K9vZCqUTRe1EUPPxLoQgGfUCJap",
+	"3CdyLa2xdkHgrF0kITRGAOCyVjwqRXG6PYSJvuvsXm9N29kP0VrpQcHyn1ZqPBPXc9XIZ1MGGyqz6hIu",
+	"uaOANJo+627bxXtCn+tnYNE3Zbh/Uh74k7AB5Aq431SUTM/3VG0InDYubrmxrSo5OX1qZUR+o/omT8ga",
+	"QbYj2+r6HCThEsrLlKQaAOeZ242BG53z38kZXe0BVWupCvvZFitYyTIK6sZvz+zXdGaf+vy42n0PIz6p",
+	"s2+jN/ux8wNwpsS8WloA1OwlFIPgBdNm8TGmlTisdnAbavREW8NGMjPWZ7932VH5MGjXPiIvfnb0j/MX",
+	"L396dX56/PL89avjl/ESE1lCNL54AvqclYuWQNg00anDKi7jHpnJUOeKGmwO0zyhQpPClDl3VPmH+kvq",
+	"UafPZty4vChpChsGar06G5//lmvLz705N47YRM/R9TPlalF4VbJc+TpAXfbENwSlJHq0M0y465JuDX0b",
+	"1SurmdFT4W0blCQo+BXdGWF6GfBIPWV8zGVNSDUN4EU2vhvN9e6dM2XLwo38Mnt3+eFGZ0nIMufcuG1M",
+	"lljm8Rkfr2OZeM9nZpmfQRO9nVX+xgrslzHjb7Xmm0ofOsGOnxVHZ1XoBNjR17QhCZSKuia9vrXzKpTs",
+	"M3oGzU9WjwV65UlRSVPkomGxnSgEPkGTZd8todJumYyivsFyl51kmcDAg4tUUBUULJnjC7qUEu3HpeQa",
+	"+C/lAiPadTasqC732wuVA2D5JM8cNqYG5bah5TGKT7LCh59DgzZ39oSymfE9TCoaZ9R8Wml0Bg65InAt",
+	"bVEZpMix9WnL06m05jCMBCG5jgkLlfFKw4a5ha9SnFQmTBExMNfZpUsAUUWRu3FGdVcwlSHPruQVoo9h",
+	"xs3EP0jW4z5GbGcCOT56saeYDVLp10xWbJC3iazGamGC8n7vwEVc4ajJ1gAsnugpCWshFM3QSoN6vN/b",
+	"j0s1pX5tiyIEmgQTZoJTbBjFY4yFDbqWxz7EMyQDXFgf0FSauIPmzGQfwTIpsP2+IoajgDIXNVwcXPsi",
+	"xxnn0oAbaDlugxvkCBOs6xSi/bsT3kHT902EeEmVuDlUf9xv+QoxLqtGbh8bGlTX08DKLnfWx+HukyDe",
+	"AJC4ofugOSvSxVdn7t7bQA6H1Q+o+MGfWQyjYrEihlk7INFOnSa41nS9qgY6bk/ih2P3fcqcW2rIXq3Z",
+	"Ag+V0vye1wlBocPbMX6FHozovSWrJfUOVKG/U6B2bkrj9Wv3MU02EDvJdD4mLOBM0J36POlbMbjnWgnH",
+	"5FZSko5hiujGtPivC8zu+nmtrgFebzI3u9WssA5fGJW65r/92JyjT6I2fZSqdH9DXuFrc7S2FqnfpxV5",
+	"rUJw07NH/fMxnAbPXw3XotSHVa5VA9xd5UWdFRh+hUdQCfaPx0GfxHDiyuJ+dEDrnXEAV3j/7jjB1mjy",
+	"MTBoGwX5+dgdncVbmUB20diwk+pxo0ONChVSSCUohGWuoPKsLmJKzLFEGGCqPhoK2jEfWp2dJHEHlExu",
+	"6YorFWVh3SxsXPmXv1WoqFJ3LAhQ8GXKXF3SoopCQlF/WFXR15ydZ9JaUQwTI9qCIETGTfDKLouNVEMR",
+	"e9M+uuY5Wwie+c/EubIyjVnb3dJnSs87lW9eipmFD061spN0wS5yV2TZubApM8PMuDJUZBAzvjgbiXkZ",
+	"PmG0t66gF2Ek0IBgxdS4BDEXXvF//r//36v2lZgGHKaLjfJFAm8ngQDhYruQY9/9ZEkO1cFGXMcKaNyk",
+	"+D6g2bq34WRu9bY/kpO1XOT1HlYyD1IN+D+II/XTC7g/a/y7t7QWNuOA6+O1jwC6deIiDELbKALjnmGu",
+	"iQZr56oIf85VaZPOlQuG7oSm8IjpNClkSplyQiFAVCtlQ77G3OFZz1LJOuvqv4d2efTOmks5m4nksI7r",
+	"1jPPk2C5/tBRIOVE1jOoYN22/GkbGlKcf1k5DPVhrR+hlF8fUlJJi8DO7Rh+j3Y7iu8Ko9BjYCW+z7uv",
+	"VJsuCJf6vBAWU2tFEyOWDCr9dgr/U6VeNH3DJw7FyMMIxhWFgNHjNhGZC2XxtbiEmLk2ZtIaLMhFXwjm",
+	"RFzLuPSX2P15op7whSkxK/s2KsJd7vc6wBqVmC+vzVIGSBa2tfS7idX8HZ51MbJ9Svuh5htWzwx63Shb",
+	"zwF45w5zNSIQK8c+/6XkMSdJEO1biDZmJnpO6RmdLnuFJcfI+ZsJm0nnQAMZARx9JR+4XZMYFDHDF2V2",
+	"EF9eDMpmuhTK+Qj5wtUXwAafaEB2fZvumaW8m7FWwtmli+VcGRSlttps4bp3FImYxcRmKXwT1rVuWIds",
+	"Oevpwbt3zg9J/tNEJs6HWm6j97bidIwuxzfni81E6iERI6yzi28C2YojFMHVIotmNV+m7GVmgkSZNmbf",
+	"VzNjMBWKjldRAIJqsrfxAAap752mIKS7zqK5e5NaOcIvE5K0/P3GfJcwSa3IAqxmQ3592S/bmKNtzFEA",
+	"a06I0fn4yIsFsa91yTpNmtTuexmIvmvDkl6ipgSSahVVNYrfMvzzdmYgUs8qPHSJDx00jTT56njBn9bS",
+	"ANu5YXLaLVH8elU3PCcNFoog4ODaKudFtExNhNM9E4bWRAUmrg2Da8dFwFLc6WIEVVFWazkQCLALBQD5",
+	"94ukGg4+pJ6vYeQUQKSRVNJMRFJpr6FHzsqbipGtjzEIFuNTuuU2CIkKJpQr7H3DF1vm8HUwhx/JHrbk",
+	"gKqeortzwNedetTJN7ZI4t0rwUSpy2OZBmle9WY97I74xzbowRQ2yObChdpma3112VqOgP2JpL8/ofmN",
+	"9HcyTJDdhA6ezyqHX8OI9qjatRU7QlSaCPlWEdyyvc6mfgAgemd7UkIkThyzXMnfctFkO4CHfq9WAxjb",
+	"l7EX4Ko0yHra623u0taOsLUjbJS7hCemhh03Ip3d9+R6uNZW8MSlKXmfBeoOoFyEmdjsjBKSGPYpLfpD",
+	"0v0uoiVgryuMGvkrsVpMJr2RYYFGfisGe02qR0MiQ8GVXALDNmlhm7Tgkhaazt8G6Qlw66ZpCe7cxcWD",
+	"lSyE4FTiycNg/cQV5fSPLqcmIFFXcxOOTg8OWZGgAIfrWfHdm+Yo3PJoXpekUEwlzEZwi7FUIuKmSQnu",
+	"8c+dlrAOCm3zEbb5CPY6JvOJjKUEEa7LWHjsilkGR1BhqwKV7OqMBTd/MghAYft3AAE+jXL1ZdIcruMo",
+	"Ps/hoznLVrHa5jf8sfIbbq8m7XposN5CXANFQngXhLAs2YzfuDYeM64SzECNqbBYULK0mn/pyi+6tNN4",
+	"I6uzg3Lryg7G7vv0vWAYrnzz0pcb+87BXBrzP+tw1h8s7v4mlc229cu+dou43+IvAtI2Z2K77+H0rQ0U",
+	"mWKx7KKMetEmlzTWO4FzhyyDz2CICb2IPOTZtS9fE6qPz1DEa9GECtRbvKNfflFag3Vb3TelwWDDGC6d",
+	"Y1xgczgLLE3JTT+D7SmQAXNuaA5foQXq5obqrcnqxnE4QDr+uE09Ad/CcgVcoQJ0fKYkvOMQ41hc/XtC",
+	"C74BSxUIrdi/lgCSN4U1WZdufQQDG9PnQQhNClm5gFtDz9bQY6tHEwnnC8CJ9XcShiDrUF7DKsr+bOmC",
+	"GWErTKOQ6wAkiKXs9/bKuDdq3MIN42jBrjiVVEJdWOBe7IjiutwtyUhv52jrLEgWcK3+4NMuyYYquebY",
+	"EJTuuhArXAo7dAA8KMqpde4MAo0zrooSaGG5V3wU08uXAZIrLh19UqCUiKm2HwWUZrm9M5T0acxzNLTT",
+	"3H5uC916sbCGrj9KVtxlIMf6mTQf5q398XMHdmwNln+ITi5JUoUBhSQQQQOV21kyXQHZTSyZjZEdYU4r",
+	"G8nUYs7hxYLF1No33tDkuYHB0oWX3Fh60EB+xLFtBHzwO8dksfyjmSFpkTYIx6XF3JofvzrzI/d+B1uc",
+	"lypviFr+ly9mjNyY8bgge1/pOqwNhZ21E5F9z80w7ldKfHQ2C8hnxBOMa9uCGfLIuzA1KRHvWJuy0i88",
+	"ayP0jWdIYhsSnS06/YLXHbJ4lkmdSYv52ClA6PY40/mM3ku3YR9LmLBPf4dZFDWiqSG64lOB6cqukDMP",
+	"v8GNkWMlxElSfKXuzm4wGleLIHgSwLvvZ40/HvR6rB3nipbhnCYcRzAUGCXlytcz57tizEt107FkuJM8",
+	"uDzSMD8jatpczDWiG7j1C2i1bmx+5d9RcUetZ6qn/rEPa8bqVtnJSemao33EgMttazX0dt3bf9TYzPV/",
+	"+//1P3/5fuftN+XF4lrtff9ZXwWrOuMfXFsQqZXrwxbDDTGcmXlQbAcbTfuubagM403V49owbzwZ9V3K",
+	"cDStqPAicvwLL97Kl7gV+luh/0f2Oa7K+o+V8Y2ZOC9mQmEeDn6BhIdjYrES87ixdZIz3YhsRTy7GiWe",
+	"Pn05nJiscRRI5oxeQd0PlVQlWk0r3SVDXVNeDn73d5uZg6P7Qrk5tDJNIamOArb5Odv8nG1+zob5OZ7X",
+	"rDLqa1Sl3ff0n5vk6dDh9Jk6vklQlx2lqZ6LpChFQDfeC/gzPjRybgPnMaB+MM5nYBoTcG7HSW+RglOy",
+	"nm0SzjaiYTkJp/mQbZKIgzdvmorjD1ZcPUxlNk7ZnqtahnQlM6d400pqDhF7Q+OQx+UAbpyUc9vjem1a",
+	"TrkiYV6OX5iCEd0iLcc/exc63qdXyK6HTdsQj22Ih13Hqz6VddaBiesyek55ZiW6dcjPHB7jQ6an0lqR",
+	"sFkGTMVKQZmG2Ow+V664fpe9Eraqo+msVO6sZrHKU6qcmiu6DZQ/PjZxtVTofKJTwSwfM4OceS2EiRD0",
+	"+C8XnROLWDP/APmwANo0Y53Pp466FKa7AFGfSg/9QmlM1zLUIpHp4xnrVgfdhhJ89blPH6uC7hY4bNPQ",
+	"gXsVBfS2xbI80v1j18tys1hvrg+R8tZe/7U56ZfPRXAeSzXnc0HAWkP/UZJgD2MaDaP9Jk92aeFfteXT",
+	"7V3mTysCQzmd5hZWo8kG7+7+vRrh3fC+jBXer00D/PEbVLHDb7HM1jz+BzKPOxLWqg6fBPywDqBQB9lN",
+	"g4moUe3tQYjv0/vHBiFuFutBiM/x3qKQrw+FVGpK56aar+z6Mt95+ACiijIXMBHKookSg4YplShmbYyF",
+	"yy/+JYbWWVCKVl0dH39c9NiBP8bySqgikei2fUd4kjCu0ERT5seAvmp8kNx3y6mMPlfIJwqtcg2eJO64",
+	"/V7RjRvel0E3fm02yhnZGne2AQZbBNWYKIKHpWSPdR18PV9vRFIfWRTC28LxgvNAYjcRqpS+GW/my65X",
+	"TFUHfGZEOuqyFzW8293EFWUnwqdcfQcYFqYtZmLKpcKga0xgHFU5e5syGemdHdfZSlOvqGzlZfQKgEhK",
+	"VCbp3xNkRPbZlGPPCxItPh3Gv4EagQk+9b5hLJmGzmxpO2Vl1WK1vZ8jKSurNhSnuK3kuXlIRsGotzUp",
+	"tjUpPrYmxQpPuY6VrYnpoAQJUmMaozpqe57c+ux8ppISa6BTMeltqME21GC5pwpSxt3pezcrE3F9EVHu",
+	"i0MoPhWRa+joKol62LAZkoiYeDcUM0sSFlAFFXngi2oSrZ4r8uu349Ojs8c/s26369EQ3eEwkcukQt0x",
+	"hifiQxYDjpoKDABTrrUoiu06lII1HlYKPARZvVwtip5MHi8QUGhTpQccp85oWTpd9sRXZ9gQ5jSFHdwN",
+	"UvhkyumXCTxYp5y6yIM74bRb9XQbe/CVxx5sJoLWq6a7Psdy5+ZFDIZ5llEtomqipqgHiJt7Bo7c626b",
+	"D7vNQdx6E/74OYiVU8Xrj/hnKUFQ4M0N2MmmTf/IvlOYYS5EqtXYwEyx4qEkMNo+Ot3vB7H6LgQ0LN+c",
+	"jIXpLFV6hpevVnrmqdFF23+MRH0OsDPMEYAv/QAY7CdhT6yYFnGxeOja1KYslVeC6bIuo4mwCuNQzyQA",
+	"GGU1E1cwWhhb5yPYIOClhraGNywNjUW6/1yloWvLaW655dcYARYWQAz2uo5ZfupajzdilTcGXNSrscwu",
+	"lCUHrZZ0uY7pVJOuqCg9vIXyrPD4VDhl6aJ1LE/PdlJxJVJXqd5nLiwcI3VBbQaUa+LavDqLdvFGo7Fd",
+	"5AjmQrlVG7HEJlRYW2+fey+5WzZsdgwfh1EtTeU2mVS3r7r/Z0KpS+S55cJfK2Yt/WkXi98vaJ2Li4nW",
+	"l5vHurkHmMkvittW8lABQurcOkuoEcMMa3Bs1Ae3ltu98cP8Q0fIuVms5xV+V/4g7GHbuv6TMpTlsxfi",
+	"ueLS3UfVvaITfgE6Yp5RSmU5lqFzrPjsx8VMGEw5F1eUqI3ghueJtCzV8AQfOl5h8uEEQEfskusowJyK",
+	"Wce/DlrfDFpvY1Q4SXvUCpTHY1BinUNDGnb64tUZGQSk9bjqleUq4VnCPLtgZiaGzPCFYW13QFjslmxH",
+	"JnFU/mXlVBjLp7PwopFjxW2eibgDmM5m0pe2E+9oRSVP2QUfXurRiLmyZToHKT/USgmcMRNAFCZiB/vf",
+	"YfzHg3fvcHb7D9hE55k5xErjKplpqSyb6DTBmtlTjdn+Ua/XY7lKBGjbmUgYLTA2HSfjZ3Hzfg/vdmEm",
+	"8FK4lc24cd4qaWAvxiKBFeMsHqHpOmbu5QsqWu4JtAJ8YSkAMcbEzWPWjucTI4bng7zXuz+84EY8PMD/",
+	"42KZiZ4r8mlNRCa6joQw2/VCsIm1M0qJpfxXXeTAzjJ5xa2IWKr1DFYWqCKV6nIn1UOeAorNhDGs7SsN",
+	"8jHHKgaOWMp1jxyefvL8FUxJpzlcRTMErtqEm2DlisNFKbWeBM5RgMSd2wovom1Hj7/XWE03vC8Tq1n5",
+	"eNLkFQvhhmvLL60pqJKIcusq20ZybiM5a3BEIcorkqYiz0mq1COL6xSH3ffuf2uiO2E7CzwBn/XDOMSD",
+	"PHOVa50k8sUfkkzPZiK5LfelwdyW+948XtErR9saUtsIxJoaUvOCEGvh+9oqUqtCEJRslIMk/255TMbC",
+	"lmfkU2u/TRLeLcVWhm/DCteelE9kKSsk2aZtycMDec+pyVGhArv61e5317dpaOWViLGMEVrg/RWUxlku",
+	"nD5TuAKwhrwcCpZIBDMJ4xh8B88Wknyks7GwVBIXfswzcWtzG8Wf3Y3M/GSqypeJ3FvDwXzk3paTbfuf",
+	"/wlrAF3LszdVIXZLBaDRJXGG9f/JYsVSPfY2SM8OCxcbmb/QJ9GnIBi8cs9gcXERMW6tmM6siSjI2ZUc",
+	"5yohmx286J31d+H1lKM1psuOgiEI7vPWYDTfsoQvvDNXWmaEtcC3208Wik/1kx/Y2dnTzh14Q56US/U1",
+	"uEXcdBbr3SMljWwdJFsHScl67pmANL4gdrwFs9t979kJXM+E+wuW6NMPeP3N5eCucRg945eODRasMQFA",
+	"a5lWQxGx+YRbbH6EGitx4KLYAkbJhL4ZZLcXOlkcAhPF1kLkf0HXhRJzjFGc6zxN2IW4LTstVrpRAd7/",
+	"VHyuCUYWiycNrR8oBF+dGenPaokVCjS4Yo9xcz8SMmUaztIO2YA+D8do5AE/yasa3dgdWBohelLzTGGI",
+	"cOEfxOTSNMFDbSwAqCueSqrHu39AjtI+mwqu5hOZCuftK9bRuyovtJ2wwm17ayWYltQd2Fe0sJ8eAa3x",
+	"gRXWZe/9Ktd0yx6+kmR1pLsKoqm6OBtYBbxEDHPsJQdH/kLwTGRHuZ20+r++heOKPfjqw0OxjkSWqzhQ",
+	"UZ7qIU87h8iqZqleULlGZeZY8Voh+em5YhPgAlErz9JWvzWxdtbf3d3b/7bb6/a6e/1HvUc9ZBZuzCt9",
+	"n4LMLcPaViiurMEq1kW/trGpaQjwrKy9vZQAFjxLMXarD2MmAZPKyGQ1fwxQB4WtLQXLu5dS4PTqS1+R",
+	"USBMRvJPuBC/1WeKcpYYObL8XFGirmYGGFpjJ0JZYDgi8ZUzy6enoua5E3UlrVttq9m/tFTXrJ8s724Y",
+	"Q/jgPVNG+wQvwWs1j7+piyPsrwYYRcyl/rRXons6uFkOFkasjJDBoCDYYSvGxNRNFGxsaDsIRlqcp/q5",
+	"/pTx2eTvT9nR6QnTV944C6g14ZazNvFyDIGSjjnsjuEZPpOO0e/GEXspUh5GqZhO3wVl86TsSXl0ekIj",
+	"DruJRSws5k4xPkniiOiwGCAO7uezs9MIg6TwvvZvOTlVQeJ22E/HZ8HEcZS/pXVE7WzPE8FTOwkeoQug",
+	"6vzfAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -23,6 +23,7 @@ import (
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
+	"github.com/tenantd/tenantd/internal/webhook"
 )
 
 // Rule names reported by CheckInvariants. They are stable: tests compare
@@ -85,6 +86,11 @@ const (
 	RuleAuditGSIKeys       = "audit_event.gsi_keys"
 	RuleIdempotencyGSIKeys = "idempotency.gsi_keys"
 	RuleRateLimitGSIKeys   = "rate_limit.gsi_keys"
+
+	RuleWebhookGSIKeys   = "webhook.gsi_keys"
+	RuleDeliveryGSIKeys  = "webhook_delivery.gsi_keys" // its GSI1 entry, and its endpoint's queue entry while pending
+	RuleDeliveryBadState = "webhook_delivery.bad_state"
+	RuleDueGSIKeys       = "webhook_due.gsi_keys" // its GSI1 entry and its due-shard entry
 
 	RuleGSIUnexplained = "gsi.unexplained" // an index entry with no base item carrying the same index keys
 	RuleGSIMissing     = "gsi.missing"     // a base item with both index keys that the index lacks
@@ -218,7 +224,29 @@ var entities = map[string]*entity{
 			}
 			return gsiKeys{1: {pk: "ORG#" + it.k.org, sk: it.pk}}
 		}},
-	"RateLimit": {kind: "LIMIT", sk: "#LIMIT", gsiRule: RuleRateLimitGSIKeys, check: (*checker).checkRateLimit},
+	"Webhook": {kind: "WEBHOOK", sk: metadata, attrs: []string{"orgId", "webhookId"}, gsiRule: RuleWebhookGSIKeys,
+		check: func(*checker, *item) {}, gsis: func(it *item) gsiKeys {
+			return gsiKeys{1: {pk: "ORG#" + it.k.org, sk: "WEBHOOK#" + it.k.webhook}}
+		}},
+	"WebhookDelivery": {kind: "WEBHOOK", sk: "DELIVERY#", skID: "eventId", attrs: []string{"orgId", "webhookId", "eventId"},
+		gsiRule: RuleDeliveryGSIKeys, check: (*checker).checkDelivery, gsis: func(it *item) gsiKeys {
+			g := gsiKeys{1: {pk: "ORG#" + it.k.org, sk: "WHDELIVERY#" + it.k.webhook + "#" + it.k.event}}
+			if it.s("state") == string(webhook.Pending) {
+				due, _ := strconv.ParseInt(it.n("nextAttemptAt"), 10, 64)
+				g[3] = gsiKey{pk: "WEBHOOKQUEUE#" + it.k.org + "#" + it.k.webhook, sk: fmt.Sprintf("%013d#%s", due, it.k.event)}
+			}
+			return g
+		}},
+	"WebhookDue": {kind: "WEBHOOK", sk: "#DUE", attrs: []string{"orgId", "webhookId"}, gsiRule: RuleDueGSIKeys,
+		check: func(*checker, *item) {}, gsis: func(it *item) gsiKeys {
+			g := gsiKeys{1: {pk: "ORG#" + it.k.org, sk: "WHDUE#" + it.k.webhook}}
+			if sk := it.s("gsi3sk"); strings.HasSuffix(sk, "#"+it.k.org+"#"+it.k.webhook) {
+				g[3] = gsiKey{pk: "WEBHOOKDUE#" + strconv.Itoa(webhook.Shard(it.k.org, it.k.webhook)), sk: sk}
+			}
+			return g
+		}},
+	"StreamCheckpoint": {kind: "STREAM", sk: "SHARD#", check: func(*checker, *item) {}},
+	"RateLimit":        {kind: "LIMIT", sk: "#LIMIT", gsiRule: RuleRateLimitGSIKeys, check: (*checker).checkRateLimit},
 }
 
 // kinds are the partitions ORG#<orgId>#<KIND>#<value>: the key part value
@@ -228,7 +256,7 @@ var kinds = map[string]struct {
 	valid func(string) bool
 }{
 	"TEAM": {"teamId", ids.ValidResource}, "TICKET": {"ticketId", ids.ValidResource}, "INVITE": {"invitationId", ids.ValidResource},
-	"EMAIL": {"email", normalizedEmail}, "INVITEEMAIL": {"email", normalizedEmail},
+	"EMAIL": {"email", normalizedEmail}, "INVITEEMAIL": {"email", normalizedEmail}, "WEBHOOK": {"webhookId", ids.ValidResource},
 	"AUDIT": {"bucket", func(v string) bool { m, err := time.Parse("2006-01", v); return err == nil && m.Format("2006-01") == v }},
 	"IDEMPOTENCY": {"hash", func(v string) bool { // a SHA-256 in lower-case hex
 		return len(v) == 64 && strings.Trim(v, "0123456789abcdef") == ""
@@ -236,13 +264,13 @@ var kinds = map[string]struct {
 }
 
 // keyParts are the values a key holds; which are set depends on the type.
-type keyParts struct{ org, user, team, ticket, comment, invitation, event, email, bucket string }
+type keyParts struct{ org, user, team, ticket, comment, invitation, event, email, bucket, webhook string }
 
 // part is the key part an attribute name (or "bucket") stands for; nil for
 // one the checker does not keep.
 func (k *keyParts) part(name string) *string {
 	return map[string]*string{"orgId": &k.org, "userId": &k.user, "teamId": &k.team, "ticketId": &k.ticket,
-		"commentId": &k.comment, "invitationId": &k.invitation, "eventId": &k.event, "email": &k.email, "bucket": &k.bucket}[name]
+		"commentId": &k.comment, "invitationId": &k.invitation, "eventId": &k.event, "email": &k.email, "bucket": &k.bucket, "webhookId": &k.webhook}[name]
 }
 
 // parseKey checks that pk and sk have the shape e requires and returns the
@@ -253,6 +281,12 @@ func parseKey(e *entity, pk, sk string) (keyParts, error) {
 	var k keyParts
 	p := strings.Split(pk, "#")
 	var kind, value string
+	if e.kind == "STREAM" { // the stream reader's checkpoints: no tenant's
+		if pk != "WEBHOOKSTREAM" || !strings.HasPrefix(sk, e.sk) {
+			return k, fmt.Errorf("key %q / %q is not WEBHOOKSTREAM / SHARD#<shardId>", pk, sk)
+		}
+		return k, nil
+	}
 	switch {
 	case len(p) == 2 && p[0] == "ORG":
 		k.org = p[1]
@@ -363,6 +397,15 @@ type item struct {
 }
 
 // s returns a string attribute, or "".
+// n is a number attribute's digits ("" when absent).
+func (it *item) n(name string) string {
+	v, _ := it.av[name].(*types.AttributeValueMemberN)
+	if v == nil {
+		return ""
+	}
+	return v.Value
+}
+
 func (it *item) s(name string) string {
 	v, _ := str(it.av, name)
 	return v
@@ -714,6 +757,17 @@ func (c *checker) checkOwnedOrgs(it *item) {
 
 // checkIdempotency: a user's record carries its key's userId, an org's
 // record a valid one.
+// checkDelivery: a delivery's state is one of the three. (A pending one
+// may outlive its webhook: a worker settles it as failed, or TTL deletes
+// it.)
+func (c *checker) checkDelivery(it *item) {
+	switch webhook.State(it.s("state")) {
+	case webhook.Pending, webhook.Delivered, webhook.Failed:
+	default:
+		c.report(it, RuleDeliveryBadState, "state %q", it.s("state"))
+	}
+}
+
 func (c *checker) checkIdempotency(it *item) {
 	if it.k.org == "" {
 		c.wantAttr(it, "userId", it.k.user)

@@ -1,0 +1,327 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/guregu/dynamo/v2"
+
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/webhook"
+)
+
+// Deliveries of webhook events live in their subscription's partition
+// (DELIVERY#<eventId>); a pending one is also in its endpoint's GSI3
+// queue (WEBHOOKQUEUE#<orgId>#<webhookId> / <due ms>#<eventId>). An
+// endpoint with pending deliveries has one WebhookDue item (#DUE) in a
+// GSI3 due shard (WEBHOOKDUE#<n> / <due ms>#<orgId>#<webhookId>), which
+// the workers of every replica read: a shard lists endpoints, not
+// deliveries, so one endpoint's backlog delays no other endpoint. A
+// settled delivery leaves its queue and expires by TTL.
+
+var errDeliveryNotFound = errs.E(errs.NotFound, "delivery_not_found", "delivery not found")
+
+type deliveryItem struct {
+	PK          string    `dynamo:"pk,hash"`
+	SK          string    `dynamo:"sk,range"`
+	Type        string    `dynamo:"type"`
+	GSI1PK      string    `dynamo:"gsi1pk"`           // ORG#<orgId>, so offboarding finds it
+	GSI1SK      string    `dynamo:"gsi1sk"`           // WHDELIVERY#<webhookId>#<eventId>
+	GSI3PK      string    `dynamo:"gsi3pk,omitempty"` // WEBHOOKQUEUE#<orgId>#<webhookId> while pending
+	GSI3SK      string    `dynamo:"gsi3sk,omitempty"`
+	OrgID       string    `dynamo:"orgId"`
+	WebhookID   string    `dynamo:"webhookId"`
+	EventID     string    `dynamo:"eventId"`
+	EventType   string    `dynamo:"eventType"`
+	Body        []byte    `dynamo:"body"`
+	State       string    `dynamo:"state"`
+	Attempts    int       `dynamo:"attempts"`
+	LastStatus  int       `dynamo:"lastStatus,omitempty"`
+	LastError   string    `dynamo:"lastError,omitempty"`
+	LatencyMs   int64     `dynamo:"latencyMs,omitempty"`
+	NextAttempt int64     `dynamo:"nextAttemptAt,omitempty"` // epoch ms
+	LeaseOwner  string    `dynamo:"leaseOwner,omitempty"`
+	CreatedAt   time.Time `dynamo:"createdAt"`
+	ExpiresAt   int64     `dynamo:"expiresAt"` // TTL, epoch seconds
+}
+
+// dueItem says an endpoint may have deliveries due from its gsi3sk's
+// time on: no pending delivery of the endpoint is due earlier (a retry
+// may be, by at most recheck, while a worker holds another delivery).
+type dueItem struct {
+	PK        string `dynamo:"pk,hash"`
+	SK        string `dynamo:"sk,range"`
+	Type      string `dynamo:"type"`
+	GSI1PK    string `dynamo:"gsi1pk"` // ORG#<orgId>, so offboarding finds it
+	GSI1SK    string `dynamo:"gsi1sk"` // WHDUE#<webhookId>
+	GSI3PK    string `dynamo:"gsi3pk"` // WEBHOOKDUE#<shard>
+	GSI3SK    string `dynamo:"gsi3sk"` // <due ms>#<orgId>#<webhookId>
+	OrgID     string `dynamo:"orgId"`
+	WebhookID string `dynamo:"webhookId"`
+	MarkedAt  int64  `dynamo:"markedAt"` // epoch ms (wall clock) of the last delivery made due
+	Pending   int    `dynamo:"pending"`  // the endpoint's pending deliveries (bounded)
+}
+
+// Timing of the due items: a due item marked within settleLag may have
+// deliveries the index does not show yet, so it is not moved later then;
+// while a worker holds an endpoint's earliest delivery, its due item is
+// read again every recheck (the attempt may end in a retry due sooner).
+const (
+	settleLag = 10 * time.Second
+	recheck   = 5 * time.Second
+)
+
+// markDue makes the endpoint due at now and counts one more pending
+// delivery of it, before that delivery is made due: a process that dies
+// between the two leaves an item that a worker removes, never a delivery
+// that no worker finds. Unless force, full is true, and nothing written,
+// when the endpoint has its bound of pending deliveries already.
+func (s *Webhooks) markDue(ctx context.Context, orgID, webhookID string, now time.Time, force bool) (full bool, err error) {
+	k := dueKey(orgID, webhookID)
+	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("type", typeDue).
+		Set("gsi1pk", orgPK(orgID)).Set("gsi1sk", dueGSI1SK(webhookID)).
+		Set("gsi3pk", dueShardPK(webhook.Shard(orgID, webhookID))).Set("gsi3sk", dueSK(now, orgID, webhookID)).
+		Set("orgId", orgID).Set("webhookId", webhookID).Set("markedAt", time.Now().UnixMilli()).Add("pending", 1)
+	if !force {
+		u = u.If("attribute_not_exists(pending) OR pending < ?", s.maxPending())
+	}
+	err = u.Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return true, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("mark endpoint due: %w", translate(err))
+	}
+	return false, nil
+}
+
+// unmarkDue counts one pending delivery of the endpoint less: it settled,
+// or it was never made. Best effort: a count left too high is reset when
+// the endpoint's queue is found empty.
+func (s *Webhooks) unmarkDue(ctx context.Context, orgID, webhookID string) {
+	k := dueKey(orgID, webhookID)
+	_ = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("pending", -1).If("pending > ?", 0).Run(ctx)
+}
+
+func (s *Webhooks) maxPending() int {
+	if s.MaxPending > 0 {
+		return s.MaxPending
+	}
+	return webhook.MaxPendingPerEndpoint
+}
+
+func fromDeliveryItem(it deliveryItem) webhook.Delivery {
+	d := webhook.Delivery{OrgID: it.OrgID, WebhookID: it.WebhookID, EventID: it.EventID, Type: it.EventType, Body: it.Body,
+		State: webhook.State(it.State), Attempts: it.Attempts, LastStatus: it.LastStatus, LastError: it.LastError,
+		LatencyMs: it.LatencyMs, LeaseOwner: it.LeaseOwner, CreatedAt: it.CreatedAt}
+	if it.NextAttempt > 0 {
+		d.NextAttempt = time.UnixMilli(it.NextAttempt).UTC()
+	}
+	return d
+}
+
+func checkDeliveryIDs(orgID, webhookID, eventID string) error {
+	return checkIDs(ids.Resource("orgId", orgID), ids.Resource("webhookId", webhookID), ids.Resource("deliveryId", eventID))
+}
+
+// maxPending bounds a delivery's life in the table: retried for RetryFor
+// at most, then kept as long as a settled one. A pending delivery's TTL
+// is set so, in case nothing ever settles it.
+const maxPending = 26*time.Hour + 7*24*time.Hour
+
+// EnqueueDelivery writes d unless it exists; past the endpoint's bound of
+// pending deliveries, as failed.
+func (s *Webhooks) EnqueueDelivery(ctx context.Context, d webhook.Delivery) (bool, error) {
+	if err := checkDeliveryIDs(d.OrgID, d.WebhookID, d.EventID); err != nil {
+		return false, err
+	}
+	full, err := s.markDue(ctx, d.OrgID, d.WebhookID, d.CreatedAt, false) // not later than d is due
+	if err != nil {
+		return false, err
+	}
+	k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
+	it := deliveryItem{PK: k.PK, SK: k.SK, Type: typeDelivery, GSI1PK: orgPK(d.OrgID), GSI1SK: deliveryGSI1SK(d.WebhookID, d.EventID),
+		GSI3PK: queuePK(d.OrgID, d.WebhookID), GSI3SK: queueSK(d.NextAttempt, d.EventID),
+		OrgID: d.OrgID, WebhookID: d.WebhookID, EventID: d.EventID, EventType: d.Type, Body: d.Body, State: string(webhook.Pending),
+		NextAttempt: d.NextAttempt.UnixMilli(), CreatedAt: d.CreatedAt, ExpiresAt: d.CreatedAt.Add(maxPending).Unix()}
+	if full { // given up at once, and the log says why
+		it.GSI3PK, it.GSI3SK, it.NextAttempt, it.State = "", "", 0, string(webhook.Failed)
+		it.LastError = fmt.Sprintf("not sent: the endpoint had %d undelivered events already", s.maxPending())
+	}
+	err = s.table.Put(it).If(notExists).Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		if !full {
+			s.unmarkDue(ctx, d.OrgID, d.WebhookID)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("enqueue delivery: %w", translate(err))
+	}
+	return true, nil
+}
+
+// DueDeliveries reads up to endpoints due endpoints of one GSI3 due shard,
+// earliest first, and up to perEndpoint due deliveries of each from its
+// queue. An endpoint with none due is made due again at its earliest
+// pending delivery, or leaves the shard when it has none.
+func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, endpoints, perEndpoint int) ([]webhook.Delivery, error) {
+	var marks []dueItem
+	err := s.table.Get("gsi3pk", dueShardPK(shard)).Range("gsi3sk", dynamo.LessOrEqual, fmt.Sprintf("%013d#~", now.UnixMilli())).
+		Index(gsi3).Limit(endpoints).All(ctx, &marks)
+	if err != nil {
+		return nil, fmt.Errorf("list due endpoints: %w", translate(err))
+	}
+	var out []webhook.Delivery
+	for _, m := range marks {
+		if checkWebhookIDs(m.OrgID, m.WebhookID) != nil {
+			continue
+		}
+		var items []deliveryItem
+		err := s.table.Get("gsi3pk", queuePK(m.OrgID, m.WebhookID)).Index(gsi3).Limit(perEndpoint).All(ctx, &items)
+		if err != nil {
+			return out, fmt.Errorf("list due deliveries: %w", translate(err))
+		}
+		due := 0
+		for _, it := range items {
+			if it.NextAttempt <= now.UnixMilli() && it.State == string(webhook.Pending) &&
+				checkDeliveryIDs(it.OrgID, it.WebhookID, it.EventID) == nil {
+				out = append(out, fromDeliveryItem(it))
+				due++
+			}
+		}
+		if due == 0 {
+			if err := s.reschedule(ctx, m, items, now); err != nil {
+				return out, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// reschedule moves an endpoint with no delivery due to its earliest
+// pending one (queue, earliest first), or deletes its due item when it has
+// none; not when the item was marked within settleLag.
+func (s *Webhooks) reschedule(ctx context.Context, m dueItem, queue []deliveryItem, now time.Time) error {
+	// markedAt and cutoff are wall-clock times, whatever clock the callers
+	// keep: a caller's clock behind the worker's must not make a due item
+	// look old enough to move while its delivery is being written.
+	k, cutoff := dueKey(m.OrgID, m.WebhookID), time.Now().Add(-settleLag).UnixMilli()
+	var err error
+	if len(queue) == 0 {
+		err = s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("markedAt < ?", cutoff).Run(ctx)
+	} else {
+		next := time.UnixMilli(queue[0].NextAttempt)
+		if queue[0].LeaseOwner != "" && now.Add(recheck).Before(next) {
+			next = now.Add(recheck)
+		}
+		err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("gsi3sk", dueSK(next, m.OrgID, m.WebhookID)).
+			If(exists+" AND markedAt < ?", cutoff).Run(ctx)
+	}
+	if failed, _ := condFailed(err); failed || err == nil {
+		return nil
+	}
+	return fmt.Errorf("reschedule endpoint: %w", translate(err))
+}
+
+// ClaimDelivery moves d's due time to until, for owner, if it is still
+// due when it was listed: a worker that dies leaves it due again then.
+func (s *Webhooks) ClaimDelivery(ctx context.Context, d webhook.Delivery, owner string, until time.Time) (bool, error) {
+	if err := checkDeliveryIDs(d.OrgID, d.WebhookID, d.EventID); err != nil {
+		return false, err
+	}
+	k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
+	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+		Set("nextAttemptAt", until.UnixMilli()).Set("gsi3sk", queueSK(until, d.EventID)).Set("leaseOwner", owner).
+		If("$ = ? AND nextAttemptAt = ?", "state", string(webhook.Pending), d.NextAttempt.UnixMilli()).
+		Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("claim delivery: %w", translate(err))
+	}
+	return true, nil
+}
+
+// SettleAttempt records an attempt's outcome if owner still holds d: a
+// pending delivery moves to its next due time, a settled one leaves the
+// due shard and expires after retention.
+func (s *Webhooks) SettleAttempt(ctx context.Context, d webhook.Delivery, owner string, claimedUntil, expires time.Time) error {
+	if err := checkDeliveryIDs(d.OrgID, d.WebhookID, d.EventID); err != nil {
+		return err
+	}
+	k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
+	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("state", string(d.State)).Set("attempts", d.Attempts).
+		Set("lastStatus", d.LastStatus).Set("latencyMs", d.LatencyMs).Remove("leaseOwner")
+	if d.LastError == "" {
+		u = u.Remove("lastError")
+	} else {
+		u = u.Set("lastError", truncate(d.LastError, 300))
+	}
+	if d.State == webhook.Pending {
+		u = u.Set("nextAttemptAt", d.NextAttempt.UnixMilli()).Set("gsi3sk", queueSK(d.NextAttempt, d.EventID))
+	} else {
+		u = u.Remove("nextAttemptAt", "gsi3pk", "gsi3sk").Set("expiresAt", expires.Unix())
+	}
+	err := u.If("leaseOwner = ? AND nextAttemptAt = ?", owner, claimedUntil.UnixMilli()).Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		return errs.E(errs.Conflict, "lease_lost", "another worker took this delivery over")
+	}
+	if err != nil {
+		return fmt.Errorf("settle delivery: %w", translate(err))
+	}
+	if d.State != webhook.Pending {
+		s.unmarkDue(ctx, d.OrgID, d.WebhookID)
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}
+
+// ListDeliveries pages through the subscription's partition, newest first.
+func (s *Webhooks) ListDeliveries(ctx context.Context, orgID, webhookID string, p page.Request) (page.Result[webhook.Delivery], error) {
+	if err := checkWebhookIDs(orgID, webhookID); err != nil {
+		return page.Result[webhook.Delivery]{}, err
+	}
+	r, err := list(ctx, s.DB, listing{partition: webhookPK(orgID, webhookID), prefix: prefixDelivery, desc: true}, p, fromDeliveryItem)
+	if err != nil {
+		return r, fmt.Errorf("list deliveries: %w", err)
+	}
+	return r, nil
+}
+
+// Redeliver makes the delivery pending and due at now, whatever its state
+// (a worker holding it loses its lease), past the endpoint's bound too: an
+// admin asked for it.
+func (s *Webhooks) Redeliver(ctx context.Context, orgID, webhookID, eventID string, now time.Time) (webhook.Delivery, error) {
+	if err := checkDeliveryIDs(orgID, webhookID, eventID); err != nil {
+		return webhook.Delivery{}, err
+	}
+	if _, err := s.markDue(ctx, orgID, webhookID, now, true); err != nil {
+		return webhook.Delivery{}, err
+	}
+	k := deliveryKey(orgID, webhookID, eventID)
+	var it deliveryItem
+	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("state", string(webhook.Pending)).
+		Set("nextAttemptAt", now.UnixMilli()).Set("gsi3pk", queuePK(orgID, webhookID)).
+		Set("gsi3sk", queueSK(now, eventID)).Set("createdAt", now).
+		Set("expiresAt", now.Add(maxPending).Unix()).Remove("leaseOwner").
+		If(exists).Value(ctx, &it)
+	if failed, _ := condFailed(err); failed {
+		return webhook.Delivery{}, errDeliveryNotFound
+	}
+	if err != nil {
+		return webhook.Delivery{}, fmt.Errorf("redeliver: %w", translate(err))
+	}
+	return fromDeliveryItem(it), nil
+}

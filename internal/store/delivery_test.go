@@ -1,0 +1,263 @@
+package store_test
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/webhook"
+)
+
+// TestDeliveryFairness: an endpoint with a backlog of due deliveries far
+// longer than a worker takes at once, answering slowly, delays no other
+// org's endpoint hashed into the same due shard: one pass of a worker
+// starts the other endpoint's delivery, and it is delivered while the
+// flooded endpoint still hangs.
+func TestDeliveryFairness(t *testing.T) {
+	f := MustFixture(t)
+	ctx := context.Background()
+	hooks := &store.Webhooks{DB: f.DB}
+	release := make(chan struct{})
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-release
+	}))
+	defer slow.Close()
+	delivered := make(chan string, 1)
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		delivered <- r.Header.Get("webhook-id")
+	}))
+	defer fast.Close()
+
+	subscribe := func(orgID, url string, shard int) webhook.Subscription {
+		t.Helper()
+		secret, err := webhook.NewSecret()
+		must(t, err)
+		for {
+			sub := webhook.Subscription{OrgID: orgID, ID: f.ids.New(), URL: url, Events: []string{"*"}, Active: true,
+				Secret: secret, Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
+			if shard >= 0 && webhook.Shard(orgID, sub.ID) != shard {
+				continue
+			}
+			must(t, hooks.CreateWebhook(ctx, sub, evOrg(orgID)))
+			return sub
+		}
+	}
+	flooded := subscribe(f.newOrg(t, "Flooded", "u_flooded").ID, slow.URL, -1)
+	shard := webhook.Shard(flooded.OrgID, flooded.ID)
+	other := subscribe(f.newOrg(t, "Other", "u_other").ID, fast.URL, shard)
+
+	now := time.Now()
+	enqueue := func(sub webhook.Subscription, at time.Time) string {
+		t.Helper()
+		id := f.ids.New()
+		ok, err := hooks.EnqueueDelivery(ctx, webhook.Delivery{OrgID: sub.OrgID, WebhookID: sub.ID, EventID: id, Type: "ticket.create",
+			Body: []byte(`{}`), State: webhook.Pending, NextAttempt: at, CreatedAt: at})
+		must(t, err)
+		if !ok {
+			t.Fatalf("delivery %s not made", id)
+		}
+		return id
+	}
+	const backlog = 100 // more than a worker's 32 attempts at once
+	for i := range backlog {
+		enqueue(flooded, now.Add(time.Duration(i-2*backlog)*time.Millisecond))
+	}
+	want := enqueue(other, now.Add(-time.Millisecond))
+
+	w := webhook.NewWorker(hooks, true, webhook.Policy{Timeout: time.Minute}, nil, nil)
+	defer func() { close(release); w.Wait() }()
+	if got := w.RunOnce(ctx); got != 3 {
+		t.Errorf("attempts started: got %d, want 3 (2 to the flooded endpoint, 1 to the other)", got)
+	}
+	select {
+	case got := <-delivered:
+		if got != want {
+			t.Errorf("delivered %q, want %q", got, want)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the other endpoint's delivery was not sent while the flooded endpoint hangs")
+	}
+}
+
+// TestDeliveryBound: an endpoint holds at most MaxPending undelivered
+// events; one past the bound is made failed at once, its log saying why,
+// and a delivery fits again once a pending one settles.
+func TestDeliveryBound(t *testing.T) {
+	f := MustFixture(t)
+	ctx := context.Background()
+	hooks := &store.Webhooks{DB: f.DB, MaxPending: 3}
+	org := f.newOrg(t, "Bound", "u_bound")
+	secret, err := webhook.NewSecret()
+	must(t, err)
+	sub := webhook.Subscription{OrgID: org.ID, ID: f.ids.New(), URL: "https://example.com/hook", Events: []string{"*"}, Active: true,
+		Secret: secret, Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
+	must(t, hooks.CreateWebhook(ctx, sub, evOrg(org.ID)))
+	now := time.Now()
+	var made []string
+	for range 5 {
+		id := f.ids.New()
+		ok, err := hooks.EnqueueDelivery(ctx, webhook.Delivery{OrgID: org.ID, WebhookID: sub.ID, EventID: id, Type: "ticket.create",
+			Body: []byte(`{}`), State: webhook.Pending, NextAttempt: now, CreatedAt: now})
+		must(t, err)
+		if !ok {
+			t.Fatalf("delivery %s not made", id)
+		}
+		made = append(made, id)
+	}
+	// The same event dispatched again makes nothing and counts nothing.
+	ok, err := hooks.EnqueueDelivery(ctx, webhook.Delivery{OrgID: org.ID, WebhookID: sub.ID, EventID: made[0], Type: "ticket.create",
+		Body: []byte(`{}`), State: webhook.Pending, NextAttempt: now, CreatedAt: now})
+	must(t, err)
+	if ok {
+		t.Error("a delivery dispatched twice was made twice")
+	}
+	r, err := hooks.ListDeliveries(ctx, org.ID, sub.ID, page.Request{Limit: 10})
+	must(t, err)
+	states := map[webhook.State]int{}
+	for _, d := range r.Items {
+		states[d.State]++
+		if d.State == webhook.Failed && !strings.Contains(d.LastError, "3 undelivered events") {
+			t.Errorf("failed delivery's lastError: got %q", d.LastError)
+		}
+	}
+	if states[webhook.Pending] != 3 || states[webhook.Failed] != 2 {
+		t.Errorf("states: got %v, want 3 pending, 2 failed", states)
+	}
+
+	// One settles: one more fits, and an admin's redelivery is made past the bound.
+	due, err := hooks.DueDeliveries(ctx, webhook.Shard(org.ID, sub.ID), now, 32, 1)
+	must(t, err)
+	if len(due) != 1 {
+		t.Fatalf("due: got %d, want 1", len(due))
+	}
+	until := now.Add(time.Minute)
+	claimed, err := hooks.ClaimDelivery(ctx, due[0], "worker", until)
+	must(t, err)
+	if !claimed {
+		t.Fatal("claim failed")
+	}
+	d := due[0]
+	d.State, d.Attempts, d.LastStatus = webhook.Delivered, 1, 204
+	must(t, hooks.SettleAttempt(ctx, d, "worker", until, now.Add(time.Hour)))
+	if ok, err := hooks.EnqueueDelivery(ctx, webhook.Delivery{OrgID: org.ID, WebhookID: sub.ID, EventID: f.ids.New(), Type: "ticket.create",
+		Body: []byte(`{}`), State: webhook.Pending, NextAttempt: now, CreatedAt: now}); !ok || err != nil {
+		t.Fatalf("enqueue after one settled: %v %v", ok, err)
+	}
+	r, err = hooks.ListDeliveries(ctx, org.ID, sub.ID, page.Request{Limit: 10})
+	must(t, err)
+	if r.Items[0].State != webhook.Pending {
+		t.Errorf("the delivery made after one settled: got %s, want pending", r.Items[0].State)
+	}
+	if got, err := hooks.Redeliver(ctx, org.ID, sub.ID, made[4], now); err != nil || got.State != webhook.Pending {
+		t.Errorf("redeliver past the bound: %+v, %v", got, err)
+	}
+}
+
+// TestDeliveryDynamoDBPaused: DynamoDB paused while a worker's attempts
+// are in flight (the endpoint got them; their outcome cannot be recorded)
+// loses no delivery: once it answers again, the leases run out and every
+// delivery is sent again (the same webhook-id) and recorded as delivered.
+// The setup, before the pause, has normal deadlines.
+func TestDeliveryDynamoDBPaused(t *testing.T) {
+	local := dynamotest.StartLocal(t)
+	ctx := context.Background()
+	setup := store.NewClient(local.Config(), store.Options{Endpoint: local.Endpoint()})
+	name := dynamotest.TableName(t)
+	must(t, store.Migrate(ctx, setup, name))
+	now := time.Now()
+	f := &fixture{DB: store.Open(setup, name), ids: ids.NewGenerator(time.Now), now: now}
+	f.Orgs = &store.Orgs{DB: f.DB}
+	org := f.newOrg(t, "Paused", "u_paused")
+	secret, err := webhook.NewSecret()
+	must(t, err)
+	sub := webhook.Subscription{OrgID: org.ID, ID: f.ids.New(), Active: true, Events: []string{"*"}, Secret: secret,
+		Version: 1, CreatedAt: now, UpdatedAt: now}
+
+	var mu sync.Mutex
+	got := map[string]int{}
+	pid, paused := local.PID(), false
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		got[r.Header.Get("webhook-id")]++
+		if !paused { // the first attempt pauses DynamoDB before its outcome is recorded
+			paused = true
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Error(err)
+			}
+		}
+	}))
+	defer recv.Close()
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // before the process is stopped
+	sub.URL = recv.URL
+	hooks := &store.Webhooks{DB: f.DB}
+	must(t, hooks.CreateWebhook(ctx, sub, evOrg(org.ID)))
+	var want []string
+	for range 4 {
+		id := f.ids.New()
+		ok, err := hooks.EnqueueDelivery(ctx, webhook.Delivery{OrgID: org.ID, WebhookID: sub.ID, EventID: id, Type: "ticket.create",
+			Body: []byte(`{}`), State: webhook.Pending, NextAttempt: now, CreatedAt: now})
+		must(t, err)
+		if !ok {
+			t.Fatalf("delivery %s not made", id)
+		}
+		want = append(want, id)
+	}
+
+	// The worker's DynamoDB client gives up on a call after 1 s, so the
+	// pause makes its writes fail rather than wait.
+	short := store.NewClient(local.Config(), store.Options{Endpoint: local.Endpoint()})
+	short = dynamodb.New(short.Options(), func(o *dynamodb.Options) {
+		o.HTTPClient = awshttp.NewBuildableClient().WithTimeout(time.Second)
+	})
+	w := webhook.NewWorker(&store.Webhooks{DB: store.Open(short, name)}, true,
+		webhook.Policy{Lease: 2 * time.Second, Timeout: time.Second, Poll: 100 * time.Millisecond, PerEndpoint: 4}, nil, nil)
+	runCtx, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); w.Run(runCtx) }()
+	defer func() { stop(); <-done }()
+
+	waitUntil := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(60 * time.Second); !cond(); time.Sleep(100 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s never happened", what)
+			}
+		}
+	}
+	waitUntil("the pause", func() bool { mu.Lock(); defer mu.Unlock(); return paused })
+	time.Sleep(3 * time.Second) // past the leases, DynamoDB still paused
+	must(t, syscall.Kill(pid, syscall.SIGCONT))
+
+	waitUntil("every delivery recorded as delivered", func() bool {
+		r, err := hooks.ListDeliveries(ctx, org.ID, sub.ID, page.Request{Limit: 10})
+		if err != nil || len(r.Items) != len(want) {
+			return false
+		}
+		for _, d := range r.Items {
+			if d.State != webhook.Delivered {
+				return false
+			}
+		}
+		return true
+	})
+	mu.Lock()
+	defer mu.Unlock()
+	for _, id := range want {
+		if got[id] == 0 {
+			t.Errorf("delivery %s never reached the endpoint", id)
+		}
+	}
+}

@@ -1,0 +1,229 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	stypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
+	"github.com/guregu/dynamo/v2"
+
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/ids"
+)
+
+// AuditEventFromImage reads the audit event a stream record's new image
+// holds, given its string attributes; ok is false for any other item.
+// Both the local stream reader and the Lambda function decode with it.
+func AuditEventFromImage(img map[string]string) (audit.Event, bool) {
+	if img["type"] != typeAudit || !ids.ValidResource(img["orgId"]) || !ids.ValidResource(img["eventId"]) {
+		return audit.Event{}, false
+	}
+	at, err := time.Parse(time.RFC3339Nano, img["at"])
+	if err != nil {
+		return audit.Event{}, false
+	}
+	return fromAuditItem(auditItem{OrgID: img["orgId"], ID: img["eventId"], ActorID: img["actorId"], Action: img["action"],
+		TargetType: img["targetType"], TargetID: img["targetId"], RequestID: img["requestId"],
+		ClientRequestID: img["clientRequestId"], At: at.UTC(), Changes: img["changes"]}), true
+}
+
+// shardDone is the checkpoint of a shard read to its end (closed).
+const shardDone = "closed"
+
+type checkpointItem struct {
+	PK   string `dynamo:"pk,hash"`
+	SK   string `dynamo:"sk,range"`
+	Type string `dynamo:"type"`
+	Seq  string `dynamo:"seq"`
+}
+
+// StreamReader feeds the table's change stream, through the SDK's
+// dynamodbstreams client, to a dispatcher: what `api serve` runs when no
+// Lambda function does it (DynamoDB Local, tests). Every replica may run
+// one: dispatching is idempotent. It checkpoints each shard in the table
+// after each batch it dispatched, so a restart resumes there and a batch
+// whose dispatch failed is read again: no event is lost.
+type StreamReader struct {
+	db       *DB
+	streams  *dynamodbstreams.Client
+	dispatch func(context.Context, audit.Event) (int, error)
+	log      *slog.Logger
+	// Poll is how long the reader waits when the stream had nothing new.
+	Poll time.Duration
+
+	arn       string
+	iters     map[string]string
+	done      map[string]bool
+	described time.Time
+	shards    []stypes.Shard
+}
+
+// NewStreamReader returns a reader of d's table's stream through streams.
+func (d *DB) NewStreamReader(streams *dynamodbstreams.Client, dispatch func(context.Context, audit.Event) (int, error), log *slog.Logger) *StreamReader {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &StreamReader{db: d, streams: streams, dispatch: dispatch, log: log, Poll: 250 * time.Millisecond,
+		iters: map[string]string{}, done: map[string]bool{}}
+}
+
+// Run reads the stream until ctx is done.
+func (r *StreamReader) Run(ctx context.Context) {
+	for ctx.Err() == nil {
+		n, err := r.Once(ctx)
+		if err != nil && ctx.Err() == nil {
+			r.log.Warn("webhook stream reader", "err", err)
+		}
+		if n == 0 || err != nil {
+			select {
+			case <-ctx.Done():
+			case <-time.After(r.Poll):
+			}
+		}
+	}
+}
+
+// Once reads what every open shard has, dispatching its audit events, and
+// returns how many records it read.
+func (r *StreamReader) Once(ctx context.Context) (int, error) {
+	if err := r.describe(ctx); err != nil {
+		return 0, err
+	}
+	total := 0
+	var errs []error
+	for _, sh := range r.shards {
+		id := aws.ToString(sh.ShardId)
+		if r.done[id] {
+			continue
+		}
+		n, err := r.readShard(ctx, id)
+		total += n
+		if err != nil {
+			delete(r.iters, id) // start again from the checkpoint
+			errs = append(errs, err)
+		}
+	}
+	return total, errors.Join(errs...)
+}
+
+// describe finds the stream and its shards (again every few seconds, for
+// new shards).
+func (r *StreamReader) describe(ctx context.Context) error {
+	if r.arn == "" {
+		out, err := r.db.client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(r.db.TableName())})
+		if err != nil {
+			return fmt.Errorf("describe table: %w", err)
+		}
+		if out.Table.LatestStreamArn == nil {
+			return fmt.Errorf("table %s has no stream: run migrate", r.db.TableName())
+		}
+		r.arn = *out.Table.LatestStreamArn
+	}
+	if time.Since(r.described) < 5*time.Second && r.shards != nil {
+		return nil
+	}
+	var shards []stypes.Shard
+	var start *string
+	for {
+		out, err := r.streams.DescribeStream(ctx, &dynamodbstreams.DescribeStreamInput{StreamArn: aws.String(r.arn), ExclusiveStartShardId: start})
+		if err != nil {
+			return fmt.Errorf("describe stream: %w", err)
+		}
+		shards = append(shards, out.StreamDescription.Shards...)
+		if start = out.StreamDescription.LastEvaluatedShardId; start == nil {
+			break
+		}
+	}
+	r.shards, r.described = shards, time.Now()
+	return nil
+}
+
+// readShard dispatches the records of one shard from its iterator (or its
+// checkpoint), batch by batch, checkpointing after each.
+func (r *StreamReader) readShard(ctx context.Context, shardID string) (int, error) {
+	it, ok := r.iters[shardID]
+	if !ok {
+		var cp checkpointItem
+		err := r.db.table.Get(attrPK, streamCheckpointPK).Range(attrSK, dynamo.Equal, checkpointSK(shardID)).Consistent(true).One(ctx, &cp)
+		if err != nil && !errors.Is(err, dynamo.ErrNotFound) {
+			return 0, fmt.Errorf("read checkpoint: %w", err)
+		}
+		if cp.Seq == shardDone {
+			r.done[shardID] = true
+			return 0, nil
+		}
+		in := &dynamodbstreams.GetShardIteratorInput{StreamArn: aws.String(r.arn), ShardId: aws.String(shardID),
+			ShardIteratorType: stypes.ShardIteratorTypeTrimHorizon}
+		if cp.Seq != "" {
+			in.ShardIteratorType, in.SequenceNumber = stypes.ShardIteratorTypeAfterSequenceNumber, aws.String(cp.Seq)
+		}
+		out, err := r.streams.GetShardIterator(ctx, in)
+		if err != nil {
+			return 0, fmt.Errorf("shard iterator: %w", err)
+		}
+		it = aws.ToString(out.ShardIterator)
+	}
+	read := 0
+	for range 10 {
+		out, err := r.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(it), Limit: aws.Int32(100)})
+		if err != nil {
+			return read, fmt.Errorf("get records: %w", err)
+		}
+		last := ""
+		for _, rec := range out.Records {
+			if rec.Dynamodb == nil {
+				continue
+			}
+			last = aws.ToString(rec.Dynamodb.SequenceNumber)
+			if rec.EventName != stypes.OperationTypeInsert {
+				continue
+			}
+			if ev, ok := AuditEventFromImage(streamStrings(rec.Dynamodb.NewImage)); ok {
+				if _, err := r.dispatch(ctx, ev); err != nil {
+					return read, fmt.Errorf("dispatch %s: %w", ev.ID, err)
+				}
+			}
+		}
+		read += len(out.Records)
+		if last != "" {
+			if err := r.checkpoint(ctx, shardID, last); err != nil {
+				return read, err
+			}
+		}
+		if out.NextShardIterator == nil { // the shard is closed and read to its end
+			r.done[shardID] = true
+			delete(r.iters, shardID)
+			return read, r.checkpoint(ctx, shardID, shardDone)
+		}
+		it = *out.NextShardIterator
+		r.iters[shardID] = it
+		if len(out.Records) == 0 {
+			break
+		}
+	}
+	return read, nil
+}
+
+func (r *StreamReader) checkpoint(ctx context.Context, shardID, seq string) error {
+	if err := r.db.table.Put(checkpointItem{PK: streamCheckpointPK, SK: checkpointSK(shardID), Type: typeCheckpoint, Seq: seq}).Run(ctx); err != nil {
+		return fmt.Errorf("checkpoint: %w", translate(err))
+	}
+	return nil
+}
+
+// streamStrings keeps the string attributes of a stream image.
+func streamStrings(img map[string]stypes.AttributeValue) map[string]string {
+	out := make(map[string]string, len(img))
+	for k, v := range img {
+		if s, ok := v.(*stypes.AttributeValueMemberS); ok {
+			out[k] = s.Value
+		}
+	}
+	return out
+}

@@ -1,0 +1,105 @@
+package store_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/dynamotest"
+)
+
+// TestStreamReader: the local stream reader dispatches every audit event
+// the table's stream carries, and nothing else; a dispatch that fails
+// (DynamoDB paused, the process about to die) is read again, by this
+// reader or by the next process's, from the last checkpoint: no event is
+// lost, and a restart does not start the stream over.
+func TestStreamReader(t *testing.T) {
+	f := MustFixture(t)
+	streams := dynamodbstreams.NewFromConfig(dynamotest.Config(t), func(o *dynamodbstreams.Options) {
+		o.BaseEndpoint = aws.String(dynamotest.Endpoint())
+	})
+	var mu sync.Mutex
+	var got []string
+	failing := false
+	dispatch := func(_ context.Context, ev audit.Event) (int, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if failing {
+			return 0, errors.New("DynamoDB paused")
+		}
+		got = append(got, ev.ID+" "+ev.Action)
+		return 1, nil
+	}
+	readUntil := func(r interface {
+		Once(context.Context) (int, error)
+	}, want ...string) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			_, _ = r.Once(context.Background())
+			mu.Lock()
+			done := true
+			for _, w := range want {
+				done = done && slices.Contains(got, w)
+			}
+			mu.Unlock()
+			if done {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("events never dispatched: want %q, got %q", want, got)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	first := f.newOrg(t, "First", "u_first")
+	r1 := f.DB.NewStreamReader(streams, dispatch, nil)
+	readUntil(r1, firstEventOf(t, f, first.ID))
+
+	// The dispatcher fails: the reader reads on, dispatches nothing, and
+	// checkpoints nothing past the failure.
+	mu.Lock()
+	failing = true
+	mu.Unlock()
+	second := f.newOrg(t, "Second", "u_second")
+	wantSecond := firstEventOf(t, f, second.ID)
+	for range 5 {
+		_, _ = r1.Once(context.Background())
+	}
+	// The process dies; the next one starts from the checkpoint.
+	mu.Lock()
+	failing = false
+	got = nil
+	mu.Unlock()
+	r2 := f.DB.NewStreamReader(streams, dispatch, nil)
+	readUntil(r2, wantSecond)
+	mu.Lock()
+	defer mu.Unlock()
+	if slices.Contains(got, firstEventOf(t, f, first.ID)) {
+		t.Errorf("the restarted reader dispatched the first org's event again: it did not resume at the checkpoint (%q)", got)
+	}
+	for _, g := range got {
+		if !strings.HasSuffix(g, " test.write") {
+			t.Errorf("dispatched %q: not an audit event of the writes made", g)
+		}
+	}
+}
+
+// firstEventOf is the audit event the org's creation wrote ("<id>
+// <action>", as the test's dispatcher records it).
+func firstEventOf(t *testing.T, f *fixture, orgID string) string {
+	t.Helper()
+	for _, k := range f.keysWithPrefix(t, "ORG#"+orgID+"#AUDIT#") {
+		return strings.TrimPrefix(k.SK, "EVENT#") + " test.write"
+	}
+	t.Fatalf("org %s has no audit event", orgID)
+	return ""
+}

@@ -1,0 +1,568 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"log/slog"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/deletion"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/page"
+)
+
+// Delivery is one event on its way to one endpoint. Its key is the
+// event's ID and the endpoint's: a stream record seen twice makes it once.
+type Delivery struct {
+	OrgID, WebhookID string
+	EventID          string // the webhook-id header, the same on every attempt
+	Type             string // the audit action
+	Body             []byte // the JSON payload, fixed when the delivery is made
+	State            State
+	Attempts         int
+	LastStatus       int // the endpoint's last HTTP status (0: none)
+	LastError        string
+	LatencyMs        int64
+	// NextAttempt is when the delivery is due (zero once it is settled).
+	// While a worker holds it, it is the end of that worker's lease: a
+	// worker that dies leaves it due again then.
+	NextAttempt time.Time
+	LeaseOwner  string
+	CreatedAt   time.Time
+}
+
+// State is where a delivery stands.
+type State string
+
+// The states of a delivery.
+const (
+	Pending   State = "pending"
+	Delivered State = "delivered"
+	Failed    State = "failed" // given up: out of retries, refused (4xx), or its endpoint gone
+)
+
+// Shards is the number of partitions the due deliveries are spread over
+// (by endpoint), so that no one partition carries every tenant's.
+const Shards = 8
+
+// Shard is the due-queue partition of an endpoint's deliveries.
+func Shard(orgID, webhookID string) int {
+	h := fnv.New32a()
+	h.Write([]byte(orgID + "/" + webhookID))
+	return int(h.Sum32() % Shards)
+}
+
+// DeliveryStorer is what the dispatcher and the workers need from
+// persistence.
+type DeliveryStorer interface {
+	// Subscribers lists every subscription of the org (at most
+	// MaxPerOrg), secrets included.
+	Subscribers(ctx context.Context, orgID string) ([]Subscription, error)
+	// GetWebhook reads one subscription consistently. Returns NotFound.
+	GetWebhook(ctx context.Context, orgID, webhookID string) (Subscription, error)
+	// EnqueueDelivery writes d unless a delivery of the same event to the
+	// same endpoint exists; it reports whether it wrote it.
+	EnqueueDelivery(ctx context.Context, d Delivery) (bool, error)
+	// DueDeliveries lists the pending deliveries of shard due at now: of
+	// up to endpoints endpoints, up to perEndpoint each, so that one
+	// endpoint's backlog delays no other endpoint.
+	DueDeliveries(ctx context.Context, shard int, now time.Time, endpoints, perEndpoint int) ([]Delivery, error)
+	// ClaimDelivery takes d, as listed, for owner until until (its next
+	// attempt then). ok is false when another worker took it first.
+	ClaimDelivery(ctx context.Context, d Delivery, owner string, until time.Time) (ok bool, err error)
+	// SettleAttempt records the outcome of owner's attempt (d's State,
+	// Attempts, LastStatus, LastError, LatencyMs and NextAttempt) if owner
+	// still holds d; expires is when a settled delivery leaves the log.
+	SettleAttempt(ctx context.Context, d Delivery, owner string, claimedUntil time.Time, expires time.Time) error
+	// SetEndpointHealth records s.FailingSince and s.Active, as the
+	// workers saw the endpoint; ev, when set, is the audit event of its
+	// disabling.
+	SetEndpointHealth(ctx context.Context, s Subscription, ev *audit.Event) error
+	// ListDeliveries pages through an endpoint's deliveries, newest first.
+	ListDeliveries(ctx context.Context, orgID, webhookID string, p page.Request) (page.Result[Delivery], error)
+	// Redeliver makes a delivery due again at now with its attempts kept.
+	// Returns NotFound.
+	Redeliver(ctx context.Context, orgID, webhookID, eventID string, now time.Time) (Delivery, error)
+}
+
+// Policy is the retry schedule and the timing of the workers.
+type Policy struct {
+	// FirstRetry is the delay before the first retry (default 10 s); each
+	// next one doubles, up to MaxDelay (default 1 h), jittered down by up
+	// to half.
+	FirstRetry, MaxDelay time.Duration
+	// RetryFor is how long a delivery is retried from its creation
+	// (default 25 h).
+	RetryFor time.Duration
+	// DisableAfter is how long an endpoint fails without a success before
+	// it is disabled (default 72 h).
+	DisableAfter time.Duration
+	// Retention is how long a settled delivery stays in the log (TTL,
+	// default 7 days).
+	Retention time.Duration
+	// Timeout bounds one attempt, the endpoint's answer included
+	// (default 15 s).
+	Timeout time.Duration
+	// Lease is how long a worker holds a delivery it attempts (default
+	// 1 min; at least twice Timeout).
+	Lease time.Duration
+	// Poll is how often a worker looks for due deliveries (default 1 s).
+	Poll time.Duration
+	// Concurrency bounds a worker's attempts in flight (default 32),
+	// PerEndpoint those to one endpoint (default 2) and PerOrg those of
+	// one org's endpoints (default 4): a slow endpoint holds at most
+	// PerEndpoint of them, and an org with many slow endpoints at most
+	// PerOrg, so it cannot take the slots of every other org.
+	Concurrency, PerEndpoint, PerOrg int
+}
+
+func (p Policy) withDefaults() Policy {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&p.FirstRetry, 10*time.Second)
+	def(&p.MaxDelay, time.Hour)
+	def(&p.RetryFor, 25*time.Hour)
+	def(&p.DisableAfter, 72*time.Hour)
+	def(&p.Retention, 7*24*time.Hour)
+	def(&p.Timeout, 15*time.Second)
+	def(&p.Lease, max(time.Minute, 2*p.Timeout))
+	def(&p.Poll, time.Second)
+	if p.Concurrency <= 0 {
+		p.Concurrency = 32
+	}
+	if p.PerEndpoint <= 0 {
+		p.PerEndpoint = 2
+	}
+	if p.PerOrg <= 0 {
+		p.PerOrg = 2 * p.PerEndpoint
+	}
+	return p
+}
+
+// Backoff is the delay after the attempt-th failed attempt: FirstRetry,
+// doubling, at most MaxDelay, each jittered into [d/2, d]; a Retry-After
+// the endpoint asked for is honoured up to MaxDelay.
+func (p Policy) Backoff(attempt int, retryAfter time.Duration) time.Duration {
+	d := p.FirstRetry
+	for i := 1; i < attempt && d < p.MaxDelay; i++ {
+		d *= 2
+	}
+	d = min(d, p.MaxDelay)
+	d = d/2 + rand.N(d/2+1)
+	return max(d, min(retryAfter, p.MaxDelay))
+}
+
+// payload is the body of a delivery, as the Standard Webhooks spec shapes it.
+type payload struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      eventData `json:"data"`
+}
+
+type eventData struct {
+	ID              string         `json:"id"`
+	OrgID           string         `json:"orgId"`
+	ActorID         string         `json:"actorId"`
+	Action          string         `json:"action"`
+	TargetType      string         `json:"targetType"`
+	TargetID        string         `json:"targetId"`
+	RequestID       string         `json:"requestId,omitempty"`
+	ClientRequestID string         `json:"clientRequestId,omitempty"`
+	At              time.Time      `json:"at"`
+	Changes         []audit.Change `json:"changes"`
+	// Object is the changed resource's fields as the change left them
+	// (absent for a deletion).
+	Object map[string]any `json:"object,omitempty"`
+}
+
+// Body renders ev as a delivery's payload.
+func Body(ev audit.Event) []byte {
+	d := eventData{ID: ev.ID, OrgID: ev.OrgID, ActorID: ev.ActorID, Action: ev.Action, TargetType: ev.TargetType,
+		TargetID: ev.TargetID, RequestID: ev.RequestID, ClientRequestID: ev.ClientRequestID, At: ev.At, Changes: ev.Changes}
+	if d.Changes == nil {
+		d.Changes = []audit.Change{}
+	}
+	for _, c := range ev.Changes {
+		if c.After != nil {
+			if d.Object == nil {
+				d.Object = map[string]any{"id": ev.TargetID}
+			}
+			d.Object[c.Field] = c.After
+		}
+	}
+	b, _ := json.Marshal(payload{Type: ev.Action, Timestamp: ev.At, Data: d})
+	return b
+}
+
+// Sign is the webhook-signature header of body sent as msgID at ts under
+// each secret (whsec_<base64>): "v1,<base64 HMAC-SHA256 of id.ts.body>",
+// space-separated.
+func Sign(msgID string, ts time.Time, body []byte, secrets ...string) (string, error) {
+	var sigs []string
+	for _, s := range secrets {
+		key, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(s, secretPrefix))
+		if err != nil {
+			return "", fmt.Errorf("webhook: malformed secret")
+		}
+		m := hmac.New(sha256.New, key)
+		fmt.Fprintf(m, "%s.%d.", msgID, ts.Unix())
+		m.Write(body)
+		sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
+	}
+	return strings.Join(sigs, " "), nil
+}
+
+// Dispatcher turns audit events into deliveries, one per subscribed
+// endpoint. The change stream feeds it (locally cmd/api's stream reader,
+// in production the Lambda function).
+type Dispatcher struct {
+	store DeliveryStorer
+	pol   Policy
+	now   clock.Clock
+	// Kick, when set, is told that a delivery is due now (the local
+	// worker, so it need not wait for its next poll).
+	Kick func()
+}
+
+// NewDispatcher returns a Dispatcher over s; now may be nil for the
+// system clock (deliveries are timed by real time: leases, and the
+// receivers' tolerance of webhook-timestamp).
+func NewDispatcher(s DeliveryStorer, pol Policy, now clock.Clock) *Dispatcher {
+	return &Dispatcher{store: s, pol: pol.withDefaults(), now: clock.Or(now)}
+}
+
+// Dispatch makes ev's deliveries: idempotent, so an event seen twice
+// makes each delivery once. It returns how many it made.
+func (d *Dispatcher) Dispatch(ctx context.Context, ev audit.Event) (int, error) {
+	if !ids.ValidResource(ev.OrgID) || !ids.ValidResource(ev.ID) {
+		return 0, nil // nothing that could reach a key
+	}
+	subs, err := d.store.Subscribers(ctx, ev.OrgID)
+	if err != nil {
+		return 0, err
+	}
+	var body []byte
+	made, now := 0, d.now()
+	for _, s := range subs {
+		if !s.Wants(ev.Action) {
+			continue
+		}
+		if body == nil {
+			body = Body(ev)
+		}
+		ok, err := d.store.EnqueueDelivery(ctx, Delivery{OrgID: ev.OrgID, WebhookID: s.ID, EventID: ev.ID, Type: ev.Action,
+			Body: body, State: Pending, NextAttempt: now, CreatedAt: now})
+		if err != nil {
+			return made, err
+		}
+		if ok {
+			made++
+		}
+	}
+	if made > 0 && d.Kick != nil {
+		d.Kick()
+	}
+	return made, nil
+}
+
+// Worker attempts due deliveries: those of every replica's dispatcher,
+// and those a dead worker left (its lease ran out).
+type Worker struct {
+	store  DeliveryStorer
+	client *http.Client
+	pol    Policy
+	now    clock.Clock
+	log    *slog.Logger
+	kick   chan struct{}
+	ids    *ids.Generator
+
+	mu       sync.Mutex
+	inFlight map[string]int // by endpoint
+	inOrg    map[string]int // by org
+	total    int
+	wg       sync.WaitGroup
+}
+
+// NewWorker returns a Worker over s; now may be nil for the system clock.
+// It sends through the client NewClient makes (allowPrivate: development
+// and tests only).
+func NewWorker(s DeliveryStorer, allowPrivate bool, pol Policy, now clock.Clock, log *slog.Logger) *Worker {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	now, pol = clock.Or(now), pol.withDefaults()
+	return &Worker{store: s, client: NewClient(allowPrivate, pol.Timeout), pol: pol, now: now, log: log,
+		kick: make(chan struct{}, 1), ids: ids.NewGenerator(now), inFlight: map[string]int{}, inOrg: map[string]int{}}
+}
+
+// Kick makes the worker look for due deliveries now.
+func (w *Worker) Kick() {
+	select {
+	case w.kick <- struct{}{}:
+	default:
+	}
+}
+
+// Run polls for due deliveries until ctx is done, then waits for the
+// attempts in flight.
+func (w *Worker) Run(ctx context.Context) {
+	defer w.wg.Wait()
+	for {
+		w.RunOnce(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.kick:
+		case <-time.After(w.pol.Poll/2 + rand.N(w.pol.Poll/2+1)):
+		}
+	}
+}
+
+// RunOnce claims the due deliveries it has room for and starts their
+// attempts; it does not wait for them. It returns how many it started.
+func (w *Worker) RunOnce(ctx context.Context) int {
+	started := 0
+	for shard := range Shards {
+		due, err := w.store.DueDeliveries(ctx, shard, w.now(), w.pol.Concurrency, w.pol.PerEndpoint)
+		if err != nil {
+			w.log.Warn("webhook worker: list due deliveries", "shard", shard, "err", err)
+			continue
+		}
+		for _, d := range due {
+			if !w.take(d.OrgID, d.WebhookID) {
+				continue
+			}
+			owner := deletion.NewOwner()
+			until := w.now().Add(w.pol.Lease)
+			ok, err := w.store.ClaimDelivery(ctx, d, owner, until)
+			if err != nil || !ok {
+				w.release(d.OrgID, d.WebhookID)
+				continue
+			}
+			started++
+			w.wg.Add(1)
+			go func() {
+				defer w.wg.Done()
+				defer w.release(d.OrgID, d.WebhookID)
+				w.attempt(context.WithoutCancel(ctx), d, owner, until)
+			}()
+		}
+	}
+	return started
+}
+
+// Wait waits for the attempts in flight.
+func (w *Worker) Wait() { w.wg.Wait() }
+
+// take reserves a slot for an attempt to the org's endpoint, unless the
+// worker, the endpoint or the org has none left.
+func (w *Worker) take(orgID, webhookID string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.total >= w.pol.Concurrency || w.inFlight[webhookID] >= w.pol.PerEndpoint || w.inOrg[orgID] >= w.pol.PerOrg {
+		return false
+	}
+	w.inFlight[webhookID]++
+	w.inOrg[orgID]++
+	w.total++
+	return true
+}
+
+// release gives back the slot take reserved.
+func (w *Worker) release(orgID, webhookID string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.total--
+	if w.inFlight[webhookID]--; w.inFlight[webhookID] <= 0 {
+		delete(w.inFlight, webhookID)
+	}
+	if w.inOrg[orgID]--; w.inOrg[orgID] <= 0 {
+		delete(w.inOrg, orgID)
+	}
+}
+
+// attempt sends d once and records the outcome.
+func (w *Worker) attempt(ctx context.Context, d Delivery, owner string, claimedUntil time.Time) {
+	sub, err := w.store.GetWebhook(ctx, d.OrgID, d.WebhookID)
+	sent := false
+	switch {
+	case errs.Is(err, errs.NotFound):
+		d.State, d.LastError, d.NextAttempt = Failed, "the webhook was deleted", time.Time{}
+	case err != nil:
+		w.log.Warn("webhook worker: read webhook", "orgId", d.OrgID, "webhookId", d.WebhookID, "err", err)
+		return // the lease runs out and the delivery is due again
+	case !sub.Active:
+		d.State, d.LastError, d.NextAttempt = Failed, "the webhook is disabled", time.Time{}
+	default:
+		w.send(ctx, sub, &d)
+		sent = true
+	}
+	now := w.now()
+	if err := w.store.SettleAttempt(ctx, d, owner, claimedUntil, now.Add(w.pol.Retention)); err != nil {
+		w.log.Warn("webhook worker: record attempt", "orgId", d.OrgID, "webhookId", d.WebhookID, "eventId", d.EventID, "err", err)
+		return
+	}
+	if sent {
+		w.health(ctx, sub, d.State == Delivered, now)
+	}
+}
+
+// send makes one attempt of d to sub and sets d's outcome.
+func (w *Worker) send(ctx context.Context, sub Subscription, d *Delivery) {
+	now := w.now()
+	secrets := []string{sub.Secret}
+	if sub.OldSecret != "" && now.Before(sub.OldSecretUntil) {
+		secrets = append(secrets, sub.OldSecret)
+	}
+	d.Attempts++
+	sig, err := Sign(d.EventID, now, d.Body, secrets...)
+	if err != nil {
+		d.State, d.LastError, d.NextAttempt = Failed, err.Error(), time.Time{}
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.URL, bytes.NewReader(d.Body))
+	if err != nil {
+		d.State, d.LastError, d.NextAttempt = Failed, "invalid URL", time.Time{}
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "tenantd-webhooks/1")
+	req.Header.Set("webhook-id", d.EventID)
+	req.Header.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set("webhook-signature", sig)
+	start := time.Now()
+	resp, err := w.client.Do(req)
+	d.LatencyMs = time.Since(start).Milliseconds()
+	retry, retryAfter := false, time.Duration(0)
+	if err != nil {
+		d.LastStatus, d.LastError, retry = 0, describe(err), true
+	} else {
+		drain(resp.Body)
+		_ = resp.Body.Close()
+		d.LastStatus, d.LastError = resp.StatusCode, ""
+		switch {
+		case resp.StatusCode >= 200 && resp.StatusCode < 300:
+			d.State, d.NextAttempt = Delivered, time.Time{}
+			return
+		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
+			retry, retryAfter = true, parseRetryAfter(resp.Header.Get("Retry-After"), now)
+			d.LastError = resp.Status
+		default:
+			d.LastError = resp.Status + " (not retried: only timeouts, connection errors, 429 and 5xx are)"
+		}
+	}
+	next := w.now().Add(w.pol.Backoff(d.Attempts, retryAfter))
+	if !retry || next.Sub(d.CreatedAt) > w.pol.RetryFor {
+		d.State, d.NextAttempt = Failed, time.Time{}
+		return
+	}
+	d.State, d.NextAttempt = Pending, next
+}
+
+// describe is what the delivery log says of a failed connection: never
+// the URL (it may carry a token in its query).
+func describe(err error) string {
+	switch {
+	case isTimeout(err):
+		return "timeout"
+	case strings.Contains(err.Error(), errPrivate.Error()):
+		return "refused: " + errPrivate.Error()
+	default:
+		return "connection failed"
+	}
+}
+
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// health records an endpoint's answer: a success ends its run of
+// failures; DisableAfter of failures disables it, and the audit log says
+// so.
+func (w *Worker) health(ctx context.Context, sub Subscription, ok bool, now time.Time) {
+	next := sub
+	var ev *audit.Event
+	switch {
+	case ok && sub.FailingSince.IsZero(), !ok && !sub.FailingSince.IsZero() && now.Sub(sub.FailingSince) < w.pol.DisableAfter:
+		return // nothing new
+	case ok:
+		next.FailingSince = time.Time{}
+	case sub.FailingSince.IsZero():
+		next.FailingSince = now
+	default:
+		next.Active = false
+		e := audit.NewEvent(ctx, w.ids.NewAt(now), audit.Actor{OrgID: sub.OrgID, UserID: SystemActor},
+			"webhook.disable", audit.Target{Type: "webhook", ID: sub.ID}, now, audit.Diff(audit.F("active", true, false),
+				audit.F("reason", nil, fmt.Sprintf("every delivery failed for %s", w.pol.DisableAfter))))
+		ev = &e
+	}
+	if err := w.store.SetEndpointHealth(ctx, next, ev); err != nil && !errs.Is(err, errs.PreconditionFailed) {
+		w.log.Warn("webhook worker: record endpoint health", "orgId", sub.OrgID, "webhookId", sub.ID, "err", err)
+	}
+}
+
+// SystemActor is the actor of the changes the service makes by itself
+// (disabling a failing endpoint).
+const SystemActor = "tenantd"
+
+// Deliveries serves the delivery log to an org's admins.
+type Deliveries struct {
+	store DeliveryStorer
+	now   clock.Clock
+}
+
+// NewDeliveries returns the delivery log's service.
+func NewDeliveries(s DeliveryStorer, now clock.Clock) *Deliveries {
+	return &Deliveries{store: s, now: clock.Or(now)}
+}
+
+// ListWebhookDeliveries pages through an endpoint's deliveries, newest
+// first (admin+).
+func (s *Deliveries) ListWebhookDeliveries(ctx context.Context, p authz.Principal, webhookID string, pr page.Request) (page.Result[Delivery], error) {
+	if err := authz.Authorize(p, authz.WebhookManage, authz.Facts{}); err != nil {
+		return page.Result[Delivery]{}, err
+	}
+	if _, err := s.store.GetWebhook(ctx, p.OrgID, webhookID); err != nil {
+		return page.Result[Delivery]{}, err
+	}
+	return s.store.ListDeliveries(ctx, p.OrgID, webhookID, pr)
+}
+
+// RedeliverWebhook makes a delivery due again now (admin+), whatever its
+// state.
+func (s *Deliveries) RedeliverWebhook(ctx context.Context, p authz.Principal, webhookID, deliveryID string) (Delivery, error) {
+	if err := authz.Authorize(p, authz.WebhookManage, authz.Facts{}); err != nil {
+		return Delivery{}, err
+	}
+	if _, err := s.store.GetWebhook(ctx, p.OrgID, webhookID); err != nil {
+		return Delivery{}, err
+	}
+	return s.store.Redeliver(ctx, p.OrgID, webhookID, deliveryID, s.now())
+}

@@ -1,0 +1,174 @@
+package webhook
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/page"
+)
+
+// fakeStore holds one subscription and hands the worker the deliveries a
+// test queues.
+type fakeStore struct {
+	mu      sync.Mutex
+	sub     Subscription
+	due     []Delivery
+	settled []Delivery
+	events  []audit.Event
+}
+
+func (f *fakeStore) Subscribers(context.Context, string) ([]Subscription, error) {
+	return []Subscription{f.sub}, nil
+}
+func (f *fakeStore) GetWebhook(context.Context, string, string) (Subscription, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.sub, nil
+}
+func (f *fakeStore) EnqueueDelivery(context.Context, Delivery) (bool, error) { return true, nil }
+func (f *fakeStore) DueDeliveries(_ context.Context, shard int, _ time.Time, _, _ int) ([]Delivery, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if shard != Shard(f.sub.OrgID, f.sub.ID) {
+		return nil, nil
+	}
+	d := f.due
+	f.due = nil
+	return d, nil
+}
+func (f *fakeStore) ClaimDelivery(context.Context, Delivery, string, time.Time) (bool, error) {
+	return true, nil
+}
+func (f *fakeStore) SettleAttempt(_ context.Context, d Delivery, _ string, _, _ time.Time) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.settled = append(f.settled, d)
+	return nil
+}
+func (f *fakeStore) SetEndpointHealth(_ context.Context, s Subscription, ev *audit.Event) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.sub.Active, f.sub.FailingSince = s.Active, s.FailingSince
+	if ev != nil {
+		f.events = append(f.events, *ev)
+	}
+	return nil
+}
+func (f *fakeStore) ListDeliveries(context.Context, string, string, page.Request) (page.Result[Delivery], error) {
+	return page.Result[Delivery]{}, nil
+}
+func (f *fakeStore) Redeliver(context.Context, string, string, string, time.Time) (Delivery, error) {
+	return Delivery{}, nil
+}
+
+// TestWorkerEndpointHealth: a failing endpoint is disabled once it has
+// failed every attempt for DisableAfter, and the audit log says so (as the
+// service, never an admin); one success ends the run of failures; a
+// delivery is retried until RetryFor from its creation, then given up.
+func TestWorkerEndpointHealth(t *testing.T) {
+	status := http.StatusInternalServerError
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.WriteHeader(status)
+	}))
+	defer srv.Close()
+	secret, _ := NewSecret()
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	now := t0
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	advance := func(d time.Duration) { mu.Lock(); defer mu.Unlock(); now = now.Add(d) }
+	f := &fakeStore{sub: Subscription{OrgID: "01KJPWD6MCH66BQCJZTYJEZQ3D", ID: "01KJPWD6MCH66BQCJZTYJEZQ3E", URL: srv.URL,
+		Events: []string{"*"}, Active: true, Secret: secret, Version: 1}}
+	w := NewWorker(f, true, Policy{}, clock, nil)
+	attempt := func(created time.Time) Delivery {
+		t.Helper()
+		f.mu.Lock()
+		f.due = []Delivery{{OrgID: f.sub.OrgID, WebhookID: f.sub.ID, EventID: "01KJPWD6MCH66BQCJZTYJEZQ3F", Type: "ticket.create",
+			Body: []byte(`{}`), State: Pending, NextAttempt: clock(), CreatedAt: created}}
+		f.mu.Unlock()
+		if n := w.RunOnce(context.Background()); n != 1 {
+			t.Fatalf("RunOnce started %d attempts, want 1", n)
+		}
+		w.Wait()
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.settled[len(f.settled)-1]
+	}
+
+	d := attempt(clock())
+	if d.State != Pending || d.Attempts != 1 || d.LastStatus != 500 || !d.NextAttempt.After(clock()) || d.NextAttempt.After(clock().Add(30*time.Second)) {
+		t.Errorf("after a 500: %+v, want pending, its first retry within 30 s", d)
+	}
+	if !f.sub.FailingSince.Equal(t0) || !f.sub.Active {
+		t.Errorf("after the first failure: failingSince %v active %v", f.sub.FailingSince, f.sub.Active)
+	}
+	advance(71 * time.Hour)
+	attempt(clock())
+	if !f.sub.Active || len(f.events) != 0 {
+		t.Fatalf("disabled after 71 h of failures")
+	}
+	advance(2 * time.Hour)
+	attempt(clock())
+	if f.sub.Active || len(f.events) != 1 {
+		t.Fatalf("after 73 h of failures: active %v, %d events", f.sub.Active, len(f.events))
+	}
+	if ev := f.events[0]; ev.Action != "webhook.disable" || ev.ActorID != SystemActor || ev.TargetID != f.sub.ID || ev.Check() != nil {
+		t.Errorf("audit event: %+v", ev)
+	}
+	// A disabled endpoint's deliveries are given up without a request.
+	if d := attempt(clock()); d.State != Failed || d.Attempts != 0 {
+		t.Errorf("delivery to a disabled endpoint: %+v", d)
+	}
+
+	// Enabled again, failing since a while: one success ends the run.
+	f.sub.Active, f.sub.FailingSince = true, clock().Add(-time.Hour)
+	mu.Lock()
+	status = http.StatusNoContent
+	mu.Unlock()
+	if d := attempt(clock()); d.State != Delivered || !f.sub.FailingSince.IsZero() {
+		t.Errorf("after a success: %+v, failingSince %v", d, f.sub.FailingSince)
+	}
+	// Out of retries: a delivery 25 h old fails for good.
+	mu.Lock()
+	status = http.StatusServiceUnavailable
+	mu.Unlock()
+	if d := attempt(clock().Add(-25 * time.Hour)); d.State != Failed || !d.NextAttempt.IsZero() {
+		t.Errorf("a delivery past RetryFor: %+v, want failed", d)
+	}
+}
+
+// TestWorkerSlots: an org with many slow endpoints holds at most PerOrg
+// of a worker's attempts, each endpoint at most PerEndpoint, so another
+// org's delivery always finds a slot; a released slot is taken again.
+func TestWorkerSlots(t *testing.T) {
+	w := NewWorker(&fakeStore{}, true, Policy{Concurrency: 32, PerEndpoint: 2, PerOrg: 4}, nil, nil)
+	taken := 0
+	for e := range 20 { // 20 endpoints of one org, 2 attempts each wanted
+		for range 2 {
+			if w.take("org_slow", fmt.Sprintf("hook%d", e)) {
+				taken++
+			}
+		}
+	}
+	if taken != 4 {
+		t.Errorf("one org's 20 endpoints took %d slots, want PerOrg = 4", taken)
+	}
+	if !w.take("org_fast", "hook_fast") {
+		t.Error("another org found no slot")
+	}
+	if w.take("org_fast", "hook_fast") && w.take("org_fast", "hook_fast") {
+		t.Error("one endpoint took 3 slots, want PerEndpoint = 2")
+	}
+	w.release("org_slow", "hook0")
+	if !w.take("org_slow", "hook7") {
+		t.Error("a released slot of the org was not taken again")
+	}
+}
