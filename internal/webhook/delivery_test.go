@@ -164,8 +164,9 @@ func TestWorkerSlots(t *testing.T) {
 	if !w.take("org_fast", "hook_fast") {
 		t.Error("another org found no slot")
 	}
-	if w.take("org_fast", "hook_fast") && w.take("org_fast", "hook_fast") {
-		t.Error("one endpoint took 3 slots, want PerEndpoint = 2")
+	second, third := w.take("org_fast", "hook_fast"), w.take("org_fast", "hook_fast")
+	if !second || third {
+		t.Errorf("one endpoint's second and third slots: %v, %v, want true, false (PerEndpoint = 2)", second, third)
 	}
 	w.release("org_slow", "hook0")
 	if !w.take("org_slow", "hook7") {
