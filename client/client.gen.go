@@ -1665,7 +1665,7 @@ type ClientInterface interface {
 
 	// CreateOrgWithBody Create an organization
 	//
-	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
+	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may have created at most `MAX_ORGS_PER_USER` organizations that still exist (100 by default; an org counts against the user who created it, whatever their role in it now or whether they are still in it, and being made an owner of another's org counts nothing): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Only deleting one of the orgs they created makes room again.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -1674,7 +1674,7 @@ type ClientInterface interface {
 
 	// CreateOrg Create an organization
 	//
-	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
+	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may have created at most `MAX_ORGS_PER_USER` organizations that still exist (100 by default; an org counts against the user who created it, whatever their role in it now or whether they are still in it, and being made an owner of another's org counts nothing): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Only deleting one of the orgs they created makes room again.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2194,7 +2194,7 @@ func (c *Client) ListOrgs(ctx context.Context, params *ListOrgsParams, reqEditor
 
 // CreateOrgWithBody Create an organization
 //
-// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
+// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may have created at most `MAX_ORGS_PER_USER` organizations that still exist (100 by default; an org counts against the user who created it, whatever their role in it now or whether they are still in it, and being made an owner of another's org counts nothing): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Only deleting one of the orgs they created makes room again.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2213,7 +2213,7 @@ func (c *Client) CreateOrgWithBody(ctx context.Context, params *CreateOrgParams,
 
 // CreateOrg Create an organization
 //
-// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
+// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may have created at most `MAX_ORGS_PER_USER` organizations that still exist (100 by default; an org counts against the user who created it, whatever their role in it now or whether they are still in it, and being made an owner of another's org counts nothing): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Only deleting one of the orgs they created makes room again.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5990,7 +5990,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateOrgWithBodyWithResponse Create an organization
 	//
-	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
+	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may have created at most `MAX_ORGS_PER_USER` organizations that still exist (100 by default; an org counts against the user who created it, whatever their role in it now or whether they are still in it, and being made an owner of another's org counts nothing): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Only deleting one of the orgs they created makes room again.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5999,7 +5999,7 @@ type ClientWithResponsesInterface interface {
 
 	// CreateOrgWithResponse Create an organization
 	//
-	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
+	// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may have created at most `MAX_ORGS_PER_USER` organizations that still exist (100 by default; an org counts against the user who created it, whatever their role in it now or whether they are still in it, and being made an owner of another's org counts nothing): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Only deleting one of the orgs they created makes room again.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -11785,7 +11785,7 @@ func (c *ClientWithResponses) ListOrgsWithResponse(ctx context.Context, params *
 
 // CreateOrgWithBodyWithResponse Create an organization
 //
-// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
+// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may have created at most `MAX_ORGS_PER_USER` organizations that still exist (100 by default; an org counts against the user who created it, whatever their role in it now or whether they are still in it, and being made an owner of another's org counts nothing): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Only deleting one of the orgs they created makes room again.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -11800,7 +11800,7 @@ func (c *ClientWithResponses) CreateOrgWithBodyWithResponse(ctx context.Context,
 
 // CreateOrgWithResponse Create an organization
 //
-// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
+// Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may have created at most `MAX_ORGS_PER_USER` organizations that still exist (100 by default; an org counts against the user who created it, whatever their role in it now or whether they are still in it, and being made an owner of another's org counts nothing): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Only deleting one of the orgs they created makes room again.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -99,7 +99,7 @@ export interface paths {
         put?: never;
         /**
          * Create an organization
-         * @description Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may own at most `MAX_ORGS_PER_USER` organizations (100 by default; every org in which they hold the `owner` role counts, including ones they were made owner of): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Deleting an org, or handing its ownership to someone else and leaving it, makes room again.
+         * @description Creates a new organization. Any authenticated user may create one; the caller becomes its first `owner`. A user may have created at most `MAX_ORGS_PER_USER` organizations that still exist (100 by default; an org counts against the user who created it, whatever their role in it now or whether they are still in it, and being made an owner of another's org counts nothing): past it this answers 403 `org_quota_exceeded`, however many creates run at once. Only deleting one of the orgs they created makes room again.
          */
         post: operations["createOrg"];
         delete?: never;
