@@ -3718,6 +3718,38 @@ func (response GraphqlGet405ApplicationProblemPlusJSONResponse) VisitGraphqlGetR
 	return err
 }
 
+type GraphqlGet408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GraphqlGet408ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GraphqlGet413ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GraphqlGet429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -4097,6 +4129,22 @@ func (response AcceptInvitation404ApplicationProblemPlusJSONResponse) VisitAccep
 	return err
 }
 
+type AcceptInvitation408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptInvitation408ApplicationProblemPlusJSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AcceptInvitation409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -4109,6 +4157,22 @@ func (response AcceptInvitation409ApplicationProblemPlusJSONResponse) VisitAccep
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptInvitation413ApplicationProblemPlusJSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4281,6 +4345,38 @@ func (response GetMe404ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w 
 	return err
 }
 
+type GetMe408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetMe408ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetMe413ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMe429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -4429,6 +4525,38 @@ func (response ListOrgs404ApplicationProblemPlusJSONResponse) VisitListOrgsRespo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgs408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgs408ApplicationProblemPlusJSONResponse) VisitListOrgsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgs413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgs413ApplicationProblemPlusJSONResponse) VisitListOrgsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4863,6 +4991,22 @@ func (response DeleteOrg404ApplicationProblemPlusJSONResponse) VisitDeleteOrgRes
 	return err
 }
 
+type DeleteOrg408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteOrg408ApplicationProblemPlusJSONResponse) VisitDeleteOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteOrg412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -4875,6 +5019,22 @@ func (response DeleteOrg412ApplicationProblemPlusJSONResponse) VisitDeleteOrgRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOrg413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteOrg413ApplicationProblemPlusJSONResponse) VisitDeleteOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5034,6 +5194,38 @@ func (response GetOrg404ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrg408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetOrg408ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrg413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetOrg413ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5445,6 +5637,38 @@ func (response ListAuditEvents404ApplicationProblemPlusJSONResponse) VisitListAu
 	return err
 }
 
+type ListAuditEvents408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListAuditEvents408ApplicationProblemPlusJSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEvents413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListAuditEvents413ApplicationProblemPlusJSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAuditEvents429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -5610,6 +5834,38 @@ func (response ListInvitations404ApplicationProblemPlusJSONResponse) VisitListIn
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListInvitations408ApplicationProblemPlusJSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListInvitations413ApplicationProblemPlusJSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6013,6 +6269,38 @@ func (response RevokeInvitation404ApplicationProblemPlusJSONResponse) VisitRevok
 	return err
 }
 
+type RevokeInvitation408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeInvitation408ApplicationProblemPlusJSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeInvitation413ApplicationProblemPlusJSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RevokeInvitation429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -6171,6 +6459,38 @@ func (response GetOffboarding404ApplicationProblemPlusJSONResponse) VisitGetOffb
 	return err
 }
 
+type GetOffboarding408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetOffboarding408ApplicationProblemPlusJSONResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOffboarding413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetOffboarding413ApplicationProblemPlusJSONResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOffboarding429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -6320,6 +6640,38 @@ func (response ListTeams404ApplicationProblemPlusJSONResponse) VisitListTeamsRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeams408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeams408ApplicationProblemPlusJSONResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeams413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeams413ApplicationProblemPlusJSONResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6732,6 +7084,22 @@ func (response DeleteTeam404ApplicationProblemPlusJSONResponse) VisitDeleteTeamR
 	return err
 }
 
+type DeleteTeam408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTeam408ApplicationProblemPlusJSONResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteTeam412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -6744,6 +7112,22 @@ func (response DeleteTeam412ApplicationProblemPlusJSONResponse) VisitDeleteTeamR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTeam413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTeam413ApplicationProblemPlusJSONResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6904,6 +7288,38 @@ func (response GetTeam404ApplicationProblemPlusJSONResponse) VisitGetTeamRespons
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeam408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetTeam408ApplicationProblemPlusJSONResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeam413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetTeam413ApplicationProblemPlusJSONResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7301,6 +7717,38 @@ func (response ListTeamMembers404ApplicationProblemPlusJSONResponse) VisitListTe
 	return err
 }
 
+type ListTeamMembers408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeamMembers408ApplicationProblemPlusJSONResponse) VisitListTeamMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeamMembers413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeamMembers413ApplicationProblemPlusJSONResponse) VisitListTeamMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTeamMembers429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -7456,6 +7904,22 @@ func (response RemoveTeamMember404ApplicationProblemPlusJSONResponse) VisitRemov
 	return err
 }
 
+type RemoveTeamMember408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveTeamMember408ApplicationProblemPlusJSONResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RemoveTeamMember409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -7484,6 +7948,22 @@ func (response RemoveTeamMember412ApplicationProblemPlusJSONResponse) VisitRemov
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveTeamMember413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveTeamMember413ApplicationProblemPlusJSONResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7645,6 +8125,38 @@ func (response GetTeamMember404ApplicationProblemPlusJSONResponse) VisitGetTeamM
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeamMember408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetTeamMember408ApplicationProblemPlusJSONResponse) VisitGetTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeamMember413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetTeamMember413ApplicationProblemPlusJSONResponse) VisitGetTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8081,6 +8593,38 @@ func (response ListTeamTickets404ApplicationProblemPlusJSONResponse) VisitListTe
 	return err
 }
 
+type ListTeamTickets408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeamTickets408ApplicationProblemPlusJSONResponse) VisitListTeamTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeamTickets413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeamTickets413ApplicationProblemPlusJSONResponse) VisitListTeamTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTeamTickets429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -8230,6 +8774,38 @@ func (response ListTickets404ApplicationProblemPlusJSONResponse) VisitListTicket
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTickets408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListTickets408ApplicationProblemPlusJSONResponse) VisitListTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTickets413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListTickets413ApplicationProblemPlusJSONResponse) VisitListTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8642,6 +9218,22 @@ func (response DeleteTicket404ApplicationProblemPlusJSONResponse) VisitDeleteTic
 	return err
 }
 
+type DeleteTicket408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTicket408ApplicationProblemPlusJSONResponse) VisitDeleteTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteTicket412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -8654,6 +9246,22 @@ func (response DeleteTicket412ApplicationProblemPlusJSONResponse) VisitDeleteTic
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTicket413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTicket413ApplicationProblemPlusJSONResponse) VisitDeleteTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8814,6 +9422,38 @@ func (response GetTicket404ApplicationProblemPlusJSONResponse) VisitGetTicketRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTicket408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetTicket408ApplicationProblemPlusJSONResponse) VisitGetTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTicket413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetTicket413ApplicationProblemPlusJSONResponse) VisitGetTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9227,6 +9867,38 @@ func (response ListComments404ApplicationProblemPlusJSONResponse) VisitListComme
 	return err
 }
 
+type ListComments408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListComments408ApplicationProblemPlusJSONResponse) VisitListCommentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListComments413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListComments413ApplicationProblemPlusJSONResponse) VisitListCommentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListComments429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -9607,6 +10279,38 @@ func (response ListOrgUsers404ApplicationProblemPlusJSONResponse) VisitListOrgUs
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgUsers408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgUsers408ApplicationProblemPlusJSONResponse) VisitListOrgUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgUsers413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgUsers413ApplicationProblemPlusJSONResponse) VisitListOrgUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10019,6 +10723,22 @@ func (response RemoveOrgUser404ApplicationProblemPlusJSONResponse) VisitRemoveOr
 	return err
 }
 
+type RemoveOrgUser408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveOrgUser408ApplicationProblemPlusJSONResponse) VisitRemoveOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RemoveOrgUser409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -10047,6 +10767,22 @@ func (response RemoveOrgUser412ApplicationProblemPlusJSONResponse) VisitRemoveOr
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveOrgUser413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveOrgUser413ApplicationProblemPlusJSONResponse) VisitRemoveOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10207,6 +10943,38 @@ func (response GetOrgUser404ApplicationProblemPlusJSONResponse) VisitGetOrgUserR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrgUser408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetOrgUser408ApplicationProblemPlusJSONResponse) VisitGetOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrgUser413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetOrgUser413ApplicationProblemPlusJSONResponse) VisitGetOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10620,6 +11388,38 @@ func (response ListAssignedTickets404ApplicationProblemPlusJSONResponse) VisitLi
 	return err
 }
 
+type ListAssignedTickets408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListAssignedTickets408ApplicationProblemPlusJSONResponse) VisitListAssignedTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAssignedTickets413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListAssignedTickets413ApplicationProblemPlusJSONResponse) VisitListAssignedTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAssignedTickets429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -10774,6 +11574,38 @@ func (response ListUserTeams404ApplicationProblemPlusJSONResponse) VisitListUser
 	return err
 }
 
+type ListUserTeams408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListUserTeams408ApplicationProblemPlusJSONResponse) VisitListUserTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserTeams413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListUserTeams413ApplicationProblemPlusJSONResponse) VisitListUserTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListUserTeams429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -10924,6 +11756,38 @@ func (response ListUserTickets404ApplicationProblemPlusJSONResponse) VisitListUs
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserTickets408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListUserTickets408ApplicationProblemPlusJSONResponse) VisitListUserTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserTickets413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListUserTickets413ApplicationProblemPlusJSONResponse) VisitListUserTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12519,278 +13383,279 @@ func (sh *strictHandler) ListUserTickets(ctx echo.Context, orgId OrgId, userId U
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37dts2tjj8Klg6Z61IHVqWHadN5dX1HTdxGndy8SROO3OqfCYsQhLGFKASoBVNTs76HuJ7wt+T/Nbe",
-	"GyBBirRlx0najP9KTJG4bGzs++V9Z6znC62EsqYzfN+ZCZ6IDP97eMKn8G8izDiTCyu16gw7h8pKu2KW",
-	"T5meMDsTLBM2z5RIWCYWmTBCWQ7vDlk86ozyweD++EJkRmqFf4gtepbIqTCWHo06cZ+dzARzL7K5vhCG",
-	"LaWdMXEhshUbz7iainJGo/NsLPbxLxqp+e3ljFsmTbnGLmfxWM/nQtlHOlc2Zjpjcb5IuBXJgY0Zn1iR",
-	"Mc7cSxET8zORJLg9mtX0+uy1UAmTlknF4qPJ1gutxNZzbsezmFnNMsETplW6ovlpOUnEOHxEX5Qvz/m5",
-	"YJwtM2kFG2uVSIAeT5lWuD0PE2mZ4nNh+p2ok4nfc5mJpDO0WS6ijhnPxJzDYdnVQnSGHWMzqaadDx+i",
-	"zjOpzteP8dWTR+zh7sOHLJXqHJYBUynxzrIFn4qIif60z2I6qu2LnW2dTc32e51Nj5IP21aOz4U1/884",
-	"z4zOfuj3+/Di7repnEv7w+4DOtV9lon0h1EHRh11YgD9m1dHLBMTkQk1hmNMuZUXwk8PuxLG3gMAH5wB",
-	"InkYpNzQwmDzl232FbfiGaxifce/zkQmmODjGaGRNoLhgg0zlqvEsK7hc8GSjE9sD7FXZ9NRZz/74cF3",
-	"+/aH3ThimV8jfCPTlPE01UuRMKWXEbPMCDhAw3JlZcosHP7vubYcUHA506lgfMqlipjOIracCcUy+GkQ",
-	"FV+4Q3DTwI9+ii78GL8SNlttHQCSxrAPzvZ2v+9tDJatY53K8WodOnD7Mm4LkATnwZZwEnaW6Xw6Y92j",
-	"w5MnrBiQEcFgEynSxEQEvS0p7GRrZu2CL+QWDIujbjnisrUz6EWMM2OzfGzzTCQslcYiyMc8TUU26uz/",
-	"/sPuYLC//GE3Yv4gikeISwRYPWG/l4eyEBlb+lMYMs6sPheKneWAr/huBPgn01TgTSze7fVZTFPHAHPY",
-	"PX56zzCTn/1TjG3EzALgcCYmOhP4Bs/tTGfyX0ju8NLvs1hn0xh/1dmUK/8jHl5uRMZ0bo1MBNNK9Iox",
-	"VwxgPgdSk5krD7NEgfVzfO0wkMjYcibHs8pZzvmKnSHNzqRIqlPNpZLzfN4ZDiI/rVRWTEWG8/76669b",
-	"B7mdCWXlmFuxPvmPgmdAPMuXYO/jGQAWCHIXqM633z0Y9C4nYuIdny9SUY6YCZ7Ofxh1rFBc2WTUiZjI",
-	"Mp39MOpIdcFTmZzicY06nWgNYh+izoJnfC6sY2xHiZgvtBVqvPqraLgLz/m5MMACMsGtVFN2/PL1CTN8",
-	"Ioi422zFuq9tJheCGTHnsFXAILhDE5mZ8voiT+LsXKxYliuzj8ecCbPQygjWNZbb3CBbONPJqgeody4W",
-	"lk10xnb32EznGf2ciUXKV8BDcMi42ILdeuV+GjIAYxzBGrlauXXi64AASNtgITBc8cAtlNZevOKWncgJ",
-	"kupyP1NhDdvb3d1n3I8/kyndhurOpaeQWa4UwJA+HXzfZ38VK8N4JpgZ64VIPPWv3Be/SLqTwG+zC5HR",
-	"oRvWffDuXQ+HUNoixCJmaBRY/pirGo5LOFaiPp2oA2y0MwzRYAvwoHIV+LtnQk3trDPcffAggqvh/94B",
-	"dLJWZDDm//vbaPRud2drNHr33eHbv/xnA/pFHWKT63j2csF/zwWjn9kk03PG2SITF1LnBtndPcNi4AeP",
-	"8JWYdUFYAYYeO7rb67OXQIWtBgAH54DMktF3BO2nzw8ebRk5BSmIMC5X7cAHggzHZkmAMrnAA5nDyc91",
-	"IidSJCA6ATGUU+U3gaIWkEuREBbtDQbFAfyei2xVwt+BpQ3sg72HTcCUExSdmiWa73d2BsxLV0MWfxMD",
-	"q2UctwP0XxTSqyGAC56lEmiWMkugvXgRnPwoDZtzJNXpiskJkGwvgXaNzbSa9mgklMsqkuk9AxDBu+Pk",
-	"t322FPyc3u/Gv26POiA2deIeUyC0sjksuc8O/OQI+DlSIqWZEstCEOwWwimIR5yRNAYMlRgI+6eWeOU4",
-	"s4LPe25EWiAI9ewst27WCZcpUJhAJh0ypYEaMZEa3IebKxOT3AjDVjrPmEik7bOXdiaypTSC7e3sItoo",
-	"bWcwtTRe6m2/fm7CNgTYGezuNSMASNsbIEEplCMmtCNCF08G9CCeSaNVr89+BdkMzhuPxcHOn2hVz7ln",
-	"EKgRiQSIRrD9+4M99kJb9txfFrwOSiOlvwwo5bKvDRl1IWlNRwl8gjMsuJ2V41deuYwFhyRusPXd298G",
-	"W98fbD39+a/PXxxvnfyy9d9v3+8++NBM79JmAfw5fwfiBVM5YqmeMGnF3DiemmeKdYFqMSP/JXptRIPG",
-	"DleaiAnPUwuEOgIokQizMxhEpUCz0yjQoDbTQJZDWigT1n3z7OhxuaAqQGmMzYSZwc7P3//3/V+++9vD",
-	"v+/+de/5ty8eHg9e7Z7s/fptJ/oogJMc8USmjSLhSyBfDsJOc/NiAXJp+LYN3PRrBd7/mYlJZ9j5j+3S",
-	"cLBNv5rtExz+NX0EKwMC1ATjE8HnV8LWfXwd4P7644NH3z3+/nDnyf2fHjz97ufv/7rz/COBSyA7fLfg",
-	"qmEjj/R8zreMAAnTOkUGUBt1W5GgzI8ojmYE0DlQA6VBhyx28hLoHTxJTPggYjE3yLCF/7H8u4vaI+op",
-	"OBRqivRr0uuzQ4LLkMUCF/5DMWxUjAFQF+8WqU5EZzjhqRHNOEAjVHAAL+5myICAA77V+VBAl2cZhwly",
-	"JX/PxRENBkeLuLzC85zobN4pwN+IQ27jV2GRH+A6ePT3x7uHe0++/enh08HP/q5+JB4BJjRt4w1ohRLE",
-	"d9DvTX4Ws3HK5dyLGvDdPUPqqOmzna2d3YfAXDM+BoWGxJj4YOu/Gd/6Fxtsfc/67JT9Lxuy/2L/w/7C",
-	"fmBbcYSCMsoxibZmyOJ+jPw67sN/MgGPmRFT4PSGZI83r56xcSrxQSbm+kKgkG3y8QwEBpmwsc5TZPkg",
-	"bfMkyYQx3lDhIMUMXxkmSRPSuWWp1uccuN6QcctSweG6KFFuyEucOC6HdbUdrAPoZscKOungfx5Mvhs/",
-	"FOPvxvfvj78dDwZ7Z2d8Ih7udqIKf919eJnEf7D133zrX4Ot7/un/zv8r//5yw9bb78pHxbPGt/7z2b9",
-	"1KuEeKd+5Mkruq3w11grUPPgv3yxSJ1Svb3I9Fkq5n/5pwEker8hfS6HPqbvafoGU1Cpxs15CnfRifso",
-	"L6LG7QwbTv+GA59FDEkHvOjMQoXiHTH/os5Yrs6VXioUhdgi0wuR2VX5BikGQMXQmuu2CmsB6kpUNCZV",
-	"MI4qaDRknCxR9wzZ2ECRDs0fHPR6ssR1Oc0f4tvPr1++iABnexFiJSnbOGLMxHxhV32gSY+0mqRyfPvn",
-	"s+GpjN38plTvvWwKDFuwLppvk5zWIyLG00zwZFXoCBGZVPVSwf8Lk2yCGgMeEVClRAuCi3gHbE0qryv2",
-	"EAxPdHYmk0Sozw0Hsgogy/M6jyOWFT0W1Bw7EzJjGRx4sRu0qJL0A6iHL+OGjhRccp4eAm59zk29UeLd",
-	"grRmE1g6SBttNt3towGUTC9eaDhKYmdVFgudof4uLe7shbZPQN///BhL+nANlVArt5WTJHJ/yWkiW7FL",
-	"zcYc1FBgWlIlZKbIpZnxs1SwsxVLBMg3Pb9tr3+1mLwrqpw3/cLVr7t1gOkkw1CBa3CVNUHKvbaN7yCY",
-	"jvkq1Tw50foZz6biS1ERUvLfjYVIaNtOeSo8DqCIIRiPM1E4pp5wmYrPikeBuyyRJG+gVt5mcAFA71d+",
-	"ZEtuSquVkWosUCbhBq32ffZKbKHPTlpnbbUZUXrHLZ/iGT5BH0fLsVnxzm4vUi5rm27g9q1Hcs84vmnc",
-	"ubBv99hf5Y+E+0QZ7hkWP+fvaEU/rqwwca/PftL3DHt6cnLs6YezZ8GOvMeCbOdoiAZey3CxDNZNnslx",
-	"qo23dGilxJi8uN6kA9BKtBIhXE7kXOjcflEM9jjBs0xeEMt2jKoE2KvDg8enJ0fPD1++OUHnEQm2xPuN",
-	"UAkCymrNTKqX6aq337zt1yK7kGPxRvELLlOgOJ9764ZWgJRKzBc645lMVyxXSP6sZjOuEmeRd2Dad6Z6",
-	"UEiziM200jkgY82ZiIzDUcM+O3AOacIjb74i3EgEi/HXU53bsZ6LUyfQxcxKFBRz6xxQ7pahL9eZmhNu",
-	"+Rk3AnEOeBr5CUCFAOABkcW7WLnADodxI8TWkIUEPo6ASnSd60ZENfdHXDP5x70aHa+51i4j5+GreFYn",
-	"Wj/nauVuhvnciEHX29ENkJFRbaN7go7dLh0c/P8UrWgiAcqB+3CnVUUI5xrts2fkEgaOuwDmXOHK8KTi",
-	"2OSq8kYPtUbgqEpLs/LrJPMzGpTzBeNw2+Cq1s8jdOdfehrFiy3e7o0+9u+vO1mvhQlvlPcMi88ucJ2R",
-	"w5T83qC9SWOkmkalGhcx8W4B6jJcIKdy1cDe5Om9DAJr7zswLDI9FsYAaaKwoc8NjbULj9TIK0O58XSt",
-	"ydfp7ossRzg9F6vTTMBncHPeAA1Dz8y5WKGmSX95n2oHYWDyBcjiInkuEslPUBr4gtzSSdpxOCvMFrPu",
-	"eMYzI6wLTJnKC6EiFud2svUQthsfjMdiAXfEuKgp/6AUkJ0cCTtlIPiQNO11LGb5uahf8XCQJts14+z4",
-	"4OTR06g2NHJsjh9fGTERrLxtipevT24+AwLenQbuKU+kfYT+L/SlkIVDknmHX0ZT/JHiCL/wNBeARcT9",
-	"rvcNGi2awVHay35zr70trFIag11gABzu8MJhaW0PYwJeaGEjO2ufQunWzVwRfKSdBXT9N5wECBT8rwND",
-	"bIEs0TSOc2dubIcOT6Nug4bhUBR85TXoZj0x/vuWe2MLlGyUg0iERNGmEDPcXXN3yEk/O1vf7oUWWz1Z",
-	"t9cO2Va8z7iLeiv8ql3OUq2myHUDS5ybWyZwn+VU6QzoOvFUY+EvlGwCm+a3e61GzOHW2/c70bd7TXbr",
-	"qCObDyy7HF6F6C2TMmiTyJBzbCdEHJy3uwsCRg3IRZyMD3VoWp4FVcy2YBX96GluHVUbrfTh3ZBJp8Ta",
-	"yCN9ZdhgASFMEKFLTL38ej2TpuGKFai9OY7TZW1A8TKE5GqCQNO1rpjoC5AAtXo56Qx/e99ReepUITK/",
-	"148h2MLaCbV861b+ts7ODrx1l13AOrxaAKzXh+0iyIcUXYiCT+nzpyeGdS2fmohMnUePTQ9VCVgJK5xq",
-	"OA1e3lwZQbx83XgOYEhTB4aNOHRUP2YyY298zmiCIPPkB/RROOfZTh10tVN106wfawOIvb2doksHg8iF",
-	"EQIYjYuwDt4J73ZgmHeGcowdaWAgKCC3XFsQVBp/IK0uObgGs5AtPltHPkvP4TrxCByPG9CJwM1YbM5t",
-	"JVx408Vy63mELyF0Eh8EfhxAzbloq4D0sKpETg1c8EPgwLp8BzjKJUu7DRLlceFK+lQ7LAosc4hWRKiX",
-	"vLIhQvymFC64XQ1ioqjejMK6gpekcjvQXFQ/qTH62dfidS0abuZ8PJOKrJD4AJUPt2k3rQ/K93uJQTon",
-	"w8spuaiCB4XjDR5arU9BjCj+DzwL/vDBs0hNwwd0ucInAKy48aIUkua6GKAnE6ESqaZEUIEsL7idMamc",
-	"MQh1EvJWxUCVt+/H++RoK1x3+Erpt+t510Gxw3sUgOeHQdtG3HynyTjblBcQwJlJFPeFyufF3YiKoAjn",
-	"g3aBW28bJpmDyjttOuuZziyb5XOuyoMW7xYpV84H1TDaQkvVGNbzBBVOhA4CN0KTz8+vX75gx/SNi7f+",
-	"frDT87iz7YC8wS0BSYeONiLcLXfWdHd+yvhi9rdnxe2psbl3VmAUiGmnbyQB1Gz/MHNM9u9Xh69P2MHx",
-	"0T3jlG1i0shvehGLz6WCK4BhDY4JsW55pbdSeS6YUDaTwiBix+xMoB2UZ9McaBOptVIt8ioClbtMNenM",
-	"VbJXv+hpPlcB2yhizqJOKpVo+uVDw1x1Khng1TqWAFaGSyrFs3VxrD752w9XSA8bnHsQsXAp96oLG+7z",
-	"MhA9xosWe29nKiYW7ckYvILnrhjPrZ5zK8dsITJDMQEUeVCa/QsrD9BDw7pxiYL94qu/4Vy9Pjsg+S8u",
-	"bBUv+BwJ4gXPJNxTQ7hRDlLkiaBlmRumGqn+TRH/ONNWj3XKygGGLK4tnMKtOWaWrUhrRFuU0whhNXUB",
-	"u7q66njXFD3MjO8++PYpN7Nm4v/66cHW7oNvPRfDA4rYTLzrr0VSfc+3Jm/ft6mgLvAZwUlEeedtY0Bn",
-	"iLP+oyhc5zoCN128ChK0MLbCpuV2l+gxkhCMZs1VaQCYofvjQmQ87TeEGa2dTwCXU1LS3/52imFm+P9v",
-	"GiH0uz++9ZX6C1YssAvqtzaW7XyLvkWglw+iwWDgQszqloOdb+8/3Gs6FX8zrofYFeihIueGacLW6tFE",
-	"nXdbU73lHv7TaNV/xZfPHXFqPMqCOpEpYR1EIQWid9bvcMIt/7hNZsLkqS1kVq+serUJuRXrepejeCfG",
-	"uXU2nMtB8iG6rgZZ4dMNXGZzgrXBTXoqeEqMqUY6KEK4vNAdfd4gS9WutPuqiQsdFXHtDfz4+lqjmHOZ",
-	"NjJa8p2Y66ugDbLohbQi+XHVEhJ69NjTFnozaxQPM51eaRh+Be8UwdhVVFlXey8TBFDTJeC4qctRwx2F",
-	"Gm8Is8uPjsz05DOrHmERqb++3OvviUJxrwLay2wKx7AGAh/wj2OU81++sxup9gUSFmjmIV/JTmuizQ7i",
-	"R+oxX5lKksR3QY7E/StSJD4eu24cL42rdLat3cEGgeN1e1eIo5ucTbK5MS+gNev2PEzUHIvkqJaLs84f",
-	"Fk4zLlNyCpUXRUrcAlnLKVRRCeZHH6KuR05epb2LYKmzc1OkzntbZkbhT148Xb8cMEqjvQMpGjNinAlK",
-	"ScU82O2Lne1yzWb7PQ7wYZs8ZX32eqaXyuXMKVp6yFovJ/G0mAYzZeXIbsMcVTnFT2Qxf97g/ruBrQsd",
-	"Rjqbgj674Ib8kobFY5cVajWLp8I+F3HvOmYxTIAyTSKRn7Qeg2nCmM0zAWiHuS1dZ3SJ2M5gQDGYSG56",
-	"+9X0VQmicAUzeSbYXGe4vI2O7bl4mbXS9LarRiu+ZyhQRSasS1fHpfb3rsbLItcAQdZ81rCw9eNuVyEC",
-	"wDoTVtshtfC+61Bn2ECzOvMPnWdkQPPXtRrgs9I5KuM+KdZGvl6KY5HxBvDzXBPBUYgOxaKaAYrVEGZy",
-	"0YSiLitmXrwEq6eE1z6L4R/U4AHlXEybK8iCsWIuKQpei+GqxKk0FvZyIvjcxPsshvGd3YnmuIdwwXl7",
-	"DUPR+34oGMatP17XJ/6ppbqePHp9PtwqLDUjATz1Nx79Yt3NodVsar2WjBVe3ysYhM8JLLN/CJcKoF6O",
-	"S7fBOgLM/AM7M15OJmeaZyBjNFwgVac/unyd5SoBcYKv1nG3nRotZrxJwX6ql2zCMRJ0qu0QuJbVk0nM",
-	"uolIBeYouEt8D4NtjOlFLHbxUXADAccin7gaBeKS6ff78C7PE2ndXcX/s1RP4QezFGKB4aAOoIYsxxi7",
-	"6rLcMj4WrtREbrf0ZAIfTqTiqRuxQgylNSKd9EL3AG0HbeQU0hV1cBGdqIPzoxVd8bTRVWAsz66pmrpP",
-	"fmwx92BGD1vONHMvYgZI8zhNJVwO0iVfGRa7sh3xPtrZlTQzkVRwJBX8glI60GZxJmZSJay7N9irgMeN",
-	"c7Vy7zkErcujUwiicO+NCN/Ef2/JZdyeE74e0uAI7DpF9EXGNl8KZg+3ig9OoDH7TSxOqnGaJwIZEzGh",
-	"jWhbQJLrhC0ww9YS+7XSVis59iUq4JaOMzEXChBQq0pZNlhKsXup7Ld7nSuNuTKQHUrDbmhjKIHbgho3",
-	"UsH9WVa969fzras2AedlNr1UxqmS6GbRO4hwL4RcYIi3IXS0IvJtSKQbyYeX8vQK+G6DrVfP44/M2bPp",
-	"G4qy/GNh8xsn8m1qxlpDn1vE0evqRi0IHdC869KsQkD1223B7XKSS8D6uQ2IN0KVm0K97hP7lMn21zij",
-	"S47jlshNG6f9IxEaI7INic1cqvDpzp8JHZucV0GUZ0ORqb0H3xUBQ4mwXKbmY2O+yA0I3/TZjxlX4xmj",
-	"uq9drhJ/sOQE67GMo7vfzrhCndxKmwoKUqDluPouPuZZaXs6wRTwBkDRFw3KW2usEiGgNEyPKe92LKrz",
-	"ubI0SlvWOm3puqwFP4hsi4J7gkoTvvbf3mCAcm5vY5m2GjRbv2yXRLIf1YPXqaCES+mhOnl6ysY6o1K2",
-	"LSFcpbezBl3M16UakHjqIQD3BntNHhk85pbQsqgeW2by+Zxnq1ocISa3VA/rhbbsSdspWRc/X/NRVkr5",
-	"ykQoKycrKhlYnYp1Y36mczs8S7k6j0PzL2YjoQGYmYUYy4kc4ye9ipKQZ3KrmOpqF4KLy0dARWUFK4fj",
-	"RTBbee5NpO+VbgLzy2yK4YeCz0nMZseZvJCpmLqKBDpLMFs2Rj08ZlQJmcU8mUtV/kkWjzhUlPGDTtTB",
-	"NzHWDl5ptBqcCD6/FU23srm1+MJMCMwO9wGZ9B0dn8JyQc2WBblRva+GsEnYMBblbo6dc2aiZnUYjqRi",
-	"D75cK54HxtnbsPndos7/ESJnqCaHIKoC92YqNJzgjaTQGpLVAtVvi9lvqqbANm5DesM7+AcW3UoPxHFu",
-	"r3liN9biW8VmWM0tSZGfDZ3WN0FZYw3OKC8QuBTIosOAafM/eTJUvLdfrQSokkqtP+94Mt7zRDV+6P2k",
-	"4qWJUVgkOaUcwoUjlgUC1yRV/+o1tBb/SZPkdOBmwmUXCI6LyJVfRiMbCJszNPMBD7QGuXEDSG9M8S/J",
-	"V/ljs9qGsojrzppM6swl5F9dw/HYv12Ky9dy7hXftNY/XM400wuhnC/GXaTLhenNC5FGHcunV8SIXRJv",
-	"dFUd02oVzkznFquaV9G+Pf7GS/R/BOHBS81V6aGQoQu0qZ6pg2/t8t5QzkBA3kjSqBKkz2hViq7gSoMr",
-	"buBmcWf1u4ipmy6sr6PgtNNOPRD5Mb2AUToxvUOZmWsXIljyg6stK9eMzgsv0EfEBBZX5WNEQxqkHfXK",
-	"grVBeHJJ9Uq+16yb4RhewmwNrCJvdr8SZ+K5PBBDI4pSzaBWUt3L3hXSRDUGBQM0aIyGGJRrSrsk+nx+",
-	"effjYnUvEY+rdyk46VQvQYny12kmpzNA6WwKskD7ib9usfE8kxMxXo1TMtyJIYuVWMas+8/cWMfxehHm",
-	"HamYdSkfbamzc/Sbwi8uTDRm3SWXGC7hwFagJIY66PSCMkKxiltSMS0oAVuCKQANaDyg6vgNEGf85JLN",
-	"3ZLofpnA+EIsvXgq9lms8jSNC1HR1ISC6yTR/MFI/fWErY8TdmpWa4odJlhO8jTFHm5G2H0W//Y2ZuNU",
-	"cCwYWJGQPxtbWEcH+K1ABapAHSICFb7GOGjB5425bl+A06wnxRgxzuE8X8NpuaR9LNJ1kFNqDP31xItr",
-	"P/96ssbGf/71pFLZq8+OrKkUC5emGgRQRLoa4WrEkq8rLvOmi3Dzot7nSln+rmwmBhuhWUsQzaxdUKEp",
-	"qSbal7LiVAu5qNtPlSbnXCrLpRKZQRKauu/NcHvbvdNPxMXapSoGoAK/eWrllisbNxPpYisR5twXQuyz",
-	"l5UA5S42CzOjTo/ppRopVJup1gd1UnJsdd/FpAQVBlO9ZHG91x1o8CMljaZy/pi2zm0lMqM/UiP1H//B",
-	"Diptr0aKqlfDiHGQL+j4E+ysUqut+/OvJz1XYnmk4oOwt9iQuT5Y1I+PWl2hKdn3AaJKwZWo5jpKECyY",
-	"TPrs4KqycGUBIl+Tm4ZeYQXUkYr3BjssLHMX+zpqcb0WnF97XPYB649U/NPhCdueYXrYv9BKkqugbZhI",
-	"PFBf6VTQwV1II89kKu1qpA75eBbUCqaSg5hqKd7xsU1X1Ksnm6KVfni5OX6kCns8w4hWNuMXwlWO1ksV",
-	"BhlnuJzceD8HZmpg9QTTH6lXdLZURJ+q6lPSpUiocqLHgn0spO4GmYdgvc+Kqtpxn/likj7xGXZ0ednk",
-	"rs5GitLjC9SWCgszStujmVi855rToM8njgqoccNkEfY/Ur60qqvZbErkp0fk+qFFJNKQHAF3xNWCzAAo",
-	"R4qZmc7skH3zDcw7F1wZNuoUnkEsv7PSedHQq1oGmiYcdb75xuPE08ODx8X1+unwJLxePDW6KH4bw5sx",
-	"lUH4fmdnEDFDVW3Z9/37/d3ecKRKlyoiWaWbIdFNnGCJrQ6MgNXGjyjSc4sYQTxSTgBPyvpB9BVVltVK",
-	"RK45EnNBonAFU80TdsZTrsbY/mk1UotMnwkWl/dCZyzexjT2f7kbJiS6fefCznRxSdC3aUaK/gXaz9p8",
-	"1KwbtxUcpGqg6WqkSldzo5/aFWUInNKBJ3O/cEVzlYyUd0bj4dbck74ArIsLZL+Uzl64HjlQye7eYNAb",
-	"KSzhVC09FNQaYl3eVpGoLBwSjRT1rjCstfI/N2XZf66cMc7V//f9COiYYKoxzzLpZJKwBHt1Cb5QuyRD",
-	"0EiVxdndQAbPkeQ3avdV4jOxpTFXLBHjlGdY2opO3xdT8aXVRworH8CO4r3BA/ac3oJ7fkAcPmZdv/aY",
-	"xjhV2p46/h9TMOFIccVi/MJzl6AbnHCTYxISzoyT9gjD3YqUHik0gxXts2hNe7Hv6VBu0G3LSXZL7dBI",
-	"GKYndD3DYtTx3v0dTxUZ1cBmVJabnWjNsDB3zLq+ira+ENlIURHtqKxlXCl+3VQfu8cKIzo1inWAQbyJ",
-	"YCsPi1W4Gtgx63ocOLXu0bAsYONI6UhtXKa652/3MZ9K5WSKZ5LUxsyJO3CrKA1sa0GviaSogcO6O1s7",
-	"g0Hk07HY7oMetf0zBNmi3ZZreDanGssGLUbU88FVYaZCfA7hR6qS1UUHj20Jh05CcR2B13sAO3wiC8eb",
-	"V8/YRBT91UYqMBHUbQPsTMOdzIQzHlR7G2rspBiNVNjkkMoZbNznUKwYYAcIe9jtcKKzIUs0UocFz4yI",
-	"ABOpZy1WY9SJnGDFkTmQc8vnC0QuOo5opECOUoKVw/kyx8hAgz/dGqK17okoEQzYjzzx2Bb32V+FWJSy",
-	"xwSbfpVCvSEeNNFwf7EJ4Ei53ozUQJi6RwLofYEUuMUFsr1cWDmH9Yxhty60ZzVSr6WaAi/IiScUvbDR",
-	"ORUVtiuStF1tvVJu8vkbPcD/oGO4J7Tx4QmflrKs7659xsfntYbZcAliLAgbRyw+fnNCTPLx4bPDk8Oy",
-	"nzZsda2j9tAJN0CCnWjkmhT61iYgm2DSa8hCqOeNP4+dXRa2Q2DUDyGudz/03Qb64eJBldALWsx+0RJJ",
-	"2mC5KAmHXcC7eAXwx4wtpcKjOlDUyBHI6jWarA/DxVC/Q0d4yybjI0WFfLsoR2knbbgMON8LkiqNrnWE",
-	"RFl8pNxZR+ut0WGb2HzH8inrkpBUCGuuY+JI+ZYdcdBdtrlRB1yBAnVflXWOkUhV/0Y6gdWxSDc3ffbG",
-	"tSEqrVSRa//Aky2tUmL17ifmhYdYop3NQQz+i5oi/CfwiQBaFooFdZqPGOF+2B614X7/SMvFGm0U3+ek",
-	"VCprhKS9caSd+8x1Fgl4YX+kOlEnlWPhyp84Hf0404tMCsuxqFmrbr7tvyxtIoV2fnB8FPh4hp2d/qA/",
-	"cPVzFF/IzrBzvz/o33dF09Dy4UVb+P+0yZn+TF4IJYxB2UgM2e5g4Pb3fuTMYaPOcNTR56POhxBBXK1x",
-	"AhP1wuizI8vGMzE+R6EqEQuhEiBnqMpw9nil+Fw//hHUFWAxhNXYqDgcMRMu76jPHvsuNk6Lr7W67neC",
-	"4kFHSWcIe3Q1UGpNvnYHg0vqgF+v/reboaX8t98GtpKXF9TIYo+mbxq1WGbQLQw/ub9z9SeX9Uv5EHUe",
-	"DO5fPUZDk43QjtYZ/vY26rjQxgBjvBdy+FuHkKzzFj7bdtjYX/F52op2AKiXC6EOjo+CUk7lrVtyw85y",
-	"mZLVsfGc3efXO+gLlfQ1l/3iyly7dUx91ajE/OPg+TMSbqvqXm26mEqe+yGOlLSSW3khMJKuKOIOoou0",
-	"vS+HOJec/slMGtSqM44VohpRgDTo1sN/JXgi14gOiFEFhfBMyvclJylIGnbw6OTol8N99mBwvyj55RUy",
-	"4iZopkbhQiNWcTbN+FhM8pSZWW4T4EBIYIjnVswChhmrF2hHQCE145OJHBcaS4mf8Jrp3YxAwfZXX4Y+",
-	"4dSkZtHWvjbiVKBWG2pe7GxPM76Y/d5Om17liswSvlIZlTos8Apk+a7/DTReZH49JARYsQU0WibtMChX",
-	"WMGKiBrEoGRhouLfsBMC6ni+RTo2FIZFSGHQHJGXUhnJhAnbGzxwfBstCUNcSewxl6sVScqwtD771akB",
-	"7XUdw/KNP7wf1QoXjjrD9yMviYw6w51oFFT9Q3kBm61/+ODldF9mMmJajSs3icpFwoMZN7NeAWFpyIyJ",
-	"A5BlzIkRVIx/C22sYz5G86xi515NI7CRgb5sD74QmbfidoFkoGxivNobegaogY6ZcVQuOWrLTi3FUv+Y",
-	"IOIsnDulhfN+/0Fvn8W/8Gw1ZFRZK2ZWpKnxg9RadZDKaNy7DZSC0PQnLJxf6psYtnJbZQeb2g/7P5tb",
-	"oTcWJ/wQ3WrNxqZVVWtEtq2uHne0aUXHKzYQlk2MGA/Vmrb1ltUaPxKSDYVJa0u4UZ3S5sbTRSnCa3XC",
-	"f3stXubwest/cs3mO/UKk0DVb84q10drFPoQUEVdySishGyY90bso+lkrdFPtFZ40mrNut4aESfc8rXG",
-	"aL/wpvqirgOQs3M20BIKJriscU7B7b/M6dx6w6WDGmxDm3N85cacCb48h33sYlz/tuK1iULjH7o0Sj9a",
-	"rboy615Wz7jaeDu40FHAMJnSWZ07e81gAxGs0hoNP3rwudtheap/L+j+6yMNrJOHqOEFhtgVElS9bxVg",
-	"eMOVQDlnA6zf/f5qaNVbCt6aoLuBfF3thfyx4nEpEOcqwEsn3P10eNILBGQvEL/F8vdmE5G4PMkGSZhk",
-	"LzoPbJjkA+gW2kirUbyUbrt0L/lCOnTajnv7IBLMJRHXohB9YQH31JfMpp74RkyofO5CA2DGfEEinxH9",
-	"WqQI2RxLCRzvb7Xg/X5As9HDbVBcjEgJEByQNZvCOoHNGmoFAAeUinfSrlgiL2QiEna2wgp93aJn+k4v",
-	"qPMHDKVYBlpVL62HToX2AwLiSrarPE2jSml0ctnsV98+FyvjZAFMYl4TGrDDs5MQAum5bpsgTlOyog2o",
-	"bOmnd420qHmHtAFkuGEzOSWL7xoPxbJTax30grZdQDDdiiIWf7P9Tdz0BZmu6yyjy0MTFC/tCeSGArrt",
-	"0qJFVMqB/lXKuJYW2HwxDN4FTgc7BGXDztjOIApRZGcAwnjEdgaACoBxqujTX6f3vkJ1Wf7Jm83R0FpY",
-	"TaQV833ERaf4gGBdOO192lJRlt/1eoh/enVw/PRvz06PD169Pjx9cnD07PAxwM8//+Xg2dHjg5Ojly+C",
-	"Hx8fHp88PX129Pzo5PTw748ODx/T80cvnx8/O/z70ck/Gn48Pnz1+uj1yeHj07+9OXz1j9MXL09On7x8",
-	"8+Jx3O/3e4WuiKx46ONE9gaDjbn5bsO7+BNo0eN6f0QP1ihQHIFglUZwtxLf+wLPnPxTwLixhZWPXUBc",
-	"IkfrOpClqVEYajjTjXU2PS1KBQR+jtO5NOjMj13VtWBIbLyBx3yONcDidTCSL90Hk/l+G6Y6jkcM75MF",
-	"utZnB84JRW6He4YdPSYSubZWst8DiOhetVgTpLiiHQSOXvTt7LMjZTNtFk6xllgrj+UqFcaElgOh6CIC",
-	"GSlw9ejFyauXr48PHwG6xr0+KzqSWtek2GBbTAoiCZqNYrdSDyhPpEsJBW65bexw6lzsXW+JmYmM8ukb",
-	"1fkyk+dH10nqVkx+ta4gH6qR+S749ytX0tYbAHwaRe2r16G6FWOND0psYIZAgkqG6F9EZiiD1tiOEfY+",
-	"i3LWEGvWoJcFIWiFplX9pGxnGMpglXeUtwH1+x+lkj3cWMPw/f/hs50N1APnnw6Vkb2dB5ussaGN8p0W",
-	"VdGidFawh0Zdynkb2ku3U3LeFXZd7cvCU0A46h/Ex8qC6oU9z/VK82kBWNu9zgdaLHv1ZIvdQWtaz9bb",
-	"vzSZUN+2KY8HSVIpZI7kBRd3z+VU9Hy4WAksV/4ZpStsra9dACvWsCJPn9VFOgoWqkUN1WZcGWodGwXR",
-	"6WOB0QmgjZYCgU/I8FmArvs0FnEduoD0TCwwldb9BtpCFrTw5yzVoL0gZesVfstCgqRBgoh2jgILkpAl",
-	"teGlXAnPnFxkp2tl6wV+EMtWsD2RGnHP+MVgY0SUOkrIRSiNUm5BxDJxoc8pycA3M6i8S3HuXvEgJONp",
-	"6oXhvcEe60qVkISYSzPjZ+mqB8sJGynIIOwPtoSHNKxmyNDY89xYjGtc1TsvdA9ePzo6YqmwaFlz4VIJ",
-	"qvBbUhmQHq28EOmqFwWq397gPjZNdEs5xcFK6dnHydLsXjzHdy5E5sKeipQeTKxji0xTqV2/suY5clWM",
-	"0NsHjuFcw8JSdGF89OKXoxPSmw5e/OP08PnB0bMYjiTl74TBCMs+2xt873MAyiwDHyrICTVLkwHrYl7R",
-	"KQaLmrhozkgLXXISbhUG1lGsTtftFp/HDYIpoVLQnmHN29REPMtXto8qQnTnmu6A60kxDc1rWqRBB8wZ",
-	"TxiVfixA6O4lGqYKDHYQH15+YZHL7xKX/zL7qe7lxu77mwkqG7DSIpuGvti7+osX2lIpNPxgA/nikVaT",
-	"VFJe8d7u7iYbcTFZwNkPlXXJnv+uwgxhGpB9GV56L8EEAkspxVBJn5ZoHptnLmW4klK2nhzpo3nWepys",
-	"XInlSoVlYL7A9aVCywQ1sy0apcyjIOy+2gWFcRDgQWqKGDYhxfz8l9nUxC7wvtoMJap2Ten6ZbrYbdcO",
-	"n6Vob3OSSqVZDCxn3y+v0FlqnVh8eH2fvSjDlot2m0amQtl01Rgx9FxcFQLwnHpMMZX7RK4ajLULAmfd",
-	"IgmhNQIAwVrxqBR1L3ZQTPQNrXYGV3S0+hBdyT0oWP7Tco3n4nKqGvlsyuBAZVYFYc0dBajRNq17bRvf",
-	"CX2un4FEX5fg/pvSwJ+EDUSugPrNRUn0fLumlsBp4+KWWzs2kZPTp1ZG5Ddqrh+PpBF4O5Ktvs9BEi6h",
-	"vExJahDgPHG7tuBG9/wPckfXy8s3WqrCVlkFBCtZRkFJyrs7+zXd2Wc+P67x3MOIT2oa1urNfuT8AJwp",
-	"sayWFgA1uybFoPCCabP4GdNK7FebQ4w1eqKtYROZGeuz3/vsoPwYU9xdVS7mQ/Pi5wd/P3356qfXp8eH",
-	"r07fvD58Fa9RE26ZsTJNXX5gTdbZ91nqY51jEvyUS+XAVFg1/LTSRmw54xbdNlUBS1q0R6AHSzgfsViR",
-	"YwZnx3dImaaiOXOeCJwcG+BgUQBUyp3hxq3HmS96Q7bgxqVeSVOYSVCx1tn09PdcW37qLcZxxGZ6icuc",
-	"c7UqHDdZrgB2ZM3BqNiipxHWHyjUZCdU+o3P+Tl8rfWcALROQ+nNl9n0drTf23fwlB1VNvLt7NzmxK0O",
-	"l5DsLrnx8K6R3cMTPr2K7OI7n5nsfgZt9maW/WsrwV/GFXCneV+Xg9ENdiS7uDrrjCuQP31dHOJiqWjq",
-	"IeY7z62Lo0MikOQkt3pKpJ2UHSDq1nW0irwRPRCegh5wvphrpRscGVZ9/7c+O8oygcELZ6mgSipYdscX",
-	"hSm54pNagg78l/KJUWJ2drCoKX/cc409UGipPIWTr6l/om3pyIYsmCz54XRoFOfOJlH2WruHiUnTjHrj",
-	"KY0OxTFXJKB7Nqh0mafrU5/nc2nNfhhNQrIBJj1U1isNG+cWZqVYq0yYIupgqbNzl0Ti0hP4+HyaUe0W",
-	"TIfIswt5gRLMOONm5j8kC/QQo74zgRQfPeFzzCiptJMjSzgw1ERW470wyXl3sOeitnDVZK8AEk/4lIT1",
-	"FIpeDaVRPt4d7MalqtMM26KQgSbGhNnkFF9GMR1TYYOmirEPEw3RAAHrg6IaOuh6GwuWWoHj91U1HAaU",
-	"+awhcBD2RZ407qVFbiBw3ERukBNM0m5SqnZvj3kHPSk3YeIlVgaSnj/yNWSsq1fuHFv65zXjwNop966O",
-	"5d0lRryBQOKW7gPvrEhXX53JfGcDPhxWUKACCv/ObPgxYkWdDbNugKK9Jm3ySvP3uirpqD2xH47NQSn7",
-	"rtYvslr3BT4qufk9r1eC6oevYwwMfRjRuCWpzabeE/43CvbOTWkAf+Mm02RHsbNM51OSBZwZu9eca30j",
-	"AvdCK+GI3Fpa0yFsEV2hFv91wd19v691GODzNpO1g2aFdPhyrNTU8+3H5i19ErXpo1Sl+xvSCl/fo3Nn",
-	"1fpjWqKvVAiue/eovSeG5OD9a6BalD6xTrUaBHdXvVFnhQy/RiOKBvUfKQd9EsOJK6f80UGxt0YBXEX+",
-	"26MEd0aTjxGD7iIpPx+5o7t4IxPINhobtlI9bXXKUbFDCssEhbDMN1Se1EVMiSWWGQOZaoiGgm7Mx1Zn",
-	"R0ncIws5PXHlpizAzcLBlX/5V4WKKrXLgiAHX+rM1TYtKjEkFDmIlRl93dplJq0VxTIxKi4IZGTcBEP2",
-	"WWykGovYOwHQvc/ZSvDMTxPnysoUm/7jK0Om9LJXmfNcLCxMONfKztIVO8tdoWbnBqfsDrPgylChQswa",
-	"42wilmUIhtHeujLTaQK/iQzTkIxLMnMhGv/n//v/vWpfiYvAZbr4Kl9o8GYcCCTcA0AQ2uI6H2oSGxGO",
-	"FaFxk7YvIM02jYabudFofyZHbQnkq720ZB4UeCJ/Emfsp2dw/64x9N7SWtiMA6qPzz5C0G1iF2Eg20ZR",
-	"HPcMc906WDdXRQh1rkqbdK5cQHUvNIVHTKdJwVPKtBXysVK9lQ3pGnOX52qSStZZV0M+tMsvRSaYOZeL",
-	"hUj2m6huM/E8CsD1p44kKTdyNYEK4HZHn+7CS4r7LyuXoTk09iOU8svDUiqpFdhYEkP40W5HMWJhJHsM",
-	"pMS3ofTVbtMVyaU+t4TF1PnFxChLBtWCe4X/qVJzmubwyUcx0jAS44piwuhxm4nMhcP4el5CLAz9Jq3B",
-	"ol40Q7AnolrGpdDE7s8j9ZivTCmzsu+iIlLm/qAHpFGJZR02tSySLOy6408TOwI4edbF2Q4pdYgaeFi9",
-	"MOh1o4w/J8A7d5irM4GycuxzaEoac5QEEcMFa2NmppeU4tHrs9dYtoycv5mwmXQONOARQNHXcoq7DclF",
-	"ETN8VWYY8TowKCPqXCjnI+QrFz6E/YfQgMytFfOFvWdquTtTrYSzSxfgXFsUpcdaam/OVZnMWWxskcKc",
-	"ANemZe2zeubUg3fvnB+S/KeJTJwPtTxG723F7Rhdrm/JV5ux1H1CRoCz60oCvBVXKIKnRSbOes6Nz8aZ",
-	"OTXMZQVhBn81uwbTqeh6FUUkXNwWXsAgfb7XFoR025k4t29SK1f4ZUKS6vO35syEiW5FJmE1o/Lry6C5",
-	"izm6izkKxJojInRGz4VWgp2tiHxdlfDTpkltv5cB67s0LOkVakrAqdalqlb2W8Z33swMROpZhYbW6NBe",
-	"20qTr44W/NtaGuA4N0xwu6EUf7WqG96TFgtFEHBwaaX0IlqmIcLpnglDa6JCJm4Mg+vGRcBS3OtjBFVR",
-	"mqseCASyCwUA+fFFErk0dRKqx4IYahA5BSLSRCppZiKptOgAXdv6aKzmGIMAGJ/SLbdBSFSwoVxh/xy+",
-	"uiMOXwdxeEL2sJoDqnqLbs8B33TrUSff2CKJb68FE6UuF2YepIo1m/Www+Kf26AHW9ggIwwBdZfx9dVl",
-	"fDkE9jeS/v6E5jfS38kwQXYTung+Mx1+DSPao2rnV+wqUWlE5NtNcMt2epv6AQDpne1JCZE4dsyoqXOb",
-	"7QA++qNaDWBtX8ZegFBp4fV01ne5S3d2hDs7wka5S3hjGshxq6Sz/Z5cD5faCh67NCXvs0DdAZSLMJub",
-	"UeN9w7DXadFjkt53ES0BeV0j1EhfidRi4atrGRZo5TcisJekerQkMhRUySUw3CUt3CUtuKSFtvu3QXoC",
-	"vLppWoK7d3HxYSULIbiVePMwWD9xhT39p/XUBETqam7CwfHePisSFOByPS/mvW6Owg2v5mVJCsVWwmwE",
-	"B4xamYnrJiW4zz93WsJVotBdPsJdPoK9jMh8ImMpiQiXZSw8cgUxgyuosN2BSrZ1xoKXP5kIQGH7tyAC",
-	"fBrl6sukOVxGUXyew0dTljvF6i6/4c+V33BzNWnbiwZXW4gbRJFQvAtCWGo2419dK5AFVwlmoMZUnCwo",
-	"e1rNv3QlHF3aabyR1dmJcleVLozd/DRfsAxXSag2c2vvOthLa/5nk5z1J4u7v051tLsaaF+7Rdwf8RcR",
-	"0jYnYtvv4fZdGSgyx4LbRdGyotUuaay3Is7tswymwRATGog85Nmlg18Rqo/fUMRr0cgKK5HBG8NyRmkN",
-	"1n51c0qDwYYxPDrFuMD2cBYATUlNP4PtKeABS25oD1+hBer6huo7k9W143AAdfx1m3sEvoHlCqhCRdDx",
-	"mZIwxj7Gsbga+iQt+CYuVUFozf5VE5C8KazNunTjKxjYmD6PhNCmkJUAvDP03Bl6bPVqIuJ8AXHi6jdJ",
-	"hiDrUN5AKsoeb+mKGWErRKPg6yBIEEnZHeyUcW9UJpUbxtGCXXEqqYQ6ucC72FXFdcqr8Uhv5+jqLEgW",
-	"cO0CYWqXZEPVYHNsKkpvnYk1KoVdPkA8KMqp9W5NBJpmXBUl0PwA8DZ+iunldQHJFaiOPqmglIi5th8l",
-	"KC1ye2tS0qcxz9HSjnP7uS10V7OFK/D6o3jFbQZyXL2T9st8Z3/83IEddwbLP0U3mCSpigEFJxBBjfCb",
-	"WTJdAdlNLJmtkR1hTiubyNRizuHZisXUHjje0OS5gcHShZdcm3vQQp7g2jYSfHCeQ7JY/tnMkASkDcJx",
-	"CZh35sevzvzIvd/BFvelShuijv/lixkjNyY8LsjeV7oOa0Nhd+5EZD9wM46HlRIfvc0C8hnRBONav2CG",
-	"PNIuTE1KxDvWpaz0M0/aSPrGOySxlYnOVr1hQev2WbzIpM6kxXzsFETo7jTT+YLGpdewFyZs2Ke/wy6K",
-	"GtHUVF3xucB0ZVfImYdzcGPkVAlxlBSzNL3ZD1bjahEEX4Lw7nti4497gwHrxrkiMJzShuMIlgKrpFz5",
-	"ZuJ8W4S5VjcdS4Y7zoPgkYb5HVHj52KvEb2A3TgQgFbr1gZafoyKO+pqonrsP/twxVodlB2flK7B2kcs",
-	"uDy2Tkt/2J3dh60NYf93+F//85cftt5+Uz4snjW+95/NVbCqO/7R9e+QWrlebjG8EMOdWQbFdrBZte/8",
-	"hsowvlS9ri37xpvR3OkMV9OJCi8ix7/w4Y18iXdM/47p/5l9juu8/mN5fGsmzsuFUJiHgzMQ83BELFZi",
-	"Gbe2X3KmG5GtsWdXo8Tjpy+HE5M1jgLJnNErqPuhkipHa2jHWzPUteXl4Lx/2MwcXN0Xys0hyLSFpDoM",
-	"uMvPucvPucvP2TA/x9OadUJ9iaq0/Z7+c508HbqcPlPHNwnqs4M01UuRFKUI6MV7AX3GjybObeA8BtQP",
-	"xvkMTGsCzs0o6Q1ScErSc5eEcxfRUE/Cab9kmyTi4MubpuL4ixVXL1OZjVO256qWIV3LzClGWkvNIWRv",
-	"aRzyqFzAtZNybnpdL03LKSES5uV4wBSE6AZpOf7b29DxPr1CdrnYdBficRfiYa+iVZ/KOuuEicsyeo55",
-	"ZiW6dcjPHF7jfabn0lqRsEUGRMVKQZmG2DA/V664fp+9Fraqo+msVO6sZrHKU6qcmit6DZQ/PjVxtVTo",
-	"cqZTwSyfMoOU+UoRJkKhx89cdE4sYs38B+TDAtGmXdb5fOqoS2G6DSHqU+mhXyiN6VKCWiQyfTxhvdNB",
-	"70IJvvrcp49VQbcLOWzT0IF7FQX0psWyvKT7566X5XZxtbk+lJTv7PVfm5O+fi+C+1iqOZ9LBGw09B8k",
-	"CfYwptUwOm/yZJcW/nVbPr3eZ/62omAo5/PcAjTabPDu7T+qEd4t78tY4T1sWsQff0AVO/ydLHNnHv8T",
-	"mccdCmvVJJ8E9LBJQKEOspsGE1Gj2psLIb5P759bCHG7uFoI8Tned1LI1yeFVGpK56aar+z6Mt96+ABK",
-	"FWUuYCKURRMlBg1TKlHMuhgLl5/9U4yts6AUrbp6Pv646LEDf0zlhVBFItFN+47wJGFcoYmmzI8BfdX4",
-	"ILnv66mMPlfIJwqtUw2eJO66/VGlG7e8LyPdeNhslDNyZ9y5CzC4k6BaE0XwspTksamDr6frrZLURxaF",
-	"8LZwfOA8kNhNhCqlb0abed31iqnqIJ8ZkU767GUD7XYvcUXZiTCVq+8Ay8K0xUzMuVQYdI0JjJMqZe9S",
-	"JiON2XOdrTT1isrWBqMhQERSorJJP06QETlkc449L4i1+HQYPwI1AhN87n3DWDINndnS9srKqgW0vZ8j",
-	"KSurthSnuCnnuX5IRkGo72pS3NWk+NiaFGs05TJSdkVMByVIkBrTGtXR2PPkxnfnM5WUuEJ0KjZ9F2pw",
-	"F2pQ76mCmHF7+t71ykRcXkSU++IQis9F5Bo6ukqiXmzYTJKImHg3FgtLHBakCirywFfVJFq9VOTX78bH",
-	"ByePnrJ+v++lIXrDyUQukwp1xxi+iPdZDHLUXGAAmHKtRZFtN0kpWONhrcBDkNXL1aroyeTlBRIUulTp",
-	"AdepMwJLr88e++oMG4o5bWEHtyMpfDLl9MsEHlylnLrIg1uhtHfq6V3swVcee7AZC7paNd32OZZb1y9i",
-	"MM6zjGoRVRM1RbOAuLln4MANd9N82LscxDtvwp8/B7Fyq3jzFf8sJQgKeXMDcrJp0z+y7xRmmDORajU1",
-	"sFOseChJGO0eHO8Og1h9FwIalm9OpsL0apWeYfD1Ss88Nbpo+4+RqC9A7AxzBGCmH0EG+0nYIyvmRVws",
-	"XroutSlL5YVguqzLaCKswjjWCwkCjLKaiQtYLayt9xFkEOSllraG1ywNjUW6/71KQzeW07yjll9jBFhY",
-	"ADE46yZi+alrPV6LVF5b4KJejWV2oSwpaLWky2VEp5p0RUXpYRTKs8LrU6GUpYvWkTy92ErFhUhdpXqf",
-	"ubByhNQFtRlQrolq8+ouusWIRmO7yAnshXKrNiKJbVJhY7197r3kDmzY7Bgmh1XVtnKTTKqbV93/d5JS",
-	"a+h5R4W/Vpm19Kedrf4gQissVoxzrDgEM5wJnonsILezzvC3t3BLsFJTMxFBb2OWq5h1H68Un+vHP7Jn",
-	"eszT3j7jLBGLVK8oqFeZJeZFKWoWv1Rspo3tRJ08SzvDzszaxXB7e2f3u/6gP+jvDB8OHg7wjjrgrFUH",
-	"CfR7IJpCcWUN5joVVX2mpiFt9HmZoVUzEwTf0kmsf4zyJpPKyGTdysBV4sy8NZHKDUrsdX3Q12TCCVVW",
-	"/4VDhPVviqBnLItU/64IZGzYwUxghLVQFkibSHx8dfn1XDR8d6QupHXQtpr9U0t1Cfxk+XbLGmpt13me",
-	"SMtSPQ0GwWctn/+U8cXsb8/YwfER0xfEIImpJtxy1iVCjOnO0t3r7Sl8wxfSUentOGKvRIqh5EqJMa62",
-	"N3TckCdlMbCD4yNy0odlXCIWZtHhzzxJ3LnsFwvExT09OTmO2PHL1yf4XhcYKAgPWqWrHvvp8CTYNa7y",
-	"97QJT4jUsJngqZ0Fn9ADuMz/NwAA//8=",
+	"7L37chs3tjf6KijuXWUy06IoWU5sqlJnK7YcK+OLxpaTmR36qCE2SCJqAgyAFs3xeNd5iPOE35N8hbWA",
+	"bnSzm6QulpPZ/MuW1I3GZWGt37p/ag3ldCYFE0a3+p9aE0YTpuC/x2d0bP9NmB4qPjNcila/dSwMNwti",
+	"6JjIETETRhQzmRIsIYrNFNNMGGqf7ZN40Bpkvd7D4RVTmksBP7Ad/F3Cx0wb/NWgFXfJ2YQR9yCZyium",
+	"yZybCWFXTC3IcELFmBVf1DJTQ3YIP+FI9U/PJ9QQros5timJh3I6ZcI8lZkwMZGKxNksoYYlRyYmdGSY",
+	"IpS4hyLCphcsSWB5+FXd6ZJ3TCSEG8IFiU9GO6+lYDuvqBlOYmIkUYwmRIp0gd/H6SQRofYlfKN4eEov",
+	"GaFkrrhhZChFwu3u0ZRIAcvze8INEXTKdLcVtRT7PeOKJa2+URmLWno4YVNqD8ssZqzVb2mjuBi3Pn+O",
+	"Wi+5uFw+xrfPn5LH+48fk5SLSzsN+ynBPhoyo2MWEdYdd0mMR7V7tbcr1VjvfpJqfJJ83jV8eMmM/n+G",
+	"mdJSfd/tdu2D+9+mfMrN9/uP8FQPiWLp94OWHXXQiu3Wv397QhQbMcXE0B5jSg2/Yv7zdlVMmwd2g48u",
+	"LCH5PUipxonZxa9a7Ftq2Es7i+UV/zJhihFGhxMkI6kZgQlrog0ViSZtTaeMJIqOTAeoV6rxoHWovn/0",
+	"3aH5fj+OiPJztO/wNCU0TeWcJUTIeUQM0cweoCaZMDwlxh7+75k01JLgfCJTRuiYchERqSIynzBBlP1T",
+	"L8rfcIfgPmP/6D/Rtn+M3zKjFjtHlkhjuw5KDvafdDbelp1TmfLhYnl37O1T1ORbEpwHmduTMBMls/GE",
+	"tE+Oz56TfECCDIOMOEsTHeHu7XBmRjsTY2Z0xnfssDDqjmMuO3u9TkQo0UZlQ5MplpCUawNbPqRpytSg",
+	"dfj79/u93uH8+/2I+IPIfwW0hBsrR+T34lBmTJG5P4U+ocTISybIRWbpFZ6NLP3xNGVwE/NnO10S46dj",
+	"u+d29fDqA010dvEbG5qI6Jndhws2korBEzQzE6n4P4HdwaU/JLFU4xj+KtWYCv9HOLxMM0VkZjRPGJGC",
+	"dfIxF8Tu+dSyGqXXHmZBAsvn+M5RILKx+YQPJ6WznNIFuQCerThLyp+acsGn2bTV70X+s1wYNmYKvvvL",
+	"L7/sHGVmwoThQ2rY8sd/YFRZ5lk8ZNc+nNiNtQy5bbnOt9896nVWMzH2kU5nKStGVIym0+8HLcMEFSYZ",
+	"tCLClJLq+0GLiyua8uQcjmvQakVLO/Y5as2oolNmnGA7Sdh0Jg0Tw8VfWc1deEUvmbYiQDFquBiT0zfv",
+	"zoimI4bM3agFab8zis8Y0WxK7VItBdk7NOJKF9cXZBIll2xBVCb0IRyzYnomhWakrQ01mQaxcCGTRceS",
+	"3iWbGTKSiuwfkInMFP5ZsVlKF1aGwJBxvgSz89b9qU/sNsaRnSMVCzdPeNwSAPA2OxE7XP4LN1Gce/6I",
+	"m3bCR8Cqi/WMmdHkYH//kFA//oSneBvKK+eeQ6pMCLuH+GrvSZf8lS00oYoRPZQzlnjuX7ovfpJ4J628",
+	"VVdM4aFr0n708WMHhhDSwI5FROModvpDKio0zu2xIvdpRS0rRlv9kAx2LB2UrgL9+JKJsZm0+vuPHkX2",
+	"avif9yw5GcOUHfP//XUw+Li/tzMYfPzu+MNf/rOG/KIWisllOnszo79njOCfyUjJKaFkptgVl5kGcfdA",
+	"k9jKg6fwSEzaFqxYgR47vtvpkjeWCxtpNzg4BxCWBN/D3X7x6ujpjuZji4KQ4jLRvPmWIdtjMwigdMbg",
+	"QKb25Kcy4SPOEgudLDPkY+EXAVDLskuWIBUd9Hr5AfyeMbUo9t9tS9O29w4e120mHwF0qkc0T/b2esSj",
+	"qz6Jv4mtqCUUlmP5P8vRq8YNZ1Sl3PIsoeeW98JFcPiRazKlwKrTBeEjy7I9Am1ro6QYd3AkwGUlZPpA",
+	"2x2Bu+Pw2yGZM3qJz7fjX3YHLQubWnGHCAtaydROuUuO/Mdh46fAiYQkgs1zINjOwamFR5QgGrMCFQUI",
+	"+U1yuHKUGEanHTciTtCCenKRGffVEeWp5TABJu0TIS03IizVsA73LcVGmWaaLGSmCEu46ZI3ZsLUnGtG",
+	"Dvb2gWyENBP7aa496m2+fu6DTQSw19s/qCcAi7Y3IIIClAMlNBNCG07G6kFUcS1Fp0t+sdjMnjcci9s7",
+	"f6JlPeeBhk2NEBIAGdnlP+wdkNfSkFf+ssB1EBI4/apNKaZ97Z0RVxzndJLYV+ALM2omxfilR1aJ4JDF",
+	"9Xa++/Brb+fJ0c6Ln/766vXpztnPO//94dP+o8/1/C6tB+Cv6EcLL4jIgErliHDDptrJ1EwJ0rZci2j+",
+	"T9ZpYho4djjThI1olhrLqCO7Swhh9nq9qAA0e7WABrSZGrYc8kKekPb7lyfPigmVNxTH2AzM9PZ+evLf",
+	"D3/+7m+P/77/14NX375+fNp7u3928Mu3rehWG4444jlPayHhG8u+3A47zc3DApDS9t2m7ca/lvb7PxUb",
+	"tfqt/9gtDAe7+Fe9ewbDv8OX7MwsA6rb4zNGp2v31r18nc395YdHT7979uR47/nDHx+9+O6nJ3/de3XL",
+	"zcUtO/44o6JmIU/ldEp3NLMI0zhFxpI26LYsAcwPJA5mBKtzgAaKg/ZJ7PCS1TtokujwFxGJqQaBzfwf",
+	"i5/boD2CngJDgaaIf006XXKM+9InMYOJf58PG+Vj2F1nH2epTFirP6KpZvU0gCOUaAAu7mbEABtn5Vbr",
+	"c767VClqP5AJ/nvGTnAwe7RAyws4z5FU01a+/bU05Ba+jor8ANeho78/2z8+eP7tj49f9H7yd/WWdGQp",
+	"oW4Z761WyC18t/q9zi5iMkwpn3qoYd97oFEd1V2yt7O3/9gKV0WHVqFBGBMf7fw3oTv/JL2dJ6RLzsn/",
+	"kD75L/Iv8hfyPdmJIwDKgGMSaXSfxN0Y5HXctf9RzP6aaDa2kl4j9nj/9iUZphx+odhUXjEA2TobTixg",
+	"4AkZyiwFkW/RNk0SxbT2hgq3U0TThSYcNSGZGZJKeUmt1OsTakjKqL0ughUL8ogTxqV2Xk0H6zZ0s2O1",
+	"OmnvX49G3w0fs+F3w4cPh98Oe72Diws6Yo/3W1FJvu4/XoX4j3b+m+78s7fzpHv+P/3/+tdfvt/58E3x",
+	"y/x3tc/9Z71+6lVCuFM/0OQt3lb701AKq+bZ/9LZLHVK9e5MyYuUTf/ym7ZE9GlD/lwMfYrv4+drTEGF",
+	"Gjelqb2LDu4DXgSN2xk2nP5tD3wSEWAd9kFnFsoV74j4B6UimbgUci4ACpGZkjOmzKJ4AhUDy8XAmuuW",
+	"audiuSty0RhVwTgqkVGfULREPdBoY7OKdGj+oFavR0tcm+L3Q3r76d2b15Gl2U4EVInKNowYEzadmUXX",
+	"8qSnUoxSPrz789nwVIbu+7pQ7z02tQKbkTaYb5MM58MiQlPFaLLIdYQITapyLuz/c5NsAhoDHJHlSolk",
+	"uC/soxVrXHhdsQPb8FyqC54kTNz3PqBVAESe13kcsyzpsVbNMRPGFVH2wPPVgEUV0Y8lPXgYFnQi7CWn",
+	"6bGlrftc1HvBPs5Qa9aBpQO10XrT3SEYQNH04kHDSRI7qzKbSQX6OzewstfSPLf6/v1TLOrDFVICrdyU",
+	"ThLZ/YrTBLFi5pIMqVVDrdDiIkEzRcb1hF6kjFwsSMIsvun4ZXv9q8HkXVLlvOnXXv2qW8cKnaQfKnA1",
+	"rrK6nXKP7cIzsE2ndJFKmpxJ+ZKqMftaXASV/I9DxhJctlOeco+DVcRI+9sD8lf+AzBEsCvmVwZZJLBP",
+	"4+0UMCYXwzRLcLfQHDCnmiRSMDiUU8VyN9dzylN2r1QZON8SjugFdPwm8409tsPSH2E1uQ1MczFkgHCo",
+	"Bh9Al7xlO+AB5MbZbo1CueFk7wugiOfgMWkgAsM+mt1ZSnll0TXYofGAH2gnhbU7ZYJHiTcJ+cwDTeJX",
+	"9CPO6IeFYTrudMmP8oEmL87OTj03ctYxuyLv/0BLPJi1reQmMFli541+zmEqtbebSCHYEH3CtRTh9uWM",
+	"T5nMzFe9D54mqFL8CgGAE3vFhr09Pnp2fnby6vjN+zNwRSFMxqugmUhgo4yURKdyni5ucncO63fqHVNX",
+	"fMjeC3pFeWpZ3n3vlsYZAKtk05lUVPF0QTIB/NdIMqEicS4Bt7OHzldgNWIVkYkUMrP0W/FmguRy7LhL",
+	"jpxHHEnP28+QnBJGYvjruczMUE7ZuUOUMTEckGpmnAfMXUxwJjtbd0INvaCaAZlaoYqOCqvD2M2zfAuu",
+	"b+nOO7KHhaBcBRkWOFkCxtJ2viMWVfwvccXnEHcqgqTi21slT8JH4azOpHxFxcJdJn3fhIEcwbEaC9JB",
+	"b8SrBZ7lNh6c/f85mPFYYpkNrMOdVpkgnG+2S16iT9qK/JlFByVYYH9T8qxSUXqiA2qrvW5Ccr3w80T7",
+	"N1i0sxmh9rbZ2109jzCeYOVp5A82uNs3etk/v+zlvRYlvBfeNc3uHfFdoMcWHe9WfeRaczGOCj0yIuzj",
+	"zOrr9gI5na+y7XWu5lU7sPS824aZkkOmtWVNGLd037uxdOGBG3ltLNOer9U5W9194cUI55dsca6Yfc3e",
+	"nPeWh4Fr6JItQNXFn7xTtwV7oLOZVQZY8oolnJ4BgPiKAtZB/Tj8qv1aTNrDCVWaGRcZM+ZXTEQkzsxo",
+	"57Fdbnw0HLKZvSPahW35XxQI3QFZu1JisRLCeS91UdZWaC0cpM54Tig5PTp7+iKqDA1CnsLLa0M2gpk3",
+	"feLNu7ObfwE23p0GrClLuHkKDjhw5qCJhaN9ia7iKf5IYYSfaZoxS0Uo/a73DlhN6rejMNj96h77kJvF",
+	"JETb2AFguOMrR6WVNQxx80ITHxp6uxjLt2xni+xL0plgl/8GH7EMyv6vZYfYsViibhznT93YEB6eRtUI",
+	"bocD9PjWq/D1imr89x33xI7V8gEHIeoEaJPDDHfX3B1y6Gdv59uD0GQsR8sG4z7ZiQ8JdWF3uWO3TUkq",
+	"xRikbmAKdN/mib3PfCyksnwdZao29idANoFR9duDRitqf+fDp73o24M6w3nU4vUHplbvV47WeVJEjSIb",
+	"cp71BJmDc7e3LcCobHIeqONjLeqmZ6z2ZhqoCv/oeW6VVGvdBOHd4EmroNrIE31p2GAC4Z4AQReUuvp6",
+	"veS65orlpL05jeNlrSHxIoZlPUPAzzXOGPmLZQFi8WbU6v/6qSWy1KlCaP+vHkOwhKUTanjXzfxDVZwd",
+	"efMyubLz8GqBFb0+bhi2vI/hjQB8iqAD/I0mbUPHOkJb68kz3QFVws6E5F49+Axc3kxohrJ82XpvtyFN",
+	"3TZsJKGj6jGjHX3jcwarBdpHP4OTxHnv9qpbVzlV95nlY63ZYm/wx/DWXi9ycYx2G7UL8Q6eCe924Blw",
+	"lnoIXqkRIACQG66tBSq1f0CtLjm6hrDgDU5jxz4L1+Uy8wg8nxvwicDPmS/OLSWceN3FcvN5Cg/B7iQ+",
+	"Cv002DXnIy5vpN+rUuhWz0VfBB601SuAUVZM7S5YlKeFtfypclgY2eYILQ+RL2RlTYj6TTlccLtqYCIr",
+	"34zcugKXpHQ7wFxUPakhOPqXAoYNGG6mdDjhAg2X8AtQPtyi3Wd9VoBfS2zRORpeztFHFvwi9/zZXxop",
+	"zy2MyP9vZZb9wUfvAjcNf4GXK/yN3ay49qLkSHMZBsjRiImEizEyVMuWZ9RMCBfOGAQ6CbrLYsuVdx/G",
+	"h+jpy32H8EjhOOx430W+wgcYAeiHAdtGXH+n0Z5bl5gQ7DPhAPeZyKb53YjyqAznBHeRYx9qPjK1Ku+4",
+	"7qwnUhkyyaZUFAfNPs5SKpwTrGa0meSiNq7oOSicsDuwuRGYfH569+Y1OcV3XMD3k95ex9POrtvkDW6J",
+	"RTp4tBHSbrGyurvzo6Kzyd9e5renIuY+GgZhKLqZvyECqLgL7JdjNJm/PX53Ro5OTx5op2yjkAZ504lI",
+	"fMmFvQIQV+GEEGkXV3on5ZeMMGEUZxoIOyYXDOygVI0zy5tQreVilpUJqFhlKlFnLrO96kVPs6kIxEYe",
+	"9Ba1Ui5Y3V8+13yryiUDulqmEkuV4ZQKeLYMx6of//B5DXrY4NyDkImV0qsKNtzrRSR8DBct9u7WlI0M",
+	"2JMhegbOXRCaGTmlhg/JjCmNQQkY+lB4CnIrj+WHmrTjggS7+Vt/g291uuQI8V+c2ype0ykwxCuquL2n",
+	"GmmjGCRPVAHLMtVE1HL9mxL+qZJGDmVKigH6JK5MHOO9KaS2LVBrBFuU0wjtbKoAuzy78njXhB56Qvcf",
+	"ffuC6kk983/34mhn/9G3XorBAUVkwj52l0K5ntCd0YdPTSqoi7yG7USmvPehNqI0pFn/UhTOc5mA6y5e",
+	"iQgaBFtu03KrS+QQWAiE02aiMABMwP1xxRRNuzVxTkvnE+zLOSrpH349hzg3+P83tTv0uz++5Zn6C5ZP",
+	"sG3Vb6kN2fsW3JGWXz6Ker2ei3GrWg72vn34+KDuVPzNuB5hl3YPFDk3TB21lo8man3cGcsd98vftBTd",
+	"t3T+yjGn2qPMuROaEpa3KORA+MzyHU6oobdbpGI6S02OWb2y6tUmkFak7V2O7CMbZsbZcFZvyefouhpk",
+	"SU7XSJnNGdYGN+kFoykKpgrrwBDl4kK35GUNlqpcafdWnRQ6yQPra+Tx9bVGNqU8rRW06DvR11dBa7Do",
+	"FTcs+WHREJN68szzFnxS1cJDJdO1huG39pk8GrxMKstq7yogAJoubo77dDFquKJQ4w33bPXRoZkefWbl",
+	"I8xTBZane/01YSzwuk17o8b2GJa2wGccwBjF91ev7EaqfU6EOZn5nS+lx9XxZrfjJ+IZXehSlsZ3QZLG",
+	"wzU5GrenrhsHbMMsnW1rv7dB5HrV3hXS6CZnk2xuzAt4zbI9DzJFhyw5qSQDLcuHmdOMi5ygXOUFSAlL",
+	"cDEqECspGPGj90HXQyevkN5FMJfqUue5+96WqTBiysPT5cthR6m1dwBHI5oNFcOcWEjE3b3a2y3mrHc/",
+	"wQCfd9FT1iXvJnIuXNKewKmHonU1i8fJ1JgpS0d2F+ao0il+IYv5qxr33w1sXeAwkmps9dkZ1eiX1CQe",
+	"urRUI0k8ZuYVizvXMYtBBpaug0T+o9UgUB0GjV4wS3aQXNN2RpeI7PV6GAQK7KZzWM6f5RYKlyiTKkam",
+	"UsH0Njq2V+yNauTpTVcNZ/xAY6AKT0gbr46rLdBZT5d5sgNsWf1Z24ktH3ezChFsrDNhNR1Sg+y7Dne2",
+	"C6hXZ/4hM4UGNH9dywE+C5mBMu6zck3kC7Y4ERlvsH9easJ25NAhn1T9hkI5hgmf1ZGoS8uZ5g/Z2WPG",
+	"bZfE9h/Q4C3JuZg2VxEGYsVcVpZ9LLZXJU65NnYtZ4xOdXxIYju+szvhNx7AvsB3OzVD4fN+KDuMm3+8",
+	"rE/8Jrm4Hh69vhxuBEv1RGB/6288+MXam+9Wvan1WhgrvL5rBIRPSizSj5CW8k1dTUt3IToCyvwDOzPe",
+	"jEYXkiqLMWoukKjyH1k8TjKRWDhBF8u028yNZhNap2C/kHMyohAJOpamb6WWkaNRTNoJSxkkSbhL/ACC",
+	"bbTuRCR28VH2Bloai3zmbBTAJd3tdu2zNEu4cXcV/k9SObZ/0HPGZhAO6jZUo+UYYlddmp2iQ+ZqXWRm",
+	"R45G9sURFzR1I5aYITeapaNO6B7A5YCNHEO6ohZMohW14PtgRRc0rXUVaEPVNVVT98oPDeYeSCki84kk",
+	"7kFIQakfp66GzFE6pwtNYlc3JD4EO7vgesKSEo2kjF5hTgnYLC7YhIuEtA96B6XtceOsV+69hMB5eXIK",
+	"tyhcey3B18nfO3IZNyelL4c0OAa7zBF9lbPNpwLpy43wwQEafVgn4lwkOwgmFEIb8baAJVcZW2CGrVQW",
+	"kEIaKfjQ18iwt3So2JQJS4BSlOrC2ankq+fCfHvQWmvM5QF2KAy7oY2h2NwG0riRCu7Psuxdv55vXTQB",
+	"nDdqvBLjlFl0PfQOItxzkGsF4l2AjkZCvgtEuhE+XCnTS9t3F2K9fB5/ZMmuxu8xyvKPRc3vHeTb1Iy1",
+	"RD53SKPX1Y0aCDrgedflWTlA9cttoO3iIyu29b4NiDcilZvuetUn9iWz/a9xRiuO447YTZOk/SMxGs3U",
+	"hsxmykX4270/EznWOa+CKM+aKlcHj77LA4YSZihP9W1jvtANaN/pkh8UFcMJwcKzbSoSf7DoBOsQRcHd",
+	"byZUgE5uuEkZBingdFyBGR/zLKQ5H0EOes1G4Rs1yltjrBISINdEDjFVd8jK33N1cYQ0pPGzheuyEvzA",
+	"1A4G9wSlLnzxwYNeD3BuZ2NMWw6arV62FZHsJ9Xgdaxo4VJ6sFCfHJOhVFhLtyGEq/B2VnYXUnyxCCWc",
+	"eriBB72DOo8MHHNDaFlUjS3T2XRK1aISRwjJLeXDei0Ned50SsbFz1d8lKVawjxhwvDRAmsWlj9F2jG9",
+	"kJnpX6RUXMah+ReykcAATPSMDfmID+GVTklJyBTfyT+13oXg4vJho6KihJaj8TyYrTj3Otb3VtZt8xs1",
+	"hvBDRqcIs8mp4lc8ZWNXEkGqBLJlY9DDY4KlmElMkykXxY9o8YhDRRleaEUteBJi7ewjtVaDM0and6Lp",
+	"lha3FF+oGIOEch+Qie/h8QmoV1RvWeAbFRyrCZu0C4aq4PWxc85MVK8O2yMp2YNXa8XTwDh7Fza/O9T5",
+	"bwE5QzU53KLy5t5MhbYneCMUWiGySqD6XQn7TdUUu4y7QG9wB//A0K3wQJxm5pondmMtvhE229ncEYq8",
+	"N3JaXgRmjdU4ozwgcCmQeYsD3eR/8mwof+6wXIpQJKVig97xpL3nCYsM4fNJyUsTA1hEnFIM4cIRiwqF",
+	"S0jVP3oNrcW/UoecjtyXYNo5gcMkMuGnUSsGwu4Q9XLAb1oNbtxgpzfm+CvyVf7YoramLuOys0ZxqVxC",
+	"/voikqf+6QIuX8u5l7/TWIBxPpFEzphwvhh3kVaD6c0roUYtQ8drYsRWxButK6RaLgOqZGagrHqZ7Jvj",
+	"bzyi/yOAB4+ay+ghx9A52ZTP1O1v5fLeEGfARt4IaZQZ0j1alaI1Uqm35gZuFndWvYuQuunC+lrCnnba",
+	"qgYiP8MHIEonxmcwM3PpQgRTfrTesnLN6LzwAt0iJjC/KreBhjhIM+kVFXOD8OSC6xVyr143gzE8wmwM",
+	"rEJvdrcUZ+KlvGWGmuW1oq1aiYU3O2vQRDkGBQI0cIyaGJRrol2EPvePd28Xq7sCHpfvUnDSqZxbJcpf",
+	"pwkfTyxJq7HFAs0n/q7BxvOSj9hwMUzRcMf6JBZsHpP2b5k2TuJ1Isg7EjFpYz7aXKpL8Jvav7gw0Zi0",
+	"55RDuITbtpwkIdRBpleYEQqF35KSaUEwuyT7CUsGOJ7l6vCOZc7wyorF3RF0XwUYX7O5h6fskMQiS9M4",
+	"h4q6Agquk0TzB2P11wNbtwM7Fas1xg7jXo6yNIUmcpqZQxL/+iEmw5RRqDFYQsj3JhaWycH+LScFLIEd",
+	"EgJW3oY4aEantbluX0HSLCfFaDbM7Hm+s6flkvahSNdRhqkx+NNzD9d++uVsSYz/9MtZqbJXl5wYXapW",
+	"znU5CCCPdNXMFalFX1dc5E3n4eZ5wdGFMPRj0c3MLgS/WmzRxJgZFpriYiR9KSuKxZjzxgFYnHJKuTCU",
+	"C6Y0sNDUva/7u7vumW7CrpYuVT4AVhjOUsN3XNm4CUtnOwnTl74QYpe8KQUot6FbmR60OkTOxUCA2oy1",
+	"PrCVkxOrhy4mJagwmMo5iavN9qwGPxBcS+wnAGnr1JQiM7oDMRD/8R/kqNR3ayCwfLYdMQ7yBZ18sisr",
+	"1Wpr//TLWcfVeB6I+ChsbtYnrhEXNgTEXltgSvaNiLBUcSmquUoSuBeEJ11ytK4sXFGAyBcFx6EXUDR1",
+	"IOKD3h4Jy9zFvo5aXK0F5+ceF43IugMR/3h8RnYnkB72T7CSZCLoW8YSv6lvZcrw4K645hc85WYxEMd0",
+	"OAmKFWPJQUi1ZB/p0KQLbBakxmCl7682xw9Ebo8nENFKJvSKudLVci7CIGMF08m093NApgZUT9DdgXiL",
+	"Z4tV/LGsPyZdsgQrJ3oqOIRK7m6QabitD0le1jvuEl9M0ic+2xWtrtvclmogMD0+J20uoDAjNx38EokP",
+	"XHcc8PnEUb5rVBOeh/0PhK/G6opG64L48Vfo+sFJJFwjjrB3xNWCVHZTTgTRE6lMn3zzjf3ulFGhyaCV",
+	"ewah/M5CZnlHsXIdavzgoPXNN54mXhwfPcuv14/HZ+H1oqmWeb3c2D4ZYxmEJ3t7vYhoLIRLnnQfdvc7",
+	"/YEoXKpAZKV2isg34QNz6LWgmZ1t/BQjPXdQEMQD4avGFvWD8C0sRisFi1x3JuKCRO0VTCVNyAVNqRhC",
+	"/6nFQMyUvGAkLu6FVCTehTT2f7obxji4fafMTGR+ScC3qQcC/7W8nzT5qEk7bio4iNVA08VAFK7mWj+1",
+	"K8oQOKUDT+Zh7oqmIhkI74yGw624J30BWBcXSH4unL32emSWS7YPer3OQEAJp3LpoaDWEGnTpopEReGQ",
+	"aCCweYYmja0HqC76DlDhjHGuAYFviIDHZD81pEpxh0nCGvDlKfhK8RwNQQNRVId3A2k4R8RvWIu4oGcU",
+	"S0MqSMKGKVVQ2gpP3xdT8bXdBwIqH9gVxQe9R+QVPmXv+RFK+Ji0/dxjHONcSHPu5H+MwYQDQQWJ4Q0v",
+	"XYJ2dMx9HJKQ4Mvw0Q5SuJuRkAMBZrC8fxfO6SD2TSWKBbplOWQ3l46MmCZyhNczrF8dHzzc81yRYNls",
+	"gpW8yZmUBGp5x6TtC2/LK6YGAutuR0Ut41K97LqS2h2SG9GxU63bGKCbyC7lcT4LVzY7Jm1PA+fG/apf",
+	"FLBxrHQgNq5s3fG3+5SOuXCY4iVHtVE5uGNvFaaB7czwMZbkNXBIe29nr9eLfDoW2X/Uwb6DGnc27/fl",
+	"Oq5NscayBosRNp1wVZixEJ8j+IEoZXXhwUNfxL5DKK4l8XITYkdPaOF4//YlGbG8wdtABCaCqm2AXEh7",
+	"JxVzxoNyc0UJrRyjgQi7LGI5g40bLbIFsdRhwR60WxxJ1SeJBO4wo0qzyFIiNs2Faowy4SOoODK17NzQ",
+	"6QyIC48jGgiLowQjxXC+zDEI0OBHN4doqX0jIIIe+YEmntriLvkrY7MCe4yg61gB6jXKoJG09xe6EA6E",
+	"aw6JHYyxfaXdel8gxd7inNjezAyf2vkM7WpdaM9iIN5xMbayIEOZkDfjBudUlNuuEGm72noFbvL5Gx1L",
+	"/0HLcs9o4+MzOi6wrG/vfUGHl5WO3fYSxFAQNo5IfPr+DIXks+OXx2fHRUNvu9Sllt59B24sC3bQyHVJ",
+	"9L1VLDaBpNdQhGDTHX8ee/sk7KBAsIVCXG2/6BsUdMPJW1VCznAyh3lPJm6C6QISDtuQt+EKwB8VmXMB",
+	"R3UksJOkZavX6PLeDyeDDRcd4y26nA8EFvJtA46SDm24DDjfjBIrjS61pAQsPhDurKPl3ux2mdD9x9Ax",
+	"aSNIysGaa9k4EL5nSBy0t63vFGKvQE66b4s6x8Ckyj8Dn4DqWKib6y557/ogFVaqyHWMoMmOFCmKevcn",
+	"4sFDzMHO5nbM/hc0RfufwCdiyTJXLLDVfUSQ9sP+rDX3+wecLtRow/g+h1KxrBGw9tqR9h4S19okkIXd",
+	"gWhFrZQPmSt/4nT0UyVnijNDoahZo26+698sbCK5dn50ehL4ePqtvW6v23P1cwSd8Va/9bDb6z50RdPA",
+	"8uGhrf3/uM6Z/pJfMcG0BmzE+mS/13Pr+zRw5rBBqz9oyctB63NIIK7WOG4Tts/okhNDhhM2vARQlbAZ",
+	"E4llZ6DKUPJsIehUPvvBqitWxCBVQ6fkcETFXN5RlzzzbXScFl/ptd1tBcWDTpJW367R1UCpdBnb7/VW",
+	"1AG/Xv1v94WG8t9+GdDLnl9hI4sD/HzdqPk0g3Zl8MrDvfWvrGqx8jlqPeo9XD9GTZON0I7W6v/6IWq5",
+	"0MaAYrwXsv9rC4ms9cG+tuuosbug07SR7OxGvZkxcXR6EpRyKm7dnGpykfEUrY615+xev95BX4mkKynv",
+	"5lfm2t1mqrMGJeYfR69eIrgtq3uVz8VY8twPcSK44dTwKwaRdHkRdwtduOl8PcJZcfpnE65Bq1YUKkTV",
+	"kgBq0I2H/5bRhC8xHQujcg7hhZRvjI4oiGty9PTs5OfjQ/Ko9zAv+eUVMpQmYKYGcCGBqigZKzpkoywl",
+	"epKZxEogYDAoc0tmAU20kTOwIwBIVXQ04sNcYyno0z6mOzdjUHb5i6/Dn+DTqGbh0v7dmFNOWk2kebW3",
+	"O1Z0Nvm9mTe9zQSaJXylMix1mNOVxfJt/zer8YLw6wAjgIotVqMl3PSDcoUlqoiwQQwgCx3l/4adEEDH",
+	"8z3aoaOxnQRnGswRWYHKEBMm5KD3yMltsCT0YSaxp1wqFoiU7dS65BenBjTXdQzLN37/aVApXDho9T8N",
+	"PBIZtPp70SCo+gd4Abq9f/7scbovMxkRKYalm4TlIu0vJlRPOvkOc41mTBgALWMORmAx/h2wsQ7pEMyz",
+	"glx6NQ23DQ30RX/yGVPeitu2LAOwifZqb+gZwAY6ekJBuaSgLTu1FEr9Q4KIs3DuFRbOh91HnUMS/0zV",
+	"ok+wslZMDEtT7QeptOpAlVG7Z2s4BZLpj1A4v9A3IWzlrsoO1vU/9j/W92KvLU74ObrTmo11syrXiGya",
+	"XTXuaNOKjmsWEJZNjAgN1Zqm+RbVGm+5kzWFSStTuFGd0vrO13kpwmu14v9wLVnm6HrHv3LN5jvVCpOW",
+	"q99cVC6PVgv6YKPyupJRWAlZBz3suKhp9BMtFZ40UpK2t0bECTV0qTHaz7SuvqjrAOTsnDW8BIMJVjXO",
+	"yaX91zmdO2+4dFTZ29DmHK9dmDPBF+dwCG2Uq++WvDZRaPwDl0bhR6tUVybtVfWMy52/gwsdBQKTCKmq",
+	"0tlrBhtAsFJrNHjp0X23w/Jc/0HQfthHGhiHh7DhBYTY5Qiq2rfKUnjNlQCcswnVP94YsPrGnPa1vQ0w",
+	"arXBrX1v/8n696odDO8MV28A58u9n2+Lxgv8nYngGjgs+ePxWSfA4x5/f4Bq+3oTBF4QTg3wRqiHxw/9",
+	"mXy83kxqbiSgWe6Wi2yAzrij3t24c2gRyJQjL8/r3ucGd8/s0UrreX1EmMimLhLBfjGbIcLUrFsJTEET",
+	"ZwH4gV2U6+sfBiICHOoa0GmEOgej9m6osZ2nleoaOw/YA0rZR24WJOFXPGEJuVhAQcB23iN+rxOUFbTy",
+	"K58GGHFXll/Huv4Bv3IV4kWWplGpEjt6iA7LT1+yhXbQA3KmlzAKdLR2gCQA61VTCAq2QvJtwNSLsADX",
+	"twt7hXAT7AzVZMLHaGBeEtlQ5WqpYV/QJczyZzejiMTf7H4T172BlvKqhGrT0OJFC/MFer2smHBZ2Cwq",
+	"YKd/FBO8ubGoIh8G7gLFg+1b3cZMyF4vCklkr2exf0T2epYULMUJknl7fEW8+ILYRbUpb6UHu25upOGG",
+	"TQ+BFp2eZXF8HiPgs6TyLgCutUT849uj0xd/e3l+evT23fH586OTl8fP7P753/989PLk2dHZyZvXwR+f",
+	"HZ+evTh/efLq5Oz8+O9Pj4+f4e+fvnl1+vL47ydn/6j54+nx23cn786On53/7f3x23+cv35zdv78zfvX",
+	"z+Jut9vJVVOQ/H0flnLQ620MHvZrnoU/WaV9WG3H6Lc1CvRUy7AKm7ubiW+1AWeO7jCLE6Bjlg+VAFpC",
+	"v+7yJnNd4TDY36YdSzU+zysTBG6V8ynXEDsQuyJvwZDQ5wOO+RJKjsXL24iuex+75tt76PI4njC8C9jy",
+	"tS45cj4v9HI80OTkGbLIpbmiu8BuEd6rBuMFZ2u6T8DoeZvQLjkRRkk9c3o8h9J8JBMp0zo0VDCBF9Gy",
+	"kZxWT16fvX3z7vT4qSXXuNMleQNU43oia+jCiTErQW9TaI7qN8oz6QIQ2VtuahuqOo9+2xt+Jkxh+n6t",
+	"9aBIHPrBNa66EwtjpQnJ53IigIs1/jfXCZf7DXwZvfDfXmVrl2xDPgayRhhaFlQIRP8gCEMedOJ2grBz",
+	"L7pgTWhbjRoYRLzlil35laJ7YojBSs8Ib3Lqdm+lAd6vIrT3aJM51nRt3mpRJS1Kqlw81OpSzrnRXCke",
+	"cwHXmJGlr0KP8eegf6AcK+q35+ZD15rNZyFAKfmqHGgwJFZzO/Z7jVlEOx/+Umex/dCkPB4lSaluOrAX",
+	"mNwDl8LR8dFpxWa5atOArqCTv3TxslAyCx2LRubZL1AXFzRUo6jQ2Kk2CoLhhwyCIaw2WgACn//hkw5d",
+	"s2uoGdt38e+KzSBz1/3NaguKGbXIe9ik0movwNk6uZs0R5A4SBBATwGwAAuZY9dfTM3wwskFkrrOuR7w",
+	"W1i2sMtjqWYPtJ8M9GEE1FHsXARoFFMZIqLYlbzEnAbfO6H0LIbVe8UDiYymqQfDB70D0uYiQYSYcT2h",
+	"F+miY6cT9m3gQZShXRIcUr+ckINjTzNtIIxyUW300D569/TkhKTMgCHPRWcloMLvcKEtejT8iqWLThSo",
+	"fge9h9Cj0U3lHAYr0LMPy8Wve3gOz1wx5aKs8gwiyOMjMyWxsq+fWf03MpGP0Dm0EsN5opnBYMb45PXP",
+	"J2eoNx29/sf58aujk5exPZKUfmQaAjq75KD3xKccFEkNPjKRImkWJgPShjSmc4hN1XHeCxInOqcIbgXE",
+	"8WFoUNutFn4f1wBTJKWgG8SSc6uOeRaP7J6UQHTrmt6H66GYml45DWjQbeaEJgQrTeZb6O4lGKZyCnY7",
+	"3l99YUHK76OU/zrrKa/lxtECNwMqG4jSPHkH3zhY/8ZrabDy2i2wUG8DWPJUilHKh7e0Iu9vsm8u4swC",
+	"iWNhXCrr/1bshIRtpQwPeYwHTAE+KkATFixqiFUymXIJ0aWEueXUTx+rtNTBZeEKSJfqR1tZb0EGF2AI",
+	"wVa9eRuYaRQkFZR7vBBq9QUL0iICLVah+sAbNdaxSysot3qJyj1h2n6aLjLdNfsnKZj3HDAqtcKx0zn0",
+	"08tVpEqfGZ880CWvi6DsvJmo5ikTJl3UxkO9YusCHF5hBy0iMp+mVtlj6ULcSTtPsWiMb4BtLfmL8qoe",
+	"e4BKfbuuvd6afl2fo7XCClMBvqyQesVWM/HI54oGB8pVeQsrzjZLGk2fdY/twjOhR/keJMI98fet0+9a",
+	"LPdHZgJAGTDbKSt4rO991RCFrl0QeGP7K/QY+zzVCL1i9cX4gRNb5AJcsusTupjLzi/yu2rgqeel14al",
+	"yFb+ICxhuVZ/rR0u7DuW72ApZSuo77llEVsWcWMW8dLnNtaSWRitiw3fGkMDnjqnCiWCzctlIciRWFQw",
+	"GkAzSHmG14gU7LDc2GMowa1vNBlxpY2vXNAlR8XLUJ7AVVQjPqwyfnX09/M3b398d356/Pb8/bvjt/ES",
+	"86KGaMPT1OV2VpDcoa8wMJQZFDAYUy7cNuUmIv9ZbiIyn1ADPrAyfOQGjDvgDmTO4c4W6OWCr8MzaJnA",
+	"gkdTmjD4ODQvgoIOYOFwVjA3H2cL6vTJjGqXNsd1bnMCK4VU4/PfM2nouTe/xxGZyDlMc0rFIveCqUzY",
+	"vUPTGEQ05/2ooHZEbnNwkNkvfEov7dtSTnGDllk2PvlGje/GlHD33rKiG85GjrK9u/xwo/cq5PJzqv1+",
+	"V7j88Rkdr+Py8Mw9c/mtaeB2fpWtXeG6EgxvsGPZ+dVZFlwB3PU1jVCKpayu/5vvGriMfvvIIDHiwMgx",
+	"snZU5SxTN64bWeQ9EgFWC/r3+UK8pU5+aKX2vfu65EQpBpEgFynDKjhQMskX9Cmk4vNKcpX9L+aCA0B3",
+	"RsWoLvffS40Dq65jaREH57H3pWnopgciGN0i4efAw0CdxaXok/cAksrGCvsaCgne2SEVqA94MShkkWPt",
+	"09anU270YRiag9gAElZK8+WaDDNjv4qBa4rpPIRjLtWlSwByqSV0eDlWWHcHUlkydcWvAMEMFdUT/yKa",
+	"8/sQsa8YcHwIK5hCNlCpFSC6FaxATXg5eA4S1Pd7By4EDmaN1hjL4pGekrAWRt5no/BwxPu9/bjQrOr3",
+	"Ni9CIVEwQSUADNbDAJkxM0FDzNiH+IZkABvrI8xquh97CxKUybHH7yuiOAoocpHDzYG9z3PcYS0NuAG3",
+	"4ya4gY8gwb5Oh9u/O+Ed9BPdRIgXVBkgPX/kS8RY1ebcOTb0PqyngaVT7qyPw95HQbwBIHFT91GMhqWL",
+	"rf/BYYYNxHdYNANrZmz11utL/WdAhFWpT9rBjejUKa9rfQnLmqsTLijtKPSRxUTNSmvRcokg+1IBHh54",
+	"NdZqmvA4xC/hixGOW3B2NfZRDH/DQP1MF96E9+5jEq1EZqJkNkbo4XwCnfq0/Bvx09dSMMdTlzLgju0S",
+	"wY1t4F8XmN/161reA/h9k/3f7WaJU/nKvdj/9cNtU9y+iJZ2K83s4YasyZeCaW1tdluzPjPr1Z3rXnVs",
+	"PAvRW3Dda5gkZtosM8katcTVFZUq11CWWBJ2P7g9yvsiZiFX6PvW8dN3xnBcr4i7YzxbtPY10No26Pb6",
+	"7A7v4o0MPLtgStlJ5bjRw4llODGC16q7RSas8KwuIoLNoQCehXB9MIO0Yzo0Up0kcQft//gbVwjN2H0z",
+	"9uCKn/yjTESlqnpBgIovwueq7uY1QhIMMoWaob6i8lxxY1g+TQigDGJeCdXBkF0Say6GLPYuDgjNoGTB",
+	"qPKfiTNheBqTtnukT4Scd0rfvGQzYz84lcJM0gW5yFwJcRfCgIlAekaFxhKakGBIyYjNi/AZLb3taCLT",
+	"xP6NKchY0y4f0YXX/J//7//3hotSTAtM04Xi+RKYN5NAFlAfWQLBJS7LoTqUCvtYwqibNCSy4LluNFjM",
+	"jUb7M3m9i01e7/JG4yeDE/mTeLb/uAJui6uvld3hzda5AT4QMvC7W+DqOukUxjxuFIHzQBPXtoa0M5EH",
+	"92eiMPBnwoX6d0K/QkRkmuQirEioQoc1Fh7akI0Sd1fXc3A0dbtmCqGTY84UI/qSz2YsOaxj8vW8+iTY",
+	"rj91FFCxkPX8MNi3LTvcssP7Dg3y7IaX7l590PYtTA6rQ4pKOUbQ0BVyWcAIiuGEYUpHbDmXb//qq0yn",
+	"C0TdPsmKxNhxSceAlIMq3Z3cd1iq9Y7f8Fl4MbBMBKl5EW/wlk6YcqFMvo4eYzONf+NGQzE9/EKwJmSS",
+	"2uWSxe7HE/GMLnSByMl3UR7l9LDXsZxYsHl1byrpVCrsduVPEzpxOLTuIsD7mEOHjXOMnGnwmGLqq1NP",
+	"nCvTFVwBTSD2yWQFSztJglj2XJISPZFzzHXqdMk7KBeIjnvFjOLO+WlFkhUgS8n17Zosu4houihS7Wh1",
+	"MzA18JIJ59+lCxf6BX2/wBpPjWHTmXmgK0lsYymYM/Ln27k0KcwTN2rhOu/kWc35wmap/abd17ppHZJq",
+	"CuGjjx+dDxl93wlPnP+7OEbvKYflaFnMb04Xm0nwQyRGu8+uG5AV5TBDFvw2T0lbTj7zaWkTp2S69Dgo",
+	"ZVFOM4O8QrxeeTUVF3MHFzCoI9FpCiC765S0uzcYFjP8OuFk1e83Jo+FGZ95Sm05tXjryt3Gi/1bw5oT",
+	"ZHRaTpkUjFwskH2tS0VrUtx2P/FA9K0MKXsLipmVVMuoqlH8FrG5NzNyoTZY4qEVPnTQNNNkywu2isON",
+	"7CiWejbM9Lyh0rBekQ+vZYP9JQgWWdkQIQ+sqgmGe6DDKKwoh+C1EZPtOI9tiztdCLbLS+JVY8YsVMJY",
+	"MT8+SyJXHgIx/JCh/A6C7CwiG3HB9YQlpU48cuRM5ikbmfr4kGAzvqSPc4PouWBBmYA2WXQbYrblRTfh",
+	"Rc/RuFhxHpYv7d0FT9QxGbA4bGzehaeX4s5Sl6U1DXIm622k0Lf1z20dtUvYIDUSNmqb+rhlDbdLfXT3",
+	"xTMA/PkL2jLRGIJWHjRC4T33BSjsX8PUjqjcvhpa45S6qfmeOdSQvc6mPhx7x5whTzCWOLBBsDN9kyHG",
+	"vvRHNcHYuX0d4wvsSgOSwbPeJvFtjTJbo8xGSXxwY2rYcSOw2v2EfpyVhpdnLl/PO4BAM7KqU1hFgZxh",
+	"Zh6Bhs15o1x83gU/Bex1iVEDf0VWC+X0rmWlwZnfiMGuyHlqyOjJuZLL5NmqVtvsna+TvdN03TfI07GP",
+	"bpqf4655nL9YSscJmABcdMhaSVx1Yv9qNUcH7lA5Sefo9OCQ5Jk69i6/yr973WSdG3KCVdk6+VLCtBy3",
+	"GZVqMtfNznGv33d+zjrktU3M2WqU95+Y08zTvpChGwHQqtSdp66IcHDjBbSIEcmuVCR4+IsBHMxfuQOA",
+	"82VUx6+T77OKgfmEn1szsi2w2yb6/LkSfW6uBO56JLLe3F6DfEI0GUQ7VQzwv7j2STMqEsj8jrHkYVAq",
+	"upz37OrQunTveCMTvkOO6+qvxu77+L1gGq5gWOXLje1F7Voa867rYN2fLAHlOjUXt5UVt2DwTt0LnqK+",
+	"CibcnGfufrKXfW0I0xR6IuSlEPPm66iP3wl6PCTKfgaCn3AgDKZQKwdfk7MC72Asdt5rEOob2if6xRe5",
+	"0VAv232TawiDje2vziFitTnQym5NwbzvwZAXiJw51biGrTnv5s6Crf3v3iLELKX62z319+UGZkDLhEow",
+	"zidE2zEOIcLKdVVBLOTbepVh3pIxsQL/vF2xyVR34xsfGOzuB/80qZvFBm6tZlug9JWsZgEVfg2wtP5J",
+	"REhoastqOFPRZDRdEM1MiUflqMXCJORg+729IgAUS0tTTSh4H0r+R5FgKzH7LLT1cq1aKwjAG43aUgVJ",
+	"Oq5frf20S27DCtoZdLXGpy7YElOENlMW/OQlKDt3BvDGioq8bKQfwD4Nr0LRiir8cz0Eoi8KAxM2leZW",
+	"MHCWmTvDgF/G1olTO83MfZs710uhNXR9K9F0lzE/61fSfJm3xtx/f1i/tf7eoD9YkpRhQC4JWNBX4WZm",
+	"YVd0exOzcGMQUJhLTkY8NZDre7EgMfanjze0H29g/XWRSNeWHjiR5zC3jYAPfOcYzb9/NpsubtIGgeK4",
+	"mVtb7lZFuZ0tl3qfkcmvZ5kVRS3/l69m2d2Yz7lsE9+MICxwR9qxVAlT31M9jPulwkGdzTJTCLIg7ZqB",
+	"QSEMYJWQEpiwj6SNxScuPCdFsA9XlkNzK6kWnX7OWg9JPFNcKm6g7EJqEXt7rGQ2w3HxMej9bBfsq1zY",
+	"VeRl/OERiHuAqgSu1j4Nv0G15mPB2EmSf6XuyW4wG1dyJHjT6gqKjaAbM/zxoNcj7TgTuA3nuOA4slOx",
+	"s8SSGPWy4K7kQKW1BXR1cIIOtodr4ldE2rgit9YIH4CGSbCBRsrGDo5+jJIrcT0PP/WvfV4zV7fLTixz",
+	"1+HzFhMujq3V0A99b/9xYwP0/+n/17/+8v3Oh2+KX+a/q33uP+tL+ZVX/INrscSlcM1EY/tAbO/MPCjh",
+	"ZYk6bz0Kujc8VL6uDeuGm1HfahNm04pyDzCFn+CXN/IDbzHGFmNsMcbG/uJlaHFbSNGYkvZmxgQkpMEX",
+	"UFY5nhkLNo8bG/I5wxRTS2jAVT7y18EX2YrR1ogxh86kF1QTEklZgNZ0u6+YIZsS1OC7f9gUNZjdV0pS",
+	"w51pCpZ2FLBNVNsmqm0T1TZMVPO8ZplRr9DMdj/hf66TsIaX06es+bZxXXKUpnLOkrziCD74IODP8NLI",
+	"OUWcPwQ7hDmPiG7MRLsZJ71BLlrBerbZaNtstK+cjdZ8pzfJSIOHN81J8/c4Lt/dIi2t6A9ZLt28lKKW",
+	"j7SUo4Z3q6GV1NNiAtfOTrspd1iZn1bsSJig5jcm53s3yE/z796FBvvl1c3VKG0bnrPVS79GeM4q1vil",
+	"TN0OKq1KbTulynBwyWGMQMg1DomccmNYQmbK8jDDGWb4pmxkSCZcu5UuecdMWQOVqlBdjSSxyFKsNp0J",
+	"fMyqtnSs43J55flEpowYOiYaBMFagBYBpPNfzjsF52GJ/gX0P1rg1ozk7k/Zdrl8dwERv5SW/ZXy+Vby",
+	"7zyj7/Z8fAuPt2Eg//ZJgLdVsHdz2Ldp2MeDknp90xJ8Hlj/uavwuVWs932EwHzr/NiCzFsFWFSvYXD9",
+	"CyXuvhBnrdfkKEk0oX6CBMkLoxAKd8myYwQf7xLPHACH8uk0M3Y3mhwa7uk/qkfDTe/ruDT83jSgLX9A",
+	"JafGFjptfQ1/Il+DI2Ep6uBQwA/r8BB2TN80EAwbs98c8/i+9H9uzONWsR7z+NoKW9CzBT23BD2lsv+Z",
+	"LtcJwJ/vPvQDQEyRFJswYcDeC+HsmOQWkzaETWYXv7GhcfahvFdkx0fG513X7A9jfsVEnuJ2005UNEkI",
+	"FWCAKjK3rDaufTzlk2pOr89i8ylsy0yKJom73X9UMOWm93XAlN+bjbKZtqarbXDIFrA1pjDBZSnYY13H",
+	"es/XG4HbLYuxeEs//MK5c6G/FHaX2Iw306ofG2o2WDioWTrqkjc1vNs9RAXmzdpPuboqdlqQUKvYlHIB",
+	"8fmQWjsqc/Y25tjimB3X61Bi90C1NBgOYRGZYKVF+nGCXN0+mVJoS4SixSdq+RGwNSSjU+9oh8qIEBnA",
+	"TacoD53vtvfiJEV56IaiMDeVPNcPp8kZ9bYWzLYWzJ+sFswSC1vFOdfE42DqDippjRE5tV2wbnxV76mU",
+	"yxqkli96GyayVWbvPUxELKuzd6fNXq88y+pKyNQXZRF0yiLXwNiVQ/agaDOcFBH2cchmBvGDxUxYXIUu",
+	"ysnrci4wJqMdnx6dPX1But2ux3r4hEN8LqUQNOPYvhEfktiixCmDWEHhWmkDKKnDYFBbZamwSpBNT8Ui",
+	"bwro0RDCoDZWWIF5SoXb0umSZ74qyoYgrilk5G5w0BdTvb9O0Mg61dtFjdwJY98iwW3cyL953MhmImi9",
+	"4r3rk413rl88ZJgphTXAyhnLrB6Pbu5mOXLD3TQxfJuMu3XNbNHsNZNxS5eY1nOUeyn9kcPbDbjXpl1n",
+	"0ViW27QuWCrFWNuVQh1Vjti3fXS63w+ySFy0cFjyPhkz3alUx7eDL1fHp6mWZEiV4kxj0PJri3LD7BX7",
+	"pR8s5PuRmRPDpnkINdzxNjauTPkVI7Ko9qojqO06lDNu8ZIwkrArO1s7t84tuK6FZw19da9ZTh8aG/zv",
+	"KqdfW6R3y5y3zPnWwYJhWdWAtOp485euIHstznxtOInNgousXl4w7HLlplU8rpx9iH1D7CiYcAi3tcSY",
+	"C/e647BytpOyK5a6ZiI+p2bh+LaLf9R06oUELa+inY+oJfQrHtm1YJLhRhy4CfPWtkShPsLBbRsXrhuK",
+	"nVVlKTdJKbx5Y5T/TRi8Qp5bpr9l+neCyAvX68XiDwLJ7WTZMIM6ZvYLF4wqpo4yM2n1f/1gLyXUf6vn",
+	"WeCYVpmISfvZQtCpfPYDeSmHNO0cEkoSNkvlAsPNhZ5DgqAAV7ecCzKR2rSiVqbSVr81MWbW393d2/+u",
+	"2+v2unv9x73HPWAJbnOWigAFxhLLo5mgwmhI+strhY11Tbr2qyJVsWJzCd7Fk1h+GdA04ULzZNlkQ0Xi",
+	"bOYVwOgGRWm+POg7tIeF+r9/wxHC8jt5OD4UW6u+l4fY1qxgwiD2nwljOSlLfOR/8faU1bx3Iq64cbtt",
+	"JPlNcrFi/3jxdMMcwhcfaEKzhBuSynEwCPyu4fUfFZ1N/vaSHJ2eEHmF8hhleEINJW3k+1BmgLt7vTu2",
+	"79AZd0JhN47IW5ZCkoMQbAiz7fSd8KVJUWLw6PQE4znCak0RCdNJ4c80Sdy5HOYThMm9ODs7jcjpm3dn",
+	"8FzbymuLVaRIFx3y4/FZsGqY5e9pHZ0gqyETRlMzCV7BX9jL/H8DAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
