@@ -44,11 +44,6 @@ func validateRequests(ops map[string]operation) echo.MiddlewareFunc {
 				fields = append(fields, oapi.FieldError{In: oapi.FieldErrorInQuery, Code: "malformed_query",
 					Message: "is not a well-formed query string: a '%' must start a percent-encoded byte, and ';' separates nothing"})
 			}
-			if h, ok := req.Header["If-Match"]; ok && o.route.Operation.Parameters.GetByInAndName(openapi3.ParameterInHeader, "If-Match") != nil &&
-				!ifMatchSyntax.MatchString(strings.Join(h, ",")) {
-				fields = append(fields, oapi.FieldError{In: oapi.FieldErrorInHeader, Field: "If-Match", Code: "malformed_if_match",
-					Message: `is neither "*" nor a list of quoted entity tags (RFC 9110 13.1.1)`})
-			}
 			for name := range query {
 				names = append(names, name)
 			}
@@ -81,10 +76,6 @@ func validateRequests(ops map[string]operation) echo.MiddlewareFunc {
 		}
 	}
 }
-
-// ifMatchSyntax is an If-Match header's grammar (RFC 9110 13.1.1): "*",
-// or a list of entity tags, each [W/] then a quoted run of etagc.
-var ifMatchSyntax = regexp.MustCompile(`^[ \t]*(\*|(W/)?"[^"\x00-\x20\x7f]*"([ \t]*,[ \t]*(W/)?"[^"\x00-\x20\x7f]*")*)[ \t]*$`)
 
 // operation is an operation of openapi.yaml, by the Echo route it has.
 type operation struct {
