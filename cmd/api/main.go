@@ -101,7 +101,7 @@ type Config struct {
 	DeletionLease      time.Duration `env:"DELETION_LEASE" envDefault:"30s"`        // a run's hold on a deletion
 	DeletionPoll       time.Duration `env:"DELETION_POLL" envDefault:"15s"`         // how often the worker looks for dead runs
 	InvitationAnyEmail bool          `env:"INVITATION_ANY_EMAIL"`                   // accept invitations whatever the token's email
-	MaxOrgsPerUser     int           `env:"MAX_ORGS_PER_USER" envDefault:"100"`     // orgs one user may own when creating another
+	MaxOrgsPerUser     int           `env:"MAX_ORGS_PER_USER" envDefault:"100"`     // orgs one user may have created that still exist
 	CallerLimitRPS     float64       `env:"RATE_LIMIT_CALLER_RPS" envDefault:"100"` // per token subject, before authorization; 0 = off
 	CallerLimitBurst   int           `env:"RATE_LIMIT_CALLER_BURST" envDefault:"200"`
 	// The limits are global (one bucket per key in the table) unless

@@ -179,8 +179,8 @@ func WithOffboarding(grace, wait time.Duration) Option {
 	return func(o *options) { o.offboardGrace, o.offboardWait = grace, wait }
 }
 
-// WithMaxOrgsPerUser sets how many orgs one user may own when creating
-// another (default: the server's 100, MAX_ORGS_PER_USER).
+// WithMaxOrgsPerUser sets how many orgs one user may have created (and not
+// deleted) when creating another (default: the server's 100, MAX_ORGS_PER_USER).
 func WithMaxOrgsPerUser(n int) Option {
 	return func(o *options) { o.maxOwnedOrgs = n }
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -23,12 +24,20 @@ import (
 //
 // If-None-Match on a write is refused (400): no write here is
 // create-only, and a precondition the server would not check must not be
-// silently ignored.
+// silently ignored. So is a write's If-Match that is not RFC 9110's
+// grammar (a tag without its closing quote must not name a version). Both
+// after the authorization decision: a stranger gets its 404.
 func conditional(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if m := c.Request().Method; m != http.MethodGet && m != http.MethodHead && c.Request().Header.Get("If-None-Match") != "" {
-			return errs.InvalidHeader("If-None-Match", "unsupported_precondition",
-				"If-None-Match applies to GET only: no write is create-only; use If-Match with the version you read")
+		req := c.Request()
+		if m := req.Method; m != http.MethodGet && m != http.MethodHead {
+			if req.Header.Get("If-None-Match") != "" {
+				return errs.InvalidHeader("If-None-Match", "unsupported_precondition",
+					"If-None-Match applies to GET only: no write is create-only; use If-Match with the version you read")
+			}
+			if h, ok := req.Header["If-Match"]; ok && !ifMatchSyntax.MatchString(strings.Join(h, ",")) {
+				return errs.InvalidHeader("If-Match", "malformed_if_match", `is neither "*" nor a list of quoted entity tags (RFC 9110 13.1.1)`)
+			}
 		}
 		res := c.Response()
 		w := &bufferedWriter{ResponseWriter: res.Writer, status: http.StatusOK}
@@ -106,6 +115,10 @@ func tagVersion(tag string) (int64, bool) {
 	v, err := strconv.ParseInt(s, 10, 64)
 	return v, err == nil && v > 0
 }
+
+// ifMatchSyntax is an If-Match header's grammar (RFC 9110 13.1.1): "*",
+// or a list of entity tags, each [W/] then a quoted run of etagc.
+var ifMatchSyntax = regexp.MustCompile(`^[ \t]*(\*|(W/)?"[^"\x00-\x20\x7f]*"([ \t]*,[ \t]*(W/)?"[^"\x00-\x20\x7f]*")*)[ \t]*$`)
 
 // entityTags splits an If-Match or If-None-Match list: entity tags are
 // quoted and hold no comma (ours are digits, a dash and hex).

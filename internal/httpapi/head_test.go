@@ -4,6 +4,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -51,6 +52,23 @@ func TestHead(t *testing.T) {
 	t.Run("404/unknown path", func(t *testing.T) {
 		if r := doReq(t, w.Owner.HTTP, http.MethodHead, ts.URL+"/v1/nowhere", w.Owner.Token, nil, ""); r.Status != http.StatusNotFound {
 			t.Errorf("HEAD /v1/nowhere: %d, want 404", r.Status)
+		}
+	})
+	t.Run("Allow lists HEAD wherever it lists GET", func(t *testing.T) {
+		for _, c := range []struct{ method, path string }{
+			{http.MethodOptions, "/v1/me"},
+			{http.MethodOptions, "/v1/orgs"},
+			{http.MethodPut, "/v1/me"}, // a 405
+		} {
+			r := doReq(t, w.Owner.HTTP, c.method, ts.URL+c.path, w.Owner.Token, nil, "")
+			allow := strings.Split(r.Header.Get("Allow"), ", ")
+			if !slices.Contains(allow, http.MethodGet) || !slices.Contains(allow, http.MethodHead) {
+				t.Errorf("%s %s: %d, Allow %q, want GET and HEAD in it", c.method, c.path, r.Status, r.Header.Get("Allow"))
+			}
+		}
+		r := doReq(t, w.Owner.HTTP, http.MethodOptions, ts.URL+"/v1/invitations/tok/accept", w.Owner.Token, nil, "")
+		if slices.Contains(strings.Split(r.Header.Get("Allow"), ", "), http.MethodHead) {
+			t.Errorf("OPTIONS of a route without GET: Allow %q lists HEAD", r.Header.Get("Allow"))
 		}
 	})
 	t.Run("405/route without GET", func(t *testing.T) {

@@ -395,7 +395,7 @@ func TestStrangerPreconditions(t *testing.T) {
 		member int // the member's status
 	}{
 		{"If-None-Match", http.Header{"If-None-Match": {"*"}}, http.StatusBadRequest},
-		{"a malformed If-Match", http.Header{"If-Match": {"not a tag"}}, http.StatusPreconditionFailed},
+		{"a malformed If-Match", http.Header{"If-Match": {"not a tag"}}, http.StatusBadRequest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ts.Rec.Reset()

@@ -498,8 +498,7 @@ func TestOffboardLifecycle(t *testing.T) {
 	t.Run("nothing of A is left; everything else is unchanged", func(t *testing.T) {
 		after := d.scan(t)
 		left, rest := splitByOrg(after, a.Id)
-		// The counts of the orgs A's owners own went down by A: the rest
-		// is as it was.
+		// The count of A's creator went down by A: the rest is as it was.
 		counted := func(it string) bool { return strings.Contains(it, `"type":"OwnedOrgs"`) }
 		rest, others := slices.DeleteFunc(rest, counted), slices.DeleteFunc(slices.Clone(others), counted)
 		for i, it := range left {

@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -359,6 +360,42 @@ func TestOrg(t *testing.T) {
 			d, err := a.C.DeleteOrgWithResponse(bg, l.JSON200.Items[0].OrgId, nil)
 			mustStatus(t, d, err, http.StatusNoContent)
 			r, err = create()
+			mustStatus(t, r, err, http.StatusCreated)
+			apitest.MustHealthy(t, ts)
+		})
+		spec(t, "createOrg/quota/adding a ghost owner and stepping down frees no room", func(t *testing.T) {
+			const quota = 2
+			ts := MustServer(t, apitest.WithMaxOrgsPerUser(quota))
+			a := ts.Actor(t, "dodger")
+			for i := range quota {
+				r, err := a.C.CreateOrgWithResponse(bg, nil, client.OrgCreate{Name: "Dodge"})
+				mustStatus(t, r, err, http.StatusCreated)
+				org := r.JSON201.Id
+				ghost := client.OrgUserCreate{UserId: fmt.Sprintf("ghost_%d", i), Email: "g@x.invalid", Name: "G", Role: client.RoleOwner}
+				au, err := a.C.AddOrgUserWithResponse(bg, org, nil, ghost)
+				mustStatus(t, au, err, http.StatusCreated)
+				uu, err := a.C.UpdateOrgUserWithResponse(bg, org, a.ID, nil, client.OrgUserUpdate{Role: ptr(client.RoleAdmin)})
+				mustStatus(t, uu, err, http.StatusOK)
+			}
+			r, err := a.C.CreateOrgWithResponse(bg, nil, client.OrgCreate{Name: "Dodge"})
+			wantProblem(t, r, err, http.StatusForbidden, "org_quota_exceeded")
+			apitest.MustHealthy(t, ts)
+		})
+		spec(t, "createOrg/quota/orgs another made the caller owner of count nothing", func(t *testing.T) {
+			const quota = 2
+			ts := MustServer(t, apitest.WithMaxOrgsPerUser(quota))
+			attacker, victim := ts.Actor(t, "attacker"), ts.Actor(t, "victim")
+			for range quota {
+				r, err := attacker.C.CreateOrgWithResponse(bg, nil, client.OrgCreate{Name: "Trap"})
+				mustStatus(t, r, err, http.StatusCreated)
+				org := r.JSON201.Id
+				au, err := attacker.C.AddOrgUserWithResponse(bg, org, nil,
+					client.OrgUserCreate{UserId: victim.ID, Email: victim.Email, Name: victim.Name, Role: client.RoleOwner})
+				mustStatus(t, au, err, http.StatusCreated)
+				ru, err := attacker.C.RemoveOrgUserWithResponse(bg, org, attacker.ID, nil)
+				mustStatus(t, ru, err, http.StatusNoContent)
+			}
+			r, err := victim.C.CreateOrgWithResponse(bg, nil, client.OrgCreate{Name: "Mine"})
 			mustStatus(t, r, err, http.StatusCreated)
 			apitest.MustHealthy(t, ts)
 		})

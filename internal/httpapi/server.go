@@ -12,6 +12,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -143,6 +145,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(d.Logger)
 	e.Use(withClientContext)
+	e.Use(allowHead)
 	e.Use(requestID)
 	// Outermost of the metrics: it renders errors (c.Error) before counting,
 	// so it counts what the client got.
@@ -210,6 +213,22 @@ func HeadAsGet(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// allowHead adds HEAD to an Allow header (of an OPTIONS or a 405 answer)
+// that lists GET: HeadAsGet serves HEAD on every GET route, and Echo's
+// router, which never sees a HEAD, leaves it out.
+func allowHead(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		res := c.Response()
+		res.Before(func() {
+			allow := strings.Split(res.Header().Get(echo.HeaderAllow), ", ")
+			if slices.Contains(allow, http.MethodGet) && !slices.Contains(allow, http.MethodHead) {
+				res.Header().Set(echo.HeaderAllow, strings.Join(append(allow, http.MethodHead), ", "))
+			}
+		})
+		return next(c)
+	}
 }
 
 // publicPaths are the Echo paths of operations the spec marks `security: []`.

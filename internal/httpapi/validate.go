@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"sort"
 	"strings"
@@ -40,7 +41,11 @@ func validateRequests(ops map[string]operation) echo.MiddlewareFunc {
 			}
 			var fields []oapi.FieldError
 			var names []string
-			query := req.URL.Query()
+			query, err := url.ParseQuery(req.URL.RawQuery) // what parses is still checked below
+			if err != nil {
+				fields = append(fields, oapi.FieldError{In: oapi.FieldErrorInQuery, Code: "malformed_query",
+					Message: "is not a well-formed query string: a '%' must start a percent-encoded byte, and ';' separates nothing"})
+			}
 			for name := range query {
 				names = append(names, name)
 			}

@@ -171,3 +171,47 @@ func TestUnsupportedMediaType(t *testing.T) {
 		})
 	}
 }
+
+// TestMalformedRequestParts: a query string that does not parse, and an
+// If-Match that is not RFC 9110's grammar, are 400s with errors[], never
+// read as whatever part of them parses.
+func TestMalformedRequestParts(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Malformed")
+	ticket := ts.URL + "/v1/orgs/" + w.Org.Id + "/tickets/" + w.Ticket.Id
+	for _, c := range []struct{ name, url string }{
+		{"400/getMe/malformed query", ts.URL + "/v1/me?limit=%zz"},
+		{"400/listOrgs/malformed query", ts.URL + "/v1/orgs?%"},
+		{"400/listTickets/malformed query, beside a good parameter", ts.URL + "/v1/orgs/" + w.Org.Id + "/tickets?limit=5&q=%g0"},
+		{"400/getTicket/malformed query", ticket + "?x=%zz"},
+	} {
+		spec(t, c.name, func(t *testing.T) {
+			got := problemErrors(t, doReq(t, ts.HTTP, http.MethodGet, c.url, w.Owner.Token, nil, ""))
+			if !slices.Contains(got, "query  malformed_query") {
+				t.Errorf("errors %q lack the malformed query", got)
+			}
+		})
+	}
+	for _, m := range []string{`"1-`, `1`, `"1"x`, `W/1`, `"1", 2`} {
+		spec(t, "400/updateTicket/If-Match "+m, func(t *testing.T) {
+			r := doReq(t, ts.HTTP, http.MethodPatch, ticket, w.Owner.Token, http.Header{"If-Match": {m}}, `{"title":"retitled"}`)
+			if got, want := problemErrors(t, r), []string{"header If-Match malformed_if_match"}; !slices.Equal(got, want) {
+				t.Errorf("errors %q, want %q", got, want)
+			}
+		})
+	}
+	spec(t, "400/deleteTicket/If-Match without its closing quote", func(t *testing.T) {
+		r := doReq(t, ts.HTTP, http.MethodDelete, ticket, w.Owner.Token, http.Header{"If-Match": {`"1-`}}, "")
+		if got, want := problemErrors(t, r), []string{"header If-Match malformed_if_match"}; !slices.Equal(got, want) {
+			t.Errorf("errors %q, want %q", got, want)
+		}
+	})
+	t.Run("well-formed If-Match lists still parse", func(t *testing.T) {
+		for _, m := range []string{`*`, `"9-0"`, ` W/"1-0" , "9-0" `} {
+			r := doReq(t, ts.HTTP, http.MethodPatch, ticket, w.Owner.Token, http.Header{"If-Match": {m}}, `{"title":"retitled"}`)
+			if r.Status == http.StatusBadRequest {
+				t.Errorf("If-Match %s: 400 %s", m, r.Body)
+			}
+		}
+	})
+}

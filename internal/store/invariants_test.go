@@ -70,7 +70,7 @@ func newWorld(tb testing.TB) *world {
 	o := w.orgPK()
 	items := []attrs{
 		{"pk": avS(o), "sk": avS("#METADATA"), "type": avS("Org"), "orgId": avS(w.org), "name": avS("Acme"),
-			"ownerCount": avN(1), "version": avN(1), "createdAt": ts, "updatedAt": ts},
+			"ownerCount": avN(1), "createdBy": avS("u_alice"), "version": avN(1), "createdAt": ts, "updatedAt": ts},
 		w.orgUser("u_alice", "Alice@Example.com", "owner"),
 		w.orgUser("u_bob", "bob@example.com", "member"),
 		{"pk": avS(w.claimPK("alice@example.com")), "sk": avS("#CLAIM"), "type": avS("EmailClaim"),
@@ -121,7 +121,7 @@ func newWorld(tb testing.TB) *world {
 		{"pk": avS("USER#u_carol#IDEMPOTENCY#" + w.userHash), "sk": avS("#IDEMPOTENCY"), "type": avS("IdempotencyRecord"),
 			"userId": avS("u_carol"), "fingerprint": avS("f"), "done": avB(false), "status": avN(0)},
 		{"pk": avS("USER#u_alice#ORGS"), "sk": avS("#OWNED"), "type": avS("OwnedOrgs"), "userId": avS("u_alice"), "owned": avN(1)},
-		// Bob owns nothing any more: his count stays, at 0.
+		// Bob's orgs are all deleted: his count stays, at 0.
 		{"pk": avS("USER#u_bob#ORGS"), "sk": avS("#OWNED"), "type": avS("OwnedOrgs"), "userId": avS("u_bob"), "owned": avN(0)},
 	}
 	for _, it := range items {
@@ -330,24 +330,27 @@ func TestInvariantsBroken(t *testing.T) {
 			want: func(w *world) []storetest.Violation {
 				return []storetest.Violation{at(storetest.RuleAttrMismatch, "USER#u_carol#IDEMPOTENCY#"+w.userHash, "#IDEMPOTENCY")}
 			}},
-		// The count of the orgs a user owns.
+		// The count of the orgs a user created that exist.
 		{name: "owned orgs count off by one",
 			brk: func(t *testing.T, w *world) { w.set(t, "USER#u_alice#ORGS", "#OWNED", attrs{"owned": avN(2)}) },
 			want: func(w *world) []storetest.Violation {
 				return []storetest.Violation{at(storetest.RuleOwnedOrgsCount, "USER#u_alice#ORGS", "#OWNED")}
 			}},
-		{name: "a promoted owner not counted",
-			brk: func(t *testing.T, w *world) {
-				w.set(t, w.orgPK(), "USER#u_bob", attrs{"role": avS("owner")})
-				w.set(t, w.orgPK(), metadata, attrs{"ownerCount": avN(2)})
-			},
+		{name: "an org credited to a creator who did not pay for it",
+			brk: func(t *testing.T, w *world) { w.set(t, w.orgPK(), metadata, attrs{"createdBy": avS("u_bob")}) },
 			want: func(w *world) []storetest.Violation {
-				return []storetest.Violation{at(storetest.RuleOwnedOrgsCount, "USER#u_bob#ORGS", "#OWNED")}
+				return []storetest.Violation{at(storetest.RuleOwnedOrgsCount, "USER#u_alice#ORGS", "#OWNED"),
+					at(storetest.RuleOwnedOrgsCount, "USER#u_bob#ORGS", "#OWNED")}
 			}},
-		{name: "an owner without a count",
+		{name: "an org without createdBy counts against nobody",
+			brk: func(t *testing.T, w *world) { w.remove(t, w.orgPK(), metadata, "createdBy") },
+			want: func(w *world) []storetest.Violation {
+				return []storetest.Violation{at(storetest.RuleOwnedOrgsCount, "USER#u_alice#ORGS", "#OWNED")}
+			}},
+		{name: "a creator without a count",
 			brk: func(t *testing.T, w *world) { w.del(t, "USER#u_alice#ORGS", "#OWNED") },
 			want: func(w *world) []storetest.Violation {
-				return []storetest.Violation{at(storetest.RuleOwnedOrgsMissing, w.orgPK(), "USER#u_alice")}
+				return []storetest.Violation{at(storetest.RuleOwnedOrgsMissing, w.orgPK(), metadata)}
 			}},
 		{name: "owned orgs count of a malformed user ID",
 			brk: func(t *testing.T, w *world) {
@@ -526,8 +529,9 @@ func TestInvariantsBroken(t *testing.T) {
 			},
 			want: func(w *world) []storetest.Violation {
 				// Every other item of the org; not the user-scoped
-				// idempotency record.
-				var vs []storetest.Violation
+				// idempotency record; and the creator's count, no longer
+				// matched by an org.
+				vs := []storetest.Violation{at(storetest.RuleOwnedOrgsCount, "USER#u_alice#ORGS", "#OWNED")}
 				for _, k := range w.keys {
 					if k != [2]string{w.orgPK(), metadata} {
 						vs = append(vs, at(storetest.RuleOrphanOrg, k[0], k[1]))
@@ -618,7 +622,6 @@ func TestInvariantsBroken(t *testing.T) {
 			brk: func(t *testing.T, w *world) {
 				w.set(t, w.orgPK(), "USER#u_alice", attrs{"role": avS("admin")})
 				w.set(t, w.orgPK(), metadata, attrs{"ownerCount": avN(0)})
-				w.set(t, "USER#u_alice#ORGS", "#OWNED", attrs{"owned": avN(0)})
 			},
 			want: func(w *world) []storetest.Violation {
 				return []storetest.Violation{at(storetest.RuleOrgNoOwner, w.orgPK(), metadata)}
@@ -958,7 +961,9 @@ func TestInvariantsStoreWrites(t *testing.T) {
 			}
 		}
 	}
-	owned(map[string]int{"u_alice": 1, "u_bob": 1, "u_carl": 0, "u_fay": 1, "u_dana": 0})
+	// Only creating counts: Alice created the org; owners made otherwise,
+	// or removed, count nothing.
+	owned(map[string]int{"u_alice": 1, "u_bob": 0, "u_carl": 0, "u_fay": 0, "u_dana": 0})
 	// A team and a ticket deleted.
 	ops := f.team(org, "Ops")
 	must(t, f.Teams.CreateTeam(ctx, ops, f.member(ops, "u_alice", authz.Owner), audited("team.create")))
@@ -981,8 +986,8 @@ func TestInvariantsStoreWrites(t *testing.T) {
 	must(t, err)
 	sameViolations(t, vs, nil)
 
-	// Offboarding leaves nothing of the org behind, and counts it out of
-	// every owner's orgs.
+	// Offboarding leaves nothing of the org behind, and refunds its
+	// creator.
 	f.offboard(t, org, "u_alice")
 	vs, err = storetest.CheckInvariants(ctx, f.raw, f.DB.TableName(), storetest.CheckOptions{Now: f.now})
 	must(t, err)

@@ -114,7 +114,7 @@ func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invit
 	}
 	ck := claimKey(inv.OrgID, email)
 	t.check(ck, s.table.Check(attrPK, ck.PK).Range(attrSK, ck.SK).If(notExists), failWith(errEmailTaken))
-	s.orgGuard(t, inv.OrgID, "", 0)
+	s.orgGuard(t, inv.OrgID, 0)
 	for _, team := range inv.TeamIDs {
 		s.teamCheck(t, inv.OrgID, team, errTicketTeam)
 	}
@@ -220,7 +220,7 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 		delete(ek, s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound)).
 		put(orgUserKey(u.OrgID, u.UserID), s.table.Put(userItem).If(notExists), failWith(errUserExists)).
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
-	s.orgGuard(t, u.OrgID, u.UserID, ownerDelta("", u.Role))
+	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
 	// The inviter's grant still stands: their edge exists with a role that
 	// may invite this role (admin+, owner for an owner). An invitation does
 	// not outlive its inviter's access: a removed or demoted admin cannot

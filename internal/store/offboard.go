@@ -2,11 +2,9 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 	"golang.org/x/sync/errgroup"
 
@@ -152,15 +150,10 @@ func (s *Orgs) CutOff(ctx context.Context, orgID, owner string) error {
 
 func (d *DB) cutoff(ctx context.Context, orgID string, lk *leaseKeeper) error {
 	var keys []dynamo.Keyed
-	var owners []orgUserItem
 	itr := d.table.Get(attrPK, orgPK(orgID)).Range(attrSK, dynamo.BeginsWith, prefixUser).Consistent(true).Iter()
 	var u orgUserItem
 	for itr.Next(ctx, &u) {
-		switch {
-		case u.Deleting: // the owner offboarding it: removed last
-		case u.Role == string(authz.Owner):
-			owners = append(owners, u)
-		default:
+		if !u.Deleting { // the owner offboarding it: removed last
 			c := toClaimItem(fromOrgUserItem(u))
 			keys = append(keys, dynamo.Keys{u.PK, u.SK}, dynamo.Keys{c.PK, c.SK})
 		}
@@ -168,14 +161,6 @@ func (d *DB) cutoff(ctx context.Context, orgID string, lk *leaseKeeper) error {
 	}
 	if err := itr.Err(); err != nil {
 		return fmt.Errorf("offboard cutoff: %w", translate(err))
-	}
-	for _, o := range owners {
-		if err := lk.keep(ctx); err != nil {
-			return err
-		}
-		if err := d.dropOwner(ctx, o); err != nil {
-			return fmt.Errorf("offboard cutoff: %w", err)
-		}
 	}
 	// In slices, renewing the lease between them: a large org's cut-off
 	// outlasts a lease.
@@ -283,10 +268,14 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 	// final: everything left in the org partition; then, in one
 	// transaction, the org item with the edges of the owners offboarding it
 	// (and their claims), so the job's record and its actor's access end
-	// together.
+	// together, and the refund of the org to its creator's quota (an org
+	// older than createdBy refunds nobody).
 	var keys []dynamo.Keyed
 	t := d.newTx().delete(ok, d.table.Delete(attrPK, ok.PK).Range(attrSK, ok.SK).If("deleting = ? AND leaseOwner = ?", true, owner),
 		failWith(errLeaseLost))
+	if org.CreatedBy != "" {
+		d.ownedOrgs(t, org.CreatedBy, -1, 0)
+	}
 	itr := d.table.Get(attrPK, orgPK(orgID)).Consistent(true).Iter()
 	var it dynamo.Item
 	for itr.Next(ctx, &it) {
@@ -298,17 +287,9 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 				return err
 			}
 			c := toClaimItem(fromOrgUserItem(u))
-			owner := u.Role == string(authz.Owner)
-			if u.Deleting && owner && t.len() < maxTxItems-3 {
+			if u.Deleting && u.Role == string(authz.Owner) && t.len() < maxTxItems-2 {
 				t.delete(key{u.PK, u.SK}, d.table.Delete(attrPK, u.PK).Range(attrSK, u.SK), nil)
 				t.delete(c.key(), d.table.Delete(attrPK, c.PK).Range(attrSK, c.SK), nil)
-				d.ownedOrgs(t, u.UserID, -1, 0)
-				continue
-			}
-			if owner {
-				if err := d.dropOwner(ctx, u); err != nil {
-					return fmt.Errorf("offboard final: %w", err)
-				}
 				continue
 			}
 			keys = append(keys, dynamo.Keys{u.PK, u.SK}, dynamo.Keys{c.PK, c.SK})
@@ -325,30 +306,6 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 	}
 	return t.run(ctx, "offboard final")
 }
-
-// dropOwner deletes an owner's edge and email claim, and counts the org
-// out of the orgs they own, in one transaction; an edge gone already (a
-// run that died after deleting it) is skipped.
-func (d *DB) dropOwner(ctx context.Context, u orgUserItem) error {
-	k, c := key{u.PK, u.SK}, toClaimItem(fromOrgUserItem(u))
-	t := d.newTx().
-		delete(k, d.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("attribute_exists(pk) AND $ = ?", "role", u.Role),
-			func(old map[string]types.AttributeValue) error {
-				if old == nil {
-					return errOwnerGone
-				}
-				return fmt.Errorf("the role of %s changed while it was cut off", u.UserID)
-			}).
-		delete(c.key(), d.table.Delete(attrPK, c.PK).Range(attrSK, c.SK), nil)
-	d.ownedOrgs(t, u.UserID, -1, 0)
-	if err := t.run(ctx, "drop owner"); err != nil && err != errOwnerGone {
-		return err
-	}
-	return nil
-}
-
-// errOwnerGone: dropOwner found the edge deleted already.
-var errOwnerGone = errors.New("owner edge gone")
 
 // deleteOrgPartitions deletes every partition GSI1 lists under the org, a
 // few at a time, renewing the lease between them.

@@ -29,24 +29,27 @@ var (
 	errLastOwner    = errs.E(errs.Conflict, "last_owner", "an organization must keep at least one owner")
 )
 
-// DefaultMaxOwnedOrgs is how many orgs one user may own when they create
-// another (MAX_ORGS_PER_USER).
+// DefaultMaxOwnedOrgs is how many orgs one user may have created that
+// still exist when they create another (MAX_ORGS_PER_USER).
 const DefaultMaxOwnedOrgs = 100
 
-// SetMaxOwnedOrgs sets how many orgs one user may own when they create
-// another (n >= 1; DefaultMaxOwnedOrgs otherwise). Call it before use.
+// SetMaxOwnedOrgs sets how many orgs one user may have created that still
+// exist when they create another (n >= 1; DefaultMaxOwnedOrgs otherwise).
+// Call it before use.
 func (d *DB) SetMaxOwnedOrgs(n int) {
 	if n >= 1 {
 		d.maxOwned = n
 	}
 }
 
-// ownedOrgsItem counts the orgs a user owns: their OrgUser edges with role
-// owner, in every org. Every transaction that writes, deletes or changes
-// the role of an owner edge moves it (orgGuard, offboarding), and creating
-// an org conditions on it, so a burst of creates cannot overshoot the
-// quota. Being made an owner of someone else's org is never refused, but
-// counts.
+// ownedOrgsItem counts the orgs a user has created that still exist (the
+// orgs whose createdBy is the user). Creating an org adds one, conditioned
+// on the quota in the same transaction, so a burst of creates cannot
+// overshoot it; only the org's deletion (the offboarding's final
+// transaction) takes it back. Roles, removals and invitations never move
+// it: nobody can lower their count by handing ownership around, or raise
+// another's by making them an owner. An org created before createdBy was
+// recorded refunds nobody when it is deleted.
 type ownedOrgsItem struct {
 	PK     string `dynamo:"pk,hash"`
 	SK     string `dynamo:"sk,range"`
@@ -55,9 +58,9 @@ type ownedOrgsItem struct {
 	Owned  int    `dynamo:"owned"`
 }
 
-// ownedOrgs adds to t the change by delta of the count of orgs userID owns;
-// with limit > 0 (a create), the change is refused (org_quota_exceeded)
-// when they own limit orgs already.
+// ownedOrgs adds to t the change by delta of the count of orgs userID has
+// created; with limit > 0 (a create), the change is refused
+// (org_quota_exceeded) when that count is at limit already.
 func (d *DB) ownedOrgs(t *txn, userID string, delta, limit int) {
 	it := ownedOrgsItem{PK: ownedOrgsKey(userID).PK, SK: ownedOrgsKey(userID).SK, Type: typeOwnedOrgs, UserID: userID}
 	u := d.table.Update(attrPK, it.PK).Range(attrSK, it.SK).Set("type", it.Type).Set("userId", it.UserID).Add("owned", delta)
@@ -65,13 +68,13 @@ func (d *DB) ownedOrgs(t *txn, userID string, delta, limit int) {
 	if limit > 0 {
 		u.If("attribute_not_exists(owned) OR owned < ?", limit)
 		fail = failWith(errs.E(errs.Forbidden, "org_quota_exceeded",
-			"you own %d organizations, the most one user may own: delete one, or make someone else its owner and leave it, first", limit))
+			"you have created %d organizations that still exist, the most one user may: delete one first", limit))
 	}
 	t.update(key{it.PK, it.SK}, u, fail)
 }
 
-// OwnedOrgs reads how many orgs the user owns (consistently): the count
-// the create of an org checks against the quota.
+// OwnedOrgs reads how many orgs the user has created that still exist
+// (consistently): the count the create of an org checks against the quota.
 func (s *Orgs) OwnedOrgs(ctx context.Context, userID string) (int, error) {
 	if err := checkIDs(ids.User("userId", userID)); err != nil {
 		return 0, err
@@ -86,7 +89,8 @@ type orgItem struct {
 	Type       string    `dynamo:"type"`
 	ID         string    `dynamo:"orgId"`
 	Name       string    `dynamo:"name"`
-	OwnerCount int       `dynamo:"ownerCount"` // kept by transactions: the last owner cannot leave
+	OwnerCount int       `dynamo:"ownerCount"`          // kept by transactions: the last owner cannot leave
+	CreatedBy  string    `dynamo:"createdBy,omitempty"` // the user the org counts against (quota); empty on orgs older than it
 	Version    int64     `dynamo:"version"`
 	CreatedAt  time.Time `dynamo:"createdAt"`
 	UpdatedAt  time.Time `dynamo:"updatedAt"`
@@ -105,9 +109,9 @@ type orgItem struct {
 
 func (it orgItem) beingDeleted() bool { return it.Deleting }
 
-func toOrgItem(o tenant.Org, owners int) orgItem {
+func toOrgItem(o tenant.Org, owners int, createdBy string) orgItem {
 	k := orgKey(o.ID)
-	return orgItem{PK: k.PK, SK: k.SK, Type: typeOrg, ID: o.ID, Name: o.Name, OwnerCount: owners,
+	return orgItem{PK: k.PK, SK: k.SK, Type: typeOrg, ID: o.ID, Name: o.Name, OwnerCount: owners, CreatedBy: createdBy,
 		Version: o.Version, CreatedAt: o.CreatedAt, UpdatedAt: o.UpdatedAt}
 }
 
@@ -118,9 +122,10 @@ func fromOrgItem(it orgItem) tenant.Org {
 const notExists = "attribute_not_exists(pk)"
 const exists = "attribute_exists(pk)"
 
-// CreateOrg writes the org, its owner and the owner's email claim in one
-// transaction, which also counts the org as the owner's, refused
-// (org_quota_exceeded) when they own the most orgs one user may own.
+// CreateOrg writes the org (createdBy its owner), its owner and the
+// owner's email claim in one transaction, which also counts the org
+// against its creator, refused (org_quota_exceeded) when they have created
+// the most orgs one user may.
 func (s *Orgs) CreateOrg(ctx context.Context, org tenant.Org, owner tenant.User, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", org.ID)); err != nil {
 		return err
@@ -130,7 +135,7 @@ func (s *Orgs) CreateOrg(ctx context.Context, org tenant.Org, owner tenant.User,
 	}
 	c := toClaimItem(owner)
 	t := s.newTx().
-		put(orgKey(org.ID), s.table.Put(toOrgItem(org, 1)).If(notExists), failWith(errs.E(errs.Conflict, "org_exists", "organization ID already taken"))).
+		put(orgKey(org.ID), s.table.Put(toOrgItem(org, 1, owner.UserID)).If(notExists), failWith(errs.E(errs.Conflict, "org_exists", "organization ID already taken"))).
 		put(orgUserKey(owner.OrgID, owner.UserID), s.table.Put(toOrgUserItem(owner)).If(notExists), failWith(errUserExists)).
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	s.ownedOrgs(t, owner.UserID, 1, s.maxOwned) // after the org: a retry that meets its org is not refused
@@ -226,13 +231,9 @@ func lastOwner(old map[string]types.AttributeValue) error {
 // orgGuard adds to t the org item's part of a change of the org's users: a
 // check that the org exists and is not being offboarded (so no user joins
 // an org while it is cut off), or an update of its owner count that also
-// refuses to drop the last owner; with that update, the count of orgs
-// userID (the user whose role changes by delta) owns.
-func (s *DB) orgGuard(t *txn, orgID, userID string, delta int) {
+// refuses to drop the last owner.
+func (s *DB) orgGuard(t *txn, orgID string, delta int) {
 	k := orgKey(orgID)
-	if delta != 0 {
-		s.ownedOrgs(t, userID, delta, 0)
-	}
 	switch {
 	case delta == 0:
 		t.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(liveItem), failWith(errOrgNotFound))

@@ -40,7 +40,7 @@ type DB struct {
 	table  dynamo.Table
 	lease  time.Duration // of an unfinished deletion (deletion.go)
 	grace  time.Duration // before an offboarding's last sweep (offboard.go)
-	// maxOwned is how many orgs one user may own when they create one
+	// maxOwned is how many orgs one user may have created that exist when they create one
 	// (org.go, SetMaxOwnedOrgs).
 	maxOwned int
 }

@@ -141,7 +141,7 @@ func (s *Orgs) AddOrgUser(ctx context.Context, u tenant.User, ev audit.Event) er
 		return err
 	}
 	t := s.newTx()
-	s.orgGuard(t, u.OrgID, u.UserID, ownerDelta("", u.Role))
+	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
 	c := toClaimItem(u)
 	t.put(orgUserKey(u.OrgID, u.UserID), s.table.Put(toOrgUserItem(u)).If(notExists), failWith(errUserExists)).
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
@@ -170,7 +170,7 @@ func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev aud
 		t.put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	}
 	if d := ownerDelta(prev.Role, next.Role); d != 0 {
-		s.orgGuard(t, next.OrgID, next.UserID, d)
+		s.orgGuard(t, next.OrgID, d)
 	}
 	return s.audited(ev, t).run(ctx, "update user")
 }
@@ -371,7 +371,7 @@ func (s *Orgs) removeUser(ctx context.Context, u tenant.User, seq int64, edges [
 	t.delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
 		If("attribute_exists(pk) AND version = ? AND (attribute_not_exists(edgeSeq) OR edgeSeq = ?)", u.Version, seq), changed)
 	t.delete(claim.key(), s.table.Delete(attrPK, claim.PK).Range(attrSK, claim.SK), nil)
-	s.orgGuard(t, u.OrgID, u.UserID, ownerDelta(u.Role, ""))
+	s.orgGuard(t, u.OrgID, ownerDelta(u.Role, ""))
 	for _, e := range edges {
 		s.dropUserEdge(t, u.OrgID, u.UserID, e)
 	}

@@ -4184,6 +4184,38 @@ func (response GraphqlGet405ApplicationProblemPlusJSONResponse) VisitGraphqlGetR
 	return err
 }
 
+type GraphqlGet408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GraphqlGet408ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GraphqlGet413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GraphqlGet413ApplicationProblemPlusJSONResponse) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GraphqlGet429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -4563,6 +4595,22 @@ func (response AcceptInvitation404ApplicationProblemPlusJSONResponse) VisitAccep
 	return err
 }
 
+type AcceptInvitation408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptInvitation408ApplicationProblemPlusJSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type AcceptInvitation409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -4575,6 +4623,22 @@ func (response AcceptInvitation409ApplicationProblemPlusJSONResponse) VisitAccep
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type AcceptInvitation413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response AcceptInvitation413ApplicationProblemPlusJSONResponse) VisitAcceptInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4747,6 +4811,38 @@ func (response GetMe404ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w 
 	return err
 }
 
+type GetMe408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetMe408ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMe413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetMe413ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMe429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -4895,6 +4991,38 @@ func (response ListOrgs404ApplicationProblemPlusJSONResponse) VisitListOrgsRespo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgs408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgs408ApplicationProblemPlusJSONResponse) VisitListOrgsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgs413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgs413ApplicationProblemPlusJSONResponse) VisitListOrgsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5329,6 +5457,22 @@ func (response DeleteOrg404ApplicationProblemPlusJSONResponse) VisitDeleteOrgRes
 	return err
 }
 
+type DeleteOrg408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteOrg408ApplicationProblemPlusJSONResponse) VisitDeleteOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteOrg412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -5341,6 +5485,22 @@ func (response DeleteOrg412ApplicationProblemPlusJSONResponse) VisitDeleteOrgRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteOrg413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteOrg413ApplicationProblemPlusJSONResponse) VisitDeleteOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5500,6 +5660,38 @@ func (response GetOrg404ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrg408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetOrg408ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrg413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetOrg413ApplicationProblemPlusJSONResponse) VisitGetOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5911,6 +6103,38 @@ func (response ListAuditEvents404ApplicationProblemPlusJSONResponse) VisitListAu
 	return err
 }
 
+type ListAuditEvents408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListAuditEvents408ApplicationProblemPlusJSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAuditEvents413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListAuditEvents413ApplicationProblemPlusJSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAuditEvents429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -6076,6 +6300,38 @@ func (response ListInvitations404ApplicationProblemPlusJSONResponse) VisitListIn
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListInvitations408ApplicationProblemPlusJSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListInvitations413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListInvitations413ApplicationProblemPlusJSONResponse) VisitListInvitationsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6479,6 +6735,38 @@ func (response RevokeInvitation404ApplicationProblemPlusJSONResponse) VisitRevok
 	return err
 }
 
+type RevokeInvitation408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeInvitation408ApplicationProblemPlusJSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeInvitation413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeInvitation413ApplicationProblemPlusJSONResponse) VisitRevokeInvitationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RevokeInvitation429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -6637,6 +6925,38 @@ func (response GetOffboarding404ApplicationProblemPlusJSONResponse) VisitGetOffb
 	return err
 }
 
+type GetOffboarding408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetOffboarding408ApplicationProblemPlusJSONResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOffboarding413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetOffboarding413ApplicationProblemPlusJSONResponse) VisitGetOffboardingResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetOffboarding429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -6786,6 +7106,38 @@ func (response ListTeams404ApplicationProblemPlusJSONResponse) VisitListTeamsRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeams408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeams408ApplicationProblemPlusJSONResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeams413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeams413ApplicationProblemPlusJSONResponse) VisitListTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7198,6 +7550,22 @@ func (response DeleteTeam404ApplicationProblemPlusJSONResponse) VisitDeleteTeamR
 	return err
 }
 
+type DeleteTeam408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTeam408ApplicationProblemPlusJSONResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteTeam412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -7210,6 +7578,22 @@ func (response DeleteTeam412ApplicationProblemPlusJSONResponse) VisitDeleteTeamR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTeam413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTeam413ApplicationProblemPlusJSONResponse) VisitDeleteTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7370,6 +7754,38 @@ func (response GetTeam404ApplicationProblemPlusJSONResponse) VisitGetTeamRespons
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeam408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetTeam408ApplicationProblemPlusJSONResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeam413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetTeam413ApplicationProblemPlusJSONResponse) VisitGetTeamResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7767,6 +8183,38 @@ func (response ListTeamMembers404ApplicationProblemPlusJSONResponse) VisitListTe
 	return err
 }
 
+type ListTeamMembers408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeamMembers408ApplicationProblemPlusJSONResponse) VisitListTeamMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeamMembers413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeamMembers413ApplicationProblemPlusJSONResponse) VisitListTeamMembersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTeamMembers429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -7922,6 +8370,22 @@ func (response RemoveTeamMember404ApplicationProblemPlusJSONResponse) VisitRemov
 	return err
 }
 
+type RemoveTeamMember408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveTeamMember408ApplicationProblemPlusJSONResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RemoveTeamMember409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -7950,6 +8414,22 @@ func (response RemoveTeamMember412ApplicationProblemPlusJSONResponse) VisitRemov
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveTeamMember413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveTeamMember413ApplicationProblemPlusJSONResponse) VisitRemoveTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8111,6 +8591,38 @@ func (response GetTeamMember404ApplicationProblemPlusJSONResponse) VisitGetTeamM
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeamMember408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetTeamMember408ApplicationProblemPlusJSONResponse) VisitGetTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTeamMember413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetTeamMember413ApplicationProblemPlusJSONResponse) VisitGetTeamMemberResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8547,6 +9059,38 @@ func (response ListTeamTickets404ApplicationProblemPlusJSONResponse) VisitListTe
 	return err
 }
 
+type ListTeamTickets408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeamTickets408ApplicationProblemPlusJSONResponse) VisitListTeamTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTeamTickets413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListTeamTickets413ApplicationProblemPlusJSONResponse) VisitListTeamTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListTeamTickets429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -8696,6 +9240,38 @@ func (response ListTickets404ApplicationProblemPlusJSONResponse) VisitListTicket
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTickets408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListTickets408ApplicationProblemPlusJSONResponse) VisitListTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListTickets413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListTickets413ApplicationProblemPlusJSONResponse) VisitListTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9108,6 +9684,22 @@ func (response DeleteTicket404ApplicationProblemPlusJSONResponse) VisitDeleteTic
 	return err
 }
 
+type DeleteTicket408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTicket408ApplicationProblemPlusJSONResponse) VisitDeleteTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteTicket412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -9120,6 +9712,22 @@ func (response DeleteTicket412ApplicationProblemPlusJSONResponse) VisitDeleteTic
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteTicket413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteTicket413ApplicationProblemPlusJSONResponse) VisitDeleteTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9280,6 +9888,38 @@ func (response GetTicket404ApplicationProblemPlusJSONResponse) VisitGetTicketRes
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTicket408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetTicket408ApplicationProblemPlusJSONResponse) VisitGetTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetTicket413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetTicket413ApplicationProblemPlusJSONResponse) VisitGetTicketResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9693,6 +10333,38 @@ func (response ListComments404ApplicationProblemPlusJSONResponse) VisitListComme
 	return err
 }
 
+type ListComments408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListComments408ApplicationProblemPlusJSONResponse) VisitListCommentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListComments413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListComments413ApplicationProblemPlusJSONResponse) VisitListCommentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListComments429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -10073,6 +10745,38 @@ func (response ListOrgUsers404ApplicationProblemPlusJSONResponse) VisitListOrgUs
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgUsers408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgUsers408ApplicationProblemPlusJSONResponse) VisitListOrgUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgUsers413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgUsers413ApplicationProblemPlusJSONResponse) VisitListOrgUsersResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10485,6 +11189,22 @@ func (response RemoveOrgUser404ApplicationProblemPlusJSONResponse) VisitRemoveOr
 	return err
 }
 
+type RemoveOrgUser408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveOrgUser408ApplicationProblemPlusJSONResponse) VisitRemoveOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RemoveOrgUser409ApplicationProblemPlusJSONResponse struct {
 	ConflictApplicationProblemPlusJSONResponse
 }
@@ -10513,6 +11233,22 @@ func (response RemoveOrgUser412ApplicationProblemPlusJSONResponse) VisitRemoveOr
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RemoveOrgUser413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RemoveOrgUser413ApplicationProblemPlusJSONResponse) VisitRemoveOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10673,6 +11409,38 @@ func (response GetOrgUser404ApplicationProblemPlusJSONResponse) VisitGetOrgUserR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrgUser408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetOrgUser408ApplicationProblemPlusJSONResponse) VisitGetOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetOrgUser413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetOrgUser413ApplicationProblemPlusJSONResponse) VisitGetOrgUserResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11086,6 +11854,38 @@ func (response ListAssignedTickets404ApplicationProblemPlusJSONResponse) VisitLi
 	return err
 }
 
+type ListAssignedTickets408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListAssignedTickets408ApplicationProblemPlusJSONResponse) VisitListAssignedTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListAssignedTickets413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListAssignedTickets413ApplicationProblemPlusJSONResponse) VisitListAssignedTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListAssignedTickets429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -11240,6 +12040,38 @@ func (response ListUserTeams404ApplicationProblemPlusJSONResponse) VisitListUser
 	return err
 }
 
+type ListUserTeams408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListUserTeams408ApplicationProblemPlusJSONResponse) VisitListUserTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserTeams413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListUserTeams413ApplicationProblemPlusJSONResponse) VisitListUserTeamsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListUserTeams429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -11390,6 +12222,38 @@ func (response ListUserTickets404ApplicationProblemPlusJSONResponse) VisitListUs
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserTickets408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListUserTickets408ApplicationProblemPlusJSONResponse) VisitListUserTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListUserTickets413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListUserTickets413ApplicationProblemPlusJSONResponse) VisitListUserTicketsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -14755,309 +15619,311 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, orgId OrgId, webh
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L37dttGsjf6Kr2491omMxBFybLjUCvrbMVWEs34orHleGaHPkKLaJI9ArsZdEM0x9t7nYc4T/g9ybeq",
-	"qhtokIBIybKdOPzLFohLX6qrfnV/3xrq6Uwroaxp9d+3JoInIsP/Hp/xMfybCDPM5MxKrVr91rGy0i6Y",
-	"5WOmR8xOBMuEzTMlEpaJWSaMUJbDvX0WD1qDvNe7P7wSmZFa4R9ih64lciyMpUuDVtxlZxPB3I1sqq+E",
-	"YXNpJ0xciWzBhhOuxqL8otF5NhSH+Be9qf7u+YRbJk05xjZn8VBPp0LZxzpXNmY6Y3E+S7gVyZGNGR9Z",
-	"kTHO3E0RE9MLkSQ4Pfqq6XTZK6ESJi2TisUno53nWomdZ9wOJzGzmmWCJ0yrdEHfp+EkEePwED1R3jzl",
-	"l4JxNs+kFWyoVSJh9XjKtMLp+TWRlik+FabbilqZ+C2XmUhafZvlImqZ4URMOWyWXcxEq98yNpNq3Prw",
-	"IWo9lepydRtf/viYPdp/9IilUl3CMOBTSryzbMbHImKiO+6ymLZq92pvV2djs/teZ+OT5MOulcNLYc3/",
-	"M8wzo7Pvu90u3Lj/MJVTab/ff0C7esgykX4/aMFbB60Ylv71yxOWiZHIhBrCNqbcyivhPw+zEsbegwU+",
-	"ugBC8muQckMDg8lfN9mX3IqnMIrVGb+ZiEwwwYcTIiNtBMMBG2YsV4lhbcOngiUZH9kOUq/OxoPWYfb9",
-	"g28P7ff7ccQyP0Z4RqYp42mq5yJhSs8jZpkRsIGG5crKlFnY/N9ybTmQ4HyiU8H4mEsVMZ1FbD4RimXw",
-	"Uy8qnnCb4D4DP/pPtOHH+KWw2WLnCIg0hnlwdrD/XWfjZdk51akcLlZXB05fxm2xJMF+sDnshJ1kOh9P",
-	"WPvk+OxHVryQEcNgIynSxES0ejtS2NHOxNoZn8kdeC2+dccxl529XidinBmb5UObZyJhqTQWl3zI01Rk",
-	"g9bhb9/v93qH8+/3I+Y3oriEtEQLq0fst3JTZiJjc78LfcaZ1ZdCsYsc6BXvjYD+ZJoKPInFvZ0ui+nT",
-	"Maw5zB4fvWeYyS/+JYY2YmYG63AhRjoTeAfP7URn8t/I7vDQH7JYZ+MYf9XZmCv/I25ebkTGdG6NTATT",
-	"SnSKdy4YrPkUWE1m1m5mSQKr+/jKUSCxsflEDieVvZzyBbtAnp1JkVQ/NZVKTvNpq9+L/GelsmIsMvzu",
-	"mzdvdo5yOxHKyiG3YvXjPwieAfMsb4K5DyewsMCQ28B1Hn77oNe5nomJd3w6S0X5xkzwdPr9oGWF4som",
-	"g1bERJbp7PtBS6ornsrkHLdr0GpFKyv2IWrNeManwjrBdpKI6UxboYaLv4mas/CMXwoDIiAT3Eo1Zqcv",
-	"Xp0xw0eCmLvNFqz9ymZyJpgRUw5TBQqCMzSSmSmPL8okzi7FgmW5Moe4zZkwM62MYG1juc0NioULnSw6",
-	"QHqXYmbZSGds/4BNdJ7Rz5mYpXwBMgRfGRdTsDsv3U99BssYRzBGrhZunHg7EADyNhgIvK644AZKYy9u",
-	"ccNO5AhZdTmfsbCGHezvHzLu3z+RKZ2G6syl55BZrhSsIT3a+67L/iYWhvFMMDPUM5F47l85L36QdCZB",
-	"3mZXIqNNN6z94N27Dr5CaYsrFjFDb4HhD7laonEJ20rcpxW1QIy2+iEZ7AAdVI4Cf/dUqLGdtPr7Dx5E",
-	"cDT833tATtaKDN75//46GLzb39sZDN59e/z2L/9ZQ35Ri8TkKp29mPHfcsHoZzbK9JRxNsvEldS5QXF3",
-	"z7AY5MFjvCVmbQArINBjx3c7XfYCuLDVsMDBPqCwZPQcrfbPz44e7xg5BhREFJer5sUHhgzbZglAmVzg",
-	"hkxh56c6kSMpEoBOwAzlWPlJINQCdikSoqKDXq/YgN9ykS3K9XfL0rTsvYNHdYuZiFQCyDtJ6oWY//2e",
-	"ATCoLDt5wtpw7OK5uJhofbkjk3L1/NBm3E7KkQXfuI5NhWTQ2/n27a+9ne+Odn7+69+ePT/dOftl57/f",
-	"vt9/8KGeJuQIEWA9MPtub6/HPEjss/ibGBAD47grIMZEAcIN0Y3gWSqB9SozBxGC59nBYGnYlKPESRdM",
-	"jkDyeCDdNjbTatyhNyG8rADsewY2FlmAg6GHbC74Jd3fjt/sDlqA/lpxhynA3mwKQ+6yI/9xpJ8pMlSl",
-	"mRLzAs+2C4wNKI8zApWAC0gOsn9piZyDMyv4tOPeSAME3YRd5NZ9dcRlCowygNZ9pjQwVSZSg/Nw38rE",
-	"KDfCsIXOMyYSabvshZ2IbC6NYAd7+0j9StsJfFoaD96buYj7YBMd7/X2D+oJAJSGDYig1C2QEpoJoY07",
-	"A+ocz6TRqtNlbwBiwn7jtri18ztaVdfuGVzUiJANkhFM/37vgD3Xlj3zZx5PtdIosK5blHLYN14ZdSVp",
-	"THTGaw5o5ZZPdUTTej3iGX8HKImpHKlUj5i0YmocNMgzxdrAfJmR/xadJt5H7w5HmogRz1ML8iaCVSIk",
-	"ttfrRSUu26vFZaiU1UiXkKXLhLVfPz150sTx6B2bYbLe3l+/++/7v3z790f/2P/bwbOHzx+d9l7unx28",
-	"ediKPmrBCQ79KNNaZPsC2JdbYaeAenSDYAOebVpu+rWy3v+ZiVGr3/qP3dL+sUu/mt0zfP0reghGBgyo",
-	"VuAIPl27tu7hmyzumx8ePP72yXfHez/e/+nBz9/+9bu/7T37yMWlJTt+N+OqZiKP9XTKd4wAoGydPgak",
-	"jSq6SFB1QRJHawioTqhI00v7LHawD9QnniQmvBCxmBvEHcL/WP7dRiUY1S18FSq89GvS6bJjWpc+iwUO",
-	"/PvitVHxDlh18W6W6kS0+iOeGlFPA/SGCg3gwd2MGHDhQG61PhSry7OMwwdyJX/LxQm9DLYWaXmB+znS",
-	"2bRVLH8tDbmJr6Mi/4Kb0NE/nuwfH/z48KdHP/f+6s/qR9IRUELdNF6DcitBC5kIFpv8ImbDlMuphxrw",
-	"3D1DWrXpsr2dvf1HIFwzPgS9jGBMfLTz34zv/Jv1dr5jXXbO/pf12X+x/2F/Yd+znThCvI84JtHW9Fnc",
-	"jVFex134TybgMjNiDJLeEPZ4/fIpG6YSL2Riqq8E6gomH04AMMiEDXWeosgHpYEnSSaM8fYWt1LM8IVh",
-	"khQ6nVuWan3JQer1GbcsFRyOixLlhDxwxvdyGFfTxroF3WxbQbXu/c+D0bfDR2L47fD+/eHDYa93cHHB",
-	"R+LRfiuqyNf9R9cpLkc7/813/t3b+a57/r/9//qfv3y/8/ab8mJxrfa+etJwALtRape/fxqR/QFeS7o1",
-	"nuofePKS+AX8NdQK9GX4L5/NUmed2J1l+iIV07/8ywAZv99QQpSvPqXn6fM1NrVSH57yFLiB05sQsaLp",
-	"wlmInCEDSG4SMWRecKOzrxUWjIj5G3XGcnWp9FwhGGOzTM9EZhflHaRhAR9Fs7ibKowF+Dvx8Zh06jiq",
-	"EHKfcTLp3TNkrBzprGJH4oZxZ9Jsc/p+SPF/ffXieQSnphPhuSCrBb4xZmI6s4sucMXHWo1SObz7/dlw",
-	"V4bu+6a0k3h0DJBBsDbawZOcxiMixtNM8GRRaCkR2ab1XMH/C9t2gjoLbhHwxUQLWhfxDgSrVF7p7uAy",
-	"/KizC5kkQn3udSDzCgpdr3U5dl0xCICiZSdCZiyDDS9mg6Zpwl9AengzTuhEwRHm6THQ1uec1Gsl3s3I",
-	"/GACkxHpw/U20EO0JJMNy8OWkyR25nkx0xkaQqTFmT3X9kedE4T6vBRLGvkSKaFdwFZ2kgTONbuJgs3O",
-	"NRtyUIRBbEqVkL0nl2bCL1LBLhYsEYCwOn7aXgNs8B1UlElvQ4ejv+wfA2GQ9EMVssbnWLdS7rZdvAeX",
-	"6ZQvUs2TM62f8mwsvhQXITPDu6EQCU3bqW+F6wZUQVzG00wUHr4fuUzFZ6WjwO+YSEI8aBdoMvnAQh9W",
-	"fmRzbkrzn5FqKBAVcYPujy57KXbQ+SmtM1vbjDi9k5Y/4x7+iM6ihm2z4p3dnaVcLk26Rto3bsk94+Sm",
-	"cfvCHh6wv8kfiPaJM9wzLH7G39GIflhYYeJOl/2k7xn289nZqecfzqIGM/KuH3JCoEUfZC3DwTIYN7l4",
-	"h6k23tailRJDcod7oxKsVqKVCNflTE6Fzu0XpWBPEzzL5BWJbCeoygV7eXz05Pzs5Nnxi9dn6IUjaE2y",
-	"3wiV4EJZrZlJ9TxddA7rp/1KZFdyKF4rfsVlChznc0/d0AiQU4npTGc8k+mC5QrZn9VswlXiXBtumQ6d",
-	"zwNU4ixiE610DsS45JVFweG4YZcdOc8+0ZE3oBFtJILF+Ou5zu1QT8W5A3QxsxKBYm6dJ8+dMnSKO5t9",
-	"wi2/4EYgzYFMI4cLKDGweMBk8SxWDrCjYZwIiTUUIYGzKOASbecDE9GSHyle8p3EnSU+vuSjvI6dh7fi",
-	"Xp1p/YyrhTsZ5nMTBh1vxzcAI6PiSOcEPeRt2jj4/zna8UQCnAPn4XarShDOx9xlT8m3DhJ3BsK5IpXh",
-	"SsVDzFXljg7qrSBRlZZm4cdJBnA0aeczxuG0wVFd3o8wLuLa3ShubAgb2Ohhf/+qt/pGlPBaeRe7+OyA",
-	"64I8zxRAANqbNEaqcVSqcRET72agw8IBcirX0rLXucyvW4GV+90yzDI9FMYAa6L4q8+9GisHHrmRV4Zy",
-	"4/landPYnRdZvuH8UizOMwGPwcl5DTwMfUOXYoGaJv3lndMtXAOTzwCLi+SZSCQ/QzTwBaWlQ9px+FX4",
-	"WszawwnPjLAuwmcsr4SKWJzb0c4jmG58NByKGZwR48LP/IUSIDscCTNlAHwITXsdi1l+KZaPePiSOus5",
-	"4+z06Ozxz9HSq1Fic3x4behJMPKmT7x4dXb7L+DCu93AOeWJtI/RA4emIbJwSDLv8Ot4it9SfMMvPM0F",
-	"UBFJv5s9g0aL+uUojVi/utveFlYpjVFD8AJ83fGVo9KlOQxp8UIbH1l6uxSTuGrmiuAh7Wywq7/hR4BB",
-	"wf9a8IodwBJ173EO1Y0t4eFuLFvB4XUIBV96DbpeT4z/sePu2AElG3EQQUiENgXMcGfNnSGHfvZ2Hh6E",
-	"NmM9WrUY99lOfMi4Cx8sPLttzlKtxih1A0uc+7ZM4DzLsdIZ8HWSqcbCX4hsAqvqw4NGM2p/5+37vejh",
-	"QZ1xMmrJ+g3Lrl+vAnrLpIx+JTbkXOsJMQfnb6dQh+oiFwFHQdTDyjgsqGK2garoR89zl0m11hgcng2Z",
-	"tEqqjTzRV14bDCBcEyToklKvP15Ppak5YgVpb07jdFhrSLyMxVnPEOhzjSMm/gIsQC1ejFr9X9+3VJ46",
-	"VYhs4svbEExhZYcannUjf7sszo68dZddwTi8WgCi18c/45L3KUwTgU8ZdUBXDGtbPjYRmTpPnpgOqhIw",
-	"Ela49fAzeHhzZQTJ8lXjOSxDmrpl2EhCR8vbTGbsjfcZTRBknvyAXhLnvttbXrqlXXWfWd3WmiX29nYK",
-	"0+31IhePCctoXKh6cE94tgPDvDOUY/RKjQBBgNxwbAGo1P5AWl1ydANhIRu8xo59lr7LVeYRuD434BOB",
-	"o7OYnJtKOPC6g+XG8xhvwtVJfDT9abBqzklcXUi/VpUQtJ4LvwhcaNfPAN9yzdDugkV5WljLn5Y2iyL0",
-	"HKEVof6lrKwJtb8thwtOVw1MFNWTUVhX8JBUTgeai5Z3aoie/pXAZ4uGmykfTqQiKyReQOXDTdp91mc3",
-	"+LnEgM7J8HJOLqrgQuF4g4tW63OAEcX/QWbBHz4KGblpeIEOV3gFFiuuPSgF0lyFAXo0EiqRakwMFdjy",
-	"jNsJk8oZg1AnIW9VDFx59358SI62wnWHt5R+u453HRQzvEchgP41aNuI6880GWfrEiyCdWYS4b5Q+bQ4",
-	"G1ERluF8wy507G3NR6ag8o7r9nqiM8sm+ZSrcqPFu1nKlfNB1bxtpqWqDSz6ERVOXB1c3AhNPn999eI5",
-	"O6VnXOD6d729jqedXbfIG5wSQDq0tRHRbjmzurPzU8Znk78/LU7Pkph7ZwXGoZhm/kYIYMn2D1+Oyf79",
-	"8vjVGTs6PblnnLJNQhrlTSdi8aVUcAQwsMIJIdYuj/ROKi8FE8pmUhgk7JhdCLSD8mycA28itVaqWV4l",
-	"oHKWqSaducr2lg96mk9VIDaKqLeolUol6n75UPOtZS4Z0NUqlQBVhkMq4dkqHFv++NsPa9DDBvseRCxc",
-	"K72WwYZ7vIzoj/Ggxd7bmYqRRXsyhs/gvivGc6un3Mohm4nMUEwARR6UZv/CygP80LB2XJJgt3jq7/it",
-	"TpcdEf6LC1vFcz5FhnjFMwnn1BBtlC8pEm7QsswNU7Vc/7aEf5ppq4c6ZeUL+ixeGjjFrXNM0VuQ1oi2",
-	"KKcRwmiWAXZ1dNX33XTzrtmIQ1pPWS7L9QMxE77/4OHP3EzqBcmrn4929h889BIRvxGxiXjXXYkL+47v",
-	"jN6+b1JnXRg3bg0x+L23teGpIf37h6JwnKuHoe4QVwiqQUgW9jE3u0QPkR1hbG6uSmPCBF0pVyLjabcm",
-	"aGpliYN1OSeF/+2v5xiXhP//pnaFfvOksDpSf1iLAbZBldfGsr2H6KcE3vsg6vV6LmBu2Qqx9/D+o4O6",
-	"XfGn7GaHpLJ6qBS619QRXHVrota7nbHecRf/ZbTqvuTzZ47R1W5lwenILLG6RCE3o3tW+UHCLf+4SWbC",
-	"5Kkt8K9XfL0KhpKPtb37UrwTw9w6e9D1S/Ihuqk2WpH5NRJrc+a3wUn6WfCUhNwS66B45/JAt/RlDS5b",
-	"OtLuqTqJdlJE6dfI9ptroGLKZVortMkPY26uztbg2itpRfLDoiHA9eSJ5y10Z1YLNTOdrjUyv4R7itDy",
-	"KqmsqtDXgQrUmmlx3KfLt4YzCrXncM2u3zoy+ZP/rbqFRd7B6nBvPicKLF63aC+yMWzDyhL49AV8R/n9",
-	"62d2KzNBQYQFmfmVr6QM1vFmt+In6glfmErKx7dBxsf9NQkfH09dtw6wxVE6O9l+b4Mw+GXbWUijm+xN",
-	"srlhMOA1q7ZBzJ4diuRkKbNoVT7MnJZdJhgV6jPCU5wCWd4p7FEJ5t/eR72RHMZKe3fDXGeXpqhn4O2i",
-	"GYVSeUy3ejjgLbW2E+RozIhhJihPGJOTd6/2dssxm933+IIPu+R167JXEz1XLgNQ0dBD0Xo9i6fB1Jg8",
-	"K1t2F6atyi5+Iuv7sxpX4i3sZuh80tkYdOMZN+TjNCweulRdq1k8FvaZiDs3MbFhOpepg0T+o8vxnCaM",
-	"/7wQQHaYqdN2BpyI7fV6FM+J7KZzWM0plgCFK5TJM8GmOsPhbbRtz8SLrJGnNx01GvE9Q0EvMmFtOjqu",
-	"3kJnPV0WmRO4ZPV7DQNb3e5mFSJYWGcOa9qkBtl3E+4ME6hXZ/6p84yMcf64VoOFFjpHxd6n+NrIF7Fx",
-	"IjLeYP281MTlKKBDMaj6BcUSFRM5qyNRl+MzLW6C0VP6bpfF8A9aA4DkXHycq5KDcWcuxQtui+GoxKk0",
-	"FuZyJvjUxIcshvc7GxZ94x6uC363U/Mqut+/Cl7jxh+v6hP/0lLdDI/eXA43gqV6IoCr/sSjj629+WrV",
-	"m21vhLHC47tGQPgMxzKXiWipWNTraekuREdAmb9jx8iL0ehC8wwwRs0BUsv8R5e3s1wlACf4YpV2m7nR",
-	"bMLrFOyf9ZyNOEaVjrXtg9SyejSKWTsRqcB8B3eI72HgjjGdiMUu1gpOINBY5NNwowAumW63C/fyPJHW",
-	"nVX8P0v1GH4wcyFmGFrqFtSQFRrjYF3OXsaHwtX/yO2OHo3gwZFUPHVvrDBDaY1IR53Q1UDTQXs7hYdF",
-	"LRxEK2rh99Eir3ha63Ywlmc3VE3dIz80mHswO4jNJ5q5GzGbpP49dXV1jtI5XxgWu1oq8SHa7JU0E5FU",
-	"aCQV/IrSQ9BmcSEmUiWsfdA7qCyPe8965d5LCBqXJ6dwicK51xJ8nfy9I/dzc4b7aniEY7CrHNFXftt8",
-	"KJgL3QgfHKAxh3UiTqphmicCBRMJoY14W8CSlxlbYIZdKlOglbZayaEvuAGndJiJqVBAgFpVauXBUIrZ",
-	"S2UfHrTWGnNlgB1Kw25oYygXt4E0bqWC+72seupv5qdXTQDnRTa+FuNUWXQ99A6i5QuQCwLxLkBHIyHf",
-	"BSLdCB9eK9Mry3cXYr26H79nyZ6NX1PE5u+Lml87yLepGWuFfO6QRm+qGzUQdMDzbsqzCoDqp9tA2+VH",
-	"rlnWz21AvBWp3HbVl31in7Z0wMZ7dM123BG7aZK0vydGY0S2IbOZShVe3fsjkWOd8yqIGK0pmXXw4Nsi",
-	"+CgRlsvUfGz8GLkB4Zku+yHjajhhVIy3zVXiN5acYB2WcQwdsBOuUCe30qaCAh5oOK5ajY+fVtqejzCd",
-	"vGah6Ika5a0x7okIUBqmh5TDOxTV77kiO0pb1vjZ0nW5FEghsh0KFAqqVviCjAe9HuLczsaYthqAu3zY",
-	"romKP1kOhKfiFC49iIoX6jEb6ozqCzeEg5XezqXVxdxfKsyJux4u4EHvoM4jg9vcEKYWLcepmXw65dli",
-	"KSYRE2Wqm/VcW/Zj0y5ZF4u/5KOs1FeWiVBWjhZUx7H6KdaO+YXObf8i5eoyDs2/GGuCBmBmZmIoR3KI",
-	"j3QqSkKeyZ3iU+tdCC7GHxcqKutxORovAuPKfa9jfS913TK/yMYYyij4lGA2O83klUzF2FU30FmCmbcx",
-	"6uExo/LULObJVKryT7J4xKGijA+0ohbeiXF7cEut1eBM8OmdaLqVya3EKmZCYKa5D+6k52j7FBY/qrcs",
-	"yI2ql9WEYMKEsVJ6fRyeMxPVq8OwJRV78PVa8TQwzt6Fze8Odf6PgJyhmhwuUXVxb6dCww7eCoUuEdlS",
-	"0PtdCftN1RSYxl2gNzyDv2PoVnogTnN7wx27tRbfCJthNHeEIj8bOa1OgjLQapxRHhC4dMqi7YNp8j95",
-	"NlTcd1ita6iSSuVC73gy3vNE9YLo/qTipYkRLBJOKV/hwhHLcocrSNXfegOtxT9Sh5yO3Jdw2AWB4yBy",
-	"5YdRKwbCjhn1csAvWg1u3GClN+b41+S+/L5FbU2Rx1VnTSZ15pL711ekPPV3l3D5Rs694pnGao7ziWZ6",
-	"JpTzxbiDdD2Y3rysatSyfLwmRuyaeKN1VVmrNUUznVssNV8l++b4G4/ofw/gwaPmKnooMHRBNtU9deu7",
-	"dHhviTNwIW+FNKoM6TNalaI1Uqm35gRuFne2fBYxDdSF9bUU7HbaWg5EfkI3YJROTPdQlufKgQiG/GC9",
-	"ZeWG0XnhAfqImMDiqHwMNKSXNJNeWX43CE8uuV4p9+p1M3yHR5iNgVXkze5W4ky8lAdmaERReBrUSqqh",
-	"2VmDJqoxKBigQe+oiUG5Idol6PP58e7HxepeA4+rZynY6VTPQYnyx2kixxMg6WwMWKB5x1812HieypEY",
-	"LoYpGe5En8VKzGPW/ldurJN4nQhzmFTM2pTbNtfZJfpN4RcXJhqz9pxLDJdwy1aQJIY66PSKskuxIlxS",
-	"MS0oAVOCTwAZ0PuAq+MzwJzxkWsmd0fQ/TrA+FzMPTwVhyxWeZrGBVQ0S6DgJkk0vzNWfzOw9XFgZ8lq",
-	"TbHDtJajPE2xsZ4R9pDFv76N2TAVHIsPVhDyZxMLq+QAvxWkQPW0Q0KgMt4YBy34tDZd7QtImhVO84Yq",
-	"UdfX47mqsTHiYWJaDbEsG5oD2Yxj3StZFmH1NQUTiaW6qAwmphXdZwlfYMGaEZdpnlFmlRvXhdap4Opu",
-	"lJhVe/6V18s2z8WAQUo1fiXVUNQmehO3EyrBrOqgZmiWKz9LkfhmPFIYdiHGXLF2gb5lKqhKKJbXrNqW",
-	"b5O5c5tAniy9a/8y4nV4b7Hukaep2yFvR6l3bOR7UMsSS0pZgkgYv0dVewxrx47n0ySwVoIRmatXFUes",
-	"2+1ibYH410Hrm0HrbYx2j0pBhzpO9vDgBpzMsb2moi3F3q5E70ysnRlsCtCG/6JVZ5bJK27L2v+mMOi4",
-	"egZFInSq58jtpmTLScSVSPUMtKvlBM39G5cOqVDNWlK4QWqMZ3areTGURdJQeEqOsfsS3ROxeD4xYnhO",
-	"HUEvuBEPD8hxEn9kdokbRH16iRv7E9eQq4ZhWyumM2sarFJ3E2gI64Ebc8+wkycRlSrjSy3Fiog6N6Ra",
-	"4AywuqEuypvJokTe7h2Oj6KAmU8WaK+gGsw8EX0QRdTjDKuAeZ5qCr5cpO5PeML2ephPnCvHlEVCDxtQ",
-	"YLBIIRYQtSTl2jF9Gntu+OF0Dlkm3OPAvPFOLC3Ch5epHrMk41KZxpk34fGzqizBFQj9sF5qyBF2wRVl",
-	"XWZnNq2pD8Gx0uQzsxEXJ5XpiGZ5w8BfYsse1pdIvljmFsnTBjDvHbmbVEYiJ6oPxi1If11ZpKVDdBee",
-	"luVz+cmytdyH7nDMn3ysd6WYFVB0FSbeXrJ/Nsl7Y1m4mrluxDAHpesVbKCr0oVVeY9yyl+nv370J/Wv",
-	"b85WbG1/fXNWKeXbZSfWVPoTSVON1C3S0YxwTSEoIC0uCyUVOaFFgf+Fsvxd2YYZtwu/WjINgBtUWVaq",
-	"kfa1azk1PylahVFp+SmXynKpRGYcnqTnTX93193TTcTVCikUL6COHnlq5Y6rEz0R6WwnEebSayld9qKS",
-	"RdjGNstm0OowPVcDhb4tKu5HPWid7evQibmgpHiq5yxe7hIeM2kGShpNHcSwThVIl+Cj3YEaqP/4D3ZU",
-	"aRg8UNSuBt4YB0U93CGEmVWKM7f/+uas43qqDFR8FHZl7jPXQZhwCzUJJtjiqmFSa5BK6uEySdBaMJl0",
-	"2dG6OtBlxVHfhIdevcCWBwMVH/T2WFjXOvaFk+Pl4s9+7HHZQbk7UPFPx2dsd4I1HP6NrsxcBQ2XReIX",
-	"9aVOBW3clTTyQqbSLgbqmA8nQXMQqjGO9VDEOz606YLag2ZjDKXpXx8zM1BF0AzDtDM24VfCtYoBSBhk",
-	"AmY4nNz4YCRMp8ZyaaY7UC9pb6lvFzXyosooIqFS6Z4KDpnTTRGGh8t6nxVtdOIu89XjfaUjmNH1fVLa",
-	"OhsoqodVkLZUWIld2g59icUHrh8mBmbFUbFq3AA6cRbjgfK9FFyTFlMSP12i+CwaRCINGfvgjLji7xks",
-	"yoliZqIz22fffAPfnQquDBu0ivA9xIULnRetkKt9X+iDg9Y333ia+Pn46ElxvH46PguPF0+NLrpdxHBn",
-	"THXPvtvb6wHmRf2Pfde9393v9AeqjHtEIqv0gSe+iR+YY3c1I2C08WNKx9ohQRAPlLOSJ2XBUHqKWklo",
-	"JSLXj5W5TC44gqnmCbvgKVdD7Di7GKhZpi8Ei8tzAfrnLoLff7sTJiTGZk6FnejikCAWNwNF/wLvZ02B",
-	"pKwdN1UYp/L/6WKgynjQ2mBSV4UtiBwNYO5hES/KVTJQPmIUN3cphtB3fHDJO+yXMiLT25cwJrMzUFiz",
-	"tVprNCguytq8qQRpWSkwGihql2dYY6svbso+X6CWoMfcNfzyDchom+BTQ56hUWi551J1CL4zkyRv7UCV",
-	"3ZjciwzuI6kV1GG4pGcSS0OuWCKGKc+wli3tvq+e6HspDRRq+DCj+KD3gD2ju+CcH5GEj1nbjz2md5wr",
-	"bc+d/I8p42eguGIxPuGlS9BHW7iPY6UA/DJ+tEMU7kak9EChr7ro2EtjOoh9E7dygm5azvw6146MhGF6",
-	"RMcz7D4TH9zf81yRUdMbRn142JnWDDvxxKzt2+boK5ENFHXNicrmJZVuN3UNcTqsiHSx6DFzC4N0E8FU",
-	"HhWjcE1vYtb2NHBu3aV+WbHSsdKB2rgvTcef7lM+lsphiqeSfDuZgztwqqhWw86MbhNJUfSStfd29nq9",
-	"yNdMYPsPOtQw3dDKFh1+XY/lKTVVMejWpSZvru0KVd52BD9QldILtPHY0L3vEEq32yXZCqp2+v0AVZNB",
-	"q6AnckO+fvmUjUTR0nmgAj/esgOPXWg4k5lwHr5qV3iNPeijgQrbw1PNsY07xIsFA+oAsId94kc667NE",
-	"I3eY8cyICCjR2CwfWiy/rhM5QmPHFNi55dMZEhdtRzRQgKOUYOXrfF8TFKDBn24M0UrfeUQEPfYDTzy1",
-	"xV32NyFmJfYYYZ/hEtQbkkEjDecX+44PlOtqj55g13cflt6bVeAUF8T2YmblFMYzhNm6+PvFQL2Sagyy",
-	"ICeZ4LGFwQiyqHAwE9J2xbRL3OSTrDtA/8L1Py66bSgWH5/xcYllXwmFXocLPrxEPl8284FDEGMHiDhi",
-	"8enrMxKST46fHp8dY72SKb8kjYc6FhWdynjad+AGWLCDRq4vuu9lCNgEK9OEIoSaXPr92NtnYf8zRg3Q",
-	"4uWG6769WDccPKgSekaDOSy6sEobDBeRcDBm1sYjgD9mbC4VbtWRot7xwFYHLTpzzi5P526HriVyLIx1",
-	"MLcV98PBUIt1x3h9O3tpB4o6d7QRR2mHNlyZCt9+noxXK03oEYsPlNvraKVpHk4Tu21aPmZtAkkFWHNN",
-	"2gfK9+iLnTHQNnbmgyNQkO7LsrEJMqnq38gnsBwu6eamy167vqOlxSJy/d54sqNVSqLe/cQ8eIglOsPd",
-	"isF/UVOE/wSBS0CWhWKBQUtxxIj2gwPOas73DzRcLMpMSTgOpZL5Hll77Zv27jPXSjCQhd2BakWtVA6F",
-	"q1HodPTTTM8yKSzHKsaNuvmuf7J0XBba+dHpSeAO6rf2ur1uzxW5VHwmW/3W/W6ve99VSUbLh4e28P9x",
-	"ndH+qbwSShiD2Ej02X6v5+b3fuB81oNWf9DSl4PWh5BAXHMhWiZqftdlJ5YNJ2J4iaAqETOhEmBnqMpw",
-	"9mSh+FQ/+QHUFRAxRNVjYU3ljZlwxQG67IlvW+m0eMYrOn+3FVT4PElafZijK1S41NV3v9e7pvHPzRr+",
-	"uC809Pvx05CG8VReUee6A/p83VuLYQbtgfGR+3vrH7muQeKHqPWgd3/9O2q66oV2tFb/17dRy+UfBRTj",
-	"QwX7v7aIyFpv4bFdR43dBZ+mjWQHC/ViJtTR6UlQb7U8dXNu2EUuUwoNqN1n9/jNNvpKJV3NZbc4Mjfu",
-	"Fbk8alRi/nn07CmB26q6t/S5mHoc+VecKGklt/JKYLpL0bUJoIu0nS9HONfs/tlEGtSqM45lXGtJgDTo",
-	"xs1/KXgiV5gOwKiCQ3ghhRZEUFQQBUnDjh6fnfxyfMge9O4XdXm9QkbSBGNJEFxopCrOxhkfilGeMjPJ",
-	"bQISCBkMydyKWcAwY/UM7QgIUjM+GslhobGU9Am3mc7tGBRMf/Fl+BN+mtQsmtrXxpwK0moizau93XHG",
-	"Z5PfmnnTy1yRWcKXE6ba5gVdYRiA/w00XhR+HWQEWFYRNFombT+oT16hiog6QiKyMFHxb9j6DHU8OgNd",
-	"9kKlCxyEFAbNEXmJyggTJuyg98DJbbQk9HEksadcrhaElGFoXfbGqQHNhdzDeu3fvx8sVSoftPrvBx6J",
-	"DFr9vWgQlOZGvAAaaevDB4/TfV35qPT+upNE9eHhwoSbSadYYWnIjIkvIMuYgxHUfWsHbaxDPkTzrGKX",
-	"Xk2jZSMDPf0fY21F5q24bWAZiE2MV3tDzwB1zDQTjsolR23ZqaXY2wuzuJ2Fc6+0cN7vPugcsvgXni36",
-	"jMrfxsyKNDX+JUu9+UhlNO7eGk5BZPoTdsoq9U0M3Lir2uASHvetNRxS9X+WvGZtBfEP0Z0WVq8bVbWQ",
-	"e9PolpMDNi27vmYCYW3ziPFQrWkab1lS/SNXsqYTwdIQbtWYoG7MQb3wpkH39mvG/PZGsszR9Y5/5Ibd",
-	"NpfLwANXv72oXH1bLejDhSqKv0dh6xPDvDfiEE0nK509o5Xq8FZr1vbWiDjhlq90Qv6F1zUBcC0/nZ2z",
-	"hpdQxO91nTILaf9ldufOO6weLa1taHOO107MmeDLfThkOotWnq14baLQ+IcujdKPttROhbWva2ASukMq",
-	"BzoKBCZTOluWzl4z2ACCVXoh40MPPnf/W8/175lAIrhIA+vwEHW4w1DAAkEtN6oFCq85EohzNqD6/e/W",
-	"r9ZyD/E7A7ob4OsTBVKLp0Vxk4+CxyUgzlVAlw7c/XR81gkAsgfEb7HfldkEEpc7WYOECXvRfmCHVJ/l",
-	"MtNGWo3wUrrp0rnkM+nIaTfuHAIkmEpirkXnqcIC7rkvmU09842YUPnUhQbAF/MZQT4jukuRImRzLBE4",
-	"nt9qh6vDgGejh9sgXIxICRAciDUbwzhBzBrq/QUblIp30i5YIq9kIhJ2scAy2oDFUsEBjHWCYtwgUIph",
-	"oFX12gZI1FkrYCCuR5PK0zSq9EIil81h9e5LsTAOC2CloRXQAMvgEUKAnpdtEyRpSlG0AZct/fSucy51",
-	"65M2WBlu2ESOyeK7IkOxNuxKy+ygTy8wTDeiiMXf7H4T1z1BputlkdHmoQmKl/YEckMB33a1i0RU4kB/",
-	"K5VFkhbEfPEaPAucNrYPyoadsL1eFJIIBdZGbK8HpAAUp1juDeRL/N63kSlrtHqzORpaC6uJtGJ6iLTo",
-	"FB8A1oXT3tcWKPpwueZu8U8vj05//vvT89Ojl6+Oz388Onl6/ATWz1//5ejpyZOjs5MXz4Mfnxyfnv18",
-	"/vTk2cnZ+fE/Hh8fP6Hrj188O316/I+Ts3/W/Hh6/PLVyauz4yfnf399/PKf589fnJ3/+OL18ycxhv97",
-	"XRFFcd/HiRz0ehtL8/2ae/En0KKHyw3R/bJGgeIIDKs0gruR+GZ3uOfknwLBjT1rfewC0hI5WlcXWZol",
-	"DkMdJtuxzsbnRT2vwM9xPpUGnfmxK40cvBI77eE2X2Kh3nh1GcmX7oPJfIM9U32PJwzvkwW+1mVHzglF",
-	"bgeMXScWuTJWst/DEtG5arAmSLGm/xu+vWjU32UnymbazJxiLbGgNctVKowJLQdC0UEENlLQ6snzs5cv",
-	"Xp0ePwZyjTtddpKI6UwD2mEU72ywDz4FkUj/43DxN4EscOwOMDHpEqHAKcdHTspHdvAZ52Jve0vMRGRU",
-	"9KpWnS/T7X9wrWPvxOS31AbwQzX82GXofeVK2mqXrk+jqH31OlS7YqzxQYk1whBYUCkQ/Y0oDKVl4t1Q",
-	"CEBBThB2PotyVhNrVqOXBSFohaZVfaTsXx5isMo9ytuAut2PUskebaxhuNgnfGxvA/XA+adDZeRg78Em",
-	"YyzY8TPAfthsf6tFVbQonRXioVaXct6G5v5KVEFjjV1X+95NFBCO+gfJsbLrUWHPc82RfVoANmBalgMN",
-	"lr3ljOj9XmPu/c7bv9SZUN82KY9HSVLpNoTsBQd3z+VUdHy4WLlYrkcLoitgM5l2AaxYaJY8fVYXOePY",
-	"TQI1VJtxZSjrNAqi04cCoxNAGy0BgU/I8KU6GHdt67z3RmagtWKWlPsNtIVM2GxRdH5MtfEJyZ3Cb1kg",
-	"SHpJENHOEbAgC5mzdjH+Qji5yE4KlCoAP8CyBUxPpEbcM34w2Amd8smLlYsQjVJuQcQycaUvKcnAdxyr",
-	"3Etx7l7xICLjaerB8EHvgLWlSggh5tJM+EW66MBwwm5nMgj7w1RC2KR+NUOG3j3NjcW4xsVye7T20avH",
-	"JycsFRYtay5cKkEVfkcqA+jRyiuRLjpRoPod9O5jl3Q3lHN8WYmefZwsfd3Dc7znSmQu7KlI6aGE/Vmm",
-	"qR+GH1n9N3JVvKFzCBLDuYaFpejC+OT5LydnpDcdPf/n+fGzo5OnMWxJyt8JgxGWXXbQ+87nAJRZBj5U",
-	"kBNpliYD1sa8onMMFjVx0Y2dBjrnBG4VBtZRrE7bzRavxzXAlEgp6KG24m2qY57lLbsnFRDduqE74GYo",
-	"pqbDZAMadIs54Qmj+uzFErpziYapgoLdivevP7Ao5fdJyn+Z+VTncmv3/e2AygaitMimoScO1j/xXFuq",
-	"V4wPbIAvHms1SiUlTx7s728yEReTBZL9WFlXkeXPCmaI0oDty/DQewQTAJYSxVDdzYZoHptnrq5PJaVs",
-	"NTnSR/OsNCJcuD4olTYoIHxB6kuFlok+ZjsU3QynURB2X21VyDgAeEBNEUvlpaAiWi+ysYld4H21Y2FU",
-	"bW3Y9sN0sduk4HdYivY2h1QqHR1hOId+eIXOstQu0YfXd9nzMmy56K9vZCqUTRe1EUPPxLoQgGfUCJap",
-	"3CdyLa2xdkHgrF0kITRGAOCyVjwqRXG6PYSJvuvsXm9N29kP0VrpQcHyn1ZqPBPXc9XIZ1MGGyqz6hIu",
-	"uaOANJo+627bxXtCn+tnYNE3Zbh/Uh74k7AB5Aq431SUTM/3VG0InDYubrmxrSo5OX1qZUR+o/omT8ga",
-	"QbYj2+r6HCThEsrLlKQaAOeZ242BG53z38kZXe0BVWupCvvZFitYyTIK6sZvz+zXdGaf+vy42n0PIz6p",
-	"s2+jN/ux8wNwpsS8WloA1OwlFIPgBdNm8TGmlTisdnAbavREW8NGMjPWZ7932VH5MGjXPiIvfnb0j/MX",
-	"L396dX56/PL89avjl/ESE1lCNL54AvqclYuWQNg00anDKi7jHpnJUOeKGmwO0zyhQpPClDl3VPmH+kvq",
-	"UafPZty4vChpChsGar06G5//lmvLz705N47YRM/R9TPlalF4VbJc+TpAXfbENwSlJHq0M0y465JuDX0b",
-	"1SurmdFT4W0blCQo+BXdGWF6GfBIPWV8zGVNSDUN4EU2vhvN9e6dM2XLwo38Mnt3+eFGZ0nIMufcuG1M",
-	"lljm8Rkfr2OZeM9nZpmfQRO9nVX+xgrslzHjb7Xmm0ofOsGOnxVHZ1XoBNjR17QhCZSKuia9vrXzKpTs",
-	"M3oGzU9WjwV65UlRSVPkomGxnSgEPkGTZd8todJumYyivsFyl51kmcDAg4tUUBUULJnjC7qUEu3HpeQa",
-	"+C/lAiPadTasqC732wuVA2D5JM8cNqYG5bah5TGKT7LCh59DgzZ39oSymfE9TCoaZ9R8Wml0Bg65InAt",
-	"bVEZpMix9WnL06m05jCMBCG5jgkLlfFKw4a5ha9SnFQmTBExMNfZpUsAUUWRu3FGdVcwlSHPruQVoo9h",
-	"xs3EP0jW4z5GbGcCOT56saeYDVLp10xWbJC3iazGamGC8n7vwEVc4ajJ1gAsnugpCWshFM3QSoN6vN/b",
-	"j0s1pX5tiyIEmgQTZoJTbBjFY4yFDbqWxz7EMyQDXFgf0FSauIPmzGQfwTIpsP2+IoajgDIXNVwcXPsi",
-	"xxnn0oAbaDlugxvkCBOs6xSi/bsT3kHT902EeEmVuDlUf9xv+QoxLqtGbh8bGlTX08DKLnfWx+HukyDe",
-	"AJC4ofugOSvSxVdn7t7bQA6H1Q+o+MGfWQyjYrEihlk7INFOnSa41nS9qgY6bk/ih2P3fcqcW2rIXq3Z",
-	"Ag+V0vye1wlBocPbMX6FHozovSWrJfUOVKG/U6B2bkrj9Wv3MU02EDvJdD4mLOBM0J36POlbMbjnWgnH",
-	"5FZSko5hiujGtPivC8zu+nmtrgFebzI3u9WssA5fGJW65r/92JyjT6I2fZSqdH9DXuFrc7S2FqnfpxV5",
-	"rUJw07NH/fMxnAbPXw3XotSHVa5VA9xd5UWdFRh+hUdQCfaPx0GfxHDiyuJ+dEDrnXEAV3j/7jjB1mjy",
-	"MTBoGwX5+dgdncVbmUB20diwk+pxo0ONChVSSCUohGWuoPKsLmJKzLFEGGCqPhoK2jEfWp2dJHEHlExu",
-	"6YorFWVh3SxsXPmXv1WoqFJ3LAhQ8GXKXF3SoopCQlF/WFXR15ydZ9JaUQwTI9qCIETGTfDKLouNVEMR",
-	"e9M+uuY5Wwie+c/EubIyjVnb3dJnSs87lW9eipmFD061spN0wS5yV2TZubApM8PMuDJUZBAzvjgbiXkZ",
-	"PmG0t66gF2Ek0IBgxdS4BDEXXvF//r//36v2lZgGHKaLjfJFAm8ngQDhYruQY9/9ZEkO1cFGXMcKaNyk",
-	"+D6g2bq34WRu9bY/kpO1XOT1HlYyD1IN+D+II/XTC7g/a/y7t7QWNuOA6+O1jwC6deIiDELbKALjnmGu",
-	"iQZr56oIf85VaZPOlQuG7oSm8IjpNClkSplyQiFAVCtlQ77G3OFZz1LJOuvqv4d2efTOmks5m4nksI7r",
-	"1jPPk2C5/tBRIOVE1jOoYN22/GkbGlKcf1k5DPVhrR+hlF8fUlJJi8DO7Rh+j3Y7iu8Ko9BjYCW+z7uv",
-	"VJsuCJf6vBAWU2tFEyOWDCr9dgr/U6VeNH3DJw7FyMMIxhWFgNHjNhGZC2XxtbiEmLk2ZtIaLMhFXwjm",
-	"RFzLuPSX2P15op7whSkxK/s2KsJd7vc6wBqVmC+vzVIGSBa2tfS7idX8HZ51MbJ9Svuh5htWzwx63Shb",
-	"zwF45w5zNSIQK8c+/6XkMSdJEO1biDZmJnpO6RmdLnuFJcfI+ZsJm0nnQAMZARx9JR+4XZMYFDHDF2V2",
-	"EF9eDMpmuhTK+Qj5wtUXwAafaEB2fZvumaW8m7FWwtmli+VcGRSlttps4bp3FImYxcRmKXwT1rVuWIds",
-	"Oevpwbt3zg9J/tNEJs6HWm6j97bidIwuxzfni81E6iERI6yzi28C2YojFMHVIotmNV+m7GVmgkSZNmbf",
-	"VzNjMBWKjldRAIJqsrfxAAap752mIKS7zqK5e5NaOcIvE5K0/P3GfJcwSa3IAqxmQ3592S/bmKNtzFEA",
-	"a06I0fn4yIsFsa91yTpNmtTuexmIvmvDkl6ipgSSahVVNYrfMvzzdmYgUs8qPHSJDx00jTT56njBn9bS",
-	"ANu5YXLaLVH8elU3PCcNFoog4ODaKudFtExNhNM9E4bWRAUmrg2Da8dFwFLc6WIEVVFWazkQCLALBQD5",
-	"94ukGg4+pJ6vYeQUQKSRVNJMRFJpr6FHzsqbipGtjzEIFuNTuuU2CIkKJpQr7H3DF1vm8HUwhx/JHrbk",
-	"gKqeortzwNedetTJN7ZI4t0rwUSpy2OZBmle9WY97I74xzbowRQ2yObChdpma3112VqOgP2JpL8/ofmN",
-	"9HcyTJDdhA6ezyqHX8OI9qjatRU7QlSaCPlWEdyyvc6mfgAgemd7UkIkThyzXMnfctFkO4CHfq9WAxjb",
-	"l7EX4Ko0yHra623u0taOsLUjbJS7hCemhh03Ip3d9+R6uNZW8MSlKXmfBeoOoFyEmdjsjBKSGPYpLfpD",
-	"0v0uoiVgryuMGvkrsVpMJr2RYYFGfisGe02qR0MiQ8GVXALDNmlhm7Tgkhaazt8G6Qlw66ZpCe7cxcWD",
-	"lSyE4FTiycNg/cQV5fSPLqcmIFFXcxOOTg8OWZGgAIfrWfHdm+Yo3PJoXpekUEwlzEZwi7FUIuKmSQnu",
-	"8c+dlrAOCm3zEbb5CPY6JvOJjKUEEa7LWHjsilkGR1BhqwKV7OqMBTd/MghAYft3AAE+jXL1ZdIcruMo",
-	"Ps/hoznLVrHa5jf8sfIbbq8m7XposN5CXANFQngXhLAs2YzfuDYeM64SzECNqbBYULK0mn/pyi+6tNN4",
-	"I6uzg3Lryg7G7vv0vWAYrnzz0pcb+87BXBrzP+tw1h8s7v4mlc229cu+dou43+IvAtI2Z2K77+H0rQ0U",
-	"mWKx7KKMetEmlzTWO4FzhyyDz2CICb2IPOTZtS9fE6qPz1DEa9GECtRbvKNfflFag3Vb3TelwWDDGC6d",
-	"Y1xgczgLLE3JTT+D7SmQAXNuaA5foQXq5obqrcnqxnE4QDr+uE09Ad/CcgVcoQJ0fKYkvOMQ41hc/XtC",
-	"C74BSxUIrdi/lgCSN4U1WZdufQQDG9PnQQhNClm5gFtDz9bQY6tHEwnnC8CJ9XcShiDrUF7DKsr+bOmC",
-	"GWErTKOQ6wAkiKXs9/bKuDdq3MIN42jBrjiVVEJdWOBe7IjiutwtyUhv52jrLEgWcK3+4NMuyYYquebY",
-	"EJTuuhArXAo7dAA8KMqpde4MAo0zrooSaGG5V3wU08uXAZIrLh19UqCUiKm2HwWUZrm9M5T0acxzNLTT",
-	"3H5uC916sbCGrj9KVtxlIMf6mTQf5q398XMHdmwNln+ITi5JUoUBhSQQQQOV21kyXQHZTSyZjZEdYU4r",
-	"G8nUYs7hxYLF1No33tDkuYHB0oWX3Fh60EB+xLFtBHzwO8dksfyjmSFpkTYIx6XF3JofvzrzI/d+B1uc",
-	"lypviFr+ly9mjNyY8bgge1/pOqwNhZ21E5F9z80w7ldKfHQ2C8hnxBOMa9uCGfLIuzA1KRHvWJuy0i88",
-	"ayP0jWdIYhsSnS06/YLXHbJ4lkmdSYv52ClA6PY40/mM3ku3YR9LmLBPf4dZFDWiqSG64lOB6cqukDMP",
-	"v8GNkWMlxElSfKXuzm4wGleLIHgSwLvvZ40/HvR6rB3nipbhnCYcRzAUGCXlytcz57tizEt107FkuJM8",
-	"uDzSMD8jatpczDWiG7j1C2i1bmx+5d9RcUetZ6qn/rEPa8bqVtnJSemao33EgMttazX0dt3bf9TYzPV/",
-	"+//1P3/5fuftN+XF4lrtff9ZXwWrOuMfXFsQqZXrwxbDDTGcmXlQbAcbTfuubagM403V49owbzwZ9V3K",
-	"cDStqPAicvwLL97Kl7gV+luh/0f2Oa7K+o+V8Y2ZOC9mQmEeDn6BhIdjYrES87ixdZIz3YhsRTy7GiWe",
-	"Pn05nJiscRRI5oxeQd0PlVQlWk0r3SVDXVNeDn73d5uZg6P7Qrk5tDJNIamOArb5Odv8nG1+zob5OZ7X",
-	"rDLqa1Sl3ff0n5vk6dDh9Jk6vklQlx2lqZ6LpChFQDfeC/gzPjRybgPnMaB+MM5nYBoTcG7HSW+RglOy",
-	"nm0SzjaiYTkJp/mQbZKIgzdvmorjD1ZcPUxlNk7ZnqtahnQlM6d400pqDhF7Q+OQx+UAbpyUc9vjem1a",
-	"TrkiYV6OX5iCEd0iLcc/exc63qdXyK6HTdsQj22Ih13Hqz6VddaBiesyek55ZiW6dcjPHB7jQ6an0lqR",
-	"sFkGTMVKQZmG2Ow+V664fpe9Eraqo+msVO6sZrHKU6qcmiu6DZQ/PjZxtVTofKJTwSwfM4OceS2EiRD0",
-	"+C8XnROLWDP/APmwANo0Y53Pp466FKa7AFGfSg/9QmlM1zLUIpHp4xnrVgfdhhJ89blPH6uC7hY4bNPQ",
-	"gXsVBfS2xbI80v1j18tys1hvrg+R8tZe/7U56ZfPRXAeSzXnc0HAWkP/UZJgD2MaDaP9Jk92aeFfteXT",
-	"7V3mTysCQzmd5hZWo8kG7+7+vRrh3fC+jBXer00D/PEbVLHDb7HM1jz+BzKPOxLWqg6fBPywDqBQB9lN",
-	"g4moUe3tQYjv0/vHBiFuFutBiM/x3qKQrw+FVGpK56aar+z6Mt95+ACiijIXMBHKookSg4YplShmbYyF",
-	"yy/+JYbWWVCKVl0dH39c9NiBP8bySqgikei2fUd4kjCu0ERT5seAvmp8kNx3y6mMPlfIJwqtcg2eJO64",
-	"/V7RjRvel0E3fm02yhnZGne2AQZbBNWYKIKHpWSPdR18PV9vRFIfWRTC28LxgvNAYjcRqpS+GW/my65X",
-	"TFUHfGZEOuqyFzW8293EFWUnwqdcfQcYFqYtZmLKpcKga0xgHFU5e5syGemdHdfZSlOvqGzlZfQKgEhK",
-	"VCbp3xNkRPbZlGPPCxItPh3Gv4EagQk+9b5hLJmGzmxpO2Vl1WK1vZ8jKSurNhSnuK3kuXlIRsGotzUp",
-	"tjUpPrYmxQpPuY6VrYnpoAQJUmMaozpqe57c+ux8ppISa6BTMeltqME21GC5pwpSxt3pezcrE3F9EVHu",
-	"i0MoPhWRa+joKol62LAZkoiYeDcUM0sSFlAFFXngi2oSrZ4r8uu349Ojs8c/s26369EQ3eEwkcukQt0x",
-	"hifiQxYDjpoKDABTrrUoiu06lII1HlYKPARZvVwtip5MHi8QUGhTpQccp85oWTpd9sRXZ9gQ5jSFHdwN",
-	"UvhkyumXCTxYp5y6yIM74bRb9XQbe/CVxx5sJoLWq6a7Psdy5+ZFDIZ5llEtomqipqgHiJt7Bo7c626b",
-	"D7vNQdx6E/74OYiVU8Xrj/hnKUFQ4M0N2MmmTf/IvlOYYS5EqtXYwEyx4qEkMNo+Ot3vB7H6LgQ0LN+c",
-	"jIXpLFV6hpevVnrmqdFF23+MRH0OsDPMEYAv/QAY7CdhT6yYFnGxeOja1KYslVeC6bIuo4mwCuNQzyQA",
-	"GGU1E1cwWhhb5yPYIOClhraGNywNjUW6/1yloWvLaW655dcYARYWQAz2uo5ZfupajzdilTcGXNSrscwu",
-	"lCUHrZZ0uY7pVJOuqCg9vIXyrPD4VDhl6aJ1LE/PdlJxJVJXqd5nLiwcI3VBbQaUa+LavDqLdvFGo7Fd",
-	"5AjmQrlVG7HEJlRYW2+fey+5WzZsdgwfh1EtTeU2mVS3r7r/Z0KpS+S55cJfK2Yt/WkXi98vaJ2Li4nW",
-	"l5vHurkHmMkvittW8lABQurcOkuoEcMMa3Bs1Ae3ltu98cP8Q0fIuVms5xV+V/4g7GHbuv6TMpTlsxfi",
-	"ueLS3UfVvaITfgE6Yp5RSmU5lqFzrPjsx8VMGEw5F1eUqI3ghueJtCzV8AQfOl5h8uEEQEfskusowJyK",
-	"Wce/DlrfDFpvY1Q4SXvUCpTHY1BinUNDGnb64tUZGQSk9bjqleUq4VnCPLtgZiaGzPCFYW13QFjslmxH",
-	"JnFU/mXlVBjLp7PwopFjxW2eibgDmM5m0pe2E+9oRSVP2QUfXurRiLmyZToHKT/USgmcMRNAFCZiB/vf",
-	"YfzHg3fvcHb7D9hE55k5xErjKplpqSyb6DTBmtlTjdn+Ua/XY7lKBGjbmUgYLTA2HSfjZ3Hzfg/vdmEm",
-	"8FK4lc24cd4qaWAvxiKBFeMsHqHpOmbu5QsqWu4JtAJ8YSkAMcbEzWPWjucTI4bng7zXuz+84EY8PMD/",
-	"42KZiZ4r8mlNRCa6joQw2/VCsIm1M0qJpfxXXeTAzjJ5xa2IWKr1DFYWqCKV6nIn1UOeAorNhDGs7SsN",
-	"8jHHKgaOWMp1jxyefvL8FUxJpzlcRTMErtqEm2DlisNFKbWeBM5RgMSd2wovom1Hj7/XWE03vC8Tq1n5",
-	"eNLkFQvhhmvLL60pqJKIcusq20ZybiM5a3BEIcorkqYiz0mq1COL6xSH3ffuf2uiO2E7CzwBn/XDOMSD",
-	"PHOVa50k8sUfkkzPZiK5LfelwdyW+948XtErR9saUtsIxJoaUvOCEGvh+9oqUqtCEJRslIMk/255TMbC",
-	"lmfkU2u/TRLeLcVWhm/DCteelE9kKSsk2aZtycMDec+pyVGhArv61e5317dpaOWViLGMEVrg/RWUxlku",
-	"nD5TuAKwhrwcCpZIBDMJ4xh8B88Wknyks7GwVBIXfswzcWtzG8Wf3Y3M/GSqypeJ3FvDwXzk3paTbfuf",
-	"/wlrAF3LszdVIXZLBaDRJXGG9f/JYsVSPfY2SM8OCxcbmb/QJ9GnIBi8cs9gcXERMW6tmM6siSjI2ZUc",
-	"5yohmx286J31d+H1lKM1psuOgiEI7vPWYDTfsoQvvDNXWmaEtcC3208Wik/1kx/Y2dnTzh14Q56US/U1",
-	"uEXcdBbr3SMljWwdJFsHScl67pmANL4gdrwFs9t979kJXM+E+wuW6NMPeP3N5eCucRg945eODRasMQFA",
-	"a5lWQxGx+YRbbH6EGitx4KLYAkbJhL4ZZLcXOlkcAhPF1kLkf0HXhRJzjFGc6zxN2IW4LTstVrpRAd7/",
-	"VHyuCUYWiycNrR8oBF+dGenPaokVCjS4Yo9xcz8SMmUaztIO2YA+D8do5AE/yasa3dgdWBohelLzTGGI",
-	"cOEfxOTSNMFDbSwAqCueSqrHu39AjtI+mwqu5hOZCuftK9bRuyovtJ2wwm17ayWYltQd2Fe0sJ8eAa3x",
-	"gRXWZe/9Ktd0yx6+kmR1pLsKoqm6OBtYBbxEDHPsJQdH/kLwTGRHuZ20+r++heOKPfjqw0OxjkSWqzhQ",
-	"UZ7qIU87h8iqZqleULlGZeZY8Voh+em5YhPgAlErz9JWvzWxdtbf3d3b/7bb6/a6e/1HvUc9ZBZuzCt9",
-	"n4LMLcPaViiurMEq1kW/trGpaQjwrKy9vZQAFjxLMXarD2MmAZPKyGQ1fwxQB4WtLQXLu5dS4PTqS1+R",
-	"USBMRvJPuBC/1WeKcpYYObL8XFGirmYGGFpjJ0JZYDgi8ZUzy6enoua5E3UlrVttq9m/tFTXrJ8s724Y",
-	"Q/jgPVNG+wQvwWs1j7+piyPsrwYYRcyl/rRXons6uFkOFkasjJDBoCDYYSvGxNRNFGxsaDsIRlqcp/q5",
-	"/pTx2eTvT9nR6QnTV944C6g14ZazNvFyDIGSjjnsjuEZPpOO0e/GEXspUh5GqZhO3wVl86TsSXl0ekIj",
-	"DruJRSws5k4xPkniiOiwGCAO7uezs9MIg6TwvvZvOTlVQeJ22E/HZ8HEcZS/pXVE7WzPE8FTOwkeoQug",
-	"6vzfAAAA//8=",
+	"7L37dttGsjf6Kr2491omMxBFybLjUCvrbMVWEmV80dhyMrNDH6FFNMkegd0MuiGa4+29zkOcJ/ye5FtV",
+	"1Q00SECkLraTDP+yBeLSl+qqX90/tIZ6OtNKKGta/Q+tieCJyPC/x2d8DP8mwgwzObNSq1a/daystAtm",
+	"+ZjpEbMTwTJh80yJhGVilgkjlOVwb5/Fg9Yg7/UeDq9EZqRW+IfYoWuJHAtj6dKgFXfZ2UQwdyOb6ith",
+	"2FzaCRNXIluw4YSrsSi/aHSeDcUh/kVvqr97PuGWSVOOsc1ZPNTTqVD2qc6VjZnOWJzPEm5FcmRjxkdW",
+	"ZIwzd1PExPRCJAlOj75qOl32RqiEScukYvHJaOelVmLnBbfDScysZpngCdMqXdD3aThJxDg8RE+UN0/5",
+	"pWCczTNpBRtqlUhYPZ4yrXB6fk2kZYpPhem2olYmfstlJpJW32a5iFpmOBFTDptlFzPR6reMzaQatz5+",
+	"jFrPpbpc3cbX3z9lT/afPGGpVJcwDPiUEu8tm/GxiJjojrsspq3avdrb1dnY7H7Q2fgk+bhr5fBSWPP/",
+	"DPPM6OzbbrcLN+4/TuVU2m/3H9GuHrJMpN8OWvDWQSuGpX/7+oRlYiQyoYawjSm38kr4z8OshLEPYIGP",
+	"LoCQ/Bqk3NDAYPLXTfY1t+I5jGJ1xr9MRCaY4MMJkZE2guGADTOWq8SwtuFTwZKMj2wHqVdn40HrMPv2",
+	"0deH9tv9OGKZHyM8I9OU8TTVc5EwpecRs8wI2EDDcmVlyixs/m+5thxIcD7RqWB8zKWKmM4iNp8IxTL4",
+	"qRcVT7hNcJ+BH/0n2vBj/FrYbLFzBEQawzw4O9j/prPxsuyc6lQOF6urA6cv47ZYkmA/2Bx2wk4ynY8n",
+	"rH1yfPY9K17IiGGwkRRpYiJavR0p7GhnYu2Mz+QOvBbfuuOYy85erxMxzozN8qHNM5GwVBqLSz7kaSqy",
+	"Qevwt2/3e73D+bf7EfMbUVxCWqKF1SP2W7kpM5Gxud+FPuPM6kuh2EUO9Ir3RkB/Mk0FnsTi3k6XxfTp",
+	"GNYcZo+PPjDM5Bf/FEMbMTODdbgQI50JvIPndqIz+S9kd3joD1mss3GMv+pszJX/ETcvNyJjOrdGJoJp",
+	"JTrFOxcM1nwKrCYzazezJIHVfXzjKJDY2Hwih5PKXk75gl0gz86kSKqfmkolp/m01e9F/rNSWTEWGX73",
+	"l19+2TnK7UQoK4fcitWPfyd4BsyzvAnmPpzAwgJDbgPXefz1o17neiYm3vPpLBXlGzPB0+m3g5YViiub",
+	"DFoRE1mms28HLamueCqTc9yuQasVrazYx6g14xmfCusE20kipjNthRou/ipqzsILfikMiIBMcCvVmJ2+",
+	"enPGDB8JYu42W7D2G5vJmWBGTDlMFSgIztBIZqY8viiTOLsUC5blyhziNmfCzLQygrWN5TY3KBYudLLo",
+	"AOldipllI52x/QM20XlGP2dilvIFyBB8ZVxMwe68dj/1GSxjHMEYuVq4ceLtQADI22Ag8Lrighsojb24",
+	"xQ07kSNk1eV8xsIadrC/f8i4f/9EpnQaqjOXnkNmuVKwhvRo75su+6tYGMYzwcxQz0TiuX/lvPhB0pkE",
+	"eZtdiYw23bD2o/fvO/gKpS2uWMQMvQWGP+RqicYlbCtxn1bUAjHa6odksAN0UDkK/P1zocZ20urvP3oU",
+	"wdHwf+8BOVkrMnjn//vrYPB+f29nMHj/9fG7v/xnDflFLRKTq3T2asZ/ywWjn9ko01PG2SwTV1LnBsXd",
+	"A8NikAdP8ZaYtQGsgECPHd/tdNkr4MJWwwIH+4DCktFztNo/vjh6umPkGFAQUVyumhcfGDJsmyUAZXKB",
+	"GzKFnZ/qRI6kSAA6ATOUY+UngVAL2KVIiIoOer1iA37LRbYo198tS9Oy9w6e1C1mIlIJIO8kqRdi/vcH",
+	"BsCgsuzkGWvDsYvn4mKi9eWOTMrV80ObcTspRxZ84zo2FZJBb+frd7/2dr452vnxp7++eHm6c/bzzn+/",
+	"+7D/6GM9TcgRIsB6YPbN3l6PeZDYZ/FXMSAGxnFXQIyJAoQbohvBs1QC61VmDiIEz7ODwdKwKUeJky6Y",
+	"HIHk8UC6bWym1bhDb0J4WQHYDwxsLLIAB0MP2VzwS7q/Hf+yO2gB+mvFHaYAe7MpDLnLjvzHkX6myFCV",
+	"ZkrMCzzbLjA2oDzOCFQCLiA5yP6pJXIOzqzg0457Iw0QdBN2kVv31RGXKTDKAFr3mdLAVJlIDc7DfSsT",
+	"o9wIwxY6z5hIpO2yV3Yisrk0gh3s7SP1K20n8GlpPHhv5iLug010vNfbP6gnAFAaNiCCUrdASmgmhDbu",
+	"DKhzPJNGq06X/QIQE/Ybt8Wtnd/Rqrr2wOCiRoRskIxg+g97B+yltuyFP/N4qpVGgXXdopTDvvHKqCtJ",
+	"Y6IzXnNAK7d8qiOa1usRL/h7QElM5UilesSkFVPjoEGeKdYG5suM/JfoNPE+enc40kSMeJ5akDcRrBIh",
+	"sb1eLypx2V4tLkOlrEa6hCxdJqz99vnJsyaOR+/YDJP19n765r8f/vz13578ff+vBy8ev3xy2nu9f3bw",
+	"y+NWdKcFJzj0vUxrke0rYF9uhZ0C6tENgg14tmm56dfKev9nJkatfus/dkv7xy79anbP8PVv6CEYGTCg",
+	"WoEj+HTt2rqHb7K4v3z36OnXz7453vv+4Q+Pfvz6p2/+uvfijotLS3b8fsZVzUSe6umU7xgBQNk6fQxI",
+	"G1V0kaDqgiSO1hBQnVCRppf2WexgH6hPPElMeCFiMTeIO4T/sfy7jUowqlv4KlR46dek02XHtC59Fgsc",
+	"+LfFa6PiHbDq4v0s1Ylo9Uc8NaKeBugNFRrAg7sZMeDCgdxqfSxWl2cZhw/kSv6WixN6GWwt0vIC93Ok",
+	"s2mrWP5aGnITX0dF/gU3oaO/P9s/Pvj+8Q9Pfuz95M/qHekIKKFuGm9BuZWghUwEi01+EbNhyuXUQw14",
+	"7oEhrdp02d7O3v4TEK4ZH4JeRjAmPtr5b8Z3/sV6O9+wLjtn/8v67L/Y/7C/sG/ZThwh3kcck2hr+izu",
+	"xiiv4y78JxNwmRkxBklvCHu8ff2cDVOJFzIx1VcCdQWTDycAGGTChjpPUeSD0sCTJBPGeHuLWylm+MIw",
+	"SQqdzi1Ltb7kIPX6jFuWCg7HRYlyQh4443s5jKtpY92CbratoFr3/ufR6OvhEzH8evjw4fDxsNc7uLjg",
+	"I/FkvxVV5Ov+k+sUl6Od/+Y7/+rtfNM9/9/+f/3PX77defdVebG4VntfPWk4gN0otcvfP43I/givJd0a",
+	"T/V3PHlN/AL+GmoF+jL8l89mqbNO7M4yfZGK6V/+aYCMP2woIcpXn9Lz9Pkam1qpD095CtzA6U2IWNF0",
+	"4SxEzpABJDeJGDIvuNHZ1woLRsT8jTpjubpUeq4QjLFZpmcis4vyDtKwgI+iWdxNFcYC/J34eEw6dRxV",
+	"CLnPOJn0HhgyVo50VrEjccO4M2m2OX0/pPif3rx6GcGp6UR4LshqgW+MmZjO7KILXPGpVqNUDu9/fzbc",
+	"laH7vintJB4dA2QQrI128CSn8YiI8TQTPFkUWkpEtmk9V/D/wradoM6CWwR8MdGC1kW8B8EqlVe6O7gM",
+	"3+vsQiaJUJ97Hci8gkLXa12OXVcMAqBo2YmQGctgw4vZoGma8BeQHt6MEzpRcIR5egy09Tkn9VaJ9zMy",
+	"P5jAZET6cL0N9BAtyWTD8rDlJImdeV7MdIaGEGlxZi+1/V7nBKE+L8WSRr5ESmgXsJWdJIFzzW6iYLNz",
+	"zYYcFGEQm1IlZO/JpZnwi1SwiwVLBCCsjp+21wAbfAcVZdLb0OHoL/vHQBgk/VCFrPE51q2Uu20X78Fl",
+	"OuWLVPPkTOvnPBuLL8VFyMzwfihEQtN26lvhugFVkLUfH7C/yu+QIaKBtjgyxCKRfVpvKcF3SjVM84RW",
+	"iwwSc25YopXATTnNROEv/J7LVHxWqgy8mIkk/IRWhiYDEmzbYeVHnE1hTDRSDQViLG7QmdJlr8UOulKl",
+	"dUZwm5HccLL3R6SI79H11EAEVry3u7OUy6VJ12CHxg1+YJwUNm6XGW0lnSTiMw8Mi1/w9zSi7xZWmLjT",
+	"ZT/oB4b9eHZ26rmRs8/BjLwjiVwa6B8Ayc1wsAzGTQ7jYaqNt9xopcSQnOu1FOHW5UxOhc7tFz0PniZ4",
+	"lskrAgBO7JUL9vr46Nn52cmL41dvz9CnR0CdjoIRKsGFslozk+p5urjN2TmsX6k3IruSQ/FW8SsuU2B5",
+	"n3u1DI0AWaWYznTGM5kuWK6Q/1rNJlwlzrfiVvbQOV1AJ88iNtFK50C/S25hlFyOHXfZkQstINLzFjwi",
+	"p0SwGH8917kd6qk4d4gyZlYiUs2tcyW6g4leeec0SLjlF9wIJFMQquTxAS0KFg/4Fh7fypl3ZI8TIbmK",
+	"MizwVgWMpe2ccCJacmTFS86buLMkSJacpNfJk/BW3KszrV9wtXCHyXxuwiCO4FgNgHTUXOlooYu+TRsH",
+	"/z9HQ6JIgNngPNxuVQnCObm77Dk590HkzwAdVGABXKm4qLmq3NFBxRmOm9LSLPw4yQKPNvV8xjicNjjd",
+	"y/sRBmZcuxvFjQ1xCxs97O9fdZffiBLeKu/jF58d8V2Q65siGEB9lMZINY5KPTJi4v0MlGg4QE7nW1r2",
+	"Op/9dSuwcr9bhlmmh8IYYE0UAPa5V2PlwCM38tpYbjxfq/Nau/MiyzecX4rFeSbgMTg5b4GHoXPqUixQ",
+	"1aW/vHe8hWtg8hkoAyJ5IRLJzxBAfEEB66B+HH4Vvhaz9nDCMyOsCzEayyuhIhbndrTzBKYbHw2HYgZn",
+	"xLj4N3+hROgOyMJMGWAlgvNe6pKsXaK18CV15nvG2enR2dMfo6VXo5Dn+PDa2Jdg5E2fePXm7PZfwIV3",
+	"u4FzyhNpn6ILEG1TZGKRZF/i1/EUv6X4hp95mgugIpJ+N3sGrSb1y1Fa0X51t70rzGIaw5bgBfi64ytH",
+	"pUtzGNLihUZGMjV3KShy1c4WwUPaGYFXf8OPAIOC/7XgFTuAJere4zy6G5viw91YNsPD6xA9vvYqfL2i",
+	"Gv99x92xA1o+4iBCnQhtCpjhzpo7Qw797O08PgiN1nq0arLus534kHEXv1i4ltucpVqNUeoGpkD3bZnA",
+	"eZZjpTPg6yRTjYW/ENkEZt3HB4123P7Ouw970eODOuto1JL1G5Zdv14FWpdJGX5LbMj59hNiDs7hT7EW",
+	"1UUuIp6CsIuVcVjQ3mwDVdGPnucuk2qtNTo8GzJplVQbeaKvvDYYQLgmSNAlpV5/vJ5LU3PECtLenMbp",
+	"sNaQeBkMtJ4h0OcaR0z8BViAWrwatfq/fmipPHWqEBnll7chmMLKDjU860b+blmcHXnzMruCcXi1AESv",
+	"D8DGJe9TnCgCnzLsga4Y1rZ8bCKytZ48Mx1UJWAkrPAr4mfw8ObKCJLlq9Z7WIY0dcuwkYSOlreZ7Ogb",
+	"7zNaLcg++hHdNM5/uLe8dEu76j6zuq01S+wN/hQn3OtFLiAUltG4WPngnvBsB54BZ6nH8JkaAYIAueHY",
+	"AlCp/YG0uuToBsJCNritHfssnaerzCPwvW7AJwJPazE5N5Vw4HUHy43nKd6Eq5P4cP7TYNWcl7q6kH6t",
+	"KjFwPRf/Efjwrp8BvuWaod0Hi/K0sJY/LW0WhQg6QityDUpZWRPrf1sOF5yuGpgoqiejsK7gIamcDjQX",
+	"Le/UEEMNViKvLRpupnw4kYoMl3gBlQ83afdZn17h5xIDOifDyzn5yIILhecPLlqtzwFGFP8HmQV/+DBo",
+	"5KbhBTpc4RVYrLj2oBRIcxUG6NFIqESqMTFUYMszbidMKmcMQp2E3GUxcOXdh/EhefoK3yHeUjoOO953",
+	"UczwAcUg+tegbSOuP9Nkz63L8AjWmUmE+0Ll0+JsREVciHNOu9i1dzUfmYLKO67b64nOLJvkU67KjRbv",
+	"ZylXzglW87aZlqo2sul7VDhxdXBxIzT5/PTm1Ut2Ss+4yPlvensdTzu7bpE3OCWAdGhrI6LdcmZ1Z+eH",
+	"jM8mf3tenJ4lMffeCgyEMc38jRDAkrsAvhyTyfz18ZszdnR68sA4ZZuENMqbTsTiS6ngCGBkhxNCrF0e",
+	"6Z1UXgomlM2kMEjYMbsQaAfl2TgH3kRqrVSzvEpA5SxTTTpzle0tH/Q0n6pAbBRhd1ErlUrU/fKx5lvL",
+	"XDKgq1UqAaoMh1TCs1U4tvzxdx/XoIcN9j0ImbhWei2DDfd4mVIQ40GLvbs1FSOL9mSM38F9V4znVk+5",
+	"lUM2E5mhoAQKfSg9BYWVB/ihYe24JMFu8dTf8FudLjsi/BcXtoqXfIoM8YpnEs6pIdooX1Jk/KBlmRum",
+	"arn+bQn/NNNWD3XKyhf0Wbw0cAqc55gjuCCtEW1RTiOE0SwD7Oroqu+76eZdsxGHtJ6yXJbrB2ImfP/R",
+	"4x+5mdQLkjc/Hu3sP3rsJSJ+I2IT8b67Epj2Dd8ZvfvQpM66OHLcGmLwe+9q42ND+vcPReE4Vw9D3SGu",
+	"EFSDkCzsY252iR4iO8Lg4FyVxoQJulKuRMbTbk3U1soSB+tyTgr/u1/PMTAK//9V7Qr95klhdaT+sBYD",
+	"bIMqr41le4/RtQm891HU6/VcxN6yFWLv8cMnB3W74k/ZzQ5JZfVQKXSvqSO46tZErfc7Y73jLv7TaNV9",
+	"zecvHKOr3cqC05FZYnWJQm5G96zyg4RbfrdJZsLkqS3wr1d8vQqGko+1vftSvBfD3Dp70PVL8jG6qTZa",
+	"kfk1Emtz5rfBSfpR8JSE3BLroIDr8kC39GUNLls60u6pOol2UqQJ1Mj2m2ugYsplWiu0yQ9jbq7O1uDa",
+	"K2lF8t2iIcL25JnnLXRnVgs1M52uNTK/hnuK2PYqqayq0NeBCtSaaXHcp8u3hjMKtedwza7fOjL5k/+t",
+	"uoVF4sPqcG8+J4psXrdor7IxbMPKEvj8CXxH+f3rZ3YrM0FBhAWZ+ZWv5CzW8Wa34ifqGV+YSs7J10HK",
+	"ycM1GSd3p65bR/jiKJ2dbL+3QRz+su0spNFN9ibZ3DAY8JpV2yCm7w5FcrKU2rQqH2ZOyy4znAr1GeEp",
+	"TsHFu2DcpRLMv72PeiM5jJX27oa5zi5NUVDB20Uzir7ymG71cMBbam0nyNGYEcNMUKIyZkfvXu3tlmM2",
+	"ux/wBR93yevWZW8meq5cCqKioYei9XoWT4OpMXlWtuw+TFuVXfxE1vcXNa7EW9jN0PmkszHoxjNuyMdp",
+	"WDx0ucJWs3gs7AsRd25iYsN8MlMHifxHlwNKTRiAeiGA7DBVqO0MOBHb6/UooBTZTeewmtQsAQpXKJNn",
+	"gk11hsPbaNteiFdZI09vOmo04geGgl5kwtp0dFzBh856uixSN3DJ6vcaBra63c0qRLCwzhzWtEkNsu8m",
+	"3BkmUK/O/EPnGRnj/HGtBgstdI6Kvc8xtpGvouNEZLzB+nmpictRQIdiUPULijUyJnJWR6IuyWha3ASj",
+	"p/zhLovhH7QGAMm5+DhXpgfjzlyOGdwWw1GJU2kszOVM8KmJD1kM73c2LPrGA1wX/G6n5lV0v38VvMaN",
+	"P17VJ/6ppboZHr25HG4ES/VEAFf9iUcfW3vz1ao3294IY4XHd42A8CmWZTIV0VKxqNfT0n2IjoAyf8eO",
+	"kVej0YXmGWCMmgOklvmPLm9nuUoATvDFKu02c6PZhNcp2D/qORtxjCoda9sHqWX1aBSzdiJSgQkX7hA/",
+	"wMAdYzoRi12sFZxAoLHI5wFHAVwy3W4X7uV5Iq07q/h/luox/GDmQswwtNQtqCErNMbBuqTBjA+FK0CS",
+	"2x09GsGDI6l46t5YYYbSGpGOOqGrgaaD9nYKD4taOIhW1MLvo0Ve8bTW7WAsz26omrpHvmsw92B6EptP",
+	"NHM3YjpL/XvqCvscpXO+MCx2xVziQ7TZK2kmIqnQSCr4FeWnoM3iQkykSlj7oHdQWR73nvXKvZcQNC5P",
+	"TuEShXOvJfg6+XtP7ufmFPvV8AjHYFc5oi89t/lQMBm7ET44QGMO60Sci4pHwURCaCPeFrDkZcYWmGGX",
+	"6iRopa1WcugrfsApHWZiKhQQoFaVYn0wlGL2UtnHB621xlwZYIfSsBvaGMrFbSCNW6ngfi+rnvqb+elV",
+	"E8B5lY2vxThVFl0PvYNo+QLkgkC8D9DRSMj3gUg3wofXyvTK8t2HWK/ux+9ZsmfjtxSx+fui5rcO8m1q",
+	"xlohn3uk0ZvqRg0EHfC8m/KsAqD66TbQdvmRa5b1cxsQb0Uqt131ZZ/Yp61dsPEeXbMd98RumiTt74nR",
+	"GJFtyGymUoVX9/5I5FjnvAoiRmtqdh08+roIPkqE5TI1d40fIzcgPNNl32VcDSeMqgG3uUr8xpITrMMy",
+	"jqEDdsIV6uRW2lRQwAMNx5XL8fHTStvzEeaz1ywUPVGjvDXGPREBSsP0kNJ+h6L6PVflR2nLGj9bui6X",
+	"AilEtkOBQkHZDF8R8qDXQ5zb2RjTVgNwlw/bNVHxJ8uB8FQdw6UHUfVEPWZDnVGB44ZwsNLbubS6mC5M",
+	"lUFx18MFPOgd1HlkcJsbwtSi5Tg1k0+nPFssxSRiokx1s15qy75v2iXrYvGXfJSVAs8yEcrK0YIKSVY/",
+	"xdoxv9C57V+kXF3GofkXY03QAMzMTAzlSA7xkU5FScgzuVN8ar0LwcX440JFZUEwR+NFYFy573Ws77Wu",
+	"W+ZX2RhDGQWfEsxmp5m8kqkYu/IKOksw8zZGPTxmVB+bxTyZSlX+SRaPOFSU8YFW1MI7MW4Pbqm1GpwJ",
+	"Pr0XTbcyuZVYxUwITE73wZ30HG2fwupL9ZYFuVH5tJoQTJgwlmqvj8NzZqJ6dRi2pGIPvl4rngbG2fuw",
+	"+d2jzn8HyBmqyeESVRf3dio07OCtUOgSkS0Fvd+XsN9UTYFp3Ad6wzP4O4ZupQfiNLc33LFba/GNsBlG",
+	"c08o8rOR0+okKAOtxhnlAYFLpyz6Tpgm/5NnQ8V9h9XCiiqplE70jifjPU9UsIjuTypemhjBIuGU8hUu",
+	"HLGst7iCVP2tN9Ba/CN1yOnIfQmHXRA4DiJXfhi1YiBs2VEvB/yi1eDGDVZ6Y45/Te7L71vU1lSZXHXW",
+	"ZFJnLrl/fUnMU393CZdv5NwrnmksJzmfaKZnQjlfjDtI14Ppzeu6Ri3Lx2tixK6JN1pXFrZa1DTTucVa",
+	"91Wyb46/8Yj+9wAePGquoocCQxdkU91Tt75Lh/eWOAMX8lZIo8qQPqNVKVojlXprTuBmcWfLZxHTQF1Y",
+	"X0vBbqet5UDkZ3QDRunEdA9lea4ciGDIj9ZbVm4YnRceoDvEBBZH5S7QkF7STHpl/d8gPLnkeqXcq9fN",
+	"8B0eYTYGVpE3u1uJM/FSHpihEUXla1ArqYhnZw2aqMagYIAGvaMmBuWGaJegz+fHu3eL1b0GHlfPUrDT",
+	"qZ6DEuWP00SOJ0DS2RiwQPOOv2mw8TyXIzFcDFMy3Ik+i5WYx6z9z9xYJ/E6EeYwqZi1KbdtrrNL9JvC",
+	"Ly5MNGbtOZcYLuGWrSBJDHXQ6RVll2IRuaRiWlACpgSfADKg9wFXx2eAOeMj10zunqD7dYDxpZh7eCoO",
+	"WazyNI0LqGiWQMFNkmh+Z6z+ZmDrbmBnyWpNscO0lqM8TbGznxH2kMW/vovZMBUc6xVWEPJnEwur5AC/",
+	"FaRABb1DQqA64hgHLfi0Nl3tC0iaFU7zC5XCrq/Hc1VjY8TDxLQaYlk2NAeyGce6V7KsAutrCiYSS3VR",
+	"5UxMK3rIEr7AgjUjLtM8o8wqN64LrVPB1f0oMav2/Cuvl22eiwGDlGr8RqqhqE30Jm4nVIJZ1UGZ0SxX",
+	"fpYi8d2ApDDsQoy5Yu0CfctUUGFRrMhZtS3fJnPnNoE8WXrf/mXE6/DeYt0jT1O3Q96OUu/ZyPeoliWW",
+	"lLIEkTB+j6r2GNaOHc+nSWCtBCMyV68qjli328XaAvGvg9ZXg9a7GO0elYIOdZzs8cENOJlje01FW4q9",
+	"XYnemVg7M9iVoA3/RavOLJNX3JbNB0xh0HH1DIpE6FTPkdtNyZaTiCuR6hloV8sJmvs3Lh1SoZq1pHCD",
+	"1BjP7FbzYiiLpKHwlBxj+ye6J2LxfGLE8Jxakl5wIx4fkOMkvmN2iRtEfXqJG/sz1xGshmFbK6Yzaxqs",
+	"UvcTaAjrgRvzwLCTZxGVKuNLPc2KiDo3pFrgDLC6oS7KL5NFibzdOxwfRQEznyzQXkFlm3ki+iCKqMka",
+	"VgHzPNUUfLlI3Z/whO31MJ84V44pi4QeNqDAYJFCLCBqScq1Y/o0Nv3ww+kcsky4x4F5451YWoQPL1M9",
+	"ZknGpTKNM2/C42dVWYIrEPphvdSQI2zDK8pSzs5sWlMfgmOlyRdmIy5OKtMRzfKGgb/Elj2sL5F8scwt",
+	"kqcNYN47cjepjEROVB+MW5D+urJIS4foPjwty+fyk2VruQ/d45g/+VjvSzEroOgqTLy9ZP9skvfGsnA1",
+	"c92IYQ5K1xvYQFelC6vyHuWUv05/fe9P6k+/nK3Y2n765axSyrfLTqypNEiSphqpW6SjGeG6UlBAWlwW",
+	"SipyQosOAwtl+fuyDzRuF361ZBoAN6iyrFQj7WvXcuq+UvQqo2r0Uy6V5VKJzDg8Sc+b/u6uu6ebiKsV",
+	"UiheQC1F8tTKHVcneiLS2U4izKXXUrrsVSWLsI19ns2g1WF6rgYKfVtU3I+a4Drb16ETc0FJ8VTPWbzc",
+	"pjxm0gyUNJpamGGdKpAuwUe7AzVQ//Ef7KjSsXigqF8OvDEOinq4QwgzqxRnbv/0y1nHNXUZqPgobAvd",
+	"Z66FMeEW6lJMsMVVw6TeJJXUw2WSoLVgMumyo3V1oMuKo74LEL16gV0SBio+6O2xsK517Asnx8vFn/3Y",
+	"47KFc3eg4h+Oz9juBGs4/AtdmbkKOj6LxC/qa50K2rgraeSFTKVdDNQxH06C7iRUYxzroYj3fGjTBfUn",
+	"zcYYStO/PmZmoIqgGYZpZ2zCr4TrVQOQMMgEzHA4ufHBSJhOjeXSTHegXtPeUuMw6iRGlVFEQqXSPRUc",
+	"MqebIgwPl/UhK/r4xF3mq8f7Skcwo+sbtbR1NlBUD6sgbamwEru0HfoSiw9cQ04MzIqjYtW4AXTiLMYD",
+	"5dsvuC4xpiR+ukTxWTSIRBoy9sEZccXfM1iUE8XMRGe2z776Cr47FVwZNmgV4XuICxc6L3oxVxvP0AcH",
+	"ra++8jTx4/HRs+J4/XB8Fh4vnhpdNMiI4c6Y6p59s7fXA8yL+h/7pvuwu9/pD1QZ94hEVmlET3wTPzDH",
+	"9m5GwGjjp5SOtUOCIB4o3yaiLBhKT1H3Ca1E5BrCMpfJBUcw1TxhFzzlaogtbxcDNcv0hWBxeS5A/9xF",
+	"8Psvd8KExNjMqbATnXRZ/Or07OTVyzex72kx43YyUMUC7PcO3IPxEXD5OOjJjI3pJhjZBC8DnZjW60LA",
+	"5tEhjTsRw5YXwhSvwE678UHvUex3BJUBM1D0Lwgf1hTJytpxU4lz6j+QLgaqDEitjWZ1ZeCC0NUAZx8W",
+	"AatcJQPlQ1aRupaCGH3LCZc9xH4uQ0K9gQuDQjsDhUVjq8VOg+qmrM2baqCWpQqjgaKGgYY1Njvjpux0",
+	"BnoRuuxdyzPfgo3oBD415BlapZa7TlWH4HtTSXIXD1TZj8q9yOA+kl5D3U/KA0VyccgVS8Qw5RkW0yWK",
+	"8eUbfTepgUITA8wIqIO9oLuA0RwRxIhZ2489pnecK23PHQCJKeUIyLegNXcgQ6r15CotfRk/2qEj5kak",
+	"9EChs7zoWUxjOoh9G7tygm5azv47146MhGF6RPwh7JgTHzzc82yZUaMeRr2D2JnWDLsHxaztW/3oK5EN",
+	"FHX6icruKZUOPXVNfDqsCLWx6LJzC4N0E8FUnhSjcI16Ytb2NHBu3aV+WTLT8fKB2riXTsef7lM+lsqB",
+	"mueSnEuZw1twqqhYxM6MbhNJUXWTtfd29nq9yBdtYPuPOtQy3tDKFj2OXZfpKXV1MehXpjZ3ru8Llf52",
+	"BD9QldoPtPHY0r7vIFK32yXhDrp++u0AdaNBq6An8oO+ff2cjUTR1HqgAkfisgeRXWg4k5lwLsZqX3yN",
+	"XfijgQob5FPRs4175IsFA+oAtImd8kc667NEI3eY8cyICCjR2CwfWqz/rhM5QmvLFOSJ5dMZEhdtRzRQ",
+	"AOSUYOXrfGMVlODBn24M0UrnfYQkPfYdTzy1xV32VyFmJfgZYaflUqswJARHGs4vdl4fKNfXH13RuE0x",
+	"Lr2368ApLojt1czKKYxnCLN1CQCLgXoj1RhkQU4ywYMbgyFsUeHhJqjvqnmXwM1neXeA/oXrAF20+1As",
+	"Pj7j4xJMvxEK3R4XfHiJfL7sJgSHIMYWFHHE4tO3ZySlnx0/Pz47xoIpU35JKhe1TCq6q/G079AVsGCH",
+	"zVxneN/NEcARlsYJRQi1+fT7sbfPwp5tjJq2xcst531LtG44eNBl9IwGc1j0oZU2GC5C8WDMrI1HAH/M",
+	"2Fwq3KojRd3zga0OWnTmnGOAzt0OXUvkWBjrcHYr7oeDoSbzjvH6hv7SDhS1DmkjkNMO7rg6Gb4BP1nP",
+	"VtrwozIwUG6vo5W2gThN7Ddq+Zi1CaUVYMm1qR8o36UwdtZI29ibEI5AQbqvy84qyKSqfyOfwHq8ZBww",
+	"XfbWdV4tTSaR61HHkx2tUhL17ifmwUMs0RvvVgz+i6oq/CeInAKyLDQbjJqKI0a0HxxwVnO+v6PhYlVo",
+	"ygJyMJn8B8jaa9+095C5ZoqBLOwOVCtqpXIoXJFEZyQ4zfQsk8JyLKPcaBzY9U+WntPCPHB0ehL4o/qt",
+	"vW6v23NVNhWfyVa/9bDb6z50ZZrR9OKxNfx/XOc1eC6vhBLGIDYSfbbf67n5fRg4p/mg1R+09OWg9TEk",
+	"ENfdiJaJGvZ12Yllw4kYXiKoSsRMqATYGepSnD1bKD7Vz74DfQlEDFH1WFhTeWMmXHWCLnvmG3c6MwLj",
+	"FaNDtxWUGD1JWn2Yo6uUuNTXeL/Xu6bz0M06DrkvNDQc8tOQhvFUXlHrvAP6fN1bi2EGDZLxkYd76x+5",
+	"rqnjx6j1qPdw/Ttq2vqFhrxW/9d3UcslQAUU42MV+7+2iMha7+CxXUeN3QWfpo1kBwv1aibU0elJUPC1",
+	"PHVzbthFLlOKTajdZ/f4zTb6SiVdzWW3ODI37m+5PGpUYv5x9OI5gduqurf0uZiaLPlXnChpJbfySqBW",
+	"WrSNAugibefLEc41u382kQbV+oxjHdlaEiAVvnHzXwueyBWmAzCq4BBeSKEJExQVREHSsKOnZyc/Hx+y",
+	"R72HRWFgr5CRNMFgFgQXGqmKs3HGh2KUp8xMcpuABEIGQzK3YpcwzFg9Q0MGgtSMj0ZyWGgsJX3CbaZz",
+	"OwYF0198Gf6EnyY1i6b2Z2NOBWk1kebV3u4447PJb8286XWuyCzh6xlTcfWCrjAOwf8GGi8KPzIcYV1H",
+	"0GiZtP2gQHqFKiJqSYnIwkTFv2HvNdTx6Ax02SuVLnAQUhg0R+QlKiNMmLCD3qPQ8NXHkcSecrlaEFKG",
+	"oXXZL04NaK4kHxaM//bDYKlU+qDV/zDwSGTQ6u9Fg6A2OOIF0EhbHz96nO4L20el+9mdJCpQDxcm3Ew6",
+	"xQpLQ3ZUfAFZxhyMoPZfO2jkHfIh2ocVu/RqGi0beQjo/xjsKzJvRm4Dy0BsYrzaG7omqGWnmXBULjlq",
+	"y04txeZimEbuTKx7pYn1YfdR55DFP/Ns0WdUfzdmVqSp8S9Zag5IKqNx99ZwCiLTH7BVV6lvYuTIfRUn",
+	"l/C47+3hkKr/s+Q1a0uYf4zutbJ73aiqleSbRrecnbBp3fc1EwiLq0eMh2pN03jLmu53XMmaVghLQ7hV",
+	"Z4S6MQcFy5sG3duvGfO7G8kyR9c7/pEbtvtcrkMPXP32onL1bbWgDxeqqD4fhb1XTNA1W6qa1qLRSnl6",
+	"qzVre2tEnHDLV1ox/8zruhC4nqPOzlnDSyjk+LpWnYW0/zK7c+8tXo+W1ja0OcdrJ+ZM8OU+HDKdRSvP",
+	"Vrw2UWj8Q5dG6chb6ufC2td1UAndIZUDHQUCkymdLUtnrxlsAMEqzZjxoUefuwGv5/oPTCARXKiDdXiI",
+	"WuxhLGKBoJY75QKF1xwJxDmbUP2TjQGr8zDgeu1tgFGdFSjEtgf736x/brln+r3h6g3g/IkCIcnTopjL",
+	"ndB4ib9zFRwDhyV/OD7rBHjc4+932N/LbILAS8KpAd4E9Wj7sSOsz+qZaSOtRjQr3XSJDfCZdNS7G3cO",
+	"AYFMJfHyotNWYXD3zJ6stJ7XR0yofOpCIeCL+YwQphHdpcgYMnGWgB/ZRbWj12EgItCjbxCdRqRzCA5n",
+	"IxvDOEGqG+p1BhuUivfSLlgir2QiEnaxwLLhAP1SwQH7dYLi4yC/imGgEffahk/USSzgV64nlcrTNKr0",
+	"fiIP0WH17kuxMA56YGWlFYwCy+ABSQDWl00hJNhKybcBUy/jElynYOpOKG2wMtywiRyTgXlFZGMt3JUW",
+	"4UFfYuDPbkQRi7/a/Sque4Is5csSqs1DixcvzRfk9QIx4Wo1iaiEnf5WKgMlLaCK4jV4FjhtbB90Gzth",
+	"e70oJBEKJI7YXg9IAShOsdzb45fEi2+bU9ak9VZ6tOsWRhppxfQQadHpWYDjixgBX0uh6DvmmtnFP7w+",
+	"Ov3xb8/PT49evzk+//7o5PnxM1g/f/3no+cnz47OTl69DH58dnx69uP585MXJ2fnx39/enz8jK4/ffXi",
+	"9Pnx30/O/lHz4+nx6zcnb86On53/7e3x63+cv3x1dv79q7cvn8WY7uBVU5T8fR8Xc9DrbQwe9mvuxZ9A",
+	"aR8uN4D3yxoFeiowrNLm7kbim/vhnpM7DHAC9uj1oRJIS+TXXV1kaZY4DHXUbMc6G58X9csCt8r5VBqM",
+	"HYhdKejgldhZELf5EgsTx6vLSK57HzznGwqa6ns8YXgXMPC1LjtyPi/ycmCsPrHIlbGSuwCWiM5Vg/FC",
+	"ijX97vDtrtAI8J4TZTNtZk6Pl1jAm+UqFcaEhgqh6CACGylo9eTl2etXb06PnwK5xp0uO0nEdKYBXDGK",
+	"7zbY959iVqT/cbj4q0AWOHYHmJh0CYjglOMjJ+UjO/iM8+i3veFnIjIq8lVrPSjLC3znWuXei4Vxqe3h",
+	"x2q4tctI/JPrhKtdyT6NXvinV9naFduQD8KsEYbAgkqB6G9EYSgtE++HQgAKcoKw81l0wZrQtho1MIh4",
+	"KxS76iNlv/YQg1XuUd7k1O3eSQP8vIrQ3qNNxliw4xeA/c5AgdtqURUtSmeFeKjVpZxzo7mfFFUMWWNG",
+	"1r5XFQXAo/5Bcqzs8lSYD10zaJ8GgQ2nluVAgyFxOQN8v9dYa2Dn3V/qLLbvmpTHoySpdFdC9oKDe+By",
+	"SDo+Oq1cLNeTBtEVsJlMu3hZLKxLjkWrixx57J6BGqrNuDKUZRsF0fhDgcEQoI2WgMAnoPjSJIy7Nn3e",
+	"WSQz0FoxK8z9BtpCJmy2KDpdptr4BOxO4SYtECS9JIjg5whYkIXMWbsYfyGcXCApxWUVgB9g2QKmJ1Ij",
+	"Hhg/GOz8TvnzxcpFiEYplyJimbjSl5RU4TusVe6luH6veBCR8TT1YPigd8DaUiWEEHNpJvwiXXRgOGF3",
+	"NxlEGWLqJGxSv5oRRO+e5sZiGOViuR1c++jN05MTlgqLhjwXnZWgCr8jlQH0aOWVSBedKFD9DnoPsSu8",
+	"G8o5vqxEzz4sl77u4TnecyUyF2VVpDBRgYJZpqn/hx9Z/TdyVbyhcwgSw3mihaVgxvjk5c8nZ6Q3Hb38",
+	"x/nxi6OT5zFsScrfC4MBnV120PvG5zyUWRU+MpETaZYmA9bGPKpzjE01cdF9ngY65wRuFcbxUWhQ280W",
+	"r8c1wJRIKegZt+LcqmOe5S27JxUQ3bqh9+FmKKamo2YDGnSLOeEJo3r0xRK6c4mGqYKC3Yr3rz+wKOX3",
+	"Scp/mflU53LraIHbAZUNRGmRPURPHKx/4qW2VJ/5DliotwEsearVKJXDO1qR9zdZNxdxBkDiWFlX8Obf",
+	"FTsRYYOUkSGP8YApwEclaKKypg2xSjbPXNmkSsbeau6pj1Va6fO4cG1mKl1mQNYDyJAKDSF9zOUomkVO",
+	"oyCpoNoJknHQFwCkRSyVl4JqlL3KxiZ2aQXVhpBRtXNk2w/TRaaTPaHDUjTvOWBUaZgJwzn0wytUpKVu",
+	"lD55oMtelkHZqRhZBncbmQpl00VtPNQLsS7A4QX12WUq93lyS2usXYg7axcpFo3xDbisFX9RUftvD1Gp",
+	"b+q711vT1fdjtFZYUSrApxVSL8T1TDzyyarBhsqsuoRLzjYgjabPutt28Z7Qo/wZJMJn4u9bp9+NWO4P",
+	"wgaAMmC2U1HyWN8htyEK3bgg8MYmueQx9omyEXnF6lt2IScG5IJcsusTuoQrD1Dmd9XAU89LbwxLia38",
+	"TljCakevWjtc2J24WMFKylbQBWDLIrYs4tYs4rnPbawlszBal9pCN4YGPHVOFc6UmFfrUrAjtVjCaAjN",
+	"MOUZH2NaicNq+7+hRre+NWwkM2N96YQuOyofxvoIrloP82GV8Yujv5+/ev3Dm/PT49fnb98cv45XmBe3",
+	"zFiZpi63cwnJHfoSB0OdYwWFMZfKLVNhIvKflTZi8wm36AOrwkdp0biD7kDhHO5iQV4u/DreQ5YJKouK",
+	"lafg49jiFCtKoIXDWcHceJwtqNNnM25c2pw0hc0JrRQ6G5//lmvLz735PY7YRM9xmFOuFoUXLMuVr1Pl",
+	"IpqLrrVYvKKwOTjI7Cc+5ZfwtNZTWqBVlk13vsrG92NKuH9vWdkzcyNH2d59frjRexVy+Tk3fr2XuPzx",
+	"GR+v4/J4z2fm8lvTwN38Klu7wk0lGJ1gx7KLo7MquAK464sqkRRLRV2XaN9bfBX99olBUsSB1WNi7aTK",
+	"AVO3rmdx5D0SAVYLunz7dh2Vft9kpfYdvrvsJMsERoJcpILK8GDNJl9RqJSK3y8lV8F/KRccAbozKkZ1",
+	"uf9eahyAuk6lRRycpw75tqHnNopgcouEn0MPA3cWl7Kb9gNMKhtn1P1cafTODrkifcCLQaXLHGuftj6d",
+	"SmsOw9AcwgaYsFIZrzRsmFv4KgWuZcIUIRxznV26BCBVVFkcZ1T4B1NZ8uxKXiGCGWbcTPyDZM7vY8R+",
+	"JpDjY1jBFLOBKg3Dya0AAjWR1eA5TFCnIjgT4UpbkjUGWDzRUxLWwii68ZUejni/tx+XmlX92hZFKDQJ",
+	"JqwEQMF6FCAzFjZomx/7EN+QDHBhfYRZKf+D7uBkQcIyObD9viKKo4AyFzlcHFz7oCDQftyEG2g5boMb",
+	"5AgT7Ot0uP37E97lpDYS4iVVBkjPb/kKMS5rc24fGzqk19PAyi531sdh75Mg3gCQuKH7KEYr0sXW/+Aw",
+	"wwbiOyyaQTUztnrrzaX+MyTCZanP2sGJ6NQpr2t9CauaqxMuJO04SD6XqFnpSmLiaokgeKgEDw+8Ggua",
+	"Jt6O8Uv0YETvLTl7NvZRDH+jQP3clN6Et+5jmqxEdpLpfEzQw/kEOvVp+bfipy+1Eo6nrmTAHcMU0Y1t",
+	"8V8XmN/181pdA7zeZP93q1nhVL4QMD5YU/H3UxvrNmHwd9LMHm7ImnwpmNbWZrc16wu7Xt256VFHjQiB",
+	"0wyPew2TpEybVSZZo5a4wqY6KzSUFZZEHQ7ujvI+iVnIVZ2+c/z0vTEc19fi/hjPFq19CbS2Dbq9Obuj",
+	"s3grA88umlJ2Uj1u9HBSGU6K4AV1t8yEVZ7VRUyJORbAAwjXRzNIO+ZDq7OTJO6Q/Z+uuEJoFtbNwsaV",
+	"f/lbhYoqVfWCABVfhM+V/S1qhCQUZIo1Q31J53kmrRXFMDGAMoh5ZdwEr+yy2Eg1FLF3cWBoBmcLwTP/",
+	"mThXVqYxa7tb+kzpeafyzUsxs/DBqVZ2ki7YRe5qmLsQBkoEMjOuDJXQxARDzkZiXobPGO1tRxOdJvAb",
+	"tr8QU+PyEV14zf/5//5/b7ioxLTgMF0oni+BeTsJBIAau/Ec++ZCS3KoDqXiOlYw6ia9LQA8170NJ3Or",
+	"t/2RvN7lIq93eZPxk1os/EE8279fAbfF1TfK7vBm68IAHwgZvHYHXF0nncKYx40icB4Y5lrisHauiuD+",
+	"XJUG/ly5UP9O6FeImE6TQoSVCVXksKbCQxuyUebO6noOTqZu180hdHLMRSaYuZSzmUgO65h8Pa8+CZbr",
+	"Dx0FVE5kPT8M1m3LDrfs8HOHBnl2Iytnrz5o+w4mh+tDiio5RiMs1zPFXgpWu3DCMKUjBs5F8dQR81Wm",
+	"0wWhbp9kxWLqy2piRMpBle5O4Tus1Hqnb/gsvBhZJoHUoog3eksnInOhTL6OnhAz1wNRWoPF9OgLwZyI",
+	"SRqXSxa7P0/UM74wJSJnX0dFlNPDXgc4sRLz5bVZSqfKwp64fjexFYhD6y4CvE85dNS5x+qZQY8ppb46",
+	"9cS5Ml3BFdQEYp9MVrK0kySIZS8kKTMTPadcp06XvcFygeS4z4TNpHN+gkgCAbKSXN+uybKLmOGLMtWO",
+	"Ly8GpQZeCuX8u3zhQr+wOzBa413TtwdmKYltrJVwRv5iOVcGRXniNlu41j9FVnMxsVkK34R1rRvWIVtO",
+	"IXz0/r3zIZPvO5GJ83+X2+g95Tgdo8vxzfliMwl+SMQI6+zaEYEoxxGK4GqRkraafFY2QjRB1lkbS1lU",
+	"08wwr5COV1FNxcXc4QEM6kh0mgLI7jsl7f4NhuUIv0w42fL3G5PHwozPIqW2mlq8deVu48X+1LDmhBid",
+	"0VOhlWAXC2Jf61LRmhS33Q8yEH3XhpS9RsUMJNUqqmoUv2Vs7u2MXKQNVnjoEh86aBppsuUFW8XhVnYU",
+	"oJ4NMz1vqTSsV+TDY9lgfwmCRa5tiFAEVtUEwz0wYRRWVEDw2ojJdlzEtsWdLgbbFSXxlmPGACpRrJh/",
+	"v0giVx6CMPyQ+lOHQXaAyEZSSTMRSaUTjx45k3kqRrY+PiRYjE/p49wgei6YUK6wTRbfhphtedFteNH3",
+	"ZFxcch5WD+39BU/UMRm0OGxs3sW7V+LOUpelNQ1yJuttpNg49o9tHYUpbJAaiQu1TX3csoa7pT668+IZ",
+	"AP39CW2ZZAwhKw8Zoeic+wIU8GuY2hFV+2dja5xKNzXfM4dbttfZ1IcDZ8wZ8pQQiQMbLFfyt1w0GWLg",
+	"od+rCQbG9mWML7gqDUiG9nqbxLc1ymyNMhsl8eGJqWHHjcBq9wP5ca41vDxz+XreAYSaEahOYRUFdkaZ",
+	"eQwbNheNcul+F/wUsNcVRo38lVgtltO7kZWGRn4rBntNzlNDRk/BlVwmz1a12mbvfJnsnabjvkGeDty6",
+	"aX6OO+Zx8WAlHSdgAnjQMWslcdWJ/aPLOTp4hqpJOkenB4esyNSBs/yi+O5Nk3VuyQmuy9YpphKm5bjF",
+	"WKomc9PsHPf4587PWYe8tok5W43y8yfmNPO0T2ToJgB0XerOU1dEODjxClvEqGRXZyy4+ZMBHMpfuQeA",
+	"82lUxy+T73MdA/MJP3dmZFtgt030+WMl+txeCdz1SGS9ub0G+YRoMoh2WjLA/+LaJ824SjDzO6aSh0Gp",
+	"6Gres6tD69K9441M+A45rqu/Grvv0/eCYbiCYUtfbmwvCnNpzLuug3V/sASUm9Rc3FZW3ILBe3UveIr6",
+	"Iphwc565+wEO+9oQpin2RChKIRbN10kfvxf0eMgy+AwGP9GLKJgiu/bla3JW8BmKxS56DWJ9Q7ijX35R",
+	"WoP1st03pcEw2BgunWPEanOgFSxNybw/gyEvEDlzbmgOW3Pe7Z0FW/vfZ4sQA0r1p3vqz8stzIDAhCow",
+	"zidEwzsOMcLKdVUhLOTbelVh3ooxcQn+ebtik6nu1ic+MNh9HvzTpG6WC7i1mm2B0heymgVU+CXA0vo7",
+	"CSGRqS2v4Uxlk9F0wYywFR5VoBaAScTB9nt7ZQAolZbmhnH0PlT8jyqhVmJwL7b1cq1alxCANxq1dRYk",
+	"6bh+tfBpl9xGFbRz7GpNd12IFaaIbaYA/BQlKDv3BvDGGVdF2Uj/ArgbH8WiFcvwz/UQiD4pDEzEVNs7",
+	"wcBZbu8NA34aWycN7TS3n9vcuV4KraHrO4mm+4z5WT+T5sO8Neb++WH91vp7i/5gSVKFAYUkEEFfhduZ",
+	"hV3R7U3Mwo1BQGEuORvJ1GKu78WCxdSfPt7QfryB9ddFIt1YetBAvsexbQR88DvHZP79o9l0aZE2CBSn",
+	"xdzacrcqyt1sudz7jGxxPKusKGr5X76YZXdjPueyTXwzgrDAHWvHOktE9i03w7hfKRzU2SwzhRELMq4Z",
+	"GBbCQFaJKYGJeM/aVHziwnNSAvt4ZCU2t9LZotMvWOshi2eZ1Jm0WHYhBcTeHmc6n9F76Tbs/QwT9lUu",
+	"YBZFGX+8BeMesCqBq7XPw29wY+RYCXGSFF+pu7MbjMaVHAmeBF0hEyPsxow/HvR6rB3nipbhnCYcRzAU",
+	"GCWVxKiXBfclB5ZaW2BXByfocHmkYX5GrE0zcnON6AZsmIQLaLVu7ODo31FxJa7n4af+sY9rxupW2Yll",
+	"6Tp83mHA5ba1Gvqh7+0/aWyA/r/9//qfv3y78+6r8mJxrfa+/6wv5Ved8XeuxZLUyjUTjeGGGM7MPCjh",
+	"BURdtB5F3Rtvqh7XhnnjyahvtYmjaUWFB5jjX3jxVn7gLcbYYowtxtjYX7wKLe4KKRpT0l7NhMKENPwC",
+	"ySrHM2Ml5nFjQz5nmBLZChpwlY/8cfBFtmKyNVLMoTPpBdWEVFIVoDXd7pfMkE0Javjd322KGo7uCyWp",
+	"0co0BUs7Ctgmqm0T1baJahsmqnles8qor9HMdj/Qf26SsEaH06es+bZxXXaUpnoukqLiCN34IODP+NDI",
+	"OUWcP4Q6hDmPiGnMRLsdJ71FLlrJerbZaNtstC+cjdZ8pjfJSMObN81J8+c4rp7dMi2t7A9ZLd28kqJW",
+	"vGklR43OVkMrqaflAG6cnXZb7nBtflq5ImGCml+Ygu/dIj/NP3sfGuynVzevR2nb8JytXvolwnOuY42f",
+	"ytTtoNJ1qW2nPLMSXXIUIxByjUOmp9JakbBZBjzMSkEZvqkYWZYr126ly94IW9VAdVaqrlazWOUpVZvO",
+	"Fd0Gqi0fm7haXnk+0alglo+ZQUGwFqBFCOn8l4tOwUVYon+A/I8A3JqR3OdTtl0u331AxE+lZX+hfL5r",
+	"+XeR0Xd3Pr6Fx9swkD99EuBdFezdAvZtGvbxoKJe37YEnwfWf+wqfG4W630fITDfOj+2IPNOARbLxzA4",
+	"/qUS97kQZ63X5ChJDON+gIzIi6IQSnfJqmOEbu8yzxwQh8rpNLewGk0ODXf379Wj4Yb3ZVwafm0a0Jbf",
+	"oIpTYwudtr6GP5CvwZGwVnVwKOCHdXiIOqZvGghGjdlvj3l8X/o/NuZxs1iPeXxthS3o2YKeO4KeStn/",
+	"3FTrBNDf9x/6gSCmTIpNhLJo78Vwdkpyi1kbwybzi3+KoXX2oaJXZMdHxhdd1+CPsbwSqkhxu20nKp4k",
+	"jCs0QJWZW6CNGx9P+c1yTq/PYvMpbKtMiieJO92/VzDlhvdlwJRfm42ymbamq21wyBawNaYw4WEp2WNd",
+	"x3rP1xuB2x2LsXhLP15w7lzsL0XdJTbjzXzZj401GwAOGpGOuuxVDe92N3FFebPwKVdXBYaFCbWZmHKp",
+	"MD4fU2tHVc7ephxbemfH9TrU1D0wW3kZvQIQmRKVSfr3BLm6fTbl2JaIRItP1PJvoNaQgk+9ox0rI2Jk",
+	"gLSdsjx0sdrei5OU5aEbisLcVvLcPJymYNTbWjDbWjB/sFowKyzsOs65Jh6HUndISWuMyKntgnXro/qZ",
+	"SrmsQWrFpLdhIltl9rOHiahVdfb+tNmblWe5vhIy90VZFJ+KyDUwduWQPSjaDCdFTLwfipkl/ACYiYqr",
+	"8EU1eV3PFcVktOPTo7OnP7Jut+uxHt3hEJ9LKUTNOIYn4kMWA0qcCowVVK6VNoKSOgyGtVVWCqsE2fRc",
+	"LYqmgB4NEQxqU4UVHKfOaFk6XfbMV0XZEMQ1hYzcDw76ZKr3lwkaWad6u6iRe2HsWyS4jRv5k8eNbCaC",
+	"1iveuz7ZeOfmxUOGeZZRDbBqxrKox6Obu1mO3Otumxi+Tcbduma2aPaGybiVQ8zrOcpnKf1RwNsNuNem",
+	"XWfJWFbYtC5EqtXYwEyxjqok7Ns+Ot3vB1kkLlo4LHmfjIXpLFXHh5evVsfnqdFsyLNMCkNByy8B5YbZ",
+	"K/Cl7wDy/SDsiRXTIoQaz3ibGlem8kowXVZ7NRHWdh3qmQS8pKxm4gpGC2Pr3IHrAjxr6Kt7w3L62Njg",
+	"36ucfm2R3i1z3jLnOwcLhmVVA9Kq482fuoLsjTjzjeEkNQsus3plybCrlZuu43HV7EPqGwJvoYRDPK0V",
+	"xly61x2H1bOdVFyJ1DUT8Tk1C8e3Xfyj4VMvJHh1Fu3ijUZjv+IRzIWSDDfiwE2Yt7YlCvcRDm7ZpHLd",
+	"UGBUS1O5TUrh7Ruj/Dth8CXy3DL9LdO/F0Reul4vFr9fSD4XFxOtLzePwnQPMJNfFLet5H8DQNa5dWZl",
+	"I4YZltrZqO97LXP9xQ/zDx276WaxnjX5XfmDcKNPb0j9t2Yoy2cvhI/FpfsPwHxDJ/wCNOA8o9zicixD",
+	"56XyacCLmTBY6kFcUYEExFI8T6RlqYYn+NDxCpMPJ4BxYpdlSqkPVJE//nXQ+mrQehejOk26sVagGh+D",
+	"iu68Q9Kw01dvzsjcIa2HcW8sVwnPEubZBTMzMWSGLwxruwPCYrdkOzKJo/IvK6fCWD6dhReNHCtu80zE",
+	"HYCQNpO+YKZ4Tysqecou+PBSj0bMFUPUOYCKoVZK4IyZAKIwETvY/wZDhR69f4+z23/EJjrPzCG2S1DJ",
+	"TEtl2USnCRb+n2qsshH1ej2Wq0Sk8grLOdMCs7bRzpJc3Lzfw7tdRBK8FG5lM26c608a2IuxSGDFOItH",
+	"6AeImXv5gjoveAKt4GxYCgCoMXHzmLXj+cSI4fkg7/UeDi+4EY8P8P+4WGai54ochBORia4jIUz7vhBs",
+	"Yu2McsMpEVwXyeCzTF5xKyKWaj2DlQWqSKW63En1kKcAmjNhDGv7+qV8zLF6iCOWct0jB9+fvXwDU9Jp",
+	"DlfRyIKrNuEmWLnicFFuuSeBcxQgcee2woto29Hj7zWs1w3vy4T1Vj6eNLkYQ7hB+ALj6DxVElFu/Y7b",
+	"oN9t0G8NjihEeUXSVOQ5SZV6ZHGd4rD7wf1vTSAwbGeBJ+CzfhiHeJBnrh62k0S+CkqS6dlMJLflvjSY",
+	"23Lfm4e2euXoz1wq7g6xBv/utdvmBSHWwve11dtWhSAo2SgHSf7d8piMhS3PyKfWfpskvFuKrQz/91Z5",
+	"qZTXmpPyiSxlhSTbJDxz+UA+cGpyVKjAriq++901nxtaeSVirOeFBn9/BaVxlgunzxSeB+xMIYeCJRLB",
+	"TMI4RjLCs4UkH+lsLCxVvoYf80zc2txGwXz3IzM/maryZcIg13AwHwa55WR/1OKy26DGOxTDupZnb6pC",
+	"7JYKQKNL4gy7ipDFiqV67G2Qnh0WHj0yf6FPok8hPnjlgcEeAiJi3FoxnVkTUcS46yzAVUI2O3jRe+vv",
+	"wuspR2tMlx0FQxDcpzjCaL5mCV9437G0zAhrgW+3ny0Un+pn37Gzs+ede/CGPCuX6s/gFnHTWax3j5Q0",
+	"snWQbB0kJet5YALS+ILY8RbMbveDZydwPRPuL1iiTz/g9TeXg7vGYfSCXzo2WLDGBACtZVoNRcTmE26x",
+	"pRpqrMSBi7ocGJQT+maQ3V7oZHEITBQblpH/BV0XSswxAnOu8zRhF+K27LRY6UYFeP9T8bkmGFksnjS0",
+	"fqAQ/OnMSP+ullihQIMr9hg3946QKdNwlnbIBvR5OEYjD/hBXtXoxu7A0gjRk5pnCgOgC/8gJganCR5q",
+	"YwFAXfFUUmHq/QNylPbZVHA1n8hUOG9fsY7eVXmh7YQVbttbK8G0pO7AvqGF/fQIaI0PrLAue+9XuaZb",
+	"9vAnKTSAdFdBNFUXZwOrgJeIYY4dKuHIXwieiewot5NW/9d3cFyxs2d9NCqWHMlyFQcqynM95GnnEFnV",
+	"LNULKiSqzBxLvyskPz1XbAJcIGrlWdrqtybWzvq7u3v7X3d73V53r/+k96SHzMKNeaW9W5AGZ1jbCsWV",
+	"NVjOvegCOTY1jThelEXol7Lpgmcpxm71YcyTYFIZmawm4wHqoLC1pVQA91KK01596RsyCoSZXf4JF+K3",
+	"+kxRaBUjR5afK4on1swAQ2vsRCgLDEckvqZr+fRU1Dx3oq6kdattNfunluqa9ZPl3Q1jCB98YMpon+Al",
+	"eK3m8V/q4gj7qwFGEXOJTe2V6J4ObpaDhRErI2QwKAh22IoxMXUTBRsb2g6CkRbnqX6uP2R8Nvnbc3Z0",
+	"esL0lTfOAmpNuOWsTbwcQ6CkYw67Y3iGz6Rj9LtxxF6LlIdRKqbTdzHgPCk73R6dntCIw6aBEQu7GlCM",
+	"T5I4IjosBoiD+/Hs7DTCICm8r/1bTk5VkLgd9sPxWTBxHOVvaR1RO9vzRPDUToJH6AKoOv83AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -80,8 +80,8 @@ const (
 	RulePointerEmailMismatch = "invitation_email.email_mismatch"     // the invitation it names has another email
 	RulePointerGSIKeys       = "invitation_email.gsi_keys"
 
-	RuleOwnedOrgsCount   = "owned_orgs.count"   // owned differs from the user's owner OrgUsers, in every org
-	RuleOwnedOrgsMissing = "owned_orgs.missing" // an owner OrgUser whose user has no OwnedOrgs item
+	RuleOwnedOrgsCount   = "owned_orgs.count"   // owned differs from the orgs whose createdBy is the user
+	RuleOwnedOrgsMissing = "owned_orgs.missing" // an org whose createdBy user has no OwnedOrgs item
 
 	RuleAuditGSIKeys       = "audit_event.gsi_keys"
 	RuleIdempotencyGSIKeys = "idempotency.gsi_keys"
@@ -423,7 +423,7 @@ type checker struct {
 	owners   map[string]int          // org or team pk -> its owner OrgUsers or edges (they share its pk)
 	children map[string]int          // team or ticket pk -> its edges or comments
 	teamsOf  map[key]map[string]bool // OrgUser key -> the teams the user has an edge in
-	ownedBy  map[string]int          // user ID -> their owner OrgUsers, in every org
+	ownedBy  map[string]int          // user ID -> the orgs whose createdBy they are
 }
 
 func newChecker(o CheckOptions, base []attrs) *checker {
@@ -512,8 +512,8 @@ func (c *checker) checkShape(it *item) {
 	if (it.typ == "OrgUser" || it.typ == "Membership") && it.s("role") == string(authz.Owner) {
 		c.owners[it.pk]++
 	}
-	if it.typ == "OrgUser" && it.s("role") == string(authz.Owner) {
-		c.ownedBy[it.k.user]++
+	if by := it.s("createdBy"); it.typ == "Org" && by != "" {
+		c.ownedBy[by]++
 	}
 	if it.typ == "Membership" || it.typ == "Comment" {
 		c.children[it.pk]++
@@ -588,8 +588,13 @@ func (c *checker) checkIndex(ix store.Index, entries []attrs) {
 	}
 }
 
-// checkOrg: ownerCount counts the org's owner OrgUsers, and there is one.
+// checkOrg: ownerCount counts the org's owner OrgUsers, and there is one;
+// the user who created it (createdBy, absent on orgs older than it) has an
+// OwnedOrgs item counting it.
 func (c *checker) checkOrg(it *item) {
+	if by := it.s("createdBy"); by != "" && c.get("OwnedOrgs", "USER#"+by+"#ORGS", "#OWNED") == nil {
+		c.report(it, RuleOwnedOrgsMissing, "the org's creator %s has no OwnedOrgs item counting it", by)
+	}
 	owners := c.owners[it.pk]
 	if n := c.num(it, "ownerCount"); n != owners {
 		c.relational(it, RuleOrgOwnerCount, "ownerCount is %d, the org has %d owner OrgUsers", n, owners)
@@ -618,9 +623,6 @@ func (c *checker) checkOrgUser(it *item) {
 		} else if u := claim.s("userId"); u != it.k.user {
 			c.relational(it, RuleUserClaimMismatch, "EmailClaim %s names user %q", claim.pk, u)
 		}
-	}
-	if role == string(authz.Owner) && c.get("OwnedOrgs", "USER#"+it.k.user+"#ORGS", "#OWNED") == nil {
-		c.report(it, RuleOwnedOrgsMissing, "the user owns the org, and has no OwnedOrgs item counting it")
 	}
 	has := map[string]bool{}
 	for _, t := range c.stringSet(it, "teamIds") {
@@ -746,12 +748,12 @@ func (c *checker) checkAudit(it *item) {
 	}
 }
 
-// checkOwnedOrgs: owned counts the user's owner OrgUsers in every org. It
-// holds during an offboarding too: owners are cut off in transactions that
-// count them out.
+// checkOwnedOrgs: owned counts the orgs whose createdBy is the user, those
+// being offboarded included: the org item and its refund go in one
+// transaction.
 func (c *checker) checkOwnedOrgs(it *item) {
 	if n, want := c.num(it, "owned"), c.ownedBy[it.k.user]; n != want {
-		c.report(it, RuleOwnedOrgsCount, "owned is %d, the user has %d owner OrgUsers", n, want)
+		c.report(it, RuleOwnedOrgsCount, "owned is %d, the user created %d orgs that exist", n, want)
 	}
 }
 
