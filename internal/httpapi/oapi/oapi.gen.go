@@ -12427,6 +12427,38 @@ func (response ListWebhooks404ApplicationProblemPlusJSONResponse) VisitListWebho
 	return err
 }
 
+type ListWebhooks408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks408ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhooks413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhooks413ApplicationProblemPlusJSONResponse) VisitListWebhooksResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhooks429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -12835,6 +12867,22 @@ func (response DeleteWebhook404ApplicationProblemPlusJSONResponse) VisitDeleteWe
 	return err
 }
 
+type DeleteWebhook408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook408ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteWebhook412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -12847,6 +12895,22 @@ func (response DeleteWebhook412ApplicationProblemPlusJSONResponse) VisitDeleteWe
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhook413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhook413ApplicationProblemPlusJSONResponse) VisitDeleteWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13014,6 +13078,38 @@ func (response GetWebhook404ApplicationProblemPlusJSONResponse) VisitGetWebhookR
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook408ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhook413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhook413ApplicationProblemPlusJSONResponse) VisitGetWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -13427,6 +13523,38 @@ func (response ListWebhookDeliveries404ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type ListWebhookDeliveries408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries408ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries413ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookDeliveries429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -13587,6 +13715,38 @@ func (response RedeliverWebhook404ApplicationProblemPlusJSONResponse) VisitRedel
 	return err
 }
 
+type RedeliverWebhook408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook408ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverWebhook413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverWebhook413ApplicationProblemPlusJSONResponse) VisitRedeliverWebhookResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RedeliverWebhook429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -13742,6 +13902,38 @@ func (response RotateWebhookSecret404ApplicationProblemPlusJSONResponse) VisitRo
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret408ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookSecret413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookSecret413ApplicationProblemPlusJSONResponse) VisitRotateWebhookSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -15899,31 +16091,32 @@ var swaggerSpec = []string{
 	"36ucfm2R3i1z3jLnOwcLhmVVA9Kq482fuoLsjTjzjeEkNQsus3plybCrlZuu43HV7EPqGwJvoYRDPK0V",
 	"xly61x2H1bOdVFyJ1DUT8Tk1C8e3Xfyj4VMvJHh1Fu3ijUZjv+IRzIWSDDfiwE2Yt7YlCvcRDm7ZpHLd",
 	"UGBUS1O5TUrh7Ruj/Dth8CXy3DL9LdO/F0Reul4vFr9fSD4XFxOtLzePwnQPMJNfFLet5H8DQNa5dWZl",
-	"I4YZltrZqO97LXP9xQ/zDx276WaxnjX5XfmDcKNPb0j9t2Yoy2cvhI/FpfsPwHxDJ/wCNOA8o9zicixD",
-	"56XyacCLmTBY6kFcUYEExFI8T6RlqYYn+NDxCpMPJ4BxYpdlSqkPVJE//nXQ+mrQehejOk26sVagGh+D",
-	"iu68Q9Kw01dvzsjcIa2HcW8sVwnPEubZBTMzMWSGLwxruwPCYrdkOzKJo/IvK6fCWD6dhReNHCtu80zE",
-	"HYCQNpO+YKZ4Tysqecou+PBSj0bMFUPUOYCKoVZK4IyZAKIwETvY/wZDhR69f4+z23/EJjrPzCG2S1DJ",
-	"TEtl2USnCRb+n2qsshH1ej2Wq0Sk8grLOdMCs7bRzpJc3Lzfw7tdRBK8FG5lM26c608a2IuxSGDFOItH",
-	"6AeImXv5gjoveAKt4GxYCgCoMXHzmLXj+cSI4fkg7/UeDi+4EY8P8P+4WGai54ochBORia4jIUz7vhBs",
-	"Yu2McsMpEVwXyeCzTF5xKyKWaj2DlQWqSKW63En1kKcAmjNhDGv7+qV8zLF6iCOWct0jB9+fvXwDU9Jp",
-	"DlfRyIKrNuEmWLnicFFuuSeBcxQgcee2woto29Hj7zWs1w3vy4T1Vj6eNLkYQ7hB+ALj6DxVElFu/Y7b",
-	"oN9t0G8NjihEeUXSVOQ5SZV6ZHGd4rD7wf1vTSAwbGeBJ+CzfhiHeJBnrh62k0S+CkqS6dlMJLflvjSY",
-	"23Lfm4e2euXoz1wq7g6xBv/utdvmBSHWwve11dtWhSAo2SgHSf7d8piMhS3PyKfWfpskvFuKrQz/91Z5",
-	"qZTXmpPyiSxlhSTbJDxz+UA+cGpyVKjAriq++901nxtaeSVirOeFBn9/BaVxlgunzxSeB+xMIYeCJRLB",
-	"TMI4RjLCs4UkH+lsLCxVvoYf80zc2txGwXz3IzM/maryZcIg13AwHwa55WR/1OKy26DGOxTDupZnb6pC",
-	"7JYKQKNL4gy7ipDFiqV67G2Qnh0WHj0yf6FPok8hPnjlgcEeAiJi3FoxnVkTUcS46yzAVUI2O3jRe+vv",
-	"wuspR2tMlx0FQxDcpzjCaL5mCV9437G0zAhrgW+3ny0Un+pn37Gzs+ede/CGPCuX6s/gFnHTWax3j5Q0",
-	"snWQbB0kJet5YALS+ILY8RbMbveDZydwPRPuL1iiTz/g9TeXg7vGYfSCXzo2WLDGBACtZVoNRcTmE26x",
-	"pRpqrMSBi7ocGJQT+maQ3V7oZHEITBQblpH/BV0XSswxAnOu8zRhF+K27LRY6UYFeP9T8bkmGFksnjS0",
-	"fqAQ/OnMSP+ullihQIMr9hg3946QKdNwlnbIBvR5OEYjD/hBXtXoxu7A0gjRk5pnCgOgC/8gJganCR5q",
-	"YwFAXfFUUmHq/QNylPbZVHA1n8hUOG9fsY7eVXmh7YQVbttbK8G0pO7AvqGF/fQIaI0PrLAue+9XuaZb",
-	"9vAnKTSAdFdBNFUXZwOrgJeIYY4dKuHIXwieiewot5NW/9d3cFyxs2d9NCqWHMlyFQcqynM95GnnEFnV",
-	"LNULKiSqzBxLvyskPz1XbAJcIGrlWdrqtybWzvq7u3v7X3d73V53r/+k96SHzMKNeaW9W5AGZ1jbCsWV",
-	"NVjOvegCOTY1jThelEXol7Lpgmcpxm71YcyTYFIZmawm4wHqoLC1pVQA91KK01596RsyCoSZXf4JF+K3",
-	"+kxRaBUjR5afK4on1swAQ2vsRCgLDEckvqZr+fRU1Dx3oq6kdattNfunluqa9ZPl3Q1jCB98YMpon+Al",
-	"eK3m8V/q4gj7qwFGEXOJTe2V6J4ObpaDhRErI2QwKAh22IoxMXUTBRsb2g6CkRbnqX6uP2R8Nvnbc3Z0",
-	"esL0lTfOAmpNuOWsTbwcQ6CkYw67Y3iGz6Rj9LtxxF6LlIdRKqbTdzHgPCk73R6dntCIw6aBEQu7GlCM",
-	"T5I4IjosBoiD+/Hs7DTCICm8r/1bTk5VkLgd9sPxWTBxHOVvaR1RO9vzRPDUToJH6AKoOv83AAD//w==",
+	"I4YZltrZqO97LXP9xQ/zDx276WaxnjX5XfmDcKM/XRT5vzX/Wj7qIVotLt1/vOcbYigXoHDnGaUyl2MZ",
+	"OqeYzzpezITByhLiiuoxIHTjeSItSzU8wYeONZl8OAFIFbukVsq0oAYA8a+D1leD1rsYtXdSxbUCTfyY",
+	"DyfeGSUNO3315oysK9J61PjGcpXwLGGeOzEzE0Nm+MKwtjuPLHZLtiOTOCr/snIqjOXTWXjRyLHiNs9E",
+	"3AHEajPp63OK97Sikqfsgg8v9WjEXO1FnQOGGWqlBM6YCSAKE7GD/W8wMunR+/c4u/1HbKLzzBxidwaV",
+	"zLRUlk10mmCfganGoh5Rr9djuUpEKq+wejQtMGsb7QzXxc37PbzbBUDBS+FWNuPGeRqlgb0YiwRWjLN4",
+	"hG6HmLmXL6jRgyfQCqyHpQA8HJPwiFk7nk+MGJ4P8l7v4fCCG/H4AP+Pi2Umeq7IHzkRmeg6EsIs8wvB",
+	"JtbOKBWd8s51kXs+y+QVtyJiqdYzWFmgilSqy51UD3kKGD0TxrC2L5fKxxyLlThiKdc9ctrCs5dvYEo6",
+	"zeEq2nRw1SbcBCtXHC5KZfckcI7yKu7cVlYSbTt6/L1GEbvhfZko4srHkyaPZohuCM5g2J6nSiLKrZtz",
+	"G2O8jTGuwRGFKK9Imoo8J6lSjyyu01N2P7j/rYk7hu0s8AR81g/jEA/yzJXfdpLIF11JMj2bieS23JcG",
+	"c1vue/NIWq+LbSvTbSvTffnKdPOC7mu1hbW16VZlrs4tiV0St7c8lWNhyyP5qXX7JkDhlmILGbYK/Wev",
+	"i7bmYH4is2MhpzeJdV0+/w+cESAqFHzXYsD97jr5Da28EjEWR0Pvib+CWCPLhdPWCjcOtvmQQ8ESiVAt",
+	"YRzDQuHZAqeMdDYWlsqIw495Jm5tu6TIyPtBBJ9MEfsyMaVrGKaPKd0yzj8qHtpGiN6hsti1PHtTBWm3",
+	"VG8a/Ttn2KKF7HEs1WNvYfXssHCPknEPHTx9ipfCKw8MNmQQEePWiunMmojC712bBq4SskjCi95bfxde",
+	"TznamrrsKBiC4D5fFEbzNUv4wjvipWVGWAt8u/1sofhUP/uOnZ0979yDa+lZuVR/Bh+Tm85iva+ppJGt",
+	"t2kLTj9/iJRjVw9MQIlfEKregrfufvDcC65nwv0FS/TpB7z+5nJw13jfXvBLx3ULTpwAfrZMq6GI2HzC",
+	"LbbDQ32cGH5RUwUDqkJHF3L3C50sDoFnY7M5cmahH0iJOUbPznWeJuxC3JZ7FyvdqN7vfyq22oRai8WT",
+	"htYP9I+tTW7LH29jRRcK9NOCpJCW7ggIMw1Hd4cMap+HQTWynB/kVY3m7/gDjRC94HmmMFa+8O1iDnma",
+	"IA8xFuDhFU8l1TDfPyAnd59NBVfziUyF89QW6+jdzBfaTljhcr+1ik9L6vjDG1rYT4/v1vgvC8+A91yW",
+	"a7rlRltudJsSGEjmFbxW9YY3cCZ4iRjm2DsVOMyF4JnIjnI7afV/fQfcAXvO1sdJYzGcLFdxoO8910Oe",
+	"dg6RM85SvaASt8rMsSmBQmrXc8UmwHSiVp6lrX5rYu2sv7u7t/91t9ftdff6T3pPesib3JhXGg8GCZqG",
+	"ta1QXFmDjQaK/qRjU9Mi5kXZHmEpzzN4lqI/Vx/GDB4mlZHJapooYCoKqFxKUnEvpQyC1Ze+IQtLmHPo",
+	"n3DBp6vPFCWAMcho+bmirGfNDDAKy06EssDfROKrDZdPT0XNcyfqSlq32lazf2qprlk/Wd7dMIbwwQem",
+	"DAwLXoLXah7/pS7Ctb8aixYxl3LXXgkE6+BmOdAbsTKYCuPHYIetGJMMMVGwsaEhJhhpcZ7q5/pDxmeT",
+	"vz1nR6cnTF95Szdg8oRbztokOjBaTjrmsDuGZ/hMOrmyG0fstUh5GNBkOn2XncCTsgfz0ekJjThsZxmx",
+	"sN8GhYMliSOiw2KAOLgfz85OI4ynw/vav+XkfwcB32E/HJ8FE8dR/pbWEbUz5E8ET+0keIQugCL3fwMA",
+	"AP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
