@@ -16,7 +16,7 @@ func TestHead(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Heady")
 	doc, _ := loadSpec(t)
-	ids := idsOf(w)
+	ids := worldIDs(t, w)
 	varying := map[string]bool{"Date": true, "X-Request-Id": true}
 	n := 0
 	for _, op := range specOperations(doc) {
