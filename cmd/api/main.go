@@ -113,8 +113,10 @@ type Config struct {
 	RateLimitTimeout  time.Duration `env:"RATE_LIMIT_LEASE_TIMEOUT" envDefault:"250ms"`
 	LogLevel          slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
 	// Webhooks.
-	WebhookAllowPrivate bool   `env:"WEBHOOK_ALLOW_PRIVATE_NETWORKS"`        // http and private addresses (development only)
-	WebhookDispatcher   string `env:"WEBHOOK_DISPATCHER" envDefault:"local"` // local: read the stream here; lambda: the Lambda function does
+	WebhookAllowPrivate bool          `env:"WEBHOOK_ALLOW_PRIVATE_NETWORKS"`        // http and private addresses (development only)
+	WebhookDispatcher   string        `env:"WEBHOOK_DISPATCHER" envDefault:"local"` // local: read the stream here; lambda: the Lambda function does
+	WebhookTimeout      time.Duration `env:"WEBHOOK_TIMEOUT" envDefault:"15s"`      // one attempt, the endpoint's answer included; a worker's lease is 4 times it
+	WebhookFirstRetry   time.Duration `env:"WEBHOOK_FIRST_RETRY" envDefault:"10s"`  // before the first retry; each next one doubles, up to an hour
 	// The GraphQL API's limits (0: graphapi's defaults) and introspection.
 	GraphQLIntrospection bool `env:"GRAPHQL_INTROSPECTION"` // __schema and __type; make run turns it on
 	GraphQLMaxDepth      int  `env:"GRAPHQL_MAX_DEPTH" envDefault:"10"`
@@ -189,6 +191,9 @@ func configFromEnv() (Config, error) {
 	}
 	if c.WebhookDispatcher != "local" && c.WebhookDispatcher != "lambda" {
 		return c, errors.New("config: WEBHOOK_DISPATCHER must be local or lambda")
+	}
+	if c.WebhookTimeout < 100*time.Millisecond || c.WebhookFirstRetry < 100*time.Millisecond {
+		return c, errors.New("config: WEBHOOK_TIMEOUT and WEBHOOK_FIRST_RETRY must be at least 100ms")
 	}
 	if c.RateLimitBlock < 1 || c.RateLimitReplicas < 1 || c.RateLimitTimeout <= 0 || c.RateLimitTimeout >= c.RequestTimeout {
 		return c, errors.New("config: RATE_LIMIT_BLOCK and RATE_LIMIT_REPLICAS must be >= 1, RATE_LIMIT_LEASE_TIMEOUT positive and below REQUEST_TIMEOUT")
@@ -387,7 +392,7 @@ func serve(ctx context.Context, cfg Config) error {
 	// Webhooks: this replica's worker sends the deliveries due (anyone's);
 	// unless the Lambda function does it, its stream reader dispatches the
 	// table's new audit events into deliveries.
-	dispatcher, worker := app.Delivery(db, opts, webhook.Policy{}, log)
+	dispatcher, worker := app.Delivery(db, opts, webhook.Policy{Timeout: cfg.WebhookTimeout, FirstRetry: cfg.WebhookFirstRetry}, log)
 	go worker.Run(ctx)
 	if cfg.WebhookDispatcher == "local" {
 		streams, err := streamsClient(ctx, cfg)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -208,6 +209,31 @@ func TestHelp(t *testing.T) {
 			if !strings.Contains(string(readme), "`"+cmd+"`") {
 				t.Errorf("README.md does not name the command %s", cmd)
 			}
+		}
+	}
+}
+
+// TestConfigDocumented: the README's settings table has a row for every
+// variable Config reads, with the default Config gives it.
+func TestConfigDocumented(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	typ := reflect.TypeFor[Config]()
+	for i := range typ.NumField() {
+		name := typ.Field(i).Tag.Get("env")
+		if name == "" {
+			continue
+		}
+		def, hasDef := typ.Field(i).Tag.Lookup("envDefault")
+		row := "| `" + name + "` |"
+		switch at := strings.Index(string(readme), row); {
+		case at < 0:
+			t.Errorf("README.md has no row for %s", name)
+		case hasDef && !strings.HasPrefix(string(readme[at+len(row):]), " `"+def+"`"):
+			line, _, _ := strings.Cut(string(readme[at:]), "\n")
+			t.Errorf("README.md's row for %s does not give its default %q: %s", name, def, line)
 		}
 	}
 }

@@ -119,7 +119,7 @@ type Policy struct {
 	// (default 15 s).
 	Timeout time.Duration
 	// Lease is how long a worker holds a delivery it attempts (default
-	// 1 min; at least twice Timeout).
+	// 4 times Timeout: a minute with the default Timeout).
 	Lease time.Duration
 	// Poll is how often a worker looks for due deliveries (default 1 s).
 	Poll time.Duration
@@ -143,7 +143,7 @@ func (p Policy) withDefaults() Policy {
 	def(&p.DisableAfter, 72*time.Hour)
 	def(&p.Retention, 7*24*time.Hour)
 	def(&p.Timeout, 15*time.Second)
-	def(&p.Lease, max(time.Minute, 2*p.Timeout))
+	def(&p.Lease, 4*p.Timeout)
 	def(&p.Poll, time.Second)
 	if p.Concurrency <= 0 {
 		p.Concurrency = 32
