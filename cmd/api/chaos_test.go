@@ -13,7 +13,10 @@ package main
 // the API: an acknowledged create is readable unless a delete of it, or of
 // a parent, was attempted; an acknowledged delete (of it or of a parent)
 // leaves it unreadable; a create retried with its Idempotency-Key exists
-// at most once, acknowledged or not. No request may ever answer 500.
+// at most once, acknowledged or not; and every committed change of org A
+// of a subscribed type (its audit log) has reached each of A's webhook
+// endpoints subscribed to it, signed, whatever the faults met (chaosHooks).
+// No request may ever answer 500.
 //
 // `make test` runs it briefly with a fixed seed; `make chaos` runs it
 // longer with a random seed, printed so that a failure can be replayed:
@@ -30,8 +33,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -43,11 +48,13 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/store/storetest"
 	"github.com/tenantd/tenantd/internal/testkit"
+	"github.com/tenantd/tenantd/internal/webhook"
 )
 
 var (
@@ -87,7 +94,8 @@ func TestChaos(t *testing.T) {
 	}
 	bin := buildAPI(t)
 	env := []string{"DYNAMODB_ENDPOINT=" + proxy.url(), "REQUEST_TIMEOUT=2s", "WRITE_TIMEOUT=4s", "SHUTDOWN_TIMEOUT=3s", "DRAIN_DELAY=0s",
-		"DELETION_LEASE=2s", "DELETION_POLL=200ms", "OFFBOARD_WAIT=300ms", "OFFBOARD_GRACE=0s", "LOG_LEVEL=warn"}
+		"DELETION_LEASE=2s", "DELETION_POLL=200ms", "OFFBOARD_WAIT=300ms", "OFFBOARD_GRACE=0s", "LOG_LEVEL=warn",
+		"WEBHOOK_ALLOW_PRIVATE_NETWORKS=true", "WEBHOOK_TIMEOUT=1s", "WEBHOOK_FIRST_RETRY=200ms"}
 	addr := testkit.FreeAddr(t)
 	w := &chaosWorld{t: t, base: "http://" + addr, http: &http.Client{Timeout: 10 * time.Second,
 		Transport: &http.Transport{MaxIdleConnsPerHost: 64, ResponseHeaderTimeout: 8 * time.Second}}}
@@ -96,6 +104,7 @@ func TestChaos(t *testing.T) {
 	// Org A lives through every round; each round also creates an org that
 	// its owner offboards while the others go on working in it.
 	a := w.newOrg("a", []string{"a.admin.1", "a.admin.2"}, []string{"a.member.1", "a.member.2", "a.member.3", "a.member.4"})
+	hooks := newChaosHooks(t, w, a, seed)
 	for r := range *chaosRounds {
 		d := w.newOrg(fmt.Sprintf("d%d", r), []string{fmt.Sprintf("d%d.admin", r), "a.admin.1"}, []string{"a.member.1", fmt.Sprintf("d%d.member", r)})
 		ctx, cancel := context.WithCancel(context.Background())
@@ -156,6 +165,10 @@ func TestChaos(t *testing.T) {
 		// unfinished deletion finishes by itself (the deletion worker).
 		d.owner().deleteOrg(w)
 		waitNoDeletions(t, raw, table, 60*time.Second)
+		// Every event reached its endpoints, and the delivery workers have
+		// nothing left to change, before the table is checked.
+		hooks.verify(r, w, a)
+		waitNoneDue(t, raw, table, 60*time.Second)
 		vs, err := storetest.CheckInvariants(context.Background(), raw, table, storetest.CheckOptions{Now: time.Now()})
 		if err != nil {
 			t.Fatal(err)
@@ -868,6 +881,30 @@ func waitNoDeletions(t *testing.T, db *dynamodb.Client, table string, bound time
 	}
 }
 
+// waitNoneDue waits until no endpoint has a delivery due (the GSI3 due
+// shards are empty): the delivery workers are idle.
+func waitNoneDue(t *testing.T, db *dynamodb.Client, table string, bound time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(bound); ; time.Sleep(200 * time.Millisecond) {
+		due := 0
+		for shard := range webhook.Shards {
+			out, err := db.Query(context.Background(), &dynamodb.QueryInput{TableName: aws.String(table), IndexName: aws.String("GSI3"),
+				KeyConditionExpression:    aws.String("gsi3pk = :d"),
+				ExpressionAttributeValues: map[string]types.AttributeValue{":d": &types.AttributeValueMemberS{Value: fmt.Sprintf("WEBHOOKDUE#%d", shard)}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			due += len(out.Items)
+		}
+		if due == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d endpoints still have deliveries due after %v", due, bound)
+		}
+	}
+}
+
 // tenantItems lists the keys of every item left that belongs to an org
 // (a pk starting ORG#).
 func tenantItems(t *testing.T, db *dynamodb.Client, table string) []string {
@@ -1007,4 +1044,134 @@ func (p *faultProxy) refuse(*testing.T) {
 		_ = p.srv.Close()
 		p.srv = nil
 	}
+}
+
+// ---- webhooks ----
+
+// chaosHooks is the integrators' side of the chaos test: two endpoints of
+// org A, one subscribed to every event and one to tickets' only. They
+// verify each delivery with the Standard Webhooks reference library and
+// answer one attempt in ten with 500, so that retries are part of the mix.
+type chaosHooks struct {
+	t     *testing.T
+	srv   *httptest.Server
+	orgID string
+	since time.Time // after both subscriptions were acknowledged
+
+	mu      sync.Mutex
+	rnd     *rand.Rand
+	secrets map[string]string          // path -> secret
+	events  map[string][]string        // path -> subscribed actions ("*": all)
+	got     map[string]map[string]bool // path -> verified webhook-ids
+	bad     []string
+}
+
+// newChaosHooks subscribes org A's two endpoints, with no faults on.
+func newChaosHooks(t *testing.T, w *chaosWorld, a *chaosOrg, seed uint64) *chaosHooks {
+	h := &chaosHooks{t: t, orgID: a.id, rnd: rand.New(rand.NewPCG(seed, 7)), secrets: map[string]string{},
+		events: map[string][]string{"/all": {"*"}, "/tickets": {"ticket.create", "ticket.update", "ticket.delete"}},
+		got:    map[string]map[string]bool{}}
+	h.srv = httptest.NewServer(http.HandlerFunc(h.serve))
+	t.Cleanup(h.srv.Close)
+	for _, path := range []string{"/all", "/tickets"} {
+		status, b := w.setup(a.owner().tok, "/v1/orgs/"+a.id+"/webhooks", map[string]any{"url": h.srv.URL + path, "events": h.events[path]})
+		var created struct{ Secret string }
+		if status != http.StatusCreated || json.Unmarshal(b, &created) != nil || created.Secret == "" {
+			t.Fatalf("subscribe %s: %d %s", path, status, b)
+		}
+		h.mu.Lock()
+		h.secrets[path], h.got[path] = created.Secret, map[string]bool{}
+		h.mu.Unlock()
+	}
+	h.since = time.Now()
+	return h
+}
+
+func (h *chaosHooks) serve(rw http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	secret, ok := h.secrets[req.URL.Path]
+	if h.rnd.IntN(10) == 0 {
+		rw.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	var p struct {
+		Type string
+		Data struct{ OrgID string }
+	}
+	wh, err := standardwebhooks.NewWebhook(secret)
+	switch {
+	case !ok || err != nil:
+		h.bad = append(h.bad, "a delivery to an unknown endpoint "+req.URL.Path)
+	case wh.Verify(body, req.Header) != nil:
+		h.bad = append(h.bad, req.URL.Path+": signature refused: "+string(body))
+	case json.Unmarshal(body, &p) != nil || p.Data.OrgID != h.orgID:
+		h.bad = append(h.bad, req.URL.Path+": not org A's event: "+string(body))
+	case !slices.Contains(h.events[req.URL.Path], "*") && !slices.Contains(h.events[req.URL.Path], p.Type):
+		h.bad = append(h.bad, req.URL.Path+": not subscribed to "+p.Type)
+	default:
+		h.got[req.URL.Path][req.Header.Get("webhook-id")] = true
+	}
+	rw.WriteHeader(http.StatusNoContent)
+}
+
+// verify checks that every committed change of A of a subscribed type
+// (its audit log since the subscriptions) has reached each endpoint
+// subscribed to it: the faults lose no event. It waits for the
+// deliveries still on their way (a bound for a loss, not a speed).
+func (h *chaosHooks) verify(round int, w *chaosWorld, a *chaosOrg) {
+	t := h.t
+	want := map[string][]string{}
+	path := "/v1/orgs/" + a.id + "/audit-log?limit=100&since=" + url.QueryEscape(h.since.UTC().Format(time.RFC3339Nano))
+	for pages := 0; path != ""; pages++ {
+		status, b := w.do(a.owner().tok, http.MethodGet, path, nil, "")
+		var page struct {
+			Items []struct {
+				ID, Action string
+				At         time.Time
+			}
+			NextCursor string
+		}
+		if status != http.StatusOK || json.Unmarshal(b, &page) != nil || pages > 1000 {
+			t.Fatalf("round %d: audit log: %d %s", round, status, b)
+		}
+		for _, e := range page.Items {
+			for ep, events := range h.events {
+				if slices.Contains(events, "*") || slices.Contains(events, e.Action) {
+					want[ep] = append(want[ep], e.ID+" "+e.Action)
+				}
+			}
+		}
+		path = ""
+		if page.NextCursor != "" {
+			path = "/v1/orgs/" + a.id + "/audit-log?limit=100&cursor=" + url.QueryEscape(page.NextCursor)
+		}
+	}
+	var missing []string
+	for end := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
+		h.mu.Lock()
+		missing = missing[:0]
+		for ep, evs := range want {
+			for _, e := range evs {
+				if id, _, _ := strings.Cut(e, " "); !h.got[ep][id] {
+					missing = append(missing, ep+": "+e)
+				}
+			}
+		}
+		bad := h.bad
+		h.bad = nil
+		h.mu.Unlock()
+		for _, b := range bad {
+			t.Errorf("round %d: webhook: %s", round, b)
+		}
+		if len(missing) == 0 || time.Now().After(end) {
+			break
+		}
+	}
+	if len(missing) > 0 {
+		t.Errorf("round %d: %d committed changes never reached their endpoint, e.g. %q", round, len(missing), missing[:min(5, len(missing))])
+		return
+	}
+	t.Logf("round %d: webhooks: %d events to /all, %d to /tickets, all delivered and verified", round, len(want["/all"]), len(want["/tickets"]))
 }
