@@ -1123,7 +1123,8 @@ func (h *chaosHooks) serve(rw http.ResponseWriter, req *http.Request) {
 func (h *chaosHooks) verify(round int, w *chaosWorld, a *chaosOrg) {
 	t := h.t
 	want := map[string][]string{}
-	path := "/v1/orgs/" + a.id + "/audit-log?limit=100&since=" + url.QueryEscape(h.since.UTC().Format(time.RFC3339Nano))
+	first := "/v1/orgs/" + a.id + "/audit-log?limit=100&since=" + url.QueryEscape(h.since.UTC().Format(time.RFC3339Nano))
+	path := first
 	for pages := 0; path != ""; pages++ {
 		status, b := w.do(a.owner().tok, http.MethodGet, path, nil, "")
 		var page struct {
@@ -1145,7 +1146,7 @@ func (h *chaosHooks) verify(round int, w *chaosWorld, a *chaosOrg) {
 		}
 		path = ""
 		if page.NextCursor != "" {
-			path = "/v1/orgs/" + a.id + "/audit-log?limit=100&cursor=" + url.QueryEscape(page.NextCursor)
+			path = first + "&cursor=" + url.QueryEscape(page.NextCursor) // a cursor goes with its listing's filters
 		}
 	}
 	var missing []string

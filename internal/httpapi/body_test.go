@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -127,17 +128,29 @@ func TestConnectionStatuses(t *testing.T) {
 		}
 	})
 	t.Run("408", func(t *testing.T) {
-		for _, op := range opsDocumenting(t, http.StatusRequestTimeout) {
-			spec(t, op.ID+"/a body that never arrives", func(t *testing.T) {
-				t.Parallel()
+		// Every operation's request at once (each waits out the read
+		// timeout, so one after another would take a minute); then one
+		// subtest per operation judges its answer.
+		ops := opsDocumenting(t, http.StatusRequestTimeout)
+		answers, errs := make([]string, len(ops)), make([]error, len(ops))
+		var wg sync.WaitGroup
+		for i, op := range ops {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
 				// Half of a 100-byte body, then nothing: the connection
 				// stays open, so only the read timeout ends it.
-				r, err := rawRequest(ts.URL, op.Method+" "+pathOf(op, ids)+" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+w.Owner.Token+
+				answers[i], errs[i] = rawRequest(ts.URL, op.Method+" "+pathOf(op, ids)+" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+w.Owner.Token+
 					"\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n"+`{"name":"`+strings.Repeat("s", 40))
-				if err != nil {
-					t.Fatal(err)
+			}()
+		}
+		wg.Wait()
+		for i, op := range ops {
+			spec(t, op.ID+"/a body that never arrives", func(t *testing.T) {
+				if errs[i] != nil {
+					t.Fatal(errs[i])
 				}
-				if !strings.HasPrefix(r, "HTTP/1.1 408 ") || !strings.Contains(r, `"code":"request_timeout"`) || !strings.Contains(r, problemJSON) {
+				if r := answers[i]; !strings.HasPrefix(r, "HTTP/1.1 408 ") || !strings.Contains(r, `"code":"request_timeout"`) || !strings.Contains(r, problemJSON) {
 					t.Errorf("answer %q, want a 408 request_timeout problem", truncate([]byte(r)))
 				}
 			})
