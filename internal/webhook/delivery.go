@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -12,6 +13,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -338,35 +340,72 @@ func (w *Worker) Run(ctx context.Context) {
 
 // RunOnce claims the due deliveries it has room for and starts their
 // attempts; it does not wait for them. It returns how many it started.
+// The due deliveries of every shard are tried in fair order (fairOrder),
+// so a slot that frees goes first to an org with no attempt in flight.
 func (w *Worker) RunOnce(ctx context.Context) int {
-	started := 0
+	var due []Delivery
 	for shard := range Shards {
-		due, err := w.store.DueDeliveries(ctx, shard, w.now(), w.pol.Concurrency, w.pol.PerEndpoint)
+		ds, err := w.store.DueDeliveries(ctx, shard, w.now(), w.pol.Concurrency, w.pol.PerEndpoint)
 		if err != nil {
 			w.log.Warn("webhook worker: list due deliveries", "shard", shard, "err", err)
 			continue
 		}
-		for _, d := range due {
-			if !w.take(d.OrgID, d.WebhookID) {
-				continue
-			}
-			owner := deletion.NewOwner()
-			until := w.now().Add(w.pol.Lease)
-			ok, err := w.store.ClaimDelivery(ctx, d, owner, until)
-			if err != nil || !ok {
-				w.release(d.OrgID, d.WebhookID)
-				continue
-			}
-			started++
-			w.wg.Add(1)
-			go func() {
-				defer w.wg.Done()
-				defer w.release(d.OrgID, d.WebhookID)
-				w.attempt(context.WithoutCancel(ctx), d, owner, until)
-			}()
+		due = append(due, ds...)
+	}
+	started := 0
+	for _, d := range w.fairOrder(due) {
+		if !w.take(d.OrgID, d.WebhookID) {
+			continue
 		}
+		owner := deletion.NewOwner()
+		until := w.now().Add(w.pol.Lease)
+		ok, err := w.store.ClaimDelivery(ctx, d, owner, until)
+		if err != nil || !ok {
+			w.release(d.OrgID, d.WebhookID)
+			continue
+		}
+		started++
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			defer w.release(d.OrgID, d.WebhookID)
+			w.attempt(context.WithoutCancel(ctx), d, owner, until)
+		}()
 	}
 	return started
+}
+
+// fairOrder orders due round-robin across orgs, starting from those with
+// the fewest attempts in flight (ties in random order): an org's n-th
+// due delivery comes after every org's (n-1)-th, counting its attempts in
+// flight. Orgs whose endpoints hang hold their slots until the attempts
+// time out, but however many such orgs there are, each slot that frees
+// goes to an org with fewer attempts in flight, so another org's delivery
+// waits for a slot to free, not for the backlog of slow ones.
+func (w *Worker) fairOrder(due []Delivery) []Delivery {
+	type entry struct {
+		d         Delivery
+		turn, tie uint64
+	}
+	w.mu.Lock()
+	turn, tie := map[string]uint64{}, map[string]uint64{}
+	es := make([]entry, len(due))
+	for i, d := range due {
+		if _, ok := tie[d.OrgID]; !ok {
+			turn[d.OrgID], tie[d.OrgID] = uint64(w.inOrg[d.OrgID]), rand.Uint64()
+		}
+		es[i] = entry{d: d, turn: turn[d.OrgID], tie: tie[d.OrgID]}
+		turn[d.OrgID]++
+	}
+	w.mu.Unlock()
+	slices.SortStableFunc(es, func(a, b entry) int {
+		return cmp.Or(cmp.Compare(a.turn, b.turn), cmp.Compare(a.tie, b.tie))
+	})
+	out := make([]Delivery, len(es))
+	for i, e := range es {
+		out[i] = e.d
+	}
+	return out
 }
 
 // Wait waits for the attempts in flight.

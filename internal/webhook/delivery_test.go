@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -171,5 +172,71 @@ func TestWorkerSlots(t *testing.T) {
 	w.release("org_slow", "hook0")
 	if !w.take("org_slow", "hook7") {
 		t.Error("a released slot of the org was not taken again")
+	}
+}
+
+// dueStore hands the worker a fixed list of due deliveries (shard 0) and
+// records which it claims.
+type dueStore struct {
+	fakeStore
+	list    []Delivery
+	claimed []Delivery
+}
+
+func (s *dueStore) DueDeliveries(_ context.Context, shard int, _ time.Time, _, _ int) ([]Delivery, error) {
+	if shard != 0 {
+		return nil, nil
+	}
+	return s.list, nil
+}
+
+func (s *dueStore) ClaimDelivery(_ context.Context, d Delivery, _ string, _ time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.claimed = append(s.claimed, d)
+	return true, nil
+}
+
+// TestWorkerFairness: however many orgs hold the worker's slots with
+// hanging endpoints, and however long their backlogs (listed first: they
+// are older), the slot that frees goes to the org with no attempt in
+// flight; then round-robin across orgs by their attempts in flight.
+func TestWorkerFairness(t *testing.T) {
+	s := &dueStore{}
+	w := NewWorker(s, true, Policy{Concurrency: 10, PerEndpoint: 2, PerOrg: 4}, nil, nil)
+	for i := range 9 { // 9 slow orgs hold 9 of the 10 slots
+		org := fmt.Sprintf("org_slow%d", i)
+		if !w.take(org, "hook_"+org) {
+			t.Fatal("no slot for the setup")
+		}
+		for j := range 3 { // and have older deliveries due
+			s.list = append(s.list, Delivery{OrgID: org, WebhookID: "hook_" + org, EventID: fmt.Sprintf("%s-%d", org, j)})
+		}
+	}
+	s.list = append(s.list, Delivery{OrgID: "org_fast", WebhookID: "hook_fast", EventID: "fast-0"},
+		Delivery{OrgID: "org_fast", WebhookID: "hook_fast", EventID: "fast-1"})
+	if n := w.RunOnce(context.Background()); n != 1 {
+		t.Fatalf("started %d attempts, want the 1 free slot", n)
+	}
+	w.Wait()
+	if got := s.claimed[0].EventID; got != "fast-0" {
+		t.Errorf("the free slot went to %s, want the org with nothing in flight (fast-0)", got)
+	}
+
+	// With every slot free: each org's first delivery before any org's
+	// second, counting the attempts an org has in flight.
+	w = NewWorker(s, true, Policy{Concurrency: 100, PerEndpoint: 10, PerOrg: 10}, nil, nil)
+	w.take("org_a", "hook_a")
+	s.claimed = nil
+	s.list = []Delivery{{OrgID: "org_a", WebhookID: "hook_a", EventID: "a-0"}, {OrgID: "org_a", WebhookID: "hook_a", EventID: "a-1"},
+		{OrgID: "org_b", WebhookID: "hook_b", EventID: "b-0"}, {OrgID: "org_b", WebhookID: "hook_b", EventID: "b-1"}, {OrgID: "org_b", WebhookID: "hook_b", EventID: "b-2"}}
+	w.RunOnce(context.Background())
+	w.Wait()
+	var got []string
+	for _, d := range s.claimed {
+		got = append(got, d.EventID)
+	}
+	if want := []string{"b-0", "a-0", "b-1", "a-1", "b-2"}; !slices.Equal(got, want) && !slices.Equal(got, []string{"b-0", "b-1", "a-0", "b-2", "a-1"}) {
+		t.Errorf("claimed in order %v, want %v or with the ties the other way (org_a has one attempt in flight)", got, want)
 	}
 }
