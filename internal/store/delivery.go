@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -302,17 +303,28 @@ func (s *Webhooks) ListDeliveries(ctx context.Context, orgID, webhookID string, 
 
 // Redeliver makes the delivery pending and due at now, whatever its state
 // (a worker holding it loses its lease), past the endpoint's bound too: an
-// admin asked for it.
+// admin asked for it. An unknown delivery is not found before anything is
+// written, and one that was pending is counted once.
 func (s *Webhooks) Redeliver(ctx context.Context, orgID, webhookID, eventID string, now time.Time) (webhook.Delivery, error) {
 	if err := checkDeliveryIDs(orgID, webhookID, eventID); err != nil {
 		return webhook.Delivery{}, err
 	}
+	k := deliveryKey(orgID, webhookID, eventID)
+	var it deliveryItem
+	err := s.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(true).One(ctx, &it)
+	if errors.Is(err, dynamo.ErrNotFound) {
+		return webhook.Delivery{}, errDeliveryNotFound
+	}
+	if err != nil {
+		return webhook.Delivery{}, fmt.Errorf("redeliver: %w", translate(err))
+	}
 	if _, err := s.markDue(ctx, orgID, webhookID, now, true); err != nil {
 		return webhook.Delivery{}, err
 	}
-	k := deliveryKey(orgID, webhookID, eventID)
-	var it deliveryItem
-	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("state", string(webhook.Pending)).
+	if it.State == string(webhook.Pending) {
+		s.unmarkDue(ctx, orgID, webhookID) // counted when it was made pending
+	}
+	err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("state", string(webhook.Pending)).
 		Set("nextAttemptAt", now.UnixMilli()).Set("gsi3pk", queuePK(orgID, webhookID)).
 		Set("gsi3sk", queueSK(now, eventID)).Set("createdAt", now).
 		Set("expiresAt", now.Add(maxPending).Unix()).Remove("leaseOwner").

@@ -10,10 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/store"
@@ -162,6 +165,34 @@ func TestDeliveryBound(t *testing.T) {
 	}
 	if got, err := hooks.Redeliver(ctx, org.ID, sub.ID, made[4], now); err != nil || got.State != webhook.Pending {
 		t.Errorf("redeliver past the bound: %+v, %v", got, err)
+	}
+
+	// Redelivering what does not exist, or what is pending already,
+	// counts nothing: the count stays the number of pending deliveries.
+	pendingCount := func() string {
+		out, err := f.raw.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(f.DB.TableName()), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "ORG#" + org.ID + "#WEBHOOK#" + sub.ID},
+				"sk": &types.AttributeValueMemberS{Value: "#DUE"}}})
+		must(t, err)
+		n, _ := out.Item["pending"].(*types.AttributeValueMemberN)
+		if n == nil {
+			return ""
+		}
+		return n.Value
+	}
+	before := pendingCount()
+	for range 5 {
+		if _, err := hooks.Redeliver(ctx, org.ID, sub.ID, f.ids.New(), now); !errs.Is(err, errs.NotFound) {
+			t.Errorf("redeliver an unknown delivery: %v, want not found", err)
+		}
+	}
+	for range 2 {
+		if got, err := hooks.Redeliver(ctx, org.ID, sub.ID, made[1], now); err != nil || got.State != webhook.Pending {
+			t.Errorf("redeliver a pending delivery: %+v, %v", got, err)
+		}
+	}
+	if after := pendingCount(); before != "4" || after != before {
+		t.Errorf("the endpoint's pending count: %s before (want 4), %s after 5 unknown and 2 pending redeliveries", before, after)
 	}
 }
 
