@@ -26,8 +26,9 @@ const (
 // 169.254.169.254 among them), unspecified, multicast and the
 // documentation and benchmarking ranges, in IPv4 and IPv6 (and IPv4
 // mapped into IPv6), and the IPv6 forms that embed an IPv4 address or
-// are deprecated: IPv4-compatible (::/96), 6to4 (2002::/16), Teredo
-// (2001::/32) and site-local (fec0::/10).
+// are deprecated: IPv4-compatible (::/96), IPv4-translated
+// (::ffff:0:0:0/96), 6to4 (2002::/16 and its relay 192.88.99.0/24),
+// Teredo (2001::/32), ORCHID (2001:10::/28) and site-local (fec0::/10).
 var refusedRanges = func() []netip.Prefix {
 	var out []netip.Prefix
 	for _, s := range []string{
@@ -35,7 +36,7 @@ var refusedRanges = func() []netip.Prefix {
 		"192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24",
 		"224.0.0.0/4", "240.0.0.0/4",
 		"::/128", "::1/128", "64:ff9b::/96", "64:ff9b:1::/48", "100::/64", "2001:db8::/32", "fc00::/7", "fe80::/10", "ff00::/8",
-		"::/96", "2002::/16", "2001::/32", "fec0::/10",
+		"::/96", "::ffff:0:0:0/96", "2002::/16", "192.88.99.0/24", "2001::/32", "2001:10::/28", "fec0::/10",
 	} {
 		out = append(out, netip.MustParsePrefix(s))
 	}

@@ -14,6 +14,7 @@ import (
 	"encoding/base64"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -201,6 +202,11 @@ func (p URLPolicy) Check(raw string) error {
 	}
 	if u.User != nil || u.Fragment != "" {
 		return bad("must carry no credentials and no fragment")
+	}
+	if port := u.Port(); port != "" {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return bad("the port must be between 1 and 65535")
+		}
 	}
 	if err := refusedHost(u.Hostname(), p.AllowPrivate); err != nil {
 		return bad("%s", err.Error())

@@ -46,9 +46,16 @@ func TestURLPolicy(t *testing.T) {
 		{"https://[fe80::fc:ff:fe00:1%25eth0]/x", false, true},
 		{"https://[fd00:ec2::254%25eth0]/latest/meta-data/", false, true},
 		{"https://[64:ff9b::a9fe:a9fe%25eth0]/x", false, true},
-		{"https://[::127.0.0.1]/x", false, true},   // IPv4-compatible
-		{"https://[2002:7f00:1::]/x", false, true}, // 6to4 of 127.0.0.1
-		{"https://[fec0::1]/x", false, true},       // site-local
+		{"https://[::127.0.0.1]/x", false, true},     // IPv4-compatible
+		{"https://[2002:7f00:1::]/x", false, true},   // 6to4 of 127.0.0.1
+		{"https://[fec0::1]/x", false, true},         // site-local
+		{"https://[::ffff:0:7f00:1]/x", false, true}, // IPv4-translated (SIIT) 127.0.0.1
+		{"https://[::ffff:0:a9fe:a9fe]/x", false, true},
+		{"https://192.88.99.1/x", false, true},  // 6to4 relay anycast
+		{"https://[2001:10::1]/x", false, true}, // ORCHID
+		{"https://hooks.example.com:0/x", false, false},
+		{"https://hooks.example.com:99999/x", false, false},
+		{"https://hooks.example.com:8443/x", true, true},
 		// Numeric host forms some resolvers read as IPv4 (inet_aton).
 		{"https://2130706433/x", false, true},
 		{"https://0177.0.0.1/x", false, true},
