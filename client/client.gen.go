@@ -2253,7 +2253,7 @@ type ClientInterface interface {
 
 	// RotateWebhookSecret Rotate a webhook's signing secret
 	//
-	// Gives the subscription a new secret, returned only here. The old one stays valid for 24 hours: meanwhile every delivery carries both signatures. Requires org role `admin` or `owner`.
+	// Gives the subscription a new secret, returned only here. The one it replaces stays valid for 24 hours: meanwhile every delivery carries both signatures. Only that one: a second rotation within the 24 hours ends the grace of the secret the first one replaced, at once. Its answer is never replayed (it holds a secret): a retry under the same Idempotency-Key is refused with 403, one without a key rotates again. Requires org role `admin` or `owner`.
 	//
 	// Corresponds with POST /v1/orgs/{orgId}/webhooks/{webhookId}/rotate-secret (the `RotateWebhookSecret` operationId).
 	RotateWebhookSecret(ctx context.Context, orgId OrgId, webhookId WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3400,7 +3400,7 @@ func (c *Client) RedeliverWebhook(ctx context.Context, orgId OrgId, webhookId We
 
 // RotateWebhookSecret Rotate a webhook's signing secret
 //
-// Gives the subscription a new secret, returned only here. The old one stays valid for 24 hours: meanwhile every delivery carries both signatures. Requires org role `admin` or `owner`.
+// Gives the subscription a new secret, returned only here. The one it replaces stays valid for 24 hours: meanwhile every delivery carries both signatures. Only that one: a second rotation within the 24 hours ends the grace of the secret the first one replaced, at once. Its answer is never replayed (it holds a secret): a retry under the same Idempotency-Key is refused with 403, one without a key rotates again. Requires org role `admin` or `owner`.
 //
 // Corresponds with POST /v1/orgs/{orgId}/webhooks/{webhookId}/rotate-secret (the `RotateWebhookSecret` operationId).
 func (c *Client) RotateWebhookSecret(ctx context.Context, orgId OrgId, webhookId WebhookId, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7360,7 +7360,7 @@ type ClientWithResponsesInterface interface {
 
 	// RotateWebhookSecretWithResponse Rotate a webhook's signing secret
 	//
-	// Gives the subscription a new secret, returned only here. The old one stays valid for 24 hours: meanwhile every delivery carries both signatures. Requires org role `admin` or `owner`.
+	// Gives the subscription a new secret, returned only here. The one it replaces stays valid for 24 hours: meanwhile every delivery carries both signatures. Only that one: a second rotation within the 24 hours ends the grace of the secret the first one replaced, at once. Its answer is never replayed (it holds a secret): a retry under the same Idempotency-Key is refused with 403, one without a key rotates again. Requires org role `admin` or `owner`.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -15049,7 +15049,7 @@ func (c *ClientWithResponses) RedeliverWebhookWithResponse(ctx context.Context, 
 
 // RotateWebhookSecretWithResponse Rotate a webhook's signing secret
 //
-// Gives the subscription a new secret, returned only here. The old one stays valid for 24 hours: meanwhile every delivery carries both signatures. Requires org role `admin` or `owner`.
+// Gives the subscription a new secret, returned only here. The one it replaces stays valid for 24 hours: meanwhile every delivery carries both signatures. Only that one: a second rotation within the 24 hours ends the grace of the secret the first one replaced, at once. Its answer is never replayed (it holds a secret): a retry under the same Idempotency-Key is refused with 403, one without a key rotates again. Requires org role `admin` or `owner`.
 //
 // Returns a wrapper object for the known response body format(s).
 //

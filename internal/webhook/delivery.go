@@ -198,11 +198,12 @@ type eventData struct {
 // Body renders ev as a delivery's payload.
 func Body(ev audit.Event) []byte {
 	d := eventData{ID: ev.ID, OrgID: ev.OrgID, ActorID: ev.ActorID, Action: ev.Action, TargetType: ev.TargetType,
-		TargetID: ev.TargetID, RequestID: ev.RequestID, ClientRequestID: ev.ClientRequestID, At: ev.At, Changes: ev.Changes}
-	if d.Changes == nil {
-		d.Changes = []audit.Change{}
-	}
+		TargetID: ev.TargetID, RequestID: ev.RequestID, ClientRequestID: ev.ClientRequestID, At: ev.At, Changes: []audit.Change{}}
 	for _, c := range ev.Changes {
+		if ev.TargetType == "webhook" && c.Field == "url" {
+			continue // another endpoint's URL, which may carry its token: for the audit log (admins) only
+		}
+		d.Changes = append(d.Changes, c)
 		if c.After != nil {
 			if d.Object == nil {
 				d.Object = map[string]any{"id": ev.TargetID}

@@ -182,3 +182,17 @@ func TestSign(t *testing.T) {
 		t.Errorf("body: %s", body)
 	}
 }
+
+// TestBodyKeepsEndpointURLsOut: an endpoint subscribed to webhook events
+// learns that another endpoint changed, never its URL (which may carry
+// that endpoint's token); the audit log keeps it for admins.
+func TestBodyKeepsEndpointURLsOut(t *testing.T) {
+	for _, action := range []string{"webhook.create", "webhook.update", "webhook.delete"} {
+		body := Body(audit.Event{OrgID: "o", ID: "01J00000000000000000000000", Action: action, TargetType: "webhook", TargetID: "w", At: time.Now(),
+			Changes: []audit.Change{{Field: "url", Before: "https://a.example/h?token=old", After: "https://b.example/h?token=s3cr3t"},
+				{Field: "active", After: true}}})
+		if strings.Contains(string(body), "token=") || !strings.Contains(string(body), `"active"`) {
+			t.Errorf("%s: %s", action, body)
+		}
+	}
+}

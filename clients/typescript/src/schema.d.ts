@@ -310,7 +310,7 @@ export interface paths {
         put?: never;
         /**
          * Rotate a webhook's signing secret
-         * @description Gives the subscription a new secret, returned only here. The old one stays valid for 24 hours: meanwhile every delivery carries both signatures. Requires org role `admin` or `owner`.
+         * @description Gives the subscription a new secret, returned only here. The one it replaces stays valid for 24 hours: meanwhile every delivery carries both signatures. Only that one: a second rotation within the 24 hours ends the grace of the secret the first one replaced, at once. Its answer is never replayed (it holds a secret): a retry under the same Idempotency-Key is refused with 403, one without a key rotates again. Requires org role `admin` or `owner`.
          */
         post: operations["rotateWebhookSecret"];
         delete?: never;
