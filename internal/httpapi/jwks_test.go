@@ -82,8 +82,12 @@ func TestJWKSRotation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each token is new (its own jti): RS256 signatures are deterministic,
+	// and two tokens of one kid in the same second would otherwise be one
+	// token, whose earlier verification the token cache remembers.
+	var minted atomic.Int64
 	token := func(kid string, signer *rsa.PrivateKey) string {
-		c := httpapi.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: "u_" + kid, IssuedAt: jwt.NewNumericDate(time.Now()),
+		c := httpapi.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: "u_" + kid, ID: fmt.Sprint(minted.Add(1)), IssuedAt: jwt.NewNumericDate(time.Now()),
 			ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}}
 		return signToken(t, jwt.SigningMethodRS256, signer, c, map[string]any{"kid": kid})
 	}
