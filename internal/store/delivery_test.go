@@ -43,41 +43,16 @@ func TestDeliveryFairness(t *testing.T) {
 	}))
 	defer fast.Close()
 
-	subscribe := func(orgID, url string, shard int) webhook.Subscription {
-		t.Helper()
-		secret, err := webhook.NewSecret()
-		must(t, err)
-		for {
-			sub := webhook.Subscription{OrgID: orgID, ID: f.ids.New(), URL: url, Events: []string{"*"}, Active: true,
-				Secret: secret, Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
-			if shard >= 0 && webhook.Shard(orgID, sub.ID) != shard {
-				continue
-			}
-			must(t, hooks.CreateWebhook(ctx, sub, evOrg(orgID)))
-			return sub
-		}
-	}
-	flooded := subscribe(f.newOrg(t, "Flooded", "u_flooded").ID, slow.URL, -1)
+	flooded := f.mustWebhook(t, hooks, f.newOrg(t, "Flooded", "u_flooded").ID, slow.URL, -1)
 	shard := webhook.Shard(flooded.OrgID, flooded.ID)
-	other := subscribe(f.newOrg(t, "Other", "u_other").ID, fast.URL, shard)
+	other := f.mustWebhook(t, hooks, f.newOrg(t, "Other", "u_other").ID, fast.URL, shard)
 
 	now := time.Now()
-	enqueue := func(sub webhook.Subscription, at time.Time) string {
-		t.Helper()
-		id := f.ids.New()
-		ok, err := hooks.EnqueueDelivery(ctx, webhook.Delivery{OrgID: sub.OrgID, WebhookID: sub.ID, EventID: id, Type: "ticket.create",
-			Body: []byte(`{}`), State: webhook.Pending, NextAttempt: at, CreatedAt: at})
-		must(t, err)
-		if !ok {
-			t.Fatalf("delivery %s not made", id)
-		}
-		return id
-	}
 	const backlog = 100 // more than a worker's 32 attempts at once
 	for i := range backlog {
-		enqueue(flooded, now.Add(time.Duration(i-2*backlog)*time.Millisecond))
+		f.mustDelivery(t, hooks, flooded, now.Add(time.Duration(i-2*backlog)*time.Millisecond))
 	}
-	want := enqueue(other, now.Add(-time.Millisecond))
+	want := f.mustDelivery(t, hooks, other, now.Add(-time.Millisecond))
 
 	w := webhook.NewWorker(hooks, true, webhook.Policy{Timeout: time.Minute}, nil, nil)
 	defer func() { close(release); w.Wait() }()
@@ -102,22 +77,11 @@ func TestDeliveryBound(t *testing.T) {
 	ctx := context.Background()
 	hooks := &store.Webhooks{DB: f.DB, MaxPending: 3}
 	org := f.newOrg(t, "Bound", "u_bound")
-	secret, err := webhook.NewSecret()
-	must(t, err)
-	sub := webhook.Subscription{OrgID: org.ID, ID: f.ids.New(), URL: "https://example.com/hook", Events: []string{"*"}, Active: true,
-		Secret: secret, Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
-	must(t, hooks.CreateWebhook(ctx, sub, evOrg(org.ID)))
+	sub := f.mustWebhook(t, hooks, org.ID, "https://example.com/hook", -1)
 	now := time.Now()
 	var made []string
 	for range 5 {
-		id := f.ids.New()
-		ok, err := hooks.EnqueueDelivery(ctx, webhook.Delivery{OrgID: org.ID, WebhookID: sub.ID, EventID: id, Type: "ticket.create",
-			Body: []byte(`{}`), State: webhook.Pending, NextAttempt: now, CreatedAt: now})
-		must(t, err)
-		if !ok {
-			t.Fatalf("delivery %s not made", id)
-		}
-		made = append(made, id)
+		made = append(made, f.mustDelivery(t, hooks, sub, now))
 	}
 	// The same event dispatched again makes nothing and counts nothing.
 	ok, err := hooks.EnqueueDelivery(ctx, webhook.Delivery{OrgID: org.ID, WebhookID: sub.ID, EventID: made[0], Type: "ticket.create",
@@ -211,10 +175,6 @@ func TestDeliveryDynamoDBPaused(t *testing.T) {
 	f := &fixture{DB: store.Open(setup, name), ids: ids.NewGenerator(time.Now), now: now}
 	f.Orgs = &store.Orgs{DB: f.DB}
 	org := f.newOrg(t, "Paused", "u_paused")
-	secret, err := webhook.NewSecret()
-	must(t, err)
-	sub := webhook.Subscription{OrgID: org.ID, ID: f.ids.New(), Active: true, Events: []string{"*"}, Secret: secret,
-		Version: 1, CreatedAt: now, UpdatedAt: now}
 
 	var mu sync.Mutex
 	got := map[string]int{}
@@ -232,19 +192,11 @@ func TestDeliveryDynamoDBPaused(t *testing.T) {
 	}))
 	defer recv.Close()
 	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) }) // before the process is stopped
-	sub.URL = recv.URL
 	hooks := &store.Webhooks{DB: f.DB}
-	must(t, hooks.CreateWebhook(ctx, sub, evOrg(org.ID)))
+	sub := f.mustWebhook(t, hooks, org.ID, recv.URL, -1)
 	var want []string
 	for range 4 {
-		id := f.ids.New()
-		ok, err := hooks.EnqueueDelivery(ctx, webhook.Delivery{OrgID: org.ID, WebhookID: sub.ID, EventID: id, Type: "ticket.create",
-			Body: []byte(`{}`), State: webhook.Pending, NextAttempt: now, CreatedAt: now})
-		must(t, err)
-		if !ok {
-			t.Fatalf("delivery %s not made", id)
-		}
-		want = append(want, id)
+		want = append(want, f.mustDelivery(t, hooks, sub, now))
 	}
 
 	// The worker's DynamoDB client gives up on a call after 1 s, so the
@@ -291,4 +243,35 @@ func TestDeliveryDynamoDBPaused(t *testing.T) {
 			t.Errorf("delivery %s never reached the endpoint", id)
 		}
 	}
+}
+
+// mustWebhook subscribes url to every event of orgID through hooks; in
+// due shard shard unless it is -1.
+func (f *fixture) mustWebhook(t *testing.T, hooks *store.Webhooks, orgID, url string, shard int) webhook.Subscription {
+	t.Helper()
+	secret, err := webhook.NewSecret()
+	must(t, err)
+	for {
+		sub := webhook.Subscription{OrgID: orgID, ID: f.ids.New(), URL: url, Events: []string{"*"}, Active: true,
+			Secret: secret, Version: 1, CreatedAt: f.now, UpdatedAt: f.now}
+		if shard >= 0 && webhook.Shard(orgID, sub.ID) != shard {
+			continue
+		}
+		must(t, hooks.CreateWebhook(context.Background(), sub, evOrg(orgID)))
+		return sub
+	}
+}
+
+// mustDelivery makes a pending delivery to sub, due at at, and returns
+// its event ID.
+func (f *fixture) mustDelivery(t *testing.T, hooks *store.Webhooks, sub webhook.Subscription, at time.Time) string {
+	t.Helper()
+	id := f.ids.New()
+	ok, err := hooks.EnqueueDelivery(context.Background(), webhook.Delivery{OrgID: sub.OrgID, WebhookID: sub.ID, EventID: id,
+		Type: "ticket.create", Body: []byte(`{}`), State: webhook.Pending, NextAttempt: at, CreatedAt: at})
+	must(t, err)
+	if !ok {
+		t.Fatalf("delivery %s not made", id)
+	}
+	return id
 }
