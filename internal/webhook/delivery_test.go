@@ -175,12 +175,19 @@ func TestWorkerSlots(t *testing.T) {
 	}
 }
 
-// dueStore hands the worker a fixed list of due deliveries (shard 0) and
-// records which it claims.
+// dueStore hands the worker a fixed list of due deliveries (shard 0),
+// records which it claims, and holds every attempt (as a hanging endpoint
+// would) until hold is closed.
 type dueStore struct {
 	fakeStore
 	list    []Delivery
 	claimed []Delivery
+	hold    chan struct{}
+}
+
+func (s *dueStore) GetWebhook(ctx context.Context, orgID, webhookID string) (Subscription, error) {
+	<-s.hold
+	return s.fakeStore.GetWebhook(ctx, orgID, webhookID)
 }
 
 func (s *dueStore) DueDeliveries(_ context.Context, shard int, _ time.Time, _, _ int) ([]Delivery, error) {
@@ -202,7 +209,7 @@ func (s *dueStore) ClaimDelivery(_ context.Context, d Delivery, _ string, _ time
 // are older), the slot that frees goes to the org with no attempt in
 // flight; then round-robin across orgs by their attempts in flight.
 func TestWorkerFairness(t *testing.T) {
-	s := &dueStore{}
+	s := &dueStore{hold: make(chan struct{})}
 	w := NewWorker(s, true, Policy{Concurrency: 10, PerEndpoint: 2, PerOrg: 4}, nil, nil)
 	for i := range 9 { // 9 slow orgs hold 9 of the 10 slots
 		org := fmt.Sprintf("org_slow%d", i)
@@ -218,6 +225,7 @@ func TestWorkerFairness(t *testing.T) {
 	if n := w.RunOnce(context.Background()); n != 1 {
 		t.Fatalf("started %d attempts, want the 1 free slot", n)
 	}
+	close(s.hold)
 	w.Wait()
 	if got := s.claimed[0].EventID; got != "fast-0" {
 		t.Errorf("the free slot went to %s, want the org with nothing in flight (fast-0)", got)
@@ -225,12 +233,14 @@ func TestWorkerFairness(t *testing.T) {
 
 	// With every slot free: each org's first delivery before any org's
 	// second, counting the attempts an org has in flight.
+	s.hold = make(chan struct{})
 	w = NewWorker(s, true, Policy{Concurrency: 100, PerEndpoint: 10, PerOrg: 10}, nil, nil)
 	w.take("org_a", "hook_a")
 	s.claimed = nil
 	s.list = []Delivery{{OrgID: "org_a", WebhookID: "hook_a", EventID: "a-0"}, {OrgID: "org_a", WebhookID: "hook_a", EventID: "a-1"},
 		{OrgID: "org_b", WebhookID: "hook_b", EventID: "b-0"}, {OrgID: "org_b", WebhookID: "hook_b", EventID: "b-1"}, {OrgID: "org_b", WebhookID: "hook_b", EventID: "b-2"}}
 	w.RunOnce(context.Background())
+	close(s.hold)
 	w.Wait()
 	var got []string
 	for _, d := range s.claimed {
