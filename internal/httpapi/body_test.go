@@ -106,6 +106,7 @@ func TestStrictJSONBodies(t *testing.T) {
 // (request_timeout) by every operation that takes one, and nothing is
 // written.
 func TestConnectionStatuses(t *testing.T) {
+	t.Parallel() // mostly waits: see TestMain
 	const readTimeout = 2 * time.Second
 	ts := MustServer(t, withMaxHeaderBytes(64<<10), apitest.WithReadTimeout(readTimeout))
 	w := MustWorld(t, ts, "Connections")

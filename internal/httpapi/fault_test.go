@@ -216,6 +216,7 @@ func only(fault faultKind, ops ...string) func(string, int) faultKind {
 // TestFaults injects DynamoDB's failures under the SDK's real
 // retryer and checks what the API answers and what the table holds.
 func TestFaults(t *testing.T) {
+	t.Parallel() // mostly waits: see TestMain
 	faults := newFaults()
 	ts := MustServer(t, withTransport(faults.wrap))
 	w := MustWorld(t, ts, "Faulty")
@@ -669,6 +670,7 @@ func TestHungDynamoDB(t *testing.T) {
 // quota error joined to DynamoDB's. Every answer stays a 503, never a 500,
 // whatever the 5xx looked like.
 func TestRetryQuota(t *testing.T) {
+	t.Parallel() // mostly waits: see TestMain
 	// (Throttling retries cost 5 tokens and back off for a second or more:
 	// exhausting the quota with them would take minutes. The quota's error
 	// is the same whatever spent it; the 5xx shapes spend it fast.)

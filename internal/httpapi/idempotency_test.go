@@ -793,6 +793,7 @@ func jsonField(tb testing.TB, body []byte, name string) string {
 // only as long as a request can run (REQUEST_TIMEOUT and 5 s), not a
 // minute: then the retry takes it over and creates the ticket once.
 func TestIdempotencyKeyFreedAfterDeadline(t *testing.T) {
+	t.Parallel() // mostly waits: see TestMain
 	faults := newFaults()
 	ts := MustServer(t, withTransport(faults.wrap))
 	w := MustWorld(t, ts, "Deadline")

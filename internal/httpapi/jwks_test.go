@@ -65,6 +65,8 @@ func (j *rotatingJWKS) publish(keys map[string]*rsa.PrivateKey) {
 // most one JWKS fetch per refetch gap (plus one), however many tokens it
 // sends.
 func TestJWKSRotation(t *testing.T) {
+	t.Parallel() // mostly waits: see TestMain
+
 	const gap = 300 * time.Millisecond // the default, JWKSMinRefetch, makes this test slower
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

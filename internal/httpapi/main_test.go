@@ -31,6 +31,10 @@ import (
 	"github.com/tenantd/tenantd/internal/dynamotest"
 )
 
+// TestMain runs the package's tests on one DynamoDB Local. The tests that
+// mostly wait (for a deadline, a backoff, a paused DynamoDB Local) call
+// t.Parallel: they run two at a time once the others have finished, so
+// their waits overlap instead of adding up.
 func TestMain(m *testing.M) {
 	code := dynamotest.Run(m)
 	if code == 0 && apitest.WholeSuite() {

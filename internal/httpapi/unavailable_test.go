@@ -92,6 +92,7 @@ func TestDynamoDBRefused(t *testing.T) {
 // has the service's normal deadline; the requests the pause must end go to
 // a twin server with a short one.
 func TestDynamoDBPaused(t *testing.T) {
+	t.Parallel() // mostly waits: see TestMain
 	const deadline = 2 * time.Second
 	local := dynamotest.StartLocal(t)
 	var logs logBuffer
@@ -183,6 +184,7 @@ func TestDynamoDBPaused(t *testing.T) {
 // still be applied (write_outcome_unknown), not merely "retry later": an
 // outside attack saw such a write applied once DynamoDB resumed.
 func TestWriteOutcomeUnknown(t *testing.T) {
+	t.Parallel() // mostly waits: see TestMain
 	const deadline = 2 * time.Second
 	local := dynamotest.StartLocal(t)
 	pid := local.PID()
@@ -223,6 +225,7 @@ func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { retu
 // requests at once spend the retry quota (throttling retries cost 5 tokens
 // of 500); before and after, every answer is a 503 with Retry-After.
 func TestThrottledAfterRetries(t *testing.T) {
+	t.Parallel() // mostly waits: see TestMain
 	faults := newFaults()
 	ts := MustServer(t, withTransport(faults.wrap))
 	a := ts.Actor(t, "throttled")
