@@ -4,7 +4,6 @@ package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -19,13 +18,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/httpapi"
-	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/testkit"
 )
 
@@ -56,15 +52,7 @@ func TestGracefulDrain(t *testing.T) {
 		t.Fatalf("go build: %v\n%s", err, out)
 	}
 
-	ctx := context.Background()
-	db := store.NewClient(dynamotest.Config(t), store.Options{Endpoint: dynamotest.Endpoint()})
-	table := dynamotest.TableName(t)
-	if err := store.Migrate(ctx, db, table); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
-	})
+	table := newTable(t)
 
 	addr := testkit.FreeAddr(t)
 	base := "http://" + addr
@@ -73,7 +61,7 @@ func TestGracefulDrain(t *testing.T) {
 	cmd.Env = append(os.Environ(), "ADDR="+addr, "DYNAMODB_ENDPOINT="+dynamotest.Endpoint(), "DYNAMODB_TABLE="+table,
 		"AUTH_HS256_SECRET="+secret, "AUTH_JWKS_URL=", "AUTH_ISSUER=", "AUTH_AUDIENCE=", "CURSOR_SECRET=drain-test-cursor-secret-0123456789abcdef",
 		"SHUTDOWN_TIMEOUT="+shutdownTimeout.String(), "REQUEST_TIMEOUT=10s", "RATE_LIMIT_RPS=0", "RATE_LIMIT_CALLER_RPS=0", "LOG_LEVEL=info", "METRICS_ADDR=",
-		"AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1")
+		"WEBHOOK_DISPATCHER=lambda", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1")
 	var stdout, stderr testkit.SyncBuffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {

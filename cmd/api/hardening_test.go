@@ -46,7 +46,8 @@ func buildAPI(t *testing.T) string {
 	return bin
 }
 
-// newTable creates a table in the shared DynamoDB Local, dropped at cleanup.
+// newTable creates a table in the shared DynamoDB Local, dropped at
+// cleanup, with its stream off: the API that startAPI runs reads none.
 func newTable(t *testing.T) string {
 	t.Helper()
 	db := store.NewClient(dynamotest.Config(t), store.Options{Endpoint: dynamotest.Endpoint()})
@@ -54,6 +55,7 @@ func newTable(t *testing.T) string {
 	if err := store.Migrate(context.Background(), db, table); err != nil {
 		t.Fatal(err)
 	}
+	dynamotest.StreamOff(t, db, table)
 	t.Cleanup(func() {
 		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
@@ -71,7 +73,9 @@ type apiProc struct {
 
 // startAPI runs `api serve` on a free address against table, with env added
 // to (and overriding) the defaults below, and waits until /readyz answers
-// 200. The process is killed at cleanup if it still runs.
+// 200. The process is killed at cleanup if it still runs. By default it
+// reads no stream (WEBHOOK_DISPATCHER=lambda): a test of webhooks sets
+// WEBHOOK_DISPATCHER=local, on a table with its stream on.
 func startAPI(t *testing.T, bin, table string, env ...string) *apiProc {
 	t.Helper()
 	return startAPIAt(t, testkit.FreeAddr(t), bin, table, env...)
@@ -86,7 +90,7 @@ func startAPIAt(t *testing.T, addr, bin, table string, env ...string) *apiProc {
 	p.cmd.Env = append(os.Environ(), "ADDR="+p.addr, "DYNAMODB_ENDPOINT="+dynamotest.Endpoint(), "DYNAMODB_TABLE="+table,
 		"AUTH_HS256_SECRET="+testSecret, "AUTH_JWKS_URL=", "AUTH_ISSUER=", "AUTH_AUDIENCE=",
 		"CURSOR_SECRET=hardening-cursor-secret-0123456789abcdef", "RATE_LIMIT_RPS=0", "RATE_LIMIT_CALLER_RPS=0", "LOG_LEVEL=info",
-		"METRICS_ADDR=", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1")
+		"METRICS_ADDR=", "WEBHOOK_DISPATCHER=lambda", "AWS_ACCESS_KEY_ID=local", "AWS_SECRET_ACCESS_KEY=local", "AWS_REGION=us-east-1")
 	p.cmd.Env = append(p.cmd.Env, env...)
 	p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 	if err := p.cmd.Start(); err != nil {

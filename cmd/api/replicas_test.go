@@ -304,6 +304,7 @@ func TestReplicas(t *testing.T) {
 	if err := store.Migrate(context.Background(), raw, table); err != nil {
 		t.Fatal(err)
 	}
+	dynamotest.StreamOff(t, raw, table) // the replicas read none
 	c := startCluster(t, local, table)
 	alice, bob, mallory := mintToken(t, "alice"), mintToken(t, "bob"), mintToken(t, "mallory")
 	orgA := jsonID(t, c.mustDo(http.StatusCreated, http.MethodPost, "/v1/orgs", alice, `{"name":"Loud"}`).body)

@@ -22,7 +22,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/golang-jwt/jwt/v5"
@@ -269,13 +268,7 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 		tb.Fatalf("migrate: %v", err)
 	}
 	if o.webhooks == nil {
-		// DynamoDB Local keeps a stream record of every write to a table
-		// with a stream, and slows down under a package's worth of them:
-		// a server that runs no webhooks has its table's stream off.
-		if _, err := ts.Raw.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(name),
-			StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(false)}}); err != nil {
-			tb.Fatalf("stream off: %v", err)
-		}
+		dynamotest.StreamOff(tb, ts.Raw, name) // a server that runs no webhooks reads no stream
 	}
 	tb.Cleanup(func() {
 		_, _ = ts.Raw.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})

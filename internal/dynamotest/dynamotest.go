@@ -40,6 +40,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/tenantd/tenantd/internal/testkit"
 )
@@ -167,6 +169,21 @@ func TableName(tb testing.TB) string {
 		base = base[:max]
 	}
 	return base + suffix
+}
+
+// StreamOff turns off the change stream of table, for a test that reads
+// none. DynamoDB Local keeps every stream record, of every table, for as
+// long as it runs, and each one slows every later call: one store
+// transaction cost 3.5 ms of its CPU on a fresh server, and 10.6 ms after
+// 2,400 transactions on tables with a stream. (store.Migrate turns the
+// stream on again.)
+func StreamOff(tb testing.TB, client *dynamodb.Client, table string) {
+	tb.Helper()
+	_, err := client.UpdateTable(context.Background(), &dynamodb.UpdateTableInput{TableName: aws.String(table),
+		StreamSpecification: &types.StreamSpecification{StreamEnabled: aws.Bool(false)}})
+	if err != nil {
+		tb.Fatalf("dynamotest: stream off: %v", err)
+	}
 }
 
 // server is one DynamoDB Local process that Main started.

@@ -96,3 +96,34 @@ func TestRecorderSkipsEndedContexts(t *testing.T) {
 		t.Errorf("recorded %q, want ListTables", got)
 	}
 }
+
+// TestStreamOff: a table created with a stream has none after StreamOff.
+func TestStreamOff(t *testing.T) {
+	ctx := context.Background()
+	client := dynamodb.NewFromConfig(dynamotest.Config(t))
+	name := dynamotest.TableName(t)
+	if _, err := client.CreateTable(ctx, &dynamodb.CreateTableInput{
+		TableName:            aws.String(name),
+		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
+		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
+		BillingMode:          types.BillingModePayPerRequest,
+		StreamSpecification:  &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewImage},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	stream := func() bool {
+		out, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := out.Table.StreamSpecification
+		return s != nil && aws.ToBool(s.StreamEnabled)
+	}
+	if !stream() {
+		t.Fatal("the table was created without its stream")
+	}
+	dynamotest.StreamOff(t, client, name)
+	if stream() {
+		t.Error("the table's stream is still on after StreamOff")
+	}
+}

@@ -51,6 +51,7 @@ func MustFixture(tb testing.TB) *fixture {
 	if err := store.Migrate(ctx, client, name); err != nil {
 		tb.Fatalf("migrate: %v", err)
 	}
+	dynamotest.StreamOff(tb, client, name) // TestStreamReader turns it on again
 	tb.Cleanup(func() {
 		_, _ = client.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(name)})
 	})

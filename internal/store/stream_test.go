@@ -14,6 +14,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/store"
 )
 
 // TestStreamReader: the local stream reader dispatches every audit event
@@ -23,6 +24,9 @@ import (
 // lost, and a restart does not start the stream over.
 func TestStreamReader(t *testing.T) {
 	f := MustFixture(t)
+	if err := store.Migrate(context.Background(), f.raw, f.DB.TableName()); err != nil { // the stream on again
+		t.Fatal(err)
+	}
 	streams := dynamodbstreams.NewFromConfig(dynamotest.Config(t), func(o *dynamodbstreams.Options) {
 		o.BaseEndpoint = aws.String(dynamotest.Endpoint())
 	})
