@@ -44,8 +44,8 @@ var (
 func strictJSON(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		if r.Body == nil || r.Body == http.NoBody {
-			return next(c)
+		if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
+			return next(c) // no body: its Content-Type, charset included, describes nothing
 		}
 		mt, params, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
 		if err != nil || !(mt == echo.MIMEApplicationJSON || strings.HasSuffix(mt, "+json")) {

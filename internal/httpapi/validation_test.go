@@ -172,6 +172,28 @@ func TestUnsupportedMediaType(t *testing.T) {
 	}
 }
 
+// TestBodylessRequestsIgnoreContentType: a request without a body is
+// answered whatever its Content-Type says, charset included: a 415 is for
+// a body, and no GET declares one (an outside attack got 415 for a GET of
+// /healthz with "application/json; charset=latin1").
+func TestBodylessRequestsIgnoreContentType(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Bodyless")
+	ids := worldIDs(t, w)
+	doc, _ := loadSpec(t)
+	for _, op := range specOperations(doc) {
+		if op.Method != http.MethodGet {
+			continue
+		}
+		t.Run(op.ID, func(t *testing.T) {
+			r := doOp(t, w.Owner.HTTP, ts.URL, op, ids, nil, http.Header{"Content-Type": {"application/json; charset=latin1"}})
+			if r.Status == http.StatusUnsupportedMediaType {
+				t.Errorf("%s %s without a body: %d %s", op.Method, op.Path, r.Status, r.Body)
+			}
+		})
+	}
+}
+
 // TestMalformedRequestParts: a query string that does not parse, and an
 // If-Match that is not RFC 9110's grammar, are 400s with errors[], never
 // read as whatever part of them parses.
