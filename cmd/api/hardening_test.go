@@ -656,3 +656,25 @@ func TestStalledClientsAreReaped(t *testing.T) {
 		t.Logf("served after %v", waited.Round(time.Millisecond))
 	}
 }
+
+// TestLogIsJSON: everything `api serve` logs is a JSON line on stdout,
+// what logs through slog's default logger included: here the JWKS fetch
+// that fails (AUTH_JWKS_URL names a closed port), before the server is up.
+func TestLogIsJSON(t *testing.T) {
+	api := startAPI(t, buildAPI(t), newTable(t), "AUTH_HS256_SECRET=", "AUTH_JWKS_URL=http://"+testkit.FreeAddr(t)+"/jwks.json")
+	if s := api.stderr.String(); s != "" {
+		t.Errorf("stderr: %s", s)
+	}
+	found := false
+	for _, line := range strings.Split(strings.TrimSpace(api.stdout.String()), "\n") {
+		var rec struct{ Msg string }
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Errorf("not a JSON line: %q", line)
+			continue
+		}
+		found = found || strings.HasPrefix(rec.Msg, "jwks: fetch failed")
+	}
+	if !found {
+		t.Errorf("no JSON line for the failed JWKS fetch in:\n%s", api.stdout.String())
+	}
+}

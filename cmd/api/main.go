@@ -353,6 +353,7 @@ func awsConfig(ctx context.Context, cfg Config) (aws.Config, error) {
 
 func serve(ctx context.Context, cfg Config) error {
 	log := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	slog.SetDefault(log) // what logs through slog's default logger (the JWKS fetch) is a JSON line too
 	log.Info("starting tenantd", "config", cfg)
 	verifier, err := httpapi.NewVerifier(ctx, httpapi.VerifierConfig{HS256Secret: cfg.AuthHS256Secret, JWKSURL: cfg.AuthJWKSURL,
 		Issuer: cfg.AuthIssuer, Audience: cfg.AuthAudience, Leeway: 30 * time.Second})
