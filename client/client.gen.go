@@ -7688,8 +7688,9 @@ type GraphqlResponse401Headers struct {
 
 // GraphqlResponse415Headers the declared response headers of an HTTP 415 response for Graphql
 type GraphqlResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // GraphqlResponse429Headers the declared response headers of an HTTP 429 response for Graphql
@@ -8237,8 +8238,9 @@ type CreateOrgResponse401Headers struct {
 
 // CreateOrgResponse415Headers the declared response headers of an HTTP 415 response for CreateOrg
 type CreateOrgResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // CreateOrgResponse429Headers the declared response headers of an HTTP 429 response for CreateOrg
@@ -8675,8 +8677,9 @@ type UpdateOrgResponse401Headers struct {
 
 // UpdateOrgResponse415Headers the declared response headers of an HTTP 415 response for UpdateOrg
 type UpdateOrgResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // UpdateOrgResponse429Headers the declared response headers of an HTTP 429 response for UpdateOrg
@@ -9094,8 +9097,9 @@ type CreateInvitationResponse401Headers struct {
 
 // CreateInvitationResponse415Headers the declared response headers of an HTTP 415 response for CreateInvitation
 type CreateInvitationResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // CreateInvitationResponse429Headers the declared response headers of an HTTP 429 response for CreateInvitation
@@ -9629,8 +9633,9 @@ type CreateTeamResponse401Headers struct {
 
 // CreateTeamResponse415Headers the declared response headers of an HTTP 415 response for CreateTeam
 type CreateTeamResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // CreateTeamResponse429Headers the declared response headers of an HTTP 429 response for CreateTeam
@@ -10053,8 +10058,9 @@ type UpdateTeamResponse401Headers struct {
 
 // UpdateTeamResponse415Headers the declared response headers of an HTTP 415 response for UpdateTeam
 type UpdateTeamResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // UpdateTeamResponse429Headers the declared response headers of an HTTP 429 response for UpdateTeam
@@ -10609,8 +10615,9 @@ type PutTeamMemberResponse401Headers struct {
 
 // PutTeamMemberResponse415Headers the declared response headers of an HTTP 415 response for PutTeamMember
 type PutTeamMemberResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // PutTeamMemberResponse429Headers the declared response headers of an HTTP 429 response for PutTeamMember
@@ -11035,8 +11042,9 @@ type CreateTicketResponse401Headers struct {
 
 // CreateTicketResponse415Headers the declared response headers of an HTTP 415 response for CreateTicket
 type CreateTicketResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // CreateTicketResponse429Headers the declared response headers of an HTTP 429 response for CreateTicket
@@ -11459,8 +11467,9 @@ type UpdateTicketResponse401Headers struct {
 
 // UpdateTicketResponse415Headers the declared response headers of an HTTP 415 response for UpdateTicket
 type UpdateTicketResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // UpdateTicketResponse429Headers the declared response headers of an HTTP 429 response for UpdateTicket
@@ -11744,8 +11753,9 @@ type CreateCommentResponse401Headers struct {
 
 // CreateCommentResponse415Headers the declared response headers of an HTTP 415 response for CreateComment
 type CreateCommentResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // CreateCommentResponse429Headers the declared response headers of an HTTP 429 response for CreateComment
@@ -12025,8 +12035,9 @@ type AddOrgUserResponse401Headers struct {
 
 // AddOrgUserResponse415Headers the declared response headers of an HTTP 415 response for AddOrgUser
 type AddOrgUserResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // AddOrgUserResponse429Headers the declared response headers of an HTTP 429 response for AddOrgUser
@@ -12456,8 +12467,9 @@ type UpdateOrgUserResponse401Headers struct {
 
 // UpdateOrgUserResponse415Headers the declared response headers of an HTTP 415 response for UpdateOrgUser
 type UpdateOrgUserResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // UpdateOrgUserResponse429Headers the declared response headers of an HTTP 429 response for UpdateOrgUser
@@ -13134,8 +13146,9 @@ type CreateWebhookResponse401Headers struct {
 
 // CreateWebhookResponse415Headers the declared response headers of an HTTP 415 response for CreateWebhook
 type CreateWebhookResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // CreateWebhookResponse429Headers the declared response headers of an HTTP 429 response for CreateWebhook
@@ -13558,8 +13571,9 @@ type UpdateWebhookResponse401Headers struct {
 
 // UpdateWebhookResponse415Headers the declared response headers of an HTTP 415 response for UpdateWebhook
 type UpdateWebhookResponse415Headers struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 
 // UpdateWebhookResponse429Headers the declared response headers of an HTTP 429 response for UpdateWebhook
@@ -15463,6 +15477,13 @@ func ParseGraphqlResponse(rsp *http.Response) (*GraphqlResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers GraphqlResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16082,6 +16103,13 @@ func ParseCreateOrgResponse(rsp *http.Response) (*CreateOrgResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers CreateOrgResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -16567,6 +16595,13 @@ func ParseUpdateOrgResponse(rsp *http.Response) (*UpdateOrgResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers UpdateOrgResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17033,6 +17068,13 @@ func ParseCreateInvitationResponse(rsp *http.Response) (*CreateInvitationRespons
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers CreateInvitationResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17624,6 +17666,13 @@ func ParseCreateTeamResponse(rsp *http.Response) (*CreateTeamResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers CreateTeamResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -18092,6 +18141,13 @@ func ParseUpdateTeamResponse(rsp *http.Response) (*UpdateTeamResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers UpdateTeamResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -18730,6 +18786,13 @@ func ParsePutTeamMemberResponse(rsp *http.Response) (*PutTeamMemberResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers PutTeamMemberResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -19192,6 +19255,13 @@ func ParseCreateTicketResponse(rsp *http.Response) (*CreateTicketResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers CreateTicketResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -19667,6 +19737,13 @@ func ParseUpdateTicketResponse(rsp *http.Response) (*UpdateTicketResponse, error
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers UpdateTicketResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -19973,6 +20050,13 @@ func ParseCreateCommentResponse(rsp *http.Response) (*CreateCommentResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers CreateCommentResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -20296,6 +20380,13 @@ func ParseAddOrgUserResponse(rsp *http.Response) (*AddOrgUserResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers AddOrgUserResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -20778,6 +20869,13 @@ func ParseUpdateOrgUserResponse(rsp *http.Response) (*UpdateOrgUserResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers UpdateOrgUserResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -21525,6 +21623,13 @@ func ParseCreateWebhookResponse(rsp *http.Response) (*CreateWebhookResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers CreateWebhookResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -21987,6 +22092,13 @@ func ParseUpdateWebhookResponse(rsp *http.Response) (*UpdateWebhookResponse, err
 		response.Headers401 = &headers
 	case rsp.StatusCode == 415:
 		var headers UpdateWebhookResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
 		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -158,8 +158,17 @@ func beforeBody(ops map[string]operation) echo.MiddlewareFunc {
 			if !ok {
 				return c.Handler()(c)
 			}
-			if rb := o.route.Operation.RequestBody; rb != nil && rb.Value != nil && rb.Value.Content.Get(req.Header.Get(echo.HeaderContentType)) == nil {
-				return errUnsupportedMediaType(c, o.route.Operation)
+			if rb := o.route.Operation.RequestBody; rb != nil && rb.Value != nil {
+				if rb.Value.Content.Get(req.Header.Get(echo.HeaderContentType)) == nil {
+					return errUnsupportedMediaType(c, o.route.Operation)
+				}
+				if ce := req.Header.Get(echo.HeaderContentEncoding); ce != "" && !strings.EqualFold(ce, "identity") {
+					// Read as JSON, a compressed body would be a 400; an
+					// uncompressed one, its header silently ignored.
+					c.Response().Header().Set(echo.HeaderAcceptEncoding, "identity") // RFC 9110, 12.5.3
+					return &httpStatusError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
+						detail: "request bodies are read as sent: send it without a Content-Encoding"}
+				}
 			}
 			return next(c)
 		}

@@ -148,7 +148,8 @@ func TestRepeatedQueryParameters(t *testing.T) {
 
 // TestUnsupportedMediaType, generated from the spec: every operation that
 // documents 415 answers it to a body of another media type, and says which
-// one it takes (Accept-Post on a POST, Accept-Patch on a PATCH), before
+// one it takes (Accept-Post on a POST, Accept-Patch on a PATCH), and to a
+// body with a Content-Encoding (with Accept-Encoding: identity), before
 // any DynamoDB call.
 func TestUnsupportedMediaType(t *testing.T) {
 	ts := MustServer(t)
@@ -164,6 +165,17 @@ func TestUnsupportedMediaType(t *testing.T) {
 			header := map[string]string{http.MethodPost: "Accept-Post", http.MethodPatch: "Accept-Patch"}[op.Method]
 			if got := r.Header.Get(header); header != "" && got != "application/json" {
 				t.Errorf("%s %s: %s %q, want application/json", op.Method, op.Path, header, got)
+			}
+			if got := ts.Rec.Count(); got != 0 {
+				t.Errorf("DynamoDB calls: got %d (%s), want 0", got, ts.Rec.Names())
+			}
+		})
+		spec(t, "415/"+op.ID+"/Content-Encoding gzip", func(t *testing.T) {
+			ts.Rec.Reset()
+			r := doOp(t, w.Owner.HTTP, ts.URL, op, ids, bodyOfOp(op, ids), http.Header{"Content-Encoding": {"gzip"}})
+			if r.Status != http.StatusUnsupportedMediaType || problemCode(r.Body) != "unsupported_media_type" || r.Header.Get("Accept-Encoding") != "identity" {
+				t.Errorf("%s %s with Content-Encoding gzip: %d %s (Accept-Encoding %q), want 415 unsupported_media_type, Accept-Encoding identity",
+					op.Method, op.Path, r.Status, r.Body, r.Header.Get("Accept-Encoding"))
 			}
 			if got := ts.Rec.Count(); got != 0 {
 				t.Errorf("DynamoDB calls: got %d (%s), want 0", got, ts.Rec.Names())

@@ -1322,9 +1322,11 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The request body is not `application/json` (charset, when given, `utf-8`). `Accept-Post` or `Accept-Patch` names the media type the operation takes. */
+        /** @description The request body is not `application/json` (charset, when given, `utf-8`), or it is sent with a `Content-Encoding` (bodies are read as sent: `Accept-Encoding: identity` says so). `Accept-Post` or `Accept-Patch` names the media type the operation takes. */
         UnsupportedMediaType: {
             headers: {
+                /** @description `identity` when the body had a content coding. */
+                "Accept-Encoding"?: string;
                 /** @description On a POST, the media types it accepts. */
                 "Accept-Post"?: string;
                 /** @description On a PATCH, the media types it accepts. */

@@ -3866,8 +3866,9 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 type UnprocessableEntityApplicationProblemPlusJSONResponse Problem
 
 type UnsupportedMediaTypeResponseHeaders struct {
-	AcceptPatch *string
-	AcceptPost  *string
+	AcceptEncoding *string
+	AcceptPatch    *string
+	AcceptPost     *string
 }
 type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 	Body Problem
@@ -4411,6 +4412,9 @@ func (response Graphql415ApplicationProblemPlusJSONResponse) VisitGraphqlRespons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -5253,6 +5257,9 @@ func (response CreateOrg415ApplicationProblemPlusJSONResponse) VisitCreateOrgRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -5923,6 +5930,9 @@ func (response UpdateOrg415ApplicationProblemPlusJSONResponse) VisitUpdateOrgRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -6555,6 +6565,9 @@ func (response CreateInvitation415ApplicationProblemPlusJSONResponse) VisitCreat
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -7369,6 +7382,9 @@ func (response CreateTeam415ApplicationProblemPlusJSONResponse) VisitCreateTeamR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -8018,6 +8034,9 @@ func (response UpdateTeam415ApplicationProblemPlusJSONResponse) VisitUpdateTeamR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -8894,6 +8913,9 @@ func (response PutTeamMember415ApplicationProblemPlusJSONResponse) VisitPutTeamM
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -9503,6 +9525,9 @@ func (response CreateTicket415ApplicationProblemPlusJSONResponse) VisitCreateTic
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -10168,6 +10193,9 @@ func (response UpdateTicket415ApplicationProblemPlusJSONResponse) VisitUpdateTic
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -10569,6 +10597,9 @@ func (response CreateComment415ApplicationProblemPlusJSONResponse) VisitCreateCo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -11008,6 +11039,9 @@ func (response AddOrgUser415ApplicationProblemPlusJSONResponse) VisitAddOrgUserR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -11689,6 +11723,9 @@ func (response UpdateOrgUser415ApplicationProblemPlusJSONResponse) VisitUpdateOr
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -12686,6 +12723,9 @@ func (response CreateWebhook415ApplicationProblemPlusJSONResponse) VisitCreateWe
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -13342,6 +13382,9 @@ func (response UpdateWebhook415ApplicationProblemPlusJSONResponse) VisitUpdateWe
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
 	if response.Headers.AcceptPatch != nil {
 		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
 	}
@@ -15811,7 +15854,7 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, orgId OrgId, webh
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rctvGsj/6KlP87yqTWRBFybLjUJU6W7GVRIkvWracrLVDH2FEDMlZAmcYzEA0l7d3nYc4T3ie5FR3",
+	"7L3rctvGsj/6KlP87yqTWRBFybLjUJU6W7GVRCu+aNlystYOfYQRMSQnAmcYzEA0l7d3nYc4T3ie5FR3",
 	"zwADEhCpi+0km59sgbjMpaf71/cPraGezrQSyppW/0NrIngiMvzv8Rkfw7+JMMNMzqzUqtVvHSsr7YJZ",
 	"PmZ6xOxEsEzYPFMiYZmYZcIIZTnc22fxoDXIe72HwyuRGakV/iF26Foix8JYujRoxV12NhHM3cim+koY",
 	"Npd2wsSVyBZsOOFqLMovGp1nQ3GIf9Gb6u+eT7hl0pRjbHMWD/V0KpR9qnNlY6YzFuezhFuRHNmY8ZEV",
@@ -15819,306 +15862,307 @@ var swaggerSpec = []string{
 	"KRhn80xawYZaJRJWj6dMK5yeXxNpmeJTYbqtqJWJ33OZiaTVt1kuopYZTsSUw2bZxUy0+i1jM6nGrY8f",
 	"o9ZzqS5Xt/H190/Zk/0nT1gq1SUMAz6lxHvLZnwsIia64y6Laat2r/Z2dTY2ux90Nj5JPu5aObwU1vxf",
 	"wzwzOvu22+3CjfuPUzmV9tv9R7SrhywT6beDFrx10Iph6d++PmGZGIlMqCFsY8qtvBL+8zArYewDWOCj",
-	"CyAkvwYpNzQwmPx1k33NrXgOo1id8a8TkQkm+HBCZKSNYDhgw4zlKjGsbfhUsCTjI9tB6tXZeNA6zL59",
+	"CyAkvwYpNzQwmPx1k33NrXgOo1id8S8TkQkm+HBCZKSNYDhgw4zlKjGsbfhUsCTjI9tB6tXZeNA6zL59",
 	"9PWh/XY/jljmxwjPyDRlPE31XCRM6XnELDMCNtCwXFmZMgub/3uuLQcSnE90Khgfc6kiprOIzSdCsQx+",
 	"6kXFE24T3GfgR/+JNvwYvxY2W+wcAZHGMA/ODva/6Wy8LDunOpXDxerqwOnLuC2WJNgPNoedsJNM5+MJ",
 	"a58cn33PihcyYhhsJEWamIhWb0cKO9qZWDvjM7kDr8W37jjmsrPX60SMM2OzfGjzTCQslcbikg95mops",
 	"0Dr8/dv9Xu9w/u1+xPxGFJeQlmhh9Yj9Xm7KTGRs7nehzziz+lIodpEDveK9EdCfTFOBJ7G4t9NlMX06",
-	"hjWH2eOjDwwz+cW/xNBGzMxgHS7ESGcC7+C5nehM/hvZHR76QxbrbBzjrzobc+V/xM3LjciYzq2RiWBa",
-	"iU7xzgWDNZ8Cq8nM2s0sSWB1H984CiQ2Np/I4aSyl1O+YBfIszMpkuqnplLJaT5t9XuR/6xUVoxFht/9",
-	"9ddfd45yOxHKyiG3YvXj3wmeAfMsb4K5DyewsMCQ28B1Hn/9qNe5nomJ93w6S0X5xkzwdPrtoGWF4som",
-	"g1bERJbp7NtBS6ornsrkHLdr0GpFKyv2MWrNeManwjrBdpKI6UxboYaLn0XNWXjBL4UBEZAJbqUas9NX",
-	"b86Y4SNBzN1mC9Z+YzM5E8yIKYepAgXBGRrJzJTHF2USZ5diwbJcmUPc5kyYmVZGsLax3OYGxcKFThYd",
-	"IL1LMbNspDO2f8AmOs/o50zMUr4AGYKvjIsp2J3X7qc+g2WMIxgjVws3TrwdCAB5GwwEXldccAOlsRe3",
-	"uGEncoSsupzPWFjDDvb3Dxn375/IlE5DdebSc8gsVwrWkB7tfdNlP4uFYTwTzAz1TCSe+1fOix8knUmQ",
-	"t9mVyGjTDWs/ev++g69Q2uKKRczQW2D4Q66WaFzCthL3aUUtEKOtfkgGO0AHlaPA3z8Xamwnrf7+o0cR",
-	"HA3/9x6Qk7Uig3f+378NBu/393YGg/dfH7/723/UkF/UIjG5SmevZvz3XDD6mY0yPWWczTJxJXVuUNw9",
-	"MCwGefAUb4lZG8AKCPTY8d1Ol70CLmw1LHCwDygsGT1Hq/3ji6OnO0aOAQURxeWqefGBIcO2WQJQJhe4",
-	"IVPY+alO5EiKBKATMEM5Vn4SCLWAXYqEqOig1ys24PdcZIty/d2yNC177+BJ3WImIpUA8k6SeiHmf39g",
-	"AAwqy06esTYcu3guLiZaX+7IpFw9P7QZt5NyZME3rmNTIRn0dr5+91tv55ujnR9/+vnFy9Ods192/uvd",
+	"hjWH2eOjDwwz+cVvYmgjZmawDhdipDOBd/DcTnQm/43sDg/9IYt1No7xV52NufI/4ublRmRM59bIRDCt",
+	"RKd454LBmk+B1WRm7WaWJLC6j28cBRIbm0/kcFLZyylfsAvk2ZkUSfVTU6nkNJ+2+r3If1YqK8Yiw+/+",
+	"8ssvO0e5nQhl5ZBbsfrx7wTPgHmWN8HchxNYWGDIbeA6j79+1Otcz8TEez6dpaJ8YyZ4Ov120LJCcWWT",
+	"QStiIst09u2gJdUVT2Vyjts1aLWilRX7GLVmPONTYZ1gO0nEdKatUMPFT6LmLLzgl8KACMgEt1KN2emr",
+	"N2fM8JEg5m6zBWu/sZmcCWbElMNUgYLgDI1kZsrjizKJs0uxYFmuzCFucybMTCsjWNtYbnODYuFCJ4sO",
+	"kN6lmFk20hnbP2ATnWf0cyZmKV+ADMFXxsUU7M5r91OfwTLGEYyRq4UbJ94OBIC8DQYCrysuuIHS2Itb",
+	"3LATOUJWXc5nLKxhB/v7h4z7909kSqehOnPpOWSWKwVrSI/2vumyn8TCMJ4JZoZ6JhLP/SvnxQ+SziTI",
+	"2+xKZLTphrUfvX/fwVcobXHFImboLTD8IVdLNC5hW4n7tKIWiNFWPySDHaCDylHg758LNbaTVn//0aMI",
+	"job/ew/IyVqRwTv/718Hg/f7ezuDwfuvj9/97T9qyC9qkZhcpbNXM/57Lhj9zEaZnjLOZpm4kjo3KO4e",
+	"GBaDPHiKt8SsDWAFBHrs+G6ny14BF7YaFjjYBxSWjJ6j1f7xxdHTHSPHgIKI4nLVvPjAkGHbLAEokwvc",
+	"kCns/FQnciRFAtAJmKEcKz8JhFrALkVCVHTQ6xUb8HsuskW5/m5Zmpa9d/CkbjETkUoAeSdJvRDzvz8w",
+	"AAaVZSfPWBuOXTwXFxOtL3dkUq6eH9qM20k5suAb17GpkAx6O1+/+7W3883Rzo9//+nFy9Ods593/uvd",
 	"h/1HH+tpQo4QAdYDs2/29nrMg8Q+i7+KATEwjrsCYkwUINwQ3QiepRJYrzJzECF4nh0MloZNOUqcdMHk",
-	"CCSPB9JtYzOtxh16E8LLCsB+YGBjkQU4GHrI5oJf0v3t+NfdQQvQXyvuMAXYm01hyF125D+O9DNFhqo0",
-	"U2Je4Nl2gbEB5XFGoBJwAclB9i8tkXNwZgWfdtwbaYCgm7CL3LqvjrhMgVEG0LrPlAamykRqcB7uW5kY",
-	"5UYYttB5xkQibZe9shORzaUR7GBvH6lfaTuBT0vjwXszF3EfbKLjvd7+QT0BgNKwARGUugVSQjMhtHFn",
-	"QJ3jmTRadbrsV4CYsN+4LW7t/I5W1bUHBhc1ImSDZATTf9g7YC+1ZS/8mcdTrTQKrOsWpRz2jVdGXUka",
-	"E53xmgNaueVTHdG0Xo94wd8DSmIqRyrVIyatmBoHDfJMsTYwX2bkv0WniffRu8ORJmLE89SCvIlglQiJ",
-	"7fV6UYnL9mpxGSplNdIlZOkyYe23z0+eNXE8esdmmKy399M3//Xwl6///uQf+z8fvHj88slp7/X+2cGv",
+	"CCSPB9JtYzOtxh16E8LLCsB+YGBjkQU4GHrI5oJf0v3t+JfdQQvQXyvuMAXYm01hyF125D+O9DNFhqo0",
+	"U2Je4Nl2gbEB5XFGoBJwAclB9puWyDk4s4JPO+6NNEDQTdhFbt1XR1ymwCgDaN1nSgNTZSI1OA/3rUyM",
+	"ciMMW+g8YyKRtste2YnI5tIIdrC3j9SvtJ3Ap6Xx4L2Zi7gPNtHxXm//oJ4AQGnYgAhK3QIpoZkQ2rgz",
+	"oM7xTBqtOl32C0BM2G/cFrd2fker6toDg4saEbJBMoLpP+wdsJfashf+zOOpVhoF1nWLUg77xiujriSN",
+	"ic54zQGt3PKpjmhar0e84O8BJTGVI5XqEZNWTI2DBnmmWBuYLzPy36LTxPvo3eFIEzHieWpB3kSwSoTE",
+	"9nq9qMRle7W4DJWyGukSsnSZsPbb5yfPmjgevWMzTNbb+/s3//Xw56//8eSf+z8dvHj88slp7/X+2cEv",
 	"j1vRnRac4ND3Mq1Ftq+AfbkVdgqoRzcINuDZpuWmXyvr/R+ZGLX6rf+zW9o/dulXs3uGr39DD8HIgAHV",
-	"ChzBp2vX1j18k8X99btHT79+9s3x3vcPf3j049c/ffPz3os7Li4t2fH7GVc1E3mqp1O+YwQAZev0MSBt",
-	"VNFFgqoLkjhaQ0B1QkWaXtpnsYN9oD7xJDHhhYjF3CDuEP7H8u82KsGobuGrUOGlX5NOlx3TuvRZLHDg",
-	"3xavjYp3wKqL97NUJ6LVH/HUiHoaoDdUaAAP7mbEgAsHcqv1sVhdnmUcPpAr+XsuTuhlsLVIywvcz5HO",
-	"pq1i+WtpyE18HRX5F9yEjv7xbP/44PvHPzz5sfeTP6t3pCOghLppvAXlVoIWMhEsNvlFzIYpl1MPNeC5",
-	"B4a0atNlezt7+09AuGZ8CHoZwZj4aOe/GN/5N+vtfMO67Jz9D+uz/2T/zf7GvmU7cYR4H3FMoq3ps7gb",
-	"o7yOu/CfTMBlZsQYJL0h7PH29XM2TCVeyMRUXwnUFUw+nABgkAkb6jxFkQ9KA0+STBjj7S1upZjhC8Mk",
-	"KXQ6tyzV+pKD1OszblkqOBwXJcoJeeCM7+UwrqaNdQu62baCat3770ejr4dPxPDr4cOHw8fDXu/g4oKP",
-	"xJP9VlSRr/tPrlNcjnb+i+/8u7fzTff8f/r/+d9/+3bn3VflxeJa7X31pOEAdqPULn//NCL7I7yWdGs8",
-	"1d/x5DXxC/hrqBXoy/BfPpulzjqxO8v0RSqmf/uXATL+sKGEKF99Ss/T52tsaqU+POUpcAOnNyFiRdOF",
-	"sxA5QwaQ3CRiyLzgRmdfKywYEfM36ozl6lLpuUIwxmaZnonMLso7SMMCPopmcTdVGAvwd+LjMenUcVQh",
-	"5D7jZNJ7YMhYOdJZxY7EDePOpNnm9P2Q4n968+plBKemE+G5IKsFvjFmYjqziy5wxadajVI5vP/92XBX",
-	"hu77prSTeHQMkEGwNtrBk5zGIyLG00zwZFFoKRHZpvVcwf8L23aCOgtuEfDFRAtaF/EeBKtUXunu4DJ8",
-	"r7MLmSRCfe51IPMKCl2vdTl2XTEIgKJlJ0JmLIMNL2aDpmnCX0B6eDNO6ETBEebpMdDW55zUWyXez8j8",
-	"YAKTEenD9TbQQ7Qkkw3Lw5aTJHbmeTHTGRpCpMWZvdT2e50ThPq8FEsa+RIpoV3AVnaSBM41u4mCzc41",
-	"G3JQhEFsSpWQvSeXZsIvUsEuFiwRgLA6ftpeA2zwHVSUSW9Dh6O/7B8DYZD0QxWyxudYt1Lutl28B5fp",
-	"lC9SzZMzrZ/zbCy+FBchM8P7oRAJTdupb4XrBlRB1n58wH6W3yFDRANtcWSIRSL7tN5Sgu+UapjmCa0W",
-	"GSTm3LBEK4GbcpqJwl/4PZep+KxUGXgxE0n4Ca0MTQYk2LbDyo84m8KYaKQaCsRY3KAzpcteix10pUrr",
-	"jOA2I7nhZO+PSBHfo+upgQiseG93ZymXS5OuwQ6NG/zAOCls3C4z2ko6ScRnHhgWv+DvaUTfLawwcafL",
-	"ftAPDPvx7OzUcyNnn4MZeUcSuTTQPwCSm+FgGYybHMbDVBtvudFKiSE512spwq3LmZwKndsveh48TfAs",
-	"k1cEAJzYKxfs9fHRs/OzkxfHr96eoU+PgDodBSNUggtltWYm1fN0cZuzc1i/Um9EdiWH4q3iV1ymwPI+",
-	"92oZGgGySjGd6YxnMl2wXCH/tZpNuEqcb8Wt7KFzuoBOnkVsopXOgX6X3MIouRw77rIjF1pApOcteERO",
-	"iWAx/nquczvUU3HuEGXMrESkmlvnSnQHE73yzmmQcMsvuBFIpiBUyeMDWhQsHvAtPL6VM+/IHidCchVl",
-	"WOCtChhL2znhRLTkyIqXnDdxZ0mQLDlJr5Mn4a24V2dav+Bq4Q6T+dyEQRzBsRoA6ai50tFCF32bNg7+",
-	"f46GRJEAs8F5uN2qEoRzcnfZc3Lug8ifATqowAK4UnFRc1W5o4OKMxw3paVZ+HGSBR5t6vmMcThtcLqX",
-	"9yMMzLh2N4obG+IWNnrY37/qLr8RJbxV3scvPjviuyDXN0UwgPoojZFqHJV6ZMTE+xko0XCAnM63tOx1",
-	"PvvrVmDlfrcMs0wPhTHAmigA7HOvxsqBR27ktbHceL5W57V250WWbzi/FIvzTMBjcHLeAg9D59SlWKCq",
-	"S39573gL18DkM1AGRPJCJJKfIYD4ggLWQf04/Cp8LWbt4YRnRlgXYjSWV0JFLM7taOcJTDc+Gg7FDM6I",
-	"cfFv/kKJ0B2QhZkywEoE573UJVm7RGvhS+rM94yz06Ozpz9GS69GIc/x4bWxL8HImz7x6s3Z7b+AC+92",
-	"A+eUJ9I+RRcg2qbIxCLJvsSv4yl+S/ENv/A0F0BFJP1u9gxaTeqXo7Si/eZue1eYxTSGLcEL8HXHV45K",
-	"l+YwpMULjYxkau5SUOSqnS2Ch7QzAq/+hh8BBgX/a8ErdgBL1L3HeXQ3NsWHu7FshofXIXp87VX4ekU1",
-	"/seOu2MHtHzEQYQ6EdoUMMOdNXeGHPrZ23l8EBqt9WjVZN1nO/Eh4y5+sXAttzlLtRqj1A1Mge7bMoHz",
-	"LMdKZ8DXSaYaC38hsgnMuo8PGu24/Z13H/aixwd11tGoJes3LLt+vQq0LpMy/JbYkPPtJ8QcnMOfYi2q",
-	"i1xEPAVhFyvjsKC92Qaqoh89z10m1VprdHg2ZNIqqTbyRF95bTCAcE2QoEtKvf54PZem5ogVpL05jdNh",
-	"rSHxMhhoPUOgzzWOmPgLsAC1eDVq9X/70FJ56lQhMsovb0MwhZUdanjWjfzdsjg78uZldgXj8GoBiF4f",
-	"gI1L3qc4UQQ+ZdgDXTGsbfnYRGRrPXlmOqhKwEhY4VfEz+DhzZURJMtXrfewDGnqlmEjCR0tbzPZ0Tfe",
-	"Z7RakH30I7ppnP9wb3nplnbVfWZ1W2uW2Bv8KU6414tcQCgso3Gx8sE94dkOPAPOUo/hMzUCBAFyw7EF",
-	"oFL7A2l1ydENhIVscFs79lk6T1eZR+B73YBPBJ7WYnJuKuHA6w6WG89TvAlXJ/Hh/KfBqjkvdXUh/VpV",
-	"YuB6Lv4j8OFdPwN8yzVDuw8W5WlhLX9a2iwKEXSEVuQalLKyJtb/thwuOF01MFFUT0ZhXcFDUjkdaC5a",
-	"3qkhhhqsRF5bNNxM+XAiFRku8QIqH27S7rM+vcLPJQZ0ToaXc/KRBRcKzx9ctFqfA4wo/g8yC/7wYdDI",
-	"TcMLdLjCK7BYce1BKZDmKgzQo5FQiVRjYqjAlmfcTphUzhiEOgm5y2LgyrsP40Py9BW+Q7yldBx2vO+i",
-	"mOEDikH0r0HbRlx/psmeW5fhEawzkwj3hcqnxdmIirgQ55x2sWvvaj4yBZV3XLfXE51ZNsmnXJUbLd7P",
-	"Uq6cE6zmbTMtVW1k0/eocOLq4OJGaPL56c2rl+yUnnGR89/09jqednbdIm9wSgDp0NZGRLvlzOrOzg8Z",
-	"n03+/rw4PUti7r0VGAhjmvkbIYAldwF8OSaT+evjN2fs6PTkgXHKNglplDediMWXUsERwMgOJ4RYuzzS",
-	"O6m8FEwom0lhkLBjdiHQDsqzcQ68idRaqWZ5lYDKWaaadOYq21s+6Gk+VYHYKMLuolYqlaj75WPNt5a5",
-	"ZEBXq1QCVBkOqYRnq3Bs+ePvPq5BDxvsexAyca30WgYb7vEypSDGgxZ7d2sqRhbtyRi/g/uuGM+tnnIr",
-	"h2wmMkNBCRT6UHoKCisP8EPD2nFJgt3iqb/jtzpddkT4Ly5sFS/5FBniFc8knFNDtFG+pMj4QcsyN0zV",
-	"cv3bEv5ppq0e6pSVL+izeGngFDjPMUdwQVoj2qKcRgijWQbY1dFV33fTzbtmIw5pPWW5LNcPxEz4/qPH",
-	"P3IzqRckb3482tl/9NhLRPxGxCbifXclMO0bvjN696FJnXVx5Lg1xOD33tXGx4b07x+KwnGuHoa6Q1wh",
-	"qAYhWdjH3OwSPUR2hMHBuSqNCRN0pVyJjKfdmqitlSUO1uWcFP53v51jYBT+/6vaFfrdk8LqSP1hLQbY",
-	"BlVeG8v2HqNrE3jvo6jX67mIvWUrxN7jh08O6nbFn7KbHZLK6qFS6F5TR3DVrYla73fGesdd/JfRqvua",
-	"z184Rle7lQWnI7PE6hKF3IzuWeUHCbf8bpPMhMlTW+Bfr/h6FQwlH2t796V4L4a5dfag65fkY3RTbbQi",
-	"82sk1ubMb4OT9KPgKQm5JdZBAdflgW7pyxpctnSk3VN1Eu2kSBOoke0310DFlMu0VmiTH8bcXJ2twbVX",
-	"0orku0VDhO3JM89b6M6sFmpmOl1rZH4N9xSx7VVSWVWhrwMVqDXT4rhPl28NZxRqz+GaXb91ZPIn/1t1",
-	"C4vEh9Xh3nxOFNm8btFeZWPYhpUl8PkT+I7y+9fP7FZmgoIICzLzK1/JWazjzW7FT9QzvjCVnJOvg5ST",
-	"h2syTu5OXbeO8MVROjvZfm+DOPxl21lIo5vsTbK5YTDgNau2QUzfHYrkZCm1aVU+zJyWXWY4FeozwlOc",
-	"got3wbhLJZh/ex/1RnIYK+3dDXOdXZqioIK3i2YUfeUx3erhgLfU2k6QozEjhpmgRGXMjt692tstx2x2",
-	"P+ALPu6S163L3kz0XLkUREVDD0Xr9SyeBlNj8qxs2X2Ytiq7+Ims7y9qXIm3sJuh80lnY9CNZ9yQj9Ow",
-	"eOhyha1m8VjYFyLu3MTEhvlkpg4S+Y8uB5SaMAD1QgDZYapQ2xlwIrbX61FAKbKbzmE1qVkCFK5QJs8E",
-	"m+oMh7fRtr0Qr7JGnt501GjEDwwFvciEtenouIIPnfV0WaRu4JLV7zUMbHW7m1WIYGGdOaxpkxpk3024",
-	"M0ygXp35p84zMsb541oNFlroHBV7n2NsI19Fx4nIeIP181ITl6OADsWg6hcUa2RM5KyORF2S0bS4CUZP",
-	"+cNdFsM/aA0AknPxca5MD8aduRwzuC2GoxKn0liYy5ngUxMfshje72xY9I0HuC743U7Nq+h+/yp4jRt/",
-	"vKpP/EtLdTM8enM53AiW6okArvoTjz629uarVW+2vRHGCo/vGgHhUyzLZCqipWJRr6el+xAdAWX+gR0j",
-	"r0ajC80zwBg1B0gt8x9d3s5ylQCc4ItV2m3mRrMJr1Owf9RzNuIYVTrWtg9Sy+rRKGbtRKQCEy7cIX6A",
-	"gTvGdCIWu1grOIFAY5HPA44CuGS63S7cy/NEWndW8f8s1WP4wcyFmGFoqVtQQ1ZojIN1SYMZHwpXgCS3",
-	"O3o0ggdHUvHUvbHCDKU1Ih11QlcDTQft7RQeFrVwEK2ohd9Hi7ziaa3bwVie3VA1dY9812DuwfQkNp9o",
-	"5m7EdJb699QV9jlK53xhWOyKucSHaLNX0kxEUqGRVPAryk9Bm8WFmEiVsPZB76CyPO4965V7LyFoXJ6c",
-	"wiUK515L8HXy957cz80p9qvhEY7BrnJEX3pu86FgMnYjfHCAxhzWiTgXFY+CiYTQRrwtYMnLjC0wwy7V",
-	"SdBKW63k0Ff8gFM6zMRUKCBArSrF+mAoxeylso8PWmuNuTLADqVhN7QxlIvbQBq3UsH9XlY99Tfz06sm",
-	"gPMqG1+Lcaosuh56B9HyBcgFgXgfoKORkO8DkW6ED6+V6ZXluw+xXt2PP7Jkz8ZvKWLzj0XNbx3k29SM",
-	"tUI+90ijN9WNGgg64Hk35VkFQPXTbaDt8iPXLOvnNiDeilRuu+rLPrFPW7tg4z26Zjvuid00Sdo/EqMx",
-	"ItuQ2UylCq/u/ZnIsc55FUSM1tTsOnj0dRF8lAjLZWruGj9GbkB4psu+y7gaThhVA25zlfiNJSdYh2Uc",
-	"QwfshCvUya20qaCABxqOK5fj46eVtucjzGevWSh6okZ5a4x7IgKUhukhpf0ORfV7rsqP0pY1frZ0XS4F",
-	"UohshwKFgrIZviLkQa+HOLezMaatBuAuH7ZrouJPlgPhqTqGSw+i6ol6zIY6owLHDeFgpbdzaXUxXZgq",
-	"g+Kuhwt40Duo88jgNjeEqUXLcWomn055tliKScREmepmvdSWfd+0S9bF4i/5KCsFnmUilJWjBRWSrH6K",
-	"tWN+oXPbv0i5uoxD8y/GmqABmJmZGMqRHOIjnYqSkGdyp/jUeheCi/HHhYrKgmCOxovAuHLf61jfa123",
-	"zK+yMYYyCj4lmM1OM3klUzF25RV0lmDmbYx6eMyoPjaLeTKVqvyTLB5xqCjjA62ohXdi3B7cUms1OBN8",
-	"ei+abmVyK7GKmRCYnO6DO+k52j6F1ZfqLQtyo/JpNSGYMGEs1V4fh+fMRPXqMGxJxR58vVY8DYyz92Hz",
-	"u0ed/w6QM1STwyWqLu7tVGjYwVuh0CUiWwp6vy9hv6maAtO4D/SGZ/APDN1KD8Rpbm+4Y7fW4hthM4zm",
-	"nlDkZyOn1UlQBlqNM8oDApdOWfSdME3+J8+GivsOq4UVVVIpnegdT8Z7nqhgEd2fVLw0MYJFwinlK1w4",
-	"YllvcQWp+ltvoLX4R+qQ05H7Eg67IHAcRK78MGrFQNiyo14O+EWrwY0brPTGHP+a3Jc/tqitqTK56qzJ",
-	"pM5ccv/6kpin/u4SLt/IuVc801hOcj7RTM+Ecr4Yd5CuB9Ob13WNWpaP18SIXRNvtK4sbLWoaaZzi7Xu",
-	"q2TfHH/jEf0fATx41FxFDwWGLsimuqdufZcO7y1xBi7krZBGlSF9RqtStEYq9dacwM3izpbPIqaBurC+",
-	"loLdTlvLgcjP6AaM0onpHsryXDkQwZAfrbes3DA6LzxAd4gJLI7KXaAhvaSZ9Mr6v0F4csn1SrlXr5vh",
-	"OzzCbAysIm92txJn4qU8MEMjisrXoFZSEc/OGjRRjUHBAA16R00Myg3RLkGfz4937xarew08rp6lYKdT",
-	"PQclyh+niRxPgKSzMWCB5h1/02DjeS5HYrgYpmS4E30WKzGPWftfubFO4nUizGFSMWtTbttcZ5foN4Vf",
-	"XJhozNpzLjFcwi1bQZIY6qDTK8ouxSJyScW0oARMCT4BZEDvA66OzwBzxkeumdw9QffrAONLMffwVByy",
-	"WOVpGhdQ0SyBgpsk0fzBWP3NwNbdwM6S1Zpih2ktR3maYmc/I+whi397F7NhKjjWK6wg5M8mFlbJAX4r",
-	"SIEKeoeEQHXEMQ5a8GltutoXkDQrnOZXKoVdX4/nqsbGiIeJaTXEsmxoDmQzjnWvZFkF1tcUTCSW6qLK",
-	"mZhW9JAlfIEFa0ZcpnlGmVVuXBdap4Kr+1FiVu35V14v2zwXAwYp1fiNVENRm+hN3E6oBLOqgzKjWa78",
-	"LEXiuwFJYdiFGHPF2gX6lqmgwqJYkbNqW75N5s5tAnmy9L79y4jX4b3Fukeepm6HvB2l3rOR71EtSywp",
-	"ZQkiYfweVe0xrB07nk+TwFoJRmSuXlUcsW63i7UF4t8Gra8GrXcx2j0qBR3qONnjgxtwMsf2moq2FHu7",
-	"Er0zsXZmsCtBG/6LVp1ZJq+4LZsPmMKg4+oZFInQqZ4jt5uSLScRVyLVM9CulhM0929cOqRCNWtJ4Qap",
-	"MZ7ZrebFUBZJQ+EpOcb2T3RPxOL5xIjhObUkveBGPD4gx0l8x+wSN4j69BI39meuI1gNw7ZWTGfWNFil",
-	"7ifQENYDN+aBYSfPIipVxpd6mhURdW5ItcAZYHVDXZRfJ4sSebt3OD6KAmY+WaC9gso280T0QRRRkzWs",
-	"AuZ5qin4cpG6P+EJ2+thPnGuHFMWCT1sQIHBIoVYQNSSlGvH9Gls+uGH0zlkmXCPA/PGO7G0CB9epnrM",
-	"koxLZRpn3oTHz6qyBFcg9MN6qSFH2IZXlKWcndm0pj4Ex0qTL8xGXJxUpiOa5Q0Df4kte1hfIvlimVsk",
-	"TxvAvHfkblIZiZyoPhi3IP11ZZGWDtF9eFqWz+Uny9ZyH7rHMX/ysd6XYlZA0VWYeHvJ/tkk741l4Wrm",
-	"uhHDHJSuN7CBrkoXVuU9yil/nf763p/Un349W7G1/fTrWaWUb5edWFNpkCRNNVK3SEczwnWloIC0uCyU",
-	"VOSEFh0GFsry92UfaNwu/GrJNABuUGVZqUba167l1H2l6FVG1einXCrLpRKZcXiSnjf93V13TzcRVyuk",
-	"ULyAWorkqZU7rk70RKSznUSYS6+ldNmrShZhG/s8m0Grw/RcDRT6tqi4HzXBdbavQyfmgpLiqZ6zeLlN",
-	"ecykGShpNLUwwzpVIF2Cj3YHaqD+z/9hR5WOxQNF/XLgjXFQ1MMdQphZpThz+6dfzzquqctAxUdhW+g+",
-	"cy2MCbdQl2KCLa4aJvUmqaQeLpMErQWTSZcdrasDXVYc9V2A6NUL7JIwUPFBb4+Fda1jXzg5Xi7+7Mce",
-	"ly2cuwMV/3B8xnYnWMPh3+jKzFXQ8VkkflFf61TQxl1JIy9kKu1ioI75cBJ0J6Ea41gPRbznQ5suqD9p",
-	"NsZQmv71MTMDVQTNMEw7YxN+JVyvGoCEQSZghsPJjQ9GwnRqLJdmugP1mvaWGodRJzGqjCISKpXuqeCQ",
-	"Od0UYXi4rA9Z0ccn7jJfPd5XOoIZXd+opa2zgaJ6WAVpS4WV2KXt0JdYfOAacmJgVhwVq8YNoBNnMR4o",
-	"337BdYkxJfHTJYrPokEk0pCxD86IK/6ewaKcKGYmOrN99tVX8N2p4MqwQasI30NcuNB50Yu52niGPjho",
-	"ffWVp4kfj4+eFcfrh+Oz8Hjx1OiiQUYMd8ZU9+ybvb0eYF7U/9g33Yfd/U5/oMq4RySySiN64pv4gTm2",
-	"dzMCRhs/pXSsHRIE8UD5NhFlwVB6irpPaCUi1xCWuUwuOIKp5gm74ClXQ2x5uxioWaYvBIvLcwH65y6C",
-	"33+7EyYkxmZOhZ3opMviV6dnJ69evol9T4sZt5OBKhZgv3fgHoyPgMvHQU9mbEw3wcgmeBnoxLReFwI2",
-	"jw5p3IkYtrwQpngFdtqND3qPYr8jqAyYgaJ/QfiwpkhW1o6bSpxT/4F0MVBlQGptNKsrAxeErgY4+7AI",
-	"WOUqGSgfsorUtRTE6FtOuOwh9ksZEuoNXBgU2hkoLBpbLXYaVDdlbd5UA7UsVRgNFDUMNKyx2Rk3Zacz",
-	"0IvQZe9anvkWbEQn8Kkhz9Aqtdx1qjoE35tKkrt4oMp+VO5FBveR9BrqflIeKJKLQ65YIoYpz7CYLlGM",
-	"L9/ou0kNFJoYYEZAHewF3QWM5oggRszafuwxveNcaXvuAEhMKUdAvgWtuQMZUq0nV2npy/jRDh0xNyKl",
-	"Bwqd5UXPYhrTQezb2JUTdNNy9t+5dmQkDNMj4g9hx5z44OGeZ8uMGvUw6h3EzrRm2D0oZm3f6kdfiWyg",
-	"qNNPVHZPqXToqWvi02FFqI1Fl51bGKSbCKbypBiFa9QTs7angXPrLvXLkpmOlw/Uxr10Ov50n/KxVA7U",
-	"PJfkXMoc3oJTRcUidmZ0m0iKqpusvbez1+tFvmgD23/UoZbxhla26HHsukxPqauLQb8ytblzfV+o9Lcj",
-	"+IGq1H6gjceW9n0HkbrdLgl30PXTbweoGw1aBT2RH/Tt6+dsJIqm1gMVOBKXPYjsQsOZzIRzMVb74mvs",
-	"wh8NVNggn4qebdwjXywYUAegTeyUP9JZnyUaucOMZ0ZEQInGZvnQYv13ncgRWlumIE8sn86QuGg7ooEC",
-	"IKcEK1/nG6ugBA/+dGOIVjrvIyTpse944qkt7rKfhZiV4GeEnZZLrcKQEBxpOL/YeX2gXF9/dEXjNsW4",
-	"9N6uA6e4ILZXMyunMJ4hzNYlACwG6o1UY5AFOckED24MhrBFhYeboL6r5l0CN5/l3QH6F64DdNHuQ7H4",
-	"+IyPSzD9Rih0e1zw4SXy+bKbEByCGFtQxBGLT9+ekZR+dvz8+OwYC6ZM+SWpXNQyqeiuxtO+Q1fAgh02",
-	"c53hfTdHAEdYGicUIdTm0+/H3j4Le7YxatoWL7ec9y3RuuHgQZfRMxrMYdGHVtpguAjFgzGzNh4B/DFj",
-	"c6lwq44Udc8Htjpo0ZlzjgE6dzt0LZFjYazD2a24Hw6Gmsw7xusb+ks7UNQ6pI1ATju44+pk+Ab8ZD1b",
-	"acOPysBAub2OVtoG4jSx36jlY9YmlFaAJdemfqB8l8LYWSNtY29COAIF6b4uO6sgk6r+jXwC6/GSccB0",
-	"2VvXebU0mUSuRx1PdrRKSdS7n5gHD7FEb7xbMfgvqqrwnyByCsiy0GwwaiqOGNF+cMBZzfn+joaLVaEp",
-	"C8jBZPIfIGuvfdPeQ+aaKQaysDtQraiVyqFwRRKdkeA007NMCsuxjHKjcWDXP1l6TgvzwNHpSeCP6rf2",
-	"ur1uz1XZVHwmW/3Ww26v+9CVaUbTi8fW8P9xndfgubwSShiD2Ej02X6v5+b3YeCc5oNWf9DSl4PWx5BA",
-	"XHcjWiZq2NdlJ5YNJ2J4iaAqETOhEmBnqEtx9myh+FQ/+w70JRAxRNVjYU3ljZlw1Qm67Jlv3OnMCIxX",
-	"jA7dVlBi9CRp9WGOrlLiUl/j/V7vms5DN+s45L7Q0HDIT0MaxlN5Ra3zDujzdW8thhk0SMZHHu6tf+S6",
-	"po4fo9aj3sP176hp6xca8lr9395FLZcAFVCMj1Xs/9YiImu9g8d2HTV2F3yaNpIdLNSrmVBHpydBwdfy",
-	"1M25YRe5TCk2oXaf3eM32+grlXQ1l93iyNy4v+XyqFGJ+efRi+cEbqvq3tLnYmqy5F9xoqSV3MorgVpp",
-	"0TYKoIu0nS9HONfs/tlEGlTrM451ZGtJgFT4xs1/LXgiV5gOwKiCQ3ghhSZMUFQQBUnDjp6enfxyfMge",
-	"9R4WhYG9QkbSBINZEFxopCrOxhkfilGeMjPJbQISCBkMydyKXcIwY/UMDRkIUjM+GslhobGU9Am3mc7t",
-	"GBRMf/Fl+BN+mtQsmtpfjTkVpNVEmld7u+OMzya/N/Om17kis4SvZ0zF1Qu6wjgE/xtovCj8yHCEdR1B",
-	"o2XS9oMC6RWqiKglJSILExX/hr3XUMejM9Blr1S6wEFIYdAckZeojDBhwg56j0LDVx9HEnvK5WpBSBmG",
-	"1mW/OjWguZJ8WDD+2w+DpVLpg1b/w8AjkUGrvxcNgtrgiBdAI219/Ohxui9sH5XuZ3eSqEA9XJhwM+kU",
-	"KywN2VHxBWQZczCC2n/toJF3yIdoH1bs0qtptGzkIaD/Y7CvyLwZuQ0sA7GJ8Wpv6Jqglp1mwlG55Kgt",
-	"O7UUm4thGrkzse6VJtaH3UedQxb/wrNFn1H93ZhZkabGv2SpOSCpjMbdW8MpiEx/wFZdpb6JkSP3VZxc",
-	"wuO+t4dDqv7PktesLWH+MbrXyu51o6pWkm8a3XJ2wqZ139dMICyuHjEeqjVN4y1rut9xJWtaISwN4Vad",
-	"EerGHBQsbxp0b79mzO9uJMscXe/4R27Y7nO5Dj1w9duLytW31YI+XKii+nwU9l4xQddsqWpai0Yr5emt",
-	"1qztrRFxwi1facX8C6/rQuB6jjo7Zw0voZDj61p1FtL+y+zOvbd4PVpa29DmHK+dmDPBl/twyHQWrTxb",
-	"8dpEofEPXRqlI2+pnwtrX9dBJXSHVA50FAhMpnS2LJ29ZrABBKs0Y8aHHn3uBrye6z8wgURwoQ7W4SFq",
-	"sYexiAWCWu6UCxRecyQQ52xC9U82BqzOw4DrtbcBRnVWoBDbHux/s/655Z7p94arN4DzJwqEJE+LYi53",
-	"QuMl/s5VcAwclvzh+KwT4HGPv99hfy+zCQIvCacGeBPUo+3HjrA+q2emjbQa0ax00yU2wGfSUe9u3DkE",
-	"BDKVxMuLTluFwd0ze7LSel4fMaHyqQuFgC/mM0KYRnSXImPIxFkCfmQX1Y5eh4GIQI++QXQakc4hOJyN",
-	"bAzjBKluqNcZbFAq3ku7YIm8kolI2MUCy4YD9EsFB+zXCYqPg/wqhoFG3GsbPlEnsYBfuZ5UKk/TqNL7",
-	"iTxEh9W7L8XCOOiBlZVWMAosgwckAVhfNoWQYCsl3wZMvYxLcJ2CqTuhtMHKcMMmckwG5hWRjbVwV1qE",
-	"B32JgT+7EUUs/mr3q7juCbKUL0uoNg8tXrw0X5DXC8SEq9UkohJ2+lupDJS0gCqK1+BZ4LSxfdBt7ITt",
-	"9aKQRCiQOGJ7PSAFoDjFcm+PXxIvvm1OWZPWW+nRrlsYaaQV00OkRadnAY4vYgR8LYWi75hrZhf/8Pro",
-	"9Me/Pz8/PXr95vj8+6OT58fPYP389V+Onp88Ozo7efUy+PHZ8enZj+fPT16cnJ0f/+Pp8fEzuv701YvT",
-	"58f/ODn7Z82Pp8ev35y8OTt+dv73t8ev/3n+8tXZ+fev3r58FmO6g1dNUfL3fVzMQa+3MXjYr7kXfwKl",
-	"fbjcAN4vaxToqcCwSpu7G4lv7od7Tu4wwAnYo9eHSiAtkV93dZGlWeIw1FGzHetsfF7ULwvcKudTaTB2",
-	"IHaloINXYmdB3OZLLEwcry4jue598JxvKGiq7/GE4V3AwNe67Mj5vMjLgbH6xCJXxkruAlgiOlcNxgsp",
-	"1vS7w7e7QiPAe06UzbSZOT1eYgFvlqtUGBMaKoSigwhspKDVk5dnr1+9OT1+CuQad7rsJBHTmQZwxSi+",
-	"22Dff4pZkf7H4eJngSxw7A4wMekSEMEpx0dOykd28Bnn0W97w89EZFTkq9Z6UJYX+M61yr0XC+NS28OP",
-	"1XBrl5H4F9cJV7uSfRq98C+vsrUrtiEfhFkjDIEFlQLR34jCUFom3g+FABTkBGHns+iCNaFtNWpgEPFW",
-	"KHbVR8p+7SEGq9yjvMmp272TBvh5FaG9R5uMsWDHLwD7nYECt9WiKlqUzgrxUKtLOedGcz8pqhiyxoys",
-	"fa8qCoBH/YPkWNnlqTAfumbQPg0CG04ty4EGQ+JyBvh+r7HWwM67v9VZbN81KY9HSVLproTsBQf3wOWQ",
-	"dHx0WrlYricNoitgM5l28bJYWJcci1YXOfLYPQM1VJtxZSjLNgqi8YcCgyFAGy0BgU9A8aVJGHdt+ryz",
-	"SGagtWJWmPsNtIVM2GxRdLpMtfEJ2J3CTVogSHpJEMHPEbAgC5mzdjH+Qji5QFKKyyoAP8CyBUxPpEY8",
-	"MH4w2Pmd8ueLlYsQjVIuRcQycaUvKanCd1ir3Etx/V7xICLjaerB8EHvgLWlSggh5tJM+EW66MBwwu5u",
-	"MogyxNRJ2KR+NSOI3j3NjcUwysVyO7j20ZunJycsFRYNeS46K0EVfkcqA+jRyiuRLjpRoPod9B5iV3g3",
-	"lHN8WYmefVgufd3Dc7znSmQuyqpIYaICBbNMU/8PP7L6b+SqeEPnECSG80QLS8GM8cnLX07OSG86evnP",
-	"8+MXRyfPY9iSlL8XBgM6u+yg943PeSizKnxkIifSLE0GrI15VOcYm2riovs8DXTOCdwqjOOj0KC2my1e",
-	"j2uAKZFS0DNuxblVxzzLW3ZPKiC6dUPvw81QTE1HzQY06BZzwhNG9eiLJXTnEg1TBQW7Fe9ff2BRyu+T",
-	"lP8y86nO5dbRArcDKhuI0iJ7iJ44WP/ES22pPvMdsFBvA1jyVKtRKod3tCLvb7JuLuIMgMSxsq7gzf9W",
-	"7ESEDVJGhjzGA6YAH5WgicqaNsQq2TxzZZMqGXuruac+Vmmlz+PCtZmpdJkBWQ8gQyo0hPQxl6NoFjmN",
-	"gqSCaidIxkFfAJAWsVReCqpR9iobm9ilFVQbQkbVzpFtP0wXmU72hA5L0bzngFGlYSYM59APr1CRlrpR",
-	"+uSBLntZBmWnYmQZ3G1kKpRNF7XxUC/EugCHF9Rnl6nc58ktrbF2Ie6sXaRYNMY34LJW/EVF7b89RKW+",
-	"qe9eb01X34/RWmFFqQCfVki9ENcz8cgnqwYbKrPqEi4524A0mj7rbtvFe0KP8meQCJ+Jv2+dfjdiuT8I",
-	"GwDKgNlORcljfYfchih044LAG5vkksfYJ8pG5BWrb9mFnBiQC3LJrk/oEq48QJnfVQNPPS+9MSwltvIH",
-	"YQmrHb1q7XBhd+JiBSspW0EXgC2L2LKIW7OI5z63sZbMwmhdagvdGBrw1DlVOFNiXq1LwY7UYgmjITTD",
-	"lGd8jGklDqvt/4Ya3frWsJHMjPWlE7rsqHwY6yO4aj3Mh1XGL47+cf7q9Q9vzk+PX5+/fXP8Ol5hXtwy",
-	"Y2WautzOJSR36EscDHWOFRTGXCq3TIWJyH9W2ojNJ9yiD6wKH6VF4w66A4VzuIsFebnw63gPWSaoLCpW",
-	"noKPY4tTrCiBFg5nBXPjcbagTp/NuHFpc9IUNie0UuhsfP57ri0/9+b3OGITPcdhTrlaFF6wLFe+TpWL",
-	"aC661mLxisLm4CCzn/iUX8LTWk9pgVZZNt35Khvfjynh/r1lZc/MjRxle/f54UbvVcjl59z49V7i8sdn",
-	"fLyOy+M9n5nLb00Dd/OrbO0KN5VgdIIdyy6OzqrgCuCuL6pEUiwVdV2ifW/xVfTbJwZJEQdWj4m1kyoH",
-	"TN26nsWR90gEWC3o8u3bdVT6fZOV2nf47rKTLBMYCXKRCirDgzWbfEWhUip+v5RcBf+lXHAE6M6oGNXl",
-	"/nupcQDqOpUWcXCeOuTbhp7bKILJLRJ+Dj0M3Flcym7aDzCpbJxR93Ol0Ts75Ir0AS8GlS5zrH3a+nQq",
-	"rTkMQ3MIG2DCSmW80rBhbuGrFLiWCVOEcMx1dukSgFRRZXGcUeEfTGXJsyt5hQhmmHEz8Q+SOb+PEfuZ",
-	"QI6PYQVTzAaqNAwntwII1ERWg+cwQZ2K4EyEK21J1hhg8URPSVgLo+jGV3o44v3eflxqVvVrWxSh0CSY",
-	"sBIABetRgMxY2KBtfuxDfEMywIX1EWal/A+6g5MFCcvkwPb7iiiOAspc5HBxcO2DgkD7cRNuoOW4DW6Q",
-	"I0ywr9Ph9u9PeJeT2kiIl1QZID2/5SvEuKzNuX1s6JBeTwMru9xZH4e9T4J4A0Dihu6jGK1IF1v/g8MM",
-	"G4jvsGgG1czY6q03l/rPkAiXpT5rByeiU6e8rvUlrGquTriQtOMg+VyiZqUriYmrJYLgoRI8PPBqLGia",
-	"eDvGL9GDEb235OzZ2Ecx/J0C9XNTehPeuo9pshLZSabzMUEP5xPo1Kfl34qfvtRKOJ66kgF3DFNEN7bF",
-	"f11gftfPa3UN8HqT/d+tZoVT+ULA+GBNxd9PbazbhMHfSTN7uCFr8qVgWlub3dasL+x6deemRx01IgRO",
-	"MzzuNUySMm1WmWSNWuIKm+qs0FBWWBJ1OLg7yvskZiFXdfrO8dP3xnBcX4v7YzxbtPYl0No26Pbm7I7O",
-	"4q0MPLtoStlJ9bjRw0llOCmCF9TdMhNWeVYXMSXmWAAPIFwfzSDtmA+tzk6SuEP2f7riCqFZWDcLG1f+",
-	"5W8VKqpU1QsCVHwRPlf2t6gRklCQKdYM9SWd55m0VhTDxADKIOaVcRO8sstiI9VQxN7FgaEZnC0Ez/xn",
-	"4lxZmcas7W7pM6Xnnco3L8XMwgenWtlJumAXuath7kIYKBHIzLgyVEITEww5G4l5GT5jtLcdTXSawG/Y",
-	"/kJMjctHdOE1/9//8/96w0UlpgWH6ULxfAnM20kgANTYjefYNxdakkN1KBXXsYJRN+ltAeC57m04mVu9",
-	"7c/k9S4Xeb3Lm4yf1GLhT+LZ/uMKuC2uvlF2hzdbFwb4QMjgtTvg6jrpFMY8bhSB88Aw1xKHtXNVBPfn",
-	"qjTw58qF+ndCv0LEdJoUIqxMqCKHNRUe2pCNMndW13NwMnW7bg6hk2MuMsHMpZzNRHJYx+TrefVJsFx/",
-	"6iigciLr+WGwblt2uGWHnzs0yLMbWTl79UHbdzA5XB9SVMkxGmG5nin2UrDahROGKR0xcC6Kp46YrzKd",
-	"Lgh1+yQrFlNfVhMjUg6qdHcK32Gl1jt9w2fhxcgyCaQWRbzRWzoRmQtl8nX0hJi5HojSGiymR18I5kRM",
-	"0rhcstj9eaKe8YUpETn7OiqinB72OsCJlZgvr81SOlUW9sT1u4mtQBxadxHgfcqho849Vs8Mekwp9dWp",
-	"J86V6QquoCYQ+2SykqWdJEEseyFJmZnoOeU6dbrsDZYLJMd9JmwmnfMTRBIIkJXk+nZNll3EDF+UqXZ8",
-	"eTEoNfBSKOff5QsX+oXdgdEa75q+PTBLSWxjrYQz8hfLuTIoyhO32cK1/imymouJzVL4Jqxr3bAO2XIK",
-	"4aP3750PmXzfiUyc/7vcRu8px+kYXY5vzhebSfBDIkZYZ9eOCEQ5jlAEV4uUtNXks7IRogmyztpYyqKa",
-	"ZgZrhIerqKXiIu7w+AVVJDpR2AjgepIOoqKY20781YU+tMMUvaEL6Yn7tNadpjC1+058u3+zZDnCLxO0",
-	"tvz9xhS1MK+0SNytJjBvHcbbqLS/NHg6IXZq9FRoJdjFgnjXuoS3JvVw94MMBOy1gWuvUf0DebiK3RqF",
-	"fBkBfDtTGumcFR66xIcOmkaabHnBVj25lbUGqGfDfNJbqibrzQXhsWyw8gQhKde2XSjCt2pC7h6YMNYr",
-	"KlBRbVxmOy4i6OJOF0P6isJ7y5FpAMkoIs2/XySRK0JBmsKQumCHoXyA+0ZSSTMRSaXfjx45w3wqRrY+",
-	"CiVYjE/pSd0gRi+YUK6wGRffBrJtedFteNH3ZMJcclFWD+39hWjUMRm0a2xsRMa7V6LbUpcLNg0yM+st",
-	"sdie9s9tg4UpbJCAiQu1TbDcsoa7JVi68+IZAP39CS2mZHQhWxKZuuic+zIX8GuYQBJVu3RjA55Kzzbf",
-	"mYdbttfZ1FMEZ8yZC5UQiQMbLFfy91w0GWLgoT+qCQbG9mWML7gqDUiG9nqbKrg1ymyNMhulCuKJqWHH",
-	"jcBq9wN5i641vDxzWYHezYSaEahOYa0Gdkb5fwzbQhfteOl+F2IVsNcVRo38lVgtWsxvZKWhkd+KwV6T",
-	"WdWQN1RwJZcvtFWttjlCXyZHqOm4b5ANBLdumgXkjnlcPFhJ+gmYAB50zI1JXA1k/+hyJhCeoWoq0NHp",
-	"wSEr8oHgLL8ovnvTlKBbcoLrcoKKqYTJP24xlmrW3DQHyD3+ubOA1iGvbfrPVqP8/Ok/zTztExm6CQBd",
-	"lyD01JUqDk68wkY0KtnVGQtu/mQAh7Jk7gHgfBrV8ctkFV3HwHxa0Z0Z2RbYbdOJ/lzpRLdXAnc9Ellv",
-	"bq9BPiGaDGKqlgzwv7omTTOuEswvj6mwYlCQuppd7arduqTyeCMTvkOO66q8xu779L1gGK4s2dKXG5uY",
-	"wlwas7vrYN2fLM3lJpUdt/Ubt2DwXt0LnqK+CCbcnGfufoDDvjaEaYqdF4qCi0WLd9LH7wU9HrIMPoPB",
-	"T/QiCqbIrn35mswYfIYivouOhlhFEe7ol1+U1mBVbvdNaTDYNoZL5xgZ2xxoBUtTMu/PYMgLRM6cG5rD",
-	"1px3e2fB1v732SLEgFL96Z7683ILMyAwoQqM82nX8I5DjLByvVsIC/nmYVWYt2JMXIJ/3q7YZKq79YkP",
-	"DHafB/80qZvlAm6tZlug9IWsZgEVfgmwtP5OQkhkastrOFPZyjRdMCNshUcVqAVgEnGw/d5eGQBKBay5",
-	"YRy9DxX/o0qoYRnci83DXEPYJQTgjUZtnQWpQK4rLnzapdBRne4ce2fTXRdihSliMysAP0Why869Abxx",
-	"xlVRnNK/AO7GR7E0xjL8c50Kok8KAxMx1fZOMHCW23vDgJ/G1klDO83t5zZ3rpdCa+j6TqLpPmN+1s+k",
-	"+TBvjbl/fVi/tf7eogtZklRhQCEJRNC94XZmYVfaexOzcGMQUJixzkYytZhRfLFgMXXBjze0H29g/XWR",
-	"SDeWHjSQ73FsGwEf/M4xmX//bDZdWqQNAsVpMbe23K2KcjdbLvc+I1sczyorilr+ly9m2d2Yz7lsE9/y",
-	"ICyjx9qxzhKRfcvNMO5XyhN1NstMYcSCjGs5huU2kFViSmAi3rM2lbi48JyUwD4eWYkttHS26PQL1nrI",
-	"4lkmdSYtFndIAbG3x5nOZ/Reug07TMOEfS0NmEXRLABvwbgH7MnrKvrz8BvcGDlWQpwkxVfq7uwGo3GF",
-	"TYInQVfIxAh7PuOPB70ea8e5omU4pwnHEQwFRkmFN+plwX3JgaUGGtg7wgk6XB5pmJ8Ra9OM3FwjugHb",
-	"MuECWq0b+0T6d1Rciet5+Kl/7OOasbpVdmJZuj6idxhwuW2thq7re/tPGtus/0//P//7b9/uvPuqvFhc",
-	"q73vP+oLBlZn/J1r5CS1ci1LY7ghhjMzDwqFAVEXDU5R98abqse1Yd54MuobeuJoWlHhAeb4F168lR94",
-	"izG2GGOLMTb2F69Ci7tCisaUtFczoTAhDb9AssrxzFiJedzY9s8ZpkS2ggZcfSV/HHwpr5hsjRRz6Ex6",
-	"Qc0ilVQFaE1P/SUzZFOCGn73D5uihqP7QklqtDJNwdKOAraJattEtW2i2oaJap7XrDLqazSz3Q/0n5sk",
-	"rNHh9Clrvjldlx2lqZ6LpKg4Qjc+CPgzPjRyThHnD6E+ZM4jYhoz0W7HSW+Ri1aynm022jYb7QtnozWf",
-	"6U0y0vDmTXPS/DmOq2e3TEsru1BWC0SvpKgVb1rJUaOz1dCw6mk5gBtnp92WO1ybn1auSJig5hem4Hu3",
-	"yE/zz96HBvvp1c3rUdo2PGerl36J8JzrWOOnMnU7qHRdatspz6xElxzFCIRc45DpqbRWJGyWAQ+zUlCG",
-	"bypGluXKNXXpsjfCVjVQnZWqq9UsVnlKNa1zRbeBasvHJq4WcZ5PdCqY5WNmUBCsBWgRQjr/5aIfcRGW",
-	"6B8g/yMAt2Yk9/mUbZfLdx8Q8VNp2V8on+9a/l1k9N2dj2/h8TYM5C+fBHhXBXu3gH2bhn08qKjXty3B",
-	"54H1n7sKn5vFet9HCMy3zo8tyLxTgMXyMQyOf6nEfS7EWes1OUoSw7gfICPyoiiE0l2y6hih27vMMwfE",
-	"oXI6zS2sRpNDw939R/VouOF9GZeGX5sGtOU3qOLU2EKnra/hT+RrcCSsVR0cCvhhHR6ivuybBoJR+/fb",
-	"Yx7f/f7PjXncLNZjHl9bYQt6tqDnjqCnUvY/N9U6AfT3/Yd+IIgpk2IToSzaezGcnZLcYtbGsMn84l9i",
-	"aJ19qOhI2fGR8UVvN/hjLK+EKlLcbtvviidJ0W6qyNwCbdz4eMpvlnN6fRabT2FbZVI8Sdzp/qOCKTe8",
-	"LwOm/NpslM20NV1tg0O2gK0xhQkPS8ke6/rie77eCNzuWIzFW/rxgnPnYn8p6i6xGW/my35srNkAcNCI",
-	"dNRlr2p4t7uJK8qbhU+5uiowLEyozcSUS4Xx+ZhaO6py9jbl2NI7O66joqYuhdnKy+gVgMiUqEzSvyfI",
-	"1e2zKce2RCRafKKWfwM1oBR86h3tWBkRIwOk7ZTloYvV9l6cpCwP3VAU5raS5+bhNAWj3taC2daC+ZPV",
-	"gllhYddxzjXxOJS6Q0paY0RObResWx/Vz1TKZQ1SKya9DRPZKrOfPUxEraqz96fN3qw8y/WVkLkvyqL4",
-	"VESue7Erh+xB0WY4KWLi/VDMLOEHwExUXIUvqsnreq4oJqMdnx6dPf2Rdbtdj/XoDof4XEohasYxPBEf",
-	"shhQ4lRgrKByDbsRlNRhMKytslJYJcim52pRNAX0aIhgUJsqrOA4dUbL0umyZ74qyoYgrilk5H5w0CdT",
-	"vb9M0Mg61dtFjdwLY98iwW3cyF88bmQzEbRe8d71ycY7Ny8eMsyzjGqAVTOWRT0e3dzNcuRed9vE8G0y",
-	"7tY1s0WzN0zGrRxiXs9RPkvpjwLebsC9Nu06S8aywqZ1IVKtxgZminVUJWHf9tHpfj/IInHRwmHJ+2Qs",
-	"TGepOj68fLU6Pk+NZkOeZVIYClp+CSg3zF6BL30HkO8HYU+smBYh1HjG29S4MpVXgumy2quJsLbrUM8k",
-	"4CVlNRNXMFoYW+cOXBfgWUNf3RuW08fGBv+7yunXFundMuctc75zsGBYVjUgrTre/KkryN6IM98YTlKz",
-	"4DKrV5YMu1q56ToeV80+pL4h8BZKOMTTWmHMpXvdcVg920nFlUhdMxGfU7NwfNvFPxo+9UKCV2fRLt5o",
-	"NPYrHsFcKMlwIw7chHlrW6JwH+Hglk0q1w0FRrU0ldukFN6+Mcr/Jgy+RJ5bpr9l+veCyEvX68XijwvJ",
-	"5+JiovXl5lGY7gFm8ovitpX8bwDIOrfOrGzEMMNSOxv1fa9lrr/6Yf6pYzfdLNazJr8rfxJu9JeLIv9f",
-	"zb+Wj3qIVotL9x/v+YYYygUo3HlGqczlWIbOKeazjhczYbCyhLiiegwI3XieSMtSDU/woWNNJh9OAFLF",
-	"LqmVMi2oAUD826D11aD1LkbtnVRxrUATP+bDiXdGScNOX705I+uKtB41vrFcJTxLmOdOzMzEkBm+MKzt",
-	"ziOL3ZLtyCSOyr+snApj+XQWXjRyrLjNMxF3ALHaTPr6nOI9rajkKbvgw0s9GjFXe1HngGGGWimBM2YC",
-	"iMJE7GD/G4xMevT+Pc5u/xGb6Dwzh9idQSUzLZVlE50m2GdgqrGoR9Tr9ViuEpHKK6weTQvM2kY7w3Vx",
-	"834P73YBUPBSuJXNuHGeRmlgL8YigRXjLB6h2yFm7uULavTgCbQC62EpAA/HJDxi1o7nEyOG54O813s4",
-	"vOBGPD7A/+NimYmeK/JHTkQmuo6EMMv8QrCJtTNKRae8c13kns8yecWtiFiq9QxWFqgilepyJ9VDngJG",
-	"z4QxrO3LpfIxx2IljljKdY+ctvDs5RuYkk5zuIo2HVy1CTfByhWHi1LZPQmco7yKO7eVlUTbjh7/qFHE",
-	"bnhfJoq48vGkyaMZohuCMxi256mSiHLr5tzGGG9jjGtwRCHKK5KmIs9JqtQji+v0lN0P7n9r4o5hOws8",
-	"AZ/1wzjEgzxz5bedJPJFV5JMz2YiuS33pcHclvvePJLW62LbynTbynRfvjLdvKD7Wm1hbW26VZmrc0ti",
-	"l8TtLU/lWNjySH5q3b4JULil2EKGrUL/2euirTmYn8jsWMjpTWJdl8//A2cEiAoF37UYcL+7Tn5DK69E",
-	"jMXR0HviryDWyHLhtLXCjYNtPuRQsEQiVEsYx7BQeLbAKSOdjYWlMuLwY56JW9suKTLyfhDBJ1PEvkxM",
-	"6RqG6WNKt4zzz4qHthGid6gsdi3P3lRB2i3Vm0b/zhm2aCF7HEv12FtYPTss3KNk3EMHT5/ipfDKA4MN",
-	"GUTEuLViOrMmovB716aBq4QskvCi99bfhddTjramLjsKhiC4zxeF0XzNEr7wjnhpmRHWAt9uP1soPtXP",
-	"vmNnZ8879+BaelYu1V/Bx+Sms1jvayppZOtt2oLTzx8i5djVAxNQ4heEqrfgrbsfPPeC65lwf8ESffoB",
-	"r7+5HNw13rcX/NJx3YITJ4CfLdNqKCI2n3CL7fBQHyeGX9RUwYCq0NGF3P1CJ4tD4NnYbI6cWegHUmKO",
-	"0bNznacJuxC35d7FSjeq9/ufiq02odZi8aSh9QP9Y2uT2/LH21jRhQL9tCAppKU7AsJMw9HdIYPa52FQ",
-	"jSznB3lVo/k7/kAjRC94nimMlS98u5hDrgSwlqK0ubEAE694KqmW+f4BObv7bCq4mk9kKpzHtlhP726+",
-	"0HbCCte7cQmr6MDWSvQZh8FolTBcPBii67YJQ/ffAbxMkxlnfFhEldM0giBWGLcbdBJ59tplJxaQsplT",
-	"5Cw1HsXbFoB1ZeGmdy/swKiApy7QVZ+VXDhw4e78LBY1jT4fRsR8nX2Vs0uxoKkJ4/jVbfkxvsRxyjdE",
-	"Yp8e6a7x5BY+Eu/DLalry5e3fPk2xUCQzCvItRoX0MCj4SVimGMXWeC1F4JnIjvK7aTV/+0d8Ensvlsf",
-	"MY5lgbJcxYHm+1wPedo5RBkxS/WCiv0iFzFMK6R2PVdsAuw3auVZ2uq3JtbO+ru7e/tfd3vdXnev/6T3",
-	"pIdc2o15pQVjkKpqWNsKxZU12HKh6NQ6NjXNcl6UjSKWMl6DZykOdvVhzGViUhmZrCbMArqk0NKldB33",
-	"UsqlWH3pG7I1hdmX/gkXhrv6TFEMGcOtlp8rCpzWzADj0exEKAv8TSS+7nL59FTUPHeirqR1q201+5eW",
-	"6pr1k+XdDWMIH3xgyhC54CV4rebxX+tiffurUXkRc8mH7ZWQuA5uloP/ESvDyjCSDnbYijHJEBMFGxua",
-	"pIKRFuepfq4/ZHw2+ftzdnR6wvRVKBcTbjlrk+jAuEHpmMPuGJ7hM+nkym4csdci5WFol+n0XZ4GT8pu",
-	"1EenJzTisLFnxMLOIxQYlySOiA6LAeLgfjw7O40wshDva/+eUyQCQJ0O++H4LJg4jvL3tI6onUtjInhq",
-	"J8EjdAFU2v8/AAD//w==",
+	"ChzBp2vX1j18k8X95btHT79+9s3x3vcPf3j049d//+anvRd3XFxasuP3M65qJvJUT6d8xwgAytbpY0Da",
+	"qKKLBFUXJHG0hoDqhIo0vbTPYgf7QH3iSWLCCxGLuUHcIfyP5d9tVIJR3cJXocJLvyadLjumdemzWODA",
+	"vy1eGxXvgFUX72epTkSrP+KpEfU0QG+o0AAe3M2IARcO5FbrY7G6PMs4fCBX8vdcnNDLYGuRlhe4nyOd",
+	"TVvF8tfSkJv4OiryL7gJHf3z2f7xwfePf3jyY+/v/qzekY6AEuqm8RaUWwlayESw2OQXMRumXE491IDn",
+	"HhjSqk2X7e3s7T8B4ZrxIehlBGPio53/Ynzn36y38w3rsnP2P6zP/pP9N/sb+5btxBHifcQxibamz+Ju",
+	"jPI67sJ/MgGXmRFjkPSGsMfb18/ZMJV4IRNTfSVQVzD5cAKAQSZsqPMURT4oDTxJMmGMt7e4lWKGLwyT",
+	"pNDp3LJU60sOUq/PuGWp4HBclCgn5IEzvpfDuJo21i3oZtsKqnXvvx+Nvh4+EcOvhw8fDh8Pe72Diws+",
+	"Ek/2W1FFvu4/uU5xOdr5L77z797ON93z/+n/53//7dudd1+VF4trtffVk4YD2I1Su/z904jsj/Ba0q3x",
+	"VH/Hk9fEL+CvoVagL8N/+WyWOuvE7izTF6mY/u03A2T8YUMJUb76lJ6nz9fY1Ep9eMpT4AZOb0LEiqYL",
+	"ZyFyhgwguUnEkHnBjc6+VlgwIuZv1BnL1aXSc4VgjM0yPROZXZR3kIYFfBTN4m6qMBbg78THY9Kp46hC",
+	"yH3GyaT3wJCxcqSzih2JG8adSbPN6fshxf/9zauXEZyaToTngqwW+MaYienMLrrAFZ9qNUrl8P73Z8Nd",
+	"Gbrvm9JO4tExQAbB2mgHT3Iaj4gYTzPBk0WhpURkm9ZzBf8vbNsJ6iy4RcAXEy1oXcR7EKxSeaW7g8vw",
+	"vc4uZJII9bnXgcwrKHS91uXYdcUgAIqWnQiZsQw2vJgNmqYJfwHp4c04oRMFR5inx0Bbn3NSb5V4PyPz",
+	"gwlMRqQP19tAD9GSTDYsD1tOktiZ58VMZ2gIkRZn9lLb73VOEOrzUixp5EukhHYBW9lJEjjX7CYKNjvX",
+	"bMhBEQaxKVVC9p5cmgm/SAW7WLBEAMLq+Gl7DbDBd1BRJr0NHY7+sn8MhEHSD1XIGp9j3Uq523bxHlym",
+	"U75INU/OtH7Os7H4UlyEzAzvh0IkNG2nvhWuG1AFWfvxAftJfocMEQ20xZEhFons03pLCb5TqmGaJ7Ra",
+	"ZJCYc8MSrQRuymkmCn/h91ym4rNSZeDFTCThJ7QyNBmQYNsOKz/ibApjopFqKBBjcYPOlC57LXbQlSqt",
+	"M4LbjOSGk70/IkV8j66nBiKw4r3dnaVcLk26Bjs0bvAD46SwcbvMaCvpJBGfeWBY/IK/pxF9t7DCxJ0u",
+	"+0E/MOzHs7NTz42cfQ5m5B1J5NJA/wBIboaDZTBuchgPU2285UYrJYbkXK+lCLcuZ3IqdG6/6HnwNMGz",
+	"TF4RAHBir1yw18dHz87PTl4cv3p7hj49Aup0FIxQCS6U1ZqZVM/TxW3OzmH9Sr0R2ZUcireKX3GZAsv7",
+	"3KtlaATIKsV0pjOeyXTBcoX812o24SpxvhW3sofO6QI6eRaxiVY6B/pdcguj5HLsuMuOXGgBkZ634BE5",
+	"JYLF+Ou5zu1QT8W5Q5QxsxKRam6dK9EdTPTKO6dBwi2/4EYgmYJQJY8PaFGweMC38PhWzrwje5wIyVWU",
+	"YYG3KmAsbeeEE9GSIytect7EnSVBsuQkvU6ehLfiXp1p/YKrhTtM5nMTBnEEx2oApKPmSkcLXfRt2jj4",
+	"/zkaEkUCzAbn4XarShDOyd1lz8m5DyJ/BuigAgvgSsVFzVXljg4qznDclJZm4cdJFni0qeczxuG0wele",
+	"3o8wMOPa3ShubIhb2Ohhf/+qu/xGlPBWeR+/+OyI74Jc3xTBAOqjNEaqcVTqkRET72egRMMBcjrf0rLX",
+	"+eyvW4GV+90yzDI9FMYAa6IAsM+9GisHHrmR18Zy4/landfanRdZvuH8UizOMwGPwcl5CzwMnVOXYoGq",
+	"Lv3lveMtXAOTz0AZEMkLkUh+hgDiCwpYB/Xj8KvwtZi1hxOeGWFdiNFYXgkVsTi3o50ncQfZrSQPPayS",
+	"W7b4KU1k51gNdSLVOGbtC51IpyEgI3f8v8/io+FQzMp7+0wm5IqKyVRmdKdb3HWqjYuz8xdKTcABZlhR",
+	"BpiM1AYv3UmmL9H00rdX9ZG4HExhXsYlm8AcmNsxRo+vi7YJh1znlGCcnR6dPf0xWpoIQheOD5tNv6GN",
+	"bfrEqzdnt/8CkpOjMVzBPJH2KTo20eJGhiNJVjN+Haf0hIpv+JmnuYCzQTL9Zs+gLah+OUrb4K/utneF",
+	"sU9jMBa8AF93fOXO3tIchrR4oemUDOhdCvVctR5G8JB2pu3V3/AjwHbhfy14xQ4gpLr3OD/1xg6GcDeW",
+	"nQvwOsTEr71hol79jv+54+7YOUko/sxh6fKMB0DScQaH6fZ2Hh+Epng9WjXE99lOfMi4i8osHOZtzlKt",
+	"xoglAgOn+7ZMgMvIsdIZSCtCCsbCX4jXAmP144NG63R/592HvejxQZ3NN2rJ+g3Lrl+vQgeRSRlUTMzV",
+	"RSwkxIpcGANFkFQXuYjjCoJJVsZhQSe1DVRFP3pJskyqtTb28GzIpFVSbeSJvvLaYADhmiBBl5R6/fF6",
+	"Lk3NEStIe3Map8NaQ+JliNN6hkCfaxwx8RdgAWrxatTq//qhpfLUKXjkaljehmAKKzvU8Kwb+btlIX3k",
+	"jebsCsbhlR0AFD6sHJe8T9GvCOfKYA66Yljb8rGJyIJ88syQxIaRlOIMP4OHN1dGEEJZ9UnAMqSpW4aN",
+	"cEe0vM3kHdh4n9EWQ1bfj+h8cl7RveWlW9pV95nVba1ZYu/GoOjnXi9yYa6wjMZlAAT3hGc78Hc4/wMG",
+	"BdUIEIT9DccWsETtD6SrJkc3EBaywRnv2GfpEl5lHoFHeQM+EfiPi8m5qYQDrztYbjxP8SZcncQnKZwG",
+	"q+Z879WF9GtViezruaiWwDN5/QzwLdcM7T5YlKeFtfxpabMo8NERWpFBUcrKmgyG23K44HTVwERRPRmF",
+	"zQgPSeV0oBFseaeGGECxEk9u0Rw15cOJVGSOxQuoUrlJu8/6pBE/lxh0DjInnZPnL7hQ+DPhotX6HGBE",
+	"8X+QWfCHD+5GbhpeoMMVXoHFimsPSoE0V2GAHo2EAi2AGCqw5Rm3EyaVM3Gh2kBOwBi48u7D+JD8l4VH",
+	"FG8p3aEd75EpZviAIiv9a9BiE9efabJS1+WtBOvMJMJ9ofJpcTaiItrFudxdRN67mo9MQZEf1+31RGeW",
+	"TfIpV+VGi/ezlCvn2qt520xLVRuv9T2q0bg6uLgRGrL+/ubVS3ZKz7h8gG96ex1PO7tukTc4JYB0aGsj",
+	"ot1yZnVn54eMzyb/eF6cniUx994KDO8xzfyNEMCSqglfjskR8Pr4zRk7Oj15YJwJgYQ0yptOxOJLqeAI",
+	"YLyKE0KsXR7pnVReCiaUzaQwSNgxuxBo3eXZOAfeREq0VLO8SkDlLFNNloAq21s+6Gk+VYHYKIIJo1Yq",
+	"laj75WPNt5a5ZEBXq1QCVBkOqYRnq3Bs+ePvPq5BDxvsexAIcq30WgYb7vEyUSLGgxZ7J3IqRhat5BiV",
+	"hPuuGM+tnnIrh2wmMkOhFhTQUfo/CtsV8EPD2nFJgt3iqX/gtzpddkT4Ly4sIy/5FBniFc8knFNDtFG+",
+	"pMhjQns5N0zVcv3bEv5ppq0e6pSVL+izeGnglA7AMfNxQVojWticRgijWQbY1dFV33fTzbtmIw5pPWW5",
+	"LNcPxEz4/qPHP3IzqRckb3482tl/9NhLRPxGxCbifXcl3O4bvjN696FJnXXR8bg1xOD33tVG/Yb07x+K",
+	"wnGuHoa6Q1whqAYhWVjj3OwSPUR2hCHPuSqNCRM0EF6JjKfdmli0lSUO1uWcFP53v55juBf+/6vaFfrd",
+	"k8LqSP1hLQbYBlVeG8v2HqPDFnjvo6jX67k4xGUrxN7jh08O6nbFn7KbHZLK6qFS6F5TR3DVrYla73fG",
+	"esdd/M1o1X3N5y8co6vdyoLTkVlidYlCbkb3rPKDhFt+t0lmwuSpLfCvV3y9CoaSj7W9U1a8F8PcOnvQ",
+	"9UvyMbqpNlqR+TUSa3Pmt8FJ+lHwlITcEuugMPLyQLf0ZQ0uWzrS7qk6iXZSJD/UyPaba6BiymVaK7TJ",
+	"u2Rurs7W4NoraUXy3aIhbvjkmectdGdWCzUzna41Mr+Ge4qI/SqprKrQ14EK1Jppcdyny7eGMwq153DN",
+	"rt86MvmTV7G6hUU6x+pwbz4nitdet2ivsjFsw8oS+KwQfEf5/etndiszQUGEBZn5la9kYtbxZrfiJ+oZ",
+	"X5hKJs3XQSLNwzV5NHenrlvHLeMonZ1sv7dBdsGy7Syk0U32JtncMBjwmlXbICYlD0VyspSwtSofZk7L",
+	"LvO2CvUZ4SlOwUXxYDSpEsy/vY96I7nBlfbuhrnOLk1RJsLbRTOKKfOYbvVwwFtqbSfI0ZgRw0xQ+jXm",
+	"fO9e7e2WYza7H/AFH3fJ69ZlbyZ6rlxipaKhh6L1ehZPg6kxeVa27D5MW5Vd/ETW9xc1rsRb2M3Q+aSz",
+	"MejGM27Ix2lYPHQZ0FazeCzsCxF3bmJiwyw5UweJ/EeXw2RNGFZ7IYDsMAGq7Qw4Edvr9ShMFtlN57Ca",
+	"qo3u9Qpl8kywqc5weBtt2wvxKmvk6U1HjUb8wFAoj0xYm46OK2PRWU+XRUIKLln9XsPAVre7WYUIFtaZ",
+	"w5o2qUH23YQ7wwTq1Zl/6TwjY5w/rtUQqIXOUbH3mdM28rWBnIiMN1g/LzVxOQroUAyqfkGx8sdEzupI",
+	"1KVOTYubYPSUFd1lMfyD1gAgORf154oPYTSdy5yD22I4KnEqjYW5nAk+NfEhi+H9zoZF33iA64Lf7dS8",
+	"iu73r4LXuPHHq/rEb1qqm+HRm8vhRrBUTwRw1Z949LG1N1+terPtjTBWeHzXCAifOFqmiBEtFYt6PS3d",
+	"h+gIKPMP7Bh5NRpdaJ7VhwMdqWX+o8vbWa4SgBN8sUq7zdxoNuF1CvaPes5GHKOrxtr2QWpZPRrFrJ2I",
+	"VGAaiTvEDzBwx5hOxGIXjwQnEGgs8tnNUQCXTLfbhXt5nkjrzir+n6V6DD+YuRAzDJh1C2rICo3RvS4V",
+	"MuND4cqq5HZHj0bw4Egqnro3VpihtEako07oaqDpoL2dgt6iFg6iFbXw+2iRVzytdTsYy7Mbqqbuke8a",
+	"zD2YdMXmE83cjZikU/+eunJFR+mcLwyLXYma+BBt9kqaiUgqNJIKfkVZN2izuBATqRLWPugdVJbHvWe9",
+	"cu8lBI3Lk1O4ROHcawm+Tv7ek/u5uXDAaniEY7CrHNEX1Nt8KJhi3ggfHKAxh3UizsX6o2AiIbQRbwtY",
+	"8jJjC8ywS9UftNJWKzn0dUzglA4zMRUKCFCrSglCGEoxe6ns44PWWmOuDLBDadgNbQzl4jaQxq1UcL+X",
+	"VU/9zfz0qgngvMrG12KcKouuh95BDkABckEg3gfoaCTk+0CkG+HDa2V6ZfnuQ6xX9+OPLNmz8VuK2Pxj",
+	"UfNbB/k2NWOtkM890uhNdaMGgg543k15VgFQ/XQbaLv8yDXL+rkNiLcilduu+rJP7NNWZNh4j67Zjnti",
+	"N02S9o/EaIzINmQ2U6nCq3t/JnKsc14FEaM1lcgOHn1dBB8lwnKZmrvGj5EbEJ7psu8yroYTRjWO21wl",
+	"fmPJCdZhGcfQATvhCnVyK20qKOCBhuOKAPn4aaXt+Qiz9GsWip6oUd4a456IAKVhekjJzENR/Z6rXaS0",
+	"ZY2fLV2XS4EUItuhQKGgGIivc3nQ6yHO7WyMaasBuMuH7Zqo+JPlQHiq+eGSnqgmpB6zoc6obHNDOFjp",
+	"7VxaXUyCpnqnuOvhAh70Duo8MrjNDWFq0XKcmsmnU54tlmISMVGmulkvtWXfN+2SdbH4Sz7KStlqyi4a",
+	"Lag8ZvVTrB3zC53b/kXK1WUcmn8x1gQNwMzMxFCO5BAf6VSUhDyTO8Wn1rsQXIw/LlRUljlzNF4ExpX7",
+	"Xsf6Xuu6ZX6VjTGUUfApwWx2mskrmYqxSwnTWYL5xDHq4TGjqt8s5slUqvJPsnjEoaKMD7SiFt6JcXtw",
+	"S63V4Ezw6b1oupXJrcQqZkJgyr0P7qTnaPsU1pSqtyzIjYrC1YRgwoSxAH19HJ4zE9Wrw7AlFXvw9Vrx",
+	"NDDO3ofN7x51/jtAzlBNDpeouri3U6FhB2+FQpeIbCno/b6E/aZqCkzjPtAbnsE/MHQrPRCnub3hjt1a",
+	"i2+EzTCae0KRn42cVidBGWg1zigPCFw6ZdFNwzT5nzwbKu47rJaLVEmlIKR3PBnveaIyTHR/UvHSxAgW",
+	"CaeUr3DhiGUVyRWk6m+9gdbiH6lDTkfuSzjsgsBxELnyw6gVA2Ejkno54BetBjdusNIbc/xrcl/+2KK2",
+	"pnbmqrMmkzpzJQvWF/o89XeXcPlGzr3imcYimfOJZnomlPPFuIN0PZjevFpt1LJ8vCZG7Jp4o3XFbqul",
+	"WjOdW6zgXyX75vgbj+j/CODBo+YqeigwdEE21T1167t0eG+JM3Ahb4U0qgzpM1qVojVSqbfmBG4Wd7Z8",
+	"FjEN1IX1tRTsdtpaDkR+RjdglE5M91CW58qBCIb8aL1l5YbReeEBukNMYHFU7gIN6SXNpFdWNQ7Ck0uu",
+	"V8q9et0M3+ERZmNgFXmzu5U4Ey/lgRkaUdTzBrWSSpN21qCJagwKBmjQO2piUG6Idgn6fH68e7dY3Wvg",
+	"cfUsBTud6jkoUf44TeR4AiSdjQELNO/4mwYbz3M5EsPFMCXDneizWIl5zNq/5cY6ideJMIdJxaxNuW1z",
+	"nV2i3xR+cWGiMWvPucRwCbdsBUliqINOryi7FEvjJRXTghIwJfgEkAG9D7g6PgPMGR+5ZnL3BN2vA4wv",
+	"xdzDU3HIYpWnaVxARbMECm6SRPMHY/U3A1t3AztLVmuKHaa1HOVpiv0KjbCHLP71XcyGqeBYhbGCkD+b",
+	"WFglB/itIAUqUx4SAlVHxzhowae16WpfQNKscJpfqMB3fT2eqxobIx4mptUQi82hOZDNOFbzkmVtW18p",
+	"MZFYgIzqgWJa0UOW8AUWrBlxmeYZZVa5cV1onQqu7keJWbXnX3m9bPNcDBikVOM3Ug1FbaI3cTuhEsyq",
+	"DoqnZrnysxSJ73EkhWEXYswVaxfoW6aCyqVindGqbfk2mTu3CeTJ0vv2LyNeh/cW6x55mrod8naUes9G",
+	"vke1LLGklCWIhPF7VLXHsHbseD5NAmslGJG5elVxxLrdLtYWiH8dtL4atN7FaPeoFHSo42SPD27AyRzb",
+	"ayraUuztSvTOxNqZwV4LbfgvWnVmmbzitmypYAqDjqtnUCRCp3qO3G5KtpxEXIlUz0C7Wk7Q3L9x6ZAK",
+	"1awlhRukxnhmt5oXQ1kkDYWn5BibWtE9EYvnEyOG59Ro9YIb8fiAHCfxHbNL3CDq00vc2J+5Pmc1DNta",
+	"MZ1Z02CVup9AQ1gP3JgHhp08i6hUGV/q1FZE1Lkh1QJngNUNdVF+mSxK5O3e4fgoCpj5ZIH2CipGzRPR",
+	"B1FEreOwCpjnqabgy0Xq/oQnbK+H+cS5ckxZJPSwAQUGSy9iWVRLUq4d06exlYkfTueQZcI9Dswb78TS",
+	"Inx4meoxSzIulWmceRMeP6vKElyB0A/rpYYcYXNhURaodmbTmvoQHOtnvjAbcXFSmY5oljcM/CW27GF9",
+	"ieSLZW6RPG0A896Ru0llJHKi+mDcgvTXlUVaOkT34WlZPpefLFvLfegex/zJx3pfilkBRVdh4u0l+2eT",
+	"vDeWhauZ60YMc1C63sAGuipdWGv4KKf8dfrre39S//7L2Yqt7e+/nFUKFHfZiTWVtk/SVCN1i3Q0I1yv",
+	"DQpIi8tCSUVOaNE3YaEsf192t8btwq+WTAPgBtXLlWqkfUVeTj1lig5sVGN/yqWyXCqRGYcn6XnT3911",
+	"93QTcbVCCsULqFFKnlq546pfT0Q620mEufRaSpe9qmQRtrF7tRm0OkzP1UChb4uK+1FrX2f7OnRiLiiU",
+	"nuo5i5ebr8dMmoGSRlNjNqxTBdIl+Gh3oAbq//wfdlTpwzxQ1AUI3hgHRT3cIYSZVUpOt//+y1nHtaoZ",
+	"qPgobHbdZ64xM+EW6r1MsMVVw6SOK5XUw2WSoLVgMumyo3XVrcuKo763Eb16gb0fBio+6O2xsFp3XNQ1",
+	"Xi5p7ccel42puwMV/3B8xnYnWMPh3+jKzFXQx1okflFf61TQxl1JIy9kKu1ioI75cBL0XKHK6VgPRbzn",
+	"Q5suqOtqNsZQmv71MTMDVQTNMEw7YxN+JVwHHoCEQSZghsPJjQ9GwnRqLJdmugP1mvaW2qFRfzSqjCIS",
+	"KgDvqeCQOd0UYXi4rA9Z0Z0o7jJfE99XOoIZXd9+pq2zgaJ6WAVpS4X15aXt0JdYfODajGJgVhwVq8YN",
+	"oBNnMR4o31TC9b4xJfHTJYrPokEk0pCxD86IK2mfwaKcKGYmOrN99tVX8N2p4MqwQasI30NcuNB50WG6",
+	"2k6HPjhoffWVp4kfj4+eFcfrh+Oz8Hjx1Oii7UcMd8ZU9+ybvb0eYF7U/9g33Yfd/U5/oMq4RySySnt9",
+	"4pv4gTk2rTMCRluU7iZBEA+Ub35RFgylp6inhlYicm1ufTFsOIKp5gm74ClXQ2zkuxioWaYvBIvLcwH6",
+	"5y6C33+7EyYkxmZOhZ3opMviV6dnJ69evol9p44Zt5OBKhZgv3fgHoyPgMvHQadpbLc3wcgmeBnoxLRe",
+	"FwI2jw5p3IkYNvIQpngF9g+OD3qPYr8jqAyYgaJ/QfiwpkhW1o6bCrdTV4V0MVBlQGptNKsrAxeErgY4",
+	"+7AIWOUqGSgfsorUtRTE6BtpuOwh9nMZEuoNXBgU2hkoLBpbLXYaVDdlbd5UA7UsVRgNFLVBNKyxhRs3",
+	"Zf820IvQZe8aufnGckQn8Kkhz9AqtdxLqzoE33FLkrt4oMouW+5FBveR9Brq6VIeKJKLQ65YIoYpz7CY",
+	"LlGML9/oe2QNFJoYYEZAHewF3QWM5oggRszafuwxveNcaXvuAEhMKUdAvgWtuQMZUq0nV2npy/jRDh0x",
+	"NyKlBwqd5UUnZhrTQeyb85UTdNNy9t+5dmQkDNMj4g9hH6D44OGeZ8uM2g8x6ojEzrRm2BMpZm3fwEhf",
+	"iWygqH9RVPaEqfQdqmtN1GFFqI1Fl51bGKSbCKbypBiFaz8Us7angXPrLvXLkpmOlw/Uxh2COv50n/Kx",
+	"VA7UPJfkXMoc3oJTRcUidmZ0m0iKqpusvbez1+tFvmgD23/UoUb4hla26NzsemdPqVeNQb8yNe9z3Wyo",
+	"9Lcj+IGq1H6gjcdG/X0HkbrdLgl30PXTbweoGw1aBT2RH/Tt6+dsJIpW3QMVOBKXPYjsQsOZzIRzMVa7",
+	"/esZ/z2HEx62/aeiZxt3/hcLBtQBaBP7/4901meJRu4w45kREVCisVk+tFj/XSdyhNaWKcgTy6czJC7a",
+	"jmigAMgpOI7+db5dDErw4E83hogKCP5GDf2I4uKDXo99xxNPbXGX/STErAQ/I+wfXWoVhoTgSMP5xX7y",
+	"A0UjIlc0blOMS+/tOnCKC2J7NbNyCuMZwmxdAsBioN5INQZZkJNM8ODGYAhbVHi4Ceq7at4lcPNZ3h2g",
+	"f+H6WhdNTBSLj8/4uATTb4RCt8cFH14iny97JMEhiLEFRRyx+PTtGUnpZ8fPj8+OsWDKlF+SykWNoIqe",
+	"cTztO3QFLNhhM9fv3veoBHCEpXFCEULNS/1+7O2zsBMdo1Z08XIjfd/orRsOHnQZPaPBHBbddaUNhotQ",
+	"PBgza+MRwB8zNpcKt+pIYYM5ZKuDFp055xigc7dD1xI5FsY6nN2K++FgqHW+Y7zuYSbtQFGjkjYCOe3g",
+	"jquT4aKAnPUsEyNk1AudZ0wkEsu684Fyex2tNEPEaWIXVcvHrE0orQBLrvn+QPnei7GzRtrGjotwBArS",
+	"fV32i0EmVf0b+QTW4yXjgOmyt66fbGkyiVznPZ7saJWSqHc/MQ8eYoneeLdi8F9UVeE/QeQUkGWh2WDU",
+	"VBy51jLBAWc15/s7Gi5WhaYsIAeTyX+ArL32TXsPmWsRGcjC7kC1olYqh8IVSXRGgtNMzzIpLMcyyo3G",
+	"gV3/ZOk5LcwDR6cngT+q39rr9ro9V2VT8Zls9VsPu73uQ1emGU0vHlvD/8d1XoPn8kooYQxiI9Fn+72e",
+	"m9+HgXOaD1r9QUtfDlofQwJxPZtomagNYZedWDaciOElgqpEzIRKgJ2hLsXZs4XiU/3sO9CXQMQQVY+F",
+	"NZU3ZsJVJ+iyZ74dqTMjMF4xOnRbQYnRk6TVhzm6SolL3Zr3e71r+indrI+S+0JDGyU/DWkYT+UVNQQ8",
+	"oM/XvbUYZtD2GR95uLf+ketaVX6MWo96D9e/o6ZZYWjIa/V/fRe1XAJUQDE+VrH/a4uIrPUOHtt11Nhd",
+	"8GnaSHawUK9mQh2dngQFX8tTN+eGXeQypdiE2n12j99so69U0tVcdosjc+OuncujRiXmX0cvnhO4rap7",
+	"S5+LqcmSf8WJklZyK68EaqVFk6oRttDqfDnCuWb3zybSoFqfcawjW0sCpMI3bv5rwRO5wnQARhUcwgsp",
+	"NGGCooIoSBp29PTs5OfjQ/ao97AoDOwVMpImGMyC4EIjVXE2zvhQjPKUmUluE5BAyGBI5lbsEoYZq2do",
+	"yECQmvHRSA4LjaWkT7jNdG7HoGD6iy/Dn/DTpGbR1P5qzKkgrSbSvNrbHWd8Nvm9mTe9zhWZJXw9Yyqu",
+	"XtAVxiH430DjReFHhiOs6wgaLZO2HxRIr1BFRI02EVmYqPg37L2GOh6dgS57pdIFDkIKg+aIvERlhAkT",
+	"dtB7FBq++jiS2FMuVwtCyjC0LvvFqQHNleTDgvHffhgslUoftPofBh6JDFr9vWgQ1AZHvAAaaevjR4/T",
+	"fWH7qHQ/u5NEBerhwoSbSadYYWnIjoovIMuYgxHU/msHjbxDPkT7sGKXXk2jZSMPAf0fg31F5s3IbWAZ",
+	"iE2MV3tD1wQ1IjUTjsolR23ZqaXYXAzTyJ2Jda80sT7sPuocsvhnni36jOrvxsyKNDX+JUutCEllNO7e",
+	"Gk5BZPoDtuoq9U2MHLmv4uQSHve9PRxS9X+WvGZtCfOP0b1Wdq8bVbWSfNPolrMTNq37vmYCYXH1iPFQ",
+	"rWkab1nT/Y4rWdMKYWkIt+qMUDfmoGB506B7+zVjfncjWeboesc/csMmpst16IGr315Urr6tFvThQhXV",
+	"56Ow94oJeoFLVdMwNVopT2+1Zm1vjYgTbvlKg+mfeV0XAtfh1Nk5a3gJhRxf16qzkPZfZnfuvXHt0dLa",
+	"hjbneO3EnAm+3IdDprNo5dmK1yYKjX/o0igdeUv9XFj7ug4qoTukcqCjQGAypbNl6ew1gw0gWKXFND70",
+	"6HO3FfZc/4EJJIILdbAOD1GLPYxFLBDUcl9eoPCaI4E4ZxOqf7IxYHUeBlyvvQ0wqrMChdj2YP+b9c8t",
+	"d4K/N1y9AZw/USAkeVoUc7kTGi/xd66CY+Cw5A/HZ50Aj3v8/Q77e5lNEHhJODXAm6AebT92hPVZPTNt",
+	"pNWIZqWbLrEBPpOOenfjziEgkKkkXl502ioM7p7Zk5XW8/qICZVPXSgEfDGfEcI0orsUGUMmzhLwI7uo",
+	"dvQ6DEQEevQNotOIdA7B4WxkYxgnSHVDvc5gg1LxXtoFS+SVTETCLhZYNhygXyo4YL9OUHwc5FcxDDTi",
+	"XtvwiTqJBfzK9aRSeZpGld5P5CE6rN59KRbGQQ+srLSCUWAZPCAJwPqyKYQEWyn5NmDqZVyC6xRM3Qml",
+	"DVaGGzaRYzIwr4hsrIW70vg86EsM/NmNKGLxV7tfxXVPkKV8WUK1eWjx4qX5grxeICZcrSYRlbDT30pl",
+	"oKQFVFG8Bs8Cp43tg25jJ2yvF4UkQoHEEdvrASkAxSmWe3v8knjxbXPKmrTeSo923cJII62YHiItOj0L",
+	"cHwRI+BrKRR9x1wzu/iH10enP/7j+fnp0es3x+ffH508P34G6+ev/3z0/OTZ0dnJq5fBj8+OT89+PH9+",
+	"8uLk7Pz4n0+Pj5/R9aevXpw+P/7nydm/an48PX795uTN2fGz83+8PX79r/OXr87Ov3/19uWzGNMdvGqK",
+	"kr/v42IOer2NwcN+zb34Eyjtw+V2835Zo0BPBYZV2tzdSHxzP9xzcocBTsAevT5UAmmJ/LqriyzNEoeh",
+	"jprtWGfj86J+WeBWOZ9Kg7EDsSsFHbwSOwviNl9iYeJ4dRnJde+D53xDQVN9jycM7wIGvtZlR87nRV4O",
+	"jNUnFrkyVnIXwBLRuWowXkixpt8dvt0VGgHec6Jsps3M6fESC3izXKXCmNBQIRQdRGAjBa2evDx7/erN",
+	"6fFTINe402UniZjONIArRvHdhlnvII2l/3G4+EkgCxy7A0xMugREcMrxkZPykR18xnn0297wMxEZFfmq",
+	"tR6U5QW+c61y78XCuNT28GM13NplJP7FdcLVrmSfRi/8y6ts7YptyAdh1ghDYEGlQPQ3ojCUlon3QyEA",
+	"BTlB2PksumBNaFuNGhhEvBWKXfWRsl97iMEq9yhvcup276QBfl5FaO/RJmMs2PELwH5noMBttaiKFqWz",
+	"QjzU6lLOudHcT4oqhqwxI2vfq4oC4FH/IDlWdnkqzIeuGbRPg8CGU8tyoMGQuJwBvt9rrDWw8+5vdRbb",
+	"d03K41GSVLorIXvBwT1wOSQdH51WLpbrSYPoCthMpl28LBbWJcei1UWOPHbPQA3VZlwZyrKNgmj8ocBg",
+	"CNBGS0DgE1B8aRLGXZs+7yySGWitmBXmfgNtIRM2WxSdLlNtfAJ2p3CTFgiSXhJE8HMELMhC5qxdjL8Q",
+	"Ti6QlOKyCsAPsGwB0xOpEQ+MHwx2fqf8+WLlIkSjlEsRsUxc6UtKqvAd1ir3Uly/VzyIyHiaejB80Dtg",
+	"bakSQoi5NBN+kS46MJywu5sMogwxdRI2qV/NCKJ3T3NjMYxysdwOrn305unJCUuFRUOei85KUIXfkcoA",
+	"erTySqSLThSofge9h9gV3g3lHF9Womcflktf9/Ac77kSmYuyKlKYqEDBLNPU/8OPrP4buSre0DkEieE8",
+	"0cJSMGN88vLnkzPSm45e/uv8+MXRyfMYtiTl74XBgM4uO+h943MeyqwKH5nIiTRLkwFrYx7VOcammrjo",
+	"Pk8DnXMCtwrj+Cg0qO1mi9fjGmBKpBT0jFtxbtUxz/KW3ZMKiG7d0PtwMxRT01GzAQ26xZzwhFE9+mIJ",
+	"3blEw1RBwW7F+9cfWJTy+yTlv8x8qnO5dbTA7YDKBqK0yB6iJw7WP/FSW6rPfAcs1NsAljzVapTK4R2t",
+	"yPubrJuLOAMgcaysK3jzvxU7EWGDlJEhj/GAKcBHJWiisqYNsUo2z1zZpErG3mruqY9VWunzuHBtZipd",
+	"ZkDWA8iQCg0hfczlKJpFTqMgqaDaCZJx0BcApEUslZeCapS9ysYmdmkF1YaQUbVzZNsP00Wmkz2hw1I0",
+	"7zlgVGmYCcM59MMrVKSlbpQ+eaDLXpZB2akYWQZ3G5kKZdNFbTzUC7EuwOEF9dllKvd5cktrrF2IO2sX",
+	"KRaN8Q24rBV/UVH7bw9RqW/qu9db09X3Y7RWWFEqwKcVUi/E9Uw88smqwYbKrLqES842II2mz7rbdvGe",
+	"0KP8GSTCZ+LvW6ffjVjuD8IGgDJgtlNR8ljfIbchCt24IPDGJrnkMfaJshF5xepbdiEnBuSCXLLrE7qE",
+	"Kw9Q5nfVwFPPS28MS4mt/EFYwmpHr1o7XNiduFjBSspW0AVgyyK2LOLWLOK5z22sJbMwWpfaQjeGBjx1",
+	"ThXOlJhX61KwI7VYwmgIzTDlGR9jWonDavu/oUa3vjVsJDNjfemELjsqH8b6CK5aD/NhlfGLo3+ev3r9",
+	"w5vz0+PX52/fHL+OV5gXt8xYmaYut3MJyR36EgdDnWMFhTGXyi1TYSLyn5U2YvMJt+gDq8JHadG4g+5A",
+	"4RzuYkFeLvw63kOWCSqLipWn4OPY4hQrSqCFw1nB3HicLajTZzNuXNqcNIXNCa0UOhuf/55ry8+9+T2O",
+	"2ETPcZhTrhaFFyzLla9T5SKai661WLyisDk4yOwnPuWX8LTWU1qgVZZNd77KxvdjSrh/b1nZM3MjR9ne",
+	"fX640XsVcvk5N369l7j88Rkfr+PyeM9n5vJb08Dd/Cpbu8JNJRidYMeyi6OzKrgCuOuLKpEUS0Vdl2jf",
+	"W3wV/faJQVLEgdVjYu2kygFTt65nceQ9EgFWC7p8+3YdlX7fZKX2Hb677CTLBEaCXKSCyvBgzSZfUaiU",
+	"it8vJVfBfykXHAG6MypGdbn/XmocgLpOpUUcnKcO+bah5zaKYHKLhJ9DDwN3Fpeym/YDTCobZ9T9XGn0",
+	"zg65In3Ai0Glyxxrn7Y+nUprDsPQHMIGmLBSGa80bJhb+CoFrmXCFCEcc51dugQgVVRZHGdU+AdTWfLs",
+	"Sl4hghlm3Ez8g2TO72PEfiaQ42NYwRSzgSoNw8mtAAI1kdXgOUxQpyI4E+FKW5I1Blg80VMS1sIouvGV",
+	"Ho54v7cfl5pV/doWRSg0CSasBEDBehQgMxY2aJsf+xDfkAxwYX2EWSn/g+7gZEHCMjmw/b4iiqOAMhc5",
+	"XBxc+6Ag0H7chBtoOW6DG+QIE+zrdLj9+xPe5aQ2EuIlVQZIz2/5CjEua3NuHxs6pNfTwMoud9bHYe+T",
+	"IN4AkLih+yhGK9LF1v/gMMMG4jssmkE1M7Z6682l/jMkwmWpz9rBiejUKa9rfQmrmqsTLiTtOEg+l6hZ",
+	"6Upi4mqJIHioBA8PvBoLmibejvFL9GBE7y05ezb2UQz/oED93JTehLfuY5qsRHaS6XxM0MP5BDr1afm3",
+	"4qcvtRKOp65kwB3DFNGNbfFfF5jf9fNaXQO83mT/d6tZ4VS+EDA+WFPx91Mb6zZh8HfSzB5uyJp8KZjW",
+	"1ma3NesLu17duelRR40IgdMMj3sNk6RMm1UmWaOWuMKmOis0lBWWRB0O7o7yPolZyFWdvnP89L0xHNfX",
+	"4v4YzxatfQm0tg26vTm7o7N4KwPPLppSdlI9bvRwUhlOiuAFdbfMhFWe1UVMiTkWwAMI10czSDvmQ6uz",
+	"kyTukP2frrhCaBbWzcLGlX/5W4WKKlX1ggAVX4TPlf0taoQkFGSKNUN9Sed5Jq0VxTAxgDKIeWXcBK/s",
+	"sthINRSxd3FgaAZnC8Ez/5k4V1amMWu7W/pM6Xmn8s1LMbPwwalWdpIu2EXuapi7EAZKBDIzrgyV0MQE",
+	"Q85GYl6GzxjtbUcTnSbwG7a/EFPj8hFdeM3/9//8v95wUYlpwWG6UDxfAvN2EggANXbjOfbNhZbkUB1K",
+	"xXWsYNRNelsAeK57G07mVm/7M3m9y0Ve7/Im4ye1WPiTeLb/uAJui6tvlN3hzdaFAT4QMnjtDri6TjqF",
+	"MY8bReA8MMy1xGHtXBXB/bkqDfy5cqH+ndCvEDGdJoUIKxOqyGFNhYc2ZKPMndX1HJxM3a6bQ+jkmItM",
+	"MHMpZzORHNYx+XpefRIs1586CqicyHp+GKzblh1u2eHnDg3y7EZWzl590PYdTA7XhxRVcoxGWK5nir0U",
+	"rHbhhGFKRwyci+KpI+arTKcLQt0+yYrF1JfVxIiUgyrdncJ3WKn1Tt/wWXgxskwCqUURb/SWTkTmQpl8",
+	"HT0hZq4HorQGi+nRF4I5EZM0Lpcsdn+eqGd8YUpEzr6Oiiinh70OcGIl5strs5ROlYU9cf1uYisQh9Zd",
+	"BHifcuioc4/VM4MeU0p9deqJc2W6giuoCcQ+maxkaSdJEMteSFJmJnpOuU6dLnuD5QLJcZ8Jm0nn/ASR",
+	"BAJkJbm+XZNlFzHDF2WqHV9eDEoNvBTK+Xf5woV+YXdgtMa7pm8PzFIS21gr4Yz8xXKuDIryxG22cK1/",
+	"iqzmYmKzFL4J61o3rEO2nEL46P1750Mm33ciE+f/LrfRe8pxOkaX45vzxWYS/JCIEdbZtSMCUY4jFMHV",
+	"IiVtNfmsbIRogqyzNpayqKaZwRrh4SpqqbiIOzx+QRWJThQ2AriepIOoKOa2E391oQ/tMEVv6EJ64j6t",
+	"dacpTO2+E9/u3yxZjvDLBK0tf78xRS3MKy0Sd6sJzFuH8TYq7S8Nnk6InRo9FVoJdrEg3rUu4a1JPdz9",
+	"IAMBe23g2mtU/0AermK3RiFfRgDfzpRGOmeFhy7xoYOmkSZbXrBVT25lrQHq2TCf9JaqyXpzQXgsG6w8",
+	"QUjKtW0XivCtmpC7ByaM9YoKVFQbl9mOiwi6uNPFkL6i8N5yZBpAMopI8+8XSeSKUJCmMKQu2GEoH+C+",
+	"kVTSTERS6fejR84wn4qRrY9CCRbjU3pSN4jRCyaUK2zGxbeBbFtedBte9D2ZMJdclNVDe38hGnVMBu0a",
+	"GxuR8e6V6LbU5YJNg8zMeksstqf9c9tgYQobJGDiQm0TLLes4W4Jlu68eAZAf39CiykZXciWRKYuOue+",
+	"zAX8GiaQRNUu3diAp9KzzXfm4ZbtdTb1FMEZc+ZCJUTiwAbLlfw9F02GGHjoj2qCgbF9GeMLrkoDkqG9",
+	"3qYKbo0yW6PMRqmCeGJq2HEjsNr9QN6iaw0vz1xWoHczoWYEqlNYq4GdUf4fw7bQRTteut+FWAXsdYVR",
+	"I38lVosW8xtZaWjkt2Kw12RWNeQNFVzJ5QttVattjtCXyRFqOu4bZAPBrZtmAbljHhcPVpJ+AiaABx1z",
+	"YxJXA9k/upwJhGeomgp0dHpwyIp8IDjLL4rv3jQl6Jac4LqcoGIqYfKPW4ylmjU3zQFyj3/uLKB1yGub",
+	"/rPVKD9/+k8zT/tEhm4CQNclCD11pYqDE6+wEY1KdnXGgps/GcChLJl7ADifRnX8MllF1zEwn1Z0Z0a2",
+	"BXbbdKI/VzrR7ZXAXY9E1pvba5BPiCaDmKolA/wvrknTjKsE88tjKqwYFKSuZle7arcuqTzeyITvkOO6",
+	"Kq+x+z59LxiGK0u29OXGJqYwl8bs7jpY9ydLc7lJZcdt/cYtGLxX94KnqC+CCTfnmbsf4LCvDWGaYueF",
+	"ouBi0eKd9PF7QY+HLIPPYPATvYiCKbJrX74mMwafoYjvoqMhVlGEO/rlF6U1WJXbfVMaDLaN4dI5RsY2",
+	"B1rB0pTM+zMY8gKRM+eG5rA1593eWbC1/322CDGgVH+6p/683MIMCEyoAuN82jW84xAjrFzvFsJCvnlY",
+	"FeatGBOX4J+3KzaZ6m594gOD3efBP03qZrmAW6vZFih9IatZQIVfAiytv5MQEpna8hrOVLYyTRfMCFvh",
+	"UQVqAZhEHGy/t1cGgFIBa24YR+9Dxf+oEmpYBvdi8zDXEHYJAXijUVtnQSqQ64oLn3YpdFSnO8fe2XTX",
+	"hVhhitjMCsBPUeiyc28Ab5xxVRSn9C+Au/FRLI2xDP9cp4Lok8LAREy1vRMMnOX23jDgp7F10tBOc/u5",
+	"zZ3rpdAaur6TaLrPmJ/1M2k+zFtj7l8f1m+tv7foQpYkVRhQSAIRdG+4nVnYlfbexCzcGAQUZqyzkUwt",
+	"ZhRfLFhMXfDjDe3HG1h/XSTSjaUHDeR7HNtGwAe/c0zm3z+bTZcWaYNAcVrMrS13q6LczZbLvc/IFsez",
+	"yoqilv/li1l2N+ZzLtvEtzwIy+ixdqyzRGTfcjOM+5XyRJ3NMlMYsSDjWo5huQ1klZgSmIj3rE0lLi48",
+	"JyWwj0dWYgstnS06/YK1HrJ4lkmdSYvFHVJA7O1xpvMZvZduww7TMGFfSwNmUTQLwFsw7gF78rqK/jz8",
+	"BjdGjpUQJ0nxlbo7u8FoXGGT4EnQFTIxwp7P+ONBr8faca5oGc5pwnEEQ4FRUuGNellwX3JgqYEG9o5w",
+	"gg6XRxrmZ8TaNCM314huwLZMuIBW68Y+kf4dFVfieh5+6h/7uGasbpWdWJauj+gdBlxuW6uh6/re/pPG",
+	"Nuv/0//P//7btzvvviovFtdq7/uP+oKB1Rl/5xo5Sa1cy9IYbojhzMyDQmFA1EWDU9S98abqcW2YN56M",
+	"+oaeOJpWVHiAOf6FF2/lB95ijC3G2GKMjf3Fq9DirpCiMSXt1UwoTEjDL5CscjwzVmIeN7b9c4Ypka2g",
+	"AVdfyR8HX8orJlsjxRw6k15Qs0glVQFa01N/yQzZlKCG3/3Dpqjh6L5QkhqtTFOwtKOAbaLaNlFtm6i2",
+	"YaKa5zWrjPoazWz3A/3nJglrdDh9yppvTtdlR2mq5yIpKo7QjQ8C/owPjZxTxPlDqA+Z84iYxky023HS",
+	"W+Silaxnm422zUb7wtlozWd6k4w0vHnTnDR/juPq2S3T0soulNUC0SspasWbVnLU6Gw1NKx6Wg7gxtlp",
+	"t+UO1+anlSsSJqj5hSn43i3y0/yz96HBfnp183qUtg3P2eqlXyI85zrW+KlM3Q4qXZfadsozK9ElRzEC",
+	"Idc4ZHoqrRUJm2XAw6wUlOGbipFluXJNXbrsjbBVDVRnpepqNYtVnlJN61zRbaDa8rGJq0Wc5xOdCmb5",
+	"mBkUBGsBWoSQzn+56EdchCX6B8j/CMCtGcl9PmXb5fLdB0T8VFr2F8rnu5Z/Fxl9d+fjW3i8DQP5yycB",
+	"3lXB3i1g36ZhHw8q6vVtS/B5YP3nrsLnZrHe9xEC863zYwsy7xRgsXwMg+NfKnGfC3HWek2OksQw7gfI",
+	"iLwoCqF0l6w6Ruj2LvPMAXGonE5zC6vR5NBwd/9RPRpueF/GpeHXpgFt+Q2qODW20Gnra/gT+RocCWtV",
+	"B4cCfliHh6gv+6aBYNT+/faYx3e//3NjHjeL9ZjH11bYgp4t6Lkj6KmU/c9NtU4A/X3/oR8IYsqk2EQo",
+	"i/ZeDGenJLeYtTFsMr/4TQytsw8VHSk7PjK+6O0Gf4zllVBFittt+13xJCnaTRWZW6CNGx9P+c1yTq/P",
+	"YvMpbKtMiieJO91/VDDlhvdlwJRfm42ymbamq21wyBawNaYw4WEp2WNdX3zP1xuB2x2LsXhLP15w7lzs",
+	"L0XdJTbjzXzZj401GwAOGpGOuuxVDe92N3FFebPwKVdXBYaFCbWZmHKpMD4fU2tHVc7ephxbemfHdVTU",
+	"1KUwW3kZvQIQmRKVSfr3BLm6fTbl2JaIRItP1PJvoAaUgk+9ox0rI2JkgLSdsjx0sdrei5OU5aEbisLc",
+	"VvLcPJymYNTbWjDbWjB/slowKyzsOs65Jh6HUndISWuMyKntgnXro/qZSrmsQWrFpLdhIltl9rOHiahV",
+	"dfb+tNmblWe5vhIy90VZFJ+KyHUvduWQPSjaDCdFTLwfipkl/ACYiYqr8EU1eV3PFcVktOPTo7OnP7Ju",
+	"t+uxHt3hEJ9LKUTNOIYn4kMWA0qcCowVVK5hN4KSOgyGtVVWCqsE2fRcLYqmgB4NEQxqU4UVHKfOaFk6",
+	"XfbMV0XZEMQ1hYzcDw76ZKr3lwkaWad6u6iRe2HsWyS4jRv5i8eNbCaC1iveuz7ZeOfmxUOGeZZRDbBq",
+	"xrKox6Obu1mO3Otumxi+Tcbduma2aPaGybiVQ8zrOcpnKf1RwNsNuNemXWfJWFbYtC5EqtXYwEyxjqok",
+	"7Ns+Ot3vB1kkLlo4LHmfjIXpLFXHh5evVsfnqdFsyLNMCkNByy8B5YbZK/Cl7wDy/SDsiRXTIoQaz3ib",
+	"Glem8kowXVZ7NRHWdh3qmQS8pKxm4gpGC2Pr3IHrAjxr6Kt7w3L62Njgf1c5/doivVvmvGXOdw4WDMuq",
+	"BqRVx5s/dQXZG3HmG8NJahZcZvXKkmFXKzddx+Oq2YfUNwTeQgmHeForjLl0rzsOq2c7qbgSqWsm4nNq",
+	"Fo5vu/hHw6deSPDqLNrFG43GfsUjmAslGW7EgZswb21LFO4jHNyySeW6ocColqZym5TC2zdG+d+EwZfI",
+	"c8v0t0z/XhB56Xq9WPxxIflcXEy0vtw8CtM9wEx+Udy2kv8NAFnn1pmVjRhmWGpno77vtcz1Fz/MP3Xs",
+	"ppvFetbkd+VPwo3+clHk/6v51/JRD9Fqcen+4z3fEEO5AIU7zyiVuRzL0DnFfNbxYiYMVpYQV1SPAaEb",
+	"zxNpWarhCT50rMnkwwlAqtgltVKmBTUAiH8dtL4atN7FqL2TKq4VaOLHfDjxzihp2OmrN2dkXZHWo8Y3",
+	"lquEZwnz3ImZmRgywxeGtd15ZLFbsh2ZxFH5l5VTYSyfzsKLRo4Vt3km4g4gVptJX59TvKcVlTxlF3x4",
+	"qUcj5mov6hwwzFArJXDGTABRmIgd7H+DkUmP3r/H2e0/YhOdZ+YQuzOoZKalsmyi0wT7DEw1FvWIer0e",
+	"y1UiUnmF1aNpgVnbaGe4Lm7e7+HdLgAKXgq3shk3ztMoDezFWCSwYpzFI3Q7xMy9fEGNHjyBVmA9LAXg",
+	"4ZiER8za8XxixPB8kPd6D4cX3IjHB/h/XCwz0XNF/siJyETXkRBmmV8INrF2RqnolHeui9zzWSavuBUR",
+	"S7WewcoCVaRSXe6keshTwOiZMIa1fblUPuZYrMQRS7nukdMWnr18A1PSaQ5X0aaDqzbhJli54nBRKrsn",
+	"gXOUV3HntrKSaNvR4x81itgN78tEEVc+njR5NEN0Q3AGw/Y8VRJRbt2c2xjjbYxxDY4oRHlF0lTkOUmV",
+	"emRxnZ6y+8H9b03cMWxngSfgs34Yh3iQZ678tpNEvuhKkunZTCS35b40mNty35tH0npdbFuZbluZ7stX",
+	"ppsXdF+rLaytTbcqc3VuSeySuL3lqRwLWx7JT63bNwEKtxRbyLBV6D97XbQ1B/MTmR0LOb1JrOvy+X/g",
+	"jABRoeC7FgPud9fJb2jllYixOBp6T/wVxBpZLpy2VrhxsM2HHAqWSIRqCeMYFgrPFjhlpLOxsFRGHH7M",
+	"M3Fr2yVFRt4PIvhkitiXiSldwzB9TOmWcf5Z8dA2QvQOlcWu5dmbKki7pXrT6N85wxYtZI9jqR57C6tn",
+	"h4V7lIx76ODpU7wUXnlgsCGDiBi3Vkxn1kQUfu/aNHCVkEUSXvTe+rvwesrR1tRlR8EQBPf5ojCar1nC",
+	"F94RLy0zwlrg2+1nC8Wn+tl37OzseeceXEvPyqX6K/iY3HQW631NJY1svU1bcPr5Q6Qcu3pgAkr8glD1",
+	"Frx194PnXnA9E+4vWKJPP+D1N5eDu8b79oJfOq5bcOIE8LNlWg1FxOYTbrEdHurjxPCLmioYUBU6upC7",
+	"X+hkcQg8G5vNkTML/UBKzDF6dq7zNGEX4rbcu1jpRvV+/1Ox1SbUWiyeNLR+oH9sbXJb/ngbK7pQoJ8W",
+	"JIW0dEdAmGk4ujtkUPs8DKqR5fwgr2o0f8cfaIToBc8zhbHyhW8Xc8iVANZSlDY3FmDiFU8l1TLfPyBn",
+	"d59NBVfziUyF89gW6+ndzRfaTljhejcuYRUd2FqJPuMwGK0ShosHQ3TdNmHo/juAl2ky44wPi6hymkYQ",
+	"xArjdoNOIs9eu+zEAlI2c4qcpcajeNsCsK4s3PTuhR0YFfDUBbrqs5ILBy7cnZ/EoqbR58OImK+zr3J2",
+	"KRY0NWEcv7otP8aXOE75hkjs0yPdNZ7cwkfifbgldW358pYv36YYCJJ5BblW4wIaeDS8RAxz7CILvPZC",
+	"8ExkR7mdtPq/vgM+id136yPGsSxQlqs40Hyf6yFPO4coI2apXlCxX+QihmmF1K7nik2A/UatPEtb/dbE",
+	"2ll/d3dv/+tur9vr7vWf9J70kEu7Ma+0YAxSVQ1rW6G4sgZbLhSdWsemplnOi7JRxFLGa/AsxcGuPoy5",
+	"TEwqI5PVhFlAlxRaupSu415KuRSrL31DtqYw+9I/4cJwV58piiFjuNXyc0WB05oZYDyanQhlgb+JxNdd",
+	"Lp+eiprnTtSVtG61rWa/aamuWT9Z3t0whvDBB6YMkQtegtdqHv+lLta3vxqVFzGXfNheCYnr4GY5+B+x",
+	"MqwMI+lgh60YkwwxUbCxoUkqGGlxnurn+kPGZ5N/PGdHpydMX4VyMeGWszaJDowblI457I7hGT6TTq7s",
+	"xhF7LVIehnaZTt/lafCk7EZ9dHpCIw4be0Ys7DxCgXFJ4ojosBggDu7Hs7PTCCML8b727zlFIgDU6bAf",
+	"js+CieMof0/riNq5NCaCp3YSPEIXQKX9/wMAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
