@@ -162,7 +162,7 @@ func beforeBody(ops map[string]operation) echo.MiddlewareFunc {
 				if rb.Value.Content.Get(req.Header.Get(echo.HeaderContentType)) == nil {
 					return errUnsupportedMediaType(c, o.route.Operation)
 				}
-				if ce := req.Header.Get(echo.HeaderContentEncoding); ce != "" && !strings.EqualFold(ce, "identity") {
+				if contentCoded(req.Header) {
 					// Read as JSON, a compressed body would be a 400; an
 					// uncompressed one, its header silently ignored.
 					c.Response().Header().Set(echo.HeaderAcceptEncoding, "identity") // RFC 9110, 12.5.3
@@ -173,6 +173,19 @@ func beforeBody(ops map[string]operation) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// contentCoded reports whether h names a content coding other than
+// identity, on any of its Content-Encoding lines.
+func contentCoded(h http.Header) bool {
+	for _, v := range h.Values(echo.HeaderContentEncoding) {
+		for _, coding := range strings.Split(v, ",") {
+			if coding = strings.TrimSpace(coding); coding != "" && !strings.EqualFold(coding, "identity") {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // echoPath is an OpenAPI path template as Echo routes it: {orgId} -> :orgId.
