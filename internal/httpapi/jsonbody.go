@@ -29,7 +29,6 @@ var (
 	errTooDeep      = errs.E(errs.Invalid, "invalid_json", "the request body nests too deeply")
 	errBodyCut      = errs.E(errs.Invalid, "invalid_json", "the request body ended before its announced length")
 	errBodyTimeout  = echo.NewHTTPError(http.StatusRequestTimeout, "the request body did not arrive in time")
-	errCharset      = echo.NewHTTPError(http.StatusUnsupportedMediaType, "JSON request bodies must be UTF-8")
 )
 
 // strictJSON reads every JSON request body (already bounded to
@@ -40,38 +39,28 @@ var (
 // surrogates (invalid_utf8: the decoder would replace them with U+FFFD),
 // and an object key given twice (duplicate_key: the decoder would keep
 // the last). Syntax errors are invalid_json too. The validator and the
-// handlers then read the same bytes. A charset other than UTF-8 is a 415
-// where the operation takes a body (ops); a request without a body, or
-// to an operation that takes none, is answered whatever its Content-Type
-// says.
-func strictJSON(ops map[string]operation) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			r := c.Request()
-			if r.Body == nil || r.Body == http.NoBody || r.ContentLength == 0 {
-				return next(c)
-			}
-			mt, params, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
-			if err != nil || !(mt == echo.MIMEApplicationJSON || strings.HasSuffix(mt, "+json")) {
-				return next(c) // not JSON: the validator answers for it
-			}
-			if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-				if o, ok := ops[r.Method+" "+c.Path()]; ok && o.route.Operation.RequestBody != nil {
-					return errCharset
-				}
-			}
-			b, err := io.ReadAll(r.Body)
-			if err != nil {
-				return bodyReadError(err)
-			}
-			if len(b) > 0 {
-				if err := checkJSON(b); err != nil {
-					return err
-				}
-			}
-			r.Body = io.NopCloser(bytes.NewReader(b))
+// handlers then read the same bytes.
+func strictJSON(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		if r.Body == nil || r.Body == http.NoBody {
 			return next(c)
 		}
+		mt, _, err := mime.ParseMediaType(r.Header.Get(echo.HeaderContentType))
+		if err != nil || !(mt == echo.MIMEApplicationJSON || strings.HasSuffix(mt, "+json")) {
+			return next(c) // not JSON: the validator answers for it
+		}
+		b, err := io.ReadAll(r.Body)
+		if err != nil {
+			return bodyReadError(err)
+		}
+		if len(b) > 0 {
+			if err := checkJSON(b); err != nil {
+				return err
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		return next(c)
 	}
 }
 

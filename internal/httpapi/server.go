@@ -174,7 +174,7 @@ func New(d Deps) (*echo.Echo, error) {
 	ops := operations(spec)
 	e.Use(beforeBody(ops))
 	// One JSON value, valid UTF-8, no key twice: before anything decodes it.
-	e.Use(strictJSON(ops))
+	e.Use(strictJSON)
 	e.Use(validateRequests(ops))
 	e.Use(AuthorizeOrg(d.Roles, d.RequestTimeout))
 	// After the authorization read: only an org's members spend its quota,

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -142,9 +143,9 @@ func operations(spec *openapi3.T) map[string]operation {
 
 // beforeBody answers what a request's head alone decides before anything
 // reads its body: 404 or 405 for a method and path of no operation (Echo's
-// answer), 415 for a media type the operation does not take. A client that
-// sent Expect: 100-continue gets that answer instead of 100 Continue, which
-// net/http sends on the body's first read. Every route is an operation of
+// answer), 415 for a media type, charset or content coding the operation
+// does not take. A client that sent Expect: 100-continue gets that answer
+// instead of 100 Continue, which net/http sends on the body's first read. Every route is an operation of
 // the spec (oapi.RegisterHandlers), so a request of no operation has only
 // Echo's 404 or 405 handler to run.
 func beforeBody(ops map[string]operation) echo.MiddlewareFunc {
@@ -159,8 +160,13 @@ func beforeBody(ops map[string]operation) echo.MiddlewareFunc {
 				return c.Handler()(c)
 			}
 			if rb := o.route.Operation.RequestBody; rb != nil && rb.Value != nil {
-				if rb.Value.Content.Get(req.Header.Get(echo.HeaderContentType)) == nil {
+				ct := req.Header.Get(echo.HeaderContentType)
+				if rb.Value.Content.Get(ct) == nil {
 					return errUnsupportedMediaType(c, o.route.Operation)
+				}
+				_, params, _ := mime.ParseMediaType(ct)
+				if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+					return errCharset
 				}
 				if contentCoded(req.Header) {
 					// Read as JSON, a compressed body would be a 400; an
@@ -349,6 +355,9 @@ func escapePointer(path []string) []string {
 	}
 	return out
 }
+
+// errCharset is beforeBody's 415 to a JSON body in another charset.
+var errCharset = echo.NewHTTPError(http.StatusUnsupportedMediaType, "JSON request bodies must be UTF-8")
 
 // unsupportedMediaType reports whether err is a body sent with a content
 // type the operation does not take.

@@ -149,8 +149,8 @@ func TestRepeatedQueryParameters(t *testing.T) {
 // TestUnsupportedMediaType, generated from the spec: every operation that
 // documents 415 answers it to a body of another media type, and says which
 // one it takes (Accept-Post on a POST, Accept-Patch on a PATCH), and to a
-// body with a Content-Encoding (with Accept-Encoding: identity), before
-// any DynamoDB call.
+// JSON body in another charset or with a Content-Encoding (with
+// Accept-Encoding: identity), before any DynamoDB call.
 func TestUnsupportedMediaType(t *testing.T) {
 	ts := MustServer(t)
 	w := MustWorld(t, ts, "Typed")
@@ -170,14 +170,21 @@ func TestUnsupportedMediaType(t *testing.T) {
 				t.Errorf("DynamoDB calls: got %d (%s), want 0", got, ts.Rec.Names())
 			}
 		})
-		// The second case's header lines: a coding on any line counts.
-		for name, codings := range map[string][]string{"gzip": {"gzip"}, "identity then gzip": {"identity", "gzip"}} {
-			spec(t, "415/"+op.ID+"/Content-Encoding "+name, func(t *testing.T) {
+		// A charset other than UTF-8, and a content coding on any of the
+		// header's lines (Accept-Encoding: identity says so).
+		for name, h := range map[string]http.Header{
+			"charset latin1":                      {"Content-Type": {"application/json; charset=latin1"}},
+			"Content-Encoding gzip":               {"Content-Encoding": {"gzip"}},
+			"Content-Encoding identity then gzip": {"Content-Encoding": {"identity", "gzip"}},
+		} {
+			spec(t, "415/"+op.ID+"/"+name, func(t *testing.T) {
 				ts.Rec.Reset()
-				r := doOp(t, w.Owner.HTTP, ts.URL, op, ids, bodyOfOp(op, ids), http.Header{"Content-Encoding": codings})
-				if r.Status != http.StatusUnsupportedMediaType || problemCode(r.Body) != "unsupported_media_type" || r.Header.Get("Accept-Encoding") != "identity" {
-					t.Errorf("%s %s with Content-Encoding %q: %d %s (Accept-Encoding %q), want 415 unsupported_media_type, Accept-Encoding identity",
-						op.Method, op.Path, codings, r.Status, r.Body, r.Header.Get("Accept-Encoding"))
+				r := doOp(t, w.Owner.HTTP, ts.URL, op, ids, bodyOfOp(op, ids), h)
+				if r.Status != http.StatusUnsupportedMediaType || problemCode(r.Body) != "unsupported_media_type" {
+					t.Errorf("%s %s with %v: %d %s, want 415 unsupported_media_type", op.Method, op.Path, h, r.Status, r.Body)
+				}
+				if got := r.Header.Get("Accept-Encoding"); h.Get("Content-Encoding") != "" && got != "identity" {
+					t.Errorf("%s %s with %v: Accept-Encoding %q, want identity", op.Method, op.Path, h, got)
 				}
 				if got := ts.Rec.Count(); got != 0 {
 					t.Errorf("DynamoDB calls: got %d (%s), want 0", got, ts.Rec.Names())
@@ -206,7 +213,7 @@ func TestBodylessRequestsIgnoreContentType(t *testing.T) {
 			if r.Status == http.StatusUnsupportedMediaType {
 				t.Errorf("%s %s without a body: %d %s", op.Method, op.Path, r.Status, r.Body)
 			}
-			// An empty chunked body: a GET takes none, so none is read.
+			// An empty chunked body: a GET takes none, so its charset is not checked.
 			raw, err := rawRequest(ts.URL, op.Method+" "+pathOf(op, ids)+" HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer "+w.Owner.Token+
 				"\r\nContent-Type: application/json; charset=latin1\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n0\r\n\r\n")
 			if err != nil {
