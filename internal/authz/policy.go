@@ -27,6 +27,16 @@ type Principal struct {
 	Identity
 	OrgID   string
 	OrgRole Role
+	// Team, when set, is the caller's role on one team as the
+	// authorization read found it (a team-scoped write reads it there), so
+	// that the service does not read their team edge again.
+	Team *TeamRole
+}
+
+// TeamRole is a caller's role on one team ("": they are not on it).
+type TeamRole struct {
+	TeamID string
+	Role   Role
 }
 
 // ErrOrgNotFound is the decision on a caller who may not act in an org:

@@ -129,7 +129,7 @@ func levelRows(w *levelsWorld) []struct {
 		{"an org by ID, nothing of its item", `query($org: ID!) { org(id: $org) { id } }`, map[string]any{"org": org},
 			"1×BatchGetItem+consistent", nil},
 		{"an org's own fields", `query($org: ID!) { org(id: $org) { id name version createdAt } }`, map[string]any{"org": org},
-			"1×BatchGetItem+consistent, 1×GetItem", nil},
+			"1×BatchGetItem+consistent", nil},
 		{"the same org twice, authorized once", `query($org: ID!) { a: org(id: $org) { id } b: org(id: $org) { id } }`, map[string]any{"org": org},
 			"1×BatchGetItem+consistent", nil},
 		{"two orgs, one authorization read each", `query($a: ID!, $b: ID!) { a: org(id: $a) { id } b: org(id: $b) { id } }`,
@@ -186,7 +186,7 @@ func levelRows(w *levelsWorld) []struct {
 		{"a ticket with its requester and its comments' authors", `query($org: ID!, $ticket: ID!) { org(id: $org) { ticket(id: $ticket) { title requester { name } comments { nodes { body author { name } } } } } }`,
 			map[string]any{"org": org, "ticket": commented.Id}, "2×BatchGetItem, 1×BatchGetItem+consistent, 1×GetItem, 1×Query", nil},
 		{"users with their teams' names (one Query per user, concurrently)", `query($org: ID!) { org(id: $org) { users(first: 10) { nodes { userId teams { nodes { role team { name } } } } } } }`,
-			map[string]any{"org": org}, "1×BatchGetItem, 1×BatchGetItem+consistent, 9×GetItem+consistent, 1×Query, 10×Query(GSI1)", nil},
+			map[string]any{"org": org}, "1×BatchGetItem, 1×BatchGetItem+consistent, 1×Query, 10×Query(GSI1)", nil},
 		{"a user's assigned tickets and their teams", `query($org: ID!, $user: ID!) { org(id: $org) { user(id: $user) { name assignedTickets(first: 20) { nodes { title team { name } } } } } }`,
 			map[string]any{"org": org, "user": w.Assignees[0].ID}, "1×BatchGetItem, 1×BatchGetItem+consistent, 1×GetItem+consistent, 1×Query(GSI4)+desc", nil},
 	}

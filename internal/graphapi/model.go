@@ -22,7 +22,7 @@ type Me struct{ id authz.Identity }
 func (m Me) UserID() string { return m.id.UserID }
 
 // MeOrg is one of the caller's org memberships.
-type MeOrg struct{ tenant.Membership }
+type MeOrg struct{ tenant.OrgMembership }
 
 // Org is an org, read by a member (p).
 type Org struct {

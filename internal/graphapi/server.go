@@ -37,6 +37,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
 
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
@@ -46,21 +47,10 @@ import (
 	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/ratelimit"
-	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 	"github.com/tenantd/tenantd/internal/webhook"
 )
-
-// AccessReader reads a user's access to an org: the authorization read of
-// both APIs (the REST middleware's and the GraphQL resolvers').
-type AccessReader interface {
-	// OrgAccess reads the org item, the caller's OrgUser edge and target
-	// (nil: none; see store.Target) with ONE consistent BatchGetItem. A
-	// caller with no edge, or an org with no item, gets an Access with no
-	// role; the error is the read's (DynamoDB unavailable, say).
-	OrgAccess(ctx context.Context, orgID, userID string, target *store.Target) (authz.Access, error)
-}
 
 // Deps are what the resolvers use: the REST API's services and settings.
 type Deps struct {
@@ -71,7 +61,7 @@ type Deps struct {
 	Audit       *audit.Service
 	Webhooks    *webhook.Service
 	Deliveries  *webhook.Deliveries
-	Access      AccessReader
+	Access      access.Reader
 	// Cursors signs the connections' cursors: the REST API's, so a
 	// listing's cursor is the same in both.
 	Cursors page.Cursors

@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/tenant"
 )
 
 // requestState is one request's: the caller, the orgs it was authorized
@@ -33,7 +35,7 @@ type requestState struct {
 // accessEntry is the authorization of the caller in one org, decided once.
 type accessEntry struct {
 	once sync.Once
-	p    authz.Principal
+	d    access.Decision
 	err  error
 }
 
@@ -82,23 +84,33 @@ func (rs *requestState) principal(ctx context.Context, orgID string) (authz.Prin
 		rs.access[orgID] = e
 	}
 	rs.mu.Unlock()
-	e.once.Do(func() { e.p, e.err = rs.authorize(ctx, orgID) })
-	return e.p, e.err
+	e.once.Do(func() { e.d, e.err = rs.authorize(ctx, orgID) })
+	return e.d.Principal, e.err
 }
 
-func (rs *requestState) authorize(ctx context.Context, orgID string) (authz.Principal, error) {
-	a, err := do(ctx, rs, func() (authz.Access, error) { return rs.s.d.Access.OrgAccess(ctx, orgID, rs.id.UserID, nil) })
+// org is the org item as the authorization read in orgID found it (call
+// principal first).
+func (rs *requestState) org(orgID string) *tenant.Org {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.access[orgID].d.Org
+}
+
+func (rs *requestState) authorize(ctx context.Context, orgID string) (access.Decision, error) {
+	f, err := do(ctx, rs, func() (access.Found, error) {
+		return rs.s.d.Access.OrgAccess(ctx, orgID, rs.id.UserID, access.Target{})
+	})
 	if err != nil {
-		return authz.Principal{}, err
+		return access.Decision{}, err
 	}
-	p, err := authz.Admit(rs.id, orgID, a, false)
+	d, err := access.Decide(rs.id, orgID, access.Target{}, f, false)
 	if err != nil {
-		return authz.Principal{}, err
+		return access.Decision{}, err
 	}
-	if d := rs.s.d.RateLimit.TakeN(ctx, "org:"+orgID, rs.cost); !d.Allowed {
-		return authz.Principal{}, errLimited
+	if l := rs.s.d.RateLimit.TakeN(ctx, "org:"+orgID, rs.cost); !l.Allowed {
+		return access.Decision{}, errLimited
 	}
-	return p, nil
+	return d, nil
 }
 
 // pageIn is the page a connection field asks for: first (1 to 100,

@@ -45,15 +45,20 @@ func (r orgResolver) Tickets(ctx context.Context, obj *Org, status *ticket.Statu
 		if bad := given("priority", "assigneeId", "order"); len(bad) > 0 {
 			return nil, unserved(append([]string{"teamId"}, bad...)...)
 		}
-		return r.s.teamTickets(ctx, obj.p, *teamID, status, first, after)
+		return named(ctx, after, func(ctx context.Context) error {
+			_, _, err := r.s.d.Teams.GetTeam(ctx, obj.p, *teamID, nil, false)
+			return err
+		})(r.s.teamTickets(ctx, obj.p, *teamID, status, first, after))
 	case requesterID != nil:
 		if bad := given("status", "priority", "assigneeId", "order"); len(bad) > 0 {
 			return nil, unserved(append([]string{"requesterId"}, bad...)...)
 		}
-		return r.s.tickets(ctx, obj.p, "listUserTickets:"+*requesterID, first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
-			res, _, err := r.s.d.Tickets.ListUserTickets(ctx, obj.p, *requesterID, false, ticket.Expand{}, pr)
-			return res, err
-		})
+		return named(ctx, after, func(ctx context.Context) error {
+			_, err := r.s.d.Orgs.GetOrgUser(ctx, obj.p, *requesterID, nil)
+			return err
+		})(r.s.tickets(ctx, obj.p, "listUserTickets:"+*requesterID, first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+			return r.s.d.Tickets.ListUserTickets(ctx, obj.p, *requesterID, ticket.Expand{}, pr)
+		}))
 	}
 	f := ticket.Filter{Oldest: asc}
 	if status != nil {
@@ -69,6 +74,22 @@ func (r orgResolver) Tickets(ctx context.Context, obj *Org, status *ticket.Statu
 	return r.s.tickets(ctx, obj.p, listing, first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
 		return r.s.d.Tickets.ListTickets(ctx, obj.p, f, ticket.Expand{}, pr)
 	})
+}
+
+// named passes a listing under a parent that the query names by ID, not
+// one it loaded, through: the listing alone does not tell an empty page
+// from a missing parent, so an empty first page reads the parent too
+// (read), as the authorization read does for REST, and answers its error.
+func named(ctx context.Context, after *string, read func(context.Context) error) func(*TicketConnection, error) (*TicketConnection, error) {
+	return func(c *TicketConnection, err error) (*TicketConnection, error) {
+		if err != nil || after != nil || len(c.Nodes) > 0 {
+			return c, err
+		}
+		if _, err := do(ctx, state(ctx), func() (struct{}, error) { return struct{}{}, read(ctx) }); err != nil {
+			return nil, err
+		}
+		return c, nil
+	}
 }
 
 func unserved(names ...string) error {

@@ -8,10 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tenantd/tenantd/internal/authz"
-	"github.com/tenantd/tenantd/internal/graphapi"
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/ids"
-	"github.com/tenantd/tenantd/internal/store"
 )
 
 // offboardingRoutes are the only routes of an org being offboarded that
@@ -23,18 +21,42 @@ var offboardingRoutes = map[string]string{
 }
 
 // targets are the routes that name one item, which the authorization read
-// loads beside the caller's edge: its GET, PATCH, PUT and DELETE find it in
-// the request's decision (decided), so that reading it costs no call of
-// its own. A GET with ?include= reads its item collection instead (the
-// item and its children in one Query), so nothing is loaded for it.
-var targets = map[string]func(c echo.Context) *store.Target{
-	"/v1/orgs/:orgId":                   func(echo.Context) *store.Target { return store.OrgTarget() },
-	"/v1/orgs/:orgId/users/:userId":     func(c echo.Context) *store.Target { return store.OrgUserTarget(c.Param("userId")) },
-	"/v1/orgs/:orgId/teams/:teamId":     func(c echo.Context) *store.Target { return store.TeamTarget(c.Param("teamId")) },
-	"/v1/orgs/:orgId/tickets/:ticketId": func(c echo.Context) *store.Target { return store.TicketTarget(c.Param("ticketId")) },
-	"/v1/orgs/:orgId/teams/:teamId/members/:userId": func(c echo.Context) *store.Target {
-		return store.TeamMemberTarget(c.Param("teamId"), c.Param("userId"))
+// loads beside the caller's edge (access.Target): its GET, PATCH, PUT and
+// DELETE find it in the request's decision, so that reading it costs no
+// call of its own, and a missing one is a 404 from that one read; a
+// listing under a named parent (a team's members, a user's tickets, a
+// ticket's comments) loads its parent, so its 404 costs no call either. A
+// GET with ?include= reads its item collection instead (the item and its
+// children in one Query), so nothing is loaded for it; nor for a POST,
+// whose transaction proves its parent. A team-scoped write
+// loads the caller's edge of the team too, for rules that rest on their
+// team role; a PUT of a team member may find none (it adds one).
+var targets = map[string]func(c echo.Context) access.Target{
+	"/v1/orgs/:orgId":                                func(echo.Context) access.Target { return access.Target{Kind: access.Org} },
+	"/v1/orgs/:orgId/users/:userId":                  userTarget,
+	"/v1/orgs/:orgId/users/:userId/teams":            userTarget,
+	"/v1/orgs/:orgId/users/:userId/tickets":          userTarget,
+	"/v1/orgs/:orgId/users/:userId/assigned-tickets": userTarget,
+	"/v1/orgs/:orgId/teams/:teamId":                  teamTarget,
+	"/v1/orgs/:orgId/teams/:teamId/members":          teamTarget,
+	"/v1/orgs/:orgId/teams/:teamId/tickets":          teamTarget,
+	"/v1/orgs/:orgId/tickets/:ticketId":              ticketTarget,
+	"/v1/orgs/:orgId/tickets/:ticketId/comments":     ticketTarget,
+	"/v1/orgs/:orgId/teams/:teamId/members/:userId": func(c echo.Context) access.Target {
+		return access.Target{Kind: access.Member, TeamID: c.Param("teamId"), UserID: c.Param("userId"), Optional: c.Request().Method == http.MethodPut}
 	},
+}
+
+func userTarget(c echo.Context) access.Target {
+	return access.Target{Kind: access.User, UserID: c.Param("userId")}
+}
+
+func teamTarget(c echo.Context) access.Target {
+	return access.Target{Kind: access.Team, TeamID: c.Param("teamId")}
+}
+
+func ticketTarget(c echo.Context) access.Target {
+	return access.Target{Kind: access.Ticket, TicketID: c.Param("ticketId")}
 }
 
 // Authenticate verifies the bearer token of every request that skip does
@@ -64,10 +86,10 @@ func Authenticate(v *Verifier, skip func(echo.Context) bool) echo.MiddlewareFunc
 
 // AuthorizeOrg decides, once and before the handler runs, whether the
 // caller may act in the org the route's :orgId names: it makes the one
-// authorization read (graphapi.AccessReader.OrgAccess, shared by both APIs: the caller's edge, the org
-// item, and the route's target when it names one), decides with
-// authz.Admit, and hands the handler the decision (decided). A refused
-// caller gets its 404 from that one call: nothing else is read for it.
+// authorization read (access.Reader: the caller's edge, the org item, and
+// the route's target when it names one), decides with access.Decide, and
+// hands the handler the decision (decided). A refused caller, or a
+// missing target, gets its 404 from that one call.
 // Routes without :orgId pass through. The ID is validated before any key
 // is built.
 //
@@ -75,7 +97,7 @@ func Authenticate(v *Verifier, skip func(echo.Context) bool) echo.MiddlewareFunc
 // route with a longer deadline (the offboarding DELETE) gives it only to
 // callers who turn out to be the org's, so a stranger's request cannot be
 // held for it while DynamoDB does not answer.
-func AuthorizeOrg(roles graphapi.AccessReader, readTimeout time.Duration) echo.MiddlewareFunc {
+func AuthorizeOrg(roles access.Reader, readTimeout time.Duration) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			orgID := c.Param("orgId")
@@ -90,9 +112,11 @@ func AuthorizeOrg(roles graphapi.AccessReader, readTimeout time.Duration) echo.M
 			if !ok {
 				return errToken
 			}
-			var target *store.Target
-			if t, ok := targets[c.Path()]; ok && req.Method != http.MethodPost && !c.QueryParams().Has("include") {
-				target = t(c)
+			var t access.Target
+			item := strings.HasSuffix(c.Path(), "Id") // the route of one item, not a listing under it
+			if f, ok := targets[c.Path()]; ok && req.Method != http.MethodPost && !(item && c.QueryParams().Has("include")) {
+				t = f(c)
+				t.TeamRole = t.TeamID != "" && item && req.Method != http.MethodGet && req.Method != http.MethodHead
 			}
 			rctx := req.Context()
 			if readTimeout > 0 {
@@ -100,15 +124,15 @@ func AuthorizeOrg(roles graphapi.AccessReader, readTimeout time.Duration) echo.M
 				rctx, cancel = context.WithTimeout(rctx, readTimeout)
 				defer cancel()
 			}
-			a, err := roles.OrgAccess(rctx, orgID, id.UserID, target)
+			f, err := roles.OrgAccess(rctx, orgID, id.UserID, t)
 			if err != nil {
 				return err
 			}
-			p, err := authz.Admit(id, orgID, a, offboardingRoutes[c.Path()] == req.Method)
+			d, err := access.Decide(id, orgID, t, f, offboardingRoutes[c.Path()] == req.Method)
 			if err != nil {
 				return err
 			}
-			c.SetRequest(req.WithContext(withValue(req.Context(), decision{p: p, target: target})))
+			c.SetRequest(req.WithContext(access.WithDecision(req.Context(), d)))
 			return next(c)
 		}
 	}

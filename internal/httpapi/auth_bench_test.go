@@ -8,16 +8,16 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi"
-	"github.com/tenantd/tenantd/internal/store"
 )
 
-// memRoles is an AccessReader that answers from memory.
+// memRoles is an access.Reader that answers from memory.
 type memRoles struct{ role authz.Role }
 
-func (m memRoles) OrgAccess(context.Context, string, string, *store.Target) (authz.Access, error) {
-	return authz.Access{Role: m.role}, nil
+func (m memRoles) OrgAccess(context.Context, string, string, access.Target) (access.Found, error) {
+	return access.Found{Access: authz.Access{Role: m.role}}, nil
 }
 
 // benchContext is one reusable Echo context on an org route.

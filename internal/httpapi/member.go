@@ -29,11 +29,11 @@ func (h *handlers) ListTeamMembers(ctx context.Context, req oapi.ListTeamMembers
 
 // GetTeamMember serves GET /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (AP3).
 func (h *handlers) GetTeamMember(ctx context.Context, req oapi.GetTeamMemberRequestObject) (oapi.GetTeamMemberResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
-	m, err := h.Teams.GetTeamMember(ctx, p, req.TeamId, req.UserId, target.Member)
+	m, err := h.Teams.GetTeamMember(ctx, p, req.TeamId, req.UserId, loaded.Member)
 	if err != nil {
 		return nil, err
 	}
@@ -42,12 +42,12 @@ func (h *handlers) GetTeamMember(ctx context.Context, req oapi.GetTeamMemberRequ
 
 // PutTeamMember serves PUT /v1/orgs/{orgId}/teams/{teamId}/members/{userId}.
 func (h *handlers) PutTeamMember(ctx context.Context, req oapi.PutTeamMemberRequestObject) (oapi.PutTeamMemberResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	m, created, err := h.Teams.PutTeamMember(ctx, p, req.TeamId, req.UserId, target.Member, roleOf(req.Body.Role), v)
+	m, created, err := h.Teams.PutTeamMember(ctx, p, req.TeamId, req.UserId, loaded.Member, roleOf(req.Body.Role), v)
 	if err != nil {
 		return nil, err
 	}
@@ -59,12 +59,12 @@ func (h *handlers) PutTeamMember(ctx context.Context, req oapi.PutTeamMemberRequ
 
 // RemoveTeamMember serves DELETE /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (AP5).
 func (h *handlers) RemoveTeamMember(ctx context.Context, req oapi.RemoveTeamMemberRequestObject) (oapi.RemoveTeamMemberResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Teams.RemoveTeamMember(ctx, p, req.TeamId, req.UserId, target.Member, v); err != nil {
+	if err := h.Teams.RemoveTeamMember(ctx, p, req.TeamId, req.UserId, loaded.Member, v); err != nil {
 		return nil, err
 	}
 	return oapi.RemoveTeamMember204Response{}, nil

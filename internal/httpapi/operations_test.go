@@ -30,6 +30,7 @@ func TestOperations(t *testing.T) {
 		MustUser(t, w.Owner.C, org, a, client.RoleMember)
 		MustMember(t, w.Owner.C, org, w.Team.Id, a.ID, client.RoleMember)
 	}
+	missing := "01ARZ3NDEKTSV4RRFFQ69G5FAV"
 	cases := []struct {
 		name  string
 		want  string
@@ -48,6 +49,21 @@ func TestOperations(t *testing.T) {
 		}},
 		{"getTeam", authzRead, 3, func() (statusCoder, error) { return c.GetTeamWithResponse(bg, org, w.Team.Id, nil) }},
 		{"getOrg", authzRead, 2, func() (statusCoder, error) { return c.GetOrgWithResponse(bg, org, nil) }},
+		// A listing under a named parent loads the parent in the one read,
+		// so it needs no read of it, empty page or not.
+		{"listTeamTickets status=new (an empty page)", authzRead + ", Query(GSI5)+desc", 0, func() (statusCoder, error) {
+			return c.ListTeamTicketsWithResponse(bg, org, w.Team.Id, &client.ListTeamTicketsParams{Status: ptr(client.TicketStatusNew)})
+		}},
+		{"listTeamTickets", authzRead + ", Query(GSI5)+desc", 0, func() (statusCoder, error) {
+			return c.ListTeamTicketsWithResponse(bg, org, w.Team.Id, nil)
+		}},
+		{"listComments", authzRead + ", Query", 0, func() (statusCoder, error) { return c.ListCommentsWithResponse(bg, org, w.Ticket.Id, nil) }},
+		{"listAssignedTickets", authzRead + ", Query(GSI4)+desc", 0, func() (statusCoder, error) {
+			return c.ListAssignedTicketsWithResponse(bg, org, w.Assignee.ID, nil)
+		}},
+		{"listUserTickets include=user", authzRead + ", Query(GSI2)+desc", 0, func() (statusCoder, error) {
+			return c.ListUserTicketsWithResponse(bg, org, w.Requester.ID, &client.ListUserTicketsParams{Include: ptr(client.ListUserTicketsParamsIncludeUser)})
+		}},
 		// ?include= reads the item collection, the item and its children in
 		// one Query: nothing is loaded with the decision for it.
 		{"getOrg include=users", authzRead + ", Query", 0, func() (statusCoder, error) {
@@ -93,6 +109,25 @@ func TestOperations(t *testing.T) {
 		})
 	}
 
+	// A missing target (or a listing's missing parent) is a 404 from the
+	// one read: nothing else is read.
+	misses := []struct {
+		name string
+		do   func() (statusCoder, error)
+	}{
+		{"getTicket (missing)", func() (statusCoder, error) { return c.GetTicketWithResponse(bg, org, missing, nil) }},
+		{"getTeam (missing)", func() (statusCoder, error) { return c.GetTeamWithResponse(bg, org, missing, nil) }},
+		{"getOrgUser (missing)", func() (statusCoder, error) { return c.GetOrgUserWithResponse(bg, org, "u_missing", nil) }},
+		{"listTeamMembers (missing team)", func() (statusCoder, error) { return c.ListTeamMembersWithResponse(bg, org, missing, nil) }},
+	}
+	for _, m := range misses {
+		t.Run("404 in one read/"+m.name, func(t *testing.T) {
+			if got := tripsOf(t, ts, http.StatusNotFound, m.do); got != authzRead {
+				t.Errorf("DynamoDB round trips: got %s, want the authorization read alone", got)
+			}
+		})
+	}
+
 	// Every other org-scoped read makes the authorization read first, then
 	// at most two calls more (the listing, and its users expanded).
 	reads := []struct {
@@ -100,18 +135,10 @@ func TestOperations(t *testing.T) {
 		do   func() (statusCoder, error)
 	}{
 		{"listOrgUsers", func() (statusCoder, error) { return c.ListOrgUsersWithResponse(bg, org, nil) }},
-		{"listUserTickets include=user", func() (statusCoder, error) {
-			return c.ListUserTicketsWithResponse(bg, org, w.Requester.ID, &client.ListUserTicketsParams{Include: ptr(client.ListUserTicketsParamsIncludeUser)})
-		}},
-		{"listAssignedTickets", func() (statusCoder, error) { return c.ListAssignedTicketsWithResponse(bg, org, w.Assignee.ID, nil) }},
 		{"listTeams", func() (statusCoder, error) { return c.ListTeamsWithResponse(bg, org, nil) }},
-		{"listTeamTickets status=new", func() (statusCoder, error) {
-			return c.ListTeamTicketsWithResponse(bg, org, w.Team.Id, &client.ListTeamTicketsParams{Status: ptr(client.TicketStatusNew)})
-		}},
 		{"listTickets expand=requester,assignee", func() (statusCoder, error) {
 			return c.ListTicketsWithResponse(bg, org, &client.ListTicketsParams{Expand: &client.TicketExpand{client.TicketExpansionRequester, client.TicketExpansionAssignee}})
 		}},
-		{"listComments", func() (statusCoder, error) { return c.ListCommentsWithResponse(bg, org, w.Ticket.Id, nil) }},
 	}
 	for _, rd := range reads {
 		t.Run("authz read first/"+rd.name, func(t *testing.T) {
@@ -170,6 +197,12 @@ func TestOperationsOfWrites(t *testing.T) {
 		}},
 		{"putTeamMember (added)", http.StatusCreated, 2, func() (statusCoder, error) {
 			return admin.PutTeamMemberWithResponse(bg, org, w.Team.Id, joining.ID, nil, client.TeamMemberPut{Role: client.RoleMember})
+		}},
+		{"putTeamMember (by a team admin who is an org member)", http.StatusOK, 2, func() (statusCoder, error) {
+			return w.TeamAdmin.C.PutTeamMemberWithResponse(bg, org, w.Team.Id, joining.ID, nil, client.TeamMemberPut{Role: client.RoleAdmin})
+		}},
+		{"updateTeam (by a team admin who is an org member)", http.StatusOK, 2, func() (statusCoder, error) {
+			return w.TeamAdmin.C.UpdateTeamWithResponse(bg, org, w.Team.Id, nil, client.TeamUpdate{Description: ptr("by its admin")})
 		}},
 		{"updateTeam", http.StatusOK, 2, func() (statusCoder, error) {
 			return admin.UpdateTeamWithResponse(bg, org, w.Team.Id, nil, client.TeamUpdate{Name: ptr("Renamed team")})

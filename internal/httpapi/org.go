@@ -19,13 +19,13 @@ func (h *handlers) GetMe(ctx context.Context, req oapi.GetMeRequestObject) (oapi
 	if limit == nil {
 		limit = ptrTo(page.MaxLimit) // the spec's default here: a page as large as any
 	}
-	r, next, err := fetchPage(ctx, h, "user:"+id.UserID, "getMe", limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.Membership], error) {
+	r, next, err := fetchPage(ctx, h, "user:"+id.UserID, "getMe", limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.OrgMembership], error) {
 		return h.Orgs.ListOrgs(ctx, id, pr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	orgs := mapAll(r.Items, func(m tenant.Membership) oapi.MeOrg {
+	orgs := mapAll(r.Items, func(m tenant.OrgMembership) oapi.MeOrg {
 		return oapi.MeOrg{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role), UserName: m.UserName}
 	})
 	return oapi.GetMe200JSONResponse{Body: oapi.Me{UserId: id.UserID, Orgs: orgs, NextCursor: nextPtr(next)},
@@ -39,13 +39,13 @@ func (h *handlers) ListOrgs(ctx context.Context, req oapi.ListOrgsRequestObject)
 		return nil, err
 	}
 	scope := "user:" + id.UserID
-	r, next, err := fetchPage(ctx, h, scope, "listOrgs", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.Membership], error) {
+	r, next, err := fetchPage(ctx, h, scope, "listOrgs", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.OrgMembership], error) {
 		return h.Orgs.ListOrgs(ctx, id, pr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	items := mapAll(r.Items, func(m tenant.Membership) oapi.OrgMembership {
+	items := mapAll(r.Items, func(m tenant.OrgMembership) oapi.OrgMembership {
 		return oapi.OrgMembership{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role), JoinedAt: m.JoinedAt}
 	})
 	return oapi.ListOrgs200JSONResponse{Body: oapi.OrgMembershipList{Items: items, NextCursor: nextPtr(next)},
@@ -67,12 +67,12 @@ func (h *handlers) CreateOrg(ctx context.Context, req oapi.CreateOrgRequestObjec
 
 // GetOrg serves GET /v1/orgs/{orgId}.
 func (h *handlers) GetOrg(ctx context.Context, req oapi.GetOrgRequestObject) (oapi.GetOrgResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
 	withUsers := req.Params.Include != nil && *req.Params.Include == oapi.GetOrgParamsIncludeUsers
-	org, users, err := h.Orgs.GetOrg(ctx, p, target.Org, withUsers)
+	org, users, err := h.Orgs.GetOrg(ctx, p, loaded.Org, withUsers)
 	if err != nil {
 		return nil, err
 	}
@@ -86,12 +86,12 @@ func (h *handlers) GetOrg(ctx context.Context, req oapi.GetOrgRequestObject) (oa
 
 // UpdateOrg serves PATCH /v1/orgs/{orgId}.
 func (h *handlers) UpdateOrg(ctx context.Context, req oapi.UpdateOrgRequestObject) (oapi.UpdateOrgResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	org, err := h.Orgs.UpdateOrg(ctx, p, target.Org, req.Body.Name, v)
+	org, err := h.Orgs.UpdateOrg(ctx, p, loaded.Org, req.Body.Name, v)
 	if err != nil {
 		return nil, err
 	}

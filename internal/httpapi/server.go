@@ -22,6 +22,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/graphapi"
@@ -53,7 +54,7 @@ type Deps struct {
 	Audit       *audit.Service
 	Webhooks    *webhook.Service
 	Deliveries  *webhook.Deliveries
-	Roles       graphapi.AccessReader // the authorization read
+	Roles       access.Reader // the authorization read
 	Verifier    *Verifier
 	// CursorKey signs pagination cursors (at least 32 bytes).
 	CursorKey []byte

@@ -45,12 +45,12 @@ func (h *handlers) CreateTeam(ctx context.Context, req oapi.CreateTeamRequestObj
 
 // GetTeam serves GET /v1/orgs/{orgId}/teams/{teamId} (AP4 with ?include=members).
 func (h *handlers) GetTeam(ctx context.Context, req oapi.GetTeamRequestObject) (oapi.GetTeamResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
 	withMembers := req.Params.Include != nil && *req.Params.Include == oapi.GetTeamParamsIncludeMembers
-	t, members, err := h.Teams.GetTeam(ctx, p, req.TeamId, target.Team, withMembers)
+	t, members, err := h.Teams.GetTeam(ctx, p, req.TeamId, loaded.Team, withMembers)
 	if err != nil {
 		return nil, err
 	}
@@ -64,12 +64,12 @@ func (h *handlers) GetTeam(ctx context.Context, req oapi.GetTeamRequestObject) (
 
 // UpdateTeam serves PATCH /v1/orgs/{orgId}/teams/{teamId}.
 func (h *handlers) UpdateTeam(ctx context.Context, req oapi.UpdateTeamRequestObject) (oapi.UpdateTeamResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	t, err := h.Teams.UpdateTeam(ctx, p, req.TeamId, target.Team, membership.Patch{Name: req.Body.Name, Description: req.Body.Description}, v)
+	t, err := h.Teams.UpdateTeam(ctx, p, req.TeamId, loaded.Team, membership.Patch{Name: req.Body.Name, Description: req.Body.Description}, v)
 	if err != nil {
 		return nil, err
 	}
@@ -78,12 +78,12 @@ func (h *handlers) UpdateTeam(ctx context.Context, req oapi.UpdateTeamRequestObj
 
 // DeleteTeam serves DELETE /v1/orgs/{orgId}/teams/{teamId}.
 func (h *handlers) DeleteTeam(ctx context.Context, req oapi.DeleteTeamRequestObject) (oapi.DeleteTeamResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Teams.DeleteTeam(ctx, p, req.TeamId, target.Team, v); err != nil {
+	if err := h.Teams.DeleteTeam(ctx, p, req.TeamId, loaded.Team, v); err != nil {
 		return nil, err
 	}
 	return oapi.DeleteTeam204Response{}, nil

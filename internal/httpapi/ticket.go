@@ -61,12 +61,12 @@ func (h *handlers) CreateTicket(ctx context.Context, req oapi.CreateTicketReques
 
 // GetTicket serves GET /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) GetTicket(ctx context.Context, req oapi.GetTicketRequestObject) (oapi.GetTicketResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
 	withComments := req.Params.Include != nil && *req.Params.Include == oapi.GetTicketParamsIncludeComments
-	t, comments, err := h.Tickets.GetTicket(ctx, p, req.TicketId, target.Ticket, withComments, expandOf(req.Params.Expand))
+	t, comments, err := h.Tickets.GetTicket(ctx, p, req.TicketId, loaded.Ticket, withComments, expandOf(req.Params.Expand))
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +80,7 @@ func (h *handlers) GetTicket(ctx context.Context, req oapi.GetTicketRequestObjec
 
 // UpdateTicket serves PATCH /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketRequestObject) (oapi.UpdateTicketResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
@@ -97,7 +97,7 @@ func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketReques
 	}
 	patch.AssigneeID = nullableString(b.AssigneeId.IsSpecified(), b.AssigneeId.IsNull(), b.AssigneeId.MustGet)
 	patch.TeamID = nullableString(b.TeamId.IsSpecified(), b.TeamId.IsNull(), b.TeamId.MustGet)
-	t, err := h.Tickets.UpdateTicket(ctx, p, req.TicketId, target.Ticket, patch, v)
+	t, err := h.Tickets.UpdateTicket(ctx, p, req.TicketId, loaded.Ticket, patch, v)
 	if err != nil {
 		return nil, err
 	}
@@ -106,12 +106,12 @@ func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketReques
 
 // DeleteTicket serves DELETE /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) DeleteTicket(ctx context.Context, req oapi.DeleteTicketRequestObject) (oapi.DeleteTicketResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Tickets.DeleteTicket(ctx, p, req.TicketId, target.Ticket, v); err != nil {
+	if err := h.Tickets.DeleteTicket(ctx, p, req.TicketId, loaded.Ticket, v); err != nil {
 		return nil, err
 	}
 	return oapi.DeleteTicket204Response{}, nil
@@ -135,27 +135,24 @@ func (h *handlers) ListTeamTickets(ctx context.Context, req oapi.ListTeamTickets
 	return oapi.ListTeamTickets200JSONResponse{Body: body, Headers: oapi.ListTeamTickets200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
-// ListUserTickets serves GET /v1/orgs/{orgId}/users/{userId}/tickets.
+// ListUserTickets serves GET /v1/orgs/{orgId}/users/{userId}/tickets;
+// include=user adds, to the first page, the user the authorization read
+// loaded.
 func (h *handlers) ListUserTickets(ctx context.Context, req oapi.ListUserTicketsRequestObject) (oapi.ListUserTicketsResponseObject, error) {
-	p, _, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
 	listing := "listUserTickets:" + req.UserId
-	pr, err := h.pageIn(p.OrgID, listing, req.Params.Limit, req.Params.Cursor)
+	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+		return h.Tickets.ListUserTickets(ctx, p, req.UserId, expandOf(req.Params.Expand), pr)
+	})
 	if err != nil {
 		return nil, err
 	}
-	withUser := req.Params.Include != nil && *req.Params.Include == oapi.ListUserTicketsParamsIncludeUser
-	r, user, err := h.Tickets.ListUserTickets(ctx, p, req.UserId, withUser, expandOf(req.Params.Expand), pr)
-	if err != nil {
-		return nil, err
-	}
-	next := h.cursors.Encode(p.OrgID, listing, r.Next)
 	body := ticketList(r, next)
-	if user != nil {
-		u := toOrgUser(*user)
-		body.User = &u
+	if req.Params.Include != nil && *req.Params.Include == oapi.ListUserTicketsParamsIncludeUser && req.Params.Cursor == nil {
+		body.User = orgUserPtr(loaded.User)
 	}
 	return oapi.ListUserTickets200JSONResponse{Body: body, Headers: oapi.ListUserTickets200ResponseHeaders{Link: link(ctx, next)}}, nil
 }

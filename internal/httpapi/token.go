@@ -15,10 +15,10 @@ import (
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
-	"github.com/tenantd/tenantd/internal/store"
 )
 
 // VerifierConfig says which bearer tokens are accepted.
@@ -273,28 +273,17 @@ func WithIdentity(ctx context.Context, id authz.Identity) context.Context { retu
 // IdentityFrom returns the identity stored by WithIdentity.
 func IdentityFrom(ctx context.Context) (authz.Identity, bool) { return valueFrom[authz.Identity](ctx) }
 
-// decision is a request's authorization in its org, decided once by
-// AuthorizeOrg before the handler runs: the caller's principal, and the
-// route's target as the same read found it (nil: the route names none).
-type decision struct {
-	p      authz.Principal
-	target *store.Target
-}
-
 // errNoDecision: a handler of an org route ran without AuthorizeOrg's
 // decision (a wiring bug).
 var errNoDecision = errs.E(errs.Internal, "no_principal", "route has no org principal")
 
-// decided is the request's decision: the principal, and the target the
-// authorization read loaded (every field nil when it loaded none, so that
-// the service reads what it needs).
-func decided(ctx context.Context) (authz.Principal, *store.Target, error) {
-	d, ok := valueFrom[decision](ctx)
+// decided is the request's decision (access.Decision): the principal, and
+// what the authorization read loaded of the route's target (nothing when
+// it names none, so that the service reads what it needs).
+func decided(ctx context.Context) (authz.Principal, access.Found, error) {
+	d, ok := access.Decided(ctx)
 	if !ok {
-		return authz.Principal{}, nil, errNoDecision
+		return authz.Principal{}, access.Found{}, errNoDecision
 	}
-	if d.target == nil {
-		d.target = &store.Target{}
-	}
-	return d.p, d.target, nil
+	return d.Principal, d.Found, nil
 }

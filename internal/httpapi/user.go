@@ -42,11 +42,11 @@ func (h *handlers) AddOrgUser(ctx context.Context, req oapi.AddOrgUserRequestObj
 
 // GetOrgUser serves GET /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) GetOrgUser(ctx context.Context, req oapi.GetOrgUserRequestObject) (oapi.GetOrgUserResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	if err != nil {
 		return nil, err
 	}
-	u, err := h.Orgs.GetOrgUser(ctx, p, req.UserId, target.User)
+	u, err := h.Orgs.GetOrgUser(ctx, p, req.UserId, loaded.User)
 	if err != nil {
 		return nil, err
 	}
@@ -55,7 +55,7 @@ func (h *handlers) GetOrgUser(ctx context.Context, req oapi.GetOrgUserRequestObj
 
 // UpdateOrgUser serves PATCH /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequestObject) (oapi.UpdateOrgUserResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
@@ -65,7 +65,7 @@ func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequ
 		r := roleOf(*req.Body.Role)
 		patch.Role = &r
 	}
-	u, err := h.Orgs.UpdateOrgUser(ctx, p, req.UserId, target.User, patch, v)
+	u, err := h.Orgs.UpdateOrgUser(ctx, p, req.UserId, loaded.User, patch, v)
 	if err != nil {
 		return nil, err
 	}
@@ -74,12 +74,12 @@ func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequ
 
 // RemoveOrgUser serves DELETE /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) RemoveOrgUser(ctx context.Context, req oapi.RemoveOrgUserRequestObject) (oapi.RemoveOrgUserResponseObject, error) {
-	p, target, err := decided(ctx)
+	p, loaded, err := decided(ctx)
 	v := ifMatch(req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
-	if err := h.Orgs.RemoveOrgUser(ctx, p, req.UserId, target.User, v); err != nil {
+	if err := h.Orgs.RemoveOrgUser(ctx, p, req.UserId, loaded.User, v); err != nil {
 		return nil, err
 	}
 	return oapi.RemoveOrgUser204Response{}, nil

@@ -79,19 +79,18 @@ const attempts = 12
 
 // Retry runs an optimistic read-modify-write: write tries the change on
 // prev, the target as read, and fails with errs.PreconditionFailed when the
-// target changed before its conditional write. first is the target as the
-// caller read it already (the authorization read loads a route's target),
-// nil when it has not: then read reads it. A caller who set If-Match (m)
+// target changed before its conditional write. loaded is the target as the
+// authorization read loaded it (nil when it did not: then read reads it). A caller who set If-Match (m)
 // gets write's answer as it is; one who did not asked for the change
 // whatever the version, so a write that met a concurrent change reads again
 // and tries again after a short jittered pause, and after attempts ends
 // with ErrBusy.
-func Retry[T, R any](ctx context.Context, m Match, first *T, read func(context.Context) (T, error), write func(prev T) (R, error)) (R, error) {
+func Retry[T, R any](ctx context.Context, m Match, loaded *T, read func(context.Context) (T, error), write func(prev T) (R, error)) (R, error) {
 	var zero R
 	for attempt := 1; ; attempt++ {
 		var prev T
-		if attempt == 1 && first != nil {
-			prev = *first
+		if attempt == 1 && loaded != nil {
+			prev = *loaded
 		} else {
 			var err error
 			if prev, err = read(ctx); err != nil {

@@ -53,6 +53,12 @@ func as(userID string, role authz.Role) authz.Principal {
 	return authz.Principal{Identity: authz.Identity{UserID: userID}, OrgID: orgID, OrgRole: role}
 }
 
+// onTeam is p with the team role the authorization read found on teamID.
+func onTeam(p authz.Principal, teamID string, role authz.Role) authz.Principal {
+	p.Team = &authz.TeamRole{TeamID: teamID, Role: role}
+	return p
+}
+
 // seedEdge is userID's edge on teamID at version 1, as written at t0.
 func seedEdge(userID string, role authz.Role) membership.Membership {
 	return membership.Membership{OrgID: orgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: t0, UpdatedAt: t0, Version: 1}

@@ -76,25 +76,26 @@ func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID s
 	return r, nil
 }
 
-// GetTeamMember returns one membership (AP3); first is the edge as the
-// caller read it already (nil: read it).
-func (s *Service) GetTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, first *Membership) (Membership, error) {
+// GetTeamMember returns one membership (AP3); loaded is the edge as the
+// authorization read loaded it (nil: read it).
+func (s *Service) GetTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, loaded *Membership) (Membership, error) {
 	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
 		return Membership{}, err
 	}
-	if first != nil {
-		return *first, nil
+	if loaded != nil {
+		return *loaded, nil
 	}
 	return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
 }
 
 // PutTeamMember adds the user to the team with role, or changes their role;
-// created tells which happened. first is the user's edge as the caller
-// read it (nil: they have none). Without If-Match the caller asked for
+// created tells which happened. edge is the user's edge as the
+// authorization read found it (nil: they have none; the read always looks
+// for it, access.Target.Optional). Without If-Match the caller asked for
 // "this role, whatever it was": a concurrent PUT that created the edge,
 // changed the role or removed the edge first makes it read again and retry;
 // with If-Match, any change is a 412.
-func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, first *Membership, role authz.Role, ifMatch ifmatch.Match) (m Membership, created bool, err error) {
+func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, edge *Membership, role authz.Role, ifMatch ifmatch.Match) (m Membership, created bool, err error) {
 	if err := role.Check("role"); err != nil {
 		return Membership{}, false, err
 	}
@@ -119,7 +120,7 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 		}
 		return &m, err
 	}
-	put, err := ifmatch.Retry(ctx, ifMatch, &first, read, func(prev *Membership) (Membership, error) {
+	put, err := ifmatch.Retry(ctx, ifMatch, &edge, read, func(prev *Membership) (Membership, error) {
 		now := s.now()
 		if prev == nil {
 			if ifMatch.Set() {
@@ -160,9 +161,9 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 	return put, created, nil
 }
 
-// RemoveTeamMember removes the user from the team (AP5); first is the edge
-// as the caller read it already (nil: read it).
-func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, first *Membership, ifMatch ifmatch.Match) error {
+// RemoveTeamMember removes the user from the team (AP5); loaded is the edge
+// as the authorization read loaded it (nil: read it).
+func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, loaded *Membership, ifMatch ifmatch.Match) error {
 	f, g, err := s.authorizeTeam(ctx, p, authz.MemberWrite, teamID)
 	if err != nil {
 		return err
@@ -170,7 +171,7 @@ func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamI
 	read := func(ctx context.Context) (Membership, error) {
 		return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
 	}
-	_, err = ifmatch.Retry(ctx, ifMatch, first, read, func(prev Membership) (struct{}, error) {
+	_, err = ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Membership) (struct{}, error) {
 		g, err := ownerGrant(p, f, g, prev.Role == authz.Owner)
 		if err != nil {
 			return struct{}{}, err

@@ -54,6 +54,13 @@ func TestPutTeamMember(t *testing.T) {
 			want: succeeds, created: true, action: "member.add", g: byTeam(authz.Admin), callerReads: 1, after: authz.Member},
 		{name: "team admin adds an admin", p: as(tAdmin, authz.Member), teamID: teamID, target: outsider, role: authz.Admin,
 			want: succeeds, created: true, action: "member.add", g: byTeam(authz.Admin), callerReads: 1, after: authz.Admin},
+		// The authorization read found the caller's team role: no read of it.
+		{name: "team admin adds a member, their team role read with the decision", p: onTeam(as(tAdmin, authz.Member), teamID, authz.Admin), teamID: teamID,
+			target: outsider, role: authz.Member, want: succeeds, created: true, action: "member.add", g: byTeam(authz.Admin), after: authz.Member},
+		{name: "team member with no team role read with the decision", p: onTeam(as(outsider, authz.Member), teamID, ""), teamID: teamID,
+			target: outsider, role: authz.Member, want: fails(errs.Forbidden, "forbidden")},
+		{name: "a team role read for another team is not this team's", p: onTeam(as(tAdmin, authz.Member), team2, authz.Owner), teamID: teamID,
+			target: outsider, role: authz.Member, want: succeeds, created: true, action: "member.add", g: byTeam(authz.Admin), callerReads: 1, after: authz.Member},
 		{name: "team admin adds an owner", p: as(tAdmin, authz.Member), teamID: teamID, target: outsider, role: authz.Owner,
 			want: fails(errs.Forbidden, "forbidden"), callerReads: 1},
 		{name: "team owner adds an owner", p: as(tOwner, authz.Member), teamID: teamID, target: outsider, role: authz.Owner,

@@ -1,7 +1,10 @@
 // Package membership holds an org's teams (team.go) and their member edges
 // (member.go): the many-to-many between an org's users and its teams,
 // modelled as adjacency-list edges that carry the member's team role (seed
-// 000), and the Service both APIs call.
+// 000), and the Service both APIs call. A user's membership of the org
+// itself, with their org role, is their OrgUser edge (tenant.User); the
+// membership check every request makes, the O(1) read of that edge, is
+// package access.
 package membership
 
 import (
@@ -70,11 +73,12 @@ type Storer interface {
 	// GetTeamMember reads one edge with a consistent GetItem (AP3). Returns
 	// NotFound if the user is not a member of the team.
 	GetTeamMember(ctx context.Context, orgID, teamID, userID string) (Membership, error)
-	// ListTeamMembers pages through a team's members (AP1). Returns
-	// NotFound for a team that does not exist.
+	// ListTeamMembers pages through a team's members (AP1). Like every
+	// listing under a parent, it does not tell a missing parent from an
+	// empty one: the caller has read the parent (see Service).
 	ListTeamMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[Membership], error)
 	// ListUserTeams pages through a user's teams in one org (AP2), without
-	// team names. Returns NotFound for a user who is not in the org.
+	// team names.
 	ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[Membership], error)
 	// BatchGetTeams reads many teams of one org; absent ones are left out.
 	BatchGetTeams(ctx context.Context, orgID string, teamIDs []string) (map[string]Team, error)
@@ -101,7 +105,10 @@ type Users interface {
 	BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error)
 }
 
-// Service applies team and membership rules on top of a Storer.
+// Service applies team and membership rules on top of a Storer. Its
+// listings under a parent (a team's members, a user's teams) are made for a
+// caller who has read the parent: the authorization read loads it
+// (access.Target), a GraphQL field lists under an object it has.
 type Service struct {
 	store Storer
 	users Users
@@ -134,11 +141,17 @@ func (s *Service) event(ctx context.Context, actor audit.Actor, action, targetTy
 }
 
 // authorizeTeam decides a team-scoped action and returns the facts it used
-// and the grant. The caller's team edge is read (one consistent GetItem,
-// AP3) only when the org role does not settle it already.
+// and the grant. The caller's team role is needed only when the org role
+// does not settle it already: then it is the principal's, when the
+// authorization read found it, else their team edge is read (one
+// consistent GetItem, AP3).
 func (s *Service) authorizeTeam(ctx context.Context, p authz.Principal, a authz.Action, teamID string) (authz.Facts, authz.Grant, error) {
 	f := authz.Facts{TeamID: teamID}
-	if authz.NeedsTeamRole(p, a) {
+	switch {
+	case !authz.NeedsTeamRole(p, a):
+	case p.Team != nil && p.Team.TeamID == teamID: // as the authorization read found it
+		f.TeamRole = p.Team.Role
+	default:
 		m, err := s.store.GetTeamMember(ctx, p.OrgID, teamID, p.UserID)
 		switch {
 		case err == nil:
@@ -181,18 +194,18 @@ func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, teamID, nam
 	return t, nil
 }
 
-// GetTeam returns a team (first: as the caller read it already; nil: read
-// it); withMembers reads the team's item collection instead, the team and
+// GetTeam returns a team (loaded: as the authorization read loaded it; nil:
+// read it); withMembers reads the team's item collection instead, the team and
 // its first members in one Query (AP4).
-func (s *Service) GetTeam(ctx context.Context, p authz.Principal, teamID string, first *Team, withMembers bool) (Team, []Membership, error) {
+func (s *Service) GetTeam(ctx context.Context, p authz.Principal, teamID string, loaded *Team, withMembers bool) (Team, []Membership, error) {
 	if err := authz.Authorize(p, authz.TeamRead, authz.Facts{}); err != nil {
 		return Team{}, nil, err
 	}
 	switch {
 	case withMembers: // AP4, the team's item collection: the team and its edges in one Query
 		return s.store.GetTeamWithMembers(ctx, p.OrgID, teamID, page.MaxLimit)
-	case first != nil:
-		return *first, nil, nil
+	case loaded != nil:
+		return *loaded, nil, nil
 	}
 	t, err := s.store.GetTeam(ctx, p.OrgID, teamID)
 	return t, nil, err
@@ -215,9 +228,9 @@ func (s *Service) BatchGetTeams(ctx context.Context, p authz.Principal, teamIDs 
 	return s.store.BatchGetTeams(ctx, p.OrgID, teamIDs)
 }
 
-// UpdateTeam changes a team's name or description; first is the team as
-// the caller read it already (nil: read it).
-func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID string, first *Team, patch Patch, ifMatch ifmatch.Match) (Team, error) {
+// UpdateTeam changes a team's name or description; loaded is the team as
+// the authorization read loaded it (nil: read it).
+func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID string, loaded *Team, patch Patch, ifMatch ifmatch.Match) (Team, error) {
 	if patch.Name == nil && patch.Description == nil {
 		return Team{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
@@ -226,7 +239,7 @@ func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID stri
 		return Team{}, err
 	}
 	read := func(ctx context.Context) (Team, error) { return s.store.GetTeam(ctx, p.OrgID, teamID) }
-	return ifmatch.Retry(ctx, ifMatch, first, read, func(prev Team) (Team, error) {
+	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Team) (Team, error) {
 		if err := ifMatch.Check(prev.Version); err != nil {
 			return Team{}, err
 		}
@@ -250,15 +263,15 @@ func set[T any](dst *T, v *T) {
 	}
 }
 
-// DeleteTeam deletes a team and its memberships; first is the team as the
-// caller read it already (nil: read it).
-func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID string, first *Team, ifMatch ifmatch.Match) error {
+// DeleteTeam deletes a team and its memberships; loaded is the team as the
+// authorization read loaded it (nil: read it).
+func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID string, loaded *Team, ifMatch ifmatch.Match) error {
 	_, g, err := s.authorizeTeam(ctx, p, authz.TeamDelete, teamID)
 	if err != nil {
 		return err
 	}
 	read := func(ctx context.Context) (Team, error) { return s.store.GetTeam(ctx, p.OrgID, teamID) }
-	_, err = ifmatch.Retry(ctx, ifMatch, first, read, func(prev Team) (struct{}, error) {
+	_, err = ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Team) (struct{}, error) {
 		if err := ifMatch.Check(prev.Version); err != nil {
 			return struct{}{}, err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
@@ -68,7 +69,7 @@ func BenchmarkAuthorizationRead(b *testing.B) {
 		}
 		t := &Orgs{d}
 		for b.Loop() {
-			if _, err := t.OrgAccess(ctx, o.ID, "u_bench", nil); err != nil {
+			if _, err := t.OrgAccess(ctx, o.ID, "u_bench", access.Target{}); err != nil {
 				b.Fatal(err)
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
@@ -221,7 +222,7 @@ func TestOrgFields(t *testing.T) {
 		}
 		// A user's orgs come without the org's name: the service reads
 		// the names with BatchGetOrgs (one call per page).
-		mine := tenant.Membership{OrgID: org.ID, Name: want.Name, UserName: owner.Name, Role: owner.Role, JoinedAt: owner.JoinedAt}
+		mine := tenant.OrgMembership{OrgID: org.ID, Name: want.Name, UserName: owner.Name, Role: owner.Role, JoinedAt: owner.JoinedAt}
 		mustFull(t, mine)
 		r, err := f.Orgs.ListOrgs(ctx, owner.UserID, fieldsPage)
 		wantOne(t, "ListOrgs", r.Items, err, zeroed(t, mine, "Name"))
@@ -277,12 +278,12 @@ func TestOrgUserFields(t *testing.T) {
 			}
 		}
 		wantOne(t, "GetOrgWithUsers", listed, nil, want)
-		_, user, err := f.Tickets.ListUserTickets(ctx, org.ID, u.UserID, true, fieldsPage)
+		found, err := f.Orgs.OrgAccess(ctx, org.ID, u.UserID, access.Target{Kind: access.User, UserID: u.UserID})
 		must(t, err)
-		if user == nil {
-			t.Errorf("ListUserTickets(withUser): no user")
+		if found.User == nil {
+			t.Errorf("OrgAccess(user target): no user")
 		} else {
-			wantSame(t, "ListUserTickets(withUser)", *user, want)
+			wantSame(t, "OrgAccess(user target)", *found.User, want)
 		}
 		if c := f.claim(t, org.ID, tenant.NormalizeEmail(want.Email)); c == nil || c["userId"] != want.UserID {
 			t.Errorf("the claim of %s: got %v, want one for %s", want.Email, c, want.UserID)
@@ -478,7 +479,7 @@ func TestTicketFields(t *testing.T) {
 			r, err := f.Tickets.ListTickets(ctx, org.ID, filter, fieldsPage)
 			wantOne(t, what, r.Items, err, want)
 		}
-		r, _, err := f.Tickets.ListUserTickets(ctx, org.ID, want.RequesterID, false, fieldsPage)
+		r, err := f.Tickets.ListUserTickets(ctx, org.ID, want.RequesterID, fieldsPage)
 		wantOne(t, "ListUserTickets (GSI2)", r.Items, err, want)
 		if want.AssigneeID != "" {
 			r, err := f.Tickets.ListAssignedTickets(ctx, org.ID, want.AssigneeID, fieldsPage)

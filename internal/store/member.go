@@ -59,8 +59,7 @@ func (s *Teams) ListTeamMembers(ctx context.Context, orgID, teamID string, p pag
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return page.Result[membership.Membership]{}, err
 	}
-	r, err := listUnder(ctx, s.DB, listing{partition: teamPK(orgID, teamID), prefix: prefixMember}, p,
-		teamKey(orgID, teamID), errTeamNotFound, fromMemberItem)
+	r, err := list(ctx, s.DB, listing{partition: teamPK(orgID, teamID), prefix: prefixMember}, p, fromMemberItem)
 	if err != nil {
 		return r, fmt.Errorf("list members: %w", err)
 	}
@@ -73,8 +72,7 @@ func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return page.Result[membership.Membership]{}, err
 	}
-	r, err := listUnder(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p,
-		orgUserKey(orgID, userID), errUserNotFound, fromMemberItem)
+	r, err := list(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p, fromMemberItem)
 	if err != nil {
 		return r, fmt.Errorf("list user teams: %w", err)
 	}

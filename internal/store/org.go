@@ -175,17 +175,17 @@ func (s *Orgs) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev audit.Ev
 // ListOrgs pages through a user's OrgUser edges: one Query on GSI1
 // (USER#<userId>, begins_with ORG#). The orgs' names are not on the edges
 // (an org rename would have to rewrite every edge); BatchGetOrgs reads them.
-func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.Membership], error) {
-	var none page.Result[tenant.Membership]
+func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.OrgMembership], error) {
+	var none page.Result[tenant.OrgMembership]
 	if err := checkIDs(ids.User("userId", userID)); err != nil {
 		return none, err
 	}
 	r, err := list(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: prefixOrg}, p,
-		func(it orgUserItem) tenant.Membership {
+		func(it orgUserItem) tenant.OrgMembership {
 			if it.Deleting {
-				return tenant.Membership{} // the org is being offboarded: dropped below
+				return tenant.OrgMembership{} // the org is being offboarded: dropped below
 			}
-			return tenant.Membership{OrgID: it.OrgID, UserName: it.Name, Role: authz.Role(it.Role), JoinedAt: it.JoinedAt}
+			return tenant.OrgMembership{OrgID: it.OrgID, UserName: it.Name, Role: authz.Role(it.Role), JoinedAt: it.JoinedAt}
 		})
 	if err != nil {
 		return none, fmt.Errorf("list user orgs: %w", err)

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
@@ -207,69 +205,6 @@ func allItems(ctx context.Context, q *dynamo.Query, n int) ([]dynamo.Item, error
 		items = append(items, item)
 	}
 	return items, it.Err()
-}
-
-// listUnder is list for a listing under a parent item that may not exist
-// (a team's members, a ticket's comments, a user's tickets): an empty page
-// does not tell "no children" from "no parent", so then the parent is read
-// too (consistent, keys only) and a missing one, or one being deleted,
-// answers notFound. A listing in the parent's own partition reads the
-// parent on its first page with the same Query instead (its #METADATA item
-// sorts before its children): a parent marked for deletion then answers
-// notFound even while children are left (a large team or ticket being
-// deleted in parts), at no extra call.
-func listUnder[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, parent key, notFound error, conv func(I) T) (page.Result[T], error) {
-	if p.After == "" && l.index == "" && !l.desc && parent.PK == l.partition && parent.SK < l.prefix {
-		return listWithParent(ctx, d, l, p, parent, notFound, conv)
-	}
-	r, err := list(ctx, d, l, p, conv)
-	if err != nil || len(r.Items) > 0 {
-		return r, err
-	}
-	var it dynamo.Item
-	err = d.table.Get(attrPK, parent.PK).Range(attrSK, dynamo.Equal, parent.SK).Consistent(true).Project(attrPK, "deleting").One(ctx, &it)
-	if errors.Is(err, dynamo.ErrNotFound) || (err == nil && it["deleting"] != nil) {
-		return r, notFound
-	}
-	if err != nil {
-		return r, translate(err)
-	}
-	return r, nil
-}
-
-// listWithParent is the first page of l read from the parent's item on:
-// one Query, the parent first.
-func listWithParent[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, parent key, notFound error, conv func(I) T) (page.Result[T], error) {
-	p, err := p.Check()
-	if err != nil {
-		return page.Result[T]{}, err
-	}
-	items, err := allItems(ctx, d.table.Get(attrPK, l.partition).Range(attrSK, dynamo.Between, parent.SK, l.prefix+"\uffff").Limit(p.Limit+2), p.Limit+2)
-	if err != nil {
-		return page.Result[T]{}, fmt.Errorf("query: %w", translate(err))
-	}
-	if len(items) == 0 || skOf(items[0]) != parent.SK || items[0]["deleting"] != nil {
-		return page.Result[T]{}, notFound
-	}
-	children := items[1:]
-	for _, it := range children {
-		if !strings.HasPrefix(skOf(it), l.prefix) {
-			return page.Result[T]{}, fmt.Errorf("list: item %q in the partition of %s is not a child", skOf(it), l.partition)
-		}
-	}
-	next := ""
-	if len(children) > p.Limit {
-		children = children[:p.Limit]
-		if next, err = encodeStart(children[len(children)-1], l.index); err != nil {
-			return page.Result[T]{}, err
-		}
-	}
-	out, err := unmarshalAll(children, conv)
-	if err != nil {
-		return page.Result[T]{}, err
-	}
-	after, err := positions(children, l.index)
-	return page.Result[T]{Items: out, Next: next, After: after}, err
 }
 
 func skOf(item dynamo.Item) string {

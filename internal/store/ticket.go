@@ -12,7 +12,6 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
@@ -348,7 +347,7 @@ func (s *Tickets) ListTeamTickets(ctx context.Context, orgID, teamID string, sta
 		return page.Result[ticket.Ticket]{}, err
 	}
 	l := listing{index: gsi5, partition: teamTicketsPK(orgID, teamID), prefix: statusPrefix(string(status)), desc: true}
-	r, err := listUnder(ctx, s.DB, l, p, teamKey(orgID, teamID), errTeamNotFound, fromTicketItem)
+	r, err := list(ctx, s.DB, l, p, fromTicketItem)
 	if err != nil {
 		return r, fmt.Errorf("list team tickets: %w", err)
 	}
@@ -361,7 +360,7 @@ func (s *Tickets) ListAssignedTickets(ctx context.Context, orgID, userID string,
 		return page.Result[ticket.Ticket]{}, err
 	}
 	l := listing{index: gsi4, partition: assigneePK(orgID, userID), prefix: prefixTicket, desc: true}
-	r, err := listUnder(ctx, s.DB, l, p, orgUserKey(orgID, userID), errUserNotFound, fromTicketItem)
+	r, err := list(ctx, s.DB, l, p, fromTicketItem)
 	if err != nil {
 		return r, fmt.Errorf("list assigned tickets: %w", err)
 	}
@@ -369,58 +368,18 @@ func (s *Tickets) ListAssignedTickets(ctx context.Context, orgID, userID string,
 }
 
 // ListUserTickets pages through GSI2 ORG#<orgId>#USER#<userId>
-// descending. The OrgUser item (sk USER#...) sorts after TICKET#, so with
-// withUser the first page's Query meets it first, then the newest tickets.
-func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[ticket.Ticket], *tenant.User, error) {
-	var none page.Result[ticket.Ticket]
+// descending, from TICKET# on (the OrgUser item of the same partition sorts
+// after them).
+func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[ticket.Ticket], error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
-		return none, nil, err
-	}
-	p, err := p.Check()
-	if err != nil {
-		return none, nil, err
+		return page.Result[ticket.Ticket]{}, err
 	}
 	l := listing{index: gsi2, partition: orgUserPK(orgID, userID), prefix: prefixTicket, desc: true}
-	if !withUser || p.After != "" {
-		r, err := listUnder(ctx, s.DB, l, p, orgUserKey(orgID, userID), errUserNotFound, fromTicketItem)
-		if err != nil {
-			return r, nil, fmt.Errorf("list requested tickets: %w", err)
-		}
-		return r, nil, nil
-	}
-	whole := l
-	whole.prefix = ""
-	items, next, err := s.query(ctx, whole, p.Limit+1, "")
+	r, err := list(ctx, s.DB, l, p, fromTicketItem)
 	if err != nil {
-		return none, nil, fmt.Errorf("list requested tickets: %w", err)
+		return r, fmt.Errorf("list requested tickets: %w", err)
 	}
-	var user *tenant.User
-	if len(items) > 0 && entityType(items[0]) == typeOrgUser {
-		var u orgUserItem
-		if err := dynamo.UnmarshalItem(items[0], &u); err != nil {
-			return none, nil, fmt.Errorf("list requested tickets: %w", err)
-		}
-		uu := fromOrgUserItem(u)
-		user, items = &uu, items[1:]
-	}
-	if len(items) > p.Limit { // no user item: one ticket too many
-		items = items[:p.Limit]
-		if next, err = encodeStart(items[len(items)-1], l.index); err != nil {
-			return none, nil, err
-		}
-	}
-	tickets, err := unmarshalAll(items, fromTicketItem)
-	if err != nil {
-		return none, nil, fmt.Errorf("list requested tickets: %w", err)
-	}
-	if user == nil && len(tickets) == 0 {
-		return none, nil, errUserNotFound
-	}
-	after, err := positions(items, l.index)
-	if err != nil {
-		return none, nil, fmt.Errorf("list requested tickets: %w", err)
-	}
-	return page.Result[ticket.Ticket]{Items: tickets, Next: next, After: after}, user, nil
+	return r, nil
 }
 
 // CreateComment writes the comment into its ticket's partition and bumps the
@@ -452,8 +411,7 @@ func (s *Tickets) ListComments(ctx context.Context, orgID, ticketID string, p pa
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
 		return page.Result[ticket.Comment]{}, err
 	}
-	r, err := listUnder(ctx, s.DB, listing{partition: ticketPK(orgID, ticketID), prefix: prefixComment}, p,
-		ticketKey(orgID, ticketID), errTicketNotFound, fromCommentItem)
+	r, err := list(ctx, s.DB, listing{partition: ticketPK(orgID, ticketID), prefix: prefixComment}, p, fromCommentItem)
 	if err != nil {
 		return r, fmt.Errorf("list comments: %w", err)
 	}

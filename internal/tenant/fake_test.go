@@ -226,17 +226,17 @@ func (s *fakeStore) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev aud
 	return nil
 }
 
-func (s *fakeStore) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.Membership], error) {
+func (s *fakeStore) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.OrgMembership], error) {
 	if err := s.Op("ListOrgs"); err != nil {
-		return page.Result[tenant.Membership]{}, err
+		return page.Result[tenant.OrgMembership]{}, err
 	}
-	var r page.Result[tenant.Membership]
+	var r page.Result[tenant.OrgMembership]
 	for _, u := range s.users {
 		if u.UserID == userID {
-			r.Items = append(r.Items, tenant.Membership{OrgID: u.OrgID, UserName: u.Name, Role: u.Role, JoinedAt: u.JoinedAt})
+			r.Items = append(r.Items, tenant.OrgMembership{OrgID: u.OrgID, UserName: u.Name, Role: u.Role, JoinedAt: u.JoinedAt})
 		}
 	}
-	slices.SortFunc(r.Items, func(a, b tenant.Membership) int { return strings.Compare(a.OrgID, b.OrgID) })
+	slices.SortFunc(r.Items, func(a, b tenant.OrgMembership) int { return strings.Compare(a.OrgID, b.OrgID) })
 	return r, nil
 }
 

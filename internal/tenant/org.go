@@ -28,9 +28,9 @@ type Org struct {
 	UpdatedAt time.Time
 }
 
-// Membership is one of a user's orgs, as "my orgs" lists them (the API's
-// OrgMembership).
-type Membership struct {
+// OrgMembership is one of a user's orgs, as "my orgs" lists them (the API's
+// OrgMembership; a user's place on a team is membership.Membership).
+type OrgMembership struct {
 	OrgID    string
 	Name     string // the org's
 	UserName string // the user's name in the org
@@ -60,8 +60,8 @@ type Storer interface {
 	// prev.Version. Returns NotFound or PreconditionFailed.
 	UpdateOrg(ctx context.Context, prev, next Org, ev audit.Event) error
 	// ListOrgs pages through the orgs userID belongs to, without their
-	// names (Membership.Name is empty).
-	ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[Membership], error)
+	// names (OrgMembership.Name is empty).
+	ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[OrgMembership], error)
 	// BatchGetOrgs reads many orgs; absent ones (and ones being
 	// offboarded) are left out.
 	BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]Org, error)
@@ -179,14 +179,14 @@ func (s *Service) createdOrg(ctx context.Context, id authz.Identity, orgID strin
 
 // ListOrgs lists the orgs the caller belongs to, with their role. Names come
 // from one BatchGetItem for the whole page.
-func (s *Service) ListOrgs(ctx context.Context, id authz.Identity, p page.Request) (page.Result[Membership], error) {
+func (s *Service) ListOrgs(ctx context.Context, id authz.Identity, p page.Request) (page.Result[OrgMembership], error) {
 	r, err := s.store.ListOrgs(ctx, id.UserID, p)
 	if err != nil || len(r.Items) == 0 {
 		return r, err
 	}
-	orgs, err := s.store.BatchGetOrgs(ctx, page.Keys(r.Items, func(m Membership) string { return m.OrgID }))
+	orgs, err := s.store.BatchGetOrgs(ctx, page.Keys(r.Items, func(m OrgMembership) string { return m.OrgID }))
 	if err != nil {
-		return page.Result[Membership]{}, err
+		return page.Result[OrgMembership]{}, err
 	}
 	kept := r.Items[:0]
 	for _, m := range r.Items {
@@ -199,31 +199,26 @@ func (s *Service) ListOrgs(ctx context.Context, id authz.Identity, p page.Reques
 	return r, nil
 }
 
-// GetOrg returns the org (first: as the caller read it already; nil: read
-// it); withUsers reads the org's item collection instead, the org and its
-// first users in one Query.
-func (s *Service) GetOrg(ctx context.Context, p authz.Principal, first *Org, withUsers bool) (Org, []User, error) {
+// GetOrg returns the org (loaded: as the authorization read loaded it;
+// nil: read it); withUsers reads the org's item collection instead, the org
+// and its first users in one Query.
+func (s *Service) GetOrg(ctx context.Context, p authz.Principal, loaded *Org, withUsers bool) (Org, []User, error) {
 	if err := authz.Authorize(p, authz.OrgRead, authz.Facts{}); err != nil {
 		return Org{}, nil, err
 	}
-	if withUsers { // the org's item collection: the org and its users in one Query
+	switch {
+	case withUsers: // the org's item collection: the org and its users in one Query
 		return s.store.GetOrgWithUsers(ctx, p.OrgID, page.MaxLimit)
+	case loaded != nil:
+		return *loaded, nil, nil
 	}
-	o, err := readFirst(ctx, first, func(ctx context.Context) (Org, error) { return s.store.GetOrg(ctx, p.OrgID) })
+	o, err := s.store.GetOrg(ctx, p.OrgID)
 	return o, nil, err
 }
 
-// readFirst is *first, or what read reads when first is nil.
-func readFirst[T any](ctx context.Context, first *T, read func(context.Context) (T, error)) (T, error) {
-	if first != nil {
-		return *first, nil
-	}
-	return read(ctx)
-}
-
-// UpdateOrg renames the org (admin+); first is the org as the caller read
-// it already (nil: read it).
-func (s *Service) UpdateOrg(ctx context.Context, p authz.Principal, first *Org, name string, ifMatch ifmatch.Match) (Org, error) {
+// UpdateOrg renames the org (admin+); loaded is the org as the authorization
+// read loaded it (nil: read it).
+func (s *Service) UpdateOrg(ctx context.Context, p authz.Principal, loaded *Org, name string, ifMatch ifmatch.Match) (Org, error) {
 	g, err := authz.Permit(p, authz.OrgUpdate, authz.Facts{})
 	if err != nil {
 		return Org{}, err
@@ -232,7 +227,7 @@ func (s *Service) UpdateOrg(ctx context.Context, p authz.Principal, first *Org, 
 		return Org{}, err
 	}
 	read := func(ctx context.Context) (Org, error) { return s.store.GetOrg(ctx, p.OrgID) }
-	return ifmatch.Retry(ctx, ifMatch, first, read, func(prev Org) (Org, error) { return s.updateOrg(ctx, p, g, prev, name, ifMatch) })
+	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Org) (Org, error) { return s.updateOrg(ctx, p, g, prev, name, ifMatch) })
 }
 
 // updateOrg is one attempt of UpdateOrg.

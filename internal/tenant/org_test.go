@@ -162,10 +162,10 @@ func TestListOrgs(t *testing.T) {
 	cases := []struct {
 		name   string
 		caller string
-		want   []tenant.Membership
+		want   []tenant.OrgMembership
 		batch  int // BatchGetOrgs calls
 	}{
-		{name: "names filled in, an org being offboarded left out", caller: member, batch: 1, want: []tenant.Membership{
+		{name: "names filled in, an org being offboarded left out", caller: member, batch: 1, want: []tenant.OrgMembership{
 			{OrgID: orgID, Name: "Acme", UserName: "Max", Role: authz.Member, JoinedAt: t0},
 			{OrgID: org2, Name: "Globex", UserName: "Max", Role: authz.Owner, JoinedAt: t0},
 		}},

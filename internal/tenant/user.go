@@ -86,13 +86,16 @@ func (s *Service) ListOrgUsers(ctx context.Context, p authz.Principal, pr page.R
 	return s.store.ListOrgUsers(ctx, p.OrgID, pr)
 }
 
-// GetOrgUser returns one of the org's users (first: as the caller read it
-// already; nil: read it).
-func (s *Service) GetOrgUser(ctx context.Context, p authz.Principal, userID string, first *User) (User, error) {
+// GetOrgUser returns one of the org's users (loaded: as the authorization
+// read loaded it; nil: read it).
+func (s *Service) GetOrgUser(ctx context.Context, p authz.Principal, userID string, loaded *User) (User, error) {
 	if err := authz.Authorize(p, authz.UserRead, authz.Facts{}); err != nil {
 		return User{}, err
 	}
-	return readFirst(ctx, first, func(ctx context.Context) (User, error) { return s.store.GetOrgUser(ctx, p.OrgID, userID) })
+	if loaded != nil {
+		return *loaded, nil
+	}
+	return s.store.GetOrgUser(ctx, p.OrgID, userID)
 }
 
 // BatchGetOrgUsers reads many of the org's users at once (one BatchGetItem
@@ -131,9 +134,9 @@ func (s *Service) AddOrgUser(ctx context.Context, p authz.Principal, in NewUser)
 }
 
 // UpdateOrgUser changes a user's name, email or role. Only an owner grants
-// the owner role, or changes anything of an owner. first is the user as the
-// caller read them already (nil: read them).
-func (s *Service) UpdateOrgUser(ctx context.Context, p authz.Principal, userID string, first *User, patch UserPatch, ifMatch ifmatch.Match) (User, error) {
+// the owner role, or changes anything of an owner. loaded is the user as the
+// authorization read loaded them (nil: read them).
+func (s *Service) UpdateOrgUser(ctx context.Context, p authz.Principal, userID string, loaded *User, patch UserPatch, ifMatch ifmatch.Match) (User, error) {
 	if patch.Name == nil && patch.Email == nil && patch.Role == nil {
 		return User{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
@@ -142,7 +145,7 @@ func (s *Service) UpdateOrgUser(ctx context.Context, p authz.Principal, userID s
 		return User{}, err
 	}
 	read := func(ctx context.Context) (User, error) { return s.store.GetOrgUser(ctx, p.OrgID, userID) }
-	return ifmatch.Retry(ctx, ifMatch, first, read, func(prev User) (User, error) { return s.updateOrgUser(ctx, p, prev, patch, ifMatch) })
+	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev User) (User, error) { return s.updateOrgUser(ctx, p, prev, patch, ifMatch) })
 }
 
 // updateOrgUser is one attempt of UpdateOrgUser.
@@ -179,15 +182,15 @@ func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, prev Use
 
 // RemoveOrgUser removes a user from the org with their team memberships.
 // Admins remove anyone but owners, owners anyone, members themselves; the
-// last owner stays. first is the user as the caller read them already (nil:
-// read them).
-func (s *Service) RemoveOrgUser(ctx context.Context, p authz.Principal, userID string, first *User, ifMatch ifmatch.Match) error {
+// last owner stays. loaded is the user as the authorization read loaded
+// them (nil: read them).
+func (s *Service) RemoveOrgUser(ctx context.Context, p authz.Principal, userID string, loaded *User, ifMatch ifmatch.Match) error {
 	self := userID == p.UserID
 	if err := authz.Authorize(p, authz.UserRemove, authz.Facts{Self: self}); err != nil {
 		return err
 	}
 	read := func(ctx context.Context) (User, error) { return s.store.GetOrgUser(ctx, p.OrgID, userID) }
-	_, err := ifmatch.Retry(ctx, ifMatch, first, read, func(u User) (struct{}, error) {
+	_, err := ifmatch.Retry(ctx, ifMatch, loaded, read, func(u User) (struct{}, error) {
 		g, err := authz.Permit(p, authz.UserRemove, authz.Facts{Self: self, OwnerRole: u.Role == authz.Owner})
 		if err != nil {
 			return struct{}{}, err

@@ -249,16 +249,11 @@ func (s *fakeStore) ListAssignedTickets(ctx context.Context, orgID, userID strin
 	return s.list(func(t ticket.Ticket) bool { return t.AssigneeID == userID }, p), nil
 }
 
-func (s *fakeStore) ListUserTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[ticket.Ticket], *tenant.User, error) {
+func (s *fakeStore) ListUserTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[ticket.Ticket], error) {
 	if err := s.Op("ListUserTickets"); err != nil {
-		return page.Result[ticket.Ticket]{}, nil, err
+		return page.Result[ticket.Ticket]{}, err
 	}
-	r := s.list(func(t ticket.Ticket) bool { return t.RequesterID == userID }, p)
-	var user *tenant.User
-	if u, ok := s.users[userID]; ok && withUser && p.After == "" {
-		user = &u
-	}
-	return r, user, nil
+	return s.list(func(t ticket.Ticket) bool { return t.RequesterID == userID }, p), nil
 }
 
 func (s *fakeStore) CreateComment(ctx context.Context, c ticket.Comment, ev audit.Event) error {
@@ -296,9 +291,6 @@ func (s *fakeStore) GetComment(ctx context.Context, orgID, ticketID, commentID s
 func (s *fakeStore) ListComments(ctx context.Context, orgID, ticketID string, p page.Request) (page.Result[ticket.Comment], error) {
 	if err := s.Op("ListComments"); err != nil {
 		return page.Result[ticket.Comment]{}, err
-	}
-	if _, ok := s.tickets[ticketID]; !ok {
-		return page.Result[ticket.Comment]{}, errTicketNotFound
 	}
 	cs := s.comments[ticketID]
 	return page.Result[ticket.Comment]{Items: cs[:min(p.Limit, len(cs))]}, nil

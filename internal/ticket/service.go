@@ -12,11 +12,13 @@ import (
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/ifmatch"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/validate"
 )
 
-// Service applies ticket rules on top of a Storer.
+// Service applies ticket rules on top of a Storer. Its listings under a
+// parent (a team's queue, a user's tickets, a ticket's comments) are made
+// for a caller who has read the parent: the authorization read loads it
+// (access.Target), a GraphQL field lists under an object it has.
 type Service struct {
 	store Storer
 	teams TeamMembers
@@ -149,10 +151,10 @@ func (s *Service) CreateTicket(ctx context.Context, p authz.Principal, in NewTic
 	return t, nil
 }
 
-// GetTicket returns a ticket (first: as the caller read it already; nil:
-// read it), expanding its users as asked; withComments reads the ticket's
+// GetTicket returns a ticket (loaded: as the authorization read loaded it;
+// nil: read it), expanding its users as asked; withComments reads the ticket's
 // partition instead, the ticket and its first comments in one Query.
-func (s *Service) GetTicket(ctx context.Context, p authz.Principal, ticketID string, first *Ticket, withComments bool, x Expand) (Ticket, []Comment, error) {
+func (s *Service) GetTicket(ctx context.Context, p authz.Principal, ticketID string, loaded *Ticket, withComments bool, x Expand) (Ticket, []Comment, error) {
 	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
 		return Ticket{}, nil, err
 	}
@@ -164,8 +166,8 @@ func (s *Service) GetTicket(ctx context.Context, p authz.Principal, ticketID str
 	switch {
 	case withComments: // the ticket's partition: the ticket, then its comments, in one Query
 		t, comments, err = s.store.GetTicketWithComments(ctx, p.OrgID, ticketID, page.MaxLimit)
-	case first != nil:
-		t = *first
+	case loaded != nil:
+		t = *loaded
 	default:
 		t, err = s.store.GetTicket(ctx, p.OrgID, ticketID)
 	}
@@ -213,20 +215,12 @@ func (s *Service) ListAssignedTickets(ctx context.Context, p authz.Principal, us
 	return s.expanded(ctx, p.OrgID, x)(s.store.ListAssignedTickets(ctx, p.OrgID, userID, pr))
 }
 
-// ListUserTickets pages through the tickets a user requested, newest first;
-// withUser adds the user from the same Query (first page only).
-func (s *Service) ListUserTickets(ctx context.Context, p authz.Principal, userID string, withUser bool, x Expand, pr page.Request) (page.Result[Ticket], *tenant.User, error) {
+// ListUserTickets pages through the tickets a user requested, newest first.
+func (s *Service) ListUserTickets(ctx context.Context, p authz.Principal, userID string, x Expand, pr page.Request) (page.Result[Ticket], error) {
 	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
-		return page.Result[Ticket]{}, nil, err
+		return page.Result[Ticket]{}, err
 	}
-	r, user, err := s.store.ListUserTickets(ctx, p.OrgID, userID, withUser, pr)
-	if err != nil {
-		return page.Result[Ticket]{}, nil, err
-	}
-	if err := s.expand(ctx, p.OrgID, r.Items, x); err != nil {
-		return page.Result[Ticket]{}, nil, err
-	}
-	return r, user, nil
+	return s.expanded(ctx, p.OrgID, x)(s.store.ListUserTickets(ctx, p.OrgID, userID, pr))
 }
 
 // expanded expands a page's users, passing a listing's error through.
@@ -290,14 +284,14 @@ func (s *Service) facts(ctx context.Context, p authz.Principal, a authz.Action, 
 }
 
 // UpdateTicket changes a ticket; changing status, team or assignee moves it
-// between the queues (index keys) in the same write. first is the ticket
-// as the caller read it already (nil: read it).
-func (s *Service) UpdateTicket(ctx context.Context, p authz.Principal, ticketID string, first *Ticket, patch Patch, ifMatch ifmatch.Match) (Ticket, error) {
+// between the queues (index keys) in the same write. loaded is the
+// ticket as the authorization read loaded it (nil: read it).
+func (s *Service) UpdateTicket(ctx context.Context, p authz.Principal, ticketID string, loaded *Ticket, patch Patch, ifMatch ifmatch.Match) (Ticket, error) {
 	if patch == (Patch{}) {
 		return Ticket{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
 	read := func(ctx context.Context) (Ticket, error) { return s.store.GetTicket(ctx, p.OrgID, ticketID) }
-	return ifmatch.Retry(ctx, ifMatch, first, read, func(prev Ticket) (Ticket, error) { return s.updateTicket(ctx, p, prev, patch, ifMatch) })
+	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Ticket) (Ticket, error) { return s.updateTicket(ctx, p, prev, patch, ifMatch) })
 }
 
 // updateTicket is one attempt of UpdateTicket.
@@ -337,10 +331,10 @@ func (s *Service) updateTicket(ctx context.Context, p authz.Principal, prev Tick
 }
 
 // DeleteTicket deletes a ticket and its comments (requester or org admin+);
-// first is the ticket as the caller read it already (nil: read it).
-func (s *Service) DeleteTicket(ctx context.Context, p authz.Principal, ticketID string, first *Ticket, ifMatch ifmatch.Match) error {
+// loaded is the ticket as the authorization read loaded it (nil: read it).
+func (s *Service) DeleteTicket(ctx context.Context, p authz.Principal, ticketID string, loaded *Ticket, ifMatch ifmatch.Match) error {
 	read := func(ctx context.Context) (Ticket, error) { return s.store.GetTicket(ctx, p.OrgID, ticketID) }
-	_, err := ifmatch.Retry(ctx, ifMatch, first, read, func(t Ticket) (struct{}, error) {
+	_, err := ifmatch.Retry(ctx, ifMatch, loaded, read, func(t Ticket) (struct{}, error) {
 		f, err := s.facts(ctx, p, authz.TicketDelete, t)
 		if err != nil {
 			return struct{}{}, err

@@ -143,19 +143,16 @@ type Storer interface {
 	// those with status (when non-empty).
 	ListTickets(ctx context.Context, orgID string, f Filter, p page.Request) (page.Result[Ticket], error)
 	// ListTeamTickets pages through a team's tickets newest first within
-	// each status, or only those with status. Returns NotFound for a team
-	// that does not exist (when the page is empty).
+	// each status, or only those with status. Like every listing under a
+	// parent, it does not tell a missing parent from an empty one: the
+	// caller has read the parent (see Service).
 	ListTeamTickets(ctx context.Context, orgID, teamID string, status Status, p page.Request) (page.Result[Ticket], error)
 	// ListAssignedTickets pages through tickets assigned to a user, newest
-	// first. Returns NotFound for a non-member (when the page is empty).
+	// first.
 	ListAssignedTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[Ticket], error)
 	// ListUserTickets pages through tickets a user requested, newest
-	// first. With withUser, the same Query also reads the user's OrgUser
-	// item (it sorts after their tickets, so a descending read meets it
-	// first); user is nil without withUser, after the first page, or when
-	// the user is not in the org. Returns NotFound for a non-member (when
-	// the page is empty).
-	ListUserTickets(ctx context.Context, orgID, userID string, withUser bool, p page.Request) (page.Result[Ticket], *tenant.User, error)
+	// first.
+	ListUserTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[Ticket], error)
 	// CreateComment writes the comment and increments commentCount
 	// atomically. Returns NotFound if the ticket does not exist (or is
 	// being deleted).
@@ -164,7 +161,6 @@ type Storer interface {
 	// not exist.
 	GetComment(ctx context.Context, orgID, ticketID, commentID string) (Comment, error)
 	// ListComments pages through a ticket's comments, oldest first.
-	// Returns NotFound for a ticket that does not exist.
 	ListComments(ctx context.Context, orgID, ticketID string, p page.Request) (page.Result[Comment], error)
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/golang-jwt/jwt/v5"
 
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi"
@@ -126,7 +127,10 @@ func (e *env) authz(orgID, userID string) any {
 		return in
 	}
 	orgs := &store.Orgs{DB: e.capDB}
-	in := one(capture(func(ctx context.Context) error { _, err := orgs.OrgAccess(ctx, orgID, userID, nil); return err }))
+	in := one(capture(func(ctx context.Context) error {
+		_, err := orgs.OrgAccess(ctx, orgID, userID, access.Target{})
+		return err
+	}))
 	e.authzIn[k] = in
 	return in
 }
