@@ -51,7 +51,7 @@ func TestOffboardSurvivesAKilledAPI(t *testing.T) {
 			u := fmt.Sprintf("killed.%d.member.%d", i, j)
 			members = append(members, u)
 			now := time.Now()
-			ev := audit.NewEvent(ctx, ids.NewGenerator(nil).New(), audit.Outsider(created.ID, owner), "user.add", audit.Target{Type: "user", ID: u}, now, nil)
+			ev := audit.NewEvent(ctx, ids.NewGenerator(nil), audit.Outsider(created.ID, owner), "user.add", "user", u, now, nil)
 			if err := (&store.Orgs{DB: db}).AddOrgUser(ctx, tenant.User{OrgID: created.ID, UserID: u, Email: u + "@example.com", Name: u,
 				Role: authz.Member, JoinedAt: now, UpdatedAt: now, Version: 1}, ev); err != nil {
 				t.Fatal(err)

@@ -65,7 +65,7 @@ func seed(ctx context.Context, db *store.DB, out io.Writer) error {
 	// (from outside the org: no role fence, the seed runs unauthenticated).
 	evIDs := ids.NewGenerator(func() time.Time { return now })
 	ev := func(action, targetType, targetID string, at time.Time) audit.Event {
-		return audit.NewEvent(ctx, evIDs.NewAt(at), audit.Outsider(acme.ID, "u_alice"), action, audit.Target{Type: targetType, ID: targetID}, at, nil)
+		return audit.NewEvent(ctx, evIDs, audit.Outsider(acme.ID, "u_alice"), action, targetType, targetID, at, nil)
 	}
 	steps := []struct {
 		what string

@@ -11,6 +11,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/deletion"
+	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/invitation"
 	"github.com/tenantd/tenantd/internal/membership"
@@ -39,14 +40,16 @@ type Options struct {
 func Deps(db *store.DB, deletions *deletion.Worker, o Options) httpapi.Deps {
 	orgs, teams, tickets := &store.Orgs{DB: db}, &store.Teams{DB: db}, &store.Tickets{DB: db}
 	return httpapi.Deps{
-		Orgs:        tenant.NewService(orgs, deletions, o.Now),
-		Teams:       membership.NewService(teams, orgs, o.Now),
-		Tickets:     ticket.NewService(tickets, teams, orgs, o.Now),
-		Invitations: invitation.NewService(&store.Invitations{DB: db}, o.InvitationAnyEmail, o.Now),
-		Audit:       audit.NewService(&store.Audit{DB: db}, o.Now),
-		Webhooks:    webhook.NewService(&store.Webhooks{DB: db}, o.WebhookURLs, o.Now),
-		Deliveries:  webhook.NewDeliveries(&store.Webhooks{DB: db}, o.Now),
-		Roles:       orgs,
+		Services: graphapi.Services{
+			Orgs:        tenant.NewService(orgs, deletions, o.Now),
+			Teams:       membership.NewService(teams, orgs, o.Now),
+			Tickets:     ticket.NewService(tickets, teams, orgs, o.Now),
+			Invitations: invitation.NewService(&store.Invitations{DB: db}, o.InvitationAnyEmail, o.Now),
+			Audit:       audit.NewService(&store.Audit{DB: db}, o.Now),
+			Webhooks:    webhook.NewService(&store.Webhooks{DB: db}, o.WebhookURLs, o.Now),
+			Deliveries:  webhook.NewDeliveries(&store.Webhooks{DB: db}, o.Now),
+			Access:      orgs,
+		},
 		Idempotency: &store.Idempotency{DB: db},
 		Now:         o.Now,
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/page"
 )
 
@@ -118,17 +119,16 @@ func By(p authz.Principal, g authz.Grant) Actor {
 // it yet: creating it, accepting an invitation to it.
 func Outsider(orgID, userID string) Actor { return Actor{OrgID: orgID, UserID: userID} }
 
-// Target is what a change is made to.
-type Target struct{ Type, ID string }
-
 // NewEvent is the one constructor of events: the change action (e.g.
-// "ticket.update") that actor made to target at time at, with its changes,
-// and the ids of the request making it (which ctx carries: see
-// WithRequestID). Every write of a store takes its event as an argument.
-func NewEvent(ctx context.Context, id string, actor Actor, action string, target Target, at time.Time, changes []Change) Event {
-	return Event{OrgID: actor.OrgID, ID: id, ActorID: actor.UserID, ActorFloor: string(actor.Floor),
+// "ticket.update") that actor made to the target of targetType and
+// targetID at time at, with its changes, an ID of gen for at (so events
+// sort by time), and the ids of the request making it (which ctx carries:
+// see WithRequestID). Every write of a store takes its event as an
+// argument.
+func NewEvent(ctx context.Context, gen *ids.Generator, actor Actor, action, targetType, targetID string, at time.Time, changes []Change) Event {
+	return Event{OrgID: actor.OrgID, ID: gen.NewAt(at), ActorID: actor.UserID, ActorFloor: string(actor.Floor),
 		ActorTeamID: actor.TeamID, ActorTeamFloor: string(actor.TeamFloor), Action: action,
-		TargetType: target.Type, TargetID: target.ID, RequestID: RequestID(ctx), ClientRequestID: ClientRequestID(ctx),
+		TargetType: targetType, TargetID: targetID, RequestID: RequestID(ctx), ClientRequestID: ClientRequestID(ctx),
 		At: at, Changes: changes}
 }
 

@@ -6,8 +6,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/oklog/ulid/v2"
+
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/ids"
 )
 
 func TestDiff(t *testing.T) {
@@ -36,9 +39,12 @@ func TestNewEvent(t *testing.T) {
 	at := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	ctx := audit.WithClientRequestID(audit.WithRequestID(context.Background(), "req-1"), "client-1")
 	actor := audit.By(authz.Principal{Identity: authz.Identity{UserID: "u_bob"}, OrgID: "01ORG"}, authz.Grant{Floor: authz.Admin})
-	ev := audit.NewEvent(ctx, "01EVENT", actor, "ticket.update", audit.Target{Type: "ticket", ID: "01T"}, at, nil)
+	ev := audit.NewEvent(ctx, ids.NewGenerator(nil), actor, "ticket.update", "ticket", "01T", at, nil)
 	t.Run("OK", func(t *testing.T) {
-		want := audit.Event{OrgID: "01ORG", ID: "01EVENT", ActorID: "u_bob", ActorFloor: "admin", Action: "ticket.update",
+		if !ids.ValidResource(ev.ID) || ulid.MustParse(ev.ID).Time() != ulid.Timestamp(at) {
+			t.Errorf("ID %q: want a ULID of the event's time", ev.ID)
+		}
+		want := audit.Event{OrgID: "01ORG", ID: ev.ID, ActorID: "u_bob", ActorFloor: "admin", Action: "ticket.update",
 			TargetType: "ticket", TargetID: "01T", RequestID: "req-1", ClientRequestID: "client-1", At: at}
 		if !reflect.DeepEqual(ev, want) {
 			t.Errorf("got %+v, want %+v", ev, want)

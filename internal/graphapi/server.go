@@ -52,8 +52,9 @@ import (
 	"github.com/tenantd/tenantd/internal/webhook"
 )
 
-// Deps are what the resolvers use: the REST API's services and settings.
-type Deps struct {
+// Services are the domain services both APIs call and the authorization
+// read they decide with (httpapi's Deps embeds them).
+type Services struct {
 	Orgs        *tenant.Service
 	Teams       *membership.Service
 	Tickets     *ticket.Service
@@ -62,6 +63,11 @@ type Deps struct {
 	Webhooks    *webhook.Service
 	Deliveries  *webhook.Deliveries
 	Access      access.Reader
+}
+
+// Deps are what the resolvers use: the REST API's services and settings.
+type Deps struct {
+	Services
 	// Cursors signs the connections' cursors: the REST API's, so a
 	// listing's cursor is the same in both.
 	Cursors page.Cursors

@@ -19,6 +19,7 @@ import (
 	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/obs"
+	"github.com/tenantd/tenantd/internal/optional"
 )
 
 // Graphql serves POST /v1/graphql. The body went through the same checks
@@ -28,7 +29,7 @@ import (
 func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (oapi.GraphqlResponseObject, error) {
 	b := req.Body
 	var r graphapi.Request
-	set(&r.Query, b.Query)
+	optional.Set(&r.Query, b.Query)
 	r.OperationName, _ = b.OperationName.Get()
 	if ext, err := b.Extensions.Get(); err == nil {
 		if pq, err := ext.PersistedQuery.Get(); err == nil {
@@ -44,8 +45,8 @@ func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (
 func (h *handlers) GraphqlGet(ctx context.Context, req oapi.GraphqlGetRequestObject) (oapi.GraphqlGetResponseObject, error) {
 	p := req.Params
 	r := graphapi.Request{QueryOnly: true}
-	set(&r.Query, p.Query)
-	set(&r.OperationName, p.OperationName)
+	optional.Set(&r.Query, p.Query)
+	optional.Set(&r.OperationName, p.OperationName)
 	if p.Extensions != nil {
 		var ext struct {
 			PersistedQuery *struct {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/oapi-codegen/nullable"
+
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/graphapi"
@@ -132,22 +134,12 @@ func strPtr(s string) *string {
 
 func roleOf(r oapi.Role) authz.Role { return authz.Role(r) }
 
-func set[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
-}
-
-// nullableString maps a JSON field that may be absent, null or a string to
-// nil (leave alone), "" (clear) or the value.
-func nullableString(specified, null bool, get func() string) *string {
-	switch {
-	case !specified:
+// cleared maps a JSON field that may be absent, null or a value to a
+// patch's: nil (leave alone), the zero value (clear) or the value.
+func cleared[T any](n nullable.Nullable[T]) *T {
+	if !n.IsSpecified() {
 		return nil
-	case null:
-		empty := ""
-		return &empty
 	}
-	v := get()
+	v := n.GetOrEmpty() // null: the zero value
 	return &v
 }

@@ -369,21 +369,21 @@ func TestOffboardLifecycle(t *testing.T) {
 		}
 		parallelN(t, users, 2, func(i int) error {
 			now := ts.Clock.Now()
-			ev := audit.NewEvent(bg, gen.NewAt(now), audit.Outsider(org, extra[i]), "user.add", audit.Target{Type: "user", ID: extra[i]}, now, nil)
+			ev := audit.NewEvent(bg, gen, audit.Outsider(org, extra[i]), "user.add", "user", extra[i], now, nil)
 			return d.Orgs.AddOrgUser(bg, orgpkg.User{OrgID: org, UserID: extra[i], Email: extra[i] + "@example.com", Name: extra[i],
 				Role: authz.Member, JoinedAt: now, UpdatedAt: now, Version: 1}, ev)
 		})
 		now := ts.Clock.Now()
 		tk := ticket.Ticket{OrgID: org, ID: gen.New(), Title: "bulk", Status: ticket.StatusOpen, Priority: ticket.PriorityNormal,
 			RequesterID: extra[0], AssigneeID: extra[1], TeamID: teamID, Tags: []string{"bulk"}, Version: 1, CreatedAt: now, UpdatedAt: now}
-		ev := audit.NewEvent(bg, gen.New(), audit.Outsider(org, tk.RequesterID), "ticket.create", audit.Target{Type: "ticket", ID: tk.ID}, now, nil)
+		ev := audit.NewEvent(bg, gen, audit.Outsider(org, tk.RequesterID), "ticket.create", "ticket", tk.ID, now, nil)
 		if err := d.Tickets.CreateTicket(bg, tk, ev); err != nil {
 			t.Fatal(err)
 		}
 		templateIDs := []string{tk.ID, ev.ID}
 		for i := range 4 {
 			c := ticket.Comment{OrgID: org, TicketID: tk.ID, ID: gen.New(), AuthorID: extra[i%2], Body: fmt.Sprintf("bulk comment %d", i), CreatedAt: now}
-			cev := audit.NewEvent(bg, gen.New(), audit.Outsider(org, c.AuthorID), "comment.create", audit.Target{Type: "comment", ID: tk.ID + "/" + c.ID}, now, nil)
+			cev := audit.NewEvent(bg, gen, audit.Outsider(org, c.AuthorID), "comment.create", "comment", tk.ID+"/"+c.ID, now, nil)
 			if err := d.Tickets.CreateComment(bg, c, cev); err != nil {
 				t.Fatal(err)
 			}

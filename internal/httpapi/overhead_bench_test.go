@@ -344,7 +344,7 @@ func benchCaptureItems(b *testing.B) []map[string]types.AttributeValue {
 	}
 	evIDs := ids.NewGenerator(func() time.Time { return now })
 	ev := func(action string) audit.Event { // the events' items are dropped below: the data set is not audited
-		return audit.NewEvent(ctx, evIDs.New(), audit.Outsider(benchOrgID, benchUser), action, audit.Target{Type: "bench", ID: "bench"}, now, nil)
+		return audit.NewEvent(ctx, evIDs, audit.Outsider(benchOrgID, benchUser), action, "bench", "bench", now, nil)
 	}
 	must(orgs.CreateOrg(ctx, tenant.Org{ID: benchOrgID, Name: "Bench", Version: 1, CreatedAt: now, UpdatedAt: now},
 		tenant.User{OrgID: benchOrgID, UserID: benchUser, Email: "owner@bench.example", Name: "Owner", Role: authz.Owner,

@@ -22,20 +22,13 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/tenantd/tenantd/internal/access"
-	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/idempotency"
-	"github.com/tenantd/tenantd/internal/invitation"
-	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/obs"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/ratelimit"
-	"github.com/tenantd/tenantd/internal/tenant"
-	"github.com/tenantd/tenantd/internal/ticket"
-	"github.com/tenantd/tenantd/internal/webhook"
 )
 
 // defineFormats registers kin-openapi's (global) string formats once, so
@@ -47,15 +40,8 @@ const MaxBodyBytes = 64 << 10
 
 // Deps are what the server is wired from.
 type Deps struct {
-	Orgs        *tenant.Service
-	Teams       *membership.Service
-	Tickets     *ticket.Service
-	Invitations *invitation.Service
-	Audit       *audit.Service
-	Webhooks    *webhook.Service
-	Deliveries  *webhook.Deliveries
-	Roles       access.Reader // the authorization read
-	Verifier    *Verifier
+	graphapi.Services
+	Verifier *Verifier
 	// CursorKey signs pagination cursors (at least 32 bytes).
 	CursorKey []byte
 	// CursorTTL is how long a cursor stays valid (default 24 h).
@@ -177,7 +163,7 @@ func New(d Deps) (*echo.Echo, error) {
 	// One JSON value, valid UTF-8, no key twice: before anything decodes it.
 	e.Use(strictJSON)
 	e.Use(validateRequests(ops))
-	e.Use(AuthorizeOrg(d.Roles, d.RequestTimeout))
+	e.Use(AuthorizeOrg(d.Access, d.RequestTimeout))
 	// After the authorization read: only an org's members spend its quota,
 	// so nobody can exhaust another tenant's limit.
 	e.Use(limitTenant(d.RateLimit))
@@ -192,8 +178,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(conditional)
 
 	h := &handlers{Deps: d, cursors: page.Cursors{Key: d.CursorKey, TTL: d.CursorTTL, Now: clock.Or(d.Now)}}
-	h.graphQL = graphapi.New(graphapi.Deps{Orgs: d.Orgs, Teams: d.Teams, Tickets: d.Tickets, Invitations: d.Invitations, Audit: d.Audit, Webhooks: d.Webhooks, Deliveries: d.Deliveries,
-		Access: d.Roles, Cursors: h.cursors, RateLimit: d.RateLimit, CallerRateLimit: d.CallerRateLimit, Idempotency: keeper, CheckInput: checkInput(spec), Now: d.Now, Logger: d.Logger, Limits: d.GraphQL})
+	h.graphQL = graphapi.New(graphapi.Deps{Services: d.Services, Cursors: h.cursors, RateLimit: d.RateLimit, CallerRateLimit: d.CallerRateLimit, Idempotency: keeper, CheckInput: checkInput(spec), Now: d.Now, Logger: d.Logger, Limits: d.GraphQL})
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
 	for _, r := range e.Routes() {
 		routes[r.Path] = true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
+	"github.com/tenantd/tenantd/internal/optional"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
@@ -20,7 +21,7 @@ func (h *handlers) ListTickets(ctx context.Context, req oapi.ListTicketsRequestO
 	if req.Params.Priority != nil {
 		f.Priority = ticket.Priority(*req.Params.Priority)
 	}
-	set(&f.AssigneeID, req.Params.AssigneeId)
+	optional.Set(&f.AssigneeID, req.Params.AssigneeId)
 	f.Oldest = req.Params.Order != nil && *req.Params.Order == oapi.ListTicketsParamsOrderAsc
 	// The cursor is bound to the whole filter and the order: a cursor of
 	// one listing never continues another.
@@ -43,9 +44,9 @@ func (h *handlers) CreateTicket(ctx context.Context, req oapi.CreateTicketReques
 	}
 	b := req.Body
 	in := ticket.NewTicket{ID: newResourceID(ctx), Title: b.Title}
-	set(&in.Description, b.Description)
-	set(&in.TeamID, b.TeamId)
-	set(&in.AssigneeID, b.AssigneeId)
+	optional.Set(&in.Description, b.Description)
+	optional.Set(&in.TeamID, b.TeamId)
+	optional.Set(&in.AssigneeID, b.AssigneeId)
 	if b.Priority != nil {
 		in.Priority = ticket.Priority(*b.Priority)
 	}
@@ -95,8 +96,7 @@ func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketReques
 		pr := ticket.Priority(*b.Priority)
 		patch.Priority = &pr
 	}
-	patch.AssigneeID = nullableString(b.AssigneeId.IsSpecified(), b.AssigneeId.IsNull(), b.AssigneeId.MustGet)
-	patch.TeamID = nullableString(b.TeamId.IsSpecified(), b.TeamId.IsNull(), b.TeamId.MustGet)
+	patch.AssigneeID, patch.TeamID = cleared(b.AssigneeId), cleared(b.TeamId)
 	t, err := h.Tickets.UpdateTicket(ctx, p, req.TicketId, loaded.Ticket, patch, v)
 	if err != nil {
 		return nil, err

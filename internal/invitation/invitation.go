@@ -114,10 +114,6 @@ func NewService(s Storer, anyEmail bool, now clock.Clock) *Service {
 	return &Service{store: s, ids: ids.NewGenerator(now), now: now, anyEmail: anyEmail}
 }
 
-func (s *Service) event(ctx context.Context, actor audit.Actor, action, targetType, targetID string, at time.Time, changes []audit.Change) audit.Event {
-	return audit.NewEvent(ctx, s.ids.NewAt(at), actor, action, audit.Target{Type: targetType, ID: targetID}, at, changes)
-}
-
 // CreateInvitation invites in.Email (admin+; an owner to invite an owner)
 // and returns the invitation, its one-time token and the ID of the pending
 // invitation for the same email it replaced, if any: its token no longer
@@ -162,7 +158,7 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 		CreatedAt: now, ExpiresAt: now.Add(time.Duration(in.ExpiresInDays) * 24 * time.Hour)}
 	token = inv.OrgID + "." + inv.ID + "." + base64.RawURLEncoding.EncodeToString(secret)
 	inv.TokenHash = HashToken(token)
-	ev := s.event(ctx, audit.By(p, g), "invitation.create", "invitation", inv.ID, at, audit.Diff(
+	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "invitation.create", "invitation", inv.ID, at, audit.Diff(
 		audit.F("email", nil, inv.Email), audit.F("role", nil, string(inv.Role)), audit.F("teamIds", nil, inv.TeamIDs)))
 	if replaced, err = s.store.CreateInvitation(ctx, inv, ev); err != nil {
 		return Invitation{}, "", "", err
@@ -188,7 +184,7 @@ func (s *Service) RevokeInvitation(ctx context.Context, p authz.Principal, invit
 	if err != nil {
 		return err
 	}
-	ev := s.event(ctx, audit.By(p, g), "invitation.revoke", "invitation", invitationID, s.now(), audit.Diff(
+	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "invitation.revoke", "invitation", invitationID, s.now(), audit.Diff(
 		audit.F("email", inv.Email, nil), audit.F("role", string(inv.Role), nil)))
 	return s.store.RevokeInvitation(ctx, inv, ev)
 }
@@ -232,7 +228,7 @@ func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token
 	if err := tenant.Validate(u); err != nil {
 		return tenant.User{}, nil, false, err
 	}
-	ev := s.event(ctx, audit.Outsider(orgID, id.UserID), "invitation.accept", "user", id.UserID, now, audit.Diff(
+	ev := audit.NewEvent(ctx, s.ids, audit.Outsider(orgID, id.UserID), "invitation.accept", "user", id.UserID, now, audit.Diff(
 		audit.F("invitationId", nil, inv.ID), audit.F("email", nil, u.Email), audit.F("role", nil, string(u.Role))))
 	teams, err = s.store.AcceptInvitation(ctx, inv, u, ev)
 	if errs.CodeOf(err) == "invitation_not_found" { // used meanwhile: by a retry of ours?

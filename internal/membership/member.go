@@ -127,7 +127,7 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 				return Membership{}, ifmatch.ErrVersion
 			}
 			m := Membership{OrgID: p.OrgID, TeamID: teamID, UserID: userID, Role: role, JoinedAt: now, UpdatedAt: now, Version: 1}
-			err := s.store.AddTeamMember(ctx, m, s.event(ctx, audit.By(p, g), "member.add", "member", teamID+"/"+userID, now,
+			err := s.store.AddTeamMember(ctx, m, audit.NewEvent(ctx, s.ids, audit.By(p, g), "member.add", "member", teamID+"/"+userID, now,
 				audit.Diff(audit.F("role", nil, string(role)))))
 			if errs.CodeOf(err) == "already_member" {
 				return Membership{}, ifmatch.ErrVersion // created meanwhile: read it and apply ours on top
@@ -148,7 +148,7 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 		}
 		next := *prev
 		next.Role, next.Version, next.UpdatedAt = role, prev.Version+1, now
-		err = s.store.UpdateTeamMember(ctx, *prev, next, s.event(ctx, audit.By(p, g), "member.update", "member", teamID+"/"+userID, now,
+		err = s.store.UpdateTeamMember(ctx, *prev, next, audit.NewEvent(ctx, s.ids, audit.By(p, g), "member.update", "member", teamID+"/"+userID, now,
 			audit.Diff(audit.F("role", string(prev.Role), string(role)))))
 		if errs.CodeOf(err) == "member_not_found" {
 			return Membership{}, ifmatch.ErrVersion // removed meanwhile: read again and add ours
@@ -179,7 +179,7 @@ func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamI
 		if err := ifMatch.Check(prev.Version); err != nil {
 			return struct{}{}, err
 		}
-		ev := s.event(ctx, audit.By(p, g), "member.remove", "member", teamID+"/"+userID, s.now(), audit.Diff(audit.F("role", string(prev.Role), nil)))
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "member.remove", "member", teamID+"/"+userID, s.now(), audit.Diff(audit.F("role", string(prev.Role), nil)))
 		return struct{}{}, s.store.RemoveTeamMember(ctx, prev, ev)
 	})
 	return err

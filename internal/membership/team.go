@@ -17,6 +17,7 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/ifmatch"
+	"github.com/tenantd/tenantd/internal/optional"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/validate"
@@ -136,10 +137,6 @@ func validateTeam(t Team) error {
 	return validate.Text("description", t.Description, 0, MaxDescriptionLen, true)
 }
 
-func (s *Service) event(ctx context.Context, actor audit.Actor, action, targetType, targetID string, at time.Time, changes []audit.Change) audit.Event {
-	return audit.NewEvent(ctx, s.ids.NewAt(at), actor, action, audit.Target{Type: targetType, ID: targetID}, at, changes)
-}
-
 // authorizeTeam decides a team-scoped action and returns the facts it used
 // and the grant. The caller's team role is needed only when the org role
 // does not settle it already: then it is the principal's, when the
@@ -183,7 +180,7 @@ func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, teamID, nam
 		return Team{}, err
 	}
 	owner := Membership{OrgID: p.OrgID, TeamID: t.ID, UserID: p.UserID, Role: authz.Owner, JoinedAt: now, UpdatedAt: now, Version: 1}
-	ev := s.event(ctx, audit.By(p, g), "team.create", "team", t.ID, now, audit.Diff(
+	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "team.create", "team", t.ID, now, audit.Diff(
 		audit.F("name", nil, t.Name), audit.F("description", nil, t.Description)))
 	if err := s.store.CreateTeam(ctx, t, owner, ev); err != nil {
 		if errs.CodeOf(err) == "team_exists" {
@@ -244,25 +241,19 @@ func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID stri
 			return Team{}, err
 		}
 		next := prev
-		set(&next.Name, patch.Name)
-		set(&next.Description, patch.Description)
+		optional.Set(&next.Name, patch.Name)
+		optional.Set(&next.Description, patch.Description)
 		if err := validateTeam(next); err != nil {
 			return Team{}, err
 		}
 		next.Version, next.UpdatedAt = prev.Version+1, s.now()
-		ev := s.event(ctx, audit.By(p, g), "team.update", "team", teamID, next.UpdatedAt, audit.Diff(
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "team.update", "team", teamID, next.UpdatedAt, audit.Diff(
 			audit.F("name", prev.Name, next.Name), audit.F("description", prev.Description, next.Description)))
 		return audit.Update(ctx, s.store.UpdateTeam, prev, next, ev)
 	})
 }
 
 // set sets *dst to *v when v is not nil.
-func set[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
-}
-
 // DeleteTeam deletes a team and its memberships; loaded is the team as the
 // authorization read loaded it (nil: read it).
 func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID string, loaded *Team, ifMatch ifmatch.Match) error {
@@ -275,7 +266,7 @@ func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID stri
 		if err := ifMatch.Check(prev.Version); err != nil {
 			return struct{}{}, err
 		}
-		ev := s.event(ctx, audit.By(p, g), "team.delete", "team", teamID, s.now(), audit.Diff(
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "team.delete", "team", teamID, s.now(), audit.Diff(
 			audit.F("name", prev.Name, nil), audit.F("memberCount", prev.MemberCount, nil)))
 		return struct{}{}, s.store.DeleteTeam(ctx, p.OrgID, teamID, ifMatch.Pin(prev.Version), ev)
 	})

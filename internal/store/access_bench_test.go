@@ -13,6 +13,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/tenant"
 )
 
@@ -36,7 +37,7 @@ func BenchmarkAuthorizationRead(b *testing.B) {
 	now := time.Now()
 	o := tenant.Org{ID: "01HZX3J6Q8W9E2R4T6Y8V0K2M4", Name: "Bench", Version: 1, CreatedAt: now, UpdatedAt: now}
 	if err := (&Orgs{d}).CreateOrg(ctx, o, tenant.User{OrgID: o.ID, UserID: "u_bench", Email: "bench@example.com",
-		Name: "Bench", Role: authz.Owner, JoinedAt: now, UpdatedAt: now, Version: 1}, audit.NewEvent(ctx, o.ID, audit.Outsider(o.ID, "u_bench"), "org.create", audit.Target{Type: "org", ID: o.ID}, now, nil)); err != nil {
+		Name: "Bench", Role: authz.Owner, JoinedAt: now, UpdatedAt: now, Version: 1}, audit.NewEvent(ctx, ids.NewGenerator(nil), audit.Outsider(o.ID, "u_bench"), "org.create", "org", o.ID, now, nil)); err != nil {
 		b.Fatal(err)
 	}
 	ok, uk := orgKey(o.ID), orgUserKey(o.ID, "u_bench")

@@ -892,7 +892,7 @@ func TestInvariantsStoreWrites(t *testing.T) {
 	ctx := context.Background()
 	org := f.ids.New()
 	audited := func(action string) audit.Event {
-		return audit.NewEvent(ctx, f.ids.New(), audit.Outsider(org, "u_alice"), action, audit.Target{Type: "test", ID: "test"}, f.now, nil)
+		return audit.NewEvent(ctx, f.ids, audit.Outsider(org, "u_alice"), action, "test", "test", f.now, nil)
 	}
 	var s sample
 	s.Org = orgpkg.Org{ID: org, Name: "Acme", Version: 1, CreatedAt: f.now, UpdatedAt: f.now}

@@ -70,8 +70,7 @@ func MustFixture(tb testing.TB) *fixture {
 // its event; tests of the fence build theirs with audit.By.
 func evOrg(orgID string) audit.Event {
 	now := time.Now()
-	return audit.NewEvent(context.Background(), eventIDs.NewAt(now), audit.Outsider(orgID, "u_test_writer"), "test.write",
-		audit.Target{Type: "test", ID: "test"}, now, nil)
+	return audit.NewEvent(context.Background(), eventIDs, audit.Outsider(orgID, "u_test_writer"), "test.write", "test", "test", now, nil)
 }
 
 var eventIDs = ids.NewGenerator(time.Now)

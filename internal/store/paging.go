@@ -207,13 +207,6 @@ func allItems(ctx context.Context, q *dynamo.Query, n int) ([]dynamo.Item, error
 	return items, it.Err()
 }
 
-func skOf(item dynamo.Item) string {
-	if s, ok := item[attrSK].(*types.AttributeValueMemberS); ok {
-		return s.Value
-	}
-	return ""
-}
-
 // withChildren is the "parent item + children" read of seed 002: one Query
 // of the parent's partition returns its #METADATA item first (# sorts
 // before every letter), then its first limit children, oldest first.

@@ -40,8 +40,7 @@ func TestAccessPatterns(t *testing.T) {
 	}
 	c1 := ticket.Comment{OrgID: org, TicketID: t1.ID, ID: f.ids.New(), AuthorID: "u_bob", Body: "Same here", CreatedAt: f.now}
 	// The comment is audited, as every mutation made through a service is.
-	audited := audit.NewEvent(ctx, f.ids.New(), audit.Outsider(org, "u_bob"), "comment.create",
-		audit.Target{Type: "comment", ID: t1.ID + "/" + c1.ID}, f.now, nil)
+	audited := audit.NewEvent(ctx, f.ids, audit.Outsider(org, "u_bob"), "comment.create", "comment", t1.ID+"/"+c1.ID, f.now, nil)
 	must(t, f.Tickets.CreateComment(ctx, c1, audited))
 	inv := invitation.Invitation{OrgID: org, ID: f.ids.New(), Email: "carol@example.com", Role: authz.Member,
 		TeamIDs: []string{s.Design.ID}, InvitedBy: "u_alice", TokenHash: "h", CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}

@@ -341,8 +341,7 @@ func TestCreatesProveTheActor(t *testing.T) {
 	o := f.newOrg(t, "Proving", "u_pam")
 	by := func(userID, action, target string) audit.Event {
 		p := authz.Principal{Identity: authz.Identity{UserID: userID}, OrgID: o.ID}
-		return audit.NewEvent(ctx, eventIDs.NewAt(f.now), audit.By(p, authz.Grant{Floor: authz.Member}), action,
-			audit.Target{Type: target, ID: "x"}, f.now, nil)
+		return audit.NewEvent(ctx, eventIDs, audit.By(p, authz.Grant{Floor: authz.Member}), action, target, "x", f.now, nil)
 	}
 	t.Run("ErrFenced/before the team's and the ticket's own failures", func(t *testing.T) {
 		nt := f.ticket(o.ID, "u_zed", "Stranger's", ticket.StatusNew)

@@ -120,11 +120,6 @@ func NewService(s Storer, deletions *deletion.Worker, now clock.Clock) *Service 
 	return &Service{store: s, deletions: deletions, ids: ids.NewGenerator(now), now: now}
 }
 
-// event is the audit event of a change by actor, at at.
-func (s *Service) event(ctx context.Context, actor audit.Actor, action, targetType, targetID string, at time.Time, changes []audit.Change) audit.Event {
-	return audit.NewEvent(ctx, s.ids.NewAt(at), actor, action, audit.Target{Type: targetType, ID: targetID}, at, changes)
-}
-
 // CreateOrg creates an org whose first owner is the caller. The owner's
 // email and name come from the token's claims.
 //
@@ -153,7 +148,7 @@ func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, orgID, name 
 		return Org{}, User{}, &errs.Error{Kind: errs.Invalid, Code: "invalid_identity", In: "header", Field: "Authorization",
 			Message: "the token's claims are not a valid user", Err: err}
 	}
-	ev := s.event(ctx, audit.Outsider(o.ID, id.UserID), "org.create", "org", o.ID, now, audit.Diff(audit.F("name", nil, o.Name)))
+	ev := audit.NewEvent(ctx, s.ids, audit.Outsider(o.ID, id.UserID), "org.create", "org", o.ID, now, audit.Diff(audit.F("name", nil, o.Name)))
 	if err := s.store.CreateOrg(ctx, o, owner, ev); err != nil {
 		if errs.CodeOf(err) == "org_exists" {
 			return s.createdOrg(ctx, id, o.ID)
@@ -237,7 +232,7 @@ func (s *Service) updateOrg(ctx context.Context, p authz.Principal, g authz.Gran
 	}
 	next := prev
 	next.Name, next.Version, next.UpdatedAt = name, prev.Version+1, s.now()
-	ev := s.event(ctx, audit.By(p, g), "org.update", "org", p.OrgID, next.UpdatedAt, audit.Diff(audit.F("name", prev.Name, next.Name)))
+	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "org.update", "org", p.OrgID, next.UpdatedAt, audit.Diff(audit.F("name", prev.Name, next.Name)))
 	return audit.Update(ctx, s.store.UpdateOrg, prev, next, ev)
 }
 

@@ -120,7 +120,7 @@ func (s *Service) AddOrgUser(ctx context.Context, p authz.Principal, in NewUser)
 	if err := Validate(u); err != nil {
 		return User{}, err
 	}
-	ev := s.event(ctx, audit.By(p, g), "user.add", "user", u.UserID, now, audit.Diff(
+	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "user.add", "user", u.UserID, now, audit.Diff(
 		audit.F("email", nil, u.Email), audit.F("name", nil, u.Name), audit.F("role", nil, string(u.Role))))
 	if err := s.store.AddOrgUser(ctx, u, ev); err != nil {
 		if errs.CodeOf(err) == "user_exists" && in.ResourceID != "" {
@@ -174,7 +174,7 @@ func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, prev Use
 		return User{}, err
 	}
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ev := s.event(ctx, audit.By(p, g), "user.update", "user", userID, next.UpdatedAt, audit.Diff(
+	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "user.update", "user", userID, next.UpdatedAt, audit.Diff(
 		audit.F("email", prev.Email, next.Email), audit.F("name", prev.Name, next.Name),
 		audit.F("role", string(prev.Role), string(next.Role))))
 	return audit.Update(ctx, s.store.UpdateOrgUser, prev, next, ev)
@@ -198,7 +198,7 @@ func (s *Service) RemoveOrgUser(ctx context.Context, p authz.Principal, userID s
 		if err := ifMatch.Check(u.Version); err != nil {
 			return struct{}{}, err
 		}
-		ev := s.event(ctx, audit.By(p, g), "user.remove", "user", userID, s.now(), audit.Diff(
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "user.remove", "user", userID, s.now(), audit.Diff(
 			audit.F("email", u.Email, nil), audit.F("role", string(u.Role), nil)))
 		return struct{}{}, s.store.RemoveOrgUser(ctx, u, ev)
 	})

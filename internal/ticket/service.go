@@ -3,7 +3,6 @@ package ticket
 import (
 	"context"
 	"slices"
-	"time"
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
@@ -11,6 +10,7 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/ifmatch"
+	"github.com/tenantd/tenantd/internal/optional"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/validate"
 )
@@ -100,22 +100,12 @@ func normalizeTags(tags []string) []string {
 	return out
 }
 
-func (s *Service) event(ctx context.Context, actor audit.Actor, action, targetType, targetID string, at time.Time, changes []audit.Change) audit.Event {
-	return audit.NewEvent(ctx, s.ids.NewAt(at), actor, action, audit.Target{Type: targetType, ID: targetID}, at, changes)
-}
-
 // str renders an optional ID for the audit log: nil when empty.
 func str(s string) any {
 	if s == "" {
 		return nil
 	}
 	return s
-}
-
-func set[T any](dst *T, v *T) {
-	if v != nil {
-		*dst = *v
-	}
 }
 
 // CreateTicket opens a ticket requested by the caller (any member). Its
@@ -139,7 +129,7 @@ func (s *Service) CreateTicket(ctx context.Context, p authz.Principal, in NewTic
 	if err := validateTicket(t); err != nil {
 		return Ticket{}, err
 	}
-	ev := s.event(ctx, audit.By(p, g), "ticket.create", "ticket", t.ID, now, audit.Diff(
+	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "ticket.create", "ticket", t.ID, now, audit.Diff(
 		audit.F("title", nil, t.Title), audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)),
 		audit.F("assigneeId", nil, str(t.AssigneeID)), audit.F("teamId", nil, str(t.TeamID))))
 	if err := s.store.CreateTicket(ctx, t, ev); err != nil {
@@ -309,12 +299,12 @@ func (s *Service) updateTicket(ctx context.Context, p authz.Principal, prev Tick
 	}
 	next := prev
 	next.Tags = slices.Clone(prev.Tags)
-	set(&next.Title, patch.Title)
-	set(&next.Description, patch.Description)
-	set(&next.Status, patch.Status)
-	set(&next.Priority, patch.Priority)
-	set(&next.AssigneeID, patch.AssigneeID)
-	set(&next.TeamID, patch.TeamID)
+	optional.Set(&next.Title, patch.Title)
+	optional.Set(&next.Description, patch.Description)
+	optional.Set(&next.Status, patch.Status)
+	optional.Set(&next.Priority, patch.Priority)
+	optional.Set(&next.AssigneeID, patch.AssigneeID)
+	optional.Set(&next.TeamID, patch.TeamID)
 	if patch.Tags != nil {
 		next.Tags = normalizeTags(*patch.Tags)
 	}
@@ -322,7 +312,7 @@ func (s *Service) updateTicket(ctx context.Context, p authz.Principal, prev Tick
 		return Ticket{}, err
 	}
 	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ev := s.event(ctx, audit.By(p, g), "ticket.update", "ticket", prev.ID, next.UpdatedAt, audit.Diff(
+	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "ticket.update", "ticket", prev.ID, next.UpdatedAt, audit.Diff(
 		audit.F("title", prev.Title, next.Title), audit.F("description", prev.Description, next.Description),
 		audit.F("status", string(prev.Status), string(next.Status)), audit.F("priority", string(prev.Priority), string(next.Priority)),
 		audit.F("assigneeId", str(prev.AssigneeID), str(next.AssigneeID)), audit.F("teamId", str(prev.TeamID), str(next.TeamID)),
@@ -346,7 +336,7 @@ func (s *Service) DeleteTicket(ctx context.Context, p authz.Principal, ticketID 
 		if err := ifMatch.Check(t.Version); err != nil {
 			return struct{}{}, err
 		}
-		ev := s.event(ctx, audit.By(p, g), "ticket.delete", "ticket", ticketID, s.now(), audit.Diff(audit.F("title", t.Title, nil)))
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "ticket.delete", "ticket", ticketID, s.now(), audit.Diff(audit.F("title", t.Title, nil)))
 		return struct{}{}, s.store.DeleteTicket(ctx, p.OrgID, ticketID, ifMatch.Pin(t.Version), ev)
 	})
 	return err
@@ -370,7 +360,7 @@ func (s *Service) CreateComment(ctx context.Context, p authz.Principal, ticketID
 		commentID = s.ids.New()
 	}
 	c := Comment{OrgID: p.OrgID, TicketID: ticketID, ID: commentID, AuthorID: p.UserID, Body: body, CreatedAt: s.now()}
-	ev := s.event(ctx, audit.By(p, g), "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
+	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "comment.create", "comment", ticketID+"/"+c.ID, c.CreatedAt, audit.Diff(audit.F("body", nil, c.Body)))
 	if err := s.store.CreateComment(ctx, c, ev); err != nil {
 		if errs.CodeOf(err) == "comment_exists" {
 			return s.store.GetComment(ctx, p.OrgID, ticketID, c.ID)

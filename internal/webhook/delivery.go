@@ -558,8 +558,8 @@ func (w *Worker) health(ctx context.Context, sub Subscription, ok bool, now time
 		next.FailingSince = now
 	default:
 		next.Active = false
-		e := audit.NewEvent(ctx, w.ids.NewAt(now), audit.Actor{OrgID: sub.OrgID, UserID: SystemActor},
-			"webhook.disable", audit.Target{Type: "webhook", ID: sub.ID}, now, audit.Diff(audit.F("active", true, false),
+		e := audit.NewEvent(ctx, w.ids, audit.Actor{OrgID: sub.OrgID, UserID: SystemActor},
+			"webhook.disable", "webhook", sub.ID, now, audit.Diff(audit.F("active", true, false),
 				audit.F("reason", nil, fmt.Sprintf("every delivery failed for %s", w.pol.DisableAfter))))
 		ev = &e
 	}

@@ -117,10 +117,6 @@ func NewService(s Storer, urls URLPolicy, now clock.Clock) *Service {
 	return &Service{store: s, ids: ids.NewGenerator(now), now: now, urls: urls}
 }
 
-func (s *Service) event(ctx context.Context, actor audit.Actor, action, id string, at time.Time, changes []audit.Change) audit.Event {
-	return audit.NewEvent(ctx, s.ids.NewAt(at), actor, action, audit.Target{Type: "webhook", ID: id}, at, changes)
-}
-
 // NewSecret returns a fresh signing secret in the Standard Webhooks form.
 func NewSecret() (string, error) {
 	b := make([]byte, 32)
@@ -237,7 +233,7 @@ func (s *Service) CreateWebhook(ctx context.Context, p authz.Principal, in New) 
 		sub.ID = s.ids.New()
 	}
 	// The audit event names the URL and events, never the secret.
-	ev := s.event(ctx, audit.By(p, g), "webhook.create", sub.ID, now, audit.Diff(
+	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "webhook", "webhook.create", sub.ID, now, audit.Diff(
 		audit.F("url", nil, sub.URL), audit.F("events", nil, sub.Events), audit.F("description", nil, sub.Description)))
 	if err := s.store.CreateWebhook(ctx, sub, ev); err != nil {
 		return Subscription{}, err
@@ -308,7 +304,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, p authz.Principal, webhookI
 			next.FailingSince = time.Time{}
 		}
 		next.Version, next.UpdatedAt = prev.Version+1, s.now()
-		ev := s.event(ctx, audit.By(p, g), "webhook.update", webhookID, next.UpdatedAt, audit.Diff(
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "webhook", "webhook.update", webhookID, next.UpdatedAt, audit.Diff(
 			audit.F("url", prev.URL, next.URL), audit.F("events", prev.Events, next.Events),
 			audit.F("description", prev.Description, next.Description), audit.F("active", prev.Active, next.Active)))
 		return audit.Update(ctx, s.store.UpdateWebhook, prev, next, ev)
@@ -337,7 +333,7 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, p authz.Principal, we
 		next.Secret, next.OldSecret, next.OldSecretUntil = secret, prev.Secret, clock.System().Add(RotationOverlap)
 		next.Version, next.UpdatedAt = prev.Version+1, now
 		// The change names no secret: only that one was rotated.
-		ev := s.event(ctx, audit.By(p, g), "webhook.rotate_secret", webhookID, now,
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "webhook", "webhook.rotate_secret", webhookID, now,
 			[]audit.Change{{Field: "secret", After: "rotated"}})
 		if err := s.store.UpdateWebhook(ctx, prev, next, ev); err != nil {
 			return Subscription{}, err
@@ -358,7 +354,7 @@ func (s *Service) DeleteWebhook(ctx context.Context, p authz.Principal, webhookI
 		if err := ifMatch.Check(prev.Version); err != nil {
 			return struct{}{}, err
 		}
-		ev := s.event(ctx, audit.By(p, g), "webhook.delete", webhookID, s.now(), audit.Diff(
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "webhook", "webhook.delete", webhookID, s.now(), audit.Diff(
 			audit.F("url", prev.URL, nil), audit.F("events", prev.Events, nil)))
 		return struct{}{}, s.store.DeleteWebhook(ctx, prev, ev)
 	})

@@ -142,8 +142,8 @@ func (e *env) tickets() *store.Tickets { return &store.Tickets{DB: e.capDB} }
 // org member (the store writes it, and the actor fence, in the write's
 // transaction).
 func (e *env) event(org, actor, action, targetType, targetID string, at time.Time, changes []audit.Change) audit.Event {
-	return audit.NewEvent(context.Background(), e.ids.at(at), audit.Actor{OrgID: org, UserID: actor, Floor: authz.Member}, action,
-		audit.Target{Type: targetType, ID: targetID}, at, changes)
+	return audit.NewEvent(context.Background(), e.ids.g, audit.Actor{OrgID: org, UserID: actor, Floor: authz.Member}, action,
+		targetType, targetID, at, changes)
 }
 
 // pool captures n inputs of f (for random keys) once.

@@ -109,8 +109,7 @@ func (s *seeder) tickets() *store.Tickets { return &store.Tickets{DB: s.db} }
 // events' items: the synthetic data set is not audited (that would add an
 // item per write to seed, for no read the benchmark makes).
 func (s *seeder) ev(orgID string) audit.Event {
-	return audit.NewEvent(context.Background(), s.ids.at(s.now), audit.Outsider(orgID, "bench-seeder"), "bench.seed",
-		audit.Target{Type: "bench", ID: orgID}, s.now, nil)
+	return audit.NewEvent(context.Background(), s.ids.g, audit.Outsider(orgID, "bench-seeder"), "bench.seed", "bench", orgID, s.now, nil)
 }
 
 func (s *seeder) user(o *Org, id string, role authz.Role) tenant.User {
