@@ -2,11 +2,9 @@ package membership_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
@@ -20,20 +18,17 @@ import (
 
 // The org and the team every test works in.
 const (
-	orgID  = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+	orgID  = testkit.OrgID
 	teamID = "01BX5ZZKBKACTAV9WEVGEMMVS1"
 	team2  = "01BX5ZZKBKACTAV9WEVGEMMVS2"
 )
 
-// Times: t0 is when the seeded items were written, t1 what the services'
-// clock says now.
+// t0 is when the seeded items were written, t1 (now) what the services'
+// clock says (testkit's).
 var (
-	t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	t1 = time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
+	t0, t1 = testkit.T0, testkit.T1
+	now    = testkit.Now
 )
-
-// now is the services' clock.
-func now() time.Time { return t1 }
 
 // The seeded users of orgID. All but the org admin and owner are org
 // members; their role on teamID says what they may do there.
@@ -49,9 +44,7 @@ const (
 )
 
 // as is userID acting in orgID with org role.
-func as(userID string, role authz.Role) authz.Principal {
-	return authz.Principal{Identity: authz.Identity{UserID: userID}, OrgID: orgID, OrgRole: role}
-}
+var as = testkit.As
 
 // onTeam is p with the team role the authorization read found on teamID.
 func onTeam(p authz.Principal, teamID string, role authz.Role) authz.Principal {
@@ -74,8 +67,7 @@ type fakeStore struct {
 	teams   map[string]membership.Team       // by team ID
 	members map[string]membership.Membership // by teamID/userID
 
-	events []audit.Event
-	testkit.FakeCalls
+	testkit.Recorder
 	// edgeReads counts GetTeamMember reads by the user whose edge is read.
 	edgeReads map[string]int
 	// deleteIf is the ifVersion each DeleteTeam was given.
@@ -86,7 +78,7 @@ type fakeStore struct {
 // with its seeded edges (two owners, an admin, a member).
 func newFake() *fakeStore {
 	s := &fakeStore{users: map[string]tenant.User{}, teams: map[string]membership.Team{}, members: map[string]membership.Membership{},
-		FakeCalls: testkit.NewFakeCalls(), edgeReads: map[string]int{}}
+		Recorder: testkit.NewRecorder(), edgeReads: map[string]int{}}
 	roles := map[string]authz.Role{orgOwner: authz.Owner, orgAdmin: authz.Admin, tOwner: authz.Member, tOwner2: authz.Member,
 		tAdmin: authz.Member, tMember: authz.Member, outsider: authz.Member}
 	for id, r := range roles {
@@ -186,8 +178,7 @@ func (s *fakeStore) CreateTeam(ctx context.Context, t membership.Team, owner mem
 	}
 	s.teams[t.ID] = t
 	s.putEdge(owner)
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 func (s *fakeStore) GetTeam(ctx context.Context, orgID, teamID string) (membership.Team, error) {
@@ -249,8 +240,7 @@ func (s *fakeStore) UpdateTeam(ctx context.Context, prev, next membership.Team, 
 		return ifmatch.ErrVersion
 	}
 	s.teams[prev.ID] = next
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 func (s *fakeStore) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64, ev audit.Event) error {
@@ -271,8 +261,7 @@ func (s *fakeStore) DeleteTeam(ctx context.Context, orgID, teamID string, ifVers
 			delete(s.members, k)
 		}
 	}
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 func (s *fakeStore) GetTeamMember(ctx context.Context, orgID, teamID, userID string) (membership.Membership, error) {
@@ -342,8 +331,7 @@ func (s *fakeStore) AddTeamMember(ctx context.Context, m membership.Membership, 
 		return errs.E(errs.Conflict, "already_member", "the user is already a member of this team")
 	}
 	s.putEdge(m)
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 func (s *fakeStore) UpdateTeamMember(ctx context.Context, prev, next membership.Membership, ev audit.Event) error {
@@ -360,8 +348,7 @@ func (s *fakeStore) UpdateTeamMember(ctx context.Context, prev, next membership.
 		return errLastTeamOwner
 	}
 	s.putEdge(next)
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 func (s *fakeStore) RemoveTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
@@ -379,8 +366,7 @@ func (s *fakeStore) RemoveTeamMember(ctx context.Context, m membership.Membershi
 	}
 	delete(s.members, edgeKey(m.TeamID, m.UserID))
 	s.recount(m.TeamID)
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 func (s *fakeStore) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error) {
@@ -407,48 +393,11 @@ var (
 	fails    = testkit.Fails
 )
 
-// grant is the authority an event records: the actor's org floor and,
-// when a team role decided, the team floor on teamID.
-type grant struct{ floor, teamFloor authz.Role }
+// grant is the authority an event records (testkit.Grant).
+type grant = testkit.Grant
 
 // byOrg is a grant of the org role alone.
-func byOrg(floor authz.Role) grant { return grant{floor: floor} }
+var byOrg = testkit.ByOrg
 
-// byTeam is a grant of an org member's team role.
-func byTeam(teamFloor authz.Role) grant { return grant{floor: authz.Member, teamFloor: teamFloor} }
-
-// wantEvent fails t unless the store recorded exactly one event, for
-// action on target by actor, on the authority g, at t1, with changes to
-// fields (in order).
-func (s *fakeStore) wantEvent(t *testing.T, action, targetType, targetID, actor string, g grant, fields ...string) {
-	t.Helper()
-	if len(s.events) != 1 {
-		t.Fatalf("events: got %d (%+v), want 1", len(s.events), s.events)
-	}
-	ev := s.events[0]
-	fence := ""
-	if g.teamFloor != "" {
-		fence = teamID + ":" + string(g.teamFloor)
-	}
-	got := fmt.Sprintf("%s %s/%s by %s (floor %q, team %q) in %s at %v", ev.Action, ev.TargetType, ev.TargetID, ev.ActorID,
-		ev.ActorFloor, strings.Trim(ev.ActorTeamID+":"+ev.ActorTeamFloor, ":"), ev.OrgID, ev.At)
-	want := fmt.Sprintf("%s %s/%s by %s (floor %q, team %q) in %s at %v", action, targetType, targetID, actor, g.floor, fence, orgID, t1)
-	if got != want {
-		t.Errorf("event: got %s, want %s", got, want)
-	}
-	var changed []string
-	for _, c := range ev.Changes {
-		changed = append(changed, c.Field)
-	}
-	if !slices.Equal(changed, fields) {
-		t.Errorf("changed fields: got %v, want %v", changed, fields)
-	}
-}
-
-// wantNoEvent fails t if the store recorded an event.
-func (s *fakeStore) wantNoEvent(t *testing.T) {
-	t.Helper()
-	if len(s.events) != 0 {
-		t.Errorf("events: got %+v, want none", s.events)
-	}
-}
+// byTeam is a grant of an org member's team role on teamID.
+func byTeam(teamFloor authz.Role) grant { return testkit.ByTeam(teamID, teamFloor) }

@@ -183,7 +183,7 @@ func TestPutTeamMember(t *testing.T) {
 				t.Errorf("stored role: got %q, want %q", after, c.after)
 			}
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				if c.setup == nil && stored != before {
 					t.Errorf("stored: got %+v, want it unchanged %+v", stored, before)
 				}
@@ -196,7 +196,7 @@ func TestPutTeamMember(t *testing.T) {
 				t.Errorf("returned %+v, stored %+v", m, stored)
 			}
 			if c.action == "" {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				if s.Calls["UpdateTeamMember"] != 0 {
 					t.Errorf("UpdateTeamMember was called")
 				}
@@ -208,7 +208,7 @@ func TestPutTeamMember(t *testing.T) {
 			if c.created && (m.Version != 1 || m.JoinedAt != t1) {
 				t.Errorf("created edge: got %+v, want version 1 joined at %v", m, t1)
 			}
-			s.wantEvent(t, c.action, "member", teamID+"/"+c.target, c.p.UserID, c.g, "role")
+			s.WantEvent(t, c.action, "member", teamID+"/"+c.target, c.p.UserID, c.g, "role")
 		})
 	}
 }
@@ -295,7 +295,7 @@ func TestRemoveTeamMember(t *testing.T) {
 			}
 			_, has := s.members[edgeKey(c.teamID, c.target)]
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				if has != had {
 					t.Errorf("the edge was removed")
 				}
@@ -304,7 +304,7 @@ func TestRemoveTeamMember(t *testing.T) {
 			if has {
 				t.Errorf("the edge is still stored")
 			}
-			s.wantEvent(t, "member.remove", "member", teamID+"/"+c.target, c.p.UserID, c.g, "role")
+			s.WantEvent(t, "member.remove", "member", teamID+"/"+c.target, c.p.UserID, c.g, "role")
 		})
 	}
 }

@@ -56,7 +56,7 @@ func TestCreateTeam(t *testing.T) {
 			team, err := service(s).CreateTeam(context.Background(), c.p, c.teamID, c.teamName, c.description)
 			c.want.Check(t, err)
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				if len(s.teams) != before {
 					t.Errorf("a team was written")
 				}
@@ -69,7 +69,7 @@ func TestCreateTeam(t *testing.T) {
 				if team.Name != "Support" {
 					t.Errorf("got %+v, want the existing team", team)
 				}
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				return
 			}
 			if c.teamID != "" && team.ID != c.teamID || !ids.ValidResource(team.ID) {
@@ -84,7 +84,7 @@ func TestCreateTeam(t *testing.T) {
 			if want := (membership.Membership{OrgID: orgID, TeamID: team.ID, UserID: c.p.UserID, Role: authz.Owner, JoinedAt: t1, UpdatedAt: t1, Version: 1}); edge != want {
 				t.Errorf("creator's edge: got %+v, want %+v", edge, want)
 			}
-			s.wantEvent(t, "team.create", "team", team.ID, c.p.UserID, byOrg(authz.Admin), c.fields...)
+			s.WantEvent(t, "team.create", "team", team.ID, c.p.UserID, byOrg(authz.Admin), c.fields...)
 		})
 	}
 }
@@ -227,20 +227,20 @@ func TestUpdateTeam(t *testing.T) {
 				t.Errorf("reads of the team: got %d, want %d", got, c.reads)
 			}
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				return
 			}
 			if team != s.teams[c.teamID] || team.Version != c.version {
 				t.Errorf("returned %+v, stored %+v, want version %d", team, s.teams[c.teamID], c.version)
 			}
 			if c.fields == nil {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				return
 			}
 			if team.UpdatedAt != t1 || team.CreatedAt != t0 {
 				t.Errorf("times: got %+v", team)
 			}
-			s.wantEvent(t, "team.update", "team", teamID, c.p.UserID, c.g, c.fields...)
+			s.WantEvent(t, "team.update", "team", teamID, c.p.UserID, c.g, c.fields...)
 		})
 	}
 }
@@ -303,13 +303,13 @@ func TestDeleteTeam(t *testing.T) {
 				t.Errorf("DeleteTeam's ifVersion: got %v, want %v", s.deleteIf, c.deleteIf)
 			}
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				return
 			}
 			if _, ok := s.teams[c.teamID]; ok || len(s.members) != 0 {
 				t.Errorf("the team or its edges are still stored")
 			}
-			s.wantEvent(t, "team.delete", "team", teamID, c.p.UserID, c.g, "name", "memberCount")
+			s.WantEvent(t, "team.delete", "team", teamID, c.p.UserID, c.g, "name", "memberCount")
 		})
 	}
 }

@@ -2,7 +2,6 @@ package tenant_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -19,17 +18,14 @@ import (
 )
 
 // orgID is the org every test works in.
-const orgID = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+const orgID = testkit.OrgID
 
-// Times: t0 is when the seeded items were written, t1 what the services'
-// clock says now.
+// t0 is when the seeded items were written, t1 (now) what the services'
+// clock says (testkit's).
 var (
-	t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	t1 = time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
+	t0, t1 = testkit.T0, testkit.T1
+	now    = testkit.Now
 )
-
-// now is the services' clock.
-func now() time.Time { return t1 }
 
 // The seeded users of orgID, by role.
 const (
@@ -55,9 +51,7 @@ func seedUsers() []tenant.User {
 }
 
 // as is userID acting in orgID with role.
-func as(userID string, role authz.Role) authz.Principal {
-	return authz.Principal{Identity: authz.Identity{UserID: userID}, OrgID: orgID, OrgRole: role}
-}
+var as = testkit.As
 
 // fakeStore is an in-memory tenant.Storer with the rules of the real one
 // that the service relies on: versions, unique user IDs and emails, the
@@ -71,8 +65,7 @@ type fakeStore struct {
 	// GetOffboarding finds absent.
 	offboarding map[string]deletion.Job
 
-	events []audit.Event
-	testkit.FakeCalls
+	testkit.Recorder
 
 	// startedIf is the ifVersion each StartOffboarding was given; started
 	// says what StartOffboarding answers; released counts releases.
@@ -86,7 +79,7 @@ type fakeStore struct {
 // users.
 func newFake(users ...tenant.User) *fakeStore {
 	s := &fakeStore{orgs: map[string]tenant.Org{}, users: map[string]tenant.User{}, offboarding: map[string]deletion.Job{},
-		FakeCalls: testkit.NewFakeCalls(), started: true}
+		Recorder: testkit.NewRecorder(), started: true}
 	s.orgs[orgID] = tenant.Org{ID: orgID, Name: "Acme", Version: 1, CreatedAt: t0, UpdatedAt: t0}
 	for _, u := range users {
 		s.users[userKey(u.OrgID, u.UserID)] = u
@@ -171,8 +164,7 @@ func (s *fakeStore) CreateOrg(ctx context.Context, o tenant.Org, owner tenant.Us
 	}
 	s.orgs[o.ID] = o
 	s.users[userKey(o.ID, owner.UserID)] = owner
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 func (s *fakeStore) GetOrg(ctx context.Context, orgID string) (tenant.Org, error) {
@@ -222,8 +214,7 @@ func (s *fakeStore) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev aud
 		return ifmatch.ErrVersion
 	}
 	s.orgs[prev.ID] = next
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 func (s *fakeStore) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.OrgMembership], error) {
@@ -301,8 +292,7 @@ func (s *fakeStore) AddOrgUser(ctx context.Context, u tenant.User, ev audit.Even
 		return errs.E(errs.Conflict, "email_taken", "another user of this organization has that email")
 	}
 	s.users[userKey(u.OrgID, u.UserID)] = u
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 // errLastOwner is the real store's answer to the last owner's demotion or
@@ -326,8 +316,7 @@ func (s *fakeStore) UpdateOrgUser(ctx context.Context, prev, next tenant.User, e
 		return errLastOwner
 	}
 	s.users[k] = next
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 func (s *fakeStore) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event) error {
@@ -345,8 +334,7 @@ func (s *fakeStore) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.E
 		return errLastOwner
 	}
 	delete(s.users, k)
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 func (s *fakeStore) StartOffboarding(ctx context.Context, orgID, actorID string, ifVersion int64, owner string, now time.Time) (deletion.Job, bool, error) {
@@ -405,34 +393,3 @@ var (
 	succeeds = testkit.Succeeds
 	fails    = testkit.Fails
 )
-
-// wantEvent fails t unless the store recorded exactly one event, for
-// action on target by actor, on the authority of floor, at t1, with
-// changes to fields (in order).
-func (s *fakeStore) wantEvent(t *testing.T, action, targetType, targetID, actor string, floor authz.Role, fields ...string) {
-	t.Helper()
-	if len(s.events) != 1 {
-		t.Fatalf("events: got %d (%+v), want 1", len(s.events), s.events)
-	}
-	ev := s.events[0]
-	got := fmt.Sprintf("%s %s/%s by %s (floor %q) in %s at %v", ev.Action, ev.TargetType, ev.TargetID, ev.ActorID, ev.ActorFloor, ev.OrgID, ev.At)
-	want := fmt.Sprintf("%s %s/%s by %s (floor %q) in %s at %v", action, targetType, targetID, actor, floor, orgID, t1)
-	if got != want {
-		t.Errorf("event: got %s, want %s", got, want)
-	}
-	var changed []string
-	for _, c := range ev.Changes {
-		changed = append(changed, c.Field)
-	}
-	if !slices.Equal(changed, fields) {
-		t.Errorf("changed fields: got %v, want %v", changed, fields)
-	}
-}
-
-// wantNoEvent fails t if the store recorded an event.
-func (s *fakeStore) wantNoEvent(t *testing.T) {
-	t.Helper()
-	if len(s.events) != 0 {
-		t.Errorf("events: got %+v, want none", s.events)
-	}
-}

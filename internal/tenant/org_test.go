@@ -15,6 +15,7 @@ import (
 	"github.com/tenantd/tenantd/internal/ifmatch"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/testkit"
 )
 
 // Other orgs than orgID.
@@ -78,7 +79,7 @@ func TestCreateOrg(t *testing.T) {
 			o, u, err := tenant.NewService(s, nil, now).CreateOrg(context.Background(), c.id, c.orgID, c.org)
 			c.want.Check(t, err)
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				if len(s.orgs) != orgs {
 					t.Errorf("an org was written")
 				}
@@ -94,16 +95,16 @@ func TestCreateOrg(t *testing.T) {
 				t.Errorf("owner: got %+v, want %s, owner, named %s", u, c.id.UserID, c.owner)
 			}
 			if !c.created {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				return
 			}
 			if want := (tenant.Org{ID: o.ID, Name: c.org, Version: 1, CreatedAt: t1, UpdatedAt: t1}); o != want {
 				t.Errorf("org: got %+v, want %+v", o, want)
 			}
-			if len(s.events) != 1 {
-				t.Fatalf("events: got %+v, want 1", s.events)
+			if len(s.Events) != 1 {
+				t.Fatalf("events: got %+v, want 1", s.Events)
 			}
-			ev := s.events[0]
+			ev := s.Events[0]
 			if ev.OrgID != o.ID || ev.Action != "org.create" || ev.TargetType != "org" || ev.TargetID != o.ID ||
 				ev.ActorID != c.id.UserID || ev.ActorFloor != "" || !ev.At.Equal(t1) {
 				t.Errorf("event: got %+v, want org.create of %s by the outsider %s", ev, o.ID, c.id.UserID)
@@ -265,20 +266,20 @@ func TestUpdateOrg(t *testing.T) {
 				t.Errorf("reads: got %d, want %d", got, c.reads)
 			}
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				return
 			}
 			if o != s.orgs[orgID] || o.Version != c.version {
 				t.Errorf("returned %+v, stored %+v, want version %d", o, s.orgs[orgID], c.version)
 			}
 			if !c.written {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				return
 			}
 			if o.Name != c.newName || o.UpdatedAt != t1 || o.CreatedAt != t0 {
 				t.Errorf("got %+v, want named %q, updated at %v", o, c.newName, t1)
 			}
-			s.wantEvent(t, "org.update", "org", orgID, c.p.UserID, authz.Admin, "name")
+			s.WantEvent(t, "org.update", "org", orgID, c.p.UserID, testkit.ByOrg(authz.Admin), "name")
 		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/tenantd/tenantd/internal/ifmatch"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/testkit"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -68,7 +69,7 @@ func TestAddOrgUser(t *testing.T) {
 			c.want.Check(t, err)
 			stored := s.users[userKey(orgID, c.in.UserID)]
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				if stored != before {
 					t.Errorf("stored: got %+v, want it unchanged %+v", stored, before)
 				}
@@ -78,7 +79,7 @@ func TestAddOrgUser(t *testing.T) {
 				t.Errorf("returned %+v, stored %+v", u, stored)
 			}
 			if c.floor == "" {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				return
 			}
 			want := tenant.User{OrgID: orgID, UserID: c.in.UserID, Email: c.in.Email, Name: c.in.Name, Role: c.in.Role,
@@ -86,7 +87,7 @@ func TestAddOrgUser(t *testing.T) {
 			if u != want {
 				t.Errorf("got %+v, want %+v", u, want)
 			}
-			s.wantEvent(t, "user.add", "user", c.in.UserID, c.p.UserID, c.floor, "email", "name", "role")
+			s.WantEvent(t, "user.add", "user", c.in.UserID, c.p.UserID, testkit.ByOrg(c.floor), "email", "name", "role")
 		})
 	}
 }
@@ -261,7 +262,7 @@ func TestUpdateOrgUser(t *testing.T) {
 				t.Errorf("reads of the target: got %d, want %d", got, c.reads)
 			}
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				if c.setup == nil && s.users[userKey(orgID, c.target)] != before {
 					t.Errorf("stored: got %+v, want it unchanged", s.users[userKey(orgID, c.target)])
 				}
@@ -271,9 +272,9 @@ func TestUpdateOrgUser(t *testing.T) {
 				t.Errorf("returned %+v, stored %+v", u, stored)
 			}
 			if c.fields == nil {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 			} else {
-				s.wantEvent(t, "user.update", "user", c.target, c.p.UserID, c.floor, c.fields...)
+				s.WantEvent(t, "user.update", "user", c.target, c.p.UserID, testkit.ByOrg(c.floor), c.fields...)
 				if u.UpdatedAt != t1 || u.JoinedAt != t0 {
 					t.Errorf("times: got joined %v updated %v, want %v, %v", u.JoinedAt, u.UpdatedAt, t0, t1)
 				}
@@ -352,7 +353,7 @@ func TestRemoveOrgUser(t *testing.T) {
 			}
 			_, stored := s.users[userKey(orgID, c.target)]
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				if c.target != nobody && !stored {
 					t.Errorf("the user was removed")
 				}
@@ -361,7 +362,7 @@ func TestRemoveOrgUser(t *testing.T) {
 			if stored {
 				t.Errorf("the user is still stored")
 			}
-			s.wantEvent(t, "user.remove", "user", c.target, c.p.UserID, c.floor, "email", "role")
+			s.WantEvent(t, "user.remove", "user", c.target, c.p.UserID, testkit.ByOrg(c.floor), "email", "role")
 		})
 	}
 }

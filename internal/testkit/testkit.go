@@ -1,8 +1,9 @@
 // Package testkit holds the small helpers that tests of several packages
 // (and the benchmark tool) share: a free loopback port, a buffer that a
 // child process and the test can use at once, the process's CPU time, the
-// outcome of a domain table test. It is imported only by tests
-// and tools/bench.
+// outcome of a domain table test and the Recorder every domain package's
+// fake store embeds (fake.go). It is imported only by tests and
+// tools/bench.
 package testkit
 
 import (
@@ -13,7 +14,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
 )
 
@@ -132,39 +132,3 @@ func (o Outcome) Check(t testing.TB, err error) {
 	}
 }
 
-// FakeCalls is the bookkeeping a domain package's fake store embeds: it
-// counts the calls it serves (Calls, by method), fails the methods told to
-// (Fail), plays a concurrent writer just before each write (BeforeWrite),
-// and refuses an incomplete audit event as the real store does.
-type FakeCalls struct {
-	Calls       map[string]int
-	Fail        map[string]error
-	BeforeWrite func()
-}
-
-// NewFakeCalls returns empty bookkeeping.
-func NewFakeCalls() FakeCalls {
-	return FakeCalls{Calls: map[string]int{}, Fail: map[string]error{}}
-}
-
-// Op counts a call of method and returns the error it was told to fail
-// with.
-func (f *FakeCalls) Op(method string) error {
-	f.Calls[method]++
-	return f.Fail[method]
-}
-
-// Write is Op for a write: then the concurrent writer, if any, and the
-// check of ev.
-func (f *FakeCalls) Write(method string, ev audit.Event) error {
-	if err := f.Op(method); err != nil {
-		return err
-	}
-	if f.BeforeWrite != nil {
-		f.BeforeWrite()
-	}
-	if err := ev.Check(); err != nil {
-		return &errs.Error{Kind: errs.Internal, Code: "bad_event", Message: "incomplete audit event", Err: err}
-	}
-	return nil
-}

@@ -2,11 +2,8 @@ package ticket_test
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
-	"testing"
-	"time"
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
@@ -21,7 +18,7 @@ import (
 
 // The org, team and tickets the tests work with.
 const (
-	orgID    = "01ARZ3NDEKTSV4RRFFQ69G5FAV"
+	orgID    = testkit.OrgID
 	teamID   = "01BX5ZZKBKACTAV9WEVGEMMVS1"
 	team2    = "01BX5ZZKBKACTAV9WEVGEMMVS2"
 	ticketID = "01BX5ZZKBKACTAV9WEVGEMMVT1" // requested by requester, assigned to assignee, on teamID
@@ -29,15 +26,12 @@ const (
 	missing  = "01BX5ZZKBKACTAV9WEVGEMMVT9" // no such ticket
 )
 
-// Times: t0 is when the seeded items were written, t1 what the services'
-// clock says now.
+// t0 is when the seeded items were written, t1 (now) what the services'
+// clock says (testkit's).
 var (
-	t0 = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	t1 = time.Date(2026, 3, 2, 10, 30, 0, 0, time.UTC)
+	t0, t1 = testkit.T0, testkit.T1
+	now    = testkit.Now
 )
-
-// now is the services' clock.
-func now() time.Time { return t1 }
 
 // The users of orgID. All but owner and admin are org members.
 const (
@@ -51,9 +45,7 @@ const (
 )
 
 // as is userID acting in orgID with org role.
-func as(userID string, role authz.Role) authz.Principal {
-	return authz.Principal{Identity: authz.Identity{UserID: userID}, OrgID: orgID, OrgRole: role}
-}
+var as = testkit.As
 
 // fakeStore is an in-memory ticket.Storer (and ticket.TeamMembers and
 // ticket.Users) with the rules of the real one that the service relies on:
@@ -67,8 +59,7 @@ type fakeStore struct {
 	tickets  map[string]ticket.Ticket
 	comments map[string][]ticket.Comment // by ticket ID
 
-	events []audit.Event
-	testkit.FakeCalls
+	testkit.Recorder
 	// batched are the user IDs each BatchGetOrgUsers was asked for.
 	batched [][]string
 	// deleteIf is the ifVersion each DeleteTicket was given.
@@ -88,7 +79,7 @@ func seedTicket() ticket.Ticket {
 func newFake() *fakeStore {
 	s := &fakeStore{users: map[string]tenant.User{}, teams: map[string]bool{teamID: true, team2: true},
 		edges: map[string]bool{teamID + "/" + teamMate: true, teamID + "/" + assignee: true}, tickets: map[string]ticket.Ticket{},
-		comments: map[string][]ticket.Comment{}, FakeCalls: testkit.NewFakeCalls()}
+		comments: map[string][]ticket.Comment{}, Recorder: testkit.NewRecorder()}
 	roles := map[string]authz.Role{owner: authz.Owner, admin: authz.Admin, requester: authz.Member, assignee: authz.Member,
 		teamMate: authz.Member, bystander: authz.Member}
 	for id, r := range roles {
@@ -148,8 +139,7 @@ func (s *fakeStore) CreateTicket(ctx context.Context, t ticket.Ticket, ev audit.
 		return err
 	}
 	s.tickets[t.ID] = t
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 func (s *fakeStore) GetTicket(ctx context.Context, orgID, ticketID string) (ticket.Ticket, error) {
@@ -190,8 +180,7 @@ func (s *fakeStore) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, 
 		return err
 	}
 	s.tickets[prev.ID] = next
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 func (s *fakeStore) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64, ev audit.Event) error {
@@ -208,8 +197,7 @@ func (s *fakeStore) DeleteTicket(ctx context.Context, orgID, ticketID string, if
 	}
 	delete(s.tickets, ticketID)
 	delete(s.comments, ticketID)
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 // list pages through the tickets keep keeps, newest first.
@@ -272,8 +260,7 @@ func (s *fakeStore) CreateComment(ctx context.Context, c ticket.Comment, ev audi
 	s.comments[c.TicketID] = append(s.comments[c.TicketID], c)
 	t.CommentCount++
 	s.tickets[c.TicketID] = t
-	s.events = append(s.events, ev)
-	return nil
+	return s.Commit(ev)
 }
 
 func (s *fakeStore) GetComment(ctx context.Context, orgID, ticketID, commentID string) (ticket.Comment, error) {
@@ -334,48 +321,11 @@ var (
 	fails    = testkit.Fails
 )
 
-// grant is the authority an event records: the actor's org floor and,
-// when their place on the ticket's team decided, the team floor there.
-type grant struct{ floor, teamFloor authz.Role }
+// grant is the authority an event records (testkit.Grant).
+type grant = testkit.Grant
 
 // byOrg is a grant of the org role, or of the caller's part in the ticket.
-func byOrg(floor authz.Role) grant { return grant{floor: floor} }
+var byOrg = testkit.ByOrg
 
 // byTeam is a grant of an org member's edge on the ticket's team.
-var byTeam = grant{floor: authz.Member, teamFloor: authz.Member}
-
-// wantEvent fails t unless the store recorded exactly one event, for
-// action on target by actor, on the authority g, at t1, with changes to
-// fields (in order).
-func (s *fakeStore) wantEvent(t *testing.T, action, targetType, targetID, actor string, g grant, fields ...string) {
-	t.Helper()
-	if len(s.events) != 1 {
-		t.Fatalf("events: got %d (%+v), want 1", len(s.events), s.events)
-	}
-	ev := s.events[0]
-	fence := ""
-	if g.teamFloor != "" {
-		fence = teamID + ":" + string(g.teamFloor)
-	}
-	got := fmt.Sprintf("%s %s/%s by %s (floor %q, team %q) in %s at %v", ev.Action, ev.TargetType, ev.TargetID, ev.ActorID,
-		ev.ActorFloor, strings.Trim(ev.ActorTeamID+":"+ev.ActorTeamFloor, ":"), ev.OrgID, ev.At)
-	want := fmt.Sprintf("%s %s/%s by %s (floor %q, team %q) in %s at %v", action, targetType, targetID, actor, g.floor, fence, orgID, t1)
-	if got != want {
-		t.Errorf("event: got %s, want %s", got, want)
-	}
-	var changed []string
-	for _, c := range ev.Changes {
-		changed = append(changed, c.Field)
-	}
-	if !slices.Equal(changed, fields) {
-		t.Errorf("changed fields: got %v, want %v", changed, fields)
-	}
-}
-
-// wantNoEvent fails t if the store recorded an event.
-func (s *fakeStore) wantNoEvent(t *testing.T) {
-	t.Helper()
-	if len(s.events) != 0 {
-		t.Errorf("events: got %+v, want none", s.events)
-	}
-}
+var byTeam = testkit.ByTeam(teamID, authz.Member)

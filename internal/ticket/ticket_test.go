@@ -95,7 +95,7 @@ func TestCreateTicket(t *testing.T) {
 			got, err := service(s).CreateTicket(context.Background(), c.p, c.in)
 			c.want.Check(t, err)
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				if len(s.tickets) != before {
 					t.Errorf("a ticket was written")
 				}
@@ -108,7 +108,7 @@ func TestCreateTicket(t *testing.T) {
 				if !reflect.DeepEqual(got, seedTicket()) {
 					t.Errorf("got %+v, want the existing ticket", got)
 				}
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				return
 			}
 			if c.in.ID != "" && got.ID != c.in.ID || !ids.ValidResource(got.ID) {
@@ -123,7 +123,7 @@ func TestCreateTicket(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				t.Errorf("got %+v, want %+v", got, want)
 			}
-			s.wantEvent(t, "ticket.create", "ticket", got.ID, c.p.UserID, byOrg(authz.Member), c.fields...)
+			s.WantEvent(t, "ticket.create", "ticket", got.ID, c.p.UserID, byOrg(authz.Member), c.fields...)
 		})
 	}
 }
@@ -283,7 +283,7 @@ func TestUpdateTicket(t *testing.T) {
 			}
 			stored := s.tickets[c.ticketID]
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				if c.setup == nil && !reflect.DeepEqual(stored, before) {
 					t.Errorf("stored: got %+v, want it unchanged", stored)
 				}
@@ -293,12 +293,12 @@ func TestUpdateTicket(t *testing.T) {
 				t.Errorf("returned %+v, stored %+v", got, stored)
 			}
 			if c.fields == nil {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 			} else {
 				if got.UpdatedAt != t1 || got.CreatedAt != t0 || got.RequesterID != requester {
 					t.Errorf("got %+v, want updated at %v, created at %v by %s", got, t1, t0, requester)
 				}
-				s.wantEvent(t, "ticket.update", "ticket", c.ticketID, c.p.UserID, c.g, c.fields...)
+				s.WantEvent(t, "ticket.update", "ticket", c.ticketID, c.p.UserID, c.g, c.fields...)
 			}
 			if c.check != nil {
 				c.check(t, got)
@@ -364,7 +364,7 @@ func TestDeleteTicket(t *testing.T) {
 			}
 			_, has := s.tickets[c.ticketID]
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				if c.ticketID != missing && !has {
 					t.Errorf("the ticket was deleted")
 				}
@@ -373,7 +373,7 @@ func TestDeleteTicket(t *testing.T) {
 			if has || len(s.comments[c.ticketID]) != 0 {
 				t.Errorf("the ticket or its comments are still stored")
 			}
-			s.wantEvent(t, "ticket.delete", "ticket", c.ticketID, c.p.UserID, c.g, "title")
+			s.WantEvent(t, "ticket.delete", "ticket", c.ticketID, c.p.UserID, c.g, "title")
 		})
 	}
 }
@@ -408,14 +408,14 @@ func TestCreateComment(t *testing.T) {
 			got, err := service(s).CreateComment(context.Background(), c.p, c.ticketID, c.commentID, c.body)
 			c.want.Check(t, err)
 			if !c.want.OK {
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				return
 			}
 			if !c.created {
 				if got != s.comments[ticketID][0] || len(s.comments[ticketID]) != 1 {
 					t.Errorf("got %+v, want the existing comment alone", got)
 				}
-				s.wantNoEvent(t)
+				s.WantNoEvent(t)
 				return
 			}
 			if c.commentID != "" && got.ID != c.commentID || !ids.ValidResource(got.ID) {
@@ -425,7 +425,7 @@ func TestCreateComment(t *testing.T) {
 			if got != want {
 				t.Errorf("got %+v, want %+v", got, want)
 			}
-			s.wantEvent(t, "comment.create", "comment", c.ticketID+"/"+got.ID, c.p.UserID, byOrg(authz.Member), "body")
+			s.WantEvent(t, "comment.create", "comment", c.ticketID+"/"+got.ID, c.p.UserID, byOrg(authz.Member), "body")
 		})
 	}
 }
