@@ -131,4 +131,3 @@ func (o Outcome) Check(t testing.TB, err error) {
 		t.Fatalf("code: got %q, want %q (err %v)", got, want, err)
 	}
 }
-
