@@ -233,7 +233,7 @@ func (s *Service) CreateWebhook(ctx context.Context, p authz.Principal, in New) 
 		sub.ID = s.ids.New()
 	}
 	// The audit event names the URL and events, never the secret.
-	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "webhook", "webhook.create", sub.ID, now, audit.Diff(
+	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "webhook.create", "webhook", sub.ID, now, audit.Diff(
 		audit.F("url", nil, sub.URL), audit.F("events", nil, sub.Events), audit.F("description", nil, sub.Description)))
 	if err := s.store.CreateWebhook(ctx, sub, ev); err != nil {
 		return Subscription{}, err
@@ -304,7 +304,7 @@ func (s *Service) UpdateWebhook(ctx context.Context, p authz.Principal, webhookI
 			next.FailingSince = time.Time{}
 		}
 		next.Version, next.UpdatedAt = prev.Version+1, s.now()
-		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "webhook", "webhook.update", webhookID, next.UpdatedAt, audit.Diff(
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "webhook.update", "webhook", webhookID, next.UpdatedAt, audit.Diff(
 			audit.F("url", prev.URL, next.URL), audit.F("events", prev.Events, next.Events),
 			audit.F("description", prev.Description, next.Description), audit.F("active", prev.Active, next.Active)))
 		return audit.Update(ctx, s.store.UpdateWebhook, prev, next, ev)
@@ -333,7 +333,7 @@ func (s *Service) RotateWebhookSecret(ctx context.Context, p authz.Principal, we
 		next.Secret, next.OldSecret, next.OldSecretUntil = secret, prev.Secret, clock.System().Add(RotationOverlap)
 		next.Version, next.UpdatedAt = prev.Version+1, now
 		// The change names no secret: only that one was rotated.
-		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "webhook", "webhook.rotate_secret", webhookID, now,
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "webhook.rotate_secret", "webhook", webhookID, now,
 			[]audit.Change{{Field: "secret", After: "rotated"}})
 		if err := s.store.UpdateWebhook(ctx, prev, next, ev); err != nil {
 			return Subscription{}, err
@@ -354,7 +354,7 @@ func (s *Service) DeleteWebhook(ctx context.Context, p authz.Principal, webhookI
 		if err := ifMatch.Check(prev.Version); err != nil {
 			return struct{}{}, err
 		}
-		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "webhook", "webhook.delete", webhookID, s.now(), audit.Diff(
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "webhook.delete", "webhook", webhookID, s.now(), audit.Diff(
 			audit.F("url", prev.URL, nil), audit.F("events", prev.Events, nil)))
 		return struct{}{}, s.store.DeleteWebhook(ctx, prev, ev)
 	})
