@@ -75,11 +75,11 @@ type AuditEvent struct{ audit.Event }
 // ClientRequestIDOrNil is clientRequestId: null when the client sent none.
 func (e AuditEvent) ClientRequestIDOrNil() *string { return nilIfEmpty(e.ClientRequestID) }
 
-// ChangeList is changes, with values as the REST API renders them.
+// ChangeList is changes, with values as AuditValue renders them.
 func (e AuditEvent) ChangeList() []AuditChange {
 	out := make([]AuditChange, len(e.Changes))
 	for i, c := range e.Changes {
-		out[i] = AuditChange{Field: c.Field, Before: auditValue(c.Before), After: auditValue(c.After)}
+		out[i] = AuditChange{Field: c.Field, Before: AuditValue(c.Before), After: AuditValue(c.After)}
 	}
 	return out
 }
@@ -98,8 +98,9 @@ func nilIfEmpty(s string) *string {
 	return &s
 }
 
-// auditValue renders a changed value as the REST API does.
-func auditValue(v any) any {
+// AuditValue renders a changed value as both APIs show it: a string, a
+// list of strings, or nil (the field was unset).
+func AuditValue(v any) any {
 	switch v := v.(type) {
 	case nil, string, []string:
 		return v

@@ -3,8 +3,10 @@ package httpapi
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"time"
 
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/authz"
 )
 
@@ -19,8 +21,11 @@ func (v *Verifier) CachedUntil(raw string) (time.Time, bool) {
 // Decided is what a handler does to learn its caller: the principal
 // AuthorizeOrg decided (tests and benchmarks).
 func Decided(ctx context.Context) (authz.Principal, error) {
-	p, _, err := decided(ctx)
-	return p, err
+	d, ok := access.Decided(ctx)
+	if !ok {
+		return authz.Principal{}, errors.New("no decision")
+	}
+	return d.Principal, nil
 }
 
 // ForgetTokens empties the verified-token cache (benchmarks of the

@@ -89,10 +89,7 @@ func persistedQuery(version int64, hash string) map[string]any {
 // whole: 429 for the caller's limit, 503 or 429 for a request that failed
 // whole (unavailable), 405 for a mutation over GET.
 func (h *handlers) graphql(ctx context.Context, r graphapi.Request, vars []byte) (graphqlResponse, error) {
-	id, err := identity(ctx)
-	if err != nil {
-		return nil, err
-	}
+	id := caller(ctx)
 	if r.Query == "" && r.Extensions == nil {
 		return nil, errs.InvalidField("query", "required", "a GraphQL document is required (or extensions.persistedQuery naming one)")
 	}

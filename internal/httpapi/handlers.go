@@ -10,10 +10,10 @@ import (
 	"github.com/oapi-codegen/nullable"
 
 	"github.com/tenantd/tenantd/internal/authz"
-	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/ifmatch"
+	"github.com/tenantd/tenantd/internal/optional"
 	"github.com/tenantd/tenantd/internal/page"
 )
 
@@ -27,39 +27,26 @@ type handlers struct {
 
 var _ oapi.StrictServerInterface = (*handlers)(nil)
 
-func identity(ctx context.Context) (authz.Identity, error) {
-	id, ok := IdentityFrom(ctx)
-	if !ok {
-		return id, errs.E(errs.Unauthenticated, "invalid_token", "missing bearer token")
-	}
-	return id, nil
-}
-
 // fetchPage runs one page of a listing: it opens the request's cursor
 // (bound to scope and listing), fetches the page, and signs the cursor of
-// the next one ("" on the last page).
-func fetchPage[T any](ctx context.Context, h *handlers, scope, listing string, limit *int, cursor *string,
+// the next one ("" on the last page). It runs in the handler, after the
+// authorization decision: a stranger (or anyone in an org being
+// offboarded) gets the same 404 with a bad cursor as with a good one.
+func fetchPage[T any](h *handlers, scope, listing string, limit *int, cursor *string,
 	fetch func(page.Request) (page.Result[T], error)) (page.Result[T], string, error) {
-	pr, err := h.pageIn(scope, listing, limit, cursor)
+	var pr page.Request
+	optional.Set(&pr.Limit, limit)
+	optional.Set(&pr.After, cursor)
+	after, err := h.cursors.Decode(scope, listing, pr.After)
 	if err != nil {
 		return page.Result[T]{}, "", err
 	}
+	pr.After = after
 	r, err := fetch(pr)
 	if err != nil {
 		return page.Result[T]{}, "", err
 	}
 	return r, h.cursors.Encode(scope, listing, r.Next), nil
-}
-
-// pageIn decodes a list request's cursor for the listing. It runs in the
-// handler, after the authorization decision: a stranger (or anyone in an
-// org being offboarded) gets the same 404 with a bad cursor as with a good
-// one.
-func (h *handlers) pageIn(scope, listing string, limit *int, cursor *string) (page.Request, error) {
-	p := pageReq(limit, cursor)
-	key, err := h.cursors.Decode(scope, listing, p.After)
-	p.After = key
-	return p, err
 }
 
 func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
@@ -94,17 +81,6 @@ func ifMatch(h *string) ifmatch.Match {
 	return ifmatch.Versions(versions...)
 }
 
-func pageReq(limit *int, cursor *string) page.Request {
-	var p page.Request
-	if limit != nil {
-		p.Limit = *limit
-	}
-	if cursor != nil {
-		p.After = *cursor
-	}
-	return p
-}
-
 // link builds the RFC 8288 Link header for the next page, or nil.
 func link(ctx context.Context, next string) *string {
 	if next == "" {
@@ -118,13 +94,7 @@ func link(ctx context.Context, next string) *string {
 	return &s
 }
 
-func nextPtr(next string) *string {
-	if next == "" {
-		return nil
-	}
-	return &next
-}
-
+// strPtr is s, or nil (the field left out) when it is "".
 func strPtr(s string) *string {
 	if s == "" {
 		return nil
@@ -133,6 +103,15 @@ func strPtr(s string) *string {
 }
 
 func roleOf(r oapi.Role) authz.Role { return authz.Role(r) }
+
+// enum converts an optional enum value of the wire to the domain's type.
+func enum[T, U ~string](v *U) *T {
+	if v == nil {
+		return nil
+	}
+	t := T(*v)
+	return &t
+}
 
 // cleared maps a JSON field that may be absent, null or a value to a
 // patch's: nil (leave alone), the zero value (clear) or the value.

@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/idempotency"
 )
@@ -44,8 +45,8 @@ func idempotent(k *idempotency.Keeper) echo.MiddlewareFunc {
 			}
 			req.Body = io.NopCloser(bytes.NewReader(body))
 			role := ""
-			if p, _, err := decided(req.Context()); err == nil {
-				role = string(p.OrgRole)
+			if d, ok := access.Decided(req.Context()); ok {
+				role = string(d.Principal.OrgRole)
 			}
 			rec, kept, err := k.Begin(req.Context(), c.Param("orgId"), id.UserID, role, key,
 				idempotency.Fingerprint(body, req.Method, c.Path(), req.URL.Path, req.URL.RawQuery))

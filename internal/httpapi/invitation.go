@@ -6,6 +6,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/invitation"
+	"github.com/tenantd/tenantd/internal/optional"
 	"github.com/tenantd/tenantd/internal/page"
 )
 
@@ -20,17 +21,10 @@ func toInvitation(inv invitation.Invitation) oapi.Invitation {
 
 // CreateInvitation serves POST /v1/orgs/{orgId}/invitations.
 func (h *handlers) CreateInvitation(ctx context.Context, req oapi.CreateInvitationRequestObject) (oapi.CreateInvitationResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, _ := decided(ctx)
 	in := invitation.New{Email: req.Body.Email, Role: authz.Role(req.Body.Role)}
-	if req.Body.TeamIds != nil {
-		in.TeamIDs = *req.Body.TeamIds
-	}
-	if req.Body.ExpiresInDays != nil {
-		in.ExpiresInDays = *req.Body.ExpiresInDays
-	}
+	optional.Set(&in.TeamIDs, req.Body.TeamIds)
+	optional.Set(&in.ExpiresInDays, req.Body.ExpiresInDays)
 	inv, token, replaced, err := h.Invitations.CreateInvitation(ctx, p, in)
 	if err != nil {
 		return nil, err
@@ -42,28 +36,20 @@ func (h *handlers) CreateInvitation(ctx context.Context, req oapi.CreateInvitati
 
 // ListInvitations serves GET /v1/orgs/{orgId}/invitations.
 func (h *handlers) ListInvitations(ctx context.Context, req oapi.ListInvitationsRequestObject) (oapi.ListInvitationsResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
-	const listing = "listInvitations"
-	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[invitation.Invitation], error) {
+	p, _ := decided(ctx)
+	r, next, err := fetchPage(h, p.OrgID, "listInvitations", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[invitation.Invitation], error) {
 		return h.Invitations.ListInvitations(ctx, p, pr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	items := mapAll(r.Items, toInvitation)
-	return oapi.ListInvitations200JSONResponse{Body: oapi.InvitationList{Items: items, NextCursor: nextPtr(next)},
+	return oapi.ListInvitations200JSONResponse{Body: oapi.InvitationList{Items: mapAll(r.Items, toInvitation), NextCursor: strPtr(next)},
 		Headers: oapi.ListInvitations200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
 // RevokeInvitation serves DELETE /v1/orgs/{orgId}/invitations/{invitationId}.
 func (h *handlers) RevokeInvitation(ctx context.Context, req oapi.RevokeInvitationRequestObject) (oapi.RevokeInvitationResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, _ := decided(ctx)
 	if err := h.Invitations.RevokeInvitation(ctx, p, req.InvitationId); err != nil {
 		return nil, err
 	}
@@ -72,10 +58,7 @@ func (h *handlers) RevokeInvitation(ctx context.Context, req oapi.RevokeInvitati
 
 // AcceptInvitation serves POST /v1/invitations/{token}/accept.
 func (h *handlers) AcceptInvitation(ctx context.Context, req oapi.AcceptInvitationRequestObject) (oapi.AcceptInvitationResponseObject, error) {
-	id, err := identity(ctx)
-	if err != nil {
-		return nil, err
-	}
+	id := caller(ctx)
 	u, teams, again, err := h.Invitations.AcceptInvitation(ctx, id, req.Token)
 	if err != nil {
 		return nil, err

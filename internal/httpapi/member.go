@@ -10,29 +10,21 @@ import (
 
 // ListTeamMembers serves GET /v1/orgs/{orgId}/teams/{teamId}/members (AP1).
 func (h *handlers) ListTeamMembers(ctx context.Context, req oapi.ListTeamMembersRequestObject) (oapi.ListTeamMembersResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
-	listing := "listTeamMembers:" + req.TeamId
+	p, _ := decided(ctx)
 	withUsers := req.Params.Expand != nil && *req.Params.Expand == oapi.ListTeamMembersParamsExpandUser
-	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[membership.Membership], error) {
+	r, next, err := fetchPage(h, p.OrgID, "listTeamMembers:"+req.TeamId, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[membership.Membership], error) {
 		return h.Teams.ListTeamMembers(ctx, p, req.TeamId, withUsers, pr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	items := mapAll(r.Items, toMembership)
-	return oapi.ListTeamMembers200JSONResponse{Body: oapi.MembershipList{Items: items, NextCursor: nextPtr(next)},
+	return oapi.ListTeamMembers200JSONResponse{Body: oapi.MembershipList{Items: mapAll(r.Items, toMembership), NextCursor: strPtr(next)},
 		Headers: oapi.ListTeamMembers200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
 // GetTeamMember serves GET /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (AP3).
 func (h *handlers) GetTeamMember(ctx context.Context, req oapi.GetTeamMemberRequestObject) (oapi.GetTeamMemberResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, loaded := decided(ctx)
 	m, err := h.Teams.GetTeamMember(ctx, p, req.TeamId, req.UserId, loaded.Member)
 	if err != nil {
 		return nil, err
@@ -42,12 +34,8 @@ func (h *handlers) GetTeamMember(ctx context.Context, req oapi.GetTeamMemberRequ
 
 // PutTeamMember serves PUT /v1/orgs/{orgId}/teams/{teamId}/members/{userId}.
 func (h *handlers) PutTeamMember(ctx context.Context, req oapi.PutTeamMemberRequestObject) (oapi.PutTeamMemberResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	v := ifMatch(req.Params.IfMatch)
-	if err != nil {
-		return nil, err
-	}
-	m, created, err := h.Teams.PutTeamMember(ctx, p, req.TeamId, req.UserId, loaded.Member, roleOf(req.Body.Role), v)
+	p, loaded := decided(ctx)
+	m, created, err := h.Teams.PutTeamMember(ctx, p, req.TeamId, req.UserId, loaded.Member, roleOf(req.Body.Role), ifMatch(req.Params.IfMatch))
 	if err != nil {
 		return nil, err
 	}
@@ -59,12 +47,8 @@ func (h *handlers) PutTeamMember(ctx context.Context, req oapi.PutTeamMemberRequ
 
 // RemoveTeamMember serves DELETE /v1/orgs/{orgId}/teams/{teamId}/members/{userId} (AP5).
 func (h *handlers) RemoveTeamMember(ctx context.Context, req oapi.RemoveTeamMemberRequestObject) (oapi.RemoveTeamMemberResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	v := ifMatch(req.Params.IfMatch)
-	if err != nil {
-		return nil, err
-	}
-	if err := h.Teams.RemoveTeamMember(ctx, p, req.TeamId, req.UserId, loaded.Member, v); err != nil {
+	p, loaded := decided(ctx)
+	if err := h.Teams.RemoveTeamMember(ctx, p, req.TeamId, req.UserId, loaded.Member, ifMatch(req.Params.IfMatch)); err != nil {
 		return nil, err
 	}
 	return oapi.RemoveTeamMember204Response{}, nil
@@ -72,27 +56,20 @@ func (h *handlers) RemoveTeamMember(ctx context.Context, req oapi.RemoveTeamMemb
 
 // ListUserTeams serves GET /v1/orgs/{orgId}/users/{userId}/teams (AP2).
 func (h *handlers) ListUserTeams(ctx context.Context, req oapi.ListUserTeamsRequestObject) (oapi.ListUserTeamsResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, _ := decided(ctx)
 	withNames := req.Params.Expand != nil && *req.Params.Expand == oapi.ListUserTeamsParamsExpandTeam
-	r, next, err := fetchPage(ctx, h, p.OrgID, "listUserTeams:"+req.UserId, req.Params.Limit, req.Params.Cursor,
+	r, next, err := fetchPage(h, p.OrgID, "listUserTeams:"+req.UserId, req.Params.Limit, req.Params.Cursor,
 		func(pr page.Request) (page.Result[membership.Membership], error) {
 			return h.Teams.ListUserTeams(ctx, p, req.UserId, withNames, pr)
 		})
 	if err != nil {
 		return nil, err
 	}
-	return oapi.ListUserTeams200JSONResponse{Body: oapi.MembershipList{Items: mapAll(r.Items, toMembership), NextCursor: nextPtr(next)},
+	return oapi.ListUserTeams200JSONResponse{Body: oapi.MembershipList{Items: mapAll(r.Items, toMembership), NextCursor: strPtr(next)},
 		Headers: oapi.ListUserTeams200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
 func toMembership(m membership.Membership) oapi.Membership {
-	out := oapi.Membership{TeamId: m.TeamID, UserId: m.UserID, Role: oapi.Role(m.Role), JoinedAt: m.JoinedAt, TeamName: strPtr(m.TeamName)}
-	if m.User != nil {
-		u := toOrgUser(*m.User)
-		out.User = &u
-	}
-	return out
+	return oapi.Membership{TeamId: m.TeamID, UserId: m.UserID, Role: oapi.Role(m.Role), JoinedAt: m.JoinedAt, TeamName: strPtr(m.TeamName),
+		User: orgUserPtr(m.User)}
 }

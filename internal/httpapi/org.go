@@ -11,15 +11,12 @@ import (
 
 // GetMe serves GET /v1/me.
 func (h *handlers) GetMe(ctx context.Context, req oapi.GetMeRequestObject) (oapi.GetMeResponseObject, error) {
-	id, err := identity(ctx)
-	if err != nil {
-		return nil, err
-	}
+	id := caller(ctx)
 	limit := req.Params.Limit
 	if limit == nil {
 		limit = ptrTo(page.MaxLimit) // the spec's default here: a page as large as any
 	}
-	r, next, err := fetchPage(ctx, h, "user:"+id.UserID, "getMe", limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.OrgMembership], error) {
+	r, next, err := fetchPage(h, "user:"+id.UserID, "getMe", limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.OrgMembership], error) {
 		return h.Orgs.ListOrgs(ctx, id, pr)
 	})
 	if err != nil {
@@ -28,18 +25,14 @@ func (h *handlers) GetMe(ctx context.Context, req oapi.GetMeRequestObject) (oapi
 	orgs := mapAll(r.Items, func(m tenant.OrgMembership) oapi.MeOrg {
 		return oapi.MeOrg{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role), UserName: m.UserName}
 	})
-	return oapi.GetMe200JSONResponse{Body: oapi.Me{UserId: id.UserID, Orgs: orgs, NextCursor: nextPtr(next)},
+	return oapi.GetMe200JSONResponse{Body: oapi.Me{UserId: id.UserID, Orgs: orgs, NextCursor: strPtr(next)},
 		Headers: oapi.GetMe200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
 // ListOrgs serves GET /v1/orgs.
 func (h *handlers) ListOrgs(ctx context.Context, req oapi.ListOrgsRequestObject) (oapi.ListOrgsResponseObject, error) {
-	id, err := identity(ctx)
-	if err != nil {
-		return nil, err
-	}
-	scope := "user:" + id.UserID
-	r, next, err := fetchPage(ctx, h, scope, "listOrgs", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.OrgMembership], error) {
+	id := caller(ctx)
+	r, next, err := fetchPage(h, "user:"+id.UserID, "listOrgs", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.OrgMembership], error) {
 		return h.Orgs.ListOrgs(ctx, id, pr)
 	})
 	if err != nil {
@@ -48,16 +41,13 @@ func (h *handlers) ListOrgs(ctx context.Context, req oapi.ListOrgsRequestObject)
 	items := mapAll(r.Items, func(m tenant.OrgMembership) oapi.OrgMembership {
 		return oapi.OrgMembership{OrgId: m.OrgID, Name: m.Name, Role: oapi.Role(m.Role), JoinedAt: m.JoinedAt}
 	})
-	return oapi.ListOrgs200JSONResponse{Body: oapi.OrgMembershipList{Items: items, NextCursor: nextPtr(next)},
+	return oapi.ListOrgs200JSONResponse{Body: oapi.OrgMembershipList{Items: items, NextCursor: strPtr(next)},
 		Headers: oapi.ListOrgs200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
 // CreateOrg serves POST /v1/orgs.
 func (h *handlers) CreateOrg(ctx context.Context, req oapi.CreateOrgRequestObject) (oapi.CreateOrgResponseObject, error) {
-	id, err := identity(ctx)
-	if err != nil {
-		return nil, err
-	}
+	id := caller(ctx)
 	org, _, err := h.Orgs.CreateOrg(ctx, id, newResourceID(ctx), req.Body.Name)
 	if err != nil {
 		return nil, err
@@ -67,10 +57,7 @@ func (h *handlers) CreateOrg(ctx context.Context, req oapi.CreateOrgRequestObjec
 
 // GetOrg serves GET /v1/orgs/{orgId}.
 func (h *handlers) GetOrg(ctx context.Context, req oapi.GetOrgRequestObject) (oapi.GetOrgResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, loaded := decided(ctx)
 	withUsers := req.Params.Include != nil && *req.Params.Include == oapi.GetOrgParamsIncludeUsers
 	org, users, err := h.Orgs.GetOrg(ctx, p, loaded.Org, withUsers)
 	if err != nil {
@@ -86,12 +73,8 @@ func (h *handlers) GetOrg(ctx context.Context, req oapi.GetOrgRequestObject) (oa
 
 // UpdateOrg serves PATCH /v1/orgs/{orgId}.
 func (h *handlers) UpdateOrg(ctx context.Context, req oapi.UpdateOrgRequestObject) (oapi.UpdateOrgResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	v := ifMatch(req.Params.IfMatch)
-	if err != nil {
-		return nil, err
-	}
-	org, err := h.Orgs.UpdateOrg(ctx, p, loaded.Org, req.Body.Name, v)
+	p, loaded := decided(ctx)
+	org, err := h.Orgs.UpdateOrg(ctx, p, loaded.Org, req.Body.Name, ifMatch(req.Params.IfMatch))
 	if err != nil {
 		return nil, err
 	}
@@ -101,12 +84,8 @@ func (h *handlers) UpdateOrg(ctx context.Context, req oapi.UpdateOrgRequestObjec
 // DeleteOrg serves DELETE /v1/orgs/{orgId}: 204 when the offboarding
 // finished within OffboardWait, otherwise 202 with its progress.
 func (h *handlers) DeleteOrg(ctx context.Context, req oapi.DeleteOrgRequestObject) (oapi.DeleteOrgResponseObject, error) {
-	p, _, err := decided(ctx)
-	v := ifMatch(req.Params.IfMatch)
-	if err != nil {
-		return nil, err
-	}
-	j, done, err := h.Orgs.DeleteOrg(ctx, p, v, h.OffboardWait)
+	p, _ := decided(ctx)
+	j, done, err := h.Orgs.DeleteOrg(ctx, p, ifMatch(req.Params.IfMatch), h.OffboardWait)
 	if err != nil {
 		return nil, err
 	}
@@ -119,10 +98,7 @@ func (h *handlers) DeleteOrg(ctx context.Context, req oapi.DeleteOrgRequestObjec
 
 // GetOffboarding serves GET /v1/orgs/{orgId}/offboarding.
 func (h *handlers) GetOffboarding(ctx context.Context, _ oapi.GetOffboardingRequestObject) (oapi.GetOffboardingResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, _ := decided(ctx)
 	j, err := h.Orgs.GetOffboarding(ctx, p)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 )
@@ -27,8 +28,8 @@ var replayActions = map[string]authz.Action{
 // owner). Requests outside an org (createOrg, acceptInvitation) need only
 // the caller, whom the key is scoped to. A route without a rule is refused.
 func authorizeReplay(c echo.Context, body []byte) error {
-	p, _, err := decided(c.Request().Context())
-	if err != nil {
+	d, ok := access.Decided(c.Request().Context())
+	if !ok {
 		return nil
 	}
 	a, ok := replayActions[c.Path()]
@@ -39,5 +40,5 @@ func authorizeReplay(c echo.Context, body []byte) error {
 		Role string `json:"role"`
 	}
 	_ = json.Unmarshal(body, &in) // the body was validated when first sent
-	return authz.Authorize(p, a, authz.Facts{OwnerRole: in.Role == string(authz.Owner)})
+	return authz.Authorize(d.Principal, a, authz.Facts{OwnerRole: in.Role == string(authz.Owner)})
 }

@@ -5,37 +5,28 @@ import (
 
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/optional"
 	"github.com/tenantd/tenantd/internal/page"
 )
 
 // ListTeams serves GET /v1/orgs/{orgId}/teams.
 func (h *handlers) ListTeams(ctx context.Context, req oapi.ListTeamsRequestObject) (oapi.ListTeamsResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
-	const listing = "listTeams"
-	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[membership.Team], error) {
+	p, _ := decided(ctx)
+	r, next, err := fetchPage(h, p.OrgID, "listTeams", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[membership.Team], error) {
 		return h.Teams.ListTeams(ctx, p, pr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	items := mapAll(r.Items, toTeam)
-	return oapi.ListTeams200JSONResponse{Body: oapi.TeamList{Items: items, NextCursor: nextPtr(next)},
+	return oapi.ListTeams200JSONResponse{Body: oapi.TeamList{Items: mapAll(r.Items, toTeam), NextCursor: strPtr(next)},
 		Headers: oapi.ListTeams200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
 // CreateTeam serves POST /v1/orgs/{orgId}/teams.
 func (h *handlers) CreateTeam(ctx context.Context, req oapi.CreateTeamRequestObject) (oapi.CreateTeamResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
-	desc := ""
-	if req.Body.Description != nil {
-		desc = *req.Body.Description
-	}
+	p, _ := decided(ctx)
+	var desc string
+	optional.Set(&desc, req.Body.Description)
 	t, err := h.Teams.CreateTeam(ctx, p, newResourceID(ctx), req.Body.Name, desc)
 	if err != nil {
 		return nil, err
@@ -45,10 +36,7 @@ func (h *handlers) CreateTeam(ctx context.Context, req oapi.CreateTeamRequestObj
 
 // GetTeam serves GET /v1/orgs/{orgId}/teams/{teamId} (AP4 with ?include=members).
 func (h *handlers) GetTeam(ctx context.Context, req oapi.GetTeamRequestObject) (oapi.GetTeamResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, loaded := decided(ctx)
 	withMembers := req.Params.Include != nil && *req.Params.Include == oapi.GetTeamParamsIncludeMembers
 	t, members, err := h.Teams.GetTeam(ctx, p, req.TeamId, loaded.Team, withMembers)
 	if err != nil {
@@ -64,12 +52,9 @@ func (h *handlers) GetTeam(ctx context.Context, req oapi.GetTeamRequestObject) (
 
 // UpdateTeam serves PATCH /v1/orgs/{orgId}/teams/{teamId}.
 func (h *handlers) UpdateTeam(ctx context.Context, req oapi.UpdateTeamRequestObject) (oapi.UpdateTeamResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	v := ifMatch(req.Params.IfMatch)
-	if err != nil {
-		return nil, err
-	}
-	t, err := h.Teams.UpdateTeam(ctx, p, req.TeamId, loaded.Team, membership.Patch{Name: req.Body.Name, Description: req.Body.Description}, v)
+	p, loaded := decided(ctx)
+	patch := membership.Patch{Name: req.Body.Name, Description: req.Body.Description}
+	t, err := h.Teams.UpdateTeam(ctx, p, req.TeamId, loaded.Team, patch, ifMatch(req.Params.IfMatch))
 	if err != nil {
 		return nil, err
 	}
@@ -78,12 +63,8 @@ func (h *handlers) UpdateTeam(ctx context.Context, req oapi.UpdateTeamRequestObj
 
 // DeleteTeam serves DELETE /v1/orgs/{orgId}/teams/{teamId}.
 func (h *handlers) DeleteTeam(ctx context.Context, req oapi.DeleteTeamRequestObject) (oapi.DeleteTeamResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	v := ifMatch(req.Params.IfMatch)
-	if err != nil {
-		return nil, err
-	}
-	if err := h.Teams.DeleteTeam(ctx, p, req.TeamId, loaded.Team, v); err != nil {
+	p, loaded := decided(ctx)
+	if err := h.Teams.DeleteTeam(ctx, p, req.TeamId, loaded.Team, ifMatch(req.Params.IfMatch)); err != nil {
 		return nil, err
 	}
 	return oapi.DeleteTeam204Response{}, nil

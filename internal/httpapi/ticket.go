@@ -13,46 +13,33 @@ import (
 
 // ListTickets serves GET /v1/orgs/{orgId}/tickets.
 func (h *handlers) ListTickets(ctx context.Context, req oapi.ListTicketsRequestObject) (oapi.ListTicketsResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, _ := decided(ctx)
 	f := ticket.Filter{Status: statusOf(req.Params.Status)}
-	if req.Params.Priority != nil {
-		f.Priority = ticket.Priority(*req.Params.Priority)
-	}
+	optional.Set(&f.Priority, enum[ticket.Priority](req.Params.Priority))
 	optional.Set(&f.AssigneeID, req.Params.AssigneeId)
 	f.Oldest = req.Params.Order != nil && *req.Params.Order == oapi.ListTicketsParamsOrderAsc
 	// The cursor is bound to the whole filter and the order: a cursor of
 	// one listing never continues another.
 	listing := fmt.Sprintf("listTickets:%s:%s:%s:%t", f.Status, f.Priority, f.AssigneeID, f.Oldest)
-	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
 		return h.Tickets.ListTickets(ctx, p, f, expandOf(req.Params.Expand), pr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	body := ticketList(r, next)
-	return oapi.ListTickets200JSONResponse{Body: body, Headers: oapi.ListTickets200ResponseHeaders{Link: link(ctx, next)}}, nil
+	return oapi.ListTickets200JSONResponse{Body: ticketList(r, next), Headers: oapi.ListTickets200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
 // CreateTicket serves POST /v1/orgs/{orgId}/tickets.
 func (h *handlers) CreateTicket(ctx context.Context, req oapi.CreateTicketRequestObject) (oapi.CreateTicketResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, _ := decided(ctx)
 	b := req.Body
 	in := ticket.NewTicket{ID: newResourceID(ctx), Title: b.Title}
 	optional.Set(&in.Description, b.Description)
 	optional.Set(&in.TeamID, b.TeamId)
 	optional.Set(&in.AssigneeID, b.AssigneeId)
-	if b.Priority != nil {
-		in.Priority = ticket.Priority(*b.Priority)
-	}
-	if b.Tags != nil {
-		in.Tags = *b.Tags
-	}
+	optional.Set(&in.Priority, enum[ticket.Priority](b.Priority))
+	optional.Set(&in.Tags, b.Tags)
 	t, err := h.Tickets.CreateTicket(ctx, p, in)
 	if err != nil {
 		return nil, err
@@ -62,10 +49,7 @@ func (h *handlers) CreateTicket(ctx context.Context, req oapi.CreateTicketReques
 
 // GetTicket serves GET /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) GetTicket(ctx context.Context, req oapi.GetTicketRequestObject) (oapi.GetTicketResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, loaded := decided(ctx)
 	withComments := req.Params.Include != nil && *req.Params.Include == oapi.GetTicketParamsIncludeComments
 	t, comments, err := h.Tickets.GetTicket(ctx, p, req.TicketId, loaded.Ticket, withComments, expandOf(req.Params.Expand))
 	if err != nil {
@@ -81,23 +65,11 @@ func (h *handlers) GetTicket(ctx context.Context, req oapi.GetTicketRequestObjec
 
 // UpdateTicket serves PATCH /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketRequestObject) (oapi.UpdateTicketResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	v := ifMatch(req.Params.IfMatch)
-	if err != nil {
-		return nil, err
-	}
+	p, loaded := decided(ctx)
 	b := req.Body
-	patch := ticket.Patch{Title: b.Title, Description: b.Description, Tags: b.Tags}
-	if b.Status != nil {
-		s := ticket.Status(*b.Status)
-		patch.Status = &s
-	}
-	if b.Priority != nil {
-		pr := ticket.Priority(*b.Priority)
-		patch.Priority = &pr
-	}
-	patch.AssigneeID, patch.TeamID = cleared(b.AssigneeId), cleared(b.TeamId)
-	t, err := h.Tickets.UpdateTicket(ctx, p, req.TicketId, loaded.Ticket, patch, v)
+	patch := ticket.Patch{Title: b.Title, Description: b.Description, Tags: b.Tags, Status: enum[ticket.Status](b.Status),
+		Priority: enum[ticket.Priority](b.Priority), AssigneeID: cleared(b.AssigneeId), TeamID: cleared(b.TeamId)}
+	t, err := h.Tickets.UpdateTicket(ctx, p, req.TicketId, loaded.Ticket, patch, ifMatch(req.Params.IfMatch))
 	if err != nil {
 		return nil, err
 	}
@@ -106,12 +78,8 @@ func (h *handlers) UpdateTicket(ctx context.Context, req oapi.UpdateTicketReques
 
 // DeleteTicket serves DELETE /v1/orgs/{orgId}/tickets/{ticketId}.
 func (h *handlers) DeleteTicket(ctx context.Context, req oapi.DeleteTicketRequestObject) (oapi.DeleteTicketResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	v := ifMatch(req.Params.IfMatch)
-	if err != nil {
-		return nil, err
-	}
-	if err := h.Tickets.DeleteTicket(ctx, p, req.TicketId, loaded.Ticket, v); err != nil {
+	p, loaded := decided(ctx)
+	if err := h.Tickets.DeleteTicket(ctx, p, req.TicketId, loaded.Ticket, ifMatch(req.Params.IfMatch)); err != nil {
 		return nil, err
 	}
 	return oapi.DeleteTicket204Response{}, nil
@@ -119,32 +87,24 @@ func (h *handlers) DeleteTicket(ctx context.Context, req oapi.DeleteTicketReques
 
 // ListTeamTickets serves GET /v1/orgs/{orgId}/teams/{teamId}/tickets.
 func (h *handlers) ListTeamTickets(ctx context.Context, req oapi.ListTeamTicketsRequestObject) (oapi.ListTeamTicketsResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, _ := decided(ctx)
 	status := statusOf(req.Params.Status)
 	listing := "listTeamTickets:" + req.TeamId + ":" + string(status)
-	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
 		return h.Tickets.ListTeamTickets(ctx, p, req.TeamId, status, expandOf(req.Params.Expand), pr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	body := ticketList(r, next)
-	return oapi.ListTeamTickets200JSONResponse{Body: body, Headers: oapi.ListTeamTickets200ResponseHeaders{Link: link(ctx, next)}}, nil
+	return oapi.ListTeamTickets200JSONResponse{Body: ticketList(r, next), Headers: oapi.ListTeamTickets200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
 // ListUserTickets serves GET /v1/orgs/{orgId}/users/{userId}/tickets;
 // include=user adds, to the first page, the user the authorization read
 // loaded.
 func (h *handlers) ListUserTickets(ctx context.Context, req oapi.ListUserTicketsRequestObject) (oapi.ListUserTicketsResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
-	listing := "listUserTickets:" + req.UserId
-	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+	p, loaded := decided(ctx)
+	r, next, err := fetchPage(h, p.OrgID, "listUserTickets:"+req.UserId, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
 		return h.Tickets.ListUserTickets(ctx, p, req.UserId, expandOf(req.Params.Expand), pr)
 	})
 	if err != nil {
@@ -159,44 +119,32 @@ func (h *handlers) ListUserTickets(ctx context.Context, req oapi.ListUserTickets
 
 // ListAssignedTickets serves GET /v1/orgs/{orgId}/users/{userId}/assigned-tickets.
 func (h *handlers) ListAssignedTickets(ctx context.Context, req oapi.ListAssignedTicketsRequestObject) (oapi.ListAssignedTicketsResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
-	listing := "listAssignedTickets:" + req.UserId
-	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
+	p, _ := decided(ctx)
+	r, next, err := fetchPage(h, p.OrgID, "listAssignedTickets:"+req.UserId, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
 		return h.Tickets.ListAssignedTickets(ctx, p, req.UserId, expandOf(req.Params.Expand), pr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	body := ticketList(r, next)
-	return oapi.ListAssignedTickets200JSONResponse{Body: body, Headers: oapi.ListAssignedTickets200ResponseHeaders{Link: link(ctx, next)}}, nil
+	return oapi.ListAssignedTickets200JSONResponse{Body: ticketList(r, next), Headers: oapi.ListAssignedTickets200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
 // ListComments serves GET /v1/orgs/{orgId}/tickets/{ticketId}/comments.
 func (h *handlers) ListComments(ctx context.Context, req oapi.ListCommentsRequestObject) (oapi.ListCommentsResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
-	listing := "listComments:" + req.TicketId
-	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Comment], error) {
+	p, _ := decided(ctx)
+	r, next, err := fetchPage(h, p.OrgID, "listComments:"+req.TicketId, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Comment], error) {
 		return h.Tickets.ListComments(ctx, p, req.TicketId, pr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return oapi.ListComments200JSONResponse{Body: oapi.CommentList{Items: mapAll(r.Items, toComment), NextCursor: nextPtr(next)},
+	return oapi.ListComments200JSONResponse{Body: oapi.CommentList{Items: mapAll(r.Items, toComment), NextCursor: strPtr(next)},
 		Headers: oapi.ListComments200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
 // CreateComment serves POST /v1/orgs/{orgId}/tickets/{ticketId}/comments.
 func (h *handlers) CreateComment(ctx context.Context, req oapi.CreateCommentRequestObject) (oapi.CreateCommentResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, _ := decided(ctx)
 	c, err := h.Tickets.CreateComment(ctx, p, req.TicketId, newResourceID(ctx), req.Body.Body)
 	if err != nil {
 		return nil, err
@@ -206,8 +154,7 @@ func (h *handlers) CreateComment(ctx context.Context, req oapi.CreateCommentRequ
 
 // ticketList encodes a page of tickets.
 func ticketList(r page.Result[ticket.Ticket], next string) oapi.TicketList {
-	items := mapAll(r.Items, toTicket)
-	return oapi.TicketList{Items: items, NextCursor: nextPtr(next)}
+	return oapi.TicketList{Items: mapAll(r.Items, toTicket), NextCursor: strPtr(next)}
 }
 
 // expandOf reads ?expand=requester,assignee.

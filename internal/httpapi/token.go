@@ -254,36 +254,39 @@ func MintHS256(secret string, c Claims) (string, error) {
 	return jwt.NewWithClaims(jwt.SigningMethodHS256, c).SignedString([]byte(secret))
 }
 
-// ctxKey keys a request's value in its context by the value's type: one
-// identity and one decision per request.
-type ctxKey[T any] struct{}
-
-func withValue[T any](ctx context.Context, v T) context.Context {
-	return context.WithValue(ctx, ctxKey[T]{}, v)
-}
-
-func valueFrom[T any](ctx context.Context) (T, bool) {
-	v, ok := ctx.Value(ctxKey[T]{}).(T)
-	return v, ok
-}
+type identityKey struct{}
 
 // WithIdentity stores the caller's identity in ctx.
-func WithIdentity(ctx context.Context, id authz.Identity) context.Context { return withValue(ctx, id) }
+func WithIdentity(ctx context.Context, id authz.Identity) context.Context {
+	return context.WithValue(ctx, identityKey{}, id)
+}
 
 // IdentityFrom returns the identity stored by WithIdentity.
-func IdentityFrom(ctx context.Context) (authz.Identity, bool) { return valueFrom[authz.Identity](ctx) }
+func IdentityFrom(ctx context.Context) (authz.Identity, bool) {
+	id, ok := ctx.Value(identityKey{}).(authz.Identity)
+	return id, ok
+}
 
-// errNoDecision: a handler of an org route ran without AuthorizeOrg's
-// decision (a wiring bug).
-var errNoDecision = errs.E(errs.Internal, "no_principal", "route has no org principal")
+// caller is the identity Authenticate stored: every operation but the
+// public ones has one, so its absence is a wiring bug (a panic, which
+// Recover answers with a 500).
+func caller(ctx context.Context) authz.Identity {
+	id, ok := IdentityFrom(ctx)
+	if !ok {
+		panic("httpapi: an authenticated operation ran without an identity")
+	}
+	return id
+}
 
 // decided is the request's decision (access.Decision): the principal, and
 // what the authorization read loaded of the route's target (nothing when
-// it names none, so that the service reads what it needs).
-func decided(ctx context.Context) (authz.Principal, access.Found, error) {
+// it names none, so that the service reads what it needs). AuthorizeOrg
+// decides every route under /v1/orgs/{orgId} before its handler runs, so
+// its absence is a wiring bug (a panic, which Recover answers with a 500).
+func decided(ctx context.Context) (authz.Principal, access.Found) {
 	d, ok := access.Decided(ctx)
 	if !ok {
-		return authz.Principal{}, access.Found{}, errNoDecision
+		panic("httpapi: an org operation ran without AuthorizeOrg's decision")
 	}
-	return d.Principal, d.Found, nil
+	return d.Principal, d.Found
 }

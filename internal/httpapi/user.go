@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 
+	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/tenant"
@@ -10,27 +11,20 @@ import (
 
 // ListOrgUsers serves GET /v1/orgs/{orgId}/users.
 func (h *handlers) ListOrgUsers(ctx context.Context, req oapi.ListOrgUsersRequestObject) (oapi.ListOrgUsersResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
-	const listing = "listOrgUsers"
-	r, next, err := fetchPage(ctx, h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.User], error) {
+	p, _ := decided(ctx)
+	r, next, err := fetchPage(h, p.OrgID, "listOrgUsers", req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[tenant.User], error) {
 		return h.Orgs.ListOrgUsers(ctx, p, pr)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return oapi.ListOrgUsers200JSONResponse{Body: oapi.OrgUserList{Items: mapAll(r.Items, toOrgUser), NextCursor: nextPtr(next)},
+	return oapi.ListOrgUsers200JSONResponse{Body: oapi.OrgUserList{Items: mapAll(r.Items, toOrgUser), NextCursor: strPtr(next)},
 		Headers: oapi.ListOrgUsers200ResponseHeaders{Link: link(ctx, next)}}, nil
 }
 
 // AddOrgUser serves POST /v1/orgs/{orgId}/users.
 func (h *handlers) AddOrgUser(ctx context.Context, req oapi.AddOrgUserRequestObject) (oapi.AddOrgUserResponseObject, error) {
-	p, _, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, _ := decided(ctx)
 	b := req.Body
 	u, err := h.Orgs.AddOrgUser(ctx, p, tenant.NewUser{UserID: b.UserId, Email: b.Email, Name: b.Name, Role: roleOf(b.Role),
 		ResourceID: newResourceID(ctx)})
@@ -42,10 +36,7 @@ func (h *handlers) AddOrgUser(ctx context.Context, req oapi.AddOrgUserRequestObj
 
 // GetOrgUser serves GET /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) GetOrgUser(ctx context.Context, req oapi.GetOrgUserRequestObject) (oapi.GetOrgUserResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	if err != nil {
-		return nil, err
-	}
+	p, loaded := decided(ctx)
 	u, err := h.Orgs.GetOrgUser(ctx, p, req.UserId, loaded.User)
 	if err != nil {
 		return nil, err
@@ -55,17 +46,9 @@ func (h *handlers) GetOrgUser(ctx context.Context, req oapi.GetOrgUserRequestObj
 
 // UpdateOrgUser serves PATCH /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequestObject) (oapi.UpdateOrgUserResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	v := ifMatch(req.Params.IfMatch)
-	if err != nil {
-		return nil, err
-	}
-	patch := tenant.UserPatch{Name: req.Body.Name, Email: req.Body.Email}
-	if req.Body.Role != nil {
-		r := roleOf(*req.Body.Role)
-		patch.Role = &r
-	}
-	u, err := h.Orgs.UpdateOrgUser(ctx, p, req.UserId, loaded.User, patch, v)
+	p, loaded := decided(ctx)
+	patch := tenant.UserPatch{Name: req.Body.Name, Email: req.Body.Email, Role: enum[authz.Role](req.Body.Role)}
+	u, err := h.Orgs.UpdateOrgUser(ctx, p, req.UserId, loaded.User, patch, ifMatch(req.Params.IfMatch))
 	if err != nil {
 		return nil, err
 	}
@@ -74,12 +57,8 @@ func (h *handlers) UpdateOrgUser(ctx context.Context, req oapi.UpdateOrgUserRequ
 
 // RemoveOrgUser serves DELETE /v1/orgs/{orgId}/users/{userId}.
 func (h *handlers) RemoveOrgUser(ctx context.Context, req oapi.RemoveOrgUserRequestObject) (oapi.RemoveOrgUserResponseObject, error) {
-	p, loaded, err := decided(ctx)
-	v := ifMatch(req.Params.IfMatch)
-	if err != nil {
-		return nil, err
-	}
-	if err := h.Orgs.RemoveOrgUser(ctx, p, req.UserId, loaded.User, v); err != nil {
+	p, loaded := decided(ctx)
+	if err := h.Orgs.RemoveOrgUser(ctx, p, req.UserId, loaded.User, ifMatch(req.Params.IfMatch)); err != nil {
 		return nil, err
 	}
 	return oapi.RemoveOrgUser204Response{}, nil
