@@ -57,25 +57,11 @@ const StatusClientClosedRequest = idempotency.StatusClientClosedRequest
 var clientClosed = oapi.Problem{Type: problemType + "client_closed_request", Title: "Client Closed Request",
 	Status: StatusClientClosedRequest, Code: "client_closed_request", Detail: "the client closed the request before it was answered"}
 
-type clientCtxKey struct{}
-
-// withClientContext keeps the request's own context (net/http cancels it
-// when the client goes away) in the request context, under the deadlines
-// middlewares add later: the error handler runs after those are cancelled,
-// and must tell a client that left from a server that failed.
-func withClientContext(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		r := c.Request()
-		c.SetRequest(r.WithContext(context.WithValue(r.Context(), clientCtxKey{}, r.Context())))
-		return next(c)
-	}
-}
-
-// clientGone reports whether the request's client went away (its own
-// context is cancelled while the server still handles it).
+// clientGone reports whether the request's client went away: the context
+// net/http gave the request (withRequest kept it, under the deadlines
+// middlewares add later) is cancelled while the server still handles it.
 func clientGone(c echo.Context) bool {
-	ctx, ok := c.Request().Context().Value(clientCtxKey{}).(context.Context)
-	return ok && errors.Is(ctx.Err(), context.Canceled)
+	return errors.Is(original(c.Request().Context()).Context().Err(), context.Canceled)
 }
 
 // errorHandler is the one place errors become responses: RFC 9457
@@ -127,20 +113,25 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	}
 }
 
+// problem is a problem of status whose code completes its type.
+func problem(status int, code, detail string) oapi.Problem {
+	return oapi.Problem{Type: problemType + code, Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+}
+
+// errInternal is the one problem of every internal error: what failed is
+// logged, never sent.
+var errInternal = problem(http.StatusInternalServerError, "internal", "an unexpected error occurred")
+
 func toProblem(err error) oapi.Problem {
 	var ve *validationError
 	if errors.As(err, &ve) {
 		return ve.problem()
 	}
-	var se *httpStatusError
-	if errors.As(err, &se) {
-		return oapi.Problem{Type: problemType + se.code, Title: http.StatusText(se.status), Status: se.status, Code: se.code, Detail: se.detail}
-	}
 	if e, ok := errs.As(err); ok {
 		status := kindStatus[e.Kind]
-		p := oapi.Problem{Type: problemType + e.Code, Title: http.StatusText(status), Status: status, Code: e.Code, Detail: e.Message}
+		p := problem(status, e.Code, e.Message)
 		if e.Kind == errs.Internal {
-			p.Code, p.Detail, p.Type = "internal", "an unexpected error occurred", problemType+"internal"
+			p = errInternal
 		}
 		in := oapi.FieldErrorInBody
 		if e.In != "" {
@@ -176,7 +167,7 @@ func toProblem(err error) oapi.Problem {
 		if status == http.StatusRequestEntityTooLarge {
 			detail = "the request body exceeds 64 KiB"
 		}
-		p := oapi.Problem{Type: problemType + code, Title: http.StatusText(status), Status: status, Code: code, Detail: detail}
+		p := problem(status, code, detail)
 		if status == http.StatusBadRequest {
 			p.Errors = &[]oapi.FieldError{{In: oapi.FieldErrorInBody, Field: "", Code: code, Message: detail}}
 		}
@@ -185,9 +176,7 @@ func toProblem(err error) oapi.Problem {
 	if errors.Is(err, context.DeadlineExceeded) {
 		// A deadline no layer below translated: still the request's
 		// timeout, retryable, not a bug.
-		return oapi.Problem{Type: problemType + "timeout", Title: http.StatusText(http.StatusServiceUnavailable), Status: http.StatusServiceUnavailable,
-			Code: "timeout", Detail: "the request took too long; retry later"}
+		return problem(http.StatusServiceUnavailable, "timeout", "the request took too long; retry later")
 	}
-	return oapi.Problem{Type: problemType + "internal", Title: http.StatusText(500), Status: 500, Code: "internal",
-		Detail: "an unexpected error occurred"}
+	return errInternal
 }

@@ -121,7 +121,7 @@ func (h *handlers) graphql(ctx context.Context, r graphapi.Request, vars []byte)
 	if err := unavailable(res.Response); err != nil {
 		return nil, err
 	}
-	return graphqlAnswer{r: res.Response, executed: res.Executed, media: graphqlMedia(requestHeader(ctx).Get("Accept"))}, nil
+	return graphqlAnswer{r: res.Response, executed: res.Executed, media: graphqlMedia(original(ctx).Header.Get("Accept"))}, nil
 }
 
 // graphqlResponse is an answer of both GraphQL operations.

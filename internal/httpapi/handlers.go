@@ -86,7 +86,7 @@ func link(ctx context.Context, next string) *string {
 	if next == "" {
 		return nil
 	}
-	u := *requestURL(ctx)
+	u := *original(ctx).URL
 	q := u.Query()
 	q.Set("cursor", next)
 	u.RawQuery = q.Encode()

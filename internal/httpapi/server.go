@@ -131,7 +131,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(d.Logger)
-	e.Use(withClientContext)
+	e.Use(withRequest)
 	e.Use(allowHead)
 	e.Use(requestID)
 	// Outermost of the metrics: it renders errors (c.Error) before counting,
@@ -142,7 +142,6 @@ func New(d Deps) (*echo.Echo, error) {
 	}
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "KiB")) // "K" would be 64,000 bytes
-	e.Use(withURL)
 	e.Use(timeout(func(c echo.Context) time.Duration {
 		if c.Request().Method == http.MethodDelete && c.Path() == "/v1/orgs/:orgId" {
 			return d.OffboardTimeout
@@ -251,10 +250,12 @@ func timeout(d func(echo.Context) time.Duration, requestTimeout, writeTimeout ti
 
 type requestKey struct{}
 
-// withURL keeps the request's URL and header in the context: list handlers
-// build their Link header from the URL, GraphQL's answers its media type
-// from Accept.
-func withURL(next echo.HandlerFunc) echo.HandlerFunc {
+// withRequest keeps the request as net/http gave it in its context, under
+// what later middlewares add: list handlers build their Link header from
+// its URL, GraphQL answers in the media type its Accept names, and the
+// error handler tells a client that went away from a server that failed
+// by its context (clientGone).
+func withRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		c.SetRequest(r.WithContext(context.WithValue(r.Context(), requestKey{}, r)))
@@ -262,18 +263,12 @@ func withURL(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-func requestURL(ctx context.Context) *url.URL {
+// original is the request withRequest kept (an empty one without it).
+func original(ctx context.Context) *http.Request {
 	if r, ok := ctx.Value(requestKey{}).(*http.Request); ok {
-		return r.URL
+		return r
 	}
-	return &url.URL{}
-}
-
-func requestHeader(ctx context.Context) http.Header {
-	if r, ok := ctx.Value(requestKey{}).(*http.Request); ok {
-		return r.Header
-	}
-	return http.Header{}
+	return &http.Request{URL: &url.URL{}, Header: http.Header{}}
 }
 
 func jsonEncode(w http.ResponseWriter, v any) error {

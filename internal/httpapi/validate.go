@@ -172,8 +172,7 @@ func beforeBody(ops map[string]operation) echo.MiddlewareFunc {
 					// Read as JSON, a compressed body would be a 400; an
 					// uncompressed one, its header silently ignored.
 					c.Response().Header().Set(echo.HeaderAcceptEncoding, "identity") // RFC 9110, 12.5.3
-					return &httpStatusError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
-						detail: "request bodies are read as sent: send it without a Content-Encoding"}
+					return echo.NewHTTPError(http.StatusUnsupportedMediaType, "request bodies are read as sent: send it without a Content-Encoding")
 				}
 			}
 			return next(c)
@@ -228,8 +227,9 @@ func (e *validationError) problem() oapi.Problem {
 		detail += fmt.Sprintf("; and %d more (see errors)", n)
 	}
 	fs := e.fields
-	return oapi.Problem{Type: problemType + "invalid_request", Title: http.StatusText(http.StatusBadRequest), Status: http.StatusBadRequest,
-		Code: "invalid_request", Detail: detail, Errors: &fs}
+	p := problem(http.StatusBadRequest, "invalid_request", detail)
+	p.Errors = &fs
+	return p
 }
 
 // fieldErrors flattens what openapi3filter reports into one FieldError
@@ -383,14 +383,5 @@ func errUnsupportedMediaType(c echo.Context, o *openapi3.Operation) error {
 	case http.MethodPatch:
 		c.Response().Header().Set("Accept-Patch", accept)
 	}
-	return &httpStatusError{status: http.StatusUnsupportedMediaType, code: "unsupported_media_type",
-		detail: "the body must be " + accept}
+	return echo.NewHTTPError(http.StatusUnsupportedMediaType, "the body must be "+accept)
 }
-
-// httpStatusError is a problem of a status the domain kinds do not name.
-type httpStatusError struct {
-	status       int
-	code, detail string
-}
-
-func (e *httpStatusError) Error() string { return e.code + ": " + e.detail }
