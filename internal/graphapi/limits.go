@@ -92,12 +92,7 @@ func selectionDepth(set ast.SelectionSet, depth, limit int) int {
 			if s.Name == "__schema" || s.Name == "__type" {
 				continue
 			}
-			d = depth
-			if len(s.SelectionSet) > 0 {
-				d = selectionDepth(s.SelectionSet, depth+1, limit)
-			} else {
-				d = depth + 1
-			}
+			d = selectionDepth(s.SelectionSet, depth+1, limit) // a leaf: depth+1
 		case *ast.InlineFragment:
 			d = selectionDepth(s.SelectionSet, depth, limit)
 		case *ast.FragmentSpread:
@@ -110,40 +105,55 @@ func selectionDepth(set ast.SelectionSet, depth, limit int) int {
 	return deepest
 }
 
-// expansionLimit refuses, before the document is validated, an operation
-// whose fields, with every fragment spread expanded, number more than max:
-// a fragment that spreads another twice, thirty times over, is a 1 KB
-// document of 2^30 fields, which validation, the depth limit and gqlgen's
-// complexity walk would each expand in full, for minutes, ignoring the
-// request's deadline. Here each fragment's size is computed once (linear in
-// the document) and the count stops at max. Documents that passed are
+// documentCheck refuses, from the parsed document before it is validated:
+//   - in a QueryOnly request (GET), an operation that is not a query,
+//     whether or not it would validate (NotAQuery: nothing runs);
+//   - an operation whose fields, with every fragment spread expanded,
+//     number more than maxFields: a fragment that spreads another twice,
+//     thirty times over, is a 1 KB document of 2^30 fields, which
+//     validation, the depth limit and gqlgen's complexity walk would each
+//     expand in full, for minutes, ignoring the request's deadline. Here
+//     each fragment's size is computed once (linear in the document) and
+//     the count stops at maxFields.
+//
+// A document that does not parse, or names no operation of its own, is
+// left to the executor to report. Documents whose count passed are
 // remembered (bounded LRU), so a repeated query is parsed once more, not
 // every time.
-type expansionLimit struct {
-	max, tokenLimit int
-	passed          graphql.Cache[struct{}]
+type documentCheck struct {
+	maxFields, tokenLimit int
+	passed                graphql.Cache[struct{}]
 }
 
 var _ interface {
 	graphql.OperationParameterMutator
 	graphql.HandlerExtension
-} = (*expansionLimit)(nil)
+} = (*documentCheck)(nil)
 
-func (*expansionLimit) ExtensionName() string                   { return "ExpansionLimit" }
-func (*expansionLimit) Validate(graphql.ExecutableSchema) error { return nil }
-func (x *expansionLimit) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
+func (*documentCheck) ExtensionName() string                   { return "DocumentCheck" }
+func (*documentCheck) Validate(graphql.ExecutableSchema) error { return nil }
+func (x *documentCheck) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
+	rs := state(ctx)
 	if p.Query == "" {
 		return nil
 	}
-	if _, ok := x.passed.Get(ctx, p.Query); ok {
+	_, counted := x.passed.Get(ctx, p.Query)
+	if counted && !rs.queryOnly {
 		return nil
 	}
 	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: p.Query}, x.tokenLimit)
 	if err != nil {
 		return nil // the executor's own parse reports it
 	}
-	if n := expandedFields(doc, x.max); n > x.max {
-		err := gqlerror.Errorf("operation is too complex: its fields, fragments expanded, are more than %d", x.max)
+	if op := doc.Operations.ForName(p.OperationName); rs.queryOnly && op != nil && op.Operation != ast.Query {
+		rs.notAQuery = true
+		return gqlerror.Errorf("GET runs queries only")
+	}
+	if counted {
+		return nil
+	}
+	if n := expandedFields(doc, x.maxFields); n > x.maxFields {
+		err := gqlerror.Errorf("operation is too complex: its fields, fragments expanded, are more than %d", x.maxFields)
 		errcode.Set(err, "COMPLEXITY_LIMIT_EXCEEDED")
 		return err
 	}

@@ -37,7 +37,7 @@ type loaders struct {
 func batchLoader[V any](rs *requestState, wait dataloadgen.Option,
 	get func(context.Context, authz.Principal, []string) (map[string]V, error)) *dataloadgen.Loader[ref, *V] {
 	return dataloadgen.NewLoader(func(ctx context.Context, keys []ref) ([]*V, []error) {
-		return byOrg(ctx, rs, keys, func(ctx context.Context, orgID string, ids []string) (map[string]*V, error) {
+		return byOrg(ctx, keys, func(ctx context.Context, orgID string, ids []string) (map[string]*V, error) {
 			p, err := rs.principal(ctx, orgID)
 			if err != nil {
 				return nil, err
@@ -80,37 +80,27 @@ func newLoaders(rs *requestState) *loaders {
 // byOrg serves a batch of refs with one read per org (a request reads few
 // orgs; each org's read is one BatchGetItem of its distinct IDs). A ref the
 // read did not return is nil: the item does not exist.
-func byOrg[V any](ctx context.Context, rs *requestState, keys []ref,
+func byOrg[V any](ctx context.Context, keys []ref,
 	read func(ctx context.Context, orgID string, ids []string) (map[string]*V, error)) ([]*V, []error) {
 	idsOf := map[string][]string{}
-	var orgs []string
 	for _, k := range keys {
-		if _, ok := idsOf[k.OrgID]; !ok {
-			orgs = append(orgs, k.OrgID)
-		}
 		idsOf[k.OrgID] = append(idsOf[k.OrgID], k.ID)
 	}
-	found := make(map[string]map[string]*V, len(orgs))
-	failed := map[string]error{}
 	type result struct {
-		org string
 		got map[string]*V
 		err error
 	}
-	results := make(chan result, len(orgs))
-	for _, o := range orgs {
-		go func() {
-			got, err := read(ctx, o, idsOf[o])
-			results <- result{o, got, err}
-		}()
+	results := make(map[string]*result, len(idsOf))
+	var wg sync.WaitGroup
+	for org, ids := range idsOf { // concurrently
+		r := &result{}
+		results[org] = r
+		wg.Go(func() { r.got, r.err = read(ctx, org, ids) })
 	}
-	for range orgs {
-		r := <-results
-		found[r.org], failed[r.org] = r.got, r.err
-	}
+	wg.Wait()
 	out, errs := make([]*V, len(keys)), make([]error, len(keys))
 	for i, k := range keys {
-		out[i], errs[i] = found[k.OrgID][k.ID], failed[k.OrgID]
+		out[i], errs[i] = results[k.OrgID].got[k.ID], results[k.OrgID].err
 	}
 	return out, errs
 }

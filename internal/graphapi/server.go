@@ -35,7 +35,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
-	"github.com/vektah/gqlparser/v2/parser"
 
 	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/audit"
@@ -176,9 +175,7 @@ func New(d Deps) *Server {
 	e.SetDisableSuggestion(!d.Limits.Introspection)
 	e.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](d.Limits.CacheSize)})
 	// After APQ (which fills in the query of a hash), before validation.
-	e.Use(queryOnly{tokenLimit: d.Limits.ParserTokenLimit})
-	// After APQ (which fills in the query of a hash), before parsing.
-	e.Use(&expansionLimit{max: d.Limits.MaxComplexity, tokenLimit: d.Limits.ParserTokenLimit, passed: lru.New[struct{}](d.Limits.CacheSize)})
+	e.Use(&documentCheck{maxFields: d.Limits.MaxComplexity, tokenLimit: d.Limits.ParserTokenLimit, passed: lru.New[struct{}](d.Limits.CacheSize)})
 	e.Use(depthLimit{max: d.Limits.MaxDepth})
 	e.Use(extension.FixedComplexityLimit(d.Limits.MaxComplexity))
 	s.exec = e
@@ -252,36 +249,6 @@ func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Resu
 	responses, ctx := s.exec.DispatchOperation(ctx, rc)
 	res.Response, res.Executed = responses(ctx), true
 	return res
-}
-
-// queryOnly decides, in a QueryOnly request, the type of the operation
-// from the parsed document, before it is validated: a mutation is refused
-// (NotAQuery) whether or not it would validate, and nothing runs. A
-// document that does not parse, or names no operation of its own, is left
-// to the executor to report.
-type queryOnly struct{ tokenLimit int }
-
-var _ interface {
-	graphql.OperationParameterMutator
-	graphql.HandlerExtension
-} = queryOnly{}
-
-func (queryOnly) ExtensionName() string                   { return "QueryOnly" }
-func (queryOnly) Validate(graphql.ExecutableSchema) error { return nil }
-func (q queryOnly) MutateOperationParameters(ctx context.Context, p *graphql.RawParams) *gqlerror.Error {
-	rs := state(ctx)
-	if !rs.queryOnly || p.Query == "" {
-		return nil
-	}
-	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: p.Query}, q.tokenLimit)
-	if err != nil {
-		return nil
-	}
-	if op := doc.Operations.ForName(p.OperationName); op != nil && op.Operation != ast.Query {
-		rs.notAQuery = true
-		return gqlerror.Errorf("GET runs queries only")
-	}
-	return nil
 }
 
 var errInternal = errors.New("internal error")

@@ -11,6 +11,7 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/idempotency"
 	"github.com/tenantd/tenantd/internal/ifmatch"
+	"github.com/tenantd/tenantd/internal/optional"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
@@ -28,11 +29,11 @@ func (r orgResolver) Tickets(ctx context.Context, obj *Org, status *ticket.Statu
 		return nil, err
 	}
 	asc := order != nil && *order == SortOrderAsc
+	set := map[string]bool{"status": status != nil, "priority": priority != nil, "assigneeId": assigneeID != nil, "order": asc}
 	given := func(names ...string) []string {
 		var out []string
 		for _, n := range names {
-			if set := map[string]bool{"status": status != nil, "priority": priority != nil, "assigneeId": assigneeID != nil,
-				"order": asc}[n]; set {
+			if set[n] {
 				out = append(out, n)
 			}
 		}
@@ -61,15 +62,9 @@ func (r orgResolver) Tickets(ctx context.Context, obj *Org, status *ticket.Statu
 		}))
 	}
 	f := ticket.Filter{Oldest: asc}
-	if status != nil {
-		f.Status = *status
-	}
-	if priority != nil {
-		f.Priority = *priority
-	}
-	if assigneeID != nil {
-		f.AssigneeID = *assigneeID
-	}
+	optional.Set(&f.Status, status)
+	optional.Set(&f.Priority, priority)
+	optional.Set(&f.AssigneeID, assigneeID)
 	listing := fmt.Sprintf("listTickets:%s:%s:%s:%t", f.Status, f.Priority, f.AssigneeID, f.Oldest) // the REST listing's
 	return r.s.tickets(ctx, obj.p, listing, first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
 		return r.s.d.Tickets.ListTickets(ctx, obj.p, f, ticket.Expand{}, pr)
@@ -123,9 +118,7 @@ func (s *Server) teamTickets(ctx context.Context, p authz.Principal, teamID stri
 		return nil, err
 	}
 	var st ticket.Status
-	if status != nil {
-		st = *status
-	}
+	optional.Set(&st, status)
 	return s.tickets(ctx, p, "listTeamTickets:"+teamID+":"+string(st), first, after, func(pr page.Request) (page.Result[ticket.Ticket], error) {
 		return s.d.Tickets.ListTeamTickets(ctx, p, teamID, st, ticket.Expand{}, pr)
 	})
@@ -199,18 +192,14 @@ func (r mutationResolver) CreateTicket(ctx context.Context, orgID string, input 
 	if err != nil {
 		return nil, err
 	}
+	// An explicit null is refused: these fields have no null meaning on create.
 	in := ticket.NewTicket{Title: input.Title}
 	var bad []string
-	optional(&in.Description, input.Description, "description", &bad)
-	optional(&in.Priority, input.Priority, "priority", &bad)
-	optional(&in.TeamID, input.TeamID, "teamId", &bad)
-	optional(&in.AssigneeID, input.AssigneeID, "assigneeId", &bad)
-	if tags, ok := input.Tags.ValueOK(); ok {
-		if tags == nil {
-			bad = append(bad, "tags")
-		}
-		in.Tags = tags
-	}
+	optional.Set(&in.Description, present(input.Description, "description", &bad))
+	optional.Set(&in.Priority, present(input.Priority, "priority", &bad))
+	optional.Set(&in.TeamID, present(input.TeamID, "teamId", &bad))
+	optional.Set(&in.AssigneeID, present(input.AssigneeID, "assigneeId", &bad))
+	optional.Set(&in.Tags, presentTags(input.Tags, &bad))
 	if len(bad) > 0 {
 		return nil, notNull(bad)
 	}
@@ -252,12 +241,7 @@ func (r mutationResolver) UpdateTicket(ctx context.Context, orgID, id string, ex
 	patch.Description = present(input.Description, "description", &bad)
 	patch.Status = present(input.Status, "status", &bad)
 	patch.Priority = present(input.Priority, "priority", &bad)
-	if tags, ok := input.Tags.ValueOK(); ok {
-		if tags == nil {
-			bad = append(bad, "tags")
-		}
-		patch.Tags = &tags
-	}
+	patch.Tags = presentTags(input.Tags, &bad)
 	patch.AssigneeID = clearable(input.AssigneeID)
 	patch.TeamID = clearable(input.TeamID)
 	if len(bad) > 0 {
@@ -293,26 +277,26 @@ func (r mutationResolver) AddComment(ctx context.Context, orgID, ticketID, body 
 	return &Comment{Comment: c, p: p}, nil
 }
 
-// optional sets dst from an optional input field; an explicit null is
-// refused (these fields have no null meaning on create).
-func optional[T any](dst *T, v graphql.Omittable[*T], name string, bad *[]string) {
-	if x, ok := v.ValueOK(); ok {
-		if x == nil {
-			*bad = append(*bad, name)
-			return
-		}
-		*dst = *x
-	}
-}
-
-// present is a patch field: nil when left out; an explicit null is
-// refused (the field cannot be cleared).
+// present is an input field that may be left out (nil) but not null: an
+// explicit null is added to bad (the field cannot be cleared).
 func present[T any](v graphql.Omittable[*T], name string, bad *[]string) *T {
 	x, ok := v.ValueOK()
 	if ok && x == nil {
 		*bad = append(*bad, name)
 	}
 	return x
+}
+
+// presentTags is present for the tags list.
+func presentTags(v graphql.Omittable[[]string], bad *[]string) *[]string {
+	tags, ok := v.ValueOK()
+	if !ok {
+		return nil
+	}
+	if tags == nil {
+		*bad = append(*bad, "tags")
+	}
+	return &tags
 }
 
 // clearable is a patch of an optional reference: left out, nil; null, a
