@@ -67,9 +67,6 @@ func (e inputError) Error() string {
 // checkInput refuses value as the REST API refuses field of the body
 // schema names (Deps.CheckInput).
 func (s *Server) checkInput(schema, field string, value any) error {
-	if s.d.CheckInput == nil {
-		return nil
-	}
 	if fs := s.d.CheckInput(schema, field, value); len(fs) > 0 {
 		return inputError(fs)
 	}

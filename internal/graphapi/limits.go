@@ -121,8 +121,8 @@ func selectionDepth(set ast.SelectionSet, depth, limit int) int {
 // remembered (bounded LRU), so a repeated query is parsed once more, not
 // every time.
 type documentCheck struct {
-	maxFields, tokenLimit int
-	passed                graphql.Cache[struct{}]
+	maxFields int
+	passed    graphql.Cache[struct{}]
 }
 
 var _ interface {
@@ -141,7 +141,7 @@ func (x *documentCheck) MutateOperationParameters(ctx context.Context, p *graphq
 	if counted && !rs.queryOnly {
 		return nil
 	}
-	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: p.Query}, x.tokenLimit)
+	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: p.Query}, parserTokenLimit)
 	if err != nil {
 		return nil // the executor's own parse reports it
 	}

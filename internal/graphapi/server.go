@@ -71,7 +71,7 @@ type Deps struct {
 	// listing's cursor is the same in both.
 	Cursors page.Cursors
 	// RateLimit, when set, is the per-org limit of the REST API: a request
-	// spends, from each org it reads, its cost (Limits.CostPerToken).
+	// spends, from each org it reads, its cost (costPerToken).
 	RateLimit *ratelimit.Limiter
 	// CallerRateLimit, when set, is the REST API's per-caller limit, which
 	// spent one token on the request before it got here: a request costing
@@ -82,9 +82,9 @@ type Deps struct {
 	// Idempotency, when set, keeps the IDs that createTicket and addComment
 	// made under an idempotencyKey (the REST API's keeper).
 	Idempotency *idempotency.Keeper
-	// CheckInput, when set, checks value as the REST API checks field of
-	// the body whose schema is named schema (openapi.yaml's, "TicketCreate"):
-	// the problems it finds, as REST lists them; none when it passes. A
+	// CheckInput checks value as the REST API checks field of the body
+	// whose schema is named schema (openapi.yaml's, "TicketCreate"): the
+	// problems it finds, as REST lists them; none when it passes. A
 	// mutation's input is refused as the same REST body is.
 	CheckInput func(schema, field string, value any) []FieldError
 	Now        clock.Clock
@@ -101,67 +101,48 @@ type Limits struct {
 	// costs 1, a point read 50, a connection 10 plus first times its
 	// selection.
 	MaxComplexity int
-	// MaxOrgs is how many distinct orgs one request may read (default 10):
-	// each costs an authorization read.
-	MaxOrgs int
-	// CostPerToken is how much complexity one rate-limit token pays for
-	// (default 100): a request spends ceil(complexity/CostPerToken) tokens
-	// of each org it reads.
-	CostPerToken int
 	// BatchWait is how long a DataLoader collects the lookups of a level
 	// before it reads them (default 2 ms).
 	BatchWait time.Duration
-	// MaxConcurrentQueries bounds the Queries one batch of comment pages
-	// runs at once (default 16).
-	MaxConcurrentQueries int
 	// Introspection allows __schema and __type (on in dev, off by default).
 	Introspection bool
-	// CacheSize is the number of parsed documents and of persisted queries
-	// kept (each, default 256).
-	CacheSize int
-	// ParserTokenLimit bounds the tokens of a query document (default
-	// 5,000).
-	ParserTokenLimit int
 }
 
-func (l Limits) withDefaults() Limits {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&l.MaxDepth, 10)
-	def(&l.MaxComplexity, 10_000)
-	def(&l.MaxOrgs, 10)
-	def(&l.CostPerToken, 100)
-	def(&l.MaxConcurrentQueries, 16)
-	def(&l.CacheSize, 256)
-	def(&l.ParserTokenLimit, 5_000)
-	if l.BatchWait <= 0 {
-		l.BatchWait = 2 * time.Millisecond
-	}
-	return l
-}
+// The fixed bounds of a request.
+const (
+	maxOrgs              = 10    // distinct orgs one request may read: each costs an authorization read
+	costPerToken         = 100   // complexity one rate-limit token pays for, in each org a request reads
+	maxConcurrentQueries = 16    // DynamoDB calls a request's resolvers make at once (requestState.calls)
+	cacheSize            = 256   // parsed documents, and persisted queries, kept
+	parserTokenLimit     = 5_000 // tokens of a query document
+)
 
 // Server runs GraphQL requests.
 type Server struct {
-	d      Deps
-	exec   *executor.Executor
-	keeper *idempotency.Keeper
+	d    Deps
+	exec *executor.Executor
 }
 
 // New returns a Server over d.
 func New(d Deps) *Server {
-	d.Limits = d.Limits.withDefaults()
+	if d.Limits.MaxDepth <= 0 {
+		d.Limits.MaxDepth = 10
+	}
+	if d.Limits.MaxComplexity <= 0 {
+		d.Limits.MaxComplexity = 10_000
+	}
+	if d.Limits.BatchWait <= 0 {
+		d.Limits.BatchWait = 2 * time.Millisecond
+	}
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &Server{d: d, keeper: d.Idempotency}
+	s := &Server{d: d}
 	cfg := Config{Resolvers: &resolver{s}}
 	setComplexity(&cfg.Complexity)
 	e := executor.New(NewExecutableSchema(cfg))
-	e.SetQueryCache(lru.New[*ast.QueryDocument](d.Limits.CacheSize))
-	e.SetParserTokenLimit(d.Limits.ParserTokenLimit)
+	e.SetQueryCache(lru.New[*ast.QueryDocument](cacheSize))
+	e.SetParserTokenLimit(parserTokenLimit)
 	e.SetErrorPresenter(s.presentError)
 	e.SetRecoverFunc(func(ctx context.Context, v any) error {
 		d.Logger.ErrorContext(ctx, "graphql: resolver panic", "panic", fmt.Sprint(v))
@@ -173,9 +154,9 @@ func New(d Deps) *Server {
 	// Without introspection, validation errors do not suggest names
 	// ("Did you mean ...?") either: they would spell the schema out.
 	e.SetDisableSuggestion(!d.Limits.Introspection)
-	e.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](d.Limits.CacheSize)})
+	e.Use(extension.AutomaticPersistedQuery{Cache: lru.New[string](cacheSize)})
 	// After APQ (which fills in the query of a hash), before validation.
-	e.Use(&documentCheck{maxFields: d.Limits.MaxComplexity, tokenLimit: d.Limits.ParserTokenLimit, passed: lru.New[struct{}](d.Limits.CacheSize)})
+	e.Use(&documentCheck{maxFields: d.Limits.MaxComplexity, passed: lru.New[struct{}](cacheSize)})
 	e.Use(depthLimit{max: d.Limits.MaxDepth})
 	e.Use(extension.FixedComplexityLimit(d.Limits.MaxComplexity))
 	s.exec = e
@@ -220,7 +201,7 @@ type Result struct {
 // response's errors, with extensions.code; nothing reads DynamoDB before
 // the document has passed every limit.
 func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Result {
-	rs := &requestState{s: s, id: id, queryOnly: r.QueryOnly, access: map[string]*accessEntry{}, calls: make(chan struct{}, s.d.Limits.MaxConcurrentQueries)}
+	rs := &requestState{s: s, id: id, queryOnly: r.QueryOnly, access: map[string]*accessEntry{}, calls: make(chan struct{}, maxConcurrentQueries)}
 	rs.loaders = newLoaders(rs)
 	ctx = withState(ctx, rs)
 	params := &graphql.RawParams{Query: r.Query, OperationName: r.OperationName, Variables: r.Variables, Extensions: r.Extensions,
@@ -237,7 +218,7 @@ func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Resu
 	if st := extension.GetComplexityStats(graphql.WithOperationContext(ctx, rc)); st != nil {
 		res.Complexity = st.Complexity
 	}
-	rs.cost = max(1, (res.Complexity+s.d.Limits.CostPerToken-1)/s.d.Limits.CostPerToken)
+	rs.cost = max(1, (res.Complexity+costPerToken-1)/costPerToken)
 	if rs.cost > 1 && !s.d.CallerRateLimit.Off() && s.d.CallerRateLimit.Burst() > 1 {
 		// (At most the burst in all, so a costly request waits for a full
 		// bucket, never forever.)

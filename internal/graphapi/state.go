@@ -27,7 +27,7 @@ type requestState struct {
 	access  map[string]*accessEntry
 	loaders *loaders
 	// calls bounds the DynamoDB calls the request's resolvers make at once
-	// (Limits.MaxConcurrentQueries): a page's nested listings run
+	// (maxConcurrentQueries): a page's nested listings run
 	// concurrently, never all at once.
 	calls chan struct{}
 }
@@ -76,9 +76,9 @@ func (rs *requestState) principal(ctx context.Context, orgID string) (authz.Prin
 	rs.mu.Lock()
 	e, ok := rs.access[orgID]
 	if !ok {
-		if len(rs.access) >= rs.s.d.Limits.MaxOrgs {
+		if len(rs.access) >= maxOrgs {
 			rs.mu.Unlock()
-			return authz.Principal{}, errs.E(errs.Invalid, "too_many_orgs", "one request may read at most %d organizations", rs.s.d.Limits.MaxOrgs)
+			return authz.Principal{}, errs.E(errs.Invalid, "too_many_orgs", "one request may read at most %d organizations", maxOrgs)
 		}
 		e = &accessEntry{}
 		rs.access[orgID] = e

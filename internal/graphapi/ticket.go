@@ -347,7 +347,7 @@ func notNull(fields []string) error {
 func withKey[T any](ctx context.Context, s *Server, p authz.Principal, mutation string, key *string, args any,
 	create, read func(id string) (T, error)) (T, error) {
 	var zero T
-	if key == nil || s.keeper == nil {
+	if key == nil || s.d.Idempotency == nil {
 		return create("")
 	}
 	k, err := idempotency.CheckKey([]string{*key})
@@ -358,7 +358,7 @@ func withKey[T any](ctx context.Context, s *Server, p authz.Principal, mutation 
 	if err != nil {
 		return zero, err
 	}
-	rec, kept, err := s.keeper.Begin(ctx, p.OrgID, p.UserID, string(p.OrgRole), k, idempotency.Fingerprint(body, "graphql", mutation))
+	rec, kept, err := s.d.Idempotency.Begin(ctx, p.OrgID, p.UserID, string(p.OrgRole), k, idempotency.Fingerprint(body, "graphql", mutation))
 	if err != nil {
 		return zero, err
 	}
@@ -370,7 +370,7 @@ func withKey[T any](ctx context.Context, s *Server, p authz.Principal, mutation 
 	if err != nil {
 		status = 500 // release the key: nothing was made, or a retry finds it
 	}
-	if ferr := s.keeper.Finish(ctx, rec, status, "application/json", "", []byte(`{}`)); ferr != nil && err == nil {
+	if ferr := s.d.Idempotency.Finish(ctx, rec, status, "application/json", "", []byte(`{}`)); ferr != nil && err == nil {
 		s.d.Logger.ErrorContext(ctx, "graphql: idempotency finish", "err", ferr.Error())
 	}
 	return v, err

@@ -50,7 +50,7 @@ func conditional(next echo.HandlerFunc) echo.HandlerFunc {
 			return nil
 		}
 		h := w.Header()
-		if v, ok := versionOf(h.Get("ETag")); ok && w.status >= 200 && w.status < 300 {
+		if v, ok := tagVersion(h.Get("ETag")); ok && w.status >= 200 && w.status < 300 {
 			d := fnv.New64a()
 			d.Write(w.body.Bytes())
 			tag := fmt.Sprintf(`"%d-%016x"`, v, d.Sum64())
@@ -80,7 +80,7 @@ type bufferedWriter struct {
 
 func (w *bufferedWriter) WriteHeader(status int) {
 	w.status = status
-	if _, ok := versionOf(w.Header().Get("ETag")); !ok || status < 200 || status >= 300 {
+	if _, ok := tagVersion(w.Header().Get("ETag")); !ok || status < 200 || status >= 300 {
 		w.through = true
 		w.ResponseWriter.WriteHeader(status)
 	}
@@ -93,19 +93,9 @@ func (w *bufferedWriter) Write(b []byte) (int, error) {
 	return w.body.Write(b)
 }
 
-// versionOf reads the version a handler's ETag `"<version>"` names.
-func versionOf(tag string) (int64, bool) {
-	s, ok := strings.CutPrefix(tag, `"`)
-	if !ok || !strings.HasSuffix(s, `"`) {
-		return 0, false
-	}
-	v, err := strconv.ParseInt(strings.TrimSuffix(s, `"`), 10, 64)
-	return v, err == nil && v > 0
-}
-
 // tagVersion is the version a strong entity tag names: the digits before
-// the dash of `"<version>-<digest>"` (or a bare `"<version>"`). A weak tag
-// names none (If-Match uses the strong comparison).
+// the dash of `"<version>-<digest>"`, or of a handler's bare `"<version>"`.
+// A weak tag names none (If-Match uses the strong comparison).
 func tagVersion(tag string) (int64, bool) {
 	if strings.HasPrefix(tag, "W/") {
 		return 0, false

@@ -40,44 +40,28 @@ func limitCaller(l *ratelimit.Limiter) echo.MiddlewareFunc {
 }
 
 // limitBy spends a token of the bucket key names (refusing with the error
-// it gives), and says so in the
-// IETF RateLimit header fields (draft-ietf-httpapi-ratelimit-headers-10):
-// RateLimit-Policy lists each policy the request went through as a quota q
-// per window w (seconds): the bucket's size and how long it takes to fill;
-// RateLimit lists, for each, the requests r still allowed now and the
-// seconds t until that quota is whole again, or, when r is 0, until the
-// next request is allowed (the 429's Retry-After).
+// it gives) and says so in the RateLimit header fields (rateLimitFields):
+// RateLimit-Policy and RateLimit list each policy the request went through.
 func limitBy(l *ratelimit.Limiter, policy string, key func(echo.Context, string) (string, error)) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if l.Off() {
-				return next(c)
-			}
 			id, ok := IdentityFrom(c.Request().Context())
-			if !ok {
+			if l.Off() || !ok {
 				return next(c)
 			}
 			bucket, refused := key(c, id.UserID)
-			if err := take(c, l, refused, policy, bucket); err != nil {
-				return err
+			d := l.Take(c.Request().Context(), bucket)
+			f := rateLimitFields(l, policy, d)
+			h := c.Response().Header()
+			h.Add("RateLimit-Policy", f.policy)
+			h.Add("RateLimit", f.limit)
+			if !d.Allowed {
+				h.Set("Retry-After", strconv.Itoa(f.retryAfter))
+				return refused
 			}
 			return next(c)
 		}
 	}
-}
-
-// take spends a token of bucket and writes the RateLimit header fields.
-func take(c echo.Context, l *ratelimit.Limiter, refused error, policy, bucket string) error {
-	d := l.Take(c.Request().Context(), bucket)
-	f := rateLimitFields(l, policy, d)
-	h := c.Response().Header()
-	h.Add("RateLimit-Policy", f.policy)
-	h.Add("RateLimit", f.limit)
-	if !d.Allowed {
-		h.Set("Retry-After", strconv.Itoa(f.retryAfter))
-		return refused
-	}
-	return nil
 }
 
 // limitFields are the IETF RateLimit header fields of one policy's
@@ -87,10 +71,12 @@ type limitFields struct {
 	retryAfter    int
 }
 
-// rateLimitFields renders d: RateLimit-Policy's quota and window, and
-// RateLimit's remaining requests and the seconds until the quota is whole
-// again, or, when nothing remains, until the next request is allowed (the
-// Retry-After).
+// rateLimitFields renders d as the IETF RateLimit header fields
+// (draft-ietf-httpapi-ratelimit-headers-10): RateLimit-Policy's quota q per
+// window w (seconds), the bucket's size and how long it takes to fill, and
+// RateLimit's requests r still allowed now and the seconds t until the
+// quota is whole again, or, when r is 0, until the next request is allowed
+// (the 429's Retry-After).
 func rateLimitFields(l *ratelimit.Limiter, policy string, d ratelimit.Decision) limitFields {
 	rate := d.Rate
 	if rate <= 0 {

@@ -38,14 +38,19 @@ var defineFormats sync.Once
 // MaxBodyBytes is the largest request body accepted.
 const MaxBodyBytes = 64 << 10
 
+const (
+	cursorTTL = 24 * time.Hour // how long a pagination cursor stays valid
+	// offboardTimeout bounds DELETE /v1/orgs/{orgId}, which cuts every
+	// member of a tenant off before it answers.
+	offboardTimeout = 2 * time.Minute
+)
+
 // Deps are what the server is wired from.
 type Deps struct {
 	graphapi.Services
 	Verifier *Verifier
 	// CursorKey signs pagination cursors (at least 32 bytes).
 	CursorKey []byte
-	// CursorTTL is how long a cursor stays valid (default 24 h).
-	CursorTTL time.Duration
 	Logger    *slog.Logger
 	Now       clock.Clock
 	// Ready reports whether the server should get traffic (DynamoDB
@@ -69,9 +74,6 @@ type Deps struct {
 	// RequestTimeout bounds each request, DynamoDB calls included
 	// (default 10 s); a request that runs out answers 503.
 	RequestTimeout time.Duration
-	// OffboardTimeout bounds DELETE /v1/orgs/{orgId}, which cuts every
-	// member of a tenant off before it answers (default 2 min).
-	OffboardTimeout time.Duration
 	// OffboardWait is how long DELETE /v1/orgs/{orgId} waits, once the
 	// members are cut off, for the rest of the offboarding before it
 	// answers 202 and lets it finish in the background (default 2 s).
@@ -93,14 +95,8 @@ func New(d Deps) (*echo.Echo, error) {
 	if d.Logger == nil {
 		d.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if d.CursorTTL == 0 {
-		d.CursorTTL = 24 * time.Hour
-	}
 	if d.RequestTimeout == 0 {
 		d.RequestTimeout = 10 * time.Second
-	}
-	if d.OffboardTimeout == 0 {
-		d.OffboardTimeout = 2 * time.Minute
 	}
 	if d.OffboardWait == 0 {
 		d.OffboardWait = 2 * time.Second
@@ -142,12 +138,7 @@ func New(d Deps) (*echo.Echo, error) {
 	}
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "KiB")) // "K" would be 64,000 bytes
-	e.Use(timeout(func(c echo.Context) time.Duration {
-		if c.Request().Method == http.MethodDelete && c.Path() == "/v1/orgs/:orgId" {
-			return d.OffboardTimeout
-		}
-		return d.RequestTimeout
-	}, d.RequestTimeout, d.WriteTimeout))
+	e.Use(timeout(d.RequestTimeout, d.WriteTimeout))
 	// Public operations, and paths that match no route (a 404 whoever
 	// asks; the spec says which routes exist), need no token.
 	e.Use(Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
@@ -176,7 +167,7 @@ func New(d Deps) (*echo.Echo, error) {
 	// Innermost: entity tags of representations, and If-None-Match.
 	e.Use(conditional)
 
-	h := &handlers{Deps: d, cursors: page.Cursors{Key: d.CursorKey, TTL: d.CursorTTL, Now: clock.Or(d.Now)}}
+	h := &handlers{Deps: d, cursors: page.Cursors{Key: d.CursorKey, TTL: cursorTTL, Now: clock.Or(d.Now)}}
 	h.graphQL = graphapi.New(graphapi.Deps{Services: d.Services, Cursors: h.cursors, RateLimit: d.RateLimit, CallerRateLimit: d.CallerRateLimit, Idempotency: keeper, CheckInput: checkInput(spec), Now: d.Now, Logger: d.Logger, Limits: d.GraphQL})
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
 	for _, r := range e.Routes() {
@@ -229,14 +220,17 @@ func publicPaths(spec *openapi3.T) map[string]bool {
 	return out
 }
 
-// timeout gives each request a deadline that DynamoDB calls honour. A
-// request whose deadline exceeds the usual one (requestTimeout) also gets
-// its write deadline moved out by as much, when the server has one
-// (writeTimeout > 0).
-func timeout(d func(echo.Context) time.Duration, requestTimeout, writeTimeout time.Duration) echo.MiddlewareFunc {
+// timeout gives each request a deadline that DynamoDB calls honour:
+// requestTimeout, or offboardTimeout for the offboarding DELETE, which also
+// gets its write deadline moved out by the difference when the server has
+// one (writeTimeout > 0).
+func timeout(requestTimeout, writeTimeout time.Duration) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			limit := d(c)
+			limit := requestTimeout
+			if c.Request().Method == http.MethodDelete && c.Path() == "/v1/orgs/:orgId" {
+				limit = offboardTimeout
+			}
 			if extra := limit - requestTimeout; extra > 0 && writeTimeout > 0 {
 				_ = http.NewResponseController(c.Response()).SetWriteDeadline(time.Now().Add(writeTimeout + extra))
 			}
