@@ -67,10 +67,11 @@ func seed(ctx context.Context, db *store.DB, out io.Writer) error {
 	ev := func(action, targetType, targetID string, at time.Time) audit.Event {
 		return audit.NewEvent(ctx, evIDs, audit.Outsider(acme.ID, "u_alice"), action, targetType, targetID, at, nil)
 	}
-	steps := []struct {
+	type step struct {
 		what string
 		run  func() error
-	}{
+	}
+	steps := []step{
 		{"org Acme (demo) with owner Alice", func() error { return orgs.CreateOrg(ctx, acme, alice, ev("org.create", "org", acme.ID, now)) }},
 		{"user Bob", func() error { return orgs.AddOrgUser(ctx, bob, ev("user.add", "user", bob.UserID, now)) }},
 		{"user Dana", func() error { return orgs.AddOrgUser(ctx, dana, ev("user.add", "user", dana.UserID, now)) }},
@@ -88,17 +89,12 @@ func seed(ctx context.Context, db *store.DB, out io.Writer) error {
 		}},
 	}
 	for i, t := range demo {
-		steps = append(steps, struct {
-			what string
-			run  func() error
-		}{"ticket " + t.Title, func() error { return tickets.CreateTicket(ctx, t, ev("ticket.create", "ticket", t.ID, t.CreatedAt)) }})
 		c := ticket.Comment{OrgID: acme.ID, TicketID: t.ID, ID: seedID(20 + i), AuthorID: "u_alice", Body: "Looking into it.", CreatedAt: t.CreatedAt.Add(time.Minute)}
-		steps = append(steps, struct {
-			what string
-			run  func() error
-		}{"comment on " + t.Title, func() error {
-			return tickets.CreateComment(ctx, c, ev("comment.create", "comment", t.ID+"/"+c.ID, c.CreatedAt))
-		}})
+		steps = append(steps,
+			step{"ticket " + t.Title, func() error { return tickets.CreateTicket(ctx, t, ev("ticket.create", "ticket", t.ID, t.CreatedAt)) }},
+			step{"comment on " + t.Title, func() error {
+				return tickets.CreateComment(ctx, c, ev("comment.create", "comment", t.ID+"/"+c.ID, c.CreatedAt))
+			}})
 	}
 	for _, s := range steps {
 		err := s.run()
