@@ -2,6 +2,7 @@ package httpapi
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -109,7 +110,7 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			return
 		}
 		c.Response().WriteHeader(p.Status)
-		_ = jsonEncode(c.Response(), p)
+		_ = json.NewEncoder(c.Response()).Encode(p)
 	}
 }
 

@@ -69,11 +69,7 @@ func (h *handlers) GraphqlGet(ctx context.Context, req oapi.GraphqlGetRequestObj
 	if p.Variables != nil {
 		vars = []byte(*p.Variables)
 	}
-	res, err := h.graphql(ctx, r, vars)
-	if err != nil {
-		return nil, err
-	}
-	return res.(oapi.GraphqlGetResponseObject), nil
+	return h.graphql(ctx, r, vars)
 }
 
 // sha256Hex is a persisted query's hash.

@@ -6,7 +6,6 @@ package httpapi
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -263,8 +262,4 @@ func original(ctx context.Context) *http.Request {
 		return r
 	}
 	return &http.Request{URL: &url.URL{}, Header: http.Header{}}
-}
-
-func jsonEncode(w http.ResponseWriter, v any) error {
-	return json.NewEncoder(w).Encode(v)
 }

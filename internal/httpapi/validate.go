@@ -4,11 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -41,17 +42,12 @@ func validateRequests(ops map[string]operation) echo.MiddlewareFunc {
 				params[name] = c.ParamValues()[i]
 			}
 			var fields []oapi.FieldError
-			var names []string
 			query, err := url.ParseQuery(req.URL.RawQuery) // what parses is still checked below
 			if err != nil {
 				fields = append(fields, oapi.FieldError{In: oapi.FieldErrorInQuery, Code: "malformed_query",
 					Message: "is not a well-formed query string: a '%' must start a percent-encoded byte, and ';' separates nothing"})
 			}
-			for name := range query {
-				names = append(names, name)
-			}
-			sort.Strings(names)
-			for _, name := range names {
+			for _, name := range slices.Sorted(maps.Keys(query)) {
 				single, known := o.query[name]
 				switch {
 				case !known:
@@ -371,11 +367,8 @@ func unsupportedMediaType(err error) bool {
 func errUnsupportedMediaType(c echo.Context, o *openapi3.Operation) error {
 	var types []string
 	if o.RequestBody != nil && o.RequestBody.Value != nil {
-		for t := range o.RequestBody.Value.Content {
-			types = append(types, t)
-		}
+		types = slices.Sorted(maps.Keys(o.RequestBody.Value.Content))
 	}
-	sort.Strings(types)
 	accept := strings.Join(types, ", ")
 	switch c.Request().Method {
 	case http.MethodPost:
