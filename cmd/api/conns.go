@@ -60,17 +60,10 @@ func (g *connGuard) track(c net.Conn, s http.ConnState) {
 	}
 }
 
-// reap closes, under pressure, the connections idle for idleGrace and the
-// new ones silent for grace. (Closing an idle keep-alive connection is
-// what IDLE_TIMEOUT does anyway; a client reconnects when it needs to.)
-func (g *connGuard) reap(now time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if len(g.conns) >= g.high {
-		g.reapLocked(now)
-	}
-}
-
+// reapLocked closes the connections idle for idleGrace, the new ones
+// silent for grace and the active ones stalled on their client for grace.
+// (Closing an idle keep-alive connection is what IDLE_TIMEOUT does anyway;
+// a client reconnects when it needs to.)
 func (g *connGuard) reapLocked(now time.Time) {
 	for c, info := range g.conns {
 		if (info.state == http.StateIdle && now.Sub(info.since) >= g.idleGrace) || (info.state == http.StateNew && now.Sub(info.since) >= g.grace) ||
@@ -200,7 +193,7 @@ func (c *meteredConn) Write(p []byte) (int, error) {
 	return c.Conn.Write(p)
 }
 
-// run reaps every tick until stop is closed.
+// run reaps, under pressure, every tick until stop is closed.
 func (g *connGuard) run(tick time.Duration, stop <-chan struct{}) {
 	t := time.NewTicker(tick)
 	defer t.Stop()
@@ -209,7 +202,11 @@ func (g *connGuard) run(tick time.Duration, stop <-chan struct{}) {
 		case <-stop:
 			return
 		case now := <-t.C:
-			g.reap(now)
+			g.mu.Lock()
+			if len(g.conns) >= g.high {
+				g.reapLocked(now)
+			}
+			g.mu.Unlock()
 		}
 	}
 }

@@ -182,8 +182,6 @@ type Result struct {
 	// root field names, sorted and joined by "+": a bounded set, fit for a
 	// metric label ("" when the request never became an operation).
 	Operation string
-	// Complexity is the operation's cost as the limit counts it.
-	Complexity int
 	// Limited, when set, is the caller's rate limit refusing the request's
 	// cost: nothing ran, Response is nil.
 	Limited *ratelimit.Decision
@@ -215,10 +213,11 @@ func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Resu
 		return Result{Response: s.exec.DispatchError(graphql.WithOperationContext(ctx, rc), errList)}
 	}
 	res := Result{Operation: operationLabel(rc)}
+	complexity := 0 // the operation's cost as the limit counts it
 	if st := extension.GetComplexityStats(graphql.WithOperationContext(ctx, rc)); st != nil {
-		res.Complexity = st.Complexity
+		complexity = st.Complexity
 	}
-	rs.cost = max(1, (res.Complexity+costPerToken-1)/costPerToken)
+	rs.cost = max(1, (complexity+costPerToken-1)/costPerToken)
 	if rs.cost > 1 && !s.d.CallerRateLimit.Off() && s.d.CallerRateLimit.Burst() > 1 {
 		// (At most the burst in all, so a costly request waits for a full
 		// bucket, never forever.)
@@ -271,14 +270,10 @@ func operationLabel(rc *graphql.OperationContext) string {
 	if rc == nil || rc.Operation == nil {
 		return ""
 	}
-	seen := map[string]bool{}
 	var names []string
 	for _, f := range graphql.CollectFields(rc, rc.Operation.SelectionSet, nil) {
-		if !seen[f.Name] {
-			seen[f.Name] = true
-			names = append(names, f.Name)
-		}
+		names = append(names, f.Name)
 	}
 	slices.Sort(names)
-	return string(rc.Operation.Operation) + ":" + strings.Join(names, "+")
+	return string(rc.Operation.Operation) + ":" + strings.Join(slices.Compact(names), "+")
 }

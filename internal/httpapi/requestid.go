@@ -2,30 +2,15 @@ package httpapi
 
 import (
 	"crypto/rand"
+	"regexp"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/tenantd/tenantd/internal/audit"
 )
 
-// MaxClientRequestIDLen bounds a client's X-Request-Id that is kept.
-const MaxClientRequestIDLen = 64
-
-// validClientRequestID reports whether a client's X-Request-Id may be
-// recorded: 1-64 characters of [A-Za-z0-9._:-].
-func validClientRequestID(s string) bool {
-	if len(s) == 0 || len(s) > MaxClientRequestIDLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '_', c == ':', c == '-':
-		default:
-			return false
-		}
-	}
-	return true
-}
+// clientRequestID is a client's X-Request-Id that may be recorded.
+var clientRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
 // requestID gives every request the server's own id (26 random base32
 // characters), answered in X-Request-Id and carried in the context for the
@@ -38,7 +23,7 @@ func requestID(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Response().Header().Set(echo.HeaderXRequestID, id)
 		r := c.Request()
 		ctx := audit.WithRequestID(r.Context(), id)
-		if vs := r.Header.Values(echo.HeaderXRequestID); len(vs) == 1 && validClientRequestID(vs[0]) {
+		if vs := r.Header.Values(echo.HeaderXRequestID); len(vs) == 1 && clientRequestID.MatchString(vs[0]) {
 			ctx = audit.WithClientRequestID(ctx, vs[0])
 		}
 		c.SetRequest(r.WithContext(ctx))
