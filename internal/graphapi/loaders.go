@@ -32,19 +32,44 @@ type loaders struct {
 	comments *dataloadgen.Loader[commentsKey, page.Result[ticket.Comment]]
 }
 
-// batchLoader loads an org's items by ID with get, one batch per org, as
-// the caller authorized in that org.
+// batchLoader loads an org's items by ID with get, as the caller
+// authorized in that org: one read per org of the batch, concurrently (a
+// request reads few orgs; each read is one BatchGetItem of its distinct
+// IDs). A ref the read did not return is nil: the item does not exist.
 func batchLoader[V any](rs *requestState, wait dataloadgen.Option,
 	get func(context.Context, authz.Principal, []string) (map[string]V, error)) *dataloadgen.Loader[ref, *V] {
 	return dataloadgen.NewLoader(func(ctx context.Context, keys []ref) ([]*V, []error) {
-		return byOrg(ctx, keys, func(ctx context.Context, orgID string, ids []string) (map[string]*V, error) {
-			p, err := rs.principal(ctx, orgID)
-			if err != nil {
-				return nil, err
+		idsOf := map[string][]string{}
+		for _, k := range keys {
+			idsOf[k.OrgID] = append(idsOf[k.OrgID], k.ID)
+		}
+		type result struct {
+			got map[string]V
+			err error
+		}
+		results := make(map[string]*result, len(idsOf))
+		var wg sync.WaitGroup
+		for org, ids := range idsOf {
+			r := &result{}
+			results[org] = r
+			wg.Go(func() {
+				p, err := rs.principal(ctx, org)
+				if err == nil {
+					r.got, err = do(ctx, rs, func() (map[string]V, error) { return get(ctx, p, ids) })
+				}
+				r.err = err
+			})
+		}
+		wg.Wait()
+		out, errs := make([]*V, len(keys)), make([]error, len(keys))
+		for i, k := range keys {
+			r := results[k.OrgID]
+			if v, ok := r.got[k.ID]; ok {
+				out[i] = &v
 			}
-			got, err := do(ctx, rs, func() (map[string]V, error) { return get(ctx, p, ids) })
-			return pointers(got), err
-		})
+			errs[i] = r.err
+		}
+		return out, errs
 	}, wait)
 }
 
@@ -75,40 +100,4 @@ func newLoaders(rs *requestState) *loaders {
 			return out, errs
 		}, wait),
 	}
-}
-
-// byOrg serves a batch of refs with one read per org (a request reads few
-// orgs; each org's read is one BatchGetItem of its distinct IDs). A ref the
-// read did not return is nil: the item does not exist.
-func byOrg[V any](ctx context.Context, keys []ref,
-	read func(ctx context.Context, orgID string, ids []string) (map[string]*V, error)) ([]*V, []error) {
-	idsOf := map[string][]string{}
-	for _, k := range keys {
-		idsOf[k.OrgID] = append(idsOf[k.OrgID], k.ID)
-	}
-	type result struct {
-		got map[string]*V
-		err error
-	}
-	results := make(map[string]*result, len(idsOf))
-	var wg sync.WaitGroup
-	for org, ids := range idsOf { // concurrently
-		r := &result{}
-		results[org] = r
-		wg.Go(func() { r.got, r.err = read(ctx, org, ids) })
-	}
-	wg.Wait()
-	out, errs := make([]*V, len(keys)), make([]error, len(keys))
-	for i, k := range keys {
-		out[i], errs[i] = results[k.OrgID].got[k.ID], results[k.OrgID].err
-	}
-	return out, errs
-}
-
-func pointers[K comparable, V any](m map[K]V) map[K]*V {
-	out := make(map[K]*V, len(m))
-	for k, v := range m {
-		out[k] = &v
-	}
-	return out
 }
