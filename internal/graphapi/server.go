@@ -201,7 +201,7 @@ type Result struct {
 func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Result {
 	rs := &requestState{s: s, id: id, queryOnly: r.QueryOnly, access: map[string]*accessEntry{}, calls: make(chan struct{}, maxConcurrentQueries)}
 	rs.loaders = newLoaders(rs)
-	ctx = withState(ctx, rs)
+	ctx = context.WithValue(ctx, stateKey{}, rs)
 	params := &graphql.RawParams{Query: r.Query, OperationName: r.OperationName, Variables: r.Variables, Extensions: r.Extensions,
 		ReadTime: graphql.TraceTiming{Start: graphql.Now(), End: graphql.Now()}}
 	ctx = graphql.StartOperationTrace(ctx)

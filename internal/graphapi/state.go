@@ -55,10 +55,8 @@ func do[T any](ctx context.Context, rs *requestState, fn func() (T, error)) (T, 
 
 type stateKey struct{}
 
-func withState(ctx context.Context, rs *requestState) context.Context {
-	return context.WithValue(ctx, stateKey{}, rs)
-}
-
+// state is the request's state, which Execute puts in the context of
+// every resolver.
 func state(ctx context.Context) *requestState {
 	return ctx.Value(stateKey{}).(*requestState)
 }
