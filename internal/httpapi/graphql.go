@@ -190,15 +190,13 @@ func unavailable(r *graphql.Response) error {
 			return nil
 		}
 	}
-	if !bytes.Equal(r.Data, []byte("null")) {
-		var roots map[string]json.RawMessage
-		if json.Unmarshal(r.Data, &roots) != nil {
+	var roots map[string]json.RawMessage // (data null: none)
+	if json.Unmarshal(r.Data, &roots) != nil {
+		return nil
+	}
+	for _, v := range roots {
+		if !bytes.Equal(v, []byte("null")) {
 			return nil
-		}
-		for _, v := range roots {
-			if !bytes.Equal(v, []byte("null")) {
-				return nil
-			}
 		}
 	}
 	code, _ := r.Errors[0].Extensions["code"].(string)
