@@ -44,18 +44,15 @@ func idempotent(k *idempotency.Keeper) echo.MiddlewareFunc {
 				return err
 			}
 			req.Body = io.NopCloser(bytes.NewReader(body))
-			role := ""
-			if d, ok := access.Decided(req.Context()); ok {
-				role = string(d.Principal.OrgRole)
-			}
-			rec, kept, err := k.Begin(req.Context(), c.Param("orgId"), id.UserID, role, key,
+			d, inOrg := access.Decided(req.Context()) // outside an org: no role
+			rec, kept, err := k.Begin(req.Context(), c.Param("orgId"), id.UserID, string(d.Principal.OrgRole), key,
 				idempotency.Fingerprint(body, req.Method, c.Path(), req.URL.Path, req.URL.RawQuery))
 			if err != nil {
 				return err
 			}
 			if kept != nil {
-				if kept.Status < 300 {
-					if err := authorizeReplay(c, body); err != nil {
+				if kept.Status < 300 && inOrg {
+					if err := authorizeReplay(d.Principal, c.Path(), body); err != nil {
 						return err
 					}
 				}
