@@ -180,15 +180,7 @@ func (r commentResolver) Author(ctx context.Context, obj *Comment) (*OrgUser, er
 // (POST /v1/orgs/{orgId}/tickets): the same rules, role matrix and audit
 // event.
 func (r mutationResolver) CreateTicket(ctx context.Context, orgID string, input CreateTicketInput, idempotencyKey *string) (*Ticket, error) {
-	if err := enumField("priority", input.Priority); err != nil {
-		return nil, err
-	}
-	if tags, ok := input.Tags.ValueOK(); ok && tags != nil {
-		if err := r.s.checkInput("TicketCreate", "tags", tags); err != nil {
-			return nil, err
-		}
-	}
-	p, err := state(ctx).principal(ctx, orgID)
+	p, err := r.ticketInput(ctx, orgID, "TicketCreate", input.Tags, enumField("priority", input.Priority))
 	if err != nil {
 		return nil, err
 	}
@@ -221,17 +213,7 @@ func (r mutationResolver) CreateTicket(ctx context.Context, orgID string, input 
 // UpdateTicket resolves Mutation.updateTicket (PATCH
 // /v1/orgs/{orgId}/tickets/{ticketId}); expectedVersion is If-Match.
 func (r mutationResolver) UpdateTicket(ctx context.Context, orgID, id string, expectedVersion *int, input UpdateTicketInput) (*Ticket, error) {
-	for _, err := range []error{enumField("status", input.Status), enumField("priority", input.Priority)} {
-		if err != nil {
-			return nil, err
-		}
-	}
-	if tags, ok := input.Tags.ValueOK(); ok && tags != nil {
-		if err := r.s.checkInput("TicketUpdate", "tags", tags); err != nil {
-			return nil, err
-		}
-	}
-	p, err := state(ctx).principal(ctx, orgID)
+	p, err := r.ticketInput(ctx, orgID, "TicketUpdate", input.Tags, enumField("status", input.Status), enumField("priority", input.Priority))
 	if err != nil {
 		return nil, err
 	}
@@ -256,6 +238,24 @@ func (r mutationResolver) UpdateTicket(ctx context.Context, orgID, id string, ex
 		return nil, err
 	}
 	return &Ticket{Ticket: t, p: p}, nil
+}
+
+// ticketInput checks what a ticket mutation checks before its write, in
+// this order: its enum fields (enums, their errors), its tags against the
+// REST body's schema (schema), then the caller's authorization in orgID,
+// whose principal it returns.
+func (r mutationResolver) ticketInput(ctx context.Context, orgID, schema string, tags graphql.Omittable[[]string], enums ...error) (authz.Principal, error) {
+	for _, err := range enums {
+		if err != nil {
+			return authz.Principal{}, err
+		}
+	}
+	if tags, ok := tags.ValueOK(); ok && tags != nil {
+		if err := r.s.checkInput(schema, "tags", tags); err != nil {
+			return authz.Principal{}, err
+		}
+	}
+	return state(ctx).principal(ctx, orgID)
 }
 
 // AddComment resolves Mutation.addComment (POST
