@@ -94,6 +94,12 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		log.Log(c.Request().Context(), level, "request failed", attrs...)
 		h := c.Response().Header()
+		var wh *withHeader
+		if errors.As(err, &wh) {
+			for k, v := range wh.header {
+				h.Set(k, v)
+			}
+		}
 		switch p.Status {
 		case http.StatusUnauthorized:
 			h.Set("WWW-Authenticate", `Bearer realm="tenantd", error="invalid_token"`)
@@ -113,6 +119,15 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		_ = json.NewEncoder(c.Response()).Encode(p)
 	}
 }
+
+// withHeader is an error whose answer carries header fields (a refusal's
+// Retry-After or Allow).
+type withHeader struct {
+	error
+	header map[string]string
+}
+
+func (e *withHeader) Unwrap() error { return e.error }
 
 // problem is a problem of status whose code completes its type.
 func problem(status int, code, detail string) oapi.Problem {

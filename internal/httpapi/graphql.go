@@ -14,7 +14,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
@@ -84,17 +83,17 @@ func persistedQuery(version int64, hash string) map[string]any {
 // the client accepts (graphqlAnswer), or the problem of a request refused
 // whole: 429 for the caller's limit, 503 or 429 for a request that failed
 // whole (unavailable), 405 for a mutation over GET.
-func (h *handlers) graphql(ctx context.Context, r graphapi.Request, vars []byte) (graphqlResponse, error) {
+func (h *handlers) graphql(ctx context.Context, r graphapi.Request, vars []byte) (graphqlAnswer, error) {
 	id := caller(ctx)
 	if r.Query == "" && r.Extensions == nil {
-		return nil, errs.InvalidField("query", "required", "a GraphQL document is required (or extensions.persistedQuery naming one)")
+		return graphqlAnswer{}, errs.InvalidField("query", "required", "a GraphQL document is required (or extensions.persistedQuery naming one)")
 	}
 	if len(vars) > 0 && !bytes.Equal(vars, []byte("null")) {
 		// GraphQL's Int wants integers: decode numbers as json.Number.
 		dec := json.NewDecoder(bytes.NewReader(vars))
 		dec.UseNumber()
 		if err := dec.Decode(&r.Variables); err != nil || r.Variables == nil {
-			return nil, errs.InvalidField("variables", "invalid_variables", "must be a JSON object")
+			return graphqlAnswer{}, errs.InvalidField("variables", "invalid_variables", "must be a JSON object")
 		}
 	}
 	res := h.graphQL.Execute(ctx, id, r)
@@ -102,43 +101,17 @@ func (h *handlers) graphql(ctx context.Context, r graphapi.Request, vars []byte)
 	if d := res.Limited; d != nil {
 		// The caller's limit refused the document's cost: 429 as REST
 		// answers, nothing ran.
-		p := toProblem(errCallerLimited)
-		p.RequestId = audit.RequestID(ctx)
 		f := rateLimitFields(h.CallerRateLimit, "caller", *d)
-		r := oapi.TooManyRequestsApplicationProblemPlusJSONResponse{Body: p, Headers: oapi.TooManyRequestsResponseHeaders{RetryAfter: &f.retryAfter, RateLimit: &f.limit}}
-		return graphqlRefusal{oapi.Graphql429ApplicationProblemPlusJSONResponse{TooManyRequestsApplicationProblemPlusJSONResponse: r},
-			oapi.GraphqlGet429ApplicationProblemPlusJSONResponse{TooManyRequestsApplicationProblemPlusJSONResponse: r}}, nil
+		return graphqlAnswer{}, &withHeader{errCallerLimited, map[string]string{"Retry-After": strconv.Itoa(f.retryAfter), "RateLimit": f.limit}}
 	}
 	if res.NotAQuery { // (GET only)
-		p := toProblem(echo.NewHTTPError(http.StatusMethodNotAllowed, "GET runs queries only: send a mutation with POST"))
-		p.RequestId = audit.RequestID(ctx)
-		return graphqlRefusal{get: oapi.GraphqlGet405ApplicationProblemPlusJSONResponse{Body: p, Headers: oapi.GraphqlGet405ResponseHeaders{Allow: ptrTo(http.MethodPost)}}}, nil
+		return graphqlAnswer{}, &withHeader{echo.NewHTTPError(http.StatusMethodNotAllowed, "GET runs queries only: send a mutation with POST"),
+			map[string]string{echo.HeaderAllow: http.MethodPost}}
 	}
 	if err := unavailable(res.Response); err != nil {
-		return nil, err
+		return graphqlAnswer{}, err
 	}
 	return graphqlAnswer{r: res.Response, executed: res.Executed, media: graphqlMedia(original(ctx).Header.Get("Accept"))}, nil
-}
-
-// graphqlResponse is an answer of both GraphQL operations.
-type graphqlResponse interface {
-	oapi.GraphqlResponseObject
-	oapi.GraphqlGetResponseObject
-}
-
-// graphqlRefusal is a GraphQL request refused whole, as a problem: the
-// answer of the operation (POST or GET) that was asked.
-type graphqlRefusal struct {
-	post oapi.GraphqlResponseObject
-	get  oapi.GraphqlGetResponseObject
-}
-
-func (a graphqlRefusal) VisitGraphqlResponse(w http.ResponseWriter) error {
-	return a.post.VisitGraphqlResponse(w)
-}
-
-func (a graphqlRefusal) VisitGraphqlGetResponse(w http.ResponseWriter) error {
-	return a.get.VisitGraphqlGetResponse(w)
 }
 
 // The media types of a GraphQL answer (GraphQL over HTTP).
