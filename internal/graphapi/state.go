@@ -27,8 +27,8 @@ type requestState struct {
 	access  map[string]*accessEntry
 	loaders *loaders
 	// calls bounds the DynamoDB calls the request's resolvers make at once
-	// (maxConcurrentQueries): a page's nested listings run
-	// concurrently, never all at once.
+	// (maxConcurrentQueries): a page's nested listings run concurrently,
+	// never all at once.
 	calls chan struct{}
 }
 

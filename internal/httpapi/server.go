@@ -79,10 +79,8 @@ type Deps struct {
 	OffboardWait time.Duration
 	// GraphQL bounds the GraphQL API's requests (zero: its defaults).
 	GraphQL graphapi.Limits
-	// WriteTimeout is the http.Server's WriteTimeout (0: it has none). A
-	// route whose deadline is longer than RequestTimeout (the offboarding
-	// DELETE) gets its connection's write deadline pushed out by the
-	// difference, so its answer can still be written.
+	// WriteTimeout is the http.Server's WriteTimeout (0: it has none),
+	// which timeout pushes out for the offboarding DELETE.
 	WriteTimeout time.Duration
 }
 
