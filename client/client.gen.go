@@ -2175,7 +2175,7 @@ type ClientInterface interface {
 
 	// ListUserTickets List tickets requested by a user
 	//
-	// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, read by the same Query as the tickets (the user sorts after them). Paginated.
+	// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, as the authorization read loaded it (no call of its own). Paginated.
 	//
 	// Corresponds with GET /v1/orgs/{orgId}/users/{userId}/tickets (the `ListUserTickets` operationId).
 	ListUserTickets(ctx context.Context, orgId OrgId, userId UserId, params *ListUserTicketsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3222,7 +3222,7 @@ func (c *Client) ListUserTeams(ctx context.Context, orgId OrgId, userId UserId, 
 
 // ListUserTickets List tickets requested by a user
 //
-// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, read by the same Query as the tickets (the user sorts after them). Paginated.
+// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, as the authorization read loaded it (no call of its own). Paginated.
 //
 // Corresponds with GET /v1/orgs/{orgId}/users/{userId}/tickets (the `ListUserTickets` operationId).
 func (c *Client) ListUserTickets(ctx context.Context, orgId OrgId, userId UserId, params *ListUserTicketsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -7270,7 +7270,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListUserTicketsWithResponse List tickets requested by a user
 	//
-	// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, read by the same Query as the tickets (the user sorts after them). Paginated.
+	// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, as the authorization read loaded it (no call of its own). Paginated.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14913,7 +14913,7 @@ func (c *ClientWithResponses) ListUserTeamsWithResponse(ctx context.Context, org
 
 // ListUserTicketsWithResponse List tickets requested by a user
 //
-// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, read by the same Query as the tickets (the user sorts after them). Paginated.
+// Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, as the authorization read loaded it (no call of its own). Paginated.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -491,7 +491,7 @@ export interface paths {
         };
         /**
          * List tickets requested by a user
-         * @description Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, read by the same Query as the tickets (the user sorts after them). Paginated.
+         * @description Lists the tickets whose requester is the user, newest first. Any member may list them. With `include=user` the first page also carries the user in the top-level `user` property, as the authorization read loaded it (no call of its own). Paginated.
          */
         get: operations["listUserTickets"];
         put?: never;
