@@ -253,7 +253,6 @@ func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID stri
 	})
 }
 
-// set sets *dst to *v when v is not nil.
 // DeleteTeam deletes a team and its memberships; loaded is the team as the
 // authorization read loaded it (nil: read it).
 func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID string, loaded *Team, ifMatch ifmatch.Match) error {
