@@ -28,39 +28,67 @@ import (
 //     lease, and the parent item last. A crash in between leaves a marked
 //     parent that the deletion worker finishes once the lease expires
 //     (finishCascade, FinishDeletion).
-type cascade[C any] struct {
+type cascade struct {
 	what       string // "team", "ticket": names the operations
-	key        key    // the parent's #METADATA item
+	key        key    // the parent's #METADATA item; its partition holds the children
 	deletionSK string // its GSI3 sort key in the DELETING partition, while marked
 	count      string // the parent's count of its children
+	child      string // the children's entity type
 	notFound   error
 	// perChild is how many transaction items dropping one child takes.
 	perChild int
-	// read is the consistent read of the partition: the parent (nil when
-	// it does not exist) and its children.
-	read func(ctx context.Context) (*cascadeParent, []C, error)
 	// drop adds to t the delete of child c and what goes with it.
-	drop func(t *txn, c C)
+	drop func(t *txn, c partItem)
 	// counts adds to the parent's update for a part the changes of its
 	// counts beyond count (a team's ownerCount); nil when there are none.
-	counts func(u *dynamo.Update, part []C) *dynamo.Update
+	counts func(u *dynamo.Update, part []partItem) *dynamo.Update
 }
 
-// cascadeParent is what a cascade reads of the parent.
-type cascadeParent struct {
-	Version    int64
-	Deleting   bool
-	LeaseOwner string
+// partItem is what a cascade reads of each item of the partition: of the
+// parent, its version and deletion marks; of a child, its key (and a
+// member edge's user and role).
+type partItem struct {
+	PK         string `dynamo:"pk"`
+	SK         string `dynamo:"sk"`
+	Type       string `dynamo:"type"`
+	UserID     string `dynamo:"userId"`
+	Role       string `dynamo:"role"`
+	Version    int64  `dynamo:"version"`
+	Deleting   bool   `dynamo:"deleting"`
+	LeaseOwner string `dynamo:"leaseOwner"`
+}
+
+// read is a consistent read of c's partition, from the base table: after a
+// write that fences new children, it sees every child that committed
+// before. The parent is nil when it does not exist.
+func (c cascade) read(ctx context.Context, d *DB) (*partItem, []partItem, error) {
+	var items []partItem
+	err := d.table.Get(attrPK, c.key.PK).Consistent(true).
+		Project(attrPK, attrSK, "type", "userId", "role", "version", "deleting", "leaseOwner").All(ctx, &items)
+	if err != nil {
+		return nil, nil, translate(err)
+	}
+	var parent *partItem
+	var children []partItem
+	for i, it := range items {
+		switch {
+		case it.SK == c.key.SK:
+			parent = &items[i]
+		case it.Type == c.child:
+			children = append(children, it)
+		}
+	}
+	return parent, children, nil
 }
 
 // deleteCascade deletes c's parent (at version ifVersion when > 0) and its
 // children, with the audit event ev. Returns c.notFound if the parent does
 // not exist or is being deleted already, PreconditionFailed on a version
 // mismatch, Unavailable (busy) if it never stopped changing.
-func deleteCascade[C any](ctx context.Context, d *DB, c cascade[C], ifVersion int64, ev audit.Event) error {
+func deleteCascade(ctx context.Context, d *DB, c cascade, ifVersion int64, ev audit.Event) error {
 	k := c.key
 	for attempt := range maxDeleteAttempts {
-		parent, children, err := c.read(ctx)
+		parent, children, err := c.read(ctx, d)
 		if err != nil {
 			return fmt.Errorf("delete %s: %w", c.what, err)
 		}
@@ -105,10 +133,10 @@ func deleteCascade[C any](ctx context.Context, d *DB, c cascade[C], ifVersion in
 // finishCascade deletes c's parent, marked deleting, under owner's lease:
 // its children in parts that each decrement the counts (and renew the
 // lease), the parent item last, once no child is left.
-func finishCascade[C any](ctx context.Context, d *DB, c cascade[C], owner string) error {
+func finishCascade(ctx context.Context, d *DB, c cascade, owner string) error {
 	k := c.key
 	for attempts := 0; ; {
-		parent, children, err := c.read(ctx)
+		parent, children, err := c.read(ctx, d)
 		if err != nil {
 			return fmt.Errorf("finish %s deletion: %w", c.what, err)
 		}

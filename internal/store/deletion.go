@@ -141,13 +141,7 @@ func (s *Deletions) Release(ctx context.Context, j deletion.Job, owner string) e
 	}
 	err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Remove("leaseOwner", "leaseUntil").
 		If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return nil // not ours any more, or done: nothing to release
-	}
-	if err != nil {
-		return fmt.Errorf("release deletion: %w", translate(err))
-	}
-	return nil
+	return condErr(err, nil, "release deletion") // failed: not ours any more, or done, so nothing to release
 }
 
 // renewLease extends owner's lease on the item at k, failing with
@@ -156,13 +150,7 @@ func (d *DB) renewLease(ctx context.Context, k key, owner string) error {
 	err := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("leaseUntil", time.Now().Add(d.lease).UnixMilli()).
 		If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return errLeaseLost
-	}
-	if err != nil {
-		return fmt.Errorf("renew deletion lease: %w", translate(err))
-	}
-	return nil
+	return condErr(err, errLeaseLost, "renew deletion lease")
 }
 
 // leaseKeeper renews a lease when a third of it has passed since the last

@@ -110,8 +110,12 @@ func (s *Idempotency) TakeOver(ctx context.Context, r idempotency.Record, prevOw
 	return s.putRecord(ctx, r, put, "take over idempotent request")
 }
 
-// errRecordTaken is putRecord's answer when the put's condition failed.
-var errRecordTaken = errs.E(errs.Conflict, "idempotency_taken", "the idempotency key is held by another attempt")
+// The answers of a record's conditional writes whose condition failed:
+// putRecord's (Begin, TakeOver) and Complete's.
+var (
+	errRecordTaken = errs.E(errs.Conflict, "idempotency_taken", "the idempotency key is held by another attempt")
+	errRecordGone  = errs.E(errs.Conflict, "idempotency_record_gone", "the idempotency record is gone or was taken over")
+)
 
 // putRecord runs a conditional put of a record. Under an org, the record is
 // a write of a member like any other: fenced on their edge, so none lands
@@ -122,14 +126,7 @@ func (s *Idempotency) putRecord(ctx context.Context, r idempotency.Record, put *
 		s.fence(t, r.OrgID, r.UserID, string(authz.Member))
 		return t.run(ctx, op)
 	}
-	err := put.Run(ctx)
-	if failed, _ := condFailed(err); failed || dynamo.IsCondCheckFailed(err) {
-		return errRecordTaken
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, translate(err))
-	}
-	return nil
+	return condErr(put.Run(ctx), errRecordTaken, op)
 }
 
 // Complete stores the response in the record Begin wrote, if it is still
@@ -139,13 +136,7 @@ func (s *Idempotency) Complete(ctx context.Context, r idempotency.Record) error 
 		return err
 	}
 	err := s.table.Put(toIdempotencyItem(r)).If("attribute_exists(pk) AND $ = ?", "owner", r.Owner).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return errs.E(errs.Conflict, "idempotency_record_gone", "the idempotency record is gone or was taken over")
-	}
-	if err != nil {
-		return fmt.Errorf("complete idempotent request: %w", translate(err))
-	}
-	return nil
+	return condErr(err, errRecordGone, "complete idempotent request")
 }
 
 // Release opens an unfinished record of ours to a retry.
@@ -156,11 +147,5 @@ func (s *Idempotency) Release(ctx context.Context, r idempotency.Record) error {
 	k := idempotencyKey(r.OrgID, r.UserID, r.Key)
 	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("released", true).
 		If("done = ? AND $ = ?", false, "owner", r.Owner).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return nil // finished, taken over, or deleted by an offboarding
-	}
-	if err != nil {
-		return fmt.Errorf("release idempotent request: %w", translate(err))
-	}
-	return nil
+	return condErr(err, nil, "release idempotent request") // failed: finished, taken over, or deleted by an offboarding
 }

@@ -139,9 +139,9 @@ func (s *Invitations) ListInvitations(ctx context.Context, orgID string, now tim
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[invitation.Invitation]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{index: gsi1, partition: orgPK(orgID), prefix: prefixInvite}, p, fromInvitationItem)
+	r, err := list(ctx, s.DB, listing{op: "list invitations", index: gsi1, partition: orgPK(orgID), prefix: prefixInvite}, p, fromInvitationItem)
 	if err != nil {
-		return r, fmt.Errorf("list invitations: %w", err)
+		return r, err
 	}
 	kept := r.Items[:0]
 	for _, inv := range r.Items {

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/guregu/dynamo/v2"
@@ -59,11 +58,7 @@ func (s *Teams) ListTeamMembers(ctx context.Context, orgID, teamID string, p pag
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return page.Result[membership.Membership]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{partition: teamPK(orgID, teamID), prefix: prefixMember}, p, fromMemberItem)
-	if err != nil {
-		return r, fmt.Errorf("list members: %w", err)
-	}
-	return r, nil
+	return list(ctx, s.DB, listing{op: "list members", partition: teamPK(orgID, teamID), prefix: prefixMember}, p, fromMemberItem)
 }
 
 // ListUserTeams is AP2: one Query on GSI1 USER#<userId>, begins_with
@@ -72,11 +67,7 @@ func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return page.Result[membership.Membership]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p, fromMemberItem)
-	if err != nil {
-		return r, fmt.Errorf("list user teams: %w", err)
-	}
-	return r, nil
+	return list(ctx, s.DB, listing{op: "list user teams", index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p, fromMemberItem)
 }
 
 // AddTeamMember writes a new edge, bumps the team's memberCount (and ownerCount

@@ -186,14 +186,7 @@ func (d *DB) setPhase(ctx context.Context, orgID, owner, phase string, cutoff bo
 	if cutoff {
 		u = u.Set("cutoffAt", time.Now())
 	}
-	err := u.If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return errLeaseLost
-	}
-	if err != nil {
-		return fmt.Errorf("offboard %s: %w", phase, translate(err))
-	}
-	return nil
+	return condErr(u.If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx), errLeaseLost, "offboard "+phase)
 }
 
 // finishOrg runs the offboarding's remaining phases under owner's lease.

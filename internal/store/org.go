@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -173,31 +172,18 @@ func (s *Orgs) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev audit.Ev
 }
 
 // ListOrgs pages through a user's OrgUser edges: one Query on GSI1
-// (USER#<userId>, begins_with ORG#). The orgs' names are not on the edges
-// (an org rename would have to rewrite every edge); BatchGetOrgs reads them.
+// (USER#<userId>, begins_with ORG#), without the edge of an owner
+// offboarding the org (list leaves out items marked deleting). The orgs'
+// names are not on the edges (an org rename would have to rewrite every
+// edge); BatchGetOrgs reads them.
 func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.OrgMembership], error) {
-	var none page.Result[tenant.OrgMembership]
 	if err := checkIDs(ids.User("userId", userID)); err != nil {
-		return none, err
+		return page.Result[tenant.OrgMembership]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: prefixOrg}, p,
+	return list(ctx, s.DB, listing{op: "list user orgs", index: gsi1, partition: userPK(userID), prefix: prefixOrg}, p,
 		func(it orgUserItem) tenant.OrgMembership {
-			if it.Deleting {
-				return tenant.OrgMembership{} // the org is being offboarded: dropped below
-			}
 			return tenant.OrgMembership{OrgID: it.OrgID, UserName: it.Name, Role: authz.Role(it.Role), JoinedAt: it.JoinedAt}
 		})
-	if err != nil {
-		return none, fmt.Errorf("list user orgs: %w", err)
-	}
-	kept := r.Items[:0]
-	for _, m := range r.Items {
-		if m.OrgID != "" {
-			kept = append(kept, m)
-		}
-	}
-	r.Items = kept
-	return r, nil
 }
 
 // BatchGetOrgs reads many orgs with BatchGetItem (100 keys per request).

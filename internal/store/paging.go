@@ -35,8 +35,10 @@ func partitionAttr(idx string) string {
 }
 
 // listing is one paginated Query: an index (or the base table), a partition,
-// and an optional sort key prefix that every start key must also carry.
+// and an optional sort key prefix that every start key must also carry; op
+// names it in errors.
 type listing struct {
+	op        string
 	index     string
 	partition string
 	prefix    string
@@ -156,15 +158,23 @@ func entityType(item dynamo.Item) string {
 	return ""
 }
 
+// fail wraps err (if any) with the listing's name (if it has one).
+func (l listing) fail(err error) error {
+	if err == nil || l.op == "" {
+		return err
+	}
+	return fmt.Errorf("%s: %w", l.op, err)
+}
+
 // list runs one page of l and converts its items, all of entity type I.
 func list[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, conv func(I) T) (page.Result[T], error) {
 	p, err := p.Check()
 	if err != nil {
-		return page.Result[T]{}, err
+		return page.Result[T]{}, l.fail(err)
 	}
 	items, next, err := d.query(ctx, l, p.Limit, p.After)
 	if err != nil {
-		return page.Result[T]{}, err
+		return page.Result[T]{}, l.fail(err)
 	}
 	// An item under deletion (a large team or ticket) is gone for readers.
 	live := items[:0]
@@ -175,10 +185,10 @@ func list[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, c
 	}
 	out, err := unmarshalAll(live, conv)
 	if err != nil {
-		return page.Result[T]{}, err
+		return page.Result[T]{}, l.fail(err)
 	}
 	after, err := positions(live, l.index)
-	return page.Result[T]{Items: out, Next: next, After: after}, err
+	return page.Result[T]{Items: out, Next: next, After: after}, l.fail(err)
 }
 
 // unmarshalAll decodes items of one entity type, converting each with conv.

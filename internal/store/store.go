@@ -158,6 +158,19 @@ func condFailed(err error) (failed, existed bool) {
 	return false, false
 }
 
+// condErr is the outcome of a single-item conditional write: ifFailed when
+// its condition failed (nil when that is no error), err translated and
+// wrapped by op otherwise.
+func condErr(err, ifFailed error, op string) error {
+	if failed, _ := condFailed(err); failed {
+		return ifFailed
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, translate(err))
+	}
+	return nil
+}
+
 // errUnavailable is how every failure to reach DynamoDB, or to be served
 // by it, ends: a 503 the client may retry.
 func errUnavailable(err error) error {

@@ -165,11 +165,7 @@ func (s *Teams) ListTeams(ctx context.Context, orgID string, p page.Request) (pa
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[membership.Team]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{index: gsi1, partition: orgPK(orgID), prefix: prefixTeam}, p, fromTeamItem)
-	if err != nil {
-		return r, fmt.Errorf("list teams: %w", err)
-	}
-	return r, nil
+	return list(ctx, s.DB, listing{op: "list teams", index: gsi1, partition: orgPK(orgID), prefix: prefixTeam}, p, fromTeamItem)
 }
 
 // UpdateTeam sets name and description if the version is still prev's.
@@ -187,37 +183,6 @@ func (s *Teams) UpdateTeam(ctx context.Context, prev, next membership.Team, ev a
 	}
 	t := s.newTx().update(k, u.If(liveAtVersion, prev.Version), liveVersioned(errTeamNotFound))
 	return s.audited(ev, t).run(ctx, "update team")
-}
-
-// teamPartition is a consistent read of a team's partition: the team item
-// and its edges. Consistent, and from the base table: after a write that
-// fences new edges, it sees every edge that committed before.
-func (s *DB) teamPartition(ctx context.Context, orgID, teamID string) (*teamItem, []memberItem, error) {
-	var items []dynamo.Item
-	err := s.table.Get(attrPK, teamPK(orgID, teamID)).Consistent(true).
-		Project(attrPK, attrSK, "type", "userId", "role", "version", "memberCount", "ownerCount", "deleting", "leaseOwner").All(ctx, &items)
-	if err != nil {
-		return nil, nil, translate(err)
-	}
-	var team *teamItem
-	var edges []memberItem
-	for _, it := range items {
-		switch entityType(it) {
-		case typeTeam:
-			var t teamItem
-			if err := dynamo.UnmarshalItem(it, &t); err != nil {
-				return nil, nil, err
-			}
-			team = &t
-		case typeMembership:
-			var m memberItem
-			if err := dynamo.UnmarshalItem(it, &m); err != nil {
-				return nil, nil, err
-			}
-			edges = append(edges, m)
-		}
-	}
-	return team, edges, nil
 }
 
 // maxDeleteAttempts bounds how often a delete reads again after a
@@ -262,19 +227,12 @@ func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion 
 // teamCascade is the deletion of a team with its edges (cascade.go): an
 // edge goes with the team's removal from its user's team set, and a part
 // decrements ownerCount by the owner edges in it too.
-func (s *DB) teamCascade(orgID, teamID string) cascade[memberItem] {
+func (s *DB) teamCascade(orgID, teamID string) cascade {
 	goneUsers := map[string]bool{} // see dropEdge
-	return cascade[memberItem]{what: "team", key: teamKey(orgID, teamID), deletionSK: teamDeletionSK(orgID, teamID),
-		count: "memberCount", notFound: errTeamNotFound, perChild: 2,
-		read: func(ctx context.Context) (*cascadeParent, []memberItem, error) {
-			team, edges, err := s.teamPartition(ctx, orgID, teamID)
-			if team == nil || err != nil {
-				return nil, nil, err
-			}
-			return &cascadeParent{Version: team.Version, Deleting: team.Deleting, LeaseOwner: team.LeaseOwner}, edges, nil
-		},
-		drop: func(t *txn, e memberItem) { s.dropEdge(t, orgID, e, teamID, goneUsers) },
-		counts: func(u *dynamo.Update, part []memberItem) *dynamo.Update {
+	return cascade{what: "team", key: teamKey(orgID, teamID), deletionSK: teamDeletionSK(orgID, teamID),
+		count: "memberCount", child: typeMembership, notFound: errTeamNotFound, perChild: 2,
+		drop: func(t *txn, e partItem) { s.dropEdge(t, orgID, e, teamID, goneUsers) },
+		counts: func(u *dynamo.Update, part []partItem) *dynamo.Update {
 			owners := 0
 			for _, e := range part {
 				if e.Role == string(authz.Owner) {
@@ -290,7 +248,7 @@ func (s *DB) teamCascade(orgID, teamID string) cascade[memberItem] {
 // removal from its user's team set. A user found gone (an orphan edge left
 // by a bug of the past, or a user removed meanwhile) is noted in goneUsers,
 // and the next attempt deletes only the edge, checking the user is gone.
-func (s *DB) dropEdge(t *txn, orgID string, e memberItem, teamID string, goneUsers map[string]bool) {
+func (s *DB) dropEdge(t *txn, orgID string, e partItem, teamID string, goneUsers map[string]bool) {
 	t.delete(key{e.PK, e.SK}, s.table.Delete(attrPK, e.PK).Range(attrSK, e.SK).If(exists), retryOn)
 	if goneUsers[e.UserID] {
 		uk := orgUserKey(orgID, e.UserID)

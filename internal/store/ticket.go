@@ -2,11 +2,7 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
@@ -256,48 +252,13 @@ func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVe
 }
 
 // ticketCascade is the deletion of a ticket with its comments (cascade.go).
-func (s *DB) ticketCascade(orgID, ticketID string) cascade[key] {
-	return cascade[key]{what: "ticket", key: ticketKey(orgID, ticketID), deletionSK: ticketDeletionSK(orgID, ticketID),
-		count: "commentCount", notFound: errTicketNotFound, perChild: 1,
-		read: func(ctx context.Context) (*cascadeParent, []key, error) {
-			tk, comments, err := s.ticketPartition(ctx, orgID, ticketID)
-			if tk == nil || err != nil {
-				return nil, nil, err
-			}
-			return &cascadeParent{Version: tk.Version, Deleting: tk.Deleting, LeaseOwner: tk.LeaseOwner}, comments, nil
+func (s *DB) ticketCascade(orgID, ticketID string) cascade {
+	return cascade{what: "ticket", key: ticketKey(orgID, ticketID), deletionSK: ticketDeletionSK(orgID, ticketID),
+		count: "commentCount", child: typeComment, notFound: errTicketNotFound, perChild: 1,
+		drop: func(t *txn, c partItem) {
+			t.delete(key{c.PK, c.SK}, s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK).If(exists), retryOn)
 		},
-		drop: func(t *txn, c key) { t.delete(c, s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK).If(exists), retryOn) },
 	}
-}
-
-// ticketPartition is a consistent read of a ticket's partition: the ticket
-// (without its text) and its comments' keys.
-func (s *DB) ticketPartition(ctx context.Context, orgID, ticketID string) (*ticketItem, []key, error) {
-	var items []dynamo.Item
-	err := s.table.Get(attrPK, ticketPK(orgID, ticketID)).Consistent(true).
-		Project(attrPK, attrSK, "type", "version", "commentCount", "deleting", "leaseOwner").All(ctx, &items)
-	if err != nil {
-		return nil, nil, translate(err)
-	}
-	var tk *ticketItem
-	var comments []key
-	for _, it := range items {
-		switch entityType(it) {
-		case typeTicket:
-			var t ticketItem
-			if err := dynamo.UnmarshalItem(it, &t); err != nil {
-				return nil, nil, err
-			}
-			tk = &t
-		case typeComment:
-			pk, _ := it[attrPK].(*types.AttributeValueMemberS)
-			sk, _ := it[attrSK].(*types.AttributeValueMemberS)
-			if pk != nil && sk != nil {
-				comments = append(comments, key{pk.Value, sk.Value})
-			}
-		}
-	}
-	return tk, comments, nil
 }
 
 // ListTickets pages through an org's tickets, newest first (ticket IDs are
@@ -332,12 +293,8 @@ func (s *Tickets) ListTickets(ctx context.Context, orgID string, f ticket.Filter
 	default:
 		l = listing{index: gsi1, partition: orgPK(orgID), prefix: prefixTicket}
 	}
-	l.desc = !f.Oldest
-	r, err := list(ctx, s.DB, l, p, fromTicketItem)
-	if err != nil {
-		return r, fmt.Errorf("list tickets: %w", err)
-	}
-	return r, nil
+	l.op, l.desc = "list tickets", !f.Oldest
+	return list(ctx, s.DB, l, p, fromTicketItem)
 }
 
 // ListTeamTickets pages through GSI5 ORG#<orgId>#TEAM#<teamId>: descending,
@@ -346,12 +303,8 @@ func (s *Tickets) ListTeamTickets(ctx context.Context, orgID, teamID string, sta
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return page.Result[ticket.Ticket]{}, err
 	}
-	l := listing{index: gsi5, partition: teamTicketsPK(orgID, teamID), prefix: statusPrefix(string(status)), desc: true}
-	r, err := list(ctx, s.DB, l, p, fromTicketItem)
-	if err != nil {
-		return r, fmt.Errorf("list team tickets: %w", err)
-	}
-	return r, nil
+	l := listing{op: "list team tickets", index: gsi5, partition: teamTicketsPK(orgID, teamID), prefix: statusPrefix(string(status)), desc: true}
+	return list(ctx, s.DB, l, p, fromTicketItem)
 }
 
 // ListAssignedTickets pages through GSI4 (sparse) newest first.
@@ -359,12 +312,8 @@ func (s *Tickets) ListAssignedTickets(ctx context.Context, orgID, userID string,
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return page.Result[ticket.Ticket]{}, err
 	}
-	l := listing{index: gsi4, partition: assigneePK(orgID, userID), prefix: prefixTicket, desc: true}
-	r, err := list(ctx, s.DB, l, p, fromTicketItem)
-	if err != nil {
-		return r, fmt.Errorf("list assigned tickets: %w", err)
-	}
-	return r, nil
+	l := listing{op: "list assigned tickets", index: gsi4, partition: assigneePK(orgID, userID), prefix: prefixTicket, desc: true}
+	return list(ctx, s.DB, l, p, fromTicketItem)
 }
 
 // ListUserTickets pages through GSI2 ORG#<orgId>#USER#<userId>
@@ -374,12 +323,8 @@ func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, p p
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return page.Result[ticket.Ticket]{}, err
 	}
-	l := listing{index: gsi2, partition: orgUserPK(orgID, userID), prefix: prefixTicket, desc: true}
-	r, err := list(ctx, s.DB, l, p, fromTicketItem)
-	if err != nil {
-		return r, fmt.Errorf("list requested tickets: %w", err)
-	}
-	return r, nil
+	l := listing{op: "list requested tickets", index: gsi2, partition: orgUserPK(orgID, userID), prefix: prefixTicket, desc: true}
+	return list(ctx, s.DB, l, p, fromTicketItem)
 }
 
 // CreateComment writes the comment into its ticket's partition and bumps the
@@ -411,9 +356,5 @@ func (s *Tickets) ListComments(ctx context.Context, orgID, ticketID string, p pa
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
 		return page.Result[ticket.Comment]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{partition: ticketPK(orgID, ticketID), prefix: prefixComment}, p, fromCommentItem)
-	if err != nil {
-		return r, fmt.Errorf("list comments: %w", err)
-	}
-	return r, nil
+	return list(ctx, s.DB, listing{op: "list comments", partition: ticketPK(orgID, ticketID), prefix: prefixComment}, p, fromCommentItem)
 }

@@ -115,11 +115,7 @@ func (s *Orgs) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[tenant.User]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{partition: orgPK(orgID), prefix: prefixUser}, p, fromOrgUserItem)
-	if err != nil {
-		return r, fmt.Errorf("list users: %w", err)
-	}
-	return r, nil
+	return list(ctx, s.DB, listing{op: "list users", partition: orgPK(orgID), prefix: prefixUser}, p, fromOrgUserItem)
 }
 
 // BatchGetOrgUsers reads many OrgUsers of one org: one BatchGetItem per 100
@@ -239,11 +235,8 @@ func (s *Orgs) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event)
 			// race ours).
 			err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("leaving", time.Now().UnixMilli()).
 				If(existsAtVersion, u.Version).Run(ctx)
-			if failed, _ := condFailed(err); failed {
-				return errVersion
-			}
-			if err != nil {
-				return fmt.Errorf("remove user: %w", translate(err))
+			if err := condErr(err, errVersion, "remove user"); err != nil {
+				return err
 			}
 			marked = true
 		}

@@ -110,11 +110,7 @@ func (s *Webhooks) ListWebhooks(ctx context.Context, orgID string, p page.Reques
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[webhook.Subscription]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{index: gsi1, partition: orgPK(orgID), prefix: prefixWebhook}, p, fromWebhookItem)
-	if err != nil {
-		return r, fmt.Errorf("list webhooks: %w", err)
-	}
-	return r, nil
+	return list(ctx, s.DB, listing{op: "list webhooks", index: gsi1, partition: orgPK(orgID), prefix: prefixWebhook}, p, fromWebhookItem)
 }
 
 // Subscribers reads every subscription of the org (at most
