@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/errs"
@@ -144,13 +145,11 @@ func (s *Deletions) Release(ctx context.Context, j deletion.Job, owner string) e
 	return condErr(err, nil, "release deletion") // failed: not ours any more, or done, so nothing to release
 }
 
-// renewLease extends owner's lease on the item at k, failing with
-// errLeaseLost if owner no longer holds it.
-func (d *DB) renewLease(ctx context.Context, k key, owner string) error {
-	err := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("leaseUntil", time.Now().Add(d.lease).UnixMilli()).
-		If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
-	return condErr(err, errLeaseLost, "renew deletion lease")
+// underLease runs u, an update of an item whose deletion owner leases, only
+// while owner holds the lease, and renews it: errLeaseLost otherwise.
+func (d *DB) underLease(ctx context.Context, u *dynamo.Update, owner, op string) error {
+	err := u.Set("leaseUntil", time.Now().Add(d.lease).UnixMilli()).If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
+	return condErr(err, errLeaseLost, op)
 }
 
 // leaseKeeper renews a lease when a third of it has passed since the last
@@ -166,7 +165,8 @@ func (l *leaseKeeper) keep(ctx context.Context) error {
 	if time.Since(l.last) < l.d.lease/3 {
 		return nil
 	}
-	if err := l.d.renewLease(ctx, l.k, l.owner); err != nil {
+	u := l.d.table.Update(attrPK, l.k.PK).Range(attrSK, l.k.SK)
+	if err := l.d.underLease(ctx, u, l.owner, "renew deletion lease"); err != nil {
 		return err
 	}
 	l.last = time.Now()

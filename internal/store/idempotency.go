@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/guregu/dynamo/v2"
@@ -62,12 +60,7 @@ func fromIdempotencyItem(it idempotencyItem, r idempotency.Record) idempotency.R
 }
 
 func checkRecord(r idempotency.Record) error {
-	if r.OrgID != "" {
-		if err := checkIDs(ids.Resource("orgId", r.OrgID)); err != nil {
-			return err
-		}
-	}
-	return checkIDs(ids.User("userId", r.UserID))
+	return checkIDs(ifSet(ids.Resource, "orgId", r.OrgID), ids.User("userId", r.UserID))
 }
 
 // Begin puts the record unless an unexpired one holds the key (a
@@ -85,13 +78,12 @@ func (s *Idempotency) Begin(ctx context.Context, r idempotency.Record) (idempote
 	if err != errRecordTaken {
 		return idempotency.Record{}, false, err
 	}
-	var cur idempotencyItem
-	err = s.table.Get(attrPK, it.PK).Range(attrSK, dynamo.Equal, it.SK).Consistent(true).One(ctx, &cur)
-	if errors.Is(err, dynamo.ErrNotFound) { // deleted in between (expired): the caller may retry
-		return s.Begin(ctx, r)
-	}
+	cur, err := getItem[idempotencyItem](ctx, s.DB, key{it.PK, it.SK}, true, nil, "read idempotent request")
 	if err != nil {
-		return idempotency.Record{}, false, fmt.Errorf("read idempotent request: %w", translate(err))
+		return idempotency.Record{}, false, err
+	}
+	if cur.PK == "" { // deleted in between (expired): the caller may retry
+		return s.Begin(ctx, r)
 	}
 	if !cur.Done && cur.Owner == r.Owner {
 		// Our own put committed but its response was lost and the SDK

@@ -2,11 +2,8 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
-
-	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
@@ -96,10 +93,9 @@ func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invit
 	}
 	email := tenant.NormalizeEmail(inv.Email)
 	ek := invitationEmailKey(inv.OrgID, email)
-	var old invitationEmailItem
-	err = s.table.Get(attrPK, ek.PK).Range(attrSK, dynamo.Equal, ek.SK).Consistent(true).One(ctx, &old)
-	if err != nil && !errors.Is(err, dynamo.ErrNotFound) {
-		return "", fmt.Errorf("create invitation: %w", translate(err))
+	old, err := getItem[invitationEmailItem](ctx, s.DB, ek, true, nil, "create invitation") // none: a zero item
+	if err != nil {
+		return "", err
 	}
 	t := s.newTx().put(invitationKey(inv.OrgID, inv.ID), s.table.Put(toInvitationItem(inv)).If(notExists),
 		failWith(errs.E(errs.Conflict, "invitation_exists", "invitation ID already taken")))

@@ -78,10 +78,7 @@ func (s *Teams) AddTeamMember(ctx context.Context, m membership.Membership, ev a
 		return err
 	}
 	tk, mi := teamKey(m.OrgID, m.TeamID), toMemberItem(m)
-	u := s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1)
-	if m.Role == authz.Owner {
-		u = u.Add("ownerCount", 1)
-	}
+	u := ownerDeltaCond(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1), ownerDelta("", m.Role))
 	t := s.newTx().
 		put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember)).
 		update(tk, u.If(liveItem), failWith(errTeamNotFound))

@@ -94,11 +94,19 @@ func (s *Orgs) StartOffboarding(ctx context.Context, orgID, actorID string, ifVe
 }
 
 func orgJob(o orgItem) deletion.Job {
-	j := deletion.Job{Kind: deletion.Org, OrgID: o.ID, Since: o.Since, By: o.OffboardBy, Phase: o.Phase, LeaseOwner: o.LeaseOwner}
-	if o.LeaseUntilMs > 0 {
-		j.LeaseUntil = time.UnixMilli(o.LeaseUntilMs)
-	}
+	j, _ := jobItem{Type: typeOrg, OrgID: o.ID, Since: o.Since, By: o.OffboardBy, Phase: o.Phase,
+		LeaseOwner: o.LeaseOwner, LeaseUntil: o.LeaseUntilMs}.job()
 	return j
+}
+
+// offboarding reads the org consistently: errNoOffboarding unless it is
+// being offboarded (it is gone once its offboarding finished).
+func (d *DB) offboarding(ctx context.Context, orgID, op string) (orgItem, error) {
+	org, err := getItem[orgItem](ctx, d, orgKey(orgID), true, errNoOffboarding, op)
+	if err == nil && !org.Deleting {
+		err = errNoOffboarding
+	}
+	return org, err
 }
 
 // GetOffboarding reads the offboarding of an org (consistently). Returns
@@ -108,14 +116,8 @@ func (s *Orgs) GetOffboarding(ctx context.Context, orgID string) (deletion.Job, 
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return deletion.Job{}, err
 	}
-	org, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), true, errNoOffboarding, "get offboarding")
-	if err != nil {
-		return deletion.Job{}, err
-	}
-	if !org.Deleting {
-		return deletion.Job{}, errNoOffboarding
-	}
-	return orgJob(org), nil
+	org, err := s.offboarding(ctx, orgID, "get offboarding")
+	return orgJob(org), err
 }
 
 // ReleaseOffboarding gives up owner's lease on the org's offboarding (after
@@ -132,17 +134,13 @@ func (s *Orgs) CutOff(ctx context.Context, orgID, owner string) error {
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return err
 	}
-	org, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), true, errNoOffboarding, "cut off org")
-	if err != nil {
+	org, err := s.offboarding(ctx, orgID, "cut off org")
+	switch {
+	case err != nil:
 		return err
-	}
-	if !org.Deleting {
-		return errNoOffboarding
-	}
-	if org.LeaseOwner != owner {
+	case org.LeaseOwner != owner:
 		return errLeaseLost
-	}
-	if org.Phase != phaseCutoff {
+	case org.Phase != phaseCutoff:
 		return nil
 	}
 	return s.cutoff(ctx, orgID, &leaseKeeper{d: s.DB, k: orgKey(orgID), owner: owner, last: time.Now()})
@@ -181,12 +179,11 @@ func (d *DB) cutoff(ctx context.Context, orgID string, lk *leaseKeeper) error {
 // lease); cutoff also records when the members were cut off.
 func (d *DB) setPhase(ctx context.Context, orgID, owner, phase string, cutoff bool) error {
 	k := orgKey(orgID)
-	u := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("offboardPhase", phase).
-		Set("leaseUntil", time.Now().Add(d.lease).UnixMilli())
+	u := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("offboardPhase", phase)
 	if cutoff {
 		u = u.Set("cutoffAt", time.Now())
 	}
-	return condErr(u.If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx), errLeaseLost, "offboard "+phase)
+	return d.underLease(ctx, u, owner, "offboard "+phase)
 }
 
 // finishOrg runs the offboarding's remaining phases under owner's lease.

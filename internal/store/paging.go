@@ -151,12 +151,7 @@ func decodeStart(s string, l listing) (dynamo.PagingKey, error) {
 }
 
 // entityType reads an item's type discriminator.
-func entityType(item dynamo.Item) string {
-	if s, ok := item["type"].(*types.AttributeValueMemberS); ok {
-		return s.Value
-	}
-	return ""
-}
+func entityType(item dynamo.Item) string { return attrS(item, "type") }
 
 // fail wraps err (if any) with the listing's name (if it has one).
 func (l listing) fail(err error) error {

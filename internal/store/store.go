@@ -148,6 +148,15 @@ func checkIDs(checks ...error) error {
 	return nil
 }
 
+// ifSet is check of an optional ID: nil when there is none (an unassigned
+// ticket, a record outside any org).
+func ifSet(check func(field, id string) error, field, id string) error {
+	if id == "" {
+		return nil
+	}
+	return check(field, id)
+}
+
 // condFailed reports whether err is a failed condition of a single-item
 // write, and whether the item existed (read from ALL_OLD).
 func condFailed(err error) (failed, existed bool) {

@@ -125,18 +125,9 @@ func fromCommentItem(it commentItem) ticket.Comment {
 }
 
 func checkTicket(t ticket.Ticket) error {
-	if err := checkIDs(ids.Resource("orgId", t.OrgID), ids.Resource("ticketId", t.ID), ids.User("requesterId", t.RequesterID)); err != nil {
+	if err := checkIDs(ids.Resource("orgId", t.OrgID), ids.Resource("ticketId", t.ID), ids.User("requesterId", t.RequesterID),
+		ifSet(ids.User, "assigneeId", t.AssigneeID), ifSet(ids.Resource, "teamId", t.TeamID)); err != nil {
 		return err
-	}
-	if t.AssigneeID != "" {
-		if err := checkIDs(ids.User("assigneeId", t.AssigneeID)); err != nil {
-			return err
-		}
-	}
-	if t.TeamID != "" {
-		if err := checkIDs(ids.Resource("teamId", t.TeamID)); err != nil {
-			return err
-		}
 	}
 	if !t.Status.Valid() {
 		return errs.InvalidParam("status", "invalid_status", "unknown status")
@@ -267,13 +258,8 @@ func (s *DB) ticketCascade(orgID, ticketID string) cascade {
 // GSI4 (an assignee), GSI7 (an assignee within a status). Returns Invalid
 // for a combination no index serves (priority and assignee together).
 func (s *Tickets) ListTickets(ctx context.Context, orgID string, f ticket.Filter, p page.Request) (page.Result[ticket.Ticket], error) {
-	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ifSet(ids.User, "assigneeId", f.AssigneeID)); err != nil {
 		return page.Result[ticket.Ticket]{}, err
-	}
-	if f.AssigneeID != "" {
-		if err := checkIDs(ids.User("assigneeId", f.AssigneeID)); err != nil {
-			return page.Result[ticket.Ticket]{}, err
-		}
 	}
 	if f.Priority != "" && !f.Priority.Valid() {
 		return page.Result[ticket.Ticket]{}, errs.InvalidParam("priority", "invalid_priority", "unknown priority")

@@ -237,15 +237,12 @@ func fenceCond(roles []string) (string, []any) {
 }
 
 // fenced wraps the onFail of an item that carries a fence: a failure is
-// the fence's (gone when the edge is missing or deleting, demoted when its
+// the fence's (lost when the edge is missing or deleting, demoted when its
 // role is outside roles); otherwise the item's own condition failed.
-func fenced(roles []string, gone, demoted error, inner onFail) onFail {
+func fenced(roles []string, lost, demoted error, inner onFail) onFail {
 	return func(old map[string]types.AttributeValue) error {
-		if old == nil {
-			return gone
-		}
-		if _, ok := old["deleting"]; ok {
-			return gone
+		if gone(old) {
+			return lost
 		}
 		if r, ok := old["role"].(*types.AttributeValueMemberS); !ok || !slices.Contains(roles, r.Value) {
 			return demoted
@@ -260,7 +257,7 @@ func fenced(roles []string, gone, demoted error, inner onFail) onFail {
 // fenceEdge adds to t a fence on the edge at k: it must exist, outside any
 // deletion, with a role at least floor. When t already touches k, the
 // condition is ANDed onto that item.
-func (d *DB) fenceEdge(t *txn, k key, floor string, gone, demoted error) {
+func (d *DB) fenceEdge(t *txn, k key, floor string, lost, demoted error) {
 	var roles []string
 	for _, r := range authz.RolesFrom(authz.Role(floor)) {
 		roles = append(roles, string(r))
@@ -272,11 +269,11 @@ func (d *DB) fenceEdge(t *txn, k key, floor string, gone, demoted error) {
 	expr, args := fenceCond(roles)
 	if o := t.op(k); o != nil {
 		o.and(expr, args...)
-		o.fail = fenced(roles, gone, demoted, o.fail)
+		o.fail = fenced(roles, lost, demoted, o.fail)
 		o.proof = true
 		return
 	}
-	t.check(k, d.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(expr, args...), fenced(roles, gone, demoted, nil))
+	t.check(k, d.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(expr, args...), fenced(roles, lost, demoted, nil))
 	t.ops[len(t.ops)-1].proof = true
 }
 
