@@ -19,7 +19,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 )
 
@@ -74,11 +73,11 @@ type Options struct {
 	// Poll is how often the worker looks for unfinished deletions whose
 	// lease has expired (default 15 s, jittered).
 	Poll time.Duration
-	// Batch bounds the jobs read per poll (default 25).
-	Batch int
-	Now   clock.Clock
-	Log   *slog.Logger
+	Log  *slog.Logger
 }
+
+// pollBatch bounds the jobs the worker reads per poll.
+const pollBatch = 25
 
 // Worker finishes deletions: the ones this process started (Go) and the
 // ones a dead process left behind (Run).
@@ -95,10 +94,6 @@ func NewWorker(s Storer, o Options) *Worker {
 	if o.Poll <= 0 {
 		o.Poll = 15 * time.Second
 	}
-	if o.Batch <= 0 {
-		o.Batch = 25
-	}
-	o.Now = clock.Or(o.Now)
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -148,7 +143,7 @@ func (w *Worker) Run(ctx context.Context) {
 // RunOnce takes over and finishes every listed deletion whose lease is free
 // or expired. It returns how many it finished.
 func (w *Worker) RunOnce(ctx context.Context) int {
-	jobs, err := w.store.ListJobs(ctx, w.o.Batch)
+	jobs, err := w.store.ListJobs(ctx, pollBatch)
 	if err != nil {
 		w.o.Log.Warn("deletion worker: list", "err", err)
 		return 0
@@ -158,7 +153,7 @@ func (w *Worker) RunOnce(ctx context.Context) int {
 		if ctx.Err() != nil || w.ctx.Err() != nil {
 			break
 		}
-		now := w.o.Now()
+		now := time.Now() // leases are wall-clock times, like the store's
 		if j.LeaseOwner != "" && now.Before(j.LeaseUntil) {
 			continue
 		}

@@ -84,9 +84,11 @@ type Storer interface {
 // died (a crash) without answering.
 const StaleAfter = time.Minute
 
+// ttl is how long a response is replayable.
+const ttl = 24 * time.Hour
+
 // Options tune the middleware.
 type Options struct {
-	TTL time.Duration // how long a response is replayable (default 24 h)
 	// StaleAfter is how long an unfinished attempt holds its key (default
 	// the StaleAfter constant). Set it to the longest a request can run
 	// (its timeout) and a little more: an attempt older than that cannot
@@ -157,22 +159,18 @@ func validKey(k string) bool {
 // HTTP layer adapts it.
 type Keeper struct {
 	store Storer
-	ttl   time.Duration
 	stale time.Duration
 	now   clock.Clock
 	ids   *ids.Generator
 }
 
-// NewKeeper returns a Keeper; o.TTL defaults to 24 hours.
+// NewKeeper returns a Keeper.
 func NewKeeper(s Storer, o Options) *Keeper {
-	if o.TTL == 0 {
-		o.TTL = 24 * time.Hour
-	}
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = StaleAfter
 	}
 	now := clock.Or(o.Now)
-	return &Keeper{store: s, ttl: o.TTL, stale: o.StaleAfter, now: now, ids: ids.NewGenerator(now)}
+	return &Keeper{store: s, stale: o.StaleAfter, now: now, ids: ids.NewGenerator(now)}
 }
 
 // CheckKey returns the one valid key among a request's header values.
@@ -210,18 +208,14 @@ func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprin
 	owner := make([]byte, 16)
 	_, _ = rand.Read(owner)
 	rec = Record{OrgID: orgID, UserID: userID, Role: role, Key: key, Fingerprint: fingerprint,
-		Owner: hex.EncodeToString(owner), ResourceID: k.ids.NewAt(t), CreatedAt: t, ExpiresAt: t.Add(k.ttl)}
+		Owner: hex.EncodeToString(owner), ResourceID: k.ids.NewAt(t), CreatedAt: t, ExpiresAt: t.Add(ttl)}
 	existing, started, err := k.store.Begin(ctx, rec)
 	if err != nil {
 		// The record's write may have landed though its answer did not (a
 		// client gone, a timeout): release it, so the retry need not wait
 		// StaleAfter. The release is ours only (owner), so it is harmless
 		// when nothing landed.
-		go func() {
-			bctx, cancel := bookkeeping(ctx)
-			defer cancel()
-			_ = k.store.Release(bctx, rec)
-		}()
+		go func() { _ = k.release(ctx, rec) }()
 		return rec, nil, err
 	}
 	if started {
@@ -264,22 +258,24 @@ func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprin
 // the background.
 func (k *Keeper) Finish(ctx context.Context, rec Record, status int, contentType, etag string, body []byte) error {
 	if status >= 500 || status == http.StatusTooManyRequests || status == StatusClientClosedRequest {
-		abandon := func() error {
-			bctx, cancel := bookkeeping(ctx)
-			defer cancel()
-			return k.store.Release(bctx, rec)
-		}
 		if ctx.Err() != nil {
-			go func() { _ = abandon() }()
+			go func() { _ = k.release(ctx, rec) }()
 			return nil
 		}
-		return abandon()
+		return k.release(ctx, rec)
 	}
 	rec.Done, rec.Status, rec.ContentType, rec.ETag = true, status, contentType, etag
 	rec.Body = seal(rec, body)
 	bctx, cancel := bookkeeping(ctx)
 	defer cancel()
 	return k.store.Complete(bctx, rec)
+}
+
+// release opens rec's key to a retry, in a bookkeeping context.
+func (k *Keeper) release(ctx context.Context, rec Record) error {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	return k.store.Release(bctx, rec)
 }
 
 // bookkeeping is the context of the record's last write: it outlives a
