@@ -183,7 +183,7 @@ func decodeAuditCursor(s, minBucket, maxBucket string) (auditCursor, error) {
 		return c, errCursor
 	}
 	if c.After != "" {
-		id, ok := trimPrefix(c.After, prefixEvent)
+		id, ok := strings.CutPrefix(c.After, prefixEvent)
 		if !ok || !ids.ValidResource(id) {
 			return c, errCursor
 		}

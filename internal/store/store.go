@@ -27,22 +27,18 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 )
 
-// DB is a handle on tenantd's table. The per-domain stores (Orgs, Teams,
-// Tickets) share one. The store keeps no clock of its own: what it writes
-// carries the times the services' injected clock gave (audit.Query's Until
-// included). It reads the wall clock only where processes coordinate on
-// real time: the leases of unfinished deletions (leaseUntil, a departing
-// user's leaving mark) and an offboarding's cut-off and sweep of the audit
-// buckets.
+// DB is a handle on tenantd's table, shared by the per-domain stores. What
+// it writes carries the times the services' injected clock gave; it reads
+// the wall clock only where processes coordinate on real time: deletion
+// leases, a departing user's leaving mark, an offboarding's cut-off and
+// its sweep of the audit buckets.
 type DB struct {
-	client *dynamodb.Client
-	db     *dynamo.DB
-	table  dynamo.Table
-	lease  time.Duration // of an unfinished deletion (deletion.go)
-	grace  time.Duration // before an offboarding's last sweep (offboard.go)
-	// maxOwned is how many orgs one user may have created that exist when they create one
-	// (org.go, SetMaxOwnedOrgs).
-	maxOwned int
+	client   *dynamodb.Client
+	db       *dynamo.DB
+	table    dynamo.Table
+	lease    time.Duration // of an unfinished deletion (deletion.go)
+	grace    time.Duration // before an offboarding's last sweep (offboard.go)
+	maxOwned int           // orgs one user may have created (SetMaxOwnedOrgs)
 }
 
 // Options tune how the client reaches DynamoDB.
@@ -109,7 +105,7 @@ func (d *DB) Ping(ctx context.Context) error {
 }
 
 // getItem reads one item by its key with GetItem, returning notFound when
-// there is none (never a zero item and a nil error).
+// there is none (with a nil notFound: the zero item).
 func getItem[I any](ctx context.Context, d *DB, k key, consistent bool, notFound error, op string) (I, error) {
 	var it I
 	err := d.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(consistent).One(ctx, &it)
@@ -186,21 +182,13 @@ func errUnavailable(err error) error {
 	return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy or unreachable; retry later", Err: err}
 }
 
-// translate maps SDK errors that are not conditional failures: throttling,
-// DynamoDB's own 5xx, exhausted retries or retry quota, and transport
-// failures (refused, reset, DNS, a connection cut mid-answer) become
-// Unavailable, and a deadline Unavailable "timeout", so clients see 503,
-// never 500. A request cancelled because its client went away stays
-// context.Canceled: that is no failure of the database (the HTTP layer
-// reports it as 499).
+// translate maps SDK errors that are not conditional failures: a failure
+// of DynamoDB or of reaching it (below) is Unavailable, a deadline
+// Unavailable "timeout", so clients see 503, never 500. A request cancelled
+// because its client went away stays context.Canceled: no failure of the
+// database (the HTTP layer reports it as 499).
 func translate(err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := errs.As(err); ok {
-		return err
-	}
-	if errors.Is(err, context.Canceled) {
+	if _, ok := errs.As(err); err == nil || ok || errors.Is(err, context.Canceled) {
 		return err
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -210,13 +198,12 @@ func translate(err error) error {
 	if errors.As(err, &api) {
 		switch api.ErrorCode() {
 		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
-			"TransactionConflictException", "InternalServerError", "ServiceUnavailable", "LimitExceededException":
-			return errUnavailable(err)
-		case "ResourceNotFoundException", "UnrecognizedClientException", "AccessDeniedException", "InvalidSignatureException",
-			"ExpiredTokenException", "MissingAuthenticationTokenException", "IncompleteSignatureException":
+			"TransactionConflictException", "InternalServerError", "ServiceUnavailable", "LimitExceededException",
 			// The table is missing or the service's credentials are refused:
 			// a fault of this deployment, not of the request. Every request
 			// fails until an operator acts (the log says which).
+			"ResourceNotFoundException", "UnrecognizedClientException", "AccessDeniedException", "InvalidSignatureException",
+			"ExpiredTokenException", "MissingAuthenticationTokenException", "IncompleteSignatureException":
 			return errUnavailable(err)
 		}
 	}
@@ -237,22 +224,14 @@ func translate(err error) error {
 		send     *smithyhttp.RequestSendError
 		netErr   net.Error
 	)
-	switch {
-	case errors.As(err, &quota), errors.As(err, &quotaPtr):
-		// The retry quota is spent: the SDK no longer retries, whatever
-		// failed. The cause is joined to it; it is unavailable either way.
-		return errUnavailable(err)
-	case errors.As(err, &resp) && resp.HTTPStatusCode() >= 500:
-		// Any server-side failure of DynamoDB, whatever its error code.
-		return errUnavailable(err)
-	case errors.As(err, &max), errors.As(err, &deser):
-		// Retries ran out; or an answer that is not DynamoDB's (a proxy's
-		// page, a truncated body).
-		return errUnavailable(err)
-	case errors.As(err, &send), errors.As(err, &netErr),
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
-		// No answer at all: refused, reset, DNS, TLS, a connection cut
-		// mid-answer. These carry no HTTP status.
+	// The retry quota spent (the SDK no longer retries, whatever failed; the
+	// cause is joined to it), any server-side failure of DynamoDB whatever
+	// its code, retries run out, an answer that is not DynamoDB's (a proxy's
+	// page, a truncated body), or no answer at all (refused, reset, DNS,
+	// TLS, a connection cut mid-answer: no HTTP status).
+	if errors.As(err, &quota) || errors.As(err, &quotaPtr) || errors.As(err, &resp) && resp.HTTPStatusCode() >= 500 ||
+		errors.As(err, &max) || errors.As(err, &deser) || errors.As(err, &send) || errors.As(err, &netErr) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
 		return errUnavailable(err)
 	}
 	return err
