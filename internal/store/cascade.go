@@ -44,15 +44,17 @@ type cascade struct {
 	counts func(u *dynamo.Update, part []partItem) *dynamo.Update
 }
 
-// partItem is what a cascade reads of each item of the partition: of the
-// parent, its version and deletion marks; of a child, its key (and a
-// member edge's user and role).
+// partItem is what the deletions read of a parent or child item (a
+// cascade's partition, a departing user's teams and edges): its key and
+// type, and what their conditions and counts need.
 type partItem struct {
 	PK         string `dynamo:"pk"`
 	SK         string `dynamo:"sk"`
 	Type       string `dynamo:"type"`
+	TeamID     string `dynamo:"teamId"`
 	UserID     string `dynamo:"userId"`
 	Role       string `dynamo:"role"`
+	OwnerCount int    `dynamo:"ownerCount"`
 	Version    int64  `dynamo:"version"`
 	Deleting   bool   `dynamo:"deleting"`
 	LeaseOwner string `dynamo:"leaseOwner"`

@@ -103,7 +103,7 @@ func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next membership.Memb
 		Set("role", string(next.Role)).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
 		If(existsAtVersion, prev.Version), versioned(errMemberNotFound))
 	if d := ownerDelta(prev.Role, next.Role); d != 0 {
-		t.update(tk, ownerDeltaCond(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK), d).If(liveItem), teamOwnerFail(errTeamNotFound))
+		t.update(tk, ownerDeltaCond(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK), d).If(liveItem), goneOr(errTeamNotFound, errLastTeamOwner))
 	} else {
 		s.teamCheck(t, next.OrgID, next.TeamID, errTeamNotFound)
 	}
@@ -121,7 +121,7 @@ func (s *Teams) RemoveTeamMember(ctx context.Context, m membership.Membership, e
 	t := s.newTx().delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
 		If(existsAtVersion, m.Version), versioned(errMemberNotFound))
 	u := s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", -1)
-	t.update(tk, ownerDeltaCond(u, ownerDelta(m.Role, "")).If(liveItem), teamOwnerFail(errTeamNotFound))
+	t.update(tk, ownerDeltaCond(u, ownerDelta(m.Role, "")).If(liveItem), goneOr(errTeamNotFound, errLastTeamOwner))
 	s.userTeams(t, m.OrgID, m.UserID, func(u *dynamo.Update) *dynamo.Update { return u.DeleteStringsFromSet("teamIds", m.TeamID) },
 		failWith(errUserNotFound))
 	return s.audited(ev, t).run(ctx, "remove member")

@@ -80,7 +80,7 @@ func (s *Orgs) StartOffboarding(ctx context.Context, orgID, actorID string, ifVe
 			Set("deleting", true).Set("deletingSince", now).Set("offboardBy", actorID).Set("offboardPhase", phaseCutoff).
 			Set("gsi3pk", deletionsPK).Set("gsi3sk", orgDeletionSK(orgID)).
 			Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
-			If(liveAtVersion, org.Version), liveVersioned(errOrgNotFound)).
+			If(liveAtVersion, org.Version), goneOr(errOrgNotFound, errVersion)).
 		update(ak, s.table.Update(attrPK, ak.PK).Range(attrSK, ak.SK).Set("deleting", true).If(exists), nil)
 	s.fence(t, orgID, actorID, string(authz.Owner))
 	if err := t.run(ctx, "start offboarding"); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
@@ -32,8 +31,7 @@ var (
 // still exist when they create another (MAX_ORGS_PER_USER).
 const DefaultMaxOwnedOrgs = 100
 
-// SetMaxOwnedOrgs sets how many orgs one user may have created that still
-// exist when they create another (n >= 1; DefaultMaxOwnedOrgs otherwise).
+// SetMaxOwnedOrgs sets that number (n >= 1; DefaultMaxOwnedOrgs otherwise).
 // Call it before use.
 func (d *DB) SetMaxOwnedOrgs(n int) {
 	if n >= 1 {
@@ -41,14 +39,10 @@ func (d *DB) SetMaxOwnedOrgs(n int) {
 	}
 }
 
-// ownedOrgsItem counts the orgs a user has created that still exist (the
-// orgs whose createdBy is the user). Creating an org adds one, conditioned
-// on the quota in the same transaction, so a burst of creates cannot
-// overshoot it; only the org's deletion (the offboarding's final
-// transaction) takes it back. Roles, removals and invitations never move
-// it: nobody can lower their count by handing ownership around, or raise
-// another's by making them an owner. An org created before createdBy was
-// recorded refunds nobody when it is deleted.
+// ownedOrgsItem counts the orgs a user has created that still exist (whose
+// createdBy is the user): CreateOrg adds one, conditioned on the quota in
+// its transaction, and only the org's deletion (the offboarding's final
+// transaction) takes it back; nothing else moves it (docs/data-model.md).
 type ownedOrgsItem struct {
 	PK     string `dynamo:"pk,hash"`
 	SK     string `dynamo:"sk,range"`
@@ -61,15 +55,15 @@ type ownedOrgsItem struct {
 // created; with limit > 0 (a create), the change is refused
 // (org_quota_exceeded) when that count is at limit already.
 func (d *DB) ownedOrgs(t *txn, userID string, delta, limit int) {
-	it := ownedOrgsItem{PK: ownedOrgsKey(userID).PK, SK: ownedOrgsKey(userID).SK, Type: typeOwnedOrgs, UserID: userID}
-	u := d.table.Update(attrPK, it.PK).Range(attrSK, it.SK).Set("type", it.Type).Set("userId", it.UserID).Add("owned", delta)
+	k := ownedOrgsKey(userID)
+	u := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("type", typeOwnedOrgs).Set("userId", userID).Add("owned", delta)
 	var fail onFail
 	if limit > 0 {
 		u.If("attribute_not_exists(owned) OR owned < ?", limit)
 		fail = failWith(errs.E(errs.Forbidden, "org_quota_exceeded",
 			"you have created %d organizations that still exist, the most one user may: delete one first", limit))
 	}
-	t.update(key{it.PK, it.SK}, u, fail)
+	t.update(k, u, fail)
 }
 
 // OwnedOrgs reads how many orgs the user has created that still exist
@@ -94,9 +88,8 @@ type orgItem struct {
 	CreatedAt  time.Time `dynamo:"createdAt"`
 	UpdatedAt  time.Time `dynamo:"updatedAt"`
 
-	// Offboarding (see offboard.go). Deleting is set by the transaction
-	// that starts it: from then on the authorization read answers 404 to
-	// every member and the org takes no new user.
+	// Offboarding (offboard.go): from Deleting on, the authorization read
+	// answers 404 to every member and the org takes no new user.
 	Deleting     bool      `dynamo:"deleting,omitempty"`
 	OffboardBy   string    `dynamo:"offboardBy,omitempty"`
 	Since        time.Time `dynamo:"deletingSince,omitempty"`
@@ -167,7 +160,7 @@ func (s *Orgs) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev audit.Ev
 	k := orgKey(prev.ID)
 	t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
-		If(liveAtVersion, prev.Version), liveVersioned(errOrgNotFound))
+		If(liveAtVersion, prev.Version), goneOr(errOrgNotFound, errVersion))
 	return s.audited(ev, t).run(ctx, "update org")
 }
 
@@ -205,15 +198,6 @@ func ownerDelta(from, to authz.Role) int {
 	return d
 }
 
-// lastOwner reads a failed "ownerCount > n" condition on the org: the org
-// is live, so the change would remove its last owner; or it is gone.
-func lastOwner(old map[string]types.AttributeValue) error {
-	if gone(old) {
-		return errOrgNotFound
-	}
-	return errLastOwner
-}
-
 // orgGuard adds to t the org item's part of a change of the org's users: a
 // check that the org exists and is not being offboarded (so no user joins
 // an org while it is cut off), or an update of its owner count that also
@@ -227,6 +211,6 @@ func (s *DB) orgGuard(t *txn, orgID string, delta int) {
 		t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).If(liveItem), failWith(errOrgNotFound))
 	default:
 		t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).
-			If(liveItem+" AND ownerCount > ?", -delta), lastOwner)
+			If(liveItem+" AND ownerCount > ?", -delta), goneOr(errOrgNotFound, errLastOwner))
 	}
 }

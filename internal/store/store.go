@@ -153,6 +153,15 @@ func ifSet(check func(field, id string) error, field, id string) error {
 	return check(field, id)
 }
 
+// setOrRemove sets attr to v, or removes it when v is empty: an item
+// written whole has no empty string either (guregu/dynamo leaves it out).
+func setOrRemove(u *dynamo.Update, attr, v string) *dynamo.Update {
+	if v == "" {
+		return u.Remove(attr)
+	}
+	return u.Set(attr, v)
+}
+
 // condFailed reports whether err is a failed condition of a single-item
 // write, and whether the item existed (read from ALL_OLD).
 func condFailed(err error) (failed, existed bool) {

@@ -107,17 +107,6 @@ func ownerDeltaCond(u *dynamo.Update, d int) *dynamo.Update {
 	return u
 }
 
-// teamOwnerFail reads a failed team update that may have removed the last
-// owner: the team is gone or being deleted, or its last owner would go.
-func teamOwnerFail(notFound error) onFail {
-	return func(old map[string]types.AttributeValue) error {
-		if gone(old) {
-			return notFound
-		}
-		return errLastTeamOwner
-	}
-}
-
 // CreateTeam writes the team with memberCount and ownerCount 1 and its
 // creator's owner edge, checking the creator is a user of the org, in one
 // transaction. A team is born with its owner.
@@ -176,20 +165,14 @@ func (s *Teams) UpdateTeam(ctx context.Context, prev, next membership.Team, ev a
 	k := teamKey(prev.OrgID, prev.ID)
 	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version)
-	if next.Description == "" {
-		u = u.Remove("description")
-	} else {
-		u = u.Set("description", next.Description)
-	}
-	t := s.newTx().update(k, u.If(liveAtVersion, prev.Version), liveVersioned(errTeamNotFound))
+	u = setOrRemove(u, "description", next.Description)
+	t := s.newTx().update(k, u.If(liveAtVersion, prev.Version), goneOr(errTeamNotFound, errVersion))
 	return s.audited(ev, t).run(ctx, "update team")
 }
 
 // maxDeleteAttempts bounds how often a delete reads again after a
-// concurrent change made its transaction fail. After singleTxAttempts
-// failures of the one-transaction delete (children keep being added, or a
-// count is off), it marks the parent deleting first: that stops new
-// children, and the parts that follow never depend on a count.
+// concurrent change failed its transaction; after singleTxAttempts, a
+// cascade marks the parent deleting first, which stops new children.
 const (
 	maxDeleteAttempts = 8
 	singleTxAttempts  = 3
@@ -206,17 +189,9 @@ var errRetry = errs.E(errs.Conflict, "concurrent_update", "the resource keeps ch
 func retryOn(map[string]types.AttributeValue) error { return errRetry }
 
 // DeleteTeam removes the team, its edges and the team from each member's
-// team set. It reads the team partition consistently and deletes it in one
-// transaction conditioned on the memberCount it read: an edge added since
-// (AddTeamMember bumps memberCount) or removed since makes the transaction fail
-// and the delete read again, so no edge outlives its team.
-//
-// A team with more edges than one transaction holds is first marked
-// deleting (one transaction with the audit event): from then on it is gone
-// for every reader and AddTeamMember can no longer commit under it; then its
-// edges go in transactions of their own, each decrementing memberCount, and
-// the team item last. A crash in between leaves a marked team that the
-// deletion worker finishes once its lease has expired (FinishDeletion).
+// team set, as a cascade (cascade.go) on memberCount: no edge outlives the
+// team, and a team too large for one transaction is marked deleting, then
+// deleted in parts (by the deletion worker, after a crash).
 func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return err

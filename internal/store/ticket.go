@@ -196,22 +196,15 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev
 		Set("gsi3sk", it.GSI3SK).Set("gsi6pk", it.GSI6PK).Set("gsi6sk", it.GSI6SK).
 		Set("updatedAt", it.UpdatedAt).Set("version", it.Version).
 		If(liveAtVersion, prev.Version)
-	setOrRemove := func(attr, v string) {
-		if v == "" {
-			u = u.Remove(attr)
-		} else {
-			u = u.Set(attr, v)
-		}
-	}
-	setOrRemove("description", it.Description)
-	setOrRemove("assigneeId", it.AssigneeID)
-	setOrRemove("teamId", it.TeamID)
-	setOrRemove("gsi4pk", it.GSI4PK)
-	setOrRemove("gsi4sk", it.GSI4SK)
-	setOrRemove("gsi5pk", it.GSI5PK)
-	setOrRemove("gsi5sk", it.GSI5SK)
-	setOrRemove("gsi7pk", it.GSI7PK)
-	setOrRemove("gsi7sk", it.GSI7SK)
+	u = setOrRemove(u, "description", it.Description)
+	u = setOrRemove(u, "assigneeId", it.AssigneeID)
+	u = setOrRemove(u, "teamId", it.TeamID)
+	u = setOrRemove(u, "gsi4pk", it.GSI4PK)
+	u = setOrRemove(u, "gsi4sk", it.GSI4SK)
+	u = setOrRemove(u, "gsi5pk", it.GSI5PK)
+	u = setOrRemove(u, "gsi5sk", it.GSI5SK)
+	u = setOrRemove(u, "gsi7pk", it.GSI7PK)
+	u = setOrRemove(u, "gsi7sk", it.GSI7SK)
 	if len(it.Tags) == 0 {
 		u = u.Remove("tags")
 	} else {
@@ -219,22 +212,14 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev
 	}
 	newAssignee := next.AssigneeID != prev.AssigneeID
 	newTeam := next.TeamID != prev.TeamID
-	tx := s.newTx().update(k, u, liveVersioned(errTicketNotFound))
+	tx := s.newTx().update(k, u, goneOr(errTicketNotFound, errVersion))
 	s.referenceChecks(tx, next, newAssignee, newTeam)
 	return s.audited(ev, tx).run(ctx, "update ticket")
 }
 
-// DeleteTicket deletes the ticket and its comments. It reads the ticket's
-// partition consistently and deletes it in one transaction conditioned on
-// the commentCount it read: a comment added since (CreateComment bumps
-// commentCount, and needs the ticket live) makes the transaction fail and
-// the delete read again, so no comment outlives its ticket.
-//
-// A ticket with more comments than one transaction holds is first marked
-// deleting (with the audit event): from then on it is gone for every reader
-// and no comment can commit under it; then its comments go in transactions
-// that each decrement commentCount, and the ticket last. A crash in between
-// leaves a marked ticket that the deletion worker finishes.
+// DeleteTicket deletes the ticket and its comments, as a cascade
+// (cascade.go) on commentCount: no comment outlives the ticket, and a ticket
+// too large for one transaction is marked deleting, then deleted in parts.
 func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
 		return err

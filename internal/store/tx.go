@@ -174,14 +174,15 @@ const (
 // to every caller, an item under deletion no longer exists.
 func gone(old map[string]types.AttributeValue) bool { return old == nil || old["deleting"] != nil }
 
-// liveVersioned is versioned for a liveItem condition: an item under
-// deletion is not found.
-func liveVersioned(notFound error) onFail {
+// goneOr reads a failed condition of a write to a live item (liveItem):
+// notFound when the item is gone or under deletion, else e, the other rule
+// the condition holds (its version, the last owner, a limit).
+func goneOr(notFound, e error) onFail {
 	return func(old map[string]types.AttributeValue) error {
 		if gone(old) {
 			return notFound
 		}
-		return errVersion
+		return e
 	}
 }
 

@@ -32,20 +32,15 @@ type orgUserItem struct {
 	Version   int64     `dynamo:"version"`
 	JoinedAt  time.Time `dynamo:"joinedAt"`
 	UpdatedAt time.Time `dynamo:"updatedAt"`
-	AddedBy   string    `dynamo:"addedBy,omitempty"` // org.User.AddedBy
-	// Deleting marks the edge of the owner offboarding the org: it only
-	// authorizes continuing the deletion.
-	Deleting bool `dynamo:"deleting,omitempty"`
-	// TeamIDs are the teams the user is a member of in this org, kept in
-	// the same transactions as the membership edges. It makes removing the
-	// user from the org exact: the edges are read from this item with a
-	// consistent read, not from GSI1, which may lag. EdgeSeq counts edge
-	// changes, so a removal can require that none happened since it read.
+	AddedBy   string    `dynamo:"addedBy,omitempty"`  // org.User.AddedBy
+	Deleting  bool      `dynamo:"deleting,omitempty"` // on the edge of the owner offboarding the org
+	// TeamIDs (the user's teams in this org) and EdgeSeq (a count of their
+	// changes) move with the membership edges, so a removal reads the edges
+	// consistently from here, not from GSI1, and knows none changed since.
 	TeamIDs []string `dynamo:"teamIds,set,omitempty"`
 	EdgeSeq int64    `dynamo:"edgeSeq,omitempty"`
 	// AcceptedToken is the hash of the invitation token the user joined
-	// with (absent otherwise): a retried accept of it answers this
-	// membership instead of a 404.
+	// with: a retried accept of it answers this membership, not a 404.
 	AcceptedToken string `dynamo:"acceptedToken,omitempty"`
 }
 
@@ -172,23 +167,18 @@ func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev aud
 }
 
 // RemoveOrgUser deletes the OrgUser, its claim, and every team membership the
-// user has in the org (with each team's memberCount and ownerCount). The
-// memberships are the OrgUser's own team set, read consistently with each
-// team and edge; every transaction that touches them is conditional on the
-// OrgUser's version and edge sequence and on each edge's role as read, so
-// a membership added, removed or changed concurrently makes the removal read
-// again instead of leaving an orphan edge or a wrong count.
+// user has in the org (with each team's counts). The memberships are the
+// OrgUser's team set, read consistently with each team and edge; every
+// transaction is conditional on the OrgUser's version and edge sequence and
+// on each edge's role as read, so a concurrent membership change makes the
+// removal read again instead of leaving an orphan edge or a wrong count.
 //
-// A user who is a team's last owner is refused (last_team_owner) before
-// anything is written. A team in the set that no longer exists, or an edge
-// whose team is gone (left by a bug of the past), never blocks the removal:
-// the stale entry or orphan edge goes with the user, so no user can become
-// unremovable.
-//
-// A user in more teams than one transaction holds loses the memberships
-// first, in transactions of their own (each also checking the last-owner
-// rule, so a removal that must fail fails before touching anything); a
-// crash in between leaves a user with fewer teams, and a retry finishes.
+// A team's last owner is refused (last_team_owner) before anything is
+// written. A team in the set that no longer exists, or an orphan edge, never
+// blocks the removal: it goes with the user. A user in more teams than one
+// transaction holds loses the memberships first, in transactions of their
+// own (each checking the last-owner rules); a crash in between leaves a
+// user with fewer teams, and a retry finishes.
 func (s *Orgs) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event) error {
 	if err := checkUser(u); err != nil {
 		return err
@@ -256,8 +246,8 @@ const maxRemoveAttempts = 8
 // userEdge is one team in a user's team set, as read for their removal.
 type userEdge struct {
 	teamID string
-	team   *teamItem   // nil: the team is gone
-	edge   *memberItem // nil: no edge (a stale team set entry)
+	team   *partItem // nil: the team is gone
+	edge   *partItem // nil: no edge (a stale team set entry)
 }
 
 func (e userEdge) lastOwner() bool {
@@ -275,25 +265,17 @@ func (s *DB) userEdges(ctx context.Context, orgID, userID string, teamIDs []stri
 		tk, mk := teamKey(orgID, t), memberKey(orgID, t, userID)
 		keys = append(keys, dynamo.Keys{tk.PK, tk.SK}, dynamo.Keys{mk.PK, mk.SK})
 	}
-	var items []dynamo.Item
+	var items []partItem
 	if err := s.batchGet(ctx, keys, true, &items); err != nil {
 		return nil, err
 	}
-	teams, edges := map[string]*teamItem{}, map[string]*memberItem{}
-	for _, it := range items {
-		switch entityType(it) {
+	teams, edges := map[string]*partItem{}, map[string]*partItem{}
+	for i, it := range items {
+		switch it.Type {
 		case typeTeam:
-			var t teamItem
-			if err := dynamo.UnmarshalItem(it, &t); err != nil {
-				return nil, err
-			}
-			teams[t.ID] = &t
+			teams[it.TeamID] = &items[i]
 		case typeMembership:
-			var m memberItem
-			if err := dynamo.UnmarshalItem(it, &m); err != nil {
-				return nil, err
-			}
-			edges[m.TeamID] = &m
+			edges[it.TeamID] = &items[i]
 		}
 	}
 	out := make([]userEdge, len(teamIDs))
@@ -348,7 +330,7 @@ func (s *Orgs) removeUser(ctx context.Context, u tenant.User, seq int64, edges [
 			If("attribute_exists(pk) AND version = ? AND edgeSeq = ?", u.Version, seq), changed)
 		if u.Role == authz.Owner {
 			ok := orgKey(u.OrgID)
-			t.check(ok, s.table.Check(attrPK, ok.PK).Range(attrSK, ok.SK).If(liveItem+" AND ownerCount > ?", 1), lastOwner)
+			t.check(ok, s.table.Check(attrPK, ok.PK).Range(attrSK, ok.SK).If(liveItem+" AND ownerCount > ?", 1), goneOr(errOrgNotFound, errLastOwner))
 		}
 		for _, e := range chunk {
 			s.dropUserEdge(t, u.OrgID, u.UserID, e)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/audit"
@@ -87,12 +86,7 @@ func (s *Webhooks) CreateWebhook(ctx context.Context, sub webhook.Subscription, 
 			failWith(errs.E(errs.Conflict, "webhook_exists", "webhook ID already taken"))).
 		update(ok, s.table.Update(attrPK, ok.PK).Range(attrSK, ok.SK).Add("webhookCount", 1).
 			If(liveItem+" AND (attribute_not_exists(webhookCount) OR webhookCount < ?)", webhook.MaxPerOrg),
-			func(old map[string]types.AttributeValue) error {
-				if gone(old) {
-					return errOrgNotFound
-				}
-				return errWebhookLimit
-			})
+			goneOr(errOrgNotFound, errWebhookLimit))
 	return s.audited(ev, t).run(ctx, "create webhook")
 }
 
