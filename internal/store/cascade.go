@@ -8,6 +8,7 @@ import (
 	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/deletion"
 )
 
 // A cascade is the delete of a parent item whose children share its
@@ -27,7 +28,7 @@ import (
 //     then go in transactions that each decrement the count and renew the
 //     lease, and the parent item last. A crash in between leaves a marked
 //     parent that the deletion worker finishes once the lease expires
-//     (finishCascade, FinishDeletion).
+//     (finishCascade, Deletions.Finish).
 type cascade struct {
 	what       string // "team", "ticket": names the operations
 	key        key    // the parent's #METADATA item; its partition holds the children
@@ -114,7 +115,7 @@ func deleteCascade(ctx context.Context, d *DB, c cascade, ifVersion int64, ev au
 			return err
 		}
 		// Too large for one transaction: mark it, then delete in parts.
-		owner := newLeaseOwner()
+		owner := deletion.NewOwner()
 		now := time.Now()
 		t := d.newTx().update(k, d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 			Set("deleting", true).Set("gsi3pk", deletionsPK).Set("gsi3sk", c.deletionSK).

@@ -28,15 +28,12 @@ const (
 	// may take it over; a run renews it long before.
 	DefaultDeletionLease = 30 * time.Second
 	// DefaultDeletionGrace is how long an offboarding waits, after cutting
-	// the org's members off, before its last sweep of GSI1: an index entry
-	// of an item written just before the cut-off may lag (on AWS, GSIs are
-	// eventually consistent; DynamoDB Local's are not).
+	// the org's members off, before its last sweep of GSI1, whose entry of
+	// an item written just before the cut-off may lag (on AWS, not Local).
 	DefaultDeletionGrace = 10 * time.Second
 )
 
 var errLeaseLost = errs.E(errs.Conflict, "lease_lost", "another run took over this deletion")
-
-func newLeaseOwner() string { return deletion.NewOwner() }
 
 // jobItem is what the DELETING partition holds, whatever the entity.
 type jobItem struct {
@@ -110,13 +107,10 @@ func (s *Deletions) Acquire(ctx context.Context, j deletion.Job, owner string, n
 	err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
 		Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
 		If("deleting = ? AND (attribute_not_exists(leaseUntil) OR leaseUntil < ?)", true, now.UnixMilli()).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return false, nil
+	if err = condErr(err, errLeaseLost, "acquire deletion"); err == errLeaseLost {
+		return false, nil // another run holds it, or it is done
 	}
-	if err != nil {
-		return false, fmt.Errorf("acquire deletion: %w", translate(err))
-	}
-	return true, nil
+	return err == nil, err
 }
 
 // Finish runs j to its end under owner's lease.

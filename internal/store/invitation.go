@@ -154,11 +154,10 @@ func (s *Invitations) RevokeInvitation(ctx context.Context, inv invitation.Invit
 	if err := checkInvitation(inv); err != nil {
 		return err
 	}
-	orgID, invitationID := inv.OrgID, inv.ID
-	k, ek := invitationKey(orgID, invitationID), invitationEmailKey(orgID, tenant.NormalizeEmail(inv.Email))
+	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, tenant.NormalizeEmail(inv.Email))
 	t := s.newTx().
 		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errInvitationNotFound)).
-		delete(ek, s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", invitationID), failWith(errInvitationNotFound))
+		delete(ek, s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound))
 	return s.audited(ev, t).run(ctx, "revoke invitation")
 }
 
@@ -199,15 +198,16 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 	if err != nil {
 		return nil, fmt.Errorf("accept invitation: %w", err)
 	}
+	joined := []string{} // the invited teams that still exist
+	for _, team := range inv.TeamIDs {
+		if _, ok := existing[team]; ok {
+			joined = append(joined, team)
+		}
+	}
 	// The user's team set holds the teams joined here, in the same
 	// transaction as their edges.
 	userItem := toOrgUserItem(u)
-	userItem.AcceptedToken = inv.TokenHash
-	for _, team := range inv.TeamIDs {
-		if _, ok := existing[team]; ok {
-			userItem.TeamIDs = append(userItem.TeamIDs, team)
-		}
-	}
+	userItem.AcceptedToken, userItem.TeamIDs = inv.TokenHash, joined
 	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, tenant.NormalizeEmail(inv.Email))
 	c := toClaimItem(u)
 	t := s.newTx().
@@ -217,32 +217,23 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 		put(orgUserKey(u.OrgID, u.UserID), s.table.Put(userItem).If(notExists), failWith(errUserExists)).
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
-	// The inviter's grant still stands: their edge exists with a role that
-	// may invite this role (admin+, owner for an owner). An invitation does
-	// not outlive its inviter's access: a removed or demoted admin cannot
-	// come back, as someone else, through the invitations they left.
+	// The inviter's grant still stands (admin+, owner for an owner): a
+	// removed or demoted admin cannot come back, as someone else, through
+	// the invitations they left.
 	floor := string(authz.Admin)
 	if inv.Role == authz.Owner {
 		floor = string(authz.Owner)
 	}
 	s.fenceEdge(t, orgUserKey(inv.OrgID, inv.InvitedBy), floor, errInviterLost, errInviterLost)
-	var joined []string
-	for _, teamID := range inv.TeamIDs {
-		if _, ok := existing[teamID]; !ok {
-			continue // deleted since the invitation: nothing to join
-		}
+	for _, teamID := range joined {
 		m := membership.Membership{OrgID: u.OrgID, TeamID: teamID, UserID: u.UserID, Role: authz.Member,
 			JoinedAt: u.JoinedAt, UpdatedAt: u.JoinedAt, Version: 1}
 		tk, mi := teamKey(u.OrgID, teamID), toMemberItem(m)
 		t.put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember)).
 			update(tk, s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1).If(liveItem), failWith(errTicketTeam))
-		joined = append(joined, teamID)
 	}
 	if err := s.audited(ev, t).run(ctx, "accept invitation"); err != nil {
 		return nil, err
-	}
-	if joined == nil {
-		joined = []string{}
 	}
 	return joined, nil
 }

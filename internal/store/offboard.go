@@ -16,26 +16,13 @@ import (
 
 // Offboarding deletes every item an org owns, in phases recorded on the org
 // item (offboardPhase), so that any run, after any crash, continues where
-// the last one stopped:
-//
-//	start   One transaction marks the org deleting (the authorization read
-//	        now answers 404 to every member, and the org guard refuses new
-//	        users) and the acting owner's edge deleting (their writes are
-//	        fenced off; only they may repeat the DELETE or read progress);
-//	        it puts the org in the DELETING partition with a lease.
-//	cutoff  A consistent Query of the org partition finds every other
-//	        OrgUser; they and their claims go (BatchWriteItem). From then on
-//	        no member's write can commit: every write carries the actor
-//	        fence on the caller's edge, and those edges are gone.
-//	content Every partition GSI1 lists under ORG#<orgId> goes: teams with
-//	        their edges, tickets with their comments, invitations and their
-//	        email pointers, claims, idempotency records.
-//	audit   The audit log's monthly buckets go, from the org's creation to
-//	        a month past now.
-//	sweep   After the grace period since the cut-off (GSI replication lag),
-//	        GSI1 is read once more and whatever it lists goes.
-//	final   The remaining edges (the acting owner's) and claims, then the
-//	        org item last: its disappearance is the end of the job.
+// the last one stopped (docs/data-model.md, section 4b): start marks the
+// org and the acting owner's edge deleting, under a lease; cutoff deletes
+// every other member's edge and claim, so no member's write commits any
+// more (the actor fence); content deletes every partition GSI1 lists under
+// the org; audit the monthly audit buckets; sweep, after the grace for
+// index lag since the cut-off, what GSI1 lists then; final the rest, the org
+// item last: its disappearance is the end of the job.
 const (
 	phaseCutoff  = "cutoff"
 	phaseContent = "content"
@@ -256,10 +243,9 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 		}
 	}
 	// final: everything left in the org partition; then, in one
-	// transaction, the org item with the edges of the owners offboarding it
-	// (and their claims), so the job's record and its actor's access end
-	// together, and the refund of the org to its creator's quota (an org
-	// older than createdBy refunds nobody).
+	// transaction, the org item with the offboarding owners' edges and
+	// claims (the job's record and its actor's access end together) and the
+	// refund to its creator's quota (an org older than createdBy has none).
 	var keys []dynamo.Keyed
 	t := d.newTx().delete(ok, d.table.Delete(attrPK, ok.PK).Range(attrSK, ok.SK).If("deleting = ? AND leaseOwner = ?", true, owner),
 		failWith(errLeaseLost))
