@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
@@ -16,22 +18,22 @@ import (
 
 var errCursor = errs.InvalidParam("cursor", "invalid_cursor", "the cursor is malformed or does not belong to this listing")
 
-// keyAttrs are the attributes of a LastEvaluatedKey on idx ("" = base table).
-func keyAttrs(idx string) []string {
+// indexKey is the key attributes of idx ("" = the base table).
+func indexKey(idx string) (pk, sk string) {
 	for _, ix := range Schema.Indexes {
 		if ix.Name == idx {
-			return []string{attrPK, attrSK, ix.PK, ix.SK}
+			return ix.PK, ix.SK
 		}
 	}
-	return []string{attrPK, attrSK}
+	return attrPK, attrSK
 }
 
-// partitionAttr is the partition key attribute of idx.
-func partitionAttr(idx string) string {
-	if a := keyAttrs(idx); len(a) == 4 {
-		return a[2]
+// keyAttrs are the attributes of a LastEvaluatedKey on idx.
+func keyAttrs(idx string) []string {
+	if pk, sk := indexKey(idx); pk != attrPK {
+		return []string{attrPK, attrSK, pk, sk}
 	}
-	return attrPK
+	return []string{attrPK, attrSK}
 }
 
 // listing is one paginated Query: an index (or the base table), a partition,
@@ -51,9 +53,10 @@ type listing struct {
 // DescribeTable, no LastEvaluatedKey guessing).
 // The caller has checked the limit (page.Request.Check).
 func (d *DB) query(ctx context.Context, l listing, limit int, after string) ([]dynamo.Item, string, error) {
-	q := d.table.Get(partitionAttr(l.index), l.partition)
+	pk, sk := indexKey(l.index)
+	q := d.table.Get(pk, l.partition)
 	if l.prefix != "" {
-		q = q.Range(sortAttr(l.index), dynamo.BeginsWith, l.prefix)
+		q = q.Range(sk, dynamo.BeginsWith, l.prefix)
 	}
 	if l.index != "" {
 		q = q.Index(l.index)
@@ -78,13 +81,6 @@ func (d *DB) query(ctx context.Context, l listing, limit int, after string) ([]d
 	items = items[:limit]
 	next, err := encodeStart(items[len(items)-1], l.index)
 	return items, next, err
-}
-
-func sortAttr(idx string) string {
-	if a := keyAttrs(idx); len(a) == 4 {
-		return a[3]
-	}
-	return attrSK
 }
 
 // positions is the start key after each item (page.Result.After).
@@ -128,19 +124,9 @@ func decodeStart(s string, l listing) (dynamo.PagingKey, error) {
 		return nil, errCursor
 	}
 	want := keyAttrs(l.index)
-	got := make([]string, 0, len(m))
-	for k := range m {
-		got = append(got, k)
-	}
-	sort.Strings(got)
-	sort.Strings(want)
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		return nil, errCursor
-	}
-	if m[partitionAttr(l.index)] != l.partition {
-		return nil, errCursor
-	}
-	if sk := m[sortAttr(l.index)]; len(sk) < len(l.prefix) || sk[:len(l.prefix)] != l.prefix {
+	slices.Sort(want)
+	pk, sk := indexKey(l.index)
+	if !slices.Equal(slices.Sorted(maps.Keys(m)), want) || m[pk] != l.partition || !strings.HasPrefix(m[sk], l.prefix) {
 		return nil, errCursor
 	}
 	key := dynamo.PagingKey{}
