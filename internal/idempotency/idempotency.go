@@ -36,20 +36,18 @@ const MaxKeyLen = 255
 // Record is a request seen under one key, and once done, its response.
 type Record struct {
 	OrgID, UserID, Key string
-	// Role is the caller's org role (when OrgID is set): the record is
-	// written only while the caller still belongs to the org with it, as
-	// every write of a member is (the actor fence).
+	// Role is the caller's org role (when OrgID is set): like every write of
+	// a member, the record is written only while the caller still has it.
 	Role        string
 	Fingerprint string // hash of method, route, path and body
 	Owner       string // random per attempt: recognizes our own write when its response was lost
 	// ResourceID is the ID the request gives what it creates (a ticket, a
-	// team...). It is minted with the record and kept by every later
-	// attempt under the key, so that a retry after an outcome the server
-	// could not know (a timeout, a lost answer, a crash) meets what the
-	// first attempt created instead of creating it a second time.
+	// team...), kept by every later attempt under the key: a retry after an
+	// outcome the server could not know (a timeout, a crash) meets what the
+	// first attempt created instead of creating it again.
 	ResourceID string
 	// Released marks an attempt that ended in a server error: the key is
-	// open to a retry at once (with the same ResourceID).
+	// open to a retry at once.
 	Released    bool
 	Done        bool
 	Status      int
@@ -63,25 +61,23 @@ type Record struct {
 // Storer keeps records.
 type Storer interface {
 	// Begin stores r unless an unexpired record exists for its key; then it
-	// returns that record (its Owner included) and started=false. Returns
-	// NotFound (org_not_found) if the caller no longer belongs to the org
-	// with r.Role.
+	// returns that record and started=false. Returns NotFound
+	// (org_not_found) if the caller no longer belongs to the org with r.Role.
 	Begin(ctx context.Context, r Record) (existing Record, started bool, err error)
-	// TakeOver replaces the unfinished record of r's key whose owner is
-	// prevOwner with r. Returns Conflict if the record is no longer that
-	// (another attempt took it over, or it finished), NotFound as Begin.
+	// TakeOver replaces with r the unfinished record of r's key whose owner
+	// is prevOwner. Returns Conflict if it is no longer that (taken over,
+	// finished), NotFound as Begin.
 	TakeOver(ctx context.Context, r Record, prevOwner string) error
-	// Complete stores the response of a begun record, only if the begun
-	// record is still there (an offboarding may have deleted it).
+	// Complete stores the response of a begun record, only if it is still
+	// there (an offboarding may have deleted it).
 	Complete(ctx context.Context, r Record) error
-	// Release marks a begun, unfinished record as open to a retry (after a
-	// server error), keeping it and its ResourceID.
+	// Release marks a begun, unfinished record open to a retry.
 	Release(ctx context.Context, r Record) error
 }
 
-// StaleAfter is how long an unfinished attempt holds its key: a retry
-// meanwhile gets 409; after it, a retry takes over from an attempt that
-// died (a crash) without answering.
+// StaleAfter is how long an unfinished attempt holds its key by default: a
+// retry meanwhile gets 409; after it, a retry takes over from an attempt
+// that died (a crash) without answering.
 const StaleAfter = time.Minute
 
 // ttl is how long a response is replayable.
@@ -89,11 +85,9 @@ const ttl = 24 * time.Hour
 
 // Options tune the middleware.
 type Options struct {
-	// StaleAfter is how long an unfinished attempt holds its key (default
-	// the StaleAfter constant). Set it to the longest a request can run
-	// (its timeout) and a little more: an attempt older than that cannot
-	// still be running, so a retry after an outage that also kept the
-	// attempt from releasing its key waits that long, not a minute.
+	// StaleAfter is how long an unfinished attempt holds its key: the
+	// longest a request can run and a little more, as an attempt older than
+	// that cannot still be running.
 	StaleAfter time.Duration
 	Now        clock.Clock
 }
@@ -105,10 +99,9 @@ var (
 	errUnreadable = errs.E(errs.Conflict, "idempotency_unreadable", "the response kept for this Idempotency-Key cannot be replayed; use a new key")
 )
 
-// bodyKey is the AES-256 key a record's response is sealed with: derived
-// from the caller and their Idempotency-Key, which the table never holds
-// (its key is another hash of them), so reading the table is not enough to
-// read a kept response.
+// bodyKey is the AES-256 key a record's response is sealed with, derived
+// from the caller and their Idempotency-Key, which the table never holds:
+// reading the table is not enough to read a kept response.
 func bodyKey(r Record) []byte {
 	h := sha256.Sum256([]byte("tenantd/idempotency/body/v1\x00" + r.UserID + "\x00" + r.Key))
 	return h[:]
@@ -154,9 +147,8 @@ func validKey(k string) bool {
 	return true
 }
 
-// Keeper runs the protocol on a Storer: Begin before the request, then
-// Complete with its response or Abandon. It knows nothing of HTTP: the
-// HTTP layer adapts it.
+// Keeper runs the protocol on a Storer: Begin before the request, Finish
+// with its response. It knows nothing of HTTP: the HTTP layer adapts it.
 type Keeper struct {
 	store Storer
 	stale time.Duration
@@ -197,12 +189,10 @@ func Fingerprint(body []byte, parts ...string) string {
 // fingerprint starts, for a caller with role in orgID ("" outside an org).
 // When it returns kept == nil, the request is to run, giving what it
 // creates rec.ResourceID, and rec is to be finished. Otherwise kept is the
-// finished response to replay, with its body opened. Errors: the key was
-// used with another request (422), an earlier attempt still runs (409).
-//
-// An attempt that ended in a server error, or that has run for longer than
-// StaleAfter (it died), is taken over: the new attempt keeps its
-// ResourceID, so what the old one may have created is found, not doubled.
+// finished response to replay. Errors: the key was used with another
+// request (422), an earlier attempt still runs (409). An attempt that ended
+// in a server error, or ran longer than StaleAfter (it died), is taken over,
+// keeping its ResourceID.
 func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprint string) (rec Record, kept *Record, err error) {
 	t := k.now()
 	owner := make([]byte, 16)
@@ -248,14 +238,9 @@ func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprin
 
 // Finish ends a begun request with its response: a 5xx, 429 or 499
 // (nothing durable happened, or it cannot be told) releases the key for a
-// retry,
-// which keeps the ResourceID;
-// anything else is kept, its body sealed with a key only the client's
-// Idempotency-Key gives (it may hold a secret, such as an invitation's
-// token), never in clear. It uses a context of its own that outlives a
-// cancelled request but is bounded, so a hung database cannot hold the
-// answer; when the request itself ran out of time, the release happens in
-// the background.
+// retry (in the background when the request ran out of time); anything else
+// is kept, its body sealed with a key only the client's Idempotency-Key
+// gives (it may hold a secret, an invitation's token), never in clear.
 func (k *Keeper) Finish(ctx context.Context, rec Record, status int, contentType, etag string, body []byte) error {
 	if status >= 500 || status == http.StatusTooManyRequests || status == StatusClientClosedRequest {
 		if ctx.Err() != nil {
@@ -279,8 +264,7 @@ func (k *Keeper) release(ctx context.Context, rec Record) error {
 }
 
 // bookkeeping is the context of the record's last write: it outlives a
-// cancelled request (the response is already written) but is bounded, so a
-// hung database cannot hold the request open.
+// cancelled request but is bounded, so a hung database cannot hold it open.
 func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 }

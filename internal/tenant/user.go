@@ -10,6 +10,7 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/ifmatch"
+	"github.com/tenantd/tenantd/internal/optional"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/validate"
 )
@@ -145,39 +146,28 @@ func (s *Service) UpdateOrgUser(ctx context.Context, p authz.Principal, userID s
 		return User{}, err
 	}
 	read := func(ctx context.Context) (User, error) { return s.store.GetOrgUser(ctx, p.OrgID, userID) }
-	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev User) (User, error) { return s.updateOrgUser(ctx, p, prev, patch, ifMatch) })
-}
-
-// updateOrgUser is one attempt of UpdateOrgUser.
-func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, prev User, patch UserPatch, ifMatch ifmatch.Match) (User, error) {
-	userID := prev.UserID
-	self, profileOnly := userID == p.UserID, patch.Email == nil && patch.Role == nil
-	next := prev
-	if patch.Name != nil {
-		next.Name = *patch.Name
-	}
-	if patch.Email != nil {
-		next.Email = *patch.Email
-	}
-	if patch.Role != nil {
-		next.Role = *patch.Role
-	}
-	touchesOwner := prev.Role == authz.Owner || next.Role == authz.Owner
-	g, err := authz.Permit(p, authz.UserUpdate, authz.Facts{Self: self, ProfileOnly: profileOnly, OwnerRole: touchesOwner && !(self && profileOnly)})
-	if err != nil {
-		return User{}, err
-	}
-	if err := ifMatch.Check(prev.Version); err != nil {
-		return User{}, err
-	}
-	if err := Validate(next); err != nil {
-		return User{}, err
-	}
-	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "user.update", "user", userID, next.UpdatedAt, audit.Diff(
-		audit.F("email", prev.Email, next.Email), audit.F("name", prev.Name, next.Name),
-		audit.F("role", string(prev.Role), string(next.Role))))
-	return audit.Update(ctx, s.store.UpdateOrgUser, prev, next, ev)
+	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev User) (User, error) {
+		next := prev
+		optional.Set(&next.Name, patch.Name)
+		optional.Set(&next.Email, patch.Email)
+		optional.Set(&next.Role, patch.Role)
+		touchesOwner := prev.Role == authz.Owner || next.Role == authz.Owner
+		g, err := authz.Permit(p, authz.UserUpdate, authz.Facts{Self: self, ProfileOnly: profileOnly, OwnerRole: touchesOwner && !(self && profileOnly)})
+		if err != nil {
+			return User{}, err
+		}
+		if err := ifMatch.Check(prev.Version); err != nil {
+			return User{}, err
+		}
+		if err := Validate(next); err != nil {
+			return User{}, err
+		}
+		next.Version, next.UpdatedAt = prev.Version+1, s.now()
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "user.update", "user", userID, next.UpdatedAt, audit.Diff(
+			audit.F("email", prev.Email, next.Email), audit.F("name", prev.Name, next.Name),
+			audit.F("role", string(prev.Role), string(next.Role))))
+		return audit.Update(ctx, s.store.UpdateOrgUser, prev, next, ev)
+	})
 }
 
 // RemoveOrgUser removes a user from the org with their team memberships.
