@@ -1,12 +1,10 @@
 // Package deletion finishes deletions that do not fit one request: an org
 // being offboarded, a team with more members or a ticket with more comments
 // than one DynamoDB transaction holds. Such a deletion is first marked on
-// its item (from then on the item is gone for every reader, and nothing new
-// can be written under it); the request that marked it then does the rest.
-// If that request's process dies, the Worker of any replica finishes the
-// job: it finds unfinished deletions in the table, takes a lease on one with
-// a conditional write (never a lock in memory, so several replicas are
-// safe), and runs it to the end, renewing the lease as it goes.
+// its item (gone for every reader from then on); the request that marked it
+// does the rest, and if its process dies, the Worker of any replica finishes
+// the job under a lease taken with a conditional write (never a lock in
+// memory, so several replicas are safe), renewed as it goes.
 package deletion
 
 import (

@@ -116,9 +116,8 @@ func NewService(s Storer, anyEmail bool, now clock.Clock) *Service {
 
 // CreateInvitation invites in.Email (admin+; an owner to invite an owner)
 // and returns the invitation, its one-time token and the ID of the pending
-// invitation for the same email it replaced, if any: its token no longer
-// works, which the caller is told (a retry without an Idempotency-Key
-// replaces the first attempt's invitation, never silently).
+// invitation for the same email it replaced, if any, whose token no longer
+// works: the caller is told, never silently.
 func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in New) (inv Invitation, token, replaced string, err error) {
 	g, err := authz.Permit(p, authz.InvitationManage, authz.Facts{OwnerRole: in.Role == authz.Owner})
 	if err != nil {
@@ -139,7 +138,7 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 	if len(in.TeamIDs) > MaxTeams {
 		return Invitation{}, "", "", errs.InvalidField("teamIds", "too_many_teams", "at most %d teams", MaxTeams)
 	}
-	var teams []string
+	var teams []string // without repeats, in order
 	for _, t := range in.TeamIDs {
 		if !slices.Contains(teams, t) {
 			teams = append(teams, t)
@@ -150,8 +149,8 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 		return Invitation{}, "", "", err
 	}
 	// Whole seconds, as the TTL attribute stores the expiry: the lifetime
-	// is then exactly the days asked for. (The audit event keeps the
-	// precise time, which orders it among the others.)
+	// is then exactly the days asked for (the audit event keeps the precise
+	// time, which orders it among the others).
 	at := s.now()
 	now := at.Truncate(time.Second)
 	inv = Invitation{OrgID: p.OrgID, ID: s.ids.New(), Email: in.Email, Role: in.Role, TeamIDs: teams, InvitedBy: p.UserID,
@@ -191,9 +190,8 @@ func (s *Service) RevokeInvitation(ctx context.Context, p authz.Principal, invit
 
 // AcceptInvitation adds the caller to the invitation's org and teams. Any
 // failure to match the token (unknown, expired, revoked, replaced, used by
-// someone else) is the same 404. It is idempotent for the user who
-// accepted: their retry (its answer lost, say) finds the invitation used
-// and answers their membership as it is now, with again set.
+// someone else) is the same 404. A retry by the user who accepted finds the
+// invitation used and answers their membership as it is now, with again set.
 func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token string) (u tenant.User, teams []string, again bool, err error) {
 	orgID, invID, err := parseToken(token)
 	if err != nil {

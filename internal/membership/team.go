@@ -48,14 +48,14 @@ const (
 const MaxTeamsPerUser = 1000
 
 // Storer is what the team service needs from persistence. Every write takes
-// the audit event of the change, written in the same transaction.
+// the audit event of the change, written in the same transaction. A team
+// being deleted is NotFound.
 type Storer interface {
 	// CreateTeam writes the team (memberCount and ownerCount 1) and its
-	// creator's owner edge atomically. Returns Conflict (code
-	// not_org_member) if the creator is not a user of the org.
+	// creator's owner edge atomically. Returns Conflict (not_org_member) if
+	// the creator is not a user of the org.
 	CreateTeam(ctx context.Context, t Team, owner Membership, ev audit.Event) error
-	// GetTeam returns NotFound if the team does not exist (or is being
-	// deleted).
+	// GetTeam returns NotFound if the team does not exist.
 	GetTeam(ctx context.Context, orgID, teamID string) (Team, error)
 	// GetTeamWithMembers reads the team and up to limit members in one
 	// Query (AP4). Returns NotFound if the team does not exist.
@@ -85,8 +85,7 @@ type Storer interface {
 	BatchGetTeams(ctx context.Context, orgID string, teamIDs []string) (map[string]Team, error)
 	// AddTeamMember writes a new edge and increments the team's
 	// memberCount (and ownerCount for an owner). Returns NotFound
-	// (team_not_found, also for a team being deleted) or Conflict
-	// (not_org_member, already_member).
+	// (team_not_found) or Conflict (not_org_member, already_member).
 	AddTeamMember(ctx context.Context, m Membership, ev audit.Event) error
 	// UpdateTeamMember changes an edge's role if prev.Version is current,
 	// and the team's ownerCount when owner is gained or lost. Returns
@@ -138,10 +137,9 @@ func validateTeam(t Team) error {
 }
 
 // authorizeTeam decides a team-scoped action and returns the facts it used
-// and the grant. The caller's team role is needed only when the org role
-// does not settle it already: then it is the principal's, when the
-// authorization read found it, else their team edge is read (one
-// consistent GetItem, AP3).
+// and the grant. The caller's team role, needed only when the org role does
+// not settle it, is the principal's when the authorization read found it,
+// else their team edge is read (one consistent GetItem, AP3).
 func (s *Service) authorizeTeam(ctx context.Context, p authz.Principal, a authz.Action, teamID string) (authz.Facts, authz.Grant, error) {
 	f := authz.Facts{TeamID: teamID}
 	switch {
@@ -161,10 +159,9 @@ func (s *Service) authorizeTeam(ctx context.Context, p authz.Principal, a authz.
 	return f, g, err
 }
 
-// CreateTeam creates a team whose owner is the caller (org admin+).
-// teamID, when set, is the team's ID (an idempotent request's, see
-// idempotency.Record.ResourceID); otherwise one is minted. If the team
-// exists, it was created already: it is returned as is.
+// CreateTeam creates a team whose owner is the caller (org admin+). teamID,
+// when set, is the team's ID (an idempotent request's; otherwise one is
+// minted): if the team exists, it was created already and is returned.
 func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, teamID, name, description string) (Team, error) {
 	g, err := authz.Permit(p, authz.TeamCreate, authz.Facts{})
 	if err != nil {
@@ -253,7 +250,6 @@ func (s *Service) UpdateTeam(ctx context.Context, p authz.Principal, teamID stri
 	})
 }
 
-// set sets *dst to *v when v is not nil.
 // DeleteTeam deletes a team and its memberships; loaded is the team as the
 // authorization read loaded it (nil: read it).
 func (s *Service) DeleteTeam(ctx context.Context, p authz.Principal, teamID string, loaded *Team, ifMatch ifmatch.Match) error {
