@@ -257,9 +257,9 @@ func (s *Service) expand(ctx context.Context, orgID string, ts []Ticket, x Expan
 	return nil
 }
 
-// facts gathers what the ticket rules need; the team edge is read only when
-// nothing cheaper already decides.
-func (s *Service) facts(ctx context.Context, p authz.Principal, a authz.Action, t Ticket) (authz.Facts, error) {
+// permit decides a on ticket t with the facts the ticket rules need; the
+// team edge is read only when nothing cheaper already decides.
+func (s *Service) permit(ctx context.Context, p authz.Principal, a authz.Action, t Ticket) (authz.Grant, error) {
 	f := authz.Facts{Requester: t.RequesterID == p.UserID, Assignee: t.AssigneeID != "" && t.AssigneeID == p.UserID}
 	if a == authz.TicketUpdate && t.TeamID != "" && !f.Requester && !f.Assignee && authz.NeedsTeamRole(p, a) {
 		_, err := s.teams.GetTeamMember(ctx, p.OrgID, t.TeamID, p.UserID)
@@ -267,10 +267,10 @@ func (s *Service) facts(ctx context.Context, p authz.Principal, a authz.Action, 
 		case err == nil:
 			f.TeamMember, f.TeamID = true, t.TeamID
 		case !errs.Is(err, errs.NotFound):
-			return f, err
+			return authz.Grant{}, err
 		}
 	}
-	return f, nil
+	return authz.Permit(p, a, f)
 }
 
 // UpdateTicket changes a ticket; changing status, team or assignee moves it
@@ -281,43 +281,36 @@ func (s *Service) UpdateTicket(ctx context.Context, p authz.Principal, ticketID 
 		return Ticket{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
 	read := func(ctx context.Context) (Ticket, error) { return s.store.GetTicket(ctx, p.OrgID, ticketID) }
-	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Ticket) (Ticket, error) { return s.updateTicket(ctx, p, prev, patch, ifMatch) })
-}
-
-// updateTicket is one attempt of UpdateTicket.
-func (s *Service) updateTicket(ctx context.Context, p authz.Principal, prev Ticket, patch Patch, ifMatch ifmatch.Match) (Ticket, error) {
-	f, err := s.facts(ctx, p, authz.TicketUpdate, prev)
-	if err != nil {
-		return Ticket{}, err
-	}
-	g, err := authz.Permit(p, authz.TicketUpdate, f)
-	if err != nil {
-		return Ticket{}, err
-	}
-	if err := ifMatch.Check(prev.Version); err != nil {
-		return Ticket{}, err
-	}
-	next := prev
-	next.Tags = slices.Clone(prev.Tags)
-	optional.Set(&next.Title, patch.Title)
-	optional.Set(&next.Description, patch.Description)
-	optional.Set(&next.Status, patch.Status)
-	optional.Set(&next.Priority, patch.Priority)
-	optional.Set(&next.AssigneeID, patch.AssigneeID)
-	optional.Set(&next.TeamID, patch.TeamID)
-	if patch.Tags != nil {
-		next.Tags = normalizeTags(*patch.Tags)
-	}
-	if err := validateTicket(next); err != nil {
-		return Ticket{}, err
-	}
-	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "ticket.update", "ticket", prev.ID, next.UpdatedAt, audit.Diff(
-		audit.F("title", prev.Title, next.Title), audit.F("description", prev.Description, next.Description),
-		audit.F("status", string(prev.Status), string(next.Status)), audit.F("priority", string(prev.Priority), string(next.Priority)),
-		audit.F("assigneeId", str(prev.AssigneeID), str(next.AssigneeID)), audit.F("teamId", str(prev.TeamID), str(next.TeamID)),
-		audit.F("tags", prev.Tags, next.Tags)))
-	return audit.Update(ctx, s.store.UpdateTicket, prev, next, ev)
+	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Ticket) (Ticket, error) {
+		g, err := s.permit(ctx, p, authz.TicketUpdate, prev)
+		if err != nil {
+			return Ticket{}, err
+		}
+		if err := ifMatch.Check(prev.Version); err != nil {
+			return Ticket{}, err
+		}
+		next := prev
+		next.Tags = slices.Clone(prev.Tags)
+		optional.Set(&next.Title, patch.Title)
+		optional.Set(&next.Description, patch.Description)
+		optional.Set(&next.Status, patch.Status)
+		optional.Set(&next.Priority, patch.Priority)
+		optional.Set(&next.AssigneeID, patch.AssigneeID)
+		optional.Set(&next.TeamID, patch.TeamID)
+		if patch.Tags != nil {
+			next.Tags = normalizeTags(*patch.Tags)
+		}
+		if err := validateTicket(next); err != nil {
+			return Ticket{}, err
+		}
+		next.Version, next.UpdatedAt = prev.Version+1, s.now()
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "ticket.update", "ticket", prev.ID, next.UpdatedAt, audit.Diff(
+			audit.F("title", prev.Title, next.Title), audit.F("description", prev.Description, next.Description),
+			audit.F("status", string(prev.Status), string(next.Status)), audit.F("priority", string(prev.Priority), string(next.Priority)),
+			audit.F("assigneeId", str(prev.AssigneeID), str(next.AssigneeID)), audit.F("teamId", str(prev.TeamID), str(next.TeamID)),
+			audit.F("tags", prev.Tags, next.Tags)))
+		return audit.Update(ctx, s.store.UpdateTicket, prev, next, ev)
+	})
 }
 
 // DeleteTicket deletes a ticket and its comments (requester or org admin+);
@@ -325,11 +318,7 @@ func (s *Service) updateTicket(ctx context.Context, p authz.Principal, prev Tick
 func (s *Service) DeleteTicket(ctx context.Context, p authz.Principal, ticketID string, loaded *Ticket, ifMatch ifmatch.Match) error {
 	read := func(ctx context.Context) (Ticket, error) { return s.store.GetTicket(ctx, p.OrgID, ticketID) }
 	_, err := ifmatch.Retry(ctx, ifMatch, loaded, read, func(t Ticket) (struct{}, error) {
-		f, err := s.facts(ctx, p, authz.TicketDelete, t)
-		if err != nil {
-			return struct{}{}, err
-		}
-		g, err := authz.Permit(p, authz.TicketDelete, f)
+		g, err := s.permit(ctx, p, authz.TicketDelete, t)
 		if err != nil {
 			return struct{}{}, err
 		}

@@ -4,6 +4,7 @@ package ticket
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/tenantd/tenantd/internal/audit"
@@ -29,14 +30,7 @@ const (
 var Statuses = []Status{StatusNew, StatusOpen, StatusPending, StatusSolved, StatusClosed}
 
 // Valid reports whether s is a known status.
-func (s Status) Valid() bool {
-	for _, v := range Statuses {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
+func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
 
 // Priority orders tickets by urgency.
 type Priority string
