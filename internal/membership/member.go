@@ -35,11 +35,8 @@ func (s *Service) ListTeamMembers(ctx context.Context, p authz.Principal, teamID
 		return page.Result[Membership]{}, err
 	}
 	r, err := s.store.ListTeamMembers(ctx, p.OrgID, teamID, pr)
-	if err != nil {
-		return page.Result[Membership]{}, err
-	}
-	if len(r.Items) == 0 || !withUsers {
-		return r, nil
+	if err != nil || len(r.Items) == 0 || !withUsers {
+		return r, err
 	}
 	users, err := s.users.BatchGetOrgUsers(ctx, p.OrgID, page.Keys(r.Items, func(m Membership) string { return m.UserID }))
 	if err != nil {
@@ -60,11 +57,8 @@ func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID s
 		return page.Result[Membership]{}, err
 	}
 	r, err := s.store.ListUserTeams(ctx, p.OrgID, userID, pr)
-	if err != nil {
-		return page.Result[Membership]{}, err
-	}
-	if len(r.Items) == 0 || !withNames {
-		return r, nil
+	if err != nil || len(r.Items) == 0 || !withNames {
+		return r, err
 	}
 	teams, err := s.store.BatchGetTeams(ctx, p.OrgID, page.Keys(r.Items, func(m Membership) string { return m.TeamID }))
 	if err != nil {
@@ -168,9 +162,7 @@ func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamI
 	if err != nil {
 		return err
 	}
-	read := func(ctx context.Context) (Membership, error) {
-		return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
-	}
+	read := func(ctx context.Context) (Membership, error) { return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID) }
 	_, err = ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Membership) (struct{}, error) {
 		g, err := ownerGrant(p, f, g, prev.Role == authz.Owner)
 		if err != nil {

@@ -39,40 +39,24 @@ type cascade struct {
 	// perChild is how many transaction items dropping one child takes.
 	perChild int
 	// drop adds to t the delete of child c and what goes with it.
-	drop func(t *txn, c partItem)
+	drop func(t *txn, c deletionItem)
 	// counts adds to the parent's update for a part the changes of its
 	// counts beyond count (a team's ownerCount); nil when there are none.
-	counts func(u *dynamo.Update, part []partItem) *dynamo.Update
-}
-
-// partItem is what the deletions read of a parent or child item (a
-// cascade's partition, a departing user's teams and edges): its key and
-// type, and what their conditions and counts need.
-type partItem struct {
-	PK         string `dynamo:"pk"`
-	SK         string `dynamo:"sk"`
-	Type       string `dynamo:"type"`
-	TeamID     string `dynamo:"teamId"`
-	UserID     string `dynamo:"userId"`
-	Role       string `dynamo:"role"`
-	OwnerCount int    `dynamo:"ownerCount"`
-	Version    int64  `dynamo:"version"`
-	Deleting   bool   `dynamo:"deleting"`
-	LeaseOwner string `dynamo:"leaseOwner"`
+	counts func(u *dynamo.Update, part []deletionItem) *dynamo.Update
 }
 
 // read is a consistent read of c's partition, from the base table: after a
 // write that fences new children, it sees every child that committed
 // before. The parent is nil when it does not exist.
-func (c cascade) read(ctx context.Context, d *DB) (*partItem, []partItem, error) {
-	var items []partItem
+func (c cascade) read(ctx context.Context, d *DB) (*deletionItem, []deletionItem, error) {
+	var items []deletionItem
 	err := d.table.Get(attrPK, c.key.PK).Consistent(true).
 		Project(attrPK, attrSK, "type", "userId", "role", "version", "deleting", "leaseOwner").All(ctx, &items)
 	if err != nil {
 		return nil, nil, translate(err)
 	}
-	var parent *partItem
-	var children []partItem
+	var parent *deletionItem
+	var children []deletionItem
 	for i, it := range items {
 		switch {
 		case it.SK == c.key.SK:

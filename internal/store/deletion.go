@@ -35,14 +35,21 @@ const (
 
 var errLeaseLost = errs.E(errs.Conflict, "lease_lost", "another run took over this deletion")
 
-// jobItem is what the DELETING partition holds, whatever the entity.
-type jobItem struct {
+// deletionItem is what the deletions read of any item: a job in the
+// DELETING partition (whatever the entity), a cascade's parent and
+// children, a departing user's teams and edges.
+type deletionItem struct {
 	PK         string    `dynamo:"pk"`
 	SK         string    `dynamo:"sk"`
 	Type       string    `dynamo:"type"`
 	OrgID      string    `dynamo:"orgId"`
 	TeamID     string    `dynamo:"teamId"`
 	TicketID   string    `dynamo:"ticketId"`
+	UserID     string    `dynamo:"userId"`
+	Role       string    `dynamo:"role"`
+	OwnerCount int       `dynamo:"ownerCount"`
+	Version    int64     `dynamo:"version"`
+	Deleting   bool      `dynamo:"deleting"`
 	Since      time.Time `dynamo:"deletingSince"`
 	By         string    `dynamo:"offboardBy"`
 	Phase      string    `dynamo:"offboardPhase"`
@@ -50,7 +57,8 @@ type jobItem struct {
 	LeaseUntil int64     `dynamo:"leaseUntil"`
 }
 
-func (it jobItem) job() (deletion.Job, bool) {
+// job is the deletion the item records, if it is an org, team or ticket.
+func (it deletionItem) job() (deletion.Job, bool) {
 	j := deletion.Job{OrgID: it.OrgID, Since: it.Since, By: it.By, Phase: it.Phase, LeaseOwner: it.LeaseOwner}
 	if it.LeaseUntil > 0 {
 		j.LeaseUntil = time.UnixMilli(it.LeaseUntil)
@@ -84,7 +92,7 @@ func jobKey(j deletion.Job) (key, error) {
 // ListJobs reads the DELETING partition of GSI3 (the only cross-tenant
 // read the service makes, and only this worker makes it).
 func (s *Deletions) ListJobs(ctx context.Context, limit int) ([]deletion.Job, error) {
-	var items []jobItem
+	var items []deletionItem
 	err := s.table.Get("gsi3pk", deletionsPK).Index(gsi3).Limit(limit).All(ctx, &items)
 	if err != nil {
 		return nil, fmt.Errorf("list deletions: %w", translate(err))

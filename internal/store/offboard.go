@@ -81,7 +81,7 @@ func (s *Orgs) StartOffboarding(ctx context.Context, orgID, actorID string, ifVe
 }
 
 func orgJob(o orgItem) deletion.Job {
-	j, _ := jobItem{Type: typeOrg, OrgID: o.ID, Since: o.Since, By: o.OffboardBy, Phase: o.Phase,
+	j, _ := deletionItem{Type: typeOrg, OrgID: o.ID, Since: o.Since, By: o.OffboardBy, Phase: o.Phase,
 		LeaseOwner: o.LeaseOwner, LeaseUntil: o.LeaseUntilMs}.job()
 	return j
 }

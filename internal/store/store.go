@@ -294,7 +294,7 @@ func batchGetByID[I, T any](ctx context.Context, d *DB, idList []string, check f
 func (s *DB) deletePartition(ctx context.Context, pk string) error {
 	var keys []dynamo.Keyed
 	itr := s.table.Get(attrPK, pk).Project(attrPK, attrSK).Iter()
-	var it partItem
+	var it deletionItem
 	for itr.Next(ctx, &it) {
 		keys = append(keys, dynamo.Keys{it.PK, it.SK})
 	}

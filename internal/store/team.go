@@ -206,8 +206,8 @@ func (s *DB) teamCascade(orgID, teamID string) cascade {
 	goneUsers := map[string]bool{} // see dropEdge
 	return cascade{what: "team", key: teamKey(orgID, teamID), deletionSK: teamDeletionSK(orgID, teamID),
 		count: "memberCount", child: typeMembership, notFound: errTeamNotFound, perChild: 2,
-		drop: func(t *txn, e partItem) { s.dropEdge(t, orgID, e, teamID, goneUsers) },
-		counts: func(u *dynamo.Update, part []partItem) *dynamo.Update {
+		drop: func(t *txn, e deletionItem) { s.dropEdge(t, orgID, e, teamID, goneUsers) },
+		counts: func(u *dynamo.Update, part []deletionItem) *dynamo.Update {
 			owners := 0
 			for _, e := range part {
 				if e.Role == string(authz.Owner) {
@@ -223,7 +223,7 @@ func (s *DB) teamCascade(orgID, teamID string) cascade {
 // removal from its user's team set. A user found gone (an orphan edge left
 // by a bug of the past, or a user removed meanwhile) is noted in goneUsers,
 // and the next attempt deletes only the edge, checking the user is gone.
-func (s *DB) dropEdge(t *txn, orgID string, e partItem, teamID string, goneUsers map[string]bool) {
+func (s *DB) dropEdge(t *txn, orgID string, e deletionItem, teamID string, goneUsers map[string]bool) {
 	t.delete(key{e.PK, e.SK}, s.table.Delete(attrPK, e.PK).Range(attrSK, e.SK).If(exists), retryOn)
 	if goneUsers[e.UserID] {
 		uk := orgUserKey(orgID, e.UserID)

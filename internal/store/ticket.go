@@ -231,7 +231,7 @@ func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVe
 func (s *DB) ticketCascade(orgID, ticketID string) cascade {
 	return cascade{what: "ticket", key: ticketKey(orgID, ticketID), deletionSK: ticketDeletionSK(orgID, ticketID),
 		count: "commentCount", child: typeComment, notFound: errTicketNotFound, perChild: 1,
-		drop: func(t *txn, c partItem) {
+		drop: func(t *txn, c deletionItem) {
 			t.delete(key{c.PK, c.SK}, s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK).If(exists), retryOn)
 		},
 	}

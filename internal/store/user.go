@@ -246,8 +246,8 @@ const maxRemoveAttempts = 8
 // userEdge is one team in a user's team set, as read for their removal.
 type userEdge struct {
 	teamID string
-	team   *partItem // nil: the team is gone
-	edge   *partItem // nil: no edge (a stale team set entry)
+	team   *deletionItem // nil: the team is gone
+	edge   *deletionItem // nil: no edge (a stale team set entry)
 }
 
 func (e userEdge) lastOwner() bool {
@@ -265,11 +265,11 @@ func (s *DB) userEdges(ctx context.Context, orgID, userID string, teamIDs []stri
 		tk, mk := teamKey(orgID, t), memberKey(orgID, t, userID)
 		keys = append(keys, dynamo.Keys{tk.PK, tk.SK}, dynamo.Keys{mk.PK, mk.SK})
 	}
-	var items []partItem
+	var items []deletionItem
 	if err := s.batchGet(ctx, keys, true, &items); err != nil {
 		return nil, err
 	}
-	teams, edges := map[string]*partItem{}, map[string]*partItem{}
+	teams, edges := map[string]*deletionItem{}, map[string]*deletionItem{}
 	for i, it := range items {
 		switch it.Type {
 		case typeTeam:
