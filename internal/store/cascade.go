@@ -87,8 +87,7 @@ func deleteCascade(ctx context.Context, d *DB, c cascade, ifVersion int64, ev au
 		}
 		const fixed = 3 // the parent, the audit event, the actor fence
 		if attempt < singleTxAttempts && len(children)*c.perChild+fixed <= maxTxItems {
-			t := d.newTx().delete(k, d.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
-				If(liveAtVersion+" AND $ = ?", parent.Version, c.count, len(children)), retryOn)
+			t := d.newTx().delete(k, d.deleteAt(k).If(liveAtVersion+" AND $ = ?", parent.Version, c.count, len(children)), retryOn)
 			for _, child := range children {
 				c.drop(t, child)
 			}
@@ -101,7 +100,7 @@ func deleteCascade(ctx context.Context, d *DB, c cascade, ifVersion int64, ev au
 		// Too large for one transaction: mark it, then delete in parts.
 		owner := deletion.NewOwner()
 		now := time.Now()
-		t := d.newTx().update(k, d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+		t := d.newTx().update(k, d.updateAt(k).
 			Set("deleting", true).Set("gsi3pk", deletionsPK).Set("gsi3sk", c.deletionSK).
 			Set("deletingSince", now).Set("leaseOwner", owner).Set("leaseUntil", now.Add(d.lease).UnixMilli()).
 			If(liveAtVersion, parent.Version), retryOn)
@@ -140,10 +139,10 @@ func finishCascade(ctx context.Context, d *DB, c cascade, owner string) error {
 		if len(children) == 0 {
 			// No child is left (a consistent read, and no child can commit
 			// under a parent being deleted): the parent goes last.
-			t.delete(k, d.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
+			t.delete(k, d.deleteAt(k).If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
 		} else {
 			part := children[:min(len(children), (maxTxItems-1)/c.perChild)]
-			u := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add(c.count, -len(part))
+			u := d.updateAt(k).Add(c.count, -len(part))
 			if c.counts != nil {
 				u = c.counts(u, part)
 			}

@@ -57,6 +57,8 @@ type deletionItem struct {
 	LeaseUntil int64     `dynamo:"leaseUntil"`
 }
 
+func (it deletionItem) key() key { return key{it.PK, it.SK} }
+
 // job is the deletion the item records, if it is an org, team or ticket.
 func (it deletionItem) job() (deletion.Job, bool) {
 	j := deletion.Job{OrgID: it.OrgID, Since: it.Since, By: it.By, Phase: it.Phase, LeaseOwner: it.LeaseOwner}
@@ -112,8 +114,7 @@ func (s *Deletions) Acquire(ctx context.Context, j deletion.Job, owner string, n
 	if err != nil {
 		return false, err
 	}
-	err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
+	err = s.updateAt(k).Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
 		If("deleting = ? AND (attribute_not_exists(leaseUntil) OR leaseUntil < ?)", true, now.UnixMilli()).Run(ctx)
 	if err = condErr(err, errLeaseLost, "acquire deletion"); err == errLeaseLost {
 		return false, nil // another run holds it, or it is done
@@ -142,8 +143,7 @@ func (s *Deletions) Release(ctx context.Context, j deletion.Job, owner string) e
 	if err != nil {
 		return err
 	}
-	err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Remove("leaseOwner", "leaseUntil").
-		If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
+	err = s.updateAt(k).Remove("leaseOwner", "leaseUntil").If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
 	return condErr(err, nil, "release deletion") // failed: not ours any more, or done, so nothing to release
 }
 
@@ -167,7 +167,7 @@ func (l *leaseKeeper) keep(ctx context.Context) error {
 	if time.Since(l.last) < l.d.lease/3 {
 		return nil
 	}
-	u := l.d.table.Update(attrPK, l.k.PK).Range(attrSK, l.k.SK)
+	u := l.d.updateAt(l.k)
 	if err := l.d.underLease(ctx, u, l.owner, "renew deletion lease"); err != nil {
 		return err
 	}

@@ -137,7 +137,6 @@ func (s *Idempotency) Release(ctx context.Context, r idempotency.Record) error {
 		return err
 	}
 	k := idempotencyKey(r.OrgID, r.UserID, r.Key)
-	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("released", true).
-		If("done = ? AND $ = ?", false, "owner", r.Owner).Run(ctx)
+	err := s.updateAt(k).Set("released", true).If("done = ? AND $ = ?", false, "owner", r.Owner).Run(ctx)
 	return condErr(err, nil, "release idempotent request") // failed: finished, taken over, or deleted by an offboarding
 }

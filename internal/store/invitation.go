@@ -106,10 +106,10 @@ func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invit
 	} else {
 		t.put(ek, s.table.Put(ptr).If("invitationId = ?", old.InvitationID), failWith(errInvitationRace))
 		ok := invitationKey(inv.OrgID, old.InvitationID)
-		t.delete(ok, s.table.Delete(attrPK, ok.PK).Range(attrSK, ok.SK), nil)
+		t.delete(ok, s.deleteAt(ok), nil)
 	}
 	ck := claimKey(inv.OrgID, email)
-	t.check(ck, s.table.Check(attrPK, ck.PK).Range(attrSK, ck.SK).If(notExists), failWith(errEmailTaken))
+	t.check(ck, s.checkAt(ck).If(notExists), failWith(errEmailTaken))
 	s.orgGuard(t, inv.OrgID, 0)
 	for _, team := range inv.TeamIDs {
 		s.teamCheck(t, inv.OrgID, team, errTicketTeam)
@@ -156,8 +156,8 @@ func (s *Invitations) RevokeInvitation(ctx context.Context, inv invitation.Invit
 	}
 	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, tenant.NormalizeEmail(inv.Email))
 	t := s.newTx().
-		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errInvitationNotFound)).
-		delete(ek, s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound))
+		delete(k, s.deleteAt(k).If(exists), failWith(errInvitationNotFound)).
+		delete(ek, s.deleteAt(ek).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound))
 	return s.audited(ev, t).run(ctx, "revoke invitation")
 }
 
@@ -211,9 +211,8 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, tenant.NormalizeEmail(inv.Email))
 	c := toClaimItem(u)
 	t := s.newTx().
-		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("tokenHash = ? AND expiresAt > ?", inv.TokenHash, u.JoinedAt.Unix()),
-			failWith(errInvitationNotFound)).
-		delete(ek, s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound)).
+		delete(k, s.deleteAt(k).If("tokenHash = ? AND expiresAt > ?", inv.TokenHash, u.JoinedAt.Unix()), failWith(errInvitationNotFound)).
+		delete(ek, s.deleteAt(ek).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound)).
 		put(orgUserKey(u.OrgID, u.UserID), s.table.Put(userItem).If(notExists), failWith(errUserExists)).
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
@@ -230,7 +229,7 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 			JoinedAt: u.JoinedAt, UpdatedAt: u.JoinedAt, Version: 1}
 		tk, mi := teamKey(u.OrgID, teamID), toMemberItem(m)
 		t.put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember)).
-			update(tk, s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1).If(liveItem), failWith(errTicketTeam))
+			update(tk, s.updateAt(tk).Add("memberCount", 1).If(liveItem), failWith(errTicketTeam))
 	}
 	if err := s.audited(ev, t).run(ctx, "accept invitation"); err != nil {
 		return nil, err

@@ -63,12 +63,12 @@ func (s *Orgs) StartOffboarding(ctx context.Context, orgID, actorID string, ifVe
 		return deletion.Job{}, false, errVersion
 	}
 	t := s.newTx().
-		update(ok, s.table.Update(attrPK, ok.PK).Range(attrSK, ok.SK).
+		update(ok, s.updateAt(ok).
 			Set("deleting", true).Set("deletingSince", now).Set("offboardBy", actorID).Set("offboardPhase", phaseCutoff).
 			Set("gsi3pk", deletionsPK).Set("gsi3sk", orgDeletionSK(orgID)).
 			Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
 			If(liveAtVersion, org.Version), goneOr(errOrgNotFound, errVersion)).
-		update(ak, s.table.Update(attrPK, ak.PK).Range(attrSK, ak.SK).Set("deleting", true).If(exists), nil)
+		update(ak, s.updateAt(ak).Set("deleting", true).If(exists), nil)
 	s.fence(t, orgID, actorID, string(authz.Owner))
 	if err := t.run(ctx, "start offboarding"); err != nil {
 		if err == errVersion && ifVersion == 0 {
@@ -166,7 +166,7 @@ func (d *DB) cutoff(ctx context.Context, orgID string, lk *leaseKeeper) error {
 // lease); cutoff also records when the members were cut off.
 func (d *DB) setPhase(ctx context.Context, orgID, owner, phase string, cutoff bool) error {
 	k := orgKey(orgID)
-	u := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("offboardPhase", phase)
+	u := d.updateAt(k).Set("offboardPhase", phase)
 	if cutoff {
 		u = u.Set("cutoffAt", time.Now())
 	}
@@ -247,8 +247,7 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 	// claims (the job's record and its actor's access end together) and the
 	// refund to its creator's quota (an org older than createdBy has none).
 	var keys []dynamo.Keyed
-	t := d.newTx().delete(ok, d.table.Delete(attrPK, ok.PK).Range(attrSK, ok.SK).If("deleting = ? AND leaseOwner = ?", true, owner),
-		failWith(errLeaseLost))
+	t := d.newTx().delete(ok, d.deleteAt(ok).If("deleting = ? AND leaseOwner = ?", true, owner), failWith(errLeaseLost))
 	if org.CreatedBy != "" {
 		d.ownedOrgs(t, org.CreatedBy, -1, 0)
 	}
@@ -264,8 +263,9 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 			}
 			c := toClaimItem(fromOrgUserItem(u))
 			if u.Deleting && u.Role == string(authz.Owner) && t.len() < maxTxItems-2 {
-				t.delete(key{u.PK, u.SK}, d.table.Delete(attrPK, u.PK).Range(attrSK, u.SK), nil)
-				t.delete(c.key(), d.table.Delete(attrPK, c.PK).Range(attrSK, c.SK), nil)
+				uk := key{u.PK, u.SK}
+				t.delete(uk, d.deleteAt(uk), nil)
+				t.delete(c.key(), d.deleteAt(c.key()), nil)
 				continue
 			}
 			keys = append(keys, dynamo.Keys{u.PK, u.SK}, dynamo.Keys{c.PK, c.SK})

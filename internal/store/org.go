@@ -56,7 +56,7 @@ type ownedOrgsItem struct {
 // (org_quota_exceeded) when that count is at limit already.
 func (d *DB) ownedOrgs(t *txn, userID string, delta, limit int) {
 	k := ownedOrgsKey(userID)
-	u := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("type", typeOwnedOrgs).Set("userId", userID).Add("owned", delta)
+	u := d.updateAt(k).Set("type", typeOwnedOrgs).Set("userId", userID).Add("owned", delta)
 	var fail onFail
 	if limit > 0 {
 		u.If("attribute_not_exists(owned) OR owned < ?", limit)
@@ -158,8 +158,7 @@ func (s *Orgs) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev audit.Ev
 		return err
 	}
 	k := orgKey(prev.ID)
-	t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
+	t := s.newTx().update(k, s.updateAt(k).Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
 		If(liveAtVersion, prev.Version), goneOr(errOrgNotFound, errVersion))
 	return s.audited(ev, t).run(ctx, "update org")
 }
@@ -206,11 +205,10 @@ func (s *DB) orgGuard(t *txn, orgID string, delta int) {
 	k := orgKey(orgID)
 	switch {
 	case delta == 0:
-		t.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(liveItem), failWith(errOrgNotFound))
+		t.check(k, s.checkAt(k).If(liveItem), failWith(errOrgNotFound))
 	case delta > 0:
-		t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).If(liveItem), failWith(errOrgNotFound))
+		t.update(k, s.updateAt(k).Add("ownerCount", delta).If(liveItem), failWith(errOrgNotFound))
 	default:
-		t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).
-			If(liveItem+" AND ownerCount > ?", -delta), goneOr(errOrgNotFound, errLastOwner))
+		t.update(k, s.updateAt(k).Add("ownerCount", delta).If(liveItem+" AND ownerCount > ?", -delta), goneOr(errOrgNotFound, errLastOwner))
 	}
 }

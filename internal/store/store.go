@@ -118,6 +118,13 @@ func getItem[I any](ctx context.Context, d *DB, k key, consistent bool, notFound
 	return it, nil
 }
 
+// updateAt, deleteAt and checkAt start a request on the item at k.
+func (d *DB) updateAt(k key) *dynamo.Update { return d.table.Update(attrPK, k.PK).Range(attrSK, k.SK) }
+func (d *DB) deleteAt(k key) *dynamo.Delete { return d.table.Delete(attrPK, k.PK).Range(attrSK, k.SK) }
+func (d *DB) checkAt(k key) *dynamo.ConditionCheck {
+	return d.table.Check(attrPK, k.PK).Range(attrSK, k.SK)
+}
+
 // markedForDeletion is an item that a deletion marks (deleting) before it is
 // gone: an org being offboarded, a team or ticket being deleted.
 type markedForDeletion interface{ beingDeleted() bool }

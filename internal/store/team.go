@@ -83,7 +83,7 @@ func fromTeamItem(it teamItem) membership.Team {
 // orgUserCheck is a transaction item proving the user belongs to the org.
 func (s *DB) orgUserCheck(t *txn, orgID, userID string, notFound error) {
 	k := orgUserKey(orgID, userID)
-	t.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(notFound))
+	t.check(k, s.checkAt(k).If(exists), failWith(notFound))
 }
 
 // teamCheck is a transaction item proving the team exists and is not being
@@ -91,7 +91,7 @@ func (s *DB) orgUserCheck(t *txn, orgID, userID string, notFound error) {
 // outlives it.
 func (s *DB) teamCheck(t *txn, orgID, teamID string, notFound error) {
 	k := teamKey(orgID, teamID)
-	t.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(liveItem), failWith(notFound))
+	t.check(k, s.checkAt(k).If(liveItem), failWith(notFound))
 }
 
 // ownerDeltaCond is the condition of a change of a team's ownerCount by d:
@@ -163,8 +163,7 @@ func (s *Teams) UpdateTeam(ctx context.Context, prev, next membership.Team, ev a
 		return err
 	}
 	k := teamKey(prev.OrgID, prev.ID)
-	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version)
+	u := s.updateAt(k).Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version)
 	u = setOrRemove(u, "description", next.Description)
 	t := s.newTx().update(k, u.If(liveAtVersion, prev.Version), goneOr(errTeamNotFound, errVersion))
 	return s.audited(ev, t).run(ctx, "update team")
@@ -224,10 +223,10 @@ func (s *DB) teamCascade(orgID, teamID string) cascade {
 // by a bug of the past, or a user removed meanwhile) is noted in goneUsers,
 // and the next attempt deletes only the edge, checking the user is gone.
 func (s *DB) dropEdge(t *txn, orgID string, e deletionItem, teamID string, goneUsers map[string]bool) {
-	t.delete(key{e.PK, e.SK}, s.table.Delete(attrPK, e.PK).Range(attrSK, e.SK).If(exists), retryOn)
+	t.delete(e.key(), s.deleteAt(e.key()).If(exists), retryOn)
 	if goneUsers[e.UserID] {
 		uk := orgUserKey(orgID, e.UserID)
-		t.check(uk, s.table.Check(attrPK, uk.PK).Range(attrSK, uk.SK).If(notExists), func(map[string]types.AttributeValue) error {
+		t.check(uk, s.checkAt(uk).If(notExists), func(map[string]types.AttributeValue) error {
 			delete(goneUsers, e.UserID)
 			return errRetry
 		})

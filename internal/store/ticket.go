@@ -191,8 +191,7 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev
 	}
 	it := toTicketItem(next)
 	k := ticketKey(next.OrgID, next.ID)
-	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("title", it.Title).Set("status", it.Status).Set("priority", it.Priority).
+	u := s.updateAt(k).Set("title", it.Title).Set("status", it.Status).Set("priority", it.Priority).
 		Set("gsi3sk", it.GSI3SK).Set("gsi6pk", it.GSI6PK).Set("gsi6sk", it.GSI6SK).
 		Set("updatedAt", it.UpdatedAt).Set("version", it.Version).
 		If(liveAtVersion, prev.Version)
@@ -232,7 +231,7 @@ func (s *DB) ticketCascade(orgID, ticketID string) cascade {
 	return cascade{what: "ticket", key: ticketKey(orgID, ticketID), deletionSK: ticketDeletionSK(orgID, ticketID),
 		count: "commentCount", child: typeComment, notFound: errTicketNotFound, perChild: 1,
 		drop: func(t *txn, c deletionItem) {
-			t.delete(key{c.PK, c.SK}, s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK).If(exists), retryOn)
+			t.delete(c.key(), s.deleteAt(c.key()).If(exists), retryOn)
 		},
 	}
 }
@@ -307,8 +306,7 @@ func (s *Tickets) CreateComment(ctx context.Context, c ticket.Comment, ev audit.
 	k, ci := ticketKey(c.OrgID, c.TicketID), toCommentItem(c)
 	tx := s.newTx().
 		put(key{ci.PK, ci.SK}, s.table.Put(ci).If(notExists), failWith(errs.E(errs.Conflict, "comment_exists", "comment ID already taken"))).
-		update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("commentCount", 1).Set("updatedAt", c.CreatedAt).If(liveItem),
-			failWith(errTicketNotFound))
+		update(k, s.updateAt(k).Add("commentCount", 1).Set("updatedAt", c.CreatedAt).If(liveItem), failWith(errTicketNotFound))
 	return s.audited(ev, tx).run(ctx, "add comment")
 }
 

@@ -235,7 +235,7 @@ func (d *DB) fenceEdge(t *txn, k key, floor string, lost, demoted error) {
 		o.proof = true
 		return
 	}
-	t.check(k, d.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(expr, args...), fenced(roles, lost, demoted, nil))
+	t.check(k, d.checkAt(k).If(expr, args...), fenced(roles, lost, demoted, nil))
 	t.ops[len(t.ops)-1].proof = true
 }
 

@@ -151,13 +151,11 @@ func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev aud
 	}
 	k := orgUserKey(next.OrgID, next.UserID)
 	t := s.newTx()
-	t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("email", next.Email).Set("name", next.Name).Set("role", string(next.Role)).
-		Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
-		If(existsAtVersion, prev.Version), versioned(errUserNotFound))
+	t.update(k, s.updateAt(k).Set("email", next.Email).Set("name", next.Name).Set("role", string(next.Role)).
+		Set("updatedAt", next.UpdatedAt).Set("version", next.Version).If(existsAtVersion, prev.Version), versioned(errUserNotFound))
 	if tenant.NormalizeEmail(prev.Email) != tenant.NormalizeEmail(next.Email) {
 		old, c := toClaimItem(prev), toClaimItem(next)
-		t.delete(old.key(), s.table.Delete(attrPK, old.PK).Range(attrSK, old.SK), nil)
+		t.delete(old.key(), s.deleteAt(old.key()), nil)
 		t.put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	}
 	if d := ownerDelta(prev.Role, next.Role); d != 0 {
@@ -223,8 +221,7 @@ func (s *Orgs) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event)
 			// leaving, so that no team takes them any more and the next
 			// reads converge (only removals of their edges can still
 			// race ours).
-			err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("leaving", time.Now().UnixMilli()).
-				If(existsAtVersion, u.Version).Run(ctx)
+			err := s.updateAt(k).Set("leaving", time.Now().UnixMilli()).If(existsAtVersion, u.Version).Run(ctx)
 			if err := condErr(err, errVersion, "remove user"); err != nil {
 				return err
 			}
@@ -294,12 +291,12 @@ func (s *DB) dropUserEdge(t *txn, orgID, userID string, e userEdge) {
 		return
 	}
 	mk, tk := memberKey(orgID, e.teamID, userID), teamKey(orgID, e.teamID)
-	t.delete(mk, s.table.Delete(attrPK, mk.PK).Range(attrSK, mk.SK).If("attribute_exists(pk) AND $ = ?", "role", e.edge.Role), retryOn)
+	t.delete(mk, s.deleteAt(mk).If("attribute_exists(pk) AND $ = ?", "role", e.edge.Role), retryOn)
 	if e.team == nil {
-		t.check(tk, s.table.Check(attrPK, tk.PK).Range(attrSK, tk.SK).If(notExists), retryOn)
+		t.check(tk, s.checkAt(tk).If(notExists), retryOn)
 		return
 	}
-	u := s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", -1)
+	u := s.updateAt(tk).Add("memberCount", -1)
 	t.update(tk, ownerDeltaCond(u, ownerDelta(authz.Role(e.edge.Role), "")).If(exists), func(old map[string]types.AttributeValue) error {
 		if old != nil && old["deleting"] == nil && e.edge.Role == string(authz.Owner) {
 			return errLastTeamOwner
@@ -326,11 +323,11 @@ func (s *Orgs) removeUser(ctx context.Context, u tenant.User, seq int64, edges [
 		for i, e := range chunk {
 			ids[i] = e.teamID
 		}
-		t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).DeleteStringsFromSet("teamIds", ids...).Add("edgeSeq", 1).
+		t.update(k, s.updateAt(k).DeleteStringsFromSet("teamIds", ids...).Add("edgeSeq", 1).
 			If("attribute_exists(pk) AND version = ? AND edgeSeq = ?", u.Version, seq), changed)
 		if u.Role == authz.Owner {
 			ok := orgKey(u.OrgID)
-			t.check(ok, s.table.Check(attrPK, ok.PK).Range(attrSK, ok.SK).If(liveItem+" AND ownerCount > ?", 1), goneOr(errOrgNotFound, errLastOwner))
+			t.check(ok, s.checkAt(ok).If(liveItem+" AND ownerCount > ?", 1), goneOr(errOrgNotFound, errLastOwner))
 		}
 		for _, e := range chunk {
 			s.dropUserEdge(t, u.OrgID, u.UserID, e)
@@ -343,9 +340,9 @@ func (s *Orgs) removeUser(ctx context.Context, u tenant.User, seq int64, edges [
 	}
 	claim := toClaimItem(u)
 	t := s.newTx()
-	t.delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
+	t.delete(k, s.deleteAt(k).
 		If("attribute_exists(pk) AND version = ? AND (attribute_not_exists(edgeSeq) OR edgeSeq = ?)", u.Version, seq), changed)
-	t.delete(claim.key(), s.table.Delete(attrPK, claim.PK).Range(attrSK, claim.SK), nil)
+	t.delete(claim.key(), s.deleteAt(claim.key()), nil)
 	s.orgGuard(t, u.OrgID, ownerDelta(u.Role, ""))
 	for _, e := range edges {
 		s.dropUserEdge(t, u.OrgID, u.UserID, e)

@@ -84,7 +84,7 @@ func (s *Webhooks) CreateWebhook(ctx context.Context, sub webhook.Subscription, 
 	t := s.newTx().
 		put(webhookKey(sub.OrgID, sub.ID), s.table.Put(toWebhookItem(sub)).If(notExists),
 			failWith(errs.E(errs.Conflict, "webhook_exists", "webhook ID already taken"))).
-		update(ok, s.table.Update(attrPK, ok.PK).Range(attrSK, ok.SK).Add("webhookCount", 1).
+		update(ok, s.updateAt(ok).Add("webhookCount", 1).
 			If(liveItem+" AND (attribute_not_exists(webhookCount) OR webhookCount < ?)", webhook.MaxPerOrg),
 			goneOr(errOrgNotFound, errWebhookLimit))
 	return s.audited(ev, t).run(ctx, "create webhook")
@@ -142,7 +142,7 @@ func (s *Webhooks) SetEndpointHealth(ctx context.Context, sub webhook.Subscripti
 		return err
 	}
 	k := webhookKey(sub.OrgID, sub.ID)
-	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("active", sub.Active)
+	u := s.updateAt(k).Set("active", sub.Active)
 	if sub.FailingSince.IsZero() {
 		u = u.Remove("failingSince")
 	} else {
@@ -163,7 +163,7 @@ func (s *Webhooks) DeleteWebhook(ctx context.Context, sub webhook.Subscription, 
 	}
 	k, ok := webhookKey(sub.OrgID, sub.ID), orgKey(sub.OrgID)
 	t := s.newTx().
-		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(existsAtVersion, sub.Version), versioned(errWebhookNotFound)).
-		update(ok, s.table.Update(attrPK, ok.PK).Range(attrSK, ok.SK).Add("webhookCount", -1).If(liveItem), failWith(errOrgNotFound))
+		delete(k, s.deleteAt(k).If(existsAtVersion, sub.Version), versioned(errWebhookNotFound)).
+		update(ok, s.updateAt(ok).Add("webhookCount", -1).If(liveItem), failWith(errOrgNotFound))
 	return s.audited(ev, t).run(ctx, "delete webhook")
 }
