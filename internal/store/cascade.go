@@ -13,22 +13,15 @@ import (
 
 // A cascade is the delete of a parent item whose children share its
 // partition (a team and its membership edges, a ticket and its comments),
-// such that no child outlives its parent (docs/data-model.md, section 4a,
-// rule 3). The parent keeps the count of its children (count), which
-// every child write changes in its own transaction:
-//
-//   - A small parent is deleted in one transaction with all its children,
-//     conditioned on the count read with them (a consistent read of the
-//     partition): a child added or removed since fails it, and the delete
-//     reads again.
-//   - A parent too large for one transaction, or one that kept changing
-//     (singleTxAttempts), is first marked deleting under a lease, with the
-//     audit event: from then on it is gone for readers and no child can
-//     commit under it (child writes condition on liveItem). Its children
-//     then go in transactions that each decrement the count and renew the
-//     lease, and the parent item last. A crash in between leaves a marked
-//     parent that the deletion worker finishes once the lease expires
-//     (finishCascade, Deletions.Finish).
+// such that no child outlives its parent (docs/data-model.md, section 4a).
+// The parent keeps the count of its children, which every child write
+// changes in its own transaction. A small parent goes in one transaction
+// with its children, conditioned on the count read with them: a child added
+// or removed since fails it, and the delete reads again. A parent too large
+// for one transaction, or one that kept changing, is first marked deleting
+// under a lease (gone for readers; no child commits under it), then its
+// children go in parts that decrement the count, the parent last; the
+// deletion worker finishes a marked parent whose run died.
 type cascade struct {
 	what       string // "team", "ticket": names the operations
 	key        key    // the parent's #METADATA item; its partition holds the children
@@ -36,8 +29,7 @@ type cascade struct {
 	count      string // the parent's count of its children
 	child      string // the children's entity type
 	notFound   error
-	// perChild is how many transaction items dropping one child takes.
-	perChild int
+	perChild   int // how many transaction items dropping one child takes
 	// drop adds to t the delete of child c and what goes with it.
 	drop func(t *txn, c deletionItem)
 	// counts adds to the parent's update for a part the changes of its
@@ -136,9 +128,7 @@ func finishCascade(ctx context.Context, d *DB, c cascade, owner string) error {
 			return errLeaseLost
 		}
 		t := d.newTx()
-		if len(children) == 0 {
-			// No child is left (a consistent read, and no child can commit
-			// under a parent being deleted): the parent goes last.
+		if len(children) == 0 { // and none can commit under a parent being deleted
 			t.delete(k, d.deleteAt(k).If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
 		} else {
 			part := children[:min(len(children), (maxTxItems-1)/c.perChild)]
