@@ -49,7 +49,8 @@ const MaxTeamsPerUser = 1000
 
 // Storer is what the team service needs from persistence. Every write takes
 // the audit event of the change, written in the same transaction. A team
-// being deleted is NotFound.
+// being deleted is NotFound. A listing under a parent does not tell a
+// missing parent from an empty one: the caller has read the parent.
 type Storer interface {
 	// CreateTeam writes the team (memberCount and ownerCount 1) and its
 	// creator's owner edge atomically. Returns Conflict (not_org_member) if
@@ -74,9 +75,7 @@ type Storer interface {
 	// GetTeamMember reads one edge with a consistent GetItem (AP3). Returns
 	// NotFound if the user is not a member of the team.
 	GetTeamMember(ctx context.Context, orgID, teamID, userID string) (Membership, error)
-	// ListTeamMembers pages through a team's members (AP1). Like every
-	// listing under a parent, it does not tell a missing parent from an
-	// empty one: the caller has read the parent (see Service).
+	// ListTeamMembers pages through a team's members (AP1).
 	ListTeamMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[Membership], error)
 	// ListUserTeams pages through a user's teams in one org (AP2), without
 	// team names.

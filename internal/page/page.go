@@ -1,8 +1,7 @@
-// Package page carries pagination between the HTTP layer and the store.
-//
-// The store speaks in opaque start keys (its own encoding of DynamoDB's
-// LastEvaluatedKey); the HTTP layer wraps them in signed cursors bound to the
-// tenant and the listing. Neither the domain nor clients ever see key strings.
+// Package page carries pagination between the HTTP layer and the store: the
+// store speaks in opaque start keys, which the API layers wrap in signed
+// cursors bound to the tenant and the listing (Cursors), so neither the
+// domain nor clients ever see key strings.
 package page
 
 import "github.com/tenantd/tenantd/internal/errs"

@@ -269,15 +269,13 @@ func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch ifma
 		return j, false, err
 	}
 	result := s.deletions.Go(j, owner)
-	t := time.NewTimer(wait)
-	defer t.Stop()
 	select {
 	case err := <-result:
 		if err == nil {
 			return j, true, nil
 		}
 		// It failed in part: a worker takes it over; it is under way.
-	case <-t.C:
+	case <-time.After(wait):
 	case <-ctx.Done():
 	}
 	if cur, err := s.store.GetOffboarding(ctx, p.OrgID); err == nil {
