@@ -15,6 +15,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/tenantd/tenantd/internal/clock"
@@ -99,19 +100,21 @@ var (
 	errUnreadable = errs.E(errs.Conflict, "idempotency_unreadable", "the response kept for this Idempotency-Key cannot be replayed; use a new key")
 )
 
-// bodyKey is the AES-256 key a record's response is sealed with, derived
-// from the caller and their Idempotency-Key, which the table never holds:
+// bodyCipher seals a record's response under an AES-256 key derived from
+// the caller and their Idempotency-Key, which the table never holds:
 // reading the table is not enough to read a kept response.
-func bodyKey(r Record) []byte {
-	h := sha256.Sum256([]byte("tenantd/idempotency/body/v1\x00" + r.UserID + "\x00" + r.Key))
-	return h[:]
+func bodyCipher(r Record) cipher.AEAD {
+	key := sha256.Sum256([]byte("tenantd/idempotency/body/v1\x00" + r.UserID + "\x00" + r.Key))
+	b, _ := aes.NewCipher(key[:]) // 32 bytes: never fails
+	gcm, _ := cipher.NewGCM(b)
+	return gcm
 }
 
 func seal(r Record, plain []byte) []byte {
 	if len(plain) == 0 {
 		return nil
 	}
-	gcm := newGCM(bodyKey(r))
+	gcm := bodyCipher(r)
 	nonce := make([]byte, gcm.NonceSize())
 	_, _ = rand.Read(nonce)
 	return gcm.Seal(nonce, nonce, plain, []byte(r.Fingerprint))
@@ -121,30 +124,12 @@ func open(r Record, sealed []byte) ([]byte, error) {
 	if len(sealed) == 0 {
 		return nil, nil
 	}
-	gcm := newGCM(bodyKey(r))
+	gcm := bodyCipher(r)
 	n := gcm.NonceSize()
 	if len(sealed) < n {
 		return nil, errUnreadable
 	}
 	return gcm.Open(nil, sealed[:n], sealed[n:], []byte(r.Fingerprint))
-}
-
-func newGCM(key []byte) cipher.AEAD {
-	b, _ := aes.NewCipher(key) // 32 bytes: never fails
-	gcm, _ := cipher.NewGCM(b)
-	return gcm
-}
-
-func validKey(k string) bool {
-	if len(k) == 0 || len(k) > MaxKeyLen {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x21 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
 }
 
 // Keeper runs the protocol on a Storer: Begin before the request, Finish
@@ -165,9 +150,11 @@ func NewKeeper(s Storer, o Options) *Keeper {
 	return &Keeper{store: s, stale: o.StaleAfter, now: now, ids: ids.NewGenerator(now)}
 }
 
-// CheckKey returns the one valid key among a request's header values.
+// CheckKey returns the one valid key among a request's header values: 1 to
+// MaxKeyLen printable ASCII characters.
 func CheckKey(values []string) (string, error) {
-	if len(values) != 1 || !validKey(values[0]) {
+	if len(values) != 1 || len(values[0]) == 0 || len(values[0]) > MaxKeyLen ||
+		strings.ContainsFunc(values[0], func(r rune) bool { return r < 0x21 || r > 0x7e }) {
 		return "", errKeyInvalid
 	}
 	return values[0], nil
