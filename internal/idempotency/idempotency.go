@@ -172,14 +172,13 @@ func Fingerprint(body []byte, parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Begin records that the request identified by (orgID, userID, key) with
-// fingerprint starts, for a caller with role in orgID ("" outside an org).
-// When it returns kept == nil, the request is to run, giving what it
-// creates rec.ResourceID, and rec is to be finished. Otherwise kept is the
-// finished response to replay. Errors: the key was used with another
-// request (422), an earlier attempt still runs (409). An attempt that ended
-// in a server error, or ran longer than StaleAfter (it died), is taken over,
-// keeping its ResourceID.
+// Begin records that the request (orgID, userID, key) with fingerprint
+// starts, for a caller with role in orgID ("" outside an org). With kept ==
+// nil, the request is to run, giving what it creates rec.ResourceID, and rec
+// is to be finished; otherwise kept is the response to replay. Errors: the
+// key was used with another request (422), an earlier attempt still runs
+// (409). An attempt that ended in a server error, or ran longer than
+// StaleAfter (it died), is taken over, keeping its ResourceID.
 func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprint string) (rec Record, kept *Record, err error) {
 	t := k.now()
 	owner := make([]byte, 16)
@@ -188,10 +187,9 @@ func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprin
 		Owner: hex.EncodeToString(owner), ResourceID: k.ids.NewAt(t), CreatedAt: t, ExpiresAt: t.Add(ttl)}
 	existing, started, err := k.store.Begin(ctx, rec)
 	if err != nil {
-		// The record's write may have landed though its answer did not (a
-		// client gone, a timeout): release it, so the retry need not wait
-		// StaleAfter. The release is ours only (owner), so it is harmless
-		// when nothing landed.
+		// The record's write may have landed though its answer did not:
+		// release it (ours only: harmless when nothing landed), so the
+		// retry need not wait StaleAfter.
 		go func() { _ = k.release(ctx, rec) }()
 		return rec, nil, err
 	}

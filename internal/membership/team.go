@@ -1,10 +1,8 @@
 // Package membership holds an org's teams (team.go) and their member edges
-// (member.go): the many-to-many between an org's users and its teams,
-// modelled as adjacency-list edges that carry the member's team role (seed
+// (member.go), adjacency-list edges that carry the member's team role (seed
 // 000), and the Service both APIs call. A user's membership of the org
-// itself, with their org role, is their OrgUser edge (tenant.User); the
-// membership check every request makes, the O(1) read of that edge, is
-// package access.
+// itself is their OrgUser edge (tenant.User), whose O(1) read every request
+// makes is package access.
 package membership
 
 import (

@@ -8,16 +8,13 @@ import (
 	"github.com/guregu/dynamo/v2"
 )
 
-// The items every hot read decodes by the page (member edges: AP1, AP2,
-// AP3; tickets: every ticket listing) decode by hand instead of by
-// guregu/dynamo's reflection, which cost AP1 about 150 allocations and 8%
-// of the store's CPU on a page of 25 (BenchmarkStoreVsRaw). guregu calls
-// UnmarshalDynamoItem in place of its own decoder. The hand decoder reads
-// the shapes the store writes (S, N, BOOL, an L of S, RFC 3339 times);
-// an item with anything else in it (a set, a time as a number, an attribute
-// of an unexpected type) is handed to guregu's reflection decoder whole, so
-// the result, or the error, is always guregu's. TestHandDecoders holds each
-// to that decoder on items with every field set, zero, and odd.
+// The items every hot read decodes by the page (member edges, tickets) decode
+// by hand instead of by guregu/dynamo's reflection, which cost AP1 about 150
+// allocations and 8% of the store's CPU on a page of 25 (BenchmarkStoreVsRaw).
+// The hand decoder reads the shapes the store writes (S, N, BOOL, an L of S,
+// RFC 3339 times); an item with anything else in it is handed to guregu's
+// decoder whole, so the result, or the error, is always guregu's
+// (TestHandDecoders holds them to it).
 
 var (
 	_ dynamo.ItemUnmarshaler = (*memberItem)(nil)

@@ -84,9 +84,8 @@ func checkInvitation(inv invitation.Invitation) error {
 }
 
 // CreateInvitation writes the invitation and points its email at it, in one
-// transaction that also removes the invitation it replaces (whose ID it
-// returns), checks no user of the org has the email, and checks the org
-// and teams exist.
+// transaction that removes the invitation it replaces (whose ID it returns)
+// and checks that no user of the org has the email and the org and teams exist.
 func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invitation, ev audit.Event) (replaced string, err error) {
 	if err := checkInvitation(inv); err != nil {
 		return "", err
@@ -162,9 +161,8 @@ func (s *Invitations) RevokeInvitation(ctx context.Context, inv invitation.Invit
 }
 
 // GetAcceptedInvitation reads (consistently) the membership userID got by
-// accepting the invitation whose token hashes to tokenHash, with the
-// user's teams in the org now. Returns NotFound (invitation_not_found)
-// unless the user is in the org by that very invitation.
+// accepting the invitation whose token hashes to tokenHash, with the user's
+// teams now. Returns NotFound unless they are in the org by that invitation.
 func (s *Invitations) GetAcceptedInvitation(ctx context.Context, orgID, userID, tokenHash string) (tenant.User, []string, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return tenant.User{}, nil, err
@@ -183,10 +181,10 @@ func (s *Invitations) GetAcceptedInvitation(ctx context.Context, orgID, userID, 
 // grant it.
 var errInviterLost = errs.E(errs.Forbidden, "inviter_lost_access", "the person who invited you can no longer grant this role; ask for a new invitation")
 
-// AcceptInvitation consumes the invitation (conditional on its token hash
-// and expiry: exactly once) and writes the OrgUser, its email claim, the
-// org's owner count and the memberships of the invited teams that still
-// exist, all in one transaction, fenced on the inviter's edge.
+// AcceptInvitation consumes the invitation (on its token hash and expiry:
+// exactly once) and writes the OrgUser, its email claim, the org's owner
+// count and the edges of the invited teams that still exist, in one
+// transaction fenced on the inviter's edge.
 func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invitation, u tenant.User, ev audit.Event) ([]string, error) {
 	if err := checkInvitation(inv); err != nil {
 		return nil, err

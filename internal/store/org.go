@@ -163,11 +163,9 @@ func (s *Orgs) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev audit.Ev
 	return s.audited(ev, t).run(ctx, "update org")
 }
 
-// ListOrgs pages through a user's OrgUser edges: one Query on GSI1
-// (USER#<userId>, begins_with ORG#), without the edge of an owner
-// offboarding the org (list leaves out items marked deleting). The orgs'
-// names are not on the edges (an org rename would have to rewrite every
-// edge); BatchGetOrgs reads them.
+// ListOrgs pages through a user's OrgUser edges on GSI1 (USER#<userId>,
+// ORG#), but an offboarding owner's (marked deleting). The orgs' names are
+// not on the edges (a rename would rewrite every edge); BatchGetOrgs reads them.
 func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.OrgMembership], error) {
 	if err := checkIDs(ids.User("userId", userID)); err != nil {
 		return page.Result[tenant.OrgMembership]{}, err

@@ -11,14 +11,11 @@ import (
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
-// Tickets stores tickets, each in its own partition with its comments
-// (seed 002: a child that is fetched by ID lives on its own; comments are
-// only read through their ticket, so they live in its partition). Indexes
-// place each ticket in one hierarchy each: org (GSI1), org -> requester
-// (GSI2, with the user item), org -> status (GSI3), assignee (GSI4, sparse),
-// org -> team -> status (GSI5, sparse, composite sort key), org -> priority
-// -> status (GSI6), org -> assignee -> status (GSI7, sparse): the last two
-// serve a ticket listing filtered by priority or assignee within a status.
+// Tickets stores tickets, each in its own partition with its comments, which
+// are only read through it (seed 002). Each index places a ticket in one
+// hierarchy: org (GSI1), org -> requester (GSI2, with the user item),
+// org -> status (GSI3), assignee (GSI4), org -> team -> status (GSI5),
+// org -> priority -> status (GSI6), org -> assignee -> status (GSI7).
 type Tickets struct{ *DB }
 
 var _ ticket.Storer = (*Tickets)(nil)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -87,10 +88,8 @@ func checkUser(u tenant.User) error {
 	if u.Email == "" {
 		return errs.InvalidField("email", "required", "must not be empty")
 	}
-	for _, c := range u.Email {
-		if c == '#' || c < 0x20 {
-			return errs.InvalidField("email", "invalid_email", "must not contain '#' or control characters")
-		}
+	if strings.ContainsFunc(u.Email, func(c rune) bool { return c == '#' || c < 0x20 }) {
+		return errs.InvalidField("email", "invalid_email", "must not contain '#' or control characters")
 	}
 	return nil
 }
@@ -165,18 +164,14 @@ func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev aud
 }
 
 // RemoveOrgUser deletes the OrgUser, its claim, and every team membership the
-// user has in the org (with each team's counts). The memberships are the
-// OrgUser's team set, read consistently with each team and edge; every
-// transaction is conditional on the OrgUser's version and edge sequence and
-// on each edge's role as read, so a concurrent membership change makes the
-// removal read again instead of leaving an orphan edge or a wrong count.
-//
-// A team's last owner is refused (last_team_owner) before anything is
-// written. A team in the set that no longer exists, or an orphan edge, never
-// blocks the removal: it goes with the user. A user in more teams than one
-// transaction holds loses the memberships first, in transactions of their
-// own (each checking the last-owner rules); a crash in between leaves a
-// user with fewer teams, and a retry finishes.
+// user has in the org (with each team's counts): the OrgUser's team set, read
+// consistently with each team and edge. Every transaction is conditional on
+// the OrgUser's version and edge sequence and each edge's role as read, so a
+// concurrent membership change makes the removal read again. A team's last
+// owner is refused (last_team_owner) before anything is written; a team gone
+// from the set, or an orphan edge, never blocks it. More teams than one
+// transaction holds go first, in transactions of their own (each checking the
+// last-owner rules); after a crash in between, a retry finishes.
 func (s *Orgs) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event) error {
 	if err := checkUser(u); err != nil {
 		return err
@@ -217,10 +212,8 @@ func (s *Orgs) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event)
 			return err
 		}
 		if !marked {
-			// Someone keeps changing the user's teams: mark the user
-			// leaving, so that no team takes them any more and the next
-			// reads converge (only removals of their edges can still
-			// race ours).
+			// Someone keeps changing the user's teams: mark the user leaving,
+			// so that no team takes them any more and the reads converge.
 			err := s.updateAt(k).Set("leaving", time.Now().UnixMilli()).If(existsAtVersion, u.Version).Run(ctx)
 			if err := condErr(err, errVersion, "remove user"); err != nil {
 				return err
