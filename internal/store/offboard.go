@@ -177,16 +177,14 @@ func (d *DB) setPhase(ctx context.Context, orgID, owner, phase string, cutoff bo
 func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 	ok := orgKey(orgID)
 	org, err := getItem[orgItem](ctx, d, ok, true, nil, "offboard")
-	if err == nil && org.ID == "" {
-		return nil // gone: finished
-	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if !org.Deleting {
+	case org.ID == "":
+		return nil // gone: finished
+	case !org.Deleting:
 		return fmt.Errorf("offboard: org %s is not being offboarded", orgID)
-	}
-	if org.LeaseOwner != owner {
+	case org.LeaseOwner != owner:
 		return errLeaseLost
 	}
 	lk := &leaseKeeper{d: d, k: ok, owner: owner, last: time.Now()}

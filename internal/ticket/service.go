@@ -100,14 +100,6 @@ func normalizeTags(tags []string) []string {
 	return out
 }
 
-// str renders an optional ID for the audit log: nil when empty.
-func str(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 // CreateTicket opens a ticket requested by the caller (any member). Its
 // transaction proves the caller's edge (the actor fence), so a member
 // removed since the authorization read writes nothing.
@@ -131,7 +123,7 @@ func (s *Service) CreateTicket(ctx context.Context, p authz.Principal, in NewTic
 	}
 	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "ticket.create", "ticket", t.ID, now, audit.Diff(
 		audit.F("title", nil, t.Title), audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)),
-		audit.F("assigneeId", nil, str(t.AssigneeID)), audit.F("teamId", nil, str(t.TeamID))))
+		audit.F("assigneeId", nil, t.AssigneeID), audit.F("teamId", nil, t.TeamID)))
 	if err := s.store.CreateTicket(ctx, t, ev); err != nil {
 		if errs.CodeOf(err) == "ticket_exists" {
 			return s.store.GetTicket(ctx, p.OrgID, t.ID)
@@ -307,7 +299,7 @@ func (s *Service) UpdateTicket(ctx context.Context, p authz.Principal, ticketID 
 		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "ticket.update", "ticket", prev.ID, next.UpdatedAt, audit.Diff(
 			audit.F("title", prev.Title, next.Title), audit.F("description", prev.Description, next.Description),
 			audit.F("status", string(prev.Status), string(next.Status)), audit.F("priority", string(prev.Priority), string(next.Priority)),
-			audit.F("assigneeId", str(prev.AssigneeID), str(next.AssigneeID)), audit.F("teamId", str(prev.TeamID), str(next.TeamID)),
+			audit.F("assigneeId", prev.AssigneeID, next.AssigneeID), audit.F("teamId", prev.TeamID, next.TeamID),
 			audit.F("tags", prev.Tags, next.Tags)))
 		return audit.Update(ctx, s.store.UpdateTicket, prev, next, ev)
 	})
