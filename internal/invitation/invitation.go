@@ -4,6 +4,7 @@
 package invitation
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -129,9 +130,7 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 	if err := in.Role.Check("role"); err != nil {
 		return Invitation{}, "", "", err
 	}
-	if in.ExpiresInDays == 0 {
-		in.ExpiresInDays = DefaultDays
-	}
+	in.ExpiresInDays = cmp.Or(in.ExpiresInDays, DefaultDays)
 	if in.ExpiresInDays < 1 || in.ExpiresInDays > MaxDays {
 		return Invitation{}, "", "", errs.InvalidField("expiresInDays", "invalid_expiry", "must be between 1 and %d", MaxDays)
 	}
@@ -218,11 +217,7 @@ func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token
 		return tenant.User{}, nil, false, errs.E(errs.Forbidden, "invitation_email_mismatch",
 			"this invitation is for another email address than your token's")
 	}
-	name := id.Name
-	if name == "" {
-		name = id.UserID
-	}
-	u = tenant.User{OrgID: orgID, UserID: id.UserID, Email: inv.Email, Name: name, Role: inv.Role, JoinedAt: now, UpdatedAt: now, Version: 1}
+	u = tenant.User{OrgID: orgID, UserID: id.UserID, Email: inv.Email, Name: cmp.Or(id.Name, id.UserID), Role: inv.Role, JoinedAt: now, UpdatedAt: now, Version: 1}
 	if err := tenant.Validate(u); err != nil {
 		return tenant.User{}, nil, false, err
 	}

@@ -4,7 +4,11 @@
 // domain nor clients ever see key strings.
 package page
 
-import "github.com/tenantd/tenantd/internal/errs"
+import (
+	"cmp"
+
+	"github.com/tenantd/tenantd/internal/errs"
+)
 
 // Limits of a page size.
 const (
@@ -31,9 +35,7 @@ type Result[T any] struct {
 
 // Check validates the limit, applying DefaultLimit when it is zero.
 func (r Request) Check() (Request, error) {
-	if r.Limit == 0 {
-		r.Limit = DefaultLimit
-	}
+	r.Limit = cmp.Or(r.Limit, DefaultLimit)
 	if r.Limit < 1 || r.Limit > MaxLimit {
 		return r, errs.InvalidParam("limit", "invalid_limit", "must be between 1 and %d", MaxLimit)
 	}

@@ -260,7 +260,7 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 				return err
 			}
 			c := toClaimItem(fromOrgUserItem(u))
-			if u.Deleting && u.Role == string(authz.Owner) && t.len() < maxTxItems-2 {
+			if u.Deleting && u.Role == string(authz.Owner) && len(t.ops) < maxTxItems-2 {
 				uk := key{u.PK, u.SK}
 				t.delete(uk, d.deleteAt(uk), nil)
 				t.delete(c.key(), d.deleteAt(c.key()), nil)

@@ -86,8 +86,6 @@ func (t *txn) op(k key) *txOp {
 	return nil
 }
 
-func (t *txn) len() int { return len(t.ops) }
-
 // run executes the transaction; op names it in wrapped errors.
 func (t *txn) run(ctx context.Context, op string) error {
 	if t.err != nil {

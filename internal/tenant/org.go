@@ -5,6 +5,7 @@
 package tenant
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -133,11 +134,8 @@ func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, orgID, name 
 		orgID = s.ids.New()
 	}
 	o := Org{ID: orgID, Name: name, Version: 1, CreatedAt: now, UpdatedAt: now}
-	owner := User{OrgID: o.ID, UserID: id.UserID, Email: id.Email, Name: id.Name, Role: authz.Owner,
+	owner := User{OrgID: o.ID, UserID: id.UserID, Email: id.Email, Name: cmp.Or(id.Name, id.UserID), Role: authz.Owner,
 		JoinedAt: now, UpdatedAt: now, Version: 1}
-	if owner.Name == "" {
-		owner.Name = id.UserID
-	}
 	if err := Validate(owner); err != nil {
 		return Org{}, User{}, &errs.Error{Kind: errs.Invalid, Code: "invalid_identity", In: "header", Field: "Authorization",
 			Message: "the token's claims are not a valid user", Err: err}

@@ -1,6 +1,7 @@
 package ticket
 
 import (
+	"cmp"
 	"context"
 	"slices"
 
@@ -108,9 +109,7 @@ func (s *Service) CreateTicket(ctx context.Context, p authz.Principal, in NewTic
 	if err != nil {
 		return Ticket{}, err
 	}
-	if in.Priority == "" {
-		in.Priority = PriorityNormal
-	}
+	in.Priority = cmp.Or(in.Priority, PriorityNormal)
 	now := s.now()
 	if in.ID == "" {
 		in.ID = s.ids.New()
@@ -140,11 +139,9 @@ func (s *Service) GetTicket(ctx context.Context, p authz.Principal, ticketID str
 	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
 		return Ticket{}, nil, err
 	}
-	var (
-		t        Ticket
-		comments []Comment
-		err      error
-	)
+	var t Ticket
+	var comments []Comment
+	var err error
 	switch {
 	case withComments: // the ticket's partition: the ticket, then its comments, in one Query
 		t, comments, err = s.store.GetTicketWithComments(ctx, p.OrgID, ticketID, page.MaxLimit)
