@@ -100,7 +100,7 @@ func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next membership.Memb
 	}
 	k, tk := memberKey(next.OrgID, next.TeamID, next.UserID), teamKey(next.OrgID, next.TeamID)
 	t := s.newTx().update(k, s.updateAt(k).Set("role", string(next.Role)).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
-		If(existsAtVersion, prev.Version), versioned(errMemberNotFound))
+		If(existsAtVersion, prev.Version), missingOr(errMemberNotFound, errVersion))
 	if d := ownerDelta(prev.Role, next.Role); d != 0 {
 		t.update(tk, ownerDeltaCond(s.updateAt(tk), d).If(liveItem), goneOr(errTeamNotFound, errLastTeamOwner))
 	} else {
@@ -117,7 +117,7 @@ func (s *Teams) RemoveTeamMember(ctx context.Context, m membership.Membership, e
 		return err
 	}
 	k, tk := memberKey(m.OrgID, m.TeamID, m.UserID), teamKey(m.OrgID, m.TeamID)
-	t := s.newTx().delete(k, s.deleteAt(k).If(existsAtVersion, m.Version), versioned(errMemberNotFound))
+	t := s.newTx().delete(k, s.deleteAt(k).If(existsAtVersion, m.Version), missingOr(errMemberNotFound, errVersion))
 	u := s.updateAt(tk).Add("memberCount", -1)
 	t.update(tk, ownerDeltaCond(u, ownerDelta(m.Role, "")).If(liveItem), goneOr(errTeamNotFound, errLastTeamOwner))
 	s.userTeams(t, m.OrgID, m.UserID, func(u *dynamo.Update) *dynamo.Update { return u.DeleteStringsFromSet("teamIds", m.TeamID) },

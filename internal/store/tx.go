@@ -34,9 +34,8 @@ type txOp struct {
 	and   func(expr string, args ...any) // the request's If
 	addTo func(*dynamo.WriteTx)
 	fail  onFail
-	// proof: the item's condition proves the caller's access (the actor
-	// fence): when it failed, it explains the cancellation before any
-	// other item's.
+	// proof: the item's condition proves the caller's access (a fence):
+	// when it failed, it explains the cancellation before any other item's.
 	proof bool
 }
 
@@ -52,12 +51,10 @@ type txn struct {
 func (d *DB) newTx() *txn { return &txn{d: d} }
 
 func (t *txn) add(o *txOp) *txn {
-	for _, prev := range t.ops {
-		if prev.k == o.k && t.err == nil {
-			// DynamoDB refuses a transaction that names an item twice: a
-			// bug in the caller, never something to send.
-			t.err = fmt.Errorf("transaction touches %s/%s twice", o.k.PK, o.k.SK)
-		}
+	if t.op(o.k) != nil && t.err == nil {
+		// DynamoDB refuses a transaction that names an item twice: a bug in
+		// the caller, never something to send.
+		t.err = fmt.Errorf("transaction touches %s/%s twice", o.k.PK, o.k.SK)
 	}
 	t.ops = append(t.ops, o)
 	return t
@@ -142,14 +139,15 @@ func errOutcomeUnknown(err error) error {
 // failWith returns an onFail that always reports e.
 func failWith(e error) onFail { return func(map[string]types.AttributeValue) error { return e } }
 
-// versioned reports a missing item as notFound and an existing one (whose
-// version moved on) as a failed precondition.
-func versioned(notFound error) onFail {
+// missingOr reads a failed condition of a write to an item that must exist:
+// notFound when it does not, else e, the other rule the condition holds
+// (its version, say).
+func missingOr(notFound, e error) onFail {
 	return func(old map[string]types.AttributeValue) error {
-		if old != nil {
-			return errVersion
+		if old == nil {
+			return notFound
 		}
-		return notFound
+		return e
 	}
 }
 

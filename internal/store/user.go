@@ -151,7 +151,7 @@ func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev aud
 	k := orgUserKey(next.OrgID, next.UserID)
 	t := s.newTx()
 	t.update(k, s.updateAt(k).Set("email", next.Email).Set("name", next.Name).Set("role", string(next.Role)).
-		Set("updatedAt", next.UpdatedAt).Set("version", next.Version).If(existsAtVersion, prev.Version), versioned(errUserNotFound))
+		Set("updatedAt", next.UpdatedAt).Set("version", next.Version).If(existsAtVersion, prev.Version), missingOr(errUserNotFound, errVersion))
 	if tenant.NormalizeEmail(prev.Email) != tenant.NormalizeEmail(next.Email) {
 		old, c := toClaimItem(prev), toClaimItem(next)
 		t.delete(old.key(), s.deleteAt(old.key()), nil)
@@ -301,12 +301,7 @@ func (s *DB) dropUserEdge(t *txn, orgID, userID string, e userEdge) {
 // removeUser runs the removal's transactions for the state read at seq.
 func (s *Orgs) removeUser(ctx context.Context, u tenant.User, seq int64, edges []userEdge, ev audit.Event) error {
 	k := orgUserKey(u.OrgID, u.UserID)
-	changed := func(old map[string]types.AttributeValue) error {
-		if old == nil {
-			return errUserNotFound
-		}
-		return errRetry
-	}
+	changed := missingOr(errUserNotFound, errRetry)
 	const fixed = 5 // user, claim, org guard, audit event, actor fence
 	for len(edges)*2+fixed > maxTxItems {
 		t := s.newTx()

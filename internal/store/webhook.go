@@ -131,7 +131,7 @@ func (s *Webhooks) UpdateWebhook(ctx context.Context, prev, next webhook.Subscri
 		return err
 	}
 	k := webhookKey(prev.OrgID, prev.ID)
-	t := s.newTx().put(k, s.table.Put(toWebhookItem(next)).If(existsAtVersion, prev.Version), versioned(errWebhookNotFound))
+	t := s.newTx().put(k, s.table.Put(toWebhookItem(next)).If(existsAtVersion, prev.Version), missingOr(errWebhookNotFound, errVersion))
 	return s.audited(ev, t).run(ctx, "update webhook")
 }
 
@@ -148,7 +148,7 @@ func (s *Webhooks) SetEndpointHealth(ctx context.Context, sub webhook.Subscripti
 	} else {
 		u = u.Set("failingSince", sub.FailingSince)
 	}
-	t := s.newTx().update(k, u.If(existsAtVersion, sub.Version), versioned(errWebhookNotFound))
+	t := s.newTx().update(k, u.If(existsAtVersion, sub.Version), missingOr(errWebhookNotFound, errVersion))
 	if ev != nil {
 		t = s.audited(*ev, t)
 	}
@@ -163,7 +163,7 @@ func (s *Webhooks) DeleteWebhook(ctx context.Context, sub webhook.Subscription, 
 	}
 	k, ok := webhookKey(sub.OrgID, sub.ID), orgKey(sub.OrgID)
 	t := s.newTx().
-		delete(k, s.deleteAt(k).If(existsAtVersion, sub.Version), versioned(errWebhookNotFound)).
+		delete(k, s.deleteAt(k).If(existsAtVersion, sub.Version), missingOr(errWebhookNotFound, errVersion)).
 		update(ok, s.updateAt(ok).Add("webhookCount", -1).If(liveItem), failWith(errOrgNotFound))
 	return s.audited(ev, t).run(ctx, "delete webhook")
 }
