@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tenantd/tenantd/internal/audit"
@@ -138,13 +139,7 @@ func (s *Invitations) ListInvitations(ctx context.Context, orgID string, now tim
 	if err != nil {
 		return r, err
 	}
-	kept := r.Items[:0]
-	for _, inv := range r.Items {
-		if now.Before(inv.ExpiresAt) {
-			kept = append(kept, inv)
-		}
-	}
-	r.Items = kept
+	r.Items = slices.DeleteFunc(r.Items, func(inv invitation.Invitation) bool { return !now.Before(inv.ExpiresAt) })
 	return r, nil
 }
 

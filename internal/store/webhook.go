@@ -113,16 +113,12 @@ func (s *Webhooks) Subscribers(ctx context.Context, orgID string) ([]webhook.Sub
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return nil, err
 	}
-	var items []webhookItem
-	err := s.table.Get("gsi1pk", orgPK(orgID)).Range("gsi1sk", dynamo.BeginsWith, prefixWebhook).Index(gsi1).All(ctx, &items)
+	q := s.table.Get("gsi1pk", orgPK(orgID)).Range("gsi1sk", dynamo.BeginsWith, prefixWebhook).Index(gsi1)
+	items, err := allItems(ctx, q, webhook.MaxPerOrg)
 	if err != nil {
 		return nil, fmt.Errorf("list subscribers: %w", translate(err))
 	}
-	out := make([]webhook.Subscription, 0, len(items))
-	for _, it := range items {
-		out = append(out, fromWebhookItem(it))
-	}
-	return out, nil
+	return unmarshalAll(items, fromWebhookItem)
 }
 
 // UpdateWebhook writes next over prev at prev's version.
