@@ -186,8 +186,7 @@ type Query struct {
 // the transaction of the change it records).
 type Storer interface {
 	// ListAuditEvents returns one page of events newest first. A page may
-	// hold fewer events than the limit (it never spans two time buckets);
-	// keep following Next until it is empty.
+	// hold fewer events than the limit: follow Next until it is empty.
 	ListAuditEvents(ctx context.Context, q Query) (page.Result[Event], error)
 	// OrgCreatedAt is when the org was created. Returns NotFound.
 	OrgCreatedAt(ctx context.Context, orgID string) (time.Time, error)

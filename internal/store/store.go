@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"syscall"
 	"time"
 
@@ -271,16 +272,11 @@ func (s *DB) batchGet(ctx context.Context, keys []dynamo.Keyed, consistent bool,
 // ok is false (an item being deleted, say). Absent items are left out.
 func batchGetByID[I, T any](ctx context.Context, d *DB, idList []string, check func(string) error, keyOf func(string) key,
 	consistent bool, op string, conv func(I) (id string, v T, ok bool)) (map[string]T, error) {
-	seen := map[string]bool{}
 	keys := make([]dynamo.Keyed, 0, len(idList))
-	for _, id := range idList {
-		if seen[id] {
-			continue
-		}
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(idList))) {
 		if err := check(id); err != nil {
 			return nil, err
 		}
-		seen[id] = true
 		k := keyOf(id)
 		keys = append(keys, dynamo.Keys{k.PK, k.SK})
 	}
