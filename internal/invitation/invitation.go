@@ -217,7 +217,8 @@ func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token
 		return tenant.User{}, nil, false, errs.E(errs.Forbidden, "invitation_email_mismatch",
 			"this invitation is for another email address than your token's")
 	}
-	u = tenant.User{OrgID: orgID, UserID: id.UserID, Email: inv.Email, Name: cmp.Or(id.Name, id.UserID), Role: inv.Role, JoinedAt: now, UpdatedAt: now, Version: 1}
+	u = tenant.User{OrgID: orgID, UserID: id.UserID, Email: inv.Email, Name: cmp.Or(id.Name, id.UserID), Role: inv.Role,
+		JoinedAt: now, UpdatedAt: now, Version: 1}
 	if err := tenant.Validate(u); err != nil {
 		return tenant.User{}, nil, false, err
 	}

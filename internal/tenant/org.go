@@ -220,7 +220,8 @@ func (s *Service) UpdateOrg(ctx context.Context, p authz.Principal, loaded *Org,
 		}
 		next := prev
 		next.Name, next.Version, next.UpdatedAt = name, prev.Version+1, s.now()
-		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "org.update", "org", p.OrgID, next.UpdatedAt, audit.Diff(audit.F("name", prev.Name, next.Name)))
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "org.update", "org", p.OrgID, next.UpdatedAt,
+			audit.Diff(audit.F("name", prev.Name, next.Name)))
 		return audit.Update(ctx, s.store.UpdateOrg, prev, next, ev)
 	})
 }

@@ -152,7 +152,8 @@ func (s *Service) UpdateOrgUser(ctx context.Context, p authz.Principal, userID s
 		optional.Set(&next.Email, patch.Email)
 		optional.Set(&next.Role, patch.Role)
 		touchesOwner := prev.Role == authz.Owner || next.Role == authz.Owner
-		g, err := authz.Permit(p, authz.UserUpdate, authz.Facts{Self: self, ProfileOnly: profileOnly, OwnerRole: touchesOwner && !(self && profileOnly)})
+		g, err := authz.Permit(p, authz.UserUpdate,
+			authz.Facts{Self: self, ProfileOnly: profileOnly, OwnerRole: touchesOwner && !(self && profileOnly)})
 		if err != nil {
 			return User{}, err
 		}
