@@ -13,11 +13,9 @@ import (
 	"github.com/tenantd/tenantd/internal/ids"
 )
 
-// Deletions finds and finishes deletions that outlived their request: orgs
-// being offboarded, and teams and tickets too large for one transaction.
-// Each such item carries `deleting` and sits in the GSI3 partition
-// DELETING, with a lease (leaseOwner, leaseUntil in epoch milliseconds)
-// that one run at a time holds.
+// Deletions finds and finishes deletions that outlived their request: each
+// such item carries `deleting`, sits in GSI3's DELETING partition and has a
+// lease (leaseOwner, leaseUntil in epoch ms) that one run at a time holds.
 type Deletions struct{ *DB }
 
 var _ deletion.Storer = (*Deletions)(nil)

@@ -13,8 +13,7 @@ import (
 )
 
 // Idempotency keeps replayable responses of creating POSTs, expiring with
-// the table's TTL attribute (and ignored once expired, since TTL deletion
-// lags).
+// the TTL attribute (and ignored once expired: TTL deletion lags).
 type Idempotency struct{ *DB }
 
 var _ idempotency.Storer = (*Idempotency)(nil)
@@ -63,9 +62,8 @@ func checkRecord(r idempotency.Record) error {
 	return checkIDs(ifSet(ids.Resource, "orgId", r.OrgID), ids.User("userId", r.UserID))
 }
 
-// Begin puts the record unless an unexpired one holds the key (a
-// conditional PutItem); on a clash it returns that record from a consistent
-// read.
+// Begin puts the record unless an unexpired one holds the key; on a clash it
+// returns that record from a consistent read.
 func (s *Idempotency) Begin(ctx context.Context, r idempotency.Record) (idempotency.Record, bool, error) {
 	if err := checkRecord(r); err != nil {
 		return idempotency.Record{}, false, err

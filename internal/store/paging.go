@@ -47,11 +47,9 @@ type listing struct {
 	desc      bool
 }
 
-// query runs l for one page. It asks DynamoDB for one item more than the
-// page so that "is there a next page" is known without an empty last page,
-// and builds the next start key from the last item returned (no
-// DescribeTable, no LastEvaluatedKey guessing).
-// The caller has checked the limit (page.Request.Check).
+// query runs l for one page of limit (checked by the caller). It asks for
+// one item more, so a next page is known without an empty last page, and
+// builds the next start key from the last item returned.
 func (d *DB) query(ctx context.Context, l listing, limit int, after string) ([]dynamo.Item, string, error) {
 	pk, sk := indexKey(l.index)
 	q := d.table.Get(pk, l.partition)

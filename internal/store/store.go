@@ -44,9 +44,8 @@ type DB struct {
 
 // Options tune how the client reaches DynamoDB.
 type Options struct {
-	// Endpoint overrides the service endpoint (DynamoDB Local). When set,
-	// response checksum validation is off: DynamoDB Local omits the CRC32
-	// header on errors and the SDK would log a warning for each 4xx.
+	// Endpoint overrides the service endpoint (DynamoDB Local), without
+	// response checksums (Local omits them on errors: a warning per 4xx).
 	Endpoint string
 	// APIOptions are extra smithy middleware (metrics, operation recording).
 	APIOptions []func(*middleware.Stack) error
@@ -72,9 +71,8 @@ func Open(client *dynamodb.Client, table string) *DB {
 }
 
 // SetDeletionTiming sets how long a run of an unfinished deletion holds its
-// lease, and how long an offboarding waits after cutting the org's members
-// off before its last sweep (0 with DynamoDB Local, whose indexes never
-// lag). Call it before use.
+// lease, and an offboarding's grace before its last sweep (0 with DynamoDB
+// Local, whose indexes never lag). Call it before use.
 func (d *DB) SetDeletionTiming(lease, grace time.Duration) {
 	if lease > 0 {
 		d.lease = lease

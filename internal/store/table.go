@@ -26,9 +26,8 @@ var Schema = struct {
 	Indexes []Index
 	// TTLAttribute holds an epoch-seconds expiry on items that expire.
 	TTLAttribute string
-	// StreamView is what the table's change stream carries of each
-	// change: the new image, from which the webhook dispatcher reads the
-	// audit events.
+	// StreamView is what the change stream carries: the new image, from
+	// which the webhook dispatcher reads the audit events.
 	StreamView types.StreamViewType
 }{
 	PK: attrPK, SK: attrSK,
@@ -77,9 +76,8 @@ func streamSpec() *types.StreamSpecification {
 }
 
 // Migrate creates the table if it does not exist and waits until it is
-// ACTIVE. An existing table gets the indexes it lacks (a table created by
-// an earlier version), one UpdateTable each, as DynamoDB allows; DynamoDB
-// fills a new index from the items already there.
+// ACTIVE. A table of an earlier version gets the indexes it lacks, one
+// UpdateTable each (DynamoDB fills them), and the stream.
 func Migrate(ctx context.Context, client *dynamodb.Client, name string) error {
 	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 	var nf *types.ResourceNotFoundException

@@ -258,10 +258,8 @@ func (d *DB) audited(ev audit.Event, t *txn) *txn {
 	return t.put(key{auditPK(ev.OrgID, ev.At), auditSK(ev.ID)}, d.table.Put(toAuditItem(ev)).If(notExists), nil)
 }
 
-// teamFence adds to t the team fence of userID in teamID: their edge in
-// the team must still exist with a team role at least floor (a grant that
-// rested on it, authz.Grant). When t already touches that edge, the
-// condition is ANDed onto it.
+// teamFence adds to t the team fence of userID in teamID, whose edge a grant
+// rested on (authz.Grant): it must still exist with a role at least floor.
 func (d *DB) teamFence(t *txn, orgID, teamID, userID, floor string) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID), ids.User("userId", userID)); err != nil {
 		t.err = err
@@ -270,8 +268,7 @@ func (d *DB) teamFence(t *txn, orgID, teamID, userID, floor string) {
 	d.fenceEdge(t, memberKey(orgID, teamID, userID), floor, errTeamRoleLost, errTeamRoleLost)
 }
 
-// errTeamRoleLost: the team edge a write was authorized on is gone or has
-// a lesser role now.
+// errTeamRoleLost: the team edge a write was authorized on is gone or lesser.
 var errTeamRoleLost = errs.E(errs.Forbidden, "team_role_changed", "your role in this team no longer allows this")
 
 // fence adds to t the actor fence of userID in orgID: their edge must
