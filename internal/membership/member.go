@@ -83,12 +83,10 @@ func (s *Service) GetTeamMember(ctx context.Context, p authz.Principal, teamID, 
 }
 
 // PutTeamMember adds the user to the team with role, or changes their role;
-// created tells which happened. edge is the user's edge as the
-// authorization read found it (nil: they have none; the read always looks
-// for it, access.Target.Optional). Without If-Match the caller asked for
-// "this role, whatever it was": a concurrent PUT that created the edge,
-// changed the role or removed the edge first makes it read again and retry;
-// with If-Match, any change is a 412.
+// created tells which happened. edge is the user's edge as the authorization
+// read found it (nil: none). Without If-Match the caller asked for "this
+// role, whatever it was": a concurrent create, change or removal of the edge
+// makes it read again and retry; with If-Match, any change is a 412.
 func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, edge *Membership, role authz.Role, ifMatch ifmatch.Match) (m Membership, created bool, err error) {
 	if err := role.Check("role"); err != nil {
 		return Membership{}, false, err
@@ -98,15 +96,13 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 		return Membership{}, false, err
 	}
 	// Granting the owner role, or changing an owner's, is for team owners
-	// and org admins only (the role matrix); a team admin may manage the
-	// other members.
+	// and org admins only; a team admin may manage the other members.
 	f.TeamOwnerRole = role == authz.Owner
 	g, err := authz.Permit(p, authz.MemberWrite, f)
 	if err != nil {
 		return Membership{}, false, err
 	}
-	// The edge as read: nil when there is none (a NotFound is a read, not a
-	// failure).
+	// The edge as read: nil when there is none (NotFound is a read here).
 	read := func(ctx context.Context) (*Membership, error) {
 		m, err := s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
 		if errs.Is(err, errs.NotFound) {

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/guregu/dynamo/v2"
@@ -147,17 +148,15 @@ func (d *DB) cutoff(ctx context.Context, orgID string, lk *leaseKeeper) error {
 	if err := itr.Err(); err != nil {
 		return fmt.Errorf("offboard cutoff: %w", translate(err))
 	}
-	// In slices, renewing the lease between them: a large org's cut-off
+	// In parts, renewing the lease between them: a large org's cut-off
 	// outlasts a lease.
-	for len(keys) > 0 {
+	for part := range slices.Chunk(keys, 250) {
 		if err := lk.keep(ctx); err != nil {
 			return err
 		}
-		n := min(len(keys), 250)
-		if err := d.batchDelete(ctx, keys[:n]); err != nil {
+		if err := d.batchDelete(ctx, part); err != nil {
 			return fmt.Errorf("offboard cutoff: %w", err)
 		}
-		keys = keys[n:]
 	}
 	return d.setPhase(ctx, orgID, lk.owner, phaseContent, true)
 }

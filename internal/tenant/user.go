@@ -26,9 +26,8 @@ type User struct {
 	JoinedAt  time.Time
 	UpdatedAt time.Time
 	Version   int64
-	// AddedBy is the ID the idempotent request that added the user gave it
-	// (idempotency.Record.ResourceID), if any: a retry of that request
-	// finds the user it added instead of answering user_exists.
+	// AddedBy is the ID the idempotent request that added the user gave it,
+	// if any: a retry of that request finds the user, not user_exists.
 	AddedBy string
 }
 
@@ -43,9 +42,8 @@ type UserPatch struct {
 type NewUser struct {
 	UserID, Email, Name string
 	Role                authz.Role
-	// ResourceID, when set, is an idempotent request's ID (see
-	// idempotency.Record.ResourceID): if the user exists already and was
-	// added by it, the add happened, and the user is returned as is.
+	// ResourceID, when set, is an idempotent request's ID: if the user was
+	// added by it already, they are returned as is.
 	ResourceID string
 }
 
@@ -64,11 +62,9 @@ func Validate(u User) error {
 	return u.Role.Check("role")
 }
 
-// NormalizeEmail is the form an email is compared and claimed in.
-//
-// Only ASCII letters are folded: strings.ToLower would also turn other
-// characters into ASCII ones (the Kelvin sign U+212A into "k"), so that
-// "\u212aate@example.com" would pass for kate@example.com.
+// NormalizeEmail is the form an email is compared and claimed in. Only ASCII
+// letters are folded: strings.ToLower would also turn the Kelvin sign U+212A
+// into "k", so that "\u212aate@example.com" would pass for kate@example.com.
 func NormalizeEmail(s string) string {
 	b := []byte(strings.TrimSpace(s))
 	for i, c := range b {

@@ -37,9 +37,8 @@ func NewService(s Storer, teams TeamMembers, users Users, now clock.Clock) *Serv
 
 // NewTicket is what a caller supplies to open a ticket.
 type NewTicket struct {
-	// ID, when set, is the ticket's ID (an idempotent request's, see
-	// idempotency.Record.ResourceID); otherwise one is minted. If a ticket
-	// with it exists, the create already happened: it is returned as is.
+	// ID, when set, is the ticket's ID (an idempotent request's; otherwise
+	// one is minted): if it exists, it was created already and is returned.
 	ID                 string
 	Title, Description string
 	Priority           Priority // "" = normal
@@ -320,12 +319,10 @@ func (s *Service) DeleteTicket(ctx context.Context, p authz.Principal, ticketID 
 	return err
 }
 
-// CreateComment adds the caller's comment to a ticket (any member); its
-// transaction proves the caller's edge, as CreateTicket's does.
-//
-// commentID, when set, is the comment's ID (an idempotent request's, see
-// idempotency.Record.ResourceID); otherwise one is minted. If the comment
-// exists, it was added already: it is returned as is.
+// CreateComment adds the caller's comment to a ticket (any member), fenced
+// on the caller's edge as CreateTicket is. commentID, when set, is the
+// comment's ID (an idempotent request's; otherwise one is minted): if the
+// comment exists, it was added already and is returned as is.
 func (s *Service) CreateComment(ctx context.Context, p authz.Principal, ticketID, commentID, body string) (Comment, error) {
 	g, err := authz.Permit(p, authz.CommentCreate, authz.Facts{})
 	if err != nil {
