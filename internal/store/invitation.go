@@ -197,8 +197,7 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 			joined = append(joined, team)
 		}
 	}
-	// The user's team set holds the teams joined here, in the same
-	// transaction as their edges.
+	// The user's team set holds the teams joined here, with their edges.
 	userItem := toOrgUserItem(u)
 	userItem.AcceptedToken, userItem.TeamIDs = inv.TokenHash, joined
 	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, tenant.NormalizeEmail(inv.Email))
@@ -209,9 +208,8 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 		put(orgUserKey(u.OrgID, u.UserID), s.table.Put(userItem).If(notExists), failWith(errUserExists)).
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
-	// The inviter's grant still stands (admin+, owner for an owner): a
-	// removed or demoted admin cannot come back, as someone else, through
-	// the invitations they left.
+	// The inviter's grant still stands (admin+, owner for an owner): a removed
+	// or demoted admin cannot come back, as someone else, by their invitations.
 	floor := string(authz.Admin)
 	if inv.Role == authz.Owner {
 		floor = string(authz.Owner)

@@ -204,9 +204,8 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 		phase = phaseAudit
 	}
 	if phase == phaseAudit {
-		// Every month from the org's creation to a month past the wall
-		// clock's now: a bucket is keyed by the time of its events, which
-		// another process's clock wrote, so the range errs on the late side.
+		// Every month from the org's creation to a month past now: a bucket is
+		// keyed by its events' times, from other clocks, so err late.
 		c, now := org.CreatedAt.UTC(), time.Now().UTC()
 		for m := time.Date(c.Year(), c.Month(), 1, 0, 0, 0, 0, time.UTC); !m.After(now.AddDate(0, 1, 0)); m = m.AddDate(0, 1, 0) {
 			if err := lk.keep(ctx); err != nil {

@@ -214,9 +214,8 @@ func translate(err error) error {
 		switch api.ErrorCode() {
 		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
 			"TransactionConflictException", "InternalServerError", "ServiceUnavailable", "LimitExceededException",
-			// The table is missing or the service's credentials are refused:
-			// a fault of this deployment, not of the request. Every request
-			// fails until an operator acts (the log says which).
+			// The table is missing or the credentials are refused: a fault of
+			// the deployment, not the request, until an operator acts.
 			"ResourceNotFoundException", "UnrecognizedClientException", "AccessDeniedException", "InvalidSignatureException",
 			"ExpiredTokenException", "MissingAuthenticationTokenException", "IncompleteSignatureException":
 			return errUnavailable(err)

@@ -60,8 +60,7 @@ type teamItem struct {
 	Version     int64     `dynamo:"version"`
 	CreatedAt   time.Time `dynamo:"createdAt"`
 	UpdatedAt   time.Time `dynamo:"updatedAt"`
-	// Deleting marks a team whose deletion did not fit one transaction and
-	// is under way (see DeleteTeam); to every reader it no longer exists.
+	// Deleting marks a team whose deletion in parts is under way: gone for readers.
 	Deleting   bool   `dynamo:"deleting,omitempty"`
 	LeaseOwner string `dynamo:"leaseOwner,omitempty"` // who finishes that deletion
 }

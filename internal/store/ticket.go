@@ -59,8 +59,7 @@ type ticketItem struct {
 	Version      int64     `dynamo:"version"`
 	CreatedAt    time.Time `dynamo:"createdAt"`
 	UpdatedAt    time.Time `dynamo:"updatedAt"`
-	// Deleting marks a ticket whose deletion did not fit one transaction
-	// and is under way (see DeleteTicket); to every reader it is gone.
+	// Deleting marks a ticket whose deletion in parts is under way: gone for readers.
 	Deleting   bool   `dynamo:"deleting,omitempty"`
 	LeaseOwner string `dynamo:"leaseOwner,omitempty"`
 }

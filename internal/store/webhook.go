@@ -20,8 +20,7 @@ import (
 // at most webhook.MaxPerOrg.
 type Webhooks struct {
 	*DB
-	// MaxPending bounds each endpoint's pending deliveries (default
-	// webhook.MaxPendingPerEndpoint).
+	// MaxPending bounds each endpoint's pending deliveries (0: webhook.MaxPendingPerEndpoint).
 	MaxPending int
 }
 
