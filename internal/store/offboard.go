@@ -282,13 +282,10 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 // deleteOrgPartitions deletes every partition GSI1 lists under the org, a
 // few at a time, renewing the lease between them.
 func (d *DB) deleteOrgPartitions(ctx context.Context, orgID string, lk *leaseKeeper) error {
-	parts := make(chan string)
 	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(1 + offboardWorkers) // the listing and the partitions it hands out
 	g.Go(func() error {
-		defer close(parts)
-		var owned struct {
-			PK string `dynamo:"pk"`
-		}
+		var owned deletionItem
 		seen := map[string]bool{}
 		itr := d.table.Get("gsi1pk", orgPK(orgID)).Index(gsi1).Project(attrPK).Iter()
 		for itr.Next(gctx, &owned) {
@@ -299,29 +296,21 @@ func (d *DB) deleteOrgPartitions(ctx context.Context, orgID string, lk *leaseKee
 			if err := lk.keep(gctx); err != nil {
 				return err
 			}
-			select {
-			case parts <- owned.PK:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
+			// A few partitions at a time: each is a Query for its keys and then
+			// BatchWriteItem deletes, so the work is bound by round trips, not CPU.
+			pk := owned.PK
+			g.Go(func() error {
+				if err := d.deletePartition(gctx, pk); err != nil {
+					return fmt.Errorf("offboard: %w", err)
+				}
+				return nil
+			})
 		}
 		if err := itr.Err(); err != nil {
 			return fmt.Errorf("offboard: list partitions: %w", translate(err))
 		}
 		return nil
 	})
-	// A few partitions at a time: each is a Query for its keys and then
-	// BatchWriteItem deletes, so the work is bound by round trips, not CPU.
-	for range offboardWorkers {
-		g.Go(func() error {
-			for pk := range parts {
-				if err := d.deletePartition(gctx, pk); err != nil {
-					return fmt.Errorf("offboard: %w", err)
-				}
-			}
-			return nil
-		})
-	}
 	return g.Wait()
 }
 
