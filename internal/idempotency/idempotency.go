@@ -8,6 +8,7 @@
 package idempotency
 
 import (
+	"cmp"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -193,16 +194,13 @@ func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprin
 		go func() { _ = k.release(ctx, rec) }()
 		return rec, nil, err
 	}
-	if started {
-		return rec, nil, nil
-	}
 	switch {
+	case started:
+		return rec, nil, nil
 	case existing.Fingerprint != rec.Fingerprint:
 		return rec, nil, errReused
 	case !existing.Done && (existing.Released || existing.CreatedAt.Before(t.Add(-k.stale))):
-		if existing.ResourceID != "" {
-			rec.ResourceID = existing.ResourceID
-		}
+		rec.ResourceID = cmp.Or(existing.ResourceID, rec.ResourceID)
 		if err := k.store.TakeOver(ctx, rec, existing.Owner); err != nil {
 			if errs.Is(err, errs.Conflict) {
 				return rec, nil, errInProgress
