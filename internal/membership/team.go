@@ -57,7 +57,7 @@ type Storer interface {
 	// GetTeam returns NotFound if the team does not exist.
 	GetTeam(ctx context.Context, orgID, teamID string) (Team, error)
 	// GetTeamWithMembers reads the team and up to limit members in one
-	// Query (AP4). Returns NotFound if the team does not exist.
+	// Query (AP4). Returns NotFound.
 	GetTeamWithMembers(ctx context.Context, orgID, teamID string, limit int) (Team, []Membership, error)
 	// ListTeams pages through an org's teams, oldest first.
 	ListTeams(ctx context.Context, orgID string, p page.Request) (page.Result[Team], error)
@@ -70,13 +70,11 @@ type Storer interface {
 	// PreconditionFailed (version, when ifVersion > 0).
 	DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64, ev audit.Event) error
 
-	// GetTeamMember reads one edge with a consistent GetItem (AP3). Returns
-	// NotFound if the user is not a member of the team.
+	// GetTeamMember reads one edge consistently (AP3). Returns NotFound.
 	GetTeamMember(ctx context.Context, orgID, teamID, userID string) (Membership, error)
 	// ListTeamMembers pages through a team's members (AP1).
 	ListTeamMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[Membership], error)
-	// ListUserTeams pages through a user's teams in one org (AP2), without
-	// team names.
+	// ListUserTeams pages through a user's teams in one org (AP2), unnamed.
 	ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[Membership], error)
 	// BatchGetTeams reads many teams of one org; absent ones are left out.
 	BatchGetTeams(ctx context.Context, orgID string, teamIDs []string) (map[string]Team, error)

@@ -60,8 +60,7 @@ type Storer interface {
 	// UpdateOrg replaces the org's mutable fields if its version is still
 	// prev.Version. Returns NotFound or PreconditionFailed.
 	UpdateOrg(ctx context.Context, prev, next Org, ev audit.Event) error
-	// ListOrgs pages through the orgs userID belongs to, without their
-	// names (OrgMembership.Name is empty).
+	// ListOrgs pages through the orgs userID belongs to, without their names.
 	ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[OrgMembership], error)
 	// BatchGetOrgs reads many orgs; absent ones are left out.
 	BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]Org, error)
@@ -70,8 +69,7 @@ type Storer interface {
 	GetOrgUser(ctx context.Context, orgID, userID string) (User, error)
 	// ListOrgUsers pages through an org's users, ordered by user ID.
 	ListOrgUsers(ctx context.Context, orgID string, p page.Request) (page.Result[User], error)
-	// BatchGetOrgUsers reads many of an org's users (BatchGetItem, 100 keys
-	// a call); users not in the org are left out.
+	// BatchGetOrgUsers reads many of an org's users; absent ones are left out.
 	BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]User, error)
 	// AddOrgUser writes the user and their email claim atomically. Returns
 	// NotFound (the org), Conflict (user_exists, email_taken).
@@ -97,8 +95,7 @@ type Storer interface {
 	CutOff(ctx context.Context, orgID, owner string) error
 	// ReleaseOffboarding gives up owner's lease on the offboarding.
 	ReleaseOffboarding(ctx context.Context, orgID, owner string) error
-	// GetOffboarding reads an org's offboarding. Returns NotFound
-	// (offboarding_not_found) if the org is not being offboarded.
+	// GetOffboarding reads an org's offboarding. Returns NotFound if there is none.
 	GetOffboarding(ctx context.Context, orgID string) (deletion.Job, error)
 }
 

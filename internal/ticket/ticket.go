@@ -113,8 +113,8 @@ var ErrUnservedFilter = errs.InvalidParams("unserved_filter",
 
 // Storer is what the ticket service needs from persistence. Every write
 // takes the audit event of the change, written in the same transaction. A
-// listing under a parent does not tell a missing parent from an empty one:
-// the caller has read the parent (see Service).
+// ticket being deleted is NotFound. A listing under a parent does not tell a
+// missing parent from an empty one: the caller has read it (see Service).
 type Storer interface {
 	// CreateTicket writes the ticket if its requester (and assignee and
 	// team, when set) exist in the org. Returns NotFound (user_not_found)
@@ -140,18 +140,14 @@ type Storer interface {
 	// ListTeamTickets pages through a team's tickets newest first within
 	// each status, or only those with status.
 	ListTeamTickets(ctx context.Context, orgID, teamID string, status Status, p page.Request) (page.Result[Ticket], error)
-	// ListAssignedTickets pages through tickets assigned to a user, newest
-	// first.
+	// ListAssignedTickets pages through a user's assigned tickets, newest first.
 	ListAssignedTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[Ticket], error)
-	// ListUserTickets pages through tickets a user requested, newest
-	// first.
+	// ListUserTickets pages through a user's requested tickets, newest first.
 	ListUserTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[Ticket], error)
 	// CreateComment writes the comment and increments commentCount
-	// atomically. Returns NotFound if the ticket does not exist (or is
-	// being deleted).
+	// atomically. Returns NotFound if the ticket does not exist.
 	CreateComment(ctx context.Context, c Comment, ev audit.Event) error
-	// GetComment returns NotFound (comment_not_found) if the comment does
-	// not exist.
+	// GetComment returns NotFound (comment_not_found) if there is none.
 	GetComment(ctx context.Context, orgID, ticketID, commentID string) (Comment, error)
 	// ListComments pages through a ticket's comments, oldest first.
 	ListComments(ctx context.Context, orgID, ticketID string, p page.Request) (page.Result[Comment], error)
