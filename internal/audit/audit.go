@@ -22,15 +22,10 @@ type Event struct {
 	OrgID   string
 	ID      string // ULID: time-ordered
 	ActorID string
-	// ActorFloor is the lowest org role with which the actor would still
-	// be allowed the change ("" when the actor acted from outside the org:
-	// creating it, accepting an invitation). The store fences the write on
-	// it: the change commits only while the actor's membership still exists
-	// with at least that role. Not stored.
-	ActorFloor string
-	// ActorTeamID and ActorTeamFloor, when set, fence the write on the
-	// actor's edge in that team too: it must still exist with at least
-	// that team role (authz.Grant). Not stored.
+	// ActorFloor, ActorTeamID and ActorTeamFloor are the actor's Floor,
+	// TeamID and TeamFloor, on which the store fences the write (not
+	// stored).
+	ActorFloor                  string
 	ActorTeamID, ActorTeamFloor string
 	Action                      string // e.g. "ticket.update"
 	TargetType                  string // "org", "user", "team", "member", "ticket", "comment", "invitation"
@@ -50,8 +45,7 @@ type Change struct {
 	After  any    `json:"after,omitempty"`
 }
 
-// Diff lists the fields whose values differ, in the order given. Pairs are
-// (field, before, after).
+// Diff lists the fields whose values differ, in the order given.
 func Diff(fields ...Field) []Change {
 	var out []Change
 	for _, f := range fields {
@@ -97,17 +91,16 @@ func MarshalChanges(cs []Change) string {
 	return string(b)
 }
 
-// Actor is who makes a change, and on what authority.
+// Actor is who makes a change, and on what authority: Floor is the lowest
+// org role with which they would still be allowed it ("" for a user acting
+// from outside the org: creating it, accepting an invitation); TeamID and
+// TeamFloor the team edge the grant rested on, if any (authz.Grant). The
+// change commits only while the actor's edges still have those roles.
 type Actor struct {
 	OrgID, UserID string
-	// Floor is the lowest org role with which the actor would still be
-	// allowed the change (authz.Grant.Floor); "" for a user acting from
-	// outside the org (creating it, accepting an invitation).
-	Floor authz.Role
-	// TeamID and TeamFloor: the team edge the grant rested on, if any
-	// (authz.Grant).
-	TeamID    string
-	TeamFloor authz.Role
+	Floor         authz.Role
+	TeamID        string
+	TeamFloor     authz.Role
 }
 
 // By is p making a change that g allowed.
@@ -120,11 +113,9 @@ func By(p authz.Principal, g authz.Grant) Actor {
 func Outsider(orgID, userID string) Actor { return Actor{OrgID: orgID, UserID: userID} }
 
 // NewEvent is the one constructor of events: the change action (e.g.
-// "ticket.update") that actor made to the target of targetType and
-// targetID at time at, with its changes, an ID of gen for at (so events
-// sort by time), and the ids of the request making it (which ctx carries:
-// see WithRequestID). Every write of a store takes its event as an
-// argument.
+// "ticket.update") that actor made to the target at time at, with its
+// changes, an ID of gen for at (so events sort by time), and the ids of the
+// request making it (which ctx carries: see WithRequestID).
 func NewEvent(ctx context.Context, gen *ids.Generator, actor Actor, action, targetType, targetID string, at time.Time, changes []Change) Event {
 	return Event{OrgID: actor.OrgID, ID: gen.NewAt(at), ActorID: actor.UserID, ActorFloor: string(actor.Floor),
 		ActorTeamID: actor.TeamID, ActorTeamFloor: string(actor.TeamFloor), Action: action,
@@ -133,9 +124,8 @@ func NewEvent(ctx context.Context, gen *ids.Generator, actor Actor, action, targ
 }
 
 // Update is the tail every update shares: a change that records no
-// difference (a PATCH that changes nothing) writes nothing and returns
-// prev at its version, with no event; any other is written by write, which
-// returns next or write's error.
+// difference writes nothing and returns prev; any other is written by
+// write, returning next.
 func Update[T any](ctx context.Context, write func(context.Context, T, T, Event) error, prev, next T, ev Event) (T, error) {
 	if len(ev.Changes) == 0 {
 		return prev, nil
@@ -196,8 +186,7 @@ type Query struct {
 // the transaction of the change it records).
 type Storer interface {
 	// ListAuditEvents returns one page of events newest first. A page may
-	// hold fewer events than the limit (it never spans two time buckets);
-	// keep following Next until it is empty.
+	// hold fewer events than the limit: follow Next until it is empty.
 	ListAuditEvents(ctx context.Context, q Query) (page.Result[Event], error)
 	// OrgCreatedAt is when the org was created. Returns NotFound.
 	OrgCreatedAt(ctx context.Context, orgID string) (time.Time, error)

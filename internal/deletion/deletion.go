@@ -1,12 +1,10 @@
 // Package deletion finishes deletions that do not fit one request: an org
 // being offboarded, a team with more members or a ticket with more comments
 // than one DynamoDB transaction holds. Such a deletion is first marked on
-// its item (from then on the item is gone for every reader, and nothing new
-// can be written under it); the request that marked it then does the rest.
-// If that request's process dies, the Worker of any replica finishes the
-// job: it finds unfinished deletions in the table, takes a lease on one with
-// a conditional write (never a lock in memory, so several replicas are
-// safe), and runs it to the end, renewing the lease as it goes.
+// its item (gone for every reader from then on); the request that marked it
+// does the rest, and if its process dies, the Worker of any replica finishes
+// the job under a lease taken with a conditional write (never a lock in
+// memory, so several replicas are safe), renewed as it goes.
 package deletion
 
 import (
@@ -19,7 +17,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 )
 
@@ -74,11 +71,11 @@ type Options struct {
 	// Poll is how often the worker looks for unfinished deletions whose
 	// lease has expired (default 15 s, jittered).
 	Poll time.Duration
-	// Batch bounds the jobs read per poll (default 25).
-	Batch int
-	Now   clock.Clock
-	Log   *slog.Logger
+	Log  *slog.Logger
 }
+
+// pollBatch bounds the jobs the worker reads per poll.
+const pollBatch = 25
 
 // Worker finishes deletions: the ones this process started (Go) and the
 // ones a dead process left behind (Run).
@@ -95,10 +92,6 @@ func NewWorker(s Storer, o Options) *Worker {
 	if o.Poll <= 0 {
 		o.Poll = 15 * time.Second
 	}
-	if o.Batch <= 0 {
-		o.Batch = 25
-	}
-	o.Now = clock.Or(o.Now)
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
@@ -148,7 +141,7 @@ func (w *Worker) Run(ctx context.Context) {
 // RunOnce takes over and finishes every listed deletion whose lease is free
 // or expired. It returns how many it finished.
 func (w *Worker) RunOnce(ctx context.Context) int {
-	jobs, err := w.store.ListJobs(ctx, w.o.Batch)
+	jobs, err := w.store.ListJobs(ctx, pollBatch)
 	if err != nil {
 		w.o.Log.Warn("deletion worker: list", "err", err)
 		return 0
@@ -158,7 +151,7 @@ func (w *Worker) RunOnce(ctx context.Context) int {
 		if ctx.Err() != nil || w.ctx.Err() != nil {
 			break
 		}
-		now := w.o.Now()
+		now := time.Now() // leases are wall-clock times, like the store's
 		if j.LeaseOwner != "" && now.Before(j.LeaseUntil) {
 			continue
 		}

@@ -1,10 +1,8 @@
 // Package errs defines the few kinds of failure tenantd distinguishes and the
-// error value that carries them from the store, through the domain services,
-// to the single HTTP error handler that turns them into problem+json.
-//
-// A kind decides the HTTP status; a code is the stable, machine-readable
-// reason clients switch on ("email_taken", "version_mismatch"); the message
-// is for humans and never contains key strings or internals.
+// error value that carries them from the store to the one handler that makes
+// them problem+json: a kind decides the HTTP status; a code is the stable
+// reason clients switch on ("email_taken"); the message is for humans and
+// never holds key strings or internals.
 package errs
 
 import (

@@ -8,6 +8,7 @@
 package idempotency
 
 import (
+	"cmp"
 	"context"
 	"crypto/aes"
 	"crypto/cipher"
@@ -15,6 +16,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/tenantd/tenantd/internal/clock"
@@ -36,20 +38,18 @@ const MaxKeyLen = 255
 // Record is a request seen under one key, and once done, its response.
 type Record struct {
 	OrgID, UserID, Key string
-	// Role is the caller's org role (when OrgID is set): the record is
-	// written only while the caller still belongs to the org with it, as
-	// every write of a member is (the actor fence).
+	// Role is the caller's org role (when OrgID is set): like every write of
+	// a member, the record is written only while the caller still has it.
 	Role        string
 	Fingerprint string // hash of method, route, path and body
 	Owner       string // random per attempt: recognizes our own write when its response was lost
 	// ResourceID is the ID the request gives what it creates (a ticket, a
-	// team...). It is minted with the record and kept by every later
-	// attempt under the key, so that a retry after an outcome the server
-	// could not know (a timeout, a lost answer, a crash) meets what the
-	// first attempt created instead of creating it a second time.
+	// team...), kept by every later attempt under the key: a retry after an
+	// outcome the server could not know (a timeout, a crash) meets what the
+	// first attempt created instead of creating it again.
 	ResourceID string
 	// Released marks an attempt that ended in a server error: the key is
-	// open to a retry at once (with the same ResourceID).
+	// open to a retry at once.
 	Released    bool
 	Done        bool
 	Status      int
@@ -63,35 +63,33 @@ type Record struct {
 // Storer keeps records.
 type Storer interface {
 	// Begin stores r unless an unexpired record exists for its key; then it
-	// returns that record (its Owner included) and started=false. Returns
-	// NotFound (org_not_found) if the caller no longer belongs to the org
-	// with r.Role.
+	// returns that record and started=false. Returns NotFound
+	// (org_not_found) if the caller no longer belongs to the org with r.Role.
 	Begin(ctx context.Context, r Record) (existing Record, started bool, err error)
-	// TakeOver replaces the unfinished record of r's key whose owner is
-	// prevOwner with r. Returns Conflict if the record is no longer that
-	// (another attempt took it over, or it finished), NotFound as Begin.
+	// TakeOver replaces with r the unfinished record of r's key whose owner
+	// is prevOwner. Returns Conflict if it is no longer that (taken over,
+	// finished), NotFound as Begin.
 	TakeOver(ctx context.Context, r Record, prevOwner string) error
-	// Complete stores the response of a begun record, only if the begun
-	// record is still there (an offboarding may have deleted it).
+	// Complete stores the response of a begun record, only if it is still
+	// there (an offboarding may have deleted it).
 	Complete(ctx context.Context, r Record) error
-	// Release marks a begun, unfinished record as open to a retry (after a
-	// server error), keeping it and its ResourceID.
+	// Release marks a begun, unfinished record open to a retry.
 	Release(ctx context.Context, r Record) error
 }
 
-// StaleAfter is how long an unfinished attempt holds its key: a retry
-// meanwhile gets 409; after it, a retry takes over from an attempt that
-// died (a crash) without answering.
+// StaleAfter is how long an unfinished attempt holds its key by default: a
+// retry meanwhile gets 409; after it, a retry takes over from an attempt
+// that died (a crash) without answering.
 const StaleAfter = time.Minute
+
+// ttl is how long a response is replayable.
+const ttl = 24 * time.Hour
 
 // Options tune the middleware.
 type Options struct {
-	TTL time.Duration // how long a response is replayable (default 24 h)
-	// StaleAfter is how long an unfinished attempt holds its key (default
-	// the StaleAfter constant). Set it to the longest a request can run
-	// (its timeout) and a little more: an attempt older than that cannot
-	// still be running, so a retry after an outage that also kept the
-	// attempt from releasing its key waits that long, not a minute.
+	// StaleAfter is how long an unfinished attempt holds its key: the
+	// longest a request can run and a little more, as an attempt older than
+	// that cannot still be running.
 	StaleAfter time.Duration
 	Now        clock.Clock
 }
@@ -103,20 +101,21 @@ var (
 	errUnreadable = errs.E(errs.Conflict, "idempotency_unreadable", "the response kept for this Idempotency-Key cannot be replayed; use a new key")
 )
 
-// bodyKey is the AES-256 key a record's response is sealed with: derived
-// from the caller and their Idempotency-Key, which the table never holds
-// (its key is another hash of them), so reading the table is not enough to
-// read a kept response.
-func bodyKey(r Record) []byte {
-	h := sha256.Sum256([]byte("tenantd/idempotency/body/v1\x00" + r.UserID + "\x00" + r.Key))
-	return h[:]
+// bodyCipher seals a record's response under an AES-256 key derived from
+// the caller and their Idempotency-Key, which the table never holds:
+// reading the table is not enough to read a kept response.
+func bodyCipher(r Record) cipher.AEAD {
+	key := sha256.Sum256([]byte("tenantd/idempotency/body/v1\x00" + r.UserID + "\x00" + r.Key))
+	b, _ := aes.NewCipher(key[:]) // 32 bytes: never fails
+	gcm, _ := cipher.NewGCM(b)
+	return gcm
 }
 
 func seal(r Record, plain []byte) []byte {
 	if len(plain) == 0 {
 		return nil
 	}
-	gcm := newGCM(bodyKey(r))
+	gcm := bodyCipher(r)
 	nonce := make([]byte, gcm.NonceSize())
 	_, _ = rand.Read(nonce)
 	return gcm.Seal(nonce, nonce, plain, []byte(r.Fingerprint))
@@ -126,7 +125,7 @@ func open(r Record, sealed []byte) ([]byte, error) {
 	if len(sealed) == 0 {
 		return nil, nil
 	}
-	gcm := newGCM(bodyKey(r))
+	gcm := bodyCipher(r)
 	n := gcm.NonceSize()
 	if len(sealed) < n {
 		return nil, errUnreadable
@@ -134,50 +133,29 @@ func open(r Record, sealed []byte) ([]byte, error) {
 	return gcm.Open(nil, sealed[:n], sealed[n:], []byte(r.Fingerprint))
 }
 
-func newGCM(key []byte) cipher.AEAD {
-	b, _ := aes.NewCipher(key) // 32 bytes: never fails
-	gcm, _ := cipher.NewGCM(b)
-	return gcm
-}
-
-func validKey(k string) bool {
-	if len(k) == 0 || len(k) > MaxKeyLen {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x21 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
-// Keeper runs the protocol on a Storer: Begin before the request, then
-// Complete with its response or Abandon. It knows nothing of HTTP: the
-// HTTP layer adapts it.
+// Keeper runs the protocol on a Storer: Begin before the request, Finish
+// with its response. It knows nothing of HTTP: the HTTP layer adapts it.
 type Keeper struct {
 	store Storer
-	ttl   time.Duration
 	stale time.Duration
 	now   clock.Clock
 	ids   *ids.Generator
 }
 
-// NewKeeper returns a Keeper; o.TTL defaults to 24 hours.
+// NewKeeper returns a Keeper.
 func NewKeeper(s Storer, o Options) *Keeper {
-	if o.TTL == 0 {
-		o.TTL = 24 * time.Hour
-	}
 	if o.StaleAfter <= 0 {
 		o.StaleAfter = StaleAfter
 	}
 	now := clock.Or(o.Now)
-	return &Keeper{store: s, ttl: o.TTL, stale: o.StaleAfter, now: now, ids: ids.NewGenerator(now)}
+	return &Keeper{store: s, stale: o.StaleAfter, now: now, ids: ids.NewGenerator(now)}
 }
 
-// CheckKey returns the one valid key among a request's header values.
+// CheckKey returns the one valid key among a request's header values: 1 to
+// MaxKeyLen printable ASCII characters.
 func CheckKey(values []string) (string, error) {
-	if len(values) != 1 || !validKey(values[0]) {
+	if len(values) != 1 || len(values[0]) == 0 || len(values[0]) > MaxKeyLen ||
+		strings.ContainsFunc(values[0], func(r rune) bool { return r < 0x21 || r > 0x7e }) {
 		return "", errKeyInvalid
 	}
 	return values[0], nil
@@ -195,45 +173,34 @@ func Fingerprint(body []byte, parts ...string) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// Begin records that the request identified by (orgID, userID, key) with
-// fingerprint starts, for a caller with role in orgID ("" outside an org).
-// When it returns kept == nil, the request is to run, giving what it
-// creates rec.ResourceID, and rec is to be finished. Otherwise kept is the
-// finished response to replay, with its body opened. Errors: the key was
-// used with another request (422), an earlier attempt still runs (409).
-//
-// An attempt that ended in a server error, or that has run for longer than
-// StaleAfter (it died), is taken over: the new attempt keeps its
-// ResourceID, so what the old one may have created is found, not doubled.
+// Begin records that the request (orgID, userID, key) with fingerprint
+// starts, for a caller with role in orgID ("" outside an org). With kept ==
+// nil, the request is to run, giving what it creates rec.ResourceID, and rec
+// is to be finished; otherwise kept is the response to replay. Errors: the
+// key was used with another request (422), an earlier attempt still runs
+// (409). An attempt that ended in a server error, or ran longer than
+// StaleAfter (it died), is taken over, keeping its ResourceID.
 func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprint string) (rec Record, kept *Record, err error) {
 	t := k.now()
 	owner := make([]byte, 16)
 	_, _ = rand.Read(owner)
 	rec = Record{OrgID: orgID, UserID: userID, Role: role, Key: key, Fingerprint: fingerprint,
-		Owner: hex.EncodeToString(owner), ResourceID: k.ids.NewAt(t), CreatedAt: t, ExpiresAt: t.Add(k.ttl)}
+		Owner: hex.EncodeToString(owner), ResourceID: k.ids.NewAt(t), CreatedAt: t, ExpiresAt: t.Add(ttl)}
 	existing, started, err := k.store.Begin(ctx, rec)
 	if err != nil {
-		// The record's write may have landed though its answer did not (a
-		// client gone, a timeout): release it, so the retry need not wait
-		// StaleAfter. The release is ours only (owner), so it is harmless
-		// when nothing landed.
-		go func() {
-			bctx, cancel := bookkeeping(ctx)
-			defer cancel()
-			_ = k.store.Release(bctx, rec)
-		}()
+		// The record's write may have landed though its answer did not:
+		// release it (ours only: harmless when nothing landed), so the
+		// retry need not wait StaleAfter.
+		go func() { _ = k.release(ctx, rec) }()
 		return rec, nil, err
 	}
-	if started {
-		return rec, nil, nil
-	}
 	switch {
+	case started:
+		return rec, nil, nil
 	case existing.Fingerprint != rec.Fingerprint:
 		return rec, nil, errReused
 	case !existing.Done && (existing.Released || existing.CreatedAt.Before(t.Add(-k.stale))):
-		if existing.ResourceID != "" {
-			rec.ResourceID = existing.ResourceID
-		}
+		rec.ResourceID = cmp.Or(existing.ResourceID, rec.ResourceID)
 		if err := k.store.TakeOver(ctx, rec, existing.Owner); err != nil {
 			if errs.Is(err, errs.Conflict) {
 				return rec, nil, errInProgress
@@ -254,26 +221,16 @@ func (k *Keeper) Begin(ctx context.Context, orgID, userID, role, key, fingerprin
 
 // Finish ends a begun request with its response: a 5xx, 429 or 499
 // (nothing durable happened, or it cannot be told) releases the key for a
-// retry,
-// which keeps the ResourceID;
-// anything else is kept, its body sealed with a key only the client's
-// Idempotency-Key gives (it may hold a secret, such as an invitation's
-// token), never in clear. It uses a context of its own that outlives a
-// cancelled request but is bounded, so a hung database cannot hold the
-// answer; when the request itself ran out of time, the release happens in
-// the background.
+// retry (in the background when the request ran out of time); anything else
+// is kept, its body sealed with a key only the client's Idempotency-Key
+// gives (it may hold a secret, an invitation's token), never in clear.
 func (k *Keeper) Finish(ctx context.Context, rec Record, status int, contentType, etag string, body []byte) error {
 	if status >= 500 || status == http.StatusTooManyRequests || status == StatusClientClosedRequest {
-		abandon := func() error {
-			bctx, cancel := bookkeeping(ctx)
-			defer cancel()
-			return k.store.Release(bctx, rec)
-		}
 		if ctx.Err() != nil {
-			go func() { _ = abandon() }()
+			go func() { _ = k.release(ctx, rec) }()
 			return nil
 		}
-		return abandon()
+		return k.release(ctx, rec)
 	}
 	rec.Done, rec.Status, rec.ContentType, rec.ETag = true, status, contentType, etag
 	rec.Body = seal(rec, body)
@@ -282,9 +239,15 @@ func (k *Keeper) Finish(ctx context.Context, rec Record, status int, contentType
 	return k.store.Complete(bctx, rec)
 }
 
+// release opens rec's key to a retry, in a bookkeeping context.
+func (k *Keeper) release(ctx context.Context, rec Record) error {
+	bctx, cancel := bookkeeping(ctx)
+	defer cancel()
+	return k.store.Release(bctx, rec)
+}
+
 // bookkeeping is the context of the record's last write: it outlives a
-// cancelled request (the response is already written) but is bounded, so a
-// hung database cannot hold the request open.
+// cancelled request but is bounded, so a hung database cannot hold it open.
 func bookkeeping(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 }

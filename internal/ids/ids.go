@@ -7,6 +7,7 @@ package ids
 import (
 	"crypto/rand"
 	"io"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,11 +37,7 @@ func NewGenerator(now func() time.Time) *Generator {
 }
 
 // New returns a fresh ULID string.
-func (g *Generator) New() string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return ulid.MustNew(ulid.Timestamp(g.now()), g.entropy).String()
-}
+func (g *Generator) New() string { return g.NewAt(g.now()) }
 
 // NewAt returns a fresh ULID whose time part is t, so an ID minted for an
 // event sorts by the time the event records.
@@ -57,29 +54,21 @@ func ValidResource(s string) bool {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		if !isCrockford(s[i]) {
+		if strings.IndexByte(crockford, s[i]) < 0 {
 			return false
 		}
 	}
 	return s[0] <= '7' // larger first characters overflow 128 bits
 }
 
-func isCrockford(c byte) bool {
-	switch {
-	case c >= '0' && c <= '9':
-		return true
-	case c >= 'A' && c <= 'Z':
-		return c != 'I' && c != 'L' && c != 'O' && c != 'U'
-	}
-	return false
-}
+// crockford is Crockford's base32 alphabet, upper case.
+const crockford = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 
 // ValidUser reports whether s is an acceptable user ID: 1-128 characters of
-// [A-Za-z0-9._~:@|+=-], not all of them dots. Anything else (the '#'
-// delimiter, '%', whitespace, control or non-ASCII characters that could
-// look alike) is refused, and so are IDs made only of dots: "." and ".."
-// are dot segments that URL clients remove (RFC 3986 5.2.4, curl, WHATWG
-// URL), so /users/.. could never name such a user.
+// [A-Za-z0-9._~:@|+=-] (no '#' delimiter, '%', whitespace, control or
+// look-alike non-ASCII characters), not all of them dots: "." and ".." are
+// dot segments that URL clients remove (RFC 3986 5.2.4), so /users/.. could
+// never name such a user.
 func ValidUser(s string) bool {
 	if len(s) == 0 || len(s) > MaxUserIDLen {
 		return false

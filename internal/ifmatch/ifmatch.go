@@ -55,8 +55,8 @@ func (m Match) Check(current int64) error {
 	return nil
 }
 
-// Pin is the version a write should condition on, having checked Holds
-// on current: current when the caller asked for one, 0 when not.
+// Pin is the version a write conditions on, having checked current: current
+// when the caller named versions, 0 when not.
 func (m Match) Pin(current int64) int64 {
 	if m.set && !m.any {
 		return current
@@ -78,13 +78,12 @@ func (m Match) Single() (int64, bool) {
 const attempts = 12
 
 // Retry runs an optimistic read-modify-write: write tries the change on
-// prev, the target as read, and fails with errs.PreconditionFailed when the
-// target changed before its conditional write. loaded is the target as the
-// authorization read loaded it (nil when it did not: then read reads it). A caller who set If-Match (m)
-// gets write's answer as it is; one who did not asked for the change
-// whatever the version, so a write that met a concurrent change reads again
-// and tries again after a short jittered pause, and after attempts ends
-// with ErrBusy.
+// prev, the target as read (loaded, as the authorization read loaded it;
+// when nil, read reads it), and fails with errs.PreconditionFailed when the
+// target changed before its conditional write. With If-Match (m) that is
+// the answer; without, the caller asked for the change whatever the
+// version, so Retry reads and tries again after a short jittered pause, and
+// ends with ErrBusy after attempts.
 func Retry[T, R any](ctx context.Context, m Match, loaded *T, read func(context.Context) (T, error), write func(prev T) (R, error)) (R, error) {
 	var zero R
 	for attempt := 1; ; attempt++ {

@@ -4,6 +4,7 @@
 package invitation
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -116,9 +117,8 @@ func NewService(s Storer, anyEmail bool, now clock.Clock) *Service {
 
 // CreateInvitation invites in.Email (admin+; an owner to invite an owner)
 // and returns the invitation, its one-time token and the ID of the pending
-// invitation for the same email it replaced, if any: its token no longer
-// works, which the caller is told (a retry without an Idempotency-Key
-// replaces the first attempt's invitation, never silently).
+// invitation for the same email it replaced, if any, whose token no longer
+// works: the caller is told, never silently.
 func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in New) (inv Invitation, token, replaced string, err error) {
 	g, err := authz.Permit(p, authz.InvitationManage, authz.Facts{OwnerRole: in.Role == authz.Owner})
 	if err != nil {
@@ -130,16 +130,14 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 	if err := in.Role.Check("role"); err != nil {
 		return Invitation{}, "", "", err
 	}
-	if in.ExpiresInDays == 0 {
-		in.ExpiresInDays = DefaultDays
-	}
+	in.ExpiresInDays = cmp.Or(in.ExpiresInDays, DefaultDays)
 	if in.ExpiresInDays < 1 || in.ExpiresInDays > MaxDays {
 		return Invitation{}, "", "", errs.InvalidField("expiresInDays", "invalid_expiry", "must be between 1 and %d", MaxDays)
 	}
 	if len(in.TeamIDs) > MaxTeams {
 		return Invitation{}, "", "", errs.InvalidField("teamIds", "too_many_teams", "at most %d teams", MaxTeams)
 	}
-	var teams []string
+	var teams []string // without repeats, in order
 	for _, t := range in.TeamIDs {
 		if !slices.Contains(teams, t) {
 			teams = append(teams, t)
@@ -150,8 +148,8 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 		return Invitation{}, "", "", err
 	}
 	// Whole seconds, as the TTL attribute stores the expiry: the lifetime
-	// is then exactly the days asked for. (The audit event keeps the
-	// precise time, which orders it among the others.)
+	// is then exactly the days asked for (the audit event keeps the precise
+	// time, which orders it among the others).
 	at := s.now()
 	now := at.Truncate(time.Second)
 	inv = Invitation{OrgID: p.OrgID, ID: s.ids.New(), Email: in.Email, Role: in.Role, TeamIDs: teams, InvitedBy: p.UserID,
@@ -191,9 +189,8 @@ func (s *Service) RevokeInvitation(ctx context.Context, p authz.Principal, invit
 
 // AcceptInvitation adds the caller to the invitation's org and teams. Any
 // failure to match the token (unknown, expired, revoked, replaced, used by
-// someone else) is the same 404. It is idempotent for the user who
-// accepted: their retry (its answer lost, say) finds the invitation used
-// and answers their membership as it is now, with again set.
+// someone else) is the same 404. A retry by the user who accepted finds the
+// invitation used and answers their membership as it is now, with again set.
 func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token string) (u tenant.User, teams []string, again bool, err error) {
 	orgID, invID, err := parseToken(token)
 	if err != nil {
@@ -220,11 +217,8 @@ func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token
 		return tenant.User{}, nil, false, errs.E(errs.Forbidden, "invitation_email_mismatch",
 			"this invitation is for another email address than your token's")
 	}
-	name := id.Name
-	if name == "" {
-		name = id.UserID
-	}
-	u = tenant.User{OrgID: orgID, UserID: id.UserID, Email: inv.Email, Name: name, Role: inv.Role, JoinedAt: now, UpdatedAt: now, Version: 1}
+	u = tenant.User{OrgID: orgID, UserID: id.UserID, Email: inv.Email, Name: cmp.Or(id.Name, id.UserID), Role: inv.Role,
+		JoinedAt: now, UpdatedAt: now, Version: 1}
 	if err := tenant.Validate(u); err != nil {
 		return tenant.User{}, nil, false, err
 	}

@@ -35,11 +35,8 @@ func (s *Service) ListTeamMembers(ctx context.Context, p authz.Principal, teamID
 		return page.Result[Membership]{}, err
 	}
 	r, err := s.store.ListTeamMembers(ctx, p.OrgID, teamID, pr)
-	if err != nil {
-		return page.Result[Membership]{}, err
-	}
-	if len(r.Items) == 0 || !withUsers {
-		return r, nil
+	if err != nil || len(r.Items) == 0 || !withUsers {
+		return r, err
 	}
 	users, err := s.users.BatchGetOrgUsers(ctx, p.OrgID, page.Keys(r.Items, func(m Membership) string { return m.UserID }))
 	if err != nil {
@@ -60,11 +57,8 @@ func (s *Service) ListUserTeams(ctx context.Context, p authz.Principal, userID s
 		return page.Result[Membership]{}, err
 	}
 	r, err := s.store.ListUserTeams(ctx, p.OrgID, userID, pr)
-	if err != nil {
-		return page.Result[Membership]{}, err
-	}
-	if len(r.Items) == 0 || !withNames {
-		return r, nil
+	if err != nil || len(r.Items) == 0 || !withNames {
+		return r, err
 	}
 	teams, err := s.store.BatchGetTeams(ctx, p.OrgID, page.Keys(r.Items, func(m Membership) string { return m.TeamID }))
 	if err != nil {
@@ -89,12 +83,10 @@ func (s *Service) GetTeamMember(ctx context.Context, p authz.Principal, teamID, 
 }
 
 // PutTeamMember adds the user to the team with role, or changes their role;
-// created tells which happened. edge is the user's edge as the
-// authorization read found it (nil: they have none; the read always looks
-// for it, access.Target.Optional). Without If-Match the caller asked for
-// "this role, whatever it was": a concurrent PUT that created the edge,
-// changed the role or removed the edge first makes it read again and retry;
-// with If-Match, any change is a 412.
+// created tells which happened. edge is the user's edge as the authorization
+// read found it (nil: none). Without If-Match the caller asked for "this
+// role, whatever it was": a concurrent create, change or removal of the edge
+// makes it read again and retry; with If-Match, any change is a 412.
 func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, userID string, edge *Membership, role authz.Role, ifMatch ifmatch.Match) (m Membership, created bool, err error) {
 	if err := role.Check("role"); err != nil {
 		return Membership{}, false, err
@@ -104,15 +96,13 @@ func (s *Service) PutTeamMember(ctx context.Context, p authz.Principal, teamID, 
 		return Membership{}, false, err
 	}
 	// Granting the owner role, or changing an owner's, is for team owners
-	// and org admins only (the role matrix); a team admin may manage the
-	// other members.
+	// and org admins only; a team admin may manage the other members.
 	f.TeamOwnerRole = role == authz.Owner
 	g, err := authz.Permit(p, authz.MemberWrite, f)
 	if err != nil {
 		return Membership{}, false, err
 	}
-	// The edge as read: nil when there is none (a NotFound is a read, not a
-	// failure).
+	// The edge as read: nil when there is none (NotFound is a read here).
 	read := func(ctx context.Context) (*Membership, error) {
 		m, err := s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
 		if errs.Is(err, errs.NotFound) {
@@ -168,9 +158,7 @@ func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamI
 	if err != nil {
 		return err
 	}
-	read := func(ctx context.Context) (Membership, error) {
-		return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
-	}
+	read := func(ctx context.Context) (Membership, error) { return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID) }
 	_, err = ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Membership) (struct{}, error) {
 		g, err := ownerGrant(p, f, g, prev.Role == authz.Owner)
 		if err != nil {

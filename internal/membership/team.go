@@ -1,10 +1,8 @@
 // Package membership holds an org's teams (team.go) and their member edges
-// (member.go): the many-to-many between an org's users and its teams,
-// modelled as adjacency-list edges that carry the member's team role (seed
+// (member.go), adjacency-list edges that carry the member's team role (seed
 // 000), and the Service both APIs call. A user's membership of the org
-// itself, with their org role, is their OrgUser edge (tenant.User); the
-// membership check every request makes, the O(1) read of that edge, is
-// package access.
+// itself is their OrgUser edge (tenant.User), whose O(1) read every request
+// makes is package access.
 package membership
 
 import (
@@ -48,17 +46,18 @@ const (
 const MaxTeamsPerUser = 1000
 
 // Storer is what the team service needs from persistence. Every write takes
-// the audit event of the change, written in the same transaction.
+// the audit event of the change, written in the same transaction. A team
+// being deleted is NotFound. A listing under a parent does not tell a
+// missing parent from an empty one: the caller has read the parent.
 type Storer interface {
 	// CreateTeam writes the team (memberCount and ownerCount 1) and its
-	// creator's owner edge atomically. Returns Conflict (code
-	// not_org_member) if the creator is not a user of the org.
+	// creator's owner edge atomically. Returns Conflict (not_org_member) if
+	// the creator is not a user of the org.
 	CreateTeam(ctx context.Context, t Team, owner Membership, ev audit.Event) error
-	// GetTeam returns NotFound if the team does not exist (or is being
-	// deleted).
+	// GetTeam returns NotFound if the team does not exist.
 	GetTeam(ctx context.Context, orgID, teamID string) (Team, error)
 	// GetTeamWithMembers reads the team and up to limit members in one
-	// Query (AP4). Returns NotFound if the team does not exist.
+	// Query (AP4). Returns NotFound.
 	GetTeamWithMembers(ctx context.Context, orgID, teamID string, limit int) (Team, []Membership, error)
 	// ListTeams pages through an org's teams, oldest first.
 	ListTeams(ctx context.Context, orgID string, p page.Request) (page.Result[Team], error)
@@ -71,22 +70,17 @@ type Storer interface {
 	// PreconditionFailed (version, when ifVersion > 0).
 	DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64, ev audit.Event) error
 
-	// GetTeamMember reads one edge with a consistent GetItem (AP3). Returns
-	// NotFound if the user is not a member of the team.
+	// GetTeamMember reads one edge consistently (AP3). Returns NotFound.
 	GetTeamMember(ctx context.Context, orgID, teamID, userID string) (Membership, error)
-	// ListTeamMembers pages through a team's members (AP1). Like every
-	// listing under a parent, it does not tell a missing parent from an
-	// empty one: the caller has read the parent (see Service).
+	// ListTeamMembers pages through a team's members (AP1).
 	ListTeamMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[Membership], error)
-	// ListUserTeams pages through a user's teams in one org (AP2), without
-	// team names.
+	// ListUserTeams pages through a user's teams in one org (AP2), unnamed.
 	ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[Membership], error)
 	// BatchGetTeams reads many teams of one org; absent ones are left out.
 	BatchGetTeams(ctx context.Context, orgID string, teamIDs []string) (map[string]Team, error)
 	// AddTeamMember writes a new edge and increments the team's
 	// memberCount (and ownerCount for an owner). Returns NotFound
-	// (team_not_found, also for a team being deleted) or Conflict
-	// (not_org_member, already_member).
+	// (team_not_found) or Conflict (not_org_member, already_member).
 	AddTeamMember(ctx context.Context, m Membership, ev audit.Event) error
 	// UpdateTeamMember changes an edge's role if prev.Version is current,
 	// and the team's ownerCount when owner is gained or lost. Returns
@@ -138,10 +132,9 @@ func validateTeam(t Team) error {
 }
 
 // authorizeTeam decides a team-scoped action and returns the facts it used
-// and the grant. The caller's team role is needed only when the org role
-// does not settle it already: then it is the principal's, when the
-// authorization read found it, else their team edge is read (one
-// consistent GetItem, AP3).
+// and the grant. The caller's team role, needed only when the org role does
+// not settle it, is the principal's when the authorization read found it,
+// else their team edge is read (one consistent GetItem, AP3).
 func (s *Service) authorizeTeam(ctx context.Context, p authz.Principal, a authz.Action, teamID string) (authz.Facts, authz.Grant, error) {
 	f := authz.Facts{TeamID: teamID}
 	switch {
@@ -161,10 +154,9 @@ func (s *Service) authorizeTeam(ctx context.Context, p authz.Principal, a authz.
 	return f, g, err
 }
 
-// CreateTeam creates a team whose owner is the caller (org admin+).
-// teamID, when set, is the team's ID (an idempotent request's, see
-// idempotency.Record.ResourceID); otherwise one is minted. If the team
-// exists, it was created already: it is returned as is.
+// CreateTeam creates a team whose owner is the caller (org admin+). teamID,
+// when set, is the team's ID (an idempotent request's; otherwise one is
+// minted): if the team exists, it was created already and is returned.
 func (s *Service) CreateTeam(ctx context.Context, p authz.Principal, teamID, name, description string) (Team, error) {
 	g, err := authz.Permit(p, authz.TeamCreate, authz.Facts{})
 	if err != nil {

@@ -57,12 +57,9 @@ func (cs Cursors) Decode(org, listing, cursor string) (string, error) {
 	if !ok || !hmac.Equal([]byte(sig), []byte(cs.mac(payload))) {
 		return "", ErrBadCursor
 	}
-	b, err := base64.RawURLEncoding.DecodeString(payload)
-	if err != nil {
-		return "", ErrBadCursor
-	}
 	var c cursorBody
-	if err := json.Unmarshal(b, &c); err != nil {
+	b, err := base64.RawURLEncoding.DecodeString(payload)
+	if err != nil || json.Unmarshal(b, &c) != nil {
 		return "", ErrBadCursor
 	}
 	if c.Org != org || c.Listing != listing || cs.Now().Unix() > c.Expires || c.Key == "" {

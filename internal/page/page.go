@@ -1,11 +1,14 @@
-// Package page carries pagination between the HTTP layer and the store.
-//
-// The store speaks in opaque start keys (its own encoding of DynamoDB's
-// LastEvaluatedKey); the HTTP layer wraps them in signed cursors bound to the
-// tenant and the listing. Neither the domain nor clients ever see key strings.
+// Package page carries pagination between the HTTP layer and the store: the
+// store speaks in opaque start keys, which the API layers wrap in signed
+// cursors bound to the tenant and the listing (Cursors), so neither the
+// domain nor clients ever see key strings.
 package page
 
-import "github.com/tenantd/tenantd/internal/errs"
+import (
+	"cmp"
+
+	"github.com/tenantd/tenantd/internal/errs"
+)
 
 // Limits of a page size.
 const (
@@ -32,9 +35,7 @@ type Result[T any] struct {
 
 // Check validates the limit, applying DefaultLimit when it is zero.
 func (r Request) Check() (Request, error) {
-	if r.Limit == 0 {
-		r.Limit = DefaultLimit
-	}
+	r.Limit = cmp.Or(r.Limit, DefaultLimit)
 	if r.Limit < 1 || r.Limit > MaxLimit {
 		return r, errs.InvalidParam("limit", "invalid_limit", "must be between 1 and %d", MaxLimit)
 	}

@@ -107,11 +107,7 @@ func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result
 		}
 	}
 	out := page.Result[audit.Event]{Items: []audit.Event{}}
-	for queries := 0; ; queries++ {
-		if queries == maxAuditQueries { // bound the work of one request
-			out.Next = encodeAuditCursor(cur)
-			return out, nil
-		}
+	for range maxAuditQueries { // bound the work of one request
 		pk := auditBucketPK(q.OrgID, cur.Bucket)
 		want := p.Limit - len(out.Items)
 		qq := s.table.Get(attrPK, pk).Range(attrSK, dynamo.Between, lo, hi).Order(dynamo.Descending).Limit(want + 1)
@@ -126,9 +122,7 @@ func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result
 			return none, fmt.Errorf("list audit events: %w", translate(err))
 		}
 		more := len(items) > want
-		if more {
-			items = items[:want]
-		}
+		items = items[:min(len(items), want)]
 		for _, it := range items {
 			out.Items = append(out.Items, fromAuditItem(it))
 			out.After = append(out.After, encodeAuditCursor(auditCursor{Bucket: cur.Bucket, After: it.SK}))
@@ -143,10 +137,11 @@ func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result
 		}
 		cur = auditCursor{Bucket: prev}
 		if len(out.Items) == p.Limit {
-			out.Next = encodeAuditCursor(cur)
-			return out, nil
+			break
 		}
 	}
+	out.Next = encodeAuditCursor(cur)
+	return out, nil
 }
 
 // maxAuditQueries bounds the buckets one request reads (13 months covers
@@ -183,7 +178,7 @@ func decodeAuditCursor(s, minBucket, maxBucket string) (auditCursor, error) {
 		return c, errCursor
 	}
 	if c.After != "" {
-		id, ok := trimPrefix(c.After, prefixEvent)
+		id, ok := strings.CutPrefix(c.After, prefixEvent)
 		if !ok || !ids.ValidResource(id) {
 			return c, errCursor
 		}

@@ -8,59 +8,66 @@ import (
 	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/deletion"
 )
 
 // A cascade is the delete of a parent item whose children share its
 // partition (a team and its membership edges, a ticket and its comments),
-// such that no child outlives its parent (docs/data-model.md, section 4a,
-// rule 3). The parent keeps the count of its children (count), which
-// every child write changes in its own transaction:
-//
-//   - A small parent is deleted in one transaction with all its children,
-//     conditioned on the count read with them (a consistent read of the
-//     partition): a child added or removed since fails it, and the delete
-//     reads again.
-//   - A parent too large for one transaction, or one that kept changing
-//     (singleTxAttempts), is first marked deleting under a lease, with the
-//     audit event: from then on it is gone for readers and no child can
-//     commit under it (child writes condition on liveItem). Its children
-//     then go in transactions that each decrement the count and renew the
-//     lease, and the parent item last. A crash in between leaves a marked
-//     parent that the deletion worker finishes once the lease expires
-//     (finishCascade, FinishDeletion).
-type cascade[C any] struct {
+// such that no child outlives its parent (docs/data-model.md, section 4a).
+// The parent keeps the count of its children, which every child write
+// changes in its own transaction. A small parent goes in one transaction
+// with its children, conditioned on the count read with them: a child added
+// or removed since fails it, and the delete reads again. A parent too large
+// for one transaction, or one that kept changing, is first marked deleting
+// under a lease (gone for readers; no child commits under it), then its
+// children go in parts that decrement the count, the parent last; the
+// deletion worker finishes a marked parent whose run died.
+type cascade struct {
 	what       string // "team", "ticket": names the operations
-	key        key    // the parent's #METADATA item
+	key        key    // the parent's #METADATA item; its partition holds the children
 	deletionSK string // its GSI3 sort key in the DELETING partition, while marked
 	count      string // the parent's count of its children
+	child      string // the children's entity type
 	notFound   error
-	// perChild is how many transaction items dropping one child takes.
-	perChild int
-	// read is the consistent read of the partition: the parent (nil when
-	// it does not exist) and its children.
-	read func(ctx context.Context) (*cascadeParent, []C, error)
+	perChild   int // how many transaction items dropping one child takes
 	// drop adds to t the delete of child c and what goes with it.
-	drop func(t *txn, c C)
+	drop func(t *txn, c deletionItem)
 	// counts adds to the parent's update for a part the changes of its
 	// counts beyond count (a team's ownerCount); nil when there are none.
-	counts func(u *dynamo.Update, part []C) *dynamo.Update
+	counts func(u *dynamo.Update, part []deletionItem) *dynamo.Update
 }
 
-// cascadeParent is what a cascade reads of the parent.
-type cascadeParent struct {
-	Version    int64
-	Deleting   bool
-	LeaseOwner string
+// read is a consistent read of c's partition, from the base table: after a
+// write that fences new children, it sees every child that committed
+// before. The parent is nil when it does not exist.
+func (c cascade) read(ctx context.Context, d *DB) (*deletionItem, []deletionItem, error) {
+	var items []deletionItem
+	err := d.table.Get(attrPK, c.key.PK).Consistent(true).
+		Project(attrPK, attrSK, "type", "userId", "role", "version", "deleting", "leaseOwner").All(ctx, &items)
+	if err != nil {
+		return nil, nil, translate(err)
+	}
+	var parent *deletionItem
+	var children []deletionItem
+	for i, it := range items {
+		switch {
+		case it.SK == c.key.SK:
+			parent = &items[i]
+		case it.Type == c.child:
+			children = append(children, it)
+		}
+	}
+	return parent, children, nil
 }
 
 // deleteCascade deletes c's parent (at version ifVersion when > 0) and its
 // children, with the audit event ev. Returns c.notFound if the parent does
 // not exist or is being deleted already, PreconditionFailed on a version
 // mismatch, Unavailable (busy) if it never stopped changing.
-func deleteCascade[C any](ctx context.Context, d *DB, c cascade[C], ifVersion int64, ev audit.Event) error {
+func deleteCascade(ctx context.Context, d *DB, c cascade, ifVersion int64, ev audit.Event) error {
 	k := c.key
 	for attempt := range maxDeleteAttempts {
-		parent, children, err := c.read(ctx)
+		parent, children, err := c.read(ctx, d)
 		if err != nil {
 			return fmt.Errorf("delete %s: %w", c.what, err)
 		}
@@ -72,8 +79,7 @@ func deleteCascade[C any](ctx context.Context, d *DB, c cascade[C], ifVersion in
 		}
 		const fixed = 3 // the parent, the audit event, the actor fence
 		if attempt < singleTxAttempts && len(children)*c.perChild+fixed <= maxTxItems {
-			t := d.newTx().delete(k, d.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
-				If(liveAtVersion+" AND $ = ?", parent.Version, c.count, len(children)), retryOn)
+			t := d.newTx().delete(k, d.deleteAt(k).If(liveAtVersion+" AND $ = ?", parent.Version, c.count, len(children)), retryOn)
 			for _, child := range children {
 				c.drop(t, child)
 			}
@@ -84,9 +90,9 @@ func deleteCascade[C any](ctx context.Context, d *DB, c cascade[C], ifVersion in
 			return err
 		}
 		// Too large for one transaction: mark it, then delete in parts.
-		owner := newLeaseOwner()
+		owner := deletion.NewOwner()
 		now := time.Now()
-		t := d.newTx().update(k, d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
+		t := d.newTx().update(k, d.updateAt(k).
 			Set("deleting", true).Set("gsi3pk", deletionsPK).Set("gsi3sk", c.deletionSK).
 			Set("deletingSince", now).Set("leaseOwner", owner).Set("leaseUntil", now.Add(d.lease).UnixMilli()).
 			If(liveAtVersion, parent.Version), retryOn)
@@ -105,10 +111,10 @@ func deleteCascade[C any](ctx context.Context, d *DB, c cascade[C], ifVersion in
 // finishCascade deletes c's parent, marked deleting, under owner's lease:
 // its children in parts that each decrement the counts (and renew the
 // lease), the parent item last, once no child is left.
-func finishCascade[C any](ctx context.Context, d *DB, c cascade[C], owner string) error {
+func finishCascade(ctx context.Context, d *DB, c cascade, owner string) error {
 	k := c.key
 	for attempts := 0; ; {
-		parent, children, err := c.read(ctx)
+		parent, children, err := c.read(ctx, d)
 		if err != nil {
 			return fmt.Errorf("finish %s deletion: %w", c.what, err)
 		}
@@ -122,13 +128,11 @@ func finishCascade[C any](ctx context.Context, d *DB, c cascade[C], owner string
 			return errLeaseLost
 		}
 		t := d.newTx()
-		if len(children) == 0 {
-			// No child is left (a consistent read, and no child can commit
-			// under a parent being deleted): the parent goes last.
-			t.delete(k, d.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
+		if len(children) == 0 { // and none can commit under a parent being deleted
+			t.delete(k, d.deleteAt(k).If("deleting = ? AND leaseOwner = ?", true, owner), retryOn)
 		} else {
 			part := children[:min(len(children), (maxTxItems-1)/c.perChild)]
-			u := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add(c.count, -len(part))
+			u := d.updateAt(k).Add(c.count, -len(part))
 			if c.counts != nil {
 				u = c.counts(u, part)
 			}

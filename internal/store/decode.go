@@ -8,16 +8,13 @@ import (
 	"github.com/guregu/dynamo/v2"
 )
 
-// The items every hot read decodes by the page (member edges: AP1, AP2,
-// AP3; tickets: every ticket listing) decode by hand instead of by
-// guregu/dynamo's reflection, which cost AP1 about 150 allocations and 8%
-// of the store's CPU on a page of 25 (BenchmarkStoreVsRaw). guregu calls
-// UnmarshalDynamoItem in place of its own decoder. The hand decoder reads
-// the shapes the store writes (S, N, BOOL, an L of S, RFC 3339 times);
-// an item with anything else in it (a set, a time as a number, an attribute
-// of an unexpected type) is handed to guregu's reflection decoder whole, so
-// the result, or the error, is always guregu's. TestHandDecoders holds each
-// to that decoder on items with every field set, zero, and odd.
+// The items every hot read decodes by the page (member edges, tickets) decode
+// by hand instead of by guregu/dynamo's reflection, which cost AP1 about 150
+// allocations and 8% of the store's CPU on a page of 25 (BenchmarkStoreVsRaw).
+// The hand decoder reads the shapes the store writes (S, N, BOOL, an L of S,
+// RFC 3339 times); an item with anything else in it is handed to guregu's
+// decoder whole, so the result, or the error, is always guregu's
+// (TestHandDecoders holds them to it).
 
 var (
 	_ dynamo.ItemUnmarshaler = (*memberItem)(nil)
@@ -70,77 +67,64 @@ type attrs struct {
 	odd  bool
 }
 
-func (d *attrs) s(name string) string {
-	switch v := d.item[name].(type) {
+// get returns the attribute name if it has the shape V, ok false when it is
+// absent or NULL, or of another shape (then the item is odd).
+func get[V types.AttributeValue](d *attrs, name string) (v V, ok bool) {
+	switch a := d.item[name].(type) {
 	case nil, *types.AttributeValueMemberNULL:
-		return ""
-	case *types.AttributeValueMemberS:
-		return v.Value
+	case V:
+		return a, true
 	default:
 		d.odd = true
-		return ""
 	}
+	return v, false
+}
+
+func (d *attrs) s(name string) string {
+	if v, ok := get[*types.AttributeValueMemberS](d, name); ok {
+		return v.Value
+	}
+	return ""
 }
 
 func (d *attrs) n(name string) int64 {
-	switch v := d.item[name].(type) {
-	case nil, *types.AttributeValueMemberNULL:
-		return 0
-	case *types.AttributeValueMemberN:
-		n, err := strconv.ParseInt(v.Value, 10, 64)
-		if err != nil {
-			d.odd = true
-		}
-		return n
-	default:
-		d.odd = true
+	v, ok := get[*types.AttributeValueMemberN](d, name)
+	if !ok {
 		return 0
 	}
+	n, err := strconv.ParseInt(v.Value, 10, 64)
+	if err != nil {
+		d.odd = true
+	}
+	return n
 }
 
 func (d *attrs) b(name string) bool {
-	switch v := d.item[name].(type) {
-	case nil, *types.AttributeValueMemberNULL:
-		return false
-	case *types.AttributeValueMemberBOOL:
-		return v.Value
-	default:
-		d.odd = true
-		return false
-	}
+	v, ok := get[*types.AttributeValueMemberBOOL](d, name)
+	return ok && v.Value
 }
 
 func (d *attrs) t(name string) time.Time {
 	var t time.Time
-	switch v := d.item[name].(type) {
-	case nil, *types.AttributeValueMemberNULL:
-	case *types.AttributeValueMemberS:
-		if err := t.UnmarshalText([]byte(v.Value)); err != nil {
-			d.odd = true
-		}
-	default:
+	if v, ok := get[*types.AttributeValueMemberS](d, name); ok && t.UnmarshalText([]byte(v.Value)) != nil {
 		d.odd = true
 	}
 	return t
 }
 
 func (d *attrs) list(name string) []string {
-	switch v := d.item[name].(type) {
-	case nil, *types.AttributeValueMemberNULL:
-		return nil
-	case *types.AttributeValueMemberL:
-		out := make([]string, len(v.Value))
-		for i, e := range v.Value {
-			s, ok := e.(*types.AttributeValueMemberS)
-			if !ok {
-				d.odd = true
-				return nil
-			}
-			out[i] = s.Value
-		}
-		return out
-	default:
-		d.odd = true
+	v, ok := get[*types.AttributeValueMemberL](d, name)
+	if !ok {
 		return nil
 	}
+	out := make([]string, len(v.Value))
+	for i, e := range v.Value {
+		s, ok := e.(*types.AttributeValueMemberS)
+		if !ok {
+			d.odd = true
+			return nil
+		}
+		out[i] = s.Value
+	}
+	return out
 }

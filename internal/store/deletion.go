@@ -6,17 +6,16 @@ import (
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/deletion"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 )
 
-// Deletions finds and finishes deletions that outlived their request: orgs
-// being offboarded, and teams and tickets too large for one transaction.
-// Each such item carries `deleting` and sits in the GSI3 partition
-// DELETING, with a lease (leaseOwner, leaseUntil in epoch milliseconds)
-// that one run at a time holds.
+// Deletions finds and finishes deletions that outlived their request: each
+// such item carries `deleting`, sits in GSI3's DELETING partition and has a
+// lease (leaseOwner, leaseUntil in epoch ms) that one run at a time holds.
 type Deletions struct{ *DB }
 
 var _ deletion.Storer = (*Deletions)(nil)
@@ -27,24 +26,28 @@ const (
 	// may take it over; a run renews it long before.
 	DefaultDeletionLease = 30 * time.Second
 	// DefaultDeletionGrace is how long an offboarding waits, after cutting
-	// the org's members off, before its last sweep of GSI1: an index entry
-	// of an item written just before the cut-off may lag (on AWS, GSIs are
-	// eventually consistent; DynamoDB Local's are not).
+	// the org's members off, before its last sweep of GSI1, whose entry of
+	// an item written just before the cut-off may lag (on AWS, not Local).
 	DefaultDeletionGrace = 10 * time.Second
 )
 
 var errLeaseLost = errs.E(errs.Conflict, "lease_lost", "another run took over this deletion")
 
-func newLeaseOwner() string { return deletion.NewOwner() }
-
-// jobItem is what the DELETING partition holds, whatever the entity.
-type jobItem struct {
+// deletionItem is what the deletions read of any item: a job in the
+// DELETING partition (whatever the entity), a cascade's parent and
+// children, a departing user's teams and edges.
+type deletionItem struct {
 	PK         string    `dynamo:"pk"`
 	SK         string    `dynamo:"sk"`
 	Type       string    `dynamo:"type"`
 	OrgID      string    `dynamo:"orgId"`
 	TeamID     string    `dynamo:"teamId"`
 	TicketID   string    `dynamo:"ticketId"`
+	UserID     string    `dynamo:"userId"`
+	Role       string    `dynamo:"role"`
+	OwnerCount int       `dynamo:"ownerCount"`
+	Version    int64     `dynamo:"version"`
+	Deleting   bool      `dynamo:"deleting"`
 	Since      time.Time `dynamo:"deletingSince"`
 	By         string    `dynamo:"offboardBy"`
 	Phase      string    `dynamo:"offboardPhase"`
@@ -52,7 +55,10 @@ type jobItem struct {
 	LeaseUntil int64     `dynamo:"leaseUntil"`
 }
 
-func (it jobItem) job() (deletion.Job, bool) {
+func (it deletionItem) key() key { return key{it.PK, it.SK} }
+
+// job is the deletion the item records, if it is an org, team or ticket.
+func (it deletionItem) job() (deletion.Job, bool) {
 	j := deletion.Job{OrgID: it.OrgID, Since: it.Since, By: it.By, Phase: it.Phase, LeaseOwner: it.LeaseOwner}
 	if it.LeaseUntil > 0 {
 		j.LeaseUntil = time.UnixMilli(it.LeaseUntil)
@@ -86,7 +92,7 @@ func jobKey(j deletion.Job) (key, error) {
 // ListJobs reads the DELETING partition of GSI3 (the only cross-tenant
 // read the service makes, and only this worker makes it).
 func (s *Deletions) ListJobs(ctx context.Context, limit int) ([]deletion.Job, error) {
-	var items []jobItem
+	var items []deletionItem
 	err := s.table.Get("gsi3pk", deletionsPK).Index(gsi3).Limit(limit).All(ctx, &items)
 	if err != nil {
 		return nil, fmt.Errorf("list deletions: %w", translate(err))
@@ -106,16 +112,12 @@ func (s *Deletions) Acquire(ctx context.Context, j deletion.Job, owner string, n
 	if err != nil {
 		return false, err
 	}
-	err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
+	err = s.updateAt(k).Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
 		If("deleting = ? AND (attribute_not_exists(leaseUntil) OR leaseUntil < ?)", true, now.UnixMilli()).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return false, nil
+	if err = condErr(err, errLeaseLost, "acquire deletion"); err == errLeaseLost {
+		return false, nil // another run holds it, or it is done
 	}
-	if err != nil {
-		return false, fmt.Errorf("acquire deletion: %w", translate(err))
-	}
-	return true, nil
+	return err == nil, err
 }
 
 // Finish runs j to its end under owner's lease.
@@ -139,30 +141,15 @@ func (s *Deletions) Release(ctx context.Context, j deletion.Job, owner string) e
 	if err != nil {
 		return err
 	}
-	err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Remove("leaseOwner", "leaseUntil").
-		If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return nil // not ours any more, or done: nothing to release
-	}
-	if err != nil {
-		return fmt.Errorf("release deletion: %w", translate(err))
-	}
-	return nil
+	err = s.updateAt(k).Remove("leaseOwner", "leaseUntil").If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
+	return condErr(err, nil, "release deletion") // failed: not ours any more, or done, so nothing to release
 }
 
-// renewLease extends owner's lease on the item at k, failing with
-// errLeaseLost if owner no longer holds it.
-func (d *DB) renewLease(ctx context.Context, k key, owner string) error {
-	err := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("leaseUntil", time.Now().Add(d.lease).UnixMilli()).
-		If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return errLeaseLost
-	}
-	if err != nil {
-		return fmt.Errorf("renew deletion lease: %w", translate(err))
-	}
-	return nil
+// underLease runs u, an update of an item whose deletion owner leases, only
+// while owner holds the lease, and renews it: errLeaseLost otherwise.
+func (d *DB) underLease(ctx context.Context, u *dynamo.Update, owner, op string) error {
+	err := u.Set("leaseUntil", time.Now().Add(d.lease).UnixMilli()).If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
+	return condErr(err, errLeaseLost, op)
 }
 
 // leaseKeeper renews a lease when a third of it has passed since the last
@@ -178,7 +165,8 @@ func (l *leaseKeeper) keep(ctx context.Context) error {
 	if time.Since(l.last) < l.d.lease/3 {
 		return nil
 	}
-	if err := l.d.renewLease(ctx, l.k, l.owner); err != nil {
+	u := l.d.updateAt(l.k)
+	if err := l.d.underLease(ctx, u, l.owner, "renew deletion lease"); err != nil {
 		return err
 	}
 	l.last = time.Now()

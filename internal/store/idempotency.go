@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"time"
 
 	"github.com/guregu/dynamo/v2"
@@ -15,8 +13,7 @@ import (
 )
 
 // Idempotency keeps replayable responses of creating POSTs, expiring with
-// the table's TTL attribute (and ignored once expired, since TTL deletion
-// lags).
+// the TTL attribute (and ignored once expired: TTL deletion lags).
 type Idempotency struct{ *DB }
 
 var _ idempotency.Storer = (*Idempotency)(nil)
@@ -62,17 +59,11 @@ func fromIdempotencyItem(it idempotencyItem, r idempotency.Record) idempotency.R
 }
 
 func checkRecord(r idempotency.Record) error {
-	if r.OrgID != "" {
-		if err := checkIDs(ids.Resource("orgId", r.OrgID)); err != nil {
-			return err
-		}
-	}
-	return checkIDs(ids.User("userId", r.UserID))
+	return checkIDs(ifSet(ids.Resource, "orgId", r.OrgID), ids.User("userId", r.UserID))
 }
 
-// Begin puts the record unless an unexpired one holds the key (a
-// conditional PutItem); on a clash it returns that record from a consistent
-// read.
+// Begin puts the record unless an unexpired one holds the key; on a clash it
+// returns that record from a consistent read.
 func (s *Idempotency) Begin(ctx context.Context, r idempotency.Record) (idempotency.Record, bool, error) {
 	if err := checkRecord(r); err != nil {
 		return idempotency.Record{}, false, err
@@ -85,13 +76,12 @@ func (s *Idempotency) Begin(ctx context.Context, r idempotency.Record) (idempote
 	if err != errRecordTaken {
 		return idempotency.Record{}, false, err
 	}
-	var cur idempotencyItem
-	err = s.table.Get(attrPK, it.PK).Range(attrSK, dynamo.Equal, it.SK).Consistent(true).One(ctx, &cur)
-	if errors.Is(err, dynamo.ErrNotFound) { // deleted in between (expired): the caller may retry
-		return s.Begin(ctx, r)
-	}
+	cur, err := getItem[idempotencyItem](ctx, s.DB, key{it.PK, it.SK}, true, nil, "read idempotent request")
 	if err != nil {
-		return idempotency.Record{}, false, fmt.Errorf("read idempotent request: %w", translate(err))
+		return idempotency.Record{}, false, err
+	}
+	if cur.PK == "" { // deleted in between (expired): the caller may retry
+		return s.Begin(ctx, r)
 	}
 	if !cur.Done && cur.Owner == r.Owner {
 		// Our own put committed but its response was lost and the SDK
@@ -110,8 +100,12 @@ func (s *Idempotency) TakeOver(ctx context.Context, r idempotency.Record, prevOw
 	return s.putRecord(ctx, r, put, "take over idempotent request")
 }
 
-// errRecordTaken is putRecord's answer when the put's condition failed.
-var errRecordTaken = errs.E(errs.Conflict, "idempotency_taken", "the idempotency key is held by another attempt")
+// The answers of a record's conditional writes whose condition failed:
+// putRecord's (Begin, TakeOver) and Complete's.
+var (
+	errRecordTaken = errs.E(errs.Conflict, "idempotency_taken", "the idempotency key is held by another attempt")
+	errRecordGone  = errs.E(errs.Conflict, "idempotency_record_gone", "the idempotency record is gone or was taken over")
+)
 
 // putRecord runs a conditional put of a record. Under an org, the record is
 // a write of a member like any other: fenced on their edge, so none lands
@@ -122,14 +116,7 @@ func (s *Idempotency) putRecord(ctx context.Context, r idempotency.Record, put *
 		s.fence(t, r.OrgID, r.UserID, string(authz.Member))
 		return t.run(ctx, op)
 	}
-	err := put.Run(ctx)
-	if failed, _ := condFailed(err); failed || dynamo.IsCondCheckFailed(err) {
-		return errRecordTaken
-	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, translate(err))
-	}
-	return nil
+	return condErr(put.Run(ctx), errRecordTaken, op)
 }
 
 // Complete stores the response in the record Begin wrote, if it is still
@@ -139,13 +126,7 @@ func (s *Idempotency) Complete(ctx context.Context, r idempotency.Record) error 
 		return err
 	}
 	err := s.table.Put(toIdempotencyItem(r)).If("attribute_exists(pk) AND $ = ?", "owner", r.Owner).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return errs.E(errs.Conflict, "idempotency_record_gone", "the idempotency record is gone or was taken over")
-	}
-	if err != nil {
-		return fmt.Errorf("complete idempotent request: %w", translate(err))
-	}
-	return nil
+	return condErr(err, errRecordGone, "complete idempotent request")
 }
 
 // Release opens an unfinished record of ours to a retry.
@@ -154,13 +135,6 @@ func (s *Idempotency) Release(ctx context.Context, r idempotency.Record) error {
 		return err
 	}
 	k := idempotencyKey(r.OrgID, r.UserID, r.Key)
-	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("released", true).
-		If("done = ? AND $ = ?", false, "owner", r.Owner).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return nil // finished, taken over, or deleted by an offboarding
-	}
-	if err != nil {
-		return fmt.Errorf("release idempotent request: %w", translate(err))
-	}
-	return nil
+	err := s.updateAt(k).Set("released", true).If("done = ? AND $ = ?", false, "owner", r.Owner).Run(ctx)
+	return condErr(err, nil, "release idempotent request") // failed: finished, taken over, or deleted by an offboarding
 }

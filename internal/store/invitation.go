@@ -2,11 +2,9 @@ package store
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"time"
-
-	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
@@ -87,19 +85,17 @@ func checkInvitation(inv invitation.Invitation) error {
 }
 
 // CreateInvitation writes the invitation and points its email at it, in one
-// transaction that also removes the invitation it replaces (whose ID it
-// returns), checks no user of the org has the email, and checks the org
-// and teams exist.
+// transaction that removes the invitation it replaces (whose ID it returns)
+// and checks that no user of the org has the email and the org and teams exist.
 func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invitation, ev audit.Event) (replaced string, err error) {
 	if err := checkInvitation(inv); err != nil {
 		return "", err
 	}
 	email := tenant.NormalizeEmail(inv.Email)
 	ek := invitationEmailKey(inv.OrgID, email)
-	var old invitationEmailItem
-	err = s.table.Get(attrPK, ek.PK).Range(attrSK, dynamo.Equal, ek.SK).Consistent(true).One(ctx, &old)
-	if err != nil && !errors.Is(err, dynamo.ErrNotFound) {
-		return "", fmt.Errorf("create invitation: %w", translate(err))
+	old, err := getItem[invitationEmailItem](ctx, s.DB, ek, true, nil, "create invitation") // none: a zero item
+	if err != nil {
+		return "", err
 	}
 	t := s.newTx().put(invitationKey(inv.OrgID, inv.ID), s.table.Put(toInvitationItem(inv)).If(notExists),
 		failWith(errs.E(errs.Conflict, "invitation_exists", "invitation ID already taken")))
@@ -110,10 +106,10 @@ func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invit
 	} else {
 		t.put(ek, s.table.Put(ptr).If("invitationId = ?", old.InvitationID), failWith(errInvitationRace))
 		ok := invitationKey(inv.OrgID, old.InvitationID)
-		t.delete(ok, s.table.Delete(attrPK, ok.PK).Range(attrSK, ok.SK), nil)
+		t.delete(ok, s.deleteAt(ok), nil)
 	}
 	ck := claimKey(inv.OrgID, email)
-	t.check(ck, s.table.Check(attrPK, ck.PK).Range(attrSK, ck.SK).If(notExists), failWith(errEmailTaken))
+	t.check(ck, s.checkAt(ck).If(notExists), failWith(errEmailTaken))
 	s.orgGuard(t, inv.OrgID, 0)
 	for _, team := range inv.TeamIDs {
 		s.teamCheck(t, inv.OrgID, team, errTicketTeam)
@@ -139,17 +135,11 @@ func (s *Invitations) ListInvitations(ctx context.Context, orgID string, now tim
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[invitation.Invitation]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{index: gsi1, partition: orgPK(orgID), prefix: prefixInvite}, p, fromInvitationItem)
+	r, err := list(ctx, s.DB, listing{op: "list invitations", index: gsi1, partition: orgPK(orgID), prefix: prefixInvite}, p, fromInvitationItem)
 	if err != nil {
-		return r, fmt.Errorf("list invitations: %w", err)
+		return r, err
 	}
-	kept := r.Items[:0]
-	for _, inv := range r.Items {
-		if now.Before(inv.ExpiresAt) {
-			kept = append(kept, inv)
-		}
-	}
-	r.Items = kept
+	r.Items = slices.DeleteFunc(r.Items, func(inv invitation.Invitation) bool { return !now.Before(inv.ExpiresAt) })
 	return r, nil
 }
 
@@ -158,18 +148,16 @@ func (s *Invitations) RevokeInvitation(ctx context.Context, inv invitation.Invit
 	if err := checkInvitation(inv); err != nil {
 		return err
 	}
-	orgID, invitationID := inv.OrgID, inv.ID
-	k, ek := invitationKey(orgID, invitationID), invitationEmailKey(orgID, tenant.NormalizeEmail(inv.Email))
+	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, tenant.NormalizeEmail(inv.Email))
 	t := s.newTx().
-		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errInvitationNotFound)).
-		delete(ek, s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", invitationID), failWith(errInvitationNotFound))
+		delete(k, s.deleteAt(k).If(exists), failWith(errInvitationNotFound)).
+		delete(ek, s.deleteAt(ek).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound))
 	return s.audited(ev, t).run(ctx, "revoke invitation")
 }
 
 // GetAcceptedInvitation reads (consistently) the membership userID got by
-// accepting the invitation whose token hashes to tokenHash, with the
-// user's teams in the org now. Returns NotFound (invitation_not_found)
-// unless the user is in the org by that very invitation.
+// accepting the invitation whose token hashes to tokenHash, with the user's
+// teams now. Returns NotFound unless they are in the org by that invitation.
 func (s *Invitations) GetAcceptedInvitation(ctx context.Context, orgID, userID, tokenHash string) (tenant.User, []string, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return tenant.User{}, nil, err
@@ -188,10 +176,10 @@ func (s *Invitations) GetAcceptedInvitation(ctx context.Context, orgID, userID, 
 // grant it.
 var errInviterLost = errs.E(errs.Forbidden, "inviter_lost_access", "the person who invited you can no longer grant this role; ask for a new invitation")
 
-// AcceptInvitation consumes the invitation (conditional on its token hash
-// and expiry: exactly once) and writes the OrgUser, its email claim, the
-// org's owner count and the memberships of the invited teams that still
-// exist, all in one transaction, fenced on the inviter's edge.
+// AcceptInvitation consumes the invitation (on its token hash and expiry:
+// exactly once) and writes the OrgUser, its email claim, the org's owner
+// count and the edges of the invited teams that still exist, in one
+// transaction fenced on the inviter's edge.
 func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invitation, u tenant.User, ev audit.Event) ([]string, error) {
 	if err := checkInvitation(inv); err != nil {
 		return nil, err
@@ -203,50 +191,39 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 	if err != nil {
 		return nil, fmt.Errorf("accept invitation: %w", err)
 	}
-	// The user's team set holds the teams joined here, in the same
-	// transaction as their edges.
-	userItem := toOrgUserItem(u)
-	userItem.AcceptedToken = inv.TokenHash
+	joined := []string{} // the invited teams that still exist
 	for _, team := range inv.TeamIDs {
 		if _, ok := existing[team]; ok {
-			userItem.TeamIDs = append(userItem.TeamIDs, team)
+			joined = append(joined, team)
 		}
 	}
+	// The user's team set holds the teams joined here, with their edges.
+	userItem := toOrgUserItem(u)
+	userItem.AcceptedToken, userItem.TeamIDs = inv.TokenHash, joined
 	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, tenant.NormalizeEmail(inv.Email))
 	c := toClaimItem(u)
 	t := s.newTx().
-		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("tokenHash = ? AND expiresAt > ?", inv.TokenHash, u.JoinedAt.Unix()),
-			failWith(errInvitationNotFound)).
-		delete(ek, s.table.Delete(attrPK, ek.PK).Range(attrSK, ek.SK).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound)).
+		delete(k, s.deleteAt(k).If("tokenHash = ? AND expiresAt > ?", inv.TokenHash, u.JoinedAt.Unix()), failWith(errInvitationNotFound)).
+		delete(ek, s.deleteAt(ek).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound)).
 		put(orgUserKey(u.OrgID, u.UserID), s.table.Put(userItem).If(notExists), failWith(errUserExists)).
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
-	// The inviter's grant still stands: their edge exists with a role that
-	// may invite this role (admin+, owner for an owner). An invitation does
-	// not outlive its inviter's access: a removed or demoted admin cannot
-	// come back, as someone else, through the invitations they left.
+	// The inviter's grant still stands (admin+, owner for an owner): a removed
+	// or demoted admin cannot come back, as someone else, by their invitations.
 	floor := string(authz.Admin)
 	if inv.Role == authz.Owner {
 		floor = string(authz.Owner)
 	}
 	s.fenceEdge(t, orgUserKey(inv.OrgID, inv.InvitedBy), floor, errInviterLost, errInviterLost)
-	var joined []string
-	for _, teamID := range inv.TeamIDs {
-		if _, ok := existing[teamID]; !ok {
-			continue // deleted since the invitation: nothing to join
-		}
+	for _, teamID := range joined {
 		m := membership.Membership{OrgID: u.OrgID, TeamID: teamID, UserID: u.UserID, Role: authz.Member,
 			JoinedAt: u.JoinedAt, UpdatedAt: u.JoinedAt, Version: 1}
 		tk, mi := teamKey(u.OrgID, teamID), toMemberItem(m)
 		t.put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember)).
-			update(tk, s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1).If(liveItem), failWith(errTicketTeam))
-		joined = append(joined, teamID)
+			update(tk, s.updateAt(tk).Add("memberCount", 1).If(liveItem), failWith(errTicketTeam))
 	}
 	if err := s.audited(ev, t).run(ctx, "accept invitation"); err != nil {
 		return nil, err
-	}
-	if joined == nil {
-		joined = []string{}
 	}
 	return joined, nil
 }

@@ -10,7 +10,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -57,24 +56,26 @@ const (
 	skMetadata = "#METADATA"
 	skClaim    = "#CLAIM"
 
-	prefixOrg     = "ORG#"
-	prefixUser    = "USER#"
-	prefixTeam    = "TEAM#"
-	prefixMember  = "MEMBER#"
-	prefixTicket  = "TICKET#"
-	prefixStatus  = "STATUS#"
-	prefixComment = "COMMENT#"
+	prefixOrg      = "ORG#"
+	prefixUser     = "USER#"
+	prefixTeam     = "TEAM#"
+	prefixMember   = "MEMBER#"
+	prefixTicket   = "TICKET#"
+	prefixStatus   = "STATUS#"
+	prefixComment  = "COMMENT#"
+	prefixEvent    = "EVENT#"
+	prefixInvite   = "INVITE#"
+	prefixWebhook  = "WEBHOOK#"
+	prefixDelivery = "DELIVERY#"
 )
 
 // key is a primary key.
 type key struct{ PK, SK string }
 
-func orgPK(orgID string) string   { return prefixOrg + orgID }
-func orgKey(orgID string) key     { return key{orgPK(orgID), skMetadata} }
-func userSK(userID string) string { return prefixUser + userID }
-func orgUserKey(orgID, userID string) key {
-	return key{orgPK(orgID), userSK(userID)}
-}
+func orgPK(orgID string) string           { return prefixOrg + orgID }
+func orgKey(orgID string) key             { return key{orgPK(orgID), skMetadata} }
+func userSK(userID string) string         { return prefixUser + userID }
+func orgUserKey(orgID, userID string) key { return key{orgPK(orgID), userSK(userID)} }
 
 // userPK is the GSI1 partition of everything a user belongs to.
 func userPK(userID string) string { return prefixUser + userID }
@@ -86,25 +87,23 @@ func ownedOrgsKey(userID string) key { return key{userPK(userID) + "#ORGS", "#OW
 // orgUserPK is the GSI2 partition of a user and the tickets they requested.
 func orgUserPK(orgID, userID string) string { return orgPK(orgID) + "#USER#" + userID }
 
+// claimKey is an email's claim; claimSK its GSI1 sort key under ORG#<orgId>,
+// where offboarding finds every claim of the org, even one written while it
+// ran.
 func claimKey(orgID, normalizedEmail string) key {
 	return key{orgPK(orgID) + "#EMAIL#" + normalizedEmail, skClaim}
 }
-
-// claimSK is a claim's GSI1 sort key under ORG#<orgId>: offboarding finds
-// every claim of the org there, even one written while it ran.
 func claimSK(normalizedEmail string) string { return "EMAIL#" + normalizedEmail }
 
 // deletionsPK is the GSI3 partition of unfinished deletions: an org being
 // offboarded, a large team or ticket being deleted. It is the one GSI3
-// partition that spans tenants; only the deletion worker reads it.
+// partition that spans tenants; only the deletion worker reads it. Its sort
+// keys name the deletion, by kind.
 const deletionsPK = "DELETING"
 
-// Sort keys of unfinished deletions in deletionsPK, by kind.
-func orgDeletionSK(orgID string) string          { return prefixOrg + orgID }
-func teamDeletionSK(orgID, teamID string) string { return prefixTeam + orgID + "#" + teamID }
-func ticketDeletionSK(orgID, ticketID string) string {
-	return prefixTicket + orgID + "#" + ticketID
-}
+func orgDeletionSK(orgID string) string              { return prefixOrg + orgID }
+func teamDeletionSK(orgID, teamID string) string     { return prefixTeam + orgID + "#" + teamID }
+func ticketDeletionSK(orgID, ticketID string) string { return prefixTicket + orgID + "#" + ticketID }
 
 // rateLimitKey is the global token bucket of one rate-limit key: policy
 // "org" (an org's requests), "user" (a user's outside any org) or "caller"
@@ -113,25 +112,22 @@ func ticketDeletionSK(orgID, ticketID string) string {
 // caller's spans orgs.
 func rateLimitKey(policy, id string) key { return key{"LIMIT#" + policy + "#" + id, "#LIMIT"} }
 
-func teamPK(orgID, teamID string) string { return orgPK(orgID) + "#TEAM#" + teamID }
-func teamKey(orgID, teamID string) key   { return key{teamPK(orgID, teamID), skMetadata} }
-func teamSK(teamID string) string        { return prefixTeam + teamID }
-func memberSK(userID string) string      { return prefixMember + userID }
-func memberKey(orgID, teamID, userID string) key {
-	return key{teamPK(orgID, teamID), memberSK(userID)}
-}
+func teamPK(orgID, teamID string) string         { return orgPK(orgID) + "#TEAM#" + teamID }
+func teamKey(orgID, teamID string) key           { return key{teamPK(orgID, teamID), skMetadata} }
+func teamSK(teamID string) string                { return prefixTeam + teamID }
+func memberSK(userID string) string              { return prefixMember + userID }
+func memberKey(orgID, teamID, userID string) key { return key{teamPK(orgID, teamID), memberSK(userID)} }
 
 // userTeamSK is a membership's GSI1 sort key; a user's teams in one org
 // share the prefix userTeamsPrefix(orgID).
 func userTeamSK(orgID, teamID string) string { return userTeamsPrefix(orgID) + teamID }
 func userTeamsPrefix(orgID string) string    { return prefixTeam + orgID + "#" }
 
-func ticketPK(orgID, ticketID string) string { return orgPK(orgID) + "#TICKET#" + ticketID }
-func ticketKey(orgID, ticketID string) key   { return key{ticketPK(orgID, ticketID), skMetadata} }
-func ticketSK(ticketID string) string        { return prefixTicket + ticketID }
-func statusSK(status, ticketID string) string {
-	return statusPrefix(status) + ticketID
-}
+func ticketPK(orgID, ticketID string) string  { return orgPK(orgID) + "#TICKET#" + ticketID }
+func ticketKey(orgID, ticketID string) key    { return key{ticketPK(orgID, ticketID), skMetadata} }
+func ticketSK(ticketID string) string         { return prefixTicket + ticketID }
+func statusSK(status, ticketID string) string { return statusPrefix(status) + ticketID }
+func assigneePK(orgID, userID string) string  { return orgPK(orgID) + "#ASSIGNEE#" + userID }
 
 // statusPrefix is "STATUS#<status>#", or "STATUS#" for every status.
 func statusPrefix(status string) string {
@@ -140,7 +136,6 @@ func statusPrefix(status string) string {
 	}
 	return prefixStatus + status + "#"
 }
-func assigneePK(orgID, userID string) string { return orgPK(orgID) + "#ASSIGNEE#" + userID }
 
 // priorityPK is an org's tickets of one priority (GSI6), by status.
 func priorityPK(orgID, priority string) string { return orgPK(orgID) + "#PRIORITY#" + priority }
@@ -152,14 +147,6 @@ func teamTicketsPK(orgID, teamID string) string { return teamPK(orgID, teamID) }
 func commentSK(commentID string) string { return prefixComment + commentID }
 func commentKey(orgID, ticketID, commentID string) key {
 	return key{ticketPK(orgID, ticketID), commentSK(commentID)}
-}
-
-// trimPrefix returns s without prefix, and whether it had it.
-func trimPrefix(s, prefix string) (string, bool) {
-	if !strings.HasPrefix(s, prefix) {
-		return "", false
-	}
-	return s[len(prefix):], true
 }
 
 // idempotencyKey is where a replayable response is kept: under the tenant
@@ -175,18 +162,12 @@ func idempotencyKey(orgID, userID, clientKey string) key {
 	return key{scope + "#IDEMPOTENCY#" + hex.EncodeToString(h[:]), "#IDEMPOTENCY"}
 }
 
-// auditPK is the org's audit bucket for the month of t: buckets keep any
-// one partition bounded however long the org lives.
-func auditPK(orgID string, t time.Time) string { return auditBucketPK(orgID, auditBucket(t)) }
-
-// auditBucketPK is the partition of one monthly audit bucket (yyyy-mm).
+// auditPK is the org's audit bucket for the month of t (auditBucket, yyyy-mm):
+// buckets keep any one partition bounded however long the org lives.
+func auditPK(orgID string, t time.Time) string  { return auditBucketPK(orgID, auditBucket(t)) }
 func auditBucketPK(orgID, bucket string) string { return orgPK(orgID) + "#AUDIT#" + bucket }
-
-func auditBucket(t time.Time) string { return t.UTC().Format("2006-01") }
-
-const prefixEvent = "EVENT#"
-
-func auditSK(eventID string) string { return prefixEvent + eventID }
+func auditBucket(t time.Time) string            { return t.UTC().Format("2006-01") }
+func auditSK(eventID string) string             { return prefixEvent + eventID }
 
 // invitationKey is an invitation's own partition: outside the org's user
 // collection, so pending invitations never slow the org + users Query.
@@ -194,31 +175,21 @@ func invitationKey(orgID, invitationID string) key {
 	return key{orgPK(orgID) + "#INVITE#" + invitationID, "#INVITE"}
 }
 
-const prefixInvite = "INVITE#"
-
-// invitationEmailGSI1SK is an invitation's email pointer in GSI1 under
-// ORG#<orgId> (where offboarding finds it).
-func invitationEmailGSI1SK(normalizedEmail string) string { return "EMAILINVITE#" + normalizedEmail }
-
 // invitationEmailKey points from an email to its pending invitation, so a
-// new invitation for the same email replaces the old one.
+// new invitation for the same email replaces the old one; it is in GSI1
+// under ORG#<orgId> (invitationEmailGSI1SK), where offboarding finds it.
 func invitationEmailKey(orgID, normalizedEmail string) key {
 	return key{orgPK(orgID) + "#INVITEEMAIL#" + normalizedEmail, "#INVITE"}
 }
+func invitationEmailGSI1SK(normalizedEmail string) string { return "EMAILINVITE#" + normalizedEmail }
 
 // webhookPK is a webhook subscription's own partition: the subscription
-// (#METADATA) and its deliveries (DELIVERY#<eventId>, newest last).
+// (#METADATA) and its deliveries (DELIVERY#<eventId>, newest last). Its
+// GSI1 sort key under ORG#<orgId> (webhookSK) lists the org's
+// subscriptions, and is where offboarding finds their partitions.
 func webhookPK(orgID, webhookID string) string { return orgPK(orgID) + "#WEBHOOK#" + webhookID }
 func webhookKey(orgID, webhookID string) key   { return key{webhookPK(orgID, webhookID), skMetadata} }
-
-// webhookSK is a subscription's GSI1 sort key under ORG#<orgId>: the org's
-// subscriptions, and where offboarding finds their partitions.
-func webhookSK(webhookID string) string { return prefixWebhook + webhookID }
-
-const (
-	prefixWebhook  = "WEBHOOK#"
-	prefixDelivery = "DELIVERY#"
-)
+func webhookSK(webhookID string) string        { return prefixWebhook + webhookID }
 
 func deliveryKey(orgID, webhookID, eventID string) key {
 	return key{webhookPK(orgID, webhookID), prefixDelivery + eventID}
@@ -242,12 +213,11 @@ func dueSK(at time.Time, orgID, webhookID string) string {
 	return fmt.Sprintf("%013d#%s#%s", at.UnixMilli(), orgID, webhookID)
 }
 
-// dueKey is an endpoint's WebhookDue item, in its partition.
+// dueKey is an endpoint's WebhookDue item, in its partition; dueGSI1SK its
+// GSI1 sort key under ORG#<orgId>, so offboarding finds it when its
+// webhook is gone.
 func dueKey(orgID, webhookID string) key { return key{webhookPK(orgID, webhookID), "#DUE"} }
-
-// dueGSI1SK is a WebhookDue item's GSI1 sort key under ORG#<orgId>, so
-// offboarding finds it when its webhook is gone.
-func dueGSI1SK(webhookID string) string { return "WHDUE#" + webhookID }
+func dueGSI1SK(webhookID string) string  { return "WHDUE#" + webhookID }
 
 // queuePK is the GSI3 partition of one endpoint's pending deliveries, so
 // an endpoint's backlog, however long, is read by nobody else's worker.

@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
 	"github.com/guregu/dynamo/v2"
@@ -59,11 +58,7 @@ func (s *Teams) ListTeamMembers(ctx context.Context, orgID, teamID string, p pag
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return page.Result[membership.Membership]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{partition: teamPK(orgID, teamID), prefix: prefixMember}, p, fromMemberItem)
-	if err != nil {
-		return r, fmt.Errorf("list members: %w", err)
-	}
-	return r, nil
+	return list(ctx, s.DB, listing{op: "list members", partition: teamPK(orgID, teamID), prefix: prefixMember}, p, fromMemberItem)
 }
 
 // ListUserTeams is AP2: one Query on GSI1 USER#<userId>, begins_with
@@ -72,11 +67,7 @@ func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return page.Result[membership.Membership]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p, fromMemberItem)
-	if err != nil {
-		return r, fmt.Errorf("list user teams: %w", err)
-	}
-	return r, nil
+	return list(ctx, s.DB, listing{op: "list user teams", index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p, fromMemberItem)
 }
 
 // AddTeamMember writes a new edge, bumps the team's memberCount (and ownerCount
@@ -87,16 +78,13 @@ func (s *Teams) AddTeamMember(ctx context.Context, m membership.Membership, ev a
 		return err
 	}
 	tk, mi := teamKey(m.OrgID, m.TeamID), toMemberItem(m)
-	u := s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", 1)
-	if m.Role == authz.Owner {
-		u = u.Add("ownerCount", 1)
-	}
+	u := ownerDeltaCond(s.updateAt(tk).Add("memberCount", 1), ownerDelta("", m.Role))
 	t := s.newTx().
 		put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember)).
 		update(tk, u.If(liveItem), failWith(errTeamNotFound))
 	// A user being removed from the org joins no team (see leavingStale).
 	uk := orgUserKey(m.OrgID, m.UserID)
-	t.update(uk, s.table.Update(attrPK, uk.PK).Range(attrSK, uk.SK).Add("edgeSeq", 1).AddStringsToSet("teamIds", m.TeamID).
+	t.update(uk, s.updateAt(uk).Add("edgeSeq", 1).AddStringsToSet("teamIds", m.TeamID).
 		If("attribute_exists(pk) AND (attribute_not_exists(leaving) OR leaving < ?) AND "+roomForTeam,
 			time.Now().Add(-leavingStale).UnixMilli(), membership.MaxTeamsPerUser),
 		joinFailed)
@@ -111,11 +99,10 @@ func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next membership.Memb
 		return err
 	}
 	k, tk := memberKey(next.OrgID, next.TeamID, next.UserID), teamKey(next.OrgID, next.TeamID)
-	t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("role", string(next.Role)).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
-		If(existsAtVersion, prev.Version), versioned(errMemberNotFound))
+	t := s.newTx().update(k, s.updateAt(k).Set("role", string(next.Role)).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
+		If(existsAtVersion, prev.Version), missingOr(errMemberNotFound, errVersion))
 	if d := ownerDelta(prev.Role, next.Role); d != 0 {
-		t.update(tk, ownerDeltaCond(s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK), d).If(liveItem), teamOwnerFail(errTeamNotFound))
+		t.update(tk, ownerDeltaCond(s.updateAt(tk), d).If(liveItem), goneOr(errTeamNotFound, errLastTeamOwner))
 	} else {
 		s.teamCheck(t, next.OrgID, next.TeamID, errTeamNotFound)
 	}
@@ -130,10 +117,9 @@ func (s *Teams) RemoveTeamMember(ctx context.Context, m membership.Membership, e
 		return err
 	}
 	k, tk := memberKey(m.OrgID, m.TeamID, m.UserID), teamKey(m.OrgID, m.TeamID)
-	t := s.newTx().delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
-		If(existsAtVersion, m.Version), versioned(errMemberNotFound))
-	u := s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", -1)
-	t.update(tk, ownerDeltaCond(u, ownerDelta(m.Role, "")).If(liveItem), teamOwnerFail(errTeamNotFound))
+	t := s.newTx().delete(k, s.deleteAt(k).If(existsAtVersion, m.Version), missingOr(errMemberNotFound, errVersion))
+	u := s.updateAt(tk).Add("memberCount", -1)
+	t.update(tk, ownerDeltaCond(u, ownerDelta(m.Role, "")).If(liveItem), goneOr(errTeamNotFound, errLastTeamOwner))
 	s.userTeams(t, m.OrgID, m.UserID, func(u *dynamo.Update) *dynamo.Update { return u.DeleteStringsFromSet("teamIds", m.TeamID) },
 		failWith(errUserNotFound))
 	return s.audited(ev, t).run(ctx, "remove member")
@@ -144,5 +130,5 @@ func (s *Teams) RemoveTeamMember(ctx context.Context, m membership.Membership, e
 // what happens to the set.
 func (s *DB) userTeams(t *txn, orgID, userID string, change func(*dynamo.Update) *dynamo.Update, f onFail) {
 	k := orgUserKey(orgID, userID)
-	t.update(k, change(s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("edgeSeq", 1)).If(exists), f)
+	t.update(k, change(s.updateAt(k).Add("edgeSeq", 1)).If(exists), f)
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/guregu/dynamo/v2"
@@ -16,26 +17,13 @@ import (
 
 // Offboarding deletes every item an org owns, in phases recorded on the org
 // item (offboardPhase), so that any run, after any crash, continues where
-// the last one stopped:
-//
-//	start   One transaction marks the org deleting (the authorization read
-//	        now answers 404 to every member, and the org guard refuses new
-//	        users) and the acting owner's edge deleting (their writes are
-//	        fenced off; only they may repeat the DELETE or read progress);
-//	        it puts the org in the DELETING partition with a lease.
-//	cutoff  A consistent Query of the org partition finds every other
-//	        OrgUser; they and their claims go (BatchWriteItem). From then on
-//	        no member's write can commit: every write carries the actor
-//	        fence on the caller's edge, and those edges are gone.
-//	content Every partition GSI1 lists under ORG#<orgId> goes: teams with
-//	        their edges, tickets with their comments, invitations and their
-//	        email pointers, claims, idempotency records.
-//	audit   The audit log's monthly buckets go, from the org's creation to
-//	        a month past now.
-//	sweep   After the grace period since the cut-off (GSI replication lag),
-//	        GSI1 is read once more and whatever it lists goes.
-//	final   The remaining edges (the acting owner's) and claims, then the
-//	        org item last: its disappearance is the end of the job.
+// the last one stopped (docs/data-model.md, section 4b): start marks the
+// org and the acting owner's edge deleting, under a lease; cutoff deletes
+// every other member's edge and claim, so no member's write commits any
+// more (the actor fence); content deletes every partition GSI1 lists under
+// the org; audit the monthly audit buckets; sweep, after the grace for
+// index lag since the cut-off, what GSI1 lists then; final the rest, the org
+// item last: its disappearance is the end of the job.
 const (
 	phaseCutoff  = "cutoff"
 	phaseContent = "content"
@@ -76,12 +64,12 @@ func (s *Orgs) StartOffboarding(ctx context.Context, orgID, actorID string, ifVe
 		return deletion.Job{}, false, errVersion
 	}
 	t := s.newTx().
-		update(ok, s.table.Update(attrPK, ok.PK).Range(attrSK, ok.SK).
+		update(ok, s.updateAt(ok).
 			Set("deleting", true).Set("deletingSince", now).Set("offboardBy", actorID).Set("offboardPhase", phaseCutoff).
 			Set("gsi3pk", deletionsPK).Set("gsi3sk", orgDeletionSK(orgID)).
 			Set("leaseOwner", owner).Set("leaseUntil", now.Add(s.lease).UnixMilli()).
-			If(liveAtVersion, org.Version), liveVersioned(errOrgNotFound)).
-		update(ak, s.table.Update(attrPK, ak.PK).Range(attrSK, ak.SK).Set("deleting", true).If(exists), nil)
+			If(liveAtVersion, org.Version), goneOr(errOrgNotFound, errVersion)).
+		update(ak, s.updateAt(ak).Set("deleting", true).If(exists), nil)
 	s.fence(t, orgID, actorID, string(authz.Owner))
 	if err := t.run(ctx, "start offboarding"); err != nil {
 		if err == errVersion && ifVersion == 0 {
@@ -94,11 +82,19 @@ func (s *Orgs) StartOffboarding(ctx context.Context, orgID, actorID string, ifVe
 }
 
 func orgJob(o orgItem) deletion.Job {
-	j := deletion.Job{Kind: deletion.Org, OrgID: o.ID, Since: o.Since, By: o.OffboardBy, Phase: o.Phase, LeaseOwner: o.LeaseOwner}
-	if o.LeaseUntilMs > 0 {
-		j.LeaseUntil = time.UnixMilli(o.LeaseUntilMs)
-	}
+	j, _ := deletionItem{Type: typeOrg, OrgID: o.ID, Since: o.Since, By: o.OffboardBy, Phase: o.Phase,
+		LeaseOwner: o.LeaseOwner, LeaseUntil: o.LeaseUntilMs}.job()
 	return j
+}
+
+// offboarding reads the org consistently: errNoOffboarding unless it is
+// being offboarded (it is gone once its offboarding finished).
+func (d *DB) offboarding(ctx context.Context, orgID, op string) (orgItem, error) {
+	org, err := getItem[orgItem](ctx, d, orgKey(orgID), true, errNoOffboarding, op)
+	if err == nil && !org.Deleting {
+		err = errNoOffboarding
+	}
+	return org, err
 }
 
 // GetOffboarding reads the offboarding of an org (consistently). Returns
@@ -108,14 +104,8 @@ func (s *Orgs) GetOffboarding(ctx context.Context, orgID string) (deletion.Job, 
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return deletion.Job{}, err
 	}
-	org, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), true, errNoOffboarding, "get offboarding")
-	if err != nil {
-		return deletion.Job{}, err
-	}
-	if !org.Deleting {
-		return deletion.Job{}, errNoOffboarding
-	}
-	return orgJob(org), nil
+	org, err := s.offboarding(ctx, orgID, "get offboarding")
+	return orgJob(org), err
 }
 
 // ReleaseOffboarding gives up owner's lease on the org's offboarding (after
@@ -132,17 +122,13 @@ func (s *Orgs) CutOff(ctx context.Context, orgID, owner string) error {
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return err
 	}
-	org, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), true, errNoOffboarding, "cut off org")
-	if err != nil {
+	org, err := s.offboarding(ctx, orgID, "cut off org")
+	switch {
+	case err != nil:
 		return err
-	}
-	if !org.Deleting {
-		return errNoOffboarding
-	}
-	if org.LeaseOwner != owner {
+	case org.LeaseOwner != owner:
 		return errLeaseLost
-	}
-	if org.Phase != phaseCutoff {
+	case org.Phase != phaseCutoff:
 		return nil
 	}
 	return s.cutoff(ctx, orgID, &leaseKeeper{d: s.DB, k: orgKey(orgID), owner: owner, last: time.Now()})
@@ -162,17 +148,15 @@ func (d *DB) cutoff(ctx context.Context, orgID string, lk *leaseKeeper) error {
 	if err := itr.Err(); err != nil {
 		return fmt.Errorf("offboard cutoff: %w", translate(err))
 	}
-	// In slices, renewing the lease between them: a large org's cut-off
+	// In parts, renewing the lease between them: a large org's cut-off
 	// outlasts a lease.
-	for len(keys) > 0 {
+	for part := range slices.Chunk(keys, 250) {
 		if err := lk.keep(ctx); err != nil {
 			return err
 		}
-		n := min(len(keys), 250)
-		if err := d.batchDelete(ctx, keys[:n]); err != nil {
+		if err := d.batchDelete(ctx, part); err != nil {
 			return fmt.Errorf("offboard cutoff: %w", err)
 		}
-		keys = keys[n:]
 	}
 	return d.setPhase(ctx, orgID, lk.owner, phaseContent, true)
 }
@@ -181,35 +165,25 @@ func (d *DB) cutoff(ctx context.Context, orgID string, lk *leaseKeeper) error {
 // lease); cutoff also records when the members were cut off.
 func (d *DB) setPhase(ctx context.Context, orgID, owner, phase string, cutoff bool) error {
 	k := orgKey(orgID)
-	u := d.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("offboardPhase", phase).
-		Set("leaseUntil", time.Now().Add(d.lease).UnixMilli())
+	u := d.updateAt(k).Set("offboardPhase", phase)
 	if cutoff {
 		u = u.Set("cutoffAt", time.Now())
 	}
-	err := u.If("deleting = ? AND leaseOwner = ?", true, owner).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return errLeaseLost
-	}
-	if err != nil {
-		return fmt.Errorf("offboard %s: %w", phase, translate(err))
-	}
-	return nil
+	return d.underLease(ctx, u, owner, "offboard "+phase)
 }
 
 // finishOrg runs the offboarding's remaining phases under owner's lease.
 func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 	ok := orgKey(orgID)
 	org, err := getItem[orgItem](ctx, d, ok, true, nil, "offboard")
-	if err == nil && org.ID == "" {
-		return nil // gone: finished
-	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return err
-	}
-	if !org.Deleting {
+	case org.ID == "":
+		return nil // gone: finished
+	case !org.Deleting:
 		return fmt.Errorf("offboard: org %s is not being offboarded", orgID)
-	}
-	if org.LeaseOwner != owner {
+	case org.LeaseOwner != owner:
 		return errLeaseLost
 	}
 	lk := &leaseKeeper{d: d, k: ok, owner: owner, last: time.Now()}
@@ -230,9 +204,8 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 		phase = phaseAudit
 	}
 	if phase == phaseAudit {
-		// Every month from the org's creation to a month past the wall
-		// clock's now: a bucket is keyed by the time of its events, which
-		// another process's clock wrote, so the range errs on the late side.
+		// Every month from the org's creation to a month past now: a bucket is
+		// keyed by its events' times, from other clocks, so err late.
 		c, now := org.CreatedAt.UTC(), time.Now().UTC()
 		for m := time.Date(c.Year(), c.Month(), 1, 0, 0, 0, 0, time.UTC); !m.After(now.AddDate(0, 1, 0)); m = m.AddDate(0, 1, 0) {
 			if err := lk.keep(ctx); err != nil {
@@ -266,13 +239,11 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 		}
 	}
 	// final: everything left in the org partition; then, in one
-	// transaction, the org item with the edges of the owners offboarding it
-	// (and their claims), so the job's record and its actor's access end
-	// together, and the refund of the org to its creator's quota (an org
-	// older than createdBy refunds nobody).
+	// transaction, the org item with the offboarding owners' edges and
+	// claims (the job's record and its actor's access end together) and the
+	// refund to its creator's quota (an org older than createdBy has none).
 	var keys []dynamo.Keyed
-	t := d.newTx().delete(ok, d.table.Delete(attrPK, ok.PK).Range(attrSK, ok.SK).If("deleting = ? AND leaseOwner = ?", true, owner),
-		failWith(errLeaseLost))
+	t := d.newTx().delete(ok, d.deleteAt(ok).If("deleting = ? AND leaseOwner = ?", true, owner), failWith(errLeaseLost))
 	if org.CreatedBy != "" {
 		d.ownedOrgs(t, org.CreatedBy, -1, 0)
 	}
@@ -287,9 +258,10 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 				return err
 			}
 			c := toClaimItem(fromOrgUserItem(u))
-			if u.Deleting && u.Role == string(authz.Owner) && t.len() < maxTxItems-2 {
-				t.delete(key{u.PK, u.SK}, d.table.Delete(attrPK, u.PK).Range(attrSK, u.SK), nil)
-				t.delete(c.key(), d.table.Delete(attrPK, c.PK).Range(attrSK, c.SK), nil)
+			if u.Deleting && u.Role == string(authz.Owner) && len(t.ops) < maxTxItems-2 {
+				uk := key{u.PK, u.SK}
+				t.delete(uk, d.deleteAt(uk), nil)
+				t.delete(c.key(), d.deleteAt(c.key()), nil)
 				continue
 			}
 			keys = append(keys, dynamo.Keys{u.PK, u.SK}, dynamo.Keys{c.PK, c.SK})
@@ -310,13 +282,10 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 // deleteOrgPartitions deletes every partition GSI1 lists under the org, a
 // few at a time, renewing the lease between them.
 func (d *DB) deleteOrgPartitions(ctx context.Context, orgID string, lk *leaseKeeper) error {
-	parts := make(chan string)
 	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(1 + offboardWorkers) // the listing and the partitions it hands out
 	g.Go(func() error {
-		defer close(parts)
-		var owned struct {
-			PK string `dynamo:"pk"`
-		}
+		var owned deletionItem
 		seen := map[string]bool{}
 		itr := d.table.Get("gsi1pk", orgPK(orgID)).Index(gsi1).Project(attrPK).Iter()
 		for itr.Next(gctx, &owned) {
@@ -327,29 +296,21 @@ func (d *DB) deleteOrgPartitions(ctx context.Context, orgID string, lk *leaseKee
 			if err := lk.keep(gctx); err != nil {
 				return err
 			}
-			select {
-			case parts <- owned.PK:
-			case <-gctx.Done():
-				return gctx.Err()
-			}
+			// A few partitions at a time: each is a Query for its keys and then
+			// BatchWriteItem deletes, so the work is bound by round trips, not CPU.
+			pk := owned.PK
+			g.Go(func() error {
+				if err := d.deletePartition(gctx, pk); err != nil {
+					return fmt.Errorf("offboard: %w", err)
+				}
+				return nil
+			})
 		}
 		if err := itr.Err(); err != nil {
 			return fmt.Errorf("offboard: list partitions: %w", translate(err))
 		}
 		return nil
 	})
-	// A few partitions at a time: each is a Query for its keys and then
-	// BatchWriteItem deletes, so the work is bound by round trips, not CPU.
-	for range offboardWorkers {
-		g.Go(func() error {
-			for pk := range parts {
-				if err := d.deletePartition(gctx, pk); err != nil {
-					return fmt.Errorf("offboard: %w", err)
-				}
-			}
-			return nil
-		})
-	}
 	return g.Wait()
 }
 

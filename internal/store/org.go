@@ -2,10 +2,8 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
@@ -33,8 +31,7 @@ var (
 // still exist when they create another (MAX_ORGS_PER_USER).
 const DefaultMaxOwnedOrgs = 100
 
-// SetMaxOwnedOrgs sets how many orgs one user may have created that still
-// exist when they create another (n >= 1; DefaultMaxOwnedOrgs otherwise).
+// SetMaxOwnedOrgs sets that number (n >= 1; DefaultMaxOwnedOrgs otherwise).
 // Call it before use.
 func (d *DB) SetMaxOwnedOrgs(n int) {
 	if n >= 1 {
@@ -42,14 +39,10 @@ func (d *DB) SetMaxOwnedOrgs(n int) {
 	}
 }
 
-// ownedOrgsItem counts the orgs a user has created that still exist (the
-// orgs whose createdBy is the user). Creating an org adds one, conditioned
-// on the quota in the same transaction, so a burst of creates cannot
-// overshoot it; only the org's deletion (the offboarding's final
-// transaction) takes it back. Roles, removals and invitations never move
-// it: nobody can lower their count by handing ownership around, or raise
-// another's by making them an owner. An org created before createdBy was
-// recorded refunds nobody when it is deleted.
+// ownedOrgsItem counts the orgs a user has created that still exist (whose
+// createdBy is the user): CreateOrg adds one, conditioned on the quota in
+// its transaction, and only the org's deletion (the offboarding's final
+// transaction) takes it back; nothing else moves it (docs/data-model.md).
 type ownedOrgsItem struct {
 	PK     string `dynamo:"pk,hash"`
 	SK     string `dynamo:"sk,range"`
@@ -62,15 +55,15 @@ type ownedOrgsItem struct {
 // created; with limit > 0 (a create), the change is refused
 // (org_quota_exceeded) when that count is at limit already.
 func (d *DB) ownedOrgs(t *txn, userID string, delta, limit int) {
-	it := ownedOrgsItem{PK: ownedOrgsKey(userID).PK, SK: ownedOrgsKey(userID).SK, Type: typeOwnedOrgs, UserID: userID}
-	u := d.table.Update(attrPK, it.PK).Range(attrSK, it.SK).Set("type", it.Type).Set("userId", it.UserID).Add("owned", delta)
+	k := ownedOrgsKey(userID)
+	u := d.updateAt(k).Set("type", typeOwnedOrgs).Set("userId", userID).Add("owned", delta)
 	var fail onFail
 	if limit > 0 {
 		u.If("attribute_not_exists(owned) OR owned < ?", limit)
 		fail = failWith(errs.E(errs.Forbidden, "org_quota_exceeded",
 			"you have created %d organizations that still exist, the most one user may: delete one first", limit))
 	}
-	t.update(key{it.PK, it.SK}, u, fail)
+	t.update(k, u, fail)
 }
 
 // OwnedOrgs reads how many orgs the user has created that still exist
@@ -95,9 +88,8 @@ type orgItem struct {
 	CreatedAt  time.Time `dynamo:"createdAt"`
 	UpdatedAt  time.Time `dynamo:"updatedAt"`
 
-	// Offboarding (see offboard.go). Deleting is set by the transaction
-	// that starts it: from then on the authorization read answers 404 to
-	// every member and the org takes no new user.
+	// Offboarding (offboard.go): from Deleting on, the authorization read
+	// answers 404 to every member and the org takes no new user.
 	Deleting     bool      `dynamo:"deleting,omitempty"`
 	OffboardBy   string    `dynamo:"offboardBy,omitempty"`
 	Since        time.Time `dynamo:"deletingSince,omitempty"`
@@ -166,38 +158,22 @@ func (s *Orgs) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev audit.Ev
 		return err
 	}
 	k := orgKey(prev.ID)
-	t := s.newTx().update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
-		If(liveAtVersion, prev.Version), liveVersioned(errOrgNotFound))
+	t := s.newTx().update(k, s.updateAt(k).Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
+		If(liveAtVersion, prev.Version), goneOr(errOrgNotFound, errVersion))
 	return s.audited(ev, t).run(ctx, "update org")
 }
 
-// ListOrgs pages through a user's OrgUser edges: one Query on GSI1
-// (USER#<userId>, begins_with ORG#). The orgs' names are not on the edges
-// (an org rename would have to rewrite every edge); BatchGetOrgs reads them.
+// ListOrgs pages through a user's OrgUser edges on GSI1 (USER#<userId>,
+// ORG#), but an offboarding owner's (marked deleting). The orgs' names are
+// not on the edges (a rename would rewrite every edge); BatchGetOrgs reads them.
 func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.OrgMembership], error) {
-	var none page.Result[tenant.OrgMembership]
 	if err := checkIDs(ids.User("userId", userID)); err != nil {
-		return none, err
+		return page.Result[tenant.OrgMembership]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{index: gsi1, partition: userPK(userID), prefix: prefixOrg}, p,
+	return list(ctx, s.DB, listing{op: "list user orgs", index: gsi1, partition: userPK(userID), prefix: prefixOrg}, p,
 		func(it orgUserItem) tenant.OrgMembership {
-			if it.Deleting {
-				return tenant.OrgMembership{} // the org is being offboarded: dropped below
-			}
 			return tenant.OrgMembership{OrgID: it.OrgID, UserName: it.Name, Role: authz.Role(it.Role), JoinedAt: it.JoinedAt}
 		})
-	if err != nil {
-		return none, fmt.Errorf("list user orgs: %w", err)
-	}
-	kept := r.Items[:0]
-	for _, m := range r.Items {
-		if m.OrgID != "" {
-			kept = append(kept, m)
-		}
-	}
-	r.Items = kept
-	return r, nil
 }
 
 // BatchGetOrgs reads many orgs with BatchGetItem (100 keys per request).
@@ -219,15 +195,6 @@ func ownerDelta(from, to authz.Role) int {
 	return d
 }
 
-// lastOwner reads a failed "ownerCount > n" condition on the org: the org
-// is live, so the change would remove its last owner; or it is gone.
-func lastOwner(old map[string]types.AttributeValue) error {
-	if gone(old) {
-		return errOrgNotFound
-	}
-	return errLastOwner
-}
-
 // orgGuard adds to t the org item's part of a change of the org's users: a
 // check that the org exists and is not being offboarded (so no user joins
 // an org while it is cut off), or an update of its owner count that also
@@ -236,11 +203,10 @@ func (s *DB) orgGuard(t *txn, orgID string, delta int) {
 	k := orgKey(orgID)
 	switch {
 	case delta == 0:
-		t.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(liveItem), failWith(errOrgNotFound))
+		t.check(k, s.checkAt(k).If(liveItem), failWith(errOrgNotFound))
 	case delta > 0:
-		t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).If(liveItem), failWith(errOrgNotFound))
+		t.update(k, s.updateAt(k).Add("ownerCount", delta).If(liveItem), failWith(errOrgNotFound))
 	default:
-		t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("ownerCount", delta).
-			If(liveItem+" AND ownerCount > ?", -delta), lastOwner)
+		t.update(k, s.updateAt(k).Add("ownerCount", delta).If(liveItem+" AND ownerCount > ?", -delta), goneOr(errOrgNotFound, errLastOwner))
 	}
 }

@@ -5,7 +5,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
@@ -16,42 +18,43 @@ import (
 
 var errCursor = errs.InvalidParam("cursor", "invalid_cursor", "the cursor is malformed or does not belong to this listing")
 
-// keyAttrs are the attributes of a LastEvaluatedKey on idx ("" = base table).
-func keyAttrs(idx string) []string {
+// indexKey is the key attributes of idx ("" = the base table).
+func indexKey(idx string) (pk, sk string) {
 	for _, ix := range Schema.Indexes {
 		if ix.Name == idx {
-			return []string{attrPK, attrSK, ix.PK, ix.SK}
+			return ix.PK, ix.SK
 		}
+	}
+	return attrPK, attrSK
+}
+
+// keyAttrs are the attributes of a LastEvaluatedKey on idx.
+func keyAttrs(idx string) []string {
+	if pk, sk := indexKey(idx); pk != attrPK {
+		return []string{attrPK, attrSK, pk, sk}
 	}
 	return []string{attrPK, attrSK}
 }
 
-// partitionAttr is the partition key attribute of idx.
-func partitionAttr(idx string) string {
-	if a := keyAttrs(idx); len(a) == 4 {
-		return a[2]
-	}
-	return attrPK
-}
-
 // listing is one paginated Query: an index (or the base table), a partition,
-// and an optional sort key prefix that every start key must also carry.
+// and an optional sort key prefix that every start key must also carry; op
+// names it in errors.
 type listing struct {
+	op        string
 	index     string
 	partition string
 	prefix    string
 	desc      bool
 }
 
-// query runs l for one page. It asks DynamoDB for one item more than the
-// page so that "is there a next page" is known without an empty last page,
-// and builds the next start key from the last item returned (no
-// DescribeTable, no LastEvaluatedKey guessing).
-// The caller has checked the limit (page.Request.Check).
+// query runs l for one page of limit (checked by the caller). It asks for
+// one item more, so a next page is known without an empty last page, and
+// builds the next start key from the last item returned.
 func (d *DB) query(ctx context.Context, l listing, limit int, after string) ([]dynamo.Item, string, error) {
-	q := d.table.Get(partitionAttr(l.index), l.partition)
+	pk, sk := indexKey(l.index)
+	q := d.table.Get(pk, l.partition)
 	if l.prefix != "" {
-		q = q.Range(sortAttr(l.index), dynamo.BeginsWith, l.prefix)
+		q = q.Range(sk, dynamo.BeginsWith, l.prefix)
 	}
 	if l.index != "" {
 		q = q.Index(l.index)
@@ -76,13 +79,6 @@ func (d *DB) query(ctx context.Context, l listing, limit int, after string) ([]d
 	items = items[:limit]
 	next, err := encodeStart(items[len(items)-1], l.index)
 	return items, next, err
-}
-
-func sortAttr(idx string) string {
-	if a := keyAttrs(idx); len(a) == 4 {
-		return a[3]
-	}
-	return attrSK
 }
 
 // positions is the start key after each item (page.Result.After).
@@ -126,19 +122,9 @@ func decodeStart(s string, l listing) (dynamo.PagingKey, error) {
 		return nil, errCursor
 	}
 	want := keyAttrs(l.index)
-	got := make([]string, 0, len(m))
-	for k := range m {
-		got = append(got, k)
-	}
-	sort.Strings(got)
-	sort.Strings(want)
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		return nil, errCursor
-	}
-	if m[partitionAttr(l.index)] != l.partition {
-		return nil, errCursor
-	}
-	if sk := m[sortAttr(l.index)]; len(sk) < len(l.prefix) || sk[:len(l.prefix)] != l.prefix {
+	slices.Sort(want)
+	pk, sk := indexKey(l.index)
+	if !slices.Equal(slices.Sorted(maps.Keys(m)), want) || m[pk] != l.partition || !strings.HasPrefix(m[sk], l.prefix) {
 		return nil, errCursor
 	}
 	key := dynamo.PagingKey{}
@@ -149,22 +135,25 @@ func decodeStart(s string, l listing) (dynamo.PagingKey, error) {
 }
 
 // entityType reads an item's type discriminator.
-func entityType(item dynamo.Item) string {
-	if s, ok := item["type"].(*types.AttributeValueMemberS); ok {
-		return s.Value
+func entityType(item dynamo.Item) string { return attrS(item, "type") }
+
+// fail wraps err (if any) with the listing's name (if it has one).
+func (l listing) fail(err error) error {
+	if err == nil || l.op == "" {
+		return err
 	}
-	return ""
+	return fmt.Errorf("%s: %w", l.op, err)
 }
 
 // list runs one page of l and converts its items, all of entity type I.
 func list[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, conv func(I) T) (page.Result[T], error) {
 	p, err := p.Check()
 	if err != nil {
-		return page.Result[T]{}, err
+		return page.Result[T]{}, l.fail(err)
 	}
 	items, next, err := d.query(ctx, l, p.Limit, p.After)
 	if err != nil {
-		return page.Result[T]{}, err
+		return page.Result[T]{}, l.fail(err)
 	}
 	// An item under deletion (a large team or ticket) is gone for readers.
 	live := items[:0]
@@ -175,10 +164,10 @@ func list[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, c
 	}
 	out, err := unmarshalAll(live, conv)
 	if err != nil {
-		return page.Result[T]{}, err
+		return page.Result[T]{}, l.fail(err)
 	}
 	after, err := positions(live, l.index)
-	return page.Result[T]{Items: out, Next: next, After: after}, err
+	return page.Result[T]{Items: out, Next: next, After: after}, l.fail(err)
 }
 
 // unmarshalAll decodes items of one entity type, converting each with conv.

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"syscall"
 	"time"
 
@@ -27,29 +28,24 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 )
 
-// DB is a handle on tenantd's table. The per-domain stores (Orgs, Teams,
-// Tickets) share one. The store keeps no clock of its own: what it writes
-// carries the times the services' injected clock gave (audit.Query's Until
-// included). It reads the wall clock only where processes coordinate on
-// real time: the leases of unfinished deletions (leaseUntil, a departing
-// user's leaving mark) and an offboarding's cut-off and sweep of the audit
-// buckets.
+// DB is a handle on tenantd's table, shared by the per-domain stores. What
+// it writes carries the times the services' injected clock gave; it reads
+// the wall clock only where processes coordinate on real time: deletion
+// leases, a departing user's leaving mark, an offboarding's cut-off and
+// its sweep of the audit buckets.
 type DB struct {
-	client *dynamodb.Client
-	db     *dynamo.DB
-	table  dynamo.Table
-	lease  time.Duration // of an unfinished deletion (deletion.go)
-	grace  time.Duration // before an offboarding's last sweep (offboard.go)
-	// maxOwned is how many orgs one user may have created that exist when they create one
-	// (org.go, SetMaxOwnedOrgs).
-	maxOwned int
+	client   *dynamodb.Client
+	db       *dynamo.DB
+	table    dynamo.Table
+	lease    time.Duration // of an unfinished deletion (deletion.go)
+	grace    time.Duration // before an offboarding's last sweep (offboard.go)
+	maxOwned int           // orgs one user may have created (SetMaxOwnedOrgs)
 }
 
 // Options tune how the client reaches DynamoDB.
 type Options struct {
-	// Endpoint overrides the service endpoint (DynamoDB Local). When set,
-	// response checksum validation is off: DynamoDB Local omits the CRC32
-	// header on errors and the SDK would log a warning for each 4xx.
+	// Endpoint overrides the service endpoint (DynamoDB Local), without
+	// response checksums (Local omits them on errors: a warning per 4xx).
 	Endpoint string
 	// APIOptions are extra smithy middleware (metrics, operation recording).
 	APIOptions []func(*middleware.Stack) error
@@ -75,9 +71,8 @@ func Open(client *dynamodb.Client, table string) *DB {
 }
 
 // SetDeletionTiming sets how long a run of an unfinished deletion holds its
-// lease, and how long an offboarding waits after cutting the org's members
-// off before its last sweep (0 with DynamoDB Local, whose indexes never
-// lag). Call it before use.
+// lease, and an offboarding's grace before its last sweep (0 with DynamoDB
+// Local, whose indexes never lag). Call it before use.
 func (d *DB) SetDeletionTiming(lease, grace time.Duration) {
 	if lease > 0 {
 		d.lease = lease
@@ -109,7 +104,7 @@ func (d *DB) Ping(ctx context.Context) error {
 }
 
 // getItem reads one item by its key with GetItem, returning notFound when
-// there is none (never a zero item and a nil error).
+// there is none (with a nil notFound: the zero item).
 func getItem[I any](ctx context.Context, d *DB, k key, consistent bool, notFound error, op string) (I, error) {
 	var it I
 	err := d.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(consistent).One(ctx, &it)
@@ -120,6 +115,13 @@ func getItem[I any](ctx context.Context, d *DB, k key, consistent bool, notFound
 		return it, fmt.Errorf("%s: %w", op, translate(err))
 	}
 	return it, nil
+}
+
+// updateAt, deleteAt and checkAt start a request on the item at k.
+func (d *DB) updateAt(k key) *dynamo.Update { return d.table.Update(attrPK, k.PK).Range(attrSK, k.SK) }
+func (d *DB) deleteAt(k key) *dynamo.Delete { return d.table.Delete(attrPK, k.PK).Range(attrSK, k.SK) }
+func (d *DB) checkAt(k key) *dynamo.ConditionCheck {
+	return d.table.Check(attrPK, k.PK).Range(attrSK, k.SK)
 }
 
 // markedForDeletion is an item that a deletion marks (deleting) before it is
@@ -148,6 +150,24 @@ func checkIDs(checks ...error) error {
 	return nil
 }
 
+// ifSet is check of an optional ID: nil when there is none (an unassigned
+// ticket, a record outside any org).
+func ifSet(check func(field, id string) error, field, id string) error {
+	if id == "" {
+		return nil
+	}
+	return check(field, id)
+}
+
+// setOrRemove sets attr to v, or removes it when v is empty: an item
+// written whole has no empty string either (guregu/dynamo leaves it out).
+func setOrRemove(u *dynamo.Update, attr, v string) *dynamo.Update {
+	if v == "" {
+		return u.Remove(attr)
+	}
+	return u.Set(attr, v)
+}
+
 // condFailed reports whether err is a failed condition of a single-item
 // write, and whether the item existed (read from ALL_OLD).
 func condFailed(err error) (failed, existed bool) {
@@ -158,27 +178,32 @@ func condFailed(err error) (failed, existed bool) {
 	return false, false
 }
 
+// condErr is the outcome of a single-item conditional write: ifFailed when
+// its condition failed (nil when that is no error), err translated and
+// wrapped by op otherwise.
+func condErr(err, ifFailed error, op string) error {
+	if failed, _ := condFailed(err); failed {
+		return ifFailed
+	}
+	if err != nil {
+		return fmt.Errorf("%s: %w", op, translate(err))
+	}
+	return nil
+}
+
 // errUnavailable is how every failure to reach DynamoDB, or to be served
 // by it, ends: a 503 the client may retry.
 func errUnavailable(err error) error {
 	return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy or unreachable; retry later", Err: err}
 }
 
-// translate maps SDK errors that are not conditional failures: throttling,
-// DynamoDB's own 5xx, exhausted retries or retry quota, and transport
-// failures (refused, reset, DNS, a connection cut mid-answer) become
-// Unavailable, and a deadline Unavailable "timeout", so clients see 503,
-// never 500. A request cancelled because its client went away stays
-// context.Canceled: that is no failure of the database (the HTTP layer
-// reports it as 499).
+// translate maps SDK errors that are not conditional failures: a failure
+// of DynamoDB or of reaching it (below) is Unavailable, a deadline
+// Unavailable "timeout", so clients see 503, never 500. A request cancelled
+// because its client went away stays context.Canceled: no failure of the
+// database (the HTTP layer reports it as 499).
 func translate(err error) error {
-	if err == nil {
-		return nil
-	}
-	if _, ok := errs.As(err); ok {
-		return err
-	}
-	if errors.Is(err, context.Canceled) {
+	if _, ok := errs.As(err); err == nil || ok || errors.Is(err, context.Canceled) {
 		return err
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
@@ -188,13 +213,11 @@ func translate(err error) error {
 	if errors.As(err, &api) {
 		switch api.ErrorCode() {
 		case "ThrottlingException", "ProvisionedThroughputExceededException", "RequestLimitExceeded",
-			"TransactionConflictException", "InternalServerError", "ServiceUnavailable", "LimitExceededException":
-			return errUnavailable(err)
-		case "ResourceNotFoundException", "UnrecognizedClientException", "AccessDeniedException", "InvalidSignatureException",
+			"TransactionConflictException", "InternalServerError", "ServiceUnavailable", "LimitExceededException",
+			// The table is missing or the credentials are refused: a fault of
+			// the deployment, not the request, until an operator acts.
+			"ResourceNotFoundException", "UnrecognizedClientException", "AccessDeniedException", "InvalidSignatureException",
 			"ExpiredTokenException", "MissingAuthenticationTokenException", "IncompleteSignatureException":
-			// The table is missing or the service's credentials are refused:
-			// a fault of this deployment, not of the request. Every request
-			// fails until an operator acts (the log says which).
 			return errUnavailable(err)
 		}
 	}
@@ -215,22 +238,14 @@ func translate(err error) error {
 		send     *smithyhttp.RequestSendError
 		netErr   net.Error
 	)
-	switch {
-	case errors.As(err, &quota), errors.As(err, &quotaPtr):
-		// The retry quota is spent: the SDK no longer retries, whatever
-		// failed. The cause is joined to it; it is unavailable either way.
-		return errUnavailable(err)
-	case errors.As(err, &resp) && resp.HTTPStatusCode() >= 500:
-		// Any server-side failure of DynamoDB, whatever its error code.
-		return errUnavailable(err)
-	case errors.As(err, &max), errors.As(err, &deser):
-		// Retries ran out; or an answer that is not DynamoDB's (a proxy's
-		// page, a truncated body).
-		return errUnavailable(err)
-	case errors.As(err, &send), errors.As(err, &netErr),
-		errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
-		// No answer at all: refused, reset, DNS, TLS, a connection cut
-		// mid-answer. These carry no HTTP status.
+	// The retry quota spent (the SDK no longer retries, whatever failed; the
+	// cause is joined to it), any server-side failure of DynamoDB whatever
+	// its code, retries run out, an answer that is not DynamoDB's (a proxy's
+	// page, a truncated body), or no answer at all (refused, reset, DNS,
+	// TLS, a connection cut mid-answer: no HTTP status).
+	if errors.As(err, &quota) || errors.As(err, &quotaPtr) || errors.As(err, &resp) && resp.HTTPStatusCode() >= 500 ||
+		errors.As(err, &max) || errors.As(err, &deser) || errors.As(err, &send) || errors.As(err, &netErr) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
 		return errUnavailable(err)
 	}
 	return err
@@ -254,16 +269,11 @@ func (s *DB) batchGet(ctx context.Context, keys []dynamo.Keyed, consistent bool,
 // ok is false (an item being deleted, say). Absent items are left out.
 func batchGetByID[I, T any](ctx context.Context, d *DB, idList []string, check func(string) error, keyOf func(string) key,
 	consistent bool, op string, conv func(I) (id string, v T, ok bool)) (map[string]T, error) {
-	seen := map[string]bool{}
 	keys := make([]dynamo.Keyed, 0, len(idList))
-	for _, id := range idList {
-		if seen[id] {
-			continue
-		}
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(idList))) {
 		if err := check(id); err != nil {
 			return nil, err
 		}
-		seen[id] = true
 		k := keyOf(id)
 		keys = append(keys, dynamo.Keys{k.PK, k.SK})
 	}
@@ -284,10 +294,7 @@ func batchGetByID[I, T any](ctx context.Context, d *DB, idList []string, check f
 func (s *DB) deletePartition(ctx context.Context, pk string) error {
 	var keys []dynamo.Keyed
 	itr := s.table.Get(attrPK, pk).Project(attrPK, attrSK).Iter()
-	var it struct {
-		PK string `dynamo:"pk"`
-		SK string `dynamo:"sk"`
-	}
+	var it deletionItem
 	for itr.Next(ctx, &it) {
 		keys = append(keys, dynamo.Keys{it.PK, it.SK})
 	}

@@ -26,9 +26,8 @@ var Schema = struct {
 	Indexes []Index
 	// TTLAttribute holds an epoch-seconds expiry on items that expire.
 	TTLAttribute string
-	// StreamView is what the table's change stream carries of each
-	// change: the new image, from which the webhook dispatcher reads the
-	// audit events.
+	// StreamView is what the change stream carries: the new image, from
+	// which the webhook dispatcher reads the audit events.
 	StreamView types.StreamViewType
 }{
 	PK: attrPK, SK: attrSK,
@@ -48,35 +47,28 @@ var Schema = struct {
 // CreateTableInput is the CreateTable request for the schema: on-demand
 // billing, string keys, every GSI projecting ALL attributes.
 func CreateTableInput(name string) *dynamodb.CreateTableInput {
-	attrs := []types.AttributeDefinition{
-		{AttributeName: aws.String(Schema.PK), AttributeType: types.ScalarAttributeTypeS},
-		{AttributeName: aws.String(Schema.SK), AttributeType: types.ScalarAttributeTypeS},
-	}
+	attrs, keys := keyDefinition(Schema.PK, Schema.SK)
 	var gsis []types.GlobalSecondaryIndex
 	for _, ix := range Schema.Indexes {
-		attrs = append(attrs,
-			types.AttributeDefinition{AttributeName: aws.String(ix.PK), AttributeType: types.ScalarAttributeTypeS},
-			types.AttributeDefinition{AttributeName: aws.String(ix.SK), AttributeType: types.ScalarAttributeTypeS})
-		gsis = append(gsis, types.GlobalSecondaryIndex{
-			IndexName: aws.String(ix.Name),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(ix.PK), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(ix.SK), KeyType: types.KeyTypeRange},
-			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll},
-		})
+		ixAttrs, ixKeys := keyDefinition(ix.PK, ix.SK)
+		attrs = append(attrs, ixAttrs...)
+		gsis = append(gsis, types.GlobalSecondaryIndex{IndexName: aws.String(ix.Name), KeySchema: ixKeys,
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}})
 	}
-	return &dynamodb.CreateTableInput{
-		TableName:            aws.String(name),
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: attrs,
-		KeySchema: []types.KeySchemaElement{
-			{AttributeName: aws.String(Schema.PK), KeyType: types.KeyTypeHash},
-			{AttributeName: aws.String(Schema.SK), KeyType: types.KeyTypeRange},
-		},
-		GlobalSecondaryIndexes: gsis,
-		StreamSpecification:    streamSpec(),
-	}
+	return &dynamodb.CreateTableInput{TableName: aws.String(name), BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: attrs, KeySchema: keys, GlobalSecondaryIndexes: gsis, StreamSpecification: streamSpec()}
+}
+
+// keyDefinition is a key of string attributes pk (hash) and sk (range):
+// their definitions and the key schema.
+func keyDefinition(pk, sk string) ([]types.AttributeDefinition, []types.KeySchemaElement) {
+	return []types.AttributeDefinition{
+			{AttributeName: aws.String(pk), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(sk), AttributeType: types.ScalarAttributeTypeS},
+		}, []types.KeySchemaElement{
+			{AttributeName: aws.String(pk), KeyType: types.KeyTypeHash},
+			{AttributeName: aws.String(sk), KeyType: types.KeyTypeRange},
+		}
 }
 
 func streamSpec() *types.StreamSpecification {
@@ -84,9 +76,8 @@ func streamSpec() *types.StreamSpecification {
 }
 
 // Migrate creates the table if it does not exist and waits until it is
-// ACTIVE. An existing table gets the indexes it lacks (a table created by
-// an earlier version), one UpdateTable each, as DynamoDB allows; DynamoDB
-// fills a new index from the items already there.
+// ACTIVE. A table of an earlier version gets the indexes it lacks, one
+// UpdateTable each (DynamoDB fills them), and the stream.
 func Migrate(ctx context.Context, client *dynamodb.Client, name string) error {
 	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 	var nf *types.ResourceNotFoundException
@@ -158,18 +149,14 @@ func addIndexes(ctx context.Context, client *dynamodb.Client, name string, t *ty
 	for _, g := range t.GlobalSecondaryIndexes {
 		have[aws.ToString(g.IndexName)] = true
 	}
-	full := CreateTableInput(name)
-	for i, ix := range Schema.Indexes {
+	for _, ix := range Schema.Indexes {
 		if have[ix.Name] {
 			continue
 		}
-		gsi := full.GlobalSecondaryIndexes[i]
-		_, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(name),
-			AttributeDefinitions: []types.AttributeDefinition{
-				{AttributeName: aws.String(ix.PK), AttributeType: types.ScalarAttributeTypeS},
-				{AttributeName: aws.String(ix.SK), AttributeType: types.ScalarAttributeTypeS}},
+		attrs, keys := keyDefinition(ix.PK, ix.SK)
+		_, err := client.UpdateTable(ctx, &dynamodb.UpdateTableInput{TableName: aws.String(name), AttributeDefinitions: attrs,
 			GlobalSecondaryIndexUpdates: []types.GlobalSecondaryIndexUpdate{{Create: &types.CreateGlobalSecondaryIndexAction{
-				IndexName: gsi.IndexName, KeySchema: gsi.KeySchema, Projection: gsi.Projection}}}})
+				IndexName: aws.String(ix.Name), KeySchema: keys, Projection: &types.Projection{ProjectionType: types.ProjectionTypeAll}}}}})
 		if err != nil {
 			return fmt.Errorf("add index %s: %w", ix.Name, err)
 		}

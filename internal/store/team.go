@@ -60,8 +60,7 @@ type teamItem struct {
 	Version     int64     `dynamo:"version"`
 	CreatedAt   time.Time `dynamo:"createdAt"`
 	UpdatedAt   time.Time `dynamo:"updatedAt"`
-	// Deleting marks a team whose deletion did not fit one transaction and
-	// is under way (see DeleteTeam); to every reader it no longer exists.
+	// Deleting marks a team whose deletion in parts is under way: gone for readers.
 	Deleting   bool   `dynamo:"deleting,omitempty"`
 	LeaseOwner string `dynamo:"leaseOwner,omitempty"` // who finishes that deletion
 }
@@ -83,7 +82,7 @@ func fromTeamItem(it teamItem) membership.Team {
 // orgUserCheck is a transaction item proving the user belongs to the org.
 func (s *DB) orgUserCheck(t *txn, orgID, userID string, notFound error) {
 	k := orgUserKey(orgID, userID)
-	t.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(notFound))
+	t.check(k, s.checkAt(k).If(exists), failWith(notFound))
 }
 
 // teamCheck is a transaction item proving the team exists and is not being
@@ -91,7 +90,7 @@ func (s *DB) orgUserCheck(t *txn, orgID, userID string, notFound error) {
 // outlives it.
 func (s *DB) teamCheck(t *txn, orgID, teamID string, notFound error) {
 	k := teamKey(orgID, teamID)
-	t.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(liveItem), failWith(notFound))
+	t.check(k, s.checkAt(k).If(liveItem), failWith(notFound))
 }
 
 // ownerDeltaCond is the condition of a change of a team's ownerCount by d:
@@ -105,17 +104,6 @@ func ownerDeltaCond(u *dynamo.Update, d int) *dynamo.Update {
 		u = u.If("ownerCount > ? OR attribute_exists(deleting)", -d)
 	}
 	return u
-}
-
-// teamOwnerFail reads a failed team update that may have removed the last
-// owner: the team is gone or being deleted, or its last owner would go.
-func teamOwnerFail(notFound error) onFail {
-	return func(old map[string]types.AttributeValue) error {
-		if gone(old) {
-			return notFound
-		}
-		return errLastTeamOwner
-	}
 }
 
 // CreateTeam writes the team with memberCount and ownerCount 1 and its
@@ -165,11 +153,7 @@ func (s *Teams) ListTeams(ctx context.Context, orgID string, p page.Request) (pa
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[membership.Team]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{index: gsi1, partition: orgPK(orgID), prefix: prefixTeam}, p, fromTeamItem)
-	if err != nil {
-		return r, fmt.Errorf("list teams: %w", err)
-	}
-	return r, nil
+	return list(ctx, s.DB, listing{op: "list teams", index: gsi1, partition: orgPK(orgID), prefix: prefixTeam}, p, fromTeamItem)
 }
 
 // UpdateTeam sets name and description if the version is still prev's.
@@ -178,53 +162,15 @@ func (s *Teams) UpdateTeam(ctx context.Context, prev, next membership.Team, ev a
 		return err
 	}
 	k := teamKey(prev.OrgID, prev.ID)
-	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version)
-	if next.Description == "" {
-		u = u.Remove("description")
-	} else {
-		u = u.Set("description", next.Description)
-	}
-	t := s.newTx().update(k, u.If(liveAtVersion, prev.Version), liveVersioned(errTeamNotFound))
+	u := s.updateAt(k).Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version)
+	u = setOrRemove(u, "description", next.Description)
+	t := s.newTx().update(k, u.If(liveAtVersion, prev.Version), goneOr(errTeamNotFound, errVersion))
 	return s.audited(ev, t).run(ctx, "update team")
 }
 
-// teamPartition is a consistent read of a team's partition: the team item
-// and its edges. Consistent, and from the base table: after a write that
-// fences new edges, it sees every edge that committed before.
-func (s *DB) teamPartition(ctx context.Context, orgID, teamID string) (*teamItem, []memberItem, error) {
-	var items []dynamo.Item
-	err := s.table.Get(attrPK, teamPK(orgID, teamID)).Consistent(true).
-		Project(attrPK, attrSK, "type", "userId", "role", "version", "memberCount", "ownerCount", "deleting", "leaseOwner").All(ctx, &items)
-	if err != nil {
-		return nil, nil, translate(err)
-	}
-	var team *teamItem
-	var edges []memberItem
-	for _, it := range items {
-		switch entityType(it) {
-		case typeTeam:
-			var t teamItem
-			if err := dynamo.UnmarshalItem(it, &t); err != nil {
-				return nil, nil, err
-			}
-			team = &t
-		case typeMembership:
-			var m memberItem
-			if err := dynamo.UnmarshalItem(it, &m); err != nil {
-				return nil, nil, err
-			}
-			edges = append(edges, m)
-		}
-	}
-	return team, edges, nil
-}
-
 // maxDeleteAttempts bounds how often a delete reads again after a
-// concurrent change made its transaction fail. After singleTxAttempts
-// failures of the one-transaction delete (children keep being added, or a
-// count is off), it marks the parent deleting first: that stops new
-// children, and the parts that follow never depend on a count.
+// concurrent change failed its transaction; after singleTxAttempts, a
+// cascade marks the parent deleting first, which stops new children.
 const (
 	maxDeleteAttempts = 8
 	singleTxAttempts  = 3
@@ -241,17 +187,9 @@ var errRetry = errs.E(errs.Conflict, "concurrent_update", "the resource keeps ch
 func retryOn(map[string]types.AttributeValue) error { return errRetry }
 
 // DeleteTeam removes the team, its edges and the team from each member's
-// team set. It reads the team partition consistently and deletes it in one
-// transaction conditioned on the memberCount it read: an edge added since
-// (AddTeamMember bumps memberCount) or removed since makes the transaction fail
-// and the delete read again, so no edge outlives its team.
-//
-// A team with more edges than one transaction holds is first marked
-// deleting (one transaction with the audit event): from then on it is gone
-// for every reader and AddTeamMember can no longer commit under it; then its
-// edges go in transactions of their own, each decrementing memberCount, and
-// the team item last. A crash in between leaves a marked team that the
-// deletion worker finishes once its lease has expired (FinishDeletion).
+// team set, as a cascade (cascade.go) on memberCount: no edge outlives the
+// team, and a team too large for one transaction is marked deleting, then
+// deleted in parts (by the deletion worker, after a crash).
 func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return err
@@ -262,19 +200,12 @@ func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion 
 // teamCascade is the deletion of a team with its edges (cascade.go): an
 // edge goes with the team's removal from its user's team set, and a part
 // decrements ownerCount by the owner edges in it too.
-func (s *DB) teamCascade(orgID, teamID string) cascade[memberItem] {
+func (s *DB) teamCascade(orgID, teamID string) cascade {
 	goneUsers := map[string]bool{} // see dropEdge
-	return cascade[memberItem]{what: "team", key: teamKey(orgID, teamID), deletionSK: teamDeletionSK(orgID, teamID),
-		count: "memberCount", notFound: errTeamNotFound, perChild: 2,
-		read: func(ctx context.Context) (*cascadeParent, []memberItem, error) {
-			team, edges, err := s.teamPartition(ctx, orgID, teamID)
-			if team == nil || err != nil {
-				return nil, nil, err
-			}
-			return &cascadeParent{Version: team.Version, Deleting: team.Deleting, LeaseOwner: team.LeaseOwner}, edges, nil
-		},
-		drop: func(t *txn, e memberItem) { s.dropEdge(t, orgID, e, teamID, goneUsers) },
-		counts: func(u *dynamo.Update, part []memberItem) *dynamo.Update {
+	return cascade{what: "team", key: teamKey(orgID, teamID), deletionSK: teamDeletionSK(orgID, teamID),
+		count: "memberCount", child: typeMembership, notFound: errTeamNotFound, perChild: 2,
+		drop: func(t *txn, e deletionItem) { s.dropEdge(t, orgID, e, teamID, goneUsers) },
+		counts: func(u *dynamo.Update, part []deletionItem) *dynamo.Update {
 			owners := 0
 			for _, e := range part {
 				if e.Role == string(authz.Owner) {
@@ -290,11 +221,11 @@ func (s *DB) teamCascade(orgID, teamID string) cascade[memberItem] {
 // removal from its user's team set. A user found gone (an orphan edge left
 // by a bug of the past, or a user removed meanwhile) is noted in goneUsers,
 // and the next attempt deletes only the edge, checking the user is gone.
-func (s *DB) dropEdge(t *txn, orgID string, e memberItem, teamID string, goneUsers map[string]bool) {
-	t.delete(key{e.PK, e.SK}, s.table.Delete(attrPK, e.PK).Range(attrSK, e.SK).If(exists), retryOn)
+func (s *DB) dropEdge(t *txn, orgID string, e deletionItem, teamID string, goneUsers map[string]bool) {
+	t.delete(e.key(), s.deleteAt(e.key()).If(exists), retryOn)
 	if goneUsers[e.UserID] {
 		uk := orgUserKey(orgID, e.UserID)
-		t.check(uk, s.table.Check(attrPK, uk.PK).Range(attrSK, uk.SK).If(notExists), func(map[string]types.AttributeValue) error {
+		t.check(uk, s.checkAt(uk).If(notExists), func(map[string]types.AttributeValue) error {
 			delete(goneUsers, e.UserID)
 			return errRetry
 		})

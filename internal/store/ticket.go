@@ -2,11 +2,7 @@ package store
 
 import (
 	"context"
-	"fmt"
 	"time"
-
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
@@ -15,14 +11,11 @@ import (
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
-// Tickets stores tickets, each in its own partition with its comments
-// (seed 002: a child that is fetched by ID lives on its own; comments are
-// only read through their ticket, so they live in its partition). Indexes
-// place each ticket in one hierarchy each: org (GSI1), org -> requester
-// (GSI2, with the user item), org -> status (GSI3), assignee (GSI4, sparse),
-// org -> team -> status (GSI5, sparse, composite sort key), org -> priority
-// -> status (GSI6), org -> assignee -> status (GSI7, sparse): the last two
-// serve a ticket listing filtered by priority or assignee within a status.
+// Tickets stores tickets, each in its own partition with its comments, which
+// are only read through it (seed 002). Each index places a ticket in one
+// hierarchy: org (GSI1), org -> requester (GSI2, with the user item),
+// org -> status (GSI3), assignee (GSI4), org -> team -> status (GSI5),
+// org -> priority -> status (GSI6), org -> assignee -> status (GSI7).
 type Tickets struct{ *DB }
 
 var _ ticket.Storer = (*Tickets)(nil)
@@ -66,8 +59,7 @@ type ticketItem struct {
 	Version      int64     `dynamo:"version"`
 	CreatedAt    time.Time `dynamo:"createdAt"`
 	UpdatedAt    time.Time `dynamo:"updatedAt"`
-	// Deleting marks a ticket whose deletion did not fit one transaction
-	// and is under way (see DeleteTicket); to every reader it is gone.
+	// Deleting marks a ticket whose deletion in parts is under way: gone for readers.
 	Deleting   bool   `dynamo:"deleting,omitempty"`
 	LeaseOwner string `dynamo:"leaseOwner,omitempty"`
 }
@@ -129,18 +121,9 @@ func fromCommentItem(it commentItem) ticket.Comment {
 }
 
 func checkTicket(t ticket.Ticket) error {
-	if err := checkIDs(ids.Resource("orgId", t.OrgID), ids.Resource("ticketId", t.ID), ids.User("requesterId", t.RequesterID)); err != nil {
+	if err := checkIDs(ids.Resource("orgId", t.OrgID), ids.Resource("ticketId", t.ID), ids.User("requesterId", t.RequesterID),
+		ifSet(ids.User, "assigneeId", t.AssigneeID), ifSet(ids.Resource, "teamId", t.TeamID)); err != nil {
 		return err
-	}
-	if t.AssigneeID != "" {
-		if err := checkIDs(ids.User("assigneeId", t.AssigneeID)); err != nil {
-			return err
-		}
-	}
-	if t.TeamID != "" {
-		if err := checkIDs(ids.Resource("teamId", t.TeamID)); err != nil {
-			return err
-		}
 	}
 	if !t.Status.Valid() {
 		return errs.InvalidParam("status", "invalid_status", "unknown status")
@@ -204,27 +187,19 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev
 	}
 	it := toTicketItem(next)
 	k := ticketKey(next.OrgID, next.ID)
-	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("title", it.Title).Set("status", it.Status).Set("priority", it.Priority).
+	u := s.updateAt(k).Set("title", it.Title).Set("status", it.Status).Set("priority", it.Priority).
 		Set("gsi3sk", it.GSI3SK).Set("gsi6pk", it.GSI6PK).Set("gsi6sk", it.GSI6SK).
 		Set("updatedAt", it.UpdatedAt).Set("version", it.Version).
 		If(liveAtVersion, prev.Version)
-	setOrRemove := func(attr, v string) {
-		if v == "" {
-			u = u.Remove(attr)
-		} else {
-			u = u.Set(attr, v)
-		}
-	}
-	setOrRemove("description", it.Description)
-	setOrRemove("assigneeId", it.AssigneeID)
-	setOrRemove("teamId", it.TeamID)
-	setOrRemove("gsi4pk", it.GSI4PK)
-	setOrRemove("gsi4sk", it.GSI4SK)
-	setOrRemove("gsi5pk", it.GSI5PK)
-	setOrRemove("gsi5sk", it.GSI5SK)
-	setOrRemove("gsi7pk", it.GSI7PK)
-	setOrRemove("gsi7sk", it.GSI7SK)
+	u = setOrRemove(u, "description", it.Description)
+	u = setOrRemove(u, "assigneeId", it.AssigneeID)
+	u = setOrRemove(u, "teamId", it.TeamID)
+	u = setOrRemove(u, "gsi4pk", it.GSI4PK)
+	u = setOrRemove(u, "gsi4sk", it.GSI4SK)
+	u = setOrRemove(u, "gsi5pk", it.GSI5PK)
+	u = setOrRemove(u, "gsi5sk", it.GSI5SK)
+	u = setOrRemove(u, "gsi7pk", it.GSI7PK)
+	u = setOrRemove(u, "gsi7sk", it.GSI7SK)
 	if len(it.Tags) == 0 {
 		u = u.Remove("tags")
 	} else {
@@ -232,22 +207,14 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev
 	}
 	newAssignee := next.AssigneeID != prev.AssigneeID
 	newTeam := next.TeamID != prev.TeamID
-	tx := s.newTx().update(k, u, liveVersioned(errTicketNotFound))
+	tx := s.newTx().update(k, u, goneOr(errTicketNotFound, errVersion))
 	s.referenceChecks(tx, next, newAssignee, newTeam)
 	return s.audited(ev, tx).run(ctx, "update ticket")
 }
 
-// DeleteTicket deletes the ticket and its comments. It reads the ticket's
-// partition consistently and deletes it in one transaction conditioned on
-// the commentCount it read: a comment added since (CreateComment bumps
-// commentCount, and needs the ticket live) makes the transaction fail and
-// the delete read again, so no comment outlives its ticket.
-//
-// A ticket with more comments than one transaction holds is first marked
-// deleting (with the audit event): from then on it is gone for every reader
-// and no comment can commit under it; then its comments go in transactions
-// that each decrement commentCount, and the ticket last. A crash in between
-// leaves a marked ticket that the deletion worker finishes.
+// DeleteTicket deletes the ticket and its comments, as a cascade
+// (cascade.go) on commentCount: no comment outlives the ticket, and a ticket
+// too large for one transaction is marked deleting, then deleted in parts.
 func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
 		return err
@@ -256,48 +223,13 @@ func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVe
 }
 
 // ticketCascade is the deletion of a ticket with its comments (cascade.go).
-func (s *DB) ticketCascade(orgID, ticketID string) cascade[key] {
-	return cascade[key]{what: "ticket", key: ticketKey(orgID, ticketID), deletionSK: ticketDeletionSK(orgID, ticketID),
-		count: "commentCount", notFound: errTicketNotFound, perChild: 1,
-		read: func(ctx context.Context) (*cascadeParent, []key, error) {
-			tk, comments, err := s.ticketPartition(ctx, orgID, ticketID)
-			if tk == nil || err != nil {
-				return nil, nil, err
-			}
-			return &cascadeParent{Version: tk.Version, Deleting: tk.Deleting, LeaseOwner: tk.LeaseOwner}, comments, nil
+func (s *DB) ticketCascade(orgID, ticketID string) cascade {
+	return cascade{what: "ticket", key: ticketKey(orgID, ticketID), deletionSK: ticketDeletionSK(orgID, ticketID),
+		count: "commentCount", child: typeComment, notFound: errTicketNotFound, perChild: 1,
+		drop: func(t *txn, c deletionItem) {
+			t.delete(c.key(), s.deleteAt(c.key()).If(exists), retryOn)
 		},
-		drop: func(t *txn, c key) { t.delete(c, s.table.Delete(attrPK, c.PK).Range(attrSK, c.SK).If(exists), retryOn) },
 	}
-}
-
-// ticketPartition is a consistent read of a ticket's partition: the ticket
-// (without its text) and its comments' keys.
-func (s *DB) ticketPartition(ctx context.Context, orgID, ticketID string) (*ticketItem, []key, error) {
-	var items []dynamo.Item
-	err := s.table.Get(attrPK, ticketPK(orgID, ticketID)).Consistent(true).
-		Project(attrPK, attrSK, "type", "version", "commentCount", "deleting", "leaseOwner").All(ctx, &items)
-	if err != nil {
-		return nil, nil, translate(err)
-	}
-	var tk *ticketItem
-	var comments []key
-	for _, it := range items {
-		switch entityType(it) {
-		case typeTicket:
-			var t ticketItem
-			if err := dynamo.UnmarshalItem(it, &t); err != nil {
-				return nil, nil, err
-			}
-			tk = &t
-		case typeComment:
-			pk, _ := it[attrPK].(*types.AttributeValueMemberS)
-			sk, _ := it[attrSK].(*types.AttributeValueMemberS)
-			if pk != nil && sk != nil {
-				comments = append(comments, key{pk.Value, sk.Value})
-			}
-		}
-	}
-	return tk, comments, nil
 }
 
 // ListTickets pages through an org's tickets, newest first (ticket IDs are
@@ -306,13 +238,8 @@ func (s *DB) ticketPartition(ctx context.Context, orgID, ticketID string) (*tick
 // GSI4 (an assignee), GSI7 (an assignee within a status). Returns Invalid
 // for a combination no index serves (priority and assignee together).
 func (s *Tickets) ListTickets(ctx context.Context, orgID string, f ticket.Filter, p page.Request) (page.Result[ticket.Ticket], error) {
-	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
+	if err := checkIDs(ids.Resource("orgId", orgID), ifSet(ids.User, "assigneeId", f.AssigneeID)); err != nil {
 		return page.Result[ticket.Ticket]{}, err
-	}
-	if f.AssigneeID != "" {
-		if err := checkIDs(ids.User("assigneeId", f.AssigneeID)); err != nil {
-			return page.Result[ticket.Ticket]{}, err
-		}
 	}
 	if f.Priority != "" && !f.Priority.Valid() {
 		return page.Result[ticket.Ticket]{}, errs.InvalidParam("priority", "invalid_priority", "unknown priority")
@@ -332,12 +259,8 @@ func (s *Tickets) ListTickets(ctx context.Context, orgID string, f ticket.Filter
 	default:
 		l = listing{index: gsi1, partition: orgPK(orgID), prefix: prefixTicket}
 	}
-	l.desc = !f.Oldest
-	r, err := list(ctx, s.DB, l, p, fromTicketItem)
-	if err != nil {
-		return r, fmt.Errorf("list tickets: %w", err)
-	}
-	return r, nil
+	l.op, l.desc = "list tickets", !f.Oldest
+	return list(ctx, s.DB, l, p, fromTicketItem)
 }
 
 // ListTeamTickets pages through GSI5 ORG#<orgId>#TEAM#<teamId>: descending,
@@ -346,12 +269,8 @@ func (s *Tickets) ListTeamTickets(ctx context.Context, orgID, teamID string, sta
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return page.Result[ticket.Ticket]{}, err
 	}
-	l := listing{index: gsi5, partition: teamTicketsPK(orgID, teamID), prefix: statusPrefix(string(status)), desc: true}
-	r, err := list(ctx, s.DB, l, p, fromTicketItem)
-	if err != nil {
-		return r, fmt.Errorf("list team tickets: %w", err)
-	}
-	return r, nil
+	l := listing{op: "list team tickets", index: gsi5, partition: teamTicketsPK(orgID, teamID), prefix: statusPrefix(string(status)), desc: true}
+	return list(ctx, s.DB, l, p, fromTicketItem)
 }
 
 // ListAssignedTickets pages through GSI4 (sparse) newest first.
@@ -359,12 +278,8 @@ func (s *Tickets) ListAssignedTickets(ctx context.Context, orgID, userID string,
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return page.Result[ticket.Ticket]{}, err
 	}
-	l := listing{index: gsi4, partition: assigneePK(orgID, userID), prefix: prefixTicket, desc: true}
-	r, err := list(ctx, s.DB, l, p, fromTicketItem)
-	if err != nil {
-		return r, fmt.Errorf("list assigned tickets: %w", err)
-	}
-	return r, nil
+	l := listing{op: "list assigned tickets", index: gsi4, partition: assigneePK(orgID, userID), prefix: prefixTicket, desc: true}
+	return list(ctx, s.DB, l, p, fromTicketItem)
 }
 
 // ListUserTickets pages through GSI2 ORG#<orgId>#USER#<userId>
@@ -374,12 +289,8 @@ func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, p p
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return page.Result[ticket.Ticket]{}, err
 	}
-	l := listing{index: gsi2, partition: orgUserPK(orgID, userID), prefix: prefixTicket, desc: true}
-	r, err := list(ctx, s.DB, l, p, fromTicketItem)
-	if err != nil {
-		return r, fmt.Errorf("list requested tickets: %w", err)
-	}
-	return r, nil
+	l := listing{op: "list requested tickets", index: gsi2, partition: orgUserPK(orgID, userID), prefix: prefixTicket, desc: true}
+	return list(ctx, s.DB, l, p, fromTicketItem)
 }
 
 // CreateComment writes the comment into its ticket's partition and bumps the
@@ -391,8 +302,7 @@ func (s *Tickets) CreateComment(ctx context.Context, c ticket.Comment, ev audit.
 	k, ci := ticketKey(c.OrgID, c.TicketID), toCommentItem(c)
 	tx := s.newTx().
 		put(key{ci.PK, ci.SK}, s.table.Put(ci).If(notExists), failWith(errs.E(errs.Conflict, "comment_exists", "comment ID already taken"))).
-		update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Add("commentCount", 1).Set("updatedAt", c.CreatedAt).If(liveItem),
-			failWith(errTicketNotFound))
+		update(k, s.updateAt(k).Add("commentCount", 1).Set("updatedAt", c.CreatedAt).If(liveItem), failWith(errTicketNotFound))
 	return s.audited(ev, tx).run(ctx, "add comment")
 }
 
@@ -411,9 +321,5 @@ func (s *Tickets) ListComments(ctx context.Context, orgID, ticketID string, p pa
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
 		return page.Result[ticket.Comment]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{partition: ticketPK(orgID, ticketID), prefix: prefixComment}, p, fromCommentItem)
-	if err != nil {
-		return r, fmt.Errorf("list comments: %w", err)
-	}
-	return r, nil
+	return list(ctx, s.DB, listing{op: "list comments", partition: ticketPK(orgID, ticketID), prefix: prefixComment}, p, fromCommentItem)
 }

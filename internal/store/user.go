@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -32,20 +33,15 @@ type orgUserItem struct {
 	Version   int64     `dynamo:"version"`
 	JoinedAt  time.Time `dynamo:"joinedAt"`
 	UpdatedAt time.Time `dynamo:"updatedAt"`
-	AddedBy   string    `dynamo:"addedBy,omitempty"` // org.User.AddedBy
-	// Deleting marks the edge of the owner offboarding the org: it only
-	// authorizes continuing the deletion.
-	Deleting bool `dynamo:"deleting,omitempty"`
-	// TeamIDs are the teams the user is a member of in this org, kept in
-	// the same transactions as the membership edges. It makes removing the
-	// user from the org exact: the edges are read from this item with a
-	// consistent read, not from GSI1, which may lag. EdgeSeq counts edge
-	// changes, so a removal can require that none happened since it read.
+	AddedBy   string    `dynamo:"addedBy,omitempty"`  // org.User.AddedBy
+	Deleting  bool      `dynamo:"deleting,omitempty"` // on the edge of the owner offboarding the org
+	// TeamIDs (the user's teams in this org) and EdgeSeq (a count of their
+	// changes) move with the membership edges, so a removal reads the edges
+	// consistently from here, not from GSI1, and knows none changed since.
 	TeamIDs []string `dynamo:"teamIds,set,omitempty"`
 	EdgeSeq int64    `dynamo:"edgeSeq,omitempty"`
 	// AcceptedToken is the hash of the invitation token the user joined
-	// with (absent otherwise): a retried accept of it answers this
-	// membership instead of a 404.
+	// with: a retried accept of it answers this membership, not a 404.
 	AcceptedToken string `dynamo:"acceptedToken,omitempty"`
 }
 
@@ -92,10 +88,8 @@ func checkUser(u tenant.User) error {
 	if u.Email == "" {
 		return errs.InvalidField("email", "required", "must not be empty")
 	}
-	for _, c := range u.Email {
-		if c == '#' || c < 0x20 {
-			return errs.InvalidField("email", "invalid_email", "must not contain '#' or control characters")
-		}
+	if strings.ContainsFunc(u.Email, func(c rune) bool { return c == '#' || c < 0x20 }) {
+		return errs.InvalidField("email", "invalid_email", "must not contain '#' or control characters")
 	}
 	return nil
 }
@@ -115,11 +109,7 @@ func (s *Orgs) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[tenant.User]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{partition: orgPK(orgID), prefix: prefixUser}, p, fromOrgUserItem)
-	if err != nil {
-		return r, fmt.Errorf("list users: %w", err)
-	}
-	return r, nil
+	return list(ctx, s.DB, listing{op: "list users", partition: orgPK(orgID), prefix: prefixUser}, p, fromOrgUserItem)
 }
 
 // BatchGetOrgUsers reads many OrgUsers of one org: one BatchGetItem per 100
@@ -160,13 +150,11 @@ func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev aud
 	}
 	k := orgUserKey(next.OrgID, next.UserID)
 	t := s.newTx()
-	t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("email", next.Email).Set("name", next.Name).Set("role", string(next.Role)).
-		Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
-		If(existsAtVersion, prev.Version), versioned(errUserNotFound))
+	t.update(k, s.updateAt(k).Set("email", next.Email).Set("name", next.Name).Set("role", string(next.Role)).
+		Set("updatedAt", next.UpdatedAt).Set("version", next.Version).If(existsAtVersion, prev.Version), missingOr(errUserNotFound, errVersion))
 	if tenant.NormalizeEmail(prev.Email) != tenant.NormalizeEmail(next.Email) {
 		old, c := toClaimItem(prev), toClaimItem(next)
-		t.delete(old.key(), s.table.Delete(attrPK, old.PK).Range(attrSK, old.SK), nil)
+		t.delete(old.key(), s.deleteAt(old.key()), nil)
 		t.put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
 	}
 	if d := ownerDelta(prev.Role, next.Role); d != 0 {
@@ -176,23 +164,14 @@ func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev aud
 }
 
 // RemoveOrgUser deletes the OrgUser, its claim, and every team membership the
-// user has in the org (with each team's memberCount and ownerCount). The
-// memberships are the OrgUser's own team set, read consistently with each
-// team and edge; every transaction that touches them is conditional on the
-// OrgUser's version and edge sequence and on each edge's role as read, so
-// a membership added, removed or changed concurrently makes the removal read
-// again instead of leaving an orphan edge or a wrong count.
-//
-// A user who is a team's last owner is refused (last_team_owner) before
-// anything is written. A team in the set that no longer exists, or an edge
-// whose team is gone (left by a bug of the past), never blocks the removal:
-// the stale entry or orphan edge goes with the user, so no user can become
-// unremovable.
-//
-// A user in more teams than one transaction holds loses the memberships
-// first, in transactions of their own (each also checking the last-owner
-// rule, so a removal that must fail fails before touching anything); a
-// crash in between leaves a user with fewer teams, and a retry finishes.
+// user has in the org (with each team's counts): the OrgUser's team set, read
+// consistently with each team and edge. Every transaction is conditional on
+// the OrgUser's version and edge sequence and each edge's role as read, so a
+// concurrent membership change makes the removal read again. A team's last
+// owner is refused (last_team_owner) before anything is written; a team gone
+// from the set, or an orphan edge, never blocks it. More teams than one
+// transaction holds go first, in transactions of their own (each checking the
+// last-owner rules); after a crash in between, a retry finishes.
 func (s *Orgs) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event) error {
 	if err := checkUser(u); err != nil {
 		return err
@@ -233,17 +212,11 @@ func (s *Orgs) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event)
 			return err
 		}
 		if !marked {
-			// Someone keeps changing the user's teams: mark the user
-			// leaving, so that no team takes them any more and the next
-			// reads converge (only removals of their edges can still
-			// race ours).
-			err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("leaving", time.Now().UnixMilli()).
-				If(existsAtVersion, u.Version).Run(ctx)
-			if failed, _ := condFailed(err); failed {
-				return errVersion
-			}
-			if err != nil {
-				return fmt.Errorf("remove user: %w", translate(err))
+			// Someone keeps changing the user's teams: mark the user leaving,
+			// so that no team takes them any more and the reads converge.
+			err := s.updateAt(k).Set("leaving", time.Now().UnixMilli()).If(existsAtVersion, u.Version).Run(ctx)
+			if err := condErr(err, errVersion, "remove user"); err != nil {
+				return err
 			}
 			marked = true
 		}
@@ -263,8 +236,8 @@ const maxRemoveAttempts = 8
 // userEdge is one team in a user's team set, as read for their removal.
 type userEdge struct {
 	teamID string
-	team   *teamItem   // nil: the team is gone
-	edge   *memberItem // nil: no edge (a stale team set entry)
+	team   *deletionItem // nil: the team is gone
+	edge   *deletionItem // nil: no edge (a stale team set entry)
 }
 
 func (e userEdge) lastOwner() bool {
@@ -282,25 +255,17 @@ func (s *DB) userEdges(ctx context.Context, orgID, userID string, teamIDs []stri
 		tk, mk := teamKey(orgID, t), memberKey(orgID, t, userID)
 		keys = append(keys, dynamo.Keys{tk.PK, tk.SK}, dynamo.Keys{mk.PK, mk.SK})
 	}
-	var items []dynamo.Item
+	var items []deletionItem
 	if err := s.batchGet(ctx, keys, true, &items); err != nil {
 		return nil, err
 	}
-	teams, edges := map[string]*teamItem{}, map[string]*memberItem{}
-	for _, it := range items {
-		switch entityType(it) {
+	teams, edges := map[string]*deletionItem{}, map[string]*deletionItem{}
+	for i, it := range items {
+		switch it.Type {
 		case typeTeam:
-			var t teamItem
-			if err := dynamo.UnmarshalItem(it, &t); err != nil {
-				return nil, err
-			}
-			teams[t.ID] = &t
+			teams[it.TeamID] = &items[i]
 		case typeMembership:
-			var m memberItem
-			if err := dynamo.UnmarshalItem(it, &m); err != nil {
-				return nil, err
-			}
-			edges[m.TeamID] = &m
+			edges[it.TeamID] = &items[i]
 		}
 	}
 	out := make([]userEdge, len(teamIDs))
@@ -319,12 +284,12 @@ func (s *DB) dropUserEdge(t *txn, orgID, userID string, e userEdge) {
 		return
 	}
 	mk, tk := memberKey(orgID, e.teamID, userID), teamKey(orgID, e.teamID)
-	t.delete(mk, s.table.Delete(attrPK, mk.PK).Range(attrSK, mk.SK).If("attribute_exists(pk) AND $ = ?", "role", e.edge.Role), retryOn)
+	t.delete(mk, s.deleteAt(mk).If("attribute_exists(pk) AND $ = ?", "role", e.edge.Role), retryOn)
 	if e.team == nil {
-		t.check(tk, s.table.Check(attrPK, tk.PK).Range(attrSK, tk.SK).If(notExists), retryOn)
+		t.check(tk, s.checkAt(tk).If(notExists), retryOn)
 		return
 	}
-	u := s.table.Update(attrPK, tk.PK).Range(attrSK, tk.SK).Add("memberCount", -1)
+	u := s.updateAt(tk).Add("memberCount", -1)
 	t.update(tk, ownerDeltaCond(u, ownerDelta(authz.Role(e.edge.Role), "")).If(exists), func(old map[string]types.AttributeValue) error {
 		if old != nil && old["deleting"] == nil && e.edge.Role == string(authz.Owner) {
 			return errLastTeamOwner
@@ -336,12 +301,7 @@ func (s *DB) dropUserEdge(t *txn, orgID, userID string, e userEdge) {
 // removeUser runs the removal's transactions for the state read at seq.
 func (s *Orgs) removeUser(ctx context.Context, u tenant.User, seq int64, edges []userEdge, ev audit.Event) error {
 	k := orgUserKey(u.OrgID, u.UserID)
-	changed := func(old map[string]types.AttributeValue) error {
-		if old == nil {
-			return errUserNotFound
-		}
-		return errRetry
-	}
+	changed := missingOr(errUserNotFound, errRetry)
 	const fixed = 5 // user, claim, org guard, audit event, actor fence
 	for len(edges)*2+fixed > maxTxItems {
 		t := s.newTx()
@@ -351,11 +311,11 @@ func (s *Orgs) removeUser(ctx context.Context, u tenant.User, seq int64, edges [
 		for i, e := range chunk {
 			ids[i] = e.teamID
 		}
-		t.update(k, s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).DeleteStringsFromSet("teamIds", ids...).Add("edgeSeq", 1).
+		t.update(k, s.updateAt(k).DeleteStringsFromSet("teamIds", ids...).Add("edgeSeq", 1).
 			If("attribute_exists(pk) AND version = ? AND edgeSeq = ?", u.Version, seq), changed)
 		if u.Role == authz.Owner {
 			ok := orgKey(u.OrgID)
-			t.check(ok, s.table.Check(attrPK, ok.PK).Range(attrSK, ok.SK).If(liveItem+" AND ownerCount > ?", 1), lastOwner)
+			t.check(ok, s.checkAt(ok).If(liveItem+" AND ownerCount > ?", 1), goneOr(errOrgNotFound, errLastOwner))
 		}
 		for _, e := range chunk {
 			s.dropUserEdge(t, u.OrgID, u.UserID, e)
@@ -368,9 +328,9 @@ func (s *Orgs) removeUser(ctx context.Context, u tenant.User, seq int64, edges [
 	}
 	claim := toClaimItem(u)
 	t := s.newTx()
-	t.delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).
+	t.delete(k, s.deleteAt(k).
 		If("attribute_exists(pk) AND version = ? AND (attribute_not_exists(edgeSeq) OR edgeSeq = ?)", u.Version, seq), changed)
-	t.delete(claim.key(), s.table.Delete(attrPK, claim.PK).Range(attrSK, claim.SK), nil)
+	t.delete(claim.key(), s.deleteAt(claim.key()), nil)
 	s.orgGuard(t, u.OrgID, ownerDelta(u.Role, ""))
 	for _, e := range edges {
 		s.dropUserEdge(t, u.OrgID, u.UserID, e)

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/audit"
@@ -21,8 +20,7 @@ import (
 // at most webhook.MaxPerOrg.
 type Webhooks struct {
 	*DB
-	// MaxPending bounds each endpoint's pending deliveries (default
-	// webhook.MaxPendingPerEndpoint).
+	// MaxPending bounds each endpoint's pending deliveries (0: webhook.MaxPendingPerEndpoint).
 	MaxPending int
 }
 
@@ -85,14 +83,9 @@ func (s *Webhooks) CreateWebhook(ctx context.Context, sub webhook.Subscription, 
 	t := s.newTx().
 		put(webhookKey(sub.OrgID, sub.ID), s.table.Put(toWebhookItem(sub)).If(notExists),
 			failWith(errs.E(errs.Conflict, "webhook_exists", "webhook ID already taken"))).
-		update(ok, s.table.Update(attrPK, ok.PK).Range(attrSK, ok.SK).Add("webhookCount", 1).
+		update(ok, s.updateAt(ok).Add("webhookCount", 1).
 			If(liveItem+" AND (attribute_not_exists(webhookCount) OR webhookCount < ?)", webhook.MaxPerOrg),
-			func(old map[string]types.AttributeValue) error {
-				if gone(old) {
-					return errOrgNotFound
-				}
-				return errWebhookLimit
-			})
+			goneOr(errOrgNotFound, errWebhookLimit))
 	return s.audited(ev, t).run(ctx, "create webhook")
 }
 
@@ -110,11 +103,7 @@ func (s *Webhooks) ListWebhooks(ctx context.Context, orgID string, p page.Reques
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return page.Result[webhook.Subscription]{}, err
 	}
-	r, err := list(ctx, s.DB, listing{index: gsi1, partition: orgPK(orgID), prefix: prefixWebhook}, p, fromWebhookItem)
-	if err != nil {
-		return r, fmt.Errorf("list webhooks: %w", err)
-	}
-	return r, nil
+	return list(ctx, s.DB, listing{op: "list webhooks", index: gsi1, partition: orgPK(orgID), prefix: prefixWebhook}, p, fromWebhookItem)
 }
 
 // Subscribers reads every subscription of the org (at most
@@ -123,16 +112,12 @@ func (s *Webhooks) Subscribers(ctx context.Context, orgID string) ([]webhook.Sub
 	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
 		return nil, err
 	}
-	var items []webhookItem
-	err := s.table.Get("gsi1pk", orgPK(orgID)).Range("gsi1sk", dynamo.BeginsWith, prefixWebhook).Index(gsi1).All(ctx, &items)
+	q := s.table.Get("gsi1pk", orgPK(orgID)).Range("gsi1sk", dynamo.BeginsWith, prefixWebhook).Index(gsi1)
+	items, err := allItems(ctx, q, webhook.MaxPerOrg)
 	if err != nil {
 		return nil, fmt.Errorf("list subscribers: %w", translate(err))
 	}
-	out := make([]webhook.Subscription, 0, len(items))
-	for _, it := range items {
-		out = append(out, fromWebhookItem(it))
-	}
-	return out, nil
+	return unmarshalAll(items, fromWebhookItem)
 }
 
 // UpdateWebhook writes next over prev at prev's version.
@@ -141,7 +126,7 @@ func (s *Webhooks) UpdateWebhook(ctx context.Context, prev, next webhook.Subscri
 		return err
 	}
 	k := webhookKey(prev.OrgID, prev.ID)
-	t := s.newTx().put(k, s.table.Put(toWebhookItem(next)).If(existsAtVersion, prev.Version), versioned(errWebhookNotFound))
+	t := s.newTx().put(k, s.table.Put(toWebhookItem(next)).If(existsAtVersion, prev.Version), missingOr(errWebhookNotFound, errVersion))
 	return s.audited(ev, t).run(ctx, "update webhook")
 }
 
@@ -152,13 +137,13 @@ func (s *Webhooks) SetEndpointHealth(ctx context.Context, sub webhook.Subscripti
 		return err
 	}
 	k := webhookKey(sub.OrgID, sub.ID)
-	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("active", sub.Active)
+	u := s.updateAt(k).Set("active", sub.Active)
 	if sub.FailingSince.IsZero() {
 		u = u.Remove("failingSince")
 	} else {
 		u = u.Set("failingSince", sub.FailingSince)
 	}
-	t := s.newTx().update(k, u.If(existsAtVersion, sub.Version), versioned(errWebhookNotFound))
+	t := s.newTx().update(k, u.If(existsAtVersion, sub.Version), missingOr(errWebhookNotFound, errVersion))
 	if ev != nil {
 		t = s.audited(*ev, t)
 	}
@@ -173,7 +158,7 @@ func (s *Webhooks) DeleteWebhook(ctx context.Context, sub webhook.Subscription, 
 	}
 	k, ok := webhookKey(sub.OrgID, sub.ID), orgKey(sub.OrgID)
 	t := s.newTx().
-		delete(k, s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If(existsAtVersion, sub.Version), versioned(errWebhookNotFound)).
-		update(ok, s.table.Update(attrPK, ok.PK).Range(attrSK, ok.SK).Add("webhookCount", -1).If(liveItem), failWith(errOrgNotFound))
+		delete(k, s.deleteAt(k).If(existsAtVersion, sub.Version), missingOr(errWebhookNotFound, errVersion)).
+		update(ok, s.updateAt(ok).Add("webhookCount", -1).If(liveItem), failWith(errOrgNotFound))
 	return s.audited(ev, t).run(ctx, "delete webhook")
 }

@@ -5,6 +5,7 @@
 package tenant
 
 import (
+	"cmp"
 	"context"
 	"time"
 
@@ -45,13 +46,13 @@ const (
 )
 
 // Storer is what the org service needs from persistence. Every write takes
-// the audit event of the change, written in the same transaction.
+// the audit event of the change, written in the same transaction. An org
+// being offboarded is NotFound to every read and write but the offboarding's.
 type Storer interface {
 	// CreateOrg writes the org, its owner and the owner's email claim
 	// atomically. Returns Conflict if the org ID is taken.
 	CreateOrg(ctx context.Context, o Org, owner User, ev audit.Event) error
-	// GetOrg returns NotFound if the org does not exist (or is being
-	// offboarded).
+	// GetOrg returns NotFound if the org does not exist.
 	GetOrg(ctx context.Context, orgID string) (Org, error)
 	// GetOrgWithUsers reads the org and up to limit of its users in one
 	// Query. Returns NotFound if the org does not exist.
@@ -59,49 +60,42 @@ type Storer interface {
 	// UpdateOrg replaces the org's mutable fields if its version is still
 	// prev.Version. Returns NotFound or PreconditionFailed.
 	UpdateOrg(ctx context.Context, prev, next Org, ev audit.Event) error
-	// ListOrgs pages through the orgs userID belongs to, without their
-	// names (OrgMembership.Name is empty).
+	// ListOrgs pages through the orgs userID belongs to, without their names.
 	ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[OrgMembership], error)
-	// BatchGetOrgs reads many orgs; absent ones (and ones being
-	// offboarded) are left out.
+	// BatchGetOrgs reads many orgs; absent ones are left out.
 	BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]Org, error)
 
 	// GetOrgUser returns NotFound if the user is not in the org.
 	GetOrgUser(ctx context.Context, orgID, userID string) (User, error)
 	// ListOrgUsers pages through an org's users, ordered by user ID.
 	ListOrgUsers(ctx context.Context, orgID string, p page.Request) (page.Result[User], error)
-	// BatchGetOrgUsers reads many of an org's users with BatchGetItem (100
-	// keys a call); users not in the org are left out.
+	// BatchGetOrgUsers reads many of an org's users; absent ones are left out.
 	BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]User, error)
 	// AddOrgUser writes the user and their email claim atomically. Returns
-	// NotFound if the org does not exist or is being offboarded, Conflict
-	// (code user_exists or email_taken) if either clashes.
+	// NotFound (the org), Conflict (user_exists, email_taken).
 	AddOrgUser(ctx context.Context, u User, ev audit.Event) error
 	// UpdateOrgUser replaces prev by next if prev.Version is current,
 	// swapping the email claim and the org's owner count as needed. Returns
 	// NotFound, PreconditionFailed, Conflict (email_taken, last_owner).
 	UpdateOrgUser(ctx context.Context, prev, next User, ev audit.Event) error
 	// RemoveOrgUser deletes the user, their claim and their team
-	// memberships in the org (with the teams' counts). Returns NotFound,
-	// PreconditionFailed or Conflict (last_owner, last_team_owner). A team
-	// that no longer exists never blocks it.
+	// memberships in the org (with the teams' counts); a team that no
+	// longer exists never blocks it. Returns NotFound, PreconditionFailed or
+	// Conflict (last_owner, last_team_owner).
 	RemoveOrgUser(ctx context.Context, u User, ev audit.Event) error
 
-	// StartOffboarding marks the org as being offboarded by actorID (an
-	// owner, who alone keeps access, to repeat the DELETE or read its
-	// progress) and takes the job's lease for owner: from then on every
-	// other member gets 404, no user can join, and no member's write
-	// commits. On an org already being offboarded it returns that job, with
-	// started true only if its lease had expired and owner took it over.
-	// Returns NotFound, PreconditionFailed (ifVersion > 0).
+	// StartOffboarding marks the org as being offboarded by actorID, an
+	// owner who alone keeps access (to repeat the DELETE or read progress),
+	// and takes the job's lease for owner. On an org being offboarded it
+	// returns that job, with started true only if its lease had expired and
+	// owner took it over. Returns NotFound, PreconditionFailed (ifVersion > 0).
 	StartOffboarding(ctx context.Context, orgID, actorID string, ifVersion int64, owner string, now time.Time) (j deletion.Job, started bool, err error)
 	// CutOff deletes every member's edge but the actor's, if owner's run
 	// has not done it yet. Returns Conflict (lease_lost).
 	CutOff(ctx context.Context, orgID, owner string) error
 	// ReleaseOffboarding gives up owner's lease on the offboarding.
 	ReleaseOffboarding(ctx context.Context, orgID, owner string) error
-	// GetOffboarding reads an org's offboarding. Returns NotFound
-	// (offboarding_not_found) if the org is not being offboarded.
+	// GetOffboarding reads an org's offboarding. Returns NotFound if there is none.
 	GetOffboarding(ctx context.Context, orgID string) (deletion.Job, error)
 }
 
@@ -120,12 +114,10 @@ func NewService(s Storer, deletions *deletion.Worker, now clock.Clock) *Service 
 	return &Service{store: s, deletions: deletions, ids: ids.NewGenerator(now), now: now}
 }
 
-// CreateOrg creates an org whose first owner is the caller. The owner's
-// email and name come from the token's claims.
-//
-// orgID, when set, is the org's ID (an idempotent request's, see
-// idempotency.Record.ResourceID); otherwise one is minted. If the caller
-// already owns an org with it, it was created already: it is returned as is.
+// CreateOrg creates an org whose first owner is the caller, with the email
+// and name of the token's claims. orgID, when set, is the org's ID (an
+// idempotent request's, idempotency.Record.ResourceID; otherwise one is
+// minted): if it exists, it was created already and is returned as is.
 func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, orgID, name string) (Org, User, error) {
 	if err := validate.Name("name", name, MaxNameLen); err != nil {
 		return Org{}, User{}, err
@@ -139,11 +131,8 @@ func (s *Service) CreateOrg(ctx context.Context, id authz.Identity, orgID, name 
 		orgID = s.ids.New()
 	}
 	o := Org{ID: orgID, Name: name, Version: 1, CreatedAt: now, UpdatedAt: now}
-	owner := User{OrgID: o.ID, UserID: id.UserID, Email: id.Email, Name: id.Name, Role: authz.Owner,
+	owner := User{OrgID: o.ID, UserID: id.UserID, Email: id.Email, Name: cmp.Or(id.Name, id.UserID), Role: authz.Owner,
 		JoinedAt: now, UpdatedAt: now, Version: 1}
-	if owner.Name == "" {
-		owner.Name = id.UserID
-	}
 	if err := Validate(owner); err != nil {
 		return Org{}, User{}, &errs.Error{Kind: errs.Invalid, Code: "invalid_identity", In: "header", Field: "Authorization",
 			Message: "the token's claims are not a valid user", Err: err}
@@ -222,27 +211,23 @@ func (s *Service) UpdateOrg(ctx context.Context, p authz.Principal, loaded *Org,
 		return Org{}, err
 	}
 	read := func(ctx context.Context) (Org, error) { return s.store.GetOrg(ctx, p.OrgID) }
-	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Org) (Org, error) { return s.updateOrg(ctx, p, g, prev, name, ifMatch) })
+	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Org) (Org, error) {
+		if err := ifMatch.Check(prev.Version); err != nil {
+			return Org{}, err
+		}
+		next := prev
+		next.Name, next.Version, next.UpdatedAt = name, prev.Version+1, s.now()
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "org.update", "org", p.OrgID, next.UpdatedAt,
+			audit.Diff(audit.F("name", prev.Name, next.Name)))
+		return audit.Update(ctx, s.store.UpdateOrg, prev, next, ev)
+	})
 }
 
-// updateOrg is one attempt of UpdateOrg.
-func (s *Service) updateOrg(ctx context.Context, p authz.Principal, g authz.Grant, prev Org, name string, ifMatch ifmatch.Match) (Org, error) {
-	if err := ifMatch.Check(prev.Version); err != nil {
-		return Org{}, err
-	}
-	next := prev
-	next.Name, next.Version, next.UpdatedAt = name, prev.Version+1, s.now()
-	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "org.update", "org", p.OrgID, next.UpdatedAt, audit.Diff(audit.F("name", prev.Name, next.Name)))
-	return audit.Update(ctx, s.store.UpdateOrg, prev, next, ev)
-}
-
-// DeleteOrg offboards the org (owner only): it marks the org deleting, so
-// that from then on no member reads or writes it, and cuts every member
-// off; then the rest (teams, tickets, invitations, the audit log...) is
-// deleted in the background. It returns once the members are cut off and
-// either the offboarding finished (done) or wait has passed. A repeated
-// DELETE returns the offboarding under way (and resumes it if its run
-// died).
+// DeleteOrg offboards the org (owner only): it marks the org deleting and
+// cuts every member off, then deletes the rest in the background. It
+// returns once the members are cut off and either the offboarding finished
+// (done) or wait has passed. A repeated DELETE returns the offboarding
+// under way (resuming it if its run died).
 func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch ifmatch.Match, wait time.Duration) (j deletion.Job, done bool, err error) {
 	if err := authz.Authorize(p, authz.OrgDelete, authz.Facts{}); err != nil {
 		return j, false, err
@@ -280,15 +265,13 @@ func (s *Service) DeleteOrg(ctx context.Context, p authz.Principal, ifMatch ifma
 		return j, false, err
 	}
 	result := s.deletions.Go(j, owner)
-	t := time.NewTimer(wait)
-	defer t.Stop()
 	select {
 	case err := <-result:
 		if err == nil {
 			return j, true, nil
 		}
 		// It failed in part: a worker takes it over; it is under way.
-	case <-t.C:
+	case <-time.After(wait):
 	case <-ctx.Done():
 	}
 	if cur, err := s.store.GetOffboarding(ctx, p.OrgID); err == nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/ifmatch"
+	"github.com/tenantd/tenantd/internal/optional"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/validate"
 )
@@ -25,9 +26,8 @@ type User struct {
 	JoinedAt  time.Time
 	UpdatedAt time.Time
 	Version   int64
-	// AddedBy is the ID the idempotent request that added the user gave it
-	// (idempotency.Record.ResourceID), if any: a retry of that request
-	// finds the user it added instead of answering user_exists.
+	// AddedBy is the ID the idempotent request that added the user gave it,
+	// if any: a retry of that request finds the user, not user_exists.
 	AddedBy string
 }
 
@@ -42,9 +42,8 @@ type UserPatch struct {
 type NewUser struct {
 	UserID, Email, Name string
 	Role                authz.Role
-	// ResourceID, when set, is an idempotent request's ID (see
-	// idempotency.Record.ResourceID): if the user exists already and was
-	// added by it, the add happened, and the user is returned as is.
+	// ResourceID, when set, is an idempotent request's ID: if the user was
+	// added by it already, they are returned as is.
 	ResourceID string
 }
 
@@ -63,11 +62,9 @@ func Validate(u User) error {
 	return u.Role.Check("role")
 }
 
-// NormalizeEmail is the form an email is compared and claimed in.
-//
-// Only ASCII letters are folded: strings.ToLower would also turn other
-// characters into ASCII ones (the Kelvin sign U+212A into "k"), so that
-// "\u212aate@example.com" would pass for kate@example.com.
+// NormalizeEmail is the form an email is compared and claimed in. Only ASCII
+// letters are folded: strings.ToLower would also turn the Kelvin sign U+212A
+// into "k", so that "\u212aate@example.com" would pass for kate@example.com.
 func NormalizeEmail(s string) string {
 	b := []byte(strings.TrimSpace(s))
 	for i, c := range b {
@@ -145,39 +142,29 @@ func (s *Service) UpdateOrgUser(ctx context.Context, p authz.Principal, userID s
 		return User{}, err
 	}
 	read := func(ctx context.Context) (User, error) { return s.store.GetOrgUser(ctx, p.OrgID, userID) }
-	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev User) (User, error) { return s.updateOrgUser(ctx, p, prev, patch, ifMatch) })
-}
-
-// updateOrgUser is one attempt of UpdateOrgUser.
-func (s *Service) updateOrgUser(ctx context.Context, p authz.Principal, prev User, patch UserPatch, ifMatch ifmatch.Match) (User, error) {
-	userID := prev.UserID
-	self, profileOnly := userID == p.UserID, patch.Email == nil && patch.Role == nil
-	next := prev
-	if patch.Name != nil {
-		next.Name = *patch.Name
-	}
-	if patch.Email != nil {
-		next.Email = *patch.Email
-	}
-	if patch.Role != nil {
-		next.Role = *patch.Role
-	}
-	touchesOwner := prev.Role == authz.Owner || next.Role == authz.Owner
-	g, err := authz.Permit(p, authz.UserUpdate, authz.Facts{Self: self, ProfileOnly: profileOnly, OwnerRole: touchesOwner && !(self && profileOnly)})
-	if err != nil {
-		return User{}, err
-	}
-	if err := ifMatch.Check(prev.Version); err != nil {
-		return User{}, err
-	}
-	if err := Validate(next); err != nil {
-		return User{}, err
-	}
-	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "user.update", "user", userID, next.UpdatedAt, audit.Diff(
-		audit.F("email", prev.Email, next.Email), audit.F("name", prev.Name, next.Name),
-		audit.F("role", string(prev.Role), string(next.Role))))
-	return audit.Update(ctx, s.store.UpdateOrgUser, prev, next, ev)
+	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev User) (User, error) {
+		next := prev
+		optional.Set(&next.Name, patch.Name)
+		optional.Set(&next.Email, patch.Email)
+		optional.Set(&next.Role, patch.Role)
+		touchesOwner := prev.Role == authz.Owner || next.Role == authz.Owner
+		g, err := authz.Permit(p, authz.UserUpdate,
+			authz.Facts{Self: self, ProfileOnly: profileOnly, OwnerRole: touchesOwner && !(self && profileOnly)})
+		if err != nil {
+			return User{}, err
+		}
+		if err := ifMatch.Check(prev.Version); err != nil {
+			return User{}, err
+		}
+		if err := Validate(next); err != nil {
+			return User{}, err
+		}
+		next.Version, next.UpdatedAt = prev.Version+1, s.now()
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "user.update", "user", userID, next.UpdatedAt, audit.Diff(
+			audit.F("email", prev.Email, next.Email), audit.F("name", prev.Name, next.Name),
+			audit.F("role", string(prev.Role), string(next.Role))))
+		return audit.Update(ctx, s.store.UpdateOrgUser, prev, next, ev)
+	})
 }
 
 // RemoveOrgUser removes a user from the org with their team memberships.

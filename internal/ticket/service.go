@@ -1,6 +1,7 @@
 package ticket
 
 import (
+	"cmp"
 	"context"
 	"slices"
 
@@ -36,9 +37,8 @@ func NewService(s Storer, teams TeamMembers, users Users, now clock.Clock) *Serv
 
 // NewTicket is what a caller supplies to open a ticket.
 type NewTicket struct {
-	// ID, when set, is the ticket's ID (an idempotent request's, see
-	// idempotency.Record.ResourceID); otherwise one is minted. If a ticket
-	// with it exists, the create already happened: it is returned as is.
+	// ID, when set, is the ticket's ID (an idempotent request's; otherwise
+	// one is minted): if it exists, it was created already and is returned.
 	ID                 string
 	Title, Description string
 	Priority           Priority // "" = normal
@@ -100,14 +100,6 @@ func normalizeTags(tags []string) []string {
 	return out
 }
 
-// str renders an optional ID for the audit log: nil when empty.
-func str(s string) any {
-	if s == "" {
-		return nil
-	}
-	return s
-}
-
 // CreateTicket opens a ticket requested by the caller (any member). Its
 // transaction proves the caller's edge (the actor fence), so a member
 // removed since the authorization read writes nothing.
@@ -116,9 +108,7 @@ func (s *Service) CreateTicket(ctx context.Context, p authz.Principal, in NewTic
 	if err != nil {
 		return Ticket{}, err
 	}
-	if in.Priority == "" {
-		in.Priority = PriorityNormal
-	}
+	in.Priority = cmp.Or(in.Priority, PriorityNormal)
 	now := s.now()
 	if in.ID == "" {
 		in.ID = s.ids.New()
@@ -131,7 +121,7 @@ func (s *Service) CreateTicket(ctx context.Context, p authz.Principal, in NewTic
 	}
 	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "ticket.create", "ticket", t.ID, now, audit.Diff(
 		audit.F("title", nil, t.Title), audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)),
-		audit.F("assigneeId", nil, str(t.AssigneeID)), audit.F("teamId", nil, str(t.TeamID))))
+		audit.F("assigneeId", nil, t.AssigneeID), audit.F("teamId", nil, t.TeamID)))
 	if err := s.store.CreateTicket(ctx, t, ev); err != nil {
 		if errs.CodeOf(err) == "ticket_exists" {
 			return s.store.GetTicket(ctx, p.OrgID, t.ID)
@@ -148,11 +138,9 @@ func (s *Service) GetTicket(ctx context.Context, p authz.Principal, ticketID str
 	if err := authz.Authorize(p, authz.TicketRead, authz.Facts{}); err != nil {
 		return Ticket{}, nil, err
 	}
-	var (
-		t        Ticket
-		comments []Comment
-		err      error
-	)
+	var t Ticket
+	var comments []Comment
+	var err error
 	switch {
 	case withComments: // the ticket's partition: the ticket, then its comments, in one Query
 		t, comments, err = s.store.GetTicketWithComments(ctx, p.OrgID, ticketID, page.MaxLimit)
@@ -257,9 +245,9 @@ func (s *Service) expand(ctx context.Context, orgID string, ts []Ticket, x Expan
 	return nil
 }
 
-// facts gathers what the ticket rules need; the team edge is read only when
-// nothing cheaper already decides.
-func (s *Service) facts(ctx context.Context, p authz.Principal, a authz.Action, t Ticket) (authz.Facts, error) {
+// permit decides a on ticket t with the facts the ticket rules need; the
+// team edge is read only when nothing cheaper already decides.
+func (s *Service) permit(ctx context.Context, p authz.Principal, a authz.Action, t Ticket) (authz.Grant, error) {
 	f := authz.Facts{Requester: t.RequesterID == p.UserID, Assignee: t.AssigneeID != "" && t.AssigneeID == p.UserID}
 	if a == authz.TicketUpdate && t.TeamID != "" && !f.Requester && !f.Assignee && authz.NeedsTeamRole(p, a) {
 		_, err := s.teams.GetTeamMember(ctx, p.OrgID, t.TeamID, p.UserID)
@@ -267,10 +255,10 @@ func (s *Service) facts(ctx context.Context, p authz.Principal, a authz.Action, 
 		case err == nil:
 			f.TeamMember, f.TeamID = true, t.TeamID
 		case !errs.Is(err, errs.NotFound):
-			return f, err
+			return authz.Grant{}, err
 		}
 	}
-	return f, nil
+	return authz.Permit(p, a, f)
 }
 
 // UpdateTicket changes a ticket; changing status, team or assignee moves it
@@ -281,43 +269,36 @@ func (s *Service) UpdateTicket(ctx context.Context, p authz.Principal, ticketID 
 		return Ticket{}, errs.E(errs.Invalid, "empty_patch", "nothing to change")
 	}
 	read := func(ctx context.Context) (Ticket, error) { return s.store.GetTicket(ctx, p.OrgID, ticketID) }
-	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Ticket) (Ticket, error) { return s.updateTicket(ctx, p, prev, patch, ifMatch) })
-}
-
-// updateTicket is one attempt of UpdateTicket.
-func (s *Service) updateTicket(ctx context.Context, p authz.Principal, prev Ticket, patch Patch, ifMatch ifmatch.Match) (Ticket, error) {
-	f, err := s.facts(ctx, p, authz.TicketUpdate, prev)
-	if err != nil {
-		return Ticket{}, err
-	}
-	g, err := authz.Permit(p, authz.TicketUpdate, f)
-	if err != nil {
-		return Ticket{}, err
-	}
-	if err := ifMatch.Check(prev.Version); err != nil {
-		return Ticket{}, err
-	}
-	next := prev
-	next.Tags = slices.Clone(prev.Tags)
-	optional.Set(&next.Title, patch.Title)
-	optional.Set(&next.Description, patch.Description)
-	optional.Set(&next.Status, patch.Status)
-	optional.Set(&next.Priority, patch.Priority)
-	optional.Set(&next.AssigneeID, patch.AssigneeID)
-	optional.Set(&next.TeamID, patch.TeamID)
-	if patch.Tags != nil {
-		next.Tags = normalizeTags(*patch.Tags)
-	}
-	if err := validateTicket(next); err != nil {
-		return Ticket{}, err
-	}
-	next.Version, next.UpdatedAt = prev.Version+1, s.now()
-	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "ticket.update", "ticket", prev.ID, next.UpdatedAt, audit.Diff(
-		audit.F("title", prev.Title, next.Title), audit.F("description", prev.Description, next.Description),
-		audit.F("status", string(prev.Status), string(next.Status)), audit.F("priority", string(prev.Priority), string(next.Priority)),
-		audit.F("assigneeId", str(prev.AssigneeID), str(next.AssigneeID)), audit.F("teamId", str(prev.TeamID), str(next.TeamID)),
-		audit.F("tags", prev.Tags, next.Tags)))
-	return audit.Update(ctx, s.store.UpdateTicket, prev, next, ev)
+	return ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Ticket) (Ticket, error) {
+		g, err := s.permit(ctx, p, authz.TicketUpdate, prev)
+		if err != nil {
+			return Ticket{}, err
+		}
+		if err := ifMatch.Check(prev.Version); err != nil {
+			return Ticket{}, err
+		}
+		next := prev
+		next.Tags = slices.Clone(prev.Tags)
+		optional.Set(&next.Title, patch.Title)
+		optional.Set(&next.Description, patch.Description)
+		optional.Set(&next.Status, patch.Status)
+		optional.Set(&next.Priority, patch.Priority)
+		optional.Set(&next.AssigneeID, patch.AssigneeID)
+		optional.Set(&next.TeamID, patch.TeamID)
+		if patch.Tags != nil {
+			next.Tags = normalizeTags(*patch.Tags)
+		}
+		if err := validateTicket(next); err != nil {
+			return Ticket{}, err
+		}
+		next.Version, next.UpdatedAt = prev.Version+1, s.now()
+		ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "ticket.update", "ticket", prev.ID, next.UpdatedAt, audit.Diff(
+			audit.F("title", prev.Title, next.Title), audit.F("description", prev.Description, next.Description),
+			audit.F("status", string(prev.Status), string(next.Status)), audit.F("priority", string(prev.Priority), string(next.Priority)),
+			audit.F("assigneeId", prev.AssigneeID, next.AssigneeID), audit.F("teamId", prev.TeamID, next.TeamID),
+			audit.F("tags", prev.Tags, next.Tags)))
+		return audit.Update(ctx, s.store.UpdateTicket, prev, next, ev)
+	})
 }
 
 // DeleteTicket deletes a ticket and its comments (requester or org admin+);
@@ -325,11 +306,7 @@ func (s *Service) updateTicket(ctx context.Context, p authz.Principal, prev Tick
 func (s *Service) DeleteTicket(ctx context.Context, p authz.Principal, ticketID string, loaded *Ticket, ifMatch ifmatch.Match) error {
 	read := func(ctx context.Context) (Ticket, error) { return s.store.GetTicket(ctx, p.OrgID, ticketID) }
 	_, err := ifmatch.Retry(ctx, ifMatch, loaded, read, func(t Ticket) (struct{}, error) {
-		f, err := s.facts(ctx, p, authz.TicketDelete, t)
-		if err != nil {
-			return struct{}{}, err
-		}
-		g, err := authz.Permit(p, authz.TicketDelete, f)
+		g, err := s.permit(ctx, p, authz.TicketDelete, t)
 		if err != nil {
 			return struct{}{}, err
 		}
@@ -342,12 +319,10 @@ func (s *Service) DeleteTicket(ctx context.Context, p authz.Principal, ticketID 
 	return err
 }
 
-// CreateComment adds the caller's comment to a ticket (any member); its
-// transaction proves the caller's edge, as CreateTicket's does.
-//
-// commentID, when set, is the comment's ID (an idempotent request's, see
-// idempotency.Record.ResourceID); otherwise one is minted. If the comment
-// exists, it was added already: it is returned as is.
+// CreateComment adds the caller's comment to a ticket (any member), fenced
+// on the caller's edge as CreateTicket is. commentID, when set, is the
+// comment's ID (an idempotent request's; otherwise one is minted): if the
+// comment exists, it was added already and is returned as is.
 func (s *Service) CreateComment(ctx context.Context, p authz.Principal, ticketID, commentID, body string) (Comment, error) {
 	g, err := authz.Permit(p, authz.CommentCreate, authz.Facts{})
 	if err != nil {

@@ -4,6 +4,7 @@ package ticket
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/tenantd/tenantd/internal/audit"
@@ -29,14 +30,7 @@ const (
 var Statuses = []Status{StatusNew, StatusOpen, StatusPending, StatusSolved, StatusClosed}
 
 // Valid reports whether s is a known status.
-func (s Status) Valid() bool {
-	for _, v := range Statuses {
-		if s == v {
-			return true
-		}
-	}
-	return false
-}
+func (s Status) Valid() bool { return slices.Contains(Statuses, s) }
 
 // Priority orders tickets by urgency.
 type Priority string
@@ -103,10 +97,9 @@ const (
 )
 
 // Filter narrows and orders a listing of an org's tickets. An index serves
-// each combination but one (docs/data-model.md): none, Status, Priority
-// (by status), Priority and Status, AssigneeID, AssigneeID and Status;
-// Priority with AssigneeID is refused (ErrUnservedFilter), never filtered
-// in memory.
+// each combination of Status, Priority and AssigneeID (docs/data-model.md)
+// but Priority with AssigneeID, which is refused (ErrUnservedFilter), never
+// filtered in memory.
 type Filter struct {
 	Status     Status
 	Priority   Priority
@@ -119,7 +112,9 @@ var ErrUnservedFilter = errs.InvalidParams("unserved_filter",
 	"no index serves priority and assigneeId together: filter by one of them (with status, if you like)", "priority", "assigneeId")
 
 // Storer is what the ticket service needs from persistence. Every write
-// takes the audit event of the change, written in the same transaction.
+// takes the audit event of the change, written in the same transaction. A
+// ticket being deleted is NotFound. A listing under a parent does not tell a
+// missing parent from an empty one: the caller has read it (see Service).
 type Storer interface {
 	// CreateTicket writes the ticket if its requester (and assignee and
 	// team, when set) exist in the org. Returns NotFound (user_not_found)
@@ -139,26 +134,20 @@ type Storer interface {
 	// it, even one posted concurrently. Returns NotFound or
 	// PreconditionFailed (when ifVersion > 0).
 	DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64, ev audit.Event) error
-	// ListTickets pages through an org's tickets newest first, or only
-	// those with status (when non-empty).
+	// ListTickets pages through an org's tickets as f selects and orders
+	// them. Returns Invalid for a filter no index serves.
 	ListTickets(ctx context.Context, orgID string, f Filter, p page.Request) (page.Result[Ticket], error)
 	// ListTeamTickets pages through a team's tickets newest first within
-	// each status, or only those with status. Like every listing under a
-	// parent, it does not tell a missing parent from an empty one: the
-	// caller has read the parent (see Service).
+	// each status, or only those with status.
 	ListTeamTickets(ctx context.Context, orgID, teamID string, status Status, p page.Request) (page.Result[Ticket], error)
-	// ListAssignedTickets pages through tickets assigned to a user, newest
-	// first.
+	// ListAssignedTickets pages through a user's assigned tickets, newest first.
 	ListAssignedTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[Ticket], error)
-	// ListUserTickets pages through tickets a user requested, newest
-	// first.
+	// ListUserTickets pages through a user's requested tickets, newest first.
 	ListUserTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[Ticket], error)
 	// CreateComment writes the comment and increments commentCount
-	// atomically. Returns NotFound if the ticket does not exist (or is
-	// being deleted).
+	// atomically. Returns NotFound if the ticket does not exist.
 	CreateComment(ctx context.Context, c Comment, ev audit.Event) error
-	// GetComment returns NotFound (comment_not_found) if the comment does
-	// not exist.
+	// GetComment returns NotFound (comment_not_found) if there is none.
 	GetComment(ctx context.Context, orgID, ticketID, commentID string) (Comment, error)
 	// ListComments pages through a ticket's comments, oldest first.
 	ListComments(ctx context.Context, orgID, ticketID string, p page.Request) (page.Result[Comment], error)
