@@ -143,13 +143,13 @@ func (s *Invitations) ListInvitations(ctx context.Context, orgID string, now tim
 	if err != nil {
 		return r, fmt.Errorf("list invitations: %w", err)
 	}
-	kept := r.Items[:0]
-	for _, inv := range r.Items {
+	kept, after := r.Items[:0], r.After[:0]
+	for i, inv := range r.Items {
 		if now.Before(inv.ExpiresAt) {
-			kept = append(kept, inv)
+			kept, after = append(kept, inv), append(after, r.After[i])
 		}
 	}
-	r.Items = kept
+	r.Items, r.After = kept, after
 	return r, nil
 }
 
