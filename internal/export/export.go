@@ -109,11 +109,14 @@ type Service struct {
 // NewService returns a Service over s; now may be nil for the system clock.
 func NewService(s Storer, now clock.Clock) *Service { return &Service{store: s, now: clock.Or(now)} }
 
-// Export is one export, authorized and ready to run.
+// Export is one export, authorized and ready to run (once); pos is the
+// position after the last record written.
 type Export struct {
-	s   *Service
-	org tenant.Org
-	pos Position
+	s    *Service
+	org  tenant.Org
+	pos  Position
+	ctx  context.Context
+	sink Sink
 }
 
 // ExportOrg authorizes p to export its org (owners only) and returns the
@@ -140,46 +143,38 @@ func (x *Export) Resume(at string) error {
 }
 
 // phases read the export in order; Position.Phase indexes them.
-var phases = []func(*run) error{(*run).orgItem, (*run).users, (*run).teams, (*run).tickets, (*run).invitations, (*run).webhooks, (*run).auditEvents}
+var phases = []func(*Export) error{(*Export).orgItem, (*Export).users, (*Export).teams, (*Export).tickets, (*Export).invitations, (*Export).webhooks, (*Export).auditEvents}
 
 // Run reads the export into sink, from its position to its summary.
 func (x *Export) Run(ctx context.Context, sink Sink) error {
-	r := &run{Export: x, ctx: ctx, sink: sink}
-	for r.pos.Phase < len(phases) {
-		phase := r.pos.Phase
-		if err := phases[phase](r); err != nil {
+	x.ctx, x.sink = ctx, sink
+	for x.pos.Phase < len(phases) {
+		phase := x.pos.Phase
+		if err := phases[phase](x); err != nil {
 			return err
 		}
-		r.pos = Position{Phase: phase + 1, Audit: r.pos.Audit, Counts: r.pos.Counts}
+		x.pos = Position{Phase: phase + 1, Audit: x.pos.Audit, Counts: x.pos.Counts}
 	}
-	return sink.Write(Record{Type: TypeSummary, Value: Summary{Counts: r.pos.Counts, Audit: r.pos.Audit}, After: r.pos})
+	return sink.Write(Record{Type: TypeSummary, Value: Summary{Counts: x.pos.Counts, Audit: x.pos.Audit}, After: x.pos})
 }
 
-// run is an Export being read; pos is the position after the last record
-// written.
-type run struct {
-	*Export
-	ctx  context.Context
-	sink Sink
-}
-
-func (r *run) write(typ string, v any) error {
+func (x *Export) write(typ string, v any) error {
 	for i, t := range Types {
 		if t == typ {
-			r.pos.Counts[i]++
+			x.pos.Counts[i]++
 		}
 	}
-	return r.sink.Write(Record{Type: typ, Value: v, After: r.pos})
+	return x.sink.Write(Record{Type: typ, Value: v, After: x.pos})
 }
 
 // pages reads a listing from after, page by page, and hands item each of
 // its items with the position after it.
-func pages[T any](r *run, after string, list listing[T], item func(T, string) error) error {
+func pages[T any](x *Export, after string, list listing[T], item func(T, string) error) error {
 	for {
-		if err := r.sink.Read(r.ctx); err != nil {
+		if err := x.sink.Read(x.ctx); err != nil {
 			return err
 		}
-		res, err := list(r.ctx, page.Request{Limit: page.MaxLimit, After: after})
+		res, err := list(x.ctx, page.Request{Limit: page.MaxLimit, After: after})
 		if err != nil {
 			return err
 		}
@@ -196,10 +191,10 @@ func pages[T any](r *run, after string, list listing[T], item func(T, string) er
 }
 
 // flat reads a listing without children: each item is a record of typ.
-func flat[T any](r *run, typ string, list listing[T]) error {
-	return pages(r, r.pos.After, list, func(v T, after string) error {
-		r.pos.After = after
-		return r.write(typ, v)
+func flat[T any](x *Export, typ string, list listing[T]) error {
+	return pages(x, x.pos.After, list, func(v T, after string) error {
+		x.pos.After = after
+		return x.write(typ, v)
 	})
 }
 
@@ -210,21 +205,21 @@ type listing[T any] func(ctx context.Context, p page.Request) (page.Result[T], e
 // by its children of childTyp (children lists a parent's), unless none says
 // it has none; a position inside a parent's children goes on with them
 // first.
-func nested[P, C any](r *run, typ, childTyp string, parents listing[P], id func(P) string, none func(P) bool, children func(parentID string) listing[C]) error {
+func nested[P, C any](x *Export, typ, childTyp string, parents listing[P], id func(P) string, none func(P) bool, children func(parentID string) listing[C]) error {
 	readChildren := func(parentID, after string) error {
-		return pages(r, after, children(parentID), func(c C, after string) error {
-			r.pos.Child = after
-			return r.write(childTyp, c)
+		return pages(x, after, children(parentID), func(c C, after string) error {
+			x.pos.Child = after
+			return x.write(childTyp, c)
 		})
 	}
-	if r.pos.Parent != "" {
-		if err := readChildren(r.pos.Parent, r.pos.Child); err != nil {
+	if x.pos.Parent != "" {
+		if err := readChildren(x.pos.Parent, x.pos.Child); err != nil {
 			return err
 		}
 	}
-	return pages(r, r.pos.After, parents, func(p P, after string) error {
-		r.pos.After, r.pos.Parent, r.pos.Child = after, id(p), ""
-		if err := r.write(typ, p); err != nil || none(p) {
+	return pages(x, x.pos.After, parents, func(p P, after string) error {
+		x.pos.After, x.pos.Parent, x.pos.Child = after, id(p), ""
+		if err := x.write(typ, p); err != nil || none(p) {
 			return err
 		}
 		return readChildren(id(p), "")
@@ -233,25 +228,25 @@ func nested[P, C any](r *run, typ, childTyp string, parents listing[P], id func(
 
 // orgItem is the org as the request's authorization read found it; the
 // position after it is the users' start.
-func (r *run) orgItem() error {
-	r.pos.Phase = 1
-	return r.write(TypeOrg, r.org)
+func (x *Export) orgItem() error {
+	x.pos.Phase = 1
+	return x.write(TypeOrg, x.org)
 }
 
-func (r *run) users() error {
-	return flat(r, TypeUser, func(ctx context.Context, p page.Request) (page.Result[tenant.User], error) {
-		return r.s.store.ListOrgUsers(ctx, r.org.ID, p)
+func (x *Export) users() error {
+	return flat(x, TypeUser, func(ctx context.Context, p page.Request) (page.Result[tenant.User], error) {
+		return x.s.store.ListOrgUsers(ctx, x.org.ID, p)
 	})
 }
 
 // teams come each with its members.
-func (r *run) teams() error {
-	return nested(r, TypeTeam, TypeTeamMember, func(ctx context.Context, p page.Request) (page.Result[membership.Team], error) {
-		return r.s.store.ListTeams(ctx, r.org.ID, p)
+func (x *Export) teams() error {
+	return nested(x, TypeTeam, TypeTeamMember, func(ctx context.Context, p page.Request) (page.Result[membership.Team], error) {
+		return x.s.store.ListTeams(ctx, x.org.ID, p)
 	}, func(t membership.Team) string { return t.ID }, func(membership.Team) bool { return false },
 		func(teamID string) listing[membership.Membership] {
 			return func(ctx context.Context, p page.Request) (page.Result[membership.Membership], error) {
-				return r.s.store.ListTeamMembers(ctx, r.org.ID, teamID, p)
+				return x.s.store.ListTeamMembers(ctx, x.org.ID, teamID, p)
 			}
 		})
 }
@@ -259,40 +254,40 @@ func (r *run) teams() error {
 // tickets come oldest first (by ID, which never changes: a ticket created
 // meanwhile comes last, none is skipped or sent twice), each with its
 // comments; a ticket without comments costs no Query for them.
-func (r *run) tickets() error {
-	return nested(r, TypeTicket, TypeComment, func(ctx context.Context, p page.Request) (page.Result[ticket.Ticket], error) {
-		return r.s.store.ListTickets(ctx, r.org.ID, ticket.Filter{Oldest: true}, p)
+func (x *Export) tickets() error {
+	return nested(x, TypeTicket, TypeComment, func(ctx context.Context, p page.Request) (page.Result[ticket.Ticket], error) {
+		return x.s.store.ListTickets(ctx, x.org.ID, ticket.Filter{Oldest: true}, p)
 	}, func(t ticket.Ticket) string { return t.ID }, func(t ticket.Ticket) bool { return t.CommentCount == 0 },
 		func(ticketID string) listing[ticket.Comment] {
 			return func(ctx context.Context, p page.Request) (page.Result[ticket.Comment], error) {
-				return r.s.store.ListComments(ctx, r.org.ID, ticketID, p)
+				return x.s.store.ListComments(ctx, x.org.ID, ticketID, p)
 			}
 		})
 }
 
-func (r *run) invitations() error {
-	now := r.s.now()
-	return flat(r, TypeInvitation, func(ctx context.Context, p page.Request) (page.Result[invitation.Invitation], error) {
-		return r.s.store.ListInvitations(ctx, r.org.ID, now, p)
+func (x *Export) invitations() error {
+	now := x.s.now()
+	return flat(x, TypeInvitation, func(ctx context.Context, p page.Request) (page.Result[invitation.Invitation], error) {
+		return x.s.store.ListInvitations(ctx, x.org.ID, now, p)
 	})
 }
 
-func (r *run) webhooks() error {
-	return flat(r, TypeWebhook, func(ctx context.Context, p page.Request) (page.Result[webhook.Subscription], error) {
-		return r.s.store.ListWebhooks(ctx, r.org.ID, p)
+func (x *Export) webhooks() error {
+	return flat(x, TypeWebhook, func(ctx context.Context, p page.Request) (page.Result[webhook.Subscription], error) {
+		return x.s.store.ListWebhooks(ctx, x.org.ID, p)
 	})
 }
 
 // auditEvents are the log before the audit position, newest first (as the
 // audit log lists them); the log from the position on is the client's
 // catch-up.
-func (r *run) auditEvents() error {
-	since, until := r.org.CreatedAt.Truncate(time.Millisecond), r.pos.Audit.Add(-time.Millisecond)
+func (x *Export) auditEvents() error {
+	since, until := x.org.CreatedAt.Truncate(time.Millisecond), x.pos.Audit.Add(-time.Millisecond)
 	if until.Before(since) {
 		return nil // the org is younger than the position: nothing before it
 	}
-	return flat(r, TypeAuditEvent, func(ctx context.Context, p page.Request) (page.Result[audit.Event], error) {
-		return r.s.store.ListAuditEvents(ctx, audit.Query{OrgID: r.org.ID, Since: since, Until: until, Page: p})
+	return flat(x, TypeAuditEvent, func(ctx context.Context, p page.Request) (page.Result[audit.Event], error) {
+		return x.s.store.ListAuditEvents(ctx, audit.Query{OrgID: x.org.ID, Since: since, Until: until, Page: p})
 	})
 }
 
