@@ -232,18 +232,32 @@ func exportTable(rows []exportRow, seed seedStats, m machine, started time.Time,
 	return b.String()
 }
 
+// sectionOf is where md's section titled title lies (a section runs to
+// the next "## "); ok is false when md has none.
+func sectionOf(md, title string) (start, end int, ok bool) {
+	start = strings.Index(md, title+"\n")
+	if start < 0 {
+		return 0, 0, false
+	}
+	end = len(md)
+	if j := strings.Index(md[start+len(title):], "\n## "); j >= 0 {
+		end = start + len(title) + j + 1
+	}
+	return start, end, true
+}
+
 // replaceSection returns md with its section titled title replaced by
-// section (appended when it has none); a section runs to the next "## ".
+// section (appended when it has none).
 func replaceSection(md, title, section string) string {
-	i := strings.Index(md, title+"\n")
-	if i < 0 {
+	i, end, ok := sectionOf(md, title)
+	if !ok {
 		return strings.TrimRight(md, "\n") + "\n\n" + section
 	}
-	end := len(md)
-	if j := strings.Index(md[i+len(title):], "\n## "); j >= 0 {
-		end = i + len(title) + j + 1
+	rest := strings.TrimLeft(md[end:], "\n")
+	if rest == "" {
+		return md[:i] + section
 	}
-	return md[:i] + strings.TrimRight(section, "\n") + "\n\n" + strings.TrimLeft(md[end:], "\n")
+	return md[:i] + strings.TrimRight(section, "\n") + "\n\n" + rest
 }
 
 // keptExportSection is the export section of the report at path, if any.
@@ -252,16 +266,11 @@ func keptExportSection(path string) string {
 	if err != nil {
 		return ""
 	}
-	md := string(b)
-	i := strings.Index(md, exportSection+"\n")
-	if i < 0 {
+	i, end, ok := sectionOf(string(b), exportSection)
+	if !ok {
 		return ""
 	}
-	rest := md[i:]
-	if j := strings.Index(rest[len(exportSection):], "\n## "); j >= 0 {
-		rest = rest[:len(exportSection)+j+1]
-	}
-	return strings.TrimRight(rest, "\n") + "\n"
+	return strings.TrimRight(string(b[i:end]), "\n") + "\n"
 }
 
 // runExport is `-export`: seed the two orgs, export each, and write the
