@@ -27,6 +27,7 @@ import (
 	"github.com/oapi-codegen/nullable"
 
 	"github.com/tenantd/tenantd/client"
+	"github.com/tenantd/tenantd/internal/apitest"
 	"github.com/tenantd/tenantd/internal/invitation"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 )
@@ -879,6 +880,32 @@ func TestExportStalled(t *testing.T) {
 		rest := mustExport(t, w.Owner.C, w.Org.Id, sent[len(sent)-1].str("cursor"))
 		if got := append(keys(sent), keys(rest)...); !slices.Equal(got, keys(full)) {
 			t.Errorf("resumed: %q, want %q", got, keys(full))
+		}
+	})
+}
+
+// TestExportOutlivesReadTimeout: READ_TIMEOUT bounds reading a request,
+// not an export's answer: net/http's read of the idle connection, which
+// would cancel the request's context at that deadline, gets none.
+func TestExportOutlivesReadTimeout(t *testing.T) {
+	hook := &queryHook{}
+	ts := MustServer(t, withAPIOptions(hook.middleware), apitest.WithReadTimeout(time.Second))
+	w := mustExportWorld(t, ts, "Slow reader")
+	var queries atomic.Int64
+	hook.set(func(ctx context.Context) error {
+		if queries.Add(1) == 2 { // a page that ends past the read deadline
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(1500 * time.Millisecond):
+			}
+		}
+		return nil
+	})
+	spec(t, "200/exportOrg/past READ_TIMEOUT", func(t *testing.T) {
+		lines := mustExport(t, w.Owner.C, w.Org.Id, "")
+		if got := lines[len(lines)-1]["counts"].(map[string]any)["ticket"]; got != 2.0 {
+			t.Errorf("summary %v, want 2 tickets", lines[len(lines)-1])
 		}
 	})
 }
