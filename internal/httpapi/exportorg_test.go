@@ -742,7 +742,8 @@ func render(cp map[string]*copyTicket) string {
 
 // TestExportClientGone: the export runs on a context of its own, which
 // ends when its client goes away: the read in flight then is cancelled,
-// and nothing more is read.
+// and nothing more is read. (The client has the org's line while the
+// export's third page is held: the export streams what it has read.)
 func TestExportClientGone(t *testing.T) {
 	hook := &queryHook{}
 	ts := MustServer(t, withAPIOptions(hook.middleware))
