@@ -54,7 +54,7 @@ bench: tools ## Benchmarks (< 10 min): go test -bench, then DynamoDB Local + the
 	go test -run '^$$' -bench '^BenchmarkDecode$$' -benchmem -count=3 -benchtime=300ms ./internal/store/ | tee -a "$$out"; \
 	go run ./tools/bench -gobench "$$out" -started "$$start"
 
-bench-export: tools ## The export benchmark (~15 min, most of it seeding): an org of 100,000 tickets and 1,000,000 comments exported; writes its section of BENCHMARKS.md (make bench keeps it)
+bench-export: tools ## The export benchmark (~20 min on a quiet machine, most of it seeding): an org of 100,000 tickets and 1,000,000 comments exported; writes its section of BENCHMARKS.md (make bench keeps it)
 	go run ./tools/bench -export -cmd "make bench-export"
 
 lint: tools ## go vet, staticcheck, openapi.yaml through Redocly and Spectral, the GraphQL schema through graphql-schema-linter
