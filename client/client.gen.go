@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +18,171 @@ import (
 	"github.com/oapi-codegen/nullable"
 	"github.com/oapi-codegen/runtime"
 )
+
+// Defines values for ExportAuditEventType.
+const (
+	ExportAuditEventTypeAuditEvent ExportAuditEventType = "auditEvent"
+)
+
+// Valid indicates whether the value is a known member of the ExportAuditEventType enum.
+func (e ExportAuditEventType) Valid() bool {
+	switch e {
+	case ExportAuditEventTypeAuditEvent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportCommentType.
+const (
+	ExportCommentTypeComment ExportCommentType = "comment"
+)
+
+// Valid indicates whether the value is a known member of the ExportCommentType enum.
+func (e ExportCommentType) Valid() bool {
+	switch e {
+	case ExportCommentTypeComment:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportErrorType.
+const (
+	ExportErrorTypeError ExportErrorType = "error"
+)
+
+// Valid indicates whether the value is a known member of the ExportErrorType enum.
+func (e ExportErrorType) Valid() bool {
+	switch e {
+	case ExportErrorTypeError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportInvitationType.
+const (
+	ExportInvitationTypeInvitation ExportInvitationType = "invitation"
+)
+
+// Valid indicates whether the value is a known member of the ExportInvitationType enum.
+func (e ExportInvitationType) Valid() bool {
+	switch e {
+	case ExportInvitationTypeInvitation:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportOrgType.
+const (
+	ExportOrgTypeOrg ExportOrgType = "org"
+)
+
+// Valid indicates whether the value is a known member of the ExportOrgType enum.
+func (e ExportOrgType) Valid() bool {
+	switch e {
+	case ExportOrgTypeOrg:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportSummaryType.
+const (
+	ExportSummaryTypeSummary ExportSummaryType = "summary"
+)
+
+// Valid indicates whether the value is a known member of the ExportSummaryType enum.
+func (e ExportSummaryType) Valid() bool {
+	switch e {
+	case ExportSummaryTypeSummary:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportTeamType.
+const (
+	ExportTeamTypeTeam ExportTeamType = "team"
+)
+
+// Valid indicates whether the value is a known member of the ExportTeamType enum.
+func (e ExportTeamType) Valid() bool {
+	switch e {
+	case ExportTeamTypeTeam:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportTeamMemberType.
+const (
+	ExportTeamMemberTypeTeamMember ExportTeamMemberType = "teamMember"
+)
+
+// Valid indicates whether the value is a known member of the ExportTeamMemberType enum.
+func (e ExportTeamMemberType) Valid() bool {
+	switch e {
+	case ExportTeamMemberTypeTeamMember:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportTicketType.
+const (
+	ExportTicketTypeTicket ExportTicketType = "ticket"
+)
+
+// Valid indicates whether the value is a known member of the ExportTicketType enum.
+func (e ExportTicketType) Valid() bool {
+	switch e {
+	case ExportTicketTypeTicket:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportUserType.
+const (
+	ExportUserTypeUser ExportUserType = "user"
+)
+
+// Valid indicates whether the value is a known member of the ExportUserType enum.
+func (e ExportUserType) Valid() bool {
+	switch e {
+	case ExportUserTypeUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportWebhookType.
+const (
+	ExportWebhookTypeWebhook ExportWebhookType = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the ExportWebhookType enum.
+func (e ExportWebhookType) Valid() bool {
+	switch e {
+	case ExportWebhookTypeWebhook:
+		return true
+	default:
+		return false
+	}
+}
 
 // Defines values for FieldErrorIn.
 const (
@@ -433,6 +599,270 @@ type CommentList struct {
 	// NextCursor Cursor of the next page; absent on the last page.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
+
+// ExportAuditEvent An audit event before the export's audit position.
+type ExportAuditEvent struct {
+	// Action Example: ticket.update
+	Action  string        `json:"action"`
+	ActorId string        `json:"actorId"`
+	At      time.Time     `json:"at"`
+	Changes []AuditChange `json:"changes"`
+
+	// ClientRequestId The `X-Request-Id` the client sent with the request, when it was 1-64 characters of `A-Z a-z 0-9 . _ : -`; absent otherwise (a longer or malformed client id is ignored, never stored).
+	ClientRequestId *string `json:"clientRequestId,omitempty"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string `json:"cursor"`
+	Id     string `json:"id"`
+
+	// RequestId The server's id of the request that made the change (its `X-Request-Id` response header).
+	RequestId string `json:"requestId"`
+	TargetId  string `json:"targetId"`
+
+	// TargetType Example: ticket
+	TargetType string               `json:"targetType"`
+	Type       ExportAuditEventType `json:"type"`
+}
+
+// ExportAuditEventType defines model for ExportAuditEvent.Type.
+type ExportAuditEventType string
+
+// ExportComment A comment of the ticket before it.
+type ExportComment struct {
+	AuthorId  string    `json:"authorId"`
+	Body      string    `json:"body"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string `json:"cursor"`
+
+	// Id Comment id (ULID).
+	Id       string            `json:"id"`
+	TicketId string            `json:"ticketId"`
+	Type     ExportCommentType `json:"type"`
+}
+
+// ExportCommentType defines model for ExportComment.Type.
+type ExportCommentType string
+
+// ExportCursor defines model for ExportCursor.
+type ExportCursor struct {
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string `json:"cursor"`
+}
+
+// ExportError The last line of an export that failed part way: resume it from the last line's `cursor`.
+type ExportError struct {
+	// Error RFC 9457 problem details.
+	Error Problem         `json:"error"`
+	Type  ExportErrorType `json:"type"`
+}
+
+// ExportErrorType defines model for ExportError.Type.
+type ExportErrorType string
+
+// ExportInvitation A pending invitation (never its token).
+type ExportInvitation struct {
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor    string    `json:"cursor"`
+	Email     string    `json:"email"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	Id        string    `json:"id"`
+
+	// InvitedBy User ID of the inviter.
+	InvitedBy string `json:"invitedBy"`
+
+	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
+	Role    Role                 `json:"role"`
+	TeamIds []string             `json:"teamIds"`
+	Type    ExportInvitationType `json:"type"`
+}
+
+// ExportInvitationType defines model for ExportInvitation.Type.
+type ExportInvitationType string
+
+// ExportLine One line of an org's export (`exportOrg`): an object of the org, with its `type`, the summary that ends the export, or the error that ends a failed one.
+type ExportLine struct {
+	union json.RawMessage
+}
+
+// ExportOrg The organization.
+type ExportOrg struct {
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string `json:"cursor"`
+
+	// Id Organization id (ULID).
+	Id        string        `json:"id"`
+	Name      string        `json:"name"`
+	Type      ExportOrgType `json:"type"`
+	UpdatedAt time.Time     `json:"updatedAt"`
+
+	// Users The org's users; present only with `include=users`.
+	Users *[]OrgUser `json:"users,omitempty"`
+
+	// Version Monotonic version, incremented on every change.
+	Version int64 `json:"version"`
+}
+
+// ExportOrgType defines model for ExportOrg.Type.
+type ExportOrgType string
+
+// ExportSummary The last line of an export.
+type ExportSummary struct {
+	// AuditPosition Every change whose audit event is older is in the export: read `listAuditEvents` with `since` set to it to catch up.
+	AuditPosition time.Time `json:"auditPosition"`
+
+	// Counts The objects of each type the export sent, those of the downloads it resumed included.
+	Counts struct {
+		AuditEvent int64 `json:"auditEvent"`
+		Comment    int64 `json:"comment"`
+		Invitation int64 `json:"invitation"`
+		Org        int64 `json:"org"`
+		Team       int64 `json:"team"`
+		TeamMember int64 `json:"teamMember"`
+		Ticket     int64 `json:"ticket"`
+		User       int64 `json:"user"`
+		Webhook    int64 `json:"webhook"`
+	} `json:"counts"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string            `json:"cursor"`
+	Type   ExportSummaryType `json:"type"`
+}
+
+// ExportSummaryType defines model for ExportSummary.Type.
+type ExportSummaryType string
+
+// ExportTeam One of its teams; its members follow it.
+type ExportTeam struct {
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string `json:"cursor"`
+
+	// Description Free text; empty string when not set.
+	Description string `json:"description"`
+
+	// Id Team id (ULID).
+	Id          string `json:"id"`
+	MemberCount int    `json:"memberCount"`
+
+	// Members The team's memberships; present only with `include=members`.
+	Members   *[]Membership  `json:"members,omitempty"`
+	Name      string         `json:"name"`
+	Type      ExportTeamType `json:"type"`
+	UpdatedAt time.Time      `json:"updatedAt"`
+	Version   int64          `json:"version"`
+}
+
+// ExportTeamType defines model for ExportTeam.Type.
+type ExportTeamType string
+
+// ExportTeamMember A member of the team before it.
+type ExportTeamMember struct {
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor   string    `json:"cursor"`
+	JoinedAt time.Time `json:"joinedAt"`
+
+	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
+	Role   Role   `json:"role"`
+	TeamId string `json:"teamId"`
+
+	// TeamName Name of the team (only with `expand=team` on `listUserTeams`).
+	TeamName *string              `json:"teamName,omitempty"`
+	Type     ExportTeamMemberType `json:"type"`
+	User     *OrgUser             `json:"user,omitempty"`
+	UserId   string               `json:"userId"`
+}
+
+// ExportTeamMemberType defines model for ExportTeamMember.Type.
+type ExportTeamMemberType string
+
+// ExportTicket One of its tickets; its comments follow it.
+type ExportTicket struct {
+	Assignee *OrgUser `json:"assignee,omitempty"`
+
+	// AssigneeId Assigned user; absent when unassigned.
+	AssigneeId   *string `json:"assigneeId,omitempty"`
+	CommentCount int     `json:"commentCount"`
+
+	// Comments Present only with `include=comments`.
+	Comments  *[]Comment `json:"comments,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string `json:"cursor"`
+
+	// Description Free text; empty string when not set.
+	Description string `json:"description"`
+
+	// Id Ticket id (ULID).
+	Id        string         `json:"id"`
+	Priority  TicketPriority `json:"priority"`
+	Requester *OrgUser       `json:"requester,omitempty"`
+
+	// RequesterId User who opened the ticket.
+	RequesterId string `json:"requesterId"`
+
+	// Status Lifecycle state: `new` (just opened), `open` (being worked on), `pending` (waiting on the requester), `solved`, `closed`.
+	Status TicketStatus `json:"status"`
+	Tags   []string     `json:"tags"`
+
+	// TeamId Team the ticket is routed to; absent when none.
+	TeamId    *string          `json:"teamId,omitempty"`
+	Title     string           `json:"title"`
+	Type      ExportTicketType `json:"type"`
+	UpdatedAt time.Time        `json:"updatedAt"`
+	Version   int64            `json:"version"`
+}
+
+// ExportTicketType defines model for ExportTicket.Type.
+type ExportTicketType string
+
+// ExportUser One of its users.
+type ExportUser struct {
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor   string    `json:"cursor"`
+	Email    string    `json:"email"`
+	JoinedAt time.Time `json:"joinedAt"`
+	Name     string    `json:"name"`
+
+	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
+	Role    Role           `json:"role"`
+	Type    ExportUserType `json:"type"`
+	UserId  string         `json:"userId"`
+	Version int64          `json:"version"`
+}
+
+// ExportUserType defines model for ExportUser.Type.
+type ExportUserType string
+
+// ExportWebhook A webhook subscription (never its secret).
+type ExportWebhook struct {
+	// Active false once an admin paused it, or the service disabled it after 3 days of failures.
+	Active    bool      `json:"active"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor      string   `json:"cursor"`
+	Description *string  `json:"description,omitempty"`
+	Events      []string `json:"events"`
+
+	// FailingSince When the endpoint's current run of failed deliveries began (absent while it answers).
+	FailingSince *time.Time        `json:"failingSince,omitempty"`
+	Id           string            `json:"id"`
+	Type         ExportWebhookType `json:"type"`
+	UpdatedAt    time.Time         `json:"updatedAt"`
+	Url          string            `json:"url"`
+	Version      int64             `json:"version"`
+}
+
+// ExportWebhookType defines model for ExportWebhook.Type.
+type ExportWebhookType string
 
 // FieldError One problem of a request; a 400 lists every one.
 type FieldError struct {
@@ -1144,6 +1574,12 @@ type ListAuditEventsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ExportOrgParams defines parameters for ExportOrg.
+type ExportOrgParams struct {
+	// Cursor The `cursor` of the last line received: the export goes on right after it. Omit it to start an export.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListInvitationsParams defines parameters for ListInvitations.
 type ListInvitationsParams struct {
 	// Limit Maximum number of items to return (page size).
@@ -1606,6 +2042,431 @@ func (t *AuditValue) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsExportOrg returns the union data inside the ExportLine as a ExportOrg
+func (t ExportLine) AsExportOrg() (ExportOrg, error) {
+	var body ExportOrg
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportOrg overwrites any union data inside the ExportLine as the provided ExportOrg
+func (t *ExportLine) FromExportOrg(v ExportOrg) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"org"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportOrg performs a merge with any union data inside the ExportLine, using the provided ExportOrg
+func (t *ExportLine) MergeExportOrg(v ExportOrg) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"org"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportUser returns the union data inside the ExportLine as a ExportUser
+func (t ExportLine) AsExportUser() (ExportUser, error) {
+	var body ExportUser
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportUser overwrites any union data inside the ExportLine as the provided ExportUser
+func (t *ExportLine) FromExportUser(v ExportUser) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"user"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportUser performs a merge with any union data inside the ExportLine, using the provided ExportUser
+func (t *ExportLine) MergeExportUser(v ExportUser) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"user"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportTeam returns the union data inside the ExportLine as a ExportTeam
+func (t ExportLine) AsExportTeam() (ExportTeam, error) {
+	var body ExportTeam
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportTeam overwrites any union data inside the ExportLine as the provided ExportTeam
+func (t *ExportLine) FromExportTeam(v ExportTeam) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"team"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportTeam performs a merge with any union data inside the ExportLine, using the provided ExportTeam
+func (t *ExportLine) MergeExportTeam(v ExportTeam) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"team"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportTeamMember returns the union data inside the ExportLine as a ExportTeamMember
+func (t ExportLine) AsExportTeamMember() (ExportTeamMember, error) {
+	var body ExportTeamMember
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportTeamMember overwrites any union data inside the ExportLine as the provided ExportTeamMember
+func (t *ExportLine) FromExportTeamMember(v ExportTeamMember) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"teamMember"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportTeamMember performs a merge with any union data inside the ExportLine, using the provided ExportTeamMember
+func (t *ExportLine) MergeExportTeamMember(v ExportTeamMember) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"teamMember"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportTicket returns the union data inside the ExportLine as a ExportTicket
+func (t ExportLine) AsExportTicket() (ExportTicket, error) {
+	var body ExportTicket
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportTicket overwrites any union data inside the ExportLine as the provided ExportTicket
+func (t *ExportLine) FromExportTicket(v ExportTicket) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"ticket"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportTicket performs a merge with any union data inside the ExportLine, using the provided ExportTicket
+func (t *ExportLine) MergeExportTicket(v ExportTicket) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"ticket"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportComment returns the union data inside the ExportLine as a ExportComment
+func (t ExportLine) AsExportComment() (ExportComment, error) {
+	var body ExportComment
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportComment overwrites any union data inside the ExportLine as the provided ExportComment
+func (t *ExportLine) FromExportComment(v ExportComment) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"comment"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportComment performs a merge with any union data inside the ExportLine, using the provided ExportComment
+func (t *ExportLine) MergeExportComment(v ExportComment) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"comment"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportInvitation returns the union data inside the ExportLine as a ExportInvitation
+func (t ExportLine) AsExportInvitation() (ExportInvitation, error) {
+	var body ExportInvitation
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportInvitation overwrites any union data inside the ExportLine as the provided ExportInvitation
+func (t *ExportLine) FromExportInvitation(v ExportInvitation) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invitation"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportInvitation performs a merge with any union data inside the ExportLine, using the provided ExportInvitation
+func (t *ExportLine) MergeExportInvitation(v ExportInvitation) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invitation"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportWebhook returns the union data inside the ExportLine as a ExportWebhook
+func (t ExportLine) AsExportWebhook() (ExportWebhook, error) {
+	var body ExportWebhook
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportWebhook overwrites any union data inside the ExportLine as the provided ExportWebhook
+func (t *ExportLine) FromExportWebhook(v ExportWebhook) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"webhook"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportWebhook performs a merge with any union data inside the ExportLine, using the provided ExportWebhook
+func (t *ExportLine) MergeExportWebhook(v ExportWebhook) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"webhook"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportAuditEvent returns the union data inside the ExportLine as a ExportAuditEvent
+func (t ExportLine) AsExportAuditEvent() (ExportAuditEvent, error) {
+	var body ExportAuditEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportAuditEvent overwrites any union data inside the ExportLine as the provided ExportAuditEvent
+func (t *ExportLine) FromExportAuditEvent(v ExportAuditEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"auditEvent"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportAuditEvent performs a merge with any union data inside the ExportLine, using the provided ExportAuditEvent
+func (t *ExportLine) MergeExportAuditEvent(v ExportAuditEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"auditEvent"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportSummary returns the union data inside the ExportLine as a ExportSummary
+func (t ExportLine) AsExportSummary() (ExportSummary, error) {
+	var body ExportSummary
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportSummary overwrites any union data inside the ExportLine as the provided ExportSummary
+func (t *ExportLine) FromExportSummary(v ExportSummary) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"summary"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportSummary performs a merge with any union data inside the ExportLine, using the provided ExportSummary
+func (t *ExportLine) MergeExportSummary(v ExportSummary) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"summary"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportError returns the union data inside the ExportLine as a ExportError
+func (t ExportLine) AsExportError() (ExportError, error) {
+	var body ExportError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportError overwrites any union data inside the ExportLine as the provided ExportError
+func (t *ExportLine) FromExportError(v ExportError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"error"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportError performs a merge with any union data inside the ExportLine, using the provided ExportError
+func (t *ExportLine) MergeExportError(v ExportError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"error"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ExportLine) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t ExportLine) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "auditEvent":
+		return t.AsExportAuditEvent()
+	case "comment":
+		return t.AsExportComment()
+	case "error":
+		return t.AsExportError()
+	case "invitation":
+		return t.AsExportInvitation()
+	case "org":
+		return t.AsExportOrg()
+	case "summary":
+		return t.AsExportSummary()
+	case "team":
+		return t.AsExportTeam()
+	case "teamMember":
+		return t.AsExportTeamMember()
+	case "ticket":
+		return t.AsExportTicket()
+	case "user":
+		return t.AsExportUser()
+	case "webhook":
+		return t.AsExportWebhook()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t ExportLine) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ExportLine) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsGraphQLErrorPath0 returns the union data inside the GraphQLError_Path_Item as a GraphQLErrorPath0
 func (t GraphQLError_Path_Item) AsGraphQLErrorPath0() (GraphQLErrorPath0, error) {
 	var body GraphQLErrorPath0
@@ -1877,6 +2738,68 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/orgs/{orgId}/audit-log (the `ListAuditEvents` operationId).
 	ListAuditEvents(ctx context.Context, orgId OrgId, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExportOrg Export everything the organization holds
+	//
+	// Everything the organization holds, for its owners to take with them
+	// (`README.md`, "Leaving tenantd": export, then `deleteOrg`). Owners
+	// only: admins and members get 403.
+	//
+	// The answer is NDJSON (`application/x-ndjson`): one JSON object per
+	// line, streamed as it is read, page by page, from the org's own
+	// partitions and indexes (memory does not grow with the org). Each
+	// line has a `type` and the fields of the API's own representation of
+	// the object: the `org`, its `user`s, each `team` followed by its
+	// `teamMember`s, each `ticket` (oldest first) followed by its
+	// `comment`s, pending `invitation`s (never a token), `webhook`s (never
+	// a secret), then the `auditEvent`s before the export's audit
+	// position (newest first, as `listAuditEvents` lists them). The last
+	// line is the `summary`: how many objects of each type the export
+	// sent and its `auditPosition`. An export that fails part way (the
+	// database unavailable, `503`, or the org's rate limit spent for
+	// longer than the request deadline, `429`) ends with an `error` line
+	// instead; one whose connection breaks ends without a summary.
+	//
+	// **Resuming.** Every line carries a `cursor`: pass the last one
+	// received as `cursor` to go on right after that line, with the same
+	// audit position (and counts). Cursors are signed, bound to the org,
+	// and valid for 24 hours.
+	//
+	// **Consistency.** Every change whose audit event is older than
+	// `auditPosition` is in the export; changes from it on may or may not
+	// be. Read `listAuditEvents` with `since` set to `auditPosition` to
+	// its end and apply its events oldest first, and the copy is the
+	// organization as it is now, whatever was written during the export:
+	// an event's `changes[].after` are its target's fields as the change
+	// left them (a field without `after` is unset); a `*.create`,
+	// `user.add`, `member.add` or `invitation.accept` (a user) creates
+	// its target, a `*.delete`, `user.remove`, `member.remove` or
+	// `invitation.revoke` removes it: a team with its members, a ticket
+	// with its comments, a user with their team memberships. A `member`
+	// is `<teamId>/<userId>`, a `comment` `<ticketId>/<commentId>`; the
+	// actor of a create is the ticket's requester, the comment's author,
+	// the invitation's inviter, and the team's first member (role
+	// `owner`). `invitation.accept` removes the invitation it names
+	// (`invitationId`) and adds the user, as `member`, to that
+	// invitation's teams that still exist; `invitation.create` removes
+	// the pending invitation of the same email; a new webhook is
+	// `active`. Applying an event the export already shows changes
+	// nothing. Counts (`commentCount`, `memberCount`) are those of the
+	// copy; `version`, `updatedAt` and a webhook's `failingSince` are
+	// the server's bookkeeping, not rebuilt from the log, and
+	// `webhook.rotate_secret` changes nothing a copy holds.
+	//
+	// **Costs and bounds.** Each page read (up to 100 objects, or one
+	// ticket's comments) spends one request of the org's rate limit:
+	// when it is spent the export waits for it, at most the request
+	// deadline (`REQUEST_TIMEOUT`) per page. The request deadline bounds
+	// each page read, not the export; a client that stops reading for
+	// `WRITE_TIMEOUT` loses its connection. `Accept-Encoding: gzip`
+	// compresses the stream. `HEAD` answers the header fields and reads
+	// nothing.
+	//
+	// Corresponds with GET /v1/orgs/{orgId}/export (the `ExportOrg` operationId).
+	ExportOrg(ctx context.Context, orgId OrgId, params *ExportOrgParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListInvitations List pending invitations
 	//
@@ -2545,6 +3468,78 @@ func (c *Client) UpdateOrg(ctx context.Context, orgId OrgId, params *UpdateOrgPa
 // Corresponds with GET /v1/orgs/{orgId}/audit-log (the `ListAuditEvents` operationId).
 func (c *Client) ListAuditEvents(ctx context.Context, orgId OrgId, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListAuditEventsRequest(c.Server, orgId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExportOrg Export everything the organization holds
+//
+// Everything the organization holds, for its owners to take with them
+// (`README.md`, "Leaving tenantd": export, then `deleteOrg`). Owners
+// only: admins and members get 403.
+//
+// The answer is NDJSON (`application/x-ndjson`): one JSON object per
+// line, streamed as it is read, page by page, from the org's own
+// partitions and indexes (memory does not grow with the org). Each
+// line has a `type` and the fields of the API's own representation of
+// the object: the `org`, its `user`s, each `team` followed by its
+// `teamMember`s, each `ticket` (oldest first) followed by its
+// `comment`s, pending `invitation`s (never a token), `webhook`s (never
+// a secret), then the `auditEvent`s before the export's audit
+// position (newest first, as `listAuditEvents` lists them). The last
+// line is the `summary`: how many objects of each type the export
+// sent and its `auditPosition`. An export that fails part way (the
+// database unavailable, `503`, or the org's rate limit spent for
+// longer than the request deadline, `429`) ends with an `error` line
+// instead; one whose connection breaks ends without a summary.
+//
+// **Resuming.** Every line carries a `cursor`: pass the last one
+// received as `cursor` to go on right after that line, with the same
+// audit position (and counts). Cursors are signed, bound to the org,
+// and valid for 24 hours.
+//
+// **Consistency.** Every change whose audit event is older than
+// `auditPosition` is in the export; changes from it on may or may not
+// be. Read `listAuditEvents` with `since` set to `auditPosition` to
+// its end and apply its events oldest first, and the copy is the
+// organization as it is now, whatever was written during the export:
+// an event's `changes[].after` are its target's fields as the change
+// left them (a field without `after` is unset); a `*.create`,
+// `user.add`, `member.add` or `invitation.accept` (a user) creates
+// its target, a `*.delete`, `user.remove`, `member.remove` or
+// `invitation.revoke` removes it: a team with its members, a ticket
+// with its comments, a user with their team memberships. A `member`
+// is `<teamId>/<userId>`, a `comment` `<ticketId>/<commentId>`; the
+// actor of a create is the ticket's requester, the comment's author,
+// the invitation's inviter, and the team's first member (role
+// `owner`). `invitation.accept` removes the invitation it names
+// (`invitationId`) and adds the user, as `member`, to that
+// invitation's teams that still exist; `invitation.create` removes
+// the pending invitation of the same email; a new webhook is
+// `active`. Applying an event the export already shows changes
+// nothing. Counts (`commentCount`, `memberCount`) are those of the
+// copy; `version`, `updatedAt` and a webhook's `failingSince` are
+// the server's bookkeeping, not rebuilt from the log, and
+// `webhook.rotate_secret` changes nothing a copy holds.
+//
+// **Costs and bounds.** Each page read (up to 100 objects, or one
+// ticket's comments) spends one request of the org's rate limit:
+// when it is spent the export waits for it, at most the request
+// deadline (`REQUEST_TIMEOUT`) per page. The request deadline bounds
+// each page read, not the export; a client that stops reading for
+// `WRITE_TIMEOUT` loses its connection. `Accept-Encoding: gzip`
+// compresses the stream. `HEAD` answers the header fields and reads
+// nothing.
+//
+// Corresponds with GET /v1/orgs/{orgId}/export (the `ExportOrg` operationId).
+func (c *Client) ExportOrg(ctx context.Context, orgId OrgId, params *ExportOrgParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExportOrgRequest(c.Server, orgId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4119,6 +5114,67 @@ func NewListAuditEventsRequest(server string, orgId OrgId, params *ListAuditEven
 			}
 
 		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewExportOrgRequest constructs an http.Request for the ExportOrg method
+func NewExportOrgRequest(server string, orgId OrgId, params *ExportOrgParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "orgId", orgId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/orgs/%s/export", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
 
 		if params.Cursor != nil {
 
@@ -6935,6 +7991,70 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/orgs/{orgId}/audit-log (the `ListAuditEvents` operationId).
 	ListAuditEventsWithResponse(ctx context.Context, orgId OrgId, params *ListAuditEventsParams, reqEditors ...RequestEditorFn) (*ListAuditEventsResponse, error)
 
+	// ExportOrgWithResponse Export everything the organization holds
+	//
+	// Everything the organization holds, for its owners to take with them
+	// (`README.md`, "Leaving tenantd": export, then `deleteOrg`). Owners
+	// only: admins and members get 403.
+	//
+	// The answer is NDJSON (`application/x-ndjson`): one JSON object per
+	// line, streamed as it is read, page by page, from the org's own
+	// partitions and indexes (memory does not grow with the org). Each
+	// line has a `type` and the fields of the API's own representation of
+	// the object: the `org`, its `user`s, each `team` followed by its
+	// `teamMember`s, each `ticket` (oldest first) followed by its
+	// `comment`s, pending `invitation`s (never a token), `webhook`s (never
+	// a secret), then the `auditEvent`s before the export's audit
+	// position (newest first, as `listAuditEvents` lists them). The last
+	// line is the `summary`: how many objects of each type the export
+	// sent and its `auditPosition`. An export that fails part way (the
+	// database unavailable, `503`, or the org's rate limit spent for
+	// longer than the request deadline, `429`) ends with an `error` line
+	// instead; one whose connection breaks ends without a summary.
+	//
+	// **Resuming.** Every line carries a `cursor`: pass the last one
+	// received as `cursor` to go on right after that line, with the same
+	// audit position (and counts). Cursors are signed, bound to the org,
+	// and valid for 24 hours.
+	//
+	// **Consistency.** Every change whose audit event is older than
+	// `auditPosition` is in the export; changes from it on may or may not
+	// be. Read `listAuditEvents` with `since` set to `auditPosition` to
+	// its end and apply its events oldest first, and the copy is the
+	// organization as it is now, whatever was written during the export:
+	// an event's `changes[].after` are its target's fields as the change
+	// left them (a field without `after` is unset); a `*.create`,
+	// `user.add`, `member.add` or `invitation.accept` (a user) creates
+	// its target, a `*.delete`, `user.remove`, `member.remove` or
+	// `invitation.revoke` removes it: a team with its members, a ticket
+	// with its comments, a user with their team memberships. A `member`
+	// is `<teamId>/<userId>`, a `comment` `<ticketId>/<commentId>`; the
+	// actor of a create is the ticket's requester, the comment's author,
+	// the invitation's inviter, and the team's first member (role
+	// `owner`). `invitation.accept` removes the invitation it names
+	// (`invitationId`) and adds the user, as `member`, to that
+	// invitation's teams that still exist; `invitation.create` removes
+	// the pending invitation of the same email; a new webhook is
+	// `active`. Applying an event the export already shows changes
+	// nothing. Counts (`commentCount`, `memberCount`) are those of the
+	// copy; `version`, `updatedAt` and a webhook's `failingSince` are
+	// the server's bookkeeping, not rebuilt from the log, and
+	// `webhook.rotate_secret` changes nothing a copy holds.
+	//
+	// **Costs and bounds.** Each page read (up to 100 objects, or one
+	// ticket's comments) spends one request of the org's rate limit:
+	// when it is spent the export waits for it, at most the request
+	// deadline (`REQUEST_TIMEOUT`) per page. The request deadline bounds
+	// each page read, not the export; a client that stops reading for
+	// `WRITE_TIMEOUT` loses its connection. `Accept-Encoding: gzip`
+	// compresses the stream. `HEAD` answers the header fields and reads
+	// nothing.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/orgs/{orgId}/export (the `ExportOrg` operationId).
+	ExportOrgWithResponse(ctx context.Context, orgId OrgId, params *ExportOrgParams, reqEditors ...RequestEditorFn) (*ExportOrgResponse, error)
+
 	// ListInvitationsWithResponse List pending invitations
 	//
 	// Lists the org's pending (unexpired, unaccepted, unrevoked) invitations, oldest first, without their tokens. Requires org role `admin` or `owner`. A page may hold fewer items than `limit` when expired invitations were skipped; follow `nextCursor`.
@@ -8950,6 +10070,134 @@ func (r ListAuditEventsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListAuditEventsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExportOrgResponse200Headers the declared response headers of an HTTP 200 response for ExportOrg
+type ExportOrgResponse200Headers struct {
+	ContentEncoding *string
+	Vary            *string
+}
+
+// ExportOrgResponse401Headers the declared response headers of an HTTP 401 response for ExportOrg
+type ExportOrgResponse401Headers struct {
+	WWWAuthenticate string
+}
+
+// ExportOrgResponse429Headers the declared response headers of an HTTP 429 response for ExportOrg
+type ExportOrgResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RetryAfter      *int
+}
+
+// ExportOrgResponse503Headers the declared response headers of an HTTP 503 response for ExportOrg
+type ExportOrgResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ExportOrgResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
+	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ExportOrgResponse200Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExportOrgResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ExportOrgResponse429Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExportOrgResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ExportOrgResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ExportOrgResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ExportOrgResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ExportOrgResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
+func (r ExportOrgResponse) GetApplicationproblemJSON408() *RequestTimeout {
+	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ExportOrgResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ExportOrgResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ExportOrgResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ExportOrgResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ExportOrgResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExportOrgResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExportOrgResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExportOrgResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -14356,6 +15604,76 @@ func (c *ClientWithResponses) ListAuditEventsWithResponse(ctx context.Context, o
 	return ParseListAuditEventsResponse(rsp)
 }
 
+// ExportOrgWithResponse Export everything the organization holds
+//
+// Everything the organization holds, for its owners to take with them
+// (`README.md`, "Leaving tenantd": export, then `deleteOrg`). Owners
+// only: admins and members get 403.
+//
+// The answer is NDJSON (`application/x-ndjson`): one JSON object per
+// line, streamed as it is read, page by page, from the org's own
+// partitions and indexes (memory does not grow with the org). Each
+// line has a `type` and the fields of the API's own representation of
+// the object: the `org`, its `user`s, each `team` followed by its
+// `teamMember`s, each `ticket` (oldest first) followed by its
+// `comment`s, pending `invitation`s (never a token), `webhook`s (never
+// a secret), then the `auditEvent`s before the export's audit
+// position (newest first, as `listAuditEvents` lists them). The last
+// line is the `summary`: how many objects of each type the export
+// sent and its `auditPosition`. An export that fails part way (the
+// database unavailable, `503`, or the org's rate limit spent for
+// longer than the request deadline, `429`) ends with an `error` line
+// instead; one whose connection breaks ends without a summary.
+//
+// **Resuming.** Every line carries a `cursor`: pass the last one
+// received as `cursor` to go on right after that line, with the same
+// audit position (and counts). Cursors are signed, bound to the org,
+// and valid for 24 hours.
+//
+// **Consistency.** Every change whose audit event is older than
+// `auditPosition` is in the export; changes from it on may or may not
+// be. Read `listAuditEvents` with `since` set to `auditPosition` to
+// its end and apply its events oldest first, and the copy is the
+// organization as it is now, whatever was written during the export:
+// an event's `changes[].after` are its target's fields as the change
+// left them (a field without `after` is unset); a `*.create`,
+// `user.add`, `member.add` or `invitation.accept` (a user) creates
+// its target, a `*.delete`, `user.remove`, `member.remove` or
+// `invitation.revoke` removes it: a team with its members, a ticket
+// with its comments, a user with their team memberships. A `member`
+// is `<teamId>/<userId>`, a `comment` `<ticketId>/<commentId>`; the
+// actor of a create is the ticket's requester, the comment's author,
+// the invitation's inviter, and the team's first member (role
+// `owner`). `invitation.accept` removes the invitation it names
+// (`invitationId`) and adds the user, as `member`, to that
+// invitation's teams that still exist; `invitation.create` removes
+// the pending invitation of the same email; a new webhook is
+// `active`. Applying an event the export already shows changes
+// nothing. Counts (`commentCount`, `memberCount`) are those of the
+// copy; `version`, `updatedAt` and a webhook's `failingSince` are
+// the server's bookkeeping, not rebuilt from the log, and
+// `webhook.rotate_secret` changes nothing a copy holds.
+//
+// **Costs and bounds.** Each page read (up to 100 objects, or one
+// ticket's comments) spends one request of the org's rate limit:
+// when it is spent the export waits for it, at most the request
+// deadline (`REQUEST_TIMEOUT`) per page. The request deadline bounds
+// each page read, not the export; a client that stops reading for
+// `WRITE_TIMEOUT` loses its connection. `Accept-Encoding: gzip`
+// compresses the stream. `HEAD` answers the header fields and reads
+// nothing.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/orgs/{orgId}/export (the `ExportOrg` operationId).
+func (c *ClientWithResponses) ExportOrgWithResponse(ctx context.Context, orgId OrgId, params *ExportOrgParams, reqEditors ...RequestEditorFn) (*ExportOrgResponse, error) {
+	rsp, err := c.ExportOrg(ctx, orgId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExportOrgResponse(rsp)
+}
+
 // ListInvitationsWithResponse List pending invitations
 //
 // Lists the org's pending (unexpired, unaccepted, unrevoked) invitations, oldest first, without their tokens. Requires org role `admin` or `owner`. A page may hold fewer items than `limit` when expired invitations were skipped; follow `nextCursor`.
@@ -16789,6 +18107,152 @@ func ParseListAuditEventsResponse(rsp *http.Response) (*ListAuditEventsResponse,
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListAuditEventsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExportOrgResponse parses an HTTP response from a ExportOrgWithResponse call
+func ParseExportOrgResponse(rsp *http.Response) (*ExportOrgResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExportOrgResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 408:
+		var dest RequestTimeout
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ExportOrgResponse200Headers
+		if values := rsp.Header.Values("Content-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Content-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ContentEncoding = &value
+		}
+		if values := rsp.Header.Values("Vary"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Vary = &value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 401:
+		var headers ExportOrgResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ExportOrgResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExportOrgResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -1,7 +1,9 @@
 package apitest
 
 import (
+	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -34,6 +36,31 @@ func init() {
 		func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
 			b, err := io.ReadAll(body)
 			return string(b), err
+		})
+	// An NDJSON answer (an export) is a sequence of the schema's values,
+	// one a line: every line is checked here; the first is the value the
+	// validator checks again.
+	openapi3filter.RegisterBodyDecoder("application/x-ndjson",
+		func(body io.Reader, _ http.Header, schema *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+			var first any
+			sc := bufio.NewScanner(body)
+			sc.Buffer(nil, 1<<20)
+			for n := 1; sc.Scan(); n++ {
+				var v any
+				if err := json.Unmarshal(sc.Bytes(), &v); err != nil {
+					return nil, fmt.Errorf("line %d is not JSON: %w", n, err)
+				}
+				if err := schema.Value.VisitJSON(v); err != nil {
+					return nil, fmt.Errorf("line %d: %w", n, err)
+				}
+				if n == 1 {
+					first = v
+				}
+			}
+			if first == nil && sc.Err() == nil {
+				return nil, fmt.Errorf("no line")
+			}
+			return first, sc.Err()
 		})
 }
 

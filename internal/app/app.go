@@ -11,6 +11,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/deletion"
+	"github.com/tenantd/tenantd/internal/export"
 	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/invitation"
@@ -50,9 +51,20 @@ func Deps(db *store.DB, deletions *deletion.Worker, o Options) httpapi.Deps {
 			Deliveries:  webhook.NewDeliveries(&store.Webhooks{DB: db}, o.Now),
 			Access:      orgs,
 		},
+		Export:      export.NewService(exportStore{orgs, teams, tickets, &store.Invitations{DB: db}, &store.Webhooks{DB: db}, &store.Audit{DB: db}}, o.Now),
 		Idempotency: &store.Idempotency{DB: db},
 		Now:         o.Now,
 	}
+}
+
+// exportStore is what an export reads: the listings of the stores.
+type exportStore struct {
+	*store.Orgs
+	*store.Teams
+	*store.Tickets
+	*store.Invitations
+	*store.Webhooks
+	*store.Audit
 }
 
 // Delivery returns the webhook machinery of one process over db: the

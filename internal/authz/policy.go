@@ -65,6 +65,7 @@ const (
 	OrgRead       Action = "org.read"
 	OrgUpdate     Action = "org.update"
 	OrgDelete     Action = "org.delete"
+	OrgExport     Action = "org.export"
 	UserRead      Action = "user.read"
 	UserAdd       Action = "user.add"
 	UserUpdate    Action = "user.update"
@@ -117,6 +118,7 @@ var Matrix = map[Action]Rule{
 	OrgRead:   {Min: Member, Reason: "any member may read the organization"},
 	OrgUpdate: {Min: Admin, Reason: "only admins and owners may change the organization"},
 	OrgDelete: {Min: Owner, Reason: "only owners may delete the organization"},
+	OrgExport: {Min: Owner, Reason: "only owners may export the organization"},
 	UserRead:  {Min: Member, Reason: "any member may read the organization's users"},
 	UserAdd:   {Min: Admin, Reason: "only admins and owners may add users; only owners may add owners"},
 	UserUpdate: {Min: Admin, Also: func(_ Principal, f Facts) bool { return f.Self && f.ProfileOnly },

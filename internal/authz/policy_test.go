@@ -35,6 +35,8 @@ var policyRows = []matrixRow{
 	{authz.OrgUpdate, authz.Facts{Self: true, TeamRole: authz.Owner, Requester: true}, adminOrOwner},
 	{authz.OrgDelete, authz.Facts{}, ownerOnly},
 	{authz.OrgDelete, authz.Facts{Self: true, TeamRole: authz.Owner}, ownerOnly},
+	{authz.OrgExport, authz.Facts{}, ownerOnly},
+	{authz.OrgExport, authz.Facts{Self: true, TeamRole: authz.Owner, Requester: true}, ownerOnly},
 
 	{authz.UserRead, authz.Facts{}, anyRole},
 	{authz.UserRead, authz.Facts{Self: true}, anyRole},

@@ -224,7 +224,7 @@ func TestAuditLifecycle(t *testing.T) {
 	mustStatus(t, ci, err, http.StatusCreated)
 	inv := *ci.JSON201
 	expect("createInvitation", admin, ci.HTTPResponse.Header, "invitation.create", "invitation", inv.Id,
-		ch{"email": {nil, "joiner@example.com"}, "role": {nil, "member"}, "teamIds": {nil, []any{team}}})
+		ch{"email": {nil, "joiner@example.com"}, "role": {nil, "member"}, "teamIds": {nil, []any{team}}, "expiresAt": {nil, inv.ExpiresAt.UTC().Format(time.RFC3339)}})
 	rr, err = wrapSame(admin.C.CreateInvitationWithResponse(bg, org, nil, client.InvitationCreate{Email: member.Email, Role: client.RoleMember}))
 	refused("createInvitation for a taken email", rr, err, http.StatusConflict)
 	rr, err = wrapSame(admin.C.CreateInvitationWithResponse(bg, org, nil, client.InvitationCreate{Email: "boss@example.com", Role: client.RoleOwner}))
@@ -234,7 +234,7 @@ func TestAuditLifecycle(t *testing.T) {
 	ai, err = joiner.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 	mustStatus(t, ai, err, http.StatusCreated)
 	expect("acceptInvitation", joiner, ai.HTTPResponse.Header, "invitation.accept", "user", joiner.ID,
-		ch{"invitationId": {nil, inv.Id}, "email": {nil, "joiner@example.com"}, "role": {nil, "member"}})
+		ch{"invitationId": {nil, inv.Id}, "email": {nil, "joiner@example.com"}, "name": {nil, ai.JSON201.User.Name}, "role": {nil, "member"}})
 	// The joiner's retry answers their membership (200) and changes
 	// nothing: no second event.
 	ai, err = joiner.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
@@ -243,7 +243,8 @@ func TestAuditLifecycle(t *testing.T) {
 	ci, err = owner.C.CreateInvitationWithResponse(bg, org, nil, client.InvitationCreate{Email: "revoked@example.com", Role: client.RoleAdmin})
 	mustStatus(t, ci, err, http.StatusCreated)
 	revoked := *ci.JSON201
-	expect("createInvitation", owner, ci.HTTPResponse.Header, "invitation.create", "invitation", revoked.Id, ch{"email": {nil, "revoked@example.com"}, "role": {nil, "admin"}})
+	expect("createInvitation", owner, ci.HTTPResponse.Header, "invitation.create", "invitation", revoked.Id,
+		ch{"email": {nil, "revoked@example.com"}, "role": {nil, "admin"}, "expiresAt": {nil, revoked.ExpiresAt.UTC().Format(time.RFC3339)}})
 	ri, err := admin.C.RevokeInvitationWithResponse(bg, org, revoked.Id)
 	mustStatus(t, ri, err, http.StatusNoContent)
 	expect("revokeInvitation", admin, ri.HTTPResponse.Header, "invitation.revoke", "invitation", revoked.Id, nil)

@@ -93,6 +93,11 @@ func (w *bufferedWriter) Write(b []byte) (int, error) {
 	return w.body.Write(b)
 }
 
+// Unwrap lets http.ResponseController reach the connection: an answer
+// streamed as it is made (an export), which carries no version and so goes
+// straight through, flushes and extends its write deadline.
+func (w *bufferedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
 // tagVersion is the version a strong entity tag names: the digits before
 // the dash of `"<version>-<digest>"`, or of a handler's bare `"<version>"`.
 // A weak tag names none (If-Match uses the strong comparison).

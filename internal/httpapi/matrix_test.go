@@ -70,6 +70,7 @@ var requests = map[string]func(ids opIDs) string{
 	"deleteOrg": noBody,
 
 	"getOffboarding": noBody,
+	"exportOrg":      noBody,
 
 	"listOrgUsers":        noBody,
 	"addOrgUser":          body(`{"userId":"built.user","email":"built.user@example.com","name":"Built User","role":"member"}`),

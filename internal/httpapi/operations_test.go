@@ -8,6 +8,7 @@ import (
 
 	"github.com/tenantd/tenantd/client"
 	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/export"
 	"github.com/tenantd/tenantd/internal/invitation"
 	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/tenant"
@@ -314,7 +315,7 @@ func TestOperationNamesMatchServices(t *testing.T) {
 	doc, _ := loadSpec(t)
 	methods := map[string]string{}
 	for _, svc := range []any{&tenant.Service{}, &membership.Service{}, &ticket.Service{}, &invitation.Service{}, &audit.Service{},
-		&webhook.Service{}, &webhook.Deliveries{}} {
+		&webhook.Service{}, &webhook.Deliveries{}, &export.Service{}} {
 		typ := reflect.TypeOf(svc)
 		for i := range typ.NumMethod() {
 			methods[typ.Method(i).Name] = typ.Elem().PkgPath()

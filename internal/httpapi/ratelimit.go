@@ -24,11 +24,15 @@ var (
 func limitTenant(l *ratelimit.Limiter) echo.MiddlewareFunc {
 	return limitBy(l, "org", func(c echo.Context, userID string) (string, error) {
 		if org := c.Param("orgId"); org != "" {
-			return "org:" + org, errLimited
+			return orgBucket(org), errLimited
 		}
 		return "user:" + userID, errUserLimited
 	})
 }
+
+// orgBucket is the key of an org's bucket: its requests and the pages its
+// exports read spend it.
+func orgBucket(orgID string) string { return "org:" + orgID }
 
 // limitCaller limits every authenticated request by its caller (the
 // token's subject), whatever org it names. Placed before the authorization

@@ -22,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/export"
 	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/idempotency"
@@ -79,10 +80,16 @@ type Deps struct {
 	OffboardWait time.Duration
 	// GraphQL bounds the GraphQL API's requests (zero: its defaults).
 	GraphQL graphapi.Limits
+	// Export exports orgs (GET /v1/orgs/{orgId}/export).
+	Export *export.Service
 	// WriteTimeout is the http.Server's WriteTimeout (0: it has none),
 	// which timeout pushes out for the offboarding DELETE.
 	WriteTimeout time.Duration
 }
+
+// inFlight is the longest a request's write may take to commit once its
+// request began: its deadline, and a margin for a write already sent.
+func (d Deps) inFlight() time.Duration { return d.RequestTimeout + 5*time.Second }
 
 // New returns the Echo server with every route of openapi.yaml.
 func New(d Deps) (*echo.Echo, error) {
@@ -158,7 +165,7 @@ func New(d Deps) (*echo.Echo, error) {
 	// (and a margin for a write in flight), its key may be taken over.
 	var keeper *idempotency.Keeper
 	if d.Idempotency != nil {
-		keeper = idempotency.NewKeeper(d.Idempotency, idempotency.Options{Now: d.Now, StaleAfter: d.RequestTimeout + 5*time.Second})
+		keeper = idempotency.NewKeeper(d.Idempotency, idempotency.Options{Now: d.Now, StaleAfter: d.inFlight()})
 		e.Use(idempotent(keeper))
 	}
 	// Innermost: entity tags of representations, and If-None-Match.
@@ -181,11 +188,20 @@ func New(d Deps) (*echo.Echo, error) {
 func HeadAsGet(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodHead {
-			r = r.WithContext(r.Context())
+			r = r.WithContext(context.WithValue(r.Context(), headKey{}, true))
 			r.Method = http.MethodGet
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+type headKey struct{}
+
+// isHead reports whether the request is a HEAD served as its GET: a
+// streamed answer (an export) sends its header fields and reads nothing.
+func isHead(ctx context.Context) bool {
+	head, _ := ctx.Value(headKey{}).(bool)
+	return head
 }
 
 // allowHead adds HEAD to an Allow header (of an OPTIONS or a 405 answer)

@@ -157,7 +157,8 @@ func (s *Service) CreateInvitation(ctx context.Context, p authz.Principal, in Ne
 	token = inv.OrgID + "." + inv.ID + "." + base64.RawURLEncoding.EncodeToString(secret)
 	inv.TokenHash = HashToken(token)
 	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "invitation.create", "invitation", inv.ID, at, audit.Diff(
-		audit.F("email", nil, inv.Email), audit.F("role", nil, string(inv.Role)), audit.F("teamIds", nil, inv.TeamIDs)))
+		audit.F("email", nil, inv.Email), audit.F("role", nil, string(inv.Role)), audit.F("teamIds", nil, inv.TeamIDs),
+		audit.F("expiresAt", nil, inv.ExpiresAt.UTC().Format(time.RFC3339))))
 	if replaced, err = s.store.CreateInvitation(ctx, inv, ev); err != nil {
 		return Invitation{}, "", "", err
 	}
@@ -223,7 +224,7 @@ func (s *Service) AcceptInvitation(ctx context.Context, id authz.Identity, token
 		return tenant.User{}, nil, false, err
 	}
 	ev := audit.NewEvent(ctx, s.ids, audit.Outsider(orgID, id.UserID), "invitation.accept", "user", id.UserID, now, audit.Diff(
-		audit.F("invitationId", nil, inv.ID), audit.F("email", nil, u.Email), audit.F("role", nil, string(u.Role))))
+		audit.F("invitationId", nil, inv.ID), audit.F("email", nil, u.Email), audit.F("name", nil, u.Name), audit.F("role", nil, string(u.Role))))
 	teams, err = s.store.AcceptInvitation(ctx, inv, u, ev)
 	if errs.CodeOf(err) == "invitation_not_found" { // used meanwhile: by a retry of ours?
 		return s.accepted(ctx, id, orgID, token)

@@ -71,7 +71,7 @@ func checkChart(t *testing.T, rows map[string]string) {
 	chart := doc[start:]
 	chart = chart[:strings.Index(chart, "\n\n")]
 	types := map[string]reflect.Type{}
-	for _, v := range []any{&store.Orgs{}, &store.Teams{}, &store.Tickets{}, &store.Invitations{}, &store.Audit{}, &store.Deletions{}} {
+	for _, v := range []any{&store.Orgs{}, &store.Teams{}, &store.Tickets{}, &store.Invitations{}, &store.Audit{}, &store.Deletions{}, &store.Webhooks{}} {
 		types[reflect.TypeOf(v).Elem().Name()] = reflect.TypeOf(v)
 	}
 	seen := map[string]bool{}

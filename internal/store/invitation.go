@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/tenantd/tenantd/internal/audit"
@@ -139,7 +138,13 @@ func (s *Invitations) ListInvitations(ctx context.Context, orgID string, now tim
 	if err != nil {
 		return r, err
 	}
-	r.Items = slices.DeleteFunc(r.Items, func(inv invitation.Invitation) bool { return !now.Before(inv.ExpiresAt) })
+	kept, after := r.Items[:0], r.After[:0]
+	for i, inv := range r.Items {
+		if now.Before(inv.ExpiresAt) {
+			kept, after = append(kept, inv), append(after, r.After[i])
+		}
+	}
+	r.Items, r.After = kept, after
 	return r, nil
 }
 

@@ -45,6 +45,7 @@ func TestAccessPatterns(t *testing.T) {
 	inv := invitation.Invitation{OrgID: org, ID: f.ids.New(), Email: "carol@example.com", Role: authz.Member,
 		TeamIDs: []string{s.Design.ID}, InvitedBy: "u_alice", TokenHash: "h", CreatedAt: f.now, ExpiresAt: f.now.Add(time.Hour)}
 	must(t, errOf(f.Invitations.CreateInvitation(ctx, inv, ev(inv))))
+	hook := f.mustWebhook(t, &store.Webhooks{DB: f.DB}, org, "https://hooks.example.com/chart", -1)
 	all := page.Request{Limit: 100}
 
 	rows := []struct {
@@ -184,6 +185,14 @@ func TestAccessPatterns(t *testing.T) {
 			}
 			return fmt.Sprint(out), err
 		}},
+		{"an org's webhooks", "Query(GSI1)", func() (string, error) {
+			r, err := (&store.Webhooks{DB: f.DB}).ListWebhooks(ctx, org, all)
+			var out []string
+			for _, w := range r.Items {
+				out = append(out, w.ID+" "+w.URL)
+			}
+			return fmt.Sprint(out), err
+		}},
 		{"an invitation (accept reads it)", "GetItem+consistent", func() (string, error) {
 			i, err := f.Invitations.GetInvitation(ctx, org, inv.ID)
 			return i.Email, err
@@ -248,6 +257,7 @@ func TestAccessPatterns(t *testing.T) {
 		"org users by ID (no N+1)":                "2 Alice Chen",
 		"pending invitations":                     "[carol@example.com]",
 		"an invitation (accept reads it)":         "carol@example.com",
+		"an org's webhooks":                       "[" + hook.ID + " https://hooks.example.com/chart]",
 		"audit log newest first":                  "[comment.create]",
 		"AP5 remove a member":                     "",
 		"unfinished deletions":                    "0",

@@ -119,9 +119,13 @@ func (s *Service) CreateTicket(ctx context.Context, p authz.Principal, in NewTic
 	if err := validateTicket(t); err != nil {
 		return Ticket{}, err
 	}
+	// A create's event names every field its client set: applied to
+	// nothing, its changes are the new ticket (webhooks' object, an
+	// export's catch-up).
 	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "ticket.create", "ticket", t.ID, now, audit.Diff(
-		audit.F("title", nil, t.Title), audit.F("status", nil, string(t.Status)), audit.F("priority", nil, string(t.Priority)),
-		audit.F("assigneeId", nil, t.AssigneeID), audit.F("teamId", nil, t.TeamID)))
+		audit.F("title", nil, t.Title), audit.F("description", nil, t.Description), audit.F("status", nil, string(t.Status)),
+		audit.F("priority", nil, string(t.Priority)), audit.F("assigneeId", nil, t.AssigneeID), audit.F("teamId", nil, t.TeamID),
+		audit.F("tags", nil, t.Tags)))
 	if err := s.store.CreateTicket(ctx, t, ev); err != nil {
 		if errs.CodeOf(err) == "ticket_exists" {
 			return s.store.GetTicket(ctx, p.OrgID, t.ID)

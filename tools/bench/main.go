@@ -53,6 +53,10 @@ type options struct {
 	makeStart    time.Time
 	goBenchFile  string
 	commandLabel string
+	// export runs the export phase alone (export.go), of an org of
+	// exportTickets tickets and exportComments comments.
+	export                        bool
+	exportTickets, exportComments int
 }
 
 func main() {
@@ -70,6 +74,9 @@ func main() {
 	flag.BoolVar(&quick, "quick", false, "small data set and short steps (a smoke run, not for BENCHMARKS.md)")
 	flag.StringVar(&o.goBenchFile, "gobench", "", "file with `go test -bench` output to include in the report")
 	flag.StringVar(&o.commandLabel, "cmd", "make bench", "the command named in the report")
+	flag.BoolVar(&o.export, "export", false, "run the export phase alone and write its section of the report (make bench keeps it)")
+	flag.IntVar(&o.exportTickets, "export-tickets", 100_000, "tickets of the exported org (-export)")
+	flag.IntVar(&o.exportComments, "export-comments", 1_000_000, "comments of the exported org's tickets (-export)")
 	started := flag.Int64("started", 0, "Unix time `make bench` started (for the total in the report)")
 	flag.Parse()
 	if *started > 0 {
@@ -177,6 +184,11 @@ func run(ctx context.Context, o options) error {
 	bk := newBulk(client, tableName, 8)
 	sd := &seeder{db: captureDB(client, tableName), b: bk, ids: newIDGen(time.Now().Add(-400 * 24 * time.Hour)),
 		now: time.Now().UTC().Truncate(time.Second), rand: newRand(7)}
+	if o.export {
+		srv := &server{http: &http.Client{}, url: api.url, metrics: api.mURL, apiPID: api.pid(), ddbPID: ddb.PID(), ddbPort: ddbPort}
+		rn := &runner{env: &env{tokens: map[string]string{}}, srv: srv, logf: logf}
+		return runExport(ctx, o, rn, sd, bk, ddb.PID(), rep, root)
+	}
 	stopProg := make(chan struct{})
 	go progress(stopProg, bk, ddb.PID())
 	ds, err := seedMain(ctx, sd, o.sizes, logf)
@@ -292,6 +304,9 @@ func run(ctx context.Context, o options) error {
 		}
 	}
 	md := rep.markdown()
+	if kept := keptExportSection(filepath.Join(root, o.out)); kept != "" && o.out != "" {
+		md = replaceSection(md, exportSection, kept) // written by -export
+	}
 	fmt.Println(md)
 	if o.out != "" {
 		if err := os.WriteFile(filepath.Join(root, o.out), []byte(md), 0o644); err != nil {

@@ -162,6 +162,84 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/orgs/{orgId}/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Export everything the organization holds
+         * @description Everything the organization holds, for its owners to take with them
+         *     (`README.md`, "Leaving tenantd": export, then `deleteOrg`). Owners
+         *     only: admins and members get 403.
+         *
+         *     The answer is NDJSON (`application/x-ndjson`): one JSON object per
+         *     line, streamed as it is read, page by page, from the org's own
+         *     partitions and indexes (memory does not grow with the org). Each
+         *     line has a `type` and the fields of the API's own representation of
+         *     the object: the `org`, its `user`s, each `team` followed by its
+         *     `teamMember`s, each `ticket` (oldest first) followed by its
+         *     `comment`s, pending `invitation`s (never a token), `webhook`s (never
+         *     a secret), then the `auditEvent`s before the export's audit
+         *     position (newest first, as `listAuditEvents` lists them). The last
+         *     line is the `summary`: how many objects of each type the export
+         *     sent and its `auditPosition`. An export that fails part way (the
+         *     database unavailable, `503`, or the org's rate limit spent for
+         *     longer than the request deadline, `429`) ends with an `error` line
+         *     instead; one whose connection breaks ends without a summary.
+         *
+         *     **Resuming.** Every line carries a `cursor`: pass the last one
+         *     received as `cursor` to go on right after that line, with the same
+         *     audit position (and counts). Cursors are signed, bound to the org,
+         *     and valid for 24 hours.
+         *
+         *     **Consistency.** Every change whose audit event is older than
+         *     `auditPosition` is in the export; changes from it on may or may not
+         *     be. Read `listAuditEvents` with `since` set to `auditPosition` to
+         *     its end and apply its events oldest first, and the copy is the
+         *     organization as it is now, whatever was written during the export:
+         *     an event's `changes[].after` are its target's fields as the change
+         *     left them (a field without `after` is unset); a `*.create`,
+         *     `user.add`, `member.add` or `invitation.accept` (a user) creates
+         *     its target, a `*.delete`, `user.remove`, `member.remove` or
+         *     `invitation.revoke` removes it: a team with its members, a ticket
+         *     with its comments, a user with their team memberships. A `member`
+         *     is `<teamId>/<userId>`, a `comment` `<ticketId>/<commentId>`; the
+         *     actor of a create is the ticket's requester, the comment's author,
+         *     the invitation's inviter, and the team's first member (role
+         *     `owner`). `invitation.accept` removes the invitation it names
+         *     (`invitationId`) and adds the user, as `member`, to that
+         *     invitation's teams that still exist; `invitation.create` removes
+         *     the pending invitation of the same email; a new webhook is
+         *     `active`. Applying an event the export already shows changes
+         *     nothing. Counts (`commentCount`, `memberCount`) are those of the
+         *     copy; `version`, `updatedAt` and a webhook's `failingSince` are
+         *     the server's bookkeeping, not rebuilt from the log, and
+         *     `webhook.rotate_secret` changes nothing a copy holds.
+         *
+         *     **Costs and bounds.** Each page read (up to 100 objects, or one
+         *     ticket's comments) spends one request of the org's rate limit:
+         *     when it is spent the export waits for it, at most the request
+         *     deadline (`REQUEST_TIMEOUT`) per page. The request deadline bounds
+         *     each page read, not the export; a client that stops reading for
+         *     `WRITE_TIMEOUT` loses its connection. `Accept-Encoding: gzip`
+         *     compresses the stream. `HEAD` answers the header fields and reads
+         *     nothing.
+         */
+        get: operations["exportOrg"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/orgs/{orgId}/invitations": {
         parameters: {
             query?: never;
@@ -1257,6 +1335,157 @@ export interface components {
             /** @description Cursor of the next page; absent on the last page. */
             nextCursor?: string;
         };
+        /** @description One line of an org's export (`exportOrg`): an object of the org, with its `type`, the summary that ends the export, or the error that ends a failed one. */
+        ExportLine: components["schemas"]["ExportOrg"] | components["schemas"]["ExportUser"] | components["schemas"]["ExportTeam"] | components["schemas"]["ExportTeamMember"] | components["schemas"]["ExportTicket"] | components["schemas"]["ExportComment"] | components["schemas"]["ExportInvitation"] | components["schemas"]["ExportWebhook"] | components["schemas"]["ExportAuditEvent"] | components["schemas"]["ExportSummary"] | components["schemas"]["ExportError"];
+        ExportCursor: {
+            /** @description Pass it as `cursor` to `exportOrg` to go on right after this line. */
+            cursor: string;
+        };
+        /** @description The organization. */
+        ExportOrg: components["schemas"]["Org"] & components["schemas"]["ExportCursor"] & {
+            /** @enum {string} */
+            type: "org";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "org";
+        };
+        /** @description One of its users. */
+        ExportUser: components["schemas"]["OrgUser"] & components["schemas"]["ExportCursor"] & {
+            /** @enum {string} */
+            type: "user";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "user";
+        };
+        /** @description One of its teams; its members follow it. */
+        ExportTeam: components["schemas"]["Team"] & components["schemas"]["ExportCursor"] & {
+            /** @enum {string} */
+            type: "team";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "team";
+        };
+        /** @description A member of the team before it. */
+        ExportTeamMember: components["schemas"]["Membership"] & components["schemas"]["ExportCursor"] & {
+            /** @enum {string} */
+            type: "teamMember";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "teamMember";
+        };
+        /** @description One of its tickets; its comments follow it. */
+        ExportTicket: components["schemas"]["Ticket"] & components["schemas"]["ExportCursor"] & {
+            /** @enum {string} */
+            type: "ticket";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "ticket";
+        };
+        /** @description A comment of the ticket before it. */
+        ExportComment: components["schemas"]["Comment"] & components["schemas"]["ExportCursor"] & {
+            /** @enum {string} */
+            type: "comment";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "comment";
+        };
+        /** @description A pending invitation (never its token). */
+        ExportInvitation: components["schemas"]["Invitation"] & components["schemas"]["ExportCursor"] & {
+            /** @enum {string} */
+            type: "invitation";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "invitation";
+        };
+        /** @description A webhook subscription (never its secret). */
+        ExportWebhook: components["schemas"]["Webhook"] & components["schemas"]["ExportCursor"] & {
+            /** @enum {string} */
+            type: "webhook";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "webhook";
+        };
+        /** @description An audit event before the export's audit position. */
+        ExportAuditEvent: components["schemas"]["AuditEvent"] & components["schemas"]["ExportCursor"] & {
+            /** @enum {string} */
+            type: "auditEvent";
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "auditEvent";
+        };
+        /** @description The last line of an export. */
+        ExportSummary: components["schemas"]["ExportCursor"] & {
+            /** @enum {string} */
+            type: "summary";
+            /** @description The objects of each type the export sent, those of the downloads it resumed included. */
+            counts: {
+                /** Format: int64 */
+                org: number;
+                /** Format: int64 */
+                user: number;
+                /** Format: int64 */
+                team: number;
+                /** Format: int64 */
+                teamMember: number;
+                /** Format: int64 */
+                ticket: number;
+                /** Format: int64 */
+                comment: number;
+                /** Format: int64 */
+                invitation: number;
+                /** Format: int64 */
+                webhook: number;
+                /** Format: int64 */
+                auditEvent: number;
+            };
+            /**
+             * Format: date-time
+             * @description Every change whose audit event is older is in the export: read `listAuditEvents` with `since` set to it to catch up.
+             */
+            auditPosition: string;
+        } & {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "summary";
+        };
+        /** @description The last line of an export that failed part way: resume it from the last line's `cursor`. */
+        ExportError: {
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            type: "error";
+            error: components["schemas"]["Problem"];
+        };
     };
     responses: {
         /** @description The representation is the one `If-None-Match` named: no body. */
@@ -1779,6 +2008,46 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Offboarding"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    exportOrg: {
+        parameters: {
+            query?: {
+                /** @description The `cursor` of the last line received: the export goes on right after it. Omit it to start an export. */
+                cursor?: string;
+            };
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The export, one JSON object per line. */
+            200: {
+                headers: {
+                    /** @description `Accept-Encoding`: the stream is compressed when the request accepts gzip. */
+                    Vary?: string;
+                    /** @description `gzip` when the request's `Accept-Encoding` accepts it; absent otherwise. */
+                    "Content-Encoding"?: "gzip";
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/x-ndjson": components["schemas"]["ExportLine"];
                 };
             };
             400: components["responses"]["BadRequest"];

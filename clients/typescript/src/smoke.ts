@@ -5,7 +5,7 @@
 // Every step checks the status and the body; the first mismatch ends the run
 // with exit code 1. The last line is `smoke: <n> passed, <m> failed`.
 // clients/typescript/smoke_test.go runs it against a fresh server and table.
-import { createTenantdClient, isProblem, type Schemas } from "./client.js";
+import { createTenantdClient, ExportFailed, exportOrg, isProblem, type ExportLine, type Schemas } from "./client.js";
 
 type Ticket = Schemas["Ticket"];
 
@@ -268,6 +268,47 @@ async function main(): Promise<void> {
 
     const now = expectData(await alice.GET("/v1/orgs/{orgId}", { params: { path: orgPath } }), 200, "getOrg");
     equal([now.name, now.version], [renamed, 2], "getOrg after the 412: org unchanged");
+  });
+
+  // A line as the export sent it, but its cursor (which says when it expires).
+  const withoutCursor = (l: ExportLine): string => JSON.stringify({ ...l, cursor: undefined });
+  await step("export the org as Alice, line by line (exportOrg), and resume it", async () => {
+    const lines: ExportLine[] = [];
+    for await (const line of exportOrg(alice, org.id)) {
+      lines.push(line);
+    }
+    const last = lines[lines.length - 1];
+    ok(last !== undefined && last.type === "summary", `exportOrg: last line ${show(last)}, want the summary`);
+    equal(lines[0]?.type, "org", "exportOrg: the first line's type");
+    const counted: Record<string, number> = {};
+    for (const l of lines.slice(0, -1)) {
+      ok(typeof l.type === "string" && "cursor" in l && l.cursor.length > 0, `exportOrg: a line without a cursor: ${show(l)}`);
+      counted[l.type] = (counted[l.type] ?? 0) + 1;
+    }
+    for (const [type, n] of Object.entries(last.counts)) {
+      equal(counted[type] ?? 0, n, `exportOrg: ${type} lines against the summary's count`);
+    }
+    equal([last.counts.org, last.counts.user, last.counts.team, last.counts.teamMember, last.counts.ticket, last.counts.comment],
+      [1, 2, 1, 2, 6, 1], "exportOrg: counts");
+    equal(lines.flatMap((l) => (l.type === "ticket" ? [l.id] : [])), created.map((t) => t.id), "exportOrg: the tickets, oldest first");
+    const fifth = lines[4];
+    ok(fifth !== undefined && fifth.type !== "summary" && fifth.type !== "error", "exportOrg: a fifth line");
+    const rest: string[] = [];
+    for await (const line of exportOrg(alice, org.id, { cursor: fifth.cursor })) {
+      rest.push(withoutCursor(line));
+    }
+    equal(rest, lines.slice(5).map(withoutCursor), "exportOrg resumed after the fifth line");
+  });
+
+  await step("export the org as Bob (member) -> 403", async () => {
+    try {
+      for await (const line of exportOrg(bob, org.id)) {
+        fail(`exportOrg as Bob: a line ${show(line)}`);
+      }
+      fail("exportOrg as Bob: no error");
+    } catch (err) {
+      ok(err instanceof ExportFailed && err.status === 403 && isProblem(err.problem), `exportOrg as Bob: ${show(err)}`);
+    }
   });
 
   console.log(`smoke: ${passed} passed, 0 failed`);

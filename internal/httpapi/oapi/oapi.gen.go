@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,6 +23,171 @@ import (
 	"github.com/oapi-codegen/nullable"
 	"github.com/oapi-codegen/runtime"
 )
+
+// Defines values for ExportAuditEventType.
+const (
+	ExportAuditEventTypeAuditEvent ExportAuditEventType = "auditEvent"
+)
+
+// Valid indicates whether the value is a known member of the ExportAuditEventType enum.
+func (e ExportAuditEventType) Valid() bool {
+	switch e {
+	case ExportAuditEventTypeAuditEvent:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportCommentType.
+const (
+	ExportCommentTypeComment ExportCommentType = "comment"
+)
+
+// Valid indicates whether the value is a known member of the ExportCommentType enum.
+func (e ExportCommentType) Valid() bool {
+	switch e {
+	case ExportCommentTypeComment:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportErrorType.
+const (
+	ExportErrorTypeError ExportErrorType = "error"
+)
+
+// Valid indicates whether the value is a known member of the ExportErrorType enum.
+func (e ExportErrorType) Valid() bool {
+	switch e {
+	case ExportErrorTypeError:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportInvitationType.
+const (
+	ExportInvitationTypeInvitation ExportInvitationType = "invitation"
+)
+
+// Valid indicates whether the value is a known member of the ExportInvitationType enum.
+func (e ExportInvitationType) Valid() bool {
+	switch e {
+	case ExportInvitationTypeInvitation:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportOrgType.
+const (
+	ExportOrgTypeOrg ExportOrgType = "org"
+)
+
+// Valid indicates whether the value is a known member of the ExportOrgType enum.
+func (e ExportOrgType) Valid() bool {
+	switch e {
+	case ExportOrgTypeOrg:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportSummaryType.
+const (
+	ExportSummaryTypeSummary ExportSummaryType = "summary"
+)
+
+// Valid indicates whether the value is a known member of the ExportSummaryType enum.
+func (e ExportSummaryType) Valid() bool {
+	switch e {
+	case ExportSummaryTypeSummary:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportTeamType.
+const (
+	ExportTeamTypeTeam ExportTeamType = "team"
+)
+
+// Valid indicates whether the value is a known member of the ExportTeamType enum.
+func (e ExportTeamType) Valid() bool {
+	switch e {
+	case ExportTeamTypeTeam:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportTeamMemberType.
+const (
+	ExportTeamMemberTypeTeamMember ExportTeamMemberType = "teamMember"
+)
+
+// Valid indicates whether the value is a known member of the ExportTeamMemberType enum.
+func (e ExportTeamMemberType) Valid() bool {
+	switch e {
+	case ExportTeamMemberTypeTeamMember:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportTicketType.
+const (
+	ExportTicketTypeTicket ExportTicketType = "ticket"
+)
+
+// Valid indicates whether the value is a known member of the ExportTicketType enum.
+func (e ExportTicketType) Valid() bool {
+	switch e {
+	case ExportTicketTypeTicket:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportUserType.
+const (
+	ExportUserTypeUser ExportUserType = "user"
+)
+
+// Valid indicates whether the value is a known member of the ExportUserType enum.
+func (e ExportUserType) Valid() bool {
+	switch e {
+	case ExportUserTypeUser:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ExportWebhookType.
+const (
+	ExportWebhookTypeWebhook ExportWebhookType = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the ExportWebhookType enum.
+func (e ExportWebhookType) Valid() bool {
+	switch e {
+	case ExportWebhookTypeWebhook:
+		return true
+	default:
+		return false
+	}
+}
 
 // Defines values for FieldErrorIn.
 const (
@@ -438,6 +604,270 @@ type CommentList struct {
 	// NextCursor Cursor of the next page; absent on the last page.
 	NextCursor *string `json:"nextCursor,omitempty"`
 }
+
+// ExportAuditEvent An audit event before the export's audit position.
+type ExportAuditEvent struct {
+	// Action Example: ticket.update
+	Action  string        `json:"action"`
+	ActorId string        `json:"actorId"`
+	At      time.Time     `json:"at"`
+	Changes []AuditChange `json:"changes"`
+
+	// ClientRequestId The `X-Request-Id` the client sent with the request, when it was 1-64 characters of `A-Z a-z 0-9 . _ : -`; absent otherwise (a longer or malformed client id is ignored, never stored).
+	ClientRequestId *string `json:"clientRequestId,omitempty"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string `json:"cursor"`
+	Id     string `json:"id"`
+
+	// RequestId The server's id of the request that made the change (its `X-Request-Id` response header).
+	RequestId string `json:"requestId"`
+	TargetId  string `json:"targetId"`
+
+	// TargetType Example: ticket
+	TargetType string               `json:"targetType"`
+	Type       ExportAuditEventType `json:"type"`
+}
+
+// ExportAuditEventType defines model for ExportAuditEvent.Type.
+type ExportAuditEventType string
+
+// ExportComment A comment of the ticket before it.
+type ExportComment struct {
+	AuthorId  string    `json:"authorId"`
+	Body      string    `json:"body"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string `json:"cursor"`
+
+	// Id Comment id (ULID).
+	Id       string            `json:"id"`
+	TicketId string            `json:"ticketId"`
+	Type     ExportCommentType `json:"type"`
+}
+
+// ExportCommentType defines model for ExportComment.Type.
+type ExportCommentType string
+
+// ExportCursor defines model for ExportCursor.
+type ExportCursor struct {
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string `json:"cursor"`
+}
+
+// ExportError The last line of an export that failed part way: resume it from the last line's `cursor`.
+type ExportError struct {
+	// Error RFC 9457 problem details.
+	Error Problem         `json:"error"`
+	Type  ExportErrorType `json:"type"`
+}
+
+// ExportErrorType defines model for ExportError.Type.
+type ExportErrorType string
+
+// ExportInvitation A pending invitation (never its token).
+type ExportInvitation struct {
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor    string    `json:"cursor"`
+	Email     string    `json:"email"`
+	ExpiresAt time.Time `json:"expiresAt"`
+	Id        string    `json:"id"`
+
+	// InvitedBy User ID of the inviter.
+	InvitedBy string `json:"invitedBy"`
+
+	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
+	Role    Role                 `json:"role"`
+	TeamIds []string             `json:"teamIds"`
+	Type    ExportInvitationType `json:"type"`
+}
+
+// ExportInvitationType defines model for ExportInvitation.Type.
+type ExportInvitationType string
+
+// ExportLine One line of an org's export (`exportOrg`): an object of the org, with its `type`, the summary that ends the export, or the error that ends a failed one.
+type ExportLine struct {
+	union json.RawMessage
+}
+
+// ExportOrg The organization.
+type ExportOrg struct {
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string `json:"cursor"`
+
+	// Id Organization id (ULID).
+	Id        string        `json:"id"`
+	Name      string        `json:"name"`
+	Type      ExportOrgType `json:"type"`
+	UpdatedAt time.Time     `json:"updatedAt"`
+
+	// Users The org's users; present only with `include=users`.
+	Users *[]OrgUser `json:"users,omitempty"`
+
+	// Version Monotonic version, incremented on every change.
+	Version int64 `json:"version"`
+}
+
+// ExportOrgType defines model for ExportOrg.Type.
+type ExportOrgType string
+
+// ExportSummary The last line of an export.
+type ExportSummary struct {
+	// AuditPosition Every change whose audit event is older is in the export: read `listAuditEvents` with `since` set to it to catch up.
+	AuditPosition time.Time `json:"auditPosition"`
+
+	// Counts The objects of each type the export sent, those of the downloads it resumed included.
+	Counts struct {
+		AuditEvent int64 `json:"auditEvent"`
+		Comment    int64 `json:"comment"`
+		Invitation int64 `json:"invitation"`
+		Org        int64 `json:"org"`
+		Team       int64 `json:"team"`
+		TeamMember int64 `json:"teamMember"`
+		Ticket     int64 `json:"ticket"`
+		User       int64 `json:"user"`
+		Webhook    int64 `json:"webhook"`
+	} `json:"counts"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string            `json:"cursor"`
+	Type   ExportSummaryType `json:"type"`
+}
+
+// ExportSummaryType defines model for ExportSummary.Type.
+type ExportSummaryType string
+
+// ExportTeam One of its teams; its members follow it.
+type ExportTeam struct {
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string `json:"cursor"`
+
+	// Description Free text; empty string when not set.
+	Description string `json:"description"`
+
+	// Id Team id (ULID).
+	Id          string `json:"id"`
+	MemberCount int    `json:"memberCount"`
+
+	// Members The team's memberships; present only with `include=members`.
+	Members   *[]Membership  `json:"members,omitempty"`
+	Name      string         `json:"name"`
+	Type      ExportTeamType `json:"type"`
+	UpdatedAt time.Time      `json:"updatedAt"`
+	Version   int64          `json:"version"`
+}
+
+// ExportTeamType defines model for ExportTeam.Type.
+type ExportTeamType string
+
+// ExportTeamMember A member of the team before it.
+type ExportTeamMember struct {
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor   string    `json:"cursor"`
+	JoinedAt time.Time `json:"joinedAt"`
+
+	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
+	Role   Role   `json:"role"`
+	TeamId string `json:"teamId"`
+
+	// TeamName Name of the team (only with `expand=team` on `listUserTeams`).
+	TeamName *string              `json:"teamName,omitempty"`
+	Type     ExportTeamMemberType `json:"type"`
+	User     *OrgUser             `json:"user,omitempty"`
+	UserId   string               `json:"userId"`
+}
+
+// ExportTeamMemberType defines model for ExportTeamMember.Type.
+type ExportTeamMemberType string
+
+// ExportTicket One of its tickets; its comments follow it.
+type ExportTicket struct {
+	Assignee *OrgUser `json:"assignee,omitempty"`
+
+	// AssigneeId Assigned user; absent when unassigned.
+	AssigneeId   *string `json:"assigneeId,omitempty"`
+	CommentCount int     `json:"commentCount"`
+
+	// Comments Present only with `include=comments`.
+	Comments  *[]Comment `json:"comments,omitempty"`
+	CreatedAt time.Time  `json:"createdAt"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor string `json:"cursor"`
+
+	// Description Free text; empty string when not set.
+	Description string `json:"description"`
+
+	// Id Ticket id (ULID).
+	Id        string         `json:"id"`
+	Priority  TicketPriority `json:"priority"`
+	Requester *OrgUser       `json:"requester,omitempty"`
+
+	// RequesterId User who opened the ticket.
+	RequesterId string `json:"requesterId"`
+
+	// Status Lifecycle state: `new` (just opened), `open` (being worked on), `pending` (waiting on the requester), `solved`, `closed`.
+	Status TicketStatus `json:"status"`
+	Tags   []string     `json:"tags"`
+
+	// TeamId Team the ticket is routed to; absent when none.
+	TeamId    *string          `json:"teamId,omitempty"`
+	Title     string           `json:"title"`
+	Type      ExportTicketType `json:"type"`
+	UpdatedAt time.Time        `json:"updatedAt"`
+	Version   int64            `json:"version"`
+}
+
+// ExportTicketType defines model for ExportTicket.Type.
+type ExportTicketType string
+
+// ExportUser One of its users.
+type ExportUser struct {
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor   string    `json:"cursor"`
+	Email    string    `json:"email"`
+	JoinedAt time.Time `json:"joinedAt"`
+	Name     string    `json:"name"`
+
+	// Role Org or team role. Privileges are ordered `owner` > `admin` > `member`.
+	Role    Role           `json:"role"`
+	Type    ExportUserType `json:"type"`
+	UserId  string         `json:"userId"`
+	Version int64          `json:"version"`
+}
+
+// ExportUserType defines model for ExportUser.Type.
+type ExportUserType string
+
+// ExportWebhook A webhook subscription (never its secret).
+type ExportWebhook struct {
+	// Active false once an admin paused it, or the service disabled it after 3 days of failures.
+	Active    bool      `json:"active"`
+	CreatedAt time.Time `json:"createdAt"`
+
+	// Cursor Pass it as `cursor` to `exportOrg` to go on right after this line.
+	Cursor      string   `json:"cursor"`
+	Description *string  `json:"description,omitempty"`
+	Events      []string `json:"events"`
+
+	// FailingSince When the endpoint's current run of failed deliveries began (absent while it answers).
+	FailingSince *time.Time        `json:"failingSince,omitempty"`
+	Id           string            `json:"id"`
+	Type         ExportWebhookType `json:"type"`
+	UpdatedAt    time.Time         `json:"updatedAt"`
+	Url          string            `json:"url"`
+	Version      int64             `json:"version"`
+}
+
+// ExportWebhookType defines model for ExportWebhook.Type.
+type ExportWebhookType string
 
 // FieldError One problem of a request; a 400 lists every one.
 type FieldError struct {
@@ -1149,6 +1579,12 @@ type ListAuditEventsParams struct {
 	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// ExportOrgParams defines parameters for ExportOrg.
+type ExportOrgParams struct {
+	// Cursor The `cursor` of the last line received: the export goes on right after it. Omit it to start an export.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+}
+
 // ListInvitationsParams defines parameters for ListInvitations.
 type ListInvitationsParams struct {
 	// Limit Maximum number of items to return (page size).
@@ -1611,6 +2047,431 @@ func (t *AuditValue) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsExportOrg returns the union data inside the ExportLine as a ExportOrg
+func (t ExportLine) AsExportOrg() (ExportOrg, error) {
+	var body ExportOrg
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportOrg overwrites any union data inside the ExportLine as the provided ExportOrg
+func (t *ExportLine) FromExportOrg(v ExportOrg) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"org"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportOrg performs a merge with any union data inside the ExportLine, using the provided ExportOrg
+func (t *ExportLine) MergeExportOrg(v ExportOrg) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"org"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportUser returns the union data inside the ExportLine as a ExportUser
+func (t ExportLine) AsExportUser() (ExportUser, error) {
+	var body ExportUser
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportUser overwrites any union data inside the ExportLine as the provided ExportUser
+func (t *ExportLine) FromExportUser(v ExportUser) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"user"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportUser performs a merge with any union data inside the ExportLine, using the provided ExportUser
+func (t *ExportLine) MergeExportUser(v ExportUser) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"user"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportTeam returns the union data inside the ExportLine as a ExportTeam
+func (t ExportLine) AsExportTeam() (ExportTeam, error) {
+	var body ExportTeam
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportTeam overwrites any union data inside the ExportLine as the provided ExportTeam
+func (t *ExportLine) FromExportTeam(v ExportTeam) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"team"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportTeam performs a merge with any union data inside the ExportLine, using the provided ExportTeam
+func (t *ExportLine) MergeExportTeam(v ExportTeam) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"team"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportTeamMember returns the union data inside the ExportLine as a ExportTeamMember
+func (t ExportLine) AsExportTeamMember() (ExportTeamMember, error) {
+	var body ExportTeamMember
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportTeamMember overwrites any union data inside the ExportLine as the provided ExportTeamMember
+func (t *ExportLine) FromExportTeamMember(v ExportTeamMember) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"teamMember"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportTeamMember performs a merge with any union data inside the ExportLine, using the provided ExportTeamMember
+func (t *ExportLine) MergeExportTeamMember(v ExportTeamMember) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"teamMember"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportTicket returns the union data inside the ExportLine as a ExportTicket
+func (t ExportLine) AsExportTicket() (ExportTicket, error) {
+	var body ExportTicket
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportTicket overwrites any union data inside the ExportLine as the provided ExportTicket
+func (t *ExportLine) FromExportTicket(v ExportTicket) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"ticket"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportTicket performs a merge with any union data inside the ExportLine, using the provided ExportTicket
+func (t *ExportLine) MergeExportTicket(v ExportTicket) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"ticket"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportComment returns the union data inside the ExportLine as a ExportComment
+func (t ExportLine) AsExportComment() (ExportComment, error) {
+	var body ExportComment
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportComment overwrites any union data inside the ExportLine as the provided ExportComment
+func (t *ExportLine) FromExportComment(v ExportComment) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"comment"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportComment performs a merge with any union data inside the ExportLine, using the provided ExportComment
+func (t *ExportLine) MergeExportComment(v ExportComment) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"comment"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportInvitation returns the union data inside the ExportLine as a ExportInvitation
+func (t ExportLine) AsExportInvitation() (ExportInvitation, error) {
+	var body ExportInvitation
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportInvitation overwrites any union data inside the ExportLine as the provided ExportInvitation
+func (t *ExportLine) FromExportInvitation(v ExportInvitation) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invitation"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportInvitation performs a merge with any union data inside the ExportLine, using the provided ExportInvitation
+func (t *ExportLine) MergeExportInvitation(v ExportInvitation) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"invitation"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportWebhook returns the union data inside the ExportLine as a ExportWebhook
+func (t ExportLine) AsExportWebhook() (ExportWebhook, error) {
+	var body ExportWebhook
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportWebhook overwrites any union data inside the ExportLine as the provided ExportWebhook
+func (t *ExportLine) FromExportWebhook(v ExportWebhook) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"webhook"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportWebhook performs a merge with any union data inside the ExportLine, using the provided ExportWebhook
+func (t *ExportLine) MergeExportWebhook(v ExportWebhook) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"webhook"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportAuditEvent returns the union data inside the ExportLine as a ExportAuditEvent
+func (t ExportLine) AsExportAuditEvent() (ExportAuditEvent, error) {
+	var body ExportAuditEvent
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportAuditEvent overwrites any union data inside the ExportLine as the provided ExportAuditEvent
+func (t *ExportLine) FromExportAuditEvent(v ExportAuditEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"auditEvent"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportAuditEvent performs a merge with any union data inside the ExportLine, using the provided ExportAuditEvent
+func (t *ExportLine) MergeExportAuditEvent(v ExportAuditEvent) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"auditEvent"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportSummary returns the union data inside the ExportLine as a ExportSummary
+func (t ExportLine) AsExportSummary() (ExportSummary, error) {
+	var body ExportSummary
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportSummary overwrites any union data inside the ExportLine as the provided ExportSummary
+func (t *ExportLine) FromExportSummary(v ExportSummary) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"summary"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportSummary performs a merge with any union data inside the ExportLine, using the provided ExportSummary
+func (t *ExportLine) MergeExportSummary(v ExportSummary) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"summary"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsExportError returns the union data inside the ExportLine as a ExportError
+func (t ExportLine) AsExportError() (ExportError, error) {
+	var body ExportError
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromExportError overwrites any union data inside the ExportLine as the provided ExportError
+func (t *ExportLine) FromExportError(v ExportError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"error"}`))
+	t.union = b
+	return err
+}
+
+// MergeExportError performs a merge with any union data inside the ExportLine, using the provided ExportError
+func (t *ExportLine) MergeExportError(v ExportError) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"error"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t ExportLine) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"type"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t ExportLine) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "auditEvent":
+		return t.AsExportAuditEvent()
+	case "comment":
+		return t.AsExportComment()
+	case "error":
+		return t.AsExportError()
+	case "invitation":
+		return t.AsExportInvitation()
+	case "org":
+		return t.AsExportOrg()
+	case "summary":
+		return t.AsExportSummary()
+	case "team":
+		return t.AsExportTeam()
+	case "teamMember":
+		return t.AsExportTeamMember()
+	case "ticket":
+		return t.AsExportTicket()
+	case "user":
+		return t.AsExportUser()
+	case "webhook":
+		return t.AsExportWebhook()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
+}
+
+func (t ExportLine) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *ExportLine) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsGraphQLErrorPath0 returns the union data inside the GraphQLError_Path_Item as a GraphQLErrorPath0
 func (t GraphQLError_Path_Item) AsGraphQLErrorPath0() (GraphQLErrorPath0, error) {
 	var body GraphQLErrorPath0
@@ -1714,6 +2575,9 @@ type ServerInterface interface {
 	// ListAuditEvents Read the audit log
 	// (GET /v1/orgs/{orgId}/audit-log)
 	ListAuditEvents(ctx echo.Context, orgId OrgId, params ListAuditEventsParams) error
+	// ExportOrg Export everything the organization holds
+	// (GET /v1/orgs/{orgId}/export)
+	ExportOrg(ctx echo.Context, orgId OrgId, params ExportOrgParams) error
 	// ListInvitations List pending invitations
 	// (GET /v1/orgs/{orgId}/invitations)
 	ListInvitations(ctx echo.Context, orgId OrgId, params ListInvitationsParams) error
@@ -2179,6 +3043,31 @@ func (w *ServerInterfaceWrapper) ListAuditEvents(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListAuditEvents(ctx, orgId, params)
+	return err
+}
+
+// ExportOrg converts echo context to params.
+func (w *ServerInterfaceWrapper) ExportOrg(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExportOrgParams
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExportOrg(ctx, orgId, params)
 	return err
 }
 
@@ -3766,6 +4655,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/orgs/:orgId", wrapper.GetOrg, options.OperationMiddlewares["getOrg"]...)
 	router.PATCH(options.BaseURL+"/v1/orgs/:orgId", wrapper.UpdateOrg, options.OperationMiddlewares["updateOrg"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId/offboarding", wrapper.GetOffboarding, options.OperationMiddlewares["getOffboarding"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/export", wrapper.ExportOrg, options.OperationMiddlewares["exportOrg"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId/invitations", wrapper.ListInvitations, options.OperationMiddlewares["listInvitations"]...)
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/invitations/:invitationId", wrapper.RevokeInvitation, options.OperationMiddlewares["revokeInvitation"]...)
@@ -6202,6 +7092,238 @@ type ListAuditEvents503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ListAuditEvents503ApplicationProblemPlusJSONResponse) VisitListAuditEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportOrgRequestObject struct {
+	OrgId  OrgId `json:"orgId"`
+	Params ExportOrgParams
+}
+
+type ExportOrgResponseObject interface {
+	VisitExportOrgResponse(w http.ResponseWriter) error
+}
+
+type ExportOrg200ResponseHeaders struct {
+	ContentEncoding *string
+	Vary            *string
+}
+
+type ExportOrg200ApplicationxNdjsonResponse struct {
+	Body          io.Reader
+	Headers       ExportOrg200ResponseHeaders
+	ContentLength int64
+}
+
+func (response ExportOrg200ApplicationxNdjsonResponse) VisitExportOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	if response.Headers.ContentEncoding != nil {
+		w.Header().Set("Content-Encoding", fmt.Sprint(*response.Headers.ContentEncoding))
+	}
+	if response.Headers.Vary != nil {
+		w.Header().Set("Vary", fmt.Sprint(*response.Headers.Vary))
+	}
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		// If w doesn't support flushing, fall back to io.Copy.
+		_, err := io.Copy(w, response.Body)
+		return err
+	}
+	// text/event-stream messages are typically small; use a
+	// modest buffer and flush after each chunk so clients see
+	// events immediately instead of waiting on OS buffering.
+	buf := make([]byte, 4096)
+	for {
+		n, err := response.Body.Read(buf)
+		if n > 0 {
+			if _, writeErr := w.Write(buf[:n]); writeErr != nil {
+				return writeErr
+			}
+			flusher.Flush()
+		}
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+type ExportOrg400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ExportOrg400ApplicationProblemPlusJSONResponse) VisitExportOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportOrg401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ExportOrg401ApplicationProblemPlusJSONResponse) VisitExportOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportOrg403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ExportOrg403ApplicationProblemPlusJSONResponse) VisitExportOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportOrg404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ExportOrg404ApplicationProblemPlusJSONResponse) VisitExportOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportOrg408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ExportOrg408ApplicationProblemPlusJSONResponse) VisitExportOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportOrg413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ExportOrg413ApplicationProblemPlusJSONResponse) VisitExportOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportOrg429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ExportOrg429ApplicationProblemPlusJSONResponse) VisitExportOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportOrg431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ExportOrg431TextResponse) VisitExportOrgResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type ExportOrg500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ExportOrg500ApplicationProblemPlusJSONResponse) VisitExportOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExportOrg503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ExportOrg503ApplicationProblemPlusJSONResponse) VisitExportOrgResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -14093,6 +15215,9 @@ type StrictServerInterface interface {
 	// ListAuditEvents Read the audit log
 	// (GET /v1/orgs/{orgId}/audit-log)
 	ListAuditEvents(ctx context.Context, request ListAuditEventsRequestObject) (ListAuditEventsResponseObject, error)
+	// ExportOrg Export everything the organization holds
+	// (GET /v1/orgs/{orgId}/export)
+	ExportOrg(ctx context.Context, request ExportOrgRequestObject) (ExportOrgResponseObject, error)
 	// ListInvitations List pending invitations
 	// (GET /v1/orgs/{orgId}/invitations)
 	ListInvitations(ctx context.Context, request ListInvitationsRequestObject) (ListInvitationsResponseObject, error)
@@ -14603,6 +15728,32 @@ func (sh *strictHandler) ListAuditEvents(ctx echo.Context, orgId OrgId, params L
 		return err
 	} else if validResponse, ok := response.(ListAuditEventsResponseObject); ok {
 		return validResponse.VisitListAuditEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ExportOrg operation middleware
+func (sh *strictHandler) ExportOrg(ctx echo.Context, orgId OrgId, params ExportOrgParams) error {
+	var request ExportOrgRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExportOrg(ctx.Request().Context(), request.(ExportOrgRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExportOrg")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExportOrgResponseObject); ok {
+		return validResponse.VisitExportOrgResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -15854,315 +17005,355 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, orgId OrgId, webh
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rctvGsj/6KlP87yqTWRBFybLjUJU6W7GVRCu+aNlystYOfYQRMSQnAmcYzEA0l7d3nYc4T3ie5FR3",
-	"zwADEhCpi+0km59sgbjMpaf71/cPraGezrQSyppW/0NrIngiMvzv8Rkfw7+JMMNMzqzUqtVvHSsr7YJZ",
-	"PmZ6xOxEsEzYPFMiYZmYZcIIZTnc22fxoDXIe72HwyuRGakV/iF26Foix8JYujRoxV12NhHM3cim+koY",
-	"Npd2wsSVyBZsOOFqLMovGp1nQ3GIf9Gb6u+eT7hl0pRjbHMWD/V0KpR9qnNlY6YzFuezhFuRHNmY8ZEV",
-	"GePM3RQxMb0QSYLTo6+aTpe9ESph0jKpWHwy2nmpldh5we1wEjOrWSZ4wrRKF/R9Gk4SMQ4P0RPlzVN+",
-	"KRhn80xawYZaJRJWj6dMK5yeXxNpmeJTYbqtqJWJ33OZiaTVt1kuopYZTsSUw2bZxUy0+i1jM6nGrY8f",
-	"o9ZzqS5Xt/H190/Zk/0nT1gq1SUMAz6lxHvLZnwsIia64y6Laat2r/Z2dTY2ux90Nj5JPu5aObwU1vxf",
-	"wzwzOvu22+3CjfuPUzmV9tv9R7SrhywT6beDFrx10Iph6d++PmGZGIlMqCFsY8qtvBL+8zArYewDWOCj",
-	"CyAkvwYpNzQwmPx1k33NrXgOo1id8S8TkQkm+HBCZKSNYDhgw4zlKjGsbfhUsCTjI9tB6tXZeNA6zL59",
-	"9PWh/XY/jljmxwjPyDRlPE31XCRM6XnELDMCNtCwXFmZMgub/3uuLQcSnE90Khgfc6kiprOIzSdCsQx+",
-	"6kXFE24T3GfgR/+JNvwYvxY2W+wcAZHGMA/ODva/6Wy8LDunOpXDxerqwOnLuC2WJNgPNoedsJNM5+MJ",
-	"a58cn33PihcyYhhsJEWamIhWb0cKO9qZWDvjM7kDr8W37jjmsrPX60SMM2OzfGjzTCQslcbikg95mops",
-	"0Dr8/dv9Xu9w/u1+xPxGFJeQlmhh9Yj9Xm7KTGRs7nehzziz+lIodpEDveK9EdCfTFOBJ7G4t9NlMX06",
-	"hjWH2eOjDwwz+cVvYmgjZmawDhdipDOBd/DcTnQm/43sDg/9IYt1No7xV52NufI/4ublRmRM59bIRDCt",
-	"RKd454LBmk+B1WRm7WaWJLC6j28cBRIbm0/kcFLZyylfsAvk2ZkUSfVTU6nkNJ+2+r3If1YqK8Yiw+/+",
-	"8ssvO0e5nQhl5ZBbsfrx7wTPgHmWN8HchxNYWGDIbeA6j79+1Otcz8TEez6dpaJ8YyZ4Ov120LJCcWWT",
-	"QStiIst09u2gJdUVT2Vyjts1aLWilRX7GLVmPONTYZ1gO0nEdKatUMPFT6LmLLzgl8KACMgEt1KN2emr",
-	"N2fM8JEg5m6zBWu/sZmcCWbElMNUgYLgDI1kZsrjizKJs0uxYFmuzCFucybMTCsjWNtYbnODYuFCJ4sO",
-	"kN6lmFk20hnbP2ATnWf0cyZmKV+ADMFXxsUU7M5r91OfwTLGEYyRq4UbJ94OBIC8DQYCrysuuIHS2Itb",
-	"3LATOUJWXc5nLKxhB/v7h4z7909kSqehOnPpOWSWKwVrSI/2vumyn8TCMJ4JZoZ6JhLP/SvnxQ+SziTI",
-	"2+xKZLTphrUfvX/fwVcobXHFImboLTD8IVdLNC5hW4n7tKIWiNFWPySDHaCDylHg758LNbaTVn//0aMI",
-	"job/ew/IyVqRwTv/718Hg/f7ezuDwfuvj9/97T9qyC9qkZhcpbNXM/57Lhj9zEaZnjLOZpm4kjo3KO4e",
-	"GBaDPHiKt8SsDWAFBHrs+G6ny14BF7YaFjjYBxSWjJ6j1f7xxdHTHSPHgIKI4nLVvPjAkGHbLAEokwvc",
-	"kCns/FQnciRFAtAJmKEcKz8JhFrALkVCVHTQ6xUb8HsuskW5/m5Zmpa9d/CkbjETkUoAeSdJvRDzvz8w",
-	"AAaVZSfPWBuOXTwXFxOtL3dkUq6eH9qM20k5suAb17GpkAx6O1+/+7W3883Rzo9//+nFy9Ods593/uvd",
-	"h/1HH+tpQo4QAdYDs2/29nrMg8Q+i7+KATEwjrsCYkwUINwQ3QiepRJYrzJzECF4nh0MloZNOUqcdMHk",
-	"CCSPB9JtYzOtxh16E8LLCsB+YGBjkQU4GHrI5oJf0v3t+JfdQQvQXyvuMAXYm01hyF125D+O9DNFhqo0",
-	"U2Je4Nl2gbEB5XFGoBJwAclB9puWyDk4s4JPO+6NNEDQTdhFbt1XR1ymwCgDaN1nSgNTZSI1OA/3rUyM",
-	"ciMMW+g8YyKRtste2YnI5tIIdrC3j9SvtJ3Ap6Xx4L2Zi7gPNtHxXm//oJ4AQGnYgAhK3QIpoZkQ2rgz",
-	"oM7xTBqtOl32C0BM2G/cFrd2fker6toDg4saEbJBMoLpP+wdsJfashf+zOOpVhoF1nWLUg77xiujriSN",
-	"ic54zQGt3PKpjmhar0e84O8BJTGVI5XqEZNWTI2DBnmmWBuYLzPy36LTxPvo3eFIEzHieWpB3kSwSoTE",
-	"9nq9qMRle7W4DJWyGukSsnSZsPbb5yfPmjgevWMzTNbb+/s3//Xw56//8eSf+z8dvHj88slp7/X+2cEv",
-	"j1vRnRac4ND3Mq1Ftq+AfbkVdgqoRzcINuDZpuWmXyvr/R+ZGLX6rf+zW9o/dulXs3uGr39DD8HIgAHV",
-	"ChzBp2vX1j18k8X95btHT79+9s3x3vcPf3j049d//+anvRd3XFxasuP3M65qJvJUT6d8xwgAytbpY0Da",
-	"qKKLBFUXJHG0hoDqhIo0vbTPYgf7QH3iSWLCCxGLuUHcIfyP5d9tVIJR3cJXocJLvyadLjumdemzWODA",
-	"vy1eGxXvgFUX72epTkSrP+KpEfU0QG+o0AAe3M2IARcO5FbrY7G6PMs4fCBX8vdcnNDLYGuRlhe4nyOd",
-	"TVvF8tfSkJv4OiryL7gJHf3z2f7xwfePf3jyY+/v/qzekY6AEuqm8RaUWwlayESw2OQXMRumXE491IDn",
-	"HhjSqk2X7e3s7T8B4ZrxIehlBGPio53/Ynzn36y38w3rsnP2P6zP/pP9N/sb+5btxBHifcQxibamz+Ju",
-	"jPI67sJ/MgGXmRFjkPSGsMfb18/ZMJV4IRNTfSVQVzD5cAKAQSZsqPMURT4oDTxJMmGMt7e4lWKGLwyT",
-	"pNDp3LJU60sOUq/PuGWp4HBclCgn5IEzvpfDuJo21i3oZtsKqnXvvx+Nvh4+EcOvhw8fDh8Pe72Diws+",
-	"Ek/2W1FFvu4/uU5xOdr5L77z797ON93z/+n/53//7dudd1+VF4trtffVk4YD2I1Su/z904jsj/Ba0q3x",
-	"VH/Hk9fEL+CvoVagL8N/+WyWOuvE7izTF6mY/u03A2T8YUMJUb76lJ6nz9fY1Ep9eMpT4AZOb0LEiqYL",
-	"ZyFyhgwguUnEkHnBjc6+VlgwIuZv1BnL1aXSc4VgjM0yPROZXZR3kIYFfBTN4m6qMBbg78THY9Kp46hC",
-	"yH3GyaT3wJCxcqSzih2JG8adSbPN6fshxf/9zauXEZyaToTngqwW+MaYienMLrrAFZ9qNUrl8P73Z8Nd",
-	"Gbrvm9JO4tExQAbB2mgHT3Iaj4gYTzPBk0WhpURkm9ZzBf8vbNsJ6iy4RcAXEy1oXcR7EKxSeaW7g8vw",
-	"vc4uZJII9bnXgcwrKHS91uXYdcUgAIqWnQiZsQw2vJgNmqYJfwHp4c04oRMFR5inx0Bbn3NSb5V4PyPz",
-	"gwlMRqQP19tAD9GSTDYsD1tOktiZ58VMZ2gIkRZn9lLb73VOEOrzUixp5EukhHYBW9lJEjjX7CYKNjvX",
-	"bMhBEQaxKVVC9p5cmgm/SAW7WLBEAMLq+Gl7DbDBd1BRJr0NHY7+sn8MhEHSD1XIGp9j3Uq523bxHlym",
-	"U75INU/OtH7Os7H4UlyEzAzvh0IkNG2nvhWuG1AFWfvxAftJfocMEQ20xZEhFons03pLCb5TqmGaJ7Ra",
-	"ZJCYc8MSrQRuymkmCn/h91ym4rNSZeDFTCThJ7QyNBmQYNsOKz/ibApjopFqKBBjcYPOlC57LXbQlSqt",
-	"M4LbjOSGk70/IkV8j66nBiKw4r3dnaVcLk26Bjs0bvAD46SwcbvMaCvpJBGfeWBY/IK/pxF9t7DCxJ0u",
-	"+0E/MOzHs7NTz42cfQ5m5B1J5NJA/wBIboaDZTBuchgPU2285UYrJYbkXK+lCLcuZ3IqdG6/6HnwNMGz",
-	"TF4RAHBir1yw18dHz87PTl4cv3p7hj49Aup0FIxQCS6U1ZqZVM/TxW3OzmH9Sr0R2ZUcireKX3GZAsv7",
-	"3KtlaATIKsV0pjOeyXTBcoX812o24SpxvhW3sofO6QI6eRaxiVY6B/pdcguj5HLsuMuOXGgBkZ634BE5",
-	"JYLF+Ou5zu1QT8W5Q5QxsxKRam6dK9EdTPTKO6dBwi2/4EYgmYJQJY8PaFGweMC38PhWzrwje5wIyVWU",
-	"YYG3KmAsbeeEE9GSIytect7EnSVBsuQkvU6ehLfiXp1p/YKrhTtM5nMTBnEEx2oApKPmSkcLXfRt2jj4",
-	"/zkaEkUCzAbn4XarShDOyd1lz8m5DyJ/BuigAgvgSsVFzVXljg4qznDclJZm4cdJFni0qeczxuG0wele",
-	"3o8wMOPa3ShubIhb2Ohhf/+qu/xGlPBWeR+/+OyI74Jc3xTBAOqjNEaqcVTqkRET72egRMMBcjrf0rLX",
-	"+eyvW4GV+90yzDI9FMYAa6IAsM+9GisHHrmR18Zy4/landfanRdZvuH8UizOMwGPwcl5CzwMnVOXYoGq",
-	"Lv3lveMtXAOTz0AZEMkLkUh+hgDiCwpYB/Xj8KvwtZi1hxOeGWFdiNFYXgkVsTi3o50ncQfZrSQPPayS",
-	"W7b4KU1k51gNdSLVOGbtC51IpyEgI3f8v8/io+FQzMp7+0wm5IqKyVRmdKdb3HWqjYuz8xdKTcABZlhR",
-	"BpiM1AYv3UmmL9H00rdX9ZG4HExhXsYlm8AcmNsxRo+vi7YJh1znlGCcnR6dPf0xWpoIQheOD5tNv6GN",
-	"bfrEqzdnt/8CkpOjMVzBPJH2KTo20eJGhiNJVjN+Haf0hIpv+JmnuYCzQTL9Zs+gLah+OUrb4K/utneF",
-	"sU9jMBa8AF93fOXO3tIchrR4oemUDOhdCvVctR5G8JB2pu3V3/AjwHbhfy14xQ4gpLr3OD/1xg6GcDeW",
-	"nQvwOsTEr71hol79jv+54+7YOUko/sxh6fKMB0DScQaH6fZ2Hh+Epng9WjXE99lOfMi4i8osHOZtzlKt",
-	"xoglAgOn+7ZMgMvIsdIZSCtCCsbCX4jXAmP144NG63R/592HvejxQZ3NN2rJ+g3Lrl+vQgeRSRlUTMzV",
-	"RSwkxIpcGANFkFQXuYjjCoJJVsZhQSe1DVRFP3pJskyqtTb28GzIpFVSbeSJvvLaYADhmiBBl5R6/fF6",
-	"Lk3NEStIe3Map8NaQ+JliNN6hkCfaxwx8RdgAWrxatTq//qhpfLUKXjkaljehmAKKzvU8Kwb+btlIX3k",
-	"jebsCsbhlR0AFD6sHJe8T9GvCOfKYA66Yljb8rGJyIJ88syQxIaRlOIMP4OHN1dGEEJZ9UnAMqSpW4aN",
-	"cEe0vM3kHdh4n9EWQ1bfj+h8cl7RveWlW9pV95nVba1ZYu/GoOjnXi9yYa6wjMZlAAT3hGc78Hc4/wMG",
-	"BdUIEIT9DccWsETtD6SrJkc3EBaywRnv2GfpEl5lHoFHeQM+EfiPi8m5qYQDrztYbjxP8SZcncQnKZwG",
-	"q+Z879WF9GtViezruaiWwDN5/QzwLdcM7T5YlKeFtfxpabMo8NERWpFBUcrKmgyG23K44HTVwERRPRmF",
-	"zQgPSeV0oBFseaeGGECxEk9u0Rw15cOJVGSOxQuoUrlJu8/6pBE/lxh0DjInnZPnL7hQ+DPhotX6HGBE",
-	"8X+QWfCHD+5GbhpeoMMVXoHFimsPSoE0V2GAHo2EAi2AGCqw5Rm3EyaVM3Gh2kBOwBi48u7D+JD8l4VH",
-	"FG8p3aEd75EpZviAIiv9a9BiE9efabJS1+WtBOvMJMJ9ofJpcTaiItrFudxdRN67mo9MQZEf1+31RGeW",
-	"TfIpV+VGi/ezlCvn2qt520xLVRuv9T2q0bg6uLgRGrL+/ubVS3ZKz7h8gG96ex1PO7tukTc4JYB0aGsj",
-	"ot1yZnVn54eMzyb/eF6cniUx994KDO8xzfyNEMCSqglfjskR8Pr4zRk7Oj15YJwJgYQ0yptOxOJLqeAI",
-	"YLyKE0KsXR7pnVReCiaUzaQwSNgxuxBo3eXZOAfeREq0VLO8SkDlLFNNloAq21s+6Gk+VYHYKIIJo1Yq",
-	"laj75WPNt5a5ZEBXq1QCVBkOqYRnq3Bs+ePvPq5BDxvsexAIcq30WgYb7vEyUSLGgxZ7J3IqRhat5BiV",
-	"hPuuGM+tnnIrh2wmMkOhFhTQUfo/CtsV8EPD2nFJgt3iqX/gtzpddkT4Ly4sIy/5FBniFc8knFNDtFG+",
-	"pMhjQns5N0zVcv3bEv5ppq0e6pSVL+izeGnglA7AMfNxQVojWticRgijWQbY1dFV33fTzbtmIw5pPWW5",
-	"LNcPxEz4/qPHP3IzqRckb3482tl/9NhLRPxGxCbifXcl3O4bvjN696FJnXXR8bg1xOD33tVG/Yb07x+K",
-	"wnGuHoa6Q1whqAYhWVjj3OwSPUR2hCHPuSqNCRM0EF6JjKfdmli0lSUO1uWcFP53v55juBf+/6vaFfrd",
-	"k8LqSP1hLQbYBlVeG8v2HqPDFnjvo6jX67k4xGUrxN7jh08O6nbFn7KbHZLK6qFS6F5TR3DVrYla73fG",
-	"esdd/M1o1X3N5y8co6vdyoLTkVlidYlCbkb3rPKDhFt+t0lmwuSpLfCvV3y9CoaSj7W9U1a8F8PcOnvQ",
-	"9UvyMbqpNlqR+TUSa3Pmt8FJ+lHwlITcEuugMPLyQLf0ZQ0uWzrS7qk6iXZSJD/UyPaba6BiymVaK7TJ",
-	"u2Rurs7W4NoraUXy3aIhbvjkmectdGdWCzUzna41Mr+Ge4qI/SqprKrQ14EK1Jppcdyny7eGMwq153DN",
-	"rt86MvmTV7G6hUU6x+pwbz4nitdet2ivsjFsw8oS+KwQfEf5/etndiszQUGEBZn5la9kYtbxZrfiJ+oZ",
-	"X5hKJs3XQSLNwzV5NHenrlvHLeMonZ1sv7dBdsGy7Syk0U32JtncMBjwmlXbICYlD0VyspSwtSofZk7L",
-	"LvO2CvUZ4SlOwUXxYDSpEsy/vY96I7nBlfbuhrnOLk1RJsLbRTOKKfOYbvVwwFtqbSfI0ZgRw0xQ+jXm",
-	"fO9e7e2WYza7H/AFH3fJ69ZlbyZ6rlxipaKhh6L1ehZPg6kxeVa27D5MW5Vd/ETW9xc1rsRb2M3Q+aSz",
-	"MejGM27Ix2lYPHQZ0FazeCzsCxF3bmJiwyw5UweJ/EeXw2RNGFZ7IYDsMAGq7Qw4Edvr9ShMFtlN57Ca",
-	"qo3u9Qpl8kywqc5weBtt2wvxKmvk6U1HjUb8wFAoj0xYm46OK2PRWU+XRUIKLln9XsPAVre7WYUIFtaZ",
-	"w5o2qUH23YQ7wwTq1Zl/6TwjY5w/rtUQqIXOUbH3mdM28rWBnIiMN1g/LzVxOQroUAyqfkGx8sdEzupI",
-	"1KVOTYubYPSUFd1lMfyD1gAgORf154oPYTSdy5yD22I4KnEqjYW5nAk+NfEhi+H9zoZF33iA64Lf7dS8",
-	"iu73r4LXuPHHq/rEb1qqm+HRm8vhRrBUTwRw1Z949LG1N1+terPtjTBWeHzXCAifOFqmiBEtFYt6PS3d",
-	"h+gIKPMP7Bh5NRpdaJ7VhwMdqWX+o8vbWa4SgBN8sUq7zdxoNuF1CvaPes5GHKOrxtr2QWpZPRrFrJ2I",
-	"VGAaiTvEDzBwx5hOxGIXjwQnEGgs8tnNUQCXTLfbhXt5nkjrzir+n6V6DD+YuRAzDJh1C2rICo3RvS4V",
-	"MuND4cqq5HZHj0bw4Egqnro3VpihtEako07oaqDpoL2dgt6iFg6iFbXw+2iRVzytdTsYy7Mbqqbuke8a",
-	"zD2YdMXmE83cjZikU/+eunJFR+mcLwyLXYma+BBt9kqaiUgqNJIKfkVZN2izuBATqRLWPugdVJbHvWe9",
-	"cu8lBI3Lk1O4ROHcawm+Tv7ek/u5uXDAaniEY7CrHNEX1Nt8KJhi3ggfHKAxh3UizsX6o2AiIbQRbwtY",
-	"8jJjC8ywS9UftNJWKzn0dUzglA4zMRUKCFCrSglCGEoxe6ns44PWWmOuDLBDadgNbQzl4jaQxq1UcL+X",
-	"VU/9zfz0qgngvMrG12KcKouuh95BDkABckEg3gfoaCTk+0CkG+HDa2V6ZfnuQ6xX9+OPLNmz8VuK2Pxj",
-	"UfNbB/k2NWOtkM890uhNdaMGgg543k15VgFQ/XQbaLv8yDXL+rkNiLcilduu+rJP7NNWZNh4j67Zjnti",
-	"N02S9o/EaIzINmQ2U6nCq3t/JnKsc14FEaM1lcgOHn1dBB8lwnKZmrvGj5EbEJ7psu8yroYTRjWO21wl",
-	"fmPJCdZhGcfQATvhCnVyK20qKOCBhuOKAPn4aaXt+Qiz9GsWip6oUd4a456IAKVhekjJzENR/Z6rXaS0",
-	"ZY2fLV2XS4EUItuhQKGgGIivc3nQ6yHO7WyMaasBuMuH7Zqo+JPlQHiq+eGSnqgmpB6zoc6obHNDOFjp",
-	"7VxaXUyCpnqnuOvhAh70Duo8MrjNDWFq0XKcmsmnU54tlmISMVGmulkvtWXfN+2SdbH4Sz7KStlqyi4a",
-	"Lag8ZvVTrB3zC53b/kXK1WUcmn8x1gQNwMzMxFCO5BAf6VSUhDyTO8Wn1rsQXIw/LlRUljlzNF4ExpX7",
-	"Xsf6Xuu6ZX6VjTGUUfApwWx2mskrmYqxSwnTWYL5xDHq4TGjqt8s5slUqvJPsnjEoaKMD7SiFt6JcXtw",
-	"S63V4Ezw6b1oupXJrcQqZkJgyr0P7qTnaPsU1pSqtyzIjYrC1YRgwoSxAH19HJ4zE9Wrw7AlFXvw9Vrx",
-	"NDDO3ofN7x51/jtAzlBNDpeouri3U6FhB2+FQpeIbCno/b6E/aZqCkzjPtAbnsE/MHQrPRCnub3hjt1a",
-	"i2+EzTCae0KRn42cVidBGWg1zigPCFw6ZdFNwzT5nzwbKu47rJaLVEmlIKR3PBnveaIyTHR/UvHSxAgW",
-	"CaeUr3DhiGUVyRWk6m+9gdbiH6lDTkfuSzjsgsBxELnyw6gVA2Ejkno54BetBjdusNIbc/xrcl/+2KK2",
-	"pnbmqrMmkzpzJQvWF/o89XeXcPlGzr3imcYimfOJZnomlPPFuIN0PZjevFpt1LJ8vCZG7Jp4o3XFbqul",
-	"WjOdW6zgXyX75vgbj+j/CODBo+YqeigwdEE21T1167t0eG+JM3Ahb4U0qgzpM1qVojVSqbfmBG4Wd7Z8",
-	"FjEN1IX1tRTsdtpaDkR+RjdglE5M91CW58qBCIb8aL1l5YbReeEBukNMYHFU7gIN6SXNpFdWNQ7Ck0uu",
-	"V8q9et0M3+ERZmNgFXmzu5U4Ey/lgRkaUdTzBrWSSpN21qCJagwKBmjQO2piUG6Idgn6fH68e7dY3Wvg",
-	"cfUsBTud6jkoUf44TeR4AiSdjQELNO/4mwYbz3M5EsPFMCXDneizWIl5zNq/5cY6ideJMIdJxaxNuW1z",
-	"nV2i3xR+cWGiMWvPucRwCbdsBUliqINOryi7FEvjJRXTghIwJfgEkAG9D7g6PgPMGR+5ZnL3BN2vA4wv",
-	"xdzDU3HIYpWnaVxARbMECm6SRPMHY/U3A1t3AztLVmuKHaa1HOVpiv0KjbCHLP71XcyGqeBYhbGCkD+b",
-	"WFglB/itIAUqUx4SAlVHxzhowae16WpfQNKscJpfqMB3fT2eqxobIx4mptUQi82hOZDNOFbzkmVtW18p",
-	"MZFYgIzqgWJa0UOW8AUWrBlxmeYZZVa5cV1onQqu7keJWbXnX3m9bPNcDBikVOM3Ug1FbaI3cTuhEsyq",
-	"DoqnZrnysxSJ73EkhWEXYswVaxfoW6aCyqVindGqbfk2mTu3CeTJ0vv2LyNeh/cW6x55mrod8naUes9G",
-	"vke1LLGklCWIhPF7VLXHsHbseD5NAmslGJG5elVxxLrdLtYWiH8dtL4atN7FaPeoFHSo42SPD27AyRzb",
-	"ayraUuztSvTOxNqZwV4LbfgvWnVmmbzitmypYAqDjqtnUCRCp3qO3G5KtpxEXIlUz0C7Wk7Q3L9x6ZAK",
-	"1awlhRukxnhmt5oXQ1kkDYWn5BibWtE9EYvnEyOG59Ro9YIb8fiAHCfxHbNL3CDq00vc2J+5Pmc1DNta",
-	"MZ1Z02CVup9AQ1gP3JgHhp08i6hUGV/q1FZE1Lkh1QJngNUNdVF+mSxK5O3e4fgoCpj5ZIH2CipGzRPR",
-	"B1FEreOwCpjnqabgy0Xq/oQnbK+H+cS5ckxZJPSwAQUGSy9iWVRLUq4d06exlYkfTueQZcI9Dswb78TS",
-	"Inx4meoxSzIulWmceRMeP6vKElyB0A/rpYYcYXNhURaodmbTmvoQHOtnvjAbcXFSmY5oljcM/CW27GF9",
-	"ieSLZW6RPG0A896Ru0llJHKi+mDcgvTXlUVaOkT34WlZPpefLFvLfegex/zJx3pfilkBRVdh4u0l+2eT",
-	"vDeWhauZ60YMc1C63sAGuipdWGv4KKf8dfrre39S//7L2Yqt7e+/nFUKFHfZiTWVtk/SVCN1i3Q0I1yv",
-	"DQpIi8tCSUVOaNE3YaEsf192t8btwq+WTAPgBtXLlWqkfUVeTj1lig5sVGN/yqWyXCqRGYcn6XnT3911",
-	"93QTcbVCCsULqFFKnlq546pfT0Q620mEufRaSpe9qmQRtrF7tRm0OkzP1UChb4uK+1FrX2f7OnRiLiiU",
-	"nuo5i5ebr8dMmoGSRlNjNqxTBdIl+Gh3oAbq//wfdlTpwzxQ1AUI3hgHRT3cIYSZVUpOt//+y1nHtaoZ",
-	"qPgobHbdZ64xM+EW6r1MsMVVw6SOK5XUw2WSoLVgMumyo3XVrcuKo763Eb16gb0fBio+6O2xsFp3XNQ1",
-	"Xi5p7ccel42puwMV/3B8xnYnWMPh3+jKzFXQx1okflFf61TQxl1JIy9kKu1ioI75cBL0XKHK6VgPRbzn",
-	"Q5suqOtqNsZQmv71MTMDVQTNMEw7YxN+JVwHHoCEQSZghsPJjQ9GwnRqLJdmugP1mvaW2qFRfzSqjCIS",
-	"KgDvqeCQOd0UYXi4rA9Z0Z0o7jJfE99XOoIZXd9+pq2zgaJ6WAVpS4X15aXt0JdYfODajGJgVhwVq8YN",
-	"oBNnMR4o31TC9b4xJfHTJYrPokEk0pCxD86IK2mfwaKcKGYmOrN99tVX8N2p4MqwQasI30NcuNB50WG6",
-	"2k6HPjhoffWVp4kfj4+eFcfrh+Oz8Hjx1Oii7UcMd8ZU9+ybvb0eYF7U/9g33Yfd/U5/oMq4RySySnt9",
-	"4pv4gTk2rTMCRluU7iZBEA+Ub35RFgylp6inhlYicm1ufTFsOIKp5gm74ClXQ2zkuxioWaYvBIvLcwH6",
-	"5y6C33+7EyYkxmZOhZ3opMviV6dnJ69evol9p44Zt5OBKhZgv3fgHoyPgMvHQadpbLc3wcgmeBnoxLRe",
-	"FwI2jw5p3IkYNvIQpngF9g+OD3qPYr8jqAyYgaJ/QfiwpkhW1o6bCrdTV4V0MVBlQGptNKsrAxeErgY4",
-	"+7AIWOUqGSgfsorUtRTE6BtpuOwh9nMZEuoNXBgU2hkoLBpbLXYaVDdlbd5UA7UsVRgNFLVBNKyxhRs3",
-	"Zf820IvQZe8aufnGckQn8Kkhz9AqtdxLqzoE33FLkrt4oMouW+5FBveR9Brq6VIeKJKLQ65YIoYpz7CY",
-	"LlGML9/oe2QNFJoYYEZAHewF3QWM5oggRszafuwxveNcaXvuAEhMKUdAvgWtuQMZUq0nV2npy/jRDh0x",
-	"NyKlBwqd5UUnZhrTQeyb85UTdNNy9t+5dmQkDNMj4g9hH6D44OGeZ8uM2g8x6ojEzrRm2BMpZm3fwEhf",
-	"iWygqH9RVPaEqfQdqmtN1GFFqI1Fl51bGKSbCKbypBiFaz8Us7angXPrLvXLkpmOlw/Uxh2COv50n/Kx",
-	"VA7UPJfkXMoc3oJTRcUidmZ0m0iKqpusvbez1+tFvmgD23/UoUb4hla26NzsemdPqVeNQb8yNe9z3Wyo",
-	"9Lcj+IGq1H6gjcdG/X0HkbrdLgl30PXTbweoGw1aBT2RH/Tt6+dsJIpW3QMVOBKXPYjsQsOZzIRzMVa7",
-	"/esZ/z2HEx62/aeiZxt3/hcLBtQBaBP7/4901meJRu4w45kREVCisVk+tFj/XSdyhNaWKcgTy6czJC7a",
-	"jmigAMgpOI7+db5dDErw4E83hogKCP5GDf2I4uKDXo99xxNPbXGX/STErAQ/I+wfXWoVhoTgSMP5xX7y",
-	"A0UjIlc0blOMS+/tOnCKC2J7NbNyCuMZwmxdAsBioN5INQZZkJNM8ODGYAhbVHi4Ceq7at4lcPNZ3h2g",
-	"f+H6WhdNTBSLj8/4uATTb4RCt8cFH14iny97JMEhiLEFRRyx+PTtGUnpZ8fPj8+OsWDKlF+SykWNoIqe",
-	"cTztO3QFLNhhM9fv3veoBHCEpXFCEULNS/1+7O2zsBMdo1Z08XIjfd/orRsOHnQZPaPBHBbddaUNhotQ",
-	"PBgza+MRwB8zNpcKt+pIYYM5ZKuDFp055xigc7dD1xI5FsY6nN2K++FgqHW+Y7zuYSbtQFGjkjYCOe3g",
-	"jquT4aKAnPUsEyNk1AudZ0wkEsu684Fyex2tNEPEaWIXVcvHrE0orQBLrvn+QPnei7GzRtrGjotwBArS",
-	"fV32i0EmVf0b+QTW4yXjgOmyt66fbGkyiVznPZ7saJWSqHc/MQ8eYoneeLdi8F9UVeE/QeQUkGWh2WDU",
-	"VBy51jLBAWc15/s7Gi5WhaYsIAeTyX+ArL32TXsPmWsRGcjC7kC1olYqh8IVSXRGgtNMzzIpLMcyyo3G",
-	"gV3/ZOk5LcwDR6cngT+q39rr9ro9V2VT8Zls9VsPu73uQ1emGU0vHlvD/8d1XoPn8kooYQxiI9Fn+72e",
-	"m9+HgXOaD1r9QUtfDlofQwJxPZtomagNYZedWDaciOElgqpEzIRKgJ2hLsXZs4XiU/3sO9CXQMQQVY+F",
-	"NZU3ZsJVJ+iyZ74dqTMjMF4xOnRbQYnRk6TVhzm6SolL3Zr3e71r+indrI+S+0JDGyU/DWkYT+UVNQQ8",
-	"oM/XvbUYZtD2GR95uLf+ketaVX6MWo96D9e/o6ZZYWjIa/V/fRe1XAJUQDE+VrH/a4uIrPUOHtt11Nhd",
-	"8GnaSHawUK9mQh2dngQFX8tTN+eGXeQypdiE2n12j99so69U0tVcdosjc+OuncujRiXmX0cvnhO4rap7",
-	"S5+LqcmSf8WJklZyK68EaqVFk6oRttDqfDnCuWb3zybSoFqfcawjW0sCpMI3bv5rwRO5wnQARhUcwgsp",
-	"NGGCooIoSBp29PTs5OfjQ/ao97AoDOwVMpImGMyC4EIjVXE2zvhQjPKUmUluE5BAyGBI5lbsEoYZq2do",
-	"yECQmvHRSA4LjaWkT7jNdG7HoGD6iy/Dn/DTpGbR1P5qzKkgrSbSvNrbHWd8Nvm9mTe9zhWZJXw9Yyqu",
-	"XtAVxiH430DjReFHhiOs6wgaLZO2HxRIr1BFRI02EVmYqPg37L2GOh6dgS57pdIFDkIKg+aIvERlhAkT",
-	"dtB7FBq++jiS2FMuVwtCyjC0LvvFqQHNleTDgvHffhgslUoftPofBh6JDFr9vWgQ1AZHvAAaaevjR4/T",
-	"fWH7qHQ/u5NEBerhwoSbSadYYWnIjoovIMuYgxHU/msHjbxDPkT7sGKXXk2jZSMPAf0fg31F5s3IbWAZ",
-	"iE2MV3tD1wQ1IjUTjsolR23ZqaXYXAzTyJ2Jda80sT7sPuocsvhnni36jOrvxsyKNDX+JUutCEllNO7e",
-	"Gk5BZPoDtuoq9U2MHLmv4uQSHve9PRxS9X+WvGZtCfOP0b1Wdq8bVbWSfNPolrMTNq37vmYCYXH1iPFQ",
-	"rWkab1nT/Y4rWdMKYWkIt+qMUDfmoGB506B7+zVjfncjWeboesc/csMmpst16IGr315Urr6tFvThQhXV",
-	"56Ow94oJeoFLVdMwNVopT2+1Zm1vjYgTbvlKg+mfeV0XAtfh1Nk5a3gJhRxf16qzkPZfZnfuvXHt0dLa",
-	"hjbneO3EnAm+3IdDprNo5dmK1yYKjX/o0igdeUv9XFj7ug4qoTukcqCjQGAypbNl6ew1gw0gWKXFND70",
-	"6HO3FfZc/4EJJIILdbAOD1GLPYxFLBDUcl9eoPCaI4E4ZxOqf7IxYHUeBlyvvQ0wqrMChdj2YP+b9c8t",
-	"d4K/N1y9AZw/USAkeVoUc7kTGi/xd66CY+Cw5A/HZ50Aj3v8/Q77e5lNEHhJODXAm6AebT92hPVZPTNt",
-	"pNWIZqWbLrEBPpOOenfjziEgkKkkXl502ioM7p7Zk5XW8/qICZVPXSgEfDGfEcI0orsUGUMmzhLwI7uo",
-	"dvQ6DEQEevQNotOIdA7B4WxkYxgnSHVDvc5gg1LxXtoFS+SVTETCLhZYNhygXyo4YL9OUHwc5FcxDDTi",
-	"XtvwiTqJBfzK9aRSeZpGld5P5CE6rN59KRbGQQ+srLSCUWAZPCAJwPqyKYQEWyn5NmDqZVyC6xRM3Qml",
-	"DVaGGzaRYzIwr4hsrIW70vg86EsM/NmNKGLxV7tfxXVPkKV8WUK1eWjx4qX5grxeICZcrSYRlbDT30pl",
-	"oKQFVFG8Bs8Cp43tg25jJ2yvF4UkQoHEEdvrASkAxSmWe3v8knjxbXPKmrTeSo923cJII62YHiItOj0L",
-	"cHwRI+BrKRR9x1wzu/iH10enP/7j+fnp0es3x+ffH508P34G6+ev/3z0/OTZ0dnJq5fBj8+OT89+PH9+",
-	"8uLk7Pz4n0+Pj5/R9aevXpw+P/7nydm/an48PX795uTN2fGz83+8PX79r/OXr87Ov3/19uWzGNMdvGqK",
-	"kr/v42IOer2NwcN+zb34Eyjtw+V2835Zo0BPBYZV2tzdSHxzP9xzcocBTsAevT5UAmmJ/LqriyzNEoeh",
-	"jprtWGfj86J+WeBWOZ9Kg7EDsSsFHbwSOwviNl9iYeJ4dRnJde+D53xDQVN9jycM7wIGvtZlR87nRV4O",
-	"jNUnFrkyVnIXwBLRuWowXkixpt8dvt0VGgHec6Jsps3M6fESC3izXKXCmNBQIRQdRGAjBa2evDx7/erN",
-	"6fFTINe402UniZjONIArRvHdhlnvII2l/3G4+EkgCxy7A0xMugREcMrxkZPykR18xnn0297wMxEZFfmq",
-	"tR6U5QW+c61y78XCuNT28GM13NplJP7FdcLVrmSfRi/8y6ts7YptyAdh1ghDYEGlQPQ3ojCUlon3QyEA",
-	"BTlB2PksumBNaFuNGhhEvBWKXfWRsl97iMEq9yhvcup276QBfl5FaO/RJmMs2PELwH5noMBttaiKFqWz",
-	"QjzU6lLOudHcT4oqhqwxI2vfq4oC4FH/IDlWdnkqzIeuGbRPg8CGU8tyoMGQuJwBvt9rrDWw8+5vdRbb",
-	"d03K41GSVLorIXvBwT1wOSQdH51WLpbrSYPoCthMpl28LBbWJcei1UWOPHbPQA3VZlwZyrKNgmj8ocBg",
-	"CNBGS0DgE1B8aRLGXZs+7yySGWitmBXmfgNtIRM2WxSdLlNtfAJ2p3CTFgiSXhJE8HMELMhC5qxdjL8Q",
-	"Ti6QlOKyCsAPsGwB0xOpEQ+MHwx2fqf8+WLlIkSjlEsRsUxc6UtKqvAd1ir3Uly/VzyIyHiaejB80Dtg",
-	"bakSQoi5NBN+kS46MJywu5sMogwxdRI2qV/NCKJ3T3NjMYxysdwOrn305unJCUuFRUOei85KUIXfkcoA",
-	"erTySqSLThSofge9h9gV3g3lHF9Womcflktf9/Ac77kSmYuyKlKYqEDBLNPU/8OPrP4buSre0DkEieE8",
-	"0cJSMGN88vLnkzPSm45e/uv8+MXRyfMYtiTl74XBgM4uO+h943MeyqwKH5nIiTRLkwFrYx7VOcammrjo",
-	"Pk8DnXMCtwrj+Cg0qO1mi9fjGmBKpBT0jFtxbtUxz/KW3ZMKiG7d0PtwMxRT01GzAQ26xZzwhFE9+mIJ",
-	"3blEw1RBwW7F+9cfWJTy+yTlv8x8qnO5dbTA7YDKBqK0yB6iJw7WP/FSW6rPfAcs1NsAljzVapTK4R2t",
-	"yPubrJuLOAMgcaysK3jzvxU7EWGDlJEhj/GAKcBHJWiisqYNsUo2z1zZpErG3mruqY9VWunzuHBtZipd",
-	"ZkDWA8iQCg0hfczlKJpFTqMgqaDaCZJx0BcApEUslZeCapS9ysYmdmkF1YaQUbVzZNsP00Wmkz2hw1I0",
-	"7zlgVGmYCcM59MMrVKSlbpQ+eaDLXpZB2akYWQZ3G5kKZdNFbTzUC7EuwOEF9dllKvd5cktrrF2IO2sX",
-	"KRaN8Q24rBV/UVH7bw9RqW/qu9db09X3Y7RWWFEqwKcVUi/E9Uw88smqwYbKrLqES842II2mz7rbdvGe",
-	"0KP8GSTCZ+LvW6ffjVjuD8IGgDJgtlNR8ljfIbchCt24IPDGJrnkMfaJshF5xepbdiEnBuSCXLLrE7qE",
-	"Kw9Q5nfVwFPPS28MS4mt/EFYwmpHr1o7XNiduFjBSspW0AVgyyK2LOLWLOK5z22sJbMwWpfaQjeGBjx1",
-	"ThXOlJhX61KwI7VYwmgIzTDlGR9jWonDavu/oUa3vjVsJDNjfemELjsqH8b6CK5aD/NhlfGLo3+ev3r9",
-	"w5vz0+PX52/fHL+OV5gXt8xYmaYut3MJyR36EgdDnWMFhTGXyi1TYSLyn5U2YvMJt+gDq8JHadG4g+5A",
-	"4RzuYkFeLvw63kOWCSqLipWn4OPY4hQrSqCFw1nB3HicLajTZzNuXNqcNIXNCa0UOhuf/55ry8+9+T2O",
-	"2ETPcZhTrhaFFyzLla9T5SKai661WLyisDk4yOwnPuWX8LTWU1qgVZZNd77KxvdjSrh/b1nZM3MjR9ne",
-	"fX640XsVcvk5N369l7j88Rkfr+PyeM9n5vJb08Dd/Cpbu8JNJRidYMeyi6OzKrgCuOuLKpEUS0Vdl2jf",
-	"W3wV/faJQVLEgdVjYu2kygFTt65nceQ9EgFWC7p8+3YdlX7fZKX2Hb677CTLBEaCXKSCyvBgzSZfUaiU",
-	"it8vJVfBfykXHAG6MypGdbn/XmocgLpOpUUcnKcO+bah5zaKYHKLhJ9DDwN3Fpeym/YDTCobZ9T9XGn0",
-	"zg65In3Ai0Glyxxrn7Y+nUprDsPQHMIGmLBSGa80bJhb+CoFrmXCFCEcc51dugQgVVRZHGdU+AdTWfLs",
-	"Sl4hghlm3Ez8g2TO72PEfiaQ42NYwRSzgSoNw8mtAAI1kdXgOUxQpyI4E+FKW5I1Blg80VMS1sIouvGV",
-	"Ho54v7cfl5pV/doWRSg0CSasBEDBehQgMxY2aJsf+xDfkAxwYX2EWSn/g+7gZEHCMjmw/b4iiqOAMhc5",
-	"XBxc+6Ag0H7chBtoOW6DG+QIE+zrdLj9+xPe5aQ2EuIlVQZIz2/5CjEua3NuHxs6pNfTwMoud9bHYe+T",
-	"IN4AkLih+yhGK9LF1v/gMMMG4jssmkE1M7Z6682l/jMkwmWpz9rBiejUKa9rfQmrmqsTLiTtOEg+l6hZ",
-	"6Upi4mqJIHioBA8PvBoLmibejvFL9GBE7y05ezb2UQz/oED93JTehLfuY5qsRHaS6XxM0MP5BDr1afm3",
-	"4qcvtRKOp65kwB3DFNGNbfFfF5jf9fNaXQO83mT/d6tZ4VS+EDA+WFPx91Mb6zZh8HfSzB5uyJp8KZjW",
-	"1ma3NesLu17duelRR40IgdMMj3sNk6RMm1UmWaOWuMKmOis0lBWWRB0O7o7yPolZyFWdvnP89L0xHNfX",
-	"4v4YzxatfQm0tg26vTm7o7N4KwPPLppSdlI9bvRwUhlOiuAFdbfMhFWe1UVMiTkWwAMI10czSDvmQ6uz",
-	"kyTukP2frrhCaBbWzcLGlX/5W4WKKlX1ggAVX4TPlf0taoQkFGSKNUN9Sed5Jq0VxTAxgDKIeWXcBK/s",
-	"sthINRSxd3FgaAZnC8Ez/5k4V1amMWu7W/pM6Xmn8s1LMbPwwalWdpIu2EXuapi7EAZKBDIzrgyV0MQE",
-	"Q85GYl6GzxjtbUcTnSbwG7a/EFPj8hFdeM3/9//8v95wUYlpwWG6UDxfAvN2EggANXbjOfbNhZbkUB1K",
-	"xXWsYNRNelsAeK57G07mVm/7M3m9y0Ve7/Im4ye1WPiTeLb/uAJui6tvlN3hzdaFAT4QMnjtDri6TjqF",
-	"MY8bReA8MMy1xGHtXBXB/bkqDfy5cqH+ndCvEDGdJoUIKxOqyGFNhYc2ZKPMndX1HJxM3a6bQ+jkmItM",
-	"MHMpZzORHNYx+XpefRIs1586CqicyHp+GKzblh1u2eHnDg3y7EZWzl590PYdTA7XhxRVcoxGWK5nir0U",
-	"rHbhhGFKRwyci+KpI+arTKcLQt0+yYrF1JfVxIiUgyrdncJ3WKn1Tt/wWXgxskwCqUURb/SWTkTmQpl8",
-	"HT0hZq4HorQGi+nRF4I5EZM0Lpcsdn+eqGd8YUpEzr6Oiiinh70OcGIl5strs5ROlYU9cf1uYisQh9Zd",
-	"BHifcuioc4/VM4MeU0p9deqJc2W6giuoCcQ+maxkaSdJEMteSFJmJnpOuU6dLnuD5QLJcZ8Jm0nn/ASR",
-	"BAJkJbm+XZNlFzHDF2WqHV9eDEoNvBTK+Xf5woV+YXdgtMa7pm8PzFIS21gr4Yz8xXKuDIryxG22cK1/",
-	"iqzmYmKzFL4J61o3rEO2nEL46P1750Mm33ciE+f/LrfRe8pxOkaX45vzxWYS/JCIEdbZtSMCUY4jFMHV",
-	"IiVtNfmsbIRogqyzNpayqKaZwRrh4SpqqbiIOzx+QRWJThQ2AriepIOoKOa2E391oQ/tMEVv6EJ64j6t",
-	"dacpTO2+E9/u3yxZjvDLBK0tf78xRS3MKy0Sd6sJzFuH8TYq7S8Nnk6InRo9FVoJdrEg3rUu4a1JPdz9",
-	"IAMBe23g2mtU/0AermK3RiFfRgDfzpRGOmeFhy7xoYOmkSZbXrBVT25lrQHq2TCf9JaqyXpzQXgsG6w8",
-	"QUjKtW0XivCtmpC7ByaM9YoKVFQbl9mOiwi6uNPFkL6i8N5yZBpAMopI8+8XSeSKUJCmMKQu2GEoH+C+",
-	"kVTSTERS6fejR84wn4qRrY9CCRbjU3pSN4jRCyaUK2zGxbeBbFtedBte9D2ZMJdclNVDe38hGnVMBu0a",
-	"GxuR8e6V6LbU5YJNg8zMeksstqf9c9tgYQobJGDiQm0TLLes4W4Jlu68eAZAf39CiykZXciWRKYuOue+",
-	"zAX8GiaQRNUu3diAp9KzzXfm4ZbtdTb1FMEZc+ZCJUTiwAbLlfw9F02GGHjoj2qCgbF9GeMLrkoDkqG9",
-	"3qYKbo0yW6PMRqmCeGJq2HEjsNr9QN6iaw0vz1xWoHczoWYEqlNYq4GdUf4fw7bQRTteut+FWAXsdYVR",
-	"I38lVosW8xtZaWjkt2Kw12RWNeQNFVzJ5QttVattjtCXyRFqOu4bZAPBrZtmAbljHhcPVpJ+AiaABx1z",
-	"YxJXA9k/upwJhGeomgp0dHpwyIp8IDjLL4rv3jQl6Jac4LqcoGIqYfKPW4ylmjU3zQFyj3/uLKB1yGub",
-	"/rPVKD9/+k8zT/tEhm4CQNclCD11pYqDE6+wEY1KdnXGgps/GcChLJl7ADifRnX8MllF1zEwn1Z0Z0a2",
-	"BXbbdKI/VzrR7ZXAXY9E1pvba5BPiCaDmKolA/wvrknTjKsE88tjKqwYFKSuZle7arcuqTzeyITvkOO6",
-	"Kq+x+z59LxiGK0u29OXGJqYwl8bs7jpY9ydLc7lJZcdt/cYtGLxX94KnqC+CCTfnmbsf4LCvDWGaYueF",
-	"ouBi0eKd9PF7QY+HLIPPYPATvYiCKbJrX74mMwafoYjvoqMhVlGEO/rlF6U1WJXbfVMaDLaN4dI5RsY2",
-	"B1rB0pTM+zMY8gKRM+eG5rA1593eWbC1/322CDGgVH+6p/683MIMCEyoAuN82jW84xAjrFzvFsJCvnlY",
-	"FeatGBOX4J+3KzaZ6m594gOD3efBP03qZrmAW6vZFih9IatZQIVfAiytv5MQEpna8hrOVLYyTRfMCFvh",
-	"UQVqAZhEHGy/t1cGgFIBa24YR+9Dxf+oEmpYBvdi8zDXEHYJAXijUVtnQSqQ64oLn3YpdFSnO8fe2XTX",
-	"hVhhitjMCsBPUeiyc28Ab5xxVRSn9C+Au/FRLI2xDP9cp4Lok8LAREy1vRMMnOX23jDgp7F10tBOc/u5",
-	"zZ3rpdAaur6TaLrPmJ/1M2k+zFtj7l8f1m+tv7foQpYkVRhQSAIRdG+4nVnYlfbexCzcGAQUZqyzkUwt",
-	"ZhRfLFhMXfDjDe3HG1h/XSTSjaUHDeR7HNtGwAe/c0zm3z+bTZcWaYNAcVrMrS13q6LczZbLvc/IFsez",
-	"yoqilv/li1l2N+ZzLtvEtzwIy+ixdqyzRGTfcjOM+5XyRJ3NMlMYsSDjWo5huQ1klZgSmIj3rE0lLi48",
-	"JyWwj0dWYgstnS06/YK1HrJ4lkmdSYvFHVJA7O1xpvMZvZduww7TMGFfSwNmUTQLwFsw7gF78rqK/jz8",
-	"BjdGjpUQJ0nxlbo7u8FoXGGT4EnQFTIxwp7P+ONBr8faca5oGc5pwnEEQ4FRUuGNellwX3JgqYEG9o5w",
-	"gg6XRxrmZ8TaNCM314huwLZMuIBW68Y+kf4dFVfieh5+6h/7uGasbpWdWJauj+gdBlxuW6uh6/re/pPG",
-	"Nuv/0//P//7btzvvviovFtdq7/uP+oKB1Rl/5xo5Sa1cy9IYbojhzMyDQmFA1EWDU9S98abqcW2YN56M",
-	"+oaeOJpWVHiAOf6FF2/lB95ijC3G2GKMjf3Fq9DirpCiMSXt1UwoTEjDL5CscjwzVmIeN7b9c4Ypka2g",
-	"AVdfyR8HX8orJlsjxRw6k15Qs0glVQFa01N/yQzZlKCG3/3Dpqjh6L5QkhqtTFOwtKOAbaLaNlFtm6i2",
-	"YaKa5zWrjPoazWz3A/3nJglrdDh9yppvTtdlR2mq5yIpKo7QjQ8C/owPjZxTxPlDqA+Z84iYxky023HS",
-	"W+Silaxnm422zUb7wtlozWd6k4w0vHnTnDR/juPq2S3T0soulNUC0SspasWbVnLU6Gw1NKx6Wg7gxtlp",
-	"t+UO1+anlSsSJqj5hSn43i3y0/yz96HBfnp183qUtg3P2eqlXyI85zrW+KlM3Q4qXZfadsozK9ElRzEC",
-	"Idc4ZHoqrRUJm2XAw6wUlOGbipFluXJNXbrsjbBVDVRnpepqNYtVnlJN61zRbaDa8rGJq0Wc5xOdCmb5",
-	"mBkUBGsBWoSQzn+56EdchCX6B8j/CMCtGcl9PmXb5fLdB0T8VFr2F8rnu5Z/Fxl9d+fjW3i8DQP5yycB",
-	"3lXB3i1g36ZhHw8q6vVtS/B5YP3nrsLnZrHe9xEC863zYwsy7xRgsXwMg+NfKnGfC3HWek2OksQw7gfI",
-	"iLwoCqF0l6w6Ruj2LvPMAXGonE5zC6vR5NBwd/9RPRpueF/GpeHXpgFt+Q2qODW20Gnra/gT+RocCWtV",
-	"B4cCfliHh6gv+6aBYNT+/faYx3e//3NjHjeL9ZjH11bYgp4t6Lkj6KmU/c9NtU4A/X3/oR8IYsqk2EQo",
-	"i/ZeDGenJLeYtTFsMr/4TQytsw8VHSk7PjK+6O0Gf4zllVBFittt+13xJCnaTRWZW6CNGx9P+c1yTq/P",
-	"YvMpbKtMiieJO91/VDDlhvdlwJRfm42ymbamq21wyBawNaYw4WEp2WNdX3zP1xuB2x2LsXhLP15w7lzs",
-	"L0XdJTbjzXzZj401GwAOGpGOuuxVDe92N3FFebPwKVdXBYaFCbWZmHKpMD4fU2tHVc7ephxbemfHdVTU",
-	"1KUwW3kZvQIQmRKVSfr3BLm6fTbl2JaIRItP1PJvoAaUgk+9ox0rI2JkgLSdsjx0sdrei5OU5aEbisLc",
-	"VvLcPJymYNTbWjDbWjB/slowKyzsOs65Jh6HUndISWuMyKntgnXro/qZSrmsQWrFpLdhIltl9rOHiahV",
-	"dfb+tNmblWe5vhIy90VZFJ+KyHUvduWQPSjaDCdFTLwfipkl/ACYiYqr8EU1eV3PFcVktOPTo7OnP7Ju",
-	"t+uxHt3hEJ9LKUTNOIYn4kMWA0qcCowVVK5hN4KSOgyGtVVWCqsE2fRcLYqmgB4NEQxqU4UVHKfOaFk6",
-	"XfbMV0XZEMQ1hYzcDw76ZKr3lwkaWad6u6iRe2HsWyS4jRv5i8eNbCaC1iveuz7ZeOfmxUOGeZZRDbBq",
-	"xrKox6Obu1mO3Otumxi+Tcbduma2aPaGybiVQ8zrOcpnKf1RwNsNuNemXWfJWFbYtC5EqtXYwEyxjqok",
-	"7Ns+Ot3vB1kkLlo4LHmfjIXpLFXHh5evVsfnqdFsyLNMCkNByy8B5YbZK/Cl7wDy/SDsiRXTIoQaz3ib",
-	"Glem8kowXVZ7NRHWdh3qmQS8pKxm4gpGC2Pr3IHrAjxr6Kt7w3L62Njgf1c5/doivVvmvGXOdw4WDMuq",
-	"BqRVx5s/dQXZG3HmG8NJahZcZvXKkmFXKzddx+Oq2YfUNwTeQgmHeForjLl0rzsOq2c7qbgSqWsm4nNq",
-	"FhHjdLc/PAS8kZkDxYqEScvaSmNspHfS6LnqbMZ4m6BubScU7gMb3GpJ5ZqgwBiXZnCbTMLb90P53wS9",
-	"l6hyy+u3vP5egHjpcb1Y/HGR+FxcTLS+3Dz40j3ATH5R3LaS9g24WOfWWZONGGZYYWejdu+1zPUXP8w/",
-	"dcimm8V61uR35U/Cjf5yweP/q/nX8lEPQWpx6f7DPN8QQ7kAPTvPKIO5HMvQ+cJ8svFiJgwWlBBXVIah",
-	"TagukZalGp7gQ8eaTD6cAKSKXS4rJVhQ3f/410Hrq0HrXYxKO2ngWoECfsyHE++DkoadvnpzRkYVaT2G",
-	"fGO5SniWMM+dmJmJITN8YVjbnUcWuyXbkUkclX9ZORXG8uksvGjkWHGbZyLuRCwTNpO+LKd4Tysqecou",
-	"+PBSj0bMlVzUOWCYoVZK4IyZAKIwETvY/wYDkh69f4+z23/EJjrPzCE2ZVDJTEtl2USnCbYXmGqs5RH1",
-	"ej2Wq0Sk8gqLRtMCs7bRzl5d3Lzfw7td3BO8FG5lM26cg1Ea2IuxSGDFOItH6G2ImXv5gvo7eAKtoHlY",
-	"CsDDMQmPmLXj+cSI4fkg7/UeDi+4EY8P8P+4WGai54rckBORia4jIUwuvxBsYu2MMtAp3VwXKeezTF5x",
-	"KyKWaj2DlQWqSKW63En1kKeA0TNhDGv7Kql8zLFGiSOWct0jxkeg8Dx7+QampNMcrqIpB1dtwk2wcsXh",
-	"ogx2TwLnKK/izm1lJdG2o8c/avCwG96XCR6ufDxpcmSG6IbgDCqCniqJKLfezW1o8Ta0uAZHFKK8Imkq",
-	"8pykSj2yuE5P2f3g/rcm3Bi2s8AT8Fk/jEM8yDNXddtJIl9rJcn0bCaS23JfGsxtue/NA2i9LrYtSLct",
-	"SPflC9LNC7qv1RbWlqRblbk6tyR2Sdze8lSOhS2P5KfW7ZsAhVuKLWTYKvSfvRzamoP5icyOhZzeJMR1",
-	"+fw/cEaAqFDwXWcB97tr4De08krEWBMNvSf+CmKNLBdOWyPFDL9BK8YSiVAtYRyjQeHZAqeMdDYWlqqH",
-	"w495Jm5tu6SAyPtBBJ9MEfsyoaRrGKYPJd0yzj8rHtoGht6hoNi1PHtTBWm3VG8a/Ttn2JmF7HEs1WNv",
-	"YfXssHCPknEPHTx9CpPCKw8M9mEQEePWiunMmoii7l13Bq4SskjCi95bfxdeTznamrrsKBiC4D5NFEbz",
-	"NUv4wjgOLi0zwlrg2+1nC8Wn+tl37OzseeceXEvPyqX6K/iY3HQW631NJY1svU1bcPr5I6Mcu3pgAkr8",
-	"glD1Frx194PnXnA9E+4vWKJPP+D1N5eDu8b79oJfOq5bcOIE8LNlWg1FxOYTbrELHurjxPCLUiqGT0XF",
-	"0YXc/UIni0Pg2dhjjpxZ6AdSYo5Bs3Odpwm7ELfl3sVKN6r3+5+KrTah1mLxpKH1A/1ja5Pb8sfbWNGF",
-	"Av20ICmkpTsCwkzD0d0hg9rnYVCNLOcHeVWj+Tv+QCNEL3ieKQyRL3y7mDquBLCWoqK5sQATr3gqqYT5",
-	"/gE5u/tsKriaT2QqnMe2WE/vbr7QdsIK17txearowNZK9BmHwWiVMFw8GKJrsglD998BvEyTGWd8WAST",
-	"0zSC2FUYtxt0Enn22mUnFpCymVPALPUbxdsWgHVl4aZ3L+zAqICnLtBVn5VcOHDh7vwkFjX9PR9GxHyd",
-	"fZWzS7GgqQnj+NVt+TG+xHHKN0Rinx7prvHkFj4S78MtqWvLl7d8+TY1QJDMK8i1GhfQwKPhJWKYY/NY",
-	"4LUXgmciO8rtpNX/9R3wSWy6Wx8xjtWAslzFgeb7XA952jlEGTFL9YJq/CIXMUwrH7rOJsB+o1aepa1+",
-	"a2LtrL+7u7f/dbfX7XX3+k96T3rIpd2YVzovBhmqhrWtUFxZg50WigatY1PTI+dF2R9iKdE1eJbiYFcf",
-	"xhQmJpWRyWqeLKBLCi1dytJxL6UUitWXviFbU5h06Z9wYbirzxQ1kDHcavm5oq5pzQxcloFQFvibSHy5",
-	"5fLpqah57kRdSetW22r2m5bqmvWT5d0NYwgffGDKELngJXit5vFf6mJ9+6tReRFzOYftlZC4Dm6Wg/8R",
-	"K8PKMJIOdtiKMckQEwUbG5qkgpEW56l+rj9kfDb5x3N2dHrC9FUoFxNuOWuT6MC4QemYw+4YnuEz6eTK",
-	"bhyx1yLlYWiX6fRdngZPyibUR6cnNOKwn2fEwoYjFBiXJI6IDosB4uB+PDs7jTCyEO9r/55TJAJAnQ77",
-	"4fgsmDiO8ve0jqidS2MieGonwSN0AVTa/z8AAP//",
+	"7L3rchs5kjD6KgjuRpjsKVGULPeFio6zalvdrRlfNLY8PbtNfyqIBZIYFQF2ASWa4/XGeYjzhOdJvkBm",
+	"AoUiixJ1sd09y1+2iigUkEjk/fKhNdTTmVZCWdPqf2hNBM9EAf89PuNj928mzLCQMyu1avVbx8pKu2CW",
+	"j5keMTsRrBC2LJTIWCFmhTBCWe7G9lk6aA3KXu/x8EoURmoFf4gdfJbJsTAWHw1aaZedTQSjgWyqr4Rh",
+	"c2knTFyJYsGGE67Govqi0WUxFIfwF87UPHo+4ZZJU62xzVk61NOpUPapLpVNmS5YWs4ybkV2ZFPGR1YU",
+	"jDMalDAxvRBZBtvDr5pOl70RKmPSMqlYejLaeamV2HnB7XCSMqtZIXjGtMoX+H1cTpYw7l7CN6rBU34p",
+	"GGfzQlrBhlpl0kGP50wr2J6HibRM8akw3VbSKsRvpSxE1urbohRJywwnYsrdYdnFTLT6LWMLqcatjx+T",
+	"1nOpLleP8fWPT9m3+99+y3KpLt0y3KeUeG/ZjI9FwkR33GUpHtXu1d6uLsZm94MuxifZx10rh5fCmv9n",
+	"WBZGF993u103cP/rXE6l/X7/CZ7qIStE/v2g5WYdtFIH+revT1ghRqIQauiOMedWXgn/ebcrYewjB+Cj",
+	"C4dIHgY5N7gwt/nrNvuaW/HcrWJ1x79MRCGY4MMJopE2gsGCDTOWq8ywtuFTwbKCj2wHsFcX40HrsPj+",
+	"yTeH9vv9NGGFX6N7R+Y543mu5yJjSs8TZpkR7gANK5WVObPu8H8rteUOBecTnQvGx1yqhOkiYfOJUKxw",
+	"P/WS8AYdAn3G/eg/0XY/pq+FLRY7Rw5JU7cPzg72v+tsDJadU53L4WIVOu72FdwGkETnwebuJOyk0OV4",
+	"wtonx2c/sjAhQ4LBRlLkmUkQejtS2NHOxNoZn8kdNy3MukPEZWev10kYZ8YW5dCWhchYLo0FkA95noti",
+	"0Dr87fv9Xu9w/v1+wvxBhEeASwhYPWK/VYcyEwWb+1PoM86svhSKXZQOX2Fs4vBP5rmAmxjGdrosxU+n",
+	"DuZu9/DqI8NMefEPMbQJMzMHhwsx0oWAEby0E13IfwK5g0t/yFJdjFP4VRdjrvyPcHilEQXTpTUyE0wr",
+	"0QlzLpiD+dSRmsLceJgVCqye4xvCQCRj84kcTmpnOeULdgE0u5Aiq39qKpWcltNWv5f4z0plxVgU8N1f",
+	"fvll56i0E6GsHHIrVj/+g+CFI57VILf34cQB1hHktqM6X3/zpNe5noiJ93w6y0U1YyF4Pv1+0LJCcWWz",
+	"QSthoih08f2gJdUVz2V2Dsc1aLWSFYh9TFozXvCpsMTYTjIxnWkr1HDxF9FwF17wS2EcCygEt1KN2emr",
+	"N2fM8JFA4m6LBWu/sYWcCWbElLutOgxyd2gkC1NdX+BJnF2KBStKZQ7hmAthZloZwdrGclsaYAsXOlt0",
+	"HOpdipllI12w/QM20WWBPxdilvOF4yEwZRq2YHde00995sCYJm6NXC1onTDcIQDQNrcQN114QAvFtYch",
+	"tOxMjoBUV/sZC2vYwf7+IeN+/onM8TbUdy49hSxKpRwM8dXed132F7EwjBeCmaGeicxT/9p98YvEO+n4",
+	"bXElCjx0w9pP3r/vwBRKW4BYwgzO4pY/5GoJx6U7VqQ+raTl2GirH6PBjsOD2lXg758LNbaTVn//yZPE",
+	"XQ3/955DJ2tF4eb8P78OBu/393YGg/ffHL/70783oF/SQja5imevZvy3UjD8mY0KPWWczQpxJXVpgN09",
+	"Mix1/OApDElZ2wkrjqGnRHc7XfbKUWGrHYCjcwBmyfA9hPbPL46e7hg5dlIQYlyp1gPfEWR3bBYFKFMK",
+	"OJCpO/mpzuRIisyJTo4YyrHymwBRy5FLkSEWHfR64QB+K0WxqOBPYFkH9t7Bt03AzEQunZB3kjUzMf/7",
+	"I+OEQWXZyTPWdtcunYuLidaXOzKroOeXNuN2Uq0s+sZ1ZCpGg97ON+9+7e18d7Tz85//8uLl6c7Z33b+",
+	"692H/Scfm3FCjkACbBbMvtvb6zEvJPZZ+lXqJAbG4VQcGxNBCDeIN4IXuXSkV5m5YyFwn0kMloZNOXCc",
+	"fMHkyHEeL0i3jS20GndwJhAvawL2I+MOFkgAiaGHbC74JY5vp7/sDlpO+mulHaac7M2mbsldduQ/Dvgz",
+	"BYKqNFNiHuTZdpCxnZTHGQqVTi5APsj+oSVQDs6s4NMOzYgLdLoJuygtfXXEZe4IZSRa95nSjqgykRvY",
+	"B32rEKPSCMMWuiyYyKTtsld2Ioq5NIId7O0D9ittJ+7T0njhfT0VoQ+uw+O93v5BMwI4pWEDJKh0C8CE",
+	"9YjQhpNx6hwvpNGq02W/OBHTnTccC8HOn2hdXXtkAKgJSjaARm77j3sH7KW27IW/83CrlQaGdR1QqmXf",
+	"GjLqSuKa8I43XNDakE91RfNmPeIFf++kJKZKwFI9YtKKqSHRoCwUazviy4z8p+iso304d7zSTIx4mVvH",
+	"bxIHJZTE9nq9pJLL9hrlMlDKGrhLTNJlxtpvn588W0fxcI7NZLLe3p+/+6/Hf/vmr9/+ff8vBy++fvnt",
+	"ae/1/tnBL1+3knsBHMWhH2XeKNm+cuSLIEwKqJduQNhw764DN/5ag/e/F2LU6rf+bbeyf+zir2b3DKZ/",
+	"gy+5lTkC1MhwBJ/eCFt6+TbA/eWHJ0+/efbd8d6Pj3968vM3f/7uL3sv7glcBNnx+xlXDRt5qqdTvmOE",
+	"E5Qt6WMOtUFFFxmoLoDiYA1xqhMo0jhpn6Uk9jn1iWeZiR8kLOUG5A7hf6z+boMSDOoWTAUKL/6adbrs",
+	"GOHSZ6mAhX8fpk3CHA7q4v0s15lo9Uc8N6IZB3CGGg7Axd0MGQBwjm+1Pgbo8qLg7gOlkr+V4gQnc0cL",
+	"uLyA8xzpYtoK4G/EIdr4TVjkJ7gNHv392f7xwY9f//Ttz70/+7t6TzxymNC0jbdOuZVOC5kIlpryImXD",
+	"nMupFzXce48MatWmy/Z29va/dcy14EOnl6EYkx7t/BfjO/9kvZ3vWJeds/9hffYf7L/Zn9j3bCdNQN4H",
+	"OSbT1vRZ2k2BX6dd959CuMfMiLHj9AZlj7evn7NhLuFBIab6SoCuYMrhxAkMMmNDXebA8p3SwLOsEMZ4",
+	"ewtBihm+MEyiQqdLy3KtL7njen3GLcsFd9dFiWpDXnCGeblb17qDJYBudqxOte7995PRN8NvxfCb4ePH",
+	"w6+Hvd7BxQUfiW/3W0mNv+5/e53icrTzX3znn72d77rn/9P/j//+0/c7776qHoZnjeOaUYME7LVcu/r9",
+	"07Dsj25a1K3hVv/As9dIL9xfQ62cvuz+y2eznKwTu7NCX+Ri+qd/GIfGHzbkENXUp/g+fr7Bplbpw1Oe",
+	"O2pAehNIrGC6IAsRGTIcyk0SBsTLDST7WrBgJMwP1AUr1aXScwXCGJsVeiYKu6hGoIbl6CiYxWmrbi2O",
+	"viMdT1GnTpMaIvcZR5PeI4PGypEuanYkbhgnk2ab4/djjP/zm1cvE3drOgncC7RawIwpE9OZXXQdVXyq",
+	"1SiXw4c/nw1PZUjfN5WdxEvHTmQQrA128KzE9YiE8bwQPFsELSVB27SeK/f/YNvOQGeBI3J0MdMC4SLe",
+	"O8YqlVe6OwCGH3VxIbNMqM8NBzSvANP1WheR65pBwCladiJkwQp34GE3YJpG+cuhHgyGDZ0od4V5fuxw",
+	"63Nu6q0S72dofjCRyQj14WYb6CFYktGG5cWWkywl87yY6QIMIdLCzl5q+6MuUYT6vBiLGvkSKoFdwNZO",
+	"EhnONacJjM3ONRtypwg7tilVhvaeUpoJv8gFu1iwTDgJq+O37TXANb6DmjLpbeju6i/7xxwzyPqxCtng",
+	"c2yCFA3bhTEAplO+yDXPzrR+zoux+FJUBM0M74dCZLhtUt+C68apgqz99QH7i/wBCCIYaMOVQRIJ5NN6",
+	"SwnMKdUwLzOEFhok5tywTCsBh3JaiOAv/JHLXHxWrIy8mJlE+QmsDOsMSO7YDms/wm6CMdFINRQgY3ED",
+	"zpQuey12wJUqLRnBbYF8g3jvz4ARP4LraQ0SWPHe7s5yLpc23SA7rD3gR4a4sKFTZniUeJOQzjwyLH3B",
+	"3+OKflhYYdJOl/2kHxn289nZqadGZJ9zO/KOJHRpgH/AcW4Gi2Vu3egwHubaeMuNVkoM0bneiBEElzM5",
+	"Fbq0X/Q+eJzgRSGvUAAgtlcB7PXx0bPzs5MXx6/enoFPDwV1vApGqAwAZbVmJtfzfHGXu3PYDKk3oriS",
+	"Q/FW8Ssuc0fyPje0DK4ASKWYznTBC5kvWKmA/lrNJlxl5FshyB6S08Xp5EXCJlrp0uHvklsYOBeR4y47",
+	"otACRD1vwUN0ygRL4ddzXdqhnopzkihTZiVIqqUlVyJdTPDKk9Mg45ZfcCMATR1TRY+P06Ic8Bzdgutb",
+	"u/OE9rAR5KvAwyJvVURY2uSEE8mSIytdct6knSVGsuQkvY6fxEPhrM60fsHVgi6T+dyIgRSBSI0T0kFz",
+	"xasFLvo2Hpz7/zkYEkXmiA3sg06rjhDk5O6y5+jcdyx/5qSDmljgntRc1FzVRnRAcXbXTWlpFn6daIEH",
+	"m3o5Y9zdNne7l88jDsy49jTCwDVxCxu97MevustvhQlvlffxi88u8V2g6xsjGJz6KI2RapxUemTCxPuZ",
+	"U6LdBSKdbwnsTT776yCwMp7AMCv0UBjjSBMGgH1uaKxceKBGXhsrjadrTV5rui+ymuH8UizOC+Feczfn",
+	"raNh4Jy6FAtQdfEv7x1vAQxMOXPKgMheiEzyMxAgviCDJVE/jb/qvpay9nDCCyMshRiN5ZVQCUtLO9r5",
+	"Nu0AuZXooXdQIrClT3EjO8dqqDOpxilrX+hMkoYAhJzof5+lR8OhmFVj+0xm6IpK0VRmdKcbRp1qQ3F2",
+	"/kGlCZDA7CDKnEyGaoPn7sjTl3B66dur+khaLSaYlwFkE7cHRifG8PWbom3iJTc5JRhnp0dnT39OljYC",
+	"oguHl82m39DGrvvEqzdnd/8CoBPhGECwzKR9Co5NsLih4Uii1YxfRyk9osIMf+N5KdzdQJ5+u3fAFtQM",
+	"jso2+CsNexeMfRqCsdwEMN3xFd29pT0MEXix6RQN6F0M9Vy1HibuJU2m7dXf4COO7Lr/tdwUO05CapqH",
+	"/NQbOxji01h2LrjpQCZ+7Q0Tzep3+vcdGrFzkmH8GcnS1R2PBEmiDCTT7e18fRCb4vVo1RDfZzvpIeMU",
+	"lRkc5m3Ocq3GIEtEBk76tswclZFjpQvHrVBSMNb9BfJaZKz++mCtdbq/8+7DXvL1QZPNN2nJ5gMrrodX",
+	"0EFkVgUVI3GliIUMSRGFMWAESR3IIY4rCiZZWYd1Oqldg1X4o+cky6jaaGOP74bMWhXWJh7pa9NGC4hh",
+	"AghdYer11+u5NA1XLKD25jiOl7UBxasQp5sJAn5u7YqRvjgSoBavRq3+rx9aqsxJwUNXw/IxRFtYOaE1",
+	"79LK3y0z6SNvNGdXbh1e2XEChQ8rB5D3MfoVxLkqmAOfGNa2fGwStCCfPDPIsd1KKnYGn4HLWyojUEJZ",
+	"9Uk4MOQ5gWEjuSNZPmb0Dmx8zmCLQavvR3A+kVd0bxl0S6dKn1k91gYQezcGRj/3egmFuTowGsoAiMbE",
+	"dzvyd5D/AYKCGhgIiP1rrq2TJRp/QF01O7oFs5BrnPFEPiuX8CrxiDzKG9CJyH8cNkdbiRfedLFoPU9h",
+	"EEAn80kKpxHUyPdeB6SHVS2yr0dRLZFn8vodwCzXLO0hSJTHhRvp09JhYeAjIVrIoKh4ZUMGw10p3PF7",
+	"p4DUBZ/NLniN/l4/FD9C210lCNZzK1VO3Wp5NfO7m3YGv25yxxWDaSmCMwq5F7C4R4Z+n2kjg9OJFl5d",
+	"6c1AU537g8KF4g0fEChVuOQojpgh6JB/qrbKlRuxLhL5lBvUJgxLhxRrbDVE3ejCvoKUBs3G2mFzIccT",
+	"bxQE118u1QZYTZ9ej9bBV7gqrcHlcZ8Bmq8IC1BSG4Hjg8144YTZRd+JZeUUHAkQUmLj9x9V+3MrbmB1",
+	"G2voycqJ4/ubnXeyMnoZHCchxHFzVI7eeWBsrgIuHxKhZ0JlYAMOs7M2KgmQgqQvBbkfcbXPpRJN+rGI",
+	"cUMX40fGY0g7wuBOH36G1UR+UbIsg3zvVpyimm3K6ZQXFNQAnoiK/ASnK5xhNIR7bNR4IzLpFjqVilvE",
+	"rCmfzchkEdHNa48ootxJICrXHyoN8jh27WC8dXHQ7fXjIxSDyNPrR78qxq2kRbC8fugbGoTBltePPXMj",
+	"cOAL8HPfPJzGeTnohhe8/lWam+Z+a2BWCm26fuwvNOhjoDyLlxTc567Kx6Slldjgmlew3eyWwxo3GwqQ",
+	"3XwoQXXDFxCqG1KmW3HlWxO+6ig2GX1r6ckj82ajSV96FwidO9qNif7meLAxtXf3+sHI/NlS/ElE0D2Y",
+	"Nt7rDfsAmnpKMmFD6nqcHD6HBOBYzJSG6TzDIBpyVSO9Jzdm6hTMChVMSu5KCFxImRHgGMVkrCFEQpQz",
+	"xwU2tBrqklLwr9WuGmALgAerHcZkeys68UADWeyY70xsL9NzlWuO7nWUl7LgMF8VjHhN4Qjbkcp+fdBa",
+	"TUmI2NRGo2VN0tngBY3XY4ORyEo2HuqZyWYvECPZaDAyko2GBlayweilK6mB3ZbIkuwKk0wqw+IwyAgy",
+	"Zuj+20mzWlfJqMsUw7P4TaVfwvZk6cpuSE6a9YGIsJzRuW9GVW7B9DYmoQD9B6Ohr3CrIBULPqVEYsoX",
+	"ZyMNcZhyGQIVOm8GBxxvJnL2KaBBq3lA9aEe4wjm0iZl+Cxc1A3R4VZyysYgwFk/CUpgNhQiBd3sZqx4",
+	"a26DD6+K8S1Ex40hAfTpU8ABkpSi3f5SUdLNNnw7qXDjDXuq+oCoT1MyU16EH2Ld2YhhISxFl1c2+Ubl",
+	"uWZPD5FmYFqv2dRJqV2yKEHa1UoVCgtBbFM+nEiFQZzwAAIx6L7SZ32pGQ+HNGEpBaGdY75A9CBkQbiH",
+	"VuvzXKtx+D8vxk59T31JCPDBxA+Qn8ZPQONvNK8H/3SDxDUakeECBvUZh6QNJhUFxkGwAaYOpJaPze7j",
+	"9BCzHkIeBQypkig63qQQdvgI87H9NBDnlTZ7AqRaV+0mgjOTECTgcZIM/z5HjhJ1KI/3XcNHpsIYPm46",
+	"64mTMifllKvqoMX7Wc4VyfsNs820k2EaEPJHCL4B6ABwE0DnP7959ZKd4jtUReS73l7H484uAXkD27qT",
+	"cvBoE8TdamdNcs5PBZ9N/vo83J4li+F7KyAp8Bq5Hf2GSwEq7ssphg+/Pn5zxo5OTx4ZCjxC1x6YbjoJ",
+	"Sy+lclcAstzIdcXa1ZXeyeWlYELZQgoDiJ2yCwExobwYl44VYOiNVLOyjkDVLnON8UN1Z8nyRc/LqYqc",
+	"TZHImpNhrkE8XSM5Vr6VCK9WscRhZbykyqm76sRd/vi7jzf4HDc49yh97BZa2RGj16vyKilctNSnnuRi",
+	"ZCG2FnIZ4dwV46XVU27lkM1EYTBBC9PAqqjpEPHm6KEB+6ZHwW5466/wrU6XHaHXOA3xVC/5FAjiFS+k",
+	"u6cGcaOaJFQ/gihbbphqpPp3RfzTQls91DmrJuizdGnhWESEQ720BcaaQFwexZG41Sy75eurq89328O7",
+	"5iAOEZ6yAsv1CzETvv/k65+5mTQzkjc/H+3sP/nac0T4RsIm4n13JUn3O74zevdhXRAM1dSIhI69dzdq",
+	"i/6lJF7n6mVousQ1hFrDJEMMXzA6DIEcQaGEUlUhSBMIK7wSBc+7DRmsKyCO4HKOYULvfj2HJFH4/1eN",
+	"EPrNo8LqSv1lDQtsc8um2li29zWkeTja+yTp9XqUvbwcu7T39eNvD5pOxd+y212SGvQglISmaUK4+tEk",
+	"rfc7Y71DD/9htOq+5vMXROgajzJQOgxmWgVRTM1wzCo9yLjl99tkIUyZ2+A19+EyPnADPS1tn8oh3oth",
+	"aSmK7HqQfExuG8NS4/kNHGtz4rfBTfpZ8ByZ3BLpwOITsVF2AwWC3mriaHV/4hJvv33ciphymTcybYxJ",
+	"N7cPgmmQa6+kFdkPizXVBk6eedqCI4tGUbPQ+Y2hqa/dmFDno44qq4E31wkVEGuDwKFPV7PGO4pjbmKY",
+	"XX90GCiMuQj1IwxFYFaXe/s9VfbKjcwDq1ZIiC2K7JDu+9fv7E7BRQEJA5p5yNfqtzXRZoL4iXrGF6ZW",
+	"f+ebqPzO4xuq79wfu+5c7QBWSdF1+70NapIsR9zFOLrJ2WR3jkOoHxqUMhyK7GSpzNMqf2gID/DqM4in",
+	"sAXK/YMcdCWYn71fhRAwpX2Q8lwXlyYUl/XRlAVmonqZbvVyuFkabSdA0cjYAmuDSpG7V3u71ZrN7geY",
+	"4OMuxup32ZuJnisqx6Zw6TFrvcFGBItpMBLVjuwhAuJqp/iJYnZfNCQg3CHaDkLWdTF2uvFsTSzTWNgX",
+	"Iu3cJjAPXE2mSSTyH11OrjdxMv6FcGgHZZPaZMBJ2F6vh8n1QG46h/UCj5CUU8NMXgg21QUsb6NjeyHQ",
+	"I9xI09ddNVzxI7ShQuApXh0qftu5GS9DGRsAWfNZk1976bjXqxARYMkctu6Q1vC+21Bnt4FmdeY/dVmg",
+	"Mc5f13ri5EKXoNj7eos28RXFiUWmG8DPc00ARxAdwqKaARr8NQ0oSgWXpmGQWz3WUuyy1P0D1gCHcpQr",
+	"TCXLwalN9bbcsNRdFXB+u72cCT416SFL3fxkw8JvPAK4wHc7DVPheD9V5Z8yDaF4/9BS3U4evT0fXiss",
+	"NSOBe1pzNbU3h1az2fZWMlZ8fW9gEL7cXFVYCnEpAPV6XHoI1lHzJP5uw6lfjUYXmhfNSYRHapn+6Go4",
+	"K1XmxAm+WMXd9dRoNuFNCvbPes5GHHIyx9r2HdeyejRKWTsTuYDiM3SJH0G6nzGdhKWUxehuoMOxxHsB",
+	"k0hcMt1u140FJzvdVYx4yfXY/WDmQswgzZ4AatAKDTUBqIBawYeCijGXdkePRu7FkVQ8pxlrxFBaI/JR",
+	"J3Y14HbA3o6psuT1byUt+D5Y5BXPG90OxvLilqopvfLDGnMPlGpi84lmNBBcpM3zNBU5P8rnfGFYSoWt",
+	"00Ow2StpJiKr4Ugu+BXW6gGbxYWYSJWx9kHvoAYemudm5d5zCFyXR6cYRPHeGxG+if8+UNLK+nKjq0lV",
+	"RGBXKaJvw7H5UsDnu1Z8IIHGHDaxOAp4AsaETGgj2haR5GXCFplhl2rGaqWtVnLoqx+7WzosxFQoC+HC",
+	"tcYltaCxDUN/ZCQ7VIbd2MZQAXcNatxJBfdnWc/vuV12j1on4LwqxtfKOHUS3Sx6R5VDgpDrGOJDCB1r",
+	"EfkhJNKN5MNreXoNfA/B1uvn8Xvm7MX4LeZ5/76w2cffbGrGWkGfB8TR2+pGaxA6onm3pVlBQPXbXYPb",
+	"1UeuAevnNiDeCVXuCvVln9inreO68RldcxwPRG7WcdrfE6ExotiQ2Eylip/u/ZHQscl5FeWZN/QvOHjy",
+	"TQg+yoTlMjf3jR9DN6B7p8t+KLgaThh2RmtzlfmDRSdYhxUcQgfshCvQya20ucCAB1wOlQ73VReUtucj",
+	"qO3ZACh8o0F5Wxv3hAgoDdNDLIE4FPXvUf6m0pat/WzlulwKpBDFDgYKRSWEfXecg14P5NzOxjJtPW1/",
+	"+bJdU0vjZLl8BlYKplJJ2ElGj9lQF9jsbU04WOXtXIIulE7ELklw6jEAD3oHzXH5Nl8XppYsx6n5NL96",
+	"TCLkUNQP66W27Md1p+QDPpd8lLVmd1iTaLTApjr1T7F2yi90afsXOVeXaWz+hVgTMAAzMxNDOZJDeKVT",
+	"UxLKQu6ET7U2jMFHQCVVcwTC8RAYV517E+l7rZvA/KoYQyij4FMUs9lpIa9kLsZUSEoXGVQhTEEPTxn2",
+	"CmQpz6ZSVX+ixSONFWV4oZW0YCTE7a0JKE9aPv7/3ppubXMrsYqFEFCo0wd34nt4fAoq0TdbFuRGrSQa",
+	"QjDdhqFtZXMcHpmJmtVhdyQ1e/D1WvE0Ms4+hM3vAXX+e4icsZocg6gO3Lup0O4E7ySFLiHZUqmMh2L2",
+	"m6opbhsPIb1RVs3vVnSrPBCnpb3lid1Zi18rNrvVPJAU+dnQaXUTIdNm2RnlBQIqwhZ68Jp1/idPhsK4",
+	"w3qTGZXV2sh4x5Pxnics3o7js5qXJgVhEeWUagoKR6x6z6xmQdLQW2gt/pUmyemIvgTLDggOiyiVX0a3",
+	"OVO0al/czAc80Brkxg0gvTHFv6Zizu+b1TZ03Fl11hRSF1To9OZssVM/uhKXb+XcC++sba0zn2imZ0KR",
+	"L4Yu0vXC9OY9rpKW5eMbYsSuiTe6qUVWvcFToUsLfT/raL8+/sZL9L8H4cFLzXXpIcjQAW3qZ0rwXbq8",
+	"d5QzAJB3kjTqBOkzWpWSG7hS74YbeJvMzeouQuIchfW1lDvtvLUciPwMB0CUTopjsDbcyoWIlvzkZsvK",
+	"LaPz4gt0j5jAcFXuIxriJOtRr+qFFoUnV1Sv4nvNuhnM4SXMtYFV6M3u1uJMPJen4g2+C6BTK7GhUecG",
+	"aaIegwIBGjhHQwzKLaVdnzT8ueXd+8XqXiMe1+9SdNK5njslyl+niRxPHEoX4+ZyZ36qN2tsPM/lSAwX",
+	"wxwNd6LPUiXmKWv/ozSWOF4ngRwmlbI25rbNdXEJflP3C4WJpqw95xLCJQhsASUh1EHnV5hdCg01sppp",
+	"QQm3JfcJhwY4n6Pq8I4jzvDKNZt7INH9OoHxpZh78VQcslSVeZ4GUdEsCQW3SaL5nZH62wlb9xN2lqzW",
+	"GDuMsByVec4sHzvJ8pClv75L2TAXHHq31CTkz8YWVtHB/RZQAZsbxoiABfB80YjGdLUvwGlWKE2Upr9a",
+	"xfuqwcYIl4lpNYQWFWAOZDMOPQBkVZzN91fJJLQtwC5CkFb0mGV8AQVzRlzmZYGZVbSuC61zwdXDKDGr",
+	"9vwrr5dtnovhFinV+I1UQ9GY6E21ilQGWdVRy6WiVH6XIvOd0aUw7EKMuWLtIH3LXGCTJehO1Nm8atGa",
+	"zJ27BPIU+UP7l0Fed/MGuCcep+4meROmPrCR70kjSawwZUlEgvg9rPVtWDslmo+bgFoJRhRU5T5NWLfb",
+	"hdoC6a+D1leD1rsU7B61gg5NlOzrg1tQMiJ760o9h7Ndid6ZWDsz0KG17f4LVp1ZIa+4rRqxmmDQoXoG",
+	"IRE613OgdlO05WTiSuR65rSr5QTN/VsXHK5hzY2okN2txMhSxh9kkawpVy/H0AofxyQsnU+MGJ6Ds2R4",
+	"wY34+gAdJ+k9s0toEc3pJbT2Z0hHFg0E21oxnVmzxir1MIGGDh5wMI8MO3mWYIMDblhKNVF2ZJZWEXW0",
+	"pEbB2YnVa+qi/DJZVJI3zUF0FBjMfLIAewW2sOOZgOKiWEcOegd4mmoCXQ6p+xOesb0e5BOXioiyyPBl",
+	"4xQYaNgCzZQscrl2ip+GBsh+OZ1DVgh63RFvGAmlRfjwMtdjlhVcKrN25+vk8bM6LwEIxH5YzzXkyH0V",
+	"S8743mKxKS2uD8Gh684Ls2EJNKcIHeEubxn4a2uFdypJPoC5hfx0jTDvHbmb1FNHJ6oPxg2of1Mx9aVL",
+	"9BCeluV7+cmytehDD7jmT77Wh1LMgii6KibenbN/Ns57a164mrluxLB0Stcbd4BU2x86lB2VmL+Of/3o",
+	"b+qffzlbsbX9+ZezWluzLjuxptYsXpp6pG5IRzOCOvRiQFpaFUoKOaGh2+pCWf6+E1oiwXHBVyui4cQN",
+	"7LIl1Uj7Pl4cO1H7jvvUmXPKpbJcKlEYkifxfdPf3aUx3UxcraBCmADbK5e5lTvUM28i8tlOJsyl11K6",
+	"7FUti7A9gDy6QavD9FwNFPi2sCWIATEp1HxDNhe1V8z1nKW7V3u7boLdDxA3/DFl0gyUNNqR4gwbODru",
+	"EtdlHaiB+rd/Y1H7N6nVQGHVVDdjGhX1oEvodlZrVNf+8y9nHSqfOlDpEbXP49i09AccinILvEBiC/XQ",
+	"wT7NtdTDZZRAWDCZddnRTT3xqj5FviM6Tr2AjrEDlR709ljc4y8N3dCWG+H5tadsOHErUWPRHaj0p+Mz",
+	"tjuBGg7/BFdmCbP5tzIP1Nc6F3hwV9LIC5lLuxioYz6cRFUMsXo51EMR7/nQ5iCiw7NC56J/fczMQIWg",
+	"GQZpZ2zCrwT17XYiYZQJWMBySuODkSCdGsqlme5AvcazxTKCvKhKt4gM20Z6LDhkpJuCGB6D9TELPc3T",
+	"LvOdNH2lI7ej65tWt3UxUFgPK6C2VNCVUtoOfomlB70DFgKz0iRAjRsnnZDFeKB8K1rqmG0q5MdHGJ+F",
+	"i8ikQWOfuyPUCLNwQDlRzEygGPBXX7nvTgVXhg1aIXwP5MKFLgFiq0248YOD1ldfeZz4+fjoWbhePx2f",
+	"xdeL50aHZsGpG5li3bPv9vZ6TuYF/Y99133c3e/0B6qKewQkw9uEpcTw+uAH5rrMM+ism1QN/5ARpAPl",
+	"KwBXbYbwLezEq5XAMmRK+xZ67grmmmfsgudcDUXBpnwxULNCXwiWVvfC6Z+7IPz+k26YkBCbORV2orMu",
+	"S1+dnp28evkm9f19Z9xOBioAYL934KstHzkqn4K9P4TScTuByCY3mdOJEV4Xwh0eXtK0kzBo/ytMmMJ9",
+	"yuHQk9SfCCgDZqDwX8d82LpIVtZO17V7xF6s+WKgqoDUxmhWKgMXha5GcvZhCFjlKhsoH7IK2LUUxOjb",
+	"71L2EPtbFRLqDVwQFNoZKGg1VW+RFPVEYm2+rnNSVaowGShTDif4BAr1AXLT/fnzm1cvAdSgHAExVeSy",
+	"T7GcY6fLAOcRT9ynhrwAq9RyB/76Enyffonu4oGqevPTRAbOEfUa7ARdXSjki0OuWCaGOS+gBRdijC/f",
+	"6DvrDxSYGNyOHHawFzjKEZojFDFS1vZrT3GOc6XtOQkgKaYcOfQNuEYXMsZaj67S4pfhox28YrQipQcK",
+	"nOXYWV0YWtNBSjCMNkjbIvvvXBMaCcP0COlD3D08PXi858kyw6blDPuoszOtGXRST1nbtz3XV6IYKOx6",
+	"nlSdpGvdypsamndYCLXBAuQEGMCbxG3l27AKalqesrbHgXNLj/pVyUyi5QO1cV/xjr/dp3wsFQk1zyU6",
+	"lwqSt9ytwmIROzMcJrJQdZO193b2er3EF21g+0867MLRfIOQBaelkf8UXQbm2Cl2uDbgVwYW43tgY8NA",
+	"QviBqtV+wINPn0t12ScRqdvtInN3un7+/QB0o0Er4BP6Qd++fs5GAhEExK7IkbjsQWQX2t3JQpCLscvw",
+	"8xScO+O/le6G//zi6OkOBShh0TPcsG/9Xcu7gyjvCrMXzGGHkzZNKTJ3+H2WaaAOM14YkThMNLYohxa6",
+	"RupMjsDaMnX8xPLpDJALjyMZKCfIKXcd/XS+yTRw8OhPWkOCBQSd8EihXyCS9NgPPPPYlnbZX4SYVcLP",
+	"SOZOlwhahUEmiEWU3cb4QOGK0BUNx5QC6L1dx93igGyvZlZO3XqGbreUALAYqDdSjR0vKJEneOHGQAhb",
+	"EjzcKOpTD8BKcPNZ3h2H/9BEvSxUaH2sWHp8xseVMP1GKHB7XPDhJdD5qrO6uwQpNK5NE5aevj1DLv3s",
+	"+Pnx2TEUTJnyS1S5sH38UCuvP/dJunIkmGQzZD2Z75vghCMojROzkBHwTX8ee/vstBBhVvYjWrhIwsCU",
+	"aWkQOyRcxmrxTpfRM1zMIcyoSwudF8JyQRSP1szacAXgx4LNpYKjOlLMQQzI6qCFd44cA3jvdvBZJsfC",
+	"WJKzW2k/XsxQT2eB8NLLTNqBwvbGbRDkNIk7VCfDd/JC61khRkCoF7osmMgktCfiA0VnncDXXmol/Cdh",
+	"m44Xg4OyjVJaEJYeo1Q8UC8IdilZI/EwKDyCErWrap8BdV9XXaaBSNX/BjoB9Xip8USXvcXqzKwymSAX",
+	"c9diR6scWT39xLzwkErwxhPE3H9BVXX/iSKnHFoGzQaiptKEGlJHF5w13O8fcLlQFRqzgEhMRv8BkPbG",
+	"mfYes1O+ALm24oXdgWolrVwOBRVJJCPBaaFnhRQWWxetNQ7s+jcrz2kwDxydnkT+qH5rr9vr9qjKpuIz",
+	"2eq3Hnd73cdUphlML162dv8fN3kNnssroYQxIBuJPtvv9Wh/HwbkNB+0+oOWvhy0PsYIQp3eEUwGJNIu",
+	"O7FsOBHDSxCqMjETKnPkDHQpzp4tFJ/qZz84fcmxGMTqsbCmNmMhqDpBlz0jUcubERivGR26rajE6EnW",
+	"6rs9UqXEpOXZKABiv9e7pgv77bqv0xfWNF/325CG8VxeCQgSO8DPN80alrlbNWaFVx7v3fwKjUfJDAWz",
+	"M60BFd0cT3qPb57jDZqW3ip+xSW6/WNDXqv/67u4N5fHGB+r2P+1hUjWeude2yVs7C74NF+Ldg5Qr2ZC",
+	"HZ2eRAVfq1s354ZdlDLH2ITGc6bXb3fQVyrrai674cp8uK4derLBqkGJ+c+jF89RuK2re0ufo55xfooT",
+	"Ja3kVl4J0EpDa/sRNN7vfDnEueb0zybSgFpfcKgj24gCqMKvPfzXgmdyheg4MSpQCM+kwITpFBWQgqRh",
+	"R0/PTv52fMie9B6HwsBeIUNuEro5TjVgFWfjgg/FqMyZmZQ2cxwICAzy3JpdwjBj9QwMGSCkFnw0ksO4",
+	"sSjhpxtmOncjUG77iy9Dn+DTqGbh1v7ViFNArXWoebW3Oy74bPLbetr0ulRolvD1jLG4esAriEPwvzmN",
+	"F5gfGo6grqPTaJm0/ahAeg0rElZwK1CyMEn4t6IAiPd0B7rslcoXsAgpDJgjykoqQ5kwYwe9J7Hhqw8r",
+	"ST3mcrVASdktrct+ITVgfSX5uGD89x8GS6XSB63+h4GXRAat/l4yiGqDg7zgNNLWx49eTveF7ZPK/Uw3",
+	"CQvUuwcTbiadAGFp0I4KE6BljMSIYS6Fsjtg5B3yIdiHFbv0ahqCDT0E+H8I9hWFNyO3HckA2cR4tTd2",
+	"TXTgM2bCQbnkoC2TWmosNg0KJta9ysT6uPukc8jSv/Fi0WdYfzdlVuS58ZOgwhNReYxMwbENlALR9Cfo",
+	"w1XpmxA58lDFyaV73ff2IEnV/1nRmhtLmH9MHrSye9Oq6pXk161uOTth07rvN2wgLq6eMB6rNevWW9V0",
+	"vyckG1ohLC3hTp0RmtYcFSxft+jefsOa392KlxFe7/hX/nQ75rZch95R9buzytXZGoU+AFSoPp/EvVdM",
+	"aIh4CKaT5bU4NXSpPL3VmrW9NSLNuOVY+ZGsqG7Nf+NNXQhSoiv9dbQEQ46vkWgrbv9lTif2f2w+a2im",
+	"vXo6R0uwjW3O6Y0bIxN8dQ6HTBfJyrs1r00SG//ApVE58pb6ubD2dR1UYndI7UInEcNkShfL3NlrBhuI",
+	"YLHTGl96cs3hP/jpnEVU/5GJOAKFOliSh+YTCSVa8kUlQS3dCBBrGq4EyDmbYP23Gwus5GEAeO1tIKOS",
+	"FSiWbQ/2v7v5vTOtX3C18F7vh5OrNxDnT5RjkjwPxVzuJY1X8nepomtAsuRPx2edSB738vc76O9lNpHA",
+	"K8RpELxR1MPjj3ryFmKmjbQapFlJ20UywGeSsHc37Rw6CWQqkZaHTlvB4O6JPVppPa1PmFDllEIh3BfL",
+	"GUqYRnSXImPQxFkJ/EAu6h29DiMWAR59A9JpgjoHdOvVxRib8HL3nBo4znLxXtoFy+SVzETGLhZQNtyJ",
+	"frngTvbrRMXHHf8KywAj7rUNn7CTWESvqCeVKvM8qfV+Qg/RYX30pVgYEj2gstKKjOLA4AWSSFhfNoUg",
+	"Y6s43wZEvYpLQFWBuhNKG0GGGzaRYzQwr7BsqIW7/DCKEmo7+kwrSlj61e5XadMbaClf5lBtHlu8eGW+",
+	"QK+XYxNUq0kkldjph2IZKGmdVBGmgbvA8WD7TrexE7bXS2IUwUDihO31HCo4jFOs9Pb4Jfbi2+ZUNWm9",
+	"lR7susFII62YYjNR0rOcHB9iBHwthdB3jJrZpT+9Pjr9+a/Pz0+PXr85Pv/x6OT58TMHP//8b0fPT54d",
+	"nZ28ehn9+Oz49Ozn8+cnL07Ozo///vT4+Bk+f/rqxenz47+fnP1nw4+nx6/fnLw5O352/te3x6//8/zl",
+	"q7PzH1+9ffkshXQHr5oC5+/7uJiDXm9j4WG/YSz85JR20nMr2uXBmkR6qiNYlc2dVuKb+8GZozvMyQll",
+	"nlehEoBL6NddBbI0SxQGO2q2U12Mz0P9ssitcj6VBmIHUioFHU0JnQXhmC+hMHG6CkZ03fvgOd9Q0NTn",
+	"8YjhXcCOrnXZEfm80MsBsfpIIlfWiu4CByK8V2uMF1Lc0O8OZqdCI472nChbaDMjPV5CAW9WqlwYExsq",
+	"hMKL6MhIwNWTl2evX705PX7q0DXtdNlJJqYz7YQrhvHdhlnvIE2l/3G4+IsAEjimC4xEuhKI3C2HV06q",
+	"V3bgHfLot73hZyIKLPLVaD2oygv8oLPFg1kYl9oefqyHW1NG4r+4TrjalezT6IX/8ipbu2Yb8kGYDczQ",
+	"kaCKIfqBwAylZeL9UAgnBREj7HwWXbAhtK1BDYwi3oJiV38FlRX4PZLBamOUNzl1u/fSAD+vIrT3ZJM1",
+	"BnL8wsl+Z06B22pRNS1KF4E9NOpS5NxY308KK4bcYEbWvlcVBsCD/oF8rOryFMyH1Azap0FAw6llPrDG",
+	"kLicAb7fW1trYOfdn5ostu/WKY9HWVbrrgTkBRb3iHJIOj46rQIW9aQB6cqRmUJTvCwU1kXHotUhRx66",
+	"Z4CGaguuDGbZJlE0/lBAMITTRiuBwCeg+NIkjFObPu8skoXTWiErjH5z2kIhbLEInS5zbXwCdie4SYME",
+	"iZNEEfwcBBYgIXPWDusPzIkCSTEuKwj8TixbuO2J3IhHxi8GOr9j/nyAXALSKOZSJKwQV/oSkyp8h7Xa",
+	"WIzr94oHIhnPcy8MH/QOWFuqDCXEUpoJv8gXHbecuLubjKIMIXXSHVK/nhGEc09LYyGMcrHcDq599Obp",
+	"yQnLhQVDHkVnZaDC70hlnPRo5ZXIF50kUv0Oeo+hKzwt5Rwmq6RnH5aLX/fiOYy5EgVFWYUUJixQMCs0",
+	"9v/wK2v+RqnCDJ1DxzHIEy0sBjOmJy//dnKGetPRy/88P35xdPI8dUeS8/fCQEBnlx30vvM5D1VWhY9M",
+	"5IialcmAtSGP6hxiU00aus/jQucchVsFcXwYGtSm3cLztEEwRVSKesatOLeaiGc1ZPekJkS3bul9uJ0U",
+	"09BRc400SMCc8IxhPfoAQrqXYJgKGEwQ719/YYHL7yOX/zL7qe/lztECdxNUNmClIXsI3zi4+Y2X2mJ9",
+	"5nvIQr0NxJKnWo1yObynFXl/E7hRxJkTJI6VpYI3/1tlJ0Rsx2VkTGO8wBTJR5XQhGVN18Qq2bKgskm1",
+	"jL3V3FMfq7TS53FBbWZqXWYcr3dChlRgCOlDLkdoFjlNoqSCeidIxp2+4IS0hOXyUmCNslfF2KSUVlBv",
+	"CJnUO0e2/TIpMh3tCR2Wg3mPBKNaw0y3nEO/vKAiLXWj9MkDXfayCsrOxcgyN9rIXCibLxrjoV6ImwIc",
+	"XmCfXaZKnye3BGNNIe6sHVIs1sY3AFhr/qJQ+28PpFLf1Hevd0NX34/JjcwKUwE+LZN6Ia4n4olPVo0O",
+	"VBZ1EC452xxqrPssDduFMbFH+TNwhM9E37dOv1uR3J+EjQTKiNhORUVjfYfcNVHohoLA1zbJRY+xT5RN",
+	"0CvW3LILKLGTXIBKdn1Cl6DyAFV+V4N46mnprcVSJCu/E5Kw2tGr0Q4XdycOEKylbEVdALYkYksi7kwi",
+	"nvvcxkY0i6N1sS302tCAp+RU4UyJeb0uBTtSiyUZDUQzSHmG15hW4rDe/m+owa1vDRvJwlhfOqHLjqqX",
+	"oT4CVethPqwyfXH09/NXr396c356/Pr87Zvj1+kK8eKWGSvznHI7lyS5Q1/iYKhLqKAw5lIRmIKJyH9W",
+	"2oTNJ9yCD6wuPkoLxh1wBwpyuIsFerng6zAGLRNYFhUqT7mPQ4tTqCgBFg6ygtF6yBbU6bMZN5Q2J02w",
+	"OYGVQhfj899Kbfm5N7+nCZvoOSxzytUieMGKUvk6VRTRHLrWQvGKYHMgkdlvfMov3dtaTxFAqyQbR74q",
+	"xg9jSnh4b1nVM3MjR9neQ354rfcqpvJzbjy8l6j88Rkf30TlYcxnpvJb08D9/Cpbu8JtORjeYCLZ4eqs",
+	"Mq5I3PVFlZCL5aKpS7TvLb4q/faRQGLEgdVjJO2oyjmibqlnceI9EpGsFnX59u06av2+0UrtO3x32UlR",
+	"CIgEucgFluGBmk2+olDFFX9cSq5y/8VccBDQyaiYNOX+e65x4NR1LC1C4jx2yLdrem4DC0a3SPw58DBw",
+	"srhU3bQfQVLZuMDu50qDd3bIFeoDng0qXeVY+7T16VRacxiH5qBsAAkrtfVKw4aldV/FwLVCmBDCMdfF",
+	"JSUAqVBlcVxg4R9IZSmLK3kFEsyw4GbiX0Rzfh8i9gsBFB/CCqaQDVRrGI5uBcdQM1kPnoMEdSyCMxFU",
+	"2hKtMY7EIz5lcS2M0I2v8nCk+739tNKsmmEbilBoZExQCQCD9TBAZixs1DY/9SG+MRoAYH2EWcX/o+7g",
+	"aEGCMjnu+H1FFMKAKhc5Bg7APioItJ+ukxsQHHeRG+QIEuybdLj9h2Pe1aY2YuIVVkaSnj/yFWRc1ubo",
+	"HNd0SG/GgZVT7twch72PjHgDgYSW7qMYrcgXW/8DyQwbsO+4aAbWzNjqrbfn+s8ACZe5PmtHN6LTpLze",
+	"6EtY1VyJuSC3447zUaJmrSuJSeslgtxLlfDwyKuxTtOE4RC/hC8mOG9F2Yuxj2L4Kwbql6byJrylj2m0",
+	"EtlJocsxih7kE+g0p+XfiZ6+1EoQTV3JgDt2WwQ3toV/KTC/6/e1CgN4vs7+T9CsUSpfCBhebKj4+6mN",
+	"dZsQ+HtpZo83JE2+FExra7PbmvWFvVndue1VB40IBKcZXPcGIomZNqtEskEtocKmuggaygpJwg4H95fy",
+	"PolZiKpO3zt++sEIDvW1eDjCs5XWvoS0tg26vT25w7t4JwPPLphSdnI9XuvhxDKcGMHr1N0qE1Z5Upcw",
+	"JeZQAM+JcH0wg7RTPrS6OMnSDtr/8QkVQrMObtYdXPWXHypUUquqFwWo+CJ8VPY31AjJMMgUaob6ks7z",
+	"QlorwjIhgDKKeWXcRFN2WWqkGorUuzggNIOzheCF/0xaKivzlLVpSJ8pPe/UvnkpZtZ9cKqVneQLdlFS",
+	"DXMKYcBEIDPjymAJTUgw5Gwk5lX4jNHedjTReeZ+g/YXYmooH5HCa/7///f/84aLWkwLLJNC8XwJzLtx",
+	"ICdQQzeeY99caIkPNUmpAMeajLpJbwsnPDfNBpu502x/JK93BeSbXd5o/MQWC38Qz/bvl8Ft5epbZXd4",
+	"s3UwwEdMBp7dQ65u4k7ivWPz17MmtMKumGAd7TSU3WkN2ucxSpBfimBKmA5UG4opvzjuTrM0YYPWc8Gv",
+	"YEYsXjlo9RkuA7iSYmmwvqadLnsF8w6UVvmij5360MRMPg02FpYd9B5D4mfd3P3yGVTOqNfde7+jMkzB",
+	"7oN9IyquwWaiGKhcKpEwYwvBpyKrgq6xag4WQF7Av0lV+AuNC9BnY8YLKytXilSZeC8Ma0/FVBeLKqV7",
+	"XOh5zeLiOB0fTnAFkDDNWerobhrYM7Flsohj+q6eq+WSrL5cty8CBDGduhinmCiH/XANBUqlVvBpSowO",
+	"KwVIawYKnmOoUDQWfEcpa+s8C/JIp+Fl8i25N6mFUpy3kBrWprZPobKWb74VfhsoTt3KOoQZsA8eSHlq",
+	"4vJ7iEOPDN6dgYISD2CRi2UnKMWWLvHdlMoAoOkKnCY5N5ZOgkJYU7qmaZ9N9BwjGKh+rTsQgA8UJqgW",
+	"M1DYWQxKKBta+imtK4XUFRwYp3M7/GFzvoDspIHKuOUX3AhWVlQjYemT3uM09KlcruAARSIgqWigcq18",
+	"8dqa0JcJniGqpwf736UdBkXPQhVoyL90cFFioKQyVvDsECvyg4upqgTPLgrBL031vi4haxGhBdfyq69e",
+	"C1NOpRp3v/qKys4DaH3Zfs5SlAJSiCipYobdFweqEEMhr/Ay+oGO0ow104oVcjzxfTkBjritcLWcYDpQ",
+	"SFErpIDUJohm6dQLmGPJ8mSlWHkyUNB8BfLYHdXbP2ATXRaGtvhUK4OdQBbVLlH4JZhFggXkkudZqCq8",
+	"hBpRrRJEkMOQhkUNWd3GnQSr0SwM9ewvwEHLswb8xhoCJIEbAXXWlr9p9UBRtzmU+GezfIFJVCiAx3c+",
+	"qVQGPVvQHRmoumM3yleJQpTm3ATdISsLz1xwo33oeeCb86W061/fdeF8qTSIu6qg0YBRG0hiTdkYKAgv",
+	"h44ybV8xIYSn00xQ3tsICxlT6Veh/eVAYf9LnkEVBGQz8BeI8hUR63Iq5dfG5KiOD2hCMOIKE5wcWVro",
+	"rYmNdqPp6QFWqo4+gUlzVWdeafuOZAo+rRISiREmEPrvyPNAhd8qFz8lcEU5BkuF4U2XHfn1pAMF9cyx",
+	"yRK0D8bK5bv4CDtoUeMl2KKn9+ElWMnSazQovHmISAN6LGYQUjCejHsQQxI9VfNOCOWmVDYKBeEE2V0t",
+	"ZxP+cC+EOrGCT4MTxIcXOE1toEg/63QbjzfuihxnGlos/OMEnOqx07Hx9vhcU6zF7ygXwTbxvbMcYY1W",
+	"jNmXy6GBh7U1EZL6NVHvCGKw0eJ85EBIajyksEhislD/PsWWdI4RuauO1VyIPlU3MqQAmomeG0+HBirk",
+	"gz7FmMC2xwFfYr1Wcb1DtY0cHdRU+t9RjsNa+fbQO9e3sqDlOlIQ9zAGOhDXYn9k2IXWl5dCzCDjEevu",
+	"VmWikaHocUKtcGjebqEtt+IcxYx0OdfVIaSjbiDqBjJvLEp22L4DaL3j/SAZghutXc7cEe/1el5AAE4N",
+	"rCygtL+ZHaroBLzVM+c1lZn6A+XrYkpDTD46qDmX1CALglkoGjVi+gPluT5zQvlf3x6/OauanEAhVLcL",
+	"H7pSFxRCuxJR221VkMRzKl+G1aOynqHw7AAKIkn6y+uTs+PwYZZrQ4G2lVTR9VWUdo7VULt3+2z8TzlL",
+	"HdpMZ9TXF1sjOUm961tc+fgOKBtb62EVKhVVuAsV+esmGdxFo1Ng1SYehBE6MBBZAFheZOnHBzTWEDRU",
+	"k1ik7bJXTmaDUC4MbqK8aV2srSFKNpO1KfQH397XUen1pM1tLMew4udSrU068mpeg94FUFuytvjuYh4D",
+	"Gkr8AUpURb0IZx+ZFexJKQLN4dkhWe2qyKZuo8vXTd7k8U2ur8FZfbMfISgE4XjMzVaWHJbnPrpxpc6t",
+	"aWlrWtrQtIS3M477a7boPJwft8neFOfYbpTx9cgE8aZdqlBMolRVQGmpqLREJ45jTZbUFS/+k+wLha43",
+	"NNszsg3f7DHA0ErqHhoH1c6F0ywv5WwmssMmp0Kzb+AkAtcfOuus2sjN9vcIblvz+5ZGfu5UtFVtyqwt",
+	"EnCPEJfrU9hqNW1GUB56Cr07rab01biESOooF+bvJ8x3NcsXSdB7MdYPFXmTgrEkUv47IVa91lsQv+Gr",
+	"PqVAMtEpGprGQXT+RBSUOuf7NggxM/ibE+on3EzwC9GekEgaEoJT+vNEPeMLU3mA2TeVHvO413GU2Cmx",
+	"S7BZKt9D1YWocxSdJrSeJe8wVRzooyEJO0WDljLXxSWWWiObAfkSqMAveJ5TX7zoJNb5q9oJwXND+vKF",
+	"tpNOl73RlXWjELaQorJIOQayUsyx3VDVKWGGL6rSTnwZGFiK6lIoyifgC7InoO+gcBNZK6Yz+8gsFU0a",
+	"ayUoqDSAc2VRWJfQFgtqNR2q6IWNzXL3TQfXpmUdsuWSVU/evyfjKOZaZDKjfIvqGH1mBmzH6Gp9c77Y",
+	"jIMfIjI6OFP7a8fK0UIUPQ0lkFaLHXkbyITsjFSOCUqn1ssaJd4+Fxw9lOEJ1y+qWtpJ4saT16N0lIXH",
+	"6DjhV0q1iQ1Q50NKIUv7COvOurTIhy609PBhcNUKv0yS5PL315ZEiuuYBdtrvWDeNkFhmwX5Ly08nSA5",
+	"NXoqtAIfOdCumwosrVMPdz/ERvVrEyVfg/rn+OGq7LaWyVcZ53cL3UKds0ZDl+jQwbqVZltasFVP7hQd",
+	"5LBnw/pld1RNbjYXxNdyjZUnSoG6ts1nSBdsSPF8ZOLcwiRIRY15wO16zNBB76AysC5nQjqRDDMg/fwi",
+	"S6joKWoKQ3Qxx6mjTu4bSSXNRGS1/tJ6RN6YXIxsc9ZTBIxPGbm/QU5otKFSQfN3vk2c3NKiu9CiH9GE",
+	"uRQSX7+0n9aUDHaNjY3IMHolmzKn2kPTqBJYsyX2DL72h7bBui1sUPALALUt6LUlDfcr6EX3xRMA/PsT",
+	"WkwpKApsSXGMjw8EdL/GBUsSH2Tka8EbXY9Y8Z2guWV7nU09Re6OkblQCZGRsMFKJX8rxTpDjHvp92qC",
+	"cWv7MsYXgMoaSQbPeluaamuU2RplNipNBTemgRyvFax2P6C36FrDyzOqQuXdTCHSvRZVeob1plihS6eu",
+	"UUQ1jqeUvoi8rhBqoK9IajGM7jZWGlz5nQjsNZV81tSpCVSJ6tNsVattTZovU5Nm3XXfoPqMhWDKzarO",
+	"0DVPV+Or93q9mAjARYdaLBn13PKvLleegTtULz1zdHpwyEL9mbOQlXSXEjR3pATX1aAJW4mLzRAwlmok",
+	"37bmDL3+uavO3CR5bcvNbDXKz19uZj1N+0SGbhSAritI85TSBaIbr6Dxscp2dcGiwZ9MwMGMiQcQcD6N",
+	"6vhlqthcR8B8GZt7E7KtYLctX/PHKl9zdyVw10siN5vbGySfWJqMYqqWDPC/UFPwGVcZ1DNMMac6aoBW",
+	"r+ZH3ZWoiGG6kQmfJMebcntS+j5+L1oGlcFf+vIa0Q73sraaYGNqyR/LpXCbTiLbfiFbYfBB3Qseo76I",
+	"TLg5zdz9gNnSN4QwVTnGQFxC0irq4w8iPR5i2jAmtsJEGExRXDv5DZkx8A5GfHPLckFFG3DqfvVFaQ1V",
+	"dIBvSgPBtql7dA6RsesDrRxoKuL9GQx5EcuZc0PJ1ltz3p2dBVv732eLEHOY6m/31N+XO5gBHRGqiXG+",
+	"Homb4xAirKhXMMpCvll9XcxbMSYuiX/errjOVHfnGx8Z7D6P/LNO3awAuLWabQWlL2Q1i7DwSwhLN49E",
+	"CQlNbWUDZQrBDjZfMCNsjUYFqcWJSUjB9nt7VQAo1r3hhnHwPtT8jyrDBvluLBRdwPbyyxKANxq1dRGl",
+	"AmWYXOU+TSl02BeuNFXRlAuxQhSheboTfkL5gc6DCXjjgqvQDMVP4EbDq1DeZFn8o86YyScVAzMx1fZe",
+	"YuCstA8mA34aWycu7bS0n9vceTMXugGv78WaHjLm5+adrL/MW2Puv75Yv7X+3qHrfZbVxYDACUTULfRu",
+	"ZmFqJbeJWXhtEFCcsc5GMreQUXyxYKmx3JYm3dB+vIH1lyKRbs09cCE/wto2EnzgO8do/v2j2XQRSBsE",
+	"iiMwt7bcrYpyP1su9z4jG65nnRQlLf/LF7PsbkznKNvEt9iMSw+zdqqLTBTfczNM+7XyRJ3NMlMYkiBf",
+	"jRnKbQCphJTATLz3VZUvPCVFYR+urISW7bpYdPqBtB6ydFZIXUgLxR1yJ7G3x4UuZzgvDkvcu27DvpaG",
+	"20UoMQlDIO6hA42msYMkj7/BDRTVFSdZ+ErTyG60GipsEr2JNbhHpaHKGeyg12PttFQIhnPccJq4pbhV",
+	"YuGNZl7wUHxgqWEr9ColRgfgkYb5HbE21eDFvSY4AAokAgCt1p11jkQ/R82VeDMNP/WvfbxhrQRlYssS",
+	"u6TdZ8HVsa0rUbi3/y2E1Tiy0uq3/s+vRzv/xXf+2dv5rnv+P/3/+O8/fb/z7qvqYXjWOO7fmxtU1Hf8",
+	"AzUOl1oxK6ciYakbkC7XB3dITeVnOqh7w6D6dV2zb7gZtS3TTBCKbIatJHiAOfwFD+/kB97KGFsZYytj",
+	"bOwvXhUt7itSrE1JezUTyoRi3MiriGamSsyx6rVPO7sQ2Epa2qjK9Yo0QPWV/HXwpbxStDVizCGZ9KKa",
+	"RSqrM9DVskbLZsh1CWrw3d9tihqs7gslqSFk1gVLEwZsE9W2iWrbRLUNE9U8rVkl1NdoZrsffMOBzRPW",
+	"8HL6lDVfj73LjqiXja84stqFAF4akVOE/CFYX5w8ImZtJtrdKOkdctEq0rPNRttmo33hbLT1d3qTjDQY",
+	"vGlOmr/Haf3uVmlpVUuUpX42yylqYaaVHDW8W2sapD+tFnDr7LS7Uodr89MqiMQJast9KO6Sn+bffQgN",
+	"9tOrm9dLadvwnK1e+iXCc64jjZ/K1E2i0nWpbae8sBJcchgjEFONQ6an0lqRsVnhaJiFFm6FgBporFTU",
+	"RLjL3ghb10B1UamuVrNUlTnWtC4VDnOqLR+btF7EeT7RuWCWj5kBRnCjgIZ9Dv2Xk9Ar0ocl+hfQ/+gE",
+	"t/WS3OdTtimX7yFExE+lZX+hfL5r6XfI6Ls/Hd+Kx9swkH/5JMD7Kti7QezbNOzjUU29vmsJPi9Y/7Gr",
+	"8NEubvZ9xIL51vmxFTLvFWCxfA2j618pcZ9L4mz0mhxlmYF+i7AaauyJUQiVu2TVMYLDu8wTB2wQO52W",
+	"1kFjnUODRv9ePRq0vC/j0vCwWSNt+QOqOTW2otPW1/AH8jUQCmvVJA5F9LBJHnJa3eaBYDD6HjLPq2L8",
+	"1jQWLPgjyTy0i5tlHl9bYSv0bIWeewo9tbL/panXCcC/Hz704yhu+s1kJpQFey+Es2OSW8raEDZZYutb",
+	"tA+FjpQdHxkferu5P8bySqiQ4nbXflc8y0K7qZC55bRx4+Mpv1vO6fVZbD6FbZVI8Syj2/17FaZoeV9G",
+	"mPKw2SibaWu62gaHbAW2tSlMcFkq8hioewNdXyu43bMYi7f0wwNy50J/KewusRlt5st+bKjZ4MRBI/JR",
+	"l71qoN00iCvMm3Wforoqoe18IaZcKojPh9TaUZ2ytzHHFufsUEdFjV0Ki5XJcAonkSlR26SfJ8rV7bMp",
+	"h7ZEyFp8opafARtQCj71jnaojAiRAdJ2qvLQAdrei5NV5aHXFIW5K+e5fThNINTbWjDbWjB/sFowKyTs",
+	"Osp5QzwOpu6gkrY2IqexC9adr+pnKuVyg6QWNr0NE9kqs589TEStqrMPp83erjzL9ZWQuS/KovhUJNS9",
+	"mMohe6FoMzkpYeL9UMwsyg9OZsLiKnxRT17Xc4UxGe309Ojs6c+s2+16WQ9HkMRHKYWgGafujfSQpU5K",
+	"nAqIFVTUsBuEkiYZDGqrrBRWibLpuVqEpoBeGkIxqI0VVmCdukCwdLrsma+KsqEQty5k5GHkoE+men+Z",
+	"oJGbVG+KGnkQwr6VBLdxI//icSObsaCbFe9dn2y8c/viIcOyKLAGWD1jWTTLo5u7WY5oursmhm+Tcbeu",
+	"ma00e8tk3Nol5s0U5bOU/gji7QbUa9Ous2gsCzatC5FrNTZup1BHVaLs2z463e9HWSQULRyXvM/GwnSW",
+	"quO7yVer4/PcaDbkRSGFwaDll07KjbNX3Jd+cCLfT8KeWDENIdRwx9vYuDKXV4LpqtqrSaC261DPpJOX",
+	"lNVMXLnVurV17kF1nXi2pq/uLcvpQ2OD/13l9BuL9G6J85Y43ztYMC6rGqFWE23+1BVkb0WZby1OYrPg",
+	"KqtXVgS7XrnpOhpXzz7EviFuFkw4hNtaI8yVe50orJ7t5OJK5NRMxOfULBLGcbS/PCh4AzF3GCsyJi1r",
+	"Kw2xkd5Jo+eqsxnhXSfqNnZC4T6wgaAlFTVBcWtc2sFdMgnv3g/lf5PovYSVW1q/pfUPIohXHteLxe9X",
+	"Ep+Li4nWl5sHX9ILzJQXYdhK2reTi3VpyZpsxLCACjsbtXtvJK6/+GX+oUM2aRc3kyZ/Kn8QavQvFzz+",
+	"v5p+LV/1WEgNjx4+zPMNEpQLp2eXBWYwV2sZki/MJxsvZsJAQQlxhWUY2ijVZdKyXLs3+JBIkymHEydS",
+	"pZTLigkWWPc//XXQ+mrQepeC0o4auFZOAT/mw4n3QUnDTl+9OUOjirRehnxjucp4kTFPnZiZiSEzfGFY",
+	"m+4jSwlkOzJLk+ovK6fCWD6dxQ+NHCtuy0KknYQVwhbSl+UU7xGikufsgg8v9WjEqOSiLp0MM9RKCdgx",
+	"Ew4pTMIO9r+DgKQn79/D7vafsIkuC3MITRlUNtNSWTbReQbtBaYaankkvV6PlSoTubyCotEIYNY2muzV",
+	"YfB+D0ZT3JOb1A1lM27IwSiNO4uxyBzEOEtH4G1IGU2+wP4OHkFr0rwDhZOHU2QeKWun84kRw/NB2es9",
+	"Hl5wI74+gP8DsMxEzxW6ISeiEF1CIUguvxBsYu0MM9Ax3VyHlPNZIa+4FQnLtZ45yDqsyKW63Mn1kOdO",
+	"Ri+EMaztq6TyMYcaJYQsFdwTxkdO4Xn28o3bks5L9xRMOQC1CTcR5MLlwgx2jwLnwK/Szl15JeI24ePv",
+	"NXiYlvdlgodrH8/WOTJj6QbFGVAEPVYiUm69m9vQ4m1ocYMcEVh5jdPU+DlylWbJ4jo9ZfcD/e+GcGN3",
+	"nEGecJ/1yziEizyjqtvEiXytlazQs5nI7kp9cTF3pb63D6D1uti2IN22IN2XL0g3D3jfqC3cWJJulefq",
+	"0iLbRXZ7x1s5Fra6kp9at18nUBAotiLDVqH/7OXQbriYn8jsGPj0JiGuy/f/ERkBkqDgU2cB+p0a+A2t",
+	"vBIp1EQD74l/ArJGUQrS1lAxg28gxFgmQVTLGIdoUPdukFNGuhgLi9XD3Y9lIe5su8SAyIeRCD6ZIvZl",
+	"QklvIJg+lHRLOP+o8tA2MPQeBcWupdmbKki7lXqz1r9zBp1Z0B7Hcj32FlZPDoN7FI174ODpY5gUPHlk",
+	"oA+DSBi3Vkxn1iQYdU/dGbjK0CLpJnpv/Sh4nnOwNXXZUbQEwX2aqFvNNyzjC0MUXFpmhLWObrefLRSf",
+	"6mc/sLOz550HcC09q0D1r+Bjou0sbvY1VTiy9TZthdPPHxlF5OqRiTDxC4qqd6Ctux889XLPC0F/ORB9",
+	"+gXfPLha3DXetxf8kqhuoMSZk58t02ooEjafcAtd8EAfR4IfSqkYPhU1RxdQ9wudLQ4dzYYec+jMAj+Q",
+	"EnMImp3rMs/Yhbgr9Q6QXqve738qsrpOag3Akwbh5/SPrU1uSx/vYkUXyumnAaUAl+4pEBbaXd0dNKh9",
+	"HgK1luT8JK8aNH+iD7hC8IKXhYIQ+eDbhdRxJRxpCRXNjXVi4hXPJZYw3z9AZ3efTQVX84nMBXlsAzy9",
+	"u/lC2wkLrndDeargwNZK9Bl3i9EqYwA8t0RqsumW7r/j5GXczLjgwxBMjtuIYlfdumnRWeLJa5edWCcp",
+	"mzkGzGK/URi2cLKuDG56mrDjVuVo6gJc9UVFhSMX7s5fxKKhv+fjBIkv2Vc5uxQL3JowRK/uSo9hEqKU",
+	"bxDFPr2ke4MnN/hIvA+3wq4tXd7S5bvUAAE0r0mu9biANTTaTSKGJTSPdbT2QvBCFEelnbT6v75zdBKa",
+	"7jZHjEM1oKJUaaT5PtdDnncOgUfMcr3AGr9ARQzTyoeus4kjv0mrLPJWvzWxdtbf3d3b/6bb6/a6e/1v",
+	"e9/2gErTmlc6L0YZqoa1rVBcWQOdFkKD1rFp6JHzouoPsZToGr2LcbCrL0MKE5PKyGw1T9ZJlxhaupSl",
+	"Q5NiCsXqpG/Q1hQnXfo3KAx39Z1QAxnCrZbfC3VNG3ZAWQZCWUffRObLLVdvT0XDeyfqSlqCttXsH1qq",
+	"a+Anq9Fr1hC/+MhUIXLRJPCs4fVfmmJ9+6tReQmjnMP2SkhcBw6LxP+EVWFlEEnnTtiKMfIQk0QHG5uk",
+	"opWG+9S8158KPpv89Tk7Oj1h+irmixm3nLWRdUDcoCTisDt27/CZJL6ymybstch5HNplOn3K0+BZ1YT6",
+	"6PQEVxz380xY3HAEA+OyjJDoMCwQFvfz2dlpApGFMK79W4mRCE7U6bCfjs+ijcMqf8ubkJpcGhPBczuJ",
+	"XsEHTqX9vwEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
