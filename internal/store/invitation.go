@@ -229,7 +229,7 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 	if inv.Role == authz.Owner {
 		floor = string(authz.Owner)
 	}
-	s.fenceEdge(t, orgUserKey(inv.OrgID, inv.InvitedBy), floor, errInviterLost, errInviterLost)
+	s.fenceEdge(t, actorKey(inv.OrgID, inv.InvitedBy), floor, errInviterLost, errInviterLost)
 	var joined []string
 	for _, teamID := range inv.TeamIDs {
 		if _, ok := existing[teamID]; !ok {

@@ -12,6 +12,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/tenantd/tenantd/internal/authz"
 )
 
 // Attribute names of the keys.
@@ -50,6 +52,7 @@ const (
 	typeCheckpoint = "StreamCheckpoint"
 	typeRateLimit  = "RateLimit"
 	typeOwnedOrgs  = "OwnedOrgs"
+	typeAPIKey     = "APIKey"
 )
 
 // Sort key constants and prefixes.
@@ -195,6 +198,24 @@ func invitationKey(orgID, invitationID string) key {
 }
 
 const prefixInvite = "INVITE#"
+
+// apiKeyKey is an API key's own partition (an org's keys are read by the
+// authorization read, one at a time), listed in GSI1 under ORG#<orgId>
+// (apiKeySK), where offboarding finds it.
+func apiKeyKey(orgID, keyID string) key { return key{orgPK(orgID) + "#APIKEY#" + keyID, "#APIKEY"} }
+
+func apiKeySK(keyID string) string { return prefixAPIKey + keyID }
+
+const prefixAPIKey = "APIKEY#"
+
+// actorKey is the item a write's actor fence proves: the caller's OrgUser
+// edge, or, for an API key's actor ("apiKey:<keyId>"), the key.
+func actorKey(orgID, userID string) key {
+	if keyID, ok := strings.CutPrefix(userID, authz.KeyActorPrefix); ok {
+		return apiKeyKey(orgID, keyID)
+	}
+	return orgUserKey(orgID, userID)
+}
 
 // invitationEmailGSI1SK is an invitation's email pointer in GSI1 under
 // ORG#<orgId> (where offboarding finds it).

@@ -23,6 +23,60 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for ApiKeyRole.
+const (
+	ApiKeyRoleAdmin  ApiKeyRole = "admin"
+	ApiKeyRoleMember ApiKeyRole = "member"
+)
+
+// Valid indicates whether the value is a known member of the ApiKeyRole enum.
+func (e ApiKeyRole) Valid() bool {
+	switch e {
+	case ApiKeyRoleAdmin:
+		return true
+	case ApiKeyRoleMember:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApiKeyCreateRole.
+const (
+	ApiKeyCreateRoleAdmin  ApiKeyCreateRole = "admin"
+	ApiKeyCreateRoleMember ApiKeyCreateRole = "member"
+)
+
+// Valid indicates whether the value is a known member of the ApiKeyCreateRole enum.
+func (e ApiKeyCreateRole) Valid() bool {
+	switch e {
+	case ApiKeyCreateRoleAdmin:
+		return true
+	case ApiKeyCreateRoleMember:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApiKeyCreatedRole.
+const (
+	ApiKeyCreatedRoleAdmin  ApiKeyCreatedRole = "admin"
+	ApiKeyCreatedRoleMember ApiKeyCreatedRole = "member"
+)
+
+// Valid indicates whether the value is a known member of the ApiKeyCreatedRole enum.
+func (e ApiKeyCreatedRole) Valid() bool {
+	switch e {
+	case ApiKeyCreatedRoleAdmin:
+		return true
+	case ApiKeyCreatedRoleMember:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for FieldErrorIn.
 const (
 	FieldErrorInBody   FieldErrorIn = "body"
@@ -336,6 +390,70 @@ func (e ListUserTicketsParamsInclude) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// ApiKey defines model for ApiKey.
+type ApiKey struct {
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedBy The user id of the admin or owner who minted it.
+	CreatedBy string `json:"createdBy"`
+
+	// ExpiresAt When it stops working; absent, it works until revoked.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	Id        string     `json:"id"`
+
+	// LastUsedAt When it was last used, to the minute; absent, never.
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	Name       string     `json:"name"`
+	Role       ApiKeyRole `json:"role"`
+}
+
+// ApiKeyRole defines model for ApiKey.Role.
+type ApiKeyRole string
+
+// ApiKeyCreate defines model for ApiKeyCreate.
+type ApiKeyCreate struct {
+	// ExpiresAt When the key stops working (in the future, within a year); absent, it works until revoked.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+
+	// Name What the key is for ("CI bot").
+	Name string `json:"name"`
+
+	// Role The org role the key acts with.
+	Role ApiKeyCreateRole `json:"role"`
+}
+
+// ApiKeyCreateRole The org role the key acts with.
+type ApiKeyCreateRole string
+
+// ApiKeyCreated defines model for ApiKeyCreated.
+type ApiKeyCreated struct {
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedBy The user id of the admin or owner who minted it.
+	CreatedBy string `json:"createdBy"`
+
+	// ExpiresAt When it stops working; absent, it works until revoked.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	Id        string     `json:"id"`
+
+	// LastUsedAt When it was last used, to the minute; absent, never.
+	LastUsedAt *time.Time        `json:"lastUsedAt,omitempty"`
+	Name       string            `json:"name"`
+	Role       ApiKeyCreatedRole `json:"role"`
+
+	// Secret The bearer token, `tdk_<orgId>_<id>_<secret>`. Shown only in this response.
+	Secret string `json:"secret"`
+}
+
+// ApiKeyCreatedRole defines model for ApiKeyCreated.Role.
+type ApiKeyCreatedRole string
+
+// ApiKeyList defines model for ApiKeyList.
+type ApiKeyList struct {
+	Items      []ApiKey `json:"items"`
+	NextCursor *string  `json:"nextCursor,omitempty"`
 }
 
 // AuditChange defines model for AuditChange.
@@ -1005,6 +1123,9 @@ type IfNoneMatch = string
 // InvitationId defines model for invitationId.
 type InvitationId = string
 
+// KeyId defines model for keyId.
+type KeyId = string
+
 // Limit defines model for limit.
 type Limit = int
 
@@ -1135,6 +1256,15 @@ type GetOrgParamsInclude string
 type UpdateOrgParams struct {
 	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListApiKeysParams defines parameters for ListApiKeys.
+type ListApiKeysParams struct {
+	// Limit Maximum number of items to return (page size).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListAuditEventsParams defines parameters for ListAuditEvents.
@@ -1448,6 +1578,9 @@ type CreateOrgJSONRequestBody = OrgCreate
 // UpdateOrgJSONRequestBody defines body for UpdateOrg for application/json ContentType.
 type UpdateOrgJSONRequestBody = OrgUpdate
 
+// CreateApiKeyJSONRequestBody defines body for CreateApiKey for application/json ContentType.
+type CreateApiKeyJSONRequestBody = ApiKeyCreate
+
 // CreateInvitationJSONRequestBody defines body for CreateInvitation for application/json ContentType.
 type CreateInvitationJSONRequestBody = InvitationCreate
 
@@ -1711,6 +1844,18 @@ type ServerInterface interface {
 	// UpdateOrg Update an organization
 	// (PATCH /v1/orgs/{orgId})
 	UpdateOrg(ctx echo.Context, orgId OrgId, params UpdateOrgParams) error
+	// ListApiKeys List the org's API keys
+	// (GET /v1/orgs/{orgId}/api-keys)
+	ListApiKeys(ctx echo.Context, orgId OrgId, params ListApiKeysParams) error
+	// CreateApiKey Mint an API key
+	// (POST /v1/orgs/{orgId}/api-keys)
+	CreateApiKey(ctx echo.Context, orgId OrgId) error
+	// RevokeApiKey Revoke an API key
+	// (DELETE /v1/orgs/{orgId}/api-keys/{keyId})
+	RevokeApiKey(ctx echo.Context, orgId OrgId, keyId KeyId) error
+	// GetApiKey Get an API key
+	// (GET /v1/orgs/{orgId}/api-keys/{keyId})
+	GetApiKey(ctx echo.Context, orgId OrgId, keyId KeyId) error
 	// ListAuditEvents Read the audit log
 	// (GET /v1/orgs/{orgId}/audit-log)
 	ListAuditEvents(ctx echo.Context, orgId OrgId, params ListAuditEventsParams) error
@@ -2133,6 +2278,102 @@ func (w *ServerInterfaceWrapper) UpdateOrg(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateOrg(ctx, orgId, params)
+	return err
+}
+
+// ListApiKeys converts echo context to params.
+func (w *ServerInterfaceWrapper) ListApiKeys(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListApiKeysParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListApiKeys(ctx, orgId, params)
+	return err
+}
+
+// CreateApiKey converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateApiKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateApiKey(ctx, orgId)
+	return err
+}
+
+// RevokeApiKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokeApiKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "keyId" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "keyId", ctx.Param("keyId"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokeApiKey(ctx, orgId, keyId)
+	return err
+}
+
+// GetApiKey converts echo context to params.
+func (w *ServerInterfaceWrapper) GetApiKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "keyId" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "keyId", ctx.Param("keyId"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetApiKey(ctx, orgId, keyId)
 	return err
 }
 
@@ -3770,6 +4011,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/invitations/:invitationId", wrapper.RevokeInvitation, options.OperationMiddlewares["revokeInvitation"]...)
 	router.POST(options.BaseURL+"/v1/invitations/:token/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/api-keys", wrapper.ListApiKeys, options.OperationMiddlewares["listApiKeys"]...)
+	router.POST(options.BaseURL+"/v1/orgs/:orgId/api-keys", wrapper.CreateApiKey, options.OperationMiddlewares["createApiKey"]...)
+	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/api-keys/:keyId", wrapper.RevokeApiKey, options.OperationMiddlewares["revokeApiKey"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/api-keys/:keyId", wrapper.GetApiKey, options.OperationMiddlewares["getApiKey"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
 	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
@@ -4799,6 +5044,22 @@ func (response GetMe401ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w 
 	return err
 }
 
+type GetMe403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetMe403ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMe404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -4979,6 +5240,22 @@ func (response ListOrgs401ApplicationProblemPlusJSONResponse) VisitListOrgsRespo
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgs403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgs403ApplicationProblemPlusJSONResponse) VisitListOrgsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6001,6 +6278,815 @@ type UpdateOrg503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response UpdateOrg503ApplicationProblemPlusJSONResponse) VisitUpdateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeysRequestObject struct {
+	OrgId  OrgId `json:"orgId"`
+	Params ListApiKeysParams
+}
+
+type ListApiKeysResponseObject interface {
+	VisitListApiKeysResponse(w http.ResponseWriter) error
+}
+
+type ListApiKeys200ResponseHeaders struct {
+	Link *string
+}
+
+type ListApiKeys200JSONResponse struct {
+	Body    ApiKeyList
+	Headers ListApiKeys200ResponseHeaders
+}
+
+func (response ListApiKeys200JSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys400ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys401ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys403ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys404ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys408ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys413ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys429ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListApiKeys431TextResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type ListApiKeys500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys500ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys503ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKeyRequestObject struct {
+	OrgId OrgId `json:"orgId"`
+	Body  *CreateApiKeyJSONRequestBody
+}
+
+type CreateApiKeyResponseObject interface {
+	VisitCreateApiKeyResponse(w http.ResponseWriter) error
+}
+
+type CreateApiKey201JSONResponse ApiKeyCreated
+
+func (response CreateApiKey201JSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey400ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey401ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey403ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey404ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey408ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey409ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey413ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey415ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey429ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateApiKey431TextResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type CreateApiKey500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey500ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey503ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKeyRequestObject struct {
+	OrgId OrgId `json:"orgId"`
+	KeyId KeyId `json:"keyId"`
+}
+
+type RevokeApiKeyResponseObject interface {
+	VisitRevokeApiKeyResponse(w http.ResponseWriter) error
+}
+
+type RevokeApiKey204Response struct {
+}
+
+func (response RevokeApiKey204Response) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type RevokeApiKey400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey400ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey401ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey403ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey404ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey408ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey413ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey429ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RevokeApiKey431TextResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type RevokeApiKey500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey500ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey503ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKeyRequestObject struct {
+	OrgId OrgId `json:"orgId"`
+	KeyId KeyId `json:"keyId"`
+}
+
+type GetApiKeyResponseObject interface {
+	VisitGetApiKeyResponse(w http.ResponseWriter) error
+}
+
+type GetApiKey200JSONResponse ApiKey
+
+func (response GetApiKey200JSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey400ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey401ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey403ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey404ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey408ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey413ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey429ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetApiKey431TextResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type GetApiKey500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey500ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey503ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -14090,6 +15176,18 @@ type StrictServerInterface interface {
 	// UpdateOrg Update an organization
 	// (PATCH /v1/orgs/{orgId})
 	UpdateOrg(ctx context.Context, request UpdateOrgRequestObject) (UpdateOrgResponseObject, error)
+	// ListApiKeys List the org's API keys
+	// (GET /v1/orgs/{orgId}/api-keys)
+	ListApiKeys(ctx context.Context, request ListApiKeysRequestObject) (ListApiKeysResponseObject, error)
+	// CreateApiKey Mint an API key
+	// (POST /v1/orgs/{orgId}/api-keys)
+	CreateApiKey(ctx context.Context, request CreateApiKeyRequestObject) (CreateApiKeyResponseObject, error)
+	// RevokeApiKey Revoke an API key
+	// (DELETE /v1/orgs/{orgId}/api-keys/{keyId})
+	RevokeApiKey(ctx context.Context, request RevokeApiKeyRequestObject) (RevokeApiKeyResponseObject, error)
+	// GetApiKey Get an API key
+	// (GET /v1/orgs/{orgId}/api-keys/{keyId})
+	GetApiKey(ctx context.Context, request GetApiKeyRequestObject) (GetApiKeyResponseObject, error)
 	// ListAuditEvents Read the audit log
 	// (GET /v1/orgs/{orgId}/audit-log)
 	ListAuditEvents(ctx context.Context, request ListAuditEventsRequestObject) (ListAuditEventsResponseObject, error)
@@ -14577,6 +15675,132 @@ func (sh *strictHandler) UpdateOrg(ctx echo.Context, orgId OrgId, params UpdateO
 		return err
 	} else if validResponse, ok := response.(UpdateOrgResponseObject); ok {
 		return validResponse.VisitUpdateOrgResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListApiKeys operation middleware
+func (sh *strictHandler) ListApiKeys(ctx echo.Context, orgId OrgId, params ListApiKeysParams) error {
+	var request ListApiKeysRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListApiKeys(ctx.Request().Context(), request.(ListApiKeysRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListApiKeys")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListApiKeysResponseObject); ok {
+		return validResponse.VisitListApiKeysResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateApiKey operation middleware
+func (sh *strictHandler) CreateApiKey(ctx echo.Context, orgId OrgId) error {
+	var request CreateApiKeyRequestObject
+
+	request.OrgId = orgId
+
+	var body CreateApiKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateApiKey(ctx.Request().Context(), request.(CreateApiKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateApiKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateApiKeyResponseObject); ok {
+		return validResponse.VisitCreateApiKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RevokeApiKey operation middleware
+func (sh *strictHandler) RevokeApiKey(ctx echo.Context, orgId OrgId, keyId KeyId) error {
+	var request RevokeApiKeyRequestObject
+
+	request.OrgId = orgId
+	request.KeyId = keyId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeApiKey(ctx.Request().Context(), request.(RevokeApiKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeApiKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokeApiKeyResponseObject); ok {
+		return validResponse.VisitRevokeApiKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetApiKey operation middleware
+func (sh *strictHandler) GetApiKey(ctx echo.Context, orgId OrgId, keyId KeyId) error {
+	var request GetApiKeyRequestObject
+
+	request.OrgId = orgId
+	request.KeyId = keyId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetApiKey(ctx.Request().Context(), request.(GetApiKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetApiKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetApiKeyResponseObject); ok {
+		return validResponse.VisitGetApiKeyResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -15854,315 +17078,333 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, orgId OrgId, webh
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rctvGsj/6KlP87yqTWRBFybLjUJU6W7GVRCu+aNlystYOfYQRMSQnAmcYzEA0l7d3nYc4T3ie5FR3",
-	"zwADEhCpi+0km59sgbjMpaf71/cPraGezrQSyppW/0NrIngiMvzv8Rkfw7+JMMNMzqzUqtVvHSsr7YJZ",
-	"PmZ6xOxEsEzYPFMiYZmYZcIIZTnc22fxoDXIe72HwyuRGakV/iF26Foix8JYujRoxV12NhHM3cim+koY",
-	"Npd2wsSVyBZsOOFqLMovGp1nQ3GIf9Gb6u+eT7hl0pRjbHMWD/V0KpR9qnNlY6YzFuezhFuRHNmY8ZEV",
-	"GePM3RQxMb0QSYLTo6+aTpe9ESph0jKpWHwy2nmpldh5we1wEjOrWSZ4wrRKF/R9Gk4SMQ4P0RPlzVN+",
-	"KRhn80xawYZaJRJWj6dMK5yeXxNpmeJTYbqtqJWJ33OZiaTVt1kuopYZTsSUw2bZxUy0+i1jM6nGrY8f",
-	"o9ZzqS5Xt/H190/Zk/0nT1gq1SUMAz6lxHvLZnwsIia64y6Laat2r/Z2dTY2ux90Nj5JPu5aObwU1vxf",
-	"wzwzOvu22+3CjfuPUzmV9tv9R7SrhywT6beDFrx10Iph6d++PmGZGIlMqCFsY8qtvBL+8zArYewDWOCj",
-	"CyAkvwYpNzQwmPx1k33NrXgOo1id8S8TkQkm+HBCZKSNYDhgw4zlKjGsbfhUsCTjI9tB6tXZeNA6zL59",
-	"9PWh/XY/jljmxwjPyDRlPE31XCRM6XnELDMCNtCwXFmZMgub/3uuLQcSnE90Khgfc6kiprOIzSdCsQx+",
-	"6kXFE24T3GfgR/+JNvwYvxY2W+wcAZHGMA/ODva/6Wy8LDunOpXDxerqwOnLuC2WJNgPNoedsJNM5+MJ",
-	"a58cn33PihcyYhhsJEWamIhWb0cKO9qZWDvjM7kDr8W37jjmsrPX60SMM2OzfGjzTCQslcbikg95mops",
-	"0Dr8/dv9Xu9w/u1+xPxGFJeQlmhh9Yj9Xm7KTGRs7nehzziz+lIodpEDveK9EdCfTFOBJ7G4t9NlMX06",
-	"hjWH2eOjDwwz+cVvYmgjZmawDhdipDOBd/DcTnQm/43sDg/9IYt1No7xV52NufI/4ublRmRM59bIRDCt",
-	"RKd454LBmk+B1WRm7WaWJLC6j28cBRIbm0/kcFLZyylfsAvk2ZkUSfVTU6nkNJ+2+r3If1YqK8Yiw+/+",
-	"8ssvO0e5nQhl5ZBbsfrx7wTPgHmWN8HchxNYWGDIbeA6j79+1Otcz8TEez6dpaJ8YyZ4Ov120LJCcWWT",
-	"QStiIst09u2gJdUVT2Vyjts1aLWilRX7GLVmPONTYZ1gO0nEdKatUMPFT6LmLLzgl8KACMgEt1KN2emr",
-	"N2fM8JEg5m6zBWu/sZmcCWbElMNUgYLgDI1kZsrjizKJs0uxYFmuzCFucybMTCsjWNtYbnODYuFCJ4sO",
-	"kN6lmFk20hnbP2ATnWf0cyZmKV+ADMFXxsUU7M5r91OfwTLGEYyRq4UbJ94OBIC8DQYCrysuuIHS2Itb",
-	"3LATOUJWXc5nLKxhB/v7h4z7909kSqehOnPpOWSWKwVrSI/2vumyn8TCMJ4JZoZ6JhLP/SvnxQ+SziTI",
-	"2+xKZLTphrUfvX/fwVcobXHFImboLTD8IVdLNC5hW4n7tKIWiNFWPySDHaCDylHg758LNbaTVn//0aMI",
-	"job/ew/IyVqRwTv/718Hg/f7ezuDwfuvj9/97T9qyC9qkZhcpbNXM/57Lhj9zEaZnjLOZpm4kjo3KO4e",
-	"GBaDPHiKt8SsDWAFBHrs+G6ny14BF7YaFjjYBxSWjJ6j1f7xxdHTHSPHgIKI4nLVvPjAkGHbLAEokwvc",
-	"kCns/FQnciRFAtAJmKEcKz8JhFrALkVCVHTQ6xUb8HsuskW5/m5Zmpa9d/CkbjETkUoAeSdJvRDzvz8w",
-	"AAaVZSfPWBuOXTwXFxOtL3dkUq6eH9qM20k5suAb17GpkAx6O1+/+7W3883Rzo9//+nFy9Ods593/uvd",
-	"h/1HH+tpQo4QAdYDs2/29nrMg8Q+i7+KATEwjrsCYkwUINwQ3QiepRJYrzJzECF4nh0MloZNOUqcdMHk",
-	"CCSPB9JtYzOtxh16E8LLCsB+YGBjkQU4GHrI5oJf0v3t+JfdQQvQXyvuMAXYm01hyF125D+O9DNFhqo0",
-	"U2Je4Nl2gbEB5XFGoBJwAclB9puWyDk4s4JPO+6NNEDQTdhFbt1XR1ymwCgDaN1nSgNTZSI1OA/3rUyM",
-	"ciMMW+g8YyKRtste2YnI5tIIdrC3j9SvtJ3Ap6Xx4L2Zi7gPNtHxXm//oJ4AQGnYgAhK3QIpoZkQ2rgz",
-	"oM7xTBqtOl32C0BM2G/cFrd2fker6toDg4saEbJBMoLpP+wdsJfashf+zOOpVhoF1nWLUg77xiujriSN",
-	"ic54zQGt3PKpjmhar0e84O8BJTGVI5XqEZNWTI2DBnmmWBuYLzPy36LTxPvo3eFIEzHieWpB3kSwSoTE",
-	"9nq9qMRle7W4DJWyGukSsnSZsPbb5yfPmjgevWMzTNbb+/s3//Xw56//8eSf+z8dvHj88slp7/X+2cEv",
-	"j1vRnRac4ND3Mq1Ftq+AfbkVdgqoRzcINuDZpuWmXyvr/R+ZGLX6rf+zW9o/dulXs3uGr39DD8HIgAHV",
-	"ChzBp2vX1j18k8X95btHT79+9s3x3vcPf3j049d//+anvRd3XFxasuP3M65qJvJUT6d8xwgAytbpY0Da",
-	"qKKLBFUXJHG0hoDqhIo0vbTPYgf7QH3iSWLCCxGLuUHcIfyP5d9tVIJR3cJXocJLvyadLjumdemzWODA",
-	"vy1eGxXvgFUX72epTkSrP+KpEfU0QG+o0AAe3M2IARcO5FbrY7G6PMs4fCBX8vdcnNDLYGuRlhe4nyOd",
-	"TVvF8tfSkJv4OiryL7gJHf3z2f7xwfePf3jyY+/v/qzekY6AEuqm8RaUWwlayESw2OQXMRumXE491IDn",
-	"HhjSqk2X7e3s7T8B4ZrxIehlBGPio53/Ynzn36y38w3rsnP2P6zP/pP9N/sb+5btxBHifcQxibamz+Ju",
-	"jPI67sJ/MgGXmRFjkPSGsMfb18/ZMJV4IRNTfSVQVzD5cAKAQSZsqPMURT4oDTxJMmGMt7e4lWKGLwyT",
-	"pNDp3LJU60sOUq/PuGWp4HBclCgn5IEzvpfDuJo21i3oZtsKqnXvvx+Nvh4+EcOvhw8fDh8Pe72Diws+",
-	"Ek/2W1FFvu4/uU5xOdr5L77z797ON93z/+n/53//7dudd1+VF4trtffVk4YD2I1Su/z904jsj/Ba0q3x",
-	"VH/Hk9fEL+CvoVagL8N/+WyWOuvE7izTF6mY/u03A2T8YUMJUb76lJ6nz9fY1Ep9eMpT4AZOb0LEiqYL",
-	"ZyFyhgwguUnEkHnBjc6+VlgwIuZv1BnL1aXSc4VgjM0yPROZXZR3kIYFfBTN4m6qMBbg78THY9Kp46hC",
-	"yH3GyaT3wJCxcqSzih2JG8adSbPN6fshxf/9zauXEZyaToTngqwW+MaYienMLrrAFZ9qNUrl8P73Z8Nd",
-	"Gbrvm9JO4tExQAbB2mgHT3Iaj4gYTzPBk0WhpURkm9ZzBf8vbNsJ6iy4RcAXEy1oXcR7EKxSeaW7g8vw",
-	"vc4uZJII9bnXgcwrKHS91uXYdcUgAIqWnQiZsQw2vJgNmqYJfwHp4c04oRMFR5inx0Bbn3NSb5V4PyPz",
-	"gwlMRqQP19tAD9GSTDYsD1tOktiZ58VMZ2gIkRZn9lLb73VOEOrzUixp5EukhHYBW9lJEjjX7CYKNjvX",
-	"bMhBEQaxKVVC9p5cmgm/SAW7WLBEAMLq+Gl7DbDBd1BRJr0NHY7+sn8MhEHSD1XIGp9j3Uq523bxHlym",
-	"U75INU/OtH7Os7H4UlyEzAzvh0IkNG2nvhWuG1AFWfvxAftJfocMEQ20xZEhFons03pLCb5TqmGaJ7Ra",
-	"ZJCYc8MSrQRuymkmCn/h91ym4rNSZeDFTCThJ7QyNBmQYNsOKz/ibApjopFqKBBjcYPOlC57LXbQlSqt",
-	"M4LbjOSGk70/IkV8j66nBiKw4r3dnaVcLk26Bjs0bvAD46SwcbvMaCvpJBGfeWBY/IK/pxF9t7DCxJ0u",
-	"+0E/MOzHs7NTz42cfQ5m5B1J5NJA/wBIboaDZTBuchgPU2285UYrJYbkXK+lCLcuZ3IqdG6/6HnwNMGz",
-	"TF4RAHBir1yw18dHz87PTl4cv3p7hj49Aup0FIxQCS6U1ZqZVM/TxW3OzmH9Sr0R2ZUcireKX3GZAsv7",
-	"3KtlaATIKsV0pjOeyXTBcoX812o24SpxvhW3sofO6QI6eRaxiVY6B/pdcguj5HLsuMuOXGgBkZ634BE5",
-	"JYLF+Ou5zu1QT8W5Q5QxsxKRam6dK9EdTPTKO6dBwi2/4EYgmYJQJY8PaFGweMC38PhWzrwje5wIyVWU",
-	"YYG3KmAsbeeEE9GSIytect7EnSVBsuQkvU6ehLfiXp1p/YKrhTtM5nMTBnEEx2oApKPmSkcLXfRt2jj4",
-	"/zkaEkUCzAbn4XarShDOyd1lz8m5DyJ/BuigAgvgSsVFzVXljg4qznDclJZm4cdJFni0qeczxuG0wele",
-	"3o8wMOPa3ShubIhb2Ohhf/+qu/xGlPBWeR+/+OyI74Jc3xTBAOqjNEaqcVTqkRET72egRMMBcjrf0rLX",
-	"+eyvW4GV+90yzDI9FMYAa6IAsM+9GisHHrmR18Zy4/landfanRdZvuH8UizOMwGPwcl5CzwMnVOXYoGq",
-	"Lv3lveMtXAOTz0AZEMkLkUh+hgDiCwpYB/Xj8KvwtZi1hxOeGWFdiNFYXgkVsTi3o50ncQfZrSQPPayS",
-	"W7b4KU1k51gNdSLVOGbtC51IpyEgI3f8v8/io+FQzMp7+0wm5IqKyVRmdKdb3HWqjYuz8xdKTcABZlhR",
-	"BpiM1AYv3UmmL9H00rdX9ZG4HExhXsYlm8AcmNsxRo+vi7YJh1znlGCcnR6dPf0xWpoIQheOD5tNv6GN",
-	"bfrEqzdnt/8CkpOjMVzBPJH2KTo20eJGhiNJVjN+Haf0hIpv+JmnuYCzQTL9Zs+gLah+OUrb4K/utneF",
-	"sU9jMBa8AF93fOXO3tIchrR4oemUDOhdCvVctR5G8JB2pu3V3/AjwHbhfy14xQ4gpLr3OD/1xg6GcDeW",
-	"nQvwOsTEr71hol79jv+54+7YOUko/sxh6fKMB0DScQaH6fZ2Hh+Epng9WjXE99lOfMi4i8osHOZtzlKt",
-	"xoglAgOn+7ZMgMvIsdIZSCtCCsbCX4jXAmP144NG63R/592HvejxQZ3NN2rJ+g3Lrl+vQgeRSRlUTMzV",
-	"RSwkxIpcGANFkFQXuYjjCoJJVsZhQSe1DVRFP3pJskyqtTb28GzIpFVSbeSJvvLaYADhmiBBl5R6/fF6",
-	"Lk3NEStIe3Map8NaQ+JliNN6hkCfaxwx8RdgAWrxatTq//qhpfLUKXjkaljehmAKKzvU8Kwb+btlIX3k",
-	"jebsCsbhlR0AFD6sHJe8T9GvCOfKYA66Yljb8rGJyIJ88syQxIaRlOIMP4OHN1dGEEJZ9UnAMqSpW4aN",
-	"cEe0vM3kHdh4n9EWQ1bfj+h8cl7RveWlW9pV95nVba1ZYu/GoOjnXi9yYa6wjMZlAAT3hGc78Hc4/wMG",
-	"BdUIEIT9DccWsETtD6SrJkc3EBaywRnv2GfpEl5lHoFHeQM+EfiPi8m5qYQDrztYbjxP8SZcncQnKZwG",
-	"q+Z879WF9GtViezruaiWwDN5/QzwLdcM7T5YlKeFtfxpabMo8NERWpFBUcrKmgyG23K44HTVwERRPRmF",
-	"zQgPSeV0oBFseaeGGECxEk9u0Rw15cOJVGSOxQuoUrlJu8/6pBE/lxh0DjInnZPnL7hQ+DPhotX6HGBE",
-	"8X+QWfCHD+5GbhpeoMMVXoHFimsPSoE0V2GAHo2EAi2AGCqw5Rm3EyaVM3Gh2kBOwBi48u7D+JD8l4VH",
-	"FG8p3aEd75EpZviAIiv9a9BiE9efabJS1+WtBOvMJMJ9ofJpcTaiItrFudxdRN67mo9MQZEf1+31RGeW",
-	"TfIpV+VGi/ezlCvn2qt520xLVRuv9T2q0bg6uLgRGrL+/ubVS3ZKz7h8gG96ex1PO7tukTc4JYB0aGsj",
-	"ot1yZnVn54eMzyb/eF6cniUx994KDO8xzfyNEMCSqglfjskR8Pr4zRk7Oj15YJwJgYQ0yptOxOJLqeAI",
-	"YLyKE0KsXR7pnVReCiaUzaQwSNgxuxBo3eXZOAfeREq0VLO8SkDlLFNNloAq21s+6Gk+VYHYKIIJo1Yq",
-	"laj75WPNt5a5ZEBXq1QCVBkOqYRnq3Bs+ePvPq5BDxvsexAIcq30WgYb7vEyUSLGgxZ7J3IqRhat5BiV",
-	"hPuuGM+tnnIrh2wmMkOhFhTQUfo/CtsV8EPD2nFJgt3iqX/gtzpddkT4Ly4sIy/5FBniFc8knFNDtFG+",
-	"pMhjQns5N0zVcv3bEv5ppq0e6pSVL+izeGnglA7AMfNxQVojWticRgijWQbY1dFV33fTzbtmIw5pPWW5",
-	"LNcPxEz4/qPHP3IzqRckb3482tl/9NhLRPxGxCbifXcl3O4bvjN696FJnXXR8bg1xOD33tVG/Yb07x+K",
-	"wnGuHoa6Q1whqAYhWVjj3OwSPUR2hCHPuSqNCRM0EF6JjKfdmli0lSUO1uWcFP53v55juBf+/6vaFfrd",
-	"k8LqSP1hLQbYBlVeG8v2HqPDFnjvo6jX67k4xGUrxN7jh08O6nbFn7KbHZLK6qFS6F5TR3DVrYla73fG",
-	"esdd/M1o1X3N5y8co6vdyoLTkVlidYlCbkb3rPKDhFt+t0lmwuSpLfCvV3y9CoaSj7W9U1a8F8PcOnvQ",
-	"9UvyMbqpNlqR+TUSa3Pmt8FJ+lHwlITcEuugMPLyQLf0ZQ0uWzrS7qk6iXZSJD/UyPaba6BiymVaK7TJ",
-	"u2Rurs7W4NoraUXy3aIhbvjkmectdGdWCzUzna41Mr+Ge4qI/SqprKrQ14EK1Jppcdyny7eGMwq153DN",
-	"rt86MvmTV7G6hUU6x+pwbz4nitdet2ivsjFsw8oS+KwQfEf5/etndiszQUGEBZn5la9kYtbxZrfiJ+oZ",
-	"X5hKJs3XQSLNwzV5NHenrlvHLeMonZ1sv7dBdsGy7Syk0U32JtncMBjwmlXbICYlD0VyspSwtSofZk7L",
-	"LvO2CvUZ4SlOwUXxYDSpEsy/vY96I7nBlfbuhrnOLk1RJsLbRTOKKfOYbvVwwFtqbSfI0ZgRw0xQ+jXm",
-	"fO9e7e2WYza7H/AFH3fJ69ZlbyZ6rlxipaKhh6L1ehZPg6kxeVa27D5MW5Vd/ETW9xc1rsRb2M3Q+aSz",
-	"MejGM27Ix2lYPHQZ0FazeCzsCxF3bmJiwyw5UweJ/EeXw2RNGFZ7IYDsMAGq7Qw4Edvr9ShMFtlN57Ca",
-	"qo3u9Qpl8kywqc5weBtt2wvxKmvk6U1HjUb8wFAoj0xYm46OK2PRWU+XRUIKLln9XsPAVre7WYUIFtaZ",
-	"w5o2qUH23YQ7wwTq1Zl/6TwjY5w/rtUQqIXOUbH3mdM28rWBnIiMN1g/LzVxOQroUAyqfkGx8sdEzupI",
-	"1KVOTYubYPSUFd1lMfyD1gAgORf154oPYTSdy5yD22I4KnEqjYW5nAk+NfEhi+H9zoZF33iA64Lf7dS8",
-	"iu73r4LXuPHHq/rEb1qqm+HRm8vhRrBUTwRw1Z949LG1N1+terPtjTBWeHzXCAifOFqmiBEtFYt6PS3d",
-	"h+gIKPMP7Bh5NRpdaJ7VhwMdqWX+o8vbWa4SgBN8sUq7zdxoNuF1CvaPes5GHKOrxtr2QWpZPRrFrJ2I",
-	"VGAaiTvEDzBwx5hOxGIXjwQnEGgs8tnNUQCXTLfbhXt5nkjrzir+n6V6DD+YuRAzDJh1C2rICo3RvS4V",
-	"MuND4cqq5HZHj0bw4Egqnro3VpihtEako07oaqDpoL2dgt6iFg6iFbXw+2iRVzytdTsYy7Mbqqbuke8a",
-	"zD2YdMXmE83cjZikU/+eunJFR+mcLwyLXYma+BBt9kqaiUgqNJIKfkVZN2izuBATqRLWPugdVJbHvWe9",
-	"cu8lBI3Lk1O4ROHcawm+Tv7ek/u5uXDAaniEY7CrHNEX1Nt8KJhi3ggfHKAxh3UizsX6o2AiIbQRbwtY",
-	"8jJjC8ywS9UftNJWKzn0dUzglA4zMRUKCFCrSglCGEoxe6ns44PWWmOuDLBDadgNbQzl4jaQxq1UcL+X",
-	"VU/9zfz0qgngvMrG12KcKouuh95BDkABckEg3gfoaCTk+0CkG+HDa2V6ZfnuQ6xX9+OPLNmz8VuK2Pxj",
-	"UfNbB/k2NWOtkM890uhNdaMGgg543k15VgFQ/XQbaLv8yDXL+rkNiLcilduu+rJP7NNWZNh4j67Zjnti",
-	"N02S9o/EaIzINmQ2U6nCq3t/JnKsc14FEaM1lcgOHn1dBB8lwnKZmrvGj5EbEJ7psu8yroYTRjWO21wl",
-	"fmPJCdZhGcfQATvhCnVyK20qKOCBhuOKAPn4aaXt+Qiz9GsWip6oUd4a456IAKVhekjJzENR/Z6rXaS0",
-	"ZY2fLV2XS4EUItuhQKGgGIivc3nQ6yHO7WyMaasBuMuH7Zqo+JPlQHiq+eGSnqgmpB6zoc6obHNDOFjp",
-	"7VxaXUyCpnqnuOvhAh70Duo8MrjNDWFq0XKcmsmnU54tlmISMVGmulkvtWXfN+2SdbH4Sz7KStlqyi4a",
-	"Lag8ZvVTrB3zC53b/kXK1WUcmn8x1gQNwMzMxFCO5BAf6VSUhDyTO8Wn1rsQXIw/LlRUljlzNF4ExpX7",
-	"Xsf6Xuu6ZX6VjTGUUfApwWx2mskrmYqxSwnTWYL5xDHq4TGjqt8s5slUqvJPsnjEoaKMD7SiFt6JcXtw",
-	"S63V4Ezw6b1oupXJrcQqZkJgyr0P7qTnaPsU1pSqtyzIjYrC1YRgwoSxAH19HJ4zE9Wrw7AlFXvw9Vrx",
-	"NDDO3ofN7x51/jtAzlBNDpeouri3U6FhB2+FQpeIbCno/b6E/aZqCkzjPtAbnsE/MHQrPRCnub3hjt1a",
-	"i2+EzTCae0KRn42cVidBGWg1zigPCFw6ZdFNwzT5nzwbKu47rJaLVEmlIKR3PBnveaIyTHR/UvHSxAgW",
-	"CaeUr3DhiGUVyRWk6m+9gdbiH6lDTkfuSzjsgsBxELnyw6gVA2Ejkno54BetBjdusNIbc/xrcl/+2KK2",
-	"pnbmqrMmkzpzJQvWF/o89XeXcPlGzr3imcYimfOJZnomlPPFuIN0PZjevFpt1LJ8vCZG7Jp4o3XFbqul",
-	"WjOdW6zgXyX75vgbj+j/CODBo+YqeigwdEE21T1167t0eG+JM3Ahb4U0qgzpM1qVojVSqbfmBG4Wd7Z8",
-	"FjEN1IX1tRTsdtpaDkR+RjdglE5M91CW58qBCIb8aL1l5YbReeEBukNMYHFU7gIN6SXNpFdWNQ7Ck0uu",
-	"V8q9et0M3+ERZmNgFXmzu5U4Ey/lgRkaUdTzBrWSSpN21qCJagwKBmjQO2piUG6Idgn6fH68e7dY3Wvg",
-	"cfUsBTud6jkoUf44TeR4AiSdjQELNO/4mwYbz3M5EsPFMCXDneizWIl5zNq/5cY6ideJMIdJxaxNuW1z",
-	"nV2i3xR+cWGiMWvPucRwCbdsBUliqINOryi7FEvjJRXTghIwJfgEkAG9D7g6PgPMGR+5ZnL3BN2vA4wv",
-	"xdzDU3HIYpWnaVxARbMECm6SRPMHY/U3A1t3AztLVmuKHaa1HOVpiv0KjbCHLP71XcyGqeBYhbGCkD+b",
-	"WFglB/itIAUqUx4SAlVHxzhowae16WpfQNKscJpfqMB3fT2eqxobIx4mptUQi82hOZDNOFbzkmVtW18p",
-	"MZFYgIzqgWJa0UOW8AUWrBlxmeYZZVa5cV1onQqu7keJWbXnX3m9bPNcDBikVOM3Ug1FbaI3cTuhEsyq",
-	"DoqnZrnysxSJ73EkhWEXYswVaxfoW6aCyqVindGqbfk2mTu3CeTJ0vv2LyNeh/cW6x55mrod8naUes9G",
-	"vke1LLGklCWIhPF7VLXHsHbseD5NAmslGJG5elVxxLrdLtYWiH8dtL4atN7FaPeoFHSo42SPD27AyRzb",
-	"ayraUuztSvTOxNqZwV4LbfgvWnVmmbzitmypYAqDjqtnUCRCp3qO3G5KtpxEXIlUz0C7Wk7Q3L9x6ZAK",
-	"1awlhRukxnhmt5oXQ1kkDYWn5BibWtE9EYvnEyOG59Ro9YIb8fiAHCfxHbNL3CDq00vc2J+5Pmc1DNta",
-	"MZ1Z02CVup9AQ1gP3JgHhp08i6hUGV/q1FZE1Lkh1QJngNUNdVF+mSxK5O3e4fgoCpj5ZIH2CipGzRPR",
-	"B1FEreOwCpjnqabgy0Xq/oQnbK+H+cS5ckxZJPSwAQUGSy9iWVRLUq4d06exlYkfTueQZcI9Dswb78TS",
-	"Inx4meoxSzIulWmceRMeP6vKElyB0A/rpYYcYXNhURaodmbTmvoQHOtnvjAbcXFSmY5oljcM/CW27GF9",
-	"ieSLZW6RPG0A896Ru0llJHKi+mDcgvTXlUVaOkT34WlZPpefLFvLfegex/zJx3pfilkBRVdh4u0l+2eT",
-	"vDeWhauZ60YMc1C63sAGuipdWGv4KKf8dfrre39S//7L2Yqt7e+/nFUKFHfZiTWVtk/SVCN1i3Q0I1yv",
-	"DQpIi8tCSUVOaNE3YaEsf192t8btwq+WTAPgBtXLlWqkfUVeTj1lig5sVGN/yqWyXCqRGYcn6XnT3911",
-	"93QTcbVCCsULqFFKnlq546pfT0Q620mEufRaSpe9qmQRtrF7tRm0OkzP1UChb4uK+1FrX2f7OnRiLiiU",
-	"nuo5i5ebr8dMmoGSRlNjNqxTBdIl+Gh3oAbq//wfdlTpwzxQ1AUI3hgHRT3cIYSZVUpOt//+y1nHtaoZ",
-	"qPgobHbdZ64xM+EW6r1MsMVVw6SOK5XUw2WSoLVgMumyo3XVrcuKo763Eb16gb0fBio+6O2xsFp3XNQ1",
-	"Xi5p7ccel42puwMV/3B8xnYnWMPh3+jKzFXQx1okflFf61TQxl1JIy9kKu1ioI75cBL0XKHK6VgPRbzn",
-	"Q5suqOtqNsZQmv71MTMDVQTNMEw7YxN+JVwHHoCEQSZghsPJjQ9GwnRqLJdmugP1mvaW2qFRfzSqjCIS",
-	"KgDvqeCQOd0UYXi4rA9Z0Z0o7jJfE99XOoIZXd9+pq2zgaJ6WAVpS4X15aXt0JdYfODajGJgVhwVq8YN",
-	"oBNnMR4o31TC9b4xJfHTJYrPokEk0pCxD86IK2mfwaKcKGYmOrN99tVX8N2p4MqwQasI30NcuNB50WG6",
-	"2k6HPjhoffWVp4kfj4+eFcfrh+Oz8Hjx1Oii7UcMd8ZU9+ybvb0eYF7U/9g33Yfd/U5/oMq4RySySnt9",
-	"4pv4gTk2rTMCRluU7iZBEA+Ub35RFgylp6inhlYicm1ufTFsOIKp5gm74ClXQ2zkuxioWaYvBIvLcwH6",
-	"5y6C33+7EyYkxmZOhZ3opMviV6dnJ69evol9p44Zt5OBKhZgv3fgHoyPgMvHQadpbLc3wcgmeBnoxLRe",
-	"FwI2jw5p3IkYNvIQpngF9g+OD3qPYr8jqAyYgaJ/QfiwpkhW1o6bCrdTV4V0MVBlQGptNKsrAxeErgY4",
-	"+7AIWOUqGSgfsorUtRTE6BtpuOwh9nMZEuoNXBgU2hkoLBpbLXYaVDdlbd5UA7UsVRgNFLVBNKyxhRs3",
-	"Zf820IvQZe8aufnGckQn8Kkhz9AqtdxLqzoE33FLkrt4oMouW+5FBveR9Brq6VIeKJKLQ65YIoYpz7CY",
-	"LlGML9/oe2QNFJoYYEZAHewF3QWM5oggRszafuwxveNcaXvuAEhMKUdAvgWtuQMZUq0nV2npy/jRDh0x",
-	"NyKlBwqd5UUnZhrTQeyb85UTdNNy9t+5dmQkDNMj4g9hH6D44OGeZ8uM2g8x6ojEzrRm2BMpZm3fwEhf",
-	"iWygqH9RVPaEqfQdqmtN1GFFqI1Fl51bGKSbCKbypBiFaz8Us7angXPrLvXLkpmOlw/Uxh2COv50n/Kx",
-	"VA7UPJfkXMoc3oJTRcUidmZ0m0iKqpusvbez1+tFvmgD23/UoUb4hla26NzsemdPqVeNQb8yNe9z3Wyo",
-	"9Lcj+IGq1H6gjcdG/X0HkbrdLgl30PXTbweoGw1aBT2RH/Tt6+dsJIpW3QMVOBKXPYjsQsOZzIRzMVa7",
-	"/esZ/z2HEx62/aeiZxt3/hcLBtQBaBP7/4901meJRu4w45kREVCisVk+tFj/XSdyhNaWKcgTy6czJC7a",
-	"jmigAMgpOI7+db5dDErw4E83hogKCP5GDf2I4uKDXo99xxNPbXGX/STErAQ/I+wfXWoVhoTgSMP5xX7y",
-	"A0UjIlc0blOMS+/tOnCKC2J7NbNyCuMZwmxdAsBioN5INQZZkJNM8ODGYAhbVHi4Ceq7at4lcPNZ3h2g",
-	"f+H6WhdNTBSLj8/4uATTb4RCt8cFH14iny97JMEhiLEFRRyx+PTtGUnpZ8fPj8+OsWDKlF+SykWNoIqe",
-	"cTztO3QFLNhhM9fv3veoBHCEpXFCEULNS/1+7O2zsBMdo1Z08XIjfd/orRsOHnQZPaPBHBbddaUNhotQ",
-	"PBgza+MRwB8zNpcKt+pIYYM5ZKuDFp055xigc7dD1xI5FsY6nN2K++FgqHW+Y7zuYSbtQFGjkjYCOe3g",
-	"jquT4aKAnPUsEyNk1AudZ0wkEsu684Fyex2tNEPEaWIXVcvHrE0orQBLrvn+QPnei7GzRtrGjotwBArS",
-	"fV32i0EmVf0b+QTW4yXjgOmyt66fbGkyiVznPZ7saJWSqHc/MQ8eYoneeLdi8F9UVeE/QeQUkGWh2WDU",
-	"VBy51jLBAWc15/s7Gi5WhaYsIAeTyX+ArL32TXsPmWsRGcjC7kC1olYqh8IVSXRGgtNMzzIpLMcyyo3G",
-	"gV3/ZOk5LcwDR6cngT+q39rr9ro9V2VT8Zls9VsPu73uQ1emGU0vHlvD/8d1XoPn8kooYQxiI9Fn+72e",
-	"m9+HgXOaD1r9QUtfDlofQwJxPZtomagNYZedWDaciOElgqpEzIRKgJ2hLsXZs4XiU/3sO9CXQMQQVY+F",
-	"NZU3ZsJVJ+iyZ74dqTMjMF4xOnRbQYnRk6TVhzm6SolL3Zr3e71r+indrI+S+0JDGyU/DWkYT+UVNQQ8",
-	"oM/XvbUYZtD2GR95uLf+ketaVX6MWo96D9e/o6ZZYWjIa/V/fRe1XAJUQDE+VrH/a4uIrPUOHtt11Nhd",
-	"8GnaSHawUK9mQh2dngQFX8tTN+eGXeQypdiE2n12j99so69U0tVcdosjc+OuncujRiXmX0cvnhO4rap7",
-	"S5+LqcmSf8WJklZyK68EaqVFk6oRttDqfDnCuWb3zybSoFqfcawjW0sCpMI3bv5rwRO5wnQARhUcwgsp",
-	"NGGCooIoSBp29PTs5OfjQ/ao97AoDOwVMpImGMyC4EIjVXE2zvhQjPKUmUluE5BAyGBI5lbsEoYZq2do",
-	"yECQmvHRSA4LjaWkT7jNdG7HoGD6iy/Dn/DTpGbR1P5qzKkgrSbSvNrbHWd8Nvm9mTe9zhWZJXw9Yyqu",
-	"XtAVxiH430DjReFHhiOs6wgaLZO2HxRIr1BFRI02EVmYqPg37L2GOh6dgS57pdIFDkIKg+aIvERlhAkT",
-	"dtB7FBq++jiS2FMuVwtCyjC0LvvFqQHNleTDgvHffhgslUoftPofBh6JDFr9vWgQ1AZHvAAaaevjR4/T",
-	"fWH7qHQ/u5NEBerhwoSbSadYYWnIjoovIMuYgxHU/msHjbxDPkT7sGKXXk2jZSMPAf0fg31F5s3IbWAZ",
-	"iE2MV3tD1wQ1IjUTjsolR23ZqaXYXAzTyJ2Jda80sT7sPuocsvhnni36jOrvxsyKNDX+JUutCEllNO7e",
-	"Gk5BZPoDtuoq9U2MHLmv4uQSHve9PRxS9X+WvGZtCfOP0b1Wdq8bVbWSfNPolrMTNq37vmYCYXH1iPFQ",
-	"rWkab1nT/Y4rWdMKYWkIt+qMUDfmoGB506B7+zVjfncjWeboesc/csMmpst16IGr315Urr6tFvThQhXV",
-	"56Ow94oJeoFLVdMwNVopT2+1Zm1vjYgTbvlKg+mfeV0XAtfh1Nk5a3gJhRxf16qzkPZfZnfuvXHt0dLa",
-	"hjbneO3EnAm+3IdDprNo5dmK1yYKjX/o0igdeUv9XFj7ug4qoTukcqCjQGAypbNl6ew1gw0gWKXFND70",
-	"6HO3FfZc/4EJJIILdbAOD1GLPYxFLBDUcl9eoPCaI4E4ZxOqf7IxYHUeBlyvvQ0wqrMChdj2YP+b9c8t",
-	"d4K/N1y9AZw/USAkeVoUc7kTGi/xd66CY+Cw5A/HZ50Aj3v8/Q77e5lNEHhJODXAm6AebT92hPVZPTNt",
-	"pNWIZqWbLrEBPpOOenfjziEgkKkkXl502ioM7p7Zk5XW8/qICZVPXSgEfDGfEcI0orsUGUMmzhLwI7uo",
-	"dvQ6DEQEevQNotOIdA7B4WxkYxgnSHVDvc5gg1LxXtoFS+SVTETCLhZYNhygXyo4YL9OUHwc5FcxDDTi",
-	"XtvwiTqJBfzK9aRSeZpGld5P5CE6rN59KRbGQQ+srLSCUWAZPCAJwPqyKYQEWyn5NmDqZVyC6xRM3Qml",
-	"DVaGGzaRYzIwr4hsrIW70vg86EsM/NmNKGLxV7tfxXVPkKV8WUK1eWjx4qX5grxeICZcrSYRlbDT30pl",
-	"oKQFVFG8Bs8Cp43tg25jJ2yvF4UkQoHEEdvrASkAxSmWe3v8knjxbXPKmrTeSo923cJII62YHiItOj0L",
-	"cHwRI+BrKRR9x1wzu/iH10enP/7j+fnp0es3x+ffH508P34G6+ev/3z0/OTZ0dnJq5fBj8+OT89+PH9+",
-	"8uLk7Pz4n0+Pj5/R9aevXpw+P/7nydm/an48PX795uTN2fGz83+8PX79r/OXr87Ov3/19uWzGNMdvGqK",
-	"kr/v42IOer2NwcN+zb34Eyjtw+V2835Zo0BPBYZV2tzdSHxzP9xzcocBTsAevT5UAmmJ/LqriyzNEoeh",
-	"jprtWGfj86J+WeBWOZ9Kg7EDsSsFHbwSOwviNl9iYeJ4dRnJde+D53xDQVN9jycM7wIGvtZlR87nRV4O",
-	"jNUnFrkyVnIXwBLRuWowXkixpt8dvt0VGgHec6Jsps3M6fESC3izXKXCmNBQIRQdRGAjBa2evDx7/erN",
-	"6fFTINe402UniZjONIArRvHdhlnvII2l/3G4+EkgCxy7A0xMugREcMrxkZPykR18xnn0297wMxEZFfmq",
-	"tR6U5QW+c61y78XCuNT28GM13NplJP7FdcLVrmSfRi/8y6ts7YptyAdh1ghDYEGlQPQ3ojCUlon3QyEA",
-	"BTlB2PksumBNaFuNGhhEvBWKXfWRsl97iMEq9yhvcup276QBfl5FaO/RJmMs2PELwH5noMBttaiKFqWz",
-	"QjzU6lLOudHcT4oqhqwxI2vfq4oC4FH/IDlWdnkqzIeuGbRPg8CGU8tyoMGQuJwBvt9rrDWw8+5vdRbb",
-	"d03K41GSVLorIXvBwT1wOSQdH51WLpbrSYPoCthMpl28LBbWJcei1UWOPHbPQA3VZlwZyrKNgmj8ocBg",
-	"CNBGS0DgE1B8aRLGXZs+7yySGWitmBXmfgNtIRM2WxSdLlNtfAJ2p3CTFgiSXhJE8HMELMhC5qxdjL8Q",
-	"Ti6QlOKyCsAPsGwB0xOpEQ+MHwx2fqf8+WLlIkSjlEsRsUxc6UtKqvAd1ir3Uly/VzyIyHiaejB80Dtg",
-	"bakSQoi5NBN+kS46MJywu5sMogwxdRI2qV/NCKJ3T3NjMYxysdwOrn305unJCUuFRUOei85KUIXfkcoA",
-	"erTySqSLThSofge9h9gV3g3lHF9Womcflktf9/Ac77kSmYuyKlKYqEDBLNPU/8OPrP4buSre0DkEieE8",
-	"0cJSMGN88vLnkzPSm45e/uv8+MXRyfMYtiTl74XBgM4uO+h943MeyqwKH5nIiTRLkwFrYx7VOcammrjo",
-	"Pk8DnXMCtwrj+Cg0qO1mi9fjGmBKpBT0jFtxbtUxz/KW3ZMKiG7d0PtwMxRT01GzAQ26xZzwhFE9+mIJ",
-	"3blEw1RBwW7F+9cfWJTy+yTlv8x8qnO5dbTA7YDKBqK0yB6iJw7WP/FSW6rPfAcs1NsAljzVapTK4R2t",
-	"yPubrJuLOAMgcaysK3jzvxU7EWGDlJEhj/GAKcBHJWiisqYNsUo2z1zZpErG3mruqY9VWunzuHBtZipd",
-	"ZkDWA8iQCg0hfczlKJpFTqMgqaDaCZJx0BcApEUslZeCapS9ysYmdmkF1YaQUbVzZNsP00Wmkz2hw1I0",
-	"7zlgVGmYCcM59MMrVKSlbpQ+eaDLXpZB2akYWQZ3G5kKZdNFbTzUC7EuwOEF9dllKvd5cktrrF2IO2sX",
-	"KRaN8Q24rBV/UVH7bw9RqW/qu9db09X3Y7RWWFEqwKcVUi/E9Uw88smqwYbKrLqES842II2mz7rbdvGe",
-	"0KP8GSTCZ+LvW6ffjVjuD8IGgDJgtlNR8ljfIbchCt24IPDGJrnkMfaJshF5xepbdiEnBuSCXLLrE7qE",
-	"Kw9Q5nfVwFPPS28MS4mt/EFYwmpHr1o7XNiduFjBSspW0AVgyyK2LOLWLOK5z22sJbMwWpfaQjeGBjx1",
-	"ThXOlJhX61KwI7VYwmgIzTDlGR9jWonDavu/oUa3vjVsJDNjfemELjsqH8b6CK5aD/NhlfGLo3+ev3r9",
-	"w5vz0+PX52/fHL+OV5gXt8xYmaYut3MJyR36EgdDnWMFhTGXyi1TYSLyn5U2YvMJt+gDq8JHadG4g+5A",
-	"4RzuYkFeLvw63kOWCSqLipWn4OPY4hQrSqCFw1nB3HicLajTZzNuXNqcNIXNCa0UOhuf/55ry8+9+T2O",
-	"2ETPcZhTrhaFFyzLla9T5SKai661WLyisDk4yOwnPuWX8LTWU1qgVZZNd77KxvdjSrh/b1nZM3MjR9ne",
-	"fX640XsVcvk5N369l7j88Rkfr+PyeM9n5vJb08Dd/Cpbu8JNJRidYMeyi6OzKrgCuOuLKpEUS0Vdl2jf",
-	"W3wV/faJQVLEgdVjYu2kygFTt65nceQ9EgFWC7p8+3YdlX7fZKX2Hb677CTLBEaCXKSCyvBgzSZfUaiU",
-	"it8vJVfBfykXHAG6MypGdbn/XmocgLpOpUUcnKcO+bah5zaKYHKLhJ9DDwN3Fpeym/YDTCobZ9T9XGn0",
-	"zg65In3Ai0Glyxxrn7Y+nUprDsPQHMIGmLBSGa80bJhb+CoFrmXCFCEcc51dugQgVVRZHGdU+AdTWfLs",
-	"Sl4hghlm3Ez8g2TO72PEfiaQ42NYwRSzgSoNw8mtAAI1kdXgOUxQpyI4E+FKW5I1Blg80VMS1sIouvGV",
-	"Ho54v7cfl5pV/doWRSg0CSasBEDBehQgMxY2aJsf+xDfkAxwYX2EWSn/g+7gZEHCMjmw/b4iiqOAMhc5",
-	"XBxc+6Ag0H7chBtoOW6DG+QIE+zrdLj9+xPe5aQ2EuIlVQZIz2/5CjEua3NuHxs6pNfTwMoud9bHYe+T",
-	"IN4AkLih+yhGK9LF1v/gMMMG4jssmkE1M7Z6682l/jMkwmWpz9rBiejUKa9rfQmrmqsTLiTtOEg+l6hZ",
-	"6Upi4mqJIHioBA8PvBoLmibejvFL9GBE7y05ezb2UQz/oED93JTehLfuY5qsRHaS6XxM0MP5BDr1afm3",
-	"4qcvtRKOp65kwB3DFNGNbfFfF5jf9fNaXQO83mT/d6tZ4VS+EDA+WFPx91Mb6zZh8HfSzB5uyJp8KZjW",
-	"1ma3NesLu17duelRR40IgdMMj3sNk6RMm1UmWaOWuMKmOis0lBWWRB0O7o7yPolZyFWdvnP89L0xHNfX",
-	"4v4YzxatfQm0tg26vTm7o7N4KwPPLppSdlI9bvRwUhlOiuAFdbfMhFWe1UVMiTkWwAMI10czSDvmQ6uz",
-	"kyTukP2frrhCaBbWzcLGlX/5W4WKKlX1ggAVX4TPlf0taoQkFGSKNUN9Sed5Jq0VxTAxgDKIeWXcBK/s",
-	"sthINRSxd3FgaAZnC8Ez/5k4V1amMWu7W/pM6Xmn8s1LMbPwwalWdpIu2EXuapi7EAZKBDIzrgyV0MQE",
-	"Q85GYl6GzxjtbUcTnSbwG7a/EFPj8hFdeM3/9//8v95wUYlpwWG6UDxfAvN2EggANXbjOfbNhZbkUB1K",
-	"xXWsYNRNelsAeK57G07mVm/7M3m9y0Ve7/Im4ye1WPiTeLb/uAJui6tvlN3hzdaFAT4QMnjtDri6TjqF",
-	"MY8bReA8MMy1xGHtXBXB/bkqDfy5cqH+ndCvEDGdJoUIKxOqyGFNhYc2ZKPMndX1HJxM3a6bQ+jkmItM",
-	"MHMpZzORHNYx+XpefRIs1586CqicyHp+GKzblh1u2eHnDg3y7EZWzl590PYdTA7XhxRVcoxGWK5nir0U",
-	"rHbhhGFKRwyci+KpI+arTKcLQt0+yYrF1JfVxIiUgyrdncJ3WKn1Tt/wWXgxskwCqUURb/SWTkTmQpl8",
-	"HT0hZq4HorQGi+nRF4I5EZM0Lpcsdn+eqGd8YUpEzr6Oiiinh70OcGIl5strs5ROlYU9cf1uYisQh9Zd",
-	"BHifcuioc4/VM4MeU0p9deqJc2W6giuoCcQ+maxkaSdJEMteSFJmJnpOuU6dLnuD5QLJcZ8Jm0nn/ASR",
-	"BAJkJbm+XZNlFzHDF2WqHV9eDEoNvBTK+Xf5woV+YXdgtMa7pm8PzFIS21gr4Yz8xXKuDIryxG22cK1/",
-	"iqzmYmKzFL4J61o3rEO2nEL46P1750Mm33ciE+f/LrfRe8pxOkaX45vzxWYS/JCIEdbZtSMCUY4jFMHV",
-	"IiVtNfmsbIRogqyzNpayqKaZwRrh4SpqqbiIOzx+QRWJThQ2AriepIOoKOa2E391oQ/tMEVv6EJ64j6t",
-	"dacpTO2+E9/u3yxZjvDLBK0tf78xRS3MKy0Sd6sJzFuH8TYq7S8Nnk6InRo9FVoJdrEg3rUu4a1JPdz9",
-	"IAMBe23g2mtU/0AermK3RiFfRgDfzpRGOmeFhy7xoYOmkSZbXrBVT25lrQHq2TCf9JaqyXpzQXgsG6w8",
-	"QUjKtW0XivCtmpC7ByaM9YoKVFQbl9mOiwi6uNPFkL6i8N5yZBpAMopI8+8XSeSKUJCmMKQu2GEoH+C+",
-	"kVTSTERS6fejR84wn4qRrY9CCRbjU3pSN4jRCyaUK2zGxbeBbFtedBte9D2ZMJdclNVDe38hGnVMBu0a",
-	"GxuR8e6V6LbU5YJNg8zMeksstqf9c9tgYQobJGDiQm0TLLes4W4Jlu68eAZAf39CiykZXciWRKYuOue+",
-	"zAX8GiaQRNUu3diAp9KzzXfm4ZbtdTb1FMEZc+ZCJUTiwAbLlfw9F02GGHjoj2qCgbF9GeMLrkoDkqG9",
-	"3qYKbo0yW6PMRqmCeGJq2HEjsNr9QN6iaw0vz1xWoHczoWYEqlNYq4GdUf4fw7bQRTteut+FWAXsdYVR",
-	"I38lVosW8xtZaWjkt2Kw12RWNeQNFVzJ5QttVattjtCXyRFqOu4bZAPBrZtmAbljHhcPVpJ+AiaABx1z",
-	"YxJXA9k/upwJhGeomgp0dHpwyIp8IDjLL4rv3jQl6Jac4LqcoGIqYfKPW4ylmjU3zQFyj3/uLKB1yGub",
-	"/rPVKD9/+k8zT/tEhm4CQNclCD11pYqDE6+wEY1KdnXGgps/GcChLJl7ADifRnX8MllF1zEwn1Z0Z0a2",
-	"BXbbdKI/VzrR7ZXAXY9E1pvba5BPiCaDmKolA/wvrknTjKsE88tjKqwYFKSuZle7arcuqTzeyITvkOO6",
-	"Kq+x+z59LxiGK0u29OXGJqYwl8bs7jpY9ydLc7lJZcdt/cYtGLxX94KnqC+CCTfnmbsf4LCvDWGaYueF",
-	"ouBi0eKd9PF7QY+HLIPPYPATvYiCKbJrX74mMwafoYjvoqMhVlGEO/rlF6U1WJXbfVMaDLaN4dI5RsY2",
-	"B1rB0pTM+zMY8gKRM+eG5rA1593eWbC1/322CDGgVH+6p/683MIMCEyoAuN82jW84xAjrFzvFsJCvnlY",
-	"FeatGBOX4J+3KzaZ6m594gOD3efBP03qZrmAW6vZFih9IatZQIVfAiytv5MQEpna8hrOVLYyTRfMCFvh",
-	"UQVqAZhEHGy/t1cGgFIBa24YR+9Dxf+oEmpYBvdi8zDXEHYJAXijUVtnQSqQ64oLn3YpdFSnO8fe2XTX",
-	"hVhhitjMCsBPUeiyc28Ab5xxVRSn9C+Au/FRLI2xDP9cp4Lok8LAREy1vRMMnOX23jDgp7F10tBOc/u5",
-	"zZ3rpdAaur6TaLrPmJ/1M2k+zFtj7l8f1m+tv7foQpYkVRhQSAIRdG+4nVnYlfbexCzcGAQUZqyzkUwt",
-	"ZhRfLFhMXfDjDe3HG1h/XSTSjaUHDeR7HNtGwAe/c0zm3z+bTZcWaYNAcVrMrS13q6LczZbLvc/IFsez",
-	"yoqilv/li1l2N+ZzLtvEtzwIy+ixdqyzRGTfcjOM+5XyRJ3NMlMYsSDjWo5huQ1klZgSmIj3rE0lLi48",
-	"JyWwj0dWYgstnS06/YK1HrJ4lkmdSYvFHVJA7O1xpvMZvZduww7TMGFfSwNmUTQLwFsw7gF78rqK/jz8",
-	"BjdGjpUQJ0nxlbo7u8FoXGGT4EnQFTIxwp7P+ONBr8faca5oGc5pwnEEQ4FRUuGNellwX3JgqYEG9o5w",
-	"gg6XRxrmZ8TaNCM314huwLZMuIBW68Y+kf4dFVfieh5+6h/7uGasbpWdWJauj+gdBlxuW6uh6/re/pPG",
-	"Nuv/0//P//7btzvvviovFtdq7/uP+oKB1Rl/5xo5Sa1cy9IYbojhzMyDQmFA1EWDU9S98abqcW2YN56M",
-	"+oaeOJpWVHiAOf6FF2/lB95ijC3G2GKMjf3Fq9DirpCiMSXt1UwoTEjDL5CscjwzVmIeN7b9c4Ypka2g",
-	"AVdfyR8HX8orJlsjxRw6k15Qs0glVQFa01N/yQzZlKCG3/3Dpqjh6L5QkhqtTFOwtKOAbaLaNlFtm6i2",
-	"YaKa5zWrjPoazWz3A/3nJglrdDh9yppvTtdlR2mq5yIpKo7QjQ8C/owPjZxTxPlDqA+Z84iYxky023HS",
-	"W+Silaxnm422zUb7wtlozWd6k4w0vHnTnDR/juPq2S3T0soulNUC0SspasWbVnLU6Gw1NKx6Wg7gxtlp",
-	"t+UO1+anlSsSJqj5hSn43i3y0/yz96HBfnp183qUtg3P2eqlXyI85zrW+KlM3Q4qXZfadsozK9ElRzEC",
-	"Idc4ZHoqrRUJm2XAw6wUlOGbipFluXJNXbrsjbBVDVRnpepqNYtVnlJN61zRbaDa8rGJq0Wc5xOdCmb5",
-	"mBkUBGsBWoSQzn+56EdchCX6B8j/CMCtGcl9PmXb5fLdB0T8VFr2F8rnu5Z/Fxl9d+fjW3i8DQP5yycB",
-	"3lXB3i1g36ZhHw8q6vVtS/B5YP3nrsLnZrHe9xEC863zYwsy7xRgsXwMg+NfKnGfC3HWek2OksQw7gfI",
-	"iLwoCqF0l6w6Ruj2LvPMAXGonE5zC6vR5NBwd/9RPRpueF/GpeHXpgFt+Q2qODW20Gnra/gT+RocCWtV",
-	"B4cCfliHh6gv+6aBYNT+/faYx3e//3NjHjeL9ZjH11bYgp4t6Lkj6KmU/c9NtU4A/X3/oR8IYsqk2EQo",
-	"i/ZeDGenJLeYtTFsMr/4TQytsw8VHSk7PjK+6O0Gf4zllVBFittt+13xJCnaTRWZW6CNGx9P+c1yTq/P",
-	"YvMpbKtMiieJO91/VDDlhvdlwJRfm42ymbamq21wyBawNaYw4WEp2WNdX3zP1xuB2x2LsXhLP15w7lzs",
-	"L0XdJTbjzXzZj401GwAOGpGOuuxVDe92N3FFebPwKVdXBYaFCbWZmHKpMD4fU2tHVc7ephxbemfHdVTU",
-	"1KUwW3kZvQIQmRKVSfr3BLm6fTbl2JaIRItP1PJvoAaUgk+9ox0rI2JkgLSdsjx0sdrei5OU5aEbisLc",
-	"VvLcPJymYNTbWjDbWjB/slowKyzsOs65Jh6HUndISWuMyKntgnXro/qZSrmsQWrFpLdhIltl9rOHiahV",
-	"dfb+tNmblWe5vhIy90VZFJ+KyHUvduWQPSjaDCdFTLwfipkl/ACYiYqr8EU1eV3PFcVktOPTo7OnP7Ju",
-	"t+uxHt3hEJ9LKUTNOIYn4kMWA0qcCowVVK5hN4KSOgyGtVVWCqsE2fRcLYqmgB4NEQxqU4UVHKfOaFk6",
-	"XfbMV0XZEMQ1hYzcDw76ZKr3lwkaWad6u6iRe2HsWyS4jRv5i8eNbCaC1iveuz7ZeOfmxUOGeZZRDbBq",
-	"xrKox6Obu1mO3Otumxi+Tcbduma2aPaGybiVQ8zrOcpnKf1RwNsNuNemXWfJWFbYtC5EqtXYwEyxjqok",
-	"7Ns+Ot3vB1kkLlo4LHmfjIXpLFXHh5evVsfnqdFsyLNMCkNByy8B5YbZK/Cl7wDy/SDsiRXTIoQaz3ib",
-	"Glem8kowXVZ7NRHWdh3qmQS8pKxm4gpGC2Pr3IHrAjxr6Kt7w3L62Njgf1c5/doivVvmvGXOdw4WDMuq",
-	"BqRVx5s/dQXZG3HmG8NJahZcZvXKkmFXKzddx+Oq2YfUNwTeQgmHeForjLl0rzsOq2c7qbgSqWsm4nNq",
-	"FhHjdLc/PAS8kZkDxYqEScvaSmNspHfS6LnqbMZ4m6BubScU7gMb3GpJ5ZqgwBiXZnCbTMLb90P53wS9",
-	"l6hyy+u3vP5egHjpcb1Y/HGR+FxcTLS+3Dz40j3ATH5R3LaS9g24WOfWWZONGGZYYWejdu+1zPUXP8w/",
-	"dcimm8V61uR35U/Cjf5yweP/q/nX8lEPQWpx6f7DPN8QQ7kAPTvPKIO5HMvQ+cJ8svFiJgwWlBBXVIah",
-	"TagukZalGp7gQ8eaTD6cAKSKXS4rJVhQ3f/410Hrq0HrXYxKO2ngWoECfsyHE++DkoadvnpzRkYVaT2G",
-	"fGO5SniWMM+dmJmJITN8YVjbnUcWuyXbkUkclX9ZORXG8uksvGjkWHGbZyLuRCwTNpO+LKd4Tysqecou",
-	"+PBSj0bMlVzUOWCYoVZK4IyZAKIwETvY/wYDkh69f4+z23/EJjrPzCE2ZVDJTEtl2USnCbYXmGqs5RH1",
-	"ej2Wq0Sk8gqLRtMCs7bRzl5d3Lzfw7td3BO8FG5lM26cg1Ea2IuxSGDFOItH6G2ImXv5gvo7eAKtoHlY",
-	"CsDDMQmPmLXj+cSI4fkg7/UeDi+4EY8P8P+4WGai54rckBORia4jIUwuvxBsYu2MMtAp3VwXKeezTF5x",
-	"KyKWaj2DlQWqSKW63En1kKeA0TNhDGv7Kql8zLFGiSOWct0jxkeg8Dx7+QampNMcrqIpB1dtwk2wcsXh",
-	"ogx2TwLnKK/izm1lJdG2o8c/avCwG96XCR6ufDxpcmSG6IbgDCqCniqJKLfezW1o8Ta0uAZHFKK8Imkq",
-	"8pykSj2yuE5P2f3g/rcm3Bi2s8AT8Fk/jEM8yDNXddtJIl9rJcn0bCaS23JfGsxtue/NA2i9LrYtSLct",
-	"SPflC9LNC7qv1RbWlqRblbk6tyR2Sdze8lSOhS2P5KfW7ZsAhVuKLWTYKvSfvRzamoP5icyOhZzeJMR1",
-	"+fw/cEaAqFDwXWcB97tr4De08krEWBMNvSf+CmKNLBdOWyPFDL9BK8YSiVAtYRyjQeHZAqeMdDYWlqqH",
-	"w495Jm5tu6SAyPtBBJ9MEfsyoaRrGKYPJd0yzj8rHtoGht6hoNi1PHtTBWm3VG8a/Ttn2JmF7HEs1WNv",
-	"YfXssHCPknEPHTx9CpPCKw8M9mEQEePWiunMmoii7l13Bq4SskjCi95bfxdeTznamrrsKBiC4D5NFEbz",
-	"NUv4wjgOLi0zwlrg2+1nC8Wn+tl37OzseeceXEvPyqX6K/iY3HQW631NJY1svU1bcPr5I6Mcu3pgAkr8",
-	"glD1Frx194PnXnA9E+4vWKJPP+D1N5eDu8b79oJfOq5bcOIE8LNlWg1FxOYTbrELHurjxPCLUiqGT0XF",
-	"0YXc/UIni0Pg2dhjjpxZ6AdSYo5Bs3Odpwm7ELfl3sVKN6r3+5+KrTah1mLxpKH1A/1ja5Pb8sfbWNGF",
-	"Av20ICmkpTsCwkzD0d0hg9rnYVCNLOcHeVWj+Tv+QCNEL3ieKQyRL3y7mDquBLCWoqK5sQATr3gqqYT5",
-	"/gE5u/tsKriaT2QqnMe2WE/vbr7QdsIK17txearowNZK9BmHwWiVMFw8GKJrsglD998BvEyTGWd8WAST",
-	"0zSC2FUYtxt0Enn22mUnFpCymVPALPUbxdsWgHVl4aZ3L+zAqICnLtBVn5VcOHDh7vwkFjX9PR9GxHyd",
-	"fZWzS7GgqQnj+NVt+TG+xHHKN0Rinx7prvHkFj4S78MtqWvLl7d8+TY1QJDMK8i1GhfQwKPhJWKYY/NY",
-	"4LUXgmciO8rtpNX/9R3wSWy6Wx8xjtWAslzFgeb7XA952jlEGTFL9YJq/CIXMUwrH7rOJsB+o1aepa1+",
-	"a2LtrL+7u7f/dbfX7XX3+k96T3rIpd2YVzovBhmqhrWtUFxZg50WigatY1PTI+dF2R9iKdE1eJbiYFcf",
-	"xhQmJpWRyWqeLKBLCi1dytJxL6UUitWXviFbU5h06Z9wYbirzxQ1kDHcavm5oq5pzQxcloFQFvibSHy5",
-	"5fLpqah57kRdSetW22r2m5bqmvWT5d0NYwgffGDKELngJXit5vFf6mJ9+6tReRFzOYftlZC4Dm6Wg/8R",
-	"K8PKMJIOdtiKMckQEwUbG5qkgpEW56l+rj9kfDb5x3N2dHrC9FUoFxNuOWuT6MC4QemYw+4YnuEz6eTK",
-	"bhyx1yLlYWiX6fRdngZPyibUR6cnNOKwn2fEwoYjFBiXJI6IDosB4uB+PDs7jTCyEO9r/55TJAJAnQ77",
-	"4fgsmDiO8ve0jqidS2MieGonwSN0AVTa/z8AAP//",
+	"7L37chs3tjf6KijuXWUy06QoWXZsqlJnK7aSaOKLxpaTmQn9qSE2SCJqAkwDLYrj8a7zEOcJz5N8hbUA",
+	"NJrsJqmLZTvDv2w1+4LLwlq/df/QGMjJVAomtGr0PjTGjCYsg/8endKR+TdhapDxqeZSNHqNI6G5nhNN",
+	"R0QOiR4zkjGdZ4IlJGPTjCkmNDX39kjcb/Tzbvfh4JJliksBf7A2Xkv4iCmNl/qNuENOx4zYG8lEXjJF",
+	"ZlyPCbtk2ZwMxlSMWPFFJfNswA7gL3xT9d2zMdWEq2KMTUrigZxMmNDPZC50TGRG4nyaUM2SQx0TOtQs",
+	"I5TYmyLCJucsSWB6+FXV6pC3TCSEa8IFiY+H7VdSsPZLqgfjmGhJMkYTIkU6x+/jcJKIUPMQPlHcPKEX",
+	"jFAyy7hmZCBFws3q0ZRIAdNza8I1EXTCVKcRNTL2R84zljR6OstZ1FCDMZtQs1l6PmWNXkPpjItR4+PH",
+	"qPGCi4vlbXzzwzPyZO/JE5JycWGGYT4l2JUmUzpiEWGdUYfEuFU7l7s7MhupnQ8yGx0nH3c0H1wwrf6f",
+	"QZ4pmX3X6XTMjXuPUz7h+ru9R7irByRj6Xf9hnlrvxGbpX/35phkbMgyJgZmG1Oq+SVznzezYko/MAt8",
+	"eG4Iya1BShUOzEx+1WTfUM1emFEsz/jXMcsYYXQwRjKSihEYsCJKU5Eo0lR0wkiS0aFuAfXKbNRvHGTf",
+	"Pfr2QH+3F0ckc2M0z/A0JTRN5YwlRMhZRDRRzGygIrnQPCXabP4fudTUkOBsLFNG6IhyERGZRWQ2ZoJk",
+	"5qdu5J+wm2A/Y350n2iaH+M3TGfz9qEh0tjMg5L9vaetjZelfSJTPpgvr445fRnVfkmC/SAzsxN6nMl8",
+	"NCbN46PTH4h/IUGGQYacpYmKcPXanOlhe6z1lE5527wW3tq2zKW9221FhBKls3yg84wlJOVKw5IPaJqy",
+	"rN84+OO7vW73YPbdXkTcRvhLQEu4sHJI/ig2ZcoyMnO70COUaHnBBDnPDb3CvZGhP56mDE6iv7fVITF+",
+	"OjZrbmYPjz5QROXnv7OBjoiamnU4Z0OZMbiD5nosM/4vYHdw6A9ILLNRDL/KbESF+xE2L1csIzLXiieM",
+	"SMFa/p1zYtZ8YlhNptZuZkECy/v41lIgsrHZmA/Gpb2c0Dk5B56dcZaUPzXhgk/ySaPXjdxnudBsxDL4",
+	"7q+//to+zPWYCc0HVLPlj3/PaGaYZ3GTmftgbBbWMOSm4TqPv33Uba1mYuyKTqYpK96YMZpOvus3NBNU",
+	"6KTfiAjLMpl9129wcUlTnpzBdvUbjWhpxT5GjSnN6IRpK9iOEzaZSs3EYP4zqzgLL+kFU0YEZIxqLkbk",
+	"5PXbU6LokCFz19mcNN/qjE8ZUWxCzVQNBZkzNOSZKo4vyCRKLticZLlQB7DNGVNTKRQjTaWpzhWIhXOZ",
+	"zFuG9C7YVJOhzMjePhnLPMOfMzZN6dzIEHhl7Keg22/sTz1iljGOzBipmNtxwu2GAIC3mYGY1/kLdqA4",
+	"dn+LHXbCh8Cqi/mMmFZkf2/vgFD3/jFP8TSUZ84dh8xyIcwa4qPdpx3yM5srQjNG1EBOWeK4f+m8uEHi",
+	"mTTyNrtkGW66Is1HV1cteIWQGlYsIgrfYoY/oGKBxrnZVuQ+jahhxGijF5JB29BB6SjQqxdMjPS40dt7",
+	"9CgyR8P9vWvISWuWmXf+n9/6/au93Xa/f/Xt0fu//HcF+UUNFJPLdPZ6Sv/IGcGfyTCTE0LJNGOXXOYK",
+	"xN0DRWIjD57BLTFpGrBiBHps+W6rQ14bLqylWeBgH0BYEnwOV/unl4fP2oqPDApCistF/eIbhmy2TSOA",
+	"UjmDDZmYnZ/IhA85Swx0MsyQj4SbBEAtwy5ZglS03+36DfgjZ9m8WH+7LHXL3t1/UrWYCUu5AXnHSbUQ",
+	"c78/UAYMCk2On5OmOXbxjJ2Ppbxo86RYPTe0KdXjYmTBN1axqZAMuu1v3//WbT89bP/0159fvjppn/7S",
+	"/uf7D3uPPlbTBB8CAqwGZk93d7vEgcQeib+JDWIgFHbFiDHmQbhCumE0S7lhvULNjAiB82xhMFdkQkHi",
+	"pHPCh0byOCDdVDqTYtTCNwG8LAHsB8psLLAAC0MPyIzRC7y/Gf+6028Y9NeIW0QY7E0mZsgdcug+DvQz",
+	"AYYqJBFs5vFs02Nsg/IoQVBpcAHKQfK75MA5KNGMTlr2jThAo5uQ81zbrw4pTw2jDKB1jwhpmCphqYJ5",
+	"2G9lbJgrpshc5hlhCdcd8lqPWTbjipH93T2gfiH12HyaKwfe67mI/WAdHe929/arCcAoDRsQQaFbACXU",
+	"E0ITdsaoczTjSopWh/xqIKbZb9gWu3ZuR8vq2gMFixohsgEyMtN/2N0nr6QmL92Zh1MtJAisVYtSDPva",
+	"KyMuOY4Jz3jFAS3d8qmO6AWb1w4Af/tUX06rNZiX9MrgMyJyOB9ySLhmE2VBSZ4J0jRsnyj+L9aq47r4",
+	"7nCkCRvSPNVG0kVmfxAD7na7UYEIdysRIaiDFXItFCY8Ic13L46f1/FafMdmaLC7+9en/3z4y7d/e/L3",
+	"vZ/3Xz5+9eSk+2bvdP/Xx43oVguOQOwHnlZi6teGcdoVtqqvw1UAc8yzdcuNv5bW+78zNmz0Gv+1U1he",
+	"dvBXtXMKr3+LD5mRGdZXKeoYnaxdW/vwdRb31+8fPfv2+dOj3R8e/vjop2//+vTn3Ze3XFxcsqOrKRUV",
+	"E3kmJxPaVsxAdG01QUPaYBxgCShNQOJghzFKG6jw+NIeiS3gNIobTRIVXohITBUgHuZ+LP5ugvoNih68",
+	"ClRt/DVpdcgRrkuPxAwG/p1/beTfYVadXU1TmbBGb0hTxappAN9QogE4uJsRAyyckZiNj351aZZR84Fc",
+	"8D9ydowvM1sLtDyH/RzKbNLwy19JQ3bi66jIveA6dPT353tH+z88/vHJT92/urN6SzoylFA1jXdGreZG",
+	"/xkzEqv8PCaDlPKJAznmuQcK9XnVIbvt3b0nRqxndGA0QgRQ8WH7n4S2/0W67aekQ87I/5Ie+R/yb/IX",
+	"8h1pxxFoGoCgEqlVj8SdGJBC3DH/yZi5TBQbGYyhEPW8e/OCDFIOFzI2kZcMtBSVD8YGqvCEDGSeAtgw",
+	"6gpNkowp5Sw9dqWIonNFOKqSMtcklfKCGnnbI1STlFFzXAQrJuQgO7yXmnHVbaxd0M221Sj13X8/Gn47",
+	"eMIG3w4ePhw8HnS7++fndMie7DWikmTfe7JKZTps/5O2/9VtP+2c/W/vf/79l+/a778pLvprlfdVk4aF",
+	"9rXiuvj904jsj+a1qNXDqf6eJm+QX5i/BlIYTd38l06nqbWL7EwzeZ6yyV9+V4aMP2woIYpXn+Dz+PkK",
+	"a16hiU9oariB1dgAK4PRxNqmrAnFkNw4IsC8zI3WsudtJxFxN8qM5OJCyJkAGEimmZyyTM+LO1C3M3wU",
+	"DPJ2qmYshr8jH49Rm4+jEiH3CEVj4gOFZtKhzEoWLKoItcbUJsXvhxT/17evX0Xm1LQiOBdoL4E3xoRN",
+	"pnreMVzxmRTDlA/ufn823JWB/b4qLDQOlxvIwEgTLPBJjuNhEaFpxmgy9/pRhFZxORPm/96qnoC2BFtk",
+	"+GIiGa4LuzKClQun7rdgGX6Q2TlPEibuex3QsANC1+l7ll2XTBFGxdNjxjOSmQ33swGjOOIvQ3pwM0zo",
+	"WJgjTNMjQ1v3Oal3gl1N0fChAmMVauLV1tcDsGGj9czBluMkto4BNpUZmGC4hpm9kvoHmSOEul+KRVvA",
+	"AimBRUKXdhIFzordBMGmZ5IMqFHBjdjkIkFLU87VmJ6njJzPScIMwmq5aTvds8ZrUVJjnfXeHP1Fz5wR",
+	"BkkvVF4rvJ1VK2Vv24F7YJlO6DyVNDmV8gXNRuxzcRE0cFwNGEtw2lZ9804jowqS5uN98jP/HhgimIb9",
+	"kUEWCexTOxsNvJOLQZonuFpoCplRRRIpGGzKSca8p/IHylN2r1QZ+E8TjvgJ7Bt1piuzbQelH2E23oyp",
+	"uBgwwFhUgRunQ96wNjhxubbmd52h3LCy9yegiB/A6VVDBJpd6Z1pSvnCpCuwQ+0GP1BWCiu7ywS3Ek8S",
+	"8pkHisQv6RWO6Pu5ZipudciP8oEiP52enjhuZC2DZkbOhYXOFPBMGMlNYLDEjBtd1YNUKmczkkKwAbr1",
+	"KynCrsspnzCZ6896HhxN0CzjlwgArNgrFuzN0eHzs9Pjl0ev352CNxGBOh4FxUQCC6WlJCqVs3R+k7Nz",
+	"UL1Sb1l2yQfsnaCXlKeG5d33aikcAbBKNpnKjGY8nZNcAP/VkoypSKxXx67sgXX3GJ08i8hYCpkb+l1w",
+	"SIPksuy4Qw5tUAOSnrMdIjkljMTw65nM9UBO2JlFlDHRHJBqrq0T0x5MiAew7oqEanpOFQMyNUIVfU1G",
+	"izKLZ/gWHN/SmbdkDxNBuQoyLPCTBYylad1/LFpwocULbqO4tSBIFtyzq+RJeCvs1amUL6mY28Ok7psw",
+	"kCNYVmNAOmiueLQgOKCJG2f+fwaGRJYYZgPzsLtVJgjrXu+QFxhWYET+1KCDEiwwV0rOcSpKd7RAcTbH",
+	"TUiu5m6caPsHa34+JdScNnO6F/cjDAlZuRv+xpqIiY0edvcvO+qvRQnvhIsuYPeO+M7R6Y6xE0Z95Epx",
+	"MYoKPTIi7GpqlGhzgKzOt7DsVdECq1Zg6X67DNNMDphShjVh6Nl9r8bSgQdu5LSxXDm+VuUvt+eFF284",
+	"u2Dzs4yZx8zJeWd4GLjFLtgcVF38y/nlG7AGKp8aZYAlL1nC6SkAiM8oYC3Uj8Ovmq/FpDkY00wxbYOb",
+	"RvySiYjEuR62n8QtYLccYwPMKtlli5/hRNpHYiATLkYxaZ7LhFsNARi55f89Eh8OBmxa3NsjPEEnWIym",
+	"MiVbHX/XiVQ2ws9dKDQBC5jNihKDyVBtcNIdZfoCTS98e1kfiYvBePMyLNnYzIHYHSP4+Lo4n3DIVU4J",
+	"QsnJ4emzn6KFiQB0ofCw2vQbUum6T7x+e3rzLwA5WRqDFZxyG3JjbUYcDWYoa5NDGIXhMVQ3eo2EatY2",
+	"cGDZ5Ba5R76vCWbL0Srs9FCaTLgRKmgvIbOxJBMuwBKlO1WvRwanDqsjCSEcU2k5VWQmswsuRgeEQshi",
+	"BHhFZhcuCjBjl/ICHcibTYwnFSsZNVKq9Dvl1qh6RIYzgVXI8JfIoaUJF7lmxQBBbm4+HrShVowok4hd",
+	"mcgnjd5vDVjjRtRAC0DjfZWltrC+/mYmat9u3xUFdBBucPEmCbF45uNISc/gHmCBiQucPQkoy3plysS2",
+	"bmtdHFFpf0nTKhHDXOeZhYXcnJA5o1nr7rbfLffiwKj2A+MKREWz33h2TM6l7jcAhJaiZ7qLFvja7Vs+",
+	"OzIbob3NfZA6QyW4vG643eFOr9tROAI0TV8PG73fVksuy1I+Ros8RbFBxnT1DEOIE5FYJxdnGOsM7miM",
+	"X7ZXePlPfCteijvk7VjOhA2tEWiQdJ6ATmPditgRLi/Ge78cLzhy5vLUvPtwIz+iX6Gy+9DQmo8tqxYP",
+	"pdMKn6rcuDzh+hnEySwPla6Cv36E5g2/0DRn5n2oqF3vGTDwr58E3lY7iaNLC6gW5jBA0gn9YegV7WDm",
+	"QNU5pgMtrb9y+bfryDkMe9p8t4PdqNhyNHS8cdbm6uMR/71t72gfJxjObA0kBXALrAMW7lkBtNt+vB/6",
+	"V+Vw2bvaI+3YsUwiffxVk5JUihEoiIHXyn6bJ4bz8ZGQmZFuqP4pbf5a5H+P92tdjr32+w+70eP9Kkde",
+	"rfDNVq+XNywVgMMhZhsAlyAztVFxGJBYXmQfFhzEJi6NQ9Ns5Jz5NT869WCRVBsbiWNHtZEj+tJrgwGE",
+	"awIEXVDq6uN1JxytOKyflqshfzEsQMytLBJ5aq126D9e3IZgCsuyvfpZO/L3i5rXofOEkkszDmfBMlqi",
+	"y1KCJe9hMgXo6EVsIF5RpKnpSEXoFjx+rlANMyMpdBT4DBzeXCiGaueyo3ljkeyVySWZjC7fjfcZDOzo",
+	"yvsIeMaGuuwuLt3CrtrPVAjW5SV2vmlMpul2I5s1YZZR2YSy4J7wbAdObOtUhhjTCgECtpyaY2sUxMof",
+	"bqAU8ZoIK8s+izifZeYRhAltwCeCoCA/OTuVcOBVB8uO50bQ3a1VGequBbsLM4C3rBjaXbAoRwtr+dPC",
+	"ZmEcvSU0n5BXyMqKhLibcrjgdFXo/qx8MrwjAA5J6XSAZ2NxpwYQFbeUnqTBxzChgzEX6GODC2Ans5O2",
+	"n3U5iG4ucURi6yM4w3CO4IIPUjEXtZRnBkb4/xuZZf5wuULATcMLeLjCK2ax4sqD4pFmhd40HDKRGGUR",
+	"bjJseUr1mHBhNXGwBWFkR2y48s7D+ACDUnyYC9xSxLi0nJvdz/ABBuq714AZPq4+0+h6rEqDDNaZcBVq",
+	"dfYIuxBGG0dlA7zfV3xkwpSio6q9HstMk3E+oaLYaHY1Tamw8RoVb5tKLiqDcH8A2yisDixuBN6Jv759",
+	"/Yqc4DM2vexpd7flaGfHLvIGp8QgHdzaCGm3mFnV2fkxo9Px317407NoYdAMYjZVPX9DBLBgPzRfjtG7",
+	"++bo7Sk5PDl+oKxdGIU0yJtWROILLswRgCBEK4RIszjS7ZRfMMKEzjhTQNgxOWfgsqPZKDe8CS2jXEzz",
+	"MgEVs0wlmnfLbG/xoKf5RARiw0eIR42UC1b1y8eKby1yyYCulqnEUGU4pAKeLcOxxY+//7gGPWyw70F0",
+	"30rptQg27ONF3l0MBy12kUEpG2pwfYJFAfZdEJprOaGaD8iUZQrj5zBKr3Bqe4eE4YeKNOOCBDv+qb/B",
+	"t1odcoj4L/bm7ld0AgzxkmbcnFOFtFG8xKfFghOUKiIquf5NCf8kk1oOZEqKF/RIvDBwzC6jkEg/R60R",
+	"zWGoEZrRLALs8ujK77vu5q3YiANcT14sy+qBqDHde/T4J6rG1YLk7U+H7b1Hj51EhG9EZMyuOksx1E9p",
+	"e/j+Q506a5OtAivt7vvKVI6Q/t1DUTjO5cNQdYhLBFUjJL2Lxc4ukQNgR5DHkovCmDAGr88ly2jaqQgw",
+	"XlriYF3OUOF//9sZxPDC/7+pXKE/HCksj9QdVj/AplHlpdJk9zFE4Rje+yjqdrs2uHzRCrH7+OGT/apd",
+	"cafseoektHqgFNrXVBFceWuixlV7JNv24u9Kis4bOntpGV3lVnpOh2aJ5SUKuVlh8SwTekI1vd0kM6by",
+	"VHv86xRfp4KB5CNNF2nDrtgg19YetHpJPkbX1UZLMr9CYm3O/DY4ST8xmqKQW2AdmBsUuF3kxXrbu32q",
+	"SqId+1y6O3HLsQnlaaXQLrldbuUKg/S/atcfJIMcP3e8Be/MKqGm83+s2vI35h6fhlUmlWUVehWoAK0Z",
+	"F8d7u9xbwxmVfWDFmq3eOvTjotukvIU+R295uNefEybhrFu019nIbMPSErhUP3hH8f3VM7uZh88RoScz",
+	"t/KlxP79er/vsXhO56qUHvltkB35cE1y5O2p68bJKDBKayfb626QMrZoOwtpdJO9uYavLuA1y7ZBqHEx",
+	"YMnxQv7vsnyYWi27SAP26jPAU5iCDc2EFAHBiHt7D/RGjG0S0rkbwGPrqw45u2iGgcIO0y0fDvOWStsJ",
+	"cDSC/j0YG5QQ2bnc3SnGrHY+wAs+7mAoxS2diTiYal9isaR3Ydoq7eInsr6/rHAl3sBuBs4nmY2Mbjyl",
+	"CgNXFIkHtqCGliQeMf2Sxa3rmNgg9VlVQSL30cXcBxXmSpwzQ3aQ1dq0BpyI7Ha7mPsA7KZ1UK78ATFT",
+	"JcqkGSMTmcHwNtq2l+x1VsvT644ajviB8vE0TTw6tipSaz1d+ixDWLLqvTYDW97uehUiWFhrDqvbpBrZ",
+	"dx3ubCZQrc78Q+YZGuPccS3Htc5lDoq9K8ShI1dqzorIeIP1c1KzHCjjB1W9oFBIasynVSRq82En/iYC",
+	"YSxGCHVIbP4Ba4AhORvKbWvZQYi0TYc2t8XmqMQph7ik7JTRiYoPSGzeb21Y+I0HsC7w3VbFq/B+9yrz",
+	"Gjv+eFmf+F1ycT08en05XAuWqonAXHUnHnxszc1Xq9psey2MFR7fNQLCVQMo8n6RlvyirqaluxAdAWV+",
+	"wY6R18PhuaRZdYznoVjkP7K4neQiMXCCzpdpt54bTce0SsH+Sc7IkELI7EjqnpFaWg6HMWkmLGWQG2gP",
+	"8QOIxlSqFZHYBpmaE2hoLHIlK6IALqlOp2PupXnCtT2r8H+SypH5Qc0Ym0IWhF1QhVZoSNmw+e0ZHTBb",
+	"pSvXbTkcmgeHXNDUvrHEDLlWLB22QlcDTgfs7RjJHDVgEI2oAd8Hi7ygaaXbQWmaXVM1tY/URYwWkaH2",
+	"xrrQUEjQrSCMdEbnisS24ll8ADZ7wdWYJSUaSRm9xFRKsFmcszEXCWnud/dLy2Pfs165dxICx+XIKVyi",
+	"cO6VBF8lf+/I/VxfDWbzSFNfn3XzoUDdkFr4YAGNOqgScTaBCwQTCqGNeFvAkhcZW2CGXSjpI4XUUvCB",
+	"K4tlTukgYxMGsclSlCraloJIudCP9xtrjblhkG1h2A1tDMXi1pDGjVRwt5fXCkqtihitGdRKjFNm0dXQ",
+	"O0js8iDXCMS7AB21hHwXiHQjfLhSppeW7y7Eenk/vmTJno3eYcTml0XN7yzk29SMtUQ+d0ij19WNagg6",
+	"4HnX5VkeoLrp1tB28ZEVy3rfBsQbkcpNV33RJ/Zpy+xsvEcrtuOO2E2dpP2SGI1i2YbMZsJFeHX3ayLH",
+	"KudVEDFaUdhy/9G3PvgoYZryVN02fgzdgOaZDvk+o2IwJlgyv0lF4jYWnWAtklEIHdBjKkAn11ynDAMe",
+	"cDi2spuLnxZSnw2h9ErFQuETFcpbbdwTEiBXRA6wQsWAlb9nC9IJqUntZwvX5UIgBcvaGCgUVHhyZZP3",
+	"u13Aua2NMW05AHfxsK2Iij9eDITHQk42kxVLDMsRGcgMuwDUhIMV3s6F1YXKFlg+G3Y9XMD97n6VRwa2",
+	"uSZMLVqMU1P5ZEKz+UJMImQ/ljfrldTkh7pd0jYWf8FHWeqCgCmjwzlWWy5/ijRjei5z3TtPqbiIQ/Mv",
+	"xJqAAZioKRvwIR/AI62SkpBnvO0/td6FYGP8YaGionalpXEfGFfsexXre1OZV/Y6G0EoI6MThNnkJOOX",
+	"PGUjm+crswSKRMSgh8cEU6xIDGlmxZ9o8YhDRRkeaETrE9IiKJt5J5puaXJLsYoZY1BHxQV34nO4fQIK",
+	"BVZbFvhGlT4rQjDNhKGfSXUcnjUTVavDZktK9uDVWvEkMM7ehc3vDnX+W0DOUE0Ol6i8uDdToc0O3giF",
+	"LhDZQtD7XQn7TdUUM427QG9wBr9g6FZ4IE5yfc0du7EWXwubzWjuCEXeGzktTwIz0CqcUQ4Q2HRK35xJ",
+	"1fmfHBvy9x2UawCLpFTl1zmelPM8YW09vD8peWliAIuIU4pX2HDEojTwElJ1t15Da3GPVCGnQ/slGLYn",
+	"cBhELtwwKsVA2NeqWg64RavAjRus9MYcf0Xuy5ctaisKIi87azIuM1uHZn315hN3dwGXr+Xc88/UVj6e",
+	"jSWRUyasL8YepNVgevMS5FFD09GaGLEV8UbrKpiX629nMtfQEKZM9vXxNw7RfwngwaHmMnrwGNqTTXlP",
+	"7fouHN4b4gxYyBshjTJDukerUrRGKnXXnMDN4s4WzyKkgdqwvoYwu502FgORn+MNEKUT4z2Y5bl0IIIh",
+	"P1pvWblmdF54gG4RE+iPym2gIb6knvSKUvVBeHLB9Qq5V62bwTscwqwNrEJvdqcUZ+KkvGGGivkmDUat",
+	"xHrTrTVoohyDAgEa+I6KGJRrol2EPvePd28Xq7sCHpfPUrDTqZwZJcodpzEfjQ1JZyODBep3/G2NjecF",
+	"H7LBfJCi4Y71SCzYLCbN33OlrcRrRZDDJGLSxNy2mcwuwG9qfrFhojFpziiHcAm7bJ4kIdRBppeYXQr1",
+	"TpOSaUEwMyXzCUMG+D7D1eEZw5zhkRWTuyPovgowvmIzB0/ZAYlFnqaxh4pqARRcJ4nmC2P11wNbtwM7",
+	"C1ZrjB1Wtv5TmkL7W8X0AYl/ex+TQcoolNYtIeR7EwvL5GB+86SAvSdCQsCWFxAHzeikMl3tM0iaJU7z",
+	"K3ZtqK7Hc1lhY4TDRKQYQAVRLPk2pVCikRcFy13524RDVUks8gxpRQ9JQudQsGZIeZpnmFllx3UuZcqo",
+	"uBslZtmef+n0ss1zMcwguRi95WLAVpQyYyKBrOqgInaWCzdLlriWeZwpcs5GVJCmR988ZVgDG4pHt25d",
+	"xO4mgTxZetf+ZcDr5r1+3SNHUzdD3pZS79jI96iSJRaUsgCRIH4Pq/Yo0owtz8dJQK0ExTJbryqOSKfT",
+	"gdoC8W/9xjf9xvsY7B6lgg5VnOzx/jU4mWV7dUVb/N4uRe+MtZ4qaKDTNP8Fq84045dUF31ylDfo2HoG",
+	"PhE6lTPgdhO05STskqVyarSrijJ514TAJapZSwrXSI1xzO56deyMiDfABu+JSDwbKzawperOqWKP9++h",
+	"VJ0d+3PbNrOCYWvNJlOtaqxSdxNoaNYDNuaBIsfPIyxVRhcaf/qIOjukSuBsYHVNXZRfx/MCedt3WD4K",
+	"AmY2noO9AjsM0IT1jCjCTqRQBczxVOX5sk/dH9OE7HYhnzgXlimzBB9WRoGBerpQ61qjlGvG+GnoT+WG",
+	"0zogGbOPG+YNd0JpETq4SOWIJBnlQtXOvA6Pn5ZlCaxA6Id1UoMPoVc9K7oOWLNpRX0ICkWRX6qNuDiq",
+	"TIc4y2sG/upSpdICyftlbqA8rQHzzpG7SWUkdKK6YFxP+uvKIi0corvwtCyey0+WrWU/dIdj/uRjvSvF",
+	"zEPRZZh4c8l+b5L32rJwOXNdsUFulK63ZgNtlS6ornqY63GlJYdlCvIm/vrraWQtNmHbPq7KQbk+80wx",
+	"2ysJY8/ioiaST//0fW/mQtOrA8IThdH8WPgGCqH2YltXfGirJI/ZHLO4Dk+OyQWb2xJ52ITggXKXDaZa",
+	"UScWWsLWl4pt+ULZQCWwQgWvMigHa69zMZSuujvF/mS+myf2a5lQLjTlgmXKwlh8XvV2duw9nYRdLlGg",
+	"fwE23cpTzdu2k8KYpdN2wtSFU4465HUpebHZh/S9fqNF5Ez0BbjUsKYgNqi3JrcDK12DphupnJF453J3",
+	"x7xg5wMs3MeYcNUXXEls8gnlsYxQCz7a6Yu++K//IkFTAC5FX2BHOfPGOKglYs++mVm5fQHoQH0RH9p2",
+	"ChSb2HyPN+FGwa12n2z5TajdVUGoNu8Rhl9Fpasop9PpxAaWMBKjKMDCvHEr6gusOQh1ljkky9g3gEsk",
+	"aBJ3weY2Tj0CbGNJeokE405fHK7q3BC5ytRQFN1XYHUN/HD15tDgqC/i/e4uCVtSxL54/2LfBre0MRmM",
+	"zdqIEeuQQ2GWoi9s8WqoVkkh8VpLp3NATJ7MRqQZ73f34xaWtioV5VcEoqH6wu0Nadrs3QgNt6+zkQJL",
+	"Hizv6wxKwGF2dZG0HLd8f2sNU3sYk6ZZSOjNIKQ+s1wkbnVI/OPRKdkZQzGOf4FPOodlcNNNHJm+kSnD",
+	"o3DJFT/nKdfzvjiig3HQEQ0JAwrbsCs60Okcu7Hbetu91cFPfeGjnwjkD5IxvWS2P57B9kFKZwbDyZWL",
+	"KoO8eKh7pzp98QZPCzYrxe6lWOKGJdiexa34AbFGBtCnQnp4SHzvwLhDXMcaV7LKzGh1c7imzPoCC5t5",
+	"ZsEFdH/huoVfIoYSiI+wiyO/alQZmGlN/33hWj7ZznSqYCd4CQPtcBAJV2i1NbRnG85kZlGOBVFjmeke",
+	"+eYb890Jo0KRfsPHYcLZnsscVmy52R1+sN/45htHEz8dHT73DOvHo9OQYdFUSd+UKzZ3xljA7unubtdw",
+	"CVDkydPOw85eq4fMxgJtQ2S2OSeEeqK8xA/MoKWsYma0vrEGSvS4L1xrqqLyKz6FHa+kYJFtf+9aVXTI",
+	"IUklTcg5TakYQIP/eV9MM3nOSFycC5mReAe0mH9Z1sA4HOgJ02OZdEj8+uT0+PWrt7HrozWletwXfgH2",
+	"uvv2wfjQnL4YHDc+JpLqMYSomZcp0rTrdc7M5vUFTKIFDBGaFLpXmE8ZGnoUux0BrU71Bf5rmDapC0kG",
+	"nlDdVgV7HqXzvigiiyvDkm09vyAGOVCYDnzkMRVJX7jYY6CuhWhU1+bKpoGRX4rYXmephOjeVl9A9d9y",
+	"1dqgTC1p0rpitkXNyagvsEmxIrUNVqkquqsaBRdiL2ybVdf2FenEfGpAMzAvLna6LA/B9cPk6Pfvi6IH",
+	"pn2Rgn1EBRU7rhUHCpHGgAqSsEFKM6iKjBTj6nC6DpZ9AbYiMyNDHeQl3mUYzaFl/aTpxh7jO0qCAXPH",
+	"DPl6WrMHMqRaR65c45fho1au2REJ2Rcg4rGDIVN2TPuxa51bTNBOyxryZ9KSEVNEDi0YCbr0xfsPdx1b",
+	"JtgckGC/QnIqJYGOhTFpuvaC8pJlfYHdBaOiY1upK2BV40AjSxPXpNcAJLswQDeRmcoTPwrbHNBIW7vj",
+	"Z9pe6hW1Ty0v74uN+/e13Ok+oSMuLEx8wdFL6JFDxmxX4vYUb2OJL59Kmrvt3W43ctU3yN6jFjk3PN/C",
+	"PPA+K/4v1iFgV59gJzkFAQLYWtf2msMa7pbg+6JUxAM3Pn7BxUXPQs9Op4PC/YBkLP2uD0puv+HpCVHn",
+	"uzcvyJAhgQCcDTzCi65gci7NmcyY9RV3CH7eRllP6R+5OeE/vTx81raRZli9DifsmsaUEighXL+g7Dkx",
+	"1GHwu8pZYja/RxIJ3GFKM8UiQ4lKZ/lAQyF/mfAhmM0mRp5oOpkCceF2RH1hEKgwx9G9zjVzAwke/GnH",
+	"EGElyN+x3S5SXLzf7ZLvaeKoLe6QnxmbFuBnyFMdtrNWKASH0pxfMzHaFzgijCmAbYph6Z2BzpxiT2yv",
+	"p5pPzHgGZrY2k2PeF2+5GBlZkKNMcOBGQSxi5EMVUHmyZdkL4ObS9VuG/qFZYZ4J32JMkPjolI4cdXTI",
+	"WybAf3VOBxfA54sOhuYQxNAgyoDgk3enKKWfH704Oj2CyjcTeoEKNbZp9B1dadqz6MqwYIvNUPQkroO0",
+	"AUdQ4ygUIdha3O3H7h4J+8QSbBQbW4SBue+8aMPaCQdv1Cs5xcEc+N73XAfDBSgejJk04QjAjxmZcQFb",
+	"dSig/Suw1X4Dz5z18OC5a+O1hI+Ysrp6vxH3wsEM5GTqGa99GHQHbCPWBCAnLdyxBU9sOJc1g6KtQRnw",
+	"mBGWcKjPT/vC7nW01KoYpgk9zjU1GhGgNA+WHiIq7gvXGTm2ZmVd2w/ZHAFPum+Kbm7ApMp/A5+Awspo",
+	"5VEd8s52ey9sX5Hti0uTthQpinr7E3HgIeYQVmFXzPwXlH/znyAEzpCl12wg/C2OrIEmOOCk4nx/j8OF",
+	"8t6YzmVhMjqCgLVXvmn3IbENnANZ2OmLRtRI+YDZapfW7HKSyWnGmaZQD7vW3LLjnixc4N7gcnhyHDgW",
+	"e43dTrfTteVSBZ3yRq/xsNPtPLT1tsGG5rC1+f+oyv3zgl8ywZQCbMR6ZK/btfP70LfRD/1Gr9+QF/3G",
+	"x5BAbEdFXCZsEtwhx5oMxmxwAaAqYVMmEsPOQJei5Plc0Il8/r3Rl4yIQaoeMa1Kb8yYLTPRIc9ds3Br",
+	"mCG0ZMbpNIJascdJo2fmaEteRg0nRmEh9rrdFd0Or9fl0H6hpsmhmwZXhKb8Etv17uPnq97qh7lT9MqA",
+	"Rx7urn9kVSPpj1HjUffh+ndUtBIOLbKN3m/vo4bNZAsoxgWd9n5rIJE13pvHdiw1duZ0ktaSnVmo11Mm",
+	"Dk+Og8q9xambUUXOc55ikEnlPtvHr7fRlyLpSMo7/shcu6f24qhBifnH4csXCG7L6t7C52JsgehecSy4",
+	"5lTzSwZaqW8hOYQGl63PRzgrdv90zBWo9RmFgsCVJIAqfO3mv2E04UtMx8AozyGckHLGO0RBXJHDZ6fH",
+	"vxwdkEfdh77Cs1PIUJpAVBKACwlURckoowM2zFOixrlOjAQCBoMyt2SXUNCtDwwZAFIzOhzygddYCvqE",
+	"pn6tmzEoM/355+FP8GlUs3Bqfzbm5EmrjjQvd3dGGZ2O/6jnTW9ygWYJV5gaq+R7uoKAEveb0XhB+KHh",
+	"CAp0Go2WcN0LKt2XqCLCNtiALFTk/w07o4KOh2egQ16LdA6D4EyBOSIvUJn1P5H97qPQ8NWDkcSOcqmY",
+	"I1I2Q+uQX60aUN8SIKz8/92H/kLN+36j96HvkEi/0duN+kGRd8ALRiNtfPzocLrrUBAVcQT2JGGnAXNh",
+	"TNW45VeYK7SjwgvQMmZhBPZxa4ORd0AHYB8W5MKpabhsHXLq/w9R2yxzZuSmYRmATZRTe0NnD7YJV2MK",
+	"yiUFbdmqpdAlDuoBWBPrbmFifdh51Dog8S80m/cIFlKOiWZpqtxLFhoFo8qo7L0VnALJ9EfouVbomxAC",
+	"dFdV5rl53DVpsUjV/VnwmrW16D9Gd1qiv2pU5ZYAdaNbTDPZtID/mgmEVfIjQkO1pm68RXH+W65kRU+L",
+	"hSHcqMVF1ZiDyvN1g+7uVYz5/bVkmaXrtnvkmi3GFxsKGK5+c1G5/LZK0AcL5dsIRGETHUWcO+QATCdL",
+	"7cyjpT4DWkrSdNaIOKGaol8/6BH+C61qJ2H7j1s7ZwUvwdjxVY20vbT/PLtz523lDxfWNrQ5x2snZk3w",
+	"xT4cEJlFS8+WvDZRaPwDl0bhyFtozEOaq1rhhO6Q0oGOAoFJhMwWpbPTDDaAYKG3HR96dN9N/x3Xf6AC",
+	"iWCDR7TFQxi3AEGlHkEtds03FF5xJADnbEL1TzYGrNbDAOu1uwFGtVagENvu7z1d/9yplC+pmDuv993h",
+	"6g3g/LEwQpKmvirPrdB4gb9zERwDiyV/PDptBXjc4e/30KhNbYLAC8KpAN4I9XD7obWvS8+aSsW1BDTL",
+	"7XSRDdApt9S7E7cODAKZcOTlvmWaN7g7Zo9WWsfrI8JEPrGhEOaL+RQRpmKdhVgjNHEWgB/YRbk120Eg",
+	"IsCjrwCdRqhzMGrORjYy4zRSXWHTOrNBKbviek4SfskTlpDzOdR/N9AvZdRgv1ZQRd7ILz8MMOKu7NyF",
+	"LeECfmWbi4k8TaNSEy/0EB2U775gc2WhB5TIWsIoZhkcIAnA+qIpBAVbIfk2YOpFXIJt+YxtJrkOVoYq",
+	"MuajsY1+WhDZUNR48WLYYNrwZzuiiMTf7HwTVz2BlvJFCdWkocWLFuYL9HoZMWGLbrGogJ3uVqznxbVB",
+	"Ff41cBYobmzP6DZ6THa7UUgiGBEekd2uIQVDcYLkzh6/IF5c/6OiuLCz0oNd1xtpuGaTA6BFq2cZHO9j",
+	"BFxRDN9AznYljH98c3jy099enJ0cvnl7dPbD4fGLo+dm/dz1Xw5fHD8/PD1+/Sr48fnRyelPZy+OXx6f",
+	"nh39/dnR0XO8/uz1y5MXR38/Pv1HxY8nR2/eHr89PXp+9rd3R2/+cfbq9enZD6/fvXoeQ96KU01B8vdc",
+	"XMx+t7sxeNiruBd+Mkq71XML3uWWNQr0VMOwCpu7HYnr0gh7ju4wgxOg2bILlQBasmGvS4vM1QKHwdao",
+	"zVhmozNfiC5wq5xNuILYgdjW9A5eCS0iYZsvoMJ0vLyM6Lp3UX+uM6Qqv8cRhnMBG77WIYfW54VeDki6",
+	"QBa5NFZ0F5glwnNVY7zgbE3jQni7rRhjeM+x0JlUU6vHc6jETnKRMqVCQwUTeBANG/G0evzq9M3rtydH",
+	"zwy5xq0OOU7YZCoNuCIYPqiIdg7SmLsfB/OfGbDAkT3AyKQLQGROOTxyXDzShmesR7/pDD9jlmG1tkrr",
+	"QVEn4nvb8/hOLIwL/Ss/luPmbWrpn1wnXG4v92n0wj+9ytYs2YZcEGaFMDQsqBCI7kYQhlwTdjVgzKAg",
+	"Kwhb96ILVoS2VaiBQcSbV+zKjxSN90MMVrpHOJNTp3MrDfB+FaHdR5uM0bPjlwb7nRoFbqtFlbQomXnx",
+	"UKlLWedGfWMwLP2yxowsXdMxjNwH/QPlWBH57s2Htqu3SyyBzmGLcqDGkLiYyr/XrS0a0X7/lyqL7fs6",
+	"5fEwSUptsoC9wOAeKMwQarnotGKxbHMhQFeGzWTSxstChWSbRCB9sQNogwIaqs6oUJguHQXR+AMGwRBG",
+	"Gy0AgUsvcjVmCLX9Fp2ziGdGa4X0Pvub0RYyprO5b1maSuUy6VveTeoRJL4kiOCnAFiAhcxI04/fCycb",
+	"SIpxWR7wG1g2N9NjqWIPlBsMtPDHQgh+5SJAoxXZIK5VXulejOt3igcSGU1TB4b3u/ukyUWCCDHnakzP",
+	"03kLUj+CNn08iDKEHFizSb1yvhe+e5IrDWGU88W+fs3Dt8+Oj0nKNBjybHRWAip8mwtl0KPmlyydt6JA",
+	"9dvvPoT2/nYoZ/CyAj27sFz8uoPncM8ly2yUlU9Qw0oT00xiIxc3supv5MK/oXVgJIb1RDONwYzx8atf",
+	"jk9Rbzp89Y+zo5eHxy9isyUpvWIKAjo7ZL/71OU8FFkVLjKRImkWJgPShCy5M4hNVXHLFb/Agc4oglsB",
+	"cXwYGtS0s4XrcQUwXcyjWXZuVTHP4pad4xKIblzT+3A9FFPRGrUGDdrFHNOEYGMBv4T2XIJhylOwXfHe",
+	"6gMLUn4PpfznmU95LjeOFrgZUNlAlPrsIXxif/0Tr6TGQtu3wELdDWDJMymGKR/c0oq8t8m62YgzAySO",
+	"hLaVi/5TsRMStpEyPOQxDjAF+KgATViftiZWSeeZrX9Vythbziz2iYaLDTvntl9QqV2QkfUGZHABhhDI",
+	"FC26fk6iIKmg3NKTUKMvGJAWkZRfsCBn0aYVlDt7RuUWoE03TBuZjvaEFknBvGeBUanzqRnOgRueV5EW",
+	"2oq65IEOeVUEZadsqIm5W/GUCZ3OK+OhXrJ1AQ4vsWEyEbnLk1tYY2lD3EnTp1jUxjfAspb8Rb6I4y6g",
+	"Utedebe7pj3zx2itsMJUgE8rpF6y1Uw8clm2wYbyrLyEC842Qxp1n7W37cA9oUf5P1kibN2E12LSPzId",
+	"QNCAPU9YwZVdc+SauHVlw8Zr+yOjj9ml1kboR6vu1ga822Ad4KsdlwLGbLmIIiOsAtA67nttIIuM6Ath",
+	"IsvN3Cotd2Fjar+CpSSvoAHElqlsmco9MpUXLn+ykjDDiGDsIV4bfvDMOm4oEWxWriZCDsV8AQcC/IO0",
+	"aniMSMEOyr0iBxJCB7QiQ54p7cozdMhh8TDUYLClnYgL3YxfHv797PWbH9+enRy9OXv39uhNvMTuqCZK",
+	"8zS1+aMLaPHAlVEYyByqNIwoF3aZvBnKfZbriMzGVIOfrQxRuQYDErgcmXXqszl60uDrcA9aP7CGLpQp",
+	"Mx+HfrhQtQKsKNbSZsdj7U2tHplSZVPzuPJ2LbCEyGx09kcuNT1zJv44ImM5g2FOqJh7T1uWC1fUzEZN",
+	"+xbHUCDD2zUsLHcTn9AL87SUE1ygZSbvS4Hcjbni7j1yRYPVjZxxu3f54VoPWSgXZlS59V6QC0endLRO",
+	"LsA9W7lwz+aH2/lutraL60owPMGWZfujsyy4AoDsSmGhFEtZVUtx14h+GS/3kEFiVIOWI2TtqC4apq5t",
+	"g+vIeT0CdBe0hHe9XUrN4dES7trBd8hxljGINjlPGZb6gUpbrmpRIRV/WEjgMv/FfHOA9NZwGVXVF3BS",
+	"Y7+oCGUVgCYEl+qaBu0ggtH1En4OvBjUWnWK1usPIHFtlGGrfCHBAzygAjUIJwaFLPK4XWr8ZMK1OgjD",
+	"fxAbQFJMabxckUGuzVcxOC5jyoeJzGR2YZOMhC/JOcqwuBCky+TZJb8EBDPIqBq7B9Fl0IOsgIwBx4fQ",
+	"hQlkHJW6y6PrwgjUhJcD9CAJHgvtjJmtg4oWH8PikZ6SsN6Gb91YeFHive5eXOhi1WvrC11IFExQbQAD",
+	"AjEIZ8T06+LJ2IURh2QAC+ui2Ar5H7SSRysVlOIx2++qrlgKKPKdw8WBtQ+KDu3FdbgBl+MmuIEPIYm/",
+	"SuvbuzvhXUxqIyFeUGWA9NyWLxHjov5n97GmnX41DSztcmt9rPceCuINAIkduouU1Cydb30cFjNsIL7D",
+	"whxYl2Ort15f6j8HIlyU+qQZnIhWlfK61l+xrLla4YLSjhrJZ5NBSy1sVFwuQ2QeKsDDA6fGGk0TbocY",
+	"KXwwwvcWnD0buUiJv2EyQK4Kj8U7+zGJdiU9zmQ+Quhh/Q6t6tT/G/HTV1Iwy1OXsuyOzBTBVa7hXxv8",
+	"33HzWl4DuF7nY7CrWeJUrmo0PFhRHvpTm/c2YfC30swebsiaXLmZ+2W0W5vdl+oIWKvuXPeog0YEwGkK",
+	"x72CSWI2zzKTrFBLbPFUmXkNZYklYTuM26O8T2IWsiXKbx2jfWcMxzZBuTvGs0VrnwOtbQN7r8/u8Cze",
+	"yMCzQ6e8fcHmG7pEi7LhKiIyTaCwnoFtLo8G7ftYXF5txvgirOWKRbOrHaFYi/wr94XiJNY7Qd0Cb/2c",
+	"W8z0Ofyc5WMecBHPKm6FnSp9oy85uBHJIGMJE5rTFH2QGOGmgrqvJKNF9q+WnnH0yMouCqV2F+Zdwvcz",
+	"ANdg2NAgwgxHKhKXLBEt9jiIDS+DyvwFN7Pl7x0ntNwNCziBaXagoXl72BSBu44IzoroLdvwedscynZZ",
+	"iqDzEhSl9wnX5jloyDAT3qJbqvKLQXk4/XhNlxBe/nPv0WOSUZHICTnnWrleIRFRRbOuMctYzxddvmBs",
+	"arZxbK3DPJQLvg+YS5BdSkIM7PCYVHCBMZdgH8bi8WOZJsHLWj2CmQycJWTCoY/VBVioFaASs10Q5m9T",
+	"CdD2jskEtt+Dy3hs7nd3W65yE0QqFhZm4TuHAPOHN0KvBJkmyvvVd7tdzE9v7nefEt+0AQMuWzcQhtCe",
+	"y7XpmNA5JGyZWUaQ7VpMxn/2IanpFVHjekaZ9InSOfHln8d/HH67Nhr9gs2jIjkHKWprqP2qvMH/mbL6",
+	"JXTm87yhWkavQvs7H6Adz0r/7nPrw7VSr+dKFfpAGgLJaSFj9LWkuUZ+2sPwSJexisUe7AuLk0dDwW1L",
+	"jA2kgPR6odN5VCrLbevecX0n6gUy0IAPlhhSjccHRk+VEyVbnrFF3DfJx0XZve4cb+CSAUGGQCuQZHdx",
+	"PEZM152Nu9aM66S0XZztIdsespu7AtacsBtps+vNSiBksQ3xsig2ml47laNayxv22MH0fDEKy9wJpw2b",
+	"Uz/zRrgexB81Y9A0jxOjqs2MFg1XbJcDbTZFGwBV/OVuZSIqtcwIss9chw3b08sXAE4wgxwaArl+bbOM",
+	"a+3bG2J2dJDQ7vRh1y8qVlwMWOxiixVq9XNGM/eZOBeapzFp2lt6RMhZq/RN0BS5IBMp9Didk/Pctny0",
+	"+UnIHNWUCoX9ccB+QMmQzYrcOCVd0BaomUOGffjYRNliYzZ37v//f/8/FzFUSliDYdo8W9ff5mauHzB6",
+	"GgI5ci3gFyi0yj0M61hyDm/SgdiQcdXbYDI3ettXZZT1i7zeMIu2GbTFbI2zWyl2r1DRxot6+2Aoycy1",
+	"Wxhlq6RTmNC8qWfINi4nzVz4yh25KCJrc2H1pVYY0LvoR3KpwOhJwqriG7JRYs/qeg6OMabWJhhGF89Y",
+	"xoi64NMpSw6qmHw1rz4OluurdlIVE1nPD4N127LDLTu8b1+VYze8dPaqKzLctb/K5/KVCggNoRb3BBql",
+	"amkzf8N6Lc5tBLUtXQu5dI6o21VQIrH533GiYkDKQQu+1goXjy+xFQPLRJDqO/R5X81BqUkGuGvgN64V",
+	"eG3wC8GckEkqWygqtn8ei+d0rgpETr6NvBvkYbdlOLFgs8W1WaiVZEs52TZddjehz69F67a8Qw8LZEHt",
+	"I+iQA6kKWNfOqifWIGmrKYMmELtKUQVLO06CQhWFp02N5QwLGbU65K1ENyTVzDuWnEgyAmTJadWsKKEV",
+	"EUXnRR0turgYWPfrggmbWEHnNufSDAzDYKnWbDLVD9RChaqRFMxG1/rlXBpURFx9L+zr7UsW+olNU/NN",
+	"rlXlsA7IYn2wR1dXNnkDk04SntjEk2IbXYoKTEfJYnwzOt9Mgh8gMZp1tr3GjSiHEbLgqq83tVxZytWc",
+	"Glsl09a+gjq15RpSZo3gcPlCyTbVFY5fUCK2FYVdPleTdJCOSOx2wq8256gZ1t8aWO9J3MO1rnXS3XVV",
+	"q7v39BUj/DzevsXv13r8wqJx3v1Qrk64tTNu00H/1ODpGNmpkhMmBSPnc+Rd66pZ1amHOx94IGBXehTR",
+	"4YHuhkXsVivki9T7m5nSUOcs8dD1Tr43W8feVj25A8feBsXiPpnzITyWNVaeIBdsZU9VnzdZkev6QIVJ",
+	"lpFHRZUJ0c3Yp67GrQ7k0vquGospoQaSYSqoez9LIlthFjWFAUP5HeTQGtw35IKrMUtKUQMQjebycqvT",
+	"v4LF+JQpDBskxwYTwpA/g6C3vGjLi67Pi35AE+ZCbkD50N5dblQVkwG7xsZGZLh7Ka00tcHJk6CIWrUl",
+	"9hS+9lXbYM0UNqiVBgv1ddhdt6zhy434t+fFMQD8+xNaTNHogrYkNHXhOXcx9ubXsHJL5OrAusL7SrpY",
+	"+2cyFzp2bbepJrutTT1F5oxZc6FgLLFgg+SC/5GzOkOMeehLNcGYsX0e4wusSg2Swb3e1ujaGmW2RpmN",
+	"anTBialgx7XAaucDeos2DuWGI2k0I6M6hWVVySkW3sIsqMTlXOH9NsQqYK9LjBr4K7JasJhfy0qDI78R",
+	"g11R0qgmfNtzJVuoZ6tabYvzfJ7iPHXHfYOYb3PrpuV37DGP/YOlajsBE4CDDkVpEtvgzD26WIIHzlC5",
+	"Bs/hyf4B8YV4zFl+6b973Vo8N+QEq4rx+KmEVXfsYiyUl75u8R37+H2X31mHvLZ1d7Ya5f0H29fztE9k",
+	"6EYAtKoyzzPbhyw48QK6TItkR2YkuPmTARwsT3MHAOfTqI6fp5zPKgbm6vncmpFtgd22js/XVcfn5krg",
+	"jkMi683tFcgnRJNBTNWCAf5X24F9SkUChR1jTPINus2VyxraVla2mmO8kQnfIsd1LZxi+338XjAM2w9g",
+	"4cs10A7nUltWsQrWfWVpLtdpwvL1tVrZgsEv2r3gKOqzYMLNeebOB3PY14YwTaCtqu90MnRl5VEfvxP0",
+	"eEAy8xkIfsIXYTBFtvLlazJj4BlboEeTlFGlsX2JuaNXfJFrBS337De5gmDb2Fw6g8jY+kArszQF874H",
+	"Q14gcrAcgxnB1px3Y2fB1v53bxFihlLd6Z6483IDM6BhQiUY59KuzTsOIMLKNmZGLGS7/i/AvCVj4gL8",
+	"c3bFOlPdjU98YLC7H/xTp24WC7i1mm2B0meymgVU+DnA0vo7ESGhqS2v4Ew+2EGnc6KYLvEoj1oMTEIO",
+	"ttfdLQJAsXMcVYSC96HkfxQJ2et28V4qMFUH+sGVEYAzGjVlFqQCJZhcZT5tU+iwQV6utL/rnC0xRehU",
+	"b8CP7zDTujOAN8qo8F1h3AvM3fAolMZYhH+2qWj0SWFgwiZS3woGTnN9Zxjw09g6cWgnub5vc+d6KbSG",
+	"rm8lmu4y5mf9TOoP89aY++eH9Vvr7/VhwGGSlGGAlwQsaJt6M7Ow7am3iVm4NggozFgnQ55qyCg+n5NY",
+	"aapzFW9oP97A+msjka4tPXAgP8DYNgI+8J0jNP9+bTZdXKQNAsVxMbe23K2KcjtbLnU+I+2PZ5kVRQ33",
+	"y2ez7G7M52y2ies1GpbRI81YZgnLvqNqEPdK5Ylam2WmEGRBKkKXFJTbAFYJKYEJuyJNLHFx7jgpgn04",
+	"shy63cts3up51npA4mnGZcY1FHdIDWJvjjKZT/G9eFtknjUTdrU0zCx8l064BeIeWtBxG1tp0vAbVCk+",
+	"EowdJ/4rVXd2gtHYwibBk2FRdfhxv9slzTgXuAxnOOE4MkMxo8TCG9Wy4K7kwELnWmjaagUdLA9XxM2I",
+	"NHFGdq4R3gD90GEBtZStOkeie0fJlbieh5+4xz6uGatdZSuWObaLu82Ai20rDXlCr14wMdLjRm937wmE",
+	"1Ri20ug1/s9vh+1/0va/uu2nnbP/7f3Pv//yXfv9N8VFf63yvv+uLhhYnvH3toM6l4JoPmERic0NsTkz",
+	"s6BQmCFqW36mhbo33FQ+rjXzhpNRmrJ9E4Qiq0Ej8h5gCn/BxRv5gbcYY4sxthhjY3/xMrS4LaSoTUl7",
+	"PWUCEtLgCyirLM+MBZvFB2Ha2TnDntrc6Ea4iCxbQgO2vpI7Dq6UV4y2Row5tCa9oGaRSMoCdLms0aIZ",
+	"si5BDb77xaaoweg+U5IarkxdsLSlgG2i2jZRbZuotmGimuM1y4x6hWa28wH/c52ENTycLmVtICcTqMBM",
+	"DrG7ka84gjc+CPgzPDS0ThHrD1HIb9F9oWoz0W7GSW+Qi1awnm022jYb7TNno9Wf6U0y0uDmTXPS3DmO",
+	"y2e3SEtzNywWiF5KUfNvWspRw7NV0yn+WTGAa2en3ZQ7rMxPK1YkTFBzC+P53g3y09yzd6HBfnp1czVK",
+	"24bnbPXSzxGes4o1fipTt4VKq1LbTmimObjkMEYg5BoHRE641iwh08zwMM0ZZvimbKhJLmxTlw55y3RZ",
+	"A5VZobpqSWKRp1jTOhd4m1Ft6UjF5SLOs7FMGdF0RBQIgrUALcL+b/bLkQt78GGJ7gH0PxrgVo/k7k/Z",
+	"trl8dwERP5WW/Zny+Vbyb5/Rd3s+voXH2zCQP30S4G0V7B0P+zYN+3hQUq9vWoLPAeuvuwqfncV630cI",
+	"zLfOjy3IvFWAxeIxDI5/ocTdF+Ks9JocJgl06sfR2N69GIVQuEuWHSN4e4c45gA4lE8muTarUefQsHd/",
+	"qR4NO7zP49Jwa1ODttwGlZwaW+i09TV8Rb4GS8JSVMGhgB9W4SGj1W0eCAZ33wLzvM5G71RlwYKvCfPY",
+	"WazHPK62whb0bEHPLUFPqex/rsp1AvDvuw/9ABBTJMUmTGiw90I4Oya5xaQJYZP5+e9soK19yHekbLnI",
+	"eN/bzfwx4pdM+BS3m/a7okni2035zC2jjSsXT/l0MafXZbG5FLZlJkWTxJ7uLxVM2eF9HjDl1majbKat",
+	"6WobHLIFbLUpTHBYCvbouXsFX68FbrcsxuIs/XDBunOhvxR2l9iMN9NFPzbUbDBwULF02CGvK3i3vYkK",
+	"zJs1n7J1VcywIKE2YxPKBcTnQ2rtsMzZm5hji+9s2Y6KErsUZksvw1cYRCZYaZLuPUGubo9MKLQlQtHi",
+	"ErXcG7ABJaMT52iHyogQGcB1qygP7VfbeXGSojx0TVGYm0qe64fTeEa9rQWzrQXzldWCWWJhqzjnmngc",
+	"TN1BJa02IqeyC9aNj+o9lXJZg9T8pLdhIltl9t7DRMSyOnt32uz1yrOsroRMXVEWQScsst2LbTlkB4o2",
+	"w0kRYVcDNtWIHwxmwuIqdF5OXpczgTEZzfjk8PTZT6TT6Tish3dYxGdTCkEzjs0T8QGJDUqcMIgVFLZh",
+	"N4CSKgwGtVWWCqsE2fRUzH1TQIeGEAY1scIKjFNmuCytDnnuqqJsCOLqQkbuBgd9MtX78wSNrFO9bdTI",
+	"nTD2LRLcxo38yeNGNhNB6xXvHZds3L5+8ZBBnmVYA6ycscyq8ejmbpZD+7qbJoZvk3G3rpktmr1mMm7p",
+	"ENNqjnIvpT88vN2Ae23adRaNZd6mdc5SKUbKzBTqqHLEvs3Dk71ekEVio4XDkvfJiKnWQnV88/Ll6vg0",
+	"VZIMaJZxpjBo+ZVBuWH2ivnS9wby/cj0sWYTH0INZ7yJjStTfsmILKq9qghquw7klBu8JLQk7NKM1oyt",
+	"dQuua+BZTV/da5bTh8YG/1nl9CuL9G6Z85Y53zpYMCyrGpBWFW/+1BVkr8WZrw0nsVlwkdXLC4Zdrty0",
+	"iseVsw+xb4h5CyYcwmktMebCvW45rJy2U3bJUttMxOXUzCNC8W53eBB4AzM3FMsSwjVpCgmxkc5JI2ei",
+	"tRnjrYO6lZ1QqAtssKvFhW2CYsa4MIObZBLevB/KfxL0XqDKLa/f8vo7AeKFx/V8/uUi8Rk7H0t5sXnw",
+	"pX2AqPzc37aU9m1wscy1tSYrNsigws5G7d4rmeuvbphfdcimncV61uR25SvhRn+64PH/aP61eNRDkOov",
+	"3X2Y51tkKOdGz84zzGAuxjKwvjCXbDyfMgUFJdgllmFoIqpLuCapNE/QgWVNKh+MDaSKbS4rJlhg3f/4",
+	"t37jm37jfQxKO2rgUhgF/IgOxs4HxRU5ef32FI0qXDsM+VZTkdAsIY47ETVlA6LoXJGmPY8ktkvW5kkc",
+	"FX9pPmFK08k0vKj4SFCdZyxuRSRjOuOuLCe7whXlNCXndHAhh0NiSy7K3GCYgRSCwYwJM0ShIrK/9xQC",
+	"kh5dXcHs9h6RscwzdQBNGUQylVxoMpZpAu0FJhJqeUTdbpfkImEpv4Si0bjApKmktVf7m/e6cLeNezIv",
+	"NbeSKVXWwciV2YsRS8yKURIPwdsQE/vyOfZ3cARaQvNmKQwejlF4xKQZz8aKDc76ebf7cHBOFXu8D/+H",
+	"xVJjORPohhyzjHUsCUFy+TkjY62nmIGO6ebSp5xPM35JNYtIKuXUrKyhipSLi3YqBzQ1GD1jSpGmq5JK",
+	"RxRqlFhiKdY9InRoFJ7nr96aKck0N1fBlAOrNqYqWDl/uDCD3ZHAGciruHVTWYm0benxSw0etsP7PMHD",
+	"pY8ndY7MEN0gnAFF0FElEuXWu7kNLd6GFlfgCC/KS5KmJM9RqlQji1V6ys4H+7814cZmOz2eMJ91wziA",
+	"gzy1VbetJHK1VpJMTqcsuSn3xcHclPteP4DW6WLbgnTbgnSfvyDdzNN9pbawtiTdssyVuUaxi+L2hqdy",
+	"xHRxJD+1bl8HKOxSbCHDVqG/93Joaw7mJzI7ejm9SYjr4vl/YI0AkVfwbWcB+7tt4DfQ/JLFUBMNvCfu",
+	"CmCNLGdWW0PFDL6BK0YSDlAtIRSiQc2zHqcMZTZiGquHmx/zjN3YdokBkXeDCD6ZIvZ5QknXMEwXSrpl",
+	"nF8rHtoGht6ioNhKnr2pgrRTqDe1/p1T6MyC9jiSypGzsDp26N2jaNwDB08Pw6TgygMFfRhYRKjWbDLV",
+	"KsKoe9udgYoELZLmRVfa3QXXUwq2pg45DIbAqEsTNaP5liR0riwH55ooprXh283nc0En8vn35PT0ResO",
+	"XEvPi6X6M/iY7HTm631NBY1svU1bcHr/kVGWXT1QASV+Rqh6A96688FxL3M9Y/Yvs0SffsDrby4Gt8L7",
+	"9pJeWK7rOXFi8LMmUgxYRGZjqqELHujjyPB9KRVFJ6zk6ALufi6T+YHh2dBjDp1Z4AcSbAZBszOZpwk5",
+	"Zzfl3n6la9X7vU/FVutQq188rnD9jP6xtclt+eNNrOhMGP3UkxTQ0i0BYSbN0W2jQe1+GFQty/mRX1Zo",
+	"/pY/4AjBC55nAkLkvW8XUscFM6zFVzRX2sDES5pyLGG+t4/O7h6ZMCpmY54y67H16+nczedSj4l3vSub",
+	"pwoObClYj1AzGCkSAotnhmibbJqhu+8YvIyTGWV04IPJcRpB7KoZtx10Ejn22iHH2iBlNcOAWew3CrfN",
+	"Ddbl3k1vX9gyozI8dQ6u+qzgwoELt/0zm1f093wYIfO19lVKLtgcp8aU5Vc35cfwEssp3yKJfXqku8aT",
+	"630kzodbUNeWL2/58k1qgACZl5BrOS6ghkebl7BBDs1jDa89ZzRj2WGux43eb+8Nn4Smu9UR41ANKMtF",
+	"HGi+L+SApq0DkBHTVM6xxi9wEUWkcKHrZGzYb9TIs7TRa4y1nvZ2dnb3vu10O93Obu9J90kXuLQd81Ln",
+	"xSBDVZGmZoIKraDTgm/QOlIVPXJeFv0hFhJdg2cxDnb5YUhhIlwoniznyRp0iaGlC1k69qWYQrH80rdo",
+	"awqTLt0TNgx3+RlfAxnCrRaf83VNK2ZgswyY0Ia/scSVWy6enrCK547FJdd2tbUkv0suVqwfL+6uGUP4",
+	"4ANVhMgFL4Fr9Y8/UOTw5NjICdUjA4O6IRBNBX04MJvN7DSZskxJEYEUNhTIhWYjlBLhytEpb5s3Vnz2",
+	"16oQ495yMGBEbKpjcykSrwU0YrWOiBTRbBDAVx5UFNBTaAkLBuuPcfUa/ZjR6fhvL2CV5GUojhOqKWmi",
+	"xIJwRW550s7IPEOn3IqznTgib1hKw4gy1erZ9BCaFL2vD0+OccRhG9GIhH1OMB4vSSztHvgBwuB+Oj09",
+	"iSCgEe5r/pFjAIRBWC3y49FpMHEY5R9p1VmynpQxo6keB4/gBaNJ/98AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
