@@ -11,7 +11,10 @@ package access
 
 import (
 	"context"
+	"crypto/subtle"
+	"time"
 
+	"github.com/tenantd/tenantd/internal/apikey"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/membership"
@@ -30,12 +33,13 @@ const (
 	Team               // the team TeamID
 	Member             // UserID's edge under the team TeamID
 	Ticket             // the ticket TicketID
+	APIKey             // the org's API key KeyID
 )
 
 // Target is the one item a route names, read beside the caller's edge.
 type Target struct {
-	Kind                     Kind
-	TeamID, UserID, TicketID string
+	Kind                            Kind
+	TeamID, UserID, TicketID, KeyID string
 	// Optional: a missing item is no error (a PUT that creates it).
 	Optional bool
 	// TeamRole also reads the caller's edge of the target's team, for a
@@ -54,20 +58,24 @@ type Found struct {
 	Team   *membership.Team
 	Member *membership.Membership
 	Ticket *ticket.Ticket
+	APIKey *apikey.Key
 	// Missing is the target's not-found error, or the error of an ID that
 	// may not reach a key (then nothing of the target was read).
 	Missing error
 	// TeamRole is the caller's role on the target's team, when
 	// Target.TeamRole asked for it ("": no edge).
 	TeamRole authz.Role
+	// CallerKey is the calling API key as stored (its role is Role), when
+	// the caller is one and it exists in the org.
+	CallerKey *apikey.Key
 }
 
 // Reader makes the authorization read.
 type Reader interface {
-	// OrgAccess reads the org item, the caller's OrgUser edge and what t
-	// names with ONE consistent BatchGetItem. A caller with no edge, or
-	// an org with no item, gets a Found with no role and nothing else
-	// decoded. The error is the read's (DynamoDB unavailable, say), or an
+	// OrgAccess reads the org item, the caller's OrgUser edge (or, for
+	// an API key's actor, the key) and what t names with ONE consistent
+	// BatchGetItem. A caller with no edge, or an org with no item, gets a
+	// Found with no role and nothing else decoded. The error is the read's (DynamoDB unavailable, say), or an
 	// orgID or userID that may not reach a key.
 	OrgAccess(ctx context.Context, orgID, userID string, t Target) (Found, error)
 }
@@ -80,11 +88,16 @@ type Decision struct {
 }
 
 // Decide is the decision on id acting in orgID from what the read found
-// of t: authz.Admit's, then a missing target's 404 (or its ID's 400), so
-// that a stranger learns nothing and a member's request for a missing item
-// costs the one read. offboarding: the request follows the org's
-// offboarding (authz.Admit).
-func Decide(id authz.Identity, orgID string, t Target, f Found, offboarding bool) (Decision, error) {
+// of t: an API key's own checks first (checkKey), then authz.Admit's, then
+// a missing target's 404 (or its ID's 400), so that a stranger learns
+// nothing and a member's request for a missing item costs the one read.
+// offboarding: the request follows the org's offboarding (authz.Admit).
+func Decide(id authz.Identity, orgID string, t Target, f Found, offboarding bool, now time.Time) (Decision, error) {
+	if id.Key != nil {
+		if err := checkKey(*id.Key, orgID, f, now); err != nil {
+			return Decision{}, err
+		}
+	}
 	p, err := authz.Admit(id, orgID, f.Access, offboarding)
 	if err != nil {
 		return Decision{}, err
@@ -96,6 +109,31 @@ func Decide(id authz.Identity, orgID string, t Target, f Found, offboarding bool
 		p.Team = &authz.TeamRole{TeamID: t.TeamID, Role: f.TeamRole}
 	}
 	return Decision{Principal: p, Found: f}, nil
+}
+
+// Errors of a refused API key. A key of another org is a stranger there
+// (authz.ErrOrgNotFound), like a person who is not a member.
+var (
+	errKeyInvalid = errs.E(errs.Unauthenticated, "invalid_token", "the API key is revoked or does not exist")
+	errKeyExpired = errs.E(errs.Unauthenticated, "api_key_expired", "the API key has expired")
+)
+
+// checkKey decides an API key's bearer in orgID: a stranger outside the
+// key's org; in it, the key must exist, its stored hash equal the token's
+// (compared in constant time, so a wrong secret costs what a right one
+// does: the same one read, the same compare) and not have expired.
+func checkKey(k authz.APIKey, orgID string, f Found, now time.Time) error {
+	switch {
+	case k.OrgID != orgID:
+		return authz.ErrOrgNotFound
+	case f.CallerKey == nil:
+		return errKeyInvalid
+	case subtle.ConstantTimeCompare(f.CallerKey.Hash[:], k.Hash[:]) != 1:
+		return errKeyInvalid
+	case !f.CallerKey.ExpiresAt.IsZero() && !now.Before(f.CallerKey.ExpiresAt):
+		return errKeyExpired
+	}
+	return nil
 }
 
 type decisionKey struct{}

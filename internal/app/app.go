@@ -8,6 +8,7 @@ package app
 import (
 	"log/slog"
 
+	"github.com/tenantd/tenantd/internal/apikey"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/deletion"
@@ -49,10 +50,12 @@ func Deps(db *store.DB, deletions *deletion.Worker, o Options) httpapi.Deps {
 			Audit:       audit.NewService(&store.Audit{DB: db}, o.Now),
 			Webhooks:    webhook.NewService(&store.Webhooks{DB: db}, o.WebhookURLs, o.Now),
 			Deliveries:  webhook.NewDeliveries(&store.Webhooks{DB: db}, o.Now),
+			APIKeys:     apikey.NewService(&store.APIKeys{DB: db}, o.Now),
 			Access:      orgs,
 		},
 		Export:      export.NewService(exportStore{orgs, teams, tickets, &store.Invitations{DB: db}, &store.Webhooks{DB: db}, &store.Audit{DB: db}}, o.Now),
 		Idempotency: &store.Idempotency{DB: db},
+		KeyUse:      apikey.NewRecent(&store.APIKeys{DB: db}),
 		Now:         o.Now,
 	}
 }

@@ -12,6 +12,21 @@ type Identity struct {
 	// (email_verified false); such an email proves nothing.
 	EmailUnverified bool
 	Name            string // optional name claim
+	// Key is set when the caller is an org's API key rather than a person:
+	// UserID is then KeyActorPrefix and the key's id.
+	Key *APIKey
+}
+
+// KeyActorPrefix starts the user id every API key acts as
+// ("apiKey:<keyId>"); no person's token may carry one.
+const KeyActorPrefix = "apiKey:"
+
+// APIKey is an API key as its bearer presents it: the org and id its token
+// names, and the SHA-256 of the token, which the key's stored hash must
+// equal.
+type APIKey struct {
+	OrgID, ID string
+	Hash      [32]byte
 }
 
 // Access is what the authorization read finds about a caller in an org.
@@ -82,6 +97,7 @@ const (
 	CommentCreate Action = "comment.create"
 
 	InvitationManage Action = "invitation.manage"
+	APIKeyManage     Action = "apikey.manage"
 	AuditRead        Action = "audit.read"
 	WebhookManage    Action = "webhook.manage"
 )
@@ -140,6 +156,7 @@ var Matrix = map[Action]Rule{
 	CommentCreate: {Min: Member, Reason: "any member may comment"},
 
 	InvitationManage: {Min: Admin, Reason: "only admins and owners may manage invitations; only owners may invite owners"},
+	APIKeyManage:     {Min: Admin, Reason: "only admins and owners, as people, may mint, list and revoke API keys"},
 	AuditRead:        {Min: Admin, Reason: "only admins and owners may read the audit log"},
 	WebhookManage:    {Min: Admin, Reason: "only admins and owners may manage webhooks and read their deliveries"},
 }

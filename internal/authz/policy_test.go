@@ -90,6 +90,8 @@ var policyRows = []matrixRow{
 	{authz.InvitationManage, authz.Facts{Self: true, Requester: true}, adminOrOwner},
 	{authz.AuditRead, authz.Facts{}, adminOrOwner},
 	{authz.AuditRead, authz.Facts{Self: true, TeamRole: authz.Owner}, adminOrOwner},
+	{authz.APIKeyManage, authz.Facts{}, adminOrOwner},
+	{authz.APIKeyManage, authz.Facts{Self: true, TeamRole: authz.Owner}, adminOrOwner},
 	{authz.WebhookManage, authz.Facts{}, adminOrOwner},
 	{authz.WebhookManage, authz.Facts{Self: true, TeamRole: authz.Owner}, adminOrOwner},
 

@@ -150,6 +150,7 @@ type (
 	CommentConnection         = Connection[Comment]
 	InvitationConnection      = Connection[Invitation]
 	AuditEventConnection      = Connection[AuditEvent]
+	ApiKeyConnection          = Connection[ApiKey]
 	WebhookConnection         = Connection[Webhook]
 	WebhookDeliveryConnection = Connection[WebhookDelivery]
 	MeOrgEdge                 = Edge[MeOrg]
@@ -160,6 +161,7 @@ type (
 	CommentEdge               = Edge[Comment]
 	InvitationEdge            = Edge[Invitation]
 	AuditEventEdge            = Edge[AuditEvent]
+	ApiKeyEdge                = Edge[ApiKey]
 	WebhookEdge               = Edge[Webhook]
 	WebhookDeliveryEdge       = Edge[WebhookDelivery]
 )

@@ -3,12 +3,19 @@ package graphapi
 import (
 	"context"
 
+	"github.com/tenantd/tenantd/internal/apikey"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/tenant"
 )
 
-// Me resolves Query.me: the caller, from their token alone.
-func (r queryResolver) Me(ctx context.Context) (*Me, error) { return &Me{id: state(ctx).id}, nil }
+// Me resolves Query.me: the caller, from their token alone; an API key is
+// no person.
+func (r queryResolver) Me(ctx context.Context) (*Me, error) {
+	if id := state(ctx).id; id.Key == nil {
+		return &Me{id: id}, nil
+	}
+	return nil, apikey.ErrNotAllowed
+}
 
 // Org resolves Query.org: the authorization read, which has the org item.
 func (r queryResolver) Org(ctx context.Context, id string) (*Org, error) { return r.s.getOrg(ctx, id) }

@@ -3,4 +3,4 @@
 package graphapi
 
 // generatedFrom is the hash of schema/*.graphqls when exec.gen.go was generated.
-const generatedFrom = "2e10539b4098e13ab1007545f22fac783b787071b02479a89ce635564396b6db"
+const generatedFrom = "7c4f471f4f3363894beb7e5aac37ad8ecb3240ed1ce1d0f63da75fd633fa3c49"

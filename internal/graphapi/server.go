@@ -37,6 +37,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"github.com/tenantd/tenantd/internal/access"
+	"github.com/tenantd/tenantd/internal/apikey"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
@@ -61,6 +62,7 @@ type Services struct {
 	Audit       *audit.Service
 	Webhooks    *webhook.Service
 	Deliveries  *webhook.Deliveries
+	APIKeys     *apikey.Service
 	Access      access.Reader
 }
 
@@ -90,6 +92,8 @@ type Deps struct {
 	Now        clock.Clock
 	Logger     *slog.Logger
 	Limits     Limits
+	// KeyUse, when set, remembers the API keys in use (apikey.Recent).
+	KeyUse *apikey.Recent
 }
 
 // Limits bound what one request may cost. Zero values take the defaults.

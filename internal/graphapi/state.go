@@ -7,6 +7,7 @@ import (
 
 	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/page"
@@ -95,15 +96,24 @@ func (rs *requestState) org(orgID string) *tenant.Org {
 }
 
 func (rs *requestState) authorize(ctx context.Context, orgID string) (access.Decision, error) {
+	now := clock.Or(rs.s.d.Now)()
+	if rs.id.Key != nil {
+		if err := rs.s.d.KeyUse.Admit(*rs.id.Key, now); err != nil {
+			return access.Decision{}, err
+		}
+	}
 	f, err := do(ctx, rs, func() (access.Found, error) {
 		return rs.s.d.Access.OrgAccess(ctx, orgID, rs.id.UserID, access.Target{})
 	})
 	if err != nil {
 		return access.Decision{}, err
 	}
-	d, err := access.Decide(rs.id, orgID, access.Target{}, f, false)
+	d, err := access.Decide(rs.id, orgID, access.Target{}, f, false, now)
 	if err != nil {
 		return access.Decision{}, err
+	}
+	if d.CallerKey != nil {
+		rs.s.d.KeyUse.Verified(*d.CallerKey, now)
 	}
 	if l := rs.s.d.RateLimit.TakeN(ctx, "org:"+orgID, rs.cost); !l.Allowed {
 		return access.Decision{}, errLimited

@@ -9,6 +9,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tenantd/tenantd/internal/access"
+	"github.com/tenantd/tenantd/internal/apikey"
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/ids"
 )
 
@@ -42,6 +45,9 @@ var targets = map[string]func(c echo.Context) access.Target{
 	"/v1/orgs/:orgId/teams/:teamId/tickets":          teamTarget,
 	"/v1/orgs/:orgId/tickets/:ticketId":              ticketTarget,
 	"/v1/orgs/:orgId/tickets/:ticketId/comments":     ticketTarget,
+	"/v1/orgs/:orgId/api-keys/:keyId": func(c echo.Context) access.Target {
+		return access.Target{Kind: access.APIKey, KeyID: c.Param("keyId")}
+	},
 	"/v1/orgs/:orgId/teams/:teamId/members/:userId": func(c echo.Context) access.Target {
 		return access.Target{Kind: access.Member, TeamID: c.Param("teamId"), UserID: c.Param("userId"), Optional: c.Request().Method == http.MethodPut}
 	},
@@ -73,7 +79,7 @@ func Authenticate(v *Verifier, skip func(echo.Context) bool) echo.MiddlewareFunc
 			if !ok || !strings.EqualFold(scheme, "Bearer") {
 				return errToken
 			}
-			id, err := v.Verify(strings.TrimSpace(token))
+			id, err := verify(v, strings.TrimSpace(token))
 			if err != nil {
 				return err
 			}
@@ -84,31 +90,63 @@ func Authenticate(v *Verifier, skip func(echo.Context) bool) echo.MiddlewareFunc
 	}
 }
 
+// verify turns a bearer token into the caller's Identity: an org's API key
+// (tdk_..., checked against the key by the authorization read), or a
+// person's JWT, whose subject may not be an API key's actor.
+func verify(v *Verifier, token string) (authz.Identity, error) {
+	k, isKey, err := apikey.ParseToken(token)
+	switch {
+	case err != nil:
+		return authz.Identity{}, err
+	case isKey:
+		return authz.Identity{UserID: apikey.Actor(k.ID), Key: &k}, nil
+	}
+	id, err := v.Verify(token)
+	if err == nil && strings.HasPrefix(id.UserID, authz.KeyActorPrefix) {
+		return authz.Identity{}, errToken
+	}
+	return id, err
+}
+
+// Authorizer is what AuthorizeOrg decides with.
+type Authorizer struct {
+	Reader access.Reader
+	// ReadTimeout, when positive, bounds the authorization read on its
+	// own: a route with a longer deadline (the offboarding DELETE) gives it
+	// only to callers who turn out to be the org's, so a stranger's request
+	// cannot be held for it while DynamoDB does not answer.
+	ReadTimeout time.Duration
+	Now         clock.Clock
+	// Keys remembers the API keys it admitted: it records their use, and
+	// bounds the authorization reads of keys it has not seen lately (nil:
+	// neither).
+	Keys *apikey.Recent
+}
+
 // AuthorizeOrg decides, once and before the handler runs, whether the
 // caller may act in the org the route's :orgId names: it makes the one
 // authorization read (access.Reader: the caller's edge, the org item, and
 // the route's target when it names one), decides with access.Decide, and
 // hands the handler the decision (decided). A refused caller, or a
-// missing target, gets its 404 from that one call.
-// Routes without :orgId pass through. The ID is validated before any key
-// is built.
-//
-// readTimeout, when positive, bounds the authorization read on its own: a
-// route with a longer deadline (the offboarding DELETE) gives it only to
-// callers who turn out to be the org's, so a stranger's request cannot be
-// held for it while DynamoDB does not answer.
-func AuthorizeOrg(roles access.Reader, readTimeout time.Duration) echo.MiddlewareFunc {
+// missing target, gets its 404 from that one call. Routes without :orgId
+// pass through, but for API keys: they are about a person (GraphQL
+// decides its orgs itself). The ID is validated before any key is built.
+func AuthorizeOrg(a Authorizer) echo.MiddlewareFunc {
+	now := clock.Or(a.Now)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
+			req := c.Request()
+			id, ok := IdentityFrom(req.Context())
 			orgID := c.Param("orgId")
 			if orgID == "" {
+				if ok && id.Key != nil && c.Path() != "/v1/graphql" {
+					return apikey.ErrNotAllowed
+				}
 				return next(c)
 			}
 			if err := ids.Resource("orgId", orgID); err != nil {
 				return err
 			}
-			req := c.Request()
-			id, ok := IdentityFrom(req.Context())
 			if !ok {
 				return errToken
 			}
@@ -119,18 +157,27 @@ func AuthorizeOrg(roles access.Reader, readTimeout time.Duration) echo.Middlewar
 				t.TeamRole = t.TeamID != "" && item && req.Method != http.MethodGet && req.Method != http.MethodHead
 			}
 			rctx := req.Context()
-			if readTimeout > 0 {
+			if a.ReadTimeout > 0 {
 				var cancel context.CancelFunc
-				rctx, cancel = context.WithTimeout(rctx, readTimeout)
+				rctx, cancel = context.WithTimeout(rctx, a.ReadTimeout)
 				defer cancel()
 			}
-			f, err := roles.OrgAccess(rctx, orgID, id.UserID, t)
+			at := now()
+			if id.Key != nil {
+				if err := a.Keys.Admit(*id.Key, at); err != nil {
+					return err
+				}
+			}
+			f, err := a.Reader.OrgAccess(rctx, orgID, id.UserID, t)
 			if err != nil {
 				return err
 			}
-			d, err := access.Decide(id, orgID, t, f, offboardingRoutes[c.Path()] == req.Method)
+			d, err := access.Decide(id, orgID, t, f, offboardingRoutes[c.Path()] == req.Method, at)
 			if err != nil {
 				return err
+			}
+			if d.CallerKey != nil {
+				a.Keys.Verified(*d.CallerKey, at)
 			}
 			c.SetRequest(req.WithContext(access.WithDecision(req.Context(), d)))
 			return next(c)

@@ -60,7 +60,7 @@ func BenchmarkAuthenticateMiddleware(b *testing.B) {
 // principal into the request context. The target is at most 30
 // allocations.
 func BenchmarkAuthorizeOrgMiddleware(b *testing.B) {
-	h := httpapi.AuthorizeOrg(memRoles{authz.Admin}, 0)(func(c echo.Context) error {
+	h := httpapi.AuthorizeOrg(httpapi.Authorizer{Reader: memRoles{authz.Admin}})(func(c echo.Context) error {
 		_, err := httpapi.Decided(c.Request().Context())
 		return err
 	})
@@ -71,7 +71,7 @@ func BenchmarkAuthorizeOrgMiddleware(b *testing.B) {
 
 // BenchmarkAuthnAndAuthzMiddleware is both, chained as the server does.
 func BenchmarkAuthnAndAuthzMiddleware(b *testing.B) {
-	h := httpapi.Authenticate(benchVerifier(b), nil)(httpapi.AuthorizeOrg(memRoles{authz.Admin}, 0)(noop))
+	h := httpapi.Authenticate(benchVerifier(b), nil)(httpapi.AuthorizeOrg(httpapi.Authorizer{Reader: memRoles{authz.Admin}})(noop))
 	c, req := benchContext(b, "Bearer "+benchToken(b))
 	serveLoop(b, h, c, req)
 }

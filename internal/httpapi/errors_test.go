@@ -223,6 +223,7 @@ func worldIDs(t *testing.T, w *world) opIDs {
 	r, err := w.Owner.C.CreateWebhookWithResponse(bg, w.Org.Id, nil, client.WebhookCreate{Url: "https://hooks.example.com/" + w.Org.Id, Events: []string{"*"}})
 	mustStatus(t, r, err, http.StatusCreated)
 	ids.WebhookID, ids.DeliveryID = r.JSON201.Id, randULID()
+	ids.KeyID = mustAPIKey(t, w, client.ApiKeyCreateRoleMember).Id
 	return ids
 }
 

@@ -31,6 +31,10 @@ func idempotent(k *idempotency.Keeper) echo.MiddlewareFunc {
 				return errs.InvalidHeader(idempotency.Header, "idempotency_key_unsupported",
 					"GraphQL mutations take an idempotencyKey argument instead: one request may hold several")
 			}
+			if c.Path() == "/v1/orgs/:orgId/api-keys" {
+				return errs.InvalidHeader(idempotency.Header, "idempotency_key_unsupported",
+					"a minted API key's answer holds its secret, which tenantd never keeps: mint without a key, and revoke a stray one")
+			}
 			key, err := idempotency.CheckKey(values)
 			if err != nil {
 				return err

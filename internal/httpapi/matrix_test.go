@@ -43,6 +43,7 @@ type opIDs struct {
 	OrgID, TeamID, TicketID, UserID string
 	InvitationID, Token             string
 	WebhookID, DeliveryID           string
+	KeyID                           string
 }
 
 func idsOf(w *world) opIDs {
@@ -110,6 +111,10 @@ var requests = map[string]func(ids opIDs) string{
 	"acceptInvitation": noBody,
 	"listAuditEvents":  noBody,
 
+	"createApiKey":          body(`{"name":"built by a request builder","role":"member"}`),
+	"listApiKeys":           noBody,
+	"getApiKey":             noBody,
+	"revokeApiKey":          noBody,
 	"createWebhook":         body(`{"url":"https://hooks.example.com/built","events":["ticket.create"],"description":"built"}`),
 	"listWebhooks":          noBody,
 	"getWebhook":            noBody,
@@ -138,7 +143,8 @@ func pathOf(op specOp, ids opIDs) string {
 		return op.Path + "?" + url.Values{"query": {graphqlGetQuery}, "variables": {fmt.Sprintf(`{"org":%q}`, ids.OrgID)}}.Encode()
 	}
 	return strings.NewReplacer("{orgId}", ids.OrgID, "{teamId}", ids.TeamID, "{ticketId}", ids.TicketID, "{userId}", ids.UserID,
-		"{invitationId}", ids.InvitationID, "{token}", ids.Token, "{webhookId}", ids.WebhookID, "{deliveryId}", ids.DeliveryID).Replace(op.Path)
+		"{invitationId}", ids.InvitationID, "{token}", ids.Token, "{webhookId}", ids.WebhookID, "{deliveryId}", ids.DeliveryID,
+		"{keyId}", ids.KeyID).Replace(op.Path)
 }
 
 // do sends op with ids and body through hc and returns the response and
@@ -179,13 +185,14 @@ func TestCrossTenant(t *testing.T) {
 	comment := MustComment(t, a.Member.C, a.Org.Id, a.Ticket.Id, "the cake is a lie (sekrit)")
 	inv := MustInvitation(t, a.Owner.C, a.Org.Id, "sekrit-invitee@example.com", client.RoleAdmin, a.Team.Id)
 	hook, delivery := mustWebhook(t, ts, a, "https://sekrit.example.com/hook")
+	key := mustAPIKey(t, a, client.ApiKeyCreateRoleAdmin)
 	bee := ts.Actor(t, "bee")
 	bOrg := MustOrg(t, bee.C, "Black Mesa")
 	bTeam := MustTeam(t, bee.C, bOrg.Id, "Black Mesa Science")
 	MustTicket(t, bee.C, bOrg.Id, client.TicketCreate{Title: "Resonance cascade"})
 
-	secrets := []string{a.Org.Name, a.Team.Name, a.Ticket.Title, comment.Body, inv.Email, inv.Token, hook.Url, hook.Secret}
-	aIDs := []string{a.Org.Id, a.Team.Id, a.Ticket.Id, comment.Id, inv.Id, hook.Id, delivery}
+	secrets := []string{a.Org.Name, a.Team.Name, a.Ticket.Title, comment.Body, inv.Email, inv.Token, hook.Url, hook.Secret, key.Name, key.Secret}
+	aIDs := []string{a.Org.Id, a.Team.Id, a.Ticket.Id, comment.Id, inv.Id, hook.Id, delivery, key.Id}
 	for _, u := range []actor{a.Owner, a.Admin, a.Member, a.TeamOwner, a.TeamAdmin, a.TeamMember, a.Requester, a.Assignee} {
 		secrets = append(secrets, u.Email, u.Name)
 		aIDs = append(aIDs, u.ID)
@@ -206,6 +213,7 @@ func TestCrossTenant(t *testing.T) {
 		add(c.ListUserTeamsWithResponse(bg, a.Org.Id, a.TeamMember.ID, nil))
 		add(c.ListInvitationsWithResponse(bg, a.Org.Id, nil))
 		add(c.ListWebhooksWithResponse(bg, a.Org.Id, nil))
+		add(c.ListApiKeysWithResponse(bg, a.Org.Id, nil))
 		add(c.ListWebhookDeliveriesWithResponse(bg, a.Org.Id, hook.Id, nil))
 		add(c.ListAuditEventsWithResponse(bg, a.Org.Id, &client.ListAuditEventsParams{Limit: ptr(100)}))
 		return strings.Join(parts, "\n")
@@ -233,7 +241,7 @@ func TestCrossTenant(t *testing.T) {
 	// membership, no data.
 	aIDsForReq := idsOf(a)
 	aIDsForReq.InvitationID = inv.Id
-	aIDsForReq.WebhookID, aIDsForReq.DeliveryID = hook.Id, delivery
+	aIDsForReq.WebhookID, aIDsForReq.DeliveryID, aIDsForReq.KeyID = hook.Id, delivery, key.Id
 	for _, op := range ops {
 		build, ok := requests[op.ID]
 		if !ok || !strings.HasPrefix(op.Path, orgScoped) {
@@ -261,8 +269,8 @@ func TestCrossTenant(t *testing.T) {
 	// B's own org with A's IDs inside it: nothing of A is found, listed or
 	// touched.
 	mixed := opIDs{OrgID: bOrg.Id, TeamID: a.Team.Id, TicketID: a.Ticket.Id, UserID: a.Member.ID, InvitationID: inv.Id,
-		WebhookID: hook.Id, DeliveryID: delivery}
-	idParam := regexp.MustCompile(`\{(teamId|ticketId|userId|invitationId|webhookId|deliveryId)\}`)
+		WebhookID: hook.Id, DeliveryID: delivery, KeyID: key.Id}
+	idParam := regexp.MustCompile(`\{(teamId|ticketId|userId|invitationId|webhookId|deliveryId|keyId)\}`)
 	for _, op := range tourOrder(ops) {
 		build, ok := requests[op.ID]
 		if !ok || !strings.HasPrefix(op.Path, orgScoped) || (!idParam.MatchString(op.Path) && op.ID != "createTicket") {

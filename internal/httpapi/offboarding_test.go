@@ -340,6 +340,9 @@ func TestOffboardLifecycle(t *testing.T) {
 			client.InvitationCreate{Email: tag + "-pending@example.com", Role: client.RoleMember, TeamIds: &[]string{team.Id}})
 		mustStatus(t, r, err, http.StatusCreated)
 		MustInvitation(t, boss.C, org, tag+"-expiring@example.com", client.RoleMember)
+		k, err := boss.C.CreateApiKeyWithResponse(bg, org, client.ApiKeyCreate{Name: tag + " bot", Role: client.ApiKeyCreateRoleMember})
+		mustStatus(t, k, err, http.StatusCreated)
+		MustTicket(t, ts.Client(t, k.JSON201.Secret), org, client.TicketCreate{Title: tag + " filed by a key"})
 		return team, tk
 	}
 	aTeam, aTicket := build(a.Id, owner, []actor{admin, member, shared1, shared2}, "a")

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/tenantd/tenantd/client"
+	"github.com/tenantd/tenantd/internal/apikey"
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/export"
 	"github.com/tenantd/tenantd/internal/invitation"
@@ -268,6 +269,7 @@ func TestNoScan(t *testing.T) {
 	ids.InvitationID = MustInvitation(t, w.Owner.C, w.Org.Id, "tour-revoked@example.com", client.RoleMember).Id
 	hook, delivery := mustWebhook(t, ts, w, "https://hooks.example.com/tour")
 	ids.WebhookID, ids.DeliveryID = hook.Id, delivery
+	ids.KeyID = mustAPIKey(t, w, client.ApiKeyCreateRoleMember).Id
 	ids.Token = MustInvitation(t, w.Owner.C, w.Org.Id, "tour-accepted@example.com", client.RoleMember, w.Team.Id).Token
 	invitee := ts.Invitee(t, "invitee", "tour-accepted@example.com")
 	ts.Rec.Reset()
@@ -315,7 +317,7 @@ func TestOperationNamesMatchServices(t *testing.T) {
 	doc, _ := loadSpec(t)
 	methods := map[string]string{}
 	for _, svc := range []any{&tenant.Service{}, &membership.Service{}, &ticket.Service{}, &invitation.Service{}, &audit.Service{},
-		&webhook.Service{}, &webhook.Deliveries{}, &export.Service{}} {
+		&webhook.Service{}, &webhook.Deliveries{}, &export.Service{}, &apikey.Service{}} {
 		typ := reflect.TypeOf(svc)
 		for i := range typ.NumMethod() {
 			methods[typ.Method(i).Name] = typ.Elem().PkgPath()

@@ -631,7 +631,7 @@ func BenchmarkGetTicket(b *testing.B) {
 func BenchmarkAuthorizeOrgGetItem(b *testing.B) {
 	env := newBenchEnv(b)
 	orgs := &store.Orgs{DB: store.Open(env.client(true), benchTable)}
-	h := httpapi.AuthorizeOrg(orgs, 0)(func(c echo.Context) error { return nil })
+	h := httpapi.AuthorizeOrg(httpapi.Authorizer{Reader: orgs})(func(c echo.Context) error { return nil })
 	e := echo.New()
 	req := httptest.NewRequest(http.MethodGet, "/v1/orgs/"+benchOrgID+"/tickets", nil)
 	req = req.WithContext(httpapi.WithIdentity(req.Context(), authz.Identity{UserID: benchUser}))

@@ -413,7 +413,7 @@ func TestRateLimitEveryOperation(t *testing.T) {
 	// The caller's limit is spent before validation and the authorization
 	// read: any IDs will do.
 	ids := opIDs{OrgID: randULID(), TeamID: randULID(), TicketID: randULID(), UserID: "someone", InvitationID: randULID(),
-		WebhookID: randULID(), DeliveryID: randULID(),
+		WebhookID: randULID(), DeliveryID: randULID(), KeyID: randULID(),
 		Token: randULID() + "." + randULID() + "." + strings.Repeat("x", 43)}
 	for _, op := range opsDocumenting(t, http.StatusTooManyRequests) {
 		spec(t, "429/"+op.ID+"/the caller's budget spent", func(t *testing.T) {

@@ -174,6 +174,20 @@ var roleOps = map[string]roleOp{
 		r, err := c.CreateInvitationWithResponse(bg, w.Org.Id, nil, client.InvitationCreate{Email: ts.UniqueID("invitee") + "@example.com", Role: client.RoleMember})
 		return status(t, r, err)
 	}},
+	"createApiKey": {authz.APIKeyManage, http.StatusCreated, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
+		r, err := c.CreateApiKeyWithResponse(bg, w.Org.Id, client.ApiKeyCreate{Name: ts.UniqueID("key"), Role: client.ApiKeyCreateRoleMember})
+		return status(t, r, err)
+	}},
+	"revokeApiKey": {authz.APIKeyManage, http.StatusNoContent, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
+		k := mustAPIKey(t, w, client.ApiKeyCreateRoleMember)
+		r, err := c.RevokeApiKeyWithResponse(bg, w.Org.Id, k.Id)
+		st := status(t, r, err)
+		g, err := w.Owner.C.GetApiKeyWithResponse(bg, w.Org.Id, k.Id)
+		if gone := status(t, g, err) == http.StatusNotFound; gone != (st == http.StatusNoContent) {
+			t.Errorf("revoke answered %d but the key is gone: %v", st, gone)
+		}
+		return st
+	}},
 	"createWebhook": {authz.WebhookManage, http.StatusCreated, false, func(t *testing.T, ts *testServer, w *world, c *client.ClientWithResponses) int {
 		r, err := c.CreateWebhookWithResponse(bg, w.Org.Id, nil, client.WebhookCreate{Url: "https://hooks.example.com/" + ts.UniqueID("h"), Events: []string{"*"}})
 		return status(t, r, err)
@@ -294,6 +308,12 @@ var roleRows = []struct {
 
 	{"createInvitation", orgOwner, 201}, {"createInvitation", orgAdmin, 201}, {"createInvitation", orgMember, 403}, {"createInvitation", teamOwner, 403},
 	{"createInvitation", teamAdmin, 403}, {"createInvitation", teamMember, 403}, {"createInvitation", requester, 403}, {"createInvitation", assignee, 403},
+
+	{"createApiKey", orgOwner, 201}, {"createApiKey", orgAdmin, 201}, {"createApiKey", orgMember, 403}, {"createApiKey", teamOwner, 403},
+	{"createApiKey", teamAdmin, 403}, {"createApiKey", teamMember, 403}, {"createApiKey", requester, 403}, {"createApiKey", assignee, 403},
+
+	{"revokeApiKey", orgOwner, 204}, {"revokeApiKey", orgAdmin, 204}, {"revokeApiKey", orgMember, 403}, {"revokeApiKey", teamOwner, 403},
+	{"revokeApiKey", teamAdmin, 403}, {"revokeApiKey", teamMember, 403}, {"revokeApiKey", requester, 403}, {"revokeApiKey", assignee, 403},
 
 	{"createWebhook", orgOwner, 201}, {"createWebhook", orgAdmin, 201}, {"createWebhook", orgMember, 403}, {"createWebhook", teamOwner, 403},
 	{"createWebhook", teamAdmin, 403}, {"createWebhook", teamMember, 403}, {"createWebhook", requester, 403}, {"createWebhook", assignee, 403},

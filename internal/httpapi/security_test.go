@@ -269,7 +269,7 @@ func TestKeyInjection(t *testing.T) {
 	w := MustWorld(t, ts, "Injected")
 	inv := MustInvitation(t, w.Owner.C, w.Org.Id, "injected-invitee@example.com", client.RoleMember)
 	valid := map[string]string{"orgId": w.Org.Id, "teamId": w.Team.Id, "ticketId": w.Ticket.Id, "userId": w.TeamMember.ID,
-		"invitationId": inv.Id, "token": inv.Token, "webhookId": randULID(), "deliveryId": randULID()}
+		"invitationId": inv.Id, "token": inv.Token, "webhookId": randULID(), "deliveryId": randULID(), "keyId": randULID()}
 	before := tenantItems(t, ts, w.Org.Id)
 	tokenAlphabet := regexp.MustCompile(`^[A-Za-z0-9._-]{20,200}$`)
 	doc, _ := loadSpec(t)

@@ -21,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/tenantd/tenantd/internal/apikey"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/export"
 	"github.com/tenantd/tenantd/internal/graphapi"
@@ -71,6 +72,8 @@ type Deps struct {
 	// Idempotency, when set, keeps replayable responses of creating POSTs
 	// sent with an Idempotency-Key.
 	Idempotency idempotency.Storer
+	// KeyUse, when set, remembers the API keys in use (apikey.Recent).
+	KeyUse *apikey.Recent
 	// RequestTimeout bounds each request, DynamoDB calls included
 	// (default 10 s); a request that runs out answers 503.
 	RequestTimeout time.Duration
@@ -157,7 +160,7 @@ func New(d Deps) (*echo.Echo, error) {
 	// One JSON value, valid UTF-8, no key twice: before anything decodes it.
 	e.Use(strictJSON)
 	e.Use(validateRequests(ops))
-	e.Use(AuthorizeOrg(d.Access, d.RequestTimeout))
+	e.Use(AuthorizeOrg(Authorizer{Reader: d.Access, ReadTimeout: d.RequestTimeout, Now: d.Now, Keys: d.KeyUse}))
 	// After the authorization read: only an org's members spend its quota,
 	// so nobody can exhaust another tenant's limit.
 	e.Use(limitTenant(d.RateLimit))
@@ -172,7 +175,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(conditional)
 
 	h := &handlers{Deps: d, cursors: page.Cursors{Key: d.CursorKey, TTL: cursorTTL, Now: clock.Or(d.Now)}}
-	h.graphQL = graphapi.New(graphapi.Deps{Services: d.Services, Cursors: h.cursors, RateLimit: d.RateLimit, CallerRateLimit: d.CallerRateLimit, Idempotency: keeper, CheckInput: checkInput(spec), Now: d.Now, Logger: d.Logger, Limits: d.GraphQL})
+	h.graphQL = graphapi.New(graphapi.Deps{Services: d.Services, Cursors: h.cursors, RateLimit: d.RateLimit, CallerRateLimit: d.CallerRateLimit, Idempotency: keeper, CheckInput: checkInput(spec), Now: d.Now, Logger: d.Logger, Limits: d.GraphQL, KeyUse: d.KeyUse})
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
 	for _, r := range e.Routes() {
 		routes[r.Path] = true

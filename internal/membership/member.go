@@ -158,7 +158,9 @@ func (s *Service) RemoveTeamMember(ctx context.Context, p authz.Principal, teamI
 	if err != nil {
 		return err
 	}
-	read := func(ctx context.Context) (Membership, error) { return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID) }
+	read := func(ctx context.Context) (Membership, error) {
+		return s.store.GetTeamMember(ctx, p.OrgID, teamID, userID)
+	}
 	_, err = ifmatch.Retry(ctx, ifMatch, loaded, read, func(prev Membership) (struct{}, error) {
 		g, err := ownerGrant(p, f, g, prev.Role == authz.Owner)
 		if err != nil {

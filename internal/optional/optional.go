@@ -9,3 +9,13 @@ func Set[T any](dst *T, v *T) {
 		*dst = *v
 	}
 }
+
+// Of is a pointer to v, or nil when v is its type's zero value (for a time,
+// IsZero): an optional field left out.
+func Of[T comparable](v T) *T {
+	var zero T
+	if z, ok := any(v).(interface{ IsZero() bool }); ok && z.IsZero() || v == zero {
+		return nil
+	}
+	return &v
+}

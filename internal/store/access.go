@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/guregu/dynamo/v2"
 
@@ -25,6 +26,8 @@ func targetKey(orgID string, t access.Target) (key, error) {
 		return memberKey(orgID, t.TeamID, t.UserID), checkIDs(ids.Resource("teamId", t.TeamID), ids.User("userId", t.UserID))
 	case access.Ticket:
 		return ticketKey(orgID, t.TicketID), ids.Resource("ticketId", t.TicketID)
+	case access.APIKey:
+		return apiKeyKey(orgID, t.KeyID), ids.Resource("keyId", t.KeyID)
 	}
 	return key{}, fmt.Errorf("store: unknown target kind %d", t.Kind)
 }
@@ -43,6 +46,8 @@ func decodeTarget(f *access.Found, k access.Kind, it dynamo.Item) (err error) {
 		f.Member, f.Missing, err = decodeItem(it, errMemberNotFound, fromMemberItem)
 	case access.Ticket:
 		f.Ticket, f.Missing, err = decodeItem(it, errTicketNotFound, fromTicketItem)
+	case access.APIKey:
+		f.APIKey, f.Missing, err = decodeItem(it, errAPIKeyNotFound, fromAPIKeyItem)
 	}
 	return err
 }
@@ -66,8 +71,9 @@ func decodeItem[I any, T any](it dynamo.Item, notFound error, conv func(I) T) (*
 }
 
 // OrgAccess is the authorization read (access.Reader): the org item, the
-// caller's OrgUser edge, the item t names and, for t.TeamRole, the
-// caller's edge of t's team, in ONE consistent BatchGetItem. The role is on
+// caller's OrgUser edge (for an API key's actor, the key: actorKey), the
+// item t names and, for t.TeamRole, the caller's edge of t's team, in ONE
+// consistent BatchGetItem. The role is on
 // the edge; the org item says whether the org is being offboarded, so that
 // from the moment its offboarding starts no member reads or writes it,
 // even if the offboarding crashes before it deleted their edges. Nothing
@@ -78,7 +84,13 @@ func (s *Orgs) OrgAccess(ctx context.Context, orgID, userID string, t access.Tar
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		return f, err
 	}
-	ok, uk := orgKey(orgID), orgUserKey(orgID, userID)
+	keyID, isKey := strings.CutPrefix(userID, authz.KeyActorPrefix)
+	if isKey {
+		if err := ids.Resource("keyId", keyID); err != nil {
+			return f, err
+		}
+	}
+	ok, uk := orgKey(orgID), actorKey(orgID, userID)
 	keys := []key{ok, uk}
 	var tk, teamEdge key
 	if t.Kind != access.None {
@@ -110,6 +122,11 @@ func (s *Orgs) OrgAccess(ctx context.Context, orgID, userID string, t access.Tar
 	var err error
 	if f.Org, _, err = decodeItem(orgItem, errOrgNotFound, fromOrgItem); err != nil {
 		return access.Found{}, err
+	}
+	if isKey {
+		if f.CallerKey, _, err = decodeItem(edge, errAPIKeyNotFound, fromAPIKeyItem); err != nil {
+			return access.Found{}, err
+		}
 	}
 	if t.Kind != access.None {
 		if err := decodeTarget(&f, t.Kind, byKey[tk]); err != nil {

@@ -219,7 +219,7 @@ func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invit
 	if inv.Role == authz.Owner {
 		floor = string(authz.Owner)
 	}
-	s.fenceEdge(t, orgUserKey(inv.OrgID, inv.InvitedBy), floor, errInviterLost, errInviterLost)
+	s.fenceEdge(t, actorKey(inv.OrgID, inv.InvitedBy), floor, errInviterLost, errInviterLost)
 	for _, teamID := range joined {
 		m := membership.Membership{OrgID: u.OrgID, TeamID: teamID, UserID: u.UserID, Role: authz.Member,
 			JoinedAt: u.JoinedAt, UpdatedAt: u.JoinedAt, Version: 1}

@@ -10,7 +10,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
+
+	"github.com/tenantd/tenantd/internal/authz"
 )
 
 // Attribute names of the keys.
@@ -49,6 +52,7 @@ const (
 	typeCheckpoint = "StreamCheckpoint"
 	typeRateLimit  = "RateLimit"
 	typeOwnedOrgs  = "OwnedOrgs"
+	typeAPIKey     = "APIKey"
 )
 
 // Sort key constants and prefixes.
@@ -67,6 +71,7 @@ const (
 	prefixInvite   = "INVITE#"
 	prefixWebhook  = "WEBHOOK#"
 	prefixDelivery = "DELIVERY#"
+	prefixAPIKey   = "APIKEY#"
 )
 
 // key is a primary key.
@@ -173,6 +178,21 @@ func auditSK(eventID string) string             { return prefixEvent + eventID }
 // collection, so pending invitations never slow the org + users Query.
 func invitationKey(orgID, invitationID string) key {
 	return key{orgPK(orgID) + "#INVITE#" + invitationID, "#INVITE"}
+}
+
+// apiKeyKey is an API key's own partition (an org's keys are read by the
+// authorization read, one at a time), listed in GSI1 under ORG#<orgId>
+// (apiKeySK), where offboarding finds it.
+func apiKeyKey(orgID, keyID string) key { return key{orgPK(orgID) + "#APIKEY#" + keyID, "#APIKEY"} }
+func apiKeySK(keyID string) string      { return prefixAPIKey + keyID }
+
+// actorKey is the item a write's actor fence proves: the caller's OrgUser
+// edge, or, for an API key's actor ("apiKey:<keyId>"), the key.
+func actorKey(orgID, userID string) key {
+	if keyID, ok := strings.CutPrefix(userID, authz.KeyActorPrefix); ok {
+		return apiKeyKey(orgID, keyID)
+	}
+	return orgUserKey(orgID, userID)
 }
 
 // invitationEmailKey points from an email to its pending invitation, so a

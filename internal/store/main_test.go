@@ -32,6 +32,7 @@ type fixture struct {
 	Teams       *store.Teams
 	Tickets     *store.Tickets
 	Invitations *store.Invitations
+	APIKeys     *store.APIKeys
 	Rec         *dynamotest.Recorder
 	raw         *dynamodb.Client
 	ids         *ids.Generator
@@ -60,7 +61,7 @@ func MustFixture(tb testing.TB) *fixture {
 	db.SetDeletionTiming(store.DefaultDeletionLease, 0)
 	rec.Reset()
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	return &fixture{DB: db, Orgs: &store.Orgs{DB: db}, Teams: &store.Teams{DB: db}, Tickets: &store.Tickets{DB: db}, Invitations: &store.Invitations{DB: db},
+	return &fixture{DB: db, Orgs: &store.Orgs{DB: db}, Teams: &store.Teams{DB: db}, Tickets: &store.Tickets{DB: db}, Invitations: &store.Invitations{DB: db}, APIKeys: &store.APIKeys{DB: db},
 		Rec: rec, raw: client, ids: ids.NewGenerator(func() time.Time { return now }), now: now}
 }
 

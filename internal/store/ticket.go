@@ -151,7 +151,8 @@ func (s *Tickets) CreateTicket(ctx context.Context, t ticket.Ticket, ev audit.Ev
 	}
 	it := toTicketItem(t)
 	tx := s.newTx().put(key{it.PK, it.SK}, s.table.Put(it).If(notExists), failWith(errs.E(errs.Conflict, "ticket_exists", "ticket ID already taken")))
-	s.orgUserCheck(tx, t.OrgID, t.RequesterID, errRequesterGone)
+	k := actorKey(t.OrgID, t.RequesterID) // a person's edge, or the API key that files it
+	tx.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(errRequesterGone))
 	// A self-assigned ticket's assignee is already checked as requester (and
 	// one transaction may not touch an item twice).
 	s.referenceChecks(tx, t, true, true)

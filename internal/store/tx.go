@@ -271,12 +271,13 @@ func (d *DB) teamFence(t *txn, orgID, teamID, userID, floor string) {
 // errTeamRoleLost: the team edge a write was authorized on is gone or lesser.
 var errTeamRoleLost = errs.E(errs.Forbidden, "team_role_changed", "your role in this team no longer allows this")
 
-// fence adds to t the actor fence of userID in orgID: their edge must
-// still exist, outside any offboarding, with a role at least floor.
+// fence adds to t the actor fence of userID in orgID: their edge (an API
+// key's actor: the key, actorKey) must still exist, outside any
+// offboarding, with a role at least floor.
 func (d *DB) fence(t *txn, orgID, userID, floor string) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		t.err = err
 		return
 	}
-	d.fenceEdge(t, orgUserKey(orgID, userID), floor, errActorGone, errActorDemoted)
+	d.fenceEdge(t, actorKey(orgID, userID), floor, errActorGone, errActorDemoted)
 }

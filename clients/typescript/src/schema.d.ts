@@ -314,6 +314,61 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/orgs/{orgId}/api-keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * List the org's API keys
+         * @description Lists the org's API keys, oldest first, never their secrets. Requires org role `admin` or `owner`, as a person.
+         */
+        get: operations["listApiKeys"];
+        put?: never;
+        /**
+         * Mint an API key
+         * @description Mints a credential that belongs to the org rather than to a person: `Authorization: Bearer <secret>` then acts in this org's routes, REST and GraphQL, with the key's `role` (`admin` or `member`, never `owner`), as the actor `apiKey:<id>` of the audit log and webhook events, under a rate limit of its own. The response carries the `secret` (`tdk_<orgId>_<id>_<256 random bits>`), shown only here: tenantd keeps a hash of it, never the secret, and no `Idempotency-Key` is accepted (its kept answer would hold the secret): a retried mint makes a second key. An expired or revoked key is refused (401) on the next request, on every replica. An org holds at most 100 keys (409 `api_key_limit`). Requires org role `admin` or `owner`, as a person: an API key may not mint, list or revoke keys (403 `api_key_not_allowed`).
+         */
+        post: operations["createApiKey"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/orgs/{orgId}/api-keys/{keyId}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+                keyId: components["parameters"]["keyId"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get an API key
+         * @description Returns the key, never its secret. Requires org role `admin` or `owner`, as a person.
+         */
+        get: operations["getApiKey"];
+        put?: never;
+        post?: never;
+        /**
+         * Revoke an API key
+         * @description Deletes the key: from this answer on, every replica refuses it (401): each request reads the key with its authorization read, consistently, and nothing caches it. Requires org role `admin` or `owner`, as a person.
+         */
+        delete: operations["revokeApiKey"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/orgs/{orgId}/webhooks": {
         parameters: {
             query?: never;
@@ -1159,6 +1214,48 @@ export interface components {
             /** @description The pending invitation for the same email that this one replaced: its token no longer works. Absent when there was none. */
             replacedInvitationId?: string;
         };
+        ApiKeyCreate: {
+            /** @description What the key is for ("CI bot"). */
+            name: string;
+            /**
+             * @description The org role the key acts with.
+             * @enum {string}
+             */
+            role: "admin" | "member";
+            /**
+             * Format: date-time
+             * @description When the key stops working (in the future, within a year); absent, it works until revoked.
+             */
+            expiresAt?: string;
+        };
+        ApiKey: {
+            id: string;
+            name: string;
+            /** @enum {string} */
+            role: "admin" | "member";
+            /** Format: date-time */
+            createdAt: string;
+            /** @description The user id of the admin or owner who minted it. */
+            createdBy: string;
+            /**
+             * Format: date-time
+             * @description When it stops working; absent, it works until revoked.
+             */
+            expiresAt?: string;
+            /**
+             * Format: date-time
+             * @description When it was last used, to the minute; absent, never.
+             */
+            lastUsedAt?: string;
+        };
+        ApiKeyCreated: components["schemas"]["ApiKey"] & {
+            /** @description The bearer token, `tdk_<orgId>_<id>_<secret>`. Shown only in this response. */
+            secret: string;
+        };
+        ApiKeyList: {
+            items: components["schemas"]["ApiKey"][];
+            nextCursor?: string;
+        };
         WebhookCreate: {
             /** @description An https URL (http and private addresses only where the server allows them, for development). */
             url: string;
@@ -1636,6 +1733,7 @@ export interface components {
     };
     parameters: {
         invitationId: string;
+        keyId: string;
         webhookId: string;
         /** @description The delivery's event ID (its `webhook-id` header). */
         deliveryId: string;
@@ -1775,6 +1873,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
@@ -1810,6 +1909,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
             413: components["responses"]["PayloadTooLarge"];
@@ -2217,6 +2317,150 @@ export interface operations {
             409: components["responses"]["Conflict"];
             413: components["responses"]["PayloadTooLarge"];
             422: components["responses"]["UnprocessableEntity"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    listApiKeys: {
+        parameters: {
+            query?: {
+                /** @description Maximum number of items to return (page size). */
+                limit?: components["parameters"]["limit"];
+                /** @description Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400. */
+                cursor?: components["parameters"]["cursor"];
+            };
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of API keys. */
+            200: {
+                headers: {
+                    Link: components["headers"]["Link"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyList"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ApiKeyCreate"];
+            };
+        };
+        responses: {
+            /** @description The key, with its secret. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKeyCreated"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    getApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+                keyId: components["parameters"]["keyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The API key. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApiKey"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
+            431: components["responses"]["RequestHeaderFieldsTooLarge"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    revokeApiKey: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Organization id (ULID). */
+                orgId: components["parameters"]["orgId"];
+                keyId: components["parameters"]["keyId"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key was revoked. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            408: components["responses"]["RequestTimeout"];
+            413: components["responses"]["PayloadTooLarge"];
             429: components["responses"]["TooManyRequests"];
             431: components["responses"]["RequestHeaderFieldsTooLarge"];
             500: components["responses"]["InternalError"];

@@ -311,6 +311,27 @@ async function main(): Promise<void> {
     }
   });
 
+  await step("mint an API key, act with it, revoke it -> 401", async () => {
+    const minted = expectData(
+      await alice.POST("/v1/orgs/{orgId}/api-keys", { params: { path: orgPath }, body: { name: "smoke bot", role: "member" } }),
+      201,
+      "createApiKey",
+    );
+    ok(minted.secret.startsWith(`tdk_${orgPath.orgId}_${minted.id}_`), `createApiKey: secret ${minted.secret.slice(0, 60)}...`);
+    const bot = createTenantdClient(baseUrl, minted.secret);
+    const filed = expectData(
+      await bot.POST("/v1/orgs/{orgId}/tickets", { params: { path: orgPath }, body: { title: "Filed by a key" } }),
+      201,
+      "createTicket with the key",
+    );
+    equal(filed.requesterId, `apiKey:${minted.id}`, "createTicket with the key: requester");
+    const listed = expectData(await alice.GET("/v1/orgs/{orgId}/api-keys", { params: { path: orgPath } }), 200, "listApiKeys");
+    ok(listed.items.some((k) => k.id === minted.id) && !JSON.stringify(listed).includes(minted.secret), "listApiKeys: the key, no secret");
+    const revoked = await alice.DELETE("/v1/orgs/{orgId}/api-keys/{keyId}", { params: { path: { ...orgPath, keyId: minted.id } } });
+    equal(revoked.response.status, 204, "revokeApiKey: status");
+    expectProblem(await bot.GET("/v1/orgs/{orgId}", { params: { path: orgPath } }), 401, "getOrg with a revoked key");
+  });
+
   console.log(`smoke: ${passed} passed, 0 failed`);
 }
 

@@ -24,6 +24,60 @@ import (
 	"github.com/oapi-codegen/runtime"
 )
 
+// Defines values for ApiKeyRole.
+const (
+	ApiKeyRoleAdmin  ApiKeyRole = "admin"
+	ApiKeyRoleMember ApiKeyRole = "member"
+)
+
+// Valid indicates whether the value is a known member of the ApiKeyRole enum.
+func (e ApiKeyRole) Valid() bool {
+	switch e {
+	case ApiKeyRoleAdmin:
+		return true
+	case ApiKeyRoleMember:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApiKeyCreateRole.
+const (
+	ApiKeyCreateRoleAdmin  ApiKeyCreateRole = "admin"
+	ApiKeyCreateRoleMember ApiKeyCreateRole = "member"
+)
+
+// Valid indicates whether the value is a known member of the ApiKeyCreateRole enum.
+func (e ApiKeyCreateRole) Valid() bool {
+	switch e {
+	case ApiKeyCreateRoleAdmin:
+		return true
+	case ApiKeyCreateRoleMember:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApiKeyCreatedRole.
+const (
+	ApiKeyCreatedRoleAdmin  ApiKeyCreatedRole = "admin"
+	ApiKeyCreatedRoleMember ApiKeyCreatedRole = "member"
+)
+
+// Valid indicates whether the value is a known member of the ApiKeyCreatedRole enum.
+func (e ApiKeyCreatedRole) Valid() bool {
+	switch e {
+	case ApiKeyCreatedRoleAdmin:
+		return true
+	case ApiKeyCreatedRoleMember:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ExportAuditEventType.
 const (
 	ExportAuditEventTypeAuditEvent ExportAuditEventType = "auditEvent"
@@ -502,6 +556,70 @@ func (e ListUserTicketsParamsInclude) Valid() bool {
 	default:
 		return false
 	}
+}
+
+// ApiKey defines model for ApiKey.
+type ApiKey struct {
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedBy The user id of the admin or owner who minted it.
+	CreatedBy string `json:"createdBy"`
+
+	// ExpiresAt When it stops working; absent, it works until revoked.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	Id        string     `json:"id"`
+
+	// LastUsedAt When it was last used, to the minute; absent, never.
+	LastUsedAt *time.Time `json:"lastUsedAt,omitempty"`
+	Name       string     `json:"name"`
+	Role       ApiKeyRole `json:"role"`
+}
+
+// ApiKeyRole defines model for ApiKey.Role.
+type ApiKeyRole string
+
+// ApiKeyCreate defines model for ApiKeyCreate.
+type ApiKeyCreate struct {
+	// ExpiresAt When the key stops working (in the future, within a year); absent, it works until revoked.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+
+	// Name What the key is for ("CI bot").
+	Name string `json:"name"`
+
+	// Role The org role the key acts with.
+	Role ApiKeyCreateRole `json:"role"`
+}
+
+// ApiKeyCreateRole The org role the key acts with.
+type ApiKeyCreateRole string
+
+// ApiKeyCreated defines model for ApiKeyCreated.
+type ApiKeyCreated struct {
+	CreatedAt time.Time `json:"createdAt"`
+
+	// CreatedBy The user id of the admin or owner who minted it.
+	CreatedBy string `json:"createdBy"`
+
+	// ExpiresAt When it stops working; absent, it works until revoked.
+	ExpiresAt *time.Time `json:"expiresAt,omitempty"`
+	Id        string     `json:"id"`
+
+	// LastUsedAt When it was last used, to the minute; absent, never.
+	LastUsedAt *time.Time        `json:"lastUsedAt,omitempty"`
+	Name       string            `json:"name"`
+	Role       ApiKeyCreatedRole `json:"role"`
+
+	// Secret The bearer token, `tdk_<orgId>_<id>_<secret>`. Shown only in this response.
+	Secret string `json:"secret"`
+}
+
+// ApiKeyCreatedRole defines model for ApiKeyCreated.Role.
+type ApiKeyCreatedRole string
+
+// ApiKeyList defines model for ApiKeyList.
+type ApiKeyList struct {
+	Items      []ApiKey `json:"items"`
+	NextCursor *string  `json:"nextCursor,omitempty"`
 }
 
 // AuditChange defines model for AuditChange.
@@ -1435,6 +1553,9 @@ type IfNoneMatch = string
 // InvitationId defines model for invitationId.
 type InvitationId = string
 
+// KeyId defines model for keyId.
+type KeyId = string
+
 // Limit defines model for limit.
 type Limit = int
 
@@ -1565,6 +1686,15 @@ type GetOrgParamsInclude string
 type UpdateOrgParams struct {
 	// IfMatch RFC 9110 If-Match: `*`, or a list of entity tags from earlier answers. The change is made only if one of the (strong) tags names the resource's current version; weak tags (`W/"..."`) never match. A change that makes no new version (a comment on a ticket, a member joining a team) changes the ETag but never fails an `If-Match`: nobody else's comment refuses your edit. Otherwise 412 and nothing is changed.
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListApiKeysParams defines parameters for ListApiKeys.
+type ListApiKeysParams struct {
+	// Limit Maximum number of items to return (page size).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// Cursor Opaque cursor from a previous page's `nextCursor` (or `Link` header). Omit to get the first page. Cursors are HMAC-signed and bound to the organization and listing that issued them; a modified or foreign cursor is rejected with 400.
+	Cursor *Cursor `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
 // ListAuditEventsParams defines parameters for ListAuditEvents.
@@ -1883,6 +2013,9 @@ type CreateOrgJSONRequestBody = OrgCreate
 
 // UpdateOrgJSONRequestBody defines body for UpdateOrg for application/json ContentType.
 type UpdateOrgJSONRequestBody = OrgUpdate
+
+// CreateApiKeyJSONRequestBody defines body for CreateApiKey for application/json ContentType.
+type CreateApiKeyJSONRequestBody = ApiKeyCreate
 
 // CreateInvitationJSONRequestBody defines body for CreateInvitation for application/json ContentType.
 type CreateInvitationJSONRequestBody = InvitationCreate
@@ -2572,6 +2705,18 @@ type ServerInterface interface {
 	// UpdateOrg Update an organization
 	// (PATCH /v1/orgs/{orgId})
 	UpdateOrg(ctx echo.Context, orgId OrgId, params UpdateOrgParams) error
+	// ListApiKeys List the org's API keys
+	// (GET /v1/orgs/{orgId}/api-keys)
+	ListApiKeys(ctx echo.Context, orgId OrgId, params ListApiKeysParams) error
+	// CreateApiKey Mint an API key
+	// (POST /v1/orgs/{orgId}/api-keys)
+	CreateApiKey(ctx echo.Context, orgId OrgId) error
+	// RevokeApiKey Revoke an API key
+	// (DELETE /v1/orgs/{orgId}/api-keys/{keyId})
+	RevokeApiKey(ctx echo.Context, orgId OrgId, keyId KeyId) error
+	// GetApiKey Get an API key
+	// (GET /v1/orgs/{orgId}/api-keys/{keyId})
+	GetApiKey(ctx echo.Context, orgId OrgId, keyId KeyId) error
 	// ListAuditEvents Read the audit log
 	// (GET /v1/orgs/{orgId}/audit-log)
 	ListAuditEvents(ctx echo.Context, orgId OrgId, params ListAuditEventsParams) error
@@ -2997,6 +3142,102 @@ func (w *ServerInterfaceWrapper) UpdateOrg(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.UpdateOrg(ctx, orgId, params)
+	return err
+}
+
+// ListApiKeys converts echo context to params.
+func (w *ServerInterfaceWrapper) ListApiKeys(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListApiKeysParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "cursor" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "cursor", ctx.QueryParams(), &params.Cursor, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter cursor: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListApiKeys(ctx, orgId, params)
+	return err
+}
+
+// CreateApiKey converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateApiKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateApiKey(ctx, orgId)
+	return err
+}
+
+// RevokeApiKey converts echo context to params.
+func (w *ServerInterfaceWrapper) RevokeApiKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "keyId" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "keyId", ctx.Param("keyId"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RevokeApiKey(ctx, orgId, keyId)
+	return err
+}
+
+// GetApiKey converts echo context to params.
+func (w *ServerInterfaceWrapper) GetApiKey(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "orgId" -------------
+	var orgId OrgId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "orgId", ctx.Param("orgId"), &orgId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter orgId: %s", err))
+	}
+
+	// ------------- Path parameter "keyId" -------------
+	var keyId KeyId
+
+	err = runtime.BindStyledParameterWithOptions("simple", "keyId", ctx.Param("keyId"), &keyId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter keyId: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetApiKey(ctx, orgId, keyId)
 	return err
 }
 
@@ -4660,6 +4901,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/invitations", wrapper.CreateInvitation, options.OperationMiddlewares["createInvitation"]...)
 	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/invitations/:invitationId", wrapper.RevokeInvitation, options.OperationMiddlewares["revokeInvitation"]...)
 	router.POST(options.BaseURL+"/v1/invitations/:token/accept", wrapper.AcceptInvitation, options.OperationMiddlewares["acceptInvitation"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/api-keys", wrapper.ListApiKeys, options.OperationMiddlewares["listApiKeys"]...)
+	router.POST(options.BaseURL+"/v1/orgs/:orgId/api-keys", wrapper.CreateApiKey, options.OperationMiddlewares["createApiKey"]...)
+	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/api-keys/:keyId", wrapper.RevokeApiKey, options.OperationMiddlewares["revokeApiKey"]...)
+	router.GET(options.BaseURL+"/v1/orgs/:orgId/api-keys/:keyId", wrapper.GetApiKey, options.OperationMiddlewares["getApiKey"]...)
 	router.GET(options.BaseURL+"/v1/orgs/:orgId/webhooks", wrapper.ListWebhooks, options.OperationMiddlewares["listWebhooks"]...)
 	router.POST(options.BaseURL+"/v1/orgs/:orgId/webhooks", wrapper.CreateWebhook, options.OperationMiddlewares["createWebhook"]...)
 	router.DELETE(options.BaseURL+"/v1/orgs/:orgId/webhooks/:webhookId", wrapper.DeleteWebhook, options.OperationMiddlewares["deleteWebhook"]...)
@@ -5689,6 +5934,22 @@ func (response GetMe401ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w 
 	return err
 }
 
+type GetMe403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetMe403ApplicationProblemPlusJSONResponse) VisitGetMeResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMe404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -5869,6 +6130,22 @@ func (response ListOrgs401ApplicationProblemPlusJSONResponse) VisitListOrgsRespo
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListOrgs403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListOrgs403ApplicationProblemPlusJSONResponse) VisitListOrgsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6891,6 +7168,815 @@ type UpdateOrg503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response UpdateOrg503ApplicationProblemPlusJSONResponse) VisitUpdateOrgResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeysRequestObject struct {
+	OrgId  OrgId `json:"orgId"`
+	Params ListApiKeysParams
+}
+
+type ListApiKeysResponseObject interface {
+	VisitListApiKeysResponse(w http.ResponseWriter) error
+}
+
+type ListApiKeys200ResponseHeaders struct {
+	Link *string
+}
+
+type ListApiKeys200JSONResponse struct {
+	Body    ApiKeyList
+	Headers ListApiKeys200ResponseHeaders
+}
+
+func (response ListApiKeys200JSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.Link != nil {
+		w.Header().Set("Link", fmt.Sprint(*response.Headers.Link))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys400ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys401ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys403ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys404ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys408ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys413ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys429ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response ListApiKeys431TextResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type ListApiKeys500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys500ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListApiKeys503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListApiKeys503ApplicationProblemPlusJSONResponse) VisitListApiKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKeyRequestObject struct {
+	OrgId OrgId `json:"orgId"`
+	Body  *CreateApiKeyJSONRequestBody
+}
+
+type CreateApiKeyResponseObject interface {
+	VisitCreateApiKeyResponse(w http.ResponseWriter) error
+}
+
+type CreateApiKey201JSONResponse ApiKeyCreated
+
+func (response CreateApiKey201JSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey400ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey401ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey403ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey404ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey408ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey409ApplicationProblemPlusJSONResponse struct {
+	ConflictApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey409ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey413ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey415ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
+	if response.Headers.AcceptPost != nil {
+		w.Header().Set("Accept-Post", fmt.Sprint(*response.Headers.AcceptPost))
+	}
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey429ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response CreateApiKey431TextResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type CreateApiKey500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey500ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateApiKey503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateApiKey503ApplicationProblemPlusJSONResponse) VisitCreateApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKeyRequestObject struct {
+	OrgId OrgId `json:"orgId"`
+	KeyId KeyId `json:"keyId"`
+}
+
+type RevokeApiKeyResponseObject interface {
+	VisitRevokeApiKeyResponse(w http.ResponseWriter) error
+}
+
+type RevokeApiKey204Response struct {
+}
+
+func (response RevokeApiKey204Response) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+	w.WriteHeader(204)
+	return nil
+}
+
+type RevokeApiKey400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey400ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey401ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey403ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey404ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey408ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey413ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey429ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response RevokeApiKey431TextResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type RevokeApiKey500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey500ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RevokeApiKey503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RevokeApiKey503ApplicationProblemPlusJSONResponse) VisitRevokeApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKeyRequestObject struct {
+	OrgId OrgId `json:"orgId"`
+	KeyId KeyId `json:"keyId"`
+}
+
+type GetApiKeyResponseObject interface {
+	VisitGetApiKeyResponse(w http.ResponseWriter) error
+}
+
+type GetApiKey200JSONResponse ApiKey
+
+func (response GetApiKey200JSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey400ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey401ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey403ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey404ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey408ApplicationProblemPlusJSONResponse struct {
+	RequestTimeoutApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey408ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(408)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey413ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey429ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey431TextResponse RequestHeaderFieldsTooLargeTextResponse
+
+func (response GetApiKey431TextResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain")
+	w.WriteHeader(431)
+
+	_, err := w.Write([]byte(fmt.Sprint(response)))
+	return err
+}
+
+type GetApiKey500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey500ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetApiKey503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetApiKey503ApplicationProblemPlusJSONResponse) VisitGetApiKeyResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -15212,6 +16298,18 @@ type StrictServerInterface interface {
 	// UpdateOrg Update an organization
 	// (PATCH /v1/orgs/{orgId})
 	UpdateOrg(ctx context.Context, request UpdateOrgRequestObject) (UpdateOrgResponseObject, error)
+	// ListApiKeys List the org's API keys
+	// (GET /v1/orgs/{orgId}/api-keys)
+	ListApiKeys(ctx context.Context, request ListApiKeysRequestObject) (ListApiKeysResponseObject, error)
+	// CreateApiKey Mint an API key
+	// (POST /v1/orgs/{orgId}/api-keys)
+	CreateApiKey(ctx context.Context, request CreateApiKeyRequestObject) (CreateApiKeyResponseObject, error)
+	// RevokeApiKey Revoke an API key
+	// (DELETE /v1/orgs/{orgId}/api-keys/{keyId})
+	RevokeApiKey(ctx context.Context, request RevokeApiKeyRequestObject) (RevokeApiKeyResponseObject, error)
+	// GetApiKey Get an API key
+	// (GET /v1/orgs/{orgId}/api-keys/{keyId})
+	GetApiKey(ctx context.Context, request GetApiKeyRequestObject) (GetApiKeyResponseObject, error)
 	// ListAuditEvents Read the audit log
 	// (GET /v1/orgs/{orgId}/audit-log)
 	ListAuditEvents(ctx context.Context, request ListAuditEventsRequestObject) (ListAuditEventsResponseObject, error)
@@ -15702,6 +16800,132 @@ func (sh *strictHandler) UpdateOrg(ctx echo.Context, orgId OrgId, params UpdateO
 		return err
 	} else if validResponse, ok := response.(UpdateOrgResponseObject); ok {
 		return validResponse.VisitUpdateOrgResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListApiKeys operation middleware
+func (sh *strictHandler) ListApiKeys(ctx echo.Context, orgId OrgId, params ListApiKeysParams) error {
+	var request ListApiKeysRequestObject
+
+	request.OrgId = orgId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListApiKeys(ctx.Request().Context(), request.(ListApiKeysRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListApiKeys")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListApiKeysResponseObject); ok {
+		return validResponse.VisitListApiKeysResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateApiKey operation middleware
+func (sh *strictHandler) CreateApiKey(ctx echo.Context, orgId OrgId) error {
+	var request CreateApiKeyRequestObject
+
+	request.OrgId = orgId
+
+	var body CreateApiKeyJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateApiKey(ctx.Request().Context(), request.(CreateApiKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateApiKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateApiKeyResponseObject); ok {
+		return validResponse.VisitCreateApiKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RevokeApiKey operation middleware
+func (sh *strictHandler) RevokeApiKey(ctx echo.Context, orgId OrgId, keyId KeyId) error {
+	var request RevokeApiKeyRequestObject
+
+	request.OrgId = orgId
+	request.KeyId = keyId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RevokeApiKey(ctx.Request().Context(), request.(RevokeApiKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RevokeApiKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RevokeApiKeyResponseObject); ok {
+		return validResponse.VisitRevokeApiKeyResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetApiKey operation middleware
+func (sh *strictHandler) GetApiKey(ctx echo.Context, orgId OrgId, keyId KeyId) error {
+	var request GetApiKeyRequestObject
+
+	request.OrgId = orgId
+	request.KeyId = keyId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetApiKey(ctx.Request().Context(), request.(GetApiKeyRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetApiKey")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetApiKeyResponseObject); ok {
+		return validResponse.VisitGetApiKeyResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -17005,355 +18229,373 @@ func (sh *strictHandler) RotateWebhookSecret(ctx echo.Context, orgId OrgId, webh
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rchs5kjD6KgjuRpjsKVGULPeFio6zalvdrRlfNLY8PbtNfyqIBZIYFQF2ASWa4/XGeYjzhOdJvkBm",
-	"AoUiixJ1sd09y1+2iigUkEjk/fKhNdTTmVZCWdPqf2hNBM9EAf89PuNj928mzLCQMyu1avVbx8pKu2CW",
-	"j5keMTsRrBC2LJTIWCFmhTBCWe7G9lk6aA3KXu/x8EoURmoFf4gdfJbJsTAWHw1aaZedTQSjgWyqr4Rh",
-	"c2knTFyJYsGGE67Govqi0WUxFIfwF87UPHo+4ZZJU62xzVk61NOpUPapLpVNmS5YWs4ybkV2ZFPGR1YU",
-	"jDMalDAxvRBZBtvDr5pOl70RKmPSMqlYejLaeamV2HnB7XCSMqtZIXjGtMoX+H1cTpYw7l7CN6rBU34p",
-	"GGfzQlrBhlpl0kGP50wr2J6HibRM8akw3VbSKsRvpSxE1urbohRJywwnYsrdYdnFTLT6LWMLqcatjx+T",
-	"1nOpLleP8fWPT9m3+99+y3KpLt0y3KeUeG/ZjI9FwkR33GUpHtXu1d6uLsZm94MuxifZx10rh5fCmv9n",
-	"WBZGF993u103cP/rXE6l/X7/CZ7qIStE/v2g5WYdtFIH+revT1ghRqIQauiOMedWXgn/ebcrYewjB+Cj",
-	"C4dIHgY5N7gwt/nrNvuaW/HcrWJ1x79MRCGY4MMJopE2gsGCDTOWq8ywtuFTwbKCj2wHsFcX40HrsPj+",
-	"yTeH9vv9NGGFX6N7R+Y543mu5yJjSs8TZpkR7gANK5WVObPu8H8rteUOBecTnQvGx1yqhOkiYfOJUKxw",
-	"P/WS8AYdAn3G/eg/0XY/pq+FLRY7Rw5JU7cPzg72v+tsDJadU53L4WIVOu72FdwGkETnwebuJOyk0OV4",
-	"wtonx2c/sjAhQ4LBRlLkmUkQejtS2NHOxNoZn8kdNy3MukPEZWev10kYZ8YW5dCWhchYLo0FkA95noti",
-	"0Dr87fv9Xu9w/v1+wvxBhEeASwhYPWK/VYcyEwWb+1PoM86svhSKXZQOX2Fs4vBP5rmAmxjGdrosxU+n",
-	"DuZu9/DqI8NMefEPMbQJMzMHhwsx0oWAEby0E13IfwK5g0t/yFJdjFP4VRdjrvyPcHilEQXTpTUyE0wr",
-	"0QlzLpiD+dSRmsLceJgVCqye4xvCQCRj84kcTmpnOeULdgE0u5Aiq39qKpWcltNWv5f4z0plxVgU8N1f",
-	"fvll56i0E6GsHHIrVj/+g+CFI57VILf34cQB1hHktqM6X3/zpNe5noiJ93w6y0U1YyF4Pv1+0LJCcWWz",
-	"QSthoih08f2gJdUVz2V2Dsc1aLWSFYh9TFozXvCpsMTYTjIxnWkr1HDxF9FwF17wS2EcCygEt1KN2emr",
-	"N2fM8JFA4m6LBWu/sYWcCWbElLutOgxyd2gkC1NdX+BJnF2KBStKZQ7hmAthZloZwdrGclsaYAsXOlt0",
-	"HOpdipllI12w/QM20WWBPxdilvOF4yEwZRq2YHde00995sCYJm6NXC1onTDcIQDQNrcQN114QAvFtYch",
-	"tOxMjoBUV/sZC2vYwf7+IeN+/onM8TbUdy49hSxKpRwM8dXed132F7EwjBeCmaGeicxT/9p98YvEO+n4",
-	"bXElCjx0w9pP3r/vwBRKW4BYwgzO4pY/5GoJx6U7VqQ+raTl2GirH6PBjsOD2lXg758LNbaTVn//yZPE",
-	"XQ3/955DJ2tF4eb8P78OBu/393YGg/ffHL/70783oF/SQja5imevZvy3UjD8mY0KPWWczQpxJXVpgN09",
-	"Mix1/OApDElZ2wkrjqGnRHc7XfbKUWGrHYCjcwBmyfA9hPbPL46e7hg5dlIQYlyp1gPfEWR3bBYFKFMK",
-	"OJCpO/mpzuRIisyJTo4YyrHymwBRy5FLkSEWHfR64QB+K0WxqOBPYFkH9t7Bt03AzEQunZB3kjUzMf/7",
-	"I+OEQWXZyTPWdtcunYuLidaXOzKroOeXNuN2Uq0s+sZ1ZCpGg97ON+9+7e18d7Tz85//8uLl6c7Z33b+",
-	"692H/Scfm3FCjkACbBbMvtvb6zEvJPZZ+lXqJAbG4VQcGxNBCDeIN4IXuXSkV5m5YyFwn0kMloZNOXCc",
-	"fMHkyHEeL0i3jS20GndwJhAvawL2I+MOFkgAiaGHbC74JY5vp7/sDlpO+mulHaac7M2mbsldduQ/Dvgz",
-	"BYKqNFNiHuTZdpCxnZTHGQqVTi5APsj+oSVQDs6s4NMOzYgLdLoJuygtfXXEZe4IZSRa95nSjqgykRvY",
-	"B32rEKPSCMMWuiyYyKTtsld2Ioq5NIId7O0D9ittJ+7T0njhfT0VoQ+uw+O93v5BMwI4pWEDJKh0C8CE",
-	"9YjQhpNx6hwvpNGq02W/OBHTnTccC8HOn2hdXXtkAKgJSjaARm77j3sH7KW27IW/83CrlQaGdR1QqmXf",
-	"GjLqSuKa8I43XNDakE91RfNmPeIFf++kJKZKwFI9YtKKqSHRoCwUazviy4z8p+iso304d7zSTIx4mVvH",
-	"bxIHJZTE9nq9pJLL9hrlMlDKGrhLTNJlxtpvn588W0fxcI7NZLLe3p+/+6/Hf/vmr9/+ff8vBy++fvnt",
-	"ae/1/tnBL1+3knsBHMWhH2XeKNm+cuSLIEwKqJduQNhw764DN/5ag/e/F2LU6rf+bbeyf+zir2b3DKZ/",
-	"gy+5lTkC1MhwBJ/eCFt6+TbA/eWHJ0+/efbd8d6Pj3968vM3f/7uL3sv7glcBNnx+xlXDRt5qqdTvmOE",
-	"E5Qt6WMOtUFFFxmoLoDiYA1xqhMo0jhpn6Uk9jn1iWeZiR8kLOUG5A7hf6z+boMSDOoWTAUKL/6adbrs",
-	"GOHSZ6mAhX8fpk3CHA7q4v0s15lo9Uc8N6IZB3CGGg7Axd0MGQBwjm+1Pgbo8qLg7gOlkr+V4gQnc0cL",
-	"uLyA8xzpYtoK4G/EIdr4TVjkJ7gNHv392f7xwY9f//Ttz70/+7t6TzxymNC0jbdOuZVOC5kIlpryImXD",
-	"nMupFzXce48MatWmy/Z29va/dcy14EOnl6EYkx7t/BfjO/9kvZ3vWJeds/9hffYf7L/Zn9j3bCdNQN4H",
-	"OSbT1vRZ2k2BX6dd959CuMfMiLHj9AZlj7evn7NhLuFBIab6SoCuYMrhxAkMMmNDXebA8p3SwLOsEMZ4",
-	"ewtBihm+MEyiQqdLy3KtL7njen3GLcsFd9dFiWpDXnCGeblb17qDJYBudqxOte7995PRN8NvxfCb4ePH",
-	"w6+Hvd7BxQUfiW/3W0mNv+5/e53icrTzX3znn72d77rn/9P/j//+0/c7776qHoZnjeOaUYME7LVcu/r9",
-	"07Dsj25a1K3hVv/As9dIL9xfQ62cvuz+y2eznKwTu7NCX+Ri+qd/GIfGHzbkENXUp/g+fr7Bplbpw1Oe",
-	"O2pAehNIrGC6IAsRGTIcyk0SBsTLDST7WrBgJMwP1AUr1aXScwXCGJsVeiYKu6hGoIbl6CiYxWmrbi2O",
-	"viMdT1GnTpMaIvcZR5PeI4PGypEuanYkbhgnk2ab4/djjP/zm1cvE3drOgncC7RawIwpE9OZXXQdVXyq",
-	"1SiXw4c/nw1PZUjfN5WdxEvHTmQQrA128KzE9YiE8bwQPFsELSVB27SeK/f/YNvOQGeBI3J0MdMC4SLe",
-	"O8YqlVe6OwCGH3VxIbNMqM8NBzSvANP1WheR65pBwCladiJkwQp34GE3YJpG+cuhHgyGDZ0od4V5fuxw",
-	"63Nu6q0S72dofjCRyQj14WYb6CFYktGG5cWWkywl87yY6QIMIdLCzl5q+6MuUYT6vBiLGvkSKoFdwNZO",
-	"EhnONacJjM3ONRtypwg7tilVhvaeUpoJv8gFu1iwTDgJq+O37TXANb6DmjLpbeju6i/7xxwzyPqxCtng",
-	"c2yCFA3bhTEAplO+yDXPzrR+zoux+FJUBM0M74dCZLhtUt+C68apgqz99QH7i/wBCCIYaMOVQRIJ5NN6",
-	"SwnMKdUwLzOEFhok5tywTCsBh3JaiOAv/JHLXHxWrIy8mJlE+QmsDOsMSO7YDms/wm6CMdFINRQgY3ED",
-	"zpQuey12wJUqLRnBbYF8g3jvz4ARP4LraQ0SWPHe7s5yLpc23SA7rD3gR4a4sKFTZniUeJOQzjwyLH3B",
-	"3+OKflhYYdJOl/2kHxn289nZqadGZJ9zO/KOJHRpgH/AcW4Gi2Vu3egwHubaeMuNVkoM0bneiBEElzM5",
-	"Fbq0X/Q+eJzgRSGvUAAgtlcB7PXx0bPzs5MXx6/enoFPDwV1vApGqAwAZbVmJtfzfHGXu3PYDKk3oriS",
-	"Q/FW8Ssuc0fyPje0DK4ASKWYznTBC5kvWKmA/lrNJlxl5FshyB6S08Xp5EXCJlrp0uHvklsYOBeR4y47",
-	"otACRD1vwUN0ygRL4ddzXdqhnopzkihTZiVIqqUlVyJdTPDKk9Mg45ZfcCMATR1TRY+P06Ic8Bzdgutb",
-	"u/OE9rAR5KvAwyJvVURY2uSEE8mSIytdct6knSVGsuQkvY6fxEPhrM60fsHVgi6T+dyIgRSBSI0T0kFz",
-	"xasFLvo2Hpz7/zkYEkXmiA3sg06rjhDk5O6y5+jcdyx/5qSDmljgntRc1FzVRnRAcXbXTWlpFn6daIEH",
-	"m3o5Y9zdNne7l88jDsy49jTCwDVxCxu97MevustvhQlvlffxi88u8V2g6xsjGJz6KI2RapxUemTCxPuZ",
-	"U6LdBSKdbwnsTT776yCwMp7AMCv0UBjjSBMGgH1uaKxceKBGXhsrjadrTV5rui+ymuH8UizOC+Feczfn",
-	"raNh4Jy6FAtQdfEv7x1vAQxMOXPKgMheiEzyMxAgviCDJVE/jb/qvpay9nDCCyMshRiN5ZVQCUtLO9r5",
-	"Nu0AuZXooXdQIrClT3EjO8dqqDOpxilrX+hMkoYAhJzof5+lR8OhmFVj+0xm6IpK0VRmdKcbRp1qQ3F2",
-	"/kGlCZDA7CDKnEyGaoPn7sjTl3B66dur+khaLSaYlwFkE7cHRifG8PWbom3iJTc5JRhnp0dnT39OljYC",
-	"oguHl82m39DGrvvEqzdnd/8CoBPhGECwzKR9Co5NsLih4Uii1YxfRyk9osIMf+N5KdzdQJ5+u3fAFtQM",
-	"jso2+CsNexeMfRqCsdwEMN3xFd29pT0MEXix6RQN6F0M9Vy1HibuJU2m7dXf4COO7Lr/tdwUO05CapqH",
-	"/NQbOxji01h2LrjpQCZ+7Q0Tzep3+vcdGrFzkmH8GcnS1R2PBEmiDCTT7e18fRCb4vVo1RDfZzvpIeMU",
-	"lRkc5m3Ocq3GIEtEBk76tswclZFjpQvHrVBSMNb9BfJaZKz++mCtdbq/8+7DXvL1QZPNN2nJ5gMrrodX",
-	"0EFkVgUVI3GliIUMSRGFMWAESR3IIY4rCiZZWYd1Oqldg1X4o+cky6jaaGOP74bMWhXWJh7pa9NGC4hh",
-	"AghdYer11+u5NA1XLKD25jiOl7UBxasQp5sJAn5u7YqRvjgSoBavRq3+rx9aqsxJwUNXw/IxRFtYOaE1",
-	"79LK3y0z6SNvNGdXbh1e2XEChQ8rB5D3MfoVxLkqmAOfGNa2fGwStCCfPDPIsd1KKnYGn4HLWyojUEJZ",
-	"9Uk4MOQ5gWEjuSNZPmb0Dmx8zmCLQavvR3A+kVd0bxl0S6dKn1k91gYQezcGRj/3egmFuTowGsoAiMbE",
-	"dzvyd5D/AYKCGhgIiP1rrq2TJRp/QF01O7oFs5BrnPFEPiuX8CrxiDzKG9CJyH8cNkdbiRfedLFoPU9h",
-	"EEAn80kKpxHUyPdeB6SHVS2yr0dRLZFn8vodwCzXLO0hSJTHhRvp09JhYeAjIVrIoKh4ZUMGw10p3PF7",
-	"p4DUBZ/NLniN/l4/FD9C210lCNZzK1VO3Wp5NfO7m3YGv25yxxWDaSmCMwq5F7C4R4Z+n2kjg9OJFl5d",
-	"6c1AU537g8KF4g0fEChVuOQojpgh6JB/qrbKlRuxLhL5lBvUJgxLhxRrbDVE3ejCvoKUBs3G2mFzIccT",
-	"bxQE118u1QZYTZ9ej9bBV7gqrcHlcZ8Bmq8IC1BSG4Hjg8144YTZRd+JZeUUHAkQUmLj9x9V+3MrbmB1",
-	"G2voycqJ4/ubnXeyMnoZHCchxHFzVI7eeWBsrgIuHxKhZ0JlYAMOs7M2KgmQgqQvBbkfcbXPpRJN+rGI",
-	"cUMX40fGY0g7wuBOH36G1UR+UbIsg3zvVpyimm3K6ZQXFNQAnoiK/ASnK5xhNIR7bNR4IzLpFjqVilvE",
-	"rCmfzchkEdHNa48ootxJICrXHyoN8jh27WC8dXHQ7fXjIxSDyNPrR78qxq2kRbC8fugbGoTBltePPXMj",
-	"cOAL8HPfPJzGeTnohhe8/lWam+Z+a2BWCm26fuwvNOhjoDyLlxTc567Kx6Slldjgmlew3eyWwxo3GwqQ",
-	"3XwoQXXDFxCqG1KmW3HlWxO+6ig2GX1r6ckj82ajSV96FwidO9qNif7meLAxtXf3+sHI/NlS/ElE0D2Y",
-	"Nt7rDfsAmnpKMmFD6nqcHD6HBOBYzJSG6TzDIBpyVSO9Jzdm6hTMChVMSu5KCFxImRHgGMVkrCFEQpQz",
-	"xwU2tBrqklLwr9WuGmALgAerHcZkeys68UADWeyY70xsL9NzlWuO7nWUl7LgMF8VjHhN4Qjbkcp+fdBa",
-	"TUmI2NRGo2VN0tngBY3XY4ORyEo2HuqZyWYvECPZaDAyko2GBlayweilK6mB3ZbIkuwKk0wqw+IwyAgy",
-	"Zuj+20mzWlfJqMsUw7P4TaVfwvZk6cpuSE6a9YGIsJzRuW9GVW7B9DYmoQD9B6Ohr3CrIBULPqVEYsoX",
-	"ZyMNcZhyGQIVOm8GBxxvJnL2KaBBq3lA9aEe4wjm0iZl+Cxc1A3R4VZyysYgwFk/CUpgNhQiBd3sZqx4",
-	"a26DD6+K8S1Ex40hAfTpU8ABkpSi3f5SUdLNNnw7qXDjDXuq+oCoT1MyU16EH2Ld2YhhISxFl1c2+Ubl",
-	"uWZPD5FmYFqv2dRJqV2yKEHa1UoVCgtBbFM+nEiFQZzwAAIx6L7SZ32pGQ+HNGEpBaGdY75A9CBkQbiH",
-	"VuvzXKtx+D8vxk59T31JCPDBxA+Qn8ZPQONvNK8H/3SDxDUakeECBvUZh6QNJhUFxkGwAaYOpJaPze7j",
-	"9BCzHkIeBQypkig63qQQdvgI87H9NBDnlTZ7AqRaV+0mgjOTECTgcZIM/z5HjhJ1KI/3XcNHpsIYPm46",
-	"64mTMifllKvqoMX7Wc4VyfsNs820k2EaEPJHCL4B6ABwE0DnP7959ZKd4jtUReS73l7H484uAXkD27qT",
-	"cvBoE8TdamdNcs5PBZ9N/vo83J4li+F7KyAp8Bq5Hf2GSwEq7ssphg+/Pn5zxo5OTx4ZCjxC1x6YbjoJ",
-	"Sy+lclcAstzIdcXa1ZXeyeWlYELZQgoDiJ2yCwExobwYl44VYOiNVLOyjkDVLnON8UN1Z8nyRc/LqYqc",
-	"TZHImpNhrkE8XSM5Vr6VCK9WscRhZbykyqm76sRd/vi7jzf4HDc49yh97BZa2RGj16vyKilctNSnnuRi",
-	"ZCG2FnIZ4dwV46XVU27lkM1EYTBBC9PAqqjpEPHm6KEB+6ZHwW5466/wrU6XHaHXOA3xVC/5FAjiFS+k",
-	"u6cGcaOaJFQ/gihbbphqpPp3RfzTQls91DmrJuizdGnhWESEQ720BcaaQFwexZG41Sy75eurq89328O7",
-	"5iAOEZ6yAsv1CzETvv/k65+5mTQzkjc/H+3sP/nac0T4RsIm4n13JUn3O74zevdhXRAM1dSIhI69dzdq",
-	"i/6lJF7n6mVousQ1hFrDJEMMXzA6DIEcQaGEUlUhSBMIK7wSBc+7DRmsKyCO4HKOYULvfj2HJFH4/1eN",
-	"EPrNo8LqSv1lDQtsc8um2li29zWkeTja+yTp9XqUvbwcu7T39eNvD5pOxd+y212SGvQglISmaUK4+tEk",
-	"rfc7Y71DD/9htOq+5vMXROgajzJQOgxmWgVRTM1wzCo9yLjl99tkIUyZ2+A19+EyPnADPS1tn8oh3oth",
-	"aSmK7HqQfExuG8NS4/kNHGtz4rfBTfpZ8ByZ3BLpwOITsVF2AwWC3mriaHV/4hJvv33ciphymTcybYxJ",
-	"N7cPgmmQa6+kFdkPizXVBk6eedqCI4tGUbPQ+Y2hqa/dmFDno44qq4E31wkVEGuDwKFPV7PGO4pjbmKY",
-	"XX90GCiMuQj1IwxFYFaXe/s9VfbKjcwDq1ZIiC2K7JDu+9fv7E7BRQEJA5p5yNfqtzXRZoL4iXrGF6ZW",
-	"f+ebqPzO4xuq79wfu+5c7QBWSdF1+70NapIsR9zFOLrJ2WR3jkOoHxqUMhyK7GSpzNMqf2gID/DqM4in",
-	"sAXK/YMcdCWYn71fhRAwpX2Q8lwXlyYUl/XRlAVmonqZbvVyuFkabSdA0cjYAmuDSpG7V3u71ZrN7geY",
-	"4OMuxup32ZuJnisqx6Zw6TFrvcFGBItpMBLVjuwhAuJqp/iJYnZfNCQg3CHaDkLWdTF2uvFsTSzTWNgX",
-	"Iu3cJjAPXE2mSSTyH11OrjdxMv6FcGgHZZPaZMBJ2F6vh8n1QG46h/UCj5CUU8NMXgg21QUsb6NjeyHQ",
-	"I9xI09ddNVzxI7ShQuApXh0qftu5GS9DGRsAWfNZk1976bjXqxARYMkctu6Q1vC+21Bnt4FmdeY/dVmg",
-	"Mc5f13ri5EKXoNj7eos28RXFiUWmG8DPc00ARxAdwqKaARr8NQ0oSgWXpmGQWz3WUuyy1P0D1gCHcpQr",
-	"TCXLwalN9bbcsNRdFXB+u72cCT416SFL3fxkw8JvPAK4wHc7DVPheD9V5Z8yDaF4/9BS3U4evT0fXiss",
-	"NSOBe1pzNbU3h1az2fZWMlZ8fW9gEL7cXFVYCnEpAPV6XHoI1lHzJP5uw6lfjUYXmhfNSYRHapn+6Go4",
-	"K1XmxAm+WMXd9dRoNuFNCvbPes5GHHIyx9r2HdeyejRKWTsTuYDiM3SJH0G6nzGdhKWUxehuoMOxxHsB",
-	"k0hcMt1u140FJzvdVYx4yfXY/WDmQswgzZ4AatAKDTUBqIBawYeCijGXdkePRu7FkVQ8pxlrxFBaI/JR",
-	"J3Y14HbA3o6psuT1byUt+D5Y5BXPG90OxvLilqopvfLDGnMPlGpi84lmNBBcpM3zNBU5P8rnfGFYSoWt",
-	"00Ow2StpJiKr4Ugu+BXW6gGbxYWYSJWx9kHvoAYemudm5d5zCFyXR6cYRPHeGxG+if8+UNLK+nKjq0lV",
-	"RGBXKaJvw7H5UsDnu1Z8IIHGHDaxOAp4AsaETGgj2haR5GXCFplhl2rGaqWtVnLoqx+7WzosxFQoC+HC",
-	"tcYltaCxDUN/ZCQ7VIbd2MZQAXcNatxJBfdnWc/vuV12j1on4LwqxtfKOHUS3Sx6R5VDgpDrGOJDCB1r",
-	"EfkhJNKN5MNreXoNfA/B1uvn8Xvm7MX4LeZ5/76w2cffbGrGWkGfB8TR2+pGaxA6onm3pVlBQPXbXYPb",
-	"1UeuAevnNiDeCVXuCvVln9inreO68RldcxwPRG7WcdrfE6ExotiQ2Eylip/u/ZHQscl5FeWZN/QvOHjy",
-	"TQg+yoTlMjf3jR9DN6B7p8t+KLgaThh2RmtzlfmDRSdYhxUcQgfshCvQya20ucCAB1wOlQ73VReUtucj",
-	"qO3ZACh8o0F5Wxv3hAgoDdNDLIE4FPXvUf6m0pat/WzlulwKpBDFDgYKRSWEfXecg14P5NzOxjJtPW1/",
-	"+bJdU0vjZLl8BlYKplJJ2ElGj9lQF9jsbU04WOXtXIIulE7ELklw6jEAD3oHzXH5Nl8XppYsx6n5NL96",
-	"TCLkUNQP66W27Md1p+QDPpd8lLVmd1iTaLTApjr1T7F2yi90afsXOVeXaWz+hVgTMAAzMxNDOZJDeKVT",
-	"UxLKQu6ET7U2jMFHQCVVcwTC8RAYV517E+l7rZvA/KoYQyij4FMUs9lpIa9kLsZUSEoXGVQhTEEPTxn2",
-	"CmQpz6ZSVX+ixSONFWV4oZW0YCTE7a0JKE9aPv7/3ppubXMrsYqFEFCo0wd34nt4fAoq0TdbFuRGrSQa",
-	"QjDdhqFtZXMcHpmJmtVhdyQ1e/D1WvE0Ms4+hM3vAXX+e4icsZocg6gO3Lup0O4E7ySFLiHZUqmMh2L2",
-	"m6opbhsPIb1RVs3vVnSrPBCnpb3lid1Zi18rNrvVPJAU+dnQaXUTIdNm2RnlBQIqwhZ68Jp1/idPhsK4",
-	"w3qTGZXV2sh4x5Pxnics3o7js5qXJgVhEeWUagoKR6x6z6xmQdLQW2gt/pUmyemIvgTLDggOiyiVX0a3",
-	"OVO0al/czAc80Brkxg0gvTHFv6Zizu+b1TZ03Fl11hRSF1To9OZssVM/uhKXb+XcC++sba0zn2imZ0KR",
-	"L4Yu0vXC9OY9rpKW5eMbYsSuiTe6qUVWvcFToUsLfT/raL8+/sZL9L8H4cFLzXXpIcjQAW3qZ0rwXbq8",
-	"d5QzAJB3kjTqBOkzWpWSG7hS74YbeJvMzeouQuIchfW1lDvtvLUciPwMB0CUTopjsDbcyoWIlvzkZsvK",
-	"LaPz4gt0j5jAcFXuIxriJOtRr+qFFoUnV1Sv4nvNuhnM4SXMtYFV6M3u1uJMPJen4g2+C6BTK7GhUecG",
-	"aaIegwIBGjhHQwzKLaVdnzT8ueXd+8XqXiMe1+9SdNK5njslyl+niRxPHEoX4+ZyZ36qN2tsPM/lSAwX",
-	"wxwNd6LPUiXmKWv/ozSWOF4ngRwmlbI25rbNdXEJflP3C4WJpqw95xLCJQhsASUh1EHnV5hdCg01sppp",
-	"QQm3JfcJhwY4n6Pq8I4jzvDKNZt7INH9OoHxpZh78VQcslSVeZ4GUdEsCQW3SaL5nZH62wlb9xN2lqzW",
-	"GDuMsByVec4sHzvJ8pClv75L2TAXHHq31CTkz8YWVtHB/RZQAZsbxoiABfB80YjGdLUvwGlWKE2Upr9a",
-	"xfuqwcYIl4lpNYQWFWAOZDMOPQBkVZzN91fJJLQtwC5CkFb0mGV8AQVzRlzmZYGZVbSuC61zwdXDKDGr",
-	"9vwrr5dtnovhFinV+I1UQ9GY6E21ilQGWdVRy6WiVH6XIvOd0aUw7EKMuWLtIH3LXGCTJehO1Nm8atGa",
-	"zJ27BPIU+UP7l0Fed/MGuCcep+4meROmPrCR70kjSawwZUlEgvg9rPVtWDslmo+bgFoJRhRU5T5NWLfb",
-	"hdoC6a+D1leD1rsU7B61gg5NlOzrg1tQMiJ760o9h7Ndid6ZWDsz0KG17f4LVp1ZIa+4rRqxmmDQoXoG",
-	"IRE613OgdlO05WTiSuR65rSr5QTN/VsXHK5hzY2okN2txMhSxh9kkawpVy/H0AofxyQsnU+MGJ6Ds2R4",
-	"wY34+gAdJ+k9s0toEc3pJbT2Z0hHFg0E21oxnVmzxir1MIGGDh5wMI8MO3mWYIMDblhKNVF2ZJZWEXW0",
-	"pEbB2YnVa+qi/DJZVJI3zUF0FBjMfLIAewW2sOOZgOKiWEcOegd4mmoCXQ6p+xOesb0e5BOXioiyyPBl",
-	"4xQYaNgCzZQscrl2ip+GBsh+OZ1DVgh63RFvGAmlRfjwMtdjlhVcKrN25+vk8bM6LwEIxH5YzzXkyH0V",
-	"S8743mKxKS2uD8Gh684Ls2EJNKcIHeEubxn4a2uFdypJPoC5hfx0jTDvHbmb1FNHJ6oPxg2of1Mx9aVL",
-	"9BCeluV7+cmytehDD7jmT77Wh1LMgii6KibenbN/Ns57a164mrluxLB0Stcbd4BU2x86lB2VmL+Of/3o",
-	"b+qffzlbsbX9+ZezWluzLjuxptYsXpp6pG5IRzOCOvRiQFpaFUoKOaGh2+pCWf6+E1oiwXHBVyui4cQN",
-	"7LIl1Uj7Pl4cO1H7jvvUmXPKpbJcKlEYkifxfdPf3aUx3UxcraBCmADbK5e5lTvUM28i8tlOJsyl11K6",
-	"7FUti7A9gDy6QavD9FwNFPi2sCWIATEp1HxDNhe1V8z1nKW7V3u7boLdDxA3/DFl0gyUNNqR4gwbODru",
-	"EtdlHaiB+rd/Y1H7N6nVQGHVVDdjGhX1oEvodlZrVNf+8y9nHSqfOlDpEbXP49i09AccinILvEBiC/XQ",
-	"wT7NtdTDZZRAWDCZddnRTT3xqj5FviM6Tr2AjrEDlR709ljc4y8N3dCWG+H5tadsOHErUWPRHaj0p+Mz",
-	"tjuBGg7/BFdmCbP5tzIP1Nc6F3hwV9LIC5lLuxioYz6cRFUMsXo51EMR7/nQ5iCiw7NC56J/fczMQIWg",
-	"GQZpZ2zCrwT17XYiYZQJWMBySuODkSCdGsqlme5AvcazxTKCvKhKt4gM20Z6LDhkpJuCGB6D9TELPc3T",
-	"LvOdNH2lI7ej65tWt3UxUFgPK6C2VNCVUtoOfomlB70DFgKz0iRAjRsnnZDFeKB8K1rqmG0q5MdHGJ+F",
-	"i8ikQWOfuyPUCLNwQDlRzEygGPBXX7nvTgVXhg1aIXwP5MKFLgFiq0248YOD1ldfeZz4+fjoWbhePx2f",
-	"xdeL50aHZsGpG5li3bPv9vZ6TuYF/Y99133c3e/0B6qKewQkw9uEpcTw+uAH5rrMM+ism1QN/5ARpAPl",
-	"KwBXbYbwLezEq5XAMmRK+xZ67grmmmfsgudcDUXBpnwxULNCXwiWVvfC6Z+7IPz+k26YkBCbORV2orMu",
-	"S1+dnp28evkm9f19Z9xOBioAYL934KstHzkqn4K9P4TScTuByCY3mdOJEV4Xwh0eXtK0kzBo/ytMmMJ9",
-	"yuHQk9SfCCgDZqDwX8d82LpIVtZO17V7xF6s+WKgqoDUxmhWKgMXha5GcvZhCFjlKhsoH7IK2LUUxOjb",
-	"71L2EPtbFRLqDVwQFNoZKGg1VW+RFPVEYm2+rnNSVaowGShTDif4BAr1AXLT/fnzm1cvAdSgHAExVeSy",
-	"T7GcY6fLAOcRT9ynhrwAq9RyB/76Enyffonu4oGqevPTRAbOEfUa7ARdXSjki0OuWCaGOS+gBRdijC/f",
-	"6DvrDxSYGNyOHHawFzjKEZojFDFS1vZrT3GOc6XtOQkgKaYcOfQNuEYXMsZaj67S4pfhox28YrQipQcK",
-	"nOXYWV0YWtNBSjCMNkjbIvvvXBMaCcP0COlD3D08PXi858kyw6blDPuoszOtGXRST1nbtz3XV6IYKOx6",
-	"nlSdpGvdypsamndYCLXBAuQEGMCbxG3l27AKalqesrbHgXNLj/pVyUyi5QO1cV/xjr/dp3wsFQk1zyU6",
-	"lwqSt9ytwmIROzMcJrJQdZO193b2er3EF21g+0867MLRfIOQBaelkf8UXQbm2Cl2uDbgVwYW43tgY8NA",
-	"QviBqtV+wINPn0t12ScRqdvtInN3un7+/QB0o0Er4BP6Qd++fs5GAhEExK7IkbjsQWQX2t3JQpCLscvw",
-	"8xScO+O/le6G//zi6OkOBShh0TPcsG/9Xcu7gyjvCrMXzGGHkzZNKTJ3+H2WaaAOM14YkThMNLYohxa6",
-	"RupMjsDaMnX8xPLpDJALjyMZKCfIKXcd/XS+yTRw8OhPWkOCBQSd8EihXyCS9NgPPPPYlnbZX4SYVcLP",
-	"SOZOlwhahUEmiEWU3cb4QOGK0BUNx5QC6L1dx93igGyvZlZO3XqGbreUALAYqDdSjR0vKJEneOHGQAhb",
-	"EjzcKOpTD8BKcPNZ3h2H/9BEvSxUaH2sWHp8xseVMP1GKHB7XPDhJdD5qrO6uwQpNK5NE5aevj1DLv3s",
-	"+Pnx2TEUTJnyS1S5sH38UCuvP/dJunIkmGQzZD2Z75vghCMojROzkBHwTX8ee/vstBBhVvYjWrhIwsCU",
-	"aWkQOyRcxmrxTpfRM1zMIcyoSwudF8JyQRSP1szacAXgx4LNpYKjOlLMQQzI6qCFd44cA3jvdvBZJsfC",
-	"WJKzW2k/XsxQT2eB8NLLTNqBwvbGbRDkNIk7VCfDd/JC61khRkCoF7osmMgktCfiA0VnncDXXmol/Cdh",
-	"m44Xg4OyjVJaEJYeo1Q8UC8IdilZI/EwKDyCErWrap8BdV9XXaaBSNX/BjoB9Xip8USXvcXqzKwymSAX",
-	"c9diR6scWT39xLzwkErwxhPE3H9BVXX/iSKnHFoGzQaiptKEGlJHF5w13O8fcLlQFRqzgEhMRv8BkPbG",
-	"mfYes1O+ALm24oXdgWolrVwOBRVJJCPBaaFnhRQWWxetNQ7s+jcrz2kwDxydnkT+qH5rr9vr9qjKpuIz",
-	"2eq3Hnd73cdUphlML162dv8fN3kNnssroYQxIBuJPtvv9Wh/HwbkNB+0+oOWvhy0PsYIQp3eEUwGJNIu",
-	"O7FsOBHDSxCqMjETKnPkDHQpzp4tFJ/qZz84fcmxGMTqsbCmNmMhqDpBlz0jUcubERivGR26rajE6EnW",
-	"6rs9UqXEpOXZKABiv9e7pgv77bqv0xfWNF/325CG8VxeCQgSO8DPN80alrlbNWaFVx7v3fwKjUfJDAWz",
-	"M60BFd0cT3qPb57jDZqW3ip+xSW6/WNDXqv/67u4N5fHGB+r2P+1hUjWeude2yVs7C74NF+Ldg5Qr2ZC",
-	"HZ2eRAVfq1s354ZdlDLH2ITGc6bXb3fQVyrrai674cp8uK4derLBqkGJ+c+jF89RuK2re0ufo55xfooT",
-	"Ja3kVl4J0EpDa/sRNN7vfDnEueb0zybSgFpfcKgj24gCqMKvPfzXgmdyheg4MSpQCM+kwITpFBWQgqRh",
-	"R0/PTv52fMie9B6HwsBeIUNuEro5TjVgFWfjgg/FqMyZmZQ2cxwICAzy3JpdwjBj9QwMGSCkFnw0ksO4",
-	"sSjhpxtmOncjUG77iy9Dn+DTqGbh1v7ViFNArXWoebW3Oy74bPLbetr0ulRolvD1jLG4esAriEPwvzmN",
-	"F5gfGo6grqPTaJm0/ahAeg0rElZwK1CyMEn4t6IAiPd0B7rslcoXsAgpDJgjykoqQ5kwYwe9J7Hhqw8r",
-	"ST3mcrVASdktrct+ITVgfSX5uGD89x8GS6XSB63+h4GXRAat/l4yiGqDg7zgNNLWx49eTveF7ZPK/Uw3",
-	"CQvUuwcTbiadAGFp0I4KE6BljMSIYS6Fsjtg5B3yIdiHFbv0ahqCDT0E+H8I9hWFNyO3HckA2cR4tTd2",
-	"TXTgM2bCQbnkoC2TWmosNg0KJta9ysT6uPukc8jSv/Fi0WdYfzdlVuS58ZOgwhNReYxMwbENlALR9Cfo",
-	"w1XpmxA58lDFyaV73ff2IEnV/1nRmhtLmH9MHrSye9Oq6pXk161uOTth07rvN2wgLq6eMB6rNevWW9V0",
-	"vyckG1ohLC3hTp0RmtYcFSxft+jefsOa392KlxFe7/hX/nQ75rZch95R9buzytXZGoU+AFSoPp/EvVdM",
-	"aIh4CKaT5bU4NXSpPL3VmrW9NSLNuOVY+ZGsqG7Nf+NNXQhSoiv9dbQEQ46vkWgrbv9lTif2f2w+a2im",
-	"vXo6R0uwjW3O6Y0bIxN8dQ6HTBfJyrs1r00SG//ApVE58pb6ubD2dR1UYndI7UInEcNkShfL3NlrBhuI",
-	"YLHTGl96cs3hP/jpnEVU/5GJOAKFOliSh+YTCSVa8kUlQS3dCBBrGq4EyDmbYP23Gwus5GEAeO1tIKOS",
-	"FSiWbQ/2v7v5vTOtX3C18F7vh5OrNxDnT5RjkjwPxVzuJY1X8nepomtAsuRPx2edSB738vc76O9lNpHA",
-	"K8RpELxR1MPjj3ryFmKmjbQapFlJ20UywGeSsHc37Rw6CWQqkZaHTlvB4O6JPVppPa1PmFDllEIh3BfL",
-	"GUqYRnSXImPQxFkJ/EAu6h29DiMWAR59A9JpgjoHdOvVxRib8HL3nBo4znLxXtoFy+SVzETGLhZQNtyJ",
-	"frngTvbrRMXHHf8KywAj7rUNn7CTWESvqCeVKvM8qfV+Qg/RYX30pVgYEj2gstKKjOLA4AWSSFhfNoUg",
-	"Y6s43wZEvYpLQFWBuhNKG0GGGzaRYzQwr7BsqIW7/DCKEmo7+kwrSlj61e5XadMbaClf5lBtHlu8eGW+",
-	"QK+XYxNUq0kkldjph2IZKGmdVBGmgbvA8WD7TrexE7bXS2IUwUDihO31HCo4jFOs9Pb4Jfbi2+ZUNWm9",
-	"lR7susFII62YYjNR0rOcHB9iBHwthdB3jJrZpT+9Pjr9+a/Pz0+PXr85Pv/x6OT58TMHP//8b0fPT54d",
-	"nZ28ehn9+Oz49Ozn8+cnL07Ozo///vT4+Bk+f/rqxenz47+fnP1nw4+nx6/fnLw5O352/te3x6//8/zl",
-	"q7PzH1+9ffkshXQHr5oC5+/7uJiDXm9j4WG/YSz85JR20nMr2uXBmkR6qiNYlc2dVuKb+8GZozvMyQll",
-	"nlehEoBL6NddBbI0SxQGO2q2U12Mz0P9ssitcj6VBmIHUioFHU0JnQXhmC+hMHG6CkZ03fvgOd9Q0NTn",
-	"8YjhXcCOrnXZEfm80MsBsfpIIlfWiu4CByK8V2uMF1Lc0O8OZqdCI472nChbaDMjPV5CAW9WqlwYExsq",
-	"hMKL6MhIwNWTl2evX705PX7q0DXtdNlJJqYz7YQrhvHdhlnvIE2l/3G4+IsAEjimC4xEuhKI3C2HV06q",
-	"V3bgHfLot73hZyIKLPLVaD2oygv8oLPFg1kYl9oefqyHW1NG4r+4TrjalezT6IX/8ipbu2Yb8kGYDczQ",
-	"kaCKIfqBwAylZeL9UAgnBREj7HwWXbAhtK1BDYwi3oJiV38FlRX4PZLBamOUNzl1u/fSAD+vIrT3ZJM1",
-	"BnL8wsl+Z06B22pRNS1KF4E9NOpS5NxY308KK4bcYEbWvlcVBsCD/oF8rOryFMyH1Azap0FAw6llPrDG",
-	"kLicAb7fW1trYOfdn5ostu/WKY9HWVbrrgTkBRb3iHJIOj46rQIW9aQB6cqRmUJTvCwU1kXHotUhRx66",
-	"Z4CGaguuDGbZJlE0/lBAMITTRiuBwCeg+NIkjFObPu8skoXTWiErjH5z2kIhbLEInS5zbXwCdie4SYME",
-	"iZNEEfwcBBYgIXPWDusPzIkCSTEuKwj8TixbuO2J3IhHxi8GOr9j/nyAXALSKOZSJKwQV/oSkyp8h7Xa",
-	"WIzr94oHIhnPcy8MH/QOWFuqDCXEUpoJv8gXHbecuLubjKIMIXXSHVK/nhGEc09LYyGMcrHcDq599Obp",
-	"yQnLhQVDHkVnZaDC70hlnPRo5ZXIF50kUv0Oeo+hKzwt5Rwmq6RnH5aLX/fiOYy5EgVFWYUUJixQMCs0",
-	"9v/wK2v+RqnCDJ1DxzHIEy0sBjOmJy//dnKGetPRy/88P35xdPI8dUeS8/fCQEBnlx30vvM5D1VWhY9M",
-	"5IialcmAtSGP6hxiU00aus/jQucchVsFcXwYGtSm3cLztEEwRVSKesatOLeaiGc1ZPekJkS3bul9uJ0U",
-	"09BRc400SMCc8IxhPfoAQrqXYJgKGEwQ719/YYHL7yOX/zL7qe/lztECdxNUNmClIXsI3zi4+Y2X2mJ9",
-	"5nvIQr0NxJKnWo1yObynFXl/E7hRxJkTJI6VpYI3/1tlJ0Rsx2VkTGO8wBTJR5XQhGVN18Qq2bKgskm1",
-	"jL3V3FMfq7TS53FBbWZqXWYcr3dChlRgCOlDLkdoFjlNoqSCeidIxp2+4IS0hOXyUmCNslfF2KSUVlBv",
-	"CJnUO0e2/TIpMh3tCR2Wg3mPBKNaw0y3nEO/vKAiLXWj9MkDXfayCsrOxcgyN9rIXCibLxrjoV6ImwIc",
-	"XmCfXaZKnye3BGNNIe6sHVIs1sY3AFhr/qJQ+28PpFLf1Hevd0NX34/JjcwKUwE+LZN6Ia4n4olPVo0O",
-	"VBZ1EC452xxqrPssDduFMbFH+TNwhM9E37dOv1uR3J+EjQTKiNhORUVjfYfcNVHohoLA1zbJRY+xT5RN",
-	"0CvW3LILKLGTXIBKdn1Cl6DyAFV+V4N46mnprcVSJCu/E5Kw2tGr0Q4XdycOEKylbEVdALYkYksi7kwi",
-	"nvvcxkY0i6N1sS302tCAp+RU4UyJeb0uBTtSiyUZDUQzSHmG15hW4rDe/m+owa1vDRvJwlhfOqHLjqqX",
-	"oT4CVethPqwyfXH09/NXr396c356/Pr87Zvj1+kK8eKWGSvznHI7lyS5Q1/iYKhLqKAw5lIRmIKJyH9W",
-	"2oTNJ9yCD6wuPkoLxh1wBwpyuIsFerng6zAGLRNYFhUqT7mPQ4tTqCgBFg6ygtF6yBbU6bMZN5Q2J02w",
-	"OYGVQhfj899Kbfm5N7+nCZvoOSxzytUieMGKUvk6VRTRHLrWQvGKYHMgkdlvfMov3dtaTxFAqyQbR74q",
-	"xg9jSnh4b1nVM3MjR9neQ354rfcqpvJzbjy8l6j88Rkf30TlYcxnpvJb08D9/Cpbu8JtORjeYCLZ4eqs",
-	"Mq5I3PVFlZCL5aKpS7TvLb4q/faRQGLEgdVjJO2oyjmibqlnceI9EpGsFnX59u06av2+0UrtO3x32UlR",
-	"CIgEucgFluGBmk2+olDFFX9cSq5y/8VccBDQyaiYNOX+e65x4NR1LC1C4jx2yLdrem4DC0a3SPw58DBw",
-	"srhU3bQfQVLZuMDu50qDd3bIFeoDng0qXeVY+7T16VRacxiH5qBsAAkrtfVKw4aldV/FwLVCmBDCMdfF",
-	"JSUAqVBlcVxg4R9IZSmLK3kFEsyw4GbiX0Rzfh8i9gsBFB/CCqaQDVRrGI5uBcdQM1kPnoMEdSyCMxFU",
-	"2hKtMY7EIz5lcS2M0I2v8nCk+739tNKsmmEbilBoZExQCQCD9TBAZixs1DY/9SG+MRoAYH2EWcX/o+7g",
-	"aEGCMjnu+H1FFMKAKhc5Bg7APioItJ+ukxsQHHeRG+QIEuybdLj9h2Pe1aY2YuIVVkaSnj/yFWRc1ubo",
-	"HNd0SG/GgZVT7twch72PjHgDgYSW7qMYrcgXW/8DyQwbsO+4aAbWzNjqrbfn+s8ACZe5PmtHN6LTpLze",
-	"6EtY1VyJuSC3447zUaJmrSuJSeslgtxLlfDwyKuxTtOE4RC/hC8mOG9F2Yuxj2L4Kwbql6byJrylj2m0",
-	"EtlJocsxih7kE+g0p+XfiZ6+1EoQTV3JgDt2WwQ3toV/KTC/6/e1CgN4vs7+T9CsUSpfCBhebKj4+6mN",
-	"dZsQ+HtpZo83JE2+FExra7PbmvWFvVndue1VB40IBKcZXPcGIomZNqtEskEtocKmuggaygpJwg4H95fy",
-	"PolZiKpO3zt++sEIDvW1eDjCs5XWvoS0tg26vT25w7t4JwPPLphSdnI9XuvhxDKcGMHr1N0qE1Z5Upcw",
-	"JeZQAM+JcH0wg7RTPrS6OMnSDtr/8QkVQrMObtYdXPWXHypUUquqFwWo+CJ8VPY31AjJMMgUaob6ks7z",
-	"QlorwjIhgDKKeWXcRFN2WWqkGorUuzggNIOzheCF/0xaKivzlLVpSJ8pPe/UvnkpZtZ9cKqVneQLdlFS",
-	"DXMKYcBEIDPjymAJTUgw5Gwk5lX4jNHedjTReeZ+g/YXYmooH5HCa/7///f/84aLWkwLLJNC8XwJzLtx",
-	"ICdQQzeeY99caIkPNUmpAMeajLpJbwsnPDfNBpu502x/JK93BeSbXd5o/MQWC38Qz/bvl8Ft5epbZXd4",
-	"s3UwwEdMBp7dQ65u4k7ivWPz17MmtMKumGAd7TSU3WkN2ucxSpBfimBKmA5UG4opvzjuTrM0YYPWc8Gv",
-	"YEYsXjlo9RkuA7iSYmmwvqadLnsF8w6UVvmij5360MRMPg02FpYd9B5D4mfd3P3yGVTOqNfde7+jMkzB",
-	"7oN9IyquwWaiGKhcKpEwYwvBpyKrgq6xag4WQF7Av0lV+AuNC9BnY8YLKytXilSZeC8Ma0/FVBeLKqV7",
-	"XOh5zeLiOB0fTnAFkDDNWerobhrYM7Flsohj+q6eq+WSrL5cty8CBDGduhinmCiH/XANBUqlVvBpSowO",
-	"KwVIawYKnmOoUDQWfEcpa+s8C/JIp+Fl8i25N6mFUpy3kBrWprZPobKWb74VfhsoTt3KOoQZsA8eSHlq",
-	"4vJ7iEOPDN6dgYISD2CRi2UnKMWWLvHdlMoAoOkKnCY5N5ZOgkJYU7qmaZ9N9BwjGKh+rTsQgA8UJqgW",
-	"M1DYWQxKKBta+imtK4XUFRwYp3M7/GFzvoDspIHKuOUX3AhWVlQjYemT3uM09KlcruAARSIgqWigcq18",
-	"8dqa0JcJniGqpwf736UdBkXPQhVoyL90cFFioKQyVvDsECvyg4upqgTPLgrBL031vi4haxGhBdfyq69e",
-	"C1NOpRp3v/qKys4DaH3Zfs5SlAJSiCipYobdFweqEEMhr/Ay+oGO0ow104oVcjzxfTkBjritcLWcYDpQ",
-	"SFErpIDUJohm6dQLmGPJ8mSlWHkyUNB8BfLYHdXbP2ATXRaGtvhUK4OdQBbVLlH4JZhFggXkkudZqCq8",
-	"hBpRrRJEkMOQhkUNWd3GnQSr0SwM9ewvwEHLswb8xhoCJIEbAXXWlr9p9UBRtzmU+GezfIFJVCiAx3c+",
-	"qVQGPVvQHRmoumM3yleJQpTm3ATdISsLz1xwo33oeeCb86W061/fdeF8qTSIu6qg0YBRG0hiTdkYKAgv",
-	"h44ybV8xIYSn00xQ3tsICxlT6Veh/eVAYf9LnkEVBGQz8BeI8hUR63Iq5dfG5KiOD2hCMOIKE5wcWVro",
-	"rYmNdqPp6QFWqo4+gUlzVWdeafuOZAo+rRISiREmEPrvyPNAhd8qFz8lcEU5BkuF4U2XHfn1pAMF9cyx",
-	"yRK0D8bK5bv4CDtoUeMl2KKn9+ElWMnSazQovHmISAN6LGYQUjCejHsQQxI9VfNOCOWmVDYKBeEE2V0t",
-	"ZxP+cC+EOrGCT4MTxIcXOE1toEg/63QbjzfuihxnGlos/OMEnOqx07Hx9vhcU6zF7ygXwTbxvbMcYY1W",
-	"jNmXy6GBh7U1EZL6NVHvCGKw0eJ85EBIajyksEhislD/PsWWdI4RuauO1VyIPlU3MqQAmomeG0+HBirk",
-	"gz7FmMC2xwFfYr1Wcb1DtY0cHdRU+t9RjsNa+fbQO9e3sqDlOlIQ9zAGOhDXYn9k2IXWl5dCzCDjEevu",
-	"VmWikaHocUKtcGjebqEtt+IcxYx0OdfVIaSjbiDqBjJvLEp22L4DaL3j/SAZghutXc7cEe/1el5AAE4N",
-	"rCygtL+ZHaroBLzVM+c1lZn6A+XrYkpDTD46qDmX1CALglkoGjVi+gPluT5zQvlf3x6/OauanEAhVLcL",
-	"H7pSFxRCuxJR221VkMRzKl+G1aOynqHw7AAKIkn6y+uTs+PwYZZrQ4G2lVTR9VWUdo7VULt3+2z8TzlL",
-	"HdpMZ9TXF1sjOUm961tc+fgOKBtb62EVKhVVuAsV+esmGdxFo1Ng1SYehBE6MBBZAFheZOnHBzTWEDRU",
-	"k1ik7bJXTmaDUC4MbqK8aV2srSFKNpO1KfQH397XUen1pM1tLMew4udSrU068mpeg94FUFuytvjuYh4D",
-	"Gkr8AUpURb0IZx+ZFexJKQLN4dkhWe2qyKZuo8vXTd7k8U2ur8FZfbMfISgE4XjMzVaWHJbnPrpxpc6t",
-	"aWlrWtrQtIS3M477a7boPJwft8neFOfYbpTx9cgE8aZdqlBMolRVQGmpqLREJ45jTZbUFS/+k+wLha43",
-	"NNszsg3f7DHA0ErqHhoH1c6F0ywv5WwmssMmp0Kzb+AkAtcfOuus2sjN9vcIblvz+5ZGfu5UtFVtyqwt",
-	"EnCPEJfrU9hqNW1GUB56Cr07rab01biESOooF+bvJ8x3NcsXSdB7MdYPFXmTgrEkUv47IVa91lsQv+Gr",
-	"PqVAMtEpGprGQXT+RBSUOuf7NggxM/ibE+on3EzwC9GekEgaEoJT+vNEPeMLU3mA2TeVHvO413GU2Cmx",
-	"S7BZKt9D1YWocxSdJrSeJe8wVRzooyEJO0WDljLXxSWWWiObAfkSqMAveJ5TX7zoJNb5q9oJwXND+vKF",
-	"tpNOl73RlXWjELaQorJIOQayUsyx3VDVKWGGL6rSTnwZGFiK6lIoyifgC7InoO+gcBNZK6Yz+8gsFU0a",
-	"ayUoqDSAc2VRWJfQFgtqNR2q6IWNzXL3TQfXpmUdsuWSVU/evyfjKOZaZDKjfIvqGH1mBmzH6Gp9c77Y",
-	"jIMfIjI6OFP7a8fK0UIUPQ0lkFaLHXkbyITsjFSOCUqn1ssaJd4+Fxw9lOEJ1y+qWtpJ4saT16N0lIXH",
-	"6DjhV0q1iQ1Q50NKIUv7COvOurTIhy609PBhcNUKv0yS5PL315ZEiuuYBdtrvWDeNkFhmwX5Ly08nSA5",
-	"NXoqtAIfOdCumwosrVMPdz/ERvVrEyVfg/rn+OGq7LaWyVcZ53cL3UKds0ZDl+jQwbqVZltasFVP7hQd",
-	"5LBnw/pld1RNbjYXxNdyjZUnSoG6ts1nSBdsSPF8ZOLcwiRIRY15wO16zNBB76AysC5nQjqRDDMg/fwi",
-	"S6joKWoKQ3Qxx6mjTu4bSSXNRGS1/tJ6RN6YXIxsc9ZTBIxPGbm/QU5otKFSQfN3vk2c3NKiu9CiH9GE",
-	"uRQSX7+0n9aUDHaNjY3IMHolmzKn2kPTqBJYsyX2DL72h7bBui1sUPALALUt6LUlDfcr6EX3xRMA/PsT",
-	"WkwpKApsSXGMjw8EdL/GBUsSH2Tka8EbXY9Y8Z2guWV7nU09Re6OkblQCZGRsMFKJX8rxTpDjHvp92qC",
-	"cWv7MsYXgMoaSQbPeluaamuU2RplNipNBTemgRyvFax2P6C36FrDyzOqQuXdTCHSvRZVeob1plihS6eu",
-	"UUQ1jqeUvoi8rhBqoK9IajGM7jZWGlz5nQjsNZV81tSpCVSJ6tNsVattTZovU5Nm3XXfoPqMhWDKzarO",
-	"0DVPV+Or93q9mAjARYdaLBn13PKvLleegTtULz1zdHpwyEL9mbOQlXSXEjR3pATX1aAJW4mLzRAwlmok",
-	"37bmDL3+uavO3CR5bcvNbDXKz19uZj1N+0SGbhSAritI85TSBaIbr6Dxscp2dcGiwZ9MwMGMiQcQcD6N",
-	"6vhlqthcR8B8GZt7E7KtYLctX/PHKl9zdyVw10siN5vbGySfWJqMYqqWDPC/UFPwGVcZ1DNMMac6aoBW",
-	"r+ZH3ZWoiGG6kQmfJMebcntS+j5+L1oGlcFf+vIa0Q73sraaYGNqyR/LpXCbTiLbfiFbYfBB3Qseo76I",
-	"TLg5zdz9gNnSN4QwVTnGQFxC0irq4w8iPR5i2jAmtsJEGExRXDv5DZkx8A5GfHPLckFFG3DqfvVFaQ1V",
-	"dIBvSgPBtql7dA6RsesDrRxoKuL9GQx5EcuZc0PJ1ltz3p2dBVv732eLEHOY6m/31N+XO5gBHRGqiXG+",
-	"Homb4xAirKhXMMpCvll9XcxbMSYuiX/errjOVHfnGx8Z7D6P/LNO3awAuLWabQWlL2Q1i7DwSwhLN49E",
-	"CQlNbWUDZQrBDjZfMCNsjUYFqcWJSUjB9nt7VQAo1r3hhnHwPtT8jyrDBvluLBRdwPbyyxKANxq1dRGl",
-	"AmWYXOU+TSl02BeuNFXRlAuxQhSheboTfkL5gc6DCXjjgqvQDMVP4EbDq1DeZFn8o86YyScVAzMx1fZe",
-	"YuCstA8mA34aWycu7bS0n9vceTMXugGv78WaHjLm5+adrL/MW2Puv75Yv7X+3qHrfZbVxYDACUTULfRu",
-	"ZmFqJbeJWXhtEFCcsc5GMreQUXyxYKmx3JYm3dB+vIH1lyKRbs09cCE/wto2EnzgO8do/v2j2XQRSBsE",
-	"iiMwt7bcrYpyP1su9z4jG65nnRQlLf/LF7PsbkznKNvEt9iMSw+zdqqLTBTfczNM+7XyRJ3NMlMYkiBf",
-	"jRnKbQCphJTATLz3VZUvPCVFYR+urISW7bpYdPqBtB6ydFZIXUgLxR1yJ7G3x4UuZzgvDkvcu27DvpaG",
-	"20UoMQlDIO6hA42msYMkj7/BDRTVFSdZ+ErTyG60GipsEr2JNbhHpaHKGeyg12PttFQIhnPccJq4pbhV",
-	"YuGNZl7wUHxgqWEr9ColRgfgkYb5HbE21eDFvSY4AAokAgCt1p11jkQ/R82VeDMNP/WvfbxhrQRlYssS",
-	"u6TdZ8HVsa0rUbi3/y2E1Tiy0uq3/s+vRzv/xXf+2dv5rnv+P/3/+O8/fb/z7qvqYXjWOO7fmxtU1Hf8",
-	"AzUOl1oxK6ciYakbkC7XB3dITeVnOqh7w6D6dV2zb7gZtS3TTBCKbIatJHiAOfwFD+/kB97KGFsZYytj",
-	"bOwvXhUt7itSrE1JezUTyoRi3MiriGamSsyx6rVPO7sQ2Epa2qjK9Yo0QPWV/HXwpbxStDVizCGZ9KKa",
-	"RSqrM9DVskbLZsh1CWrw3d9tihqs7gslqSFk1gVLEwZsE9W2iWrbRLUNE9U8rVkl1NdoZrsffMOBzRPW",
-	"8HL6lDVfj73LjqiXja84stqFAF4akVOE/CFYX5w8ImZtJtrdKOkdctEq0rPNRttmo33hbLT1d3qTjDQY",
-	"vGlOmr/Haf3uVmlpVUuUpX42yylqYaaVHDW8W2sapD+tFnDr7LS7Uodr89MqiMQJast9KO6Sn+bffQgN",
-	"9tOrm9dLadvwnK1e+iXCc64jjZ/K1E2i0nWpbae8sBJcchgjEFONQ6an0lqRsVnhaJiFFm6FgBporFTU",
-	"RLjL3ghb10B1UamuVrNUlTnWtC4VDnOqLR+btF7EeT7RuWCWj5kBRnCjgIZ9Dv2Xk9Ar0ocl+hfQ/+gE",
-	"t/WS3OdTtimX7yFExE+lZX+hfL5r6XfI6Ls/Hd+Kx9swkH/5JMD7Kti7QezbNOzjUU29vmsJPi9Y/7Gr",
-	"8NEubvZ9xIL51vmxFTLvFWCxfA2j618pcZ9L4mz0mhxlmYF+i7AaauyJUQiVu2TVMYLDu8wTB2wQO52W",
-	"1kFjnUODRv9ePRq0vC/j0vCwWSNt+QOqOTW2otPW1/AH8jUQCmvVJA5F9LBJHnJa3eaBYDD6HjLPq2L8",
-	"1jQWLPgjyTy0i5tlHl9bYSv0bIWeewo9tbL/panXCcC/Hz704yhu+s1kJpQFey+Es2OSW8raEDZZYutb",
-	"tA+FjpQdHxkferu5P8bySqiQ4nbXflc8y0K7qZC55bRx4+Mpv1vO6fVZbD6FbZVI8Syj2/17FaZoeV9G",
-	"mPKw2SibaWu62gaHbAW2tSlMcFkq8hioewNdXyu43bMYi7f0wwNy50J/KewusRlt5st+bKjZ4MRBI/JR",
-	"l71qoN00iCvMm3Wforoqoe18IaZcKojPh9TaUZ2ytzHHFufsUEdFjV0Ki5XJcAonkSlR26SfJ8rV7bMp",
-	"h7ZEyFp8opafARtQCj71jnaojAiRAdJ2qvLQAdrei5NV5aHXFIW5K+e5fThNINTbWjDbWjB/sFowKyTs",
-	"Osp5QzwOpu6gkrY2IqexC9adr+pnKuVyg6QWNr0NE9kqs589TEStqrMPp83erjzL9ZWQuS/KovhUJNS9",
-	"mMohe6FoMzkpYeL9UMwsyg9OZsLiKnxRT17Xc4UxGe309Ojs6c+s2+16WQ9HkMRHKYWgGafujfSQpU5K",
-	"nAqIFVTUsBuEkiYZDGqrrBRWibLpuVqEpoBeGkIxqI0VVmCdukCwdLrsma+KsqEQty5k5GHkoE+men+Z",
-	"oJGbVG+KGnkQwr6VBLdxI//icSObsaCbFe9dn2y8c/viIcOyKLAGWD1jWTTLo5u7WY5oursmhm+Tcbeu",
-	"ma00e8tk3Nol5s0U5bOU/gji7QbUa9Ous2gsCzatC5FrNTZup1BHVaLs2z463e9HWSQULRyXvM/GwnSW",
-	"quO7yVer4/PcaDbkRSGFwaDll07KjbNX3Jd+cCLfT8KeWDENIdRwx9vYuDKXV4LpqtqrSaC261DPpJOX",
-	"lNVMXLnVurV17kF1nXi2pq/uLcvpQ2OD/13l9BuL9G6J85Y43ztYMC6rGqFWE23+1BVkb0WZby1OYrPg",
-	"KqtXVgS7XrnpOhpXzz7EviFuFkw4hNtaI8yVe50orJ7t5OJK5NRMxOfULBLGcbS/PCh4AzF3GCsyJi1r",
-	"Kw2xkd5Jo+eqsxnhXSfqNnZC4T6wgaAlFTVBcWtc2sFdMgnv3g/lf5PovYSVW1q/pfUPIohXHteLxe9X",
-	"Ep+Li4nWl5sHX9ILzJQXYdhK2reTi3VpyZpsxLCACjsbtXtvJK6/+GX+oUM2aRc3kyZ/Kn8QavQvFzz+",
-	"v5p+LV/1WEgNjx4+zPMNEpQLp2eXBWYwV2sZki/MJxsvZsJAQQlxhWUY2ijVZdKyXLs3+JBIkymHEydS",
-	"pZTLigkWWPc//XXQ+mrQepeC0o4auFZOAT/mw4n3QUnDTl+9OUOjirRehnxjucp4kTFPnZiZiSEzfGFY",
-	"m+4jSwlkOzJLk+ovK6fCWD6dxQ+NHCtuy0KknYQVwhbSl+UU7xGikufsgg8v9WjEqOSiLp0MM9RKCdgx",
-	"Ew4pTMIO9r+DgKQn79/D7vafsIkuC3MITRlUNtNSWTbReQbtBaYaankkvV6PlSoTubyCotEIYNY2muzV",
-	"YfB+D0ZT3JOb1A1lM27IwSiNO4uxyBzEOEtH4G1IGU2+wP4OHkFr0rwDhZOHU2QeKWun84kRw/NB2es9",
-	"Hl5wI74+gP8DsMxEzxW6ISeiEF1CIUguvxBsYu0MM9Ax3VyHlPNZIa+4FQnLtZ45yDqsyKW63Mn1kOdO",
-	"Ri+EMaztq6TyMYcaJYQsFdwTxkdO4Xn28o3bks5L9xRMOQC1CTcR5MLlwgx2jwLnwK/Szl15JeI24ePv",
-	"NXiYlvdlgodrH8/WOTJj6QbFGVAEPVYiUm69m9vQ4m1ocYMcEVh5jdPU+DlylWbJ4jo9ZfcD/e+GcGN3",
-	"nEGecJ/1yziEizyjqtvEiXytlazQs5nI7kp9cTF3pb63D6D1uti2IN22IN2XL0g3D3jfqC3cWJJulefq",
-	"0iLbRXZ7x1s5Fra6kp9at18nUBAotiLDVqH/7OXQbriYn8jsGPj0JiGuy/f/ERkBkqDgU2cB+p0a+A2t",
-	"vBIp1EQD74l/ArJGUQrS1lAxg28gxFgmQVTLGIdoUPdukFNGuhgLi9XD3Y9lIe5su8SAyIeRCD6ZIvZl",
-	"QklvIJg+lHRLOP+o8tA2MPQeBcWupdmbKki7lXqz1r9zBp1Z0B7Hcj32FlZPDoN7FI174ODpY5gUPHlk",
-	"oA+DSBi3Vkxn1iQYdU/dGbjK0CLpJnpv/Sh4nnOwNXXZUbQEwX2aqFvNNyzjC0MUXFpmhLWObrefLRSf",
-	"6mc/sLOz550HcC09q0D1r+Bjou0sbvY1VTiy9TZthdPPHxlF5OqRiTDxC4qqd6Ctux889XLPC0F/ORB9",
-	"+gXfPLha3DXetxf8kqhuoMSZk58t02ooEjafcAtd8EAfR4IfSqkYPhU1RxdQ9wudLQ4dzYYec+jMAj+Q",
-	"EnMImp3rMs/Yhbgr9Q6QXqve738qsrpOag3Akwbh5/SPrU1uSx/vYkUXyumnAaUAl+4pEBbaXd0dNKh9",
-	"HgK1luT8JK8aNH+iD7hC8IKXhYIQ+eDbhdRxJRxpCRXNjXVi4hXPJZYw3z9AZ3efTQVX84nMBXlsAzy9",
-	"u/lC2wkLrndDeargwNZK9Bl3i9EqYwA8t0RqsumW7r/j5GXczLjgwxBMjtuIYlfdumnRWeLJa5edWCcp",
-	"mzkGzGK/URi2cLKuDG56mrDjVuVo6gJc9UVFhSMX7s5fxKKhv+fjBIkv2Vc5uxQL3JowRK/uSo9hEqKU",
-	"bxDFPr2ke4MnN/hIvA+3wq4tXd7S5bvUAAE0r0mu9biANTTaTSKGJTSPdbT2QvBCFEelnbT6v75zdBKa",
-	"7jZHjEM1oKJUaaT5PtdDnncOgUfMcr3AGr9ARQzTyoeus4kjv0mrLPJWvzWxdtbf3d3b/6bb6/a6e/1v",
-	"e9/2gErTmlc6L0YZqoa1rVBcWQOdFkKD1rFp6JHzouoPsZToGr2LcbCrL0MKE5PKyGw1T9ZJlxhaupSl",
-	"Q5NiCsXqpG/Q1hQnXfo3KAx39Z1QAxnCrZbfC3VNG3ZAWQZCWUffRObLLVdvT0XDeyfqSlqCttXsH1qq",
-	"a+Anq9Fr1hC/+MhUIXLRJPCs4fVfmmJ9+6tReQmjnMP2SkhcBw6LxP+EVWFlEEnnTtiKMfIQk0QHG5uk",
-	"opWG+9S8158KPpv89Tk7Oj1h+irmixm3nLWRdUDcoCTisDt27/CZJL6ymybstch5HNplOn3K0+BZ1YT6",
-	"6PQEVxz380xY3HAEA+OyjJDoMCwQFvfz2dlpApGFMK79W4mRCE7U6bCfjs+ijcMqf8ubkJpcGhPBczuJ",
-	"XsEHTqX9vwEAAP//",
+	"7L3rchs3tjD6KijuXWUy06IoWc6FqtTZiq0kmviiseXJ7An9qSE2RGLUBJgGWjIn27vOQ5wnPE/yFdZa",
+	"QKPJ5kUX28kMf9lqotHAwsK6X35rDfVkqpVQ1rT6v7XGgmeigP8en/GR+zcTZljIqZVatfqtY2WlnTHL",
+	"R0xfMjsWrBC2LJTIWCGmhTBCWe7G9lk6aA3KXu/x8FoURmoFf4gdfJbJkTAWHw1aaZedjQWjgWyir4Vh",
+	"N9KOmbgWxYwNx1yNRPVFo8tiKA7hL5ypefTNmFsmTbXGNmfpUE8mQtmnulQ2ZbpgaTnNuBXZkU0Zv7Si",
+	"YJzRoISJyYXIMtgeftV0uuyNUBmTlknF0pPLnZdaiZ0X3A7HKbOaFYJnTKt8ht/H5WQJ4+4lfKMaPOFX",
+	"gnF2U0gr2FCrTDro8ZxpBdvzMJGWKT4RpttKWoX4tZSFyFp9W5QiaZnhWEy4Oyw7m4pWv2VsIdWo9eFD",
+	"0nou1dXiMb7+/in7ev/rr1ku1ZVbhvuUEu8tm/KRSJjojrosxaPavd7b1cXI7P6mi9FJ9mHXyuGVsOb/",
+	"GZaF0cW33W7XDdz/MpcTab/df4KnesgKkX87aLlZB63Ugf7t6xNWiEtRCDV0x5hzK6+F/7zblTD2kQPw",
+	"0YVDJA+DnBtcmNv8qs2+5lY8d6tY3PHPY1EIJvhwjGikjWCwYMOM5SozrG34RLCs4Je2A9iri9GgdVh8",
+	"++SrQ/vtfpqwwq/RvSPznPE81zciY0rfJMwyI9wBGlYqK3Nm3eH/WmrLHQrejHUuGB9xqRKmi4TdjIVi",
+	"hfupl4Q36BDoM+5H/4m2+zF9LWwx2zlySJq6fXB2sP9NZ2Ow7JzqXA5ni9Bxt6/gNoAkOg92407Cjgtd",
+	"jsasfXJ89j0LEzIkGOxSijwzCUJvRwp7uTO2dsqncsdNC7PuEHHZ2et1EsaZsUU5tGUhMpZLYwHkQ57n",
+	"ohi0Dn/9dr/XO7z5dj9h/iDCI8AlBKy+ZL9WhzIVBbvxp9BnnFl9JRS7KB2+wtjE4Z/McwE3MYztdFmK",
+	"n04dzN3u4dVHhpny4h9iaBNmpg4OF+JSFwJG8NKOdSH/CeQOLv0hS3UxSuFXXYy48j/C4ZVGFEyX1shM",
+	"MK1EJ8w5Yw7mE0dqCrP2MCsUWDzHN4SBSMZuxnI4rp3lhM/YBdDsQoqs/qmJVHJSTlr9XuI/K5UVI1HA",
+	"d3/++eedo9KOhbJyyK1Y/Ph3gheOeFaD3N6HYwdYR5Dbjup8+dWTXmc1ERPv+WSai2rGQvB88u2gZYXi",
+	"ymaDVsJEUeji20FLqmuey+wcjmvQaiULEPuQtKa84BNhibGdZGIy1Vao4ewn0XAXXvArYRwLKAS3Uo3Y",
+	"6as3Z8zwS4HE3RYz1n5jCzkVzIgJd1t1GOTu0KUsTHV9gSdxdiVmrCiVOYRjLoSZamUEaxvLbWmALVzo",
+	"bNZxqHclppZd6oLtH7CxLgv8uRDTnM8cD4Ep07AFu/OafuozB8Y0cWvkakbrhOEOAYC2uYW46cIDWiiu",
+	"PQyhZWfyEkh1tZ+RsIYd7O8fMu7nH8scb0N959JTyKJUysEQX+1902U/iZlhvBDMDPVUZJ761+6LXyTe",
+	"Scdvi2tR4KEb1n7y/n0HplDaAsQSZnAWt/whV3M4Lt2xIvVpJS3HRlv9GA12HB7UrgJ//1yokR23+vtP",
+	"niTuavi/9xw6WSsKN+f/+WUweL+/tzMYvP/q+N2f/rMB/ZIWsslFPHs15b+WguHP7LLQE8bZtBDXUpcG",
+	"2N0jw1LHD57CkJS1nbDiGHpKdLfTZa8cFbbaATg6B2CWDN9DaP/44ujpjpEjJwUhxpVqOfAdQXbHZlGA",
+	"MqWAA5m4k5/oTF5KkTnRyRFDOVJ+EyBqOXIpMsSig14vHMCvpShmFfwJLMvA3jv4ugmYmcilE/JOsmYm",
+	"5n9/ZJwwqCw7ecba7tqlN+JirPXVjswq6PmlTbkdVyuLvrGKTMVo0Nv56t0vvZ1vjnZ+/PNPL16e7pz9",
+	"defv737bf/KhGSfkJUiAzYLZN3t7PeaFxD5Lv0idxMA4nIpjYyII4QbxRvAil470KnPjWAjcZxKDpWET",
+	"DhwnnzF56TiPF6TbxhZajTo4E4iXNQH7kXEHCySAxNBDdiP4FY5vpz/vDlpO+mulHaac7M0mbsldduQ/",
+	"DvgzAYKqNFPiJsiz7SBjOymPMxQqnVyAfJD9Q0ugHJxZwScdmhEX6HQTdlFa+uoll7kjlJFo3WdKO6LK",
+	"RG5gH/StQlyWRhg202XBRCZtl72yY1HcSCPYwd4+YL/Sduw+LY0X3pdTEfrgMjze6+0fNCOAUxo2QIJK",
+	"twBMWI4IbTgZp87xQhqtOl32sxMx3XnDsRDs/InW1bVHBoCaoGQDaOS2/7h3wF5qy174Ow+3WmlgWKuA",
+	"Ui371pBR1xLXhHe84YLWhnysK3olZksXgL99rC/nzRrMC/7eyWdMlXA/9CWTVkwMCSVloVjbkX1m5D9F",
+	"ZxnVxbnjlWbikpe5dZwuceeDMuBer5dUEuFeo0QI6mADX4uZicxY++3zk2fLaC3OsZk02Nv78zd/f/zX",
+	"r/7y9d/2fzp48eXLr097r/fPDn7+spXcC+AoiH0v80aZ+pUjnARhUn29XAVijnt3Gbjx1xq8/7MQl61+",
+	"6z92K8vLLv5qds9g+jf4kluZI32NrE7wyVrY0su3Ae7P3z15+tWzb473vn/8w5Mfv/rzNz/tvbgncBFk",
+	"x++nXDVs5KmeTPiOEU5Et6QJOtQG44DIQGkCFAc7jFPaQIXHSfssJYHTKW48y0z8IGEpNyDxCP9j9Xcb",
+	"1G9Q9GAqULXx16zTZccIlz5LBSz82zBtEuZwUBfvp7nORKt/yXMjmnEAZ6jhAFzczZABAOc4ZutDgC4v",
+	"Cu4+UCr5aylOcDJ3tIDLMzjPS11MWgH8jThEG1+HRX6C2+DR357tHx98/+UPX//Y+7O/q/fEI4cJTdt4",
+	"69Rq6fSfsWCpKS9SNsy5nHghx733yKA+b7psb2dv/2vH1gs+dBohClDp0c7fGd/5J+vtfMO67Jz9L+uz",
+	"/2L/w/7EvmU7aQKaBkhQmbamz9JuCpJC2nX/KYR7zIwYORnDoNTz9vVzNswlPCjERF8L0FJMORw7UUVm",
+	"bKjLHIQNp67wLCuEMd7SQ5Bihs8Mk6hK6tKyXOsr7vhtn3HLcsHddVGi2pAX2WFe7ta17GAJoJsdq1Pq",
+	"e//z5PKr4ddi+NXw8ePhl8Ne7+Digl+Kr/dbSY2z73+9SmU62vk73/lnb+eb7vn/9v/rf/707c67L6qH",
+	"4VnjuGbUINF+Kbuufv84LPuDmxa1erjV3/HsNdIL99dQK6epu//y6TQnu8jutNAXuZj86R/GofFvG3KI",
+	"aupTfB8/32DNqzTxCc8dNSCNDWRlMJqQbYpMKA7lxgkD4uUGkmUv2E4S5gfqgpXqSukbBWIgmxZ6Kgo7",
+	"q0agbufoKBjkaatuLY6+Ix1PUZtPkxoi9xlHY+Ijg2bSS13ULFjcME7G1DbH78cY/+c3r14m7tZ0ErgX",
+	"aC+BGVMmJlM76zqq+FSry1wOH/58NjyVIX3fVBYaL5c7kUGwNljgsxLXIxLG80LwbBb0owSt4vpGuf8H",
+	"q3oG2hIckaOLmRYIF/HeMVapvLrfATB8r4sLmWVCfWo4oGEHmK7X94hc10wRTsWzYyELVrgDD7sBozjK",
+	"Xw71YDBs6ES5K8zzY4dbn3JTb5V4P0XDh4mMVaiJN1tfD8GGjdYzL7acZCk5BsRUF2CCkRZ29lLb73WJ",
+	"ItSnxVi0BcyhElgkbO0kkeGsOE1gbPZGsyF3Krhjm1JlaGkqpRnzi1ywixnLhJOwOn7bXvdc4rWoqbHe",
+	"eu+u/rxnzjGDrB8rrw3eziZI0bBdGANgOuWzXPPsTOvnvBiJz0VF0MDxfihEhtsm9S04jZwqyNpfHrCf",
+	"5HdAEME0HK4Mkkggn9bbaGBOqYZ5mSG00BRyww3LtBJwKKeFCJ7K77nMxSfFysh/mkmUn8C+scx05Y7t",
+	"sPYj7CaYMY1UQwEyFjfgxumy12IHnLjSkvndFsg3iPf+CBjxPTi9liCBFe/t7jTncm7TDbLD0gN+ZIgL",
+	"GzplhkeJNwnpzCPD0hf8Pa7ou5kVJu102Q/6kWE/np2dempElkG3I+/CQmcKeCYc52awWObWja7qYa6N",
+	"txlppcQQ3fqNGEFwOZMToUv7We+DxwleFPIaBQBiexXAXh8fPTs/O3lx/OrtGXgTUVDHq2CEygBQVmtm",
+	"cn2Tz+5ydw6bIfVGFNdyKN4qfs1l7kjep4aWwRUAqRSTqS54IfMZKxXQX6vZmKuMvDoE2UNy9zidvEjY",
+	"WCtdOvydc0gD5yJy3GVHFNSAqOdth4hOmWAp/HquSzvUE3FOEmXKrARJtbTkxKSLCfEA5K7IuOUX3AhA",
+	"U8dU0dfktCgHPEe34PrW7jyhPWwE+SrwsMhPFhGWNrn/RDLnQkvn3EZpZ46RzLlnV/GTeCic1ZnWL7ia",
+	"0WUynxoxkCIQqXFCOmiueLUgOKCNB+f+fw6GRJE5YgP7oNOqIwS517vsOYYVOJY/ddJBTSxwT2rOca5q",
+	"IzqgOLvrprQ0M79OtP2DNb+cMu5um7vd8+cRh4SsPI0wcEnExEYv+/GLjvpbYcJb5aMLxCeX+C7Q6Y6x",
+	"E059lMZINUoqPTJh4v3UKdHuApHONwf2pmiBVRBYGE9gmBZ6KIxxpAlDzz41NBYuPFAjr42VxtO1Jn85",
+	"3RdZzXB+JWbnhXCvuZvz1tEwcItdiRmouviX98u3AAamnDplQGQvRCb5GQgQn5HBkqifxl91X0tZezjm",
+	"hRGWgptG8lqohKWlvdz5Ou0AuZUYG+CgRGBLn+JGdo7VUGdSjVLWvtCZJA0BCDnR/z5Lj4ZDMa3G9pnM",
+	"0AmWoqnM6E43jDrVhiL8/INKEyCB2UGUOZkM1QbP3ZGnz+H03LcX9ZG0WkwwLwPIxm4PjE6M4evr4nzi",
+	"JTc5JRhnp0dnT39M5jYCoguHl82m39DGLvvEqzdnd/8CoBPhGEBwKinkhmxGEg1myGuzI1iFozHctvqt",
+	"jFux48SBRZNb4l/5bkkwW4lWYa+H8mwiHVNBewm7GWs2kQosUbbbND0SOHPUHEkI4ZjG6qlhN7q4kmp0",
+	"yDiELCYgr+jiykcBFuJaX6EDebONyawBkkkr58a+NR5GzStylAmsQo6+JF5amkhVWlEtEPjm5utBG2rD",
+	"igqNsqtQ5aTV/6UFMG4lLbQAtN41WWor6+svbqM0O82VRHgQH3A1k4ZYPPdxxKSnMAZIYOYDZ08jzCKv",
+	"TB3Z1h2tjyOqnS9rkxJxWdqyILFQuhsyE7zoPNzxe3DPL4zbsDBpgFW0B62nJ+xC20ELhNBa9Exv3gK/",
+	"9PgW744uRmhv8x/k3lAJLq87Hnd80utOFK4Az/NXl63+L6s5F5GUD8k8TTFiWAjbvMNYxElYarOrc4x1",
+	"Bnc0xi/TE1n/E2fFR2mXvRnrG0WhNQoNkt4T0G2tgwitcBEY7wI4nkukzPWtBffhRn7EAKG6+9DhWogt",
+	"a2YPtdsKn2o8uDKT9inEySwula8Sf8MK3Qx/5Xkp3HyoqN3uHTDwr98EDlu6ieNrEqjm9jBE1In9YegV",
+	"7WLmQNM95kOryV+5+Ntt+ByGPW1+2tFpNBw5Gjpee2tz8/VI/7ZDI3ZOMgxnJgNJJbhF1gES94gB7e18",
+	"eRD7V/Xlone1z3ZSTzKZDvFXbc5yrUagIEZeK/q2zBzlkyOlC8fdUP0z1v01T/++PFjqcuzvvPttL/ny",
+	"oMmRt5T5FqvhFQxLlcDhJWYKgMuQmFJUHAYk1oEcwoKj2MSFdVhejLwzf8mPXj2YR9XWRuzYY23ikb42",
+	"bbSAGCaA0BWmrr5eD0LRqsv6caka0hdHAtSMeJEqc7Laof94/hiiLSzy9uZ3aeXv5jWvI+8JZdduHd6C",
+	"5bREn6UEIO9jMgXo6FVsID4xrG35yCToFjx5ZlANcyupdBT4DFzeUhmBaueio3ljlhyUyQWejC7fjc8Z",
+	"DOzoyvsA8gyFuuzNg27uVOkzDYx1EcTeN43JNL1eQlkTDoyGEsqiMfHdjpzY5FSGGNMGBgK2nCXX1imI",
+	"jT/cQSmSSyKsiHxWcT6LxCMKE9qATkRBQWFztJV44U0Xi9ZzJ9Hdw6ou6q4Vdud2ALOsWNpDkCiPC2vp",
+	"09xhYRw9IVpIyKt4ZUNC3F0p3PH7qS5sXfDZUOaO6e/qofgR2u4iQbCeW3mlopp5rUIBv25yxxWDaSkh",
+	"IMrgErC4R4Z+n2ojQyQBLby60puBpjr3B4ULha8/IFCq6PvLOAySoENBB7VVLlptliDxKTdoIjIsHVLq",
+	"itUQSqkL+woy5DQbaYfNhRyNvacH1Kdcqg2wmj69HK1DAMiitAaXx30GaL4iLEBJ7RK82WzKCyfMzvpO",
+	"LCsn4B2GOEEbv/+o2p9bcQOr29jsmiycOL6/2XknC6PnwXESIuY3R+XonQfG5ip+/yEReipUBo69MDtr",
+	"o5IAGa1O1+9EWP1cKtFk9BQxbuhi9Mh4DGlHGNzpw8+wmijYhdyFIN+7FadoOzXlZMILilQD93JFfkIk",
+	"DZxhNIR7bNR4IzLpFjqRilvErAmfTskOHdHNlUcUUe4kEJXVh0qDPI6tHIy3Ls7hWD0+QjFIJ1g9+lUx",
+	"aiUtguXqoW9oEEbQrx575kbgwBdoy1o7nMZ5OWjNC17/Ks26ud8amJXiVVeP/ZkGfQiUZ/aSIrbdVfmQ",
+	"tLQSG1zzCrab3XJY42ZDAbKbDyWobvgCQnVDynQrrnxrwlcdxSajby09eWTebDTpS+8CoXNHuzHR3xwP",
+	"Nqb27l4/GJk/mwsqjAi6B9PGe12zD6CppyQTNlRCiWuN3EA9iVjMlIbpPMPISHIdIL2n2JTUKZgVKpiU",
+	"YlAgGi1lRkC0C+b2DiG8rZxu7kUY6pIquqzUrhpgC4AHqx0m2njXKPFAdHJg+Qxie5m+UbnmGDOF8lIW",
+	"oqAWBSNeUzjCdqSyXx60FvPMIja10WhZk3Q2eEHj9dhgJLKSjYd6ZrLZC8RINhqMjGSjoYGVbDB67kpq",
+	"YLclsiS7wCSTyrA4DDKCjBm6/3bSrNZVMuo8xfAsflPpl7A9mbuyG5KTZn0gIixndO6bUZVbML2NSShA",
+	"/8Fo6CvcKkjFgk+oLgWVH2GXGoLr5TwEKnTeDA443ozl9GNA48WGXsfN1Yd64DqYS5uU4bNwUTdEh1vJ",
+	"KRuDAGf9KCiBKa6IFHSzm7HirbkNPrwqRrcQHTeGBNCnjwEHyDyNdvtzRUk32/DtpMKNN+yp6gOiPk3J",
+	"THkRfoh1Z3RUU8pQZZNvVJ5r9vQQPgym9ZpNnZTaOYsS5NIuFDWyEJk84cOxVBiZDw8guo7uK33WVy7z",
+	"cEgTllJk8TkmgUUPQmqbe2i1Ps+1GoX/82Lk1PfUVxgCH0z8APlp/AQ0/kbzevBPN0hcl5dkuIBBfcYh",
+	"E49JRfE7EEGG+WCp5SOz+zg9xFS2kBwHQ6rMuI43KYQdPsLyHn4aCN5Nmz0BUi0rnhbBmUkTx4KQ4d8n",
+	"PlP2JZWFeNfwkYkwho+aznrspMxxOeGqOmjxfppzRfJ+w2xT7WSYBoT8HiIqAToA3ATQ+c9vXr1kp/gO",
+	"FaX6prfX8bizS0DewLbupBw82gRxt9pZk5zzQ8Gn4788D7dnPi7JCsj0XiG3o99wLurQfTnFnJDXx2/O",
+	"2NHpySND0aTo2gPTTSdh6ZVU7gpA6jK5rli7utI7ubwSTChbSGEAsVN2ISDQnxej0rECjKeUalrWEaja",
+	"Za4xKLTuLJm/6Hk5UZGzKRJZczLMNYinSyTHyrcS4dUiljisjJdUOXUXnbjzH3/3YY3PcYNzj3KCb6GV",
+	"HTF6varWlcJFS30+YS4uLSRMQBwSnLtivLR6wq0csqkoDGbdYm5vlQoTwpgdPTRg3/Qo2A1v/QW+1emy",
+	"I/QapyFI9iWfAEG85oV099QgblSThGJ6kDrBDVONVP+uiH9aaKuHOmfVBH2Wzi0ca1JxKL85w1gTDKLD",
+	"OBK3mnm3fH119flue3grDuIQ4SkrsKxeiBnz/Sdf/sjNuJmRvPnxaGf/yZeeI8I3EjYW77sLlRe+4TuX",
+	"735bFgRDJZoioWPv3Vpt0b+UxOtcvAxNl7iGUEuYZAjMDkaHIZAjqH5TqioEaQyx4tei4Hm3oSzBAogj",
+	"uJxjmNC7X84h8x/+/0UjhH71qLC4Un9ZwwLb3LKJNpbtfQm5e472Pkl6vR6VpJiPXdr78vHXB02n4m/Z",
+	"7S5JDXoQSkLTNCFc/WiS1vudkd6hh/8wWnVf85sXROgajzJQOgxmWgRRTM2qOMk6omfc8vttshCmzG3w",
+	"mvtwGR+4gZ6Wts/PE+/FsLQURbYaJB+S28aw1Hh+A8fanPhtcJN+FDxHJjdHOrCiUGyU3UCBoLeaOFrd",
+	"n3jvYH4x4TJvZNq1YO17BdCDaao5YQBKyJw887QFRxaNoqaPml515K/dmFC8qY4qi4E3q4QKiLVB4IQY",
+	"eT9rvKN65HwFs9VHh9kfGGxdP8JQ2WtxubffU2Wv3Mg8sGiFhNiiyA7pvr96Z3fLC/BIGNDMQ75WDvRg",
+	"ebbIiXrGZ6ZWVO2rqKba4zUl1e6PXXcuYQOrpOi6/d4GhabmI+5iHN3kbLI7xyHUDw0q4w5FdjJXNXCR",
+	"PzSEB3j1GcRT2AIldENhESWYn71fhRAwpX2QMuR5hFrlPpqywPICXqZbvBxulkbbCVA0MrbA2qDw8O71",
+	"3m61ZrP7G0zwYRcTsO6ZgoCLac5AqED6EAFxtVP8SDG7LxoSEO4QbQch67oYOd14uiSWaSTsC5F2bhOY",
+	"B64m0yQS+Y/OV0wxcYWVC+HQDmrhtcmAk7C9Xg8rpgC56RzW6wVDpmUNM3kh2EQXsLyNju2FQI9wI01f",
+	"dtVwxY9MyMJr49WhWuqd9XgZapMByJrPmvzac8e9XIWIAEvmsGWHtIT33YY6uw00qzP/rcsCjXH+utaz",
+	"4We6BMXel++1iW9QQSwy3QB+nmvW0+vCopoBGvw1DShKVfQmYRCD5DfHhLosdf+ANcChHBWAoA4Y4NSm",
+	"IopuWOquCji/3V7OBJ+Y9JClbn6yYeE3HgFc4LudhqlwvJ+q8k+ZhlC8f2ipbieP3p4PLxWWmpHAPa25",
+	"mtqbQ6vZbHsrGSu+vmsYhK8hWlULRFwKQF2NSw/BOmqexN9tOPWry8sLzYvmzPAjNU9/dDWclSpz4gSf",
+	"LeLucmo0HfMmBftHfcMuOSTaj7TtO65l9eVlytqZyAVUFKNL/AhyuI3pJCyl1HR3Ax2OJd4LmETikul2",
+	"u24sONnprmLES65H7gdzI8QUaqcQQA1aoaHQC1XFLPhQUG3/0u7oy0v34qVUPKcZa8RQWiPyy07sasDt",
+	"gL0d6x+Q17+VtOD7YJFXPG90OxjLi1uqpvTKsjzzKp+cBi5LKIeyfg2Ikd/wmWEp9UlID8Fmr6QZi6yG",
+	"I7ng11iADWwWF2IsVcbaB72DGnhonvXKvecQuC6PTjGI4r03InwT/32gpJXlNaQ3z08PXZ02Xwr4fJeK",
+	"DyTQmMMmFkcBT8CYkAltRNsikjxP2CIz7FwhcK201UoOfTF9d0uHhZgIqGigVa0PVi1obMPQnzg1vzLs",
+	"xjaGCrhLUONOKrg/y1ulsjflmS9Z1EoZp06im0XvqBxUEHIdQ3wIoWMpIj+ERLqRfLiSp9fA9xBsvX4e",
+	"v2fOXozeYp737wubffzNpmasBfR5QBy9rW60BKEjmndbmhUEVL/dJbhdfWQFWD+1AfFOqHJXqM/7xD5u",
+	"ce6Nz2jFcTwQuVnGaX9PhMaIYkNiM5Eqfrr3R0LHJudVlGfe0A7n4MlXIfgoE5bL3Nw3fgzdgO6dLvuu",
+	"4Go4Zthos81V5g8WnWAdVnAIHbBjrkAnt9LmAgMecDnUD8JXXVDanl9CweYGQOEbDcrb0rgnREBpmB5i",
+	"XduhqH+P8jeVtmzpZyvX5VwghSh2MFAoqgvvm60d9Hog53Y2lmnrafvzl21FLY2T+fIZWP6d6t9hYzI9",
+	"YkNdYO/QJeFglbdzDrpQDxeb7sGpxwA86B00x+XbfFmYWjIfp+bT/OoxiZBDUT+sl9qy75edkg/4nPNR",
+	"1nqnYqG5yxn2aKt/irVTfqFL27/IubpKY/MvxJqAAZiZqRjKSzmEVzo1JaEs5E74VGvDGHwEVFJ1vCEc",
+	"D4Fx1bk3kb7XjdWoXhUjCGUUfIJiNjst5LXMxYiqA+oig9KyKejhKcPCTCyF4lTVn2jxSGNFGV5oJevL",
+	"WCUtH/9/b023trmFWMVCCKi+7IM78T08PgXtRZotC3Kj/kANIZhuw9AFuTkOj8xEzeqwO5KaPXi1VjyJ",
+	"jLMPYfN7QJ3/HiJnrCbHIKoD924qtDvBO0mhc0g2VyrjoZj9pmqK28ZDSG+UVfO7Fd0qD8RpaW95YnfW",
+	"4peKzW41DyRFfjJ0WtxEyLSZd0Z5gYCKsIWW7maZ/8mToTDusN45TGW13mDe8WS85wk7cuD4rOalSUFY",
+	"RDmlmoLCEauGYotZkDT0FlqLf6VJcjqiL8GyA4LDIkrll9FtzhStuuE38wEPtAa5cQNIb0zxV1TM+X2z",
+	"2oY2aovOmkLqgqpXr88WO/WjK3H5Vs698M7Sfmk3Y830VCjyxdBFWi1Mb964MGlZPloTI7Yi3mhd38N6",
+	"175ClxbaSNfRfnn8jZfofw/Cg5ea69JDkKED2tTPlOA7d3nvKGcAIO8kadQJ0ie0KiVruFJvzQ28TeZm",
+	"dRchcY7C+lrKnXbemg9EfoYDIEonxTFYG27hQkRLfrLesnLL6Lz4At0jJjBclfuIhjjJctSrGlxG4ckV",
+	"1av4XrNuBnN4CXNpYBV6s7u1OBPP5al4g2/t6tRK7FLXWSNN1GNQIEAD52iIQbmltOuThj+1vHu/WN0V",
+	"4nH9LkUnnesbp0T56zSWo7FD6WLUXO7MT/VmiY3nubwUw9kwR8Od6LNUiZuUtf9RGkscr5NADpNKWRtz",
+	"2250cQV+U/cLhYmmrH3DJYRLENgCSkKog86vMbsUuiRlNdOCEm5L7hMODXA+R9XhHUec4ZUVm3sg0X2V",
+	"wPhS3HjxVByyVJV5ngZR0cwJBbdJovmdkfrbCVv3E3bmrNYYO2yoanyeM8tHTrI8ZOkv71I2zAWHhlw1",
+	"CfmTsYVFdHC/BVTAjrUxImABPF80ojFd7TNwmgVKE6XpL1bxvm6wMcJlYloNoe8QNoqYcmjsIqvibL5p",
+	"ViahFw22hoO0oscs4zMomHPJZV4WmFlF67rQOhdcPYwSs2jPv/Z62ea5GG6RUo3eSDUUKxogCJVBVnXU",
+	"R68old+lyFgmcnktCikMuxAjrlg7SN8yF9g5D1rOde7d+uIugTxF/tD+ZZDX3bwB7onHqbtJ3oSpD2zk",
+	"e9JIEitMmRORIH4Pa30b1k6J5uMmoFaCEQVVuU8T1u12obZA+sug9cWg9S4Fu0etoEMTJfvy4BaUjMje",
+	"slLP4WwXonfG1k4NtN1uu/+CVWdayGtuq+7aJhh0qJ5BSITO9Q1QuwnacjJxLXI9ddpVQ3ONW4rANaxZ",
+	"iwrZ3UqMbN79wrF4J9jgmISlN2MjhtTg4oIb8eXBJ2hwQWt/hnSkoSmQ4yaTqTVLrFIPE2jo4AEH88iw",
+	"k2cJNjjghqVUE2VHZmkVUUdLahScnVi9pC7Kz+NZJXnTHERHgcHcjGdgr8C+pDwTUFwU68hB7wBPU02g",
+	"yyF1f8wztteDfOJSEVEWGb5snAIDXbigQ55FLtdO8dPQ1d4vp3PICkGvO+INI6G0CB9e5XrEsoJLZZbu",
+	"fJk8flbnJQCB2A/ruYa8dF/FkjO+YWRsSovrQ3BopfbCbFgCzSlCR7jLWwb+2lrhnUqSD2BuIT9dIsx7",
+	"R+4m9dTRieqDcQPqryumPneJHsLTMn8vP1q2Fn3oAdf80df6UIpZEEUXxcS7c/ZPxnlvzQsXM9eNGJZO",
+	"6XrjDpBq+0NPpqPSjhstOaIwkDfx55/PErLYpKa8cHoUlxNfaGQx88wI6rCOsWdpVRMppH+GbtkzZfn7",
+	"QyYzg9H8WPgG2if1U+pGeEm91cZihllcR6cn7ErMqLFGqBlNj51MtaK71JWYnaxoMNUJ7fUASwBCFa1y",
+	"Ug52bJTqUvuekHxoq+DTlu/yPOFSWS6VKAyJsfi+6e/u0phuJq4XMDBMgK36y9zKHeq/Ohb5dCcT5sor",
+	"R132qpa82B5A+t6g1WH6Rg0UuNSwE4kB6SyUmkPuGrXqzfUNS3ev93bdBLu/AeA+pEyagZJGOw6QYXs7",
+	"x9TicrADNVD/8R8saiUqtRooLNbqZkyjWiJ0993O6k1PQQcaqPSImrBybH39HQ7Cg4KhdE7UtAdqdzUg",
+	"KuU9wvKbsHQV5nS73dSJJYKlyAqwnVfaSQYKO5VAdzYJyTI0A7hETBWqfiVmFKeegGxDKL2Agml3oI5W",
+	"9XtNfD87aKUY+jZR/TOC3gzaog9UetDbY3Ej2zS0/Jzv9upBm7Lh2MFGjUSXHSkHioGilnfQ44ZD4rXV",
+	"XueAmDxdjFg7PegdpB0sbVVr5WkYREMNlD8b1qbs3QQNt6+KkQFLHoD3VQEl4DC7ukpaTjskljBpYWuP",
+	"U9Z2gISOrkrbc6IiaafL0h+Oz9juGIpx/BN80iWAwW8382j6WucCr8K1NPJC5tLOBuqYD8dROUpEDChs",
+	"I97zoc1B1wpd+vqrg58GKkQ/McgfZGN+DSRRQjfMOKWzgOWUxkeVQV481L0z3YF6jbcF60E6YuhL3IgM",
+	"mzp7iB8yMjKAPhXjw2P2vS4uZJYJlXaZ73PtS1a5HUVZF9RnlkegaOtioLCwWSAWUkHPaGk7+CXmMIGF",
+	"CLs0CVDjxomZZPofKN8oXryXxkKLaU9O8BEG2uEiMmnQautwj9pUFw4oJ4qZMVR1/uIL992J4MqwQSvE",
+	"YcLdnukSIDa/H//BQeuLLzxO/Hh89CwQrB+Oz2KCxXOjQyv/1I1MsYDdN3t7PUclQJFn33Qfd/c7fSQ2",
+	"JGg7JEMqhTXhkF/iB250mWfQ9z6p2vEiR08HypdyrvpF4VvYJ18rgZdOad/gtsuOWK55xi54ztVQFGzC",
+	"ZwM1LfSFYGl1L3TB0l3QYv5JpEFIuNATYcc667L01enZyauXb1LffX/K7XigAgD2ewe+bPaRu30pOG5C",
+	"TCS3YwhRc5MZ1iZ4XQh3eAMFm+gAQcy0MGEK9ymHQ09SfyKg1ZmBwn8d0WbLQpKBJjQ3Y8ZO6flsoKrI",
+	"4sawZKrnF8UgRwrTYYg85iobKB97DNg1F43qm+NTGhj7axXb6y2VEN3bGSjoGVbvdRU1t2JtvqwFVlVz",
+	"MhkoUzpuZHzFRUBuuj9/fvPqJYAatFzgAopiL1Ksy9npMsB5xBP3qSEvwLwIGBeiR9O5JRyyX0ttweDo",
+	"8HOgCjHVKLrRRAbOERVUyKCMLhRKGkOuWCaGOS+glxpijK/DCcihtB0osBW5HTnsYC9wlCM0R0T6Wduv",
+	"PcU5aowBc8cc+gZcowsZY61HV2nxy/BR4mu0IqUHClg8m3A7HAtDazpICYbRBmlbZMi/0YRGwjB9ScKI",
+	"VgrpRp+lB4/3PFlmP+LivkdqcaY1ew41UVmbemIzfS2KgfrygP0kv0uC2u5QZ5pzJ0SJ91W/JZIji1IZ",
+	"x0spZgoryRNgAG8St5WvwyrO5ETo0jpuSyd+bulRv6p9SrR8oBzOXAvfndfGzRnT18dHz87PTl4cv3p7",
+	"lnb87T7lI6lITHwu0UsYJIdCMKz6sTPFYSIL5VNZe29nr9dLfPUNtv+kwy4czScxD7zPRv5TdBnY1SHu",
+	"GkuTGWQxhMjU+ZEQfqBqRTzw4NPnUl31SfTsdrvI3A9ZIfJvB6DkDloBn1DqfPv6ObsUiCAgzkYe4XlX",
+	"MLvQ7k4WgnzFXYafpyjrKf+1dDf8xxdHT3co0gyr1+GGfavpWgIlhOtXmD1jDjuc/G5KkbnD77NMA3WY",
+	"8sKIxGGisUU5tND+U2fyEsxmE8dPLJ9MAbnwOJKBchKoctfRT8e4quTB6E9aQ4KVIJ0gTjF8IJL02Hc8",
+	"89iWdtlPQkwr4edS5k5TDDqjQSaI1bDdxvhA4YowpgCOKQXQewOdu8UB2V5NrZy49QzdbimTYzZQb6Qa",
+	"OV5QIk/wwo2BWMQkhCqg8kTNHCvBzafrdxz+u7dtWSgfqOjIzfEZH3ns6LI3QoH/6oIPr4DOn1zuvMDO",
+	"+O4SpNBW3gnBp2/PkEs/O35+fHYMlW8m/AoVasjqd7vwhpA+SVeOBJNshqwn8w0wnHAENY5iFnIJfNOf",
+	"x94+Oy1EmJV9j6ZKkjAw910axA4Jl7FavFOv9BQXcwgz6tJCC42wXBDFozWzNlwB+LFgN1LBUR0p5iAG",
+	"ZHXQwjtHHh68dzv4LJMjYUhXH7TSfryYoZ5MA+Gll0F3cIq5YW0Q5DSJO1TwxLdkQzMo2hqMEx4LJjIJ",
+	"fab4QNFZJ/C1l1oJ/0nY5hgad3OnEYGUFoSlxygVD9QLgl1KZmU8DIpzoYz7qmxrQF1PkC90BkSq/jfQ",
+	"CSisTB1Euuwtltlmle0LuZi7Fjta5cjq6SfmhYdUQlgFQcz9F5R/958oBM6hZdBsIPwtTchAE11w1nC/",
+	"v8PlQnlvTOciMRkdQUDaG2fae8xO+Qzk2ooXdgeqlbRyORRU7ZLMLqeFnhZSWOxBtdTcsuvfrFzgweBy",
+	"dHoSORb7rb1ur9ujcqmKT2Wr33rc7XUfU71tsKF52dr9f9Tk/nkur4USxoBsJPpsv9ej/f02oOiHQas/",
+	"aOmrQetDjCDTQg/dewAmAxJpl51YNhyL4RUIVZmYCpU5cga6FGfPZopP9LPvnL7kWAxi9UhYU5uxEFRm",
+	"osuekajlDTOM18w43VZUK/Yka/XdHqnkZdLybBQAsd/reXuYb98YieVOHAcnGZiP1xmX6QtgaGsoK0fb",
+	"kIbxXF4LiPY7wM83zRqWuVt12IVXHu+tf4XGo2SGgtmZ1oCKbo4nvcfr53iDxrq3il9zifEbsUW21f/l",
+	"XdxkzWOMDzrt/9JCJGu9c6/tEjZ2Z3ySL0U7B6hXU6GOTk+iyr3Vrbvhhl2UMscgk8Zzptdvd9DXKutq",
+	"LrvhysRnPm+nbjze+VWDEvPfRy+eo3BbV/fmPkfN//wUJ0paya28FqCVZpJjup4TXSR1V/gsiLPi9M/G",
+	"0oBaX3AoCNyIAqjCLz3814JncoHoODEqUAjPpLzxDqUgadjR07OTvx4fsie9x6HCs1fIkJuEtpwTDVjF",
+	"2ajgQ3FZ5syMS5s5DgQEBnluzS5hmLF6CoYMEFILfnkph3GHWMJPN8x07kag3PZnn4c+wadRzcKt/asR",
+	"p4Bay1Dzem93VPDp+NfltOl1qdAs4QtTY5X8gFcQUOJ/cxovMD80HEGBTqfRMmn7UaX7GlYkrOBWoGRh",
+	"kvBvRQEQ7+kOdNkrlc9gEVIYMEeUlVRG/id20HsSG776sJLUYy5XM5SU3dK67GdSA5a3BIgr/3/722Cu",
+	"5v2g1f9t4CWRQau/lwyiIu8gLziNtPXhg5fTfYeCpIojoJuEnQbcgzE3406AsDRoR4UJ0DJGYsQwl0LZ",
+	"HTDyDvkQ7MOKXXk1DcHWZWfh/xC1LQpvRm47kgGyifFqb+zs6cBnzJiDcslBWya11Fjs/hRMrHuVifVx",
+	"90nnkKV/5cWsz7CQcsqsyHPjJ0GFJ6LyGGKEYxsoBaLpD9BQrdI3IQTooarMS/e6b9JCkqr/s6I1a2vR",
+	"f0getER/06rqLQGWrW4+zWTTAv5rNhBXyU8Yj9WaZeutivPfE5INPS3mlnCnFhdNa44qzy9bdG+/Yc3v",
+	"bsXLCK93/Ct/uh1zm28o4Kj63Vnl4myNQh8AKrQRSOImOiZ0tjwE08n8WpwaOtdnwGrN2t4akWbccvTr",
+	"kxXVrfmvvKmdREp0pb+MlmDs+AqJtuL2n+d0Yv/H5rOGruiLp3M0B9vY5pyu3RiZ4KtzOGS6SBberXlt",
+	"ktj4By6NypE315iHtVe1wondIbULnUQMkyldzHNnrxlsIILF3nZ86cmKw3/w0zmLqP4jE3EECh6xJA9h",
+	"3AIElQYJau5GgFjTcCVAztkE67/eWGAlDwPAa28DGZWsQLFse7D/zfr3zrR+wdXMe70fTq7eQJw/UY5J",
+	"8jxU5bmXNF7J36WKrgHJkj8cn3UiedzL3++gUZvZRAKvEKdB8EZRD48/aq5ciKk20mqQZiVtF8kAn0rC",
+	"3t20c+gkkIlEWh5apgWDuyf2aKX1tD5hQpUTCoVwXyynKGEa0Z2LNUITZyXwA7mot2Y7jFgEePQNSKcJ",
+	"6hzQdlkXI+ymzN1z6sQ5zcV7aWcsk9cyExm7mEH9dyf65YI72a8TVZF3/CssA4y4Kzt3YUu4iF5RczFV",
+	"5nlSa+KFHqLD+ugrMTMkekCJrAUZxYHBCySRsD5vCkHGVnG+DYh6FZeAqgK1mZQ2ggw3bCxHY4p+mmPZ",
+	"UNR4/mEU3tR29JlWlLD0i90v0qY30FI+z6HaPLZ48cp8gV4vxyao6JZIKrHTD8V6XtI6qSJMA3eB48H2",
+	"nW5jx2yvl8QoghHhCdvrOVRwGKdY6e3xc+zF9z+qigt7Kz3YdYORRloxwa6wpGc5OT7ECPiiGKGBHHUl",
+	"TH94fXT641+en58evX5zfP790cnz42cOfv75X4+enzw7Ojt59TL68dnx6dmP589PXpycnR//7enx8TN8",
+	"/vTVi9Pnx387Ofvvhh9Pj1+/OXlzdvzs/C9vj1//9/nLV2fn3796+/JZCnkrXjUFzt/3cTEHvd7GwsN+",
+	"w1j4ySntpOdWtMuDNYn0VEewKps7rcR3aYQzR3eYkxPKPK9CJQCXKOx1AcjSzFEYbI3aTnUxOg+F6CK3",
+	"yvlEGogdSKmmdzQltIiEY76CCtPpIhjRde+j/nxnSFOfxyOGdwE7utZlR+TzQi8HJF0giVxYK7oLHIjw",
+	"Xi0xXkixpnEhzE4VYxztOVG20GZKeryESuysVLkwJjZUCIUX0ZGRgKsnL89ev3pzevzUoWva6bKTTEym",
+	"2glXDMMHDbPeQZpK/+Nw9pMAEjiiC4xEuhKI3C2HV06qV3bgHfLot73hZywKrNbWaD2o6kR8p7PZg1kY",
+	"5/pXfqjHzVNq6b+4TrjYXu7j6IX/8ipbu2Yb8kGYDczQkaCKIfqBwAylZeL9UAgnBREj7HwSXbAhtK1B",
+	"DYwi3oJiV38FlRX4PZLBamOUNzl1u/fSAD+tIrT3ZJM1BnL8wsl+Z06B22pRNS1KF4E9NOpS5NxY3hgM",
+	"S7+sMSNr33QMI/dB/0A+VkW+B/MhdfX2iSXQOWyeDywxJM6n8u/3lhaN2Hn3pyaL7btlyuNRltXaZAF5",
+	"gcU9Mpgh1PHRaRWwqLkQSFeOzBSa4mWhQjIlEehQ7ADaoICGaguuDKZLJ1E0/lBAMITTRiuBwKcX+Roz",
+	"jFO/Re8skoXTWiG9j35z2kIhbDELLUtzbXwmfSe4SYMEiZNEEfwcBBYgITesHdYfmBMFkmJcVhD4nVg2",
+	"c9sTuRGPjF8MtPDHQggBcglIow3ZIL5VXm0sxvV7xQORjOe5F4YPegesLVWGEmIpzZhf5LMOpH5Ebfpk",
+	"FGUIObDukPr1fC+ce1IaC2GUs/m+fu2jN09PTlguLBjyKDorAxV+RyrjpEcrr0U+6ySR6nfQewzt/Wkp",
+	"5zBZJT37sFz8uhfPYcy1KCjKKiSoYaWJaaGxkYtfWfM3ShVm6Bw6jkGeaGExmDE9efnXkzPUm45e/vf5",
+	"8Yujk+epO5KcvxcGAjq77KD3jc95qLIqfGQiR9SsTAasDVly5xCbatKOL36BC73hKNwqiOPD0KA27Rae",
+	"pw2C6XwezaJzq4l4VkN2T2pCdOuW3ofbSTENrVGXSIMEzDHPGDYWCCCkewmGqYDBBPH+6gsLXH4fufzn",
+	"2U99L3eOFriboLIBKw3ZQ/jGwfo3XmqLhbbvIQv1NhBLnmp1mcvhPa3I+5vAjSLOnCBxrCxVLvp3lZ0Q",
+	"sR2XkTGN8QJTJB9VQhPWp10Sq2TLgupf1TL2FjOLQ6LhfMPOGfULqrULcrzeCRlSgSEEMkWrrp+TJEoq",
+	"qLf0ZNzpC05IS1gur0SUs0hpBfXOnkm9BWjbL5Mi09Ge0GE5mPdIMKp1PnXLOfTLCyrSXFtRnzzQZS+r",
+	"oOxcXFrmRhuZC2XzWWM81AuxLsDhBTZMZqr0eXJzMNYU4s7aIcViaXwDgLXmLwpFHPdAKvXdmfd6a9oz",
+	"f0jWMitMBfi4TOqFWE3EE59lGx2oLOognHO2OdRY9lkatgtjYo/yvzNH2LoJb0WkfxA2EkEj8jwRFVX2",
+	"zZGXxK0bChtf2h8Zfcw+tTZBP1pztzag3U7WAbra9SlggspFVBlhDQKtp763FmSREP1OiMhiM7dGy13c",
+	"mDpAsJbkFTWA2BKVLVH5hETluc+fbETMOCIYe4gvDT94So4bzpS4qVcTYUdqNicHgvgHadXwGtNKHNZ7",
+	"RQ41hA5Ywy5lYawvz9BlR9XLUIOBSjsxH7qZvjj62/mr1z+8OT89fn3+9s3x63SB3HHLjJV5Tvmjc9Li",
+	"oS+jMNQlVGkYcakITMEM5T8rbcJuxtyCn60uokoLBiRwOQpy6osZetLg6zAGrR9YQxfKlLmPQz9cqFoB",
+	"VhSytNF6yN7U6bMpN5SaJ02wa4ElRBej819Lbfm5N/GnCRvrG1jmhKtZ8LQVpfJFzShqOrQ4hgIZwa5B",
+	"Yrnf+IRfube1niCAFol8KAXyMOaKh/fIVQ1WN3LG7T3kh5d6yGK+cMONh/ccXzg+46N1fAHGbPnCJzY/",
+	"3M93s7Vd3JaD4Q0mkh2uziLjigRkXwoLuVgumlqK+0b0i/JyHwkkRjVYPULSjuqiI+qWGlwn3usRSXdR",
+	"S3jf26XWHB4t4b4dfJedFIWAaJOLXGCpH6i05asWVVzx+7kELvdfzDcHkZ4Ml0lTfQHPNQ6qilCkALQh",
+	"uNQuadAOLBhdL/HnwIvByapTtV5/BIlrowJb5SsNHuAhV6hBeDaodJXH7VPjJxNpzWEc/oOyASTF1NYr",
+	"DRuW1n0Vg+MKYUKYyI0urijJSIWSnKMCiwtBukxZXMtrkGCGBTdj/yK6DPqQFVAIoPgQujCBjKNad3l0",
+	"XTiGmsl6gB4kwWOhnbGgOqho8XEkHvEpi+tthNaNlRcl3e/tp5Uu1gzbUOhCI2OCagMYEIhBOCNhX1Vv",
+	"pj6MOEYDAKyPYqv4f9RKHq1UUIrHHb+vukIYUOU7x8AB2EdFh/bTZXIDguMucoO8hCT+Jq1v/+GYd7Wp",
+	"jZh4hZWRpOePfAEZ5/U/Oscl7fSbcWDhlDvrY733kRFvIJDQ0n2kpBX5bOvjIJlhA/YdF+bAuhxbvfX2",
+	"XP8ZIOE812ft6EZ0mpTXtf6KRc2VmAtyO+44HyWD1lrYmLRehsi9VAkPj7wa6zRNGA4xUvhigvNWlL0Y",
+	"+UiJv2AyQGkqj8Vb+phGu5IdF7ocoehBfodOc+r/nejpS60E0dSFLLtjt0VwlVv4l4L/u35fizCA58t8",
+	"DATNGqXyVaPhxYby0B/bvLcJgb+XZvZ4Q9Lky818WkK7tdn9Xh0Ba9Wd21510IhAcJrCdW8gkpjNs0gk",
+	"G9QSKp6qi6ChLJAkbIdxfynvo5iFqET5vWO0H4zgUBOUhyM8W2ntc0hr28De25M7vIt3MvDs8qncuRKz",
+	"DV2iVdlwkzCdZ1BYz4ltPo8G7ftYXN5sRvgSrOWKRbObHaFYi/wP7gvFTax3gnoAb/2cW5npc/g569c8",
+	"oiKBVNxLdmr0jb6Q4EZkw0JkQlnJc/RBYoSbieq+soJX2b9WB8LRZyu7KNTaXbi5VOhnAK7BuKFBghmO",
+	"XGU+WSKZ73GQOloGlfkrakbl7z0lJOqGBZzANDu00Lw9boogfUcEb0UMlm34PDWHoi5LCXRegqL0IeHa",
+	"vQcNGW5UsOjWqvxiUB5uP13TJUTW/9x/8iUruMr0hF1Ia3yvkISZqlnXWBSiH4ouXwkxdcc4JuuwjPlC",
+	"6APmE2QXkhAjOzwmFVxhzCXYh7F4/FjnWTRZp88wk0GKjE0k9LG6Agu1AanEHReE+VMqAdreMZmA+j34",
+	"jMf2QW+v4ys3QaRiZWFWoXMIEH+YEXol6Dwzwa++1+thfnr7oPcNC00bMOCycwdmCO25fJuOCZ9Bwpbb",
+	"ZQLZrtVmwmcfsyW9Ipa4npEnfaR0Tpz88/iP428vjUa/ErOkSs5BjNoaav9Q3uB/T179AjrzBdrQzKNX",
+	"Sfu7v0E7npX+3WfkwyWu1/elCkMgDYPktJgwhlrS0iI97WN4pM9YxWIPNGF183jMuKnE2FArSK9XNp8l",
+	"tbLcVPdO2gdRL5CARnSwRpCWeHxg9dx4VrKlGVuJ+y75uMi7193jDVwywMhQ0Io42UNcj5Gwy+7GQ2vG",
+	"y7g0AWd7ybaX7O6ugDU37E7a7HqzEjBZbEO8yIqdpreT69FSyxv22MH0fDWKy9wprw27W38TjHB9iD9q",
+	"p6BpnmROVbtxWjQ8oS4H1h2KdQJU9ZcfKlRSa5kRZZ/5DhvU0ysUAM4wgxwaAvl+bTeFtDa0N8Ts6Cih",
+	"3evDvl9UaqQaitTHFhvU6meCF/4zaamszFPWpiF9pvRNp/ZN0BSlYhOt7DifsYuSWj5SfhISRzPlymB/",
+	"HLAfcHYpbqrcOKN90BaomZcC+/CJiaFiY5Q79///v/+fjxiqJazBMinP1ve3uZvrB4yeDkGOfQv4OQxt",
+	"cg8DHGvO4U06EDs0bpoNNnOn2f5QRtkA5PWGWbTNoC1ma5zdcrFPKipSvGiwD8aczD27h1G2iTuJ907d",
+	"Xs2aUB1biH0EoxiVbkPLJJS01VixzBtSJwPVhk5pL467kyxN2KD1XPBrmBGtiYNWn+EyEjTYpiHsMe10",
+	"2SuYd6C0ymd9BjQVYzspmJiNhGUHvcdQ1a0eZ/ryGZTFrTfVeL+jMqyv2IfAoqhyrpOOByqXSiTM2ELw",
+	"iciqigqor2J3sxn8m1RV/dGuDG2Jp7ywsophlioT74Vh7YmY6GJW1WscFfqmFurkOB0fjnEFUA2Rs9TR",
+	"3TSwZ2LLZETG2nz6Rs33W/K9+HyFb7ANa+hE644KopJSQzmNqRV8khKjwzKg0pqBgueY1ReNhaDtlLVj",
+	"p2Cn4WUK6nZvUqP7uChJalibmvOHsvkpWcHDbwPFvfmXMAP2wQMpT03cWwNx6JHBuzNQUL8VQuFi2Qk7",
+	"Fs/x3ZRqfGLMGNjXc24snYT0xnW8pmmfjfUNpg5Rcyp3IAAfqDpaLWagDPQQgf5ohpZ+SutKvcFaFzau",
+	"1ejwh93wGZQeGqiMW37BjWBlRTUSlj7pPU4TX1BlvjwrVICFikEDlWs1Cn6USOjLBM8Q1dOD/W/SDoOO",
+	"BqHFGxRXc3BRYqCkMlbw7BDbbUJsd9XmkV0Ugl+Z6n1dQkkyhBZcyy++eC1MOZFq1P3iC+opCaD1zgvO",
+	"UpQCUkjlqgoCuC8OVCGGQl7jZfQDHaUZaaYVK+RobKnCEcARtxWulhNMBwopaoUUULcI0sg69e6E2I8w",
+	"WehEmAwUdFaGIpWO6u0fsLEuC0NbfOotWcNZtUsUfglmkWABhSLzLLQMm0ONqBAxIshhqLEEJEc6wIAE",
+	"qwvvMRioC8iM4FkDfmOBUJLAjYAmCvPftHqgoB6SQn3AUc0ZVkhCAbweCBBUBj2d0R0ZqHpGRVSMJsoN",
+	"vOEm6A5ZWXjmghvtQ0NT+OAjd9i461/edeF8qe6vu6qg0UA0KZDEmrIxUFA7AtpFt3051FB7gmaC3n1G",
+	"WCiHlH7RRU9JmgwU0Mcuz6DEKbIZ+AtE+YqIdTn16Whj5aOOzyREMOIKE5wcWZqbD+YuxERfi2h6eoBt",
+	"6KJPoOUxZfg79oXh2K8xmFWJESZQ18OR54EKv1W5NVSdKSogMtf10XTZUfBuDhQ0K8TO9IJPvAdxFx+5",
+	"qUKXd9iip/fhJVjJ3Gs0KLx5iEiDHlMoD0ZZsERycRKokEmt+hJCuQnVhEdBOEF2VyvIBn+4F0ITKMEn",
+	"IfrY5/U4TW2gvA+323i8Hvb1T0BSK5+4025HbzkdG2+PLySHjTYd5QqeY4u9wR1hjVaMpdXmc3IPa2si",
+	"JPVrosawxGCjxfmUnVCx7JDykb2rWTom7RT1a+EYkbvqWKqZ6FN1I0N9LzPWN8bToYEKxd6eYjJu2+OA",
+	"759Ya6fYocLljg5q6uvpKMdhrTcjBfcdWd+nlpbrSAE1gX+DNIwXIm60+MiwC62vroSYQjkzbKpV9YBD",
+	"hqJHCfW5pnm7hbbcinPvN58rZOcQ0lE3EHUDmTcWJTvszQu03vF+kAwhfr1dTt0R7/V6XkAATg2sLKC0",
+	"v5kdKtcOvNUz5yVl1/sD5ZveSENMPjqoGy6p+z1kkZG7OmL6A+W5PnNC+V/eHr85qzoYQ5cjtwsfYVAX",
+	"FEIvYlHbbVVt2HMq32PJo7KeovDsAAoiSfrz65Oz4/BhlmtDGe6VVNH1JdJ3jtVQu3f7bPRPOU0d2kyc",
+	"tGvoSqKk3vX9631iFfSEqjWoD2XIK9yFdpt1kwzuojEad9FmHYQROjAQWQBYXmTpxwc00pCtV5NYpO2y",
+	"V05mgxxKzCqkooi6WNogiGwmS+tjHnx93wwBrydtbmM5hhU/l2ppRSGv5jXoXQC1OWvLU1xZwICG/h2A",
+	"ElXFfsLZR2YBe1IKOXF4dkhWuyqlsNuYa+Emb0q1SFY32Km+2Y8QFLLfPOZmC0sOy3Mf3bgNz9a0tDUt",
+	"bWhawtsZJ9w2W3QeLoGiyd4UF9DbNBLZizftUoVKsaWqMrlLRf75TpxAPh+37MV/kn2hi92GZntGtuH1",
+	"HgPMaaYYtDib/UY4zfJKTqciO2xyKjT7Bk4icP2hg6Krjay3v0dw25rftzTyU8dGL2pTZmkF0IeOjw61",
+	"o2oFqy+h95vT4sDqhZXm4vrAPkwZeqlomIzn+SwJei8m2aIib1IwlkTKf2dFSHEo6Z4CyUSnKJbLFFkV",
+	"G3xYa8oK4cHwmxPqx9yM8QvRnpBIGhKCU/rzRD3jM1N5gNlXlR7zuNdxlNgpsXOwmavNTaXDqS08naZW",
+	"wofO+HKifTQkQa1t1FJudHGFfRTIZkC+BOreBZ7n1FcmP4l1/qowahXZjfryhbbjTpe90ZV1wwcyB2Op",
+	"agiSbjeUbE+Y4bOqbjufBwbWmb8Sigp58BnZE9B3ULiJrBWTqX1k5iqij7QSlM0dwLmwqIT5evJQkatq",
+	"kRE2Ns3dN6U1jcs6ZPP16J+8f0/GUSxyksmMCp1Ux+hLosB2jK7Wd8Nnm3HwQ0RGB2d8AKwcLUTR01Df",
+	"fLGSubeBjMnOSLXWoS9SvWZ54u1zwdFDpdXg+kUtiTpUzx4bGK1G6aj8FaPjhF+pxk1sgDofUrRu2kdY",
+	"Lw0Kf+gq6g8fWV6t8PNEl89/f2mEedykINhe690wtnFt2/Jj/9LC0wmSU6MnQivwkQPtWlc9fZl6uPtb",
+	"bFRfGcGOAbYY3jovuy1l8lWpx7uFbqHOWaOh64PKX28DybfqyQMEkm/QnOCjBbvG13KJlSeqPbTUyuPY",
+	"ZqjT1VBb7ZGJi3olQSpqLMDXrscMHfQOKgPrfAkyJ5Jh6TE/v8gS6miEmsIQXcxxzTYn911KJc1YZLUs",
+	"Fch+9HXgmssNRcD4mCUzNijGFm0IU0ydBL2lRVtadHta9D2aMOdqUdQv7cc1JYNdY2MjMoxeKGOWUzL8",
+	"JCra32yJPYOv/aFtsG4LG9TmB0D9MeyuW9Lw+60wQffFEwD8+yNaTCkoCmxJcYyPDwR0v8aVghMfZOQb",
+	"PRpdj1hB+QLS/vc6m3qK3B0jc6ESIiNhg5VK/lqKZYYY99Lv1QTj1vZ5jC8AlSWSDJ71tib81iizNcps",
+	"VBMebkwDOV4qWO3+ht6ijUsHwJX0ke61qNIzLPSOVXdCRDWOp5S+iLwuEGqgr0hqMYzuNlYaXPmdCOyK",
+	"EtpLygUEqkSFobeq1bYY9OcpBr3sum9QY8BCMOVm5Z7pmqeL8dV7vV5MBOCiQxHkjBrq+1fnSz7DHarX",
+	"fD46PThkofDzWchKukvt5ztSglXFn8NW4irPBIy5dma3LfZMr3/qcs/rJK9tneetRvnpizssp2kfydCN",
+	"AtCqStBPKV0guvHuVjsxaFcXLBr80QQczJh4AAHn46iOn6d89CoC5utH35uQbQW7bd3oP1bd6Lsrgbte",
+	"Ellvbm+QfGJpMoqpmjPAo2gp3k+5yqCRSIo51dVMc200qHU6dQ9JNzLhk+S4Lrcnpe/j96JlUP/JuS8v",
+	"Ee1wL0vbeDSmlvyxXAq3afr7x2vtuxUGf9fuBY9Rn0Um3Jxm7v6G2dJrQpiqHGMgLiFpFfXxB5EeDzFt",
+	"GBNbYSIMpihWTr4mMwbeoYLQluWCijbg1P3qi9IaqugA35QGgm1T9+gcImOXB1o50FTE+xMY8iKWg+U/",
+	"3Qq25rw7Owu29r9PFiHmMNXf7om/L3cwAzoiVBPjfD0SN8chRFjJy4pcUVwVnxPzFoyJc+KftysuM9Xd",
+	"+cZHBrtPI/8sUzcrAG6tZltB6TNZzSIs/BzC0vqRKCGhqa1soEwh2MHmM2aErdGoILU4MQkp2H5vrwoA",
+	"xbo33DAO3oea/1FlbL/Xw7FQdEEaKMI6JwF4o1FbF1EqUIbJVe7TlEIHn5qUpiqaciEWiKIjftA6IpQf",
+	"6DyYgDcquApdiP0EbjS8CuVN5sU/6IfiBnxMMTATE23vJQZOS/tgMuDHsXXi0k5L+6nNneu50Bq8vhdr",
+	"esiYn/U7WX6Zt8bcf32xfmv9vb0YcJRldTEgcAJBxTAcWb+bWRirWW1kFl4aBBRnrLNLmVvIKL6YsdRY",
+	"bkuTbmg/3sD6S5FIt+YeuJDvYW0bCT7wnWM0//7RbLoIpA0CxRGYW1vuVkW5ny2Xe5+RDdezToqSlv/l",
+	"s1l2N6ZzlG2C4+ttG1g71UUmim+5Gab9WnmizmaZKQxJkK/GDOU2gFRCSmAm3vuqyheekqKwD1dWKoYl",
+	"qDv9QFoPWTotpC6kheIOuZPY26NCl1OcF4cl7l23YV9Lw+0ilJiEIRD30HGc5UbasVSMx9/gBorqipMs",
+	"fKVpZDdaDRU2id6Mm/jBjwe9HmunpUIwnOOG08Qtxa0SC28084KH4gN1LHil8llgdAAeaZjfEWtTDV7c",
+	"a4IDoEAiANBq3VnmSPRz1FyJ62n4qX/tw5q1EpSJLUuDUvY9Flwd27IShXv7X0NYjSMrrX7r//xytPN3",
+	"vvPP3s433fP/7f/X//zp2513X1QPw7PGcf/Z3KCivuPvZpgtILViVk5EwlI3IJ2vD+6QmsrPdFD3hkH1",
+	"67pk33AzalummSAU2QxbSfAAc/gLHt7JD7yVMbYyxlbG2NhfvCha3FekWJqS9moqlAnFuJFXEc1MlbjB",
+	"qtc+7exCDPWEqt+GKtcL0gDVV/LXwZfyStHWiDGHZNKLahaprM5AF8sazZshlyWowXd/tylqsLrPlKSG",
+	"kFkWLE0YsE1U2yaqbRPVNkxU87RmkVCv0Mx2f/MNBzZPWMPL6VPWfD32LjuiXja+4shiFwJ46ZKcIuQP",
+	"wfri5BExSzPR7kZJ75CLVpGebTbaNhvtM2ejLb/Tm2SkweBNc9L8PU7rd7dKS6taosz1s5lPUQszLeSo",
+	"4d2qZ6mFBLWn1QJunZ12V+qwMj+tgkicoDbfh+Iu+Wn+3YfQYD++urlaStuG52z10s8RnrOKNH4sUzeJ",
+	"SqtS2055YSW45DBGIKYah0xPpLUiY9PC0TALLdwKATXQWKmoiXCXvRG2roHqolJdrWapKnOsaV0qHOZU",
+	"Wz4yab2I881Y54JZPmIGGMFaAQ37HPovJ6FXpA9L9C+g/9EJbssluU+nbFMu30OIiB9Ly/5M+Xwr6XfI",
+	"6Ls/Hd+Kx9swkH/5JMD7Kti7QezbNOzjUU29vmsJPi9Y/7Gr8NEu1vs+YsF86/zYCpn3CrCYv4bR9a+U",
+	"uE8lcTZ6TY6yzEC/RVgNNfbEKITKXbLoGMHhXeaJAzaInUxK66CxzKFBo3+vHg1a3udxaXjYLJG2/AHV",
+	"nBpb0Wnra/gD+RoIhbVqEocietgkDzmtbvNAMBh9D5nnVTF6axoLFvyRZB7axXqZx9dW2Ao9W6HnnkJP",
+	"rex/aep1AvDvhw/9OIqbfjOZCWXB3gvh7JjklrI2hE2W2PoW7UOhI2XHR8aH3m7uj5G8FiqkuN213xXP",
+	"stBuKmRuOW3c+HjKb+Zzen0Wm09hWyRSPMvodv9ehSla3ucRpjxsNspm2pqutsEhW4FtaQoTXJaKPAbq",
+	"3kDXlwpu9yzG4i398IDcudBfCrtLbEab+bwfG2o2OHHQiPyyy1410G4axBXmzbpPUV2V0Ha+EBMuFcTn",
+	"Q2rtZZ2ytzHHFufsUEdFjV0Ki4XJcAonkSlR26SfJ8rV7bMJh7ZEyFp8opafARtQCj7xjnaojAiRAdJ2",
+	"qvLQAdrei5NV5aGXFIW5K+e5fThNINTbWjDbWjB/sFowCyRsFeVcE4+DqTuopC2NyGnsgnXnq/qJSrms",
+	"kdTCprdhIltl9pOHiahFdfbhtNnblWdZXQmZ+6Isik9EQt2LqRyyF4o2k5MSJt4PxdSi/OBkJiyuwmf1",
+	"5HV9ozAmo52eHp09/ZF1u10v6+EIkvgopRA049S9kR6y1EmJEwGxgooadoNQ0iSDQW2VhcIqUTY9V7PQ",
+	"FNBLQygGtbHCCqxTFwiWTpc981VRNhTiloWMPIwc9NFU788TNLJO9aaokQch7FtJcBs38i8eN7IZC1qv",
+	"eO/6ZOOd2xcPGZZFgTXA6hnLolke3dzNckTT3TUxfJuMu3XNbKXZWybj1i4xb6Yon6T0RxBvN6Bem3ad",
+	"RWNZsGldiFyrkXE7hTqqEmXf9tHpfj/KIqFo4bjkfTYSpjNXHd9Nvlgdn+dGsyEvCikMBi2/dFJunL3i",
+	"vvSdE/l+EPbEikkIoYY73sbGlbm8FkxX1V5NArVdh3oqnbykrGbi2q3Wra1zD6rrxLMlfXVvWU4fGhv8",
+	"e5XTbyzSuyXOW+J872DBuKxqhFpNtPljV5C9FWW+tTiJzYKrrF5ZEex65aZVNK6efYh9Q9wsmHAIt7VG",
+	"mCv3OlFYPd3JxbXIqZmIz6mZJYzjaH95UPAGYu4wVmRMWtZWGmIjvZNG36jOZoR3majb2AmF+8AGgpZU",
+	"1ATFrXFuB3fJJLx7P5R/J9F7Diu3tH5L6x9EEK88rhez368kfiMuxlpfbR58SS8wU16EYQtp304u1qUl",
+	"a7IRwwIq7GzU7r2RuP7sl/mHDtmkXawnTf5U/iDU6F8uePzfmn7NX/VYSA2PHj7M8w0SlAunZ5cFZjBX",
+	"axmSL8wnG8+mwkBBCXGNZRjaKNVl0rJcuzf4kEiTKYdjJ1KllMuKCRZY9z/9ZdD6YtB6l4LSjhq4Vk4B",
+	"P+bDsfdBScNOX705Q6OKtF6GfGO5yniRMU+dmJmKITN8Zlib7iNLCWQ7MkuT6i8rJ8JYPpnGD40cKW7L",
+	"QqSdhBXCFtKX5RTvEaKS5+yCD6/05SWjkou6dDLMUCslYMdMOKQwCTvY/wYCkp68fw+723/CxroszCE0",
+	"ZVDZVEtl2VjnGbQXmGio5ZH0ej1Wqkzk8hqKRiOAWdtosleHwfs9GE1xT25SN5RNuSEHozTuLEYicxDj",
+	"LL0Eb0PKaPIZ9nfwCFqT5h0onDycIvNIWTu9GRsxPB+Uvd7j4QU34ssD+D8Ay4z1jUI35FgUoksoBMnl",
+	"F4KNrZ1iBjqmm+uQcj4t5DW3ImG51lMHWYcVuVRXO7ke8tzJ6IUwhrV9lVQ+4lCjhJClgnvC+KVTeJ69",
+	"fOO2pPPSPQVTDkBtzE0EuXC5MIPdo8A58Ku0c1deibhN+Ph7DR6m5X2e4OHax7NljsxYukFxBhRBj5WI",
+	"lFvv5ja0eBta3CBHBFZe4zQ1fo5cpVmyWKWn7P5G/1sTbuyOM8gT7rN+GYdwkadUdZs4ka+1khV6OhXZ",
+	"XakvLuau1Pf2AbReF9sWpNsWpPv8BeluAt43agtrS9It8lxdWmS7yG7veCtHwlZX8mPr9ssECgLFVmTY",
+	"KvSfvBzamov5kcyOgU9vEuI6f/8fkREgCQo+dRag36mB39DKa5FCTTTwnvgnIGsUpSBtDRUz+AZCjGUS",
+	"RLWMcYgGde8GOeVSFyNhsXq4+7EsxJ1tlxgQ+TASwUdTxD5PKOkagulDSbeE848qD20DQ+9RUGwlzd5U",
+	"Qdqt1Jul/p0z6MyC9jiW65G3sHpyGNyjaNwDB08fw6TgySMDfRhEwri1YjK1JsGoe+rOwFWGFkk30Xvr",
+	"R8HznIOtqcuOoiUI7tNE3Wq+YhmfGaLg0jIjrHV0u/1spvhEP/uOnZ097zyAa+lZBap/BR8TbWe23tdU",
+	"4cjW27QVTj99ZBSRq0cmwsTPKKregbbu/uapl3teCPrLgejjL3j94GpxK7xvL/gVUd1AiTMnP1um1VAk",
+	"7GbMLXTBA30cCX4opWL4RNQcXUDdL3Q2O3Q0G3rMoTML/EBK3EDQ7I0u84xdiLtS7wDpper9/sciq8uk",
+	"1gA8aRB+Tv/Y2uS29PEuVnShnH4aUApw6Z4CYaHd1d1Bg9qnIVBLSc4P8rpB8yf6gCsEL3hZKAiRD75d",
+	"SB1XwpGWUNHcWCcmXvNcYgnz/QN0dvfZRHB1M5a5II9tgKd3N19oO2bB9W4oTxUc2FqJPuNuMVplDIDn",
+	"lkhNNt3S/XecvIybGRV8GILJcRtR7KpbNy06Szx57bIT6yRlc4MBs9hvFIbNnKwrg5ueJuy4VTmaOgNX",
+	"fVFR4ciFu/OTmDX093ycIPEl+ypnV2KGWxOG6NVd6TFMQpTyDaLYx5d013hyg4/E+3Ar7NrS5S1dvksN",
+	"EEDzmuRajwtYQqPdJGJYQvNYR2svBC9EcVTacav/yztHJ6HpbnPEOFQDKkqVRprvcz3keecQeMQ01zOs",
+	"8QtUxDCtfOg6Gzvym7TKIm/1W2Nrp/3d3b39r7q9bq+71/+693UPqDSteaHzYpShaljbCsWVNdBpITRo",
+	"HZmGHjkvqv4Qc4mu0bsYB7v4MqQwMamMzBbzZJ10iaGlc1k6NCmmUCxO+gZtTXHSpX+DwnAX3wk1kCHc",
+	"av69UNe0YQeUZSCUdfRNZL7ccvX2RDS8d6KupSVoW83+oaVaAT9ZjV6yhvjFR6YKkYsmgWfLX39k2NHp",
+	"ieMTps+GTuqGQDQT9eHAbDZ30mwqCqNVAlzYYaBUVoyQS8SQ41O542Zs+OzPTSHG/cVgwIRRqmN7IRKv",
+	"AzhCWkfCqmg2COCrLyqJ8Cm2hEWLDde4GUY/FHw6/stzgJK+jtlxxi1nbeRYEK4oiSbtjtw7fCqJne2m",
+	"CXstch5HlJlOn9JDeFb1vj46PcEVx21EExb3OcF4vCwj3D0MC4TF/Xh2dppAQCOMa/9aYgCEk7A67Ifj",
+	"s2jjsMpf86a7RJ6UseC5HUev4AOnSf/fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -88,6 +88,10 @@ const (
 	RuleRateLimitGSIKeys   = "rate_limit.gsi_keys"
 
 	RuleWebhookGSIKeys   = "webhook.gsi_keys"
+	RuleAPIKeyGSIKeys    = "api_key.gsi_keys"
+	RuleAPIKeyBadRole    = "api_key.bad_role"          // role not admin or member
+	RuleAPIKeyBadHash    = "api_key.bad_hash"          // hash not a SHA-256 in lower-case hex
+	RuleOrgAPIKeyCount   = "org.api_key_count"         // apiKeyCount differs from the org's APIKey items
 	RuleDeliveryGSIKeys  = "webhook_delivery.gsi_keys" // its GSI1 entry, and its endpoint's queue entry while pending
 	RuleDeliveryBadState = "webhook_delivery.bad_state"
 	RuleDueGSIKeys       = "webhook_due.gsi_keys" // its GSI1 entry and its due-shard entry
@@ -245,6 +249,10 @@ var entities = map[string]*entity{
 			}
 			return g
 		}},
+	"APIKey": {kind: "APIKEY", sk: "#APIKEY", attrs: []string{"orgId", "keyId"}, gsiRule: RuleAPIKeyGSIKeys,
+		check: (*checker).checkAPIKey, gsis: func(it *item) gsiKeys {
+			return gsiKeys{1: {pk: "ORG#" + it.k.org, sk: "APIKEY#" + it.k.key}}
+		}},
 	"StreamCheckpoint": {kind: "STREAM", sk: "SHARD#", check: func(*checker, *item) {}},
 	"RateLimit":        {kind: "LIMIT", sk: "#LIMIT", gsiRule: RuleRateLimitGSIKeys, check: (*checker).checkRateLimit},
 }
@@ -257,20 +265,21 @@ var kinds = map[string]struct {
 }{
 	"TEAM": {"teamId", ids.ValidResource}, "TICKET": {"ticketId", ids.ValidResource}, "INVITE": {"invitationId", ids.ValidResource},
 	"EMAIL": {"email", normalizedEmail}, "INVITEEMAIL": {"email", normalizedEmail}, "WEBHOOK": {"webhookId", ids.ValidResource},
-	"AUDIT": {"bucket", func(v string) bool { m, err := time.Parse("2006-01", v); return err == nil && m.Format("2006-01") == v }},
+	"APIKEY": {"keyId", ids.ValidResource},
+	"AUDIT":  {"bucket", func(v string) bool { m, err := time.Parse("2006-01", v); return err == nil && m.Format("2006-01") == v }},
 	"IDEMPOTENCY": {"hash", func(v string) bool { // a SHA-256 in lower-case hex
 		return len(v) == 64 && strings.Trim(v, "0123456789abcdef") == ""
 	}},
 }
 
 // keyParts are the values a key holds; which are set depends on the type.
-type keyParts struct{ org, user, team, ticket, comment, invitation, event, email, bucket, webhook string }
+type keyParts struct{ org, user, team, ticket, comment, invitation, event, email, bucket, webhook, key string }
 
 // part is the key part an attribute name (or "bucket") stands for; nil for
 // one the checker does not keep.
 func (k *keyParts) part(name string) *string {
 	return map[string]*string{"orgId": &k.org, "userId": &k.user, "teamId": &k.team, "ticketId": &k.ticket,
-		"commentId": &k.comment, "invitationId": &k.invitation, "eventId": &k.event, "email": &k.email, "bucket": &k.bucket, "webhookId": &k.webhook}[name]
+		"commentId": &k.comment, "invitationId": &k.invitation, "eventId": &k.event, "email": &k.email, "bucket": &k.bucket, "webhookId": &k.webhook, "keyId": &k.key}[name]
 }
 
 // parseKey checks that pk and sk have the shape e requires and returns the
@@ -421,13 +430,14 @@ type checker struct {
 	items    []*item
 	byKey    map[key]*item
 	owners   map[string]int          // org or team pk -> its owner OrgUsers or edges (they share its pk)
+	keys     map[string]int          // org pk -> its APIKey items
 	children map[string]int          // team or ticket pk -> its edges or comments
 	teamsOf  map[key]map[string]bool // OrgUser key -> the teams the user has an edge in
 	ownedBy  map[string]int          // user ID -> the orgs whose createdBy they are
 }
 
 func newChecker(o CheckOptions, base []attrs) *checker {
-	c := &checker{o: o, byKey: map[key]*item{}, owners: map[string]int{}, children: map[string]int{}, teamsOf: map[key]map[string]bool{}, ownedBy: map[string]int{}}
+	c := &checker{o: o, byKey: map[key]*item{}, owners: map[string]int{}, keys: map[string]int{}, children: map[string]int{}, teamsOf: map[key]map[string]bool{}, ownedBy: map[string]int{}}
 	for _, av := range base {
 		it := &item{av: av}
 		it.pk, it.sk = it.s(store.Schema.PK), it.s(store.Schema.SK)
@@ -511,6 +521,9 @@ func (c *checker) checkShape(it *item) {
 
 	if (it.typ == "OrgUser" || it.typ == "Membership") && it.s("role") == string(authz.Owner) {
 		c.owners[it.pk]++
+	}
+	if it.typ == "APIKey" {
+		c.keys["ORG#"+it.k.org]++
 	}
 	if by := it.s("createdBy"); it.typ == "Org" && by != "" {
 		c.ownedBy[by]++
@@ -601,6 +614,20 @@ func (c *checker) checkOrg(it *item) {
 	}
 	if owners < 1 && !it.deleting {
 		c.relational(it, RuleOrgNoOwner, "the org has no owner OrgUser")
+	}
+	if n, keys := c.num(it, "apiKeyCount"), c.keys[it.pk]; n != keys {
+		c.relational(it, RuleOrgAPIKeyCount, "apiKeyCount is %d, the org has %d APIKey items", n, keys)
+	}
+}
+
+// checkAPIKey: a key's role is admin or member, and it holds a SHA-256 of
+// its token, never the token.
+func (c *checker) checkAPIKey(it *item) {
+	if r := authz.Role(it.s("role")); r != authz.Admin && r != authz.Member {
+		c.report(it, RuleAPIKeyBadRole, "role %q is not admin or member", r)
+	}
+	if h := it.s("hash"); len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+		c.report(it, RuleAPIKeyBadHash, "hash %q is not a SHA-256 in lower-case hex", h)
 	}
 }
 

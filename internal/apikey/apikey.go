@@ -1,0 +1,324 @@
+// Package apikey holds an org's API keys: credentials that belong to the
+// org, not to a person, for its integrations (a CI bot, a sync job). An
+// admin mints one with a role (admin or member); its bearer then acts in
+// the org's routes with that role, as the actor "apiKey:<id>", decided by
+// the same authorization read as a person (package access). Only a hash of
+// the secret is stored; revoking deletes the key, and the next request's
+// consistent read refuses it on every replica.
+package apikey
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/clock"
+	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/ids"
+	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/ratelimit"
+	"github.com/tenantd/tenantd/internal/validate"
+)
+
+// Key is an org's API key, as stored: a hash of its secret, never the
+// secret.
+type Key struct {
+	OrgID      string
+	ID         string
+	Name       string
+	Role       authz.Role
+	Hash       [sha256.Size]byte
+	CreatedAt  time.Time
+	CreatedBy  string
+	ExpiresAt  time.Time // zero: until revoked
+	LastUsedAt time.Time // zero: never
+}
+
+// Limits of keys.
+const (
+	MaxNameLen = 200
+	MaxPerOrg  = 100
+	MaxLife    = 366 * 24 * time.Hour
+	// TouchEvery is how stale LastUsedAt may grow: a key's use is written
+	// at most once this often, never once per request.
+	TouchEvery = time.Minute
+)
+
+// tokenPrefix starts every key's token: tdk_<orgId>_<keyId>_<secret>.
+const tokenPrefix = "tdk_"
+
+// secretBytes is the randomness of a secret: 256 bits.
+const secretBytes = 32
+
+// Errors of keys.
+var (
+	// ErrNotAllowed refuses an API key what only a person may do: mint,
+	// list or revoke keys, and the routes about a person.
+	ErrNotAllowed = errs.E(errs.Forbidden, "api_key_not_allowed", "an API key may not do this: it is for people only")
+)
+
+// Storer is what keys need from persistence. Every write takes the audit
+// event of the change, written in the same transaction.
+type Storer interface {
+	// CreateApiKey writes k, counted on the org item (at most MaxPerOrg).
+	// Returns NotFound (org_not_found) or Conflict (api_key_limit).
+	CreateApiKey(ctx context.Context, k Key, ev audit.Event) error
+	// GetApiKey reads one key. Returns NotFound.
+	GetApiKey(ctx context.Context, orgID, keyID string) (Key, error)
+	// ListApiKeys pages through the org's keys, oldest first.
+	ListApiKeys(ctx context.Context, orgID string, p page.Request) (page.Result[Key], error)
+	// RevokeApiKey deletes the key. Returns NotFound.
+	RevokeApiKey(ctx context.Context, orgID, keyID string, ev audit.Event) error
+}
+
+// Service applies the rules of API keys on top of a Storer.
+type Service struct {
+	store Storer
+	ids   *ids.Generator
+	now   clock.Clock
+}
+
+// NewService returns a Service; now may be nil for the system clock.
+func NewService(s Storer, now clock.Clock) *Service {
+	now = clock.Or(now)
+	return &Service{store: s, ids: ids.NewGenerator(now), now: now}
+}
+
+// New is what an admin supplies.
+type New struct {
+	Name      string
+	Role      authz.Role
+	ExpiresAt time.Time // zero: until revoked
+}
+
+// Actor is the user id a key acts as: "apiKey:<id>".
+func Actor(keyID string) string { return authz.KeyActorPrefix + keyID }
+
+// ParseToken reads a bearer token that names a key: its org, its id and
+// the hash of the whole token, which the key's stored hash must equal; ok
+// is false for any other token (a JWT) and err says why a token with the
+// key prefix is malformed. The IDs are validated before they reach a key.
+func ParseToken(token string) (k authz.APIKey, ok bool, err error) {
+	rest, ok := strings.CutPrefix(token, tokenPrefix)
+	if !ok {
+		return k, false, nil
+	}
+	parts := strings.SplitN(rest, "_", 3)
+	if len(parts) != 3 || !ids.ValidResource(parts[0]) || !ids.ValidResource(parts[1]) ||
+		base64.RawURLEncoding.DecodedLen(len(parts[2])) != secretBytes {
+		return k, true, errs.E(errs.Unauthenticated, "invalid_token", "malformed API key")
+	}
+	return authz.APIKey{OrgID: parts[0], ID: parts[1], Hash: sha256.Sum256([]byte(token))}, true, nil
+}
+
+// newToken is a fresh token for key keyID of orgID and its hash.
+func newToken(orgID, keyID string) (string, [sha256.Size]byte, error) {
+	b := make([]byte, secretBytes)
+	if _, err := rand.Read(b); err != nil {
+		return "", [sha256.Size]byte{}, err
+	}
+	t := tokenPrefix + orgID + "_" + keyID + "_" + base64.RawURLEncoding.EncodeToString(b)
+	return t, sha256.Sum256([]byte(t)), nil
+}
+
+// authorize decides what only an admin or owner who is a person may do.
+func authorize(p authz.Principal) (authz.Grant, error) {
+	if p.Key != nil {
+		return authz.Grant{}, ErrNotAllowed
+	}
+	return authz.Permit(p, authz.APIKeyManage, authz.Facts{})
+}
+
+// CreateApiKey mints a key (an admin or owner, never a key) and returns it
+// with its token, the only time the token exists outside its bearer. Its
+// role is admin or member: never owner, so never above the minter's.
+func (s *Service) CreateApiKey(ctx context.Context, p authz.Principal, in New) (Key, string, error) {
+	g, err := authorize(p)
+	if err != nil {
+		return Key{}, "", err
+	}
+	if err := validate.Name("name", in.Name, MaxNameLen); err != nil {
+		return Key{}, "", err
+	}
+	if in.Role != authz.Admin && in.Role != authz.Member {
+		return Key{}, "", errs.InvalidField("role", "invalid_role", "an API key's role is admin or member")
+	}
+	now := s.now()
+	if !in.ExpiresAt.IsZero() && (!in.ExpiresAt.After(now) || in.ExpiresAt.Sub(now) > MaxLife) {
+		return Key{}, "", errs.InvalidField("expiresAt", "invalid_expiry", "must be in the future, within %d days", int(MaxLife.Hours()/24))
+	}
+	k := Key{OrgID: p.OrgID, ID: s.ids.New(), Name: in.Name, Role: in.Role, CreatedAt: now, CreatedBy: p.UserID, ExpiresAt: in.ExpiresAt.UTC()}
+	token, hash, err := newToken(k.OrgID, k.ID)
+	if err != nil {
+		return Key{}, "", err
+	}
+	k.Hash = hash
+	var expires any
+	if !k.ExpiresAt.IsZero() {
+		expires = k.ExpiresAt
+	}
+	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "apikey.create", "apikey", k.ID, now,
+		audit.Diff(audit.F("name", nil, k.Name), audit.F("role", nil, string(k.Role)), audit.F("expiresAt", nil, expires)))
+	if err := s.store.CreateApiKey(ctx, k, ev); err != nil {
+		return Key{}, "", err
+	}
+	return k, token, nil
+}
+
+// ListApiKeys pages through the org's keys (an admin or owner, never a
+// key).
+func (s *Service) ListApiKeys(ctx context.Context, p authz.Principal, pr page.Request) (page.Result[Key], error) {
+	if _, err := authorize(p); err != nil {
+		return page.Result[Key]{}, err
+	}
+	return s.store.ListApiKeys(ctx, p.OrgID, pr)
+}
+
+// GetApiKey returns one of the org's keys (an admin or owner, never a key;
+// loaded: as the authorization read loaded it; nil: read it).
+func (s *Service) GetApiKey(ctx context.Context, p authz.Principal, keyID string, loaded *Key) (Key, error) {
+	if _, err := authorize(p); err != nil {
+		return Key{}, err
+	}
+	if loaded != nil {
+		return *loaded, nil
+	}
+	return s.store.GetApiKey(ctx, p.OrgID, keyID)
+}
+
+// RevokeApiKey deletes one of the org's keys (an admin or owner, never a
+// key; loaded: as the authorization read loaded it; nil: read it): its
+// next request, on any replica, is refused.
+func (s *Service) RevokeApiKey(ctx context.Context, p authz.Principal, keyID string, loaded *Key) error {
+	g, err := authorize(p)
+	if err != nil {
+		return err
+	}
+	k, err := s.GetApiKey(ctx, p, keyID, loaded)
+	if err != nil {
+		return err
+	}
+	ev := audit.NewEvent(ctx, s.ids, audit.By(p, g), "apikey.revoke", "apikey", keyID, s.now(),
+		audit.Diff(audit.F("name", k.Name, nil), audit.F("role", string(k.Role), nil)))
+	return s.store.RevokeApiKey(ctx, p.OrgID, keyID, ev)
+}
+
+// Recent is one replica's memory of the keys it verified lately. It
+// records their use (LastUsedAt) off the request path: at most one write
+// per key per TouchEvery from each replica (the store's conditional write
+// makes it one in all), at most touchWrites at once, and a use that finds
+// them all busy is not recorded (the next one will be); an idle service
+// writes nothing. And it bounds what a token naming a key it has not
+// verified lately costs: each needs an authorization read to be refused,
+// so at most unverifiedRate of them a second (across the replica) are
+// read, and a flood of forged tokens, whatever ids they make up, costs a
+// bounded number of reads while the keys in use go through untouched.
+type Recent struct {
+	store      Recorder
+	writes     chan struct{}
+	unverified *ratelimit.Limiter // its clock is at, the time of the Admit calling it
+	mu         sync.Mutex
+	at         time.Time
+	seen       map[string]seen // by org/key
+}
+
+// seen is what a replica remembers of one key.
+type seen struct{ verified, written time.Time }
+
+// Recorder writes a key's use.
+type Recorder interface {
+	// TouchApiKey sets the key's LastUsedAt to at, unless it is within
+	// TouchEvery of it already; a revoked key is no error.
+	TouchApiKey(ctx context.Context, orgID, keyID string, at time.Time) error
+}
+
+// Bounds of Recent.
+const (
+	touchWrites    = 8
+	touchTimeout   = 5 * time.Second
+	maxRecent      = 10_000
+	recentFor      = 10 * time.Minute // how long a verified key goes through without the unverified budget
+	unverifiedRate = 50               // reads a second of keys not verified lately (burst: twice it)
+)
+
+// ErrUnverifiedLimit refuses, before the authorization read, a token of a
+// key the replica has not verified lately while more such tokens than
+// unverifiedRate a second arrive: most of them forged.
+var ErrUnverifiedLimit = errs.E(errs.TooManyRequests, "rate_limited", "too many requests with API keys this server has not seen lately; retry in a second")
+
+// NewRecent returns a Recent over s.
+func NewRecent(s Recorder) *Recent {
+	r := &Recent{store: s, writes: make(chan struct{}, touchWrites), seen: map[string]seen{}}
+	r.unverified = ratelimit.New(ratelimit.Options{PerSecond: unverifiedRate, Burst: 2 * unverifiedRate, Now: func() time.Time { return r.at }})
+	return r
+}
+
+// Admit reports whether the authorization read of a request with key k
+// may be made now: always for a key verified lately, else within the
+// unverified budget.
+func (r *Recent) Admit(k authz.APIKey, now time.Time) error {
+	if r == nil {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s, ok := r.seen[k.OrgID+"/"+k.ID]; ok && now.Sub(s.verified) < recentFor {
+		return nil
+	}
+	r.at = now
+	if !r.unverified.Take(context.Background(), "").Allowed {
+		return ErrUnverifiedLimit
+	}
+	return nil
+}
+
+// Verified remembers that k (as the authorization read found it) was
+// verified at now, and records its use in the background if that is news.
+func (r *Recent) Verified(k Key, now time.Time) {
+	if r == nil {
+		return
+	}
+	id := k.OrgID + "/" + k.ID
+	r.mu.Lock()
+	s := r.seen[id]
+	s.verified = now
+	touch := now.Sub(k.LastUsedAt) >= TouchEvery && now.Sub(s.written) >= TouchEvery
+	if touch {
+		select {
+		case r.writes <- struct{}{}:
+			s.written = now
+		default: // every write slot busy: the next use records it
+			touch = false
+		}
+	}
+	if _, ok := r.seen[id]; !ok && len(r.seen) >= maxRecent {
+		for old, o := range r.seen { // those not verified lately
+			if now.Sub(o.verified) >= recentFor {
+				delete(r.seen, old)
+			}
+		}
+		for old := range r.seen { // then any (map order is random)
+			if len(r.seen) < maxRecent {
+				break
+			}
+			delete(r.seen, old)
+		}
+	}
+	r.seen[id] = s
+	r.mu.Unlock()
+	if !touch {
+		return
+	}
+	go func() {
+		defer func() { <-r.writes }()
+		ctx, cancel := context.WithTimeout(context.Background(), touchTimeout)
+		defer cancel()
+		_ = r.store.TouchApiKey(ctx, k.OrgID, k.ID, now) // best effort: a failure is tried again a minute later
+	}()
+}

@@ -1,0 +1,296 @@
+package httpapi_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/tenantd/tenantd/client"
+	"github.com/tenantd/tenantd/internal/apitest"
+	"github.com/tenantd/tenantd/internal/httpapi"
+)
+
+// mustAPIKey mints a key of w's org with role, as its owner.
+func mustAPIKey(t *testing.T, w *world, role client.ApiKeyCreateRole) client.ApiKeyCreated {
+	t.Helper()
+	r, err := w.Owner.C.CreateApiKeyWithResponse(bg, w.Org.Id, client.ApiKeyCreate{Name: "key of " + w.Org.Name, Role: role})
+	mustStatus(t, r, err, http.StatusCreated)
+	return *r.JSON201
+}
+
+// keyActor is the API's client acting with an API key's token.
+func keyActor(t *testing.T, ts *testServer, token string) actor {
+	return actor{ID: "apiKey", C: ts.Client(t, token), HTTP: ts.HTTPClient(t, token), Token: token}
+}
+
+// keyToken matches a key's token: its org, its id, 256 random bits.
+var keyToken = regexp.MustCompile(`^tdk_([0-7][0-9A-HJKMNP-TV-Z]{25})_([0-7][0-9A-HJKMNP-TV-Z]{25})_[A-Za-z0-9_-]{43}$`)
+
+func TestCreateApiKey(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Keys")
+	org := w.Org.Id
+	spec(t, "201/createApiKey/200/getApiKey/200/listApiKeys/the secret shown once", func(t *testing.T) {
+		expires := ts.Clock.Now().Add(30 * 24 * time.Hour).UTC().Truncate(time.Second)
+		r, err := w.Admin.C.CreateApiKeyWithResponse(bg, org, client.ApiKeyCreate{Name: "CI bot", Role: client.ApiKeyCreateRoleAdmin, ExpiresAt: &expires})
+		mustStatus(t, r, err, http.StatusCreated)
+		k := r.JSON201
+		m := keyToken.FindStringSubmatch(k.Secret)
+		if m == nil || m[1] != org || m[2] != k.Id {
+			t.Fatalf("secret %q: want tdk_<orgId>_<id>_<43 characters>", k.Secret)
+		}
+		if k.Name != "CI bot" || k.Role != client.ApiKeyCreatedRoleAdmin || k.CreatedBy != w.Admin.ID || k.ExpiresAt == nil ||
+			!k.ExpiresAt.Equal(expires) || k.LastUsedAt != nil {
+			t.Errorf("key %+v", k)
+		}
+		g, err := w.Owner.C.GetApiKeyWithResponse(bg, org, k.Id)
+		mustStatus(t, g, err, http.StatusOK)
+		l, err := w.Owner.C.ListApiKeysWithResponse(bg, org, nil)
+		mustStatus(t, l, err, http.StatusOK)
+		secret := strings.SplitN(k.Secret, "_", 4)[3]
+		for what, body := range map[string][]byte{"get": g.Body, "list": l.Body} {
+			if strings.Contains(string(body), secret) {
+				t.Errorf("%s shows the secret: %s", what, body)
+			}
+		}
+		if len(l.JSON200.Items) != 1 || l.JSON200.Items[0].Id != k.Id {
+			t.Errorf("list: %+v", l.JSON200.Items)
+		}
+		raw := tenantItems(t, ts, org)
+		if strings.Contains(raw, secret) || strings.Contains(raw, k.Secret) {
+			t.Errorf("the table holds the secret")
+		}
+	})
+	bad := []struct {
+		name  string
+		c     client.ApiKeyCreate
+		field string
+	}{
+		{"an owner key", client.ApiKeyCreate{Name: "root", Role: "owner"}, "role"},
+		{"expired already", client.ApiKeyCreate{Name: "old", Role: client.ApiKeyCreateRoleMember, ExpiresAt: ptr(ts.Clock.Now().Add(-time.Minute))}, "expiresAt"},
+		{"beyond a year", client.ApiKeyCreate{Name: "forever", Role: client.ApiKeyCreateRoleMember, ExpiresAt: ptr(ts.Clock.Now().Add(400 * 24 * time.Hour))}, "expiresAt"},
+		{"no name", client.ApiKeyCreate{Name: "", Role: client.ApiKeyCreateRoleMember}, "name"},
+	}
+	for _, b := range bad {
+		spec(t, "400/createApiKey/"+b.name, func(t *testing.T) {
+			r, err := w.Owner.C.CreateApiKeyWithResponse(bg, org, b.c)
+			wantProblem(t, r, err, http.StatusBadRequest, "")
+			if p := problemOf(t, r.Body); p.Errors == nil || len(*p.Errors) != 1 || (*p.Errors)[0].Field != b.field {
+				t.Errorf("errors %+v, want one of field %s", p.Errors, b.field)
+			}
+		})
+	}
+	spec(t, "400/createApiKey/no Idempotency-Key: its answer would keep the secret", func(t *testing.T) {
+		r, err := w.Owner.C.CreateApiKeyWithResponse(bg, org, client.ApiKeyCreate{Name: "retried", Role: client.ApiKeyCreateRoleMember},
+			func(_ context.Context, req *http.Request) error { req.Header.Set("Idempotency-Key", "k-1"); return nil })
+		wantProblem(t, r, err, http.StatusBadRequest, "idempotency_key_unsupported")
+	})
+	spec(t, "403/createApiKey/a member", func(t *testing.T) {
+		r, err := w.Member.C.CreateApiKeyWithResponse(bg, org, client.ApiKeyCreate{Name: "mine", Role: client.ApiKeyCreateRoleMember})
+		wantProblem(t, r, err, http.StatusForbidden, "forbidden")
+	})
+	spec(t, "403/createApiKey/403/listApiKeys/403/getApiKey/an admin key", func(t *testing.T) {
+		created := mustAPIKey(t, w, client.ApiKeyCreateRoleAdmin)
+		k := keyActor(t, ts, created.Secret)
+		k.ID = created.Id
+		r, err := k.C.CreateApiKeyWithResponse(bg, org, client.ApiKeyCreate{Name: "child", Role: client.ApiKeyCreateRoleMember})
+		wantProblem(t, r, err, http.StatusForbidden, "api_key_not_allowed")
+		l, err := k.C.ListApiKeysWithResponse(bg, org, nil)
+		wantProblem(t, l, err, http.StatusForbidden, "api_key_not_allowed")
+		g, err := k.C.GetApiKeyWithResponse(bg, org, k.ID)
+		wantProblem(t, g, err, http.StatusForbidden, "api_key_not_allowed")
+	})
+	spec(t, "404/createApiKey/a stranger", func(t *testing.T) {
+		r, err := ts.Actor(t, "stranger").C.CreateApiKeyWithResponse(bg, org, client.ApiKeyCreate{Name: "x", Role: client.ApiKeyCreateRoleMember})
+		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
+	})
+	spec(t, "409/createApiKey/the org's 100 keys", func(t *testing.T) {
+		full := MustWorld(t, ts, "Full of keys")
+		for range 100 {
+			mustAPIKey(t, full, client.ApiKeyCreateRoleMember)
+		}
+		r, err := full.Owner.C.CreateApiKeyWithResponse(bg, full.Org.Id, client.ApiKeyCreate{Name: "one more", Role: client.ApiKeyCreateRoleMember})
+		wantProblem(t, r, err, http.StatusConflict, "api_key_limit")
+	})
+}
+
+// TestApiKeyUse: a key acts in its org's routes with its role, as
+// apiKey:<id>, decided by the same one read as a person.
+func TestApiKeyUse(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Integrations")
+	org := w.Org.Id
+	created := mustAPIKey(t, w, client.ApiKeyCreateRoleMember)
+	bot := keyActor(t, ts, created.Secret)
+	actorID := "apiKey:" + created.Id
+	spec(t, "201/createTicket/201/createComment/filed by a key", func(t *testing.T) {
+		tk := MustTicket(t, bot.C, org, client.TicketCreate{Title: "Build failed"})
+		if tk.RequesterId != actorID {
+			t.Errorf("requester %q, want %q", tk.RequesterId, actorID)
+		}
+		MustComment(t, bot.C, org, tk.Id, "log attached")
+		a, err := w.Owner.C.ListAuditEventsWithResponse(bg, org, &client.ListAuditEventsParams{Limit: ptr(2)})
+		mustStatus(t, a, err, http.StatusOK)
+		for _, ev := range a.JSON200.Items {
+			if ev.ActorId != actorID {
+				t.Errorf("audit event %s: actor %q, want %q", ev.Action, ev.ActorId, actorID)
+			}
+		}
+	})
+	spec(t, "200/getTicket/one read, as a person's", func(t *testing.T) {
+		mustUsed(t, w, created.Id)
+		ts.Rec.Reset()
+		r, err := bot.C.GetTicketWithResponse(bg, org, w.Ticket.Id, nil)
+		mustStatus(t, r, err, http.StatusOK)
+		if got := ts.Rec.Names(); got != "BatchGetItem+consistent" {
+			t.Errorf("DynamoDB calls %q: want the authorization read alone", got)
+		}
+	})
+	spec(t, "403/listAuditEvents/a member key", func(t *testing.T) {
+		r, err := bot.C.ListAuditEventsWithResponse(bg, org, nil)
+		wantProblem(t, r, err, http.StatusForbidden, "forbidden")
+	})
+	spec(t, "403/getMe/403/listOrgs/403/createOrg/403/acceptInvitation/routes about a person", func(t *testing.T) {
+		me, err := bot.C.GetMeWithResponse(bg, nil)
+		wantProblem(t, me, err, http.StatusForbidden, "api_key_not_allowed")
+		orgs, err := bot.C.ListOrgsWithResponse(bg, nil)
+		wantProblem(t, orgs, err, http.StatusForbidden, "api_key_not_allowed")
+		o, err := bot.C.CreateOrgWithResponse(bg, nil, client.OrgCreate{Name: "Bot Corp"})
+		wantProblem(t, o, err, http.StatusForbidden, "api_key_not_allowed")
+		inv := MustInvitation(t, w.Owner.C, org, "bot@example.com", client.RoleMember)
+		a, err := bot.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+		wantProblem(t, a, err, http.StatusForbidden, "api_key_not_allowed")
+	})
+	spec(t, "404/getOrg/404/getTicket/another org: a stranger", func(t *testing.T) {
+		other := MustWorld(t, ts, "Not the key's")
+		r, err := bot.C.GetOrgWithResponse(bg, other.Org.Id, nil)
+		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
+		tk, err := bot.C.GetTicketWithResponse(bg, other.Org.Id, other.Ticket.Id, nil)
+		wantProblem(t, tk, err, http.StatusNotFound, "org_not_found")
+	})
+	spec(t, "200/graphql/the same decision", func(t *testing.T) {
+		r := apitest.GQL(t, ts, created.Secret, `query($o: ID!) { org(id: $o) { name tickets { nodes { title } } } }`, map[string]any{"o": org})
+		apitest.MustData(t, r, nil)
+		me := apitest.GQL(t, ts, created.Secret, `{ me { userId } }`, nil)
+		if codes := me.Codes(); len(codes) != 1 || codes[0] != "api_key_not_allowed" {
+			t.Errorf("me as a key: codes %v, want api_key_not_allowed", codes)
+		}
+		const keys = `query($o: ID!) { org(id: $o) { apiKeys { nodes { id name role createdBy lastUsedAt } } } }`
+		listed := apitest.GQL(t, ts, w.Admin.Token, keys, map[string]any{"o": org})
+		apitest.MustData(t, listed, nil)
+		if !strings.Contains(string(listed.Data), created.Id) || strings.Contains(string(listed.Data), created.Secret[len(created.Secret)-43:]) {
+			t.Errorf("apiKeys as an admin: %s", listed.Data)
+		}
+		if codes := apitest.GQL(t, ts, created.Secret, keys, map[string]any{"o": org}).Codes(); len(codes) != 1 || codes[0] != "api_key_not_allowed" {
+			t.Errorf("apiKeys as a key: codes %v, want api_key_not_allowed", codes)
+		}
+	})
+	spec(t, "200/getApiKey/lastUsedAt, written once a minute", func(t *testing.T) {
+		k := mustUsed(t, w, created.Id)
+		ts.Rec.Reset()
+		for range 20 {
+			r, err := bot.C.GetOrgWithResponse(bg, org, nil)
+			mustStatus(t, r, err, http.StatusOK)
+		}
+		if n := ts.Rec.Count(); n != 20 {
+			t.Errorf("20 requests within the minute: %d DynamoDB calls (%s), want 20 reads and no write", n, ts.Rec.Names())
+		}
+		ts.Clock.Advance(2 * time.Minute)
+		r, err := bot.C.GetOrgWithResponse(bg, org, nil)
+		mustStatus(t, r, err, http.StatusOK)
+		if later := mustUsedAfter(t, w, created.Id, *k.LastUsedAt); !later.LastUsedAt.After(*k.LastUsedAt) {
+			t.Errorf("lastUsedAt %v after a use two minutes later, was %v", later.LastUsedAt, k.LastUsedAt)
+		}
+	})
+}
+
+// mustUsed waits until the key's lastUsedAt is recorded (in the
+// background) and returns it.
+func mustUsed(t *testing.T, w *world, keyID string) client.ApiKey {
+	t.Helper()
+	return mustUsedAfter(t, w, keyID, time.Time{})
+}
+
+// mustUsedAfter waits until the key's lastUsedAt is after since.
+func mustUsedAfter(t *testing.T, w *world, keyID string, since time.Time) client.ApiKey {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		r, err := w.Owner.C.GetApiKeyWithResponse(bg, w.Org.Id, keyID)
+		mustStatus(t, r, err, http.StatusOK)
+		if u := r.JSON200.LastUsedAt; u != nil && u.After(since) {
+			return *r.JSON200
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("lastUsedAt of %s: %v, not after %v", keyID, r.JSON200.LastUsedAt, since)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestApiKeyRefused: a revoked, expired, forged or malformed key is
+// refused on the next request, and a person's token may not name a key's
+// actor.
+func TestApiKeyRefused(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Refusals")
+	org := w.Org.Id
+	works := func(t *testing.T, token string) {
+		t.Helper()
+		r, err := keyActor(t, ts, token).C.GetOrgWithResponse(bg, org, nil)
+		mustStatus(t, r, err, http.StatusOK)
+	}
+	refused := func(t *testing.T, token, code string) {
+		t.Helper()
+		r, err := keyActor(t, ts, token).C.GetOrgWithResponse(bg, org, nil)
+		wantProblem(t, r, err, http.StatusUnauthorized, code)
+		if got := r.HTTPResponse.Header.Get("WWW-Authenticate"); !strings.HasPrefix(got, "Bearer") {
+			t.Errorf("WWW-Authenticate %q", got)
+		}
+	}
+	spec(t, "401/getOrg/204/revokeApiKey/revoked", func(t *testing.T) {
+		k := mustAPIKey(t, w, client.ApiKeyCreateRoleAdmin)
+		works(t, k.Secret)
+		r, err := w.Admin.C.RevokeApiKeyWithResponse(bg, org, k.Id)
+		mustStatus(t, r, err, http.StatusNoContent)
+		refused(t, k.Secret, "invalid_token")
+		a, err := w.Owner.C.ListAuditEventsWithResponse(bg, org, &client.ListAuditEventsParams{Limit: ptr(1)})
+		mustStatus(t, a, err, http.StatusOK)
+		if ev := a.JSON200.Items[0]; ev.Action != "apikey.revoke" || ev.TargetId != k.Id || ev.ActorId != w.Admin.ID {
+			t.Errorf("audit event %+v", ev)
+		}
+	})
+	spec(t, "401/getOrg/expired", func(t *testing.T) {
+		expires := ts.Clock.Now().Add(time.Hour)
+		r, err := w.Owner.C.CreateApiKeyWithResponse(bg, org, client.ApiKeyCreate{Name: "short-lived", Role: client.ApiKeyCreateRoleMember, ExpiresAt: &expires})
+		mustStatus(t, r, err, http.StatusCreated)
+		works(t, r.JSON201.Secret)
+		ts.Clock.Advance(time.Hour)
+		refused(t, r.JSON201.Secret, "api_key_expired")
+	})
+	spec(t, "401/getOrg/a wrong secret", func(t *testing.T) {
+		k := mustAPIKey(t, w, client.ApiKeyCreateRoleAdmin)
+		forged := k.Secret[:len(k.Secret)-43] + strings.Repeat("A", 43)
+		refused(t, forged, "invalid_token")
+		refused(t, fmt.Sprintf("tdk_%s_%s_%s", org, randULID(), strings.Repeat("A", 43)), "invalid_token")
+	})
+	spec(t, "401/getOrg/malformed", func(t *testing.T) {
+		for _, tok := range []string{"tdk_", "tdk_" + org, "tdk_" + org + "_" + randULID() + "_short", "tdk_x_y_" + strings.Repeat("A", 43),
+			"tdk_" + strings.ToLower(org) + "_" + randULID() + "_" + strings.Repeat("A", 43)} {
+			refused(t, tok, "invalid_token")
+		}
+	})
+	spec(t, "401/getOrg/a person's token naming a key's actor", func(t *testing.T) {
+		k := mustAPIKey(t, w, client.ApiKeyCreateRoleAdmin)
+		now := ts.Clock.Now()
+		tok := ts.Mint(t, httpapi.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: "apiKey:" + k.Id,
+			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
+		refused(t, tok, "invalid_token")
+	})
+}
