@@ -393,7 +393,7 @@ type BadRequestProblem struct {
 	Detail string       `json:"detail"`
 	Errors []FieldError `json:"errors"`
 
-	// RequestId Id of the request, for support and log correlation.
+	// RequestId Id of the request that met the problem, for support and log correlation: the answer's `X-Request-Id`, except in an answer replayed to an `Idempotency-Key` (`Idempotent-Replayed: true`), which is the first answer as it was sent, its `requestId` the first request's.
 	RequestId string `json:"requestId"`
 
 	// Status HTTP status code.
@@ -748,7 +748,7 @@ type Problem struct {
 	// Errors Per-field validation errors (400 only).
 	Errors *[]FieldError `json:"errors,omitempty"`
 
-	// RequestId Id of the request, for support and log correlation.
+	// RequestId Id of the request that met the problem, for support and log correlation: the answer's `X-Request-Id`, except in an answer replayed to an `Idempotency-Key` (`Idempotent-Replayed: true`), which is the first answer as it was sent, its `requestId` the first request's.
 	RequestId string `json:"requestId"`
 
 	// Status HTTP status code.
@@ -11785,6 +11785,8 @@ type CreateCommentResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -11835,6 +11837,11 @@ func (r CreateCommentResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
 func (r CreateCommentResponse) GetApplicationproblemJSON408() *RequestTimeout {
 	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateCommentResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -19992,6 +19999,13 @@ func ParseCreateCommentResponse(rsp *http.Response) (*CreateCommentResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge

@@ -391,6 +391,19 @@ func (ts *Server) HTTPClient(tb testing.TB, token string) *http.Client {
 	return &http.Client{Transport: &validatingTransport{tb: tb, base: ts.HTTP.Transport, router: router, token: token}}
 }
 
+// Validating returns hc sending through a transport that validates every
+// response against openapi.yaml, as HTTPClient's does: for the tests that
+// need a client of their own (many connections, say) and still hold every
+// answer, retries and replays included, to the contract.
+func Validating(tb testing.TB, hc *http.Client) *http.Client {
+	_, router := LoadSpec(tb)
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &http.Client{Transport: &validatingTransport{tb: tb, base: base, router: router}, Timeout: hc.Timeout}
+}
+
 // Client returns the generated client for the server, acting with token
 // ("" sends no Authorization header). Every response is validated against
 // openapi.yaml; a mismatch fails tb.

@@ -826,7 +826,7 @@ export interface components {
              * @example not_found
              */
             code: string;
-            /** @description Id of the request, for support and log correlation. */
+            /** @description Id of the request that met the problem, for support and log correlation: the answer's `X-Request-Id`, except in an answer replayed to an `Idempotency-Key` (`Idempotent-Replayed: true`), which is the first answer as it was sent, its `requestId` the first request's. */
             requestId: string;
             /** @description Per-field validation errors (400 only). */
             errors?: components["schemas"]["FieldError"][];
@@ -3360,6 +3360,15 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
+            /** @description `idempotency_in_progress`: a request with the same `Idempotency-Key` is still running; retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
