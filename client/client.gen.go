@@ -1767,6 +1767,8 @@ type ClientInterface interface {
 	//
 	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
 	//
+	// A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
+	//
 	// Corresponds with GET /v1/graphql (the `GraphqlGet` operationId).
 	GraphqlGet(ctx context.Context, params *GraphqlGetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -2313,6 +2315,8 @@ func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*
 // GraphqlGet Run a GraphQL query (GET)
 //
 // Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+//
+// A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
 //
 // Corresponds with GET /v1/graphql (the `GraphqlGet` operationId).
 func (c *Client) GraphqlGet(ctx context.Context, params *GraphqlGetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6809,6 +6813,8 @@ type ClientWithResponsesInterface interface {
 	// GraphqlGetWithResponse Run a GraphQL query (GET)
 	//
 	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+	//
+	// A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -14160,6 +14166,8 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 //
 // Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
 //
+// A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /v1/graphql (the `GraphqlGet` operationId).
@@ -15305,6 +15313,9 @@ func ParseGraphqlGetResponse(rsp *http.Response) (*GraphqlGetResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON503 = &dest
+
+	case rsp.StatusCode == 200:
+		// Content-type (text/html) unsupported
 
 	}
 

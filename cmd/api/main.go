@@ -121,6 +121,9 @@ type Config struct {
 	GraphQLIntrospection bool `env:"GRAPHQL_INTROSPECTION"` // __schema and __type; make run turns it on
 	GraphQLMaxDepth      int  `env:"GRAPHQL_MAX_DEPTH" envDefault:"10"`
 	GraphQLMaxComplexity int  `env:"GRAPHQL_MAX_COMPLEXITY" envDefault:"10000"`
+	// GET /docs (the API reference) and GraphiQL on a browser's GET
+	// /v1/graphql; false turns both off (production, if you like).
+	DocsUI bool `env:"DOCS_UI" envDefault:"true"`
 }
 
 // registerLimits exports each global limiter's counters: its Ledger
@@ -413,6 +416,7 @@ func serve(ctx context.Context, cfg Config) error {
 	registerLimits(reg, map[string]*ratelimit.Limiter{"org": d.RateLimit, "caller": d.CallerRateLimit})
 	d.RequestTimeout, d.OffboardWait, d.WriteTimeout = cfg.RequestTimeout, cfg.OffboardWait, cfg.WriteTimeout
 	d.GraphQL = graphapi.Limits{Introspection: cfg.GraphQLIntrospection, MaxDepth: cfg.GraphQLMaxDepth, MaxComplexity: cfg.GraphQLMaxComplexity}
+	d.DocsUI = cfg.DocsUI
 	e, err := httpapi.New(d)
 	if err != nil {
 		return err

@@ -122,6 +122,7 @@ type options struct {
 	log            io.Writer // the server's JSON log (debug level)
 	graphQL        graphapi.Limits
 	webhooks       *webhook.Policy // run the stream reader and a delivery worker
+	noDocsUI       bool
 }
 
 // Option changes one of MustServer's settings.
@@ -214,6 +215,12 @@ func WithLog(w io.Writer) Option {
 // fast). They use ts.Raw, so ts.Rec records the requests' calls alone.
 func WithWebhooks(pol webhook.Policy) Option {
 	return func(o *options) { o.webhooks = &pol }
+}
+
+// WithoutDocsUI serves neither GET /docs nor GraphiQL (DOCS_UI=false);
+// by default the server has both, as cmd/api's default does.
+func WithoutDocsUI() Option {
+	return func(o *options) { o.noDocsUI = true }
 }
 
 // MustServer creates a table, wires the server exactly as cmd/api does
@@ -314,7 +321,7 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 	// WithRateLimit says otherwise).
 	d.RateLimit, d.CallerRateLimit = ratelimit.New(limit), ratelimit.New(callerLimit)
 	d.RequestTimeout, d.OffboardWait = o.requestTimeout, o.offboardWait
-	d.GraphQL = o.graphQL
+	d.GraphQL, d.DocsUI = o.graphQL, !o.noDocsUI
 	if d.GraphQL.BatchWait == 0 {
 		d.GraphQL.BatchWait = 20 * time.Millisecond
 	}

@@ -158,6 +158,16 @@ const (
 // it, at a quality at least that of application/json; application/json
 // otherwise (no Accept, */*, application/json: the legacy clients').
 func graphqlMedia(accept string) string {
+	q := acceptQ(accept)
+	if g := q[mediaGraphQLResponse]; g > 0 && g >= q[mediaJSON] {
+		return mediaGraphQLResponse
+	}
+	return mediaJSON
+}
+
+// acceptQ is the quality an Accept header gives each media type it names
+// (ranges such as */* are kept as written, not expanded).
+func acceptQ(accept string) map[string]float64 {
 	q := map[string]float64{}
 	for _, part := range strings.Split(accept, ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
@@ -172,10 +182,7 @@ func graphqlMedia(accept string) string {
 		}
 		q[mt] = max(q[mt], w)
 	}
-	if g := q[mediaGraphQLResponse]; g > 0 && g >= q[mediaJSON] {
-		return mediaGraphQLResponse
-	}
-	return mediaJSON
+	return q
 }
 
 // unavailable is the answer to a request that failed whole (no data, every

@@ -91,6 +91,9 @@ type Deps struct {
 	OffboardWait time.Duration
 	// GraphQL bounds the GraphQL API's requests (zero: its defaults).
 	GraphQL graphapi.Limits
+	// DocsUI serves GET /docs (the API reference) and GraphiQL on a
+	// browser's GET /v1/graphql (docs.go).
+	DocsUI bool
 	// WriteTimeout is the http.Server's WriteTimeout (0: it has none). A
 	// route whose deadline is longer than RequestTimeout (the offboarding
 	// DELETE) gets its connection's write deadline pushed out by the
@@ -131,6 +134,9 @@ func New(d Deps) (*echo.Echo, error) {
 		d.Registry = prometheus.NewRegistry()
 	}
 	public := publicPaths(spec)
+	if d.DocsUI {
+		public[DocsRoute], public[DocsAssetsRoute] = true, true
+	}
 	// The route templates, once every route is registered (below): the
 	// only paths a metric label or a log line may carry.
 	routes := map[string]bool{}
@@ -162,6 +168,9 @@ func New(d Deps) (*echo.Echo, error) {
 		}
 		return d.RequestTimeout
 	}, d.RequestTimeout, d.WriteTimeout))
+	if d.DocsUI {
+		e.Use(graphiQL) // a browser's page, before any token is asked for
+	}
 	// Public operations, and paths that match no route (a 404 whoever
 	// asks; the spec says which routes exist), need no token.
 	e.Use(Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
@@ -194,6 +203,9 @@ func New(d Deps) (*echo.Echo, error) {
 	h.graphQL = graphapi.New(graphapi.Deps{Orgs: d.Orgs, Teams: d.Teams, Tickets: d.Tickets, Invitations: d.Invitations, Audit: d.Audit, Webhooks: d.Webhooks, Deliveries: d.Deliveries,
 		Access: d.Roles, Cursors: h.cursors, RateLimit: d.RateLimit, CallerRateLimit: d.CallerRateLimit, Idempotency: keeper, CheckInput: checkInput(spec), Now: d.Now, Logger: d.Logger, Limits: d.GraphQL})
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
+	if d.DocsUI {
+		registerDocs(e)
+	}
 	for _, r := range e.Routes() {
 		routes[r.Path] = true
 	}

@@ -771,6 +771,8 @@ export interface paths {
         /**
          * Run a GraphQL query (GET)
          * @description Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+         *
+         *     A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
          */
         get: operations["graphqlGet"];
         put?: never;
@@ -3406,6 +3408,7 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["GraphQLResponse"];
                     "application/graphql-response+json": components["schemas"]["GraphQLResponse"];
+                    "text/html": string;
                 };
             };
             /** @description A request error answered in `application/graphql-response+json`, without `data`; or, in `application/problem+json`, parameters that are not a GraphQL request (`variables` or `extensions` that is not a JSON object, no `query` nor persisted query). */
