@@ -372,7 +372,25 @@ func serve(ctx context.Context, cfg Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := obs.NewMetrics(reg)
-	client, err := dynamoClient(ctx, cfg, metrics.DynamoDB)
+	// Tracing: only the standard OTEL_* variables configure it; off (nil)
+	// unless they name an exporter or an endpoint.
+	tracing, err := obs.TracingFromEnv(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tracing.Shutdown(tctx); err != nil {
+			log.Warn("tracing: the last spans were not exported", "err", err.Error())
+		}
+	}()
+	apiOptions := []func(*middleware.Stack) error{metrics.DynamoDB}
+	if tracing != nil {
+		log.Info("tracing on: spans are exported as the OTEL_* variables say")
+		apiOptions = append(apiOptions, tracing.DynamoDB()...)
+	}
+	client, err := dynamoClient(ctx, cfg, apiOptions...)
 	if err != nil {
 		return err
 	}
@@ -397,6 +415,9 @@ func serve(ctx context.Context, cfg Config) error {
 	// unless the Lambda function does it, its stream reader dispatches the
 	// table's new audit events into deliveries.
 	dispatcher, worker := app.Delivery(db, opts, webhook.Policy{Timeout: cfg.WebhookTimeout, FirstRetry: cfg.WebhookFirstRetry}, log)
+	if tracing != nil {
+		worker.Trace(tracing.Tracer("github.com/tenantd/tenantd/internal/webhook"))
+	}
 	go worker.Run(ctx)
 	if cfg.WebhookDispatcher == "local" {
 		streams, err := streamsClient(ctx, cfg)
@@ -416,7 +437,7 @@ func serve(ctx context.Context, cfg Config) error {
 	registerLimits(reg, map[string]*ratelimit.Limiter{"org": d.RateLimit, "caller": d.CallerRateLimit})
 	d.RequestTimeout, d.OffboardWait, d.WriteTimeout = cfg.RequestTimeout, cfg.OffboardWait, cfg.WriteTimeout
 	d.GraphQL = graphapi.Limits{Introspection: cfg.GraphQLIntrospection, MaxDepth: cfg.GraphQLMaxDepth, MaxComplexity: cfg.GraphQLMaxComplexity}
-	d.DocsUI = cfg.DocsUI
+	d.DocsUI, d.Tracing = cfg.DocsUI, tracing
 	e, err := httpapi.New(d)
 	if err != nil {
 		return err

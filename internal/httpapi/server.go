@@ -91,6 +91,10 @@ type Deps struct {
 	OffboardWait time.Duration
 	// GraphQL bounds the GraphQL API's requests (zero: its defaults).
 	GraphQL graphapi.Limits
+	// Tracing, when set, traces every request (trace.go), its DynamoDB
+	// calls (attach Tracing.DynamoDB to the SDK client) and its GraphQL
+	// levels; nil is off, and costs nothing.
+	Tracing *obs.Tracing
 	// DocsUI serves GET /docs (the API reference) and GraphiQL on a
 	// browser's GET /v1/graphql (docs.go).
 	DocsUI bool
@@ -153,6 +157,9 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(withClientContext)
 	e.Use(allowHead)
 	e.Use(requestID)
+	if d.Tracing != nil {
+		e.Use(traceRequests(d.Tracing, route)...) // outside the log line, which names the trace
+	}
 	// Outermost of the metrics: it renders errors (c.Error) before counting,
 	// so it counts what the client got.
 	e.Use(countRequests(obs.NewHTTP(d.Registry), route))
@@ -202,6 +209,9 @@ func New(d Deps) (*echo.Echo, error) {
 	h := &handlers{Deps: d, cursors: page.Cursors{Key: d.CursorKey, TTL: d.CursorTTL, Now: clock.Or(d.Now)}}
 	h.graphQL = graphapi.New(graphapi.Deps{Orgs: d.Orgs, Teams: d.Teams, Tickets: d.Tickets, Invitations: d.Invitations, Audit: d.Audit, Webhooks: d.Webhooks, Deliveries: d.Deliveries,
 		Access: d.Roles, Cursors: h.cursors, RateLimit: d.RateLimit, CallerRateLimit: d.CallerRateLimit, Idempotency: keeper, CheckInput: checkInput(spec), Now: d.Now, Logger: d.Logger, Limits: d.GraphQL})
+	if d.Tracing != nil {
+		h.graphQL.Trace(d.Tracing.Tracer("github.com/tenantd/tenantd/internal/graphapi"))
+	}
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
 	if d.DocsUI {
 		registerDocs(e)
