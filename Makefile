@@ -32,6 +32,13 @@ test: tools ## Vet, lint the spec, then run all tests with the race detector (ne
 	scripts/speclint.sh
 	go test -race -count=1 -timeout 30m ./...
 
+# The browser checks (the e2e build tag keeps them out of make test): needs
+# Chromium, Debian's chromium package (apt-get install -y chromium), or
+# CHROMIUM=/path/to/chrome.
+e2e: tools ## Headless Chromium drives GET /docs (every operation rendered) and GraphiQL (a query run with a token)
+	go vet -tags e2e ./internal/httpapi/
+	go test -tags e2e -count=1 -timeout 10m -run '^TestBrowser' ./internal/httpapi/
+
 CHAOS_ROUNDS ?= 12
 CHAOS_SEED ?= 0
 REPLICAS_OPS ?= 2000
