@@ -1076,6 +1076,9 @@ type GraphqlGetParams struct {
 
 	// Extensions Protocol extensions, a JSON object: `persistedQuery` is read, any other key ignored.
 	Extensions *string `form:"extensions,omitempty" json:"extensions,omitempty"`
+
+	// IfNoneMatch RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // AcceptInvitationParams defines parameters for AcceptInvitation.
@@ -1765,7 +1768,7 @@ type ClientInterface interface {
 
 	// GraphqlGet Run a GraphQL query (GET)
 	//
-	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, and a browser's cache keeps the answer: it carries a strong `ETag` (the digest of the answer) and `Cache-Control: private, no-cache`, so the cache revalidates it with `If-None-Match` and gets `304 Not Modified`, without the body, while the answer is the same (the query still runs: a 304 saves the transfer, not the reads). The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
 	//
 	// A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
 	//
@@ -2314,7 +2317,7 @@ func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*
 
 // GraphqlGet Run a GraphQL query (GET)
 //
-// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, and a browser's cache keeps the answer: it carries a strong `ETag` (the digest of the answer) and `Cache-Control: private, no-cache`, so the cache revalidates it with `If-None-Match` and gets `304 Not Modified`, without the body, while the answer is the same (the query still runs: a 304 saves the transfer, not the reads). The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
 //
 // A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
 //
@@ -3585,6 +3588,21 @@ func NewGraphqlGetRequest(server string, params *GraphqlGetParams) (*http.Reques
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -6812,7 +6830,7 @@ type ClientWithResponsesInterface interface {
 
 	// GraphqlGetWithResponse Run a GraphQL query (GET)
 	//
-	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, and a browser's cache keeps the answer: it carries a strong `ETag` (the digest of the answer) and `Cache-Control: private, no-cache`, so the cache revalidates it with `If-None-Match` and gets `304 Not Modified`, without the body, while the answer is the same (the query still runs: a 304 saves the transfer, not the reads). The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
 	//
 	// A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
 	//
@@ -7541,7 +7559,14 @@ func (r GetReadyResponse) ContentType() string {
 
 // GraphqlGetResponse200Headers the declared response headers of an HTTP 200 response for GraphqlGet
 type GraphqlGetResponse200Headers struct {
-	Vary *string
+	CacheControl *string
+	ETag         *string
+	Vary         *string
+}
+
+// GraphqlGetResponse304Headers the declared response headers of an HTTP 304 response for GraphqlGet
+type GraphqlGetResponse304Headers struct {
+	ETag *string
 }
 
 // GraphqlGetResponse401Headers the declared response headers of an HTTP 401 response for GraphqlGet
@@ -7593,6 +7618,8 @@ type GraphqlGetResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GraphqlGetResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GraphqlGetResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GraphqlGetResponse401Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
@@ -14164,7 +14191,7 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 
 // GraphqlGetWithResponse Run a GraphQL query (GET)
 //
-// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, and a browser's cache keeps the answer: it carries a strong `ETag` (the digest of the answer) and `Cache-Control: private, no-cache`, so the cache revalidates it with `If-None-Match` and gets `304 Not Modified`, without the body, while the answer is the same (the query still runs: a 304 saves the transfer, not the reads). The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
 //
 // A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
 //
@@ -15251,6 +15278,9 @@ func ParseGraphqlGetResponse(rsp *http.Response) (*GraphqlGetResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 400:
 		var dest GraphQLResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -15322,6 +15352,20 @@ func ParseGraphqlGetResponse(rsp *http.Response) (*GraphqlGetResponse, error) {
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GraphqlGetResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
 		if values := rsp.Header.Values("Vary"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -15330,6 +15374,16 @@ func ParseGraphqlGetResponse(rsp *http.Response) (*GraphqlGetResponse, error) {
 			headers.Vary = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GraphqlGetResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers GraphqlGetResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {

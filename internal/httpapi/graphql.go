@@ -250,6 +250,15 @@ func (a graphqlAnswer) VisitGraphqlResponse(w http.ResponseWriter) error {
 	return json.NewEncoder(w).Encode(body)
 }
 
+// VisitGraphqlGetResponse writes the answer of a query over GET, which a
+// browser may keep: a strong ETag (the answer's digest: conditional sets
+// it and answers an If-None-Match of it 304) and Cache-Control: private,
+// no-cache (the answer is the caller's: no shared cache stores it; a
+// browser's revalidates it each time, as the data may have moved).
 func (a graphqlAnswer) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+	if a.executed {
+		w.Header().Set("ETag", digestOnly)
+		w.Header().Set("Cache-Control", "private, no-cache")
+	}
 	return a.VisitGraphqlResponse(w)
 }
