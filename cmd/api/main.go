@@ -121,6 +121,9 @@ type Config struct {
 	GraphQLIntrospection bool `env:"GRAPHQL_INTROSPECTION"` // __schema and __type; make run turns it on
 	GraphQLMaxDepth      int  `env:"GRAPHQL_MAX_DEPTH" envDefault:"10"`
 	GraphQLMaxComplexity int  `env:"GRAPHQL_MAX_COMPLEXITY" envDefault:"10000"`
+	// GET /docs (the API reference) and GraphiQL on a browser's GET
+	// /v1/graphql; false turns both off (production, if you like).
+	DocsUI bool `env:"DOCS_UI" envDefault:"true"`
 }
 
 // registerLimits exports each global limiter's counters: its Ledger
@@ -369,7 +372,25 @@ func serve(ctx context.Context, cfg Config) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	metrics := obs.NewMetrics(reg)
-	client, err := dynamoClient(ctx, cfg, metrics.DynamoDB)
+	// Tracing: only the standard OTEL_* variables configure it; off (nil)
+	// unless they name an exporter or an endpoint.
+	tracing, err := obs.TracingFromEnv(ctx)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		tctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tracing.Shutdown(tctx); err != nil {
+			log.Warn("tracing: the last spans were not exported", "err", err.Error())
+		}
+	}()
+	apiOptions := []func(*middleware.Stack) error{metrics.DynamoDB}
+	if tracing != nil {
+		log.Info("tracing on: spans are exported as the OTEL_* variables say")
+		apiOptions = append(apiOptions, tracing.DynamoDB()...)
+	}
+	client, err := dynamoClient(ctx, cfg, apiOptions...)
 	if err != nil {
 		return err
 	}
@@ -394,6 +415,9 @@ func serve(ctx context.Context, cfg Config) error {
 	// unless the Lambda function does it, its stream reader dispatches the
 	// table's new audit events into deliveries.
 	dispatcher, worker := app.Delivery(db, opts, webhook.Policy{Timeout: cfg.WebhookTimeout, FirstRetry: cfg.WebhookFirstRetry}, log)
+	if tracing != nil {
+		worker.Trace(tracing.Tracer("github.com/tenantd/tenantd/internal/webhook"))
+	}
 	go worker.Run(ctx)
 	if cfg.WebhookDispatcher == "local" {
 		streams, err := streamsClient(ctx, cfg)
@@ -413,6 +437,7 @@ func serve(ctx context.Context, cfg Config) error {
 	registerLimits(reg, map[string]*ratelimit.Limiter{"org": d.RateLimit, "caller": d.CallerRateLimit})
 	d.RequestTimeout, d.OffboardWait, d.WriteTimeout = cfg.RequestTimeout, cfg.OffboardWait, cfg.WriteTimeout
 	d.GraphQL = graphapi.Limits{Introspection: cfg.GraphQLIntrospection, MaxDepth: cfg.GraphQLMaxDepth, MaxComplexity: cfg.GraphQLMaxComplexity}
+	d.DocsUI, d.Tracing = cfg.DocsUI, tracing
 	e, err := httpapi.New(d)
 	if err != nil {
 		return err

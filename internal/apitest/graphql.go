@@ -82,7 +82,7 @@ func GQLGet(tb testing.TB, ts *Server, token string, params url.Values, header .
 	defer resp.Body.Close()
 	out := GQLResponse{Status: resp.StatusCode, Header: resp.Header}
 	out.Raw, _ = io.ReadAll(resp.Body)
-	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != ProblemJSON {
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt != ProblemJSON && resp.StatusCode != http.StatusNotModified {
 		if err := json.Unmarshal(out.Raw, &out); err != nil {
 			tb.Fatalf("decode %s: %v", out.Raw, err)
 		}

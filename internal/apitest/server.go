@@ -122,6 +122,8 @@ type options struct {
 	log            io.Writer // the server's JSON log (debug level)
 	graphQL        graphapi.Limits
 	webhooks       *webhook.Policy // run the stream reader and a delivery worker
+	noDocsUI       bool
+	tracing        *obs.Tracing
 }
 
 // Option changes one of MustServer's settings.
@@ -216,6 +218,19 @@ func WithWebhooks(pol webhook.Policy) Option {
 	return func(o *options) { o.webhooks = &pol }
 }
 
+// WithoutDocsUI serves neither GET /docs nor GraphiQL (DOCS_UI=false);
+// by default the server has both, as cmd/api's default does.
+func WithoutDocsUI() Option {
+	return func(o *options) { o.noDocsUI = true }
+}
+
+// WithTracing traces the server as cmd/api does with OTEL_* set: its
+// requests, their DynamoDB calls and GraphQL levels, and (WithWebhooks)
+// its delivery attempts, into t (an in-memory exporter's provider, say).
+func WithTracing(t *obs.Tracing) Option {
+	return func(o *options) { o.tracing = t }
+}
+
 // MustServer creates a table, wires the server exactly as cmd/api does
 // (with a test HS256 secret, a test cursor key and an injectable clock) and
 // serves it. Every DynamoDB call is recorded in ts.Rec; the test fails at
@@ -255,13 +270,18 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 	if o.rawEndpoint != "" {
 		rawEndpoint = o.rawEndpoint
 	}
-	dbc := store.NewClient(cfg, store.Options{
-		Endpoint:   endpoint,
-		APIOptions: append([]func(*middleware.Stack) error{metrics.DynamoDB, ts.Rec.Middleware, scanGuard}, o.apiOptions...),
-	})
+	apiOptions := append([]func(*middleware.Stack) error{metrics.DynamoDB, ts.Rec.Middleware, scanGuard}, o.apiOptions...)
+	if o.tracing != nil {
+		apiOptions = append(apiOptions, o.tracing.DynamoDB()...)
+	}
+	dbc := store.NewClient(cfg, store.Options{Endpoint: endpoint, APIOptions: apiOptions})
 	rawCfg := dynamotest.Config(tb)
 	rawCfg.BaseEndpoint = aws.String(rawEndpoint)
-	ts.Raw = store.NewClient(rawCfg, store.Options{Endpoint: rawEndpoint})
+	var rawOptions []func(*middleware.Stack) error
+	if o.tracing != nil { // for the delivery workers (WithWebhooks), whose calls are traced under their attempts
+		rawOptions = o.tracing.DynamoDB()
+	}
+	ts.Raw = store.NewClient(rawCfg, store.Options{Endpoint: rawEndpoint, APIOptions: rawOptions})
 	name := dynamotest.TableName(tb)
 	ts.Table = name
 	if err := store.Migrate(ctx, ts.Raw, name); err != nil {
@@ -314,7 +334,7 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 	// WithRateLimit says otherwise).
 	d.RateLimit, d.CallerRateLimit = ratelimit.New(limit), ratelimit.New(callerLimit)
 	d.RequestTimeout, d.OffboardWait = o.requestTimeout, o.offboardWait
-	d.GraphQL = o.graphQL
+	d.GraphQL, d.DocsUI, d.Tracing = o.graphQL, !o.noDocsUI, o.tracing
 	if d.GraphQL.BatchWait == 0 {
 		d.GraphQL.BatchWait = 20 * time.Millisecond
 	}
@@ -391,6 +411,19 @@ func (ts *Server) HTTPClient(tb testing.TB, token string) *http.Client {
 	return &http.Client{Transport: &validatingTransport{tb: tb, base: ts.HTTP.Transport, router: router, token: token}}
 }
 
+// Validating returns hc sending through a transport that validates every
+// response against openapi.yaml, as HTTPClient's does: for the tests that
+// need a client of their own (many connections, say) and still hold every
+// answer, retries and replays included, to the contract.
+func Validating(tb testing.TB, hc *http.Client) *http.Client {
+	_, router := LoadSpec(tb)
+	base := hc.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	return &http.Client{Transport: &validatingTransport{tb: tb, base: base, router: router}, Timeout: hc.Timeout}
+}
+
 // Client returns the generated client for the server, acting with token
 // ("" sends no Authorization header). Every response is validated against
 // openapi.yaml; a mismatch fails tb.
@@ -444,6 +477,9 @@ func (ts *Server) Invitee(tb testing.TB, prefix, email string) Actor {
 func (ts *Server) startWebhooks(tb testing.TB, o app.Options, pol webhook.Policy, log *slog.Logger) {
 	raw := store.Open(ts.Raw, ts.Table)
 	dispatcher, worker := app.Delivery(raw, o, pol, log)
+	if ts.opts.tracing != nil {
+		worker.Trace(ts.opts.tracing.Tracer("github.com/tenantd/tenantd/internal/webhook"))
+	}
 	cfg := dynamotest.Config(tb)
 	streams := dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
 		o.BaseEndpoint = aws.String(dynamotest.Endpoint())

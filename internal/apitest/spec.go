@@ -32,11 +32,13 @@ func init() {
 	openapi3.DefineStringFormatValidator("email", openapi3.NewRegexpFormatValidator(openapi3.FormatOfStringForEmail))
 	// GET /openapi.yaml answers YAML text as the OpenAPI media type: the
 	// response validator checks it is a string, as the spec says.
-	openapi3filter.RegisterBodyDecoder("application/vnd.oai.openapi",
-		func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
-			b, err := io.ReadAll(body)
-			return string(b), err
-		})
+	// GraphiQL, a browser's GET /v1/graphql, is HTML text.
+	text := func(body io.Reader, _ http.Header, _ *openapi3.SchemaRef, _ openapi3filter.EncodingFn) (any, error) {
+		b, err := io.ReadAll(body)
+		return string(b), err
+	}
+	openapi3filter.RegisterBodyDecoder("application/vnd.oai.openapi", text)
+	openapi3filter.RegisterBodyDecoder("text/html", text)
 	// An NDJSON answer (an export) is a sequence of the schema's values,
 	// one a line: every line is checked here; the first is the value the
 	// validator checks again.

@@ -888,9 +888,26 @@ func TestGraphQLOverGET(t *testing.T) {
 		var d struct{ Org struct{ Name string } }
 		apitest.MustData(t, apitest.GQLGet(t, ts, w.Member.Token, url.Values{"query": {q}, "extensions": {ext}, "variables": {vars}}), &d)
 		d.Org.Name = ""
-		apitest.MustData(t, apitest.GQLGet(t, ts, w.Member.Token, url.Values{"extensions": {ext}, "variables": {vars}}), &d)
+		byHash := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"extensions": {ext}, "variables": {vars}})
+		apitest.MustData(t, byHash, &d)
 		if d.Org.Name != w.Org.Name {
 			t.Errorf("by hash: %+v, want the org's name", d)
+		}
+		// A browser's cache keeps it: a strong ETag, revalidated each time.
+		etag := byHash.Header.Get("ETag")
+		if !strings.HasPrefix(etag, `"`) || byHash.Header.Get("Cache-Control") != "private, no-cache" || unknown.Header.Get("ETag") != "" {
+			t.Errorf("by hash: ETag %q, Cache-Control %q (unknown hash: ETag %q); want a strong tag, private, no-cache, and no tag on a request error",
+				etag, byHash.Header.Get("Cache-Control"), unknown.Header.Get("ETag"))
+		}
+		again := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"extensions": {ext}, "variables": {vars}}, "If-None-Match", etag)
+		if again.Status != http.StatusNotModified || len(again.Raw) != 0 || again.Header.Get("ETag") != etag || again.Header.Get("Cache-Control") != "private, no-cache" {
+			t.Errorf("If-None-Match %s: %d %q ETag %q Cache-Control %q, want 304 with no body, the same tag and Cache-Control", etag, again.Status, again.Raw, again.Header.Get("ETag"), again.Header.Get("Cache-Control"))
+		}
+		r, err := w.Owner.C.UpdateOrgWithResponse(bg, org, nil, client.OrgUpdate{Name: "Renamed for the cache"})
+		apitest.MustStatus(t, r, err, http.StatusOK)
+		moved := apitest.GQLGet(t, ts, w.Member.Token, url.Values{"extensions": {ext}, "variables": {vars}}, "If-None-Match", etag)
+		if moved.Status != http.StatusOK || moved.Header.Get("ETag") == etag || !strings.Contains(string(moved.Raw), "Renamed for the cache") {
+			t.Errorf("after a rename, If-None-Match %s: %d ETag %q %s, want 200 with the new name and another tag", etag, moved.Status, moved.Header.Get("ETag"), moved.Raw)
 		}
 	})
 	apitest.Spec(t, "400/graphqlGet/"+gqlResponse+", a document over the depth limit: no data, no DynamoDB call", func(t *testing.T) {

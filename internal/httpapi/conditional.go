@@ -18,8 +18,10 @@ import (
 // ETag `"<version>"` its handler sets) the entity tag of its
 // representation, `"<version>-<digest>"`, where the digest is of the body:
 // it moves with anything the answer shows (a commentCount, an updatedAt, an
-// embedded list), while If-Match still compares versions only (ifMatch). A
-// GET whose If-None-Match names the representation is answered 304 Not
+// embedded list), while If-Match still compares versions only (ifMatch).
+// An answer with no version (a GraphQL query's over GET) whose handler
+// sets the ETag digestOnly gets the digest alone, `"<digest>"`. A GET
+// whose If-None-Match names the representation is answered 304 Not
 // Modified, without its body. Answers without an ETag pass through.
 //
 // If-None-Match on a write is refused (400): no write here is
@@ -50,10 +52,13 @@ func conditional(next echo.HandlerFunc) echo.HandlerFunc {
 			return nil
 		}
 		h := w.Header()
-		if v, ok := tagVersion(h.Get("ETag")); ok && w.status >= 200 && w.status < 300 {
+		if v, ok := tagged(h.Get("ETag")); ok && w.status >= 200 && w.status < 300 {
 			d := fnv.New64a()
 			d.Write(w.body.Bytes())
 			tag := fmt.Sprintf(`"%d-%016x"`, v, d.Sum64())
+			if v == 0 {
+				tag = fmt.Sprintf(`"%016x"`, d.Sum64())
+			}
 			h.Set("ETag", tag)
 			if c.Request().Method == http.MethodGet && noneMatch(c.Request().Header.Get("If-None-Match"), tag) {
 				h.Del("Content-Type")
@@ -80,7 +85,7 @@ type bufferedWriter struct {
 
 func (w *bufferedWriter) WriteHeader(status int) {
 	w.status = status
-	if _, ok := tagVersion(w.Header().Get("ETag")); !ok || status < 200 || status >= 300 {
+	if _, ok := tagged(w.Header().Get("ETag")); !ok || status < 200 || status >= 300 {
 		w.through = true
 		w.ResponseWriter.WriteHeader(status)
 	}
@@ -97,6 +102,20 @@ func (w *bufferedWriter) Write(b []byte) (int, error) {
 // streamed as it is made (an export), which carries no version and so goes
 // straight through, flushes and extends its write deadline.
 func (w *bufferedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// digestOnly is the ETag a handler sets on an answer that has no version
+// but is to be tagged (and answered 304) all the same: its digest is its
+// tag.
+const digestOnly = `"-"`
+
+// tagged reads the version a handler's ETag names: `"<version>"`, or 0
+// for digestOnly; ok is false for any other ETag (or none).
+func tagged(etag string) (int64, bool) {
+	if etag == digestOnly {
+		return 0, true
+	}
+	return tagVersion(etag)
+}
 
 // tagVersion is the version a strong entity tag names: the digits before
 // the dash of `"<version>-<digest>"`, or of a handler's bare `"<version>"`.

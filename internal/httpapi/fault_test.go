@@ -221,7 +221,7 @@ func TestFaults(t *testing.T) {
 	ts := MustServer(t, withTransport(faults.wrap))
 	w := MustWorld(t, ts, "Faulty")
 	org := w.Org.Id
-	hc := &http.Client{}
+	hc := validating(t, &http.Client{}) // the retries' answers too are held to the contract
 	get := func() apiResp { return doReq(t, hc, http.MethodGet, ts.URL+"/v1/orgs/"+org, w.Member.Token, nil, "") }
 	post := func(title string, h http.Header) apiResp {
 		return doReq(t, hc, http.MethodPost, ts.URL+"/v1/orgs/"+org+"/tickets", w.Member.Token, h, `{"title":"`+title+`","teamId":"`+w.Team.Id+`"}`)

@@ -125,6 +125,16 @@ const (
 // it, at a quality at least that of application/json; application/json
 // otherwise (no Accept, */*, application/json: the legacy clients').
 func graphqlMedia(accept string) string {
+	q := acceptQ(accept)
+	if g := q[mediaGraphQLResponse]; g > 0 && g >= q[mediaJSON] {
+		return mediaGraphQLResponse
+	}
+	return mediaJSON
+}
+
+// acceptQ is the quality an Accept header gives each media type it names
+// (ranges such as */* are kept as written, not expanded).
+func acceptQ(accept string) map[string]float64 {
 	q := map[string]float64{}
 	for _, part := range strings.Split(accept, ",") {
 		mt, params, err := mime.ParseMediaType(strings.TrimSpace(part))
@@ -139,10 +149,7 @@ func graphqlMedia(accept string) string {
 		}
 		q[mt] = max(q[mt], w)
 	}
-	if g := q[mediaGraphQLResponse]; g > 0 && g >= q[mediaJSON] {
-		return mediaGraphQLResponse
-	}
-	return mediaJSON
+	return q
 }
 
 // unavailable is the answer to a request that failed whole (no data, every
@@ -208,6 +215,15 @@ func (a graphqlAnswer) VisitGraphqlResponse(w http.ResponseWriter) error {
 	return json.NewEncoder(w).Encode(body)
 }
 
+// VisitGraphqlGetResponse writes the answer of a query over GET, which a
+// browser may keep: a strong ETag (the answer's digest: conditional sets
+// it and answers an If-None-Match of it 304) and Cache-Control: private,
+// no-cache (the answer is the caller's: no shared cache stores it; a
+// browser's revalidates it each time, as the data may have moved).
 func (a graphqlAnswer) VisitGraphqlGetResponse(w http.ResponseWriter) error {
+	if a.executed {
+		w.Header().Set("ETag", digestOnly)
+		w.Header().Set("Cache-Control", "private, no-cache")
+	}
 	return a.VisitGraphqlResponse(w)
 }

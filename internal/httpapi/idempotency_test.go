@@ -118,7 +118,7 @@ func TestIdempotency(t *testing.T) {
 	// Org B, owned by the same owner, and another admin of org A.
 	orgB := MustOrg(t, w.Owner.C, "Idempotent B")
 	MustTicket(t, w.Owner.C, orgB.Id, client.TicketCreate{Title: "B's ticket"})
-	hc := raceClient(t, 20)
+	hc := validating(t, raceClient(t, 20)) // every first answer, replay and refusal held to the contract
 	var keySeq int
 	newKey := func() string { keySeq++; return fmt.Sprintf("idem-%d-%d", time.Now().UnixNano(), keySeq) }
 	send := func(op createOp, a actor, org string, v int, key string) apiResp {
@@ -749,7 +749,7 @@ func TestIdempotencyAfterClientHangsUp(t *testing.T) {
 			// retry meanwhile is 409 (in progress), then 201.
 			deadline := time.Now().Add(30 * time.Second) // a bound for a hang: a busy machine finishes late
 			for {
-				r := doReq(t, ts.HTTP, http.MethodPost, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets", w.Member.Token, h, body)
+				r := doReq(t, validating(t, ts.HTTP), http.MethodPost, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets", w.Member.Token, h, body)
 				if r.Status == http.StatusConflict && time.Now().Before(deadline) {
 					time.Sleep(50 * time.Millisecond)
 					continue
@@ -760,7 +760,7 @@ func TestIdempotencyAfterClientHangsUp(t *testing.T) {
 				first = jsonField(t, r.Body, "id")
 				break
 			}
-			again := doReq(t, ts.HTTP, http.MethodPost, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets", w.Member.Token, h, body)
+			again := doReq(t, validating(t, ts.HTTP), http.MethodPost, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets", w.Member.Token, h, body)
 			if again.Status != http.StatusCreated || jsonField(t, again.Body, "id") != first || again.Header.Get("Idempotent-Replayed") != "true" {
 				t.Errorf("second retry: %d replayed=%q %s, want the first retry's ticket %s", again.Status, again.Header.Get("Idempotent-Replayed"), again.Body, first)
 			}
@@ -825,11 +825,11 @@ func TestIdempotencyKeyFreedAfterDeadline(t *testing.T) {
 	}
 	time.Sleep(3 * time.Second)
 	faults.set(nil)
-	if r := doReq(t, ts.HTTP, http.MethodPost, url, w.Member.Token, h, body); r.Status != http.StatusConflict {
+	if r := doReq(t, validating(t, ts.HTTP), http.MethodPost, url, w.Member.Token, h, body); r.Status != http.StatusConflict {
 		t.Fatalf("retry while the attempt may still run: %d %s, want 409", r.Status, r.Body)
 	}
 	ts.Clock.Advance(15*time.Second + time.Millisecond)
-	r := doReq(t, ts.HTTP, http.MethodPost, url, w.Member.Token, h, body)
+	r := doReq(t, validating(t, ts.HTTP), http.MethodPost, url, w.Member.Token, h, body)
 	if r.Status != http.StatusCreated {
 		t.Fatalf("retry once no attempt can still run: %d %s, want 201", r.Status, r.Body)
 	}

@@ -11,12 +11,17 @@ import (
 )
 
 func toInvitation(inv invitation.Invitation) oapi.Invitation {
-	teams := inv.TeamIDs
-	if teams == nil {
-		teams = []string{}
-	}
-	return oapi.Invitation{Id: inv.ID, Email: inv.Email, Role: oapi.Role(inv.Role), TeamIds: teams, InvitedBy: inv.InvitedBy,
+	return oapi.Invitation{Id: inv.ID, Email: inv.Email, Role: oapi.Role(inv.Role), TeamIds: teamIDs(inv.TeamIDs), InvitedBy: inv.InvitedBy,
 		CreatedAt: inv.CreatedAt, ExpiresAt: inv.ExpiresAt}
+}
+
+// teamIDs is a list of team IDs as the contract has it: an array, never
+// null (none stored is none joined).
+func teamIDs(ids []string) []string {
+	if ids == nil {
+		return []string{}
+	}
+	return ids
 }
 
 // CreateInvitation serves POST /v1/orgs/{orgId}/invitations.
@@ -64,7 +69,7 @@ func (h *handlers) AcceptInvitation(ctx context.Context, req oapi.AcceptInvitati
 		return nil, err
 	}
 	if again {
-		return oapi.AcceptInvitation200JSONResponse{OrgId: u.OrgID, User: toOrgUser(u), TeamIds: teams}, nil
+		return oapi.AcceptInvitation200JSONResponse{OrgId: u.OrgID, User: toOrgUser(u), TeamIds: teamIDs(teams)}, nil
 	}
-	return oapi.AcceptInvitation201JSONResponse{OrgId: u.OrgID, User: toOrgUser(u), TeamIds: teams}, nil
+	return oapi.AcceptInvitation201JSONResponse{OrgId: u.OrgID, User: toOrgUser(u), TeamIds: teamIDs(teams)}, nil
 }

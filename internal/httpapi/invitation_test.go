@@ -483,6 +483,19 @@ func TestInvitationLifecycle(t *testing.T) {
 			t.Errorf("pending after accept: %+v", got)
 		}
 	})
+	t.Run("accept without teams: teamIds is an array on the first answer and on a retry", func(t *testing.T) {
+		// The client validates both answers against openapi.yaml, where
+		// teamIds is a required, non-nullable array.
+		inv := MustInvitation(t, w.Admin.C, org, "teamless@example.com", client.RoleMember)
+		joiner := ts.Invitee(t, "teamless", inv.Email)
+		for i, want := range []int{http.StatusCreated, http.StatusOK} {
+			a, err := joiner.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
+			mustStatus(t, a, err, want)
+			if !bytes.Contains(a.Body, []byte(`"teamIds":[]`)) {
+				t.Errorf("answer %d (%d): %s, want \"teamIds\":[]", i+1, want, a.Body)
+			}
+		}
+	})
 	t.Run("revoke: the token stops working", func(t *testing.T) {
 		inv := MustInvitation(t, w.Admin.C, org, "revoked@example.com", client.RoleMember)
 		rv, err := w.Admin.C.RevokeInvitationWithResponse(bg, org, inv.Id)

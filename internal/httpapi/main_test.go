@@ -115,6 +115,7 @@ var (
 	mustHealthy = apitest.MustHealthy
 
 	doReq          = apitest.DoReq
+	validating     = apitest.Validating
 	doReqE         = apitest.DoReqE
 	scanAll        = apitest.ScanAll
 	itemsOf        = apitest.ItemsOf

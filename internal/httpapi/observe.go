@@ -29,10 +29,12 @@ func countRequests(m *obs.HTTP, route func(echo.Context) string) echo.Middleware
 }
 
 // logRequests counts a request's DynamoDB calls and writes one log line for
-// it: request id, route, status, latency, org, user and the DynamoDB calls,
-// attempts and capacity it cost. It never logs headers or raw paths, so
-// tokens stay out of the logs. route maps a request to its route template
-// (obs.Unmatched when none); the method is logged as obs.Method reports it.
+// it: request id, route, status, latency, org, user, the DynamoDB calls,
+// attempts and capacity it cost, and its trace (obs.TraceID: the span's
+// when tracing is on, else the caller's traceparent's, if any). It never
+// logs headers or raw paths, so tokens stay out of the logs. route maps a
+// request to its route template (obs.Unmatched when none); the method is
+// logged as obs.Method reports it.
 func logRequests(m *obs.Metrics, log *slog.Logger, route func(echo.Context) string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -48,22 +50,24 @@ func logRequests(m *obs.Metrics, log *slog.Logger, route func(echo.Context) stri
 				route += " " + op // a GraphQL operation, from the schema's root fields: bounded
 			}
 			m.ObserveRequest(method, route, n, capacity)
-			attrs := []any{
-				"requestId", c.Response().Header().Get(echo.HeaderXRequestID),
-				"method", method, "route", route, "status", c.Response().Status,
-				"latencyMs", float64(time.Since(start).Microseconds()) / 1000,
-				"dynamodbCalls", n, "dynamodbAttempts", attempts, "dynamodbCapacity", capacity,
-			}
+			attrs := make([]slog.Attr, 0, 14)
+			attrs = append(attrs, slog.String("requestId", c.Response().Header().Get(echo.HeaderXRequestID)),
+				slog.String("method", method), slog.String("route", route), slog.Int("status", c.Response().Status),
+				slog.Float64("latencyMs", float64(time.Since(start).Microseconds())/1000),
+				slog.Int("dynamodbCalls", n), slog.Int("dynamodbAttempts", attempts), slog.Float64("dynamodbCapacity", capacity))
 			if cid := audit.ClientRequestID(c.Request().Context()); cid != "" {
-				attrs = append(attrs, "clientRequestId", cid)
+				attrs = append(attrs, slog.String("clientRequestId", cid))
 			}
 			if org := c.Param("orgId"); ids.ValidResource(org) {
-				attrs = append(attrs, "orgId", org)
+				attrs = append(attrs, slog.String("orgId", org))
 			}
 			if id, ok := IdentityFrom(c.Request().Context()); ok {
-				attrs = append(attrs, "userId", id.UserID)
+				attrs = append(attrs, slog.String("userId", id.UserID))
 			}
-			log.Info("request", attrs...)
+			if tid := obs.TraceID(c.Request().Context(), c.Request().Header.Get("Traceparent")); tid != "" {
+				attrs = append(attrs, slog.String("traceId", tid))
+			}
+			log.LogAttrs(c.Request().Context(), slog.LevelInfo, "request", attrs...)
 			return nil
 		}
 	}

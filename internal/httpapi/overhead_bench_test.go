@@ -329,7 +329,7 @@ func benchCapture(stack *middleware.Stack) error {
 // benchCaptureItems returns the items of the bench data set, as the store's
 // write methods build them: an org with its owner, a team with 40 members
 // and a ticket.
-func benchCaptureItems(b *testing.B) []map[string]types.AttributeValue {
+func benchCaptureItems(b testing.TB) []map[string]types.AttributeValue {
 	b.Helper()
 	c := benchClient("http://capture.invalid", benchCapture)
 	db := store.Open(c, benchTable)
@@ -417,7 +417,7 @@ func (env *benchEnv) calls(ctx context.Context, c *dynamodb.Client) (map[string]
 	return nil, nil
 }
 
-func newBenchEnv(b *testing.B) *benchEnv {
+func newBenchEnv(b testing.TB) *benchEnv {
 	b.Helper()
 	items := benchCaptureItems(b)
 	h := newBenchStub(items)
@@ -467,8 +467,20 @@ func (env *benchEnv) client(inproc bool, apiOptions ...func(*middleware.Stack) e
 	return store.NewClient(cfg, store.Options{Endpoint: "http://stub.invalid", APIOptions: apiOptions})
 }
 
-func (env *benchEnv) server(b *testing.B, withMetrics, inproc bool) *echo.Echo {
+func (env *benchEnv) server(b testing.TB, withMetrics, inproc bool) *echo.Echo {
 	b.Helper()
+	return env.serverWith(b, withMetrics, inproc, nil)
+}
+
+// serverWith is server with the dependencies changed by change (nil: none)
+// before the server is built, and tracing's DynamoDB options, if
+// change sets Tracing, on its client.
+func (env *benchEnv) serverWith(b testing.TB, withMetrics, inproc bool, change func(*httpapi.Deps)) *echo.Echo {
+	b.Helper()
+	var probe httpapi.Deps
+	if change != nil {
+		change(&probe)
+	}
 	ctx := context.Background()
 	reg := prometheus.NewRegistry()
 	var metrics *obs.Metrics
@@ -476,6 +488,9 @@ func (env *benchEnv) server(b *testing.B, withMetrics, inproc bool) *echo.Echo {
 	if withMetrics {
 		metrics = obs.NewMetrics(reg)
 		opts = append(opts, metrics.DynamoDB)
+	}
+	if probe.Tracing != nil {
+		opts = append(opts, probe.Tracing.DynamoDB()...)
 	}
 	db := store.Open(env.client(inproc, opts...), benchTable)
 	verifier, err := httpapi.NewVerifier(ctx, httpapi.VerifierConfig{HS256Secret: benchSecret, Leeway: 30 * time.Second})
@@ -486,7 +501,10 @@ func (env *benchEnv) server(b *testing.B, withMetrics, inproc bool) *echo.Echo {
 	d.Verifier, d.CursorKey, d.Registry, d.Metrics = verifier, benchCursorKey, reg, metrics
 	d.Logger = slog.New(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	d.RateLimit = ratelimit.New(ratelimit.Options{PerSecond: 0, Burst: 200})
-	d.RequestTimeout = 10 * time.Second
+	d.RequestTimeout, d.DocsUI = 10*time.Second, true
+	if change != nil {
+		change(&d)
+	}
 	e, err := httpapi.New(d)
 	if err != nil {
 		b.Fatal(err)
@@ -558,7 +576,7 @@ func benchLoop(b *testing.B, f func()) {
 	b.ReportMetric(float64(testkit.ProcessCPU()-c0)/float64(max(n, 1)), "cpu-ns/op")
 }
 
-func (env *benchEnv) serve(b *testing.B, h http.Handler, method, target, token string, want int) {
+func (env *benchEnv) serve(b testing.TB, h http.Handler, method, target, token string, want int) {
 	req := httptest.NewRequest(method, target, nil)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)

@@ -85,6 +85,13 @@ type Deps struct {
 	GraphQL graphapi.Limits
 	// Export exports orgs (GET /v1/orgs/{orgId}/export).
 	Export *export.Service
+	// Tracing, when set, traces every request (trace.go), its DynamoDB
+	// calls (attach Tracing.DynamoDB to the SDK client) and its GraphQL
+	// levels; nil is off, and costs nothing.
+	Tracing *obs.Tracing
+	// DocsUI serves GET /docs (the API reference) and GraphiQL on a
+	// browser's GET /v1/graphql (docs.go).
+	DocsUI bool
 	// WriteTimeout is the http.Server's WriteTimeout (0: it has none),
 	// which timeout pushes out for the offboarding DELETE.
 	WriteTimeout time.Duration
@@ -121,6 +128,9 @@ func New(d Deps) (*echo.Echo, error) {
 		d.Registry = prometheus.NewRegistry()
 	}
 	public := publicPaths(spec)
+	if d.DocsUI {
+		public[DocsRoute], public[DocsAssetsRoute] = true, true
+	}
 	// The route templates, once every route is registered (below): the
 	// only paths a metric label or a log line may carry.
 	routes := map[string]bool{}
@@ -137,6 +147,9 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(withRequest)
 	e.Use(allowHead)
 	e.Use(requestID)
+	if d.Tracing != nil {
+		e.Use(traceRequests(d.Tracing, route)...) // outside the log line, which names the trace
+	}
 	// Outermost of the metrics: it renders errors (c.Error) before counting,
 	// so it counts what the client got.
 	e.Use(countRequests(obs.NewHTTP(d.Registry), route))
@@ -146,6 +159,9 @@ func New(d Deps) (*echo.Echo, error) {
 	e.Use(middleware.Recover())
 	e.Use(middleware.BodyLimit(fmt.Sprint(MaxBodyBytes/1024) + "KiB")) // "K" would be 64,000 bytes
 	e.Use(timeout(d.RequestTimeout, d.WriteTimeout))
+	if d.DocsUI {
+		e.Use(graphiQL) // a browser's page, before any token is asked for
+	}
 	// Public operations, and paths that match no route (a 404 whoever
 	// asks; the spec says which routes exist), need no token.
 	e.Use(Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
@@ -176,7 +192,13 @@ func New(d Deps) (*echo.Echo, error) {
 
 	h := &handlers{Deps: d, cursors: page.Cursors{Key: d.CursorKey, TTL: cursorTTL, Now: clock.Or(d.Now)}}
 	h.graphQL = graphapi.New(graphapi.Deps{Services: d.Services, Cursors: h.cursors, RateLimit: d.RateLimit, CallerRateLimit: d.CallerRateLimit, Idempotency: keeper, CheckInput: checkInput(spec), Now: d.Now, Logger: d.Logger, Limits: d.GraphQL, KeyUse: d.KeyUse})
+	if d.Tracing != nil {
+		h.graphQL.Trace(d.Tracing.Tracer("github.com/tenantd/tenantd/internal/graphapi"))
+	}
 	oapi.RegisterHandlers(e, oapi.NewStrictHandler(h, nil))
+	if d.DocsUI {
+		registerDocs(e)
+	}
 	for _, r := range e.Routes() {
 		routes[r.Path] = true
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/oapi-codegen/nullable"
 
@@ -434,8 +435,16 @@ func TestTicket(t *testing.T) {
 		})
 	})
 	t.Run("409", func(t *testing.T) {
-		ts := MustServer(t)
+		g := &gate{}
+		ts := MustServer(t, withTransport(g.wrap), withRequestTimeout(time.Minute))
 		w := MustWorld(t, ts, "Stark")
+		spec(t, "createComment/its Idempotency-Key held by a request still running", func(t *testing.T) {
+			hc := ts.HTTPClient(t, w.Member.Token)
+			url := ts.URL + "/v1/orgs/" + w.Org.Id + "/tickets/" + w.Ticket.Id + "/comments"
+			wantKeyInUse(t, g, "Held comment", func() apiRespE {
+				return doReqE(hc, http.MethodPost, url, "", http.Header{"Idempotency-Key": {"held-comment"}}, `{"body":"Held comment"}`)
+			})
+		})
 		org, owner := w.Org.Id, w.Owner.C
 		wantConflicts(t, []conflictCase{
 			{"createTicket/for an unknown team", "team_not_found", func(t *testing.T) (statusCoder, error) {

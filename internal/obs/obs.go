@@ -13,6 +13,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/smithy-go/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Calls is what one request spent on DynamoDB.
@@ -45,8 +47,12 @@ func (c *Calls) Snapshot() (calls, attempts int, capacity float64) {
 }
 
 // SetOperation records, on ctx's Calls (if any), what the request ran
-// beyond its route: a value from a bounded set (it becomes a label).
+// beyond its route: a value from a bounded set (it becomes a label, and
+// an attribute of the request's span when it is traced).
 func SetOperation(ctx context.Context, op string) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() && op != "" {
+		span.SetAttributes(attribute.String("tenantd.graphql.operation", op))
+	}
 	if c := callsFrom(ctx); c != nil {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -178,35 +184,38 @@ func sum(ccs ...types.ConsumedCapacity) float64 {
 	return t
 }
 
-func one(c *types.ConsumedCapacity) float64 {
-	if c == nil {
-		return 0
+func consumed(result any) float64 {
+	one, many := consumedCapacity(result)
+	if one != nil {
+		return sum(*one)
 	}
-	return sum(*c)
+	return sum(many...)
 }
 
-func consumed(result any) float64 {
+// consumedCapacity is what a call's output says it consumed: one entry
+// (the single-table operations) or many (the batches and transactions).
+func consumedCapacity(result any) (one *types.ConsumedCapacity, many []types.ConsumedCapacity) {
 	switch out := result.(type) {
 	case *dynamodb.GetItemOutput:
-		return one(out.ConsumedCapacity)
+		return out.ConsumedCapacity, nil
 	case *dynamodb.QueryOutput:
-		return one(out.ConsumedCapacity)
+		return out.ConsumedCapacity, nil
 	case *dynamodb.PutItemOutput:
-		return one(out.ConsumedCapacity)
+		return out.ConsumedCapacity, nil
 	case *dynamodb.UpdateItemOutput:
-		return one(out.ConsumedCapacity)
+		return out.ConsumedCapacity, nil
 	case *dynamodb.DeleteItemOutput:
-		return one(out.ConsumedCapacity)
+		return out.ConsumedCapacity, nil
 	case *dynamodb.BatchGetItemOutput:
-		return sum(out.ConsumedCapacity...)
+		return nil, out.ConsumedCapacity
 	case *dynamodb.BatchWriteItemOutput:
-		return sum(out.ConsumedCapacity...)
+		return nil, out.ConsumedCapacity
 	case *dynamodb.TransactWriteItemsOutput:
-		return sum(out.ConsumedCapacity...)
+		return nil, out.ConsumedCapacity
 	case *dynamodb.TransactGetItemsOutput:
-		return sum(out.ConsumedCapacity...)
+		return nil, out.ConsumedCapacity
 	}
-	return 0
+	return nil, nil
 }
 
 // ObserveRequest records what one HTTP request cost in DynamoDB calls and

@@ -296,6 +296,7 @@ type Worker struct {
 	log    *slog.Logger
 	kick   chan struct{}
 	ids    *ids.Generator
+	tracer attemptTracer // trace.go
 
 	mu       sync.Mutex
 	inFlight map[string]int // by endpoint
@@ -441,6 +442,8 @@ func (w *Worker) release(orgID, webhookID string) {
 
 // attempt sends d once and records the outcome.
 func (w *Worker) attempt(ctx context.Context, d Delivery, owner string, claimedUntil time.Time) {
+	ctx, end := w.traceAttempt(ctx, &d)
+	defer end()
 	sub, err := w.store.GetWebhook(ctx, d.OrgID, d.WebhookID)
 	sent := false
 	switch {

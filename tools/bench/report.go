@@ -157,6 +157,7 @@ func (r *report) markdown() string {
 	r.targets(p)
 	r.roundTripGoals(p)
 	r.mechanisms(p)
+	r.tracing(p)
 	r.endpointTable(p)
 	r.boundTable(p)
 	r.scaleTables(p)
@@ -621,6 +622,32 @@ func (r *report) mechanisms(p func(string, ...any)) {
 		}
 		p("| %s | %.1f µs | %.1f µs | %.2f× | %.0f / %.0f | %s |", x.mechanism, w/1000, wo/1000, wo/w,
 			g.median(x.with, "allocs/op"), g.median(x.without, "allocs/op"), x.guard)
+	}
+	p("")
+}
+
+// tracing is what OpenTelemetry tracing costs GET ticket (stub answered
+// in process): off, on with every request sampled, and on with every
+// request sampled out (BenchmarkTracing).
+func (r *report) tracing(p func(string, ...any)) {
+	g := parseGoBench(r.goBench)
+	off := "BenchmarkTracing/off"
+	if g.median(off, "ns/op") == 0 {
+		return
+	}
+	p("## Tracing: what a request pays")
+	p("")
+	p("GET ticket against the in-process stub (`BenchmarkTracing`, medians of `go test -bench`): tracing off (no `OTEL_*`")
+	p("exporter or endpoint: the default), on with every request sampled (spans batched to an exporter that drops them:")
+	p("the SDK's cost, not the network's), and on with every request sampled out. Off adds no allocation to a request,")
+	p("a caller's `traceparent` included: `TestTracingOffCostsNothing` fails if it does.")
+	p("")
+	p("| tracing | ns/op | process CPU ns/op | allocs/op | B/op | CPU vs off | allocs vs off |")
+	p("|---|---:|---:|---:|---:|---:|---:|")
+	for _, c := range []string{"off", "on", "on-sampled-out"} {
+		n := "BenchmarkTracing/" + c
+		p("| %s | %.0f | %.0f | %.0f | %.0f | %+.0f%% | %+.0f |", c, g.median(n, "ns/op"), g.median(n, "cpu-ns/op"), g.median(n, "allocs/op"),
+			g.median(n, "B/op"), 100*(g.median(n, "cpu-ns/op")/g.median(off, "cpu-ns/op")-1), g.median(n, "allocs/op")-g.median(off, "allocs/op"))
 	}
 	p("")
 }

@@ -903,7 +903,9 @@ export interface paths {
         };
         /**
          * Run a GraphQL query (GET)
-         * @description Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, so a client-side cache can keep the answer. The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+         * @description Runs one GraphQL query from the URL (GraphQL over HTTP), as POST runs it: the same authentication, rate limits, limits, media types and answers. Only queries: a mutation is refused 405 with `Allow: POST` before anything runs. With an automatic persisted query (`extensions={"persistedQuery":{"version":1,"sha256Hash":"..."}}` and no `query`, once the server knows the hash) the URL is short and stable, and a browser's cache keeps the answer: it carries a strong `ETag` (the digest of the answer) and `Cache-Control: private, no-cache`, so the cache revalidates it with `If-None-Match` and gets `304 Not Modified`, without the body, while the answer is the same (the query still runs: a 304 saves the transfer, not the reads). The answer is per caller (it depends on the bearer token), so shared caches do not store it (RFC 9111, section 3.5); `Vary: Accept` tells caches the media type follows Accept.
+         *
+         *     A browser's GET, one whose `Accept` prefers `text/html` to both JSON media types, is answered GraphiQL instead (`text/html`, unless the server runs with `DOCS_UI=false`): the GraphQL explorer, served by the server itself, without a token, since the page is the same for everyone; the requests it sends carry the token typed in its headers editor.
          */
         get: operations["graphqlGet"];
         put?: never;
@@ -959,7 +961,7 @@ export interface components {
              * @example not_found
              */
             code: string;
-            /** @description Id of the request, for support and log correlation. */
+            /** @description Id of the request that met the problem, for support and log correlation: the answer's `X-Request-Id`, except in an answer replayed to an `Idempotency-Key` (`Idempotent-Replayed: true`), which is the first answer as it was sent, its `requestId` the first request's. */
             requestId: string;
             /** @description Per-field validation errors (400 only). */
             errors?: components["schemas"]["FieldError"][];
@@ -3873,6 +3875,15 @@ export interface operations {
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             408: components["responses"]["RequestTimeout"];
+            /** @description `idempotency_in_progress`: a request with the same `Idempotency-Key` is still running; retry later. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
             422: components["responses"]["UnprocessableEntity"];
@@ -3894,7 +3905,10 @@ export interface operations {
                 /** @description Protocol extensions, a JSON object: `persistedQuery` is read, any other key ignored. */
                 extensions?: string;
             };
-            header?: never;
+            header?: {
+                /** @description RFC 9110 If-None-Match: `*` or a list of entity tags (weak comparison). When one matches the current representation's ETag, the answer is 304 Not Modified with no body. */
+                "If-None-Match"?: components["parameters"]["ifNoneMatch"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -3905,12 +3919,26 @@ export interface operations {
                 headers: {
                     /** @description `Accept`: the media type follows it. */
                     Vary?: string;
+                    /** @description Strong entity tag of the answer, the digest of its body (GraphiQL's page has its own). Send it in `If-None-Match` to get `304 Not Modified` while the answer is the same. */
+                    ETag?: string;
+                    /** @description `private, no-cache`: a browser's cache may keep the answer and revalidates it before use; shared caches do not store it. */
+                    "Cache-Control"?: string;
                     [name: string]: unknown;
                 };
                 content: {
                     "application/json": components["schemas"]["GraphQLResponse"];
                     "application/graphql-response+json": components["schemas"]["GraphQLResponse"];
+                    "text/html": string;
                 };
+            };
+            /** @description The answer is the one `If-None-Match` named: no body. */
+            304: {
+                headers: {
+                    /** @description The answer's entity tag. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description A request error answered in `application/graphql-response+json`, without `data`; or, in `application/problem+json`, parameters that are not a GraphQL request (`variables` or `extensions` that is not a JSON object, no `query` nor persisted query). */
             400: {
