@@ -70,6 +70,7 @@ func TestOpenAPIOperationIDs(t *testing.T) {
 		"listWebhookDeliveries", "redeliverWebhook",
 		"createOrg", "listOrgs", "getOrg", "updateOrg", "deleteOrg",
 		"getOffboarding", "exportOrg",
+		"createApiKey", "listApiKeys", "getApiKey", "revokeApiKey",
 		"listOrgUsers", "addOrgUser", "getOrgUser", "updateOrgUser", "removeOrgUser",
 		"listUserTeams", "listUserTickets", "listAssignedTickets",
 		"listTeams", "createTeam", "getTeam", "updateTeam", "deleteTeam",
@@ -199,10 +200,11 @@ func TestOpenAPIErrorResponses(t *testing.T) {
 			t.Errorf("%s: 401 without WWW-Authenticate header", id)
 		}
 
-		// Invitations are immutable (no version, no ETag): nothing to match.
+		// Invitations and API keys are immutable (no version, no ETag):
+		// nothing to match.
 		switch o.method {
 		case http.MethodPatch, http.MethodPut, http.MethodDelete:
-			if id == "revokeInvitation" {
+			if id == "revokeInvitation" || id == "revokeApiKey" {
 				break
 			}
 			p := o.op.Parameters.GetByInAndName(openapi3.ParameterInHeader, "If-Match")
