@@ -228,8 +228,12 @@ type Recent struct {
 	seen       map[string]seen // by org/key
 }
 
-// seen is what a replica remembers of one key.
-type seen struct{ verified, written time.Time }
+// seen is what a replica remembers of one key: the hash of the token that
+// verified (a token naming the key with another secret is not it).
+type seen struct {
+	verified, written time.Time
+	hash              [sha256.Size]byte
+}
 
 // Recorder writes a key's use.
 type Recorder interface {
@@ -259,16 +263,34 @@ func NewRecent(s Recorder) *Recent {
 	return r
 }
 
+// Known reports whether k's token is the one this replica verified for
+// its key lately. Only such a token spends the key's caller rate limit: a
+// key's id is no secret (the audit log names it), so tokens that only
+// name it, forged, must not spend its budget; Admit bounds them.
+func (r *Recent) Known(k authz.APIKey, now time.Time) bool {
+	if r == nil {
+		return true
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.known(k, now)
+}
+
+func (r *Recent) known(k authz.APIKey, now time.Time) bool {
+	s, ok := r.seen[k.OrgID+"/"+k.ID]
+	return ok && now.Sub(s.verified) < recentFor && s.hash == k.Hash
+}
+
 // Admit reports whether the authorization read of a request with key k
-// may be made now: always for a key verified lately, else within the
-// unverified budget.
+// may be made now: always for the token of a key verified lately (Known),
+// else within the unverified budget.
 func (r *Recent) Admit(k authz.APIKey, now time.Time) error {
 	if r == nil {
 		return nil
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if s, ok := r.seen[k.OrgID+"/"+k.ID]; ok && now.Sub(s.verified) < recentFor {
+	if r.known(k, now) {
 		return nil
 	}
 	r.at = now
@@ -287,7 +309,7 @@ func (r *Recent) Verified(k Key, now time.Time) {
 	id := k.OrgID + "/" + k.ID
 	r.mu.Lock()
 	s := r.seen[id]
-	s.verified = now
+	s.verified, s.hash = now, k.Hash
 	touch := now.Sub(k.LastUsedAt) >= TouchEvery && now.Sub(s.written) >= TouchEvery
 	if touch {
 		select {

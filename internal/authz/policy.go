@@ -1,6 +1,8 @@
 package authz
 
 import (
+	"strings"
+
 	"github.com/tenantd/tenantd/internal/errs"
 )
 
@@ -20,6 +22,13 @@ type Identity struct {
 // KeyActorPrefix starts the user id every API key acts as
 // ("apiKey:<keyId>"); no person's token may carry one.
 const KeyActorPrefix = "apiKey:"
+
+// KeyActor reports whether userID is in the API keys' namespace, in any
+// case: no person (a token's subject, a user added to an org) may be
+// named so, or edges made for them would be a key's.
+func KeyActor(userID string) bool {
+	return len(userID) >= len(KeyActorPrefix) && strings.EqualFold(userID[:len(KeyActorPrefix)], KeyActorPrefix)
+}
 
 // APIKey is an API key as its bearer presents it: the org and id its token
 // names, and the SHA-256 of the token, which the key's stored hash must

@@ -14,6 +14,7 @@ import (
 	"github.com/tenantd/tenantd/client"
 	"github.com/tenantd/tenantd/internal/apitest"
 	"github.com/tenantd/tenantd/internal/httpapi"
+	"github.com/tenantd/tenantd/internal/ratelimit"
 )
 
 // mustAPIKey mints a key of w's org with role, as its owner.
@@ -289,8 +290,47 @@ func TestApiKeyRefused(t *testing.T) {
 	spec(t, "401/getOrg/a person's token naming a key's actor", func(t *testing.T) {
 		k := mustAPIKey(t, w, client.ApiKeyCreateRoleAdmin)
 		now := ts.Clock.Now()
-		tok := ts.Mint(t, httpapi.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: "apiKey:" + k.Id,
-			IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
-		refused(t, tok, "invalid_token")
+		for _, sub := range []string{"apiKey:" + k.Id, "APIKEY:" + k.Id, "apikey:someone"} {
+			tok := ts.Mint(t, httpapi.Claims{RegisteredClaims: jwt.RegisteredClaims{Subject: sub,
+				IssuedAt: jwt.NewNumericDate(now), ExpiresAt: jwt.NewNumericDate(now.Add(time.Hour))}})
+			refused(t, tok, "invalid_token")
+		}
+	})
+	spec(t, "400/addOrgUser/a user named as a key's actor", func(t *testing.T) {
+		k := mustAPIKey(t, w, client.ApiKeyCreateRoleMember)
+		for _, id := range []string{"apiKey:" + k.Id, "ApiKey:" + k.Id} {
+			r, err := w.Owner.C.AddOrgUserWithResponse(bg, org, nil, client.OrgUserCreate{UserId: id, Email: "ghost@example.com", Name: "Ghost", Role: client.RoleAdmin})
+			wantProblem(t, r, err, http.StatusBadRequest, "invalid_id")
+		}
+	})
+}
+
+// TestApiKeyCallerLimit: a key's id is no secret (the audit log names
+// it), so tokens that name it with a made-up secret are refused without
+// spending the key's caller budget (no refill during the test: its
+// RateLimit remaining goes down by the key's own requests only).
+func TestApiKeyCallerLimit(t *testing.T) {
+	ts := MustServer(t, withCallerRateLimit(ratelimit.Options{PerSecond: 1.0 / 3600, Burst: 100}))
+	w := MustWorld(t, ts, "Caller budget")
+	k := mustAPIKey(t, w, client.ApiKeyCreateRoleMember)
+	remaining := func(t *testing.T) int {
+		r, err := keyActor(t, ts, k.Secret).C.GetOrgWithResponse(bg, w.Org.Id, nil)
+		mustStatus(t, r, err, http.StatusOK)
+		return rateLimitOf(t, r.HTTPResponse.Header, "caller").r
+	}
+	spec(t, "401/getOrg/forged tokens naming a key spend none of its budget", func(t *testing.T) {
+		// The key's first request on a replica is not charged to its
+		// budget (the unverified budget pays): its token is not known yet.
+		r, err := keyActor(t, ts, k.Secret).C.GetOrgWithResponse(bg, w.Org.Id, nil)
+		mustStatus(t, r, err, http.StatusOK)
+		before := remaining(t)
+		for i := range 5 {
+			forged := k.Secret[:len(k.Secret)-43] + strings.Repeat(string(rune('A'+i)), 43)
+			r, err := keyActor(t, ts, forged).C.GetOrgWithResponse(bg, w.Org.Id, nil)
+			wantProblem(t, r, err, http.StatusUnauthorized, "invalid_token")
+		}
+		if after := remaining(t); after != before-1 {
+			t.Errorf("the key's caller budget: %d remaining, then %d after 5 forged tokens and 1 request of its own; want %d", before, after, before-1)
+		}
 	})
 }

@@ -102,7 +102,7 @@ func verify(v *Verifier, token string) (authz.Identity, error) {
 		return authz.Identity{UserID: apikey.Actor(k.ID), Key: &k}, nil
 	}
 	id, err := v.Verify(token)
-	if err == nil && strings.HasPrefix(id.UserID, authz.KeyActorPrefix) {
+	if err == nil && authz.KeyActor(id.UserID) {
 		return authz.Identity{}, errToken
 	}
 	return id, err

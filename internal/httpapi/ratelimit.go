@@ -7,6 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tenantd/tenantd/internal/apikey"
+	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 )
@@ -38,9 +40,17 @@ func orgBucket(orgID string) string { return "org:" + orgID }
 // token's subject), whatever org it names. Placed before the authorization
 // read, it bounds what one token can make the server read: requests for
 // other tenants' orgs, which all end in 404, spend the caller's budget, not
-// theirs and not DynamoDB's.
-func limitCaller(l *ratelimit.Limiter) echo.MiddlewareFunc {
-	return limitBy(l, "caller", func(_ echo.Context, userID string) (string, error) { return "caller:" + userID, errCallerLimited })
+// theirs and not DynamoDB's. An API key's token spends its key's budget
+// only once this replica verified that very token (keys.Known): anyone may
+// name a key's id, and forged tokens go to the unverified budget instead
+// (apikey.Recent.Admit), never to the key's.
+func limitCaller(l *ratelimit.Limiter, keys *apikey.Recent, now clock.Clock) echo.MiddlewareFunc {
+	return limitBy(l, "caller", func(c echo.Context, userID string) (string, error) {
+		if id, _ := IdentityFrom(c.Request().Context()); id.Key != nil && !keys.Known(*id.Key, now()) {
+			return "", nil
+		}
+		return "caller:" + userID, errCallerLimited
+	})
 }
 
 // limitBy spends a token of the bucket key names (refusing with the error
@@ -54,6 +64,9 @@ func limitBy(l *ratelimit.Limiter, policy string, key func(echo.Context, string)
 				return next(c)
 			}
 			bucket, refused := key(c, id.UserID)
+			if bucket == "" { // not this policy's to count
+				return next(c)
+			}
 			d := l.Take(c.Request().Context(), bucket)
 			f := rateLimitFields(l, policy, d)
 			h := c.Response().Header()

@@ -168,7 +168,7 @@ func New(d Deps) (*echo.Echo, error) {
 	// Before any work, the authorization read included: a token that names
 	// other tenants' orgs (404 each, one read each) spends only its own
 	// budget.
-	e.Use(limitCaller(d.CallerRateLimit))
+	e.Use(limitCaller(d.CallerRateLimit, d.KeyUse, clock.Or(d.Now)))
 	// What the head alone decides (404, 405, 415), before anything reads
 	// the body: a client waiting for 100 Continue gets it instead.
 	ops := operations(spec)

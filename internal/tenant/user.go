@@ -53,6 +53,9 @@ func Validate(u User) error {
 	if err := ids.User("userId", u.UserID); err != nil {
 		return err
 	}
+	if authz.KeyActor(u.UserID) {
+		return errs.InvalidField("userId", "invalid_id", "must not start with %q: API keys act under such ids", authz.KeyActorPrefix)
+	}
 	if err := validate.Email("email", u.Email, MaxEmailLen); err != nil {
 		return err
 	}
