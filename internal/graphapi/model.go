@@ -48,18 +48,6 @@ type TeamMember struct {
 	p authz.Principal
 }
 
-// Ticket is a ticket of the org.
-type Ticket struct {
-	ticket.Ticket
-	p authz.Principal
-}
-
-// AssigneeOrNil is assigneeId: null when unassigned.
-func (t Ticket) AssigneeOrNil() *string { return nilIfEmpty(t.AssigneeID) }
-
-// TeamOrNil is teamId: null without a team.
-func (t Ticket) TeamOrNil() *string { return nilIfEmpty(t.TeamID) }
-
 // Comment is a ticket's comment.
 type Comment struct {
 	ticket.Comment

@@ -375,3 +375,15 @@ func withKey[T any](ctx context.Context, s *Server, p authz.Principal, mutation 
 	}
 	return v, err
 }
+
+// Ticket is a ticket of the org.
+type Ticket struct {
+	ticket.Ticket
+	p authz.Principal
+}
+
+// AssigneeOrNil is assigneeId: null when unassigned.
+func (t Ticket) AssigneeOrNil() *string { return nilIfEmpty(t.AssigneeID) }
+
+// TeamOrNil is teamId: null without a team.
+func (t Ticket) TeamOrNil() *string { return nilIfEmpty(t.TeamID) }

@@ -54,8 +54,12 @@ func TestTracingOffCostsNothing(t *testing.T) {
 		env.getTicketWith(t, h, name, value) // warm: the token cache, the pools
 		return testing.AllocsPerRun(200, func() { env.getTicketWith(t, h, name, value) })
 	}
+	// AllocsPerRun counts every goroutine's allocations, and the server's
+	// background work (a rate-limit lease, say) lands in one run or the
+	// other now and then: one allocation either way is that noise; the
+	// traceId the log line would read costs more.
 	base := allocs(off, "X-Not-Traced", callerTraceparent) // the same header, by another name
-	if got := allocs(off, "Traceparent", callerTraceparent); got != base {
+	if got := allocs(off, "Traceparent", callerTraceparent); got > base+1 {
 		t.Errorf("tracing off, a caller's traceparent: %.0f allocs per request, want %.0f (none for the log line's traceId)", got, base)
 	}
 
@@ -64,7 +68,7 @@ func TestTracingOffCostsNothing(t *testing.T) {
 	defer otel.SetTextMapPropagator(otel.GetTextMapPropagator())
 	otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp)))
 	otel.SetTextMapPropagator(propagation.TraceContext{})
-	if got := allocs(off, "Traceparent", callerTraceparent); got != base {
+	if got := allocs(off, "Traceparent", callerTraceparent); got > base+1 {
 		t.Errorf("tracing off, OpenTelemetry's globals set: %.0f allocs per request, want %.0f", got, base)
 	}
 	if spans := exp.GetSpans(); len(spans) > 0 {

@@ -14,7 +14,8 @@ import (
 // The hand decoder reads the shapes the store writes (S, N, BOOL, an L of S,
 // RFC 3339 times); an item with anything else in it is handed to guregu's
 // decoder whole, so the result, or the error, is always guregu's
-// (TestHandDecoders holds them to it).
+// (TestHandDecoders holds them to it). A ticket's decoder lives beside
+// its item, in ticket.go, so a ticket field is added in ticket files only.
 
 var (
 	_ dynamo.ItemUnmarshaler = (*memberItem)(nil)
@@ -37,25 +38,6 @@ func (it *memberItem) UnmarshalDynamoItem(item dynamo.Item) error {
 		return dynamo.UnmarshalItem(item, (*memberItemByReflection)(it))
 	}
 	*it = m
-	return nil
-}
-
-// UnmarshalDynamoItem decodes a ticket's #METADATA item.
-func (it *ticketItem) UnmarshalDynamoItem(item dynamo.Item) error {
-	d := attrs{item: item}
-	t := ticketItem{PK: d.s("pk"), SK: d.s("sk"), Type: d.s("type"),
-		GSI1PK: d.s("gsi1pk"), GSI1SK: d.s("gsi1sk"), GSI2PK: d.s("gsi2pk"), GSI2SK: d.s("gsi2sk"),
-		GSI3PK: d.s("gsi3pk"), GSI3SK: d.s("gsi3sk"), GSI4PK: d.s("gsi4pk"), GSI4SK: d.s("gsi4sk"),
-		GSI5PK: d.s("gsi5pk"), GSI5SK: d.s("gsi5sk"), GSI6PK: d.s("gsi6pk"), GSI6SK: d.s("gsi6sk"),
-		GSI7PK: d.s("gsi7pk"), GSI7SK: d.s("gsi7sk"),
-		OrgID: d.s("orgId"), ID: d.s("ticketId"), Title: d.s("title"), Description: d.s("description"),
-		Status: d.s("status"), Priority: d.s("priority"), RequesterID: d.s("requesterId"), AssigneeID: d.s("assigneeId"),
-		TeamID: d.s("teamId"), Tags: d.list("tags"), CommentCount: int(d.n("commentCount")), Version: d.n("version"),
-		CreatedAt: d.t("createdAt"), UpdatedAt: d.t("updatedAt"), Deleting: d.b("deleting"), LeaseOwner: d.s("leaseOwner")}
-	if d.odd {
-		return dynamo.UnmarshalItem(item, (*ticketItemByReflection)(it))
-	}
-	*it = t
 	return nil
 }
 

@@ -4,6 +4,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/guregu/dynamo/v2"
+
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
@@ -323,4 +325,23 @@ func (s *Tickets) ListComments(ctx context.Context, orgID, ticketID string, p pa
 		return page.Result[ticket.Comment]{}, err
 	}
 	return list(ctx, s.DB, listing{op: "list comments", partition: ticketPK(orgID, ticketID), prefix: prefixComment}, p, fromCommentItem)
+}
+
+// UnmarshalDynamoItem decodes a ticket's #METADATA item.
+func (it *ticketItem) UnmarshalDynamoItem(item dynamo.Item) error {
+	d := attrs{item: item}
+	t := ticketItem{PK: d.s("pk"), SK: d.s("sk"), Type: d.s("type"),
+		GSI1PK: d.s("gsi1pk"), GSI1SK: d.s("gsi1sk"), GSI2PK: d.s("gsi2pk"), GSI2SK: d.s("gsi2sk"),
+		GSI3PK: d.s("gsi3pk"), GSI3SK: d.s("gsi3sk"), GSI4PK: d.s("gsi4pk"), GSI4SK: d.s("gsi4sk"),
+		GSI5PK: d.s("gsi5pk"), GSI5SK: d.s("gsi5sk"), GSI6PK: d.s("gsi6pk"), GSI6SK: d.s("gsi6sk"),
+		GSI7PK: d.s("gsi7pk"), GSI7SK: d.s("gsi7sk"),
+		OrgID: d.s("orgId"), ID: d.s("ticketId"), Title: d.s("title"), Description: d.s("description"),
+		Status: d.s("status"), Priority: d.s("priority"), RequesterID: d.s("requesterId"), AssigneeID: d.s("assigneeId"),
+		TeamID: d.s("teamId"), Tags: d.list("tags"), CommentCount: int(d.n("commentCount")), Version: d.n("version"),
+		CreatedAt: d.t("createdAt"), UpdatedAt: d.t("updatedAt"), Deleting: d.b("deleting"), LeaseOwner: d.s("leaseOwner")}
+	if d.odd {
+		return dynamo.UnmarshalItem(item, (*ticketItemByReflection)(it))
+	}
+	*it = t
+	return nil
 }
