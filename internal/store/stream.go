@@ -46,9 +46,11 @@ type checkpointItem struct {
 // StreamReader feeds the table's change stream, through the SDK's
 // dynamodbstreams client, to a dispatcher: what `api serve` runs when no
 // Lambda function does it (DynamoDB Local, tests). Every replica may run
-// one: dispatching is idempotent. It checkpoints each shard in the table
-// after each batch it dispatched, so a restart resumes there and a batch
-// whose dispatch failed is read again: no event is lost.
+// one: dispatching is idempotent. It checkpoints a shard in the table
+// after each batch in which it dispatched an audit event, so a restart
+// resumes there and a batch whose dispatch failed is read again: no event
+// is lost. A batch without one (the checkpoint's own record, deliveries,
+// rate-limit leases) writes nothing, so an idle service makes no writes.
 type StreamReader struct {
 	db       *DB
 	streams  *dynamodbstreams.Client
@@ -175,7 +177,7 @@ func (r *StreamReader) readShard(ctx context.Context, shardID string) (int, erro
 		if err != nil {
 			return read, fmt.Errorf("get records: %w", err)
 		}
-		last := ""
+		last, dispatched := "", false
 		for _, rec := range out.Records {
 			if rec.Dynamodb == nil {
 				continue
@@ -188,10 +190,11 @@ func (r *StreamReader) readShard(ctx context.Context, shardID string) (int, erro
 				if _, err := r.dispatch(ctx, ev); err != nil {
 					return read, fmt.Errorf("dispatch %s: %w", ev.ID, err)
 				}
+				dispatched = true
 			}
 		}
 		read += len(out.Records)
-		if last != "" {
+		if dispatched {
 			if err := r.checkpoint(ctx, shardID, last); err != nil {
 				return read, err
 			}

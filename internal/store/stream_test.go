@@ -85,6 +85,16 @@ func TestStreamReader(t *testing.T) {
 	mu.Unlock()
 	r2 := f.DB.NewStreamReader(streams, dispatch, nil)
 	readUntil(r2, wantSecond)
+	// Idle: the reader reads on (its own checkpoint's record among what
+	// it finds) and writes nothing.
+	f.Rec.Reset()
+	for range 20 {
+		_, _ = r2.Once(context.Background())
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := f.Rec.Count(); n > 0 {
+		t.Errorf("an idle reader made %d DynamoDB calls (%s), want none: an idle service writes nothing", n, f.Rec.Names())
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if slices.Contains(got, firstEventOf(t, f, first.ID)) {
