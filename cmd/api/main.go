@@ -396,13 +396,14 @@ func serve(ctx context.Context, cfg Config) error {
 	// unless the Lambda function does it, its stream reader dispatches the
 	// table's new audit events into deliveries.
 	dispatcher, worker := app.Delivery(db, opts, webhook.Policy{Timeout: cfg.WebhookTimeout, FirstRetry: cfg.WebhookFirstRetry}, log)
+	dispatcher.Lag, worker.OldestDue = metrics.DispatchLag, metrics.OldestDue
 	go worker.Run(ctx)
 	if cfg.WebhookDispatcher == "local" {
 		streams, err := streamsClient(ctx, cfg)
 		if err != nil {
 			return err
 		}
-		go db.NewStreamReader(streams, dispatcher.Dispatch, log).Run(ctx)
+		go db.NewStreamReader(streams, dispatcher.Queue, log).Run(ctx)
 	}
 	d := app.Deps(db, deletions, opts)
 	d.Verifier, d.CursorKey, d.Logger, d.Ready, d.Registry, d.Metrics = verifier, cursorKey, log, ready, reg, metrics

@@ -33,14 +33,15 @@ func TestStreamReader(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
 	failing := false
-	dispatch := func(_ context.Context, ev audit.Event) (int, error) {
+	dispatch := func(_ context.Context, ev audit.Event, done func(error)) {
 		mu.Lock()
 		defer mu.Unlock()
 		if failing {
-			return 0, errors.New("DynamoDB paused")
+			done(errors.New("DynamoDB paused"))
+			return
 		}
 		got = append(got, ev.ID+" "+ev.Action)
-		return 1, nil
+		done(nil)
 	}
 	readUntil := func(r interface {
 		Once(context.Context) (int, error)
