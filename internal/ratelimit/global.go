@@ -60,7 +60,7 @@ type Global struct {
 	// which it does only when the balance cannot pay for it; a lease that
 	// fails or outlasts it starts a fallback episode, in which no request
 	// waits: each is decided by its balance (so on credit, within the
-	// block). A lease gets 4 times Timeout to finish; one that fails is
+	// block). A lease gets 10 times Timeout to finish; one that fails is
 	// tried again for its key after Retry (default 1 s).
 	Timeout, Retry time.Duration
 	// Replicas is how many replicas run at most (default 1): a replica's
@@ -208,6 +208,10 @@ func (g *global) decide(key string, s *lease, n int, now time.Time, canWait bool
 	return g.describe(s, false, n, now), nil
 }
 
+// leaseDeadline is how many lease timeouts a lease gets to finish: one
+// that answers late still lands in the balance.
+const leaseDeadline = 10
+
 // leaseAhead is how many seconds of its observed rate a key's lease takes
 // ahead (within the held half of the block): a tenant at a few requests a
 // second costs a write per few of them, not one per request.
@@ -249,7 +253,7 @@ func (g *global) refill(key string, s *lease, need int, now time.Time) bool {
 // fly runs one lease and books what it brought.
 func (g *global) fly(key string, s *lease, q Lease) {
 	defer g.flights.Done()
-	ctx, cancel := context.WithTimeout(context.Background(), 4*g.g.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), leaseDeadline*g.g.Timeout)
 	gr, err := g.g.Ledger.Lease(ctx, key, q)
 	cancel()
 	g.stats.Writes.Add(1)
