@@ -230,17 +230,18 @@ func (s *lease) rate(now time.Time) int {
 	return max(s.cur, s.prev)
 }
 
-// refill starts a lease for key unless one is in flight or the bucket or
-// the Ledger asked to wait: when the balance is below half of what the
-// key spends in leaseAhead seconds (at most the held half of the block),
-// or below zero, or short of need tokens for a request. It reports whether a lease
-// is in flight. s.mu is held.
+// refill starts a lease for key, unless one is in flight or the bucket
+// or the Ledger asked to wait, when the balance is spent (below zero: the
+// credit pays while the lease is in flight) or short of need tokens for a
+// request. The lease asks for what is owed and what the key spends in
+// leaseAhead seconds (at most the held half of the block). It reports
+// whether a lease is in flight. s.mu is held.
 func (g *global) refill(key string, s *lease, need int, now time.Time) bool {
 	if s.flight != nil {
 		return true
 	}
 	target := min(g.hold, leaseAhead*s.rate(now))
-	if now.Before(s.next) || need <= 0 && s.balance >= (target+1)/2 {
+	if now.Before(s.next) || need <= 0 && s.balance >= 0 {
 		return false
 	}
 	q := Lease{Min: 1, Max: max(target-s.balance, need), Now: now, Interval: g.interval, Burst: g.o.Burst, Busy: s.tat.After(now)}
