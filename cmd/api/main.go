@@ -109,7 +109,7 @@ type Config struct {
 	// (and burst/RATE_LIMIT_REPLICAS) ahead of a bucket, half held, half
 	// on credit.
 	RateLimitLocal    bool          `env:"RATE_LIMIT_LOCAL"`
-	RateLimitBlock    int           `env:"RATE_LIMIT_BLOCK" envDefault:"100"`
+	RateLimitBlock    int           `env:"RATE_LIMIT_BLOCK" envDefault:"1000"`
 	RateLimitReplicas int           `env:"RATE_LIMIT_REPLICAS" envDefault:"2"`
 	RateLimitTimeout  time.Duration `env:"RATE_LIMIT_LEASE_TIMEOUT" envDefault:"250ms"`
 	LogLevel          slog.Level    `env:"LOG_LEVEL" envDefault:"info"`

@@ -54,7 +54,8 @@ type Grant struct {
 type Global struct {
 	Ledger Ledger
 	// Block bounds how far a replica runs ahead of each global bucket
-	// (default 100, at most Burst/Replicas, at least 1).
+	// (default 1000, at most Burst/Replicas, at least 1: 100 for the
+	// default burst of 200 on 2 replicas).
 	Block int
 	// Timeout is the longest a request waits for a lease (default 250 ms),
 	// which it does only when the balance cannot pay for it; a lease that
@@ -120,7 +121,7 @@ func newGlobal(o Options) *global {
 	g.Retry = cmpOr(g.Retry, time.Second)
 	g.Replicas = max(g.Replicas, 1)
 	if g.Block <= 0 {
-		g.Block = 100
+		g.Block = 1000
 	}
 	g.Block = max(1, min(g.Block, o.Burst/g.Replicas))
 	if g.Log == nil {
