@@ -62,8 +62,8 @@ type Global struct {
 	// fails or outlasts it starts a fallback episode, in which no request
 	// waits: each is decided by its balance (so on credit, within the
 	// block). A lease gets 10 times Timeout to finish; one that fails is
-	// tried again for its key after Retry (default 1 s).
-	Timeout, Retry time.Duration
+	// tried again for its key a second later.
+	Timeout time.Duration
 	// Replicas is how many replicas run at most (default 1): a replica's
 	// block is at most Burst/Replicas, so the replicas together hold at
 	// most half the burst unspent.
@@ -117,8 +117,9 @@ type lease struct {
 
 func newGlobal(o Options) *global {
 	g := o.Global
-	g.Timeout = cmpOr(g.Timeout, 250*time.Millisecond)
-	g.Retry = cmpOr(g.Retry, time.Second)
+	if g.Timeout <= 0 {
+		g.Timeout = 250 * time.Millisecond
+	}
 	g.Replicas = max(g.Replicas, 1)
 	if g.Block <= 0 {
 		g.Block = 1000
@@ -129,13 +130,6 @@ func newGlobal(o Options) *global {
 	}
 	return &global{o: o, g: g, interval: time.Duration(float64(time.Second) / o.PerSecond),
 		hold: g.Block / 2, credit: g.Block - g.Block/2, leases: map[string]*lease{}}
-}
-
-func cmpOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
-	}
-	return def
 }
 
 func (g *global) lease(key string, now time.Time) *lease {
@@ -264,7 +258,7 @@ func (g *global) fly(key string, s *lease, q Lease) {
 	switch {
 	case err != nil:
 		g.stats.Failures.Add(1)
-		s.next = q.Now.Add(g.g.Retry)
+		s.next = q.Now.Add(time.Second)
 	case gr.Granted < q.Max:
 		// The bucket gave all it held: ask again once it holds what was
 		// still wanted (at most a second from now, at least when it

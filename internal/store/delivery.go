@@ -50,6 +50,7 @@ type deliveryItem struct {
 	LatencyMs   int64     `dynamo:"latencyMs,omitempty"`
 	NextAttempt int64     `dynamo:"nextAttemptAt,omitempty"` // epoch ms
 	LeaseOwner  string    `dynamo:"leaseOwner,omitempty"`
+	QueuedAt    int64     `dynamo:"queuedAt,omitempty"` // epoch ms: its place in the queue (gsi3sk)
 	CreatedAt   time.Time `dynamo:"createdAt"`
 	ExpiresAt   int64     `dynamo:"expiresAt"` // TTL, epoch seconds
 }
@@ -186,11 +187,11 @@ func (s *Webhooks) EnqueueDeliveries(ctx context.Context, ds []webhook.Delivery)
 func (s *Webhooks) deliveryItem(d webhook.Delivery, full bool) deliveryItem {
 	k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
 	it := deliveryItem{PK: k.PK, SK: k.SK, Type: typeDelivery, GSI1PK: orgPK(d.OrgID), GSI1SK: deliveryGSI1SK(d.WebhookID, d.EventID),
-		GSI3PK: queuePK(d.OrgID, d.WebhookID), GSI3SK: queueSK(d.CreatedAt, d.EventID),
+		GSI3PK: queuePK(d.OrgID, d.WebhookID), GSI3SK: queueSK(d.NextAttempt, d.EventID), QueuedAt: d.NextAttempt.UnixMilli(),
 		OrgID: d.OrgID, WebhookID: d.WebhookID, EventID: d.EventID, EventType: d.Type, Body: d.Body, State: string(webhook.Pending),
 		NextAttempt: d.NextAttempt.UnixMilli(), CreatedAt: d.CreatedAt, ExpiresAt: d.CreatedAt.Add(maxPending).Unix()}
 	if full {
-		it.GSI3PK, it.GSI3SK, it.NextAttempt, it.State = "", "", 0, string(webhook.Failed)
+		it.GSI3PK, it.GSI3SK, it.QueuedAt, it.NextAttempt, it.State = "", "", 0, 0, string(webhook.Failed)
 		it.LastError = fmt.Sprintf("not sent: the endpoint had %d undelivered events already", s.maxPending())
 	}
 	return it
@@ -216,39 +217,69 @@ func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, 
 	}
 	var out []webhook.Delivery
 	for _, m := range marks {
-		perEndpoint := room(m.OrgID, m.WebhookID)
-		if perEndpoint <= 0 || checkWebhookIDs(m.OrgID, m.WebhookID) != nil {
+		n := room(m.OrgID, m.WebhookID)
+		if n <= 0 || checkWebhookIDs(m.OrgID, m.WebhookID) != nil {
 			continue
 		}
-		var items []deliveryItem
-		err := s.table.Get("gsi3pk", queuePK(m.OrgID, m.WebhookID)).Index(gsi3).Limit(queueLookahead).All(ctx, &items)
+		due, q, err := s.queueHead(ctx, m.OrgID, m.WebhookID, now, n)
 		if err != nil {
-			return out, fmt.Errorf("list due deliveries: %w", translate(err))
+			return out, err
 		}
-		due, flying, head := 0, false, (*deliveryItem)(nil)
-		for _, it := range items {
-			if it.State != string(webhook.Pending) || checkDeliveryIDs(it.OrgID, it.WebhookID, it.EventID) != nil {
-				continue
-			}
-			if it.NextAttempt <= now.UnixMilli() {
-				if due < perEndpoint {
-					out = append(out, fromDeliveryItem(it))
-				}
-				due++
-			} else if it.LeaseOwner != "" {
-				flying = true
-			} else {
-				head = &it // a retry: what is queued after it waits
-				break
-			}
-		}
-		if due == 0 {
-			if err := s.reschedule(ctx, m, head, flying, len(items) == 0, now); err != nil {
+		out = append(out, due...)
+		if len(due) == 0 {
+			if err := s.reschedule(ctx, m, q, now); err != nil {
 				return out, err
 			}
 		}
 	}
 	return out, nil
+}
+
+// EndpointDue reads up to n due deliveries from the head of one endpoint's
+// queue: those a dispatcher just made, attempted without waiting for a
+// worker's look at every shard.
+func (s *Webhooks) EndpointDue(ctx context.Context, orgID, webhookID string, now time.Time, n int) ([]webhook.Delivery, error) {
+	due, _, err := s.queueHead(ctx, orgID, webhookID, now, n)
+	return due, err
+}
+
+// queueState is what the head of an endpoint's queue holds besides
+// deliveries due: whether it is empty, whether workers attempt some of
+// its deliveries, and the retry that holds up the rest (nil: none).
+type queueState struct {
+	empty, flying bool
+	retry         *deliveryItem
+}
+
+// queueHead reads the head of an endpoint's queue: up to n deliveries
+// due, before the first one waiting for its retry (what is queued after
+// it waits too); those in flight hold up nothing.
+func (s *Webhooks) queueHead(ctx context.Context, orgID, webhookID string, now time.Time, n int) ([]webhook.Delivery, queueState, error) {
+	if err := checkWebhookIDs(orgID, webhookID); err != nil {
+		return nil, queueState{}, err
+	}
+	var items []deliveryItem
+	err := s.table.Get("gsi3pk", queuePK(orgID, webhookID)).Index(gsi3).Limit(queueLookahead).All(ctx, &items)
+	if err != nil {
+		return nil, queueState{}, fmt.Errorf("list due deliveries: %w", translate(err))
+	}
+	var due []webhook.Delivery
+	q := queueState{empty: len(items) == 0}
+	for _, it := range items {
+		switch {
+		case it.State != string(webhook.Pending) || checkDeliveryIDs(it.OrgID, it.WebhookID, it.EventID) != nil:
+		case it.NextAttempt <= now.UnixMilli():
+			if len(due) < n {
+				due = append(due, fromDeliveryItem(it))
+			}
+		case it.LeaseOwner != "":
+			q.flying = true
+		default:
+			q.retry = &it
+			return due, q, nil
+		}
+	}
+	return due, q, nil
 }
 
 // reschedule moves an endpoint with no delivery due to the retry that
@@ -257,17 +288,17 @@ func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, 
 // deletes its due item when its queue is empty. Not when it was marked
 // within settleLag, unless for the retry (a delivery queued meanwhile
 // comes after it).
-func (s *Webhooks) reschedule(ctx context.Context, m dueItem, head *deliveryItem, flying, empty bool, now time.Time) error {
+func (s *Webhooks) reschedule(ctx context.Context, m dueItem, q queueState, now time.Time) error {
 	// markedAt and cutoff are wall-clock times, whatever clock the callers
 	// keep: a caller's clock behind the worker's must not make a due item
 	// look old enough to move while its delivery is being written.
 	k, cutoff := dueKey(m.OrgID, m.WebhookID), time.Now().Add(-settleLag).UnixMilli()
 	var err error
 	switch next := now.Add(recheck); {
-	case empty:
+	case q.empty:
 		err = s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("markedAt < ?", cutoff).Run(ctx)
-	case head != nil && (!flying || time.UnixMilli(head.NextAttempt).Before(next)):
-		err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("gsi3sk", dueSK(time.UnixMilli(head.NextAttempt), m.OrgID, m.WebhookID)).
+	case q.retry != nil && (!q.flying || time.UnixMilli(q.retry.NextAttempt).Before(next)):
+		err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("gsi3sk", dueSK(time.UnixMilli(q.retry.NextAttempt), m.OrgID, m.WebhookID)).
 			If(exists).Run(ctx)
 	default:
 		err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("gsi3sk", dueSK(next, m.OrgID, m.WebhookID)).
@@ -317,7 +348,7 @@ func (s *Webhooks) SettleAttempt(ctx context.Context, d webhook.Delivery, owner 
 	if d.State == webhook.Pending {
 		u = u.Set("nextAttemptAt", d.NextAttempt.UnixMilli())
 	} else {
-		u = u.Remove("nextAttemptAt", "gsi3pk", "gsi3sk").Set("expiresAt", expires.Unix())
+		u = u.Remove("nextAttemptAt", "gsi3pk", "gsi3sk", "queuedAt").Set("expiresAt", expires.Unix())
 	}
 	err := u.If("leaseOwner = ? AND nextAttemptAt = ?", owner, claimedUntil.UnixMilli()).Run(ctx)
 	if failed, _ := condFailed(err); failed {
@@ -376,7 +407,7 @@ func (s *Webhooks) Redeliver(ctx context.Context, orgID, webhookID, eventID stri
 	}
 	err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("state", string(webhook.Pending)).
 		Set("nextAttemptAt", now.UnixMilli()).Set("gsi3pk", queuePK(orgID, webhookID)).
-		Set("gsi3sk", queueSK(now, eventID)).Set("createdAt", now).
+		Set("gsi3sk", queueSK(now, eventID)).Set("queuedAt", now.UnixMilli()).Set("createdAt", now).
 		Set("expiresAt", now.Add(maxPending).Unix()).Remove("leaseOwner").
 		If(exists).Value(ctx, &it)
 	if failed, _ := condFailed(err); failed {

@@ -80,14 +80,14 @@ type StreamReader struct {
 const maxAhead = 10_000
 
 // streamBatch is one GetRecords' audit events on their way to the
-// dispatcher.
+// dispatcher. (A batch without one is not kept: the next checkpoint
+// covers it, or a restart reads it again, for nothing.)
 type streamBatch struct {
-	last   string // the sequence number of its last record
-	events bool
-	left   atomic.Int64  // events not dispatched yet
-	done   chan struct{} // closed when none is left
-	mu     sync.Mutex
-	err    error // the first dispatch that failed
+	last string        // the sequence number of its last record
+	left atomic.Int64  // events not dispatched yet
+	done chan struct{} // closed when none is left
+	mu   sync.Mutex
+	err  error // the first dispatch that failed
 }
 
 // NewStreamReader returns a reader of d's table's stream through streams.
@@ -214,8 +214,8 @@ func (r *StreamReader) readShard(ctx context.Context, shardID string) (int, erro
 		if err != nil {
 			return read, fmt.Errorf("get records: %w", err)
 		}
-		if len(out.Records) > 0 {
-			r.ahead[shardID] = append(r.ahead[shardID], r.queue(ctx, out.Records))
+		if b := r.queue(ctx, out.Records); b != nil {
+			r.ahead[shardID] = append(r.ahead[shardID], b)
 		}
 		read += len(out.Records)
 		if out.NextShardIterator == nil { // the shard is closed and read to its end
@@ -248,7 +248,8 @@ func (r *StreamReader) undispatched(shardID string) int {
 	return n
 }
 
-// queue hands the audit events of records to the dispatcher.
+// queue hands the audit events of records to the dispatcher, as a batch
+// to wait for (none when they hold none).
 func (r *StreamReader) queue(ctx context.Context, records []stypes.Record) *streamBatch {
 	b := &streamBatch{done: make(chan struct{})}
 	var evs []audit.Event
@@ -264,11 +265,10 @@ func (r *StreamReader) queue(ctx context.Context, records []stypes.Record) *stre
 			evs = append(evs, ev)
 		}
 	}
-	b.events = len(evs) > 0
-	b.left.Store(int64(len(evs)))
 	if len(evs) == 0 {
-		close(b.done)
+		return nil
 	}
+	b.left.Store(int64(len(evs)))
 	for _, ev := range evs {
 		r.dispatch(ctx, ev, func(err error) {
 			if err != nil {
@@ -285,12 +285,11 @@ func (r *StreamReader) queue(ctx context.Context, records []stypes.Record) *stre
 }
 
 // settle takes the shard's dispatched batches off the front of its read
-// ahead, and checkpoints after the last of them if any held an audit
-// event. A batch whose dispatch failed is an error: the shard is read
-// again from the checkpoint.
+// ahead and checkpoints after the last of them. A batch whose dispatch
+// failed is an error: the shard is read again from the checkpoint.
 func (r *StreamReader) settle(ctx context.Context, shardID string) error {
 	bs, last := r.ahead[shardID], ""
-	for len(bs) > 0 {
+	for ; len(bs) > 0; bs = bs[1:] {
 		select {
 		case <-bs[0].done:
 		default:
@@ -303,12 +302,9 @@ func (r *StreamReader) settle(ctx context.Context, shardID string) error {
 		if err != nil {
 			return err
 		}
-		if bs[0].events || last != "" {
-			last = bs[0].last
-		}
-		bs = bs[1:]
+		last = bs[0].last
 	}
-	r.ahead[shardID] = bs
+	r.ahead[shardID] = nil
 	return r.checkpointAt(ctx, shardID, last)
 }
 

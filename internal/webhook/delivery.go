@@ -87,6 +87,9 @@ type DeliveryStorer interface {
 	// delays no other endpoint; from the head of each endpoint's queue,
 	// where a retry not due yet holds up the deliveries queued after it.
 	DueDeliveries(ctx context.Context, shard int, now time.Time, endpoints int, room func(orgID, webhookID string) int) ([]Delivery, error)
+	// EndpointDue lists up to n due deliveries from the head of one
+	// endpoint's queue, as DueDeliveries does.
+	EndpointDue(ctx context.Context, orgID, webhookID string, now time.Time, n int) ([]Delivery, error)
 	// ClaimDelivery takes d, as listed, for owner until until (its next
 	// attempt then). ok is false when another worker took it first.
 	ClaimDelivery(ctx context.Context, d Delivery, owner string, until time.Time) (ok bool, err error)
@@ -257,9 +260,9 @@ type Dispatcher struct {
 	store DeliveryStorer
 	pol   Policy
 	now   clock.Clock
-	// Kick, when set, is told that a delivery is due now (the local
-	// worker, so it need not wait for its next poll).
-	Kick func()
+	// Kick, when set, is told of the deliveries it made, due now (the
+	// local worker, so it need not wait for its next poll).
+	Kick func([]Delivery)
 	// Lag, when set, hears how long after its change each event was
 	// dispatched.
 	Lag func(time.Duration)
@@ -353,9 +356,9 @@ func (d *Dispatcher) Dispatch(ctx context.Context, ev audit.Event) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	// A delivery is due, and queued, from its change on (never from later
+	// A delivery is due, and queued, from its change on (never later
 	// than now): an endpoint's queue keeps its events' order, whatever
-	// order they were dispatched in.
+	// order they were dispatched in. Its retries count from now.
 	var ds []Delivery
 	now, at := d.now(), ev.At
 	if at.After(now) || at.IsZero() {
@@ -364,7 +367,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, ev audit.Event) (int, error) 
 	for _, s := range subs {
 		if s.Wants(ev.Action) {
 			ds = append(ds, Delivery{OrgID: ev.OrgID, WebhookID: s.ID, EventID: ev.ID, Type: ev.Action,
-				State: Pending, NextAttempt: at, CreatedAt: at})
+				State: Pending, NextAttempt: at, CreatedAt: now})
 		}
 	}
 	made := 0
@@ -381,7 +384,7 @@ func (d *Dispatcher) Dispatch(ctx context.Context, ev audit.Event) (int, error) 
 		d.Lag(now.Sub(ev.At))
 	}
 	if made > 0 && d.Kick != nil {
-		d.Kick()
+		d.Kick(ds)
 	}
 	return made, nil
 }
@@ -404,6 +407,7 @@ type Worker struct {
 	inFlight map[string]int // by endpoint
 	inOrg    map[string]int // by org
 	total    int
+	kicked   map[[2]string]bool // endpoints (org, webhook) with deliveries made here since the last look
 	wg       sync.WaitGroup
 }
 
@@ -416,11 +420,17 @@ func NewWorker(s DeliveryStorer, allowPrivate bool, pol Policy, now clock.Clock,
 	}
 	now, pol = clock.Or(now), pol.withDefaults()
 	return &Worker{store: s, client: NewClient(allowPrivate, pol.Timeout), pol: pol, now: now, log: log,
-		kick: make(chan struct{}, 1), ids: ids.NewGenerator(now), inFlight: map[string]int{}, inOrg: map[string]int{}}
+		kick: make(chan struct{}, 1), ids: ids.NewGenerator(now), inFlight: map[string]int{}, inOrg: map[string]int{}, kicked: map[[2]string]bool{}}
 }
 
-// Kick makes the worker look for due deliveries now.
-func (w *Worker) Kick() {
+// Kick makes the worker attempt ds, made due now, without waiting for its
+// next poll: it reads only their endpoints' queues.
+func (w *Worker) Kick(ds []Delivery) {
+	w.mu.Lock()
+	for _, d := range ds {
+		w.kicked[[2]string{d.OrgID, d.WebhookID}] = true
+	}
+	w.mu.Unlock()
 	select {
 	case w.kick <- struct{}{}:
 	default:
@@ -428,11 +438,18 @@ func (w *Worker) Kick() {
 }
 
 // Run polls for due deliveries until ctx is done, then waits for the
-// attempts in flight.
+// attempts in flight. Between polls, a kick reads only the kicked
+// endpoints' queues; every shard is read at least once a poll.
 func (w *Worker) Run(ctx context.Context) {
 	defer w.wg.Wait()
+	polled := time.Time{}
 	for {
-		w.RunOnce(ctx)
+		if time.Since(polled) >= w.pol.Poll/2 {
+			polled = time.Now()
+			w.RunOnce(ctx)
+		} else {
+			w.runKicked(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -442,11 +459,33 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 }
 
+// runKicked starts the attempts of the kicked endpoints' due deliveries.
+func (w *Worker) runKicked(ctx context.Context) {
+	w.mu.Lock()
+	kicked := w.kicked
+	w.kicked = map[[2]string]bool{}
+	w.mu.Unlock()
+	var due []Delivery
+	for ep := range kicked {
+		if n := w.room(ep[0], ep[1]); n > 0 {
+			ds, err := w.store.EndpointDue(ctx, ep[0], ep[1], w.now(), n)
+			if err != nil {
+				w.log.Warn("webhook worker: list due deliveries", "orgId", ep[0], "webhookId", ep[1], "err", err)
+			}
+			due = append(due, ds...)
+		}
+	}
+	w.start(ctx, due)
+}
+
 // RunOnce starts an attempt (its claim first) of each due delivery it has
 // room for; it does not wait for them. It returns how many it started.
 // The due deliveries of every shard are tried in fair order (fairOrder),
 // so a slot that frees goes first to an org with no attempt in flight.
 func (w *Worker) RunOnce(ctx context.Context) int {
+	w.mu.Lock()
+	clear(w.kicked) // every shard is read: a kick from now on is for the next look
+	w.mu.Unlock()
 	var due []Delivery
 	now, oldest := w.now(), time.Duration(0)
 	for shard := range Shards {
@@ -463,6 +502,12 @@ func (w *Worker) RunOnce(ctx context.Context) int {
 	if w.OldestDue != nil {
 		w.OldestDue(oldest)
 	}
+	return w.start(ctx, due)
+}
+
+// start starts an attempt (its claim first) of each of due it has a slot
+// for, in fair order, and returns how many.
+func (w *Worker) start(ctx context.Context, due []Delivery) int {
 	started := 0
 	for _, d := range w.fairOrder(due) {
 		if !w.take(d.OrgID, d.WebhookID) {

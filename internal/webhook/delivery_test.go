@@ -45,6 +45,9 @@ func (f *fakeStore) DueDeliveries(_ context.Context, shard int, _ time.Time, _ i
 	f.due = nil
 	return d, nil
 }
+func (f *fakeStore) EndpointDue(context.Context, string, string, time.Time, int) ([]Delivery, error) {
+	return nil, nil
+}
 func (f *fakeStore) ClaimDelivery(context.Context, Delivery, string, time.Time) (bool, error) {
 	return true, nil
 }
