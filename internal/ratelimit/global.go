@@ -95,6 +95,8 @@ type global struct {
 	interval     time.Duration
 	hold, credit int         // the two halves of the block: most tokens held, most owed
 	failing      atomic.Bool // in a fallback episode
+	emu          sync.Mutex
+	changed      time.Time // when failing last changed (wall clock); emu held
 	stats        Stats
 	flights      sync.WaitGroup
 	mu           sync.Mutex
@@ -160,7 +162,8 @@ func (g *global) take(ctx context.Context, key string, n int) Decision {
 	s := g.lease(key, g.o.Now())
 	s.mu.Lock()
 	d, wait := g.decide(key, s, n, g.o.Now(), true)
-	deadline := s.started.Add(g.g.Timeout)
+	started := s.started
+	deadline := started.Add(g.g.Timeout)
 	s.mu.Unlock()
 	if wait == nil {
 		return d
@@ -171,7 +174,7 @@ func (g *global) take(ctx context.Context, key string, n int) Decision {
 	select {
 	case <-wait:
 	case <-t.C:
-		g.episode(true)
+		g.episode(true, started)
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
@@ -182,7 +185,8 @@ func (g *global) take(ctx context.Context, key string, n int) Decision {
 
 // decide admits n from s's balance when it can pay (on credit down to
 // -credit), and starts the lease that keeps the balance up. When it
-// cannot, and canWait, it returns the lease in flight to wait for; else it
+// cannot, it starts a lease (unless the Ledger asked to wait) and, when
+// canWait outside a fallback episode, returns it to wait for; else it
 // refuses. s.mu is held.
 func (g *global) decide(key string, s *lease, n int, now time.Time, canWait bool) (Decision, <-chan struct{}) {
 	failing := g.failing.Load()
@@ -197,7 +201,9 @@ func (g *global) decide(key string, s *lease, n int, now time.Time, canWait bool
 		g.refill(key, s, 0, now)
 		return g.describe(s, true, n, now), nil
 	}
-	if need := n - g.credit - s.balance; canWait && !failing && g.refill(key, s, need, now) {
+	// A refused request starts the lease too: in a fallback episode, the
+	// one that may end it for a key with nothing else to spend.
+	if g.refill(key, s, n-g.credit-s.balance, now) && canWait && !failing {
 		return Decision{}, s.flight
 	}
 	return g.describe(s, false, n, now), nil
@@ -254,7 +260,8 @@ func (g *global) fly(key string, s *lease, q Lease) {
 	cancel()
 	g.stats.Writes.Add(1)
 	s.mu.Lock()
-	took := time.Since(s.started)
+	started := s.started
+	took := time.Since(started)
 	switch {
 	case err != nil:
 		g.stats.Failures.Add(1)
@@ -276,13 +283,20 @@ func (g *global) fly(key string, s *lease, q Lease) {
 	close(s.flight)
 	s.flight = nil
 	s.mu.Unlock()
-	g.episode(err != nil || took >= g.g.Timeout)
+	g.episode(err != nil || took >= g.g.Timeout, started)
 }
 
 // episode records whether the Ledger failed (or was slow) or answered in
-// time, and logs the start and the end of a fallback episode once each.
-func (g *global) episode(failing bool) {
-	if g.failing.CompareAndSwap(!failing, failing) {
+// time, for a lease started at started, and logs the start and the end of
+// a fallback episode once each. A lease started before the last change is
+// old news: one that lands late after another answered in time starts no
+// new episode.
+func (g *global) episode(failing bool, started time.Time) {
+	g.emu.Lock()
+	defer g.emu.Unlock()
+	if g.failing.Load() != failing && !started.Before(g.changed) {
+		g.failing.Store(failing)
+		g.changed = time.Now()
 		if failing {
 			g.g.Log.Warn("rate limit: the ledger fails or answers late; requests are decided without waiting for it, on credit within a block per key",
 				"timeout", g.g.Timeout.String())

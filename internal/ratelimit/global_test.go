@@ -306,3 +306,37 @@ func TestGlobalFallback(t *testing.T) {
 		}
 	})
 }
+
+// TestGlobalFallbackOneKey: a replica whose only key spent its credit
+// while the ledger failed is admitted again once the ledger answers,
+// without another key's lease to end the episode.
+func TestGlobalFallbackOneKey(t *testing.T) {
+	ledger := newMemLedger()
+	now := time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC)
+	var mu sync.Mutex
+	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
+	l := ratelimit.New(ratelimit.Options{PerSecond: 10, Burst: 50, Now: clock, Global: ratelimit.Global{Ledger: ledger, Block: 20,
+		Timeout: 30 * time.Millisecond, Replicas: 2}})
+	ctx := context.Background()
+	ledger.fail = errors.New("DynamoDB is down")
+	for range 30 {
+		l.Take(ctx, "org:K")
+		l.Settle()
+	}
+	ledger.mu.Lock()
+	ledger.fail = nil
+	ledger.mu.Unlock()
+	mu.Lock()
+	now = now.Add(5 * time.Second)
+	mu.Unlock()
+	admitted := 0
+	for range 3 {
+		if l.Take(ctx, "org:K").Allowed {
+			admitted++
+		}
+		l.Settle()
+	}
+	if admitted == 0 {
+		t.Errorf("org:K refused 3 times after the ledger recovered, 5 s on: %+v", l.Take(ctx, "org:K"))
+	}
+}
