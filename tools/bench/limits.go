@@ -236,17 +236,45 @@ func spliceLimiter(path string, r *report) error {
 	section := b.String() + fmt.Sprintf("(This section: `go run ./tools/bench -only limiter` on %s, commit `%s`, apart from the rest of the file.)\n\n",
 		r.started.UTC().Format("2006-01-02 15:04 MST"), r.m.commit)
 	doc := string(old)
-	start := strings.Index(doc, limiterHeading)
+	start, end := sectionAt(doc, limiterHeading)
 	if start < 0 {
-		start = strings.Index(doc, "## Service overhead without the database")
+		start, _ = sectionAt(doc, "## Service overhead without the database")
 		if start < 0 {
 			start = len(doc)
 		}
-		return os.WriteFile(path, []byte(doc[:start]+section+doc[start:]), 0o644)
+		end = start
 	}
-	end := strings.Index(doc[start+len(limiterHeading):], "\n## ")
+	return os.WriteFile(path, []byte(doc[:start]+section+doc[end:]), 0o644)
+}
+
+// isolationHeading starts the section of TestNoisyNeighbours' figures,
+// measured by go test, not by the bench: a full run keeps it as it is.
+const isolationHeading = "## Performance isolation: a victim beside hostile tenants"
+
+// sectionAt is where doc's section under heading starts and ends (at the
+// next "## " heading or the end); start is -1 when there is none.
+func sectionAt(doc, heading string) (start, end int) {
+	start = strings.Index(doc, heading)
+	if start < 0 {
+		return -1, -1
+	}
+	end = strings.Index(doc[start+len(heading):], "\n## ")
 	if end < 0 {
-		end = len(doc) - start - len(limiterHeading) - 1
+		return start, len(doc)
 	}
-	return os.WriteFile(path, []byte(doc[:start]+section+doc[start+len(limiterHeading)+end+1:]), 0o644)
+	return start, start + len(heading) + end + 1
+}
+
+// keptSection is the section under heading of the report at path, as it
+// is ("" when there is none).
+func keptSection(path, heading string) string {
+	old, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	start, end := sectionAt(string(old), heading)
+	if start < 0 {
+		return ""
+	}
+	return string(old[start:end])
 }

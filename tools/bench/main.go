@@ -302,6 +302,9 @@ func run(ctx context.Context, o options) error {
 			rep.goBench = string(b)
 		}
 	}
+	if o.out != "" {
+		rep.isolation = keptSection(filepath.Join(root, o.out), isolationHeading)
+	}
 	md := rep.markdown()
 	fmt.Println(md)
 	if o.out != "" {
