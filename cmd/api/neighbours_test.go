@@ -82,11 +82,13 @@ type figures struct {
 	latency []time.Duration // GET ticket
 	lag     []time.Duration // commit to the receiver, per ticket created
 	bad     []string        // answers other than 2xx
+	dynamo  time.Duration   // the mean DynamoDB point read of the replicas in the window (readMean)
 }
 
 // and is f and g pooled (and g's bad answers: f's were reported).
 func (f figures) and(g figures) figures {
-	return figures{name: f.name + " (twice)", latency: append(f.latency, g.latency...), lag: append(f.lag, g.lag...), bad: g.bad}
+	return figures{name: f.name + " (twice)", latency: append(f.latency, g.latency...), lag: append(f.lag, g.lag...), bad: g.bad,
+		dynamo: (f.dynamo + g.dynamo) / 2}
 }
 
 func pct(ds []time.Duration, p float64) time.Duration {
@@ -179,11 +181,11 @@ func (h *neighbours) judge(base, f figures, final bool) bool {
 	r50, r90, r99 := ratio(pct(f.latency, 50), pct(base.latency, 50)), ratio(pct(f.latency, 90), pct(base.latency, 90)),
 		ratio(pct(f.latency, 99), pct(base.latency, 99))
 	lag := ratio(pct(f.lag, 50), pct(base.lag, 50))
-	h.t.Logf("victim alone: REST p50 %v p90 %v p99 %v; webhook lag median %v max %v", pct(base.latency, 50), pct(base.latency, 90),
-		pct(base.latency, 99), pct(base.lag, 50), pct(base.lag, 100))
-	h.t.Logf("victim beside %s: REST p50 %v (%.2fx) p90 %v (%.2fx) p99 %v (%.2fx); webhook lag median %v (%.2fx) max %v (%+v)",
+	h.t.Logf("victim alone: REST p50 %v p90 %v p99 %v; webhook lag median %v max %v; DynamoDB point reads' mean %v", pct(base.latency, 50), pct(base.latency, 90),
+		pct(base.latency, 99), pct(base.lag, 50), pct(base.lag, 100), base.dynamo)
+	h.t.Logf("victim beside %s: REST p50 %v (%.2fx) p90 %v (%.2fx) p99 %v (%.2fx); webhook lag median %v (%.2fx) max %v (%+v); DynamoDB point reads' mean %v (%.2fx)",
 		f.name, pct(f.latency, 50), r50, pct(f.latency, 90), r90, pct(f.latency, 99), r99, pct(f.lag, 50), lag, pct(f.lag, 100),
-		pct(f.lag, 100)-pct(base.lag, 100))
+		pct(f.lag, 100)-pct(base.lag, 100), f.dynamo, float64(f.dynamo)/float64(max(base.dynamo, time.Microsecond)))
 	// Ratios with room for a busy 2-core box, where the patterns' own
 	// load costs the victim some CPU and DynamoDB Local's time (the
 	// failures these patterns caused were 10x to 100x).
@@ -206,6 +208,7 @@ func (h *neighbours) measure(name string, start func() func()) figures {
 		defer stop()
 	}
 	f := figures{name: name}
+	calls := h.calls()
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	posted := map[string]time.Time{}
@@ -241,6 +244,7 @@ func (h *neighbours) measure(name string, start func() func()) figures {
 		time.Sleep(250 * time.Millisecond)
 	}
 	wg.Wait()
+	f.dynamo = readMean(calls, h.calls())
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) { // a bound for a loss, not a speed
 		h.mu.Lock()
 		missing := 0
@@ -464,12 +468,12 @@ func (h *neighbours) loop(n int, pause time.Duration, do func(*http.Client, int)
 	return func() { close(stop); wg.Wait() }
 }
 
-var dynamoCalls = regexp.MustCompile(`(?m)^tenantd_dynamodb_call_duration_seconds_count\{operation="(\w+)"\} (\S+)$`)
+var dynamoCalls = regexp.MustCompile(`(?m)^tenantd_dynamodb_call_duration_seconds_(count|sum)\{operation="(\w+)"\} (\S+)$`)
 
-// writes is how many DynamoDB writes the replicas made so far, by
-// operation, by their metrics.
-func (h *neighbours) writes() map[string]int {
-	total := map[string]int{}
+// calls is, by operation, how many DynamoDB calls the replicas made so
+// far and how long they took in all, by their metrics.
+func (h *neighbours) calls() map[string][2]float64 {
+	total := map[string][2]float64{}
 	for _, m := range h.metrics {
 		resp, err := http.Get("http://" + m + "/metrics")
 		if err != nil {
@@ -478,14 +482,43 @@ func (h *neighbours) writes() map[string]int {
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
 		for _, c := range dynamoCalls.FindAllSubmatch(b, -1) {
-			switch string(c[1]) {
-			case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems":
-				n, _ := strconv.ParseFloat(string(c[2]), 64)
-				total[string(c[1])] += int(n)
+			v, _ := strconv.ParseFloat(string(c[3]), 64)
+			t := total[string(c[2])]
+			if string(c[1]) == "count" {
+				t[0] += v
+			} else {
+				t[1] += v
 			}
+			total[string(c[2])] = t
 		}
 	}
 	return total
+}
+
+// writes is how many DynamoDB writes the replicas made so far, by
+// operation.
+func (h *neighbours) writes() map[string]int {
+	total := map[string]int{}
+	for op, c := range h.calls() {
+		switch op {
+		case "PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems":
+			total[op] = int(c[0])
+		}
+	}
+	return total
+}
+
+// readMean is the mean of the replicas' DynamoDB point reads (GetItem,
+// BatchGetItem: the victim's and everyone's, of a few items each) between
+// two calls(): DynamoDB Local's own latency, one engine shared by every
+// tenant, where the victim's REST latency beside a pattern may come from.
+func readMean(before, after map[string][2]float64) time.Duration {
+	var n, sum float64
+	for _, op := range []string{"GetItem", "BatchGetItem"} {
+		n += after[op][0] - before[op][0]
+		sum += after[op][1] - before[op][1]
+	}
+	return time.Duration(sum / max(n, 1) * float64(time.Second))
 }
 
 // cpu is the CPU time the replicas used so far.
