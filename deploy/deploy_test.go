@@ -209,7 +209,7 @@ func TestCompose(t *testing.T) {
 		if api.Deploy == nil || api.Deploy.Replicas == nil || *api.Deploy.Replicas < 2 {
 			t.Errorf("deploy %+v: want replicas: 2 or more, the topology of production", api.Deploy)
 		} else if v, _ := envOf(api, "RATE_LIMIT_REPLICAS"); v != strconv.Itoa(*api.Deploy.Replicas) {
-			t.Errorf("RATE_LIMIT_REPLICAS=%q, want the replicas, %d (the fallback splits the limit by it)", v, *api.Deploy.Replicas)
+			t.Errorf("RATE_LIMIT_REPLICAS=%q, want the replicas, %d (a replica's block is at most burst/replicas)", v, *api.Deploy.Replicas)
 		}
 		hc := api.HealthCheck
 		switch {

@@ -105,10 +105,11 @@ type Config struct {
 	CallerLimitRPS     float64       `env:"RATE_LIMIT_CALLER_RPS" envDefault:"100"` // per token subject, before authorization; 0 = off
 	CallerLimitBurst   int           `env:"RATE_LIMIT_CALLER_BURST" envDefault:"200"`
 	// The limits are global (one bucket per key in the table) unless
-	// RATE_LIMIT_LOCAL; each replica leases RATE_LIMIT_BLOCK tokens at
-	// once, and while the table fails falls back to limit/RATE_LIMIT_REPLICAS.
+	// RATE_LIMIT_LOCAL; each replica runs at most RATE_LIMIT_BLOCK tokens
+	// (and burst/RATE_LIMIT_REPLICAS) ahead of a bucket, half held, half
+	// on credit.
 	RateLimitLocal    bool          `env:"RATE_LIMIT_LOCAL"`
-	RateLimitBlock    int           `env:"RATE_LIMIT_BLOCK" envDefault:"10"`
+	RateLimitBlock    int           `env:"RATE_LIMIT_BLOCK" envDefault:"1000"`
 	RateLimitReplicas int           `env:"RATE_LIMIT_REPLICAS" envDefault:"2"`
 	RateLimitTimeout  time.Duration `env:"RATE_LIMIT_LEASE_TIMEOUT" envDefault:"250ms"`
 	LogLevel          slog.Level    `env:"LOG_LEVEL" envDefault:"info"`
@@ -137,10 +138,11 @@ func registerLimits(reg prometheus.Registerer, limits map[string]*ratelimit.Limi
 			v          *atomic.Int64
 		}{
 			{"tenantd_ratelimit_lease_writes_total", "Writes to the global rate-limit buckets (one UpdateItem each).", &st.Writes},
-			{"tenantd_ratelimit_lease_refusals_total", "Lease writes that found the global bucket too empty.", &st.Refusals},
-			{"tenantd_ratelimit_lease_failures_total", "Lease writes that failed or timed out: the fallback decides for a second.", &st.Failures},
+			{"tenantd_ratelimit_lease_refusals_total", "Lease writes that found the global bucket empty.", &st.Refusals},
+			{"tenantd_ratelimit_lease_failures_total", "Lease writes that failed or timed out.", &st.Failures},
 			{"tenantd_ratelimit_admitted_total", "Requests the limiter admitted.", &st.Admitted},
-			{"tenantd_ratelimit_fallback_total", "Decisions taken by the local fallback bucket (limit/RATE_LIMIT_REPLICAS) while the table failed.", &st.Fallback},
+			{"tenantd_ratelimit_fallback_total", "Decisions taken in a fallback episode (the table failing or late): on credit, without waiting for it.", &st.Fallback},
+			{"tenantd_ratelimit_waits_total", "Requests that waited for a lease, their key's balance being unable to pay.", &st.Waits},
 		} {
 			v := c.v
 			reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: c.name, Help: c.help,
@@ -418,22 +420,26 @@ func serve(ctx context.Context, cfg Config) error {
 	if tracing != nil {
 		worker.Trace(tracing.Tracer("github.com/tenantd/tenantd/internal/webhook"))
 	}
+	dispatcher.Lag, worker.OldestDue = metrics.DispatchLag, metrics.OldestDue
 	go worker.Run(ctx)
 	if cfg.WebhookDispatcher == "local" {
 		streams, err := streamsClient(ctx, cfg)
 		if err != nil {
 			return err
 		}
-		go db.NewStreamReader(streams, dispatcher.Dispatch, log).Run(ctx)
+		go db.NewStreamReader(streams, dispatcher.Queue, log).Run(ctx)
 	}
 	d := app.Deps(db, deletions, opts)
 	d.Verifier, d.CursorKey, d.Logger, d.Ready, d.Registry, d.Metrics = verifier, cursorKey, log, ready, reg, metrics
-	var global ratelimit.Global
-	if !cfg.RateLimitLocal {
-		global = ratelimit.Global{Ledger: &store.Limits{DB: db}, Block: cfg.RateLimitBlock, Replicas: cfg.RateLimitReplicas, Timeout: cfg.RateLimitTimeout}
+	global := func(policy string) ratelimit.Global {
+		if cfg.RateLimitLocal {
+			return ratelimit.Global{}
+		}
+		return ratelimit.Global{Ledger: &store.Limits{DB: db}, Block: cfg.RateLimitBlock, Replicas: cfg.RateLimitReplicas,
+			Timeout: cfg.RateLimitTimeout, Log: log.With("policy", policy)}
 	}
-	d.RateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst, Global: global})
-	d.CallerRateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.CallerLimitRPS, Burst: cfg.CallerLimitBurst, Global: global})
+	d.RateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.RateLimitRPS, Burst: cfg.RateLimitBurst, Global: global("org")})
+	d.CallerRateLimit = ratelimit.New(ratelimit.Options{PerSecond: cfg.CallerLimitRPS, Burst: cfg.CallerLimitBurst, Global: global("caller")})
 	registerLimits(reg, map[string]*ratelimit.Limiter{"org": d.RateLimit, "caller": d.CallerRateLimit})
 	d.RequestTimeout, d.OffboardWait, d.WriteTimeout = cfg.RequestTimeout, cfg.OffboardWait, cfg.WriteTimeout
 	d.GraphQL = graphapi.Limits{Introspection: cfg.GraphQLIntrospection, MaxDepth: cfg.GraphQLMaxDepth, MaxComplexity: cfg.GraphQLMaxComplexity}

@@ -67,15 +67,18 @@ type cluster struct {
 func startCluster(t *testing.T, local *dynamotest.Local, table string) *cluster {
 	c := &cluster{t: t, bin: buildAPI(t), table: table, dead: make([]atomic.Bool, nReplicas)}
 	// The lease timeout is long for a test box where DynamoDB Local may
-	// take a second under load; TestGlobal covers the fallback.
-	c.env = []string{"DYNAMODB_ENDPOINT=" + local.Endpoint(), "REQUEST_TIMEOUT=2s", "WRITE_TIMEOUT=4s", "LOG_LEVEL=warn", "RATE_LIMIT_LEASE_TIMEOUT=1500ms",
+	// take a second under load; TestGlobalFallback covers the fallback.
+	// The request deadline is the default: only the faults of
+	// checkLinearizable need a short one, and it restarts the replicas
+	// with it.
+	c.env = []string{"DYNAMODB_ENDPOINT=" + local.Endpoint(), "LOG_LEVEL=warn", "RATE_LIMIT_LEASE_TIMEOUT=1500ms",
 		"RATE_LIMIT_RPS=" + strconv.Itoa(limitRate), "RATE_LIMIT_BURST=" + strconv.Itoa(limitBurst), "RATE_LIMIT_CALLER_RPS=0",
 		"RATE_LIMIT_BLOCK=" + strconv.Itoa(limitBlock), "RATE_LIMIT_REPLICAS=" + strconv.Itoa(nReplicas)}
 	for range nReplicas {
 		m := testkit.FreeAddr(t)
 		c.metrics = append(c.metrics, m)
 		c.procs = append(c.procs, startAPI(t, c.bin, table, append(c.env, "METRICS_ADDR="+m)...))
-		c.clients = append(c.clients, &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}})
+		c.clients = append(c.clients, &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 16}})
 	}
 	return c
 }
@@ -93,6 +96,15 @@ func (c *cluster) kill(i int) {
 	p := c.proc(i)
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.exited
+}
+
+// restartAll restarts every replica with env added to the cluster's.
+func (c *cluster) restartAll(env ...string) {
+	c.env = append(c.env, env...)
+	for i := range nReplicas {
+		c.kill(i)
+		c.restart(i)
+	}
 }
 
 // restart starts killed replica i again, on its address.
@@ -147,11 +159,11 @@ func (c *cluster) do(i int, method, path, token, body string, hdr ...string) op 
 }
 
 // mustDo is do on a live replica that must answer want: the setup of a
-// test, not what it measures. The replicas run with the short deadlines
-// the faults need, which a busy machine can miss, so a POST carries an
-// Idempotency-Key and every request is retried, for up to a minute,
-// while it gets no answer, a 503 or a 429; a retried PUT may find its
-// first attempt applied (200 for 201).
+// test, not what it measures. Under checkLinearizable the replicas run
+// with the short deadline its faults need, which a busy machine can miss,
+// so a POST carries an Idempotency-Key and every request is retried, for
+// up to a minute, while it gets no answer, a 503 or a 429; a retried PUT
+// may find its first attempt applied (200 for 201).
 func (c *cluster) mustDo(want int, method, path, token, body string) op {
 	c.t.Helper()
 	var hdr []string
@@ -363,10 +375,12 @@ func TestReplicas(t *testing.T) {
 			failures += c.metric(i, "tenantd_ratelimit_lease_failures_total")
 			counted += c.metric(i, "tenantd_ratelimit_admitted_total")
 		}
-		// Every replica's granted leases are whole blocks: at most one
-		// per block admitted, plus, for each key (orgs A and B, alice's
-		// and bob's outside an org), each replica's block not spent yet.
-		if granted, most := writes-refusals-failures, counted/limitBlock+4*nReplicas; granted > most {
+		// A lease takes what its key spends in a few seconds (within half
+		// a block, 5 here), or, over the limit, what the bucket refilled:
+		// the granted ones stay under one per two admitted, plus each
+		// replica's first for each key (orgs A and B, alice's and bob's
+		// outside an org); a lease per request would be twice that.
+		if granted, most := writes-refusals-failures, counted/2+4*nReplicas; granted > most {
 			t.Errorf("%v granted leases (%v failed) for %v admitted, want at most %v", granted, failures, counted, most)
 		}
 		t.Logf("limiter: %v writes (%v refused, %v failed) for %v admitted (both tenants and the org creations)", writes, refusals, failures, counted)
@@ -400,12 +414,16 @@ func TestReplicas(t *testing.T) {
 		if lost := leased - float64(admitted); lost > nReplicas*limitBlock {
 			t.Errorf("%.1f tokens leased, %d admitted: %.1f lost, more than a block per replica (%d)", leased, admitted, lost, nReplicas*limitBlock)
 		} else {
-			t.Logf("%.1f tokens leased, %d admitted: %.1f held or lost by the replicas", leased, admitted, lost)
+			t.Logf("%.1f tokens leased, %d admitted: %.1f held or lost by the replicas (below zero: spent on credit, not charged yet)", leased, admitted, lost)
 		}
 		c.restart(nReplicas - 1)
 	})
 
 	t.Run("OK reads and conditional writes are linearizable across replicas under faults", func(t *testing.T) {
+		// A pause of DynamoDB Local shorter than the request deadline,
+		// then one longer: the writes it holds end in 503
+		// write_outcome_unknown.
+		c.restartAll("REQUEST_TIMEOUT=2s", "WRITE_TIMEOUT=4s")
 		checkLinearizable(t, c, local, alice, *linearOps)
 	})
 }

@@ -484,7 +484,7 @@ func (ts *Server) startWebhooks(tb testing.TB, o app.Options, pol webhook.Policy
 	streams := dynamodbstreams.NewFromConfig(cfg, func(o *dynamodbstreams.Options) {
 		o.BaseEndpoint = aws.String(dynamotest.Endpoint())
 	})
-	reader := raw.NewStreamReader(streams, dispatcher.Dispatch, log)
+	reader := raw.NewStreamReader(streams, dispatcher.Queue, log)
 	reader.Poll = 50 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -12,7 +12,8 @@ import (
 )
 
 // JWKSMinRefetch is the default least time between two fetches of the JWKS
-// that tokens with an unknown kid cause (VerifierConfig.JWKSRefetchGap).
+// that tokens with an unknown kid cause (VerifierConfig.JWKSRefetchGap):
+// within it of the last fetch, such a token is refused at once.
 const JWKSMinRefetch = 2 * time.Second
 
 // JWKSRefresh is how often the JWKS is fetched whatever tokens arrive: a key
@@ -24,12 +25,14 @@ const JWKSRefresh = time.Minute
 const jwksTimeout = 10 * time.Second
 
 // jwks is the key set of AUTH_JWKS_URL with its rule for a kid it does not
-// hold: the token waits for the next fetch that starts after it arrived,
-// every token waiting shares that one fetch, and fetches start at least gap
-// apart. A new key is accepted on its first token (within gap plus a
-// fetch), whatever unauthenticated clients sent before: no token spends a
-// refresh that another one needs, as with a rate limiter of burst one. A
-// flood of random kids costs the identity provider one fetch per gap.
+// hold: when the last fetch started at least gap ago, the token starts a
+// fetch and waits for it (a key the identity provider just published is
+// accepted on its first token); otherwise the keys are as fresh as they
+// get, and the token is refused at once, holding no connection while it
+// waits for an answer it would not change. A key is so accepted at most
+// gap (plus a fetch) after its publication, and a flood of random kids
+// costs the identity provider one fetch per gap and their senders an
+// immediate 401.
 type jwks struct {
 	jwkset.Storage // the keys of the last fetch that succeeded
 	ctx            context.Context
@@ -37,8 +40,7 @@ type jwks struct {
 	gap            time.Duration
 
 	mu   sync.Mutex
-	next chan struct{} // closed when the planned fetch (not started yet) has ended; nil when none is planned
-	last time.Time     // when the last fetch started
+	last time.Time // when the last fetch started
 
 	fetching sync.Mutex // one fetch at a time: an older answer never replaces a newer one
 }
@@ -48,7 +50,8 @@ type jwks struct {
 // ends.
 func newJWKS(ctx context.Context, url string, gap time.Duration) *jwks {
 	k := &jwks{Storage: jwkset.NewMemoryStorage(), ctx: ctx, url: url, gap: gap}
-	<-k.refetch()
+	k.due()
+	k.refresh()
 	go func() {
 		t := time.NewTicker(JWKSRefresh)
 		defer t.Stop()
@@ -57,7 +60,8 @@ func newJWKS(ctx context.Context, url string, gap time.Duration) *jwks {
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				<-k.refetch()
+				k.due()
+				k.refresh()
 			}
 		}
 	}()
@@ -65,52 +69,42 @@ func newJWKS(ctx context.Context, url string, gap time.Duration) *jwks {
 }
 
 // KeyRead returns the key named kid, after a new fetch when the keys held
-// do not have it.
+// do not have it and are older than gap.
 func (k *jwks) KeyRead(ctx context.Context, kid string) (jwkset.JWK, error) {
 	key, err := k.Storage.KeyRead(ctx, kid)
-	if !errors.Is(err, jwkset.ErrKeyNotFound) {
+	if !errors.Is(err, jwkset.ErrKeyNotFound) || !k.due() {
 		return key, err
 	}
+	done := make(chan struct{})
+	go func() { defer close(done); k.refresh() }()
 	select {
-	case <-k.refetch():
+	case <-done:
 	case <-ctx.Done():
 		return jwkset.JWK{}, ctx.Err()
 	}
 	return k.Storage.KeyRead(ctx, kid)
 }
 
-// refetch joins the planned fetch, or plans one, and returns a channel
-// closed when it has ended. The fetch starts after every caller joined it,
-// and no sooner than gap after the one before.
-func (k *jwks) refetch() <-chan struct{} {
+// due reports whether the last fetch started gap ago or more, and if so
+// records that the caller starts one now.
+func (k *jwks) due() bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.next != nil {
-		return k.next
+	if time.Since(k.last) < k.gap {
+		return false
 	}
-	done := make(chan struct{})
-	k.next = done
-	go func() {
-		defer close(done)
-		k.fetching.Lock()
-		defer k.fetching.Unlock()
-		k.mu.Lock()
-		wait := time.NewTimer(time.Until(k.last.Add(k.gap)))
-		k.mu.Unlock()
-		defer wait.Stop()
-		select {
-		case <-wait.C:
-		case <-k.ctx.Done():
-			return
-		}
-		k.mu.Lock()
-		k.next, k.last = nil, time.Now() // who comes now waits for the fetch after this one
-		k.mu.Unlock()
-		if err := k.fetch(); err != nil {
-			slog.ErrorContext(k.ctx, "jwks: fetch failed; the keys of the last fetch stay", "url", k.url, "error", err)
-		}
-	}()
-	return done
+	k.last = time.Now()
+	return true
+}
+
+// refresh fetches the JWKS, logging a failure: the keys of the last fetch
+// stay.
+func (k *jwks) refresh() {
+	k.fetching.Lock()
+	defer k.fetching.Unlock()
+	if err := k.fetch(); err != nil && k.ctx.Err() == nil {
+		slog.ErrorContext(k.ctx, "jwks: fetch failed; the keys of the last fetch stay", "url", k.url, "error", err)
+	}
 }
 
 // fetch replaces the keys held with the JWKS's.

@@ -27,6 +27,7 @@ type rotatingJWKS struct {
 	mu      sync.Mutex
 	body    []byte
 	fetches atomic.Int64
+	hang    chan struct{} // when set, a fetch waits for it to close
 }
 
 func newRotatingJWKS(t *testing.T) *rotatingJWKS {
@@ -35,8 +36,11 @@ func newRotatingJWKS(t *testing.T) *rotatingJWKS {
 	j.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		j.fetches.Add(1)
 		j.mu.Lock()
-		body := j.body
+		body, hang := j.body, j.hang
 		j.mu.Unlock()
+		if hang != nil {
+			<-hang
+		}
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(body)
 	}))
@@ -58,12 +62,15 @@ func (j *rotatingJWKS) publish(keys map[string]*rsa.PrivateKey) {
 	j.mu.Unlock()
 }
 
-// TestJWKSRotation: a key the identity provider publishes is accepted on
-// its first token, whatever unauthenticated clients sent before (a stray
-// token with an unknown kid spends no refresh another token needs), two
-// rotations in a row included; a flood of tokens with random kids makes at
-// most one JWKS fetch per refetch gap (plus one), however many tokens it
-// sends.
+// TestJWKSRotation: a key the identity provider publishes is accepted
+// within a refetch gap of its publication, whatever unauthenticated
+// clients sent before (a token with an unknown kid refused at once because
+// the keys were fetched moments ago is accepted when sent again a gap
+// later), two rotations in a row included; a flood of tokens with random
+// kids makes at most one JWKS fetch per refetch gap (plus one), however
+// many tokens it sends; and while the keys are fresh, a token with an
+// unknown kid is refused without waiting for the identity provider, even
+// one that hangs.
 func TestJWKSRotation(t *testing.T) {
 	t.Parallel() // mostly waits: see TestMain
 
@@ -93,11 +100,20 @@ func TestJWKSRotation(t *testing.T) {
 			ExpiresAt: jwt.NewNumericDate(time.Now().Add(time.Hour))}}
 		return signToken(t, jwt.SigningMethodRS256, signer, c, map[string]any{"kid": kid})
 	}
+	// accepted sends a token of kid until it is accepted: a gap after the
+	// fetch that refused it, the next one starts a fetch of its own (or
+	// finds one started since, after the publication).
 	accepted := func(t *testing.T, what, kid string) {
 		t.Helper()
-		id, err := v.Verify(token(kid, keys[kid]))
-		if err != nil || id.UserID != "u_"+kid {
-			t.Fatalf("%s: a token of the published key %s: %v (user %q)", what, kid, err, id.UserID)
+		for try := 1; ; try++ {
+			id, err := v.Verify(token(kid, keys[kid]))
+			if err == nil && id.UserID == "u_"+kid {
+				return
+			}
+			if try == 10 {
+				t.Fatalf("%s: 10 tokens of the published key %s, a gap apart, all refused: %v (user %q)", what, kid, err, id.UserID)
+			}
+			time.Sleep(gap)
 		}
 	}
 	accepted(t, "before any rotation", "k1")
@@ -141,6 +157,41 @@ func TestJWKSRotation(t *testing.T) {
 		t.Logf("200 random kids and one rotation in %v: %d JWKS fetches (limit %d)", elapsed, fetches, limit)
 		if fetches > limit {
 			t.Errorf("%d JWKS fetches in %v, want at most %d", fetches, elapsed, limit)
+		}
+	})
+
+	t.Run("unknown kids refused at once while the keys are fresh, the provider hung", func(t *testing.T) {
+		hung := newRotatingJWKS(t)
+		hung.publish(map[string]*rsa.PrivateKey{"k1": keys["k1"]})
+		v, err := httpapi.NewVerifier(ctx, httpapi.VerifierConfig{JWKSURL: hung.srv.URL, JWKSRefetchGap: time.Hour})
+		if err != nil {
+			t.Fatal(err)
+		}
+		release := make(chan struct{})
+		hung.mu.Lock()
+		hung.hang = release // from now on the provider answers nothing until released
+		hung.mu.Unlock()
+		defer close(release)
+		before := hung.fetches.Load()
+		done := make(chan error, 40)
+		for g := range 40 {
+			go func() {
+				_, err := v.Verify(token(fmt.Sprintf("unknown-%d", g), keys["stray"]))
+				done <- err
+			}()
+		}
+		for range 40 {
+			select {
+			case err := <-done:
+				if err == nil {
+					t.Fatal("a token with an unknown kid was accepted")
+				}
+			case <-time.After(30 * time.Second): // a bound for a hang, not a speed
+				t.Fatal("tokens with an unknown kid wait on a hung identity provider although the keys were fetched moments ago")
+			}
+		}
+		if n := hung.fetches.Load() - before; n != 0 {
+			t.Errorf("40 unknown kids within the gap of the last fetch made %d fetches, want none", n)
 		}
 	})
 }

@@ -402,8 +402,8 @@ func TestWebhook(t *testing.T) {
 		body := webhook.Body(audit.Event{OrgID: org, ID: id, Action: "ticket.create", TargetType: "ticket", TargetID: id, At: now})
 		d := webhook.Delivery{OrgID: org, WebhookID: hook.Id, EventID: id, Type: "ticket.create", Body: body,
 			NextAttempt: now.Add(time.Hour), CreatedAt: now}
-		if ok, err := wh.EnqueueDelivery(bg, d); !ok || err != nil {
-			t.Fatalf("enqueue: %v %v", ok, err)
+		if n, err := wh.EnqueueDeliveries(bg, []webhook.Delivery{d}); n != 1 || err != nil {
+			t.Fatalf("enqueue: %d %v", n, err)
 		}
 		// A worker that claims it and dies: nobody settles it.
 		if ok, err := wh.ClaimDelivery(bg, d, "dead-worker", now.Add(time.Second)); !ok || err != nil {
@@ -618,10 +618,10 @@ func enqueueDelivery(t *testing.T, ts *testServer, orgID, webhookID string) stri
 	now := time.Now().UTC()
 	id := ulidAt(now)
 	wh := &store.Webhooks{DB: store.Open(ts.Raw, ts.Table)}
-	ok, err := wh.EnqueueDelivery(bg, webhook.Delivery{OrgID: orgID, WebhookID: webhookID, EventID: id, Type: "ticket.create",
-		Body: []byte(`{}`), NextAttempt: now.Add(time.Hour), CreatedAt: now})
-	if !ok || err != nil {
-		t.Fatalf("enqueue a delivery: %v %v", ok, err)
+	n, err := wh.EnqueueDeliveries(bg, []webhook.Delivery{{OrgID: orgID, WebhookID: webhookID, EventID: id, Type: "ticket.create",
+		Body: []byte(`{}`), NextAttempt: now.Add(time.Hour), CreatedAt: now}})
+	if n != 1 || err != nil {
+		t.Fatalf("enqueue a delivery: %d %v", n, err)
 	}
 	return id
 }

@@ -87,6 +87,8 @@ type Metrics struct {
 	dynamoRetries   *prometheus.CounterVec
 	callsPerRequest *prometheus.HistogramVec
 	capPerRequest   *prometheus.HistogramVec
+	dispatchLag     prometheus.Histogram
+	oldestDue       prometheus.Gauge
 }
 
 // NewMetrics registers the collectors with reg.
@@ -110,8 +112,15 @@ func NewMetrics(reg prometheus.Registerer) *Metrics {
 			Name: "tenantd_request_dynamodb_capacity_units", Help: "DynamoDB capacity consumed by one HTTP request, by method and route.",
 			Buckets: []float64{0, .5, 1, 2, 4, 8, 16, 32},
 		}, []string{"method", "route"}),
+		dispatchLag: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "tenantd_webhook_dispatch_lag_seconds", Help: "From a change to its audit event's deliveries made, for each event this process dispatched.",
+			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+		}),
+		oldestDue: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tenantd_webhook_oldest_due_seconds", Help: "How long the oldest delivery due, at this process's worker's last look, had been due.",
+		}),
 	}
-	reg.MustRegister(m.dynamoSeconds, m.dynamoCapacity, m.dynamoRetries, m.callsPerRequest, m.capPerRequest)
+	reg.MustRegister(m.dynamoSeconds, m.dynamoCapacity, m.dynamoRetries, m.callsPerRequest, m.capPerRequest, m.dispatchLag, m.oldestDue)
 	return m
 }
 
@@ -224,3 +233,9 @@ func (m *Metrics) ObserveRequest(method, route string, calls int, capacity float
 	m.callsPerRequest.WithLabelValues(method, route).Observe(float64(calls))
 	m.capPerRequest.WithLabelValues(method, route).Observe(capacity)
 }
+
+// DispatchLag records how long after its change an event was dispatched.
+func (m *Metrics) DispatchLag(d time.Duration) { m.dispatchLag.Observe(d.Seconds()) }
+
+// OldestDue records how long the oldest delivery due has been due.
+func (m *Metrics) OldestDue(d time.Duration) { m.oldestDue.Set(d.Seconds()) }

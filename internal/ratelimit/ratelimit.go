@@ -6,10 +6,11 @@
 // layer turns a Decision into the IETF RateLimit header fields and, for a
 // refused request, 429 with Retry-After.
 //
-// With a Ledger (global.go) the buckets are global: every replica leases
-// blocks of tokens from one bucket per key kept in DynamoDB and spends them
-// locally, so N replicas together admit what one would. Without one they
-// live in this process, and N replicas admit N times the limit.
+// With a Ledger (global.go) the buckets are global: one bucket per key kept
+// in DynamoDB, which every replica spends from a balance it keeps in the
+// background, so N replicas together admit what one would and no request
+// waits for the Ledger while its balance pays. Without one they live in
+// this process, and N replicas admit N times the limit.
 package ratelimit
 
 import (
@@ -98,11 +99,12 @@ func (l *Limiter) bucket(key string, now time.Time) *bucket {
 type Decision struct {
 	Allowed bool
 	// Limit is the sustained rate (requests per second, rounded up) and
-	// Burst the bucket's size; Rate the rate unrounded. A global limiter's
-	// fallback decides with its own, smaller, bucket.
+	// Burst the bucket's size; Rate the rate unrounded.
 	Limit, Burst int
 	Rate         float64
-	// Remaining is how many requests the bucket holds now.
+	// Remaining is how many requests the bucket holds now (a global
+	// limiter: how many more this replica admits before it needs the
+	// Ledger, never more).
 	Remaining int
 	// Reset is how long until the bucket is full again; RetryAfter, when
 	// the bucket holds less than one request, how long until it does.
@@ -118,7 +120,8 @@ func (l *Limiter) Take(ctx context.Context, key string) Decision { return l.Take
 // TakeN spends n requests' worth of key's bucket at once (a GraphQL
 // request costs by its complexity), if it has them; n is capped at the
 // burst, so a costly request waits for a full bucket, never forever. A
-// global limiter may write to its Ledger, within Global.Timeout.
+// global limiter waits for its Ledger only when the key's balance cannot
+// pay, and at most Global.Timeout.
 func (l *Limiter) TakeN(ctx context.Context, key string, n int) Decision {
 	if l.Off() {
 		return Decision{Allowed: true}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/errs"
@@ -17,12 +18,15 @@ import (
 
 // Deliveries of webhook events live in their subscription's partition
 // (DELIVERY#<eventId>); a pending one is also in its endpoint's GSI3
-// queue (WEBHOOKQUEUE#<orgId>#<webhookId> / <due ms>#<eventId>). An
-// endpoint with pending deliveries has one WebhookDue item (#DUE) in a
-// GSI3 due shard (WEBHOOKDUE#<n> / <due ms>#<orgId>#<webhookId>), which
-// the workers of every replica read: a shard lists endpoints, not
-// deliveries, so one endpoint's backlog delays no other endpoint. A
-// settled delivery leaves its queue and expires by TTL.
+// queue (WEBHOOKQUEUE#<orgId>#<webhookId> / <queued ms>#<eventId>), in
+// the order they were queued. An endpoint with pending deliveries has one
+// WebhookDue item (#DUE) in a GSI3 due shard (WEBHOOKDUE#<n> / <due
+// ms>#<orgId>#<webhookId>), which the workers of every replica read: a
+// shard lists endpoints, not deliveries, so one endpoint's backlog delays
+// no other endpoint. A failed attempt's retry holds up the deliveries
+// queued after it: a failing endpoint backs off as a whole, and its
+// backlog costs the workers nothing until its retry is due. A settled
+// delivery leaves its queue and expires by TTL.
 
 var errDeliveryNotFound = errs.E(errs.NotFound, "delivery_not_found", "delivery not found")
 
@@ -46,6 +50,7 @@ type deliveryItem struct {
 	LatencyMs   int64     `dynamo:"latencyMs,omitempty"`
 	NextAttempt int64     `dynamo:"nextAttemptAt,omitempty"` // epoch ms
 	LeaseOwner  string    `dynamo:"leaseOwner,omitempty"`
+	QueuedAt    int64     `dynamo:"queuedAt,omitempty"` // epoch ms: its place in the queue (gsi3sk)
 	CreatedAt   time.Time `dynamo:"createdAt"`
 	ExpiresAt   int64     `dynamo:"expiresAt"` // TTL, epoch seconds
 }
@@ -77,11 +82,12 @@ const (
 )
 
 // markDue makes the endpoint due at now and counts one more pending
-// delivery of it, before that delivery is made due: a process that dies
-// between the two leaves an item that a worker removes, never a delivery
-// that no worker finds. Unless force, full is true, and nothing written,
-// when the endpoint has its bound of pending deliveries already.
-func (s *Webhooks) markDue(ctx context.Context, orgID, webhookID string, now time.Time, force bool) (full bool, err error) {
+// delivery of it, in the transaction (or before the write) that makes
+// that delivery: a process that dies between the two leaves an item that
+// a worker removes, never a delivery that no worker finds. Unless force,
+// its condition fails when the endpoint has its bound of pending
+// deliveries already.
+func (s *Webhooks) markDue(orgID, webhookID string, now time.Time, force bool) *dynamo.Update {
 	k := dueKey(orgID, webhookID)
 	u := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("type", typeDue).
 		Set("gsi1pk", orgPK(orgID)).Set("gsi1sk", dueGSI1SK(webhookID)).
@@ -90,14 +96,7 @@ func (s *Webhooks) markDue(ctx context.Context, orgID, webhookID string, now tim
 	if !force {
 		u = u.If("attribute_not_exists(pending) OR pending < ?", s.maxPending())
 	}
-	err = u.Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		return true, nil
-	}
-	if err != nil {
-		return false, fmt.Errorf("mark endpoint due: %w", translate(err))
-	}
-	return false, nil
+	return u
 }
 
 // unmarkDue counts one pending delivery of the endpoint less: it settled,
@@ -134,43 +133,82 @@ func checkDeliveryIDs(orgID, webhookID, eventID string) error {
 // is set so, in case nothing ever settles it.
 const maxPending = 26*time.Hour + 7*24*time.Hour
 
-// EnqueueDelivery writes d unless it exists; past the endpoint's bound of
-// pending deliveries, as failed.
-func (s *Webhooks) EnqueueDelivery(ctx context.Context, d webhook.Delivery) (bool, error) {
-	if err := checkDeliveryIDs(d.OrgID, d.WebhookID, d.EventID); err != nil {
-		return false, err
-	}
-	full, err := s.markDue(ctx, d.OrgID, d.WebhookID, d.CreatedAt, false) // not later than d is due
-	if err != nil {
-		return false, err
-	}
-	k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
-	it := deliveryItem{PK: k.PK, SK: k.SK, Type: typeDelivery, GSI1PK: orgPK(d.OrgID), GSI1SK: deliveryGSI1SK(d.WebhookID, d.EventID),
-		GSI3PK: queuePK(d.OrgID, d.WebhookID), GSI3SK: queueSK(d.NextAttempt, d.EventID),
-		OrgID: d.OrgID, WebhookID: d.WebhookID, EventID: d.EventID, EventType: d.Type, Body: d.Body, State: string(webhook.Pending),
-		NextAttempt: d.NextAttempt.UnixMilli(), CreatedAt: d.CreatedAt, ExpiresAt: d.CreatedAt.Add(maxPending).Unix()}
-	if full { // given up at once, and the log says why
-		it.GSI3PK, it.GSI3SK, it.NextAttempt, it.State = "", "", 0, string(webhook.Failed)
-		it.LastError = fmt.Sprintf("not sent: the endpoint had %d undelivered events already", s.maxPending())
-	}
-	err = s.table.Put(it).If(notExists).Run(ctx)
-	if failed, _ := condFailed(err); failed {
-		if !full {
-			s.unmarkDue(ctx, d.OrgID, d.WebhookID)
+// enqueueTries bounds the transactions of one EnqueueDeliveries: each
+// retry drops the deliveries found made already (a stream record seen
+// twice), or writes those past their endpoint's bound as failed.
+const enqueueTries = 4
+
+// EnqueueDeliveries writes one event's deliveries (at most
+// webhook.MaxPerOrg, one per endpoint) in one transaction, with each
+// endpoint's WebhookDue item, but those that exist already; a delivery
+// past its endpoint's bound of pending deliveries is written failed. It
+// returns how many it wrote.
+func (s *Webhooks) EnqueueDeliveries(ctx context.Context, ds []webhook.Delivery) (int, error) {
+	for _, d := range ds {
+		if err := checkDeliveryIDs(d.OrgID, d.WebhookID, d.EventID); err != nil {
+			return 0, err
 		}
-		return false, nil
 	}
-	if err != nil {
-		return false, fmt.Errorf("enqueue delivery: %w", translate(err))
+	full, made := make([]bool, len(ds)), make([]bool, len(ds))
+	var err error
+	for range enqueueTries {
+		tx, over, n := s.DB.newTx(), make([]bool, len(ds)), 0
+		for i, d := range ds {
+			if made[i] {
+				continue
+			}
+			n++
+			if !full[i] {
+				tx.update(dueKey(d.OrgID, d.WebhookID), s.markDue(d.OrgID, d.WebhookID, d.CreatedAt, false),
+					func(map[string]types.AttributeValue) error { over[i] = true; return nil })
+			}
+			k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
+			tx.put(k, s.table.Put(s.deliveryItem(d, full[i])).If(notExists),
+				func(map[string]types.AttributeValue) error { made[i] = true; return nil })
+		}
+		if n == 0 {
+			return 0, nil
+		}
+		if err = tx.run(ctx, "enqueue deliveries"); err == nil {
+			return n, nil
+		}
+		if !errs.Is(err, errs.Conflict) {
+			return 0, err
+		}
+		for i := range ds {
+			full[i] = full[i] || over[i]
+		}
 	}
-	return true, nil
+	return 0, err
 }
 
+// deliveryItem is d as its queue holds it, or, when full, given up at
+// once with the reason in the log.
+func (s *Webhooks) deliveryItem(d webhook.Delivery, full bool) deliveryItem {
+	k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
+	it := deliveryItem{PK: k.PK, SK: k.SK, Type: typeDelivery, GSI1PK: orgPK(d.OrgID), GSI1SK: deliveryGSI1SK(d.WebhookID, d.EventID),
+		GSI3PK: queuePK(d.OrgID, d.WebhookID), GSI3SK: queueSK(d.NextAttempt, d.EventID), QueuedAt: d.NextAttempt.UnixMilli(),
+		OrgID: d.OrgID, WebhookID: d.WebhookID, EventID: d.EventID, EventType: d.Type, Body: d.Body, State: string(webhook.Pending),
+		NextAttempt: d.NextAttempt.UnixMilli(), CreatedAt: d.CreatedAt, ExpiresAt: d.CreatedAt.Add(maxPending).Unix()}
+	if full {
+		it.GSI3PK, it.GSI3SK, it.QueuedAt, it.NextAttempt, it.State = "", "", 0, 0, string(webhook.Failed)
+		it.LastError = fmt.Sprintf("not sent: the endpoint had %d undelivered events already", s.maxPending())
+	}
+	return it
+}
+
+// queueLookahead is how many of an endpoint's queued deliveries a worker
+// reads: its due ones and those in flight (claimed by workers of every
+// replica) before them.
+const queueLookahead = 8
+
 // DueDeliveries reads up to endpoints due endpoints of one GSI3 due shard,
-// earliest first, and up to perEndpoint due deliveries of each from its
-// queue. An endpoint with none due is made due again at its earliest
-// pending delivery, or leaves the shard when it has none.
-func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, endpoints, perEndpoint int) ([]webhook.Delivery, error) {
+// earliest first, and up to room(org, webhook) due deliveries of each
+// from the head of its queue: a delivery whose retry is not due yet holds
+// up those queued after it (those in flight do not). An endpoint with
+// none due is made due again when its head is, or leaves the shard when
+// its queue is empty; one without room is not read.
+func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, endpoints int, room func(orgID, webhookID string) int) ([]webhook.Delivery, error) {
 	var marks []dueItem
 	err := s.table.Get("gsi3pk", dueShardPK(shard)).Range("gsi3sk", dynamo.LessOrEqual, fmt.Sprintf("%013d#~", now.UnixMilli())).
 		Index(gsi3).Limit(endpoints).All(ctx, &marks)
@@ -179,24 +217,17 @@ func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, 
 	}
 	var out []webhook.Delivery
 	for _, m := range marks {
-		if checkWebhookIDs(m.OrgID, m.WebhookID) != nil {
+		n := room(m.OrgID, m.WebhookID)
+		if n <= 0 || checkWebhookIDs(m.OrgID, m.WebhookID) != nil {
 			continue
 		}
-		var items []deliveryItem
-		err := s.table.Get("gsi3pk", queuePK(m.OrgID, m.WebhookID)).Index(gsi3).Limit(perEndpoint).All(ctx, &items)
+		due, q, err := s.queueHead(ctx, m.OrgID, m.WebhookID, now, n)
 		if err != nil {
-			return out, fmt.Errorf("list due deliveries: %w", translate(err))
+			return out, err
 		}
-		due := 0
-		for _, it := range items {
-			if it.NextAttempt <= now.UnixMilli() && it.State == string(webhook.Pending) &&
-				checkDeliveryIDs(it.OrgID, it.WebhookID, it.EventID) == nil {
-				out = append(out, fromDeliveryItem(it))
-				due++
-			}
-		}
-		if due == 0 {
-			if err := s.reschedule(ctx, m, items, now); err != nil {
+		out = append(out, due...)
+		if len(due) == 0 {
+			if err := s.reschedule(ctx, m, q, now); err != nil {
 				return out, err
 			}
 		}
@@ -204,22 +235,72 @@ func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, 
 	return out, nil
 }
 
-// reschedule moves an endpoint with no delivery due to its earliest
-// pending one (queue, earliest first), or deletes its due item when it has
-// none; not when the item was marked within settleLag.
-func (s *Webhooks) reschedule(ctx context.Context, m dueItem, queue []deliveryItem, now time.Time) error {
+// EndpointDue reads up to n due deliveries from the head of one endpoint's
+// queue: those a dispatcher just made, attempted without waiting for a
+// worker's look at every shard.
+func (s *Webhooks) EndpointDue(ctx context.Context, orgID, webhookID string, now time.Time, n int) ([]webhook.Delivery, error) {
+	due, _, err := s.queueHead(ctx, orgID, webhookID, now, n)
+	return due, err
+}
+
+// queueState is what the head of an endpoint's queue holds besides
+// deliveries due: whether it is empty, whether workers attempt some of
+// its deliveries, and the retry that holds up the rest (nil: none).
+type queueState struct {
+	empty, flying bool
+	retry         *deliveryItem
+}
+
+// queueHead reads the head of an endpoint's queue: up to n deliveries
+// due, before the first one waiting for its retry (what is queued after
+// it waits too); those in flight hold up nothing.
+func (s *Webhooks) queueHead(ctx context.Context, orgID, webhookID string, now time.Time, n int) ([]webhook.Delivery, queueState, error) {
+	if err := checkWebhookIDs(orgID, webhookID); err != nil {
+		return nil, queueState{}, err
+	}
+	var items []deliveryItem
+	err := s.table.Get("gsi3pk", queuePK(orgID, webhookID)).Index(gsi3).Limit(queueLookahead).All(ctx, &items)
+	if err != nil {
+		return nil, queueState{}, fmt.Errorf("list due deliveries: %w", translate(err))
+	}
+	var due []webhook.Delivery
+	q := queueState{empty: len(items) == 0}
+	for _, it := range items {
+		switch {
+		case it.State != string(webhook.Pending) || checkDeliveryIDs(it.OrgID, it.WebhookID, it.EventID) != nil:
+		case it.NextAttempt <= now.UnixMilli():
+			if len(due) < n {
+				due = append(due, fromDeliveryItem(it))
+			}
+		case it.LeaseOwner != "":
+			q.flying = true
+		default:
+			q.retry = &it
+			return due, q, nil
+		}
+	}
+	return due, q, nil
+}
+
+// reschedule moves an endpoint with no delivery due to the retry that
+// holds up its queue, at most recheck ahead while other workers attempt
+// deliveries of it (their attempts may end in a retry due sooner); or
+// deletes its due item when its queue is empty. Not when it was marked
+// within settleLag, unless for the retry (a delivery queued meanwhile
+// comes after it).
+func (s *Webhooks) reschedule(ctx context.Context, m dueItem, q queueState, now time.Time) error {
 	// markedAt and cutoff are wall-clock times, whatever clock the callers
 	// keep: a caller's clock behind the worker's must not make a due item
 	// look old enough to move while its delivery is being written.
 	k, cutoff := dueKey(m.OrgID, m.WebhookID), time.Now().Add(-settleLag).UnixMilli()
 	var err error
-	if len(queue) == 0 {
+	switch next := now.Add(recheck); {
+	case q.empty:
 		err = s.table.Delete(attrPK, k.PK).Range(attrSK, k.SK).If("markedAt < ?", cutoff).Run(ctx)
-	} else {
-		next := time.UnixMilli(queue[0].NextAttempt)
-		if queue[0].LeaseOwner != "" && now.Add(recheck).Before(next) {
-			next = now.Add(recheck)
-		}
+	case q.retry != nil && (!q.flying || time.UnixMilli(q.retry.NextAttempt).Before(next)):
+		err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("gsi3sk", dueSK(time.UnixMilli(q.retry.NextAttempt), m.OrgID, m.WebhookID)).
+			If(exists).Run(ctx)
+	default:
 		err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("gsi3sk", dueSK(next, m.OrgID, m.WebhookID)).
 			If(exists+" AND markedAt < ?", cutoff).Run(ctx)
 	}
@@ -237,7 +318,7 @@ func (s *Webhooks) ClaimDelivery(ctx context.Context, d webhook.Delivery, owner 
 	}
 	k := deliveryKey(d.OrgID, d.WebhookID, d.EventID)
 	err := s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).
-		Set("nextAttemptAt", until.UnixMilli()).Set("gsi3sk", queueSK(until, d.EventID)).Set("leaseOwner", owner).
+		Set("nextAttemptAt", until.UnixMilli()).Set("leaseOwner", owner).
 		If("$ = ? AND nextAttemptAt = ?", "state", string(webhook.Pending), d.NextAttempt.UnixMilli()).
 		Run(ctx)
 	if failed, _ := condFailed(err); failed {
@@ -265,9 +346,9 @@ func (s *Webhooks) SettleAttempt(ctx context.Context, d webhook.Delivery, owner 
 		u = u.Set("lastError", truncate(d.LastError, 300))
 	}
 	if d.State == webhook.Pending {
-		u = u.Set("nextAttemptAt", d.NextAttempt.UnixMilli()).Set("gsi3sk", queueSK(d.NextAttempt, d.EventID))
+		u = u.Set("nextAttemptAt", d.NextAttempt.UnixMilli())
 	} else {
-		u = u.Remove("nextAttemptAt", "gsi3pk", "gsi3sk").Set("expiresAt", expires.Unix())
+		u = u.Remove("nextAttemptAt", "gsi3pk", "gsi3sk", "queuedAt").Set("expiresAt", expires.Unix())
 	}
 	err := u.If("leaseOwner = ? AND nextAttemptAt = ?", owner, claimedUntil.UnixMilli()).Run(ctx)
 	if failed, _ := condFailed(err); failed {
@@ -318,15 +399,15 @@ func (s *Webhooks) Redeliver(ctx context.Context, orgID, webhookID, eventID stri
 	if err != nil {
 		return webhook.Delivery{}, fmt.Errorf("redeliver: %w", translate(err))
 	}
-	if _, err := s.markDue(ctx, orgID, webhookID, now, true); err != nil {
-		return webhook.Delivery{}, err
+	if err := s.markDue(orgID, webhookID, now, true).Run(ctx); err != nil {
+		return webhook.Delivery{}, fmt.Errorf("mark endpoint due: %w", translate(err))
 	}
 	if it.State == string(webhook.Pending) {
 		s.unmarkDue(ctx, orgID, webhookID) // counted when it was made pending
 	}
 	err = s.table.Update(attrPK, k.PK).Range(attrSK, k.SK).Set("state", string(webhook.Pending)).
 		Set("nextAttemptAt", now.UnixMilli()).Set("gsi3pk", queuePK(orgID, webhookID)).
-		Set("gsi3sk", queueSK(now, eventID)).Set("createdAt", now).
+		Set("gsi3sk", queueSK(now, eventID)).Set("queuedAt", now.UnixMilli()).Set("createdAt", now).
 		Set("expiresAt", now.Add(maxPending).Unix()).Remove("leaseOwner").
 		If(exists).Value(ctx, &it)
 	if failed, _ := condFailed(err); failed {

@@ -2,8 +2,10 @@ package store_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -15,6 +17,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
@@ -84,10 +87,10 @@ func TestDeliveryBound(t *testing.T) {
 		made = append(made, f.mustDelivery(t, hooks, sub, now))
 	}
 	// The same event dispatched again makes nothing and counts nothing.
-	ok, err := hooks.EnqueueDelivery(ctx, webhook.Delivery{OrgID: org.ID, WebhookID: sub.ID, EventID: made[0], Type: "ticket.create",
-		Body: []byte(`{}`), State: webhook.Pending, NextAttempt: now, CreatedAt: now})
+	n, err := hooks.EnqueueDeliveries(ctx, []webhook.Delivery{{OrgID: org.ID, WebhookID: sub.ID, EventID: made[0], Type: "ticket.create",
+		Body: []byte(`{}`), State: webhook.Pending, NextAttempt: now, CreatedAt: now}})
 	must(t, err)
-	if ok {
+	if n != 0 {
 		t.Error("a delivery dispatched twice was made twice")
 	}
 	r, err := hooks.ListDeliveries(ctx, org.ID, sub.ID, page.Request{Limit: 10})
@@ -104,7 +107,7 @@ func TestDeliveryBound(t *testing.T) {
 	}
 
 	// One settles: one more fits, and an admin's redelivery is made past the bound.
-	due, err := hooks.DueDeliveries(ctx, webhook.Shard(org.ID, sub.ID), now, 32, 1)
+	due, err := hooks.DueDeliveries(ctx, webhook.Shard(org.ID, sub.ID), now, 32, room(1))
 	must(t, err)
 	if len(due) != 1 {
 		t.Fatalf("due: got %d, want 1", len(due))
@@ -118,9 +121,9 @@ func TestDeliveryBound(t *testing.T) {
 	d := due[0]
 	d.State, d.Attempts, d.LastStatus = webhook.Delivered, 1, 204
 	must(t, hooks.SettleAttempt(ctx, d, "worker", until, now.Add(time.Hour)))
-	if ok, err := hooks.EnqueueDelivery(ctx, webhook.Delivery{OrgID: org.ID, WebhookID: sub.ID, EventID: f.ids.New(), Type: "ticket.create",
-		Body: []byte(`{}`), State: webhook.Pending, NextAttempt: now, CreatedAt: now}); !ok || err != nil {
-		t.Fatalf("enqueue after one settled: %v %v", ok, err)
+	if n, err := hooks.EnqueueDeliveries(ctx, []webhook.Delivery{{OrgID: org.ID, WebhookID: sub.ID, EventID: f.ids.New(), Type: "ticket.create",
+		Body: []byte(`{}`), State: webhook.Pending, NextAttempt: now, CreatedAt: now}}); n != 1 || err != nil {
+		t.Fatalf("enqueue after one settled: %d %v", n, err)
 	}
 	r, err = hooks.ListDeliveries(ctx, org.ID, sub.ID, page.Request{Limit: 10})
 	must(t, err)
@@ -267,11 +270,100 @@ func (f *fixture) mustWebhook(t *testing.T, hooks *store.Webhooks, orgID, url st
 func (f *fixture) mustDelivery(t *testing.T, hooks *store.Webhooks, sub webhook.Subscription, at time.Time) string {
 	t.Helper()
 	id := f.ids.New()
-	ok, err := hooks.EnqueueDelivery(context.Background(), webhook.Delivery{OrgID: sub.OrgID, WebhookID: sub.ID, EventID: id,
-		Type: "ticket.create", Body: []byte(`{}`), State: webhook.Pending, NextAttempt: at, CreatedAt: at})
+	n, err := hooks.EnqueueDeliveries(context.Background(), []webhook.Delivery{{OrgID: sub.OrgID, WebhookID: sub.ID, EventID: id,
+		Type: "ticket.create", Body: []byte(`{}`), State: webhook.Pending, NextAttempt: at, CreatedAt: at}})
 	must(t, err)
-	if !ok {
+	if n != 1 {
 		t.Fatalf("delivery %s not made", id)
 	}
 	return id
 }
+
+// TestDeliveryFanOut: one event's deliveries, to every endpoint of its org
+// that wants it, are made in one transaction after one read of the
+// subscriptions; the same event dispatched again makes none.
+func TestDeliveryFanOut(t *testing.T) {
+	f := MustFixture(t)
+	ctx := context.Background()
+	hooks := &store.Webhooks{DB: f.DB}
+	org := f.newOrg(t, "Fan", "u_fan")
+	for range 4 {
+		f.mustWebhook(t, hooks, org.ID, "https://example.com/hook", -1)
+	}
+	now := time.Now().UTC()
+	ev := audit.Event{OrgID: org.ID, ID: f.ids.New(), ActorID: "u_fan", Action: "ticket.create", TargetType: "ticket", TargetID: f.ids.New(), At: now}
+	d := webhook.NewDispatcher(hooks, webhook.Policy{}, nil)
+	f.Rec.Reset()
+	if n, err := d.Dispatch(ctx, ev); err != nil || n != 4 {
+		t.Fatalf("dispatch: made %d, %v; want 4", n, err)
+	}
+	if got := f.Rec.Names(); got != "Query(GSI1), TransactWriteItems" {
+		t.Errorf("DynamoDB calls of one event to 4 endpoints: %s, want one read of the subscriptions and one transaction", got)
+	}
+	if n, err := d.Dispatch(ctx, ev); err != nil || n != 0 {
+		t.Errorf("the event dispatched again: made %d, %v; want 0", n, err)
+	}
+}
+
+// TestDeliveryBackoff: an endpoint whose delivery failed waits, as a
+// whole, for that delivery's retry: the deliveries queued after it are
+// not due before it, and the endpoint's due item moves to the retry; at
+// the retry, the failed delivery and those after it are due again, in
+// the order they were queued.
+func TestDeliveryBackoff(t *testing.T) {
+	f := MustFixture(t)
+	ctx := context.Background()
+	hooks := &store.Webhooks{DB: f.DB}
+	org := f.newOrg(t, "Backoff", "u_backoff")
+	sub := f.mustWebhook(t, hooks, org.ID, "https://example.com/hook", -1)
+	shard := webhook.Shard(org.ID, sub.ID)
+	now := time.Now()
+	var queued []string
+	for i := range 4 {
+		queued = append(queued, f.mustDelivery(t, hooks, sub, now.Add(time.Duration(i-10)*time.Millisecond)))
+	}
+	due, err := hooks.DueDeliveries(ctx, shard, now, 32, room(1))
+	must(t, err)
+	if len(due) != 1 || due[0].EventID != queued[0] {
+		t.Fatalf("due: %+v, want the first queued", due)
+	}
+	until := now.Add(time.Minute)
+	claimed, err := hooks.ClaimDelivery(ctx, due[0], "worker", until)
+	if err != nil || !claimed {
+		t.Fatalf("claim: %v %v", claimed, err)
+	}
+	d := due[0]
+	retry := now.Add(10 * time.Second)
+	d.State, d.Attempts, d.LastStatus, d.NextAttempt = webhook.Pending, 1, 503, retry
+	must(t, hooks.SettleAttempt(ctx, d, "worker", until, now.Add(time.Hour)))
+
+	for _, at := range []time.Time{now, now.Add(5 * time.Second), retry.Add(-time.Millisecond)} {
+		if due, err := hooks.DueDeliveries(ctx, shard, at, 32, room(4)); err != nil || len(due) != 0 {
+			t.Errorf("%v before the retry: due %d (%v): the endpoint's backlog must wait for its retry", retry.Sub(at), len(due), err)
+		}
+	}
+	out, err := f.raw.Query(ctx, &dynamodb.QueryInput{TableName: aws.String(f.DB.TableName()), IndexName: aws.String("GSI3"),
+		KeyConditionExpression:    aws.String("gsi3pk = :p"),
+		ExpressionAttributeValues: map[string]types.AttributeValue{":p": &types.AttributeValueMemberS{Value: fmt.Sprintf("WEBHOOKDUE#%d", shard)}}})
+	must(t, err)
+	var marks []string
+	for _, it := range out.Items {
+		sk, _ := it["gsi3sk"].(*types.AttributeValueMemberS)
+		marks = append(marks, sk.Value)
+	}
+	if len(marks) != 1 || !strings.HasPrefix(marks[0], fmt.Sprintf("%013d#", retry.UnixMilli())) {
+		t.Errorf("the endpoint's due items: %q, want one, at the retry %d", marks, retry.UnixMilli())
+	}
+	due, err = hooks.DueDeliveries(ctx, shard, retry, 32, room(4))
+	must(t, err)
+	var got []string
+	for _, d := range due {
+		got = append(got, d.EventID)
+	}
+	if !slices.Equal(got, queued) {
+		t.Errorf("due at the retry: %q, want every delivery, in the order queued: %q", got, queued)
+	}
+}
+
+// room is a worker with n slots for every endpoint.
+func room(n int) func(string, string) int { return func(string, string) int { return n } }

@@ -243,7 +243,8 @@ func dueGSI1SK(webhookID string) string  { return "WHDUE#" + webhookID }
 // an endpoint's backlog, however long, is read by nobody else's worker.
 func queuePK(orgID, webhookID string) string { return "WEBHOOKQUEUE#" + orgID + "#" + webhookID }
 
-// queueSK orders an endpoint's pending deliveries by when they are due.
+// queueSK orders an endpoint's pending deliveries by when they were
+// queued.
 func queueSK(at time.Time, eventID string) string {
 	return fmt.Sprintf("%013d#%s", at.UnixMilli(), eventID)
 }

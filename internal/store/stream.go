@@ -1,10 +1,13 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -46,31 +49,56 @@ type checkpointItem struct {
 // StreamReader feeds the table's change stream, through the SDK's
 // dynamodbstreams client, to a dispatcher: what `api serve` runs when no
 // Lambda function does it (DynamoDB Local, tests). Every replica may run
-// one: dispatching is idempotent. It checkpoints each shard in the table
-// after each batch it dispatched, so a restart resumes there and a batch
-// whose dispatch failed is read again: no event is lost.
+// one: dispatching is idempotent. It reads ahead of the dispatcher (up to
+// maxAhead events per shard not dispatched yet), so an org whose events
+// take long to dispatch holds up no other org's in later batches. It
+// checkpoints a shard in the table once every batch up to one is
+// dispatched, when they held an audit event, so a restart resumes there
+// and a batch whose dispatch failed is read again: no event is lost. A
+// batch without one (the checkpoint's own record, deliveries, rate-limit
+// leases) writes nothing, so an idle service makes no writes.
 type StreamReader struct {
 	db       *DB
 	streams  *dynamodbstreams.Client
-	dispatch func(context.Context, audit.Event) (int, error)
+	dispatch func(context.Context, audit.Event, func(error))
 	log      *slog.Logger
 	// Poll is how long the reader waits when the stream had nothing new.
 	Poll time.Duration
 
 	arn       string
 	iters     map[string]string
+	ahead     map[string][]*streamBatch // by shard: batches read and not yet checkpointed, oldest first
 	done      map[string]bool
 	described time.Time
 	shards    []stypes.Shard
 }
 
+// maxAhead bounds the audit events a reader has read from a shard and
+// the dispatcher has not dispatched yet: past it, it waits for the
+// oldest batch. Far more than a burst of one org's events, so that the
+// next org's are read while that burst is dispatched.
+const maxAhead = 10_000
+
+// streamBatch is one GetRecords' audit events on their way to the
+// dispatcher. (A batch without one is not kept: the next checkpoint
+// covers it, or a restart reads it again, for nothing.)
+type streamBatch struct {
+	last string        // the sequence number of its last record
+	left atomic.Int64  // events not dispatched yet
+	done chan struct{} // closed when none is left
+	mu   sync.Mutex
+	err  error // the first dispatch that failed
+}
+
 // NewStreamReader returns a reader of d's table's stream through streams.
-func (d *DB) NewStreamReader(streams *dynamodbstreams.Client, dispatch func(context.Context, audit.Event) (int, error), log *slog.Logger) *StreamReader {
+// dispatch is webhook.Dispatcher.Queue: it dispatches an event in its
+// turn and calls done with the outcome.
+func (d *DB) NewStreamReader(streams *dynamodbstreams.Client, dispatch func(ctx context.Context, ev audit.Event, done func(error)), log *slog.Logger) *StreamReader {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	return &StreamReader{db: d, streams: streams, dispatch: dispatch, log: log, Poll: 250 * time.Millisecond,
-		iters: map[string]string{}, done: map[string]bool{}}
+		iters: map[string]string{}, ahead: map[string][]*streamBatch{}, done: map[string]bool{}}
 }
 
 // Run reads the stream until ctx is done.
@@ -106,6 +134,7 @@ func (r *StreamReader) Once(ctx context.Context) (int, error) {
 		total += n
 		if err != nil {
 			delete(r.iters, id) // start again from the checkpoint
+			delete(r.ahead, id)
 			errs = append(errs, err)
 		}
 	}
@@ -144,8 +173,9 @@ func (r *StreamReader) describe(ctx context.Context) error {
 	return nil
 }
 
-// readShard dispatches the records of one shard from its iterator (or its
-// checkpoint), batch by batch, checkpointing after each.
+// readShard queues the audit events of one shard from its iterator (or
+// its checkpoint), batch by batch, for the dispatcher, and checkpoints the
+// batches dispatched.
 func (r *StreamReader) readShard(ctx context.Context, shardID string) (int, error) {
 	it, ok := r.iters[shardID]
 	if !ok {
@@ -171,32 +201,30 @@ func (r *StreamReader) readShard(ctx context.Context, shardID string) (int, erro
 	}
 	read := 0
 	for range 10 {
-		out, err := r.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(it), Limit: aws.Int32(100)})
-		if err != nil {
-			return read, fmt.Errorf("get records: %w", err)
-		}
-		last := ""
-		for _, rec := range out.Records {
-			if rec.Dynamodb == nil {
-				continue
-			}
-			last = aws.ToString(rec.Dynamodb.SequenceNumber)
-			if rec.EventName != stypes.OperationTypeInsert {
-				continue
-			}
-			if ev, ok := AuditEventFromImage(streamStrings(rec.Dynamodb.NewImage)); ok {
-				if _, err := r.dispatch(ctx, ev); err != nil {
-					return read, fmt.Errorf("dispatch %s: %w", ev.ID, err)
-				}
-			}
-		}
-		read += len(out.Records)
-		if last != "" {
-			if err := r.checkpoint(ctx, shardID, last); err != nil {
+		for r.undispatched(shardID) >= maxAhead {
+			<-r.ahead[shardID][0].done
+			if err := r.settle(ctx, shardID); err != nil {
 				return read, err
 			}
 		}
+		if err := r.settle(ctx, shardID); err != nil {
+			return read, err
+		}
+		out, err := r.streams.GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String(it), Limit: aws.Int32(1000)})
+		if err != nil {
+			return read, fmt.Errorf("get records: %w", err)
+		}
+		if b := r.queue(ctx, out.Records); b != nil {
+			r.ahead[shardID] = append(r.ahead[shardID], b)
+		}
+		read += len(out.Records)
 		if out.NextShardIterator == nil { // the shard is closed and read to its end
+			for _, b := range r.ahead[shardID] {
+				<-b.done
+			}
+			if err := r.settle(ctx, shardID); err != nil {
+				return read, err
+			}
 			r.done[shardID] = true
 			delete(r.iters, shardID)
 			return read, r.checkpoint(ctx, shardID, shardDone)
@@ -207,7 +235,85 @@ func (r *StreamReader) readShard(ctx context.Context, shardID string) (int, erro
 			break
 		}
 	}
-	return read, nil
+	return read, r.settle(ctx, shardID)
+}
+
+// undispatched is how many audit events read from the shard the
+// dispatcher has not dispatched yet.
+func (r *StreamReader) undispatched(shardID string) int {
+	n := 0
+	for _, b := range r.ahead[shardID] {
+		n += int(b.left.Load())
+	}
+	return n
+}
+
+// queue hands the audit events of records to the dispatcher, as a batch
+// to wait for (none when they hold none).
+func (r *StreamReader) queue(ctx context.Context, records []stypes.Record) *streamBatch {
+	b := &streamBatch{done: make(chan struct{})}
+	var evs []audit.Event
+	for _, rec := range records {
+		if rec.Dynamodb == nil {
+			continue
+		}
+		b.last = aws.ToString(rec.Dynamodb.SequenceNumber)
+		if rec.EventName != stypes.OperationTypeInsert {
+			continue
+		}
+		if ev, ok := AuditEventFromImage(streamStrings(rec.Dynamodb.NewImage)); ok {
+			evs = append(evs, ev)
+		}
+	}
+	if len(evs) == 0 {
+		return nil
+	}
+	b.left.Store(int64(len(evs)))
+	for _, ev := range evs {
+		r.dispatch(ctx, ev, func(err error) {
+			if err != nil {
+				b.mu.Lock()
+				b.err = cmp.Or(b.err, fmt.Errorf("dispatch %s: %w", ev.ID, err))
+				b.mu.Unlock()
+			}
+			if b.left.Add(-1) == 0 {
+				close(b.done)
+			}
+		})
+	}
+	return b
+}
+
+// settle takes the shard's dispatched batches off the front of its read
+// ahead and checkpoints after the last of them. A batch whose dispatch
+// failed is an error: the shard is read again from the checkpoint.
+func (r *StreamReader) settle(ctx context.Context, shardID string) error {
+	bs, last := r.ahead[shardID], ""
+	for ; len(bs) > 0; bs = bs[1:] {
+		select {
+		case <-bs[0].done:
+		default:
+			r.ahead[shardID] = bs
+			return r.checkpointAt(ctx, shardID, last)
+		}
+		bs[0].mu.Lock()
+		err := bs[0].err
+		bs[0].mu.Unlock()
+		if err != nil {
+			return err
+		}
+		last = bs[0].last
+	}
+	r.ahead[shardID] = nil
+	return r.checkpointAt(ctx, shardID, last)
+}
+
+// checkpointAt checkpoints the shard at seq, unless seq is empty.
+func (r *StreamReader) checkpointAt(ctx context.Context, shardID, seq string) error {
+	if seq == "" {
+		return nil
+	}
+	return r.checkpoint(ctx, shardID, seq)
 }
 
 func (r *StreamReader) checkpoint(ctx context.Context, shardID, seq string) error {

@@ -33,14 +33,15 @@ func TestStreamReader(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
 	failing := false
-	dispatch := func(_ context.Context, ev audit.Event) (int, error) {
+	dispatch := func(_ context.Context, ev audit.Event, done func(error)) {
 		mu.Lock()
 		defer mu.Unlock()
 		if failing {
-			return 0, errors.New("DynamoDB paused")
+			done(errors.New("DynamoDB paused"))
+			return
 		}
 		got = append(got, ev.ID+" "+ev.Action)
-		return 1, nil
+		done(nil)
 	}
 	readUntil := func(r interface {
 		Once(context.Context) (int, error)
@@ -85,6 +86,16 @@ func TestStreamReader(t *testing.T) {
 	mu.Unlock()
 	r2 := f.DB.NewStreamReader(streams, dispatch, nil)
 	readUntil(r2, wantSecond)
+	// Idle: the reader reads on (its own checkpoint's record among what
+	// it finds) and writes nothing.
+	f.Rec.Reset()
+	for range 20 {
+		_, _ = r2.Once(context.Background())
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := f.Rec.Count(); n > 0 {
+		t.Errorf("an idle reader made %d DynamoDB calls (%s), want none: an idle service writes nothing", n, f.Rec.Names())
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if slices.Contains(got, firstEventOf(t, f, first.ID)) {

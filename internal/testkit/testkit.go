@@ -9,6 +9,9 @@ package testkit
 import (
 	"bytes"
 	"net"
+	"os"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -26,6 +29,29 @@ func ProcessCPU() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// PidCPU is the CPU time process pid has used so far, user and system,
+// from /proc/<pid>/stat (USER_HZ is 100 on Linux); 0 where there is no
+// /proc.
+func PidCPU(pid int) time.Duration {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	// After the comm field: state is f[0], utime is field 14 => f[11], stime f[12].
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
 }
 
 // FreePort returns a TCP port that nothing listens on right now at host

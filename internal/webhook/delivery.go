@@ -77,13 +77,19 @@ type DeliveryStorer interface {
 	Subscribers(ctx context.Context, orgID string) ([]Subscription, error)
 	// GetWebhook reads one subscription consistently. Returns NotFound.
 	GetWebhook(ctx context.Context, orgID, webhookID string) (Subscription, error)
-	// EnqueueDelivery writes d unless a delivery of the same event to the
-	// same endpoint exists; it reports whether it wrote it.
-	EnqueueDelivery(ctx context.Context, d Delivery) (bool, error)
+	// EnqueueDeliveries writes one event's deliveries (one per endpoint)
+	// in one batch, but those of the same event to the same endpoint that
+	// exist already; it returns how many it wrote.
+	EnqueueDeliveries(ctx context.Context, ds []Delivery) (int, error)
 	// DueDeliveries lists the pending deliveries of shard due at now: of
-	// up to endpoints endpoints, up to perEndpoint each, so that one
-	// endpoint's backlog delays no other endpoint.
-	DueDeliveries(ctx context.Context, shard int, now time.Time, endpoints, perEndpoint int) ([]Delivery, error)
+	// up to endpoints endpoints, up to room(orgID, webhookID) each (none
+	// read for an endpoint with no room), so that one endpoint's backlog
+	// delays no other endpoint; from the head of each endpoint's queue,
+	// where a retry not due yet holds up the deliveries queued after it.
+	DueDeliveries(ctx context.Context, shard int, now time.Time, endpoints int, room func(orgID, webhookID string) int) ([]Delivery, error)
+	// EndpointDue lists up to n due deliveries from the head of one
+	// endpoint's queue, as DueDeliveries does.
+	EndpointDue(ctx context.Context, orgID, webhookID string, now time.Time, n int) ([]Delivery, error)
 	// ClaimDelivery takes d, as listed, for owner until until (its next
 	// attempt then). ok is false when another worker took it first.
 	ClaimDelivery(ctx context.Context, d Delivery, owner string, until time.Time) (ok bool, err error)
@@ -131,6 +137,11 @@ type Policy struct {
 	// PerEndpoint of them, and an org with many slow endpoints at most
 	// PerOrg, so it cannot take the slots of every other org.
 	Concurrency, PerEndpoint, PerOrg int
+	// Dispatch bounds the events a dispatcher turns into deliveries at
+	// once (default 2, each of another org): a burst of events waits in
+	// its org's line, and the transactions it costs queue at DynamoDB no
+	// deeper than this behind another org's.
+	Dispatch int
 }
 
 func (p Policy) withDefaults() Policy {
@@ -155,6 +166,9 @@ func (p Policy) withDefaults() Policy {
 	}
 	if p.PerOrg <= 0 {
 		p.PerOrg = 2 * p.PerEndpoint
+	}
+	if p.Dispatch <= 0 {
+		p.Dispatch = 2
 	}
 	return p
 }
@@ -236,24 +250,104 @@ func Sign(msgID string, ts time.Time, body []byte, secrets ...string) (string, e
 // Dispatcher turns audit events into deliveries, one per subscribed
 // endpoint. The change stream feeds it (locally cmd/api's stream reader,
 // in production the Lambda function).
+//
+// Events queued (Queue) are dispatched by at most Policy.Dispatch
+// goroutines, one org's one at a time, the orgs in turn: each takes one
+// event of the org first in line, which then goes to the back of the line
+// if it has more. An org with a burst of events (or whose writes are
+// slow) so delays no other org's by more than a turn.
 type Dispatcher struct {
 	store DeliveryStorer
 	pol   Policy
 	now   clock.Clock
-	// Kick, when set, is told that a delivery is due now (the local
-	// worker, so it need not wait for its next poll).
-	Kick func()
+	// Kick, when set, is told of the deliveries it made, due now (the
+	// local worker, so it need not wait for its next poll).
+	Kick func([]Delivery)
+	// Lag, when set, hears how long after its change each event was
+	// dispatched.
+	Lag func(time.Duration)
+
+	mu      sync.Mutex
+	queued  map[string][]queuedEvent // by org: its events not dispatched yet, the one in hand first
+	line    []string                 // orgs with events queued and none in hand, in turn
+	working int                      // goroutines dispatching
+}
+
+type queuedEvent struct {
+	ctx  context.Context
+	ev   audit.Event
+	done func(error)
 }
 
 // NewDispatcher returns a Dispatcher over s; now may be nil for the
 // system clock (deliveries are timed by real time: leases, and the
 // receivers' tolerance of webhook-timestamp).
 func NewDispatcher(s DeliveryStorer, pol Policy, now clock.Clock) *Dispatcher {
-	return &Dispatcher{store: s, pol: pol.withDefaults(), now: clock.Or(now)}
+	return &Dispatcher{store: s, pol: pol.withDefaults(), now: clock.Or(now), queued: map[string][]queuedEvent{}}
 }
 
-// Dispatch makes ev's deliveries: idempotent, so an event seen twice
-// makes each delivery once. It returns how many it made.
+// Queue has ev dispatched, in its org's turn, and calls done with the
+// outcome. It does not wait.
+func (d *Dispatcher) Queue(ctx context.Context, ev audit.Event, done func(error)) {
+	d.mu.Lock()
+	if _, ok := d.queued[ev.OrgID]; !ok {
+		d.line = append(d.line, ev.OrgID)
+	}
+	d.queued[ev.OrgID] = append(d.queued[ev.OrgID], queuedEvent{ctx, ev, done})
+	start := d.working < d.pol.Dispatch
+	if start {
+		d.working++
+	}
+	d.mu.Unlock()
+	if start {
+		go d.work()
+	}
+}
+
+// work dispatches the events of the orgs in line, one event per turn,
+// until the line is empty.
+func (d *Dispatcher) work() {
+	d.mu.Lock()
+	for len(d.line) > 0 {
+		org := d.line[0]
+		d.line = d.line[1:]
+		q := d.queued[org][0]
+		d.mu.Unlock()
+		_, err := d.Dispatch(q.ctx, q.ev)
+		q.done(err)
+		d.mu.Lock()
+		if rest := d.queued[org][1:]; len(rest) > 0 {
+			d.queued[org] = rest
+			d.line = append(d.line, org)
+		} else {
+			delete(d.queued, org)
+		}
+	}
+	d.working--
+	d.mu.Unlock()
+}
+
+// DispatchAll queues a batch of events and waits for them. It returns the
+// position of the first whose dispatch failed, with its error, or
+// len(evs).
+func (d *Dispatcher) DispatchAll(ctx context.Context, evs []audit.Event) (int, error) {
+	failed := make([]error, len(evs))
+	var wg sync.WaitGroup
+	for i, ev := range evs {
+		wg.Add(1)
+		d.Queue(ctx, ev, func(err error) { failed[i] = err; wg.Done() })
+	}
+	wg.Wait()
+	for i, err := range failed {
+		if err != nil {
+			return i, fmt.Errorf("dispatch %s: %w", evs[i].ID, err)
+		}
+	}
+	return len(evs), nil
+}
+
+// Dispatch makes ev's deliveries in one batch: idempotent, so an event
+// seen twice makes each delivery once. It returns how many it made.
 func (d *Dispatcher) Dispatch(ctx context.Context, ev audit.Event) (int, error) {
 	if !ids.ValidResource(ev.OrgID) || !ids.ValidResource(ev.ID) {
 		return 0, nil // nothing that could reach a key
@@ -262,26 +356,35 @@ func (d *Dispatcher) Dispatch(ctx context.Context, ev audit.Event) (int, error) 
 	if err != nil {
 		return 0, err
 	}
-	var body []byte
-	made, now := 0, d.now()
+	// A delivery is due, and queued, from its change on (never later
+	// than now): an endpoint's queue keeps its events' order, whatever
+	// order they were dispatched in. Its retries count from now.
+	var ds []Delivery
+	now, at := d.now(), ev.At
+	if at.After(now) || at.IsZero() {
+		at = now
+	}
 	for _, s := range subs {
-		if !s.Wants(ev.Action) {
-			continue
-		}
-		if body == nil {
-			body = Body(ev)
-		}
-		ok, err := d.store.EnqueueDelivery(ctx, Delivery{OrgID: ev.OrgID, WebhookID: s.ID, EventID: ev.ID, Type: ev.Action,
-			Body: body, State: Pending, NextAttempt: now, CreatedAt: now})
-		if err != nil {
-			return made, err
-		}
-		if ok {
-			made++
+		if s.Wants(ev.Action) {
+			ds = append(ds, Delivery{OrgID: ev.OrgID, WebhookID: s.ID, EventID: ev.ID, Type: ev.Action,
+				State: Pending, NextAttempt: at, CreatedAt: now})
 		}
 	}
+	made := 0
+	if len(ds) > 0 {
+		body := Body(ev)
+		for i := range ds {
+			ds[i].Body = body
+		}
+		if made, err = d.store.EnqueueDeliveries(ctx, ds); err != nil {
+			return 0, err
+		}
+	}
+	if d.Lag != nil {
+		d.Lag(now.Sub(at)) // an event without a time (or one ahead of this clock) is not a lag of years
+	}
 	if made > 0 && d.Kick != nil {
-		d.Kick()
+		d.Kick(ds)
 	}
 	return made, nil
 }
@@ -297,11 +400,15 @@ type Worker struct {
 	kick   chan struct{}
 	ids    *ids.Generator
 	tracer attemptTracer // trace.go
+	// OldestDue, when set, hears after each look for due deliveries how
+	// long the oldest of them has been due (0: none was).
+	OldestDue func(time.Duration)
 
 	mu       sync.Mutex
 	inFlight map[string]int // by endpoint
 	inOrg    map[string]int // by org
 	total    int
+	kicked   map[[2]string]bool // endpoints (org, webhook) with deliveries made here since the last look
 	wg       sync.WaitGroup
 }
 
@@ -314,11 +421,17 @@ func NewWorker(s DeliveryStorer, allowPrivate bool, pol Policy, now clock.Clock,
 	}
 	now, pol = clock.Or(now), pol.withDefaults()
 	return &Worker{store: s, client: NewClient(allowPrivate, pol.Timeout), pol: pol, now: now, log: log,
-		kick: make(chan struct{}, 1), ids: ids.NewGenerator(now), inFlight: map[string]int{}, inOrg: map[string]int{}}
+		kick: make(chan struct{}, 1), ids: ids.NewGenerator(now), inFlight: map[string]int{}, inOrg: map[string]int{}, kicked: map[[2]string]bool{}}
 }
 
-// Kick makes the worker look for due deliveries now.
-func (w *Worker) Kick() {
+// Kick makes the worker attempt ds, made due now, without waiting for its
+// next poll: it reads only their endpoints' queues.
+func (w *Worker) Kick(ds []Delivery) {
+	w.mu.Lock()
+	for _, d := range ds {
+		w.kicked[[2]string{d.OrgID, d.WebhookID}] = true
+	}
+	w.mu.Unlock()
 	select {
 	case w.kick <- struct{}{}:
 	default:
@@ -326,11 +439,18 @@ func (w *Worker) Kick() {
 }
 
 // Run polls for due deliveries until ctx is done, then waits for the
-// attempts in flight.
+// attempts in flight. Between polls, a kick reads only the kicked
+// endpoints' queues; every shard is read at least once a poll.
 func (w *Worker) Run(ctx context.Context) {
 	defer w.wg.Wait()
+	polled := time.Time{}
 	for {
-		w.RunOnce(ctx)
+		if time.Since(polled) >= w.pol.Poll/2 {
+			polled = time.Now()
+			w.RunOnce(ctx)
+		} else {
+			w.runKicked(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -340,38 +460,69 @@ func (w *Worker) Run(ctx context.Context) {
 	}
 }
 
-// RunOnce claims the due deliveries it has room for and starts their
-// attempts; it does not wait for them. It returns how many it started.
+// runKicked starts the attempts of the kicked endpoints' due deliveries.
+func (w *Worker) runKicked(ctx context.Context) {
+	w.mu.Lock()
+	kicked := w.kicked
+	w.kicked = map[[2]string]bool{}
+	w.mu.Unlock()
+	var due []Delivery
+	for ep := range kicked {
+		if n := w.room(ep[0], ep[1]); n > 0 {
+			ds, err := w.store.EndpointDue(ctx, ep[0], ep[1], w.now(), n)
+			if err != nil {
+				w.log.Warn("webhook worker: list due deliveries", "orgId", ep[0], "webhookId", ep[1], "err", err)
+			}
+			due = append(due, ds...)
+		}
+	}
+	w.start(ctx, due)
+}
+
+// RunOnce starts an attempt (its claim first) of each due delivery it has
+// room for; it does not wait for them. It returns how many it started.
 // The due deliveries of every shard are tried in fair order (fairOrder),
 // so a slot that frees goes first to an org with no attempt in flight.
 func (w *Worker) RunOnce(ctx context.Context) int {
+	w.mu.Lock()
+	clear(w.kicked) // every shard is read: a kick from now on is for the next look
+	w.mu.Unlock()
 	var due []Delivery
+	now, oldest := w.now(), time.Duration(0)
 	for shard := range Shards {
-		ds, err := w.store.DueDeliveries(ctx, shard, w.now(), w.pol.Concurrency, w.pol.PerEndpoint)
+		ds, err := w.store.DueDeliveries(ctx, shard, now, w.pol.Concurrency, w.room)
 		if err != nil {
 			w.log.Warn("webhook worker: list due deliveries", "shard", shard, "err", err)
 			continue
 		}
+		for _, d := range ds {
+			oldest = max(oldest, now.Sub(d.NextAttempt))
+		}
 		due = append(due, ds...)
 	}
+	if w.OldestDue != nil {
+		w.OldestDue(oldest)
+	}
+	return w.start(ctx, due)
+}
+
+// start starts an attempt (its claim first) of each of due it has a slot
+// for, in fair order, and returns how many.
+func (w *Worker) start(ctx context.Context, due []Delivery) int {
 	started := 0
 	for _, d := range w.fairOrder(due) {
 		if !w.take(d.OrgID, d.WebhookID) {
 			continue
 		}
-		owner := deletion.NewOwner()
-		until := w.now().Add(w.pol.Lease)
-		ok, err := w.store.ClaimDelivery(ctx, d, owner, until)
-		if err != nil || !ok {
-			w.release(d.OrgID, d.WebhookID)
-			continue
-		}
 		started++
 		w.wg.Add(1)
-		go func() {
+		go func() { // the claim is the attempt's first write: a slow one holds up no other delivery
 			defer w.wg.Done()
 			defer w.release(d.OrgID, d.WebhookID)
-			w.attempt(context.WithoutCancel(ctx), d, owner, until)
+			owner, until := deletion.NewOwner(), w.now().Add(w.pol.Lease)
+			if ok, err := w.store.ClaimDelivery(ctx, d, owner, until); err == nil && ok {
+				w.attempt(context.WithoutCancel(ctx), d, owner, until)
+			}
 		}()
 	}
 	return started
@@ -412,6 +563,15 @@ func (w *Worker) fairOrder(due []Delivery) []Delivery {
 
 // Wait waits for the attempts in flight.
 func (w *Worker) Wait() { w.wg.Wait() }
+
+// room is how many more attempts to the org's endpoint the worker has
+// slots for: an endpoint whose attempts (or whose org's) fill their slots
+// costs no read of its queue.
+func (w *Worker) room(orgID, webhookID string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return min(w.pol.Concurrency-w.total, w.pol.PerEndpoint-w.inFlight[webhookID], w.pol.PerOrg-w.inOrg[orgID])
+}
 
 // take reserves a slot for an attempt to the org's endpoint, unless the
 // worker, the endpoint or the org has none left.

@@ -32,8 +32,10 @@ func (f *fakeStore) GetWebhook(context.Context, string, string) (Subscription, e
 	defer f.mu.Unlock()
 	return f.sub, nil
 }
-func (f *fakeStore) EnqueueDelivery(context.Context, Delivery) (bool, error) { return true, nil }
-func (f *fakeStore) DueDeliveries(_ context.Context, shard int, _ time.Time, _, _ int) ([]Delivery, error) {
+func (f *fakeStore) EnqueueDeliveries(_ context.Context, ds []Delivery) (int, error) {
+	return len(ds), nil
+}
+func (f *fakeStore) DueDeliveries(_ context.Context, shard int, _ time.Time, _ int, _ func(string, string) int) ([]Delivery, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if shard != Shard(f.sub.OrgID, f.sub.ID) {
@@ -42,6 +44,9 @@ func (f *fakeStore) DueDeliveries(_ context.Context, shard int, _ time.Time, _, 
 	d := f.due
 	f.due = nil
 	return d, nil
+}
+func (f *fakeStore) EndpointDue(context.Context, string, string, time.Time, int) ([]Delivery, error) {
+	return nil, nil
 }
 func (f *fakeStore) ClaimDelivery(context.Context, Delivery, string, time.Time) (bool, error) {
 	return true, nil
@@ -190,7 +195,7 @@ func (s *dueStore) GetWebhook(ctx context.Context, orgID, webhookID string) (Sub
 	return s.fakeStore.GetWebhook(ctx, orgID, webhookID)
 }
 
-func (s *dueStore) DueDeliveries(_ context.Context, shard int, _ time.Time, _, _ int) ([]Delivery, error) {
+func (s *dueStore) DueDeliveries(_ context.Context, shard int, _ time.Time, _ int, _ func(string, string) int) ([]Delivery, error) {
 	if shard != 0 {
 		return nil, nil
 	}
@@ -233,20 +238,85 @@ func TestWorkerFairness(t *testing.T) {
 
 	// With every slot free: each org's first delivery before any org's
 	// second, counting the attempts an org has in flight.
-	s.hold = make(chan struct{})
 	w = NewWorker(s, true, Policy{Concurrency: 100, PerEndpoint: 10, PerOrg: 10}, nil, nil)
 	w.take("org_a", "hook_a")
-	s.claimed = nil
-	s.list = []Delivery{{OrgID: "org_a", WebhookID: "hook_a", EventID: "a-0"}, {OrgID: "org_a", WebhookID: "hook_a", EventID: "a-1"},
-		{OrgID: "org_b", WebhookID: "hook_b", EventID: "b-0"}, {OrgID: "org_b", WebhookID: "hook_b", EventID: "b-1"}, {OrgID: "org_b", WebhookID: "hook_b", EventID: "b-2"}}
-	w.RunOnce(context.Background())
-	close(s.hold)
-	w.Wait()
 	var got []string
-	for _, d := range s.claimed {
+	for _, d := range w.fairOrder([]Delivery{{OrgID: "org_a", WebhookID: "hook_a", EventID: "a-0"}, {OrgID: "org_a", WebhookID: "hook_a", EventID: "a-1"},
+		{OrgID: "org_b", WebhookID: "hook_b", EventID: "b-0"}, {OrgID: "org_b", WebhookID: "hook_b", EventID: "b-1"}, {OrgID: "org_b", WebhookID: "hook_b", EventID: "b-2"}}) {
 		got = append(got, d.EventID)
 	}
 	if want := []string{"b-0", "a-0", "b-1", "a-1", "b-2"}; !slices.Equal(got, want) && !slices.Equal(got, []string{"b-0", "b-1", "a-0", "b-2", "a-1"}) {
-		t.Errorf("claimed in order %v, want %v or with the ties the other way (org_a has one attempt in flight)", got, want)
+		t.Errorf("attempts in order %v, want %v or with the ties the other way (org_a has one attempt in flight)", got, want)
+	}
+}
+
+// slowOrgStore makes the deliveries of every org at once, but those of
+// slowOrg, which wait until hold is closed; and fails the event failID.
+type slowOrgStore struct {
+	fakeStore
+	hold chan struct{}
+	made chan string // event IDs, as their deliveries are made
+}
+
+const (
+	slowOrg = "01KJPWD6MCH66BQCJZTYJEZQ3G"
+	fastOrg = "01KJPWD6MCH66BQCJZTYJEZQ3H"
+	failID  = "01KJPWD6MCH66BQCJZTYJEZQ3J"
+)
+
+func (s *slowOrgStore) Subscribers(_ context.Context, orgID string) ([]Subscription, error) {
+	return []Subscription{{OrgID: orgID, ID: "01KJPWD6MCH66BQCJZTYJEZQ3K", Events: []string{"*"}, Active: true}}, nil
+}
+
+func (s *slowOrgStore) EnqueueDeliveries(_ context.Context, ds []Delivery) (int, error) {
+	if ds[0].OrgID == slowOrg {
+		<-s.hold
+	}
+	if ds[0].EventID == failID {
+		return 0, fmt.Errorf("DynamoDB is busy")
+	}
+	s.made <- ds[0].EventID
+	return len(ds), nil
+}
+
+// TestDispatchAll: a batch's events are dispatched one org's at a time,
+// in order, and the orgs at once: an org whose dispatch hangs (a burst of
+// events, a slow write) delays no other org's; the first failure, in the
+// batch's order, is where the caller retries from.
+func TestDispatchAll(t *testing.T) {
+	s := &slowOrgStore{hold: make(chan struct{}), made: make(chan string, 10)}
+	d := NewDispatcher(s, Policy{}, nil)
+	ev := func(org, id string) audit.Event {
+		return audit.Event{OrgID: org, ID: id, Action: "ticket.create", At: time.Now()}
+	}
+	ids := []string{"01KJPWD6MCH66BQCJZTYJEZQ31", "01KJPWD6MCH66BQCJZTYJEZQ32", "01KJPWD6MCH66BQCJZTYJEZQ33", "01KJPWD6MCH66BQCJZTYJEZQ34"}
+	evs := []audit.Event{ev(slowOrg, ids[0]), ev(slowOrg, ids[1]), ev(fastOrg, ids[2]), ev(fastOrg, ids[3])}
+	type result struct {
+		i   int
+		err error
+	}
+	done := make(chan result, 1)
+	go func() { i, err := d.DispatchAll(context.Background(), evs); done <- result{i, err} }()
+	for _, want := range ids[2:] { // the fast org's, in order, while the slow org's first hangs
+		select {
+		case got := <-s.made:
+			if got != want {
+				t.Errorf("made %s, want %s", got, want)
+			}
+		case <-time.After(30 * time.Second): // a bound for a hang, not a speed
+			t.Fatal("another org's event waits for the slow org's")
+		}
+	}
+	close(s.hold)
+	if r := <-done; r.i != len(evs) || r.err != nil {
+		t.Errorf("DispatchAll: %d, %v; want %d, nil", r.i, r.err, len(evs))
+	}
+	if got := []string{<-s.made, <-s.made}; !slices.Equal(got, ids[:2]) {
+		t.Errorf("the slow org's events made in order %q, want %q", got, ids[:2])
+	}
+
+	evs = []audit.Event{ev(fastOrg, ids[0]), ev(slowOrg, failID), ev(slowOrg, ids[1]), ev(fastOrg, ids[2])}
+	if i, err := d.DispatchAll(context.Background(), evs); i != 1 || err == nil {
+		t.Errorf("DispatchAll with the second event failing: %d, %v; want 1 and its error", i, err)
 	}
 }

@@ -57,6 +57,7 @@ type options struct {
 	// exportTickets tickets and exportComments comments.
 	export                        bool
 	exportTickets, exportComments int
+	only                          string // "limiter": that phase alone, its section spliced into out
 }
 
 func main() {
@@ -77,6 +78,7 @@ func main() {
 	flag.BoolVar(&o.export, "export", false, "run the export phase alone and write its section of the report (make bench keeps it)")
 	flag.IntVar(&o.exportTickets, "export-tickets", 100_000, "tickets of the exported org (-export)")
 	flag.IntVar(&o.exportComments, "export-comments", 1_000_000, "comments of the exported org's tickets (-export)")
+	flag.StringVar(&o.only, "only", "", "\"limiter\": run the rate limiter's phase alone (small data set) and write its section into -out, in place of the one there")
 	started := flag.Int64("started", 0, "Unix time `make bench` started (for the total in the report)")
 	flag.Parse()
 	if *started > 0 {
@@ -95,11 +97,14 @@ func main() {
 	o.whatIfConc = []int{1, 8}
 	o.latencyConc = []int{1, 8}
 	o.slices = 3
-	if quick {
+	if quick || o.only != "" {
 		o.sizes = Sizes{BigUsers: 1200, BigTeamMembers: 500, BigTickets: 2000, ScaleMembers: []int{10, 1000}}
 		o.topUpTo = 4000
 		o.dur, o.rawDur, o.scaleDur = time.Second, 500*time.Millisecond, 500*time.Millisecond
 		o.slices = 2
+	}
+	if o.only != "" { // one phase, at the length of make bench's, in more slices
+		o.dur, o.slices = 4*time.Second, 4
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -211,6 +216,12 @@ func run(ctx context.Context, o options) error {
 	calibrateScrape(srv)
 	logf("one /metrics scrape allocates %.0f objects (%.0f KiB) in the API: subtracted from each step", scrapeCost.mallocs, scrapeCost.bytes/1024)
 	rn := &runner{slices: o.slices, env: e, srv: srv, hc: hc, reg: reg, logf: logf}
+	if o.only == "limiter" {
+		if rep.limiter, err = rn.limiter(ctx, b.bin, dir, ddb.Endpoint(), ds.Small[0], o.dur); err != nil {
+			return err
+		}
+		return spliceLimiter(o.out, rep)
+	}
 
 	// Ticket queue before the load: 1k and 50k tickets.
 	t0 = time.Now()
@@ -254,7 +265,7 @@ func run(ctx context.Context, o options) error {
 	if rep.limiter, err = rn.limiter(ctx, b.bin, dir, ddb.Endpoint(), ds.Small[0], o.dur); err != nil {
 		return err
 	}
-	phase(fmt.Sprintf("the rate limiter: local vs global, below and over the limit, c=%d", limiterConc), t0)
+	phase(fmt.Sprintf("the rate limiter: local vs global at c=%v, over the limit, a steady 100/s", limiterConcs), t0)
 
 	// The same endpoints and the dashboard with every DynamoDB call held
 	// for o.delay: a second API process behind the delay proxy.
@@ -302,6 +313,9 @@ func run(ctx context.Context, o options) error {
 		if b, err := os.ReadFile(o.goBenchFile); err == nil {
 			rep.goBench = string(b)
 		}
+	}
+	if o.out != "" {
+		rep.isolation = keptSection(filepath.Join(root, o.out), isolationHeading)
 	}
 	md := rep.markdown()
 	if kept := keptExportSection(filepath.Join(root, o.out)); kept != "" && o.out != "" {

@@ -170,26 +170,8 @@ func startAPI(ctx context.Context, bin, dir, ddb string, extra ...string) (*proc
 	return p, nil
 }
 
-// cpuSeconds reads utime+stime of pid from /proc (USER_HZ is 100 on Linux).
-func cpuSeconds(pid int) float64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	// After the comm field: state is f[0], utime is field 14 => f[11], stime f[12].
-	if len(f) < 13 {
-		return 0
-	}
-	u, _ := strconv.ParseFloat(f[11], 64)
-	st, _ := strconv.ParseFloat(f[12], 64)
-	return (u + st) / 100
-}
+// cpuSeconds is pid's CPU time, user and system, in seconds.
+func cpuSeconds(pid int) float64 { return testkit.PidCPU(pid).Seconds() }
 
 // selfCPU is this process's CPU time (the load generator).
 func selfCPU() float64 { return testkit.ProcessCPU().Seconds() }

@@ -74,6 +74,7 @@ func cmdOut(dir, name string, args ...string) string {
 
 // report is everything one run measured.
 type report struct {
+	isolation  string // the performance isolation section, kept from the last report
 	m          machine
 	o          options
 	started    time.Time
@@ -164,6 +165,9 @@ func (r *report) markdown() string {
 	r.whatIfTable(p)
 	r.poolTable(p)
 	r.limiterTable(p)
+	if r.isolation != "" {
+		p("%s", strings.TrimSuffix(r.isolation, "\n"))
+	}
 	if r.goBench != "" {
 		r.storeVsRaw(p, parseGoBench(r.goBench))
 		p("## Service overhead without the database (`go test -bench`)")

@@ -38,16 +38,19 @@ func main() {
 	db := store.Open(store.NewClient(cfg, store.Options{}), table)
 	d := webhook.NewDispatcher(&store.Webhooks{DB: db}, webhook.Policy{}, nil)
 	lambda.Start(func(ctx context.Context, e events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
-		return handle(ctx, e, d.Dispatch, log)
+		return handle(ctx, e, d.DispatchAll, log)
 	})
 }
 
-// handle dispatches the audit events of a batch of stream records, in
-// order. At the first failure it reports that record and stops: with
-// ReportBatchItemFailures, Lambda checkpoints before it and sends it and
-// the rest again (dispatching is idempotent).
-func handle(ctx context.Context, e events.DynamoDBEvent, dispatch func(context.Context, audit.Event) (int, error), log *slog.Logger) (events.DynamoDBEventResponse, error) {
+// handle dispatches the audit events of a batch of stream records as
+// api serve's reader does (webhook.Dispatcher.DispatchAll: each org's in
+// order, orgs at once). It reports the record of the first event whose
+// dispatch failed: with ReportBatchItemFailures, Lambda checkpoints
+// before it and sends it and the rest again (dispatching is idempotent).
+func handle(ctx context.Context, e events.DynamoDBEvent, dispatch func(context.Context, []audit.Event) (int, error), log *slog.Logger) (events.DynamoDBEventResponse, error) {
 	var resp events.DynamoDBEventResponse
+	var evs []audit.Event
+	var seqs []string
 	for _, r := range e.Records {
 		if r.EventName != string(events.DynamoDBOperationTypeInsert) {
 			continue
@@ -58,15 +61,13 @@ func handle(ctx context.Context, e events.DynamoDBEvent, dispatch func(context.C
 				img[k] = v.String()
 			}
 		}
-		ev, ok := store.AuditEventFromImage(img)
-		if !ok {
-			continue
+		if ev, ok := store.AuditEventFromImage(img); ok {
+			evs, seqs = append(evs, ev), append(seqs, r.Change.SequenceNumber)
 		}
-		if _, err := dispatch(ctx, ev); err != nil {
-			log.Warn("dispatch failed: the batch is retried from this record", "eventId", ev.ID, "err", err)
-			resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: r.Change.SequenceNumber})
-			return resp, nil
-		}
+	}
+	if i, err := dispatch(ctx, evs); err != nil {
+		log.Warn("dispatch failed: the batch is retried from this record", "eventId", evs[i].ID, "err", err)
+		resp.BatchItemFailures = append(resp.BatchItemFailures, events.DynamoDBBatchItemFailure{ItemIdentifier: seqs[i]})
 	}
 	return resp, nil
 }

@@ -34,9 +34,9 @@ func TestHandle(t *testing.T) {
 	log := slog.New(slog.DiscardHandler)
 	t.Run("dispatches the audit events, in order", func(t *testing.T) {
 		var got []audit.Event
-		resp, err := handle(context.Background(), e, func(_ context.Context, ev audit.Event) (int, error) {
-			got = append(got, ev)
-			return 1, nil
+		resp, err := handle(context.Background(), e, func(_ context.Context, evs []audit.Event) (int, error) {
+			got = evs
+			return len(evs), nil
 		}, log)
 		if err != nil || len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("resp %+v, err %v", resp, err)
@@ -52,14 +52,12 @@ func TestHandle(t *testing.T) {
 			t.Errorf("first event: %+v", ev)
 		}
 	})
-	t.Run("a failure reports its record and stops", func(t *testing.T) {
-		calls := 0
-		resp, err := handle(context.Background(), e, func(context.Context, audit.Event) (int, error) {
-			calls++
-			return 0, errors.New("throttled")
+	t.Run("a failure reports the record of the first event that failed", func(t *testing.T) {
+		resp, err := handle(context.Background(), e, func(context.Context, []audit.Event) (int, error) {
+			return 1, errors.New("throttled")
 		}, log)
-		if err != nil || calls != 1 || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "100" {
-			t.Errorf("resp %+v, err %v, calls %d", resp, err, calls)
+		if err != nil || len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != "400" {
+			t.Errorf("resp %+v, err %v, want the second event's record (400)", resp, err)
 		}
 	})
 }

@@ -236,8 +236,8 @@ var entities = map[string]*entity{
 		gsiRule: RuleDeliveryGSIKeys, check: (*checker).checkDelivery, gsis: func(it *item) gsiKeys {
 			g := gsiKeys{1: {pk: "ORG#" + it.k.org, sk: "WHDELIVERY#" + it.k.webhook + "#" + it.k.event}}
 			if it.s("state") == string(webhook.Pending) {
-				due, _ := strconv.ParseInt(it.n("nextAttemptAt"), 10, 64)
-				g[3] = gsiKey{pk: "WEBHOOKQUEUE#" + it.k.org + "#" + it.k.webhook, sk: fmt.Sprintf("%013d#%s", due, it.k.event)}
+				queued, _ := strconv.ParseInt(it.n("queuedAt"), 10, 64)
+				g[3] = gsiKey{pk: "WEBHOOKQUEUE#" + it.k.org + "#" + it.k.webhook, sk: fmt.Sprintf("%013d#%s", queued, it.k.event)}
 			}
 			return g
 		}},
