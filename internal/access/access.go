@@ -114,7 +114,7 @@ func Decide(id authz.Identity, orgID string, t Target, f Found, offboarding bool
 // Errors of a refused API key. A key of another org is a stranger there
 // (authz.ErrOrgNotFound), like a person who is not a member.
 var (
-	errKeyInvalid = errs.E(errs.Unauthenticated, "invalid_token", "the API key is revoked or does not exist")
+	errKeyInvalid = authz.ErrKeyRevoked
 	errKeyExpired = errs.E(errs.Unauthenticated, "api_key_expired", "the API key has expired")
 )
 

@@ -68,6 +68,11 @@ type TeamRole struct {
 // each, so that a stranger learns nothing of other tenants' orgs.
 var ErrOrgNotFound = errs.E(errs.NotFound, "org_not_found", "organization not found")
 
+// ErrKeyRevoked refuses an API key that no longer exists: revoked, also
+// when that happens while its request is being written (the write's fence
+// finds the key gone), or never made.
+var ErrKeyRevoked = errs.E(errs.Unauthenticated, "invalid_token", "the API key is revoked or does not exist")
+
 // Admit is the org-level decision on id acting in orgID, made once per
 // request from the authorization read (a) by every transport: members get
 // a Principal with their org role, everyone else ErrOrgNotFound. An org

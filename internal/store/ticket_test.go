@@ -352,4 +352,13 @@ func TestCreatesProveTheActor(t *testing.T) {
 		err = f.mustUnchanged(t, func() error { return f.Tickets.CreateComment(ctx, c, by("u_zed", "comment.create", "comment")) })
 		wantErr(t, err, errs.NotFound, "org_not_found")
 	})
+	t.Run("ErrKeyRevoked/a key revoked after the decision", func(t *testing.T) {
+		actor := authz.KeyActorPrefix + f.ids.New() // the key is gone (revoked) by the time of the write
+		nt := f.ticket(o.ID, actor, "Filed by a revoked key", ticket.StatusNew)
+		err := f.mustUnchanged(t, func() error { return f.Tickets.CreateTicket(ctx, nt, by(actor, "ticket.create", "ticket")) })
+		wantErr(t, err, errs.Unauthenticated, "invalid_token")
+		c := ticket.Comment{OrgID: o.ID, TicketID: f.ids.New(), ID: f.ids.New(), AuthorID: actor, Body: "hi", CreatedAt: f.now}
+		err = f.mustUnchanged(t, func() error { return f.Tickets.CreateComment(ctx, c, by(actor, "comment.create", "comment")) })
+		wantErr(t, err, errs.Unauthenticated, "invalid_token")
+	})
 }

@@ -279,5 +279,9 @@ func (d *DB) fence(t *txn, orgID, userID, floor string) {
 		t.err = err
 		return
 	}
-	d.fenceEdge(t, actorKey(orgID, userID), floor, errActorGone, errActorDemoted)
+	gone := errActorGone
+	if authz.KeyActor(userID) {
+		gone = authz.ErrKeyRevoked // the key was revoked while its request was written
+	}
+	d.fenceEdge(t, actorKey(orgID, userID), floor, gone, errActorDemoted)
 }
