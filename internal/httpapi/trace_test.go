@@ -273,11 +273,14 @@ func TestTracing(t *testing.T) {
 		who := ts.Invitee(t, "second", inv.Email)
 		a, err := who.C.AcceptInvitationWithResponse(bg, inv.Token, nil)
 		mustStatus(t, a, err, http.StatusCreated)
+		key := mustAPIKey(t, w, client.ApiKeyCreateRoleMember) // its secret, in an answer, then a header
+		g, err := keyActor(t, ts, key.Secret).C.GetOrgWithResponse(bg, org, nil)
+		mustStatus(t, g, err, http.StatusOK)
 		found := false
 		for _, s := range exp.GetSpans() {
 			text := spanText(s)
 			found = found || s.Name == "POST /v1/invitations/:token/accept"
-			for _, secret := range []string{inv.Token, who.Token, inv.Email, w.Admin.Token} {
+			for _, secret := range []string{inv.Token, who.Token, inv.Email, w.Admin.Token, key.Secret, key.Secret[len(key.Secret)-43:]} {
 				if strings.Contains(text, secret) {
 					t.Errorf("span %q holds %q", s.Name, secret)
 				}
