@@ -112,6 +112,7 @@ type Response struct {
 	Status int
 	Header http.Header
 	Body   []byte
+	Close  bool // the server closes the connection after it (Connection: close)
 }
 
 // ResponseOrErr is a response or the error of its request.
@@ -156,7 +157,7 @@ func DoReqE(hc *http.Client, method, rawURL, token string, header http.Header, b
 	}
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
-	return ResponseOrErr{Response: Response{Status: resp.StatusCode, Header: resp.Header, Body: b}, Err: err}
+	return ResponseOrErr{Response: Response{Status: resp.StatusCode, Header: resp.Header, Body: b, Close: resp.Close}, Err: err}
 }
 
 // ---------------------------------------------------------------------------

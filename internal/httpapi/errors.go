@@ -103,6 +103,11 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		switch p.Status {
 		case http.StatusUnauthorized:
 			h.Set("WWW-Authenticate", `Bearer realm="tenantd", error="invalid_token"`)
+			// A client without a valid token keeps no connection slot:
+			// net/http closes the connection after this answer, so bad
+			// tokens sent in a loop on kept-alive connections cannot hold
+			// the slots (MAX_CONNECTIONS) that clients with tokens need.
+			h.Set("Connection", "close")
 		case http.StatusServiceUnavailable:
 			h.Set("Retry-After", strconv.Itoa(1))
 		case http.StatusTooManyRequests:

@@ -321,6 +321,9 @@ func want401(t *testing.T, what string, r apiResp, ops []string) {
 	if code := problemCode(r.Body); code != "invalid_token" {
 		t.Errorf("%s: code %q, want invalid_token", what, code)
 	}
+	if !r.Close {
+		t.Errorf("%s: the connection is kept; want Connection: close (a client without a valid token keeps no connection slot)", what)
+	}
 	if len(ops) != 0 {
 		t.Errorf("%s: DynamoDB calls %v, want none", what, ops)
 	}
