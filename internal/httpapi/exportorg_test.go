@@ -8,6 +8,9 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -221,6 +224,18 @@ func TestExport(t *testing.T) {
 		for what, secret := range map[string]string{"the webhook's secret": w.hook.Secret, "the invitation's token": w.inv.Token,
 			"the token's hash": invitation.HashToken(w.inv.Token), "a secret's prefix": "whsec_", "a secret's name": `"secret"`,
 			"a hash's name": "tokenHash", "a token's name": `"token"`} {
+			if strings.Contains(body, secret) {
+				t.Errorf("the export shows %s (%s)", what, secret)
+			}
+		}
+	})
+	spec(t, "200/exportOrg/no API key, nor its secret or hash", func(t *testing.T) {
+		kw := mustExportWorld(t, ts, "Keyed")
+		k := mustAPIKey(t, kw.world, client.ApiKeyCreateRoleAdmin)
+		sum := sha256.Sum256([]byte(k.Secret))
+		body := string(doReq(t, ts.HTTP, http.MethodGet, exportURL(ts, kw.Org.Id, ""), kw.Owner.Token, nil, "").Body)
+		for what, secret := range map[string]string{"the key's secret": k.Secret, "the secret's random part": k.Secret[len(k.Secret)-43:],
+			"the hash (hex)": hex.EncodeToString(sum[:]), "the hash (base64)": base64.StdEncoding.EncodeToString(sum[:]), "a key line": `"type":"apiKey"`} {
 			if strings.Contains(body, secret) {
 				t.Errorf("the export shows %s (%s)", what, secret)
 			}
