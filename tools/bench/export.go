@@ -239,10 +239,10 @@ func exportTable(rows []exportRow, seed seedStats, m machine, started time.Time,
 	return b.String()
 }
 
-// sectionOf is where md's section titled title lies (a section runs to
-// the next "## "); ok is false when md has none.
+// sectionOf is where md's section whose heading starts with title lies
+// (a section runs to the next "## "); ok is false when md has none.
 func sectionOf(md, title string) (start, end int, ok bool) {
-	start = strings.Index(md, title+"\n")
+	start = strings.Index(md, title)
 	if start < 0 {
 		return 0, 0, false
 	}
@@ -265,19 +265,6 @@ func replaceSection(md, title, section string) string {
 		return md[:i] + section
 	}
 	return md[:i] + strings.TrimRight(section, "\n") + "\n\n" + rest
-}
-
-// keptExportSection is the export section of the report at path, if any.
-func keptExportSection(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	i, end, ok := sectionOf(string(b), exportSection)
-	if !ok {
-		return ""
-	}
-	return strings.TrimRight(string(b[i:end]), "\n") + "\n"
 }
 
 // runExport is `-export`: seed the two orgs, export each, and write the

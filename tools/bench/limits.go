@@ -236,10 +236,9 @@ func spliceLimiter(path string, r *report) error {
 	section := b.String() + fmt.Sprintf("(This section: `go run ./tools/bench -only limiter` on %s, commit `%s`, apart from the rest of the file.)\n\n",
 		r.started.UTC().Format("2006-01-02 15:04 MST"), r.m.commit)
 	doc := string(old)
-	start, end := sectionAt(doc, limiterHeading)
-	if start < 0 {
-		start, _ = sectionAt(doc, "## Service overhead without the database")
-		if start < 0 {
+	start, end, ok := sectionOf(doc, limiterHeading)
+	if !ok {
+		if start, _, ok = sectionOf(doc, "## Service overhead without the database"); !ok {
 			start = len(doc)
 		}
 		end = start
@@ -251,20 +250,6 @@ func spliceLimiter(path string, r *report) error {
 // measured by go test, not by the bench: a full run keeps it as it is.
 const isolationHeading = "## Performance isolation: a victim beside hostile tenants"
 
-// sectionAt is where doc's section under heading starts and ends (at the
-// next "## " heading or the end); start is -1 when there is none.
-func sectionAt(doc, heading string) (start, end int) {
-	start = strings.Index(doc, heading)
-	if start < 0 {
-		return -1, -1
-	}
-	end = strings.Index(doc[start+len(heading):], "\n## ")
-	if end < 0 {
-		return start, len(doc)
-	}
-	return start, start + len(heading) + end + 1
-}
-
 // keptSection is the section under heading of the report at path, as it
 // is ("" when there is none).
 func keptSection(path, heading string) string {
@@ -272,8 +257,8 @@ func keptSection(path, heading string) string {
 	if err != nil {
 		return ""
 	}
-	start, end := sectionAt(string(old), heading)
-	if start < 0 {
+	start, end, ok := sectionOf(string(old), heading)
+	if !ok {
 		return ""
 	}
 	return string(old[start:end])

@@ -318,8 +318,8 @@ func run(ctx context.Context, o options) error {
 		rep.isolation = keptSection(filepath.Join(root, o.out), isolationHeading)
 	}
 	md := rep.markdown()
-	if kept := keptExportSection(filepath.Join(root, o.out)); kept != "" && o.out != "" {
-		md = replaceSection(md, exportSection, kept) // written by -export
+	if kept := keptSection(filepath.Join(root, o.out), exportSection); kept != "" && o.out != "" {
+		md = replaceSection(md, exportSection, strings.TrimRight(kept, "\n")+"\n") // written by -export
 	}
 	fmt.Println(md)
 	if o.out != "" {
