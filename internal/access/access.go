@@ -111,12 +111,10 @@ func Decide(id authz.Identity, orgID string, t Target, f Found, offboarding bool
 	return Decision{Principal: p, Found: f}, nil
 }
 
-// Errors of a refused API key. A key of another org is a stranger there
+// errKeyExpired refuses an expired API key. A missing key or a wrong
+// secret is authz.ErrKeyRevoked; a key of another org is a stranger there
 // (authz.ErrOrgNotFound), like a person who is not a member.
-var (
-	errKeyInvalid = authz.ErrKeyRevoked
-	errKeyExpired = errs.E(errs.Unauthenticated, "api_key_expired", "the API key has expired")
-)
+var errKeyExpired = errs.E(errs.Unauthenticated, "api_key_expired", "the API key has expired")
 
 // checkKey decides an API key's bearer in orgID: a stranger outside the
 // key's org; in it, the key must exist, its stored hash equal the token's
@@ -127,9 +125,9 @@ func checkKey(k authz.APIKey, orgID string, f Found, now time.Time) error {
 	case k.OrgID != orgID:
 		return authz.ErrOrgNotFound
 	case f.CallerKey == nil:
-		return errKeyInvalid
+		return authz.ErrKeyRevoked
 	case subtle.ConstantTimeCompare(f.CallerKey.Hash[:], k.Hash[:]) != 1:
-		return errKeyInvalid
+		return authz.ErrKeyRevoked
 	case !f.CallerKey.ExpiresAt.IsZero() && !now.Before(f.CallerKey.ExpiresAt):
 		return errKeyExpired
 	}

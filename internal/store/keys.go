@@ -195,6 +195,16 @@ func actorKey(orgID, userID string) key {
 	return orgUserKey(orgID, userID)
 }
 
+// actorGone is the error of a write whose actor's item (actorKey) is gone:
+// for an API key, revoked while the write ran (401, as its next request
+// gets), else person, the error a person's lost edge answers.
+func actorGone(userID string, person error) error {
+	if strings.HasPrefix(userID, authz.KeyActorPrefix) {
+		return authz.ErrKeyRevoked
+	}
+	return person
+}
+
 // invitationEmailKey points from an email to its pending invitation, so a
 // new invitation for the same email replaces the old one; it is in GSI1
 // under ORG#<orgId> (invitationEmailGSI1SK), where offboarding finds it.

@@ -7,7 +7,6 @@ import (
 	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/audit"
-	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/page"
@@ -155,11 +154,7 @@ func (s *Tickets) CreateTicket(ctx context.Context, t ticket.Ticket, ev audit.Ev
 	it := toTicketItem(t)
 	tx := s.newTx().put(key{it.PK, it.SK}, s.table.Put(it).If(notExists), failWith(errs.E(errs.Conflict, "ticket_exists", "ticket ID already taken")))
 	k := actorKey(t.OrgID, t.RequesterID) // a person's edge, or the API key that files it
-	gone := errRequesterGone
-	if authz.KeyActor(t.RequesterID) {
-		gone = authz.ErrKeyRevoked
-	}
-	tx.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(gone))
+	tx.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(actorGone(t.RequesterID, errRequesterGone)))
 	// A self-assigned ticket's assignee is already checked as requester (and
 	// one transaction may not touch an item twice).
 	s.referenceChecks(tx, t, true, true)

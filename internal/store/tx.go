@@ -279,9 +279,5 @@ func (d *DB) fence(t *txn, orgID, userID, floor string) {
 		t.err = err
 		return
 	}
-	gone := errActorGone
-	if authz.KeyActor(userID) {
-		gone = authz.ErrKeyRevoked // the key was revoked while its request was written
-	}
-	d.fenceEdge(t, actorKey(orgID, userID), floor, gone, errActorDemoted)
+	d.fenceEdge(t, actorKey(orgID, userID), floor, actorGone(userID, errActorGone), errActorDemoted)
 }
