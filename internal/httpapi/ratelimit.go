@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/tenantd/tenantd/internal/apikey"
+	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
@@ -24,11 +25,11 @@ var (
 // an org's members spend its budget. Unauthenticated requests pass (they
 // were refused, or are public probes).
 func limitTenant(l *ratelimit.Limiter) echo.MiddlewareFunc {
-	return limitBy(l, "org", func(c echo.Context, userID string) (string, error) {
+	return limitBy(l, "org", func(c echo.Context, id authz.Identity) (string, error) {
 		if org := c.Param("orgId"); org != "" {
 			return orgBucket(org), errLimited
 		}
-		return "user:" + userID, errUserLimited
+		return "user:" + id.UserID, errUserLimited
 	})
 }
 
@@ -45,26 +46,27 @@ func orgBucket(orgID string) string { return "org:" + orgID }
 // name a key's id, and forged tokens go to the unverified budget instead
 // (apikey.Recent.Admit), never to the key's.
 func limitCaller(l *ratelimit.Limiter, keys *apikey.Recent, now clock.Clock) echo.MiddlewareFunc {
-	return limitBy(l, "caller", func(c echo.Context, userID string) (string, error) {
-		if id, _ := IdentityFrom(c.Request().Context()); id.Key != nil && !keys.Known(*id.Key, now()) {
+	return limitBy(l, "caller", func(_ echo.Context, id authz.Identity) (string, error) {
+		if id.Key != nil && !keys.Known(*id.Key, now()) {
 			return "", nil
 		}
-		return "caller:" + userID, errCallerLimited
+		return "caller:" + id.UserID, errCallerLimited
 	})
 }
 
 // limitBy spends a token of the bucket key names (refusing with the error
-// it gives) and says so in the RateLimit header fields (rateLimitFields):
-// RateLimit-Policy and RateLimit list each policy the request went through.
-func limitBy(l *ratelimit.Limiter, policy string, key func(echo.Context, string) (string, error)) echo.MiddlewareFunc {
+// it gives; no bucket, "", lets the request through uncounted) and says
+// so in the RateLimit header fields (rateLimitFields): RateLimit-Policy
+// and RateLimit list each policy the request went through.
+func limitBy(l *ratelimit.Limiter, policy string, key func(echo.Context, authz.Identity) (string, error)) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			id, ok := IdentityFrom(c.Request().Context())
 			if l.Off() || !ok {
 				return next(c)
 			}
-			bucket, refused := key(c, id.UserID)
-			if bucket == "" { // not this policy's to count
+			bucket, refused := key(c, id)
+			if bucket == "" {
 				return next(c)
 			}
 			d := l.Take(c.Request().Context(), bucket)
