@@ -2,9 +2,11 @@ package httpapi_test
 
 // HTTP semantics: entity tags of representations, If-None-Match (304),
 // If-Match after RFC 9110 (lists, *, weak tags never match), 405 with
-// Allow, and 404 for unknown paths with or without a token.
+// Allow, 404 for unknown paths with or without a token, and no-store on
+// every write's answer.
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -133,5 +135,55 @@ func TestIfNoneMatchOnWrites(t *testing.T) {
 	mustStatus(t, m, err, http.StatusOK)
 	if m.JSON200.Role != client.RoleMember {
 		t.Errorf("the refused PUT changed the role to %s", m.JSON200.Role)
+	}
+}
+
+// TestNoStore: no cache may keep an answer that shows a secret: a minted
+// API key, a webhook's secret (created, rotated, and a create's replay),
+// an invitation's token (and its replay), or any other write's answer, a
+// refusal included. A GET's answer keeps its own cache rules.
+func TestNoStore(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "No store")
+	base := ts.URL + "/v1/orgs/" + w.Org.Id
+	hookKey, inviteKey := http.Header{"Idempotency-Key": {"no-store-hook"}}, http.Header{"Idempotency-Key": {"no-store-invite"}}
+	hook := `{"url":"https://hooks.example.com/no-store","events":["*"]}`
+	invite := `{"email":"cached@example.com","role":"member"}`
+	var hookID string
+	for _, c := range []struct {
+		name, method, path, token string
+		header                    http.Header
+		body                      string
+		status                    int
+	}{
+		{"201/createApiKey", http.MethodPost, "/api-keys", w.Owner.Token, nil, `{"name":"bot","role":"member"}`, http.StatusCreated},
+		{"201/createWebhook", http.MethodPost, "/webhooks", w.Owner.Token, hookKey, hook, http.StatusCreated},
+		{"201/createWebhook/replayed", http.MethodPost, "/webhooks", w.Owner.Token, hookKey, hook, http.StatusCreated},
+		{"200/rotateWebhookSecret", http.MethodPost, "/webhooks/{hook}/rotate-secret", w.Owner.Token, nil, "", http.StatusOK},
+		{"201/createInvitation", http.MethodPost, "/invitations", w.Owner.Token, inviteKey, invite, http.StatusCreated},
+		{"201/createInvitation/replayed", http.MethodPost, "/invitations", w.Owner.Token, inviteKey, invite, http.StatusCreated},
+		{"403/createApiKey/a member", http.MethodPost, "/api-keys", w.Member.Token, nil, `{"name":"mine","role":"member"}`, http.StatusForbidden},
+		{"200/getTicket/a GET is not marked", http.MethodGet, "/tickets/" + w.Ticket.Id, w.Member.Token, nil, "", http.StatusOK},
+	} {
+		spec(t, c.name, func(t *testing.T) {
+			r := doReq(t, ts.HTTP, c.method, base+strings.Replace(c.path, "{hook}", hookID, 1), c.token, c.header, c.body)
+			if r.Status != c.status {
+				t.Fatalf("%d %s, want %d", r.Status, r.Body, c.status)
+			}
+			if hookID == "" && strings.HasSuffix(c.path, "/webhooks") {
+				var created struct {
+					ID string `json:"id"`
+				}
+				_ = json.Unmarshal(r.Body, &created)
+				hookID = created.ID
+			}
+			want := "no-store"
+			if c.method == http.MethodGet {
+				want = ""
+			}
+			if got := r.Header.Get("Cache-Control"); got != want {
+				t.Errorf("Cache-Control %q, want %q", got, want)
+			}
+		})
 	}
 }

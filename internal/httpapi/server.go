@@ -146,6 +146,7 @@ func New(d Deps) (*echo.Echo, error) {
 	e.HTTPErrorHandler = errorHandler(d.Logger)
 	e.Use(withRequest)
 	e.Use(allowHead)
+	e.Use(noStore)
 	e.Use(requestID)
 	if d.Tracing != nil {
 		e.Use(traceRequests(d.Tracing, route)...) // outside the log line, which names the trace
@@ -241,6 +242,20 @@ func allowHead(next echo.HandlerFunc) echo.HandlerFunc {
 				res.Header().Set(echo.HeaderAllow, strings.Join(append(allow, http.MethodHead), ", "))
 			}
 		})
+		return next(c)
+	}
+}
+
+// noStore marks every answer to a request that is not a GET (a HEAD is
+// served as one) Cache-Control: no-store: the answers that show a secret
+// (a minted API key's, a webhook's, an invitation's token) and their
+// replays are writes' answers, and no cache may keep them. A GET's answer
+// says what it may be kept for itself (its ETag; a query's over GET).
+func noStore(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if c.Request().Method != http.MethodGet {
+			c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+		}
 		return next(c)
 	}
 }
