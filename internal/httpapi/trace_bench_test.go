@@ -5,6 +5,7 @@ package httpapi_test
 // ticket against the in-process DynamoDB stub of overhead_bench_test.go.
 
 import (
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -50,14 +51,19 @@ func (env *benchEnv) getTicketWith(tb testing.TB, h http.Handler, name, value st
 func TestTracingOffCostsNothing(t *testing.T) {
 	env := newBenchEnv(t)
 	off := env.server(t, true, true)
+	// AllocsPerRun counts every goroutine's allocations, so background
+	// work (a rate-limit lease, an earlier test's idle connection) adds to
+	// a measure now and then, never takes away: the least of five measures
+	// is the request's own. One allocation either way is still let pass;
+	// the traceId the log line would read costs more.
 	allocs := func(h http.Handler, name, value string) float64 {
 		env.getTicketWith(t, h, name, value) // warm: the token cache, the pools
-		return testing.AllocsPerRun(200, func() { env.getTicketWith(t, h, name, value) })
+		least := math.Inf(1)
+		for range 5 {
+			least = min(least, testing.AllocsPerRun(100, func() { env.getTicketWith(t, h, name, value) }))
+		}
+		return least
 	}
-	// AllocsPerRun counts every goroutine's allocations, and the server's
-	// background work (a rate-limit lease, say) lands in one run or the
-	// other now and then: one allocation either way is that noise; the
-	// traceId the log line would read costs more.
 	base := allocs(off, "X-Not-Traced", callerTraceparent) // the same header, by another name
 	if got := allocs(off, "Traceparent", callerTraceparent); got > base+1 {
 		t.Errorf("tracing off, a caller's traceparent: %.0f allocs per request, want %.0f (none for the log line's traceId)", got, base)
