@@ -2935,7 +2935,11 @@ type ClientInterface interface {
 	// sent and its `auditPosition`. An export that fails part way (the
 	// database unavailable, `503`, or the org's rate limit spent for
 	// longer than the request deadline, `429`) ends with an `error` line
-	// instead; one whose connection breaks ends without a summary.
+	// instead; one whose connection breaks ends without a summary. The
+	// caller's access is decided again before a page once the last
+	// decision is a second old: an owner removed from the org (or no
+	// longer an owner) while the export runs gets, within a second, the
+	// `error` line of that refusal (`404`, `403`) and nothing more.
 	//
 	// **Resuming.** Every line carries a `cursor`: pass the last one
 	// received as `cursor` to go on right after that line, with the same
@@ -3765,7 +3769,11 @@ func (c *Client) ListAuditEvents(ctx context.Context, orgId OrgId, params *ListA
 // sent and its `auditPosition`. An export that fails part way (the
 // database unavailable, `503`, or the org's rate limit spent for
 // longer than the request deadline, `429`) ends with an `error` line
-// instead; one whose connection breaks ends without a summary.
+// instead; one whose connection breaks ends without a summary. The
+// caller's access is decided again before a page once the last
+// decision is a second old: an owner removed from the org (or no
+// longer an owner) while the export runs gets, within a second, the
+// `error` line of that refusal (`404`, `403`) and nothing more.
 //
 // **Resuming.** Every line carries a `cursor`: pass the last one
 // received as `cursor` to go on right after that line, with the same
@@ -8542,7 +8550,11 @@ type ClientWithResponsesInterface interface {
 	// sent and its `auditPosition`. An export that fails part way (the
 	// database unavailable, `503`, or the org's rate limit spent for
 	// longer than the request deadline, `429`) ends with an `error` line
-	// instead; one whose connection breaks ends without a summary.
+	// instead; one whose connection breaks ends without a summary. The
+	// caller's access is decided again before a page once the last
+	// decision is a second old: an owner removed from the org (or no
+	// longer an owner) while the export runs gets, within a second, the
+	// `error` line of that refusal (`404`, `403`) and nothing more.
 	//
 	// **Resuming.** Every line carries a `cursor`: pass the last one
 	// received as `cursor` to go on right after that line, with the same
@@ -16793,7 +16805,11 @@ func (c *ClientWithResponses) ListAuditEventsWithResponse(ctx context.Context, o
 // sent and its `auditPosition`. An export that fails part way (the
 // database unavailable, `503`, or the org's rate limit spent for
 // longer than the request deadline, `429`) ends with an `error` line
-// instead; one whose connection breaks ends without a summary.
+// instead; one whose connection breaks ends without a summary. The
+// caller's access is decided again before a page once the last
+// decision is a second old: an owner removed from the org (or no
+// longer an owner) while the export runs gets, within a second, the
+// `error` line of that refusal (`404`, `403`) and nothing more.
 //
 // **Resuming.** Every line carries a `cursor`: pass the last one
 // received as `cursor` to go on right after that line, with the same

@@ -14,7 +14,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/audit"
+	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/export"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
@@ -83,7 +86,8 @@ func (a exportAnswer) VisitExportOrgResponse(w http.ResponseWriter) error {
 	defer cancel(nil)
 	client := original(a.ctx).Context() // net/http's: cancelled when the client goes away
 	defer context.AfterFunc(client, func() { cancel(context.Canceled) })()
-	s := &exportSink{h: a.h, orgID: a.orgID, w: w, rc: http.NewResponseController(w)}
+	id, _ := IdentityFrom(a.ctx)
+	s := &exportSink{h: a.h, orgID: a.orgID, id: id, decided: clock.Or(a.h.Now)(), w: w, rc: http.NewResponseController(w)}
 	if a.gzip {
 		s.gz = gzip.NewWriter(w)
 	}
@@ -124,10 +128,13 @@ func (a exportAnswer) VisitExportOrgResponse(w http.ResponseWriter) error {
 // exportSink writes an export's records as lines, each with its cursor,
 // into a buffer sent (and flushed) before each page is read; it spends
 // the org's rate limit for every page read but the first (the request's
-// own).
+// own), and decides the caller's access again before a page once the last
+// decision is reauthorizeAfter old.
 type exportSink struct {
 	h        *handlers
 	orgID    string
+	id       authz.Identity
+	decided  time.Time // when the caller's access was last decided
 	w        http.ResponseWriter
 	rc       *http.ResponseController
 	gz       *gzip.Writer // nil: sent as is
@@ -146,8 +153,34 @@ func (s *exportSink) Read(ctx context.Context) error {
 			return err
 		}
 	}
+	if now := clock.Or(s.h.Now)(); now.Sub(s.decided) >= reauthorizeAfter {
+		if err := s.reauthorize(ctx, now); err != nil {
+			return err
+		}
+		s.decided = now
+	}
 	s.progress.Reset(s.h.RequestTimeout)
 	return nil
+}
+
+// reauthorizeAfter is how long an export reads on one decision of its
+// caller's access: an owner removed or demoted while it runs gets no page
+// read later than this after the change.
+const reauthorizeAfter = time.Second
+
+// reauthorize decides the caller's access to the export again, as
+// AuthorizeOrg did: the one authorization read, access.Decide, then the
+// export's own rule.
+func (s *exportSink) reauthorize(ctx context.Context, now time.Time) error {
+	f, err := s.h.Access.OrgAccess(ctx, s.orgID, s.id.UserID, access.Target{})
+	if err != nil {
+		return err
+	}
+	d, err := access.Decide(s.id, s.orgID, access.Target{}, f, false, now)
+	if err != nil {
+		return err
+	}
+	return authz.Authorize(d.Principal, authz.OrgExport, authz.Facts{})
 }
 
 // pace spends a request of the org's bucket, waiting for one when it is

@@ -479,6 +479,47 @@ type copyTicket struct {
 	Comments                                                              map[string]string
 }
 
+// TestExportReauthorized: an owner removed from the org while an export
+// runs gets no page read a second after the change: the export decides
+// its caller's access again once its decision is a second old (the test
+// clock's second), and ends with the refusal's error line, not the rest
+// of the org.
+func TestExportReauthorized(t *testing.T) {
+	hook := &queryHook{}
+	ts := MustServer(t, withAPIOptions(hook.middleware))
+	w := mustExportWorld(t, ts, "Reauthorized")
+	org := w.Org.Id
+	r, err := w.Owner.C.UpdateOrgUserWithResponse(bg, org, w.Admin.ID, nil, client.OrgUserUpdate{Role: ptr(client.RoleOwner)})
+	mustStatus(t, r, err, http.StatusOK)
+	spec(t, "200/exportOrg/an owner removed while it runs", func(t *testing.T) {
+		var removed atomic.Bool
+		hook.set(func(context.Context) error { // the first page read: the org's users
+			if removed.CompareAndSwap(false, true) {
+				r, err := w.Owner.C.RemoveOrgUserWithResponse(bg, org, w.Admin.ID, nil)
+				mustStatus(t, r, err, http.StatusNoContent)
+				ts.Clock.Advance(2 * time.Second)
+			}
+			return nil
+		})
+		defer hook.set(nil)
+		res := doReq(t, ts.HTTP, http.MethodGet, ts.URL+"/v1/orgs/"+org+"/export", w.Admin.Token, nil, "")
+		if res.Status != http.StatusOK {
+			t.Fatalf("%d %s", res.Status, res.Body)
+		}
+		lines := parseExport(t, res.Body)
+		last := lines[len(lines)-1]
+		problem, _ := last["error"].(map[string]any)
+		if last.str("type") != "error" || problem["status"] != float64(http.StatusNotFound) || problem["code"] != "org_not_found" {
+			t.Fatalf("last line %v, want the error line of a 404 org_not_found", last)
+		}
+		for _, l := range lines {
+			if typ := l.str("type"); typ != "org" && typ != "user" && typ != "error" {
+				t.Errorf("a %s line after the owner was removed", typ)
+			}
+		}
+	})
+}
+
 // TestExportConsistency exports an org while its tickets and comments are
 // written: between every two pages the export reads (a hook on its
 // Queries), and all along from another goroutine. The export, with the
