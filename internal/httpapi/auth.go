@@ -67,16 +67,16 @@ func ticketTarget(c echo.Context) access.Target {
 
 // Authenticate verifies the bearer token of every request that skip does
 // not exempt and stores the Identity in the request context. A bad or
-// missing token ends the request with 401 before anything else runs.
+// missing token, or a second Authorization line, is a 401 before anything.
 func Authenticate(v *Verifier, skip func(echo.Context) bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if skip != nil && skip(c) {
 				return next(c)
 			}
-			h := c.Request().Header.Get(echo.HeaderAuthorization)
-			scheme, token, ok := strings.Cut(h, " ")
-			if !ok || !strings.EqualFold(scheme, "Bearer") {
+			hs := c.Request().Header.Values(echo.HeaderAuthorization)
+			scheme, token, ok := strings.Cut(strings.Join(hs, ""), " ")
+			if !ok || len(hs) != 1 || !strings.EqualFold(scheme, "Bearer") {
 				return errToken
 			}
 			id, err := verify(v, strings.TrimSpace(token))

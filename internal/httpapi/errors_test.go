@@ -303,13 +303,14 @@ func TestAuthentication(t *testing.T) {
 		{"tampered payload", "Bearer " + tamperJWT(t, valid)},
 		{"invalid sub", "Bearer " + ts.Mint(t, claims("a#b", now, now.Add(time.Hour)))},
 		{"empty sub", "Bearer " + ts.Mint(t, claims("", now, now.Add(time.Hour)))},
+		{"two Authorization lines", "Bearer " + valid + "\nBearer " + valid}, // which caller? neither
 	}
 	for _, op := range opsDocumenting(t, http.StatusUnauthorized) {
 		for _, c := range cases {
 			spec(t, "401/"+op.ID+"/"+c.name, func(t *testing.T) {
 				var h http.Header
 				if c.header != "" {
-					h = http.Header{"Authorization": {c.header}}
+					h = http.Header{"Authorization": strings.Split(c.header, "\n")}
 				}
 				ts.Rec.Reset()
 				r := doOp(t, ts.HTTPClient(t, ""), ts.URL, op, ids, bodyOfOp(op, ids), h)
