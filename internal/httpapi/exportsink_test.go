@@ -39,7 +39,7 @@ func TestExportSinkWriteDeadline(t *testing.T) {
 	w := &deadlineWriter{header: http.Header{}}
 	h := &handlers{Deps: Deps{WriteTimeout: 30 * time.Second, RequestTimeout: time.Minute},
 		cursors: page.Cursors{Key: bytes.Repeat([]byte("k"), 32), TTL: time.Hour, Now: time.Now}}
-	s := &exportSink{h: h, orgID: "01KJPWD6MCDF8S0BJ38Y33G3QW", w: w, rc: http.NewResponseController(w), progress: time.AfterFunc(time.Hour, func() {})}
+	s := &exportSink{h: h, orgID: "01KJPWD6MCDF8S0BJ38Y33G3QW", decided: time.Now(), w: w, rc: http.NewResponseController(w), progress: time.AfterFunc(time.Hour, func() {})}
 	defer s.progress.Stop()
 	org := tenant.Org{ID: s.orgID, Name: "Deadlines"}
 	for round := 1; round <= 3; round++ {
