@@ -87,6 +87,28 @@ type Decision struct {
 	Found
 }
 
+// Authorize makes the authorization read of id acting in orgID (read: the
+// Reader's OrgAccess of t, as the transport calls it) and decides it with
+// Decide. An API key's token that keys has not verified lately spends its
+// unverified budget before the read (apikey.Recent.Admit); one the read
+// verifies is remembered (Verified). keys may be nil.
+func Authorize(id authz.Identity, orgID string, t Target, offboarding bool, now time.Time, keys *apikey.Recent, read func() (Found, error)) (Decision, error) {
+	if id.Key != nil {
+		if err := keys.Admit(*id.Key, now); err != nil {
+			return Decision{}, err
+		}
+	}
+	f, err := read()
+	if err != nil {
+		return Decision{}, err
+	}
+	d, err := Decide(id, orgID, t, f, offboarding, now)
+	if err == nil && d.CallerKey != nil {
+		keys.Verified(*d.CallerKey, now)
+	}
+	return d, err
+}
+
 // Decide is the decision on id acting in orgID from what the read found
 // of t: an API key's own checks first (checkKey), then authz.Admit's, then
 // a missing target's 404 (or its ID's 400), so that a stranger learns

@@ -96,24 +96,13 @@ func (rs *requestState) org(orgID string) *tenant.Org {
 }
 
 func (rs *requestState) authorize(ctx context.Context, orgID string) (access.Decision, error) {
-	now := clock.Or(rs.s.d.Now)()
-	if rs.id.Key != nil {
-		if err := rs.s.d.KeyUse.Admit(*rs.id.Key, now); err != nil {
-			return access.Decision{}, err
-		}
-	}
-	f, err := do(ctx, rs, func() (access.Found, error) {
-		return rs.s.d.Access.OrgAccess(ctx, orgID, rs.id.UserID, access.Target{})
+	d, err := access.Authorize(rs.id, orgID, access.Target{}, false, clock.Or(rs.s.d.Now)(), rs.s.d.KeyUse, func() (access.Found, error) {
+		return do(ctx, rs, func() (access.Found, error) {
+			return rs.s.d.Access.OrgAccess(ctx, orgID, rs.id.UserID, access.Target{})
+		})
 	})
 	if err != nil {
 		return access.Decision{}, err
-	}
-	d, err := access.Decide(rs.id, orgID, access.Target{}, f, false, now)
-	if err != nil {
-		return access.Decision{}, err
-	}
-	if d.CallerKey != nil {
-		rs.s.d.KeyUse.Verified(*d.CallerKey, now)
 	}
 	if l := rs.s.d.RateLimit.TakeN(ctx, "org:"+orgID, rs.cost); !l.Allowed {
 		return access.Decision{}, errLimited

@@ -162,22 +162,10 @@ func AuthorizeOrg(a Authorizer) echo.MiddlewareFunc {
 				rctx, cancel = context.WithTimeout(rctx, a.ReadTimeout)
 				defer cancel()
 			}
-			at := now()
-			if id.Key != nil {
-				if err := a.Keys.Admit(*id.Key, at); err != nil {
-					return err
-				}
-			}
-			f, err := a.Reader.OrgAccess(rctx, orgID, id.UserID, t)
+			d, err := access.Authorize(id, orgID, t, offboardingRoutes[c.Path()] == req.Method, now(), a.Keys,
+				func() (access.Found, error) { return a.Reader.OrgAccess(rctx, orgID, id.UserID, t) })
 			if err != nil {
 				return err
-			}
-			d, err := access.Decide(id, orgID, t, f, offboardingRoutes[c.Path()] == req.Method, at)
-			if err != nil {
-				return err
-			}
-			if d.CallerKey != nil {
-				a.Keys.Verified(*d.CallerKey, at)
 			}
 			c.SetRequest(req.WithContext(access.WithDecision(req.Context(), d)))
 			return next(c)

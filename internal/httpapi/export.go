@@ -169,14 +169,11 @@ func (s *exportSink) Read(ctx context.Context) error {
 const reauthorizeAfter = time.Second
 
 // reauthorize decides the caller's access to the export again, as
-// AuthorizeOrg did: the one authorization read, access.Decide, then the
-// export's own rule.
+// AuthorizeOrg did (access.Authorize), then the export's own rule.
 func (s *exportSink) reauthorize(ctx context.Context, now time.Time) error {
-	f, err := s.h.Access.OrgAccess(ctx, s.orgID, s.id.UserID, access.Target{})
-	if err != nil {
-		return err
-	}
-	d, err := access.Decide(s.id, s.orgID, access.Target{}, f, false, now)
+	d, err := access.Authorize(s.id, s.orgID, access.Target{}, false, now, s.h.KeyUse, func() (access.Found, error) {
+		return s.h.Access.OrgAccess(ctx, s.orgID, s.id.UserID, access.Target{})
+	})
 	if err != nil {
 		return err
 	}
