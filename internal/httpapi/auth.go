@@ -75,8 +75,11 @@ func Authenticate(v *Verifier, skip func(echo.Context) bool) echo.MiddlewareFunc
 				return next(c)
 			}
 			hs := c.Request().Header.Values(echo.HeaderAuthorization)
-			scheme, token, ok := strings.Cut(strings.Join(hs, ""), " ")
-			if !ok || len(hs) != 1 || !strings.EqualFold(scheme, "Bearer") {
+			if len(hs) != 1 {
+				return errToken
+			}
+			scheme, token, ok := strings.Cut(hs[0], " ")
+			if !ok || !strings.EqualFold(scheme, "Bearer") {
 				return errToken
 			}
 			id, err := verify(v, strings.TrimSpace(token))
