@@ -59,10 +59,7 @@ func fromAuditItem(it auditItem) audit.Event {
 // OrgCreatedAt is when the org was created: the audit log's listing starts
 // there at the earliest.
 func (s *Audit) OrgCreatedAt(ctx context.Context, orgID string) (time.Time, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return time.Time{}, err
-	}
-	it, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), false, errOrgNotFound, "get org")
+	it, err := getItem[orgItem](ctx, s.DB, orgKey(orgID), false, errOrgNotFound, "get org", ids.Resource("orgId", orgID))
 	return it.CreatedAt, err
 }
 

@@ -121,20 +121,16 @@ func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invit
 
 // GetInvitation reads one invitation with a consistent GetItem.
 func (s *Invitations) GetInvitation(ctx context.Context, orgID, invitationID string) (invitation.Invitation, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("invitationId", invitationID)); err != nil {
-		return invitation.Invitation{}, err
-	}
-	it, err := getItem[invitationItem](ctx, s.DB, invitationKey(orgID, invitationID), true, errInvitationNotFound, "get invitation")
+	it, err := getItem[invitationItem](ctx, s.DB, invitationKey(orgID, invitationID), true, errInvitationNotFound, "get invitation",
+		ids.Resource("orgId", orgID), ids.Resource("invitationId", invitationID))
 	return fromInvitationItem(it), err
 }
 
 // ListInvitations pages through GSI1 ORG#<orgId>, begins_with INVITE#,
 // leaving out invitations that expired but TTL has not removed yet.
 func (s *Invitations) ListInvitations(ctx context.Context, orgID string, now time.Time, p page.Request) (page.Result[invitation.Invitation], error) {
-	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return page.Result[invitation.Invitation]{}, err
-	}
-	r, err := list(ctx, s.DB, listing{op: "list invitations", index: gsi1, partition: orgPK(orgID), prefix: prefixInvite}, p, fromInvitationItem)
+	r, err := list(ctx, s.DB, listing{op: "list invitations", index: gsi1, partition: orgPK(orgID), prefix: prefixInvite}, p, fromInvitationItem,
+		ids.Resource("orgId", orgID))
 	if err != nil {
 		return r, err
 	}
@@ -164,10 +160,8 @@ func (s *Invitations) RevokeInvitation(ctx context.Context, inv invitation.Invit
 // accepting the invitation whose token hashes to tokenHash, with the user's
 // teams now. Returns NotFound unless they are in the org by that invitation.
 func (s *Invitations) GetAcceptedInvitation(ctx context.Context, orgID, userID, tokenHash string) (tenant.User, []string, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
-		return tenant.User{}, nil, err
-	}
-	it, err := getItem[orgUserItem](ctx, s.DB, orgUserKey(orgID, userID), true, errInvitationNotFound, "get accepted invitation")
+	it, err := getItem[orgUserItem](ctx, s.DB, orgUserKey(orgID, userID), true, errInvitationNotFound, "get accepted invitation",
+		ids.Resource("orgId", orgID), ids.User("userId", userID))
 	if err != nil {
 		return tenant.User{}, nil, err
 	}

@@ -46,28 +46,22 @@ func checkMember(m membership.Membership) error {
 // GetTeamMember is AP3: one GetItem with ConsistentRead on the edge, so a role
 // change or removal is seen by the next request.
 func (s *Teams) GetTeamMember(ctx context.Context, orgID, teamID, userID string) (membership.Membership, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID), ids.User("userId", userID)); err != nil {
-		return membership.Membership{}, err
-	}
-	it, err := getItem[memberItem](ctx, s.DB, memberKey(orgID, teamID, userID), true, errMemberNotFound, "get member")
+	it, err := getItem[memberItem](ctx, s.DB, memberKey(orgID, teamID, userID), true, errMemberNotFound, "get member",
+		ids.Resource("orgId", orgID), ids.Resource("teamId", teamID), ids.User("userId", userID))
 	return fromMemberItem(it), err
 }
 
 // ListTeamMembers is AP1: Query the team's partition, begins_with(sk, MEMBER#).
 func (s *Teams) ListTeamMembers(ctx context.Context, orgID, teamID string, p page.Request) (page.Result[membership.Membership], error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
-		return page.Result[membership.Membership]{}, err
-	}
-	return list(ctx, s.DB, listing{op: "list members", partition: teamPK(orgID, teamID), prefix: prefixMember}, p, fromMemberItem)
+	return list(ctx, s.DB, listing{op: "list members", partition: teamPK(orgID, teamID), prefix: prefixMember}, p, fromMemberItem,
+		ids.Resource("orgId", orgID), ids.Resource("teamId", teamID))
 }
 
 // ListUserTeams is AP2: one Query on GSI1 USER#<userId>, begins_with
 // TEAM#<orgId>#. Team names are not on the edges; BatchGetTeams reads them.
 func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.Request) (page.Result[membership.Membership], error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
-		return page.Result[membership.Membership]{}, err
-	}
-	return list(ctx, s.DB, listing{op: "list user teams", index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p, fromMemberItem)
+	return list(ctx, s.DB, listing{op: "list user teams", index: gsi1, partition: userPK(userID), prefix: userTeamsPrefix(orgID)}, p, fromMemberItem,
+		ids.Resource("orgId", orgID), ids.User("userId", userID))
 }
 
 // AddTeamMember writes a new edge, bumps the team's memberCount (and ownerCount

@@ -87,10 +87,11 @@ func orgJob(o orgItem) deletion.Job {
 	return j
 }
 
-// offboarding reads the org consistently: errNoOffboarding unless it is
-// being offboarded (it is gone once its offboarding finished).
+// offboarding reads the org consistently (once its ID is checked):
+// errNoOffboarding unless it is being offboarded (it is gone once its
+// offboarding finished).
 func (d *DB) offboarding(ctx context.Context, orgID, op string) (orgItem, error) {
-	org, err := getItem[orgItem](ctx, d, orgKey(orgID), true, errNoOffboarding, op)
+	org, err := getItem[orgItem](ctx, d, orgKey(orgID), true, errNoOffboarding, op, ids.Resource("orgId", orgID))
 	if err == nil && !org.Deleting {
 		err = errNoOffboarding
 	}
@@ -101,9 +102,6 @@ func (d *DB) offboarding(ctx context.Context, orgID, op string) (orgItem, error)
 // NotFound (offboarding_not_found) when the org is not being offboarded or
 // is gone, its offboarding finished.
 func (s *Orgs) GetOffboarding(ctx context.Context, orgID string) (deletion.Job, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return deletion.Job{}, err
-	}
 	org, err := s.offboarding(ctx, orgID, "get offboarding")
 	return orgJob(org), err
 }
@@ -119,9 +117,6 @@ func (s *Orgs) ReleaseOffboarding(ctx context.Context, orgID, owner string) erro
 // run yet: when it returns nil, no member of the org other than the owner
 // offboarding it has an edge, so no member's write can commit any more.
 func (s *Orgs) CutOff(ctx context.Context, orgID, owner string) error {
-	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return err
-	}
 	org, err := s.offboarding(ctx, orgID, "cut off org")
 	switch {
 	case err != nil:

@@ -69,10 +69,7 @@ func (d *DB) ownedOrgs(t *txn, userID string, delta, limit int) {
 // OwnedOrgs reads how many orgs the user has created that still exist
 // (consistently): the count the create of an org checks against the quota.
 func (s *Orgs) OwnedOrgs(ctx context.Context, userID string) (int, error) {
-	if err := checkIDs(ids.User("userId", userID)); err != nil {
-		return 0, err
-	}
-	it, err := getItem[ownedOrgsItem](ctx, s.DB, ownedOrgsKey(userID), true, nil, "owned orgs")
+	it, err := getItem[ownedOrgsItem](ctx, s.DB, ownedOrgsKey(userID), true, nil, "owned orgs", ids.User("userId", userID))
 	return it.Owned, err
 }
 
@@ -136,20 +133,15 @@ func (s *Orgs) CreateOrg(ctx context.Context, org tenant.Org, owner tenant.User,
 
 // GetOrg reads the org item.
 func (s *Orgs) GetOrg(ctx context.Context, orgID string) (tenant.Org, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return tenant.Org{}, err
-	}
-	it, err := getLive[orgItem](ctx, s.DB, orgKey(orgID), errOrgNotFound, "get org")
+	it, err := getLive[orgItem](ctx, s.DB, orgKey(orgID), errOrgNotFound, "get org", ids.Resource("orgId", orgID))
 	return fromOrgItem(it), err
 }
 
 // GetOrgWithUsers reads the org's item collection: the #METADATA item sorts
 // before USER#, so one Query returns the org and its first users.
 func (s *Orgs) GetOrgWithUsers(ctx context.Context, orgID string, limit int) (tenant.Org, []tenant.User, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return tenant.Org{}, nil, err
-	}
-	return withChildren(ctx, s.DB, orgPK(orgID), typeOrg, limit, errOrgNotFound, "get org with users", fromOrgItem, fromOrgUserItem)
+	return withChildren(ctx, s.DB, orgPK(orgID), typeOrg, limit, errOrgNotFound, "get org with users", fromOrgItem, fromOrgUserItem,
+		ids.Resource("orgId", orgID))
 }
 
 // UpdateOrg sets the org's name if its version is still prev.Version.
@@ -167,13 +159,10 @@ func (s *Orgs) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev audit.Ev
 // ORG#), but an offboarding owner's (marked deleting). The orgs' names are
 // not on the edges (a rename would rewrite every edge); BatchGetOrgs reads them.
 func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.OrgMembership], error) {
-	if err := checkIDs(ids.User("userId", userID)); err != nil {
-		return page.Result[tenant.OrgMembership]{}, err
-	}
 	return list(ctx, s.DB, listing{op: "list user orgs", index: gsi1, partition: userPK(userID), prefix: prefixOrg}, p,
 		func(it orgUserItem) tenant.OrgMembership {
 			return tenant.OrgMembership{OrgID: it.OrgID, UserName: it.Name, Role: authz.Role(it.Role), JoinedAt: it.JoinedAt}
-		})
+		}, ids.User("userId", userID))
 }
 
 // BatchGetOrgs reads many orgs with BatchGetItem (100 keys per request).

@@ -146,7 +146,12 @@ func (l listing) fail(err error) error {
 }
 
 // list runs one page of l and converts its items, all of entity type I.
-func list[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, conv func(I) T) (page.Result[T], error) {
+// checks are those of the IDs in l (checkIDs): the first that failed is
+// returned, unread.
+func list[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, conv func(I) T, checks ...error) (page.Result[T], error) {
+	if err := checkIDs(checks...); err != nil {
+		return page.Result[T]{}, err
+	}
 	p, err := p.Check()
 	if err != nil {
 		return page.Result[T]{}, l.fail(err)
@@ -199,10 +204,14 @@ func allItems(ctx context.Context, q *dynamo.Query, n int) ([]dynamo.Item, error
 // withChildren is the "parent item + children" read of seed 002: one Query
 // of the parent's partition returns its #METADATA item first (# sorts
 // before every letter), then its first limit children, oldest first.
-// Returns notFound if the parent does not exist or is being deleted.
+// Returns notFound if the parent does not exist or is being deleted; checks
+// as list's.
 func withChildren[PI, CI, P, C any](ctx context.Context, d *DB, partition, parentType string, limit int, notFound error, op string,
-	parent func(PI) P, child func(CI) C) (P, []C, error) {
+	parent func(PI) P, child func(CI) C, checks ...error) (P, []C, error) {
 	var none P
+	if err := checkIDs(checks...); err != nil {
+		return none, nil, err
+	}
 	items, _, err := d.query(ctx, listing{partition: partition}, limit+1, "")
 	if err != nil {
 		return none, nil, fmt.Errorf("%s: %w", op, err)

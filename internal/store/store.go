@@ -104,9 +104,13 @@ func (d *DB) Ping(ctx context.Context) error {
 }
 
 // getItem reads one item by its key with GetItem, returning notFound when
-// there is none (with a nil notFound: the zero item).
-func getItem[I any](ctx context.Context, d *DB, k key, consistent bool, notFound error, op string) (I, error) {
+// there is none (with a nil notFound: the zero item). checks are those of
+// the IDs in k (checkIDs): the first that failed is returned, unread.
+func getItem[I any](ctx context.Context, d *DB, k key, consistent bool, notFound error, op string, checks ...error) (I, error) {
 	var it I
+	if err := checkIDs(checks...); err != nil {
+		return it, err
+	}
 	err := d.table.Get(attrPK, k.PK).Range(attrSK, dynamo.Equal, k.SK).Consistent(consistent).One(ctx, &it)
 	if errors.Is(err, dynamo.ErrNotFound) {
 		return it, notFound
@@ -130,8 +134,8 @@ type markedForDeletion interface{ beingDeleted() bool }
 
 // getLive is getItem of an item a deletion marks first: once marked, it is
 // notFound to its readers.
-func getLive[I markedForDeletion](ctx context.Context, d *DB, k key, notFound error, op string) (I, error) {
-	it, err := getItem[I](ctx, d, k, false, notFound, op)
+func getLive[I markedForDeletion](ctx context.Context, d *DB, k key, notFound error, op string, checks ...error) (I, error) {
+	it, err := getItem[I](ctx, d, k, false, notFound, op, checks...)
 	if err == nil && it.beingDeleted() {
 		err = notFound
 	}
@@ -140,7 +144,7 @@ func getLive[I markedForDeletion](ctx context.Context, d *DB, k key, notFound er
 
 // checkIDs returns the first failed check of IDs about to reach a key
 // (ids.Resource for ULIDs, ids.User for user IDs): every store method
-// checks its IDs before it builds one.
+// checks its IDs before a key built of them reaches DynamoDB.
 func checkIDs(checks ...error) error {
 	for _, err := range checks {
 		if err != nil {

@@ -132,28 +132,22 @@ func (s *Teams) CreateTeam(ctx context.Context, t membership.Team, owner members
 
 // GetTeam reads the team's #METADATA item. A team being deleted is not found.
 func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (membership.Team, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
-		return membership.Team{}, err
-	}
-	it, err := getLive[teamItem](ctx, s.DB, teamKey(orgID, teamID), errTeamNotFound, "get team")
+	it, err := getLive[teamItem](ctx, s.DB, teamKey(orgID, teamID), errTeamNotFound, "get team",
+		ids.Resource("orgId", orgID), ids.Resource("teamId", teamID))
 	return fromTeamItem(it), err
 }
 
 // GetTeamWithMembers is AP4: one Query of the team's partition returns the
 // #METADATA item first and then the MEMBER# edges.
 func (s *Teams) GetTeamWithMembers(ctx context.Context, orgID, teamID string, limit int) (membership.Team, []membership.Membership, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
-		return membership.Team{}, nil, err
-	}
-	return withChildren(ctx, s.DB, teamPK(orgID, teamID), typeTeam, limit, errTeamNotFound, "get team with members", fromTeamItem, fromMemberItem)
+	return withChildren(ctx, s.DB, teamPK(orgID, teamID), typeTeam, limit, errTeamNotFound, "get team with members", fromTeamItem, fromMemberItem,
+		ids.Resource("orgId", orgID), ids.Resource("teamId", teamID))
 }
 
 // ListTeams pages through an org's teams on GSI1 (ORG#<orgId>, TEAM#).
 func (s *Teams) ListTeams(ctx context.Context, orgID string, p page.Request) (page.Result[membership.Team], error) {
-	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return page.Result[membership.Team]{}, err
-	}
-	return list(ctx, s.DB, listing{op: "list teams", index: gsi1, partition: orgPK(orgID), prefix: prefixTeam}, p, fromTeamItem)
+	return list(ctx, s.DB, listing{op: "list teams", index: gsi1, partition: orgPK(orgID), prefix: prefixTeam}, p, fromTeamItem,
+		ids.Resource("orgId", orgID))
 }
 
 // UpdateTeam sets name and description if the version is still prev's.

@@ -163,21 +163,16 @@ func (s *Tickets) CreateTicket(ctx context.Context, t ticket.Ticket, ev audit.Ev
 
 // GetTicket reads the ticket's #METADATA item.
 func (s *Tickets) GetTicket(ctx context.Context, orgID, ticketID string) (ticket.Ticket, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
-		return ticket.Ticket{}, err
-	}
-	it, err := getLive[ticketItem](ctx, s.DB, ticketKey(orgID, ticketID), errTicketNotFound, "get ticket")
+	it, err := getLive[ticketItem](ctx, s.DB, ticketKey(orgID, ticketID), errTicketNotFound, "get ticket",
+		ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID))
 	return fromTicketItem(it), err
 }
 
 // GetTicketWithComments queries the ticket's partition: #METADATA sorts
 // before COMMENT#, so the ticket comes first, then comments oldest first.
 func (s *Tickets) GetTicketWithComments(ctx context.Context, orgID, ticketID string, limit int) (ticket.Ticket, []ticket.Comment, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
-		return ticket.Ticket{}, nil, err
-	}
 	return withChildren(ctx, s.DB, ticketPK(orgID, ticketID), typeTicket, limit, errTicketNotFound, "get ticket with comments",
-		fromTicketItem, fromCommentItem)
+		fromTicketItem, fromCommentItem, ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID))
 }
 
 // UpdateTicket rewrites the ticket's mutable fields and index keys with an
@@ -269,31 +264,22 @@ func (s *Tickets) ListTickets(ctx context.Context, orgID string, f ticket.Filter
 // ListTeamTickets pages through GSI5 ORG#<orgId>#TEAM#<teamId>: descending,
 // so grouped by status and newest first within each; or one status.
 func (s *Tickets) ListTeamTickets(ctx context.Context, orgID, teamID string, status ticket.Status, p page.Request) (page.Result[ticket.Ticket], error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
-		return page.Result[ticket.Ticket]{}, err
-	}
 	l := listing{op: "list team tickets", index: gsi5, partition: teamTicketsPK(orgID, teamID), prefix: statusPrefix(string(status)), desc: true}
-	return list(ctx, s.DB, l, p, fromTicketItem)
+	return list(ctx, s.DB, l, p, fromTicketItem, ids.Resource("orgId", orgID), ids.Resource("teamId", teamID))
 }
 
 // ListAssignedTickets pages through GSI4 (sparse) newest first.
 func (s *Tickets) ListAssignedTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[ticket.Ticket], error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
-		return page.Result[ticket.Ticket]{}, err
-	}
 	l := listing{op: "list assigned tickets", index: gsi4, partition: assigneePK(orgID, userID), prefix: prefixTicket, desc: true}
-	return list(ctx, s.DB, l, p, fromTicketItem)
+	return list(ctx, s.DB, l, p, fromTicketItem, ids.Resource("orgId", orgID), ids.User("userId", userID))
 }
 
 // ListUserTickets pages through GSI2 ORG#<orgId>#USER#<userId>
 // descending, from TICKET# on (the OrgUser item of the same partition sorts
 // after them).
 func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[ticket.Ticket], error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
-		return page.Result[ticket.Ticket]{}, err
-	}
 	l := listing{op: "list requested tickets", index: gsi2, partition: orgUserPK(orgID, userID), prefix: prefixTicket, desc: true}
-	return list(ctx, s.DB, l, p, fromTicketItem)
+	return list(ctx, s.DB, l, p, fromTicketItem, ids.Resource("orgId", orgID), ids.User("userId", userID))
 }
 
 // CreateComment writes the comment into its ticket's partition and bumps the
@@ -311,20 +297,16 @@ func (s *Tickets) CreateComment(ctx context.Context, c ticket.Comment, ev audit.
 
 // GetComment reads one comment of a ticket.
 func (s *Tickets) GetComment(ctx context.Context, orgID, ticketID, commentID string) (ticket.Comment, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID), ids.Resource("commentId", commentID)); err != nil {
-		return ticket.Comment{}, err
-	}
 	it, err := getItem[commentItem](ctx, s.DB, commentKey(orgID, ticketID, commentID), false,
-		errs.E(errs.NotFound, "comment_not_found", "comment not found"), "get comment")
+		errs.E(errs.NotFound, "comment_not_found", "comment not found"), "get comment",
+		ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID), ids.Resource("commentId", commentID))
 	return fromCommentItem(it), err
 }
 
 // ListComments pages through a ticket's comments, oldest first.
 func (s *Tickets) ListComments(ctx context.Context, orgID, ticketID string, p page.Request) (page.Result[ticket.Comment], error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
-		return page.Result[ticket.Comment]{}, err
-	}
-	return list(ctx, s.DB, listing{op: "list comments", partition: ticketPK(orgID, ticketID), prefix: prefixComment}, p, fromCommentItem)
+	return list(ctx, s.DB, listing{op: "list comments", partition: ticketPK(orgID, ticketID), prefix: prefixComment}, p, fromCommentItem,
+		ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID))
 }
 
 // UnmarshalDynamoItem decodes a ticket's #METADATA item.

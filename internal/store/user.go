@@ -97,19 +97,14 @@ func checkUser(u tenant.User) error {
 // GetOrgUser reads one OrgUser edge with a consistent GetItem: it is the
 // authorization read, so a removal is seen by the very next request.
 func (s *Orgs) GetOrgUser(ctx context.Context, orgID, userID string) (tenant.User, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
-		return tenant.User{}, err
-	}
-	it, err := getItem[orgUserItem](ctx, s.DB, orgUserKey(orgID, userID), true, errUserNotFound, "get user")
+	it, err := getItem[orgUserItem](ctx, s.DB, orgUserKey(orgID, userID), true, errUserNotFound, "get user",
+		ids.Resource("orgId", orgID), ids.User("userId", userID))
 	return fromOrgUserItem(it), err
 }
 
 // ListOrgUsers pages through the org's users: Query begins_with(sk, USER#).
 func (s *Orgs) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (page.Result[tenant.User], error) {
-	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return page.Result[tenant.User]{}, err
-	}
-	return list(ctx, s.DB, listing{op: "list users", partition: orgPK(orgID), prefix: prefixUser}, p, fromOrgUserItem)
+	return list(ctx, s.DB, listing{op: "list users", partition: orgPK(orgID), prefix: prefixUser}, p, fromOrgUserItem, ids.Resource("orgId", orgID))
 }
 
 // BatchGetOrgUsers reads many OrgUsers of one org: one BatchGetItem per 100

@@ -91,19 +91,14 @@ func (s *Webhooks) CreateWebhook(ctx context.Context, sub webhook.Subscription, 
 
 // GetWebhook reads one subscription with a consistent GetItem.
 func (s *Webhooks) GetWebhook(ctx context.Context, orgID, webhookID string) (webhook.Subscription, error) {
-	if err := checkWebhookIDs(orgID, webhookID); err != nil {
-		return webhook.Subscription{}, err
-	}
-	it, err := getItem[webhookItem](ctx, s.DB, webhookKey(orgID, webhookID), true, errWebhookNotFound, "get webhook")
+	it, err := getItem[webhookItem](ctx, s.DB, webhookKey(orgID, webhookID), true, errWebhookNotFound, "get webhook", checkWebhookIDs(orgID, webhookID))
 	return fromWebhookItem(it), err
 }
 
 // ListWebhooks pages through GSI1 ORG#<orgId>, begins_with WEBHOOK#.
 func (s *Webhooks) ListWebhooks(ctx context.Context, orgID string, p page.Request) (page.Result[webhook.Subscription], error) {
-	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return page.Result[webhook.Subscription]{}, err
-	}
-	return list(ctx, s.DB, listing{op: "list webhooks", index: gsi1, partition: orgPK(orgID), prefix: prefixWebhook}, p, fromWebhookItem)
+	return list(ctx, s.DB, listing{op: "list webhooks", index: gsi1, partition: orgPK(orgID), prefix: prefixWebhook}, p, fromWebhookItem,
+		ids.Resource("orgId", orgID))
 }
 
 // Subscribers reads every subscription of the org (at most
