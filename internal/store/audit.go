@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -122,10 +121,10 @@ func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result
 		items = items[:min(len(items), want)]
 		for _, it := range items {
 			out.Items = append(out.Items, fromAuditItem(it))
-			out.After = append(out.After, encodeAuditCursor(auditCursor{Bucket: cur.Bucket, After: it.SK}))
+			out.After = append(out.After, encodeCursor(auditCursor{Bucket: cur.Bucket, After: it.SK}))
 		}
 		if more {
-			out.Next = encodeAuditCursor(auditCursor{Bucket: cur.Bucket, After: items[len(items)-1].SK})
+			out.Next = encodeCursor(auditCursor{Bucket: cur.Bucket, After: items[len(items)-1].SK})
 			return out, nil
 		}
 		prev := previousBucket(cur.Bucket)
@@ -137,7 +136,7 @@ func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result
 			break
 		}
 	}
-	out.Next = encodeAuditCursor(cur)
+	out.Next = encodeCursor(cur)
 	return out, nil
 }
 
@@ -160,15 +159,9 @@ func previousBucket(b string) string {
 	return t.AddDate(0, -1, 0).Format("2006-01")
 }
 
-func encodeAuditCursor(c auditCursor) string {
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
 func decodeAuditCursor(s, minBucket, maxBucket string) (auditCursor, error) {
 	var c auditCursor
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &c) != nil {
+	if !decodeCursor(s, &c) {
 		return c, errCursor
 	}
 	if _, err := time.Parse("2006-01", c.Bucket); err != nil || c.Bucket < minBucket || c.Bucket > maxBucket {

@@ -102,23 +102,29 @@ func encodeStart(item dynamo.Item, idx string) (string, error) {
 		}
 		m[a] = s.Value
 	}
-	b, err := json.Marshal(m) // map keys are marshalled sorted: deterministic
-	if err != nil {
-		return "", err
-	}
-	return base64.RawURLEncoding.EncodeToString(b), nil
+	return encodeCursor(m), nil // map keys are marshalled sorted: deterministic
+}
+
+// encodeCursor is v (of strings only: it always marshals) as a cursor:
+// JSON in URL-safe base64.
+func encodeCursor(v any) string {
+	b, _ := json.Marshal(v)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeCursor reads into v a cursor encodeCursor made, reporting whether
+// it could.
+func decodeCursor(s string, v any) bool {
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	return err == nil && json.Unmarshal(b, v) == nil
 }
 
 // decodeStart parses a start key and proves it lies inside the listing: the
 // exact key attributes, the listing's partition and sort key prefix. A key
 // from another partition, index or tenant is refused, never followed.
 func decodeStart(s string, l listing) (dynamo.PagingKey, error) {
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return nil, errCursor
-	}
 	var m map[string]string
-	if err := json.Unmarshal(b, &m); err != nil {
+	if !decodeCursor(s, &m) {
 		return nil, errCursor
 	}
 	want := keyAttrs(l.index)
