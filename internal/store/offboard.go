@@ -301,10 +301,7 @@ func (d *DB) deleteOrgPartitions(ctx context.Context, orgID string, lk *leaseKee
 				return nil
 			})
 		}
-		if err := itr.Err(); err != nil {
-			return fmt.Errorf("offboard: list partitions: %w", translate(err))
-		}
-		return nil
+		return dbErr("offboard: list partitions", itr.Err())
 	})
 	return g.Wait()
 }
@@ -318,8 +315,6 @@ func (d *DB) batchDelete(ctx context.Context, keys []dynamo.Keyed) error {
 	if len(keys) == 0 {
 		return nil
 	}
-	if _, err := d.table.Batch(attrPK, attrSK).Write().Delete(keys...).Run(ctx); err != nil {
-		return translate(err)
-	}
-	return nil
+	_, err := d.table.Batch(attrPK, attrSK).Write().Delete(keys...).Run(ctx)
+	return translate(err)
 }

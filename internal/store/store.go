@@ -115,10 +115,7 @@ func getItem[I any](ctx context.Context, d *DB, k key, consistent bool, notFound
 	if errors.Is(err, dynamo.ErrNotFound) {
 		return it, notFound
 	}
-	if err != nil {
-		return it, fmt.Errorf("%s: %w", op, translate(err))
-	}
-	return it, nil
+	return it, dbErr(op, err)
 }
 
 // updateAt, deleteAt and checkAt start a request on the item at k.
@@ -189,10 +186,15 @@ func condErr(err, ifFailed error, op string) error {
 	if failed, _ := condFailed(err); failed {
 		return ifFailed
 	}
-	if err != nil {
-		return fmt.Errorf("%s: %w", op, translate(err))
+	return dbErr(op, err)
+}
+
+// dbErr is err, if any, of a request to DynamoDB, translated and wrapped by op.
+func dbErr(op string, err error) error {
+	if err == nil {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("%s: %w", op, translate(err))
 }
 
 // errUnavailable is how every failure to reach DynamoDB, or to be served

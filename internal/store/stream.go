@@ -294,7 +294,7 @@ func (r *StreamReader) settle(ctx context.Context, shardID string) error {
 		case <-bs[0].done:
 		default:
 			r.ahead[shardID] = bs
-			return r.checkpointAt(ctx, shardID, last)
+			return r.checkpoint(ctx, shardID, last)
 		}
 		bs[0].mu.Lock()
 		err := bs[0].err
@@ -305,22 +305,16 @@ func (r *StreamReader) settle(ctx context.Context, shardID string) error {
 		last = bs[0].last
 	}
 	r.ahead[shardID] = nil
-	return r.checkpointAt(ctx, shardID, last)
+	return r.checkpoint(ctx, shardID, last)
 }
 
-// checkpointAt checkpoints the shard at seq, unless seq is empty.
-func (r *StreamReader) checkpointAt(ctx context.Context, shardID, seq string) error {
+// checkpoint records that the shard was dispatched up to seq (none: nothing
+// to record).
+func (r *StreamReader) checkpoint(ctx context.Context, shardID, seq string) error {
 	if seq == "" {
 		return nil
 	}
-	return r.checkpoint(ctx, shardID, seq)
-}
-
-func (r *StreamReader) checkpoint(ctx context.Context, shardID, seq string) error {
-	if err := r.db.table.Put(checkpointItem{PK: streamCheckpointPK, SK: checkpointSK(shardID), Type: typeCheckpoint, Seq: seq}).Run(ctx); err != nil {
-		return fmt.Errorf("checkpoint: %w", translate(err))
-	}
-	return nil
+	return dbErr("checkpoint", r.db.table.Put(checkpointItem{PK: streamCheckpointPK, SK: checkpointSK(shardID), Type: typeCheckpoint, Seq: seq}).Run(ctx))
 }
 
 // streamStrings keeps the string attributes of a stream image.
