@@ -79,12 +79,6 @@ func fromTeamItem(it teamItem) membership.Team {
 		MemberCount: it.MemberCount, OwnerCount: it.OwnerCount, Version: it.Version, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
 }
 
-// orgUserCheck is a transaction item proving the user belongs to the org.
-func (s *DB) orgUserCheck(t *txn, orgID, userID string, notFound error) {
-	k := orgUserKey(orgID, userID)
-	t.check(k, s.checkAt(k).If(exists), failWith(notFound))
-}
-
 // teamCheck is a transaction item proving the team exists and is not being
 // deleted: a child written under it (an edge, a routed ticket) then never
 // outlives it.

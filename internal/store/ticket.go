@@ -137,8 +137,8 @@ func checkTicket(t ticket.Ticket) error {
 // exist in its org (a team under deletion does not). When the assignee is
 // the acting user, the check merges with the actor fence.
 func (s *Tickets) referenceChecks(tx *txn, t ticket.Ticket, assignee, team bool) {
-	if assignee && t.AssigneeID != "" && tx.op(orgUserKey(t.OrgID, t.AssigneeID)) == nil {
-		s.orgUserCheck(tx, t.OrgID, t.AssigneeID, errAssigneeNotFound)
+	if k := orgUserKey(t.OrgID, t.AssigneeID); assignee && t.AssigneeID != "" && tx.op(k) == nil {
+		tx.check(k, s.checkAt(k).If(exists), failWith(errAssigneeNotFound))
 	}
 	if team && t.TeamID != "" {
 		s.teamCheck(tx, t.OrgID, t.TeamID, errTicketTeam)
@@ -154,7 +154,7 @@ func (s *Tickets) CreateTicket(ctx context.Context, t ticket.Ticket, ev audit.Ev
 	it := toTicketItem(t)
 	tx := s.newTx().put(key{it.PK, it.SK}, s.table.Put(it).If(notExists), failWith(errs.E(errs.Conflict, "ticket_exists", "ticket ID already taken")))
 	k := actorKey(t.OrgID, t.RequesterID) // a person's edge, or the API key that files it
-	tx.check(k, s.table.Check(attrPK, k.PK).Range(attrSK, k.SK).If(exists), failWith(actorGone(t.RequesterID, errRequesterGone)))
+	tx.check(k, s.checkAt(k).If(exists), failWith(actorGone(t.RequesterID, errRequesterGone)))
 	// A self-assigned ticket's assignee is already checked as requester (and
 	// one transaction may not touch an item twice).
 	s.referenceChecks(tx, t, true, true)
