@@ -11,17 +11,11 @@ import (
 	"github.com/tenantd/tenantd/internal/deletion"
 )
 
-// A cascade is the delete of a parent item whose children share its
-// partition (a team and its membership edges, a ticket and its comments),
-// such that no child outlives its parent (docs/data-model.md, section 4a).
-// The parent keeps the count of its children, which every child write
-// changes in its own transaction. A small parent goes in one transaction
-// with its children, conditioned on the count read with them: a child added
-// or removed since fails it, and the delete reads again. A parent too large
-// for one transaction, or one that kept changing, is first marked deleting
-// under a lease (gone for readers; no child commits under it), then its
-// children go in parts that decrement the count, the parent last; the
-// deletion worker finishes a marked parent whose run died.
+// A cascade is the delete of a parent item with the children in its
+// partition (a team's edges, a ticket's comments), such that no child
+// outlives it (docs/data-model.md, sections 4a, 4b): in one transaction
+// conditioned on the parent's count of children, or, for a parent too large
+// or that kept changing, marked deleting under a lease first, then in parts.
 type cascade struct {
 	what       string // "team", "ticket": names the operations
 	key        key    // the parent's #METADATA item; its partition holds the children
@@ -37,9 +31,8 @@ type cascade struct {
 	counts func(u *dynamo.Update, part []deletionItem) *dynamo.Update
 }
 
-// read is a consistent read of c's partition, from the base table: after a
-// write that fences new children, it sees every child that committed
-// before. The parent is nil when it does not exist.
+// read is a consistent read of c's partition: the parent (nil when it does
+// not exist) and every child that committed before.
 func (c cascade) read(ctx context.Context, d *DB) (*deletionItem, []deletionItem, error) {
 	var items []deletionItem
 	err := d.table.Get(attrPK, c.key.PK).Consistent(true).
@@ -61,9 +54,8 @@ func (c cascade) read(ctx context.Context, d *DB) (*deletionItem, []deletionItem
 }
 
 // deleteCascade deletes c's parent (at version ifVersion when > 0) and its
-// children, with the audit event ev. Returns c.notFound if the parent does
-// not exist or is being deleted already, PreconditionFailed on a version
-// mismatch, Unavailable (busy) if it never stopped changing.
+// children, with the audit event ev: c.notFound when it is gone or being
+// deleted, errVersion, or errBusy when it never stopped changing.
 func deleteCascade(ctx context.Context, d *DB, c cascade, ifVersion int64, ev audit.Event) error {
 	k := c.key
 	for attempt := range maxDeleteAttempts {
@@ -109,8 +101,7 @@ func deleteCascade(ctx context.Context, d *DB, c cascade, ifVersion int64, ev au
 }
 
 // finishCascade deletes c's parent, marked deleting, under owner's lease:
-// its children in parts that each decrement the counts (and renew the
-// lease), the parent item last, once no child is left.
+// its children in parts that decrement the counts, then the parent.
 func finishCascade(ctx context.Context, d *DB, c cascade, owner string) error {
 	k := c.key
 	for attempts := 0; ; {

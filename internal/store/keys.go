@@ -1,10 +1,9 @@
 package store
 
-// This file is the only place that builds DynamoDB key strings. Every
-// tenant-owned item's partition key starts with ORG#<orgId>, so tenant
-// isolation holds by construction (and IAM dynamodb:LeadingKeys can enforce
-// it). Callers validate IDs before they get here (see checkIDs); '#' is the
-// delimiter and never appears inside an ID.
+// This file is the only place that builds DynamoDB key strings (the layout:
+// docs/data-model.md). Every tenant-owned partition key starts with
+// ORG#<orgId>; IDs are checked (checkIDs) before a key reaches DynamoDB, so
+// '#', the delimiter, never appears inside one.
 
 import (
 	"crypto/sha256"
@@ -85,36 +84,29 @@ func orgUserKey(orgID, userID string) key { return key{orgPK(orgID), userSK(user
 // userPK is the GSI1 partition of everything a user belongs to.
 func userPK(userID string) string { return prefixUser + userID }
 
-// ownedOrgsKey is the count of the orgs a user owns: outside any org (the
-// user's, across tenants), like their idempotency records outside an org.
+// ownedOrgsKey is the count of the orgs a user owns: outside any org.
 func ownedOrgsKey(userID string) key { return key{userPK(userID) + "#ORGS", "#OWNED"} }
 
 // orgUserPK is the GSI2 partition of a user and the tickets they requested.
 func orgUserPK(orgID, userID string) string { return orgPK(orgID) + "#USER#" + userID }
 
 // claimKey is an email's claim; claimSK its GSI1 sort key under ORG#<orgId>,
-// where offboarding finds every claim of the org, even one written while it
-// ran.
+// where offboarding finds it.
 func claimKey(orgID, normalizedEmail string) key {
 	return key{orgPK(orgID) + "#EMAIL#" + normalizedEmail, skClaim}
 }
 func claimSK(normalizedEmail string) string { return "EMAIL#" + normalizedEmail }
 
-// deletionsPK is the GSI3 partition of unfinished deletions: an org being
-// offboarded, a large team or ticket being deleted. It is the one GSI3
-// partition that spans tenants; only the deletion worker reads it. Its sort
-// keys name the deletion, by kind.
+// deletionsPK is the GSI3 partition of unfinished deletions (spanning
+// tenants: only the deletion worker reads it); its sort keys name them.
 const deletionsPK = "DELETING"
 
 func orgDeletionSK(orgID string) string              { return prefixOrg + orgID }
 func teamDeletionSK(orgID, teamID string) string     { return prefixTeam + orgID + "#" + teamID }
 func ticketDeletionSK(orgID, ticketID string) string { return prefixTicket + orgID + "#" + ticketID }
 
-// rateLimitKey is the global token bucket of one rate-limit key: policy
-// "org" (an org's requests), "user" (a user's outside any org) or "caller"
-// (a token subject's, whatever org it names). It is outside ORG#: the
-// limit of an org outlives nothing (TTL drops it once full), and a
-// caller's spans orgs.
+// rateLimitKey is the global token bucket of one rate-limit key (policy
+// org, user or caller): outside ORG#, as a caller's spans orgs.
 func rateLimitKey(policy, id string) key { return key{"LIMIT#" + policy + "#" + id, "#LIMIT"} }
 
 func teamPK(orgID, teamID string) string         { return orgPK(orgID) + "#TEAM#" + teamID }
@@ -145,8 +137,8 @@ func statusPrefix(status string) string {
 // priorityPK is an org's tickets of one priority (GSI6), by status.
 func priorityPK(orgID, priority string) string { return orgPK(orgID) + "#PRIORITY#" + priority }
 
-// teamTicketsPK is a ticket's GSI5 partition: the same string as the team's
-// base-table partition, but in another index, so it never mixes with it.
+// teamTicketsPK is a ticket's GSI5 partition: the team's partition string,
+// in another index.
 func teamTicketsPK(orgID, teamID string) string { return teamPK(orgID, teamID) }
 
 func commentSK(commentID string) string { return prefixComment + commentID }
@@ -154,10 +146,9 @@ func commentKey(orgID, ticketID, commentID string) key {
 	return key{ticketPK(orgID, ticketID), commentSK(commentID)}
 }
 
-// idempotencyKey is where a replayable response is kept: under the tenant
-// (or, for requests outside any org, under the caller), keyed by a hash of
-// the caller and their Idempotency-Key, so the client's key never reaches a
-// key string as is and two callers never share a record.
+// idempotencyKey is a replayable response's: under the org (else the
+// caller), by a hash of caller and Idempotency-Key, so the client's key never
+// reaches a key string and no two callers share a record.
 func idempotencyKey(orgID, userID, clientKey string) key {
 	h := sha256.Sum256([]byte(userID + "\x00" + clientKey))
 	scope := userPK(userID)
@@ -174,8 +165,7 @@ func auditBucketPK(orgID, bucket string) string { return orgPK(orgID) + "#AUDIT#
 func auditBucket(t time.Time) string            { return t.UTC().Format("2006-01") }
 func auditSK(eventID string) string             { return prefixEvent + eventID }
 
-// invitationKey is an invitation's own partition: outside the org's user
-// collection, so pending invitations never slow the org + users Query.
+// invitationKey is an invitation's own partition, outside the org's users.
 func invitationKey(orgID, invitationID string) key {
 	return key{orgPK(orgID) + "#INVITE#" + invitationID, "#INVITE"}
 }
@@ -213,10 +203,8 @@ func invitationEmailKey(orgID, normalizedEmail string) key {
 }
 func invitationEmailGSI1SK(normalizedEmail string) string { return "EMAILINVITE#" + normalizedEmail }
 
-// webhookPK is a webhook subscription's own partition: the subscription
-// (#METADATA) and its deliveries (DELIVERY#<eventId>, newest last). Its
-// GSI1 sort key under ORG#<orgId> (webhookSK) lists the org's
-// subscriptions, and is where offboarding finds their partitions.
+// webhookPK is a subscription's own partition, with its deliveries; webhookSK
+// lists it in GSI1 under ORG#<orgId>, where offboarding finds it.
 func webhookPK(orgID, webhookID string) string { return orgPK(orgID) + "#WEBHOOK#" + webhookID }
 func webhookKey(orgID, webhookID string) key   { return key{webhookPK(orgID, webhookID), skMetadata} }
 func webhookSK(webhookID string) string        { return prefixWebhook + webhookID }
@@ -231,10 +219,8 @@ func deliveryGSI1SK(webhookID, eventID string) string {
 	return "WHDELIVERY#" + webhookID + "#" + eventID
 }
 
-// dueShardPK is a GSI3 partition of the endpoints with deliveries due
-// (one WebhookDue item each): one of webhook.Shards, by endpoint, so no
-// one partition holds every tenant's. Like DELETING it spans tenants;
-// only the delivery workers read it.
+// dueShardPK is one of webhook.Shards GSI3 partitions of the endpoints with
+// deliveries due (spanning tenants: only the delivery workers read them).
 func dueShardPK(shard int) string { return fmt.Sprintf("WEBHOOKDUE#%d", shard) }
 
 // dueSK orders a shard's endpoints by when their earliest delivery is due
@@ -243,25 +229,21 @@ func dueSK(at time.Time, orgID, webhookID string) string {
 	return fmt.Sprintf("%013d#%s#%s", at.UnixMilli(), orgID, webhookID)
 }
 
-// dueKey is an endpoint's WebhookDue item, in its partition; dueGSI1SK its
-// GSI1 sort key under ORG#<orgId>, so offboarding finds it when its
-// webhook is gone.
+// dueKey is an endpoint's WebhookDue item; dueGSI1SK lists it under
+// ORG#<orgId> for offboarding.
 func dueKey(orgID, webhookID string) key { return key{webhookPK(orgID, webhookID), "#DUE"} }
 func dueGSI1SK(webhookID string) string  { return "WHDUE#" + webhookID }
 
-// queuePK is the GSI3 partition of one endpoint's pending deliveries, so
-// an endpoint's backlog, however long, is read by nobody else's worker.
+// queuePK is the GSI3 partition of one endpoint's pending deliveries.
 func queuePK(orgID, webhookID string) string { return "WEBHOOKQUEUE#" + orgID + "#" + webhookID }
 
-// queueSK orders an endpoint's pending deliveries by when they were
-// queued.
+// queueSK orders an endpoint's pending deliveries by when they were queued.
 func queueSK(at time.Time, eventID string) string {
 	return fmt.Sprintf("%013d#%s", at.UnixMilli(), eventID)
 }
 
 // streamCheckpointPK is the partition of the local stream reader's
-// checkpoints (SHARD#<shardId>: the last sequence number dispatched).
-// Like DELETING it belongs to no tenant; only the stream reader reads it.
+// checkpoints, one per shard (no tenant's).
 const streamCheckpointPK = "WEBHOOKSTREAM"
 
 func checkpointSK(shardID string) string { return "SHARD#" + shardID }

@@ -15,15 +15,9 @@ import (
 	"github.com/tenantd/tenantd/internal/ids"
 )
 
-// Offboarding deletes every item an org owns, in phases recorded on the org
-// item (offboardPhase), so that any run, after any crash, continues where
-// the last one stopped (docs/data-model.md, section 4b): start marks the
-// org and the acting owner's edge deleting, under a lease; cutoff deletes
-// every other member's edge and claim, so no member's write commits any
-// more (the actor fence); content deletes every partition GSI1 lists under
-// the org; audit the monthly audit buckets; sweep, after the grace for
-// index lag since the cut-off, what GSI1 lists then; final the rest, the org
-// item last: its disappearance is the end of the job.
+// The phases of an org's offboarding (docs/data-model.md, section 4b),
+// recorded on the org item (offboardPhase): any run, after any crash,
+// continues where the last one stopped.
 const (
 	phaseCutoff  = "cutoff"
 	phaseContent = "content"
@@ -34,11 +28,10 @@ const (
 
 var errNoOffboarding = errs.E(errs.NotFound, "offboarding_not_found", "this organization is not being offboarded")
 
-// StartOffboarding marks the org as being offboarded by actorID, an owner,
-// and takes the job's lease for owner. With ifVersion > 0 the org must be
-// at that version. If the org is being offboarded already, it returns that
-// job unchanged with started false; and when that job's lease has expired
-// (its run died) it takes the lease over for owner, with started true.
+// StartOffboarding marks the org as being offboarded by actorID, an owner
+// (at ifVersion when > 0), under owner's lease. An offboarding under way is
+// returned unchanged, started false, unless its lease expired: then owner
+// takes it over (started true).
 func (s *Orgs) StartOffboarding(ctx context.Context, orgID, actorID string, ifVersion int64, owner string, now time.Time) (deletion.Job, bool, error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", actorID)); err != nil {
 		return deletion.Job{}, false, err
@@ -98,24 +91,21 @@ func (d *DB) offboarding(ctx context.Context, orgID, op string) (orgItem, error)
 	return org, err
 }
 
-// GetOffboarding reads the offboarding of an org (consistently). Returns
-// NotFound (offboarding_not_found) when the org is not being offboarded or
-// is gone, its offboarding finished.
+// GetOffboarding reads the offboarding of an org (consistently): NotFound
+// (offboarding_not_found) when there is none, or it finished.
 func (s *Orgs) GetOffboarding(ctx context.Context, orgID string) (deletion.Job, error) {
 	org, err := s.offboarding(ctx, orgID, "get offboarding")
 	return orgJob(org), err
 }
 
-// ReleaseOffboarding gives up owner's lease on the org's offboarding (after
-// its run failed), so that a repeated DELETE or the worker takes over at
-// once rather than when the lease expires.
+// ReleaseOffboarding gives up owner's lease on the org's offboarding after
+// its run failed, so another run takes over at once.
 func (s *Orgs) ReleaseOffboarding(ctx context.Context, orgID, owner string) error {
 	return (&Deletions{s.DB}).Release(ctx, deletion.Job{Kind: deletion.Org, OrgID: orgID}, owner)
 }
 
 // CutOff runs the cutoff phase of an offboarding owner holds, if it has not
-// run yet: when it returns nil, no member of the org other than the owner
-// offboarding it has an edge, so no member's write can commit any more.
+// run yet: on nil, no member but the offboarding owner has an edge.
 func (s *Orgs) CutOff(ctx context.Context, orgID, owner string) error {
 	org, err := s.offboarding(ctx, orgID, "cut off org")
 	switch {
@@ -143,8 +133,7 @@ func (d *DB) cutoff(ctx context.Context, orgID string, lk *leaseKeeper) error {
 	if err := itr.Err(); err != nil {
 		return fmt.Errorf("offboard cutoff: %w", translate(err))
 	}
-	// In parts, renewing the lease between them: a large org's cut-off
-	// outlasts a lease.
+	// In parts, renewing the lease between them.
 	for part := range slices.Chunk(keys, 250) {
 		if err := lk.keep(ctx); err != nil {
 			return err
@@ -233,10 +222,9 @@ func (d *DB) finishOrg(ctx context.Context, orgID, owner string) error {
 			return err
 		}
 	}
-	// final: everything left in the org partition; then, in one
-	// transaction, the org item with the offboarding owners' edges and
-	// claims (the job's record and its actor's access end together) and the
-	// refund to its creator's quota (an org older than createdBy has none).
+	// final: everything left in the org partition; then one transaction of
+	// the org item, the offboarding owners' edges and claims, and the refund
+	// to its creator's quota (none for an org older than createdBy).
 	var keys []dynamo.Keyed
 	t := d.newTx().delete(ok, d.deleteAt(ok).If("deleting = ? AND leaseOwner = ?", true, owner), failWith(errLeaseLost))
 	if org.CreatedBy != "" {
@@ -291,8 +279,7 @@ func (d *DB) deleteOrgPartitions(ctx context.Context, orgID string, lk *leaseKee
 			if err := lk.keep(gctx); err != nil {
 				return err
 			}
-			// A few partitions at a time: each is a Query for its keys and then
-			// BatchWriteItem deletes, so the work is bound by round trips, not CPU.
+			// A few partitions at a time: the work is bound by round trips.
 			pk := owned.PK
 			g.Go(func() error {
 				if err := d.deletePartition(gctx, pk); err != nil {

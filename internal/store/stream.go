@@ -46,17 +46,11 @@ type checkpointItem struct {
 	Seq  string `dynamo:"seq"`
 }
 
-// StreamReader feeds the table's change stream, through the SDK's
-// dynamodbstreams client, to a dispatcher: what `api serve` runs when no
-// Lambda function does it (DynamoDB Local, tests). Every replica may run
-// one: dispatching is idempotent. It reads ahead of the dispatcher (up to
-// maxAhead events per shard not dispatched yet), so an org whose events
-// take long to dispatch holds up no other org's in later batches. It
-// checkpoints a shard in the table once every batch up to one is
-// dispatched, when they held an audit event, so a restart resumes there
-// and a batch whose dispatch failed is read again: no event is lost. A
-// batch without one (the checkpoint's own record, deliveries, rate-limit
-// leases) writes nothing, so an idle service makes no writes.
+// StreamReader feeds the table's change stream to a dispatcher where no
+// Lambda function does (DynamoDB Local, tests); every replica may run one.
+// It reads ahead of the dispatcher (maxAhead), and checkpoints a shard
+// once every batch up to one with an audit event is dispatched: a restart
+// resumes there, no event is lost, and an idle service writes nothing.
 type StreamReader struct {
 	db       *DB
 	streams  *dynamodbstreams.Client
@@ -73,15 +67,13 @@ type StreamReader struct {
 	shards    []stypes.Shard
 }
 
-// maxAhead bounds the audit events a reader has read from a shard and
-// the dispatcher has not dispatched yet: past it, it waits for the
-// oldest batch. Far more than a burst of one org's events, so that the
-// next org's are read while that burst is dispatched.
+// maxAhead bounds the audit events read from a shard and not dispatched
+// yet: far more than a burst of one org's, so the next org's are read
+// while that burst is dispatched.
 const maxAhead = 10_000
 
 // streamBatch is one GetRecords' audit events on their way to the
-// dispatcher. (A batch without one is not kept: the next checkpoint
-// covers it, or a restart reads it again, for nothing.)
+// dispatcher (a batch without one is not kept).
 type streamBatch struct {
 	last string        // the sequence number of its last record
 	left atomic.Int64  // events not dispatched yet
