@@ -8,14 +8,10 @@ import (
 	"github.com/guregu/dynamo/v2"
 )
 
-// The items every hot read decodes by the page (member edges, tickets) decode
-// by hand instead of by guregu/dynamo's reflection, which cost AP1 about 150
-// allocations and 8% of the store's CPU on a page of 25 (BenchmarkStoreVsRaw).
-// The hand decoder reads the shapes the store writes (S, N, BOOL, an L of S,
-// RFC 3339 times); an item with anything else in it is handed to guregu's
-// decoder whole, so the result, or the error, is always guregu's
-// (TestHandDecoders holds them to it). A ticket's decoder lives beside
-// its item, in ticket.go, so a ticket field is added in ticket files only.
+// Member edges and tickets, decoded by the page on hot reads, decode by hand:
+// guregu/dynamo's reflection cost AP1 about 150 allocations on a page of 25
+// (BenchmarkStoreVsRaw). An item with a shape the store does not write goes
+// to guregu whole (TestHandDecoders). A ticket's decoder is in ticket.go.
 
 var (
 	_ dynamo.ItemUnmarshaler = (*memberItem)(nil)

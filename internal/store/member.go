@@ -64,9 +64,8 @@ func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.
 		ids.Resource("orgId", orgID), ids.User("userId", userID))
 }
 
-// AddTeamMember writes a new edge, bumps the team's memberCount (and ownerCount
-// for an owner) and adds the team to the user's team set, in one
-// transaction that needs the team to exist and not be under deletion.
+// AddTeamMember writes a new edge with the team's counts and the user's team
+// set, in one transaction that needs the team live.
 func (s *Teams) AddTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
 	if err := checkMember(m); err != nil {
 		return err
@@ -85,9 +84,8 @@ func (s *Teams) AddTeamMember(ctx context.Context, m membership.Membership, ev a
 	return s.audited(ev, t).run(ctx, "add member")
 }
 
-// UpdateTeamMember changes an edge's role if its version is still prev's, in
-// one transaction with the team (which must not be under deletion): its
-// ownerCount follows a role that gains or loses owner, and never drops to 0.
+// UpdateTeamMember changes an edge's role at prev's version, with the live
+// team's ownerCount, which never drops to 0.
 func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next membership.Membership, ev audit.Event) error {
 	if err := checkMember(next); err != nil {
 		return err
@@ -119,9 +117,8 @@ func (s *Teams) RemoveTeamMember(ctx context.Context, m membership.Membership, e
 	return s.audited(ev, t).run(ctx, "remove member")
 }
 
-// userTeams adds to t the update of a user's team set (and edge sequence)
-// that goes with every membership edge written or deleted; change says
-// what happens to the set.
+// userTeams adds to t the change of a user's team set (and edge sequence)
+// that goes with every membership edge written or deleted.
 func (s *DB) userTeams(t *txn, orgID, userID string, change func(*dynamo.Update) *dynamo.Update, f onFail) {
 	k := orgUserKey(orgID, userID)
 	t.update(k, change(s.updateAt(k).Add("edgeSeq", 1)).If(exists), f)

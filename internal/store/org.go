@@ -39,10 +39,8 @@ func (d *DB) SetMaxOwnedOrgs(n int) {
 	}
 }
 
-// ownedOrgsItem counts the orgs a user has created that still exist (whose
-// createdBy is the user): CreateOrg adds one, conditioned on the quota in
-// its transaction, and only the org's deletion (the offboarding's final
-// transaction) takes it back; nothing else moves it (docs/data-model.md).
+// ownedOrgsItem counts the orgs a user has created that still exist:
+// CreateOrg adds one, the offboarding's final transaction takes it back.
 type ownedOrgsItem struct {
 	PK     string `dynamo:"pk,hash"`
 	SK     string `dynamo:"sk,range"`
@@ -111,10 +109,8 @@ func fromOrgItem(it orgItem) tenant.Org {
 const notExists = "attribute_not_exists(pk)"
 const exists = "attribute_exists(pk)"
 
-// CreateOrg writes the org (createdBy its owner), its owner and the
-// owner's email claim in one transaction, which also counts the org
-// against its creator, refused (org_quota_exceeded) when they have created
-// the most orgs one user may.
+// CreateOrg writes the org, its owner and the owner's email claim in one
+// transaction that counts the org against its creator's quota.
 func (s *Orgs) CreateOrg(ctx context.Context, org tenant.Org, owner tenant.User, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", org.ID)); err != nil {
 		return err
@@ -184,10 +180,8 @@ func ownerDelta(from, to authz.Role) int {
 	return d
 }
 
-// orgGuard adds to t the org item's part of a change of the org's users: a
-// check that the org exists and is not being offboarded (so no user joins
-// an org while it is cut off), or an update of its owner count that also
-// refuses to drop the last owner.
+// orgGuard adds to t the org item's part of a change of its users: it is
+// live (not offboarded), and its owner count moves by delta, keeping one.
 func (s *DB) orgGuard(t *txn, orgID string, delta int) {
 	k := orgKey(orgID)
 	switch {

@@ -207,11 +207,9 @@ func allItems(ctx context.Context, q *dynamo.Query, n int) ([]dynamo.Item, error
 	return items, it.Err()
 }
 
-// withChildren is the "parent item + children" read of seed 002: one Query
-// of the parent's partition returns its #METADATA item first (# sorts
-// before every letter), then its first limit children, oldest first.
-// Returns notFound if the parent does not exist or is being deleted; checks
-// as list's.
+// withChildren reads a parent and its first limit children in one Query of
+// its partition (#METADATA sorts first): notFound if the parent is gone or
+// being deleted; checks as list's.
 func withChildren[PI, CI, P, C any](ctx context.Context, d *DB, partition, parentType string, limit int, notFound error, op string,
 	parent func(PI) P, child func(CI) C, checks ...error) (P, []C, error) {
 	var none P

@@ -13,11 +13,9 @@ import (
 	"github.com/tenantd/tenantd/internal/ratelimit"
 )
 
-// Limits is the rate limiter's Ledger: one GCRA token bucket per key, an
-// item holding its theoretical arrival time (docs/data-model.md, RateLimit).
-// A lease is one conditional UpdateItem; a failed condition returns the
-// item (ALL_OLD), so the retry, when the bucket holds enough, knows exactly
-// what to write, and a refusal costs no read.
+// Limits is the rate limiter's Ledger: one GCRA token bucket per key
+// (docs/data-model.md, RateLimit), leased by conditional UpdateItems whose
+// failure returns the item, so a refusal costs no read.
 type Limits struct{ DB *DB }
 
 // rateLimitItem is a rate-limit key's global bucket.

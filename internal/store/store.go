@@ -1,8 +1,6 @@
-// Package store is tenantd's persistence: one DynamoDB table holding orgs,
-// their users, teams, memberships, tickets and comments, laid out as the
-// seed documents describe (see docs/data-model.md). It is the only package
-// that knows DynamoDB keys; it implements the small Storer interfaces the
-// domain packages declare and translates DynamoDB failures into errs kinds.
+// Package store is tenantd's persistence: one DynamoDB table (see
+// docs/data-model.md). It implements the domain packages' Storer interfaces
+// and translates DynamoDB failures into errs kinds.
 package store
 
 import (
@@ -28,11 +26,9 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 )
 
-// DB is a handle on tenantd's table, shared by the per-domain stores. What
-// it writes carries the times the services' injected clock gave; it reads
-// the wall clock only where processes coordinate on real time: deletion
-// leases, a departing user's leaving mark, an offboarding's cut-off and
-// its sweep of the audit buckets.
+// DB is a handle on tenantd's table, shared by the per-domain stores. It
+// writes the times the services' clock gave, and reads the wall clock only
+// where processes coordinate on real time (leases, marks, cut-offs).
 type DB struct {
 	client   *dynamodb.Client
 	db       *dynamo.DB
@@ -204,10 +200,8 @@ func errUnavailable(err error) error {
 }
 
 // translate maps SDK errors that are not conditional failures: a failure
-// of DynamoDB or of reaching it (below) is Unavailable, a deadline
-// Unavailable "timeout", so clients see 503, never 500. A request cancelled
-// because its client went away stays context.Canceled: no failure of the
-// database (the HTTP layer reports it as 499).
+// of DynamoDB or of reaching it is Unavailable (a deadline: "timeout"), so
+// clients see 503, never 500; a cancelled request stays context.Canceled.
 func translate(err error) error {
 	if _, ok := errs.As(err); err == nil || ok || errors.Is(err, context.Canceled) {
 		return err
@@ -244,11 +238,8 @@ func translate(err error) error {
 		send     *smithyhttp.RequestSendError
 		netErr   net.Error
 	)
-	// The retry quota spent (the SDK no longer retries, whatever failed; the
-	// cause is joined to it), any server-side failure of DynamoDB whatever
-	// its code, retries run out, an answer that is not DynamoDB's (a proxy's
-	// page, a truncated body), or no answer at all (refused, reset, DNS,
-	// TLS, a connection cut mid-answer: no HTTP status).
+	// The retry quota spent, any 5xx, retries run out, an answer that is not
+	// DynamoDB's, or no answer at all (refused, reset, DNS, TLS, cut off).
 	if errors.As(err, &quota) || errors.As(err, &quotaPtr) || errors.As(err, &resp) && resp.HTTPStatusCode() >= 500 ||
 		errors.As(err, &max) || errors.As(err, &deser) || errors.As(err, &send) || errors.As(err, &netErr) ||
 		errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.ECONNRESET) {
@@ -271,8 +262,8 @@ func (s *DB) batchGet(ctx context.Context, keys []dynamo.Keyed, consistent bool,
 }
 
 // batchGetByID reads the items of distinct IDs with batchGet: check
-// validates each ID before keyOf builds its key; conv turns an item into its ID and value, and leaves it out when
-// ok is false (an item being deleted, say). Absent items are left out.
+// validates each ID before keyOf builds its key; conv turns an item into its
+// ID and value, or leaves it out (ok false). Absent items are left out.
 func batchGetByID[I, T any](ctx context.Context, d *DB, idList []string, check func(string) error, keyOf func(string) key,
 	consistent bool, op string, conv func(I) (id string, v T, ok bool)) (map[string]T, error) {
 	keys := make([]dynamo.Keyed, 0, len(idList))

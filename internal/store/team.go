@@ -80,8 +80,7 @@ func fromTeamItem(it teamItem) membership.Team {
 }
 
 // teamCheck is a transaction item proving the team exists and is not being
-// deleted: a child written under it (an edge, a routed ticket) then never
-// outlives it.
+// deleted.
 func (s *DB) teamCheck(t *txn, orgID, teamID string, notFound error) {
 	k := teamKey(orgID, teamID)
 	t.check(k, s.checkAt(k).If(liveItem), failWith(notFound))
@@ -100,9 +99,8 @@ func ownerDeltaCond(u *dynamo.Update, d int) *dynamo.Update {
 	return u
 }
 
-// CreateTeam writes the team with memberCount and ownerCount 1 and its
-// creator's owner edge, checking the creator is a user of the org, in one
-// transaction. A team is born with its owner.
+// CreateTeam writes the team with its creator's owner edge (both counts 1),
+// checking the creator is a user of the org, in one transaction.
 func (s *Teams) CreateTeam(ctx context.Context, t membership.Team, owner membership.Membership, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", t.OrgID), ids.Resource("teamId", t.ID)); err != nil {
 		return err
@@ -175,9 +173,7 @@ var errRetry = errs.E(errs.Conflict, "concurrent_update", "the resource keeps ch
 func retryOn(map[string]types.AttributeValue) error { return errRetry }
 
 // DeleteTeam removes the team, its edges and the team from each member's
-// team set, as a cascade (cascade.go) on memberCount: no edge outlives the
-// team, and a team too large for one transaction is marked deleting, then
-// deleted in parts (by the deletion worker, after a crash).
+// team set, as a cascade (cascade.go) on memberCount.
 func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
 		return err
@@ -185,9 +181,8 @@ func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion 
 	return deleteCascade(ctx, s.DB, s.teamCascade(orgID, teamID), ifVersion, ev)
 }
 
-// teamCascade is the deletion of a team with its edges (cascade.go): an
-// edge goes with the team's removal from its user's team set, and a part
-// decrements ownerCount by the owner edges in it too.
+// teamCascade is the deletion of a team with its edges (cascade.go), each
+// with the team's removal from its user's team set and ownerCount.
 func (s *DB) teamCascade(orgID, teamID string) cascade {
 	goneUsers := map[string]bool{} // see dropEdge
 	return cascade{what: "team", key: teamKey(orgID, teamID), deletionSK: teamDeletionSK(orgID, teamID),
@@ -205,10 +200,9 @@ func (s *DB) teamCascade(orgID, teamID string) cascade {
 	}
 }
 
-// dropEdge adds to t the deletion of edge e of team teamID and the team's
-// removal from its user's team set. A user found gone (an orphan edge left
-// by a bug of the past, or a user removed meanwhile) is noted in goneUsers,
-// and the next attempt deletes only the edge, checking the user is gone.
+// dropEdge adds to t the deletion of edge e and the team's removal from its
+// user's team set; a user found gone is noted in goneUsers, and the next
+// attempt deletes only the edge, checking the user is gone.
 func (s *DB) dropEdge(t *txn, orgID string, e deletionItem, teamID string, goneUsers map[string]bool) {
 	t.delete(e.key(), s.deleteAt(e.key()).If(exists), retryOn)
 	if goneUsers[e.UserID] {

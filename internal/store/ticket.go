@@ -211,8 +211,7 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev
 }
 
 // DeleteTicket deletes the ticket and its comments, as a cascade
-// (cascade.go) on commentCount: no comment outlives the ticket, and a ticket
-// too large for one transaction is marked deleting, then deleted in parts.
+// (cascade.go) on commentCount.
 func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64, ev audit.Event) error {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
 		return err
@@ -230,11 +229,8 @@ func (s *DB) ticketCascade(orgID, ticketID string) cascade {
 	}
 }
 
-// ListTickets pages through an org's tickets, newest first (ticket IDs are
-// ULIDs) or oldest first, on the index that serves the filter: GSI1
-// (none), GSI3 (a status), GSI6 (a priority, by status, or within one),
-// GSI4 (an assignee), GSI7 (an assignee within a status). Returns Invalid
-// for a combination no index serves (priority and assignee together).
+// ListTickets pages through an org's tickets, newest or oldest first, on the
+// index that serves the filter; priority and assignee together are refused.
 func (s *Tickets) ListTickets(ctx context.Context, orgID string, f ticket.Filter, p page.Request) (page.Result[ticket.Ticket], error) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ifSet(ids.User, "assigneeId", f.AssigneeID)); err != nil {
 		return page.Result[ticket.Ticket]{}, err

@@ -25,10 +25,8 @@ const maxTxItems = 100
 // returned because every transaction asks for ALL_OLD on failure.
 type onFail func(old map[string]types.AttributeValue) error
 
-// txOp is one item of a transaction under construction: a put, update,
-// delete or condition check, added to the WriteTx only in run, so a
-// condition can still be ANDed onto an item already in the transaction
-// (guregu/dynamo combines repeated If calls with AND).
+// txOp is one item of a transaction under construction, added to the
+// WriteTx only in run, so a condition can still be ANDed onto it.
 type txOp struct {
 	k     key
 	and   func(expr string, args ...any) // the request's If
@@ -39,9 +37,8 @@ type txOp struct {
 	proof bool
 }
 
-// txn is a TransactWriteItems under construction that remembers, for each
-// item, its key and what its failed condition means, so a cancelled
-// transaction turns into the domain error that names the condition.
+// txn is a TransactWriteItems under construction that remembers each
+// item's key and what its failed condition means (the domain error).
 type txn struct {
 	d   *DB
 	ops []*txOp
@@ -52,8 +49,7 @@ func (d *DB) newTx() *txn { return &txn{d: d} }
 
 func (t *txn) add(o *txOp) *txn {
 	if t.op(o.k) != nil && t.err == nil {
-		// DynamoDB refuses a transaction that names an item twice: a bug in
-		// the caller, never something to send.
+		// DynamoDB refuses a transaction that names an item twice.
 		t.err = fmt.Errorf("transaction touches %s/%s twice", o.k.PK, o.k.SK)
 	}
 	t.ops = append(t.ops, o)
@@ -127,9 +123,8 @@ func (t *txn) run(ctx context.Context, op string) error {
 	return fmt.Errorf("%s: %w", op, translate(err))
 }
 
-// errOutcomeUnknown is a transaction the request stopped waiting for: it
-// may have reached DynamoDB, which may still apply it, so the client is told
-// that its write may have happened: a blind retry could apply it twice.
+// errOutcomeUnknown is a transaction the request stopped waiting for, which
+// DynamoDB may still apply: a blind retry could apply it twice.
 func errOutcomeUnknown(err error) error {
 	return &errs.Error{Kind: errs.Unavailable, Code: errs.CodeWriteOutcomeUnknown,
 		Message: "the request timed out after its write was sent, and the write may still be applied: read the resource before you retry, or retry with If-Match (a create, with the same Idempotency-Key)",
@@ -154,9 +149,7 @@ func missingOr(notFound, e error) onFail {
 var errVersion = ifmatch.ErrVersion
 
 // liveItem is the condition of a write that needs its item (an org, team
-// or ticket) to exist and not be under deletion: a child written under it
-// then never outlives it (a parent's delete marks it deleting first, or
-// conditions on the children's count).
+// or ticket) to exist and not be under deletion.
 const liveItem = "attribute_exists(pk) AND attribute_not_exists(deleting)"
 
 // The conditions of an update or delete at the version read: the item
@@ -182,10 +175,8 @@ func goneOr(notFound, e error) onFail {
 	}
 }
 
-// Errors of the actor fence, when the caller's membership ended (removed,
-// or the org is being offboarded: as the authorization read would now
-// answer) or their org role changed to one that does not allow the write,
-// while the request ran.
+// Errors of the actor fence, when the caller's membership ended or their
+// role no longer allows the write, while the request ran.
 var (
 	errActorGone    = authz.ErrOrgNotFound
 	errActorDemoted = errs.E(errs.Forbidden, "forbidden", "your role in this organization no longer allows this")
@@ -235,11 +226,9 @@ func (d *DB) fenceEdge(t *txn, k key, floor string, lost, demoted error) {
 	t.ops[len(t.ops)-1].proof = true
 }
 
-// audited adds to t the change's audit event, so the event commits or fails
-// with the change, and the actor's fences (docs/data-model.md, "Fences"):
-// on their OrgUser edge when they acted as a member (ActorFloor), on their
-// team edge when the grant rested on it (ActorTeamID). A write without its
-// event (a zero Event) is refused: it would change the org and record nothing.
+// audited adds to t the change's audit event and the actor's fences
+// (docs/data-model.md, section 4a): on their OrgUser edge (ActorFloor), on
+// their team edge (ActorTeamID). A zero Event is refused.
 func (d *DB) audited(ev audit.Event, t *txn) *txn {
 	if err := ev.Check(); err != nil {
 		t.err = err

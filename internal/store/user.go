@@ -158,15 +158,11 @@ func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev aud
 	return s.audited(ev, t).run(ctx, "update user")
 }
 
-// RemoveOrgUser deletes the OrgUser, its claim, and every team membership the
-// user has in the org (with each team's counts): the OrgUser's team set, read
-// consistently with each team and edge. Every transaction is conditional on
-// the OrgUser's version and edge sequence and each edge's role as read, so a
-// concurrent membership change makes the removal read again. A team's last
-// owner is refused (last_team_owner) before anything is written; a team gone
-// from the set, or an orphan edge, never blocks it. More teams than one
-// transaction holds go first, in transactions of their own (each checking the
-// last-owner rules); after a crash in between, a retry finishes.
+// RemoveOrgUser deletes the OrgUser, its claim, and the user's team edges
+// (with each team's counts), in transactions conditioned on what it read
+// (version, edge sequence, each edge's role): a concurrent change makes it
+// read again. A team's last owner is refused (last_team_owner) before any
+// write; more teams than one transaction holds go first, in their own.
 func (s *Orgs) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event) error {
 	if err := checkUser(u); err != nil {
 		return err
@@ -219,9 +215,8 @@ func (s *Orgs) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event)
 	return errBusy
 }
 
-// leavingStale is how long a user's leaving mark (set by a removal that
-// met concurrent membership changes) keeps teams from taking them: a
-// removal that died after marking stops counting then.
+// leavingStale is how long a removal's leaving mark keeps teams from taking
+// the user: one that died after marking stops counting then.
 const leavingStale = time.Minute
 
 // maxRemoveAttempts bounds RemoveOrgUser's re-reads under concurrent
@@ -270,10 +265,9 @@ func (s *DB) userEdges(ctx context.Context, orgID, userID string, teamIDs []stri
 	return out, nil
 }
 
-// dropUserEdge adds to t what removing the user from one of their teams
-// takes: the edge (as read: same role) and the team's counts; for an edge
-// whose team is gone, the edge alone, with a check that the team is still
-// gone. A stale set entry without an edge needs nothing.
+// dropUserEdge adds to t the removal of the user's edge in one team (as
+// read: same role) with the team's counts, or, the team gone, with a check
+// that it still is.
 func (s *DB) dropUserEdge(t *txn, orgID, userID string, e userEdge) {
 	if e.edge == nil {
 		return

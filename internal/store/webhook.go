@@ -14,10 +14,8 @@ import (
 	"github.com/tenantd/tenantd/internal/webhook"
 )
 
-// Webhooks stores an org's webhook subscriptions, each in its own
-// partition with its deliveries (delivery.go), listed in GSI1 under
-// ORG#<orgId>. The org item counts them (webhookCount), so an org holds
-// at most webhook.MaxPerOrg.
+// Webhooks stores an org's webhook subscriptions, each in its own partition
+// with its deliveries (delivery.go), at most webhook.MaxPerOrg per org.
 type Webhooks struct {
 	*DB
 	// MaxPending bounds each endpoint's pending deliveries (0: webhook.MaxPendingPerEndpoint).
