@@ -146,11 +146,8 @@ func (s *Invitations) ListInvitations(ctx context.Context, orgID string, now tim
 
 // RevokeInvitation deletes the invitation and its email pointer.
 func (s *Invitations) RevokeInvitation(ctx context.Context, inv invitation.Invitation, ev audit.Event) error {
-	if err := checkInvitation(inv); err != nil {
-		return err
-	}
 	k, ek := invitationKey(inv.OrgID, inv.ID), invitationEmailKey(inv.OrgID, tenant.NormalizeEmail(inv.Email))
-	t := s.newTx().
+	t := s.newTx(checkInvitation(inv)).
 		delete(k, s.deleteAt(k).If(exists), failWith(errInvitationNotFound)).
 		delete(ek, s.deleteAt(ek).If("invitationId = ?", inv.ID), failWith(errInvitationNotFound))
 	return s.audited(ev, t).run(ctx, "revoke invitation")

@@ -67,12 +67,9 @@ func (s *Teams) ListUserTeams(ctx context.Context, orgID, userID string, p page.
 // AddTeamMember writes a new edge with the team's counts and the user's team
 // set, in one transaction that needs the team live.
 func (s *Teams) AddTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
-	if err := checkMember(m); err != nil {
-		return err
-	}
 	tk, mi := teamKey(m.OrgID, m.TeamID), toMemberItem(m)
 	u := ownerDeltaCond(s.updateAt(tk).Add("memberCount", 1), ownerDelta("", m.Role))
-	t := s.newTx().
+	t := s.newTx(checkMember(m)).
 		put(key{mi.PK, mi.SK}, s.table.Put(mi).If(notExists), failWith(errAlreadyMember)).
 		update(tk, u.If(liveItem), failWith(errTeamNotFound))
 	// A user being removed from the org joins no team (see leavingStale).
@@ -87,11 +84,8 @@ func (s *Teams) AddTeamMember(ctx context.Context, m membership.Membership, ev a
 // UpdateTeamMember changes an edge's role at prev's version, with the live
 // team's ownerCount, which never drops to 0.
 func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next membership.Membership, ev audit.Event) error {
-	if err := checkMember(next); err != nil {
-		return err
-	}
 	k, tk := memberKey(next.OrgID, next.TeamID, next.UserID), teamKey(next.OrgID, next.TeamID)
-	t := s.newTx().update(k, s.updateAt(k).Set("role", string(next.Role)).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
+	t := s.newTx(checkMember(next)).update(k, s.updateAt(k).Set("role", string(next.Role)).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
 		If(existsAtVersion, prev.Version), missingOr(errMemberNotFound, errVersion))
 	if d := ownerDelta(prev.Role, next.Role); d != 0 {
 		t.update(tk, ownerDeltaCond(s.updateAt(tk), d).If(liveItem), goneOr(errTeamNotFound, errLastTeamOwner))
@@ -105,11 +99,8 @@ func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next membership.Memb
 // in one transaction with the count decrements and the user's team set. The
 // team's last owner cannot be removed.
 func (s *Teams) RemoveTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
-	if err := checkMember(m); err != nil {
-		return err
-	}
 	k, tk := memberKey(m.OrgID, m.TeamID, m.UserID), teamKey(m.OrgID, m.TeamID)
-	t := s.newTx().delete(k, s.deleteAt(k).If(existsAtVersion, m.Version), missingOr(errMemberNotFound, errVersion))
+	t := s.newTx(checkMember(m)).delete(k, s.deleteAt(k).If(existsAtVersion, m.Version), missingOr(errMemberNotFound, errVersion))
 	u := s.updateAt(tk).Add("memberCount", -1)
 	t.update(tk, ownerDeltaCond(u, ownerDelta(m.Role, "")).If(liveItem), goneOr(errTeamNotFound, errLastTeamOwner))
 	s.userTeams(t, m.OrgID, m.UserID, func(u *dynamo.Update) *dynamo.Update { return u.DeleteStringsFromSet("teamIds", m.TeamID) },

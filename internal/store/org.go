@@ -112,14 +112,8 @@ const exists = "attribute_exists(pk)"
 // CreateOrg writes the org, its owner and the owner's email claim in one
 // transaction that counts the org against its creator's quota.
 func (s *Orgs) CreateOrg(ctx context.Context, org tenant.Org, owner tenant.User, ev audit.Event) error {
-	if err := checkIDs(ids.Resource("orgId", org.ID)); err != nil {
-		return err
-	}
-	if err := checkUser(owner); err != nil {
-		return err
-	}
 	c := toClaimItem(owner)
-	t := s.newTx().
+	t := s.newTx(ids.Resource("orgId", org.ID), checkUser(owner)).
 		put(orgKey(org.ID), s.table.Put(toOrgItem(org, 1, owner.UserID)).If(notExists), failWith(errs.E(errs.Conflict, "org_exists", "organization ID already taken"))).
 		put(orgUserKey(owner.OrgID, owner.UserID), s.table.Put(toOrgUserItem(owner)).If(notExists), failWith(errUserExists)).
 		put(c.key(), s.table.Put(c).If(notExists), failWith(errEmailTaken))
@@ -142,11 +136,8 @@ func (s *Orgs) GetOrgWithUsers(ctx context.Context, orgID string, limit int) (te
 
 // UpdateOrg sets the org's name if its version is still prev.Version.
 func (s *Orgs) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev audit.Event) error {
-	if err := checkIDs(ids.Resource("orgId", prev.ID)); err != nil {
-		return err
-	}
 	k := orgKey(prev.ID)
-	t := s.newTx().update(k, s.updateAt(k).Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
+	t := s.newTx(ids.Resource("orgId", prev.ID)).update(k, s.updateAt(k).Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version).
 		If(liveAtVersion, prev.Version), goneOr(errOrgNotFound, errVersion))
 	return s.audited(ev, t).run(ctx, "update org")
 }

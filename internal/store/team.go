@@ -144,13 +144,11 @@ func (s *Teams) ListTeams(ctx context.Context, orgID string, p page.Request) (pa
 
 // UpdateTeam sets name and description if the version is still prev's.
 func (s *Teams) UpdateTeam(ctx context.Context, prev, next membership.Team, ev audit.Event) error {
-	if err := checkIDs(ids.Resource("orgId", prev.OrgID), ids.Resource("teamId", prev.ID)); err != nil {
-		return err
-	}
 	k := teamKey(prev.OrgID, prev.ID)
 	u := s.updateAt(k).Set("name", next.Name).Set("updatedAt", next.UpdatedAt).Set("version", next.Version)
 	u = setOrRemove(u, "description", next.Description)
-	t := s.newTx().update(k, u.If(liveAtVersion, prev.Version), goneOr(errTeamNotFound, errVersion))
+	t := s.newTx(ids.Resource("orgId", prev.OrgID), ids.Resource("teamId", prev.ID)).
+		update(k, u.If(liveAtVersion, prev.Version), goneOr(errTeamNotFound, errVersion))
 	return s.audited(ev, t).run(ctx, "update team")
 }
 

@@ -148,11 +148,9 @@ func (s *Tickets) referenceChecks(tx *txn, t ticket.Ticket, assignee, team bool)
 // CreateTicket writes the ticket in one transaction with checks that its
 // requester, assignee and team exist in the org.
 func (s *Tickets) CreateTicket(ctx context.Context, t ticket.Ticket, ev audit.Event) error {
-	if err := checkTicket(t); err != nil {
-		return err
-	}
 	it := toTicketItem(t)
-	tx := s.newTx().put(key{it.PK, it.SK}, s.table.Put(it).If(notExists), failWith(errs.E(errs.Conflict, "ticket_exists", "ticket ID already taken")))
+	tx := s.newTx(checkTicket(t)).
+		put(key{it.PK, it.SK}, s.table.Put(it).If(notExists), failWith(errs.E(errs.Conflict, "ticket_exists", "ticket ID already taken")))
 	k := actorKey(t.OrgID, t.RequesterID) // a person's edge, or the API key that files it
 	tx.check(k, s.checkAt(k).If(exists), failWith(actorGone(t.RequesterID, errRequesterGone)))
 	// A self-assigned ticket's assignee is already checked as requester (and
@@ -281,11 +279,8 @@ func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, p p
 // CreateComment writes the comment into its ticket's partition and bumps the
 // ticket's commentCount in one transaction (seed 002: counts kept on write).
 func (s *Tickets) CreateComment(ctx context.Context, c ticket.Comment, ev audit.Event) error {
-	if err := checkIDs(ids.Resource("orgId", c.OrgID), ids.Resource("ticketId", c.TicketID), ids.Resource("commentId", c.ID), ids.User("authorId", c.AuthorID)); err != nil {
-		return err
-	}
 	k, ci := ticketKey(c.OrgID, c.TicketID), toCommentItem(c)
-	tx := s.newTx().
+	tx := s.newTx(ids.Resource("orgId", c.OrgID), ids.Resource("ticketId", c.TicketID), ids.Resource("commentId", c.ID), ids.User("authorId", c.AuthorID)).
 		put(key{ci.PK, ci.SK}, s.table.Put(ci).If(notExists), failWith(errs.E(errs.Conflict, "comment_exists", "comment ID already taken"))).
 		update(k, s.updateAt(k).Add("commentCount", 1).Set("updatedAt", c.CreatedAt).If(liveItem), failWith(errTicketNotFound))
 	return s.audited(ev, tx).run(ctx, "add comment")

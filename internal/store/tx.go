@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -42,15 +43,17 @@ type txOp struct {
 type txn struct {
 	d   *DB
 	ops []*txOp
-	err error // set while building: run returns it without a call
+	err error // the first failure while building: run returns it without a call
 }
 
-func (d *DB) newTx() *txn { return &txn{d: d} }
+// newTx starts a transaction; checks are those of its IDs (checkIDs), the
+// first that failed returned by run.
+func (d *DB) newTx(checks ...error) *txn { return &txn{d: d, err: checkIDs(checks...)} }
 
 func (t *txn) add(o *txOp) *txn {
-	if t.op(o.k) != nil && t.err == nil {
+	if t.op(o.k) != nil {
 		// DynamoDB refuses a transaction that names an item twice.
-		t.err = fmt.Errorf("transaction touches %s/%s twice", o.k.PK, o.k.SK)
+		t.err = cmp.Or(t.err, fmt.Errorf("transaction touches %s/%s twice", o.k.PK, o.k.SK))
 	}
 	t.ops = append(t.ops, o)
 	return t
@@ -211,7 +214,7 @@ func (d *DB) fenceEdge(t *txn, k key, floor string, lost, demoted error) {
 		args = append(args, string(r))
 	}
 	if len(roles) == 0 {
-		t.err = fmt.Errorf("fence on %s: unknown role %q", k.SK, floor)
+		t.err = cmp.Or(t.err, fmt.Errorf("fence on %s: unknown role %q", k.SK, floor))
 		return
 	}
 	expr := "attribute_exists(pk) AND attribute_not_exists(deleting) AND $ IN (" +
@@ -231,11 +234,11 @@ func (d *DB) fenceEdge(t *txn, k key, floor string, lost, demoted error) {
 // their team edge (ActorTeamID). A zero Event is refused.
 func (d *DB) audited(ev audit.Event, t *txn) *txn {
 	if err := ev.Check(); err != nil {
-		t.err = err
+		t.err = cmp.Or(t.err, err)
 		return t
 	}
 	if !ids.ValidResource(ev.ID) {
-		t.err = fmt.Errorf("audit event ID %q is not a ULID", ev.ID)
+		t.err = cmp.Or(t.err, fmt.Errorf("audit event ID %q is not a ULID", ev.ID))
 		return t
 	}
 	if ev.ActorFloor != "" {
@@ -251,7 +254,7 @@ func (d *DB) audited(ev audit.Event, t *txn) *txn {
 // rested on (authz.Grant): it must still exist with a role at least floor.
 func (d *DB) teamFence(t *txn, orgID, teamID, userID, floor string) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID), ids.User("userId", userID)); err != nil {
-		t.err = err
+		t.err = cmp.Or(t.err, err)
 		return
 	}
 	d.fenceEdge(t, memberKey(orgID, teamID, userID), floor, errTeamRoleLost, errTeamRoleLost)
@@ -265,7 +268,7 @@ var errTeamRoleLost = errs.E(errs.Forbidden, "team_role_changed", "your role in 
 // offboarding, with a role at least floor.
 func (d *DB) fence(t *txn, orgID, userID, floor string) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
-		t.err = err
+		t.err = cmp.Or(t.err, err)
 		return
 	}
 	d.fenceEdge(t, actorKey(orgID, userID), floor, actorGone(userID, errActorGone), errActorDemoted)

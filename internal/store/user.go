@@ -122,10 +122,7 @@ func (s *Orgs) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []str
 // AddOrgUser writes the OrgUser and its email claim in one transaction that
 // also checks the org exists (and counts a new owner).
 func (s *Orgs) AddOrgUser(ctx context.Context, u tenant.User, ev audit.Event) error {
-	if err := checkUser(u); err != nil {
-		return err
-	}
-	t := s.newTx()
+	t := s.newTx(checkUser(u))
 	s.orgGuard(t, u.OrgID, ownerDelta("", u.Role))
 	c := toClaimItem(u)
 	t.put(orgUserKey(u.OrgID, u.UserID), s.table.Put(toOrgUserItem(u)).If(notExists), failWith(errUserExists)).

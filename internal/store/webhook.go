@@ -74,11 +74,8 @@ func checkWebhookIDs(orgID, webhookID string) error {
 // CreateWebhook writes the subscription and counts it on the org item, in
 // one transaction with its audit event.
 func (s *Webhooks) CreateWebhook(ctx context.Context, sub webhook.Subscription, ev audit.Event) error {
-	if err := checkWebhookIDs(sub.OrgID, sub.ID); err != nil {
-		return err
-	}
 	ok := orgKey(sub.OrgID)
-	t := s.newTx().
+	t := s.newTx(checkWebhookIDs(sub.OrgID, sub.ID)).
 		put(webhookKey(sub.OrgID, sub.ID), s.table.Put(toWebhookItem(sub)).If(notExists),
 			failWith(errs.E(errs.Conflict, "webhook_exists", "webhook ID already taken"))).
 		update(ok, s.updateAt(ok).Add("webhookCount", 1).
@@ -115,20 +112,15 @@ func (s *Webhooks) Subscribers(ctx context.Context, orgID string) ([]webhook.Sub
 
 // UpdateWebhook writes next over prev at prev's version.
 func (s *Webhooks) UpdateWebhook(ctx context.Context, prev, next webhook.Subscription, ev audit.Event) error {
-	if err := checkWebhookIDs(prev.OrgID, prev.ID); err != nil {
-		return err
-	}
 	k := webhookKey(prev.OrgID, prev.ID)
-	t := s.newTx().put(k, s.table.Put(toWebhookItem(next)).If(existsAtVersion, prev.Version), missingOr(errWebhookNotFound, errVersion))
+	t := s.newTx(checkWebhookIDs(prev.OrgID, prev.ID)).
+		put(k, s.table.Put(toWebhookItem(next)).If(existsAtVersion, prev.Version), missingOr(errWebhookNotFound, errVersion))
 	return s.audited(ev, t).run(ctx, "update webhook")
 }
 
 // SetEndpointHealth records what the workers saw of the endpoint, unless
 // an admin changed the subscription meanwhile (PreconditionFailed).
 func (s *Webhooks) SetEndpointHealth(ctx context.Context, sub webhook.Subscription, ev *audit.Event) error {
-	if err := checkWebhookIDs(sub.OrgID, sub.ID); err != nil {
-		return err
-	}
 	k := webhookKey(sub.OrgID, sub.ID)
 	u := s.updateAt(k).Set("active", sub.Active)
 	if sub.FailingSince.IsZero() {
@@ -136,7 +128,7 @@ func (s *Webhooks) SetEndpointHealth(ctx context.Context, sub webhook.Subscripti
 	} else {
 		u = u.Set("failingSince", sub.FailingSince)
 	}
-	t := s.newTx().update(k, u.If(existsAtVersion, sub.Version), missingOr(errWebhookNotFound, errVersion))
+	t := s.newTx(checkWebhookIDs(sub.OrgID, sub.ID)).update(k, u.If(existsAtVersion, sub.Version), missingOr(errWebhookNotFound, errVersion))
 	if ev != nil {
 		t = s.audited(*ev, t)
 	}
@@ -146,11 +138,8 @@ func (s *Webhooks) SetEndpointHealth(ctx context.Context, sub webhook.Subscripti
 // DeleteWebhook deletes the subscription at its version and uncounts it;
 // its deliveries expire by TTL (a worker drops the pending ones).
 func (s *Webhooks) DeleteWebhook(ctx context.Context, sub webhook.Subscription, ev audit.Event) error {
-	if err := checkWebhookIDs(sub.OrgID, sub.ID); err != nil {
-		return err
-	}
 	k, ok := webhookKey(sub.OrgID, sub.ID), orgKey(sub.OrgID)
-	t := s.newTx().
+	t := s.newTx(checkWebhookIDs(sub.OrgID, sub.ID)).
 		delete(k, s.deleteAt(k).If(existsAtVersion, sub.Version), missingOr(errWebhookNotFound, errVersion)).
 		update(ok, s.updateAt(ok).Add("webhookCount", -1).If(liveItem), failWith(errOrgNotFound))
 	return s.audited(ev, t).run(ctx, "delete webhook")
