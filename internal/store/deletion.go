@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/guregu/dynamo/v2"
 
 	"github.com/tenantd/tenantd/internal/deletion"
@@ -173,10 +172,5 @@ func (l *leaseKeeper) keep(ctx context.Context) error {
 	return nil
 }
 
-// attrS reads a string attribute of an item.
-func attrS(it map[string]types.AttributeValue, name string) string {
-	if s, ok := it[name].(*types.AttributeValueMemberS); ok {
-		return s.Value
-	}
-	return ""
-}
+// attrS reads a string attribute of an item ("" when it holds none).
+func attrS(it dynamo.Item, name string) string { return (&attrs{item: it}).s(name) }

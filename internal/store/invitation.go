@@ -87,12 +87,9 @@ func checkInvitation(inv invitation.Invitation) error {
 // transaction that removes the invitation it replaces (whose ID it returns)
 // and checks that no user of the org has the email and the org and teams exist.
 func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invitation, ev audit.Event) (replaced string, err error) {
-	if err := checkInvitation(inv); err != nil {
-		return "", err
-	}
 	email := tenant.NormalizeEmail(inv.Email)
 	ek := invitationEmailKey(inv.OrgID, email)
-	old, err := getItem[invitationEmailItem](ctx, s.DB, ek, true, nil, "create invitation") // none: a zero item
+	old, err := getItem[invitationEmailItem](ctx, s.DB, ek, true, nil, "create invitation", checkInvitation(inv)) // none: a zero item
 	if err != nil {
 		return "", err
 	}

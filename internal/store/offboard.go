@@ -33,11 +33,8 @@ var errNoOffboarding = errs.E(errs.NotFound, "offboarding_not_found", "this orga
 // returned unchanged, started false, unless its lease expired: then owner
 // takes it over (started true).
 func (s *Orgs) StartOffboarding(ctx context.Context, orgID, actorID string, ifVersion int64, owner string, now time.Time) (deletion.Job, bool, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", actorID)); err != nil {
-		return deletion.Job{}, false, err
-	}
 	ok, ak := orgKey(orgID), orgUserKey(orgID, actorID)
-	org, err := getItem[orgItem](ctx, s.DB, ok, true, errOrgNotFound, "start offboarding")
+	org, err := getItem[orgItem](ctx, s.DB, ok, true, errOrgNotFound, "start offboarding", ids.Resource("orgId", orgID), ids.User("userId", actorID))
 	if err != nil {
 		return deletion.Job{}, false, err
 	}

@@ -261,11 +261,15 @@ func (s *DB) batchGet(ctx context.Context, keys []dynamo.Keyed, consistent bool,
 	return nil
 }
 
-// batchGetByID reads the items of distinct IDs with batchGet: check
-// validates each ID before keyOf builds its key; conv turns an item into its
-// ID and value, or leaves it out (ok false). Absent items are left out.
+// batchGetByID reads the items of distinct IDs with batchGet, after checks
+// (of the IDs keyOf adds to each: checkIDs); check validates each ID before
+// keyOf builds its key; conv turns an item into its ID and value, or leaves
+// it out (ok false). Absent items are left out.
 func batchGetByID[I, T any](ctx context.Context, d *DB, idList []string, check func(string) error, keyOf func(string) key,
-	consistent bool, op string, conv func(I) (id string, v T, ok bool)) (map[string]T, error) {
+	consistent bool, op string, conv func(I) (id string, v T, ok bool), checks ...error) (map[string]T, error) {
+	if err := checkIDs(checks...); err != nil {
+		return nil, err
+	}
 	keys := make([]dynamo.Keyed, 0, len(idList))
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(idList))) {
 		if err := check(id); err != nil {

@@ -173,10 +173,7 @@ func retryOn(map[string]types.AttributeValue) error { return errRetry }
 // DeleteTeam removes the team, its edges and the team from each member's
 // team set, as a cascade (cascade.go) on memberCount.
 func (s *Teams) DeleteTeam(ctx context.Context, orgID, teamID string, ifVersion int64, ev audit.Event) error {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("teamId", teamID)); err != nil {
-		return err
-	}
-	return deleteCascade(ctx, s.DB, s.teamCascade(orgID, teamID), ifVersion, ev)
+	return deleteCascade(ctx, s.DB, s.teamCascade(orgID, teamID), ifVersion, ev, ids.Resource("orgId", orgID), ids.Resource("teamId", teamID))
 }
 
 // teamCascade is the deletion of a team with its edges (cascade.go), each
@@ -227,10 +224,7 @@ func (s *Teams) BatchGetTeams(ctx context.Context, orgID string, teamIDs []strin
 }
 
 func (s *DB) batchGetTeams(ctx context.Context, orgID string, teamIDs []string, consistent bool) (map[string]membership.Team, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return nil, err
-	}
 	return batchGetByID(ctx, s, teamIDs, func(id string) error { return ids.Resource("teamId", id) },
 		func(id string) key { return teamKey(orgID, id) }, consistent, "batch get teams",
-		func(it teamItem) (string, membership.Team, bool) { return it.ID, fromTeamItem(it), !it.Deleting })
+		func(it teamItem) (string, membership.Team, bool) { return it.ID, fromTeamItem(it), !it.Deleting }, ids.Resource("orgId", orgID))
 }

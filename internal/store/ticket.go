@@ -211,10 +211,7 @@ func (s *Tickets) UpdateTicket(ctx context.Context, prev, next ticket.Ticket, ev
 // DeleteTicket deletes the ticket and its comments, as a cascade
 // (cascade.go) on commentCount.
 func (s *Tickets) DeleteTicket(ctx context.Context, orgID, ticketID string, ifVersion int64, ev audit.Event) error {
-	if err := checkIDs(ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID)); err != nil {
-		return err
-	}
-	return deleteCascade(ctx, s.DB, s.ticketCascade(orgID, ticketID), ifVersion, ev)
+	return deleteCascade(ctx, s.DB, s.ticketCascade(orgID, ticketID), ifVersion, ev, ids.Resource("orgId", orgID), ids.Resource("ticketId", ticketID))
 }
 
 // ticketCascade is the deletion of a ticket with its comments (cascade.go).

@@ -110,13 +110,10 @@ func (s *Orgs) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (
 // BatchGetOrgUsers reads many OrgUsers of one org: one BatchGetItem per 100
 // distinct IDs (seed 002's DataLoader lesson).
 func (s *Orgs) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error) {
-	if err := checkIDs(ids.Resource("orgId", orgID)); err != nil {
-		return nil, err
-	}
 	userIDs = slices.DeleteFunc(slices.Clone(userIDs), func(id string) bool { return id == "" }) // no assignee, say
 	return batchGetByID(ctx, s.DB, userIDs, func(id string) error { return ids.User("userId", id) },
 		func(id string) key { return orgUserKey(orgID, id) }, false, "batch get users",
-		func(it orgUserItem) (string, tenant.User, bool) { return it.UserID, fromOrgUserItem(it), true })
+		func(it orgUserItem) (string, tenant.User, bool) { return it.UserID, fromOrgUserItem(it), true }, ids.Resource("orgId", orgID))
 }
 
 // AddOrgUser writes the OrgUser and its email claim in one transaction that
