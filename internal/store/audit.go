@@ -70,10 +70,8 @@ type auditCursor struct {
 	After  string `json:"a,omitempty"` // sk of the last event returned in Bucket
 }
 
-// ListAuditEvents queries the org's monthly buckets newest first. Usually one
-// Query serves a page; a page that empties its bucket reads the previous
-// month's next, within [Since, Until]: Until is required, Since defaults
-// to a year before it.
+// ListAuditEvents queries the org's monthly buckets newest first, within
+// [Since, Until]: Until is required, Since defaults to a year before it.
 func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result[audit.Event], error) {
 	var none page.Result[audit.Event]
 	if err := checkIDs(ids.Resource("orgId", q.OrgID)); err != nil {
@@ -140,8 +138,7 @@ func (s *Audit) ListAuditEvents(ctx context.Context, q audit.Query) (page.Result
 	return out, nil
 }
 
-// maxAuditQueries bounds the buckets one request reads (13 months covers
-// the default range in one request).
+// maxAuditQueries bounds the buckets one request reads: the default range.
 const maxAuditQueries = 13
 
 // ulidBound is the smallest ('0') or largest ('Z') ULID of t's millisecond.

@@ -55,9 +55,8 @@ func (c cascade) read(ctx context.Context, d *DB) (*deletionItem, []deletionItem
 
 // deleteCascade deletes c's parent (at version ifVersion when > 0) and its
 // children, with the audit event ev: c.notFound when it is gone or being
-// deleted, errVersion, or errBusy when it never stopped changing. checks
-// are those of the IDs in c.key (checkIDs): the first that failed is
-// returned, nothing read.
+// deleted, errVersion, or errBusy when it never stopped changing; checks
+// as getItem's.
 func deleteCascade(ctx context.Context, d *DB, c cascade, ifVersion int64, ev audit.Event, checks ...error) error {
 	if err := checkIDs(checks...); err != nil {
 		return err

@@ -12,9 +12,8 @@ import (
 	"github.com/tenantd/tenantd/internal/ids"
 )
 
-// Deletions finds and finishes deletions that outlived their request: each
-// such item carries `deleting`, sits in GSI3's DELETING partition and has a
-// lease (leaseOwner, leaseUntil in epoch ms) that one run at a time holds.
+// Deletions finds and finishes deletions that outlived their request: items
+// in GSI3's DELETING partition, each under a lease one run at a time holds.
 type Deletions struct{ *DB }
 
 var _ deletion.Storer = (*Deletions)(nil)
@@ -32,9 +31,7 @@ const (
 
 var errLeaseLost = errs.E(errs.Conflict, "lease_lost", "another run took over this deletion")
 
-// deletionItem is what the deletions read of any item: a job in the
-// DELETING partition (whatever the entity), a cascade's parent and
-// children, a departing user's teams and edges.
+// deletionItem is what the deletions read of any item.
 type deletionItem struct {
 	PK         string    `dynamo:"pk"`
 	SK         string    `dynamo:"sk"`

@@ -107,9 +107,8 @@ var (
 	errRecordGone  = errs.E(errs.Conflict, "idempotency_record_gone", "the idempotency record is gone or was taken over")
 )
 
-// putRecord runs a conditional put of a record. Under an org, the record is
-// a write of a member like any other: fenced on their edge, so none lands
-// once the org's offboarding has cut its members off.
+// putRecord runs a conditional put of a record, under an org fenced on the
+// member's edge like any of their writes.
 func (s *Idempotency) putRecord(ctx context.Context, r idempotency.Record, put *dynamo.Put, op string) error {
 	if r.OrgID != "" && r.Role != "" {
 		t := s.newTx().put(idempotencyKey(r.OrgID, r.UserID, r.Key), put, failWith(errRecordTaken))

@@ -15,9 +15,8 @@ import (
 	"github.com/tenantd/tenantd/internal/tenant"
 )
 
-// Invitations stores invitations, each in its own partition, and the
-// pointer from its email to it, so a new invitation for an email replaces
-// the pending one.
+// Invitations stores invitations, each in its own partition, and a pointer
+// from its email, so a new invitation for an email replaces the pending one.
 type Invitations struct{ *DB }
 
 var _ invitation.Storer = (*Invitations)(nil)
@@ -83,9 +82,8 @@ func checkInvitation(inv invitation.Invitation) error {
 	return checkUser(tenant.User{OrgID: inv.OrgID, UserID: "x", Email: inv.Email})
 }
 
-// CreateInvitation writes the invitation and points its email at it, in one
-// transaction that removes the invitation it replaces (whose ID it returns)
-// and checks that no user of the org has the email and the org and teams exist.
+// CreateInvitation writes the invitation and points its email at it,
+// removing the one it replaces (whose ID it returns), in one transaction.
 func (s *Invitations) CreateInvitation(ctx context.Context, inv invitation.Invitation, ev audit.Event) (replaced string, err error) {
 	email := tenant.NormalizeEmail(inv.Email)
 	ek := invitationEmailKey(inv.OrgID, email)
@@ -169,10 +167,9 @@ func (s *Invitations) GetAcceptedInvitation(ctx context.Context, orgID, userID, 
 // grant it.
 var errInviterLost = errs.E(errs.Forbidden, "inviter_lost_access", "the person who invited you can no longer grant this role; ask for a new invitation")
 
-// AcceptInvitation consumes the invitation (on its token hash and expiry:
-// exactly once) and writes the OrgUser, its email claim, the org's owner
-// count and the edges of the invited teams that still exist, in one
-// transaction fenced on the inviter's edge.
+// AcceptInvitation consumes the invitation exactly once and writes the
+// OrgUser, its claim and its teams' edges, in one transaction fenced on the
+// inviter's edge.
 func (s *Invitations) AcceptInvitation(ctx context.Context, inv invitation.Invitation, u tenant.User, ev audit.Event) ([]string, error) {
 	if err := checkInvitation(inv); err != nil {
 		return nil, err

@@ -95,9 +95,8 @@ func (s *Teams) UpdateTeamMember(ctx context.Context, prev, next membership.Memb
 	return s.audited(ev, t).run(ctx, "update member")
 }
 
-// RemoveTeamMember is AP5: DeleteItem on the edge (its GSI1 row goes with it)
-// in one transaction with the count decrements and the user's team set. The
-// team's last owner cannot be removed.
+// RemoveTeamMember is AP5: the edge's delete with the team's counts and the
+// user's team set, in one transaction; the last owner stays.
 func (s *Teams) RemoveTeamMember(ctx context.Context, m membership.Membership, ev audit.Event) error {
 	k, tk := memberKey(m.OrgID, m.TeamID, m.UserID), teamKey(m.OrgID, m.TeamID)
 	t := s.newTx(checkMember(m)).delete(k, s.deleteAt(k).If(existsAtVersion, m.Version), missingOr(errMemberNotFound, errVersion))

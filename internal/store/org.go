@@ -12,9 +12,8 @@ import (
 	"github.com/tenantd/tenantd/internal/tenant"
 )
 
-// Orgs stores orgs and their users: one item collection per org
-// (composite primary key + Query, seed 001 strategy 3), with each user's
-// email claimed by its own item so emails are unique per org.
+// Orgs stores orgs and their users, one item collection per org, each
+// user's email claimed by its own item, so emails are unique per org.
 type Orgs struct{ *DB }
 
 var _ tenant.Storer = (*Orgs)(nil)
@@ -50,8 +49,7 @@ type ownedOrgsItem struct {
 }
 
 // ownedOrgs adds to t the change by delta of the count of orgs userID has
-// created; with limit > 0 (a create), the change is refused
-// (org_quota_exceeded) when that count is at limit already.
+// created, refused at limit when limit > 0.
 func (d *DB) ownedOrgs(t *txn, userID string, delta, limit int) {
 	k := ownedOrgsKey(userID)
 	u := d.updateAt(k).Set("type", typeOwnedOrgs).Set("userId", userID).Add("owned", delta)
@@ -142,9 +140,8 @@ func (s *Orgs) UpdateOrg(ctx context.Context, prev, next tenant.Org, ev audit.Ev
 	return s.audited(ev, t).run(ctx, "update org")
 }
 
-// ListOrgs pages through a user's OrgUser edges on GSI1 (USER#<userId>,
-// ORG#), but an offboarding owner's (marked deleting). The orgs' names are
-// not on the edges (a rename would rewrite every edge); BatchGetOrgs reads them.
+// ListOrgs pages through a user's OrgUser edges on GSI1; the orgs' names
+// are not on them (BatchGetOrgs reads them).
 func (s *Orgs) ListOrgs(ctx context.Context, userID string, p page.Request) (page.Result[tenant.OrgMembership], error) {
 	return list(ctx, s.DB, listing{op: "list user orgs", index: gsi1, partition: userPK(userID), prefix: prefixOrg}, p,
 		func(it orgUserItem) tenant.OrgMembership {

@@ -36,9 +36,8 @@ func keyAttrs(idx string) []string {
 	return []string{attrPK, attrSK}
 }
 
-// listing is one paginated Query: an index (or the base table), a partition,
-// and an optional sort key prefix that every start key must also carry; op
-// names it in errors.
+// listing is one paginated Query: an index ("" = the table), a partition,
+// and a sort key prefix every start key must carry; op names it in errors.
 type listing struct {
 	op        string
 	index     string
@@ -47,9 +46,8 @@ type listing struct {
 	desc      bool
 }
 
-// query runs l for one page of limit (checked by the caller). It asks for
-// one item more, so a next page is known without an empty last page, and
-// builds the next start key from the last item returned.
+// query runs l for one page of limit (checked by the caller), asking for
+// one item more, so a next page is known without an empty last page.
 func (d *DB) query(ctx context.Context, l listing, limit int, after string) ([]dynamo.Item, string, error) {
 	pk, sk := indexKey(l.index)
 	q := d.table.Get(pk, l.partition)
@@ -105,23 +103,20 @@ func encodeStart(item dynamo.Item, idx string) (string, error) {
 	return encodeCursor(m), nil // map keys are marshalled sorted: deterministic
 }
 
-// encodeCursor is v (of strings only: it always marshals) as a cursor:
-// JSON in URL-safe base64.
+// encodeCursor is v (of strings: it always marshals) as JSON in base64.
 func encodeCursor(v any) string {
 	b, _ := json.Marshal(v)
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// decodeCursor reads into v a cursor encodeCursor made, reporting whether
-// it could.
+// decodeCursor reads into v a cursor of encodeCursor's, reporting success.
 func decodeCursor(s string, v any) bool {
 	b, err := base64.RawURLEncoding.DecodeString(s)
 	return err == nil && json.Unmarshal(b, v) == nil
 }
 
-// decodeStart parses a start key and proves it lies inside the listing: the
-// exact key attributes, the listing's partition and sort key prefix. A key
-// from another partition, index or tenant is refused, never followed.
+// decodeStart parses a start key and proves it lies inside the listing (its
+// key attributes, partition and prefix): another is refused, never followed.
 func decodeStart(s string, l listing) (dynamo.PagingKey, error) {
 	var m map[string]string
 	if !decodeCursor(s, &m) {
@@ -151,9 +146,8 @@ func (l listing) fail(err error) error {
 	return fmt.Errorf("%s: %w", l.op, err)
 }
 
-// list runs one page of l and converts its items, all of entity type I.
-// checks are those of the IDs in l (checkIDs): the first that failed is
-// returned, unread.
+// list runs one page of l and converts its items, all of entity type I,
+// after checks (as getItem's).
 func list[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, conv func(I) T, checks ...error) (page.Result[T], error) {
 	if err := checkIDs(checks...); err != nil {
 		return page.Result[T]{}, err

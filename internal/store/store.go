@@ -66,9 +66,8 @@ func Open(client *dynamodb.Client, table string) *DB {
 	return &DB{client: client, db: db, table: db.Table(table), lease: DefaultDeletionLease, grace: DefaultDeletionGrace, maxOwned: DefaultMaxOwnedOrgs}
 }
 
-// SetDeletionTiming sets how long a run of an unfinished deletion holds its
-// lease, and an offboarding's grace before its last sweep (0 with DynamoDB
-// Local, whose indexes never lag). Call it before use.
+// SetDeletionTiming sets a deletion's lease and an offboarding's grace
+// before its last sweep (0 on DynamoDB Local). Call it before use.
 func (d *DB) SetDeletionTiming(lease, grace time.Duration) {
 	if lease > 0 {
 		d.lease = lease
@@ -121,12 +120,10 @@ func (d *DB) checkAt(k key) *dynamo.ConditionCheck {
 	return d.table.Check(attrPK, k.PK).Range(attrSK, k.SK)
 }
 
-// markedForDeletion is an item that a deletion marks (deleting) before it is
-// gone: an org being offboarded, a team or ticket being deleted.
+// markedForDeletion is an item a deletion marks (deleting) before it is gone.
 type markedForDeletion interface{ beingDeleted() bool }
 
-// getLive is getItem of an item a deletion marks first: once marked, it is
-// notFound to its readers.
+// getLive is getItem of an item a deletion marks: once marked, notFound.
 func getLive[I markedForDeletion](ctx context.Context, d *DB, k key, notFound error, op string, checks ...error) (I, error) {
 	it, err := getItem[I](ctx, d, k, false, notFound, op, checks...)
 	if err == nil && it.beingDeleted() {
@@ -147,8 +144,7 @@ func checkIDs(checks ...error) error {
 	return nil
 }
 
-// ifSet is check of an optional ID: nil when there is none (an unassigned
-// ticket, a record outside any org).
+// ifSet is check of an optional ID: nil when there is none.
 func ifSet(check func(field, id string) error, field, id string) error {
 	if id == "" {
 		return nil
@@ -176,8 +172,7 @@ func condFailed(err error) (failed, existed bool) {
 }
 
 // condErr is the outcome of a single-item conditional write: ifFailed when
-// its condition failed (nil when that is no error), err translated and
-// wrapped by op otherwise.
+// its condition failed, else dbErr.
 func condErr(err, ifFailed error, op string) error {
 	if failed, _ := condFailed(err); failed {
 		return ifFailed
@@ -193,8 +188,7 @@ func dbErr(op string, err error) error {
 	return fmt.Errorf("%s: %w", op, translate(err))
 }
 
-// errUnavailable is how every failure to reach DynamoDB, or to be served
-// by it, ends: a 503 the client may retry.
+// errUnavailable is every failure to reach or be served by DynamoDB: a 503.
 func errUnavailable(err error) error {
 	return &errs.Error{Kind: errs.Unavailable, Code: "db_unavailable", Message: "the database is busy or unreachable; retry later", Err: err}
 }
@@ -262,9 +256,8 @@ func (s *DB) batchGet(ctx context.Context, keys []dynamo.Keyed, consistent bool,
 }
 
 // batchGetByID reads the items of distinct IDs with batchGet, after checks
-// (of the IDs keyOf adds to each: checkIDs); check validates each ID before
-// keyOf builds its key; conv turns an item into its ID and value, or leaves
-// it out (ok false). Absent items are left out.
+// (as getItem's) and check of each ID; conv turns an item into its ID and
+// value, or leaves it out (ok false), as absent items are.
 func batchGetByID[I, T any](ctx context.Context, d *DB, idList []string, check func(string) error, keyOf func(string) key,
 	consistent bool, op string, conv func(I) (id string, v T, ok bool), checks ...error) (map[string]T, error) {
 	if err := checkIDs(checks...); err != nil {

@@ -75,9 +75,8 @@ func streamSpec() *types.StreamSpecification {
 	return &types.StreamSpecification{StreamEnabled: aws.Bool(true), StreamViewType: Schema.StreamView}
 }
 
-// Migrate creates the table if it does not exist and waits until it is
-// ACTIVE. A table of an earlier version gets the indexes it lacks, one
-// UpdateTable each (DynamoDB fills them), and the stream.
+// Migrate creates the table if it does not exist, or adds the indexes and
+// stream an earlier version lacks, and waits until it is ACTIVE.
 func Migrate(ctx context.Context, client *dynamodb.Client, name string) error {
 	desc, err := client.DescribeTable(ctx, &dynamodb.DescribeTableInput{TableName: aws.String(name)})
 	var nf *types.ResourceNotFoundException
@@ -108,8 +107,7 @@ func Migrate(ctx context.Context, client *dynamodb.Client, name string) error {
 	return enableTTL(ctx, client, name)
 }
 
-// enableTTL turns on expiry by Schema.TTLAttribute (invitations and
-// idempotency records), as deploy/cloudformation.yaml does in production.
+// enableTTL turns on expiry by Schema.TTLAttribute, as deploy/ does.
 func enableTTL(ctx context.Context, client *dynamodb.Client, name string) error {
 	d, err := client.DescribeTimeToLive(ctx, &dynamodb.DescribeTimeToLiveInput{TableName: aws.String(name)})
 	if err != nil {
@@ -127,8 +125,7 @@ func enableTTL(ctx context.Context, client *dynamodb.Client, name string) error 
 	return nil
 }
 
-// enableStream turns on the change stream of a table created by an
-// earlier version (one without it).
+// enableStream turns on the change stream of a table without it.
 func enableStream(ctx context.Context, client *dynamodb.Client, name string, t *types.TableDescription) error {
 	if s := t.StreamSpecification; s != nil && aws.ToBool(s.StreamEnabled) {
 		if s.StreamViewType != Schema.StreamView {
@@ -142,8 +139,7 @@ func enableStream(ctx context.Context, client *dynamodb.Client, name string, t *
 	return nil
 }
 
-// addIndexes creates, one after another, the indexes of Schema that t
-// lacks, and waits until each is ACTIVE.
+// addIndexes creates the indexes of Schema that t lacks, one at a time.
 func addIndexes(ctx context.Context, client *dynamodb.Client, name string, t *types.TableDescription) error {
 	have := map[string]bool{}
 	for _, g := range t.GlobalSecondaryIndexes {

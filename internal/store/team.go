@@ -17,8 +17,7 @@ import (
 )
 
 // Teams stores teams and their member edges: an adjacency list under the
-// team's partition with GSI1 as the inverse (seed 000). The role lives on
-// the edge, so "may this user act on this team" is one GetItem (AP3).
+// team's partition, GSI1 the inverse; the role lives on the edge.
 type Teams struct{ *DB }
 
 var _ membership.Storer = (*Teams)(nil)
@@ -152,9 +151,8 @@ func (s *Teams) UpdateTeam(ctx context.Context, prev, next membership.Team, ev a
 	return s.audited(ev, t).run(ctx, "update team")
 }
 
-// maxDeleteAttempts bounds how often a delete reads again after a
-// concurrent change failed its transaction; after singleTxAttempts, a
-// cascade marks the parent deleting first, which stops new children.
+// maxDeleteAttempts bounds a delete's re-reads after concurrent changes;
+// after singleTxAttempts, a cascade marks the parent deleting first.
 const (
 	maxDeleteAttempts = 8
 	singleTxAttempts  = 3

@@ -13,11 +13,8 @@ import (
 	"github.com/tenantd/tenantd/internal/ticket"
 )
 
-// Tickets stores tickets, each in its own partition with its comments, which
-// are only read through it (seed 002). Each index places a ticket in one
-// hierarchy: org (GSI1), org -> requester (GSI2, with the user item),
-// org -> status (GSI3), assignee (GSI4), org -> team -> status (GSI5),
-// org -> priority -> status (GSI6), org -> assignee -> status (GSI7).
+// Tickets stores tickets, each in its own partition with its comments; each
+// index places a ticket in one hierarchy (docs/data-model.md).
 type Tickets struct{ *DB }
 
 var _ ticket.Storer = (*Tickets)(nil)
@@ -133,9 +130,8 @@ func checkTicket(t ticket.Ticket) error {
 	return nil
 }
 
-// referenceChecks adds to tx the checks that the ticket's assignee and team
-// exist in its org (a team under deletion does not). When the assignee is
-// the acting user, the check merges with the actor fence.
+// referenceChecks adds to tx the checks that the ticket's assignee and live
+// team exist in its org (the assignee's merges with a fence on them).
 func (s *Tickets) referenceChecks(tx *txn, t ticket.Ticket, assignee, team bool) {
 	if k := orgUserKey(t.OrgID, t.AssigneeID); assignee && t.AssigneeID != "" && tx.op(k) == nil {
 		tx.check(k, s.checkAt(k).If(exists), failWith(errAssigneeNotFound))
@@ -265,9 +261,8 @@ func (s *Tickets) ListAssignedTickets(ctx context.Context, orgID, userID string,
 	return list(ctx, s.DB, l, p, fromTicketItem, ids.Resource("orgId", orgID), ids.User("userId", userID))
 }
 
-// ListUserTickets pages through GSI2 ORG#<orgId>#USER#<userId>
-// descending, from TICKET# on (the OrgUser item of the same partition sorts
-// after them).
+// ListUserTickets pages through GSI2 ORG#<orgId>#USER#<userId> descending,
+// from TICKET# on.
 func (s *Tickets) ListUserTickets(ctx context.Context, orgID, userID string, p page.Request) (page.Result[ticket.Ticket], error) {
 	l := listing{op: "list requested tickets", index: gsi2, partition: orgUserPK(orgID, userID), prefix: prefixTicket, desc: true}
 	return list(ctx, s.DB, l, p, fromTicketItem, ids.Resource("orgId", orgID), ids.User("userId", userID))

@@ -22,8 +22,7 @@ import (
 const maxTxItems = 100
 
 // onFail says what a failed condition of one transaction item means; old is
-// the item as it was when the condition failed (nil when it did not exist),
-// returned because every transaction asks for ALL_OLD on failure.
+// the item then (ALL_OLD; nil when it did not exist).
 type onFail func(old map[string]types.AttributeValue) error
 
 // txOp is one item of a transaction under construction, added to the
@@ -138,8 +137,7 @@ func errOutcomeUnknown(err error) error {
 func failWith(e error) onFail { return func(map[string]types.AttributeValue) error { return e } }
 
 // missingOr reads a failed condition of a write to an item that must exist:
-// notFound when it does not, else e, the other rule the condition holds
-// (its version, say).
+// notFound when it does not, else e (its version, say).
 func missingOr(notFound, e error) onFail {
 	return func(old map[string]types.AttributeValue) error {
 		if old == nil {
@@ -167,8 +165,7 @@ const (
 func gone(old map[string]types.AttributeValue) bool { return old == nil || old["deleting"] != nil }
 
 // goneOr reads a failed condition of a write to a live item (liveItem):
-// notFound when the item is gone or under deletion, else e, the other rule
-// the condition holds (its version, the last owner, a limit).
+// notFound when it is gone or under deletion, else e.
 func goneOr(notFound, e error) onFail {
 	return func(old map[string]types.AttributeValue) error {
 		if gone(old) {
@@ -185,9 +182,8 @@ var (
 	errActorDemoted = errs.E(errs.Forbidden, "forbidden", "your role in this organization no longer allows this")
 )
 
-// fenced wraps the onFail of an item that carries a fence: a failure is
-// the fence's (lost when the edge is missing or deleting, demoted when its
-// role is outside roles); otherwise the item's own condition failed.
+// fenced wraps the onFail of an item that carries a fence: lost when the
+// edge is gone, demoted when its role is outside roles, else inner's.
 func fenced(roles []string, lost, demoted error, inner onFail) onFail {
 	return func(old map[string]types.AttributeValue) error {
 		if gone(old) {
@@ -263,9 +259,8 @@ func (d *DB) teamFence(t *txn, orgID, teamID, userID, floor string) {
 // errTeamRoleLost: the team edge a write was authorized on is gone or lesser.
 var errTeamRoleLost = errs.E(errs.Forbidden, "team_role_changed", "your role in this team no longer allows this")
 
-// fence adds to t the actor fence of userID in orgID: their edge (an API
-// key's actor: the key, actorKey) must still exist, outside any
-// offboarding, with a role at least floor.
+// fence adds to t the actor fence of userID in orgID: their edge (actorKey)
+// must still exist, outside any offboarding, with a role at least floor.
 func (d *DB) fence(t *txn, orgID, userID, floor string) {
 	if err := checkIDs(ids.Resource("orgId", orgID), ids.User("userId", userID)); err != nil {
 		t.err = cmp.Or(t.err, err)

@@ -127,9 +127,8 @@ func (s *Orgs) AddOrgUser(ctx context.Context, u tenant.User, ev audit.Event) er
 	return s.audited(ev, t).run(ctx, "add user")
 }
 
-// UpdateOrgUser replaces prev with next in one transaction: the OrgUser
-// (conditional on its version), the email claims when the email changes,
-// and the org's owner count when the role crosses owner.
+// UpdateOrgUser replaces prev with next at its version, with the email
+// claims and the org's owner count, in one transaction.
 func (s *Orgs) UpdateOrgUser(ctx context.Context, prev, next tenant.User, ev audit.Event) error {
 	if err := checkUser(next); err != nil {
 		return err
