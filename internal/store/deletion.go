@@ -85,8 +85,7 @@ func jobKey(j deletion.Job) (key, error) {
 	return key{}, fmt.Errorf("unknown deletion kind %q", j.Kind)
 }
 
-// ListJobs reads the DELETING partition of GSI3 (the only cross-tenant
-// read the service makes, and only this worker makes it).
+// ListJobs reads the DELETING partition of GSI3.
 func (s *Deletions) ListJobs(ctx context.Context, limit int) ([]deletion.Job, error) {
 	var items []deletionItem
 	err := s.table.Get("gsi3pk", deletionsPK).Index(gsi3).Limit(limit).All(ctx, &items)
@@ -148,8 +147,7 @@ func (d *DB) underLease(ctx context.Context, u *dynamo.Update, owner, op string)
 	return condErr(err, errLeaseLost, op)
 }
 
-// leaseKeeper renews a lease when a third of it has passed since the last
-// renewal, between the steps of a long deletion.
+// leaseKeeper renews a lease between steps, once a third of it has passed.
 type leaseKeeper struct {
 	d     *DB
 	k     key

@@ -148,9 +148,8 @@ func (s *Invitations) RevokeInvitation(ctx context.Context, inv invitation.Invit
 	return s.audited(ev, t).run(ctx, "revoke invitation")
 }
 
-// GetAcceptedInvitation reads (consistently) the membership userID got by
-// accepting the invitation whose token hashes to tokenHash, with the user's
-// teams now. Returns NotFound unless they are in the org by that invitation.
+// GetAcceptedInvitation reads (consistently) the membership and teams userID
+// got by the invitation whose token hashes to tokenHash, or NotFound.
 func (s *Invitations) GetAcceptedInvitation(ctx context.Context, orgID, userID, tokenHash string) (tenant.User, []string, error) {
 	it, err := getItem[orgUserItem](ctx, s.DB, orgUserKey(orgID, userID), true, errInvitationNotFound, "get accepted invitation",
 		ids.Resource("orgId", orgID), ids.User("userId", userID))
@@ -163,8 +162,7 @@ func (s *Invitations) GetAcceptedInvitation(ctx context.Context, orgID, userID, 
 	return fromOrgUserItem(it), it.TeamIDs, nil
 }
 
-// errInviterLost: the invitation's inviter no longer holds a role that may
-// grant it.
+// errInviterLost: the inviter may no longer grant the invitation.
 var errInviterLost = errs.E(errs.Forbidden, "inviter_lost_access", "the person who invited you can no longer grant this role; ask for a new invitation")
 
 // AcceptInvitation consumes the invitation exactly once and writes the

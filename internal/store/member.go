@@ -43,8 +43,7 @@ func checkMember(m membership.Membership) error {
 	return checkIDs(ids.Resource("orgId", m.OrgID), ids.Resource("teamId", m.TeamID), ids.User("userId", m.UserID))
 }
 
-// GetTeamMember is AP3: one GetItem with ConsistentRead on the edge, so a role
-// change or removal is seen by the next request.
+// GetTeamMember is AP3: one consistent GetItem on the edge.
 func (s *Teams) GetTeamMember(ctx context.Context, orgID, teamID, userID string) (membership.Membership, error) {
 	it, err := getItem[memberItem](ctx, s.DB, memberKey(orgID, teamID, userID), true, errMemberNotFound, "get member",
 		ids.Resource("orgId", orgID), ids.Resource("teamId", teamID), ids.User("userId", userID))

@@ -26,12 +26,10 @@ var (
 	errLastOwner    = errs.E(errs.Conflict, "last_owner", "an organization must keep at least one owner")
 )
 
-// DefaultMaxOwnedOrgs is how many orgs one user may have created that
-// still exist when they create another (MAX_ORGS_PER_USER).
+// DefaultMaxOwnedOrgs is how many existing orgs one user may have created.
 const DefaultMaxOwnedOrgs = 100
 
-// SetMaxOwnedOrgs sets that number (n >= 1; DefaultMaxOwnedOrgs otherwise).
-// Call it before use.
+// SetMaxOwnedOrgs sets that number (n >= 1). Call it before use.
 func (d *DB) SetMaxOwnedOrgs(n int) {
 	if n >= 1 {
 		d.maxOwned = n
@@ -62,8 +60,7 @@ func (d *DB) ownedOrgs(t *txn, userID string, delta, limit int) {
 	t.update(k, u, fail)
 }
 
-// OwnedOrgs reads how many orgs the user has created that still exist
-// (consistently): the count the create of an org checks against the quota.
+// OwnedOrgs reads (consistently) how many existing orgs the user created.
 func (s *Orgs) OwnedOrgs(ctx context.Context, userID string) (int, error) {
 	it, err := getItem[ownedOrgsItem](ctx, s.DB, ownedOrgsKey(userID), true, nil, "owned orgs", ids.User("userId", userID))
 	return it.Owned, err
@@ -125,8 +122,7 @@ func (s *Orgs) GetOrg(ctx context.Context, orgID string) (tenant.Org, error) {
 	return fromOrgItem(it), err
 }
 
-// GetOrgWithUsers reads the org's item collection: the #METADATA item sorts
-// before USER#, so one Query returns the org and its first users.
+// GetOrgWithUsers reads the org and its first users in one Query.
 func (s *Orgs) GetOrgWithUsers(ctx context.Context, orgID string, limit int) (tenant.Org, []tenant.User, error) {
 	return withChildren(ctx, s.DB, orgPK(orgID), typeOrg, limit, errOrgNotFound, "get org with users", fromOrgItem, fromOrgUserItem,
 		ids.Resource("orgId", orgID))
@@ -155,8 +151,7 @@ func (s *Orgs) BatchGetOrgs(ctx context.Context, orgIDs []string) (map[string]te
 		func(it orgItem) (string, tenant.Org, bool) { return it.ID, fromOrgItem(it), !it.Deleting }) // being offboarded: gone for its members
 }
 
-// ownerDelta is how the org's owner count changes when a role moves from
-// `from` to `to` ("" = not a user).
+// ownerDelta is the change of an owner count when a role moves ("": none).
 func ownerDelta(from, to authz.Role) int {
 	d := 0
 	if from == authz.Owner {

@@ -175,8 +175,8 @@ func list[I any, T any](ctx context.Context, d *DB, l listing, p page.Request, c
 	return page.Result[T]{Items: out, Next: next, After: after}, l.fail(err)
 }
 
-// unmarshalAll decodes items of one entity type, converting each with conv.
-// They decode into one slice: no allocation per item of their own.
+// unmarshalAll decodes items of one entity type into one slice, converting
+// each with conv.
 func unmarshalAll[I any, T any](items []dynamo.Item, conv func(I) T) ([]T, error) {
 	decoded := make([]I, len(items))
 	out := make([]T, len(items))
@@ -189,8 +189,7 @@ func unmarshalAll[I any, T any](items []dynamo.Item, conv func(I) T) ([]T, error
 	return out, nil
 }
 
-// allItems runs q to its end as raw items, sized for n: the items as the
-// SDK decoded them, without guregu's reflective append of each.
+// allItems runs q to its end as raw items, sized for n.
 func allItems(ctx context.Context, q *dynamo.Query, n int) ([]dynamo.Item, error) {
 	items := make([]dynamo.Item, 0, n)
 	it := q.Iter()

@@ -47,8 +47,7 @@ type Options struct {
 	APIOptions []func(*middleware.Stack) error
 }
 
-// NewClient builds the DynamoDB client tenantd uses. Transaction conflicts
-// are retried by the SDK's standard retryer, as throttling is.
+// NewClient builds the DynamoDB client tenantd uses (retrying tx conflicts).
 func NewClient(cfg aws.Config, opts Options) *dynamodb.Client {
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {
 		if opts.Endpoint != "" {
@@ -98,9 +97,8 @@ func (d *DB) Ping(ctx context.Context) error {
 	return nil
 }
 
-// getItem reads one item by its key with GetItem, returning notFound when
-// there is none (with a nil notFound: the zero item). checks are those of
-// the IDs in k (checkIDs): the first that failed is returned, unread.
+// getItem reads one item by its key, or notFound (nil: the zero item), after
+// checks of the IDs in k (checkIDs): the first that failed is returned.
 func getItem[I any](ctx context.Context, d *DB, k key, consistent bool, notFound error, op string, checks ...error) (I, error) {
 	var it I
 	if err := checkIDs(checks...); err != nil {
@@ -132,9 +130,8 @@ func getLive[I markedForDeletion](ctx context.Context, d *DB, k key, notFound er
 	return it, err
 }
 
-// checkIDs returns the first failed check of IDs about to reach a key
-// (ids.Resource for ULIDs, ids.User for user IDs): every store method
-// checks its IDs before a key built of them reaches DynamoDB.
+// checkIDs returns the first failed check of IDs (ids.Resource, ids.User):
+// every store method checks its IDs before a key of them reaches DynamoDB.
 func checkIDs(checks ...error) error {
 	for _, err := range checks {
 		if err != nil {
@@ -161,8 +158,8 @@ func setOrRemove(u *dynamo.Update, attr, v string) *dynamo.Update {
 	return u.Set(attr, v)
 }
 
-// condFailed reports whether err is a failed condition of a single-item
-// write, and whether the item existed (read from ALL_OLD).
+// condFailed reports whether err is a failed single-item condition, and
+// whether the item existed.
 func condFailed(err error) (failed, existed bool) {
 	var cfe *types.ConditionalCheckFailedException
 	if errors.As(err, &cfe) {
@@ -242,8 +239,7 @@ func translate(err error) error {
 	return err
 }
 
-// batchGet reads keys with BatchGetItem; guregu/dynamo splits them into
-// requests of 100 keys and re-requests UnprocessedKeys until none are left.
+// batchGet reads keys with BatchGetItems of 100 (guregu/dynamo retries).
 func (s *DB) batchGet(ctx context.Context, keys []dynamo.Keyed, consistent bool, out any) error {
 	if len(keys) == 0 {
 		return nil

@@ -31,12 +31,10 @@ var (
 	errTooManyTeams   = errs.E(errs.Conflict, "user_team_limit", "the user is in %d teams of this organization, the most one user may be in", membership.MaxTeamsPerUser)
 )
 
-// roomForTeam is the condition of a join on the user's OrgUser: their
-// team set has room for one more (membership.MaxTeamsPerUser).
+// roomForTeam is a join's condition on the user's OrgUser: room in its set.
 const roomForTeam = "(attribute_not_exists(teamIds) OR size(teamIds) < ?)"
 
-// joinFailed reads a failed join condition on the user's OrgUser: a full
-// team set, or a user who is not (or no longer) in the org.
+// joinFailed reads a failed join condition: a full team set, or no user.
 func joinFailed(old map[string]types.AttributeValue) error {
 	if ss, ok := old["teamIds"].(*types.AttributeValueMemberSS); ok && len(ss.Value) >= membership.MaxTeamsPerUser {
 		return errTooManyTeams
@@ -78,8 +76,7 @@ func fromTeamItem(it teamItem) membership.Team {
 		MemberCount: it.MemberCount, OwnerCount: it.OwnerCount, Version: it.Version, CreatedAt: it.CreatedAt, UpdatedAt: it.UpdatedAt}
 }
 
-// teamCheck is a transaction item proving the team exists and is not being
-// deleted.
+// teamCheck is a transaction item proving the team is live.
 func (s *DB) teamCheck(t *txn, orgID, teamID string, notFound error) {
 	k := teamKey(orgID, teamID)
 	t.check(k, s.checkAt(k).If(liveItem), failWith(notFound))
@@ -128,8 +125,7 @@ func (s *Teams) GetTeam(ctx context.Context, orgID, teamID string) (membership.T
 	return fromTeamItem(it), err
 }
 
-// GetTeamWithMembers is AP4: one Query of the team's partition returns the
-// #METADATA item first and then the MEMBER# edges.
+// GetTeamWithMembers is AP4: the team and its edges in one Query.
 func (s *Teams) GetTeamWithMembers(ctx context.Context, orgID, teamID string, limit int) (membership.Team, []membership.Membership, error) {
 	return withChildren(ctx, s.DB, teamPK(orgID, teamID), typeTeam, limit, errTeamNotFound, "get team with members", fromTeamItem, fromMemberItem,
 		ids.Resource("orgId", orgID), ids.Resource("teamId", teamID))
@@ -161,8 +157,7 @@ const (
 // errBusy: a delete kept meeting concurrent changes.
 var errBusy = ifmatch.ErrBusy
 
-// errRetry: a transaction failed because something it read changed; read
-// again and retry. It never leaves the store.
+// errRetry: what a transaction read changed; read again (never returned).
 var errRetry = errs.E(errs.Conflict, "concurrent_update", "the resource keeps changing; retry")
 
 // retryOn is an onFail for conditions that only a concurrent change breaks.
@@ -215,8 +210,7 @@ func (s *DB) dropEdge(t *txn, orgID string, e deletionItem, teamID string, goneU
 		})
 }
 
-// BatchGetTeams reads many teams of one org with BatchGetItem. Teams being
-// deleted are left out, like absent ones.
+// BatchGetTeams reads many teams of one org, but those being deleted.
 func (s *Teams) BatchGetTeams(ctx context.Context, orgID string, teamIDs []string) (map[string]membership.Team, error) {
 	return s.batchGetTeams(ctx, orgID, teamIDs, false)
 }

@@ -59,8 +59,7 @@ func fromOrgUserItem(it orgUserItem) tenant.User {
 		Role: authz.Role(it.Role), Version: it.Version, JoinedAt: it.JoinedAt, UpdatedAt: it.UpdatedAt, AddedBy: it.AddedBy}
 }
 
-// claimItem reserves an email within an org: its key is the email, so a
-// conditional put is a uniqueness check.
+// claimItem reserves an email within an org: its key is the email.
 type claimItem struct {
 	PK     string `dynamo:"pk,hash"`
 	SK     string `dynamo:"sk,range"`
@@ -94,8 +93,7 @@ func checkUser(u tenant.User) error {
 	return nil
 }
 
-// GetOrgUser reads one OrgUser edge with a consistent GetItem: it is the
-// authorization read, so a removal is seen by the very next request.
+// GetOrgUser reads one OrgUser edge with a consistent GetItem.
 func (s *Orgs) GetOrgUser(ctx context.Context, orgID, userID string) (tenant.User, error) {
 	it, err := getItem[orgUserItem](ctx, s.DB, orgUserKey(orgID, userID), true, errUserNotFound, "get user",
 		ids.Resource("orgId", orgID), ids.User("userId", userID))
@@ -107,8 +105,7 @@ func (s *Orgs) ListOrgUsers(ctx context.Context, orgID string, p page.Request) (
 	return list(ctx, s.DB, listing{op: "list users", partition: orgPK(orgID), prefix: prefixUser}, p, fromOrgUserItem, ids.Resource("orgId", orgID))
 }
 
-// BatchGetOrgUsers reads many OrgUsers of one org: one BatchGetItem per 100
-// distinct IDs (seed 002's DataLoader lesson).
+// BatchGetOrgUsers reads many OrgUsers of one org with BatchGetItem.
 func (s *Orgs) BatchGetOrgUsers(ctx context.Context, orgID string, userIDs []string) (map[string]tenant.User, error) {
 	userIDs = slices.DeleteFunc(slices.Clone(userIDs), func(id string) bool { return id == "" }) // no assignee, say
 	return batchGetByID(ctx, s.DB, userIDs, func(id string) error { return ids.User("userId", id) },
@@ -212,8 +209,7 @@ func (s *Orgs) RemoveOrgUser(ctx context.Context, u tenant.User, ev audit.Event)
 // the user: one that died after marking stops counting then.
 const leavingStale = time.Minute
 
-// maxRemoveAttempts bounds RemoveOrgUser's re-reads under concurrent
-// membership changes.
+// maxRemoveAttempts bounds RemoveOrgUser's re-reads.
 const maxRemoveAttempts = 8
 
 // userEdge is one team in a user's team set, as read for their removal.
@@ -227,8 +223,7 @@ func (e userEdge) lastOwner() bool {
 	return e.team != nil && !e.team.Deleting && e.edge != nil && e.edge.Role == string(authz.Owner) && e.team.OwnerCount <= 1
 }
 
-// userEdges reads, consistently and in one BatchGetItem per 50 teams, each
-// team of teamIDs and the user's edge in it.
+// userEdges reads, consistently, each team of teamIDs and the user's edge.
 func (s *DB) userEdges(ctx context.Context, orgID, userID string, teamIDs []string) ([]userEdge, error) {
 	keys := make([]dynamo.Keyed, 0, 2*len(teamIDs))
 	for _, t := range teamIDs {
