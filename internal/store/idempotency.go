@@ -12,8 +12,7 @@ import (
 	"github.com/tenantd/tenantd/internal/ids"
 )
 
-// Idempotency keeps replayable responses of creating POSTs, expiring with
-// the TTL attribute (and ignored once expired: TTL deletion lags).
+// Idempotency keeps replayable responses of creating POSTs, until they expire.
 type Idempotency struct{ *DB }
 
 var _ idempotency.Storer = (*Idempotency)(nil)
@@ -65,9 +64,6 @@ func checkRecord(r idempotency.Record) error {
 // Begin puts the record unless an unexpired one holds the key; on a clash it
 // returns that record from a consistent read.
 func (s *Idempotency) Begin(ctx context.Context, r idempotency.Record) (idempotency.Record, bool, error) {
-	if err := checkRecord(r); err != nil {
-		return idempotency.Record{}, false, err
-	}
 	it := toIdempotencyItem(r)
 	err := s.putRecord(ctx, r, s.table.Put(it).If("attribute_not_exists(pk) OR expiresAt < ?", r.CreatedAt.Unix()), "begin idempotent request")
 	if err == nil {
@@ -93,23 +89,22 @@ func (s *Idempotency) Begin(ctx context.Context, r idempotency.Record) (idempote
 
 // TakeOver replaces the unfinished record of prevOwner with r.
 func (s *Idempotency) TakeOver(ctx context.Context, r idempotency.Record, prevOwner string) error {
-	if err := checkRecord(r); err != nil {
-		return err
-	}
 	put := s.table.Put(toIdempotencyItem(r)).If("done = ? AND $ = ?", false, "owner", prevOwner)
 	return s.putRecord(ctx, r, put, "take over idempotent request")
 }
 
-// The answers of a record's conditional writes whose condition failed:
-// putRecord's (Begin, TakeOver) and Complete's.
+// The answers of a record's writes whose condition failed.
 var (
 	errRecordTaken = errs.E(errs.Conflict, "idempotency_taken", "the idempotency key is held by another attempt")
 	errRecordGone  = errs.E(errs.Conflict, "idempotency_record_gone", "the idempotency record is gone or was taken over")
 )
 
-// putRecord runs a conditional put of a record, under an org fenced on the
-// member's edge like any of their writes.
+// putRecord checks r's IDs, then runs a conditional put of it, under an org
+// fenced on the member's edge like any of their writes.
 func (s *Idempotency) putRecord(ctx context.Context, r idempotency.Record, put *dynamo.Put, op string) error {
+	if err := checkRecord(r); err != nil {
+		return err
+	}
 	if r.OrgID != "" && r.Role != "" {
 		t := s.newTx().put(idempotencyKey(r.OrgID, r.UserID, r.Key), put, failWith(errRecordTaken))
 		s.fence(t, r.OrgID, r.UserID, string(authz.Member))
