@@ -1,6 +1,6 @@
-// Package store is tenantd's persistence: one DynamoDB table (see
-// docs/data-model.md). It implements the domain packages' Storer interfaces
-// and translates DynamoDB failures into errs kinds.
+// Package store is tenantd's persistence, and the only package that knows
+// DynamoDB keys: one table (docs/data-model.md). It implements the domain
+// packages' Storer interfaces and translates DynamoDB failures into errs kinds.
 package store
 
 import (
