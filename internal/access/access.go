@@ -89,15 +89,11 @@ type Decision struct {
 
 // Authorize makes the authorization read of id acting in orgID (read: the
 // Reader's OrgAccess of t, as the transport calls it) and decides it with
-// Decide. An API key's token that keys has not verified lately spends its
-// unverified budget before the read (apikey.Recent.Admit); one the read
-// verifies is remembered (Verified). keys may be nil.
+// Decide. An API key the read verifies has its use recorded (keys, which
+// may be nil: apikey.Recent.Verified). A key's token reaches the read only
+// with the server key's MAC (apikey.Service.ParseToken): one the service
+// minted, so its reads are bounded by real keys and their callers' budget.
 func Authorize(id authz.Identity, orgID string, t Target, offboarding bool, now time.Time, keys *apikey.Recent, read func() (Found, error)) (Decision, error) {
-	if id.Key != nil {
-		if err := keys.Admit(*id.Key, now); err != nil {
-			return Decision{}, err
-		}
-	}
 	f, err := read()
 	if err != nil {
 		return Decision{}, err

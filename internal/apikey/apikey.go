@@ -4,11 +4,14 @@
 // the org's routes with that role, as the actor "apiKey:<id>", decided by
 // the same authorization read as a person (package access). Only a hash of
 // the secret is stored; revoking deletes the key, and the next request's
-// consistent read refuses it on every replica.
+// consistent read refuses it on every replica. A token carries a MAC under
+// the server key, so one the service never minted is refused in CPU,
+// before any read.
 package apikey
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/base64"
@@ -22,7 +25,6 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ids"
 	"github.com/tenantd/tenantd/internal/page"
-	"github.com/tenantd/tenantd/internal/ratelimit"
 	"github.com/tenantd/tenantd/internal/validate"
 )
 
@@ -53,8 +55,15 @@ const (
 // tokenPrefix starts every key's token: tdk_<orgId>_<keyId>_<secret>.
 const tokenPrefix = "tdk_"
 
-// secretBytes is the randomness of a secret: 256 bits.
-const secretBytes = 32
+// A secret is randomBytes of randomness, then the first macBytes of
+// HMAC-SHA256(server key, orgId|keyId|random): only the service can make
+// one, so a made-up secret is refused without reading its key.
+const (
+	randomBytes    = 16
+	macBytes       = 16
+	secretBytes    = randomBytes + macBytes
+	serverKeyBytes = 32
+)
 
 // Errors of keys.
 var (
@@ -75,13 +84,18 @@ type Storer interface {
 	ListApiKeys(ctx context.Context, orgID string, p page.Request) (page.Result[Key], error)
 	// RevokeApiKey deletes the key. Returns NotFound.
 	RevokeApiKey(ctx context.Context, orgID, keyID string, ev audit.Event) error
+	// ServerKey returns the key of every token's MAC, one for all
+	// replicas: the stored one, or fresh, stored first if there is none.
+	ServerKey(ctx context.Context, fresh []byte) ([]byte, error)
 }
 
 // Service applies the rules of API keys on top of a Storer.
 type Service struct {
-	store Storer
-	ids   *ids.Generator
-	now   clock.Clock
+	store     Storer
+	ids       *ids.Generator
+	now       clock.Clock
+	mu        sync.Mutex
+	serverKey []byte // loaded on first need (nil: not yet)
 }
 
 // NewService returns a Service; now may be nil for the system clock.
@@ -103,27 +117,69 @@ func Actor(keyID string) string { return authz.KeyActorPrefix + keyID }
 // ParseToken reads a bearer token that names a key: its org, its id and
 // the hash of the whole token, which the key's stored hash must equal; ok
 // is false for any other token (a JWT) and err says why a token with the
-// key prefix is malformed. The IDs are validated before they reach a key.
-func ParseToken(token string) (k authz.APIKey, ok bool, err error) {
+// key prefix is refused: malformed, or a MAC that is not the server key's
+// (a token the service never minted), like a key that does not exist. The
+// IDs are validated before they reach a key; nothing is read but the
+// server key, once in the process's life.
+func (s *Service) ParseToken(ctx context.Context, token string) (k authz.APIKey, ok bool, err error) {
 	rest, ok := strings.CutPrefix(token, tokenPrefix)
 	if !ok {
 		return k, false, nil
 	}
 	parts := strings.SplitN(rest, "_", 3)
-	if len(parts) != 3 || !ids.ValidResource(parts[0]) || !ids.ValidResource(parts[1]) ||
-		base64.RawURLEncoding.DecodedLen(len(parts[2])) != secretBytes {
+	var secret []byte
+	if len(parts) == 3 && ids.ValidResource(parts[0]) && ids.ValidResource(parts[1]) {
+		secret, _ = base64.RawURLEncoding.Strict().DecodeString(parts[2])
+	}
+	if len(secret) != secretBytes {
 		return k, true, errs.E(errs.Unauthenticated, "invalid_token", "malformed API key")
+	}
+	key, err := s.loadServerKey(ctx)
+	if err != nil {
+		return k, true, err
+	}
+	if !hmac.Equal(secret[randomBytes:], mac(key, parts[0], parts[1], secret[:randomBytes])) {
+		return k, true, authz.ErrKeyRevoked
 	}
 	return authz.APIKey{OrgID: parts[0], ID: parts[1], Hash: sha256.Sum256([]byte(token))}, true, nil
 }
 
+// mac is the MAC of a secret's random part for key keyID of orgID. The IDs
+// are ULIDs (no "|") and random has a fixed length: the input is one
+// reading of one triple.
+func mac(serverKey []byte, orgID, keyID string, random []byte) []byte {
+	h := hmac.New(sha256.New, serverKey)
+	h.Write([]byte(orgID + "|" + keyID + "|"))
+	h.Write(random)
+	return h.Sum(nil)[:macBytes]
+}
+
+// loadServerKey is the server key, read (or made) on first need and kept
+// for the process's life; a failed load is tried again on the next need.
+func (s *Service) loadServerKey(ctx context.Context) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.serverKey == nil {
+		fresh := make([]byte, serverKeyBytes)
+		rand.Read(fresh) // never fails (Go 1.24)
+		k, err := s.store.ServerKey(ctx, fresh)
+		if err != nil {
+			return nil, err
+		}
+		s.serverKey = k
+	}
+	return s.serverKey, nil
+}
+
 // newToken is a fresh token for key keyID of orgID and its hash.
-func newToken(orgID, keyID string) (string, [sha256.Size]byte, error) {
-	b := make([]byte, secretBytes)
-	if _, err := rand.Read(b); err != nil {
+func (s *Service) newToken(ctx context.Context, orgID, keyID string) (string, [sha256.Size]byte, error) {
+	key, err := s.loadServerKey(ctx)
+	if err != nil {
 		return "", [sha256.Size]byte{}, err
 	}
-	t := tokenPrefix + orgID + "_" + keyID + "_" + base64.RawURLEncoding.EncodeToString(b)
+	b := make([]byte, randomBytes, secretBytes)
+	rand.Read(b) // never fails (Go 1.24)
+	t := tokenPrefix + orgID + "_" + keyID + "_" + base64.RawURLEncoding.EncodeToString(append(b, mac(key, orgID, keyID, b)...))
 	return t, sha256.Sum256([]byte(t)), nil
 }
 
@@ -154,7 +210,7 @@ func (s *Service) CreateApiKey(ctx context.Context, p authz.Principal, in New) (
 		return Key{}, "", errs.InvalidField("expiresAt", "invalid_expiry", "must be in the future, within %d days", int(MaxLife.Hours()/24))
 	}
 	k := Key{OrgID: p.OrgID, ID: s.ids.New(), Name: in.Name, Role: in.Role, CreatedAt: now, CreatedBy: p.UserID, ExpiresAt: in.ExpiresAt.UTC()}
-	token, hash, err := newToken(k.OrgID, k.ID)
+	token, hash, err := s.newToken(ctx, k.OrgID, k.ID)
 	if err != nil {
 		return Key{}, "", err
 	}
@@ -214,25 +270,12 @@ func (s *Service) RevokeApiKey(ctx context.Context, p authz.Principal, keyID str
 // per key per TouchEvery from each replica (the store's conditional write
 // makes it one in all), at most touchWrites at once, and a use that finds
 // them all busy is not recorded (the next one will be); an idle service
-// writes nothing. And it bounds what a token naming a key it has not
-// verified lately costs: each needs an authorization read to be refused,
-// so at most unverifiedRate of them a second (across the replica) are
-// read, and a flood of forged tokens, whatever ids they make up, costs a
-// bounded number of reads while the keys in use go through untouched.
+// writes nothing.
 type Recent struct {
-	store      Recorder
-	writes     chan struct{}
-	unverified *ratelimit.Limiter // its clock is at, the time of the Admit calling it
-	mu         sync.Mutex
-	at         time.Time
-	seen       map[string]seen // by org/key
-}
-
-// seen is what a replica remembers of one key: the hash of the token that
-// verified (a token naming the key with another secret is not it).
-type seen struct {
-	verified, written time.Time
-	hash              [sha256.Size]byte
+	store   Recorder
+	writes  chan struct{}
+	mu      sync.Mutex
+	written map[string]time.Time // by org/key: when this replica last wrote its use
 }
 
 // Recorder writes a key's use.
@@ -244,95 +287,33 @@ type Recorder interface {
 
 // Bounds of Recent.
 const (
-	touchWrites    = 8
-	touchTimeout   = 5 * time.Second
-	maxRecent      = 10_000
-	recentFor      = 10 * time.Minute // how long a verified key goes through without the unverified budget
-	unverifiedRate = 50               // reads a second of keys not verified lately (burst: twice it)
+	touchWrites  = 8
+	touchTimeout = 5 * time.Second
+	maxRecent    = 10_000
 )
-
-// ErrUnverifiedLimit refuses, before the authorization read, a token of a
-// key the replica has not verified lately while more such tokens than
-// unverifiedRate a second arrive: most of them forged.
-var ErrUnverifiedLimit = errs.E(errs.TooManyRequests, "rate_limited", "too many requests with API keys this server has not seen lately; retry in a second")
 
 // NewRecent returns a Recent over s.
 func NewRecent(s Recorder) *Recent {
-	r := &Recent{store: s, writes: make(chan struct{}, touchWrites), seen: map[string]seen{}}
-	r.unverified = ratelimit.New(ratelimit.Options{PerSecond: unverifiedRate, Burst: 2 * unverifiedRate, Now: func() time.Time { return r.at }})
-	return r
+	return &Recent{store: s, writes: make(chan struct{}, touchWrites), written: map[string]time.Time{}}
 }
 
-// Known reports whether k's token is the one this replica verified for
-// its key lately. Only such a token spends the key's caller rate limit: a
-// key's id is no secret (the audit log names it), so tokens that only
-// name it, forged, must not spend its budget; Admit bounds them.
-func (r *Recent) Known(k authz.APIKey, now time.Time) bool {
-	if r == nil {
-		return true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.known(k, now)
-}
-
-func (r *Recent) known(k authz.APIKey, now time.Time) bool {
-	s, ok := r.seen[k.OrgID+"/"+k.ID]
-	return ok && now.Sub(s.verified) < recentFor && s.hash == k.Hash
-}
-
-// Admit reports whether the authorization read of a request with key k
-// may be made now: always for the token of a key verified lately (Known),
-// else within the unverified budget.
-func (r *Recent) Admit(k authz.APIKey, now time.Time) error {
-	if r == nil {
-		return nil
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.known(k, now) {
-		return nil
-	}
-	r.at = now
-	if !r.unverified.Take(context.Background(), "").Allowed {
-		return ErrUnverifiedLimit
-	}
-	return nil
-}
-
-// Verified remembers that k (as the authorization read found it) was
-// verified at now, and records its use in the background if that is news.
+// Verified records, in the background, that k (as the authorization read
+// found it) was used at now, if that is news.
 func (r *Recent) Verified(k Key, now time.Time) {
 	if r == nil {
 		return
 	}
 	id := k.OrgID + "/" + k.ID
 	r.mu.Lock()
-	s := r.seen[id]
-	s.verified, s.hash = now, k.Hash
-	touch := now.Sub(k.LastUsedAt) >= TouchEvery && now.Sub(s.written) >= TouchEvery
+	touch := now.Sub(k.LastUsedAt) >= TouchEvery && now.Sub(r.written[id]) >= TouchEvery
 	if touch {
 		select {
 		case r.writes <- struct{}{}:
-			s.written = now
+			r.remember(id, now)
 		default: // every write slot busy: the next use records it
 			touch = false
 		}
 	}
-	if _, ok := r.seen[id]; !ok && len(r.seen) >= maxRecent {
-		for old, o := range r.seen { // those not verified lately
-			if now.Sub(o.verified) >= recentFor {
-				delete(r.seen, old)
-			}
-		}
-		for old := range r.seen { // then any (map order is random)
-			if len(r.seen) < maxRecent {
-				break
-			}
-			delete(r.seen, old)
-		}
-	}
-	r.seen[id] = s
 	r.mu.Unlock()
 	if !touch {
 		return
@@ -343,4 +324,23 @@ func (r *Recent) Verified(k Key, now time.Time) {
 		defer cancel()
 		_ = r.store.TouchApiKey(ctx, k.OrgID, k.ID, now) // best effort: a failure is tried again a minute later
 	}()
+}
+
+// remember notes that id's use was written at now, forgetting (past
+// maxRecent keys) those written over TouchEvery ago, then any.
+func (r *Recent) remember(id string, now time.Time) {
+	if _, ok := r.written[id]; !ok && len(r.written) >= maxRecent {
+		for old, at := range r.written {
+			if now.Sub(at) >= TouchEvery {
+				delete(r.written, old)
+			}
+		}
+		for old := range r.written { // map order is random
+			if len(r.written) < maxRecent {
+				break
+			}
+			delete(r.written, old)
+		}
+	}
+	r.written[id] = now
 }

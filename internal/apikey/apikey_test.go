@@ -3,6 +3,7 @@ package apikey_test
 import (
 	"context"
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -20,7 +21,8 @@ import (
 // fakeStore is an in-memory apikey.Storer.
 type fakeStore struct {
 	testkit.Recorder
-	keys map[string]apikey.Key
+	keys      map[string]apikey.Key
+	serverKey []byte
 }
 
 func newFake() *fakeStore {
@@ -48,6 +50,16 @@ func (s *fakeStore) GetApiKey(_ context.Context, _, keyID string) (apikey.Key, e
 
 func (s *fakeStore) ListApiKeys(context.Context, string, page.Request) (page.Result[apikey.Key], error) {
 	return page.Result[apikey.Key]{}, s.Op("ListApiKeys")
+}
+
+func (s *fakeStore) ServerKey(_ context.Context, fresh []byte) ([]byte, error) {
+	if err := s.Op("ServerKey"); err != nil {
+		return nil, err
+	}
+	if s.serverKey == nil {
+		s.serverKey = fresh
+	}
+	return s.serverKey, nil
 }
 
 func (s *fakeStore) RevokeApiKey(_ context.Context, _, keyID string, ev audit.Event) error {
@@ -96,7 +108,7 @@ func TestCreateApiKey(t *testing.T) {
 				s.WantNoEvent(t)
 				return
 			}
-			got, isKey, err := apikey.ParseToken(token)
+			got, isKey, err := apikey.NewService(s, testkit.Now).ParseToken(ctx, token) // another process, the same table
 			if !isKey || err != nil || got.OrgID != testkit.OrgID || got.ID != k.ID || got.Hash != k.Hash {
 				t.Errorf("token %q parses to %+v (%v, %v); the key is %s with hash %x", token, got, isKey, err, k.ID, k.Hash)
 			}
@@ -112,31 +124,73 @@ func TestCreateApiKey(t *testing.T) {
 	}
 }
 
+// TestParseToken: a token is the service's only with the server key's MAC
+// of its org, its key and its random part; anything else is refused before
+// any read but the server key's, made once per process and again after a
+// failure.
 func TestParseToken(t *testing.T) {
-	const org, key = "01ARZ3NDEKTSV4RRFFQ69G5FAV", "01BX5ZZKBKACTAV9WEVGEMMVS1"
-	secret := strings.Repeat("A", 43)
-	cases := []struct {
-		token        string
-		isKey, valid bool
-	}{
-		{"eyJhbGciOiJIUzI1NiJ9.e30.x", false, false},
-		{"tdk_" + org + "_" + key + "_" + secret, true, true},
-		{"tdk_" + org + "_" + key + "_" + secret[:42], true, false},
-		{"tdk_" + org + "_" + key + "_" + secret + "A", true, false},
-		{"tdk_" + org + "#x_" + key + "_" + secret, true, false},
-		{"tdk_" + strings.ToLower(org) + "_" + key + "_" + secret, true, false},
-		{"tdk_" + org + "_" + key, true, false},
-		{"tdk_", true, false},
+	ctx := context.Background()
+	s := newFake()
+	svc := apikey.NewService(s, testkit.Now)
+	k, token, err := svc.CreateApiKey(ctx, admin, apikey.New{Name: "CI", Role: authz.Member})
+	if err != nil {
+		t.Fatal(err)
+	}
+	org, secret := testkit.OrgID, token[len(token)-43:]
+	other := "01BX5ZZKBKACTAV9WEVGEMMVS1"
+	flip := func(c byte) string { // another base64url character, of six bits
+		if c == 'A' {
+			return "B"
+		}
+		return "A"
+	}
+	const valid, malformed, forged = "", "malformed", "forged" // forged: the MAC is not the server key's
+	cases := []struct{ name, token, want string }{
+		{"the minted token", token, valid},
+		{"a secret cut short", "tdk_" + org + "_" + k.ID + "_" + secret[:42], malformed},
+		{"a secret too long", token + "A", malformed},
+		{"not a ULID", "tdk_" + org + "#x_" + k.ID + "_" + secret, malformed},
+		{"a lower-case ULID", "tdk_" + strings.ToLower(org) + "_" + k.ID + "_" + secret, malformed},
+		{"no secret", "tdk_" + org + "_" + k.ID, malformed},
+		{"the prefix alone", "tdk_", malformed},
+		{"a last character with bits past the secret", token[:len(token)-1] + "B", malformed},
+		{"a made-up secret (or one minted before MACs)", "tdk_" + org + "_" + k.ID + "_" + strings.Repeat("A", 43), forged},
+		{"its MAC changed", token[:len(token)-2] + flip(token[len(token)-2]) + token[len(token)-1:], forged},
+		{"its random part changed", token[:len(token)-43] + flip(secret[0]) + secret[1:], forged},
+		{"its secret on another key", "tdk_" + org + "_" + other + "_" + secret, forged},
+		{"its secret in another org", "tdk_" + other + "_" + k.ID + "_" + secret, forged},
 	}
 	for _, c := range cases {
-		k, isKey, err := apikey.ParseToken(c.token)
-		if isKey != c.isKey || (err == nil) != (c.valid || !c.isKey) {
-			t.Errorf("%q: key %v, err %v; want key %v, valid %v", c.token, isKey, err, c.isKey, c.valid)
-		}
-		if c.valid && (k.OrgID != org || k.ID != key) {
-			t.Errorf("%q: %+v", c.token, k)
-		}
+		status := map[bool]string{true: "200", false: "401"}[c.want == valid]
+		t.Run(status+"/ParseToken/"+c.name, func(t *testing.T) {
+			got, isKey, err := svc.ParseToken(ctx, c.token)
+			switch {
+			case !isKey:
+				t.Fatalf("%q: not a key's token", c.token)
+			case c.want == valid && (err != nil || got.OrgID != org || got.ID != k.ID || got.Hash != k.Hash):
+				t.Errorf("%q: %+v, %v; want the key %s with hash %x", c.token, got, err, k.ID, k.Hash)
+			case c.want != valid && errs.CodeOf(err) != "invalid_token" || (c.want == forged) != errors.Is(err, authz.ErrKeyRevoked):
+				t.Errorf("%q: %v; want invalid_token, %s", c.token, err, c.want)
+			}
+		})
 	}
+	if _, isKey, err := svc.ParseToken(ctx, "eyJhbGciOiJIUzI1NiJ9.e30.x"); isKey || err != nil {
+		t.Errorf("a JWT: key %v, err %v", isKey, err)
+	}
+	if n := s.Calls["ServerKey"]; n != 1 || s.Calls["GetApiKey"] != 0 {
+		t.Errorf("calls %v: want the server key's one read, no key's", s.Calls)
+	}
+	t.Run("503/ParseToken/200/ParseToken/a failed load of the server key is tried again", func(t *testing.T) {
+		fresh := apikey.NewService(s, testkit.Now)
+		s.Fail["ServerKey"] = errs.E(errs.Unavailable, "unavailable", "DynamoDB is down")
+		if _, _, err := fresh.ParseToken(ctx, token); errs.KindOf(err) != errs.Unavailable {
+			t.Fatalf("server key unavailable: %v", err)
+		}
+		delete(s.Fail, "ServerKey")
+		if _, _, err := fresh.ParseToken(ctx, token); err != nil {
+			t.Fatalf("server key back: %v", err)
+		}
+	})
 }
 
 // recorder counts TouchApiKey writes and can hold them.
@@ -164,8 +218,7 @@ func (r *recorder) count() int {
 
 // TestRecent: a key's use is written at most once a minute per replica,
 // never for a use the read showed within the minute, never with more than
-// a few writes in flight; keys not verified lately are read within a
-// budget, which the keys in use never wait for.
+// a few writes in flight.
 func TestRecent(t *testing.T) {
 	key := func(id string, lastUsed time.Time) apikey.Key {
 		return apikey.Key{OrgID: testkit.OrgID, ID: id, LastUsedAt: lastUsed}
@@ -207,39 +260,8 @@ func TestRecent(t *testing.T) {
 		close(r.hold)
 		wait(r, 8)
 	})
-	t.Run("unverified keys within a budget, known keys always", func(t *testing.T) {
-		rc := apikey.NewRecent(&recorder{})
-		known := authz.APIKey{OrgID: testkit.OrgID, ID: "KNOWN"}
-		rc.Verified(key("KNOWN", testkit.T1), testkit.T1)
-		admitted := 0
-		for i := range 1000 {
-			forged := authz.APIKey{OrgID: testkit.OrgID, ID: fmt.Sprintf("F%d", i)}
-			if rc.Admit(forged, testkit.T1) == nil {
-				admitted++
-			}
-			if err := rc.Admit(known, testkit.T1); err != nil {
-				t.Fatalf("a key verified lately waited behind forged ones: %v", err)
-			}
-		}
-		if admitted != 100 { // the burst: the clock stood still
-			t.Errorf("%d of 1000 forged keys admitted to a read, want the budget's burst, 100", admitted)
-		}
-		if rc.Admit(authz.APIKey{OrgID: testkit.OrgID, ID: "LATER"}, testkit.T1.Add(time.Second)) != nil {
-			t.Error("a second later, the budget has refilled 50 reads: a new key waits")
-		}
-		later := testkit.T1.Add(11 * time.Minute)
-		for i := range 100 {
-			_ = rc.Admit(authz.APIKey{OrgID: testkit.OrgID, ID: fmt.Sprintf("G%d", i)}, later)
-		}
-		if err := rc.Admit(known, later); err == nil || errs.CodeOf(err) != "rate_limited" {
-			t.Errorf("a key not verified for 11 minutes, budget spent: %v, want rate_limited", err)
-		}
-	})
 	t.Run("nil does nothing", func(t *testing.T) {
 		var rc *apikey.Recent
-		rc.Verified(key("K1", time.Time{}), testkit.T1)
-		if err := rc.Admit(authz.APIKey{ID: "K1"}, testkit.T1); err != nil {
-			t.Error(err)
-		}
+		rc.Verified(key("K1", time.Time{}), testkit.T1) // no panic, nothing to write
 	})
 }

@@ -97,6 +97,8 @@ type Server struct {
 	seq   *atomic.Int64
 	deps  httpapi.Deps
 	opts  options
+	db    *store.DB   // what Replica wires anew
+	app   app.Options // likewise
 }
 
 // Scans is the number of DynamoDB Scan calls the server ever issued (the
@@ -326,6 +328,7 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 	// Receivers in tests listen on loopback, over http.
 	appOpts := app.Options{Now: ts.Clock.Now, WebhookURLs: webhook.URLPolicy{AllowPrivate: true}}
 	d := app.Deps(db, ts.Deletions, appOpts)
+	ts.db, ts.app = db, appOpts
 	if o.webhooks != nil {
 		ts.startWebhooks(tb, appOpts, *o.webhooks, logger)
 	}
@@ -373,12 +376,31 @@ func (ts *Server) serve(tb testing.TB) {
 // short one), and sends the requests the fault must end through the twin.
 func (ts *Server) Twin(tb testing.TB, requestTimeout time.Duration) *Server {
 	tb.Helper()
-	twin := &Server{Rec: ts.Rec, Clock: ts.Clock, Raw: ts.Raw, Table: ts.Table, Deletions: ts.Deletions, scans: ts.scans, seq: ts.seq,
-		deps: ts.deps, opts: ts.opts}
+	twin := ts.sibling()
 	twin.deps.RequestTimeout = requestTimeout
 	twin.deps.Registry = prometheus.NewRegistry()
 	twin.serve(tb)
 	return twin
+}
+
+// Replica serves ts's table as another process would: services and
+// memories of its own (app.Deps anew: nothing loaded from the table yet),
+// over the same DynamoDB client, recorder, clock, limiters and settings.
+func (ts *Server) Replica(tb testing.TB) *Server {
+	tb.Helper()
+	r := ts.sibling()
+	fresh := app.Deps(ts.db, ts.Deletions, ts.app)
+	r.deps.Services, r.deps.Export, r.deps.Idempotency, r.deps.KeyUse = fresh.Services, fresh.Export, fresh.Idempotency, fresh.KeyUse
+	r.deps.Registry = prometheus.NewRegistry()
+	r.serve(tb)
+	return r
+}
+
+// sibling is a server over ts's table, client, recorder, clock and
+// settings, not serving yet.
+func (ts *Server) sibling() *Server {
+	return &Server{Rec: ts.Rec, Clock: ts.Clock, Raw: ts.Raw, Table: ts.Table, Deletions: ts.Deletions, scans: ts.scans, seq: ts.seq,
+		deps: ts.deps, opts: ts.opts, db: ts.db, app: ts.app}
 }
 
 // UniqueID returns a user ID unique within the server, e.g. "owner.3".

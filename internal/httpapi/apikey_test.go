@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -306,9 +307,9 @@ func TestApiKeyRefused(t *testing.T) {
 }
 
 // TestApiKeyCallerLimit: a key's id is no secret (the audit log names
-// it), so tokens that name it with a made-up secret are refused without
-// spending the key's caller budget (no refill during the test: its
-// RateLimit remaining goes down by the key's own requests only).
+// it), so tokens that name it with a made-up secret are refused (their MAC
+// fails) before they spend the key's caller budget (no refill during the
+// test: its RateLimit remaining goes down by the key's own requests only).
 func TestApiKeyCallerLimit(t *testing.T) {
 	ts := MustServer(t, withCallerRateLimit(ratelimit.Options{PerSecond: 1.0 / 3600, Burst: 100}))
 	w := MustWorld(t, ts, "Caller budget")
@@ -319,10 +320,6 @@ func TestApiKeyCallerLimit(t *testing.T) {
 		return rateLimitOf(t, r.HTTPResponse.Header, "caller").r
 	}
 	spec(t, "401/getOrg/forged tokens naming a key spend none of its budget", func(t *testing.T) {
-		// The key's first request on a replica is not charged to its
-		// budget (the unverified budget pays): its token is not known yet.
-		r, err := keyActor(t, ts, k.Secret).C.GetOrgWithResponse(bg, w.Org.Id, nil)
-		mustStatus(t, r, err, http.StatusOK)
 		before := remaining(t)
 		for i := range 5 {
 			forged := k.Secret[:len(k.Secret)-43] + strings.Repeat(string(rune('A'+i)), 43)
@@ -331,6 +328,95 @@ func TestApiKeyCallerLimit(t *testing.T) {
 		}
 		if after := remaining(t); after != before-1 {
 			t.Errorf("the key's caller budget: %d remaining, then %d after 5 forged tokens and 1 request of its own; want %d", before, after, before-1)
+		}
+	})
+}
+
+// TestApiKeyForged: a token the service did not mint (its MAC under the
+// server key fails) is refused in CPU, before any DynamoDB call and any
+// shared budget, so a stranger's flood slows no one; the server key is one
+// item of the table, made once and shared by every replica, so a key works
+// on any of them.
+func TestApiKeyForged(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Forged at")
+	org := w.Org.Id
+	real := mustAPIKey(t, w, client.ApiKeyCreateRoleAdmin) // the server key is loaded
+	forged := func(keyID string) string { return fmt.Sprintf("tdk_%s_%s_%s", org, keyID, strings.Repeat("A", 43)) }
+	spec(t, "401/getOrg/a forged token: no DynamoDB call", func(t *testing.T) {
+		for _, tok := range []string{forged(randULID()), forged(real.Id), real.Secret[:len(real.Secret)-1] + "B"} {
+			ts.Rec.Reset()
+			r, err := keyActor(t, ts, tok).C.GetOrgWithResponse(bg, org, nil)
+			wantProblem(t, r, err, http.StatusUnauthorized, "invalid_token")
+			if n := ts.Rec.Count(); n != 0 {
+				t.Errorf("%s: %d DynamoDB calls (%s), want none", tok, n, ts.Rec.Names())
+			}
+		}
+	})
+	spec(t, "200/getOrg/a flood of forged tokens leaves another org's new keys alone", func(t *testing.T) {
+		other := MustWorld(t, ts, "Not the flood's")
+		var fresh []string // each used first amid the flood
+		for range 5 {
+			fresh = append(fresh, mustAPIKey(t, other, client.ApiKeyCreateRoleMember).Secret)
+		}
+		ts.Rec.Reset()
+		for i := range 1000 { // ten times the burst of a replica-wide budget
+			r := doReq(t, ts.HTTP, http.MethodGet, ts.URL+"/v1/orgs/"+org, forged(randULID()), nil, "")
+			if r.Status != http.StatusUnauthorized {
+				t.Fatalf("a forged token: %d %s", r.Status, r.Body)
+			}
+			if i%200 == 199 {
+				r := doReq(t, ts.HTTP, http.MethodGet, ts.URL+"/v1/orgs/"+other.Org.Id, fresh[i/200], nil, "")
+				if r.Status != http.StatusOK {
+					t.Errorf("a new key of another org after %d forged tokens: %d %s", i+1, r.Status, r.Body)
+				}
+			}
+		}
+		reads := 0
+		for _, op := range ts.Rec.Ops() {
+			if op.Name != "UpdateItem" { // a new key's lastUsedAt, written in the background
+				reads++
+			}
+		}
+		if reads != 5 {
+			t.Errorf("1,000 forged tokens and 5 real ones: %d DynamoDB calls but lastUsedAt's (%s), want the real ones' 5 reads", reads, ts.Rec.Names())
+		}
+	})
+	spec(t, "200/getOrg/a fresh replica reads the server key, never makes one", func(t *testing.T) {
+		replica := ts.Replica(t)
+		r, err := keyActor(t, replica, real.Secret).C.GetOrgWithResponse(bg, org, nil)
+		mustStatus(t, r, err, http.StatusOK)
+		if n := len(itemsOf(t, ts, "ServerKey", "")); n != 1 {
+			t.Errorf("%d ServerKey items, want 1", n)
+		}
+	})
+}
+
+// TestApiKeyServerKeyRace: replicas that mint their first keys at once,
+// on a table with no server key yet, end with the same one: each key works
+// on the others.
+func TestApiKeyServerKeyRace(t *testing.T) {
+	ts := MustServer(t)
+	w := MustWorld(t, ts, "Racing replicas")
+	replicas := []*testServer{ts.Replica(t), ts.Replica(t), ts.Replica(t), ts.Replica(t)}
+	keys := make([]client.ApiKeyCreated, len(replicas))
+	spec(t, "201/createApiKey/200/getOrg/on every replica", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for i, rp := range replicas {
+			wg.Go(func() {
+				r, err := rp.Client(t, w.Owner.Token).CreateApiKeyWithResponse(bg, w.Org.Id, client.ApiKeyCreate{Name: fmt.Sprint("racer ", i), Role: client.ApiKeyCreateRoleMember})
+				mustStatus(t, r, err, http.StatusCreated)
+				keys[i] = *r.JSON201
+			})
+		}
+		wg.Wait()
+		for i, k := range keys {
+			rp := replicas[(i+1)%len(replicas)]
+			r, err := keyActor(t, rp, k.Secret).C.GetOrgWithResponse(bg, w.Org.Id, nil)
+			mustStatus(t, r, err, http.StatusOK)
+		}
+		if n := len(itemsOf(t, ts, "ServerKey", "")); n != 1 {
+			t.Errorf("%d ServerKey items, want 1", n)
 		}
 	})
 }

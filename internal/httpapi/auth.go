@@ -66,9 +66,10 @@ func ticketTarget(c echo.Context) access.Target {
 }
 
 // Authenticate verifies the bearer token of every request that skip does
-// not exempt and stores the Identity in the request context. A bad or
-// missing token, or a second Authorization line, is a 401 before anything.
-func Authenticate(v *Verifier, skip func(echo.Context) bool) echo.MiddlewareFunc {
+// not exempt (a person's JWT with v, an API key's token with keys) and
+// stores the Identity in the request context. A bad or missing token, or
+// a second Authorization line, is a 401 before anything.
+func Authenticate(v *Verifier, keys *apikey.Service, skip func(echo.Context) bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if skip != nil && skip(c) {
@@ -82,7 +83,7 @@ func Authenticate(v *Verifier, skip func(echo.Context) bool) echo.MiddlewareFunc
 			if !ok || !strings.EqualFold(scheme, "Bearer") {
 				return errToken
 			}
-			id, err := verify(v, strings.TrimSpace(token))
+			id, err := verify(c.Request().Context(), v, keys, strings.TrimSpace(token))
 			if err != nil {
 				return err
 			}
@@ -94,10 +95,11 @@ func Authenticate(v *Verifier, skip func(echo.Context) bool) echo.MiddlewareFunc
 }
 
 // verify turns a bearer token into the caller's Identity: an org's API key
-// (tdk_..., checked against the key by the authorization read), or a
-// person's JWT, whose subject may not be an API key's actor.
-func verify(v *Verifier, token string) (authz.Identity, error) {
-	k, isKey, err := apikey.ParseToken(token)
+// (tdk_..., its MAC checked here, its hash against the key by the
+// authorization read), or a person's JWT, whose subject may not be an API
+// key's actor.
+func verify(ctx context.Context, v *Verifier, keys *apikey.Service, token string) (authz.Identity, error) {
+	k, isKey, err := keys.ParseToken(ctx, token)
 	switch {
 	case err != nil:
 		return authz.Identity{}, err
@@ -120,9 +122,7 @@ type Authorizer struct {
 	// cannot be held for it while DynamoDB does not answer.
 	ReadTimeout time.Duration
 	Now         clock.Clock
-	// Keys remembers the API keys it admitted: it records their use, and
-	// bounds the authorization reads of keys it has not seen lately (nil:
-	// neither).
+	// Keys records the use of the API keys it admitted (nil: it does not).
 	Keys *apikey.Recent
 }
 

@@ -7,9 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/tenantd/tenantd/internal/apikey"
 	"github.com/tenantd/tenantd/internal/authz"
-	"github.com/tenantd/tenantd/internal/clock"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/ratelimit"
 )
@@ -41,15 +39,11 @@ func orgBucket(orgID string) string { return "org:" + orgID }
 // token's subject), whatever org it names. Placed before the authorization
 // read, it bounds what one token can make the server read: requests for
 // other tenants' orgs, which all end in 404, spend the caller's budget, not
-// theirs and not DynamoDB's. An API key's token spends its key's budget
-// only once this replica verified that very token (keys.Known): anyone may
-// name a key's id, and forged tokens go to the unverified budget instead
-// (apikey.Recent.Admit), never to the key's.
-func limitCaller(l *ratelimit.Limiter, keys *apikey.Recent, now clock.Clock) echo.MiddlewareFunc {
+// theirs and not DynamoDB's. An API key's token gets here only with the
+// server key's MAC (apikey.Service.ParseToken), so only the key's holder
+// spends its budget: a forged token naming it was refused before.
+func limitCaller(l *ratelimit.Limiter) echo.MiddlewareFunc {
 	return limitBy(l, "caller", func(_ echo.Context, id authz.Identity) (string, error) {
-		if id.Key != nil && !keys.Known(*id.Key, now()) {
-			return "", nil
-		}
 		return "caller:" + id.UserID, errCallerLimited
 	})
 }

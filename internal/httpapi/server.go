@@ -165,11 +165,11 @@ func New(d Deps) (*echo.Echo, error) {
 	}
 	// Public operations, and paths that match no route (a 404 whoever
 	// asks; the spec says which routes exist), need no token.
-	e.Use(Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
+	e.Use(Authenticate(d.Verifier, d.APIKeys, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
 	// Before any work, the authorization read included: a token that names
 	// other tenants' orgs (404 each, one read each) spends only its own
 	// budget.
-	e.Use(limitCaller(d.CallerRateLimit, d.KeyUse, clock.Or(d.Now)))
+	e.Use(limitCaller(d.CallerRateLimit))
 	// What the head alone decides (404, 405, 415), before anything reads
 	// the body: a client waiting for 100 Continue gets it instead.
 	ops := operations(spec)

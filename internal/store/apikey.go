@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"time"
 
@@ -134,4 +135,34 @@ func (s *APIKeys) TouchApiKey(ctx context.Context, orgID, keyID string, at time.
 		return nil // revoked, or touched by another replica meanwhile
 	}
 	return translate(err)
+}
+
+// serverKeyItem is the server key of the API keys' MACs (serverKeyKey).
+type serverKeyItem struct {
+	PK     string `dynamo:"pk,hash"`
+	SK     string `dynamo:"sk,range"`
+	Type   string `dynamo:"type"`
+	Secret []byte `dynamo:"secret"`
+}
+
+var errNoServerKey = errors.New("no server key")
+
+// ServerKey reads the server key (consistently); when there is none, it
+// writes fresh if there is still none (a conditional put), or reads the
+// key of the replica that won that race.
+func (s *APIKeys) ServerKey(ctx context.Context, fresh []byte) ([]byte, error) {
+	it, err := getItem[serverKeyItem](ctx, s.DB, serverKeyKey, true, errNoServerKey, "get server key")
+	if !errors.Is(err, errNoServerKey) {
+		return it.Secret, err
+	}
+	k := serverKeyKey
+	err = s.table.Put(serverKeyItem{PK: k.PK, SK: k.SK, Type: typeServerKey, Secret: fresh}).If(notExists).Run(ctx)
+	if failed, _ := condFailed(err); failed {
+		it, err = getItem[serverKeyItem](ctx, s.DB, k, true, errNoServerKey, "get server key")
+		return it.Secret, err
+	}
+	if err != nil {
+		return nil, fmt.Errorf("put server key: %w", translate(err))
+	}
+	return fresh, nil
 }

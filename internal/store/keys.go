@@ -52,6 +52,7 @@ const (
 	typeRateLimit  = "RateLimit"
 	typeOwnedOrgs  = "OwnedOrgs"
 	typeAPIKey     = "APIKey"
+	typeServerKey  = "ServerKey"
 )
 
 // Sort key constants and prefixes.
@@ -247,3 +248,7 @@ func queueSK(at time.Time, eventID string) string {
 const streamCheckpointPK = "WEBHOOKSTREAM"
 
 func checkpointSK(shardID string) string { return "SHARD#" + shardID }
+
+// serverKeyKey is the server key of the API keys' MACs: no tenant's, read
+// once by each process that mints or checks a key's token.
+var serverKeyKey = key{"SERVERKEY", "#APIKEYMAC"}

@@ -1,12 +1,14 @@
 package store_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -526,4 +528,53 @@ func TestListingsUnderParentBeingDeleted(t *testing.T) {
 		must(t, err)
 		wantErr(t, found.Missing, errs.NotFound, code)
 	}
+}
+
+// TestServerKey: the API keys' server key is one item, made by the first
+// replica that needs it; those racing it end with its key, later ones read
+// it, and offboarding an org leaves it.
+func TestServerKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := MustFixture(t)
+	fresh := func(i int) []byte { return bytes.Repeat([]byte{byte(i + 1)}, 32) }
+	got := make([][]byte, 8)
+	t.Run("replicas racing to make it end with one", func(t *testing.T) {
+		var wg sync.WaitGroup
+		for i := range got {
+			wg.Go(func() {
+				k, err := f.APIKeys.ServerKey(ctx, fresh(i))
+				if err != nil {
+					t.Errorf("replica %d: %v", i, err)
+				}
+				got[i] = k
+			})
+		}
+		wg.Wait()
+		for i, k := range got {
+			if !bytes.Equal(k, got[0]) {
+				t.Errorf("replica %d has %x, replica 0 %x", i, k, got[0])
+			}
+		}
+		if got[0][0] == 0 || !bytes.Equal(got[0], fresh(int(got[0][0])-1)) {
+			t.Errorf("the key %x is none of the replicas' fresh ones", got[0])
+		}
+	})
+	t.Run("a later replica reads it, writes nothing", func(t *testing.T) {
+		f.Rec.Reset()
+		k, err := f.APIKeys.ServerKey(ctx, fresh(99))
+		if err != nil || !bytes.Equal(k, got[0]) {
+			t.Fatalf("%x, %v; want %x", k, err, got[0])
+		}
+		if ops := f.Rec.Names(); ops != "GetItem+consistent" {
+			t.Errorf("DynamoDB calls %s, want one consistent GetItem", ops)
+		}
+	})
+	t.Run("offboarding an org leaves it", func(t *testing.T) {
+		org := f.newOrg(t, "Leaving", "u_alice")
+		f.offboard(t, org.ID, "u_alice")
+		if k, err := f.APIKeys.ServerKey(ctx, fresh(100)); err != nil || !bytes.Equal(k, got[0]) {
+			t.Errorf("after offboarding: %x, %v; want %x", k, err, got[0])
+		}
+	})
 }

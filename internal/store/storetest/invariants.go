@@ -254,6 +254,7 @@ var entities = map[string]*entity{
 			return gsiKeys{1: {pk: "ORG#" + it.k.org, sk: "APIKEY#" + it.k.key}}
 		}},
 	"StreamCheckpoint": {kind: "STREAM", sk: "SHARD#", check: func(*checker, *item) {}},
+	"ServerKey":        {kind: "SERVER", sk: "#APIKEYMAC", check: func(*checker, *item) {}},
 	"RateLimit":        {kind: "LIMIT", sk: "#LIMIT", gsiRule: RuleRateLimitGSIKeys, check: (*checker).checkRateLimit},
 }
 
@@ -293,6 +294,12 @@ func parseKey(e *entity, pk, sk string) (keyParts, error) {
 	if e.kind == "STREAM" { // the stream reader's checkpoints: no tenant's
 		if pk != "WEBHOOKSTREAM" || !strings.HasPrefix(sk, e.sk) {
 			return k, fmt.Errorf("key %q / %q is not WEBHOOKSTREAM / SHARD#<shardId>", pk, sk)
+		}
+		return k, nil
+	}
+	if e.kind == "SERVER" { // the server key of the API keys' MACs: no tenant's
+		if pk != "SERVERKEY" || sk != e.sk {
+			return k, fmt.Errorf("key %q / %q is not SERVERKEY / #APIKEYMAC", pk, sk)
 		}
 		return k, nil
 	}
