@@ -95,12 +95,7 @@ func link(ctx context.Context, next string) *string {
 }
 
 // strPtr is s, or nil (the field left out) when it is "".
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
+var strPtr = optional.Of[string]
 
 func roleOf(r oapi.Role) authz.Role { return authz.Role(r) }
 
