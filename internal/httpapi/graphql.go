@@ -101,8 +101,8 @@ func (h *handlers) graphql(ctx context.Context, r graphapi.Request, vars []byte)
 	if d := res.Limited; d != nil {
 		// The caller's limit refused the document's cost: 429 as REST
 		// answers, nothing ran.
-		f := rateLimitFields(h.CallerRateLimit, "caller", *d)
-		return graphqlAnswer{}, &withHeader{errCallerLimited, map[string]string{"Retry-After": strconv.Itoa(f.retryAfter), "RateLimit": f.limit}}
+		_, limit, retryAfter := rateLimitFields(h.CallerRateLimit, "caller", *d)
+		return graphqlAnswer{}, &withHeader{errCallerLimited, map[string]string{"Retry-After": strconv.Itoa(retryAfter), "RateLimit": limit}}
 	}
 	if res.NotAQuery { // (GET only)
 		return graphqlAnswer{}, &withHeader{echo.NewHTTPError(http.StatusMethodNotAllowed, "GET runs queries only: send a mutation with POST"),

@@ -70,12 +70,12 @@ func limitBy(l *ratelimit.Limiter, policy string, key func(echo.Context, authz.I
 				return next(c)
 			}
 			d := l.Take(c.Request().Context(), bucket)
-			f := rateLimitFields(l, policy, d)
+			policyField, limitField, retryAfter := rateLimitFields(l, policy, d)
 			h := c.Response().Header()
-			h.Add("RateLimit-Policy", f.policy)
-			h.Add("RateLimit", f.limit)
+			h.Add("RateLimit-Policy", policyField)
+			h.Add("RateLimit", limitField)
 			if !d.Allowed {
-				h.Set("Retry-After", strconv.Itoa(f.retryAfter))
+				h.Set("Retry-After", strconv.Itoa(retryAfter))
 				return refused
 			}
 			return next(c)
@@ -83,20 +83,13 @@ func limitBy(l *ratelimit.Limiter, policy string, key func(echo.Context, authz.I
 	}
 }
 
-// limitFields are the IETF RateLimit header fields of one policy's
-// decision, and the Retry-After of a refusal.
-type limitFields struct {
-	policy, limit string
-	retryAfter    int
-}
-
 // rateLimitFields renders d as the IETF RateLimit header fields
-// (draft-ietf-httpapi-ratelimit-headers-10): RateLimit-Policy's quota q per
-// window w (seconds), the bucket's size and how long it takes to fill, and
-// RateLimit's requests r still allowed now and the seconds t until the
-// quota is whole again, or, when r is 0, until the next request is allowed
-// (the 429's Retry-After).
-func rateLimitFields(l *ratelimit.Limiter, policy string, d ratelimit.Decision) limitFields {
+// (draft-ietf-httpapi-ratelimit-headers-10) and a refusal's Retry-After:
+// RateLimit-Policy's quota q per window w (seconds), the bucket's size and
+// how long it takes to fill, and RateLimit's requests r still allowed now
+// and the seconds t until the quota is whole again, or, when r is 0, until
+// the next request is allowed (the 429's Retry-After).
+func rateLimitFields(l *ratelimit.Limiter, policy string, d ratelimit.Decision) (policyField, limitField string, retryAfter int) {
 	rate := d.Rate
 	if rate <= 0 {
 		rate = l.Rate()
@@ -106,6 +99,5 @@ func rateLimitFields(l *ratelimit.Limiter, policy string, d ratelimit.Decision) 
 	if !d.Allowed || d.Remaining == 0 {
 		t = max(1, int(math.Ceil(d.RetryAfter.Seconds())))
 	}
-	return limitFields{policy: fmt.Sprintf("%q;q=%d;w=%d", policy, d.Burst, window),
-		limit: fmt.Sprintf("%q;r=%d;t=%d", policy, d.Remaining, t), retryAfter: t}
+	return fmt.Sprintf("%q;q=%d;w=%d", policy, d.Burst, window), fmt.Sprintf("%q;r=%d;t=%d", policy, d.Remaining, t), t
 }
