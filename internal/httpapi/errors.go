@@ -49,14 +49,10 @@ var httpCodes = map[int]string{
 	http.StatusGatewayTimeout:        "timeout",
 }
 
-// StatusClientClosedRequest is the status of a request whose client went
-// away before it was answered (nginx's 499): no server error, and nobody
-// reads it.
-const StatusClientClosedRequest = idempotency.StatusClientClosedRequest
-
-// clientClosed is the problem of a request whose client went away.
+// clientClosed is the problem of a request whose client went away before
+// it was answered (nginx's 499): no server error, and nobody reads it.
 var clientClosed = oapi.Problem{Type: problemType + "client_closed_request", Title: "Client Closed Request",
-	Status: StatusClientClosedRequest, Code: "client_closed_request", Detail: "the client closed the request before it was answered"}
+	Status: idempotency.StatusClientClosedRequest, Code: "client_closed_request", Detail: "the client closed the request before it was answered"}
 
 // clientGone reports whether the request's client went away: the context
 // net/http gave the request (withRequest kept it, under the deadlines
