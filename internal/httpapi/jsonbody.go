@@ -117,7 +117,7 @@ func walkJSON(dec *json.Decoder, path string, depth int) error {
 				return syntaxError(err)
 			}
 			key, _ := k.(string)
-			p := path + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+			p := path + "/" + pointerToken.Replace(key)
 			if seen[key] {
 				return errs.InvalidField(p, "duplicate_key", "appears more than once in its object")
 			}

@@ -282,7 +282,11 @@ func fieldErrors(err error) []oapi.FieldError {
 		}
 		f := oapi.FieldError{Field: strings.Join(path, "/"), Code: code, Message: msg}
 		if len(path) > 0 {
-			f.Pointer = ptrTo("/" + strings.Join(escapePointer(path), "/"))
+			var ptr string
+			for _, p := range path {
+				ptr += "/" + pointerToken.Replace(p)
+			}
+			f.Pointer = &ptr
 		}
 		out = append(out, f)
 	case errors.As(err, &pe):
@@ -344,13 +348,8 @@ func quoted(s string) string {
 	return ""
 }
 
-func escapePointer(path []string) []string {
-	out := make([]string, len(path))
-	for i, p := range path {
-		out[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~", "~0"), "/", "~1")
-	}
-	return out
-}
+// pointerToken escapes a key as a JSON Pointer's reference token (RFC 6901).
+var pointerToken = strings.NewReplacer("~", "~0", "/", "~1")
 
 // errCharset is beforeBody's 415 to a JSON body in another charset.
 var errCharset = echo.NewHTTPError(http.StatusUnsupportedMediaType, "JSON request bodies must be UTF-8")
