@@ -31,9 +31,7 @@ func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (
 	optional.Set(&r.Query, b.Query)
 	r.OperationName, _ = b.OperationName.Get()
 	if ext, err := b.Extensions.Get(); err == nil {
-		if pq, err := ext.PersistedQuery.Get(); err == nil {
-			r.Extensions = persistedQuery(int64(pq.Version), pq.Sha256Hash)
-		}
+		r.Extensions = persistedQuery(ext)
 	}
 	vars, _ := b.Variables.Get()
 	return h.graphql(ctx, r, vars)
@@ -47,22 +45,14 @@ func (h *handlers) GraphqlGet(ctx context.Context, req oapi.GraphqlGetRequestObj
 	optional.Set(&r.Query, p.Query)
 	optional.Set(&r.OperationName, p.OperationName)
 	if p.Extensions != nil {
-		var ext struct {
-			PersistedQuery *struct {
-				Version    int64  `json:"version"`
-				Sha256Hash string `json:"sha256Hash"`
-			} `json:"persistedQuery"`
-		}
+		var ext oapi.GraphQLRequest_Extensions // POST's, which its schema checks
 		if err := json.Unmarshal([]byte(*p.Extensions), &ext); err != nil {
 			return nil, errs.InvalidParam("extensions", "invalid_extensions", "must be a JSON object")
 		}
-		if pq := ext.PersistedQuery; pq != nil {
-			// As GraphQLRequest's schema has it for POST.
-			if pq.Version != 1 || !sha256Hex.MatchString(pq.Sha256Hash) {
-				return nil, errs.InvalidParam("extensions", "invalid_extensions", "persistedQuery must be {\"version\":1,\"sha256Hash\":\"<64 lower-case hex digits>\"}")
-			}
-			r.Extensions = persistedQuery(pq.Version, pq.Sha256Hash)
+		if pq, err := ext.PersistedQuery.Get(); err == nil && (pq.Version != 1 || !sha256Hex.MatchString(pq.Sha256Hash)) {
+			return nil, errs.InvalidParam("extensions", "invalid_extensions", "persistedQuery must be {\"version\":1,\"sha256Hash\":\"<64 lower-case hex digits>\"}")
 		}
+		r.Extensions = persistedQuery(ext)
 	}
 	var vars []byte
 	if p.Variables != nil {
@@ -74,8 +64,14 @@ func (h *handlers) GraphqlGet(ctx context.Context, req oapi.GraphqlGetRequestObj
 // sha256Hex is a persisted query's hash.
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-func persistedQuery(version int64, hash string) map[string]any {
-	return map[string]any{"persistedQuery": map[string]any{"version": version, "sha256Hash": hash}}
+// persistedQuery is the extensions graphapi reads: ext's persistedQuery,
+// or none.
+func persistedQuery(ext oapi.GraphQLRequest_Extensions) map[string]any {
+	pq, err := ext.PersistedQuery.Get()
+	if err != nil {
+		return nil
+	}
+	return map[string]any{"persistedQuery": map[string]any{"version": int64(pq.Version), "sha256Hash": pq.Sha256Hash}}
 }
 
 // graphql runs r as the caller, with vars (a JSON object, or null or none)
