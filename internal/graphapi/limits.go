@@ -94,21 +94,12 @@ func selectionDepth(set ast.SelectionSet, depth, limit int) int {
 	return deepest
 }
 
-// documentCheck refuses, from the parsed document before it is validated:
-//   - in a QueryOnly request (GET), an operation that is not a query,
-//     whether or not it would validate (NotAQuery: nothing runs);
-//   - an operation whose fields, with every fragment spread expanded,
-//     number more than maxFields: a fragment that spreads another twice,
-//     thirty times over, is a 1 KB document of 2^30 fields, which
-//     validation, the depth limit and gqlgen's complexity walk would each
-//     expand in full, for minutes, ignoring the request's deadline. Here
-//     each fragment's size is computed once (linear in the document) and
-//     the count stops at maxFields.
-//
-// A document that does not parse, or names no operation of its own, is
-// left to the executor to report. Documents whose count passed are
-// remembered (bounded LRU), so a repeated query is parsed once more, not
-// every time.
+// documentCheck refuses, from the parsed document before it is validated,
+// an operation that is not a query in a QueryOnly request (NotAQuery), and
+// one whose fields, fragment spreads expanded, number more than maxFields:
+// a 1 KB document of nested spreads can expand to 2^30 fields, which
+// validation and the other limits would walk for minutes. Documents whose
+// count passed are remembered (bounded LRU).
 type documentCheck struct {
 	maxFields int
 	passed    graphql.Cache[struct{}]

@@ -1,22 +1,13 @@
 // Package graphapi is tenantd's GraphQL API (/v1/graphql, POST and GET):
 // the reads of the REST API and three of its writes, schema-first with
-// gqlgen (schema/*.graphqls), over the same domain services; its
-// connections are Relay connections. It sits beside the HTTP layer:
-// httpapi authenticates the request, applies the caller's rate limit,
-// hands the decoded request to Server.Execute and answers in the media
-// type the client accepts (GraphQL over HTTP).
+// gqlgen, over the same domain services, with Relay connections. httpapi
+// authenticates the request, hands it to Server.Execute and answers it.
 //
-// Every resolver is at most one DynamoDB operation, and the resolvers of
-// one nesting level share one: a per-request DataLoader collects the point
-// lookups a level makes (requesters, assignees, teams, comment authors) into
-// one BatchGetItem, and the comments of a page of tickets are read by
-// concurrent Queries in one batch. A nested query therefore costs one
-// operation (or one round of concurrent Queries) per level, never one per
-// item (seed 002; docs/data-model.md, "GraphQL: operations per level").
-//
-// Authorization is the REST API's: the caller's OrgUser edge, read once per
-// org per request (memoized) with the same O(1) BatchGetItem, and the same
-// role matrix in the services. Another tenant's org is org_not_found.
+// A nested query costs one DynamoDB operation (or one round of concurrent
+// Queries) per nesting level, never one per item: per-request DataLoaders
+// batch a level's lookups (docs/data-model.md, "GraphQL: operations per
+// level"). Authorization is the REST API's, read once per org per request;
+// another tenant's org is org_not_found.
 package graphapi
 
 import (
@@ -76,18 +67,15 @@ type Deps struct {
 	// spends, from each org it reads, its cost (costPerToken).
 	RateLimit *ratelimit.Limiter
 	// CallerRateLimit, when set, is the REST API's per-caller limit, which
-	// spent one token on the request before it got here: a request costing
-	// more spends the rest of its cost from it too, before it runs, so a
-	// caller cannot buy with one costly document what REST limits per
-	// request, by spreading it over orgs of its own.
+	// spent one token on the request before it got here: a costlier request
+	// spends the rest of its cost from it too, before it runs.
 	CallerRateLimit *ratelimit.Limiter
 	// Idempotency, when set, keeps the IDs that createTicket and addComment
 	// made under an idempotencyKey (the REST API's keeper).
 	Idempotency *idempotency.Keeper
 	// CheckInput checks value as the REST API checks field of the body
-	// whose schema is named schema (openapi.yaml's, "TicketCreate"): the
-	// problems it finds, as REST lists them; none when it passes. A
-	// mutation's input is refused as the same REST body is.
+	// schema ("TicketCreate"): the problems REST would list, none when it
+	// passes.
 	CheckInput func(schema, field string, value any) []FieldError
 	Now        clock.Clock
 	Logger     *slog.Logger
