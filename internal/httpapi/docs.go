@@ -14,15 +14,10 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// The pages a person opens first, served by the service itself when
-// Deps.DocsUI is set: GET /docs, the API reference (Swagger UI over GET
-// /openapi.yaml), and GraphiQL on a browser's GET /v1/graphql. Their
-// assets are embedded (docs/assets: npm bundles copied as
-// package-lock.json pins them, which TestDocsAssetsVendored checks), so
-// `go build` needs no npm and the pages fetch nothing from anywhere else:
-// their Content-Security-Policy allows this origin only. They show what
-// the repository shows (the contract, a static explorer): GraphiQL's
-// requests carry the token its user types in its headers editor.
+// The pages served when Deps.DocsUI is set: GET /docs (Swagger UI over
+// /openapi.yaml) and GraphiQL on a browser's GET /v1/graphql. Their assets
+// are embedded (npm bundles as package-lock.json pins them), so the pages
+// fetch nothing from another origin.
 //
 //go:embed docs/reference.html docs/graphiql.html docs/assets
 var docsFiles embed.FS

@@ -62,10 +62,8 @@ func clientGone(c echo.Context) bool {
 }
 
 // errorHandler is the one place errors become responses: RFC 9457
-// problem+json with a stable code and the request ID. Internal details are
-// logged, never sent. A failure caused by the client going away (a
-// cancelled DynamoDB call, or any 5xx once it has gone) is a 499 logged at
-// debug level, not a server error.
+// problem+json with a stable code and the request ID; internal details are
+// logged, never sent. A failure once the client has gone is a 499.
 func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
@@ -99,10 +97,8 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		switch p.Status {
 		case http.StatusUnauthorized:
 			h.Set("WWW-Authenticate", `Bearer realm="tenantd", error="invalid_token"`)
-			// A client without a valid token keeps no connection slot:
-			// net/http closes the connection after this answer, so bad
-			// tokens sent in a loop on kept-alive connections cannot hold
-			// the slots (MAX_CONNECTIONS) that clients with tokens need.
+			// Bad tokens sent in a loop on kept-alive connections hold no
+			// connection slot (MAX_CONNECTIONS) that clients with tokens need.
 			h.Set("Connection", "close")
 		case http.StatusServiceUnavailable:
 			h.Set("Retry-After", strconv.Itoa(1))

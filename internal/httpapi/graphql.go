@@ -75,10 +75,9 @@ func persistedQuery(ext oapi.GraphQLRequest_Extensions) map[string]any {
 }
 
 // graphql runs r as the caller, with vars (a JSON object, or null or none)
-// as its variables. The answer is the GraphQL response in the media type
-// the client accepts (graphqlAnswer), or the problem of a request refused
-// whole: 429 for the caller's limit, 503 or 429 for a request that failed
-// whole (unavailable), 405 for a mutation over GET.
+// as its variables: the GraphQL response, or the problem of a request
+// refused whole (429, 503 or 429 from unavailable, 405 for a mutation over
+// GET).
 func (h *handlers) graphql(ctx context.Context, r graphapi.Request, vars []byte) (graphqlAnswer, error) {
 	id := caller(ctx)
 	if r.Query == "" && r.Extensions == nil {
@@ -149,10 +148,8 @@ func acceptQ(accept string) map[string]float64 {
 }
 
 // unavailable is the answer to a request that failed whole (no data, every
-// error of one kind): DynamoDB's unavailability is a 503 with Retry-After
-// and an org's rate limit a 429 with Retry-After, as REST answers, so
-// clients and proxies back off and retry; a request that got any data
-// answers it, with its errors.
+// error of one kind): a 503 for DynamoDB's unavailability, a 429 for an
+// org's rate limit, as REST answers; any data is answered, with its errors.
 func unavailable(r *graphql.Response) error {
 	if r == nil || len(r.Errors) == 0 {
 		return nil
@@ -211,11 +208,9 @@ func (a graphqlAnswer) VisitGraphqlResponse(w http.ResponseWriter) error {
 	return json.NewEncoder(w).Encode(body)
 }
 
-// VisitGraphqlGetResponse writes the answer of a query over GET, which a
-// browser may keep: a strong ETag (the answer's digest: conditional sets
-// it and answers an If-None-Match of it 304) and Cache-Control: private,
-// no-cache (the answer is the caller's: no shared cache stores it; a
-// browser's revalidates it each time, as the data may have moved).
+// VisitGraphqlGetResponse writes the answer of a query over GET with a
+// strong ETag (its digest, from conditional) and Cache-Control: private,
+// no-cache: no shared cache stores it, a browser's revalidates it.
 func (a graphqlAnswer) VisitGraphqlGetResponse(w http.ResponseWriter) error {
 	if a.executed {
 		w.Header().Set("ETag", digestOnly)

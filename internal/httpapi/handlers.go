@@ -28,10 +28,9 @@ type handlers struct {
 var _ oapi.StrictServerInterface = (*handlers)(nil)
 
 // fetchPage runs one page of a listing: it opens the request's cursor
-// (bound to scope and listing), fetches the page, and signs the cursor of
-// the next one ("" on the last page). It runs in the handler, after the
-// authorization decision: a stranger (or anyone in an org being
-// offboarded) gets the same 404 with a bad cursor as with a good one.
+// (bound to scope and listing), fetches the page, and signs the next one
+// ("" on the last page), after the authorization decision: a stranger gets
+// the same 404 with a bad cursor as with a good one.
 func fetchPage[T any](h *handlers, scope, listing string, limit *int, cursor *string,
 	fetch func(page.Request) (page.Result[T], error)) (page.Result[T], string, error) {
 	var pr page.Request

@@ -26,13 +26,9 @@ const jwksTimeout = 10 * time.Second
 
 // jwks is the key set of AUTH_JWKS_URL with its rule for a kid it does not
 // hold: when the last fetch started at least gap ago, the token starts a
-// fetch and waits for it (a key the identity provider just published is
-// accepted on its first token); otherwise the keys are as fresh as they
-// get, and the token is refused at once, holding no connection while it
-// waits for an answer it would not change. A key is so accepted at most
-// gap (plus a fetch) after its publication, and a flood of random kids
-// costs the identity provider one fetch per gap and their senders an
-// immediate 401.
+// fetch and waits for it; otherwise it is refused at once. A new key is
+// accepted within gap of its publication, and a flood of random kids costs
+// the identity provider one fetch per gap.
 type jwks struct {
 	jwkset.Storage // the keys of the last fetch that succeeded
 	ctx            context.Context

@@ -38,13 +38,10 @@ func limitTenant(l *ratelimit.Limiter) echo.MiddlewareFunc {
 func orgBucket(orgID string) string { return "org:" + orgID }
 
 // limitCaller limits every authenticated request by its caller (the
-// token's subject), whatever org it names. Placed before the authorization
-// read, it bounds what one token can make the server read: requests for
-// other tenants' orgs, which all end in 404, spend the caller's budget, not
-// theirs and not DynamoDB's. An API key's token spends its key's budget
-// only once this replica verified that very token (keys.Known): anyone may
-// name a key's id, and forged tokens go to the unverified budget instead
-// (apikey.Recent.Admit), never to the key's.
+// token's subject), whatever org it names, before the authorization read.
+// An API key's token spends its key's budget only once this replica
+// verified that very token (keys.Known): forged tokens naming a key's id go
+// to the unverified budget (apikey.Recent.Admit).
 func limitCaller(l *ratelimit.Limiter, keys *apikey.Recent, now clock.Clock) echo.MiddlewareFunc {
 	return limitBy(l, "caller", func(_ echo.Context, id authz.Identity) (string, error) {
 		if id.Key != nil && !keys.Known(*id.Key, now()) {

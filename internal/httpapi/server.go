@@ -166,9 +166,8 @@ func New(d Deps) (*echo.Echo, error) {
 	// Public operations, and paths that match no route (a 404 whoever
 	// asks; the spec says which routes exist), need no token.
 	e.Use(Authenticate(d.Verifier, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
-	// Before any work, the authorization read included: a token that names
-	// other tenants' orgs (404 each, one read each) spends only its own
-	// budget.
+	// Before the authorization read: a token that names other tenants'
+	// orgs spends only its own budget.
 	e.Use(limitCaller(d.CallerRateLimit, d.KeyUse, clock.Or(d.Now)))
 	// What the head alone decides (404, 405, 415), before anything reads
 	// the body: a client waiting for 100 Continue gets it instead.
@@ -181,8 +180,8 @@ func New(d Deps) (*echo.Echo, error) {
 	// After the authorization read: only an org's members spend its quota,
 	// so nobody can exhaust another tenant's limit.
 	e.Use(limitTenant(d.RateLimit))
-	// An attempt cannot run longer than its request's deadline: past it
-	// (and a margin for a write in flight), its key may be taken over.
+	// Past its request's deadline and a margin, an attempt's key may be
+	// taken over.
 	var keeper *idempotency.Keeper
 	if d.Idempotency != nil {
 		keeper = idempotency.NewKeeper(d.Idempotency, idempotency.Options{Now: d.Now, StaleAfter: d.inFlight()})
@@ -206,11 +205,9 @@ func New(d Deps) (*echo.Echo, error) {
 	return e, nil
 }
 
-// HeadAsGet serves a HEAD as the GET of the same URL (RFC 9110 9.3.2: the
-// same status and header fields, no content): the server routes,
-// authorizes and handles a copy of the request whose method is GET, and
-// net/http, whose own request stays a HEAD, sends no content (and the
-// Content-Length it would have had). Logs and metrics count it as a GET.
+// HeadAsGet serves a HEAD as the GET of the same URL (RFC 9110 9.3.2):
+// the server handles a copy of the request whose method is GET, and
+// net/http, whose request stays a HEAD, sends no content.
 func HeadAsGet(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodHead {
@@ -246,11 +243,9 @@ func allowHead(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// noStore marks every answer to a request that is not a GET (a HEAD is
-// served as one) Cache-Control: no-store: the answers that show a secret
-// (a minted API key's, a webhook's, an invitation's token) and their
-// replays are writes' answers, and no cache may keep them. A GET's answer
-// says what it may be kept for itself (its ETag; a query's over GET).
+// noStore marks every answer to a request that is not a GET
+// Cache-Control: no-store: the answers that show a secret (an API key's, a
+// webhook's, an invitation's token) are writes' answers.
 func noStore(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if c.Request().Method != http.MethodGet {
@@ -298,10 +293,8 @@ func timeout(requestTimeout, writeTimeout time.Duration) echo.MiddlewareFunc {
 type requestKey struct{}
 
 // withRequest keeps the request as net/http gave it in its context, under
-// what later middlewares add: list handlers build their Link header from
-// its URL, GraphQL answers in the media type its Accept names, and the
-// error handler tells a client that went away from a server that failed
-// by its context (clientGone).
+// what later middlewares add (original): its URL, its Accept, and its
+// context, which tells a client that went away (clientGone).
 func withRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()

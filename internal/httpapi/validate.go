@@ -22,11 +22,8 @@ import (
 )
 
 // validateRequests checks every routed request against its operation in
-// openapi.yaml: its path, query and header parameters, its body's media
-// type and schema, and that it names no query parameter the operation does
-// not document. It reports every problem at once (one FieldError each), not
-// the first. It finds the operation by the route Echo matched, so the
-// request is routed once.
+// openapi.yaml (parameters, body, no undocumented query parameter) and
+// reports every problem at once, one FieldError each.
 func validateRequests(ops map[string]operation) echo.MiddlewareFunc {
 	options := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // Authenticate already ran
 		KeepValidatedValue: true, MultiError: true}
@@ -138,12 +135,9 @@ func operations(spec *openapi3.T) map[string]operation {
 }
 
 // beforeBody answers what a request's head alone decides before anything
-// reads its body: 404 or 405 for a method and path of no operation (Echo's
-// answer), 415 for a media type, charset or content coding the operation
-// does not take. A client that sent Expect: 100-continue gets that answer
-// instead of 100 Continue, which net/http sends on the body's first read. Every route is an operation of
-// the spec (oapi.RegisterHandlers), so a request of no operation has only
-// Echo's 404 or 405 handler to run.
+// reads its body (so a client that sent Expect: 100-continue gets it
+// instead of 100 Continue): Echo's 404 or 405 for no operation, 415 for a
+// media type, charset or content coding the operation does not take.
 func beforeBody(ops map[string]operation) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
