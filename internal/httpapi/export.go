@@ -108,9 +108,7 @@ func (a exportAnswer) VisitExportOrgResponse(w http.ResponseWriter) error {
 			level = slog.LevelError
 		}
 		a.h.Logger.Log(a.ctx, level, "export ended early", "status", p.Status, "code", p.Code, "orgId", a.orgID, "requestId", p.RequestId, "err", err.Error())
-		if err := s.line("error", struct {
-			Error oapi.Problem `json:"error"`
-		}{p}, ""); err != nil {
+		if s.line("error", map[string]oapi.Problem{"error": p}, "") != nil {
 			return nil
 		}
 	}
