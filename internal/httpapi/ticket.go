@@ -58,8 +58,7 @@ func (h *handlers) GetTicket(ctx context.Context, req oapi.GetTicketRequestObjec
 	}
 	out := toTicket(t)
 	if withComments {
-		cs := mapAll(comments, toComment)
-		out.Comments = &cs
+		out.Comments = ptrTo(mapAll(comments, toComment))
 	}
 	return oapi.GetTicket200JSONResponse{Body: out, Headers: oapi.GetTicket200ResponseHeaders{ETag: etag(t.Version)}}, nil
 }
