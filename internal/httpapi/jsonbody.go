@@ -122,18 +122,17 @@ func walkJSON(dec *json.Decoder, path string, depth int) error {
 				return err
 			}
 		}
-		if _, err := dec.Token(); err != nil { // '}'
-			return syntaxError(err)
-		}
 	case json.Delim('['):
 		for i := 0; dec.More(); i++ {
 			if err := walkJSON(dec, path+"/"+strconv.Itoa(i), depth+1); err != nil {
 				return err
 			}
 		}
-		if _, err := dec.Token(); err != nil { // ']'
-			return syntaxError(err)
-		}
+	default:
+		return nil // a scalar
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}' or ']'
+		return syntaxError(err)
 	}
 	return nil
 }
