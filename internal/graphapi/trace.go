@@ -2,6 +2,7 @@ package graphapi
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,12 +83,7 @@ func (l levelSpans) InterceptField(ctx context.Context, next graphql.Resolver) (
 		ls.mu.Lock()
 		defer ls.mu.Unlock()
 		if lv.running--; lv.running == 0 {
-			names := make([]string, 0, len(lv.fields))
-			for f := range lv.fields {
-				names = append(names, f)
-			}
-			slices.Sort(names)
-			lv.span.SetAttributes(attribute.String("graphql.fields", strings.Join(names, ",")))
+			lv.span.SetAttributes(attribute.String("graphql.fields", strings.Join(slices.Sorted(maps.Keys(lv.fields)), ",")))
 			lv.span.End()
 			delete(ls.open, depth)
 		}
