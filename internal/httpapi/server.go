@@ -57,12 +57,10 @@ type Deps struct {
 	// Ready reports whether the server should get traffic (DynamoDB
 	// reachable, not shutting down); nil means always ready.
 	Ready func(context.Context) error
-	// Registry collects the request metrics (cmd/api serves it on its own
-	// metrics listener, never on the API's); nil means a fresh registry.
+	// Registry collects the request metrics; nil means a fresh registry.
 	Registry *prometheus.Registry
 	// Metrics, when set, counts each request's DynamoDB calls (attach
-	// Metrics.DynamoDB to the SDK client) and writes one log line per
-	// request.
+	// Metrics.DynamoDB to the SDK client) and writes its log line.
 	Metrics *obs.Metrics
 	// RateLimit, when set, limits each tenant's request rate.
 	RateLimit *ratelimit.Limiter
@@ -77,20 +75,17 @@ type Deps struct {
 	// RequestTimeout bounds each request, DynamoDB calls included
 	// (default 10 s); a request that runs out answers 503.
 	RequestTimeout time.Duration
-	// OffboardWait is how long DELETE /v1/orgs/{orgId} waits, once the
-	// members are cut off, for the rest of the offboarding before it
-	// answers 202 and lets it finish in the background (default 2 s).
+	// OffboardWait is how long DELETE /v1/orgs/{orgId} waits for the
+	// offboarding before it answers 202 (default 2 s).
 	OffboardWait time.Duration
 	// GraphQL bounds the GraphQL API's requests (zero: its defaults).
 	GraphQL graphapi.Limits
 	// Export exports orgs (GET /v1/orgs/{orgId}/export).
 	Export *export.Service
-	// Tracing, when set, traces every request (trace.go), its DynamoDB
-	// calls (attach Tracing.DynamoDB to the SDK client) and its GraphQL
-	// levels; nil is off, and costs nothing.
+	// Tracing, when set, traces every request, its DynamoDB calls (attach
+	// Tracing.DynamoDB to the SDK client) and its GraphQL levels.
 	Tracing *obs.Tracing
-	// DocsUI serves GET /docs (the API reference) and GraphiQL on a
-	// browser's GET /v1/graphql (docs.go).
+	// DocsUI serves GET /docs and GraphiQL (docs.go).
 	DocsUI bool
 	// WriteTimeout is the http.Server's WriteTimeout (0: it has none),
 	// which timeout pushes out for the offboarding DELETE.

@@ -39,12 +39,9 @@ type Verifier struct {
 	parser  *jwt.Parser
 	keyFunc jwt.Keyfunc
 	now     func() time.Time
-	// cache remembers tokens that verified, until their exp or MaxCacheAge,
-	// whichever comes first: a client sends the same token with each
-	// request, and verifying it again (parse, HMAC or signature, the
-	// duplicate-key check) is most of what authentication costs. Only a
-	// token that verified is kept, so a caller without a valid token cannot
-	// grow it.
+	// cache remembers tokens that verified (verifying one again is most of
+	// what authentication costs), until their exp or MaxCacheAge: only
+	// those, so a caller without a valid token cannot grow it.
 	cache *lru.Cache[[sha256.Size]byte, cachedToken]
 }
 
@@ -228,9 +225,8 @@ func IdentityFrom(ctx context.Context) (authz.Identity, bool) {
 	return id, ok
 }
 
-// caller is the identity Authenticate stored: every operation but the
-// public ones has one, so its absence is a wiring bug (a panic, which
-// Recover answers with a 500).
+// caller is the identity Authenticate stored; its absence is a wiring bug
+// (a panic, which Recover answers with a 500).
 func caller(ctx context.Context) authz.Identity {
 	id, ok := IdentityFrom(ctx)
 	if !ok {
@@ -241,9 +237,7 @@ func caller(ctx context.Context) authz.Identity {
 
 // decided is the request's decision (access.Decision): the principal, and
 // what the authorization read loaded of the route's target (nothing when
-// it names none, so that the service reads what it needs). AuthorizeOrg
-// decides every route under /v1/orgs/{orgId} before its handler runs, so
-// its absence is a wiring bug (a panic, which Recover answers with a 500).
+// it names none). Its absence is a wiring bug, as caller's.
 func decided(ctx context.Context) (authz.Principal, access.Found) {
 	d, ok := access.Decided(ctx)
 	if !ok {
