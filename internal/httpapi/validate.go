@@ -74,9 +74,7 @@ func validateRequests(ops map[string]operation) echo.MiddlewareFunc {
 }
 
 // checkInput checks a GraphQL mutation's input field as validateRequests
-// checks the same field of a REST body: with the same schema (field of the
-// component schema named schema) and the same errors, so both transports
-// refuse the same input the same way.
+// checks the same field of a REST body, with the same schema and errors.
 func checkInput(spec *openapi3.T) func(schema, field string, value any) []graphapi.FieldError {
 	return func(schema, field string, value any) []graphapi.FieldError {
 		s := spec.Components.Schemas[schema]
@@ -123,8 +121,7 @@ func operations(spec *openapi3.T) map[string]operation {
 				for _, p := range ps {
 					if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
 						array := p.Value.Schema != nil && p.Value.Schema.Value != nil && p.Value.Schema.Value.Type.Is("array")
-						single := !array || (p.Value.Explode != nil && !*p.Value.Explode) // a list of one value: a,b
-						known[p.Value.Name] = single
+						known[p.Value.Name] = !array || (p.Value.Explode != nil && !*p.Value.Explode) // single: a list of one value is a,b
 					}
 				}
 			}
@@ -216,9 +213,8 @@ func (e *validationError) problem() oapi.Problem {
 	if n := len(e.fields) - len(parts); n > 0 {
 		detail += fmt.Sprintf("; and %d more (see errors)", n)
 	}
-	fs := e.fields
 	p := problem(http.StatusBadRequest, "invalid_request", detail)
-	p.Errors = &fs
+	p.Errors = &e.fields
 	return p
 }
 
