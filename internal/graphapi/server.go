@@ -89,9 +89,8 @@ type Limits struct {
 	// MaxDepth is the deepest selection allowed (default 10; the
 	// introspection fields do not count).
 	MaxDepth int
-	// MaxComplexity is the most a query may cost (default 10,000): a field
-	// costs 1, a point read 50, a connection 10 plus first times its
-	// selection.
+	// MaxComplexity is the most a query may cost (default 10,000; the
+	// costs are setComplexity's).
 	MaxComplexity int
 	// BatchWait is how long a DataLoader collects the lookups of a level
 	// before it reads them (default 2 ms).
@@ -170,25 +169,21 @@ type Request struct {
 // and metrics.
 type Result struct {
 	Response *graphql.Response
-	// Operation is "<query|mutation>:<root fields>" with the schema's
-	// root field names, sorted and joined by "+": a bounded set, fit for a
-	// metric label ("" when the request never became an operation).
+	// Operation is "<query|mutation>:<root fields>", sorted and joined by
+	// "+": a bounded set, fit for a metric label ("" for no operation).
 	Operation string
 	// Limited, when set, is the caller's rate limit refusing the request's
 	// cost: nothing ran, Response is nil.
 	Limited *ratelimit.Decision
-	// Executed is whether the operation ran: false for a request error (a
-	// document that does not parse or validate, variables that do not
-	// fit, a limit exceeded), whose Response has errors and no data.
+	// Executed is whether the operation ran: false for a request error,
+	// whose Response has errors and no data.
 	Executed bool
-	// NotAQuery is a mutation in a QueryOnly request: nothing ran,
-	// Response is nil.
+	// NotAQuery is a mutation in a QueryOnly request: Response is nil.
 	NotAQuery bool
 }
 
-// Execute runs r for the caller. Request errors (a document that does not
-// parse or validate, or exceeds a limit) and field errors are in the
-// response's errors, with extensions.code; nothing reads DynamoDB before
+// Execute runs r for the caller; request and field errors are in the
+// response's errors, with extensions.code. Nothing reads DynamoDB before
 // the document has passed every limit.
 func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Result {
 	rs := &requestState{s: s, id: id, queryOnly: r.QueryOnly, access: map[string]*accessEntry{}, calls: make(chan struct{}, maxConcurrentQueries)}
