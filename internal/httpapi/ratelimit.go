@@ -21,9 +21,8 @@ var (
 )
 
 // limitTenant limits every authenticated request by its tenant: the org of
-// the route, else the caller. It runs after the authorization read, so only
-// an org's members spend its budget. Unauthenticated requests pass (they
-// were refused, or are public probes).
+// the route, else the caller; after the authorization read, so only an
+// org's members spend its budget.
 func limitTenant(l *ratelimit.Limiter) echo.MiddlewareFunc {
 	return limitBy(l, "org", func(c echo.Context, id authz.Identity) (string, error) {
 		if org := c.Param("orgId"); org != "" {
@@ -52,9 +51,8 @@ func limitCaller(l *ratelimit.Limiter, keys *apikey.Recent, now clock.Clock) ech
 }
 
 // limitBy spends a token of the bucket key names (refusing with the error
-// it gives; no bucket, "", lets the request through uncounted) and says
-// so in the RateLimit header fields (rateLimitFields): RateLimit-Policy
-// and RateLimit list each policy the request went through.
+// it gives; no bucket, "", passes uncounted) and adds the policy to the
+// RateLimit header fields.
 func limitBy(l *ratelimit.Limiter, policy string, key func(echo.Context, authz.Identity) (string, error)) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
