@@ -9,7 +9,6 @@ import (
 
 	"github.com/oapi-codegen/nullable"
 
-	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/ifmatch"
@@ -85,18 +84,15 @@ func link(ctx context.Context, next string) *string {
 	if next == "" {
 		return nil
 	}
-	u := *original(ctx).URL
+	u := original(ctx).URL
 	q := u.Query()
 	q.Set("cursor", next)
-	u.RawQuery = q.Encode()
-	s := fmt.Sprintf(`<%s>; rel="next"`, (&url.URL{Path: u.Path, RawQuery: u.RawQuery}).String())
+	s := fmt.Sprintf(`<%s>; rel="next"`, (&url.URL{Path: u.Path, RawQuery: q.Encode()}).String())
 	return &s
 }
 
 // strPtr is s, or nil (the field left out) when it is "".
 var strPtr = optional.Of[string]
-
-func roleOf(r oapi.Role) authz.Role { return authz.Role(r) }
 
 // enum converts an optional enum value of the wire to the domain's type.
 func enum[T, U ~string](v *U) *T {
