@@ -66,8 +66,7 @@ func conditional(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // bufferedWriter holds an answer with a version until conditional has
-// seen it whole; any other answer (a listing, an error) goes straight
-// through.
+// seen it whole; any other answer goes straight through.
 type bufferedWriter struct {
 	http.ResponseWriter
 	status  int
@@ -90,9 +89,8 @@ func (w *bufferedWriter) Write(b []byte) (int, error) {
 	return w.body.Write(b)
 }
 
-// Unwrap lets http.ResponseController reach the connection: an answer
-// streamed as it is made (an export), which carries no version and so goes
-// straight through, flushes and extends its write deadline.
+// Unwrap lets http.ResponseController reach the connection: a streamed
+// answer (an export) flushes and extends its write deadline.
 func (w *bufferedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // digestOnly is the ETag a handler sets on an answer that has no version

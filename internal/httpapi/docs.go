@@ -86,10 +86,9 @@ func registerDocs(e *echo.Echo) {
 	e.GET(DocsAssetsRoute, func(c echo.Context) error { return serveDoc(c, "docs/assets/"+c.Param("name")) })
 }
 
-// graphiQL answers a browser's GET /v1/graphql, one whose Accept prefers
-// text/html to the GraphQL answers' media types, with GraphiQL, before the
-// request is authenticated: a navigation carries no bearer token, and the
-// page is static. Any other request goes on to the API.
+// graphiQL answers a GET /v1/graphql whose Accept prefers text/html (a
+// browser's navigation, which carries no token) with GraphiQL, before the
+// request is authenticated.
 func graphiQL(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if c.Path() != "/v1/graphql" || c.Request().Method != http.MethodGet {

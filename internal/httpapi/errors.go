@@ -55,8 +55,7 @@ var clientClosed = oapi.Problem{Type: problemType + "client_closed_request", Tit
 	Status: idempotency.StatusClientClosedRequest, Code: "client_closed_request", Detail: "the client closed the request before it was answered"}
 
 // clientGone reports whether the request's client went away: the context
-// net/http gave the request (withRequest kept it, under the deadlines
-// middlewares add later) is cancelled while the server still handles it.
+// net/http gave the request (withRequest kept it) is cancelled.
 func clientGone(c echo.Context) bool {
 	return errors.Is(original(c.Request().Context()).Context().Err(), context.Canceled)
 }

@@ -21,10 +21,8 @@ import (
 	"github.com/tenantd/tenantd/internal/optional"
 )
 
-// Graphql serves POST /v1/graphql. The body went through the same checks
-// as every other (one JSON value, the GraphQLRequest schema, 64 KiB); a
-// null operationName, variables, extensions or persistedQuery is none, and
-// extensions other than persistedQuery are ignored (GraphQL over HTTP).
+// Graphql serves POST /v1/graphql, its body checked as every other; a
+// null operationName, variables, extensions or persistedQuery is none.
 func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (oapi.GraphqlResponseObject, error) {
 	b := req.Body
 	var r graphapi.Request
@@ -115,10 +113,9 @@ const (
 	mediaJSON            = "application/json"
 )
 
-// graphqlMedia is the media type to answer a GraphQL request in, given its
-// Accept header: application/graphql-response+json when the client lists
-// it, at a quality at least that of application/json; application/json
-// otherwise (no Accept, */*, application/json: the legacy clients').
+// graphqlMedia is the media type to answer a GraphQL request in:
+// application/graphql-response+json when Accept lists it at a quality at
+// least that of application/json, application/json otherwise.
 func graphqlMedia(accept string) string {
 	q := acceptQ(accept)
 	if g := q[mediaGraphQLResponse]; g > 0 && g >= q[mediaJSON] {
@@ -180,9 +177,8 @@ func unavailable(r *graphql.Response) error {
 }
 
 // graphqlAnswer writes a GraphQL response in media. A request that never
-// executed (a request error) has no data entry; in
-// application/graphql-response+json it is a 400, in application/json a
-// 200 as legacy clients expect.
+// executed has no data entry, and is a 400 in
+// application/graphql-response+json (a 200 in application/json).
 type graphqlAnswer struct {
 	r        *graphql.Response
 	executed bool

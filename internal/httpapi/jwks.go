@@ -41,9 +41,8 @@ type jwks struct {
 	fetching sync.Mutex // one fetch at a time: an older answer never replaces a newer one
 }
 
-// newJWKS fetches the JWKS once (a failure is logged: the server starts and
-// tokens get 401 until a fetch succeeds), then every JWKSRefresh until ctx
-// ends.
+// newJWKS fetches the JWKS once (a failure is logged, and tokens get 401
+// until a fetch succeeds), then every JWKSRefresh until ctx ends.
 func newJWKS(ctx context.Context, url string, gap time.Duration) *jwks {
 	k := &jwks{Storage: jwkset.NewMemoryStorage(), ctx: ctx, url: url, gap: gap}
 	k.due()

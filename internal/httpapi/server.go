@@ -264,9 +264,8 @@ func publicPaths(spec *openapi3.T) map[string]bool {
 }
 
 // timeout gives each request a deadline that DynamoDB calls honour:
-// requestTimeout, or offboardTimeout for the offboarding DELETE, which also
-// gets its write deadline moved out by the difference when the server has
-// one (writeTimeout > 0).
+// requestTimeout, or offboardTimeout for the offboarding DELETE, whose
+// write deadline (if any) moves out by the difference.
 func timeout(requestTimeout, writeTimeout time.Duration) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {

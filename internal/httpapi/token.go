@@ -97,9 +97,8 @@ func (c *Claims) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, (*plain)(c))
 }
 
-// NewVerifier builds a Verifier. Exactly one of HS256Secret and JWKSURL must
-// be set: a server without authentication refuses to start. The accepted
-// algorithms follow from the key source and never from the token header.
+// NewVerifier builds a Verifier from exactly one of HS256Secret and
+// JWKSURL; the accepted algorithms follow from it, never from the token.
 func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
 	now := cfg.Now
 	if now == nil {
