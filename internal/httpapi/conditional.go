@@ -94,8 +94,7 @@ func (w *bufferedWriter) Write(b []byte) (int, error) {
 func (w *bufferedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // digestOnly is the ETag a handler sets on an answer that has no version
-// but is to be tagged (and answered 304) all the same: its digest is its
-// tag.
+// but is to be tagged by its digest all the same.
 const digestOnly = `"-"`
 
 // tagged reads the version a handler's ETag names: `"<version>"`, or 0

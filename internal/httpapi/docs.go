@@ -56,9 +56,8 @@ var docsByName = sync.OnceValue(func() map[string]docFile {
 	return out
 })
 
-// docsCSP lets the pages load scripts, styles, images and fonts from this
-// origin only (inline styles too: the libraries set some) and call only
-// this origin; no frame may embed them.
+// docsCSP lets the pages load and call this origin only (inline styles
+// too: the libraries set some); no frame may embed them.
 const docsCSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 

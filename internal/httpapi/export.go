@@ -159,8 +159,7 @@ func (s *exportSink) Read(ctx context.Context) error {
 }
 
 // reauthorizeAfter is how long an export reads on one decision of its
-// caller's access: an owner removed or demoted while it runs gets no page
-// read later than this after the change.
+// caller's access (an owner removed while it runs).
 const reauthorizeAfter = time.Second
 
 // reauthorize decides the caller's access to the export again, as

@@ -12,13 +12,11 @@ import (
 )
 
 // JWKSMinRefetch is the default least time between two fetches of the JWKS
-// that tokens with an unknown kid cause (VerifierConfig.JWKSRefetchGap):
-// within it of the last fetch, such a token is refused at once.
+// that tokens with an unknown kid cause (VerifierConfig.JWKSRefetchGap).
 const JWKSMinRefetch = 2 * time.Second
 
-// JWKSRefresh is how often the JWKS is fetched whatever tokens arrive: a key
-// the identity provider withdraws stops verifying new tokens within this
-// long.
+// JWKSRefresh is how often the JWKS is fetched whatever tokens arrive: a
+// withdrawn key stops verifying new tokens within this long.
 const JWKSRefresh = time.Minute
 
 // jwksTimeout bounds one fetch of the JWKS.

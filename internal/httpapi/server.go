@@ -222,9 +222,8 @@ func isHead(ctx context.Context) bool {
 	return head
 }
 
-// allowHead adds HEAD to an Allow header (of an OPTIONS or a 405 answer)
-// that lists GET: HeadAsGet serves HEAD on every GET route, and Echo's
-// router, which never sees a HEAD, leaves it out.
+// allowHead adds HEAD to an Allow header that lists GET: HeadAsGet serves
+// HEAD on every GET route, which Echo's router never sees.
 func allowHead(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		res := c.Response()
