@@ -99,11 +99,9 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 			// Bad tokens sent in a loop on kept-alive connections hold no
 			// connection slot (MAX_CONNECTIONS) that clients with tokens need.
 			h.Set("Connection", "close")
-		case http.StatusServiceUnavailable:
-			h.Set("Retry-After", strconv.Itoa(1))
-		case http.StatusTooManyRequests:
-			if h.Get("Retry-After") == "" { // a limit that said no sooner
-				h.Set("Retry-After", strconv.Itoa(1))
+		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+			if h.Get("Retry-After") == "" { // a limit that said no sooner keeps its own
+				h.Set("Retry-After", "1")
 			}
 		}
 		h.Set(echo.HeaderContentType, "application/problem+json")
