@@ -60,18 +60,16 @@ type Services struct {
 // Deps are what the resolvers use: the REST API's services and settings.
 type Deps struct {
 	Services
-	// Cursors signs the connections' cursors: the REST API's, so a
-	// listing's cursor is the same in both.
+	// Cursors signs the connections' cursors: the REST API's.
 	Cursors page.Cursors
-	// RateLimit, when set, is the per-org limit of the REST API: a request
-	// spends, from each org it reads, its cost (costPerToken).
+	// RateLimit, when set, is REST's per-org limit: a request spends its
+	// cost (costPerToken) from each org it reads.
 	RateLimit *ratelimit.Limiter
 	// CallerRateLimit, when set, is the REST API's per-caller limit, which
 	// spent one token on the request before it got here: a costlier request
 	// spends the rest of its cost from it too, before it runs.
 	CallerRateLimit *ratelimit.Limiter
-	// Idempotency, when set, keeps the IDs that createTicket and addComment
-	// made under an idempotencyKey (the REST API's keeper).
+	// Idempotency, when set, is REST's keeper of idempotencyKey's IDs.
 	Idempotency *idempotency.Keeper
 	// CheckInput checks value as the REST API checks field of the body
 	// schema ("TicketCreate"): the problems REST would list, none when it
