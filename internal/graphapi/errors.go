@@ -9,10 +9,8 @@ import (
 )
 
 // errorExtensions is a field error as GraphQL clients get it: the REST
-// API's code, the kind of error in GraphQL's customary spelling
-// (NOT_FOUND), and, for invalid input, every bad field as the REST API
-// lists it ("in" is "argument" for a field's argument, "input" for a field
-// of a mutation's input). internal reports an error to log and hide.
+// API's code, its kind (NOT_FOUND), and every bad field of invalid input
+// ("in": "argument" or "input"). internal reports an error to log and hide.
 func errorExtensions(err error) (ext map[string]any, message string, internal bool) {
 	var ie inputError
 	if errors.As(err, &ie) {

@@ -24,37 +24,26 @@ const (
 )
 
 func setComplexity(c *ComplexityRoot) {
-	point := func(child int) int { return pointRead + child }
-	list := func(child int, first *int) int {
+	byID := func(child int, _ string) int { return pointRead + child }
+	list := func(child int, first *int, _ *string) int {
 		n := page.DefaultLimit
 		if first != nil && *first > 0 {
 			n = min(*first, page.MaxLimit) // a larger first is refused when the field runs
 		}
 		return listCost + n*child
 	}
-	c.Query.Org = func(child int, _ string) int { return point(child) }
-	c.MeOrg.Org = point
-	c.Org.User = func(child int, _ string) int { return point(child) }
-	c.Org.Team = func(child int, _ string) int { return point(child) }
-	c.Org.Ticket = func(child int, _ string) int { return point(child) }
-	c.Me.Orgs = func(child int, first *int, _ *string) int { return list(child, first) }
-	c.Org.Users = func(child int, first *int, _ *string) int { return list(child, first) }
-	c.Org.Teams = func(child int, first *int, _ *string) int { return list(child, first) }
-	c.Org.Invitations = func(child int, first *int, _ *string) int { return list(child, first) }
-	c.Org.Webhooks = func(child int, first *int, _ *string) int { return list(child, first) }
-	c.Webhook.Deliveries = func(child int, first *int, _ *string) int { return list(child, first) }
-	c.Org.AuditLog = func(child int, _, _ *time.Time, first *int, _ *string) int { return list(child, first) }
-	c.Org.Tickets = func(child int, _ *ticket.Status, _ *ticket.Priority, _, _, _ *string, _ *SortOrder, first *int, _ *string) int {
-		return list(child, first)
+	c.Query.Org, c.Org.User, c.Org.Team, c.Org.Ticket = byID, byID, byID, byID
+	c.MeOrg.Org = func(child int) int { return pointRead + child }
+	c.Me.Orgs, c.Org.Users, c.Org.Teams, c.Org.Invitations, c.Org.Webhooks = list, list, list, list, list
+	c.Webhook.Deliveries, c.OrgUser.Teams, c.OrgUser.AssignedTickets, c.Team.Members, c.Ticket.Comments = list, list, list, list, list
+	c.Org.AuditLog = func(child int, _, _ *time.Time, first *int, after *string) int { return list(child, first, after) }
+	c.Org.Tickets = func(child int, _ *ticket.Status, _ *ticket.Priority, _, _, _ *string, _ *SortOrder, first *int, after *string) int {
+		return list(child, first, after)
 	}
-	c.OrgUser.Teams = func(child int, first *int, _ *string) int { return list(child, first) }
-	c.OrgUser.AssignedTickets = func(child int, first *int, _ *string) int { return list(child, first) }
-	c.Team.Members = func(child int, first *int, _ *string) int { return list(child, first) }
-	c.Team.Tickets = func(child int, _ *ticket.Status, first *int, _ *string) int { return list(child, first) }
-	c.Ticket.Comments = func(child int, first *int, _ *string) int { return list(child, first) }
-	c.Mutation.CreateTicket = func(child int, _ string, _ CreateTicketInput, _ *string) int { return point(child) }
-	c.Mutation.UpdateTicket = func(child int, _, _ string, _ *int, _ UpdateTicketInput) int { return point(child) }
-	c.Mutation.AddComment = func(child int, _, _, _ string, _ *string) int { return point(child) }
+	c.Team.Tickets = func(child int, _ *ticket.Status, first *int, after *string) int { return list(child, first, after) }
+	c.Mutation.CreateTicket = func(child int, _ string, _ CreateTicketInput, _ *string) int { return pointRead + child }
+	c.Mutation.UpdateTicket = func(child int, _, _ string, _ *int, _ UpdateTicketInput) int { return pointRead + child }
+	c.Mutation.AddComment = func(child int, _, _, _ string, _ *string) int { return pointRead + child }
 }
 
 // depthLimit refuses an operation whose selections nest deeper than max
@@ -105,21 +94,12 @@ func selectionDepth(set ast.SelectionSet, depth, limit int) int {
 	return deepest
 }
 
-// documentCheck refuses, from the parsed document before it is validated:
-//   - in a QueryOnly request (GET), an operation that is not a query,
-//     whether or not it would validate (NotAQuery: nothing runs);
-//   - an operation whose fields, with every fragment spread expanded,
-//     number more than maxFields: a fragment that spreads another twice,
-//     thirty times over, is a 1 KB document of 2^30 fields, which
-//     validation, the depth limit and gqlgen's complexity walk would each
-//     expand in full, for minutes, ignoring the request's deadline. Here
-//     each fragment's size is computed once (linear in the document) and
-//     the count stops at maxFields.
-//
-// A document that does not parse, or names no operation of its own, is
-// left to the executor to report. Documents whose count passed are
-// remembered (bounded LRU), so a repeated query is parsed once more, not
-// every time.
+// documentCheck refuses, from the parsed document before it is validated,
+// an operation that is not a query in a QueryOnly request (NotAQuery), and
+// one whose fields, fragment spreads expanded, number more than maxFields:
+// a 1 KB document of nested spreads can expand to 2^30 fields, which
+// validation and the other limits would walk for minutes. Documents whose
+// count passed are remembered (bounded LRU).
 type documentCheck struct {
 	maxFields int
 	passed    graphql.Cache[struct{}]

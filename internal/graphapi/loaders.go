@@ -22,20 +22,18 @@ type commentsKey struct {
 	Page            page.Request
 }
 
-// loaders are one request's DataLoaders: each collects the lookups that
-// the resolvers of one nesting level make at once and serves them with one
-// DynamoDB operation per org (BatchGetItem, 100 keys a call), or, for
-// comments, one round of concurrent Queries. Their caches last the request.
+// loaders are one request's DataLoaders: each serves the lookups of one
+// nesting level with one DynamoDB operation per org, or, for comments, one
+// round of concurrent Queries.
 type loaders struct {
 	users    *dataloadgen.Loader[ref, *tenant.User]
 	teams    *dataloadgen.Loader[ref, *membership.Team]
 	comments *dataloadgen.Loader[commentsKey, page.Result[ticket.Comment]]
 }
 
-// batchLoader loads an org's items by ID with get, as the caller
-// authorized in that org: one read per org of the batch, concurrently (a
-// request reads few orgs; each read is one BatchGetItem of its distinct
-// IDs). A ref the read did not return is nil: the item does not exist.
+// batchLoader loads items by ID with get, as the caller authorized in
+// their org: one read per org of the batch, concurrently. A ref the read
+// did not return is nil: the item does not exist.
 func batchLoader[V any](rs *requestState, wait dataloadgen.Option,
 	get func(context.Context, authz.Principal, []string) (map[string]V, error)) *dataloadgen.Loader[ref, *V] {
 	return dataloadgen.NewLoader(func(ctx context.Context, keys []ref) ([]*V, []error) {

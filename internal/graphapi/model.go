@@ -7,6 +7,7 @@ import (
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/invitation"
 	"github.com/tenantd/tenantd/internal/membership"
+	"github.com/tenantd/tenantd/internal/optional"
 	"github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
@@ -79,12 +80,8 @@ type AuditChange struct {
 	Before, After any
 }
 
-func nilIfEmpty(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
+// nilIfEmpty is s, or null when it is "".
+var nilIfEmpty = optional.Of[string]
 
 // AuditValue renders a changed value as both APIs show it: a string, a
 // list of strings, or nil (the field was unset).

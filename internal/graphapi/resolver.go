@@ -1,8 +1,7 @@
 package graphapi
 
 // resolver is the root of the resolvers; each object's resolver is in the
-// file of its resource (org.go, team.go, ticket.go, invitation.go,
-// audit.go, webhook.go), like the HTTP layer's handlers.
+// file of its resource, like the HTTP layer's handlers.
 type resolver struct{ s *Server }
 
 type (

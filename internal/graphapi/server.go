@@ -1,22 +1,13 @@
 // Package graphapi is tenantd's GraphQL API (/v1/graphql, POST and GET):
 // the reads of the REST API and three of its writes, schema-first with
-// gqlgen (schema/*.graphqls), over the same domain services; its
-// connections are Relay connections. It sits beside the HTTP layer:
-// httpapi authenticates the request, applies the caller's rate limit,
-// hands the decoded request to Server.Execute and answers in the media
-// type the client accepts (GraphQL over HTTP).
+// gqlgen, over the same domain services, with Relay connections. httpapi
+// authenticates the request, hands it to Server.Execute and answers it.
 //
-// Every resolver is at most one DynamoDB operation, and the resolvers of
-// one nesting level share one: a per-request DataLoader collects the point
-// lookups a level makes (requesters, assignees, teams, comment authors) into
-// one BatchGetItem, and the comments of a page of tickets are read by
-// concurrent Queries in one batch. A nested query therefore costs one
-// operation (or one round of concurrent Queries) per level, never one per
-// item (seed 002; docs/data-model.md, "GraphQL: operations per level").
-//
-// Authorization is the REST API's: the caller's OrgUser edge, read once per
-// org per request (memoized) with the same O(1) BatchGetItem, and the same
-// role matrix in the services. Another tenant's org is org_not_found.
+// A nested query costs one DynamoDB operation (or one round of concurrent
+// Queries) per nesting level, never one per item: per-request DataLoaders
+// batch a level's lookups (docs/data-model.md, "GraphQL: operations per
+// level"). Authorization is the REST API's, read once per org per request;
+// another tenant's org is org_not_found.
 package graphapi
 
 import (
@@ -69,25 +60,20 @@ type Services struct {
 // Deps are what the resolvers use: the REST API's services and settings.
 type Deps struct {
 	Services
-	// Cursors signs the connections' cursors: the REST API's, so a
-	// listing's cursor is the same in both.
+	// Cursors signs the connections' cursors: the REST API's.
 	Cursors page.Cursors
-	// RateLimit, when set, is the per-org limit of the REST API: a request
-	// spends, from each org it reads, its cost (costPerToken).
+	// RateLimit, when set, is REST's per-org limit: a request spends its
+	// cost (costPerToken) from each org it reads.
 	RateLimit *ratelimit.Limiter
 	// CallerRateLimit, when set, is the REST API's per-caller limit, which
-	// spent one token on the request before it got here: a request costing
-	// more spends the rest of its cost from it too, before it runs, so a
-	// caller cannot buy with one costly document what REST limits per
-	// request, by spreading it over orgs of its own.
+	// spent one token on the request before it got here: a costlier request
+	// spends the rest of its cost from it too, before it runs.
 	CallerRateLimit *ratelimit.Limiter
-	// Idempotency, when set, keeps the IDs that createTicket and addComment
-	// made under an idempotencyKey (the REST API's keeper).
+	// Idempotency, when set, is REST's keeper of idempotencyKey's IDs.
 	Idempotency *idempotency.Keeper
 	// CheckInput checks value as the REST API checks field of the body
-	// whose schema is named schema (openapi.yaml's, "TicketCreate"): the
-	// problems it finds, as REST lists them; none when it passes. A
-	// mutation's input is refused as the same REST body is.
+	// schema ("TicketCreate"): the problems REST would list, none when it
+	// passes.
 	CheckInput func(schema, field string, value any) []FieldError
 	Now        clock.Clock
 	Logger     *slog.Logger
@@ -101,9 +87,8 @@ type Limits struct {
 	// MaxDepth is the deepest selection allowed (default 10; the
 	// introspection fields do not count).
 	MaxDepth int
-	// MaxComplexity is the most a query may cost (default 10,000): a field
-	// costs 1, a point read 50, a connection 10 plus first times its
-	// selection.
+	// MaxComplexity is the most a query may cost (default 10,000; the
+	// costs are setComplexity's).
 	MaxComplexity int
 	// BatchWait is how long a DataLoader collects the lookups of a level
 	// before it reads them (default 2 ms).
@@ -182,25 +167,21 @@ type Request struct {
 // and metrics.
 type Result struct {
 	Response *graphql.Response
-	// Operation is "<query|mutation>:<root fields>" with the schema's
-	// root field names, sorted and joined by "+": a bounded set, fit for a
-	// metric label ("" when the request never became an operation).
+	// Operation is "<query|mutation>:<root fields>", sorted and joined by
+	// "+": a bounded set, fit for a metric label ("" for no operation).
 	Operation string
 	// Limited, when set, is the caller's rate limit refusing the request's
 	// cost: nothing ran, Response is nil.
 	Limited *ratelimit.Decision
-	// Executed is whether the operation ran: false for a request error (a
-	// document that does not parse or validate, variables that do not
-	// fit, a limit exceeded), whose Response has errors and no data.
+	// Executed is whether the operation ran: false for a request error,
+	// whose Response has errors and no data.
 	Executed bool
-	// NotAQuery is a mutation in a QueryOnly request: nothing ran,
-	// Response is nil.
+	// NotAQuery is a mutation in a QueryOnly request: Response is nil.
 	NotAQuery bool
 }
 
-// Execute runs r for the caller. Request errors (a document that does not
-// parse or validate, or exceeds a limit) and field errors are in the
-// response's errors, with extensions.code; nothing reads DynamoDB before
+// Execute runs r for the caller; request and field errors are in the
+// response's errors, with extensions.code. Nothing reads DynamoDB before
 // the document has passed every limit.
 func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Result {
 	rs := &requestState{s: s, id: id, queryOnly: r.QueryOnly, access: map[string]*accessEntry{}, calls: make(chan struct{}, maxConcurrentQueries)}

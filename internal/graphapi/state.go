@@ -62,12 +62,9 @@ func state(ctx context.Context) *requestState {
 	return ctx.Value(stateKey{}).(*requestState)
 }
 
-// principal is the caller acting in orgID: the authorization read (the
-// org item and the caller's OrgUser edge in one consistent BatchGetItem),
-// made once per org per request whatever the query asks of the org. Like
-// the REST API: an org the caller is not in, or one being offboarded, is
-// org_not_found; and the org's rate limit is spent (the request's cost)
-// only once the caller is known to be its member.
+// principal is the caller acting in orgID: the REST API's authorization
+// read and decision, made once per org per request; the org's rate limit
+// is spent (the request's cost) only once the caller is known its member.
 func (rs *requestState) principal(ctx context.Context, orgID string) (authz.Principal, error) {
 	if err := ids.Resource("orgId", orgID); err != nil {
 		return authz.Principal{}, err
@@ -130,9 +127,8 @@ func (rs *requestState) pageIn(scope, listing string, first *int, after *string)
 	return pr, nil
 }
 
-// connectionOf wraps a page of a listing as a connection: each item's
-// cursor is its store position signed for this scope and listing, and the
-// page's next position says whether more follow.
+// connectionOf wraps a page of a listing as a connection, each item's
+// cursor its store position signed for this scope and listing.
 func connectionOf[T, N any](rs *requestState, scope, listing string, r page.Result[T], node func(T) *N) (*Connection[N], error) {
 	if len(r.After) != len(r.Items) {
 		return nil, fmt.Errorf("listing %s: %d items, %d positions", listing, len(r.Items), len(r.After))

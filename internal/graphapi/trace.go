@@ -2,6 +2,7 @@ package graphapi
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,16 +21,11 @@ func (s *Server) Trace(t trace.Tracer) {
 }
 
 // levelSpans is the gqlgen extension that makes one span per nesting
-// level of an operation, "graphql level <n>": level n holds the resolvers
-// with n-1 resolvers above them (the org, then its tickets, then their
-// requesters, teams and comments, then the comments' authors), and their
-// DynamoDB calls are its children: a level's DataLoader batch is read with
-// the context of its first lookup (docs/data-model.md, section 3a). A
-// level's span ends when the last of its resolvers running returns; a
-// resolver of the same level that starts after that opens another span of
-// that level: a round trip more, as the trace then shows. Its attributes
-// are the level and the schema's names of its fields, never an argument
-// or a value.
+// level of an operation, "graphql level <n>", the parent of the level's
+// DynamoDB calls (docs/data-model.md, section 3a). It ends when the last of
+// the level's running resolvers returns; a later one opens another span.
+// Its attributes are the level and its fields' schema names, never an
+// argument or a value.
 type levelSpans struct{ tracer trace.Tracer }
 
 var _ interface {
@@ -87,12 +83,7 @@ func (l levelSpans) InterceptField(ctx context.Context, next graphql.Resolver) (
 		ls.mu.Lock()
 		defer ls.mu.Unlock()
 		if lv.running--; lv.running == 0 {
-			names := make([]string, 0, len(lv.fields))
-			for f := range lv.fields {
-				names = append(names, f)
-			}
-			slices.Sort(names)
-			lv.span.SetAttributes(attribute.String("graphql.fields", strings.Join(names, ",")))
+			lv.span.SetAttributes(attribute.String("graphql.fields", strings.Join(slices.Sorted(maps.Keys(lv.fields)), ",")))
 			lv.span.End()
 			delete(ls.open, depth)
 		}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/tenantd/tenantd/internal/authz"
+	"github.com/tenantd/tenantd/internal/optional"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/webhook"
 )
@@ -20,23 +21,13 @@ type Webhook struct {
 func (w Webhook) DescriptionOrNil() *string { return nilIfEmpty(w.Description) }
 
 // FailingSinceOrNil is failingSince: null while the endpoint answers.
-func (w Webhook) FailingSinceOrNil() *time.Time {
-	if w.FailingSince.IsZero() {
-		return nil
-	}
-	return &w.FailingSince
-}
+func (w Webhook) FailingSinceOrNil() *time.Time { return optional.Of(w.FailingSince) }
 
 // WebhookDelivery is one entry of a webhook's delivery log.
 type WebhookDelivery struct{ webhook.Delivery }
 
 // LastStatusOrNil is lastStatus: null if the endpoint never answered.
-func (d WebhookDelivery) LastStatusOrNil() *int {
-	if d.LastStatus == 0 {
-		return nil
-	}
-	return &d.LastStatus
-}
+func (d WebhookDelivery) LastStatusOrNil() *int { return optional.Of(d.LastStatus) }
 
 // LastErrorOrNil is lastError: null after a success.
 func (d WebhookDelivery) LastErrorOrNil() *string { return nilIfEmpty(d.LastError) }
@@ -51,12 +42,7 @@ func (d WebhookDelivery) LatencyOrNil() *int {
 }
 
 // NextAttemptOrNil is nextAttemptAt: null once settled.
-func (d WebhookDelivery) NextAttemptOrNil() *time.Time {
-	if d.NextAttempt.IsZero() {
-		return nil
-	}
-	return &d.NextAttempt
-}
+func (d WebhookDelivery) NextAttemptOrNil() *time.Time { return optional.Of(d.NextAttempt) }
 
 // Webhooks resolves Org.webhooks (GET /v1/orgs/{orgId}/webhooks).
 func (r orgResolver) Webhooks(ctx context.Context, obj *Org, first *int, after *string) (*WebhookConnection, error) {

@@ -14,21 +14,13 @@ import (
 	"github.com/tenantd/tenantd/internal/errs"
 )
 
-// conditional gives every answer that carries a resource's version (the
-// ETag `"<version>"` its handler sets) the entity tag of its
-// representation, `"<version>-<digest>"`, where the digest is of the body:
-// it moves with anything the answer shows (a commentCount, an updatedAt, an
-// embedded list), while If-Match still compares versions only (ifMatch).
-// An answer with no version (a GraphQL query's over GET) whose handler
-// sets the ETag digestOnly gets the digest alone, `"<digest>"`. A GET
-// whose If-None-Match names the representation is answered 304 Not
-// Modified, without its body. Answers without an ETag pass through.
-//
-// If-None-Match on a write is refused (400): no write here is
-// create-only, and a precondition the server would not check must not be
-// silently ignored. So is a write's If-Match that is not RFC 9110's
-// grammar (a tag without its closing quote must not name a version). Both
-// after the authorization decision: a stranger gets its 404.
+// conditional turns a handler's ETag `"<version>"` into the entity tag of
+// the representation, `"<version>-<digest>"` (the body's digest: it moves
+// with anything the answer shows, while If-Match compares versions only),
+// or `"<digest>"` for digestOnly; a GET whose If-None-Match names it is
+// answered 304. A write with If-None-Match (no write is create-only), or
+// with an If-Match outside RFC 9110's grammar, is refused (400), after the
+// authorization decision.
 func conditional(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
@@ -74,8 +66,7 @@ func conditional(next echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // bufferedWriter holds an answer with a version until conditional has
-// seen it whole; any other answer (a listing, an error) goes straight
-// through.
+// seen it whole; any other answer goes straight through.
 type bufferedWriter struct {
 	http.ResponseWriter
 	status  int
@@ -98,14 +89,12 @@ func (w *bufferedWriter) Write(b []byte) (int, error) {
 	return w.body.Write(b)
 }
 
-// Unwrap lets http.ResponseController reach the connection: an answer
-// streamed as it is made (an export), which carries no version and so goes
-// straight through, flushes and extends its write deadline.
+// Unwrap lets http.ResponseController reach the connection: a streamed
+// answer (an export) flushes and extends its write deadline.
 func (w *bufferedWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // digestOnly is the ETag a handler sets on an answer that has no version
-// but is to be tagged (and answered 304) all the same: its digest is its
-// tag.
+// but is to be tagged by its digest all the same.
 const digestOnly = `"-"`
 
 // tagged reads the version a handler's ETag names: `"<version>"`, or 0

@@ -14,15 +14,10 @@ import (
 	"github.com/labstack/echo/v4"
 )
 
-// The pages a person opens first, served by the service itself when
-// Deps.DocsUI is set: GET /docs, the API reference (Swagger UI over GET
-// /openapi.yaml), and GraphiQL on a browser's GET /v1/graphql. Their
-// assets are embedded (docs/assets: npm bundles copied as
-// package-lock.json pins them, which TestDocsAssetsVendored checks), so
-// `go build` needs no npm and the pages fetch nothing from anywhere else:
-// their Content-Security-Policy allows this origin only. They show what
-// the repository shows (the contract, a static explorer): GraphiQL's
-// requests carry the token its user types in its headers editor.
+// The pages served when Deps.DocsUI is set: GET /docs (Swagger UI over
+// /openapi.yaml) and GraphiQL on a browser's GET /v1/graphql. Their assets
+// are embedded (npm bundles as package-lock.json pins them), so the pages
+// fetch nothing from another origin.
 //
 //go:embed docs/reference.html docs/graphiql.html docs/assets
 var docsFiles embed.FS
@@ -61,9 +56,8 @@ var docsByName = sync.OnceValue(func() map[string]docFile {
 	return out
 })
 
-// docsCSP lets the pages load scripts, styles, images and fonts from this
-// origin only (inline styles too: the libraries set some) and call only
-// this origin; no frame may embed them.
+// docsCSP lets the pages load and call this origin only (inline styles
+// too: the libraries set some); no frame may embed them.
 const docsCSP = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; font-src 'self' data:; " +
 	"connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
 
@@ -91,10 +85,9 @@ func registerDocs(e *echo.Echo) {
 	e.GET(DocsAssetsRoute, func(c echo.Context) error { return serveDoc(c, "docs/assets/"+c.Param("name")) })
 }
 
-// graphiQL answers a browser's GET /v1/graphql, one whose Accept prefers
-// text/html to the GraphQL answers' media types, with GraphiQL, before the
-// request is authenticated: a navigation carries no bearer token, and the
-// page is static. Any other request goes on to the API.
+// graphiQL answers a GET /v1/graphql whose Accept prefers text/html (a
+// browser's navigation, which carries no token) with GraphiQL, before the
+// request is authenticated.
 func graphiQL(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if c.Path() != "/v1/graphql" || c.Request().Method != http.MethodGet {

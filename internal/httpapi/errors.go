@@ -49,27 +49,20 @@ var httpCodes = map[int]string{
 	http.StatusGatewayTimeout:        "timeout",
 }
 
-// StatusClientClosedRequest is the status of a request whose client went
-// away before it was answered (nginx's 499): no server error, and nobody
-// reads it.
-const StatusClientClosedRequest = idempotency.StatusClientClosedRequest
-
-// clientClosed is the problem of a request whose client went away.
+// clientClosed is the problem of a request whose client went away before
+// it was answered (nginx's 499): no server error, and nobody reads it.
 var clientClosed = oapi.Problem{Type: problemType + "client_closed_request", Title: "Client Closed Request",
-	Status: StatusClientClosedRequest, Code: "client_closed_request", Detail: "the client closed the request before it was answered"}
+	Status: idempotency.StatusClientClosedRequest, Code: "client_closed_request", Detail: "the client closed the request before it was answered"}
 
 // clientGone reports whether the request's client went away: the context
-// net/http gave the request (withRequest kept it, under the deadlines
-// middlewares add later) is cancelled while the server still handles it.
+// net/http gave the request (withRequest kept it) is cancelled.
 func clientGone(c echo.Context) bool {
 	return errors.Is(original(c.Request().Context()).Context().Err(), context.Canceled)
 }
 
 // errorHandler is the one place errors become responses: RFC 9457
-// problem+json with a stable code and the request ID. Internal details are
-// logged, never sent. A failure caused by the client going away (a
-// cancelled DynamoDB call, or any 5xx once it has gone) is a 499 logged at
-// debug level, not a server error.
+// problem+json with a stable code and the request ID; internal details are
+// logged, never sent. A failure once the client has gone is a 499.
 func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 	return func(err error, c echo.Context) {
 		if c.Response().Committed {
@@ -103,16 +96,12 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		switch p.Status {
 		case http.StatusUnauthorized:
 			h.Set("WWW-Authenticate", `Bearer realm="tenantd", error="invalid_token"`)
-			// A client without a valid token keeps no connection slot:
-			// net/http closes the connection after this answer, so bad
-			// tokens sent in a loop on kept-alive connections cannot hold
-			// the slots (MAX_CONNECTIONS) that clients with tokens need.
+			// Bad tokens sent in a loop on kept-alive connections hold no
+			// connection slot (MAX_CONNECTIONS) that clients with tokens need.
 			h.Set("Connection", "close")
-		case http.StatusServiceUnavailable:
-			h.Set("Retry-After", strconv.Itoa(1))
-		case http.StatusTooManyRequests:
-			if h.Get("Retry-After") == "" { // a limit that said no sooner
-				h.Set("Retry-After", strconv.Itoa(1))
+		case http.StatusServiceUnavailable, http.StatusTooManyRequests:
+			if h.Get("Retry-After") == "" { // a limit that said no sooner keeps its own
+				h.Set("Retry-After", "1")
 			}
 		}
 		h.Set(echo.HeaderContentType, "application/problem+json")

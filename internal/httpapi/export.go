@@ -57,12 +57,10 @@ func (h *handlers) ExportOrg(ctx context.Context, req oapi.ExportOrgRequestObjec
 	return exportAnswer{h: h, ctx: ctx, x: x, orgID: p.OrgID, gzip: acceptsGzip(original(ctx).Header.Values("Accept-Encoding"))}, nil
 }
 
-// exportAnswer streams an export: the header fields at once, then the
-// lines of each page read, sent before the next page is read, on a context
-// of the export's own: cancelled when the client goes away, or when a page
-// takes longer to read than the request deadline (which bounds each page,
-// not the export); each write to the client gets WRITE_TIMEOUT, so a client
-// that stops reading loses its connection.
+// exportAnswer streams an export, each page's lines sent before the next
+// page is read, on a context of its own: cancelled when the client goes
+// away or a page takes longer than the request deadline. Each write gets
+// WRITE_TIMEOUT, so a client that stops reading loses its connection.
 type exportAnswer struct {
 	h     *handlers
 	ctx   context.Context
@@ -110,9 +108,7 @@ func (a exportAnswer) VisitExportOrgResponse(w http.ResponseWriter) error {
 			level = slog.LevelError
 		}
 		a.h.Logger.Log(a.ctx, level, "export ended early", "status", p.Status, "code", p.Code, "orgId", a.orgID, "requestId", p.RequestId, "err", err.Error())
-		if err := s.line("error", struct {
-			Error oapi.Problem `json:"error"`
-		}{p}, ""); err != nil {
+		if s.line("error", map[string]oapi.Problem{"error": p}, "") != nil {
 			return nil
 		}
 	}
@@ -126,9 +122,8 @@ func (a exportAnswer) VisitExportOrgResponse(w http.ResponseWriter) error {
 }
 
 // exportSink writes an export's records as lines, each with its cursor,
-// into a buffer sent (and flushed) before each page is read; it spends
-// the org's rate limit for every page read but the first (the request's
-// own), and decides the caller's access again before a page once the last
+// sent before each page is read; it spends the org's rate limit for every
+// page but the first, and decides the caller's access again once the last
 // decision is reauthorizeAfter old.
 type exportSink struct {
 	h        *handlers
@@ -164,8 +159,7 @@ func (s *exportSink) Read(ctx context.Context) error {
 }
 
 // reauthorizeAfter is how long an export reads on one decision of its
-// caller's access: an owner removed or demoted while it runs gets no page
-// read later than this after the change.
+// caller's access (an owner removed while it runs).
 const reauthorizeAfter = time.Second
 
 // reauthorize decides the caller's access to the export again, as

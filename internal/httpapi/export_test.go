@@ -12,9 +12,7 @@ import (
 
 // CachedUntil says until when the verified-token cache trusts raw (tests).
 func (v *Verifier) CachedUntil(raw string) (time.Time, bool) {
-	v.cache.mu.Lock()
-	defer v.cache.mu.Unlock()
-	e, ok := v.cache.m[sha256.Sum256([]byte(raw))]
+	e, ok := v.cache.Peek(sha256.Sum256([]byte(raw)))
 	return e.until, ok
 }
 
@@ -31,7 +29,5 @@ func Decided(ctx context.Context) (authz.Principal, error) {
 // ForgetTokens empties the verified-token cache (benchmarks of the
 // uncached path).
 func (v *Verifier) ForgetTokens() {
-	v.cache.mu.Lock()
-	defer v.cache.mu.Unlock()
-	v.cache.m = nil
+	v.cache.Purge()
 }

@@ -21,19 +21,15 @@ import (
 	"github.com/tenantd/tenantd/internal/optional"
 )
 
-// Graphql serves POST /v1/graphql. The body went through the same checks
-// as every other (one JSON value, the GraphQLRequest schema, 64 KiB); a
-// null operationName, variables, extensions or persistedQuery is none, and
-// extensions other than persistedQuery are ignored (GraphQL over HTTP).
+// Graphql serves POST /v1/graphql, its body checked as every other; a
+// null operationName, variables, extensions or persistedQuery is none.
 func (h *handlers) Graphql(ctx context.Context, req oapi.GraphqlRequestObject) (oapi.GraphqlResponseObject, error) {
 	b := req.Body
 	var r graphapi.Request
 	optional.Set(&r.Query, b.Query)
 	r.OperationName, _ = b.OperationName.Get()
 	if ext, err := b.Extensions.Get(); err == nil {
-		if pq, err := ext.PersistedQuery.Get(); err == nil {
-			r.Extensions = persistedQuery(int64(pq.Version), pq.Sha256Hash)
-		}
+		r.Extensions = persistedQuery(ext)
 	}
 	vars, _ := b.Variables.Get()
 	return h.graphql(ctx, r, vars)
@@ -47,22 +43,14 @@ func (h *handlers) GraphqlGet(ctx context.Context, req oapi.GraphqlGetRequestObj
 	optional.Set(&r.Query, p.Query)
 	optional.Set(&r.OperationName, p.OperationName)
 	if p.Extensions != nil {
-		var ext struct {
-			PersistedQuery *struct {
-				Version    int64  `json:"version"`
-				Sha256Hash string `json:"sha256Hash"`
-			} `json:"persistedQuery"`
-		}
+		var ext oapi.GraphQLRequest_Extensions // POST's, which its schema checks
 		if err := json.Unmarshal([]byte(*p.Extensions), &ext); err != nil {
 			return nil, errs.InvalidParam("extensions", "invalid_extensions", "must be a JSON object")
 		}
-		if pq := ext.PersistedQuery; pq != nil {
-			// As GraphQLRequest's schema has it for POST.
-			if pq.Version != 1 || !sha256Hex.MatchString(pq.Sha256Hash) {
-				return nil, errs.InvalidParam("extensions", "invalid_extensions", "persistedQuery must be {\"version\":1,\"sha256Hash\":\"<64 lower-case hex digits>\"}")
-			}
-			r.Extensions = persistedQuery(pq.Version, pq.Sha256Hash)
+		if pq, err := ext.PersistedQuery.Get(); err == nil && (pq.Version != 1 || !sha256Hex.MatchString(pq.Sha256Hash)) {
+			return nil, errs.InvalidParam("extensions", "invalid_extensions", "persistedQuery must be {\"version\":1,\"sha256Hash\":\"<64 lower-case hex digits>\"}")
 		}
+		r.Extensions = persistedQuery(ext)
 	}
 	var vars []byte
 	if p.Variables != nil {
@@ -74,15 +62,20 @@ func (h *handlers) GraphqlGet(ctx context.Context, req oapi.GraphqlGetRequestObj
 // sha256Hex is a persisted query's hash.
 var sha256Hex = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-func persistedQuery(version int64, hash string) map[string]any {
-	return map[string]any{"persistedQuery": map[string]any{"version": version, "sha256Hash": hash}}
+// persistedQuery is the extensions graphapi reads: ext's persistedQuery,
+// or none.
+func persistedQuery(ext oapi.GraphQLRequest_Extensions) map[string]any {
+	pq, err := ext.PersistedQuery.Get()
+	if err != nil {
+		return nil
+	}
+	return map[string]any{"persistedQuery": map[string]any{"version": int64(pq.Version), "sha256Hash": pq.Sha256Hash}}
 }
 
 // graphql runs r as the caller, with vars (a JSON object, or null or none)
-// as its variables. The answer is the GraphQL response in the media type
-// the client accepts (graphqlAnswer), or the problem of a request refused
-// whole: 429 for the caller's limit, 503 or 429 for a request that failed
-// whole (unavailable), 405 for a mutation over GET.
+// as its variables: the GraphQL response, or the problem of a request
+// refused whole (429, 503 or 429 from unavailable, 405 for a mutation over
+// GET).
 func (h *handlers) graphql(ctx context.Context, r graphapi.Request, vars []byte) (graphqlAnswer, error) {
 	id := caller(ctx)
 	if r.Query == "" && r.Extensions == nil {
@@ -101,8 +94,8 @@ func (h *handlers) graphql(ctx context.Context, r graphapi.Request, vars []byte)
 	if d := res.Limited; d != nil {
 		// The caller's limit refused the document's cost: 429 as REST
 		// answers, nothing ran.
-		f := rateLimitFields(h.CallerRateLimit, "caller", *d)
-		return graphqlAnswer{}, &withHeader{errCallerLimited, map[string]string{"Retry-After": strconv.Itoa(f.retryAfter), "RateLimit": f.limit}}
+		_, limit, retryAfter := rateLimitFields(h.CallerRateLimit, "caller", *d)
+		return graphqlAnswer{}, &withHeader{errCallerLimited, map[string]string{"Retry-After": strconv.Itoa(retryAfter), "RateLimit": limit}}
 	}
 	if res.NotAQuery { // (GET only)
 		return graphqlAnswer{}, &withHeader{echo.NewHTTPError(http.StatusMethodNotAllowed, "GET runs queries only: send a mutation with POST"),
@@ -120,10 +113,9 @@ const (
 	mediaJSON            = "application/json"
 )
 
-// graphqlMedia is the media type to answer a GraphQL request in, given its
-// Accept header: application/graphql-response+json when the client lists
-// it, at a quality at least that of application/json; application/json
-// otherwise (no Accept, */*, application/json: the legacy clients').
+// graphqlMedia is the media type to answer a GraphQL request in:
+// application/graphql-response+json when Accept lists it at a quality at
+// least that of application/json, application/json otherwise.
 func graphqlMedia(accept string) string {
 	q := acceptQ(accept)
 	if g := q[mediaGraphQLResponse]; g > 0 && g >= q[mediaJSON] {
@@ -153,10 +145,8 @@ func acceptQ(accept string) map[string]float64 {
 }
 
 // unavailable is the answer to a request that failed whole (no data, every
-// error of one kind): DynamoDB's unavailability is a 503 with Retry-After
-// and an org's rate limit a 429 with Retry-After, as REST answers, so
-// clients and proxies back off and retry; a request that got any data
-// answers it, with its errors.
+// error of one kind): a 503 for DynamoDB's unavailability, a 429 for an
+// org's rate limit, as REST answers; any data is answered, with its errors.
 func unavailable(r *graphql.Response) error {
 	if r == nil || len(r.Errors) == 0 {
 		return nil
@@ -187,9 +177,8 @@ func unavailable(r *graphql.Response) error {
 }
 
 // graphqlAnswer writes a GraphQL response in media. A request that never
-// executed (a request error) has no data entry; in
-// application/graphql-response+json it is a 400, in application/json a
-// 200 as legacy clients expect.
+// executed has no data entry, and is a 400 in
+// application/graphql-response+json (a 200 in application/json).
 type graphqlAnswer struct {
 	r        *graphql.Response
 	executed bool
@@ -215,11 +204,9 @@ func (a graphqlAnswer) VisitGraphqlResponse(w http.ResponseWriter) error {
 	return json.NewEncoder(w).Encode(body)
 }
 
-// VisitGraphqlGetResponse writes the answer of a query over GET, which a
-// browser may keep: a strong ETag (the answer's digest: conditional sets
-// it and answers an If-None-Match of it 304) and Cache-Control: private,
-// no-cache (the answer is the caller's: no shared cache stores it; a
-// browser's revalidates it each time, as the data may have moved).
+// VisitGraphqlGetResponse writes the answer of a query over GET with a
+// strong ETag (its digest, from conditional) and Cache-Control: private,
+// no-cache: no shared cache stores it, a browser's revalidates it.
 func (a graphqlAnswer) VisitGraphqlGetResponse(w http.ResponseWriter) error {
 	if a.executed {
 		w.Header().Set("ETag", digestOnly)

@@ -9,7 +9,6 @@ import (
 
 	"github.com/oapi-codegen/nullable"
 
-	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/graphapi"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/ifmatch"
@@ -28,10 +27,9 @@ type handlers struct {
 var _ oapi.StrictServerInterface = (*handlers)(nil)
 
 // fetchPage runs one page of a listing: it opens the request's cursor
-// (bound to scope and listing), fetches the page, and signs the cursor of
-// the next one ("" on the last page). It runs in the handler, after the
-// authorization decision: a stranger (or anyone in an org being
-// offboarded) gets the same 404 with a bad cursor as with a good one.
+// (bound to scope and listing), fetches the page, and signs the next one
+// ("" on the last page), after the authorization decision: a stranger gets
+// the same 404 with a bad cursor as with a good one.
 func fetchPage[T any](h *handlers, scope, listing string, limit *int, cursor *string,
 	fetch func(page.Request) (page.Result[T], error)) (page.Result[T], string, error) {
 	var pr page.Request
@@ -86,23 +84,15 @@ func link(ctx context.Context, next string) *string {
 	if next == "" {
 		return nil
 	}
-	u := *original(ctx).URL
+	u := original(ctx).URL
 	q := u.Query()
 	q.Set("cursor", next)
-	u.RawQuery = q.Encode()
-	s := fmt.Sprintf(`<%s>; rel="next"`, (&url.URL{Path: u.Path, RawQuery: u.RawQuery}).String())
+	s := fmt.Sprintf(`<%s>; rel="next"`, (&url.URL{Path: u.Path, RawQuery: q.Encode()}).String())
 	return &s
 }
 
 // strPtr is s, or nil (the field left out) when it is "".
-func strPtr(s string) *string {
-	if s == "" {
-		return nil
-	}
-	return &s
-}
-
-func roleOf(r oapi.Role) authz.Role { return authz.Role(r) }
+var strPtr = optional.Of[string]
 
 // enum converts an optional enum value of the wire to the domain's type.
 func enum[T, U ~string](v *U) *T {

@@ -14,11 +14,9 @@ import (
 )
 
 // idempotent adapts the idempotency.Keeper to creating POSTs that carry an
-// Idempotency-Key. It runs after authentication and the authorization read,
-// so that a key is only ever looked up inside the caller's own scope. A kept
-// success is replayed only if the caller may still make the request
-// (authorizeReplay): it holds what the request made, an invitation's token
-// say; a kept refusal reveals nothing new and replays as is.
+// Idempotency-Key, after the authorization read, so a key is only looked up
+// in the caller's own scope. A kept success is replayed only if the caller
+// may still make the request (authorizeReplay); a kept refusal as is.
 func idempotent(k *idempotency.Keeper) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {

@@ -31,15 +31,11 @@ var (
 	errBodyTimeout  = echo.NewHTTPError(http.StatusRequestTimeout, "the request body did not arrive in time")
 )
 
-// strictJSON reads every JSON request body (already bounded to
-// MaxBodyBytes by BodyLimit) before it is validated or decoded, and
-// refuses, with a 400 and nothing done, what a lenient decoder would
-// silently accept: more than one JSON value or anything after it
-// (invalid_json), bytes that are not UTF-8 or escapes of lone UTF-16
-// surrogates (invalid_utf8: the decoder would replace them with U+FFFD),
-// and an object key given twice (duplicate_key: the decoder would keep
-// the last). Syntax errors are invalid_json too. The validator and the
-// handlers then read the same bytes.
+// strictJSON reads every JSON request body before it is validated or
+// decoded, and refuses with a 400 what a lenient decoder would silently
+// accept: anything after the one JSON value (invalid_json), bytes that are
+// not UTF-8 or escapes of lone surrogates (invalid_utf8), and an object key
+// given twice (duplicate_key).
 func strictJSON(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
@@ -117,7 +113,7 @@ func walkJSON(dec *json.Decoder, path string, depth int) error {
 				return syntaxError(err)
 			}
 			key, _ := k.(string)
-			p := path + "/" + strings.NewReplacer("~", "~0", "/", "~1").Replace(key)
+			p := path + "/" + pointerToken.Replace(key)
 			if seen[key] {
 				return errs.InvalidField(p, "duplicate_key", "appears more than once in its object")
 			}
@@ -126,18 +122,17 @@ func walkJSON(dec *json.Decoder, path string, depth int) error {
 				return err
 			}
 		}
-		if _, err := dec.Token(); err != nil { // '}'
-			return syntaxError(err)
-		}
 	case json.Delim('['):
 		for i := 0; dec.More(); i++ {
 			if err := walkJSON(dec, path+"/"+strconv.Itoa(i), depth+1); err != nil {
 				return err
 			}
 		}
-		if _, err := dec.Token(); err != nil { // ']'
-			return syntaxError(err)
-		}
+	default:
+		return nil // a scalar
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}' or ']'
+		return syntaxError(err)
 	}
 	return nil
 }

@@ -12,13 +12,11 @@ import (
 )
 
 // JWKSMinRefetch is the default least time between two fetches of the JWKS
-// that tokens with an unknown kid cause (VerifierConfig.JWKSRefetchGap):
-// within it of the last fetch, such a token is refused at once.
+// that tokens with an unknown kid cause (VerifierConfig.JWKSRefetchGap).
 const JWKSMinRefetch = 2 * time.Second
 
-// JWKSRefresh is how often the JWKS is fetched whatever tokens arrive: a key
-// the identity provider withdraws stops verifying new tokens within this
-// long.
+// JWKSRefresh is how often the JWKS is fetched whatever tokens arrive: a
+// withdrawn key stops verifying new tokens within this long.
 const JWKSRefresh = time.Minute
 
 // jwksTimeout bounds one fetch of the JWKS.
@@ -26,13 +24,9 @@ const jwksTimeout = 10 * time.Second
 
 // jwks is the key set of AUTH_JWKS_URL with its rule for a kid it does not
 // hold: when the last fetch started at least gap ago, the token starts a
-// fetch and waits for it (a key the identity provider just published is
-// accepted on its first token); otherwise the keys are as fresh as they
-// get, and the token is refused at once, holding no connection while it
-// waits for an answer it would not change. A key is so accepted at most
-// gap (plus a fetch) after its publication, and a flood of random kids
-// costs the identity provider one fetch per gap and their senders an
-// immediate 401.
+// fetch and waits for it; otherwise it is refused at once. A new key is
+// accepted within gap of its publication, and a flood of random kids costs
+// the identity provider one fetch per gap.
 type jwks struct {
 	jwkset.Storage // the keys of the last fetch that succeeded
 	ctx            context.Context
@@ -45,9 +39,8 @@ type jwks struct {
 	fetching sync.Mutex // one fetch at a time: an older answer never replaces a newer one
 }
 
-// newJWKS fetches the JWKS once (a failure is logged: the server starts and
-// tokens get 401 until a fetch succeeds), then every JWKSRefresh until ctx
-// ends.
+// newJWKS fetches the JWKS once (a failure is logged, and tokens get 401
+// until a fetch succeeds), then every JWKSRefresh until ctx ends.
 func newJWKS(ctx context.Context, url string, gap time.Duration) *jwks {
 	k := &jwks{Storage: jwkset.NewMemoryStorage(), ctx: ctx, url: url, gap: gap}
 	k.due()

@@ -3,6 +3,7 @@ package httpapi
 import (
 	"context"
 
+	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/httpapi/oapi"
 	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
@@ -35,7 +36,7 @@ func (h *handlers) GetTeamMember(ctx context.Context, req oapi.GetTeamMemberRequ
 // PutTeamMember serves PUT /v1/orgs/{orgId}/teams/{teamId}/members/{userId}.
 func (h *handlers) PutTeamMember(ctx context.Context, req oapi.PutTeamMemberRequestObject) (oapi.PutTeamMemberResponseObject, error) {
 	p, loaded := decided(ctx)
-	m, created, err := h.Teams.PutTeamMember(ctx, p, req.TeamId, req.UserId, loaded.Member, roleOf(req.Body.Role), ifMatch(req.Params.IfMatch))
+	m, created, err := h.Teams.PutTeamMember(ctx, p, req.TeamId, req.UserId, loaded.Member, authz.Role(req.Body.Role), ifMatch(req.Params.IfMatch))
 	if err != nil {
 		return nil, err
 	}

@@ -11,10 +11,8 @@ import (
 	"github.com/tenantd/tenantd/internal/obs"
 )
 
-// countRequests counts each request once its response is written: an error
-// returned further down is rendered first (c.Error, the one error handler),
-// so the code label is the status the client got, not a guess made from
-// the error. route maps a request to its route template.
+// countRequests counts each request once its response is written (an error
+// rendered first), so the code label is the status the client got.
 func countRequests(m *obs.HTTP, route func(echo.Context) string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -29,12 +27,8 @@ func countRequests(m *obs.HTTP, route func(echo.Context) string) echo.Middleware
 }
 
 // logRequests counts a request's DynamoDB calls and writes one log line for
-// it: request id, route, status, latency, org, user, the DynamoDB calls,
-// attempts and capacity it cost, and its trace (obs.TraceID: the span's
-// when tracing is on, else the caller's traceparent's, if any). It never
-// logs headers or raw paths, so tokens stay out of the logs. route maps a
-// request to its route template (obs.Unmatched when none); the method is
-// logged as obs.Method reports it.
+// it (ids, route template, status, latency, the DynamoDB cost, its trace).
+// It never logs headers or raw paths, so tokens stay out of the logs.
 func logRequests(m *obs.Metrics, log *slog.Logger, route func(echo.Context) string) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {

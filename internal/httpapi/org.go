@@ -65,8 +65,7 @@ func (h *handlers) GetOrg(ctx context.Context, req oapi.GetOrgRequestObject) (oa
 	}
 	out := toOrg(org)
 	if withUsers {
-		us := mapAll(users, toOrgUser)
-		out.Users = &us
+		out.Users = ptrTo(mapAll(users, toOrgUser))
 	}
 	return oapi.GetOrg200JSONResponse{Body: out, Headers: oapi.GetOrg200ResponseHeaders{ETag: etag(org.Version)}}, nil
 }

@@ -19,9 +19,8 @@ var (
 )
 
 // limitTenant limits every authenticated request by its tenant: the org of
-// the route, else the caller. It runs after the authorization read, so only
-// an org's members spend its budget. Unauthenticated requests pass (they
-// were refused, or are public probes).
+// the route, else the caller; after the authorization read, so only an
+// org's members spend its budget.
 func limitTenant(l *ratelimit.Limiter) echo.MiddlewareFunc {
 	return limitBy(l, "org", func(c echo.Context, id authz.Identity) (string, error) {
 		if org := c.Param("orgId"); org != "" {
@@ -36,12 +35,10 @@ func limitTenant(l *ratelimit.Limiter) echo.MiddlewareFunc {
 func orgBucket(orgID string) string { return "org:" + orgID }
 
 // limitCaller limits every authenticated request by its caller (the
-// token's subject), whatever org it names. Placed before the authorization
-// read, it bounds what one token can make the server read: requests for
-// other tenants' orgs, which all end in 404, spend the caller's budget, not
-// theirs and not DynamoDB's. An API key's token gets here only with the
-// server key's MAC (apikey.Service.ParseToken), so only the key's holder
-// spends its budget: a forged token naming it was refused before.
+// token's subject), whatever org it names, before the authorization read.
+// An API key's token gets here only with the server key's MAC
+// (apikey.Service.ParseToken): a forged token naming a key never spends
+// its budget.
 func limitCaller(l *ratelimit.Limiter) echo.MiddlewareFunc {
 	return limitBy(l, "caller", func(_ echo.Context, id authz.Identity) (string, error) {
 		return "caller:" + id.UserID, errCallerLimited
@@ -49,9 +46,8 @@ func limitCaller(l *ratelimit.Limiter) echo.MiddlewareFunc {
 }
 
 // limitBy spends a token of the bucket key names (refusing with the error
-// it gives; no bucket, "", lets the request through uncounted) and says
-// so in the RateLimit header fields (rateLimitFields): RateLimit-Policy
-// and RateLimit list each policy the request went through.
+// it gives; no bucket, "", passes uncounted) and adds the policy to the
+// RateLimit header fields.
 func limitBy(l *ratelimit.Limiter, policy string, key func(echo.Context, authz.Identity) (string, error)) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -64,12 +60,12 @@ func limitBy(l *ratelimit.Limiter, policy string, key func(echo.Context, authz.I
 				return next(c)
 			}
 			d := l.Take(c.Request().Context(), bucket)
-			f := rateLimitFields(l, policy, d)
+			policyField, limitField, retryAfter := rateLimitFields(l, policy, d)
 			h := c.Response().Header()
-			h.Add("RateLimit-Policy", f.policy)
-			h.Add("RateLimit", f.limit)
+			h.Add("RateLimit-Policy", policyField)
+			h.Add("RateLimit", limitField)
 			if !d.Allowed {
-				h.Set("Retry-After", strconv.Itoa(f.retryAfter))
+				h.Set("Retry-After", strconv.Itoa(retryAfter))
 				return refused
 			}
 			return next(c)
@@ -77,20 +73,13 @@ func limitBy(l *ratelimit.Limiter, policy string, key func(echo.Context, authz.I
 	}
 }
 
-// limitFields are the IETF RateLimit header fields of one policy's
-// decision, and the Retry-After of a refusal.
-type limitFields struct {
-	policy, limit string
-	retryAfter    int
-}
-
 // rateLimitFields renders d as the IETF RateLimit header fields
-// (draft-ietf-httpapi-ratelimit-headers-10): RateLimit-Policy's quota q per
-// window w (seconds), the bucket's size and how long it takes to fill, and
-// RateLimit's requests r still allowed now and the seconds t until the
-// quota is whole again, or, when r is 0, until the next request is allowed
-// (the 429's Retry-After).
-func rateLimitFields(l *ratelimit.Limiter, policy string, d ratelimit.Decision) limitFields {
+// (draft-ietf-httpapi-ratelimit-headers-10) and a refusal's Retry-After:
+// RateLimit-Policy's quota q per window w (seconds), the bucket's size and
+// how long it takes to fill, and RateLimit's requests r still allowed now
+// and the seconds t until the quota is whole again, or, when r is 0, until
+// the next request is allowed (the 429's Retry-After).
+func rateLimitFields(l *ratelimit.Limiter, policy string, d ratelimit.Decision) (policyField, limitField string, retryAfter int) {
 	rate := d.Rate
 	if rate <= 0 {
 		rate = l.Rate()
@@ -100,6 +89,5 @@ func rateLimitFields(l *ratelimit.Limiter, policy string, d ratelimit.Decision) 
 	if !d.Allowed || d.Remaining == 0 {
 		t = max(1, int(math.Ceil(d.RetryAfter.Seconds())))
 	}
-	return limitFields{policy: fmt.Sprintf("%q;q=%d;w=%d", policy, d.Burst, window),
-		limit: fmt.Sprintf("%q;r=%d;t=%d", policy, d.Remaining, t), retryAfter: t}
+	return fmt.Sprintf("%q;q=%d;w=%d", policy, d.Burst, window), fmt.Sprintf("%q;r=%d;t=%d", policy, d.Remaining, t), t
 }

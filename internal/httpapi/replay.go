@@ -20,11 +20,9 @@ var replayActions = map[string]authz.Action{
 }
 
 // authorizeReplay decides a replay of a kept response to an org's route
-// like a new request: the caller's role now (p, from this request's
-// authorization read) must still allow the request, body included
-// (granting an owner role takes an owner). A route without a rule is
-// refused. (Requests outside an org, createOrg and acceptInvitation, need
-// only the caller, whom the key is scoped to.)
+// like a new request: the caller's role now must still allow it, body
+// included (granting an owner role takes an owner). A route without a rule
+// is refused.
 func authorizeReplay(p authz.Principal, route string, body []byte) error {
 	a, ok := replayActions[route]
 	if !ok {

@@ -12,11 +12,9 @@ import (
 // clientRequestID is a client's X-Request-Id that may be recorded.
 var clientRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,64}$`)
 
-// requestID gives every request the server's own id (26 random base32
-// characters), answered in X-Request-Id and carried in the context for the
-// audit event and the log line. A client's X-Request-Id never replaces it:
-// when it is one header of 1-64 characters of [A-Za-z0-9._:-] it is
-// carried beside it as the client request id; otherwise it is ignored.
+// requestID gives every request the server's own random id, answered in
+// X-Request-Id and carried in the context. A client's X-Request-Id never
+// replaces it: one that matches clientRequestID is carried beside it.
 func requestID(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := rand.Text()

@@ -57,12 +57,10 @@ type Deps struct {
 	// Ready reports whether the server should get traffic (DynamoDB
 	// reachable, not shutting down); nil means always ready.
 	Ready func(context.Context) error
-	// Registry collects the request metrics (cmd/api serves it on its own
-	// metrics listener, never on the API's); nil means a fresh registry.
+	// Registry collects the request metrics; nil means a fresh registry.
 	Registry *prometheus.Registry
 	// Metrics, when set, counts each request's DynamoDB calls (attach
-	// Metrics.DynamoDB to the SDK client) and writes one log line per
-	// request.
+	// Metrics.DynamoDB to the SDK client) and writes its log line.
 	Metrics *obs.Metrics
 	// RateLimit, when set, limits each tenant's request rate.
 	RateLimit *ratelimit.Limiter
@@ -77,20 +75,17 @@ type Deps struct {
 	// RequestTimeout bounds each request, DynamoDB calls included
 	// (default 10 s); a request that runs out answers 503.
 	RequestTimeout time.Duration
-	// OffboardWait is how long DELETE /v1/orgs/{orgId} waits, once the
-	// members are cut off, for the rest of the offboarding before it
-	// answers 202 and lets it finish in the background (default 2 s).
+	// OffboardWait is how long DELETE /v1/orgs/{orgId} waits for the
+	// offboarding before it answers 202 (default 2 s).
 	OffboardWait time.Duration
 	// GraphQL bounds the GraphQL API's requests (zero: its defaults).
 	GraphQL graphapi.Limits
 	// Export exports orgs (GET /v1/orgs/{orgId}/export).
 	Export *export.Service
-	// Tracing, when set, traces every request (trace.go), its DynamoDB
-	// calls (attach Tracing.DynamoDB to the SDK client) and its GraphQL
-	// levels; nil is off, and costs nothing.
+	// Tracing, when set, traces every request, its DynamoDB calls (attach
+	// Tracing.DynamoDB to the SDK client) and its GraphQL levels.
 	Tracing *obs.Tracing
-	// DocsUI serves GET /docs (the API reference) and GraphiQL on a
-	// browser's GET /v1/graphql (docs.go).
+	// DocsUI serves GET /docs and GraphiQL (docs.go).
 	DocsUI bool
 	// WriteTimeout is the http.Server's WriteTimeout (0: it has none),
 	// which timeout pushes out for the offboarding DELETE.
@@ -166,9 +161,8 @@ func New(d Deps) (*echo.Echo, error) {
 	// Public operations, and paths that match no route (a 404 whoever
 	// asks; the spec says which routes exist), need no token.
 	e.Use(Authenticate(d.Verifier, d.APIKeys, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
-	// Before any work, the authorization read included: a token that names
-	// other tenants' orgs (404 each, one read each) spends only its own
-	// budget.
+	// Before the authorization read: a token that names other tenants'
+	// orgs spends only its own budget.
 	e.Use(limitCaller(d.CallerRateLimit))
 	// What the head alone decides (404, 405, 415), before anything reads
 	// the body: a client waiting for 100 Continue gets it instead.
@@ -181,8 +175,8 @@ func New(d Deps) (*echo.Echo, error) {
 	// After the authorization read: only an org's members spend its quota,
 	// so nobody can exhaust another tenant's limit.
 	e.Use(limitTenant(d.RateLimit))
-	// An attempt cannot run longer than its request's deadline: past it
-	// (and a margin for a write in flight), its key may be taken over.
+	// Past its request's deadline and a margin, an attempt's key may be
+	// taken over.
 	var keeper *idempotency.Keeper
 	if d.Idempotency != nil {
 		keeper = idempotency.NewKeeper(d.Idempotency, idempotency.Options{Now: d.Now, StaleAfter: d.inFlight()})
@@ -206,11 +200,9 @@ func New(d Deps) (*echo.Echo, error) {
 	return e, nil
 }
 
-// HeadAsGet serves a HEAD as the GET of the same URL (RFC 9110 9.3.2: the
-// same status and header fields, no content): the server routes,
-// authorizes and handles a copy of the request whose method is GET, and
-// net/http, whose own request stays a HEAD, sends no content (and the
-// Content-Length it would have had). Logs and metrics count it as a GET.
+// HeadAsGet serves a HEAD as the GET of the same URL (RFC 9110 9.3.2):
+// the server handles a copy of the request whose method is GET, and
+// net/http, whose request stays a HEAD, sends no content.
 func HeadAsGet(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodHead {
@@ -230,9 +222,8 @@ func isHead(ctx context.Context) bool {
 	return head
 }
 
-// allowHead adds HEAD to an Allow header (of an OPTIONS or a 405 answer)
-// that lists GET: HeadAsGet serves HEAD on every GET route, and Echo's
-// router, which never sees a HEAD, leaves it out.
+// allowHead adds HEAD to an Allow header that lists GET: HeadAsGet serves
+// HEAD on every GET route, which Echo's router never sees.
 func allowHead(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		res := c.Response()
@@ -246,11 +237,9 @@ func allowHead(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// noStore marks every answer to a request that is not a GET (a HEAD is
-// served as one) Cache-Control: no-store: the answers that show a secret
-// (a minted API key's, a webhook's, an invitation's token) and their
-// replays are writes' answers, and no cache may keep them. A GET's answer
-// says what it may be kept for itself (its ETag; a query's over GET).
+// noStore marks every answer to a request that is not a GET
+// Cache-Control: no-store: the answers that show a secret (an API key's, a
+// webhook's, an invitation's token) are writes' answers.
 func noStore(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if c.Request().Method != http.MethodGet {
@@ -274,9 +263,8 @@ func publicPaths(spec *openapi3.T) map[string]bool {
 }
 
 // timeout gives each request a deadline that DynamoDB calls honour:
-// requestTimeout, or offboardTimeout for the offboarding DELETE, which also
-// gets its write deadline moved out by the difference when the server has
-// one (writeTimeout > 0).
+// requestTimeout, or offboardTimeout for the offboarding DELETE, whose
+// write deadline (if any) moves out by the difference.
 func timeout(requestTimeout, writeTimeout time.Duration) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -298,10 +286,8 @@ func timeout(requestTimeout, writeTimeout time.Duration) echo.MiddlewareFunc {
 type requestKey struct{}
 
 // withRequest keeps the request as net/http gave it in its context, under
-// what later middlewares add: list handlers build their Link header from
-// its URL, GraphQL answers in the media type its Accept names, and the
-// error handler tells a client that went away from a server that failed
-// by its context (clientGone).
+// what later middlewares add (original): its URL, its Accept, and its
+// context, which tells a client that went away (clientGone).
 func withRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()

@@ -44,8 +44,7 @@ func (h *handlers) GetTeam(ctx context.Context, req oapi.GetTeamRequestObject) (
 	}
 	out := toTeam(t)
 	if withMembers {
-		ms := mapAll(members, toMembership)
-		out.Members = &ms
+		out.Members = ptrTo(mapAll(members, toMembership))
 	}
 	return oapi.GetTeam200JSONResponse{Body: out, Headers: oapi.GetTeam200ResponseHeaders{ETag: etag(t.Version)}}, nil
 }

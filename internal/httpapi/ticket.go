@@ -14,7 +14,8 @@ import (
 // ListTickets serves GET /v1/orgs/{orgId}/tickets.
 func (h *handlers) ListTickets(ctx context.Context, req oapi.ListTicketsRequestObject) (oapi.ListTicketsResponseObject, error) {
 	p, _ := decided(ctx)
-	f := ticket.Filter{Status: statusOf(req.Params.Status)}
+	var f ticket.Filter
+	optional.Set(&f.Status, enum[ticket.Status](req.Params.Status))
 	optional.Set(&f.Priority, enum[ticket.Priority](req.Params.Priority))
 	optional.Set(&f.AssigneeID, req.Params.AssigneeId)
 	f.Oldest = req.Params.Order != nil && *req.Params.Order == oapi.ListTicketsParamsOrderAsc
@@ -57,8 +58,7 @@ func (h *handlers) GetTicket(ctx context.Context, req oapi.GetTicketRequestObjec
 	}
 	out := toTicket(t)
 	if withComments {
-		cs := mapAll(comments, toComment)
-		out.Comments = &cs
+		out.Comments = ptrTo(mapAll(comments, toComment))
 	}
 	return oapi.GetTicket200JSONResponse{Body: out, Headers: oapi.GetTicket200ResponseHeaders{ETag: etag(t.Version)}}, nil
 }
@@ -88,7 +88,8 @@ func (h *handlers) DeleteTicket(ctx context.Context, req oapi.DeleteTicketReques
 // ListTeamTickets serves GET /v1/orgs/{orgId}/teams/{teamId}/tickets.
 func (h *handlers) ListTeamTickets(ctx context.Context, req oapi.ListTeamTicketsRequestObject) (oapi.ListTeamTicketsResponseObject, error) {
 	p, _ := decided(ctx)
-	status := statusOf(req.Params.Status)
+	var status ticket.Status
+	optional.Set(&status, enum[ticket.Status](req.Params.Status))
 	listing := "listTeamTickets:" + req.TeamId + ":" + string(status)
 	r, next, err := fetchPage(h, p.OrgID, listing, req.Params.Limit, req.Params.Cursor, func(pr page.Request) (page.Result[ticket.Ticket], error) {
 		return h.Tickets.ListTeamTickets(ctx, p, req.TeamId, status, expandOf(req.Params.Expand), pr)
@@ -167,13 +168,6 @@ func expandOf(expand *oapi.TicketExpand) ticket.Expand {
 		}
 	}
 	return x
-}
-
-func statusOf(s *oapi.StatusFilter) ticket.Status {
-	if s == nil {
-		return ""
-	}
-	return ticket.Status(*s)
 }
 
 func toTicket(t ticket.Ticket) oapi.Ticket {

@@ -9,11 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/MicahParks/keyfunc/v3"
 	"github.com/golang-jwt/jwt/v5"
+	lru "github.com/hashicorp/golang-lru/v2"
 
 	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/authz"
@@ -39,7 +39,10 @@ type Verifier struct {
 	parser  *jwt.Parser
 	keyFunc jwt.Keyfunc
 	now     func() time.Time
-	cache   tokenCache
+	// cache remembers tokens that verified (verifying one again is most of
+	// what authentication costs), until their exp or MaxCacheAge: only
+	// those, so a caller without a valid token cannot grow it.
+	cache *lru.Cache[[sha256.Size]byte, cachedToken]
 }
 
 // MaxCacheAge bounds how long a verified token is trusted without being
@@ -48,63 +51,17 @@ type Verifier struct {
 const MaxCacheAge = 5 * time.Minute
 
 // MaxCachedTokens bounds the verified-token cache: at most this many
-// entries of a SHA-256 and an Identity (well under 1 MiB).
+// entries of a SHA-256 and an Identity (well under 1 MiB), the least
+// recently used evicted first.
 const MaxCachedTokens = 4096
-
-// tokenCache remembers tokens that verified, until their exp: a client
-// sends the same token with each request, and verifying it again (parse,
-// HMAC or signature, the duplicate-key check) is most of what
-// authentication costs. Only a token that verified is kept, so a caller
-// without a valid token cannot grow it; an entry lasts until the token's
-// exp or MaxCacheAge, whichever comes first.
-type tokenCache struct {
-	mu sync.Mutex
-	m  map[[sha256.Size]byte]cachedToken
-}
 
 type cachedToken struct {
 	id    authz.Identity
 	until time.Time
 }
 
-func (c *tokenCache) get(k [sha256.Size]byte, now time.Time) (authz.Identity, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[k]
-	if !ok || !now.Before(e.until) {
-		return authz.Identity{}, false
-	}
-	return e.id, true
-}
-
-func (c *tokenCache) put(k [sha256.Size]byte, e cachedToken, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[[sha256.Size]byte]cachedToken{}
-	}
-	if len(c.m) >= MaxCachedTokens {
-		for k, old := range c.m { // expired ones first
-			if !now.Before(old.until) {
-				delete(c.m, k)
-			}
-		}
-		for k := range c.m { // then any (map order is random)
-			if len(c.m) < MaxCachedTokens {
-				break
-			}
-			delete(c.m, k)
-		}
-	}
-	c.m[k] = e
-}
-
 // CachedTokens is how many verified tokens the cache holds.
-func (v *Verifier) CachedTokens() int {
-	v.cache.mu.Lock()
-	defer v.cache.mu.Unlock()
-	return len(v.cache.m)
-}
+func (v *Verifier) CachedTokens() int { return v.cache.Len() }
 
 // Claims are the token claims tenantd reads.
 type Claims struct {
@@ -140,24 +97,25 @@ func (c *Claims) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, (*plain)(c))
 }
 
-// NewVerifier builds a Verifier. Exactly one of HS256Secret and JWKSURL must
-// be set: a server without authentication refuses to start. The accepted
-// algorithms follow from the key source and never from the token header.
+// NewVerifier builds a Verifier from exactly one of HS256Secret and
+// JWKSURL; the accepted algorithms follow from it, never from the token.
 func NewVerifier(ctx context.Context, cfg VerifierConfig) (*Verifier, error) {
-	opts := []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithLeeway(cfg.Leeway), jwt.WithIssuedAt()}
-	if cfg.Now != nil {
-		opts = append(opts, jwt.WithTimeFunc(cfg.Now))
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
 	}
+	opts := []jwt.ParserOption{jwt.WithExpirationRequired(), jwt.WithLeeway(cfg.Leeway), jwt.WithIssuedAt(), jwt.WithTimeFunc(now)}
 	if cfg.Issuer != "" {
 		opts = append(opts, jwt.WithIssuer(cfg.Issuer))
 	}
 	if cfg.Audience != "" {
 		opts = append(opts, jwt.WithAudience(cfg.Audience))
 	}
-	v := &Verifier{now: time.Now}
-	if cfg.Now != nil {
-		v.now = cfg.Now
+	cache, err := lru.New[[sha256.Size]byte, cachedToken](MaxCachedTokens)
+	if err != nil {
+		return nil, err
 	}
+	v := &Verifier{now: now, cache: cache}
 	switch {
 	case cfg.HS256Secret != "" && cfg.JWKSURL != "":
 		return nil, errors.New("auth: set either AUTH_HS256_SECRET or AUTH_JWKS_URL, not both")
@@ -199,19 +157,18 @@ func (v *Verifier) Verify(raw string) (authz.Identity, error) {
 		return authz.Identity{}, errToken
 	}
 	key := sha256.Sum256([]byte(raw))
-	if id, ok := v.cache.get(key, v.now()); ok {
-		return id, nil
+	if e, ok := v.cache.Get(key); ok && v.now().Before(e.until) {
+		return e.id, nil
 	}
 	id, exp, err := v.verify(raw)
 	if err != nil {
 		return authz.Identity{}, err
 	}
-	now := v.now()
-	until := now.Add(MaxCacheAge)
+	until := v.now().Add(MaxCacheAge)
 	if exp.Before(until) {
 		until = exp
 	}
-	v.cache.put(key, cachedToken{id: id, until: until}, now)
+	v.cache.Add(key, cachedToken{id: id, until: until})
 	return id, nil
 }
 
@@ -267,9 +224,8 @@ func IdentityFrom(ctx context.Context) (authz.Identity, bool) {
 	return id, ok
 }
 
-// caller is the identity Authenticate stored: every operation but the
-// public ones has one, so its absence is a wiring bug (a panic, which
-// Recover answers with a 500).
+// caller is the identity Authenticate stored; its absence is a wiring bug
+// (a panic, which Recover answers with a 500).
 func caller(ctx context.Context) authz.Identity {
 	id, ok := IdentityFrom(ctx)
 	if !ok {
@@ -280,9 +236,7 @@ func caller(ctx context.Context) authz.Identity {
 
 // decided is the request's decision (access.Decision): the principal, and
 // what the authorization read loaded of the route's target (nothing when
-// it names none, so that the service reads what it needs). AuthorizeOrg
-// decides every route under /v1/orgs/{orgId} before its handler runs, so
-// its absence is a wiring bug (a panic, which Recover answers with a 500).
+// it names none). Its absence is a wiring bug, as caller's.
 func decided(ctx context.Context) (authz.Principal, access.Found) {
 	d, ok := access.Decided(ctx)
 	if !ok {

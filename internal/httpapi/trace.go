@@ -13,13 +13,10 @@ import (
 	"github.com/tenantd/tenantd/internal/obs"
 )
 
-// traceRequests gives each request its server span (otelecho: a caller's
-// W3C traceparent continued, HTTP semantic conventions), named by its
-// method and route template, as the metrics and the log line name it.
-// The span never carries the raw path, which may hold an invitation's
-// token: url.path and http.route are the route template too. Nor does it
-// carry a header, a query or a body. The metrics stay Prometheus's
-// (otelecho's are turned off). Unused when tracing is off (nil).
+// traceRequests gives each request its server span (otelecho), named by
+// its method and route template. The span never carries the raw path,
+// which may hold an invitation's token (url.path is the template too), nor
+// a header, a query or a body; otelecho's metrics are off.
 func traceRequests(t *obs.Tracing, route func(echo.Context) string) []echo.MiddlewareFunc {
 	server := otelecho.Middleware(obs.ServiceName, otelecho.WithTracerProvider(t.Provider), otelecho.WithPropagators(t.Propagator),
 		otelecho.WithMeterProvider(metricnoop.NewMeterProvider()))

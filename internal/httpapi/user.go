@@ -26,7 +26,7 @@ func (h *handlers) ListOrgUsers(ctx context.Context, req oapi.ListOrgUsersReques
 func (h *handlers) AddOrgUser(ctx context.Context, req oapi.AddOrgUserRequestObject) (oapi.AddOrgUserResponseObject, error) {
 	p, _ := decided(ctx)
 	b := req.Body
-	u, err := h.Orgs.AddOrgUser(ctx, p, tenant.NewUser{UserID: b.UserId, Email: b.Email, Name: b.Name, Role: roleOf(b.Role),
+	u, err := h.Orgs.AddOrgUser(ctx, p, tenant.NewUser{UserID: b.UserId, Email: b.Email, Name: b.Name, Role: authz.Role(b.Role),
 		ResourceID: newResourceID(ctx)})
 	if err != nil {
 		return nil, err

@@ -22,11 +22,8 @@ import (
 )
 
 // validateRequests checks every routed request against its operation in
-// openapi.yaml: its path, query and header parameters, its body's media
-// type and schema, and that it names no query parameter the operation does
-// not document. It reports every problem at once (one FieldError each), not
-// the first. It finds the operation by the route Echo matched, so the
-// request is routed once.
+// openapi.yaml (parameters, body, no undocumented query parameter) and
+// reports every problem at once, one FieldError each.
 func validateRequests(ops map[string]operation) echo.MiddlewareFunc {
 	options := &openapi3filter.Options{AuthenticationFunc: openapi3filter.NoopAuthenticationFunc, // Authenticate already ran
 		KeepValidatedValue: true, MultiError: true}
@@ -77,9 +74,7 @@ func validateRequests(ops map[string]operation) echo.MiddlewareFunc {
 }
 
 // checkInput checks a GraphQL mutation's input field as validateRequests
-// checks the same field of a REST body: with the same schema (field of the
-// component schema named schema) and the same errors, so both transports
-// refuse the same input the same way.
+// checks the same field of a REST body, with the same schema and errors.
 func checkInput(spec *openapi3.T) func(schema, field string, value any) []graphapi.FieldError {
 	return func(schema, field string, value any) []graphapi.FieldError {
 		s := spec.Components.Schemas[schema]
@@ -126,8 +121,7 @@ func operations(spec *openapi3.T) map[string]operation {
 				for _, p := range ps {
 					if p.Value != nil && p.Value.In == openapi3.ParameterInQuery {
 						array := p.Value.Schema != nil && p.Value.Schema.Value != nil && p.Value.Schema.Value.Type.Is("array")
-						single := !array || (p.Value.Explode != nil && !*p.Value.Explode) // a list of one value: a,b
-						known[p.Value.Name] = single
+						known[p.Value.Name] = !array || (p.Value.Explode != nil && !*p.Value.Explode) // single: a list of one value is a,b
 					}
 				}
 			}
@@ -138,12 +132,9 @@ func operations(spec *openapi3.T) map[string]operation {
 }
 
 // beforeBody answers what a request's head alone decides before anything
-// reads its body: 404 or 405 for a method and path of no operation (Echo's
-// answer), 415 for a media type, charset or content coding the operation
-// does not take. A client that sent Expect: 100-continue gets that answer
-// instead of 100 Continue, which net/http sends on the body's first read. Every route is an operation of
-// the spec (oapi.RegisterHandlers), so a request of no operation has only
-// Echo's 404 or 405 handler to run.
+// reads its body (so a client that sent Expect: 100-continue gets it
+// instead of 100 Continue): Echo's 404 or 405 for no operation, 415 for a
+// media type, charset or content coding the operation does not take.
 func beforeBody(ops map[string]operation) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -222,9 +213,8 @@ func (e *validationError) problem() oapi.Problem {
 	if n := len(e.fields) - len(parts); n > 0 {
 		detail += fmt.Sprintf("; and %d more (see errors)", n)
 	}
-	fs := e.fields
 	p := problem(http.StatusBadRequest, "invalid_request", detail)
-	p.Errors = &fs
+	p.Errors = &e.fields
 	return p
 }
 
@@ -282,7 +272,11 @@ func fieldErrors(err error) []oapi.FieldError {
 		}
 		f := oapi.FieldError{Field: strings.Join(path, "/"), Code: code, Message: msg}
 		if len(path) > 0 {
-			f.Pointer = ptrTo("/" + strings.Join(escapePointer(path), "/"))
+			var ptr string
+			for _, p := range path {
+				ptr += "/" + pointerToken.Replace(p)
+			}
+			f.Pointer = &ptr
 		}
 		out = append(out, f)
 	case errors.As(err, &pe):
@@ -344,13 +338,8 @@ func quoted(s string) string {
 	return ""
 }
 
-func escapePointer(path []string) []string {
-	out := make([]string, len(path))
-	for i, p := range path {
-		out[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~", "~0"), "/", "~1")
-	}
-	return out
-}
+// pointerToken escapes a key as a JSON Pointer's reference token (RFC 6901).
+var pointerToken = strings.NewReplacer("~", "~0", "/", "~1")
 
 // errCharset is beforeBody's 415 to a JSON body in another charset.
 var errCharset = echo.NewHTTPError(http.StatusUnsupportedMediaType, "JSON request bodies must be UTF-8")

@@ -11,12 +11,8 @@ import (
 
 // toWebhook is a subscription's wire form: never its secret.
 func toWebhook(s webhook.Subscription) oapi.Webhook {
-	w := oapi.Webhook{Id: s.ID, Url: s.URL, Events: s.Events, Description: strPtr(s.Description), Active: s.Active, Version: s.Version,
-		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt}
-	if !s.FailingSince.IsZero() {
-		w.FailingSince = &s.FailingSince
-	}
-	return w
+	return oapi.Webhook{Id: s.ID, Url: s.URL, Events: s.Events, Description: strPtr(s.Description), Active: s.Active, Version: s.Version,
+		CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt, FailingSince: optional.Of(s.FailingSince)}
 }
 
 // withSecret is the one answer that shows a subscription's secret.
@@ -93,15 +89,9 @@ func (h *handlers) RotateWebhookSecret(ctx context.Context, req oapi.RotateWebho
 
 func toDelivery(d webhook.Delivery) oapi.WebhookDelivery {
 	out := oapi.WebhookDelivery{Id: d.EventID, Type: d.Type, State: oapi.WebhookDeliveryState(d.State), Attempts: d.Attempts,
-		LastError: strPtr(d.LastError), CreatedAt: d.CreatedAt}
-	if d.LastStatus != 0 {
-		out.LastStatus = &d.LastStatus
-	}
+		LastError: strPtr(d.LastError), CreatedAt: d.CreatedAt, LastStatus: optional.Of(d.LastStatus), NextAttemptAt: optional.Of(d.NextAttempt)}
 	if d.Attempts > 0 {
 		out.LatencyMs = &d.LatencyMs
-	}
-	if !d.NextAttempt.IsZero() {
-		out.NextAttemptAt = &d.NextAttempt
 	}
 	return out
 }
