@@ -13,11 +13,11 @@ import (
 // schema has no field for them.
 type ApiKey struct{ apikey.Key }
 
-// ExpiresAtOrNil is expiresAt: null for a key that works until revoked.
-func (k ApiKey) ExpiresAtOrNil() *time.Time { return optional.Of(k.ExpiresAt) }
+// ExpiresAt is expiresAt: null for a key that works until revoked.
+func (k ApiKey) ExpiresAt() *time.Time { return optional.Of(k.Key.ExpiresAt) }
 
-// LastUsedAtOrNil is lastUsedAt, to the minute: null for a key never used.
-func (k ApiKey) LastUsedAtOrNil() *time.Time { return optional.Of(k.LastUsedAt.Truncate(time.Minute)) }
+// LastUsedAt is lastUsedAt, to the minute: null for a key never used.
+func (k ApiKey) LastUsedAt() *time.Time { return optional.Of(k.Key.LastUsedAt.Truncate(time.Minute)) }
 
 // APIKeys resolves Org.apiKeys (GET /v1/orgs/{orgId}/api-keys).
 func (r orgResolver) APIKeys(ctx context.Context, obj *Org, first *int, after *string) (*ApiKeyConnection, error) {

@@ -49,13 +49,13 @@ type DirectiveRoot struct {
 
 type ComplexityRoot struct {
 	ApiKey struct {
-		CreatedAt       func(childComplexity int) int
-		CreatedBy       func(childComplexity int) int
-		ExpiresAtOrNil  func(childComplexity int) int
-		ID              func(childComplexity int) int
-		LastUsedAtOrNil func(childComplexity int) int
-		Name            func(childComplexity int) int
-		Role            func(childComplexity int) int
+		CreatedAt  func(childComplexity int) int
+		CreatedBy  func(childComplexity int) int
+		ExpiresAt  func(childComplexity int) int
+		ID         func(childComplexity int) int
+		LastUsedAt func(childComplexity int) int
+		Name       func(childComplexity int) int
+		Role       func(childComplexity int) int
 	}
 
 	ApiKeyConnection struct {
@@ -76,15 +76,15 @@ type ComplexityRoot struct {
 	}
 
 	AuditEvent struct {
-		Action               func(childComplexity int) int
-		ActorID              func(childComplexity int) int
-		At                   func(childComplexity int) int
-		ChangeList           func(childComplexity int) int
-		ClientRequestIDOrNil func(childComplexity int) int
-		ID                   func(childComplexity int) int
-		RequestID            func(childComplexity int) int
-		TargetID             func(childComplexity int) int
-		TargetType           func(childComplexity int) int
+		Action          func(childComplexity int) int
+		ActorID         func(childComplexity int) int
+		At              func(childComplexity int) int
+		Changes         func(childComplexity int) int
+		ClientRequestID func(childComplexity int) int
+		ID              func(childComplexity int) int
+		RequestID       func(childComplexity int) int
+		TargetID        func(childComplexity int) int
+		TargetType      func(childComplexity int) int
 	}
 
 	AuditEventConnection struct {
@@ -267,23 +267,23 @@ type ComplexityRoot struct {
 	}
 
 	Ticket struct {
-		Assignee      func(childComplexity int) int
-		AssigneeOrNil func(childComplexity int) int
-		CommentCount  func(childComplexity int) int
-		Comments      func(childComplexity int, first *int, after *string) int
-		CreatedAt     func(childComplexity int) int
-		Description   func(childComplexity int) int
-		ID            func(childComplexity int) int
-		Priority      func(childComplexity int) int
-		Requester     func(childComplexity int) int
-		RequesterID   func(childComplexity int) int
-		Status        func(childComplexity int) int
-		Tags          func(childComplexity int) int
-		Team          func(childComplexity int) int
-		TeamOrNil     func(childComplexity int) int
-		Title         func(childComplexity int) int
-		UpdatedAt     func(childComplexity int) int
-		Version       func(childComplexity int) int
+		Assignee     func(childComplexity int) int
+		AssigneeID   func(childComplexity int) int
+		CommentCount func(childComplexity int) int
+		Comments     func(childComplexity int, first *int, after *string) int
+		CreatedAt    func(childComplexity int) int
+		Description  func(childComplexity int) int
+		ID           func(childComplexity int) int
+		Priority     func(childComplexity int) int
+		Requester    func(childComplexity int) int
+		RequesterID  func(childComplexity int) int
+		Status       func(childComplexity int) int
+		Tags         func(childComplexity int) int
+		Team         func(childComplexity int) int
+		TeamID       func(childComplexity int) int
+		Title        func(childComplexity int) int
+		UpdatedAt    func(childComplexity int) int
+		Version      func(childComplexity int) int
 	}
 
 	TicketConnection struct {
@@ -298,16 +298,16 @@ type ComplexityRoot struct {
 	}
 
 	Webhook struct {
-		Active            func(childComplexity int) int
-		CreatedAt         func(childComplexity int) int
-		Deliveries        func(childComplexity int, first *int, after *string) int
-		DescriptionOrNil  func(childComplexity int) int
-		Events            func(childComplexity int) int
-		FailingSinceOrNil func(childComplexity int) int
-		ID                func(childComplexity int) int
-		URL               func(childComplexity int) int
-		UpdatedAt         func(childComplexity int) int
-		Version           func(childComplexity int) int
+		Active       func(childComplexity int) int
+		CreatedAt    func(childComplexity int) int
+		Deliveries   func(childComplexity int, first *int, after *string) int
+		Description  func(childComplexity int) int
+		Events       func(childComplexity int) int
+		FailingSince func(childComplexity int) int
+		ID           func(childComplexity int) int
+		URL          func(childComplexity int) int
+		UpdatedAt    func(childComplexity int) int
+		Version      func(childComplexity int) int
 	}
 
 	WebhookConnection struct {
@@ -317,15 +317,15 @@ type ComplexityRoot struct {
 	}
 
 	WebhookDelivery struct {
-		Attempts         func(childComplexity int) int
-		CreatedAt        func(childComplexity int) int
-		EventID          func(childComplexity int) int
-		LastErrorOrNil   func(childComplexity int) int
-		LastStatusOrNil  func(childComplexity int) int
-		LatencyOrNil     func(childComplexity int) int
-		NextAttemptOrNil func(childComplexity int) int
-		State            func(childComplexity int) int
-		Type             func(childComplexity int) int
+		Attempts      func(childComplexity int) int
+		CreatedAt     func(childComplexity int) int
+		ID            func(childComplexity int) int
+		LastError     func(childComplexity int) int
+		LastStatus    func(childComplexity int) int
+		LatencyMs     func(childComplexity int) int
+		NextAttemptAt func(childComplexity int) int
+		State         func(childComplexity int) int
+		Type          func(childComplexity int) int
 	}
 
 	WebhookDeliveryConnection struct {
@@ -432,11 +432,11 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ApiKey.CreatedBy(childComplexity), true
 	case "ApiKey.expiresAt":
-		if e.ComplexityRoot.ApiKey.ExpiresAtOrNil == nil {
+		if e.ComplexityRoot.ApiKey.ExpiresAt == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ApiKey.ExpiresAtOrNil(childComplexity), true
+		return e.ComplexityRoot.ApiKey.ExpiresAt(childComplexity), true
 	case "ApiKey.id":
 		if e.ComplexityRoot.ApiKey.ID == nil {
 			break
@@ -444,11 +444,11 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.ApiKey.ID(childComplexity), true
 	case "ApiKey.lastUsedAt":
-		if e.ComplexityRoot.ApiKey.LastUsedAtOrNil == nil {
+		if e.ComplexityRoot.ApiKey.LastUsedAt == nil {
 			break
 		}
 
-		return e.ComplexityRoot.ApiKey.LastUsedAtOrNil(childComplexity), true
+		return e.ComplexityRoot.ApiKey.LastUsedAt(childComplexity), true
 	case "ApiKey.name":
 		if e.ComplexityRoot.ApiKey.Name == nil {
 			break
@@ -532,17 +532,17 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.AuditEvent.At(childComplexity), true
 	case "AuditEvent.changes":
-		if e.ComplexityRoot.AuditEvent.ChangeList == nil {
+		if e.ComplexityRoot.AuditEvent.Changes == nil {
 			break
 		}
 
-		return e.ComplexityRoot.AuditEvent.ChangeList(childComplexity), true
+		return e.ComplexityRoot.AuditEvent.Changes(childComplexity), true
 	case "AuditEvent.clientRequestId":
-		if e.ComplexityRoot.AuditEvent.ClientRequestIDOrNil == nil {
+		if e.ComplexityRoot.AuditEvent.ClientRequestID == nil {
 			break
 		}
 
-		return e.ComplexityRoot.AuditEvent.ClientRequestIDOrNil(childComplexity), true
+		return e.ComplexityRoot.AuditEvent.ClientRequestID(childComplexity), true
 	case "AuditEvent.id":
 		if e.ComplexityRoot.AuditEvent.ID == nil {
 			break
@@ -1319,11 +1319,11 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Ticket.Assignee(childComplexity), true
 	case "Ticket.assigneeId":
-		if e.ComplexityRoot.Ticket.AssigneeOrNil == nil {
+		if e.ComplexityRoot.Ticket.AssigneeID == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Ticket.AssigneeOrNil(childComplexity), true
+		return e.ComplexityRoot.Ticket.AssigneeID(childComplexity), true
 	case "Ticket.commentCount":
 		if e.ComplexityRoot.Ticket.CommentCount == nil {
 			break
@@ -1396,11 +1396,11 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Ticket.Team(childComplexity), true
 	case "Ticket.teamId":
-		if e.ComplexityRoot.Ticket.TeamOrNil == nil {
+		if e.ComplexityRoot.Ticket.TeamID == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Ticket.TeamOrNil(childComplexity), true
+		return e.ComplexityRoot.Ticket.TeamID(childComplexity), true
 	case "Ticket.title":
 		if e.ComplexityRoot.Ticket.Title == nil {
 			break
@@ -1476,11 +1476,11 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Webhook.Deliveries(childComplexity, args["first"].(*int), args["after"].(*string)), true
 	case "Webhook.description":
-		if e.ComplexityRoot.Webhook.DescriptionOrNil == nil {
+		if e.ComplexityRoot.Webhook.Description == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Webhook.DescriptionOrNil(childComplexity), true
+		return e.ComplexityRoot.Webhook.Description(childComplexity), true
 	case "Webhook.events":
 		if e.ComplexityRoot.Webhook.Events == nil {
 			break
@@ -1488,11 +1488,11 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Webhook.Events(childComplexity), true
 	case "Webhook.failingSince":
-		if e.ComplexityRoot.Webhook.FailingSinceOrNil == nil {
+		if e.ComplexityRoot.Webhook.FailingSince == nil {
 			break
 		}
 
-		return e.ComplexityRoot.Webhook.FailingSinceOrNil(childComplexity), true
+		return e.ComplexityRoot.Webhook.FailingSince(childComplexity), true
 	case "Webhook.id":
 		if e.ComplexityRoot.Webhook.ID == nil {
 			break
@@ -1550,35 +1550,35 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.WebhookDelivery.CreatedAt(childComplexity), true
 	case "WebhookDelivery.id":
-		if e.ComplexityRoot.WebhookDelivery.EventID == nil {
+		if e.ComplexityRoot.WebhookDelivery.ID == nil {
 			break
 		}
 
-		return e.ComplexityRoot.WebhookDelivery.EventID(childComplexity), true
+		return e.ComplexityRoot.WebhookDelivery.ID(childComplexity), true
 	case "WebhookDelivery.lastError":
-		if e.ComplexityRoot.WebhookDelivery.LastErrorOrNil == nil {
+		if e.ComplexityRoot.WebhookDelivery.LastError == nil {
 			break
 		}
 
-		return e.ComplexityRoot.WebhookDelivery.LastErrorOrNil(childComplexity), true
+		return e.ComplexityRoot.WebhookDelivery.LastError(childComplexity), true
 	case "WebhookDelivery.lastStatus":
-		if e.ComplexityRoot.WebhookDelivery.LastStatusOrNil == nil {
+		if e.ComplexityRoot.WebhookDelivery.LastStatus == nil {
 			break
 		}
 
-		return e.ComplexityRoot.WebhookDelivery.LastStatusOrNil(childComplexity), true
+		return e.ComplexityRoot.WebhookDelivery.LastStatus(childComplexity), true
 	case "WebhookDelivery.latencyMs":
-		if e.ComplexityRoot.WebhookDelivery.LatencyOrNil == nil {
+		if e.ComplexityRoot.WebhookDelivery.LatencyMs == nil {
 			break
 		}
 
-		return e.ComplexityRoot.WebhookDelivery.LatencyOrNil(childComplexity), true
+		return e.ComplexityRoot.WebhookDelivery.LatencyMs(childComplexity), true
 	case "WebhookDelivery.nextAttemptAt":
-		if e.ComplexityRoot.WebhookDelivery.NextAttemptOrNil == nil {
+		if e.ComplexityRoot.WebhookDelivery.NextAttemptAt == nil {
 			break
 		}
 
-		return e.ComplexityRoot.WebhookDelivery.NextAttemptOrNil(childComplexity), true
+		return e.ComplexityRoot.WebhookDelivery.NextAttemptAt(childComplexity), true
 	case "WebhookDelivery.state":
 		if e.ComplexityRoot.WebhookDelivery.State == nil {
 			break
@@ -3190,7 +3190,7 @@ func (ec *executionContext) _ApiKey_expiresAt(ctx context.Context, field graphql
 			return ec.fieldContext_ApiKey_expiresAt(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ExpiresAtOrNil(), nil
+			return obj.ExpiresAt(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
@@ -3213,7 +3213,7 @@ func (ec *executionContext) _ApiKey_lastUsedAt(ctx context.Context, field graphq
 			return ec.fieldContext_ApiKey_lastUsedAt(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.LastUsedAtOrNil(), nil
+			return obj.LastUsedAt(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
@@ -3594,7 +3594,7 @@ func (ec *executionContext) _AuditEvent_changes(ctx context.Context, field graph
 			return ec.fieldContext_AuditEvent_changes(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ChangeList(), nil
+			return obj.Changes(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v []AuditChange) graphql.Marshaler {
@@ -3649,7 +3649,7 @@ func (ec *executionContext) _AuditEvent_clientRequestId(ctx context.Context, fie
 			return ec.fieldContext_AuditEvent_clientRequestId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.ClientRequestIDOrNil(), nil
+			return obj.ClientRequestID(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -6974,7 +6974,7 @@ func (ec *executionContext) _Ticket_assigneeId(ctx context.Context, field graphq
 			return ec.fieldContext_Ticket_assigneeId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.AssigneeOrNil(), nil
+			return obj.AssigneeID(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -6997,7 +6997,7 @@ func (ec *executionContext) _Ticket_teamId(ctx context.Context, field graphql.Co
 			return ec.fieldContext_Ticket_teamId(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.TeamOrNil(), nil
+			return obj.TeamID(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -7495,7 +7495,7 @@ func (ec *executionContext) _Webhook_description(ctx context.Context, field grap
 			return ec.fieldContext_Webhook_description(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.DescriptionOrNil(), nil
+			return obj.Description(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -7541,7 +7541,7 @@ func (ec *executionContext) _Webhook_failingSince(ctx context.Context, field gra
 			return ec.fieldContext_Webhook_failingSince(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.FailingSinceOrNil(), nil
+			return obj.FailingSince(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {
@@ -7773,7 +7773,7 @@ func (ec *executionContext) _WebhookDelivery_id(ctx context.Context, field graph
 			return ec.fieldContext_WebhookDelivery_id(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.EventID, nil
+			return obj.ID(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
@@ -7784,7 +7784,7 @@ func (ec *executionContext) _WebhookDelivery_id(ctx context.Context, field graph
 	)
 }
 func (ec *executionContext) fieldContext_WebhookDelivery_id(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
-	return graphql.NewScalarFieldContext("WebhookDelivery", field, false, false, "ID")
+	return graphql.NewScalarFieldContext("WebhookDelivery", field, true, false, "ID")
 }
 
 func (ec *executionContext) _WebhookDelivery_type(ctx context.Context, field graphql.CollectedField, obj *WebhookDelivery) (ret graphql.Marshaler) {
@@ -7865,7 +7865,7 @@ func (ec *executionContext) _WebhookDelivery_lastStatus(ctx context.Context, fie
 			return ec.fieldContext_WebhookDelivery_lastStatus(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.LastStatusOrNil(), nil
+			return obj.LastStatus(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
@@ -7888,7 +7888,7 @@ func (ec *executionContext) _WebhookDelivery_lastError(ctx context.Context, fiel
 			return ec.fieldContext_WebhookDelivery_lastError(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.LastErrorOrNil(), nil
+			return obj.LastError(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *string) graphql.Marshaler {
@@ -7911,7 +7911,7 @@ func (ec *executionContext) _WebhookDelivery_latencyMs(ctx context.Context, fiel
 			return ec.fieldContext_WebhookDelivery_latencyMs(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.LatencyOrNil(), nil
+			return obj.LatencyMs(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *int) graphql.Marshaler {
@@ -7934,7 +7934,7 @@ func (ec *executionContext) _WebhookDelivery_nextAttemptAt(ctx context.Context, 
 			return ec.fieldContext_WebhookDelivery_nextAttemptAt(ctx, field)
 		},
 		func(ctx context.Context) (any, error) {
-			return obj.NextAttemptOrNil(), nil
+			return obj.NextAttemptAt(), nil
 		},
 		nil,
 		func(ctx context.Context, selections ast.SelectionSet, v *time.Time) graphql.Marshaler {

@@ -61,13 +61,13 @@ type Invitation struct{ invitation.Invitation }
 // AuditEvent is an entry of the audit log.
 type AuditEvent struct{ audit.Event }
 
-// ClientRequestIDOrNil is clientRequestId: null when the client sent none.
-func (e AuditEvent) ClientRequestIDOrNil() *string { return nilIfEmpty(e.ClientRequestID) }
+// ClientRequestID is clientRequestId: null when the client sent none.
+func (e AuditEvent) ClientRequestID() *string { return nilIfEmpty(e.Event.ClientRequestID) }
 
-// ChangeList is changes, with values as AuditValue renders them.
-func (e AuditEvent) ChangeList() []AuditChange {
-	out := make([]AuditChange, len(e.Changes))
-	for i, c := range e.Changes {
+// Changes is changes, with values as AuditValue renders them.
+func (e AuditEvent) Changes() []AuditChange {
+	out := make([]AuditChange, len(e.Event.Changes))
+	for i, c := range e.Event.Changes {
 		out[i] = AuditChange{Field: c.Field, Before: AuditValue(c.Before), After: AuditValue(c.After)}
 	}
 	return out

@@ -382,8 +382,8 @@ type Ticket struct {
 	p authz.Principal
 }
 
-// AssigneeOrNil is assigneeId: null when unassigned.
-func (t Ticket) AssigneeOrNil() *string { return nilIfEmpty(t.AssigneeID) }
+// AssigneeID is assigneeId: null when unassigned.
+func (t Ticket) AssigneeID() *string { return nilIfEmpty(t.Ticket.AssigneeID) }
 
-// TeamOrNil is teamId: null without a team.
-func (t Ticket) TeamOrNil() *string { return nilIfEmpty(t.TeamID) }
+// TeamID is teamId: null without a team.
+func (t Ticket) TeamID() *string { return nilIfEmpty(t.Ticket.TeamID) }

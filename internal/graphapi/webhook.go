@@ -17,32 +17,35 @@ type Webhook struct {
 	p authz.Principal
 }
 
-// DescriptionOrNil is description: null when none was given.
-func (w Webhook) DescriptionOrNil() *string { return nilIfEmpty(w.Description) }
+// Description is description: null when none was given.
+func (w Webhook) Description() *string { return nilIfEmpty(w.Subscription.Description) }
 
-// FailingSinceOrNil is failingSince: null while the endpoint answers.
-func (w Webhook) FailingSinceOrNil() *time.Time { return optional.Of(w.FailingSince) }
+// FailingSince is failingSince: null while the endpoint answers.
+func (w Webhook) FailingSince() *time.Time { return optional.Of(w.Subscription.FailingSince) }
 
 // WebhookDelivery is one entry of a webhook's delivery log.
 type WebhookDelivery struct{ webhook.Delivery }
 
-// LastStatusOrNil is lastStatus: null if the endpoint never answered.
-func (d WebhookDelivery) LastStatusOrNil() *int { return optional.Of(d.LastStatus) }
+// ID is id: the event's ID.
+func (d WebhookDelivery) ID() string { return d.EventID }
 
-// LastErrorOrNil is lastError: null after a success.
-func (d WebhookDelivery) LastErrorOrNil() *string { return nilIfEmpty(d.LastError) }
+// LastStatus is lastStatus: null if the endpoint never answered.
+func (d WebhookDelivery) LastStatus() *int { return optional.Of(d.Delivery.LastStatus) }
 
-// LatencyOrNil is latencyMs: null before an attempt answered or failed.
-func (d WebhookDelivery) LatencyOrNil() *int {
+// LastError is lastError: null after a success.
+func (d WebhookDelivery) LastError() *string { return nilIfEmpty(d.Delivery.LastError) }
+
+// LatencyMs is latencyMs: null before an attempt answered or failed.
+func (d WebhookDelivery) LatencyMs() *int {
 	if d.Attempts == 0 {
 		return nil
 	}
-	n := int(d.LatencyMs)
+	n := int(d.Delivery.LatencyMs)
 	return &n
 }
 
-// NextAttemptOrNil is nextAttemptAt: null once settled.
-func (d WebhookDelivery) NextAttemptOrNil() *time.Time { return optional.Of(d.NextAttempt) }
+// NextAttemptAt is nextAttemptAt: null once settled.
+func (d WebhookDelivery) NextAttemptAt() *time.Time { return optional.Of(d.NextAttempt) }
 
 // Webhooks resolves Org.webhooks (GET /v1/orgs/{orgId}/webhooks).
 func (r orgResolver) Webhooks(ctx context.Context, obj *Org, first *int, after *string) (*WebhookConnection, error) {

@@ -10,10 +10,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/tenantd/tenantd/internal/access"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
 	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
+	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/store/storetest"
 	orgpkg "github.com/tenantd/tenantd/internal/tenant"
 	"github.com/tenantd/tenantd/internal/ticket"
@@ -718,5 +720,112 @@ func TestBatchGetOrgUsers(t *testing.T) {
 			t.Errorf("got %v", got)
 		}
 		f.wantNoCalls(t)
+	})
+}
+
+// Every field's round trip through the store: the guard described in
+// fields_test.go.
+
+func TestOrgFields(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := MustFixture(t)
+	org := orgpkg.Org{ID: f.ids.New(), Name: "Fields Org", Version: 3, CreatedAt: f.at(1), UpdatedAt: f.at(2)}
+	mustFull(t, org)
+	owner := orgpkg.User{OrgID: org.ID, UserID: "u_owner", Email: "owner@example.com", Name: "Olive Owner", Role: authz.Owner,
+		JoinedAt: f.at(3), UpdatedAt: f.at(4), Version: 5, AddedBy: "res-owner"}
+	mustFull(t, owner)
+	must(t, f.Orgs.CreateOrg(ctx, org, owner, ev(org)))
+
+	read := func(t *testing.T, want orgpkg.Org) {
+		t.Helper()
+		got, err := f.Orgs.GetOrg(ctx, org.ID)
+		must(t, err)
+		wantSame(t, "GetOrg", got, want)
+		got, users, err := f.Orgs.GetOrgWithUsers(ctx, org.ID, 10)
+		must(t, err)
+		wantSame(t, "GetOrgWithUsers", got, want)
+		wantOne(t, "GetOrgWithUsers users", users, nil, owner)
+		m, err := f.Orgs.BatchGetOrgs(ctx, []string{org.ID})
+		wantOneOf(t, "BatchGetOrgs", m, err, org.ID, want)
+		created, err := (&store.Audit{DB: f.DB}).OrgCreatedAt(ctx, org.ID)
+		must(t, err)
+		if !created.Equal(want.CreatedAt) {
+			t.Errorf("OrgCreatedAt: got %v, want %v", created, want.CreatedAt)
+		}
+		// A user's orgs come without the org's name: the service reads
+		// the names with BatchGetOrgs (one call per page).
+		mine := orgpkg.OrgMembership{OrgID: org.ID, Name: want.Name, UserName: owner.Name, Role: owner.Role, JoinedAt: owner.JoinedAt}
+		mustFull(t, mine)
+		r, err := f.Orgs.ListOrgs(ctx, owner.UserID, fieldsPage)
+		wantOne(t, "ListOrgs", r.Items, err, zeroed(t, mine, "Name"))
+	}
+
+	t.Run("create", func(t *testing.T) { read(t, org) })
+
+	t.Run("update", func(t *testing.T) {
+		prev := org
+		next := orgpkg.Org{ID: org.ID, Name: "Fields Org Renamed", Version: 4, UpdatedAt: f.at(12),
+			CreatedAt: f.at(13)} // an update must leave it: see kept
+		mustFull(t, next)
+		mustChangeAll(t, prev, next, "ID") // ID: the org's key
+		must(t, f.Orgs.UpdateOrg(ctx, prev, next, ev(next)))
+		// Kept: CreatedAt is when the org was made; UpdateOrg does not
+		// write it.
+		read(t, copied(t, next, prev, "CreatedAt"))
+	})
+}
+
+func TestOrgUserFields(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := MustFixture(t)
+	org := f.newOrg(t, "Fields", "u_owner")
+	u := orgpkg.User{OrgID: org.ID, UserID: "u_fields", Email: "Fields.User@Example.com", Name: "Fiona Fields", Role: authz.Admin,
+		JoinedAt: f.at(1), UpdatedAt: f.at(2), Version: 3, AddedBy: "res-fields"}
+	mustFull(t, u)
+	must(t, f.Orgs.AddOrgUser(ctx, u, ev(u)))
+
+	read := func(t *testing.T, want orgpkg.User) {
+		t.Helper()
+		got, err := f.Orgs.GetOrgUser(ctx, org.ID, u.UserID)
+		must(t, err)
+		wantSame(t, "GetOrgUser", got, want)
+		r, err := f.Orgs.ListOrgUsers(ctx, org.ID, fieldsPage)
+		must(t, err)
+		wantOne(t, "ListOrgUsers", slices.DeleteFunc(r.Items, func(x orgpkg.User) bool { return x.UserID != u.UserID }), nil, want)
+		m, err := f.Orgs.BatchGetOrgUsers(ctx, org.ID, []string{u.UserID})
+		wantOneOf(t, "BatchGetOrgUsers", m, err, u.UserID, want)
+		_, users, err := f.Orgs.GetOrgWithUsers(ctx, org.ID, 10)
+		must(t, err)
+		wantOne(t, "GetOrgWithUsers", slices.DeleteFunc(users, func(x orgpkg.User) bool { return x.UserID != u.UserID }), nil, want)
+		found, err := f.Orgs.OrgAccess(ctx, org.ID, u.UserID, access.Target{Kind: access.User, UserID: u.UserID})
+		must(t, err)
+		if found.User == nil {
+			t.Errorf("OrgAccess(user target): no user")
+		} else {
+			wantSame(t, "OrgAccess(user target)", *found.User, want)
+		}
+		if c := f.claim(t, org.ID, orgpkg.NormalizeEmail(want.Email)); c == nil || c["userId"] != want.UserID {
+			t.Errorf("the claim of %s: got %v, want one for %s", want.Email, c, want.UserID)
+		}
+	}
+
+	t.Run("create", func(t *testing.T) { read(t, u) })
+
+	t.Run("update", func(t *testing.T) {
+		prev := u
+		next := orgpkg.User{OrgID: u.OrgID, UserID: u.UserID, Email: "fiona@example.org", Name: "Fiona Renamed", Role: authz.Member,
+			UpdatedAt: f.at(12), Version: 4,
+			JoinedAt: f.at(13), AddedBy: "res-other"} // an update must leave them: see kept
+		mustFull(t, next)
+		mustChangeAll(t, prev, next, "OrgID", "UserID") // the OrgUser's key
+		must(t, f.Orgs.UpdateOrgUser(ctx, prev, next, ev(next)))
+		// Kept: JoinedAt is when the user joined, AddedBy the request that
+		// added them; UpdateOrgUser writes neither.
+		read(t, copied(t, next, prev, "JoinedAt", "AddedBy"))
+		if c := f.claim(t, org.ID, orgpkg.NormalizeEmail(prev.Email)); c != nil {
+			t.Errorf("the old email's claim is still there: %v", c)
+		}
 	})
 }

@@ -328,3 +328,117 @@ func TestTeamsPerUser(t *testing.T) {
 		must(t, f.Teams.AddTeamMember(ctx, f.member(s.Design, "u_bob", authz.Member), ev(s.Design)))
 	})
 }
+
+// Every field's round trip through the store: the guard described in
+// fields_test.go.
+
+func TestTeamFields(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := MustFixture(t)
+	org := f.newOrg(t, "Fields", "u_owner", "u_member")
+	team := membership.Team{OrgID: org.ID, ID: f.ids.New(), Name: "Fields Team", Description: "Keeps every field",
+		MemberCount: 9, OwnerCount: 8, // CreateTeam sets both to 1: the team is born with its owner edge alone
+		Version: 7, CreatedAt: f.at(1), UpdatedAt: f.at(2)}
+	mustFull(t, team)
+	must(t, f.Teams.CreateTeam(ctx, team, f.member(team, "u_owner", authz.Owner), ev(team)))
+	must(t, f.Teams.AddTeamMember(ctx, f.member(team, "u_member", authz.Member), ev(team)))
+	team.MemberCount, team.OwnerCount = 2, 1 // two edges, one of them an owner's: distinct counts
+
+	read := func(t *testing.T, want membership.Team) {
+		t.Helper()
+		got, err := f.Teams.GetTeam(ctx, org.ID, team.ID)
+		must(t, err)
+		wantSame(t, "GetTeam", got, want)
+		got, members, err := f.Teams.GetTeamWithMembers(ctx, org.ID, team.ID, 10)
+		must(t, err)
+		wantSame(t, "GetTeamWithMembers", got, want)
+		if len(members) != 2 {
+			t.Errorf("GetTeamWithMembers: %d members, want 2", len(members))
+		}
+		r, err := f.Teams.ListTeams(ctx, org.ID, fieldsPage)
+		wantOne(t, "ListTeams", r.Items, err, want)
+		m, err := f.Teams.BatchGetTeams(ctx, org.ID, []string{team.ID})
+		wantOneOf(t, "BatchGetTeams", m, err, team.ID, want)
+	}
+
+	t.Run("create", func(t *testing.T) { read(t, team) })
+
+	t.Run("update", func(t *testing.T) {
+		prev := team
+		next := membership.Team{OrgID: team.OrgID, ID: team.ID, Name: "Fields Team Renamed", Description: "Another description",
+			Version: 8, UpdatedAt: f.at(12),
+			MemberCount: 5, OwnerCount: 4, CreatedAt: f.at(13)} // an update must leave them: see kept
+		mustFull(t, next)
+		mustChangeAll(t, prev, next, "OrgID", "ID") // the team's key
+		must(t, f.Teams.UpdateTeam(ctx, prev, next, ev(next)))
+		// Kept: the counts belong to the membership transactions (an
+		// update that wrote them would undo a concurrent AddTeamMember);
+		// CreatedAt is when the team was made.
+		want := copied(t, next, prev, "MemberCount", "OwnerCount", "CreatedAt")
+		read(t, want)
+
+		// An empty description is removed, not stored empty.
+		prev, next = want, want
+		next.Description, next.Version, next.UpdatedAt = "", 9, f.at(14)
+		must(t, f.Teams.UpdateTeam(ctx, prev, next, ev(next)))
+		read(t, next)
+	})
+}
+
+func TestTeamMemberFields(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := MustFixture(t)
+	org := f.newOrg(t, "Fields", "u_owner", "u_member")
+	team := f.team(org.ID, "Fields Team")
+	owner := f.member(team, "u_owner", authz.Owner)
+	must(t, f.Teams.CreateTeam(ctx, team, owner, ev(team)))
+	someone := f.user(org.ID, "u_member", "u_member@example.com", "u_member", authz.Member)
+	m := membership.Membership{OrgID: org.ID, TeamID: team.ID, UserID: "u_member", Role: authz.Admin,
+		JoinedAt: f.at(1), UpdatedAt: f.at(2), Version: 3,
+		TeamName: "Fields Team", User: &someone} // derived: see read
+	mustFull(t, m)
+	must(t, f.Teams.AddTeamMember(ctx, m, ev(m)))
+
+	read := func(t *testing.T, want membership.Membership) {
+		t.Helper()
+		// Derived, not stored: TeamName and User are filled by the
+		// service's listings that join them (BatchGetTeams,
+		// BatchGetOrgUsers).
+		want = zeroed(t, want, "TeamName", "User")
+		got, err := f.Teams.GetTeamMember(ctx, org.ID, team.ID, m.UserID)
+		must(t, err)
+		wantSame(t, "GetTeamMember", got, want)
+		r, err := f.Teams.ListTeamMembers(ctx, org.ID, team.ID, fieldsPage)
+		must(t, err)
+		wantOne(t, "ListTeamMembers", slices.DeleteFunc(r.Items, func(x membership.Membership) bool { return x.UserID != m.UserID }), nil, want)
+		r, err = f.Teams.ListUserTeams(ctx, org.ID, m.UserID, fieldsPage)
+		wantOne(t, "ListUserTeams", r.Items, err, want)
+		_, members, err := f.Teams.GetTeamWithMembers(ctx, org.ID, team.ID, 10)
+		must(t, err)
+		wantOne(t, "GetTeamWithMembers", slices.DeleteFunc(members, func(x membership.Membership) bool { return x.UserID != m.UserID }), nil, want)
+	}
+
+	t.Run("create", func(t *testing.T) { read(t, m) })
+
+	t.Run("create the owner's edge", func(t *testing.T) {
+		got, err := f.Teams.GetTeamMember(ctx, org.ID, team.ID, owner.UserID)
+		must(t, err)
+		wantSame(t, "GetTeamMember", got, owner)
+	})
+
+	t.Run("update", func(t *testing.T) {
+		prev := zeroed(t, m, "TeamName", "User") // as read
+		other := f.user(org.ID, "u_owner", "u_owner@example.com", "u_owner", authz.Owner)
+		next := membership.Membership{OrgID: m.OrgID, TeamID: m.TeamID, UserID: m.UserID, Role: authz.Member,
+			UpdatedAt: f.at(12), Version: 4,
+			JoinedAt: f.at(13), TeamName: "Another name", User: &other} // an update must leave them: see kept
+		mustFull(t, next)
+		mustChangeAll(t, prev, next, "OrgID", "TeamID", "UserID") // the edge's key
+		must(t, f.Teams.UpdateTeamMember(ctx, prev, next, ev(next)))
+		// Kept: JoinedAt is when the user joined the team; the derived
+		// fields are never stored.
+		read(t, copied(t, next, prev, "JoinedAt"))
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
 	"github.com/tenantd/tenantd/internal/errs"
+	"github.com/tenantd/tenantd/internal/membership"
 	"github.com/tenantd/tenantd/internal/page"
 	"github.com/tenantd/tenantd/internal/ticket"
 )
@@ -361,4 +362,151 @@ func TestCreatesProveTheActor(t *testing.T) {
 		err = f.mustUnchanged(t, func() error { return f.Tickets.CreateComment(ctx, c, by(actor, "comment.create", "comment")) })
 		wantErr(t, err, errs.Unauthenticated, "invalid_token")
 	})
+}
+
+// Every field's round trip through the store: the guard described in
+// fields_test.go.
+
+func TestTicketFields(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := MustFixture(t)
+	org := f.newOrg(t, "Fields", "u_requester", "u_assignee", "u_assignee2")
+	teams := make([]membership.Team, 2)
+	for i := range teams {
+		teams[i] = f.team(org.ID, fmt.Sprint("Team ", i))
+		must(t, f.Teams.CreateTeam(ctx, teams[i], f.member(teams[i], "u_requester", authz.Owner), ev(teams[i])))
+	}
+	requester := f.user(org.ID, "u_requester", "u_requester@example.com", "u_requester", authz.Owner)
+	assignee := f.user(org.ID, "u_assignee", "u_assignee@example.com", "u_assignee", authz.Member)
+	tk := ticket.Ticket{OrgID: org.ID, ID: f.ids.New(), Title: "Every field", Description: "A ticket with every field set",
+		Status: ticket.StatusOpen, Priority: ticket.PriorityHigh, RequesterID: "u_requester", AssigneeID: "u_assignee",
+		TeamID: teams[0].ID, Tags: []string{"billing", "login"}, CommentCount: 5, Version: 3, CreatedAt: f.at(1), UpdatedAt: f.at(2),
+		Requester: &requester, Assignee: &assignee} // derived: see read
+	mustFull(t, tk)
+	must(t, f.Tickets.CreateTicket(ctx, tk, ev(tk)))
+
+	// read reads want back through every getter and every index that
+	// should hold it.
+	read := func(t *testing.T, want ticket.Ticket) {
+		t.Helper()
+		// Derived, not stored: Requester and Assignee are filled by reads
+		// that expand them (BatchGetOrgUsers, one call per page).
+		want = zeroed(t, want, "Requester", "Assignee")
+		got, err := f.Tickets.GetTicket(ctx, org.ID, want.ID)
+		must(t, err)
+		wantSame(t, "GetTicket", got, want)
+		got, _, err = f.Tickets.GetTicketWithComments(ctx, org.ID, want.ID, 10)
+		must(t, err)
+		wantSame(t, "GetTicketWithComments", got, want)
+		listings := map[string]ticket.Filter{
+			"ListTickets (GSI1)":                    {},
+			"ListTickets oldest first (GSI1)":       {Oldest: true},
+			"ListTickets by status (GSI3)":          {Status: want.Status},
+			"ListTickets by priority (GSI6)":        {Priority: want.Priority},
+			"ListTickets by priority+status (GSI6)": {Priority: want.Priority, Status: want.Status},
+		}
+		if want.AssigneeID != "" {
+			listings["ListTickets by assignee (GSI4)"] = ticket.Filter{AssigneeID: want.AssigneeID}
+			listings["ListTickets by assignee+status (GSI7)"] = ticket.Filter{AssigneeID: want.AssigneeID, Status: want.Status}
+		}
+		for what, filter := range listings {
+			r, err := f.Tickets.ListTickets(ctx, org.ID, filter, fieldsPage)
+			wantOne(t, what, r.Items, err, want)
+		}
+		r, err := f.Tickets.ListUserTickets(ctx, org.ID, want.RequesterID, fieldsPage)
+		wantOne(t, "ListUserTickets (GSI2)", r.Items, err, want)
+		if want.AssigneeID != "" {
+			r, err := f.Tickets.ListAssignedTickets(ctx, org.ID, want.AssigneeID, fieldsPage)
+			wantOne(t, "ListAssignedTickets (GSI4)", r.Items, err, want)
+		}
+		if want.TeamID != "" {
+			r, err := f.Tickets.ListTeamTickets(ctx, org.ID, want.TeamID, "", fieldsPage)
+			wantOne(t, "ListTeamTickets (GSI5)", r.Items, err, want)
+			r, err = f.Tickets.ListTeamTickets(ctx, org.ID, want.TeamID, want.Status, fieldsPage)
+			wantOne(t, "ListTeamTickets by status (GSI5)", r.Items, err, want)
+		}
+	}
+	// gone asserts no index still files the ticket under prev's keys.
+	gone := func(t *testing.T, prev ticket.Ticket) {
+		t.Helper()
+		for what, filter := range map[string]ticket.Filter{
+			"old status (GSI3)":                   {Status: prev.Status},
+			"old priority (GSI6)":                 {Priority: prev.Priority},
+			"old assignee (GSI4)":                 {AssigneeID: prev.AssigneeID},
+			"old assignee and status (GSI7)":      {AssigneeID: prev.AssigneeID, Status: prev.Status},
+			"old assignee and new status (GSI7)":  {AssigneeID: prev.AssigneeID, Status: ticket.StatusPending},
+			"old priority and new status (GSI6)":  {Priority: prev.Priority, Status: ticket.StatusPending},
+			"old priority and old status (GSI6)":  {Priority: prev.Priority, Status: prev.Status},
+			"new priority and old status (GSI6)":  {Priority: ticket.PriorityLow, Status: prev.Status},
+			"old status, oldest first (GSI3 asc)": {Status: prev.Status, Oldest: true},
+		} {
+			r, err := f.Tickets.ListTickets(ctx, org.ID, filter, fieldsPage)
+			wantNone(t, "ListTickets by "+what, r.Items, err)
+		}
+		r, err := f.Tickets.ListAssignedTickets(ctx, org.ID, prev.AssigneeID, fieldsPage)
+		wantNone(t, "ListAssignedTickets of the old assignee (GSI4)", r.Items, err)
+		r, err = f.Tickets.ListTeamTickets(ctx, org.ID, prev.TeamID, "", fieldsPage)
+		wantNone(t, "ListTeamTickets of the old team (GSI5)", r.Items, err)
+	}
+
+	t.Run("create", func(t *testing.T) { read(t, tk) })
+
+	t.Run("update", func(t *testing.T) {
+		prev := zeroed(t, tk, "Requester", "Assignee") // as read
+		other := f.user(org.ID, "u_assignee2", "u_assignee2@example.com", "u_assignee2", authz.Member)
+		next := ticket.Ticket{OrgID: tk.OrgID, ID: tk.ID, Title: "Every field, changed", Description: "Another description",
+			Status: ticket.StatusPending, Priority: ticket.PriorityLow, AssigneeID: "u_assignee2", TeamID: teams[1].ID,
+			Tags: []string{"refund"}, Version: 4, UpdatedAt: f.at(12),
+			// An update must leave these: see kept.
+			RequesterID: "u_assignee", CommentCount: 6, CreatedAt: f.at(13), Requester: &other, Assignee: &requester}
+		mustFull(t, next)
+		mustChangeAll(t, prev, next, "OrgID", "ID") // the ticket's key
+		must(t, f.Tickets.UpdateTicket(ctx, prev, next, ev(next)))
+		// Kept: CommentCount belongs to CreateComment's transaction (an
+		// update that wrote it would undo a concurrent comment);
+		// RequesterID is who raised the ticket, and UpdateTicket writes
+		// neither it nor its GSI2 key; CreatedAt is when it was raised.
+		want := copied(t, next, prev, "CommentCount", "RequesterID", "CreatedAt")
+		read(t, want)
+		gone(t, prev)
+
+		// Empty values are removed, with the sparse index keys they make.
+		prev, next = want, want
+		next.Description, next.AssigneeID, next.TeamID, next.Tags = "", "", "", []string{}
+		next.Version, next.UpdatedAt = 5, f.at(14)
+		must(t, f.Tickets.UpdateTicket(ctx, prev, next, ev(next)))
+		read(t, next)
+		r, err := f.Tickets.ListAssignedTickets(ctx, org.ID, prev.AssigneeID, fieldsPage)
+		wantNone(t, "ListAssignedTickets after unassigning (GSI4)", r.Items, err)
+		r, err = f.Tickets.ListTickets(ctx, org.ID, ticket.Filter{AssigneeID: prev.AssigneeID, Status: prev.Status}, fieldsPage)
+		wantNone(t, "ListTickets by assignee+status after unassigning (GSI7)", r.Items, err)
+		r, err = f.Tickets.ListTeamTickets(ctx, org.ID, prev.TeamID, "", fieldsPage)
+		wantNone(t, "ListTeamTickets after leaving the team (GSI5)", r.Items, err)
+	})
+}
+
+func TestCommentFields(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := MustFixture(t)
+	org := f.newOrg(t, "Fields", "u_requester", "u_author")
+	tk := f.ticket(org.ID, "u_requester", "Commented", ticket.StatusOpen)
+	must(t, f.Tickets.CreateTicket(ctx, tk, ev(tk)))
+	c := ticket.Comment{OrgID: org.ID, TicketID: tk.ID, ID: f.ids.New(), AuthorID: "u_author", Body: "Every field of a comment",
+		CreatedAt: f.at(1)}
+	mustFull(t, c)
+	must(t, f.Tickets.CreateComment(ctx, c, ev(c)))
+
+	// Comments are immutable: there is no update to check.
+	got, err := f.Tickets.GetComment(ctx, org.ID, tk.ID, c.ID)
+	must(t, err)
+	wantSame(t, "GetComment", got, c)
+	r, err := f.Tickets.ListComments(ctx, org.ID, tk.ID, fieldsPage)
+	wantOne(t, "ListComments", r.Items, err, c)
+	parent, comments, err := f.Tickets.GetTicketWithComments(ctx, org.ID, tk.ID, 10)
+	wantOne(t, "GetTicketWithComments", comments, err, c)
+	// The comment's transaction counts it on the ticket and touches it.
+	tk.CommentCount, tk.UpdatedAt = 1, c.CreatedAt
+	wantSame(t, "the commented ticket", parent, tk)
 }
