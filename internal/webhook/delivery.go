@@ -263,8 +263,11 @@ func Sign(msgID string, ts time.Time, body []byte, secrets ...string) (string, e
 // Events queued (Queue) are dispatched by at most Policy.Dispatch
 // goroutines, one org's one at a time, the orgs in turn: each takes one
 // event of the org first in line, which then goes to the back of the line
-// if it has more. An org with a burst of events (or whose writes are
-// slow) so delays no other org's by more than a turn.
+// if it has more. An org that had nothing queued joins the line ahead of
+// the orgs with a backlog (behind the others that joined so): its event
+// waits for the dispatches in flight, not for a turn of every busy org.
+// An org with a burst of events (or whose writes are slow) so delays no
+// other org's by more than a turn.
 type Dispatcher struct {
 	store DeliveryStorer
 	pol   Policy
@@ -279,6 +282,7 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	queued  map[string][]queuedEvent // by org: its events not dispatched yet, the one in hand first
 	line    []string                 // orgs with events queued and none in hand, in turn
+	fresh   int                      // the first fresh of line had nothing queued when they joined
 	working int                      // goroutines dispatching
 }
 
@@ -300,7 +304,8 @@ func NewDispatcher(s DeliveryStorer, pol Policy, now clock.Clock) *Dispatcher {
 func (d *Dispatcher) Queue(ctx context.Context, ev audit.Event, done func(error)) {
 	d.mu.Lock()
 	if _, ok := d.queued[ev.OrgID]; !ok {
-		d.line = append(d.line, ev.OrgID)
+		d.line = slices.Insert(d.line, d.fresh, ev.OrgID)
+		d.fresh++
 	}
 	d.queued[ev.OrgID] = append(d.queued[ev.OrgID], queuedEvent{ctx, ev, done})
 	start := d.working < d.pol.Dispatch
@@ -319,7 +324,7 @@ func (d *Dispatcher) work() {
 	d.mu.Lock()
 	for len(d.line) > 0 {
 		org := d.line[0]
-		d.line = d.line[1:]
+		d.line, d.fresh = d.line[1:], max(d.fresh-1, 0)
 		q := d.queued[org][0]
 		d.mu.Unlock()
 		_, err := d.Dispatch(q.ctx, q.ev)

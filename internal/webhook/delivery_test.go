@@ -441,3 +441,53 @@ func TestDispatchAll(t *testing.T) {
 		t.Errorf("DispatchAll with the second event failing: %d, %v; want 1 and its error", i, err)
 	}
 }
+
+// orderStore makes deliveries one at a time, each when the test lets it
+// (go), and says which event's it made.
+type orderStore struct {
+	fakeStore
+	go_  chan struct{}
+	made chan string
+}
+
+func (s *orderStore) Subscribers(_ context.Context, orgID string) ([]Subscription, error) {
+	return []Subscription{{OrgID: orgID, ID: "01KJPWD6MCH66BQCJZTYJEZQ3K", Events: []string{"*"}, Active: true}}, nil
+}
+
+func (s *orderStore) EnqueueDeliveries(_ context.Context, ds []Delivery) (int, error) {
+	<-s.go_
+	s.made <- ds[0].EventID
+	return len(ds), nil
+}
+
+// TestDispatchOrder: orgs with a backlog take turns, and an org that had
+// nothing queued goes ahead of them (once, then it takes its turn): its
+// event waits for the dispatch in flight, not for a turn of each busy org.
+func TestDispatchOrder(t *testing.T) {
+	s := &orderStore{go_: make(chan struct{}), made: make(chan string, 16)}
+	d := NewDispatcher(s, Policy{Dispatch: 1}, nil)
+	orgs := []string{"01KJPWD6MCH66BQCJZTYJEZQ3A", "01KJPWD6MCH66BQCJZTYJEZQ3B", "01KJPWD6MCH66BQCJZTYJEZQ3C", "01KJPWD6MCH66BQCJZTYJEZQ3D"}
+	var wg sync.WaitGroup
+	queue := func(org int, id string) {
+		wg.Add(1)
+		d.Queue(context.Background(), audit.Event{OrgID: orgs[org], ID: "01KJPWD6MCH66BQCJZTYJEZQ" + id, Action: "ticket.create", At: time.Now()}, func(error) { wg.Done() })
+	}
+	for _, e := range []struct {
+		org int
+		id  string
+	}{{0, "A1"}, {0, "A2"}, {0, "A3"}, {1, "B1"}, {1, "B2"}, {2, "C1"}, {2, "C2"}} {
+		queue(e.org, e.id)
+	}
+	var got []string
+	next := func() { s.go_ <- struct{}{}; got = append(got, (<-s.made)[24:]) }
+	next() // A1 was in hand when the others came: they joined the line fresh, in order
+	next()
+	queue(3, "D1") // D had nothing queued; the others have had their first turn
+	for range 6 {
+		next()
+	}
+	wg.Wait()
+	if want := []string{"A1", "B1", "C1", "D1", "A2", "B2", "C2", "A3"}; !slices.Equal(got, want) {
+		t.Errorf("dispatched %v, want %v", got, want)
+	}
+}
