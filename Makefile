@@ -43,10 +43,10 @@ e2e: tools ## Headless Chromium drives GET /docs (every operation rendered) and 
 CHAOS_ROUNDS ?= 12
 CHAOS_SEED ?= 0
 REPLICAS_OPS ?= 2000
-chaos: tools ## The chaos test at length (CHAOS_ROUNDS rounds (12), CHAOS_SEED, 0 = random), then TestReplicas at length (REPLICAS_OPS operations checked), then the noisy-neighbour harness at length (720 hostile deliveries, an idle minute)
+chaos: tools ## The chaos test at length (CHAOS_ROUNDS rounds (12), CHAOS_SEED, 0 = random), then TestReplicas at length (REPLICAS_OPS operations checked), then the noisy-neighbour harness at length (720 hostile deliveries to 36 hanging endpoints of 9 orgs, more than a worker's 32 slots; an idle minute)
 	go test -race -count=1 -timeout 60m -run '^TestChaos$$' -v ./cmd/api -chaos.seed=$(CHAOS_SEED) -chaos.rounds=$(CHAOS_ROUNDS)
 	go test -race -count=1 -timeout 30m -run '^TestReplicas$$' -v ./cmd/api -replicas.window=15s -replicas.ops=$(REPLICAS_OPS)
-	go test -race -count=1 -timeout 30m -run '^TestNoisyNeighbours$$' -v ./cmd/api -neighbours.window=8s -neighbours.orgs=6 -neighbours.tickets=30 -neighbours.idle=1m
+	go test -race -count=1 -timeout 30m -run '^TestNoisyNeighbours$$' -v ./cmd/api -neighbours.window=8s -neighbours.orgs=9 -neighbours.tickets=20 -neighbours.idle=1m
 
 FUZZTIME ?= 30s
 fuzz: ## Run every fuzz target for FUZZTIME each (make test runs their seed corpora only)

@@ -1496,7 +1496,7 @@ type WebhookDelivery struct {
 	// Id The event's ID, sent as `webhook-id` on every attempt.
 	Id string `json:"id"`
 
-	// LastError Why the last attempt failed, or why none was made: an event made while its endpoint already had 10,000 undelivered events is given up at once (`failed`, no attempt); redeliver it once the backlog drains.
+	// LastError Why the last attempt failed, or why none was made: an event made while its endpoint already had 10,000 undelivered events is given up at once (`failed`, no attempt); redeliver it once the backlog drains. An attempt cut to give its slot to another org's delivery (every slot taken, this one sending for 2 s or more) starts with `preempted` and is retried on the schedule.
 	LastError *string `json:"lastError,omitempty"`
 
 	// LastStatus The endpoint's last HTTP status (absent if it never answered).

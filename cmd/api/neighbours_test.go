@@ -83,12 +83,15 @@ type figures struct {
 	lag     []time.Duration // commit to the receiver, per ticket created
 	bad     []string        // answers other than 2xx
 	dynamo  time.Duration   // the mean DynamoDB point read of the replicas in the window (readMean)
+	// dispatch is the mean dispatch lag (a change to its deliveries made)
+	// of every org's events dispatched in the window.
+	dispatch time.Duration
 }
 
 // and is f and g pooled (and g's bad answers: f's were reported).
 func (f figures) and(g figures) figures {
 	return figures{name: f.name + " (twice)", latency: append(f.latency, g.latency...), lag: append(f.lag, g.lag...), bad: g.bad,
-		dynamo: (f.dynamo + g.dynamo) / 2}
+		dynamo: (f.dynamo + g.dynamo) / 2, dispatch: (f.dispatch + g.dispatch) / 2}
 }
 
 func pct(ds []time.Duration, p float64) time.Duration {
@@ -181,11 +184,11 @@ func (h *neighbours) judge(base, f figures, final bool) bool {
 	r50, r90, r99 := ratio(pct(f.latency, 50), pct(base.latency, 50)), ratio(pct(f.latency, 90), pct(base.latency, 90)),
 		ratio(pct(f.latency, 99), pct(base.latency, 99))
 	lag := ratio(pct(f.lag, 50), pct(base.lag, 50))
-	h.t.Logf("victim alone: REST p50 %v p90 %v p99 %v; webhook lag median %v max %v; DynamoDB point reads' mean %v", pct(base.latency, 50), pct(base.latency, 90),
-		pct(base.latency, 99), pct(base.lag, 50), pct(base.lag, 100), base.dynamo)
-	h.t.Logf("victim beside %s: REST p50 %v (%.2fx) p90 %v (%.2fx) p99 %v (%.2fx); webhook lag median %v (%.2fx) max %v (%+v); DynamoDB point reads' mean %v (%.2fx)",
+	h.t.Logf("victim alone: REST p50 %v p90 %v p99 %v; webhook lag median %v max %v; DynamoDB point reads' mean %v; every org's dispatch lag mean %v", pct(base.latency, 50), pct(base.latency, 90),
+		pct(base.latency, 99), pct(base.lag, 50), pct(base.lag, 100), base.dynamo, base.dispatch)
+	h.t.Logf("victim beside %s: REST p50 %v (%.2fx) p90 %v (%.2fx) p99 %v (%.2fx); webhook lag median %v (%.2fx) max %v (%+v); DynamoDB point reads' mean %v (%.2fx); every org's dispatch lag mean %v",
 		f.name, pct(f.latency, 50), r50, pct(f.latency, 90), r90, pct(f.latency, 99), r99, pct(f.lag, 50), lag, pct(f.lag, 100),
-		pct(f.lag, 100)-pct(base.lag, 100), f.dynamo, float64(f.dynamo)/float64(max(base.dynamo, time.Microsecond)))
+		pct(f.lag, 100)-pct(base.lag, 100), f.dynamo, float64(f.dynamo)/float64(max(base.dynamo, time.Microsecond)), f.dispatch)
 	// Ratios with room for a busy 2-core box, where the patterns' own
 	// load costs the victim some CPU and DynamoDB Local's time (the
 	// failures these patterns caused were 10x to 100x).
@@ -244,7 +247,9 @@ func (h *neighbours) measure(name string, start func() func()) figures {
 		time.Sleep(250 * time.Millisecond)
 	}
 	wg.Wait()
-	f.dynamo = readMean(calls, h.calls())
+	now := h.calls()
+	f.dynamo = readMean(calls, now)
+	f.dispatch = time.Duration((now["dispatch"][1] - calls["dispatch"][1]) / max(now["dispatch"][0]-calls["dispatch"][0], 1) * float64(time.Second))
 	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(50 * time.Millisecond) { // a bound for a loss, not a speed
 		h.mu.Lock()
 		missing := 0
@@ -468,10 +473,14 @@ func (h *neighbours) loop(n int, pause time.Duration, do func(*http.Client, int)
 	return func() { close(stop); wg.Wait() }
 }
 
-var dynamoCalls = regexp.MustCompile(`(?m)^tenantd_dynamodb_call_duration_seconds_(count|sum)\{operation="(\w+)"\} (\S+)$`)
+var (
+	dynamoCalls = regexp.MustCompile(`(?m)^tenantd_dynamodb_call_duration_seconds_(count|sum)\{operation="(\w+)"\} (\S+)$`)
+	dispatchLag = regexp.MustCompile(`(?m)^tenantd_webhook_dispatch_lag_seconds_(count|sum)(?:\{\})? (\S+)$`)
+)
 
 // calls is, by operation, how many DynamoDB calls the replicas made so
-// far and how long they took in all, by their metrics.
+// far and how long they took in all, by their metrics; under "dispatch",
+// how many events they dispatched and their dispatch lags in all.
 func (h *neighbours) calls() map[string][2]float64 {
 	total := map[string][2]float64{}
 	for _, m := range h.metrics {
@@ -481,7 +490,11 @@ func (h *neighbours) calls() map[string][2]float64 {
 		}
 		b, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		for _, c := range dynamoCalls.FindAllSubmatch(b, -1) {
+		found := dynamoCalls.FindAllSubmatch(b, -1)
+		for _, c := range dispatchLag.FindAllSubmatch(b, -1) {
+			found = append(found, [][]byte{c[0], c[1], []byte("dispatch"), c[2]})
+		}
+		for _, c := range found {
 			v, _ := strconv.ParseFloat(string(c[3]), 64)
 			t := total[string(c[2])]
 			if string(c[1]) == "count" {

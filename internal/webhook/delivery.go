@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"log/slog"
@@ -137,6 +138,13 @@ type Policy struct {
 	// PerEndpoint of them, and an org with many slow endpoints at most
 	// PerOrg, so it cannot take the slots of every other org.
 	Concurrency, PerEndpoint, PerOrg int
+	// Preempt is how long an attempt has been sending before it may be
+	// cut, when every slot is taken, for a due delivery of an org with no
+	// attempt in flight (default 2 s): the oldest attempt of the org with
+	// the most in flight is cut and retried later, so orgs whose endpoints
+	// hang, however many, hold a waiting org's delivery back by about
+	// Preempt, not by Timeout.
+	Preempt time.Duration
 	// Dispatch bounds the events a dispatcher turns into deliveries at
 	// once (default 2, each of another org): a burst of events waits in
 	// its org's line, and the transactions it costs queue at DynamoDB no
@@ -158,6 +166,7 @@ func (p Policy) withDefaults() Policy {
 	def(&p.Timeout, 15*time.Second)
 	def(&p.Lease, 4*p.Timeout)
 	def(&p.Poll, time.Second)
+	def(&p.Preempt, 2*time.Second)
 	if p.Concurrency <= 0 {
 		p.Concurrency = 32
 	}
@@ -254,8 +263,11 @@ func Sign(msgID string, ts time.Time, body []byte, secrets ...string) (string, e
 // Events queued (Queue) are dispatched by at most Policy.Dispatch
 // goroutines, one org's one at a time, the orgs in turn: each takes one
 // event of the org first in line, which then goes to the back of the line
-// if it has more. An org with a burst of events (or whose writes are
-// slow) so delays no other org's by more than a turn.
+// if it has more. An org that had nothing queued joins the line ahead of
+// the orgs with a backlog (behind the others that joined so): its event
+// waits for the dispatches in flight, not for a turn of every busy org.
+// An org with a burst of events (or whose writes are slow) so delays no
+// other org's by more than a turn.
 type Dispatcher struct {
 	store DeliveryStorer
 	pol   Policy
@@ -270,6 +282,7 @@ type Dispatcher struct {
 	mu      sync.Mutex
 	queued  map[string][]queuedEvent // by org: its events not dispatched yet, the one in hand first
 	line    []string                 // orgs with events queued and none in hand, in turn
+	fresh   int                      // the first fresh of line had nothing queued when they joined
 	working int                      // goroutines dispatching
 }
 
@@ -291,7 +304,8 @@ func NewDispatcher(s DeliveryStorer, pol Policy, now clock.Clock) *Dispatcher {
 func (d *Dispatcher) Queue(ctx context.Context, ev audit.Event, done func(error)) {
 	d.mu.Lock()
 	if _, ok := d.queued[ev.OrgID]; !ok {
-		d.line = append(d.line, ev.OrgID)
+		d.line = slices.Insert(d.line, d.fresh, ev.OrgID)
+		d.fresh++
 	}
 	d.queued[ev.OrgID] = append(d.queued[ev.OrgID], queuedEvent{ctx, ev, done})
 	start := d.working < d.pol.Dispatch
@@ -310,7 +324,7 @@ func (d *Dispatcher) work() {
 	d.mu.Lock()
 	for len(d.line) > 0 {
 		org := d.line[0]
-		d.line = d.line[1:]
+		d.line, d.fresh = d.line[1:], max(d.fresh-1, 0)
 		q := d.queued[org][0]
 		d.mu.Unlock()
 		_, err := d.Dispatch(q.ctx, q.ev)
@@ -404,12 +418,10 @@ type Worker struct {
 	// long the oldest of them has been due (0: none was).
 	OldestDue func(time.Duration)
 
-	mu       sync.Mutex
-	inFlight map[string]int // by endpoint
-	inOrg    map[string]int // by org
-	total    int
-	kicked   map[[2]string]bool // endpoints (org, webhook) with deliveries made here since the last look
-	wg       sync.WaitGroup
+	mu      sync.Mutex
+	flights map[*flight]bool   // the attempts holding a slot
+	kicked  map[[2]string]bool // endpoints (org, webhook) with deliveries made here since the last look
+	wg      sync.WaitGroup
 }
 
 // NewWorker returns a Worker over s; now may be nil for the system clock.
@@ -421,8 +433,18 @@ func NewWorker(s DeliveryStorer, allowPrivate bool, pol Policy, now clock.Clock,
 	}
 	now, pol = clock.Or(now), pol.withDefaults()
 	return &Worker{store: s, client: NewClient(allowPrivate, pol.Timeout), pol: pol, now: now, log: log,
-		kick: make(chan struct{}, 1), ids: ids.NewGenerator(now), inFlight: map[string]int{}, inOrg: map[string]int{}, kicked: map[[2]string]bool{}}
+		kick: make(chan struct{}, 1), ids: ids.NewGenerator(now), flights: map[*flight]bool{}, kicked: map[[2]string]bool{}}
 }
+
+// flight is an attempt holding a slot.
+type flight struct {
+	org, webhook string
+	sending      time.Time               // zero until its request is sent
+	cut          context.CancelCauseFunc // cuts the request, set with sending
+}
+
+// errPreempted is the cause of an attempt cut for a waiting org.
+var errPreempted = errors.New("preempted: every delivery slot was taken and another org's delivery was waiting (retried later)")
 
 // Kick makes the worker attempt ds, made due now, without waiting for its
 // next poll: it reads only their endpoints' queues.
@@ -511,17 +533,18 @@ func (w *Worker) RunOnce(ctx context.Context) int {
 func (w *Worker) start(ctx context.Context, due []Delivery) int {
 	started := 0
 	for _, d := range w.fairOrder(due) {
-		if !w.take(d.OrgID, d.WebhookID) {
+		f := w.take(d.OrgID, d.WebhookID)
+		if f == nil {
 			continue
 		}
 		started++
 		w.wg.Add(1)
 		go func() { // the claim is the attempt's first write: a slow one holds up no other delivery
 			defer w.wg.Done()
-			defer w.release(d.OrgID, d.WebhookID)
+			defer w.release(f)
 			owner, until := deletion.NewOwner(), w.now().Add(w.pol.Lease)
 			if ok, err := w.store.ClaimDelivery(ctx, d, owner, until); err == nil && ok {
-				w.attempt(context.WithoutCancel(ctx), d, owner, until)
+				w.attempt(context.WithoutCancel(ctx), d, f, owner, until)
 			}
 		}()
 	}
@@ -531,26 +554,27 @@ func (w *Worker) start(ctx context.Context, due []Delivery) int {
 // fairOrder orders due round-robin across orgs, starting from those with
 // the fewest attempts in flight (ties in random order): an org's n-th
 // due delivery comes after every org's (n-1)-th, counting its attempts in
-// flight. Orgs whose endpoints hang hold their slots until the attempts
-// time out, but however many such orgs there are, each slot that frees
-// goes to an org with fewer attempts in flight, so another org's delivery
-// waits for a slot to free, not for the backlog of slow ones.
+// flight. However many orgs' endpoints hang, each slot that frees goes to
+// an org with fewer attempts in flight, and an org with none in flight
+// takes one by a cut (take), so another org's delivery waits neither for
+// the backlog of slow ones nor for their timeouts.
 func (w *Worker) fairOrder(due []Delivery) []Delivery {
 	type entry struct {
 		d         Delivery
 		turn, tie uint64
 	}
 	w.mu.Lock()
+	inOrg := w.inOrg()
+	w.mu.Unlock()
 	turn, tie := map[string]uint64{}, map[string]uint64{}
 	es := make([]entry, len(due))
 	for i, d := range due {
 		if _, ok := tie[d.OrgID]; !ok {
-			turn[d.OrgID], tie[d.OrgID] = uint64(w.inOrg[d.OrgID]), rand.Uint64()
+			turn[d.OrgID], tie[d.OrgID] = uint64(inOrg[d.OrgID]), rand.Uint64()
 		}
 		es[i] = entry{d: d, turn: turn[d.OrgID], tie: tie[d.OrgID]}
 		turn[d.OrgID]++
 	}
-	w.mu.Unlock()
 	slices.SortStableFunc(es, func(a, b entry) int {
 		return cmp.Or(cmp.Compare(a.turn, b.turn), cmp.Compare(a.tie, b.tie))
 	})
@@ -566,42 +590,82 @@ func (w *Worker) Wait() { w.wg.Wait() }
 
 // room is how many more attempts to the org's endpoint the worker has
 // slots for: an endpoint whose attempts (or whose org's) fill their slots
-// costs no read of its queue.
+// costs no read of its queue. With every slot taken, an org with none in
+// flight has room for one if an attempt could be cut for it (victim).
 func (w *Worker) room(orgID, webhookID string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return min(w.pol.Concurrency-w.total, w.pol.PerEndpoint-w.inFlight[webhookID], w.pol.PerOrg-w.inOrg[orgID])
+	inOrg, inEndpoint := w.inOrg(), 0
+	for f := range w.flights {
+		if f.webhook == webhookID {
+			inEndpoint++
+		}
+	}
+	free := w.pol.Concurrency - len(w.flights)
+	if free <= 0 && inOrg[orgID] == 0 && w.victim(inOrg) != nil {
+		free = 1
+	}
+	return min(free, w.pol.PerEndpoint-inEndpoint, w.pol.PerOrg-inOrg[orgID])
 }
 
-// take reserves a slot for an attempt to the org's endpoint, unless the
-// worker, the endpoint or the org has none left.
-func (w *Worker) take(orgID, webhookID string) bool {
+// take reserves a slot for an attempt to the org's endpoint if room has
+// one, cutting victim's attempt when every slot is taken. It returns the
+// slot's flight, or nil.
+func (w *Worker) take(orgID, webhookID string) *flight {
+	if w.room(orgID, webhookID) <= 0 {
+		return nil
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.total >= w.pol.Concurrency || w.inFlight[webhookID] >= w.pol.PerEndpoint || w.inOrg[orgID] >= w.pol.PerOrg {
-		return false
+	if len(w.flights) >= w.pol.Concurrency {
+		v := w.victim(w.inOrg())
+		if v == nil {
+			return nil
+		}
+		v.cut(errPreempted)
+		delete(w.flights, v) // its slot is this org's now
 	}
-	w.inFlight[webhookID]++
-	w.inOrg[orgID]++
-	w.total++
-	return true
+	f := &flight{org: orgID, webhook: webhookID}
+	w.flights[f] = true
+	return f
 }
 
-// release gives back the slot take reserved.
-func (w *Worker) release(orgID, webhookID string) {
+// inOrg counts the attempts in flight by org. w.mu is held.
+func (w *Worker) inOrg() map[string]int {
+	n := map[string]int{}
+	for f := range w.flights {
+		n[f.org]++
+	}
+	return n
+}
+
+// victim is the attempt to cut for an org waiting with none in flight:
+// of the org with the most attempts in flight, the one sending longest,
+// if for Preempt or more. w.mu is held.
+func (w *Worker) victim(inOrg map[string]int) *flight {
+	var v *flight
+	now := time.Now()
+	for f := range w.flights {
+		if f.sending.IsZero() || now.Sub(f.sending) < w.pol.Preempt {
+			continue
+		}
+		if v == nil || inOrg[f.org] > inOrg[v.org] || inOrg[f.org] == inOrg[v.org] && f.sending.Before(v.sending) {
+			v = f
+		}
+	}
+	return v
+}
+
+// release gives back the slot take reserved (unless a cut gave it to
+// another org already).
+func (w *Worker) release(f *flight) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.total--
-	if w.inFlight[webhookID]--; w.inFlight[webhookID] <= 0 {
-		delete(w.inFlight, webhookID)
-	}
-	if w.inOrg[orgID]--; w.inOrg[orgID] <= 0 {
-		delete(w.inOrg, orgID)
-	}
+	delete(w.flights, f)
 }
 
 // attempt sends d once and records the outcome.
-func (w *Worker) attempt(ctx context.Context, d Delivery, owner string, claimedUntil time.Time) {
+func (w *Worker) attempt(ctx context.Context, d Delivery, f *flight, owner string, claimedUntil time.Time) {
 	ctx, end := w.traceAttempt(ctx, &d)
 	defer end()
 	sub, err := w.store.GetWebhook(ctx, d.OrgID, d.WebhookID)
@@ -615,8 +679,7 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, owner string, claimedU
 	case !sub.Active:
 		d.State, d.LastError, d.NextAttempt = Failed, "the webhook is disabled", time.Time{}
 	default:
-		w.send(ctx, sub, &d)
-		sent = true
+		sent = w.send(ctx, sub, &d, f) // a cut attempt says nothing of the endpoint's health
 	}
 	now := w.now()
 	if err := w.store.SettleAttempt(ctx, d, owner, claimedUntil, now.Add(w.pol.Retention)); err != nil {
@@ -628,8 +691,10 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, owner string, claimedU
 	}
 }
 
-// send makes one attempt of d to sub and sets d's outcome.
-func (w *Worker) send(ctx context.Context, sub Subscription, d *Delivery) {
+// send makes one attempt of d to sub and sets d's outcome. It returns
+// false if the attempt was cut for another org (d is then due again after
+// the attempt's backoff).
+func (w *Worker) send(ctx context.Context, sub Subscription, d *Delivery, f *flight) bool {
 	now := w.now()
 	secrets := []string{sub.Secret}
 	if sub.OldSecret != "" && now.Before(sub.OldSecretUntil) {
@@ -639,12 +704,17 @@ func (w *Worker) send(ctx context.Context, sub Subscription, d *Delivery) {
 	sig, err := Sign(d.EventID, now, d.Body, secrets...)
 	if err != nil {
 		d.State, d.LastError, d.NextAttempt = Failed, err.Error(), time.Time{}
-		return
+		return true
 	}
+	ctx, cut := context.WithCancelCause(ctx) // from now on, a preemption may cut it (victim)
+	defer cut(nil)
+	w.mu.Lock()
+	f.sending, f.cut = time.Now(), cut
+	w.mu.Unlock()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.URL, bytes.NewReader(d.Body))
 	if err != nil {
 		d.State, d.LastError, d.NextAttempt = Failed, "invalid URL", time.Time{}
-		return
+		return true
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "tenantd-webhooks/1")
@@ -654,17 +724,20 @@ func (w *Worker) send(ctx context.Context, sub Subscription, d *Delivery) {
 	start := time.Now()
 	resp, err := w.client.Do(req)
 	d.LatencyMs = time.Since(start).Milliseconds()
-	retry, retryAfter := false, time.Duration(0)
-	if err != nil {
+	retry, retryAfter, preempted := false, time.Duration(0), err != nil && errors.Is(context.Cause(ctx), errPreempted)
+	switch {
+	case preempted:
+		d.LastStatus, d.LastError, retry = 0, errPreempted.Error(), true
+	case err != nil:
 		d.LastStatus, d.LastError, retry = 0, describe(err), true
-	} else {
+	default:
 		drain(resp.Body)
 		_ = resp.Body.Close()
 		d.LastStatus, d.LastError = resp.StatusCode, ""
 		switch {
 		case resp.StatusCode >= 200 && resp.StatusCode < 300:
 			d.State, d.NextAttempt = Delivered, time.Time{}
-			return
+			return true
 		case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500:
 			retry, retryAfter = true, parseRetryAfter(resp.Header.Get("Retry-After"), now)
 			d.LastError = resp.Status
@@ -675,9 +748,10 @@ func (w *Worker) send(ctx context.Context, sub Subscription, d *Delivery) {
 	next := w.now().Add(w.pol.Backoff(d.Attempts, retryAfter))
 	if !retry || next.Sub(d.CreatedAt) > w.pol.RetryFor {
 		d.State, d.NextAttempt = Failed, time.Time{}
-		return
+		return !preempted
 	}
 	d.State, d.NextAttempt = Pending, next
+	return !preempted
 }
 
 // describe is what the delivery log says of a failed connection: never

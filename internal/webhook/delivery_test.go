@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -156,26 +157,26 @@ func TestWorkerEndpointHealth(t *testing.T) {
 // org's delivery always finds a slot; a released slot is taken again.
 func TestWorkerSlots(t *testing.T) {
 	w := NewWorker(&fakeStore{}, true, Policy{Concurrency: 32, PerEndpoint: 2, PerOrg: 4}, nil, nil)
-	taken := 0
+	var taken []*flight
 	for e := range 20 { // 20 endpoints of one org, 2 attempts each wanted
 		for range 2 {
-			if w.take("org_slow", fmt.Sprintf("hook%d", e)) {
-				taken++
+			if f := w.take("org_slow", fmt.Sprintf("hook%d", e)); f != nil {
+				taken = append(taken, f)
 			}
 		}
 	}
-	if taken != 4 {
-		t.Errorf("one org's 20 endpoints took %d slots, want PerOrg = 4", taken)
+	if len(taken) != 4 {
+		t.Errorf("one org's 20 endpoints took %d slots, want PerOrg = 4", len(taken))
 	}
-	if !w.take("org_fast", "hook_fast") {
+	if w.take("org_fast", "hook_fast") == nil {
 		t.Error("another org found no slot")
 	}
-	second, third := w.take("org_fast", "hook_fast"), w.take("org_fast", "hook_fast")
+	second, third := w.take("org_fast", "hook_fast") != nil, w.take("org_fast", "hook_fast") != nil
 	if !second || third {
 		t.Errorf("one endpoint's second and third slots: %v, %v, want true, false (PerEndpoint = 2)", second, third)
 	}
-	w.release("org_slow", "hook0")
-	if !w.take("org_slow", "hook7") {
+	w.release(taken[0])
+	if w.take("org_slow", "hook7") == nil {
 		t.Error("a released slot of the org was not taken again")
 	}
 }
@@ -218,7 +219,7 @@ func TestWorkerFairness(t *testing.T) {
 	w := NewWorker(s, true, Policy{Concurrency: 10, PerEndpoint: 2, PerOrg: 4}, nil, nil)
 	for i := range 9 { // 9 slow orgs hold 9 of the 10 slots
 		org := fmt.Sprintf("org_slow%d", i)
-		if !w.take(org, "hook_"+org) {
+		if w.take(org, "hook_"+org) == nil {
 			t.Fatal("no slot for the setup")
 		}
 		for j := range 3 { // and have older deliveries due
@@ -248,6 +249,126 @@ func TestWorkerFairness(t *testing.T) {
 	if want := []string{"b-0", "a-0", "b-1", "a-1", "b-2"}; !slices.Equal(got, want) && !slices.Equal(got, []string{"b-0", "b-1", "a-0", "b-2", "a-1"}) {
 		t.Errorf("attempts in order %v, want %v or with the ties the other way (org_a has one attempt in flight)", got, want)
 	}
+}
+
+// queueStore lists each queued delivery whose endpoint the worker has
+// room for, as DynamoDB's due queue does, until it is claimed; every
+// endpoint is an active subscription to urls[its ID].
+type queueStore struct {
+	fakeStore
+	secret string
+	urls   map[string]string
+	queued []Delivery
+}
+
+func (s *queueStore) GetWebhook(_ context.Context, orgID, webhookID string) (Subscription, error) {
+	return Subscription{OrgID: orgID, ID: webhookID, URL: s.urls[webhookID], Events: []string{"*"}, Active: true, Secret: s.secret}, nil
+}
+
+func (s *queueStore) DueDeliveries(_ context.Context, shard int, _ time.Time, _ int, room func(string, string) int) ([]Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var due []Delivery
+	for _, d := range s.queued {
+		if shard == 0 && room(d.OrgID, d.WebhookID) > 0 {
+			due = append(due, d)
+		}
+	}
+	return due, nil
+}
+
+func (s *queueStore) ClaimDelivery(_ context.Context, d Delivery, _ string, _ time.Time) (bool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queued = slices.DeleteFunc(s.queued, func(q Delivery) bool { return q.EventID == d.EventID })
+	return true, nil
+}
+
+func (s *queueStore) queue(org, hook string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.queued = append(s.queued, Delivery{OrgID: org, WebhookID: hook, EventID: "ev_" + hook, Type: "ticket.create", State: Pending, CreatedAt: time.Now()})
+}
+
+// TestWorkerPreempt: when endpoints that hang hold every slot, an org
+// with no attempt in flight does not wait for their timeout: the attempt
+// sending longest, of an org with the most in flight, is cut for it once
+// it has been sending for Preempt, and is due again later, saying why;
+// an org that has an attempt in flight cuts none.
+func TestWorkerPreempt(t *testing.T) {
+	reached := make(chan string, 16)
+	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached <- r.Header.Get("webhook-id")
+		<-r.Context().Done() // until the attempt is cut or the test ends
+	}))
+	okSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached <- r.Header.Get("webhook-id")
+	}))
+	defer okSrv.Close()
+	secret, _ := NewSecret()
+	s := &queueStore{secret: secret, urls: map[string]string{"hook_c": okSrv.URL}}
+	for _, h := range []string{"hook_a0", "hook_a1", "hook_a2", "hook_b0", "hook_b1"} {
+		s.urls[h] = hang.URL
+	}
+	pol := Policy{Concurrency: 4, PerEndpoint: 1, PerOrg: 3, Timeout: 10 * time.Minute, Preempt: 50 * time.Millisecond}
+	w := NewWorker(s, true, pol, nil, nil)
+	defer w.Wait()
+	defer hang.Close()
+	defer hang.CloseClientConnections()
+	receive := func(n int) (ids []string) {
+		t.Helper()
+		for range n {
+			select {
+			case id := <-reached:
+				ids = append(ids, id)
+			case <-time.After(time.Minute):
+				t.Fatalf("%d attempts reached their endpoints, want %d", len(ids), n)
+			}
+		}
+		return ids
+	}
+
+	for _, h := range []string{"hook_a0", "hook_a1", "hook_b0", "hook_b1"} {
+		s.queue(strings.Split(h, "_")[1][:1], h)
+	}
+	if n := w.RunOnce(context.Background()); n != 4 {
+		t.Fatalf("started %d attempts, want all 4 slots", n)
+	}
+	receive(4)
+
+	s.queue("a", "hook_a2")
+	time.Sleep(2 * pol.Preempt) // every attempt now cuttable
+	if n := w.RunOnce(context.Background()); n != 0 {
+		t.Errorf("org a, with attempts in flight, started %d by cutting another's", n)
+	}
+
+	s.queue("c", "hook_c")
+	if n := w.RunOnce(context.Background()); n != 1 {
+		t.Fatalf("org c, with none in flight, started %d attempts, want 1", n)
+	}
+	if got := receive(1); got[0] != "ev_hook_c" {
+		t.Errorf("the slot went to %s, want org c's delivery", got[0])
+	}
+	var cut, delivered []Delivery
+	for deadline := time.Now().Add(time.Minute); len(cut)+len(delivered) < 2 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		s.mu.Lock()
+		cut, delivered = nil, nil
+		for _, d := range s.settled {
+			if d.LastError == errPreempted.Error() && d.State == Pending && !d.NextAttempt.IsZero() {
+				cut = append(cut, d)
+			} else if d.OrgID == "c" && d.State == Delivered {
+				delivered = append(delivered, d)
+			}
+		}
+		s.mu.Unlock()
+	}
+	if len(cut) != 1 || len(delivered) != 1 {
+		t.Fatalf("settled %+v, want one attempt cut (pending, saying why) and org c's delivered", s.settled)
+	}
+	if w.mu.Lock(); len(w.flights) != 3 || w.inOrg()[cut[0].OrgID] != 1 { // org c's attempt is over
+		t.Errorf("after the cut: %d slots taken, %d of the cut org's, want the 3 left hanging and 1", len(w.flights), w.inOrg()[cut[0].OrgID])
+	}
+	w.mu.Unlock()
 }
 
 // slowOrgStore makes the deliveries of every org at once, but those of
@@ -318,5 +439,55 @@ func TestDispatchAll(t *testing.T) {
 	evs = []audit.Event{ev(fastOrg, ids[0]), ev(slowOrg, failID), ev(slowOrg, ids[1]), ev(fastOrg, ids[2])}
 	if i, err := d.DispatchAll(context.Background(), evs); i != 1 || err == nil {
 		t.Errorf("DispatchAll with the second event failing: %d, %v; want 1 and its error", i, err)
+	}
+}
+
+// orderStore makes deliveries one at a time, each when the test lets it
+// (go), and says which event's it made.
+type orderStore struct {
+	fakeStore
+	go_  chan struct{}
+	made chan string
+}
+
+func (s *orderStore) Subscribers(_ context.Context, orgID string) ([]Subscription, error) {
+	return []Subscription{{OrgID: orgID, ID: "01KJPWD6MCH66BQCJZTYJEZQ3K", Events: []string{"*"}, Active: true}}, nil
+}
+
+func (s *orderStore) EnqueueDeliveries(_ context.Context, ds []Delivery) (int, error) {
+	<-s.go_
+	s.made <- ds[0].EventID
+	return len(ds), nil
+}
+
+// TestDispatchOrder: orgs with a backlog take turns, and an org that had
+// nothing queued goes ahead of them (once, then it takes its turn): its
+// event waits for the dispatch in flight, not for a turn of each busy org.
+func TestDispatchOrder(t *testing.T) {
+	s := &orderStore{go_: make(chan struct{}), made: make(chan string, 16)}
+	d := NewDispatcher(s, Policy{Dispatch: 1}, nil)
+	orgs := []string{"01KJPWD6MCH66BQCJZTYJEZQ3A", "01KJPWD6MCH66BQCJZTYJEZQ3B", "01KJPWD6MCH66BQCJZTYJEZQ3C", "01KJPWD6MCH66BQCJZTYJEZQ3D"}
+	var wg sync.WaitGroup
+	queue := func(org int, id string) {
+		wg.Add(1)
+		d.Queue(context.Background(), audit.Event{OrgID: orgs[org], ID: "01KJPWD6MCH66BQCJZTYJEZQ" + id, Action: "ticket.create", At: time.Now()}, func(error) { wg.Done() })
+	}
+	for _, e := range []struct {
+		org int
+		id  string
+	}{{0, "A1"}, {0, "A2"}, {0, "A3"}, {1, "B1"}, {1, "B2"}, {2, "C1"}, {2, "C2"}} {
+		queue(e.org, e.id)
+	}
+	var got []string
+	next := func() { s.go_ <- struct{}{}; got = append(got, (<-s.made)[24:]) }
+	next() // A1 was in hand when the others came: they joined the line fresh, in order
+	next()
+	queue(3, "D1") // D had nothing queued; the others have had their first turn
+	for range 6 {
+		next()
+	}
+	wg.Wait()
+	if want := []string{"A1", "B1", "C1", "D1", "A2", "B2", "C2", "A3"}; !slices.Equal(got, want) {
+		t.Errorf("dispatched %v, want %v", got, want)
 	}
 }

@@ -1311,7 +1311,7 @@ export interface components {
             attempts: number;
             /** @description The endpoint's last HTTP status (absent if it never answered). */
             lastStatus?: number;
-            /** @description Why the last attempt failed, or why none was made: an event made while its endpoint already had 10,000 undelivered events is given up at once (`failed`, no attempt); redeliver it once the backlog drains. */
+            /** @description Why the last attempt failed, or why none was made: an event made while its endpoint already had 10,000 undelivered events is given up at once (`failed`, no attempt); redeliver it once the backlog drains. An attempt cut to give its slot to another org's delivery (every slot taken, this one sending for 2 s or more) starts with `preempted` and is retried on the schedule. */
             lastError?: string;
             /** Format: int64 */
             latencyMs?: number;
