@@ -9,6 +9,7 @@
 package apitest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -175,10 +176,16 @@ func WithDeletionLease(d time.Duration) Option {
 	return func(o *options) { o.deletionLease = d }
 }
 
+// offboardWait is how long a test server's DELETE org waits for the
+// offboarding before a 202: the server's 2 s is a speed, which a busy
+// machine missed (a 202 where the test wanted the org gone); this bounds a
+// hang, below the request timeout.
+const offboardWait = 8 * time.Second
+
 // WithOffboarding sets how long an offboarding waits before its last
 // sweep (default 0 with DynamoDB Local) and how long DELETE org waits for it
-// before answering 202 (default: the server's 2 s), so that a test can see
-// an offboarding under way.
+// before answering 202 (default offboardWait), so that a test can see an
+// offboarding under way.
 func WithOffboarding(grace, wait time.Duration) Option {
 	return func(o *options) { o.offboardGrace, o.offboardWait = grace, wait }
 }
@@ -336,7 +343,7 @@ func MustServer(tb testing.TB, opts ...Option) *Server {
 	// cmd/api's limiter, with a budget no test exhausts (unless
 	// WithRateLimit says otherwise).
 	d.RateLimit, d.CallerRateLimit = ratelimit.New(limit), ratelimit.New(callerLimit)
-	d.RequestTimeout, d.OffboardWait = o.requestTimeout, o.offboardWait
+	d.RequestTimeout, d.OffboardWait = o.requestTimeout, cmp.Or(o.offboardWait, offboardWait)
 	d.GraphQL, d.DocsUI, d.Tracing = o.graphQL, !o.noDocsUI, o.tracing
 	if d.GraphQL.BatchWait == 0 {
 		d.GraphQL.BatchWait = 20 * time.Millisecond
