@@ -202,16 +202,22 @@ func (s *Webhooks) deliveryItem(d webhook.Delivery, full bool) deliveryItem {
 // replica) before them.
 const queueLookahead = 8
 
-// DueDeliveries reads up to endpoints due endpoints of one GSI3 due shard,
-// earliest first, and up to room(org, webhook) due deliveries of each
-// from the head of its queue: a delivery whose retry is not due yet holds
-// up those queued after it (those in flight do not). An endpoint with
-// none due is made due again when its head is, or leaves the shard when
-// its queue is empty; one without room is not read.
+// dueScan bounds the due endpoints one look reads of a shard, those
+// without room included: busy orgs' endpoints due earlier (their slots
+// taken, so never read, never moved) hide another org's only past it.
+const dueScan = 1000
+
+// DueDeliveries reads up to endpoints due endpoints of one GSI3 due shard
+// that room has room for, earliest first (past up to dueScan without
+// room), and up to room(org, webhook) due deliveries of each from the
+// head of its queue: a delivery whose retry is not due yet holds up those
+// queued after it (those in flight do not). An endpoint with none due is
+// made due again when its head is, or leaves the shard when its queue is
+// empty; one without room is not read.
 func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, endpoints int, room func(orgID, webhookID string) int) ([]webhook.Delivery, error) {
 	var marks []dueItem
 	err := s.table.Get("gsi3pk", dueShardPK(shard)).Range("gsi3sk", dynamo.LessOrEqual, fmt.Sprintf("%013d#~", now.UnixMilli())).
-		Index(gsi3).Limit(endpoints).All(ctx, &marks)
+		Index(gsi3).Limit(dueScan).All(ctx, &marks)
 	if err != nil {
 		return nil, fmt.Errorf("list due endpoints: %w", translate(err))
 	}
@@ -220,6 +226,9 @@ func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, 
 		n := room(m.OrgID, m.WebhookID)
 		if n <= 0 || checkWebhookIDs(m.OrgID, m.WebhookID) != nil {
 			continue
+		}
+		if endpoints--; endpoints < 0 {
+			break
 		}
 		due, q, err := s.queueHead(ctx, m.OrgID, m.WebhookID, now, n)
 		if err != nil {

@@ -248,6 +248,36 @@ func TestDeliveryDynamoDBPaused(t *testing.T) {
 	}
 }
 
+// TestDueEndpointsPastBusyOnes: a look at a due shard reads past the
+// endpoints it has no room for (their orgs' slots taken), so that more
+// busy orgs' endpoints due earlier than a look lists hide no other org's
+// delivery.
+func TestDueEndpointsPastBusyOnes(t *testing.T) {
+	f := MustFixture(t)
+	hooks := &store.Webhooks{DB: f.DB}
+	now := time.Now()
+	busy := map[string]bool{}
+	for o := range 3 { // 36 endpoints due a minute ago, more than the look's 32
+		org := f.newOrg(t, fmt.Sprintf("Busy %d", o), fmt.Sprintf("u_busy%d", o))
+		busy[org.ID] = true
+		for range 12 {
+			f.mustDelivery(t, hooks, f.mustWebhook(t, hooks, org.ID, "https://example.com/hook", 0), now.Add(-time.Minute))
+		}
+	}
+	victim := f.newOrg(t, "Victim", "u_victim")
+	want := f.mustDelivery(t, hooks, f.mustWebhook(t, hooks, victim.ID, "https://example.com/hook", 0), now.Add(-time.Second))
+	due, err := hooks.DueDeliveries(context.Background(), 0, now, 32, func(orgID, _ string) int {
+		if busy[orgID] {
+			return 0
+		}
+		return 1
+	})
+	must(t, err)
+	if len(due) != 1 || due[0].EventID != want {
+		t.Errorf("due: %+v, want the victim's delivery alone (the busy orgs have no room)", due)
+	}
+}
+
 // mustWebhook subscribes url to every event of orgID through hooks; in
 // due shard shard unless it is -1.
 func (f *fixture) mustWebhook(t *testing.T, hooks *store.Webhooks, orgID, url string, shard int) webhook.Subscription {

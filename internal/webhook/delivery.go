@@ -483,11 +483,23 @@ func (w *Worker) Run(ctx context.Context) {
 }
 
 // runKicked starts the attempts of the kicked endpoints' due deliveries.
-func (w *Worker) runKicked(ctx context.Context) {
+func (w *Worker) runKicked(ctx context.Context) { w.start(ctx, w.kickedDue(ctx, w.takeKicked(), nil)) }
+
+// takeKicked returns the kicked endpoints and forgets them.
+func (w *Worker) takeKicked() map[[2]string]bool {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	kicked := w.kicked
 	w.kicked = map[[2]string]bool{}
-	w.mu.Unlock()
+	return kicked
+}
+
+// kickedDue reads the due deliveries of the kicked endpoints but those
+// listed already.
+func (w *Worker) kickedDue(ctx context.Context, kicked map[[2]string]bool, listed []Delivery) []Delivery {
+	for _, d := range listed {
+		delete(kicked, [2]string{d.OrgID, d.WebhookID})
+	}
 	var due []Delivery
 	for ep := range kicked {
 		if n := w.room(ep[0], ep[1]); n > 0 {
@@ -498,17 +510,17 @@ func (w *Worker) runKicked(ctx context.Context) {
 			due = append(due, ds...)
 		}
 	}
-	w.start(ctx, due)
+	return due
 }
 
 // RunOnce starts an attempt (its claim first) of each due delivery it has
 // room for; it does not wait for them. It returns how many it started.
-// The due deliveries of every shard are tried in fair order (fairOrder),
-// so a slot that frees goes first to an org with no attempt in flight.
+// The due deliveries of every shard, and of the endpoints kicked before
+// it began that a shard's look did not list (a look lists a bounded
+// number), are tried in fair order (fairOrder), so a slot that frees goes
+// first to an org with no attempt in flight.
 func (w *Worker) RunOnce(ctx context.Context) int {
-	w.mu.Lock()
-	clear(w.kicked) // every shard is read: a kick from now on is for the next look
-	w.mu.Unlock()
+	kicked := w.takeKicked()
 	var due []Delivery
 	now, oldest := w.now(), time.Duration(0)
 	for shard := range Shards {
@@ -525,7 +537,7 @@ func (w *Worker) RunOnce(ctx context.Context) int {
 	if w.OldestDue != nil {
 		w.OldestDue(oldest)
 	}
-	return w.start(ctx, due)
+	return w.start(ctx, append(due, w.kickedDue(ctx, kicked, due)...))
 }
 
 // start starts an attempt (its claim first) of each of due it has a slot

@@ -491,3 +491,33 @@ func TestDispatchOrder(t *testing.T) {
 		t.Errorf("dispatched %v, want %v", got, want)
 	}
 }
+
+// kickStore lists nothing due in its shards, as a look past its bound
+// would, and has one delivery due at the head of each endpoint's queue.
+type kickStore struct {
+	fakeStore
+	read []string
+}
+
+func (s *kickStore) EndpointDue(_ context.Context, orgID, webhookID string, _ time.Time, _ int) ([]Delivery, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.read = append(s.read, webhookID)
+	return []Delivery{{OrgID: orgID, WebhookID: webhookID, EventID: "ev_" + webhookID}}, nil
+}
+
+// TestWorkerKeepsKicks: an endpoint kicked before a look at every shard,
+// which no shard's listing named (a look lists a bounded number of
+// endpoints), is read by that look, not forgotten.
+func TestWorkerKeepsKicks(t *testing.T) {
+	s := &kickStore{}
+	w := NewWorker(s, true, Policy{}, nil, nil)
+	w.Kick([]Delivery{{OrgID: "org_a", WebhookID: "hook_a"}})
+	if n := w.RunOnce(context.Background()); n != 1 {
+		t.Errorf("RunOnce started %d attempts, want the kicked endpoint's 1", n)
+	}
+	w.Wait()
+	if !slices.Equal(s.read, []string{"hook_a"}) {
+		t.Errorf("endpoints read one by one: %v, want [hook_a]", s.read)
+	}
+}
