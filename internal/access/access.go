@@ -94,6 +94,9 @@ type Decision struct {
 // with the server key's MAC (apikey.Service.ParseToken): one the service
 // minted, so its reads are bounded by real keys and their callers' budget.
 func Authorize(id authz.Identity, orgID string, t Target, offboarding bool, now time.Time, keys *apikey.Recent, read func() (Found, error)) (Decision, error) {
+	if id.Key != nil && id.Key.OrgID != orgID {
+		return Decision{}, authz.ErrOrgNotFound // another org's key is a stranger here: no read
+	}
 	f, err := read()
 	if err != nil {
 		return Decision{}, err

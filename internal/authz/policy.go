@@ -19,6 +19,17 @@ type Identity struct {
 	Key *APIKey
 }
 
+// Caller is the subject of id's per-caller rate limit: the person, or
+// every API key of the key's org together, so that a bearer of revoked
+// keys (each still a token the service minted, each costing a read to be
+// refused) spends one budget of that org, not a fresh one per key.
+func (id Identity) Caller() string {
+	if id.Key != nil {
+		return "apiKeys:" + id.Key.OrgID
+	}
+	return id.UserID
+}
+
 // KeyActorPrefix starts the user id every API key acts as
 // ("apiKey:<keyId>"); no person's token may carry one.
 const KeyActorPrefix = "apiKey:"

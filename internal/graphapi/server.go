@@ -206,7 +206,7 @@ func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Resu
 	if rs.cost > 1 && !s.d.CallerRateLimit.Off() && s.d.CallerRateLimit.Burst() > 1 {
 		// (At most the burst in all, so a costly request waits for a full
 		// bucket, never forever.)
-		if d := s.d.CallerRateLimit.TakeN(ctx, "caller:"+id.UserID, min(rs.cost, s.d.CallerRateLimit.Burst())-1); !d.Allowed {
+		if d := s.d.CallerRateLimit.TakeN(ctx, "caller:"+id.Caller(), min(rs.cost, s.d.CallerRateLimit.Burst())-1); !d.Allowed {
 			res.Limited = &d
 			return res
 		}

@@ -308,8 +308,10 @@ func TestApiKeyRefused(t *testing.T) {
 
 // TestApiKeyCallerLimit: a key's id is no secret (the audit log names
 // it), so tokens that name it with a made-up secret are refused (their MAC
-// fails) before they spend the key's caller budget (no refill during the
-// test: its RateLimit remaining goes down by the key's own requests only).
+// fails) before they spend the caller budget of the org's keys (no refill
+// during the test: its RateLimit remaining goes down by the keys' own
+// requests only); revoked keys all spend that one budget; a key in
+// another org's routes is a stranger there without a read.
 func TestApiKeyCallerLimit(t *testing.T) {
 	ts := MustServer(t, withCallerRateLimit(ratelimit.Options{PerSecond: 1.0 / 3600, Burst: 100}))
 	w := MustWorld(t, ts, "Caller budget")
@@ -328,6 +330,35 @@ func TestApiKeyCallerLimit(t *testing.T) {
 		}
 		if after := remaining(t); after != before-1 {
 			t.Errorf("the key's caller budget: %d remaining, then %d after 5 forged tokens and 1 request of its own; want %d", before, after, before-1)
+		}
+	})
+	spec(t, "401/getOrg/revoked keys spend their org's keys' one budget", func(t *testing.T) {
+		// Each revoked key's token is one the service minted: refusing it
+		// costs a read. A bearer of many spends one budget, the org's
+		// keys', not a fresh one per key.
+		var revoked []string
+		for range 3 {
+			r := mustAPIKey(t, w, client.ApiKeyCreateRoleMember)
+			d, err := w.Owner.C.RevokeApiKeyWithResponse(bg, w.Org.Id, r.Id)
+			mustStatus(t, d, err, http.StatusNoContent)
+			revoked = append(revoked, r.Secret)
+		}
+		before := remaining(t)
+		for _, tok := range revoked {
+			r, err := keyActor(t, ts, tok).C.GetOrgWithResponse(bg, w.Org.Id, nil)
+			wantProblem(t, r, err, http.StatusUnauthorized, "invalid_token")
+		}
+		if after := remaining(t); after != before-4 {
+			t.Errorf("the org's keys' caller budget: %d remaining, then %d after 3 revoked keys' requests and 1 of a live key; want %d", before, after, before-4)
+		}
+	})
+	spec(t, "404/getOrg/a key in another org: no DynamoDB call", func(t *testing.T) {
+		other := MustWorld(t, ts, "Not the key's")
+		ts.Rec.Reset()
+		r, err := keyActor(t, ts, k.Secret).C.GetOrgWithResponse(bg, other.Org.Id, nil)
+		wantProblem(t, r, err, http.StatusNotFound, "org_not_found")
+		if n := ts.Rec.Count(); n != 0 {
+			t.Errorf("%d DynamoDB calls (%s), want none", n, ts.Rec.Names())
 		}
 	})
 }

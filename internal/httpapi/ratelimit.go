@@ -34,14 +34,14 @@ func limitTenant(l *ratelimit.Limiter) echo.MiddlewareFunc {
 // exports read spend it.
 func orgBucket(orgID string) string { return "org:" + orgID }
 
-// limitCaller limits every authenticated request by its caller (the
-// token's subject), whatever org it names, before the authorization read.
-// An API key's token gets here only with the server key's MAC
+// limitCaller limits every authenticated request by its caller
+// (authz.Identity.Caller), whatever org it names, before the authorization
+// read. An API key's token gets here only with the server key's MAC
 // (apikey.Service.ParseToken): a forged token naming a key never spends
-// its budget.
+// its org's budget.
 func limitCaller(l *ratelimit.Limiter) echo.MiddlewareFunc {
 	return limitBy(l, "caller", func(_ echo.Context, id authz.Identity) (string, error) {
-		return "caller:" + id.UserID, errCallerLimited
+		return "caller:" + id.Caller(), errCallerLimited
 	})
 }
 
