@@ -287,7 +287,7 @@ func TestWebhook(t *testing.T) {
 				if _, attempts := recv.verified(); attempts[ev.Id] != 3 {
 					t.Errorf("attempts the receiver saw: got %d, want 3", attempts[ev.Id])
 				}
-				d := deliveryOf(t, w.Admin.C, org, hook.Id, ev.Id)
+				d := settledAfter(t, w.Admin.C, org, hook.Id, ev.Id, 3)
 				if d.State != client.WebhookDeliveryStateDelivered || d.Attempts != 3 || d.LastStatus == nil || *d.LastStatus != 204 || d.LastError != nil {
 					t.Errorf("delivery log: got %+v", d)
 				}
@@ -410,7 +410,7 @@ func TestWebhook(t *testing.T) {
 			t.Fatalf("claim: %v %v", ok, err)
 		}
 		recv.await(t, id)
-		got := deliveryOf(t, w.Admin.C, org, hook.Id, id)
+		got := settledAfter(t, w.Admin.C, org, hook.Id, id, 1)
 		if got.State != client.WebhookDeliveryStateDelivered || got.Attempts != 1 {
 			t.Errorf("delivery log: got %+v", got)
 		}
@@ -564,6 +564,19 @@ func deliveryOf(t *testing.T, c *client.ClientWithResponses, orgID, webhookID, e
 		t.Fatalf("delivery %s is not in the log", eventID)
 	}
 	return d
+}
+
+// settledAfter is the delivery's log entry once it records attempts
+// attempts: the receiver sees an attempt before the worker writes its
+// outcome, so a test that reads the log after the receiver waits for that
+// write (a bound for a hang, not a speed).
+func settledAfter(t *testing.T, c *client.ClientWithResponses, orgID, webhookID, eventID string, attempts int) client.WebhookDelivery {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if d := deliveryOf(t, c, orgID, webhookID, eventID); d.Attempts >= attempts && d.State != client.WebhookDeliveryStatePending || time.Now().After(deadline) {
+			return d
+		}
+	}
 }
 
 func findDelivery(t *testing.T, c *client.ClientWithResponses, orgID, webhookID, eventID string) (client.WebhookDelivery, bool) {
