@@ -102,8 +102,11 @@ func Authorize(id authz.Identity, orgID string, t Target, offboarding bool, now 
 		return Decision{}, err
 	}
 	d, err := Decide(id, orgID, t, f, offboarding, now)
-	if err == nil && d.CallerKey != nil {
+	switch {
+	case err == nil && d.CallerKey != nil:
 		keys.Verified(*d.CallerKey, now)
+	case id.Key != nil && (f.CallerKey == nil || err == errKeyExpired):
+		keys.Refused(*id.Key) // final: its next tokens are refused before the read (apikey.Recent.Gone)
 	}
 	return d, err
 }

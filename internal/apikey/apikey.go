@@ -276,6 +276,7 @@ type Recent struct {
 	writes  chan struct{}
 	mu      sync.Mutex
 	written map[string]time.Time // by org/key: when this replica last wrote its use
+	gone    map[string]bool      // by org/key: keys its authorization read found revoked or expired
 }
 
 // Recorder writes a key's use.
@@ -294,7 +295,37 @@ const (
 
 // NewRecent returns a Recent over s.
 func NewRecent(s Recorder) *Recent {
-	return &Recent{store: s, writes: make(chan struct{}, touchWrites), written: map[string]time.Time{}}
+	return &Recent{store: s, writes: make(chan struct{}, touchWrites), written: map[string]time.Time{}, gone: map[string]bool{}}
+}
+
+// Gone reports whether this replica's authorization read found k's key
+// revoked or expired. That is final (a key's id is never minted again), so
+// its token is then refused before any read or rate limit: a bearer of a
+// revoked token spends neither DynamoDB nor its org's keys' budget.
+func (r *Recent) Gone(k authz.APIKey) bool {
+	if r == nil {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.gone[k.OrgID+"/"+k.ID]
+}
+
+// Refused records that the read found k's key revoked or expired (at most
+// maxRecent keys; past it, any is forgotten and costs one read again).
+func (r *Recent) Refused(k authz.APIKey) {
+	if r == nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for id := range r.gone { // map order is random
+		if len(r.gone) < maxRecent {
+			break
+		}
+		delete(r.gone, id)
+	}
+	r.gone[k.OrgID+"/"+k.ID] = true
 }
 
 // Verified records, in the background, that k (as the authorization read

@@ -310,8 +310,10 @@ func TestApiKeyRefused(t *testing.T) {
 // it), so tokens that name it with a made-up secret are refused (their MAC
 // fails) before they spend the caller budget of the org's keys (no refill
 // during the test: its RateLimit remaining goes down by the keys' own
-// requests only); revoked keys all spend that one budget; a key in
-// another org's routes is a stranger there without a read.
+// requests only); a revoked key costs one read and spends that budget
+// once, then is refused before either, so its bearer can throttle neither
+// DynamoDB nor the org's live keys; a key in another org's routes is a
+// stranger there without a read.
 func TestApiKeyCallerLimit(t *testing.T) {
 	ts := MustServer(t, withCallerRateLimit(ratelimit.Options{PerSecond: 1.0 / 3600, Burst: 100}))
 	w := MustWorld(t, ts, "Caller budget")
@@ -332,7 +334,7 @@ func TestApiKeyCallerLimit(t *testing.T) {
 			t.Errorf("the key's caller budget: %d remaining, then %d after 5 forged tokens and 1 request of its own; want %d", before, after, before-1)
 		}
 	})
-	spec(t, "401/getOrg/revoked keys spend their org's keys' one budget", func(t *testing.T) {
+	spec(t, "401/getOrg/a revoked key costs one read and one token of its org's keys' budget, once", func(t *testing.T) {
 		// Each revoked key's token is one the service minted: refusing it
 		// costs a read. A bearer of many spends one budget, the org's
 		// keys', not a fresh one per key.
@@ -344,12 +346,19 @@ func TestApiKeyCallerLimit(t *testing.T) {
 			revoked = append(revoked, r.Secret)
 		}
 		before := remaining(t)
-		for _, tok := range revoked {
-			r, err := keyActor(t, ts, tok).C.GetOrgWithResponse(bg, w.Org.Id, nil)
-			wantProblem(t, r, err, http.StatusUnauthorized, "invalid_token")
+		ts.Rec.Reset()
+		for range 5 {
+			for _, tok := range revoked {
+				r, err := keyActor(t, ts, tok).C.GetOrgWithResponse(bg, w.Org.Id, nil)
+				wantProblem(t, r, err, http.StatusUnauthorized, "invalid_token")
+			}
 		}
+		reads := ts.Rec.Count()
 		if after := remaining(t); after != before-4 {
-			t.Errorf("the org's keys' caller budget: %d remaining, then %d after 3 revoked keys' requests and 1 of a live key; want %d", before, after, before-4)
+			t.Errorf("the org's keys' caller budget: %d remaining, then %d after 3 revoked keys used 5 times each and 1 request of a live key; want %d (each revoked key's first use)", before, after, before-4)
+		}
+		if reads != 3 {
+			t.Errorf("3 revoked keys used 5 times each: %d DynamoDB calls (%s), want each key's first read only", reads, ts.Rec.Names())
 		}
 	})
 	spec(t, "404/getOrg/a key in another org: no DynamoDB call", func(t *testing.T) {

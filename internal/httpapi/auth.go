@@ -66,10 +66,11 @@ func ticketTarget(c echo.Context) access.Target {
 }
 
 // Authenticate verifies the bearer token of every request that skip does
-// not exempt (a person's JWT with v, an API key's token with keys) and
-// stores the Identity in the request context. A bad or missing token, or
-// a second Authorization line, is a 401 before anything.
-func Authenticate(v *Verifier, keys *apikey.Service, skip func(echo.Context) bool) echo.MiddlewareFunc {
+// not exempt (a person's JWT with v, an API key's token with keys, unless
+// use saw its key gone) and stores the Identity in the request context. A
+// bad or missing token, or a second Authorization line, is a 401 before
+// anything.
+func Authenticate(v *Verifier, keys *apikey.Service, use *apikey.Recent, skip func(echo.Context) bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			if skip != nil && skip(c) {
@@ -86,6 +87,9 @@ func Authenticate(v *Verifier, keys *apikey.Service, skip func(echo.Context) boo
 			id, err := verify(c.Request().Context(), v, keys, strings.TrimSpace(token))
 			if err != nil {
 				return err
+			}
+			if id.Key != nil && use.Gone(*id.Key) {
+				return authz.ErrKeyRevoked
 			}
 			req := c.Request()
 			c.SetRequest(req.WithContext(WithIdentity(req.Context(), id)))

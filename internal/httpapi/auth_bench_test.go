@@ -50,7 +50,7 @@ func noop(echo.Context) error { return nil }
 // BenchmarkAuthenticateMiddleware is the Authenticate middleware: header
 // parsing, Verify, the identity into the request context.
 func BenchmarkAuthenticateMiddleware(b *testing.B) {
-	h := httpapi.Authenticate(benchVerifier(b), nil, nil)(noop)
+	h := httpapi.Authenticate(benchVerifier(b), nil, nil, nil)(noop)
 	c, req := benchContext(b, "Bearer "+benchToken(b))
 	serveLoop(b, h, c, req)
 }
@@ -71,7 +71,7 @@ func BenchmarkAuthorizeOrgMiddleware(b *testing.B) {
 
 // BenchmarkAuthnAndAuthzMiddleware is both, chained as the server does.
 func BenchmarkAuthnAndAuthzMiddleware(b *testing.B) {
-	h := httpapi.Authenticate(benchVerifier(b), nil, nil)(httpapi.AuthorizeOrg(httpapi.Authorizer{Reader: memRoles{authz.Admin}})(noop))
+	h := httpapi.Authenticate(benchVerifier(b), nil, nil, nil)(httpapi.AuthorizeOrg(httpapi.Authorizer{Reader: memRoles{authz.Admin}})(noop))
 	c, req := benchContext(b, "Bearer "+benchToken(b))
 	serveLoop(b, h, c, req)
 }

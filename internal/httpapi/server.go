@@ -160,7 +160,7 @@ func New(d Deps) (*echo.Echo, error) {
 	}
 	// Public operations, and paths that match no route (a 404 whoever
 	// asks; the spec says which routes exist), need no token.
-	e.Use(Authenticate(d.Verifier, d.APIKeys, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
+	e.Use(Authenticate(d.Verifier, d.APIKeys, d.KeyUse, func(c echo.Context) bool { return public[c.Path()] || route(c) == obs.Unmatched }))
 	// Before the authorization read: a token that names other tenants'
 	// orgs spends only its own budget.
 	e.Use(limitCaller(d.CallerRateLimit))
