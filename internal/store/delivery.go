@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"time"
 
@@ -208,8 +210,10 @@ const queueLookahead = 8
 const dueScan = 1000
 
 // DueDeliveries reads up to endpoints due endpoints of one GSI3 due shard
-// that room has room for, earliest first (past up to dueScan without
-// room), and up to room(org, webhook) due deliveries of each from the
+// that room has room for (of the first dueScan due, those without room
+// skipped; when more have room, a random choice of them, so that endpoints
+// due earlier, say those of many orgs cut for one another, cannot keep a
+// later one out of every look), and up to room(org, webhook) due deliveries of each from the
 // head of its queue: a delivery whose retry is not due yet holds up those
 // queued after it (those in flight do not). An endpoint with none due is
 // made due again when its head is, or leaves the shard when its queue is
@@ -221,15 +225,16 @@ func (s *Webhooks) DueDeliveries(ctx context.Context, shard int, now time.Time, 
 	if err != nil {
 		return nil, fmt.Errorf("list due endpoints: %w", translate(err))
 	}
+	marks = slices.DeleteFunc(marks, func(m dueItem) bool {
+		return room(m.OrgID, m.WebhookID) <= 0 || checkWebhookIDs(m.OrgID, m.WebhookID) != nil
+	})
+	if len(marks) > endpoints {
+		rand.Shuffle(len(marks), func(i, j int) { marks[i], marks[j] = marks[j], marks[i] })
+		marks = marks[:endpoints]
+	}
 	var out []webhook.Delivery
 	for _, m := range marks {
 		n := room(m.OrgID, m.WebhookID)
-		if n <= 0 || checkWebhookIDs(m.OrgID, m.WebhookID) != nil {
-			continue
-		}
-		if endpoints--; endpoints < 0 {
-			break
-		}
 		due, q, err := s.queueHead(ctx, m.OrgID, m.WebhookID, now, n)
 		if err != nil {
 			return out, err

@@ -278,6 +278,35 @@ func TestDueEndpointsPastBusyOnes(t *testing.T) {
 	}
 }
 
+// TestDueEndpointsFairChoice: when more due endpoints of a shard have room
+// than a look lists (many orgs waiting, each for its first slot), a look
+// lists a random choice of them, so an endpoint due later is not kept out
+// of every look by those due before it.
+func TestDueEndpointsFairChoice(t *testing.T) {
+	f := MustFixture(t)
+	hooks := &store.Webhooks{DB: f.DB}
+	now := time.Now()
+	for o := range 3 { // 36 endpoints due a minute ago, each with room
+		org := f.newOrg(t, fmt.Sprintf("Waiting %d", o), fmt.Sprintf("u_waiting%d", o))
+		for range 12 {
+			f.mustDelivery(t, hooks, f.mustWebhook(t, hooks, org.ID, "https://example.com/hook", 0), now.Add(-time.Minute))
+		}
+	}
+	victim := f.newOrg(t, "Victim", "u_victim")
+	want := f.mustDelivery(t, hooks, f.mustWebhook(t, hooks, victim.ID, "https://example.com/hook", 0), now.Add(-time.Second))
+	for look := range 80 { // listed with a chance of 8 in 37 each look: missed by all 80 about once in 10^8
+		due, err := hooks.DueDeliveries(context.Background(), 0, now, 8, room(1))
+		must(t, err)
+		if len(due) != 8 {
+			t.Fatalf("look %d listed %d deliveries, want 8", look, len(due))
+		}
+		if slices.ContainsFunc(due, func(d webhook.Delivery) bool { return d.EventID == want }) {
+			return
+		}
+	}
+	t.Error("80 looks of 8 endpoints never listed the one due last")
+}
+
 // mustWebhook subscribes url to every event of orgID through hooks; in
 // due shard shard unless it is -1.
 func (f *fixture) mustWebhook(t *testing.T, hooks *store.Webhooks, orgID, url string, shard int) webhook.Subscription {
