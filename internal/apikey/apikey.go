@@ -17,7 +17,10 @@ import (
 	"encoding/base64"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	"github.com/tenantd/tenantd/internal/audit"
 	"github.com/tenantd/tenantd/internal/authz"
@@ -94,8 +97,8 @@ type Service struct {
 	store     Storer
 	ids       *ids.Generator
 	now       clock.Clock
-	mu        sync.Mutex
-	serverKey []byte // loaded on first need (nil: not yet)
+	loads     singleflight.Group
+	serverKey atomic.Pointer[[]byte] // loaded on first need (nil: not yet)
 }
 
 // NewService returns a Service; now may be nil for the system clock.
@@ -154,21 +157,37 @@ func mac(serverKey []byte, orgID, keyID string, random []byte) []byte {
 	return h.Sum(nil)[:macBytes]
 }
 
+// serverKeyLoad bounds the one load of the server key that every request
+// needing it meanwhile shares.
+const serverKeyLoad = 10 * time.Second
+
 // loadServerKey is the server key, read (or made) on first need and kept
 // for the process's life; a failed load is tried again on the next need.
+// Requests that need it while it loads share that one load, each waiting
+// no longer than its own context: none waits for another's retry, and a
+// caller that goes away cancels no one's load.
 func (s *Service) loadServerKey(ctx context.Context) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.serverKey == nil {
+	if k := s.serverKey.Load(); k != nil {
+		return *k, nil
+	}
+	loaded := s.loads.DoChan("", func() (any, error) {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serverKeyLoad)
+		defer cancel()
 		fresh := make([]byte, serverKeyBytes)
 		rand.Read(fresh) // never fails (Go 1.24)
 		k, err := s.store.ServerKey(ctx, fresh)
-		if err != nil {
-			return nil, err
+		if err == nil {
+			s.serverKey.Store(&k)
 		}
-		s.serverKey = k
+		return k, err
+	})
+	select {
+	case r := <-loaded:
+		k, _ := r.Val.([]byte)
+		return k, r.Err
+	case <-ctx.Done():
+		return nil, ctx.Err()
 	}
-	return s.serverKey, nil
 }
 
 // newToken is a fresh token for key keyID of orgID and its hash.
