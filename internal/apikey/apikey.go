@@ -171,6 +171,9 @@ func (s *Service) loadServerKey(ctx context.Context) ([]byte, error) {
 		return *k, nil
 	}
 	loaded := s.loads.DoChan("", func() (any, error) {
+		if k := s.serverKey.Load(); k != nil { // a load that ended since
+			return *k, nil
+		}
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), serverKeyLoad)
 		defer cancel()
 		fresh := make([]byte, serverKeyBytes)

@@ -193,6 +193,64 @@ func TestParseToken(t *testing.T) {
 	})
 }
 
+// heldKeyStore holds every load of the server key until release is
+// closed, counting the loads.
+type heldKeyStore struct {
+	*fakeStore
+	release chan struct{}
+	mu      sync.Mutex
+	loads   int
+}
+
+func (s *heldKeyStore) ServerKey(ctx context.Context, fresh []byte) ([]byte, error) {
+	s.mu.Lock()
+	s.loads++
+	s.mu.Unlock()
+	<-s.release
+	return s.fakeStore.ServerKey(ctx, fresh)
+}
+
+// TestServerKeyLoadShared: requests that need the server key while it
+// loads share the one load, and one that goes away meanwhile returns at
+// once without cancelling it for the others.
+func TestServerKeyLoadShared(t *testing.T) {
+	ctx := context.Background()
+	s := newFake()
+	_, token, err := apikey.NewService(s, testkit.Now).CreateApiKey(ctx, admin, apikey.New{Name: "CI", Role: authz.Member})
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := &heldKeyStore{fakeStore: s, release: make(chan struct{})}
+	svc := apikey.NewService(held, testkit.Now) // a fresh process: its key not loaded yet
+	var wg sync.WaitGroup
+	errs := make([]error, 8)
+	for i := range errs {
+		wg.Go(func() { _, _, errs[i] = svc.ParseToken(ctx, token) })
+	}
+	gone, cancel := context.WithCancel(ctx)
+	left := make(chan error, 1)
+	go func() { _, _, err := svc.ParseToken(gone, token); left <- err }()
+	cancel()
+	select {
+	case err := <-left:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the caller that went away: %v, want context.Canceled", err)
+		}
+	case <-time.After(30 * time.Second): // a bound for a hang, not a speed
+		t.Fatal("the caller that went away waits for the load")
+	}
+	close(held.release)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("request %d: %v", i, err)
+		}
+	}
+	if held.loads != 1 {
+		t.Errorf("%d loads of the server key, want the one shared", held.loads)
+	}
+}
+
 // recorder counts TouchApiKey writes and can hold them.
 type recorder struct {
 	mu     sync.Mutex
