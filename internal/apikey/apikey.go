@@ -341,12 +341,7 @@ func (r *Recent) Refused(k authz.APIKey) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for id := range r.gone { // map order is random
-		if len(r.gone) < maxRecent {
-			break
-		}
-		delete(r.gone, id)
-	}
+	trim(r.gone)
 	r.gone[k.OrgID+"/"+k.ID] = true
 }
 
@@ -388,12 +383,18 @@ func (r *Recent) remember(id string, now time.Time) {
 				delete(r.written, old)
 			}
 		}
-		for old := range r.written { // map order is random
-			if len(r.written) < maxRecent {
-				break
-			}
-			delete(r.written, old)
-		}
+		trim(r.written)
 	}
 	r.written[id] = now
+}
+
+// trim forgets any entries of m (map order is random) until one more
+// fits under maxRecent.
+func trim[V any](m map[string]V) {
+	for id := range m {
+		if len(m) < maxRecent {
+			break
+		}
+		delete(m, id)
+	}
 }
