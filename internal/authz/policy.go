@@ -22,10 +22,12 @@ type Identity struct {
 // Caller is the subject of id's per-caller rate limit: the person, or
 // every API key of the key's org together, so that a bearer of revoked
 // keys (each still a token the service minted, each costing a read to be
-// refused) spends one budget of that org, not a fresh one per key.
+// refused) spends one budget of that org, not a fresh one per key. The
+// keys' caller is in their namespace (KeyActorPrefix), where no person's
+// subject may be: no person shares an org's keys' budget.
 func (id Identity) Caller() string {
 	if id.Key != nil {
-		return "apiKeys:" + id.Key.OrgID
+		return KeyActorPrefix + "org:" + id.Key.OrgID
 	}
 	return id.UserID
 }

@@ -345,3 +345,20 @@ func TestAdmit(t *testing.T) {
 		})
 	}
 }
+
+// TestCallerKeysNamespace: an org's keys' caller is one no person's
+// subject may be (KeyActor refuses it), so no person's token spends the
+// org's keys' budget; each person is their own caller.
+func TestCallerKeysNamespace(t *testing.T) {
+	key := authz.Identity{UserID: "apiKey:01KJPWD6MCH66BQCJZTYJEZQ3K", Key: &authz.APIKey{OrgID: "01KJPWD6MCH66BQCJZTYJEZQ3G", ID: "01KJPWD6MCH66BQCJZTYJEZQ3K"}}
+	if c := key.Caller(); !authz.KeyActor(c) {
+		t.Errorf("the keys' caller %q is a subject a person's token may carry", c)
+	}
+	other := authz.Identity{UserID: "apiKey:01KJPWD6MCH66BQCJZTYJEZQ3M", Key: &authz.APIKey{OrgID: key.Key.OrgID, ID: "01KJPWD6MCH66BQCJZTYJEZQ3M"}}
+	if key.Caller() != other.Caller() {
+		t.Errorf("two keys of one org are callers %q and %q, want one", key.Caller(), other.Caller())
+	}
+	if p := (authz.Identity{UserID: "alice"}); p.Caller() != "alice" {
+		t.Errorf("a person's caller is %q, want their subject", p.Caller())
+	}
+}
