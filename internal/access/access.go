@@ -87,6 +87,10 @@ type Decision struct {
 	Found
 }
 
+// Elsewhere reports whether id is an API key outside its own org, orgID:
+// a stranger there, refused (authz.ErrOrgNotFound) without a read.
+func Elsewhere(id authz.Identity, orgID string) bool { return id.Key != nil && id.Key.OrgID != orgID }
+
 // Authorize makes the authorization read of id acting in orgID (read: the
 // Reader's OrgAccess of t, as the transport calls it) and decides it with
 // Decide. An API key the read verifies has its use recorded (keys, which
@@ -94,8 +98,8 @@ type Decision struct {
 // with the server key's MAC (apikey.Service.ParseToken): one the service
 // minted, so its reads are bounded by real keys and their callers' budget.
 func Authorize(id authz.Identity, orgID string, t Target, offboarding bool, now time.Time, keys *apikey.Recent, read func() (Found, error)) (Decision, error) {
-	if id.Key != nil && id.Key.OrgID != orgID {
-		return Decision{}, authz.ErrOrgNotFound // another org's key is a stranger here: no read
+	if Elsewhere(id, orgID) {
+		return Decision{}, authz.ErrOrgNotFound // no read
 	}
 	f, err := read()
 	if err != nil {

@@ -67,9 +67,9 @@ func ticketTarget(c echo.Context) access.Target {
 
 // Authenticate verifies the bearer token of every request that skip does
 // not exempt (a person's JWT with v, an API key's token with keys, unless
-// use saw its key gone) and stores the Identity in the request context. A
-// bad or missing token, or a second Authorization line, is a 401 before
-// anything.
+// use saw its key gone, or outside its org: keyScope) and stores the
+// Identity in the request context. A bad or missing token, or a second
+// Authorization line, is a 401 before anything.
 func Authenticate(v *Verifier, keys *apikey.Service, use *apikey.Recent, skip func(echo.Context) bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
@@ -91,11 +91,29 @@ func Authenticate(v *Verifier, keys *apikey.Service, use *apikey.Recent, skip fu
 			if id.Key != nil && use.Gone(*id.Key) {
 				return authz.ErrKeyRevoked
 			}
+			if err := keyScope(c, id); err != nil {
+				return err
+			}
 			req := c.Request()
 			c.SetRequest(req.WithContext(WithIdentity(req.Context(), id)))
 			return next(c)
 		}
 	}
+}
+
+// keyScope refuses an API key outside its own org in CPU, before it spends
+// its org's keys' budget (a revoked key is found out only in its org):
+// another org's routes are a 404, a person's a 403 (GraphQL decides its
+// orgs itself).
+func keyScope(c echo.Context, id authz.Identity) error {
+	switch org := c.Param("orgId"); {
+	case id.Key == nil:
+	case org == "" && c.Path() != "/v1/graphql":
+		return apikey.ErrNotAllowed
+	case org != "" && access.Elsewhere(id, org):
+		return authz.ErrOrgNotFound
+	}
+	return nil
 }
 
 // verify turns a bearer token into the caller's Identity: an org's API key
@@ -136,8 +154,8 @@ type Authorizer struct {
 // the route's target when it names one), decides with access.Decide, and
 // hands the handler the decision (decided). A refused caller, or a
 // missing target, gets its 404 from that one call. Routes without :orgId
-// pass through, but for API keys: they are about a person (GraphQL
-// decides its orgs itself). The ID is validated before any key is built.
+// pass through (an API key was refused them by Authenticate: keyScope).
+// The ID is validated before any key is built.
 func AuthorizeOrg(a Authorizer) echo.MiddlewareFunc {
 	now := clock.Or(a.Now)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
@@ -146,9 +164,6 @@ func AuthorizeOrg(a Authorizer) echo.MiddlewareFunc {
 			id, ok := IdentityFrom(req.Context())
 			orgID := c.Param("orgId")
 			if orgID == "" {
-				if ok && id.Key != nil && c.Path() != "/v1/graphql" {
-					return apikey.ErrNotAllowed
-				}
 				return next(c)
 			}
 			if err := ids.Resource("orgId", orgID); err != nil {
