@@ -2975,8 +2975,10 @@ type ClientInterface interface {
 	// when it is spent the export waits for it, at most the request
 	// deadline (`REQUEST_TIMEOUT`) per page. The request deadline bounds
 	// each page read, not the export; a client that stops reading for
-	// `WRITE_TIMEOUT` loses its connection. `Accept-Encoding: gzip`
-	// compresses the stream. `HEAD` answers the header fields and reads
+	// `WRITE_TIMEOUT` loses its connection. An organization runs at most
+	// 2 exports at once on each server (each holds a connection the
+	// other tenants share): a third gets `429` (`rate_limited`, with
+	// `Retry-After`). `Accept-Encoding: gzip` compresses the stream. `HEAD` answers the header fields and reads
 	// nothing.
 	//
 	// Corresponds with GET /v1/orgs/{orgId}/export (the `ExportOrg` operationId).
@@ -3809,8 +3811,10 @@ func (c *Client) ListAuditEvents(ctx context.Context, orgId OrgId, params *ListA
 // when it is spent the export waits for it, at most the request
 // deadline (`REQUEST_TIMEOUT`) per page. The request deadline bounds
 // each page read, not the export; a client that stops reading for
-// `WRITE_TIMEOUT` loses its connection. `Accept-Encoding: gzip`
-// compresses the stream. `HEAD` answers the header fields and reads
+// `WRITE_TIMEOUT` loses its connection. An organization runs at most
+// 2 exports at once on each server (each holds a connection the
+// other tenants share): a third gets `429` (`rate_limited`, with
+// `Retry-After`). `Accept-Encoding: gzip` compresses the stream. `HEAD` answers the header fields and reads
 // nothing.
 //
 // Corresponds with GET /v1/orgs/{orgId}/export (the `ExportOrg` operationId).
@@ -8590,8 +8594,10 @@ type ClientWithResponsesInterface interface {
 	// when it is spent the export waits for it, at most the request
 	// deadline (`REQUEST_TIMEOUT`) per page. The request deadline bounds
 	// each page read, not the export; a client that stops reading for
-	// `WRITE_TIMEOUT` loses its connection. `Accept-Encoding: gzip`
-	// compresses the stream. `HEAD` answers the header fields and reads
+	// `WRITE_TIMEOUT` loses its connection. An organization runs at most
+	// 2 exports at once on each server (each holds a connection the
+	// other tenants share): a third gets `429` (`rate_limited`, with
+	// `Retry-After`). `Accept-Encoding: gzip` compresses the stream. `HEAD` answers the header fields and reads
 	// nothing.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -16845,8 +16851,10 @@ func (c *ClientWithResponses) ListAuditEventsWithResponse(ctx context.Context, o
 // when it is spent the export waits for it, at most the request
 // deadline (`REQUEST_TIMEOUT`) per page. The request deadline bounds
 // each page read, not the export; a client that stops reading for
-// `WRITE_TIMEOUT` loses its connection. `Accept-Encoding: gzip`
-// compresses the stream. `HEAD` answers the header fields and reads
+// `WRITE_TIMEOUT` loses its connection. An organization runs at most
+// 2 exports at once on each server (each holds a connection the
+// other tenants share): a third gets `429` (`rate_limited`, with
+// `Retry-After`). `Accept-Encoding: gzip` compresses the stream. `HEAD` answers the header fields and reads
 // nothing.
 //
 // Returns a wrapper object for the known response body format(s).

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -37,8 +38,42 @@ const exportListing = "exportOrg"
 // request deadline.
 var errExportStalled = errs.E(errs.Unavailable, "timeout", "a page of the export took longer than the request deadline; resume from the last cursor")
 
+// maxExportsPerOrg bounds an org's exports running at once on one replica:
+// each holds a connection as long as the org's rate limit paces it, and
+// the connections are every tenant's (MAX_CONNECTIONS).
+const maxExportsPerOrg = 2
+
+var errExportsBusy = &withHeader{errs.E(errs.TooManyRequests, "rate_limited",
+	"this organization has %d exports running on this server: retry when one ends", maxExportsPerOrg), map[string]string{"Retry-After": "5"}}
+
+// exports counts each org's exports running on this replica.
+type exports struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+// start counts an export of org in, if it has room; end counts it out.
+func (e *exports) start(org string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.n[org] >= maxExportsPerOrg {
+		return false
+	}
+	e.n[org]++
+	return true
+}
+
+func (e *exports) end(org string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.n[org]--; e.n[org] <= 0 {
+		delete(e.n, org)
+	}
+}
+
 // ExportOrg serves GET /v1/orgs/{orgId}/export: everything the org holds,
-// as NDJSON streamed while it is read (export.go's answer below).
+// as NDJSON streamed while it is read (export.go's answer below), at most
+// maxExportsPerOrg at once per org and replica (429 past it).
 func (h *handlers) ExportOrg(ctx context.Context, req oapi.ExportOrgRequestObject) (oapi.ExportOrgResponseObject, error) {
 	p, f := decided(ctx)
 	x, err := h.Export.ExportOrg(p, *f.Org, h.inFlight())
@@ -53,6 +88,9 @@ func (h *handlers) ExportOrg(ctx context.Context, req oapi.ExportOrgRequestObjec
 		if err != nil {
 			return nil, page.ErrBadCursor
 		}
+	}
+	if !isHead(ctx) && !h.exports.start(p.OrgID) {
+		return nil, errExportsBusy
 	}
 	return exportAnswer{h: h, ctx: ctx, x: x, orgID: p.OrgID, gzip: acceptsGzip(original(ctx).Header.Values("Accept-Encoding"))}, nil
 }
@@ -80,6 +118,7 @@ func (a exportAnswer) VisitExportOrgResponse(w http.ResponseWriter) error {
 	if isHead(a.ctx) {
 		return nil
 	}
+	defer a.h.exports.end(a.orgID)
 	ctx, cancel := context.WithCancelCause(context.WithoutCancel(a.ctx))
 	defer cancel(nil)
 	client := original(a.ctx).Context() // net/http's: cancelled when the client goes away

@@ -982,3 +982,64 @@ func TestExportOutlivesReadTimeout(t *testing.T) {
 		}
 	})
 }
+
+// TestExportsPerOrg: an org runs at most two exports at once on a
+// replica, each holding a connection while it is paced or read: a third
+// gets 429 with Retry-After, another org's export runs, and once one ends
+// the org may start another.
+func TestExportsPerOrg(t *testing.T) {
+	var held atomic.Pointer[string] // the org whose exports' page reads wait for release
+	release := make(chan struct{})
+	hold := func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("exportorg_test.hold",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if p, err := httpapi.Decided(ctx); err == nil && held.Load() != nil && p.OrgID == *held.Load() && middleware.GetOperationName(ctx) == "Query" {
+					select {
+					case <-release:
+					case <-ctx.Done():
+					}
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	}
+	ts := MustServer(t, withAPIOptions(hold))
+	w, other := mustExportWorld(t, ts, "Busy"), mustExportWorld(t, ts, "Not busy")
+	held.Store(&w.Org.Id)
+	var bodies []io.ReadCloser
+	for range 2 {
+		req, _ := http.NewRequest(http.MethodGet, exportURL(ts, w.Org.Id, ""), nil)
+		req.Header.Set("Authorization", "Bearer "+w.Owner.Token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if first, err := bufio.NewReader(resp.Body).ReadString('\n'); resp.StatusCode != http.StatusOK || !strings.HasPrefix(first, `{"type":"org"`) {
+			t.Fatalf("export: %d, first line %q (%v)", resp.StatusCode, first, err)
+		}
+		bodies = append(bodies, resp.Body)
+	}
+	spec(t, "429/exportOrg/a third export of the org", func(t *testing.T) {
+		r, err := w.Owner.C.ExportOrgWithResponse(bg, w.Org.Id, nil)
+		wantProblem(t, r, err, http.StatusTooManyRequests, "rate_limited")
+		if r.HTTPResponse.Header.Get("Retry-After") == "" {
+			t.Error("no Retry-After")
+		}
+	})
+	spec(t, "200/exportOrg/another org's export meanwhile", func(t *testing.T) {
+		mustExport(t, other.Owner.C, other.Org.Id, "")
+	})
+	spec(t, "200/exportOrg/once one has ended", func(t *testing.T) {
+		close(release)
+		_, _ = io.Copy(io.Discard, bodies[0])
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(10 * time.Millisecond) {
+			r, err := w.Owner.C.ExportOrgWithResponse(bg, w.Org.Id, nil)
+			if err == nil && r.StatusCode() == http.StatusOK {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a minute after an export ended, another is still refused: %v", err)
+			}
+		}
+	})
+}

@@ -22,6 +22,7 @@ type handlers struct {
 	Deps
 	cursors page.Cursors
 	graphQL *graphapi.Server
+	exports exports // export.go
 }
 
 var _ oapi.StrictServerInterface = (*handlers)(nil)

@@ -185,7 +185,7 @@ func New(d Deps) (*echo.Echo, error) {
 	// Innermost: entity tags of representations, and If-None-Match.
 	e.Use(conditional)
 
-	h := &handlers{Deps: d, cursors: page.Cursors{Key: d.CursorKey, TTL: cursorTTL, Now: clock.Or(d.Now)}}
+	h := &handlers{Deps: d, cursors: page.Cursors{Key: d.CursorKey, TTL: cursorTTL, Now: clock.Or(d.Now)}, exports: exports{n: map[string]int{}}}
 	h.graphQL = graphapi.New(graphapi.Deps{Services: d.Services, Cursors: h.cursors, RateLimit: d.RateLimit, CallerRateLimit: d.CallerRateLimit, Idempotency: keeper, CheckInput: checkInput(spec), Now: d.Now, Logger: d.Logger, Limits: d.GraphQL, KeyUse: d.KeyUse})
 	if d.Tracing != nil {
 		h.graphQL.Trace(d.Tracing.Tracer("github.com/tenantd/tenantd/internal/graphapi"))

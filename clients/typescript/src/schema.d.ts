@@ -231,8 +231,10 @@ export interface paths {
          *     when it is spent the export waits for it, at most the request
          *     deadline (`REQUEST_TIMEOUT`) per page. The request deadline bounds
          *     each page read, not the export; a client that stops reading for
-         *     `WRITE_TIMEOUT` loses its connection. `Accept-Encoding: gzip`
-         *     compresses the stream. `HEAD` answers the header fields and reads
+         *     `WRITE_TIMEOUT` loses its connection. An organization runs at most
+         *     2 exports at once on each server (each holds a connection the
+         *     other tenants share): a third gets `429` (`rate_limited`, with
+         *     `Retry-After`). `Accept-Encoding: gzip` compresses the stream. `HEAD` answers the header fields and reads
          *     nothing.
          */
         get: operations["exportOrg"];
