@@ -141,9 +141,9 @@ type Policy struct {
 	// Preempt is how long an attempt has been sending before it may be
 	// cut, when every slot is taken, for a due delivery of an org with no
 	// attempt in flight (default 2 s): the oldest attempt of the org with
-	// the most in flight is cut and retried later (its next attempt is not
-	// cut), so orgs whose endpoints hang, however many, hold a waiting
-	// org's delivery back by about Preempt, not by Timeout.
+	// the most in flight is cut and retried later, so orgs whose endpoints
+	// hang, however many, hold a waiting org's delivery back by about
+	// Preempt, not by Timeout.
 	Preempt time.Duration
 	// Dispatch bounds the events a dispatcher turns into deliveries at
 	// once (default 2, each of another org): a burst of events waits in
@@ -441,7 +441,6 @@ type flight struct {
 	org, webhook string
 	sending      time.Time               // zero until its request is sent
 	cut          context.CancelCauseFunc // cuts the request, set with sending
-	cutBefore    bool                    // its delivery's last attempt was cut: this one is not (victim)
 }
 
 // errPreempted is the cause of an attempt cut for a waiting org.
@@ -654,15 +653,12 @@ func (w *Worker) inOrg() map[string]int {
 
 // victim is the attempt to cut for an org waiting with none in flight:
 // of the org with the most attempts in flight, the one sending longest,
-// if for Preempt or more, but never one whose delivery was cut the last
-// time: a delivery is cut once in a row at most, so an endpoint slower than
-// Preempt (within Timeout) still gets each delivery through, whatever the
-// crowd of waiting orgs. w.mu is held.
+// if for Preempt or more. w.mu is held.
 func (w *Worker) victim(inOrg map[string]int) *flight {
 	var v *flight
 	now := time.Now()
 	for f := range w.flights {
-		if f.cutBefore || f.sending.IsZero() || now.Sub(f.sending) < w.pol.Preempt {
+		if f.sending.IsZero() || now.Sub(f.sending) < w.pol.Preempt {
 			continue
 		}
 		if v == nil || inOrg[f.org] > inOrg[v.org] || inOrg[f.org] == inOrg[v.org] && f.sending.Before(v.sending) {
@@ -725,7 +721,7 @@ func (w *Worker) send(ctx context.Context, sub Subscription, d *Delivery, f *fli
 	ctx, cut := context.WithCancelCause(ctx) // from now on, a preemption may cut it (victim)
 	defer cut(nil)
 	w.mu.Lock()
-	f.sending, f.cut, f.cutBefore = time.Now(), cut, d.LastError == errPreempted.Error()
+	f.sending, f.cut = time.Now(), cut
 	w.mu.Unlock()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, sub.URL, bytes.NewReader(d.Body))
 	if err != nil {

@@ -371,60 +371,6 @@ func TestWorkerPreempt(t *testing.T) {
 	w.mu.Unlock()
 }
 
-// TestWorkerCutsOnce: a delivery whose last attempt was cut is not cut
-// again, though sending longest: the waiting org's slot comes from another
-// attempt, so an endpoint slower than Preempt gets each delivery through
-// however many orgs wait.
-func TestWorkerCutsOnce(t *testing.T) {
-	reached := make(chan string, 8)
-	hang := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		reached <- r.Header.Get("webhook-id")
-		<-r.Context().Done()
-	}))
-	okSrv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-	defer okSrv.Close()
-	secret, _ := NewSecret()
-	s := &queueStore{secret: secret, urls: map[string]string{"hook_a0": hang.URL, "hook_a1": hang.URL, "hook_c": okSrv.URL}}
-	pol := Policy{Concurrency: 2, PerEndpoint: 1, PerOrg: 2, Timeout: 10 * time.Minute, Preempt: 50 * time.Millisecond}
-	w := NewWorker(s, true, pol, nil, nil)
-	defer w.Wait()
-	defer hang.Close()
-	defer hang.CloseClientConnections()
-	start := func(org, hook string, cutBefore bool) {
-		t.Helper()
-		s.queue(org, hook)
-		if cutBefore {
-			s.mu.Lock()
-			s.queued[len(s.queued)-1].LastError, s.queued[len(s.queued)-1].Attempts = errPreempted.Error(), 1
-			s.mu.Unlock()
-		}
-		if n := w.RunOnce(context.Background()); n != 1 {
-			t.Fatalf("%s: started %d attempts, want 1", hook, n)
-		}
-	}
-	start("a", "hook_a0", true) // sending longest, but cut the last time
-	if got := <-reached; got != "ev_hook_a0" {
-		t.Fatalf("reached %s first", got)
-	}
-	start("a", "hook_a1", false)
-	<-reached
-	time.Sleep(2 * pol.Preempt)
-	start("c", "hook_c", false)
-	var cut []string
-	for deadline := time.Now().Add(time.Minute); len(cut) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		s.mu.Lock()
-		for _, d := range s.settled {
-			if d.LastError == errPreempted.Error() {
-				cut = append(cut, d.EventID)
-			}
-		}
-		s.mu.Unlock()
-	}
-	if !slices.Equal(cut, []string{"ev_hook_a1"}) {
-		t.Errorf("cut %v for org c, want [ev_hook_a1]: ev_hook_a0 was cut the last time", cut)
-	}
-}
-
 // slowOrgStore makes the deliveries of every org at once, but those of
 // slowOrg, which wait until hold is closed; and fails the event failID.
 type slowOrgStore struct {
