@@ -178,9 +178,6 @@ type Result struct {
 	Executed bool
 	// NotAQuery is a mutation in a QueryOnly request: Response is nil.
 	NotAQuery bool
-	// Refused, when set, refuses an API key whole (revoked or expired):
-	// nothing ran, Response is nil.
-	Refused error
 }
 
 // Execute runs r for the caller; request and field errors are in the
@@ -206,15 +203,6 @@ func (s *Server) Execute(ctx context.Context, id authz.Identity, r Request) Resu
 		complexity = st.Complexity
 	}
 	rs.cost = max(1, (complexity+costPerToken-1)/costPerToken)
-	if id.Key != nil {
-		// A key acts in its own org only: read there first (the operation
-		// reuses the read), a revoked or expired key is refused whole, and
-		// remembered, before it spends its org's keys' budget.
-		if _, err := rs.principal(ctx, id.Key.OrgID); errs.Is(err, errs.Unauthenticated) {
-			res.Refused = err
-			return res
-		}
-	}
 	if rs.cost > 1 && !s.d.CallerRateLimit.Off() && s.d.CallerRateLimit.Burst() > 1 {
 		// (At most the burst in all, so a costly request waits for a full
 		// bucket, never forever.)

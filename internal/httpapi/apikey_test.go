@@ -365,7 +365,7 @@ func TestApiKeyCallerLimit(t *testing.T) {
 		// Refused in CPU over REST, it is never read, so never found
 		// revoked: were it charged, its bearer could drain the budget of
 		// the org's live keys from another org's routes or a person's.
-		// GraphQL reads a key in its own org first, whatever orgs it names.
+		// GraphQL reads a key in its own org first, whatever its document.
 		tok := revoked(t)
 		other := MustWorld(t, ts, "Not the revoked key's")
 		before := remaining(t)
@@ -379,8 +379,12 @@ func TestApiKeyCallerLimit(t *testing.T) {
 		if n := ts.Rec.Count(); n != 0 {
 			t.Errorf("REST: %d DynamoDB calls (%s), want none", n, ts.Rec.Names())
 		}
-		for range 5 {
-			g := apitest.GQL(t, ts, tok, `query($o: ID!) { org(id: $o) { name } }`, map[string]any{"o": other.Org.Id})
+		for i := range 5 {
+			query := `query($o: ID!) { org(id: $o) { name } }`
+			if i == 0 {
+				query = `query { org(` // refused in CPU had it not been read first
+			}
+			g := apitest.GQL(t, ts, tok, query, map[string]any{"o": other.Org.Id})
 			if g.Status != http.StatusUnauthorized || !strings.Contains(string(g.Raw), "invalid_token") {
 				t.Errorf("graphql as a revoked key: %d %s, want 401 invalid_token", g.Status, g.Raw)
 			}
@@ -390,6 +394,15 @@ func TestApiKeyCallerLimit(t *testing.T) {
 		}
 		if after := remaining(t); after != before-2 {
 			t.Errorf("the org's keys' caller budget: %d remaining, then %d after a revoked key's 10 requests outside its org, 5 GraphQL requests and 1 of a live key; want %d (its first GraphQL request's only)", before, after, before-2)
+		}
+	})
+	spec(t, "401/createTicket/a revoked key's malformed request in its own org is read before it is refused", func(t *testing.T) {
+		tok := revoked(t)
+		for range 3 {
+			r := doReq(t, ts.HTTP, http.MethodPost, ts.URL+"/v1/orgs/"+w.Org.Id+"/tickets", tok, http.Header{"Content-Type": {"application/json"}}, `{"title":`)
+			if r.Status != http.StatusUnauthorized {
+				t.Errorf("a revoked key's malformed POST: %d %s, want 401", r.Status, r.Body)
+			}
 		}
 	})
 	spec(t, "404/getOrg/a key in another org: no DynamoDB call", func(t *testing.T) {

@@ -146,6 +146,9 @@ type Authorizer struct {
 	Now         clock.Clock
 	// Keys records the use of the API keys it admitted (nil: it does not).
 	Keys *apikey.Recent
+	// ForKeys decides for API keys only, else for people only (server.go
+	// runs one of each).
+	ForKeys bool
 }
 
 // AuthorizeOrg decides, once and before the handler runs, whether the
@@ -154,15 +157,23 @@ type Authorizer struct {
 // the route's target when it names one), decides with access.Decide, and
 // hands the handler the decision (decided). A refused caller, or a
 // missing target, gets its 404 from that one call. Routes without :orgId
-// pass through (an API key was refused them by Authenticate: keyScope).
-// The ID is validated before any key is built.
+// pass through, but for an API key on GraphQL (keyScope refused it the
+// others): it is read in its own org, and refused if revoked, and the
+// operation decides its orgs itself. The ID is validated before any key
+// is built.
 func AuthorizeOrg(a Authorizer) echo.MiddlewareFunc {
 	now := clock.Or(a.Now)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
 			id, ok := IdentityFrom(req.Context())
-			orgID := c.Param("orgId")
+			if ok && (id.Key != nil) != a.ForKeys || !ok && a.ForKeys {
+				return next(c) // the other one decides
+			}
+			orgID, graphql := c.Param("orgId"), false
+			if orgID == "" && a.ForKeys {
+				orgID, graphql = id.Key.OrgID, true
+			}
 			if orgID == "" {
 				return next(c)
 			}
@@ -189,7 +200,9 @@ func AuthorizeOrg(a Authorizer) echo.MiddlewareFunc {
 			if err != nil {
 				return err
 			}
-			c.SetRequest(req.WithContext(access.WithDecision(req.Context(), d)))
+			if !graphql {
+				c.SetRequest(req.WithContext(access.WithDecision(req.Context(), d)))
+			}
 			return next(c)
 		}
 	}

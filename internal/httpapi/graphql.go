@@ -75,7 +75,7 @@ func persistedQuery(ext oapi.GraphQLRequest_Extensions) map[string]any {
 // graphql runs r as the caller, with vars (a JSON object, or null or none)
 // as its variables: the GraphQL response, or the problem of a request
 // refused whole (429, 503 or 429 from unavailable, 405 for a mutation over
-// GET, 401 for a revoked or expired API key).
+// GET).
 func (h *handlers) graphql(ctx context.Context, r graphapi.Request, vars []byte) (graphqlAnswer, error) {
 	id := caller(ctx)
 	if r.Query == "" && r.Extensions == nil {
@@ -96,9 +96,6 @@ func (h *handlers) graphql(ctx context.Context, r graphapi.Request, vars []byte)
 		// answers, nothing ran.
 		_, limit, retryAfter := rateLimitFields(h.CallerRateLimit, "caller", *d)
 		return graphqlAnswer{}, &withHeader{errCallerLimited, map[string]string{"Retry-After": strconv.Itoa(retryAfter), "RateLimit": limit}}
-	}
-	if res.Refused != nil {
-		return graphqlAnswer{}, res.Refused
 	}
 	if res.NotAQuery { // (GET only)
 		return graphqlAnswer{}, &withHeader{echo.NewHTTPError(http.StatusMethodNotAllowed, "GET runs queries only: send a mutation with POST"),

@@ -164,6 +164,11 @@ func New(d Deps) (*echo.Echo, error) {
 	// Before the authorization read: a token that names other tenants'
 	// orgs spends only its own budget.
 	e.Use(limitCaller(d.CallerRateLimit))
+	// An API key is read in its org right after it spent its budget, before
+	// anything refuses its request in CPU: a revoked key is found out, and
+	// remembered, at its first request that costs its org's keys anything.
+	authorizer := Authorizer{Reader: d.Access, ReadTimeout: d.RequestTimeout, Now: d.Now, Keys: d.KeyUse, ForKeys: true}
+	e.Use(AuthorizeOrg(authorizer))
 	// What the head alone decides (404, 405, 415), before anything reads
 	// the body: a client waiting for 100 Continue gets it instead.
 	ops := operations(spec)
@@ -171,7 +176,8 @@ func New(d Deps) (*echo.Echo, error) {
 	// One JSON value, valid UTF-8, no key twice: before anything decodes it.
 	e.Use(strictJSON)
 	e.Use(validateRequests(ops))
-	e.Use(AuthorizeOrg(Authorizer{Reader: d.Access, ReadTimeout: d.RequestTimeout, Now: d.Now, Keys: d.KeyUse}))
+	authorizer.ForKeys = false // people: once their request is valid
+	e.Use(AuthorizeOrg(authorizer))
 	// After the authorization read: only an org's members spend its quota,
 	// so nobody can exhaust another tenant's limit.
 	e.Use(limitTenant(d.RateLimit))
