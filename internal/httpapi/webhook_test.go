@@ -400,13 +400,18 @@ func TestWebhook(t *testing.T) {
 		now := time.Now().UTC()
 		id := ulidAt(now)
 		body := webhook.Body(audit.Event{OrgID: org, ID: id, Action: "ticket.create", TargetType: "ticket", TargetID: id, At: now})
+		// Due soon (not now: the server's worker would take it first), as a
+		// look that lands before the claim finds it: its endpoint's mark
+		// then moves to that time, not past the lease. (Due in an hour,
+		// such a look moved the mark an hour ahead: no worker claims a
+		// delivery not due, so only this test could leave one so.)
 		d := webhook.Delivery{OrgID: org, WebhookID: hook.Id, EventID: id, Type: "ticket.create", Body: body,
-			NextAttempt: now.Add(time.Hour), CreatedAt: now}
+			NextAttempt: now.Add(5 * time.Second), CreatedAt: now}
 		if n, err := wh.EnqueueDeliveries(bg, []webhook.Delivery{d}); n != 1 || err != nil {
 			t.Fatalf("enqueue: %d %v", n, err)
 		}
 		// A worker that claims it and dies: nobody settles it.
-		if ok, err := wh.ClaimDelivery(bg, d, "dead-worker", now.Add(time.Second)); !ok || err != nil {
+		if ok, err := wh.ClaimDelivery(bg, d, "dead-worker", now.Add(6*time.Second)); !ok || err != nil {
 			t.Fatalf("claim: %v %v", ok, err)
 		}
 		recv.await(t, id)
