@@ -2,13 +2,17 @@ package httpapi_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/golang-jwt/jwt/v5"
 
@@ -315,7 +319,25 @@ func TestApiKeyRefused(t *testing.T) {
 // DynamoDB nor the org's live keys; a key in another org's routes is a
 // stranger there without a read.
 func TestApiKeyCallerLimit(t *testing.T) {
-	ts := MustServer(t, withCallerRateLimit(ratelimit.Options{PerSecond: 1.0 / 3600, Burst: 100}))
+	// While hold is set, a BatchGetItem waits (holding says it does) for
+	// its context's end or 3 s, and held says how it ended.
+	var hold atomic.Bool
+	holding, held := make(chan struct{}, 1), make(chan error, 1)
+	holdReads := func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("apikey_test.hold",
+			func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if hold.Load() && middleware.GetOperationName(ctx) == "BatchGetItem" {
+					holding <- struct{}{}
+					select {
+					case <-ctx.Done():
+					case <-time.After(3 * time.Second):
+					}
+					held <- ctx.Err()
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.Before)
+	}
+	ts := MustServer(t, withCallerRateLimit(ratelimit.Options{PerSecond: 1.0 / 3600, Burst: 100}), withAPIOptions(holdReads))
 	w := MustWorld(t, ts, "Caller budget")
 	k := mustAPIKey(t, w, client.ApiKeyCreateRoleMember)
 	remaining := func(t *testing.T) int {
@@ -403,6 +425,24 @@ func TestApiKeyCallerLimit(t *testing.T) {
 			if r.Status != http.StatusUnauthorized {
 				t.Errorf("a revoked key's malformed POST: %d %s, want 401", r.Status, r.Body)
 			}
+		}
+	})
+	spec(t, "401/getOrg/a revoked key's read outlives a bearer who hangs up", func(t *testing.T) {
+		// Else a bearer who hangs up right after sending spends a token
+		// and cancels the read that would find the key revoked, again and
+		// again.
+		tok := revoked(t)
+		hold.Store(true)
+		defer hold.Store(false)
+		ctx, hangUp := context.WithCancel(bg)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, ts.URL+"/v1/orgs/"+w.Org.Id, nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		go func() { <-holding; hangUp() }()
+		if _, err := http.DefaultClient.Do(req); err == nil {
+			t.Fatal("the request was answered while its read was held")
+		}
+		if err := <-held; errors.Is(err, context.Canceled) {
+			t.Errorf("the key's read was cancelled when its bearer hung up (%v)", err)
 		}
 	})
 	spec(t, "404/getOrg/a key in another org: no DynamoDB call", func(t *testing.T) {

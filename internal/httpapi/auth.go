@@ -191,6 +191,9 @@ func AuthorizeOrg(a Authorizer) echo.MiddlewareFunc {
 			}
 			rctx := req.Context()
 			if a.ReadTimeout > 0 {
+				if a.ForKeys { // its bearer cannot hang up on the read that would find a key revoked
+					rctx = context.WithoutCancel(rctx)
+				}
 				var cancel context.CancelFunc
 				rctx, cancel = context.WithTimeout(rctx, a.ReadTimeout)
 				defer cancel()
