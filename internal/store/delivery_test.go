@@ -72,6 +72,46 @@ func TestDeliveryFairness(t *testing.T) {
 	}
 }
 
+// TestDeliveryDrains: a healthy endpoint's backlog is sent as fast as it
+// answers, its attempts at once per endpoint, not a few per poll: each
+// attempt that settles its delivery goes on to the next due one. The
+// worker here polls once an hour, so only that can send the backlog.
+func TestDeliveryDrains(t *testing.T) {
+	f := MustFixture(t)
+	hooks := &store.Webhooks{DB: f.DB}
+	var mu sync.Mutex
+	got := map[string]bool{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		got[r.Header.Get("webhook-id")] = true
+		mu.Unlock()
+	}))
+	defer srv.Close()
+	sub := f.mustWebhook(t, hooks, f.newOrg(t, "Drains", "u_drains").ID, srv.URL, -1)
+	now := time.Now()
+	const backlog = 12 // six times the attempts an endpoint gets at once
+	for i := range backlog {
+		f.mustDelivery(t, hooks, sub, now.Add(time.Duration(i-backlog)*time.Millisecond))
+	}
+
+	ctx, cancel := context.WithCancel(context.Background())
+	w := webhook.NewWorker(hooks, true, webhook.Policy{Poll: time.Hour}, nil, nil)
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	defer func() { cancel(); <-done }()
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) { // a bound for a stall, not a speed
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n == backlog {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d deliveries sent in a minute, the next poll an hour away", n, backlog)
+		}
+	}
+}
+
 // TestDeliveryBound: an endpoint holds at most MaxPending undelivered
 // events; one past the bound is made failed at once, its log saying why,
 // and a delivery fits again once a pending one settles.

@@ -461,48 +461,41 @@ func (w *Worker) Kick(ds []Delivery) {
 }
 
 // Run polls for due deliveries until ctx is done, then waits for the
-// attempts in flight. Between polls, a kick reads only the kicked
-// endpoints' queues; every shard is read at least once a poll.
+// attempts in flight. Kicks are served by a loop of their own, which
+// reads only the kicked endpoints' queues: a fresh delivery waits for no
+// poll's reads of every other org's queues.
 func (w *Worker) Run(ctx context.Context) {
 	defer w.wg.Wait()
-	polled := time.Time{}
-	for {
-		if time.Since(polled) >= w.pol.Poll/2 {
-			polled = time.Now()
-			w.RunOnce(ctx)
-		} else {
-			w.runKicked(ctx)
+	w.wg.Go(func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-w.kick:
+				w.start(ctx, w.kickedDue(ctx))
+			}
 		}
+	})
+	for {
+		w.RunOnce(ctx)
 		select {
 		case <-ctx.Done():
 			return
-		case <-w.kick:
 		case <-time.After(w.pol.Poll/2 + rand.N(w.pol.Poll/2+1)):
 		}
 	}
 }
 
-// runKicked starts the attempts of the kicked endpoints' due deliveries.
-func (w *Worker) runKicked(ctx context.Context) { w.start(ctx, w.kickedDue(ctx, w.takeKicked(), nil)) }
-
-// takeKicked returns the kicked endpoints and forgets them.
-func (w *Worker) takeKicked() map[[2]string]bool {
+// kickedDue reads the due deliveries of the endpoints kicked since it
+// last did (as many as look says), and forgets them.
+func (w *Worker) kickedDue(ctx context.Context) []Delivery {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	kicked := w.kicked
 	w.kicked = map[[2]string]bool{}
-	return kicked
-}
-
-// kickedDue reads the due deliveries of the kicked endpoints but those
-// listed already.
-func (w *Worker) kickedDue(ctx context.Context, kicked map[[2]string]bool, listed []Delivery) []Delivery {
-	for _, d := range listed {
-		delete(kicked, [2]string{d.OrgID, d.WebhookID})
-	}
+	w.mu.Unlock()
 	var due []Delivery
 	for ep := range kicked {
-		if n := w.room(ep[0], ep[1]); n > 0 {
+		if n := w.look(ep[0], ep[1]); n > 0 {
 			ds, err := w.store.EndpointDue(ctx, ep[0], ep[1], w.now(), n)
 			if err != nil {
 				w.log.Warn("webhook worker: list due deliveries", "orgId", ep[0], "webhookId", ep[1], "err", err)
@@ -515,16 +508,13 @@ func (w *Worker) kickedDue(ctx context.Context, kicked map[[2]string]bool, liste
 
 // RunOnce starts an attempt (its claim first) of each due delivery it has
 // room for; it does not wait for them. It returns how many it started.
-// The due deliveries of every shard, and of the endpoints kicked before
-// it began that a shard's look did not list (a look lists a bounded
-// number), are tried in fair order (fairOrder), so a slot that frees goes
-// first to an org with no attempt in flight.
+// The due deliveries of every shard are tried in fair order (fairOrder),
+// so a slot that frees goes first to an org with no attempt in flight.
 func (w *Worker) RunOnce(ctx context.Context) int {
-	kicked := w.takeKicked()
 	var due []Delivery
 	now, oldest := w.now(), time.Duration(0)
 	for shard := range Shards {
-		ds, err := w.store.DueDeliveries(ctx, shard, now, w.pol.Concurrency, w.room)
+		ds, err := w.store.DueDeliveries(ctx, shard, now, w.pol.Concurrency, w.look)
 		if err != nil {
 			w.log.Warn("webhook worker: list due deliveries", "shard", shard, "err", err)
 			continue
@@ -537,30 +527,43 @@ func (w *Worker) RunOnce(ctx context.Context) int {
 	if w.OldestDue != nil {
 		w.OldestDue(oldest)
 	}
-	return w.start(ctx, append(due, w.kickedDue(ctx, kicked, due)...))
+	return w.start(ctx, due)
 }
 
 // start starts an attempt (its claim first) of each of due it has a slot
-// for, in fair order, and returns how many.
+// for, in fair order, and returns how many. A due delivery left over (the
+// looks list one more of an endpoint than it has room for) says its
+// endpoint has more due: when the last attempt in flight of its org
+// settles its delivery (delivered or given up), the endpoint is kicked.
+// An org with none in flight comes first in fair order anyway (and may
+// cut a slot for itself): it goes on to its next due delivery at once,
+// not at the next poll, and an org waiting for a cut drains its backlog
+// at the speed of its endpoint.
 func (w *Worker) start(ctx context.Context, due []Delivery) int {
-	started := 0
-	for _, d := range w.fairOrder(due) {
-		f := w.take(d.OrgID, d.WebhookID)
-		if f == nil {
-			continue
-		}
-		started++
-		w.wg.Add(1)
-		go func() { // the claim is the attempt's first write: a slow one holds up no other delivery
-			defer w.wg.Done()
-			defer w.release(f)
-			owner, until := deletion.NewOwner(), w.now().Add(w.pol.Lease)
-			if ok, err := w.store.ClaimDelivery(ctx, d, owner, until); err == nil && ok {
-				w.attempt(context.WithoutCancel(ctx), d, f, owner, until)
-			}
-		}()
+	type slot struct {
+		d Delivery
+		f *flight
 	}
-	return started
+	var slots []slot
+	more := map[[2]string]bool{}
+	for _, d := range w.fairOrder(due) {
+		if f := w.take(d.OrgID, d.WebhookID); f != nil {
+			slots = append(slots, slot{d, f})
+		} else {
+			more[[2]string{d.OrgID, d.WebhookID}] = true
+		}
+	}
+	for _, s := range slots {
+		w.wg.Go(func() { // the claim is the attempt's first write: a slow one holds up no other delivery
+			owner, until := deletion.NewOwner(), w.now().Add(w.pol.Lease)
+			ok, err := w.store.ClaimDelivery(ctx, s.d, owner, until)
+			settled := err == nil && ok && w.attempt(context.WithoutCancel(ctx), s.d, s.f, owner, until)
+			if idle := w.release(s.f); idle && settled && more[[2]string{s.d.OrgID, s.d.WebhookID}] {
+				w.Kick([]Delivery{s.d})
+			}
+		})
+	}
+	return len(slots)
 }
 
 // fairOrder orders due round-robin across orgs, starting from those with
@@ -604,9 +607,8 @@ func (w *Worker) Wait() { w.wg.Wait() }
 // slots for: an endpoint whose attempts (or whose org's) fill their slots
 // costs no read of its queue. With every slot taken, an org with none in
 // flight has room for one if an attempt could be cut for it (victim).
+// w.mu is held.
 func (w *Worker) room(orgID, webhookID string) int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	inOrg, inEndpoint := w.inOrg(), 0
 	for f := range w.flights {
 		if f.webhook == webhookID {
@@ -620,15 +622,26 @@ func (w *Worker) room(orgID, webhookID string) int {
 	return min(free, w.pol.PerEndpoint-inEndpoint, w.pol.PerOrg-inOrg[orgID])
 }
 
+// look is how many due deliveries of the org's endpoint a look lists:
+// one more than room, start's leftover (none without room).
+func (w *Worker) look(orgID, webhookID string) int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if n := w.room(orgID, webhookID); n > 0 {
+		return n + 1
+	}
+	return 0
+}
+
 // take reserves a slot for an attempt to the org's endpoint if room has
 // one, cutting victim's attempt when every slot is taken. It returns the
 // slot's flight, or nil.
 func (w *Worker) take(orgID, webhookID string) *flight {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.room(orgID, webhookID) <= 0 {
 		return nil
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	if len(w.flights) >= w.pol.Concurrency {
 		v := w.victim(w.inOrg())
 		if v == nil {
@@ -669,15 +682,18 @@ func (w *Worker) victim(inOrg map[string]int) *flight {
 }
 
 // release gives back the slot take reserved (unless a cut gave it to
-// another org already).
-func (w *Worker) release(f *flight) {
+// another org already) and reports whether its org has no attempt left
+// in flight.
+func (w *Worker) release(f *flight) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.flights, f)
+	return w.inOrg()[f.org] == 0
 }
 
-// attempt sends d once and records the outcome.
-func (w *Worker) attempt(ctx context.Context, d Delivery, f *flight, owner string, claimedUntil time.Time) {
+// attempt sends d once and records the outcome. It reports whether it
+// settled d (delivered or given up): its endpoint's queue moved on.
+func (w *Worker) attempt(ctx context.Context, d Delivery, f *flight, owner string, claimedUntil time.Time) bool {
 	ctx, end := w.traceAttempt(ctx, &d)
 	defer end()
 	sub, err := w.store.GetWebhook(ctx, d.OrgID, d.WebhookID)
@@ -687,7 +703,7 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, f *flight, owner strin
 		d.State, d.LastError, d.NextAttempt = Failed, "the webhook was deleted", time.Time{}
 	case err != nil:
 		w.log.Warn("webhook worker: read webhook", "orgId", d.OrgID, "webhookId", d.WebhookID, "err", err)
-		return // the lease runs out and the delivery is due again
+		return false // the lease runs out and the delivery is due again
 	case !sub.Active:
 		d.State, d.LastError, d.NextAttempt = Failed, "the webhook is disabled", time.Time{}
 	default:
@@ -696,11 +712,12 @@ func (w *Worker) attempt(ctx context.Context, d Delivery, f *flight, owner strin
 	now := w.now()
 	if err := w.store.SettleAttempt(ctx, d, owner, claimedUntil, now.Add(w.pol.Retention)); err != nil {
 		w.log.Warn("webhook worker: record attempt", "orgId", d.OrgID, "webhookId", d.WebhookID, "eventId", d.EventID, "err", err)
-		return
+		return false
 	}
 	if sent {
 		w.health(ctx, sub, d.State == Delivered, now)
 	}
+	return d.State != Pending
 }
 
 // send makes one attempt of d to sub and sets d's outcome. It returns

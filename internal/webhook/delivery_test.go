@@ -492,11 +492,20 @@ func TestDispatchOrder(t *testing.T) {
 	}
 }
 
-// kickStore lists nothing due in its shards, as a look past its bound
-// would, and has one delivery due at the head of each endpoint's queue.
+// kickStore's looks at a shard wait until released, and it has one
+// delivery due at the head of each endpoint's queue.
 type kickStore struct {
 	fakeStore
-	read []string
+	release chan struct{}
+	read    []string
+}
+
+func (s *kickStore) DueDeliveries(ctx context.Context, _ int, _ time.Time, _ int, _ func(string, string) int) ([]Delivery, error) {
+	select {
+	case <-s.release:
+	case <-ctx.Done():
+	}
+	return nil, nil
 }
 
 func (s *kickStore) EndpointDue(_ context.Context, orgID, webhookID string, _ time.Time, _ int) ([]Delivery, error) {
@@ -506,18 +515,26 @@ func (s *kickStore) EndpointDue(_ context.Context, orgID, webhookID string, _ ti
 	return []Delivery{{OrgID: orgID, WebhookID: webhookID, EventID: "ev_" + webhookID}}, nil
 }
 
-// TestWorkerKeepsKicks: an endpoint kicked before a look at every shard,
-// which no shard's listing named (a look lists a bounded number of
-// endpoints), is read by that look, not forgotten.
-func TestWorkerKeepsKicks(t *testing.T) {
-	s := &kickStore{}
+// TestWorkerKickDuringLook: a kicked endpoint's queue is read while a
+// look at every shard still waits on the store: a fresh delivery waits
+// for no poll's reads of other orgs' queues.
+func TestWorkerKickDuringLook(t *testing.T) {
+	s := &kickStore{release: make(chan struct{})}
 	w := NewWorker(s, true, Policy{}, nil, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	defer func() { close(s.release); cancel(); <-done }()
 	w.Kick([]Delivery{{OrgID: "org_a", WebhookID: "hook_a"}})
-	if n := w.RunOnce(context.Background()); n != 1 {
-		t.Errorf("RunOnce started %d attempts, want the kicked endpoint's 1", n)
-	}
-	w.Wait()
-	if !slices.Equal(s.read, []string{"hook_a"}) {
-		t.Errorf("endpoints read one by one: %v, want [hook_a]", s.read)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(10 * time.Millisecond) { // a bound for a stall, not a speed
+		s.mu.Lock()
+		read := slices.Clone(s.read)
+		s.mu.Unlock()
+		if slices.Equal(read, []string{"hook_a"}) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("endpoints read while a look waited: %v, want [hook_a]", read)
+		}
 	}
 }
