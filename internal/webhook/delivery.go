@@ -420,7 +420,7 @@ type Worker struct {
 
 	mu      sync.Mutex
 	flights map[*flight]bool   // the attempts holding a slot
-	kicked  map[[2]string]bool // endpoints (org, webhook) with deliveries made here since the last look
+	kicked  map[[2]string]bool // endpoints (org, webhook) for the kick loop to read: deliveries made here, or more due
 	wg      sync.WaitGroup
 }
 
