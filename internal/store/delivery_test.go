@@ -72,33 +72,54 @@ func TestDeliveryFairness(t *testing.T) {
 	}
 }
 
-// TestDeliveryDrains: a healthy endpoint's backlog is sent as fast as it
-// answers, its attempts at once per endpoint, not a few per poll: each
-// attempt that settles its delivery goes on to the next due one. The
-// worker here polls once an hour, so only that can send the backlog.
+// TestDeliveryDrains: an org waiting beside hanging endpoints that fill
+// every slot drains its backlog as fast as its endpoint answers, not one
+// delivery per look: each of its attempts that settles goes on, by a cut,
+// to its next due delivery. The worker here polls once an hour, so only
+// that can send the backlog.
 func TestDeliveryDrains(t *testing.T) {
 	f := MustFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
 	hooks := &store.Webhooks{DB: f.DB}
+	release, hanging := make(chan struct{}), make(chan struct{}, 2)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hanging <- struct{}{}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	}))
+	defer slow.Close()
 	var mu sync.Mutex
 	got := map[string]bool{}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	fast := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		mu.Lock()
 		got[r.Header.Get("webhook-id")] = true
 		mu.Unlock()
 	}))
-	defer srv.Close()
-	sub := f.mustWebhook(t, hooks, f.newOrg(t, "Drains", "u_drains").ID, srv.URL, -1)
-	now := time.Now()
-	const backlog = 12 // six times the attempts an endpoint gets at once
-	for i := range backlog {
-		f.mustDelivery(t, hooks, sub, now.Add(time.Duration(i-backlog)*time.Millisecond))
-	}
+	defer fast.Close()
 
-	ctx, cancel := context.WithCancel(context.Background())
-	w := webhook.NewWorker(hooks, true, webhook.Policy{Poll: time.Hour}, nil, nil)
+	now := time.Now()
+	hang := f.newOrg(t, "Hangs", "u_hangs").ID
+	for range 2 {
+		f.mustDelivery(t, hooks, f.mustWebhook(t, hooks, hang, slow.URL, -1), now.Add(-time.Second))
+	}
+	w := webhook.NewWorker(hooks, true, webhook.Policy{Concurrency: 2, Preempt: 10 * time.Millisecond, Timeout: time.Minute, Poll: time.Hour}, nil, nil)
 	done := make(chan struct{})
+	defer func() { cancel(); close(release); <-done }()
+	if n := w.RunOnce(ctx); n != 2 {
+		t.Fatalf("attempts to the hanging endpoints: %d, want 2 (every slot)", n)
+	}
+	<-hanging
+	<-hanging
+	time.Sleep(50 * time.Millisecond) // both sending for longer than Preempt
+
+	waiting := f.mustWebhook(t, hooks, f.newOrg(t, "Waits", "u_waits").ID, fast.URL, -1)
+	const backlog = 6
+	for i := range backlog {
+		f.mustDelivery(t, hooks, waiting, now.Add(time.Duration(i)*time.Millisecond))
+	}
 	go func() { w.Run(ctx); close(done) }()
-	defer func() { cancel(); <-done }()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) { // a bound for a stall, not a speed
 		mu.Lock()
 		n := len(got)
@@ -107,7 +128,7 @@ func TestDeliveryDrains(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d deliveries sent in a minute, the next poll an hour away", n, backlog)
+			t.Fatalf("%d of %d deliveries of the waiting org sent in a minute, the next poll an hour away", n, backlog)
 		}
 	}
 }

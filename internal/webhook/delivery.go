@@ -534,11 +534,13 @@ func (w *Worker) RunOnce(ctx context.Context) int {
 // for, in fair order, and returns how many. A due delivery left over (the
 // looks list one more of an endpoint than it has room for) says its
 // endpoint has more due: when the last attempt in flight of its org
-// settles its delivery (delivered or given up), the endpoint is kicked.
-// An org with none in flight comes first in fair order anyway (and may
-// cut a slot for itself): it goes on to its next due delivery at once,
-// not at the next poll, and an org waiting for a cut drains its backlog
-// at the speed of its endpoint.
+// settles its delivery (delivered or given up) while an attempt could be
+// cut for it, the endpoint is kicked. Such an org would take a slot by a
+// cut at its next look anyway, whoever else waits: it takes it now, so an
+// org waiting beside hanging endpoints drains its backlog at the speed of
+// its endpoint, not one delivery a look. Without an attempt to cut (every
+// slot on answering endpoints), a freed slot waits for the next look,
+// where the orgs with fewest in flight come first.
 func (w *Worker) start(ctx context.Context, due []Delivery) int {
 	type slot struct {
 		d Delivery
@@ -683,12 +685,13 @@ func (w *Worker) victim(inOrg map[string]int) *flight {
 
 // release gives back the slot take reserved (unless a cut gave it to
 // another org already) and reports whether its org has no attempt left
-// in flight.
+// in flight while an attempt could be cut for it (victim).
 func (w *Worker) release(f *flight) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.flights, f)
-	return w.inOrg()[f.org] == 0
+	inOrg := w.inOrg()
+	return inOrg[f.org] == 0 && w.victim(inOrg) != nil
 }
 
 // attempt sends d once and records the outcome. It reports whether it
