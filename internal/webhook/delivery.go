@@ -618,7 +618,7 @@ func (w *Worker) room(orgID, webhookID string) int {
 		}
 	}
 	free := w.pol.Concurrency - len(w.flights)
-	if free <= 0 && inOrg[orgID] == 0 && w.victim(inOrg) != nil {
+	if free <= 0 && w.canCut(inOrg, orgID) {
 		free = 1
 	}
 	return min(free, w.pol.PerEndpoint-inEndpoint, w.pol.PerOrg-inOrg[orgID])
@@ -690,8 +690,14 @@ func (w *Worker) release(f *flight) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	delete(w.flights, f)
-	inOrg := w.inOrg()
-	return inOrg[f.org] == 0 && w.victim(inOrg) != nil
+	return w.canCut(w.inOrg(), f.org)
+}
+
+// canCut reports whether the org has no attempt in flight while one could
+// be cut for it (victim): what gives it a slot when every slot is taken.
+// w.mu is held.
+func (w *Worker) canCut(inOrg map[string]int, orgID string) bool {
+	return inOrg[orgID] == 0 && w.victim(inOrg) != nil
 }
 
 // attempt sends d once and records the outcome. It reports whether it
