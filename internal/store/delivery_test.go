@@ -74,9 +74,10 @@ func TestDeliveryFairness(t *testing.T) {
 
 // TestDeliveryDrains: an org waiting beside hanging endpoints that fill
 // every slot drains its backlog as fast as its endpoint answers, not one
-// delivery per look: each of its attempts that settles goes on, by a cut,
-// to its next due delivery. The worker here polls once an hour, so only
-// that can send the backlog.
+// delivery per look: it takes a slot by a cut, and each of its attempts
+// that settles hands its slot on to its next due delivery (the org with
+// none in flight first). The worker here polls once an hour, so only that
+// can send the backlog.
 func TestDeliveryDrains(t *testing.T) {
 	f := MustFixture(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -129,6 +130,68 @@ func TestDeliveryDrains(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d deliveries of the waiting org sent in a minute, the next poll an hour away", n, backlog)
+		}
+	}
+}
+
+// TestDeliveryHandOff: a slot freed while every slot is taken by
+// endpoints that answer (nothing to cut) goes at once to the endpoint
+// waiting first in fair order, not to the next look: here the org that
+// used no slot-time of late, before the next delivery of the org whose
+// attempt freed it. The worker here polls once an hour.
+func TestDeliveryHandOff(t *testing.T) {
+	f := MustFixture(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	hooks := &store.Webhooks{DB: f.DB}
+	var mu sync.Mutex
+	var order []string
+	answer := make(chan struct{})
+	busy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		first := len(order) == 0
+		order = append(order, "busy")
+		mu.Unlock()
+		if first {
+			<-answer
+		}
+	}))
+	defer busy.Close()
+	waits := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		order = append(order, "waits")
+		mu.Unlock()
+	}))
+	defer waits.Close()
+
+	now := time.Now()
+	busyHook := f.mustWebhook(t, hooks, f.newOrg(t, "Busy", "u_busy").ID, busy.URL, -1)
+	for i := range 3 {
+		f.mustDelivery(t, hooks, busyHook, now.Add(time.Duration(i-10)*time.Millisecond))
+	}
+	w := webhook.NewWorker(hooks, true, webhook.Policy{Concurrency: 1, Preempt: time.Hour, Timeout: time.Minute, Poll: time.Hour}, nil, nil)
+	done := make(chan struct{})
+	defer func() { cancel(); <-done }()
+	if n := w.RunOnce(ctx); n != 1 {
+		t.Fatalf("attempts started: %d, want 1 (the only slot, to the busy org)", n)
+	}
+	f.mustDelivery(t, hooks, f.mustWebhook(t, hooks, f.newOrg(t, "Waits", "u_waits").ID, waits.URL, -1), now)
+	if n := w.RunOnce(ctx); n != 0 { // the look finds it waiting, every slot taken
+		t.Fatalf("attempts started with every slot taken: %d", n)
+	}
+	go func() { w.Run(ctx); close(done) }()
+	close(answer)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) { // a bound for a stall, not a speed
+		mu.Lock()
+		got := slices.Clone(order)
+		mu.Unlock()
+		if len(got) >= 3 {
+			if want := []string{"busy", "waits", "busy"}; !slices.Equal(got[:3], want) {
+				t.Errorf("attempts in order %v, want %v: the freed slot to the org that used none", got, want)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("attempts in a minute: %v, the next poll an hour away", got)
 		}
 	}
 }

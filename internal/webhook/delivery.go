@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"math"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -420,9 +421,20 @@ type Worker struct {
 
 	mu      sync.Mutex
 	flights map[*flight]bool   // the attempts holding a slot
-	kicked  map[[2]string]bool // endpoints (org, webhook) for the kick loop to read: deliveries made here, or more due
+	kicked  map[[2]string]bool // endpoints (org, webhook) for the kick loop to read: deliveries made here, or a freed slot's
+	waiting map[[2]string]bool // endpoints with deliveries due that found no slot (at most 4 Concurrency): a freed slot's candidates
+	used    map[string]usage   // each org's slot-time of late (forgotten at 4,096 orgs): fair order's tie-break
 	wg      sync.WaitGroup
 }
+
+// usage is an org's slot-time of late: the seconds its attempts held a
+// slot, halved every 10 s.
+type usage struct {
+	secs float64
+	at   time.Time
+}
+
+func (u usage) of(now time.Time) float64 { return u.secs * math.Exp2(-now.Sub(u.at).Seconds()/10) }
 
 // NewWorker returns a Worker over s; now may be nil for the system clock.
 // It sends through the client NewClient makes (allowPrivate: development
@@ -433,12 +445,14 @@ func NewWorker(s DeliveryStorer, allowPrivate bool, pol Policy, now clock.Clock,
 	}
 	now, pol = clock.Or(now), pol.withDefaults()
 	return &Worker{store: s, client: NewClient(allowPrivate, pol.Timeout), pol: pol, now: now, log: log,
-		kick: make(chan struct{}, 1), ids: ids.NewGenerator(now), flights: map[*flight]bool{}, kicked: map[[2]string]bool{}}
+		kick: make(chan struct{}, 1), ids: ids.NewGenerator(now), flights: map[*flight]bool{}, kicked: map[[2]string]bool{},
+		waiting: map[[2]string]bool{}, used: map[string]usage{}}
 }
 
 // flight is an attempt holding a slot.
 type flight struct {
 	org, webhook string
+	taken        time.Time               // when it took its slot
 	sending      time.Time               // zero until its request is sent
 	cut          context.CancelCauseFunc // cuts the request, set with sending
 }
@@ -450,10 +464,15 @@ var errPreempted = errors.New("preempted: every delivery slot was taken and anot
 // next poll: it reads only their endpoints' queues.
 func (w *Worker) Kick(ds []Delivery) {
 	w.mu.Lock()
+	defer w.mu.Unlock()
 	for _, d := range ds {
-		w.kicked[[2]string{d.OrgID, d.WebhookID}] = true
+		w.kickLocked([2]string{d.OrgID, d.WebhookID})
 	}
-	w.mu.Unlock()
+}
+
+// kickLocked has the kick loop read the endpoint's queue. w.mu is held.
+func (w *Worker) kickLocked(ep [2]string) {
+	w.kicked[ep] = true
 	select {
 	case w.kick <- struct{}{}:
 	default:
@@ -473,6 +492,9 @@ func (w *Worker) Run(ctx context.Context) {
 				return
 			case <-w.kick:
 				w.start(ctx, w.kickedDue(ctx))
+				w.mu.Lock()
+				w.handOff()
+				w.mu.Unlock()
 			}
 		}
 	})
@@ -531,69 +553,69 @@ func (w *Worker) RunOnce(ctx context.Context) int {
 }
 
 // start starts an attempt (its claim first) of each of due it has a slot
-// for, in fair order, and returns how many. A due delivery left over (the
-// looks list one more of an endpoint than it has room for) says its
-// endpoint has more due: when the last attempt in flight of its org
-// settles its delivery (delivered or given up) while an attempt could be
-// cut for it, the endpoint is kicked. Such an org would take a slot by a
-// cut at its next look anyway, whoever else waits: it takes it now, so an
-// org waiting beside hanging endpoints drains its backlog at the speed of
-// its endpoint, not one delivery a look. Without an attempt to cut (every
-// slot on answering endpoints), a freed slot waits for the next look,
-// where the orgs with fewest in flight come first.
+// for, in fair order, and returns how many. An endpoint left with due
+// deliveries and no slot (a look lists one more of an endpoint than it
+// has room for) waits for a freed one (handOff).
 func (w *Worker) start(ctx context.Context, due []Delivery) int {
 	type slot struct {
 		d Delivery
 		f *flight
 	}
 	var slots []slot
-	more := map[[2]string]bool{}
+	var left [][2]string
 	for _, d := range w.fairOrder(due) {
 		if f := w.take(d.OrgID, d.WebhookID); f != nil {
 			slots = append(slots, slot{d, f})
 		} else {
-			more[[2]string{d.OrgID, d.WebhookID}] = true
+			left = append(left, [2]string{d.OrgID, d.WebhookID})
 		}
 	}
+	w.mu.Lock()
+	for _, ep := range left {
+		w.wait(ep)
+	}
+	w.mu.Unlock()
 	for _, s := range slots {
 		w.wg.Go(func() { // the claim is the attempt's first write: a slow one holds up no other delivery
 			owner, until := deletion.NewOwner(), w.now().Add(w.pol.Lease)
 			ok, err := w.store.ClaimDelivery(ctx, s.d, owner, until)
-			settled := err == nil && ok && w.attempt(context.WithoutCancel(ctx), s.d, s.f, owner, until)
-			if idle := w.release(s.f); idle && settled && more[[2]string{s.d.OrgID, s.d.WebhookID}] {
-				w.Kick([]Delivery{s.d})
-			}
+			w.release(s.f, err == nil && ok && w.attempt(context.WithoutCancel(ctx), s.d, s.f, owner, until))
 		})
 	}
 	return len(slots)
 }
 
 // fairOrder orders due round-robin across orgs, starting from those with
-// the fewest attempts in flight (ties in random order): an org's n-th
-// due delivery comes after every org's (n-1)-th, counting its attempts in
-// flight. However many orgs' endpoints hang, each slot that frees goes to
-// an org with fewer attempts in flight, and an org with none in flight
-// takes one by a cut (take), so another org's delivery waits neither for
-// the backlog of slow ones nor for their timeouts.
+// the fewest attempts in flight (ties: the least slot-time of late first,
+// then in random order): an org's n-th due delivery comes after every
+// org's (n-1)-th, counting its attempts in flight. However many orgs'
+// endpoints hang, each slot that frees goes to an org with fewer attempts
+// in flight, and an org with none in flight takes one by a cut (take), so
+// another org's delivery waits neither for the backlog of slow ones nor
+// for their timeouts; and among orgs as busy, an org whose endpoint
+// answers at once goes before those whose attempts held slots for long.
 func (w *Worker) fairOrder(due []Delivery) []Delivery {
 	type entry struct {
 		d         Delivery
 		turn, tie uint64
+		used      float64
 	}
 	w.mu.Lock()
-	inOrg := w.inOrg()
+	inOrg, now := w.inOrg(), time.Now()
+	turn, tie, used := map[string]uint64{}, map[string]uint64{}, map[string]float64{}
+	for _, d := range due {
+		if _, ok := tie[d.OrgID]; !ok {
+			turn[d.OrgID], tie[d.OrgID], used[d.OrgID] = uint64(inOrg[d.OrgID]), rand.Uint64(), w.used[d.OrgID].of(now)
+		}
+	}
 	w.mu.Unlock()
-	turn, tie := map[string]uint64{}, map[string]uint64{}
 	es := make([]entry, len(due))
 	for i, d := range due {
-		if _, ok := tie[d.OrgID]; !ok {
-			turn[d.OrgID], tie[d.OrgID] = uint64(inOrg[d.OrgID]), rand.Uint64()
-		}
-		es[i] = entry{d: d, turn: turn[d.OrgID], tie: tie[d.OrgID]}
+		es[i] = entry{d: d, turn: turn[d.OrgID], tie: tie[d.OrgID], used: used[d.OrgID]}
 		turn[d.OrgID]++
 	}
 	slices.SortStableFunc(es, func(a, b entry) int {
-		return cmp.Or(cmp.Compare(a.turn, b.turn), cmp.Compare(a.tie, b.tie))
+		return cmp.Or(cmp.Compare(a.turn, b.turn), cmp.Compare(a.used, b.used), cmp.Compare(a.tie, b.tie))
 	})
 	out := make([]Delivery, len(es))
 	for i, e := range es {
@@ -625,14 +647,25 @@ func (w *Worker) room(orgID, webhookID string) int {
 }
 
 // look is how many due deliveries of the org's endpoint a look lists:
-// one more than room, start's leftover (none without room).
+// one more than room, start's leftover (none without room: the endpoint
+// waits for a freed slot).
 func (w *Worker) look(orgID, webhookID string) int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if n := w.room(orgID, webhookID); n > 0 {
 		return n + 1
 	}
+	w.wait([2]string{orgID, webhookID})
 	return 0
+}
+
+// wait records that the endpoint has deliveries due and no slot, unless
+// 4 Concurrency endpoints wait already (the next look finds it). w.mu is
+// held.
+func (w *Worker) wait(ep [2]string) {
+	if len(w.waiting) < 4*w.pol.Concurrency {
+		w.waiting[ep] = true
+	}
 }
 
 // take reserves a slot for an attempt to the org's endpoint if room has
@@ -652,8 +685,9 @@ func (w *Worker) take(orgID, webhookID string) *flight {
 		v.cut(errPreempted)
 		delete(w.flights, v) // its slot is this org's now
 	}
-	f := &flight{org: orgID, webhook: webhookID}
+	f := &flight{org: orgID, webhook: webhookID, taken: time.Now()}
 	w.flights[f] = true
+	delete(w.waiting, [2]string{orgID, webhookID})
 	return f
 }
 
@@ -683,14 +717,46 @@ func (w *Worker) victim(inOrg map[string]int) *flight {
 	return v
 }
 
-// release gives back the slot take reserved (unless a cut gave it to
-// another org already) and reports whether its org has no attempt left
-// in flight while an attempt could be cut for it (victim).
-func (w *Worker) release(f *flight) bool {
+// release gives back the slot take reserved, unless a cut gave it to
+// another org already, counting its time to its org's slot-time, and
+// hands it off (handOff). An endpoint whose attempt did not settle its
+// delivery (its queue waits for the retry) waits no more.
+func (w *Worker) release(f *flight, settled bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	delete(w.flights, f)
-	return w.canCut(w.inOrg(), f.org)
+	ep := [2]string{f.org, f.webhook}
+	if !settled {
+		delete(w.waiting, ep)
+	}
+	if len(w.used) >= 4096 {
+		clear(w.used)
+	}
+	now := time.Now()
+	w.used[f.org] = usage{w.used[f.org].of(now) + now.Sub(f.taken).Seconds(), now}
+	if w.flights[f] {
+		delete(w.flights, f)
+		w.handOff()
+	}
+}
+
+// handOff has the kick loop read the waiting endpoint first in fair order
+// that has room (fewest attempts of its org in flight, then least
+// slot-time of late), if any has: a freed slot neither idles until the
+// next look nor goes back to the org that held it while an org that used
+// less waits. The kick loop hands on a slot its reads left free (another
+// replica took those deliveries). w.mu is held.
+func (w *Worker) handOff() {
+	now, inOrg, best, found := time.Now(), w.inOrg(), [2]string{}, false
+	for e := range w.waiting {
+		if w.room(e[0], e[1]) > 0 && (!found || cmp.Or(cmp.Compare(inOrg[e[0]], inOrg[best[0]]),
+			cmp.Compare(w.used[e[0]].of(now), w.used[best[0]].of(now))) < 0) {
+			best, found = e, true
+		}
+	}
+	if found {
+		delete(w.waiting, best)
+		w.kickLocked(best)
+	}
 }
 
 // canCut reports whether the org has no attempt in flight while one could

@@ -175,7 +175,7 @@ func TestWorkerSlots(t *testing.T) {
 	if !second || third {
 		t.Errorf("one endpoint's second and third slots: %v, %v, want true, false (PerEndpoint = 2)", second, third)
 	}
-	w.release(taken[0])
+	w.release(taken[0], true)
 	if w.take("org_slow", "hook7") == nil {
 		t.Error("a released slot of the org was not taken again")
 	}
@@ -248,6 +248,18 @@ func TestWorkerFairness(t *testing.T) {
 	}
 	if want := []string{"b-0", "a-0", "b-1", "a-1", "b-2"}; !slices.Equal(got, want) && !slices.Equal(got, []string{"b-0", "b-1", "a-0", "b-2", "a-1"}) {
 		t.Errorf("attempts in order %v, want %v or with the ties the other way (org_a has one attempt in flight)", got, want)
+	}
+
+	// As many in flight: the org whose attempts held slots the least of
+	// late first.
+	w = NewWorker(s, true, Policy{Concurrency: 100, PerEndpoint: 10, PerOrg: 10}, nil, nil)
+	w.used["org_slow"] = usage{secs: 30, at: time.Now()}
+	w.used["org_fast"] = usage{secs: 0.05, at: time.Now()}
+	for range 10 {
+		got := w.fairOrder([]Delivery{{OrgID: "org_slow", EventID: "slow-0"}, {OrgID: "org_new", EventID: "new-0"}, {OrgID: "org_fast", EventID: "fast-0"}})
+		if ids := []string{got[0].EventID, got[1].EventID, got[2].EventID}; !slices.Equal(ids, []string{"new-0", "fast-0", "slow-0"}) {
+			t.Fatalf("attempts in order %v, want the least slot-time first", ids)
+		}
 	}
 }
 
