@@ -422,7 +422,7 @@ type Worker struct {
 	mu      sync.Mutex
 	flights map[*flight]bool   // the attempts holding a slot
 	kicked  map[[2]string]bool // endpoints (org, webhook) for the kick loop to read: deliveries made here, or a freed slot's
-	waiting map[[2]string]bool // endpoints with deliveries due that found no slot (at most 4 Concurrency): a freed slot's candidates
+	waiting map[[2]string]bool // endpoints with deliveries due that found no slot (at most maxWaiting): a freed slot's candidates
 	used    map[string]usage   // each org's slot-time of late (forgotten at 4,096 orgs): fair order's tie-break
 	wg      sync.WaitGroup
 }
@@ -659,11 +659,16 @@ func (w *Worker) look(orgID, webhookID string) int {
 	return 0
 }
 
+// maxWaiting bounds the endpoints a worker remembers waiting for a slot:
+// more than the due endpoints of every shard a look reads (1,000 each),
+// so that beside any number of busy orgs' endpoints another org's gets in.
+const maxWaiting = Shards * 1024
+
 // wait records that the endpoint has deliveries due and no slot, unless
-// 4 Concurrency endpoints wait already (the next look finds it). w.mu is
+// maxWaiting endpoints wait already (the next look finds it). w.mu is
 // held.
 func (w *Worker) wait(ep [2]string) {
-	if len(w.waiting) < 4*w.pol.Concurrency {
+	if len(w.waiting) < maxWaiting {
 		w.waiting[ep] = true
 	}
 }
@@ -746,10 +751,18 @@ func (w *Worker) release(f *flight, settled bool) {
 // less waits. The kick loop hands on a slot its reads left free (another
 // replica took those deliveries). w.mu is held.
 func (w *Worker) handOff() {
-	now, inOrg, best, found := time.Now(), w.inOrg(), [2]string{}, false
+	if len(w.flights) >= w.pol.Concurrency {
+		return
+	}
+	now, inOrg, inEndpoint := time.Now(), map[string]int{}, map[string]int{}
+	for f := range w.flights {
+		inOrg[f.org]++
+		inEndpoint[f.webhook]++
+	}
+	best, found := [2]string{}, false
 	for e := range w.waiting {
-		if w.room(e[0], e[1]) > 0 && (!found || cmp.Or(cmp.Compare(inOrg[e[0]], inOrg[best[0]]),
-			cmp.Compare(w.used[e[0]].of(now), w.used[best[0]].of(now))) < 0) {
+		if inEndpoint[e[1]] < w.pol.PerEndpoint && inOrg[e[0]] < w.pol.PerOrg && (!found ||
+			cmp.Or(cmp.Compare(inOrg[e[0]], inOrg[best[0]]), cmp.Compare(w.used[e[0]].of(now), w.used[best[0]].of(now))) < 0) {
 			best, found = e, true
 		}
 	}

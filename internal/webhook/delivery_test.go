@@ -3,6 +3,7 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -260,6 +261,26 @@ func TestWorkerFairness(t *testing.T) {
 		if ids := []string{got[0].EventID, got[1].EventID, got[2].EventID}; !slices.Equal(ids, []string{"new-0", "fast-0", "slow-0"}) {
 			t.Fatalf("attempts in order %v, want the least slot-time first", ids)
 		}
+	}
+}
+
+// TestWorkerHandOff: a freed slot goes to the waiting endpoint of the org
+// with the fewest attempts in flight, then the least slot-time of late,
+// however many busier orgs' endpoints wait before it.
+func TestWorkerHandOff(t *testing.T) {
+	w := NewWorker(&fakeStore{}, true, Policy{Concurrency: 1, PerEndpoint: 2, PerOrg: 4}, nil, nil)
+	f := w.take("org_busy", "hook_busy")
+	for i := range 500 { // more than a worker's slots many times over
+		org := fmt.Sprintf("org_%d", i)
+		w.used[org] = usage{secs: 1, at: time.Now()}
+		if w.look(org, "hook_"+org) != 0 {
+			t.Fatal("room with every slot taken")
+		}
+	}
+	w.look("org_quiet", "hook_quiet")
+	w.release(f, true)
+	if want := ([2]string{"org_quiet", "hook_quiet"}); !maps.Equal(w.kicked, map[[2]string]bool{want: true}) {
+		t.Errorf("the freed slot went to %v, want %v (it used no slot-time)", w.kicked, want)
 	}
 }
 
