@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"log/slog"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -422,7 +423,7 @@ type Worker struct {
 	mu      sync.Mutex
 	flights map[*flight]bool   // the attempts holding a slot
 	kicked  map[[2]string]bool // endpoints (org, webhook) for the kick loop to read: deliveries made here, or a freed slot's
-	waiting map[[2]string]bool // endpoints with deliveries due that found no slot (at most maxWaiting): a freed slot's candidates
+	waiting map[[2]string]bool // endpoints found due (by a look's due mark or a kick) with no slot (at most maxWaiting): a freed slot's candidates
 	used    map[string]usage   // each org's slot-time of late (forgotten at 4,096 orgs): fair order's tie-break
 	wg      sync.WaitGroup
 }
@@ -434,7 +435,21 @@ type usage struct {
 	at   time.Time
 }
 
+// of is the usage's seconds at now.
 func (u usage) of(now time.Time) float64 { return u.secs * math.Exp2(-now.Sub(u.at).Seconds()/10) }
+
+// slotTime is each org's slot-time of late, its attempts in flight
+// counted up to now. w.mu is held.
+func (w *Worker) slotTime() map[string]float64 {
+	now, t := time.Now(), map[string]float64{}
+	for org, u := range w.used {
+		t[org] = u.of(now)
+	}
+	for f := range w.flights {
+		t[f.org] += now.Sub(f.taken).Seconds()
+	}
+	return t
+}
 
 // NewWorker returns a Worker over s; now may be nil for the system clock.
 // It sends through the client NewClient makes (allowPrivate: development
@@ -491,10 +506,13 @@ func (w *Worker) Run(ctx context.Context) {
 			case <-ctx.Done():
 				return
 			case <-w.kick:
-				w.start(ctx, w.kickedDue(ctx))
-				w.mu.Lock()
-				w.handOff()
-				w.mu.Unlock()
+				due, err := w.kickedDue(ctx)
+				w.start(ctx, due)
+				if err == nil { // a failing store gets no read per waiting endpoint
+					w.mu.Lock()
+					w.handOff()
+					w.mu.Unlock()
+				}
 			}
 		}
 	})
@@ -509,29 +527,29 @@ func (w *Worker) Run(ctx context.Context) {
 }
 
 // kickedDue reads the due deliveries of the endpoints kicked since it
-// last did (as many as look says), and forgets them.
-func (w *Worker) kickedDue(ctx context.Context) []Delivery {
+// last did (as many as look says), and forgets them. It returns the last
+// read's error, if any failed.
+func (w *Worker) kickedDue(ctx context.Context) (due []Delivery, failed error) {
 	w.mu.Lock()
 	kicked := w.kicked
 	w.kicked = map[[2]string]bool{}
 	w.mu.Unlock()
-	var due []Delivery
 	for ep := range kicked {
 		if n := w.look(ep[0], ep[1]); n > 0 {
 			ds, err := w.store.EndpointDue(ctx, ep[0], ep[1], w.now(), n)
 			if err != nil {
 				w.log.Warn("webhook worker: list due deliveries", "orgId", ep[0], "webhookId", ep[1], "err", err)
+				failed = err
 			}
 			due = append(due, ds...)
 		}
 	}
-	return due
+	return due, failed
 }
 
 // RunOnce starts an attempt (its claim first) of each due delivery it has
 // room for; it does not wait for them. It returns how many it started.
-// The due deliveries of every shard are tried in fair order (fairOrder),
-// so a slot that frees goes first to an org with no attempt in flight.
+// The due deliveries of every shard are tried in fair order (fairOrder).
 func (w *Worker) RunOnce(ctx context.Context) int {
 	var due []Delivery
 	now, oldest := w.now(), time.Duration(0)
@@ -601,14 +619,14 @@ func (w *Worker) fairOrder(due []Delivery) []Delivery {
 		used      float64
 	}
 	w.mu.Lock()
-	inOrg, now := w.inOrg(), time.Now()
-	turn, tie, used := map[string]uint64{}, map[string]uint64{}, map[string]float64{}
+	inOrg, used := w.inOrg(), w.slotTime()
+	w.mu.Unlock()
+	turn, tie := map[string]uint64{}, map[string]uint64{}
 	for _, d := range due {
 		if _, ok := tie[d.OrgID]; !ok {
-			turn[d.OrgID], tie[d.OrgID], used[d.OrgID] = uint64(inOrg[d.OrgID]), rand.Uint64(), w.used[d.OrgID].of(now)
+			turn[d.OrgID], tie[d.OrgID] = uint64(inOrg[d.OrgID]), rand.Uint64()
 		}
 	}
-	w.mu.Unlock()
 	es := make([]entry, len(due))
 	for i, d := range due {
 		es[i] = entry{d: d, turn: turn[d.OrgID], tie: tie[d.OrgID], used: used[d.OrgID]}
@@ -660,8 +678,8 @@ func (w *Worker) look(orgID, webhookID string) int {
 }
 
 // maxWaiting bounds the endpoints a worker remembers waiting for a slot:
-// more than the due endpoints of every shard a look reads (1,000 each),
-// so that beside any number of busy orgs' endpoints another org's gets in.
+// more than the due endpoints of every shard one look reads (1,000 each),
+// so that busy orgs' endpoints do not fill it.
 const maxWaiting = Shards * 1024
 
 // wait records that the endpoint has deliveries due and no slot, unless
@@ -674,8 +692,8 @@ func (w *Worker) wait(ep [2]string) {
 }
 
 // take reserves a slot for an attempt to the org's endpoint if room has
-// one, cutting victim's attempt when every slot is taken. It returns the
-// slot's flight, or nil.
+// one, cutting victim's attempt when every slot is taken; the endpoint
+// waits no more. It returns the slot's flight, or nil.
 func (w *Worker) take(orgID, webhookID string) *flight {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -725,7 +743,8 @@ func (w *Worker) victim(inOrg map[string]int) *flight {
 // release gives back the slot take reserved, unless a cut gave it to
 // another org already, counting its time to its org's slot-time, and
 // hands it off (handOff). An endpoint whose attempt did not settle its
-// delivery (its queue waits for the retry) waits no more.
+// delivery (a retry holds its queue, or another worker has it) waits no
+// more: the next look finds it if it has more due.
 func (w *Worker) release(f *flight, settled bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -733,10 +752,13 @@ func (w *Worker) release(f *flight, settled bool) {
 	if !settled {
 		delete(w.waiting, ep)
 	}
+	now := time.Now()
+	if len(w.used) >= 4096 { // the orgs quiet for a minute or more first
+		maps.DeleteFunc(w.used, func(_ string, u usage) bool { return u.of(now) < 0.01 })
+	}
 	if len(w.used) >= 4096 {
 		clear(w.used)
 	}
-	now := time.Now()
 	w.used[f.org] = usage{w.used[f.org].of(now) + now.Sub(f.taken).Seconds(), now}
 	if w.flights[f] {
 		delete(w.flights, f)
@@ -745,24 +767,30 @@ func (w *Worker) release(f *flight, settled bool) {
 }
 
 // handOff has the kick loop read the waiting endpoint first in fair order
-// that has room (fewest attempts of its org in flight, then least
-// slot-time of late), if any has: a freed slot neither idles until the
-// next look nor goes back to the org that held it while an org that used
-// less waits. The kick loop hands on a slot its reads left free (another
-// replica took those deliveries). w.mu is held.
+// that has room (fewest attempts of its org in flight or handed a slot,
+// then least slot-time of late), if a slot is free and one has room: a
+// freed slot does not idle until the next look, and goes back to the org
+// that held it only when no org with as few in flight and less slot-time
+// waits.
+// The kick loop hands on a slot its reads left free (another replica took
+// those deliveries). w.mu is held.
 func (w *Worker) handOff() {
-	if len(w.flights) >= w.pol.Concurrency {
+	if len(w.flights)+len(w.kicked) >= w.pol.Concurrency {
 		return
 	}
-	now, inOrg, inEndpoint := time.Now(), map[string]int{}, map[string]int{}
+	inOrg, inEndpoint := map[string]int{}, map[string]int{}
 	for f := range w.flights {
 		inOrg[f.org]++
 		inEndpoint[f.webhook]++
 	}
-	best, found := [2]string{}, false
+	for e := range w.kicked { // handed a slot, not read yet
+		inOrg[e[0]]++
+		inEndpoint[e[1]]++
+	}
+	used, best, found := w.slotTime(), [2]string{}, false
 	for e := range w.waiting {
 		if inEndpoint[e[1]] < w.pol.PerEndpoint && inOrg[e[0]] < w.pol.PerOrg && (!found ||
-			cmp.Or(cmp.Compare(inOrg[e[0]], inOrg[best[0]]), cmp.Compare(w.used[e[0]].of(now), w.used[best[0]].of(now))) < 0) {
+			cmp.Or(cmp.Compare(inOrg[e[0]], inOrg[best[0]]), cmp.Compare(used[e[0]], used[best[0]])) < 0) {
 			best, found = e, true
 		}
 	}

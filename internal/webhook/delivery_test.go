@@ -282,6 +282,20 @@ func TestWorkerHandOff(t *testing.T) {
 	if want := ([2]string{"org_quiet", "hook_quiet"}); !maps.Equal(w.kicked, map[[2]string]bool{want: true}) {
 		t.Errorf("the freed slot went to %v, want %v (it used no slot-time)", w.kicked, want)
 	}
+
+	// An attempt in flight counts its seconds so far: the org hanging for
+	// 14 s has used more than the one that used 3 s before.
+	w = NewWorker(&fakeStore{}, true, Policy{Concurrency: 3, PerEndpoint: 2, PerOrg: 4}, nil, nil)
+	w.take("org_hang", "hook_hang").taken = time.Now().Add(-14 * time.Second)
+	w.take("org_fast", "hook_fast")
+	w.used["org_fast"] = usage{secs: 3, at: time.Now()}
+	f = w.take("org_other", "hook_other")
+	w.look("org_hang", "hook_hang2")
+	w.look("org_fast", "hook_fast2")
+	w.release(f, true)
+	if want := ([2]string{"org_fast", "hook_fast2"}); !maps.Equal(w.kicked, map[[2]string]bool{want: true}) {
+		t.Errorf("the freed slot went to %v, want %v (less slot-time, its attempt in flight counted)", w.kicked, want)
+	}
 }
 
 // queueStore lists each queued delivery whose endpoint the worker has
