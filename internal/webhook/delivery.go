@@ -622,13 +622,11 @@ func (w *Worker) fairOrder(due []Delivery) []Delivery {
 	inOrg, used := w.inOrg(), w.slotTime()
 	w.mu.Unlock()
 	turn, tie := map[string]uint64{}, map[string]uint64{}
-	for _, d := range due {
+	es := make([]entry, len(due))
+	for i, d := range due {
 		if _, ok := tie[d.OrgID]; !ok {
 			turn[d.OrgID], tie[d.OrgID] = uint64(inOrg[d.OrgID]), rand.Uint64()
 		}
-	}
-	es := make([]entry, len(due))
-	for i, d := range due {
 		es[i] = entry{d: d, turn: turn[d.OrgID], tie: tie[d.OrgID], used: used[d.OrgID]}
 		turn[d.OrgID]++
 	}
@@ -658,7 +656,7 @@ func (w *Worker) room(orgID, webhookID string) int {
 		}
 	}
 	free := w.pol.Concurrency - len(w.flights)
-	if free <= 0 && w.canCut(inOrg, orgID) {
+	if free <= 0 && inOrg[orgID] == 0 && w.victim(inOrg) != nil {
 		free = 1
 	}
 	return min(free, w.pol.PerEndpoint-inEndpoint, w.pol.PerOrg-inOrg[orgID])
@@ -771,16 +769,14 @@ func (w *Worker) release(f *flight, settled bool) {
 // then least slot-time of late), if a slot is free and one has room: a
 // freed slot does not idle until the next look, and goes back to the org
 // that held it only when no org with as few in flight and less slot-time
-// waits.
-// The kick loop hands on a slot its reads left free (another replica took
-// those deliveries). w.mu is held.
+// waits. The kick loop hands on a slot its reads left free (another
+// replica took those deliveries). w.mu is held.
 func (w *Worker) handOff() {
 	if len(w.flights)+len(w.kicked) >= w.pol.Concurrency {
 		return
 	}
-	inOrg, inEndpoint := map[string]int{}, map[string]int{}
+	inOrg, inEndpoint := w.inOrg(), map[string]int{}
 	for f := range w.flights {
-		inOrg[f.org]++
 		inEndpoint[f.webhook]++
 	}
 	for e := range w.kicked { // handed a slot, not read yet
@@ -798,13 +794,6 @@ func (w *Worker) handOff() {
 		delete(w.waiting, best)
 		w.kickLocked(best)
 	}
-}
-
-// canCut reports whether the org has no attempt in flight while one could
-// be cut for it (victim): what gives it a slot when every slot is taken.
-// w.mu is held.
-func (w *Worker) canCut(inOrg map[string]int, orgID string) bool {
-	return inOrg[orgID] == 0 && w.victim(inOrg) != nil
 }
 
 // attempt sends d once and records the outcome. It reports whether it
