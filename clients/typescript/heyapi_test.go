@@ -39,8 +39,7 @@ func TestHeyAPIClient(t *testing.T) {
 		}
 	}
 
-	api := filepath.Join(tmp, "api")
-	run(t, goBuildTimeout, root, os.Environ(), "go build", "go", "build", "-o", api, "./cmd/api")
+	api := buildAPI(t, root)
 	apiEnv := childEnv(map[string]string{
 		"DYNAMODB_ENDPOINT": dynamotest.Endpoint(),
 		"DYNAMODB_TABLE":    dynamotest.TableName(t),

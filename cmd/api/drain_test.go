@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -45,14 +44,7 @@ func TestGracefulDrain(t *testing.T) {
 		secret          = "drain-test-secret-0123456789abcdef"
 		shutdownTimeout = 5 * time.Second
 	)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "api")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-
-	table := newTable(t)
+	bin, table := buildAPI(t), newTable(t)
 
 	addr := testkit.FreeAddr(t)
 	base := "http://" + addr

@@ -18,7 +18,15 @@ import (
 	"github.com/tenantd/tenantd/internal/store"
 )
 
-func TestMain(m *testing.M) { dynamotest.Main(m) }
+// TestMain runs the package's tests on one DynamoDB Local, then removes the
+// API binary they shared (buildAPI).
+func TestMain(m *testing.M) {
+	code := dynamotest.Run(m)
+	if apiDir != "" {
+		_ = os.RemoveAll(apiDir)
+	}
+	os.Exit(code)
+}
 
 func TestConfig(t *testing.T) {
 	t.Run("OK defaults", func(t *testing.T) {
