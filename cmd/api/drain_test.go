@@ -32,7 +32,7 @@ type drainOutcome struct {
 	sentAt   time.Time
 }
 
-// TestGracefulDrain builds cmd/api, serves it against DynamoDB Local and
+// TestGracefulDrain serves cmd/api (buildAPI) against DynamoDB Local and
 // puts it under load; a slow request is in flight (its body still
 // arriving) when SIGTERM comes. Then: /readyz answers 503 at once, while
 // the process still runs; every request the server accepted (it logged it)
