@@ -5,11 +5,13 @@ package httpapi_test
 // ticket against the in-process DynamoDB stub of overhead_bench_test.go.
 
 import (
+	"fmt"
 	"math"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"strings"
 	"testing"
 
 	"go.opentelemetry.io/otel"
@@ -59,16 +61,25 @@ func (env *benchEnv) getTicketWith(tb testing.TB, h http.Handler, name, value st
 // It measures in a test process of its own: AllocsPerRun counts every
 // goroutine's allocations, and in the package's whole run the servers of
 // earlier tests leave work behind that allocates all along (twice a fresh
-// clone's .ci/run saw 744 allocations against 742).
+// clone's .ci/run saw 744 allocations against 742). And a process's
+// measure can differ from the next one's: beside two CPU hogs, 2 of 12
+// processes measured 746 for each request with a traceparent against 744
+// without, and the other ten the same for both. A cost of the code shows in
+// every process, so it fails only when three processes in turn each find one.
 func TestTracingOffCostsNothing(t *testing.T) {
 	if os.Getenv(allocsChild) == "" {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestTracingOffCostsNothing$", "-test.count=1")
-		// No DynamoDB Local: the measure runs against the in-process stub.
-		cmd.Env = append(os.Environ(), allocsChild+"=1", dynamotest.EnvEndpoint+"=http://127.0.0.1:1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("the measure in a process of its own: %v\n%s", err, out)
+		var failed []string
+		for range 3 {
+			cmd := exec.Command(os.Args[0], "-test.run=^TestTracingOffCostsNothing$", "-test.count=1")
+			// No DynamoDB Local: the measure runs against the in-process stub.
+			cmd.Env = append(os.Environ(), allocsChild+"=1", dynamotest.EnvEndpoint+"=http://127.0.0.1:1")
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				return
+			}
+			failed = append(failed, fmt.Sprintf("%v\n%s", err, out))
 		}
-		return
+		t.Fatalf("the measure in each of three processes of its own:\n%s", strings.Join(failed, "\n"))
 	}
 	env := newBenchEnv(t)
 	off := env.server(t, true, true)
