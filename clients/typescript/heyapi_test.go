@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/tenantd/tenantd/internal/dynamotest"
+	"github.com/tenantd/tenantd/internal/testkit"
 )
 
 // driveSummary is the last line of a passing drive.
@@ -39,7 +40,7 @@ func TestHeyAPIClient(t *testing.T) {
 		}
 	}
 
-	api := buildAPI(t, root)
+	api := testkit.APIBinary(t)
 	apiEnv := childEnv(map[string]string{
 		"DYNAMODB_ENDPOINT": dynamotest.Endpoint(),
 		"DYNAMODB_TABLE":    dynamotest.TableName(t),

@@ -21,39 +21,12 @@ import (
 	"github.com/tenantd/tenantd/internal/testkit"
 )
 
-// TestMain runs the package's tests on one DynamoDB Local, with a directory
-// for the API binary they share (buildAPI), removed after.
+// TestMain runs the package's tests on one DynamoDB Local, then removes the
+// API binary they shared (testkit.APIBinary).
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "tenantd-api-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	apiBin = filepath.Join(dir, "api")
 	code := dynamotest.Run(m)
-	_ = os.RemoveAll(dir)
+	testkit.RemoveAPIBinary()
 	os.Exit(code)
-}
-
-// apiBin is where buildAPI builds cmd/api; apiMu serializes the build.
-var (
-	apiBin string
-	apiMu  sync.Mutex
-)
-
-// buildAPI builds cmd/api into apiBin unless a test of this binary already
-// did: both clients' tests start the same program, and each build links it
-// again (seconds on a 2-core machine).
-func buildAPI(t *testing.T, root string) string {
-	t.Helper()
-	apiMu.Lock()
-	defer apiMu.Unlock()
-	if _, err := os.Stat(apiBin); err != nil {
-		// go test puts its own GOROOT/bin first on PATH: "go" is the go
-		// command that runs this test.
-		run(t, goBuildTimeout, root, os.Environ(), "go build", "go", "build", "-o", apiBin, "./cmd/api")
-	}
-	return apiBin
 }
 
 const (
@@ -108,7 +81,7 @@ func TestTypeScriptClient(t *testing.T) {
 	checkSchemaFresh(t, npm, npmEnv, root, pkgDir, tmp)
 	// tsc type-checks as it builds, and exits non-zero on a type error.
 	run(t, npmRunTimeout, pkgDir, npmEnv, "build", npm, "run", "--silent", "build")
-	api := buildAPI(t, root)
+	api := testkit.APIBinary(t)
 
 	table := dynamotest.TableName(t)
 	apiEnv := childEnv(map[string]string{

@@ -92,7 +92,7 @@ func TestChaos(t *testing.T) {
 	if err := store.Migrate(context.Background(), raw, table); err != nil {
 		t.Fatal(err)
 	}
-	bin := buildAPI(t)
+	bin := testkit.APIBinary(t)
 	env := []string{"DYNAMODB_ENDPOINT=" + proxy.url(), "REQUEST_TIMEOUT=2s", "WRITE_TIMEOUT=4s", "SHUTDOWN_TIMEOUT=3s", "DRAIN_DELAY=0s",
 		"DELETION_LEASE=2s", "DELETION_POLL=200ms", "OFFBOARD_WAIT=300ms", "OFFBOARD_GRACE=0s", "LOG_LEVEL=warn",
 		"WEBHOOK_DISPATCHER=local", "WEBHOOK_ALLOW_PRIVATE_NETWORKS=true", "WEBHOOK_TIMEOUT=1s", "WEBHOOK_FIRST_RETRY=200ms"}

@@ -32,7 +32,7 @@ type drainOutcome struct {
 	sentAt   time.Time
 }
 
-// TestGracefulDrain serves cmd/api (buildAPI) against DynamoDB Local and
+// TestGracefulDrain serves cmd/api (testkit.APIBinary) against DynamoDB Local and
 // puts it under load; a slow request is in flight (its body still
 // arriving) when SIGTERM comes. Then: /readyz answers 503 at once, while
 // the process still runs; every request the server accepted (it logged it)
@@ -44,7 +44,7 @@ func TestGracefulDrain(t *testing.T) {
 		secret          = "drain-test-secret-0123456789abcdef"
 		shutdownTimeout = 5 * time.Second
 	)
-	bin, table := buildAPI(t), newTable(t)
+	bin, table := testkit.APIBinary(t), newTable(t)
 
 	addr := testkit.FreeAddr(t)
 	base := "http://" + addr

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tenantd/tenantd/internal/testkit"
 )
 
 // TestExpectContinue: against the binary, a request that announces its
@@ -18,7 +20,7 @@ import (
 // limit, 415 for a media type the operation does not take. A request that
 // may send its body gets 100 Continue, and its answer once the body is sent.
 func TestExpectContinue(t *testing.T) {
-	p := startAPI(t, buildAPI(t), newTable(t))
+	p := startAPI(t, testkit.APIBinary(t), newTable(t))
 	token := mintToken(t, "expecting")
 	head := func(path, token, contentType string, length int) string {
 		s := fmt.Sprintf("POST %s HTTP/1.1\r\nHost: tenantd\r\nExpect: 100-continue\r\nContent-Length: %d\r\n", path, length)
@@ -90,7 +92,7 @@ func TestExpectContinue(t *testing.T) {
 // TestHeadProbes: the binary answers a load balancer's HEAD probes of
 // /healthz and /readyz as their GETs, without content.
 func TestHeadProbes(t *testing.T) {
-	p := startAPI(t, buildAPI(t), newTable(t))
+	p := startAPI(t, testkit.APIBinary(t), newTable(t))
 	for _, path := range []string{"/healthz", "/readyz"} {
 		c := dial(t, p.addr, false)
 		_ = c.SetDeadline(time.Now().Add(30 * time.Second))

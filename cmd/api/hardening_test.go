@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
@@ -35,34 +34,6 @@ import (
 )
 
 const testSecret = "hardening-test-secret-0123456789abcdef"
-
-// buildAPI is the binary of cmd/api that the package's tests start, built
-// once per test binary (TestMain removes it): a build links it again, 2.7 s
-// on a 2-core machine, and the tests start the same program.
-func buildAPI(t *testing.T) string {
-	t.Helper()
-	bin, err := apiBinary()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return bin
-}
-
-// apiDir holds the binary that apiBinary built ("" before).
-var apiDir string
-
-var apiBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "tenantd-api-")
-	if err != nil {
-		return "", err
-	}
-	apiDir = dir
-	bin := filepath.Join(dir, "api")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
-	}
-	return bin, nil
-})
 
 // newTable creates a table in the shared DynamoDB Local, dropped at
 // cleanup, with its stream off: the API that startAPI runs reads none.
@@ -307,7 +278,7 @@ func trickle(c net.Conn, interval time.Duration, stop <-chan struct{}) {
 func TestHardeningTimeouts(t *testing.T) {
 	const readTimeout, writeTimeout, idleTimeout = 2 * time.Second, 3 * time.Second, 2 * time.Second
 	const slack = 8 * time.Second // the bound is the timeout plus this
-	bin, table := buildAPI(t), newTable(t)
+	bin, table := testkit.APIBinary(t), newTable(t)
 	// The setup, through a server with the normal deadlines: a busy
 	// machine must not make it miss the short ones tested below.
 	setup := startAPI(t, bin, table)
@@ -395,7 +366,7 @@ func TestHardeningTimeouts(t *testing.T) {
 // process exits 0 within SHUTDOWN_TIMEOUT.
 func TestHardeningConnectionLimitAndDrain(t *testing.T) {
 	const maxConns, shutdownTimeout = 8, 3 * time.Second
-	bin, table := buildAPI(t), newTable(t)
+	bin, table := testkit.APIBinary(t), newTable(t)
 	p := startAPI(t, bin, table, "MAX_CONNECTIONS=8", "READ_TIMEOUT=60s", "WRITE_TIMEOUT=60s", "IDLE_TIMEOUT=60s",
 		"REQUEST_TIMEOUT=10s", "SHUTDOWN_TIMEOUT="+shutdownTimeout.String(), "DRAIN_DELAY=100ms")
 	token := mintToken(t, "hostile")
@@ -487,7 +458,7 @@ func firstLine(b []byte) string {
 // 500 probes from 20 connections ask DynamoDB at most once a second.
 func TestReadyzIsNotAnAmplifier(t *testing.T) {
 	maddr := testkit.FreeAddr(t)
-	api := startAPI(t, buildAPI(t), newTable(t), "METRICS_ADDR="+maddr)
+	api := startAPI(t, testkit.APIBinary(t), newTable(t), "METRICS_ADDR="+maddr)
 	began := time.Now()
 	var wg sync.WaitGroup
 	for range 20 {
@@ -535,7 +506,7 @@ func TestReadyzIsNotAnAmplifier(t *testing.T) {
 // the check fail for a health checker probing meanwhile: the DynamoDB
 // call behind it runs on a context of its own, not the hung-up prober's.
 func TestReadyzSurvivesHangups(t *testing.T) {
-	api := startAPI(t, buildAPI(t), newTable(t))
+	api := startAPI(t, testkit.APIBinary(t), newTable(t))
 	addr := strings.TrimPrefix(api.base, "http://")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -589,7 +560,7 @@ func TestReadyzSurvivesHangups(t *testing.T) {
 // connections (conns.go).
 func TestIdleConnectionsAreReaped(t *testing.T) {
 	const maxConns = 16
-	p := startAPI(t, buildAPI(t), newTable(t), fmt.Sprintf("MAX_CONNECTIONS=%d", maxConns), "IDLE_TIMEOUT=60s", "READ_TIMEOUT=60s", "WRITE_TIMEOUT=60s")
+	p := startAPI(t, testkit.APIBinary(t), newTable(t), fmt.Sprintf("MAX_CONNECTIONS=%d", maxConns), "IDLE_TIMEOUT=60s", "READ_TIMEOUT=60s", "WRITE_TIMEOUT=60s")
 	for i := range maxConns {
 		c := dial(t, p.addr, false)
 		if i%2 == 0 { // served once, then idle
@@ -623,7 +594,7 @@ func TestIdleConnectionsAreReaped(t *testing.T) {
 // connections stalled on their client for 2 s.
 func TestStalledClientsAreReaped(t *testing.T) {
 	const maxConns = 16
-	p := startAPI(t, buildAPI(t), newTable(t), fmt.Sprintf("MAX_CONNECTIONS=%d", maxConns), "IDLE_TIMEOUT=60s", "READ_TIMEOUT=60s", "WRITE_TIMEOUT=60s")
+	p := startAPI(t, testkit.APIBinary(t), newTable(t), fmt.Sprintf("MAX_CONNECTIONS=%d", maxConns), "IDLE_TIMEOUT=60s", "READ_TIMEOUT=60s", "WRITE_TIMEOUT=60s")
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	defer func() { close(stop); wg.Wait() }()
@@ -679,7 +650,7 @@ func TestStalledClientsAreReaped(t *testing.T) {
 // what logs through slog's default logger included: here the JWKS fetch
 // that fails (AUTH_JWKS_URL names a closed port), before the server is up.
 func TestLogIsJSON(t *testing.T) {
-	api := startAPI(t, buildAPI(t), newTable(t), "AUTH_HS256_SECRET=", "AUTH_JWKS_URL=http://"+testkit.FreeAddr(t)+"/jwks.json")
+	api := startAPI(t, testkit.APIBinary(t), newTable(t), "AUTH_HS256_SECRET=", "AUTH_JWKS_URL=http://"+testkit.FreeAddr(t)+"/jwks.json")
 	if s := api.stderr.String(); s != "" {
 		t.Errorf("stderr: %s", s)
 	}

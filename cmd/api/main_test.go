@@ -16,15 +16,14 @@ import (
 	"github.com/tenantd/tenantd/internal/dynamotest"
 	"github.com/tenantd/tenantd/internal/httpapi"
 	"github.com/tenantd/tenantd/internal/store"
+	"github.com/tenantd/tenantd/internal/testkit"
 )
 
 // TestMain runs the package's tests on one DynamoDB Local, then removes the
-// API binary they shared (buildAPI).
+// API binary they shared (testkit.APIBinary).
 func TestMain(m *testing.M) {
 	code := dynamotest.Run(m)
-	if apiDir != "" {
-		_ = os.RemoveAll(apiDir)
-	}
+	testkit.RemoveAPIBinary()
 	os.Exit(code)
 }
 

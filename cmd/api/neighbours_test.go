@@ -341,7 +341,7 @@ func startNeighbours(t *testing.T) *neighbours {
 		_, _ = db.DeleteTable(context.Background(), &dynamodb.DeleteTableInput{TableName: aws.String(table)})
 	})
 	h := &neighbours{t: t, key: key, ledger: startLedgerProxy(t, dynamotest.Endpoint()), arrived: map[string]time.Time{}}
-	bin := buildAPI(t)
+	bin := testkit.APIBinary(t)
 	env := []string{"AUTH_HS256_SECRET=", "AUTH_JWKS_URL=" + idp.URL, "WEBHOOK_DISPATCHER=local", "WEBHOOK_ALLOW_PRIVATE_NETWORKS=true",
 		"RATE_LIMIT_RPS=" + strconv.Itoa(neighbourRate), "RATE_LIMIT_BURST=" + strconv.Itoa(neighbourBurst),
 		"RATE_LIMIT_CALLER_RPS=" + strconv.Itoa(neighbourRate), "RATE_LIMIT_CALLER_BURST=" + strconv.Itoa(neighbourBurst),

@@ -25,10 +25,11 @@ import (
 	"github.com/tenantd/tenantd/internal/store"
 	"github.com/tenantd/tenantd/internal/store/storetest"
 	"github.com/tenantd/tenantd/internal/tenant"
+	"github.com/tenantd/tenantd/internal/testkit"
 )
 
 func TestOffboardSurvivesAKilledAPI(t *testing.T) {
-	bin := buildAPI(t)
+	bin := testkit.APIBinary(t)
 	table := newTable(t)
 	env := []string{"DELETION_LEASE=2s", "DELETION_POLL=200ms", "OFFBOARD_WAIT=10s", "OFFBOARD_GRACE=0s"}
 	api := startAPI(t, bin, table, env...)

@@ -65,7 +65,7 @@ type cluster struct {
 }
 
 func startCluster(t *testing.T, local *dynamotest.Local, table string) *cluster {
-	c := &cluster{t: t, bin: buildAPI(t), table: table, dead: make([]atomic.Bool, nReplicas)}
+	c := &cluster{t: t, bin: testkit.APIBinary(t), table: table, dead: make([]atomic.Bool, nReplicas)}
 	// The lease timeout is long for a test box where DynamoDB Local may
 	// take a second under load; TestGlobalFallback covers the fallback.
 	// The request deadline is the default: only the faults of

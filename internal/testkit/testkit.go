@@ -1,8 +1,9 @@
 // Package testkit holds the small helpers that tests of several packages
 // (and the benchmark tool) share: a free loopback port, a buffer that a
 // child process and the test can use at once, the process's CPU time, the
-// outcome of a domain table test and the Recorder every domain package's
-// fake store embeds (fake.go). It is imported only by tests and
+// outcome of a domain table test, the Recorder every domain package's
+// fake store embeds (fake.go) and the one build of cmd/api a test binary
+// starts (apibinary.go). It is imported only by tests and
 // tools/bench.
 package testkit
 
